@@ -1,0 +1,248 @@
+//! Coercion of a value into a column's type, as INSERT and UPDATE need it.
+
+use std::str::FromStr;
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use rust_decimal::Decimal;
+
+use crate::{ColumnSchema, SqlType, Value};
+
+/// Why a value does not fit a column. The front end maps these to MySQL
+/// errors (1366 incorrect value, 1264 out of range, 1406 data too long).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoerceError {
+    #[error("Incorrect {ty} value: '{value}' for column '{column}'")]
+    Incorrect { ty: String, value: String, column: String },
+    #[error("Out of range value for column '{column}'")]
+    OutOfRange { column: String },
+    #[error("Data too long for column '{column}'")]
+    TooLong { column: String },
+}
+
+/// Converts `v` into the representation `column` stores, or says why it
+/// cannot. NULL passes through (NOT NULL is checked by the write path).
+///
+/// Strict mode semantics (MariaDB's default `STRICT_TRANS_TABLES`): a value
+/// that does not fit is an error, never silently truncated.
+pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    let incorrect = || CoerceError::Incorrect {
+        ty: column.ty.sql_name(),
+        value: v.to_string(),
+        column: column.name.clone(),
+    };
+    let out_of_range = || CoerceError::OutOfRange { column: column.name.clone() };
+    let too_long = || CoerceError::TooLong { column: column.name.clone() };
+    match &column.ty {
+        SqlType::Int { bytes, unsigned } => {
+            let d = to_decimal(v).ok_or_else(incorrect)?;
+            // MySQL rounds a fractional value assigned to an integer column.
+            let d = d.round();
+            let bits = u32::from(*bytes) * 8;
+            if *unsigned {
+                let max: u128 = (1u128 << bits) - 1;
+                let u = u128::try_from(d).map_err(|_| out_of_range())?;
+                if u > max {
+                    return Err(out_of_range());
+                }
+                Ok(match i64::try_from(u) {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => Value::UInt(u as u64),
+                })
+            } else {
+                let min: i128 = -(1i128 << (bits - 1));
+                let max: i128 = (1i128 << (bits - 1)) - 1;
+                let i = i128::try_from(d).map_err(|_| out_of_range())?;
+                if i < min || i > max {
+                    return Err(out_of_range());
+                }
+                Ok(Value::Int(i as i64))
+            }
+        }
+        SqlType::Year => {
+            let i = to_decimal(v).ok_or_else(incorrect)?.round();
+            let i = i64::try_from(i).map_err(|_| out_of_range())?;
+            match i {
+                0 => Ok(Value::Int(0)),
+                1..=69 => Ok(Value::Int(2000 + i)),
+                70..=99 => Ok(Value::Int(1900 + i)),
+                1901..=2155 => Ok(Value::Int(i)),
+                _ => Err(out_of_range()),
+            }
+        }
+        SqlType::Float | SqlType::Double => match v {
+            Value::Text(s) => s.trim().parse::<f64>().map(Value::Double).map_err(|_| incorrect()),
+            _ => v.as_f64().map(Value::Double).ok_or_else(incorrect),
+        },
+        SqlType::Decimal { precision, scale } => {
+            let d = to_decimal(v).ok_or_else(incorrect)?;
+            let d = d.round_dp(u32::from(*scale));
+            let int_digits = u32::from(*precision).saturating_sub(u32::from(*scale));
+            let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
+            if d.abs() >= limit {
+                return Err(out_of_range());
+            }
+            let mut d = d;
+            d.rescale(u32::from(*scale));
+            Ok(Value::Decimal(d))
+        }
+        SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Text(n) => {
+            let s = to_text(v);
+            let limit = match column.ty {
+                SqlType::Text(_) => s.len(),
+                _ => s.chars().count(),
+            };
+            if limit > *n as usize {
+                return Err(too_long());
+            }
+            Ok(Value::text(s))
+        }
+        SqlType::Json => Ok(Value::text(to_text(v))),
+        SqlType::Enum(labels) => {
+            let s = to_text(v);
+            if let Some(label) = labels.iter().find(|l| l.eq_ignore_ascii_case(&s)) {
+                return Ok(Value::text(label));
+            }
+            // An integer selects the n-th label (1-based), as in MySQL.
+            if let Some(i) = v.as_i64() {
+                if i >= 1 && (i as usize) <= labels.len() {
+                    return Ok(Value::text(&labels[i as usize - 1]));
+                }
+            }
+            Err(CoerceError::Incorrect { ty: "enum".into(), value: s, column: column.name.clone() })
+        }
+        SqlType::Binary(n) | SqlType::VarBinary(n) | SqlType::Blob(n) => {
+            let b: Vec<u8> = match v {
+                Value::Bytes(b) => b.to_vec(),
+                other => to_text(other).into_bytes(),
+            };
+            if b.len() > *n as usize {
+                return Err(too_long());
+            }
+            Ok(Value::bytes(b))
+        }
+        SqlType::Date => match v {
+            Value::Date(_) => Ok(v.clone()),
+            Value::DateTime(dt) => Ok(Value::Date(dt.date())),
+            Value::Text(s) => parse_datetime(s)
+                .map(|dt| Value::Date(dt.date()))
+                .ok_or_else(incorrect),
+            _ => Err(incorrect()),
+        },
+        SqlType::DateTime | SqlType::Timestamp => match v {
+            Value::DateTime(_) => Ok(v.clone()),
+            Value::Date(d) => Ok(Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default())),
+            Value::Text(s) => parse_datetime(s).map(Value::DateTime).ok_or_else(incorrect),
+            _ => Err(incorrect()),
+        },
+        SqlType::Time => match v {
+            Value::Time(_) => Ok(v.clone()),
+            Value::Text(s) => parse_time(s).map(Value::Time).ok_or_else(incorrect),
+            Value::Int(i) => {
+                // HHMMSS as an integer.
+                let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
+                Ok(Value::Time(((h * 3600 + m * 60 + s) * 1_000_000) as i64))
+            }
+            _ => Err(incorrect()),
+        },
+    }
+}
+
+fn to_decimal(v: &Value) -> Option<Decimal> {
+    match v {
+        Value::Int(i) => Some(Decimal::from(*i)),
+        Value::UInt(u) => Some(Decimal::from(*u)),
+        Value::Decimal(d) => Some(*d),
+        Value::Double(f) => Decimal::try_from(*f).ok(),
+        Value::Text(s) => {
+            let s = s.trim();
+            Decimal::from_str(s)
+                .ok()
+                .or_else(|| Decimal::from_scientific(s).ok())
+                .or_else(|| s.parse::<f64>().ok().and_then(|f| Decimal::try_from(f).ok()))
+        }
+        _ => None,
+    }
+}
+
+fn to_text(v: &Value) -> String {
+    match v {
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// Parses the date and datetime literals MySQL accepts: `YYYY-MM-DD`,
+/// `YYYY-MM-DD HH:MM:SS[.ffffff]`, and the `T` separator.
+pub(crate) fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
+    let s = s.trim();
+    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y%m%d%H%M%S"] {
+        if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(dt);
+        }
+    }
+    for fmt in ["%Y-%m-%d", "%Y%m%d"] {
+        if let Ok(d) = NaiveDate::parse_from_str(s, fmt) {
+            return d.and_hms_opt(0, 0, 0);
+        }
+    }
+    None
+}
+
+fn parse_time(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let mut parts = body.splitn(3, ':');
+    let h: i64 = parts.next()?.parse().ok()?;
+    let m: i64 = parts.next().unwrap_or("0").parse().ok()?;
+    let sec_part = parts.next().unwrap_or("0");
+    let (sec, frac) = match sec_part.split_once('.') {
+        Some((a, b)) => {
+            let digits: String = b.chars().chain(std::iter::repeat('0')).take(6).collect();
+            (a.parse::<i64>().ok()?, digits.parse::<i64>().ok()?)
+        }
+        None => (sec_part.parse::<i64>().ok()?, 0),
+    };
+    if m >= 60 || sec >= 60 || h > 838 {
+        return None;
+    }
+    let us = (h * 3600 + m * 60 + sec) * 1_000_000 + frac;
+    let _ = NaiveTime::MIN;
+    Some(if neg { -us } else { us })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(ty: SqlType) -> ColumnSchema {
+        ColumnSchema::new("c", ty)
+    }
+
+    #[test]
+    fn integers_are_range_checked() {
+        let tiny = col(SqlType::Int { bytes: 1, unsigned: false });
+        assert_eq!(coerce(&Value::Int(127), &tiny), Ok(Value::Int(127)));
+        assert!(matches!(coerce(&Value::Int(128), &tiny), Err(CoerceError::OutOfRange { .. })));
+        assert_eq!(coerce(&Value::text("42"), &tiny), Ok(Value::Int(42)));
+        assert!(matches!(coerce(&Value::text("x"), &tiny), Err(CoerceError::Incorrect { .. })));
+        let ubig = col(SqlType::Int { bytes: 8, unsigned: true });
+        assert_eq!(coerce(&Value::UInt(u64::MAX), &ubig), Ok(Value::UInt(u64::MAX)));
+        assert!(coerce(&Value::Int(-1), &ubig).is_err());
+    }
+
+    #[test]
+    fn strings_and_dates() {
+        assert!(matches!(coerce(&Value::text("abcd"), &col(SqlType::VarChar(3))), Err(CoerceError::TooLong { .. })));
+        let d = coerce(&Value::text("2024-02-29 10:11:12"), &col(SqlType::DateTime)).unwrap();
+        assert_eq!(d.to_string(), "2024-02-29 10:11:12");
+        assert_eq!(coerce(&Value::text("12:30:00"), &col(SqlType::Time)).unwrap().to_string(), "12:30:00");
+        let dec = coerce(&Value::text("3.14159"), &col(SqlType::Decimal { precision: 5, scale: 2 })).unwrap();
+        assert_eq!(dec.to_string(), "3.14");
+    }
+}

@@ -1,0 +1,56 @@
+//! Types shared by every Ladle crate: [`Value`], [`Row`], [`SqlType`],
+//! [`Collation`] and the table schema ([`TableSchema`], [`ColumnSchema`],
+//! [`IndexSchema`]).
+//!
+//! This crate depends on no other Ladle crate and knows nothing of SQL text,
+//! RocksDB or the wire protocol. It holds the rules every layer must agree on:
+//! how values compare (including string collations, see [`Value::cmp_collated`])
+//! and how a value is coerced into a column's type ([`coerce`]).
+
+mod coerce;
+mod schema;
+mod value;
+
+pub use coerce::{coerce, CoerceError};
+pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
+pub use value::{Collation, SqlType, Value};
+
+/// A row: one value per column, in schema order.
+pub type Row = Vec<Value>;
+
+/// Log sequence number: the position of a committed write batch in the
+/// change log. Strictly increasing; 0 means "before any write".
+pub type Lsn = u64;
+
+/// A row change. Delta semantics are defined once, here: a record is either
+/// added (`Insert`) or removed (`Delete`); an UPDATE is a `Delete` of the old
+/// row followed by an `Insert` of the new one.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum RowDelta {
+    Insert(Row),
+    Delete(Row),
+}
+
+impl RowDelta {
+    /// The row the change carries.
+    pub fn row(&self) -> &Row {
+        match self {
+            RowDelta::Insert(r) | RowDelta::Delete(r) => r,
+        }
+    }
+
+    /// +1 for an insert, -1 for a delete.
+    pub fn sign(&self) -> i64 {
+        match self {
+            RowDelta::Insert(_) => 1,
+            RowDelta::Delete(_) => -1,
+        }
+    }
+}
+
+/// The deltas one committed batch applied to one table, in order.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TableDeltas {
+    pub table: TableId,
+    pub deltas: Vec<RowDelta>,
+}

@@ -1,0 +1,469 @@
+//! Scalar values, column types and collations.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
+
+/// A SQL scalar value.
+///
+/// Strings and byte strings are reference counted so that rows can be shared
+/// between dataflow nodes and readers without copying.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Value {
+    Null,
+    /// Any signed integer column (TINYINT..BIGINT) and BOOL.
+    Int(i64),
+    /// Unsigned integer columns whose value does not fit `i64`, and any value
+    /// of an UNSIGNED column (planner and storage may use either; they compare
+    /// numerically equal).
+    UInt(u64),
+    /// FLOAT and DOUBLE.
+    Double(f64),
+    Decimal(Decimal),
+    /// CHAR, VARCHAR, TEXT, ENUM (as its label).
+    Text(Arc<str>),
+    /// BINARY, VARBINARY, BLOB.
+    Bytes(Arc<[u8]>),
+    Date(NaiveDate),
+    /// DATETIME and TIMESTAMP (no time zone: session time zone is UTC).
+    DateTime(NaiveDateTime),
+    /// TIME as signed microseconds (MySQL's range is +-838:59:59).
+    Time(i64),
+}
+
+impl Value {
+    pub fn text(s: impl AsRef<str>) -> Value {
+        Value::Text(Arc::from(s.as_ref()))
+    }
+
+    pub fn bytes(b: impl AsRef<[u8]>) -> Value {
+        Value::Bytes(Arc::from(b.as_ref()))
+    }
+
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as an `i64`, if it is an integer that fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::UInt(u) => i64::try_from(*u).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a double, for numeric values (integers, decimals, floats).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::UInt(u) => Some(*u as f64),
+            Value::Double(d) => Some(*d),
+            Value::Decimal(d) => d.to_string().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a string, for text values.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn is_numeric(&self) -> bool {
+        matches!(
+            self,
+            Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_)
+        )
+    }
+
+    /// Rank used to order values of different kinds; NULL sorts first, as in
+    /// MySQL's ORDER BY.
+    fn kind_rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Int(_) | Value::UInt(_) | Value::Double(_) | Value::Decimal(_) => 1,
+            Value::Date(_) | Value::DateTime(_) => 2,
+            Value::Time(_) => 3,
+            Value::Text(_) => 4,
+            Value::Bytes(_) => 5,
+        }
+    }
+
+    /// Total order of two values, comparing strings under `collation`.
+    ///
+    /// NULL sorts before everything and equals NULL (this is ORDER BY and
+    /// GROUP BY order; SQL's three-valued `=` is the evaluator's business).
+    /// Numbers of different representations compare numerically; a DATE
+    /// compares with a DATETIME as midnight of that day.
+    pub fn cmp_collated(&self, other: &Value, collation: Collation) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Int(a), Int(b)) => a.cmp(b),
+            (UInt(a), UInt(b)) => a.cmp(b),
+            (Int(a), UInt(b)) => cmp_i64_u64(*a, *b),
+            (UInt(a), Int(b)) => cmp_i64_u64(*b, *a).reverse(),
+            (Decimal(a), Decimal(b)) => a.cmp(b),
+            (Text(a), Text(b)) => collation.compare(a, b),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (DateTime(a), DateTime(b)) => a.cmp(b),
+            (Date(a), DateTime(b)) => a.and_hms_opt(0, 0, 0).unwrap_or_default().cmp(b),
+            (DateTime(a), Date(b)) => a.cmp(&b.and_hms_opt(0, 0, 0).unwrap_or_default()),
+            (Time(a), Time(b)) => a.cmp(b),
+            (a, b) if a.is_numeric() && b.is_numeric() => {
+                cmp_numeric(a, b)
+            }
+            (a, b) => a.kind_rank().cmp(&b.kind_rank()),
+        }
+    }
+
+    /// A value that is equal (as a key) to every value this one equals under
+    /// `collation`: strings are folded, integers that fit `i64` become `Int`.
+    /// Use it to build hash keys that agree with [`Value::cmp_collated`].
+    pub fn key_normalized(&self, collation: Collation) -> Value {
+        match self {
+            Value::Text(s) => match collation {
+                Collation::Binary => self.clone(),
+                Collation::GeneralCi => Value::text(collation.fold(s)),
+            },
+            Value::UInt(u) => match i64::try_from(*u) {
+                Ok(i) => Value::Int(i),
+                Err(_) => self.clone(),
+            },
+            Value::Decimal(d) if d.fract().is_zero() => match i64::try_from(d.trunc()) {
+                Ok(i) => Value::Int(i),
+                Err(_) => Value::Decimal(d.normalize()),
+            },
+            Value::Decimal(d) => Value::Decimal(d.normalize()),
+            Value::Double(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::Int(*f as i64),
+            Value::Date(d) => Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default()),
+            _ => self.clone(),
+        }
+    }
+}
+
+fn cmp_i64_u64(a: i64, b: u64) -> Ordering {
+    if a < 0 {
+        Ordering::Less
+    } else {
+        (a as u64).cmp(&b)
+    }
+}
+
+fn cmp_numeric(a: &Value, b: &Value) -> Ordering {
+    // Exact comparison where both sides are exact numbers; doubles otherwise.
+    let exact = |v: &Value| match v {
+        Value::Int(i) => Some(Decimal::from(*i)),
+        Value::UInt(u) => Some(Decimal::from(*u)),
+        Value::Decimal(d) => Some(*d),
+        _ => None,
+    };
+    if let (Some(x), Some(y)) = (exact(a), exact(b)) {
+        return x.cmp(&y);
+    }
+    let x = a.as_f64().unwrap_or(f64::NAN);
+    let y = b.as_f64().unwrap_or(f64::NAN);
+    x.total_cmp(&y)
+}
+
+/// Binary equality: same kind and same value, strings compared byte for byte.
+/// Use [`Value::cmp_collated`] for SQL comparisons.
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        self.cmp_collated(other, Collation::Binary) == Ordering::Equal
+    }
+}
+
+impl Eq for Value {}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Value) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Value {
+    fn cmp(&self, other: &Value) -> Ordering {
+        self.cmp_collated(other, Collation::Binary)
+    }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Must agree with `Eq`: numerically equal numbers hash alike.
+        match self.key_normalized(Collation::Binary) {
+            Value::Null => 0u8.hash(state),
+            Value::Int(i) => {
+                1u8.hash(state);
+                i.hash(state)
+            }
+            Value::UInt(u) => {
+                1u8.hash(state);
+                u.hash(state)
+            }
+            Value::Double(f) => {
+                1u8.hash(state);
+                f.to_bits().hash(state)
+            }
+            Value::Decimal(d) => {
+                1u8.hash(state);
+                d.hash(state)
+            }
+            Value::Text(s) => {
+                4u8.hash(state);
+                s.hash(state)
+            }
+            Value::Bytes(b) => {
+                5u8.hash(state);
+                b.hash(state)
+            }
+            Value::Date(d) => {
+                2u8.hash(state);
+                d.hash(state)
+            }
+            Value::DateTime(d) => {
+                2u8.hash(state);
+                d.hash(state)
+            }
+            Value::Time(t) => {
+                3u8.hash(state);
+                t.hash(state)
+            }
+        }
+    }
+}
+
+/// MySQL-style text rendering (what the text protocol sends).
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => write!(f, "NULL"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}"),
+            Value::Double(d) => {
+                if d.is_finite() && d.fract() == 0.0 && d.abs() < 1e15 {
+                    write!(f, "{}", *d as i64)
+                } else {
+                    write!(f, "{d}")
+                }
+            }
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Text(s) => write!(f, "{s}"),
+            Value::Bytes(b) => write!(f, "{}", String::from_utf8_lossy(b)),
+            Value::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            Value::DateTime(d) => {
+                if d.and_utc().timestamp_subsec_micros() == 0 {
+                    write!(f, "{}", d.format("%Y-%m-%d %H:%M:%S"))
+                } else {
+                    write!(f, "{}", d.format("%Y-%m-%d %H:%M:%S%.6f"))
+                }
+            }
+            Value::Time(us) => {
+                let sign = if *us < 0 { "-" } else { "" };
+                let us = us.unsigned_abs();
+                let secs = us / 1_000_000;
+                let frac = us % 1_000_000;
+                write!(f, "{sign}{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60)?;
+                if frac != 0 {
+                    write!(f, ".{frac:06}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// How strings compare. Every string column has one; the default for text
+/// columns is [`Collation::GeneralCi`], matching MariaDB's
+/// `utf8mb4_general_ci` (`'Alice' = 'alice'`, trailing spaces ignored).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Collation {
+    /// `utf8mb4_bin` / `binary`: byte order.
+    Binary,
+    /// `utf8mb4_general_ci`: case-insensitive, PAD SPACE.
+    #[default]
+    GeneralCi,
+}
+
+impl Collation {
+    /// The collation a `COLLATE`/`CHARSET` name selects, if Ladle knows it.
+    pub fn from_name(name: &str) -> Option<Collation> {
+        let n = name.to_ascii_lowercase();
+        if n == "binary" || n.ends_with("_bin") {
+            Some(Collation::Binary)
+        } else if n.ends_with("_ci") || n == "utf8mb4" || n == "utf8" || n == "utf8mb3" || n == "latin1" {
+            Some(Collation::GeneralCi)
+        } else {
+            None
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Collation::Binary => "utf8mb4_bin",
+            Collation::GeneralCi => "utf8mb4_general_ci",
+        }
+    }
+
+    /// The string every string equal to `s` under this collation folds to.
+    pub fn fold(self, s: &str) -> String {
+        match self {
+            Collation::Binary => s.to_string(),
+            Collation::GeneralCi => {
+                // general_ci maps each character to its uppercase form (one
+                // character to one) and pads with spaces.
+                let trimmed = s.trim_end_matches(' ');
+                trimmed
+                    .chars()
+                    .map(|c| {
+                        let mut up = c.to_uppercase();
+                        match (up.next(), up.next()) {
+                            (Some(u), None) => u,
+                            _ => c,
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    pub fn compare(self, a: &str, b: &str) -> Ordering {
+        match self {
+            Collation::Binary => a.as_bytes().cmp(b.as_bytes()),
+            Collation::GeneralCi => self.fold(a).cmp(&self.fold(b)),
+        }
+    }
+}
+
+/// A column type, as declared in CREATE TABLE.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SqlType {
+    /// TINYINT/SMALLINT/MEDIUMINT/INT/BIGINT: `bytes` is 1, 2, 3, 4 or 8.
+    /// BOOL/BOOLEAN is `Int { bytes: 1, unsigned: false }`.
+    Int { bytes: u8, unsigned: bool },
+    Float,
+    Double,
+    Decimal { precision: u8, scale: u8 },
+    Char(u32),
+    VarChar(u32),
+    /// TINYTEXT/TEXT/MEDIUMTEXT/LONGTEXT with their maximum byte length.
+    Text(u32),
+    Binary(u32),
+    VarBinary(u32),
+    Blob(u32),
+    Date,
+    DateTime,
+    Timestamp,
+    Time,
+    Year,
+    /// ENUM('a', 'b', ...): stored as its label text.
+    Enum(Vec<String>),
+    Json,
+}
+
+impl SqlType {
+    pub fn is_integer(&self) -> bool {
+        matches!(self, SqlType::Int { .. } | SqlType::Year)
+    }
+
+    pub fn is_text(&self) -> bool {
+        matches!(
+            self,
+            SqlType::Char(_) | SqlType::VarChar(_) | SqlType::Text(_) | SqlType::Enum(_) | SqlType::Json
+        )
+    }
+
+    pub fn is_binary(&self) -> bool {
+        matches!(self, SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_))
+    }
+
+    /// The SQL spelling, as SHOW CREATE TABLE and DESCRIBE print it.
+    pub fn sql_name(&self) -> String {
+        match self {
+            SqlType::Int { bytes, unsigned } => {
+                let (name, width) = match (bytes, unsigned) {
+                    (1, false) => ("tinyint", 4),
+                    (1, true) => ("tinyint", 3),
+                    (2, false) => ("smallint", 6),
+                    (2, true) => ("smallint", 5),
+                    (3, false) => ("mediumint", 9),
+                    (3, true) => ("mediumint", 8),
+                    (4, false) => ("int", 11),
+                    (4, true) => ("int", 10),
+                    (_, false) => ("bigint", 20),
+                    (_, true) => ("bigint", 20),
+                };
+                if *unsigned {
+                    format!("{name}({width}) unsigned")
+                } else {
+                    format!("{name}({width})")
+                }
+            }
+            SqlType::Float => "float".into(),
+            SqlType::Double => "double".into(),
+            SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
+            SqlType::Char(n) => format!("char({n})"),
+            SqlType::VarChar(n) => format!("varchar({n})"),
+            SqlType::Text(n) => match n {
+                0..=255 => "tinytext".into(),
+                256..=65535 => "text".into(),
+                65536..=16777215 => "mediumtext".into(),
+                _ => "longtext".into(),
+            },
+            SqlType::Binary(n) => format!("binary({n})"),
+            SqlType::VarBinary(n) => format!("varbinary({n})"),
+            SqlType::Blob(n) => match n {
+                0..=255 => "tinyblob".into(),
+                256..=65535 => "blob".into(),
+                65536..=16777215 => "mediumblob".into(),
+                _ => "longblob".into(),
+            },
+            SqlType::Date => "date".into(),
+            SqlType::DateTime => "datetime".into(),
+            SqlType::Timestamp => "timestamp".into(),
+            SqlType::Time => "time".into(),
+            SqlType::Year => "year(4)".into(),
+            SqlType::Enum(labels) => {
+                let quoted: Vec<String> = labels.iter().map(|l| format!("'{}'", l.replace('\'', "''"))).collect();
+                format!("enum({})", quoted.join(","))
+            }
+            SqlType::Json => "longtext".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn general_ci_ignores_case_and_trailing_spaces() {
+        let ci = Collation::GeneralCi;
+        assert_eq!(ci.compare("Alice", "alice"), Ordering::Equal);
+        assert_eq!(ci.compare("alice  ", "ALICE"), Ordering::Equal);
+        assert_eq!(ci.compare("alice", "bob"), Ordering::Less);
+        assert_ne!(Collation::Binary.compare("Alice", "alice"), Ordering::Equal);
+    }
+
+    #[test]
+    fn numbers_compare_across_representations() {
+        assert_eq!(Value::Int(5), Value::UInt(5));
+        assert_eq!(Value::Int(5), Value::Decimal(Decimal::from(5)));
+        assert!(Value::Int(-1) < Value::UInt(0));
+        assert!(Value::Null < Value::Int(i64::MIN));
+        let mut h1 = std::collections::hash_map::DefaultHasher::new();
+        let mut h2 = std::collections::hash_map::DefaultHasher::new();
+        Value::Int(7).hash(&mut h1);
+        Value::UInt(7).hash(&mut h2);
+        assert_eq!(h1.finish(), h2.finish());
+    }
+}

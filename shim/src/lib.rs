@@ -1,0 +1,1 @@
+//! MySQL front end (skeleton).
