@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what building and testing Ladle needs on Debian/Ubuntu, if missing:
+# clang/libclang (bindgen for the rocksdb crate), Debian's librocksdb-dev
+# (linked instead of compiling RocksDB's C++ source), MariaDB server and
+# client (the correctness oracle and performance baseline), Python venv.
+# Usage: scripts/deps.sh [--no-mariadb]
+set -euo pipefail
+
+want=(clang libclang-dev librocksdb-dev pkg-config python3-venv)
+if [[ "${1:-}" != "--no-mariadb" ]]; then
+  want+=(mariadb-server mariadb-client)
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+if ! command -v apt-get >/dev/null; then
+  echo "deps: please install: ${missing[*]} (no apt-get found)" >&2
+  exit 1
+fi
+SUDO=""
+if [[ "$(id -u)" != 0 ]]; then SUDO="sudo"; fi
+echo "deps: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+# Never start services from package post-install scripts: tests start their
+# own throwaway MariaDB on a loopback port.
+DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs Ladle's whole test suite: installs missing system packages, starts a
+# throwaway MariaDB on loopback (the oracle the end-to-end tests compare
+# against), runs every Rust test in the workspace, then the Python client
+# tests (PyMySQL, mysql-connector, SQLAlchemy) in a private virtualenv.
+#
+# Environment: CARGO_TARGET_DIR (default: $HOME/.cache/ladle-target),
+# LADLE_SKIP_MARIADB=1 to run without the MariaDB comparison.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+
+step() { echo; echo "==> $* ($(date -u +%H:%M:%S))"; }
+
+step "system packages"
+if [[ "${LADLE_SKIP_MARIADB:-0}" == 1 ]]; then scripts/deps.sh --no-mariadb; else scripts/deps.sh; fi
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ladle-target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+
+if [[ "${LADLE_SKIP_MARIADB:-0}" != 1 ]]; then
+  step "starting MariaDB (comparison oracle)"
+  LADLE_TEST_MARIADB_URL="$(scripts/mariadb.sh start)"
+  export LADLE_TEST_MARIADB_URL
+  trap 'scripts/mariadb.sh stop >/dev/null 2>&1 || true' EXIT
+  echo "MariaDB at $LADLE_TEST_MARIADB_URL"
+fi
+
+step "building"
+cargo build --workspace --all-targets
+
+step "cargo test --workspace"
+cargo test --workspace --no-fail-fast
+
+if [[ -f tests/python/requirements.txt ]]; then
+  step "Python client tests"
+  VENV="$HOME/.cache/ladle-venv"
+  [[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r tests/python/requirements.txt
+  export LADLE_BIN="$CARGO_TARGET_DIR/debug/ladle"
+  "$VENV/bin/python" -m pytest -q tests/python
+fi
+
+step "all tests passed"
