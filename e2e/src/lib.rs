@@ -1,0 +1,358 @@
+//! End-to-end conformance harness for Ladle.
+//!
+//! Ladle is tested only through the MySQL wire protocol, exactly as an
+//! application would see it, and compared with MariaDB (the oracle):
+//!
+//! - [`MysqlDb`] implements `sqllogictest::DB` over the `mysql` client crate
+//!   (text protocol), so every `tests/sql/<area>/*.test` file can run against
+//!   any MySQL-compatible endpoint;
+//! - [`LadleServer`] spawns the `ladle` binary on free loopback ports with a
+//!   temporary data directory ([`ladle_binary`] says how it is found);
+//! - [`mariadb_url`] reads `LADLE_TEST_MARIADB_URL` (see `scripts/mariadb.sh`).
+//!
+//! This crate depends on no Ladle crate: it speaks only the wire protocol.
+
+use std::fmt;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::Queryable;
+use mysql::{Conn, Opts, OptsBuilder};
+use sqllogictest::{DBOutput, DefaultColumnType};
+
+/// Environment variable naming a running MariaDB (`mysql://root@127.0.0.1:PORT`).
+pub const MARIADB_URL_ENV: &str = "LADLE_TEST_MARIADB_URL";
+/// Environment variable overriding where the `ladle` binary is.
+pub const LADLE_BIN_ENV: &str = "LADLE_BIN";
+/// Environment variable choosing `--durability` for spawned servers (default `memory`).
+pub const LADLE_DURABILITY_ENV: &str = "LADLE_TEST_DURABILITY";
+
+/// How long one statement may take before the client gives up (a hung server
+/// must fail the file, not the whole run).
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The MariaDB URL from [`MARIADB_URL_ENV`], if set and non-empty.
+pub fn mariadb_url() -> Option<String> {
+    std::env::var(MARIADB_URL_ENV)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// The workspace root (parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// `tests/sql` under the workspace root.
+pub fn sql_dir() -> PathBuf {
+    workspace_root().join("tests").join("sql")
+}
+
+/// Every `*.test` file under `dir`, recursively, sorted.
+pub fn test_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "test") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Errors of the harness itself (not of the database under test).
+#[derive(Debug)]
+pub struct HarnessError(pub String);
+
+impl fmt::Display for HarnessError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HarnessError {}
+
+/// Connection options for `url`, optionally selecting database `db`.
+pub fn opts(url: &str, db: Option<&str>) -> Result<Opts, mysql::Error> {
+    let base = Opts::from_url(url).map_err(mysql::Error::UrlError)?;
+    let builder = OptsBuilder::from_opts(base)
+        .db_name(db)
+        .read_timeout(Some(STATEMENT_TIMEOUT))
+        .write_timeout(Some(STATEMENT_TIMEOUT))
+        .tcp_connect_timeout(Some(Duration::from_secs(10)));
+    Ok(builder.into())
+}
+
+/// Connects to `url` with database `db` selected.
+pub fn connect(url: &str, db: Option<&str>) -> Result<Conn, mysql::Error> {
+    Conn::new(opts(url, db)?)
+}
+
+/// Drops and recreates database `db` on `url` so a test file starts fresh.
+pub fn fresh_database(url: &str, db: &str) -> Result<(), mysql::Error> {
+    let mut conn = connect(url, None)?;
+    conn.query_drop(format!("DROP DATABASE IF EXISTS `{db}`"))?;
+    conn.query_drop(format!("CREATE DATABASE `{db}`"))?;
+    Ok(())
+}
+
+/// Drops database `db` (best effort clean-up after a file).
+pub fn drop_database(url: &str, db: &str) {
+    if let Ok(mut conn) = connect(url, None) {
+        let _ = conn.query_drop(format!("DROP DATABASE IF EXISTS `{db}`"));
+    }
+}
+
+/// Renders one text-protocol value the way sqllogictest files spell it.
+pub fn render_value(v: &mysql::Value) -> String {
+    match v {
+        mysql::Value::NULL => "NULL".to_string(),
+        mysql::Value::Bytes(b) if b.is_empty() => "(empty)".to_string(),
+        mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        mysql::Value::Int(i) => i.to_string(),
+        mysql::Value::UInt(u) => u.to_string(),
+        mysql::Value::Float(f) => f.to_string(),
+        mysql::Value::Double(d) => d.to_string(),
+        other => other.as_sql(true).trim_matches('\'').to_string(),
+    }
+}
+
+/// Runs one statement over the text protocol and returns its rows rendered
+/// with [`render_value`] (none for a statement without a result set) and the
+/// affected-row count.
+pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<(Option<Vec<Vec<String>>>, u64), mysql::Error> {
+    let mut result = conn.query_iter(sql)?;
+    let has_columns = !result.columns().as_ref().is_empty();
+    let mut rows = Vec::new();
+    for row in result.by_ref() {
+        let row = row?;
+        rows.push(row.unwrap_raw().iter().map(|v| render_value(v.as_ref().unwrap_or(&mysql::Value::NULL))).collect());
+    }
+    let affected = result.affected_rows();
+    // Drain any further result sets so the connection stays usable.
+    while result.iter().is_some() {
+        for row in result.by_ref() {
+            row?;
+        }
+    }
+    Ok((has_columns.then_some(rows), affected))
+}
+
+/// A sqllogictest database over one MySQL connection.
+pub struct MysqlDb {
+    conn: Conn,
+    engine: &'static str,
+}
+
+impl MysqlDb {
+    /// Connects to `url` with database `db` selected; `engine` names the
+    /// target for `skipif`/`onlyif` (`mariadb` or `ladle`).
+    pub fn connect(url: &str, db: &str, engine: &'static str) -> Result<Self, mysql::Error> {
+        Ok(MysqlDb {
+            conn: connect(url, Some(db))?,
+            engine,
+        })
+    }
+}
+
+impl sqllogictest::DB for MysqlDb {
+    type Error = mysql::Error;
+    type ColumnType = DefaultColumnType;
+
+    fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, mysql::Error> {
+        let (rows, affected) = query_rows(&mut self.conn, sql)?;
+        Ok(match rows {
+            Some(rows) => {
+                let width = rows.first().map_or(0, Vec::len);
+                DBOutput::Rows {
+                    types: vec![DefaultColumnType::Any; width],
+                    rows,
+                }
+            }
+            None => DBOutput::StatementComplete(affected),
+        })
+    }
+
+    fn engine_name(&self) -> &str {
+        self.engine
+    }
+
+    fn error_sql_state(err: &mysql::Error) -> Option<String> {
+        match err {
+            mysql::Error::MySqlError(e) => Some(e.state.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// A free TCP port on 127.0.0.1 (bound and released; a race with another
+/// process is possible but harmless in practice).
+pub fn free_port() -> std::io::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// Where the `ladle` binary is: `$LADLE_BIN`, else `<target>/debug/ladle`
+/// next to this test executable (`<target>/debug/deps/<test>`), built with
+/// `cargo build -p ladle-server` if missing.
+pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
+    if let Ok(bin) = std::env::var(LADLE_BIN_ENV) {
+        if !bin.trim().is_empty() {
+            let path = PathBuf::from(bin.trim());
+            return if path.is_file() {
+                Ok(path)
+            } else {
+                Err(HarnessError(format!("{LADLE_BIN_ENV}={} is not a file", path.display())))
+            };
+        }
+    }
+    let exe = std::env::current_exe().map_err(|e| HarnessError(format!("current_exe: {e}")))?;
+    // <target>/debug/deps/<exe> -> <target>/debug
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| HarnessError(format!("cannot locate target dir from {}", exe.display())))?;
+    let candidate = profile_dir.join(format!("ladle{}", std::env::consts::EXE_SUFFIX));
+    if candidate.is_file() {
+        return Ok(candidate);
+    }
+    let target_dir = profile_dir.parent().unwrap_or(profile_dir);
+    eprintln!(
+        "e2e: {} missing; running `cargo build -p ladle-server`",
+        candidate.display()
+    );
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let status = Command::new(cargo)
+        .args(["build", "-p", "ladle-server", "--bin", "ladle"])
+        .env("CARGO_TARGET_DIR", target_dir)
+        .current_dir(workspace_root())
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| HarnessError(format!("spawning cargo build: {e}")))?;
+    if !status.success() {
+        return Err(HarnessError(format!("cargo build -p ladle-server failed: {status}")));
+    }
+    if candidate.is_file() {
+        Ok(candidate)
+    } else {
+        Err(HarnessError(format!("{} still missing after build", candidate.display())))
+    }
+}
+
+/// A `ladle` server process on free loopback ports with a temporary data
+/// directory; killed and cleaned up on drop.
+pub struct LadleServer {
+    child: Child,
+    port: u16,
+    _data_dir: tempfile::TempDir,
+    log_path: PathBuf,
+}
+
+impl LadleServer {
+    /// Spawns `bin` and waits (up to 60 s) until it accepts MySQL connections.
+    pub fn start(bin: &Path) -> Result<Self, HarnessError> {
+        let data_dir = tempfile::Builder::new()
+            .prefix("ladle-e2e-")
+            .tempdir()
+            .map_err(|e| HarnessError(format!("tempdir: {e}")))?;
+        let port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
+        let metrics_port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
+        let durability =
+            std::env::var(LADLE_DURABILITY_ENV).unwrap_or_else(|_| "memory".to_string());
+        let log_path = data_dir.path().with_extension("log");
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| HarnessError(format!("log file: {e}")))?;
+        let log_err = log
+            .try_clone()
+            .map_err(|e| HarnessError(format!("log file: {e}")))?;
+        let child = Command::new(bin)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data_dir.path().join("data"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg("--durability")
+            .arg(&durability)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_err)
+            .spawn()
+            .map_err(|e| HarnessError(format!("spawning {}: {e}", bin.display())))?;
+        let mut server = LadleServer {
+            child,
+            port,
+            _data_dir: data_dir,
+            log_path,
+        };
+        server.wait_ready()?;
+        Ok(server)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), HarnessError> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(HarnessError(format!(
+                    "ladle exited during start-up ({status}); log:\n{}",
+                    self.log_tail()
+                )));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
+                && connect(&self.url(), None).is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(HarnessError(format!(
+                    "ladle did not accept connections within 60 s; log:\n{}",
+                    self.log_tail()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// `mysql://root@127.0.0.1:PORT`
+    pub fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}", self.port)
+    }
+
+    /// The MySQL port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether the process is still running.
+    pub fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The last 40 lines of the server's log.
+    pub fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for LadleServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log_path);
+    }
+}
