@@ -72,7 +72,8 @@ start() {
     "$(mariadbd_bin)" --no-defaults --datadir="$datadir" --port="$port" \
         --socket="$STATE/mysqld.sock" --pid-file="$STATE/mysqld.pid" \
         --bind-address=127.0.0.1 --user=root --innodb_flush_log_at_trx_commit=1 \
-        --skip-log-bin --max-connections=500 >"$STATE/mariadbd.log" 2>&1 </dev/null &
+        --skip-log-bin --max-connections=500 \
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci >"$STATE/mariadbd.log" 2>&1 </dev/null &
     echo $! >"$STATE/pid"
     echo "$port" >"$STATE/port"
     for _ in $(seq 1 120); do

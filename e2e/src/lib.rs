@@ -135,12 +135,12 @@ pub fn render_value(v: &mysql::Value) -> String {
 pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<(Option<Vec<Vec<String>>>, u64), mysql::Error> {
     let mut result = conn.query_iter(sql)?;
     let has_columns = !result.columns().as_ref().is_empty();
+    let affected = result.affected_rows();
     let mut rows = Vec::new();
     for row in result.by_ref() {
         let row = row?;
         rows.push(row.unwrap_raw().iter().map(|v| render_value(v.as_ref().unwrap_or(&mysql::Value::NULL))).collect());
     }
-    let affected = result.affected_rows();
     // Drain any further result sets so the connection stays usable.
     while result.iter().is_some() {
         for row in result.by_ref() {
