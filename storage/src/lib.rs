@@ -8,6 +8,8 @@
 //! it; the storage implementer fills in the bodies and may add methods, but
 //! must not change these signatures without updating every caller).
 
+pub mod snapshot;
+
 use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;

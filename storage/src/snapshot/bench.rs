@@ -1,0 +1,1 @@
+//! Benchmark (ignored test).
