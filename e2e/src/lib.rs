@@ -132,14 +132,22 @@ pub fn render_value(v: &mysql::Value) -> String {
 /// Runs one statement over the text protocol and returns its rows rendered
 /// with [`render_value`] (none for a statement without a result set) and the
 /// affected-row count.
-pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<(Option<Vec<Vec<String>>>, u64), mysql::Error> {
+pub fn query_rows(
+    conn: &mut Conn,
+    sql: &str,
+) -> Result<(Option<Vec<Vec<String>>>, u64), mysql::Error> {
     let mut result = conn.query_iter(sql)?;
     let has_columns = !result.columns().as_ref().is_empty();
     let affected = result.affected_rows();
     let mut rows = Vec::new();
     for row in result.by_ref() {
         let row = row?;
-        rows.push(row.unwrap_raw().iter().map(|v| render_value(v.as_ref().unwrap_or(&mysql::Value::NULL))).collect());
+        rows.push(
+            row.unwrap_raw()
+                .iter()
+                .map(|v| render_value(v.as_ref().unwrap_or(&mysql::Value::NULL)))
+                .collect(),
+        );
     }
     // Drain any further result sets so the connection stays usable.
     while result.iter().is_some() {
@@ -214,7 +222,10 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
             return if path.is_file() {
                 Ok(path)
             } else {
-                Err(HarnessError(format!("{LADLE_BIN_ENV}={} is not a file", path.display())))
+                Err(HarnessError(format!(
+                    "{LADLE_BIN_ENV}={} is not a file",
+                    path.display()
+                )))
             };
         }
     }
@@ -242,12 +253,17 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
         .status()
         .map_err(|e| HarnessError(format!("spawning cargo build: {e}")))?;
     if !status.success() {
-        return Err(HarnessError(format!("cargo build -p ladle-server failed: {status}")));
+        return Err(HarnessError(format!(
+            "cargo build -p ladle-server failed: {status}"
+        )));
     }
     if candidate.is_file() {
         Ok(candidate)
     } else {
-        Err(HarnessError(format!("{} still missing after build", candidate.display())))
+        Err(HarnessError(format!(
+            "{} still missing after build",
+            candidate.display()
+        )))
     }
 }
 
@@ -272,8 +288,8 @@ impl LadleServer {
         let durability =
             std::env::var(LADLE_DURABILITY_ENV).unwrap_or_else(|_| "memory".to_string());
         let log_path = data_dir.path().with_extension("log");
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| HarnessError(format!("log file: {e}")))?;
+        let log =
+            std::fs::File::create(&log_path).map_err(|e| HarnessError(format!("log file: {e}")))?;
         let log_err = log
             .try_clone()
             .map_err(|e| HarnessError(format!("log file: {e}")))?;

@@ -78,7 +78,9 @@ fn run_file(url: &str, engine: &'static str, rel: &str, file: &Path) -> Result<(
         async move { MysqlDb::connect(&u, &d, engine) }
     });
     runner.add_label(engine);
-    let result = runner.run_file(file).map_err(|e| e.display(false).to_string());
+    let result = runner
+        .run_file(file)
+        .map_err(|e| e.display(false).to_string());
     runner.shutdown();
     drop_database(url, &db);
     result
@@ -170,7 +172,9 @@ fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
         Err(e) => {
             println!("sqllogictest [ladle]: no ladle binary: {e}");
             tally.failed = 1;
-            tally.failures.push(("<ladle binary>".into(), e.to_string()));
+            tally
+                .failures
+                .push(("<ladle binary>".into(), e.to_string()));
             return tally;
         }
     };
@@ -267,7 +271,11 @@ fn main() -> ExitCode {
                 }
             }
         }
-        return if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
 
     let maria = run_mariadb(&root, &files);
@@ -287,7 +295,11 @@ fn main() -> ExitCode {
             println!("  ladle   {rel}");
         }
     }
-    println!("\nsqllogictest: mariadb {} | ladle {}", maria.line(), ladle.line());
+    println!(
+        "\nsqllogictest: mariadb {} | ladle {}",
+        maria.line(),
+        ladle.line()
+    );
     println!("sqllogictest: {}", total.line());
     if total.failed == 0 {
         ExitCode::SUCCESS
