@@ -129,13 +129,14 @@ pub fn render_value(v: &mysql::Value) -> String {
     }
 }
 
+/// A statement's outcome: its rows (none without a result set) and the
+/// affected-row count.
+pub type StatementResult = (Option<Vec<Vec<String>>>, u64);
+
 /// Runs one statement over the text protocol and returns its rows rendered
 /// with [`render_value`] (none for a statement without a result set) and the
 /// affected-row count.
-pub fn query_rows(
-    conn: &mut Conn,
-    sql: &str,
-) -> Result<(Option<Vec<Vec<String>>>, u64), mysql::Error> {
+pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::Error> {
     let mut result = conn.query_iter(sql)?;
     let has_columns = !result.columns().as_ref().is_empty();
     let affected = result.affected_rows();

@@ -8,6 +8,7 @@
 //! A line `differential` in `tests/sql/ladle-known-failures.txt` turns
 //! Ladle's mismatches into a printed report instead of a failure.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use ladle_e2e::{
@@ -93,11 +94,12 @@ impl Model {
                     sql_opt(row.val),
                     row.name
                 );
-                if self.t.contains_key(&id) {
-                    write(sql, Some(1062))
-                } else {
-                    self.t.insert(id, row);
-                    write(sql, None)
+                match self.t.entry(id) {
+                    Entry::Occupied(_) => write(sql, Some(1062)),
+                    Entry::Vacant(e) => {
+                        e.insert(row);
+                        write(sql, None)
+                    }
                 }
             }
             3 => {
@@ -155,11 +157,12 @@ impl Model {
                     "INSERT INTO u (id, t_grp, label) VALUES ({id}, {}, '{}')",
                     row.t_grp, row.label
                 );
-                if self.u.contains_key(&id) {
-                    write(sql, Some(1062))
-                } else {
-                    self.u.insert(id, row);
-                    write(sql, None)
+                match self.u.entry(id) {
+                    Entry::Occupied(_) => write(sql, Some(1062)),
+                    Entry::Vacant(e) => {
+                        e.insert(row);
+                        write(sql, None)
+                    }
                 }
             }
             _ => {
