@@ -10,6 +10,9 @@ use ladle_common::{Row, SqlType, TableId, TableSchema, Value};
 use ladle_storage::{Storage, StorageError};
 use sqlparser::ast;
 
+mod expr;
+mod planner;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DataflowError {
     // --- the user's fault ---
@@ -95,30 +98,34 @@ impl PreparedQuery {
 /// INSERT VALUES, ON DUPLICATE KEY UPDATE).
 #[derive(Clone, Debug)]
 pub struct RowExpr {
-    _private: (),
+    expr: expr::Expr,
 }
 
 impl RowExpr {
     /// Evaluates against `row` (laid out as the table's columns).
-    pub fn eval(&self, _row: &Row) -> Result<Value> {
-        unimplemented!("dataflow implementer")
+    pub fn eval(&self, row: &Row) -> Result<Value> {
+        self.expr.eval(row).map_err(eval_err)
     }
     /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
     /// UPDATE).
-    pub fn eval_with_proposed(&self, _row: &Row, _proposed: &Row) -> Result<Value> {
-        unimplemented!("dataflow implementer")
+    pub fn eval_with_proposed(&self, row: &Row, proposed: &Row) -> Result<Value> {
+        self.expr.eval_proposed(row, proposed).map_err(eval_err)
     }
     /// SQL truth of the value (for WHERE): NULL and 0 are false.
-    pub fn eval_predicate(&self, _row: &Row) -> Result<bool> {
-        unimplemented!("dataflow implementer")
+    pub fn eval_predicate(&self, row: &Row) -> Result<bool> {
+        self.expr.eval_bool(row, &[]).map_err(eval_err)
     }
+}
+
+fn eval_err(e: expr::EvalError) -> DataflowError {
+    DataflowError::BadArgument(e.0)
 }
 
 /// Compiles `expr` over the columns of `table` (or over no columns when
 /// `table` is `None`, e.g. INSERT VALUES). Placeholders are an error: the
 /// caller substitutes parameter values into the AST first.
-pub fn compile_row_expr(_expr: &ast::Expr, _table: Option<&TableSchema>) -> Result<RowExpr> {
-    unimplemented!("dataflow implementer")
+pub fn compile_row_expr(expr: &ast::Expr, table: Option<&TableSchema>) -> Result<RowExpr> {
+    Ok(RowExpr { expr: planner::compile_row_expr(expr, table)? })
 }
 
 /// The view engine. One per server.

@@ -1,0 +1,588 @@
+//! Scalar functions.
+
+use chrono::{Datelike, Duration, NaiveDateTime, Timelike, Utc};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use super::ops::{self, to_num, to_text, truth, Num};
+use super::{Ctx, EvalError, EvalResult, Expr};
+use ladle_common::{Collation, SqlType, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Func {
+    Coalesce,
+    IfNull,
+    NullIf,
+    If,
+    Concat,
+    ConcatWs,
+    Lower,
+    Upper,
+    Length,
+    CharLength,
+    Substring,
+    Left,
+    Right,
+    Trim,
+    LTrim,
+    RTrim,
+    Replace,
+    Abs,
+    Round,
+    Truncate,
+    Floor,
+    Ceil,
+    Greatest,
+    Least,
+    Now,
+    UtcTimestamp,
+    CurDate,
+    CurTime,
+    UnixTimestamp,
+    FromUnixTime,
+    Date,
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    /// DATE_ADD(date, seconds-or-months encoded by the planner): args are
+    /// (date, amount, unit code).
+    DateAdd,
+    Rand,
+    Sign,
+    Mod,
+    Pow,
+    Sqrt,
+    Locate,
+    Instr,
+    Repeat,
+    Reverse,
+    Lpad,
+    Rpad,
+    Hex,
+}
+
+/// Interval units for DATE_ADD (the third argument, as an integer code).
+pub const UNIT_MICROSECOND: i64 = 0;
+pub const UNIT_SECOND: i64 = 1;
+pub const UNIT_MINUTE: i64 = 2;
+pub const UNIT_HOUR: i64 = 3;
+pub const UNIT_DAY: i64 = 4;
+pub const UNIT_WEEK: i64 = 5;
+pub const UNIT_MONTH: i64 = 6;
+pub const UNIT_QUARTER: i64 = 7;
+pub const UNIT_YEAR: i64 = 8;
+
+impl Func {
+    /// Looks a function up by its SQL name and checks the argument count.
+    pub fn by_name(name: &str, nargs: usize) -> Option<Func> {
+        use Func::*;
+        let n = name.to_ascii_lowercase();
+        let (f, min, max) = match n.as_str() {
+            "coalesce" => (Coalesce, 1, usize::MAX),
+            "ifnull" => (IfNull, 2, 2),
+            "nullif" => (NullIf, 2, 2),
+            "if" => (If, 3, 3),
+            "concat" => (Concat, 1, usize::MAX),
+            "concat_ws" => (ConcatWs, 2, usize::MAX),
+            "lower" | "lcase" => (Lower, 1, 1),
+            "upper" | "ucase" => (Upper, 1, 1),
+            "length" | "octet_length" => (Length, 1, 1),
+            "char_length" | "character_length" => (CharLength, 1, 1),
+            "substring" | "substr" | "mid" => (Substring, 2, 3),
+            "left" => (Left, 2, 2),
+            "right" => (Right, 2, 2),
+            "trim" => (Trim, 1, 1),
+            "ltrim" => (LTrim, 1, 1),
+            "rtrim" => (RTrim, 1, 1),
+            "replace" => (Replace, 3, 3),
+            "abs" => (Abs, 1, 1),
+            "round" => (Round, 1, 2),
+            "truncate" => (Truncate, 2, 2),
+            "floor" => (Floor, 1, 1),
+            "ceil" | "ceiling" => (Ceil, 1, 1),
+            "greatest" => (Greatest, 2, usize::MAX),
+            "least" => (Least, 2, usize::MAX),
+            "now" | "current_timestamp" | "localtimestamp" | "localtime" | "sysdate" => (Now, 0, 1),
+            "utc_timestamp" => (UtcTimestamp, 0, 1),
+            "curdate" | "current_date" | "utc_date" => (CurDate, 0, 0),
+            "curtime" | "current_time" | "utc_time" => (CurTime, 0, 1),
+            "unix_timestamp" => (UnixTimestamp, 0, 1),
+            "from_unixtime" => (FromUnixTime, 1, 1),
+            "date" => (Date, 1, 1),
+            "year" => (Year, 1, 1),
+            "month" => (Month, 1, 1),
+            "day" | "dayofmonth" => (Day, 1, 1),
+            "hour" => (Hour, 1, 1),
+            "minute" => (Minute, 1, 1),
+            "second" => (Second, 1, 1),
+            "rand" => (Rand, 0, 1),
+            "sign" => (Sign, 1, 1),
+            "mod" => (Mod, 2, 2),
+            "pow" | "power" => (Pow, 2, 2),
+            "sqrt" => (Sqrt, 1, 1),
+            "locate" => (Locate, 2, 2),
+            "instr" => (Instr, 2, 2),
+            "repeat" => (Repeat, 2, 2),
+            "reverse" => (Reverse, 1, 1),
+            "lpad" => (Lpad, 3, 3),
+            "rpad" => (Rpad, 3, 3),
+            "hex" => (Hex, 1, 1),
+            _ => return None,
+        };
+        if nargs < min || nargs > max {
+            return None;
+        }
+        Some(f)
+    }
+
+    pub fn is_volatile(self) -> bool {
+        matches!(
+            self,
+            Func::Now | Func::UtcTimestamp | Func::CurDate | Func::CurTime | Func::Rand
+        ) || self == Func::UnixTimestamp
+    }
+}
+
+fn now() -> NaiveDateTime {
+    let n = Utc::now().naive_utc();
+    n.with_nanosecond(0).unwrap_or(n)
+}
+
+fn arg(args: &[Expr], i: usize, c: &Ctx<'_>) -> EvalResult {
+    match args.get(i) {
+        Some(e) => e.eval_ctx(c),
+        None => Ok(Value::Null),
+    }
+}
+
+fn int_arg(v: &Value) -> Option<i64> {
+    match to_num(v)? {
+        Num::Int(i) => Some(i.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64),
+        Num::Dec(d) => d.round().to_i64(),
+        Num::Float(f) => Some(f.round() as i64),
+    }
+}
+
+pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
+    use Func::*;
+    // Lazy functions first.
+    match f {
+        Coalesce => {
+            for a in args {
+                let v = a.eval_ctx(c)?;
+                if !v.is_null() {
+                    return Ok(v);
+                }
+            }
+            return Ok(Value::Null);
+        }
+        IfNull => {
+            let v = arg(args, 0, c)?;
+            return if v.is_null() { arg(args, 1, c) } else { Ok(v) };
+        }
+        If => {
+            let cond = arg(args, 0, c)?;
+            return if truth(&cond) == Some(true) { arg(args, 1, c) } else { arg(args, 2, c) };
+        }
+        _ => {}
+    }
+    let vals: Vec<Value> = args.iter().map(|a| a.eval_ctx(c)).collect::<EvalResult<_>>()?;
+    let v0 = vals.first().cloned().unwrap_or(Value::Null);
+    let null_in = |vals: &[Value]| vals.iter().any(|v| v.is_null());
+    Ok(match f {
+        Coalesce | IfNull | If => Value::Null,
+        NullIf => {
+            let v1 = vals.get(1).cloned().unwrap_or(Value::Null);
+            if ops::compare(&v0, &v1, Collation::GeneralCi) == Some(std::cmp::Ordering::Equal) {
+                Value::Null
+            } else {
+                v0
+            }
+        }
+        Concat => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            Value::text(vals.iter().map(to_text).collect::<String>())
+        }
+        ConcatWs => {
+            if v0.is_null() {
+                return Ok(Value::Null);
+            }
+            let sep = to_text(&v0);
+            let parts: Vec<String> = vals[1..].iter().filter(|v| !v.is_null()).map(to_text).collect();
+            Value::text(parts.join(&sep))
+        }
+        Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex if v0.is_null() => Value::Null,
+        Lower => Value::text(to_text(&v0).to_lowercase()),
+        Upper => Value::text(to_text(&v0).to_uppercase()),
+        Trim => Value::text(to_text(&v0).trim_matches(' ')),
+        LTrim => Value::text(to_text(&v0).trim_start_matches(' ')),
+        RTrim => Value::text(to_text(&v0).trim_end_matches(' ')),
+        Reverse => Value::text(to_text(&v0).chars().rev().collect::<String>()),
+        Hex => match &v0 {
+            Value::Text(_) | Value::Bytes(_) => {
+                Value::text(to_text(&v0).bytes().map(|b| format!("{b:02X}")).collect::<String>())
+            }
+            other => Value::text(format!("{:X}", ops::to_u64_bits(other))),
+        },
+        Length => match &v0 {
+            Value::Null => Value::Null,
+            Value::Bytes(b) => Value::Int(b.len() as i64),
+            other => Value::Int(to_text(other).len() as i64),
+        },
+        CharLength => match &v0 {
+            Value::Null => Value::Null,
+            other => Value::Int(to_text(other).chars().count() as i64),
+        },
+        Substring => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let s: Vec<char> = to_text(&v0).chars().collect();
+            let pos = int_arg(&vals[1]).unwrap_or(0);
+            let len = match vals.get(2) {
+                Some(l) => int_arg(l).unwrap_or(0),
+                None => i64::MAX,
+            };
+            let n = s.len() as i64;
+            let start = if pos > 0 {
+                pos - 1
+            } else if pos < 0 {
+                n + pos
+            } else {
+                return Ok(Value::text(""));
+            };
+            if start < 0 || start >= n || len <= 0 {
+                return Ok(Value::text(""));
+            }
+            let end = start.saturating_add(len).min(n);
+            Value::text(s[start as usize..end as usize].iter().collect::<String>())
+        }
+        Left | Right => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let s: Vec<char> = to_text(&v0).chars().collect();
+            let k = int_arg(&vals[1]).unwrap_or(0).clamp(0, s.len() as i64) as usize;
+            let out: String = if f == Left { s[..k].iter().collect() } else { s[s.len() - k..].iter().collect() };
+            Value::text(out)
+        }
+        Replace => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let from = to_text(&vals[1]);
+            if from.is_empty() {
+                return Ok(Value::text(to_text(&v0)));
+            }
+            Value::text(to_text(&v0).replace(&from, &to_text(&vals[2])))
+        }
+        Repeat => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let n = int_arg(&vals[1]).unwrap_or(0).clamp(0, 1 << 20) as usize;
+            Value::text(to_text(&v0).repeat(n))
+        }
+        Lpad | Rpad => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let s: Vec<char> = to_text(&v0).chars().collect();
+            let n = int_arg(&vals[1]).unwrap_or(0);
+            if n < 0 {
+                return Ok(Value::Null);
+            }
+            let n = n as usize;
+            let pad: Vec<char> = to_text(&vals[2]).chars().collect();
+            if s.len() >= n {
+                return Ok(Value::text(s[..n].iter().collect::<String>()));
+            }
+            if pad.is_empty() {
+                return Ok(Value::Null);
+            }
+            let fill: String = pad.iter().cycle().take(n - s.len()).collect();
+            let body: String = s.iter().collect();
+            Value::text(if f == Lpad { fill + &body } else { body + &fill })
+        }
+        Locate | Instr => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let (needle, hay) = if f == Locate { (&vals[0], &vals[1]) } else { (&vals[1], &vals[0]) };
+            let h = Collation::GeneralCi.fold(&to_text(hay)).to_string();
+            let h = h.to_lowercase();
+            let nd = to_text(needle).to_uppercase().to_lowercase();
+            match h.find(&nd) {
+                Some(byte) => Value::Int(h[..byte].chars().count() as i64 + 1),
+                None => Value::Int(0),
+            }
+        }
+        Abs => match to_num(&v0) {
+            None => Value::Null,
+            Some(Num::Int(i)) => ops::int_value(i.abs())?,
+            Some(Num::Dec(d)) => Value::Decimal(d.abs()),
+            Some(Num::Float(x)) => Value::Double(x.abs()),
+        },
+        Sign => match to_num(&v0) {
+            None => Value::Null,
+            Some(Num::Int(i)) => Value::Int(i.signum() as i64),
+            Some(Num::Dec(d)) => Value::Int(if d.is_zero() { 0 } else if d.is_sign_negative() { -1 } else { 1 }),
+            Some(Num::Float(x)) => Value::Int(if x == 0.0 { 0 } else if x < 0.0 { -1 } else { 1 }),
+        },
+        Round | Truncate => {
+            let places = match vals.get(1) {
+                Some(v) if v.is_null() => return Ok(Value::Null),
+                Some(v) => int_arg(v).unwrap_or(0),
+                None => 0,
+            };
+            round(&v0, places, f == Truncate)?
+        }
+        Floor | Ceil => match to_num(&v0) {
+            None => Value::Null,
+            Some(Num::Int(i)) => ops::int_value(i)?,
+            Some(Num::Dec(d)) => {
+                let r = if f == Floor { d.floor() } else { d.ceil() };
+                ops::int_value(r.to_i128().ok_or_else(|| EvalError("BIGINT value is out of range".into()))?)?
+            }
+            Some(Num::Float(x)) => Value::Double(if f == Floor { x.floor() } else { x.ceil() }),
+        },
+        Mod => ops::arith(super::ArithOp::Mod, &v0, &vals[1])?,
+        Pow => match (ops::value_to_f64(&v0), ops::value_to_f64(&vals[1])) {
+            (Some(a), Some(b)) => {
+                let r = a.powf(b);
+                if r.is_finite() {
+                    Value::Double(r)
+                } else {
+                    return Err(EvalError("DOUBLE value is out of range in 'pow'".into()));
+                }
+            }
+            _ => Value::Null,
+        },
+        Sqrt => match ops::value_to_f64(&v0) {
+            Some(a) if a >= 0.0 => Value::Double(a.sqrt()),
+            _ => Value::Null,
+        },
+        Greatest | Least => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let mut best = vals[0].clone();
+            for v in &vals[1..] {
+                let o = ops::compare(v, &best, Collation::GeneralCi);
+                let better = if f == Greatest {
+                    o == Some(std::cmp::Ordering::Greater)
+                } else {
+                    o == Some(std::cmp::Ordering::Less)
+                };
+                if better {
+                    best = v.clone();
+                }
+            }
+            best
+        }
+        Now | UtcTimestamp => Value::DateTime(now()),
+        CurDate => Value::Date(now().date()),
+        CurTime => Value::Time(i64::from(now().num_seconds_from_midnight()) * 1_000_000),
+        UnixTimestamp => match vals.first() {
+            None => Value::Int(now().and_utc().timestamp()),
+            Some(v) => match ops::to_datetime(v) {
+                Some(dt) => Value::Int(dt.and_utc().timestamp().max(0)),
+                None => Value::Null,
+            },
+        },
+        FromUnixTime => match int_arg(&v0) {
+            Some(secs) if secs >= 0 => match chrono::DateTime::from_timestamp(secs, 0) {
+                Some(dt) => Value::DateTime(dt.naive_utc()),
+                None => Value::Null,
+            },
+            _ => Value::Null,
+        },
+        Date => match ops::to_datetime(&v0) {
+            Some(dt) => Value::Date(dt.date()),
+            None => Value::Null,
+        },
+        Year | Month | Day | Hour | Minute | Second => match ops::to_datetime(&v0) {
+            Some(dt) => Value::Int(i64::from(match f {
+                Year => dt.year() as u32,
+                Month => dt.month(),
+                Day => dt.day(),
+                Hour => dt.hour(),
+                Minute => dt.minute(),
+                _ => dt.second(),
+            })),
+            None => match (&v0, f) {
+                (Value::Time(us), Hour) => Value::Int(us / 3_600_000_000),
+                (Value::Time(us), Minute) => Value::Int((us / 60_000_000) % 60),
+                (Value::Time(us), Second) => Value::Int((us / 1_000_000) % 60),
+                _ => Value::Null,
+            },
+        },
+        DateAdd => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let is_date = matches!(v0, Value::Date(_));
+            let Some(dt) = ops::to_datetime(&v0) else {
+                return Ok(Value::Null);
+            };
+            let amount = int_arg(&vals[1]).unwrap_or(0);
+            let unit = int_arg(&vals[2]).unwrap_or(UNIT_DAY);
+            let out = match unit {
+                UNIT_MONTH | UNIT_QUARTER | UNIT_YEAR => {
+                    let months = amount * if unit == UNIT_YEAR { 12 } else if unit == UNIT_QUARTER { 3 } else { 1 };
+                    add_months(dt, months)
+                }
+                _ => {
+                    let d = match unit {
+                        UNIT_MICROSECOND => Duration::microseconds(amount),
+                        UNIT_SECOND => Duration::seconds(amount),
+                        UNIT_MINUTE => Duration::minutes(amount),
+                        UNIT_HOUR => Duration::hours(amount),
+                        UNIT_WEEK => Duration::weeks(amount),
+                        _ => Duration::days(amount),
+                    };
+                    dt.checked_add_signed(d)
+                }
+            };
+            match out {
+                Some(o) if is_date && unit >= UNIT_DAY => Value::Date(o.date()),
+                Some(o) => Value::DateTime(o),
+                None => Value::Null,
+            }
+        }
+        Rand => Value::Double(rand_f64()),
+    })
+}
+
+fn add_months(dt: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
+    let total = i64::from(dt.year()) * 12 + i64::from(dt.month0()) + months;
+    let (y, m0) = (total.div_euclid(12), total.rem_euclid(12));
+    let mut day = dt.day();
+    loop {
+        if let Some(d) = chrono::NaiveDate::from_ymd_opt(y as i32, m0 as u32 + 1, day) {
+            return Some(d.and_time(dt.time()));
+        }
+        if day <= 28 {
+            return None;
+        }
+        day -= 1;
+    }
+}
+
+fn rand_f64() -> f64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = RandomState::new().build_hasher();
+    h.write_u128(Utc::now().timestamp_nanos_opt().unwrap_or(0) as u128);
+    (h.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn round(v: &Value, places: i64, truncate: bool) -> EvalResult {
+    let strategy = if truncate { RoundingStrategy::ToZero } else { RoundingStrategy::MidpointAwayFromZero };
+    Ok(match to_num(v) {
+        None => Value::Null,
+        Some(Num::Int(i)) => {
+            if places >= 0 {
+                ops::int_value(i)?
+            } else {
+                let p = 10i128.checked_pow((-places) as u32).unwrap_or(i128::MAX);
+                let d = Decimal::from_i128_with_scale(i, 0) / Decimal::from_i128_with_scale(p, 0);
+                let r = d.round_dp_with_strategy(0, strategy);
+                ops::int_value(r.to_i128().unwrap_or(0) * p)?
+            }
+        }
+        Some(Num::Dec(d)) => {
+            if places >= 0 {
+                let p = places.min(28) as u32;
+                let mut r = d.round_dp_with_strategy(p, strategy);
+                r.rescale(p);
+                Value::Decimal(r)
+            } else {
+                let p = Decimal::from_i128_with_scale(10i128.pow((-places).min(20) as u32), 0);
+                Value::Decimal((d / p).round_dp_with_strategy(0, strategy) * p)
+            }
+        }
+        Some(Num::Float(x)) => {
+            let p = 10f64.powi(places.clamp(-300, 300) as i32);
+            let y = x * p;
+            let r = if truncate { y.trunc() } else { y.round() };
+            Value::Double(r / p)
+        }
+    })
+}
+
+pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> (SqlType, bool) {
+    use Func::*;
+    let tys: Vec<(SqlType, bool)> = args.iter().map(|a| a.result_type(input)).collect();
+    let any_null = tys.iter().any(|t| t.1);
+    let bigint = SqlType::Int { bytes: 8, unsigned: false };
+    let text = |n: u32| SqlType::VarChar(n);
+    match f {
+        Coalesce => {
+            let (t, _) = super::unify_types(&tys);
+            (t, tys.iter().all(|t| t.1))
+        }
+        IfNull => {
+            let (t, _) = super::unify_types(&tys);
+            (t, tys.get(1).map(|t| t.1).unwrap_or(true))
+        }
+        NullIf => (tys[0].0.clone(), true),
+        If => super::unify_types(&tys[1..]),
+        Concat | ConcatWs | Replace | Lpad | Rpad | Repeat => {
+            let n: u32 = tys
+                .iter()
+                .map(|t| match t.0 {
+                    SqlType::Char(n) | SqlType::VarChar(n) => n,
+                    _ => 64,
+                })
+                .fold(0u32, |a, b| a.saturating_add(b));
+            (text(n.max(1)), if f == ConcatWs { tys[0].1 } else { any_null })
+        }
+        Lower | Upper | Trim | LTrim | RTrim | Reverse | Substring | Left | Right => {
+            let t = match &tys[0].0 {
+                t if t.is_text() => t.clone(),
+                _ => text(255),
+            };
+            (t, any_null)
+        }
+        Hex => (text(255), any_null),
+        Length | CharLength | Locate | Instr | Sign => (bigint, any_null),
+        Abs => (tys[0].0.clone(), any_null),
+        Round | Truncate => match &tys[0].0 {
+            SqlType::Decimal { precision, .. } => {
+                let scale = match args.get(1) {
+                    Some(Expr::Literal(v)) => v.as_i64().unwrap_or(0).clamp(0, 30) as u8,
+                    _ => 0,
+                };
+                (SqlType::Decimal { precision: *precision, scale }, any_null)
+            }
+            t => (t.clone(), any_null),
+        },
+        Floor | Ceil => match &tys[0].0 {
+            SqlType::Float | SqlType::Double => (SqlType::Double, any_null),
+            _ => (bigint, any_null),
+        },
+        Greatest | Least => {
+            let (t, _) = super::unify_types(&tys);
+            (t, any_null)
+        }
+        Mod => (tys[0].0.clone(), true),
+        Pow | Sqrt | Rand => (SqlType::Double, f != Rand),
+        Now | UtcTimestamp => (SqlType::DateTime, false),
+        CurDate => (SqlType::Date, false),
+        CurTime => (SqlType::Time, false),
+        UnixTimestamp => (bigint, !args.is_empty()),
+        FromUnixTime => (SqlType::DateTime, true),
+        Date => (SqlType::Date, true),
+        Year | Month | Day | Hour | Minute | Second => (SqlType::Int { bytes: 4, unsigned: false }, true),
+        DateAdd => match tys[0].0 {
+            SqlType::Date => (SqlType::Date, true),
+            _ => (SqlType::DateTime, true),
+        },
+    }
+}

@@ -1,0 +1,589 @@
+//! Ladle's scalar expressions: a closed tree over column positions, evaluated
+//! with MySQL semantics (NULL propagation, three-valued logic, MySQL's
+//! numeric result types, collation-aware string comparison).
+//!
+//! The planner builds these from the SQL AST; operators only ever see this
+//! type.
+
+pub(crate) mod func;
+mod ops;
+
+use std::fmt;
+
+use ladle_common::{Collation, Row, SqlType, Value};
+
+pub use func::Func;
+pub(crate) use ops::{compare, truth, value_to_f64};
+
+/// An evaluation failure (the user's fault: overflow, bad cast).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvalError(pub String);
+
+pub type EvalResult<T = Value> = Result<T, EvalError>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    IntDiv,
+    Mod,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmpOp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `<=>`: NULL-safe equality.
+    NullSafeEq,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LogicOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// A CAST target.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum CastType {
+    Signed,
+    Unsigned,
+    Char,
+    Decimal { precision: u8, scale: u8 },
+    Double,
+    Date,
+    DateTime,
+    Time,
+    Binary,
+}
+
+/// A compiled scalar expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// The value of input column `n`.
+    Column(usize),
+    Literal(Value),
+    /// A read-time parameter slot (bound when a reader is queried).
+    Param(usize),
+    /// `VALUES(col)` in ON DUPLICATE KEY UPDATE: column `n` of the proposed row.
+    Proposed(usize),
+    Neg(Box<Expr>),
+    Not(Box<Expr>),
+    BitNot(Box<Expr>),
+    Arith(ArithOp, Box<Expr>, Box<Expr>),
+    Cmp { op: CmpOp, left: Box<Expr>, right: Box<Expr>, collation: Collation },
+    Logic(LogicOp, Box<Expr>, Box<Expr>),
+    IsNull { expr: Box<Expr>, negated: bool },
+    /// `IS [NOT] TRUE` (`value` true) and `IS [NOT] FALSE` (`value` false).
+    IsBool { expr: Box<Expr>, value: bool, negated: bool },
+    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool, collation: Collation },
+    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool, collation: Collation },
+    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: char, negated: bool, collation: Collation },
+    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>>, collation: Collation },
+    Cast(Box<Expr>, CastType),
+    Call(Func, Vec<Expr>),
+}
+
+impl Expr {
+    pub fn lit(v: Value) -> Expr {
+        Expr::Literal(v)
+    }
+
+    /// Evaluates over `row` with no parameters.
+    pub fn eval(&self, row: &[Value]) -> EvalResult {
+        self.eval_ctx(&Ctx { row, params: &[], proposed: None })
+    }
+
+    /// Evaluates with parameter slots bound.
+    pub fn eval_params(&self, row: &[Value], params: &[Value]) -> EvalResult {
+        self.eval_ctx(&Ctx { row, params, proposed: None })
+    }
+
+    pub fn eval_proposed(&self, row: &[Value], proposed: &[Value]) -> EvalResult {
+        self.eval_ctx(&Ctx { row, params: &[], proposed: Some(proposed) })
+    }
+
+    /// SQL truth (NULL is false).
+    pub fn eval_bool(&self, row: &[Value], params: &[Value]) -> EvalResult<bool> {
+        Ok(truth(&self.eval_params(row, params)?) == Some(true))
+    }
+
+    pub(crate) fn eval_ctx(&self, c: &Ctx<'_>) -> EvalResult {
+        use Expr::*;
+        Ok(match self {
+            Column(i) => c.row.get(*i).cloned().unwrap_or(Value::Null),
+            Literal(v) => v.clone(),
+            Param(i) => c.params.get(*i).cloned().unwrap_or(Value::Null),
+            Proposed(i) => match c.proposed {
+                Some(p) => p.get(*i).cloned().unwrap_or(Value::Null),
+                None => Value::Null,
+            },
+            Neg(e) => ops::negate(&e.eval_ctx(c)?)?,
+            Not(e) => bool_value(truth(&e.eval_ctx(c)?).map(|b| !b)),
+            BitNot(e) => match e.eval_ctx(c)? {
+                Value::Null => Value::Null,
+                v => Value::UInt(!ops::to_u64_bits(&v)),
+            },
+            Arith(op, l, r) => ops::arith(*op, &l.eval_ctx(c)?, &r.eval_ctx(c)?)?,
+            Cmp { op, left, right, collation } => {
+                let l = left.eval_ctx(c)?;
+                let r = right.eval_ctx(c)?;
+                ops::cmp_op(*op, &l, &r, *collation)
+            }
+            Logic(op, l, r) => {
+                let a = truth(&l.eval_ctx(c)?);
+                match op {
+                    LogicOp::And => {
+                        if a == Some(false) {
+                            return Ok(Value::Int(0));
+                        }
+                        let b = truth(&r.eval_ctx(c)?);
+                        match (a, b) {
+                            (_, Some(false)) => Value::Int(0),
+                            (Some(true), Some(true)) => Value::Int(1),
+                            _ => Value::Null,
+                        }
+                    }
+                    LogicOp::Or => {
+                        if a == Some(true) {
+                            return Ok(Value::Int(1));
+                        }
+                        let b = truth(&r.eval_ctx(c)?);
+                        match (a, b) {
+                            (_, Some(true)) => Value::Int(1),
+                            (Some(false), Some(false)) => Value::Int(0),
+                            _ => Value::Null,
+                        }
+                    }
+                    LogicOp::Xor => {
+                        let b = truth(&r.eval_ctx(c)?);
+                        match (a, b) {
+                            (Some(x), Some(y)) => bool_value(Some(x != y)),
+                            _ => Value::Null,
+                        }
+                    }
+                }
+            }
+            IsNull { expr, negated } => bool_value(Some(expr.eval_ctx(c)?.is_null() != *negated)),
+            IsBool { expr, value, negated } => {
+                let t = truth(&expr.eval_ctx(c)?);
+                bool_value(Some((t == Some(*value)) != *negated))
+            }
+            InList { expr, list, negated, collation } => {
+                let v = expr.eval_ctx(c)?;
+                if v.is_null() {
+                    return Ok(Value::Null);
+                }
+                let mut saw_null = false;
+                let mut found = false;
+                for item in list {
+                    let x = item.eval_ctx(c)?;
+                    if x.is_null() {
+                        saw_null = true;
+                    } else if compare(&v, &x, *collation) == Some(std::cmp::Ordering::Equal) {
+                        found = true;
+                        break;
+                    }
+                }
+                if found {
+                    bool_value(Some(!negated))
+                } else if saw_null {
+                    Value::Null
+                } else {
+                    bool_value(Some(*negated))
+                }
+            }
+            Between { expr, low, high, negated, collation } => {
+                let v = expr.eval_ctx(c)?;
+                let lo = ops::cmp_op(CmpOp::Ge, &v, &low.eval_ctx(c)?, *collation);
+                let hi = ops::cmp_op(CmpOp::Le, &v, &high.eval_ctx(c)?, *collation);
+                let both = match (truth(&lo), truth(&hi)) {
+                    (Some(false), _) | (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                };
+                bool_value(both.map(|b| b != *negated))
+            }
+            Like { expr, pattern, escape, negated, collation } => {
+                let v = expr.eval_ctx(c)?;
+                let p = pattern.eval_ctx(c)?;
+                if v.is_null() || p.is_null() {
+                    return Ok(Value::Null);
+                }
+                let m = ops::like(&ops::to_text(&v), &ops::to_text(&p), *escape, *collation);
+                bool_value(Some(m != *negated))
+            }
+            Case { operand, whens, otherwise, collation } => {
+                let op_val = match operand {
+                    Some(o) => Some(o.eval_ctx(c)?),
+                    None => None,
+                };
+                for (w, then) in whens {
+                    let wv = w.eval_ctx(c)?;
+                    let hit = match &op_val {
+                        Some(o) => truth(&ops::cmp_op(CmpOp::Eq, o, &wv, *collation)) == Some(true),
+                        None => truth(&wv) == Some(true),
+                    };
+                    if hit {
+                        return then.eval_ctx(c);
+                    }
+                }
+                match otherwise {
+                    Some(e) => e.eval_ctx(c)?,
+                    None => Value::Null,
+                }
+            }
+            Cast(e, ty) => ops::cast(&e.eval_ctx(c)?, ty)?,
+            Call(f, args) => func::call(*f, args, c)?,
+        })
+    }
+
+    /// Whether the expression reads the clock or randomness (its value is
+    /// not a function of its inputs).
+    pub fn is_volatile(&self) -> bool {
+        let mut v = false;
+        self.walk(&mut |e| {
+            if let Expr::Call(f, _) = e {
+                if f.is_volatile() {
+                    v = true;
+                }
+            }
+        });
+        v
+    }
+
+    pub fn has_params(&self) -> bool {
+        let mut v = false;
+        self.walk(&mut |e| {
+            if matches!(e, Expr::Param(_)) {
+                v = true;
+            }
+        });
+        v
+    }
+
+    /// Input columns the expression reads.
+    pub fn columns(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.walk(&mut |e| {
+            if let Expr::Column(i) = e {
+                if !out.contains(i) {
+                    out.push(*i);
+                }
+            }
+        });
+        out
+    }
+
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        for ch in self.children() {
+            ch.walk(f);
+        }
+    }
+
+    fn children(&self) -> Vec<&Expr> {
+        use Expr::*;
+        match self {
+            Column(_) | Literal(_) | Param(_) | Proposed(_) => vec![],
+            Neg(e) | Not(e) | BitNot(e) | Cast(e, _) => vec![e],
+            IsNull { expr, .. } | IsBool { expr, .. } => vec![expr],
+            Arith(_, l, r) | Logic(_, l, r) => vec![l, r],
+            Cmp { left, right, .. } => vec![left, right],
+            InList { expr, list, .. } => std::iter::once(&**expr).chain(list.iter()).collect(),
+            Between { expr, low, high, .. } => vec![expr, low, high],
+            Like { expr, pattern, .. } => vec![expr, pattern],
+            Case { operand, whens, otherwise, .. } => {
+                let mut v: Vec<&Expr> = Vec::new();
+                if let Some(o) = operand {
+                    v.push(o);
+                }
+                for (a, b) in whens {
+                    v.push(a);
+                    v.push(b);
+                }
+                if let Some(o) = otherwise {
+                    v.push(o);
+                }
+                v
+            }
+            Call(_, args) => args.iter().collect(),
+        }
+    }
+
+    /// Rewrites column references through `map` (input position -> new
+    /// expression).
+    pub fn map_columns(&self, map: &dyn Fn(usize) -> Expr) -> Expr {
+        use Expr::*;
+        let m = |e: &Expr| Box::new(e.map_columns(map));
+        match self {
+            Column(i) => map(*i),
+            Literal(_) | Param(_) | Proposed(_) => self.clone(),
+            Neg(e) => Neg(m(e)),
+            Not(e) => Not(m(e)),
+            BitNot(e) => BitNot(m(e)),
+            Cast(e, t) => Cast(m(e), t.clone()),
+            IsNull { expr, negated } => IsNull { expr: m(expr), negated: *negated },
+            IsBool { expr, value, negated } => IsBool { expr: m(expr), value: *value, negated: *negated },
+            Arith(op, l, r) => Arith(*op, m(l), m(r)),
+            Logic(op, l, r) => Logic(*op, m(l), m(r)),
+            Cmp { op, left, right, collation } => Cmp { op: *op, left: m(left), right: m(right), collation: *collation },
+            InList { expr, list, negated, collation } => InList {
+                expr: m(expr),
+                list: list.iter().map(|e| e.map_columns(map)).collect(),
+                negated: *negated,
+                collation: *collation,
+            },
+            Between { expr, low, high, negated, collation } => Between {
+                expr: m(expr),
+                low: m(low),
+                high: m(high),
+                negated: *negated,
+                collation: *collation,
+            },
+            Like { expr, pattern, escape, negated, collation } => Like {
+                expr: m(expr),
+                pattern: m(pattern),
+                escape: *escape,
+                negated: *negated,
+                collation: *collation,
+            },
+            Case { operand, whens, otherwise, collation } => Case {
+                operand: operand.as_ref().map(|o| m(o)),
+                whens: whens.iter().map(|(a, b)| (a.map_columns(map), b.map_columns(map))).collect(),
+                otherwise: otherwise.as_ref().map(|o| m(o)),
+                collation: *collation,
+            },
+            Call(f, args) => Call(*f, args.iter().map(|e| e.map_columns(map)).collect()),
+        }
+    }
+
+    /// The result type and nullability, given the input columns' types.
+    pub fn result_type(&self, input: &[(SqlType, bool)]) -> (SqlType, bool) {
+        use Expr::*;
+        let bigint = SqlType::Int { bytes: 8, unsigned: false };
+        let boolean = SqlType::Int { bytes: 1, unsigned: false };
+        match self {
+            Column(i) | Proposed(i) => input.get(*i).cloned().unwrap_or((SqlType::VarChar(255), true)),
+            Literal(v) => (literal_type(v), v.is_null()),
+            Param(_) => (SqlType::VarChar(255), true),
+            Neg(e) => e.result_type(input),
+            Not(e) => (boolean, e.result_type(input).1),
+            BitNot(_) => (SqlType::Int { bytes: 8, unsigned: true }, false),
+            Arith(op, l, r) => {
+                let (lt, ln) = l.result_type(input);
+                let (rt, rn) = r.result_type(input);
+                let nullable = ln || rn || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
+                let ty = match op {
+                    ArithOp::IntDiv => bigint,
+                    ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr => {
+                        SqlType::Int { bytes: 8, unsigned: true }
+                    }
+                    ArithOp::Div => {
+                        if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
+                            SqlType::Double
+                        } else {
+                            SqlType::Decimal { precision: 65, scale: (type_scale(&lt) + 4).min(30) }
+                        }
+                    }
+                    _ => {
+                        if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
+                            SqlType::Double
+                        } else if matches!(lt, SqlType::Decimal { .. }) || matches!(rt, SqlType::Decimal { .. }) {
+                            let s = if *op == ArithOp::Mul {
+                                type_scale(&lt) + type_scale(&rt)
+                            } else {
+                                type_scale(&lt).max(type_scale(&rt))
+                            };
+                            SqlType::Decimal { precision: 65, scale: s.min(30) }
+                        } else {
+                            bigint
+                        }
+                    }
+                };
+                (ty, nullable)
+            }
+            Cmp { op, left, right, .. } => {
+                let n = left.result_type(input).1 || right.result_type(input).1;
+                (boolean, n && *op != CmpOp::NullSafeEq)
+            }
+            Logic(_, l, r) => (boolean, l.result_type(input).1 || r.result_type(input).1),
+            IsNull { .. } | IsBool { .. } => (boolean, false),
+            InList { .. } | Between { .. } | Like { .. } => (boolean, true),
+            Case { whens, otherwise, .. } => {
+                let mut tys: Vec<(SqlType, bool)> = whens.iter().map(|(_, t)| t.result_type(input)).collect();
+                match otherwise {
+                    Some(o) => tys.push(o.result_type(input)),
+                    None => tys.push((SqlType::VarChar(0), true)),
+                }
+                unify_types(&tys)
+            }
+            Cast(e, t) => {
+                let n = e.result_type(input).1;
+                let ty = match t {
+                    CastType::Signed => bigint,
+                    CastType::Unsigned => SqlType::Int { bytes: 8, unsigned: true },
+                    CastType::Char => SqlType::VarChar(65535),
+                    CastType::Binary => SqlType::VarBinary(65535),
+                    CastType::Decimal { precision, scale } => SqlType::Decimal { precision: *precision, scale: *scale },
+                    CastType::Double => SqlType::Double,
+                    CastType::Date => SqlType::Date,
+                    CastType::DateTime => SqlType::DateTime,
+                    CastType::Time => SqlType::Time,
+                };
+                (ty, n || matches!(t, CastType::Date | CastType::DateTime | CastType::Time))
+            }
+            Call(f, args) => func::result_type(*f, args, input),
+        }
+    }
+}
+
+pub(crate) struct Ctx<'a> {
+    pub row: &'a [Value],
+    pub params: &'a [Value],
+    pub proposed: Option<&'a [Value]>,
+}
+
+pub(crate) fn bool_value(b: Option<bool>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(true) => Value::Int(1),
+        Some(false) => Value::Int(0),
+    }
+}
+
+fn is_float(t: &SqlType) -> bool {
+    matches!(t, SqlType::Float | SqlType::Double)
+}
+
+fn type_scale(t: &SqlType) -> u8 {
+    match t {
+        SqlType::Decimal { scale, .. } => *scale,
+        _ => 0,
+    }
+}
+
+/// The type MySQL gives a literal.
+pub fn literal_type(v: &Value) -> SqlType {
+    match v {
+        Value::Null => SqlType::VarChar(0),
+        Value::Int(_) => SqlType::Int { bytes: 8, unsigned: false },
+        Value::UInt(_) => SqlType::Int { bytes: 8, unsigned: true },
+        Value::Double(_) => SqlType::Double,
+        Value::Decimal(d) => SqlType::Decimal { precision: 65.min(d.mantissa().abs().to_string().len() as u8 + 1), scale: d.scale() as u8 },
+        Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
+        Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
+        Value::Date(_) => SqlType::Date,
+        Value::DateTime(_) => SqlType::DateTime,
+        Value::Time(_) => SqlType::Time,
+    }
+}
+
+/// The common type of several branches (CASE, COALESCE, IF, UNION).
+pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
+    let nullable = tys.iter().any(|t| t.1);
+    let non_null: Vec<&SqlType> = tys
+        .iter()
+        .filter(|t| !(t.1 && matches!(t.0, SqlType::VarChar(0))))
+        .map(|t| &t.0)
+        .collect();
+    if non_null.is_empty() {
+        return (SqlType::VarChar(0), true);
+    }
+    if non_null.iter().any(|t| t.is_text() || t.is_binary()) {
+        let len = non_null
+            .iter()
+            .map(|t| match t {
+                SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Text(n) => *n,
+                _ => 64,
+            })
+            .max()
+            .unwrap_or(255);
+        return (SqlType::VarChar(len), nullable);
+    }
+    if non_null.iter().all(|t| t.is_integer()) {
+        let unsigned = non_null.iter().all(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+        let bytes = non_null
+            .iter()
+            .map(|t| match t {
+                SqlType::Int { bytes, .. } => *bytes,
+                _ => 2,
+            })
+            .max()
+            .unwrap_or(8);
+        return (SqlType::Int { bytes, unsigned }, nullable);
+    }
+    if non_null.iter().any(|t| is_float(t)) {
+        return (SqlType::Double, nullable);
+    }
+    if non_null.iter().all(|t| t.is_integer() || matches!(t, SqlType::Decimal { .. })) {
+        let scale = non_null.iter().map(|t| type_scale(t)).max().unwrap_or(0);
+        return (SqlType::Decimal { precision: 65, scale }, nullable);
+    }
+    if non_null.iter().all(|t| **t == *non_null[0]) {
+        return (non_null[0].clone(), nullable);
+    }
+    if non_null.iter().all(|t| matches!(t, SqlType::Date | SqlType::DateTime | SqlType::Timestamp)) {
+        return (SqlType::DateTime, nullable);
+    }
+    (SqlType::VarChar(255), nullable)
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Expr::*;
+        match self {
+            Column(i) => write!(f, "#{i}"),
+            Literal(v) => match v {
+                Value::Text(s) => write!(f, "'{s}'"),
+                other => write!(f, "{other}"),
+            },
+            Param(i) => write!(f, "?{i}"),
+            Proposed(i) => write!(f, "VALUES(#{i})"),
+            Neg(e) => write!(f, "-({e})"),
+            Not(e) => write!(f, "NOT ({e})"),
+            BitNot(e) => write!(f, "~({e})"),
+            Arith(op, l, r) => write!(f, "({l} {op:?} {r})"),
+            Cmp { op, left, right, .. } => write!(f, "({left} {op:?} {right})"),
+            Logic(op, l, r) => write!(f, "({l} {op:?} {r})"),
+            IsNull { expr, negated } => write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" }),
+            IsBool { expr, value, negated } => {
+                write!(f, "({expr} IS {}{})", if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+            }
+            InList { expr, list, negated, .. } => {
+                let items: Vec<String> = list.iter().map(|e| e.to_string()).collect();
+                write!(f, "({expr} {}IN ({}))", if *negated { "NOT " } else { "" }, items.join(", "))
+            }
+            Between { expr, low, high, negated, .. } => {
+                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
+            }
+            Like { expr, pattern, negated, .. } => write!(f, "({expr} {}LIKE {pattern})", if *negated { "NOT " } else { "" }),
+            Case { .. } => write!(f, "CASE(..)"),
+            Cast(e, t) => write!(f, "CAST({e} AS {t:?})"),
+            Call(func, args) => {
+                let items: Vec<String> = args.iter().map(|e| e.to_string()).collect();
+                write!(f, "{func:?}({})", items.join(", "))
+            }
+        }
+    }
+}
+
+/// A row-level helper: evaluates `exprs` over `row`.
+pub fn project(exprs: &[Expr], row: &Row) -> EvalResult<Row> {
+    exprs.iter().map(|e| e.eval(row)).collect()
+}
+
+#[cfg(test)]
+mod tests;

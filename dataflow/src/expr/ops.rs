@@ -1,0 +1,563 @@
+//! Value-level operations with MySQL semantics: conversions, arithmetic,
+//! comparison, LIKE and CAST.
+
+use std::cmp::Ordering;
+use std::str::FromStr;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use rust_decimal::prelude::ToPrimitive;
+use rust_decimal::{Decimal, RoundingStrategy};
+
+use super::{bool_value, ArithOp, CastType, CmpOp, EvalError, EvalResult};
+use ladle_common::{Collation, Value};
+
+/// SQL truth: `None` for NULL.
+pub(crate) fn truth(v: &Value) -> Option<bool> {
+    match v {
+        Value::Null => None,
+        Value::Int(i) => Some(*i != 0),
+        Value::UInt(u) => Some(*u != 0),
+        Value::Double(d) => Some(*d != 0.0),
+        Value::Decimal(d) => Some(!d.is_zero()),
+        Value::Text(s) => Some(text_to_f64(s) != 0.0),
+        Value::Bytes(b) => Some(text_to_f64(&String::from_utf8_lossy(b)) != 0.0),
+        Value::Date(_) | Value::DateTime(_) => Some(true),
+        Value::Time(t) => Some(*t != 0),
+    }
+}
+
+/// The longest numeric prefix of `s` as a double (MySQL's string-to-number
+/// conversion: `'12abc'` is 12, `'abc'` is 0).
+pub(crate) fn text_to_f64(s: &str) -> f64 {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut end = 0;
+    let mut i = 0;
+    if i < b.len() && (b[i] == b'+' || b[i] == b'-') {
+        i += 1;
+    }
+    let mut digits = false;
+    while i < b.len() && b[i].is_ascii_digit() {
+        i += 1;
+        digits = true;
+    }
+    if i < b.len() && b[i] == b'.' {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+            digits = true;
+        }
+    }
+    if digits {
+        end = i;
+        if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+            let mut j = i + 1;
+            if j < b.len() && (b[j] == b'+' || b[j] == b'-') {
+                j += 1;
+            }
+            let start = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > start {
+                end = j;
+            }
+        }
+    }
+    t[..end].parse::<f64>().unwrap_or(0.0)
+}
+
+fn text_to_decimal(s: &str) -> Option<Decimal> {
+    let t = s.trim();
+    Decimal::from_str(t).ok()
+}
+
+pub(crate) fn value_to_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::Null => None,
+        Value::Text(s) => Some(text_to_f64(s)),
+        Value::Bytes(b) => Some(text_to_f64(&String::from_utf8_lossy(b))),
+        Value::Date(d) => Some(date_number(d) as f64),
+        Value::DateTime(dt) => Some(datetime_number(dt) as f64),
+        Value::Time(t) => Some(time_number(*t) as f64),
+        other => other.as_f64(),
+    }
+}
+
+fn date_number(d: &NaiveDate) -> i64 {
+    use chrono::Datelike;
+    i64::from(d.year()) * 10000 + i64::from(d.month()) * 100 + i64::from(d.day())
+}
+
+fn datetime_number(dt: &NaiveDateTime) -> i64 {
+    use chrono::Timelike;
+    date_number(&dt.date()) * 1_000_000
+        + i64::from(dt.hour()) * 10000
+        + i64::from(dt.minute()) * 100
+        + i64::from(dt.second())
+}
+
+fn time_number(us: i64) -> i64 {
+    let s = us / 1_000_000;
+    let sign = if s < 0 { -1 } else { 1 };
+    let s = s.abs();
+    sign * ((s / 3600) * 10000 + ((s / 60) % 60) * 100 + s % 60)
+}
+
+/// The value as text (for string functions).
+pub(crate) fn to_text(v: &Value) -> String {
+    match v {
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        other => other.to_string(),
+    }
+}
+
+/// A numeric view of a value for arithmetic.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Num {
+    Int(i128),
+    Dec(Decimal),
+    Float(f64),
+}
+
+pub(crate) fn to_num(v: &Value) -> Option<Num> {
+    Some(match v {
+        Value::Null => return None,
+        Value::Int(i) => Num::Int(i128::from(*i)),
+        Value::UInt(u) => Num::Int(i128::from(*u)),
+        Value::Decimal(d) => Num::Dec(*d),
+        Value::Double(f) => Num::Float(*f),
+        Value::Text(_) | Value::Bytes(_) => Num::Float(value_to_f64(v).unwrap_or(0.0)),
+        Value::Date(_) | Value::DateTime(_) | Value::Time(_) => Num::Int(i128::from(value_to_f64(v).unwrap_or(0.0) as i64)),
+    })
+}
+
+fn num_f64(n: Num) -> f64 {
+    match n {
+        Num::Int(i) => i as f64,
+        Num::Dec(d) => d.to_f64().unwrap_or(0.0),
+        Num::Float(f) => f,
+    }
+}
+
+fn num_dec(n: Num) -> Option<Decimal> {
+    match n {
+        Num::Int(i) => Decimal::from_i128_with_scale(i, 0).into(),
+        Num::Dec(d) => Some(d),
+        Num::Float(f) => Decimal::try_from(f).ok(),
+    }
+}
+
+pub(crate) fn int_value(i: i128) -> EvalResult {
+    if let Ok(v) = i64::try_from(i) {
+        Ok(Value::Int(v))
+    } else if let Ok(u) = u64::try_from(i) {
+        Ok(Value::UInt(u))
+    } else {
+        Err(EvalError("BIGINT value is out of range".into()))
+    }
+}
+
+fn float_value(f: f64) -> EvalResult {
+    if f.is_finite() {
+        Ok(Value::Double(f))
+    } else {
+        Err(EvalError("DOUBLE value is out of range".into()))
+    }
+}
+
+fn dec_overflow() -> EvalError {
+    EvalError("DECIMAL value is out of range".into())
+}
+
+pub(crate) fn negate(v: &Value) -> EvalResult {
+    match to_num(v) {
+        None => Ok(Value::Null),
+        Some(Num::Int(i)) => int_value(-i),
+        Some(Num::Dec(d)) => Ok(Value::Decimal(-d)),
+        Some(Num::Float(f)) => float_value(-f),
+    }
+}
+
+pub(crate) fn to_u64_bits(v: &Value) -> u64 {
+    match to_num(v) {
+        Some(Num::Int(i)) => i as u64,
+        Some(Num::Dec(d)) => d.round().to_i128().unwrap_or(0) as u64,
+        Some(Num::Float(f)) => f.round() as i128 as u64,
+        None => 0,
+    }
+}
+
+pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
+    let (a, b) = match (to_num(l), to_num(r)) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Ok(Value::Null),
+    };
+    match op {
+        ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr => {
+            let x = to_u64_bits(l);
+            let y = to_u64_bits(r);
+            let v = match op {
+                ArithOp::BitAnd => x & y,
+                ArithOp::BitOr => x | y,
+                ArithOp::BitXor => x ^ y,
+                ArithOp::Shl => x.checked_shl(y as u32).unwrap_or(0),
+                _ => x.checked_shr(y as u32).unwrap_or(0),
+            };
+            return Ok(Value::UInt(v));
+        }
+        _ => {}
+    }
+    match (a, b) {
+        (Num::Float(_), _) | (_, Num::Float(_)) => {
+            let (x, y) = (num_f64(a), num_f64(b));
+            match op {
+                ArithOp::Add => float_value(x + y),
+                ArithOp::Sub => float_value(x - y),
+                ArithOp::Mul => float_value(x * y),
+                ArithOp::Div => {
+                    if y == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        float_value(x / y)
+                    }
+                }
+                ArithOp::IntDiv => {
+                    if y == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        int_value((x / y).trunc() as i128)
+                    }
+                }
+                ArithOp::Mod => {
+                    if y == 0.0 {
+                        Ok(Value::Null)
+                    } else {
+                        float_value(x % y)
+                    }
+                }
+                _ => Ok(Value::Null),
+            }
+        }
+        (Num::Int(x), Num::Int(y)) => match op {
+            ArithOp::Add | ArithOp::Sub | ArithOp::Mul => {
+                let res = match op {
+                    ArithOp::Add => x + y,
+                    ArithOp::Sub => x - y,
+                    _ => x.checked_mul(y).ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
+                };
+                let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
+                if !unsigned && i64::try_from(res).is_err() {
+                    return Err(EvalError("BIGINT value is out of range".into()));
+                }
+                int_value(res)
+            }
+            ArithOp::Div => {
+                if y == 0 {
+                    return Ok(Value::Null);
+                }
+                let (dx, dy) = (Decimal::from_i128_with_scale(x, 0), Decimal::from_i128_with_scale(y, 0));
+                Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
+            }
+            ArithOp::IntDiv => {
+                if y == 0 {
+                    Ok(Value::Null)
+                } else {
+                    int_value(x / y)
+                }
+            }
+            ArithOp::Mod => {
+                if y == 0 {
+                    Ok(Value::Null)
+                } else {
+                    int_value(x % y)
+                }
+            }
+            _ => Ok(Value::Null),
+        },
+        _ => {
+            let (x, y) = match (num_dec(a), num_dec(b)) {
+                (Some(x), Some(y)) => (x, y),
+                _ => return Ok(Value::Null),
+            };
+            match op {
+                ArithOp::Add => x.checked_add(y).map(Value::Decimal).ok_or_else(dec_overflow),
+                ArithOp::Sub => x.checked_sub(y).map(Value::Decimal).ok_or_else(dec_overflow),
+                ArithOp::Mul => x.checked_mul(y).map(Value::Decimal).ok_or_else(dec_overflow),
+                ArithOp::Div => {
+                    if y.is_zero() {
+                        Ok(Value::Null)
+                    } else {
+                        Ok(Value::Decimal(div_decimal(x, y, x.scale() + 4)?))
+                    }
+                }
+                ArithOp::IntDiv => {
+                    if y.is_zero() {
+                        Ok(Value::Null)
+                    } else {
+                        let q = x.checked_div(y).ok_or_else(dec_overflow)?.trunc();
+                        int_value(q.to_i128().ok_or_else(dec_overflow)?)
+                    }
+                }
+                ArithOp::Mod => {
+                    if y.is_zero() {
+                        Ok(Value::Null)
+                    } else {
+                        x.checked_rem(y).map(Value::Decimal).ok_or_else(dec_overflow)
+                    }
+                }
+                _ => Ok(Value::Null),
+            }
+        }
+    }
+}
+
+/// Division with MySQL's result scale (dividend scale + 4).
+pub(crate) fn div_decimal(x: Decimal, y: Decimal, scale: u32) -> EvalResult<Decimal> {
+    let q = x.checked_div(y).ok_or_else(dec_overflow)?;
+    let mut q = q.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointAwayFromZero);
+    q.rescale(scale.min(28));
+    Ok(q)
+}
+
+fn parse_temporal(s: &str) -> Option<NaiveDateTime> {
+    let s = s.trim();
+    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y%m%d%H%M%S"] {
+        if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
+            return Some(dt);
+        }
+    }
+    for fmt in ["%Y-%m-%d", "%Y%m%d"] {
+        if let Ok(d) = NaiveDate::parse_from_str(s, fmt) {
+            return d.and_hms_opt(0, 0, 0);
+        }
+    }
+    None
+}
+
+pub(crate) fn to_datetime(v: &Value) -> Option<NaiveDateTime> {
+    match v {
+        Value::DateTime(dt) => Some(*dt),
+        Value::Date(d) => d.and_hms_opt(0, 0, 0),
+        Value::Text(s) => parse_temporal(s),
+        Value::Int(_) | Value::UInt(_) => parse_temporal(&v.to_string()),
+        _ => None,
+    }
+}
+
+/// SQL comparison: `None` when either side is NULL.
+pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering> {
+    use Value::*;
+    match (a, b) {
+        (Null, _) | (_, Null) => None,
+        (Text(x), Text(y)) => Some(coll.compare(x, y)),
+        (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
+        (Text(_), Bytes(_)) | (Bytes(_), Text(_)) => Some(to_text(a).as_bytes().cmp(to_text(b).as_bytes())),
+        (Date(_) | DateTime(_), Text(s)) => match parse_temporal(s) {
+            Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
+            None => Some(to_text(a).cmp(&s.to_string())),
+        },
+        (Text(s), Date(_) | DateTime(_)) => match parse_temporal(s) {
+            Some(dt) => Some(dt.cmp(&to_datetime(b)?)),
+            None => Some(s.to_string().cmp(&to_text(b))),
+        },
+        (Date(_) | DateTime(_), Date(_) | DateTime(_)) => Some(a.cmp_collated(b, coll)),
+        (Time(x), Time(y)) => Some(x.cmp(y)),
+        (Text(_) | Bytes(_), _) | (_, Text(_) | Bytes(_)) => {
+            let x = value_to_f64(a)?;
+            let y = value_to_f64(b)?;
+            x.partial_cmp(&y)
+        }
+        (Date(_) | DateTime(_) | Time(_), _) | (_, Date(_) | DateTime(_) | Time(_)) => {
+            let x = value_to_f64(a)?;
+            let y = value_to_f64(b)?;
+            x.partial_cmp(&y)
+        }
+        _ => Some(a.cmp_collated(b, coll)),
+    }
+}
+
+pub(crate) fn cmp_op(op: CmpOp, a: &Value, b: &Value, coll: Collation) -> Value {
+    if op == CmpOp::NullSafeEq {
+        return bool_value(Some(match (a.is_null(), b.is_null()) {
+            (true, true) => true,
+            (false, false) => compare(a, b, coll) == Some(Ordering::Equal),
+            _ => false,
+        }));
+    }
+    let Some(o) = compare(a, b, coll) else {
+        return Value::Null;
+    };
+    bool_value(Some(match op {
+        CmpOp::Eq => o == Ordering::Equal,
+        CmpOp::Ne => o != Ordering::Equal,
+        CmpOp::Lt => o == Ordering::Less,
+        CmpOp::Le => o != Ordering::Greater,
+        CmpOp::Gt => o == Ordering::Greater,
+        CmpOp::Ge => o != Ordering::Less,
+        CmpOp::NullSafeEq => false,
+    }))
+}
+
+/// `s LIKE pattern` with `%`, `_` and an escape character.
+pub(crate) fn like(s: &str, pattern: &str, escape: char, coll: Collation) -> bool {
+    #[derive(Debug)]
+    enum Tok {
+        Any,
+        One,
+        Ch(char),
+    }
+    let fold = |c: char| -> char {
+        if coll == Collation::Binary {
+            c
+        } else {
+            let mut up = c.to_uppercase();
+            match (up.next(), up.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            }
+        }
+    };
+    let mut toks = Vec::new();
+    let mut it = pattern.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == escape {
+            match it.next() {
+                Some(n) => toks.push(Tok::Ch(fold(n))),
+                None => toks.push(Tok::Ch(fold(c))),
+            }
+        } else if c == '%' {
+            toks.push(Tok::Any);
+        } else if c == '_' {
+            toks.push(Tok::One);
+        } else {
+            toks.push(Tok::Ch(fold(c)));
+        }
+    }
+    let mut text: Vec<char> = s.chars().map(fold).collect();
+    if coll == Collation::GeneralCi {
+        // PAD SPACE does not apply to LIKE; keep text as is.
+        text.shrink_to_fit();
+    }
+    // Iterative wildcard matching with backtracking to the last `%`.
+    let (mut ti, mut pi) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while ti < text.len() {
+        if pi < toks.len() {
+            match toks[pi] {
+                Tok::Any => {
+                    star = Some((pi, ti));
+                    pi += 1;
+                    continue;
+                }
+                Tok::One => {
+                    ti += 1;
+                    pi += 1;
+                    continue;
+                }
+                Tok::Ch(c) if c == text[ti] => {
+                    ti += 1;
+                    pi += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((sp, st)) => {
+                pi = sp + 1;
+                ti = st + 1;
+                star = Some((sp, st + 1));
+            }
+            None => return false,
+        }
+    }
+    while pi < toks.len() && matches!(toks[pi], Tok::Any) {
+        pi += 1;
+    }
+    pi == toks.len()
+}
+
+pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
+    if v.is_null() {
+        return Ok(Value::Null);
+    }
+    Ok(match ty {
+        CastType::Signed => match to_num(v) {
+            Some(Num::Int(i)) => Value::Int(i as i64),
+            Some(Num::Dec(d)) => int_value(d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(0))?,
+            Some(Num::Float(f)) => match v {
+                Value::Text(_) | Value::Bytes(_) => Value::Int(text_int_prefix(&to_text(v))),
+                _ => int_value(f.round() as i128)?,
+            },
+            None => Value::Null,
+        },
+        CastType::Unsigned => match cast(v, &CastType::Signed)? {
+            Value::Int(i) if i < 0 => Value::UInt(i as u64),
+            other => other,
+        },
+        CastType::Char => Value::text(to_text(v)),
+        CastType::Binary => Value::bytes(to_text(v).into_bytes()),
+        CastType::Decimal { scale, .. } => {
+            let d = match to_num(v) {
+                Some(Num::Float(f)) => match v {
+                    Value::Text(s) => text_to_decimal(s).or_else(|| Decimal::try_from(f).ok()),
+                    _ => Decimal::try_from(f).ok(),
+                },
+                Some(n) => num_dec(n),
+                None => None,
+            }
+            .unwrap_or(Decimal::ZERO);
+            let mut d = d.round_dp_with_strategy(u32::from(*scale), RoundingStrategy::MidpointAwayFromZero);
+            d.rescale(u32::from(*scale));
+            Value::Decimal(d)
+        }
+        CastType::Double => Value::Double(value_to_f64(v).unwrap_or(0.0)),
+        CastType::Date => match to_datetime(v) {
+            Some(dt) => Value::Date(dt.date()),
+            None => Value::Null,
+        },
+        CastType::DateTime => match to_datetime(v) {
+            Some(dt) => Value::DateTime(dt),
+            None => Value::Null,
+        },
+        CastType::Time => match v {
+            Value::Time(_) => v.clone(),
+            Value::DateTime(dt) => {
+                use chrono::Timelike;
+                Value::Time(i64::from(dt.num_seconds_from_midnight()) * 1_000_000)
+            }
+            other => {
+                let col = ladle_common::ColumnSchema::new("", ladle_common::SqlType::Time);
+                ladle_common::coerce(&Value::text(to_text(other)), &col).unwrap_or(Value::Null)
+            }
+        },
+    })
+}
+
+fn text_int_prefix(s: &str) -> i64 {
+    let t = s.trim_start();
+    let mut end = 0;
+    for (i, c) in t.char_indices() {
+        if c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+')) {
+            end = i + c.len_utf8();
+        } else {
+            break;
+        }
+    }
+    let digits = &t[..end];
+    match digits.parse::<i64>() {
+        Ok(i) => i,
+        Err(_) => {
+            if digits.len() > 1 {
+                if digits.starts_with('-') {
+                    i64::MIN
+                } else {
+                    i64::MAX
+                }
+            } else {
+                0
+            }
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The only module that reads the SQL AST: turns queries into logical plans
+//! and expressions into [`crate::expr::Expr`].
+
+pub(crate) mod expr;
+
+use ladle_common::TableSchema;
+use sqlparser::ast;
+
+use crate::Result;
+use expr::{ExprCx, Scope, ScopeCol};
+
+/// The scope of one base table's row.
+pub(crate) fn table_scope(t: &TableSchema, qualifier: &str) -> Scope {
+    Scope {
+        cols: t
+            .columns
+            .iter()
+            .map(|c| ScopeCol {
+                qualifier: qualifier.to_ascii_lowercase(),
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+                collation: c.collation,
+                table: t.name.clone(),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn compile_row_expr(e: &ast::Expr, table: Option<&TableSchema>) -> Result<crate::expr::Expr> {
+    let scope = match table {
+        Some(t) => table_scope(t, &t.name),
+        None => Scope::default(),
+    };
+    let mut cx = ExprCx::row(&scope);
+    cx.proposed = true;
+    cx.compile(e)
+}
