@@ -1,0 +1,271 @@
+"""End-to-end tests with real MySQL clients, each run against a spawned ladle
+server and (when LADLE_TEST_MARIADB_URL is set) MariaDB, asserting the same
+expected values on both (see conftest.py).
+
+- PyMySQL: text protocol, client-side parameters, transactions, errors
+- mysql-connector-python: server-side prepared statements (cursor(prepared=True))
+- SQLAlchemy 2.x ORM: declarative models with a relationship, create_all,
+  add/commit/query/join/update/delete, reflection via inspect()
+- the `mariadb` command-line client
+"""
+
+import datetime
+import decimal
+import shutil
+import subprocess
+
+import mysql.connector
+import pymysql
+import pytest
+from sqlalchemy import (ForeignKey, Integer, String, create_engine, func, inspect,
+                        select)
+from sqlalchemy.orm import (DeclarativeBase, Mapped, Session, mapped_column,
+                            relationship)
+
+
+# --------------------------------------------------------------------------
+# PyMySQL (text protocol)
+# --------------------------------------------------------------------------
+
+def test_pymysql_crud(target):
+    conn = target.connect_pymysql(autocommit=True)
+    with conn.cursor() as c:
+        c.execute(
+            "CREATE TABLE users (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+            "name VARCHAR(50) NOT NULL, karma INT NOT NULL DEFAULT 0, "
+            "bio VARCHAR(100), UNIQUE KEY users_name (name))")
+        c.execute("INSERT INTO users (name, karma, bio) VALUES (%s, %s, %s)", ("alice", 10, "it's me"))
+        assert c.lastrowid == 1
+        c.executemany("INSERT INTO users (name, karma, bio) VALUES (%s, %s, %s)",
+                      [("bob", 5, None), ("carol", 7, 'say "hi"'), ("dave", -1, "back\\slash")])
+        c.execute("SELECT id, name, karma, bio FROM users WHERE karma > %s ORDER BY id", (0,))
+        assert [d[0] for d in c.description] == ["id", "name", "karma", "bio"]
+        assert c.fetchall() == ((1, "alice", 10, "it's me"), (2, "bob", 5, None), (3, "carol", 7, 'say "hi"'))
+        c.execute("SELECT name FROM users WHERE name = %s", ("ALICE",))
+        assert c.fetchall() == (("alice",),)
+        c.execute("SELECT bio FROM users WHERE id = %s", (4,))
+        assert c.fetchone() == ("back\\slash",)
+
+        assert c.execute("UPDATE users SET karma = karma + 1 WHERE karma >= %s", (5,)) == 3
+        c.execute("SELECT SUM(karma), COUNT(*) FROM users")
+        assert c.fetchone() == (decimal.Decimal(24), 4)
+
+        with pytest.raises(pymysql.err.IntegrityError) as e:
+            c.execute("INSERT INTO users (name) VALUES (%s)", ("bob",))
+        assert e.value.args[0] == 1062
+        with pytest.raises(pymysql.err.ProgrammingError) as e:
+            c.execute("SELECT * FROM no_such_table")
+        assert e.value.args[0] == 1146
+
+        assert c.execute("DELETE FROM users WHERE name IN (%s, %s)", ("bob", "dave")) == 2
+        c.execute("SELECT name FROM users ORDER BY name")
+        assert c.fetchall() == (("alice",), ("carol",))
+    conn.close()
+
+
+def test_pymysql_transactions(target):
+    conn = target.connect_pymysql(autocommit=False)
+    other = target.connect_pymysql(autocommit=True)
+    with conn.cursor() as c, other.cursor() as o:
+        c.execute("CREATE TABLE acct (id INT PRIMARY KEY, balance INT NOT NULL)")
+        c.execute("INSERT INTO acct VALUES (1, 100), (2, 0)")
+        conn.commit()
+        c.execute("UPDATE acct SET balance = balance - 40 WHERE id = 1")
+        c.execute("UPDATE acct SET balance = balance + 40 WHERE id = 2")
+        c.execute("SELECT id, balance FROM acct ORDER BY id")
+        assert c.fetchall() == ((1, 60), (2, 40))
+        conn.rollback()
+        c.execute("SELECT id, balance FROM acct ORDER BY id")
+        assert c.fetchall() == ((1, 100), (2, 0))
+        c.execute("UPDATE acct SET balance = 1 WHERE id = 2")
+        conn.commit()
+        o.execute("SELECT balance FROM acct WHERE id = 2")
+        assert o.fetchone() == (1,)
+    conn.close()
+    other.close()
+
+
+def test_pymysql_types(target):
+    conn = target.connect_pymysql(autocommit=True)
+    with conn.cursor() as c:
+        c.execute(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, price DECIMAL(10,2) NOT NULL, "
+            "ratio DOUBLE, flag TINYINT(1), created DATETIME, day DATE, note TEXT)")
+        c.execute("INSERT INTO t VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                  (9007199254740993, decimal.Decimal("12.34"), 0.5, True,
+                   datetime.datetime(2024, 2, 29, 13, 45, 1), datetime.date(2024, 1, 2), "x" * 300))
+        c.execute("SELECT id, price, ratio, flag, created, day, LENGTH(note) FROM t")
+        assert c.fetchone() == (9007199254740993, decimal.Decimal("12.34"), 0.5, 1,
+                                datetime.datetime(2024, 2, 29, 13, 45, 1), datetime.date(2024, 1, 2), 300)
+    conn.close()
+
+
+# --------------------------------------------------------------------------
+# mysql-connector-python: server-side prepared statements (binary protocol)
+# --------------------------------------------------------------------------
+
+def _connector(target):
+    return mysql.connector.connect(host=target.host, port=target.port, user=target.user,
+                                   password=target.password, database=target.db,
+                                   autocommit=True, connection_timeout=10)
+
+
+def test_connector_prepared_statements(target):
+    conn = _connector(target)
+    setup = conn.cursor()
+    setup.execute("CREATE TABLE stories (id INT PRIMARY KEY AUTO_INCREMENT, user_id INT NOT NULL, "
+                  "title VARCHAR(100) NOT NULL, score INT NOT NULL, url VARCHAR(200))")
+    setup.close()
+    cur = conn.cursor(prepared=True)
+    insert = "INSERT INTO stories (user_id, title, score, url) VALUES (?, ?, ?, ?)"
+    rows = [(1, "Rust 2.0", 10, "https://a"), (1, "SQL tips", 3, None), (2, "Ünïcode ☃", 7, "https://c"),
+            (3, "zero", 0, None)]
+    for r in rows:
+        cur.execute(insert, r)
+    assert cur.lastrowid == 4
+
+    query = "SELECT id, title, score, url FROM stories WHERE user_id = ? ORDER BY score DESC"
+    cur.execute(query, (1,))
+    assert [tuple(r) for r in cur.fetchall()] == [(1, "Rust 2.0", 10, "https://a"), (2, "SQL tips", 3, None)]
+    cur.execute(query, (2,))
+    assert [tuple(r) for r in cur.fetchall()] == [(3, "Ünïcode ☃", 7, "https://c")]
+    cur.execute(query, (99,))
+    assert cur.fetchall() == []
+
+    cur.execute("UPDATE stories SET score = score + ? WHERE id = ?", (5, 2))
+    assert cur.rowcount == 1
+    cur.execute(query, (1,))
+    assert [tuple(r)[:3] for r in cur.fetchall()] == [(1, "Rust 2.0", 10), (2, "SQL tips", 8)]
+
+    cur.execute("SELECT COUNT(*), SUM(score), MAX(title) FROM stories WHERE score >= ?", (5,))
+    count, total, mx = cur.fetchone()
+    assert (count, int(total), mx) == (3, 25, "Ünïcode ☃")
+
+    cur.execute("SELECT title FROM stories WHERE title LIKE ? AND score BETWEEN ? AND ?", ("s%", 0, 100))
+    assert sorted(r[0] for r in cur.fetchall()) == ["SQL tips"]
+
+    cur.execute("DELETE FROM stories WHERE score < ?", (1,))
+    assert cur.rowcount == 1
+    with pytest.raises(mysql.connector.Error) as e:
+        cur.execute("INSERT INTO stories (id, user_id, title, score) VALUES (?, ?, ?, ?)", (1, 1, "dup", 0))
+    assert e.value.errno == 1062
+    cur.execute("SELECT COUNT(*) FROM stories")
+    assert cur.fetchone()[0] == 3
+    cur.close()
+    conn.close()
+
+
+# --------------------------------------------------------------------------
+# SQLAlchemy 2.x ORM
+# --------------------------------------------------------------------------
+
+class Base(DeclarativeBase):
+    pass
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(50), unique=True)
+    karma: Mapped[int] = mapped_column(Integer, default=0)
+    stories: Mapped[list["Story"]] = relationship(back_populates="user", cascade="all, delete-orphan")
+
+
+class Story(Base):
+    __tablename__ = "stories"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    title: Mapped[str] = mapped_column(String(100))
+    score: Mapped[int] = mapped_column(Integer, default=0)
+    user: Mapped[User] = relationship(back_populates="stories")
+
+
+def test_sqlalchemy_orm(target):
+    url = f"mysql+pymysql://{target.user}:{target.password}@{target.host}:{target.port}/{target.db}"
+    engine = create_engine(url)
+    try:
+        Base.metadata.create_all(engine)
+        with Session(engine) as s:
+            alice = User(username="alice", karma=5)
+            bob = User(username="bob")
+            alice.stories = [Story(title="Hello", score=3), Story(title="World", score=8)]
+            bob.stories = [Story(title="Rust", score=5)]
+            s.add_all([alice, bob])
+            s.commit()
+            assert alice.id is not None and bob.id is not None
+
+        with Session(engine) as s:
+            users = s.scalars(select(User).order_by(User.username)).all()
+            assert [(u.username, u.karma) for u in users] == [("alice", 5), ("bob", 0)]
+            assert sorted(st.title for st in users[0].stories) == ["Hello", "World"]
+
+            rows = s.execute(
+                select(User.username, Story.title).join(Story.user)
+                .where(Story.score > 4).order_by(Story.score.desc())).all()
+            assert [tuple(r) for r in rows] == [("alice", "World"), ("bob", "Rust")]
+
+            counts = s.execute(
+                select(User.username, func.count(Story.id)).join(User.stories)
+                .group_by(User.username).order_by(User.username)).all()
+            assert [tuple(r) for r in counts] == [("alice", 2), ("bob", 1)]
+
+            top = s.scalars(select(Story).order_by(Story.score.desc(), Story.id).limit(2)).all()
+            assert [st.title for st in top] == ["World", "Rust"]
+
+            bob = s.scalars(select(User).where(User.username == "bob")).one()
+            bob.karma = bob.karma + 10
+            hello = s.scalars(select(Story).where(Story.title == "Hello")).one()
+            s.delete(hello)
+            s.commit()
+
+        with Session(engine) as s:
+            assert s.scalar(select(User.karma).where(User.username == "bob")) == 10
+            assert sorted(s.scalars(select(Story.title)).all()) == ["Rust", "World"]
+            s.delete(s.scalars(select(User).where(User.username == "bob")).one())
+            s.commit()
+            assert s.scalar(select(func.count()).select_from(Story)) == 1
+            assert s.scalar(select(func.count()).select_from(User)) == 1
+
+        insp = inspect(engine)
+        assert sorted(insp.get_table_names()) == ["stories", "users"]
+        cols = {c["name"]: c for c in insp.get_columns("stories")}
+        assert list(cols) == ["id", "user_id", "title", "score"]
+        assert cols["title"]["type"].length == 100
+        assert cols["id"]["autoincrement"] is True
+        assert insp.get_pk_constraint("users")["constrained_columns"] == ["id"]
+        idx = {i["name"]: i for i in insp.get_indexes("stories")}
+        assert any(i["column_names"] == ["user_id"] for i in idx.values())
+        uidx = [i for i in insp.get_indexes("users") if i["column_names"] == ["username"]]
+        assert len(uidx) == 1 and uidx[0]["unique"]
+    finally:
+        engine.dispose()
+
+
+# --------------------------------------------------------------------------
+# the mariadb command-line client
+# --------------------------------------------------------------------------
+
+def _cli(target, sql):
+    exe = shutil.which("mariadb") or shutil.which("mysql")
+    if exe is None:
+        pytest.skip("no mariadb/mysql command-line client installed")
+    proc = subprocess.run(
+        [exe, "--no-defaults", "-h", target.host, "-P", str(target.port), "-u", target.user,
+         "--batch", "-D", target.db, "-e", sql],
+        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return proc
+
+
+def test_mariadb_cli(target):
+    p = _cli(target, "CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20)); "
+                     "INSERT INTO t VALUES (1, 'one'), (2, NULL), (3, 'three');")
+    assert p.returncode == 0, p.stderr
+    p = _cli(target, "SELECT id, name FROM t WHERE id >= 2 ORDER BY id")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "id\tname\n2\tNULL\n3\tthree\n"
+    p = _cli(target, "UPDATE t SET name = 'two' WHERE id = 2; SELECT COUNT(*) AS n FROM t WHERE name IS NOT NULL")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "n\n3\n"
+    p = _cli(target, "SELECT nope FROM t")
+    assert p.returncode != 0
+    assert "1054" in p.stderr
