@@ -2,20 +2,73 @@
 //! and the group-committed write path.
 //!
 //! Entry point: [`Storage`]. Upper layers (dataflow, shim) see only this
-//! API; only `src/rocks/` may import `rocksdb`.
+//! API and know nothing of RocksDB; this crate knows nothing of SQL text.
 //!
-//! API CONTRACT (skeleton written first so dataflow and shim can code against
-//! it; the storage implementer fills in the bodies and may add methods, but
-//! must not change these signatures without updating every caller).
+//! ```text
+//!  Storage (lib.rs)  catalog.rs  write.rs  read.rs      <- table layer, written once
+//!        table.rs (row codec, index layout)  keys.rs (memcomparable keys)  cf.rs (names)
+//!  ---------------- engine.rs: KvRead / KvEngine / KvSnapshot ----------------
+//!        rocks/ (RocksDB)                     memory.rs (BTreeMaps)
+//! ```
+//!
+//! **No RocksDB dependency above the engine traits**: only `src/rocks/`
+//! imports `rocksdb`. The in-memory engine implements the same traits
+//! (`Durability::Memory`, [`Storage::in_memory`]) and one conformance suite
+//! runs against both.
+//!
+//! Layout (one RocksDB instance at `<data_dir>/db`):
+//! - a column family per index: `t<table id>` is the primary index (primary
+//!   key, or a hidden `(epoch, sequence)` row id for tables without one ->
+//!   the postcard-encoded row); `i<index id>` is a secondary index
+//!   ((index columns ++ primary key) -> the primary key, or optionally the
+//!   primary key and the whole row). Keys are memcomparable (`keys.rs`);
+//!   text keys are folded by the column's collation.
+//! - `catalog`: format version, databases, table records (schema with its
+//!   version, plus the padding values of added columns), id counters,
+//!   AUTO_INCREMENT counters, the row-id epoch (bumped on every open), the
+//!   last LSN, index-build markers and meta records.
+//! - `changelog`: LSN -> postcard `Vec<TableDeltas>`, written in the same
+//!   batch as the rows.
+//!
+//! Writes ([`Storage::write`]) are group-committed: callers queue their op
+//! lists; whoever gets the commit lock drains the queue, applies each
+//! caller's ops (atomically per caller, over an overlay of the group's
+//! pending changes), writes ONE batch with one WAL sync, tells the
+//! [`CommitObserver`] while still holding the lock, then acknowledges.
+//! Reads never take the commit lock, so observers may read.
+//!
+//! Limits: a row's non-BLOB/TEXT/JSON content is limited to 64 KiB
+//! ([`StorageError::RowTooLarge`]). DDL (including index builds) holds the
+//! commit lock, so writes wait while an index is built.
 
 pub mod snapshot;
 
+mod catalog;
+mod cf;
+mod engine;
+mod keys;
+mod memory;
+mod read;
+mod rocks;
+mod table;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
 use std::ops::Bound;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ladle_common::{ColumnSchema, IndexSchema, Lsn, Row, TableDeltas, TableId, TableSchema, Value};
+use parking_lot::{Mutex, RwLock};
+
+use crate::catalog::Catalog;
+use crate::engine::{KvEngine, KvSnapshot};
+use crate::table::TableState;
 
 /// When a write is acknowledged relative to its fsync.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +96,7 @@ pub struct StorageConfig {
 }
 
 /// Errors, by whose fault they are. The shim maps each to a MySQL error code.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StorageError {
     // --- the user's fault ---
     #[error("Duplicate entry '{value}' for key '{key}'")]
@@ -132,9 +185,21 @@ pub enum OnConflict {
 pub enum WriteOp {
     /// Full rows in schema order. `Value::Null` in an AUTO_INCREMENT column
     /// (or 0) allocates the next value. Values are coerced to column types.
-    Insert { table: TableId, rows: Vec<Row>, on_conflict: OnConflict },
-    Update { table: TableId, scan: ScanSpec, update: RowUpdater },
-    Delete { table: TableId, scan: ScanSpec, filter: RowFilter },
+    Insert {
+        table: TableId,
+        rows: Vec<Row>,
+        on_conflict: OnConflict,
+    },
+    Update {
+        table: TableId,
+        scan: ScanSpec,
+        update: RowUpdater,
+    },
+    Delete {
+        table: TableId,
+        scan: ScanSpec,
+        filter: RowFilter,
+    },
 }
 
 /// The outcome of one [`WriteOp`], with MySQL's counting rules.
@@ -160,93 +225,266 @@ pub trait CommitObserver: Send + Sync {
     fn on_commit(&self, lsn: Lsn, changes: &[TableDeltas]);
 }
 
-/// A consistent point-in-time view of every table (a RocksDB snapshot).
+/// A consistent point-in-time view of every table (a RocksDB snapshot, or a
+/// copy-on-write copy of the in-memory engine).
 pub struct ReadView {
-    _private: (),
+    lsn: Lsn,
+    tables: HashMap<TableId, Arc<TableState>>,
+    snapshot: Box<dyn KvSnapshot>,
 }
 
 impl ReadView {
     /// The LSN of the last batch this view reflects.
     pub fn lsn(&self) -> Lsn {
-        unimplemented!("storage implementer")
+        self.lsn
     }
-    pub fn lookup(&self, _table: TableId, _index: IndexRef, _key: &[Value]) -> Result<Vec<Row>> {
-        unimplemented!("storage implementer")
+
+    pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
+        let t = self.table(table)?;
+        let key = key.to_vec();
+        self.run(move |r| read::lookup(r, &t, index, &key))
     }
-    pub fn scan(&self, _table: TableId) -> Result<Vec<Row>> {
-        unimplemented!("storage implementer")
+
+    pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        let t = self.table(table)?;
+        self.run(move |r| read::scan_all(r, &t))
     }
+
+    /// Rows whose `index` key lies between the bounds, in index order.
+    pub fn range(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        let t = self.table(table)?;
+        let lower = owned_bound(lower);
+        let upper = owned_bound(upper);
+        self.run(move |r| read::range(r, &t, index, as_ref_bound(&lower), as_ref_bound(&upper)))
+    }
+
+    fn table(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.tables.get(&id).cloned().ok_or_else(|| no_table_id(id))
+    }
+
+    fn run(
+        &self,
+        job: impl FnOnce(&dyn engine::KvRead) -> Result<Vec<read::KeyedRow>> + Send + 'static,
+    ) -> Result<Vec<Row>> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.snapshot.run(Box::new(move |r| {
+            let _ = tx.send(job(r));
+        }));
+        let rows = rx
+            .recv()
+            .map_err(|_| StorageError::Internal("snapshot reader is gone".into()))??;
+        Ok(rows.into_iter().map(|(_, row)| row).collect())
+    }
+}
+
+fn owned_bound(b: Bound<&[Value]>) -> Bound<Vec<Value>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn as_ref_bound(b: &Bound<Vec<Value>>) -> Bound<&[Value]> {
+    match b {
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn no_table_id(id: TableId) -> StorageError {
+    StorageError::NoSuchTable {
+        database: String::new(),
+        table: format!("#{id}"),
+    }
+}
+
+/// A caller waiting in the commit queue.
+struct Pending {
+    ops: Vec<WriteOp>,
+    slot: Arc<Mutex<Option<Result<WriteResult>>>>,
 }
 
 /// The storage engine: one per server.
 pub struct Storage {
-    _private: (),
+    engine: Arc<dyn KvEngine>,
+    durability: Durability,
+    catalog: RwLock<Catalog>,
+    /// Held while a group commits (and by DDL and [`Storage::exclusive`]).
+    commit: Mutex<()>,
+    queue: Mutex<Vec<Pending>>,
+    observer: RwLock<Option<Arc<dyn CommitObserver>>>,
+    last_lsn: AtomicU64,
+    /// Hidden row ids of tables without a primary key: this open's epoch...
+    epoch: u64,
+    /// ...and the next sequence number within it.
+    row_seq: AtomicU64,
+    stop_flusher: Arc<AtomicBool>,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        self.stop_flusher.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Storage {
     /// Opens (creating if missing) `<data_dir>/db`, or an in-memory engine
     /// for `Durability::Memory`. Bumps the hidden-row-id epoch, finishes or
     /// redoes interrupted index builds.
-    pub fn open(_config: StorageConfig) -> Result<Arc<Storage>> {
-        unimplemented!("storage implementer")
+    pub fn open(config: StorageConfig) -> Result<Arc<Storage>> {
+        let engine: Arc<dyn KvEngine> = match config.durability {
+            Durability::Memory => Arc::new(memory::MemoryEngine::new()),
+            Durability::Sync | Durability::Async => {
+                let opts = rocks::RocksOptions {
+                    block_cache_bytes: config.block_cache_bytes,
+                    wal_dir: config.wal_dir.as_deref(),
+                    background_jobs: 4,
+                };
+                Arc::new(rocks::RocksEngine::open(
+                    &config.data_dir.join("db"),
+                    &opts,
+                )?)
+            }
+        };
+        let storage = Storage::open_engine(engine, config.durability)?;
+        if config.durability == Durability::Async {
+            storage.start_flusher(config.async_flush_interval)?;
+        }
+        Ok(storage)
     }
 
     /// An empty in-memory engine (tests).
     pub fn in_memory() -> Arc<Storage> {
-        unimplemented!("storage implementer")
+        match Storage::open_engine(Arc::new(memory::MemoryEngine::new()), Durability::Memory) {
+            Ok(s) => s,
+            // Opening an empty in-memory engine touches no I/O; failing here
+            // is a bug in this crate.
+            Err(e) => panic!("opening an empty in-memory engine failed: {e}"),
+        }
+    }
+
+    fn start_flusher(self: &Arc<Self>, interval: Duration) -> Result<()> {
+        let engine = Arc::downgrade(&self.engine);
+        let stop = Arc::clone(&self.stop_flusher);
+        std::thread::Builder::new()
+            .name("ladle-wal-sync".into())
+            .spawn(move || loop {
+                std::thread::sleep(interval);
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                if let Err(e) = engine.sync_wal() {
+                    tracing::error!("background WAL sync failed: {e}");
+                }
+            })
+            .map_err(|e| StorageError::Io(format!("spawning the WAL sync thread: {e}")))?;
+        Ok(())
     }
 
     // ---- catalog ----
 
-    pub fn create_database(&self, _name: &str, _if_not_exists: bool) -> Result<()> {
-        unimplemented!("storage implementer")
+    pub fn create_database(&self, name: &str, if_not_exists: bool) -> Result<()> {
+        self.ddl_create_database(name, if_not_exists)
     }
     /// Drops the database and its tables; returns the dropped tables.
-    pub fn drop_database(&self, _name: &str, _if_exists: bool) -> Result<Vec<Arc<TableSchema>>> {
-        unimplemented!("storage implementer")
+    pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<Vec<Arc<TableSchema>>> {
+        self.ddl_drop_database(name, if_exists)
     }
     pub fn databases(&self) -> Vec<String> {
-        unimplemented!("storage implementer")
+        self.catalog.read().databases.iter().cloned().collect()
     }
     /// Creates a table. Storage assigns `schema.id` and every index id; the
     /// returned schema carries them. `if_not_exists` returns the existing one.
-    pub fn create_table(&self, _schema: TableSchema, _if_not_exists: bool) -> Result<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    pub fn create_table(
+        &self,
+        schema: TableSchema,
+        if_not_exists: bool,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_create_table(schema, if_not_exists)
     }
-    pub fn drop_table(&self, _database: &str, _table: &str) -> Result<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    pub fn drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
+        self.ddl_drop_table(database, table)
     }
-    pub fn table(&self, _database: &str, _table: &str) -> Option<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    pub fn table(&self, database: &str, table: &str) -> Option<Arc<TableSchema>> {
+        let c = self.catalog.read();
+        let id = c.names.get(&(database.to_string(), table.to_string()))?;
+        c.tables.get(id).map(|t| Arc::clone(&t.schema))
     }
-    pub fn table_by_id(&self, _id: TableId) -> Option<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    pub fn table_by_id(&self, id: TableId) -> Option<Arc<TableSchema>> {
+        self.catalog
+            .read()
+            .tables
+            .get(&id)
+            .map(|t| Arc::clone(&t.schema))
     }
-    pub fn tables(&self, _database: &str) -> Vec<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    /// The tables of `database`, by name.
+    pub fn tables(&self, database: &str) -> Vec<Arc<TableSchema>> {
+        let c = self.catalog.read();
+        c.names
+            .range((database.to_string(), String::new())..)
+            .take_while(|((db, _), _)| db == database)
+            .filter_map(|(_, id)| c.tables.get(id).map(|t| Arc::clone(&t.schema)))
+            .collect()
     }
     /// Builds a new index over existing rows (bounded batches), then records
-    /// it. `index.id` is assigned by storage.
-    pub fn create_index(&self, _database: &str, _table: &str, _index: IndexSchema) -> Result<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    /// it. `index.id` is assigned by storage. Writes wait while it builds.
+    pub fn create_index(
+        &self,
+        database: &str,
+        table: &str,
+        index: IndexSchema,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_create_index(database, table, index)
     }
-    pub fn drop_index(&self, _database: &str, _table: &str, _index: &str) -> Result<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    pub fn drop_index(&self, database: &str, table: &str, index: &str) -> Result<Arc<TableSchema>> {
+        self.ddl_drop_index(database, table, index)
     }
-    /// ALTER TABLE ADD COLUMN: bumps the schema version; no rewrite.
-    pub fn add_column(&self, _database: &str, _table: &str, _column: ColumnSchema) -> Result<Arc<TableSchema>> {
-        unimplemented!("storage implementer")
+    /// ALTER TABLE ADD COLUMN (appended last): bumps the schema version; no
+    /// rewrite. Older rows read the column's DEFAULT (fixed at this moment).
+    pub fn add_column(
+        &self,
+        database: &str,
+        table: &str,
+        column: ColumnSchema,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_add_column(database, table, column)
     }
     /// Small metadata records (view definitions, graph) in the catalog.
-    pub fn put_meta(&self, _key: &str, _value: &[u8]) -> Result<()> {
-        unimplemented!("storage implementer")
+    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
+        let mut b = engine::Batch::default();
+        b.put(cf::CATALOG, cf::catalog_key::meta(key), value);
+        self.engine.write(b, self.sync())
     }
-    pub fn delete_meta(&self, _key: &str) -> Result<()> {
-        unimplemented!("storage implementer")
+    pub fn delete_meta(&self, key: &str) -> Result<()> {
+        let mut b = engine::Batch::default();
+        b.delete(cf::CATALOG, cf::catalog_key::meta(key));
+        self.engine.write(b, self.sync())
     }
     /// Every meta record whose key starts with `prefix`, in key order.
-    pub fn list_meta(&self, _prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
-        unimplemented!("storage implementer")
+    pub fn list_meta(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let start = cf::catalog_key::meta(prefix);
+        let end = keys::prefix_successor(&start);
+        let skip = cf::catalog_key::META.len();
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out.clear();
+            r.scan(cf::CATALOG, &start, end.as_deref(), &mut |k, v| {
+                out.push((String::from_utf8_lossy(&k[skip..]).into_owned(), v.to_vec()));
+                Ok(true)
+            })
+        })?;
+        Ok(out)
     }
 
     // ---- writes ----
@@ -254,19 +492,34 @@ impl Storage {
     /// Applies `ops` atomically (all or none), group-committed with other
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
-    pub fn write(&self, _ops: Vec<WriteOp>) -> Result<WriteResult> {
-        unimplemented!("storage implementer")
+    pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        let slot = Arc::new(Mutex::new(None));
+        self.queue.lock().push(Pending {
+            ops,
+            slot: Arc::clone(&slot),
+        });
+        let guard = self.commit.lock();
+        if let Some(done) = slot.lock().take() {
+            return done;
+        }
+        let group = std::mem::take(&mut *self.queue.lock());
+        self.commit_group(group);
+        drop(guard);
+        let done = slot.lock().take();
+        done.unwrap_or_else(|| Err(StorageError::Internal("commit group lost a caller".into())))
     }
 
     /// Registers the observer told of every commit (the dataflow).
-    pub fn set_commit_observer(&self, _observer: Arc<dyn CommitObserver>) {
-        unimplemented!("storage implementer")
+    pub fn set_commit_observer(&self, observer: Arc<dyn CommitObserver>) {
+        *self.observer.write() = Some(observer);
     }
 
     /// Runs `f` while no commit is in progress, so storage reads inside `f`
-    /// see exactly the batches every observer has been told of.
-    pub fn exclusive<R>(&self, _f: impl FnOnce() -> R) -> R {
-        unimplemented!("storage implementer")
+    /// see exactly the batches every observer has been told of. `f` may read
+    /// storage but must not write or run DDL (they wait for this lock).
+    pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.commit.lock();
+        f()
     }
 
     // ---- reads of the latest committed state ----
@@ -274,36 +527,247 @@ impl Storage {
     /// Rows whose `index` columns start with `key` (point or prefix lookup).
     /// Key values are coerced to the column types; a key that cannot be
     /// coerced matches nothing.
-    pub fn lookup(&self, _table: TableId, _index: IndexRef, _key: &[Value]) -> Result<Vec<Row>> {
-        unimplemented!("storage implementer")
+    pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        self.read_latest(|r| read::lookup(r, &t, index, key))
     }
     /// Rows whose `index` key lies between the bounds (ordered scan).
-    pub fn range(&self, _table: TableId, _index: IndexRef, _lower: Bound<&[Value]>, _upper: Bound<&[Value]>) -> Result<Vec<Row>> {
-        unimplemented!("storage implementer")
+    pub fn range(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        self.read_latest(|r| read::range(r, &t, index, lower, upper))
     }
     /// Every row, in primary-key order.
-    pub fn scan(&self, _table: TableId) -> Result<Vec<Row>> {
-        unimplemented!("storage implementer")
+    pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        self.read_latest(|r| read::scan_all(r, &t))
     }
-    pub fn estimate_rows(&self, _table: TableId) -> u64 {
-        unimplemented!("storage implementer")
+    pub fn estimate_rows(&self, table: TableId) -> u64 {
+        match self.table_state(table) {
+            Ok(t) => t.counters.rows.load(Ordering::Relaxed).max(0) as u64,
+            Err(_) => 0,
+        }
     }
     pub fn read_view(&self) -> ReadView {
-        unimplemented!("storage implementer")
+        let tables = self.catalog.read().tables.clone();
+        match self.try_read_view(tables.clone()) {
+            Ok(v) => v,
+            Err(e) => {
+                // Taking a snapshot only fails if a thread cannot be spawned;
+                // fall back to a view that reports the error on every read.
+                tracing::error!("taking a read view failed: {e}");
+                ReadView {
+                    lsn: self.last_lsn(),
+                    tables,
+                    snapshot: Box::new(FailedSnapshot),
+                }
+            }
+        }
     }
     /// The LSN of the newest committed batch.
     pub fn last_lsn(&self) -> Lsn {
-        unimplemented!("storage implementer")
+        self.last_lsn.load(Ordering::Acquire)
     }
 
     // ---- change log ----
 
     /// Calls `f` for every logged batch with LSN > `after`, in order.
-    pub fn read_log(&self, _after: Lsn, _f: &mut dyn FnMut(Lsn, Vec<TableDeltas>) -> Result<()>) -> Result<()> {
-        unimplemented!("storage implementer")
+    pub fn read_log(
+        &self,
+        after: Lsn,
+        f: &mut dyn FnMut(Lsn, Vec<TableDeltas>) -> Result<()>,
+    ) -> Result<()> {
+        const CHUNK: usize = 256;
+        let mut next = match after.checked_add(1) {
+            Some(n) => n,
+            None => return Ok(()),
+        };
+        loop {
+            let mut chunk: Vec<(Lsn, Vec<TableDeltas>)> = Vec::new();
+            let start = keys::lsn_key(next);
+            self.engine.with_consistent(&mut |r| {
+                chunk.clear();
+                r.scan(cf::CHANGE_LOG, &start, None, &mut |k, v| {
+                    let lsn = keys::decode_lsn(k)
+                        .ok_or_else(|| StorageError::Corruption("bad change-log key".into()))?;
+                    let deltas: Vec<TableDeltas> = postcard::from_bytes(v).map_err(|e| {
+                        StorageError::Corruption(format!("change-log entry {lsn}: {e}"))
+                    })?;
+                    chunk.push((lsn, deltas));
+                    Ok(chunk.len() < CHUNK)
+                })
+            })?;
+            let done = chunk.len() < CHUNK;
+            for (lsn, deltas) in chunk {
+                next = lsn + 1;
+                f(lsn, deltas)?;
+            }
+            if done {
+                return Ok(());
+            }
+        }
     }
     /// Drops log entries with LSN < `below`.
-    pub fn truncate_log(&self, _below: Lsn) -> Result<()> {
-        unimplemented!("storage implementer")
+    pub fn truncate_log(&self, below: Lsn) -> Result<()> {
+        let end = keys::lsn_key(below);
+        loop {
+            let mut batch = engine::Batch::default();
+            self.engine.with_consistent(&mut |r| {
+                batch = engine::Batch::default();
+                r.scan(cf::CHANGE_LOG, &[], Some(&end), &mut |k, _| {
+                    batch.delete(cf::CHANGE_LOG, k.to_vec());
+                    Ok(batch.ops.len() < 10_000)
+                })
+            })?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.engine.write(batch, false)?;
+        }
+    }
+}
+
+struct FailedSnapshot;
+
+impl KvSnapshot for FailedSnapshot {
+    fn run(&self, _job: engine::SnapshotJob) {
+        // Dropping the job drops its reply channel: the reader gets an error.
+    }
+}
+
+impl Storage {
+    fn sync(&self) -> bool {
+        self.durability == Durability::Sync
+    }
+
+    fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.catalog
+            .read()
+            .tables
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| no_table_id(id))
+    }
+
+    fn read_latest(
+        &self,
+        mut f: impl FnMut(&dyn engine::KvRead) -> Result<Vec<read::KeyedRow>>,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out = f(r)?;
+            Ok(())
+        })?;
+        Ok(out.into_iter().map(|(_, row)| row).collect())
+    }
+
+    fn try_read_view(&self, tables: HashMap<TableId, Arc<TableState>>) -> Result<ReadView> {
+        let snapshot = self.engine.snapshot()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        snapshot.run(Box::new(move |r| {
+            let _ = tx.send(r.get(cf::CATALOG, cf::catalog_key::LSN));
+        }));
+        let lsn = rx
+            .recv()
+            .map_err(|_| StorageError::Internal("snapshot reader is gone".into()))??;
+        let lsn = lsn.as_deref().and_then(keys::decode_lsn).unwrap_or(0);
+        Ok(ReadView {
+            lsn,
+            tables,
+            snapshot,
+        })
+    }
+
+    /// Leader side of group commit: applies every caller's ops, writes one
+    /// batch, tells the observer, fills every caller's slot. Called with the
+    /// commit lock held.
+    fn commit_group(&self, group: Vec<Pending>) {
+        let tables = self.catalog.read().tables.clone();
+        let mut outcomes: Vec<Result<Vec<OpResult>>> = Vec::with_capacity(group.len());
+        let mut batch = engine::Batch::default();
+        let mut changes = Vec::new();
+        let mut calls: Vec<Vec<WriteOp>> = Vec::with_capacity(group.len());
+        let mut slots = Vec::with_capacity(group.len());
+        for p in group {
+            calls.push(p.ops);
+            slots.push(p.slot);
+        }
+        let mut calls = Some(calls);
+        let mut auto_inc = HashMap::new();
+        let applied = self.engine.with_consistent(&mut |base| {
+            let mut g = write::Group {
+                base,
+                tables: &tables,
+                overlay: write::Overlay::default(),
+                deltas: Vec::new(),
+                auto_inc: HashMap::new(),
+                epoch: self.epoch,
+                row_seq: &self.row_seq,
+            };
+            for ops in calls.take().unwrap_or_default() {
+                outcomes.push(g.apply_caller(ops));
+            }
+            changes = g.take_changes();
+            auto_inc = std::mem::take(&mut g.auto_inc);
+            g.overlay.into_batch(&mut batch);
+            Ok(())
+        });
+        if let Err(e) = applied {
+            for slot in slots {
+                *slot.lock() = Some(Err(e.clone()));
+            }
+            return;
+        }
+        for (table, next) in &auto_inc {
+            batch.put(
+                cf::CATALOG,
+                cf::catalog_key::auto_inc(*table),
+                next.to_be_bytes(),
+            );
+        }
+        let mut lsn = self.last_lsn();
+        if !changes.is_empty() {
+            lsn += 1;
+            match postcard::to_stdvec(&changes) {
+                Ok(bytes) => batch.put(cf::CHANGE_LOG, keys::lsn_key(lsn), bytes),
+                Err(e) => {
+                    let e = StorageError::Internal(format!("encoding the change log: {e}"));
+                    for slot in slots {
+                        *slot.lock() = Some(Err(e.clone()));
+                    }
+                    return;
+                }
+            }
+            batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
+        }
+        if !batch.is_empty() {
+            if let Err(e) = self.engine.write(batch, self.sync()) {
+                for slot in slots {
+                    *slot.lock() = Some(Err(e.clone()));
+                }
+                return;
+            }
+        }
+        if !changes.is_empty() {
+            self.last_lsn.store(lsn, Ordering::Release);
+            for td in &changes {
+                if let Some(t) = tables.get(&td.table) {
+                    let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
+                    t.counters.rows.fetch_add(delta, Ordering::Relaxed);
+                }
+            }
+            let observer = self.observer.read().clone();
+            if let Some(o) = observer {
+                o.on_commit(lsn, &changes);
+            }
+        }
+        for (slot, outcome) in slots.into_iter().zip(outcomes) {
+            *slot.lock() = Some(outcome.map(|ops| WriteResult { lsn, ops }));
+        }
     }
 }

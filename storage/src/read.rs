@@ -1,0 +1,129 @@
+//! Table reads over any [`KvRead`]: the latest state, a snapshot, or the
+//! write path's overlay. Every function returns `(primary key, row)` pairs
+//! in index order.
+
+use std::ops::Bound;
+
+use ladle_common::{Row, Value};
+
+use crate::engine::KvRead;
+use crate::keys::prefix_successor;
+use crate::table::{parse_secondary_value, SecondaryValue, TableState};
+use crate::{IndexRef, Result};
+
+pub(crate) type KeyedRow = (Vec<u8>, Row);
+
+/// The row stored under primary key `pk`.
+pub(crate) fn get_row(r: &dyn KvRead, t: &TableState, pk: &[u8]) -> Result<Option<Row>> {
+    match r.get(&t.primary_cf(), pk)? {
+        Some(bytes) => Ok(Some(t.decode_row(&bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Rows whose index key starts with `key`.
+pub(crate) fn lookup(
+    r: &dyn KvRead,
+    t: &TableState,
+    index: IndexRef,
+    key: &[Value],
+) -> Result<Vec<KeyedRow>> {
+    let Some(columns) = t.index_columns(index) else {
+        return Ok(Vec::new());
+    };
+    let Some(prefix) = t.encode_lookup_key(columns, key) else {
+        return Ok(Vec::new());
+    };
+    // A full primary key is a point read.
+    if index == IndexRef::Primary && !columns.is_empty() && key.len() == columns.len() {
+        return Ok(get_row(r, t, &prefix)?
+            .map(|row| (prefix, row))
+            .into_iter()
+            .collect());
+    }
+    let upper = prefix_successor(&prefix);
+    scan_index(r, t, index, &prefix, upper.as_deref())
+}
+
+/// Rows whose index key lies between the bounds (prefix semantics: a bound
+/// with fewer values than columns covers every key starting with it).
+pub(crate) fn range(
+    r: &dyn KvRead,
+    t: &TableState,
+    index: IndexRef,
+    lower: Bound<&[Value]>,
+    upper: Bound<&[Value]>,
+) -> Result<Vec<KeyedRow>> {
+    let Some(columns) = t.index_columns(index) else {
+        return Ok(Vec::new());
+    };
+    let lo = match lower {
+        Bound::Unbounded => Vec::new(),
+        Bound::Included(k) => match t.encode_lookup_key(columns, k) {
+            Some(p) => p,
+            None => return Ok(Vec::new()),
+        },
+        Bound::Excluded(k) => match t.encode_lookup_key(columns, k) {
+            Some(p) => match prefix_successor(&p) {
+                Some(s) => s,
+                None => return Ok(Vec::new()),
+            },
+            None => return Ok(Vec::new()),
+        },
+    };
+    let hi = match upper {
+        Bound::Unbounded => None,
+        Bound::Included(k) => match t.encode_lookup_key(columns, k) {
+            Some(p) => prefix_successor(&p),
+            None => return Ok(Vec::new()),
+        },
+        Bound::Excluded(k) => match t.encode_lookup_key(columns, k) {
+            Some(p) => Some(p),
+            None => return Ok(Vec::new()),
+        },
+    };
+    scan_index(r, t, index, &lo, hi.as_deref())
+}
+
+/// Every row in primary-key order.
+pub(crate) fn scan_all(r: &dyn KvRead, t: &TableState) -> Result<Vec<KeyedRow>> {
+    scan_index(r, t, IndexRef::Primary, &[], None)
+}
+
+fn scan_index(
+    r: &dyn KvRead,
+    t: &TableState,
+    index: IndexRef,
+    lower: &[u8],
+    upper: Option<&[u8]>,
+) -> Result<Vec<KeyedRow>> {
+    let mut out = Vec::new();
+    match index {
+        IndexRef::Primary => {
+            r.scan(&t.primary_cf(), lower, upper, &mut |k, v| {
+                out.push((k.to_vec(), t.decode_row(v)?));
+                Ok(true)
+            })?;
+        }
+        IndexRef::Secondary(_) => {
+            let mut pks: Vec<Vec<u8>> = Vec::new();
+            r.scan(&t.index_cf(index), lower, upper, &mut |_, v| {
+                match parse_secondary_value(v)? {
+                    SecondaryValue::Pk(pk) => pks.push(pk.to_vec()),
+                    SecondaryValue::PkAndRow(pk, row) => {
+                        out.push((pk.to_vec(), t.decode_row(row)?))
+                    }
+                }
+                Ok(true)
+            })?;
+            for pk in pks {
+                // Absent only if the index and the primary disagree, which a
+                // consistent read never sees.
+                if let Some(row) = get_row(r, t, &pk)? {
+                    out.push((pk, row));
+                }
+            }
+        }
+    }
+    Ok(out)
+}

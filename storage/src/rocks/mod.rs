@@ -1,0 +1,238 @@
+//! The RocksDB engine: the only module that imports `rocksdb`.
+//!
+//! One `DB` (multi-threaded column-family mode) at `<data_dir>/db`, one
+//! shared LRU block cache, per-kind column-family options (index families
+//! get whole-key bloom filters for point reads; system families are tuned
+//! for ordered scans). Long-lived snapshots live on their own thread because
+//! a RocksDB snapshot borrows the `DB` and this crate forbids `unsafe`.
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use rocksdb::{
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode,
+    DBWithThreadMode, MultiThreaded, Options, ReadOptions, SnapshotWithThreadMode, WriteBatch,
+    WriteOptions,
+};
+
+use crate::cf;
+use crate::engine::{Batch, BatchOp, CfKind, KvEngine, KvRead, KvSnapshot, ScanFn, SnapshotJob};
+use crate::{Result, StorageError};
+
+type Db = DBWithThreadMode<MultiThreaded>;
+
+/// Tuning knobs the storage config passes down.
+pub(crate) struct RocksOptions<'a> {
+    pub block_cache_bytes: usize,
+    pub wal_dir: Option<&'a Path>,
+    pub background_jobs: i32,
+}
+
+pub(crate) struct RocksEngine {
+    db: Arc<Db>,
+    cache: Cache,
+}
+
+fn io(e: rocksdb::Error) -> StorageError {
+    match e.kind() {
+        rocksdb::ErrorKind::Corruption => StorageError::Corruption(e.into_string()),
+        _ => StorageError::Io(e.into_string()),
+    }
+}
+
+fn missing(cf: &str) -> StorageError {
+    StorageError::Internal(format!("column family {cf} does not exist"))
+}
+
+impl RocksEngine {
+    pub fn open(path: &Path, opts: &RocksOptions<'_>) -> Result<RocksEngine> {
+        std::fs::create_dir_all(path)
+            .map_err(|e| StorageError::Io(format!("{}: {e}", path.display())))?;
+        let cache = Cache::new_lru_cache(opts.block_cache_bytes.max(1 << 20)).map_err(io)?;
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(opts.background_jobs);
+        db_opts.increase_parallelism(opts.background_jobs);
+        db_opts.set_bytes_per_sync(1 << 20);
+        if let Some(wal) = opts.wal_dir {
+            db_opts.set_wal_dir(wal);
+        }
+        let existing = if path.join("CURRENT").exists() {
+            Db::list_cf(&db_opts, path).map_err(io)?
+        } else {
+            Vec::new()
+        };
+        let mut names: Vec<String> = existing;
+        for system in [cf::CATALOG, cf::CHANGE_LOG] {
+            if !names.iter().any(|n| n == system) {
+                names.push(system.to_string());
+            }
+        }
+        let descriptors: Vec<ColumnFamilyDescriptor> = names
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(n, cf_options(&cache, cf::kind(n))))
+            .collect();
+        let db = Db::open_cf_descriptors(&db_opts, path, descriptors).map_err(io)?;
+        Ok(RocksEngine {
+            db: Arc::new(db),
+            cache,
+        })
+    }
+}
+
+fn cf_options(cache: &Cache, kind: CfKind) -> Options {
+    let mut block = BlockBasedOptions::default();
+    block.set_block_cache(cache);
+    block.set_cache_index_and_filter_blocks(true);
+    let mut opts = Options::default();
+    match kind {
+        CfKind::Index => {
+            block.set_bloom_filter(10.0, false);
+            block.set_whole_key_filtering(true);
+        }
+        CfKind::System => {}
+    }
+    opts.set_block_based_table_factory(&block);
+    opts.set_level_compaction_dynamic_level_bytes(true);
+    opts
+}
+
+/// Reads against a RocksDB snapshot.
+struct SnapReader<'a> {
+    db: &'a Db,
+    snap: &'a SnapshotWithThreadMode<'a, Db>,
+}
+
+impl KvRead for SnapReader<'_> {
+    fn get(&self, cf_name: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
+        self.snap.get_cf(&cf, key).map_err(io)
+    }
+
+    fn scan(&self, cf_name: &str, lower: &[u8], upper: Option<&[u8]>, f: ScanFn<'_>) -> Result<()> {
+        let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
+        let mut ro = ReadOptions::default();
+        // Prefix lookups are expressed as ranges; total order keeps them
+        // correct whatever the prefix extractor says.
+        ro.set_total_order_seek(true);
+        if let Some(u) = upper {
+            if u <= lower {
+                return Ok(());
+            }
+            ro.set_iterate_upper_bound(u.to_vec());
+        }
+        let mut it: DBRawIteratorWithThreadMode<Db> = self.snap.raw_iterator_cf_opt(&cf, ro);
+        it.seek(lower);
+        while let Some((k, v)) = it.item() {
+            if !f(k, v)? {
+                return Ok(());
+            }
+            it.next();
+        }
+        it.status().map_err(io)
+    }
+}
+
+impl KvEngine for RocksEngine {
+    fn create_cf(&self, name: &str, kind: CfKind) -> Result<()> {
+        if self.db.cf_handle(name).is_some() {
+            return Ok(());
+        }
+        self.db
+            .create_cf(name, &cf_options(&self.cache, kind))
+            .map_err(io)
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<()> {
+        if self.db.cf_handle(name).is_none() {
+            return Ok(());
+        }
+        self.db.drop_cf(name).map_err(io)
+    }
+
+    fn write(&self, batch: Batch, sync: bool) -> Result<()> {
+        let mut wb = WriteBatch::default();
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put { cf, key, value } => {
+                    let h = self.db.cf_handle(cf).ok_or_else(|| missing(cf))?;
+                    wb.put_cf(&h, key, value);
+                }
+                BatchOp::Delete { cf, key } => {
+                    let h = self.db.cf_handle(cf).ok_or_else(|| missing(cf))?;
+                    wb.delete_cf(&h, key);
+                }
+            }
+        }
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(wb, &wo).map_err(io)
+    }
+
+    fn sync_wal(&self) -> Result<()> {
+        self.db.flush_wal(true).map_err(io)
+    }
+
+    fn with_consistent(&self, f: &mut dyn FnMut(&dyn KvRead) -> Result<()>) -> Result<()> {
+        let snap = self.db.snapshot();
+        f(&SnapReader {
+            db: &self.db,
+            snap: &snap,
+        })
+    }
+
+    fn snapshot(&self) -> Result<Box<dyn KvSnapshot>> {
+        let (tx, rx) = mpsc::channel::<SnapshotJob>();
+        let (ready_tx, ready_rx) = mpsc::sync_channel::<()>(1);
+        let db = Arc::clone(&self.db);
+        std::thread::Builder::new()
+            .name("ladle-snapshot".into())
+            .spawn(move || {
+                let snap = db.snapshot();
+                // The receiver waits for this; if it is gone there is nobody
+                // to serve.
+                if ready_tx.send(()).is_err() {
+                    return;
+                }
+                let reader = SnapReader {
+                    db: &db,
+                    snap: &snap,
+                };
+                while let Ok(job) = rx.recv() {
+                    job(&reader);
+                }
+            })
+            .map_err(|e| StorageError::Io(format!("spawning snapshot thread: {e}")))?;
+        ready_rx.recv().map_err(|_| {
+            StorageError::Internal("snapshot thread exited before taking its snapshot".into())
+        })?;
+        Ok(Box::new(RocksSnapshot {
+            jobs: parking_lot::Mutex::new(tx),
+        }))
+    }
+
+    fn estimate_keys(&self, cf_name: &str) -> u64 {
+        let Some(cf) = self.db.cf_handle(cf_name) else {
+            return 0;
+        };
+        self.db
+            .property_int_value_cf(&cf, "rocksdb.estimate-num-keys")
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    }
+}
+
+struct RocksSnapshot {
+    jobs: parking_lot::Mutex<mpsc::Sender<SnapshotJob>>,
+}
+
+impl KvSnapshot for RocksSnapshot {
+    fn run(&self, job: SnapshotJob) {
+        // If the thread is gone the job is dropped; its reply channel then
+        // reports the failure to the caller.
+        let _ = self.jobs.lock().send(job);
+    }
+}

@@ -1,0 +1,143 @@
+//! RocksDB-only tests: what must survive a restart.
+
+use std::sync::atomic::Ordering;
+
+use super::*;
+use crate::{IndexRef, StorageError};
+
+#[test]
+fn rows_catalog_and_lsn_survive_reopen() {
+    let h = Harness::new(Kind::Rocks);
+    let u = users(&h.storage);
+    h.storage
+        .write(vec![insert(
+            &u,
+            vec![
+                row(&[Value::Null, t("a"), i(1)]),
+                row(&[Value::Null, t("b"), i(2)]),
+            ],
+        )])
+        .unwrap();
+    h.storage.put_meta("k", b"v").unwrap();
+    let h = h.reopen();
+    let s = &h.storage;
+    assert_eq!(s.last_lsn(), 1);
+    assert_eq!(s.table("db", "users").as_deref(), Some(&*u));
+    assert_eq!(s.scan(u.id).unwrap().len(), 2);
+    assert_eq!(s.estimate_rows(u.id), 2);
+    assert_eq!(
+        s.list_meta("k").unwrap(),
+        vec![("k".to_string(), b"v".to_vec())]
+    );
+    // AUTO_INCREMENT continues after the last committed value.
+    let r = s
+        .write(vec![insert(&u, vec![row(&[Value::Null, t("c"), i(1)])])])
+        .unwrap();
+    assert_eq!(r.ops[0].last_insert_id, Some(3));
+    assert_eq!(r.lsn, 2);
+    // A new table after reopen never reuses an id.
+    let l = keyless(s);
+    assert!(l.id > u.id);
+}
+
+#[test]
+fn keyless_row_ids_do_not_collide_across_opens() {
+    let h = Harness::new(Kind::Rocks);
+    let l = keyless(&h.storage);
+    h.storage
+        .write(vec![insert(&l, vec![row(&[i(1), t("x")])])])
+        .unwrap();
+    let h = h.reopen();
+    h.storage
+        .write(vec![insert(&l, vec![row(&[i(1), t("x")])])])
+        .unwrap();
+    let h = h.reopen();
+    assert_eq!(h.storage.scan(l.id).unwrap().len(), 2);
+    assert_eq!(
+        h.storage
+            .lookup(l.id, IndexRef::Secondary(l.indexes[0].id), &[i(1)])
+            .unwrap()
+            .len(),
+        2
+    );
+}
+
+#[test]
+fn format_version_mismatch_is_a_clear_error() {
+    let h = Harness::new(Kind::Rocks);
+    let mut b = crate::engine::Batch::default();
+    b.put(
+        crate::cf::CATALOG,
+        crate::cf::catalog_key::FORMAT,
+        99u32.to_be_bytes(),
+    );
+    h.storage.engine.write(b, true).unwrap();
+    let dir = h.dir.unwrap();
+    drop(h.storage);
+    match Storage::open(config(dir.path(), Durability::Sync)) {
+        Err(StorageError::FormatVersion {
+            found: 99,
+            expected,
+        }) => assert_eq!(expected, crate::catalog::FORMAT_VERSION),
+        Err(e) => panic!("expected a format version error, got {e}"),
+        Ok(_) => panic!("expected a format version error, got a storage"),
+    }
+}
+
+#[test]
+fn interrupted_index_build_is_redone_on_open() {
+    let h = Harness::new(Kind::Rocks);
+    let l = keyless(&h.storage);
+    let n = crate::catalog::INDEX_BUILD_BATCH * 3 + 5;
+    let rows: Vec<Row> = (0..n as i64)
+        .map(|k| row(&[i(k), t(&format!("b{}", k % 5))]))
+        .collect();
+    h.storage.write(vec![insert(&l, rows)]).unwrap();
+    let ix = IndexSchema {
+        id: 0,
+        name: "b".into(),
+        columns: vec![1],
+        unique: false,
+    };
+    crate::catalog::INDEX_BUILD_STOP_AFTER.store(2, Ordering::Relaxed);
+    let r = h.storage.create_index("db", "log", ix);
+    crate::catalog::INDEX_BUILD_STOP_AFTER.store(usize::MAX, Ordering::Relaxed);
+    assert!(matches!(r, Err(StorageError::Internal(_))));
+    // Not recorded: the index is not visible.
+    assert!(h.storage.table("db", "log").unwrap().index("b").is_none());
+    let h = h.reopen();
+    let v = h.storage.table("db", "log").unwrap();
+    let b = v.index("b").expect("the build was redone").id;
+    assert_eq!(
+        h.storage
+            .lookup(l.id, IndexRef::Secondary(b), &[t("b4")])
+            .unwrap()
+            .len(),
+        n / 5
+    );
+    assert_eq!(
+        h.storage
+            .range(
+                l.id,
+                IndexRef::Secondary(b),
+                std::ops::Bound::Unbounded,
+                std::ops::Bound::Unbounded
+            )
+            .unwrap()
+            .len(),
+        n
+    );
+}
+
+#[test]
+fn async_durability_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Storage::open(config(dir.path(), Durability::Async)).unwrap();
+    let u = users(&s);
+    s.write(vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])])
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    drop(s);
+    let s = Storage::open(config(dir.path(), Durability::Sync)).unwrap();
+    assert_eq!(s.scan(u.id).unwrap().len(), 1);
+}

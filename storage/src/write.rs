@@ -1,0 +1,519 @@
+//! The write path: validation, MySQL's INSERT/UPDATE/DELETE semantics and
+//! the per-group overlay.
+//!
+//! A commit group is applied against the engine's current state plus an
+//! [`Overlay`] of the group's pending changes, so a later op sees earlier
+//! ones. Each caller's op list is atomic: the overlay keeps an undo log and a
+//! failing caller's changes are rolled back without touching the others'.
+//! The overlay then becomes one engine batch (see `Storage::commit_group`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::Arc;
+
+use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, Value};
+
+use crate::engine::{Batch, KvRead, ScanFn};
+use crate::read::{self, KeyedRow};
+use crate::table::{now, TableState};
+use crate::{OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
+
+/// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
+pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
+
+/// A change to undo: column family, key, and the overlay's previous entry.
+type UndoEntry = (String, Vec<u8>, Option<Option<Vec<u8>>>);
+
+/// Pending puts (`Some`) and deletes (`None`) per column family, with an
+/// undo log for rolling back one caller.
+#[derive(Default)]
+pub(crate) struct Overlay {
+    cfs: HashMap<String, BTreeMap<Vec<u8>, Option<Vec<u8>>>>,
+    undo: Vec<UndoEntry>,
+}
+
+impl Overlay {
+    pub fn put(&mut self, cf: &str, key: Vec<u8>, value: Vec<u8>) {
+        self.set(cf, key, Some(value));
+    }
+
+    pub fn delete(&mut self, cf: &str, key: Vec<u8>) {
+        self.set(cf, key, None);
+    }
+
+    fn set(&mut self, cf: &str, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let map = match self.cfs.get_mut(cf) {
+            Some(m) => m,
+            None => self.cfs.entry(cf.to_string()).or_default(),
+        };
+        let prev = map.insert(key.clone(), value);
+        self.undo.push((cf.to_string(), key, prev));
+    }
+
+    /// Forgets the undo log: everything so far stays.
+    pub fn keep(&mut self) {
+        self.undo.clear();
+    }
+
+    /// Undoes every change since the last [`Overlay::keep`].
+    pub fn rollback(&mut self) {
+        while let Some((cf, key, prev)) = self.undo.pop() {
+            if let Some(map) = self.cfs.get_mut(&cf) {
+                match prev {
+                    Some(v) => {
+                        map.insert(key, v);
+                    }
+                    None => {
+                        map.remove(&key);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves every pending change into `batch`.
+    pub fn into_batch(self, batch: &mut Batch) {
+        for (cf, map) in self.cfs {
+            for (k, v) in map {
+                match v {
+                    Some(v) => batch.put(&cf, k, v),
+                    None => batch.delete(&cf, k),
+                }
+            }
+        }
+    }
+}
+
+/// Reads of the engine state with the overlay on top.
+pub(crate) struct OverlayReader<'a> {
+    pub base: &'a dyn KvRead,
+    pub overlay: &'a Overlay,
+}
+
+impl KvRead for OverlayReader<'_> {
+    fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.overlay.cfs.get(cf).and_then(|m| m.get(key)) {
+            return Ok(v.clone());
+        }
+        self.base.get(cf, key)
+    }
+
+    fn scan(&self, cf: &str, lower: &[u8], upper: Option<&[u8]>, f: ScanFn<'_>) -> Result<()> {
+        let Some(map) = self.overlay.cfs.get(cf).filter(|m| !m.is_empty()) else {
+            return self.base.scan(cf, lower, upper, f);
+        };
+        if matches!(upper, Some(u) if u <= lower) {
+            return Ok(());
+        }
+        let hi = match upper {
+            Some(u) => Bound::Excluded(u),
+            None => Bound::Unbounded,
+        };
+        let mut pending = map
+            .range::<[u8], _>((Bound::Included(lower), hi))
+            .peekable();
+        let mut stopped = false;
+        self.base.scan(cf, lower, upper, &mut |k, v| {
+            // Overlay entries before this key come first.
+            while let Some((ok, ov)) = pending.peek() {
+                if ok.as_slice() >= k {
+                    break;
+                }
+                if let Some(val) = ov {
+                    if !f(ok, val)? {
+                        stopped = true;
+                        return Ok(false);
+                    }
+                }
+                pending.next();
+            }
+            let go_on = match pending.peek() {
+                Some((ok, ov)) if ok.as_slice() == k => {
+                    let r = match ov {
+                        Some(val) => f(k, val)?,
+                        None => true,
+                    };
+                    pending.next();
+                    r
+                }
+                _ => f(k, v)?,
+            };
+            stopped = !go_on;
+            Ok(go_on)
+        })?;
+        if !stopped {
+            for (ok, ov) in pending {
+                if let Some(val) = ov {
+                    if !f(ok, val)? {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The state of one commit group while its callers' ops are applied.
+pub(crate) struct Group<'a> {
+    pub base: &'a dyn KvRead,
+    pub tables: &'a HashMap<TableId, Arc<TableState>>,
+    pub overlay: Overlay,
+    /// Deltas in commit order; truncated when a caller is rolled back.
+    pub deltas: Vec<(TableId, RowDelta)>,
+    /// AUTO_INCREMENT counters to persist with the batch (table -> next).
+    pub auto_inc: HashMap<TableId, u64>,
+    /// Hidden row ids: `(epoch, next sequence)`.
+    pub epoch: u64,
+    pub row_seq: &'a std::sync::atomic::AtomicU64,
+}
+
+impl Group<'_> {
+    fn reader(&self) -> OverlayReader<'_> {
+        OverlayReader {
+            base: self.base,
+            overlay: &self.overlay,
+        }
+    }
+
+    fn table(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.tables
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| StorageError::NoSuchTable {
+                database: String::new(),
+                table: format!("#{id}"),
+            })
+    }
+
+    /// Applies one caller's ops atomically.
+    pub fn apply_caller(&mut self, ops: Vec<WriteOp>) -> Result<Vec<OpResult>> {
+        let mark = self.deltas.len();
+        let mut results = Vec::with_capacity(ops.len());
+        for op in ops {
+            match self.apply_op(op) {
+                Ok(r) => results.push(r),
+                Err(e) => {
+                    self.overlay.rollback();
+                    self.deltas.truncate(mark);
+                    return Err(e);
+                }
+            }
+        }
+        self.overlay.keep();
+        Ok(results)
+    }
+
+    fn apply_op(&mut self, op: WriteOp) -> Result<OpResult> {
+        match op {
+            WriteOp::Insert {
+                table,
+                rows,
+                on_conflict,
+            } => {
+                let t = self.table(table)?;
+                let mut result = OpResult::default();
+                for row in rows {
+                    self.insert(&t, row, &on_conflict, &mut result)?;
+                }
+                Ok(result)
+            }
+            WriteOp::Update {
+                table,
+                scan,
+                update,
+            } => {
+                let t = self.table(table)?;
+                let mut result = OpResult::default();
+                for (pk, old) in self.candidates(&t, &scan)? {
+                    let Some(new) = update(&old)? else { continue };
+                    if self.update_row(&t, &pk, &old, new)? {
+                        result.affected_rows += 1;
+                    }
+                }
+                Ok(result)
+            }
+            WriteOp::Delete {
+                table,
+                scan,
+                filter,
+            } => {
+                let t = self.table(table)?;
+                let mut result = OpResult::default();
+                for (pk, row) in self.candidates(&t, &scan)? {
+                    if filter(&row)? {
+                        self.remove_entries(&t, &pk, &row)?;
+                        self.deltas.push((t.schema.id, RowDelta::Delete(row)));
+                        result.affected_rows += 1;
+                    }
+                }
+                Ok(result)
+            }
+        }
+    }
+
+    fn candidates(&self, t: &TableState, scan: &ScanSpec) -> Result<Vec<KeyedRow>> {
+        let r = self.reader();
+        match scan {
+            ScanSpec::Full => read::scan_all(&r, t),
+            ScanSpec::Prefix { index, key } => read::lookup(&r, t, *index, key),
+        }
+    }
+
+    fn insert(
+        &mut self,
+        t: &TableState,
+        row: Row,
+        on_conflict: &OnConflict,
+        result: &mut OpResult,
+    ) -> Result<()> {
+        let (row, generated) = self.prepare_insert(t, row)?;
+        if let (Some(g), None) = (generated, result.last_insert_id) {
+            result.last_insert_id = Some(g);
+        }
+        let conflicts = self.conflicts(t, &row, None)?;
+        if conflicts.is_empty() {
+            self.insert_new(t, row)?;
+            result.affected_rows += 1;
+            return Ok(());
+        }
+        match on_conflict {
+            OnConflict::Error => Err(conflicts[0].error(t, &row)),
+            OnConflict::Ignore => Ok(()),
+            OnConflict::Replace => {
+                for c in &conflicts {
+                    self.remove_entries(t, &c.pk, &c.row)?;
+                    self.deltas
+                        .push((t.schema.id, RowDelta::Delete(c.row.clone())));
+                }
+                self.insert_new(t, row)?;
+                result.affected_rows += 1 + conflicts.len() as u64;
+                Ok(())
+            }
+            OnConflict::Update(f) => {
+                let c = &conflicts[0];
+                let new = f(&c.row, &row)?;
+                if self.update_row(t, &c.pk, &c.row, new)? {
+                    result.affected_rows += 2;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Coerces, fills AUTO_INCREMENT and checks NOT NULL and size. Returns
+    /// the row and the value generated for it, if any.
+    fn prepare_insert(&mut self, t: &TableState, row: Row) -> Result<(Row, Option<u64>)> {
+        let mut row = self.coerce_row(t, row)?;
+        let mut generated = None;
+        if let Some(ai) = t.schema.auto_increment_column() {
+            let column = &t.schema.columns[ai];
+            let wants_value = row[ai].is_null() || row[ai].as_i64() == Some(0);
+            if wants_value {
+                let mut next = t.counters.auto_inc.lock();
+                let v = (*next).max(1);
+                row[ai] = coerce(&Value::UInt(v), column)?;
+                *next = v + 1;
+                self.auto_inc.insert(t.schema.id, *next);
+                generated = Some(v);
+            } else {
+                self.bump_auto_inc(t, &row[ai]);
+            }
+        }
+        self.check_row(t, &row)?;
+        Ok((row, generated))
+    }
+
+    fn bump_auto_inc(&mut self, t: &TableState, v: &Value) {
+        let explicit = match v {
+            Value::Int(i) if *i > 0 => *i as u64,
+            Value::UInt(u) => *u,
+            _ => return,
+        };
+        let mut next = t.counters.auto_inc.lock();
+        if explicit >= *next {
+            *next = explicit.saturating_add(1);
+            self.auto_inc.insert(t.schema.id, *next);
+        }
+    }
+
+    fn coerce_row(&self, t: &TableState, row: Row) -> Result<Row> {
+        if row.len() != t.schema.columns.len() {
+            return Err(StorageError::ColumnCount);
+        }
+        row.iter()
+            .zip(&t.schema.columns)
+            .map(|(v, c)| coerce(v, c).map_err(StorageError::from))
+            .collect()
+    }
+
+    fn check_row(&self, t: &TableState, row: &Row) -> Result<()> {
+        for (v, c) in row.iter().zip(&t.schema.columns) {
+            if v.is_null() && !c.nullable {
+                return Err(StorageError::NotNull {
+                    column: c.name.clone(),
+                });
+            }
+        }
+        let size = t.row_size(row);
+        if size > ROW_SIZE_LIMIT {
+            return Err(StorageError::RowTooLarge {
+                size,
+                limit: ROW_SIZE_LIMIT,
+            });
+        }
+        Ok(())
+    }
+
+    /// Replaces `old` (stored under `pk`) by `new`; `false` if unchanged.
+    fn update_row(&mut self, t: &TableState, pk: &[u8], old: &Row, new: Row) -> Result<bool> {
+        let mut new = self.coerce_row(t, new)?;
+        if new == *old {
+            return Ok(false);
+        }
+        for (i, c) in t.schema.columns.iter().enumerate() {
+            if c.on_update_current_timestamp && new[i] == old[i] {
+                new[i] = coerce(&now(), c)?;
+            }
+        }
+        if let Some(ai) = t.schema.auto_increment_column() {
+            let v = new[ai].clone();
+            self.bump_auto_inc(t, &v);
+        }
+        self.check_row(t, &new)?;
+        if let Some(c) = self.conflicts(t, &new, Some(pk))?.first() {
+            return Err(c.error(t, &new));
+        }
+        let new_pk = t.primary_key(&new).unwrap_or_else(|| pk.to_vec());
+        self.remove_entries(t, pk, old)?;
+        self.put_entries(t, &new_pk, &new)?;
+        self.deltas
+            .push((t.schema.id, RowDelta::Delete(old.clone())));
+        self.deltas.push((t.schema.id, RowDelta::Insert(new)));
+        Ok(true)
+    }
+
+    fn insert_new(&mut self, t: &TableState, row: Row) -> Result<()> {
+        let pk = match t.primary_key(&row) {
+            Some(pk) => pk,
+            None => {
+                let seq = self
+                    .row_seq
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                crate::keys::row_id(self.epoch, seq)
+            }
+        };
+        self.put_entries(t, &pk, &row)?;
+        self.deltas.push((t.schema.id, RowDelta::Insert(row)));
+        Ok(())
+    }
+
+    fn put_entries(&mut self, t: &TableState, pk: &[u8], row: &Row) -> Result<()> {
+        self.overlay
+            .put(&t.primary_cf(), pk.to_vec(), crate::table::encode_row(row)?);
+        for index in &t.schema.indexes {
+            let value = t.secondary_value(pk, row)?;
+            self.overlay.put(
+                &crate::cf::secondary(index.id),
+                t.secondary_key(index, row, pk),
+                value,
+            );
+        }
+        Ok(())
+    }
+
+    fn remove_entries(&mut self, t: &TableState, pk: &[u8], row: &Row) -> Result<()> {
+        self.overlay.delete(&t.primary_cf(), pk.to_vec());
+        for index in &t.schema.indexes {
+            self.overlay.delete(
+                &crate::cf::secondary(index.id),
+                t.secondary_key(index, row, pk),
+            );
+        }
+        Ok(())
+    }
+
+    /// Stored rows that share a PRIMARY or UNIQUE key with `row`, other than
+    /// the row under `exclude`, each once, primary first.
+    fn conflicts(
+        &self,
+        t: &TableState,
+        row: &Row,
+        exclude: Option<&[u8]>,
+    ) -> Result<Vec<Conflict>> {
+        let r = self.reader();
+        let mut out: Vec<Conflict> = Vec::new();
+        if let Some(pk) = t.primary_key(row) {
+            if exclude != Some(&pk[..]) {
+                if let Some(existing) = read::get_row(&r, t, &pk)? {
+                    out.push(Conflict {
+                        key: None,
+                        pk,
+                        row: existing,
+                    });
+                }
+            }
+        }
+        for index in t.schema.indexes.iter().filter(|i| i.unique) {
+            if index.columns.iter().any(|&c| row[c].is_null()) {
+                continue;
+            }
+            let key: Vec<Value> = index.columns.iter().map(|&c| row[c].clone()).collect();
+            for (pk, existing) in read::lookup(&r, t, crate::IndexRef::Secondary(index.id), &key)? {
+                if exclude == Some(&pk[..]) || out.iter().any(|c| c.pk == pk) {
+                    continue;
+                }
+                out.push(Conflict {
+                    key: Some(index.id),
+                    pk,
+                    row: existing,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Groups the deltas into per-table runs, in commit order.
+    pub fn take_changes(&mut self) -> Vec<TableDeltas> {
+        let mut out: Vec<TableDeltas> = Vec::new();
+        for (table, delta) in self.deltas.drain(..) {
+            match out.last_mut() {
+                Some(last) if last.table == table => last.deltas.push(delta),
+                _ => out.push(TableDeltas {
+                    table,
+                    deltas: vec![delta],
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// An existing row in the way of a PRIMARY (`key: None`) or UNIQUE key.
+struct Conflict {
+    key: Option<u64>,
+    pk: Vec<u8>,
+    row: Row,
+}
+
+impl Conflict {
+    /// MySQL's 1062 error, naming the key and the proposed row's values.
+    fn error(&self, t: &TableState, proposed: &Row) -> StorageError {
+        let (name, columns): (String, &[usize]) = match self.key {
+            None => (
+                "PRIMARY".into(),
+                t.schema.primary_key.as_deref().unwrap_or(&[]),
+            ),
+            Some(id) => match t.secondary(id) {
+                Some(i) => (i.name.clone(), &i.columns),
+                None => (format!("#{id}"), &[]),
+            },
+        };
+        let value = columns
+            .iter()
+            .map(|&c| proposed[c].to_string())
+            .collect::<Vec<_>>()
+            .join("-");
+        StorageError::DuplicateKey { key: name, value }
+    }
+}
