@@ -143,7 +143,10 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             Value::Int(i) => {
                 // HHMMSS as an integer.
                 let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
-                Ok(Value::Time(((h * 3600 + m * 60 + s) * 1_000_000) as i64))
+                if h.abs() > 838 {
+                    return Err(out_of_range());
+                }
+                Ok(Value::Time((h * 3600 + m * 60 + s) * 1_000_000))
             }
             _ => Err(incorrect()),
         },
