@@ -1,1 +1,193 @@
-//! MySQL front end (skeleton).
+//! Ladle's MySQL front end: the wire protocol (via `opensrv-mysql`),
+//! sessions, authentication, SQL parsing (`sqlparser`, MySQL dialect),
+//! statement routing, compatibility statements, and the one table mapping
+//! errors to MySQL error numbers and SQLSTATEs.
+//!
+//! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
+//! then [`Frontend::serve`] a TCP listener. Each connection gets a
+//! `handler::Connection`; every statement runs synchronously in
+//! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
+//! worker and a panic below becomes error 1105 for that client only.
+//!
+//! Routing: SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
+//! are bound once and executed as reader lookups), except queries without
+//! FROM over session state (`@@version`, `DATABASE()`...), answered here, and
+//! `information_schema` queries, evaluated over virtual tables built from the
+//! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see [`dml`]);
+//! transactions buffer them (see [`session::Transaction`]). DDL goes to
+//! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
+//! constraints are accepted but not enforced.
+//!
+//! This crate must not depend on `rocksdb`; it sees storage only through
+//! `ladle_storage`'s API.
+
+pub mod auth;
+pub mod catalog;
+pub mod ddl;
+pub mod dml;
+pub mod error;
+pub mod exec;
+pub mod handler;
+pub mod metrics;
+pub mod net;
+pub mod params;
+pub mod session;
+pub mod vars;
+pub mod wire;
+
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ladle_dataflow::Dataflow;
+use ladle_storage::Storage;
+use opensrv_mysql::{AsyncMysqlIntermediary, IntermediaryOptions};
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+pub use error::{MysqlCode, ShimError};
+pub use exec::{Engine, Output};
+pub use metrics::Metrics;
+pub use vars::ServerFacts;
+
+/// Front-end settings.
+#[derive(Clone, Debug)]
+pub struct FrontendConfig {
+    pub user: String,
+    pub password: String,
+    pub max_connections: usize,
+    pub max_allowed_packet: usize,
+}
+
+/// Accepts MySQL connections and serves them.
+pub struct Frontend {
+    engine: Arc<Engine>,
+    config: FrontendConfig,
+    next_id: AtomicU32,
+    active: Arc<AtomicUsize>,
+}
+
+/// Releases a connection slot when the connection ends (even by panic).
+struct Slot {
+    active: Arc<AtomicUsize>,
+    metrics: Arc<Metrics>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.active.fetch_sub(1, Ordering::SeqCst);
+        self.metrics.connections.dec();
+    }
+}
+
+impl Frontend {
+    pub fn new(
+        storage: Arc<Storage>,
+        dataflow: Arc<Dataflow>,
+        facts: ServerFacts,
+        metrics: Arc<Metrics>,
+        config: FrontendConfig,
+    ) -> Arc<Frontend> {
+        let engine = Arc::new(Engine { storage, dataflow, facts, metrics, inflight: AtomicUsize::new(0) });
+        Arc::new(Frontend { engine, config, next_id: AtomicU32::new(1), active: Arc::new(AtomicUsize::new(0)) })
+    }
+
+    pub fn engine(&self) -> &Arc<Engine> {
+        &self.engine
+    }
+
+    /// Accepts connections until `shutdown` turns true, then closes open
+    /// connections and waits for statements already executing to finish.
+    pub async fn serve(self: Arc<Frontend>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        let stop_rx = shutdown.clone();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((stream, _)) => {
+                        let me = self.clone();
+                        let mut stop = stop_rx.clone();
+                        tasks.spawn(async move {
+                            tokio::select! {
+                                _ = me.handle(stream) => {}
+                                _ = stop.wait_for(|s| *s) => {}
+                            }
+                        });
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+                _ = shutdown.wait_for(|s| *s) => break,
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            }
+        }
+        drop(listener);
+        tasks.shutdown().await;
+        // Statements run on blocking threads and finish even when their
+        // connection is gone; wait for them before storage is dropped.
+        while self.engine.inflight.load(Ordering::SeqCst) > 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Serves one client connection to completion.
+    pub async fn handle(self: Arc<Frontend>, mut stream: TcpStream) {
+        let metrics = self.engine.metrics.clone();
+        let n = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        metrics.connections.inc();
+        let _slot = Slot { active: self.active.clone(), metrics: metrics.clone() };
+        if n > self.config.max_connections {
+            metrics.connections_refused.inc();
+            metrics.errors.with_label_values(&["1040"]).inc();
+            let p = net::error_packet(0, 1040, "08004", "Too many connections");
+            let _ = stream.write_all(&p).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
+        metrics.connections_total.inc();
+        let _ = stream.set_nodelay(true);
+        let host = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let (r, w) = stream.into_split();
+        let trip = Arc::new(AtomicU16::new(0));
+        let auth = Arc::new(net::AuthFailure::default());
+        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone());
+        let writer = net::SharedWriter::new(w, auth.clone());
+        let mut raw = writer.raw();
+        let conn = handler::Connection::new(
+            self.engine.clone(),
+            id,
+            host,
+            self.config.user.clone(),
+            self.config.password.clone(),
+            auth.clone(),
+        );
+        let opts = IntermediaryOptions { process_use_statement_on_query: true, reject_connection_on_dbname_absence: false };
+        tracing::debug!(connection = id, "connected");
+        let res = AsyncMysqlIntermediary::run_with_options(conn, reader, writer, &opts).await;
+        if auth.failed.load(Ordering::SeqCst) {
+            let seq = auth.swallowed.lock().get(3).copied().unwrap_or(2);
+            let msg = auth.message.lock().clone();
+            let _ = raw.write_all(&net::error_packet(seq, 1045, "28000", &msg)).await;
+            let _ = raw.flush().await;
+        } else if let t @ 1.. = trip.load(Ordering::SeqCst) {
+            metrics.errors.with_label_values(&["1153"]).inc();
+            let p = net::error_packet(
+                (t as u8).wrapping_add(0),
+                1153,
+                "08S01",
+                "Got a packet bigger than 'max_allowed_packet' bytes",
+            );
+            let _ = raw.write_all(&p).await;
+            let _ = raw.flush().await;
+        }
+        match res {
+            Ok(()) => tracing::debug!(connection = id, "disconnected"),
+            Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
+        }
+        let _ = raw.shutdown().await;
+    }
+}

@@ -1,0 +1,514 @@
+//! DDL: databases, tables (MySQL column types -> `SqlType`), indexes,
+//! ALTER TABLE, DROP. FOREIGN KEY and CHECK constraints are accepted and
+//! ignored (not enforced); ENGINE=, CHARSET=, COMMENT= and other table
+//! options are accepted and ignored.
+
+use ladle_common::{coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
+use ladle_storage::StorageError;
+use sqlparser::ast::{
+    self, AlterTableOperation, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType, TableConstraint,
+};
+use sqlparser::tokenizer::Token;
+
+use crate::error::{self, Result, ShimError, WireError};
+use crate::exec::{ident, qualified_name, word, Engine, Output};
+use crate::session::Session;
+
+/// Maps a declared column type to Ladle's.
+pub fn map_type(dt: &DataType) -> Result<SqlType> {
+    if let DataType::Enum(labels) = dt {
+        return Ok(SqlType::Enum(labels.clone()));
+    }
+    let s = dt.to_string().to_ascii_lowercase();
+    let unsigned = s.contains("unsigned");
+    let base: String = s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let args: Vec<u64> = match (s.find('('), s.find(')')) {
+        (Some(a), Some(b)) if b > a => s[a + 1..b].split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        _ => Vec::new(),
+    };
+    let arg = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
+    let len = |d: u64| -> u32 { u32::try_from(arg(0, d)).unwrap_or(u32::MAX) };
+    let int = |bytes: u8| SqlType::Int { bytes, unsigned };
+    Ok(match base.as_str() {
+        "tinyint" | "int1" => int(1),
+        "bool" | "boolean" => SqlType::Int { bytes: 1, unsigned: false },
+        "smallint" | "int2" => int(2),
+        "mediumint" | "int3" | "middleint" => int(3),
+        "int" | "integer" | "int4" => int(4),
+        "bigint" | "int8" | "serial" => int(8),
+        "bit" => SqlType::Int { bytes: 8, unsigned: true },
+        "float" if arg(0, 0) > 24 => SqlType::Double,
+        "float" | "float4" => SqlType::Float,
+        "double" | "real" | "float8" => SqlType::Double,
+        "decimal" | "numeric" | "dec" | "fixed" => {
+            let p = arg(0, 10).min(65) as u8;
+            let sc = arg(1, 0).min(30) as u8;
+            SqlType::Decimal { precision: p.max(sc).max(1), scale: sc }
+        }
+        "character" if s.starts_with("character varying") => SqlType::VarChar(len(255)),
+        "char" | "character" | "nchar" => SqlType::Char(len(1)),
+        "varchar" | "nvarchar" | "varcharacter" => {
+            if args.is_empty() {
+                return Err(ShimError::Parse("VARCHAR needs a length".into()));
+            }
+            SqlType::VarChar(len(255))
+        }
+        "tinytext" => SqlType::Text(255),
+        "text" => SqlType::Text(match arg(0, 65535) {
+            0..=255 => 255,
+            256..=65535 => 65535,
+            65536..=16777215 => 16777215,
+            _ => u32::MAX,
+        }),
+        "mediumtext" | "long" => SqlType::Text(16777215),
+        "longtext" => SqlType::Text(u32::MAX),
+        "json" => SqlType::Json,
+        "binary" => SqlType::Binary(len(1)),
+        "varbinary" => SqlType::VarBinary(len(255)),
+        "tinyblob" => SqlType::Blob(255),
+        "blob" | "bytea" => SqlType::Blob(65535),
+        "mediumblob" => SqlType::Blob(16777215),
+        "longblob" => SqlType::Blob(u32::MAX),
+        "date" => SqlType::Date,
+        "datetime" => SqlType::DateTime,
+        "timestamp" => SqlType::Timestamp,
+        "time" => SqlType::Time,
+        "year" => SqlType::Year,
+        "uuid" => SqlType::Char(36),
+        _ => return Err(ShimError::Unsupported(format!("column type {dt}"))),
+    })
+}
+
+fn is_current_timestamp(e: &Expr) -> bool {
+    let name = match e {
+        Expr::Identifier(i) => i.value.to_ascii_lowercase(),
+        Expr::Function(f) => f.name.to_string().to_ascii_lowercase(),
+        Expr::Nested(e) => return is_current_timestamp(e),
+        _ => return false,
+    };
+    matches!(name.as_str(), "current_timestamp" | "now" | "localtime" | "localtimestamp")
+}
+
+/// A column definition with its inline key flags.
+struct ColumnDefResult {
+    schema: ColumnSchema,
+    primary: bool,
+    unique: bool,
+}
+
+fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
+    let ty = map_type(&def.data_type)?;
+    let mut col = ColumnSchema::new(def.name.value.clone(), ty);
+    let mut primary = false;
+    let mut unique = false;
+    if let Some(c) = &def.collation {
+        if let Some(coll) = Collation::from_name(&c.to_string()) {
+            col.collation = coll;
+        }
+    }
+    if matches!(col.ty, SqlType::Timestamp) {
+        // Ladle does not emulate explicit_defaults_for_timestamp=OFF.
+    }
+    for opt in &def.options {
+        match &opt.option {
+            ColumnOption::Null => col.nullable = true,
+            ColumnOption::NotNull => col.nullable = false,
+            ColumnOption::Default(expr) => {
+                col.default = if is_current_timestamp(expr) {
+                    ColumnDefault::CurrentTimestamp
+                } else {
+                    let v = e.eval_constant(s, expr)?;
+                    if v.is_null() {
+                        ColumnDefault::None
+                    } else {
+                        // Validate the default against the column type.
+                        let v = coerce(&v, &col).map_err(|_| {
+                            ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
+                        })?;
+                        ColumnDefault::Value(v)
+                    }
+                };
+            }
+            ColumnOption::Unique { is_primary, .. } => {
+                if *is_primary {
+                    primary = true;
+                } else {
+                    unique = true;
+                }
+            }
+            ColumnOption::DialectSpecific(toks) => {
+                let text: String = toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+                if text.contains("AUTO_INCREMENT") || text.contains("AUTOINCREMENT") {
+                    col.auto_increment = true;
+                }
+            }
+            ColumnOption::CharacterSet(cs) => {
+                if let Some(coll) = Collation::from_name(&cs.to_string()) {
+                    if col.collation != Collation::Binary || !col.ty.is_binary() {
+                        col.collation = coll;
+                    }
+                }
+            }
+            ColumnOption::OnUpdate(expr) => {
+                if is_current_timestamp(expr) {
+                    col.on_update_current_timestamp = true;
+                }
+            }
+            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } | ColumnOption::Check(_) => {}
+            ColumnOption::Generated { .. } | ColumnOption::Alias(_) | ColumnOption::Materialized(_) => {
+                return Err(ShimError::Unsupported("generated columns".into()))
+            }
+            _ => {}
+        }
+    }
+    if primary {
+        col.nullable = false;
+    }
+    Ok(ColumnDefResult { schema: col, primary, unique })
+}
+
+fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
+    names
+        .iter()
+        .map(|n| {
+            schema_cols
+                .iter()
+                .position(|c| c.name.eq_ignore_ascii_case(&n.value))
+                .ok_or_else(|| ShimError::UnknownColumn(n.value.clone(), "table definition".into()))
+        })
+        .collect()
+}
+
+/// MySQL's name for an unnamed index: its first column, suffixed `_2`,
+/// `_3`... when taken.
+fn index_name(existing: &[IndexSchema], columns: &[ColumnSchema], cols: &[usize]) -> String {
+    let base = cols.first().map(|&i| columns[i].name.clone()).unwrap_or_else(|| "idx".into());
+    if !existing.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
+        return base;
+    }
+    (2..).map(|n| format!("{base}_{n}")).find(|c| !existing.iter().any(|i| i.name.eq_ignore_ascii_case(c))).unwrap_or(base)
+}
+
+pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Output> {
+    let (db, name) = e.resolve(s, &ct.name)?;
+    if ct.query.is_some() {
+        return Err(ShimError::Unsupported("CREATE TABLE ... SELECT".into()));
+    }
+    if let Some(like) = &ct.like {
+        let (ldb, lname) = e.resolve(s, like)?;
+        let src = e.storage.table(&ldb, &lname).ok_or(ShimError::UnknownTable { database: ldb, table: lname })?;
+        let mut schema = (*src).clone();
+        schema.id = 0;
+        schema.database = db;
+        schema.name = name;
+        schema.version = 0;
+        for i in &mut schema.indexes {
+            i.id = 0;
+        }
+        let t = e.storage.create_table(schema, ct.if_not_exists)?;
+        e.dataflow.table_changed(t.id);
+        return Ok(Output::ok());
+    }
+    let mut columns = Vec::new();
+    let mut primary: Option<Vec<usize>> = None;
+    let mut uniques: Vec<usize> = Vec::new();
+    for def in &ct.columns {
+        let r = column_def(e, s, def)?;
+        if columns.iter().any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name)) {
+            return Err(StorageError::ColumnExists(r.schema.name).into());
+        }
+        if r.primary {
+            if primary.is_some() {
+                return Err(ShimError::WrongArguments("Multiple primary key defined".into()));
+            }
+            primary = Some(vec![columns.len()]);
+        }
+        if r.unique {
+            uniques.push(columns.len());
+        }
+        columns.push(r.schema);
+    }
+    let mut indexes: Vec<IndexSchema> = Vec::new();
+    for c in &uniques {
+        let name = index_name(&indexes, &columns, &[*c]);
+        indexes.push(IndexSchema { id: 0, name, columns: vec![*c], unique: true });
+    }
+    for tc in &ct.constraints {
+        match tc {
+            TableConstraint::PrimaryKey { columns: cols, .. } => {
+                if primary.is_some() {
+                    return Err(ShimError::WrongArguments("Multiple primary key defined".into()));
+                }
+                let pos = positions(&columns, cols)?;
+                for &p in &pos {
+                    columns[p].nullable = false;
+                }
+                primary = Some(pos);
+            }
+            TableConstraint::Unique { name, index_name: iname, columns: cols, .. } => {
+                let pos = positions(&columns, cols)?;
+                let n = iname
+                    .as_ref()
+                    .or(name.as_ref())
+                    .map(|i| i.value.clone())
+                    .unwrap_or_else(|| index_name(&indexes, &columns, &pos));
+                indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: true });
+            }
+            TableConstraint::Index { name, columns: cols, .. } => {
+                let pos = positions(&columns, cols)?;
+                let n = name.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| index_name(&indexes, &columns, &pos));
+                indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: false });
+            }
+            TableConstraint::ForeignKey { columns: cols, .. } => {
+                // Accepted, not enforced. MySQL creates an index for it.
+                let pos = positions(&columns, cols)?;
+                let covered = primary.as_ref().is_some_and(|p| p.starts_with(&pos))
+                    || indexes.iter().any(|i| i.columns.starts_with(&pos));
+                if !covered {
+                    let n = index_name(&indexes, &columns, &pos);
+                    indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: false });
+                }
+            }
+            TableConstraint::Check { .. } => {}
+            TableConstraint::FulltextOrSpatial { .. } => {
+                return Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
+            }
+        }
+    }
+    if let Some(c) = &ct.collation {
+        if let Some(coll) = Collation::from_name(c) {
+            for col in columns.iter_mut().filter(|c| c.ty.is_text()) {
+                col.collation = coll;
+            }
+        }
+    }
+    let schema = TableSchema { id: 0, database: db.clone(), name, columns, primary_key: primary, indexes, version: 0 };
+    if !e.storage.databases().iter().any(|d| *d == db) {
+        return Err(ShimError::UnknownDatabase(db));
+    }
+    e.storage.create_table(schema, ct.if_not_exists)?;
+    Ok(Output::ok())
+}
+
+pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
+    let (db, table) = e.resolve(s, &ci.table_name)?;
+    let schema = e.storage.table(&db, &table).ok_or_else(|| ShimError::UnknownTable { database: db.clone(), table: table.clone() })?;
+    let names: Vec<ast::Ident> = ci
+        .columns
+        .iter()
+        .map(|o| match &o.expr {
+            Expr::Identifier(i) => Ok(i.clone()),
+            other => Err(ShimError::Unsupported(format!("index on expression {other}"))),
+        })
+        .collect::<Result<_>>()?;
+    let pos = positions(&schema.columns, &names)?;
+    let name = ci.name.as_ref().map(crate::exec::last_part).unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+    if ci.if_not_exists && schema.index(&name).is_some() {
+        return Ok(Output::ok());
+    }
+    let t = e.storage.create_index(&db, &table, IndexSchema { id: 0, name, columns: pos, unique: ci.unique })?;
+    e.dataflow.table_changed(t.id);
+    Ok(Output::ok())
+}
+
+pub fn alter_table(e: &Engine, s: &mut Session, name: &ast::ObjectName, ops: Vec<AlterTableOperation>) -> Result<Output> {
+    let (db, table) = e.resolve(s, name)?;
+    let missing = || ShimError::UnknownTable { database: db.clone(), table: table.clone() };
+    for op in ops {
+        let schema = e.storage.table(&db, &table).ok_or_else(missing)?;
+        let changed = match op {
+            AlterTableOperation::AddColumn { column_def: def, if_not_exists, .. } => {
+                if if_not_exists && schema.column_index(&def.name.value).is_some() {
+                    continue;
+                }
+                let r = column_def(e, s, &def)?;
+                if r.primary {
+                    return Err(ShimError::Unsupported("ALTER TABLE ADD COLUMN ... PRIMARY KEY".into()));
+                }
+                let t = e.storage.add_column(&db, &table, r.schema)?;
+                if r.unique {
+                    let pos = vec![t.columns.len() - 1];
+                    let n = index_name(&t.indexes, &t.columns, &pos);
+                    e.storage.create_index(&db, &table, IndexSchema { id: 0, name: n, columns: pos, unique: true })?
+                } else {
+                    t
+                }
+            }
+            AlterTableOperation::AddConstraint(tc) => {
+                let (iname, cols, unique) = match tc {
+                    TableConstraint::Unique { name, index_name: iname, columns, .. } => (iname.or(name), columns, true),
+                    TableConstraint::Index { name, columns, .. } => (name, columns, false),
+                    TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => continue,
+                    _ => return Err(ShimError::Unsupported("this ALTER TABLE ADD constraint".into())),
+                };
+                let pos = positions(&schema.columns, &cols)?;
+                let n = iname.map(|i| i.value).unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+                e.storage.create_index(&db, &table, IndexSchema { id: 0, name: n, columns: pos, unique })?
+            }
+            AlterTableOperation::DropConstraint { name, if_exists, .. } => {
+                if if_exists && schema.index(&name.value).is_none() {
+                    continue;
+                }
+                e.storage.drop_index(&db, &table, &name.value)?
+            }
+            other => return Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
+        };
+        e.dataflow.table_changed(changed.id);
+    }
+    Ok(Output::ok())
+}
+
+pub fn drop(e: &Engine, s: &mut Session, kind: ObjectType, if_exists: bool, names: Vec<ast::ObjectName>) -> Result<Output> {
+    match kind {
+        ObjectType::Table => {
+            let mut missing = Vec::new();
+            for n in &names {
+                let (db, t) = e.resolve(s, n)?;
+                match e.storage.drop_table(&db, &t) {
+                    Ok(schema) => e.dataflow.table_changed(schema.id),
+                    Err(StorageError::NoSuchTable { .. }) | Err(StorageError::NoSuchDatabase(_)) => {
+                        missing.push(format!("{db}.{t}"));
+                    }
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            if !missing.is_empty() {
+                if if_exists {
+                    for m in missing {
+                        s.warn(1051, format!("Unknown table '{m}'"));
+                    }
+                } else {
+                    return Err(wire(error::unknown_table_drop(&missing.join(","))));
+                }
+            }
+            Ok(Output::ok())
+        }
+        ObjectType::View => {
+            for n in &names {
+                let (db, v) = e.resolve(s, n)?;
+                e.dataflow.drop_view(&db, &v, if_exists)?;
+            }
+            Ok(Output::ok())
+        }
+        ObjectType::Schema => {
+            for n in &names {
+                drop_db(e, s, &crate::exec::last_part(n), if_exists)?;
+            }
+            Ok(Output::ok())
+        }
+        other => Err(ShimError::Unsupported(format!("DROP {other}"))),
+    }
+}
+
+/// A statement-specific wire error smuggled through `ShimError`.
+fn wire((code, msg): (error::MysqlCode, String)) -> ShimError {
+    ShimError::Wire(WireError { code, message: msg })
+}
+
+fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u64> {
+    if !if_exists && !e.storage.databases().iter().any(|d| d == name) {
+        return Err(wire(error::drop_db_missing(name)));
+    }
+    let dropped = match e.storage.drop_database(name, if_exists) {
+        Ok(d) => d,
+        Err(StorageError::NoSuchDatabase(_)) if if_exists => Vec::new(),
+        Err(StorageError::NoSuchDatabase(_)) => return Err(wire(error::drop_db_missing(name))),
+        Err(other) => return Err(other.into()),
+    };
+    for t in &dropped {
+        e.dataflow.table_changed(t.id);
+    }
+    if s.database.as_deref() == Some(name) {
+        s.database = None;
+    }
+    Ok(dropped.len() as u64)
+}
+
+/// `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name [options]`.
+pub fn create_database(e: &Engine, t: &[Token]) -> Result<Output> {
+    let mut i = 2;
+    let mut if_not_exists = false;
+    if word(t, 2).as_deref() == Some("IF") {
+        if_not_exists = true;
+        i = 5;
+    }
+    let name = ident(t, i).ok_or_else(|| ShimError::Parse("near CREATE DATABASE".into()))?;
+    let existed = e.storage.databases().iter().any(|d| *d == name);
+    e.storage.create_database(&name, if_not_exists)?;
+    Ok(Output::affected(u64::from(!existed)))
+}
+
+/// `DROP DATABASE|SCHEMA [IF EXISTS] name`.
+pub fn drop_database(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
+    let mut i = 2;
+    let mut if_exists = false;
+    if word(t, 2).as_deref() == Some("IF") {
+        if_exists = true;
+        i = 4;
+    }
+    let name = ident(t, i).ok_or_else(|| ShimError::Parse("near DROP DATABASE".into()))?;
+    let n = drop_db(e, s, &name, if_exists)?;
+    Ok(Output::affected(n))
+}
+
+/// `DROP INDEX name ON table`.
+pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
+    let name = ident(t, 2).ok_or_else(|| ShimError::Parse("near DROP INDEX".into()))?;
+    if word(t, 3).as_deref() != Some("ON") {
+        return Err(ShimError::Parse("DROP INDEX needs ON table".into()));
+    }
+    let mut i = 4;
+    let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
+    let db = match db {
+        Some(d) => d,
+        None => s.database.clone().ok_or(ShimError::NoDatabase)?,
+    };
+    let schema = e.storage.drop_index(&db, &table, &name)?;
+    e.dataflow.table_changed(schema.id);
+    Ok(Output::ok())
+}
+
+/// The value an omitted column gets.
+pub fn default_value(col: &ColumnSchema) -> Option<Value> {
+    match &col.default {
+        ColumnDefault::Value(v) => Some(v.clone()),
+        ColumnDefault::CurrentTimestamp => Some(Value::DateTime(chrono::Local::now().naive_local())),
+        ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
+        ColumnDefault::None => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    fn types_of(sql: &str) -> Vec<SqlType> {
+        let stmt = Parser::parse_sql(&MySqlDialect {}, sql).unwrap().remove(0);
+        let ast::Statement::CreateTable(ct) = stmt else { panic!("not create table") };
+        ct.columns.iter().map(|c| map_type(&c.data_type).unwrap()).collect()
+    }
+
+    #[test]
+    fn mysql_types_map_to_sql_types() {
+        let t = types_of(
+            "CREATE TABLE t (a TINYINT UNSIGNED, b INT(11), c BIGINT, d DECIMAL(10,2), e VARCHAR(20), \
+             f MEDIUMTEXT, g LONGBLOB, h DATETIME, i ENUM('x','y'), j DOUBLE, k BOOL, l YEAR, m TIME, n JSON)",
+        );
+        assert_eq!(t[0], SqlType::Int { bytes: 1, unsigned: true });
+        assert_eq!(t[1], SqlType::Int { bytes: 4, unsigned: false });
+        assert_eq!(t[2], SqlType::Int { bytes: 8, unsigned: false });
+        assert_eq!(t[3], SqlType::Decimal { precision: 10, scale: 2 });
+        assert_eq!(t[4], SqlType::VarChar(20));
+        assert_eq!(t[5], SqlType::Text(16777215));
+        assert_eq!(t[6], SqlType::Blob(u32::MAX));
+        assert_eq!(t[7], SqlType::DateTime);
+        assert_eq!(t[8], SqlType::Enum(vec!["x".into(), "y".into()]));
+        assert_eq!(t[9], SqlType::Double);
+        assert_eq!(t[10], SqlType::Int { bytes: 1, unsigned: false });
+        assert_eq!(t[11], SqlType::Year);
+        assert_eq!(t[12], SqlType::Time);
+        assert_eq!(t[13], SqlType::Json);
+    }
+}

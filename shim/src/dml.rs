@@ -1,0 +1,409 @@
+//! INSERT / REPLACE / UPDATE / DELETE / TRUNCATE -> storage `WriteOp`s.
+//!
+//! UPDATE and DELETE read rows through `ScanSpec::Prefix` when the WHERE
+//! clause has `column = literal` conjuncts covering a prefix of the primary
+//! key or of a secondary index (text columns only under a binary collation,
+//! since a case-insensitive match may not share the key's bytes), and
+//! through `ScanSpec::Full` otherwise; the full WHERE is always re-checked
+//! on each row.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ladle_common::{Collation, Row, TableSchema, Value};
+use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
+use ladle_storage::{IndexRef, OnConflict, RowFilter, RowUpdater, ScanSpec, StorageError, WriteOp};
+use sqlparser::ast::{self, AssignmentTarget, BinaryOperator, Expr, OnInsert, SetExpr, TableFactor};
+
+use crate::ddl::default_value;
+use crate::error::{Result, ShimError};
+use crate::exec::{Engine, Output};
+use crate::session::Session;
+use crate::vars::literal;
+
+fn expr_err(e: DataflowError) -> StorageError {
+    match e {
+        DataflowError::Storage(s) => s,
+        other => StorageError::Expression(other.to_string()),
+    }
+}
+
+fn table(e: &Engine, s: &Session, name: &ast::ObjectName) -> Result<Arc<TableSchema>> {
+    let (db, t) = e.resolve(s, name)?;
+    e.storage.table(&db, &t).ok_or(ShimError::UnknownTable { database: db, table: t })
+}
+
+fn column_pos(schema: &TableSchema, name: &str, place: &str) -> Result<usize> {
+    schema.column_index(name).ok_or_else(|| ShimError::UnknownColumn(name.to_string(), place.to_string()))
+}
+
+fn is_default_keyword(e: &Expr) -> bool {
+    matches!(e, Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
+}
+
+/// Evaluates an INSERT value: literals directly, anything else through the
+/// session evaluator or dataflow's expression compiler.
+fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
+    match x {
+        Expr::Value(v) => match literal(v) {
+            Some(v) => Ok(v),
+            None => e.eval_constant(s, x),
+        },
+        _ => e.eval_constant(s, x),
+    }
+}
+
+pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
+    let schema = table(e, s, &ins.table_name)?;
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        (0..schema.columns.len()).collect()
+    } else {
+        ins.columns.iter().map(|c| column_pos(&schema, &c.value, "field list")).collect::<Result<_>>()?
+    };
+    let source = ins.source.ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
+    let mut given: Vec<Vec<Option<Value>>> = Vec::new();
+    match source.body.as_ref() {
+        SetExpr::Values(v) => {
+            for row in &v.rows {
+                if row.len() != targets.len() {
+                    return Err(StorageError::ColumnCount.into());
+                }
+                let mut out = Vec::with_capacity(row.len());
+                for x in row {
+                    out.push(if is_default_keyword(x) { None } else { Some(value_of(e, s, x)?) });
+                }
+                given.push(out);
+            }
+        }
+        _ => {
+            // INSERT ... SELECT: run the query, then insert its rows.
+            let Output::Rows { rows, .. } = e.select(s, &source)? else {
+                return Err(ShimError::Internal("SELECT produced no rows".into()));
+            };
+            for r in rows {
+                if r.len() != targets.len() {
+                    return Err(StorageError::ColumnCount.into());
+                }
+                given.push(r.into_iter().map(Some).collect());
+            }
+        }
+    }
+    let mut rows: Vec<Row> = Vec::with_capacity(given.len());
+    for g in given {
+        let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
+        for (v, &t) in g.into_iter().zip(&targets) {
+            row[t] = v;
+        }
+        let full = row
+            .into_iter()
+            .zip(&schema.columns)
+            .map(|(v, col)| match v {
+                Some(v) => Ok(v),
+                None => default_value(col).ok_or_else(|| StorageError::NoDefault { column: col.name.clone() }),
+            })
+            .collect::<Result<Row, StorageError>>()?;
+        rows.push(full);
+    }
+    let on_conflict = if ins.replace_into {
+        OnConflict::Replace
+    } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
+        let compiled = compile_assignments(&schema, assignments)?;
+        let updater: ladle_storage::ConflictUpdater = Arc::new(move |existing: &Row, proposed: &Row| {
+            let mut new = existing.clone();
+            for (pos, x) in &compiled {
+                new[*pos] = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+            }
+            Ok(new)
+        });
+        OnConflict::Update(updater)
+    } else if ins.ignore {
+        OnConflict::Ignore
+    } else {
+        OnConflict::Error
+    };
+    let estimate = rows.len() as u64;
+    submit(e, s, WriteOp::Insert { table: schema.id, rows, on_conflict }, estimate)
+}
+
+fn compile_assignments(schema: &TableSchema, assignments: &[ast::Assignment]) -> Result<Vec<(usize, RowExpr)>> {
+    assignments
+        .iter()
+        .map(|a| {
+            let name = match &a.target {
+                AssignmentTarget::ColumnName(n) => crate::exec::last_part(n),
+                AssignmentTarget::Tuple(_) => return Err(ShimError::Unsupported("tuple assignment".into())),
+            };
+            let pos = column_pos(schema, &name, "field list")?;
+            Ok((pos, compile_row_expr(&a.value, Some(schema))?))
+        })
+        .collect()
+}
+
+/// Applies one op now (autocommit) or buffers it in the open transaction.
+fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Output> {
+    if let Some(tx) = &mut s.transaction {
+        tx.ops.push(op);
+        return Ok(Output::affected(estimate));
+    }
+    let start = std::time::Instant::now();
+    let res = e.storage.write(vec![op])?;
+    e.metrics.commit_seconds.observe(start.elapsed().as_secs_f64());
+    let r = res.ops.into_iter().next().unwrap_or_default();
+    if let Some(id) = r.last_insert_id {
+        s.last_insert_id = id;
+    }
+    Ok(Output::Done { affected_rows: r.affected_rows, last_insert_id: r.last_insert_id.unwrap_or(0), info: String::new() })
+}
+
+/// Rows an op would touch, read from committed state (the affected-row
+/// count a statement inside a transaction reports).
+fn estimate(e: &Engine, id: u64, scan: &ScanSpec, matches: &dyn Fn(&Row) -> Result<bool, StorageError>) -> Result<u64> {
+    let rows = match scan {
+        ScanSpec::Full => e.storage.scan(id)?,
+        ScanSpec::Prefix { index, key } => e.storage.lookup(id, *index, key)?,
+    };
+    let mut n = 0;
+    for r in &rows {
+        if matches(r)? {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
+    if !t.joins.is_empty() {
+        return Err(ShimError::Unsupported("multi-table UPDATE/DELETE".into()));
+    }
+    match &t.relation {
+        TableFactor::Table { name, .. } => Ok(name),
+        _ => Err(ShimError::Unsupported("UPDATE/DELETE of a derived table".into())),
+    }
+}
+
+pub fn update(
+    e: &Engine,
+    s: &mut Session,
+    target: ast::TableWithJoins,
+    assignments: Vec<ast::Assignment>,
+    selection: Option<Expr>,
+) -> Result<Output> {
+    let schema = table(e, s, single_table(&target)?)?;
+    let compiled = compile_assignments(&schema, &assignments)?;
+    let pred = selection.as_ref().map(|w| compile_row_expr(w, Some(&schema))).transpose()?;
+    let scan = scan_spec(&schema, selection.as_ref());
+    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
+    let on_update: Vec<usize> = schema
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
+        .map(|(i, _)| i)
+        .collect();
+    let now = Value::DateTime(chrono::Local::now().naive_local());
+    let pred2 = pred.clone();
+    let updater: RowUpdater = Arc::new(move |row: &Row| {
+        if let Some(p) = &pred {
+            if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(None);
+            }
+        }
+        let mut new = row.clone();
+        for (pos, x) in &compiled {
+            new[*pos] = x.eval(&new).map_err(expr_err)?;
+        }
+        if new != *row {
+            for &p in &on_update {
+                new[p] = now.clone();
+            }
+        }
+        Ok(Some(new))
+    });
+    let est = if s.in_transaction() {
+        estimate(e, schema.id, &scan, &|r| match &pred2 {
+            Some(p) => p.eval_predicate(r).map_err(expr_err),
+            None => Ok(true),
+        })?
+    } else {
+        0
+    };
+    submit(e, s, WriteOp::Update { table: schema.id, scan, update: updater }, est)
+}
+
+pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    if from.len() != 1 || !d.tables.is_empty() || d.using.is_some() {
+        return Err(ShimError::Unsupported("multi-table DELETE".into()));
+    }
+    if !d.order_by.is_empty() {
+        return Err(ShimError::Unsupported("DELETE ... ORDER BY".into()));
+    }
+    let schema = table(e, s, single_table(&from[0])?)?;
+    let limit = match &d.limit {
+        None => None,
+        Some(x) => match e.eval_constant(s, x)?.as_i64() {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Err(ShimError::WrongArguments("LIMIT".into())),
+        },
+    };
+    let pred = d.selection.as_ref().map(|w| compile_row_expr(w, Some(&schema))).transpose()?;
+    let scan = scan_spec(&schema, d.selection.as_ref());
+    let taken = Arc::new(AtomicU64::new(0));
+    let pred2 = pred.clone();
+    let filter: RowFilter = Arc::new(move |row: &Row| {
+        if let Some(p) = &pred {
+            if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(false);
+            }
+        }
+        if let Some(l) = limit {
+            // DELETE ... LIMIT n without ORDER BY: any n matching rows.
+            if taken.fetch_add(1, Ordering::Relaxed) >= l {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    });
+    let est = if s.in_transaction() {
+        let n = estimate(e, schema.id, &scan, &|r| match &pred2 {
+            Some(p) => p.eval_predicate(r).map_err(expr_err),
+            None => Ok(true),
+        })?;
+        limit.map_or(n, |l| n.min(l))
+    } else {
+        0
+    };
+    submit(e, s, WriteOp::Delete { table: schema.id, scan, filter }, est)
+}
+
+pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u64> {
+    let schema = table(e, s, name)?;
+    let filter: RowFilter = Arc::new(|_| Ok(true));
+    match submit(e, s, WriteOp::Delete { table: schema.id, scan: ScanSpec::Full, filter }, 0)? {
+        Output::Done { affected_rows, .. } => Ok(affected_rows),
+        Output::Rows { .. } => Ok(0),
+    }
+}
+
+/// Picks the index whose leading columns the WHERE clause pins with
+/// equalities to constants; `Full` when none does.
+pub fn scan_spec(schema: &TableSchema, selection: Option<&Expr>) -> ScanSpec {
+    let mut eq: HashMap<usize, Value> = HashMap::new();
+    if let Some(w) = selection {
+        collect_equalities(schema, w, &mut eq);
+    }
+    if eq.is_empty() {
+        return ScanSpec::Full;
+    }
+    let mut best: Option<(usize, IndexRef, Vec<usize>)> = None;
+    let mut consider = |index: IndexRef, cols: &[usize]| {
+        let n = cols.iter().take_while(|c| eq.contains_key(c)).count();
+        if n > 0 && best.as_ref().map_or(true, |(b, _, _)| n > *b) {
+            best = Some((n, index, cols[..n].to_vec()));
+        }
+    };
+    if let Some(pk) = &schema.primary_key {
+        consider(IndexRef::Primary, pk);
+    }
+    for idx in &schema.indexes {
+        consider(IndexRef::Secondary(idx.id), &idx.columns);
+    }
+    match best {
+        Some((_, index, cols)) => ScanSpec::Prefix { index, key: cols.iter().map(|c| eq[c].clone()).collect() },
+        None => ScanSpec::Full,
+    }
+}
+
+fn collect_equalities(schema: &TableSchema, w: &Expr, eq: &mut HashMap<usize, Value>) {
+    match w {
+        Expr::Nested(x) => collect_equalities(schema, x, eq),
+        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+            collect_equalities(schema, left, eq);
+            collect_equalities(schema, right, eq);
+        }
+        Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
+            let (col, val) = match (column_of(schema, left), constant(right)) {
+                (Some(c), Some(v)) => (c, v),
+                _ => match (column_of(schema, right), constant(left)) {
+                    (Some(c), Some(v)) => (c, v),
+                    _ => return,
+                },
+            };
+            let c = &schema.columns[col];
+            let text_ci = c.ty.is_text() && c.collation != Collation::Binary;
+            if !val.is_null() && !text_ci {
+                eq.entry(col).or_insert(val);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn column_of(schema: &TableSchema, e: &Expr) -> Option<usize> {
+    match e {
+        Expr::Identifier(i) => schema.column_index(&i.value),
+        Expr::CompoundIdentifier(ids) => schema.column_index(&ids.last()?.value),
+        Expr::Nested(x) => column_of(schema, x),
+        _ => None,
+    }
+}
+
+fn constant(e: &Expr) -> Option<Value> {
+    match e {
+        Expr::Value(v) => literal(v),
+        Expr::Nested(x) => constant(x),
+        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match constant(expr)? {
+            Value::Int(i) => Some(Value::Int(-i)),
+            Value::Decimal(d) => Some(Value::Decimal(-d)),
+            Value::Double(d) => Some(Value::Double(-d)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ladle_common::{ColumnSchema, IndexSchema, SqlType};
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    fn schema() -> TableSchema {
+        TableSchema {
+            id: 1,
+            database: "d".into(),
+            name: "t".into(),
+            columns: vec![
+                ColumnSchema::new("a", SqlType::Int { bytes: 4, unsigned: false }),
+                ColumnSchema::new("b", SqlType::Int { bytes: 4, unsigned: false }),
+                ColumnSchema::new("name", SqlType::VarChar(10)),
+            ],
+            primary_key: Some(vec![0, 1]),
+            indexes: vec![IndexSchema { id: 7, name: "by_b".into(), columns: vec![1], unique: false }],
+            version: 0,
+        }
+    }
+
+    fn spec(where_sql: &str) -> ScanSpec {
+        let e = Parser::new(&MySqlDialect {}).try_with_sql(where_sql).unwrap().parse_expr().unwrap();
+        scan_spec(&schema(), Some(&e))
+    }
+
+    #[test]
+    fn equalities_on_a_key_prefix_use_the_index() {
+        match spec("a = 1 AND b = -2 AND name = 'x'") {
+            ScanSpec::Prefix { index: IndexRef::Primary, key } => assert_eq!(key, vec![Value::Int(1), Value::Int(-2)]),
+            other => panic!("{other:?}"),
+        }
+        match spec("(b = 3) AND a > 1") {
+            ScanSpec::Prefix { index: IndexRef::Secondary(7), key } => assert_eq!(key, vec![Value::Int(3)]),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(spec("a = 1 OR b = 2"), ScanSpec::Full));
+        assert!(matches!(spec("name = 'x'"), ScanSpec::Full));
+    }
+}

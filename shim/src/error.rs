@@ -1,0 +1,275 @@
+//! The shim's error type and THE table mapping every Ladle error to the
+//! MySQL error number and SQLSTATE a client expects. No other module picks
+//! error numbers.
+
+use ladle_common::CoerceError;
+use ladle_dataflow::DataflowError;
+use ladle_storage::StorageError;
+
+/// Errors the front end reports, by whose fault they are.
+#[derive(Debug, thiserror::Error)]
+pub enum ShimError {
+    // --- the user's fault ---
+    #[error("You have an error in your SQL syntax; {0}")]
+    Parse(String),
+    #[error("No database selected")]
+    NoDatabase,
+    #[error("Unknown database '{0}'")]
+    UnknownDatabase(String),
+    #[error("Table '{database}.{table}' doesn't exist")]
+    UnknownTable { database: String, table: String },
+    #[error("Unknown column '{0}' in '{1}'")]
+    UnknownColumn(String, String),
+    #[error("Incorrect arguments to {0}")]
+    WrongArguments(String),
+    #[error("Incorrect number of arguments for prepared statement: expected {expected}, got {got}")]
+    ParamCount { expected: usize, got: usize },
+    #[error("Unknown prepared statement handler ({0}) given to mysqld_stmt_execute")]
+    UnknownStatement(u32),
+    #[error("Unknown system variable '{0}'")]
+    UnknownVariable(String),
+    #[error("Variable '{0}' can't be set to the value of '{1}'")]
+    WrongValueForVar(String, String),
+    #[error("Access denied for user '{user}'@'{host}' (using password: {using_password})")]
+    AccessDenied { user: String, host: String, using_password: &'static str },
+    #[error("Too many connections")]
+    TooManyConnections,
+    #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
+    PacketTooLarge,
+    // --- a known gap ---
+    #[error("This version of Ladle doesn't yet support '{0}'")]
+    Unsupported(String),
+    // --- other layers ---
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error(transparent)]
+    Dataflow(#[from] DataflowError),
+    /// An error whose MySQL code depends on the statement rather than the
+    /// cause (DROP DATABASE of a missing database is 1008, not 1049).
+    #[error("{}", .0.message)]
+    Wire(WireError),
+    // --- our bug ---
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = ShimError> = std::result::Result<T, E>;
+
+impl From<CoerceError> for ShimError {
+    fn from(e: CoerceError) -> ShimError {
+        ShimError::Storage(StorageError::BadValue(e))
+    }
+}
+
+impl From<sqlparser::parser::ParserError> for ShimError {
+    fn from(e: sqlparser::parser::ParserError) -> ShimError {
+        ShimError::Parse(e.to_string())
+    }
+}
+
+/// A MySQL error as the wire protocol carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MysqlCode {
+    pub errno: u16,
+    pub sqlstate: &'static str,
+}
+
+const fn code(errno: u16, sqlstate: &'static str) -> MysqlCode {
+    MysqlCode { errno, sqlstate }
+}
+
+// The mapping table. Every errno here must exist in opensrv-mysql's
+// `ErrorKind` (a unit test checks this and that the SQLSTATEs agree).
+pub const ER_ACCESS_DENIED: MysqlCode = code(1045, "28000");
+pub const ER_CON_COUNT: MysqlCode = code(1040, "08004");
+pub const ER_NO_DB: MysqlCode = code(1046, "3D000");
+pub const ER_BAD_NULL: MysqlCode = code(1048, "23000");
+pub const ER_BAD_DB: MysqlCode = code(1049, "42000");
+pub const ER_TABLE_EXISTS: MysqlCode = code(1050, "42S01");
+pub const ER_BAD_TABLE: MysqlCode = code(1051, "42S02");
+pub const ER_NON_UNIQ: MysqlCode = code(1052, "23000");
+pub const ER_BAD_FIELD: MysqlCode = code(1054, "42S22");
+pub const ER_DUP_FIELDNAME: MysqlCode = code(1060, "42S21");
+pub const ER_DUP_KEYNAME: MysqlCode = code(1061, "42000");
+pub const ER_DUP_ENTRY: MysqlCode = code(1062, "23000");
+pub const ER_PARSE: MysqlCode = code(1064, "42000");
+pub const ER_DB_CREATE_EXISTS: MysqlCode = code(1007, "HY000");
+pub const ER_DB_DROP_EXISTS: MysqlCode = code(1008, "HY000");
+pub const ER_CANT_DROP_FIELD_OR_KEY: MysqlCode = code(1091, "42000");
+pub const ER_WRONG_VALUE_COUNT: MysqlCode = code(1136, "21S01");
+pub const ER_UNKNOWN: MysqlCode = code(1105, "HY000");
+pub const ER_NO_SUCH_TABLE: MysqlCode = code(1146, "42S02");
+pub const ER_NET_PACKET_TOO_LARGE: MysqlCode = code(1153, "08S01");
+pub const ER_TOO_BIG_ROWSIZE: MysqlCode = code(1118, "42000");
+pub const ER_UNKNOWN_SYSTEM_VARIABLE: MysqlCode = code(1193, "HY000");
+pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
+pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
+pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
+pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
+pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
+pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
+pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
+pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
+
+impl ShimError {
+    /// The MySQL error number and SQLSTATE for this error.
+    pub fn mysql_code(&self) -> MysqlCode {
+        match self {
+            ShimError::Parse(_) => ER_PARSE,
+            ShimError::NoDatabase => ER_NO_DB,
+            ShimError::UnknownDatabase(_) => ER_BAD_DB,
+            ShimError::UnknownTable { .. } => ER_NO_SUCH_TABLE,
+            ShimError::UnknownColumn(..) => ER_BAD_FIELD,
+            ShimError::WrongArguments(_) | ShimError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
+            ShimError::UnknownStatement(_) => ER_UNKNOWN_STMT_HANDLER,
+            ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
+            ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
+            ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
+            ShimError::TooManyConnections => ER_CON_COUNT,
+            ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
+            ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
+            ShimError::Storage(e) => storage_code(e),
+            ShimError::Dataflow(e) => dataflow_code(e),
+            ShimError::Wire(w) => w.code,
+            ShimError::Internal(_) => ER_UNKNOWN,
+        }
+    }
+
+    /// True for errors that are Ladle's fault or the environment's (logged
+    /// at WARN/ERROR rather than DEBUG).
+    pub fn is_internal(&self) -> bool {
+        self.mysql_code() == ER_UNKNOWN
+    }
+}
+
+fn storage_code(e: &StorageError) -> MysqlCode {
+    match e {
+        StorageError::DuplicateKey { .. } => ER_DUP_ENTRY,
+        StorageError::NotNull { .. } => ER_BAD_NULL,
+        StorageError::NoDefault { .. } => ER_NO_DEFAULT_FOR_FIELD,
+        StorageError::BadValue(CoerceError::Incorrect { .. }) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+        StorageError::BadValue(CoerceError::OutOfRange { .. }) => ER_WARN_DATA_OUT_OF_RANGE,
+        StorageError::BadValue(CoerceError::TooLong { .. }) => ER_DATA_TOO_LONG,
+        StorageError::RowTooLarge { .. } => ER_TOO_BIG_ROWSIZE,
+        StorageError::NoSuchDatabase(_) => ER_BAD_DB,
+        StorageError::DatabaseExists(_) => ER_DB_CREATE_EXISTS,
+        StorageError::NoSuchTable { .. } => ER_NO_SUCH_TABLE,
+        StorageError::TableExists(_) => ER_TABLE_EXISTS,
+        StorageError::IndexExists(_) => ER_DUP_KEYNAME,
+        StorageError::NoSuchIndex(_) => ER_CANT_DROP_FIELD_OR_KEY,
+        StorageError::ColumnExists(_) => ER_DUP_FIELDNAME,
+        StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
+        StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
+        StorageError::Io(_)
+        | StorageError::FormatVersion { .. }
+        | StorageError::Corruption(_)
+        | StorageError::Internal(_) => ER_UNKNOWN,
+    }
+}
+
+fn dataflow_code(e: &DataflowError) -> MysqlCode {
+    match e {
+        DataflowError::UnknownColumn(..) => ER_BAD_FIELD,
+        DataflowError::AmbiguousColumn(..) => ER_NON_UNIQ,
+        DataflowError::UnknownTable(_) => ER_NO_SUCH_TABLE,
+        DataflowError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
+        DataflowError::ViewExists(_) => ER_TABLE_EXISTS,
+        DataflowError::UnknownView(_) => ER_UNKNOWN_VIEW,
+        DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
+        DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
+        DataflowError::Storage(s) => storage_code(s),
+        DataflowError::Internal(_) => ER_UNKNOWN,
+    }
+}
+
+/// The error code of a DROP DATABASE of a missing database (1008), which
+/// differs from USE of a missing one (1049).
+pub fn drop_db_missing(name: &str) -> (MysqlCode, String) {
+    (ER_DB_DROP_EXISTS, format!("Can't drop database '{name}'; database doesn't exist"))
+}
+
+/// DROP TABLE of a missing table (1051).
+pub fn unknown_table_drop(name: &str) -> (MysqlCode, String) {
+    (ER_BAD_TABLE, format!("Unknown table '{name}'"))
+}
+
+/// An error already resolved to its wire form (for the few statements whose
+/// MySQL code depends on the statement rather than the cause).
+#[derive(Debug, Clone)]
+pub struct WireError {
+    pub code: MysqlCode,
+    pub message: String,
+}
+
+impl From<ShimError> for WireError {
+    fn from(e: ShimError) -> WireError {
+        if let ShimError::Wire(w) = e {
+            return w;
+        }
+        WireError { code: e.mysql_code(), message: e.to_string() }
+    }
+}
+
+impl From<(MysqlCode, String)> for WireError {
+    fn from((code, message): (MysqlCode, String)) -> WireError {
+        WireError { code, message }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opensrv_mysql::ErrorKind;
+
+    #[test]
+    fn every_code_is_known_to_the_protocol_layer_with_the_same_sqlstate() {
+        let all = [
+            ER_ACCESS_DENIED,
+            ER_CON_COUNT,
+            ER_NO_DB,
+            ER_BAD_NULL,
+            ER_BAD_DB,
+            ER_TABLE_EXISTS,
+            ER_BAD_TABLE,
+            ER_NON_UNIQ,
+            ER_BAD_FIELD,
+            ER_DUP_FIELDNAME,
+            ER_DUP_KEYNAME,
+            ER_DUP_ENTRY,
+            ER_PARSE,
+            ER_DB_CREATE_EXISTS,
+            ER_DB_DROP_EXISTS,
+            ER_CANT_DROP_FIELD_OR_KEY,
+            ER_WRONG_VALUE_COUNT,
+            ER_UNKNOWN,
+            ER_NO_SUCH_TABLE,
+            ER_NET_PACKET_TOO_LARGE,
+            ER_TOO_BIG_ROWSIZE,
+            ER_UNKNOWN_SYSTEM_VARIABLE,
+            ER_UNKNOWN_STMT_HANDLER,
+            ER_WRONG_ARGUMENTS,
+            ER_WRONG_VALUE_FOR_VAR,
+            ER_NOT_SUPPORTED_YET,
+            ER_WARN_DATA_OUT_OF_RANGE,
+            ER_NO_DEFAULT_FOR_FIELD,
+            ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            ER_DATA_TOO_LONG,
+            ER_UNKNOWN_VIEW,
+        ];
+        for c in all {
+            let kind = ErrorKind::from(c.errno);
+            assert_eq!(kind as u16, c.errno);
+            assert_eq!(std::str::from_utf8(kind.sqlstate()).unwrap(), c.sqlstate, "errno {}", c.errno);
+        }
+    }
+
+    #[test]
+    fn storage_errors_map_to_mysql_codes() {
+        let dup = ShimError::Storage(StorageError::DuplicateKey { key: "PRIMARY".into(), value: "1".into() });
+        assert_eq!(dup.mysql_code(), code(1062, "23000"));
+        let long = ShimError::from(CoerceError::TooLong { column: "c".into() });
+        assert_eq!(long.mysql_code().errno, 1406);
+        assert_eq!(ShimError::Parse("x".into()).mysql_code().errno, 1064);
+    }
+}

@@ -1,0 +1,609 @@
+//! Statement routing: one SQL text in, one [`Output`] out. Synchronous (the
+//! connection handler runs it on a blocking thread): storage writes may wait
+//! for an fsync.
+
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+use ladle_common::{Row, SqlType, Value};
+use ladle_dataflow::{Dataflow, OutputColumn};
+use ladle_storage::Storage;
+use sqlparser::ast::{self, Expr, SelectItem, SetExpr, Statement, TableFactor};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::{Token, Tokenizer, Word};
+
+use crate::error::{Result, ShimError, WireError};
+use crate::metrics::Metrics;
+use crate::session::{PreparedStatement, Session};
+use crate::vars::{EvalContext, EvalError, ServerFacts};
+use crate::{catalog, ddl, dml};
+
+/// What a statement produced.
+#[derive(Debug)]
+pub enum Output {
+    Rows { columns: Vec<OutputColumn>, rows: Vec<Row> },
+    Done { affected_rows: u64, last_insert_id: u64, info: String },
+}
+
+impl Output {
+    pub fn ok() -> Output {
+        Output::Done { affected_rows: 0, last_insert_id: 0, info: String::new() }
+    }
+    pub fn affected(n: u64) -> Output {
+        Output::Done { affected_rows: n, last_insert_id: 0, info: String::new() }
+    }
+}
+
+/// Statement kinds, for metrics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    Ddl,
+    Transaction,
+    Show,
+    Other,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Select => "select",
+            Kind::Insert => "insert",
+            Kind::Update => "update",
+            Kind::Delete => "delete",
+            Kind::Ddl => "ddl",
+            Kind::Transaction => "transaction",
+            Kind::Show => "show",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// Everything a statement may touch besides its session.
+pub struct Engine {
+    pub storage: Arc<Storage>,
+    pub dataflow: Arc<Dataflow>,
+    pub facts: ServerFacts,
+    pub metrics: Arc<Metrics>,
+    /// Statements executing right now (shutdown waits for zero).
+    pub inflight: AtomicUsize,
+}
+
+/// Decrements [`Engine::inflight`] when dropped.
+pub struct InflightGuard<'a>(&'a AtomicUsize);
+
+impl Drop for InflightGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, AtomicOrdering::SeqCst);
+    }
+}
+
+/// A result column of the given type (for shim-built result sets).
+pub fn column(name: &str, ty: SqlType) -> OutputColumn {
+    OutputColumn { name: name.to_string(), table: String::new(), ty, nullable: true }
+}
+
+pub fn text_column(name: &str) -> OutputColumn {
+    column(name, SqlType::VarChar(255))
+}
+
+pub fn int_column(name: &str) -> OutputColumn {
+    column(name, SqlType::Int { bytes: 8, unsigned: false })
+}
+
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    Ok(Parser::parse_sql(&MySqlDialect {}, sql)?)
+}
+
+/// Tokens without whitespace and comments.
+pub fn tokens(sql: &str) -> Result<Vec<Token>> {
+    let toks = Tokenizer::new(&MySqlDialect {}, sql).tokenize().map_err(|e| ShimError::Parse(e.to_string()))?;
+    Ok(toks.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect())
+}
+
+/// The upper-cased word at `i`, if that token is a word (quoted or not).
+pub fn word(t: &[Token], i: usize) -> Option<String> {
+    match t.get(i) {
+        Some(Token::Word(Word { value, quote_style: None, .. })) => Some(value.to_ascii_uppercase()),
+        _ => None,
+    }
+}
+
+/// The identifier at `i` (a word, quoted or not).
+pub fn ident(t: &[Token], i: usize) -> Option<String> {
+    match t.get(i) {
+        Some(Token::Word(w)) => Some(w.value.clone()),
+        Some(Token::SingleQuotedString(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Reads `name` or `db.name` at `*i`, advancing past it.
+pub fn qualified_name(t: &[Token], i: &mut usize) -> Option<(Option<String>, String)> {
+    let first = ident(t, *i)?;
+    *i += 1;
+    if matches!(t.get(*i), Some(Token::Period)) {
+        let second = ident(t, *i + 1)?;
+        *i += 2;
+        Some((Some(first), second))
+    } else {
+        Some((None, first))
+    }
+}
+
+impl Engine {
+    pub fn inflight_guard(&self) -> InflightGuard<'_> {
+        self.inflight.fetch_add(1, AtomicOrdering::SeqCst);
+        InflightGuard(&self.inflight)
+    }
+
+    /// Runs one SQL text (one statement; a trailing `;` is fine; several
+    /// statements run in order and the last one's output is returned).
+    pub fn execute(&self, s: &mut Session, sql: &str) -> (Kind, std::result::Result<Output, WireError>) {
+        let kind = classify(sql);
+        let result = self.execute_inner(s, sql, kind);
+        if let Err(e) = &result {
+            if e.code.errno == crate::error::ER_UNKNOWN.errno {
+                tracing::warn!(connection = s.connection_id, error = %e.message, sql, "statement failed");
+            } else {
+                tracing::debug!(connection = s.connection_id, errno = e.code.errno, error = %e.message, "statement failed");
+            }
+        }
+        (kind, result)
+    }
+
+    fn execute_inner(&self, s: &mut Session, sql: &str, kind: Kind) -> std::result::Result<Output, WireError> {
+        if kind != Kind::Show {
+            s.warnings.clear();
+        }
+        let toks = tokens(sql)?;
+        let toks: Vec<Token> = toks.into_iter().filter(|t| !matches!(t, Token::SemiColon)).collect();
+        if toks.is_empty() {
+            return Err(ShimError::Parse("Query was empty".into()).into());
+        }
+        // Statements the shim recognizes from their first words (MySQL
+        // forms the SQL parser does not cover).
+        if let Some(out) = self.by_keywords(s, &toks)? {
+            return Ok(out);
+        }
+        let stmts = parse(sql)?;
+        let mut last = Output::ok();
+        for stmt in stmts {
+            last = self.statement(s, stmt)?;
+        }
+        Ok(last)
+    }
+
+    fn by_keywords(&self, s: &mut Session, t: &[Token]) -> std::result::Result<Option<Output>, WireError> {
+        let w0 = word(t, 0).unwrap_or_default();
+        let w1 = word(t, 1).unwrap_or_default();
+        match (w0.as_str(), w1.as_str()) {
+            ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
+            ("DESCRIBE" | "DESC", _) => {
+                let mut i = 1;
+                let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near DESCRIBE".into()))?;
+                Ok(Some(catalog::describe(self, s, db, &table, false)?))
+            }
+            ("EXPLAIN", "GRAPH") => Ok(Some(self.explain_graph(s, t)?)),
+            ("EXPLAIN", w) if !matches!(w, "SELECT" | "WITH" | "") || matches!(t.get(1), Some(Token::Word(w)) if w.quote_style.is_some()) => {
+                let mut i = 1;
+                let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near EXPLAIN".into()))?;
+                Ok(Some(catalog::describe(self, s, db, &table, false)?))
+            }
+            ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
+            ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => Ok(Some(Output::ok())),
+            ("SET", "TRANSACTION") => Ok(Some(Output::ok())),
+            ("SET", "SESSION" | "GLOBAL" | "LOCAL") if word(t, 2).as_deref() == Some("TRANSACTION") => Ok(Some(Output::ok())),
+            ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, t)?)),
+            ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
+            ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
+            ("XA" | "SAVEPOINT" | "RELEASE", _) => Err(ShimError::Unsupported(w0).into()),
+            _ => Ok(None),
+        }
+    }
+
+    fn explain_graph(&self, s: &mut Session, t: &[Token]) -> Result<Output> {
+        let skip = if word(t, 1).as_deref() == Some("GRAPH") { 2 } else { 1 };
+        let sql: String = t[skip..].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
+        let stmt = parse(&sql)?.into_iter().next().ok_or_else(|| ShimError::Parse("empty EXPLAIN".into()))?;
+        let Statement::Query(q) = stmt else {
+            return Err(ShimError::Unsupported("EXPLAIN of a non-SELECT statement".into()));
+        };
+        let db = self.query_database(s, &q)?;
+        let text = self.dataflow.explain_graph(&db, &q)?;
+        let rows = text.lines().map(|l| vec![Value::text(l)]).collect();
+        Ok(Output::Rows { columns: vec![column("GRAPH", SqlType::Text(65535))], rows })
+    }
+
+    /// Runs one parsed statement.
+    pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
+        match stmt {
+            Statement::Query(q) => self.select(s, &q),
+            Statement::Insert(ins) => dml::insert(self, s, ins),
+            Statement::Update { table, assignments, from, selection, .. } => {
+                if from.is_some() {
+                    return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
+                }
+                dml::update(self, s, table, assignments, selection)
+            }
+            Statement::Delete(d) => dml::delete(self, s, d),
+            Statement::Truncate { table_names, .. } => {
+                let mut n = 0;
+                for t in table_names {
+                    n += dml::truncate(self, s, &t.name)?;
+                }
+                let _ = n;
+                Ok(Output::ok())
+            }
+            Statement::CreateTable(ct) => {
+                self.implicit_commit(s)?;
+                ddl::create_table(self, s, ct)
+            }
+            Statement::CreateIndex(ci) => {
+                self.implicit_commit(s)?;
+                ddl::create_index(self, s, ci)
+            }
+            Statement::AlterTable { name, operations, .. } => {
+                self.implicit_commit(s)?;
+                ddl::alter_table(self, s, &name, operations)
+            }
+            Statement::Drop { object_type, if_exists, names, .. } => {
+                self.implicit_commit(s)?;
+                ddl::drop(self, s, object_type, if_exists, names)
+            }
+            Statement::CreateView { or_replace, name, query, .. } => {
+                self.implicit_commit(s)?;
+                let (db, view) = self.resolve(s, &name)?;
+                self.dataflow.create_view(&db, &view, &query, or_replace)?;
+                Ok(Output::ok())
+            }
+            Statement::CreateDatabase { db_name, if_not_exists, .. } => {
+                self.storage.create_database(&last_part(&db_name), if_not_exists)?;
+                Ok(Output::affected(1))
+            }
+            Statement::CreateSchema { schema_name, if_not_exists } => {
+                self.storage.create_database(&schema_name.to_string().trim_matches('`').to_string(), if_not_exists)?;
+                Ok(Output::affected(1))
+            }
+            Statement::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => last_part(&n),
+                    _ => return Err(ShimError::Unsupported("this form of USE".into())),
+                };
+                self.use_database(s, &name)?;
+                Ok(Output::ok())
+            }
+            Statement::StartTransaction { .. } => {
+                self.commit(s)?;
+                s.transaction = Some(Default::default());
+                Ok(Output::ok())
+            }
+            Statement::Commit { .. } => self.commit(s),
+            Statement::Rollback { savepoint: None, .. } => {
+                s.transaction = None;
+                if !s.autocommit {
+                    s.transaction = Some(Default::default());
+                }
+                Ok(Output::ok())
+            }
+            Statement::SetNames { .. } | Statement::SetNamesDefault {} | Statement::SetTransaction { .. } => {
+                Ok(Output::ok())
+            }
+            Statement::SetTimeZone { .. } => Ok(Output::ok()),
+            Statement::SetVariable { variables, value, .. } => {
+                let names: Vec<ast::ObjectName> = match variables {
+                    ast::OneOrManyWithParens::One(n) => vec![n],
+                    ast::OneOrManyWithParens::Many(v) => v,
+                };
+                for (n, v) in names.iter().zip(value.iter()) {
+                    self.set_variable(s, n, v)?;
+                }
+                Ok(Output::ok())
+            }
+            Statement::Kill { .. } => Err(ShimError::Unsupported("KILL".into())),
+            other => Err(ShimError::Unsupported(statement_name(&other))),
+        }
+    }
+
+    /// Switches the session's current database (USE, COM_INIT_DB).
+    pub fn use_database(&self, s: &mut Session, name: &str) -> Result<()> {
+        let known = name.eq_ignore_ascii_case("information_schema")
+            || self.storage.databases().iter().any(|d| d == name);
+        if !known {
+            return Err(ShimError::UnknownDatabase(name.to_string()));
+        }
+        s.database = Some(name.to_string());
+        Ok(())
+    }
+
+    /// COMMIT: submits the buffered ops as one atomic write.
+    pub fn commit(&self, s: &mut Session) -> Result<Output> {
+        let tx = s.transaction.take();
+        if !s.autocommit {
+            s.transaction = Some(Default::default());
+        }
+        if let Some(tx) = tx {
+            if !tx.ops.is_empty() {
+                let start = std::time::Instant::now();
+                let res = self.storage.write(tx.ops)?;
+                self.metrics.commit_seconds.observe(start.elapsed().as_secs_f64());
+                if let Some(id) = res.ops.iter().filter_map(|o| o.last_insert_id).next() {
+                    s.last_insert_id = id;
+                }
+            }
+        }
+        Ok(Output::ok())
+    }
+
+    /// DDL commits an open transaction first, as in MySQL.
+    fn implicit_commit(&self, s: &mut Session) -> Result<()> {
+        if s.in_transaction() {
+            self.commit(s)?;
+        }
+        Ok(())
+    }
+
+    fn set_variable(&self, s: &mut Session, name: &ast::ObjectName, value: &Expr) -> Result<()> {
+        let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
+        let full = parts.join(".");
+        // User variable.
+        if let Some(u) = full.strip_prefix('@').filter(|u| !u.starts_with('@')) {
+            let v = self.eval_constant(s, value)?;
+            s.user_variables.insert(u.to_ascii_lowercase(), v);
+            return Ok(());
+        }
+        let mut var = full.trim_start_matches("@@").to_ascii_lowercase();
+        for scope in ["session.", "global.", "local."] {
+            if let Some(rest) = var.strip_prefix(scope) {
+                var = rest.to_string();
+            }
+        }
+        let v = match value {
+            // SET x = ON / OFF / DEFAULT / an identifier value.
+            Expr::Identifier(id) if !id.value.starts_with('@') => Value::text(id.value.clone()),
+            other => self.eval_constant(s, other)?,
+        };
+        if var == "autocommit" {
+            let on = match &v {
+                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                    "ON" | "1" | "TRUE" => true,
+                    "OFF" | "0" | "FALSE" => false,
+                    _ => return Err(ShimError::WrongValueForVar(var, t.to_string())),
+                },
+                other => crate::vars::truth(other).ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
+            };
+            if on && !s.autocommit {
+                // Enabling autocommit commits the open transaction.
+                s.autocommit = true;
+                self.commit(s)?;
+                s.transaction = None;
+            } else if !on && s.autocommit {
+                s.autocommit = false;
+                if s.transaction.is_none() {
+                    s.transaction = Some(Default::default());
+                }
+            }
+            return Ok(());
+        }
+        let v = match v {
+            Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
+                s.variables.remove(&var);
+                return Ok(());
+            }
+            other => other,
+        };
+        s.variables.insert(var, v);
+        Ok(())
+    }
+
+    /// Evaluates an expression that refers to no table.
+    pub fn eval_constant(&self, s: &Session, e: &Expr) -> Result<Value> {
+        let ctx = EvalContext { session: s, facts: &self.facts, columns: &[], row: &[] };
+        match ctx.eval(e) {
+            Ok(v) => Ok(v),
+            Err(EvalError::UnknownVariable(n)) => Err(ShimError::UnknownVariable(n)),
+            Err(EvalError::UnknownColumn(c)) => Err(ShimError::UnknownColumn(c, "field list".into())),
+            Err(EvalError::NotSession) => Ok(ladle_dataflow::compile_row_expr(e, None)?.eval(&Vec::new())?),
+        }
+    }
+
+    /// SELECT: session-only queries are answered here, information_schema
+    /// from the catalog, everything else by a dataflow view.
+    pub fn select(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
+        if let Some(out) = self.session_select(s, q)? {
+            return Ok(out);
+        }
+        if catalog::is_information_schema_query(s, q) {
+            return catalog::information_schema_select(self, s, q);
+        }
+        let q = strip_locks(q);
+        let db = self.query_database(s, &q)?;
+        let start = std::time::Instant::now();
+        let pq = self.dataflow.prepare(&db, &q)?;
+        let rows = pq.execute(&[])?;
+        self.metrics.read_seconds.observe(start.elapsed().as_secs_f64());
+        Ok(Output::Rows { columns: pq.columns().to_vec(), rows })
+    }
+
+    /// The database a query runs in; 1046 if it needs one and none is
+    /// selected.
+    pub fn query_database(&self, s: &Session, q: &ast::Query) -> Result<String> {
+        match &s.database {
+            Some(d) => Ok(d.clone()),
+            None => {
+                if query_has_unqualified_table(q) {
+                    Err(ShimError::NoDatabase)
+                } else {
+                    Ok(String::new())
+                }
+            }
+        }
+    }
+
+    fn session_select(&self, s: &mut Session, q: &ast::Query) -> Result<Option<Output>> {
+        let SetExpr::Select(sel) = q.body.as_ref() else { return Ok(None) };
+        if !sel.from.is_empty() || sel.selection.is_some() || sel.having.is_some() || q.with.is_some() {
+            return Ok(None);
+        }
+        let ctx = EvalContext { session: s, facts: &self.facts, columns: &[], row: &[] };
+        let mut columns = Vec::new();
+        let mut row = Vec::new();
+        for item in &sel.projection {
+            let (expr, name) = match item {
+                SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+                _ => return Ok(None),
+            };
+            let v = match ctx.eval(expr) {
+                Ok(v) => v,
+                Err(EvalError::NotSession) => return Ok(None),
+                Err(EvalError::UnknownVariable(n)) => return Err(ShimError::UnknownVariable(n)),
+                Err(EvalError::UnknownColumn(c)) => return Err(ShimError::UnknownColumn(c, "field list".into())),
+            };
+            let ty = match &v {
+                Value::Int(_) => SqlType::Int { bytes: 8, unsigned: false },
+                Value::UInt(_) => SqlType::Int { bytes: 8, unsigned: true },
+                Value::Double(_) => SqlType::Double,
+                Value::Decimal(d) => SqlType::Decimal { precision: 65, scale: d.scale().min(30) as u8 },
+                Value::Bytes(_) => SqlType::VarBinary(65535),
+                Value::Date(_) => SqlType::Date,
+                Value::DateTime(_) => SqlType::DateTime,
+                Value::Time(_) => SqlType::Time,
+                _ => SqlType::VarChar(255),
+            };
+            columns.push(OutputColumn { name, table: String::new(), ty, nullable: v.is_null() });
+            row.push(v);
+        }
+        Ok(Some(Output::Rows { columns, rows: vec![row] }))
+    }
+
+    /// `(database, table)` for a possibly qualified name.
+    pub fn resolve(&self, s: &Session, name: &ast::ObjectName) -> Result<(String, String)> {
+        match name.0.as_slice() {
+            [t] => Ok((s.database.clone().ok_or(ShimError::NoDatabase)?, t.value.clone())),
+            [d, t] => Ok((d.value.clone(), t.value.clone())),
+            _ => Err(ShimError::Parse(format!("bad name {name}"))),
+        }
+    }
+
+    /// Plans a statement for COM_STMT_PREPARE.
+    pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let marks = crate::params::placeholders(sql);
+        let first = tokens(sql)?;
+        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH")) || matches!(first.first(), Some(Token::LParen));
+        if is_select {
+            if let Ok(stmts) = parse(sql) {
+                if let [Statement::Query(q)] = stmts.as_slice() {
+                    let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
+                    if !session_only && !catalog::is_information_schema_query(s, q) {
+                        let q = strip_locks(q);
+                        let db = self.query_database(s, &q)?;
+                        let pq = self.dataflow.prepare(&db, &q)?;
+                        let cols = pq.columns().to_vec();
+                        let n = pq.param_count();
+                        let id = s.add_statement(PreparedStatement::Select { query: pq });
+                        return Ok((id, n, cols));
+                    }
+                }
+            }
+        }
+        // Validate the syntax now with NULLs for the parameters, so a
+        // malformed statement fails at PREPARE as in MySQL.
+        let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
+        if !matches!(word(&first, 0).as_deref(), Some("SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "CREATE" | "DROP" | "LOCK" | "UNLOCK" | "SET")) {
+            parse(&probe)?;
+        }
+        let n = marks.len();
+        let id = s.add_statement(PreparedStatement::Other { sql: sql.to_string(), marks });
+        Ok((id, n, Vec::new()))
+    }
+
+    /// Runs a prepared statement with its parameter values.
+    pub fn execute_prepared(&self, s: &mut Session, id: u32, params: &[Value]) -> (Kind, std::result::Result<Output, WireError>) {
+        match s.statements.get(&id) {
+            None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
+            Some(PreparedStatement::Select { query }) => {
+                let query = query.clone();
+                if params.len() != query.param_count() {
+                    let e = ShimError::ParamCount { expected: query.param_count(), got: params.len() };
+                    return (Kind::Select, Err(e.into()));
+                }
+                s.warnings.clear();
+                let start = std::time::Instant::now();
+                let res = query.execute(params).map_err(|e| WireError::from(ShimError::from(e)));
+                self.metrics.read_seconds.observe(start.elapsed().as_secs_f64());
+                (Kind::Select, res.map(|rows| Output::Rows { columns: query.columns().to_vec(), rows }))
+            }
+            Some(PreparedStatement::Other { sql, marks }) => {
+                if params.len() != marks.len() {
+                    let e = ShimError::ParamCount { expected: marks.len(), got: params.len() };
+                    return (Kind::Other, Err(e.into()));
+                }
+                let text = crate::params::substitute(sql, marks, params);
+                self.execute(s, &text)
+            }
+        }
+    }
+}
+
+fn strip_locks(q: &ast::Query) -> ast::Query {
+    let mut q = q.clone();
+    q.locks.clear();
+    q
+}
+
+/// The last part of a (possibly qualified) name.
+pub fn last_part(n: &ast::ObjectName) -> String {
+    n.0.last().map(|i| i.value.clone()).unwrap_or_default()
+}
+
+fn query_has_unqualified_table(q: &ast::Query) -> bool {
+    fn factor(f: &TableFactor) -> bool {
+        match f {
+            TableFactor::Table { name, .. } => name.0.len() < 2,
+            TableFactor::Derived { subquery, .. } => query_has_unqualified_table(subquery),
+            TableFactor::NestedJoin { table_with_joins, .. } => {
+                factor(&table_with_joins.relation) || table_with_joins.joins.iter().any(|j| factor(&j.relation))
+            }
+            _ => false,
+        }
+    }
+    fn body(b: &SetExpr) -> bool {
+        match b {
+            SetExpr::Select(s) => s.from.iter().any(|t| factor(&t.relation) || t.joins.iter().any(|j| factor(&j.relation))),
+            SetExpr::Query(q) => query_has_unqualified_table(q),
+            SetExpr::SetOperation { left, right, .. } => body(left) || body(right),
+            _ => false,
+        }
+    }
+    body(&q.body)
+}
+
+fn statement_name(s: &Statement) -> String {
+    let text = s.to_string();
+    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+}
+
+/// The statement kind from its first word (cheap; used for metrics).
+pub fn classify(sql: &str) -> Kind {
+    let first = sql
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "SELECT" | "WITH" => Kind::Select,
+        "INSERT" | "REPLACE" => Kind::Insert,
+        "UPDATE" => Kind::Update,
+        "DELETE" | "TRUNCATE" => Kind::Delete,
+        "CREATE" | "DROP" | "ALTER" | "RENAME" => Kind::Ddl,
+        "BEGIN" | "START" | "COMMIT" | "ROLLBACK" => Kind::Transaction,
+        "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" => Kind::Show,
+        _ => Kind::Other,
+    }
+}

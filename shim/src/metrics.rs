@@ -1,0 +1,153 @@
+//! Prometheus metrics for the front end, plus view gauges read from
+//! `Dataflow::view_stats` at scrape time.
+
+use std::time::Instant;
+
+use ladle_dataflow::Dataflow;
+use prometheus::core::Collector;
+use prometheus::{
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
+};
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub queries: IntCounterVec,
+    pub query_seconds: HistogramVec,
+    pub errors: IntCounterVec,
+    pub connections: IntGauge,
+    pub connections_total: IntCounter,
+    pub connections_refused: IntCounter,
+    pub commit_seconds: Histogram,
+    pub read_seconds: Histogram,
+    view_memory: IntGaugeVec,
+    view_rows: IntGaugeVec,
+    view_hits: IntGaugeVec,
+    view_misses: IntGaugeVec,
+    view_upqueries: IntGaugeVec,
+    views: IntGauge,
+    started: Instant,
+}
+
+fn buckets() -> Vec<f64> {
+    vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let registry = Registry::new();
+        let queries = IntCounterVec::new(Opts::new("ladle_queries_total", "Statements executed"), &["kind", "outcome"])
+            .expect("static metric definition");
+        let query_seconds = HistogramVec::new(
+            HistogramOpts::new("ladle_query_duration_seconds", "Statement latency").buckets(buckets()),
+            &["kind"],
+        )
+        .expect("static metric definition");
+        let errors = IntCounterVec::new(Opts::new("ladle_errors_total", "Errors sent to clients, by MySQL code"), &["code"])
+            .expect("static metric definition");
+        let connections = IntGauge::new("ladle_connections", "Open client connections").expect("static metric definition");
+        let connections_total =
+            IntCounter::new("ladle_connections_total", "Client connections accepted").expect("static metric definition");
+        let connections_refused = IntCounter::new("ladle_connections_refused_total", "Connections refused (1040)")
+            .expect("static metric definition");
+        let commit_seconds = Histogram::with_opts(
+            HistogramOpts::new("ladle_commit_duration_seconds", "Latency of Storage::write (durable commit)").buckets(buckets()),
+        )
+        .expect("static metric definition");
+        let read_seconds = Histogram::with_opts(
+            HistogramOpts::new("ladle_read_duration_seconds", "Latency of dataflow reads").buckets(buckets()),
+        )
+        .expect("static metric definition");
+        let gv = |name: &str, help: &str| IntGaugeVec::new(Opts::new(name, help), &["view"]).expect("static metric definition");
+        let view_memory = gv("ladle_view_memory_bytes", "Bytes of state held by each view");
+        let view_rows = gv("ladle_view_cached_rows", "Rows cached by each view");
+        let view_hits = gv("ladle_view_hits", "Reader hits per view");
+        let view_misses = gv("ladle_view_misses", "Reader misses per view");
+        let view_upqueries = gv("ladle_view_upqueries", "Upqueries issued per view");
+        let views = IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
+        for c in [
+            Box::new(queries.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(query_seconds.clone()),
+            Box::new(errors.clone()),
+            Box::new(connections.clone()),
+            Box::new(connections_total.clone()),
+            Box::new(connections_refused.clone()),
+            Box::new(commit_seconds.clone()),
+            Box::new(read_seconds.clone()),
+            Box::new(view_memory.clone()),
+            Box::new(view_rows.clone()),
+            Box::new(view_hits.clone()),
+            Box::new(view_misses.clone()),
+            Box::new(view_upqueries.clone()),
+            Box::new(views.clone()),
+        ] {
+            registry.register(c).expect("metric names are unique");
+        }
+        Metrics {
+            registry,
+            queries,
+            query_seconds,
+            errors,
+            connections,
+            connections_total,
+            connections_refused,
+            commit_seconds,
+            read_seconds,
+            view_memory,
+            view_rows,
+            view_hits,
+            view_misses,
+            view_upqueries,
+            views,
+            started: Instant::now(),
+        }
+    }
+
+    /// Total statements executed (SHOW STATUS `Queries`).
+    pub fn queries_count(&self) -> u64 {
+        let mut n = 0;
+        for mf in self.queries.collect() {
+            for m in mf.get_metric() {
+                n += m.get_counter().get_value() as u64;
+            }
+        }
+        n
+    }
+
+    pub fn uptime_seconds(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+
+    /// The Prometheus text exposition, with view gauges refreshed.
+    pub fn render(&self, dataflow: Option<&Dataflow>) -> String {
+        if let Some(df) = dataflow {
+            let stats = df.view_stats();
+            self.view_memory.reset();
+            self.view_rows.reset();
+            self.view_hits.reset();
+            self.view_misses.reset();
+            self.view_upqueries.reset();
+            self.views.set(stats.len() as i64);
+            for v in stats {
+                let l = [v.name.as_str()];
+                self.view_memory.with_label_values(&l).set(v.memory_bytes as i64);
+                self.view_rows.with_label_values(&l).set(v.cached_rows as i64);
+                self.view_hits.with_label_values(&l).set(v.hits as i64);
+                self.view_misses.with_label_values(&l).set(v.misses as i64);
+                self.view_upqueries.with_label_values(&l).set(v.upqueries as i64);
+            }
+        }
+        let mut buf = Vec::new();
+        let enc = TextEncoder::new();
+        if enc.encode(&self.registry.gather(), &mut buf).is_err() {
+            return String::new();
+        }
+        String::from_utf8(buf).unwrap_or_default()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}

@@ -1,0 +1,326 @@
+//! The byte stream under opensrv-mysql: a reader that enforces
+//! `max_allowed_packet` and rewrites the client's handshake response so
+//! clients defaulting to `caching_sha2_password` (MySQL 8) are switched to
+//! `mysql_native_password`, and a writer shared with the connection task so
+//! it can send a final error packet.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use parking_lot::Mutex;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+const CLIENT_CONNECT_WITH_DB: u32 = 0x0000_0008;
+const CLIENT_SECURE_CONNECTION: u32 = 0x0000_8000;
+const CLIENT_PLUGIN_AUTH: u32 = 0x0008_0000;
+const CLIENT_PLUGIN_AUTH_LENENC: u32 = 0x0020_0000;
+const MAX_HANDSHAKE: usize = 64 * 1024;
+
+/// Set when the reader refused an oversize packet: the sequence number
+/// the server's error reply must carry, plus one (0 = not tripped).
+pub type Tripwire = Arc<AtomicU16>;
+
+pub struct GuardedReader<R> {
+    inner: R,
+    /// Bytes of the client's first packet, until it is complete.
+    first: Option<Vec<u8>>,
+    pending: Vec<u8>,
+    pos: usize,
+    header: [u8; 4],
+    header_len: usize,
+    payload_left: usize,
+    logical: usize,
+    continued: bool,
+    limit: usize,
+    tripped: Tripwire,
+}
+
+impl<R> GuardedReader<R> {
+    pub fn new(inner: R, limit: usize, tripped: Tripwire) -> GuardedReader<R> {
+        GuardedReader {
+            inner,
+            first: Some(Vec::new()),
+            pending: Vec::new(),
+            pos: 0,
+            header: [0; 4],
+            header_len: 0,
+            payload_left: 0,
+            logical: 0,
+            continued: false,
+            limit,
+            tripped,
+        }
+    }
+
+    /// Follows packet boundaries in `data`; errors if a packet exceeds the
+    /// limit.
+    fn track(&mut self, data: &[u8]) -> io::Result<()> {
+        let mut i = 0;
+        while i < data.len() {
+            if self.payload_left > 0 {
+                let n = self.payload_left.min(data.len() - i);
+                self.payload_left -= n;
+                i += n;
+                continue;
+            }
+            self.header[self.header_len] = data[i];
+            self.header_len += 1;
+            i += 1;
+            if self.header_len == 4 {
+                self.header_len = 0;
+                let len = usize::from(self.header[0]) | usize::from(self.header[1]) << 8 | usize::from(self.header[2]) << 16;
+                self.logical = if self.continued { self.logical + len } else { len };
+                self.continued = len == 0xFF_FFFF;
+                if self.logical > self.limit {
+                    self.tripped.store(u16::from(self.header[3]) + 1, Ordering::SeqCst);
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "packet larger than max_allowed_packet"));
+                }
+                self.payload_left = len;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Rewrites a HandshakeResponse41 whose auth plugin is not
+/// `mysql_native_password` so that its auth response is empty, which makes
+/// opensrv-mysql answer with an AuthSwitchRequest to mysql_native_password.
+pub fn rewrite_handshake(packet: &[u8]) -> Option<Vec<u8>> {
+    let payload = packet.get(4..)?;
+    let caps = u32::from_le_bytes(payload.get(0..4)?.try_into().ok()?);
+    if caps & CLIENT_PLUGIN_AUTH == 0 || payload.len() < 32 {
+        return None;
+    }
+    let mut i = 32;
+    // username
+    let nul = payload[i..].iter().position(|&b| b == 0)?;
+    i += nul + 1;
+    let auth_start = i;
+    let (auth_len, header_len) = if caps & CLIENT_PLUGIN_AUTH_LENENC != 0 {
+        match *payload.get(i)? {
+            n @ 0..=0xFA => (usize::from(n), 1),
+            0xFC => (usize::from(u16::from_le_bytes(payload.get(i + 1..i + 3)?.try_into().ok()?)), 3),
+            _ => return None,
+        }
+    } else if caps & CLIENT_SECURE_CONNECTION != 0 {
+        (usize::from(*payload.get(i)?), 1)
+    } else {
+        return None;
+    };
+    let auth_end = auth_start + header_len + auth_len;
+    if auth_len == 0 || auth_end > payload.len() {
+        return None;
+    }
+    let mut j = auth_end;
+    if caps & CLIENT_CONNECT_WITH_DB != 0 {
+        let nul = payload.get(j..)?.iter().position(|&b| b == 0)?;
+        j += nul + 1;
+    }
+    let rest = payload.get(j..)?;
+    let nul = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    let plugin = &rest[..nul];
+    if plugin == b"mysql_native_password" || plugin.is_empty() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(packet.len());
+    out.extend_from_slice(&[0, 0, 0, packet[3]]);
+    out.extend_from_slice(&payload[..auth_start]);
+    out.push(0);
+    out.extend_from_slice(&payload[auth_end..]);
+    let len = out.len() - 4;
+    out[0] = (len & 0xFF) as u8;
+    out[1] = ((len >> 8) & 0xFF) as u8;
+    out[2] = ((len >> 16) & 0xFF) as u8;
+    Some(out)
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.pos < this.pending.len() {
+                let n = (this.pending.len() - this.pos).min(buf.remaining());
+                buf.put_slice(&this.pending[this.pos..this.pos + n]);
+                this.pos += n;
+                if this.pos == this.pending.len() {
+                    this.pending.clear();
+                    this.pos = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            let mut tmp = [0u8; 16 * 1024];
+            let mut rb = ReadBuf::new(&mut tmp);
+            match Pin::new(&mut this.inner).poll_read(cx, &mut rb) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {}
+            }
+            let data = rb.filled();
+            if data.is_empty() {
+                // EOF: hand over whatever part of the first packet arrived.
+                if let Some(f) = this.first.take() {
+                    if !f.is_empty() {
+                        this.pending = f;
+                        continue;
+                    }
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if let Some(f) = &mut this.first {
+                f.extend_from_slice(data);
+                if f.len() >= 4 {
+                    let len = usize::from(f[0]) | usize::from(f[1]) << 8 | usize::from(f[2]) << 16;
+                    if len > MAX_HANDSHAKE {
+                        this.tripped.store(u16::from(f[3]) + 1, Ordering::SeqCst);
+                        return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "oversize handshake")));
+                    }
+                    if f.len() >= 4 + len {
+                        let mut all = this.first.take().unwrap_or_default();
+                        let rest = all.split_off(4 + len);
+                        let packet = rewrite_handshake(&all).unwrap_or(all);
+                        this.track(&rest)?;
+                        this.pending = packet;
+                        this.pending.extend_from_slice(&rest);
+                        this.pos = 0;
+                    }
+                }
+                continue;
+            }
+            let owned = data.to_vec();
+            this.track(&owned)?;
+            this.pending = owned;
+            this.pos = 0;
+        }
+    }
+}
+
+/// Set by the handler when authentication fails: opensrv-mysql's own
+/// error packet (1698, unlike MySQL's 1045) is swallowed and the connection
+/// task sends MySQL's "Access denied" instead.
+#[derive(Default)]
+pub struct AuthFailure {
+    pub failed: std::sync::atomic::AtomicBool,
+    pub swallowed: Mutex<Vec<u8>>,
+    pub message: Mutex<String>,
+}
+
+/// A writer half shared between opensrv-mysql and the connection task.
+pub struct SharedWriter<W> {
+    inner: Arc<tokio::sync::Mutex<W>>,
+    auth: Arc<AuthFailure>,
+    /// The connection task's handle writes even after a failure.
+    swallow: bool,
+}
+
+impl<W> SharedWriter<W> {
+    pub fn new(w: W, auth: Arc<AuthFailure>) -> SharedWriter<W> {
+        SharedWriter { inner: Arc::new(tokio::sync::Mutex::new(w)), auth, swallow: true }
+    }
+
+    /// A handle that is never swallowed.
+    pub fn raw(&self) -> SharedWriter<W> {
+        SharedWriter { inner: self.inner.clone(), auth: self.auth.clone(), swallow: false }
+    }
+
+    fn swallowing(&self) -> bool {
+        self.swallow && self.auth.failed.load(Ordering::SeqCst)
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        if self.swallowing() {
+            self.auth.swallowed.lock().extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        }
+        match self.inner.try_lock() {
+            Ok(mut g) => Pin::new(&mut *g).poll_write(cx, buf),
+            Err(_) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.swallowing() {
+            return Poll::Ready(Ok(()));
+        }
+        match self.inner.try_lock() {
+            Ok(mut g) => Pin::new(&mut *g).poll_flush(cx),
+            Err(_) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.inner.try_lock() {
+            Ok(mut g) => Pin::new(&mut *g).poll_shutdown(cx),
+            Err(_) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// A complete MySQL ERR packet.
+pub fn error_packet(seq: u8, errno: u16, sqlstate: &str, message: &str) -> Vec<u8> {
+    let mut payload = vec![0xFF];
+    payload.extend_from_slice(&errno.to_le_bytes());
+    payload.push(b'#');
+    payload.extend_from_slice(sqlstate.as_bytes());
+    payload.extend_from_slice(message.as_bytes());
+    let len = payload.len();
+    let mut p = vec![(len & 0xFF) as u8, ((len >> 8) & 0xFF) as u8, ((len >> 16) & 0xFF) as u8, seq];
+    p.extend_from_slice(&payload);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn handshake(plugin: &str, auth: &[u8], db: Option<&str>) -> Vec<u8> {
+        let mut caps = CLIENT_PLUGIN_AUTH | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH_LENENC | 0x200;
+        if db.is_some() {
+            caps |= CLIENT_CONNECT_WITH_DB;
+        }
+        let mut p = caps.to_le_bytes().to_vec();
+        p.extend_from_slice(&[0, 0, 0, 1, 33]);
+        p.extend_from_slice(&[0; 23]);
+        p.extend_from_slice(b"root\0");
+        p.push(auth.len() as u8);
+        p.extend_from_slice(auth);
+        if let Some(d) = db {
+            p.extend_from_slice(d.as_bytes());
+            p.push(0);
+        }
+        p.extend_from_slice(plugin.as_bytes());
+        p.push(0);
+        let mut out = vec![p.len() as u8, 0, 0, 1];
+        out.extend(p);
+        out
+    }
+
+    #[test]
+    fn caching_sha2_response_is_emptied() {
+        let h = handshake("caching_sha2_password", &[7; 32], Some("db"));
+        let r = rewrite_handshake(&h).expect("rewritten");
+        assert_eq!(r.len(), h.len() - 32);
+        assert_eq!(usize::from(r[0]), r.len() - 4);
+        assert!(r.ends_with(b"db\0caching_sha2_password\0"));
+        assert!(rewrite_handshake(&handshake("mysql_native_password", &[7; 20], None)).is_none());
+    }
+
+    #[test]
+    fn error_packet_layout() {
+        let p = error_packet(2, 1040, "08004", "Too many connections");
+        assert_eq!(p[3], 2);
+        assert_eq!(&p[4..7], &[0xFF, 0x10, 0x04]);
+        assert_eq!(&p[7..13], b"#08004");
+    }
+}

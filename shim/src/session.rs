@@ -1,0 +1,109 @@
+//! Per-connection state: current database, autocommit and the open
+//! transaction, session and user variables, prepared statements, warnings.
+
+use std::collections::{BTreeMap, HashMap};
+
+use ladle_common::Value;
+use ladle_dataflow::PreparedQuery;
+use ladle_storage::WriteOp;
+
+/// Transactions.
+///
+/// `BEGIN` / `START TRANSACTION` (or `SET autocommit = 0`) opens a
+/// transaction. Each INSERT/UPDATE/DELETE/REPLACE inside it is validated
+/// against the catalog and compiled into a storage `WriteOp`, which is
+/// buffered in the session rather than applied. `COMMIT` submits every
+/// buffered op as ONE `Storage::write` call, so the transaction is applied
+/// atomically (all of it or none of it) and durably; a constraint violation
+/// found then (duplicate key, NOT NULL, bad value) is returned by `COMMIT`
+/// and nothing is applied. `ROLLBACK` discards the buffer.
+///
+/// Reads inside a transaction see committed state only: a SELECT does not
+/// see the transaction's own uncommitted writes (closest to READ COMMITTED
+/// without read-your-own-writes). The affected-row count a DML statement
+/// reports inside a transaction is computed against committed state, and
+/// `LAST_INSERT_ID()` for generated keys is known only after `COMMIT`.
+/// DDL inside a transaction commits the buffered writes first, as MySQL's
+/// implicit commit does.
+#[derive(Default)]
+pub struct Transaction {
+    pub ops: Vec<WriteOp>,
+}
+
+/// A statement prepared with COM_STMT_PREPARE.
+pub enum PreparedStatement {
+    /// A SELECT bound to a dataflow view; executes as a reader lookup.
+    Select { query: PreparedQuery },
+    /// Anything else: re-planned at each execution after the parameter
+    /// values are substituted for the `?` tokens.
+    Other { sql: String, marks: Vec<usize> },
+}
+
+impl PreparedStatement {
+    pub fn param_count(&self) -> usize {
+        match self {
+            PreparedStatement::Select { query } => query.param_count(),
+            PreparedStatement::Other { marks, .. } => marks.len(),
+        }
+    }
+}
+
+/// A row of SHOW WARNINGS.
+#[derive(Clone, Debug)]
+pub struct Warning {
+    pub level: &'static str,
+    pub code: u16,
+    pub message: String,
+}
+
+pub struct Session {
+    pub connection_id: u32,
+    pub user: String,
+    pub host: String,
+    pub database: Option<String>,
+    pub autocommit: bool,
+    /// `Some` while a transaction is open.
+    pub transaction: Option<Transaction>,
+    /// Session variables set with SET (lower-case names).
+    pub variables: BTreeMap<String, Value>,
+    /// User variables (`@x`), lower-case names.
+    pub user_variables: HashMap<String, Value>,
+    pub last_insert_id: u64,
+    pub warnings: Vec<Warning>,
+    pub statements: HashMap<u32, PreparedStatement>,
+    next_statement: u32,
+}
+
+impl Session {
+    pub fn new(connection_id: u32, user: String, host: String) -> Session {
+        Session {
+            connection_id,
+            user,
+            host,
+            database: None,
+            autocommit: true,
+            transaction: None,
+            variables: BTreeMap::new(),
+            user_variables: HashMap::new(),
+            last_insert_id: 0,
+            warnings: Vec::new(),
+            statements: HashMap::new(),
+            next_statement: 1,
+        }
+    }
+
+    pub fn add_statement(&mut self, stmt: PreparedStatement) -> u32 {
+        let id = self.next_statement;
+        self.next_statement = self.next_statement.wrapping_add(1).max(1);
+        self.statements.insert(id, stmt);
+        id
+    }
+
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    pub fn warn(&mut self, code: u16, message: impl Into<String>) {
+        self.warnings.push(Warning { level: "Note", code, message: message.into() });
+    }
+}
