@@ -2,7 +2,7 @@
 //!
 //! One `DB` (multi-threaded column-family mode) at `<data_dir>/db`, one
 //! shared LRU block cache, per-kind column-family options (index families
-//! get whole-key bloom filters for point reads; system families are tuned
+//! get whole-key and prefix bloom filters; system families are tuned
 //! for ordered scans). Long-lived snapshots live on their own thread because
 //! a RocksDB snapshot borrows the `DB` and this crate forbids `unsafe`.
 
@@ -12,15 +12,21 @@ use std::sync::Arc;
 
 use rocksdb::{
     BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode,
-    DBWithThreadMode, MultiThreaded, Options, ReadOptions, SnapshotWithThreadMode, WriteBatch,
-    WriteOptions,
+    DBWithThreadMode, MultiThreaded, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode,
+    WriteBatch, WriteOptions,
 };
 
-use crate::cf;
 use crate::engine::{Batch, BatchOp, CfKind, KvEngine, KvRead, KvSnapshot, ScanFn, SnapshotJob};
+use crate::{cf, keys};
 use crate::{Result, StorageError};
 
 type Db = DBWithThreadMode<MultiThreaded>;
+
+/// Index families build prefix bloom filters on the first 9 key bytes: the
+/// whole first value when it is a fixed-width one (integers, dates, times,
+/// doubles: a tag byte and 8 bytes), so a lookup by the first index column
+/// skips SST files that lack it. Shorter keys are outside the domain.
+const PREFIX_LEN: usize = 9;
 
 /// Tuning knobs the storage config passes down.
 pub(crate) struct RocksOptions<'a> {
@@ -91,6 +97,8 @@ fn cf_options(cache: &Cache, kind: CfKind) -> Options {
         CfKind::Index => {
             block.set_bloom_filter(10.0, false);
             block.set_whole_key_filtering(true);
+            opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(PREFIX_LEN));
+            opts.set_memtable_prefix_bloom_ratio(0.1);
         }
         CfKind::System => {}
     }
@@ -114,9 +122,18 @@ impl KvRead for SnapReader<'_> {
     fn scan(&self, cf_name: &str, lower: &[u8], upper: Option<&[u8]>, f: ScanFn<'_>) -> Result<()> {
         let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
         let mut ro = ReadOptions::default();
-        // Prefix lookups are expressed as ranges; total order keeps them
-        // correct whatever the prefix extractor says.
-        ro.set_total_order_seek(true);
+        // A scan of every key starting with `lower` (upper bound = its
+        // successor) stays within one extractor prefix when `lower` covers
+        // it: prefix mode may use the bloom filters. Anything else is a
+        // total-order scan.
+        let within_prefix = lower.len() >= PREFIX_LEN
+            && upper.is_some()
+            && keys::prefix_successor(lower).as_deref() == upper;
+        if within_prefix {
+            ro.set_prefix_same_as_start(true);
+        } else {
+            ro.set_total_order_seek(true);
+        }
         if let Some(u) = upper {
             if u <= lower {
                 return Ok(());

@@ -3,6 +3,7 @@
 //! (durability, epochs, interrupted index builds, crashes) are RocksDB-only
 //! and live in `durable`.
 
+mod crash;
 mod durable;
 mod suite;
 

@@ -1,0 +1,247 @@
+//! kill -9 crash test: a child process (this test binary re-invoked) writes
+//! from several threads with sync group commit and prints every
+//! acknowledged batch; the parent SIGKILLs it mid-run, reopens the data
+//! directory and checks that every acknowledged batch is there, that no
+//! batch is partially visible, and that AUTO_INCREMENT never hands out a
+//! value that is already used. Three rounds over one directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use ladle_common::{IndexSchema, SqlType, TableSchema, Value};
+
+use super::*;
+use crate::{IndexRef, OnConflict, Storage, WriteOp};
+
+const DIR_ENV: &str = "LADLE_CRASH_CHILD_DIR";
+const ROUND_ENV: &str = "LADLE_CRASH_CHILD_ROUND";
+const THREADS: i64 = 8;
+
+fn tables(s: &Storage) -> (Arc<TableSchema>, Arc<TableSchema>) {
+    s.create_database("crash", true).expect("db");
+    let mut id = col(
+        "id",
+        SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        },
+    )
+    .not_null();
+    id.auto_increment = true;
+    let votes = TableSchema {
+        id: 0,
+        database: "crash".into(),
+        name: "votes".into(),
+        columns: vec![
+            id,
+            col("user", int()).not_null(),
+            col("story", int()).not_null(),
+        ],
+        primary_key: Some(vec![0]),
+        indexes: vec![IndexSchema {
+            id: 0,
+            name: "story".into(),
+            columns: vec![2],
+            unique: false,
+        }],
+        version: 1,
+    };
+    let log = TableSchema {
+        id: 0,
+        database: "crash".into(),
+        name: "log".into(),
+        columns: vec![col("user", int()), col("story", int())],
+        primary_key: None,
+        indexes: vec![],
+        version: 1,
+    };
+    (
+        s.create_table(votes, true).expect("votes"),
+        s.create_table(log, true).expect("log"),
+    )
+}
+
+/// The child: writes until killed. Ignored so that a plain `cargo test`
+/// does not run it; `crash_kill_9_keeps_acknowledged_batches` starts it.
+#[test]
+#[ignore = "child process of crash_kill_9_keeps_acknowledged_batches"]
+fn crash_child() {
+    let Ok(dir) = std::env::var(DIR_ENV) else {
+        return;
+    };
+    let round: i64 = std::env::var(ROUND_ENV)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0);
+    let s =
+        Storage::open(config(std::path::Path::new(&dir), Durability::Sync)).expect("child open");
+    let (votes, log) = tables(&s);
+    let threads: Vec<_> = (0..THREADS)
+        .map(|th| {
+            let s = Arc::clone(&s);
+            let (votes, log) = (Arc::clone(&votes), Arc::clone(&log));
+            std::thread::spawn(move || {
+                for k in 0.. {
+                    let story = round * 1_000_000 + k;
+                    let ops = vec![
+                        WriteOp::Insert {
+                            table: votes.id,
+                            rows: vec![
+                                vec![Value::Null, Value::Int(th), Value::Int(story)],
+                                vec![Value::Null, Value::Int(th), Value::Int(story)],
+                            ],
+                            on_conflict: OnConflict::Error,
+                        },
+                        WriteOp::Insert {
+                            table: log.id,
+                            rows: vec![vec![Value::Int(th), Value::Int(story)]],
+                            on_conflict: OnConflict::Error,
+                        },
+                    ];
+                    let r = s.write(ops).expect("child write");
+                    let first = r.ops[0].last_insert_id.expect("generated id");
+                    // One write(2) per line: the parent sees whole lines.
+                    println!("ACK {th} {story} {first} {} END", r.lsn);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        let _ = t.join();
+    }
+}
+
+/// `ACK <thread> <story> <first id> <lsn> END`, if the line is complete.
+fn parse_ack(line: &str) -> Option<(i64, i64, u64)> {
+    let parts: Vec<&str> = line.split(' ').collect();
+    match parts[..] {
+        ["ACK", th, story, first, _lsn, "END"] => {
+            Some((th.parse().ok()?, story.parse().ok()?, first.parse().ok()?))
+        }
+        _ => None,
+    }
+}
+
+#[test]
+fn crash_kill_9_keeps_acknowledged_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = std::env::current_exe().unwrap();
+    // Acknowledged batches of every round so far: all must survive.
+    let mut acked: Vec<(i64, i64, u64)> = Vec::new();
+    for round in 0..3i64 {
+        let mut child = Command::new(&exe)
+            .args([
+                "--exact",
+                "tests::crash::crash_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(DIR_ENV, dir.path())
+            .env(ROUND_ENV, round.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let before = acked.len();
+        // Kill after a few hundred acknowledged batches.
+        while acked.len() - before < 300 + 100 * round as usize {
+            match lines.next() {
+                Some(Ok(line)) => acked.extend(parse_ack(&line)),
+                _ => panic!("the child ended before it was killed"),
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+                               // Lines printed before the kill are still in the pipe.
+        for line in lines.map_while(Result::ok) {
+            acked.extend(parse_ack(&line));
+        }
+        child.wait().unwrap();
+        verify(dir.path(), &acked);
+    }
+}
+
+fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
+    let s = Storage::open(config(dir, Durability::Sync)).expect("reopen after kill -9");
+    let (votes, log) = tables(&s);
+    let rows = s.scan(votes.id).unwrap();
+    let by_id: BTreeMap<u64, (i64, i64)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r[0].as_i64().unwrap() as u64,
+                (r[1].as_i64().unwrap(), r[2].as_i64().unwrap()),
+            )
+        })
+        .collect();
+    // Every acknowledged batch is present, both rows with consecutive ids.
+    for &(th, story, first) in acked {
+        assert_eq!(
+            by_id.get(&first),
+            Some(&(th, story)),
+            "acknowledged vote {first} lost"
+        );
+        assert_eq!(
+            by_id.get(&(first + 1)),
+            Some(&(th, story)),
+            "acknowledged vote {} lost",
+            first + 1
+        );
+    }
+    // No partial batch: every (user, story) has two votes and one log row.
+    let mut votes_per: BTreeMap<(i64, i64), usize> = BTreeMap::new();
+    for v in by_id.values() {
+        *votes_per.entry(*v).or_default() += 1;
+    }
+    let logged: Vec<(i64, i64)> = s
+        .scan(log.id)
+        .unwrap()
+        .iter()
+        .map(|r| (r[0].as_i64().unwrap(), r[1].as_i64().unwrap()))
+        .collect();
+    let logged_set: BTreeSet<(i64, i64)> = logged.iter().copied().collect();
+    assert_eq!(logged.len(), logged_set.len(), "a log row appears twice");
+    for (key, n) in &votes_per {
+        assert_eq!(*n, 2, "batch {key:?} is partially visible");
+        assert!(logged_set.contains(key), "batch {key:?} lost its log row");
+    }
+    assert_eq!(logged_set.len(), votes_per.len());
+    // The secondary index agrees with the primary.
+    for (&(_, story), _) in votes_per.iter().take(50) {
+        let via_index = s
+            .lookup(
+                votes.id,
+                IndexRef::Secondary(votes.indexes[0].id),
+                &[Value::Int(story)],
+            )
+            .unwrap();
+        assert_eq!(
+            via_index.len(),
+            votes_per.iter().filter(|((_, st), _)| *st == story).count() * 2
+        );
+    }
+    // AUTO_INCREMENT hands out a fresh value.
+    let max = by_id.keys().next_back().copied().unwrap_or(0);
+    let r = s
+        .write(vec![WriteOp::Insert {
+            table: votes.id,
+            rows: vec![vec![Value::Null, Value::Int(-1), Value::Int(-1)]],
+            on_conflict: OnConflict::Error,
+        }])
+        .unwrap();
+    assert!(r.ops[0].last_insert_id.unwrap() > max);
+    // Remove the probe so the next round's invariants hold.
+    let del = WriteOp::Delete {
+        table: votes.id,
+        scan: crate::ScanSpec::Prefix {
+            index: IndexRef::Secondary(votes.indexes[0].id),
+            key: vec![Value::Int(-1)],
+        },
+        filter: Arc::new(|_| Ok(true)),
+    };
+    assert_eq!(s.write(vec![del]).unwrap().ops[0].affected_rows, 1);
+}
