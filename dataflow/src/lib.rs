@@ -1,17 +1,43 @@
 //! Ladle's incremental view engine.
 //!
-//! API CONTRACT (skeleton written first so the shim can code against it; the
-//! dataflow implementer fills in the bodies and may add items, but must not
-//! change these signatures without updating the shim).
+//! Entry point: [`Dataflow`]. Every SELECT becomes a view: the planner turns
+//! the SQL AST into a logical query graph, which is lowered into shared
+//! dataflow nodes ending in a reader keyed by the query's parameters.
+//!
+//! ```text
+//!  SQL AST --planner--> query graph (plan::LNode) --install--> dataflow nodes --> reader
+//!                                                                 ^   |  deltas (on_commit)
+//!  storage (base tables) --on_commit deltas--> Base --> Filter/Project/Join/Aggregate --> Reader
+//!                 ^                                                               |
+//!                 +------- upquery (pull) on a reader miss, fills holes ---------+
+//!  eviction: reader keys (LRU) first; then interior state, clearing its descendants
+//! ```
+//!
+//! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
+//! inside its commit lock; deltas propagate synchronously, so a write is
+//! visible in every view once `Storage::write` returns. A reader miss fills
+//! the hole inside `Storage::exclusive` (lock order: commit lock, then the
+//! graph lock), so a replay never races a delta. Reader hits take only the
+//! reader's own read lock.
+//!
+//! Only the `planner` module reads the SQL AST; operators see Ladle's own
+//! expression ([`expr`]) and plan types. This crate must not depend on the
+//! shim or on RocksDB.
 
 use std::sync::Arc;
 
-use ladle_common::{Row, SqlType, TableId, TableSchema, Value};
-use ladle_storage::{Storage, StorageError};
+use ladle_common::{Row, SqlType, TableSchema, Value};
+use ladle_storage::StorageError;
 use sqlparser::ast;
 
+mod engine;
 mod expr;
+mod graph;
+mod ops;
+mod plan;
 mod planner;
+
+pub use engine::Dataflow;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataflowError {
@@ -76,21 +102,21 @@ pub struct ViewStats {
 /// A SELECT bound to a view. Cheap to clone; `execute` is a reader lookup.
 #[derive(Clone)]
 pub struct PreparedQuery {
-    _private: Arc<()>,
+    inner: Arc<engine::Prepared>,
 }
 
 impl PreparedQuery {
     /// Result columns.
     pub fn columns(&self) -> &[OutputColumn] {
-        unimplemented!("dataflow implementer")
+        self.inner.columns()
     }
     /// Number of `?` placeholders the caller must supply.
     pub fn param_count(&self) -> usize {
-        unimplemented!("dataflow implementer")
+        self.inner.user_params
     }
     /// Reads the result for `params` (one value per `?`).
-    pub fn execute(&self, _params: &[Value]) -> Result<Vec<Row>> {
-        unimplemented!("dataflow implementer")
+    pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
+        self.inner.execute(params)
     }
 }
 
@@ -128,47 +154,3 @@ pub fn compile_row_expr(expr: &ast::Expr, table: Option<&TableSchema>) -> Result
     Ok(RowExpr { expr: planner::compile_row_expr(expr, table)? })
 }
 
-/// The view engine. One per server.
-pub struct Dataflow {
-    _private: (),
-}
-
-impl Dataflow {
-    /// Builds the engine over `storage`, registers it as the commit
-    /// observer, and reinstalls views persisted in the catalog.
-    pub fn new(_storage: Arc<Storage>, _config: DataflowConfig) -> Result<Arc<Dataflow>> {
-        unimplemented!("dataflow implementer")
-    }
-
-    /// Plans (or reuses) the view answering `query` in `database`. Literals
-    /// in equality predicates become parameters so queries differing only in
-    /// them share one view; `?` placeholders become parameters too. Queries
-    /// without FROM are evaluated directly.
-    pub fn prepare(&self, _database: &str, _query: &ast::Query) -> Result<PreparedQuery> {
-        unimplemented!("dataflow implementer")
-    }
-
-    /// CREATE [OR REPLACE] VIEW: a named query usable in FROM.
-    pub fn create_view(&self, _database: &str, _name: &str, _query: &ast::Query, _or_replace: bool) -> Result<()> {
-        unimplemented!("dataflow implementer")
-    }
-    pub fn drop_view(&self, _database: &str, _name: &str, _if_exists: bool) -> Result<()> {
-        unimplemented!("dataflow implementer")
-    }
-    /// Names of the named views (CREATE VIEW) in `database`.
-    pub fn named_views(&self, _database: &str) -> Vec<String> {
-        unimplemented!("dataflow implementer")
-    }
-    /// SHOW VIEWS.
-    pub fn view_stats(&self) -> Vec<ViewStats> {
-        unimplemented!("dataflow implementer")
-    }
-    /// EXPLAIN GRAPH: the dataflow serving `query`, as text.
-    pub fn explain_graph(&self, _database: &str, _query: &ast::Query) -> Result<String> {
-        unimplemented!("dataflow implementer")
-    }
-    /// Schema changes: views over the table are rebuilt or removed.
-    pub fn table_changed(&self, _table: TableId) {
-        unimplemented!("dataflow implementer")
-    }
-}

@@ -10,7 +10,7 @@ mod ops;
 
 use std::fmt;
 
-use ladle_common::{Collation, Row, SqlType, Value};
+use ladle_common::{Collation, SqlType, Value};
 
 pub use func::Func;
 pub(crate) use ops::{compare, truth, value_to_f64};
@@ -97,10 +97,6 @@ pub enum Expr {
 }
 
 impl Expr {
-    pub fn lit(v: Value) -> Expr {
-        Expr::Literal(v)
-    }
-
     /// Evaluates over `row` with no parameters.
     pub fn eval(&self, row: &[Value]) -> EvalResult {
         self.eval_ctx(&Ctx { row, params: &[], proposed: None })
@@ -580,10 +576,28 @@ impl fmt::Display for Expr {
     }
 }
 
-/// A row-level helper: evaluates `exprs` over `row`.
-pub fn project(exprs: &[Expr], row: &Row) -> EvalResult<Row> {
-    exprs.iter().map(|e| e.eval(row)).collect()
-}
 
 #[cfg(test)]
 mod tests;
+
+/// Decimal division with an explicit result scale (AVG).
+pub(crate) fn ops_div(a: Value, b: Value, scale: u32) -> Option<Value> {
+    let x = match a {
+        Value::Decimal(d) => d,
+        Value::Int(i) => rust_decimal::Decimal::from(i),
+        _ => return None,
+    };
+    let y = match b {
+        Value::Decimal(d) => d,
+        Value::Int(i) => rust_decimal::Decimal::from(i),
+        _ => return None,
+    };
+    if y.is_zero() {
+        return None;
+    }
+    ops::div_decimal(x, y, scale).ok().map(Value::Decimal)
+}
+
+pub(crate) fn arith_values(op: ArithOp, a: &Value, b: &Value) -> EvalResult {
+    ops::arith(op, a, b)
+}

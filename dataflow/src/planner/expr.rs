@@ -667,7 +667,3 @@ pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
     })
 }
 
-/// The type and collation of a scope column (for `collation_of` users).
-pub(crate) fn frame_of(scope: &Scope) -> Vec<(SqlType, bool, Collation)> {
-    scope.cols.iter().map(|c| (c.ty.clone(), c.nullable, c.collation)).collect()
-}

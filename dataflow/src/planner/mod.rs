@@ -36,3 +36,18 @@ pub(crate) fn compile_row_expr(e: &ast::Expr, table: Option<&TableSchema>) -> Re
     cx.proposed = true;
     cx.compile(e)
 }
+
+pub(crate) mod query;
+pub(crate) mod normalize;
+
+pub(crate) use query::{Count, Planned, Planner, PlannedView};
+
+/// Parses a stored view definition.
+pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
+    let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, sql)
+        .map_err(|e| crate::DataflowError::Internal(format!("stored view does not parse: {e}")))?;
+    match stmts.into_iter().next() {
+        Some(ast::Statement::Query(q)) => Ok(*q),
+        _ => Err(crate::DataflowError::Internal("stored view is not a query".into())),
+    }
+}

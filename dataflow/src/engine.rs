@@ -1,0 +1,445 @@
+//! The engine: view catalog, prepared queries, the commit observer, reads
+//! and misses.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering as AO};
+use std::sync::{Arc, Weak};
+
+use ladle_common::{coerce, ColumnSchema, Lsn, Row, TableDeltas, TableId, Value};
+use ladle_storage::{CommitObserver, Storage};
+use parking_lot::{Mutex, RwLock};
+use sqlparser::ast;
+
+use crate::expr::Expr;
+use crate::graph::{Graph, NodeId};
+use crate::ops::reader::cmp_rows;
+use crate::ops::ReaderState;
+use crate::planner::normalize::{normalize, Source};
+use crate::planner::{Count, Planned, PlannedView, Planner};
+use crate::{DataflowConfig, DataflowError, OutputColumn, PreparedQuery, Result, ViewStats};
+
+const VIEW_META: &str = "dataflow/view/";
+
+/// An installed view.
+pub(crate) struct View {
+    name: String,
+    query: String,
+    spec: PlannedView,
+    reader: Arc<ReaderState>,
+    node: NodeId,
+    tables: Vec<TableId>,
+    dropped: AtomicBool,
+}
+
+enum Target {
+    View(Arc<View>),
+    Constant(crate::planner::query::Constant),
+}
+
+pub(crate) struct Prepared {
+    engine: Weak<Inner>,
+    database: String,
+    query: ast::Query,
+    target: RwLock<Target>,
+    columns: Vec<OutputColumn>,
+    sources: Vec<Source>,
+    pub user_params: usize,
+}
+
+struct Inner {
+    storage: Arc<Storage>,
+    config: DataflowConfig,
+    graph: Mutex<Graph>,
+    /// signature -> view
+    views: RwLock<HashMap<String, Arc<View>>>,
+    /// (database, lower name) -> SQL text
+    named: RwLock<HashMap<(String, String), String>>,
+    next_id: std::sync::atomic::AtomicU64,
+}
+
+/// The view engine. One per server.
+pub struct Dataflow {
+    inner: Arc<Inner>,
+}
+
+struct Observer(Weak<Inner>);
+
+impl CommitObserver for Observer {
+    fn on_commit(&self, _lsn: Lsn, changes: &[TableDeltas]) {
+        let Some(inner) = self.0.upgrade() else { return };
+        let mut g = inner.graph.lock();
+        if let Err(e) = g.on_commit(changes) {
+            // A failed propagation leaves views unreliable: drop their state
+            // so the next reads recompute from storage.
+            tracing::error!("dataflow propagation failed: {e}");
+            for v in inner.views.read().values() {
+                v.reader.clear();
+            }
+        }
+        g.evict(inner.config.memory_limit);
+    }
+}
+
+fn bad(e: crate::expr::EvalError) -> DataflowError {
+    DataflowError::BadArgument(e.0)
+}
+
+impl Dataflow {
+    /// Builds the engine over `storage`, registers it as the commit
+    /// observer, and reinstalls views persisted in the catalog.
+    pub fn new(storage: Arc<Storage>, config: DataflowConfig) -> Result<Arc<Dataflow>> {
+        let inner = Arc::new(Inner {
+            graph: Mutex::new(Graph::new(storage.clone())),
+            storage: storage.clone(),
+            config,
+            views: RwLock::new(HashMap::new()),
+            named: RwLock::new(HashMap::new()),
+            next_id: std::sync::atomic::AtomicU64::new(1),
+        });
+        for (k, v) in storage.list_meta(VIEW_META)? {
+            let rest = &k[VIEW_META.len()..];
+            if let Some((db, name)) = rest.split_once('/') {
+                inner.named.write().insert((db.to_string(), name.to_string()), String::from_utf8_lossy(&v).into_owned());
+            }
+        }
+        storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
+        Ok(Arc::new(Dataflow { inner }))
+    }
+
+    /// Plans (or reuses) the view answering `query` in `database`. Literals
+    /// in equality predicates become parameters so queries differing only in
+    /// them share one view; `?` placeholders become parameters too. Queries
+    /// without FROM are evaluated directly.
+    pub fn prepare(&self, database: &str, query: &ast::Query) -> Result<PreparedQuery> {
+        Ok(PreparedQuery { inner: Arc::new(self.inner.prepare(database, query)?) })
+    }
+
+    /// CREATE [OR REPLACE] VIEW: a named query usable in FROM.
+    pub fn create_view(&self, database: &str, name: &str, query: &ast::Query, or_replace: bool) -> Result<()> {
+        let key = (database.to_ascii_lowercase(), name.to_ascii_lowercase());
+        if !or_replace && (self.inner.named.read().contains_key(&key) || self.inner.storage.table(database, name).is_some()) {
+            return Err(DataflowError::ViewExists(name.to_string()));
+        }
+        // Validate: the view must plan.
+        let sql = query.to_string();
+        {
+            let named = self.inner.named.read();
+            let p = Planner { storage: &self.inner.storage, database, views: &named, depth: 0 };
+            p.plan(query)?;
+        }
+        self.inner.storage.put_meta(&format!("{VIEW_META}{}/{}", key.0, key.1), sql.as_bytes())?;
+        self.inner.named.write().insert(key, sql);
+        if or_replace {
+            self.inner.invalidate_all();
+        }
+        Ok(())
+    }
+
+    pub fn drop_view(&self, database: &str, name: &str, if_exists: bool) -> Result<()> {
+        let key = (database.to_ascii_lowercase(), name.to_ascii_lowercase());
+        if self.inner.named.write().remove(&key).is_none() {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(DataflowError::UnknownView(format!("{database}.{name}")));
+        }
+        self.inner.storage.delete_meta(&format!("{VIEW_META}{}/{}", key.0, key.1))?;
+        self.inner.invalidate_all();
+        Ok(())
+    }
+
+    /// Names of the named views (CREATE VIEW) in `database`.
+    pub fn named_views(&self, database: &str) -> Vec<String> {
+        let db = database.to_ascii_lowercase();
+        let mut v: Vec<String> = self.inner.named.read().keys().filter(|k| k.0 == db).map(|k| k.1.clone()).collect();
+        v.sort();
+        v
+    }
+
+    /// SHOW VIEWS.
+    pub fn view_stats(&self) -> Vec<ViewStats> {
+        let views: Vec<Arc<View>> = self.inner.views.read().values().cloned().collect();
+        let mut out: Vec<ViewStats> = views
+            .iter()
+            .map(|v| {
+                let (keys, rows) = v.reader.stats();
+                ViewStats {
+                    name: v.name.clone(),
+                    query: v.query.clone(),
+                    key_columns: v.spec.key_names.clone(),
+                    cached_keys: keys,
+                    cached_rows: rows,
+                    memory_bytes: v.reader.bytes() as u64,
+                    hits: v.reader.hits.load(AO::Relaxed),
+                    misses: v.reader.misses.load(AO::Relaxed),
+                    upqueries: v.reader.upqueries.load(AO::Relaxed),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// EXPLAIN GRAPH: the dataflow serving `query`, as text.
+    pub fn explain_graph(&self, database: &str, query: &ast::Query) -> Result<String> {
+        let p = self.inner.prepare(database, query)?;
+        let target = p.target.read();
+        match &*target {
+            Target::Constant(_) => Ok("Constant (no FROM): evaluated directly\n".into()),
+            Target::View(v) => {
+                let g = self.inner.graph.lock();
+                Ok(format!("view {} keyed by {:?}\n{}", v.name, v.spec.key_names, g.describe(v.node)))
+            }
+        }
+    }
+
+    /// Schema changes: views over the table are rebuilt or removed.
+    pub fn table_changed(&self, table: TableId) {
+        let inner = &self.inner;
+        inner.storage.exclusive(|| {
+            let mut g = inner.graph.lock();
+            let mut views = inner.views.write();
+            let doomed: Vec<String> = views.iter().filter(|(_, v)| v.tables.contains(&table)).map(|(k, _)| k.clone()).collect();
+            for k in doomed {
+                if let Some(v) = views.remove(&k) {
+                    v.dropped.store(true, AO::SeqCst);
+                    g.uninstall(v.node);
+                }
+            }
+            g.forget_schema(table);
+        });
+    }
+
+    /// Bytes of view state currently held.
+    pub fn memory_bytes(&self) -> usize {
+        self.inner.graph.lock().state_bytes()
+    }
+}
+
+impl Inner {
+    fn invalidate_all(&self) {
+        self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            let mut views = self.views.write();
+            for (_, v) in views.drain() {
+                v.dropped.store(true, AO::SeqCst);
+                g.uninstall(v.node);
+            }
+        });
+    }
+
+    fn prepare(self: &Arc<Self>, database: &str, query: &ast::Query) -> Result<Prepared> {
+        let norm = normalize(database, query)?;
+        let target = self.target(database, &norm.query, &norm.signature)?;
+        let columns = match &target {
+            Target::View(v) => v.spec.columns.clone(),
+            Target::Constant(c) => c.columns.clone(),
+        };
+        Ok(Prepared {
+            engine: Arc::downgrade(self),
+            database: database.to_string(),
+            query: query.clone(),
+            target: RwLock::new(target),
+            columns,
+            sources: norm.sources,
+            user_params: norm.user_params,
+        })
+    }
+
+    fn target(&self, database: &str, q: &ast::Query, signature: &str) -> Result<Target> {
+        if let Some(v) = self.views.read().get(signature) {
+            return Ok(Target::View(v.clone()));
+        }
+        let planned = {
+            let named = self.named.read();
+            Planner { storage: &self.storage, database, views: &named, depth: 0 }.plan(q)?
+        };
+        let spec = match planned {
+            Planned::Constant(c) => return Ok(Target::Constant(c)),
+            Planned::View(v) => v,
+        };
+        let mut tables = Vec::new();
+        spec.plan.tables(&mut tables);
+        let view = self.storage.exclusive(|| -> Result<Arc<View>> {
+            let mut g = self.graph.lock();
+            let mut views = self.views.write();
+            if let Some(v) = views.get(signature) {
+                return Ok(v.clone());
+            }
+            let (node, reader) = g.install(&spec.plan, spec.key.clone(), spec.order.clone())?;
+            let id = self.next_id.fetch_add(1, AO::Relaxed);
+            let v = Arc::new(View {
+                name: format!("q_{id}"),
+                query: signature.split('\u{1}').nth(1).unwrap_or_default().to_string(),
+                spec,
+                reader,
+                node,
+                tables,
+                dropped: AtomicBool::new(false),
+            });
+            views.insert(signature.to_string(), v.clone());
+            Ok(v)
+        })?;
+        Ok(Target::View(view))
+    }
+
+    /// Fills a reader hole by an upquery, consistently with the deltas.
+    fn fill(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+        self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            if let Some(rows) = v.reader.get(key) {
+                return Ok(rows);
+            }
+            if v.dropped.load(AO::SeqCst) {
+                return Err(DataflowError::Internal("view dropped".into()));
+            }
+            v.reader.upqueries.fetch_add(1, AO::Relaxed);
+            let parent = g.nodes[v.node].parents[0];
+            let rows = g.pull(parent, &v.spec.key, key)?;
+            let rows = v.reader.fill(key, rows);
+            g.evict(self.config.memory_limit);
+            Ok(rows)
+        })
+    }
+}
+
+impl Prepared {
+    pub fn columns(&self) -> &[OutputColumn] {
+        &self.columns
+    }
+
+    pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
+        if params.len() != self.user_params {
+            return Err(DataflowError::ParamCount { expected: self.user_params, got: params.len() });
+        }
+        let slots: Vec<Value> = self
+            .sources
+            .iter()
+            .map(|s| match s {
+                Source::User(i) => params.get(*i).cloned().unwrap_or(Value::Null),
+                Source::Literal(v) => v.clone(),
+            })
+            .collect();
+        let engine = self.engine.upgrade().ok_or_else(|| DataflowError::Internal("engine shut down".into()))?;
+        for _attempt in 0..3 {
+            let view = match &*self.target.read() {
+                Target::Constant(c) => return constant(c, &slots),
+                Target::View(v) => v.clone(),
+            };
+            if view.dropped.load(AO::SeqCst) {
+                let norm = normalize(&self.database, &self.query)?;
+                let t = engine.target(&self.database, &norm.query, &norm.signature)?;
+                *self.target.write() = t;
+                continue;
+            }
+            match read(&engine, &view, &slots) {
+                Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
+                other => return other,
+            }
+        }
+        Err(DataflowError::Internal("view kept being dropped".into()))
+    }
+}
+
+fn constant(c: &crate::planner::query::Constant, slots: &[Value]) -> Result<Vec<Row>> {
+    if let Some(f) = &c.filter {
+        if !f.eval_bool(&[], slots).map_err(bad)? {
+            return Ok(vec![]);
+        }
+    }
+    Ok(vec![c.exprs.iter().map(|e| e.eval_params(&[], slots)).collect::<Result<Row, _>>().map_err(bad)?])
+}
+
+fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
+    Ok(match c {
+        None => None,
+        Some(Count::Const(n)) => Some(*n as usize),
+        Some(Count::Slot(s)) => match slots.get(*s) {
+            Some(v) => match v.as_i64() {
+                Some(i) if i >= 0 => Some(i as usize),
+                _ => match v {
+                    Value::Text(t) => Some(t.trim().parse::<usize>().map_err(|_| DataflowError::BadArgument("LIMIT".into()))?),
+                    _ => return Err(DataflowError::BadArgument("LIMIT must be a non-negative integer".into())),
+                },
+            },
+            None => None,
+        },
+    })
+}
+
+fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
+    let spec = &v.spec;
+    // Key values, coerced to the key columns' types.
+    let mut keys: Vec<Vec<Value>> = vec![vec![]];
+    for (i, slot_list) in spec.key_slots.iter().enumerate() {
+        let col = ColumnSchema::new("", spec.key_types[i].clone());
+        let mut vals = Vec::new();
+        for s in slot_list {
+            let raw = slots.get(*s).cloned().unwrap_or(Value::Null);
+            match coerce(&raw, &col) {
+                Ok(x) if !x.is_null() => {
+                    if !vals.contains(&x) {
+                        vals.push(x)
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut next = Vec::new();
+        for k in &keys {
+            for val in &vals {
+                let mut k2 = k.clone();
+                k2.push(val.clone());
+                next.push(k2);
+            }
+        }
+        keys = next;
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    let mut dedup_seen = std::collections::HashSet::new();
+    for k in &keys {
+        let got = match v.reader.get(k) {
+            Some(r) => {
+                v.reader.hits.fetch_add(1, AO::Relaxed);
+                r
+            }
+            None => {
+                v.reader.misses.fetch_add(1, AO::Relaxed);
+                engine.fill(v, k)?
+            }
+        };
+        if got.is_empty() {
+            if let Some(d) = &spec.empty_default {
+                rows.push(d.clone());
+            }
+        }
+        for r in got.iter() {
+            if spec.dedup && !dedup_seen.insert(r.clone()) {
+                continue;
+            }
+            rows.push(r.clone());
+        }
+    }
+    if let Some(f) = &spec.read_filter {
+        let mut kept = Vec::with_capacity(rows.len());
+        for r in rows {
+            if f.eval_bool(&r, slots).map_err(bad)? {
+                kept.push(r);
+            }
+        }
+        rows = kept;
+    }
+    if keys.len() > 1 && !spec.order.is_empty() {
+        rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
+    }
+    let offset = count(&spec.offset, slots)?.unwrap_or(0);
+    let limit = count(&spec.limit, slots)?;
+    let iter = rows.into_iter().skip(offset);
+    let rows: Vec<Row> = match limit {
+        Some(l) => iter.take(l).collect(),
+        None => iter.collect(),
+    };
+    rows.iter()
+        .map(|r| spec.output.iter().map(|e: &Expr| e.eval_params(r, slots)).collect::<Result<Row, _>>().map_err(bad))
+        .collect()
+}

@@ -1,0 +1,637 @@
+//! The dataflow graph: nodes in topological order (ids ascending), delta
+//! propagation on commit, upqueries (pulls) that fill holes, and eviction.
+//!
+//! Locking: the engine holds storage's commit lock (via `on_commit` or
+//! `Storage::exclusive`) and then the graph lock around every method here,
+//! so storage always equals what the graph has processed, except for the
+//! batch being propagated, whose unprocessed tables are subtracted from
+//! storage reads (`pending`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
+use ladle_storage::{IndexRef, Storage};
+
+use crate::ops::{self, key_matches, project_cols, Aggregate, Filter, Join, Op, Project, Reader, ReaderState, Union};
+use crate::plan::{LNode, LOp};
+use crate::{DataflowError, Result};
+
+pub(crate) type NodeId = usize;
+
+pub(crate) struct Node {
+    pub op: Op,
+    pub parents: Vec<NodeId>,
+    pub children: Vec<NodeId>,
+    /// Output column collations.
+    pub colls: Vec<Collation>,
+    /// Sharing signature.
+    pub sig: String,
+    /// Views using the node.
+    pub users: usize,
+}
+
+pub(crate) struct Graph {
+    pub nodes: Vec<Node>,
+    by_sig: HashMap<String, NodeId>,
+    storage: Arc<Storage>,
+    schemas: HashMap<TableId, Arc<TableSchema>>,
+    /// Deltas of the current batch not yet propagated, per table.
+    pending: HashMap<TableId, Vec<RowDelta>>,
+}
+
+impl Graph {
+    pub fn new(storage: Arc<Storage>) -> Graph {
+        Graph { nodes: Vec::new(), by_sig: HashMap::new(), storage, schemas: HashMap::new(), pending: HashMap::new() }
+    }
+
+    // ---------------------------------------------------------------- install
+
+    /// Lowers `plan` under a new reader keyed by `key` with `order`; returns
+    /// the reader node and its shared state.
+    pub fn install(
+        &mut self,
+        plan: &LNode,
+        key: Vec<usize>,
+        order: ops::reader::OrderSpec,
+    ) -> Result<(NodeId, Arc<ReaderState>)> {
+        // Lower into a temporary list first, decide each stateful node's
+        // state key from how it will be looked up, then intern bottom-up.
+        let mut tmp: Vec<Tmp> = Vec::new();
+        let top = lower(plan, &mut tmp);
+        let mut requests: Vec<Vec<Vec<usize>>> = vec![Vec::new(); tmp.len()];
+        requests[top].push(key.clone());
+        for i in (0..tmp.len()).rev() {
+            let reqs = std::mem::take(&mut requests[i]);
+            let state_key = decide_key(&tmp[i], &reqs);
+            tmp[i].state_key = state_key.clone();
+            for (p, cols) in route_requests(&tmp[i], &reqs, &state_key) {
+                let parent = tmp[i].parents[p];
+                if !requests[parent].contains(&cols) {
+                    requests[parent].push(cols);
+                }
+            }
+        }
+        let mut ids: Vec<NodeId> = Vec::with_capacity(tmp.len());
+        for t in &tmp {
+            let parents: Vec<NodeId> = t.parents.iter().map(|&p| ids[p]).collect();
+            let sig = format!("{}|key={:?}|parents={:?}", t.sig, t.state_key, parents);
+            if let Some(&id) = self.by_sig.get(&sig) {
+                self.nodes[id].users += 1;
+                ids.push(id);
+                continue;
+            }
+            let op = match &t.op {
+                LOp::Base(s) => {
+                    self.schemas.insert(s.id, s.clone());
+                    Op::Base { table: s.id, name: s.name.clone() }
+                }
+                LOp::Filter(e) => Op::Filter(Filter::new(e.clone())),
+                LOp::Project(es) => Op::Project(Project::new(es.clone())),
+                LOp::Join { kind, left_cols, right_cols } => {
+                    let lc = &self.nodes[parents[0]].colls;
+                    Op::Join(Join {
+                        kind: *kind,
+                        left_cols: left_cols.clone(),
+                        right_cols: right_cols.clone(),
+                        colls: left_cols.iter().map(|&c| lc.get(c).copied().unwrap_or_default()).collect(),
+                        right_width: self.nodes[parents[1]].colls.len(),
+                    })
+                }
+                LOp::Aggregate { ngroup, aggs, scalar } => {
+                    let mut a = Aggregate::new(*ngroup, aggs.clone(), t.colls.clone(), *scalar);
+                    a.key = t.state_key.clone();
+                    Op::Aggregate(a)
+                }
+                LOp::Union => Op::Union(Union { inputs: parents.len() }),
+            };
+            let id = self.nodes.len();
+            for &p in &parents {
+                self.nodes[p].children.push(id);
+            }
+            self.nodes.push(Node { op, parents, children: vec![], colls: t.colls.clone(), sig: sig.clone(), users: 1 });
+            self.by_sig.insert(sig, id);
+            ids.push(id);
+        }
+        let parent = ids[top];
+        let colls = self.nodes[parent].colls.clone();
+        let key_colls = key.iter().map(|&k| colls.get(k).copied().unwrap_or_default()).collect();
+        let shared = Arc::new(ReaderState::new(key_colls, order));
+        let id = self.nodes.len();
+        self.nodes[parent].children.push(id);
+        self.nodes.push(Node {
+            op: Op::Reader(Reader { key, shared: shared.clone() }),
+            parents: vec![parent],
+            children: vec![],
+            colls,
+            sig: format!("reader{id}"),
+            users: 1,
+        });
+        Ok((id, shared))
+    }
+
+    /// Removes a reader and every node no other view uses.
+    pub fn uninstall(&mut self, reader: NodeId) {
+        let mut stack = vec![reader];
+        while let Some(n) = stack.pop() {
+            let node = &mut self.nodes[n];
+            node.users = node.users.saturating_sub(1);
+            let parents = node.parents.clone();
+            if node.users == 0 {
+                if let Op::Reader(r) = &node.op {
+                    r.shared.clear();
+                }
+                node.op = Op::Removed;
+                self.by_sig.remove(&node.sig.clone());
+                for &p in &parents {
+                    self.nodes[p].children.retain(|&c| c != n);
+                }
+            }
+            stack.extend(parents);
+        }
+    }
+
+    pub fn describe(&self, reader: NodeId) -> String {
+        let mut ids = Vec::new();
+        let mut stack = vec![reader];
+        while let Some(n) = stack.pop() {
+            if !ids.contains(&n) {
+                ids.push(n);
+                stack.extend(self.nodes[n].parents.iter().copied());
+            }
+        }
+        ids.sort();
+        let mut out = String::new();
+        for n in ids {
+            let node = &self.nodes[n];
+            out.push_str(&format!("n{n}: {}", node.op.describe()));
+            if !node.parents.is_empty() {
+                let ps: Vec<String> = node.parents.iter().map(|p| format!("n{p}")).collect();
+                out.push_str(&format!(" <- {}", ps.join(", ")));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    // ------------------------------------------------------------ propagation
+
+    /// Propagates one committed batch, one table at a time.
+    pub fn on_commit(&mut self, changes: &[TableDeltas]) -> Result<()> {
+        let mut order: Vec<TableId> = Vec::new();
+        self.pending.clear();
+        for c in changes {
+            if !order.contains(&c.table) {
+                order.push(c.table);
+            }
+            self.pending.entry(c.table).or_default().extend(c.deltas.iter().cloned());
+        }
+        let mut result = Ok(());
+        for t in order {
+            let deltas = self.pending.remove(&t).unwrap_or_default();
+            let bases: Vec<NodeId> = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches!(n.op, Op::Base { table, .. } if table == t))
+                .map(|(i, _)| i)
+                .collect();
+            for b in bases {
+                if let Err(e) = self.propagate(b, deltas.clone()) {
+                    result = Err(e);
+                }
+            }
+        }
+        self.pending.clear();
+        result
+    }
+
+    fn propagate(&mut self, start: NodeId, deltas: Vec<RowDelta>) -> Result<()> {
+        let mut inbox: BTreeMap<NodeId, Vec<(usize, Vec<RowDelta>)>> = BTreeMap::new();
+        self.emit(start, deltas, &mut inbox);
+        while let Some((n, inputs)) = inbox.pop_first() {
+            let out = self.process(n, inputs)?;
+            self.emit(n, out, &mut inbox);
+        }
+        Ok(())
+    }
+
+    fn emit(&self, from: NodeId, deltas: Vec<RowDelta>, inbox: &mut BTreeMap<NodeId, Vec<(usize, Vec<RowDelta>)>>) {
+        if deltas.is_empty() {
+            return;
+        }
+        for &c in &self.nodes[from].children {
+            for (i, &p) in self.nodes[c].parents.iter().enumerate() {
+                if p == from {
+                    inbox.entry(c).or_default().push((i, deltas.clone()));
+                }
+            }
+        }
+    }
+
+    fn process(&mut self, n: NodeId, inputs: Vec<(usize, Vec<RowDelta>)>) -> Result<Vec<RowDelta>> {
+        let nparents = self.nodes[n].parents.len();
+        let mut per: Vec<Vec<RowDelta>> = vec![Vec::new(); nparents.max(1)];
+        for (i, d) in inputs {
+            per[i].extend(d);
+        }
+        match &mut self.nodes[n].op {
+            Op::Base { .. } | Op::Removed => Ok(per.into_iter().flatten().collect()),
+            Op::Filter(f) => f.on_input(per.swap_remove(0)),
+            Op::Project(p) => p.on_input(per.swap_remove(0)),
+            Op::Union(u) => Ok(u.on_input(per)),
+            Op::Aggregate(a) => Ok(a.on_input(per.swap_remove(0))),
+            Op::Reader(r) => {
+                r.on_input(per.swap_remove(0));
+                Ok(vec![])
+            }
+            Op::Join(j) => {
+                let j = j.clone();
+                let (l, r) = (self.nodes[n].parents[0], self.nodes[n].parents[1]);
+                let right = per.pop().unwrap_or_default();
+                let left = per.pop().unwrap_or_default();
+                let (groups, nulls) = j.group(&left, &right);
+                let mut out = j.null_key_rows(&nulls);
+                for g in &groups {
+                    let lrows = self.pull(l, &j.left_cols, &g.key)?;
+                    let rrows = self.pull(r, &j.right_cols, &g.key)?;
+                    out.extend(j.diff_key(lrows, rrows, g));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- pulls
+
+    /// Rows of node `n` whose `cols` equal `key`: answered from state where
+    /// the node has it, otherwise computed from its parents (filling the
+    /// node's state on the way: an upquery).
+    pub fn pull(&mut self, n: NodeId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
+        if key.iter().any(Value::is_null) {
+            return Ok(vec![]);
+        }
+        let parents = self.nodes[n].parents.clone();
+        let colls = self.nodes[n].colls.clone();
+        match &self.nodes[n].op {
+            Op::Base { table, .. } => self.base_rows(*table, cols, key),
+            Op::Filter(f) => {
+                let f = f.clone();
+                let rows = self.pull(parents[0], cols, key)?;
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    if f.keep(&r).unwrap_or(false) {
+                        out.push(r);
+                    }
+                }
+                Ok(out)
+            }
+            Op::Project(p) => {
+                let p = p.clone();
+                let mapped: Option<Vec<usize>> = cols.iter().map(|&c| p.source(c)).collect();
+                match mapped {
+                    Some(m) => Ok(self.pull(parents[0], &m, key)?.iter().map(|r| p.apply(r)).collect()),
+                    None => Ok(self
+                        .pull(parents[0], &[], &[])?
+                        .iter()
+                        .map(|r| p.apply(r))
+                        .filter(|r| key_matches(r, cols, key, &colls))
+                        .collect()),
+                }
+            }
+            Op::Union(_) => {
+                let mut out = Vec::new();
+                for p in parents {
+                    out.extend(self.pull(p, cols, key)?);
+                }
+                Ok(out)
+            }
+            Op::Join(j) => {
+                let j = j.clone();
+                self.pull_join(&j, parents[0], parents[1], cols, key, &colls)
+            }
+            Op::Aggregate(a) => {
+                let state_key = a.key.clone();
+                // Values of the state key for this lookup.
+                let sk: Option<Vec<Value>> = if state_key.is_empty() {
+                    Some(vec![])
+                } else if cols.len() == state_key.len() {
+                    state_key.iter().map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone())).collect()
+                } else {
+                    None
+                };
+                let Some(sk) = sk else {
+                    return Err(DataflowError::Internal(format!("aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}")));
+                };
+                let rows = match a.lookup(&sk) {
+                    Some(rows) => rows,
+                    None => {
+                        let input = self.pull(parents[0], &state_key, &sk)?;
+                        match &mut self.nodes[n].op {
+                            Op::Aggregate(a) => a.fill(&sk, input),
+                            _ => vec![],
+                        }
+                    }
+                };
+                Ok(rows.into_iter().filter(|r| key_matches(r, cols, key, &colls)).collect())
+            }
+            Op::Reader(_) | Op::Removed => Err(DataflowError::Internal(format!("pull from n{n}"))),
+        }
+    }
+
+    fn pull_join(&mut self, j: &Join, l: NodeId, r: NodeId, cols: &[usize], key: &[Value], colls: &[Collation]) -> Result<Vec<Row>> {
+        let lw = self.nodes[l].colls.len();
+        let all_left = cols.iter().all(|&c| c < lw);
+        let mut out = Vec::new();
+        let left_rows = if all_left {
+            self.pull(l, cols, key)?
+        } else if j.kind == ops::JoinKind::Inner && cols.iter().all(|&c| c >= lw) {
+            // Drive from the right side.
+            let rcols: Vec<usize> = cols.iter().map(|c| c - lw).collect();
+            let rrows = self.pull(r, &rcols, key)?;
+            let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
+            for rr in &rrows {
+                let jk = project_cols(rr, &j.right_cols);
+                if jk.iter().any(Value::is_null) || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some() {
+                    continue;
+                }
+                let ls = self.pull(l, &j.left_cols, &jk)?;
+                let rs: Vec<Row> = rrows.iter().filter(|x| key_matches(x, &j.right_cols, &jk, &right_colls(self, r, j))).cloned().collect();
+                out.extend(j.join_rows(&ls, &rs));
+            }
+            return Ok(out);
+        } else {
+            self.pull(l, &[], &[])?
+        };
+        let mut by_key: Vec<(Vec<Value>, Vec<Row>)> = Vec::new();
+        let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+        let mut nulls = Vec::new();
+        for lr in left_rows {
+            let jk = project_cols(&lr, &j.left_cols);
+            if jk.iter().any(Value::is_null) {
+                nulls.push(lr);
+                continue;
+            }
+            let nk = ops::norm_key(&jk, &j.colls);
+            match index.get(&nk) {
+                Some(&i) => by_key[i].1.push(lr),
+                None => {
+                    index.insert(nk, by_key.len());
+                    by_key.push((jk, vec![lr]));
+                }
+            }
+        }
+        out.extend(j.join_rows(&nulls, &[]));
+        for (jk, ls) in by_key {
+            let rs = self.pull(r, &j.right_cols, &jk)?;
+            out.extend(j.join_rows(&ls, &rs));
+        }
+        if !all_left {
+            out.retain(|row| key_matches(row, cols, key, colls));
+        }
+        Ok(out)
+    }
+
+    /// Base table rows with `cols == key`, as of the batch position being
+    /// propagated (storage minus pending deltas).
+    fn base_rows(&self, table: TableId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
+        let schema = self.schemas.get(&table).cloned().or_else(|| self.storage.table_by_id(table));
+        let colls: Vec<Collation> = schema
+            .as_ref()
+            .map(|s| s.columns.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect())
+            .unwrap_or_default();
+        let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
+            Some((index, perm)) if !cols.is_empty() => {
+                let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
+                self.storage.lookup(table, index, &k)?
+            }
+            _ => self.storage.scan(table)?,
+        };
+        if !cols.is_empty() {
+            rows.retain(|r| key_matches(r, cols, key, &colls));
+        }
+        if let Some(p) = self.pending.get(&table) {
+            let matching: Vec<&RowDelta> =
+                p.iter().filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, &colls)).collect();
+            rows = ops::undo(rows, &matching);
+        }
+        Ok(rows)
+    }
+
+    // -------------------------------------------------------------- memory
+
+    pub fn state_bytes(&self) -> usize {
+        self.nodes.iter().map(|n| n.op.state_bytes()).sum()
+    }
+
+    /// Evicts reader keys (least recently used first), then interior state
+    /// (with everything downstream of it), until under `limit`.
+    pub fn evict(&mut self, limit: usize) {
+        let mut total = self.state_bytes();
+        if total <= limit {
+            return;
+        }
+        let target = limit - limit / 10;
+        // Readers, oldest first.
+        let mut readers: Vec<(u64, NodeId)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| match &n.op {
+                Op::Reader(r) => r.shared.oldest().map(|o| (o, i)),
+                _ => None,
+            })
+            .collect();
+        readers.sort();
+        for (_, i) in readers {
+            if total <= target {
+                return;
+            }
+            if let Op::Reader(r) = &self.nodes[i].op {
+                let freed = r.shared.evict(total - target);
+                total = total.saturating_sub(freed);
+            }
+        }
+        // Interior state: clear the largest aggregates and their dependents.
+        while total > target {
+            let Some((n, b)) = self
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(_, n)| matches!(n.op, Op::Aggregate(_)))
+                .map(|(i, n)| (i, n.op.state_bytes()))
+                .max_by_key(|x| x.1)
+            else {
+                return;
+            };
+            if b == 0 {
+                return;
+            }
+            self.clear_downstream(n);
+            total = self.state_bytes();
+        }
+    }
+
+    fn clear_downstream(&mut self, n: NodeId) {
+        let mut stack = vec![n];
+        let mut seen = Vec::new();
+        while let Some(x) = stack.pop() {
+            if seen.contains(&x) {
+                continue;
+            }
+            seen.push(x);
+            match &mut self.nodes[x].op {
+                Op::Aggregate(a) => a.clear(),
+                Op::Reader(r) => r.shared.clear(),
+                _ => {}
+            }
+            stack.extend(self.nodes[x].children.iter().copied());
+        }
+    }
+
+    /// Node ids of readers downstream of base table `t`.
+    pub fn readers_over(&self, t: TableId) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if matches!(n.op, Op::Base { table, .. } if table == t) {
+                let mut stack = vec![i];
+                while let Some(x) = stack.pop() {
+                    if matches!(self.nodes[x].op, Op::Reader(_)) && !out.contains(&x) {
+                        out.push(x);
+                    }
+                    stack.extend(self.nodes[x].children.iter().copied());
+                }
+            }
+        }
+        out
+    }
+
+    pub fn forget_schema(&mut self, t: TableId) {
+        self.schemas.remove(&t);
+    }
+
+    pub fn node_state(&self, n: NodeId) -> (usize, usize) {
+        match &self.nodes[n].op {
+            Op::Aggregate(a) => (a.filled_keys(), a.state_bytes()),
+            _ => (0, 0),
+        }
+    }
+}
+
+fn right_colls(g: &Graph, r: NodeId, j: &Join) -> Vec<Collation> {
+    let mut c = g.nodes[r].colls.clone();
+    for (i, &rc) in j.right_cols.iter().enumerate() {
+        if rc < c.len() {
+            c[rc] = j.colls[i];
+        }
+    }
+    c
+}
+
+/// An index whose leading columns are exactly `cols` (any order), and the
+/// permutation of key positions into index order. Text columns under a
+/// case-insensitive collation are matched by scanning, not by index.
+fn choose_index(s: &TableSchema, cols: &[usize]) -> Option<(IndexRef, Vec<usize>)> {
+    if cols.iter().any(|&c| s.columns.get(c).map_or(true, |col| col.ty.is_text() && col.collation != Collation::Binary)) {
+        return None;
+    }
+    let fits = |idx_cols: &[usize]| -> Option<Vec<usize>> {
+        if idx_cols.len() < cols.len() {
+            return None;
+        }
+        let lead = &idx_cols[..cols.len()];
+        lead.iter().map(|ic| cols.iter().position(|c| c == ic)).collect()
+    };
+    if let Some(pk) = &s.primary_key {
+        if let Some(p) = fits(pk) {
+            return Some((IndexRef::Primary, p));
+        }
+    }
+    for idx in &s.indexes {
+        if let Some(p) = fits(&idx.columns) {
+            return Some((IndexRef::Secondary(idx.id), p));
+        }
+    }
+    None
+}
+
+/// A node of a plan being installed.
+struct Tmp {
+    op: LOp,
+    parents: Vec<usize>,
+    colls: Vec<Collation>,
+    sig: String,
+    state_key: Vec<usize>,
+    /// Width of each parent.
+    parent_widths: Vec<usize>,
+}
+
+fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
+    let parents: Vec<usize> = n.inputs.iter().map(|i| lower(i, tmp)).collect();
+    let parent_widths = n.inputs.iter().map(|i| i.width()).collect();
+    let sig = match &n.op {
+        LOp::Base(s) => format!("base:{}:v{}", s.id, s.version),
+        other => format!("{other:?}"),
+    };
+    tmp.push(Tmp { op: n.op.clone(), parents, colls: n.colls.clone(), sig, state_key: vec![], parent_widths });
+    tmp.len() - 1
+}
+
+/// The state key of a stateful node, from the lookups it will receive.
+fn decide_key(t: &Tmp, reqs: &[Vec<usize>]) -> Vec<usize> {
+    match &t.op {
+        LOp::Aggregate { ngroup, .. } => {
+            if reqs.len() == 1 && !reqs[0].is_empty() && reqs[0].iter().all(|c| c < ngroup) {
+                reqs[0].clone()
+            } else {
+                vec![]
+            }
+        }
+        _ => vec![],
+    }
+}
+
+/// The lookups a node makes on its parents, given its own lookups.
+fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usize, Vec<usize>)> {
+    let mut out = Vec::new();
+    match &t.op {
+        LOp::Base(_) => {}
+        LOp::Filter(_) => out.extend(reqs.iter().map(|r| (0, r.clone()))),
+        LOp::Project(es) => {
+            for r in reqs {
+                let m: Option<Vec<usize>> = r
+                    .iter()
+                    .map(|&c| match es.get(c) {
+                        Some(crate::expr::Expr::Column(i)) => Some(*i),
+                        _ => None,
+                    })
+                    .collect();
+                out.push((0, m.unwrap_or_default()));
+            }
+        }
+        LOp::Union => {
+            for r in reqs {
+                for p in 0..t.parents.len() {
+                    out.push((p, r.clone()));
+                }
+            }
+        }
+        LOp::Aggregate { .. } => out.push((0, state_key.to_vec())),
+        LOp::Join { kind, left_cols, right_cols } => {
+            let lw = t.parent_widths[0];
+            // Delta processing looks up both sides by the join columns.
+            out.push((0, left_cols.clone()));
+            out.push((1, right_cols.clone()));
+            for r in reqs {
+                if r.iter().all(|&c| c < lw) {
+                    out.push((0, r.clone()));
+                } else if *kind == crate::ops::JoinKind::Inner && r.iter().all(|&c| c >= lw) {
+                    out.push((1, r.iter().map(|c| c - lw).collect()));
+                } else {
+                    out.push((0, vec![]));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,449 @@
+//! Grouped aggregation (COUNT, SUM, AVG, MIN, MAX, GROUP_CONCAT, and their
+//! DISTINCT forms); DISTINCT is an Aggregate with no aggregate columns.
+//!
+//! Input rows are laid out as `[group columns..., aggregate arguments...]`;
+//! output rows as `[group columns..., aggregate values...]`.
+//!
+//! State is partial: it is partitioned by `key` (a subset of the group
+//! columns, possibly empty = one partition). A partition is either absent (a
+//! hole: deltas for it are dropped, nothing downstream depends on it) or
+//! holds every group with that key. MIN/MAX/GROUP_CONCAT keep a multiset of
+//! values per group so deleting the current extreme is exact.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use ladle_common::{Collation, Row, RowDelta, Value};
+use rust_decimal::Decimal;
+
+use super::{norm_key, project_cols, row_bytes};
+use crate::expr::ArithOp;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum AggKind {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+    GroupConcat,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct AggSpec {
+    pub kind: AggKind,
+    /// Input column of the argument (unused for COUNT(*)).
+    pub col: usize,
+    pub distinct: bool,
+    /// Whether the argument is a floating-point type (SUM/AVG give DOUBLE).
+    pub float: bool,
+    /// Scale of a DECIMAL argument (AVG adds 4).
+    pub scale: u32,
+    /// GROUP_CONCAT separator and order (true = descending).
+    pub separator: String,
+    pub desc: bool,
+    /// Collation of the argument (MIN/MAX of text, DISTINCT).
+    pub collation: Collation,
+}
+
+impl AggSpec {
+    pub fn new(kind: AggKind, col: usize) -> AggSpec {
+        AggSpec {
+            kind,
+            col,
+            distinct: false,
+            float: false,
+            scale: 0,
+            separator: ",".into(),
+            desc: false,
+            collation: Collation::Binary,
+        }
+    }
+}
+
+/// A multiset of values, ordered (for MIN/MAX/GROUP_CONCAT) and keyed by
+/// the collation-normalized value.
+#[derive(Clone, Debug, Default)]
+struct Multiset {
+    /// normalized -> (representative, count)
+    items: BTreeMap<Value, (Value, i64)>,
+}
+
+impl Multiset {
+    fn add(&mut self, v: &Value, coll: Collation, n: i64) {
+        let k = v.key_normalized(coll);
+        let e = self.items.entry(k.clone()).or_insert_with(|| (v.clone(), 0));
+        e.1 += n;
+        if e.1 <= 0 {
+            self.items.remove(&k);
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Acc {
+    Count(i64),
+    /// Sum of exact values and of doubles; `n` non-NULL inputs.
+    Sum { exact: Decimal, float: f64, n: i64 },
+    Set(Multiset),
+}
+
+#[derive(Clone, Debug)]
+struct Group {
+    /// Group column values of the first row seen.
+    rep: Row,
+    rows: i64,
+    accs: Vec<Acc>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Aggregate {
+    /// Number of group columns (the input's leading columns).
+    pub ngroup: usize,
+    pub aggs: Vec<AggSpec>,
+    /// Collations of the group columns.
+    pub colls: Vec<Collation>,
+    /// Positions (within the group columns) partitioning the state.
+    pub key: Vec<usize>,
+    /// No GROUP BY: exactly one output row even over no input.
+    pub scalar: bool,
+    /// partition key -> (group key -> group)
+    state: HashMap<Vec<Value>, HashMap<Vec<Value>, Group>>,
+    bytes: usize,
+}
+
+impl Aggregate {
+    pub fn new(ngroup: usize, aggs: Vec<AggSpec>, colls: Vec<Collation>, scalar: bool) -> Aggregate {
+        Aggregate { ngroup, aggs, colls, key: vec![], scalar, state: HashMap::new(), bytes: 0 }
+    }
+
+    pub fn state_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    pub fn filled_keys(&self) -> usize {
+        self.state.len()
+    }
+
+    /// Drops every partition (all holes).
+    pub fn clear(&mut self) {
+        self.state.clear();
+        self.bytes = 0;
+    }
+
+    fn group_colls(&self) -> Vec<Collation> {
+        (0..self.ngroup).map(|i| self.colls.get(i).copied().unwrap_or(Collation::Binary)).collect()
+    }
+
+    fn key_colls(&self) -> Vec<Collation> {
+        let g = self.group_colls();
+        self.key.iter().map(|&i| g[i]).collect()
+    }
+
+    /// Normalized partition key of an input (or output) row.
+    fn partition_of(&self, row: &[Value]) -> Vec<Value> {
+        norm_key(&project_cols(row, &self.key), &self.key_colls())
+    }
+
+    fn new_group(&self, rep: Row) -> Group {
+        let accs = self
+            .aggs
+            .iter()
+            .map(|a| match a.kind {
+                AggKind::CountStar => Acc::Count(0),
+                AggKind::Count if !a.distinct => Acc::Count(0),
+                AggKind::Sum | AggKind::Avg if !a.distinct => Acc::Sum { exact: Decimal::ZERO, float: 0.0, n: 0 },
+                _ => Acc::Set(Multiset::default()),
+            })
+            .collect();
+        Group { rep, rows: 0, accs }
+    }
+
+    fn apply(&self, g: &mut Group, row: &[Value], sign: i64) {
+        g.rows += sign;
+        for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
+            let v = row.get(a.col).cloned().unwrap_or(Value::Null);
+            match acc {
+                Acc::Count(c) => {
+                    if a.kind == AggKind::CountStar || !v.is_null() {
+                        *c += sign;
+                    }
+                }
+                Acc::Sum { exact, float, n } => {
+                    if v.is_null() {
+                        continue;
+                    }
+                    *n += sign;
+                    if a.float {
+                        *float += sign as f64 * crate::expr::value_to_f64(&v).unwrap_or(0.0);
+                    } else {
+                        let d = match &v {
+                            Value::Int(i) => Decimal::from(*i),
+                            Value::UInt(u) => Decimal::from(*u),
+                            Value::Decimal(d) => *d,
+                            other => Decimal::try_from(crate::expr::value_to_f64(other).unwrap_or(0.0)).unwrap_or_default(),
+                        };
+                        let s = Decimal::from(sign);
+                        *exact = exact.checked_add(d * s).unwrap_or(*exact);
+                    }
+                }
+                Acc::Set(m) => {
+                    if !v.is_null() {
+                        m.add(&v, a.collation, sign);
+                    }
+                }
+            }
+        }
+    }
+
+    fn output(&self, g: &Group) -> Row {
+        let mut row: Row = g.rep.clone();
+        for (a, acc) in self.aggs.iter().zip(&g.accs) {
+            row.push(match (a.kind, acc) {
+                (_, Acc::Count(c)) => Value::Int(*c),
+                (AggKind::Sum, Acc::Sum { exact, float, n }) => {
+                    if *n == 0 {
+                        Value::Null
+                    } else if a.float {
+                        Value::Double(*float)
+                    } else {
+                        Value::Decimal(*exact)
+                    }
+                }
+                (_, Acc::Sum { exact, float, n }) => avg(a, *n, *exact, *float),
+                (_, Acc::Set(m)) => set_output(a, m),
+            });
+        }
+        row
+    }
+
+    /// The output row of a group over no rows (scalar aggregates).
+    pub fn empty_row(&self) -> Row {
+        let g = self.new_group(vec![Value::Null; self.ngroup]);
+        self.output(&g)
+    }
+
+    /// Pure core: updates filled partitions, returns output deltas.
+    pub fn on_input(&mut self, deltas: Vec<RowDelta>) -> Vec<RowDelta> {
+        let gcolls = self.group_colls();
+        // group key -> (partition, old output)
+        let mut touched: Vec<(Vec<Value>, Vec<Value>, Option<Row>)> = Vec::new();
+        let mut seen: HashMap<(Vec<Value>, Vec<Value>), ()> = HashMap::new();
+        for d in deltas {
+            let row = d.row();
+            let pk = self.partition_of(row);
+            let Some(part) = self.state.get(&pk) else { continue };
+            let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
+            if seen.insert((pk.clone(), gk.clone()), ()).is_none() {
+                let old = match part.get(&gk) {
+                    Some(g) if g.rows > 0 || self.scalar => Some(self.output(g)),
+                    _ => None,
+                };
+                touched.push((pk.clone(), gk.clone(), old));
+            }
+            let mut g = match self.state.get_mut(&pk).and_then(|p| p.remove(&gk)) {
+                Some(g) => g,
+                None => {
+                    self.bytes += row_bytes(row);
+                    self.new_group(row[..self.ngroup.min(row.len())].to_vec())
+                }
+            };
+            self.apply(&mut g, row, d.sign());
+            if let Some(p) = self.state.get_mut(&pk) {
+                p.insert(gk, g);
+            }
+        }
+        let mut out = Vec::new();
+        for (pk, gk, old) in touched {
+            let Some(part) = self.state.get_mut(&pk) else { continue };
+            let new = match part.get(&gk) {
+                Some(g) if g.rows > 0 || self.scalar => Some(g.rep.clone()),
+                _ => None,
+            };
+            if new.is_none() {
+                if let Some(g) = part.remove(&gk) {
+                    self.bytes = self.bytes.saturating_sub(row_bytes(&g.rep));
+                }
+            }
+            let new = new.and_then(|_| self.state.get(&pk).and_then(|p| p.get(&gk)).map(|g| self.output(g)));
+            if old == new {
+                continue;
+            }
+            if let Some(o) = old {
+                out.push(RowDelta::Delete(o));
+            }
+            if let Some(n) = new {
+                out.push(RowDelta::Insert(n));
+            }
+        }
+        out
+    }
+
+    /// Whether partition `key` (values of the key columns) is filled.
+    pub fn lookup(&self, key: &[Value]) -> Option<Vec<Row>> {
+        let pk = norm_key(key, &self.key_colls());
+        self.state.get(&pk).map(|p| p.values().filter(|g| g.rows > 0 || self.scalar).map(|g| self.output(g)).collect())
+    }
+
+    /// Fills partition `key` from every input row with that key; returns
+    /// its output rows.
+    pub fn fill(&mut self, key: &[Value], rows: Vec<Row>) -> Vec<Row> {
+        let pk = norm_key(key, &self.key_colls());
+        let gcolls = self.group_colls();
+        let mut part: HashMap<Vec<Value>, Group> = HashMap::new();
+        for row in &rows {
+            let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
+            let g = part.entry(gk).or_insert_with(|| self.new_group(row[..self.ngroup.min(row.len())].to_vec()));
+            self.apply(g, row, 1);
+        }
+        if self.scalar && part.is_empty() {
+            part.insert(vec![], self.new_group(vec![]));
+        }
+        self.bytes += 64 + part.values().map(|g| row_bytes(&g.rep) + 32 * g.accs.len()).sum::<usize>();
+        let out = part.values().map(|g| self.output(g)).collect();
+        self.state.insert(pk, part);
+        out
+    }
+}
+
+fn avg(a: &AggSpec, n: i64, exact: Decimal, float: f64) -> Value {
+    if n == 0 {
+        return Value::Null;
+    }
+    if a.float {
+        return Value::Double(float / n as f64);
+    }
+    match crate::expr::ops_div(Value::Decimal(exact), Value::Int(n), a.scale + 4) {
+        Some(v) => v,
+        None => Value::Null,
+    }
+}
+
+fn set_output(a: &AggSpec, m: &Multiset) -> Value {
+    match a.kind {
+        AggKind::Min => m.items.values().next().map(|(v, _)| v.clone()).unwrap_or(Value::Null),
+        AggKind::Max => m.items.values().next_back().map(|(v, _)| v.clone()).unwrap_or(Value::Null),
+        AggKind::Count => Value::Int(m.items.len() as i64),
+        AggKind::Sum | AggKind::Avg => {
+            if m.items.is_empty() {
+                return Value::Null;
+            }
+            let mut acc = Value::Int(0);
+            for (v, _) in m.items.values() {
+                acc = crate::expr::arith_values(ArithOp::Add, &acc, v).unwrap_or(Value::Null);
+            }
+            if a.kind == AggKind::Sum {
+                if a.float {
+                    Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0))
+                } else {
+                    match acc {
+                        Value::Int(i) => Value::Decimal(Decimal::from(i)),
+                        other => other,
+                    }
+                }
+            } else if a.float {
+                Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0) / m.items.len() as f64)
+            } else {
+                crate::expr::ops_div(acc, Value::Int(m.items.len() as i64), a.scale + 4).unwrap_or(Value::Null)
+            }
+        }
+        AggKind::GroupConcat => {
+            if m.items.is_empty() {
+                return Value::Null;
+            }
+            let mut parts: Vec<String> = Vec::new();
+            let iter: Box<dyn Iterator<Item = &(Value, i64)>> =
+                if a.desc { Box::new(m.items.values().rev()) } else { Box::new(m.items.values()) };
+            for (v, n) in iter {
+                let times = if a.distinct { 1 } else { *n };
+                for _ in 0..times {
+                    parts.push(v.to_string());
+                }
+            }
+            Value::text(parts.join(&a.separator))
+        }
+        AggKind::CountStar => Value::Int(0),
+    }
+}
+
+impl fmt::Display for Aggregate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let aggs: Vec<String> = self
+            .aggs
+            .iter()
+            .map(|a| format!("{:?}{}(#{})", a.kind, if a.distinct { " DISTINCT" } else { "" }, a.col))
+            .collect();
+        if self.aggs.is_empty() {
+            write!(f, "Distinct over {} columns, state keyed by {:?}", self.ngroup, self.key)
+        } else {
+            write!(f, "Aggregate group by {} columns [{}], state keyed by {:?}", self.ngroup, aggs.join(", "), self.key)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::harness::{assert_emits, Harness};
+
+    fn agg(aggs: Vec<AggSpec>, scalar: bool) -> Aggregate {
+        let mut a = Aggregate::new(if scalar { 0 } else { 1 }, aggs, vec![Collation::GeneralCi], scalar);
+        a.fill(&[], vec![]);
+        a
+    }
+
+    #[test]
+    fn count_and_sum_per_group() {
+        let mut a = agg(vec![AggSpec::new(AggKind::CountStar, 0), AggSpec::new(AggKind::Sum, 1)], false);
+        let mut h = Harness::new(move |_, d| a.on_input(d));
+        assert_emits(&mut h, "+ a 1\n+ a 2\n+ b 5", "+ a 2 3\n+ b 1 5");
+        assert_emits(&mut h, "- a 1", "- a 2 3\n+ a 1 2");
+        // The group becomes empty: its row disappears.
+        assert_emits(&mut h, "- b 5", "- b 1 5");
+        // An update moving a row between groups (halves on different groups).
+        assert_emits(&mut h, "- a 2\n+ c 2", "- a 1 2\n+ c 1 2");
+        // Case-insensitive grouping: 'C' is group 'c'.
+        assert_emits(&mut h, "+ C 1", "- c 1 2\n+ c 2 3");
+    }
+
+    #[test]
+    fn min_max_survive_deleting_the_extreme() {
+        let mut a = agg(vec![AggSpec::new(AggKind::Min, 1), AggSpec::new(AggKind::Max, 1)], false);
+        let mut h = Harness::new(move |_, d| a.on_input(d));
+        assert_emits(&mut h, "+ g 5\n+ g 1\n+ g 9", "+ g 1 9");
+        assert_emits(&mut h, "- g 9", "- g 1 9\n+ g 1 5");
+        assert_emits(&mut h, "- g 1", "- g 1 5\n+ g 5 5");
+        assert_emits(&mut h, "+ g 5\n- g 5", "");
+    }
+
+    #[test]
+    fn scalar_aggregate_keeps_one_row() {
+        let mut a = agg(vec![AggSpec::new(AggKind::CountStar, 0), AggSpec::new(AggKind::Sum, 0)], true);
+        assert_eq!(a.lookup(&[]).unwrap(), vec![vec![Value::Int(0), Value::Null]]);
+        let mut h = Harness::new(move |_, d| a.on_input(d));
+        assert_emits(&mut h, "+ 4", "- 0 NULL\n+ 1 4");
+        assert_emits(&mut h, "- 4", "- 1 4\n+ 0 NULL");
+    }
+
+    #[test]
+    fn count_distinct_and_group_concat() {
+        let mut d = AggSpec::new(AggKind::Count, 1);
+        d.distinct = true;
+        let g = AggSpec::new(AggKind::GroupConcat, 1);
+        let mut a = agg(vec![d, g], false);
+        let mut h = Harness::new(move |_, d| a.on_input(d));
+        assert_emits(&mut h, "+ g x\n+ g x\n+ g y", "+ g 2 x,x,y");
+        assert_emits(&mut h, "- g x", "- g 2 x,x,y\n+ g 2 x,y");
+        assert_emits(&mut h, "- g y", "- g 2 x,y\n+ g 1 x");
+    }
+
+    #[test]
+    fn holes_drop_deltas() {
+        let mut a = Aggregate::new(1, vec![AggSpec::new(AggKind::CountStar, 0)], vec![Collation::Binary], false);
+        a.key = vec![0];
+        a.fill(&[Value::text("a")], vec![]);
+        let mut h = Harness::new(move |_, d| a.on_input(d));
+        assert_emits(&mut h, "+ a 1\n+ b 1", "+ a 1");
+    }
+}

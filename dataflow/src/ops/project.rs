@@ -1,0 +1,69 @@
+//! Project: computes output columns from each input row.
+
+use std::fmt;
+
+use ladle_common::{Row, RowDelta};
+
+use crate::expr::Expr;
+use crate::Result;
+
+#[derive(Clone, Debug)]
+pub(crate) struct Project {
+    /// One expression per output column, over the input row.
+    pub exprs: Vec<Expr>,
+}
+
+impl Project {
+    pub fn new(exprs: Vec<Expr>) -> Project {
+        Project { exprs }
+    }
+
+    pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
+        // Evaluation errors (overflow in a computed column) yield NULL so
+        // that an insert and its later delete always project alike.
+        self.exprs.iter().map(|e| e.eval(row).unwrap_or(ladle_common::Value::Null)).collect()
+    }
+
+    /// Output column `col` if it is a plain copy of an input column.
+    pub fn source(&self, col: usize) -> Option<usize> {
+        match self.exprs.get(col) {
+            Some(Expr::Column(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn on_input(&self, deltas: Vec<RowDelta>) -> Result<Vec<RowDelta>> {
+        Ok(deltas
+            .into_iter()
+            .map(|d| match d {
+                RowDelta::Insert(r) => RowDelta::Insert(self.apply(&r)),
+                RowDelta::Delete(r) => RowDelta::Delete(self.apply(&r)),
+            })
+            .collect())
+    }
+}
+
+impl fmt::Display for Project {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let cols: Vec<String> = self.exprs.iter().map(|e| e.to_string()).collect();
+        write!(f, "Project [{}]", cols.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::ArithOp;
+    use crate::ops::harness::{assert_emits, Harness};
+    use ladle_common::Value;
+
+    #[test]
+    fn project_maps_both_signs() {
+        let p = Project::new(vec![
+            Expr::Column(1),
+            Expr::Arith(ArithOp::Add, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Value::Int(1)))),
+        ]);
+        let mut h = Harness::new(move |_, d| p.on_input(d).unwrap());
+        assert_emits(&mut h, "+ 1 a\n- 2 b", "+ a 2\n- b 3");
+    }
+}

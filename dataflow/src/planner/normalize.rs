@@ -1,0 +1,141 @@
+//! Auto-parameterization: numbers placeholders, turns literals in top-level
+//! equality predicates into parameters, and computes the view signature
+//! under which equal-shaped queries share one view.
+
+use std::ops::ControlFlow;
+
+use ladle_common::Value;
+use sqlparser::ast::{self, VisitMut};
+
+use super::expr::literal;
+use crate::Result;
+
+/// Where a parameter slot's value comes from.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// The caller's n-th `?`.
+    User(usize),
+    /// A literal extracted from the query text.
+    Literal(Value),
+}
+
+pub(crate) struct Normalized {
+    /// The query with every parameter as `?N` (N = slot).
+    pub query: ast::Query,
+    pub sources: Vec<Source>,
+    pub user_params: usize,
+    /// Text identifying the view shape (all parameters as `?`).
+    pub signature: String,
+}
+
+fn is_plain_literal(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Value(v) => !matches!(v, ast::Value::Null | ast::Value::Placeholder(_) | ast::Value::Boolean(_)),
+        _ => false,
+    }
+}
+
+fn is_col(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
+}
+
+const LIT: &str = "?lit";
+
+fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
+    match e {
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+            extract(left, lits)?;
+            extract(right, lits)
+        }
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => {
+            if is_col(left) && is_plain_literal(right) {
+                if let ast::Expr::Value(v) = &**right {
+                    lits.push(literal(v)?);
+                }
+                **right = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+            } else if is_col(right) && is_plain_literal(left) {
+                if let ast::Expr::Value(v) = &**left {
+                    lits.push(literal(v)?);
+                }
+                **left = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+            }
+            Ok(())
+        }
+        ast::Expr::InList { expr, list, negated: false } if is_col(expr) && list.iter().all(is_plain_literal) => {
+            for item in list.iter_mut() {
+                if let ast::Expr::Value(v) = item {
+                    lits.push(literal(v)?);
+                }
+                *item = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
+    let mut query = q.clone();
+    // 1. Name the caller's placeholders in text order.
+    let mut n = 0usize;
+    let _ = ast::visit_expressions_mut(&mut query, |e| {
+        if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
+            if p == "?" {
+                *p = format!("?u{n}");
+                n += 1;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    // LIMIT/OFFSET placeholders are visited too (they are expressions).
+    let user_params = n;
+    // 2. Literals in top-level equalities of a plain SELECT become slots.
+    let mut lits = Vec::new();
+    if let ast::SetExpr::Select(s) = &mut *query.body {
+        if !s.from.is_empty() {
+            if let Some(w) = &mut s.selection {
+                extract(w, &mut lits)?;
+            }
+        }
+    }
+    // 3. Number every parameter as a slot, in visit order.
+    let mut sources = Vec::new();
+    let mut lit_iter = lits.into_iter();
+    let mut bad = None;
+    let _ = ast::visit_expressions_mut(&mut query, |e| {
+        if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
+            let src = if p == LIT {
+                lit_iter.next().map(Source::Literal)
+            } else {
+                p.strip_prefix("?u").and_then(|x| x.parse().ok()).map(Source::User)
+            };
+            match src {
+                Some(s) => {
+                    *p = format!("?{}", sources.len());
+                    sources.push(s);
+                }
+                None => bad = Some(p.clone()),
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if let Some(p) = bad {
+        return Err(crate::DataflowError::Unsupported(format!("placeholder {p}")));
+    }
+    let mut shape = query.clone();
+    let _ = shape.visit(&mut Blank);
+    let signature = format!("{}\u{1}{}", database.to_ascii_lowercase(), shape);
+    Ok(Normalized { query, sources, user_params, signature })
+}
+
+struct Blank;
+
+impl ast::VisitorMut for Blank {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<()> {
+        if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
+            *p = "?".into();
+        }
+        ControlFlow::Continue(())
+    }
+}

@@ -1,0 +1,1135 @@
+//! SELECT -> logical plan + reader specification.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ladle_common::{Collation, Row, SqlType, TableSchema, Value};
+use ladle_storage::Storage;
+use sqlparser::ast;
+
+use super::expr::{
+    aggregate_name, collect_aggregates, literal, norm, placeholder_slot, unsupported, ExprCx, ParamMode, PostAgg, Scope,
+    ScopeCol,
+};
+use crate::expr::{unify_types, Expr};
+use crate::ops::reader::OrderSpec;
+use crate::ops::{AggKind, AggSpec, JoinKind};
+use crate::plan::{LNode, LOp};
+use crate::{DataflowError, OutputColumn, Result};
+
+/// A LIMIT/OFFSET value: a constant or a parameter slot.
+#[derive(Clone, Debug)]
+pub(crate) enum Count {
+    Const(u64),
+    Slot(usize),
+}
+
+/// Everything needed to install and read a view.
+#[derive(Clone, Debug)]
+pub(crate) struct PlannedView {
+    /// The plan producing the reader's stored rows.
+    pub plan: LNode,
+    /// Reader key columns (of the stored row).
+    pub key: Vec<usize>,
+    /// Per key column, the parameter slots giving its values (several for IN).
+    pub key_slots: Vec<Vec<usize>>,
+    pub key_names: Vec<String>,
+    pub key_types: Vec<SqlType>,
+    pub order: OrderSpec,
+    pub read_filter: Option<Expr>,
+    /// Output columns computed from the stored row (and parameters).
+    pub output: Vec<Expr>,
+    pub columns: Vec<OutputColumn>,
+    pub limit: Option<Count>,
+    pub offset: Option<Count>,
+    /// Stored row to return for a key with no rows (aggregates without GROUP BY).
+    pub empty_default: Option<Row>,
+    /// Several lookups may return equal rows that DISTINCT must merge.
+    pub dedup: bool,
+}
+
+/// A query without FROM: evaluated directly.
+#[derive(Clone, Debug)]
+pub(crate) struct Constant {
+    pub exprs: Vec<Expr>,
+    pub filter: Option<Expr>,
+    pub columns: Vec<OutputColumn>,
+}
+
+pub(crate) enum Planned {
+    View(PlannedView),
+    Constant(Constant),
+}
+
+/// Column metadata of a planned relation.
+#[derive(Clone, Debug)]
+struct ColInfo {
+    name: String,
+    table: String,
+    ty: SqlType,
+    nullable: bool,
+    coll: Collation,
+}
+
+/// A planned relation (derived table, view, subquery).
+struct Rel {
+    node: LNode,
+    cols: Vec<ColInfo>,
+}
+
+pub(crate) struct Planner<'a> {
+    pub storage: &'a Storage,
+    pub database: &'a str,
+    /// Named views: (database, lower-case name) -> SQL text.
+    pub views: &'a HashMap<(String, String), String>,
+    pub depth: usize,
+}
+
+fn base_colls(t: &TableSchema) -> Vec<Collation> {
+    t.columns.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect()
+}
+
+fn split_conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
+    match e {
+        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+            split_conjuncts(left, out);
+            split_conjuncts(right, out);
+        }
+        ast::Expr::Nested(x) if matches!(**x, ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) => {
+            split_conjuncts(x, out)
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+fn has_placeholder(e: &ast::Expr) -> bool {
+    let mut found = false;
+    fn walk(e: &ast::Expr, found: &mut bool) {
+        if let ast::Expr::Value(ast::Value::Placeholder(_)) = e {
+            *found = true;
+        }
+        super::expr::visit_children(e, &mut |c| walk(c, found));
+    }
+    walk(e, &mut found);
+    found
+}
+
+fn has_subquery(e: &ast::Expr) -> bool {
+    let mut found = false;
+    fn walk(e: &ast::Expr, found: &mut bool) {
+        if matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }) {
+            *found = true;
+        }
+        super::expr::visit_children(e, &mut |c| walk(c, found));
+    }
+    walk(e, &mut found);
+    found
+}
+
+fn as_column(e: &ast::Expr) -> Option<&[ast::Ident]> {
+    match e {
+        ast::Expr::Identifier(i) => Some(std::slice::from_ref(i)),
+        ast::Expr::CompoundIdentifier(ids) => Some(ids),
+        ast::Expr::Nested(x) => as_column(x),
+        _ => None,
+    }
+}
+
+fn as_slot(e: &ast::Expr) -> Option<usize> {
+    match e {
+        ast::Expr::Value(ast::Value::Placeholder(p)) => placeholder_slot(p),
+        _ => None,
+    }
+}
+
+fn count_of(e: &ast::Expr) -> Result<Count> {
+    match e {
+        ast::Expr::Value(ast::Value::Placeholder(p)) => {
+            placeholder_slot(p).map(Count::Slot).ok_or_else(|| unsupported("placeholder"))
+        }
+        ast::Expr::Value(v) => match literal(v)? {
+            Value::Int(i) if i >= 0 => Ok(Count::Const(i as u64)),
+            Value::UInt(u) => Ok(Count::Const(u)),
+            _ => Err(DataflowError::BadArgument("LIMIT/OFFSET must be a non-negative integer".into())),
+        },
+        _ => Err(unsupported("LIMIT expression")),
+    }
+}
+
+impl<'a> Planner<'a> {
+    pub fn plan(&self, q: &ast::Query) -> Result<Planned> {
+        if q.with.is_some() {
+            return Err(unsupported("WITH"));
+        }
+        if q.fetch.is_some() || !q.locks.is_empty() || !q.limit_by.is_empty() {
+            return Err(unsupported("FETCH/FOR UPDATE/LIMIT BY"));
+        }
+        match &*q.body {
+            ast::SetExpr::Select(s) if s.from.is_empty() => self.constant(s, q),
+            ast::SetExpr::Select(s) => Ok(Planned::View(self.select(s, q, true)?)),
+            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => self.plan(inner),
+            ast::SetExpr::SetOperation { .. } => Ok(Planned::View(self.union(q)?)),
+            other => Err(unsupported(format!("query body {other}"))),
+        }
+    }
+
+    fn constant(&self, s: &ast::Select, q: &ast::Query) -> Result<Planned> {
+        if q.order_by.is_some() && q.limit.is_none() {
+            // ORDER BY over one row is a no-op.
+        }
+        let scope = Scope::default();
+        let cx = ExprCx { scope: &scope, post: None, params: ParamMode::Slots, proposed: false, aliases: None };
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for item in &s.projection {
+            let (e, name) = match item {
+                ast::SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+                ast::SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
+                _ => return Err(DataflowError::BadArgument("No tables used".into())),
+            };
+            if aggregate_name(e).is_some() {
+                return Err(unsupported("aggregate without FROM"));
+            }
+            let c = cx.compile(e)?;
+            let (ty, nullable) = c.result_type(&[]);
+            columns.push(OutputColumn { name, table: String::new(), ty, nullable });
+            exprs.push(c);
+        }
+        let filter = match &s.selection {
+            Some(w) => Some(cx.compile(w)?),
+            None => None,
+        };
+        if !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some() {
+            return Err(unsupported("GROUP BY without FROM"));
+        }
+        Ok(Planned::Constant(Constant { exprs, filter, columns }))
+    }
+
+    /// A subquery used as a relation (derived table, view, IN list).
+    fn relation(&self, q: &ast::Query) -> Result<Rel> {
+        if self.depth > 16 {
+            return Err(unsupported("views nested this deeply"));
+        }
+        let sub = Planner { storage: self.storage, database: self.database, views: self.views, depth: self.depth + 1 };
+        let pv = match &*q.body {
+            ast::SetExpr::Select(s) if !s.from.is_empty() => sub.select(s, q, false)?,
+            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => return sub.relation(inner),
+            ast::SetExpr::SetOperation { .. } => sub.union(q)?,
+            _ => return Err(unsupported("this derived table")),
+        };
+        if !pv.key.is_empty() || pv.read_filter.is_some() || pv.limit.is_some() || pv.offset.is_some() {
+            return Err(unsupported("LIMIT or parameters in a subquery"));
+        }
+        let identity = pv.output.iter().enumerate().all(|(i, e)| *e == Expr::Column(i)) && pv.output.len() == pv.plan.width();
+        let node = if identity {
+            pv.plan
+        } else {
+            if pv.output.iter().any(|e| e.is_volatile() || e.has_params()) {
+                return Err(unsupported("NOW()/RAND() in a subquery"));
+            }
+            let colls = pv.columns.iter().map(|c| if c.ty.is_text() { Collation::GeneralCi } else { Collation::Binary }).collect();
+            LNode { op: LOp::Project(pv.output.clone()), inputs: vec![pv.plan], colls }
+        };
+        let cols = pv
+            .columns
+            .iter()
+            .zip(&node.colls)
+            .map(|(c, coll)| ColInfo { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable, coll: *coll })
+            .collect();
+        Ok(Rel { node, cols })
+    }
+
+    fn union(&self, q: &ast::Query) -> Result<PlannedView> {
+        let mut branches = Vec::new();
+        let mut distinct = false;
+        fn flatten<'q>(e: &'q ast::SetExpr, out: &mut Vec<&'q ast::SetExpr>, distinct: &mut bool) -> Result<()> {
+            match e {
+                ast::SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } => {
+                    if !matches!(set_quantifier, ast::SetQuantifier::All) {
+                        *distinct = true;
+                    }
+                    flatten(left, out, distinct)?;
+                    flatten(right, out, distinct)
+                }
+                ast::SetExpr::SetOperation { op, .. } => Err(unsupported(format!("{op}"))),
+                other => {
+                    out.push(other);
+                    Ok(())
+                }
+            }
+        }
+        flatten(&q.body, &mut branches, &mut distinct)?;
+        let mut rels = Vec::new();
+        for b in branches {
+            let bq = ast::Query {
+                with: None,
+                body: Box::new(b.clone()),
+                order_by: None,
+                limit: None,
+                limit_by: vec![],
+                offset: None,
+                fetch: None,
+                locks: vec![],
+                for_clause: None,
+                settings: None,
+                format_clause: None,
+            };
+            rels.push(self.relation(&bq)?);
+        }
+        let width = rels[0].cols.len();
+        if rels.iter().any(|r| r.cols.len() != width) {
+            return Err(DataflowError::BadArgument(
+                "The used SELECT statements have a different number of columns".into(),
+            ));
+        }
+        let mut cols = rels[0].cols.clone();
+        for (i, c) in cols.iter_mut().enumerate() {
+            let tys: Vec<(SqlType, bool)> = rels.iter().map(|r| (r.cols[i].ty.clone(), r.cols[i].nullable)).collect();
+            let (t, n) = unify_types(&tys);
+            c.ty = t;
+            c.nullable = n;
+            c.table = String::new();
+            if c.ty.is_text() {
+                c.coll = Collation::GeneralCi;
+            }
+        }
+        let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
+        let mut node = LNode { op: LOp::Union, inputs: rels.into_iter().map(|r| r.node).collect(), colls: colls.clone() };
+        if distinct {
+            node = LNode { op: LOp::Aggregate { ngroup: width, aggs: vec![], scalar: false }, inputs: vec![node], colls: colls.clone() };
+        }
+        // ORDER BY / LIMIT over the union's columns.
+        let mut order = Vec::new();
+        if let Some(ob) = &q.order_by {
+            for o in &ob.exprs {
+                let pos = match &o.expr {
+                    ast::Expr::Value(ast::Value::Number(n, _)) => n.parse::<usize>().ok().and_then(|p| p.checked_sub(1)),
+                    e => as_column(e)
+                        .and_then(|ids| ids.last())
+                        .and_then(|id| cols.iter().position(|c| c.name.eq_ignore_ascii_case(&id.value))),
+                };
+                let pos = pos.filter(|p| *p < width).ok_or_else(|| unsupported("ORDER BY over UNION by expression"))?;
+                order.push((pos, o.asc == Some(false), colls[pos]));
+            }
+        }
+        let columns = cols
+            .iter()
+            .map(|c| OutputColumn { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable })
+            .collect();
+        Ok(PlannedView {
+            plan: node,
+            key: vec![],
+            key_slots: vec![],
+            key_names: vec![],
+            key_types: vec![],
+            order,
+            read_filter: None,
+            output: (0..width).map(Expr::Column).collect(),
+            columns,
+            limit: q.limit.as_ref().map(count_of).transpose()?,
+            offset: q.offset.as_ref().map(|o| count_of(&o.value)).transpose()?,
+            empty_default: None,
+            dedup: false,
+        })
+    }
+
+    // ------------------------------------------------------------------ FROM
+
+    fn factor(&self, tf: &ast::TableFactor) -> Result<(LNode, Scope)> {
+        match tf {
+            ast::TableFactor::Table { name, alias, args: None, .. } => {
+                let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
+                let (db, table) = match parts.as_slice() {
+                    [t] => (self.database.to_string(), t.clone()),
+                    [d, t] => (d.clone(), t.clone()),
+                    _ => return Err(DataflowError::UnknownTable(name.to_string())),
+                };
+                let qualifier = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.clone());
+                if let Some(schema) = self.storage.table(&db, &table) {
+                    let scope = super::table_scope(&schema, &qualifier);
+                    let colls = base_colls(&schema);
+                    return Ok((LNode { op: LOp::Base(schema), inputs: vec![], colls }, scope));
+                }
+                let key = (db.to_ascii_lowercase(), table.to_ascii_lowercase());
+                if let Some(sql) = self.views.get(&key) {
+                    let q = super::parse_query(sql)?;
+                    let sub = Planner { storage: self.storage, database: &db, views: self.views, depth: self.depth + 1 };
+                    if sub.depth > 16 {
+                        return Err(unsupported("views nested this deeply"));
+                    }
+                    let rel = sub.relation(&q)?;
+                    return Ok(rel_scope(rel, &qualifier));
+                }
+                Err(DataflowError::UnknownTable(format!("{db}.{table}")))
+            }
+            ast::TableFactor::Derived { lateral: false, subquery, alias } => {
+                let Some(alias) = alias else {
+                    return Err(DataflowError::BadArgument("Every derived table must have its own alias".into()));
+                };
+                let mut rel = self.relation(subquery)?;
+                for (c, name) in rel.cols.iter_mut().zip(&alias.columns) {
+                    c.name = name.value.clone();
+                }
+                Ok(rel_scope(rel, &alias.name.value))
+            }
+            ast::TableFactor::NestedJoin { table_with_joins, alias: None } => {
+                let mut w = Vec::new();
+                self.from_item(table_with_joins, &mut w)
+            }
+            other => Err(unsupported(format!("FROM {other}"))),
+        }
+    }
+
+    fn from_item(&self, twj: &ast::TableWithJoins, where_conj: &mut Vec<ast::Expr>) -> Result<(LNode, Scope)> {
+        let (mut node, mut scope) = self.factor(&twj.relation)?;
+        for j in &twj.joins {
+            let (rnode, rscope) = self.factor(&j.relation)?;
+            let (kind, constraint) = match &j.join_operator {
+                ast::JoinOperator::Inner(c) => (JoinKind::Inner, c.clone()),
+                ast::JoinOperator::LeftOuter(c) => (JoinKind::Left, c.clone()),
+                ast::JoinOperator::CrossJoin => (JoinKind::Inner, ast::JoinConstraint::None),
+                other => return Err(unsupported(format!("join {other:?}").chars().take(40).collect::<String>())),
+            };
+            let mut conj = Vec::new();
+            match constraint {
+                ast::JoinConstraint::On(e) => split_conjuncts(&e, &mut conj),
+                ast::JoinConstraint::Using(ids) => {
+                    for id in ids {
+                        let lq = scope
+                            .cols
+                            .iter()
+                            .find(|c| c.name.eq_ignore_ascii_case(&id.value))
+                            .map(|c| c.qualifier.clone())
+                            .ok_or_else(|| DataflowError::UnknownColumn(id.value.clone(), "from clause".into()))?;
+                        let rq = rscope.cols.first().map(|c| c.qualifier.clone()).unwrap_or_default();
+                        conj.push(ast::Expr::BinaryOp {
+                            left: Box::new(ast::Expr::CompoundIdentifier(vec![ast::Ident::new(lq), id.clone()])),
+                            op: ast::BinaryOperator::Eq,
+                            right: Box::new(ast::Expr::CompoundIdentifier(vec![ast::Ident::new(rq), id.clone()])),
+                        });
+                    }
+                }
+                ast::JoinConstraint::None => {
+                    // CROSS JOIN / JOIN without ON: take equalities from WHERE.
+                    if kind == JoinKind::Inner {
+                        let (mut taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) =
+                            where_conj.drain(..).partition(|c| links(c, &scope, &rscope));
+                        *where_conj = rest;
+                        conj.append(&mut taken);
+                    }
+                }
+                ast::JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
+            }
+            let (n, s) = self.join(node, scope, rnode, rscope, kind, conj)?;
+            node = n;
+            scope = s;
+        }
+        Ok((node, scope))
+    }
+
+    fn join(&self, left: LNode, ls: Scope, right: LNode, rs: Scope, kind: JoinKind, conj: Vec<ast::Expr>) -> Result<(LNode, Scope)> {
+        let mut lcols = Vec::new();
+        let mut rcols = Vec::new();
+        let mut rest = Vec::new();
+        for c in conj {
+            if let ast::Expr::BinaryOp { left: a, op: ast::BinaryOperator::Eq, right: b } = &c {
+                if let (Some(x), Some(y)) = (as_column(a), as_column(b)) {
+                    match (ls.resolve(x), rs.resolve(y), ls.resolve(y), rs.resolve(x)) {
+                        (Ok(l), Ok(r), Err(_), Err(_)) => {
+                            lcols.push(l);
+                            rcols.push(r);
+                            continue;
+                        }
+                        (Err(_), Err(_), Ok(l), Ok(r)) => {
+                            lcols.push(l);
+                            rcols.push(r);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            rest.push(c);
+        }
+        if lcols.is_empty() {
+            return Err(unsupported("join without an equality condition (cross join)"));
+        }
+        let mut right = right;
+        let mut scope = ls.clone();
+        let mut rscope = rs.clone();
+        if kind == JoinKind::Left {
+            for c in &mut rscope.cols {
+                c.nullable = true;
+            }
+        }
+        scope.cols.extend(rscope.cols.iter().cloned());
+        let mut post = Vec::new();
+        for c in rest {
+            if kind == JoinKind::Left {
+                // Conditions on the right side alone filter it before the join.
+                let cx = ExprCx::row(&rs);
+                match cx.compile(&c) {
+                    Ok(e) if !has_placeholder(&c) => {
+                        let colls = right.colls.clone();
+                        right = LNode { op: LOp::Filter(e), inputs: vec![right], colls };
+                    }
+                    _ => return Err(unsupported("LEFT JOIN ON condition referencing the left side")),
+                }
+            } else {
+                post.push(c);
+            }
+        }
+        let mut colls = left.colls.clone();
+        colls.extend(right.colls.iter().copied());
+        let mut node = LNode { op: LOp::Join { kind, left_cols: lcols, right_cols: rcols }, inputs: vec![left, right], colls };
+        for c in post {
+            if has_placeholder(&c) || has_subquery(&c) {
+                return Err(unsupported("parameters or subqueries in JOIN ON"));
+            }
+            let e = ExprCx::row(&scope).compile(&c)?;
+            let colls = node.colls.clone();
+            node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+        }
+        Ok((node, scope))
+    }
+
+    fn from(&self, from: &[ast::TableWithJoins], where_conj: &mut Vec<ast::Expr>) -> Result<(LNode, Scope)> {
+        let (mut node, mut scope) = self.from_item(&from[0], where_conj)?;
+        for item in &from[1..] {
+            let (rn, rs) = self.from_item(item, where_conj)?;
+            let (taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) = where_conj.drain(..).partition(|c| links(c, &scope, &rs));
+            *where_conj = rest;
+            let (n, s) = self.join(node, scope, rn, rs, JoinKind::Inner, taken)?;
+            node = n;
+            scope = s;
+        }
+        Ok((node, scope))
+    }
+
+    // ---------------------------------------------------------------- SELECT
+
+    fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
+        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() {
+            return Err(unsupported("TOP/INTO/LATERAL"));
+        }
+        if !s.cluster_by.is_empty() || !s.distribute_by.is_empty() || !s.sort_by.is_empty() || s.qualify.is_some() {
+            return Err(unsupported("CLUSTER/DISTRIBUTE/SORT BY/QUALIFY"));
+        }
+        if !s.named_window.is_empty() || s.connect_by.is_some() {
+            return Err(unsupported("WINDOW/CONNECT BY"));
+        }
+        let distinct = match &s.distinct {
+            None => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(ast::Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
+        };
+        let mut conj = Vec::new();
+        if let Some(w) = &s.selection {
+            split_conjuncts(w, &mut conj);
+        }
+        let (mut node, scope) = self.from(&s.from, &mut conj)?;
+
+        // WHERE: keys, read-time filters, semi-joins, filters.
+        let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut read_filters: Vec<ast::Expr> = Vec::new();
+        for c in conj {
+            if top {
+                if let Some((col, slots)) = self.key_conjunct(&c, &scope) {
+                    if let Some(k) = key_frame.iter_mut().find(|k| k.0 == col) {
+                        // `a = ? AND a = ?`: keep both as a read-time check.
+                        let _ = k;
+                        read_filters.push(c);
+                    } else {
+                        key_frame.push((col, slots));
+                    }
+                    continue;
+                }
+            }
+            if has_placeholder(&c) {
+                if !top || has_subquery(&c) {
+                    return Err(unsupported("parameters in a subquery"));
+                }
+                read_filters.push(c);
+                continue;
+            }
+            match &c {
+                ast::Expr::InSubquery { expr, subquery, negated } => {
+                    node = self.semi_in(node, &scope, expr, subquery, *negated)?;
+                    continue;
+                }
+                ast::Expr::Exists { subquery, negated } => {
+                    node = self.semi_exists(node, &scope, subquery, *negated)?;
+                    continue;
+                }
+                _ => {}
+            }
+            let e = ExprCx::row(&scope).compile(&c)?;
+            let colls = node.colls.clone();
+            node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+        }
+
+        // Aggregation.
+        let group_asts: Vec<ast::Expr> = match &s.group_by {
+            ast::GroupByExpr::Expressions(g, mods) if mods.is_empty() => g.clone(),
+            _ => return Err(unsupported("GROUP BY modifiers")),
+        };
+        let mut aggs_ast = Vec::new();
+        for item in &s.projection {
+            if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } = item {
+                collect_aggregates(e, &mut aggs_ast);
+            }
+        }
+        if let Some(h) = &s.having {
+            collect_aggregates(h, &mut aggs_ast);
+        }
+        if let Some(ob) = &q.order_by {
+            for o in &ob.exprs {
+                collect_aggregates(&o.expr, &mut aggs_ast);
+            }
+        }
+        let aggregated = !group_asts.is_empty() || !aggs_ast.is_empty();
+        // Select-list aliases (for GROUP BY alias).
+        let alias_ast: HashMap<String, ast::Expr> = s
+            .projection
+            .iter()
+            .filter_map(|i| match i {
+                ast::SelectItem::ExprWithAlias { expr, alias } => Some((alias.value.to_ascii_lowercase(), expr.clone())),
+                _ => None,
+            })
+            .collect();
+
+        let post: Option<PostAgg>;
+        let mut key_post: Vec<usize> = Vec::new();
+        let mut empty_default_needed = false;
+        if aggregated {
+            if !read_filters.is_empty() {
+                return Err(unsupported("range parameters with GROUP BY"));
+            }
+            let row_cx = ExprCx::row(&scope);
+            let mut gexprs: Vec<Expr> = Vec::new();
+            let mut by_text = HashMap::new();
+            let mut by_col = HashMap::new();
+            for g in &group_asts {
+                let g = match g {
+                    ast::Expr::Value(ast::Value::Number(n, _)) => {
+                        let p: usize = n.parse().map_err(|_| DataflowError::BadArgument(n.clone()))?;
+                        match s.projection.get(p.wrapping_sub(1)) {
+                            Some(ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
+                            _ => return Err(DataflowError::UnknownColumn(n.clone(), "group statement".into())),
+                        }
+                    }
+                    ast::Expr::Identifier(id) if scope.resolve(std::slice::from_ref(id)).is_err() => {
+                        alias_ast.get(&id.value.to_ascii_lowercase()).cloned().unwrap_or_else(|| g.clone())
+                    }
+                    other => other.clone(),
+                };
+                if aggregate_name(&g).is_some() {
+                    return Err(DataflowError::BadArgument("Can't group on an aggregate".into()));
+                }
+                let e = row_cx.compile(&g)?;
+                let i = gexprs.len();
+                by_text.insert(norm(&g), i);
+                if let Expr::Column(c) = e {
+                    by_col.entry(c).or_insert(i);
+                }
+                gexprs.push(e);
+            }
+            for (c, _) in &key_frame {
+                let pos = match by_col.get(c) {
+                    Some(&p) => p,
+                    None => {
+                        let p = gexprs.len();
+                        gexprs.push(Expr::Column(*c));
+                        by_col.insert(*c, p);
+                        p
+                    }
+                };
+                key_post.push(pos);
+            }
+            let scalar = group_asts.is_empty() && key_frame.is_empty();
+            empty_default_needed = group_asts.is_empty() && !key_frame.is_empty();
+            let ngroup = gexprs.len();
+            let ftypes = scope.types();
+            let mut pre = gexprs.clone();
+            let mut specs = Vec::new();
+            let mut out: Vec<(SqlType, bool, Collation)> = gexprs
+                .iter()
+                .map(|e| {
+                    let (t, n) = e.result_type(&ftypes);
+                    let coll = match e {
+                        Expr::Column(c) => scope.cols[*c].collation,
+                        _ => Collation::GeneralCi,
+                    };
+                    let c = if t_is_text(&t) { coll } else { Collation::Binary };
+                    (t, n, c)
+                })
+                .collect();
+            for (i, a) in aggs_ast.iter().enumerate() {
+                let (spec, arg, ty) = self.agg_spec(a, &row_cx, ngroup + i)?;
+                pre.push(arg);
+                specs.push(spec);
+                by_text.insert(norm(a), ngroup + i);
+                out.push(ty);
+            }
+            let pre_colls: Vec<Collation> = out.iter().map(|o| o.2).collect();
+            node = LNode { op: LOp::Project(pre), inputs: vec![node], colls: pre_colls.clone() };
+            node = LNode { op: LOp::Aggregate { ngroup, aggs: specs, scalar }, inputs: vec![node], colls: pre_colls };
+            post = Some(PostAgg { by_text, by_col, out });
+        } else {
+            post = None;
+            key_post = key_frame.iter().map(|k| k.0).collect();
+        }
+
+        // Frame after aggregation.
+        let frame_types: Vec<(SqlType, bool)> = match &post {
+            Some(p) => p.out.iter().map(|(t, n, _)| (t.clone(), *n)).collect(),
+            None => scope.types(),
+        };
+        let frame_colls: Vec<Collation> = match &post {
+            Some(p) => p.out.iter().map(|o| o.2).collect(),
+            None => scope.cols.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect(),
+        };
+        let cx = ExprCx { scope: &scope, post: post.as_ref(), params: ParamMode::Slots, proposed: false, aliases: None };
+
+        // Projection.
+        let mut visible: Vec<Expr> = Vec::new();
+        let mut columns: Vec<OutputColumn> = Vec::new();
+        for item in &s.projection {
+            match item {
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    if post.is_some() {
+                        return Err(unsupported("* with GROUP BY"));
+                    }
+                    let q = match item {
+                        ast::SelectItem::QualifiedWildcard(n, _) => {
+                            Some(n.0.last().map(|i| i.value.to_ascii_lowercase()).unwrap_or_default())
+                        }
+                        _ => None,
+                    };
+                    let mut any = false;
+                    for (i, c) in scope.cols.iter().enumerate() {
+                        if q.as_ref().map_or(true, |q| *q == c.qualifier) {
+                            any = true;
+                            visible.push(Expr::Column(i));
+                            columns.push(OutputColumn { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable });
+                        }
+                    }
+                    if !any {
+                        return Err(DataflowError::UnknownTable(q.unwrap_or_default()));
+                    }
+                }
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                    if has_subquery(e) {
+                        return Err(unsupported("subquery in the select list"));
+                    }
+                    let c = cx.compile(e)?;
+                    let (ty, nullable) = c.result_type(&frame_types);
+                    let name = match item {
+                        ast::SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                        _ => match as_column(e) {
+                            Some(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
+                            None => e.to_string(),
+                        },
+                    };
+                    let table = match (as_column(e), post.is_some()) {
+                        (Some(ids), _) => scope.resolve(ids).map(|i| scope.cols[i].table.clone()).unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    columns.push(OutputColumn { name, table, ty, nullable });
+                    visible.push(c);
+                }
+            }
+        }
+        let aliases: HashMap<String, Expr> = s
+            .projection
+            .iter()
+            .zip(0..)
+            .filter_map(|(i, _)| match i {
+                ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+                _ => None,
+            })
+            .zip(visible.iter().enumerate().filter(|_| true).map(|(_, e)| e.clone()))
+            .collect();
+        // (the zip above only lines up when every item is aliased; rebuild properly)
+        let mut aliases_ok: HashMap<String, Expr> = HashMap::new();
+        {
+            let mut vi = 0;
+            for item in &s.projection {
+                match item {
+                    ast::SelectItem::ExprWithAlias { alias, .. } => {
+                        aliases_ok.insert(alias.value.to_ascii_lowercase(), visible[vi].clone());
+                        vi += 1;
+                    }
+                    ast::SelectItem::UnnamedExpr(_) => vi += 1,
+                    _ => vi = columns.len().min(vi + scope.cols.len()),
+                }
+            }
+        }
+        drop(aliases);
+        let cx_alias = ExprCx { scope: &scope, post: post.as_ref(), params: ParamMode::Slots, proposed: false, aliases: Some(&aliases_ok) };
+
+        // HAVING.
+        let mut post_read_filter: Option<Expr> = None;
+        if let Some(h) = &s.having {
+            let Some(_) = &post else {
+                return Err(unsupported("HAVING without aggregation"));
+            };
+            let e = cx_alias.compile(h)?;
+            if e.has_params() {
+                if !top {
+                    return Err(unsupported("parameters in a subquery"));
+                }
+                post_read_filter = Some(e);
+            } else {
+                let colls = node.colls.clone();
+                node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+            }
+        }
+
+        // Read-time filters (range parameters) over the pre-aggregation frame.
+        let mut rf: Option<Expr> = post_read_filter;
+        for c in &read_filters {
+            let e = cx.compile(c)?;
+            rf = Some(match rf {
+                None => e,
+                Some(prev) => Expr::Logic(crate::expr::LogicOp::And, Box::new(prev), Box::new(e)),
+            });
+        }
+
+        // ORDER BY.
+        let mut order_exprs: Vec<(Expr, bool)> = Vec::new();
+        if let Some(ob) = &q.order_by {
+            if top || q.limit.is_some() {
+                for o in &ob.exprs {
+                    let e = match &o.expr {
+                        ast::Expr::Value(ast::Value::Number(n, _)) => {
+                            let p: usize = n.parse().map_err(|_| DataflowError::BadArgument(n.clone()))?;
+                            visible
+                                .get(p.wrapping_sub(1))
+                                .cloned()
+                                .ok_or_else(|| DataflowError::UnknownColumn(n.clone(), "order clause".into()))?
+                        }
+                        other => cx_alias.compile(other)?,
+                    };
+                    if e.is_volatile() || e.has_params() {
+                        return Err(unsupported("NOW()/RAND()/parameters in ORDER BY"));
+                    }
+                    order_exprs.push((e, o.asc == Some(false)));
+                }
+            }
+        }
+        let limit = q.limit.as_ref().map(count_of).transpose()?;
+        let offset = q.offset.as_ref().map(|o| count_of(&o.value)).transpose()?;
+        if !top && (limit.is_some() || offset.is_some()) {
+            return Err(unsupported("LIMIT in a subquery"));
+        }
+
+        // Stored row: visible non-volatile outputs, key columns, order
+        // columns, columns read-time expressions need.
+        let mut stored: Vec<Expr> = Vec::new();
+        let slot_of = |e: &Expr, stored: &mut Vec<Expr>| -> usize {
+            match stored.iter().position(|x| x == e) {
+                Some(p) => p,
+                None => {
+                    stored.push(e.clone());
+                    stored.len() - 1
+                }
+            }
+        };
+        let mut output = Vec::new();
+        let mut deferred = Vec::new();
+        for (i, e) in visible.iter().enumerate() {
+            if e.is_volatile() || e.has_params() {
+                deferred.push(i);
+                output.push(Expr::Literal(Value::Null));
+            } else {
+                let p = slot_of(e, &mut stored);
+                output.push(Expr::Column(p));
+            }
+        }
+        let visible_width = stored.len();
+        let key: Vec<usize> = key_post.iter().map(|&c| slot_of(&Expr::Column(c), &mut stored)).collect();
+        let mut order: OrderSpec = Vec::new();
+        for (e, desc) in &order_exprs {
+            let p = slot_of(e, &mut stored);
+            let coll = match e {
+                Expr::Column(c) => frame_colls.get(*c).copied().unwrap_or(Collation::Binary),
+                other => {
+                    if t_is_text(&other.result_type(&frame_types).0) {
+                        Collation::GeneralCi
+                    } else {
+                        Collation::Binary
+                    }
+                }
+            };
+            order.push((p, *desc, coll));
+        }
+        let remap = |e: &Expr, stored: &mut Vec<Expr>| -> Expr {
+            let cols = e.columns();
+            let mut map = HashMap::new();
+            for c in cols {
+                map.insert(c, slot_of(&Expr::Column(c), stored));
+            }
+            e.map_columns(&|c| Expr::Column(*map.get(&c).unwrap_or(&c)))
+        };
+        for i in deferred {
+            output[i] = remap(&visible[i], &mut stored);
+        }
+        let read_filter = rf.map(|e| remap(&e, &mut stored));
+        if distinct && stored.len() > visible_width + key.len() {
+            return Err(unsupported("DISTINCT with ORDER BY or filters on columns not selected"));
+        }
+        if distinct && (read_filter.is_some() || output.iter().any(|e| !matches!(e, Expr::Column(_)))) {
+            return Err(unsupported("DISTINCT with read-time expressions"));
+        }
+        let stored_colls: Vec<Collation> = stored
+            .iter()
+            .map(|e| match e {
+                Expr::Column(c) => frame_colls.get(*c).copied().unwrap_or(Collation::Binary),
+                other => {
+                    if t_is_text(&other.result_type(&frame_types).0) {
+                        Collation::GeneralCi
+                    } else {
+                        Collation::Binary
+                    }
+                }
+            })
+            .collect();
+        let empty_default = if empty_default_needed {
+            // The aggregate row over no input: group columns NULL.
+            let post = post.as_ref().ok_or_else(|| DataflowError::Internal("no aggregate".into()))?;
+            let LOp::Aggregate { ngroup, aggs, .. } = &node.op else {
+                return Err(unsupported("HAVING on an aggregate without GROUP BY with parameters"));
+            };
+            let a = crate::ops::Aggregate::new(*ngroup, aggs.clone(), vec![], true);
+            let mut row = vec![Value::Null; *ngroup];
+            row.extend(a.empty_row());
+            let _ = post;
+            Some(stored.iter().map(|e| e.eval(&row).unwrap_or(Value::Null)).collect::<Row>())
+        } else {
+            None
+        };
+        node = LNode { op: LOp::Project(stored.clone()), inputs: vec![node], colls: stored_colls.clone() };
+        if distinct {
+            node = LNode { op: LOp::Aggregate { ngroup: stored.len(), aggs: vec![], scalar: false }, inputs: vec![node], colls: stored_colls };
+        }
+        let key_slots: Vec<Vec<usize>> = key_frame.iter().map(|k| k.1.clone()).collect();
+        let key_names = key_frame.iter().map(|k| scope.cols[k.0].name.clone()).collect();
+        let key_types = key_frame.iter().map(|k| scope.cols[k.0].ty.clone()).collect();
+        let dedup = distinct && key_slots.iter().any(|s| s.len() > 1);
+        Ok(PlannedView {
+            plan: node,
+            key,
+            key_slots,
+            key_names,
+            key_types,
+            order,
+            read_filter,
+            output,
+            columns,
+            limit,
+            offset,
+            empty_default,
+            dedup,
+        })
+    }
+
+    /// `col = ?`, `? = col`, `col IN (?, ...)` on a FROM column.
+    fn key_conjunct(&self, c: &ast::Expr, scope: &Scope) -> Option<(usize, Vec<usize>)> {
+        match c {
+            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => {
+                let (col, slot) = match (as_column(left), as_slot(right), as_column(right), as_slot(left)) {
+                    (Some(col), Some(slot), _, _) => (col, slot),
+                    (_, _, Some(col), Some(slot)) => (col, slot),
+                    _ => return None,
+                };
+                Some((scope.resolve(col).ok()?, vec![slot]))
+            }
+            ast::Expr::InList { expr, list, negated: false } if !list.is_empty() => {
+                let col = scope.resolve(as_column(expr)?).ok()?;
+                let slots: Option<Vec<usize>> = list.iter().map(as_slot).collect();
+                Some((col, slots?))
+            }
+            ast::Expr::Nested(x) => self.key_conjunct(x, scope),
+            _ => None,
+        }
+    }
+
+    fn agg_spec(&self, a: &ast::Expr, cx: &ExprCx<'_>, out: usize) -> Result<(AggSpec, Expr, (SqlType, bool, Collation))> {
+        let ast::Expr::Function(f) = a else { return Err(DataflowError::Internal("not an aggregate".into())) };
+        let name = aggregate_name(a).unwrap_or_default();
+        if f.over.is_some() || f.filter.is_some() {
+            return Err(unsupported("window aggregates"));
+        }
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(DataflowError::BadArgument(format!("{name} needs an argument")));
+        };
+        let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+        let mut separator = ",".to_string();
+        let mut desc = false;
+        for clause in &list.clauses {
+            match clause {
+                ast::FunctionArgumentClause::Separator(v) => separator = super::expr::literal(v)?.to_string(),
+                ast::FunctionArgumentClause::OrderBy(obs) if name == "group_concat" && obs.len() == 1 => {
+                    let arg = list.args.first().map(|a| a.to_string().to_ascii_lowercase());
+                    if arg != Some(obs[0].expr.to_string().to_ascii_lowercase()) {
+                        return Err(unsupported("GROUP_CONCAT ordered by another expression"));
+                    }
+                    desc = obs[0].asc == Some(false);
+                }
+                _ => return Err(unsupported(format!("{name} clause {clause}"))),
+            }
+        }
+        let bigint = SqlType::Int { bytes: 8, unsigned: false };
+        if list.args.len() != 1 {
+            return Err(unsupported(format!("{name} with {} arguments", list.args.len())));
+        }
+        let arg_ast = match &list.args[0] {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) if name == "count" && !distinct => {
+                let spec = AggSpec::new(AggKind::CountStar, out);
+                return Ok((spec, Expr::Literal(Value::Int(1)), (bigint, false, Collation::Binary)));
+            }
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
+            other => return Err(unsupported(format!("{name}({other})"))),
+        };
+        if has_placeholder(arg_ast) || has_subquery(arg_ast) {
+            return Err(unsupported("parameters or subqueries in an aggregate"));
+        }
+        let arg = cx.compile(arg_ast)?;
+        let ftypes = cx.frame_types();
+        let (aty, _) = arg.result_type(&ftypes);
+        let coll = match &arg {
+            Expr::Column(c) => cx.scope.cols.get(*c).map(|c| c.collation).unwrap_or_default(),
+            _ => Collation::GeneralCi,
+        };
+        let kind = match name.as_str() {
+            "count" => AggKind::Count,
+            "sum" => AggKind::Sum,
+            "avg" => AggKind::Avg,
+            "min" => AggKind::Min,
+            "max" => AggKind::Max,
+            _ => AggKind::GroupConcat,
+        };
+        let mut spec = AggSpec::new(kind, out);
+        spec.distinct = distinct;
+        spec.separator = separator;
+        spec.desc = desc;
+        spec.collation = if t_is_text(&aty) { coll } else { Collation::Binary };
+        spec.float = matches!(aty, SqlType::Float | SqlType::Double) || t_is_text(&aty);
+        spec.scale = match aty {
+            SqlType::Decimal { scale, .. } => u32::from(scale),
+            _ => 0,
+        };
+        let ty = match kind {
+            AggKind::Count | AggKind::CountStar => (bigint, false, Collation::Binary),
+            AggKind::Sum | AggKind::Avg => {
+                if spec.float {
+                    (SqlType::Double, true, Collation::Binary)
+                } else {
+                    let scale = spec.scale as u8 + if kind == AggKind::Avg { 4 } else { 0 };
+                    (SqlType::Decimal { precision: 65, scale: scale.min(30) }, true, Collation::Binary)
+                }
+            }
+            AggKind::Min | AggKind::Max => (aty.clone(), true, spec.collation),
+            AggKind::GroupConcat => (SqlType::Text(65535), true, Collation::GeneralCi),
+        };
+        Ok((spec, arg, ty))
+    }
+
+    fn semi_in(&self, node: LNode, scope: &Scope, expr: &ast::Expr, sub: &ast::Query, negated: bool) -> Result<LNode> {
+        let col = as_column(expr).ok_or_else(|| unsupported("IN (SELECT ...) on an expression"))?;
+        let c = scope.resolve(col)?;
+        let rel = self.relation(sub)?;
+        if rel.cols.len() != 1 {
+            return Err(DataflowError::BadArgument("Operand should contain 1 column(s)".into()));
+        }
+        if negated && (scope.cols[c].nullable || rel.cols[0].nullable) {
+            return Err(unsupported("NOT IN (SELECT ...) over nullable columns"));
+        }
+        let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
+        let colls = node.colls.clone();
+        Ok(LNode { op: LOp::Join { kind, left_cols: vec![c], right_cols: vec![0] }, inputs: vec![node, rel.node], colls })
+    }
+
+    /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
+    fn semi_exists(&self, node: LNode, scope: &Scope, sub: &ast::Query, negated: bool) -> Result<LNode> {
+        let ast::SetExpr::Select(s) = &*sub.body else { return Err(unsupported("EXISTS over this query")) };
+        if s.from.is_empty() || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some() {
+            return Err(unsupported("EXISTS over this query"));
+        }
+        let mut conj = Vec::new();
+        if let Some(w) = &s.selection {
+            split_conjuncts(w, &mut conj);
+        }
+        let (mut inner, iscope) = self.from(&s.from, &mut conj)?;
+        let mut outer_cols = Vec::new();
+        let mut inner_cols = Vec::new();
+        for c in conj {
+            if let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = &c {
+                if let (Some(a), Some(b)) = (as_column(left), as_column(right)) {
+                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (iscope.resolve(x), scope.resolve(y)) {
+                        (Ok(i), Ok(o)) if iscope.resolve(y).is_err() => Some((i, o)),
+                        _ => None,
+                    };
+                    if let Some((i, o)) = pick(a, b).or_else(|| pick(b, a)) {
+                        inner_cols.push(i);
+                        outer_cols.push(o);
+                        continue;
+                    }
+                }
+            }
+            if has_placeholder(&c) || has_subquery(&c) {
+                return Err(unsupported("parameters or subqueries inside EXISTS"));
+            }
+            let e = ExprCx::row(&iscope).compile(&c).map_err(|e| match e {
+                DataflowError::UnknownColumn(..) => unsupported("correlated EXISTS condition other than equality"),
+                other => other,
+            })?;
+            let colls = inner.colls.clone();
+            inner = LNode { op: LOp::Filter(e), inputs: vec![inner], colls };
+        }
+        if outer_cols.is_empty() {
+            return Err(unsupported("uncorrelated EXISTS"));
+        }
+        let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
+        let colls = node.colls.clone();
+        Ok(LNode { op: LOp::Join { kind, left_cols: outer_cols, right_cols: inner_cols }, inputs: vec![node, inner], colls })
+    }
+}
+
+fn t_is_text(t: &SqlType) -> bool {
+    t.is_text()
+}
+
+/// Whether `c` is an equality between a column of `a` and a column of `b`.
+fn links(c: &ast::Expr, a: &Scope, b: &Scope) -> bool {
+    if let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = c {
+        if let (Some(x), Some(y)) = (as_column(left), as_column(right)) {
+            let ab = a.resolve(x).is_ok() && b.resolve(y).is_ok() && a.resolve(y).is_err() && b.resolve(x).is_err();
+            let ba = a.resolve(y).is_ok() && b.resolve(x).is_ok() && a.resolve(x).is_err() && b.resolve(y).is_err();
+            return ab || ba;
+        }
+    }
+    false
+}
+
+fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
+    let scope = Scope {
+        cols: rel
+            .cols
+            .iter()
+            .map(|c| ScopeCol {
+                qualifier: qualifier.to_ascii_lowercase(),
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+                collation: c.coll,
+                table: c.table.clone(),
+            })
+            .collect(),
+    };
+    (rel.node, scope)
+}
+
+#[allow(dead_code)]
+fn _arc(_: Arc<TableSchema>) {}
