@@ -1,1 +1,232 @@
-//! Benchmark (ignored test).
+//! Write and load throughput of the snapshot store on about 100 MB of
+//! row-like state (1M Lobsters-style story rows, postcard-encoded, in 16
+//! node shards), with and without lz4. A benchmark, not a test: run it in
+//! release mode with
+//!
+//! ```text
+//! cargo test --release -p ladle-storage --lib snapshot::bench -- --ignored --nocapture
+//! ```
+//!
+//! `LADLE_SNAPSHOT_BENCH_DIR` picks the directory (default: a temporary
+//! directory under the system temp dir). Load figures are with the files in
+//! the page cache; the report also gives the on-disk size, from which the
+//! cold-cache read time follows for a given disk.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ladle_common::{Row, Value};
+use rand::{Rng, SeedableRng};
+
+use super::*;
+
+const ROWS: usize = 1_000_000;
+const SHARDS: usize = 16;
+const WORDS: &[&str] = &[
+    "rust",
+    "database",
+    "release",
+    "show",
+    "ask",
+    "why",
+    "the",
+    "a",
+    "of",
+    "for",
+    "in",
+    "on",
+    "with",
+    "new",
+    "how",
+    "we",
+    "built",
+    "faster",
+    "postgres",
+    "mysql",
+    "linux",
+    "kernel",
+    "compiler",
+    "memory",
+    "safety",
+    "async",
+    "web",
+    "browser",
+    "security",
+    "bug",
+    "design",
+    "programming",
+    "language",
+    "type",
+    "system",
+    "review",
+    "paper",
+    "video",
+    "interview",
+    "history",
+    "unix",
+    "network",
+    "protocol",
+    "performance",
+    "cache",
+    "query",
+    "index",
+    "storage",
+    "engine",
+    "distributed",
+    "consensus",
+    "raft",
+    "paxos",
+    "testing",
+    "fuzzing",
+    "formal",
+    "methods",
+    "haskell",
+    "ocaml",
+    "go",
+    "python",
+    "javascript",
+    "c",
+    "cpp",
+    "zig",
+    "lisp",
+    "emacs",
+    "vim",
+    "editor",
+    "terminal",
+    "shell",
+];
+
+/// One shard of story rows: id, short id, user, title, url, score,
+/// created_at, comment count.
+fn shard_rows(shard: usize, rng: &mut impl Rng) -> Vec<Row> {
+    let base = chrono::NaiveDate::from_ymd_opt(2024, 1, 1)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .unwrap_or_default();
+    (shard..ROWS)
+        .step_by(SHARDS)
+        .map(|id| {
+            let title: Vec<&str> = (0..rng.gen_range(3..9))
+                .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                .collect();
+            let short: String = (0..6)
+                .map(|_| char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[rng.gen_range(0..36)]))
+                .collect();
+            let url = format!(
+                "https://{}.example.com/{}",
+                WORDS[rng.gen_range(0..WORDS.len())],
+                title.join("-")
+            );
+            vec![
+                Value::Int(id as i64),
+                Value::text(short),
+                Value::Int(rng.gen_range(1..20_000)),
+                Value::text(title.join(" ")),
+                if rng.gen_bool(0.8) {
+                    Value::text(url)
+                } else {
+                    Value::Null
+                },
+                Value::Int(rng.gen_range(-5..300)),
+                Value::DateTime(base + chrono::Duration::seconds(rng.gen_range(0..60_000_000))),
+                Value::Int(rng.gen_range(0..150)),
+            ]
+        })
+        .collect()
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+#[test]
+#[ignore = "benchmark: run in release mode with --ignored --nocapture"]
+fn snapshot_throughput() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(42);
+    let shards: Vec<Vec<u8>> = (0..SHARDS)
+        .map(|s| postcard::to_stdvec(&shard_rows(s, &mut rng)).unwrap_or_default())
+        .collect();
+    let shards = Arc::new(shards);
+    let raw: u64 = shards.iter().map(|s| s.len() as u64).sum();
+    println!(
+        "state: {ROWS} rows in {SHARDS} shards, {:.1} MB postcard-encoded",
+        mb(raw)
+    );
+
+    let root = match std::env::var_os("LADLE_SNAPSHOT_BENCH_DIR") {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .unwrap();
+    for compression in [Compression::None, Compression::Lz4] {
+        for threads in [1usize, 2] {
+            let dir = root.path().join(format!("{compression:?}-{threads}"));
+            let store = SnapshotStore::open(
+                &dir,
+                SnapshotConfig {
+                    compression,
+                    ..SnapshotConfig::default()
+                },
+            )
+            .unwrap();
+            let started = Instant::now();
+            let w = store.begin_epoch(1, 1, 1).unwrap();
+            std::thread::scope(|scope| {
+                for t in 0..threads {
+                    let (w, shards) = (&w, &shards);
+                    scope.spawn(move || {
+                        for (i, s) in shards.iter().enumerate().filter(|(i, _)| i % threads == t) {
+                            w.write_node(i as u64, SnapshotKind::Full, s).unwrap();
+                        }
+                    });
+                }
+            });
+            let info = w.publish().unwrap();
+            let write = started.elapsed();
+
+            let mut loads = Vec::new();
+            for _ in 0..3 {
+                let store = SnapshotStore::open(&dir, SnapshotConfig::default()).unwrap();
+                let started = Instant::now();
+                let s = store.load_latest().unwrap().unwrap();
+                loads.push(started.elapsed());
+                assert_eq!(s.nodes.len(), SHARDS);
+                assert_eq!(
+                    s.nodes.iter().map(|n| n.base.len() as u64).sum::<u64>(),
+                    raw
+                );
+            }
+            let load = loads.iter().min().copied().unwrap_or_default();
+            println!(
+                "{compression:?}, {threads} writer thread(s): on disk {:.1} MB ({:.0}%); write+fsync+publish {:.2} s = {:.0} MB/s of state; load+verify {:.3} s = {:.0} MB/s of state (best of 3, warm cache)",
+                mb(info.bytes),
+                info.bytes as f64 * 100.0 / raw as f64,
+                write.as_secs_f64(),
+                mb(raw) / write.as_secs_f64(),
+                load.as_secs_f64(),
+                mb(raw) / load.as_secs_f64(),
+            );
+        }
+    }
+
+    // An incremental epoch: 1% of rows changed in every shard.
+    let dir = root.path().join("incremental");
+    let store = SnapshotStore::open(&dir, SnapshotConfig::default()).unwrap();
+    let w = store.begin_epoch(1, 1, 1).unwrap();
+    for (i, s) in shards.iter().enumerate() {
+        w.write_node(i as u64, SnapshotKind::Full, s).unwrap();
+    }
+    w.publish().unwrap();
+    let deltas: Vec<Vec<u8>> = shards.iter().map(|s| s[..s.len() / 100].to_vec()).collect();
+    let started = Instant::now();
+    let w = store.begin_epoch(2, 2, 1).unwrap();
+    for (i, d) in deltas.iter().enumerate() {
+        w.write_node(i as u64, SnapshotKind::Delta, d).unwrap();
+    }
+    let info = w.publish().unwrap();
+    println!(
+        "delta epoch (1% of the state, {:.1} MB in {} files): {:.3} s",
+        mb(deltas.iter().map(|d| d.len() as u64).sum()),
+        info.files - SHARDS,
+        started.elapsed().as_secs_f64()
+    );
+}

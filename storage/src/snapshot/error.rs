@@ -36,7 +36,10 @@ pub enum SnapshotError {
 
     // --- the environment ---
     #[error("snapshot I/O error on {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     // --- our bug ---
     #[error("cannot encode snapshot manifest: {0}")]
@@ -52,6 +55,9 @@ pub(super) trait IoContext<T> {
 
 impl<T> IoContext<T> for std::io::Result<T> {
     fn at(self, path: &std::path::Path) -> Result<T> {
-        self.map_err(|source| SnapshotError::Io { path: path.to_path_buf(), source })
+        self.map_err(|source| SnapshotError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 }

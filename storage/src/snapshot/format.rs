@@ -65,11 +65,18 @@ pub struct Manifest {
 
 impl Manifest {
     pub fn chain(&self, node: &NodeId) -> Option<&NodeChain> {
-        self.nodes.binary_search_by(|c| c.node.cmp(node)).ok().map(|i| &self.nodes[i])
+        self.nodes
+            .binary_search_by(|c| c.node.cmp(node))
+            .ok()
+            .map(|i| &self.nodes[i])
     }
 
     pub fn total_bytes(&self) -> u64 {
-        self.nodes.iter().flat_map(|c| &c.files).map(|f| f.size).sum()
+        self.nodes
+            .iter()
+            .flat_map(|c| &c.files)
+            .map(|f| f.size)
+            .sum()
     }
 
     pub fn file_count(&self) -> usize {
@@ -106,7 +113,11 @@ pub(super) struct FileMeta<'a> {
 }
 
 /// Writes a whole node file to `out`; returns (bytes written, crc32).
-pub(super) fn write_node_file(out: &mut impl Write, meta: &FileMeta<'_>, payload: &[u8]) -> std::io::Result<(u64, u32)> {
+pub(super) fn write_node_file(
+    out: &mut impl Write,
+    meta: &FileMeta<'_>,
+    payload: &[u8],
+) -> std::io::Result<(u64, u32)> {
     let node = meta.node.as_str().as_bytes();
     let mut header = Vec::with_capacity(HEADER_LEN + node.len());
     header.extend_from_slice(FILE_MAGIC);
@@ -155,12 +166,23 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Verifies a node file read whole into `bytes` against its manifest entry and
 /// returns the caller's blob. Every check says what it found on failure.
-pub(super) fn decode_node_file(mut bytes: Vec<u8>, node: &NodeId, entry: &FileEntry) -> Result<Vec<u8>, String> {
+pub(super) fn decode_node_file(
+    mut bytes: Vec<u8>,
+    node: &NodeId,
+    entry: &FileEntry,
+) -> Result<Vec<u8>, String> {
     if bytes.len() as u64 != entry.size {
-        return Err(format!("size is {} bytes, the manifest says {}", bytes.len(), entry.size));
+        return Err(format!(
+            "size is {} bytes, the manifest says {}",
+            bytes.len(),
+            entry.size
+        ));
     }
     if bytes.len() < HEADER_LEN + FOOTER_LEN {
-        return Err(format!("{} bytes is shorter than header and footer", bytes.len()));
+        return Err(format!(
+            "{} bytes is shorter than header and footer",
+            bytes.len()
+        ));
     }
     if &bytes[..8] != FILE_MAGIC {
         return Err("bad magic at start of file".to_string());
@@ -188,14 +210,26 @@ pub(super) fn decode_node_file(mut bytes: Vec<u8>, node: &NodeId, entry: &FileEn
     }
     let payload_len = u64_at(&bytes, footer_at);
     if payload_len != (footer_at - payload_at) as u64 {
-        return Err(format!("footer says {payload_len} payload bytes, file holds {}", footer_at - payload_at));
+        return Err(format!(
+            "footer says {payload_len} payload bytes, file holds {}",
+            footer_at - payload_at
+        ));
     }
     let checks = [
         (bytes[10] == kind_byte(entry.kind), "kind"),
-        (bytes[11] == compression_byte(entry.compression), "compression"),
-        (&bytes[HEADER_LEN..payload_at] == node.as_str().as_bytes(), "node id"),
+        (
+            bytes[11] == compression_byte(entry.compression),
+            "compression",
+        ),
+        (
+            &bytes[HEADER_LEN..payload_at] == node.as_str().as_bytes(),
+            "node id",
+        ),
         (u64_at(&bytes, 16) == entry.state_epoch, "state epoch"),
-        (u64_at(&bytes, 24) == entry.base_epoch.unwrap_or(u64::MAX), "base epoch"),
+        (
+            u64_at(&bytes, 24) == entry.base_epoch.unwrap_or(u64::MAX),
+            "base epoch",
+        ),
         (u64_at(&bytes, 32) == entry.raw_len, "raw length"),
     ];
     if let Some((_, what)) = checks.iter().find(|(ok, _)| !ok) {
@@ -208,13 +242,18 @@ pub(super) fn decode_node_file(mut bytes: Vec<u8>, node: &NodeId, entry: &FileEn
             bytes
         }
         Compression::Lz4 => {
-            let raw_len = usize::try_from(entry.raw_len).map_err(|_| "raw length overflows usize".to_string())?;
+            let raw_len = usize::try_from(entry.raw_len)
+                .map_err(|_| "raw length overflows usize".to_string())?;
             lz4_flex::block::decompress(&bytes[payload_at..footer_at], raw_len)
                 .map_err(|e| format!("lz4 decompression failed: {e}"))?
         }
     };
     if raw.len() as u64 != entry.raw_len {
-        return Err(format!("decoded {} bytes, the manifest says {}", raw.len(), entry.raw_len));
+        return Err(format!(
+            "decoded {} bytes, the manifest says {}",
+            raw.len(),
+            entry.raw_len
+        ));
     }
     Ok(raw)
 }
@@ -242,17 +281,23 @@ pub(super) fn decode_manifest(bytes: &[u8]) -> Result<Manifest, String> {
     }
     let body_len = u32_at(bytes, 10) as usize;
     if MANIFEST_HEADER_LEN + body_len + 4 != bytes.len() {
-        return Err(format!("manifest says {body_len} body bytes, file is {} bytes", bytes.len()));
+        return Err(format!(
+            "manifest says {body_len} body bytes, file is {} bytes",
+            bytes.len()
+        ));
     }
     let crc_at = bytes.len() - 4;
     let computed = crc32fast::hash(&bytes[..crc_at]);
     let stored = u32_at(bytes, crc_at);
     if computed != stored {
-        return Err(format!("manifest checksum mismatch: computed {computed:08x}, stored {stored:08x}"));
+        return Err(format!(
+            "manifest checksum mismatch: computed {computed:08x}, stored {stored:08x}"
+        ));
     }
     let version = u16_at(bytes, 8);
     if version != FORMAT_VERSION {
         return Err(format!("unknown manifest version {version}"));
     }
-    postcard::from_bytes(&bytes[MANIFEST_HEADER_LEN..crc_at]).map_err(|e| format!("manifest does not decode: {e}"))
+    postcard::from_bytes(&bytes[MANIFEST_HEADER_LEN..crc_at])
+        .map_err(|e| format!("manifest does not decode: {e}"))
 }

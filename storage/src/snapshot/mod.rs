@@ -113,7 +113,9 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Result, SnapshotError};
 pub use format::{FileEntry, Manifest, NodeChain};
-pub use store::{CompactionStats, EpochInfo, LoadedNode, LoadedSnapshot, RejectedEpoch, SnapshotStore};
+pub use store::{
+    CompactionStats, EpochInfo, LoadedNode, LoadedSnapshot, RejectedEpoch, SnapshotStore,
+};
 pub use writer::EpochWriter;
 
 /// Name of the snapshot directory under the server's data directory.
@@ -144,7 +146,11 @@ impl NodeId {
     /// A short, file-name-safe rendering for node file names (the manifest and
     /// file header carry the real id).
     fn file_stem(&self) -> String {
-        self.0.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').take(32).collect()
+        self.0
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+            .take(32)
+            .collect()
     }
 }
 
@@ -234,6 +240,9 @@ pub struct SnapshotConfig {
 
 impl Default for SnapshotConfig {
     fn default() -> SnapshotConfig {
-        SnapshotConfig { retain_epochs: 2, compression: Compression::None }
+        SnapshotConfig {
+            retain_epochs: 2,
+            compression: Compression::None,
+        }
     }
 }

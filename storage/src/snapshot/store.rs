@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,6 +18,8 @@ use super::{Compression, NodeId, SnapshotConfig, SnapshotKind};
 
 pub(super) const MANIFEST_NAME: &str = "MANIFEST";
 pub(super) const MANIFEST_TMP_NAME: &str = "MANIFEST.tmp";
+/// Most threads one load reads and verifies files on.
+const LOAD_THREADS: usize = 4;
 
 /// The durable store of view-state snapshots. Cheap to clone; every clone
 /// shares one state. All methods block on disk I/O: call them from snapshot
@@ -47,6 +49,11 @@ pub(super) struct State {
     /// Files (relative paths) that garbage collection must not touch:
     /// compaction output not yet registered or published.
     pub(super) protected: HashSet<String>,
+    /// Epoch directories whose manifest could not be read (an I/O error, not
+    /// absence or corruption): never garbage-collected, never reused.
+    untouchable: HashSet<u64>,
+    /// Manifests rejected when the store opened, reported by `load_latest`.
+    rejected_on_open: Vec<RejectedEpoch>,
     compaction_running: bool,
 }
 
@@ -109,7 +116,8 @@ pub struct LoadedSnapshot {
     pub graph_version: u64,
     /// Sorted by node id.
     pub nodes: Vec<LoadedNode>,
-    /// Newer epochs that were rejected before this one loaded.
+    /// Epochs refused on the way: manifests rejected when the store opened,
+    /// then newer epochs whose files failed verification.
     pub rejected: Vec<RejectedEpoch>,
     /// On-disk bytes read and verified.
     pub bytes_read: u64,
@@ -143,7 +151,10 @@ fn parse_epoch_dir(name: &str) -> Option<u64> {
 }
 
 pub(super) fn now_unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// fsyncs a directory so the names created or renamed in it are durable.
@@ -157,7 +168,11 @@ pub(super) fn resolve(dir: &Path, rel: &str) -> std::result::Result<PathBuf, Str
     let parts: Vec<_> = p.components().collect();
     let ok = parts.len() == 2
         && parts.iter().all(|c| matches!(c, Component::Normal(_)))
-        && parts[0].as_os_str().to_str().and_then(parse_epoch_dir).is_some();
+        && parts[0]
+            .as_os_str()
+            .to_str()
+            .and_then(parse_epoch_dir)
+            .is_some();
     if ok {
         Ok(dir.join(p))
     } else {
@@ -172,13 +187,18 @@ fn check_chain(m: &Manifest, chain: &super::NodeChain) -> std::result::Result<()
         return Err(format!("node {} has no files", chain.node));
     };
     if first.kind != SnapshotKind::Full || first.base_epoch.is_some() {
-        return Err(format!("node {} chain does not start with a full file", chain.node));
+        return Err(format!(
+            "node {} chain does not start with a full file",
+            chain.node
+        ));
     }
     // A delta applies on the node's state as of its base epoch; the file
     // before it captures that state if it is no older (the node was reused
     // in between) and the delta itself is newer.
     for pair in chain.files.windows(2) {
-        let applies = pair[1].base_epoch.is_some_and(|b| b >= pair[0].state_epoch && b < pair[1].state_epoch);
+        let applies = pair[1]
+            .base_epoch
+            .is_some_and(|b| b >= pair[0].state_epoch && b < pair[1].state_epoch);
         if pair[1].kind != SnapshotKind::Delta || !applies {
             return Err(format!(
                 "node {}: {} does not apply on {} (state epoch {})",
@@ -187,7 +207,10 @@ fn check_chain(m: &Manifest, chain: &super::NodeChain) -> std::result::Result<()
         }
     }
     if chain.files.iter().any(|f| f.state_epoch > m.epoch) {
-        return Err(format!("node {} references state newer than the epoch", chain.node));
+        return Err(format!(
+            "node {} references state newer than the epoch",
+            chain.node
+        ));
     }
     Ok(())
 }
@@ -204,9 +227,19 @@ struct Progress {
 impl Progress {
     fn advance(&mut self, bytes: u64) {
         self.done += bytes;
-        let percent = if self.total == 0 { 100 } else { self.done.saturating_mul(100) / self.total };
+        let percent = self
+            .done
+            .saturating_mul(100)
+            .checked_div(self.total)
+            .unwrap_or(100);
         if percent >= self.next_percent || self.last_log.elapsed() >= Duration::from_secs(2) {
-            info!(epoch = self.epoch, percent, bytes = self.done, total_bytes = self.total, "loading snapshot");
+            info!(
+                epoch = self.epoch,
+                percent,
+                bytes = self.done,
+                total_bytes = self.total,
+                "loading snapshot"
+            );
             self.next_percent = (percent / 10 + 1) * 10;
             self.last_log = Instant::now();
         }
@@ -220,7 +253,9 @@ impl SnapshotStore {
     /// manifest references (unpublished epochs, temporary manifests).
     pub fn open(dir: impl Into<PathBuf>, config: SnapshotConfig) -> Result<SnapshotStore> {
         if config.retain_epochs == 0 {
-            return Err(SnapshotError::InvalidConfig("retain_epochs must be at least 1"));
+            return Err(SnapshotError::InvalidConfig(
+                "retain_epochs must be at least 1",
+            ));
         }
         let dir = dir.into();
         fs::create_dir_all(&dir).at(&dir)?;
@@ -230,6 +265,8 @@ impl SnapshotStore {
 
         let mut published = BTreeMap::new();
         let mut max_epoch_seen = None;
+        let mut untouchable = HashSet::new();
+        let mut rejected_on_open = Vec::new();
         for entry in fs::read_dir(&dir).at(&dir)? {
             let entry = entry.at(&dir)?;
             let name = entry.file_name();
@@ -245,18 +282,27 @@ impl SnapshotStore {
                     continue;
                 }
                 Err(e) => {
-                    warn!(epoch, error = %e, "cannot read snapshot manifest; ignoring the epoch");
+                    warn!(epoch, error = %e, "cannot read snapshot manifest; leaving the epoch alone");
+                    max_epoch_seen = max_epoch_seen.max(Some(epoch));
+                    untouchable.insert(epoch);
+                    rejected_on_open.push(RejectedEpoch {
+                        epoch,
+                        reason: format!("cannot read manifest: {e}"),
+                    });
                     continue;
                 }
             };
-            match format::decode_manifest(&bytes) {
+            let reason = match format::decode_manifest(&bytes) {
                 Ok(m) if m.epoch == epoch => {
                     max_epoch_seen = max_epoch_seen.max(Some(epoch));
                     published.insert(epoch, Arc::new(m));
+                    continue;
                 }
-                Ok(m) => warn!(epoch, manifest_epoch = m.epoch, "snapshot manifest is in the wrong directory; rejecting it"),
-                Err(reason) => warn!(epoch, %reason, "rejecting corrupt snapshot manifest"),
-            }
+                Ok(m) => format!("manifest of epoch {} is in the wrong directory", m.epoch),
+                Err(reason) => reason,
+            };
+            warn!(epoch, %reason, "rejecting snapshot manifest; its files are garbage");
+            rejected_on_open.push(RejectedEpoch { epoch, reason });
         }
 
         let store = SnapshotStore {
@@ -269,6 +315,8 @@ impl SnapshotStore {
                     writing: None,
                     pending_compactions: HashMap::new(),
                     protected: HashSet::new(),
+                    untouchable,
+                    rejected_on_open,
                     compaction_running: false,
                 }),
                 compaction_seq: AtomicU64::new(0),
@@ -308,7 +356,11 @@ impl SnapshotStore {
         }
         let prev = state.published.values().next_back().cloned();
         if let Some(p) = prev.as_ref().filter(|p| lsn < p.lsn) {
-            return Err(SnapshotError::LsnRegressed { epoch, lsn, last: p.lsn });
+            return Err(SnapshotError::LsnRegressed {
+                epoch,
+                lsn,
+                last: p.lsn,
+            });
         }
         let dir = self.inner.dir.join(epoch_dir_name(epoch));
         if dir.exists() {
@@ -323,14 +375,24 @@ impl SnapshotStore {
         state.max_epoch_seen = Some(epoch);
         drop(state);
         debug!(epoch, lsn, graph_version, "snapshot epoch begun");
-        Ok(EpochWriter::new(self.inner.clone(), epoch, lsn, graph_version, prev))
+        Ok(EpochWriter::new(
+            self.inner.clone(),
+            epoch,
+            lsn,
+            graph_version,
+            prev,
+        ))
     }
 
     /// Loads the newest epoch whose manifest and files all verify, falling
     /// back to older retained epochs; `None` means cold start.
     pub fn load_latest(&self) -> Result<Option<LoadedSnapshot>> {
-        let candidates: Vec<Arc<Manifest>> = self.inner.state.lock().published.values().rev().cloned().collect();
-        let mut rejected = Vec::new();
+        let (candidates, mut rejected) = {
+            let state = self.inner.state.lock();
+            let candidates: Vec<Arc<Manifest>> = state.published.values().rev().cloned().collect();
+            (candidates, state.rejected_on_open.clone())
+        };
+        let rejected_before = rejected.len();
         let mut loaded = None;
         for m in candidates {
             match self.inner.load_epoch(&m) {
@@ -341,20 +403,31 @@ impl SnapshotStore {
                 }
                 Err(reason) => {
                     warn!(epoch = m.epoch, %reason, "rejecting snapshot epoch; falling back to an older one");
-                    rejected.push(RejectedEpoch { epoch: m.epoch, reason });
+                    rejected.push(RejectedEpoch {
+                        epoch: m.epoch,
+                        reason,
+                    });
                 }
             }
         }
         let rejected_epochs: Vec<u64> = match &loaded {
-            Some(s) => s.rejected.iter().map(|r| r.epoch).collect(),
-            None => rejected.iter().map(|r| r.epoch).collect(),
+            Some(s) => s.rejected[rejected_before..]
+                .iter()
+                .map(|r| r.epoch)
+                .collect(),
+            None => rejected[rejected_before..]
+                .iter()
+                .map(|r| r.epoch)
+                .collect(),
         };
         if !rejected_epochs.is_empty() {
             let mut state = self.inner.state.lock();
             for e in &rejected_epochs {
                 state.published.remove(e);
             }
-            state.pending_compactions.retain(|_, c| !rejected_epochs.contains(&c.as_of));
+            state
+                .pending_compactions
+                .retain(|_, c| !rejected_epochs.contains(&c.as_of));
         }
         match &loaded {
             Some(s) => info!(
@@ -366,7 +439,10 @@ impl SnapshotStore {
                 elapsed_ms = s.elapsed.as_millis() as u64,
                 "loaded snapshot"
             ),
-            None => info!(rejected = rejected_epochs.len(), "no usable snapshot; cold start"),
+            None => info!(
+                rejected = rejected_epochs.len(),
+                "no usable snapshot; cold start"
+            ),
         }
         Ok(loaded)
     }
@@ -374,17 +450,35 @@ impl SnapshotStore {
     /// The LSN of the oldest retained epoch: the change log below it is no
     /// longer needed for recovery. None when nothing is published.
     pub fn oldest_retained_lsn(&self) -> Option<u64> {
-        self.inner.state.lock().published.values().next().map(|m| m.lsn)
+        self.inner
+            .state
+            .lock()
+            .published
+            .values()
+            .next()
+            .map(|m| m.lsn)
     }
 
     /// The retained published epochs, oldest first.
     pub fn retained(&self) -> Vec<EpochInfo> {
-        self.inner.state.lock().published.values().map(|m| EpochInfo::of(m)).collect()
+        self.inner
+            .state
+            .lock()
+            .published
+            .values()
+            .map(|m| EpochInfo::of(m))
+            .collect()
     }
 
     /// The newest retained epoch's manifest.
     pub fn latest_manifest(&self) -> Option<Arc<Manifest>> {
-        self.inner.state.lock().published.values().next_back().cloned()
+        self.inner
+            .state
+            .lock()
+            .published
+            .values()
+            .next_back()
+            .cloned()
     }
 
     /// Merges every chain of the newest epoch longer than `max_chain_len`
@@ -409,22 +503,39 @@ impl SnapshotStore {
                 .nodes
                 .iter()
                 .filter(|c| c.files.len() > max_chain_len)
-                .filter(|c| state.pending_compactions.get(&c.node).map(|p| p.as_of) != Some(m.epoch))
+                .filter(|c| {
+                    state.pending_compactions.get(&c.node).map(|p| p.as_of) != Some(m.epoch)
+                })
                 .cloned()
                 .collect();
             state.compaction_running = true;
             (m, candidates)
         };
-        let result = self.compact_chains(&manifest, candidates, merge);
-        self.inner.state.lock().compaction_running = false;
-        result
+        /// Clears the running flag however compaction ends (a panicking
+        /// merge function included).
+        struct Running<'a>(&'a Inner);
+        impl Drop for Running<'_> {
+            fn drop(&mut self) {
+                self.0.state.lock().compaction_running = false;
+            }
+        }
+        let _running = Running(&self.inner);
+        self.compact_chains(&manifest, candidates, merge)
     }
 
-    fn compact_chains<F>(&self, m: &Manifest, chains: Vec<super::NodeChain>, merge: F) -> Result<CompactionStats>
+    fn compact_chains<F>(
+        &self,
+        m: &Manifest,
+        chains: Vec<super::NodeChain>,
+        merge: F,
+    ) -> Result<CompactionStats>
     where
         F: Fn(&[u8], &[&[u8]]) -> Vec<u8>,
     {
-        let mut stats = CompactionStats { as_of: Some(m.epoch), ..CompactionStats::default() };
+        let mut stats = CompactionStats {
+            as_of: Some(m.epoch),
+            ..CompactionStats::default()
+        };
         let epoch_dir = self.inner.dir.join(epoch_dir_name(m.epoch));
         for chain in chains {
             let mut blobs = Vec::with_capacity(chain.files.len());
@@ -446,7 +557,8 @@ impl SnapshotStore {
             let deltas: Vec<&[u8]> = blobs[1..].iter().map(Vec::as_slice).collect();
             let merged = merge(&blobs[0], &deltas);
 
-            let (rel, path, file) = self.create_compaction_file(&epoch_dir, m.epoch, &chain.node)?;
+            let (rel, path, file) =
+                self.create_compaction_file(&epoch_dir, m.epoch, &chain.node)?;
             let meta = FileMeta {
                 node: &chain.node,
                 kind: SnapshotKind::Full,
@@ -481,7 +593,13 @@ impl SnapshotStore {
             let still_newest = state.published.keys().next_back() == Some(&m.epoch);
             if still_newest {
                 debug!(epoch = m.epoch, node = %chain.node, files = chain.files.len(), "compacted snapshot chain");
-                let old = state.pending_compactions.insert(chain.node.clone(), Compacted { as_of: m.epoch, entry });
+                let old = state.pending_compactions.insert(
+                    chain.node.clone(),
+                    Compacted {
+                        as_of: m.epoch,
+                        entry,
+                    },
+                );
                 if let Some(old) = old {
                     state.protected.remove(&old.entry.path);
                 }
@@ -503,14 +621,23 @@ impl SnapshotStore {
     }
 
     /// Creates a fresh, protected compaction file in `epoch_dir`.
-    fn create_compaction_file(&self, epoch_dir: &Path, epoch: u64, node: &NodeId) -> Result<(String, PathBuf, fs::File)> {
+    fn create_compaction_file(
+        &self,
+        epoch_dir: &Path,
+        epoch: u64,
+        node: &NodeId,
+    ) -> Result<(String, PathBuf, fs::File)> {
         loop {
             let seq = self.inner.compaction_seq.fetch_add(1, Ordering::Relaxed);
             let name = format!("c{seq:06}-{}.full", node.file_stem());
             let rel = format!("{}/{name}", epoch_dir_name(epoch));
             let path = epoch_dir.join(&name);
             self.inner.state.lock().protected.insert(rel.clone());
-            match fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+            match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
                 Ok(f) => return Ok((rel, path, f)),
                 Err(e) => {
                     self.inner.state.lock().protected.remove(&rel);
@@ -544,7 +671,10 @@ impl Inner {
             Some(c) => (c.as_slice(), Compression::Lz4),
             None => (raw, Compression::None),
         };
-        let meta = FileMeta { compression, ..*meta };
+        let meta = FileMeta {
+            compression,
+            ..*meta
+        };
         let mut out = std::io::BufWriter::with_capacity(1 << 20, file);
         let (size, crc) = format::write_node_file(&mut out, &meta, payload).at(path)?;
         let file = out.into_inner().map_err(|e| e.into_error()).at(path)?;
@@ -553,10 +683,15 @@ impl Inner {
     }
 
     /// Reads one file and verifies it against its manifest entry.
-    pub(super) fn read_verified(&self, node: &NodeId, entry: &FileEntry) -> std::result::Result<Vec<u8>, String> {
+    pub(super) fn read_verified(
+        &self,
+        node: &NodeId,
+        entry: &FileEntry,
+    ) -> std::result::Result<Vec<u8>, String> {
         let path = resolve(&self.dir, &entry.path)?;
         let bytes = fs::read(&path).map_err(|e| format!("cannot read {}: {e}", entry.path))?;
-        format::decode_node_file(bytes, node, entry).map_err(|reason| format!("{}: {reason}", entry.path))
+        format::decode_node_file(bytes, node, entry)
+            .map_err(|reason| format!("{}: {reason}", entry.path))
     }
 
     /// Re-reads the epoch's manifest from disk, then reads and verifies every
@@ -572,19 +707,75 @@ impl Inner {
         for chain in &m.nodes {
             check_chain(m, chain)?;
         }
-        let mut progress =
-            Progress { epoch: m.epoch, total: m.total_bytes(), done: 0, next_percent: 10, last_log: Instant::now() };
-        info!(epoch = m.epoch, files = m.file_count(), total_bytes = progress.total, "loading snapshot");
-        let mut nodes = Vec::with_capacity(m.nodes.len());
-        for chain in &m.nodes {
+        let total = m.total_bytes();
+        info!(
+            epoch = m.epoch,
+            files = m.file_count(),
+            total_bytes = total,
+            "loading snapshot"
+        );
+        let progress = Mutex::new(Progress {
+            epoch: m.epoch,
+            total,
+            done: 0,
+            next_percent: 10,
+            last_log: Instant::now(),
+        });
+        let load_chain = |chain: &super::NodeChain| -> std::result::Result<LoadedNode, String> {
             let mut blobs = Vec::with_capacity(chain.files.len());
             for f in &chain.files {
                 blobs.push(self.read_verified(&chain.node, f)?);
-                progress.advance(f.size);
+                progress.lock().advance(f.size);
             }
             let mut blobs = blobs.into_iter();
             let base = blobs.next().unwrap_or_default();
-            nodes.push(LoadedNode { node: chain.node.clone(), base, deltas: blobs.collect() });
+            Ok(LoadedNode {
+                node: chain.node.clone(),
+                base,
+                deltas: blobs.collect(),
+            })
+        };
+        // Chains load on up to LOAD_THREADS threads, each taking the next
+        // unclaimed chain; the first failure stops the others.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, LOAD_THREADS)
+            .min(m.nodes.len());
+        let next = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let mut slots: Vec<Option<std::result::Result<LoadedNode, String>>> = Vec::new();
+        slots.resize_with(m.nodes.len(), || None);
+        let slots = Mutex::new(slots);
+        let work = || {
+            while !failed.load(Ordering::Relaxed) {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chain) = m.nodes.get(i) else { break };
+                let r = load_chain(chain);
+                if r.is_err() {
+                    failed.store(true, Ordering::Relaxed);
+                }
+                slots.lock()[i] = Some(r);
+            }
+        };
+        if threads <= 1 {
+            work();
+        } else {
+            std::thread::scope(|scope| {
+                for _ in 0..threads {
+                    scope.spawn(work);
+                }
+            });
+        }
+        let slots = slots.into_inner();
+        if let Some(Some(Err(reason))) = slots.iter().find(|s| matches!(s, Some(Err(_)))) {
+            return Err(reason.clone());
+        }
+        let mut nodes = Vec::with_capacity(m.nodes.len());
+        for (slot, chain) in slots.into_iter().zip(&m.nodes) {
+            match slot {
+                Some(Ok(node)) => nodes.push(node),
+                _ => return Err(format!("node {} was not loaded", chain.node)),
+            }
         }
         Ok(LoadedSnapshot {
             epoch: m.epoch,
@@ -592,7 +783,7 @@ impl Inner {
             graph_version: m.graph_version,
             nodes,
             rejected: Vec::new(),
-            bytes_read: progress.total,
+            bytes_read: total,
             files_read: m.file_count(),
             elapsed: started.elapsed(),
         })
@@ -613,8 +804,10 @@ impl Inner {
         for entry in fs::read_dir(&self.dir).at(&self.dir)? {
             let entry = entry.at(&self.dir)?;
             let dir_name = entry.file_name();
-            let Some(epoch) = dir_name.to_str().and_then(parse_epoch_dir) else { continue };
-            if state.writing == Some(epoch) {
+            let Some(epoch) = dir_name.to_str().and_then(parse_epoch_dir) else {
+                continue;
+            };
+            if state.writing == Some(epoch) || state.untouchable.contains(&epoch) {
                 continue;
             }
             let epoch_dir = entry.path();
@@ -635,7 +828,11 @@ impl Inner {
                     continue;
                 }
                 let path = file.path();
-                let res = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
+                let res = if path.is_dir() {
+                    fs::remove_dir_all(&path)
+                } else {
+                    fs::remove_file(&path)
+                };
                 match res {
                     Ok(()) => {
                         removed += 1;
@@ -650,7 +847,9 @@ impl Inner {
             if kept == 0 {
                 match fs::remove_dir(&epoch_dir) {
                     Ok(()) => debug!(epoch, "removed snapshot epoch directory"),
-                    Err(e) => warn!(path = %epoch_dir.display(), error = %e, "cannot remove snapshot directory"),
+                    Err(e) => {
+                        warn!(path = %epoch_dir.display(), error = %e, "cannot remove snapshot directory")
+                    }
                 }
             } else if removed > 0 {
                 if let Err(e) = sync_dir(&epoch_dir) {

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::writer::CrashPoint;
+use super::writer::CrashBefore;
 use super::*;
 
 fn cfg() -> SnapshotConfig {
@@ -36,7 +36,10 @@ fn blob(seed: u64, len: usize) -> Vec<u8> {
 
 /// Loaded state as node -> (base, deltas).
 fn state_of(s: &LoadedSnapshot) -> BTreeMap<String, (Vec<u8>, Vec<Vec<u8>>)> {
-    s.nodes.iter().map(|n| (n.node.to_string(), (n.base.clone(), n.deltas.clone()))).collect()
+    s.nodes
+        .iter()
+        .map(|n| (n.node.to_string(), (n.base.clone(), n.deltas.clone())))
+        .collect()
 }
 
 /// Every node file (not manifests) currently on disk, relative paths.
@@ -45,7 +48,11 @@ fn files_on_disk(dir: &Path) -> HashSet<String> {
     for e in fs::read_dir(dir).unwrap().flatten() {
         if e.path().is_dir() {
             for f in fs::read_dir(e.path()).unwrap().flatten() {
-                out.insert(format!("{}/{}", e.file_name().to_string_lossy(), f.file_name().to_string_lossy()));
+                out.insert(format!(
+                    "{}/{}",
+                    e.file_name().to_string_lossy(),
+                    f.file_name().to_string_lossy()
+                ));
             }
         }
     }
@@ -53,8 +60,11 @@ fn files_on_disk(dir: &Path) -> HashSet<String> {
 }
 
 fn epoch_dirs(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> =
-        fs::read_dir(dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
     v.sort();
     v
 }
@@ -62,13 +72,20 @@ fn epoch_dirs(dir: &Path) -> Vec<String> {
 /// Publishes epoch 1 (nodes a, b full) and epoch 2 (a delta, b full, c full).
 fn two_epochs(store: &SnapshotStore) -> (FileEntry, FileEntry) {
     let w = store.begin_epoch(1, 100, 7).unwrap();
-    w.write_node("a", SnapshotKind::Full, &blob(1, 5000)).unwrap();
-    w.write_node("b", SnapshotKind::Full, &blob(2, 3000)).unwrap();
+    w.write_node("a", SnapshotKind::Full, &blob(1, 5000))
+        .unwrap();
+    w.write_node("b", SnapshotKind::Full, &blob(2, 3000))
+        .unwrap();
     w.publish().unwrap();
     let w = store.begin_epoch(2, 200, 7).unwrap();
-    let a2 = w.write_node("a", SnapshotKind::Delta, &blob(3, 400)).unwrap();
-    let b2 = w.write_node("b", SnapshotKind::Full, &blob(4, 3000)).unwrap();
-    w.write_node(7u64, SnapshotKind::Full, &blob(5, 10)).unwrap();
+    let a2 = w
+        .write_node("a", SnapshotKind::Delta, &blob(3, 400))
+        .unwrap();
+    let b2 = w
+        .write_node("b", SnapshotKind::Full, &blob(4, 3000))
+        .unwrap();
+    w.write_node(7u64, SnapshotKind::Full, &blob(5, 10))
+        .unwrap();
     w.publish().unwrap();
     (a2, b2)
 }
@@ -133,19 +150,26 @@ fn reuse_keeps_chains_and_files_across_epochs() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     let w = store.begin_epoch(1, 10, 1).unwrap();
-    let a1 = w.write_node("a", SnapshotKind::Full, &blob(1, 100)).unwrap();
-    w.write_node("b", SnapshotKind::Full, &blob(2, 100)).unwrap();
+    let a1 = w
+        .write_node("a", SnapshotKind::Full, &blob(1, 100))
+        .unwrap();
+    w.write_node("b", SnapshotKind::Full, &blob(2, 100))
+        .unwrap();
     w.publish().unwrap();
     for e in 2..=6u64 {
         let w = store.begin_epoch(e, e * 10, 1).unwrap();
         assert_eq!(w.base_epoch(), Some(e - 1));
         w.reuse_node("a").unwrap();
-        w.write_node("b", SnapshotKind::Delta, &blob(e * 100, 50)).unwrap();
+        w.write_node("b", SnapshotKind::Delta, &blob(e * 100, 50))
+            .unwrap();
         let info = w.publish().unwrap();
         assert_eq!(info.longest_chain, e as usize);
     }
     // Epoch 1's manifest is gone but its files live on, referenced by 5 and 6.
-    assert_eq!(store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(), vec![5, 6]);
+    assert_eq!(
+        store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(),
+        vec![5, 6]
+    );
     assert!(tmp.path().join(&a1.path).exists());
     assert!(!tmp.path().join("00000000000000000001/MANIFEST").exists());
     let s = open(tmp.path()).load_latest().unwrap().unwrap();
@@ -164,7 +188,10 @@ fn nodes_not_mentioned_are_dropped_from_the_epoch() {
     w.reuse_node("b").unwrap();
     w.publish().unwrap();
     let s = store.load_latest().unwrap().unwrap();
-    assert_eq!(state_of(&s).keys().cloned().collect::<Vec<_>>(), vec!["b".to_string()]);
+    assert_eq!(
+        state_of(&s).keys().cloned().collect::<Vec<_>>(),
+        vec!["b".to_string()]
+    );
     assert_eq!(s.graph_version, 8);
 }
 
@@ -173,25 +200,67 @@ fn caller_errors_are_reported() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     let w = store.begin_epoch(5, 50, 1).unwrap();
-    assert!(matches!(store.begin_epoch(6, 60, 1), Err(SnapshotError::WriterBusy(5))));
-    assert!(matches!(w.write_node("a", SnapshotKind::Delta, b"x"), Err(SnapshotError::NoBase { .. })));
-    assert!(matches!(w.reuse_node("a"), Err(SnapshotError::NoBase { .. })));
-    assert!(matches!(w.write_node("", SnapshotKind::Full, b"x"), Err(SnapshotError::InvalidNodeId(_))));
-    let long = "n".repeat(MAX_NODE_ID_LEN + 1);
-    assert!(matches!(w.write_node(long, SnapshotKind::Full, b"x"), Err(SnapshotError::InvalidNodeId(_))));
-    w.write_node("a", SnapshotKind::Full, b"x").unwrap();
-    assert!(matches!(w.write_node("a", SnapshotKind::Full, b"y"), Err(SnapshotError::DuplicateNode { .. })));
-    w.publish().unwrap();
-    assert!(matches!(store.begin_epoch(5, 60, 1), Err(SnapshotError::EpochNotNewer { epoch: 5, last: 5 })));
-    assert!(matches!(store.begin_epoch(4, 60, 1), Err(SnapshotError::EpochNotNewer { .. })));
-    assert!(matches!(store.begin_epoch(6, 49, 1), Err(SnapshotError::LsnRegressed { .. })));
-    let w = store.begin_epoch(6, 50, 1).unwrap();
-    assert!(matches!(w.reuse_node("b"), Err(SnapshotError::NoBase { .. })));
-    w.reuse_node("a").unwrap();
-    assert!(matches!(w.reuse_node("a"), Err(SnapshotError::DuplicateNode { .. })));
-    assert!(matches!(w.write_node("a", SnapshotKind::Delta, b"z"), Err(SnapshotError::DuplicateNode { .. })));
     assert!(matches!(
-        SnapshotStore::open(tmp.path(), SnapshotConfig { retain_epochs: 0, ..cfg() }),
+        store.begin_epoch(6, 60, 1),
+        Err(SnapshotError::WriterBusy(5))
+    ));
+    assert!(matches!(
+        w.write_node("a", SnapshotKind::Delta, b"x"),
+        Err(SnapshotError::NoBase { .. })
+    ));
+    assert!(matches!(
+        w.reuse_node("a"),
+        Err(SnapshotError::NoBase { .. })
+    ));
+    assert!(matches!(
+        w.write_node("", SnapshotKind::Full, b"x"),
+        Err(SnapshotError::InvalidNodeId(_))
+    ));
+    let long = "n".repeat(MAX_NODE_ID_LEN + 1);
+    assert!(matches!(
+        w.write_node(long, SnapshotKind::Full, b"x"),
+        Err(SnapshotError::InvalidNodeId(_))
+    ));
+    w.write_node("a", SnapshotKind::Full, b"x").unwrap();
+    assert!(matches!(
+        w.write_node("a", SnapshotKind::Full, b"y"),
+        Err(SnapshotError::DuplicateNode { .. })
+    ));
+    w.publish().unwrap();
+    assert!(matches!(
+        store.begin_epoch(5, 60, 1),
+        Err(SnapshotError::EpochNotNewer { epoch: 5, last: 5 })
+    ));
+    assert!(matches!(
+        store.begin_epoch(4, 60, 1),
+        Err(SnapshotError::EpochNotNewer { .. })
+    ));
+    assert!(matches!(
+        store.begin_epoch(6, 49, 1),
+        Err(SnapshotError::LsnRegressed { .. })
+    ));
+    let w = store.begin_epoch(6, 50, 1).unwrap();
+    assert!(matches!(
+        w.reuse_node("b"),
+        Err(SnapshotError::NoBase { .. })
+    ));
+    w.reuse_node("a").unwrap();
+    assert!(matches!(
+        w.reuse_node("a"),
+        Err(SnapshotError::DuplicateNode { .. })
+    ));
+    assert!(matches!(
+        w.write_node("a", SnapshotKind::Delta, b"z"),
+        Err(SnapshotError::DuplicateNode { .. })
+    ));
+    assert!(matches!(
+        SnapshotStore::open(
+            tmp.path(),
+            SnapshotConfig {
+                retain_epochs: 0,
+                ..cfg()
+            }
+        ),
         Err(SnapshotError::InvalidConfig(_))
     ));
 }
@@ -204,7 +273,8 @@ fn dropped_writer_abandons_its_epoch() {
     let before = files_on_disk(tmp.path());
     {
         let w = store.begin_epoch(3, 300, 7).unwrap();
-        w.write_node("a", SnapshotKind::Full, &blob(9, 100)).unwrap();
+        w.write_node("a", SnapshotKind::Full, &blob(9, 100))
+            .unwrap();
     }
     assert_eq!(files_on_disk(tmp.path()), before);
     assert!(!tmp.path().join("00000000000000000003").exists());
@@ -226,7 +296,8 @@ fn concurrent_writers_share_one_epoch() {
             s.spawn(move || {
                 for i in 0..8u64 {
                     let n = t * 100 + i;
-                    w.write_node(n, SnapshotKind::Full, &blob(n, 1000 + n as usize)).unwrap();
+                    w.write_node(n, SnapshotKind::Full, &blob(n, 1000 + n as usize))
+                        .unwrap();
                 }
             });
         }
@@ -247,13 +318,16 @@ fn retention_keeps_exactly_the_last_two_epochs() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     let w = store.begin_epoch(1, 10, 1).unwrap();
-    w.write_node("shared", SnapshotKind::Full, &blob(1, 200)).unwrap();
-    w.write_node("churn", SnapshotKind::Full, &blob(2, 200)).unwrap();
+    w.write_node("shared", SnapshotKind::Full, &blob(1, 200))
+        .unwrap();
+    w.write_node("churn", SnapshotKind::Full, &blob(2, 200))
+        .unwrap();
     w.publish().unwrap();
     for e in 2..=8u64 {
         let w = store.begin_epoch(e, e * 10, 1).unwrap();
         w.reuse_node("shared").unwrap();
-        w.write_node("churn", SnapshotKind::Full, &blob(e * 7, 200)).unwrap();
+        w.write_node("churn", SnapshotKind::Full, &blob(e * 7, 200))
+            .unwrap();
         w.publish().unwrap();
         let retained: Vec<u64> = store.retained().iter().map(|i| i.epoch).collect();
         let expect: Vec<u64> = (e.saturating_sub(1).max(1)..=e).collect();
@@ -268,24 +342,39 @@ fn retention_keeps_exactly_the_last_two_epochs() {
             }
         }
         assert_eq!(files_on_disk(tmp.path()), wanted);
-        assert!(wanted.iter().any(|p| p.starts_with("00000000000000000001/")));
+        assert!(wanted
+            .iter()
+            .any(|p| p.starts_with("00000000000000000001/")));
     }
     // The same after reopening.
     let store = open(tmp.path());
-    assert_eq!(store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(), vec![7, 8]);
+    assert_eq!(
+        store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(),
+        vec![7, 8]
+    );
     assert_eq!(store.load_latest().unwrap().unwrap().epoch, 8);
 }
 
 #[test]
 fn retention_is_configurable() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = SnapshotStore::open(tmp.path(), SnapshotConfig { retain_epochs: 3, ..cfg() }).unwrap();
+    let store = SnapshotStore::open(
+        tmp.path(),
+        SnapshotConfig {
+            retain_epochs: 3,
+            ..cfg()
+        },
+    )
+    .unwrap();
     for e in 1..=5u64 {
         let w = store.begin_epoch(e, e, 1).unwrap();
         w.write_node("n", SnapshotKind::Full, &blob(e, 10)).unwrap();
         w.publish().unwrap();
     }
-    assert_eq!(store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(), vec![3, 4, 5]);
+    assert_eq!(
+        store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(),
+        vec![3, 4, 5]
+    );
     assert_eq!(epoch_dirs(tmp.path()).len(), 3);
 }
 
@@ -302,7 +391,11 @@ fn garbage_of_unpublished_epochs_is_removed_on_open() {
     fs::create_dir(&e3).unwrap();
     fs::write(e3.join("000000-a.full"), b"partial").unwrap();
     fs::write(e3.join("MANIFEST.tmp"), b"partial").unwrap();
-    fs::write(tmp.path().join("00000000000000000002/000009-x.full"), b"orphan").unwrap();
+    fs::write(
+        tmp.path().join("00000000000000000002/000009-x.full"),
+        b"orphan",
+    )
+    .unwrap();
     fs::write(tmp.path().join("README"), b"not ours").unwrap();
     let store = open(tmp.path());
     assert_eq!(files_on_disk(tmp.path()), published);
@@ -317,13 +410,15 @@ fn garbage_of_unpublished_epochs_is_removed_on_open() {
 
 // --- crashes during publish ---
 
-fn crash_during_epoch_3(point: CrashPoint) -> (tempfile::TempDir, SnapshotStore) {
+fn crash_during_epoch_3(point: CrashBefore) -> (tempfile::TempDir, SnapshotStore) {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     two_epochs(&store);
     let w = store.begin_epoch(3, 300, 7).unwrap();
-    w.write_node("a", SnapshotKind::Delta, &blob(30, 100)).unwrap();
-    w.write_node("b", SnapshotKind::Full, &blob(31, 100)).unwrap();
+    w.write_node("a", SnapshotKind::Delta, &blob(30, 100))
+        .unwrap();
+    w.write_node("b", SnapshotKind::Full, &blob(31, 100))
+        .unwrap();
     w.reuse_node(7u64).unwrap();
     w.crash_at(point).unwrap();
     drop(store);
@@ -333,8 +428,11 @@ fn crash_during_epoch_3(point: CrashPoint) -> (tempfile::TempDir, SnapshotStore)
 
 #[test]
 fn crash_after_node_files_before_manifest_loads_previous_epoch() {
-    let (tmp, store) = crash_during_epoch_3(CrashPoint::BeforeManifest);
-    assert!(!tmp.path().join("00000000000000000003").exists(), "garbage removed on open");
+    let (tmp, store) = crash_during_epoch_3(CrashBefore::Manifest);
+    assert!(
+        !tmp.path().join("00000000000000000003").exists(),
+        "garbage removed on open"
+    );
     let s = store.load_latest().unwrap().unwrap();
     assert_epoch2(&s);
     assert!(s.rejected.is_empty());
@@ -342,8 +440,11 @@ fn crash_after_node_files_before_manifest_loads_previous_epoch() {
 
 #[test]
 fn crash_after_manifest_temp_before_rename_loads_previous_epoch() {
-    let (tmp, store) = crash_during_epoch_3(CrashPoint::BeforeRename);
-    assert!(!tmp.path().join("00000000000000000003").exists(), "garbage removed on open");
+    let (tmp, store) = crash_during_epoch_3(CrashBefore::Rename);
+    assert!(
+        !tmp.path().join("00000000000000000003").exists(),
+        "garbage removed on open"
+    );
     assert_epoch2(&store.load_latest().unwrap().unwrap());
 }
 
@@ -352,7 +453,7 @@ fn crash_after_rename_before_dir_sync_loads_the_complete_new_epoch() {
     // Without a power loss the rename is visible, and epoch 3 is complete and
     // verified, so it is the right answer; after a power loss the rename may
     // be lost, which is the previous case.
-    let (_tmp, store) = crash_during_epoch_3(CrashPoint::BeforeDirSync);
+    let (_tmp, store) = crash_during_epoch_3(CrashBefore::DirSync);
     let s = store.load_latest().unwrap().unwrap();
     assert_eq!((s.epoch, s.lsn), (3, 300));
     let st = state_of(&s);
@@ -364,7 +465,10 @@ fn crash_after_rename_before_dir_sync_loads_the_complete_new_epoch() {
     let w = store.begin_epoch(4, 400, 7).unwrap();
     w.reuse_node("b").unwrap();
     w.publish().unwrap();
-    assert_eq!(store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(), vec![3, 4]);
+    assert_eq!(
+        store.retained().iter().map(|i| i.epoch).collect::<Vec<_>>(),
+        vec![3, 4]
+    );
 }
 
 // --- corruption ---
@@ -384,7 +488,8 @@ fn damaged_b_falls_back(damage: impl Fn(&Path)) -> LoadedSnapshot {
     // The rejected epoch is no base for the next one.
     let w = store.begin_epoch(3, 300, 7).unwrap();
     assert_eq!(w.base_epoch(), Some(1));
-    w.write_node("a", SnapshotKind::Delta, &blob(40, 10)).unwrap();
+    w.write_node("a", SnapshotKind::Delta, &blob(40, 10))
+        .unwrap();
     w.publish().unwrap();
     let s3 = open(tmp.path()).load_latest().unwrap().unwrap();
     assert_eq!(s3.epoch, 3);
@@ -401,7 +506,8 @@ fn flip_byte_at(path: &Path, at: impl Fn(usize) -> usize) {
 
 #[test]
 fn flipped_byte_anywhere_is_detected() {
-    let spots: [(&str, fn(usize) -> usize); 6] = [
+    type Spot = (&'static str, fn(usize) -> usize);
+    let spots: [Spot; 6] = [
         ("magic", |_| 0),
         ("kind", |_| 10),
         ("state epoch", |_| 17),
@@ -421,7 +527,11 @@ fn truncated_file_is_detected() {
         let b = fs::read(p).unwrap();
         fs::write(p, &b[..b.len() - 100]).unwrap();
     });
-    assert!(s.rejected[0].reason.contains("size"), "{}", s.rejected[0].reason);
+    assert!(
+        s.rejected[0].reason.contains("size"),
+        "{}",
+        s.rejected[0].reason
+    );
 }
 
 #[test]
@@ -432,7 +542,11 @@ fn file_truncated_to_zero_is_detected() {
 #[test]
 fn missing_file_is_detected() {
     let s = damaged_b_falls_back(|p| fs::remove_file(p).unwrap());
-    assert!(s.rejected[0].reason.contains("cannot read"), "{}", s.rejected[0].reason);
+    assert!(
+        s.rejected[0].reason.contains("cannot read"),
+        "{}",
+        s.rejected[0].reason
+    );
 }
 
 #[test]
@@ -455,7 +569,51 @@ fn corrupt_manifest_falls_back() {
     two_epochs(&store);
     flip_byte_at(&tmp.path().join("00000000000000000002/MANIFEST"), |n| n / 2);
     let store = open(tmp.path());
-    assert_epoch1(&store.load_latest().unwrap().unwrap());
+    let s = store.load_latest().unwrap().unwrap();
+    assert_epoch1(&s);
+    assert_eq!(s.rejected.len(), 1);
+    assert!(
+        s.rejected[0].reason.contains("checksum"),
+        "{}",
+        s.rejected[0].reason
+    );
+    // Epoch 2's own files are garbage now; the file it shared with epoch 1 is not.
+    assert!(!tmp.path().join("00000000000000000002").exists());
+    assert_epoch1(&open(tmp.path()).load_latest().unwrap().unwrap());
+}
+
+#[test]
+fn unreadable_manifest_leaves_its_epoch_alone() {
+    // An I/O error (here: MANIFEST is a directory) is not proof of garbage.
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    two_epochs(&store);
+    let w = store.begin_epoch(3, 300, 7).unwrap();
+    let f = w.write_node("a", SnapshotKind::Full, b"three").unwrap();
+    w.publish().unwrap();
+    drop(store);
+    let m = tmp.path().join("00000000000000000003/MANIFEST");
+    fs::remove_file(&m).unwrap();
+    fs::create_dir(&m).unwrap();
+    let store = open(tmp.path());
+    assert!(tmp.path().join(&f.path).exists());
+    let s = store.load_latest().unwrap().unwrap();
+    assert_epoch2(&s);
+    assert_eq!(
+        s.rejected.iter().map(|r| r.epoch).collect::<Vec<_>>(),
+        vec![3]
+    );
+    assert!(matches!(
+        store.begin_epoch(3, 300, 7),
+        Err(SnapshotError::EpochNotNewer { .. })
+    ));
+    let w = store.begin_epoch(4, 400, 7).unwrap();
+    w.reuse_node("b").unwrap();
+    w.publish().unwrap();
+    assert!(
+        tmp.path().join(&f.path).exists(),
+        "still untouched after a publish"
+    );
 }
 
 #[test]
@@ -483,7 +641,9 @@ fn shared_file_corrupt_in_every_epoch_means_cold_start() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     let w = store.begin_epoch(1, 1, 1).unwrap();
-    let a = w.write_node("a", SnapshotKind::Full, &blob(1, 500)).unwrap();
+    let a = w
+        .write_node("a", SnapshotKind::Full, &blob(1, 500))
+        .unwrap();
     w.publish().unwrap();
     let w = store.begin_epoch(2, 2, 1).unwrap();
     w.reuse_node("a").unwrap();
@@ -501,7 +661,14 @@ fn shared_file_corrupt_in_every_epoch_means_cold_start() {
 #[test]
 fn lz4_round_trips_and_is_recorded_per_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = SnapshotStore::open(tmp.path(), SnapshotConfig { compression: Compression::Lz4, ..cfg() }).unwrap();
+    let store = SnapshotStore::open(
+        tmp.path(),
+        SnapshotConfig {
+            compression: Compression::Lz4,
+            ..cfg()
+        },
+    )
+    .unwrap();
     let w = store.begin_epoch(1, 1, 1).unwrap();
     let text: Vec<u8> = b"row 42, 'hello world', 2024-01-01 | ".repeat(2000);
     let noise: Vec<u8> = blob(9, 50_000).iter().map(|b| b.wrapping_mul(31)).collect();
@@ -523,9 +690,18 @@ fn lz4_round_trips_and_is_recorded_per_file() {
 #[test]
 fn corrupt_lz4_payload_is_detected() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = SnapshotStore::open(tmp.path(), SnapshotConfig { compression: Compression::Lz4, ..cfg() }).unwrap();
+    let store = SnapshotStore::open(
+        tmp.path(),
+        SnapshotConfig {
+            compression: Compression::Lz4,
+            ..cfg()
+        },
+    )
+    .unwrap();
     let w = store.begin_epoch(1, 1, 1).unwrap();
-    let f = w.write_node("t", SnapshotKind::Full, &b"abcabcabc".repeat(1000)).unwrap();
+    let f = w
+        .write_node("t", SnapshotKind::Full, &b"abcabcabc".repeat(1000))
+        .unwrap();
     w.publish().unwrap();
     flip_byte_at(&tmp.path().join(&f.path), |n| n / 2);
     assert!(open(tmp.path()).load_latest().unwrap().is_none());
@@ -557,17 +733,23 @@ fn compaction_bounds_chains_from_the_next_epoch_on() {
     for e in 2..=12u64 {
         let w = store.begin_epoch(e, e, 1).unwrap();
         let d = format!("+{e}");
-        w.write_node("a", SnapshotKind::Delta, d.as_bytes()).unwrap();
+        w.write_node("a", SnapshotKind::Delta, d.as_bytes())
+            .unwrap();
         expect.get_mut("a").unwrap().extend_from_slice(d.as_bytes());
         if e % 2 == 0 {
-            w.write_node("b", SnapshotKind::Delta, d.as_bytes()).unwrap();
+            w.write_node("b", SnapshotKind::Delta, d.as_bytes())
+                .unwrap();
             expect.get_mut("b").unwrap().extend_from_slice(d.as_bytes());
         } else {
             w.reuse_node("b").unwrap();
         }
         w.reuse_node("c").unwrap();
         let info = w.publish().unwrap();
-        assert!(info.longest_chain <= max_chain + 1, "epoch {e}: chain {}", info.longest_chain);
+        assert!(
+            info.longest_chain <= max_chain + 1,
+            "epoch {e}: chain {}",
+            info.longest_chain
+        );
         // Reopen (one store per directory at a time), load, then compact.
         drop(store);
         store = open(tmp.path());
@@ -576,7 +758,12 @@ fn compaction_bounds_chains_from_the_next_epoch_on() {
         assert_eq!(s.epoch, e, "{:?}", s.rejected);
         for n in &s.nodes {
             let deltas: Vec<&[u8]> = n.deltas.iter().map(Vec::as_slice).collect();
-            assert_eq!(concat(&n.base, &deltas), expect[n.node.as_str()], "epoch {e} node {}", n.node);
+            assert_eq!(
+                concat(&n.base, &deltas),
+                expect[n.node.as_str()],
+                "epoch {e} node {}",
+                n.node
+            );
         }
     }
 }
@@ -594,8 +781,14 @@ fn unused_compaction_output_is_collected() {
         w.publish().unwrap();
     }
     let stats = store.compact(2, concat).unwrap();
-    assert_eq!((stats.as_of, stats.nodes_compacted, stats.files_merged), (Some(4), 1, 4));
-    let compacted: Vec<String> = files_on_disk(tmp.path()).into_iter().filter(|p| p.contains("/c")).collect();
+    assert_eq!(
+        (stats.as_of, stats.nodes_compacted, stats.files_merged),
+        (Some(4), 1, 4)
+    );
+    let compacted: Vec<String> = files_on_disk(tmp.path())
+        .into_iter()
+        .filter(|p| p.contains("/c"))
+        .collect();
     assert_eq!(compacted.len(), 1);
     // Compacting again finds the chain already done.
     assert_eq!(store.compact(2, concat).unwrap().nodes_compacted, 0);
@@ -616,7 +809,29 @@ fn unused_compaction_output_is_collected() {
     let store = open(tmp.path());
     assert!(files_on_disk(tmp.path()).iter().all(|p| !p.contains("/c")));
     let s = store.load_latest().unwrap().unwrap();
-    assert_eq!(state_of(&s)["a"], (b"a+++!".to_vec(), vec![b"1".to_vec(), b"2".to_vec()]));
+    assert_eq!(
+        state_of(&s)["a"],
+        (b"a+++!".to_vec(), vec![b"1".to_vec(), b"2".to_vec()])
+    );
+}
+
+#[test]
+fn panicking_merge_does_not_wedge_compaction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let w = store.begin_epoch(1, 1, 1).unwrap();
+    w.write_node("a", SnapshotKind::Full, b"a").unwrap();
+    w.publish().unwrap();
+    let w = store.begin_epoch(2, 2, 1).unwrap();
+    w.write_node("a", SnapshotKind::Delta, b"+").unwrap();
+    w.publish().unwrap();
+    let boom = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.compact(1, |_: &[u8], _: &[&[u8]]| -> Vec<u8> {
+            panic!("merge bug")
+        })
+    }));
+    assert!(boom.is_err());
+    assert_eq!(store.compact(1, concat).unwrap().nodes_compacted, 1);
 }
 
 // --- model-based: random epochs against an in-memory model ---
@@ -694,7 +909,11 @@ fn kill9_expected(e: u64) -> BTreeMap<String, (Vec<u8>, Vec<Vec<u8>>)> {
     let f = kill9_full_epoch(e);
     (0..CHILD_NODES)
         .map(|n| {
-            let deltas = if n % 2 == 1 { (f + 1..=e).map(|d| kill9_blob(d, n)).collect() } else { vec![] };
+            let deltas = if n % 2 == 1 {
+                (f + 1..=e).map(|d| kill9_blob(d, n)).collect()
+            } else {
+                vec![]
+            };
             (n.to_string(), (kill9_blob(f, n), deltas))
         })
         .collect()
@@ -705,16 +924,20 @@ fn kill9_expected(e: u64) -> BTreeMap<String, (Vec<u8>, Vec<Vec<u8>>)> {
 #[test]
 #[ignore = "child process of kill9_during_writes_leaves_a_loadable_epoch"]
 fn kill9_child_writer() {
-    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else { return };
+    let Some(dir) = std::env::var_os(CHILD_DIR_ENV) else {
+        return;
+    };
     let store = SnapshotStore::open(PathBuf::from(dir), cfg()).unwrap();
     let start = store.retained().last().map_or(1, |i| i.epoch + 1);
     for e in start.. {
         let w = store.begin_epoch(e, e * 10, 1).unwrap();
         for n in 0..CHILD_NODES {
             if e == kill9_full_epoch(e) {
-                w.write_node(n, SnapshotKind::Full, &kill9_blob(e, n)).unwrap();
+                w.write_node(n, SnapshotKind::Full, &kill9_blob(e, n))
+                    .unwrap();
             } else if n % 2 == 1 {
-                w.write_node(n, SnapshotKind::Delta, &kill9_blob(e, n)).unwrap();
+                w.write_node(n, SnapshotKind::Delta, &kill9_blob(e, n))
+                    .unwrap();
             } else {
                 w.reuse_node(n).unwrap();
             }
@@ -733,7 +956,13 @@ fn kill9_during_writes_leaves_a_loadable_epoch() {
     let mut last_seen = 0u64;
     for round in 0..3u64 {
         let mut child = Command::new(&exe)
-            .args(["--ignored", "--exact", "snapshot::tests::kill9_child_writer", "--nocapture", "--test-threads=1"])
+            .args([
+                "--ignored",
+                "--exact",
+                "snapshot::tests::kill9_child_writer",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(CHILD_DIR_ENV, tmp.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -759,8 +988,15 @@ fn kill9_during_writes_leaves_a_loadable_epoch() {
         child.wait().unwrap();
         drop(stdout);
         let store = open(tmp.path());
-        let s = store.load_latest().unwrap().expect("a verified epoch survives SIGKILL");
-        assert!(s.epoch >= last_seen, "epoch {} older than the last reported {last_seen}", s.epoch);
+        let s = store
+            .load_latest()
+            .unwrap()
+            .expect("a verified epoch survives SIGKILL");
+        assert!(
+            s.epoch >= last_seen,
+            "epoch {} older than the last reported {last_seen}",
+            s.epoch
+        );
         assert!(s.rejected.is_empty(), "{:?}", s.rejected);
         assert_eq!(state_of(&s), kill9_expected(s.epoch));
         assert!(store.retained().len() <= 3);

@@ -11,19 +11,21 @@ use tracing::{debug, error, info, warn};
 
 use super::error::{IoContext, Result, SnapshotError};
 use super::format::{self, FileEntry, FileMeta, Manifest, NodeChain};
-use super::store::{epoch_dir_name, now_unix_ms, sync_dir, EpochInfo, Inner, MANIFEST_NAME, MANIFEST_TMP_NAME};
+use super::store::{
+    epoch_dir_name, now_unix_ms, sync_dir, EpochInfo, Inner, MANIFEST_NAME, MANIFEST_TMP_NAME,
+};
 use super::{IntoNodeId, NodeId, SnapshotKind};
 
 /// Where a simulated crash stops `publish` (tests only).
 #[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum CrashPoint {
+pub(super) enum CrashBefore {
     /// Node files written and synced, no manifest yet.
-    BeforeManifest,
+    Manifest,
     /// `MANIFEST.tmp` written and synced, not renamed.
-    BeforeRename,
+    Rename,
     /// Renamed, epoch directory not yet fsynced.
-    BeforeDirSync,
+    DirSync,
 }
 
 /// What the new epoch holds for one node.
@@ -86,7 +88,12 @@ impl EpochWriter {
 
     /// Writes `bytes` as node `node`'s full state, or (`Delta`) as the changes
     /// since the previous epoch, and fsyncs the file before returning.
-    pub fn write_node(&self, node: impl IntoNodeId, kind: SnapshotKind, bytes: &[u8]) -> Result<FileEntry> {
+    pub fn write_node(
+        &self,
+        node: impl IntoNodeId,
+        kind: SnapshotKind,
+        bytes: &[u8],
+    ) -> Result<FileEntry> {
         let node = node.into_node_id()?;
         let base_epoch = match kind {
             SnapshotKind::Full => None,
@@ -121,31 +128,47 @@ impl EpochWriter {
     }
 
     #[cfg(test)]
-    pub(super) fn crash_at(self, point: CrashPoint) -> Result<()> {
+    pub(super) fn crash_at(self, point: CrashBefore) -> Result<()> {
         self.publish_until(Some(point)).map(|_| ())
     }
 
     fn require_base(&self, node: &NodeId) -> Result<u64> {
         match &self.prev {
             Some(p) if p.chain(node).is_some() => Ok(p.epoch),
-            _ => Err(SnapshotError::NoBase { node: node.clone(), epoch: self.epoch }),
+            _ => Err(SnapshotError::NoBase {
+                node: node.clone(),
+                epoch: self.epoch,
+            }),
         }
     }
 
     fn reserve(&self, node: &NodeId, slot: Slot) -> Result<()> {
         let mut slots = self.slots.lock();
         if slots.contains_key(node) {
-            return Err(SnapshotError::DuplicateNode { node: node.clone(), epoch: self.epoch });
+            return Err(SnapshotError::DuplicateNode {
+                node: node.clone(),
+                epoch: self.epoch,
+            });
         }
         slots.insert(node.clone(), slot);
         Ok(())
     }
 
-    fn write_file(&self, node: &NodeId, kind: SnapshotKind, base_epoch: Option<u64>, bytes: &[u8]) -> Result<FileEntry> {
+    fn write_file(
+        &self,
+        node: &NodeId,
+        kind: SnapshotKind,
+        base_epoch: Option<u64>,
+        bytes: &[u8],
+    ) -> Result<FileEntry> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed);
         let name = format!("{seq:06}-{}.{}", node.file_stem(), kind.extension());
         let path = self.dir.join(&name);
-        let file = fs::OpenOptions::new().write(true).create_new(true).open(&path).at(&path)?;
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .at(&path)?;
         let meta = FileMeta {
             node,
             kind,
@@ -180,13 +203,19 @@ impl EpochWriter {
         let mut nodes = Vec::with_capacity(slots.len());
         for (node, slot) in slots.iter() {
             let base_chain = || -> Result<Vec<FileEntry>> {
-                let prev = self.prev.as_ref().ok_or_else(|| SnapshotError::NoBase { node: node.clone(), epoch: self.epoch })?;
+                let prev = self.prev.as_ref().ok_or_else(|| SnapshotError::NoBase {
+                    node: node.clone(),
+                    epoch: self.epoch,
+                })?;
                 if let Some(c) = pending.get(node).filter(|c| c.as_of == prev.epoch) {
                     return Ok(vec![c.entry.clone()]);
                 }
                 prev.chain(node)
                     .map(|c| c.files.clone())
-                    .ok_or_else(|| SnapshotError::NoBase { node: node.clone(), epoch: self.epoch })
+                    .ok_or_else(|| SnapshotError::NoBase {
+                        node: node.clone(),
+                        epoch: self.epoch,
+                    })
             };
             let files = match slot {
                 // `publish` owns the writer, so no `write_node` is running.
@@ -199,7 +228,10 @@ impl EpochWriter {
                 }
                 Slot::Reused => base_chain()?,
             };
-            nodes.push(NodeChain { node: node.clone(), files });
+            nodes.push(NodeChain {
+                node: node.clone(),
+                files,
+            });
         }
         Ok(Manifest {
             epoch: self.epoch,
@@ -212,11 +244,11 @@ impl EpochWriter {
 
     /// The publish protocol; `crash` stops it early, leaving the disk as a
     /// crash at that point would (tests only).
-    fn publish_until(mut self, crash: Option<CrashPoint>) -> Result<EpochInfo> {
+    fn publish_until(mut self, crash: Option<CrashBefore>) -> Result<EpochInfo> {
         let manifest = self.build_manifest()?;
         let info = EpochInfo::of(&manifest);
         sync_dir(&self.dir)?;
-        if crash == Some(CrashPoint::BeforeManifest) {
+        if crash == Some(CrashBefore::Manifest) {
             self.done = true;
             return Ok(info);
         }
@@ -230,14 +262,14 @@ impl EpochWriter {
             f.write_all(&bytes).at(&tmp)?;
             f.sync_all().at(&tmp)?;
         }
-        if crash == Some(CrashPoint::BeforeRename) {
+        if crash == Some(CrashBefore::Rename) {
             self.done = true;
             return Ok(info);
         }
         fs::rename(&tmp, &final_path).at(&final_path)?;
         // From here on the epoch may be visible: never delete it on error.
         self.done = true;
-        if crash == Some(CrashPoint::BeforeDirSync) {
+        if crash == Some(CrashBefore::DirSync) {
             return Ok(info);
         }
         if let Err(e) = sync_dir(&self.dir) {
@@ -259,7 +291,9 @@ impl EpochWriter {
             .filter(|c| c.as_of < self.epoch)
             .map(|c| c.entry.path.clone())
             .collect();
-        state.pending_compactions.retain(|_, c| c.as_of >= self.epoch);
+        state
+            .pending_compactions
+            .retain(|_, c| c.as_of >= self.epoch);
         for p in moot {
             state.protected.remove(&p);
         }
@@ -297,4 +331,3 @@ impl Drop for EpochWriter {
         }
     }
 }
-
