@@ -902,8 +902,7 @@ impl<'a> Planner<'a> {
                 return Err(unsupported("HAVING on an aggregate without GROUP BY with parameters"));
             };
             let a = crate::ops::Aggregate::new(*ngroup, aggs.clone(), vec![], true);
-            let mut row = vec![Value::Null; *ngroup];
-            row.extend(a.empty_row());
+            let row = a.empty_row();
             let _ = post;
             Some(stored.iter().map(|e| e.eval(&row).unwrap_or(Value::Null)).collect::<Row>())
         } else {
