@@ -214,8 +214,12 @@ pub fn free_port() -> std::io::Result<u16> {
 }
 
 /// Where the `ladle` binary is: `$LADLE_BIN`, else `<target>/debug/ladle`
-/// next to this test executable (`<target>/debug/deps/<test>`), built with
-/// `cargo build -p ladle-server` if missing.
+/// next to this test executable (`<target>/debug/deps/<test>`).
+///
+/// Without `$LADLE_BIN`, when running under cargo (`$CARGO` is set) or when
+/// the binary is missing, `cargo build -p ladle-server --bin ladle` is run
+/// first so that a stale binary is never tested (a no-op when up to date;
+/// cargo does not hold the build lock while tests run).
 pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
     if let Ok(bin) = std::env::var(LADLE_BIN_ENV) {
         if !bin.trim().is_empty() {
@@ -237,17 +241,18 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
         .and_then(Path::parent)
         .ok_or_else(|| HarnessError(format!("cannot locate target dir from {}", exe.display())))?;
     let candidate = profile_dir.join(format!("ladle{}", std::env::consts::EXE_SUFFIX));
-    if candidate.is_file() {
+    let under_cargo = std::env::var_os("CARGO").is_some();
+    if candidate.is_file() && !under_cargo {
         return Ok(candidate);
     }
     let target_dir = profile_dir.parent().unwrap_or(profile_dir);
     eprintln!(
-        "e2e: {} missing; running `cargo build -p ladle-server`",
-        candidate.display()
+        "e2e: cargo build -p ladle-server --bin ladle (into {})",
+        target_dir.display()
     );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let status = Command::new(cargo)
-        .args(["build", "-p", "ladle-server", "--bin", "ladle"])
+        .args(["build", "--quiet", "-p", "ladle-server", "--bin", "ladle"])
         .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(workspace_root())
         .stdin(Stdio::null())
@@ -255,7 +260,7 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
         .map_err(|e| HarnessError(format!("spawning cargo build: {e}")))?;
     if !status.success() {
         return Err(HarnessError(format!(
-            "cargo build -p ladle-server failed: {status}"
+            "cargo build -p ladle-server failed ({status}); set {LADLE_BIN_ENV} to test a prebuilt binary"
         )));
     }
     if candidate.is_file() {

@@ -135,3 +135,29 @@ def target(request):
         admin.close()
     except Exception:  # noqa: BLE001 - best-effort clean-up
         pass
+
+
+KNOWN_FAILURES = Path(__file__).with_name("ladle-known-failures.txt")
+
+
+def _known_failures():
+    """test name -> reason, from ladle-known-failures.txt (`name  # reason`)."""
+    out = {}
+    if KNOWN_FAILURES.is_file():
+        for line in KNOWN_FAILURES.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            name, _, reason = line.partition("#")
+            out[name.strip()] = reason.strip() or "known failure"
+    return out
+
+
+def pytest_collection_modifyitems(config, items):
+    """Ladle's known failures run as non-strict xfail: they are reported, do not
+    fail the run, and show up as XPASS once Ladle passes them."""
+    known = _known_failures()
+    for item in items:
+        if item.name.endswith("[ladle]") and item.originalname in known:
+            item.add_marker(pytest.mark.xfail(reason=f"ladle known failure: {known[item.originalname]}",
+                                              strict=False))
