@@ -238,12 +238,34 @@ fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
     tally
 }
 
+/// Positional arguments are path filters; libtest flags that cargo may pass
+/// through (`--nocapture`, `--test-threads N`, ...) are ignored.
+fn filters_from_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    const WITH_VALUE: [&str; 6] = [
+        "--test-threads",
+        "--skip",
+        "--format",
+        "--logfile",
+        "--color",
+        "-Z",
+    ];
+    let mut filters = Vec::new();
+    let mut skip_next = false;
+    for arg in args {
+        if skip_next {
+            skip_next = false;
+        } else if WITH_VALUE.contains(&arg.as_str()) {
+            skip_next = true;
+        } else if !arg.starts_with('-') {
+            filters.push(arg);
+        }
+    }
+    filters
+}
+
 fn main() -> ExitCode {
     let root = sql_dir();
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+    let filters = filters_from_args(std::env::args().skip(1));
     let files: Vec<(String, PathBuf)> = match test_files(&root) {
         Ok(files) => files
             .into_iter()
