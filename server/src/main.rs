@@ -1,1 +1,47 @@
-fn main() {}
+//! The `ladle` binary: parses flags, sets up logging and the tokio runtime,
+//! and hands over to [`run::run`]. Start-up, recovery, `/metrics` and
+//! `/health`, and graceful shutdown live in the modules; the MySQL front end
+//! is `ladle_shim`.
+
+mod config;
+mod http;
+mod run;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let args = config::Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("LADLE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        .init();
+    if let Err(msg) = args.validate() {
+        tracing::error!("{msg}");
+        eprintln!("ladle: {msg}");
+        return std::process::ExitCode::from(2);
+    }
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.enable_all().thread_name("ladle-worker");
+    if let Some(n) = args.threads {
+        rt.worker_threads(n);
+    }
+    let rt = match rt.build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ladle: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(run::run(args)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            eprintln!("ladle: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -472,7 +472,7 @@ pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
 pub fn default_value(col: &ColumnSchema) -> Option<Value> {
     match &col.default {
         ColumnDefault::Value(v) => Some(v.clone()),
-        ColumnDefault::CurrentTimestamp => Some(Value::DateTime(chrono::Local::now().naive_local())),
+        ColumnDefault::CurrentTimestamp => Some(now_seconds()),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
         ColumnDefault::None => None,
     }
@@ -511,4 +511,11 @@ mod tests {
         assert_eq!(t[12], SqlType::Time);
         assert_eq!(t[13], SqlType::Json);
     }
+}
+
+/// CURRENT_TIMESTAMP as a column value: local time, whole seconds (Ladle's
+/// DATETIME/TIMESTAMP columns have no fractional-seconds precision).
+pub fn now_seconds() -> Value {
+    let now = chrono::Local::now().naive_local();
+    Value::DateTime(chrono::Timelike::with_nanosecond(&now, 0).unwrap_or(now))
 }

@@ -201,7 +201,7 @@ pub fn update(
         .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
         .map(|(i, _)| i)
         .collect();
-    let now = Value::DateTime(chrono::Local::now().naive_local());
+    let now = crate::ddl::now_seconds();
     let pred2 = pred.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {

@@ -460,7 +460,12 @@ impl Engine {
             };
             let v = match ctx.eval(expr) {
                 Ok(v) => v,
-                Err(EvalError::NotSession) => return Ok(None),
+                // Not session state: a constant expression dataflow's
+                // evaluator handles, or a query for the dataflow itself.
+                Err(EvalError::NotSession) => match ladle_dataflow::compile_row_expr(expr, None) {
+                    Ok(x) => x.eval(&Vec::new())?,
+                    Err(_) => return Ok(None),
+                },
                 Err(EvalError::UnknownVariable(n)) => return Err(ShimError::UnknownVariable(n)),
                 Err(EvalError::UnknownColumn(c)) => return Err(ShimError::UnknownColumn(c, "field list".into())),
             };

@@ -111,7 +111,7 @@ impl Frontend {
                         tasks.spawn(async move {
                             tokio::select! {
                                 _ = me.handle(stream) => {}
-                                _ = stop.wait_for(|s| *s) => {}
+                                _ = stopped(&mut stop) => {}
                             }
                         });
                     }
@@ -120,7 +120,7 @@ impl Frontend {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 },
-                _ = shutdown.wait_for(|s| *s) => break,
+                _ = stopped(&mut shutdown) => break,
                 Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             }
         }
@@ -189,5 +189,18 @@ impl Frontend {
             Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
         }
         let _ = raw.shutdown().await;
+    }
+}
+
+/// Resolves once `rx` holds `true` (or its sender is gone).
+pub async fn stopped(rx: &mut watch::Receiver<bool>) {
+    loop {
+        let stop = *rx.borrow_and_update();
+        if stop {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            return;
+        }
     }
 }

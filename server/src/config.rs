@@ -1,0 +1,150 @@
+//! Command-line flags (each also an environment variable `LADLE_<NAME>`).
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DurabilityArg {
+    /// fsync the write-ahead log before acknowledging a write.
+    Sync,
+    /// Acknowledge once in the WAL buffer; synced every few milliseconds.
+    Async,
+    /// Nothing on disk (tests and benchmarks).
+    Memory,
+}
+
+/// Ladle: a MySQL-compatible database that answers reads from incrementally
+/// maintained views.
+#[derive(Clone, Debug, Parser)]
+#[command(name = "ladle", version, about)]
+pub struct Args {
+    /// Address for MySQL clients.
+    #[arg(long, env = "LADLE_LISTEN", default_value = "127.0.0.1:3307")]
+    pub listen: SocketAddr,
+    /// Data directory (created if missing).
+    #[arg(long, env = "LADLE_DATA_DIR", default_value = "./ladle-data")]
+    pub data_dir: PathBuf,
+    /// Address for HTTP /metrics (Prometheus) and /health.
+    #[arg(long, env = "LADLE_METRICS_LISTEN", default_value = "127.0.0.1:6034")]
+    pub metrics_listen: SocketAddr,
+    /// The user clients log in as.
+    #[arg(long, env = "LADLE_USER", default_value = "root")]
+    pub user: String,
+    /// The user's password; empty is allowed only on a loopback address.
+    #[arg(long, env = "LADLE_PASSWORD", default_value = "", hide_env_values = true)]
+    pub password: String,
+    /// When a write is acknowledged relative to its fsync.
+    #[arg(long, env = "LADLE_DURABILITY", value_enum, default_value = "sync")]
+    pub durability: DurabilityArg,
+    /// Memory for view state before eviction, in bytes (K, M, G suffixes).
+    #[arg(long, env = "LADLE_MEMORY_LIMIT", default_value = "1G", value_parser = parse_bytes)]
+    pub memory_limit: u64,
+    /// How often to snapshot view state (e.g. 60s, 5m; 0 = off).
+    #[arg(long, env = "LADLE_SNAPSHOT_INTERVAL", default_value = "60s", value_parser = parse_duration)]
+    pub snapshot_interval: Duration,
+    /// Maximum concurrent client connections (beyond it: error 1040).
+    #[arg(long, env = "LADLE_MAX_CONNECTIONS", default_value_t = 1000)]
+    pub max_connections: usize,
+    /// Tokio worker threads (default: one per CPU).
+    #[arg(long, env = "LADLE_THREADS")]
+    pub threads: Option<usize>,
+    /// TLS certificate (PEM). Not supported by this build: setting it is an error.
+    #[arg(long, env = "LADLE_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM). Not supported by this build: setting it is an error.
+    #[arg(long, env = "LADLE_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+}
+
+impl Args {
+    /// Checks rules clap cannot express; the error text is shown to the user.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.password.is_empty() && !self.listen.ip().is_loopback() {
+            return Err(format!(
+                "refusing to listen on non-loopback address {} with an empty password; \
+                 set --password (or LADLE_PASSWORD), or listen on 127.0.0.1",
+                self.listen
+            ));
+        }
+        if self.tls_cert.is_some() || self.tls_key.is_some() {
+            return Err("TLS (--tls-cert/--tls-key) is not supported by this build of ladle; \
+                        terminate TLS in a proxy in front of it"
+                .into());
+        }
+        if self.max_connections == 0 {
+            return Err("--max-connections must be at least 1".into());
+        }
+        if self.threads == Some(0) {
+            return Err("--threads must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+/// `1024`, `64K`, `512M`, `1G` (binary multiples; an optional trailing `B`).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_uppercase();
+    let t = t.strip_suffix('B').unwrap_or(&t);
+    let (num, mult) = match t.chars().last() {
+        Some('K') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        Some('T') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| format!("invalid size '{s}' (examples: 1048576, 512M, 2G)"))?;
+    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+}
+
+/// `0`, `30s`, `5m`, `1h`, `250ms`; a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let err = || format!("invalid duration '{s}' (examples: 0, 30s, 5m, 1h)");
+    let (num, unit) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t.as_str(), 1.0)
+    };
+    let v: f64 = num.trim().parse().map_err(|_| err())?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(err());
+    }
+    Ok(Duration::from_secs_f64(v * unit))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_bytes("1G"), Ok(1 << 30));
+        assert_eq!(parse_bytes("512m"), Ok(512 << 20));
+        assert_eq!(parse_bytes("64KB"), Ok(64 << 10));
+        assert_eq!(parse_bytes("100"), Ok(100));
+        assert!(parse_bytes("x").is_err());
+        assert_eq!(parse_duration("60s"), Ok(Duration::from_secs(60)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn empty_password_needs_loopback() {
+        let mut a = Args::parse_from(["ladle"]);
+        assert!(a.validate().is_ok());
+        a.listen = "0.0.0.0:3307".parse().unwrap();
+        assert!(a.validate().unwrap_err().contains("empty password"));
+        a.password = "pw".into();
+        assert!(a.validate().is_ok());
+    }
+}

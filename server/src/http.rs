@@ -1,0 +1,80 @@
+//! A tiny HTTP/1.1 responder for `/metrics` (Prometheus text format) and
+//! `/health` (200 when ready, 503 while starting or recovering).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ladle_dataflow::Dataflow;
+use ladle_shim::Metrics;
+use parking_lot::RwLock;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// What the endpoints report.
+pub struct HttpState {
+    pub metrics: Arc<Metrics>,
+    pub ready: AtomicBool,
+    pub dataflow: RwLock<Option<Arc<Dataflow>>>,
+}
+
+pub async fn serve(listener: TcpListener, state: Arc<HttpState>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    let st = state.clone();
+                    tokio::spawn(async move {
+                        let _ = respond(stream, st).await;
+                    });
+                }
+            }
+            _ = ladle_shim::stopped(&mut shutdown) => return,
+        }
+    }
+}
+
+async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 4096];
+    let mut n = 0;
+    // Read the request head (we ignore any body).
+    loop {
+        let r = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf[n..])).await;
+        let Ok(Ok(k)) = r else { return Ok(()) };
+        if k == 0 {
+            break;
+        }
+        n += k;
+        if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") || n == buf.len() {
+            break;
+        }
+    }
+    let head = String::from_utf8_lossy(&buf[..n]);
+    let mut parts = head.split_whitespace();
+    let method = parts.next().unwrap_or("");
+    let path = parts.next().unwrap_or("").split('?').next().unwrap_or("");
+    let (status, ctype, body) = match (method, path) {
+        ("GET" | "HEAD", "/metrics") => {
+            let df = state.dataflow.read().clone();
+            ("200 OK", "text/plain; version=0.0.4", state.metrics.render(df.as_deref()))
+        }
+        ("GET" | "HEAD", "/health") => {
+            if state.ready.load(Ordering::SeqCst) {
+                ("200 OK", "text/plain", "ok\n".to_string())
+            } else {
+                ("503 Service Unavailable", "text/plain", "starting\n".to_string())
+            }
+        }
+        ("GET" | "HEAD", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
+        _ => ("405 Method Not Allowed", "text/plain", "method not allowed\n".to_string()),
+    };
+    let mut resp = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    if method != "HEAD" {
+        resp.push_str(&body);
+    }
+    stream.write_all(resp.as_bytes()).await?;
+    stream.shutdown().await
+}

@@ -1,0 +1,130 @@
+//! Start-up, serving and shutdown.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use ladle_dataflow::{Dataflow, DataflowConfig};
+use ladle_shim::{Frontend, FrontendConfig, Metrics, ServerFacts};
+use ladle_storage::{Durability, Storage, StorageConfig};
+use parking_lot::RwLock;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::{Args, DurabilityArg};
+use crate::http::{self, HttpState};
+
+/// Runs the server until SIGTERM/SIGINT.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("creating data directory {}", args.data_dir.display()))?;
+    let data_dir = args.data_dir.canonicalize().unwrap_or_else(|_| args.data_dir.clone());
+    let metrics = Arc::new(Metrics::new());
+    let (stop_tx, stop_rx) = watch::channel(false);
+
+    // Health and metrics first, so /health answers 503 during recovery.
+    let http_state = Arc::new(HttpState { metrics: metrics.clone(), ready: false.into(), dataflow: RwLock::new(None) });
+    let http_listener = TcpListener::bind(args.metrics_listen)
+        .await
+        .with_context(|| format!("binding metrics address {}", args.metrics_listen))?;
+    let http_task = tokio::spawn(http::serve(http_listener, http_state.clone(), stop_rx.clone()));
+
+    let listener = TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(args.listen.port());
+
+    tracing::info!(data_dir = %data_dir.display(), durability = ?args.durability, "opening storage");
+    let started = Instant::now();
+    let durability = match args.durability {
+        DurabilityArg::Sync => Durability::Sync,
+        DurabilityArg::Async => Durability::Async,
+        DurabilityArg::Memory => Durability::Memory,
+    };
+    let cfg = StorageConfig {
+        data_dir: data_dir.clone(),
+        durability,
+        block_cache_bytes: 64 << 20,
+        wal_dir: None,
+        async_flush_interval: Duration::from_millis(5),
+    };
+    let storage = tokio::task::spawn_blocking(move || Storage::open(cfg))
+        .await
+        .context("storage open task")?
+        .context("opening storage")?;
+    let memory_limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
+    let st = storage.clone();
+    let dataflow = tokio::task::spawn_blocking(move || Dataflow::new(st, DataflowConfig { memory_limit }))
+        .await
+        .context("dataflow start task")?
+        .context("starting the dataflow")?;
+    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered");
+    *http_state.dataflow.write() = Some(dataflow.clone());
+
+    let facts = ServerFacts { max_connections: args.max_connections, port, datadir: data_dir.display().to_string() };
+    let frontend = Frontend::new(
+        storage.clone(),
+        dataflow.clone(),
+        facts,
+        metrics,
+        FrontendConfig {
+            user: args.user.clone(),
+            password: args.password.clone(),
+            max_connections: args.max_connections,
+            max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
+        },
+    );
+    if !args.snapshot_interval.is_zero() {
+        tracing::debug!(interval = ?args.snapshot_interval, "snapshot interval recorded (view snapshots not yet scheduled)");
+    }
+    http_state.ready.store(true, Ordering::SeqCst);
+    tracing::info!(
+        listen = %args.listen,
+        metrics = %args.metrics_listen,
+        "ready; connect with: mysql -h {} -P {} -u {}{}",
+        args.listen.ip(),
+        port,
+        args.user,
+        if args.password.is_empty() { "" } else { " -p" }
+    );
+
+    let serve = tokio::spawn(frontend.clone().serve(listener, stop_rx.clone()));
+    shutdown_signal().await;
+    tracing::info!("shutting down: no new connections; waiting for running statements");
+    http_state.ready.store(false, Ordering::SeqCst);
+    let _ = stop_tx.send(true);
+    let _ = serve.await;
+    let _ = http_task.await;
+    *http_state.dataflow.write() = None;
+    drop(frontend);
+    drop(dataflow);
+    // Storage closes (and flushes) when the last handle drops.
+    let remaining = Arc::strong_count(&storage);
+    if remaining > 1 {
+        tracing::debug!(handles = remaining, "storage still shared at shutdown");
+    }
+    drop(storage);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
