@@ -31,7 +31,8 @@
 //!   batch as the rows.
 //!
 //! Writes ([`Storage::write`]) are group-committed: callers queue their op
-//! lists; whoever gets the commit lock drains the queue, applies each
+//! lists; if no leader is active the caller becomes one, drains the queue,
+//! takes the commit lock, applies each
 //! caller's ops (atomically per caller, over an overlay of the group's
 //! pending changes), writes ONE batch with one WAL sync, tells the
 //! [`CommitObserver`] while still holding the lock, then acknowledges.
@@ -306,10 +307,45 @@ fn no_table_id(id: TableId) -> StorageError {
     }
 }
 
+/// Where a leader leaves a caller's outcome.
+type Slot = Arc<Mutex<Option<Result<WriteResult>>>>;
+
 /// A caller waiting in the commit queue.
 struct Pending {
     ops: Vec<WriteOp>,
-    slot: Arc<Mutex<Option<Result<WriteResult>>>>,
+    slot: Slot,
+}
+
+/// Callers waiting for a leader to commit their ops.
+#[derive(Default)]
+struct CommitQueue {
+    pending: Vec<Pending>,
+    /// A leader is committing a group; newcomers wait for it to finish.
+    leading: bool,
+}
+
+/// Ends a leader's turn, also when a caller's closure panicked: every caller
+/// of the group gets an outcome and the waiters wake up.
+struct LeaderGuard<'a> {
+    storage: &'a Storage,
+    slots: Vec<Slot>,
+}
+
+impl Drop for LeaderGuard<'_> {
+    fn drop(&mut self) {
+        for slot in &self.slots {
+            let mut s = slot.lock();
+            if s.is_none() {
+                *s = Some(Err(StorageError::Internal(
+                    "the commit leader panicked".into(),
+                )));
+            }
+        }
+        let mut q = self.storage.queue.lock();
+        q.leading = false;
+        self.storage.committed.notify_all();
+        drop(q);
+    }
 }
 
 /// The storage engine: one per server.
@@ -319,7 +355,9 @@ pub struct Storage {
     catalog: RwLock<Catalog>,
     /// Held while a group commits (and by DDL and [`Storage::exclusive`]).
     commit: Mutex<()>,
-    queue: Mutex<Vec<Pending>>,
+    queue: Mutex<CommitQueue>,
+    /// Signalled when a leader finishes a group.
+    committed: parking_lot::Condvar,
     observer: RwLock<Option<Arc<dyn CommitObserver>>>,
     last_lsn: AtomicU64,
     /// Hidden row ids of tables without a primary key: this open's epoch...
@@ -493,20 +531,34 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
-        let slot = Arc::new(Mutex::new(None));
-        self.queue.lock().push(Pending {
+        let slot: Slot = Arc::new(Mutex::new(None));
+        let mut q = self.queue.lock();
+        q.pending.push(Pending {
             ops,
             slot: Arc::clone(&slot),
         });
-        let guard = self.commit.lock();
-        if let Some(done) = slot.lock().take() {
-            return done;
+        loop {
+            if let Some(done) = slot.lock().take() {
+                return done;
+            }
+            if !q.leading {
+                // Lead: take everyone queued so far, commit them together.
+                q.leading = true;
+                let group = std::mem::take(&mut q.pending);
+                drop(q);
+                {
+                    let _leader = LeaderGuard {
+                        storage: self,
+                        slots: group.iter().map(|p| Arc::clone(&p.slot)).collect(),
+                    };
+                    let _commit = self.commit.lock();
+                    self.commit_group(group);
+                }
+                q = self.queue.lock();
+                continue;
+            }
+            self.committed.wait(&mut q);
         }
-        let group = std::mem::take(&mut *self.queue.lock());
-        self.commit_group(group);
-        drop(guard);
-        let done = slot.lock().take();
-        done.unwrap_or_else(|| Err(StorageError::Internal("commit group lost a caller".into())))
     }
 
     /// Registers the observer told of every commit (the dataflow).
@@ -630,6 +682,14 @@ impl Storage {
             self.engine.write(batch, false)?;
         }
     }
+}
+
+/// Makes tables created from now on store the whole row in their secondary
+/// index entries (instead of only the primary key), trading write volume for
+/// one point read less per secondary lookup. For benchmarks.
+#[doc(hidden)]
+pub fn set_secondary_full_row_for_new_tables(on: bool) {
+    catalog::SECONDARY_FULL_ROW.store(on, Ordering::Relaxed);
 }
 
 struct FailedSnapshot;

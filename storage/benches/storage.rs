@@ -1,0 +1,341 @@
+//! Storage throughput figures (a benchmark, not a test: no timed asserts).
+//!
+//! ```text
+//! cargo bench -p ladle-storage --bench storage
+//! LADLE_BENCH_ROWS=10000000 cargo bench -p ladle-storage --bench storage
+//! ```
+//!
+//! 1. Durable inserts of vote-like rows (`votes(user INT, story INT,
+//!    PRIMARY KEY (user, story), KEY (story))`), one row per `write`, from
+//!    16 threads with `Durability::Sync` group commit, against the same rows
+//!    appended to a plain file with the same leader/follower group fsync.
+//! 2. Point lookups by primary and by secondary key over a loaded table.
+//! 3. Full scan throughput.
+//! 4. The replay (secondary lookup) path with primary-key-only secondary
+//!    entries versus whole-row entries.
+//!
+//! `LADLE_BENCH_DIR` picks the directory (default: the system temp dir).
+
+use std::fs::File;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ladle_common::{ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
+use ladle_storage::{Durability, IndexRef, OnConflict, Storage, StorageConfig, WriteOp};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::{Condvar, Mutex};
+use rand::{Rng, SeedableRng};
+
+const THREADS: usize = 16;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn bench_dir() -> tempfile::TempDir {
+    match std::env::var("LADLE_BENCH_DIR") {
+        Ok(d) => tempfile::tempdir_in(d).expect("bench dir"),
+        Err(_) => tempfile::tempdir().expect("temp dir"),
+    }
+}
+
+fn config(dir: &std::path::Path, durability: Durability) -> StorageConfig {
+    StorageConfig {
+        data_dir: dir.to_path_buf(),
+        durability,
+        block_cache_bytes: 256 << 20,
+        wal_dir: None,
+        async_flush_interval: Duration::from_millis(10),
+    }
+}
+
+fn votes_table(s: &Storage, name: &str) -> Arc<TableSchema> {
+    s.create_database("bench", true).expect("db");
+    let int = SqlType::Int {
+        bytes: 4,
+        unsigned: false,
+    };
+    let schema = TableSchema {
+        id: 0,
+        database: "bench".into(),
+        name: name.into(),
+        columns: vec![
+            ColumnSchema::new("user", int.clone()).not_null(),
+            ColumnSchema::new("story", int).not_null(),
+        ],
+        primary_key: Some(vec![0, 1]),
+        indexes: vec![IndexSchema {
+            id: 0,
+            name: "story".into(),
+            columns: vec![1],
+            unique: false,
+        }],
+        version: 1,
+    };
+    s.create_table(schema, false).expect("table")
+}
+
+fn vote(user: i64, story: i64) -> Vec<Value> {
+    vec![Value::Int(user), Value::Int(story)]
+}
+
+/// A plain append-only file with group fsync: the floor any durable write
+/// path pays.
+struct PlainLog {
+    file: Mutex<File>,
+    queue: Mutex<(Vec<(Vec<u8>, Arc<AtomicBool>)>, bool)>,
+    done: Condvar,
+}
+
+impl PlainLog {
+    fn new(path: &std::path::Path) -> PlainLog {
+        PlainLog {
+            file: Mutex::new(File::create(path).expect("plain file")),
+            queue: Mutex::new((Vec::new(), false)),
+            done: Condvar::new(),
+        }
+    }
+
+    fn append(&self, record: Vec<u8>) {
+        let mine = Arc::new(AtomicBool::new(false));
+        let mut q = self.queue.lock();
+        q.0.push((record, Arc::clone(&mine)));
+        loop {
+            if mine.load(Ordering::Acquire) {
+                return;
+            }
+            if !q.1 {
+                q.1 = true;
+                let group = std::mem::take(&mut q.0);
+                drop(q);
+                let mut buf = Vec::new();
+                for (b, _) in &group {
+                    buf.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                    buf.extend_from_slice(b);
+                }
+                {
+                    let mut f = self.file.lock();
+                    f.write_all(&buf).expect("append");
+                    f.sync_data().expect("fsync");
+                }
+                for (_, d) in &group {
+                    d.store(true, Ordering::Release);
+                }
+                q = self.queue.lock();
+                q.1 = false;
+                self.done.notify_all();
+                continue;
+            }
+            self.done.wait(&mut q);
+        }
+    }
+}
+
+/// CPU seconds this process used so far (user + system), from /proc.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which ends with ')'): utime is the
+    // 12th, stime the 13th, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn rate(n: usize, d: Duration) -> String {
+    format!("{:>12.0}/s", n as f64 / d.as_secs_f64())
+}
+
+/// 1. Group-committed durable inserts vs a group-fsynced plain file.
+fn durable_inserts(per_thread: usize) {
+    let dir = bench_dir();
+    let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+    let t = votes_table(&s, "votes");
+    let start = Instant::now();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|th| {
+            let s = Arc::clone(&s);
+            let id = t.id;
+            std::thread::spawn(move || {
+                for k in 0..per_thread {
+                    let op = WriteOp::Insert {
+                        table: id,
+                        rows: vec![vote(th as i64, k as i64)],
+                        on_conflict: OnConflict::Error,
+                    };
+                    s.write(vec![op]).expect("insert");
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("writer");
+    }
+    let ladle = start.elapsed();
+    let n = THREADS * per_thread;
+    let lsns = s.last_lsn();
+    drop(s);
+
+    // The same rows, postcard-encoded, appended to one file with the same
+    // leader/follower scheme as storage's group commit: a caller with no
+    // active leader writes and fsyncs everything queued.
+    let plain = Arc::new(PlainLog::new(&dir.path().join("plain.log")));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..THREADS)
+        .map(|th| {
+            let plain = Arc::clone(&plain);
+            std::thread::spawn(move || {
+                for k in 0..per_thread {
+                    plain.append(postcard::to_stdvec(&vote(th as i64, k as i64)).expect("encode"));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("appender");
+    }
+    let file_time = start.elapsed();
+    println!("durable inserts, {THREADS} threads, one row per write, {n} rows");
+    println!(
+        "  ladle (sync group commit)    {} ({} groups, {:.1} rows/group)",
+        rate(n, ladle),
+        lsns,
+        n as f64 / lsns as f64
+    );
+    println!("  plain file (group fsync)     {}", rate(n, file_time));
+    println!(
+        "  ratio ladle / plain file     {:.2}x",
+        file_time.as_secs_f64() / ladle.as_secs_f64()
+    );
+}
+
+/// Loads `rows` votes (about 10 per story) in large batches.
+fn load(s: &Storage, t: &TableSchema, rows: usize) -> Duration {
+    let cpu = cpu_seconds();
+    let start = Instant::now();
+    let users = 1000usize;
+    let mut batch = Vec::with_capacity(10_000);
+    for k in 0..rows {
+        batch.push(vote(
+            (k % users) as i64,
+            (k / 10) as i64 * 7919 % (rows as i64 / 10 + 1),
+        ));
+        if batch.len() == 10_000 || k + 1 == rows {
+            let op = WriteOp::Insert {
+                table: t.id,
+                rows: std::mem::take(&mut batch),
+                on_conflict: OnConflict::Ignore,
+            };
+            s.write(vec![op]).expect("load");
+        }
+    }
+    let d = start.elapsed();
+    println!(
+        "  (load used {:.1} CPU-s in {:.1} s wall: {:.1} us CPU per row)",
+        cpu_seconds() - cpu,
+        d.as_secs_f64(),
+        (cpu_seconds() - cpu) * 1e6 / rows as f64
+    );
+    d
+}
+
+/// 2-4. Lookups, scans and the two secondary layouts.
+fn reads(rows: usize, lookups: usize) {
+    let dir = bench_dir();
+    let s = Storage::open(config(dir.path(), Durability::Async)).expect("open");
+    ladle_storage::set_secondary_full_row_for_new_tables(false);
+    let pk_only = votes_table(&s, "votes_pk");
+    ladle_storage::set_secondary_full_row_for_new_tables(true);
+    let full_row = votes_table(&s, "votes_row");
+    ladle_storage::set_secondary_full_row_for_new_tables(false);
+    let d = load(&s, &pk_only, rows);
+    println!(
+        "bulk load (10k-row writes, async)  {} rows {}",
+        rows,
+        rate(rows, d)
+    );
+    let d = load(&s, &full_row, rows);
+    println!(
+        "bulk load, full-row secondaries    {} rows {}",
+        rows,
+        rate(rows, d)
+    );
+    let stories = rows as i64 / 10 + 1;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+
+    let start = Instant::now();
+    let mut found = 0usize;
+    for _ in 0..lookups {
+        let k = rng.gen_range(0..rows);
+        let key = [
+            Value::Int((k % 1000) as i64),
+            Value::Int((k / 10) as i64 * 7919 % stories),
+        ];
+        found += s
+            .lookup(pk_only.id, IndexRef::Primary, &key)
+            .expect("lookup")
+            .len();
+    }
+    println!(
+        "primary point lookups              {} ({found} rows found of {lookups})",
+        rate(lookups, start.elapsed())
+    );
+
+    for (label, t) in [
+        ("pk-only entries ", &pk_only),
+        ("full-row entries", &full_row),
+    ] {
+        let start = Instant::now();
+        let mut found = 0usize;
+        for _ in 0..lookups {
+            let story = rng.gen_range(0..stories);
+            found += s
+                .lookup(
+                    t.id,
+                    IndexRef::Secondary(t.indexes[0].id),
+                    &[Value::Int(story)],
+                )
+                .expect("lookup")
+                .len();
+        }
+        let d = start.elapsed();
+        println!(
+            "secondary lookups, {label}  {} ({:.1} rows/lookup, {} rows/s)",
+            rate(lookups, d),
+            found as f64 / lookups as f64,
+            rate(found, d).trim()
+        );
+    }
+
+    let start = Instant::now();
+    let n = s.scan(pk_only.id).expect("scan").len();
+    println!(
+        "full scan                          {} rows {}",
+        n,
+        rate(n, start.elapsed())
+    );
+    let start = Instant::now();
+    let view = s.read_view();
+    let n = view.scan(full_row.id).expect("scan").len();
+    println!(
+        "full scan via a read view          {} rows {}",
+        n,
+        rate(n, start.elapsed())
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
+    // we use. Keep the quick mode for `cargo test`.
+    let quick = !std::env::args().any(|a| a == "--bench");
+    let per_thread = env_usize("LADLE_BENCH_WRITES", if quick { 50 } else { 2000 });
+    let rows = env_usize("LADLE_BENCH_ROWS", if quick { 10_000 } else { 1_000_000 });
+    let lookups = env_usize("LADLE_BENCH_LOOKUPS", if quick { 1000 } else { 100_000 });
+    durable_inserts(per_thread);
+    reads(rows, lookups);
+}
