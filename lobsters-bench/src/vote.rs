@@ -269,3 +269,51 @@ pub async fn main(args: VoteArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: VoteArgs,
+    }
+
+    #[test]
+    fn cli_and_json_contract() {
+        let cli = Cli::parse_from([
+            "x", "--url", "mysql://root@127.0.0.1:3307/vote", "--articles", "100000", "--read-fraction", "0.95",
+            "--runtime", "30", "--warmup", "5", "--prime", "--json", "out.json",
+        ]);
+        assert_eq!(cli.args.articles, 100_000);
+        assert!(cli.args.prime);
+        let rep = VoteReport {
+            workload: "vote",
+            articles: 10,
+            read_fraction: 0.95,
+            distribution: Distribution::Zipf,
+            connections: 4,
+            runtime_s: 1.0,
+            ops_per_s: 1000.0,
+            reads: 950,
+            writes: 50,
+            errors: 0,
+            read_p50_ms: 0.5,
+            read_p95_ms: 1.0,
+            read_p99_ms: 2.0,
+            write_p50_ms: 1.5,
+            write_p95_ms: 3.0,
+            write_p99_ms: 4.0,
+            first_error: None,
+        };
+        let v: serde_json::Value = serde_json::to_value(&rep).unwrap();
+        assert_eq!(v["workload"], "vote");
+        assert_eq!(v["distribution"], "zipf");
+        for key in ["ops_per_s", "read_p95_ms", "write_p95_ms", "read_p50_ms", "write_p99_ms", "reads", "writes"] {
+            assert!(v[key].is_number(), "{key}");
+        }
+        assert!(render(&rep).contains("1000.0 ops/s"));
+    }
+}

@@ -208,15 +208,18 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
         bail!("--scale must be positive");
     }
     if args.check {
-        let mismatches = check_variants(&args.url, args.scale, args.seed, args.prime, args.check_requests, None).await?;
-        if mismatches.is_empty() {
-            println!("check: {} requests returned identical pages in both variants", args.check_requests);
+        let out = check_variants(&args.url, args.scale, args.seed, args.prime, CheckPlan::Mix(args.check_requests)).await?;
+        if out.mismatches.is_empty() {
+            println!(
+                "check: {} requests ({} result lines) returned identical pages in both variants",
+                out.requests, out.lines_compared
+            );
             return Ok(());
         }
-        for m in mismatches.iter().take(5) {
+        for m in out.mismatches.iter().take(5) {
             println!("{m}");
         }
-        bail!("check: {} of {} pages differ between variants", mismatches.len(), args.check_requests);
+        bail!("check: {} of {} pages differ between variants", out.mismatches.len(), out.requests);
     }
     let (opts, db) = parse_url(&args.url)?;
     ensure_database(&opts, &db, false).await?;
@@ -261,18 +264,29 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
     Ok(())
 }
 
+/// Which requests a check replays.
+#[derive(Debug, Clone)]
+pub enum CheckPlan {
+    /// This many requests drawn from the production page mix.
+    Mix(usize),
+    /// Exactly these pages, in order (random stories, users, ...).
+    Pages(Vec<Page>),
+}
+
+/// What a check found.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOutcome {
+    pub requests: usize,
+    /// Canonical result lines compared (per variant).
+    pub lines_compared: usize,
+    /// One description per page whose results differ.
+    pub mismatches: Vec<String>,
+}
+
 /// Primes (optionally) `DB_original` and `DB_natural` on the server in
-/// `url` with the same data, replays the same `requests` (optionally only
-/// the pages in `only`) sequentially against both, and returns a
-/// description of every page whose canonical rendering differs.
-pub async fn check_variants(
-    url: &str,
-    scale: f64,
-    seed: u64,
-    do_prime: bool,
-    requests: usize,
-    only: Option<&[Page]>,
-) -> Result<Vec<String>> {
+/// `url` with the same data, replays the same requests sequentially against
+/// both, and describes every page whose canonical rendering differs.
+pub async fn check_variants(url: &str, scale: f64, seed: u64, do_prime: bool, plan: CheckPlan) -> Result<CheckOutcome> {
     let (opts, db) = parse_url(url)?;
     let mut conns = Vec::new();
     let mut worlds = Vec::new();
@@ -292,15 +306,16 @@ pub async fn check_variants(
     let world = &worlds[0];
     let mix = page_mix();
     let mut rng = StdRng::seed_from_u64(seed);
-    let mut mismatches = Vec::new();
-    let mut i = 0usize;
-    let mut attempts = 0usize;
-    while i < requests && attempts < requests * 1000 {
-        attempts += 1;
-        let page = mix.sample(&mut rng);
-        if only.is_some_and(|o| !o.contains(&page)) {
-            continue;
-        }
+    let mut out = CheckOutcome::default();
+    let requests = match &plan {
+        CheckPlan::Mix(n) => *n,
+        CheckPlan::Pages(p) => p.len(),
+    };
+    for i in 0..requests {
+        let page = match &plan {
+            CheckPlan::Mix(_) => mix.sample(&mut rng),
+            CheckPlan::Pages(p) => p[i],
+        };
         let now_ts = EPOCH_START + PRIMED_SPAN_SECS + i as i64 * 60;
         let req = world.request(&mut rng, page, 0.5, now_ts);
         let mut traces = Vec::new();
@@ -311,6 +326,8 @@ pub async fn check_variants(
                 .with_context(|| format!("{} page in the {} variant", page.name(), v.name()))?;
             traces.push(t.lines());
         }
+        out.requests += 1;
+        out.lines_compared += traces[0].len();
         if traces[0] != traces[1] {
             let diff: Vec<String> = traces[0]
                 .iter()
@@ -319,7 +336,7 @@ pub async fn check_variants(
                 .take(3)
                 .map(|(a, b)| format!("    original: {a}\n    natural:  {b}"))
                 .collect();
-            mismatches.push(format!(
+            out.mismatches.push(format!(
                 "request {i} ({}, {} vs {} lines):\n{}",
                 page.name(),
                 traces[0].len(),
@@ -327,10 +344,72 @@ pub async fn check_variants(
                 diff.join("\n")
             ));
         }
-        i += 1;
     }
     for c in conns {
         c.disconnect().await?;
     }
-    Ok(mismatches)
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::Latencies;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: LobstersArgs,
+    }
+
+    fn outcome(target: f64, achieved: f64, ms: u64) -> RunOutcome {
+        let mut lat = Latencies::new();
+        for _ in 0..100 {
+            lat.record(Duration::from_millis(ms));
+        }
+        let mut pages = BTreeMap::new();
+        pages.insert(Page::Story, load::PageStats { latencies: lat.clone(), errors: 0 });
+        RunOutcome { target, achieved, pages, all: lat, errors: 0, incomplete: 0, first_error: None }
+    }
+
+    #[test]
+    fn json_report_has_the_contract_fields() {
+        let cli = Cli::parse_from([
+            "x", "--url", "mysql://root@127.0.0.1:3307/lobsters", "--queries", "natural", "--scale", "1", "--prime",
+            "--runtime", "30", "--warmup", "10", "--find-max", "--slo-p95-ms", "100", "--json", "out.json",
+        ]);
+        let args = cli.args;
+        assert_eq!(args.queries, Variant::Natural);
+        assert!(args.find_max && args.prime);
+        // 10/s held, 20/s held, 40/s missed the SLO.
+        let runs = vec![outcome(10.0, 10.0, 5), outcome(20.0, 19.5, 20), outcome(40.0, 39.0, 500)];
+        let v: serde_json::Value = serde_json::to_value(report(&args, &runs)).unwrap();
+        assert_eq!(v["workload"], "lobsters");
+        assert_eq!(v["queries"], "natural");
+        assert_eq!(v["max_pages_per_s"], 19.5);
+        let r = v["runs"].as_array().unwrap();
+        assert_eq!(r.len(), 3);
+        for key in ["target_pages_per_s", "achieved_pages_per_s", "p95_ms"] {
+            assert!(r[0][key].is_number(), "{key}");
+        }
+        assert_eq!(r[2]["held"], false);
+        let story = &v["pages"]["story"];
+        for key in ["count", "p50_ms", "p95_ms", "p99_ms"] {
+            assert!(story[key].is_number(), "{key}");
+        }
+        assert_eq!(story["count"], 100);
+        assert_eq!(story["p95_ms"], 20.0);
+        assert!(render(&report(&args, &runs)).contains("max 19.5 pages/s"));
+    }
+
+    #[test]
+    fn a_run_holds_only_within_slo_and_rate() {
+        assert!(outcome(10.0, 9.6, 50).held(100.0));
+        assert!(!outcome(10.0, 9.0, 50).held(100.0));
+        assert!(!outcome(10.0, 10.0, 150).held(100.0));
+        let mut failing = outcome(10.0, 10.0, 5);
+        failing.errors = 5;
+        assert!(!failing.held(100.0));
+    }
 }
