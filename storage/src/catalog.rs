@@ -204,6 +204,24 @@ impl Storage {
             row_seq: AtomicU64::new(0),
             stop_flusher: Arc::new(std::sync::atomic::AtomicBool::new(false)),
         });
+        // Families no table or build refers to: left by a crash between a
+        // DROP's catalog write and its family drop, or a CREATE's family
+        // creation and its catalog write.
+        let mut wanted: BTreeSet<String> = [cf::CATALOG, cf::CHANGE_LOG, "default"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for t in storage.catalog.read().tables.values() {
+            wanted.insert(t.primary_cf());
+            wanted.extend(t.schema.indexes.iter().map(|i| cf::secondary(i.id)));
+        }
+        wanted.extend(loaded.building.iter().map(|b| cf::secondary(b.index.id)));
+        for name in storage.engine.cf_names() {
+            if !wanted.contains(&name) {
+                tracing::info!(column_family = %name, "dropping an orphaned column family");
+                storage.engine.drop_cf(&name)?;
+            }
+        }
         for b in loaded.building {
             let _guard = storage.commit.lock();
             tracing::info!(index = %b.index.name, table = b.table, "redoing an interrupted index build");

@@ -70,11 +70,16 @@ pub(crate) trait KvSnapshot: Send + Sync {
 }
 
 pub(crate) trait KvEngine: Send + Sync {
+    /// Column families that exist.
+    fn cf_names(&self) -> Vec<String>;
     fn create_cf(&self, name: &str, kind: CfKind) -> Result<()>;
     /// Dropping a column family that does not exist is not an error.
     fn drop_cf(&self, name: &str) -> Result<()>;
     /// Applies the batch atomically; `sync` waits for the WAL fsync.
     fn write(&self, batch: Batch, sync: bool) -> Result<()>;
+    /// Moves in-memory data to files (RocksDB memtables to SSTs); tests use
+    /// it to exercise the on-disk read path.
+    fn flush(&self) -> Result<()>;
     /// Makes every write so far durable.
     fn sync_wal(&self) -> Result<()>;
     /// Runs `f` against one consistent state (short-lived reads).

@@ -60,6 +60,14 @@ impl KvRead for CfsReader<'_> {
 }
 
 impl KvEngine for MemoryEngine {
+    fn cf_names(&self) -> Vec<String> {
+        self.cfs.read().keys().cloned().collect()
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
     fn create_cf(&self, name: &str, _kind: CfKind) -> Result<()> {
         self.cfs.write().entry(name.to_string()).or_default();
         Ok(())

@@ -38,6 +38,8 @@ pub(crate) struct RocksOptions<'a> {
 pub(crate) struct RocksEngine {
     db: Arc<Db>,
     cache: Cache,
+    /// Names of the column families that exist.
+    cfs: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 fn io(e: rocksdb::Error) -> StorageError {
@@ -84,6 +86,7 @@ impl RocksEngine {
         Ok(RocksEngine {
             db: Arc::new(db),
             cache,
+            cfs: parking_lot::Mutex::new(names.into_iter().collect()),
         })
     }
 }
@@ -153,20 +156,37 @@ impl KvRead for SnapReader<'_> {
 }
 
 impl KvEngine for RocksEngine {
+    fn cf_names(&self) -> Vec<String> {
+        self.cfs.lock().iter().cloned().collect()
+    }
+
     fn create_cf(&self, name: &str, kind: CfKind) -> Result<()> {
-        if self.db.cf_handle(name).is_some() {
-            return Ok(());
+        let mut cfs = self.cfs.lock();
+        if self.db.cf_handle(name).is_none() {
+            self.db
+                .create_cf(name, &cf_options(&self.cache, kind))
+                .map_err(io)?;
         }
-        self.db
-            .create_cf(name, &cf_options(&self.cache, kind))
-            .map_err(io)
+        cfs.insert(name.to_string());
+        Ok(())
     }
 
     fn drop_cf(&self, name: &str) -> Result<()> {
-        if self.db.cf_handle(name).is_none() {
-            return Ok(());
+        let mut cfs = self.cfs.lock();
+        if self.db.cf_handle(name).is_some() {
+            self.db.drop_cf(name).map_err(io)?;
         }
-        self.db.drop_cf(name).map_err(io)
+        cfs.remove(name);
+        Ok(())
+    }
+
+    fn flush(&self) -> Result<()> {
+        for name in self.cf_names() {
+            if let Some(h) = self.db.cf_handle(&name) {
+                self.db.flush_cf(&h).map_err(io)?;
+            }
+        }
+        Ok(())
     }
 
     fn write(&self, batch: Batch, sync: bool) -> Result<()> {

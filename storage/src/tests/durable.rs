@@ -141,3 +141,70 @@ fn async_durability_commits() {
     let s = Storage::open(config(dir.path(), Durability::Sync)).unwrap();
     assert_eq!(s.scan(u.id).unwrap().len(), 1);
 }
+
+#[test]
+fn lookups_after_flush_use_the_on_disk_path() {
+    let h = Harness::new(Kind::Rocks);
+    let s = &h.storage;
+    let u = users(s);
+    let rows: Vec<Row> = (1..=3000)
+        .map(|n| row(&[i(n), t(&format!("name{n}")), i(n % 37)]))
+        .collect();
+    s.write(vec![insert(&u, rows)]).unwrap();
+    s.engine.flush().unwrap();
+    // More rows in the memtable on top of the SSTs.
+    s.write(vec![insert(&u, vec![row(&[i(5000), t("late"), i(3)])])])
+        .unwrap();
+    let age = u.index("age").unwrap().id;
+    let name = u.index("name").unwrap().id;
+    for a in [0i64, 3, 36] {
+        let expect = (1..=3000).filter(|n| n % 37 == a).count() + usize::from(a == 3);
+        assert_eq!(
+            s.lookup(u.id, IndexRef::Secondary(age), &[i(a)])
+                .unwrap()
+                .len(),
+            expect
+        );
+    }
+    assert!(s
+        .lookup(u.id, IndexRef::Secondary(age), &[i(99)])
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        s.lookup(u.id, IndexRef::Primary, &[i(1234)]).unwrap()[0][1],
+        t("name1234")
+    );
+    assert!(s
+        .lookup(u.id, IndexRef::Primary, &[i(4000)])
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        s.lookup(u.id, IndexRef::Secondary(name), &[t("NAME77")])
+            .unwrap()[0][0],
+        i(77)
+    );
+    let r = s
+        .range(
+            u.id,
+            IndexRef::Primary,
+            std::ops::Bound::Included(&[i(100)][..]),
+            std::ops::Bound::Excluded(&[i(200)][..]),
+        )
+        .unwrap();
+    assert_eq!(r.len(), 100);
+    assert_eq!(s.scan(u.id).unwrap().len(), 3001);
+}
+
+#[test]
+fn orphaned_column_families_are_dropped_on_open() {
+    let h = Harness::new(Kind::Rocks);
+    h.storage
+        .engine
+        .create_cf("t999", crate::engine::CfKind::Index)
+        .unwrap();
+    let u = users(&h.storage);
+    let h = h.reopen();
+    let names = h.storage.engine.cf_names();
+    assert!(!names.contains(&"t999".to_string()));
+    assert!(names.contains(&crate::cf::primary(u.id)));
+}
