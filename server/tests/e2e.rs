@@ -1,0 +1,623 @@
+//! End-to-end tests: a real `ladle` process on a random loopback port with a
+//! temporary data directory, driven by real MySQL client libraries
+//! (`mysql_async`) and, for malformed input, raw TCP.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Opts, OptsBuilder, Row, Value as MyValue};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+/// A running server; killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    metrics_port: u16,
+    password: String,
+}
+
+impl Server {
+    fn start(dir: &Path, extra: &[&str]) -> Server {
+        Server::start_with(dir, extra, "")
+    }
+
+    fn start_with(dir: &Path, extra: &[&str], password: &str) -> Server {
+        let port = free_port();
+        let metrics_port = free_port();
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg("--data-dir")
+            .arg(dir)
+            .args(extra)
+            .env("LADLE_PASSWORD", password)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let child = cmd.spawn().expect("spawn ladle");
+        let s = Server { child, port, metrics_port, password: password.to_string() };
+        s.wait_ready();
+        s
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..600 {
+            if let Some(body) = http_get(self.metrics_port, "/health") {
+                if body.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("server did not become ready");
+    }
+
+    fn opts(&self, db: Option<&str>) -> Opts {
+        OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .pass(Some(self.password.clone()))
+            .db_name(db)
+            .prefer_socket(false)
+            .into()
+    }
+
+    async fn conn(&self, db: Option<&str>) -> Conn {
+        Conn::new(self.opts(db)).await.expect("connect")
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+fn server_code(e: mysql_async::Error) -> u16 {
+    match e {
+        mysql_async::Error::Server(s) => s.code,
+        other => panic!("expected a server error, got {other:?}"),
+    }
+}
+
+/// A cell as MySQL's text protocol would show it.
+fn text_of(v: &MyValue) -> String {
+    match v {
+        MyValue::NULL => "NULL".into(),
+        MyValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        MyValue::Int(i) => i.to_string(),
+        MyValue::UInt(u) => u.to_string(),
+        MyValue::Float(f) => f.to_string(),
+        MyValue::Double(d) => d.to_string(),
+        MyValue::Date(y, mo, d, 0, 0, 0, 0) => format!("{y:04}-{mo:02}-{d:02}"),
+        MyValue::Date(y, mo, d, h, mi, s, _) => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        MyValue::Time(neg, days, h, m, s, _) => {
+            format!("{}{:02}:{m:02}:{s:02}", if *neg { "-" } else { "" }, days * 24 + u32::from(*h))
+        }
+    }
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+#[test]
+fn help_lists_every_flag() {
+    let out = Command::new(BIN).arg("--help").output().expect("run --help");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--listen",
+        "--data-dir",
+        "--metrics-listen",
+        "--user",
+        "--password",
+        "--durability",
+        "--memory-limit",
+        "--snapshot-interval",
+        "--max-connections",
+        "--threads",
+        "--tls-cert",
+        "--tls-key",
+    ] {
+        assert!(text.contains(flag), "--help does not mention {flag}");
+    }
+    assert!(text.contains("LADLE_DATA_DIR"));
+}
+
+#[test]
+fn empty_password_is_refused_off_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(BIN)
+        .arg("--listen")
+        .arg(format!("0.0.0.0:{}", free_port()))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .env_remove("LADLE_PASSWORD")
+        .output()
+        .expect("run ladle");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("empty password"), "stderr: {err}");
+}
+
+#[test]
+fn ddl_dml_and_select_over_the_text_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE shop").await.unwrap();
+        c.query_drop("USE shop").await.unwrap();
+        c.query_drop(
+            "CREATE TABLE items (id INT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY, name VARCHAR(40) NOT NULL, \
+             price DECIMAL(8,2) NOT NULL DEFAULT 0.00, qty INT DEFAULT 1, UNIQUE KEY uq_name (name), KEY by_qty (qty)) \
+             ENGINE=InnoDB DEFAULT CHARSET=utf8mb4",
+        )
+        .await
+        .unwrap();
+        c.query_drop("INSERT INTO items (name, price) VALUES ('apple', 1.25), ('pear', 2.50)").await.unwrap();
+        assert_eq!(c.last_insert_id(), Some(1));
+        assert_eq!(c.affected_rows(), 2);
+        c.query_drop("INSERT INTO items (name, qty) VALUES ('fig', 7)").await.unwrap();
+        assert_eq!(c.last_insert_id(), Some(3));
+        let id: Option<u64> = c.query_first("SELECT LAST_INSERT_ID()").await.unwrap();
+        assert_eq!(id, Some(3));
+
+        c.query_drop("UPDATE items SET qty = qty + 1 WHERE id = 2").await.unwrap();
+        assert_eq!(c.affected_rows(), 1);
+        c.query_drop("DELETE FROM items WHERE name = 'apple'").await.unwrap();
+        assert_eq!(c.affected_rows(), 1);
+        let rows: Vec<(u32, String, String, Option<i32>)> =
+            c.query("SELECT id, name, price, qty FROM items ORDER BY id").await.unwrap();
+        assert_eq!(rows, vec![(2, "pear".into(), "2.50".into(), Some(2)), (3, "fig".into(), "0.00".into(), Some(7))]);
+
+        // ON DUPLICATE KEY UPDATE, INSERT IGNORE, REPLACE.
+        c.query_drop("INSERT INTO items (name, qty) VALUES ('fig', 5) ON DUPLICATE KEY UPDATE qty = qty + VALUES(qty)")
+            .await
+            .unwrap();
+        let q: Option<i32> = c.query_first("SELECT qty FROM items WHERE name = 'fig'").await.unwrap();
+        assert_eq!(q, Some(12));
+        c.query_drop("INSERT IGNORE INTO items (name) VALUES ('fig')").await.unwrap();
+        assert_eq!(c.affected_rows(), 0);
+        c.query_drop("REPLACE INTO items (id, name, qty) VALUES (2, 'pear', 100)").await.unwrap();
+        let q: Option<i32> = c.query_first("SELECT qty FROM items WHERE id = 2").await.unwrap();
+        assert_eq!(q, Some(100));
+
+        // Catalog statements clients and ORMs send.
+        let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
+        assert_eq!(tables, vec!["items".to_string()]);
+        let cols: Vec<Row> = c.query("DESCRIBE items").await.unwrap();
+        assert_eq!(cols.len(), 4);
+        let create: Option<(String, String)> = c.query_first("SHOW CREATE TABLE items").await.unwrap();
+        assert!(create.unwrap().1.contains("UNIQUE KEY `uq_name` (`name`)"));
+        let idx: Vec<Row> = c.query("SHOW INDEX FROM items").await.unwrap();
+        assert_eq!(idx.len(), 3);
+        let n: Option<i64> = c
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = 'items'",
+            )
+            .await
+            .unwrap();
+        assert_eq!(n, Some(4));
+        let v: Option<String> = c.query_first("SELECT @@version").await.unwrap();
+        assert!(v.unwrap().contains("ladle"));
+        let dbs: Vec<String> = c.query("SHOW DATABASES").await.unwrap();
+        assert!(dbs.contains(&"shop".to_string()));
+        c.query_drop("SET NAMES utf8mb4").await.unwrap();
+        c.query_drop("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'").await.unwrap();
+        let m: Option<String> = c.query_first("SELECT @@session.sql_mode").await.unwrap();
+        assert_eq!(m.as_deref(), Some("STRICT_TRANS_TABLES"));
+
+        // DDL: index, add column, drop.
+        c.query_drop("CREATE INDEX by_price ON items (price)").await.unwrap();
+        c.query_drop("ALTER TABLE items ADD COLUMN note TEXT").await.unwrap();
+        let note: Option<Option<String>> = c.query_first("SELECT note FROM items WHERE id = 3").await.unwrap();
+        assert_eq!(note, Some(None));
+        c.query_drop("DROP TABLE items").await.unwrap();
+        let e = c.query_drop("SELECT * FROM items").await.unwrap_err();
+        assert_eq!(server_code(e), 1146);
+        c.query_drop("DROP TABLE IF EXISTS items").await.unwrap();
+        c.query_drop("DROP DATABASE shop").await.unwrap();
+        c.disconnect().await.unwrap();
+    });
+}
+
+#[test]
+fn every_column_type_round_trips_in_text_and_binary_protocols() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE types").await.unwrap();
+        c.query_drop("USE types").await.unwrap();
+        c.query_drop(
+            "CREATE TABLE t (id BIGINT PRIMARY KEY, ti TINYINT, tu TINYINT UNSIGNED, si SMALLINT, mi MEDIUMINT, \
+             i INT, bu BIGINT UNSIGNED, f FLOAT, d DOUBLE, dec_ DECIMAL(10,3), c CHAR(3), vc VARCHAR(10), tx TEXT, \
+             bn VARBINARY(8), bl BLOB, dt DATE, dtm DATETIME, ts TIMESTAMP NULL, tm TIME, yr YEAR, en ENUM('a','b'), \
+             js JSON)",
+        )
+        .await
+        .unwrap();
+        let insert = "INSERT INTO t VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        let dt = MyValue::Date(2024, 2, 29, 0, 0, 0, 0);
+        let dtm = MyValue::Date(2024, 2, 29, 13, 14, 15, 0);
+        let tm = MyValue::Time(false, 0, 10, 20, 30, 0);
+        let params: Vec<MyValue> = vec![
+            1.into(),
+            (-128).into(),
+            255u8.into(),
+            (-32768).into(),
+            8_388_607.into(),
+            (-2_147_483_648i64).into(),
+            u64::MAX.into(),
+            1.5f32.into(),
+            2.25f64.into(),
+            "1234.567".into(),
+            "abc".into(),
+            "héllo".into(),
+            "long text".into(),
+            MyValue::Bytes(vec![0, 1, 2, 255]),
+            MyValue::Bytes(vec![9; 10]),
+            dt.clone(),
+            dtm.clone(),
+            dtm.clone(),
+            tm.clone(),
+            2024.into(),
+            "b".into(),
+            "{\"k\": 1}".into(),
+        ];
+        c.exec_drop(insert, params).await.unwrap();
+        c.query_drop(
+            "INSERT INTO t (id, ti, tu, si, mi, i, bu, f, d, dec_, c, vc, tx, bn, bl, dt, dtm, ts, tm, yr, en, js) VALUES \
+             (2, 127, 0, 32767, -8388608, 2147483647, 0, -0.5, -1e10, -0.001, '', 'x', '', X'00', '', '1999-12-31', \
+             '1999-12-31 23:59:59', NULL, '-01:02:03', 1999, 'a', '[]')",
+        )
+        .await
+        .unwrap();
+        c.query_drop("INSERT INTO t (id) VALUES (3)").await.unwrap();
+
+        type Wide = (i64, Option<i8>, Option<u8>, Option<i16>, Option<i32>, Option<i32>, Option<u64>, Option<f32>);
+        type Wide2 = (Option<f64>, Option<String>, Option<String>, Option<String>, Option<String>, Option<Vec<u8>>, Option<Vec<u8>>);
+        for binary in [false, true] {
+            let q1 = "SELECT id, ti, tu, si, mi, i, bu, f FROM t ORDER BY id";
+            let q2 = "SELECT d, dec_, c, vc, tx, bn, bl FROM t ORDER BY id";
+            let q3 = "SELECT dt, dtm, ts, tm, yr, en, js FROM t ORDER BY id";
+            let (a, b, r3): (Vec<Wide>, Vec<Wide2>, Vec<Row>) = if binary {
+                (c.exec(q1, ()).await.unwrap(), c.exec(q2, ()).await.unwrap(), c.exec(q3, ()).await.unwrap())
+            } else {
+                (c.query(q1).await.unwrap(), c.query(q2).await.unwrap(), c.query(q3).await.unwrap())
+            };
+            assert_eq!(a.len(), 3, "binary={binary}");
+            assert_eq!(
+                a[0],
+                (1, Some(-128), Some(255), Some(-32768), Some(8_388_607), Some(-2_147_483_648), Some(u64::MAX), Some(1.5)),
+                "binary={binary}"
+            );
+            assert_eq!(a[1], (2, Some(127), Some(0), Some(32767), Some(-8_388_608), Some(2_147_483_647), Some(0), Some(-0.5)));
+            assert_eq!(a[2], (3, None, None, None, None, None, None, None));
+            assert_eq!(
+                b[0],
+                (
+                    Some(2.25),
+                    Some("1234.567".into()),
+                    Some("abc".into()),
+                    Some("héllo".into()),
+                    Some("long text".into()),
+                    Some(vec![0, 1, 2, 255]),
+                    Some(vec![9; 10])
+                ),
+                "binary={binary}"
+            );
+            assert_eq!(b[1].0, Some(-1e10));
+            assert_eq!(b[1].1.as_deref(), Some("-0.001"));
+            let r = &r3[0];
+            let cell = |i: usize| text_of(r.as_ref(i).unwrap());
+            assert_eq!(cell(0), "2024-02-29", "binary={binary}");
+            assert_eq!(cell(1), "2024-02-29 13:14:15", "binary={binary}");
+            assert_eq!(cell(2), "2024-02-29 13:14:15", "binary={binary}");
+            assert_eq!(cell(3), "10:20:30", "binary={binary}");
+            assert_eq!(cell(4), "2024", "binary={binary}");
+            assert_eq!(cell(5), "b");
+            assert!(cell(6).contains("\"k\""));
+            assert_eq!(r3[1].as_ref(2), Some(&MyValue::NULL));
+            assert_eq!(text_of(r3[1].as_ref(3).unwrap()), "-01:02:03", "binary={binary}");
+        }
+
+        // Prepared SELECT with parameters (a reader lookup).
+        let got: Option<String> = c.exec_first("SELECT vc FROM t WHERE id = ?", (1,)).await.unwrap();
+        assert_eq!(got.as_deref(), Some("héllo"));
+        let got: Option<String> = c.exec_first("SELECT vc FROM t WHERE id = ?", (2u64,)).await.unwrap();
+        assert_eq!(got.as_deref(), Some("x"));
+        // Prepared UPDATE and DELETE.
+        c.exec_drop("UPDATE t SET vc = ? WHERE id = ?", ("it's", 3)).await.unwrap();
+        let got: Option<String> = c.exec_first("SELECT vc FROM t WHERE id = ?", (3,)).await.unwrap();
+        assert_eq!(got.as_deref(), Some("it's"));
+        c.exec_drop("DELETE FROM t WHERE id = ?", (3,)).await.unwrap();
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+        assert_eq!(n, Some(2));
+        c.disconnect().await.unwrap();
+    });
+}
+
+#[test]
+fn transactions_commit_and_roll_back_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE tx").await.unwrap();
+        c.query_drop("CREATE TABLE tx.acct (id INT PRIMARY KEY, bal INT NOT NULL)").await.unwrap();
+        c.query_drop("USE tx").await.unwrap();
+        c.query_drop("INSERT INTO acct VALUES (1, 100), (2, 0)").await.unwrap();
+        let mut other = srv.conn(Some("tx")).await;
+
+        c.query_drop("BEGIN").await.unwrap();
+        c.query_drop("UPDATE acct SET bal = bal - 30 WHERE id = 1").await.unwrap();
+        assert_eq!(c.affected_rows(), 1);
+        c.query_drop("UPDATE acct SET bal = bal + 30 WHERE id = 2").await.unwrap();
+        // Not visible to anyone before COMMIT.
+        let b: Option<i32> = other.query_first("SELECT bal FROM acct WHERE id = 2").await.unwrap();
+        assert_eq!(b, Some(0));
+        c.query_drop("COMMIT").await.unwrap();
+        let rows: Vec<(i32, i32)> = other.query("SELECT id, bal FROM acct ORDER BY id").await.unwrap();
+        assert_eq!(rows, vec![(1, 70), (2, 30)]);
+
+        c.query_drop("START TRANSACTION").await.unwrap();
+        c.query_drop("DELETE FROM acct WHERE id = 1").await.unwrap();
+        c.query_drop("ROLLBACK").await.unwrap();
+        let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM acct").await.unwrap();
+        assert_eq!(n, Some(2));
+
+        // A failing statement at COMMIT applies nothing.
+        c.query_drop("SET autocommit = 0").await.unwrap();
+        c.query_drop("INSERT INTO acct VALUES (3, 5)").await.unwrap();
+        c.query_drop("INSERT INTO acct VALUES (1, 5)").await.unwrap();
+        let e = c.query_drop("COMMIT").await.unwrap_err();
+        assert_eq!(server_code(e), 1062);
+        c.query_drop("SET autocommit = 1").await.unwrap();
+        let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM acct").await.unwrap();
+        assert_eq!(n, Some(2));
+
+        // The mysql_async transaction API.
+        let mut t = c.start_transaction(Default::default()).await.unwrap();
+        t.exec_drop("INSERT INTO acct VALUES (?, ?)", (4, 40)).await.unwrap();
+        t.commit().await.unwrap();
+        let b: Option<i32> = other.query_first("SELECT bal FROM acct WHERE id = 4").await.unwrap();
+        assert_eq!(b, Some(40));
+    });
+}
+
+#[test]
+fn errors_carry_mysql_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        assert_eq!(server_code(c.query_drop("SELEC 1").await.unwrap_err()), 1064);
+        assert_eq!(server_code(c.query_drop("SELECT * FROM t").await.unwrap_err()), 1046);
+        assert_eq!(server_code(c.query_drop("USE nope").await.unwrap_err()), 1049);
+        c.query_drop("CREATE DATABASE e").await.unwrap();
+        assert_eq!(server_code(c.query_drop("CREATE DATABASE e").await.unwrap_err()), 1007);
+        c.query_drop("USE e").await.unwrap();
+        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(3) NOT NULL, n TINYINT)").await.unwrap();
+        assert_eq!(server_code(c.query_drop("CREATE TABLE t (id INT)").await.unwrap_err()), 1050);
+        assert_eq!(server_code(c.query_drop("SELECT * FROM missing").await.unwrap_err()), 1146);
+        assert_eq!(server_code(c.query_drop("SELECT nope FROM t").await.unwrap_err()), 1054);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t (id) VALUES (1)").await.unwrap_err()), 1364);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, NULL, 1)").await.unwrap_err()), 1048);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'abcd', 1)").await.unwrap_err()), 1406);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'a', 300)").await.unwrap_err()), 1264);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'a')").await.unwrap_err()), 1136);
+        assert_eq!(server_code(c.query_drop("INSERT INTO t (id, zz) VALUES (1, 2)").await.unwrap_err()), 1054);
+        c.query_drop("INSERT INTO t VALUES (1, 'a', 1)").await.unwrap();
+        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'b', 1)").await.unwrap_err()), 1062);
+        assert_eq!(server_code(c.query_drop("DROP TABLE missing").await.unwrap_err()), 1051);
+        assert_eq!(server_code(c.query_drop("SELECT @@no_such_variable").await.unwrap_err()), 1193);
+        assert_eq!(server_code(c.prep("SELECT * FROM missing WHERE id = ?").await.unwrap_err()), 1146);
+        // The connection still works after all of that.
+        let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+        assert_eq!(one, Some(1));
+    });
+}
+
+#[test]
+fn password_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start_with(dir.path(), &["--durability", "memory"], "s3cret");
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+        assert_eq!(one, Some(1));
+        for bad in ["wrong", ""] {
+            let opts: Opts = OptsBuilder::from_opts(srv.opts(None)).pass(Some(bad)).into();
+            let e = Conn::new(opts).await.unwrap_err();
+            assert_eq!(server_code(e), 1045, "password {bad:?}");
+        }
+        let opts: Opts = OptsBuilder::from_opts(srv.opts(None)).user(Some("nobody")).into();
+        assert_eq!(server_code(Conn::new(opts).await.unwrap_err()), 1045);
+    });
+}
+
+#[test]
+fn connections_beyond_the_limit_get_1040() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory", "--max-connections", "2"]);
+    rt().block_on(async {
+        let a = srv.conn(None).await;
+        let b = srv.conn(None).await;
+        let e = Conn::new(srv.opts(None)).await.unwrap_err();
+        assert_eq!(server_code(e), 1040);
+        drop(a);
+        a_moment().await;
+        // A slot frees up once a client leaves.
+        let mut ok = None;
+        for _ in 0..50 {
+            if let Ok(c) = Conn::new(srv.opts(None)).await {
+                ok = Some(c);
+                break;
+            }
+            a_moment().await;
+        }
+        assert!(ok.is_some());
+        drop(b);
+    });
+}
+
+async fn a_moment() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// Reads the server greeting from a raw socket.
+fn raw_connect(port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut hdr = [0u8; 4];
+    s.read_exact(&mut hdr).unwrap();
+    let len = usize::from(hdr[0]) | usize::from(hdr[1]) << 8 | usize::from(hdr[2]) << 16;
+    let mut body = vec![0; len];
+    s.read_exact(&mut body).unwrap();
+    assert_eq!(body[0], 10, "protocol version 10 greeting");
+    s
+}
+
+#[test]
+fn malformed_input_gets_an_error_or_a_closed_socket_and_others_keep_working() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    // Garbage instead of a handshake response: an error packet or EOF, not
+    // a hang.
+    let mut s = raw_connect(srv.port);
+    let _ = s.write_all(&[0x05, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 0x00]);
+    let mut got = Vec::new();
+    assert!(s.read_to_end(&mut got).is_ok(), "server kept a garbage handshake open");
+    assert!(got.is_empty() || got[4] == 0xff, "{got:?}");
+    // A truncated packet, then hang up.
+    let mut s = raw_connect(srv.port);
+    let _ = s.write_all(&[0x40, 0, 0, 1, 1, 2, 3]);
+    drop(s);
+    // A packet chain beyond max_allowed_packet (64 MiB): refused with 1153
+    // and closed.
+    let mut s = raw_connect(srv.port);
+    let chunk = vec![0u8; 1 << 20];
+    let mut refused = false;
+    'send: for seq in 1u8..=6 {
+        if s.write_all(&[0xff, 0xff, 0xff, seq]).is_err() {
+            refused = true;
+            break;
+        }
+        for _ in 0..16 {
+            if s.write_all(&chunk).is_err() {
+                refused = true;
+                break 'send;
+            }
+        }
+    }
+    let mut got = Vec::new();
+    let closed = s.read_to_end(&mut got).is_ok();
+    assert!(refused || closed, "server kept reading an oversize packet");
+    if got.len() >= 7 {
+        assert_eq!(&got[4..7], &[0xff, 0x81, 0x04], "ERR 1153");
+    }
+    drop(s);
+
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        // A well-formed client: unknown statement id and junk SQL.
+        assert_eq!(server_code(c.query_drop("\u{1}\u{2}garbage").await.unwrap_err()), 1064);
+        let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+        assert_eq!(one, Some(1));
+    });
+}
+
+#[test]
+fn oversize_query_gets_1153() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        let big = format!("SELECT '{}'", "x".repeat(65 * 1024 * 1024));
+        let e = c.query_drop(big).await.unwrap_err();
+        match e {
+            mysql_async::Error::Server(s) => assert_eq!(s.code, 1153),
+            mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => {} // closed while still sending
+            other => panic!("unexpected {other:?}"),
+        }
+        let mut c2 = srv.conn(None).await;
+        let one: Option<i64> = c2.query_first("SELECT 1").await.unwrap();
+        assert_eq!(one, Some(1));
+    });
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path(), &[]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE dur").await.unwrap();
+        c.query_drop("CREATE TABLE dur.t (id INT PRIMARY KEY AUTO_INCREMENT, v VARCHAR(10))").await.unwrap();
+        for i in 0..20 {
+            c.exec_drop("INSERT INTO dur.t (v) VALUES (?)", (format!("v{i}"),)).await.unwrap();
+        }
+    });
+    srv.kill9();
+    let srv = Server::start(dir.path(), &[]);
+    rt().block_on(async {
+        let mut c = srv.conn(Some("dur")).await;
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+        assert_eq!(n, Some(20));
+        let last: Option<String> = c.query_first("SELECT v FROM t WHERE id = 20").await.unwrap();
+        assert_eq!(last.as_deref(), Some("v19"));
+    });
+}
+
+#[test]
+fn metrics_health_and_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        let _: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+        let _ = c.query_drop("SELEC").await;
+    });
+    let health = http_get(srv.metrics_port, "/health").unwrap();
+    assert!(health.starts_with("HTTP/1.1 200"));
+    let m = http_get(srv.metrics_port, "/metrics").unwrap();
+    assert!(m.contains("ladle_queries_total{kind=\"select\",outcome=\"ok\"}"), "{m}");
+    assert!(m.contains("ladle_errors_total{code=\"1064\"} 1"));
+    assert!(m.contains("ladle_connections_total"));
+    assert!(m.contains("ladle_query_duration_seconds_bucket"));
+    let pid = srv.child.id();
+    let status = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+    let exit = srv.child.wait().unwrap();
+    assert!(exit.success(), "exit status {exit:?}");
+}
