@@ -72,9 +72,7 @@ impl CommitObserver for Observer {
             // A failed propagation leaves views unreliable: drop their state
             // so the next reads recompute from storage.
             tracing::error!("dataflow propagation failed: {e}");
-            for v in inner.views.read().values() {
-                v.reader.clear();
-            }
+            g.clear_all();
         }
         g.evict(inner.config.memory_limit);
     }
@@ -396,6 +394,13 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
         keys = next;
     }
     let mut rows: Vec<Row> = Vec::new();
+    if keys.is_empty() {
+        // `col = NULL`: no rows match; an aggregate without GROUP BY still
+        // returns its one row.
+        if let Some(d) = &spec.empty_default {
+            rows.push(d.clone());
+        }
+    }
     let mut dedup_seen = std::collections::HashSet::new();
     for k in &keys {
         let got = match v.reader.get(k) {

@@ -472,6 +472,17 @@ impl Graph {
         }
     }
 
+    /// Drops all state (every key becomes a hole).
+    pub fn clear_all(&mut self) {
+        for n in &mut self.nodes {
+            match &mut n.op {
+                Op::Aggregate(a) => a.clear(),
+                Op::Reader(r) => r.shared.clear(),
+                _ => {}
+            }
+        }
+    }
+
     fn clear_downstream(&mut self, n: NodeId) {
         let mut stack = vec![n];
         let mut seen = Vec::new();

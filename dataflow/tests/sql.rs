@@ -116,6 +116,10 @@ fn unions_views_constants_and_errors() {
     assert_eq!(e.q("SELECT ? + 1", &[i(4)]), v(&["5"]));
     let now = e.q("SELECT NOW(), id FROM t WHERE id = 1", &[]);
     assert!(now[0].starts_with("20"));
+    // NOW() in WHERE is evaluated at read time; with GROUP BY it cannot be.
+    assert_eq!(e.q("SELECT id FROM t WHERE x < UNIX_TIMESTAMP() AND x > 5", &[]), v(&["3", "4"]));
+    let err = e.df.prepare(DB, &parse("SELECT COUNT(*) FROM t WHERE x < UNIX_TIMESTAMP()")).err().unwrap();
+    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
     let err = e.df.prepare(DB, &parse("SELECT id FROM t ORDER BY RAND()")).err().unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
     let err = e.df.prepare(DB, &parse("SELECT a.id FROM t a, t b")).err().unwrap();

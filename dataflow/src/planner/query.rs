@@ -469,7 +469,7 @@ impl<'a> Planner<'a> {
                 // Conditions on the right side alone filter it before the join.
                 let cx = ExprCx::row(&rs);
                 match cx.compile(&c) {
-                    Ok(e) if !has_placeholder(&c) => {
+                    Ok(e) if !has_placeholder(&c) && !e.is_volatile() => {
                         let colls = right.colls.clone();
                         right = LNode { op: LOp::Filter(e), inputs: vec![right], colls };
                     }
@@ -486,7 +486,7 @@ impl<'a> Planner<'a> {
             if has_placeholder(&c) || has_subquery(&c) {
                 return Err(unsupported("parameters or subqueries in JOIN ON"));
             }
-            let e = ExprCx::row(&scope).compile(&c)?;
+            let e = stable(ExprCx::row(&scope).compile(&c)?)?;
             let colls = node.colls.clone();
             node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
         }
@@ -564,6 +564,13 @@ impl<'a> Planner<'a> {
                 _ => {}
             }
             let e = ExprCx::row(&scope).compile(&c)?;
+            if e.is_volatile() {
+                if !top {
+                    return Err(unsupported("NOW()/RAND() in a subquery's WHERE"));
+                }
+                read_filters.push(c);
+                continue;
+            }
             let colls = node.colls.clone();
             node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
         }
@@ -603,7 +610,7 @@ impl<'a> Planner<'a> {
         let mut empty_default_needed = false;
         if aggregated {
             if !read_filters.is_empty() {
-                return Err(unsupported("range parameters with GROUP BY"));
+                return Err(unsupported("range parameters or NOW() in WHERE with GROUP BY"));
             }
             let row_cx = ExprCx::row(&scope);
             let mut gexprs: Vec<Expr> = Vec::new();
@@ -626,7 +633,7 @@ impl<'a> Planner<'a> {
                 if aggregate_name(&g).is_some() {
                     return Err(DataflowError::BadArgument("Can't group on an aggregate".into()));
                 }
-                let e = row_cx.compile(&g)?;
+                let e = stable(row_cx.compile(&g)?)?;
                 let i = gexprs.len();
                 by_text.insert(norm(&g), i);
                 if let Expr::Column(c) = e {
@@ -775,6 +782,9 @@ impl<'a> Planner<'a> {
                 return Err(unsupported("HAVING without aggregation"));
             };
             let e = cx_alias.compile(h)?;
+            if e.is_volatile() {
+                return Err(unsupported("NOW()/RAND() in HAVING"));
+            }
             if e.has_params() {
                 if !top {
                     return Err(unsupported("parameters in a subquery"));
@@ -994,7 +1004,7 @@ impl<'a> Planner<'a> {
         if has_placeholder(arg_ast) || has_subquery(arg_ast) {
             return Err(unsupported("parameters or subqueries in an aggregate"));
         }
-        let arg = cx.compile(arg_ast)?;
+        let arg = stable(cx.compile(arg_ast)?)?;
         let ftypes = cx.frame_types();
         let (aty, _) = arg.result_type(&ftypes);
         let coll = match &arg {
@@ -1080,7 +1090,7 @@ impl<'a> Planner<'a> {
             if has_placeholder(&c) || has_subquery(&c) {
                 return Err(unsupported("parameters or subqueries inside EXISTS"));
             }
-            let e = ExprCx::row(&iscope).compile(&c).map_err(|e| match e {
+            let e = ExprCx::row(&iscope).compile(&c).and_then(stable).map_err(|e| match e {
                 DataflowError::UnknownColumn(..) => unsupported("correlated EXISTS condition other than equality"),
                 other => other,
             })?;
@@ -1093,6 +1103,16 @@ impl<'a> Planner<'a> {
         let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
         let colls = node.colls.clone();
         Ok(LNode { op: LOp::Join { kind, left_cols: outer_cols, right_cols: inner_cols }, inputs: vec![node, inner], colls })
+    }
+}
+
+/// Rejects clock/random expressions where their value would be frozen
+/// into maintained state.
+fn stable(e: Expr) -> Result<Expr> {
+    if e.is_volatile() {
+        Err(unsupported("NOW()/RAND() inside a maintained view"))
+    } else {
+        Ok(e)
     }
 }
 
