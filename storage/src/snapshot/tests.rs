@@ -838,13 +838,23 @@ fn panicking_merge_does_not_wedge_compaction() {
 
 #[test]
 fn random_epochs_match_a_model() {
+    for seed in 0..SEEDS {
+        random_epochs_with_seed(seed);
+    }
+}
+
+/// Seeds per run (200 seeds passed when the test was written).
+const SEEDS: u64 = 4;
+
+fn random_epochs_with_seed(seed: u64) {
     use rand::{Rng, SeedableRng};
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let tmp = tempfile::tempdir().unwrap();
     let mut store = open(tmp.path());
     // node -> concatenated state
     let mut model: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
-    for e in 1..=40u64 {
+    let mut published = 0;
+    for e in 1..=60u64 {
         let w = store.begin_epoch(e, e * 3, 1).unwrap();
         let mut next = BTreeMap::new();
         for node in 0..6u64 {
@@ -868,16 +878,38 @@ fn random_epochs_match_a_model() {
                 _ => {}
             }
         }
-        w.publish().unwrap();
-        model = next;
-        if rng.gen_bool(0.3) {
+        // Mostly publish; sometimes crash at a publish phase or abandon the
+        // epoch, then restart.
+        let crashed = match rng.gen_range(0..10) {
+            0 => w.crash_at(CrashBefore::Manifest).is_ok(),
+            1 => w.crash_at(CrashBefore::Rename).is_ok(),
+            2 => {
+                w.crash_at(CrashBefore::DirSync).unwrap();
+                (model, published) = (next, e);
+                true
+            }
+            3 => {
+                drop(w);
+                false
+            }
+            _ => {
+                w.publish().unwrap();
+                (model, published) = (next, e);
+                false
+            }
+        };
+        if !crashed && rng.gen_bool(0.3) {
             store.compact(2, concat).unwrap();
         }
-        if rng.gen_bool(0.3) {
+        if crashed || rng.gen_bool(0.3) {
+            drop(store);
             store = open(tmp.path());
         }
-        let s = store.load_latest().unwrap().unwrap();
-        assert_eq!(s.epoch, e, "{:?}", s.rejected);
+        let Some(s) = store.load_latest().unwrap() else {
+            assert_eq!(published, 0);
+            continue;
+        };
+        assert_eq!(s.epoch, published, "seed {seed}: {:?}", s.rejected);
         let got: BTreeMap<u64, Vec<u8>> = s
             .nodes
             .iter()
@@ -886,8 +918,9 @@ fn random_epochs_match_a_model() {
                 (n.node.as_str().parse().unwrap(), concat(&n.base, &deltas))
             })
             .collect();
-        assert_eq!(got, model, "epoch {e}");
+        assert_eq!(got, model, "seed {seed} epoch {e}");
     }
+    assert!(published > 30, "seed {seed}");
 }
 
 // --- a real kill -9 ---
