@@ -156,6 +156,7 @@ fn durable_inserts(per_thread: usize) {
     let dir = bench_dir();
     let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
     let t = votes_table(&s, "votes");
+    let cpu = cpu_seconds();
     let start = Instant::now();
     let handles: Vec<_> = (0..THREADS)
         .map(|th| {
@@ -177,6 +178,7 @@ fn durable_inserts(per_thread: usize) {
         h.join().expect("writer");
     }
     let ladle = start.elapsed();
+    let ladle_cpu = cpu_seconds() - cpu;
     let n = THREADS * per_thread;
     let lsns = s.last_lsn();
     drop(s);
@@ -206,6 +208,10 @@ fn durable_inserts(per_thread: usize) {
         rate(n, ladle),
         lsns,
         n as f64 / lsns as f64
+    );
+    println!(
+        "  ladle CPU per row            {:>8.1} us",
+        ladle_cpu * 1e6 / n as f64
     );
     println!("  plain file (group fsync)     {}", rate(n, file_time));
     println!(
@@ -252,7 +258,7 @@ fn reads(rows: usize, lookups: usize) {
     let pk_only = votes_table(&s, "votes_pk");
     ladle_storage::set_secondary_full_row_for_new_tables(true);
     let full_row = votes_table(&s, "votes_row");
-    ladle_storage::set_secondary_full_row_for_new_tables(false);
+    ladle_storage::set_secondary_full_row_for_new_tables(true);
     let d = load(&s, &pk_only, rows);
     println!(
         "bulk load (10k-row writes, async)  {} rows {}",
@@ -329,6 +335,41 @@ fn reads(rows: usize, lookups: usize) {
     );
 }
 
+/// Latency of one durable write with no concurrency: storage vs a plain
+/// file append + fdatasync.
+fn single_writer(n: usize) {
+    let dir = bench_dir();
+    let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+    let t = votes_table(&s, "votes");
+    let start = Instant::now();
+    for k in 0..n {
+        let op = WriteOp::Insert {
+            table: t.id,
+            rows: vec![vote(0, k as i64)],
+            on_conflict: OnConflict::Error,
+        };
+        s.write(vec![op]).expect("insert");
+    }
+    let ladle = start.elapsed();
+    let mut f = File::create(dir.path().join("plain.log")).expect("plain file");
+    let start = Instant::now();
+    for k in 0..n {
+        let b = postcard::to_stdvec(&vote(0, k as i64)).expect("encode");
+        f.write_all(&b).expect("append");
+        f.sync_data().expect("fsync");
+    }
+    let plain = start.elapsed();
+    println!("one writer, one row per durable write, {n} writes");
+    println!(
+        "  ladle       {:>8.0} us/write",
+        ladle.as_secs_f64() * 1e6 / n as f64
+    );
+    println!(
+        "  plain file  {:>8.0} us/write",
+        plain.as_secs_f64() * 1e6 / n as f64
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing
     // we use. Keep the quick mode for `cargo test`.
@@ -336,6 +377,7 @@ fn main() {
     let per_thread = env_usize("LADLE_BENCH_WRITES", if quick { 50 } else { 2000 });
     let rows = env_usize("LADLE_BENCH_ROWS", if quick { 10_000 } else { 1_000_000 });
     let lookups = env_usize("LADLE_BENCH_LOOKUPS", if quick { 1000 } else { 100_000 });
+    single_writer(if quick { 20 } else { 500 });
     durable_inserts(per_thread);
     reads(rows, lookups);
 }

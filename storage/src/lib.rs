@@ -20,8 +20,8 @@
 //! - a column family per index: `t<table id>` is the primary index (primary
 //!   key, or a hidden `(epoch, sequence)` row id for tables without one ->
 //!   the postcard-encoded row); `i<index id>` is a secondary index
-//!   ((index columns ++ primary key) -> the primary key, or optionally the
-//!   primary key and the whole row). Keys are memcomparable (`keys.rs`);
+//!   ((index columns ++ primary key) -> the primary key and, by default,
+//!   the whole row, so a secondary lookup is one range scan). Keys are memcomparable (`keys.rs`);
 //!   text keys are folded by the column's collation.
 //! - `catalog`: format version, databases, table records (schema with its
 //!   version, plus the padding values of added columns), id counters,
@@ -230,7 +230,7 @@ pub trait CommitObserver: Send + Sync {
 /// copy-on-write copy of the in-memory engine).
 pub struct ReadView {
     lsn: Lsn,
-    tables: HashMap<TableId, Arc<TableState>>,
+    tables: Arc<HashMap<TableId, Arc<TableState>>>,
     snapshot: Box<dyn KvSnapshot>,
 }
 
@@ -365,6 +365,8 @@ pub struct Storage {
     /// ...and the next sequence number within it.
     row_seq: AtomicU64,
     stop_flusher: Arc<AtomicBool>,
+    /// Layout of secondary entries for tables created from now on.
+    secondary_full_row: AtomicBool,
 }
 
 impl Drop for Storage {
@@ -726,7 +728,7 @@ impl Storage {
         Ok(out.into_iter().map(|(_, row)| row).collect())
     }
 
-    fn try_read_view(&self, tables: HashMap<TableId, Arc<TableState>>) -> Result<ReadView> {
+    fn try_read_view(&self, tables: Arc<HashMap<TableId, Arc<TableState>>>) -> Result<ReadView> {
         let snapshot = self.engine.snapshot()?;
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         snapshot.run(Box::new(move |r| {

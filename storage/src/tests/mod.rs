@@ -19,6 +19,8 @@ use crate::{Durability, OnConflict, Storage, StorageConfig, WriteOp};
 pub(crate) enum Kind {
     Memory,
     Rocks,
+    /// RocksDB with primary-key-only secondary entries.
+    RocksPkOnly,
 }
 
 /// A storage under test and the directory it lives in.
@@ -44,9 +46,14 @@ impl Harness {
                 storage: Storage::in_memory(),
                 dir: None,
             },
-            Kind::Rocks => {
+            Kind::Rocks | Kind::RocksPkOnly => {
                 let dir = tempfile::tempdir().expect("tempdir");
                 let storage = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+                if matches!(kind, Kind::RocksPkOnly) {
+                    storage
+                        .secondary_full_row
+                        .store(false, std::sync::atomic::Ordering::Relaxed);
+                }
                 Harness {
                     storage,
                     dir: Some(dir),

@@ -1,4 +1,4 @@
-//! Tests run against every engine.
+//! Tests run against every engine (and both secondary-entry layouts).
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -16,6 +16,9 @@ macro_rules! conformance {
         }
         mod rocks {
             $( #[test] fn $name() { super::$name(super::Kind::Rocks) } )*
+        }
+        mod rocks_pk_only {
+            $( #[test] fn $name() { super::$name(super::Kind::RocksPkOnly) } )*
         }
     };
 }
