@@ -307,8 +307,16 @@ fn no_table_id(id: TableId) -> StorageError {
     }
 }
 
-/// Where a leader leaves a caller's outcome.
-type Slot = Arc<Mutex<Option<Result<WriteResult>>>>;
+/// Where a leader leaves a caller's outcome, and how it wakes the caller.
+#[derive(Default)]
+struct SlotInner {
+    result: Mutex<Option<Result<WriteResult>>>,
+    /// Waited on with the queue lock held; signalled when `result` is set
+    /// or when this caller should become the next leader.
+    wake: parking_lot::Condvar,
+}
+
+type Slot = Arc<SlotInner>;
 
 /// A caller waiting in the commit queue.
 struct Pending {
@@ -334,7 +342,7 @@ struct LeaderGuard<'a> {
 impl Drop for LeaderGuard<'_> {
     fn drop(&mut self) {
         for slot in &self.slots {
-            let mut s = slot.lock();
+            let mut s = slot.result.lock();
             if s.is_none() {
                 *s = Some(Err(StorageError::Internal(
                     "the commit leader panicked".into(),
@@ -343,7 +351,14 @@ impl Drop for LeaderGuard<'_> {
         }
         let mut q = self.storage.queue.lock();
         q.leading = false;
-        self.storage.committed.notify_all();
+        // Wake the callers of this group, and the oldest waiter, which
+        // leads the next group. Nobody else needs to wake.
+        for slot in &self.slots {
+            slot.wake.notify_one();
+        }
+        if let Some(next) = q.pending.first() {
+            next.slot.wake.notify_one();
+        }
         drop(q);
     }
 }
@@ -356,8 +371,6 @@ pub struct Storage {
     /// Held while a group commits (and by DDL and [`Storage::exclusive`]).
     commit: Mutex<()>,
     queue: Mutex<CommitQueue>,
-    /// Signalled when a leader finishes a group.
-    committed: parking_lot::Condvar,
     observer: RwLock<Option<Arc<dyn CommitObserver>>>,
     last_lsn: AtomicU64,
     /// Hidden row ids of tables without a primary key: this open's epoch...
@@ -533,14 +546,14 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
-        let slot: Slot = Arc::new(Mutex::new(None));
+        let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
         q.pending.push(Pending {
             ops,
             slot: Arc::clone(&slot),
         });
         loop {
-            if let Some(done) = slot.lock().take() {
+            if let Some(done) = slot.result.lock().take() {
                 return done;
             }
             if !q.leading {
@@ -559,7 +572,7 @@ impl Storage {
                 q = self.queue.lock();
                 continue;
             }
-            self.committed.wait(&mut q);
+            slot.wake.wait(&mut q);
         }
     }
 
@@ -606,6 +619,19 @@ impl Storage {
             Ok(t) => t.counters.rows.load(Ordering::Relaxed).max(0) as u64,
             Err(_) => 0,
         }
+    }
+    /// Reserves `n` consecutive AUTO_INCREMENT values for `table` and
+    /// returns the first, for a transaction that must report generated keys
+    /// before it commits (the shim buffers transactional writes). The
+    /// reservation is in memory: rows later written with these explicit
+    /// values advance the durable counter; unused values leave a gap, as in
+    /// MySQL.
+    pub fn reserve_auto_increment(&self, table: TableId, n: u64) -> Result<u64> {
+        let t = self.table_state(table)?;
+        let mut next = t.counters.auto_inc.lock();
+        let first = (*next).max(1);
+        *next = first.saturating_add(n);
+        Ok(first)
     }
     pub fn read_view(&self) -> ReadView {
         let tables = self.catalog.read().tables.clone();
@@ -781,7 +807,7 @@ impl Storage {
         });
         if let Err(e) = applied {
             for slot in slots {
-                *slot.lock() = Some(Err(e.clone()));
+                *slot.result.lock() = Some(Err(e.clone()));
             }
             return;
         }
@@ -800,7 +826,7 @@ impl Storage {
                 Err(e) => {
                     let e = StorageError::Internal(format!("encoding the change log: {e}"));
                     for slot in slots {
-                        *slot.lock() = Some(Err(e.clone()));
+                        *slot.result.lock() = Some(Err(e.clone()));
                     }
                     return;
                 }
@@ -810,7 +836,7 @@ impl Storage {
         if !batch.is_empty() {
             if let Err(e) = self.engine.write(batch, self.sync()) {
                 for slot in slots {
-                    *slot.lock() = Some(Err(e.clone()));
+                    *slot.result.lock() = Some(Err(e.clone()));
                 }
                 return;
             }
@@ -829,7 +855,7 @@ impl Storage {
             }
         }
         for (slot, outcome) in slots.into_iter().zip(outcomes) {
-            *slot.lock() = Some(outcome.map(|ops| WriteResult { lsn, ops }));
+            *slot.result.lock() = Some(outcome.map(|ops| WriteResult { lsn, ops }));
         }
     }
 }
