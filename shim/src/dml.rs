@@ -123,7 +123,35 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
         OnConflict::Error
     };
     let estimate = rows.len() as u64;
-    submit(e, s, WriteOp::Insert { table: schema.id, rows, on_conflict }, estimate)
+    // Inside a transaction the write is buffered until COMMIT, but clients
+    // (ORMs) need generated keys now: reserve them from storage up front.
+    let mut generated = None;
+    if s.in_transaction() {
+        if let Some(ai) = schema.auto_increment_column() {
+            let need: Vec<usize> = rows
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r[ai].is_null() || r[ai].as_i64() == Some(0))
+                .map(|(i, _)| i)
+                .collect();
+            if !need.is_empty() {
+                let first = e.storage.reserve_auto_increment(schema.id, need.len() as u64)?;
+                for (k, &i) in need.iter().enumerate() {
+                    let v = first + k as u64;
+                    rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
+                }
+                generated = Some(first);
+            }
+        }
+    }
+    let out = submit(e, s, WriteOp::Insert { table: schema.id, rows, on_conflict }, estimate)?;
+    Ok(match (generated, out) {
+        (Some(id), Output::Done { affected_rows, info, .. }) => {
+            s.last_insert_id = id;
+            Output::Done { affected_rows, last_insert_id: id, info }
+        }
+        (_, out) => out,
+    })
 }
 
 fn compile_assignments(schema: &TableSchema, assignments: &[ast::Assignment]) -> Result<Vec<(usize, RowExpr)>> {

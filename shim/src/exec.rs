@@ -507,11 +507,21 @@ impl Engine {
                     if !session_only && !catalog::is_information_schema_query(s, q) {
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;
-                        let pq = self.dataflow.prepare(&db, &q)?;
-                        let cols = pq.columns().to_vec();
-                        let n = pq.param_count();
-                        let id = s.add_statement(PreparedStatement::Select { query: pq });
-                        return Ok((id, n, cols));
+                        match self.dataflow.prepare(&db, &q) {
+                            Ok(pq) => {
+                                let cols = pq.columns().to_vec();
+                                let n = pq.param_count();
+                                let id = s.add_statement(PreparedStatement::Select { query: pq });
+                                return Ok((id, n, cols));
+                            }
+                            // A shape the view engine cannot parameterize
+                            // (e.g. a range over `?`): plan it per execution
+                            // with the values substituted as literals.
+                            Err(ladle_dataflow::DataflowError::Unsupported(what)) => {
+                                tracing::debug!(%what, "prepared SELECT re-planned per execution");
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
                     }
                 }
             }

@@ -200,9 +200,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
 /// Set by the handler when authentication fails: opensrv-mysql's own
 /// error packet (1698, unlike MySQL's 1045) is swallowed and the connection
 /// task sends MySQL's "Access denied" instead.
+///
+/// It also marks whether the handshake's final OK packet has been seen:
+/// opensrv-mysql sends it with no status flags, but clients (PyMySQL,
+/// mysql-connector) read SERVER_STATUS_AUTOCOMMIT from it to learn the
+/// session's autocommit mode, so the writer sets that bit.
 #[derive(Default)]
 pub struct AuthFailure {
     pub failed: std::sync::atomic::AtomicBool,
+    pub handshake_done: std::sync::atomic::AtomicBool,
     pub swallowed: Mutex<Vec<u8>>,
     pub message: Mutex<String>,
 }
@@ -236,13 +242,57 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
             self.auth.swallowed.lock().extend_from_slice(buf);
             return Poll::Ready(Ok(buf.len()));
         }
+        let patched: Vec<u8>;
+        let mut out = buf;
+        if self.swallow && !self.auth.handshake_done.load(Ordering::SeqCst) && buf.len() >= 9 {
+            match buf[4] {
+                // The handshake's OK: set SERVER_STATUS_AUTOCOMMIT (0x0002)
+                // in the status flags after the two zero-length counters.
+                0x00 if buf[5] == 0 && buf[6] == 0 => {
+                    let mut p = buf.to_vec();
+                    p[7] |= 0x02;
+                    patched = p;
+                    out = &patched;
+                    self.auth.handshake_done.store(true, Ordering::SeqCst);
+                }
+                0xff | 0x00 => self.auth.handshake_done.store(true, Ordering::SeqCst),
+                // The greeting (protocol 10): its status flags too.
+                0x0a => {
+                    if let Some(nul) = buf[5..].iter().position(|&b| b == 0) {
+                        // version\0, connection id (4), scramble part 1 (8),
+                        // filler (1), capabilities (2), charset (1), status.
+                        let at = 5 + nul + 1 + 4 + 8 + 1 + 2 + 1;
+                        if at < buf.len() {
+                            let mut p = buf.to_vec();
+                            p[at] |= 0x02;
+                            patched = p;
+                            out = &patched;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         match self.inner.try_lock() {
-            Ok(mut g) => Pin::new(&mut *g).poll_write(cx, buf),
+            Ok(mut g) => Pin::new(&mut *g).poll_write(cx, out),
             Err(_) => {
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
         }
+    }
+    /// opensrv-mysql writes each packet as [header, payload] slices; join
+    /// them so a packet reaches `poll_write` whole (and in one syscall).
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+        self.poll_write(cx, &joined)
+    }
+    fn is_write_vectored(&self) -> bool {
+        true
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.swallowing() {
