@@ -4,7 +4,6 @@
 //! upquery latency, and memory per cached row. Prints figures; asserts
 //! nothing about speed.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ladle_common::{ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
@@ -17,7 +16,10 @@ use sqlparser::parser::Parser;
 const VOTE: &str = "SELECT Article.id, title, VoteCount.votes FROM Article LEFT JOIN (SELECT article_id, COUNT(user) AS votes FROM Vote GROUP BY article_id) AS VoteCount ON Article.id = VoteCount.article_id WHERE Article.id = ?";
 
 fn parse(sql: &str) -> ast::Query {
-    match Parser::parse_sql(&MySqlDialect {}, sql).expect("parse").remove(0) {
+    match Parser::parse_sql(&MySqlDialect {}, sql)
+        .expect("parse")
+        .remove(0)
+    {
         ast::Statement::Query(q) => *q,
         _ => panic!("not a query"),
     }
@@ -28,7 +30,10 @@ fn table(name: &str, cols: &[(&str, SqlType)]) -> TableSchema {
         id: 0,
         database: "bench".into(),
         name: name.into(),
-        columns: cols.iter().map(|(n, t)| ColumnSchema::new(*n, t.clone())).collect(),
+        columns: cols
+            .iter()
+            .map(|(n, t)| ColumnSchema::new(*n, t.clone()))
+            .collect(),
         primary_key: Some(vec![0]),
         indexes: vec![],
         version: 0,
@@ -37,30 +42,85 @@ fn table(name: &str, cols: &[(&str, SqlType)]) -> TableSchema {
 
 fn main() {
     let articles: i64 = 10_000;
-    let int = SqlType::Int { bytes: 8, unsigned: false };
+    let int = SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+    };
     let storage = Storage::in_memory();
     storage.create_database("bench", true).expect("db");
-    let df = Dataflow::new(storage.clone(), DataflowConfig { memory_limit: 1 << 30 }).expect("dataflow");
-    let a = storage.create_table(table("Article", &[("id", int.clone()), ("title", SqlType::VarChar(64))]), false).expect("t");
+    let df = Dataflow::new(
+        storage.clone(),
+        DataflowConfig {
+            memory_limit: 1 << 30,
+        },
+    )
+    .expect("dataflow");
+    let a = storage
+        .create_table(
+            table(
+                "Article",
+                &[("id", int.clone()), ("title", SqlType::VarChar(64))],
+            ),
+            false,
+        )
+        .expect("t");
     let v = storage
-        .create_table(table("Vote", &[("id", int.clone()), ("article_id", int.clone()), ("user", int.clone())]), false)
+        .create_table(
+            table(
+                "Vote",
+                &[
+                    ("id", int.clone()),
+                    ("article_id", int.clone()),
+                    ("user", int.clone()),
+                ],
+            ),
+            false,
+        )
         .expect("t");
     storage
-        .create_index("bench", "Vote", IndexSchema { id: 0, name: "by_article".into(), columns: vec![1], unique: false })
+        .create_index(
+            "bench",
+            "Vote",
+            IndexSchema {
+                id: 0,
+                name: "by_article".into(),
+                columns: vec![1],
+                unique: false,
+            },
+        )
         .expect("index");
     for chunk in (0..articles).collect::<Vec<_>>().chunks(1000) {
-        let rows = chunk.iter().map(|k| vec![Value::Int(*k), Value::text(format!("article {k}"))]).collect();
-        storage.write(vec![WriteOp::Insert { table: a.id, rows, on_conflict: OnConflict::Error }]).expect("w");
+        let rows = chunk
+            .iter()
+            .map(|k| vec![Value::Int(*k), Value::text(format!("article {k}"))])
+            .collect();
+        storage
+            .write(vec![WriteOp::Insert {
+                table: a.id,
+                rows,
+                on_conflict: OnConflict::Error,
+            }])
+            .expect("w");
     }
     let mut vid = 0i64;
     for chunk in 0..100 {
         let rows = (0..1000)
             .map(|n| {
                 vid += 1;
-                vec![Value::Int(vid), Value::Int((vid * 7919) % articles), Value::Int(chunk * 1000 + n)]
+                vec![
+                    Value::Int(vid),
+                    Value::Int((vid * 7919) % articles),
+                    Value::Int(chunk * 1000 + n),
+                ]
             })
             .collect();
-        storage.write(vec![WriteOp::Insert { table: v.id, rows, on_conflict: OnConflict::Error }]).expect("w");
+        storage
+            .write(vec![WriteOp::Insert {
+                table: v.id,
+                rows,
+                on_conflict: OnConflict::Error,
+            }])
+            .expect("w");
     }
     let p = df.prepare("bench", &parse(VOTE)).expect("prepare");
 
@@ -112,34 +172,72 @@ fn main() {
         })
         .collect();
     let total: u64 = threads.into_iter().map(|t| t.join().expect("join")).sum();
-    println!("warm reader lookups: {:.0}/s on 2 threads", total as f64 / dur.as_secs_f64());
+    println!(
+        "warm reader lookups: {:.0}/s on 2 threads",
+        total as f64 / dur.as_secs_f64()
+    );
 
     // Write propagation: one vote per write, then batches of 100.
     let start = Instant::now();
     let mut n = 0;
     while start.elapsed() < Duration::from_secs(3) {
         vid += 1;
-        let row = vec![Value::Int(vid), Value::Int((vid * 7919) % articles), Value::Int(vid)];
-        storage.write(vec![WriteOp::Insert { table: v.id, rows: vec![row], on_conflict: OnConflict::Error }]).expect("w");
+        let row = vec![
+            Value::Int(vid),
+            Value::Int((vid * 7919) % articles),
+            Value::Int(vid),
+        ];
+        storage
+            .write(vec![WriteOp::Insert {
+                table: v.id,
+                rows: vec![row],
+                on_conflict: OnConflict::Error,
+            }])
+            .expect("w");
         n += 1;
     }
-    println!("write propagation: {:.0} single-vote writes/s (all keys cached)", n as f64 / start.elapsed().as_secs_f64());
+    println!(
+        "write propagation: {:.0} single-vote writes/s (all keys cached)",
+        n as f64 / start.elapsed().as_secs_f64()
+    );
     let start = Instant::now();
     let mut n = 0;
     while start.elapsed() < Duration::from_secs(3) {
         let rows = (0..100)
             .map(|_| {
                 vid += 1;
-                vec![Value::Int(vid), Value::Int((vid * 7919) % articles), Value::Int(vid)]
+                vec![
+                    Value::Int(vid),
+                    Value::Int((vid * 7919) % articles),
+                    Value::Int(vid),
+                ]
             })
             .collect();
-        storage.write(vec![WriteOp::Insert { table: v.id, rows, on_conflict: OnConflict::Error }]).expect("w");
+        storage
+            .write(vec![WriteOp::Insert {
+                table: v.id,
+                rows,
+                on_conflict: OnConflict::Error,
+            }])
+            .expect("w");
         n += 100;
     }
-    println!("write propagation: {:.0} votes/s in batches of 100", n as f64 / start.elapsed().as_secs_f64());
+    println!(
+        "write propagation: {:.0} votes/s in batches of 100",
+        n as f64 / start.elapsed().as_secs_f64()
+    );
     // Sanity: the view equals the base table.
     let k = 42;
-    let want = storage.lookup(v.id, ladle_storage::IndexRef::Secondary(storage.table("bench", "Vote").expect("t").indexes[0].id), &[Value::Int(k)]).expect("l").len();
+    let want = storage
+        .lookup(
+            v.id,
+            ladle_storage::IndexRef::Secondary(
+                storage.table("bench", "Vote").expect("t").indexes[0].id,
+            ),
+            &[Value::Int(k)],
+        )
+        .expect("l")
+        .len();
     let got = p.execute(&[Value::Int(k)]).expect("read");
     println!("check: article {k} votes view={} base={want}", got[0][2]);
 }

@@ -66,7 +66,9 @@ struct Observer(Weak<Inner>);
 
 impl CommitObserver for Observer {
     fn on_commit(&self, _lsn: Lsn, changes: &[TableDeltas]) {
-        let Some(inner) = self.0.upgrade() else { return };
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
         let mut g = inner.graph.lock();
         if let Err(e) = g.on_commit(changes) {
             // A failed propagation leaves views unreliable: drop their state
@@ -97,7 +99,10 @@ impl Dataflow {
         for (k, v) in storage.list_meta(VIEW_META)? {
             let rest = &k[VIEW_META.len()..];
             if let Some((db, name)) = rest.split_once('/') {
-                inner.named.write().insert((db.to_string(), name.to_string()), String::from_utf8_lossy(&v).into_owned());
+                inner.named.write().insert(
+                    (db.to_string(), name.to_string()),
+                    String::from_utf8_lossy(&v).into_owned(),
+                );
             }
         }
         storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
@@ -109,23 +114,41 @@ impl Dataflow {
     /// them share one view; `?` placeholders become parameters too. Queries
     /// without FROM are evaluated directly.
     pub fn prepare(&self, database: &str, query: &ast::Query) -> Result<PreparedQuery> {
-        Ok(PreparedQuery { inner: Arc::new(self.inner.prepare(database, query)?) })
+        Ok(PreparedQuery {
+            inner: Arc::new(self.inner.prepare(database, query)?),
+        })
     }
 
     /// CREATE [OR REPLACE] VIEW: a named query usable in FROM.
-    pub fn create_view(&self, database: &str, name: &str, query: &ast::Query, or_replace: bool) -> Result<()> {
+    pub fn create_view(
+        &self,
+        database: &str,
+        name: &str,
+        query: &ast::Query,
+        or_replace: bool,
+    ) -> Result<()> {
         let key = (database.to_ascii_lowercase(), name.to_ascii_lowercase());
-        if !or_replace && (self.inner.named.read().contains_key(&key) || self.inner.storage.table(database, name).is_some()) {
+        if !or_replace
+            && (self.inner.named.read().contains_key(&key)
+                || self.inner.storage.table(database, name).is_some())
+        {
             return Err(DataflowError::ViewExists(name.to_string()));
         }
         // Validate: the view must plan.
         let sql = query.to_string();
         {
             let named = self.inner.named.read();
-            let p = Planner { storage: &self.inner.storage, database, views: &named, depth: 0 };
+            let p = Planner {
+                storage: &self.inner.storage,
+                database,
+                views: &named,
+                depth: 0,
+            };
             p.plan(query)?;
         }
-        self.inner.storage.put_meta(&format!("{VIEW_META}{}/{}", key.0, key.1), sql.as_bytes())?;
+        self.inner
+            .storage
+            .put_meta(&format!("{VIEW_META}{}/{}", key.0, key.1), sql.as_bytes())?;
         self.inner.named.write().insert(key, sql);
         if or_replace {
             self.inner.invalidate_all();
@@ -141,7 +164,9 @@ impl Dataflow {
             }
             return Err(DataflowError::UnknownView(format!("{database}.{name}")));
         }
-        self.inner.storage.delete_meta(&format!("{VIEW_META}{}/{}", key.0, key.1))?;
+        self.inner
+            .storage
+            .delete_meta(&format!("{VIEW_META}{}/{}", key.0, key.1))?;
         self.inner.invalidate_all();
         Ok(())
     }
@@ -149,7 +174,14 @@ impl Dataflow {
     /// Names of the named views (CREATE VIEW) in `database`.
     pub fn named_views(&self, database: &str) -> Vec<String> {
         let db = database.to_ascii_lowercase();
-        let mut v: Vec<String> = self.inner.named.read().keys().filter(|k| k.0 == db).map(|k| k.1.clone()).collect();
+        let mut v: Vec<String> = self
+            .inner
+            .named
+            .read()
+            .keys()
+            .filter(|k| k.0 == db)
+            .map(|k| k.1.clone())
+            .collect();
         v.sort();
         v
     }
@@ -186,7 +218,12 @@ impl Dataflow {
             Target::Constant(_) => Ok("Constant (no FROM): evaluated directly\n".into()),
             Target::View(v) => {
                 let g = self.inner.graph.lock();
-                Ok(format!("view {} keyed by {:?}\n{}", v.name, v.spec.key_names, g.describe(v.node)))
+                Ok(format!(
+                    "view {} keyed by {:?}\n{}",
+                    v.name,
+                    v.spec.key_names,
+                    g.describe(v.node)
+                ))
             }
         }
     }
@@ -197,7 +234,11 @@ impl Dataflow {
         inner.storage.exclusive(|| {
             let mut g = inner.graph.lock();
             let mut views = inner.views.write();
-            let doomed: Vec<String> = views.iter().filter(|(_, v)| v.tables.contains(&table)).map(|(k, _)| k.clone()).collect();
+            let doomed: Vec<String> = views
+                .iter()
+                .filter(|(_, v)| v.tables.contains(&table))
+                .map(|(k, _)| k.clone())
+                .collect();
             for k in doomed {
                 if let Some(v) = views.remove(&k) {
                     v.dropped.store(true, AO::SeqCst);
@@ -250,11 +291,17 @@ impl Inner {
         }
         let planned = {
             let named = self.named.read();
-            Planner { storage: &self.storage, database, views: &named, depth: 0 }.plan(q)?
+            Planner {
+                storage: &self.storage,
+                database,
+                views: &named,
+                depth: 0,
+            }
+            .plan(q)?
         };
         let spec = match planned {
             Planned::Constant(c) => return Ok(Target::Constant(c)),
-            Planned::View(v) => v,
+            Planned::View(v) => *v,
         };
         let mut tables = Vec::new();
         spec.plan.tables(&mut tables);
@@ -268,7 +315,11 @@ impl Inner {
             let id = self.next_id.fetch_add(1, AO::Relaxed);
             let v = Arc::new(View {
                 name: format!("q_{id}"),
-                query: signature.split('\u{1}').nth(1).unwrap_or_default().to_string(),
+                query: signature
+                    .split('\u{1}')
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_string(),
                 spec,
                 reader,
                 node,
@@ -308,7 +359,10 @@ impl Prepared {
 
     pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
         if params.len() != self.user_params {
-            return Err(DataflowError::ParamCount { expected: self.user_params, got: params.len() });
+            return Err(DataflowError::ParamCount {
+                expected: self.user_params,
+                got: params.len(),
+            });
         }
         let slots: Vec<Value> = self
             .sources
@@ -318,7 +372,10 @@ impl Prepared {
                 Source::Literal(v) => v.clone(),
             })
             .collect();
-        let engine = self.engine.upgrade().ok_or_else(|| DataflowError::Internal("engine shut down".into()))?;
+        let engine = self
+            .engine
+            .upgrade()
+            .ok_or_else(|| DataflowError::Internal("engine shut down".into()))?;
         for _attempt in 0..3 {
             let view = match &*self.target.read() {
                 Target::Constant(c) => return constant(c, &slots),
@@ -345,7 +402,12 @@ fn constant(c: &crate::planner::query::Constant, slots: &[Value]) -> Result<Vec<
             return Ok(vec![]);
         }
     }
-    Ok(vec![c.exprs.iter().map(|e| e.eval_params(&[], slots)).collect::<Result<Row, _>>().map_err(bad)?])
+    Ok(vec![c
+        .exprs
+        .iter()
+        .map(|e| e.eval_params(&[], slots))
+        .collect::<Result<Row, _>>()
+        .map_err(bad)?])
 }
 
 fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
@@ -356,8 +418,16 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
             Some(v) => match v.as_i64() {
                 Some(i) if i >= 0 => Some(i as usize),
                 _ => match v {
-                    Value::Text(t) => Some(t.trim().parse::<usize>().map_err(|_| DataflowError::BadArgument("LIMIT".into()))?),
-                    _ => return Err(DataflowError::BadArgument("LIMIT must be a non-negative integer".into())),
+                    Value::Text(t) => Some(
+                        t.trim()
+                            .parse::<usize>()
+                            .map_err(|_| DataflowError::BadArgument("LIMIT".into()))?,
+                    ),
+                    _ => {
+                        return Err(DataflowError::BadArgument(
+                            "LIMIT must be a non-negative integer".into(),
+                        ))
+                    }
                 },
             },
             None => None,
@@ -374,13 +444,10 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
         let mut vals = Vec::new();
         for s in slot_list {
             let raw = slots.get(*s).cloned().unwrap_or(Value::Null);
-            match coerce(&raw, &col) {
-                Ok(x) if !x.is_null() => {
-                    if !vals.contains(&x) {
-                        vals.push(x)
-                    }
+            if let Ok(x) = coerce(&raw, &col) {
+                if !x.is_null() && !vals.contains(&x) {
+                    vals.push(x);
                 }
-                _ => {}
             }
         }
         let mut next = Vec::new();
@@ -445,6 +512,12 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
         None => iter.collect(),
     };
     rows.iter()
-        .map(|r| spec.output.iter().map(|e: &Expr| e.eval_params(r, slots)).collect::<Result<Row, _>>().map_err(bad))
+        .map(|r| {
+            spec.output
+                .iter()
+                .map(|e: &Expr| e.eval_params(r, slots))
+                .collect::<Result<Row, _>>()
+                .map_err(bad)
+        })
         .collect()
 }

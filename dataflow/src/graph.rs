@@ -13,7 +13,10 @@ use std::sync::Arc;
 use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::{IndexRef, Storage};
 
-use crate::ops::{self, key_matches, project_cols, Aggregate, Filter, Join, Op, Project, Reader, ReaderState, Union};
+use crate::ops::{
+    self, key_matches, project_cols, Aggregate, Filter, Join, Op, Project, Reader, ReaderState,
+    Union,
+};
 use crate::plan::{LNode, LOp};
 use crate::{DataflowError, Result};
 
@@ -42,7 +45,13 @@ pub(crate) struct Graph {
 
 impl Graph {
     pub fn new(storage: Arc<Storage>) -> Graph {
-        Graph { nodes: Vec::new(), by_sig: HashMap::new(), storage, schemas: HashMap::new(), pending: HashMap::new() }
+        Graph {
+            nodes: Vec::new(),
+            by_sig: HashMap::new(),
+            storage,
+            schemas: HashMap::new(),
+            pending: HashMap::new(),
+        }
     }
 
     // ---------------------------------------------------------------- install
@@ -84,43 +93,72 @@ impl Graph {
             let op = match &t.op {
                 LOp::Base(s) => {
                     self.schemas.insert(s.id, s.clone());
-                    Op::Base { table: s.id, name: s.name.clone() }
+                    Op::Base {
+                        table: s.id,
+                        name: s.name.clone(),
+                    }
                 }
                 LOp::Filter(e) => Op::Filter(Filter::new(e.clone())),
                 LOp::Project(es) => Op::Project(Project::new(es.clone())),
-                LOp::Join { kind, left_cols, right_cols } => {
+                LOp::Join {
+                    kind,
+                    left_cols,
+                    right_cols,
+                } => {
                     let lc = &self.nodes[parents[0]].colls;
                     Op::Join(Join {
                         kind: *kind,
                         left_cols: left_cols.clone(),
                         right_cols: right_cols.clone(),
-                        colls: left_cols.iter().map(|&c| lc.get(c).copied().unwrap_or_default()).collect(),
+                        colls: left_cols
+                            .iter()
+                            .map(|&c| lc.get(c).copied().unwrap_or_default())
+                            .collect(),
                         right_width: self.nodes[parents[1]].colls.len(),
                     })
                 }
-                LOp::Aggregate { ngroup, aggs, scalar } => {
+                LOp::Aggregate {
+                    ngroup,
+                    aggs,
+                    scalar,
+                } => {
                     let mut a = Aggregate::new(*ngroup, aggs.clone(), t.colls.clone(), *scalar);
                     a.key = t.state_key.clone();
                     Op::Aggregate(a)
                 }
-                LOp::Union => Op::Union(Union { inputs: parents.len() }),
+                LOp::Union => Op::Union(Union {
+                    inputs: parents.len(),
+                }),
             };
             let id = self.nodes.len();
             for &p in &parents {
                 self.nodes[p].children.push(id);
             }
-            self.nodes.push(Node { op, parents, children: vec![], colls: t.colls.clone(), sig: sig.clone(), users: 1 });
+            self.nodes.push(Node {
+                op,
+                parents,
+                children: vec![],
+                colls: t.colls.clone(),
+                sig: sig.clone(),
+                users: 1,
+            });
             self.by_sig.insert(sig, id);
             ids.push(id);
         }
         let parent = ids[top];
         let colls = self.nodes[parent].colls.clone();
-        let key_colls = key.iter().map(|&k| colls.get(k).copied().unwrap_or_default()).collect();
+        let key_colls = key
+            .iter()
+            .map(|&k| colls.get(k).copied().unwrap_or_default())
+            .collect();
         let shared = Arc::new(ReaderState::new(key_colls, order));
         let id = self.nodes.len();
         self.nodes[parent].children.push(id);
         self.nodes.push(Node {
-            op: Op::Reader(Reader { key, shared: shared.clone() }),
+            op: Op::Reader(Reader {
+                key,
+                shared: shared.clone(),
+            }),
             parents: vec![parent],
             children: vec![],
             colls,
@@ -165,6 +203,10 @@ impl Graph {
         for n in ids {
             let node = &self.nodes[n];
             out.push_str(&format!("n{n}: {}", node.op.describe()));
+            let (keys, bytes) = self.node_state(n);
+            if bytes > 0 {
+                out.push_str(&format!(" [{keys} filled partitions, {bytes} bytes]"));
+            }
             if !node.parents.is_empty() {
                 let ps: Vec<String> = node.parents.iter().map(|p| format!("n{p}")).collect();
                 out.push_str(&format!(" <- {}", ps.join(", ")));
@@ -184,7 +226,10 @@ impl Graph {
             if !order.contains(&c.table) {
                 order.push(c.table);
             }
-            self.pending.entry(c.table).or_default().extend(c.deltas.iter().cloned());
+            self.pending
+                .entry(c.table)
+                .or_default()
+                .extend(c.deltas.iter().cloned());
         }
         let mut result = Ok(());
         for t in order {
@@ -216,7 +261,12 @@ impl Graph {
         Ok(())
     }
 
-    fn emit(&self, from: NodeId, deltas: Vec<RowDelta>, inbox: &mut BTreeMap<NodeId, Vec<(usize, Vec<RowDelta>)>>) {
+    fn emit(
+        &self,
+        from: NodeId,
+        deltas: Vec<RowDelta>,
+        inbox: &mut BTreeMap<NodeId, Vec<(usize, Vec<RowDelta>)>>,
+    ) {
         if deltas.is_empty() {
             return;
         }
@@ -290,7 +340,11 @@ impl Graph {
                 let p = p.clone();
                 let mapped: Option<Vec<usize>> = cols.iter().map(|&c| p.source(c)).collect();
                 match mapped {
-                    Some(m) => Ok(self.pull(parents[0], &m, key)?.iter().map(|r| p.apply(r)).collect()),
+                    Some(m) => Ok(self
+                        .pull(parents[0], &m, key)?
+                        .iter()
+                        .map(|r| p.apply(r))
+                        .collect()),
                     None => Ok(self
                         .pull(parents[0], &[], &[])?
                         .iter()
@@ -316,12 +370,17 @@ impl Graph {
                 let sk: Option<Vec<Value>> = if state_key.is_empty() {
                     Some(vec![])
                 } else if cols.len() == state_key.len() {
-                    state_key.iter().map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone())).collect()
+                    state_key
+                        .iter()
+                        .map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone()))
+                        .collect()
                 } else {
                     None
                 };
                 let Some(sk) = sk else {
-                    return Err(DataflowError::Internal(format!("aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}")));
+                    return Err(DataflowError::Internal(format!(
+                        "aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}"
+                    )));
                 };
                 let rows = match a.lookup(&sk) {
                     Some(rows) => rows,
@@ -333,13 +392,24 @@ impl Graph {
                         }
                     }
                 };
-                Ok(rows.into_iter().filter(|r| key_matches(r, cols, key, &colls)).collect())
+                Ok(rows
+                    .into_iter()
+                    .filter(|r| key_matches(r, cols, key, &colls))
+                    .collect())
             }
             Op::Reader(_) | Op::Removed => Err(DataflowError::Internal(format!("pull from n{n}"))),
         }
     }
 
-    fn pull_join(&mut self, j: &Join, l: NodeId, r: NodeId, cols: &[usize], key: &[Value], colls: &[Collation]) -> Result<Vec<Row>> {
+    fn pull_join(
+        &mut self,
+        j: &Join,
+        l: NodeId,
+        r: NodeId,
+        cols: &[usize],
+        key: &[Value],
+        colls: &[Collation],
+    ) -> Result<Vec<Row>> {
         let lw = self.nodes[l].colls.len();
         let all_left = cols.iter().all(|&c| c < lw);
         let mut out = Vec::new();
@@ -352,11 +422,17 @@ impl Graph {
             let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
             for rr in &rrows {
                 let jk = project_cols(rr, &j.right_cols);
-                if jk.iter().any(Value::is_null) || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some() {
+                if jk.iter().any(Value::is_null)
+                    || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some()
+                {
                     continue;
                 }
                 let ls = self.pull(l, &j.left_cols, &jk)?;
-                let rs: Vec<Row> = rrows.iter().filter(|x| key_matches(x, &j.right_cols, &jk, &right_colls(self, r, j))).cloned().collect();
+                let rs: Vec<Row> = rrows
+                    .iter()
+                    .filter(|x| key_matches(x, &j.right_cols, &jk, &right_colls(self, r, j)))
+                    .cloned()
+                    .collect();
                 out.extend(j.join_rows(&ls, &rs));
             }
             return Ok(out);
@@ -395,10 +471,25 @@ impl Graph {
     /// Base table rows with `cols == key`, as of the batch position being
     /// propagated (storage minus pending deltas).
     fn base_rows(&self, table: TableId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
-        let schema = self.schemas.get(&table).cloned().or_else(|| self.storage.table_by_id(table));
+        let schema = self
+            .schemas
+            .get(&table)
+            .cloned()
+            .or_else(|| self.storage.table_by_id(table));
         let colls: Vec<Collation> = schema
             .as_ref()
-            .map(|s| s.columns.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect())
+            .map(|s| {
+                s.columns
+                    .iter()
+                    .map(|c| {
+                        if c.ty.is_text() {
+                            c.collation
+                        } else {
+                            Collation::Binary
+                        }
+                    })
+                    .collect()
+            })
             .unwrap_or_default();
         let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
@@ -411,8 +502,10 @@ impl Graph {
             rows.retain(|r| key_matches(r, cols, key, &colls));
         }
         if let Some(p) = self.pending.get(&table) {
-            let matching: Vec<&RowDelta> =
-                p.iter().filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, &colls)).collect();
+            let matching: Vec<&RowDelta> = p
+                .iter()
+                .filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, &colls))
+                .collect();
             rows = ops::undo(rows, &matching);
         }
         Ok(rows)
@@ -500,23 +593,6 @@ impl Graph {
         }
     }
 
-    /// Node ids of readers downstream of base table `t`.
-    pub fn readers_over(&self, t: TableId) -> Vec<NodeId> {
-        let mut out = Vec::new();
-        for (i, n) in self.nodes.iter().enumerate() {
-            if matches!(n.op, Op::Base { table, .. } if table == t) {
-                let mut stack = vec![i];
-                while let Some(x) = stack.pop() {
-                    if matches!(self.nodes[x].op, Op::Reader(_)) && !out.contains(&x) {
-                        out.push(x);
-                    }
-                    stack.extend(self.nodes[x].children.iter().copied());
-                }
-            }
-        }
-        out
-    }
-
     pub fn forget_schema(&mut self, t: TableId) {
         self.schemas.remove(&t);
     }
@@ -540,10 +616,11 @@ fn right_colls(g: &Graph, r: NodeId, j: &Join) -> Vec<Collation> {
 }
 
 /// An index whose leading columns are exactly `cols` (any order), and the
-/// permutation of key positions into index order. Text columns under a
-/// case-insensitive collation are matched by scanning, not by index.
+/// permutation of key positions into index order. Storage encodes text
+/// index keys under the column's collation, so case-insensitive columns use
+/// their index too (rows are re-checked with `key_matches`).
 fn choose_index(s: &TableSchema, cols: &[usize]) -> Option<(IndexRef, Vec<usize>)> {
-    if cols.iter().any(|&c| s.columns.get(c).map_or(true, |col| col.ty.is_text() && col.collation != Collation::Binary)) {
+    if cols.iter().any(|&c| c >= s.columns.len()) {
         return None;
     }
     let fits = |idx_cols: &[usize]| -> Option<Vec<usize>> {
@@ -551,7 +628,9 @@ fn choose_index(s: &TableSchema, cols: &[usize]) -> Option<(IndexRef, Vec<usize>
             return None;
         }
         let lead = &idx_cols[..cols.len()];
-        lead.iter().map(|ic| cols.iter().position(|c| c == ic)).collect()
+        lead.iter()
+            .map(|ic| cols.iter().position(|c| c == ic))
+            .collect()
     };
     if let Some(pk) = &s.primary_key {
         if let Some(p) = fits(pk) {
@@ -584,7 +663,14 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         LOp::Base(s) => format!("base:{}:v{}", s.id, s.version),
         other => format!("{other:?}"),
     };
-    tmp.push(Tmp { op: n.op.clone(), parents, colls: n.colls.clone(), sig, state_key: vec![], parent_widths });
+    tmp.push(Tmp {
+        op: n.op.clone(),
+        parents,
+        colls: n.colls.clone(),
+        sig,
+        state_key: vec![],
+        parent_widths,
+    });
     tmp.len() - 1
 }
 
@@ -628,7 +714,11 @@ fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usi
             }
         }
         LOp::Aggregate { .. } => out.push((0, state_key.to_vec())),
-        LOp::Join { kind, left_cols, right_cols } => {
+        LOp::Join {
+            kind,
+            left_cols,
+            right_cols,
+        } => {
             let lw = t.parent_widths[0];
             // Delta processing looks up both sides by the join columns.
             out.push((0, left_cols.clone()));

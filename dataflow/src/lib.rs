@@ -151,6 +151,7 @@ fn eval_err(e: expr::EvalError) -> DataflowError {
 /// `table` is `None`, e.g. INSERT VALUES). Placeholders are an error: the
 /// caller substitutes parameter values into the AST first.
 pub fn compile_row_expr(expr: &ast::Expr, table: Option<&TableSchema>) -> Result<RowExpr> {
-    Ok(RowExpr { expr: planner::compile_row_expr(expr, table)? })
+    Ok(RowExpr {
+        expr: planner::compile_row_expr(expr, table)?,
+    })
 }
-

@@ -13,9 +13,17 @@ pub(crate) enum LOp {
     Base(Arc<TableSchema>),
     Filter(Expr),
     Project(Vec<Expr>),
-    Join { kind: JoinKind, left_cols: Vec<usize>, right_cols: Vec<usize> },
+    Join {
+        kind: JoinKind,
+        left_cols: Vec<usize>,
+        right_cols: Vec<usize>,
+    },
     /// Input laid out as group columns then aggregate arguments.
-    Aggregate { ngroup: usize, aggs: Vec<AggSpec>, scalar: bool },
+    Aggregate {
+        ngroup: usize,
+        aggs: Vec<AggSpec>,
+        scalar: bool,
+    },
     Union,
 }
 

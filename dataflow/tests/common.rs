@@ -13,7 +13,10 @@ use sqlparser::parser::Parser;
 pub const DB: &str = "test";
 
 pub fn int() -> SqlType {
-    SqlType::Int { bytes: 4, unsigned: false }
+    SqlType::Int {
+        bytes: 4,
+        unsigned: false,
+    }
 }
 
 pub fn text() -> SqlType {
@@ -43,7 +46,10 @@ pub fn parse(sql: &str) -> ast::Query {
 impl Env {
     /// Creates `name` with the given columns; the first is the primary key.
     pub fn table(&self, name: &str, cols: &[(&str, SqlType)]) -> Arc<TableSchema> {
-        let columns = cols.iter().map(|(n, t)| ColumnSchema::new(*n, t.clone())).collect();
+        let columns = cols
+            .iter()
+            .map(|(n, t)| ColumnSchema::new(*n, t.clone()))
+            .collect();
         let schema = TableSchema {
             id: 0,
             database: DB.into(),
@@ -58,28 +64,52 @@ impl Env {
 
     pub fn insert(&self, t: &TableSchema, rows: Vec<Row>) {
         self.storage
-            .write(vec![WriteOp::Insert { table: t.id, rows, on_conflict: OnConflict::Error }])
+            .write(vec![WriteOp::Insert {
+                table: t.id,
+                rows,
+                on_conflict: OnConflict::Error,
+            }])
             .unwrap();
     }
 
     pub fn delete_where(&self, t: &TableSchema, f: impl Fn(&Row) -> bool + Send + Sync + 'static) {
         let filter: RowFilter = Arc::new(move |r: &Row| Ok(f(r)));
-        self.storage.write(vec![WriteOp::Delete { table: t.id, scan: ScanSpec::Full, filter }]).unwrap();
+        self.storage
+            .write(vec![WriteOp::Delete {
+                table: t.id,
+                scan: ScanSpec::Full,
+                filter,
+            }])
+            .unwrap();
     }
 
-    pub fn update_where(&self, t: &TableSchema, f: impl Fn(&Row) -> Option<Row> + Send + Sync + 'static) {
+    pub fn update_where(
+        &self,
+        t: &TableSchema,
+        f: impl Fn(&Row) -> Option<Row> + Send + Sync + 'static,
+    ) {
         let update: RowUpdater = Arc::new(move |r: &Row| Ok(f(r)));
-        self.storage.write(vec![WriteOp::Update { table: t.id, scan: ScanSpec::Full, update }]).unwrap();
+        self.storage
+            .write(vec![WriteOp::Update {
+                table: t.id,
+                scan: ScanSpec::Full,
+                update,
+            }])
+            .unwrap();
     }
 
     pub fn prepare(&self, sql: &str) -> PreparedQuery {
-        self.df.prepare(DB, &parse(sql)).unwrap_or_else(|e| panic!("prepare {sql}: {e}"))
+        self.df
+            .prepare(DB, &parse(sql))
+            .unwrap_or_else(|e| panic!("prepare {sql}: {e}"))
     }
 
     /// Executes and renders rows as sorted strings (or in order if `ordered`).
     pub fn q(&self, sql: &str, params: &[Value]) -> Vec<String> {
         let p = self.prepare(sql);
-        let rows = p.execute(params).unwrap_or_else(|e| panic!("execute {sql}: {e}"));
+        let rows = p
+            .execute(params)
+            .unwrap_or_else(|e| panic!("execute {sql}: {e}"));
         render(rows, sql.to_ascii_uppercase().contains("ORDER BY"))
     }
 }
@@ -87,7 +117,12 @@ impl Env {
 pub fn render(rows: Vec<Row>, ordered: bool) -> Vec<String> {
     let mut v: Vec<String> = rows
         .iter()
-        .map(|r| r.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" "))
+        .map(|r| {
+            r.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
         .collect();
     if !ordered {
         v.sort();

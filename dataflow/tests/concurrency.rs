@@ -15,15 +15,27 @@ use ladle_storage::{OnConflict, RowFilter, ScanSpec, WriteOp};
 const VOTE: &str = "SELECT Article.id, title, VoteCount.votes FROM Article LEFT JOIN (SELECT article_id, COUNT(user) AS votes FROM Vote GROUP BY article_id) AS VoteCount ON Article.id = VoteCount.article_id WHERE Article.id = ?";
 
 fn expected_votes(e: &Env, vote: u64, article: i64) -> Option<i64> {
-    let n = e.storage.scan(vote).unwrap().iter().filter(|r| r[1] == Value::Int(article) && !r[2].is_null()).count();
+    let n = e
+        .storage
+        .scan(vote)
+        .unwrap()
+        .iter()
+        .filter(|r| r[1] == Value::Int(article) && !r[2].is_null())
+        .count();
     (n > 0).then_some(n as i64)
 }
 
 fn stress(memory_limit: usize) {
     let e = Arc::new(env(memory_limit));
     let a = e.table("Article", &[("id", int()), ("title", text())]);
-    let v = e.table("Vote", &[("id", int()), ("article_id", int()), ("user", int())]);
-    e.insert(&a, (0..50).map(|k| r(&[i(k), s(&format!("t{k}"))])).collect());
+    let v = e.table(
+        "Vote",
+        &[("id", int()), ("article_id", int()), ("user", int())],
+    );
+    e.insert(
+        &a,
+        (0..50).map(|k| r(&[i(k), s(&format!("t{k}"))])).collect(),
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let mut handles = Vec::new();
     for w in 0..3i64 {
@@ -34,19 +46,37 @@ fn stress(memory_limit: usize) {
             while !stop.load(Ordering::Relaxed) && n < 400 {
                 n += 1;
                 let id = w * 1_000_000 + n;
-                let row: Row = vec![Value::Int(id), Value::Int((id * 7) % 50), Value::Int(n % 13)];
-                let mut ops = vec![WriteOp::Insert { table: vid, rows: vec![row], on_conflict: OnConflict::Error }];
+                let row: Row = vec![
+                    Value::Int(id),
+                    Value::Int((id * 7) % 50),
+                    Value::Int(n % 13),
+                ];
+                let mut ops = vec![WriteOp::Insert {
+                    table: vid,
+                    rows: vec![row],
+                    on_conflict: OnConflict::Error,
+                }];
                 if n % 5 == 0 {
                     let victim = id - 3;
                     let filter: RowFilter = Arc::new(move |r: &Row| Ok(r[0] == Value::Int(victim)));
-                    ops.push(WriteOp::Delete { table: vid, scan: ScanSpec::Full, filter });
+                    ops.push(WriteOp::Delete {
+                        table: vid,
+                        scan: ScanSpec::Full,
+                        filter,
+                    });
                 }
                 if n % 17 == 0 {
                     let t = (n % 50, format!("title{n}"));
-                    let up: ladle_storage::RowUpdater = Arc::new(move |r: &Row| {
-                        Ok((r[0] == Value::Int(t.0)).then(|| vec![r[0].clone(), Value::text(&t.1)]))
+                    let up: ladle_storage::RowUpdater =
+                        Arc::new(move |r: &Row| {
+                            Ok((r[0] == Value::Int(t.0))
+                                .then(|| vec![r[0].clone(), Value::text(&t.1)]))
+                        });
+                    ops.push(WriteOp::Update {
+                        table: aid,
+                        scan: ScanSpec::Full,
+                        update: up,
                     });
-                    ops.push(WriteOp::Update { table: aid, scan: ScanSpec::Full, update: up });
                 }
                 e.storage.write(ops).unwrap();
             }
@@ -79,17 +109,31 @@ fn stress(memory_limit: usize) {
     let p = e.prepare(VOTE);
     for k in 0..50 {
         let rows = p.execute(&[Value::Int(k)]).unwrap();
-        let want = expected_votes(&e, v.id, k).map(Value::Int).unwrap_or(Value::Null);
+        let want = expected_votes(&e, v.id, k)
+            .map(Value::Int)
+            .unwrap_or(Value::Null);
         assert_eq!(rows[0][2], want, "article {k}");
     }
     let c = e.prepare("SELECT article_id, COUNT(*) FROM Vote GROUP BY article_id");
-    let mut got: Vec<(i64, i64)> = c.execute(&[]).unwrap().iter().map(|r| (r[0].as_i64().unwrap(), r[1].as_i64().unwrap())).collect();
+    let mut got: Vec<(i64, i64)> = c
+        .execute(&[])
+        .unwrap()
+        .iter()
+        .map(|r| (r[0].as_i64().unwrap(), r[1].as_i64().unwrap()))
+        .collect();
     got.sort();
-    let mut want: Vec<(i64, i64)> = (0..50).filter_map(|k| expected_votes(&e, v.id, k).map(|n| (k, n))).collect();
+    let mut want: Vec<(i64, i64)> = (0..50)
+        .filter_map(|k| expected_votes(&e, v.id, k).map(|n| (k, n)))
+        .collect();
     want.sort();
     assert_eq!(got, want);
     if memory_limit < 10_000 {
-        assert!(e.df.memory_bytes() <= memory_limit, "memory {} over {}", e.df.memory_bytes(), memory_limit);
+        assert!(
+            e.df.memory_bytes() <= memory_limit,
+            "memory {} over {}",
+            e.df.memory_bytes(),
+            memory_limit
+        );
     }
 }
 
@@ -108,7 +152,10 @@ fn stress_with_tiny_memory_limit() {
 #[test]
 fn replay_races_write() {
     let e = Arc::new(env(1 << 30));
-    let v = e.table("Vote", &[("id", int()), ("article_id", int()), ("user", int())]);
+    let v = e.table(
+        "Vote",
+        &[("id", int()), ("article_id", int()), ("user", int())],
+    );
     let q = "SELECT COUNT(*) FROM Vote WHERE article_id = ?";
     for round in 0..30i64 {
         let e2 = e.clone();

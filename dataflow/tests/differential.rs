@@ -145,7 +145,7 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             Box::new(move |a, b, _| {
                 fmt(
                     a.iter()
-                        .filter(|x| b.iter().any(|y| eq(&y[1], &x[0]) && num(&y[2]).map_or(false, |w| w > 2)))
+                        .filter(|x| b.iter().any(|y| eq(&y[1], &x[0]) && num(&y[2]).is_some_and(|w| w > 2)))
                         .map(|r| vec![r[0].clone()])
                         .collect(),
                     false,
@@ -203,7 +203,10 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
 
 fn run(seed: u64, steps: usize, memory_limit: usize) {
     let e = env(memory_limit);
-    let a = e.table("a", &[("id", int()), ("k", int()), ("v", int()), ("name", text())]);
+    let a = e.table(
+        "a",
+        &[("id", int()), ("k", int()), ("v", int()), ("name", text())],
+    );
     let b = e.table("b", &[("id", int()), ("a_id", int()), ("w", int())]);
     let mut rng = StdRng::seed_from_u64(seed);
     let shapes = shapes();
@@ -230,25 +233,45 @@ fn run(seed: u64, steps: usize, memory_limit: usize) {
                             row
                         })
                         .collect();
-                    ops.push(WriteOp::Insert { table: t, rows, on_conflict: OnConflict::Ignore });
+                    ops.push(WriteOp::Insert {
+                        table: t,
+                        rows,
+                        on_conflict: OnConflict::Ignore,
+                    });
                 }
                 5..=7 => {
                     let target = rng.gen_range(0..40);
                     let col = rng.gen_range(1..width);
-                    let nv = if col == 3 { name(&mut rng) } else { val(&mut rng, if col == 1 && !on_a { 40 } else { 6 }) };
+                    let nv = if col == 3 {
+                        name(&mut rng)
+                    } else {
+                        val(&mut rng, if col == 1 && !on_a { 40 } else { 6 })
+                    };
                     let update: RowUpdater = Arc::new(move |r: &Row| {
-                        Ok((r[0] == Value::Int(target) || r[1] == Value::Int(target % 5)).then(|| {
-                            let mut n = r.clone();
-                            n[col] = nv.clone();
-                            n
-                        }))
+                        Ok(
+                            (r[0] == Value::Int(target) || r[1] == Value::Int(target % 5)).then(
+                                || {
+                                    let mut n = r.clone();
+                                    n[col] = nv.clone();
+                                    n
+                                },
+                            ),
+                        )
                     });
-                    ops.push(WriteOp::Update { table: t, scan: ScanSpec::Full, update });
+                    ops.push(WriteOp::Update {
+                        table: t,
+                        scan: ScanSpec::Full,
+                        update,
+                    });
                 }
                 _ => {
                     let target = rng.gen_range(0..40);
                     let filter: RowFilter = Arc::new(move |r: &Row| Ok(r[0] == Value::Int(target)));
-                    ops.push(WriteOp::Delete { table: t, scan: ScanSpec::Full, filter });
+                    ops.push(WriteOp::Delete {
+                        table: t,
+                        scan: ScanSpec::Full,
+                        filter,
+                    });
                 }
             }
         }
@@ -258,18 +281,27 @@ fn run(seed: u64, steps: usize, memory_limit: usize) {
         for _ in 0..4 {
             let qi = rng.gen_range(0..shapes.len());
             let (sql, nparams, ordered, brute) = &shapes[qi];
-            let params: Vec<Value> = (0..*nparams).map(|_| Value::Int(rng.gen_range(0..8))).collect();
-            let got = prepared[qi].execute(&params).unwrap_or_else(|err| panic!("{sql}: {err}"));
+            let params: Vec<Value> = (0..*nparams)
+                .map(|_| Value::Int(rng.gen_range(0..8)))
+                .collect();
+            let got = prepared[qi]
+                .execute(&params)
+                .unwrap_or_else(|err| panic!("{sql}: {err}"));
             let mut got = render(got, *ordered);
             let mut want = brute(&rows_a, &rows_b, &params);
             if sql.contains("GROUP BY name") {
-                got = got.iter().map(|s| s.trim_end().to_uppercase().replace("  ", " ")).collect();
+                got = got
+                    .iter()
+                    .map(|s| s.trim_end().to_uppercase().replace("  ", " "))
+                    .collect();
                 got = got.iter().map(|s| s.replace("Z  ", "Z ")).collect();
                 got.sort();
                 want = want.iter().map(|s| s.replace("Z  ", "Z ")).collect();
                 want.sort();
                 let norm = |v: &Vec<String>| -> Vec<String> {
-                    v.iter().map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).collect()
+                    v.iter()
+                        .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+                        .collect()
                 };
                 assert_eq!(norm(&got), norm(&want), "seed {seed} step {step}: {sql}");
                 continue;

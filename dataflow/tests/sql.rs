@@ -14,25 +14,50 @@ fn v(x: &[&str]) -> Vec<String> {
 #[test]
 fn point_lookup_with_params_and_literals_share_a_view() {
     let e = env(1 << 30);
-    let t = e.table("users", &[("id", int()), ("name", text()), ("karma", int())]);
-    e.insert(&t, vec![r(&[i(1), s("alice"), i(10)]), r(&[i(2), s("bob"), i(5)])]);
-    assert_eq!(e.q("SELECT name FROM users WHERE id = ?", &[i(1)]), v(&["alice"]));
+    let t = e.table(
+        "users",
+        &[("id", int()), ("name", text()), ("karma", int())],
+    );
+    e.insert(
+        &t,
+        vec![r(&[i(1), s("alice"), i(10)]), r(&[i(2), s("bob"), i(5)])],
+    );
+    assert_eq!(
+        e.q("SELECT name FROM users WHERE id = ?", &[i(1)]),
+        v(&["alice"])
+    );
     assert_eq!(e.q("SELECT name FROM users WHERE id = 2", &[]), v(&["bob"]));
     assert_eq!(e.df.view_stats().len(), 1);
-    e.update_where(&t, |r| (r[0] == i(1)).then(|| vec![r[0].clone(), s("alicia"), r[2].clone()]));
-    assert_eq!(e.q("SELECT name FROM users WHERE id = 1", &[]), v(&["alicia"]));
+    e.update_where(&t, |r| {
+        (r[0] == i(1)).then(|| vec![r[0].clone(), s("alicia"), r[2].clone()])
+    });
+    assert_eq!(
+        e.q("SELECT name FROM users WHERE id = 1", &[]),
+        v(&["alicia"])
+    );
     e.delete_where(&t, |r| r[0] == i(1));
-    assert!(e.q("SELECT name FROM users WHERE id = ?", &[i(1)]).is_empty());
+    assert!(e
+        .q("SELECT name FROM users WHERE id = ?", &[i(1)])
+        .is_empty());
     // Case-insensitive key on a text column.
-    assert_eq!(e.q("SELECT id FROM users WHERE name = 'BOB'", &[]), v(&["2"]));
-    assert_eq!(e.q("SELECT id FROM users WHERE name IN ('BOB', 'nobody')", &[]), v(&["2"]));
+    assert_eq!(
+        e.q("SELECT id FROM users WHERE name = 'BOB'", &[]),
+        v(&["2"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM users WHERE name IN ('BOB', 'nobody')", &[]),
+        v(&["2"])
+    );
 }
 
 #[test]
 fn filters_order_limit_and_ranges() {
     let e = env(1 << 30);
     let t = e.table("s", &[("id", int()), ("grp", int()), ("score", int())]);
-    e.insert(&t, (1..=10).map(|k| r(&[i(k), i(k % 2), i(k * 10)])).collect());
+    e.insert(
+        &t,
+        (1..=10).map(|k| r(&[i(k), i(k % 2), i(k * 10)])).collect(),
+    );
     let top = "SELECT id FROM s WHERE grp = ? ORDER BY score DESC LIMIT 2";
     assert_eq!(e.q(top, &[i(0)]), v(&["10", "8"]));
     // A row leaving the top-k is refilled from the full result.
@@ -41,17 +66,45 @@ fn filters_order_limit_and_ranges() {
     // An update moving a row into the top-k (and across groups).
     e.update_where(&t, |r| (r[0] == i(3)).then(|| vec![i(3), i(0), i(1000)]));
     assert_eq!(e.q(top, &[i(0)]), v(&["3", "8"]));
-    assert_eq!(e.q("SELECT id FROM s WHERE score > ? AND score < 50 ORDER BY id", &[i(15)]), v(&["2", "4"]));
-    assert_eq!(e.q("SELECT id FROM s WHERE score BETWEEN ? AND ? ORDER BY id", &[i(60), i(80)]), v(&["6", "7", "8"]));
-    assert_eq!(e.q("SELECT id FROM s WHERE grp = 1 AND score >= 50 ORDER BY id LIMIT ? OFFSET 1", &[i(2)]), v(&["7", "9"]));
-    assert_eq!(e.q("SELECT id, score * 2 AS d FROM s WHERE id = 2", &[]), v(&["2 40"]));
+    assert_eq!(
+        e.q(
+            "SELECT id FROM s WHERE score > ? AND score < 50 ORDER BY id",
+            &[i(15)]
+        ),
+        v(&["2", "4"])
+    );
+    assert_eq!(
+        e.q(
+            "SELECT id FROM s WHERE score BETWEEN ? AND ? ORDER BY id",
+            &[i(60), i(80)]
+        ),
+        v(&["6", "7", "8"])
+    );
+    assert_eq!(
+        e.q(
+            "SELECT id FROM s WHERE grp = 1 AND score >= 50 ORDER BY id LIMIT ? OFFSET 1",
+            &[i(2)]
+        ),
+        v(&["7", "9"])
+    );
+    assert_eq!(
+        e.q("SELECT id, score * 2 AS d FROM s WHERE id = 2", &[]),
+        v(&["2 40"])
+    );
 }
 
 #[test]
 fn aggregates_group_by_having() {
     let e = env(1 << 30);
     let t = e.table("v", &[("id", int()), ("article", int()), ("user", int())]);
-    e.insert(&t, vec![r(&[i(1), i(1), i(7)]), r(&[i(2), i(1), i(8)]), r(&[i(3), i(2), i(7)])]);
+    e.insert(
+        &t,
+        vec![
+            r(&[i(1), i(1), i(7)]),
+            r(&[i(2), i(1), i(8)]),
+            r(&[i(3), i(2), i(7)]),
+        ],
+    );
     let q = "SELECT article, COUNT(*), COUNT(DISTINCT user), SUM(user), MIN(user), MAX(user) FROM v GROUP BY article";
     assert_eq!(e.q(q, &[]), v(&["1 2 2 15 7 8", "2 1 1 7 7 7"]));
     e.delete_where(&t, |r| r[0] == i(2));
@@ -59,22 +112,56 @@ fn aggregates_group_by_having() {
     e.delete_where(&t, |r| r[0] == i(3));
     assert_eq!(e.q(q, &[]), v(&["1 1 1 7 7 7"]));
     // No GROUP BY: exactly one row, even over nothing.
-    assert_eq!(e.q("SELECT COUNT(*), SUM(user) FROM v WHERE article = ?", &[i(99)]), v(&["0 NULL"]));
-    assert_eq!(e.q("SELECT COUNT(*), SUM(user) FROM v WHERE article = 1", &[]), v(&["1 7"]));
-    assert_eq!(e.q("SELECT COUNT(*), AVG(user) FROM v", &[]), v(&["1 7.0000"]));
+    assert_eq!(
+        e.q(
+            "SELECT COUNT(*), SUM(user) FROM v WHERE article = ?",
+            &[i(99)]
+        ),
+        v(&["0 NULL"])
+    );
+    assert_eq!(
+        e.q("SELECT COUNT(*), SUM(user) FROM v WHERE article = 1", &[]),
+        v(&["1 7"])
+    );
+    assert_eq!(
+        e.q("SELECT COUNT(*), AVG(user) FROM v", &[]),
+        v(&["1 7.0000"])
+    );
     e.delete_where(&t, |_| true);
-    assert_eq!(e.q("SELECT COUNT(*), AVG(user) FROM v", &[]), v(&["0 NULL"]));
-    e.insert(&t, vec![r(&[i(4), i(5), i(1)]), r(&[i(5), i(5), i(2)]), r(&[i(6), i(6), i(3)])]);
-    assert_eq!(e.q("SELECT article, COUNT(*) AS c FROM v GROUP BY article HAVING c > 1", &[]), v(&["5 2"]));
+    assert_eq!(
+        e.q("SELECT COUNT(*), AVG(user) FROM v", &[]),
+        v(&["0 NULL"])
+    );
+    e.insert(
+        &t,
+        vec![
+            r(&[i(4), i(5), i(1)]),
+            r(&[i(5), i(5), i(2)]),
+            r(&[i(6), i(6), i(3)]),
+        ],
+    );
+    assert_eq!(
+        e.q(
+            "SELECT article, COUNT(*) AS c FROM v GROUP BY article HAVING c > 1",
+            &[]
+        ),
+        v(&["5 2"])
+    );
     assert_eq!(e.q("SELECT article, GROUP_CONCAT(user ORDER BY user SEPARATOR '|') FROM v GROUP BY article", &[]), v(&["5 1|2", "6 3"]));
-    assert_eq!(e.q("SELECT DISTINCT article FROM v ORDER BY article DESC", &[]), v(&["6", "5"]));
+    assert_eq!(
+        e.q("SELECT DISTINCT article FROM v ORDER BY article DESC", &[]),
+        v(&["6", "5"])
+    );
 }
 
 #[test]
 fn joins_inner_left_comma() {
     let e = env(1 << 30);
     let a = e.table("Article", &[("id", int()), ("title", text())]);
-    let vt = e.table("Vote", &[("id", int()), ("article_id", int()), ("user", int())]);
+    let vt = e.table(
+        "Vote",
+        &[("id", int()), ("article_id", int()), ("user", int())],
+    );
     e.insert(&a, vec![r(&[i(1), s("one")]), r(&[i(2), s("two")])]);
     e.insert(&vt, vec![r(&[i(1), i(1), i(10)]), r(&[i(2), i(1), i(11)])]);
     let vote = "SELECT Article.id, title, VoteCount.votes FROM Article LEFT JOIN (SELECT article_id, COUNT(user) AS votes FROM Vote GROUP BY article_id) AS VoteCount ON Article.id = VoteCount.article_id WHERE Article.id = ?";
@@ -88,11 +175,18 @@ fn joins_inner_left_comma() {
     assert_eq!(e.q(vote, &[i(2)]), v(&["2 TWO 1"]));
     let inner = "SELECT title, user FROM Article JOIN Vote ON Vote.article_id = Article.id";
     assert_eq!(e.q(inner, &[]), v(&["TWO 10"]));
-    let comma = "SELECT title, user FROM Article, Vote WHERE Vote.article_id = Article.id AND user = ?";
+    let comma =
+        "SELECT title, user FROM Article, Vote WHERE Vote.article_id = Article.id AND user = ?";
     assert_eq!(e.q(comma, &[i(10)]), v(&["TWO 10"]));
     e.insert(&vt, vec![r(&[i(4), i(1), i(10)])]);
     assert_eq!(e.q(comma, &[i(10)]), v(&["TWO 10", "one 10"]));
-    assert_eq!(e.q("SELECT id FROM Article WHERE id IN (SELECT article_id FROM Vote WHERE user = 10)", &[]), v(&["1", "2"]));
+    assert_eq!(
+        e.q(
+            "SELECT id FROM Article WHERE id IN (SELECT article_id FROM Vote WHERE user = 10)",
+            &[]
+        ),
+        v(&["1", "2"])
+    );
     assert_eq!(
         e.q("SELECT id FROM Article WHERE NOT EXISTS (SELECT 1 FROM Vote WHERE Vote.article_id = Article.id AND user = 11)", &[]),
         v(&["1", "2"])
@@ -103,37 +197,97 @@ fn joins_inner_left_comma() {
 fn unions_views_constants_and_errors() {
     let e = env(1 << 30);
     let t = e.table("t", &[("id", int()), ("x", int())]);
-    e.insert(&t, vec![r(&[i(1), i(5)]), r(&[i(2), i(5)]), r(&[i(3), i(6)])]);
-    assert_eq!(e.q("SELECT x FROM t WHERE id = 1 UNION SELECT x FROM t WHERE id = 2", &[]), v(&["5"]));
-    assert_eq!(e.q("SELECT x FROM t WHERE id = 1 UNION ALL SELECT x FROM t WHERE id = 2", &[]), v(&["5", "5"]));
-    e.df.create_view(DB, "big", &parse("SELECT id, x FROM t WHERE x > 5"), false).unwrap();
+    e.insert(
+        &t,
+        vec![r(&[i(1), i(5)]), r(&[i(2), i(5)]), r(&[i(3), i(6)])],
+    );
+    assert_eq!(
+        e.q(
+            "SELECT x FROM t WHERE id = 1 UNION SELECT x FROM t WHERE id = 2",
+            &[]
+        ),
+        v(&["5"])
+    );
+    assert_eq!(
+        e.q(
+            "SELECT x FROM t WHERE id = 1 UNION ALL SELECT x FROM t WHERE id = 2",
+            &[]
+        ),
+        v(&["5", "5"])
+    );
+    e.df.create_view(DB, "big", &parse("SELECT id, x FROM t WHERE x > 5"), false)
+        .unwrap();
     assert_eq!(e.df.named_views(DB), vec!["big".to_string()]);
     assert_eq!(e.q("SELECT id FROM big", &[]), v(&["3"]));
     e.insert(&t, vec![r(&[i(4), i(9)])]);
     assert_eq!(e.q("SELECT id FROM big", &[]), v(&["3", "4"]));
-    assert_eq!(e.q("SELECT d.id FROM (SELECT id, x FROM t WHERE x = 5) AS d", &[]), v(&["1", "2"]));
+    assert_eq!(
+        e.q(
+            "SELECT d.id FROM (SELECT id, x FROM t WHERE x = 5) AS d",
+            &[]
+        ),
+        v(&["1", "2"])
+    );
     assert_eq!(e.q("SELECT 1 + 1, 'a' = 'A'", &[]), v(&["2 1"]));
     assert_eq!(e.q("SELECT ? + 1", &[i(4)]), v(&["5"]));
     let now = e.q("SELECT NOW(), id FROM t WHERE id = 1", &[]);
     assert!(now[0].starts_with("20"));
     // NOW() in WHERE is evaluated at read time; with GROUP BY it cannot be.
-    assert_eq!(e.q("SELECT id FROM t WHERE x < UNIX_TIMESTAMP() AND x > 5", &[]), v(&["3", "4"]));
-    let err = e.df.prepare(DB, &parse("SELECT COUNT(*) FROM t WHERE x < UNIX_TIMESTAMP()")).err().unwrap();
+    assert_eq!(
+        e.q("SELECT id FROM t WHERE x < UNIX_TIMESTAMP() AND x > 5", &[]),
+        v(&["3", "4"])
+    );
+    let err =
+        e.df.prepare(
+            DB,
+            &parse("SELECT COUNT(*) FROM t WHERE x < UNIX_TIMESTAMP()"),
+        )
+        .err()
+        .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
-    let err = e.df.prepare(DB, &parse("SELECT id FROM t ORDER BY RAND()")).err().unwrap();
+    let err =
+        e.df.prepare(DB, &parse("SELECT id FROM t ORDER BY RAND()"))
+            .err()
+            .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
-    let err = e.df.prepare(DB, &parse("SELECT a.id FROM t a, t b")).err().unwrap();
+    let err =
+        e.df.prepare(DB, &parse("SELECT a.id FROM t a, t b"))
+            .err()
+            .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
-    assert!(matches!(e.df.prepare(DB, &parse("SELECT nope FROM t")).err().unwrap(), DataflowError::UnknownColumn(..)));
-    assert!(matches!(e.df.prepare(DB, &parse("SELECT 1 FROM nope")).err().unwrap(), DataflowError::UnknownTable(..)));
+    assert!(matches!(
+        e.df.prepare(DB, &parse("SELECT nope FROM t"))
+            .err()
+            .unwrap(),
+        DataflowError::UnknownColumn(..)
+    ));
+    assert!(matches!(
+        e.df.prepare(DB, &parse("SELECT 1 FROM nope"))
+            .err()
+            .unwrap(),
+        DataflowError::UnknownTable(..)
+    ));
     let p = e.prepare("SELECT x FROM t WHERE id = ?");
-    assert!(matches!(p.execute(&[]).err().unwrap(), DataflowError::ParamCount { .. }));
+    assert!(matches!(
+        p.execute(&[]).err().unwrap(),
+        DataflowError::ParamCount { .. }
+    ));
     assert_eq!(p.param_count(), 1);
     assert_eq!(p.columns()[0].name, "x");
     let c = e.prepare("SELECT COUNT(*) FROM t").columns()[0].clone();
     assert_eq!(c.name, "COUNT(*)");
-    assert_eq!(c.ty, ladle_common::SqlType::Int { bytes: 8, unsigned: false });
-    assert!(e.df.explain_graph(DB, &parse("SELECT x FROM t WHERE id = ?")).unwrap().contains("Reader"));
+    assert_eq!(
+        c.ty,
+        ladle_common::SqlType::Int {
+            bytes: 8,
+            unsigned: false
+        }
+    );
+    assert!(e
+        .df
+        .explain_graph(DB, &parse("SELECT x FROM t WHERE id = ?"))
+        .unwrap()
+        .contains("Reader"));
     let _ = Value::Null;
 }
 

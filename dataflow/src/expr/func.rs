@@ -185,11 +185,18 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         }
         If => {
             let cond = arg(args, 0, c)?;
-            return if truth(&cond) == Some(true) { arg(args, 1, c) } else { arg(args, 2, c) };
+            return if truth(&cond) == Some(true) {
+                arg(args, 1, c)
+            } else {
+                arg(args, 2, c)
+            };
         }
         _ => {}
     }
-    let vals: Vec<Value> = args.iter().map(|a| a.eval_ctx(c)).collect::<EvalResult<_>>()?;
+    let vals: Vec<Value> = args
+        .iter()
+        .map(|a| a.eval_ctx(c))
+        .collect::<EvalResult<_>>()?;
     let v0 = vals.first().cloned().unwrap_or(Value::Null);
     let null_in = |vals: &[Value]| vals.iter().any(|v| v.is_null());
     Ok(match f {
@@ -213,7 +220,11 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 return Ok(Value::Null);
             }
             let sep = to_text(&v0);
-            let parts: Vec<String> = vals[1..].iter().filter(|v| !v.is_null()).map(to_text).collect();
+            let parts: Vec<String> = vals[1..]
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(to_text)
+                .collect();
             Value::text(parts.join(&sep))
         }
         Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex if v0.is_null() => Value::Null,
@@ -224,9 +235,12 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         RTrim => Value::text(to_text(&v0).trim_end_matches(' ')),
         Reverse => Value::text(to_text(&v0).chars().rev().collect::<String>()),
         Hex => match &v0 {
-            Value::Text(_) | Value::Bytes(_) => {
-                Value::text(to_text(&v0).bytes().map(|b| format!("{b:02X}")).collect::<String>())
-            }
+            Value::Text(_) | Value::Bytes(_) => Value::text(
+                to_text(&v0)
+                    .bytes()
+                    .map(|b| format!("{b:02X}"))
+                    .collect::<String>(),
+            ),
             other => Value::text(format!("{:X}", ops::to_u64_bits(other))),
         },
         Length => match &v0 {
@@ -268,7 +282,11 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
             let s: Vec<char> = to_text(&v0).chars().collect();
             let k = int_arg(&vals[1]).unwrap_or(0).clamp(0, s.len() as i64) as usize;
-            let out: String = if f == Left { s[..k].iter().collect() } else { s[s.len() - k..].iter().collect() };
+            let out: String = if f == Left {
+                s[..k].iter().collect()
+            } else {
+                s[s.len() - k..].iter().collect()
+            };
             Value::text(out)
         }
         Replace => {
@@ -307,13 +325,21 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
             let fill: String = pad.iter().cycle().take(n - s.len()).collect();
             let body: String = s.iter().collect();
-            Value::text(if f == Lpad { fill + &body } else { body + &fill })
+            Value::text(if f == Lpad {
+                fill + &body
+            } else {
+                body + &fill
+            })
         }
         Locate | Instr => {
             if null_in(&vals) {
                 return Ok(Value::Null);
             }
-            let (needle, hay) = if f == Locate { (&vals[0], &vals[1]) } else { (&vals[1], &vals[0]) };
+            let (needle, hay) = if f == Locate {
+                (&vals[0], &vals[1])
+            } else {
+                (&vals[1], &vals[0])
+            };
             let h = Collation::GeneralCi.fold(&to_text(hay)).to_string();
             let h = h.to_lowercase();
             let nd = to_text(needle).to_uppercase().to_lowercase();
@@ -331,8 +357,20 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         Sign => match to_num(&v0) {
             None => Value::Null,
             Some(Num::Int(i)) => Value::Int(i.signum() as i64),
-            Some(Num::Dec(d)) => Value::Int(if d.is_zero() { 0 } else if d.is_sign_negative() { -1 } else { 1 }),
-            Some(Num::Float(x)) => Value::Int(if x == 0.0 { 0 } else if x < 0.0 { -1 } else { 1 }),
+            Some(Num::Dec(d)) => Value::Int(if d.is_zero() {
+                0
+            } else if d.is_sign_negative() {
+                -1
+            } else {
+                1
+            }),
+            Some(Num::Float(x)) => Value::Int(if x == 0.0 {
+                0
+            } else if x < 0.0 {
+                -1
+            } else {
+                1
+            }),
         },
         Round | Truncate => {
             let places = match vals.get(1) {
@@ -347,7 +385,10 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             Some(Num::Int(i)) => ops::int_value(i)?,
             Some(Num::Dec(d)) => {
                 let r = if f == Floor { d.floor() } else { d.ceil() };
-                ops::int_value(r.to_i128().ok_or_else(|| EvalError("BIGINT value is out of range".into()))?)?
+                ops::int_value(
+                    r.to_i128()
+                        .ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
+                )?
             }
             Some(Num::Float(x)) => Value::Double(if f == Floor { x.floor() } else { x.ceil() }),
         },
@@ -434,7 +475,14 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             let unit = int_arg(&vals[2]).unwrap_or(UNIT_DAY);
             let out = match unit {
                 UNIT_MONTH | UNIT_QUARTER | UNIT_YEAR => {
-                    let months = amount * if unit == UNIT_YEAR { 12 } else if unit == UNIT_QUARTER { 3 } else { 1 };
+                    let months = amount
+                        * if unit == UNIT_YEAR {
+                            12
+                        } else if unit == UNIT_QUARTER {
+                            3
+                        } else {
+                            1
+                        };
                     add_months(dt, months)
                 }
                 _ => {
@@ -483,7 +531,11 @@ fn rand_f64() -> f64 {
 }
 
 fn round(v: &Value, places: i64, truncate: bool) -> EvalResult {
-    let strategy = if truncate { RoundingStrategy::ToZero } else { RoundingStrategy::MidpointAwayFromZero };
+    let strategy = if truncate {
+        RoundingStrategy::ToZero
+    } else {
+        RoundingStrategy::MidpointAwayFromZero
+    };
     Ok(match to_num(v) {
         None => Value::Null,
         Some(Num::Int(i)) => {
@@ -520,7 +572,10 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
     use Func::*;
     let tys: Vec<(SqlType, bool)> = args.iter().map(|a| a.result_type(input)).collect();
     let any_null = tys.iter().any(|t| t.1);
-    let bigint = SqlType::Int { bytes: 8, unsigned: false };
+    let bigint = SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+    };
     let text = |n: u32| SqlType::VarChar(n);
     match f {
         Coalesce => {
@@ -541,7 +596,10 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
-            (text(n.max(1)), if f == ConcatWs { tys[0].1 } else { any_null })
+            (
+                text(n.max(1)),
+                if f == ConcatWs { tys[0].1 } else { any_null },
+            )
         }
         Lower | Upper | Trim | LTrim | RTrim | Reverse | Substring | Left | Right => {
             let t = match &tys[0].0 {
@@ -559,7 +617,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                     Some(Expr::Literal(v)) => v.as_i64().unwrap_or(0).clamp(0, 30) as u8,
                     _ => 0,
                 };
-                (SqlType::Decimal { precision: *precision, scale }, any_null)
+                (
+                    SqlType::Decimal {
+                        precision: *precision,
+                        scale,
+                    },
+                    any_null,
+                )
             }
             t => (t.clone(), any_null),
         },
@@ -579,7 +643,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         UnixTimestamp => (bigint, !args.is_empty()),
         FromUnixTime => (SqlType::DateTime, true),
         Date => (SqlType::Date, true),
-        Year | Month | Day | Hour | Minute | Second => (SqlType::Int { bytes: 4, unsigned: false }, true),
+        Year | Month | Day | Hour | Minute | Second => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+            },
+            true,
+        ),
         DateAdd => match tys[0].0 {
             SqlType::Date => (SqlType::Date, true),
             _ => (SqlType::DateTime, true),

@@ -83,15 +83,49 @@ pub enum Expr {
     Not(Box<Expr>),
     BitNot(Box<Expr>),
     Arith(ArithOp, Box<Expr>, Box<Expr>),
-    Cmp { op: CmpOp, left: Box<Expr>, right: Box<Expr>, collation: Collation },
+    Cmp {
+        op: CmpOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+        collation: Collation,
+    },
     Logic(LogicOp, Box<Expr>, Box<Expr>),
-    IsNull { expr: Box<Expr>, negated: bool },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
     /// `IS [NOT] TRUE` (`value` true) and `IS [NOT] FALSE` (`value` false).
-    IsBool { expr: Box<Expr>, value: bool, negated: bool },
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool, collation: Collation },
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool, collation: Collation },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: char, negated: bool, collation: Collation },
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>>, collation: Collation },
+    IsBool {
+        expr: Box<Expr>,
+        value: bool,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+        collation: Collation,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+        collation: Collation,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: char,
+        negated: bool,
+        collation: Collation,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+        collation: Collation,
+    },
     Cast(Box<Expr>, CastType),
     Call(Func, Vec<Expr>),
 }
@@ -99,16 +133,28 @@ pub enum Expr {
 impl Expr {
     /// Evaluates over `row` with no parameters.
     pub fn eval(&self, row: &[Value]) -> EvalResult {
-        self.eval_ctx(&Ctx { row, params: &[], proposed: None })
+        self.eval_ctx(&Ctx {
+            row,
+            params: &[],
+            proposed: None,
+        })
     }
 
     /// Evaluates with parameter slots bound.
     pub fn eval_params(&self, row: &[Value], params: &[Value]) -> EvalResult {
-        self.eval_ctx(&Ctx { row, params, proposed: None })
+        self.eval_ctx(&Ctx {
+            row,
+            params,
+            proposed: None,
+        })
     }
 
     pub fn eval_proposed(&self, row: &[Value], proposed: &[Value]) -> EvalResult {
-        self.eval_ctx(&Ctx { row, params: &[], proposed: Some(proposed) })
+        self.eval_ctx(&Ctx {
+            row,
+            params: &[],
+            proposed: Some(proposed),
+        })
     }
 
     /// SQL truth (NULL is false).
@@ -133,7 +179,12 @@ impl Expr {
                 v => Value::UInt(!ops::to_u64_bits(&v)),
             },
             Arith(op, l, r) => ops::arith(*op, &l.eval_ctx(c)?, &r.eval_ctx(c)?)?,
-            Cmp { op, left, right, collation } => {
+            Cmp {
+                op,
+                left,
+                right,
+                collation,
+            } => {
                 let l = left.eval_ctx(c)?;
                 let r = right.eval_ctx(c)?;
                 ops::cmp_op(*op, &l, &r, *collation)
@@ -173,11 +224,20 @@ impl Expr {
                 }
             }
             IsNull { expr, negated } => bool_value(Some(expr.eval_ctx(c)?.is_null() != *negated)),
-            IsBool { expr, value, negated } => {
+            IsBool {
+                expr,
+                value,
+                negated,
+            } => {
                 let t = truth(&expr.eval_ctx(c)?);
                 bool_value(Some((t == Some(*value)) != *negated))
             }
-            InList { expr, list, negated, collation } => {
+            InList {
+                expr,
+                list,
+                negated,
+                collation,
+            } => {
                 let v = expr.eval_ctx(c)?;
                 if v.is_null() {
                     return Ok(Value::Null);
@@ -201,7 +261,13 @@ impl Expr {
                     bool_value(Some(*negated))
                 }
             }
-            Between { expr, low, high, negated, collation } => {
+            Between {
+                expr,
+                low,
+                high,
+                negated,
+                collation,
+            } => {
                 let v = expr.eval_ctx(c)?;
                 let lo = ops::cmp_op(CmpOp::Ge, &v, &low.eval_ctx(c)?, *collation);
                 let hi = ops::cmp_op(CmpOp::Le, &v, &high.eval_ctx(c)?, *collation);
@@ -212,7 +278,13 @@ impl Expr {
                 };
                 bool_value(both.map(|b| b != *negated))
             }
-            Like { expr, pattern, escape, negated, collation } => {
+            Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+                collation,
+            } => {
                 let v = expr.eval_ctx(c)?;
                 let p = pattern.eval_ctx(c)?;
                 if v.is_null() || p.is_null() {
@@ -221,7 +293,12 @@ impl Expr {
                 let m = ops::like(&ops::to_text(&v), &ops::to_text(&p), *escape, *collation);
                 bool_value(Some(m != *negated))
             }
-            Case { operand, whens, otherwise, collation } => {
+            Case {
+                operand,
+                whens,
+                otherwise,
+                collation,
+            } => {
                 let op_val = match operand {
                     Some(o) => Some(o.eval_ctx(c)?),
                     None => None,
@@ -299,9 +376,16 @@ impl Expr {
             Arith(_, l, r) | Logic(_, l, r) => vec![l, r],
             Cmp { left, right, .. } => vec![left, right],
             InList { expr, list, .. } => std::iter::once(&**expr).chain(list.iter()).collect(),
-            Between { expr, low, high, .. } => vec![expr, low, high],
+            Between {
+                expr, low, high, ..
+            } => vec![expr, low, high],
             Like { expr, pattern, .. } => vec![expr, pattern],
-            Case { operand, whens, otherwise, .. } => {
+            Case {
+                operand,
+                whens,
+                otherwise,
+                ..
+            } => {
                 let mut v: Vec<&Expr> = Vec::new();
                 if let Some(o) = operand {
                     v.push(o);
@@ -331,34 +415,80 @@ impl Expr {
             Not(e) => Not(m(e)),
             BitNot(e) => BitNot(m(e)),
             Cast(e, t) => Cast(m(e), t.clone()),
-            IsNull { expr, negated } => IsNull { expr: m(expr), negated: *negated },
-            IsBool { expr, value, negated } => IsBool { expr: m(expr), value: *value, negated: *negated },
+            IsNull { expr, negated } => IsNull {
+                expr: m(expr),
+                negated: *negated,
+            },
+            IsBool {
+                expr,
+                value,
+                negated,
+            } => IsBool {
+                expr: m(expr),
+                value: *value,
+                negated: *negated,
+            },
             Arith(op, l, r) => Arith(*op, m(l), m(r)),
             Logic(op, l, r) => Logic(*op, m(l), m(r)),
-            Cmp { op, left, right, collation } => Cmp { op: *op, left: m(left), right: m(right), collation: *collation },
-            InList { expr, list, negated, collation } => InList {
+            Cmp {
+                op,
+                left,
+                right,
+                collation,
+            } => Cmp {
+                op: *op,
+                left: m(left),
+                right: m(right),
+                collation: *collation,
+            },
+            InList {
+                expr,
+                list,
+                negated,
+                collation,
+            } => InList {
                 expr: m(expr),
                 list: list.iter().map(|e| e.map_columns(map)).collect(),
                 negated: *negated,
                 collation: *collation,
             },
-            Between { expr, low, high, negated, collation } => Between {
+            Between {
+                expr,
+                low,
+                high,
+                negated,
+                collation,
+            } => Between {
                 expr: m(expr),
                 low: m(low),
                 high: m(high),
                 negated: *negated,
                 collation: *collation,
             },
-            Like { expr, pattern, escape, negated, collation } => Like {
+            Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+                collation,
+            } => Like {
                 expr: m(expr),
                 pattern: m(pattern),
                 escape: *escape,
                 negated: *negated,
                 collation: *collation,
             },
-            Case { operand, whens, otherwise, collation } => Case {
+            Case {
+                operand,
+                whens,
+                otherwise,
+                collation,
+            } => Case {
                 operand: operand.as_ref().map(|o| m(o)),
-                whens: whens.iter().map(|(a, b)| (a.map_columns(map), b.map_columns(map))).collect(),
+                whens: whens
+                    .iter()
+                    .map(|(a, b)| (a.map_columns(map), b.map_columns(map)))
+                    .collect(),
                 otherwise: otherwise.as_ref().map(|o| m(o)),
                 collation: *collation,
             },
@@ -369,41 +499,70 @@ impl Expr {
     /// The result type and nullability, given the input columns' types.
     pub fn result_type(&self, input: &[(SqlType, bool)]) -> (SqlType, bool) {
         use Expr::*;
-        let bigint = SqlType::Int { bytes: 8, unsigned: false };
-        let boolean = SqlType::Int { bytes: 1, unsigned: false };
+        let bigint = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+        };
+        let boolean = SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        };
         match self {
-            Column(i) | Proposed(i) => input.get(*i).cloned().unwrap_or((SqlType::VarChar(255), true)),
+            Column(i) | Proposed(i) => input
+                .get(*i)
+                .cloned()
+                .unwrap_or((SqlType::VarChar(255), true)),
             Literal(v) => (literal_type(v), v.is_null()),
             Param(_) => (SqlType::VarChar(255), true),
             Neg(e) => e.result_type(input),
             Not(e) => (boolean, e.result_type(input).1),
-            BitNot(_) => (SqlType::Int { bytes: 8, unsigned: true }, false),
+            BitNot(_) => (
+                SqlType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
+                false,
+            ),
             Arith(op, l, r) => {
                 let (lt, ln) = l.result_type(input);
                 let (rt, rn) = r.result_type(input);
-                let nullable = ln || rn || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
+                let nullable =
+                    ln || rn || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
                 let ty = match op {
                     ArithOp::IntDiv => bigint,
-                    ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr => {
-                        SqlType::Int { bytes: 8, unsigned: true }
-                    }
+                    ArithOp::BitAnd
+                    | ArithOp::BitOr
+                    | ArithOp::BitXor
+                    | ArithOp::Shl
+                    | ArithOp::Shr => SqlType::Int {
+                        bytes: 8,
+                        unsigned: true,
+                    },
                     ArithOp::Div => {
                         if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
                             SqlType::Double
                         } else {
-                            SqlType::Decimal { precision: 65, scale: (type_scale(&lt) + 4).min(30) }
+                            SqlType::Decimal {
+                                precision: 65,
+                                scale: (type_scale(&lt) + 4).min(30),
+                            }
                         }
                     }
                     _ => {
                         if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
                             SqlType::Double
-                        } else if matches!(lt, SqlType::Decimal { .. }) || matches!(rt, SqlType::Decimal { .. }) {
+                        } else if matches!(lt, SqlType::Decimal { .. })
+                            || matches!(rt, SqlType::Decimal { .. })
+                        {
                             let s = if *op == ArithOp::Mul {
                                 type_scale(&lt) + type_scale(&rt)
                             } else {
                                 type_scale(&lt).max(type_scale(&rt))
                             };
-                            SqlType::Decimal { precision: 65, scale: s.min(30) }
+                            SqlType::Decimal {
+                                precision: 65,
+                                scale: s.min(30),
+                            }
                         } else {
                             bigint
                         }
@@ -411,15 +570,20 @@ impl Expr {
                 };
                 (ty, nullable)
             }
-            Cmp { op, left, right, .. } => {
+            Cmp {
+                op, left, right, ..
+            } => {
                 let n = left.result_type(input).1 || right.result_type(input).1;
                 (boolean, n && *op != CmpOp::NullSafeEq)
             }
             Logic(_, l, r) => (boolean, l.result_type(input).1 || r.result_type(input).1),
             IsNull { .. } | IsBool { .. } => (boolean, false),
             InList { .. } | Between { .. } | Like { .. } => (boolean, true),
-            Case { whens, otherwise, .. } => {
-                let mut tys: Vec<(SqlType, bool)> = whens.iter().map(|(_, t)| t.result_type(input)).collect();
+            Case {
+                whens, otherwise, ..
+            } => {
+                let mut tys: Vec<(SqlType, bool)> =
+                    whens.iter().map(|(_, t)| t.result_type(input)).collect();
                 match otherwise {
                     Some(o) => tys.push(o.result_type(input)),
                     None => tys.push((SqlType::VarChar(0), true)),
@@ -430,16 +594,25 @@ impl Expr {
                 let n = e.result_type(input).1;
                 let ty = match t {
                     CastType::Signed => bigint,
-                    CastType::Unsigned => SqlType::Int { bytes: 8, unsigned: true },
+                    CastType::Unsigned => SqlType::Int {
+                        bytes: 8,
+                        unsigned: true,
+                    },
                     CastType::Char => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
-                    CastType::Decimal { precision, scale } => SqlType::Decimal { precision: *precision, scale: *scale },
+                    CastType::Decimal { precision, scale } => SqlType::Decimal {
+                        precision: *precision,
+                        scale: *scale,
+                    },
                     CastType::Double => SqlType::Double,
                     CastType::Date => SqlType::Date,
                     CastType::DateTime => SqlType::DateTime,
                     CastType::Time => SqlType::Time,
                 };
-                (ty, n || matches!(t, CastType::Date | CastType::DateTime | CastType::Time))
+                (
+                    ty,
+                    n || matches!(t, CastType::Date | CastType::DateTime | CastType::Time),
+                )
             }
             Call(f, args) => func::result_type(*f, args, input),
         }
@@ -475,10 +648,19 @@ fn type_scale(t: &SqlType) -> u8 {
 pub fn literal_type(v: &Value) -> SqlType {
     match v {
         Value::Null => SqlType::VarChar(0),
-        Value::Int(_) => SqlType::Int { bytes: 8, unsigned: false },
-        Value::UInt(_) => SqlType::Int { bytes: 8, unsigned: true },
+        Value::Int(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+        },
+        Value::UInt(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        },
         Value::Double(_) => SqlType::Double,
-        Value::Decimal(d) => SqlType::Decimal { precision: 65.min(d.mantissa().abs().to_string().len() as u8 + 1), scale: d.scale() as u8 },
+        Value::Decimal(d) => SqlType::Decimal {
+            precision: 65.min(d.mantissa().abs().to_string().len() as u8 + 1),
+            scale: d.scale() as u8,
+        },
         Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
         Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
         Value::Date(_) => SqlType::Date,
@@ -510,7 +692,9 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         return (SqlType::VarChar(len), nullable);
     }
     if non_null.iter().all(|t| t.is_integer()) {
-        let unsigned = non_null.iter().all(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+        let unsigned = non_null
+            .iter()
+            .all(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
         let bytes = non_null
             .iter()
             .map(|t| match t {
@@ -524,14 +708,26 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
     if non_null.iter().any(|t| is_float(t)) {
         return (SqlType::Double, nullable);
     }
-    if non_null.iter().all(|t| t.is_integer() || matches!(t, SqlType::Decimal { .. })) {
+    if non_null
+        .iter()
+        .all(|t| t.is_integer() || matches!(t, SqlType::Decimal { .. }))
+    {
         let scale = non_null.iter().map(|t| type_scale(t)).max().unwrap_or(0);
-        return (SqlType::Decimal { precision: 65, scale }, nullable);
+        return (
+            SqlType::Decimal {
+                precision: 65,
+                scale,
+            },
+            nullable,
+        );
     }
     if non_null.iter().all(|t| **t == *non_null[0]) {
         return (non_null[0].clone(), nullable);
     }
-    if non_null.iter().all(|t| matches!(t, SqlType::Date | SqlType::DateTime | SqlType::Timestamp)) {
+    if non_null
+        .iter()
+        .all(|t| matches!(t, SqlType::Date | SqlType::DateTime | SqlType::Timestamp))
+    {
         return (SqlType::DateTime, nullable);
     }
     (SqlType::VarChar(255), nullable)
@@ -552,20 +748,62 @@ impl fmt::Display for Expr {
             Not(e) => write!(f, "NOT ({e})"),
             BitNot(e) => write!(f, "~({e})"),
             Arith(op, l, r) => write!(f, "({l} {op:?} {r})"),
-            Cmp { op, left, right, .. } => write!(f, "({left} {op:?} {right})"),
+            Cmp {
+                op, left, right, ..
+            } => write!(f, "({left} {op:?} {right})"),
             Logic(op, l, r) => write!(f, "({l} {op:?} {r})"),
-            IsNull { expr, negated } => write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" }),
-            IsBool { expr, value, negated } => {
-                write!(f, "({expr} IS {}{})", if *negated { "NOT " } else { "" }, if *value { "TRUE" } else { "FALSE" })
+            IsNull { expr, negated } => {
+                write!(f, "({expr} IS {}NULL)", if *negated { "NOT " } else { "" })
             }
-            InList { expr, list, negated, .. } => {
+            IsBool {
+                expr,
+                value,
+                negated,
+            } => {
+                write!(
+                    f,
+                    "({expr} IS {}{})",
+                    if *negated { "NOT " } else { "" },
+                    if *value { "TRUE" } else { "FALSE" }
+                )
+            }
+            InList {
+                expr,
+                list,
+                negated,
+                ..
+            } => {
                 let items: Vec<String> = list.iter().map(|e| e.to_string()).collect();
-                write!(f, "({expr} {}IN ({}))", if *negated { "NOT " } else { "" }, items.join(", "))
+                write!(
+                    f,
+                    "({expr} {}IN ({}))",
+                    if *negated { "NOT " } else { "" },
+                    items.join(", ")
+                )
             }
-            Between { expr, low, high, negated, .. } => {
-                write!(f, "({expr} {}BETWEEN {low} AND {high})", if *negated { "NOT " } else { "" })
+            Between {
+                expr,
+                low,
+                high,
+                negated,
+                ..
+            } => {
+                write!(
+                    f,
+                    "({expr} {}BETWEEN {low} AND {high})",
+                    if *negated { "NOT " } else { "" }
+                )
             }
-            Like { expr, pattern, negated, .. } => write!(f, "({expr} {}LIKE {pattern})", if *negated { "NOT " } else { "" }),
+            Like {
+                expr,
+                pattern,
+                negated,
+                ..
+            } => write!(
+                f,
+                "({expr} {}LIKE {pattern})",
+                if *negated { "NOT " } else { "" }
+            ),
             Case { .. } => write!(f, "CASE(..)"),
             Cast(e, t) => write!(f, "CAST({e} AS {t:?})"),
             Call(func, args) => {
@@ -575,7 +813,6 @@ impl fmt::Display for Expr {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests;

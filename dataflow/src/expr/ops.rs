@@ -128,7 +128,9 @@ pub(crate) fn to_num(v: &Value) -> Option<Num> {
         Value::Decimal(d) => Num::Dec(*d),
         Value::Double(f) => Num::Float(*f),
         Value::Text(_) | Value::Bytes(_) => Num::Float(value_to_f64(v).unwrap_or(0.0)),
-        Value::Date(_) | Value::DateTime(_) | Value::Time(_) => Num::Int(i128::from(value_to_f64(v).unwrap_or(0.0) as i64)),
+        Value::Date(_) | Value::DateTime(_) | Value::Time(_) => {
+            Num::Int(i128::from(value_to_f64(v).unwrap_or(0.0) as i64))
+        }
     })
 }
 
@@ -244,7 +246,9 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                 let res = match op {
                     ArithOp::Add => x + y,
                     ArithOp::Sub => x - y,
-                    _ => x.checked_mul(y).ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
+                    _ => x
+                        .checked_mul(y)
+                        .ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
                 };
                 let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
                 if !unsigned && i64::try_from(res).is_err() {
@@ -256,7 +260,10 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                 if y == 0 {
                     return Ok(Value::Null);
                 }
-                let (dx, dy) = (Decimal::from_i128_with_scale(x, 0), Decimal::from_i128_with_scale(y, 0));
+                let (dx, dy) = (
+                    Decimal::from_i128_with_scale(x, 0),
+                    Decimal::from_i128_with_scale(y, 0),
+                );
                 Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
             }
             ArithOp::IntDiv => {
@@ -281,9 +288,18 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                 _ => return Ok(Value::Null),
             };
             match op {
-                ArithOp::Add => x.checked_add(y).map(Value::Decimal).ok_or_else(dec_overflow),
-                ArithOp::Sub => x.checked_sub(y).map(Value::Decimal).ok_or_else(dec_overflow),
-                ArithOp::Mul => x.checked_mul(y).map(Value::Decimal).ok_or_else(dec_overflow),
+                ArithOp::Add => x
+                    .checked_add(y)
+                    .map(Value::Decimal)
+                    .ok_or_else(dec_overflow),
+                ArithOp::Sub => x
+                    .checked_sub(y)
+                    .map(Value::Decimal)
+                    .ok_or_else(dec_overflow),
+                ArithOp::Mul => x
+                    .checked_mul(y)
+                    .map(Value::Decimal)
+                    .ok_or_else(dec_overflow),
                 ArithOp::Div => {
                     if y.is_zero() {
                         Ok(Value::Null)
@@ -303,7 +319,9 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                     if y.is_zero() {
                         Ok(Value::Null)
                     } else {
-                        x.checked_rem(y).map(Value::Decimal).ok_or_else(dec_overflow)
+                        x.checked_rem(y)
+                            .map(Value::Decimal)
+                            .ok_or_else(dec_overflow)
                     }
                 }
                 _ => Ok(Value::Null),
@@ -322,7 +340,12 @@ pub(crate) fn div_decimal(x: Decimal, y: Decimal, scale: u32) -> EvalResult<Deci
 
 fn parse_temporal(s: &str) -> Option<NaiveDateTime> {
     let s = s.trim();
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y%m%d%H%M%S"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y%m%d%H%M%S",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
             return Some(dt);
         }
@@ -352,7 +375,9 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
         (Null, _) | (_, Null) => None,
         (Text(x), Text(y)) => Some(coll.compare(x, y)),
         (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
-        (Text(_), Bytes(_)) | (Bytes(_), Text(_)) => Some(to_text(a).as_bytes().cmp(to_text(b).as_bytes())),
+        (Text(_), Bytes(_)) | (Bytes(_), Text(_)) => {
+            Some(to_text(a).as_bytes().cmp(to_text(b).as_bytes()))
+        }
         (Date(_) | DateTime(_), Text(s)) => match parse_temporal(s) {
             Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
             None => Some(to_text(a).cmp(&s.to_string())),
@@ -485,7 +510,11 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
     Ok(match ty {
         CastType::Signed => match to_num(v) {
             Some(Num::Int(i)) => Value::Int(i as i64),
-            Some(Num::Dec(d)) => int_value(d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero).to_i128().unwrap_or(0))?,
+            Some(Num::Dec(d)) => int_value(
+                d.round_dp_with_strategy(0, RoundingStrategy::MidpointAwayFromZero)
+                    .to_i128()
+                    .unwrap_or(0),
+            )?,
             Some(Num::Float(f)) => match v {
                 Value::Text(_) | Value::Bytes(_) => Value::Int(text_int_prefix(&to_text(v))),
                 _ => int_value(f.round() as i128)?,
@@ -508,7 +537,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
                 None => None,
             }
             .unwrap_or(Decimal::ZERO);
-            let mut d = d.round_dp_with_strategy(u32::from(*scale), RoundingStrategy::MidpointAwayFromZero);
+            let mut d =
+                d.round_dp_with_strategy(u32::from(*scale), RoundingStrategy::MidpointAwayFromZero);
             d.rescale(u32::from(*scale));
             Value::Decimal(d)
         }

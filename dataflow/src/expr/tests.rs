@@ -7,10 +7,16 @@ use crate::compile_row_expr;
 
 fn parse_expr(sql: &str) -> ast::Expr {
     let stmts = Parser::parse_sql(&MySqlDialect {}, &format!("SELECT {sql}")).expect("parse");
-    let ast::Statement::Query(q) = &stmts[0] else { panic!("not a query") };
-    let ast::SetExpr::Select(s) = &*q.body else { panic!("not a select") };
+    let ast::Statement::Query(q) = &stmts[0] else {
+        panic!("not a query")
+    };
+    let ast::SetExpr::Select(s) = &*q.body else {
+        panic!("not a select")
+    };
     match &s.projection[0] {
-        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => e.clone(),
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            e.clone()
+        }
         _ => panic!("no expr"),
     }
 }
@@ -23,10 +29,22 @@ fn table() -> TableSchema {
         database: "d".into(),
         name: "t".into(),
         columns: vec![
-            ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false }),
+            ColumnSchema::new(
+                "id",
+                SqlType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
             name,
             ColumnSchema::new("bin", SqlType::VarBinary(20)),
-            ColumnSchema::new("n", SqlType::Int { bytes: 4, unsigned: false }),
+            ColumnSchema::new(
+                "n",
+                SqlType::Int {
+                    bytes: 4,
+                    unsigned: false,
+                },
+            ),
         ],
         primary_key: Some(vec![0]),
         indexes: vec![],
@@ -37,7 +55,12 @@ fn table() -> TableSchema {
 fn ev(sql: &str) -> String {
     let t = table();
     let e = compile_row_expr(&parse_expr(sql), Some(&t)).expect("compile");
-    let row = vec![Value::Int(7), Value::text("Alice"), Value::bytes(b"Alice"), Value::Null];
+    let row = vec![
+        Value::Int(7),
+        Value::text("Alice"),
+        Value::bytes(b"Alice"),
+        Value::Null,
+    ];
     e.eval(&row).expect("eval").to_string()
 }
 
@@ -96,7 +119,10 @@ fn functions() {
     assert_eq!(ev("IFNULL(n, 'x')"), "x");
     assert_eq!(ev("NULLIF(1, 1)"), "NULL");
     assert_eq!(ev("IF(id > 3, 'big', 'small')"), "big");
-    assert_eq!(ev("CASE WHEN id = 7 THEN 'seven' ELSE 'other' END"), "seven");
+    assert_eq!(
+        ev("CASE WHEN id = 7 THEN 'seven' ELSE 'other' END"),
+        "seven"
+    );
     assert_eq!(ev("CASE id WHEN 1 THEN 'one' END"), "NULL");
     assert_eq!(ev("LOWER(name)"), "alice");
     assert_eq!(ev("UPPER(name)"), "ALICE");
@@ -121,7 +147,10 @@ fn functions() {
     assert_eq!(ev("CAST('2024-01-02 03:04:05' AS DATE)"), "2024-01-02");
     assert_eq!(ev("CAST('2024-01-02' AS DATETIME)"), "2024-01-02 00:00:00");
     assert_eq!(ev("UNIX_TIMESTAMP('1970-01-02 00:00:00')"), "86400");
-    assert_eq!(ev("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)"), "2024-02-29 00:00:00");
+    assert_eq!(
+        ev("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)"),
+        "2024-02-29 00:00:00"
+    );
     assert!(ev("NOW()").starts_with("20"));
     assert!(ev("CURRENT_TIMESTAMP").starts_with("20"));
 }
@@ -132,12 +161,29 @@ fn values_and_errors() {
     let e = compile_row_expr(&parse_expr("n + VALUES(n)"), Some(&t)).unwrap();
     let row = vec![Value::Int(1), Value::text("a"), Value::Null, Value::Int(2)];
     let proposed = vec![Value::Int(1), Value::text("a"), Value::Null, Value::Int(5)];
-    assert_eq!(e.eval_with_proposed(&row, &proposed).unwrap(), Value::Int(7));
+    assert_eq!(
+        e.eval_with_proposed(&row, &proposed).unwrap(),
+        Value::Int(7)
+    );
     assert!(compile_row_expr(&parse_expr("nope + 1"), Some(&t)).is_err());
     assert!(compile_row_expr(&parse_expr("id = ?"), Some(&t)).is_err());
     let overflow = compile_row_expr(&parse_expr("9223372036854775807 * 2"), None).unwrap();
     assert!(overflow.eval(&vec![]).is_err());
     let p = compile_row_expr(&parse_expr("id > 3 AND name = 'ALICE'"), Some(&t)).unwrap();
-    assert!(p.eval_predicate(&vec![Value::Int(4), Value::text("alice"), Value::Null, Value::Null]).unwrap());
-    assert!(!p.eval_predicate(&vec![Value::Null, Value::text("alice"), Value::Null, Value::Null]).unwrap());
+    assert!(p
+        .eval_predicate(&vec![
+            Value::Int(4),
+            Value::text("alice"),
+            Value::Null,
+            Value::Null
+        ])
+        .unwrap());
+    assert!(!p
+        .eval_predicate(&vec![
+            Value::Null,
+            Value::text("alice"),
+            Value::Null,
+            Value::Null
+        ])
+        .unwrap());
 }

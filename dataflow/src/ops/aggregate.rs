@@ -73,7 +73,10 @@ struct Multiset {
 impl Multiset {
     fn add(&mut self, v: &Value, coll: Collation, n: i64) {
         let k = v.key_normalized(coll);
-        let e = self.items.entry(k.clone()).or_insert_with(|| (v.clone(), 0));
+        let e = self
+            .items
+            .entry(k.clone())
+            .or_insert_with(|| (v.clone(), 0));
         e.1 += n;
         if e.1 <= 0 {
             self.items.remove(&k);
@@ -85,7 +88,11 @@ impl Multiset {
 enum Acc {
     Count(i64),
     /// Sum of exact values and of doubles; `n` non-NULL inputs.
-    Sum { exact: Decimal, float: f64, n: i64 },
+    Sum {
+        exact: Decimal,
+        float: f64,
+        n: i64,
+    },
     Set(Multiset),
 }
 
@@ -114,8 +121,21 @@ pub(crate) struct Aggregate {
 }
 
 impl Aggregate {
-    pub fn new(ngroup: usize, aggs: Vec<AggSpec>, colls: Vec<Collation>, scalar: bool) -> Aggregate {
-        Aggregate { ngroup, aggs, colls, key: vec![], scalar, state: HashMap::new(), bytes: 0 }
+    pub fn new(
+        ngroup: usize,
+        aggs: Vec<AggSpec>,
+        colls: Vec<Collation>,
+        scalar: bool,
+    ) -> Aggregate {
+        Aggregate {
+            ngroup,
+            aggs,
+            colls,
+            key: vec![],
+            scalar,
+            state: HashMap::new(),
+            bytes: 0,
+        }
     }
 
     pub fn state_bytes(&self) -> usize {
@@ -133,7 +153,9 @@ impl Aggregate {
     }
 
     fn group_colls(&self) -> Vec<Collation> {
-        (0..self.ngroup).map(|i| self.colls.get(i).copied().unwrap_or(Collation::Binary)).collect()
+        (0..self.ngroup)
+            .map(|i| self.colls.get(i).copied().unwrap_or(Collation::Binary))
+            .collect()
     }
 
     fn key_colls(&self) -> Vec<Collation> {
@@ -153,7 +175,11 @@ impl Aggregate {
             .map(|a| match a.kind {
                 AggKind::CountStar => Acc::Count(0),
                 AggKind::Count if !a.distinct => Acc::Count(0),
-                AggKind::Sum | AggKind::Avg if !a.distinct => Acc::Sum { exact: Decimal::ZERO, float: 0.0, n: 0 },
+                AggKind::Sum | AggKind::Avg if !a.distinct => Acc::Sum {
+                    exact: Decimal::ZERO,
+                    float: 0.0,
+                    n: 0,
+                },
                 _ => Acc::Set(Multiset::default()),
             })
             .collect();
@@ -182,7 +208,10 @@ impl Aggregate {
                             Value::Int(i) => Decimal::from(*i),
                             Value::UInt(u) => Decimal::from(*u),
                             Value::Decimal(d) => *d,
-                            other => Decimal::try_from(crate::expr::value_to_f64(other).unwrap_or(0.0)).unwrap_or_default(),
+                            other => {
+                                Decimal::try_from(crate::expr::value_to_f64(other).unwrap_or(0.0))
+                                    .unwrap_or_default()
+                            }
                         };
                         let s = Decimal::from(sign);
                         *exact = exact.checked_add(d * s).unwrap_or(*exact);
@@ -233,7 +262,9 @@ impl Aggregate {
         for d in deltas {
             let row = d.row();
             let pk = self.partition_of(row);
-            let Some(part) = self.state.get(&pk) else { continue };
+            let Some(part) = self.state.get(&pk) else {
+                continue;
+            };
             let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
             if seen.insert((pk.clone(), gk.clone()), ()).is_none() {
                 let old = match part.get(&gk) {
@@ -256,7 +287,9 @@ impl Aggregate {
         }
         let mut out = Vec::new();
         for (pk, gk, old) in touched {
-            let Some(part) = self.state.get_mut(&pk) else { continue };
+            let Some(part) = self.state.get_mut(&pk) else {
+                continue;
+            };
             let new = match part.get(&gk) {
                 Some(g) if g.rows > 0 || self.scalar => Some(g.rep.clone()),
                 _ => None,
@@ -266,7 +299,12 @@ impl Aggregate {
                     self.bytes = self.bytes.saturating_sub(row_bytes(&g.rep));
                 }
             }
-            let new = new.and_then(|_| self.state.get(&pk).and_then(|p| p.get(&gk)).map(|g| self.output(g)));
+            let new = new.and_then(|_| {
+                self.state
+                    .get(&pk)
+                    .and_then(|p| p.get(&gk))
+                    .map(|g| self.output(g))
+            });
             if old == new {
                 continue;
             }
@@ -283,7 +321,12 @@ impl Aggregate {
     /// Whether partition `key` (values of the key columns) is filled.
     pub fn lookup(&self, key: &[Value]) -> Option<Vec<Row>> {
         let pk = norm_key(key, &self.key_colls());
-        self.state.get(&pk).map(|p| p.values().filter(|g| g.rows > 0 || self.scalar).map(|g| self.output(g)).collect())
+        self.state.get(&pk).map(|p| {
+            p.values()
+                .filter(|g| g.rows > 0 || self.scalar)
+                .map(|g| self.output(g))
+                .collect()
+        })
     }
 
     /// Fills partition `key` from every input row with that key; returns
@@ -294,13 +337,19 @@ impl Aggregate {
         let mut part: HashMap<Vec<Value>, Group> = HashMap::new();
         for row in &rows {
             let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
-            let g = part.entry(gk).or_insert_with(|| self.new_group(row[..self.ngroup.min(row.len())].to_vec()));
+            let g = part
+                .entry(gk)
+                .or_insert_with(|| self.new_group(row[..self.ngroup.min(row.len())].to_vec()));
             self.apply(g, row, 1);
         }
         if self.scalar && part.is_empty() {
             part.insert(vec![], self.new_group(vec![]));
         }
-        self.bytes += 64 + part.values().map(|g| row_bytes(&g.rep) + 32 * g.accs.len()).sum::<usize>();
+        self.bytes += 64
+            + part
+                .values()
+                .map(|g| row_bytes(&g.rep) + 32 * g.accs.len())
+                .sum::<usize>();
         let out = part.values().map(|g| self.output(g)).collect();
         self.state.insert(pk, part);
         out
@@ -322,8 +371,18 @@ fn avg(a: &AggSpec, n: i64, exact: Decimal, float: f64) -> Value {
 
 fn set_output(a: &AggSpec, m: &Multiset) -> Value {
     match a.kind {
-        AggKind::Min => m.items.values().next().map(|(v, _)| v.clone()).unwrap_or(Value::Null),
-        AggKind::Max => m.items.values().next_back().map(|(v, _)| v.clone()).unwrap_or(Value::Null),
+        AggKind::Min => m
+            .items
+            .values()
+            .next()
+            .map(|(v, _)| v.clone())
+            .unwrap_or(Value::Null),
+        AggKind::Max => m
+            .items
+            .values()
+            .next_back()
+            .map(|(v, _)| v.clone())
+            .unwrap_or(Value::Null),
         AggKind::Count => Value::Int(m.items.len() as i64),
         AggKind::Sum | AggKind::Avg => {
             if m.items.is_empty() {
@@ -345,7 +404,8 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
             } else if a.float {
                 Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0) / m.items.len() as f64)
             } else {
-                crate::expr::ops_div(acc, Value::Int(m.items.len() as i64), a.scale + 4).unwrap_or(Value::Null)
+                crate::expr::ops_div(acc, Value::Int(m.items.len() as i64), a.scale + 4)
+                    .unwrap_or(Value::Null)
             }
         }
         AggKind::GroupConcat => {
@@ -353,8 +413,11 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
                 return Value::Null;
             }
             let mut parts: Vec<String> = Vec::new();
-            let iter: Box<dyn Iterator<Item = &(Value, i64)>> =
-                if a.desc { Box::new(m.items.values().rev()) } else { Box::new(m.items.values()) };
+            let iter: Box<dyn Iterator<Item = &(Value, i64)>> = if a.desc {
+                Box::new(m.items.values().rev())
+            } else {
+                Box::new(m.items.values())
+            };
             for (v, n) in iter {
                 let times = if a.distinct { 1 } else { *n };
                 for _ in 0..times {
@@ -372,12 +435,29 @@ impl fmt::Display for Aggregate {
         let aggs: Vec<String> = self
             .aggs
             .iter()
-            .map(|a| format!("{:?}{}(#{})", a.kind, if a.distinct { " DISTINCT" } else { "" }, a.col))
+            .map(|a| {
+                format!(
+                    "{:?}{}(#{})",
+                    a.kind,
+                    if a.distinct { " DISTINCT" } else { "" },
+                    a.col
+                )
+            })
             .collect();
         if self.aggs.is_empty() {
-            write!(f, "Distinct over {} columns, state keyed by {:?}", self.ngroup, self.key)
+            write!(
+                f,
+                "Distinct over {} columns, state keyed by {:?}",
+                self.ngroup, self.key
+            )
         } else {
-            write!(f, "Aggregate group by {} columns [{}], state keyed by {:?}", self.ngroup, aggs.join(", "), self.key)
+            write!(
+                f,
+                "Aggregate group by {} columns [{}], state keyed by {:?}",
+                self.ngroup,
+                aggs.join(", "),
+                self.key
+            )
         }
     }
 }
@@ -388,14 +468,25 @@ mod tests {
     use crate::ops::harness::{assert_emits, Harness};
 
     fn agg(aggs: Vec<AggSpec>, scalar: bool) -> Aggregate {
-        let mut a = Aggregate::new(if scalar { 0 } else { 1 }, aggs, vec![Collation::GeneralCi], scalar);
+        let mut a = Aggregate::new(
+            if scalar { 0 } else { 1 },
+            aggs,
+            vec![Collation::GeneralCi],
+            scalar,
+        );
         a.fill(&[], vec![]);
         a
     }
 
     #[test]
     fn count_and_sum_per_group() {
-        let mut a = agg(vec![AggSpec::new(AggKind::CountStar, 0), AggSpec::new(AggKind::Sum, 1)], false);
+        let mut a = agg(
+            vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Sum, 1),
+            ],
+            false,
+        );
         let mut h = Harness::new(move |_, d| a.on_input(d));
         assert_emits(&mut h, "+ a 1\n+ a 2\n+ b 5", "+ a 2 3\n+ b 1 5");
         assert_emits(&mut h, "- a 1", "- a 2 3\n+ a 1 2");
@@ -409,7 +500,10 @@ mod tests {
 
     #[test]
     fn min_max_survive_deleting_the_extreme() {
-        let mut a = agg(vec![AggSpec::new(AggKind::Min, 1), AggSpec::new(AggKind::Max, 1)], false);
+        let mut a = agg(
+            vec![AggSpec::new(AggKind::Min, 1), AggSpec::new(AggKind::Max, 1)],
+            false,
+        );
         let mut h = Harness::new(move |_, d| a.on_input(d));
         assert_emits(&mut h, "+ g 5\n+ g 1\n+ g 9", "+ g 1 9");
         assert_emits(&mut h, "- g 9", "- g 1 9\n+ g 1 5");
@@ -419,8 +513,17 @@ mod tests {
 
     #[test]
     fn scalar_aggregate_keeps_one_row() {
-        let mut a = agg(vec![AggSpec::new(AggKind::CountStar, 0), AggSpec::new(AggKind::Sum, 0)], true);
-        assert_eq!(a.lookup(&[]).unwrap(), vec![vec![Value::Int(0), Value::Null]]);
+        let mut a = agg(
+            vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Sum, 0),
+            ],
+            true,
+        );
+        assert_eq!(
+            a.lookup(&[]).unwrap(),
+            vec![vec![Value::Int(0), Value::Null]]
+        );
         let mut h = Harness::new(move |_, d| a.on_input(d));
         assert_emits(&mut h, "+ 4", "- 0 NULL\n+ 1 4");
         assert_emits(&mut h, "- 4", "- 1 4\n+ 0 NULL");
@@ -440,7 +543,12 @@ mod tests {
 
     #[test]
     fn holes_drop_deltas() {
-        let mut a = Aggregate::new(1, vec![AggSpec::new(AggKind::CountStar, 0)], vec![Collation::Binary], false);
+        let mut a = Aggregate::new(
+            1,
+            vec![AggSpec::new(AggKind::CountStar, 0)],
+            vec![Collation::Binary],
+            false,
+        );
         a.key = vec![0];
         a.fill(&[Value::text("a")], vec![]);
         let mut h = Harness::new(move |_, d| a.on_input(d));

@@ -20,7 +20,9 @@ impl Filter {
     }
 
     pub fn keep(&self, row: &[ladle_common::Value]) -> Result<bool> {
-        self.pred.eval_bool(row, &[]).map_err(|e| crate::DataflowError::BadArgument(e.0))
+        self.pred
+            .eval_bool(row, &[])
+            .map_err(|e| crate::DataflowError::BadArgument(e.0))
     }
 
     /// Pure core: each delta passes or not, sign preserved.

@@ -54,7 +54,11 @@ pub(crate) fn render(deltas: &[RowDelta]) -> Vec<String> {
         .iter()
         .map(|d| {
             let vals: Vec<String> = d.row().iter().map(|v| v.to_string()).collect();
-            format!("{} {}", if d.sign() > 0 { "+" } else { "-" }, vals.join(" "))
+            format!(
+                "{} {}",
+                if d.sign() > 0 { "+" } else { "-" },
+                vals.join(" ")
+            )
         })
         .collect();
     v.sort();

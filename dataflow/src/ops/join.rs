@@ -46,7 +46,11 @@ pub(crate) struct KeyedDeltas<'a> {
 impl Join {
     /// Groups a batch's deltas by join key. Rows with a NULL join column
     /// never match and are returned separately (left side only matters).
-    pub fn group<'a>(&self, left: &'a [RowDelta], right: &'a [RowDelta]) -> (Vec<KeyedDeltas<'a>>, Vec<&'a RowDelta>) {
+    pub fn group<'a>(
+        &self,
+        left: &'a [RowDelta],
+        right: &'a [RowDelta],
+    ) -> (Vec<KeyedDeltas<'a>>, Vec<&'a RowDelta>) {
         let mut order: Vec<Vec<Value>> = Vec::new();
         let mut map: HashMap<Vec<Value>, KeyedDeltas<'a>> = HashMap::new();
         let mut null_left = Vec::new();
@@ -62,7 +66,11 @@ impl Join {
                 let nk = norm_key(&key, &self.colls);
                 let e = map.entry(nk.clone()).or_insert_with(|| {
                     order.push(nk);
-                    KeyedDeltas { key, left: vec![], right: vec![] }
+                    KeyedDeltas {
+                        key,
+                        left: vec![],
+                        right: vec![],
+                    }
                 });
                 if side == 0 {
                     e.left.push(d);
@@ -84,7 +92,7 @@ impl Join {
                     if right.is_empty() {
                         if self.kind == JoinKind::Left {
                             let mut row = l.clone();
-                            row.extend(std::iter::repeat(Value::Null).take(self.right_width));
+                            row.extend(std::iter::repeat_n(Value::Null, self.right_width));
                             out.push(row);
                         }
                         continue;
@@ -115,7 +123,10 @@ impl Join {
     pub fn diff_key(&self, l_new: Vec<Row>, r_new: Vec<Row>, g: &KeyedDeltas<'_>) -> Vec<RowDelta> {
         let l_old = undo(l_new.clone(), &g.left);
         let r_old = undo(r_new.clone(), &g.right);
-        diff_rows(self.join_rows(&l_old, &r_old), self.join_rows(&l_new, &r_new))
+        diff_rows(
+            self.join_rows(&l_old, &r_old),
+            self.join_rows(&l_new, &r_new),
+        )
     }
 
     /// Output for left rows whose join key is NULL (they never match).
@@ -124,7 +135,11 @@ impl Join {
         for d in deltas {
             let rows = self.join_rows(&[d.row().clone()], &[]);
             for r in rows {
-                out.push(if d.sign() > 0 { RowDelta::Insert(r) } else { RowDelta::Delete(r) });
+                out.push(if d.sign() > 0 {
+                    RowDelta::Insert(r)
+                } else {
+                    RowDelta::Delete(r)
+                });
             }
         }
         out
@@ -133,7 +148,11 @@ impl Join {
 
 impl fmt::Display for Join {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Join {:?} on left{:?} = right{:?}", self.kind, self.left_cols, self.right_cols)
+        write!(
+            f,
+            "Join {:?} on left{:?} = right{:?}",
+            self.kind, self.left_cols, self.right_cols
+        )
     }
 }
 
@@ -144,11 +163,28 @@ mod tests {
 
     /// A join harness over in-memory inputs: the closure keeps both sides'
     /// current multisets and performs the per-key lookups itself.
-    fn harness(kind: JoinKind, left: &str, right: &str) -> Harness<impl FnMut(usize, Vec<RowDelta>) -> Vec<RowDelta>> {
-        let j = Join { kind, left_cols: vec![0], right_cols: vec![0], colls: vec![Collation::GeneralCi], right_width: 2 };
+    fn harness(
+        kind: JoinKind,
+        left: &str,
+        right: &str,
+    ) -> Harness<impl FnMut(usize, Vec<RowDelta>) -> Vec<RowDelta>> {
+        let j = Join {
+            kind,
+            left_cols: vec![0],
+            right_cols: vec![0],
+            colls: vec![Collation::GeneralCi],
+            right_width: 2,
+        };
         let mut sides: [Vec<Row>; 2] = [
-            left.lines().filter(|l| !l.trim().is_empty()).map(parse_row).collect(),
-            right.lines().filter(|l| !l.trim().is_empty()).map(parse_row).collect(),
+            left.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(parse_row)
+                .collect(),
+            right
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(parse_row)
+                .collect(),
         ];
         Harness::new(move |from, deltas: Vec<RowDelta>| {
             for d in &deltas {
@@ -161,12 +197,21 @@ mod tests {
                     }
                 }
             }
-            let (l, r) = if from == 0 { (deltas.clone(), vec![]) } else { (vec![], deltas.clone()) };
+            let (l, r) = if from == 0 {
+                (deltas.clone(), vec![])
+            } else {
+                (vec![], deltas.clone())
+            };
             let (groups, nulls) = j.group(&l, &r);
             let mut out = j.null_key_rows(&nulls);
             for g in &groups {
                 let pick = |rows: &Vec<Row>| -> Vec<Row> {
-                    rows.iter().filter(|x| super::super::key_matches(x, &[0], &g.key, &[Collation::GeneralCi])).cloned().collect()
+                    rows.iter()
+                        .filter(|x| {
+                            super::super::key_matches(x, &[0], &g.key, &[Collation::GeneralCi])
+                        })
+                        .cloned()
+                        .collect()
                 };
                 out.extend(j.diff_key(pick(&sides[0]), pick(&sides[1]), g));
             }
@@ -195,7 +240,11 @@ mod tests {
         h.from = 1;
         assert_emits(&mut h, "+ 1 x", "- 1 a NULL NULL\n+ 1 a 1 x");
         assert_emits(&mut h, "+ 1 y", "+ 1 a 1 y");
-        assert_emits(&mut h, "- 1 x\n- 1 y", "- 1 a 1 x\n- 1 a 1 y\n+ 1 a NULL NULL");
+        assert_emits(
+            &mut h,
+            "- 1 x\n- 1 y",
+            "- 1 a 1 x\n- 1 a 1 y\n+ 1 a NULL NULL",
+        );
     }
 
     #[test]

@@ -29,7 +29,10 @@ pub(crate) use union::Union;
 /// The closed set of operators a node can hold.
 pub(crate) enum Op {
     /// A base table: its rows live in storage; the node is stateless.
-    Base { table: TableId, name: String },
+    Base {
+        table: TableId,
+        name: String,
+    },
     Filter(Filter),
     Project(Project),
     Join(Join),
@@ -89,11 +92,18 @@ pub(crate) fn norm_key(vals: &[Value], colls: &[Collation]) -> Vec<Value> {
 
 /// The values of `cols` in `row`.
 pub(crate) fn project_cols(row: &[Value], cols: &[usize]) -> Vec<Value> {
-    cols.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect()
+    cols.iter()
+        .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+        .collect()
 }
 
 /// Whether `row[cols]` equals `key` under SQL equality (NULL never equal).
-pub(crate) fn key_matches(row: &[Value], cols: &[usize], key: &[Value], colls: &[Collation]) -> bool {
+pub(crate) fn key_matches(
+    row: &[Value],
+    cols: &[usize],
+    key: &[Value],
+    colls: &[Collation],
+) -> bool {
     cols.iter().zip(key).all(|(&c, k)| {
         let coll = colls.get(c).copied().unwrap_or(Collation::Binary);
         match row.get(c) {

@@ -21,7 +21,10 @@ impl Project {
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
         // Evaluation errors (overflow in a computed column) yield NULL so
         // that an insert and its later delete always project alike.
-        self.exprs.iter().map(|e| e.eval(row).unwrap_or(ladle_common::Value::Null)).collect()
+        self.exprs
+            .iter()
+            .map(|e| e.eval(row).unwrap_or(ladle_common::Value::Null))
+            .collect()
     }
 
     /// Output column `col` if it is a plain copy of an input column.
@@ -61,7 +64,11 @@ mod tests {
     fn project_maps_both_signs() {
         let p = Project::new(vec![
             Expr::Column(1),
-            Expr::Arith(ArithOp::Add, Box::new(Expr::Column(0)), Box::new(Expr::Literal(Value::Int(1)))),
+            Expr::Arith(
+                ArithOp::Add,
+                Box::new(Expr::Column(0)),
+                Box::new(Expr::Literal(Value::Int(1))),
+            ),
         ]);
         let mut h = Harness::new(move |_, d| p.on_input(d).unwrap());
         assert_emits(&mut h, "+ 1 a\n- 2 b", "+ a 2\n- b 3");

@@ -21,7 +21,10 @@ pub(crate) type OrderSpec = Vec<(usize, bool, Collation)>;
 
 pub(crate) fn cmp_rows(a: &[Value], b: &[Value], order: &OrderSpec) -> Ordering {
     for (c, desc, coll) in order {
-        let (x, y) = (a.get(*c).unwrap_or(&Value::Null), b.get(*c).unwrap_or(&Value::Null));
+        let (x, y) = (
+            a.get(*c).unwrap_or(&Value::Null),
+            b.get(*c).unwrap_or(&Value::Null),
+        );
         let o = x.cmp_collated(y, *coll);
         let o = if *desc { o.reverse() } else { o };
         if o != Ordering::Equal {
@@ -72,7 +75,8 @@ impl ReaderState {
         let nk = self.norm(key);
         let map = self.map.read();
         let e = map.get(&nk)?;
-        e.last_used.store(self.clock.fetch_add(1, AO::Relaxed), AO::Relaxed);
+        e.last_used
+            .store(self.clock.fetch_add(1, AO::Relaxed), AO::Relaxed);
         Some(e.rows.clone())
     }
 
@@ -82,7 +86,10 @@ impl ReaderState {
 
     pub fn stats(&self) -> (u64, u64) {
         let map = self.map.read();
-        (map.len() as u64, map.values().map(|e| e.rows.len() as u64).sum())
+        (
+            map.len() as u64,
+            map.values().map(|e| e.rows.len() as u64).sum(),
+        )
     }
 
     /// Fills a hole with the key's complete result.
@@ -93,7 +100,11 @@ impl ReaderState {
         let rows = Arc::new(rows);
         let nk = self.norm(key);
         let mut map = self.map.write();
-        let e = Entry { rows: rows.clone(), bytes, last_used: AtomicU64::new(self.clock.fetch_add(1, AO::Relaxed)) };
+        let e = Entry {
+            rows: rows.clone(),
+            bytes,
+            last_used: AtomicU64::new(self.clock.fetch_add(1, AO::Relaxed)),
+        };
         if let Some(old) = map.insert(nk, e) {
             self.bytes.fetch_sub(old.bytes, AO::Relaxed);
         }
@@ -126,7 +137,8 @@ impl ReaderState {
                         rows.remove(p);
                         let b = row_bytes(&r);
                         e.bytes = e.bytes.saturating_sub(b);
-                        self.bytes.fetch_sub(b.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
+                        self.bytes
+                            .fetch_sub(b.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
                     }
                 }
             }
@@ -137,8 +149,10 @@ impl ReaderState {
     /// returns bytes freed.
     pub fn evict(&self, target: usize) -> usize {
         let mut map = self.map.write();
-        let mut ages: Vec<(u64, Vec<Value>, usize)> =
-            map.iter().map(|(k, e)| (e.last_used.load(AO::Relaxed), k.clone(), e.bytes)).collect();
+        let mut ages: Vec<(u64, Vec<Value>, usize)> = map
+            .iter()
+            .map(|(k, e)| (e.last_used.load(AO::Relaxed), k.clone(), e.bytes))
+            .collect();
         ages.sort_by_key(|a| a.0);
         let mut freed = 0;
         for (_, k, b) in ages {
@@ -148,13 +162,18 @@ impl ReaderState {
             map.remove(&k);
             freed += b;
         }
-        self.bytes.fetch_sub(freed.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
+        self.bytes
+            .fetch_sub(freed.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
         freed
     }
 
     /// Oldest access time among cached keys.
     pub fn oldest(&self) -> Option<u64> {
-        self.map.read().values().map(|e| e.last_used.load(AO::Relaxed)).min()
+        self.map
+            .read()
+            .values()
+            .map(|e| e.last_used.load(AO::Relaxed))
+            .min()
     }
 
     pub fn clear(&self) {
@@ -177,7 +196,16 @@ impl Reader {
 
 impl fmt::Display for Reader {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Reader keyed by {:?}, ordered by {:?}", self.key, self.shared.order.iter().map(|o| (o.0, o.1)).collect::<Vec<_>>())
+        write!(
+            f,
+            "Reader keyed by {:?}, ordered by {:?}",
+            self.key,
+            self.shared
+                .order
+                .iter()
+                .map(|o| (o.0, o.1))
+                .collect::<Vec<_>>()
+        )
     }
 }
 
@@ -188,12 +216,24 @@ mod tests {
 
     #[test]
     fn reader_keeps_filled_keys_sorted_and_drops_holes() {
-        let st = Arc::new(ReaderState::new(vec![Collation::GeneralCi], vec![(1, true, Collation::Binary)]));
-        let r = Reader { key: vec![0], shared: st.clone() };
-        st.fill(&[Value::text("a")], vec![parse_row("a 1"), parse_row("a 3")]);
+        let st = Arc::new(ReaderState::new(
+            vec![Collation::GeneralCi],
+            vec![(1, true, Collation::Binary)],
+        ));
+        let r = Reader {
+            key: vec![0],
+            shared: st.clone(),
+        };
+        st.fill(
+            &[Value::text("a")],
+            vec![parse_row("a 1"), parse_row("a 3")],
+        );
         r.on_input(parse("+ a 2\n+ b 9\n- a 3\n+ A 7"));
         let rows = st.get(&[Value::text("a")]).unwrap();
-        assert_eq!(*rows, vec![parse_row("A 7"), parse_row("a 2"), parse_row("a 1")]);
+        assert_eq!(
+            *rows,
+            vec![parse_row("A 7"), parse_row("a 2"), parse_row("a 1")]
+        );
         assert!(st.get(&[Value::text("b")]).is_none());
         // An update crossing the top of the order: the row moves.
         r.on_input(parse("- a 1\n+ a 8"));

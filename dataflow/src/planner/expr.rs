@@ -31,7 +31,10 @@ pub(crate) struct Scope {
 
 impl Scope {
     pub fn types(&self) -> Vec<(SqlType, bool)> {
-        self.cols.iter().map(|c| (c.ty.clone(), c.nullable)).collect()
+        self.cols
+            .iter()
+            .map(|c| (c.ty.clone(), c.nullable))
+            .collect()
     }
 
     /// Resolves `[qualifier.]name`.
@@ -45,10 +48,16 @@ impl Scope {
             .cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.name.eq_ignore_ascii_case(name) && qual.as_ref().map_or(true, |q| *q == c.qualifier))
+            .filter(|(_, c)| {
+                c.name.eq_ignore_ascii_case(name) && qual.as_ref().is_none_or(|q| *q == c.qualifier)
+            })
             .map(|(i, _)| i)
             .collect();
-        let full = idents.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(".");
+        let full = idents
+            .iter()
+            .map(|i| i.value.clone())
+            .collect::<Vec<_>>()
+            .join(".");
         match hits.len() {
             1 => Ok(hits[0]),
             0 => Err(DataflowError::UnknownColumn(full, "field list".into())),
@@ -100,7 +109,10 @@ pub(crate) fn unsupported(what: impl Into<String>) -> DataflowError {
 pub(crate) fn aggregate_name(e: &ast::Expr) -> Option<String> {
     if let ast::Expr::Function(f) = e {
         let n = f.name.to_string().to_ascii_lowercase();
-        if matches!(n.as_str(), "count" | "sum" | "avg" | "min" | "max" | "group_concat") {
+        if matches!(
+            n.as_str(),
+            "count" | "sum" | "avg" | "min" | "max" | "group_concat"
+        ) {
             return Some(n);
         }
     }
@@ -122,7 +134,12 @@ pub(crate) fn collect_aggregates(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
 pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     use ast::Expr as E;
     match e {
-        E::IsFalse(x) | E::IsNotFalse(x) | E::IsTrue(x) | E::IsNotTrue(x) | E::IsNull(x) | E::IsNotNull(x) => f(x),
+        E::IsFalse(x)
+        | E::IsNotFalse(x)
+        | E::IsTrue(x)
+        | E::IsNotTrue(x)
+        | E::IsNull(x)
+        | E::IsNotNull(x) => f(x),
         E::IsUnknown(x) | E::IsNotUnknown(x) | E::Nested(x) => f(x),
         E::IsDistinctFrom(a, b) | E::IsNotDistinctFrom(a, b) => {
             f(a);
@@ -130,10 +147,12 @@ pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
         }
         E::InList { expr, list, .. } => {
             f(expr);
-            list.iter().for_each(|x| f(x))
+            list.iter().for_each(&mut *f)
         }
         E::InSubquery { expr, .. } => f(expr),
-        E::Between { expr, low, high, .. } => {
+        E::Between {
+            expr, low, high, ..
+        } => {
             f(expr);
             f(low);
             f(high)
@@ -148,7 +167,12 @@ pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
         }
         E::UnaryOp { expr, .. } | E::Cast { expr, .. } | E::Collate { expr, .. } => f(expr),
         E::Ceil { expr, .. } | E::Floor { expr, .. } => f(expr),
-        E::Substring { expr, substring_from, substring_for, .. } => {
+        E::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
             f(expr);
             if let Some(x) = substring_from {
                 f(x)
@@ -157,7 +181,9 @@ pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
                 f(x)
             }
         }
-        E::Trim { expr, trim_what, .. } => {
+        E::Trim {
+            expr, trim_what, ..
+        } => {
             f(expr);
             if let Some(x) = trim_what {
                 f(x)
@@ -172,18 +198,23 @@ pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
                 }
             }
         }
-        E::Case { operand, conditions, results, else_result } => {
+        E::Case {
+            operand,
+            conditions,
+            results,
+            else_result,
+        } => {
             if let Some(o) = operand {
                 f(o)
             }
-            conditions.iter().for_each(|x| f(x));
-            results.iter().for_each(|x| f(x));
+            conditions.iter().for_each(&mut *f);
+            results.iter().for_each(&mut *f);
             if let Some(x) = else_result {
                 f(x)
             }
         }
         E::Interval(i) => f(&i.value),
-        E::Tuple(xs) => xs.iter().for_each(|x| f(x)),
+        E::Tuple(xs) => xs.iter().for_each(f),
         _ => {}
     }
 }
@@ -193,16 +224,22 @@ pub(crate) fn literal(v: &ast::Value) -> Result<Value> {
     use ast::Value as V;
     Ok(match v {
         V::Number(s, _) => number(s)?,
-        V::SingleQuotedString(s) | V::DoubleQuotedString(s) | V::EscapedStringLiteral(s) => Value::text(s),
+        V::SingleQuotedString(s) | V::DoubleQuotedString(s) | V::EscapedStringLiteral(s) => {
+            Value::text(s)
+        }
         V::NationalStringLiteral(s) => Value::text(s),
         V::HexStringLiteral(h) => {
             let bytes: Option<Vec<u8>> = (0..h.len())
                 .step_by(2)
                 .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
                 .collect();
-            Value::bytes(bytes.ok_or_else(|| DataflowError::BadArgument(format!("bad hex literal {h}")))?)
+            Value::bytes(
+                bytes.ok_or_else(|| DataflowError::BadArgument(format!("bad hex literal {h}")))?,
+            )
         }
-        V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s) => Value::bytes(s.as_bytes()),
+        V::SingleQuotedByteStringLiteral(s) | V::DoubleQuotedByteStringLiteral(s) => {
+            Value::bytes(s.as_bytes())
+        }
         V::Boolean(b) => Value::Int(i64::from(*b)),
         V::Null => Value::Null,
         V::Placeholder(p) => return Err(unsupported(format!("placeholder {p} here"))),
@@ -212,7 +249,10 @@ pub(crate) fn literal(v: &ast::Value) -> Result<Value> {
 
 fn number(s: &str) -> Result<Value> {
     if s.contains(['e', 'E']) {
-        return s.parse::<f64>().map(Value::Double).map_err(|_| DataflowError::BadArgument(s.into()));
+        return s
+            .parse::<f64>()
+            .map(Value::Double)
+            .map_err(|_| DataflowError::BadArgument(s.into()));
     }
     if s.contains('.') {
         return Decimal::from_str(s)
@@ -226,7 +266,9 @@ fn number(s: &str) -> Result<Value> {
     if let Ok(u) = s.parse::<u64>() {
         return Ok(Value::UInt(u));
     }
-    Decimal::from_str(s).map(Value::Decimal).map_err(|_| DataflowError::BadArgument(s.into()))
+    Decimal::from_str(s)
+        .map(Value::Decimal)
+        .map_err(|_| DataflowError::BadArgument(s.into()))
 }
 
 /// Parses a `?N` placeholder name into its slot.
@@ -236,12 +278,23 @@ pub(crate) fn placeholder_slot(p: &str) -> Option<usize> {
 
 impl<'a> ExprCx<'a> {
     pub fn row(scope: &'a Scope) -> ExprCx<'a> {
-        ExprCx { scope, post: None, params: ParamMode::Reject, proposed: false, aliases: None }
+        ExprCx {
+            scope,
+            post: None,
+            params: ParamMode::Reject,
+            proposed: false,
+            aliases: None,
+        }
     }
 
     fn col_info(&self, i: usize) -> (SqlType, bool, Collation) {
         match self.post {
-            Some(p) => p.out.get(i).cloned().unwrap_or((SqlType::VarChar(255), true, Collation::GeneralCi)),
+            Some(p) => {
+                p.out
+                    .get(i)
+                    .cloned()
+                    .unwrap_or((SqlType::VarChar(255), true, Collation::GeneralCi))
+            }
             None => match self.scope.cols.get(i) {
                 Some(c) => (c.ty.clone(), c.nullable, c.collation),
                 None => (SqlType::VarChar(255), true, Collation::GeneralCi),
@@ -268,7 +321,11 @@ impl<'a> ExprCx<'a> {
         if let Expr::Column(i) = compiled {
             let (ty, _, coll) = self.col_info(*i);
             if ty.is_text() || ty.is_binary() {
-                return Some(if ty.is_binary() { Collation::Binary } else { coll });
+                return Some(if ty.is_binary() {
+                    Collation::Binary
+                } else {
+                    coll
+                });
             }
         }
         None
@@ -286,7 +343,9 @@ impl<'a> ExprCx<'a> {
                 return c;
             }
         }
-        self.collation_of(a, ca).or_else(|| self.collation_of(b, cb)).unwrap_or(Collation::GeneralCi)
+        self.collation_of(a, ca)
+            .or_else(|| self.collation_of(b, cb))
+            .unwrap_or(Collation::GeneralCi)
     }
 
     pub fn compile(&self, e: &ast::Expr) -> Result<Expr> {
@@ -296,7 +355,9 @@ impl<'a> ExprCx<'a> {
                 return Ok(Expr::Column(i));
             }
             if aggregate_name(e).is_some() {
-                return Err(DataflowError::Internal(format!("aggregate {e} not planned")));
+                return Err(DataflowError::Internal(format!(
+                    "aggregate {e} not planned"
+                )));
             }
         }
         let b = |x: Expr| Box::new(x);
@@ -306,7 +367,11 @@ impl<'a> ExprCx<'a> {
             E::Value(v) => match v {
                 ast::Value::Placeholder(p) => match (self.params, placeholder_slot(p)) {
                     (ParamMode::Slots, Some(n)) => Expr::Param(n),
-                    _ => return Err(DataflowError::BadArgument(format!("unexpected placeholder {p}"))),
+                    _ => {
+                        return Err(DataflowError::BadArgument(format!(
+                            "unexpected placeholder {p}"
+                        )))
+                    }
                 },
                 other => Expr::Literal(literal(other)?),
             },
@@ -331,7 +396,9 @@ impl<'a> ExprCx<'a> {
                         Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
                         Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(-d)),
                         Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
-                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => Expr::Literal(Value::Int(i64::MIN)),
+                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
+                            Expr::Literal(Value::Int(i64::MIN))
+                        }
                         x => Expr::Neg(b(x)),
                     },
                     ast::UnaryOperator::Plus => x,
@@ -357,8 +424,15 @@ impl<'a> ExprCx<'a> {
                             return Err(DataflowError::Internal("interval expected".into()));
                         };
                         let (amount, unit) = self.interval(iv)?;
-                        let amount = if *op == B::Minus { Expr::Neg(b(amount)) } else { amount };
-                        Expr::Call(Func::DateAdd, vec![l, amount, Expr::Literal(Value::Int(unit))])
+                        let amount = if *op == B::Minus {
+                            Expr::Neg(b(amount))
+                        } else {
+                            amount
+                        };
+                        Expr::Call(
+                            Func::DateAdd,
+                            vec![l, amount, Expr::Literal(Value::Int(unit))],
+                        )
                     }
                     B::Plus => arith(ArithOp::Add),
                     B::Minus => arith(ArithOp::Sub),
@@ -384,25 +458,62 @@ impl<'a> ExprCx<'a> {
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
             }
-            E::IsNull(x) => Expr::IsNull { expr: b(self.compile(x)?), negated: false },
-            E::IsNotNull(x) => Expr::IsNull { expr: b(self.compile(x)?), negated: true },
-            E::IsUnknown(x) => Expr::IsNull { expr: b(self.compile(x)?), negated: false },
-            E::IsNotUnknown(x) => Expr::IsNull { expr: b(self.compile(x)?), negated: true },
-            E::IsTrue(x) => Expr::IsBool { expr: b(self.compile(x)?), value: true, negated: false },
-            E::IsNotTrue(x) => Expr::IsBool { expr: b(self.compile(x)?), value: true, negated: true },
-            E::IsFalse(x) => Expr::IsBool { expr: b(self.compile(x)?), value: false, negated: false },
-            E::IsNotFalse(x) => Expr::IsBool { expr: b(self.compile(x)?), value: false, negated: true },
+            E::IsNull(x) => Expr::IsNull {
+                expr: b(self.compile(x)?),
+                negated: false,
+            },
+            E::IsNotNull(x) => Expr::IsNull {
+                expr: b(self.compile(x)?),
+                negated: true,
+            },
+            E::IsUnknown(x) => Expr::IsNull {
+                expr: b(self.compile(x)?),
+                negated: false,
+            },
+            E::IsNotUnknown(x) => Expr::IsNull {
+                expr: b(self.compile(x)?),
+                negated: true,
+            },
+            E::IsTrue(x) => Expr::IsBool {
+                expr: b(self.compile(x)?),
+                value: true,
+                negated: false,
+            },
+            E::IsNotTrue(x) => Expr::IsBool {
+                expr: b(self.compile(x)?),
+                value: true,
+                negated: true,
+            },
+            E::IsFalse(x) => Expr::IsBool {
+                expr: b(self.compile(x)?),
+                value: false,
+                negated: false,
+            },
+            E::IsNotFalse(x) => Expr::IsBool {
+                expr: b(self.compile(x)?),
+                value: false,
+                negated: true,
+            },
             E::IsDistinctFrom(x, y) | E::IsNotDistinctFrom(x, y) => {
                 let (cx, cy) = (self.compile(x)?, self.compile(y)?);
                 let coll = self.pair_collation(x, &cx, y, &cy);
-                let eq = Expr::Cmp { op: CmpOp::NullSafeEq, left: b(cx), right: b(cy), collation: coll };
+                let eq = Expr::Cmp {
+                    op: CmpOp::NullSafeEq,
+                    left: b(cx),
+                    right: b(cy),
+                    collation: coll,
+                };
                 if matches!(e, E::IsDistinctFrom(..)) {
                     Expr::Not(b(eq))
                 } else {
                     eq
                 }
             }
-            E::InList { expr, list, negated } => {
+            E::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let x = self.compile(expr)?;
                 let mut coll = self.collation_of(expr, &x);
                 let mut items = Vec::new();
@@ -413,9 +524,19 @@ impl<'a> ExprCx<'a> {
                     }
                     items.push(c);
                 }
-                Expr::InList { expr: b(x), list: items, negated: *negated, collation: coll.unwrap_or_default() }
+                Expr::InList {
+                    expr: b(x),
+                    list: items,
+                    negated: *negated,
+                    collation: coll.unwrap_or_default(),
+                }
             }
-            E::Between { expr, negated, low, high } => {
+            E::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let x = self.compile(expr)?;
                 let coll = self.collation_of(expr, &x).unwrap_or_default();
                 Expr::Between {
@@ -426,8 +547,20 @@ impl<'a> ExprCx<'a> {
                     collation: coll,
                 }
             }
-            E::Like { negated, any: false, expr, pattern, escape_char }
-            | E::ILike { negated, any: false, expr, pattern, escape_char } => {
+            E::Like {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            }
+            | E::ILike {
+                negated,
+                any: false,
+                expr,
+                pattern,
+                escape_char,
+            } => {
                 let x = self.compile(expr)?;
                 let p = self.compile(pattern)?;
                 let mut coll = self.pair_collation(expr, &x, pattern, &p);
@@ -440,13 +573,28 @@ impl<'a> ExprCx<'a> {
                         let mut it = s.chars();
                         match (it.next(), it.next()) {
                             (Some(c), None) => c,
-                            _ => return Err(DataflowError::BadArgument("Incorrect arguments to ESCAPE".into())),
+                            _ => {
+                                return Err(DataflowError::BadArgument(
+                                    "Incorrect arguments to ESCAPE".into(),
+                                ))
+                            }
                         }
                     }
                 };
-                Expr::Like { expr: b(x), pattern: b(p), escape, negated: *negated, collation: coll }
+                Expr::Like {
+                    expr: b(x),
+                    pattern: b(p),
+                    escape,
+                    negated: *negated,
+                    collation: coll,
+                }
             }
-            E::Case { operand, conditions, results, else_result } => {
+            E::Case {
+                operand,
+                conditions,
+                results,
+                else_result,
+            } => {
                 let op = match operand {
                     Some(o) => Some(self.compile(o)?),
                     None => None,
@@ -463,20 +611,44 @@ impl<'a> ExprCx<'a> {
                     Some(x) => Some(b(self.compile(x)?)),
                     None => None,
                 };
-                Expr::Case { operand: op.map(b), whens, otherwise, collation: coll }
+                Expr::Case {
+                    operand: op.map(b),
+                    whens,
+                    otherwise,
+                    collation: coll,
+                }
             }
-            E::Cast { expr, data_type, format: None, .. } => Expr::Cast(b(self.compile(expr)?), cast_type(data_type)?),
-            E::Convert { expr, data_type: Some(dt), charset: None, .. } => {
-                Expr::Cast(b(self.compile(expr)?), cast_type(dt)?)
-            }
-            E::Convert { expr, data_type: None, .. } => self.compile(expr)?,
-            E::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
-                Expr::Call(Func::Ceil, vec![self.compile(expr)?])
-            }
-            E::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
-                Expr::Call(Func::Floor, vec![self.compile(expr)?])
-            }
-            E::Substring { expr, substring_from, substring_for, .. } => {
+            E::Cast {
+                expr,
+                data_type,
+                format: None,
+                ..
+            } => Expr::Cast(b(self.compile(expr)?), cast_type(data_type)?),
+            E::Convert {
+                expr,
+                data_type: Some(dt),
+                charset: None,
+                ..
+            } => Expr::Cast(b(self.compile(expr)?), cast_type(dt)?),
+            E::Convert {
+                expr,
+                data_type: None,
+                ..
+            } => self.compile(expr)?,
+            E::Ceil {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => Expr::Call(Func::Ceil, vec![self.compile(expr)?]),
+            E::Floor {
+                expr,
+                field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
+            } => Expr::Call(Func::Floor, vec![self.compile(expr)?]),
+            E::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let mut args = vec![self.compile(expr)?];
                 args.push(match substring_from {
                     Some(f) => self.compile(f)?,
@@ -487,7 +659,12 @@ impl<'a> ExprCx<'a> {
                 }
                 Expr::Call(Func::Substring, args)
             }
-            E::Trim { expr, trim_where, trim_what, trim_characters: None } => {
+            E::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => {
                 if trim_what.is_some() {
                     return Err(unsupported("TRIM(... FROM ...)"));
                 }
@@ -534,7 +711,10 @@ impl<'a> ExprCx<'a> {
                 Some(&o) => Ok(Expr::Column(o)),
                 None => Err(unsupported(format!(
                     "column '{}' that is not in GROUP BY",
-                    ids.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(".")
+                    ids.iter()
+                        .map(|i| i.value.clone())
+                        .collect::<Vec<_>>()
+                        .join(".")
                 ))),
             },
         }
@@ -582,34 +762,59 @@ impl<'a> ExprCx<'a> {
             }
         };
         if aggregate_name(&ast::Expr::Function(f.clone())).is_some() {
-            return Err(DataflowError::Unsupported(format!("aggregate {name} in this position")));
+            return Err(DataflowError::Unsupported(format!(
+                "aggregate {name} in this position"
+            )));
         }
         if name == "values" || name == "value" {
             let [ast::Expr::Identifier(id)] = args.as_slice() else {
-                return Err(DataflowError::BadArgument("VALUES() takes a column name".into()));
+                return Err(DataflowError::BadArgument(
+                    "VALUES() takes a column name".into(),
+                ));
             };
             if !self.proposed {
                 return Ok(Expr::Literal(Value::Null));
             }
-            return Ok(Expr::Proposed(self.scope.resolve(std::slice::from_ref(id))?));
+            return Ok(Expr::Proposed(
+                self.scope.resolve(std::slice::from_ref(id))?,
+            ));
         }
         if name == "date_add" || name == "date_sub" || name == "adddate" || name == "subdate" {
             if let [d, ast::Expr::Interval(iv)] = args.as_slice() {
                 let (amount, unit) = self.interval(iv)?;
-                let amount = if name.contains("sub") { Expr::Neg(Box::new(amount)) } else { amount };
-                return Ok(Expr::Call(Func::DateAdd, vec![self.compile(d)?, amount, Expr::Literal(Value::Int(unit))]));
+                let amount = if name.contains("sub") {
+                    Expr::Neg(Box::new(amount))
+                } else {
+                    amount
+                };
+                return Ok(Expr::Call(
+                    Func::DateAdd,
+                    vec![self.compile(d)?, amount, Expr::Literal(Value::Int(unit))],
+                ));
             }
             if let [d, n] = args.as_slice() {
                 let amount = self.compile(n)?;
-                let amount = if name.contains("sub") { Expr::Neg(Box::new(amount)) } else { amount };
+                let amount = if name.contains("sub") {
+                    Expr::Neg(Box::new(amount))
+                } else {
+                    amount
+                };
                 return Ok(Expr::Call(
                     Func::DateAdd,
-                    vec![self.compile(d)?, amount, Expr::Literal(Value::Int(func::UNIT_DAY))],
+                    vec![
+                        self.compile(d)?,
+                        amount,
+                        Expr::Literal(Value::Int(func::UNIT_DAY)),
+                    ],
                 ));
             }
         }
-        let func = Func::by_name(&name, args.len()).ok_or_else(|| unsupported(format!("function {name}")))?;
-        let compiled: Vec<Expr> = args.iter().map(|a| self.compile(a)).collect::<Result<_>>()?;
+        let func = Func::by_name(&name, args.len())
+            .ok_or_else(|| unsupported(format!("function {name}")))?;
+        let compiled: Vec<Expr> = args
+            .iter()
+            .map(|a| self.compile(a))
+            .collect::<Result<_>>()?;
         // NOW(fsp) etc. ignore their precision argument.
         let compiled = match func {
             Func::Now | Func::UtcTimestamp | Func::CurTime => vec![],
@@ -630,14 +835,20 @@ fn is_interval(e: &ast::Expr) -> bool {
     matches!(strip_nested(e), ast::Expr::Interval(_))
 }
 
-
 /// The CAST target for a SQL type.
 pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
     use ast::DataType as D;
     Ok(match t {
-        D::Int(_) | D::Integer(_) | D::BigInt(_) | D::TinyInt(_) | D::SmallInt(_) | D::MediumInt(_) => CastType::Signed,
+        D::Int(_)
+        | D::Integer(_)
+        | D::BigInt(_)
+        | D::TinyInt(_)
+        | D::SmallInt(_)
+        | D::MediumInt(_) => CastType::Signed,
         D::UnsignedInt(_) | D::UnsignedInteger(_) | D::UnsignedBigInt(_) => CastType::Unsigned,
-        D::Char(_) | D::Varchar(_) | D::Text | D::String(_) | D::Nvarchar(_) | D::Character(_) => CastType::Char,
+        D::Char(_) | D::Varchar(_) | D::Text | D::String(_) | D::Nvarchar(_) | D::Character(_) => {
+            CastType::Char
+        }
         D::Binary(_) | D::Varbinary(_) | D::Blob(_) => CastType::Binary,
         D::Decimal(info) | D::Numeric(info) | D::Dec(info) => {
             let (p, s) = match info {
@@ -648,9 +859,14 @@ pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
             if p > 65 || s > 30 || s > p {
                 return Err(DataflowError::BadArgument(format!("bad DECIMAL({p},{s})")));
             }
-            CastType::Decimal { precision: p as u8, scale: s as u8 }
+            CastType::Decimal {
+                precision: p as u8,
+                scale: s as u8,
+            }
         }
-        D::Double | D::DoublePrecision | D::Float(_) | D::Real | D::Float8 | D::Float64 => CastType::Double,
+        D::Double | D::DoublePrecision | D::Float(_) | D::Real | D::Float8 | D::Float64 => {
+            CastType::Double
+        }
         D::Date => CastType::Date,
         D::Datetime(_) | D::Timestamp(..) => CastType::DateTime,
         D::Time(..) => CastType::Time,
@@ -666,4 +882,3 @@ pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
         other => return Err(unsupported(format!("CAST AS {other}"))),
     })
 }
-

@@ -27,7 +27,10 @@ pub(crate) fn table_scope(t: &TableSchema, qualifier: &str) -> Scope {
     }
 }
 
-pub(crate) fn compile_row_expr(e: &ast::Expr, table: Option<&TableSchema>) -> Result<crate::expr::Expr> {
+pub(crate) fn compile_row_expr(
+    e: &ast::Expr,
+    table: Option<&TableSchema>,
+) -> Result<crate::expr::Expr> {
     let scope = match table {
         Some(t) => table_scope(t, &t.name),
         None => Scope::default(),
@@ -37,10 +40,10 @@ pub(crate) fn compile_row_expr(e: &ast::Expr, table: Option<&TableSchema>) -> Re
     cx.compile(e)
 }
 
-pub(crate) mod query;
 pub(crate) mod normalize;
+pub(crate) mod query;
 
-pub(crate) use query::{Count, Planned, Planner, PlannedView};
+pub(crate) use query::{Count, Planned, PlannedView, Planner};
 
 /// Parses a stored view definition.
 pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
@@ -48,6 +51,8 @@ pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
         .map_err(|e| crate::DataflowError::Internal(format!("stored view does not parse: {e}")))?;
     match stmts.into_iter().next() {
         Some(ast::Statement::Query(q)) => Ok(*q),
-        _ => Err(crate::DataflowError::Internal("stored view is not a query".into())),
+        _ => Err(crate::DataflowError::Internal(
+            "stored view is not a query".into(),
+        )),
     }
 }

@@ -30,24 +30,38 @@ pub(crate) struct Normalized {
 
 fn is_plain_literal(e: &ast::Expr) -> bool {
     match e {
-        ast::Expr::Value(v) => !matches!(v, ast::Value::Null | ast::Value::Placeholder(_) | ast::Value::Boolean(_)),
+        ast::Expr::Value(v) => !matches!(
+            v,
+            ast::Value::Null | ast::Value::Placeholder(_) | ast::Value::Boolean(_)
+        ),
         _ => false,
     }
 }
 
 fn is_col(e: &ast::Expr) -> bool {
-    matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_))
+    matches!(
+        e,
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+    )
 }
 
 const LIT: &str = "?lit";
 
 fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
     match e {
-        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
             extract(left, lits)?;
             extract(right, lits)
         }
-        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => {
             if is_col(left) && is_plain_literal(right) {
                 if let ast::Expr::Value(v) = &**right {
                     lits.push(literal(v)?);
@@ -61,7 +75,11 @@ fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
             }
             Ok(())
         }
-        ast::Expr::InList { expr, list, negated: false } if is_col(expr) && list.iter().all(is_plain_literal) => {
+        ast::Expr::InList {
+            expr,
+            list,
+            negated: false,
+        } if is_col(expr) && list.iter().all(is_plain_literal) => {
             for item in list.iter_mut() {
                 if let ast::Expr::Value(v) = item {
                     lits.push(literal(v)?);
@@ -107,7 +125,9 @@ pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
             let src = if p == LIT {
                 lit_iter.next().map(Source::Literal)
             } else {
-                p.strip_prefix("?u").and_then(|x| x.parse().ok()).map(Source::User)
+                p.strip_prefix("?u")
+                    .and_then(|x| x.parse().ok())
+                    .map(Source::User)
             };
             match src {
                 Some(s) => {
@@ -120,12 +140,19 @@ pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
         ControlFlow::<()>::Continue(())
     });
     if let Some(p) = bad {
-        return Err(crate::DataflowError::Unsupported(format!("placeholder {p}")));
+        return Err(crate::DataflowError::Unsupported(format!(
+            "placeholder {p}"
+        )));
     }
     let mut shape = query.clone();
     let _ = shape.visit(&mut Blank);
     let signature = format!("{}\u{1}{}", database.to_ascii_lowercase(), shape);
-    Ok(Normalized { query, sources, user_params, signature })
+    Ok(Normalized {
+        query,
+        sources,
+        user_params,
+        signature,
+    })
 }
 
 struct Blank;

@@ -8,8 +8,8 @@ use ladle_storage::Storage;
 use sqlparser::ast;
 
 use super::expr::{
-    aggregate_name, collect_aggregates, literal, norm, placeholder_slot, unsupported, ExprCx, ParamMode, PostAgg, Scope,
-    ScopeCol,
+    aggregate_name, collect_aggregates, literal, norm, placeholder_slot, unsupported, ExprCx,
+    ParamMode, PostAgg, Scope, ScopeCol,
 };
 use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
@@ -57,7 +57,7 @@ pub(crate) struct Constant {
 }
 
 pub(crate) enum Planned {
-    View(PlannedView),
+    View(Box<PlannedView>),
     Constant(Constant),
 }
 
@@ -86,16 +86,37 @@ pub(crate) struct Planner<'a> {
 }
 
 fn base_colls(t: &TableSchema) -> Vec<Collation> {
-    t.columns.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect()
+    t.columns
+        .iter()
+        .map(|c| {
+            if c.ty.is_text() {
+                c.collation
+            } else {
+                Collation::Binary
+            }
+        })
+        .collect()
 }
 
 fn split_conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     match e {
-        ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
             split_conjuncts(left, out);
             split_conjuncts(right, out);
         }
-        ast::Expr::Nested(x) if matches!(**x, ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) => {
+        ast::Expr::Nested(x)
+            if matches!(
+                **x,
+                ast::Expr::BinaryOp {
+                    op: ast::BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
             split_conjuncts(x, out)
         }
         other => out.push(other.clone()),
@@ -117,7 +138,10 @@ fn has_placeholder(e: &ast::Expr) -> bool {
 fn has_subquery(e: &ast::Expr) -> bool {
     let mut found = false;
     fn walk(e: &ast::Expr, found: &mut bool) {
-        if matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }) {
+        if matches!(
+            e,
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }
+        ) {
             *found = true;
         }
         super::expr::visit_children(e, &mut |c| walk(c, found));
@@ -144,13 +168,15 @@ fn as_slot(e: &ast::Expr) -> Option<usize> {
 
 fn count_of(e: &ast::Expr) -> Result<Count> {
     match e {
-        ast::Expr::Value(ast::Value::Placeholder(p)) => {
-            placeholder_slot(p).map(Count::Slot).ok_or_else(|| unsupported("placeholder"))
-        }
+        ast::Expr::Value(ast::Value::Placeholder(p)) => placeholder_slot(p)
+            .map(Count::Slot)
+            .ok_or_else(|| unsupported("placeholder")),
         ast::Expr::Value(v) => match literal(v)? {
             Value::Int(i) if i >= 0 => Ok(Count::Const(i as u64)),
             Value::UInt(u) => Ok(Count::Const(u)),
-            _ => Err(DataflowError::BadArgument("LIMIT/OFFSET must be a non-negative integer".into())),
+            _ => Err(DataflowError::BadArgument(
+                "LIMIT/OFFSET must be a non-negative integer".into(),
+            )),
         },
         _ => Err(unsupported("LIMIT expression")),
     }
@@ -166,9 +192,11 @@ impl<'a> Planner<'a> {
         }
         match &*q.body {
             ast::SetExpr::Select(s) if s.from.is_empty() => self.constant(s, q),
-            ast::SetExpr::Select(s) => Ok(Planned::View(self.select(s, q, true)?)),
-            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => self.plan(inner),
-            ast::SetExpr::SetOperation { .. } => Ok(Planned::View(self.union(q)?)),
+            ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
+            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
+                self.plan(inner)
+            }
+            ast::SetExpr::SetOperation { .. } => Ok(Planned::View(Box::new(self.union(q)?))),
             other => Err(unsupported(format!("query body {other}"))),
         }
     }
@@ -178,7 +206,13 @@ impl<'a> Planner<'a> {
             // ORDER BY over one row is a no-op.
         }
         let scope = Scope::default();
-        let cx = ExprCx { scope: &scope, post: None, params: ParamMode::Slots, proposed: false, aliases: None };
+        let cx = ExprCx {
+            scope: &scope,
+            post: None,
+            params: ParamMode::Slots,
+            proposed: false,
+            aliases: None,
+        };
         let mut exprs = Vec::new();
         let mut columns = Vec::new();
         for item in &s.projection {
@@ -192,17 +226,28 @@ impl<'a> Planner<'a> {
             }
             let c = cx.compile(e)?;
             let (ty, nullable) = c.result_type(&[]);
-            columns.push(OutputColumn { name, table: String::new(), ty, nullable });
+            columns.push(OutputColumn {
+                name,
+                table: String::new(),
+                ty,
+                nullable,
+            });
             exprs.push(c);
         }
         let filter = match &s.selection {
             Some(w) => Some(cx.compile(w)?),
             None => None,
         };
-        if !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some() {
+        if !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+        {
             return Err(unsupported("GROUP BY without FROM"));
         }
-        Ok(Planned::Constant(Constant { exprs, filter, columns }))
+        Ok(Planned::Constant(Constant {
+            exprs,
+            filter,
+            columns,
+        }))
     }
 
     /// A subquery used as a relation (derived table, view, IN list).
@@ -210,31 +255,67 @@ impl<'a> Planner<'a> {
         if self.depth > 16 {
             return Err(unsupported("views nested this deeply"));
         }
-        let sub = Planner { storage: self.storage, database: self.database, views: self.views, depth: self.depth + 1 };
+        let sub = Planner {
+            storage: self.storage,
+            database: self.database,
+            views: self.views,
+            depth: self.depth + 1,
+        };
         let pv = match &*q.body {
             ast::SetExpr::Select(s) if !s.from.is_empty() => sub.select(s, q, false)?,
-            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => return sub.relation(inner),
+            ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
+                return sub.relation(inner)
+            }
             ast::SetExpr::SetOperation { .. } => sub.union(q)?,
             _ => return Err(unsupported("this derived table")),
         };
-        if !pv.key.is_empty() || pv.read_filter.is_some() || pv.limit.is_some() || pv.offset.is_some() {
+        if !pv.key.is_empty()
+            || pv.read_filter.is_some()
+            || pv.limit.is_some()
+            || pv.offset.is_some()
+        {
             return Err(unsupported("LIMIT or parameters in a subquery"));
         }
-        let identity = pv.output.iter().enumerate().all(|(i, e)| *e == Expr::Column(i)) && pv.output.len() == pv.plan.width();
+        let identity = pv
+            .output
+            .iter()
+            .enumerate()
+            .all(|(i, e)| *e == Expr::Column(i))
+            && pv.output.len() == pv.plan.width();
         let node = if identity {
             pv.plan
         } else {
             if pv.output.iter().any(|e| e.is_volatile() || e.has_params()) {
                 return Err(unsupported("NOW()/RAND() in a subquery"));
             }
-            let colls = pv.columns.iter().map(|c| if c.ty.is_text() { Collation::GeneralCi } else { Collation::Binary }).collect();
-            LNode { op: LOp::Project(pv.output.clone()), inputs: vec![pv.plan], colls }
+            let colls = pv
+                .columns
+                .iter()
+                .map(|c| {
+                    if c.ty.is_text() {
+                        Collation::GeneralCi
+                    } else {
+                        Collation::Binary
+                    }
+                })
+                .collect();
+            LNode {
+                op: LOp::Project(pv.output.clone()),
+                inputs: vec![pv.plan],
+                colls,
+            }
         };
         let cols = pv
             .columns
             .iter()
             .zip(&node.colls)
-            .map(|(c, coll)| ColInfo { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable, coll: *coll })
+            .map(|(c, coll)| ColInfo {
+                name: c.name.clone(),
+                table: c.table.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+                coll: *coll,
+            })
             .collect();
         Ok(Rel { node, cols })
     }
@@ -242,9 +323,18 @@ impl<'a> Planner<'a> {
     fn union(&self, q: &ast::Query) -> Result<PlannedView> {
         let mut branches = Vec::new();
         let mut distinct = false;
-        fn flatten<'q>(e: &'q ast::SetExpr, out: &mut Vec<&'q ast::SetExpr>, distinct: &mut bool) -> Result<()> {
+        fn flatten<'q>(
+            e: &'q ast::SetExpr,
+            out: &mut Vec<&'q ast::SetExpr>,
+            distinct: &mut bool,
+        ) -> Result<()> {
             match e {
-                ast::SetExpr::SetOperation { op: ast::SetOperator::Union, set_quantifier, left, right } => {
+                ast::SetExpr::SetOperation {
+                    op: ast::SetOperator::Union,
+                    set_quantifier,
+                    left,
+                    right,
+                } => {
                     if !matches!(set_quantifier, ast::SetQuantifier::All) {
                         *distinct = true;
                     }
@@ -284,7 +374,10 @@ impl<'a> Planner<'a> {
         }
         let mut cols = rels[0].cols.clone();
         for (i, c) in cols.iter_mut().enumerate() {
-            let tys: Vec<(SqlType, bool)> = rels.iter().map(|r| (r.cols[i].ty.clone(), r.cols[i].nullable)).collect();
+            let tys: Vec<(SqlType, bool)> = rels
+                .iter()
+                .map(|r| (r.cols[i].ty.clone(), r.cols[i].nullable))
+                .collect();
             let (t, n) = unify_types(&tys);
             c.ty = t;
             c.nullable = n;
@@ -294,27 +387,49 @@ impl<'a> Planner<'a> {
             }
         }
         let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
-        let mut node = LNode { op: LOp::Union, inputs: rels.into_iter().map(|r| r.node).collect(), colls: colls.clone() };
+        let mut node = LNode {
+            op: LOp::Union,
+            inputs: rels.into_iter().map(|r| r.node).collect(),
+            colls: colls.clone(),
+        };
         if distinct {
-            node = LNode { op: LOp::Aggregate { ngroup: width, aggs: vec![], scalar: false }, inputs: vec![node], colls: colls.clone() };
+            node = LNode {
+                op: LOp::Aggregate {
+                    ngroup: width,
+                    aggs: vec![],
+                    scalar: false,
+                },
+                inputs: vec![node],
+                colls: colls.clone(),
+            };
         }
         // ORDER BY / LIMIT over the union's columns.
         let mut order = Vec::new();
         if let Some(ob) = &q.order_by {
             for o in &ob.exprs {
                 let pos = match &o.expr {
-                    ast::Expr::Value(ast::Value::Number(n, _)) => n.parse::<usize>().ok().and_then(|p| p.checked_sub(1)),
-                    e => as_column(e)
-                        .and_then(|ids| ids.last())
-                        .and_then(|id| cols.iter().position(|c| c.name.eq_ignore_ascii_case(&id.value))),
+                    ast::Expr::Value(ast::Value::Number(n, _)) => {
+                        n.parse::<usize>().ok().and_then(|p| p.checked_sub(1))
+                    }
+                    e => as_column(e).and_then(|ids| ids.last()).and_then(|id| {
+                        cols.iter()
+                            .position(|c| c.name.eq_ignore_ascii_case(&id.value))
+                    }),
                 };
-                let pos = pos.filter(|p| *p < width).ok_or_else(|| unsupported("ORDER BY over UNION by expression"))?;
+                let pos = pos
+                    .filter(|p| *p < width)
+                    .ok_or_else(|| unsupported("ORDER BY over UNION by expression"))?;
                 order.push((pos, o.asc == Some(false), colls[pos]));
             }
         }
         let columns = cols
             .iter()
-            .map(|c| OutputColumn { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable })
+            .map(|c| OutputColumn {
+                name: c.name.clone(),
+                table: c.table.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            })
             .collect();
         Ok(PlannedView {
             plan: node,
@@ -337,23 +452,43 @@ impl<'a> Planner<'a> {
 
     fn factor(&self, tf: &ast::TableFactor) -> Result<(LNode, Scope)> {
         match tf {
-            ast::TableFactor::Table { name, alias, args: None, .. } => {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => {
                 let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
                 let (db, table) = match parts.as_slice() {
                     [t] => (self.database.to_string(), t.clone()),
                     [d, t] => (d.clone(), t.clone()),
                     _ => return Err(DataflowError::UnknownTable(name.to_string())),
                 };
-                let qualifier = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or_else(|| table.clone());
+                let qualifier = alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .unwrap_or_else(|| table.clone());
                 if let Some(schema) = self.storage.table(&db, &table) {
                     let scope = super::table_scope(&schema, &qualifier);
                     let colls = base_colls(&schema);
-                    return Ok((LNode { op: LOp::Base(schema), inputs: vec![], colls }, scope));
+                    return Ok((
+                        LNode {
+                            op: LOp::Base(schema),
+                            inputs: vec![],
+                            colls,
+                        },
+                        scope,
+                    ));
                 }
                 let key = (db.to_ascii_lowercase(), table.to_ascii_lowercase());
                 if let Some(sql) = self.views.get(&key) {
                     let q = super::parse_query(sql)?;
-                    let sub = Planner { storage: self.storage, database: &db, views: self.views, depth: self.depth + 1 };
+                    let sub = Planner {
+                        storage: self.storage,
+                        database: &db,
+                        views: self.views,
+                        depth: self.depth + 1,
+                    };
                     if sub.depth > 16 {
                         return Err(unsupported("views nested this deeply"));
                     }
@@ -362,9 +497,15 @@ impl<'a> Planner<'a> {
                 }
                 Err(DataflowError::UnknownTable(format!("{db}.{table}")))
             }
-            ast::TableFactor::Derived { lateral: false, subquery, alias } => {
+            ast::TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias,
+            } => {
                 let Some(alias) = alias else {
-                    return Err(DataflowError::BadArgument("Every derived table must have its own alias".into()));
+                    return Err(DataflowError::BadArgument(
+                        "Every derived table must have its own alias".into(),
+                    ));
                 };
                 let mut rel = self.relation(subquery)?;
                 for (c, name) in rel.cols.iter_mut().zip(&alias.columns) {
@@ -372,15 +513,22 @@ impl<'a> Planner<'a> {
                 }
                 Ok(rel_scope(rel, &alias.name.value))
             }
-            ast::TableFactor::NestedJoin { table_with_joins, alias: None } => {
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => {
                 let mut w = Vec::new();
-                self.from_item(table_with_joins, &mut w)
+                self.plan_from_item(table_with_joins, &mut w)
             }
             other => Err(unsupported(format!("FROM {other}"))),
         }
     }
 
-    fn from_item(&self, twj: &ast::TableWithJoins, where_conj: &mut Vec<ast::Expr>) -> Result<(LNode, Scope)> {
+    fn plan_from_item(
+        &self,
+        twj: &ast::TableWithJoins,
+        where_conj: &mut Vec<ast::Expr>,
+    ) -> Result<(LNode, Scope)> {
         let (mut node, mut scope) = self.factor(&twj.relation)?;
         for j in &twj.joins {
             let (rnode, rscope) = self.factor(&j.relation)?;
@@ -388,7 +536,14 @@ impl<'a> Planner<'a> {
                 ast::JoinOperator::Inner(c) => (JoinKind::Inner, c.clone()),
                 ast::JoinOperator::LeftOuter(c) => (JoinKind::Left, c.clone()),
                 ast::JoinOperator::CrossJoin => (JoinKind::Inner, ast::JoinConstraint::None),
-                other => return Err(unsupported(format!("join {other:?}").chars().take(40).collect::<String>())),
+                other => {
+                    return Err(unsupported(
+                        format!("join {other:?}")
+                            .chars()
+                            .take(40)
+                            .collect::<String>(),
+                    ))
+                }
             };
             let mut conj = Vec::new();
             match constraint {
@@ -400,20 +555,33 @@ impl<'a> Planner<'a> {
                             .iter()
                             .find(|c| c.name.eq_ignore_ascii_case(&id.value))
                             .map(|c| c.qualifier.clone())
-                            .ok_or_else(|| DataflowError::UnknownColumn(id.value.clone(), "from clause".into()))?;
-                        let rq = rscope.cols.first().map(|c| c.qualifier.clone()).unwrap_or_default();
+                            .ok_or_else(|| {
+                                DataflowError::UnknownColumn(id.value.clone(), "from clause".into())
+                            })?;
+                        let rq = rscope
+                            .cols
+                            .first()
+                            .map(|c| c.qualifier.clone())
+                            .unwrap_or_default();
                         conj.push(ast::Expr::BinaryOp {
-                            left: Box::new(ast::Expr::CompoundIdentifier(vec![ast::Ident::new(lq), id.clone()])),
+                            left: Box::new(ast::Expr::CompoundIdentifier(vec![
+                                ast::Ident::new(lq),
+                                id.clone(),
+                            ])),
                             op: ast::BinaryOperator::Eq,
-                            right: Box::new(ast::Expr::CompoundIdentifier(vec![ast::Ident::new(rq), id.clone()])),
+                            right: Box::new(ast::Expr::CompoundIdentifier(vec![
+                                ast::Ident::new(rq),
+                                id.clone(),
+                            ])),
                         });
                     }
                 }
                 ast::JoinConstraint::None => {
                     // CROSS JOIN / JOIN without ON: take equalities from WHERE.
                     if kind == JoinKind::Inner {
-                        let (mut taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) =
-                            where_conj.drain(..).partition(|c| links(c, &scope, &rscope));
+                        let (mut taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) = where_conj
+                            .drain(..)
+                            .partition(|c| links(c, &scope, &rscope));
                         *where_conj = rest;
                         conj.append(&mut taken);
                     }
@@ -427,12 +595,25 @@ impl<'a> Planner<'a> {
         Ok((node, scope))
     }
 
-    fn join(&self, left: LNode, ls: Scope, right: LNode, rs: Scope, kind: JoinKind, conj: Vec<ast::Expr>) -> Result<(LNode, Scope)> {
+    fn join(
+        &self,
+        left: LNode,
+        ls: Scope,
+        right: LNode,
+        rs: Scope,
+        kind: JoinKind,
+        conj: Vec<ast::Expr>,
+    ) -> Result<(LNode, Scope)> {
         let mut lcols = Vec::new();
         let mut rcols = Vec::new();
         let mut rest = Vec::new();
         for c in conj {
-            if let ast::Expr::BinaryOp { left: a, op: ast::BinaryOperator::Eq, right: b } = &c {
+            if let ast::Expr::BinaryOp {
+                left: a,
+                op: ast::BinaryOperator::Eq,
+                right: b,
+            } = &c
+            {
                 if let (Some(x), Some(y)) = (as_column(a), as_column(b)) {
                     match (ls.resolve(x), rs.resolve(y), ls.resolve(y), rs.resolve(x)) {
                         (Ok(l), Ok(r), Err(_), Err(_)) => {
@@ -452,7 +633,9 @@ impl<'a> Planner<'a> {
             rest.push(c);
         }
         if lcols.is_empty() {
-            return Err(unsupported("join without an equality condition (cross join)"));
+            return Err(unsupported(
+                "join without an equality condition (cross join)",
+            ));
         }
         let mut right = right;
         let mut scope = ls.clone();
@@ -471,9 +654,17 @@ impl<'a> Planner<'a> {
                 match cx.compile(&c) {
                     Ok(e) if !has_placeholder(&c) && !e.is_volatile() => {
                         let colls = right.colls.clone();
-                        right = LNode { op: LOp::Filter(e), inputs: vec![right], colls };
+                        right = LNode {
+                            op: LOp::Filter(e),
+                            inputs: vec![right],
+                            colls,
+                        };
                     }
-                    _ => return Err(unsupported("LEFT JOIN ON condition referencing the left side")),
+                    _ => {
+                        return Err(unsupported(
+                            "LEFT JOIN ON condition referencing the left side",
+                        ))
+                    }
                 }
             } else {
                 post.push(c);
@@ -481,23 +672,40 @@ impl<'a> Planner<'a> {
         }
         let mut colls = left.colls.clone();
         colls.extend(right.colls.iter().copied());
-        let mut node = LNode { op: LOp::Join { kind, left_cols: lcols, right_cols: rcols }, inputs: vec![left, right], colls };
+        let mut node = LNode {
+            op: LOp::Join {
+                kind,
+                left_cols: lcols,
+                right_cols: rcols,
+            },
+            inputs: vec![left, right],
+            colls,
+        };
         for c in post {
             if has_placeholder(&c) || has_subquery(&c) {
                 return Err(unsupported("parameters or subqueries in JOIN ON"));
             }
             let e = stable(ExprCx::row(&scope).compile(&c)?)?;
             let colls = node.colls.clone();
-            node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+            node = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![node],
+                colls,
+            };
         }
         Ok((node, scope))
     }
 
-    fn from(&self, from: &[ast::TableWithJoins], where_conj: &mut Vec<ast::Expr>) -> Result<(LNode, Scope)> {
-        let (mut node, mut scope) = self.from_item(&from[0], where_conj)?;
+    fn plan_from(
+        &self,
+        from: &[ast::TableWithJoins],
+        where_conj: &mut Vec<ast::Expr>,
+    ) -> Result<(LNode, Scope)> {
+        let (mut node, mut scope) = self.plan_from_item(&from[0], where_conj)?;
         for item in &from[1..] {
-            let (rn, rs) = self.from_item(item, where_conj)?;
-            let (taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) = where_conj.drain(..).partition(|c| links(c, &scope, &rs));
+            let (rn, rs) = self.plan_from_item(item, where_conj)?;
+            let (taken, rest): (Vec<ast::Expr>, Vec<ast::Expr>) =
+                where_conj.drain(..).partition(|c| links(c, &scope, &rs));
             *where_conj = rest;
             let (n, s) = self.join(node, scope, rn, rs, JoinKind::Inner, taken)?;
             node = n;
@@ -509,10 +717,18 @@ impl<'a> Planner<'a> {
     // ---------------------------------------------------------------- SELECT
 
     fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
-        if s.top.is_some() || s.into.is_some() || !s.lateral_views.is_empty() || s.prewhere.is_some() {
+        if s.top.is_some()
+            || s.into.is_some()
+            || !s.lateral_views.is_empty()
+            || s.prewhere.is_some()
+        {
             return Err(unsupported("TOP/INTO/LATERAL"));
         }
-        if !s.cluster_by.is_empty() || !s.distribute_by.is_empty() || !s.sort_by.is_empty() || s.qualify.is_some() {
+        if !s.cluster_by.is_empty()
+            || !s.distribute_by.is_empty()
+            || !s.sort_by.is_empty()
+            || s.qualify.is_some()
+        {
             return Err(unsupported("CLUSTER/DISTRIBUTE/SORT BY/QUALIFY"));
         }
         if !s.named_window.is_empty() || s.connect_by.is_some() {
@@ -527,7 +743,7 @@ impl<'a> Planner<'a> {
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut node, scope) = self.from(&s.from, &mut conj)?;
+        let (mut node, scope) = self.plan_from(&s.from, &mut conj)?;
 
         // WHERE: keys, read-time filters, semi-joins, filters.
         let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -553,7 +769,11 @@ impl<'a> Planner<'a> {
                 continue;
             }
             match &c {
-                ast::Expr::InSubquery { expr, subquery, negated } => {
+                ast::Expr::InSubquery {
+                    expr,
+                    subquery,
+                    negated,
+                } => {
                     node = self.semi_in(node, &scope, expr, subquery, *negated)?;
                     continue;
                 }
@@ -572,7 +792,11 @@ impl<'a> Planner<'a> {
                 continue;
             }
             let colls = node.colls.clone();
-            node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+            node = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![node],
+                colls,
+            };
         }
 
         // Aggregation.
@@ -582,7 +806,9 @@ impl<'a> Planner<'a> {
         };
         let mut aggs_ast = Vec::new();
         for item in &s.projection {
-            if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } = item {
+            if let ast::SelectItem::UnnamedExpr(e)
+            | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+            {
                 collect_aggregates(e, &mut aggs_ast);
             }
         }
@@ -600,7 +826,9 @@ impl<'a> Planner<'a> {
             .projection
             .iter()
             .filter_map(|i| match i {
-                ast::SelectItem::ExprWithAlias { expr, alias } => Some((alias.value.to_ascii_lowercase(), expr.clone())),
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    Some((alias.value.to_ascii_lowercase(), expr.clone()))
+                }
                 _ => None,
             })
             .collect();
@@ -610,7 +838,9 @@ impl<'a> Planner<'a> {
         let mut empty_default_needed = false;
         if aggregated {
             if !read_filters.is_empty() {
-                return Err(unsupported("range parameters or NOW() in WHERE with GROUP BY"));
+                return Err(unsupported(
+                    "range parameters or NOW() in WHERE with GROUP BY",
+                ));
             }
             let row_cx = ExprCx::row(&scope);
             let mut gexprs: Vec<Expr> = Vec::new();
@@ -619,19 +849,36 @@ impl<'a> Planner<'a> {
             for g in &group_asts {
                 let g = match g {
                     ast::Expr::Value(ast::Value::Number(n, _)) => {
-                        let p: usize = n.parse().map_err(|_| DataflowError::BadArgument(n.clone()))?;
+                        let p: usize = n
+                            .parse()
+                            .map_err(|_| DataflowError::BadArgument(n.clone()))?;
                         match s.projection.get(p.wrapping_sub(1)) {
-                            Some(ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
-                            _ => return Err(DataflowError::UnknownColumn(n.clone(), "group statement".into())),
+                            Some(
+                                ast::SelectItem::UnnamedExpr(e)
+                                | ast::SelectItem::ExprWithAlias { expr: e, .. },
+                            ) => e.clone(),
+                            _ => {
+                                return Err(DataflowError::UnknownColumn(
+                                    n.clone(),
+                                    "group statement".into(),
+                                ))
+                            }
                         }
                     }
-                    ast::Expr::Identifier(id) if scope.resolve(std::slice::from_ref(id)).is_err() => {
-                        alias_ast.get(&id.value.to_ascii_lowercase()).cloned().unwrap_or_else(|| g.clone())
+                    ast::Expr::Identifier(id)
+                        if scope.resolve(std::slice::from_ref(id)).is_err() =>
+                    {
+                        alias_ast
+                            .get(&id.value.to_ascii_lowercase())
+                            .cloned()
+                            .unwrap_or_else(|| g.clone())
                     }
                     other => other.clone(),
                 };
                 if aggregate_name(&g).is_some() {
-                    return Err(DataflowError::BadArgument("Can't group on an aggregate".into()));
+                    return Err(DataflowError::BadArgument(
+                        "Can't group on an aggregate".into(),
+                    ));
                 }
                 let e = stable(row_cx.compile(&g)?)?;
                 let i = gexprs.len();
@@ -667,7 +914,11 @@ impl<'a> Planner<'a> {
                         Expr::Column(c) => scope.cols[*c].collation,
                         _ => Collation::GeneralCi,
                     };
-                    let c = if t_is_text(&t) { coll } else { Collation::Binary };
+                    let c = if t_is_text(&t) {
+                        coll
+                    } else {
+                        Collation::Binary
+                    };
                     (t, n, c)
                 })
                 .collect();
@@ -679,9 +930,25 @@ impl<'a> Planner<'a> {
                 out.push(ty);
             }
             let pre_colls: Vec<Collation> = out.iter().map(|o| o.2).collect();
-            node = LNode { op: LOp::Project(pre), inputs: vec![node], colls: pre_colls.clone() };
-            node = LNode { op: LOp::Aggregate { ngroup, aggs: specs, scalar }, inputs: vec![node], colls: pre_colls };
-            post = Some(PostAgg { by_text, by_col, out });
+            node = LNode {
+                op: LOp::Project(pre),
+                inputs: vec![node],
+                colls: pre_colls.clone(),
+            };
+            node = LNode {
+                op: LOp::Aggregate {
+                    ngroup,
+                    aggs: specs,
+                    scalar,
+                },
+                inputs: vec![node],
+                colls: pre_colls,
+            };
+            post = Some(PostAgg {
+                by_text,
+                by_col,
+                out,
+            });
         } else {
             post = None;
             key_post = key_frame.iter().map(|k| k.0).collect();
@@ -694,9 +961,25 @@ impl<'a> Planner<'a> {
         };
         let frame_colls: Vec<Collation> = match &post {
             Some(p) => p.out.iter().map(|o| o.2).collect(),
-            None => scope.cols.iter().map(|c| if c.ty.is_text() { c.collation } else { Collation::Binary }).collect(),
+            None => scope
+                .cols
+                .iter()
+                .map(|c| {
+                    if c.ty.is_text() {
+                        c.collation
+                    } else {
+                        Collation::Binary
+                    }
+                })
+                .collect(),
         };
-        let cx = ExprCx { scope: &scope, post: post.as_ref(), params: ParamMode::Slots, proposed: false, aliases: None };
+        let cx = ExprCx {
+            scope: &scope,
+            post: post.as_ref(),
+            params: ParamMode::Slots,
+            proposed: false,
+            aliases: None,
+        };
 
         // Projection.
         let mut visible: Vec<Expr> = Vec::new();
@@ -708,24 +991,32 @@ impl<'a> Planner<'a> {
                         return Err(unsupported("* with GROUP BY"));
                     }
                     let q = match item {
-                        ast::SelectItem::QualifiedWildcard(n, _) => {
-                            Some(n.0.last().map(|i| i.value.to_ascii_lowercase()).unwrap_or_default())
-                        }
+                        ast::SelectItem::QualifiedWildcard(n, _) => Some(
+                            n.0.last()
+                                .map(|i| i.value.to_ascii_lowercase())
+                                .unwrap_or_default(),
+                        ),
                         _ => None,
                     };
                     let mut any = false;
                     for (i, c) in scope.cols.iter().enumerate() {
-                        if q.as_ref().map_or(true, |q| *q == c.qualifier) {
+                        if q.as_ref().is_none_or(|q| *q == c.qualifier) {
                             any = true;
                             visible.push(Expr::Column(i));
-                            columns.push(OutputColumn { name: c.name.clone(), table: c.table.clone(), ty: c.ty.clone(), nullable: c.nullable });
+                            columns.push(OutputColumn {
+                                name: c.name.clone(),
+                                table: c.table.clone(),
+                                ty: c.ty.clone(),
+                                nullable: c.nullable,
+                            });
                         }
                     }
                     if !any {
                         return Err(DataflowError::UnknownTable(q.unwrap_or_default()));
                     }
                 }
-                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
                     if has_subquery(e) {
                         return Err(unsupported("subquery in the select list"));
                     }
@@ -739,10 +1030,18 @@ impl<'a> Planner<'a> {
                         },
                     };
                     let table = match (as_column(e), post.is_some()) {
-                        (Some(ids), _) => scope.resolve(ids).map(|i| scope.cols[i].table.clone()).unwrap_or_default(),
+                        (Some(ids), _) => scope
+                            .resolve(ids)
+                            .map(|i| scope.cols[i].table.clone())
+                            .unwrap_or_default(),
                         _ => String::new(),
                     };
-                    columns.push(OutputColumn { name, table, ty, nullable });
+                    columns.push(OutputColumn {
+                        name,
+                        table,
+                        ty,
+                        nullable,
+                    });
                     visible.push(c);
                 }
             }
@@ -752,10 +1051,18 @@ impl<'a> Planner<'a> {
             .iter()
             .zip(0..)
             .filter_map(|(i, _)| match i {
-                ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_ascii_lowercase()),
+                ast::SelectItem::ExprWithAlias { alias, .. } => {
+                    Some(alias.value.to_ascii_lowercase())
+                }
                 _ => None,
             })
-            .zip(visible.iter().enumerate().filter(|_| true).map(|(_, e)| e.clone()))
+            .zip(
+                visible
+                    .iter()
+                    .enumerate()
+                    .filter(|_| true)
+                    .map(|(_, e)| e.clone()),
+            )
             .collect();
         // (the zip above only lines up when every item is aliased; rebuild properly)
         let mut aliases_ok: HashMap<String, Expr> = HashMap::new();
@@ -773,7 +1080,13 @@ impl<'a> Planner<'a> {
             }
         }
         drop(aliases);
-        let cx_alias = ExprCx { scope: &scope, post: post.as_ref(), params: ParamMode::Slots, proposed: false, aliases: Some(&aliases_ok) };
+        let cx_alias = ExprCx {
+            scope: &scope,
+            post: post.as_ref(),
+            params: ParamMode::Slots,
+            proposed: false,
+            aliases: Some(&aliases_ok),
+        };
 
         // HAVING.
         let mut post_read_filter: Option<Expr> = None;
@@ -792,7 +1105,11 @@ impl<'a> Planner<'a> {
                 post_read_filter = Some(e);
             } else {
                 let colls = node.colls.clone();
-                node = LNode { op: LOp::Filter(e), inputs: vec![node], colls };
+                node = LNode {
+                    op: LOp::Filter(e),
+                    inputs: vec![node],
+                    colls,
+                };
             }
         }
 
@@ -813,11 +1130,12 @@ impl<'a> Planner<'a> {
                 for o in &ob.exprs {
                     let e = match &o.expr {
                         ast::Expr::Value(ast::Value::Number(n, _)) => {
-                            let p: usize = n.parse().map_err(|_| DataflowError::BadArgument(n.clone()))?;
-                            visible
-                                .get(p.wrapping_sub(1))
-                                .cloned()
-                                .ok_or_else(|| DataflowError::UnknownColumn(n.clone(), "order clause".into()))?
+                            let p: usize = n
+                                .parse()
+                                .map_err(|_| DataflowError::BadArgument(n.clone()))?;
+                            visible.get(p.wrapping_sub(1)).cloned().ok_or_else(|| {
+                                DataflowError::UnknownColumn(n.clone(), "order clause".into())
+                            })?
                         }
                         other => cx_alias.compile(other)?,
                     };
@@ -858,7 +1176,10 @@ impl<'a> Planner<'a> {
             }
         }
         let visible_width = stored.len();
-        let key: Vec<usize> = key_post.iter().map(|&c| slot_of(&Expr::Column(c), &mut stored)).collect();
+        let key: Vec<usize> = key_post
+            .iter()
+            .map(|&c| slot_of(&Expr::Column(c), &mut stored))
+            .collect();
         let mut order: OrderSpec = Vec::new();
         for (e, desc) in &order_exprs {
             let p = slot_of(e, &mut stored);
@@ -887,9 +1208,13 @@ impl<'a> Planner<'a> {
         }
         let read_filter = rf.map(|e| remap(&e, &mut stored));
         if distinct && stored.len() > visible_width + key.len() {
-            return Err(unsupported("DISTINCT with ORDER BY or filters on columns not selected"));
+            return Err(unsupported(
+                "DISTINCT with ORDER BY or filters on columns not selected",
+            ));
         }
-        if distinct && (read_filter.is_some() || output.iter().any(|e| !matches!(e, Expr::Column(_)))) {
+        if distinct
+            && (read_filter.is_some() || output.iter().any(|e| !matches!(e, Expr::Column(_))))
+        {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let stored_colls: Vec<Collation> = stored
@@ -907,24 +1232,51 @@ impl<'a> Planner<'a> {
             .collect();
         let empty_default = if empty_default_needed {
             // The aggregate row over no input: group columns NULL.
-            let post = post.as_ref().ok_or_else(|| DataflowError::Internal("no aggregate".into()))?;
+            let post = post
+                .as_ref()
+                .ok_or_else(|| DataflowError::Internal("no aggregate".into()))?;
             let LOp::Aggregate { ngroup, aggs, .. } = &node.op else {
-                return Err(unsupported("HAVING on an aggregate without GROUP BY with parameters"));
+                return Err(unsupported(
+                    "HAVING on an aggregate without GROUP BY with parameters",
+                ));
             };
             let a = crate::ops::Aggregate::new(*ngroup, aggs.clone(), vec![], true);
             let row = a.empty_row();
             let _ = post;
-            Some(stored.iter().map(|e| e.eval(&row).unwrap_or(Value::Null)).collect::<Row>())
+            Some(
+                stored
+                    .iter()
+                    .map(|e| e.eval(&row).unwrap_or(Value::Null))
+                    .collect::<Row>(),
+            )
         } else {
             None
         };
-        node = LNode { op: LOp::Project(stored.clone()), inputs: vec![node], colls: stored_colls.clone() };
+        node = LNode {
+            op: LOp::Project(stored.clone()),
+            inputs: vec![node],
+            colls: stored_colls.clone(),
+        };
         if distinct {
-            node = LNode { op: LOp::Aggregate { ngroup: stored.len(), aggs: vec![], scalar: false }, inputs: vec![node], colls: stored_colls };
+            node = LNode {
+                op: LOp::Aggregate {
+                    ngroup: stored.len(),
+                    aggs: vec![],
+                    scalar: false,
+                },
+                inputs: vec![node],
+                colls: stored_colls,
+            };
         }
         let key_slots: Vec<Vec<usize>> = key_frame.iter().map(|k| k.1.clone()).collect();
-        let key_names = key_frame.iter().map(|k| scope.cols[k.0].name.clone()).collect();
-        let key_types = key_frame.iter().map(|k| scope.cols[k.0].ty.clone()).collect();
+        let key_names = key_frame
+            .iter()
+            .map(|k| scope.cols[k.0].name.clone())
+            .collect();
+        let key_types = key_frame
+            .iter()
+            .map(|k| scope.cols[k.0].ty.clone())
+            .collect();
         let dedup = distinct && key_slots.iter().any(|s| s.len() > 1);
         Ok(PlannedView {
             plan: node,
@@ -946,15 +1298,28 @@ impl<'a> Planner<'a> {
     /// `col = ?`, `? = col`, `col IN (?, ...)` on a FROM column.
     fn key_conjunct(&self, c: &ast::Expr, scope: &Scope) -> Option<(usize, Vec<usize>)> {
         match c {
-            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => {
-                let (col, slot) = match (as_column(left), as_slot(right), as_column(right), as_slot(left)) {
+            ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } => {
+                let (col, slot) = match (
+                    as_column(left),
+                    as_slot(right),
+                    as_column(right),
+                    as_slot(left),
+                ) {
                     (Some(col), Some(slot), _, _) => (col, slot),
                     (_, _, Some(col), Some(slot)) => (col, slot),
                     _ => return None,
                 };
                 Some((scope.resolve(col).ok()?, vec![slot]))
             }
-            ast::Expr::InList { expr, list, negated: false } if !list.is_empty() => {
+            ast::Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } if !list.is_empty() => {
                 let col = scope.resolve(as_column(expr)?).ok()?;
                 let slots: Option<Vec<usize>> = list.iter().map(as_slot).collect();
                 Some((col, slots?))
@@ -964,23 +1329,42 @@ impl<'a> Planner<'a> {
         }
     }
 
-    fn agg_spec(&self, a: &ast::Expr, cx: &ExprCx<'_>, out: usize) -> Result<(AggSpec, Expr, (SqlType, bool, Collation))> {
-        let ast::Expr::Function(f) = a else { return Err(DataflowError::Internal("not an aggregate".into())) };
+    fn agg_spec(
+        &self,
+        a: &ast::Expr,
+        cx: &ExprCx<'_>,
+        out: usize,
+    ) -> Result<(AggSpec, Expr, (SqlType, bool, Collation))> {
+        let ast::Expr::Function(f) = a else {
+            return Err(DataflowError::Internal("not an aggregate".into()));
+        };
         let name = aggregate_name(a).unwrap_or_default();
         if f.over.is_some() || f.filter.is_some() {
             return Err(unsupported("window aggregates"));
         }
         let ast::FunctionArguments::List(list) = &f.args else {
-            return Err(DataflowError::BadArgument(format!("{name} needs an argument")));
+            return Err(DataflowError::BadArgument(format!(
+                "{name} needs an argument"
+            )));
         };
-        let distinct = matches!(list.duplicate_treatment, Some(ast::DuplicateTreatment::Distinct));
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(ast::DuplicateTreatment::Distinct)
+        );
         let mut separator = ",".to_string();
         let mut desc = false;
         for clause in &list.clauses {
             match clause {
-                ast::FunctionArgumentClause::Separator(v) => separator = super::expr::literal(v)?.to_string(),
-                ast::FunctionArgumentClause::OrderBy(obs) if name == "group_concat" && obs.len() == 1 => {
-                    let arg = list.args.first().map(|a| a.to_string().to_ascii_lowercase());
+                ast::FunctionArgumentClause::Separator(v) => {
+                    separator = super::expr::literal(v)?.to_string()
+                }
+                ast::FunctionArgumentClause::OrderBy(obs)
+                    if name == "group_concat" && obs.len() == 1 =>
+                {
+                    let arg = list
+                        .args
+                        .first()
+                        .map(|a| a.to_string().to_ascii_lowercase());
                     if arg != Some(obs[0].expr.to_string().to_ascii_lowercase()) {
                         return Err(unsupported("GROUP_CONCAT ordered by another expression"));
                     }
@@ -989,14 +1373,26 @@ impl<'a> Planner<'a> {
                 _ => return Err(unsupported(format!("{name} clause {clause}"))),
             }
         }
-        let bigint = SqlType::Int { bytes: 8, unsigned: false };
+        let bigint = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+        };
         if list.args.len() != 1 {
-            return Err(unsupported(format!("{name} with {} arguments", list.args.len())));
+            return Err(unsupported(format!(
+                "{name} with {} arguments",
+                list.args.len()
+            )));
         }
         let arg_ast = match &list.args[0] {
-            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) if name == "count" && !distinct => {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+                if name == "count" && !distinct =>
+            {
                 let spec = AggSpec::new(AggKind::CountStar, out);
-                return Ok((spec, Expr::Literal(Value::Int(1)), (bigint, false, Collation::Binary)));
+                return Ok((
+                    spec,
+                    Expr::Literal(Value::Int(1)),
+                    (bigint, false, Collation::Binary),
+                ));
             }
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
             other => return Err(unsupported(format!("{name}({other})"))),
@@ -1008,7 +1404,12 @@ impl<'a> Planner<'a> {
         let ftypes = cx.frame_types();
         let (aty, _) = arg.result_type(&ftypes);
         let coll = match &arg {
-            Expr::Column(c) => cx.scope.cols.get(*c).map(|c| c.collation).unwrap_or_default(),
+            Expr::Column(c) => cx
+                .scope
+                .cols
+                .get(*c)
+                .map(|c| c.collation)
+                .unwrap_or_default(),
             _ => Collation::GeneralCi,
         };
         let kind = match name.as_str() {
@@ -1023,7 +1424,11 @@ impl<'a> Planner<'a> {
         spec.distinct = distinct;
         spec.separator = separator;
         spec.desc = desc;
-        spec.collation = if t_is_text(&aty) { coll } else { Collation::Binary };
+        spec.collation = if t_is_text(&aty) {
+            coll
+        } else {
+            Collation::Binary
+        };
         spec.float = matches!(aty, SqlType::Float | SqlType::Double) || t_is_text(&aty);
         spec.scale = match aty {
             SqlType::Decimal { scale, .. } => u32::from(scale),
@@ -1036,7 +1441,14 @@ impl<'a> Planner<'a> {
                     (SqlType::Double, true, Collation::Binary)
                 } else {
                     let scale = spec.scale as u8 + if kind == AggKind::Avg { 4 } else { 0 };
-                    (SqlType::Decimal { precision: 65, scale: scale.min(30) }, true, Collation::Binary)
+                    (
+                        SqlType::Decimal {
+                            precision: 65,
+                            scale: scale.min(30),
+                        },
+                        true,
+                        Collation::Binary,
+                    )
                 }
             }
             AggKind::Min | AggKind::Max => (aty.clone(), true, spec.collation),
@@ -1045,38 +1457,78 @@ impl<'a> Planner<'a> {
         Ok((spec, arg, ty))
     }
 
-    fn semi_in(&self, node: LNode, scope: &Scope, expr: &ast::Expr, sub: &ast::Query, negated: bool) -> Result<LNode> {
+    fn semi_in(
+        &self,
+        node: LNode,
+        scope: &Scope,
+        expr: &ast::Expr,
+        sub: &ast::Query,
+        negated: bool,
+    ) -> Result<LNode> {
         let col = as_column(expr).ok_or_else(|| unsupported("IN (SELECT ...) on an expression"))?;
         let c = scope.resolve(col)?;
         let rel = self.relation(sub)?;
         if rel.cols.len() != 1 {
-            return Err(DataflowError::BadArgument("Operand should contain 1 column(s)".into()));
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ));
         }
         if negated && (scope.cols[c].nullable || rel.cols[0].nullable) {
             return Err(unsupported("NOT IN (SELECT ...) over nullable columns"));
         }
-        let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
+        let kind = if negated {
+            JoinKind::Anti
+        } else {
+            JoinKind::Semi
+        };
         let colls = node.colls.clone();
-        Ok(LNode { op: LOp::Join { kind, left_cols: vec![c], right_cols: vec![0] }, inputs: vec![node, rel.node], colls })
+        Ok(LNode {
+            op: LOp::Join {
+                kind,
+                left_cols: vec![c],
+                right_cols: vec![0],
+            },
+            inputs: vec![node, rel.node],
+            colls,
+        })
     }
 
     /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
-    fn semi_exists(&self, node: LNode, scope: &Scope, sub: &ast::Query, negated: bool) -> Result<LNode> {
-        let ast::SetExpr::Select(s) = &*sub.body else { return Err(unsupported("EXISTS over this query")) };
-        if s.from.is_empty() || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some() {
+    fn semi_exists(
+        &self,
+        node: LNode,
+        scope: &Scope,
+        sub: &ast::Query,
+        negated: bool,
+    ) -> Result<LNode> {
+        let ast::SetExpr::Select(s) = &*sub.body else {
+            return Err(unsupported("EXISTS over this query"));
+        };
+        if s.from.is_empty()
+            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+        {
             return Err(unsupported("EXISTS over this query"));
         }
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut inner, iscope) = self.from(&s.from, &mut conj)?;
+        let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
         let mut outer_cols = Vec::new();
         let mut inner_cols = Vec::new();
         for c in conj {
-            if let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = &c {
+            if let ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } = &c
+            {
                 if let (Some(a), Some(b)) = (as_column(left), as_column(right)) {
-                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (iscope.resolve(x), scope.resolve(y)) {
+                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (
+                        iscope.resolve(x),
+                        scope.resolve(y),
+                    ) {
                         (Ok(i), Ok(o)) if iscope.resolve(y).is_err() => Some((i, o)),
                         _ => None,
                     };
@@ -1090,19 +1542,40 @@ impl<'a> Planner<'a> {
             if has_placeholder(&c) || has_subquery(&c) {
                 return Err(unsupported("parameters or subqueries inside EXISTS"));
             }
-            let e = ExprCx::row(&iscope).compile(&c).and_then(stable).map_err(|e| match e {
-                DataflowError::UnknownColumn(..) => unsupported("correlated EXISTS condition other than equality"),
-                other => other,
-            })?;
+            let e = ExprCx::row(&iscope)
+                .compile(&c)
+                .and_then(stable)
+                .map_err(|e| match e {
+                    DataflowError::UnknownColumn(..) => {
+                        unsupported("correlated EXISTS condition other than equality")
+                    }
+                    other => other,
+                })?;
             let colls = inner.colls.clone();
-            inner = LNode { op: LOp::Filter(e), inputs: vec![inner], colls };
+            inner = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![inner],
+                colls,
+            };
         }
         if outer_cols.is_empty() {
             return Err(unsupported("uncorrelated EXISTS"));
         }
-        let kind = if negated { JoinKind::Anti } else { JoinKind::Semi };
+        let kind = if negated {
+            JoinKind::Anti
+        } else {
+            JoinKind::Semi
+        };
         let colls = node.colls.clone();
-        Ok(LNode { op: LOp::Join { kind, left_cols: outer_cols, right_cols: inner_cols }, inputs: vec![node, inner], colls })
+        Ok(LNode {
+            op: LOp::Join {
+                kind,
+                left_cols: outer_cols,
+                right_cols: inner_cols,
+            },
+            inputs: vec![node, inner],
+            colls,
+        })
     }
 }
 
@@ -1122,10 +1595,21 @@ fn t_is_text(t: &SqlType) -> bool {
 
 /// Whether `c` is an equality between a column of `a` and a column of `b`.
 fn links(c: &ast::Expr, a: &Scope, b: &Scope) -> bool {
-    if let ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } = c {
+    if let ast::Expr::BinaryOp {
+        left,
+        op: ast::BinaryOperator::Eq,
+        right,
+    } = c
+    {
         if let (Some(x), Some(y)) = (as_column(left), as_column(right)) {
-            let ab = a.resolve(x).is_ok() && b.resolve(y).is_ok() && a.resolve(y).is_err() && b.resolve(x).is_err();
-            let ba = a.resolve(y).is_ok() && b.resolve(x).is_ok() && a.resolve(x).is_err() && b.resolve(y).is_err();
+            let ab = a.resolve(x).is_ok()
+                && b.resolve(y).is_ok()
+                && a.resolve(y).is_err()
+                && b.resolve(x).is_err();
+            let ba = a.resolve(y).is_ok()
+                && b.resolve(x).is_ok()
+                && a.resolve(x).is_err()
+                && b.resolve(y).is_err();
             return ab || ba;
         }
     }
