@@ -84,11 +84,15 @@ fn vote(user: i64, story: i64) -> Vec<Value> {
     vec![Value::Int(user), Value::Int(story)]
 }
 
+/// A record and its caller's done flag.
+type Waiting = (Vec<u8>, Arc<AtomicBool>);
+
 /// A plain append-only file with group fsync: the floor any durable write
 /// path pays.
 struct PlainLog {
     file: Mutex<File>,
-    queue: Mutex<(Vec<(Vec<u8>, Arc<AtomicBool>)>, bool)>,
+    /// Records waiting for the next group, and whether a leader is active.
+    queue: Mutex<(Vec<Waiting>, bool)>,
     done: Condvar,
 }
 

@@ -200,12 +200,11 @@ impl Storage {
             catalog: RwLock::new(catalog),
             commit: Mutex::new(()),
             queue: Mutex::new(crate::CommitQueue::default()),
-            committed: parking_lot::Condvar::new(),
             observer: RwLock::new(None),
             last_lsn: AtomicU64::new(loaded.lsn),
             epoch,
             row_seq: AtomicU64::new(0),
-            stop_flusher: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            flusher: Mutex::new(None),
             secondary_full_row: std::sync::atomic::AtomicBool::new(
                 SECONDARY_FULL_ROW.load(Ordering::Relaxed),
             ),

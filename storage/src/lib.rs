@@ -377,14 +377,20 @@ pub struct Storage {
     epoch: u64,
     /// ...and the next sequence number within it.
     row_seq: AtomicU64,
-    stop_flusher: Arc<AtomicBool>,
+    /// The `Durability::Async` WAL sync thread: dropping the sender stops it.
+    flusher: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
     /// Layout of secondary entries for tables created from now on.
     secondary_full_row: AtomicBool,
 }
 
 impl Drop for Storage {
     fn drop(&mut self) {
-        self.stop_flusher.store(true, Ordering::Relaxed);
+        // Stop and join the WAL sync thread so that the engine (and the
+        // RocksDB lock) is released when the storage is.
+        if let Some((stop, handle)) = self.flusher.lock().take() {
+            drop(stop);
+            let _ = handle.join();
+        }
     }
 }
 
@@ -425,23 +431,25 @@ impl Storage {
     }
 
     fn start_flusher(self: &Arc<Self>, interval: Duration) -> Result<()> {
-        let engine = Arc::downgrade(&self.engine);
-        let stop = Arc::clone(&self.stop_flusher);
-        std::thread::Builder::new()
+        let engine = Arc::clone(&self.engine);
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::Builder::new()
             .name("ladle-wal-sync".into())
-            .spawn(move || loop {
-                std::thread::sleep(interval);
-                if stop.load(Ordering::Relaxed) {
-                    return;
+            .spawn(move || {
+                // Runs until the storage drops the sender (then joins us).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stop_rx.recv_timeout(interval)
+                {
+                    if let Err(e) = engine.sync_wal() {
+                        tracing::error!("background WAL sync failed: {e}");
+                    }
                 }
-                let Some(engine) = engine.upgrade() else {
-                    return;
-                };
                 if let Err(e) = engine.sync_wal() {
-                    tracing::error!("background WAL sync failed: {e}");
+                    tracing::error!("final WAL sync failed: {e}");
                 }
             })
             .map_err(|e| StorageError::Io(format!("spawning the WAL sync thread: {e}")))?;
+        *self.flusher.lock() = Some((stop_tx, handle));
         Ok(())
     }
 
