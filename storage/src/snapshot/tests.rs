@@ -816,6 +816,44 @@ fn unused_compaction_output_is_collected() {
 }
 
 #[test]
+fn compaction_overtaken_by_a_publish_is_discarded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    for e in 1..=3u64 {
+        let w = store.begin_epoch(e, e, 1).unwrap();
+        let kind = if e == 1 {
+            SnapshotKind::Full
+        } else {
+            SnapshotKind::Delta
+        };
+        w.write_node("a", kind, format!("<{e}>").as_bytes())
+            .unwrap();
+        w.publish().unwrap();
+    }
+    // While the merge runs, epoch 4 is published with a new delta.
+    let stats = store
+        .compact(1, |base: &[u8], deltas: &[&[u8]]| {
+            let w = store.begin_epoch(4, 4, 1).unwrap();
+            w.write_node("a", SnapshotKind::Delta, b"<4>").unwrap();
+            w.publish().unwrap();
+            concat(base, deltas)
+        })
+        .unwrap();
+    assert_eq!(stats.nodes_compacted, 1);
+    assert!(
+        files_on_disk(tmp.path()).iter().all(|p| !p.contains("/c")),
+        "moot merge deleted"
+    );
+    let w = store.begin_epoch(5, 5, 1).unwrap();
+    w.reuse_node("a").unwrap();
+    assert_eq!(w.publish().unwrap().longest_chain, 4);
+    let s = open(tmp.path()).load_latest().unwrap().unwrap();
+    let a = &s.nodes[0];
+    let deltas: Vec<&[u8]> = a.deltas.iter().map(Vec::as_slice).collect();
+    assert_eq!(concat(&a.base, &deltas), b"<1><2><3><4>".to_vec());
+}
+
+#[test]
 fn panicking_merge_does_not_wedge_compaction() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
