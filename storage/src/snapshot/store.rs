@@ -76,6 +76,9 @@ pub struct EpochInfo {
     pub bytes: u64,
     /// Files in the longest node chain (recovery reads this many for it).
     pub longest_chain: usize,
+    /// When the manifest was written (milliseconds since the Unix epoch),
+    /// for a snapshot-age metric.
+    pub created_unix_ms: u64,
 }
 
 impl EpochInfo {
@@ -88,6 +91,7 @@ impl EpochInfo {
             files: m.file_count(),
             bytes: m.total_bytes(),
             longest_chain: m.longest_chain(),
+            created_unix_ms: m.created_unix_ms,
         }
     }
 }

@@ -160,10 +160,14 @@ fn reuse_keeps_chains_and_files_across_epochs() {
         let w = store.begin_epoch(e, e * 10, 1).unwrap();
         assert_eq!(w.base_epoch(), Some(e - 1));
         w.reuse_node("a").unwrap();
+        assert_eq!(w.chain_len_with_delta("b").unwrap(), Some(e as usize));
+        assert_eq!(w.chain_len_with_delta("a").unwrap(), Some(2));
+        assert_eq!(w.chain_len_with_delta("zz").unwrap(), None);
         w.write_node("b", SnapshotKind::Delta, &blob(e * 100, 50))
             .unwrap();
         let info = w.publish().unwrap();
         assert_eq!(info.longest_chain, e as usize);
+        assert!(info.created_unix_ms > 0);
     }
     // Epoch 1's manifest is gone but its files live on, referenced by 5 and 6.
     assert_eq!(
@@ -792,16 +796,19 @@ fn unused_compaction_output_is_collected() {
     assert_eq!(compacted.len(), 1);
     // Compacting again finds the chain already done.
     assert_eq!(store.compact(2, concat).unwrap().nodes_compacted, 0);
-    // The next epoch rewrites `a` in full: the merged file is never used.
     let w = store.begin_epoch(5, 5, 1).unwrap();
+    assert_eq!(w.chain_len_with_delta("a").unwrap(), Some(2));
+    drop(w);
+    // The next epoch rewrites `a` in full: the merged file is never used.
+    let w = store.begin_epoch(6, 5, 1).unwrap();
     w.write_node("a", SnapshotKind::Full, b"a+++!").unwrap();
     w.publish().unwrap();
     assert!(!tmp.path().join(&compacted[0]).exists());
     // Unpublished compaction output is garbage on open, too.
-    let w = store.begin_epoch(6, 6, 1).unwrap();
+    let w = store.begin_epoch(7, 6, 1).unwrap();
     w.write_node("a", SnapshotKind::Delta, b"1").unwrap();
     w.publish().unwrap();
-    let w = store.begin_epoch(7, 7, 1).unwrap();
+    let w = store.begin_epoch(8, 7, 1).unwrap();
     w.write_node("a", SnapshotKind::Delta, b"2").unwrap();
     w.publish().unwrap();
     assert_eq!(store.compact(1, concat).unwrap().nodes_compacted, 1);

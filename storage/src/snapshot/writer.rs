@@ -86,6 +86,28 @@ impl EpochWriter {
         self.prev.as_ref().map(|p| p.epoch)
     }
 
+    /// How many files node `node`'s chain would hold if this epoch wrote a
+    /// delta for it (None: no previous state, so only a full file can be
+    /// written). A caller that keeps chains short without
+    /// [`SnapshotStore::compact`](super::SnapshotStore::compact) writes a full
+    /// file instead once this passes its limit.
+    pub fn chain_len_with_delta(&self, node: impl IntoNodeId) -> Result<Option<usize>> {
+        let node = node.into_node_id()?;
+        let Some(prev) = &self.prev else {
+            return Ok(None);
+        };
+        let compacted = self
+            .inner
+            .state
+            .lock()
+            .pending_compactions
+            .get(&node)
+            .is_some_and(|c| c.as_of == prev.epoch);
+        Ok(prev
+            .chain(&node)
+            .map(|c| if compacted { 2 } else { c.files.len() + 1 }))
+    }
+
     /// Writes `bytes` as node `node`'s full state, or (`Delta`) as the changes
     /// since the previous epoch, and fsyncs the file before returning.
     pub fn write_node(
