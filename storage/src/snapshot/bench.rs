@@ -11,6 +11,16 @@
 //! directory under the system temp dir). Loads are timed with the files in
 //! the page cache (best of three) and once after evicting them from it
 //! (posix_fadvise, if python3 is installed).
+//!
+//! Measured 2026-11-22 on the 2-core development VM under a load average of
+//! about 10 (other builds running), 129.5 MB of state:
+//!
+//! ```text
+//!              on disk   write+fsync   load warm    load cold
+//! none         129.5 MB  245-450 MB/s  600-900 MB/s  ~350 MB/s (0.37 s)
+//! lz4           73.8 MB   52-76 MB/s   205-375 MB/s  ~120-160 MB/s (0.83-1.06 s)
+//! codec alone: lz4 compress 54-76 MB/s, decompress 300-510 MB/s, crc32 2.3-3.9 GB/s
+//! ```
 
 use std::sync::Arc;
 use std::time::Instant;

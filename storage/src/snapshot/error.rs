@@ -25,6 +25,8 @@ pub enum SnapshotError {
          nor write a delta for it"
     )]
     NoBase { node: NodeId, epoch: u64 },
+    #[error("node {node} of snapshot epoch {epoch} was never finished (its writer panicked)")]
+    Unfinished { node: NodeId, epoch: u64 },
     #[error("invalid snapshot node id {0:?}: must be 1 to {max} bytes", max = super::MAX_NODE_ID_LEN)]
     InvalidNodeId(String),
     #[error("invalid snapshot configuration: {0}")]

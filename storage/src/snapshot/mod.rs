@@ -22,7 +22,9 @@
 //! manifests of later epochs (nodes that did not change are reused, not
 //! copied). Anything under an epoch directory that no retained, published
 //! manifest references is garbage: it is deleted when the store opens and
-//! after every publish.
+//! after every publish. (Exception: an epoch whose `MANIFEST` exists but
+//! cannot be read, an I/O error rather than absence or a bad checksum, is
+//! left alone and its number is not reused.)
 //!
 //! # Node file format (little endian)
 //!
@@ -51,8 +53,10 @@
 //!
 //! # Chains and compaction
 //!
-//! A node's chain is one full file followed by zero or more deltas; each
-//! delta's base epoch is the state epoch of the file before it. In a new
+//! A node's chain is one full file followed by zero or more deltas. A delta
+//! written in epoch E applies on the node's state as of its base epoch, the
+//! epoch before E; the file before it in the chain captures that state (its
+//! state epoch is no newer, as the node may have been reused since). In a new
 //! epoch a node is either written full ([`SnapshotKind::Full`]: chain = that
 //! file), written as a delta ([`SnapshotKind::Delta`]: previous chain + the
 //! delta), or reused ([`EpochWriter::reuse_node`]: previous chain as is).
@@ -79,14 +83,17 @@
 //!    references.
 //!
 //! A crash before the rename leaves an epoch directory without `MANIFEST`:
-//! garbage, removed on the next open, and the previous epoch loads.
+//! garbage, removed on the next open, and the previous epoch loads. After
+//! the rename the new epoch is complete (every file was fsynced first); if a
+//! power loss undoes the rename, the previous epoch loads.
 //!
 //! # Loading
 //!
 //! [`SnapshotStore::load_latest`] re-reads the newest manifest, reads and
 //! verifies every file it references (node chains in parallel, on up to four
-//! threads) and returns, per node, the base blob and the ordered deltas. If anything is missing, truncated or corrupt it
-//! logs why (tracing `warn`) and falls back to the next older retained epoch,
+//! threads) and returns, per node, the base blob and the ordered deltas. If
+//! anything is missing, truncated or corrupt it logs why (tracing `warn`)
+//! and falls back to the next older retained epoch,
 //! and finally to `None` (cold start); it never returns unverified bytes.
 //! Rejected epochs are dropped from the store so later epochs do not build on
 //! them. Progress (percent and bytes) is logged at `info` while loading.
@@ -98,8 +105,8 @@
 //! eighth; the flag is recorded per file in the header and the manifest.
 //! The default is no compression: on row-like state lz4 saves about 43% of
 //! the bytes but, on a disk that reads over 1 GB/s, makes loading about twice
-//! as slow and writing five times as slow (figures in `bench.rs`). It pays
-//! only where the disk reads slower than about 200 MB/s.
+//! as slow and writing five times as slow (figures in `bench.rs`). It can pay
+//! only where the disk reads slower than roughly 100-200 MB/s.
 //!
 //! # Concurrency
 //!

@@ -240,8 +240,14 @@ impl EpochWriter {
                     })
             };
             let files = match slot {
-                // `publish` owns the writer, so no `write_node` is running.
-                Slot::Writing => continue,
+                // `publish` owns the writer, so no `write_node` is running:
+                // this one panicked mid-write.
+                Slot::Writing => {
+                    return Err(SnapshotError::Unfinished {
+                        node: node.clone(),
+                        epoch: self.epoch,
+                    })
+                }
                 Slot::Written(f) if f.kind == SnapshotKind::Full => vec![f.clone()],
                 Slot::Written(f) => {
                     let mut chain = base_chain()?;
