@@ -5,7 +5,7 @@
 //!
 //! No RocksDB dependency above this line: the table layer (catalog, keys,
 //! indexes, write path) sees only these traits. `rocks` and `memory`
-//! implement them; `tests/conformance` runs the same suite against both.
+//! implement them; `src/tests/suite.rs` runs the same suite against both.
 
 use crate::Result;
 

@@ -1,28 +1,30 @@
 //! Ladle's base tables: durable rows in RocksDB, the catalog, the change log
-//! and the group-committed write path.
+//! and the group-committed write path. (`snapshot` is the separate store for
+//! the dataflow's view-state snapshots.)
 //!
 //! Entry point: [`Storage`]. Upper layers (dataflow, shim) see only this
 //! API and know nothing of RocksDB; this crate knows nothing of SQL text.
 //!
 //! ```text
-//!  Storage (lib.rs)  catalog.rs  write.rs  read.rs      <- table layer, written once
-//!        table.rs (row codec, index layout)  keys.rs (memcomparable keys)  cf.rs (names)
-//!  ---------------- engine.rs: KvRead / KvEngine / KvSnapshot ----------------
-//!        rocks/ (RocksDB)                     memory.rs (BTreeMaps)
+//!   lib.rs (Storage)  catalog.rs (DDL, open)  write.rs (group apply)  read.rs
+//!   table.rs (row codec, index layout)  keys.rs (memcomparable)  cf.rs (names)
+//!   ------------- engine.rs: KvRead / KvEngine / KvSnapshot -------------
+//!   rocks/ (RocksDB)                              memory.rs (BTreeMaps)
 //! ```
 //!
 //! **No RocksDB dependency above the engine traits**: only `src/rocks/`
 //! imports `rocksdb`. The in-memory engine implements the same traits
-//! (`Durability::Memory`, [`Storage::in_memory`]) and one conformance suite
-//! runs against both.
+//! (`Durability::Memory`, [`Storage::in_memory`]); one conformance suite
+//! (`src/tests/suite.rs`) runs against both.
 //!
-//! Layout (one RocksDB instance at `<data_dir>/db`):
+//! Layout (one RocksDB instance at `<data_dir>/db`, one shared block cache):
 //! - a column family per index: `t<table id>` is the primary index (primary
 //!   key, or a hidden `(epoch, sequence)` row id for tables without one ->
 //!   the postcard-encoded row); `i<index id>` is a secondary index
-//!   ((index columns ++ primary key) -> the primary key and, by default,
-//!   the whole row, so a secondary lookup is one range scan). Keys are memcomparable (`keys.rs`);
-//!   text keys are folded by the column's collation.
+//!   ((index columns ++ primary key) -> the primary key and, by default, the
+//!   whole row, so a secondary lookup is one range scan). Keys are
+//!   memcomparable (`keys.rs`); text keys are folded by the column's
+//!   collation. Index families have whole-key and 9-byte prefix blooms.
 //! - `catalog`: format version, databases, table records (schema with its
 //!   version, plus the padding values of added columns), id counters,
 //!   AUTO_INCREMENT counters, the row-id epoch (bumped on every open), the
@@ -30,17 +32,26 @@
 //! - `changelog`: LSN -> postcard `Vec<TableDeltas>`, written in the same
 //!   batch as the rows.
 //!
-//! Writes ([`Storage::write`]) are group-committed: callers queue their op
-//! lists; if no leader is active the caller becomes one, drains the queue,
-//! takes the commit lock, applies each
-//! caller's ops (atomically per caller, over an overlay of the group's
-//! pending changes), writes ONE batch with one WAL sync, tells the
-//! [`CommitObserver`] while still holding the lock, then acknowledges.
-//! Reads never take the commit lock, so observers may read.
+//! Writes ([`Storage::write`]) are group-committed. A caller queues its op
+//! list; if no leader is active it becomes the leader, drains the queue,
+//! takes the commit lock and applies each caller's ops in order over an
+//! overlay of the group's pending changes (atomically per caller: a failing
+//! caller is rolled back alone). The group becomes ONE batch (rows of every
+//! index, AUTO_INCREMENT counters, one change-log entry with a new LSN)
+//! written with one WAL sync; the [`CommitObserver`] is told while the lock
+//! is still held; then the group's callers are woken. Reads never take the
+//! commit lock, so observers and [`Storage::exclusive`] may read.
+//!
+//! AUTO_INCREMENT: the next value is written in the same batch as the rows
+//! that used it, so a crash can never hand out a committed value again
+//! (values given to callers whose ops failed may be reused; they were never
+//! visible). No pre-allocated ranges are needed, and a restart leaves no gap.
 //!
 //! Limits: a row's non-BLOB/TEXT/JSON content is limited to 64 KiB
 //! ([`StorageError::RowTooLarge`]). DDL (including index builds) holds the
-//! commit lock, so writes wait while an index is built.
+//! commit lock, so writes wait while an index is built. A group is applied
+//! and synced before the next one starts (no pipelining), so durable write
+//! throughput is bounded by `group size / (apply time + fsync)`.
 
 pub mod snapshot;
 
