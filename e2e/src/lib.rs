@@ -89,6 +89,9 @@ pub fn opts(url: &str, db: Option<&str>) -> Result<Opts, mysql::Error> {
     let base = Opts::from_url(url).map_err(mysql::Error::UrlError)?;
     let builder = OptsBuilder::from_opts(base)
         .db_name(db)
+        // Do not switch to a unix socket found via `SELECT @@socket`: the
+        // suite tests the TCP endpoint it was given.
+        .prefer_socket(false)
         .read_timeout(Some(STATEMENT_TIMEOUT))
         .write_timeout(Some(STATEMENT_TIMEOUT))
         .tcp_connect_timeout(Some(Duration::from_secs(10)));
@@ -326,6 +329,7 @@ impl LadleServer {
     fn wait_ready(&mut self) -> Result<(), HarnessError> {
         let deadline = Instant::now() + Duration::from_secs(60);
         let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let mut last_error = String::from("none");
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(HarnessError(format!(
@@ -333,14 +337,15 @@ impl LadleServer {
                     self.log_tail()
                 )));
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok()
-                && connect(&self.url(), None).is_ok()
-            {
-                return Ok(());
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                match connect(&self.url(), None) {
+                    Ok(_) => return Ok(()),
+                    Err(e) => last_error = e.to_string(),
+                }
             }
             if Instant::now() > deadline {
                 return Err(HarnessError(format!(
-                    "ladle did not accept connections within 60 s; log:\n{}",
+                    "ladle did not accept connections within 60 s (last error: {last_error}); log:\n{}",
                     self.log_tail()
                 )));
             }
