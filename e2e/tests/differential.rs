@@ -80,7 +80,7 @@ impl Model {
             expected: None,
             expected_error: err,
         };
-        match rng.gen_range(0..9) {
+        match rng.gen_range(0..10) {
             0..=2 => {
                 let id = rng.gen_range(1..=40);
                 let row = TRow {
@@ -165,6 +165,17 @@ impl Model {
                     }
                 }
             }
+            9 => {
+                let g = rng.gen_range(0..5);
+                let name = NAMES[rng.gen_range(0..NAMES.len())];
+                for r in self.t.values_mut().filter(|r| r.grp == g) {
+                    r.name = name;
+                }
+                write(
+                    format!("UPDATE t SET name = '{name}' WHERE grp = {g}"),
+                    None,
+                )
+            }
             _ => {
                 let id = rng.gen_range(1..=12);
                 self.u.remove(&id);
@@ -179,7 +190,7 @@ impl Model {
             expected: Some((rows, ordered)),
             expected_error: None,
         };
-        match rng.gen_range(0..8) {
+        match rng.gen_range(0..13) {
             0 => {
                 let g = rng.gen_range(0..6);
                 let rows = self
@@ -304,6 +315,104 @@ impl Model {
                     .collect();
                 query(
                     "SELECT name, COUNT(*) FROM t WHERE val IS NOT NULL GROUP BY name".to_string(),
+                    rows,
+                    false,
+                )
+            }
+            8 => {
+                let mut grps: Vec<i64> = self
+                    .t
+                    .values()
+                    .filter(|r| r.val.is_some())
+                    .map(|r| r.grp)
+                    .collect();
+                grps.sort_unstable();
+                grps.dedup();
+                let rows = grps.iter().map(|g| vec![g.to_string()]).collect();
+                query(
+                    "SELECT DISTINCT grp FROM t WHERE val IS NOT NULL".to_string(),
+                    rows,
+                    false,
+                )
+            }
+            9 => {
+                let (a, b) = (rng.gen_range(0..5), rng.gen_range(0..5));
+                let name = NAMES[rng.gen_range(0..NAMES.len())];
+                let rows = self
+                    .t
+                    .iter()
+                    .filter(|(_, r)| (r.grp == a || r.grp == b) && r.name == name)
+                    .map(|(id, _)| vec![id.to_string()])
+                    .collect();
+                query(
+                    format!("SELECT id FROM t WHERE grp IN ({a}, {b}) AND name = '{name}'"),
+                    rows,
+                    false,
+                )
+            }
+            10 => {
+                let k = rng.gen_range(1..=5);
+                let o = rng.gen_range(0..=3);
+                let mut all: Vec<(i64, Option<i64>)> =
+                    self.t.iter().map(|(id, r)| (*id, r.val)).collect();
+                all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                let rows = all
+                    .iter()
+                    .skip(o)
+                    .take(k)
+                    .map(|(id, v)| vec![id.to_string(), opt(*v)])
+                    .collect();
+                query(
+                    format!("SELECT id, val FROM t ORDER BY val DESC, id LIMIT {k} OFFSET {o}"),
+                    rows,
+                    true,
+                )
+            }
+            11 => {
+                let uid = rng.gen_range(1..=12);
+                let x = rng.gen_range(-20..=20);
+                let rows = match self.u.get(&uid) {
+                    None => Vec::new(),
+                    Some(u) => {
+                        let ids: Vec<Vec<String>> = self
+                            .t
+                            .iter()
+                            .filter(|(_, r)| r.grp == u.t_grp && r.val.is_some_and(|v| v > x))
+                            .map(|(id, _)| vec![u.label.clone(), id.to_string()])
+                            .collect();
+                        if ids.is_empty() {
+                            vec![vec![u.label.clone(), "NULL".to_string()]]
+                        } else {
+                            ids
+                        }
+                    }
+                };
+                query(
+                    format!(
+                        "SELECT u.label, t.id FROM u LEFT JOIN t ON t.grp = u.t_grp AND t.val > {x} WHERE u.id = {uid}"
+                    ),
+                    rows,
+                    false,
+                )
+            }
+            12 => {
+                let mut by_name: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+                for r in self.t.values() {
+                    by_name.entry(r.name).or_default().push(r.grp);
+                }
+                let rows = by_name
+                    .iter()
+                    .filter(|(_, g)| g.len() > 1)
+                    .map(|(n, g)| {
+                        let mut d = g.clone();
+                        d.sort_unstable();
+                        d.dedup();
+                        vec![n.to_string(), d.len().to_string()]
+                    })
+                    .collect();
+                query(
+                    "SELECT name, COUNT(DISTINCT grp) FROM t GROUP BY name HAVING COUNT(*) > 1"
+                        .to_string(),
                     rows,
                     false,
                 )
