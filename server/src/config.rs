@@ -34,7 +34,12 @@ pub struct Args {
     #[arg(long, env = "LADLE_USER", default_value = "root")]
     pub user: String,
     /// The user's password; empty is allowed only on a loopback address.
-    #[arg(long, env = "LADLE_PASSWORD", default_value = "", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "LADLE_PASSWORD",
+        default_value = "",
+        hide_env_values = true
+    )]
     pub password: String,
     /// When a write is acknowledged relative to its fsync.
     #[arg(long, env = "LADLE_DURABILITY", value_enum, default_value = "sync")]
@@ -70,9 +75,11 @@ impl Args {
             ));
         }
         if self.tls_cert.is_some() || self.tls_key.is_some() {
-            return Err("TLS (--tls-cert/--tls-key) is not supported by this build of ladle; \
+            return Err(
+                "TLS (--tls-cert/--tls-key) is not supported by this build of ladle; \
                         terminate TLS in a proxy in front of it"
-                .into());
+                    .into(),
+            );
         }
         if self.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
@@ -95,8 +102,12 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         Some('T') => (&t[..t.len() - 1], 1 << 40),
         _ => (t, 1),
     };
-    let n: u64 = num.trim().parse().map_err(|_| format!("invalid size '{s}' (examples: 1048576, 512M, 2G)"))?;
-    n.checked_mul(mult).ok_or_else(|| format!("size '{s}' is too large"))
+    let n: u64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid size '{s}' (examples: 1048576, 512M, 2G)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("size '{s}' is too large"))
 }
 
 /// `0`, `30s`, `5m`, `1h`, `250ms`; a bare number is seconds.

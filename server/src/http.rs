@@ -18,7 +18,11 @@ pub struct HttpState {
     pub dataflow: RwLock<Option<Arc<Dataflow>>>,
 }
 
-pub async fn serve(listener: TcpListener, state: Arc<HttpState>, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<HttpState>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -39,7 +43,11 @@ async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Resul
     let mut n = 0;
     // Read the request head (we ignore any body).
     loop {
-        let r = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf[n..])).await;
+        let r = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            stream.read(&mut buf[n..]),
+        )
+        .await;
         let Ok(Ok(k)) = r else { return Ok(()) };
         if k == 0 {
             break;
@@ -56,17 +64,29 @@ async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Resul
     let (status, ctype, body) = match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
             let df = state.dataflow.read().clone();
-            ("200 OK", "text/plain; version=0.0.4", state.metrics.render(df.as_deref()))
+            (
+                "200 OK",
+                "text/plain; version=0.0.4",
+                state.metrics.render(df.as_deref()),
+            )
         }
         ("GET" | "HEAD", "/health") => {
             if state.ready.load(Ordering::SeqCst) {
                 ("200 OK", "text/plain", "ok\n".to_string())
             } else {
-                ("503 Service Unavailable", "text/plain", "starting\n".to_string())
+                (
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "starting\n".to_string(),
+                )
             }
         }
         ("GET" | "HEAD", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
-        _ => ("405 Method Not Allowed", "text/plain", "method not allowed\n".to_string()),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "method not allowed\n".to_string(),
+        ),
     };
     let mut resp = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

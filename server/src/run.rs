@@ -19,19 +19,35 @@ use crate::http::{self, HttpState};
 pub async fn run(args: Args) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.data_dir)
         .with_context(|| format!("creating data directory {}", args.data_dir.display()))?;
-    let data_dir = args.data_dir.canonicalize().unwrap_or_else(|_| args.data_dir.clone());
+    let data_dir = args
+        .data_dir
+        .canonicalize()
+        .unwrap_or_else(|_| args.data_dir.clone());
     let metrics = Arc::new(Metrics::new());
     let (stop_tx, stop_rx) = watch::channel(false);
 
     // Health and metrics first, so /health answers 503 during recovery.
-    let http_state = Arc::new(HttpState { metrics: metrics.clone(), ready: false.into(), dataflow: RwLock::new(None) });
+    let http_state = Arc::new(HttpState {
+        metrics: metrics.clone(),
+        ready: false.into(),
+        dataflow: RwLock::new(None),
+    });
     let http_listener = TcpListener::bind(args.metrics_listen)
         .await
         .with_context(|| format!("binding metrics address {}", args.metrics_listen))?;
-    let http_task = tokio::spawn(http::serve(http_listener, http_state.clone(), stop_rx.clone()));
+    let http_task = tokio::spawn(http::serve(
+        http_listener,
+        http_state.clone(),
+        stop_rx.clone(),
+    ));
 
-    let listener = TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
-    let port = listener.local_addr().map(|a| a.port()).unwrap_or(args.listen.port());
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let port = listener
+        .local_addr()
+        .map(|a| a.port())
+        .unwrap_or(args.listen.port());
 
     tracing::info!(data_dir = %data_dir.display(), durability = ?args.durability, "opening storage");
     let started = Instant::now();
@@ -53,14 +69,22 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .context("opening storage")?;
     let memory_limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
     let st = storage.clone();
-    let dataflow = tokio::task::spawn_blocking(move || Dataflow::new(st, DataflowConfig { memory_limit }))
-        .await
-        .context("dataflow start task")?
-        .context("starting the dataflow")?;
-    tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered");
+    let dataflow =
+        tokio::task::spawn_blocking(move || Dataflow::new(st, DataflowConfig { memory_limit }))
+            .await
+            .context("dataflow start task")?
+            .context("starting the dataflow")?;
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "recovered"
+    );
     *http_state.dataflow.write() = Some(dataflow.clone());
 
-    let facts = ServerFacts { max_connections: args.max_connections, port, datadir: data_dir.display().to_string() };
+    let facts = ServerFacts {
+        max_connections: args.max_connections,
+        port,
+        datadir: data_dir.display().to_string(),
+    };
     let frontend = Frontend::new(
         storage.clone(),
         dataflow.clone(),

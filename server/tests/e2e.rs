@@ -14,7 +14,10 @@ use mysql_async::{Conn, Opts, OptsBuilder, Row, Value as MyValue};
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 /// A running server; killed on drop.
@@ -45,7 +48,12 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         let child = cmd.spawn().expect("spawn ladle");
-        let s = Server { child, port, metrics_port, password: password.to_string() };
+        let s = Server {
+            child,
+            port,
+            metrics_port,
+            password: password.to_string(),
+        };
         s.wait_ready();
         s
     }
@@ -115,20 +123,33 @@ fn text_of(v: &MyValue) -> String {
         MyValue::Float(f) => f.to_string(),
         MyValue::Double(d) => d.to_string(),
         MyValue::Date(y, mo, d, 0, 0, 0, 0) => format!("{y:04}-{mo:02}-{d:02}"),
-        MyValue::Date(y, mo, d, h, mi, s, _) => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        MyValue::Date(y, mo, d, h, mi, s, _) => {
+            format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}")
+        }
         MyValue::Time(neg, days, h, m, s, _) => {
-            format!("{}{:02}:{m:02}:{s:02}", if *neg { "-" } else { "" }, days * 24 + u32::from(*h))
+            format!(
+                "{}{:02}:{m:02}:{s:02}",
+                if *neg { "-" } else { "" },
+                days * 24 + u32::from(*h)
+            )
         }
     }
 }
 
 fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
 }
 
 #[test]
 fn help_lists_every_flag() {
-    let out = Command::new(BIN).arg("--help").output().expect("run --help");
+    let out = Command::new(BIN)
+        .arg("--help")
+        .output()
+        .expect("run --help");
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     for flag in [
@@ -374,43 +395,72 @@ fn transactions_commit_and_roll_back_atomically() {
     rt().block_on(async {
         let mut c = srv.conn(None).await;
         c.query_drop("CREATE DATABASE tx").await.unwrap();
-        c.query_drop("CREATE TABLE tx.acct (id INT PRIMARY KEY, bal INT NOT NULL)").await.unwrap();
+        c.query_drop("CREATE TABLE tx.acct (id INT PRIMARY KEY, bal INT NOT NULL)")
+            .await
+            .unwrap();
         c.query_drop("USE tx").await.unwrap();
-        c.query_drop("INSERT INTO acct VALUES (1, 100), (2, 0)").await.unwrap();
+        c.query_drop("INSERT INTO acct VALUES (1, 100), (2, 0)")
+            .await
+            .unwrap();
         let mut other = srv.conn(Some("tx")).await;
 
         c.query_drop("BEGIN").await.unwrap();
-        c.query_drop("UPDATE acct SET bal = bal - 30 WHERE id = 1").await.unwrap();
+        c.query_drop("UPDATE acct SET bal = bal - 30 WHERE id = 1")
+            .await
+            .unwrap();
         assert_eq!(c.affected_rows(), 1);
-        c.query_drop("UPDATE acct SET bal = bal + 30 WHERE id = 2").await.unwrap();
+        c.query_drop("UPDATE acct SET bal = bal + 30 WHERE id = 2")
+            .await
+            .unwrap();
         // Not visible to anyone before COMMIT.
-        let b: Option<i32> = other.query_first("SELECT bal FROM acct WHERE id = 2").await.unwrap();
+        let b: Option<i32> = other
+            .query_first("SELECT bal FROM acct WHERE id = 2")
+            .await
+            .unwrap();
         assert_eq!(b, Some(0));
         c.query_drop("COMMIT").await.unwrap();
-        let rows: Vec<(i32, i32)> = other.query("SELECT id, bal FROM acct ORDER BY id").await.unwrap();
+        let rows: Vec<(i32, i32)> = other
+            .query("SELECT id, bal FROM acct ORDER BY id")
+            .await
+            .unwrap();
         assert_eq!(rows, vec![(1, 70), (2, 30)]);
 
         c.query_drop("START TRANSACTION").await.unwrap();
         c.query_drop("DELETE FROM acct WHERE id = 1").await.unwrap();
         c.query_drop("ROLLBACK").await.unwrap();
-        let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM acct").await.unwrap();
+        let n: Option<i64> = other
+            .query_first("SELECT COUNT(*) FROM acct")
+            .await
+            .unwrap();
         assert_eq!(n, Some(2));
 
         // A failing statement at COMMIT applies nothing.
         c.query_drop("SET autocommit = 0").await.unwrap();
-        c.query_drop("INSERT INTO acct VALUES (3, 5)").await.unwrap();
-        c.query_drop("INSERT INTO acct VALUES (1, 5)").await.unwrap();
+        c.query_drop("INSERT INTO acct VALUES (3, 5)")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO acct VALUES (1, 5)")
+            .await
+            .unwrap();
         let e = c.query_drop("COMMIT").await.unwrap_err();
         assert_eq!(server_code(e), 1062);
         c.query_drop("SET autocommit = 1").await.unwrap();
-        let n: Option<i64> = other.query_first("SELECT COUNT(*) FROM acct").await.unwrap();
+        let n: Option<i64> = other
+            .query_first("SELECT COUNT(*) FROM acct")
+            .await
+            .unwrap();
         assert_eq!(n, Some(2));
 
         // The mysql_async transaction API.
         let mut t = c.start_transaction(Default::default()).await.unwrap();
-        t.exec_drop("INSERT INTO acct VALUES (?, ?)", (4, 40)).await.unwrap();
+        t.exec_drop("INSERT INTO acct VALUES (?, ?)", (4, 40))
+            .await
+            .unwrap();
         t.commit().await.unwrap();
-        let b: Option<i32> = other.query_first("SELECT bal FROM acct WHERE id = 4").await.unwrap();
+        let b: Option<i32> = other
+            .query_first("SELECT bal FROM acct WHERE id = 4")
+            .await
+            .unwrap();
         assert_eq!(b, Some(40));
     });
 }
@@ -421,27 +471,114 @@ fn errors_carry_mysql_codes() {
     let srv = Server::start(dir.path(), &["--durability", "memory"]);
     rt().block_on(async {
         let mut c = srv.conn(None).await;
-        assert_eq!(server_code(c.query_drop("SELEC 1").await.unwrap_err()), 1064);
-        assert_eq!(server_code(c.query_drop("SELECT * FROM t").await.unwrap_err()), 1046);
-        assert_eq!(server_code(c.query_drop("USE nope").await.unwrap_err()), 1049);
+        assert_eq!(
+            server_code(c.query_drop("SELEC 1").await.unwrap_err()),
+            1064
+        );
+        assert_eq!(
+            server_code(c.query_drop("SELECT * FROM t").await.unwrap_err()),
+            1046
+        );
+        assert_eq!(
+            server_code(c.query_drop("USE nope").await.unwrap_err()),
+            1049
+        );
         c.query_drop("CREATE DATABASE e").await.unwrap();
-        assert_eq!(server_code(c.query_drop("CREATE DATABASE e").await.unwrap_err()), 1007);
+        assert_eq!(
+            server_code(c.query_drop("CREATE DATABASE e").await.unwrap_err()),
+            1007
+        );
         c.query_drop("USE e").await.unwrap();
-        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(3) NOT NULL, n TINYINT)").await.unwrap();
-        assert_eq!(server_code(c.query_drop("CREATE TABLE t (id INT)").await.unwrap_err()), 1050);
-        assert_eq!(server_code(c.query_drop("SELECT * FROM missing").await.unwrap_err()), 1146);
-        assert_eq!(server_code(c.query_drop("SELECT nope FROM t").await.unwrap_err()), 1054);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t (id) VALUES (1)").await.unwrap_err()), 1364);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, NULL, 1)").await.unwrap_err()), 1048);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'abcd', 1)").await.unwrap_err()), 1406);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'a', 300)").await.unwrap_err()), 1264);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'a')").await.unwrap_err()), 1136);
-        assert_eq!(server_code(c.query_drop("INSERT INTO t (id, zz) VALUES (1, 2)").await.unwrap_err()), 1054);
-        c.query_drop("INSERT INTO t VALUES (1, 'a', 1)").await.unwrap();
-        assert_eq!(server_code(c.query_drop("INSERT INTO t VALUES (1, 'b', 1)").await.unwrap_err()), 1062);
-        assert_eq!(server_code(c.query_drop("DROP TABLE missing").await.unwrap_err()), 1051);
-        assert_eq!(server_code(c.query_drop("SELECT @@no_such_variable").await.unwrap_err()), 1193);
-        assert_eq!(server_code(c.prep("SELECT * FROM missing WHERE id = ?").await.unwrap_err()), 1146);
+        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(3) NOT NULL, n TINYINT)")
+            .await
+            .unwrap();
+        assert_eq!(
+            server_code(c.query_drop("CREATE TABLE t (id INT)").await.unwrap_err()),
+            1050
+        );
+        assert_eq!(
+            server_code(c.query_drop("SELECT * FROM missing").await.unwrap_err()),
+            1146
+        );
+        assert_eq!(
+            server_code(c.query_drop("SELECT nope FROM t").await.unwrap_err()),
+            1054
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t (id) VALUES (1)")
+                    .await
+                    .unwrap_err()
+            ),
+            1364
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t VALUES (1, NULL, 1)")
+                    .await
+                    .unwrap_err()
+            ),
+            1048
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t VALUES (1, 'abcd', 1)")
+                    .await
+                    .unwrap_err()
+            ),
+            1406
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t VALUES (1, 'a', 300)")
+                    .await
+                    .unwrap_err()
+            ),
+            1264
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t VALUES (1, 'a')")
+                    .await
+                    .unwrap_err()
+            ),
+            1136
+        );
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t (id, zz) VALUES (1, 2)")
+                    .await
+                    .unwrap_err()
+            ),
+            1054
+        );
+        c.query_drop("INSERT INTO t VALUES (1, 'a', 1)")
+            .await
+            .unwrap();
+        assert_eq!(
+            server_code(
+                c.query_drop("INSERT INTO t VALUES (1, 'b', 1)")
+                    .await
+                    .unwrap_err()
+            ),
+            1062
+        );
+        assert_eq!(
+            server_code(c.query_drop("DROP TABLE missing").await.unwrap_err()),
+            1051
+        );
+        assert_eq!(
+            server_code(c.query_drop("SELECT @@no_such_variable").await.unwrap_err()),
+            1193
+        );
+        assert_eq!(
+            server_code(
+                c.prep("SELECT * FROM missing WHERE id = ?")
+                    .await
+                    .unwrap_err()
+            ),
+            1146
+        );
         // The connection still works after all of that.
         let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
         assert_eq!(one, Some(1));
@@ -457,11 +594,15 @@ fn password_is_checked() {
         let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
         assert_eq!(one, Some(1));
         for bad in ["wrong", ""] {
-            let opts: Opts = OptsBuilder::from_opts(srv.opts(None)).pass(Some(bad)).into();
+            let opts: Opts = OptsBuilder::from_opts(srv.opts(None))
+                .pass(Some(bad))
+                .into();
             let e = Conn::new(opts).await.unwrap_err();
             assert_eq!(server_code(e), 1045, "password {bad:?}");
         }
-        let opts: Opts = OptsBuilder::from_opts(srv.opts(None)).user(Some("nobody")).into();
+        let opts: Opts = OptsBuilder::from_opts(srv.opts(None))
+            .user(Some("nobody"))
+            .into();
         assert_eq!(server_code(Conn::new(opts).await.unwrap_err()), 1045);
     });
 }
@@ -469,7 +610,10 @@ fn password_is_checked() {
 #[test]
 fn connections_beyond_the_limit_get_1040() {
     let dir = tempfile::tempdir().unwrap();
-    let srv = Server::start(dir.path(), &["--durability", "memory", "--max-connections", "2"]);
+    let srv = Server::start(
+        dir.path(),
+        &["--durability", "memory", "--max-connections", "2"],
+    );
     rt().block_on(async {
         let a = srv.conn(None).await;
         let b = srv.conn(None).await;
@@ -517,7 +661,10 @@ fn malformed_input_gets_an_error_or_a_closed_socket_and_others_keep_working() {
     let mut s = raw_connect(srv.port);
     let _ = s.write_all(&[0x05, 0, 0, 1, 0xde, 0xad, 0xbe, 0xef, 0x00]);
     let mut got = Vec::new();
-    assert!(s.read_to_end(&mut got).is_ok(), "server kept a garbage handshake open");
+    assert!(
+        s.read_to_end(&mut got).is_ok(),
+        "server kept a garbage handshake open"
+    );
     assert!(got.is_empty() || got[4] == 0xff, "{got:?}");
     // A truncated packet, then hang up.
     let mut s = raw_connect(srv.port);
@@ -551,7 +698,10 @@ fn malformed_input_gets_an_error_or_a_closed_socket_and_others_keep_working() {
     rt().block_on(async {
         let mut c = srv.conn(None).await;
         // A well-formed client: unknown statement id and junk SQL.
-        assert_eq!(server_code(c.query_drop("\u{1}\u{2}garbage").await.unwrap_err()), 1064);
+        assert_eq!(
+            server_code(c.query_drop("\u{1}\u{2}garbage").await.unwrap_err()),
+            1064
+        );
         let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
         assert_eq!(one, Some(1));
     });
@@ -583,9 +733,13 @@ fn acknowledged_writes_survive_kill_9() {
     rt().block_on(async {
         let mut c = srv.conn(None).await;
         c.query_drop("CREATE DATABASE dur").await.unwrap();
-        c.query_drop("CREATE TABLE dur.t (id INT PRIMARY KEY AUTO_INCREMENT, v VARCHAR(10))").await.unwrap();
+        c.query_drop("CREATE TABLE dur.t (id INT PRIMARY KEY AUTO_INCREMENT, v VARCHAR(10))")
+            .await
+            .unwrap();
         for i in 0..20 {
-            c.exec_drop("INSERT INTO dur.t (v) VALUES (?)", (format!("v{i}"),)).await.unwrap();
+            c.exec_drop("INSERT INTO dur.t (v) VALUES (?)", (format!("v{i}"),))
+                .await
+                .unwrap();
         }
     });
     srv.kill9();
@@ -594,7 +748,10 @@ fn acknowledged_writes_survive_kill_9() {
         let mut c = srv.conn(Some("dur")).await;
         let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.unwrap();
         assert_eq!(n, Some(20));
-        let last: Option<String> = c.query_first("SELECT v FROM t WHERE id = 20").await.unwrap();
+        let last: Option<String> = c
+            .query_first("SELECT v FROM t WHERE id = 20")
+            .await
+            .unwrap();
         assert_eq!(last.as_deref(), Some("v19"));
     });
 }
@@ -611,12 +768,19 @@ fn metrics_health_and_sigterm() {
     let health = http_get(srv.metrics_port, "/health").unwrap();
     assert!(health.starts_with("HTTP/1.1 200"));
     let m = http_get(srv.metrics_port, "/metrics").unwrap();
-    assert!(m.contains("ladle_queries_total{kind=\"select\",outcome=\"ok\"}"), "{m}");
+    assert!(
+        m.contains("ladle_queries_total{kind=\"select\",outcome=\"ok\"}"),
+        "{m}"
+    );
     assert!(m.contains("ladle_errors_total{code=\"1064\"} 1"));
     assert!(m.contains("ladle_connections_total"));
     assert!(m.contains("ladle_query_duration_seconds_bucket"));
     let pid = srv.child.id();
-    let status = Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
+    let status = Command::new("kill")
+        .arg("-TERM")
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(status.success());
     let exit = srv.child.wait().unwrap();
     assert!(exit.success(), "exit status {exit:?}");

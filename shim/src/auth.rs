@@ -38,7 +38,11 @@ pub fn verify(password: &[u8], scramble: &[u8], response: &[u8]) -> bool {
     if expected.len() != response.len() {
         return false;
     }
-    expected.iter().zip(response).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    expected
+        .iter()
+        .zip(response)
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 #[cfg(test)]

@@ -23,23 +23,38 @@ use crate::vars::{self, compare, like, system_variables, truth, EvalContext, Eva
 enum Filter {
     None,
     Like(String),
-    Where(Expr),
+    Where(Box<Expr>),
 }
 
 /// Parses an optional trailing `LIKE 'p'` or `WHERE expr` at `i`.
 fn filter_at(t: &[Token], i: usize) -> Result<Filter> {
     match word(t, i).as_deref() {
         Some("LIKE") => match t.get(i + 1) {
-            Some(Token::SingleQuotedString(p)) | Some(Token::DoubleQuotedString(p)) => Ok(Filter::Like(p.clone())),
+            Some(Token::SingleQuotedString(p)) | Some(Token::DoubleQuotedString(p)) => {
+                Ok(Filter::Like(p.clone()))
+            }
             _ => Err(ShimError::Parse("LIKE needs a pattern".into())),
         },
         Some("WHERE") => {
-            let text = t[i + 1..].iter().map(render_token).collect::<Vec<_>>().join(" ");
-            let e = Parser::new(&MySqlDialect {}).try_with_sql(&text)?.parse_expr()?;
-            Ok(Filter::Where(e))
+            let text = t[i + 1..]
+                .iter()
+                .map(render_token)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let e = Parser::new(&MySqlDialect {})
+                .try_with_sql(&text)?
+                .parse_expr()?;
+            Ok(Filter::Where(Box::new(e)))
         }
         None if i >= t.len() => Ok(Filter::None),
-        _ => Err(ShimError::Parse(format!("near '{}'", t[i..].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ")))),
+        _ => Err(ShimError::Parse(format!(
+            "near '{}'",
+            t[i..]
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))),
     }
 }
 
@@ -50,15 +65,29 @@ fn render_token(t: &Token) -> String {
     }
 }
 
-fn finish(e: &Engine, s: &Session, columns: Vec<OutputColumn>, mut rows: Vec<Vec<Value>>, f: Filter) -> Result<Output> {
+fn finish(
+    e: &Engine,
+    s: &Session,
+    columns: Vec<OutputColumn>,
+    mut rows: Vec<Vec<Value>>,
+    f: Filter,
+) -> Result<Output> {
     match f {
         Filter::None => {}
         Filter::Like(p) => rows.retain(|r| like(&r[0].to_string(), &p)),
         Filter::Where(w) => {
-            let names: Vec<(String, String)> = columns.iter().map(|c| (String::new(), c.name.clone())).collect();
+            let names: Vec<(String, String)> = columns
+                .iter()
+                .map(|c| (String::new(), c.name.clone()))
+                .collect();
             let mut kept = Vec::new();
             for r in rows {
-                let ctx = EvalContext { session: s, facts: &e.facts, columns: &names, row: &r };
+                let ctx = EvalContext {
+                    session: s,
+                    facts: &e.facts,
+                    columns: &names,
+                    row: &r,
+                };
                 if truth(&eval(&ctx, &w)?) == Some(true) {
                     kept.push(r);
                 }
@@ -74,7 +103,9 @@ fn eval(ctx: &EvalContext<'_>, x: &Expr) -> Result<Value> {
         Ok(v) => Ok(v),
         Err(EvalError::UnknownColumn(c)) => Err(ShimError::UnknownColumn(c, "where clause".into())),
         Err(EvalError::UnknownVariable(v)) => Err(ShimError::UnknownVariable(v)),
-        Err(EvalError::NotSession) => Err(ShimError::Unsupported(format!("expression {x} on a catalog table"))),
+        Err(EvalError::NotSession) => Err(ShimError::Unsupported(format!(
+            "expression {x} on a catalog table"
+        ))),
     }
 }
 
@@ -83,7 +114,9 @@ fn t(s: impl AsRef<str>) -> Value {
 }
 
 fn db_or(s: &Session, explicit: Option<String>) -> Result<String> {
-    explicit.or_else(|| s.database.clone()).ok_or(ShimError::NoDatabase)
+    explicit
+        .or_else(|| s.database.clone())
+        .ok_or(ShimError::NoDatabase)
 }
 
 /// `FROM|IN db` at `*i`, if present.
@@ -101,7 +134,10 @@ fn from_db(tk: &[Token], i: &mut usize) -> Option<String> {
 pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
     let mut i = 1;
     let mut full = false;
-    while matches!(word(tk, i).as_deref(), Some("FULL" | "EXTENDED" | "GLOBAL" | "SESSION" | "LOCAL")) {
+    while matches!(
+        word(tk, i).as_deref(),
+        Some("FULL" | "EXTENDED" | "GLOBAL" | "SESSION" | "LOCAL")
+    ) {
         if word(tk, i).as_deref() == Some("FULL") {
             full = true;
         }
@@ -133,24 +169,48 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
         }
         "COLUMNS" | "FIELDS" => {
             let mut j = i + 1;
-            let (qdb, table) = qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW COLUMNS FROM".into()))?;
+            let (qdb, table) = qualified_name(tk, &mut j)
+                .ok_or_else(|| ShimError::Parse("SHOW COLUMNS FROM".into()))?;
             let db = from_db(tk, &mut j).or(qdb);
             let out = describe(e, s, db, &table, full)?;
-            let Output::Rows { columns, rows } = out else { return Ok(out) };
+            let Output::Rows { columns, rows } = out else {
+                return Ok(out);
+            };
             finish(e, s, columns, rows, filter_at(tk, j)?)
         }
         "INDEX" | "INDEXES" | "KEYS" => {
             let mut j = i + 1;
-            let (qdb, table) = qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW INDEX FROM".into()))?;
+            let (qdb, table) = qualified_name(tk, &mut j)
+                .ok_or_else(|| ShimError::Parse("SHOW INDEX FROM".into()))?;
             let db = db_or(s, from_db(tk, &mut j).or(qdb))?;
             let schema = lookup(e, &db, &table)?;
             let cols = [
-                "Table", "Non_unique", "Key_name", "Seq_in_index", "Column_name", "Collation", "Cardinality",
-                "Sub_part", "Packed", "Null", "Index_type", "Comment", "Index_comment",
+                "Table",
+                "Non_unique",
+                "Key_name",
+                "Seq_in_index",
+                "Column_name",
+                "Collation",
+                "Cardinality",
+                "Sub_part",
+                "Packed",
+                "Null",
+                "Index_type",
+                "Comment",
+                "Index_comment",
             ];
             let columns = cols
                 .iter()
-                .map(|c| if matches!(*c, "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part") { int_column(c) } else { text_column(c) })
+                .map(|c| {
+                    if matches!(
+                        *c,
+                        "Non_unique" | "Seq_in_index" | "Cardinality" | "Sub_part"
+                    ) {
+                        int_column(c)
+                    } else {
+                        text_column(c)
+                    }
+                })
                 .collect();
             let rows = index_rows(&schema)
                 .into_iter()
@@ -180,16 +240,24 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             let mut j = i + 1;
             match kind.as_str() {
                 "TABLE" => {
-                    let (qdb, table) = qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW CREATE TABLE".into()))?;
+                    let (qdb, table) = qualified_name(tk, &mut j)
+                        .ok_or_else(|| ShimError::Parse("SHOW CREATE TABLE".into()))?;
                     let db = db_or(s, qdb)?;
                     if let Some(schema) = e.storage.table(&db, &table) {
-                        let cols = vec![text_column("Table"), column("Create Table", SqlType::Text(65535))];
-                        return Ok(Output::Rows { columns: cols, rows: vec![vec![t(&schema.name), t(create_table_sql(&schema))]] });
+                        let cols = vec![
+                            text_column("Table"),
+                            column("Create Table", SqlType::Text(65535)),
+                        ];
+                        return Ok(Output::Rows {
+                            columns: cols,
+                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema))]],
+                        });
                     }
                     show_create_view(e, &db, &table)
                 }
                 "VIEW" => {
-                    let (qdb, view) = qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW CREATE VIEW".into()))?;
+                    let (qdb, view) = qualified_name(tk, &mut j)
+                        .ok_or_else(|| ShimError::Parse("SHOW CREATE VIEW".into()))?;
                     let db = db_or(s, qdb)?;
                     show_create_view(e, &db, &view)
                 }
@@ -197,11 +265,13 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                     if word(tk, j).as_deref() == Some("IF") {
                         j += 3;
                     }
-                    let db = ident(tk, j).ok_or_else(|| ShimError::Parse("SHOW CREATE DATABASE".into()))?;
+                    let db = ident(tk, j)
+                        .ok_or_else(|| ShimError::Parse("SHOW CREATE DATABASE".into()))?;
                     if !e.storage.databases().contains(&db) {
                         return Err(ShimError::UnknownDatabase(db));
                     }
-                    let sql = format!("CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 */");
+                    let sql =
+                        format!("CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 */");
                     Ok(Output::Rows {
                         columns: vec![text_column("Database"), text_column("Create Database")],
                         rows: vec![vec![t(db), t(sql)]],
@@ -211,8 +281,17 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             }
         }
         "VARIABLES" => {
-            let rows = system_variables(s, &e.facts).into_iter().map(|(n, v)| vec![t(n), t(v.to_string())]).collect();
-            finish(e, s, vec![text_column("Variable_name"), text_column("Value")], rows, filter_at(tk, i)?)
+            let rows = system_variables(s, &e.facts)
+                .into_iter()
+                .map(|(n, v)| vec![t(n), t(v.to_string())])
+                .collect();
+            finish(
+                e,
+                s,
+                vec![text_column("Variable_name"), text_column("Value")],
+                rows,
+                filter_at(tk, i)?,
+            )
         }
         "STATUS" => {
             let m = &e.metrics;
@@ -222,15 +301,31 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 vec![t("Threads_connected"), t(m.connections.get().to_string())],
                 vec![t("Uptime"), t(m.uptime_seconds().to_string())],
             ];
-            finish(e, s, vec![text_column("Variable_name"), text_column("Value")], rows, filter_at(tk, i)?)
+            finish(
+                e,
+                s,
+                vec![text_column("Variable_name"), text_column("Value")],
+                rows,
+                filter_at(tk, i)?,
+            )
         }
         "WARNINGS" | "ERRORS" => {
             let rows = if what == "WARNINGS" {
-                s.warnings.iter().map(|w| vec![t(w.level), Value::Int(i64::from(w.code)), t(&w.message)]).collect()
+                s.warnings
+                    .iter()
+                    .map(|w| vec![t(w.level), Value::Int(i64::from(w.code)), t(&w.message)])
+                    .collect()
             } else {
                 Vec::new()
             };
-            Ok(Output::Rows { columns: vec![text_column("Level"), int_column("Code"), text_column("Message")], rows })
+            Ok(Output::Rows {
+                columns: vec![
+                    text_column("Level"),
+                    int_column("Code"),
+                    text_column("Message"),
+                ],
+                rows,
+            })
         }
         "COLLATION" => {
             let cols = vec![
@@ -242,10 +337,38 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 int_column("Sortlen"),
             ];
             let rows = vec![
-                vec![t("utf8mb4_general_ci"), t("utf8mb4"), Value::Int(45), t("Yes"), t("Yes"), Value::Int(1)],
-                vec![t("utf8mb4_bin"), t("utf8mb4"), Value::Int(46), t(""), t("Yes"), Value::Int(1)],
-                vec![t("utf8_general_ci"), t("utf8"), Value::Int(33), t("Yes"), t("Yes"), Value::Int(1)],
-                vec![t("binary"), t("binary"), Value::Int(63), t("Yes"), t("Yes"), Value::Int(1)],
+                vec![
+                    t("utf8mb4_general_ci"),
+                    t("utf8mb4"),
+                    Value::Int(45),
+                    t("Yes"),
+                    t("Yes"),
+                    Value::Int(1),
+                ],
+                vec![
+                    t("utf8mb4_bin"),
+                    t("utf8mb4"),
+                    Value::Int(46),
+                    t(""),
+                    t("Yes"),
+                    Value::Int(1),
+                ],
+                vec![
+                    t("utf8_general_ci"),
+                    t("utf8"),
+                    Value::Int(33),
+                    t("Yes"),
+                    t("Yes"),
+                    Value::Int(1),
+                ],
+                vec![
+                    t("binary"),
+                    t("binary"),
+                    Value::Int(63),
+                    t("Yes"),
+                    t("Yes"),
+                    Value::Int(1),
+                ],
             ];
             finish(e, s, cols, rows, filter_at(tk, i)?)
         }
@@ -253,16 +376,46 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             if what == "CHARACTER" {
                 i += 1; // SET
             }
-            let cols = vec![text_column("Charset"), text_column("Description"), text_column("Default collation"), int_column("Maxlen")];
+            let cols = vec![
+                text_column("Charset"),
+                text_column("Description"),
+                text_column("Default collation"),
+                int_column("Maxlen"),
+            ];
             let rows = vec![
-                vec![t("utf8mb4"), t("UTF-8 Unicode"), t("utf8mb4_general_ci"), Value::Int(4)],
-                vec![t("utf8"), t("UTF-8 Unicode"), t("utf8_general_ci"), Value::Int(3)],
-                vec![t("binary"), t("Binary pseudo charset"), t("binary"), Value::Int(1)],
+                vec![
+                    t("utf8mb4"),
+                    t("UTF-8 Unicode"),
+                    t("utf8mb4_general_ci"),
+                    Value::Int(4),
+                ],
+                vec![
+                    t("utf8"),
+                    t("UTF-8 Unicode"),
+                    t("utf8_general_ci"),
+                    Value::Int(3),
+                ],
+                vec![
+                    t("binary"),
+                    t("Binary pseudo charset"),
+                    t("binary"),
+                    Value::Int(1),
+                ],
             ];
             finish(e, s, cols, rows, filter_at(tk, i)?)
         }
         "ENGINES" => {
-            let cols = ["Engine", "Support", "Comment", "Transactions", "XA", "Savepoints"].iter().map(|c| text_column(c)).collect();
+            let cols = [
+                "Engine",
+                "Support",
+                "Comment",
+                "Transactions",
+                "XA",
+                "Savepoints",
+            ]
+            .iter()
+            .map(|c| text_column(c))
+            .collect();
             let rows = vec![vec![
                 t("InnoDB"),
                 t("DEFAULT"),
@@ -271,7 +424,10 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 t("NO"),
                 t("NO"),
             ]];
-            Ok(Output::Rows { columns: cols, rows })
+            Ok(Output::Rows {
+                columns: cols,
+                rows,
+            })
         }
         "VIEWS" => {
             let cols = vec![
@@ -292,7 +448,11 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 .into_iter()
                 .map(|v| {
                     let total = v.hits + v.misses;
-                    let rate = if total == 0 { Value::Null } else { Value::Double(v.hits as f64 / total as f64) };
+                    let rate = if total == 0 {
+                        Value::Null
+                    } else {
+                        Value::Double(v.hits as f64 / total as f64)
+                    };
                     vec![
                         t(v.name),
                         t(v.query),
@@ -312,10 +472,31 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
         "TABLE" if word(tk, i).as_deref() == Some("STATUS") => {
             let mut j = i + 1;
             let db = db_or(s, from_db(tk, &mut j))?;
-            let names = ["Name", "Engine", "Version", "Row_format", "Rows", "Avg_row_length", "Data_length", "Auto_increment", "Create_time", "Collation", "Comment"];
+            let names = [
+                "Name",
+                "Engine",
+                "Version",
+                "Row_format",
+                "Rows",
+                "Avg_row_length",
+                "Data_length",
+                "Auto_increment",
+                "Create_time",
+                "Collation",
+                "Comment",
+            ];
             let cols = names
                 .iter()
-                .map(|c| if matches!(*c, "Version" | "Rows" | "Avg_row_length" | "Data_length" | "Auto_increment") { int_column(c) } else { text_column(c) })
+                .map(|c| {
+                    if matches!(
+                        *c,
+                        "Version" | "Rows" | "Avg_row_length" | "Data_length" | "Auto_increment"
+                    ) {
+                        int_column(c)
+                    } else {
+                        text_column(c)
+                    }
+                })
                 .collect();
             let rows = e
                 .storage
@@ -360,37 +541,65 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 t(""),
                 t("SHOW PROCESSLIST"),
             ];
-            Ok(Output::Rows { columns: cols, rows: vec![row] })
+            Ok(Output::Rows {
+                columns: cols,
+                rows: vec![row],
+            })
         }
         "GRANTS" => Ok(Output::Rows {
             columns: vec![text_column(&format!("Grants for {}@%", s.user))],
-            rows: vec![vec![t(format!("GRANT ALL PRIVILEGES ON *.* TO `{}`@`%`", s.user))]],
+            rows: vec![vec![t(format!(
+                "GRANT ALL PRIVILEGES ON *.* TO `{}`@`%`",
+                s.user
+            ))]],
         }),
-        "PLUGINS" | "TRIGGERS" | "EVENTS" | "PROCEDURE" | "FUNCTION" | "MASTER" | "SLAVE" | "REPLICA" | "BINARY" | "OPEN" => {
-            Ok(Output::Rows { columns: vec![text_column("Name")], rows: Vec::new() })
-        }
+        "PLUGINS" | "TRIGGERS" | "EVENTS" | "PROCEDURE" | "FUNCTION" | "MASTER" | "SLAVE"
+        | "REPLICA" | "BINARY" | "OPEN" => Ok(Output::Rows {
+            columns: vec![text_column("Name")],
+            rows: Vec::new(),
+        }),
         other => Err(ShimError::Parse(format!("near 'SHOW {other}'"))),
     }
 }
 
 fn show_create_view(e: &Engine, db: &str, name: &str) -> Result<Output> {
     let stats = e.dataflow.view_stats();
-    let is_named = e.dataflow.named_views(db).iter().any(|v| v.eq_ignore_ascii_case(name));
-    let query = stats.iter().find(|v| v.name.eq_ignore_ascii_case(name)).map(|v| v.query.clone());
+    let is_named = e
+        .dataflow
+        .named_views(db)
+        .iter()
+        .any(|v| v.eq_ignore_ascii_case(name));
+    let query = stats
+        .iter()
+        .find(|v| v.name.eq_ignore_ascii_case(name))
+        .map(|v| v.query.clone());
     match (is_named, query) {
         (true, q) => {
             let sql = format!("CREATE VIEW `{name}` AS {}", q.unwrap_or_default());
             Ok(Output::Rows {
-                columns: vec![text_column("View"), column("Create View", SqlType::Text(65535)), text_column("character_set_client"), text_column("collation_connection")],
+                columns: vec![
+                    text_column("View"),
+                    column("Create View", SqlType::Text(65535)),
+                    text_column("character_set_client"),
+                    text_column("collation_connection"),
+                ],
                 rows: vec![vec![t(name), t(sql), t("utf8mb4"), t("utf8mb4_general_ci")]],
             })
         }
-        (false, _) => Err(ShimError::UnknownTable { database: db.to_string(), table: name.to_string() }),
+        (false, _) => Err(ShimError::UnknownTable {
+            database: db.to_string(),
+            table: name.to_string(),
+        }),
     }
 }
 
 fn lookup(e: &Engine, db: &str, table: &str) -> Result<std::sync::Arc<TableSchema>> {
-    e.storage.table(db, table).ok_or_else(|| ShimError::UnknownTable { database: db.to_string(), table: table.to_string() })
+    e.storage
+        .table(db, table)
+        .ok_or_else(|| ShimError::UnknownTable {
+            database: db.to_string(),
+            table: table.to_string(),
+        })
 }
 
 /// (index name, non_unique, seq_in_index (1-based), column position) for
@@ -412,21 +621,42 @@ fn index_rows(schema: &TableSchema) -> Vec<(String, i64, i64, usize)> {
 
 fn table_list(e: &Engine, db: &str) -> Result<Vec<Vec<Value>>> {
     if db.eq_ignore_ascii_case("information_schema") {
-        return Ok(VIRTUAL_TABLES.iter().map(|n| vec![t(n), t("SYSTEM VIEW")]).collect());
+        return Ok(VIRTUAL_TABLES
+            .iter()
+            .map(|n| vec![t(n), t("SYSTEM VIEW")])
+            .collect());
     }
     if !e.storage.databases().iter().any(|d| d == db) {
         return Err(ShimError::UnknownDatabase(db.to_string()));
     }
-    let mut rows: Vec<Vec<Value>> = e.storage.tables(db).iter().map(|tb| vec![t(&tb.name), t("BASE TABLE")]).collect();
-    rows.extend(e.dataflow.named_views(db).into_iter().map(|v| vec![t(v), t("VIEW")]));
+    let mut rows: Vec<Vec<Value>> = e
+        .storage
+        .tables(db)
+        .iter()
+        .map(|tb| vec![t(&tb.name), t("BASE TABLE")])
+        .collect();
+    rows.extend(
+        e.dataflow
+            .named_views(db)
+            .into_iter()
+            .map(|v| vec![t(v), t("VIEW")]),
+    );
     rows.sort_by(|a, b| a[0].cmp(&b[0]));
     Ok(rows)
 }
 
 fn column_key(schema: &TableSchema, c: usize) -> &'static str {
-    if schema.primary_key.as_ref().is_some_and(|pk| pk.contains(&c)) {
+    if schema
+        .primary_key
+        .as_ref()
+        .is_some_and(|pk| pk.contains(&c))
+    {
         "PRI"
-    } else if schema.indexes.iter().any(|i| i.unique && i.columns.len() == 1 && i.columns[0] == c) {
+    } else if schema
+        .indexes
+        .iter()
+        .any(|i| i.unique && i.columns.len() == 1 && i.columns[0] == c)
+    {
         "UNI"
     } else if schema.indexes.iter().any(|i| i.columns.first() == Some(&c)) {
         "MUL"
@@ -456,7 +686,13 @@ fn extra(c: &ladle_common::ColumnSchema) -> String {
 
 /// DESCRIBE / SHOW [FULL] COLUMNS. Named views are described from their
 /// result columns.
-pub fn describe(e: &Engine, s: &Session, db: Option<String>, table: &str, full: bool) -> Result<Output> {
+pub fn describe(
+    e: &Engine,
+    s: &Session,
+    db: Option<String>,
+    table: &str,
+    full: bool,
+) -> Result<Output> {
     let db = db_or(s, db)?;
     let mut rows = Vec::new();
     match e.storage.table(&db, table) {
@@ -464,7 +700,11 @@ pub fn describe(e: &Engine, s: &Session, db: Option<String>, table: &str, full: 
             for (i, c) in schema.columns.iter().enumerate() {
                 let mut r = vec![t(&c.name), t(c.ty.sql_name())];
                 if full {
-                    r.push(if c.ty.is_text() { t(c.collation.name()) } else { Value::Null });
+                    r.push(if c.ty.is_text() {
+                        t(c.collation.name())
+                    } else {
+                        Value::Null
+                    });
                 }
                 r.push(t(if c.nullable { "YES" } else { "NO" }));
                 r.push(t(column_key(&schema, i)));
@@ -478,9 +718,16 @@ pub fn describe(e: &Engine, s: &Session, db: Option<String>, table: &str, full: 
             }
         }
         None => {
-            let is_view = e.dataflow.named_views(&db).iter().any(|v| v.eq_ignore_ascii_case(table));
+            let is_view = e
+                .dataflow
+                .named_views(&db)
+                .iter()
+                .any(|v| v.eq_ignore_ascii_case(table));
             if !is_view {
-                return Err(ShimError::UnknownTable { database: db, table: table.to_string() });
+                return Err(ShimError::UnknownTable {
+                    database: db,
+                    table: table.to_string(),
+                });
             }
             let q = crate::exec::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
             let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
@@ -492,7 +739,12 @@ pub fn describe(e: &Engine, s: &Session, db: Option<String>, table: &str, full: 
                 if full {
                     r.push(Value::Null);
                 }
-                r.extend([t(if c.nullable { "YES" } else { "NO" }), t(""), Value::Null, t("")]);
+                r.extend([
+                    t(if c.nullable { "YES" } else { "NO" }),
+                    t(""),
+                    Value::Null,
+                    t(""),
+                ]);
                 if full {
                     r.extend([t("select"), t("")]);
                 }
@@ -501,11 +753,24 @@ pub fn describe(e: &Engine, s: &Session, db: Option<String>, table: &str, full: 
         }
     }
     let names: &[&str] = if full {
-        &["Field", "Type", "Collation", "Null", "Key", "Default", "Extra", "Privileges", "Comment"]
+        &[
+            "Field",
+            "Type",
+            "Collation",
+            "Null",
+            "Key",
+            "Default",
+            "Extra",
+            "Privileges",
+            "Comment",
+        ]
     } else {
         &["Field", "Type", "Null", "Key", "Default", "Extra"]
     };
-    Ok(Output::Rows { columns: names.iter().map(|n| text_column(n)).collect(), rows })
+    Ok(Output::Rows {
+        columns: names.iter().map(|n| text_column(n)).collect(),
+        rows,
+    })
 }
 
 fn quote_ident(s: &str) -> String {
@@ -525,11 +790,17 @@ pub fn create_table_sql(schema: &TableSchema) -> String {
         }
         match &c.default {
             ColumnDefault::Value(v) => {
-                let numeric = matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_));
+                let numeric = matches!(
+                    v,
+                    Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+                );
                 if numeric {
                     l.push_str(&format!(" DEFAULT {v}"));
                 } else {
-                    l.push_str(&format!(" DEFAULT {}", crate::params::quote(&v.to_string())));
+                    l.push_str(&format!(
+                        " DEFAULT {}",
+                        crate::params::quote(&v.to_string())
+                    ));
                 }
             }
             ColumnDefault::CurrentTimestamp => l.push_str(" DEFAULT current_timestamp()"),
@@ -544,13 +815,22 @@ pub fn create_table_sql(schema: &TableSchema) -> String {
         }
         lines.push(l);
     }
-    let cols = |idx: &[usize]| idx.iter().map(|&i| quote_ident(&schema.columns[i].name)).collect::<Vec<_>>().join(",");
+    let cols = |idx: &[usize]| {
+        idx.iter()
+            .map(|&i| quote_ident(&schema.columns[i].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     if let Some(pk) = &schema.primary_key {
         lines.push(format!("  PRIMARY KEY ({})", cols(pk)));
     }
     for idx in &schema.indexes {
         let kind = if idx.unique { "UNIQUE KEY" } else { "KEY" };
-        lines.push(format!("  {kind} {} ({})", quote_ident(&idx.name), cols(&idx.columns)));
+        lines.push(format!(
+            "  {kind} {} ({})",
+            quote_ident(&idx.name),
+            cols(&idx.columns)
+        ));
     }
     format!(
         "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
@@ -578,14 +858,19 @@ const VIRTUAL_TABLES: &[&str] = &[
 fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
     match name.0.as_slice() {
         [d, _] => d.value.eq_ignore_ascii_case("information_schema"),
-        [_] => s.database.as_deref().is_some_and(|d| d.eq_ignore_ascii_case("information_schema")),
+        [_] => s
+            .database
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("information_schema")),
         _ => false,
     }
 }
 
 /// Whether a SELECT reads information_schema tables.
 pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
-    let SetExpr::Select(sel) = q.body.as_ref() else { return false };
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return false;
+    };
     sel.from.iter().any(|tw| {
         std::iter::once(&tw.relation)
             .chain(tw.joins.iter().map(|j| &j.relation))
@@ -602,10 +887,19 @@ struct VTable {
 fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
     // (DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE)
     let full = ty.sql_name();
-    let data_type: String = full.chars().take_while(|c| c.is_ascii_alphanumeric()).collect();
+    let data_type: String = full
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
     let n = |x: u32| Value::Int(i64::from(x));
     match ty {
-        SqlType::Char(l) | SqlType::VarChar(l) => (data_type, n(*l), Value::Int(i64::from(*l) * 4), Value::Null, Value::Null),
+        SqlType::Char(l) | SqlType::VarChar(l) => (
+            data_type,
+            n(*l),
+            Value::Int(i64::from(*l) * 4),
+            Value::Null,
+            Value::Null,
+        ),
         SqlType::Text(l) | SqlType::Binary(l) | SqlType::VarBinary(l) | SqlType::Blob(l) => {
             (data_type, n(*l), n(*l), Value::Null, Value::Null)
         }
@@ -618,27 +912,73 @@ fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
                 (_, false) => 19,
                 (_, true) => 20,
             };
-            (data_type, Value::Null, Value::Null, Value::Int(p), Value::Int(0))
+            (
+                data_type,
+                Value::Null,
+                Value::Null,
+                Value::Int(p),
+                Value::Int(0),
+            )
         }
-        SqlType::Decimal { precision, scale } => {
-            (data_type, Value::Null, Value::Null, Value::Int(i64::from(*precision)), Value::Int(i64::from(*scale)))
-        }
-        SqlType::Float => (data_type, Value::Null, Value::Null, Value::Int(12), Value::Null),
-        SqlType::Double => (data_type, Value::Null, Value::Null, Value::Int(22), Value::Null),
-        _ => (data_type, Value::Null, Value::Null, Value::Null, Value::Null),
+        SqlType::Decimal { precision, scale } => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(i64::from(*precision)),
+            Value::Int(i64::from(*scale)),
+        ),
+        SqlType::Float => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(12),
+            Value::Null,
+        ),
+        SqlType::Double => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(22),
+            Value::Null,
+        ),
+        _ => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ),
     }
 }
 
 fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
     let dbs = e.storage.databases();
-    let all_tables = || dbs.iter().flat_map(|d| e.storage.tables(d)).collect::<Vec<_>>();
+    let all_tables = || {
+        dbs.iter()
+            .flat_map(|d| e.storage.tables(d))
+            .collect::<Vec<_>>()
+    };
     let def = t("def");
     Ok(match name.to_ascii_uppercase().as_str() {
         "SCHEMATA" => VTable {
-            columns: vec!["CATALOG_NAME", "SCHEMA_NAME", "DEFAULT_CHARACTER_SET_NAME", "DEFAULT_COLLATION_NAME", "SQL_PATH"],
+            columns: vec![
+                "CATALOG_NAME",
+                "SCHEMA_NAME",
+                "DEFAULT_CHARACTER_SET_NAME",
+                "DEFAULT_COLLATION_NAME",
+                "SQL_PATH",
+            ],
             rows: std::iter::once("information_schema".to_string())
                 .chain(dbs.iter().cloned())
-                .map(|d| vec![def.clone(), t(d), t("utf8mb4"), t("utf8mb4_general_ci"), Value::Null])
+                .map(|d| {
+                    vec![
+                        def.clone(),
+                        t(d),
+                        t("utf8mb4"),
+                        t("utf8mb4_general_ci"),
+                        Value::Null,
+                    ]
+                })
                 .collect(),
         },
         "TABLES" => {
@@ -660,13 +1000,34 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             }
             for d in &dbs {
                 for v in e.dataflow.named_views(d) {
-                    rows.push(vec![def.clone(), t(d), t(v), t("VIEW"), Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, Value::Null, t("VIEW")]);
+                    rows.push(vec![
+                        def.clone(),
+                        t(d),
+                        t(v),
+                        t("VIEW"),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        t("VIEW"),
+                    ]);
                 }
             }
             VTable {
                 columns: vec![
-                    "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE", "ENGINE", "VERSION", "ROW_FORMAT", "TABLE_ROWS",
-                    "AUTO_INCREMENT", "TABLE_COLLATION", "TABLE_COMMENT",
+                    "TABLE_CATALOG",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "TABLE_TYPE",
+                    "ENGINE",
+                    "VERSION",
+                    "ROW_FORMAT",
+                    "TABLE_ROWS",
+                    "AUTO_INCREMENT",
+                    "TABLE_COLLATION",
+                    "TABLE_COMMENT",
                 ],
                 rows,
             }
@@ -676,8 +1037,17 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             for tb in all_tables() {
                 for (i, c) in tb.columns.iter().enumerate() {
                     let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
-                    let dt_prec = if matches!(c.ty, SqlType::DateTime | SqlType::Timestamp | SqlType::Time) { Value::Int(0) } else { Value::Null };
-                    let (cs, coll) = if c.ty.is_text() { (t("utf8mb4"), t(c.collation.name())) } else { (Value::Null, Value::Null) };
+                    let dt_prec =
+                        if matches!(c.ty, SqlType::DateTime | SqlType::Timestamp | SqlType::Time) {
+                            Value::Int(0)
+                        } else {
+                            Value::Null
+                        };
+                    let (cs, coll) = if c.ty.is_text() {
+                        (t("utf8mb4"), t(c.collation.name()))
+                    } else {
+                        (Value::Null, Value::Null)
+                    };
                     rows.push(vec![
                         def.clone(),
                         t(&tb.database),
@@ -705,10 +1075,27 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             }
             VTable {
                 columns: vec![
-                    "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME", "ORDINAL_POSITION", "COLUMN_DEFAULT", "IS_NULLABLE",
-                    "DATA_TYPE", "CHARACTER_MAXIMUM_LENGTH", "CHARACTER_OCTET_LENGTH", "NUMERIC_PRECISION", "NUMERIC_SCALE",
-                    "DATETIME_PRECISION", "CHARACTER_SET_NAME", "COLLATION_NAME", "COLUMN_TYPE", "COLUMN_KEY", "EXTRA", "PRIVILEGES",
-                    "COLUMN_COMMENT", "GENERATION_EXPRESSION",
+                    "TABLE_CATALOG",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "COLUMN_NAME",
+                    "ORDINAL_POSITION",
+                    "COLUMN_DEFAULT",
+                    "IS_NULLABLE",
+                    "DATA_TYPE",
+                    "CHARACTER_MAXIMUM_LENGTH",
+                    "CHARACTER_OCTET_LENGTH",
+                    "NUMERIC_PRECISION",
+                    "NUMERIC_SCALE",
+                    "DATETIME_PRECISION",
+                    "CHARACTER_SET_NAME",
+                    "COLLATION_NAME",
+                    "COLUMN_TYPE",
+                    "COLUMN_KEY",
+                    "EXTRA",
+                    "PRIVILEGES",
+                    "COLUMN_COMMENT",
+                    "GENERATION_EXPRESSION",
                 ],
                 rows,
             }
@@ -740,8 +1127,22 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             }
             VTable {
                 columns: vec![
-                    "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "NON_UNIQUE", "INDEX_SCHEMA", "INDEX_NAME", "SEQ_IN_INDEX", "COLUMN_NAME",
-                    "COLLATION", "CARDINALITY", "SUB_PART", "PACKED", "NULLABLE", "INDEX_TYPE", "COMMENT", "INDEX_COMMENT",
+                    "TABLE_CATALOG",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "NON_UNIQUE",
+                    "INDEX_SCHEMA",
+                    "INDEX_NAME",
+                    "SEQ_IN_INDEX",
+                    "COLUMN_NAME",
+                    "COLLATION",
+                    "CARDINALITY",
+                    "SUB_PART",
+                    "PACKED",
+                    "NULLABLE",
+                    "INDEX_TYPE",
+                    "COMMENT",
+                    "INDEX_COMMENT",
                 ],
                 rows,
             }
@@ -753,7 +1154,12 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                 if let Some(pk) = &tb.primary_key {
                     keys.push(("PRIMARY".into(), pk.clone()));
                 }
-                keys.extend(tb.indexes.iter().filter(|i| i.unique).map(|i| (i.name.clone(), i.columns.clone())));
+                keys.extend(
+                    tb.indexes
+                        .iter()
+                        .filter(|i| i.unique)
+                        .map(|i| (i.name.clone(), i.columns.clone())),
+                );
                 for (kname, cols) in keys {
                     for (k, &c) in cols.iter().enumerate() {
                         rows.push(vec![
@@ -775,8 +1181,17 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             }
             VTable {
                 columns: vec![
-                    "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "COLUMN_NAME",
-                    "ORDINAL_POSITION", "POSITION_IN_UNIQUE_CONSTRAINT", "REFERENCED_TABLE_SCHEMA", "REFERENCED_TABLE_NAME",
+                    "CONSTRAINT_CATALOG",
+                    "CONSTRAINT_SCHEMA",
+                    "CONSTRAINT_NAME",
+                    "TABLE_CATALOG",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "COLUMN_NAME",
+                    "ORDINAL_POSITION",
+                    "POSITION_IN_UNIQUE_CONSTRAINT",
+                    "REFERENCED_TABLE_SCHEMA",
+                    "REFERENCED_TABLE_NAME",
                     "REFERENCED_COLUMN_NAME",
                 ],
                 rows,
@@ -786,14 +1201,35 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             let mut rows = Vec::new();
             for tb in all_tables() {
                 if tb.primary_key.is_some() {
-                    rows.push(vec![def.clone(), t(&tb.database), t("PRIMARY"), t(&tb.database), t(&tb.name), t("PRIMARY KEY")]);
+                    rows.push(vec![
+                        def.clone(),
+                        t(&tb.database),
+                        t("PRIMARY"),
+                        t(&tb.database),
+                        t(&tb.name),
+                        t("PRIMARY KEY"),
+                    ]);
                 }
                 for i in tb.indexes.iter().filter(|i| i.unique) {
-                    rows.push(vec![def.clone(), t(&tb.database), t(&i.name), t(&tb.database), t(&tb.name), t("UNIQUE")]);
+                    rows.push(vec![
+                        def.clone(),
+                        t(&tb.database),
+                        t(&i.name),
+                        t(&tb.database),
+                        t(&tb.name),
+                        t("UNIQUE"),
+                    ]);
                 }
             }
             VTable {
-                columns: vec!["CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "TABLE_SCHEMA", "TABLE_NAME", "CONSTRAINT_TYPE"],
+                columns: vec![
+                    "CONSTRAINT_CATALOG",
+                    "CONSTRAINT_SCHEMA",
+                    "CONSTRAINT_NAME",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "CONSTRAINT_TYPE",
+                ],
                 rows,
             }
         }
@@ -802,28 +1238,70 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             let mut rows = Vec::new();
             for d in &dbs {
                 for v in e.dataflow.named_views(d) {
-                    let q = stats.iter().find(|s| s.name.eq_ignore_ascii_case(&v)).map(|s| s.query.clone()).unwrap_or_default();
+                    let q = stats
+                        .iter()
+                        .find(|s| s.name.eq_ignore_ascii_case(&v))
+                        .map(|s| s.query.clone())
+                        .unwrap_or_default();
                     rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
                 }
             }
-            VTable { columns: vec!["TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "VIEW_DEFINITION", "CHECK_OPTION", "IS_UPDATABLE"], rows }
+            VTable {
+                columns: vec![
+                    "TABLE_CATALOG",
+                    "TABLE_SCHEMA",
+                    "TABLE_NAME",
+                    "VIEW_DEFINITION",
+                    "CHECK_OPTION",
+                    "IS_UPDATABLE",
+                ],
+                rows,
+            }
         }
         "ROUTINES" => VTable {
-            columns: vec!["SPECIFIC_NAME", "ROUTINE_CATALOG", "ROUTINE_SCHEMA", "ROUTINE_NAME", "ROUTINE_TYPE", "DATA_TYPE", "ROUTINE_DEFINITION"],
+            columns: vec![
+                "SPECIFIC_NAME",
+                "ROUTINE_CATALOG",
+                "ROUTINE_SCHEMA",
+                "ROUTINE_NAME",
+                "ROUTINE_TYPE",
+                "DATA_TYPE",
+                "ROUTINE_DEFINITION",
+            ],
             rows: Vec::new(),
         },
         "TRIGGERS" => VTable {
-            columns: vec!["TRIGGER_CATALOG", "TRIGGER_SCHEMA", "TRIGGER_NAME", "EVENT_MANIPULATION", "EVENT_OBJECT_SCHEMA", "EVENT_OBJECT_TABLE", "ACTION_STATEMENT"],
+            columns: vec![
+                "TRIGGER_CATALOG",
+                "TRIGGER_SCHEMA",
+                "TRIGGER_NAME",
+                "EVENT_MANIPULATION",
+                "EVENT_OBJECT_SCHEMA",
+                "EVENT_OBJECT_TABLE",
+                "ACTION_STATEMENT",
+            ],
             rows: Vec::new(),
         },
         "REFERENTIAL_CONSTRAINTS" => VTable {
             columns: vec![
-                "CONSTRAINT_CATALOG", "CONSTRAINT_SCHEMA", "CONSTRAINT_NAME", "UNIQUE_CONSTRAINT_SCHEMA", "UNIQUE_CONSTRAINT_NAME",
-                "UPDATE_RULE", "DELETE_RULE", "TABLE_NAME", "REFERENCED_TABLE_NAME",
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "CONSTRAINT_NAME",
+                "UNIQUE_CONSTRAINT_SCHEMA",
+                "UNIQUE_CONSTRAINT_NAME",
+                "UPDATE_RULE",
+                "DELETE_RULE",
+                "TABLE_NAME",
+                "REFERENCED_TABLE_NAME",
             ],
             rows: Vec::new(),
         },
-        _ => return Err(ShimError::UnknownTable { database: "information_schema".into(), table: name.to_string() }),
+        _ => {
+            return Err(ShimError::UnknownTable {
+                database: "information_schema".into(),
+                table: name.to_string(),
+            })
+        }
     })
 }
 
@@ -831,25 +1309,40 @@ fn is_count(e: &Expr) -> bool {
     matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count"))
 }
 
+/// An output row with the source row it came from.
+type OutAndSource = (Vec<Value>, Vec<Value>);
+
 /// Evaluates a SELECT over information_schema tables.
 pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Output> {
     let SetExpr::Select(sel) = q.body.as_ref() else {
-        return Err(ShimError::Unsupported("set operations over information_schema".into()));
+        return Err(ShimError::Unsupported(
+            "set operations over information_schema".into(),
+        ));
     };
     // Sources and join conditions.
     let mut cols: Vec<(String, String)> = Vec::new();
     let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
     let mut conds: Vec<&Expr> = Vec::new();
-    let add = |f: &TableFactor, cols: &mut Vec<(String, String)>, rows: &mut Vec<Vec<Value>>| -> Result<()> {
+    let add = |f: &TableFactor,
+               cols: &mut Vec<(String, String)>,
+               rows: &mut Vec<Vec<Value>>|
+     -> Result<()> {
         let TableFactor::Table { name, alias, .. } = f else {
-            return Err(ShimError::Unsupported("derived tables over information_schema".into()));
+            return Err(ShimError::Unsupported(
+                "derived tables over information_schema".into(),
+            ));
         };
         if !is_info_schema_name(s, name) {
-            return Err(ShimError::Unsupported("joining information_schema with user tables".into()));
+            return Err(ShimError::Unsupported(
+                "joining information_schema with user tables".into(),
+            ));
         }
         let tname = crate::exec::last_part(name);
         let vt = build_vtable(e, &tname)?;
-        let q = alias.as_ref().map(|a| a.name.value.clone()).unwrap_or(tname);
+        let q = alias
+            .as_ref()
+            .map(|a| a.name.value.clone())
+            .unwrap_or(tname);
         cols.extend(vt.columns.iter().map(|c| (q.clone(), c.to_string())));
         let mut out = Vec::with_capacity(rows.len() * vt.rows.len());
         for l in rows.iter() {
@@ -867,8 +1360,13 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         for j in &tw.joins {
             match &j.join_operator {
                 ast::JoinOperator::Inner(ast::JoinConstraint::On(c)) => conds.push(c),
-                ast::JoinOperator::Inner(ast::JoinConstraint::None) | ast::JoinOperator::CrossJoin => {}
-                _ => return Err(ShimError::Unsupported("outer joins over information_schema".into())),
+                ast::JoinOperator::Inner(ast::JoinConstraint::None)
+                | ast::JoinOperator::CrossJoin => {}
+                _ => {
+                    return Err(ShimError::Unsupported(
+                        "outer joins over information_schema".into(),
+                    ))
+                }
             }
             add(&j.relation, &mut cols, &mut rows)?;
         }
@@ -878,7 +1376,12 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
     }
     let mut kept = Vec::new();
     for r in rows {
-        let ctx = EvalContext { session: s, facts: &e.facts, columns: &cols, row: &r };
+        let ctx = EvalContext {
+            session: s,
+            facts: &e.facts,
+            columns: &cols,
+            row: &r,
+        };
         let mut ok = true;
         for c in &conds {
             if truth(&eval(&ctx, c)?) != Some(true) {
@@ -892,13 +1395,18 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
     }
     // Projection.
     if sel.projection.len() == 1 {
-        if let SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } = &sel.projection[0] {
+        if let SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } =
+            &sel.projection[0]
+        {
             if is_count(x) {
                 let name = match &sel.projection[0] {
                     SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                     _ => x.to_string(),
                 };
-                return Ok(Output::Rows { columns: vec![int_column(&name)], rows: vec![vec![Value::Int(kept.len() as i64)]] });
+                return Ok(Output::Rows {
+                    columns: vec![int_column(&name)],
+                    rows: vec![vec![Value::Int(kept.len() as i64)]],
+                });
             }
         }
     }
@@ -927,7 +1435,9 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
             SelectItem::UnnamedExpr(x) => {
                 out_names.push(match x {
                     Expr::Identifier(i) => i.value.clone(),
-                    Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
+                    Expr::CompoundIdentifier(ids) => {
+                        ids.last().map(|i| i.value.clone()).unwrap_or_default()
+                    }
                     other => other.to_string(),
                 });
                 projections.push(Some(x));
@@ -942,7 +1452,12 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
     }
     let mut result: Vec<(Vec<Value>, Vec<Value>)> = Vec::new(); // (output row, source row)
     for r in kept {
-        let ctx = EvalContext { session: s, facts: &e.facts, columns: &cols, row: &r };
+        let ctx = EvalContext {
+            session: s,
+            facts: &e.facts,
+            columns: &cols,
+            row: &r,
+        };
         let mut o = Vec::with_capacity(projections.len());
         for (p, &sc) in projections.iter().zip(&source_cols) {
             o.push(match p {
@@ -965,9 +1480,14 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
     }
     // ORDER BY: an ordinal, an output alias, or an expression over the source.
     if let Some(ob) = &q.order_by {
-        let mut keyed: Vec<(Vec<Value>, (Vec<Value>, Vec<Value>))> = Vec::new();
+        let mut keyed: Vec<(Vec<Value>, OutAndSource)> = Vec::new();
         for (o, r) in result {
-            let ctx = EvalContext { session: s, facts: &e.facts, columns: &cols, row: &r };
+            let ctx = EvalContext {
+                session: s,
+                facts: &e.facts,
+                columns: &cols,
+                row: &r,
+            };
             let mut key = Vec::new();
             for k in &ob.exprs {
                 let v = match &k.expr {
@@ -975,8 +1495,13 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
                         let i: usize = n.parse().unwrap_or(1);
                         o.get(i.saturating_sub(1)).cloned().unwrap_or(Value::Null)
                     }
-                    Expr::Identifier(id) if out_names.iter().any(|n| n.eq_ignore_ascii_case(&id.value)) => {
-                        let i = out_names.iter().position(|n| n.eq_ignore_ascii_case(&id.value)).unwrap_or(0);
+                    Expr::Identifier(id)
+                        if out_names.iter().any(|n| n.eq_ignore_ascii_case(&id.value)) =>
+                    {
+                        let i = out_names
+                            .iter()
+                            .position(|n| n.eq_ignore_ascii_case(&id.value))
+                            .unwrap_or(0);
                         o[i].clone()
                     }
                     x => eval(&ctx, x)?,
@@ -987,7 +1512,11 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         }
         keyed.sort_by(|a, b| {
             for (i, k) in ob.exprs.iter().enumerate() {
-                let mut c = if a.0[i].is_null() || b.0[i].is_null() { a.0[i].cmp(&b.0[i]) } else { compare(&a.0[i], &b.0[i]) };
+                let mut c = if a.0[i].is_null() || b.0[i].is_null() {
+                    a.0[i].cmp(&b.0[i])
+                } else {
+                    compare(&a.0[i], &b.0[i])
+                };
                 if k.asc == Some(false) {
                     c = c.reverse();
                 }
@@ -1012,7 +1541,11 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         .iter()
         .enumerate()
         .map(|(i, n)| {
-            let is_int = out_rows.iter().map(|r| &r[i]).find(|v| !v.is_null()).is_some_and(|v| matches!(v, Value::Int(_) | Value::UInt(_)));
+            let is_int = out_rows
+                .iter()
+                .map(|r| &r[i])
+                .find(|v| !v.is_null())
+                .is_some_and(|v| matches!(v, Value::Int(_) | Value::UInt(_)));
             if is_int {
                 int_column(n)
             } else {
@@ -1021,5 +1554,8 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         })
         .collect();
     let _ = vars::SERVER_VERSION;
-    Ok(Output::Rows { columns, rows: out_rows })
+    Ok(Output::Rows {
+        columns,
+        rows: out_rows,
+    })
 }

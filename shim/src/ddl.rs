@@ -3,10 +3,13 @@
 //! ignored (not enforced); ENGINE=, CHARSET=, COMMENT= and other table
 //! options are accepted and ignored.
 
-use ladle_common::{coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
+use ladle_common::{
+    coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
+};
 use ladle_storage::StorageError;
 use sqlparser::ast::{
-    self, AlterTableOperation, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType, TableConstraint,
+    self, AlterTableOperation, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType,
+    TableConstraint,
 };
 use sqlparser::tokenizer::Token;
 
@@ -21,9 +24,15 @@ pub fn map_type(dt: &DataType) -> Result<SqlType> {
     }
     let s = dt.to_string().to_ascii_lowercase();
     let unsigned = s.contains("unsigned");
-    let base: String = s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let base: String = s
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
     let args: Vec<u64> = match (s.find('('), s.find(')')) {
-        (Some(a), Some(b)) if b > a => s[a + 1..b].split(',').filter_map(|x| x.trim().parse().ok()).collect(),
+        (Some(a), Some(b)) if b > a => s[a + 1..b]
+            .split(',')
+            .filter_map(|x| x.trim().parse().ok())
+            .collect(),
         _ => Vec::new(),
     };
     let arg = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
@@ -31,19 +40,28 @@ pub fn map_type(dt: &DataType) -> Result<SqlType> {
     let int = |bytes: u8| SqlType::Int { bytes, unsigned };
     Ok(match base.as_str() {
         "tinyint" | "int1" => int(1),
-        "bool" | "boolean" => SqlType::Int { bytes: 1, unsigned: false },
+        "bool" | "boolean" => SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        },
         "smallint" | "int2" => int(2),
         "mediumint" | "int3" | "middleint" => int(3),
         "int" | "integer" | "int4" => int(4),
         "bigint" | "int8" | "serial" => int(8),
-        "bit" => SqlType::Int { bytes: 8, unsigned: true },
+        "bit" => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        },
         "float" if arg(0, 0) > 24 => SqlType::Double,
         "float" | "float4" => SqlType::Float,
         "double" | "real" | "float8" => SqlType::Double,
         "decimal" | "numeric" | "dec" | "fixed" => {
             let p = arg(0, 10).min(65) as u8;
             let sc = arg(1, 0).min(30) as u8;
-            SqlType::Decimal { precision: p.max(sc).max(1), scale: sc }
+            SqlType::Decimal {
+                precision: p.max(sc).max(1),
+                scale: sc,
+            }
         }
         "character" if s.starts_with("character varying") => SqlType::VarChar(len(255)),
         "char" | "character" | "nchar" => SqlType::Char(len(1)),
@@ -86,7 +104,10 @@ fn is_current_timestamp(e: &Expr) -> bool {
         Expr::Nested(e) => return is_current_timestamp(e),
         _ => return false,
     };
-    matches!(name.as_str(), "current_timestamp" | "now" | "localtime" | "localtimestamp")
+    matches!(
+        name.as_str(),
+        "current_timestamp" | "now" | "localtime" | "localtimestamp"
+    )
 }
 
 /// A column definition with its inline key flags.
@@ -123,7 +144,10 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                     } else {
                         // Validate the default against the column type.
                         let v = coerce(&v, &col).map_err(|_| {
-                            ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
+                            ShimError::WrongArguments(format!(
+                                "Invalid default value for '{}'",
+                                col.name
+                            ))
                         })?;
                         ColumnDefault::Value(v)
                     }
@@ -137,7 +161,12 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                 }
             }
             ColumnOption::DialectSpecific(toks) => {
-                let text: String = toks.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+                let text: String = toks
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_ascii_uppercase();
                 if text.contains("AUTO_INCREMENT") || text.contains("AUTOINCREMENT") {
                     col.auto_increment = true;
                 }
@@ -149,13 +178,14 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                     }
                 }
             }
-            ColumnOption::OnUpdate(expr) => {
-                if is_current_timestamp(expr) {
-                    col.on_update_current_timestamp = true;
-                }
+            ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
+                col.on_update_current_timestamp = true;
             }
-            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } | ColumnOption::Check(_) => {}
-            ColumnOption::Generated { .. } | ColumnOption::Alias(_) | ColumnOption::Materialized(_) => {
+            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } | ColumnOption::Check(_) => {
+            }
+            ColumnOption::Generated { .. }
+            | ColumnOption::Alias(_)
+            | ColumnOption::Materialized(_) => {
                 return Err(ShimError::Unsupported("generated columns".into()))
             }
             _ => {}
@@ -164,7 +194,11 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     if primary {
         col.nullable = false;
     }
-    Ok(ColumnDefResult { schema: col, primary, unique })
+    Ok(ColumnDefResult {
+        schema: col,
+        primary,
+        unique,
+    })
 }
 
 fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
@@ -182,11 +216,17 @@ fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<u
 /// MySQL's name for an unnamed index: its first column, suffixed `_2`,
 /// `_3`... when taken.
 fn index_name(existing: &[IndexSchema], columns: &[ColumnSchema], cols: &[usize]) -> String {
-    let base = cols.first().map(|&i| columns[i].name.clone()).unwrap_or_else(|| "idx".into());
+    let base = cols
+        .first()
+        .map(|&i| columns[i].name.clone())
+        .unwrap_or_else(|| "idx".into());
     if !existing.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
         return base;
     }
-    (2..).map(|n| format!("{base}_{n}")).find(|c| !existing.iter().any(|i| i.name.eq_ignore_ascii_case(c))).unwrap_or(base)
+    (2..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|c| !existing.iter().any(|i| i.name.eq_ignore_ascii_case(c)))
+        .unwrap_or(base)
 }
 
 pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Output> {
@@ -196,7 +236,13 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     }
     if let Some(like) = &ct.like {
         let (ldb, lname) = e.resolve(s, like)?;
-        let src = e.storage.table(&ldb, &lname).ok_or(ShimError::UnknownTable { database: ldb, table: lname })?;
+        let src = e
+            .storage
+            .table(&ldb, &lname)
+            .ok_or(ShimError::UnknownTable {
+                database: ldb,
+                table: lname,
+            })?;
         let mut schema = (*src).clone();
         schema.id = 0;
         schema.database = db;
@@ -214,12 +260,17 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut uniques: Vec<usize> = Vec::new();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
-        if columns.iter().any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name)) {
+        if columns
+            .iter()
+            .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
+        {
             return Err(StorageError::ColumnExists(r.schema.name).into());
         }
         if r.primary {
             if primary.is_some() {
-                return Err(ShimError::WrongArguments("Multiple primary key defined".into()));
+                return Err(ShimError::WrongArguments(
+                    "Multiple primary key defined".into(),
+                ));
             }
             primary = Some(vec![columns.len()]);
         }
@@ -231,13 +282,20 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut indexes: Vec<IndexSchema> = Vec::new();
     for c in &uniques {
         let name = index_name(&indexes, &columns, &[*c]);
-        indexes.push(IndexSchema { id: 0, name, columns: vec![*c], unique: true });
+        indexes.push(IndexSchema {
+            id: 0,
+            name,
+            columns: vec![*c],
+            unique: true,
+        });
     }
     for tc in &ct.constraints {
         match tc {
             TableConstraint::PrimaryKey { columns: cols, .. } => {
                 if primary.is_some() {
-                    return Err(ShimError::WrongArguments("Multiple primary key defined".into()));
+                    return Err(ShimError::WrongArguments(
+                        "Multiple primary key defined".into(),
+                    ));
                 }
                 let pos = positions(&columns, cols)?;
                 for &p in &pos {
@@ -245,19 +303,41 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                 }
                 primary = Some(pos);
             }
-            TableConstraint::Unique { name, index_name: iname, columns: cols, .. } => {
+            TableConstraint::Unique {
+                name,
+                index_name: iname,
+                columns: cols,
+                ..
+            } => {
                 let pos = positions(&columns, cols)?;
                 let n = iname
                     .as_ref()
                     .or(name.as_ref())
                     .map(|i| i.value.clone())
                     .unwrap_or_else(|| index_name(&indexes, &columns, &pos));
-                indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: true });
+                indexes.push(IndexSchema {
+                    id: 0,
+                    name: n,
+                    columns: pos,
+                    unique: true,
+                });
             }
-            TableConstraint::Index { name, columns: cols, .. } => {
+            TableConstraint::Index {
+                name,
+                columns: cols,
+                ..
+            } => {
                 let pos = positions(&columns, cols)?;
-                let n = name.as_ref().map(|i| i.value.clone()).unwrap_or_else(|| index_name(&indexes, &columns, &pos));
-                indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: false });
+                let n = name
+                    .as_ref()
+                    .map(|i| i.value.clone())
+                    .unwrap_or_else(|| index_name(&indexes, &columns, &pos));
+                indexes.push(IndexSchema {
+                    id: 0,
+                    name: n,
+                    columns: pos,
+                    unique: false,
+                });
             }
             TableConstraint::ForeignKey { columns: cols, .. } => {
                 // Accepted, not enforced. MySQL creates an index for it.
@@ -266,7 +346,12 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                     || indexes.iter().any(|i| i.columns.starts_with(&pos));
                 if !covered {
                     let n = index_name(&indexes, &columns, &pos);
-                    indexes.push(IndexSchema { id: 0, name: n, columns: pos, unique: false });
+                    indexes.push(IndexSchema {
+                        id: 0,
+                        name: n,
+                        columns: pos,
+                        unique: false,
+                    });
                 }
             }
             TableConstraint::Check { .. } => {}
@@ -282,8 +367,16 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
             }
         }
     }
-    let schema = TableSchema { id: 0, database: db.clone(), name, columns, primary_key: primary, indexes, version: 0 };
-    if !e.storage.databases().iter().any(|d| *d == db) {
+    let schema = TableSchema {
+        id: 0,
+        database: db.clone(),
+        name,
+        columns,
+        primary_key: primary,
+        indexes,
+        version: 0,
+    };
+    if !e.storage.databases().contains(&db) {
         return Err(ShimError::UnknownDatabase(db));
     }
     e.storage.create_table(schema, ct.if_not_exists)?;
@@ -292,60 +385,126 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
 
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
     let (db, table) = e.resolve(s, &ci.table_name)?;
-    let schema = e.storage.table(&db, &table).ok_or_else(|| ShimError::UnknownTable { database: db.clone(), table: table.clone() })?;
+    let schema = e
+        .storage
+        .table(&db, &table)
+        .ok_or_else(|| ShimError::UnknownTable {
+            database: db.clone(),
+            table: table.clone(),
+        })?;
     let names: Vec<ast::Ident> = ci
         .columns
         .iter()
         .map(|o| match &o.expr {
             Expr::Identifier(i) => Ok(i.clone()),
-            other => Err(ShimError::Unsupported(format!("index on expression {other}"))),
+            other => Err(ShimError::Unsupported(format!(
+                "index on expression {other}"
+            ))),
         })
         .collect::<Result<_>>()?;
     let pos = positions(&schema.columns, &names)?;
-    let name = ci.name.as_ref().map(crate::exec::last_part).unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+    let name = ci
+        .name
+        .as_ref()
+        .map(crate::exec::last_part)
+        .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
     if ci.if_not_exists && schema.index(&name).is_some() {
         return Ok(Output::ok());
     }
-    let t = e.storage.create_index(&db, &table, IndexSchema { id: 0, name, columns: pos, unique: ci.unique })?;
+    let t = e.storage.create_index(
+        &db,
+        &table,
+        IndexSchema {
+            id: 0,
+            name,
+            columns: pos,
+            unique: ci.unique,
+        },
+    )?;
     e.dataflow.table_changed(t.id);
     Ok(Output::ok())
 }
 
-pub fn alter_table(e: &Engine, s: &mut Session, name: &ast::ObjectName, ops: Vec<AlterTableOperation>) -> Result<Output> {
+pub fn alter_table(
+    e: &Engine,
+    s: &mut Session,
+    name: &ast::ObjectName,
+    ops: Vec<AlterTableOperation>,
+) -> Result<Output> {
     let (db, table) = e.resolve(s, name)?;
-    let missing = || ShimError::UnknownTable { database: db.clone(), table: table.clone() };
+    let missing = || ShimError::UnknownTable {
+        database: db.clone(),
+        table: table.clone(),
+    };
     for op in ops {
         let schema = e.storage.table(&db, &table).ok_or_else(missing)?;
         let changed = match op {
-            AlterTableOperation::AddColumn { column_def: def, if_not_exists, .. } => {
+            AlterTableOperation::AddColumn {
+                column_def: def,
+                if_not_exists,
+                ..
+            } => {
                 if if_not_exists && schema.column_index(&def.name.value).is_some() {
                     continue;
                 }
                 let r = column_def(e, s, &def)?;
                 if r.primary {
-                    return Err(ShimError::Unsupported("ALTER TABLE ADD COLUMN ... PRIMARY KEY".into()));
+                    return Err(ShimError::Unsupported(
+                        "ALTER TABLE ADD COLUMN ... PRIMARY KEY".into(),
+                    ));
                 }
                 let t = e.storage.add_column(&db, &table, r.schema)?;
                 if r.unique {
                     let pos = vec![t.columns.len() - 1];
                     let n = index_name(&t.indexes, &t.columns, &pos);
-                    e.storage.create_index(&db, &table, IndexSchema { id: 0, name: n, columns: pos, unique: true })?
+                    e.storage.create_index(
+                        &db,
+                        &table,
+                        IndexSchema {
+                            id: 0,
+                            name: n,
+                            columns: pos,
+                            unique: true,
+                        },
+                    )?
                 } else {
                     t
                 }
             }
             AlterTableOperation::AddConstraint(tc) => {
                 let (iname, cols, unique) = match tc {
-                    TableConstraint::Unique { name, index_name: iname, columns, .. } => (iname.or(name), columns, true),
+                    TableConstraint::Unique {
+                        name,
+                        index_name: iname,
+                        columns,
+                        ..
+                    } => (iname.or(name), columns, true),
                     TableConstraint::Index { name, columns, .. } => (name, columns, false),
                     TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => continue,
-                    _ => return Err(ShimError::Unsupported("this ALTER TABLE ADD constraint".into())),
+                    _ => {
+                        return Err(ShimError::Unsupported(
+                            "this ALTER TABLE ADD constraint".into(),
+                        ))
+                    }
                 };
                 let pos = positions(&schema.columns, &cols)?;
-                let n = iname.map(|i| i.value).unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
-                e.storage.create_index(&db, &table, IndexSchema { id: 0, name: n, columns: pos, unique })?
+                let n = iname
+                    .map(|i| i.value)
+                    .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+                e.storage.create_index(
+                    &db,
+                    &table,
+                    IndexSchema {
+                        id: 0,
+                        name: n,
+                        columns: pos,
+                        unique,
+                    },
+                )?
             }
-            AlterTableOperation::DropConstraint { name, if_exists, .. } => {
+            AlterTableOperation::DropConstraint {
+                name, if_exists, ..
+            } => {
                 if if_exists && schema.index(&name.value).is_none() {
                     continue;
                 }
@@ -358,7 +517,13 @@ pub fn alter_table(e: &Engine, s: &mut Session, name: &ast::ObjectName, ops: Vec
     Ok(Output::ok())
 }
 
-pub fn drop(e: &Engine, s: &mut Session, kind: ObjectType, if_exists: bool, names: Vec<ast::ObjectName>) -> Result<Output> {
+pub fn drop(
+    e: &Engine,
+    s: &mut Session,
+    kind: ObjectType,
+    if_exists: bool,
+    names: Vec<ast::ObjectName>,
+) -> Result<Output> {
     match kind {
         ObjectType::Table => {
             let mut missing = Vec::new();
@@ -366,7 +531,8 @@ pub fn drop(e: &Engine, s: &mut Session, kind: ObjectType, if_exists: bool, name
                 let (db, t) = e.resolve(s, n)?;
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => e.dataflow.table_changed(schema.id),
-                    Err(StorageError::NoSuchTable { .. }) | Err(StorageError::NoSuchDatabase(_)) => {
+                    Err(StorageError::NoSuchTable { .. })
+                    | Err(StorageError::NoSuchDatabase(_)) => {
                         missing.push(format!("{db}.{t}"));
                     }
                     Err(other) => return Err(other.into()),
@@ -433,7 +599,7 @@ pub fn create_database(e: &Engine, t: &[Token]) -> Result<Output> {
         i = 5;
     }
     let name = ident(t, i).ok_or_else(|| ShimError::Parse("near CREATE DATABASE".into()))?;
-    let existed = e.storage.databases().iter().any(|d| *d == name);
+    let existed = e.storage.databases().contains(&name);
     e.storage.create_database(&name, if_not_exists)?;
     Ok(Output::affected(u64::from(!existed)))
 }
@@ -458,7 +624,8 @@ pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
         return Err(ShimError::Parse("DROP INDEX needs ON table".into()));
     }
     let mut i = 4;
-    let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
+    let (db, table) = qualified_name(t, &mut i)
+        .ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
     let db = match db {
         Some(d) => d,
         None => s.database.clone().ok_or(ShimError::NoDatabase)?,
@@ -478,6 +645,13 @@ pub fn default_value(col: &ColumnSchema) -> Option<Value> {
     }
 }
 
+/// CURRENT_TIMESTAMP as a column value: local time, whole seconds (Ladle's
+/// DATETIME/TIMESTAMP columns have no fractional-seconds precision).
+pub fn now_seconds() -> Value {
+    let now = chrono::Local::now().naive_local();
+    Value::DateTime(chrono::Timelike::with_nanosecond(&now, 0).unwrap_or(now))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,8 +660,13 @@ mod tests {
 
     fn types_of(sql: &str) -> Vec<SqlType> {
         let stmt = Parser::parse_sql(&MySqlDialect {}, sql).unwrap().remove(0);
-        let ast::Statement::CreateTable(ct) = stmt else { panic!("not create table") };
-        ct.columns.iter().map(|c| map_type(&c.data_type).unwrap()).collect()
+        let ast::Statement::CreateTable(ct) = stmt else {
+            panic!("not create table")
+        };
+        ct.columns
+            .iter()
+            .map(|c| map_type(&c.data_type).unwrap())
+            .collect()
     }
 
     #[test]
@@ -496,26 +675,49 @@ mod tests {
             "CREATE TABLE t (a TINYINT UNSIGNED, b INT(11), c BIGINT, d DECIMAL(10,2), e VARCHAR(20), \
              f MEDIUMTEXT, g LONGBLOB, h DATETIME, i ENUM('x','y'), j DOUBLE, k BOOL, l YEAR, m TIME, n JSON)",
         );
-        assert_eq!(t[0], SqlType::Int { bytes: 1, unsigned: true });
-        assert_eq!(t[1], SqlType::Int { bytes: 4, unsigned: false });
-        assert_eq!(t[2], SqlType::Int { bytes: 8, unsigned: false });
-        assert_eq!(t[3], SqlType::Decimal { precision: 10, scale: 2 });
+        assert_eq!(
+            t[0],
+            SqlType::Int {
+                bytes: 1,
+                unsigned: true
+            }
+        );
+        assert_eq!(
+            t[1],
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false
+            }
+        );
+        assert_eq!(
+            t[2],
+            SqlType::Int {
+                bytes: 8,
+                unsigned: false
+            }
+        );
+        assert_eq!(
+            t[3],
+            SqlType::Decimal {
+                precision: 10,
+                scale: 2
+            }
+        );
         assert_eq!(t[4], SqlType::VarChar(20));
         assert_eq!(t[5], SqlType::Text(16777215));
         assert_eq!(t[6], SqlType::Blob(u32::MAX));
         assert_eq!(t[7], SqlType::DateTime);
         assert_eq!(t[8], SqlType::Enum(vec!["x".into(), "y".into()]));
         assert_eq!(t[9], SqlType::Double);
-        assert_eq!(t[10], SqlType::Int { bytes: 1, unsigned: false });
+        assert_eq!(
+            t[10],
+            SqlType::Int {
+                bytes: 1,
+                unsigned: false
+            }
+        );
         assert_eq!(t[11], SqlType::Year);
         assert_eq!(t[12], SqlType::Time);
         assert_eq!(t[13], SqlType::Json);
     }
-}
-
-/// CURRENT_TIMESTAMP as a column value: local time, whole seconds (Ladle's
-/// DATETIME/TIMESTAMP columns have no fractional-seconds precision).
-pub fn now_seconds() -> Value {
-    let now = chrono::Local::now().naive_local();
-    Value::DateTime(chrono::Timelike::with_nanosecond(&now, 0).unwrap_or(now))
 }

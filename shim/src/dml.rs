@@ -14,7 +14,9 @@ use std::sync::Arc;
 use ladle_common::{Collation, Row, TableSchema, Value};
 use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
 use ladle_storage::{IndexRef, OnConflict, RowFilter, RowUpdater, ScanSpec, StorageError, WriteOp};
-use sqlparser::ast::{self, AssignmentTarget, BinaryOperator, Expr, OnInsert, SetExpr, TableFactor};
+use sqlparser::ast::{
+    self, AssignmentTarget, BinaryOperator, Expr, OnInsert, SetExpr, TableFactor,
+};
 
 use crate::ddl::default_value;
 use crate::error::{Result, ShimError};
@@ -31,11 +33,16 @@ fn expr_err(e: DataflowError) -> StorageError {
 
 fn table(e: &Engine, s: &Session, name: &ast::ObjectName) -> Result<Arc<TableSchema>> {
     let (db, t) = e.resolve(s, name)?;
-    e.storage.table(&db, &t).ok_or(ShimError::UnknownTable { database: db, table: t })
+    e.storage.table(&db, &t).ok_or(ShimError::UnknownTable {
+        database: db,
+        table: t,
+    })
 }
 
 fn column_pos(schema: &TableSchema, name: &str, place: &str) -> Result<usize> {
-    schema.column_index(name).ok_or_else(|| ShimError::UnknownColumn(name.to_string(), place.to_string()))
+    schema
+        .column_index(name)
+        .ok_or_else(|| ShimError::UnknownColumn(name.to_string(), place.to_string()))
 }
 
 fn is_default_keyword(e: &Expr) -> bool {
@@ -59,9 +66,14 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
-        ins.columns.iter().map(|c| column_pos(&schema, &c.value, "field list")).collect::<Result<_>>()?
+        ins.columns
+            .iter()
+            .map(|c| column_pos(&schema, &c.value, "field list"))
+            .collect::<Result<_>>()?
     };
-    let source = ins.source.ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
+    let source = ins
+        .source
+        .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
     match source.body.as_ref() {
         SetExpr::Values(v) => {
@@ -71,7 +83,11 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
                 }
                 let mut out = Vec::with_capacity(row.len());
                 for x in row {
-                    out.push(if is_default_keyword(x) { None } else { Some(value_of(e, s, x)?) });
+                    out.push(if is_default_keyword(x) {
+                        None
+                    } else {
+                        Some(value_of(e, s, x)?)
+                    });
                 }
                 given.push(out);
             }
@@ -100,7 +116,9 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             .zip(&schema.columns)
             .map(|(v, col)| match v {
                 Some(v) => Ok(v),
-                None => default_value(col).ok_or_else(|| StorageError::NoDefault { column: col.name.clone() }),
+                None => default_value(col).ok_or_else(|| StorageError::NoDefault {
+                    column: col.name.clone(),
+                }),
             })
             .collect::<Result<Row, StorageError>>()?;
         rows.push(full);
@@ -109,13 +127,14 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
         let compiled = compile_assignments(&schema, assignments)?;
-        let updater: ladle_storage::ConflictUpdater = Arc::new(move |existing: &Row, proposed: &Row| {
-            let mut new = existing.clone();
-            for (pos, x) in &compiled {
-                new[*pos] = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
-            }
-            Ok(new)
-        });
+        let updater: ladle_storage::ConflictUpdater =
+            Arc::new(move |existing: &Row, proposed: &Row| {
+                let mut new = existing.clone();
+                for (pos, x) in &compiled {
+                    new[*pos] = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                }
+                Ok(new)
+            });
         OnConflict::Update(updater)
     } else if ins.ignore {
         OnConflict::Ignore
@@ -135,7 +154,9 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
                 .map(|(i, _)| i)
                 .collect();
             if !need.is_empty() {
-                let first = e.storage.reserve_auto_increment(schema.id, need.len() as u64)?;
+                let first = e
+                    .storage
+                    .reserve_auto_increment(schema.id, need.len() as u64)?;
                 for (k, &i) in need.iter().enumerate() {
                     let v = first + k as u64;
                     rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
@@ -144,23 +165,48 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             }
         }
     }
-    let out = submit(e, s, WriteOp::Insert { table: schema.id, rows, on_conflict }, estimate)?;
+    let out = submit(
+        e,
+        s,
+        WriteOp::Insert {
+            table: schema.id,
+            rows,
+            on_conflict,
+        },
+        estimate,
+    )?;
     Ok(match (generated, out) {
-        (Some(id), Output::Done { affected_rows, info, .. }) => {
+        (
+            Some(id),
+            Output::Done {
+                affected_rows,
+                info,
+                ..
+            },
+        ) => {
             s.last_insert_id = id;
-            Output::Done { affected_rows, last_insert_id: id, info }
+            Output::Done {
+                affected_rows,
+                last_insert_id: id,
+                info,
+            }
         }
         (_, out) => out,
     })
 }
 
-fn compile_assignments(schema: &TableSchema, assignments: &[ast::Assignment]) -> Result<Vec<(usize, RowExpr)>> {
+fn compile_assignments(
+    schema: &TableSchema,
+    assignments: &[ast::Assignment],
+) -> Result<Vec<(usize, RowExpr)>> {
     assignments
         .iter()
         .map(|a| {
             let name = match &a.target {
                 AssignmentTarget::ColumnName(n) => crate::exec::last_part(n),
-                AssignmentTarget::Tuple(_) => return Err(ShimError::Unsupported("tuple assignment".into())),
+                AssignmentTarget::Tuple(_) => {
+                    return Err(ShimError::Unsupported("tuple assignment".into()))
+                }
             };
             let pos = column_pos(schema, &name, "field list")?;
             Ok((pos, compile_row_expr(&a.value, Some(schema))?))
@@ -176,17 +222,28 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
     }
     let start = std::time::Instant::now();
     let res = e.storage.write(vec![op])?;
-    e.metrics.commit_seconds.observe(start.elapsed().as_secs_f64());
+    e.metrics
+        .commit_seconds
+        .observe(start.elapsed().as_secs_f64());
     let r = res.ops.into_iter().next().unwrap_or_default();
     if let Some(id) = r.last_insert_id {
         s.last_insert_id = id;
     }
-    Ok(Output::Done { affected_rows: r.affected_rows, last_insert_id: r.last_insert_id.unwrap_or(0), info: String::new() })
+    Ok(Output::Done {
+        affected_rows: r.affected_rows,
+        last_insert_id: r.last_insert_id.unwrap_or(0),
+        info: String::new(),
+    })
 }
 
 /// Rows an op would touch, read from committed state (the affected-row
 /// count a statement inside a transaction reports).
-fn estimate(e: &Engine, id: u64, scan: &ScanSpec, matches: &dyn Fn(&Row) -> Result<bool, StorageError>) -> Result<u64> {
+fn estimate(
+    e: &Engine,
+    id: u64,
+    scan: &ScanSpec,
+    matches: &dyn Fn(&Row) -> Result<bool, StorageError>,
+) -> Result<u64> {
     let rows = match scan {
         ScanSpec::Full => e.storage.scan(id)?,
         ScanSpec::Prefix { index, key } => e.storage.lookup(id, *index, key)?,
@@ -206,7 +263,9 @@ fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
     }
     match &t.relation {
         TableFactor::Table { name, .. } => Ok(name),
-        _ => Err(ShimError::Unsupported("UPDATE/DELETE of a derived table".into())),
+        _ => Err(ShimError::Unsupported(
+            "UPDATE/DELETE of a derived table".into(),
+        )),
     }
 }
 
@@ -219,7 +278,10 @@ pub fn update(
 ) -> Result<Output> {
     let schema = table(e, s, single_table(&target)?)?;
     let compiled = compile_assignments(&schema, &assignments)?;
-    let pred = selection.as_ref().map(|w| compile_row_expr(w, Some(&schema))).transpose()?;
+    let pred = selection
+        .as_ref()
+        .map(|w| compile_row_expr(w, Some(&schema)))
+        .transpose()?;
     let scan = scan_spec(&schema, selection.as_ref());
     let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
     let on_update: Vec<usize> = schema
@@ -256,7 +318,16 @@ pub fn update(
     } else {
         0
     };
-    submit(e, s, WriteOp::Update { table: schema.id, scan, update: updater }, est)
+    submit(
+        e,
+        s,
+        WriteOp::Update {
+            table: schema.id,
+            scan,
+            update: updater,
+        },
+        est,
+    )
 }
 
 pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
@@ -277,7 +348,11 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
             _ => return Err(ShimError::WrongArguments("LIMIT".into())),
         },
     };
-    let pred = d.selection.as_ref().map(|w| compile_row_expr(w, Some(&schema))).transpose()?;
+    let pred = d
+        .selection
+        .as_ref()
+        .map(|w| compile_row_expr(w, Some(&schema)))
+        .transpose()?;
     let scan = scan_spec(&schema, d.selection.as_ref());
     let taken = Arc::new(AtomicU64::new(0));
     let pred2 = pred.clone();
@@ -304,13 +379,31 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
     } else {
         0
     };
-    submit(e, s, WriteOp::Delete { table: schema.id, scan, filter }, est)
+    submit(
+        e,
+        s,
+        WriteOp::Delete {
+            table: schema.id,
+            scan,
+            filter,
+        },
+        est,
+    )
 }
 
 pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u64> {
     let schema = table(e, s, name)?;
     let filter: RowFilter = Arc::new(|_| Ok(true));
-    match submit(e, s, WriteOp::Delete { table: schema.id, scan: ScanSpec::Full, filter }, 0)? {
+    match submit(
+        e,
+        s,
+        WriteOp::Delete {
+            table: schema.id,
+            scan: ScanSpec::Full,
+            filter,
+        },
+        0,
+    )? {
         Output::Done { affected_rows, .. } => Ok(affected_rows),
         Output::Rows { .. } => Ok(0),
     }
@@ -329,7 +422,7 @@ pub fn scan_spec(schema: &TableSchema, selection: Option<&Expr>) -> ScanSpec {
     let mut best: Option<(usize, IndexRef, Vec<usize>)> = None;
     let mut consider = |index: IndexRef, cols: &[usize]| {
         let n = cols.iter().take_while(|c| eq.contains_key(c)).count();
-        if n > 0 && best.as_ref().map_or(true, |(b, _, _)| n > *b) {
+        if n > 0 && !matches!(&best, Some((b, _, _)) if n <= *b) {
             best = Some((n, index, cols[..n].to_vec()));
         }
     };
@@ -340,7 +433,10 @@ pub fn scan_spec(schema: &TableSchema, selection: Option<&Expr>) -> ScanSpec {
         consider(IndexRef::Secondary(idx.id), &idx.columns);
     }
     match best {
-        Some((_, index, cols)) => ScanSpec::Prefix { index, key: cols.iter().map(|c| eq[c].clone()).collect() },
+        Some((_, index, cols)) => ScanSpec::Prefix {
+            index,
+            key: cols.iter().map(|c| eq[c].clone()).collect(),
+        },
         None => ScanSpec::Full,
     }
 }
@@ -348,11 +444,19 @@ pub fn scan_spec(schema: &TableSchema, selection: Option<&Expr>) -> ScanSpec {
 fn collect_equalities(schema: &TableSchema, w: &Expr, eq: &mut HashMap<usize, Value>) {
     match w {
         Expr::Nested(x) => collect_equalities(schema, x, eq),
-        Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
             collect_equalities(schema, left, eq);
             collect_equalities(schema, right, eq);
         }
-        Expr::BinaryOp { left, op: BinaryOperator::Eq, right } => {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } => {
             let (col, val) = match (column_of(schema, left), constant(right)) {
                 (Some(c), Some(v)) => (c, v),
                 _ => match (column_of(schema, right), constant(left)) {
@@ -383,7 +487,10 @@ fn constant(e: &Expr) -> Option<Value> {
     match e {
         Expr::Value(v) => literal(v),
         Expr::Nested(x) => constant(x),
-        Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match constant(expr)? {
+        Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => match constant(expr)? {
             Value::Int(i) => Some(Value::Int(-i)),
             Value::Decimal(d) => Some(Value::Decimal(-d)),
             Value::Double(d) => Some(Value::Double(-d)),
@@ -406,29 +513,56 @@ mod tests {
             database: "d".into(),
             name: "t".into(),
             columns: vec![
-                ColumnSchema::new("a", SqlType::Int { bytes: 4, unsigned: false }),
-                ColumnSchema::new("b", SqlType::Int { bytes: 4, unsigned: false }),
+                ColumnSchema::new(
+                    "a",
+                    SqlType::Int {
+                        bytes: 4,
+                        unsigned: false,
+                    },
+                ),
+                ColumnSchema::new(
+                    "b",
+                    SqlType::Int {
+                        bytes: 4,
+                        unsigned: false,
+                    },
+                ),
                 ColumnSchema::new("name", SqlType::VarChar(10)),
             ],
             primary_key: Some(vec![0, 1]),
-            indexes: vec![IndexSchema { id: 7, name: "by_b".into(), columns: vec![1], unique: false }],
+            indexes: vec![IndexSchema {
+                id: 7,
+                name: "by_b".into(),
+                columns: vec![1],
+                unique: false,
+            }],
             version: 0,
         }
     }
 
     fn spec(where_sql: &str) -> ScanSpec {
-        let e = Parser::new(&MySqlDialect {}).try_with_sql(where_sql).unwrap().parse_expr().unwrap();
+        let e = Parser::new(&MySqlDialect {})
+            .try_with_sql(where_sql)
+            .unwrap()
+            .parse_expr()
+            .unwrap();
         scan_spec(&schema(), Some(&e))
     }
 
     #[test]
     fn equalities_on_a_key_prefix_use_the_index() {
         match spec("a = 1 AND b = -2 AND name = 'x'") {
-            ScanSpec::Prefix { index: IndexRef::Primary, key } => assert_eq!(key, vec![Value::Int(1), Value::Int(-2)]),
+            ScanSpec::Prefix {
+                index: IndexRef::Primary,
+                key,
+            } => assert_eq!(key, vec![Value::Int(1), Value::Int(-2)]),
             other => panic!("{other:?}"),
         }
         match spec("(b = 3) AND a > 1") {
-            ScanSpec::Prefix { index: IndexRef::Secondary(7), key } => assert_eq!(key, vec![Value::Int(3)]),
+            ScanSpec::Prefix {
+                index: IndexRef::Secondary(7),
+                key,
+            } => assert_eq!(key, vec![Value::Int(3)]),
             other => panic!("{other:?}"),
         }
         assert!(matches!(spec("a = 1 OR b = 2"), ScanSpec::Full));

@@ -22,7 +22,9 @@ pub enum ShimError {
     UnknownColumn(String, String),
     #[error("Incorrect arguments to {0}")]
     WrongArguments(String),
-    #[error("Incorrect number of arguments for prepared statement: expected {expected}, got {got}")]
+    #[error(
+        "Incorrect number of arguments for prepared statement: expected {expected}, got {got}"
+    )]
     ParamCount { expected: usize, got: usize },
     #[error("Unknown prepared statement handler ({0}) given to mysqld_stmt_execute")]
     UnknownStatement(u32),
@@ -31,7 +33,11 @@ pub enum ShimError {
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
     WrongValueForVar(String, String),
     #[error("Access denied for user '{user}'@'{host}' (using password: {using_password})")]
-    AccessDenied { user: String, host: String, using_password: &'static str },
+    AccessDenied {
+        user: String,
+        host: String,
+        using_password: &'static str,
+    },
     #[error("Too many connections")]
     TooManyConnections,
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
@@ -186,7 +192,10 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
 /// The error code of a DROP DATABASE of a missing database (1008), which
 /// differs from USE of a missing one (1049).
 pub fn drop_db_missing(name: &str) -> (MysqlCode, String) {
-    (ER_DB_DROP_EXISTS, format!("Can't drop database '{name}'; database doesn't exist"))
+    (
+        ER_DB_DROP_EXISTS,
+        format!("Can't drop database '{name}'; database doesn't exist"),
+    )
 }
 
 /// DROP TABLE of a missing table (1051).
@@ -207,7 +216,10 @@ impl From<ShimError> for WireError {
         if let ShimError::Wire(w) = e {
             return w;
         }
-        WireError { code: e.mysql_code(), message: e.to_string() }
+        WireError {
+            code: e.mysql_code(),
+            message: e.to_string(),
+        }
     }
 }
 
@@ -260,13 +272,21 @@ mod tests {
         for c in all {
             let kind = ErrorKind::from(c.errno);
             assert_eq!(kind as u16, c.errno);
-            assert_eq!(std::str::from_utf8(kind.sqlstate()).unwrap(), c.sqlstate, "errno {}", c.errno);
+            assert_eq!(
+                std::str::from_utf8(kind.sqlstate()).unwrap(),
+                c.sqlstate,
+                "errno {}",
+                c.errno
+            );
         }
     }
 
     #[test]
     fn storage_errors_map_to_mysql_codes() {
-        let dup = ShimError::Storage(StorageError::DuplicateKey { key: "PRIMARY".into(), value: "1".into() });
+        let dup = ShimError::Storage(StorageError::DuplicateKey {
+            key: "PRIMARY".into(),
+            value: "1".into(),
+        });
         assert_eq!(dup.mysql_code(), code(1062, "23000"));
         let long = ShimError::from(CoerceError::TooLong { column: "c".into() });
         assert_eq!(long.mysql_code().errno, 1406);

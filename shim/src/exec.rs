@@ -22,16 +22,31 @@ use crate::{catalog, ddl, dml};
 /// What a statement produced.
 #[derive(Debug)]
 pub enum Output {
-    Rows { columns: Vec<OutputColumn>, rows: Vec<Row> },
-    Done { affected_rows: u64, last_insert_id: u64, info: String },
+    Rows {
+        columns: Vec<OutputColumn>,
+        rows: Vec<Row>,
+    },
+    Done {
+        affected_rows: u64,
+        last_insert_id: u64,
+        info: String,
+    },
 }
 
 impl Output {
     pub fn ok() -> Output {
-        Output::Done { affected_rows: 0, last_insert_id: 0, info: String::new() }
+        Output::Done {
+            affected_rows: 0,
+            last_insert_id: 0,
+            info: String::new(),
+        }
     }
     pub fn affected(n: u64) -> Output {
-        Output::Done { affected_rows: n, last_insert_id: 0, info: String::new() }
+        Output::Done {
+            affected_rows: n,
+            last_insert_id: 0,
+            info: String::new(),
+        }
     }
 }
 
@@ -84,7 +99,12 @@ impl Drop for InflightGuard<'_> {
 
 /// A result column of the given type (for shim-built result sets).
 pub fn column(name: &str, ty: SqlType) -> OutputColumn {
-    OutputColumn { name: name.to_string(), table: String::new(), ty, nullable: true }
+    OutputColumn {
+        name: name.to_string(),
+        table: String::new(),
+        ty,
+        nullable: true,
+    }
 }
 
 pub fn text_column(name: &str) -> OutputColumn {
@@ -92,7 +112,13 @@ pub fn text_column(name: &str) -> OutputColumn {
 }
 
 pub fn int_column(name: &str) -> OutputColumn {
-    column(name, SqlType::Int { bytes: 8, unsigned: false })
+    column(
+        name,
+        SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+        },
+    )
 }
 
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
@@ -101,14 +127,23 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
 
 /// Tokens without whitespace and comments.
 pub fn tokens(sql: &str) -> Result<Vec<Token>> {
-    let toks = Tokenizer::new(&MySqlDialect {}, sql).tokenize().map_err(|e| ShimError::Parse(e.to_string()))?;
-    Ok(toks.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect())
+    let toks = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| ShimError::Parse(e.to_string()))?;
+    Ok(toks
+        .into_iter()
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect())
 }
 
 /// The upper-cased word at `i`, if that token is a word (quoted or not).
 pub fn word(t: &[Token], i: usize) -> Option<String> {
     match t.get(i) {
-        Some(Token::Word(Word { value, quote_style: None, .. })) => Some(value.to_ascii_uppercase()),
+        Some(Token::Word(Word {
+            value,
+            quote_style: None,
+            ..
+        })) => Some(value.to_ascii_uppercase()),
         _ => None,
     }
 }
@@ -143,7 +178,11 @@ impl Engine {
 
     /// Runs one SQL text (one statement; a trailing `;` is fine; several
     /// statements run in order and the last one's output is returned).
-    pub fn execute(&self, s: &mut Session, sql: &str) -> (Kind, std::result::Result<Output, WireError>) {
+    pub fn execute(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
         let kind = classify(sql);
         let result = self.execute_inner(s, sql, kind);
         if let Err(e) = &result {
@@ -156,12 +195,20 @@ impl Engine {
         (kind, result)
     }
 
-    fn execute_inner(&self, s: &mut Session, sql: &str, kind: Kind) -> std::result::Result<Output, WireError> {
+    fn execute_inner(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+    ) -> std::result::Result<Output, WireError> {
         if kind != Kind::Show {
             s.warnings.clear();
         }
         let toks = tokens(sql)?;
-        let toks: Vec<Token> = toks.into_iter().filter(|t| !matches!(t, Token::SemiColon)).collect();
+        let toks: Vec<Token> = toks
+            .into_iter()
+            .filter(|t| !matches!(t, Token::SemiColon))
+            .collect();
         if toks.is_empty() {
             return Err(ShimError::Parse("Query was empty".into()).into());
         }
@@ -178,26 +225,41 @@ impl Engine {
         Ok(last)
     }
 
-    fn by_keywords(&self, s: &mut Session, t: &[Token]) -> std::result::Result<Option<Output>, WireError> {
+    fn by_keywords(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
         let w0 = word(t, 0).unwrap_or_default();
         let w1 = word(t, 1).unwrap_or_default();
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
             ("DESCRIBE" | "DESC", _) => {
                 let mut i = 1;
-                let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near DESCRIBE".into()))?;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near DESCRIBE".into()))?;
                 Ok(Some(catalog::describe(self, s, db, &table, false)?))
             }
             ("EXPLAIN", "GRAPH") => Ok(Some(self.explain_graph(s, t)?)),
-            ("EXPLAIN", w) if !matches!(w, "SELECT" | "WITH" | "") || matches!(t.get(1), Some(Token::Word(w)) if w.quote_style.is_some()) => {
+            ("EXPLAIN", w)
+                if !matches!(w, "SELECT" | "WITH" | "")
+                    || matches!(t.get(1), Some(Token::Word(w)) if w.quote_style.is_some()) =>
+            {
                 let mut i = 1;
-                let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near EXPLAIN".into()))?;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near EXPLAIN".into()))?;
                 Ok(Some(catalog::describe(self, s, db, &table, false)?))
             }
             ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
-            ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => Ok(Some(Output::ok())),
+            ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
+                Ok(Some(Output::ok()))
+            }
             ("SET", "TRANSACTION") => Ok(Some(Output::ok())),
-            ("SET", "SESSION" | "GLOBAL" | "LOCAL") if word(t, 2).as_deref() == Some("TRANSACTION") => Ok(Some(Output::ok())),
+            ("SET", "SESSION" | "GLOBAL" | "LOCAL")
+                if word(t, 2).as_deref() == Some("TRANSACTION") =>
+            {
+                Ok(Some(Output::ok()))
+            }
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
             ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
@@ -207,16 +269,32 @@ impl Engine {
     }
 
     fn explain_graph(&self, s: &mut Session, t: &[Token]) -> Result<Output> {
-        let skip = if word(t, 1).as_deref() == Some("GRAPH") { 2 } else { 1 };
-        let sql: String = t[skip..].iter().map(|x| x.to_string()).collect::<Vec<_>>().join(" ");
-        let stmt = parse(&sql)?.into_iter().next().ok_or_else(|| ShimError::Parse("empty EXPLAIN".into()))?;
+        let skip = if word(t, 1).as_deref() == Some("GRAPH") {
+            2
+        } else {
+            1
+        };
+        let sql: String = t[skip..]
+            .iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let stmt = parse(&sql)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| ShimError::Parse("empty EXPLAIN".into()))?;
         let Statement::Query(q) = stmt else {
-            return Err(ShimError::Unsupported("EXPLAIN of a non-SELECT statement".into()));
+            return Err(ShimError::Unsupported(
+                "EXPLAIN of a non-SELECT statement".into(),
+            ));
         };
         let db = self.query_database(s, &q)?;
         let text = self.dataflow.explain_graph(&db, &q)?;
         let rows = text.lines().map(|l| vec![Value::text(l)]).collect();
-        Ok(Output::Rows { columns: vec![column("GRAPH", SqlType::Text(65535))], rows })
+        Ok(Output::Rows {
+            columns: vec![column("GRAPH", SqlType::Text(65535))],
+            rows,
+        })
     }
 
     /// Runs one parsed statement.
@@ -224,7 +302,13 @@ impl Engine {
         match stmt {
             Statement::Query(q) => self.select(s, &q),
             Statement::Insert(ins) => dml::insert(self, s, ins),
-            Statement::Update { table, assignments, from, selection, .. } => {
+            Statement::Update {
+                table,
+                assignments,
+                from,
+                selection,
+                ..
+            } => {
                 if from.is_some() {
                     return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
                 }
@@ -247,31 +331,54 @@ impl Engine {
                 self.implicit_commit(s)?;
                 ddl::create_index(self, s, ci)
             }
-            Statement::AlterTable { name, operations, .. } => {
+            Statement::AlterTable {
+                name, operations, ..
+            } => {
                 self.implicit_commit(s)?;
                 ddl::alter_table(self, s, &name, operations)
             }
-            Statement::Drop { object_type, if_exists, names, .. } => {
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => {
                 self.implicit_commit(s)?;
                 ddl::drop(self, s, object_type, if_exists, names)
             }
-            Statement::CreateView { or_replace, name, query, .. } => {
+            Statement::CreateView {
+                or_replace,
+                name,
+                query,
+                ..
+            } => {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
                 self.dataflow.create_view(&db, &view, &query, or_replace)?;
                 Ok(Output::ok())
             }
-            Statement::CreateDatabase { db_name, if_not_exists, .. } => {
-                self.storage.create_database(&last_part(&db_name), if_not_exists)?;
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.storage
+                    .create_database(&last_part(&db_name), if_not_exists)?;
                 Ok(Output::affected(1))
             }
-            Statement::CreateSchema { schema_name, if_not_exists } => {
-                self.storage.create_database(&schema_name.to_string().trim_matches('`').to_string(), if_not_exists)?;
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+            } => {
+                self.storage
+                    .create_database(schema_name.to_string().trim_matches('`'), if_not_exists)?;
                 Ok(Output::affected(1))
             }
             Statement::Use(u) => {
                 let name = match u {
-                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => last_part(&n),
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        last_part(&n)
+                    }
                     _ => return Err(ShimError::Unsupported("this form of USE".into())),
                 };
                 self.use_database(s, &name)?;
@@ -283,18 +390,22 @@ impl Engine {
                 Ok(Output::ok())
             }
             Statement::Commit { .. } => self.commit(s),
-            Statement::Rollback { savepoint: None, .. } => {
+            Statement::Rollback {
+                savepoint: None, ..
+            } => {
                 s.transaction = None;
                 if !s.autocommit {
                     s.transaction = Some(Default::default());
                 }
                 Ok(Output::ok())
             }
-            Statement::SetNames { .. } | Statement::SetNamesDefault {} | Statement::SetTransaction { .. } => {
-                Ok(Output::ok())
-            }
+            Statement::SetNames { .. }
+            | Statement::SetNamesDefault {}
+            | Statement::SetTransaction { .. } => Ok(Output::ok()),
             Statement::SetTimeZone { .. } => Ok(Output::ok()),
-            Statement::SetVariable { variables, value, .. } => {
+            Statement::SetVariable {
+                variables, value, ..
+            } => {
                 let names: Vec<ast::ObjectName> = match variables {
                     ast::OneOrManyWithParens::One(n) => vec![n],
                     ast::OneOrManyWithParens::Many(v) => v,
@@ -330,7 +441,9 @@ impl Engine {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
                 let res = self.storage.write(tx.ops)?;
-                self.metrics.commit_seconds.observe(start.elapsed().as_secs_f64());
+                self.metrics
+                    .commit_seconds
+                    .observe(start.elapsed().as_secs_f64());
                 if let Some(id) = res.ops.iter().filter_map(|o| o.last_insert_id).next() {
                     s.last_insert_id = id;
                 }
@@ -374,7 +487,8 @@ impl Engine {
                     "OFF" | "0" | "FALSE" => false,
                     _ => return Err(ShimError::WrongValueForVar(var, t.to_string())),
                 },
-                other => crate::vars::truth(other).ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
+                other => crate::vars::truth(other)
+                    .ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
             };
             if on && !s.autocommit {
                 // Enabling autocommit commits the open transaction.
@@ -402,12 +516,21 @@ impl Engine {
 
     /// Evaluates an expression that refers to no table.
     pub fn eval_constant(&self, s: &Session, e: &Expr) -> Result<Value> {
-        let ctx = EvalContext { session: s, facts: &self.facts, columns: &[], row: &[] };
+        let ctx = EvalContext {
+            session: s,
+            facts: &self.facts,
+            columns: &[],
+            row: &[],
+        };
         match ctx.eval(e) {
             Ok(v) => Ok(v),
             Err(EvalError::UnknownVariable(n)) => Err(ShimError::UnknownVariable(n)),
-            Err(EvalError::UnknownColumn(c)) => Err(ShimError::UnknownColumn(c, "field list".into())),
-            Err(EvalError::NotSession) => Ok(ladle_dataflow::compile_row_expr(e, None)?.eval(&Vec::new())?),
+            Err(EvalError::UnknownColumn(c)) => {
+                Err(ShimError::UnknownColumn(c, "field list".into()))
+            }
+            Err(EvalError::NotSession) => {
+                Ok(ladle_dataflow::compile_row_expr(e, None)?.eval(&Vec::new())?)
+            }
         }
     }
 
@@ -425,8 +548,13 @@ impl Engine {
         let start = std::time::Instant::now();
         let pq = self.dataflow.prepare(&db, &q)?;
         let rows = pq.execute(&[])?;
-        self.metrics.read_seconds.observe(start.elapsed().as_secs_f64());
-        Ok(Output::Rows { columns: pq.columns().to_vec(), rows })
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        Ok(Output::Rows {
+            columns: pq.columns().to_vec(),
+            rows,
+        })
     }
 
     /// The database a query runs in; 1046 if it needs one and none is
@@ -445,11 +573,22 @@ impl Engine {
     }
 
     fn session_select(&self, s: &mut Session, q: &ast::Query) -> Result<Option<Output>> {
-        let SetExpr::Select(sel) = q.body.as_ref() else { return Ok(None) };
-        if !sel.from.is_empty() || sel.selection.is_some() || sel.having.is_some() || q.with.is_some() {
+        let SetExpr::Select(sel) = q.body.as_ref() else {
+            return Ok(None);
+        };
+        if !sel.from.is_empty()
+            || sel.selection.is_some()
+            || sel.having.is_some()
+            || q.with.is_some()
+        {
             return Ok(None);
         }
-        let ctx = EvalContext { session: s, facts: &self.facts, columns: &[], row: &[] };
+        let ctx = EvalContext {
+            session: s,
+            facts: &self.facts,
+            columns: &[],
+            row: &[],
+        };
         let mut columns = Vec::new();
         let mut row = Vec::new();
         for item in &sel.projection {
@@ -467,29 +606,51 @@ impl Engine {
                     Err(_) => return Ok(None),
                 },
                 Err(EvalError::UnknownVariable(n)) => return Err(ShimError::UnknownVariable(n)),
-                Err(EvalError::UnknownColumn(c)) => return Err(ShimError::UnknownColumn(c, "field list".into())),
+                Err(EvalError::UnknownColumn(c)) => {
+                    return Err(ShimError::UnknownColumn(c, "field list".into()))
+                }
             };
             let ty = match &v {
-                Value::Int(_) => SqlType::Int { bytes: 8, unsigned: false },
-                Value::UInt(_) => SqlType::Int { bytes: 8, unsigned: true },
+                Value::Int(_) => SqlType::Int {
+                    bytes: 8,
+                    unsigned: false,
+                },
+                Value::UInt(_) => SqlType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                },
                 Value::Double(_) => SqlType::Double,
-                Value::Decimal(d) => SqlType::Decimal { precision: 65, scale: d.scale().min(30) as u8 },
+                Value::Decimal(d) => SqlType::Decimal {
+                    precision: 65,
+                    scale: d.scale().min(30) as u8,
+                },
                 Value::Bytes(_) => SqlType::VarBinary(65535),
                 Value::Date(_) => SqlType::Date,
                 Value::DateTime(_) => SqlType::DateTime,
                 Value::Time(_) => SqlType::Time,
                 _ => SqlType::VarChar(255),
             };
-            columns.push(OutputColumn { name, table: String::new(), ty, nullable: v.is_null() });
+            columns.push(OutputColumn {
+                name,
+                table: String::new(),
+                ty,
+                nullable: v.is_null(),
+            });
             row.push(v);
         }
-        Ok(Some(Output::Rows { columns, rows: vec![row] }))
+        Ok(Some(Output::Rows {
+            columns,
+            rows: vec![row],
+        }))
     }
 
     /// `(database, table)` for a possibly qualified name.
     pub fn resolve(&self, s: &Session, name: &ast::ObjectName) -> Result<(String, String)> {
         match name.0.as_slice() {
-            [t] => Ok((s.database.clone().ok_or(ShimError::NoDatabase)?, t.value.clone())),
+            [t] => Ok((
+                s.database.clone().ok_or(ShimError::NoDatabase)?,
+                t.value.clone(),
+            )),
             [d, t] => Ok((d.value.clone(), t.value.clone())),
             _ => Err(ShimError::Parse(format!("bad name {name}"))),
         }
@@ -499,7 +660,8 @@ impl Engine {
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
         let marks = crate::params::placeholders(sql);
         let first = tokens(sql)?;
-        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH")) || matches!(first.first(), Some(Token::LParen));
+        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
+            || matches!(first.first(), Some(Token::LParen));
         if is_select {
             if let Ok(stmts) = parse(sql) {
                 if let [Statement::Query(q)] = stmts.as_slice() {
@@ -529,33 +691,70 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
-        if !matches!(word(&first, 0).as_deref(), Some("SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" | "CREATE" | "DROP" | "LOCK" | "UNLOCK" | "SET")) {
+        if !matches!(
+            word(&first, 0).as_deref(),
+            Some(
+                "SHOW"
+                    | "DESCRIBE"
+                    | "DESC"
+                    | "EXPLAIN"
+                    | "CREATE"
+                    | "DROP"
+                    | "LOCK"
+                    | "UNLOCK"
+                    | "SET"
+            )
+        ) {
             parse(&probe)?;
         }
         let n = marks.len();
-        let id = s.add_statement(PreparedStatement::Other { sql: sql.to_string(), marks });
+        let id = s.add_statement(PreparedStatement::Other {
+            sql: sql.to_string(),
+            marks,
+        });
         Ok((id, n, Vec::new()))
     }
 
     /// Runs a prepared statement with its parameter values.
-    pub fn execute_prepared(&self, s: &mut Session, id: u32, params: &[Value]) -> (Kind, std::result::Result<Output, WireError>) {
+    pub fn execute_prepared(
+        &self,
+        s: &mut Session,
+        id: u32,
+        params: &[Value],
+    ) -> (Kind, std::result::Result<Output, WireError>) {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
             Some(PreparedStatement::Select { query }) => {
                 let query = query.clone();
                 if params.len() != query.param_count() {
-                    let e = ShimError::ParamCount { expected: query.param_count(), got: params.len() };
+                    let e = ShimError::ParamCount {
+                        expected: query.param_count(),
+                        got: params.len(),
+                    };
                     return (Kind::Select, Err(e.into()));
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
-                let res = query.execute(params).map_err(|e| WireError::from(ShimError::from(e)));
-                self.metrics.read_seconds.observe(start.elapsed().as_secs_f64());
-                (Kind::Select, res.map(|rows| Output::Rows { columns: query.columns().to_vec(), rows }))
+                let res = query
+                    .execute(params)
+                    .map_err(|e| WireError::from(ShimError::from(e)));
+                self.metrics
+                    .read_seconds
+                    .observe(start.elapsed().as_secs_f64());
+                (
+                    Kind::Select,
+                    res.map(|rows| Output::Rows {
+                        columns: query.columns().to_vec(),
+                        rows,
+                    }),
+                )
             }
             Some(PreparedStatement::Other { sql, marks }) => {
                 if params.len() != marks.len() {
-                    let e = ShimError::ParamCount { expected: marks.len(), got: params.len() };
+                    let e = ShimError::ParamCount {
+                        expected: marks.len(),
+                        got: params.len(),
+                    };
                     return (Kind::Other, Err(e.into()));
                 }
                 let text = crate::params::substitute(sql, marks, params);
@@ -581,15 +780,21 @@ fn query_has_unqualified_table(q: &ast::Query) -> bool {
         match f {
             TableFactor::Table { name, .. } => name.0.len() < 2,
             TableFactor::Derived { subquery, .. } => query_has_unqualified_table(subquery),
-            TableFactor::NestedJoin { table_with_joins, .. } => {
-                factor(&table_with_joins.relation) || table_with_joins.joins.iter().any(|j| factor(&j.relation))
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => {
+                factor(&table_with_joins.relation)
+                    || table_with_joins.joins.iter().any(|j| factor(&j.relation))
             }
             _ => false,
         }
     }
     fn body(b: &SetExpr) -> bool {
         match b {
-            SetExpr::Select(s) => s.from.iter().any(|t| factor(&t.relation) || t.joins.iter().any(|j| factor(&j.relation))),
+            SetExpr::Select(s) => s
+                .from
+                .iter()
+                .any(|t| factor(&t.relation) || t.joins.iter().any(|j| factor(&j.relation))),
             SetExpr::Query(q) => query_has_unqualified_table(q),
             SetExpr::SetOperation { left, right, .. } => body(left) || body(right),
             _ => false,
@@ -600,7 +805,10 @@ fn query_has_unqualified_table(q: &ast::Query) -> bool {
 
 fn statement_name(s: &Statement) -> String {
     let text = s.to_string();
-    text.split_whitespace().take(2).collect::<Vec<_>>().join(" ")
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The statement kind from its first word (cheap; used for metrics).

@@ -10,7 +10,8 @@ use std::time::Instant;
 use async_trait::async_trait;
 use ladle_common::Value;
 use opensrv_mysql::{
-    AsyncMysqlShim, ErrorKind, InitWriter, OkResponse, ParamParser, QueryResultWriter, StatementMetaWriter, StatusFlags,
+    AsyncMysqlShim, ErrorKind, InitWriter, OkResponse, ParamParser, QueryResultWriter,
+    StatementMetaWriter, StatusFlags,
 };
 use parking_lot::Mutex;
 use tokio::io::AsyncWrite;
@@ -42,7 +43,11 @@ impl Connection {
         auth: Arc<AuthFailure>,
     ) -> Connection {
         Connection {
-            session: Arc::new(Mutex::new(Session::new(connection_id, user.clone(), host.clone()))),
+            session: Arc::new(Mutex::new(Session::new(
+                connection_id,
+                user.clone(),
+                host.clone(),
+            ))),
             host,
             auth,
             engine,
@@ -68,9 +73,22 @@ impl Connection {
         match task.await {
             Ok(r) => r,
             Err(e) => {
-                let what = if e.is_panic() { "a panic in the query engine" } else { "a cancelled task" };
-                tracing::error!(connection = self.connection_id, "statement aborted by {what}");
-                (Kind::Other, Err(WireError { code: ER_UNKNOWN, message: format!("internal error: statement aborted by {what}") }))
+                let what = if e.is_panic() {
+                    "a panic in the query engine"
+                } else {
+                    "a cancelled task"
+                };
+                tracing::error!(
+                    connection = self.connection_id,
+                    "statement aborted by {what}"
+                );
+                (
+                    Kind::Other,
+                    Err(WireError {
+                        code: ER_UNKNOWN,
+                        message: format!("internal error: statement aborted by {what}"),
+                    }),
+                )
             }
         }
     }
@@ -81,7 +99,12 @@ impl Connection {
         if s.autocommit {
             f |= StatusFlags::SERVER_STATUS_AUTOCOMMIT;
         }
-        if s.in_transaction() && !s.transaction.as_ref().is_some_and(|t| t.ops.is_empty() && !s.autocommit) {
+        if s.in_transaction()
+            && !s
+                .transaction
+                .as_ref()
+                .is_some_and(|t| t.ops.is_empty() && !s.autocommit)
+        {
             f |= StatusFlags::SERVER_STATUS_IN_TRANS;
         }
         f
@@ -91,9 +114,13 @@ impl Connection {
         let m = &self.engine.metrics;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         m.queries.with_label_values(&[kind.as_str(), outcome]).inc();
-        m.query_seconds.with_label_values(&[kind.as_str()]).observe(started.elapsed().as_secs_f64());
+        m.query_seconds
+            .with_label_values(&[kind.as_str()])
+            .observe(started.elapsed().as_secs_f64());
         if let Err(e) = result {
-            m.errors.with_label_values(&[&e.code.errno.to_string()]).inc();
+            m.errors
+                .with_label_values(&[&e.code.errno.to_string()])
+                .inc();
         }
     }
 
@@ -113,7 +140,11 @@ impl Connection {
                 }
                 w.finish().await
             }
-            Ok(Output::Done { affected_rows, last_insert_id, info }) => {
+            Ok(Output::Done {
+                affected_rows,
+                last_insert_id,
+                info,
+            }) => {
                 let warnings = self.session.lock().warnings.len().min(u16::MAX as usize) as u16;
                 results
                     .completed(OkResponse {
@@ -126,7 +157,11 @@ impl Connection {
                     })
                     .await
             }
-            Err(e) => results.error(ErrorKind::from(e.code.errno), e.message.as_bytes()).await,
+            Err(e) => {
+                results
+                    .error(ErrorKind::from(e.code.errno), e.message.as_bytes())
+                    .await
+            }
         }
     }
 }
@@ -147,7 +182,13 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.scramble
     }
 
-    async fn authenticate(&self, auth_plugin: &str, username: &[u8], salt: &[u8], auth_data: &[u8]) -> bool {
+    async fn authenticate(
+        &self,
+        auth_plugin: &str,
+        username: &[u8],
+        salt: &[u8],
+        auth_data: &[u8],
+    ) -> bool {
         let ok = auth_plugin == "mysql_native_password"
             && username == self.user.as_bytes()
             && crate::auth::verify(self.password.as_bytes(), salt, auth_data);
@@ -157,19 +198,29 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 user = %String::from_utf8_lossy(username),
                 "access denied"
             );
-            self.engine.metrics.errors.with_label_values(&["1045"]).inc();
+            self.engine
+                .metrics
+                .errors
+                .with_label_values(&["1045"])
+                .inc();
             *self.auth.message.lock() = format!(
                 "Access denied for user '{}'@'{}' (using password: {})",
                 String::from_utf8_lossy(username),
                 self.host,
                 if auth_data.is_empty() { "NO" } else { "YES" }
             );
-            self.auth.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+            self.auth
+                .failed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
         }
         ok
     }
 
-    async fn on_prepare<'a>(&'a mut self, query: &'a str, info: StatementMetaWriter<'a, W>) -> io::Result<()> {
+    async fn on_prepare<'a>(
+        &'a mut self,
+        query: &'a str,
+        info: StatementMetaWriter<'a, W>,
+    ) -> io::Result<()> {
         let sql = query.to_string();
         let (_, res) = self
             .run(move |e, s| {
@@ -184,8 +235,13 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 info.reply(id, params.iter(), cols.iter()).await
             }
             Err(e) => {
-                self.engine.metrics.errors.with_label_values(&[&e.code.errno.to_string()]).inc();
-                info.error(ErrorKind::from(e.code.errno), e.message.as_bytes()).await
+                self.engine
+                    .metrics
+                    .errors
+                    .with_label_values(&[&e.code.errno.to_string()])
+                    .inc();
+                info.error(ErrorKind::from(e.code.errno), e.message.as_bytes())
+                    .await
             }
         }
     }
@@ -199,7 +255,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         let started = Instant::now();
         // opensrv-mysql panics on some malformed parameter blocks; contain it.
         let parsed = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            params.into_iter().map(|p| param_value(p.value)).collect::<Vec<Value>>()
+            params
+                .into_iter()
+                .map(|p| param_value(p.value))
+                .collect::<Vec<Value>>()
         }));
         let values = match parsed {
             Ok(v) => v,
@@ -213,7 +272,9 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 return self.reply(r, results, true).await;
             }
         };
-        let (kind, res) = self.run(move |e, s| e.execute_prepared(s, id, &values)).await;
+        let (kind, res) = self
+            .run(move |e, s| e.execute_prepared(s, id, &values))
+            .await;
         self.record(kind, started, &res);
         self.reply(res, results, true).await
     }
@@ -225,7 +286,11 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         self.session.lock().statements.remove(&stmt);
     }
 
-    async fn on_query<'a>(&'a mut self, query: &'a str, results: QueryResultWriter<'a, W>) -> io::Result<()> {
+    async fn on_query<'a>(
+        &'a mut self,
+        query: &'a str,
+        results: QueryResultWriter<'a, W>,
+    ) -> io::Result<()> {
         let started = Instant::now();
         let sql = query.to_string();
         let (kind, res) = self.run(move |e, s| e.execute(s, &sql)).await;
@@ -234,11 +299,21 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
     }
 
     async fn on_init<'a>(&'a mut self, db: &'a str, writer: InitWriter<'a, W>) -> io::Result<()> {
-        let db = db.to_string();
-        let (_, res) = self.run(move |e, s| (Kind::Other, e.use_database(s, &db).map_err(WireError::from))).await;
+        // Some clients (mysql-connector) send an empty name when none is set.
+        let db = db.trim().trim_matches('`').to_string();
+        if db.is_empty() {
+            return writer.ok().await;
+        }
+        let (_, res) = self
+            .run(move |e, s| (Kind::Other, e.use_database(s, &db).map_err(WireError::from)))
+            .await;
         match res {
             Ok(()) => writer.ok().await,
-            Err(e) => writer.error(ErrorKind::from(e.code.errno), e.message.as_bytes()).await,
+            Err(e) => {
+                writer
+                    .error(ErrorKind::from(e.code.errno), e.message.as_bytes())
+                    .await
+            }
         }
     }
 }

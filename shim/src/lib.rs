@@ -89,8 +89,19 @@ impl Frontend {
         metrics: Arc<Metrics>,
         config: FrontendConfig,
     ) -> Arc<Frontend> {
-        let engine = Arc::new(Engine { storage, dataflow, facts, metrics, inflight: AtomicUsize::new(0) });
-        Arc::new(Frontend { engine, config, next_id: AtomicU32::new(1), active: Arc::new(AtomicUsize::new(0)) })
+        let engine = Arc::new(Engine {
+            storage,
+            dataflow,
+            facts,
+            metrics,
+            inflight: AtomicUsize::new(0),
+        });
+        Arc::new(Frontend {
+            engine,
+            config,
+            next_id: AtomicU32::new(1),
+            active: Arc::new(AtomicUsize::new(0)),
+        })
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -99,7 +110,11 @@ impl Frontend {
 
     /// Accepts connections until `shutdown` turns true, then closes open
     /// connections and waits for statements already executing to finish.
-    pub async fn serve(self: Arc<Frontend>, listener: TcpListener, mut shutdown: watch::Receiver<bool>) {
+    pub async fn serve(
+        self: Arc<Frontend>,
+        listener: TcpListener,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
         let mut tasks = tokio::task::JoinSet::new();
         let stop_rx = shutdown.clone();
         loop {
@@ -138,7 +153,10 @@ impl Frontend {
         let metrics = self.engine.metrics.clone();
         let n = self.active.fetch_add(1, Ordering::SeqCst) + 1;
         metrics.connections.inc();
-        let _slot = Slot { active: self.active.clone(), metrics: metrics.clone() };
+        let _slot = Slot {
+            active: self.active.clone(),
+            metrics: metrics.clone(),
+        };
         if n > self.config.max_connections {
             metrics.connections_refused.inc();
             metrics.errors.with_label_values(&["1040"]).inc();
@@ -149,7 +167,10 @@ impl Frontend {
         }
         metrics.connections_total.inc();
         let _ = stream.set_nodelay(true);
-        let host = stream.peer_addr().map(|a| a.ip().to_string()).unwrap_or_else(|_| "unknown".into());
+        let host = stream
+            .peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_else(|_| "unknown".into());
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (r, w) = stream.into_split();
         let trip = Arc::new(AtomicU16::new(0));
@@ -165,13 +186,18 @@ impl Frontend {
             self.config.password.clone(),
             auth.clone(),
         );
-        let opts = IntermediaryOptions { process_use_statement_on_query: true, reject_connection_on_dbname_absence: false };
+        let opts = IntermediaryOptions {
+            process_use_statement_on_query: true,
+            reject_connection_on_dbname_absence: false,
+        };
         tracing::debug!(connection = id, "connected");
         let res = AsyncMysqlIntermediary::run_with_options(conn, reader, writer, &opts).await;
         if auth.failed.load(Ordering::SeqCst) {
             let seq = auth.swallowed.lock().get(3).copied().unwrap_or(2);
             let msg = auth.message.lock().clone();
-            let _ = raw.write_all(&net::error_packet(seq, 1045, "28000", &msg)).await;
+            let _ = raw
+                .write_all(&net::error_packet(seq, 1045, "28000", &msg))
+                .await;
             let _ = raw.flush().await;
         } else if let t @ 1.. = trip.load(Ordering::SeqCst) {
             metrics.errors.with_label_values(&["1153"]).inc();

@@ -6,8 +6,8 @@ use std::time::Instant;
 use ladle_dataflow::Dataflow;
 use prometheus::core::Collector;
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 pub struct Metrics {
@@ -30,41 +30,70 @@ pub struct Metrics {
 }
 
 fn buckets() -> Vec<f64> {
-    vec![0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
+    vec![
+        0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+        5.0, 10.0,
+    ]
 }
 
 impl Metrics {
     pub fn new() -> Metrics {
         let registry = Registry::new();
-        let queries = IntCounterVec::new(Opts::new("ladle_queries_total", "Statements executed"), &["kind", "outcome"])
-            .expect("static metric definition");
+        let queries = IntCounterVec::new(
+            Opts::new("ladle_queries_total", "Statements executed"),
+            &["kind", "outcome"],
+        )
+        .expect("static metric definition");
         let query_seconds = HistogramVec::new(
-            HistogramOpts::new("ladle_query_duration_seconds", "Statement latency").buckets(buckets()),
+            HistogramOpts::new("ladle_query_duration_seconds", "Statement latency")
+                .buckets(buckets()),
             &["kind"],
         )
         .expect("static metric definition");
-        let errors = IntCounterVec::new(Opts::new("ladle_errors_total", "Errors sent to clients, by MySQL code"), &["code"])
+        let errors = IntCounterVec::new(
+            Opts::new(
+                "ladle_errors_total",
+                "Errors sent to clients, by MySQL code",
+            ),
+            &["code"],
+        )
+        .expect("static metric definition");
+        let connections = IntGauge::new("ladle_connections", "Open client connections")
             .expect("static metric definition");
-        let connections = IntGauge::new("ladle_connections", "Open client connections").expect("static metric definition");
         let connections_total =
-            IntCounter::new("ladle_connections_total", "Client connections accepted").expect("static metric definition");
-        let connections_refused = IntCounter::new("ladle_connections_refused_total", "Connections refused (1040)")
-            .expect("static metric definition");
+            IntCounter::new("ladle_connections_total", "Client connections accepted")
+                .expect("static metric definition");
+        let connections_refused = IntCounter::new(
+            "ladle_connections_refused_total",
+            "Connections refused (1040)",
+        )
+        .expect("static metric definition");
         let commit_seconds = Histogram::with_opts(
-            HistogramOpts::new("ladle_commit_duration_seconds", "Latency of Storage::write (durable commit)").buckets(buckets()),
+            HistogramOpts::new(
+                "ladle_commit_duration_seconds",
+                "Latency of Storage::write (durable commit)",
+            )
+            .buckets(buckets()),
         )
         .expect("static metric definition");
         let read_seconds = Histogram::with_opts(
-            HistogramOpts::new("ladle_read_duration_seconds", "Latency of dataflow reads").buckets(buckets()),
+            HistogramOpts::new("ladle_read_duration_seconds", "Latency of dataflow reads")
+                .buckets(buckets()),
         )
         .expect("static metric definition");
-        let gv = |name: &str, help: &str| IntGaugeVec::new(Opts::new(name, help), &["view"]).expect("static metric definition");
-        let view_memory = gv("ladle_view_memory_bytes", "Bytes of state held by each view");
+        let gv = |name: &str, help: &str| {
+            IntGaugeVec::new(Opts::new(name, help), &["view"]).expect("static metric definition")
+        };
+        let view_memory = gv(
+            "ladle_view_memory_bytes",
+            "Bytes of state held by each view",
+        );
         let view_rows = gv("ladle_view_cached_rows", "Rows cached by each view");
         let view_hits = gv("ladle_view_hits", "Reader hits per view");
         let view_misses = gv("ladle_view_misses", "Reader misses per view");
         let view_upqueries = gv("ladle_view_upqueries", "Upqueries issued per view");
-        let views = IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
+        let views =
+            IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
         for c in [
             Box::new(queries.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(query_seconds.clone()),
@@ -130,11 +159,17 @@ impl Metrics {
             self.views.set(stats.len() as i64);
             for v in stats {
                 let l = [v.name.as_str()];
-                self.view_memory.with_label_values(&l).set(v.memory_bytes as i64);
-                self.view_rows.with_label_values(&l).set(v.cached_rows as i64);
+                self.view_memory
+                    .with_label_values(&l)
+                    .set(v.memory_bytes as i64);
+                self.view_rows
+                    .with_label_values(&l)
+                    .set(v.cached_rows as i64);
                 self.view_hits.with_label_values(&l).set(v.hits as i64);
                 self.view_misses.with_label_values(&l).set(v.misses as i64);
-                self.view_upqueries.with_label_values(&l).set(v.upqueries as i64);
+                self.view_upqueries
+                    .with_label_values(&l)
+                    .set(v.upqueries as i64);
             }
         }
         let mut buf = Vec::new();

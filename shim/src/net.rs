@@ -71,12 +71,22 @@ impl<R> GuardedReader<R> {
             i += 1;
             if self.header_len == 4 {
                 self.header_len = 0;
-                let len = usize::from(self.header[0]) | usize::from(self.header[1]) << 8 | usize::from(self.header[2]) << 16;
-                self.logical = if self.continued { self.logical + len } else { len };
+                let len = usize::from(self.header[0])
+                    | usize::from(self.header[1]) << 8
+                    | usize::from(self.header[2]) << 16;
+                self.logical = if self.continued {
+                    self.logical + len
+                } else {
+                    len
+                };
                 self.continued = len == 0xFF_FFFF;
                 if self.logical > self.limit {
-                    self.tripped.store(u16::from(self.header[3]) + 1, Ordering::SeqCst);
-                    return Err(io::Error::new(io::ErrorKind::InvalidData, "packet larger than max_allowed_packet"));
+                    self.tripped
+                        .store(u16::from(self.header[3]) + 1, Ordering::SeqCst);
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "packet larger than max_allowed_packet",
+                    ));
                 }
                 self.payload_left = len;
             }
@@ -102,7 +112,12 @@ pub fn rewrite_handshake(packet: &[u8]) -> Option<Vec<u8>> {
     let (auth_len, header_len) = if caps & CLIENT_PLUGIN_AUTH_LENENC != 0 {
         match *payload.get(i)? {
             n @ 0..=0xFA => (usize::from(n), 1),
-            0xFC => (usize::from(u16::from_le_bytes(payload.get(i + 1..i + 3)?.try_into().ok()?)), 3),
+            0xFC => (
+                usize::from(u16::from_le_bytes(
+                    payload.get(i + 1..i + 3)?.try_into().ok()?,
+                )),
+                3,
+            ),
             _ => return None,
         }
     } else if caps & CLIENT_SECURE_CONNECTION != 0 {
@@ -138,7 +153,11 @@ pub fn rewrite_handshake(packet: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         let this = &mut *self;
         loop {
             if this.pos < this.pending.len() {
@@ -175,7 +194,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
                     let len = usize::from(f[0]) | usize::from(f[1]) << 8 | usize::from(f[2]) << 16;
                     if len > MAX_HANDSHAKE {
                         this.tripped.store(u16::from(f[3]) + 1, Ordering::SeqCst);
-                        return Poll::Ready(Err(io::Error::new(io::ErrorKind::InvalidData, "oversize handshake")));
+                        return Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "oversize handshake",
+                        )));
                     }
                     if f.len() >= 4 + len {
                         let mut all = this.first.take().unwrap_or_default();
@@ -223,12 +245,20 @@ pub struct SharedWriter<W> {
 
 impl<W> SharedWriter<W> {
     pub fn new(w: W, auth: Arc<AuthFailure>) -> SharedWriter<W> {
-        SharedWriter { inner: Arc::new(tokio::sync::Mutex::new(w)), auth, swallow: true }
+        SharedWriter {
+            inner: Arc::new(tokio::sync::Mutex::new(w)),
+            auth,
+            swallow: true,
+        }
     }
 
     /// A handle that is never swallowed.
     pub fn raw(&self) -> SharedWriter<W> {
-        SharedWriter { inner: self.inner.clone(), auth: self.auth.clone(), swallow: false }
+        SharedWriter {
+            inner: self.inner.clone(),
+            auth: self.auth.clone(),
+            swallow: false,
+        }
     }
 
     fn swallowing(&self) -> bool {
@@ -237,7 +267,11 @@ impl<W> SharedWriter<W> {
 }
 
 impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         if self.swallowing() {
             self.auth.swallowed.lock().extend_from_slice(buf);
             return Poll::Ready(Ok(buf.len()));
@@ -325,7 +359,12 @@ pub fn error_packet(seq: u8, errno: u16, sqlstate: &str, message: &str) -> Vec<u
     payload.extend_from_slice(sqlstate.as_bytes());
     payload.extend_from_slice(message.as_bytes());
     let len = payload.len();
-    let mut p = vec![(len & 0xFF) as u8, ((len >> 8) & 0xFF) as u8, ((len >> 16) & 0xFF) as u8, seq];
+    let mut p = vec![
+        (len & 0xFF) as u8,
+        ((len >> 8) & 0xFF) as u8,
+        ((len >> 16) & 0xFF) as u8,
+        seq,
+    ];
     p.extend_from_slice(&payload);
     p
 }
@@ -335,7 +374,8 @@ mod tests {
     use super::*;
 
     fn handshake(plugin: &str, auth: &[u8], db: Option<&str>) -> Vec<u8> {
-        let mut caps = CLIENT_PLUGIN_AUTH | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH_LENENC | 0x200;
+        let mut caps =
+            CLIENT_PLUGIN_AUTH | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH_LENENC | 0x200;
         if db.is_some() {
             caps |= CLIENT_CONNECT_WITH_DB;
         }

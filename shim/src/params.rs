@@ -36,7 +36,9 @@ pub fn placeholders(sql: &str) -> Vec<usize> {
                     i += 1;
                 }
             }
-            b'-' if b.get(i + 1) == Some(&b'-') && b.get(i + 2).map_or(true, |c| c.is_ascii_whitespace()) => {
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && !matches!(b.get(i + 2), Some(c) if !c.is_ascii_whitespace()) =>
+            {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }

@@ -104,6 +104,10 @@ impl Session {
     }
 
     pub fn warn(&mut self, code: u16, message: impl Into<String>) {
-        self.warnings.push(Warning { level: "Note", code, message: message.into() });
+        self.warnings.push(Warning {
+            level: "Note",
+            code,
+            message: message.into(),
+        });
     }
 }

@@ -28,7 +28,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
     let mut v: Vec<(String, Value)> = vec![
         ("auto_increment_increment".into(), Value::Int(1)),
         ("auto_increment_offset".into(), Value::Int(1)),
-        ("autocommit".into(), Value::Int(i64::from(session.autocommit))),
+        (
+            "autocommit".into(),
+            Value::Int(i64::from(session.autocommit)),
+        ),
         ("character_set_client".into(), t("utf8mb4")),
         ("character_set_connection".into(), t("utf8mb4")),
         ("character_set_database".into(), t("utf8mb4")),
@@ -46,8 +49,14 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("interactive_timeout".into(), Value::Int(28800)),
         ("license".into(), t("MIT")),
         ("lower_case_table_names".into(), Value::Int(0)),
-        ("max_allowed_packet".into(), Value::Int(MAX_ALLOWED_PACKET as i64)),
-        ("max_connections".into(), Value::Int(facts.max_connections as i64)),
+        (
+            "max_allowed_packet".into(),
+            Value::Int(MAX_ALLOWED_PACKET as i64),
+        ),
+        (
+            "max_connections".into(),
+            Value::Int(facts.max_connections as i64),
+        ),
         ("net_buffer_length".into(), Value::Int(16384)),
         ("net_write_timeout".into(), Value::Int(60)),
         ("performance_schema".into(), Value::Int(0)),
@@ -55,7 +64,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("query_cache_size".into(), Value::Int(0)),
         ("query_cache_type".into(), t("OFF")),
         ("sql_auto_is_null".into(), Value::Int(0)),
-        ("sql_mode".into(), t("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION")),
+        (
+            "sql_mode".into(),
+            t("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
+        ),
         ("sql_select_limit".into(), Value::UInt(u64::MAX)),
         ("storage_engine".into(), t("InnoDB")),
         ("system_time_zone".into(), t("UTC")),
@@ -65,7 +77,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("tx_isolation".into(), t("READ-COMMITTED")),
         ("tx_read_only".into(), Value::Int(0)),
         ("version".into(), t(SERVER_VERSION)),
-        ("version_comment".into(), t("Ladle incremental view database")),
+        (
+            "version_comment".into(),
+            t("Ladle incremental view database"),
+        ),
         ("version_compile_machine".into(), t(std::env::consts::ARCH)),
         ("version_compile_os".into(), t(std::env::consts::OS)),
         ("wait_timeout".into(), Value::Int(28800)),
@@ -84,7 +99,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
 /// The value of `@@name` (name without the `@@` and scope), if known.
 pub fn system_variable(session: &Session, facts: &ServerFacts, name: &str) -> Option<Value> {
     let name = name.to_ascii_lowercase();
-    system_variables(session, facts).into_iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    system_variables(session, facts)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
 }
 
 /// What an expression may refer to while the shim evaluates it.
@@ -110,13 +128,15 @@ impl EvalContext<'_> {
         match e {
             Expr::Value(v) => literal(v).ok_or(EvalError::NotSession),
             Expr::Nested(e) => self.eval(e),
-            Expr::Identifier(id) => self.ident(&[id.clone()]),
+            Expr::Identifier(id) => self.ident(std::slice::from_ref(id)),
             Expr::CompoundIdentifier(ids) => self.ident(ids),
             Expr::Function(f) => self.function(f),
             Expr::UnaryOp { op, expr } => {
                 let v = self.eval(expr)?;
                 match op {
-                    UnaryOperator::Not => Ok(truth(&v).map(|b| Value::Int(i64::from(!b))).unwrap_or(Value::Null)),
+                    UnaryOperator::Not => Ok(truth(&v)
+                        .map(|b| Value::Int(i64::from(!b)))
+                        .unwrap_or(Value::Null)),
                     UnaryOperator::Minus => Ok(match v {
                         Value::Int(i) => Value::Int(-i),
                         Value::Double(d) => Value::Double(-d),
@@ -129,7 +149,11 @@ impl EvalContext<'_> {
             }
             Expr::IsNull(e) => Ok(Value::Int(i64::from(self.eval(e)?.is_null()))),
             Expr::IsNotNull(e) => Ok(Value::Int(i64::from(!self.eval(e)?.is_null()))),
-            Expr::InList { expr, list, negated } => {
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let v = self.eval(expr)?;
                 if v.is_null() {
                     return Ok(Value::Null);
@@ -143,7 +167,12 @@ impl EvalContext<'_> {
                 }
                 Ok(Value::Int(i64::from(found != *negated)))
             }
-            Expr::Like { negated, expr, pattern, .. } => {
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => {
                 let v = self.eval(expr)?;
                 let p = self.eval(pattern)?;
                 if v.is_null() || p.is_null() {
@@ -207,17 +236,29 @@ impl EvalContext<'_> {
             } else {
                 var.to_string()
             };
-            return system_variable(self.session, self.facts, &name).ok_or(EvalError::UnknownVariable(name));
+            return system_variable(self.session, self.facts, &name)
+                .ok_or(EvalError::UnknownVariable(name));
         }
         if let Some(var) = first.strip_prefix('@') {
-            return Ok(self.session.user_variables.get(&var.to_ascii_lowercase()).cloned().unwrap_or(Value::Null));
+            return Ok(self
+                .session
+                .user_variables
+                .get(&var.to_ascii_lowercase())
+                .cloned()
+                .unwrap_or(Value::Null));
         }
         // A column of the virtual row, optionally qualified.
         let name = &ids[ids.len() - 1].value;
-        let qualifier = if ids.len() >= 2 { Some(&ids[ids.len() - 2].value) } else { None };
+        let qualifier = if ids.len() >= 2 {
+            Some(&ids[ids.len() - 2].value)
+        } else {
+            None
+        };
         let mut found = None;
         for (i, (q, n)) in self.columns.iter().enumerate() {
-            if n.eq_ignore_ascii_case(name) && qualifier.map_or(true, |x| x.eq_ignore_ascii_case(q)) {
+            if n.eq_ignore_ascii_case(name)
+                && !matches!(qualifier, Some(x) if !x.eq_ignore_ascii_case(q))
+            {
                 found = Some(i);
                 break;
             }
@@ -225,7 +266,12 @@ impl EvalContext<'_> {
         match found {
             Some(i) => Ok(self.row.get(i).cloned().unwrap_or(Value::Null)),
             None if self.columns.is_empty() => Err(EvalError::NotSession),
-            None => Err(EvalError::UnknownColumn(ids.iter().map(|i| i.value.as_str()).collect::<Vec<_>>().join("."))),
+            None => Err(EvalError::UnknownColumn(
+                ids.iter()
+                    .map(|i| i.value.as_str())
+                    .collect::<Vec<_>>()
+                    .join("."),
+            )),
         }
     }
 
@@ -244,9 +290,15 @@ impl EvalContext<'_> {
         };
         let s = self.session;
         Ok(match name.as_str() {
-            "database" | "schema" => s.database.as_deref().map(Value::text).unwrap_or(Value::Null),
+            "database" | "schema" => s
+                .database
+                .as_deref()
+                .map(Value::text)
+                .unwrap_or(Value::Null),
             "version" => Value::text(SERVER_VERSION),
-            "user" | "session_user" | "system_user" => Value::text(format!("{}@{}", s.user, s.host)),
+            "user" | "session_user" | "system_user" => {
+                Value::text(format!("{}@{}", s.user, s.host))
+            }
             "current_user" => Value::text(format!("{}@%", s.user)),
             "connection_id" => Value::Int(i64::from(s.connection_id)),
             "last_insert_id" if args.is_empty() => Value::UInt(s.last_insert_id),
@@ -295,10 +347,13 @@ pub fn literal(v: &ast::Value) -> Option<Value> {
 }
 
 fn decode_hex(h: &str) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if h.len() & 1 == 1 {
         return None;
     }
-    (0..h.len()).step_by(2).map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok()).collect()
+    (0..h.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// SQL truth: NULL is unknown; numbers are true when non-zero; strings by
@@ -361,10 +416,20 @@ mod tests {
     #[test]
     fn session_variables_override_defaults() {
         let mut s = Session::new(1, "root".into(), "localhost".into());
-        let facts = ServerFacts { max_connections: 10, port: 3307, datadir: "/d".into() };
-        assert_eq!(system_variable(&s, &facts, "AUTOCOMMIT"), Some(Value::Int(1)));
+        let facts = ServerFacts {
+            max_connections: 10,
+            port: 3307,
+            datadir: "/d".into(),
+        };
+        assert_eq!(
+            system_variable(&s, &facts, "AUTOCOMMIT"),
+            Some(Value::Int(1))
+        );
         s.variables.insert("sql_mode".into(), Value::text("ANSI"));
-        assert_eq!(system_variable(&s, &facts, "sql_mode"), Some(Value::text("ANSI")));
+        assert_eq!(
+            system_variable(&s, &facts, "sql_mode"),
+            Some(Value::text("ANSI"))
+        );
         assert!(system_variable(&s, &facts, "nope").is_none());
     }
 }

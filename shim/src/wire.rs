@@ -85,7 +85,10 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
                 if !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG)) {
                     // Widen: integers to BIGINT, anything else to a string.
                     let int_ok = matches!(v, Value::Int(_) | Value::UInt(_));
-                    if int_ok && is_int_type(coltype) && fits(v, ColumnType::MYSQL_TYPE_LONGLONG, false) {
+                    if int_ok
+                        && is_int_type(coltype)
+                        && fits(v, ColumnType::MYSQL_TYPE_LONGLONG, false)
+                    {
                         coltype = ColumnType::MYSQL_TYPE_LONGLONG;
                         colflags.remove(ColumnFlags::UNSIGNED_FLAG);
                     } else if int_ok && is_int_type(coltype) && matches!(v, Value::UInt(_)) {
@@ -110,7 +113,12 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
             if saw_null {
                 colflags.remove(ColumnFlags::NOT_NULL_FLAG);
             }
-            Column { table: c.table.clone(), column: c.name.clone(), coltype, colflags }
+            Column {
+                table: c.table.clone(),
+                column: c.name.clone(),
+                coltype,
+                colflags,
+            }
         })
         .collect()
 }
@@ -139,8 +147,8 @@ fn int_value(v: &Value) -> Option<i128> {
 fn fits(v: &Value, t: ColumnType, unsigned: bool) -> bool {
     use ColumnType::*;
     match t {
-        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG | MYSQL_TYPE_LONGLONG
-        | MYSQL_TYPE_YEAR => {
+        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG
+        | MYSQL_TYPE_LONGLONG | MYSQL_TYPE_YEAR => {
             let Some(i) = int_value(v) else { return false };
             let bits = match t {
                 MYSQL_TYPE_TINY => 8,
@@ -178,7 +186,12 @@ pub fn write_row<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-fn write_cell<W: AsyncWrite + Unpin>(w: &mut RowWriter<'_, W>, c: &Column, v: &Value, binary: bool) -> std::io::Result<()> {
+fn write_cell<W: AsyncWrite + Unpin>(
+    w: &mut RowWriter<'_, W>,
+    c: &Column,
+    v: &Value,
+    binary: bool,
+) -> std::io::Result<()> {
     use ColumnType::*;
     if v.is_null() {
         return w.write_col(None::<i64>);
@@ -186,14 +199,16 @@ fn write_cell<W: AsyncWrite + Unpin>(w: &mut RowWriter<'_, W>, c: &Column, v: &V
     if !binary {
         return match v {
             Value::Bytes(b) => w.write_col(&b[..]),
-            Value::Double(d) if c.coltype == MYSQL_TYPE_FLOAT => w.write_col(format_float(*d as f32)),
+            Value::Double(d) if c.coltype == MYSQL_TYPE_FLOAT => {
+                w.write_col(format_float(*d as f32))
+            }
             other => w.write_col(other.to_string()),
         };
     }
     let unsigned = c.colflags.contains(ColumnFlags::UNSIGNED_FLAG);
     match c.coltype {
-        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG | MYSQL_TYPE_LONGLONG
-        | MYSQL_TYPE_YEAR => {
+        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG
+        | MYSQL_TYPE_LONGLONG | MYSQL_TYPE_YEAR => {
             let i = int_value(v).unwrap_or(0);
             match (c.coltype, unsigned) {
                 (MYSQL_TYPE_TINY, false) => w.write_col(i as i8),
@@ -274,7 +289,11 @@ fn decode_time(b: &[u8]) -> i64 {
     let neg = b[0] == 1;
     let days = i64::from(u32::from_le_bytes([b[1], b[2], b[3], b[4]]));
     let (h, m, s) = (i64::from(b[5]), i64::from(b[6]), i64::from(b[7]));
-    let micros = if b.len() >= 12 { i64::from(u32::from_le_bytes([b[8], b[9], b[10], b[11]])) } else { 0 };
+    let micros = if b.len() >= 12 {
+        i64::from(u32::from_le_bytes([b[8], b[9], b[10], b[11]]))
+    } else {
+        0
+    };
     let us = ((days * 24 + h) * 3600 + m * 60 + s) * 1_000_000 + micros;
     if neg {
         -us
@@ -302,15 +321,25 @@ mod tests {
         let cols = vec![OutputColumn {
             name: "n".into(),
             table: String::new(),
-            ty: SqlType::Int { bytes: 4, unsigned: false },
+            ty: SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+            },
             nullable: false,
         }];
-        let rows = vec![vec![Value::Int(1)], vec![Value::Int(i64::MAX)], vec![Value::Null]];
+        let rows = vec![
+            vec![Value::Int(1)],
+            vec![Value::Int(i64::MAX)],
+            vec![Value::Null],
+        ];
         let wc = wire_columns(&cols, &rows);
         assert_eq!(wc[0].coltype, ColumnType::MYSQL_TYPE_LONGLONG);
         assert!(!wc[0].colflags.contains(ColumnFlags::NOT_NULL_FLAG));
         let rows = vec![vec![Value::text("x")]];
-        assert_eq!(wire_columns(&cols, &rows)[0].coltype, ColumnType::MYSQL_TYPE_VAR_STRING);
+        assert_eq!(
+            wire_columns(&cols, &rows)[0].coltype,
+            ColumnType::MYSQL_TYPE_VAR_STRING
+        );
     }
 
     #[test]
