@@ -785,3 +785,57 @@ fn metrics_health_and_sigterm() {
     let exit = srv.child.wait().unwrap();
     assert!(exit.success(), "exit status {exit:?}");
 }
+
+#[test]
+fn views_show_views_and_explain_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE v").await.unwrap();
+        c.query_drop("USE v").await.unwrap();
+        c.query_drop("CREATE TABLE s (id INT PRIMARY KEY, uid INT, score INT)")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO s VALUES (1, 1, 5), (2, 1, 7), (3, 2, 1)")
+            .await
+            .unwrap();
+        c.query_drop("CREATE VIEW totals AS SELECT uid, SUM(score) AS total FROM s GROUP BY uid")
+            .await
+            .unwrap();
+        let rows: Vec<(i32, i64)> = c
+            .query("SELECT uid, total FROM totals ORDER BY uid")
+            .await
+            .unwrap();
+        assert_eq!(rows, vec![(1, 12), (2, 1)]);
+        c.query_drop("INSERT INTO s VALUES (4, 2, 10)")
+            .await
+            .unwrap();
+        let t: Option<i64> = c
+            .exec_first("SELECT total FROM totals WHERE uid = ?", (2,))
+            .await
+            .unwrap();
+        assert_eq!(t, Some(11));
+        let tables: Vec<(String, String)> = c.query("SHOW FULL TABLES").await.unwrap();
+        assert_eq!(
+            tables,
+            vec![
+                ("s".into(), "BASE TABLE".into()),
+                ("totals".into(), "VIEW".into())
+            ]
+        );
+        let create: Option<(String, String, String, String)> =
+            c.query_first("SHOW CREATE VIEW totals").await.unwrap();
+        assert!(create.unwrap().1.contains("GROUP BY uid"));
+        let views: Vec<Row> = c.query("SHOW VIEWS").await.unwrap();
+        assert!(!views.is_empty());
+        let graph: Vec<String> = c
+            .query("EXPLAIN GRAPH SELECT * FROM s WHERE uid = 1")
+            .await
+            .unwrap();
+        assert!(graph.iter().any(|l| l.contains("Reader")), "{graph:?}");
+        c.query_drop("DROP VIEW totals").await.unwrap();
+        let tables: Vec<String> = c.query("SHOW TABLES").await.unwrap();
+        assert_eq!(tables, vec!["s".to_string()]);
+    });
+}

@@ -569,10 +569,12 @@ fn show_create_view(e: &Engine, db: &str, name: &str) -> Result<Output> {
         .named_views(db)
         .iter()
         .any(|v| v.eq_ignore_ascii_case(name));
-    let query = stats
-        .iter()
-        .find(|v| v.name.eq_ignore_ascii_case(name))
-        .map(|v| v.query.clone());
+    let query = crate::exec::view_definition(&e.storage, db, name).or_else(|| {
+        stats
+            .iter()
+            .find(|v| v.name.eq_ignore_ascii_case(name))
+            .map(|v| v.query.clone())
+    });
     match (is_named, query) {
         (true, q) => {
             let sql = format!("CREATE VIEW `{name}` AS {}", q.unwrap_or_default());
@@ -1238,10 +1240,13 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             let mut rows = Vec::new();
             for d in &dbs {
                 for v in e.dataflow.named_views(d) {
-                    let q = stats
-                        .iter()
-                        .find(|s| s.name.eq_ignore_ascii_case(&v))
-                        .map(|s| s.query.clone())
+                    let q = crate::exec::view_definition(&e.storage, d, &v)
+                        .or_else(|| {
+                            stats
+                                .iter()
+                                .find(|s| s.name.eq_ignore_ascii_case(&v))
+                                .map(|s| s.query.clone())
+                        })
                         .unwrap_or_default();
                     rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
                 }

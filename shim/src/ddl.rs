@@ -553,6 +553,8 @@ pub fn drop(
             for n in &names {
                 let (db, v) = e.resolve(s, n)?;
                 e.dataflow.drop_view(&db, &v, if_exists)?;
+                e.storage
+                    .delete_meta(&crate::exec::view_meta_key(&db, &v))?;
             }
             Ok(Output::ok())
         }

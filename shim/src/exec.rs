@@ -355,6 +355,10 @@ impl Engine {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
                 self.dataflow.create_view(&db, &view, &query, or_replace)?;
+                // The definition text, for SHOW CREATE VIEW and
+                // information_schema.VIEWS.
+                self.storage
+                    .put_meta(&view_meta_key(&db, &view), query.to_string().as_bytes())?;
                 Ok(Output::ok())
             }
             Statement::CreateDatabase {
@@ -762,6 +766,21 @@ impl Engine {
             }
         }
     }
+}
+
+/// The catalog meta key holding a named view's definition.
+pub fn view_meta_key(db: &str, view: &str) -> String {
+    format!("shim/view/{db}/{}", view.to_ascii_lowercase())
+}
+
+/// A named view's definition text, if recorded.
+pub fn view_definition(storage: &Storage, db: &str, view: &str) -> Option<String> {
+    let key = view_meta_key(db, view);
+    let found = storage.list_meta(&key).ok()?;
+    found
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
 }
 
 fn strip_locks(q: &ast::Query) -> ast::Query {
