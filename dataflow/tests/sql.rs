@@ -187,6 +187,15 @@ fn joins_inner_left_comma() {
         ),
         v(&["1", "2"])
     );
+    let sub = "SELECT title, (SELECT COUNT(*) FROM Vote WHERE Vote.article_id = Article.id) AS n, (SELECT MAX(user) FROM Vote v WHERE v.article_id = Article.id AND user > 10) FROM Article WHERE id = ?";
+    assert_eq!(e.q(sub, &[i(1)]), v(&["one 1 NULL"]));
+    e.insert(&vt, vec![r(&[i(9), i(1), i(12)])]);
+    assert_eq!(e.q(sub, &[i(1)]), v(&["one 2 12"]));
+    assert_eq!(
+        e.prepare(sub).columns()[2].name,
+        "(SELECT MAX(user) FROM Vote AS v WHERE v.article_id = Article.id AND user > 10)"
+    );
+    e.delete_where(&vt, |r| r[0] == i(9));
     assert_eq!(
         e.q("SELECT id FROM Article WHERE NOT EXISTS (SELECT 1 FROM Vote WHERE Vote.article_id = Article.id AND user = 11)", &[]),
         v(&["1", "2"])

@@ -62,6 +62,9 @@ pub enum Func {
     Lpad,
     Rpad,
     Hex,
+    DateFormat,
+    DayOfWeek,
+    DateDiff,
 }
 
 /// Interval units for DATE_ADD (the third argument, as an integer code).
@@ -130,6 +133,9 @@ impl Func {
             "lpad" => (Lpad, 3, 3),
             "rpad" => (Rpad, 3, 3),
             "hex" => (Hex, 1, 1),
+            "date_format" => (DateFormat, 2, 2),
+            "dayofweek" => (DayOfWeek, 1, 1),
+            "datediff" => (DateDiff, 2, 2),
             _ => return None,
         };
         if nargs < min || nargs > max {
@@ -504,7 +510,68 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
         }
         Rand => Value::Double(rand_f64()),
+        DateFormat => match (ops::to_datetime(&v0), &vals[1]) {
+            (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
+            _ => Value::Null,
+        },
+        DayOfWeek => match ops::to_datetime(&v0) {
+            Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
+            None => Value::Null,
+        },
+        DateDiff => match (ops::to_datetime(&v0), ops::to_datetime(&vals[1])) {
+            (Some(a), Some(b)) => Value::Int((a.date() - b.date()).num_days()),
+            _ => Value::Null,
+        },
     })
+}
+
+/// MySQL's DATE_FORMAT specifiers.
+fn date_format(dt: NaiveDateTime, f: &str) -> String {
+    let mut out = String::new();
+    let mut it = f.chars();
+    while let Some(c) = it.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let Some(spec) = it.next() else { break };
+        let h12 = match dt.hour() % 12 {
+            0 => 12,
+            h => h,
+        };
+        let s = match spec {
+            'Y' => format!("{:04}", dt.year()),
+            'y' => format!("{:02}", dt.year() % 100),
+            'm' => format!("{:02}", dt.month()),
+            'c' => dt.month().to_string(),
+            'd' => format!("{:02}", dt.day()),
+            'e' => dt.day().to_string(),
+            'H' => format!("{:02}", dt.hour()),
+            'k' => dt.hour().to_string(),
+            'h' | 'I' => format!("{h12:02}"),
+            'l' => h12.to_string(),
+            'i' => format!("{:02}", dt.minute()),
+            's' | 'S' => format!("{:02}", dt.second()),
+            'f' => format!("{:06}", dt.nanosecond() / 1000),
+            'p' => (if dt.hour() < 12 { "AM" } else { "PM" }).to_string(),
+            'T' => dt.format("%H:%M:%S").to_string(),
+            'r' => format!(
+                "{h12:02}:{:02}:{:02} {}",
+                dt.minute(),
+                dt.second(),
+                if dt.hour() < 12 { "AM" } else { "PM" }
+            ),
+            'M' => dt.format("%B").to_string(),
+            'b' => dt.format("%b").to_string(),
+            'W' => dt.format("%A").to_string(),
+            'a' => dt.format("%a").to_string(),
+            'j' => format!("{:03}", dt.ordinal()),
+            'w' => dt.weekday().num_days_from_sunday().to_string(),
+            other => other.to_string(),
+        };
+        out.push_str(&s);
+    }
+    out
 }
 
 fn add_months(dt: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
@@ -609,6 +676,14 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             (t, any_null)
         }
         Hex => (text(255), any_null),
+        DateFormat => (text(64), true),
+        DayOfWeek | DateDiff => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+            },
+            true,
+        ),
         Length | CharLength | Locate | Instr | Sign => (bigint, any_null),
         Abs => (tys[0].0.clone(), any_null),
         Round | Truncate => match &tys[0].0 {

@@ -151,6 +151,11 @@ fn functions() {
         ev("DATE_ADD('2024-01-31', INTERVAL 1 MONTH)"),
         "2024-02-29 00:00:00"
     );
+    assert_eq!(
+        ev("DATE_FORMAT('2024-03-05 14:07:09', '%Y-%m-%d %H:%i:%s %b %W %%')"),
+        "2024-03-05 14:07:09 Mar Tuesday %"
+    );
+    assert_eq!(ev("DATEDIFF('2024-03-05', '2024-03-01')"), "4");
     assert!(ev("NOW()").starts_with("20"));
     assert!(ev("CURRENT_TIMESTAMP").starts_with("20"));
 }

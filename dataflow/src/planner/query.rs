@@ -743,7 +743,7 @@ impl<'a> Planner<'a> {
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut node, scope) = self.plan_from(&s.from, &mut conj)?;
+        let (mut node, mut scope) = self.plan_from(&s.from, &mut conj)?;
 
         // WHERE: keys, read-time filters, semi-joins, filters.
         let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
@@ -799,13 +799,48 @@ impl<'a> Planner<'a> {
             };
         }
 
+        // Correlated scalar subqueries in the select list become LEFT JOINs
+        // with an aggregate grouped by the correlation columns.
+        let mut projection: Vec<ast::SelectItem> = s.projection.clone();
+        let mut nsub = 0;
+        for item in projection.iter_mut() {
+            let (e, name) = match item {
+                ast::SelectItem::UnnamedExpr(e) => {
+                    let n = e.to_string();
+                    (e, Some(n))
+                }
+                ast::SelectItem::ExprWithAlias { expr, .. } => (expr, None),
+                _ => continue,
+            };
+            if !has_subquery(e) {
+                continue;
+            }
+            let mut rw = SubqueryRewriter {
+                planner: self,
+                node: &mut node,
+                scope: &mut scope,
+                n: &mut nsub,
+                err: None,
+            };
+            let _ = ast::VisitMut::visit(e, &mut rw);
+            if let Some(err) = rw.err {
+                return Err(err);
+            }
+            if let Some(n) = name {
+                *item = ast::SelectItem::ExprWithAlias {
+                    expr: e.clone(),
+                    alias: ast::Ident::new(n),
+                };
+            }
+        }
+
         // Aggregation.
         let group_asts: Vec<ast::Expr> = match &s.group_by {
             ast::GroupByExpr::Expressions(g, mods) if mods.is_empty() => g.clone(),
             _ => return Err(unsupported("GROUP BY modifiers")),
         };
         let mut aggs_ast = Vec::new();
-        for item in &s.projection {
+        for item in &projection {
             if let ast::SelectItem::UnnamedExpr(e)
             | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
             {
@@ -822,8 +857,7 @@ impl<'a> Planner<'a> {
         }
         let aggregated = !group_asts.is_empty() || !aggs_ast.is_empty();
         // Select-list aliases (for GROUP BY alias).
-        let alias_ast: HashMap<String, ast::Expr> = s
-            .projection
+        let alias_ast: HashMap<String, ast::Expr> = projection
             .iter()
             .filter_map(|i| match i {
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
@@ -852,7 +886,7 @@ impl<'a> Planner<'a> {
                         let p: usize = n
                             .parse()
                             .map_err(|_| DataflowError::BadArgument(n.clone()))?;
-                        match s.projection.get(p.wrapping_sub(1)) {
+                        match projection.get(p.wrapping_sub(1)) {
                             Some(
                                 ast::SelectItem::UnnamedExpr(e)
                                 | ast::SelectItem::ExprWithAlias { expr: e, .. },
@@ -984,7 +1018,7 @@ impl<'a> Planner<'a> {
         // Projection.
         let mut visible: Vec<Expr> = Vec::new();
         let mut columns: Vec<OutputColumn> = Vec::new();
-        for item in &s.projection {
+        for item in &projection {
             match item {
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
                     if post.is_some() {
@@ -1046,8 +1080,7 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let aliases: HashMap<String, Expr> = s
-            .projection
+        let aliases: HashMap<String, Expr> = projection
             .iter()
             .zip(0..)
             .filter_map(|(i, _)| match i {
@@ -1068,7 +1101,7 @@ impl<'a> Planner<'a> {
         let mut aliases_ok: HashMap<String, Expr> = HashMap::new();
         {
             let mut vi = 0;
-            for item in &s.projection {
+            for item in &projection {
                 match item {
                     ast::SelectItem::ExprWithAlias { alias, .. } => {
                         aliases_ok.insert(alias.value.to_ascii_lowercase(), visible[vi].clone());
@@ -1576,6 +1609,208 @@ impl<'a> Planner<'a> {
             inputs: vec![node, inner],
             colls,
         })
+    }
+}
+
+/// Replaces `(SELECT agg(x) FROM ... WHERE inner = outer ...)` in a select
+/// list by a column of a LEFT JOIN with that aggregate grouped by the
+/// correlation columns.
+struct SubqueryRewriter<'p, 'a> {
+    planner: &'p Planner<'a>,
+    node: &'p mut LNode,
+    scope: &'p mut Scope,
+    n: &'p mut usize,
+    err: Option<DataflowError>,
+}
+
+impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
+        if let ast::Expr::Subquery(q) = e {
+            match self
+                .planner
+                .scalar_subquery(q, self.node, self.scope, *self.n)
+            {
+                Ok(replacement) => {
+                    *self.n += 1;
+                    *e = replacement;
+                }
+                Err(err) => {
+                    self.err = Some(err);
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+impl Planner<'_> {
+    fn scalar_subquery(
+        &self,
+        q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let ast::SetExpr::Select(s) = &*q.body else {
+            return Err(unsupported("this scalar subquery"));
+        };
+        let simple = s.from.len() == 1
+            && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            && s.having.is_none()
+            && s.distinct.is_none()
+            && q.order_by.is_none()
+            && q.limit.is_none()
+            && s.projection.len() == 1;
+        let agg = match &s.projection.first() {
+            Some(ast::SelectItem::UnnamedExpr(e))
+            | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
+            _ => return Err(unsupported("this scalar subquery")),
+        };
+        let Some(agg_name) = aggregate_name(&agg) else {
+            return Err(unsupported("scalar subquery without an aggregate"));
+        };
+        if !simple {
+            return Err(unsupported("this scalar subquery"));
+        }
+        let mut conj = Vec::new();
+        if let Some(w) = &s.selection {
+            split_conjuncts(w, &mut conj);
+        }
+        let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
+        let mut outer_cols = Vec::new();
+        let mut inner_cols = Vec::new();
+        for c in conj {
+            if let ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } = &c
+            {
+                if let (Some(a), Some(b)) = (as_column(left), as_column(right)) {
+                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (
+                        iscope.resolve(x),
+                        scope.resolve(y),
+                    ) {
+                        (Ok(i), Ok(o)) if iscope.resolve(y).is_err() => Some((i, o)),
+                        _ => None,
+                    };
+                    if let Some((i, o)) = pick(a, b).or_else(|| pick(b, a)) {
+                        inner_cols.push(i);
+                        outer_cols.push(o);
+                        continue;
+                    }
+                }
+            }
+            if has_placeholder(&c) || has_subquery(&c) {
+                return Err(unsupported(
+                    "parameters or subqueries inside a scalar subquery",
+                ));
+            }
+            let e = ExprCx::row(&iscope)
+                .compile(&c)
+                .and_then(stable)
+                .map_err(|e| match e {
+                    DataflowError::UnknownColumn(..) => {
+                        unsupported("correlated condition other than equality")
+                    }
+                    other => other,
+                })?;
+            let colls = inner.colls.clone();
+            inner = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![inner],
+                colls,
+            };
+        }
+        if outer_cols.is_empty() {
+            return Err(unsupported("uncorrelated scalar subquery"));
+        }
+        let k = inner_cols.len();
+        let row_cx = ExprCx::row(&iscope);
+        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k)?;
+        let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
+        pre.push(arg);
+        let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
+        colls.push(coll);
+        let proj = LNode {
+            op: LOp::Project(pre),
+            inputs: vec![inner],
+            colls: colls.clone(),
+        };
+        let aggn = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![spec],
+                scalar: false,
+            },
+            inputs: vec![proj],
+            colls: colls.clone(),
+        };
+        let qual = format!("__sq{n}");
+        let mut jcolls = node.colls.clone();
+        jcolls.extend(colls.iter().copied());
+        let left = std::mem::replace(
+            node,
+            LNode {
+                op: LOp::Union,
+                inputs: vec![],
+                colls: vec![],
+            },
+        );
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: outer_cols,
+                right_cols: (0..k).collect(),
+            },
+            inputs: vec![left, aggn],
+            colls: jcolls,
+        };
+        for (i, &c) in inner_cols.iter().enumerate() {
+            let ic = &iscope.cols[c];
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: format!("__k{i}"),
+                ty: ic.ty.clone(),
+                nullable: true,
+                collation: ic.collation,
+                table: String::new(),
+            });
+        }
+        scope.cols.push(ScopeCol {
+            qualifier: qual.clone(),
+            name: "__v".into(),
+            ty,
+            nullable: true,
+            collation: coll,
+            table: String::new(),
+        });
+        let col =
+            ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__v")]);
+        if agg_name == "count" {
+            // COUNT over no rows is 0, not NULL.
+            return Ok(ast::Expr::Function(ast::Function {
+                name: ast::ObjectName(vec![ast::Ident::new("COALESCE")]),
+                parameters: ast::FunctionArguments::None,
+                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(col)),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(
+                            ast::Value::Number("0".into(), false),
+                        ))),
+                    ],
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            }));
+        }
+        Ok(col)
     }
 }
 
