@@ -2,11 +2,12 @@
 //! connection handler runs it on a blocking thread): storage writes may wait
 //! for an fsync.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
 use ladle_common::{Row, SqlType, Value};
-use ladle_dataflow::{Dataflow, OutputColumn};
+use ladle_dataflow::{Dataflow, OutputColumn, PreparedQuery};
 use ladle_storage::Storage;
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::dialect::MySqlDialect;
@@ -86,7 +87,13 @@ pub struct Engine {
     pub metrics: Arc<Metrics>,
     /// Statements executing right now (shutdown waits for zero).
     pub inflight: AtomicUsize,
+    /// Text SELECTs already bound to a view, by (database, SQL text), so a
+    /// repeated ad-hoc query skips parsing and planning. Cleared by any DDL.
+    pub select_cache: parking_lot::Mutex<HashMap<(String, String), PreparedQuery>>,
 }
+
+/// Entries kept in [`Engine::select_cache`] before it is emptied.
+const SELECT_CACHE_LIMIT: usize = 4096;
 
 /// Decrements [`Engine::inflight`] when dropped.
 pub struct InflightGuard<'a>(&'a AtomicUsize);
@@ -204,6 +211,29 @@ impl Engine {
         if kind != Kind::Show {
             s.warnings.clear();
         }
+        if kind == Kind::Ddl {
+            self.select_cache.lock().clear();
+        }
+        if kind == Kind::Select {
+            if let Some(db) = &s.database {
+                let hit = self
+                    .select_cache
+                    .lock()
+                    .get(&(db.clone(), sql.to_string()))
+                    .cloned();
+                if let Some(pq) = hit {
+                    let start = std::time::Instant::now();
+                    let rows = pq.execute(&[]).map_err(ShimError::from)?;
+                    self.metrics
+                        .read_seconds
+                        .observe(start.elapsed().as_secs_f64());
+                    return Ok(Output::Rows {
+                        columns: pq.columns().to_vec(),
+                        rows,
+                    });
+                }
+            }
+        }
         let toks = tokens(sql)?;
         let toks: Vec<Token> = toks
             .into_iter()
@@ -217,7 +247,12 @@ impl Engine {
         if let Some(out) = self.by_keywords(s, &toks)? {
             return Ok(out);
         }
-        let stmts = parse(sql)?;
+        let mut stmts = parse(sql)?;
+        if kind == Kind::Select && stmts.len() == 1 {
+            if let Some(Statement::Query(q)) = stmts.pop() {
+                return Ok(self.select_text(s, &q, sql)?);
+            }
+        }
         let mut last = Output::ok();
         for stmt in stmts {
             last = self.statement(s, stmt)?;
@@ -541,6 +576,15 @@ impl Engine {
     /// SELECT: session-only queries are answered here, information_schema
     /// from the catalog, everything else by a dataflow view.
     pub fn select(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
+        self.select_cached(s, q, None)
+    }
+
+    /// A text SELECT: like [`Engine::select`], remembering the view.
+    fn select_text(&self, s: &mut Session, q: &ast::Query, sql: &str) -> Result<Output> {
+        self.select_cached(s, q, Some(sql))
+    }
+
+    fn select_cached(&self, s: &mut Session, q: &ast::Query, sql: Option<&str>) -> Result<Output> {
         if let Some(out) = self.session_select(s, q)? {
             return Ok(out);
         }
@@ -552,6 +596,13 @@ impl Engine {
         let start = std::time::Instant::now();
         let pq = self.dataflow.prepare(&db, &q)?;
         let rows = pq.execute(&[])?;
+        if let (Some(sql), Some(current)) = (sql, &s.database) {
+            let mut cache = self.select_cache.lock();
+            if cache.len() >= SELECT_CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.insert((current.clone(), sql.to_string()), pq.clone());
+        }
         self.metrics
             .read_seconds
             .observe(start.elapsed().as_secs_f64());

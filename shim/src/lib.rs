@@ -95,6 +95,7 @@ impl Frontend {
             facts,
             metrics,
             inflight: AtomicUsize::new(0),
+            select_cache: Default::default(),
         });
         Arc::new(Frontend {
             engine,
