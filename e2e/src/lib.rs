@@ -28,6 +28,9 @@ pub const MARIADB_URL_ENV: &str = "LADLE_TEST_MARIADB_URL";
 pub const LADLE_BIN_ENV: &str = "LADLE_BIN";
 /// Environment variable choosing `--durability` for spawned servers (default `memory`).
 pub const LADLE_DURABILITY_ENV: &str = "LADLE_TEST_DURABILITY";
+/// Environment variable passing `--memory-limit` to spawned servers (e.g. `4K`
+/// to force constant eviction and upqueries).
+pub const LADLE_MEMORY_LIMIT_ENV: &str = "LADLE_TEST_MEMORY_LIMIT";
 
 /// How long one statement may take before the client gives up (a hung server
 /// must fail the file, not the whole run).
@@ -288,6 +291,12 @@ pub struct LadleServer {
 impl LadleServer {
     /// Spawns `bin` and waits (up to 60 s) until it accepts MySQL connections.
     pub fn start(bin: &Path) -> Result<Self, HarnessError> {
+        Self::start_with(bin, &[])
+    }
+
+    /// Like [`LadleServer::start`], with extra command-line arguments (after
+    /// the standard ones; `$LADLE_TEST_MEMORY_LIMIT` is applied first).
+    pub fn start_with(bin: &Path, extra: &[&str]) -> Result<Self, HarnessError> {
         let data_dir = tempfile::Builder::new()
             .prefix("ladle-e2e-")
             .tempdir()
@@ -302,7 +311,13 @@ impl LadleServer {
         let log_err = log
             .try_clone()
             .map_err(|e| HarnessError(format!("log file: {e}")))?;
-        let child = Command::new(bin)
+        let mut command = Command::new(bin);
+        if let Ok(limit) = std::env::var(LADLE_MEMORY_LIMIT_ENV) {
+            if !limit.trim().is_empty() {
+                command.arg("--memory-limit").arg(limit.trim());
+            }
+        }
+        let child = command
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
@@ -311,6 +326,7 @@ impl LadleServer {
             .arg(format!("127.0.0.1:{metrics_port}"))
             .arg("--durability")
             .arg(&durability)
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
