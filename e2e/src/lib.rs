@@ -28,7 +28,7 @@ pub const MARIADB_URL_ENV: &str = "LADLE_TEST_MARIADB_URL";
 pub const LADLE_BIN_ENV: &str = "LADLE_BIN";
 /// Environment variable choosing `--durability` for spawned servers (default `memory`).
 pub const LADLE_DURABILITY_ENV: &str = "LADLE_TEST_DURABILITY";
-/// Environment variable passing `--memory-limit` to spawned servers (e.g. `4K`
+/// Environment variable passing `--memory-limit` to spawned servers (e.g. `256`
 /// to force constant eviction and upqueries).
 pub const LADLE_MEMORY_LIMIT_ENV: &str = "LADLE_TEST_MEMORY_LIMIT";
 

@@ -563,7 +563,7 @@ fn ladle_matches_model_and_mariadb_on_random_workload() {
     // is evicted constantly and reads go through upqueries.
     for (engine, extra) in [
         ("ladle", &[][..]),
-        ("ladle --memory-limit 4K", &["--memory-limit", "4K"][..]),
+        ("ladle --memory-limit 256", &["--memory-limit", "256"][..]),
     ] {
         let server = LadleServer::start_with(&bin, extra).expect("starting ladle");
         let m = run_against(engine, &server.url(), &ops);
