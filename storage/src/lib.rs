@@ -817,7 +817,19 @@ impl Storage {
                 row_seq: &self.row_seq,
             };
             for ops in calls.take().unwrap_or_default() {
-                outcomes.push(g.apply_caller(ops));
+                // A caller's closure (filter, updater) that panics fails
+                // that caller alone, not the leader's thread or the group.
+                let mark = g.deltas.len();
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| g.apply_caller(ops)))
+                        .unwrap_or_else(|_| {
+                            g.overlay.rollback();
+                            g.deltas.truncate(mark);
+                            Err(StorageError::Internal(
+                                "a write operation's row function panicked".into(),
+                            ))
+                        });
+                outcomes.push(outcome);
             }
             changes = g.take_changes();
             auto_inc = std::mem::take(&mut g.auto_inc);

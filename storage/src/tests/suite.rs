@@ -43,6 +43,8 @@ conformance!(
     read_view_is_consistent,
     catalog_and_meta,
     concurrent_writers,
+    panicking_row_function_fails_its_caller_only,
+    exclusive_sees_what_observers_were_told,
 );
 
 fn insert_lookup_scan(kind: Kind) {
@@ -928,4 +930,72 @@ fn concurrent_writers(kind: Kind) {
     assert_eq!(all.len(), 400);
     assert_eq!(s.scan(u.id).unwrap().len(), 400);
     assert_eq!(all, (1..=400).collect::<Vec<u64>>());
+}
+
+fn panicking_row_function_fails_its_caller_only(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    s.write(vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])])
+        .unwrap();
+    let boom = WriteOp::Update {
+        table: u.id,
+        scan: ScanSpec::Full,
+        update: Arc::new(|_| panic!("row function bug (expected by this test)")),
+    };
+    // The same caller's earlier op is rolled back with it.
+    let r = s.write(vec![insert(&u, vec![row(&[i(2), t("b"), i(1)])]), boom]);
+    assert!(matches!(r, Err(StorageError::Internal(_))));
+    assert_eq!(s.scan(u.id).unwrap().len(), 1);
+    s.write(vec![insert(&u, vec![row(&[i(3), t("c"), i(1)])])])
+        .unwrap();
+    assert_eq!(s.scan(u.id).unwrap().len(), 2);
+}
+
+/// Counts the rows observers were told about.
+struct Counter(Mutex<i64>);
+
+impl CommitObserver for Counter {
+    fn on_commit(&self, _lsn: Lsn, changes: &[TableDeltas]) {
+        let d: i64 = changes
+            .iter()
+            .flat_map(|c| &c.deltas)
+            .map(|d| d.sign())
+            .sum();
+        *self.0.lock() += d;
+    }
+}
+
+fn exclusive_sees_what_observers_were_told(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = Arc::clone(&h.storage);
+    let u = users(&s);
+    let counter = Arc::new(Counter(Mutex::new(0)));
+    s.set_commit_observer(counter.clone());
+    let writers: Vec<_> = (0..4)
+        .map(|th| {
+            let s = Arc::clone(&s);
+            let u = Arc::clone(&u);
+            std::thread::spawn(move || {
+                for k in 0..100 {
+                    let name = format!("w{th}-{k}");
+                    s.write(vec![insert(
+                        &u,
+                        vec![row(&[Value::Null, t(&name), i(k % 3)])],
+                    )])
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for _ in 0..50 {
+        s.exclusive(|| {
+            let stored = s.scan(u.id).unwrap().len() as i64;
+            assert_eq!(stored, *counter.0.lock());
+        });
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(*counter.0.lock(), 400);
 }
