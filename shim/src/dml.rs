@@ -17,6 +17,7 @@ use ladle_storage::{IndexRef, OnConflict, RowFilter, RowUpdater, ScanSpec, Stora
 use sqlparser::ast::{
     self, AssignmentTarget, BinaryOperator, Expr, OnInsert, SetExpr, TableFactor,
 };
+use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
 use crate::error::{Result, ShimError};
@@ -409,6 +410,88 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
     }
 }
 
+/// `INSERT [IGNORE] [INTO] t SET a = x, b = y [ON DUPLICATE KEY UPDATE ...]`
+/// (which the SQL parser does not accept) as the equivalent
+/// `INSERT ... (a, b) VALUES (x, y) ...`; `None` for any other statement.
+pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
+    use crate::exec::word;
+    let mut i = 1;
+    while matches!(
+        word(t, i).as_deref(),
+        Some("LOW_PRIORITY" | "DELAYED" | "HIGH_PRIORITY" | "IGNORE" | "INTO")
+    ) {
+        i += 1;
+    }
+    if !matches!(t.get(i), Some(Token::Word(_))) {
+        return None;
+    }
+    i += 1;
+    if matches!(t.get(i), Some(Token::Period)) {
+        i += 2;
+    }
+    if word(t, i).as_deref() != Some("SET") {
+        return None;
+    }
+    let set_at = i;
+    i += 1;
+    let mut assignments: Vec<Vec<&Token>> = vec![Vec::new()];
+    let mut depth = 0usize;
+    while i < t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                assignments.push(Vec::new());
+                i += 1;
+                continue;
+            }
+            _ if depth == 0
+                && word(t, i).as_deref() == Some("ON")
+                && word(t, i + 1).as_deref() == Some("DUPLICATE") =>
+            {
+                break
+            }
+            _ => {}
+        }
+        if let Some(a) = assignments.last_mut() {
+            a.push(&t[i]);
+        }
+        i += 1;
+    }
+    let render = |toks: &[&Token]| {
+        toks.iter()
+            .map(|x| render_token(x))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut cols = Vec::new();
+    let mut vals = Vec::new();
+    for a in &assignments {
+        let eq = a.iter().position(|x| matches!(x, Token::Eq))?;
+        if eq == 0 || eq + 1 >= a.len() {
+            return None;
+        }
+        cols.push(render(&a[..eq]));
+        vals.push(render(&a[eq + 1..]));
+    }
+    let head: Vec<&Token> = t[..set_at].iter().collect();
+    let tail: Vec<&Token> = t[i..].iter().collect();
+    Some(format!(
+        "{} ({}) VALUES ({}) {}",
+        render(&head),
+        cols.join(", "),
+        vals.join(", "),
+        render(&tail)
+    ))
+}
+
+fn render_token(t: &Token) -> String {
+    match t {
+        Token::SingleQuotedString(s) => crate::params::quote(s),
+        other => other.to_string(),
+    }
+}
+
 /// Picks the index whose leading columns the WHERE clause pins with
 /// equalities to constants; `Full` when none does.
 pub fn scan_spec(schema: &TableSchema, selection: Option<&Expr>) -> ScanSpec {
@@ -547,6 +630,16 @@ mod tests {
             .parse_expr()
             .unwrap();
         scan_spec(&schema(), Some(&e))
+    }
+
+    #[test]
+    fn insert_set_becomes_insert_values() {
+        let t = crate::exec::tokens("INSERT IGNORE INTO d.t SET a = 1, b = CONCAT('x''y', (2)) ON DUPLICATE KEY UPDATE a = 2").unwrap();
+        let sql = rewrite_insert_set(&t).unwrap();
+        assert_eq!(sql, "INSERT IGNORE INTO d . t (a, b) VALUES (1, CONCAT ( 'x''y' , ( 2 ) )) ON DUPLICATE KEY UPDATE a = 2");
+        assert!(Parser::parse_sql(&MySqlDialect {}, &sql).is_ok());
+        let t = crate::exec::tokens("INSERT INTO t VALUES (1)").unwrap();
+        assert!(rewrite_insert_set(&t).is_none());
     }
 
     #[test]

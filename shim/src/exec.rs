@@ -298,6 +298,16 @@ impl Engine {
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
             ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
+            ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
+                Some(sql) => {
+                    let mut last = Output::ok();
+                    for stmt in parse(&sql)? {
+                        last = self.statement(s, stmt)?;
+                    }
+                    Ok(Some(last))
+                }
+                None => Ok(None),
+            },
             ("XA" | "SAVEPOINT" | "RELEASE", _) => Err(ShimError::Unsupported(w0).into()),
             _ => Ok(None),
         }

@@ -137,12 +137,19 @@ impl EvalContext<'_> {
                     UnaryOperator::Not => Ok(truth(&v)
                         .map(|b| Value::Int(i64::from(!b)))
                         .unwrap_or(Value::Null)),
-                    UnaryOperator::Minus => Ok(match v {
-                        Value::Int(i) => Value::Int(-i),
-                        Value::Double(d) => Value::Double(-d),
-                        Value::Decimal(d) => Value::Decimal(-d),
-                        other => other,
-                    }),
+                    UnaryOperator::Minus => match v {
+                        Value::Int(i) => Ok(i
+                            .checked_neg()
+                            .map(Value::Int)
+                            .unwrap_or_else(|| Value::Decimal(-rust_decimal::Decimal::from(i)))),
+                        // -9223372036854775808 arrives as minus an unsigned literal.
+                        Value::UInt(u) if u == 1u64 << 63 => Ok(Value::Int(i64::MIN)),
+                        Value::UInt(u) => Ok(Value::Decimal(-rust_decimal::Decimal::from(u))),
+                        Value::Double(d) => Ok(Value::Double(-d)),
+                        Value::Decimal(d) => Ok(Value::Decimal(-d)),
+                        Value::Null => Ok(Value::Null),
+                        _ => Err(EvalError::NotSession),
+                    },
                     UnaryOperator::Plus => Ok(v),
                     _ => Err(EvalError::NotSession),
                 }
