@@ -279,12 +279,12 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
     }
 }
 
-/// A `ladle` server process on free loopback ports with a temporary data
-/// directory; killed and cleaned up on drop.
+/// A `ladle` server process on free loopback ports, by default with a
+/// temporary data directory; killed (SIGKILL) and cleaned up on drop.
 pub struct LadleServer {
     child: Child,
     port: u16,
-    _data_dir: tempfile::TempDir,
+    _owned_dir: Option<tempfile::TempDir>,
     log_path: PathBuf,
 }
 
@@ -297,15 +297,29 @@ impl LadleServer {
     /// Like [`LadleServer::start`], with extra command-line arguments (after
     /// the standard ones; `$LADLE_TEST_MEMORY_LIMIT` is applied first).
     pub fn start_with(bin: &Path, extra: &[&str]) -> Result<Self, HarnessError> {
-        let data_dir = tempfile::Builder::new()
+        let dir = tempfile::Builder::new()
             .prefix("ladle-e2e-")
             .tempdir()
             .map_err(|e| HarnessError(format!("tempdir: {e}")))?;
-        let port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
-        let metrics_port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
         let durability =
             std::env::var(LADLE_DURABILITY_ENV).unwrap_or_else(|_| "memory".to_string());
-        let log_path = data_dir.path().with_extension("log");
+        let mut server = Self::start_in(bin, dir.path(), &durability, extra)?;
+        server._owned_dir = Some(dir);
+        Ok(server)
+    }
+
+    /// Spawns `bin` over `<root>/data` (kept after the server ends, so a
+    /// second server can recover from it) with `--durability durability`;
+    /// the log goes to `<root>/ladle-<port>.log`.
+    pub fn start_in(
+        bin: &Path,
+        root: &Path,
+        durability: &str,
+        extra: &[&str],
+    ) -> Result<Self, HarnessError> {
+        let port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
+        let metrics_port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
+        let log_path = root.join(format!("ladle-{port}.log"));
         let log =
             std::fs::File::create(&log_path).map_err(|e| HarnessError(format!("log file: {e}")))?;
         let log_err = log
@@ -321,11 +335,11 @@ impl LadleServer {
             .arg("--listen")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
-            .arg(data_dir.path().join("data"))
+            .arg(root.join("data"))
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{metrics_port}"))
             .arg("--durability")
-            .arg(&durability)
+            .arg(durability)
             .args(extra)
             .stdin(Stdio::null())
             .stdout(log)
@@ -335,7 +349,7 @@ impl LadleServer {
         let mut server = LadleServer {
             child,
             port,
-            _data_dir: data_dir,
+            _owned_dir: None,
             log_path,
         };
         server.wait_ready()?;
@@ -396,6 +410,5 @@ impl Drop for LadleServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log_path);
     }
 }
