@@ -220,7 +220,7 @@ impl Storage {
             .map(|s| s.to_string())
             .collect();
         for t in storage.catalog.read().tables.values() {
-            wanted.insert(t.primary_cf());
+            wanted.insert(t.primary_cf().to_string());
             wanted.extend(t.schema.indexes.iter().map(|i| cf::secondary(i.id)));
         }
         wanted.extend(loaded.building.iter().map(|b| cf::secondary(b.index.id)));
@@ -363,7 +363,7 @@ impl Storage {
     }
 
     fn drop_table_cfs(&self, t: &TableState) -> Result<()> {
-        self.engine.drop_cf(&t.primary_cf())?;
+        self.engine.drop_cf(t.primary_cf())?;
         for index in &t.schema.indexes {
             self.engine.drop_cf(&cf::secondary(index.id))?;
         }
@@ -539,7 +539,7 @@ impl Storage {
             self.engine.with_consistent(&mut |r| {
                 rows.clear();
                 r.scan(
-                    &t.primary_cf(),
+                    t.primary_cf(),
                     start.as_deref().unwrap_or(&[]),
                     None,
                     &mut |k, v| {

@@ -83,6 +83,8 @@ pub(crate) trait KvEngine: Send + Sync {
     fn flush(&self) -> Result<()>;
     /// Makes every write so far durable.
     fn sync_wal(&self) -> Result<()>;
+    /// One point read of the latest state (no snapshot needed).
+    fn get_latest(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Runs `f` against one consistent state (short-lived reads).
     fn with_consistent(&self, f: &mut dyn FnMut(&dyn KvRead) -> Result<()>) -> Result<()>;
     /// A long-lived snapshot.

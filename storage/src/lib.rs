@@ -615,6 +615,18 @@ impl Storage {
     /// coerced matches nothing.
     pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
         let t = self.table_state(table)?;
+        // A full primary key is one point read: no snapshot needed.
+        if let (IndexRef::Primary, Some(pk)) = (index, &t.schema.primary_key) {
+            if !pk.is_empty() && key.len() == pk.len() {
+                let Some(k) = t.encode_lookup_key(pk, key) else {
+                    return Ok(Vec::new());
+                };
+                return match self.engine.get_latest(t.primary_cf(), &k)? {
+                    Some(bytes) => Ok(vec![t.decode_row(&bytes)?]),
+                    None => Ok(Vec::new()),
+                };
+            }
+        }
         self.read_latest(|r| read::lookup(r, &t, index, key))
     }
     /// Rows whose `index` key lies between the bounds (ordered scan).

@@ -108,6 +108,10 @@ impl KvEngine for MemoryEngine {
         Ok(())
     }
 
+    fn get_latest(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        CfsReader(&self.cfs.read()).get(cf, key)
+    }
+
     fn with_consistent(&self, f: &mut dyn FnMut(&dyn KvRead) -> Result<()>) -> Result<()> {
         let cfs = self.cfs.read();
         f(&CfsReader(&cfs))

@@ -15,7 +15,7 @@ pub(crate) type KeyedRow = (Vec<u8>, Row);
 
 /// The row stored under primary key `pk`.
 pub(crate) fn get_row(r: &dyn KvRead, t: &TableState, pk: &[u8]) -> Result<Option<Row>> {
-    match r.get(&t.primary_cf(), pk)? {
+    match r.get(t.primary_cf(), pk)? {
         Some(bytes) => Ok(Some(t.decode_row(&bytes)?)),
         None => Ok(None),
     }
@@ -100,7 +100,7 @@ fn scan_index(
     let mut out = Vec::new();
     match index {
         IndexRef::Primary => {
-            r.scan(&t.primary_cf(), lower, upper, &mut |k, v| {
+            r.scan(t.primary_cf(), lower, upper, &mut |k, v| {
                 out.push((k.to_vec(), t.decode_row(v)?));
                 Ok(true)
             })?;

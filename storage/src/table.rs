@@ -41,19 +41,22 @@ pub(crate) struct TableState {
     pub entry: TableEntry,
     pub schema: Arc<TableSchema>,
     pub counters: Arc<TableCounters>,
+    /// The primary index's column family name.
+    primary_cf: String,
 }
 
 impl TableState {
     pub fn new(entry: TableEntry, counters: Arc<TableCounters>) -> TableState {
         TableState {
+            primary_cf: cf::primary(entry.schema.id),
             schema: Arc::new(entry.schema.clone()),
             entry,
             counters,
         }
     }
 
-    pub fn primary_cf(&self) -> String {
-        cf::primary(self.schema.id)
+    pub fn primary_cf(&self) -> &str {
+        &self.primary_cf
     }
 
     /// Column positions of an index; the primary of a table without a
@@ -71,7 +74,7 @@ impl TableState {
 
     pub fn index_cf(&self, index: IndexRef) -> String {
         match index {
-            IndexRef::Primary => self.primary_cf(),
+            IndexRef::Primary => self.primary_cf.clone(),
             IndexRef::Secondary(id) => cf::secondary(id),
         }
     }

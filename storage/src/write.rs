@@ -410,7 +410,7 @@ impl Group<'_> {
 
     fn put_entries(&mut self, t: &TableState, pk: &[u8], row: &Row) -> Result<()> {
         self.overlay
-            .put(&t.primary_cf(), pk.to_vec(), crate::table::encode_row(row)?);
+            .put(t.primary_cf(), pk.to_vec(), crate::table::encode_row(row)?);
         for index in &t.schema.indexes {
             let value = t.secondary_value(pk, row)?;
             self.overlay.put(
@@ -423,7 +423,7 @@ impl Group<'_> {
     }
 
     fn remove_entries(&mut self, t: &TableState, pk: &[u8], row: &Row) -> Result<()> {
-        self.overlay.delete(&t.primary_cf(), pk.to_vec());
+        self.overlay.delete(t.primary_cf(), pk.to_vec());
         for index in &t.schema.indexes {
             self.overlay.delete(
                 &crate::cf::secondary(index.id),

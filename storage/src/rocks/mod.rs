@@ -212,6 +212,11 @@ impl KvEngine for RocksEngine {
         self.db.flush_wal(true).map_err(io)
     }
 
+    fn get_latest(&self, cf_name: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
+        self.db.get_cf(&cf, key).map_err(io)
+    }
+
     fn with_consistent(&self, f: &mut dyn FnMut(&dyn KvRead) -> Result<()>) -> Result<()> {
         let snap = self.db.snapshot();
         f(&SnapReader {
