@@ -224,6 +224,11 @@ fn unions_views_constants_and_errors() {
         ),
         v(&["5", "5"])
     );
+    // Mixed UNION / UNION ALL nest left to right.
+    assert_eq!(
+        e.q("SELECT x FROM t WHERE id = 1 UNION SELECT x FROM t WHERE id = 2 UNION ALL SELECT x FROM t WHERE id = 2", &[]),
+        v(&["5", "5"])
+    );
     e.df.create_view(DB, "big", &parse("SELECT id, x FROM t WHERE x > 5"), false)
         .unwrap();
     assert_eq!(e.df.named_views(DB), vec!["big".to_string()]);

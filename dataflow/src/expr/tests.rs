@@ -155,6 +155,15 @@ fn functions() {
         ev("DATE_FORMAT('2024-03-05 14:07:09', '%Y-%m-%d %H:%i:%s %b %W %%')"),
         "2024-03-05 14:07:09 Mar Tuesday %"
     );
+    assert_eq!(
+        ev("CAST('2024-01-31 10:00:00' AS DATETIME) + INTERVAL 1 DAY"),
+        "2024-02-01 10:00:00"
+    );
+    assert_eq!(
+        ev("'2024-03-02 00:00:00' - INTERVAL 2 DAY"),
+        "2024-02-29 00:00:00"
+    );
+    assert_eq!(ev("-9223372036854775808"), "-9223372036854775808");
     assert_eq!(ev("DATEDIFF('2024-03-05', '2024-03-01')"), "4");
     assert!(ev("NOW()").starts_with("20"));
     assert!(ev("CURRENT_TIMESTAMP").starts_with("20"));

@@ -410,6 +410,21 @@ impl<'a> ExprCx<'a> {
             E::BinaryOp { left, op, right } => {
                 use ast::BinaryOperator as B;
                 let l = self.compile(left)?;
+                if matches!(op, B::Plus | B::Minus) && is_interval(right) {
+                    let ast::Expr::Interval(iv) = strip_nested(right) else {
+                        return Err(DataflowError::Internal("interval expected".into()));
+                    };
+                    let (amount, unit) = self.interval(iv)?;
+                    let amount = if *op == B::Minus {
+                        Expr::Neg(b(amount))
+                    } else {
+                        amount
+                    };
+                    return Ok(Expr::Call(
+                        Func::DateAdd,
+                        vec![l, amount, Expr::Literal(Value::Int(unit))],
+                    ));
+                }
                 let r = self.compile(right)?;
                 let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
                 let cmp = |o: CmpOp| Expr::Cmp {
@@ -419,21 +434,6 @@ impl<'a> ExprCx<'a> {
                     collation: self.pair_collation(left, &l, right, &r),
                 };
                 match op {
-                    B::Plus | B::Minus if is_interval(right) => {
-                        let ast::Expr::Interval(iv) = strip_nested(right) else {
-                            return Err(DataflowError::Internal("interval expected".into()));
-                        };
-                        let (amount, unit) = self.interval(iv)?;
-                        let amount = if *op == B::Minus {
-                            Expr::Neg(b(amount))
-                        } else {
-                            amount
-                        };
-                        Expr::Call(
-                            Func::DateAdd,
-                            vec![l, amount, Expr::Literal(Value::Int(unit))],
-                        )
-                    }
                     B::Plus => arith(ArithOp::Add),
                     B::Minus => arith(ArithOp::Sub),
                     B::Multiply => arith(ArithOp::Mul),

@@ -320,89 +320,83 @@ impl<'a> Planner<'a> {
         Ok(Rel { node, cols })
     }
 
-    fn union(&self, q: &ast::Query) -> Result<PlannedView> {
-        let mut branches = Vec::new();
-        let mut distinct = false;
-        fn flatten<'q>(
-            e: &'q ast::SetExpr,
-            out: &mut Vec<&'q ast::SetExpr>,
-            distinct: &mut bool,
-        ) -> Result<()> {
-            match e {
-                ast::SetExpr::SetOperation {
-                    op: ast::SetOperator::Union,
-                    set_quantifier,
-                    left,
-                    right,
-                } => {
-                    if !matches!(set_quantifier, ast::SetQuantifier::All) {
-                        *distinct = true;
+    /// A set operation tree: UNION [ALL] nests as written, so
+    /// `A UNION B UNION ALL C` is `(A UNION B) UNION ALL C`.
+    fn set_expr(&self, e: &ast::SetExpr) -> Result<Rel> {
+        match e {
+            ast::SetExpr::SetOperation {
+                op: ast::SetOperator::Union,
+                set_quantifier,
+                left,
+                right,
+            } => {
+                let l = self.set_expr(left)?;
+                let r = self.set_expr(right)?;
+                let width = l.cols.len();
+                if r.cols.len() != width {
+                    return Err(DataflowError::BadArgument(
+                        "The used SELECT statements have a different number of columns".into(),
+                    ));
+                }
+                let mut cols = l.cols.clone();
+                for (i, c) in cols.iter_mut().enumerate() {
+                    let tys = [
+                        (l.cols[i].ty.clone(), l.cols[i].nullable),
+                        (r.cols[i].ty.clone(), r.cols[i].nullable),
+                    ];
+                    let (t, n) = unify_types(&tys);
+                    c.ty = t;
+                    c.nullable = n;
+                    c.table = String::new();
+                    if c.ty.is_text() {
+                        c.coll = Collation::GeneralCi;
                     }
-                    flatten(left, out, distinct)?;
-                    flatten(right, out, distinct)
                 }
-                ast::SetExpr::SetOperation { op, .. } => Err(unsupported(format!("{op}"))),
-                other => {
-                    out.push(other);
-                    Ok(())
+                let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
+                let mut node = LNode {
+                    op: LOp::Union,
+                    inputs: vec![l.node, r.node],
+                    colls: colls.clone(),
+                };
+                if !matches!(set_quantifier, ast::SetQuantifier::All) {
+                    node = LNode {
+                        op: LOp::Aggregate {
+                            ngroup: width,
+                            aggs: vec![],
+                            scalar: false,
+                        },
+                        inputs: vec![node],
+                        colls,
+                    };
                 }
+                Ok(Rel { node, cols })
+            }
+            ast::SetExpr::SetOperation { op, .. } => Err(unsupported(format!("{op}"))),
+            other => {
+                let bq = ast::Query {
+                    with: None,
+                    body: Box::new(other.clone()),
+                    order_by: None,
+                    limit: None,
+                    limit_by: vec![],
+                    offset: None,
+                    fetch: None,
+                    locks: vec![],
+                    for_clause: None,
+                    settings: None,
+                    format_clause: None,
+                };
+                self.relation(&bq)
             }
         }
-        flatten(&q.body, &mut branches, &mut distinct)?;
-        let mut rels = Vec::new();
-        for b in branches {
-            let bq = ast::Query {
-                with: None,
-                body: Box::new(b.clone()),
-                order_by: None,
-                limit: None,
-                limit_by: vec![],
-                offset: None,
-                fetch: None,
-                locks: vec![],
-                for_clause: None,
-                settings: None,
-                format_clause: None,
-            };
-            rels.push(self.relation(&bq)?);
-        }
-        let width = rels[0].cols.len();
-        if rels.iter().any(|r| r.cols.len() != width) {
-            return Err(DataflowError::BadArgument(
-                "The used SELECT statements have a different number of columns".into(),
-            ));
-        }
-        let mut cols = rels[0].cols.clone();
-        for (i, c) in cols.iter_mut().enumerate() {
-            let tys: Vec<(SqlType, bool)> = rels
-                .iter()
-                .map(|r| (r.cols[i].ty.clone(), r.cols[i].nullable))
-                .collect();
-            let (t, n) = unify_types(&tys);
-            c.ty = t;
-            c.nullable = n;
-            c.table = String::new();
-            if c.ty.is_text() {
-                c.coll = Collation::GeneralCi;
-            }
-        }
+    }
+
+    fn union(&self, q: &ast::Query) -> Result<PlannedView> {
+        let rel = self.set_expr(&q.body)?;
+        let width = rel.cols.len();
+        let cols = rel.cols;
         let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
-        let mut node = LNode {
-            op: LOp::Union,
-            inputs: rels.into_iter().map(|r| r.node).collect(),
-            colls: colls.clone(),
-        };
-        if distinct {
-            node = LNode {
-                op: LOp::Aggregate {
-                    ngroup: width,
-                    aggs: vec![],
-                    scalar: false,
-                },
-                inputs: vec![node],
-                colls: colls.clone(),
-            };
-        }
+        let node = rel.node;
         // ORDER BY / LIMIT over the union's columns.
         let mut order = Vec::new();
         if let Some(ob) = &q.order_by {
