@@ -181,6 +181,35 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            "SELECT id FROM a WHERE v > (SELECT AVG(w) FROM b)",
+            0,
+            false,
+            Box::new(|a, b, _| {
+                let ws: Vec<i64> = b.iter().filter_map(|r| num(&r[2])).collect();
+                if ws.is_empty() {
+                    return vec![];
+                }
+                let (sum, n) = (ws.iter().sum::<i64>(), ws.len() as i64);
+                fmt(a.iter().filter(|r| num(&r[2]).is_some_and(|v| v * n > sum)).map(|r| vec![r[0].clone()]).collect(), false)
+            }),
+        ),
+        (
+            "SELECT a.id, (SELECT COUNT(*) FROM b WHERE b.a_id = a.id AND w > 1) FROM a WHERE a.k = ?",
+            1,
+            false,
+            Box::new(move |a, b, p| {
+                let rows = a
+                    .iter()
+                    .filter(|r| eq(&r[1], &p[0]))
+                    .map(|x| {
+                        let n = b.iter().filter(|y| eq(&y[1], &x[0]) && num(&y[2]).is_some_and(|w| w > 1)).count();
+                        vec![x[0].clone(), Value::Int(n as i64)]
+                    })
+                    .collect();
+                fmt(rows, false)
+            }),
+        ),
+        (
             "SELECT name, COUNT(*) FROM a WHERE name IS NOT NULL GROUP BY name",
             0,
             false,

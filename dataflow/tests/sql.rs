@@ -224,6 +224,13 @@ fn unions_views_constants_and_errors() {
         ),
         v(&["5", "5"])
     );
+    // An uncorrelated scalar subquery over the same table.
+    let above = "SELECT id FROM t WHERE x > (SELECT AVG(x) FROM t)";
+    assert_eq!(e.q(above, &[]), v(&["3"]));
+    e.insert(&t, vec![r(&[i(7), i(1)])]);
+    assert_eq!(e.q(above, &[]), v(&["1", "2", "3"]));
+    e.delete_where(&t, |r| r[0] == i(7));
+    assert_eq!(e.q(above, &[]), v(&["3"]));
     // Mixed UNION / UNION ALL nest left to right.
     assert_eq!(
         e.q("SELECT x FROM t WHERE id = 1 UNION SELECT x FROM t WHERE id = 2 UNION ALL SELECT x FROM t WHERE id = 2", &[]),

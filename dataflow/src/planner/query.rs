@@ -740,6 +740,7 @@ impl<'a> Planner<'a> {
         let (mut node, mut scope) = self.plan_from(&s.from, &mut conj)?;
 
         // WHERE: keys, read-time filters, semi-joins, filters.
+        let mut nsub = 0;
         let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut read_filters: Vec<ast::Expr> = Vec::new();
         for c in conj {
@@ -777,6 +778,21 @@ impl<'a> Planner<'a> {
                 }
                 _ => {}
             }
+            let mut c = c;
+            if has_subquery(&c) {
+                // Scalar subqueries (correlated or not) join in as columns.
+                let mut rw = SubqueryRewriter {
+                    planner: self,
+                    node: &mut node,
+                    scope: &mut scope,
+                    n: &mut nsub,
+                    err: None,
+                };
+                let _ = ast::VisitMut::visit(&mut c, &mut rw);
+                if let Some(err) = rw.err {
+                    return Err(err);
+                }
+            }
             let e = ExprCx::row(&scope).compile(&c)?;
             if e.is_volatile() {
                 if !top {
@@ -796,7 +812,6 @@ impl<'a> Planner<'a> {
         // Correlated scalar subqueries in the select list become LEFT JOINs
         // with an aggregate grouped by the correlation columns.
         let mut projection: Vec<ast::SelectItem> = s.projection.clone();
-        let mut nsub = 0;
         for item in projection.iter_mut() {
             let (e, name) = match item {
                 ast::SelectItem::UnnamedExpr(e) => {
@@ -1718,9 +1733,7 @@ impl Planner<'_> {
                 colls,
             };
         }
-        if outer_cols.is_empty() {
-            return Err(unsupported("uncorrelated scalar subquery"));
-        }
+        // Uncorrelated: a one-row aggregate joined to every row (key []).
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
         let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k)?;
@@ -1737,7 +1750,7 @@ impl Planner<'_> {
             op: LOp::Aggregate {
                 ngroup: k,
                 aggs: vec![spec],
-                scalar: false,
+                scalar: k == 0,
             },
             inputs: vec![proj],
             colls: colls.clone(),
