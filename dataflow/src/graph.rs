@@ -126,6 +126,7 @@ impl Graph {
                     a.key = t.state_key.clone();
                     Op::Aggregate(a)
                 }
+                LOp::Values(rows) => Op::Values(rows.clone()),
                 LOp::Union => Op::Union(Union {
                     inputs: parents.len(),
                 }),
@@ -286,7 +287,9 @@ impl Graph {
             per[i].extend(d);
         }
         match &mut self.nodes[n].op {
-            Op::Base { .. } | Op::Removed => Ok(per.into_iter().flatten().collect()),
+            Op::Base { .. } | Op::Values(_) | Op::Removed => {
+                Ok(per.into_iter().flatten().collect())
+            }
             Op::Filter(f) => f.on_input(per.swap_remove(0)),
             Op::Project(p) => p.on_input(per.swap_remove(0)),
             Op::Union(u) => Ok(u.on_input(per)),
@@ -325,6 +328,11 @@ impl Graph {
         let colls = self.nodes[n].colls.clone();
         match &self.nodes[n].op {
             Op::Base { table, .. } => self.base_rows(*table, cols, key),
+            Op::Values(rows) => Ok(rows
+                .iter()
+                .filter(|r| key_matches(r, cols, key, &colls))
+                .cloned()
+                .collect()),
             Op::Filter(f) => {
                 let f = f.clone();
                 let rows = self.pull(parents[0], cols, key)?;
@@ -692,7 +700,7 @@ fn decide_key(t: &Tmp, reqs: &[Vec<usize>]) -> Vec<usize> {
 fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usize, Vec<usize>)> {
     let mut out = Vec::new();
     match &t.op {
-        LOp::Base(_) => {}
+        LOp::Base(_) | LOp::Values(_) => {}
         LOp::Filter(_) => out.extend(reqs.iter().map(|r| (0, r.clone()))),
         LOp::Project(es) => {
             for r in reqs {

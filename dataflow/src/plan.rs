@@ -25,6 +25,8 @@ pub(crate) enum LOp {
         scalar: bool,
     },
     Union,
+    /// Constant rows (a FROM-less SELECT inside a UNION).
+    Values(Vec<ladle_common::Row>),
 }
 
 #[derive(Clone, Debug)]

@@ -236,6 +236,11 @@ fn unions_views_constants_and_errors() {
         e.q("SELECT x FROM t WHERE id = 1 UNION SELECT x FROM t WHERE id = 2 UNION ALL SELECT x FROM t WHERE id = 2", &[]),
         v(&["5", "5"])
     );
+    assert_eq!(
+        e.q("SELECT x FROM t WHERE id = 1 UNION ALL SELECT 4", &[]),
+        v(&["4", "5"])
+    );
+    assert_eq!(e.q("SELECT 'ok' FROM DUAL", &[]), v(&["ok"]));
     e.df.create_view(DB, "big", &parse("SELECT id, x FROM t WHERE x > 5"), false)
         .unwrap();
     assert_eq!(e.df.named_views(DB), vec!["big".to_string()]);
@@ -310,6 +315,15 @@ fn unions_views_constants_and_errors() {
         .unwrap()
         .contains("Reader"));
     let _ = Value::Null;
+    // View definitions persist in the catalog: a new engine sees them.
+    let df2 = ladle_dataflow::Dataflow::new(
+        e.storage.clone(),
+        ladle_dataflow::DataflowConfig {
+            memory_limit: 1 << 20,
+        },
+    )
+    .unwrap();
+    assert_eq!(df2.named_views(DB), vec!["big".to_string()]);
 }
 
 #[test]

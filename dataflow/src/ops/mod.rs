@@ -39,6 +39,8 @@ pub(crate) enum Op {
     Aggregate(Aggregate),
     Union(Union),
     Reader(Reader),
+    /// Constant rows: never changes.
+    Values(Vec<Row>),
     /// A removed node (ids stay stable).
     Removed,
 }
@@ -54,6 +56,7 @@ impl Op {
             Op::Aggregate(a) => a.to_string(),
             Op::Union(u) => u.to_string(),
             Op::Reader(r) => r.to_string(),
+            Op::Values(rows) => format!("Values ({} rows)", rows.len()),
             Op::Removed => "Removed".into(),
         }
     }

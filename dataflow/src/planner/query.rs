@@ -191,7 +191,7 @@ impl<'a> Planner<'a> {
             return Err(unsupported("FETCH/FOR UPDATE/LIMIT BY"));
         }
         match &*q.body {
-            ast::SetExpr::Select(s) if s.from.is_empty() => self.constant(s, q),
+            ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self.constant(s, q),
             ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
                 self.plan(inner)
@@ -262,7 +262,59 @@ impl<'a> Planner<'a> {
             depth: self.depth + 1,
         };
         let pv = match &*q.body {
-            ast::SetExpr::Select(s) if !s.from.is_empty() => sub.select(s, q, false)?,
+            ast::SetExpr::Select(s) if !s.from.is_empty() && !is_dual(s) => {
+                sub.select(s, q, false)?
+            }
+            ast::SetExpr::Select(s) => {
+                // A FROM-less SELECT: one constant row.
+                let Planned::Constant(c) = sub.constant(s, q)? else {
+                    return Err(unsupported("this derived table"));
+                };
+                if c.exprs.iter().any(|e| e.is_volatile() || e.has_params()) {
+                    return Err(unsupported(
+                        "NOW()/RAND()/parameters in a constant subquery",
+                    ));
+                }
+                let rows = match &c.filter {
+                    Some(f)
+                        if !f
+                            .eval_bool(&[], &[])
+                            .map_err(|e| DataflowError::BadArgument(e.0))? =>
+                    {
+                        vec![]
+                    }
+                    _ => vec![c
+                        .exprs
+                        .iter()
+                        .map(|e| e.eval(&[]))
+                        .collect::<Result<Row, _>>()
+                        .map_err(|e| DataflowError::BadArgument(e.0))?],
+                };
+                let cols: Vec<ColInfo> = c
+                    .columns
+                    .iter()
+                    .map(|o| ColInfo {
+                        name: o.name.clone(),
+                        table: String::new(),
+                        ty: o.ty.clone(),
+                        nullable: o.nullable,
+                        coll: if o.ty.is_text() {
+                            Collation::GeneralCi
+                        } else {
+                            Collation::Binary
+                        },
+                    })
+                    .collect();
+                let colls = cols.iter().map(|c| c.coll).collect();
+                return Ok(Rel {
+                    node: LNode {
+                        op: LOp::Values(rows),
+                        inputs: vec![],
+                        colls,
+                    },
+                    cols,
+                });
+            }
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
                 return sub.relation(inner)
             }
@@ -1828,6 +1880,19 @@ fn stable(e: Expr) -> Result<Expr> {
         Err(unsupported("NOW()/RAND() inside a maintained view"))
     } else {
         Ok(e)
+    }
+}
+
+/// `FROM DUAL` (MySQL's dummy table) without joins.
+fn is_dual(s: &ast::Select) -> bool {
+    match s.from.as_slice() {
+        [ast::TableWithJoins {
+            relation: ast::TableFactor::Table {
+                name, alias: None, ..
+            },
+            joins,
+        }] => joins.is_empty() && name.0.len() == 1 && name.0[0].value.eq_ignore_ascii_case("dual"),
+        _ => false,
     }
 }
 
