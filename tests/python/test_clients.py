@@ -155,6 +155,32 @@ def test_connector_prepared_statements(target):
     conn.close()
 
 
+def test_connector_prepared_types(target):
+    """Binary-protocol values both ways: NULL, negative, big, decimal, float,
+    date and datetime parameters and result columns."""
+    conn = _connector(target)
+    setup = conn.cursor()
+    setup.execute("CREATE TABLE v (id BIGINT PRIMARY KEY, n INT, price DECIMAL(10,2), ratio DOUBLE, "
+                  "day DATE, at DATETIME, label VARCHAR(20))")
+    setup.close()
+    cur = conn.cursor(prepared=True)
+    ins = "INSERT INTO v VALUES (?, ?, ?, ?, ?, ?, ?)"
+    cur.execute(ins, (1, -5, decimal.Decimal("19.99"), 0.25, datetime.date(2024, 5, 17),
+                      datetime.datetime(2024, 5, 17, 8, 30, 0), "x"))
+    cur.execute(ins, (9007199254740993, None, None, None, None, None, None))
+    cur.execute("SELECT id, n, price, ratio, day, at, label FROM v WHERE id = ?", (1,))
+    assert tuple(cur.fetchone()) == (1, -5, decimal.Decimal("19.99"), 0.25, datetime.date(2024, 5, 17),
+                                     datetime.datetime(2024, 5, 17, 8, 30, 0), "x")
+    cur.execute("SELECT id, n, price, ratio, day, at, label FROM v WHERE id = ?", (9007199254740993,))
+    assert tuple(cur.fetchone()) == (9007199254740993, None, None, None, None, None, None)
+    cur.execute("SELECT id FROM v WHERE at >= ? ORDER BY id", (datetime.datetime(2024, 1, 1),))
+    assert [r[0] for r in cur.fetchall()] == [1]
+    cur.execute("SELECT COUNT(*) FROM v WHERE n IS NULL")
+    assert cur.fetchone()[0] == 1
+    cur.close()
+    conn.close()
+
+
 # --------------------------------------------------------------------------
 # SQLAlchemy 2.x ORM
 # --------------------------------------------------------------------------
