@@ -152,6 +152,21 @@ fn aggregates_group_by_having() {
         e.q("SELECT DISTINCT article FROM v ORDER BY article DESC", &[]),
         v(&["6", "5"])
     );
+    // IN lists with aggregation filter (they are not several lookups).
+    assert_eq!(
+        e.q("SELECT COUNT(*) FROM v WHERE article IN (5, 6)", &[]),
+        v(&["3"])
+    );
+    let err =
+        e.df.prepare(DB, &parse("SELECT COUNT(*) FROM v WHERE article IN (?, ?)"))
+            .err()
+            .unwrap();
+    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+    // Aliases after a qualified wildcard.
+    assert_eq!(
+        e.q("SELECT v.*, user AS u FROM v WHERE id = 4 ORDER BY u", &[]),
+        v(&["4 5 1 1"])
+    );
 }
 
 #[test]

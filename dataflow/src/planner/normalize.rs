@@ -47,15 +47,15 @@ fn is_col(e: &ast::Expr) -> bool {
 
 const LIT: &str = "?lit";
 
-fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
+fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>, allow_in: bool) -> Result<()> {
     match e {
         ast::Expr::BinaryOp {
             left,
             op: ast::BinaryOperator::And,
             right,
         } => {
-            extract(left, lits)?;
-            extract(right, lits)
+            extract(left, lits, allow_in)?;
+            extract(right, lits, allow_in)
         }
         ast::Expr::BinaryOp {
             left,
@@ -79,7 +79,7 @@ fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
             expr,
             list,
             negated: false,
-        } if is_col(expr) && list.iter().all(is_plain_literal) => {
+        } if allow_in && is_col(expr) && list.iter().all(is_plain_literal) => {
             for item in list.iter_mut() {
                 if let ast::Expr::Value(v) = item {
                     lits.push(literal(v)?);
@@ -111,8 +111,21 @@ pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
     let mut lits = Vec::new();
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
+            // IN lists become several reader lookups, which cannot be
+            // merged after aggregation: keep them as filters there.
+            let mut aggs = Vec::new();
+            for item in &s.projection {
+                if let ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+                {
+                    super::expr::collect_aggregates(e, &mut aggs);
+                }
+            }
+            let grouped =
+                !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+            let allow_in = aggs.is_empty() && !grouped && s.having.is_none();
             if let Some(w) = &mut s.selection {
-                extract(w, &mut lits)?;
+                extract(w, &mut lits, allow_in)?;
             }
         }
     }

@@ -932,6 +932,12 @@ impl<'a> Planner<'a> {
         let mut key_post: Vec<usize> = Vec::new();
         let mut empty_default_needed = false;
         if aggregated {
+            if key_frame.iter().any(|k| k.1.len() > 1) {
+                // Each IN value would aggregate separately.
+                return Err(unsupported(
+                    "IN (?, ...) parameters with GROUP BY or aggregates",
+                ));
+            }
             if !read_filters.is_empty() {
                 return Err(unsupported(
                     "range parameters or NOW() in WHERE with GROUP BY",
@@ -1078,6 +1084,7 @@ impl<'a> Planner<'a> {
 
         // Projection.
         let mut visible: Vec<Expr> = Vec::new();
+        let mut aliases_ok: HashMap<String, Expr> = HashMap::new();
         let mut columns: Vec<OutputColumn> = Vec::new();
         for item in &projection {
             match item {
@@ -1131,6 +1138,9 @@ impl<'a> Planner<'a> {
                             .unwrap_or_default(),
                         _ => String::new(),
                     };
+                    if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
+                        aliases_ok.insert(alias.value.to_ascii_lowercase(), c.clone());
+                    }
                     columns.push(OutputColumn {
                         name,
                         table,
@@ -1141,39 +1151,6 @@ impl<'a> Planner<'a> {
                 }
             }
         }
-        let aliases: HashMap<String, Expr> = projection
-            .iter()
-            .zip(0..)
-            .filter_map(|(i, _)| match i {
-                ast::SelectItem::ExprWithAlias { alias, .. } => {
-                    Some(alias.value.to_ascii_lowercase())
-                }
-                _ => None,
-            })
-            .zip(
-                visible
-                    .iter()
-                    .enumerate()
-                    .filter(|_| true)
-                    .map(|(_, e)| e.clone()),
-            )
-            .collect();
-        // (the zip above only lines up when every item is aliased; rebuild properly)
-        let mut aliases_ok: HashMap<String, Expr> = HashMap::new();
-        {
-            let mut vi = 0;
-            for item in &projection {
-                match item {
-                    ast::SelectItem::ExprWithAlias { alias, .. } => {
-                        aliases_ok.insert(alias.value.to_ascii_lowercase(), visible[vi].clone());
-                        vi += 1;
-                    }
-                    ast::SelectItem::UnnamedExpr(_) => vi += 1,
-                    _ => vi = columns.len().min(vi + scope.cols.len()),
-                }
-            }
-        }
-        drop(aliases);
         let cx_alias = ExprCx {
             scope: &scope,
             post: post.as_ref(),
