@@ -434,16 +434,31 @@ fn transactions_commit_and_roll_back_atomically() {
             .unwrap();
         assert_eq!(n, Some(2));
 
-        // A failing statement at COMMIT applies nothing.
+        // A duplicate key fails its statement inside the transaction...
         c.query_drop("SET autocommit = 0").await.unwrap();
         c.query_drop("INSERT INTO acct VALUES (3, 5)")
             .await
             .unwrap();
-        c.query_drop("INSERT INTO acct VALUES (1, 5)")
+        let e = c
+            .query_drop("INSERT INTO acct VALUES (1, 5)")
+            .await
+            .unwrap_err();
+        assert_eq!(server_code(e), 1062);
+        // ... and one that appears only at COMMIT (a concurrent writer took
+        // the key) fails the COMMIT, which then applies nothing.
+        c.query_drop("INSERT INTO acct VALUES (5, 5)")
+            .await
+            .unwrap();
+        other
+            .query_drop("INSERT INTO acct VALUES (5, 9)")
             .await
             .unwrap();
         let e = c.query_drop("COMMIT").await.unwrap_err();
         assert_eq!(server_code(e), 1062);
+        other
+            .query_drop("DELETE FROM acct WHERE id = 5")
+            .await
+            .unwrap();
         c.query_drop("SET autocommit = 1").await.unwrap();
         let n: Option<i64> = other
             .query_first("SELECT COUNT(*) FROM acct")

@@ -268,9 +268,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         }
         if r.primary {
             if primary.is_some() {
-                return Err(ShimError::WrongArguments(
-                    "Multiple primary key defined".into(),
-                ));
+                return Err(ShimError::MultiplePrimaryKey);
             }
             primary = Some(vec![columns.len()]);
         }
@@ -293,9 +291,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         match tc {
             TableConstraint::PrimaryKey { columns: cols, .. } => {
                 if primary.is_some() {
-                    return Err(ShimError::WrongArguments(
-                        "Multiple primary key defined".into(),
-                    ));
+                    return Err(ShimError::MultiplePrimaryKey);
                 }
                 let pos = positions(&columns, cols)?;
                 for &p in &pos {

@@ -166,6 +166,9 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             }
         }
     }
+    if s.in_transaction() && matches!(on_conflict, OnConflict::Error) {
+        check_transaction_duplicates(e, s, &schema, &rows)?;
+    }
     let out = submit(
         e,
         s,
@@ -194,6 +197,97 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
         }
         (_, out) => out,
     })
+}
+
+/// Inside a transaction, a duplicate PRIMARY/UNIQUE key fails the INSERT
+/// statement itself (as in MySQL), not the later COMMIT: new rows are
+/// checked against the transaction's earlier plain INSERTs into the table
+/// and, when the transaction has not otherwise modified the table, against
+/// committed rows. COMMIT still validates everything.
+fn check_transaction_duplicates(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+) -> Result<()> {
+    let Some(tx) = &s.transaction else {
+        return Ok(());
+    };
+    let mut earlier: Vec<&Row> = Vec::new();
+    let mut only_plain_inserts = true;
+    for op in &tx.ops {
+        match op {
+            WriteOp::Insert {
+                table,
+                rows,
+                on_conflict: OnConflict::Error,
+            } if *table == schema.id => earlier.extend(rows.iter()),
+            WriteOp::Insert { table, .. }
+            | WriteOp::Update { table, .. }
+            | WriteOp::Delete { table, .. }
+                if *table == schema.id =>
+            {
+                only_plain_inserts = false
+            }
+            _ => {}
+        }
+    }
+    let mut keys: Vec<(String, IndexRef, Vec<usize>)> = Vec::new();
+    if let Some(pk) = &schema.primary_key {
+        keys.push(("PRIMARY".into(), IndexRef::Primary, pk.clone()));
+    }
+    for idx in schema.indexes.iter().filter(|i| i.unique) {
+        keys.push((
+            idx.name.clone(),
+            IndexRef::Secondary(idx.id),
+            idx.columns.clone(),
+        ));
+    }
+    // The coerced key values of `row` for `cols`, or None if any is NULL
+    // (NULLs never collide) or cannot be coerced (the write will fail).
+    let key_of = |row: &Row, cols: &[usize]| -> Option<Vec<Value>> {
+        cols.iter()
+            .map(|&c| {
+                let v = ladle_common::coerce(row.get(c)?, &schema.columns[c]).ok()?;
+                if v.is_null() {
+                    None
+                } else {
+                    Some(v)
+                }
+            })
+            .collect()
+    };
+    let normalized = |vals: &[Value], cols: &[usize]| -> Vec<Value> {
+        vals.iter()
+            .zip(cols)
+            .map(|(v, &c)| v.key_normalized(schema.columns[c].collation))
+            .collect()
+    };
+    for (name, index, cols) in &keys {
+        let mut seen: std::collections::HashSet<Vec<Value>> = earlier
+            .iter()
+            .filter_map(|r| key_of(r, cols))
+            .map(|k| normalized(&k, cols))
+            .collect();
+        for row in rows {
+            let Some(k) = key_of(row, cols) else { continue };
+            let dup = !seen.insert(normalized(&k, cols))
+                || (only_plain_inserts && !e.storage.lookup(schema.id, *index, &k)?.is_empty());
+            if dup {
+                let value = k
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join("-");
+                return Err(StorageError::DuplicateKey {
+                    key: name.clone(),
+                    value,
+                }
+                .into());
+            }
+        }
+    }
+    Ok(())
 }
 
 fn compile_assignments(

@@ -28,6 +28,8 @@ pub enum ShimError {
     ParamCount { expected: usize, got: usize },
     #[error("Unknown prepared statement handler ({0}) given to mysqld_stmt_execute")]
     UnknownStatement(u32),
+    #[error("Multiple primary key defined")]
+    MultiplePrimaryKey,
     #[error("Unknown system variable '{0}'")]
     UnknownVariable(String),
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
@@ -117,6 +119,7 @@ pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
+pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.
@@ -130,6 +133,7 @@ impl ShimError {
             ShimError::WrongArguments(_) | ShimError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
             ShimError::UnknownStatement(_) => ER_UNKNOWN_STMT_HANDLER,
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
+            ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
             ShimError::TooManyConnections => ER_CON_COUNT,
@@ -268,6 +272,7 @@ mod tests {
             ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
             ER_DATA_TOO_LONG,
             ER_UNKNOWN_VIEW,
+            ER_MULTIPLE_PRI_KEY,
         ];
         for c in all {
             let kind = ErrorKind::from(c.errno);

@@ -595,6 +595,14 @@ impl Engine {
     }
 
     fn select_cached(&self, s: &mut Session, q: &ast::Query, sql: Option<&str>) -> Result<Output> {
+        let stripped;
+        let q = match without_dual(q) {
+            Some(x) => {
+                stripped = x;
+                &stripped
+            }
+            None => q,
+        };
         if let Some(out) = self.session_select(s, q)? {
             return Ok(out);
         }
@@ -842,6 +850,32 @@ pub fn view_definition(storage: &Storage, db: &str, view: &str) -> Option<String
         .into_iter()
         .find(|(k, _)| *k == key)
         .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+}
+
+/// `SELECT ... FROM DUAL` as the same query without FROM.
+fn without_dual(q: &ast::Query) -> Option<ast::Query> {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return None;
+    };
+    let [tw] = sel.from.as_slice() else {
+        return None;
+    };
+    match &tw.relation {
+        TableFactor::Table {
+            name, alias: None, ..
+        } if tw.joins.is_empty()
+            && name.0.len() == 1
+            && name.0[0].quote_style.is_none()
+            && name.0[0].value.eq_ignore_ascii_case("dual") =>
+        {
+            let mut q = q.clone();
+            if let SetExpr::Select(sel) = q.body.as_mut() {
+                sel.from.clear();
+            }
+            Some(q)
+        }
+        _ => None,
+    }
 }
 
 fn strip_locks(q: &ast::Query) -> ast::Query {

@@ -63,6 +63,7 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("port".into(), Value::Int(i64::from(facts.port))),
         ("query_cache_size".into(), Value::Int(0)),
         ("query_cache_type".into(), t("OFF")),
+        ("socket".into(), Value::Null),
         ("sql_auto_is_null".into(), Value::Int(0)),
         (
             "sql_mode".into(),
