@@ -257,8 +257,12 @@ pub fn ladle_binary() -> Result<PathBuf, HarnessError> {
         target_dir.display()
     );
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let status = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "ladle-server", "--bin", "ladle"])
+    let mut build = Command::new(cargo);
+    build.args(["build", "--quiet", "-p", "ladle-server", "--bin", "ladle"]);
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        build.arg("--release");
+    }
+    let status = build
         .env("CARGO_TARGET_DIR", target_dir)
         .current_dir(workspace_root())
         .stdin(Stdio::null())
