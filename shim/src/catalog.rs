@@ -855,6 +855,7 @@ const VIRTUAL_TABLES: &[&str] = &[
     "ROUTINES",
     "TRIGGERS",
     "REFERENTIAL_CONSTRAINTS",
+    "CHECK_CONSTRAINTS",
 ];
 
 fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
@@ -1284,6 +1285,16 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                 "EVENT_OBJECT_SCHEMA",
                 "EVENT_OBJECT_TABLE",
                 "ACTION_STATEMENT",
+            ],
+            rows: Vec::new(),
+        },
+        "CHECK_CONSTRAINTS" => VTable {
+            columns: vec![
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "TABLE_NAME",
+                "CONSTRAINT_NAME",
+                "CHECK_CLAUSE",
             ],
             rows: Vec::new(),
         },

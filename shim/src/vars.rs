@@ -155,6 +155,30 @@ impl EvalContext<'_> {
                     _ => Err(EvalError::NotSession),
                 }
             }
+            Expr::Case {
+                operand,
+                conditions,
+                results,
+                else_result,
+            } => {
+                let base = operand.as_ref().map(|o| self.eval(o)).transpose()?;
+                for (c, r) in conditions.iter().zip(results) {
+                    let hit = match &base {
+                        Some(b) => {
+                            let v = self.eval(c)?;
+                            !b.is_null() && !v.is_null() && compare(b, &v) == Ordering::Equal
+                        }
+                        None => truth(&self.eval(c)?) == Some(true),
+                    };
+                    if hit {
+                        return self.eval(r);
+                    }
+                }
+                match else_result {
+                    Some(x) => self.eval(x),
+                    None => Ok(Value::Null),
+                }
+            }
             Expr::IsNull(e) => Ok(Value::Int(i64::from(self.eval(e)?.is_null()))),
             Expr::IsNotNull(e) => Ok(Value::Int(i64::from(!self.eval(e)?.is_null()))),
             Expr::InList {
