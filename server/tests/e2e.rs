@@ -854,3 +854,68 @@ fn views_show_views_and_explain_graph() {
         assert_eq!(tables, vec!["s".to_string()]);
     });
 }
+
+fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
+    let mut hdr = [0u8; 4];
+    s.read_exact(&mut hdr).unwrap();
+    let len = usize::from(hdr[0]) | usize::from(hdr[1]) << 8 | usize::from(hdr[2]) << 16;
+    let mut body = vec![0; len];
+    s.read_exact(&mut body).unwrap();
+    (hdr[3], body)
+}
+
+fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
+    let len = payload.len();
+    let mut p = vec![
+        (len & 0xff) as u8,
+        ((len >> 8) & 0xff) as u8,
+        ((len >> 16) & 0xff) as u8,
+        seq,
+    ];
+    p.extend_from_slice(payload);
+    s.write_all(&p).unwrap();
+}
+
+fn native_scramble(password: &[u8], salt: &[u8]) -> Vec<u8> {
+    use sha1::{Digest, Sha1};
+    let stage1 = Sha1::digest(password);
+    let stage2 = Sha1::digest(stage1);
+    let mut h = Sha1::new();
+    h.update(salt);
+    h.update(stage2);
+    let mix = h.finalize();
+    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// A MySQL 8 client opens with a caching_sha2_password response; the server
+/// must switch it to mysql_native_password and then accept the password.
+#[test]
+fn caching_sha2_clients_are_switched_to_native_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start_with(dir.path(), &["--durability", "memory"], "pw");
+    let mut s = TcpStream::connect(("127.0.0.1", srv.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let (_, greeting) = read_packet(&mut s);
+    assert_eq!(greeting[0], 10);
+    let caps: u32 = 0x1 | 0x200 | 0x2000 | 0x8000 | 0x8_0000 | 0x20_0000;
+    let mut resp = caps.to_le_bytes().to_vec();
+    resp.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    resp.push(33);
+    resp.extend_from_slice(&[0; 23]);
+    resp.extend_from_slice(b"root\0");
+    resp.push(32);
+    resp.extend_from_slice(&[0x5a; 32]);
+    resp.extend_from_slice(b"caching_sha2_password\0");
+    write_packet(&mut s, 1, &resp);
+    let (seq, switch) = read_packet(&mut s);
+    assert_eq!(
+        switch[0], 0xfe,
+        "expected an AuthSwitchRequest, got {switch:?}"
+    );
+    let name_end = switch.iter().position(|&b| b == 0).unwrap();
+    assert_eq!(&switch[1..name_end], b"mysql_native_password");
+    let salt = &switch[name_end + 1..name_end + 21];
+    write_packet(&mut s, seq + 1, &native_scramble(b"pw", salt));
+    let (_, ok) = read_packet(&mut s);
+    assert_eq!(ok[0], 0x00, "expected OK after the switch, got {ok:?}");
+}

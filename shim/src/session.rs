@@ -16,15 +16,22 @@ use ladle_storage::WriteOp;
 /// buffered op as ONE `Storage::write` call, so the transaction is applied
 /// atomically (all of it or none of it) and durably; a constraint violation
 /// found then (duplicate key, NOT NULL, bad value) is returned by `COMMIT`
-/// and nothing is applied. `ROLLBACK` discards the buffer.
+/// and nothing is applied. `ROLLBACK` discards the buffer. DDL inside a
+/// transaction commits the buffered writes first, as MySQL's implicit
+/// commit does.
 ///
-/// Reads inside a transaction see committed state only: a SELECT does not
-/// see the transaction's own uncommitted writes (closest to READ COMMITTED
-/// without read-your-own-writes). The affected-row count a DML statement
-/// reports inside a transaction is computed against committed state, and
-/// `LAST_INSERT_ID()` for generated keys is known only after `COMMIT`.
-/// DDL inside a transaction commits the buffered writes first, as MySQL's
-/// implicit commit does.
+/// Within the transaction:
+/// - reads (SELECT) see committed state only, never the transaction's own
+///   uncommitted writes (READ COMMITTED without read-your-own-writes);
+/// - an INSERT whose PRIMARY/UNIQUE key repeats a key the transaction
+///   already inserted, or (if the transaction has not otherwise modified the
+///   table) a committed key, fails that statement with 1062, and the
+///   transaction goes on;
+/// - AUTO_INCREMENT values are reserved from storage when the INSERT runs,
+///   so the OK packet and `LAST_INSERT_ID()` report them before `COMMIT`
+///   (a rolled-back transaction leaves a gap, as in MySQL);
+/// - the affected-row count of an UPDATE/DELETE is computed against
+///   committed state.
 #[derive(Default)]
 pub struct Transaction {
     pub ops: Vec<WriteOp>,
