@@ -122,6 +122,29 @@ fn main() {
             }])
             .expect("w");
     }
+    // Baseline: single-vote writes with no view installed (storage cost).
+    let start = Instant::now();
+    let mut n = 0;
+    while start.elapsed() < Duration::from_secs(2) {
+        vid += 1;
+        let row = vec![
+            Value::Int(vid),
+            Value::Int((vid * 7919) % articles),
+            Value::Int(vid),
+        ];
+        storage
+            .write(vec![WriteOp::Insert {
+                table: v.id,
+                rows: vec![row],
+                on_conflict: OnConflict::Error,
+            }])
+            .expect("w");
+        n += 1;
+    }
+    println!(
+        "baseline: {:.0} single-vote writes/s with no views",
+        n as f64 / start.elapsed().as_secs_f64()
+    );
     let p = df.prepare("bench", &parse(VOTE)).expect("prepare");
 
     // Cold-key upquery latency (first read of each key).

@@ -356,3 +356,31 @@ fn self_join_is_exact() {
     e.delete_where(&t, |r| r[0] == i(1));
     assert_eq!(e.q(q, &[]), v(&["3 2"]));
 }
+
+#[test]
+fn explain_renders_graph_and_shares_subgraphs() {
+    let e = env(1 << 30);
+    let t = e.table("v", &[("id", int()), ("article", int()), ("user", int())]);
+    e.insert(&t, vec![r(&[i(1), i(1), i(7)])]);
+    let q1 = "SELECT article, COUNT(*) AS n FROM v GROUP BY article";
+    let g1 = e.df.explain_graph(DB, &parse(q1)).unwrap();
+    let expected = "\
+n0: Base v (table ID)
+n1: Project [#1, 1] <- n0
+n2: Aggregate group by 1 columns [CountStar(#1)], state keyed by [] <- n1
+n3: Project [#0, #1] <- n2
+n4: Reader keyed by [], ordered by [] <- n3
+";
+    let id = t.id.to_string();
+    let body: String = g1.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert_eq!(body, expected.replace("ID", &id), "{g1}");
+    // A second query over the same aggregate reuses n0..n2.
+    let q2 = "SELECT article FROM (SELECT article, COUNT(*) AS n FROM v GROUP BY article) AS c WHERE n > 0";
+    let g2 = e.df.explain_graph(DB, &parse(q2)).unwrap();
+    assert!(g2.contains("n2: Aggregate"), "{g2}");
+    assert!(
+        !g2.contains("n5: Aggregate") && !g2.contains("n6: Aggregate"),
+        "{g2}"
+    );
+    assert_eq!(e.q(q2, &[]), vec!["1".to_string()]);
+}
