@@ -444,8 +444,12 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
         let mut vals = Vec::new();
         for s in slot_list {
             let raw = slots.get(*s).cloned().unwrap_or(Value::Null);
+            // Coerce to the column's type for the lookup, but only when that
+            // loses nothing: `id = 1.5` matches no integer.
             if let Ok(x) = coerce(&raw, &col) {
-                if !x.is_null() && !vals.contains(&x) {
+                let exact = crate::expr::compare(&raw, &x, ladle_common::Collation::GeneralCi)
+                    == Some(std::cmp::Ordering::Equal);
+                if !x.is_null() && exact && !vals.contains(&x) {
                     vals.push(x);
                 }
             }

@@ -27,6 +27,13 @@ fn point_lookup_with_params_and_literals_share_a_view() {
         v(&["alice"])
     );
     assert_eq!(e.q("SELECT name FROM users WHERE id = 2", &[]), v(&["bob"]));
+    assert!(e
+        .q("SELECT name FROM users WHERE id = ?", &[Value::Double(1.5)])
+        .is_empty());
+    assert_eq!(
+        e.q("SELECT name FROM users WHERE id = ?", &[s("2")]),
+        v(&["bob"])
+    );
     assert_eq!(e.df.view_stats().len(), 1);
     e.update_where(&t, |r| {
         (r[0] == i(1)).then(|| vec![r[0].clone(), s("alicia"), r[2].clone()])
