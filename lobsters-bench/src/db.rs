@@ -12,14 +12,15 @@ const STMT_CACHE: usize = 1024;
 /// statement cache) and the database it names.
 pub fn parse_url(url: &str) -> Result<(Opts, String)> {
     let opts = Opts::from_url(url).with_context(|| format!("bad MySQL URL {url:?}"))?;
-    let db = opts
-        .db_name()
-        .map(str::to_owned)
-        .ok_or_else(|| anyhow!("the URL must name a database, e.g. mysql://root@127.0.0.1:3307/lobsters"))?;
+    let db = opts.db_name().map(str::to_owned).ok_or_else(|| {
+        anyhow!("the URL must name a database, e.g. mysql://root@127.0.0.1:3307/lobsters")
+    })?;
     if !db.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         bail!("database name {db:?} must be letters, digits and underscores");
     }
-    let opts: Opts = OptsBuilder::from_opts(opts).stmt_cache_size(STMT_CACHE).into();
+    let opts: Opts = OptsBuilder::from_opts(opts)
+        .stmt_cache_size(STMT_CACHE)
+        .into();
     Ok((opts, db))
 }
 
@@ -37,18 +38,24 @@ pub async fn ensure_database(opts: &Opts, db: &str, fresh: bool) -> Result<()> {
         .await
         .context("connecting to create the database")?;
     if fresh {
-        conn.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await?;
+        conn.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+            .await?;
     }
-    conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}")).await?;
+    conn.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}"))
+        .await?;
     conn.disconnect().await?;
     Ok(())
 }
 
 /// Opens a connection to the database named in `opts`.
 pub async fn connect(opts: &Opts) -> Result<Conn> {
-    Conn::new(opts.clone())
-        .await
-        .with_context(|| format!("connecting to {}:{}", opts.ip_or_hostname(), opts.tcp_port()))
+    Conn::new(opts.clone()).await.with_context(|| {
+        format!(
+            "connecting to {}:{}",
+            opts.ip_or_hostname(),
+            opts.tcp_port()
+        )
+    })
 }
 
 /// Column `i` of `row` as an integer; NULL is `None`. Accepts integers,
@@ -66,7 +73,11 @@ pub fn opt_i64(row: &Row, i: usize) -> Result<Option<i64>> {
             let s = s.strip_suffix(".0000").unwrap_or(s);
             match s.parse::<i64>() {
                 Ok(v) => Ok(Some(v)),
-                Err(_) => Ok(Some(s.parse::<f64>().with_context(|| format!("not a number: {s:?}"))? as i64)),
+                Err(_) => Ok(Some(
+                    s.parse::<f64>()
+                        .with_context(|| format!("not a number: {s:?}"))?
+                        as i64,
+                )),
             }
         }
         Some(other) => bail!("column {i}: expected a number, got {other:?}"),
@@ -93,7 +104,9 @@ pub fn text(row: &Row, i: usize) -> Result<String> {
         Some(Value::UInt(v)) => Ok(v.to_string()),
         Some(Value::Float(v)) => Ok(v.to_string()),
         Some(Value::Double(v)) => Ok(v.to_string()),
-        Some(v @ (Value::Date(..) | Value::Time(..))) => Ok(v.as_sql(true).trim_matches('\'').to_owned()),
+        Some(v @ (Value::Date(..) | Value::Time(..))) => {
+            Ok(v.as_sql(true).trim_matches('\'').to_owned())
+        }
     }
 }
 

@@ -194,7 +194,10 @@ mod tests {
             let n = 200_000;
             let total: f64 = (0..n).map(|_| exp_interarrival(&mut rng, rate)).sum();
             let measured = n as f64 / total;
-            assert!((measured / rate - 1.0).abs() < 0.01, "rate={rate} measured={measured}");
+            assert!(
+                (measured / rate - 1.0).abs() < 0.01,
+                "rate={rate} measured={measured}"
+            );
         }
     }
 

@@ -4,7 +4,10 @@ use clap::{Parser, Subcommand};
 use lobsters_bench::{lobsters, vote};
 
 #[derive(Parser)]
-#[command(name = "lobsters-bench", about = "Lobsters and vote workloads against any MySQL endpoint")]
+#[command(
+    name = "lobsters-bench",
+    about = "Lobsters and vote workloads against any MySQL endpoint"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -20,7 +23,9 @@ enum Cmd {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async {
         match cli.cmd {
             Cmd::Lobsters(a) => lobsters::main(a).await,

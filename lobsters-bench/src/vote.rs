@@ -94,8 +94,10 @@ pub struct VoteReport {
 pub async fn prime(conn: &mut Conn, articles: u64, votes: u64, seed: u64) -> Result<()> {
     conn.query_drop("DROP TABLE IF EXISTS Vote").await?;
     conn.query_drop("DROP TABLE IF EXISTS Article").await?;
-    conn.query_drop("CREATE TABLE Article (id INT NOT NULL PRIMARY KEY, title VARCHAR(64) NOT NULL)")
-        .await?;
+    conn.query_drop(
+        "CREATE TABLE Article (id INT NOT NULL PRIMARY KEY, title VARCHAR(64) NOT NULL)",
+    )
+    .await?;
     conn.query_drop("CREATE TABLE Vote (article_id INT NOT NULL, user INT NOT NULL, KEY article_id (article_id))")
         .await?;
     let total = articles + votes;
@@ -112,10 +114,15 @@ pub async fn prime(conn: &mut Conn, articles: u64, votes: u64, seed: u64) -> Res
     let mut id = 1;
     while id <= articles {
         let hi = (id + 999).min(articles);
-        let rows: Vec<String> = (id..=hi).map(|i| format!("({i}, 'Article #{i}')")).collect();
-        conn.query_drop(format!("INSERT INTO Article (id, title) VALUES {}", rows.join(", ")))
-            .await
-            .context("loading articles")?;
+        let rows: Vec<String> = (id..=hi)
+            .map(|i| format!("({i}, 'Article #{i}')"))
+            .collect();
+        conn.query_drop(format!(
+            "INSERT INTO Article (id, title) VALUES {}",
+            rows.join(", ")
+        ))
+        .await
+        .context("loading articles")?;
         done += hi - id + 1;
         progress(done);
         id = hi + 1;
@@ -124,11 +131,20 @@ pub async fn prime(conn: &mut Conn, articles: u64, votes: u64, seed: u64) -> Res
     while left > 0 {
         let n = left.min(1000);
         let rows: Vec<String> = (0..n)
-            .map(|_| format!("({}, {})", rng.gen_range(1..=articles), rng.gen_range(0..1_000_000u32)))
+            .map(|_| {
+                format!(
+                    "({}, {})",
+                    rng.gen_range(1..=articles),
+                    rng.gen_range(0..1_000_000u32)
+                )
+            })
             .collect();
-        conn.query_drop(format!("INSERT INTO Vote (article_id, user) VALUES {}", rows.join(", ")))
-            .await
-            .context("loading votes")?;
+        conn.query_drop(format!(
+            "INSERT INTO Vote (article_id, user) VALUES {}",
+            rows.join(", ")
+        ))
+        .await
+        .context("loading votes")?;
         done += n;
         left -= n;
         progress(done);
@@ -153,7 +169,13 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
     ensure_database(&opts, &db, false).await?;
     if args.prime {
         let mut conn = connect(&opts).await?;
-        prime(&mut conn, args.articles, args.prime_votes.unwrap_or(args.articles), args.seed).await?;
+        prime(
+            &mut conn,
+            args.articles,
+            args.prime_votes.unwrap_or(args.articles),
+            args.seed,
+        )
+        .await?;
         conn.disconnect().await?;
     }
     let zipf = Zipf::new(args.articles, args.zipf_s);
@@ -167,10 +189,16 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
     for i in 0..args.connections.max(1) {
         let mut conn = connect(&opts).await?;
         let zipf = zipf.clone();
-        let (articles, dist, read_fraction) = (args.articles, args.distribution, args.read_fraction);
+        let (articles, dist, read_fraction) =
+            (args.articles, args.distribution, args.read_fraction);
         let mut rng = StdRng::seed_from_u64(args.seed.wrapping_add(1 + i as u64));
         tasks.push(tokio::spawn(async move {
-            let mut t = Tally { reads: Latencies::new(), writes: Latencies::new(), errors: 0, first_error: None };
+            let mut t = Tally {
+                reads: Latencies::new(),
+                writes: Latencies::new(),
+                errors: 0,
+                first_error: None,
+            };
             loop {
                 let begin = Instant::now();
                 if begin >= end {
@@ -182,9 +210,12 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
                 };
                 let read = rng.gen_bool(read_fraction);
                 let res = if read {
-                    conn.exec::<Row, _, _>(READ_SQL, (article,)).await.map(|_| ())
+                    conn.exec::<Row, _, _>(READ_SQL, (article,))
+                        .await
+                        .map(|_| ())
                 } else {
-                    conn.exec_drop(WRITE_SQL, (article, rng.gen_range(0..1_000_000u32))).await
+                    conn.exec_drop(WRITE_SQL, (article, rng.gen_range(0..1_000_000u32)))
+                        .await
                 };
                 let done = Instant::now();
                 if done < measure_from || done > end {
@@ -196,7 +227,10 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
                     Err(e) => {
                         t.errors += 1;
                         if t.first_error.is_none() {
-                            t.first_error = Some(format!("{} failed: {e}", if read { "read" } else { "write" }));
+                            t.first_error = Some(format!(
+                                "{} failed: {e}",
+                                if read { "read" } else { "write" }
+                            ));
                         }
                     }
                 }
@@ -265,7 +299,8 @@ pub async fn main(args: VoteArgs) -> Result<()> {
     let rep = run(&args).await?;
     print!("{}", render(&rep));
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&rep)?).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&rep)?)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
@@ -284,8 +319,20 @@ mod tests {
     #[test]
     fn cli_and_json_contract() {
         let cli = Cli::parse_from([
-            "x", "--url", "mysql://root@127.0.0.1:3307/vote", "--articles", "100000", "--read-fraction", "0.95",
-            "--runtime", "30", "--warmup", "5", "--prime", "--json", "out.json",
+            "x",
+            "--url",
+            "mysql://root@127.0.0.1:3307/vote",
+            "--articles",
+            "100000",
+            "--read-fraction",
+            "0.95",
+            "--runtime",
+            "30",
+            "--warmup",
+            "5",
+            "--prime",
+            "--json",
+            "out.json",
         ]);
         assert_eq!(cli.args.articles, 100_000);
         assert!(cli.args.prime);
@@ -311,7 +358,15 @@ mod tests {
         let v: serde_json::Value = serde_json::to_value(&rep).unwrap();
         assert_eq!(v["workload"], "vote");
         assert_eq!(v["distribution"], "zipf");
-        for key in ["ops_per_s", "read_p95_ms", "write_p95_ms", "read_p50_ms", "write_p99_ms", "reads", "writes"] {
+        for key in [
+            "ops_per_s",
+            "read_p95_ms",
+            "write_p95_ms",
+            "read_p50_ms",
+            "write_p99_ms",
+            "reads",
+            "writes",
+        ] {
             assert!(v[key].is_number(), "{key}");
         }
         assert!(render(&rep).contains("1000.0 ops/s"));

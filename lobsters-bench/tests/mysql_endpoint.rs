@@ -44,10 +44,16 @@ async fn variants_return_identical_story_and_frontpage_results() {
             plan.extend([Page::User, Page::Comments, Page::Recent, Page::Login]);
         }
     }
-    let out = check_variants(&url, SCALE, 7, true, CheckPlan::Pages(plan.clone())).await.unwrap();
+    let out = check_variants(&url, SCALE, 7, true, CheckPlan::Pages(plan.clone()))
+        .await
+        .unwrap();
     assert_eq!(out.requests, plan.len());
     // Every story page renders at least the story and its session lines.
-    assert!(out.lines_compared > plan.len(), "only {} lines compared", out.lines_compared);
+    assert!(
+        out.lines_compared > plan.len(),
+        "only {} lines compared",
+        out.lines_compared
+    );
     assert!(out.mismatches.is_empty(), "{}", out.mismatches.join("\n"));
 
     // Both variants also survive a short open-loop run without errors.

@@ -119,7 +119,12 @@ struct WorkerTally {
 }
 
 /// Runs the page mix open-loop at `rate` pages/s for warmup + runtime.
-pub async fn run_at(cfg: &LoadConfig, world: Arc<World>, rate: f64, run_index: u64) -> Result<RunOutcome> {
+pub async fn run_at(
+    cfg: &LoadConfig,
+    world: Arc<World>,
+    rate: f64,
+    run_index: u64,
+) -> Result<RunOutcome> {
     let mut conns = Vec::with_capacity(cfg.connections);
     for _ in 0..cfg.connections.max(1) {
         conns.push(connect(&cfg.opts).await?);
@@ -199,10 +204,21 @@ pub async fn run_at(cfg: &LoadConfig, world: Arc<World>, rate: f64, run_index: u
             }
         };
         let page = mix.sample(&mut rng);
-        let now_ts = EPOCH_START + PRIMED_SPAN_SECS + start.elapsed().as_secs() as i64 + run_index as i64 * 3600;
+        let now_ts = EPOCH_START
+            + PRIMED_SPAN_SECS
+            + start.elapsed().as_secs() as i64
+            + run_index as i64 * 3600;
         let req = world.request(&mut rng, page, cfg.logged_in_fraction, now_ts);
         issued_measured += u64::from(measured);
-        if tx.send(Job { req, scheduled, measured, _permit: permit }).is_err() {
+        if tx
+            .send(Job {
+                req,
+                scheduled,
+                measured,
+                _permit: permit,
+            })
+            .is_err()
+        {
             break;
         }
     }
@@ -221,7 +237,12 @@ pub async fn run_at(cfg: &LoadConfig, world: Arc<World>, rate: f64, run_index: u
     let mut finished_measured = 0u64;
     for w in workers {
         let abort = w.abort_handle();
-        let t = match tokio::time::timeout(hard_stop.saturating_duration_since(Instant::now()) + Duration::from_secs(1), w).await {
+        let t = match tokio::time::timeout(
+            hard_stop.saturating_duration_since(Instant::now()) + Duration::from_secs(1),
+            w,
+        )
+        .await
+        {
             Ok(joined) => joined?,
             Err(_) => {
                 abort.abort();
@@ -259,7 +280,11 @@ pub struct FindMax {
 /// Raises the rate geometrically until a run misses the SLO (or achieves
 /// under 95% of its target), then bisects (geometrically) between the last
 /// rate that held and the first that did not. Returns every run, in order.
-pub async fn find_max(cfg: &LoadConfig, world: Arc<World>, fm: &FindMax) -> Result<Vec<RunOutcome>> {
+pub async fn find_max(
+    cfg: &LoadConfig,
+    world: Arc<World>,
+    fm: &FindMax,
+) -> Result<Vec<RunOutcome>> {
     let mut runs = Vec::new();
     let mut rate = fm.start_rate;
     let mut lo: Option<f64> = None;

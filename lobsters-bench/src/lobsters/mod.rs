@@ -182,14 +182,21 @@ pub fn render(rep: &LobstersReport) -> String {
         "lobsters ({} queries, scale {}): max {} pages/s within p95 <= {} ms\n",
         rep.queries.name(),
         rep.scale,
-        rep.max_pages_per_s.map_or("n/a".to_owned(), |v| format!("{v:.1}")),
+        rep.max_pages_per_s
+            .map_or("n/a".to_owned(), |v| format!("{v:.1}")),
         rep.slo_p95_ms
     );
     s.push_str("  target/s  achieved/s   p50 ms   p95 ms   p99 ms  errors  held\n");
     for r in &rep.runs {
         s.push_str(&format!(
             "  {:8.1}  {:10.1} {:8.2} {:8.2} {:8.2} {:7}  {}\n",
-            r.target_pages_per_s, r.achieved_pages_per_s, r.p50_ms, r.p95_ms, r.p99_ms, r.errors, r.held
+            r.target_pages_per_s,
+            r.achieved_pages_per_s,
+            r.p50_ms,
+            r.p95_ms,
+            r.p99_ms,
+            r.errors,
+            r.held
         ));
     }
     s.push_str("  page               count   p50 ms   p95 ms   p99 ms  errors\n");
@@ -204,11 +211,18 @@ pub fn render(rep: &LobstersReport) -> String {
 
 /// Entry point of `lobsters-bench lobsters`.
 pub async fn main(args: LobstersArgs) -> Result<()> {
-    if !(args.scale > 0.0) {
+    if args.scale.is_nan() || args.scale <= 0.0 {
         bail!("--scale must be positive");
     }
     if args.check {
-        let out = check_variants(&args.url, args.scale, args.seed, args.prime, CheckPlan::Mix(args.check_requests)).await?;
+        let out = check_variants(
+            &args.url,
+            args.scale,
+            args.seed,
+            args.prime,
+            CheckPlan::Mix(args.check_requests),
+        )
+        .await?;
         if out.mismatches.is_empty() {
             println!(
                 "check: {} requests ({} result lines) returned identical pages in both variants",
@@ -219,7 +233,11 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
         for m in out.mismatches.iter().take(5) {
             println!("{m}");
         }
-        bail!("check: {} of {} pages differ between variants", out.mismatches.len(), out.requests);
+        bail!(
+            "check: {} of {} pages differ between variants",
+            out.mismatches.len(),
+            out.requests
+        );
     }
     let (opts, db) = parse_url(&args.url)?;
     ensure_database(&opts, &db, false).await?;
@@ -259,7 +277,8 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
     let rep = report(&args, &runs);
     print!("{}", render(&rep));
     if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&rep)?).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&rep)?)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())
 }
@@ -286,7 +305,13 @@ pub struct CheckOutcome {
 /// Primes (optionally) `DB_original` and `DB_natural` on the server in
 /// `url` with the same data, replays the same requests sequentially against
 /// both, and describes every page whose canonical rendering differs.
-pub async fn check_variants(url: &str, scale: f64, seed: u64, do_prime: bool, plan: CheckPlan) -> Result<CheckOutcome> {
+pub async fn check_variants(
+    url: &str,
+    scale: f64,
+    seed: u64,
+    do_prime: bool,
+    plan: CheckPlan,
+) -> Result<CheckOutcome> {
     let (opts, db) = parse_url(url)?;
     let mut conns = Vec::new();
     let mut worlds = Vec::new();
@@ -369,21 +394,54 @@ mod tests {
             lat.record(Duration::from_millis(ms));
         }
         let mut pages = BTreeMap::new();
-        pages.insert(Page::Story, load::PageStats { latencies: lat.clone(), errors: 0 });
-        RunOutcome { target, achieved, pages, all: lat, errors: 0, incomplete: 0, first_error: None }
+        pages.insert(
+            Page::Story,
+            load::PageStats {
+                latencies: lat.clone(),
+                errors: 0,
+            },
+        );
+        RunOutcome {
+            target,
+            achieved,
+            pages,
+            all: lat,
+            errors: 0,
+            incomplete: 0,
+            first_error: None,
+        }
     }
 
     #[test]
     fn json_report_has_the_contract_fields() {
         let cli = Cli::parse_from([
-            "x", "--url", "mysql://root@127.0.0.1:3307/lobsters", "--queries", "natural", "--scale", "1", "--prime",
-            "--runtime", "30", "--warmup", "10", "--find-max", "--slo-p95-ms", "100", "--json", "out.json",
+            "x",
+            "--url",
+            "mysql://root@127.0.0.1:3307/lobsters",
+            "--queries",
+            "natural",
+            "--scale",
+            "1",
+            "--prime",
+            "--runtime",
+            "30",
+            "--warmup",
+            "10",
+            "--find-max",
+            "--slo-p95-ms",
+            "100",
+            "--json",
+            "out.json",
         ]);
         let args = cli.args;
         assert_eq!(args.queries, Variant::Natural);
         assert!(args.find_max && args.prime);
         // 10/s held, 20/s held, 40/s missed the SLO.
-        let runs = vec![outcome(10.0, 10.0, 5), outcome(20.0, 19.5, 20), outcome(40.0, 39.0, 500)];
+        let runs = vec![
+            outcome(10.0, 10.0, 5),
+            outcome(20.0, 19.5, 20),
+            outcome(40.0, 39.0, 500),
+        ];
         let v: serde_json::Value = serde_json::to_value(report(&args, &runs)).unwrap();
         assert_eq!(v["workload"], "lobsters");
         assert_eq!(v["queries"], "natural");

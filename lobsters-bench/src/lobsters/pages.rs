@@ -145,7 +145,10 @@ impl World {
     /// Reads the addressable stories and comments from the database.
     pub async fn load(conn: &mut Conn) -> Result<World> {
         let stories: Vec<(i64, String)> = conn
-            .query_map("SELECT id, short_id FROM stories ORDER BY id", |(id, s): (i64, String)| (id, s))
+            .query_map(
+                "SELECT id, short_id FROM stories ORDER BY id",
+                |(id, s): (i64, String)| (id, s),
+            )
             .await?;
         let index: std::collections::HashMap<i64, usize> =
             stories.iter().enumerate().map(|(i, s)| (s.0, i)).collect();
@@ -162,7 +165,12 @@ impl World {
     }
 
     /// A world from known contents (at least one story, comment, user, tag).
-    pub fn new(stories: Vec<(i64, String)>, comments: Vec<(String, usize)>, users: i64, tags: i64) -> Result<World> {
+    pub fn new(
+        stories: Vec<(i64, String)>,
+        comments: Vec<(String, usize)>,
+        users: i64,
+        tags: i64,
+    ) -> Result<World> {
         let empty = || anyhow!("the database holds no Lobsters data: run with --prime first");
         let ns = stories.len() as u64;
         let nc = comments.len() as u64;
@@ -171,7 +179,8 @@ impl World {
             story_scatter: Scatter::new(ns.max(1)),
             comment_zipf: Zipf::new(nc, STORY_ZIPF_S).ok_or_else(empty)?,
             comment_scatter: Scatter::new(nc.max(1)),
-            user_zipf: Zipf::new(u64::try_from(users).unwrap_or(0), USER_ZIPF_S).ok_or_else(empty)?,
+            user_zipf: Zipf::new(u64::try_from(users).unwrap_or(0), USER_ZIPF_S)
+                .ok_or_else(empty)?,
             stories,
             comments,
             users,
@@ -193,7 +202,13 @@ impl World {
 
     /// A fully specified request: every random choice is made here, so
     /// the same seed replays the same requests against any database.
-    pub fn request<R: Rng>(&self, rng: &mut R, page: Page, logged_in_fraction: f64, now_ts: i64) -> Request {
+    pub fn request<R: Rng>(
+        &self,
+        rng: &mut R,
+        page: Page,
+        logged_in_fraction: f64,
+        now_ts: i64,
+    ) -> Request {
         let viewer = if page.needs_user() || rng.gen_bool(logged_in_fraction.clamp(0.0, 1.0)) {
             Some(self.user(rng))
         } else {
@@ -279,16 +294,22 @@ macro_rules! params {
 }
 
 async fn rows(conn: &mut Conn, sql: &str, params: Vec<Value>) -> Result<Vec<Row>> {
-    conn.exec(sql, params).await.with_context(|| format!("query failed: {sql}"))
+    conn.exec(sql, params)
+        .await
+        .with_context(|| format!("query failed: {sql}"))
 }
 
 async fn run(conn: &mut Conn, sql: &str, params: Vec<Value>) -> Result<()> {
-    conn.exec_drop(sql, params).await.with_context(|| format!("statement failed: {sql}"))
+    conn.exec_drop(sql, params)
+        .await
+        .with_context(|| format!("statement failed: {sql}"))
 }
 
 async fn insert(conn: &mut Conn, sql: &str, params: Vec<Value>) -> Result<i64> {
     run(conn, sql, params).await?;
-    let id = conn.last_insert_id().ok_or_else(|| anyhow!("no insert id after: {sql}"))?;
+    let id = conn
+        .last_insert_id()
+        .ok_or_else(|| anyhow!("no insert id after: {sql}"))?;
     Ok(i64::try_from(id)?)
 }
 
@@ -324,7 +345,11 @@ fn story_list_sql(v: Variant, hottest: bool) -> String {
             format!("COALESCE(v.score, 0) * {HOTNESS_VOTE_SECS} + s.created_ts DESC"),
         ),
     };
-    let order = if hottest { format!("{hot}, s.id ASC") } else { "s.id DESC".into() };
+    let order = if hottest {
+        format!("{hot}, s.id ASC")
+    } else {
+        "s.id DESC".into()
+    };
     format!(
         "{} WHERE s.merged_story_id IS NULL AND s.is_expired = 0 AND {score} >= 0 ORDER BY {order} LIMIT 51",
         story_select(v)
@@ -367,7 +392,14 @@ impl StoryRow {
     fn render(&self) -> String {
         format!(
             "story {} {} by {} '{}' t={} +{} -{} c={}",
-            self.id, self.short_id, self.user_id, self.title, self.created_ts, self.upvotes, self.downvotes, self.comments
+            self.id,
+            self.short_id,
+            self.user_id,
+            self.title,
+            self.created_ts,
+            self.upvotes,
+            self.downvotes,
+            self.comments
         )
     }
 }
@@ -402,7 +434,13 @@ fn render_comment(v: Variant, r: &Row) -> Result<(i64, i64, String)> {
 }
 
 /// Executes one request and records what it read into `trace`.
-pub async fn execute(conn: &mut Conn, v: Variant, world: &World, req: &Request, trace: &mut Trace) -> Result<()> {
+pub async fn execute(
+    conn: &mut Conn,
+    v: Variant,
+    world: &World,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<()> {
     if let Some(uid) = req.viewer {
         session(conn, v, uid, trace).await?;
     }
@@ -426,7 +464,8 @@ pub async fn execute(conn: &mut Conn, v: Variant, world: &World, req: &Request, 
 }
 
 fn viewer(req: &Request) -> Result<i64> {
-    req.viewer.ok_or_else(|| anyhow!("{} needs a logged-in user", req.page.name()))
+    req.viewer
+        .ok_or_else(|| anyhow!("{} needs a logged-in user", req.page.name()))
 }
 
 /// Every logged-in page: load the user by session token and count unread
@@ -442,7 +481,12 @@ async fn session(conn: &mut Conn, v: Variant, uid: i64, trace: &mut Trace) -> Re
     trace.line(|| format!("session {uid} -> {id:?}"));
     let unread = match v {
         Variant::Original => {
-            let r = rows(conn, "SELECT k.value FROM keystores k WHERE k.`key` = ?", params![format!("user:{uid}:unread_messages")]).await?;
+            let r = rows(
+                conn,
+                "SELECT k.value FROM keystores k WHERE k.`key` = ?",
+                params![format!("user:{uid}:unread_messages")],
+            )
+            .await?;
             r.first().map(|r| i64_or0(r, 0)).transpose()?.unwrap_or(0)
         }
         Variant::Natural => {
@@ -466,9 +510,15 @@ async fn users_by_id(conn: &mut Conn, ids: &[i64], trace: &mut Trace) -> Result<
     if ids.is_empty() {
         return Ok(());
     }
-    let sql = format!("SELECT u.id, u.username FROM users u WHERE u.id IN ({})", placeholders(ids.len()));
+    let sql = format!(
+        "SELECT u.id, u.username FROM users u WHERE u.id IN ({})",
+        placeholders(ids.len())
+    );
     let r = rows(conn, &sql, ids.iter().map(|&i| Value::from(i)).collect()).await?;
-    let lines = r.iter().map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?))).collect::<Result<_>>()?;
+    let lines = r
+        .iter()
+        .map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?)))
+        .collect::<Result<_>>()?;
     trace.sorted("users", lines);
     Ok(())
 }
@@ -477,8 +527,16 @@ async fn tags_of(conn: &mut Conn, story_ids: &[i64], trace: &mut Trace) -> Resul
     if story_ids.is_empty() {
         return Ok(());
     }
-    let sql = format!("SELECT t.story_id, t.tag_id FROM taggings t WHERE t.story_id IN ({})", placeholders(story_ids.len()));
-    let r = rows(conn, &sql, story_ids.iter().map(|&i| Value::from(i)).collect()).await?;
+    let sql = format!(
+        "SELECT t.story_id, t.tag_id FROM taggings t WHERE t.story_id IN ({})",
+        placeholders(story_ids.len())
+    );
+    let r = rows(
+        conn,
+        &sql,
+        story_ids.iter().map(|&i| Value::from(i)).collect(),
+    )
+    .await?;
     let mut tag_ids = Vec::new();
     let mut lines = Vec::new();
     for row in &r {
@@ -492,15 +550,31 @@ async fn tags_of(conn: &mut Conn, story_ids: &[i64], trace: &mut Trace) -> Resul
     if tag_ids.is_empty() {
         return Ok(());
     }
-    let sql = format!("SELECT g.id, g.tag, g.is_media FROM tags g WHERE g.id IN ({})", placeholders(tag_ids.len()));
-    let r = rows(conn, &sql, tag_ids.iter().map(|&i| Value::from(i)).collect()).await?;
-    let lines = r.iter().map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?))).collect::<Result<_>>()?;
+    let sql = format!(
+        "SELECT g.id, g.tag, g.is_media FROM tags g WHERE g.id IN ({})",
+        placeholders(tag_ids.len())
+    );
+    let r = rows(
+        conn,
+        &sql,
+        tag_ids.iter().map(|&i| Value::from(i)).collect(),
+    )
+    .await?;
+    let lines = r
+        .iter()
+        .map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?)))
+        .collect::<Result<_>>()?;
     trace.sorted("tags", lines);
     Ok(())
 }
 
 /// The viewer's votes, hidden and saved rows for some stories.
-async fn viewer_story_state(conn: &mut Conn, uid: i64, ids: &[i64], trace: &mut Trace) -> Result<()> {
+async fn viewer_story_state(
+    conn: &mut Conn,
+    uid: i64,
+    ids: &[i64],
+    trace: &mut Trace,
+) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -516,24 +590,43 @@ async fn viewer_story_state(conn: &mut Conn, uid: i64, ids: &[i64], trace: &mut 
         with_user(uid),
     )
     .await?;
-    let lines = r.iter().map(|r| Ok(format!("{}:{}", get_i64(r, 0)?, get_i64(r, 1)?))).collect::<Result<_>>()?;
+    let lines = r
+        .iter()
+        .map(|r| Ok(format!("{}:{}", get_i64(r, 0)?, get_i64(r, 1)?)))
+        .collect::<Result<_>>()?;
     trace.sorted("my votes", lines);
     for table in ["hidden_stories", "saved_stories"] {
         let r = rows(
             conn,
-            &format!("SELECT x.story_id FROM {table} x WHERE x.user_id = ? AND x.story_id IN ({list})"),
+            &format!(
+                "SELECT x.story_id FROM {table} x WHERE x.user_id = ? AND x.story_id IN ({list})"
+            ),
             with_user(uid),
         )
         .await?;
-        let lines = r.iter().map(|r| Ok(get_i64(r, 0)?.to_string())).collect::<Result<_>>()?;
+        let lines = r
+            .iter()
+            .map(|r| Ok(get_i64(r, 0)?.to_string()))
+            .collect::<Result<_>>()?;
         trace.sorted(table, lines);
     }
     Ok(())
 }
 
-async fn story_page(conn: &mut Conn, v: Variant, world: &World, req: &Request, trace: &mut Trace) -> Result<()> {
+async fn story_page(
+    conn: &mut Conn,
+    v: Variant,
+    world: &World,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<()> {
     let short = &world.stories[req.story].1;
-    let r = rows(conn, &format!("{} WHERE s.short_id = ?", story_select(v)), params![short.as_str()]).await?;
+    let r = rows(
+        conn,
+        &format!("{} WHERE s.short_id = ?", story_select(v)),
+        params![short.as_str()],
+    )
+    .await?;
     let Some(row) = r.first() else {
         trace.line(|| format!("no story {short}"));
         return Ok(());
@@ -542,17 +635,32 @@ async fn story_page(conn: &mut Conn, v: Variant, world: &World, req: &Request, t
     trace.line(|| story.render());
     let sid = story.id;
     users_by_id(conn, &[story.user_id], trace).await?;
-    let merged = rows(conn, "SELECT s.id FROM stories s WHERE s.merged_story_id = ?", params![sid]).await?;
+    let merged = rows(
+        conn,
+        "SELECT s.id FROM stories s WHERE s.merged_story_id = ?",
+        params![sid],
+    )
+    .await?;
     trace.line(|| format!("merged {}", merged.len()));
 
     if let Some(uid) = req.viewer {
         // Read ribbon upsert.
         let at = datetime(req.now_ts);
-        let r = rows(conn, "SELECT r.id FROM read_ribbons r WHERE r.user_id = ? AND r.story_id = ?", params![uid, sid]).await?;
+        let r = rows(
+            conn,
+            "SELECT r.id FROM read_ribbons r WHERE r.user_id = ? AND r.story_id = ?",
+            params![uid, sid],
+        )
+        .await?;
         match r.first() {
             Some(row) => {
                 let id = get_i64(row, 0)?;
-                run(conn, "UPDATE read_ribbons SET updated_at = ? WHERE id = ?", params![at, id]).await?;
+                run(
+                    conn,
+                    "UPDATE read_ribbons SET updated_at = ? WHERE id = ?",
+                    params![at, id],
+                )
+                .await?;
             }
             None => {
                 run(
@@ -569,7 +677,15 @@ async fn story_page(conn: &mut Conn, v: Variant, world: &World, req: &Request, t
         Variant::Original => "c.confidence DESC, c.id ASC",
         Variant::Natural => "COALESCE(v.score, 0) DESC, c.id ASC",
     };
-    let r = rows(conn, &format!("{} WHERE c.story_id = ? ORDER BY {order}", comment_select(v)), params![sid]).await?;
+    let r = rows(
+        conn,
+        &format!(
+            "{} WHERE c.story_id = ? ORDER BY {order}",
+            comment_select(v)
+        ),
+        params![sid],
+    )
+    .await?;
     let mut authors = Vec::with_capacity(r.len());
     for row in &r {
         let (author, _, line) = render_comment(v, row)?;
@@ -585,23 +701,45 @@ async fn story_page(conn: &mut Conn, v: Variant, world: &World, req: &Request, t
             params![uid, sid],
         )
         .await?;
-        let lines = r.iter().map(|r| Ok(format!("{}:{}", text(r, 0)?, get_i64(r, 1)?))).collect::<Result<_>>()?;
+        let lines = r
+            .iter()
+            .map(|r| Ok(format!("{}:{}", text(r, 0)?, get_i64(r, 1)?)))
+            .collect::<Result<_>>()?;
         trace.sorted("my votes", lines);
         for table in ["hidden_stories", "saved_stories"] {
-            let r = rows(conn, &format!("SELECT x.id FROM {table} x WHERE x.user_id = ? AND x.story_id = ?"), params![uid, sid]).await?;
+            let r = rows(
+                conn,
+                &format!("SELECT x.id FROM {table} x WHERE x.user_id = ? AND x.story_id = ?"),
+                params![uid, sid],
+            )
+            .await?;
             trace.line(|| format!("{table} {}", r.len()));
         }
     }
     tags_of(conn, &[sid], trace).await
 }
 
-async fn story_list(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace, hottest: bool) -> Result<()> {
+async fn story_list(
+    conn: &mut Conn,
+    v: Variant,
+    req: &Request,
+    trace: &mut Trace,
+    hottest: bool,
+) -> Result<()> {
     if let Some(uid) = req.viewer {
-        let r = rows(conn, "SELECT f.tag_id FROM tag_filters f WHERE f.user_id = ?", params![uid]).await?;
+        let r = rows(
+            conn,
+            "SELECT f.tag_id FROM tag_filters f WHERE f.user_id = ?",
+            params![uid],
+        )
+        .await?;
         trace.line(|| format!("tag filters {}", r.len()));
     }
     let r = rows(conn, &story_list_sql(v, hottest), Vec::new()).await?;
-    let stories = r.iter().map(|row| StoryRow::parse(v, row)).collect::<Result<Vec<_>>>()?;
+    let stories = r
+        .iter()
+        .map(|row| StoryRow::parse(v, row))
+        .collect::<Result<Vec<_>>>()?;
     for s in &stories {
         trace.line(|| s.render());
     }
@@ -614,7 +752,12 @@ async fn story_list(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trac
     tags_of(conn, &ids, trace).await
 }
 
-async fn comments_page(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace) -> Result<()> {
+async fn comments_page(
+    conn: &mut Conn,
+    v: Variant,
+    req: &Request,
+    trace: &mut Trace,
+) -> Result<()> {
     let sql = format!(
         "{} WHERE c.is_deleted = 0 AND c.is_moderated = 0 ORDER BY c.id DESC LIMIT 40",
         comment_select(v)
@@ -633,9 +776,20 @@ async fn comments_page(conn: &mut Conn, v: Variant, req: &Request, trace: &mut T
     stories.sort_unstable();
     stories.dedup();
     if !stories.is_empty() {
-        let sql = format!("SELECT s.id, s.title, s.short_id FROM stories s WHERE s.id IN ({})", placeholders(stories.len()));
-        let r = rows(conn, &sql, stories.iter().map(|&i| Value::from(i)).collect()).await?;
-        let lines = r.iter().map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?))).collect::<Result<_>>()?;
+        let sql = format!(
+            "SELECT s.id, s.title, s.short_id FROM stories s WHERE s.id IN ({})",
+            placeholders(stories.len())
+        );
+        let r = rows(
+            conn,
+            &sql,
+            stories.iter().map(|&i| Value::from(i)).collect(),
+        )
+        .await?;
+        let lines = r
+            .iter()
+            .map(|r| Ok(format!("{} {}", get_i64(r, 0)?, text(r, 1)?)))
+            .collect::<Result<_>>()?;
         trace.sorted("stories", lines);
     }
     users_by_id(conn, &authors, trace).await?;
@@ -647,7 +801,10 @@ async fn comments_page(conn: &mut Conn, v: Variant, req: &Request, trace: &mut T
         let mut p = params![uid];
         p.extend(comment_ids.iter().map(|&i| Value::from(i)));
         let r = rows(conn, &sql, p).await?;
-        let lines = r.iter().map(|r| Ok(format!("{}:{}", get_i64(r, 0)?, get_i64(r, 1)?))).collect::<Result<_>>()?;
+        let lines = r
+            .iter()
+            .map(|r| Ok(format!("{}:{}", get_i64(r, 0)?, get_i64(r, 1)?)))
+            .collect::<Result<_>>()?;
         trace.sorted("my votes", lines);
     }
     Ok(())
@@ -680,13 +837,34 @@ async fn user_page(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace
             params![uid],
         )
         .await?;
-        let first = |r: &[Row]| -> Result<i64> { Ok(r.first().map(|r| opt_i64(r, 0)).transpose()?.flatten().unwrap_or(0)) };
+        let first = |r: &[Row]| -> Result<i64> {
+            Ok(r.first()
+                .map(|r| opt_i64(r, 0))
+                .transpose()?
+                .flatten()
+                .unwrap_or(0))
+        };
         first(&s)? + first(&c)?
     };
     trace.line(|| format!("user {uid} {name} karma {karma}"));
-    let stories = rows(conn, "SELECT COUNT(*) FROM stories s WHERE s.user_id = ?", params![uid]).await?;
-    let comments = rows(conn, "SELECT COUNT(*) FROM comments c WHERE c.user_id = ? AND c.is_deleted = 0", params![uid]).await?;
-    let n = |r: &[Row]| -> Result<i64> { r.first().map(|r| i64_or0(r, 0)).transpose().map(|x| x.unwrap_or(0)) };
+    let stories = rows(
+        conn,
+        "SELECT COUNT(*) FROM stories s WHERE s.user_id = ?",
+        params![uid],
+    )
+    .await?;
+    let comments = rows(
+        conn,
+        "SELECT COUNT(*) FROM comments c WHERE c.user_id = ? AND c.is_deleted = 0",
+        params![uid],
+    )
+    .await?;
+    let n = |r: &[Row]| -> Result<i64> {
+        r.first()
+            .map(|r| i64_or0(r, 0))
+            .transpose()
+            .map(|x| x.unwrap_or(0))
+    };
     let (ns, nc) = (n(&stories)?, n(&comments)?);
     trace.line(|| format!("stories {ns} comments {nc}"));
     let tag = rows(
@@ -698,16 +876,33 @@ async fn user_page(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace
     .await?;
     let tag = tag.first().map(|r| text(r, 1)).transpose()?;
     trace.line(|| format!("top tag {tag:?}"));
-    let hats = rows(conn, "SELECT h.id, h.hat, h.link FROM hats h WHERE h.user_id = ? AND h.doffed_at IS NULL", params![uid]).await?;
+    let hats = rows(
+        conn,
+        "SELECT h.id, h.hat, h.link FROM hats h WHERE h.user_id = ? AND h.doffed_at IS NULL",
+        params![uid],
+    )
+    .await?;
     let lines = hats.iter().map(|r| text(r, 1)).collect::<Result<_>>()?;
     trace.sorted("hats", lines);
     Ok(())
 }
 
-async fn story_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request, trace: &mut Trace, dir: i64) -> Result<()> {
+async fn story_vote(
+    conn: &mut Conn,
+    v: Variant,
+    world: &World,
+    req: &Request,
+    trace: &mut Trace,
+    dir: i64,
+) -> Result<()> {
     let uid = viewer(req)?;
     let short = &world.stories[req.story].1;
-    let r = rows(conn, "SELECT s.id, s.user_id FROM stories s WHERE s.short_id = ?", params![short.as_str()]).await?;
+    let r = rows(
+        conn,
+        "SELECT s.id, s.user_id FROM stories s WHERE s.short_id = ?",
+        params![short.as_str()],
+    )
+    .await?;
     let Some(row) = r.first() else {
         trace.line(|| format!("no story {short}"));
         return Ok(());
@@ -730,7 +925,12 @@ async fn story_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request, t
     )
     .await?;
     if v == Variant::Original {
-        run(conn, "UPDATE users SET karma = karma + ? WHERE id = ?", params![dir, author]).await?;
+        run(
+            conn,
+            "UPDATE users SET karma = karma + ? WHERE id = ?",
+            params![dir, author],
+        )
+        .await?;
         let (up, down) = if dir > 0 { (1, 0) } else { (0, 1) };
         run(
             conn,
@@ -743,10 +943,22 @@ async fn story_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request, t
     Ok(())
 }
 
-async fn comment_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request, trace: &mut Trace, dir: i64) -> Result<()> {
+async fn comment_vote(
+    conn: &mut Conn,
+    v: Variant,
+    world: &World,
+    req: &Request,
+    trace: &mut Trace,
+    dir: i64,
+) -> Result<()> {
     let uid = viewer(req)?;
     let short = &world.comments[req.comment].0;
-    let r = rows(conn, "SELECT c.id, c.user_id, c.story_id FROM comments c WHERE c.short_id = ?", params![short.as_str()]).await?;
+    let r = rows(
+        conn,
+        "SELECT c.id, c.user_id, c.story_id FROM comments c WHERE c.short_id = ?",
+        params![short.as_str()],
+    )
+    .await?;
     let Some(row) = r.first() else {
         trace.line(|| format!("no comment {short}"));
         return Ok(());
@@ -769,7 +981,12 @@ async fn comment_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request,
     )
     .await?;
     if v == Variant::Original {
-        run(conn, "UPDATE users SET karma = karma + ? WHERE id = ?", params![dir, author]).await?;
+        run(
+            conn,
+            "UPDATE users SET karma = karma + ? WHERE id = ?",
+            params![dir, author],
+        )
+        .await?;
         let (up, down) = if dir > 0 { (1, 0) } else { (0, 1) };
         run(
             conn,
@@ -785,7 +1002,12 @@ async fn comment_vote(conn: &mut Conn, v: Variant, world: &World, req: &Request,
 async fn submit(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace) -> Result<()> {
     let uid = viewer(req)?;
     let short = req.new_short_id.as_str();
-    let taken = rows(conn, "SELECT s.id FROM stories s WHERE s.short_id = ?", params![short]).await?;
+    let taken = rows(
+        conn,
+        "SELECT s.id FROM stories s WHERE s.short_id = ?",
+        params![short],
+    )
+    .await?;
     if !taken.is_empty() {
         trace.line(|| format!("short id {short} taken"));
         return Ok(());
@@ -814,16 +1036,38 @@ async fn submit(conn: &mut Conn, v: Variant, req: &Request, trace: &mut Trace) -
             .await?
         }
     };
-    run(conn, "INSERT INTO taggings (story_id, tag_id) VALUES (?, ?)", params![sid, req.tag]).await?;
-    run(conn, "INSERT INTO votes (user_id, story_id, comment_id, vote) VALUES (?, ?, NULL, 1)", params![uid, sid]).await?;
+    run(
+        conn,
+        "INSERT INTO taggings (story_id, tag_id) VALUES (?, ?)",
+        params![sid, req.tag],
+    )
+    .await?;
+    run(
+        conn,
+        "INSERT INTO votes (user_id, story_id, comment_id, vote) VALUES (?, ?, NULL, 1)",
+        params![uid, sid],
+    )
+    .await?;
     if v == Variant::Original {
-        run(conn, "UPDATE users SET karma = karma + 1 WHERE id = ?", params![uid]).await?;
+        run(
+            conn,
+            "UPDATE users SET karma = karma + 1 WHERE id = ?",
+            params![uid],
+        )
+        .await?;
     }
     trace.line(|| format!("submitted {sid} {short}"));
     Ok(())
 }
 
-async fn new_comment(conn: &mut Conn, v: Variant, world: &World, req: &Request, trace: &mut Trace, reply: bool) -> Result<()> {
+async fn new_comment(
+    conn: &mut Conn,
+    v: Variant,
+    world: &World,
+    req: &Request,
+    trace: &mut Trace,
+    reply: bool,
+) -> Result<()> {
     let uid = viewer(req)?;
     // A reply answers a random comment on that comment's story.
     let (story_idx, parent_short) = if reply {
@@ -833,7 +1077,12 @@ async fn new_comment(conn: &mut Conn, v: Variant, world: &World, req: &Request, 
         (req.story, None)
     };
     let short = &world.stories[story_idx].1;
-    let r = rows(conn, "SELECT s.id, s.user_id FROM stories s WHERE s.short_id = ?", params![short.as_str()]).await?;
+    let r = rows(
+        conn,
+        "SELECT s.id, s.user_id FROM stories s WHERE s.short_id = ?",
+        params![short.as_str()],
+    )
+    .await?;
     let Some(row) = r.first() else {
         trace.line(|| format!("no story {short}"));
         return Ok(());
@@ -881,10 +1130,25 @@ async fn new_comment(conn: &mut Conn, v: Variant, world: &World, req: &Request, 
             .await?
         }
     };
-    run(conn, "INSERT INTO votes (user_id, story_id, comment_id, vote) VALUES (?, ?, ?, 1)", params![uid, sid, cid]).await?;
+    run(
+        conn,
+        "INSERT INTO votes (user_id, story_id, comment_id, vote) VALUES (?, ?, ?, 1)",
+        params![uid, sid, cid],
+    )
+    .await?;
     if v == Variant::Original {
-        run(conn, "UPDATE stories SET comments_count = comments_count + 1 WHERE id = ?", params![sid]).await?;
-        run(conn, "UPDATE users SET karma = karma + 1 WHERE id = ?", params![uid]).await?;
+        run(
+            conn,
+            "UPDATE stories SET comments_count = comments_count + 1 WHERE id = ?",
+            params![sid],
+        )
+        .await?;
+        run(
+            conn,
+            "UPDATE users SET karma = karma + 1 WHERE id = ?",
+            params![uid],
+        )
+        .await?;
     }
     trace.line(|| format!("commented {cid} on {sid} parent {parent:?}"));
     Ok(())
@@ -892,13 +1156,23 @@ async fn new_comment(conn: &mut Conn, v: Variant, world: &World, req: &Request, 
 
 async fn login(conn: &mut Conn, req: &Request, trace: &mut Trace) -> Result<()> {
     let name = format!("user{}", req.target_user);
-    let r = rows(conn, "SELECT u.id, u.password_digest, u.session_token FROM users u WHERE u.username = ?", params![name.as_str()]).await?;
+    let r = rows(
+        conn,
+        "SELECT u.id, u.password_digest, u.session_token FROM users u WHERE u.username = ?",
+        params![name.as_str()],
+    )
+    .await?;
     let Some(row) = r.first() else {
         trace.line(|| format!("no user {name}"));
         return Ok(());
     };
     let uid = get_i64(row, 0)?;
-    run(conn, "UPDATE users SET session_token = ? WHERE id = ?", params![format!("sess{uid}"), uid]).await?;
+    run(
+        conn,
+        "UPDATE users SET session_token = ? WHERE id = ?",
+        params![format!("sess{uid}"), uid],
+    )
+    .await?;
     trace.line(|| format!("login {uid}"));
     Ok(())
 }
@@ -924,7 +1198,10 @@ mod tests {
             let got = *counts.get(&p).unwrap_or(&0) as f64;
             // Within five standard deviations of a binomial count.
             let sd = (expected * (1.0 - p.weight() as f64 / 100_000.0)).sqrt();
-            assert!((got - expected).abs() <= 5.0 * sd + 1.0, "{p:?}: {got} vs {expected}");
+            assert!(
+                (got - expected).abs() <= 5.0 * sd + 1.0,
+                "{p:?}: {got} vs {expected}"
+            );
         }
     }
 
@@ -952,10 +1229,22 @@ mod tests {
 
     #[test]
     fn natural_queries_carry_no_counter_columns() {
-        let nat = [story_list_sql(Variant::Natural, true), comment_select(Variant::Natural)].join(" ");
-        for col in ["upvotes", "downvotes", "hotness", "comments_count", "confidence", "karma"] {
+        let nat = [
+            story_list_sql(Variant::Natural, true),
+            comment_select(Variant::Natural),
+        ]
+        .join(" ");
+        for col in [
+            "upvotes",
+            "downvotes",
+            "hotness",
+            "comments_count",
+            "confidence",
+            "karma",
+        ] {
             assert!(!nat.contains(col), "{col} in {nat}");
         }
-        assert!(story_list_sql(Variant::Original, true).contains("ORDER BY s.hotness ASC, s.id ASC LIMIT 51"));
+        assert!(story_list_sql(Variant::Original, true)
+            .contains("ORDER BY s.hotness ASC, s.id ASC LIMIT 51"));
     }
 }

@@ -66,7 +66,7 @@ impl Scatter {
     /// A scatter over `1..=n` (n > 0).
     pub fn new(n: u64) -> Scatter {
         const PRIMES: [u64; 4] = [2_654_435_761, 1_000_003, 999_983, 7919];
-        let mul = PRIMES.iter().copied().find(|p| n % p != 0).unwrap_or(1);
+        let mul = PRIMES.iter().copied().find(|&p| n.checked_rem(p) != Some(0)).unwrap_or(1);
         Scatter { n, mul }
     }
 
@@ -114,9 +114,10 @@ pub fn datetime(ts: i64) -> String {
 }
 
 const WORDS: &[&str] = &[
-    "rust", "database", "lobsters", "dataflow", "kernel", "compiler", "release", "security", "haskell",
-    "design", "latency", "postgres", "mysql", "unix", "editor", "network", "privacy", "parser",
-    "memory", "cache", "async", "types", "review", "history", "linux", "emacs", "vim", "browser",
+    "rust", "database", "lobsters", "dataflow", "kernel", "compiler", "release", "security",
+    "haskell", "design", "latency", "postgres", "mysql", "unix", "editor", "network", "privacy",
+    "parser", "memory", "cache", "async", "types", "review", "history", "linux", "emacs", "vim",
+    "browser",
 ];
 
 /// `n` words drawn at random, space separated.
@@ -181,8 +182,9 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
         })
         .collect();
     // (user, story, comment, vote)
-    let mut votes: Vec<(u64, u64, Option<u64>, i8)> =
-        Vec::with_capacity((sizes.stories + sizes.comments + sizes.story_votes + sizes.comment_votes) as usize);
+    let mut votes: Vec<(u64, u64, Option<u64>, i8)> = Vec::with_capacity(
+        (sizes.stories + sizes.comments + sizes.story_votes + sizes.comment_votes) as usize,
+    );
     for (i, s) in stories.iter().enumerate() {
         votes.push((s.user_id, i as u64 + 1, None, 1));
     }
@@ -217,7 +219,8 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
     }
 
     // Extra votes: heavy users vote on popular items; one vote per pair.
-    let mut seen: HashSet<(u64, u64, Option<u64>)> = votes.iter().map(|v| (v.0, v.1, v.2)).collect();
+    let mut seen: HashSet<(u64, u64, Option<u64>)> =
+        votes.iter().map(|v| (v.0, v.1, v.2)).collect();
     let comment_zipf = Zipf::new(sizes.comments, STORY_ZIPF_S).context("comment count")?;
     let comment_scatter = Scatter::new(sizes.comments);
     let mut attempts = 0u64;
@@ -231,7 +234,11 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
         }
         let v: i8 = if rng.gen_bool(0.05) { -1 } else { 1 };
         let s = &mut stories[sid as usize - 1];
-        if v > 0 { s.upvotes += 1 } else { s.downvotes += 1 }
+        if v > 0 {
+            s.upvotes += 1
+        } else {
+            s.downvotes += 1
+        }
         votes.push((u, sid, None, v));
         added += 1;
     }
@@ -246,7 +253,11 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
             continue;
         }
         let v: i8 = if rng.gen_bool(0.05) { -1 } else { 1 };
-        if v > 0 { c.upvotes += 1 } else { c.downvotes += 1 }
+        if v > 0 {
+            c.upvotes += 1
+        } else {
+            c.downvotes += 1
+        }
         votes.push((u, c.story_id, Some(cid), v));
         added += 1;
     }
@@ -278,7 +289,11 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
         + n_hidden
         + n_saved
         + n_ribbons
-        + if variant == Variant::Original { sizes.users } else { 0 };
+        + if variant == Variant::Original {
+            sizes.users
+        } else {
+            0
+        };
     let mut loader = Loader::new(total_rows);
     let orig = variant == Variant::Original;
 
@@ -303,7 +318,10 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
     batch.flush(conn, &mut loader).await?;
 
     // tags
-    let mut batch = Batch::new("tags", "id, tag, description, is_media, inactive, hotness_mod");
+    let mut batch = Batch::new(
+        "tags",
+        "id, tag, description, is_media, inactive, hotness_mod",
+    );
     for id in 1..=sizes.tags {
         let row = format!(
             "{id}, 'tag{id}', {}, {}, {}, 0",
@@ -351,7 +369,9 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
     // taggings: one to three distinct tags per story
     let mut batch = Batch::new("taggings", "story_id, tag_id");
     for id in 1..=sizes.stories {
-        let mut tags: Vec<u64> = (0..rng.gen_range(1..=3)).map(|_| tag_zipf.sample(&mut rng)).collect();
+        let mut tags: Vec<u64> = (0..rng.gen_range(1..=3))
+            .map(|_| tag_zipf.sample(&mut rng))
+            .collect();
         tags.sort_unstable();
         tags.dedup();
         for t in tags {
@@ -383,7 +403,12 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
             sql_str(&format!("<p>{body}</p>")),
         );
         if orig {
-            row.push_str(&format!(", {}, {}, {}", c.upvotes, c.downvotes, c.upvotes - c.downvotes));
+            row.push_str(&format!(
+                ", {}, {}, {}",
+                c.upvotes,
+                c.downvotes,
+                c.upvotes - c.downvotes
+            ));
         }
         batch.push(conn, &mut loader, row).await?;
     }
@@ -392,12 +417,17 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
     // votes
     let mut batch = Batch::new("votes", "user_id, story_id, comment_id, vote");
     for (u, s, c, v) in &votes {
-        batch.push(conn, &mut loader, format!("{u}, {s}, {}, {v}", opt(*c))).await?;
+        batch
+            .push(conn, &mut loader, format!("{u}, {s}, {}, {v}", opt(*c)))
+            .await?;
     }
     batch.flush(conn, &mut loader).await?;
 
     // hats
-    let mut batch = Batch::new("hats", "created_at, updated_at, granted_by_user_id, user_id, hat, link");
+    let mut batch = Batch::new(
+        "hats",
+        "created_at, updated_at, granted_by_user_id, user_id, hat, link",
+    );
     for i in 1..=n_hats {
         let u = user(&mut rng);
         let at = datetime(EPOCH_START + i as i64);
@@ -435,14 +465,22 @@ pub async fn prime(conn: &mut Conn, variant: Variant, scale: f64, seed: u64) -> 
         let mut batch = Batch::new("keystores", "`key`, value");
         for u in 1..=sizes.users {
             batch
-                .push(conn, &mut loader, format!("'user:{u}:unread_messages', {}", unread[u as usize]))
+                .push(
+                    conn,
+                    &mut loader,
+                    format!("'user:{u}:unread_messages', {}", unread[u as usize]),
+                )
                 .await?;
         }
         batch.flush(conn, &mut loader).await?;
     }
 
     // hidden, saved, read ribbons
-    for (table, n) in [("hidden_stories", n_hidden), ("saved_stories", n_saved), ("read_ribbons", n_ribbons)] {
+    for (table, n) in [
+        ("hidden_stories", n_hidden),
+        ("saved_stories", n_saved),
+        ("read_ribbons", n_ribbons),
+    ] {
         let cols = match table {
             "hidden_stories" => "user_id, story_id",
             "saved_stories" => "created_at, updated_at, user_id, story_id",
@@ -558,7 +596,10 @@ impl Loader {
 
     fn finish(&self) {
         self.print();
-        eprintln!("\npriming: done in {:.1}s", self.start.elapsed().as_secs_f64());
+        eprintln!(
+            "\npriming: done in {:.1}s",
+            self.start.elapsed().as_secs_f64()
+        );
     }
 }
 
@@ -579,7 +620,10 @@ mod tests {
         seen.sort_unstable();
         assert_eq!(seen, (1..=1000).collect::<Vec<_>>());
         let one = Sizes::for_scale(1.0);
-        assert_eq!((one.users, one.stories, one.comments), (6_000, 40_000, 120_000));
+        assert_eq!(
+            (one.users, one.stories, one.comments),
+            (6_000, 40_000, 120_000)
+        );
         assert!(Sizes::for_scale(0.0001).stories >= 20);
     }
 }

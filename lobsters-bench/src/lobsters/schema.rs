@@ -44,7 +44,13 @@ pub const TABLES: &[&str] = &[
 /// `CREATE TABLE` statements for `variant`.
 pub fn create_statements(variant: Variant) -> Vec<String> {
     let orig = variant == Variant::Original;
-    let c = |original_only: &str| if orig { original_only.to_owned() } else { String::new() };
+    let c = |original_only: &str| {
+        if orig {
+            original_only.to_owned()
+        } else {
+            String::new()
+        }
+    };
     vec![
         format!(
             "CREATE TABLE users (
@@ -300,7 +306,13 @@ mod tests {
     fn natural_schema_has_no_counters() {
         let orig = create_statements(Variant::Original).join("\n");
         let nat = create_statements(Variant::Natural).join("\n");
-        for col in ["karma INT", "upvotes INT", "hotness BIGINT", "comments_count", "confidence"] {
+        for col in [
+            "karma INT",
+            "upvotes INT",
+            "hotness BIGINT",
+            "comments_count",
+            "confidence",
+        ] {
             assert!(orig.contains(col), "{col}");
             assert!(!nat.contains(col), "{col}");
         }
