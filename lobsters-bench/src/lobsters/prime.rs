@@ -66,7 +66,11 @@ impl Scatter {
     /// A scatter over `1..=n` (n > 0).
     pub fn new(n: u64) -> Scatter {
         const PRIMES: [u64; 4] = [2_654_435_761, 1_000_003, 999_983, 7919];
-        let mul = PRIMES.iter().copied().find(|&p| n.checked_rem(p) != Some(0)).unwrap_or(1);
+        let mul = PRIMES
+            .iter()
+            .copied()
+            .find(|&p| n.checked_rem(p) != Some(0))
+            .unwrap_or(1);
         Scatter { n, mul }
     }
 
