@@ -25,6 +25,14 @@ use crate::exec::{Engine, Output};
 use crate::session::Session;
 use crate::vars::literal;
 
+/// The cell at `pos`, or an internal error (never a panic inside a
+/// storage commit) if the row is shorter than its schema.
+fn slot(row: &mut Row, pos: usize) -> Result<&mut Value, StorageError> {
+    let len = row.len();
+    row.get_mut(pos)
+        .ok_or_else(|| StorageError::Internal(format!("row of {len} values has no column {pos}")))
+}
+
 fn expr_err(e: DataflowError) -> StorageError {
     match e {
         DataflowError::Storage(s) => s,
@@ -132,7 +140,8 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             Arc::new(move |existing: &Row, proposed: &Row| {
                 let mut new = existing.clone();
                 for (pos, x) in &compiled {
-                    new[*pos] = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    *slot(&mut new, *pos)? = v;
                 }
                 Ok(new)
             });
@@ -396,11 +405,12 @@ pub fn update(
         }
         let mut new = row.clone();
         for (pos, x) in &compiled {
-            new[*pos] = x.eval(&new).map_err(expr_err)?;
+            let v = x.eval(&new).map_err(expr_err)?;
+            *slot(&mut new, *pos)? = v;
         }
         if new != *row {
             for &p in &on_update {
-                new[p] = now.clone();
+                *slot(&mut new, p)? = now.clone();
             }
         }
         Ok(Some(new))

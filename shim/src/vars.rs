@@ -45,7 +45,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("default_storage_engine".into(), t("InnoDB")),
         ("have_ssl".into(), t("DISABLED")),
         ("hostname".into(), t("localhost")),
-        ("in_transaction".into(), Value::Int(i64::from(session.in_transaction()))),
+        (
+            "in_transaction".into(),
+            Value::Int(i64::from(session.in_transaction())),
+        ),
         ("init_connect".into(), t("")),
         ("interactive_timeout".into(), Value::Int(28800)),
         ("license".into(), t("MIT")),
@@ -86,7 +89,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("version_compile_machine".into(), t(std::env::consts::ARCH)),
         ("version_compile_os".into(), t(std::env::consts::OS)),
         ("wait_timeout".into(), Value::Int(28800)),
-        ("warning_count".into(), Value::Int(session.warnings.len() as i64)),
+        (
+            "warning_count".into(),
+            Value::Int(session.warnings.len() as i64),
+        ),
     ];
     // Session overrides (SET x = ...) replace defaults or add new names.
     for (name, value) in &session.variables {
