@@ -143,8 +143,25 @@ pub type StatementResult = (Option<Vec<Vec<String>>>, u64);
 /// with [`render_value`] (none for a statement without a result set) and the
 /// affected-row count.
 pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::Error> {
-    let mut result = conn.query_iter(sql)?;
-    let has_columns = !result.columns().as_ref().is_empty();
+    let result = conn.query_iter(sql)?;
+    collect(result)
+}
+
+/// Like [`query_rows`], but as a server-side prepared statement (binary
+/// protocol: COM_STMT_PREPARE + COM_STMT_EXECUTE), with binary values
+/// rendered the way the text protocol spells them.
+pub fn exec_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::Error> {
+    let result = conn.exec_iter(sql, ())?;
+    collect(result)
+}
+
+fn collect<P: mysql::prelude::Protocol>(
+    mut result: mysql::QueryResult<'_, '_, '_, P>,
+) -> Result<StatementResult, mysql::Error> {
+    let columns = result.columns();
+    let types: Vec<mysql::consts::ColumnType> =
+        columns.as_ref().iter().map(|c| c.column_type()).collect();
+    let has_columns = !types.is_empty();
     let affected = result.affected_rows();
     let mut rows = Vec::new();
     for row in result.by_ref() {
@@ -152,7 +169,11 @@ pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::
         rows.push(
             row.unwrap_raw()
                 .iter()
-                .map(|v| render_value(v.as_ref().unwrap_or(&mysql::Value::NULL)))
+                .enumerate()
+                .map(|(i, v)| {
+                    let v = v.as_ref().unwrap_or(&mysql::Value::NULL);
+                    render_typed(v, types.get(i).copied())
+                })
                 .collect(),
         );
     }
@@ -165,19 +186,82 @@ pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::
     Ok((has_columns.then_some(rows), affected))
 }
 
+/// [`render_value`], spelling binary-protocol dates and times as the text
+/// protocol does (`DATE` as `YYYY-MM-DD`, `DATETIME` without a zero fraction).
+fn render_typed(v: &mysql::Value, ty: Option<mysql::consts::ColumnType>) -> String {
+    use mysql::consts::ColumnType as T;
+    match *v {
+        mysql::Value::Date(y, mo, d, h, mi, s, us) => match ty {
+            Some(T::MYSQL_TYPE_DATE) | Some(T::MYSQL_TYPE_NEWDATE) => {
+                format!("{y:04}-{mo:02}-{d:02}")
+            }
+            _ if us > 0 => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}"),
+            _ => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+        },
+        mysql::Value::Time(neg, days, h, mi, s, us) => {
+            let sign = if neg { "-" } else { "" };
+            let hours = u32::from(h) + days * 24;
+            if us > 0 {
+                format!("{sign}{hours:02}:{mi:02}:{s:02}.{us:06}")
+            } else {
+                format!("{sign}{hours:02}:{mi:02}:{s:02}")
+            }
+        }
+        _ => render_value(v),
+    }
+}
+
+/// Which protocol [`MysqlDb`] uses for SELECTs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// COM_QUERY for everything.
+    Text,
+    /// Every SELECT as a server-side prepared statement (other statements
+    /// stay COM_QUERY: not all of them are preparable).
+    Binary,
+}
+
+impl Protocol {
+    /// The protocols selected by `$LADLE_SLT_PROTOCOL` (`text` or `binary`;
+    /// both when unset).
+    pub fn selected() -> Vec<Protocol> {
+        match std::env::var("LADLE_SLT_PROTOCOL").as_deref() {
+            Ok("binary") => vec![Protocol::Binary],
+            Ok("text") => vec![Protocol::Text],
+            _ => vec![Protocol::Text, Protocol::Binary],
+        }
+    }
+
+    /// `text` or `binary`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Text => "text",
+            Protocol::Binary => "binary",
+        }
+    }
+}
+
 /// A sqllogictest database over one MySQL connection.
 pub struct MysqlDb {
     conn: Conn,
     engine: &'static str,
+    protocol: Protocol,
 }
 
 impl MysqlDb {
     /// Connects to `url` with database `db` selected; `engine` names the
-    /// target for `skipif`/`onlyif` (`mariadb` or `ladle`).
-    pub fn connect(url: &str, db: &str, engine: &'static str) -> Result<Self, mysql::Error> {
+    /// target for `skipif`/`onlyif` (`mariadb` or `ladle`); SELECTs use
+    /// `protocol`.
+    pub fn connect(
+        url: &str,
+        db: &str,
+        engine: &'static str,
+        protocol: Protocol,
+    ) -> Result<Self, mysql::Error> {
         Ok(MysqlDb {
             conn: connect(url, Some(db))?,
             engine,
+            protocol,
         })
     }
 }
@@ -187,7 +271,15 @@ impl sqllogictest::DB for MysqlDb {
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, mysql::Error> {
-        let (rows, affected) = query_rows(&mut self.conn, sql)?;
+        let is_select = sql
+            .trim_start()
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case("select"));
+        let (rows, affected) = if self.protocol == Protocol::Binary && is_select {
+            exec_rows(&mut self.conn, sql)?
+        } else {
+            query_rows(&mut self.conn, sql)?
+        };
         Ok(match rows {
             Some(rows) => {
                 let width = rows.first().map_or(0, Vec::len);

@@ -11,6 +11,8 @@
 //! - `LADLE_TEST_SKIP_LADLE=1`: run only the MariaDB part.
 //! - `LADLE_TEST_RUN_KNOWN_FAILURES=1`: also run known failures on Ladle and
 //!   report which now pass (they never fail the run).
+//! - `LADLE_SLT_PROTOCOL=text|binary`: only one protocol (default: both; in
+//!   `binary`, every SELECT is a server-side prepared statement).
 //! - `LADLE_SLT_UPDATE=1`: rewrite the expected results of the selected files
 //!   from MariaDB (for writing new files; review the diff!).
 //!
@@ -22,7 +24,7 @@ use std::process::ExitCode;
 
 use ladle_e2e::{
     drop_database, fresh_database, ladle_binary, mariadb_url, sql_dir, test_files, LadleServer,
-    MysqlDb,
+    MysqlDb, Protocol,
 };
 use sqllogictest::{default_column_validator, default_normalizer, default_validator, Runner};
 
@@ -69,13 +71,19 @@ fn rel_path(root: &Path, file: &Path) -> String {
 }
 
 /// Runs one file against `url` in a fresh database.
-fn run_file(url: &str, engine: &'static str, rel: &str, file: &Path) -> Result<(), String> {
+fn run_file(
+    url: &str,
+    engine: &'static str,
+    protocol: Protocol,
+    rel: &str,
+    file: &Path,
+) -> Result<(), String> {
     let db = db_name(rel);
     fresh_database(url, &db).map_err(|e| format!("creating database {db}: {e}"))?;
     let (u, d) = (url.to_string(), db.clone());
     let mut runner = Runner::new(move || {
         let (u, d) = (u.clone(), d.clone());
-        async move { MysqlDb::connect(&u, &d, engine) }
+        async move { MysqlDb::connect(&u, &d, engine, protocol) }
     });
     runner.add_label(engine);
     let result = runner
@@ -92,7 +100,7 @@ fn update_file(url: &str, rel: &str, file: &Path) -> Result<(), String> {
     let (u, d) = (url.to_string(), db.clone());
     let mut runner = Runner::new(move || {
         let (u, d) = (u.clone(), d.clone());
-        async move { MysqlDb::connect(&u, &d, "mariadb") }
+        async move { MysqlDb::connect(&u, &d, "mariadb", Protocol::Text) }
     });
     runner.add_label("mariadb");
     let result = futures::executor::block_on(runner.update_test_file(
@@ -131,46 +139,48 @@ fn first_lines(s: &str, n: usize) -> String {
     s.lines().take(n).collect::<Vec<_>>().join("\n    ")
 }
 
-fn run_mariadb(root: &Path, files: &[(String, PathBuf)]) -> Tally {
+fn run_mariadb(root: &Path, files: &[(String, PathBuf)], protocol: Protocol) -> Tally {
     let mut tally = Tally::default();
+    let p = protocol.name();
     let Some(url) = mariadb_url() else {
-        println!("sqllogictest [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping the MariaDB run (start one with scripts/mariadb.sh start)");
+        println!("sqllogictest [mariadb/{p}]: LADLE_TEST_MARIADB_URL not set; skipping the MariaDB run (start one with scripts/mariadb.sh start)");
         tally.skipped = files.len();
         return tally;
     };
     println!(
-        "sqllogictest [mariadb]: {} files from {} against {url}",
+        "sqllogictest [mariadb/{p}]: {} files from {} against {url}",
         files.len(),
         root.display()
     );
     for (rel, file) in files {
-        match run_file(&url, "mariadb", rel, file) {
+        match run_file(&url, "mariadb", protocol, rel, file) {
             Ok(()) => {
                 tally.passed += 1;
-                println!("  PASS mariadb {rel}");
+                println!("  PASS mariadb/{p} {rel}");
             }
             Err(e) => {
                 tally.failed += 1;
-                println!("  FAIL mariadb {rel}\n    {}", first_lines(&e, 30));
+                println!("  FAIL mariadb/{p} {rel}\n    {}", first_lines(&e, 30));
                 tally.failures.push((rel.clone(), e));
             }
         }
     }
-    println!("sqllogictest [mariadb]: {}", tally.line());
+    println!("sqllogictest [mariadb/{p}]: {}", tally.line());
     tally
 }
 
-fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
+fn run_ladle(root: &Path, files: &[(String, PathBuf)], protocol: Protocol) -> Tally {
     let mut tally = Tally::default();
+    let p = protocol.name();
     if env_flag("LADLE_TEST_SKIP_LADLE") {
-        println!("sqllogictest [ladle]: LADLE_TEST_SKIP_LADLE set; skipping the Ladle run");
+        println!("sqllogictest [ladle/{p}]: LADLE_TEST_SKIP_LADLE set; skipping the Ladle run");
         tally.skipped = files.len();
         return tally;
     }
     let bin = match ladle_binary() {
         Ok(bin) => bin,
         Err(e) => {
-            println!("sqllogictest [ladle]: no ladle binary: {e}");
+            println!("sqllogictest [ladle/{p}]: no ladle binary: {e}");
             tally.failed = 1;
             tally
                 .failures
@@ -181,7 +191,7 @@ fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
     let known = known_failures(root);
     let run_known = env_flag("LADLE_TEST_RUN_KNOWN_FAILURES");
     println!(
-        "sqllogictest [ladle]: {} files against {} ({} known failures listed in {KNOWN_FAILURES_FILE})",
+        "sqllogictest [ladle/{p}]: {} files against {} ({} known failures listed in {KNOWN_FAILURES_FILE})",
         files.len(),
         bin.display(),
         known.len()
@@ -191,13 +201,13 @@ fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
         let known_reason = known.get(rel.as_str());
         if let (Some(reason), false) = (known_reason, run_known) {
             tally.skipped += 1;
-            println!("  SKIP ladle {rel} (known failure: {reason})");
+            println!("  SKIP ladle/{p} {rel} (known failure: {reason})");
             continue;
         }
         let outcome = LadleServer::start(&bin)
             .map_err(|e| format!("starting ladle: {e}"))
             .and_then(|mut server| {
-                let r = run_file(&server.url(), "ladle", rel, file);
+                let r = run_file(&server.url(), "ladle", protocol, rel, file);
                 if r.is_err() && !server.is_alive() {
                     return r.map_err(|e| {
                         format!("{e}\n(ladle died; log tail:)\n{}", server.log_tail())
@@ -208,33 +218,35 @@ fn run_ladle(root: &Path, files: &[(String, PathBuf)]) -> Tally {
         match (outcome, known_reason) {
             (Ok(()), None) => {
                 tally.passed += 1;
-                println!("  PASS ladle {rel}");
+                println!("  PASS ladle/{p} {rel}");
             }
             (Ok(()), Some(_)) => {
                 tally.passed += 1;
                 now_passing.push(rel.clone());
-                println!("  PASS ladle {rel} (listed as a known failure: remove it from the list)");
+                println!(
+                    "  PASS ladle/{p} {rel} (listed as a known failure: remove it from the list)"
+                );
             }
             (Err(e), Some(_)) => {
                 tally.skipped += 1;
-                println!("  KNOWN-FAIL ladle {rel}\n    {}", first_lines(&e, 12));
+                println!("  KNOWN-FAIL ladle/{p} {rel}\n    {}", first_lines(&e, 12));
             }
             (Err(e), None) => {
                 tally.failed += 1;
-                println!("  FAIL ladle {rel}\n    {}", first_lines(&e, 30));
+                println!("  FAIL ladle/{p} {rel}\n    {}", first_lines(&e, 30));
                 tally.failures.push((rel.clone(), e));
             }
         }
     }
     for rel in &now_passing {
-        println!("sqllogictest [ladle]: known failure now passes: {rel}");
+        println!("sqllogictest [ladle/{p}]: known failure now passes: {rel}");
     }
     for path in known.keys() {
         if !root.join(path).is_file() {
-            println!("sqllogictest [ladle]: {KNOWN_FAILURES_FILE} lists a missing or filtered-out file: {path}");
+            println!("sqllogictest [ladle/{p}]: {KNOWN_FAILURES_FILE} lists a missing or filtered-out file: {path}");
         }
     }
-    println!("sqllogictest [ladle]: {}", tally.line());
+    println!("sqllogictest [ladle/{p}]: {}", tally.line());
     tally
 }
 
@@ -300,28 +312,37 @@ fn main() -> ExitCode {
         };
     }
 
-    let maria = run_mariadb(&root, &files);
-    let ladle = run_ladle(&root, &files);
-    let total = Tally {
-        passed: maria.passed + ladle.passed,
-        failed: maria.failed + ladle.failed,
-        skipped: maria.skipped + ladle.skipped,
-        failures: Vec::new(),
-    };
-    if !maria.failures.is_empty() || !ladle.failures.is_empty() {
-        println!("\nfailures:");
-        for (rel, _) in &maria.failures {
-            println!("  mariadb {rel}");
-        }
-        for (rel, _) in &ladle.failures {
-            println!("  ladle   {rel}");
+    let mut total = Tally::default();
+    let mut summaries = Vec::new();
+    let mut failed = Vec::new();
+    for protocol in Protocol::selected() {
+        for (engine, tally) in [
+            ("mariadb", run_mariadb(&root, &files, protocol)),
+            ("ladle", run_ladle(&root, &files, protocol)),
+        ] {
+            let name = format!("{engine}/{}", protocol.name());
+            summaries.push(format!("{name}: {}", tally.line()));
+            total.passed += tally.passed;
+            total.failed += tally.failed;
+            total.skipped += tally.skipped;
+            failed.extend(
+                tally
+                    .failures
+                    .into_iter()
+                    .map(|(rel, _)| format!("{name} {rel}")),
+            );
         }
     }
-    println!(
-        "\nsqllogictest: mariadb {} | ladle {}",
-        maria.line(),
-        ladle.line()
-    );
+    if !failed.is_empty() {
+        println!("\nfailures:");
+        for what in &failed {
+            println!("  {what}");
+        }
+    }
+    println!();
+    for line in &summaries {
+        println!("sqllogictest: {line}");
+    }
     println!("sqllogictest: {}", total.line());
     if total.failed == 0 {
         ExitCode::SUCCESS
