@@ -267,6 +267,35 @@ def test_sqlalchemy_orm(target):
         engine.dispose()
 
 
+def test_sqlalchemy_core_mysqlconnector(target):
+    """SQLAlchemy Core over the mysql-connector dialect: executemany insert,
+    parameterized select, update and delete with rowcounts."""
+    from sqlalchemy import Column, MetaData, Table, delete, insert, update
+
+    url = f"mysql+mysqlconnector://{target.user}:{target.password}@{target.host}:{target.port}/{target.db}"
+    engine = create_engine(url)
+    try:
+        md = MetaData()
+        tags = Table("tags", md, Column("id", Integer, primary_key=True),
+                     Column("tag", String(20), nullable=False, unique=True),
+                     Column("hits", Integer, nullable=False, default=0))
+        md.create_all(engine)
+        with engine.begin() as c:
+            c.execute(insert(tags), [{"tag": "rust", "hits": 3}, {"tag": "sql", "hits": 1},
+                                     {"tag": "go", "hits": 0}])
+        with engine.begin() as c:
+            rows = c.execute(select(tags.c.tag, tags.c.hits).where(tags.c.hits >= 1)
+                             .order_by(tags.c.hits.desc())).all()
+            assert [tuple(r) for r in rows] == [("rust", 3), ("sql", 1)]
+            assert c.execute(update(tags).where(tags.c.tag == "go").values(hits=tags.c.hits + 5)).rowcount == 1
+            assert c.execute(delete(tags).where(tags.c.hits < 2)).rowcount == 1
+        with engine.connect() as c:
+            rows = c.execute(select(tags.c.tag).order_by(tags.c.tag)).scalars().all()
+            assert rows == ["go", "rust"]
+    finally:
+        engine.dispose()
+
+
 # --------------------------------------------------------------------------
 # the mariadb command-line client
 # --------------------------------------------------------------------------
