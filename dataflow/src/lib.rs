@@ -5,12 +5,14 @@
 //! dataflow nodes ending in a reader keyed by the query's parameters.
 //!
 //! ```text
-//!  SQL AST --planner--> query graph (plan::LNode) --install--> dataflow nodes --> reader
-//!                                                                 ^   |  deltas (on_commit)
-//!  storage (base tables) --on_commit deltas--> Base --> Filter/Project/Join/Aggregate --> Reader
-//!                 ^                                                               |
-//!                 +------- upquery (pull) on a reader miss, fills holes ---------+
-//!  eviction: reader keys (LRU) first; then interior state, clearing its descendants
+//!  SQL AST --planner--> query graph (plan::LNode) --install--> dataflow nodes --> readers
+//!                                                   (nodes shared by signature)
+//!  write: Storage::write -> on_commit(deltas) -> Base -> Filter/Project/Join/Aggregate -> Reader
+//!                                                        (deltas for holes are dropped)
+//!  read:  PreparedQuery::execute -> reader hit -> rows
+//!                                -> miss -> upquery: pull(key) through the ancestors,
+//!                                   down to storage lookups; fills the holes on the path
+//!  evict: least recently used reader keys; then aggregate state, clearing its descendants
 //! ```
 //!
 //! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
@@ -20,8 +22,30 @@
 //! graph lock), so a replay never races a delta. Reader hits take only the
 //! reader's own read lock.
 //!
+//! Partial state: readers and aggregates hold some keys (complete results)
+//! and holes. Deltas for holes are dropped; a fill computes the key from the
+//! nearest ancestor that holds it (ultimately storage index lookups/scans),
+//! filling state on the way, so a filled key's dependencies are filled too.
+//! Evicting an aggregate's state clears every node downstream of it.
+//!
+//! Joins are maintained per join key: for each key a batch touches, both
+//! inputs are looked up as they are after the batch, the rows before it are
+//! those minus the batch's deltas, and the output is the difference. Storage
+//! reads during propagation subtract the deltas of tables not yet
+//! propagated, so self-joins and multi-table batches are exact.
+//!
+//! SQL: selection, projection, MySQL expressions; inner/LEFT/comma
+//! equi-joins; GROUP BY with COUNT/SUM/AVG/MIN/MAX/GROUP_CONCAT (and
+//! DISTINCT forms), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit applied at
+//! read over the full per-key result); UNION [ALL]; derived tables and named
+//! views; IN/EXISTS subqueries as semi/anti-joins; scalar aggregate
+//! subqueries (correlated by equality, or not) as joins with aggregates;
+//! equality parameters as reader keys; other parameters and NOW()/RAND() in
+//! WHERE as read-time filters (not under aggregation). Anything else is
+//! [`DataflowError::Unsupported`], never a wrong answer.
+//!
 //! Only the `planner` module reads the SQL AST; operators see Ladle's own
-//! expression ([`expr`]) and plan types. This crate must not depend on the
+//! expression (`expr`) and plan types. This crate must not depend on the
 //! shim or on RocksDB.
 
 use std::sync::Arc;
