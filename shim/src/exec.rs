@@ -247,6 +247,16 @@ impl Engine {
         if let Some(out) = self.by_keywords(s, &toks)? {
             return Ok(out);
         }
+        // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
+        // no locks in Ladle, so it is dropped.
+        let unlocked;
+        let sql = match strip_share_mode(sql) {
+            Some(x) if kind == Kind::Select => {
+                unlocked = x;
+                unlocked.as_str()
+            }
+            _ => sql,
+        };
         let mut stmts = parse(sql)?;
         if kind == Kind::Select && stmts.len() == 1 {
             if let Some(Statement::Query(q)) = stmts.pop() {
@@ -298,6 +308,21 @@ impl Engine {
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
             ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
+            // TRUNCATE [TABLE] name (the parser wants TABLE).
+            ("TRUNCATE", _) => {
+                let mut i = if w1 == "TABLE" { 2 } else { 1 };
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near TRUNCATE".into()))?;
+                self.implicit_commit(s)?;
+                let name = ast::ObjectName(
+                    db.into_iter()
+                        .chain(std::iter::once(table))
+                        .map(ast::Ident::new)
+                        .collect(),
+                );
+                dml::truncate(self, s, &name)?;
+                Ok(Some(Output::ok()))
+            }
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
                 Some(sql) => {
                     let mut last = Output::ok();
@@ -850,6 +875,23 @@ pub fn view_definition(storage: &Storage, db: &str, view: &str) -> Option<String
         .into_iter()
         .find(|(k, _)| *k == key)
         .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
+}
+
+/// `sql` without a trailing `LOCK IN SHARE MODE`, if it has one.
+fn strip_share_mode(sql: &str) -> Option<String> {
+    let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
+    let words: Vec<&str> = trimmed.rsplitn(5, char::is_whitespace).collect();
+    if words.len() == 5
+        && words[..4]
+            .iter()
+            .rev()
+            .map(|w| w.to_ascii_uppercase())
+            .eq(["LOCK", "IN", "SHARE", "MODE"])
+    {
+        Some(words[4].to_string())
+    } else {
+        None
+    }
 }
 
 /// `SELECT ... FROM DUAL` as the same query without FROM.
