@@ -8,7 +8,6 @@
 //! on each row.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use ladle_common::{Collation, Row, TableSchema, Value};
@@ -379,6 +378,8 @@ pub fn update(
     target: ast::TableWithJoins,
     assignments: Vec<ast::Assignment>,
     selection: Option<Expr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<u64>,
 ) -> Result<Output> {
     let schema = table(e, s, single_table(&target)?)?;
     let compiled = compile_assignments(&schema, &assignments)?;
@@ -397,9 +398,16 @@ pub fn update(
         .collect();
     let now = crate::ddl::now_seconds();
     let pred2 = pred.clone();
+    let chosen = choose_rows(e, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    let ident_cols = identity_columns(&schema);
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(None);
+            }
+        }
+        if let Some(set) = &chosen {
+            if !set.contains(&identity(row, &ident_cols)) {
                 return Ok(None);
             }
         }
@@ -416,10 +424,11 @@ pub fn update(
         Ok(Some(new))
     });
     let est = if s.in_transaction() {
-        estimate(e, schema.id, &scan, &|r| match &pred2 {
+        let n = estimate(e, schema.id, &scan, &|r| match &pred2 {
             Some(p) => p.eval_predicate(r).map_err(expr_err),
             None => Ok(true),
-        })?
+        })?;
+        limit.map_or(n, |l| n.min(l))
     } else {
         0
     };
@@ -442,9 +451,6 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
     if from.len() != 1 || !d.tables.is_empty() || d.using.is_some() {
         return Err(ShimError::Unsupported("multi-table DELETE".into()));
     }
-    if !d.order_by.is_empty() {
-        return Err(ShimError::Unsupported("DELETE ... ORDER BY".into()));
-    }
     let schema = table(e, s, single_table(&from[0])?)?;
     let limit = match &d.limit {
         None => None,
@@ -459,7 +465,8 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, d.selection.as_ref());
-    let taken = Arc::new(AtomicU64::new(0));
+    let chosen = choose_rows(e, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
+    let ident_cols = identity_columns(&schema);
     let pred2 = pred.clone();
     let filter: RowFilter = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
@@ -467,11 +474,8 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
                 return Ok(false);
             }
         }
-        if let Some(l) = limit {
-            // DELETE ... LIMIT n without ORDER BY: any n matching rows.
-            if taken.fetch_add(1, Ordering::Relaxed) >= l {
-                return Ok(false);
-            }
+        if let Some(set) = &chosen {
+            return Ok(set.contains(&identity(row, &ident_cols)));
         }
         Ok(true)
     });
@@ -594,6 +598,113 @@ fn render_token(t: &Token) -> String {
         Token::SingleQuotedString(s) => crate::params::quote(s),
         other => other.to_string(),
     }
+}
+
+/// The columns identifying a row: the primary key, or every column.
+fn identity_columns(schema: &TableSchema) -> Vec<usize> {
+    match &schema.primary_key {
+        Some(pk) => pk.clone(),
+        None => (0..schema.columns.len()).collect(),
+    }
+}
+
+fn identity(row: &Row, cols: &[usize]) -> Vec<Value> {
+    cols.iter()
+        .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
+/// UPDATE/DELETE ... [ORDER BY ...] LIMIT n: the identities of the rows to
+/// touch, chosen from committed state (matching rows, sorted, first n).
+/// `None` when there is no ORDER BY and no LIMIT (every matching row).
+fn choose_rows(
+    e: &Engine,
+    schema: &TableSchema,
+    scan: &ScanSpec,
+    pred: Option<&RowExpr>,
+    order_by: &[ast::OrderByExpr],
+    limit: Option<u64>,
+) -> Result<Option<std::collections::HashSet<Vec<Value>>>> {
+    if order_by.is_empty() && limit.is_none() {
+        return Ok(None);
+    }
+    let keys: Vec<(RowExpr, bool)> = order_by
+        .iter()
+        .map(|o| {
+            Ok((
+                compile_row_expr(&o.expr, Some(schema))?,
+                o.asc == Some(false),
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let rows = match scan {
+        ScanSpec::Full => e.storage.scan(schema.id)?,
+        ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
+    };
+    let mut keyed: Vec<(Vec<Value>, Row)> = Vec::new();
+    for r in rows {
+        if let Some(p) = pred {
+            if !p.eval_predicate(&r)? {
+                continue;
+            }
+        }
+        let k = keys
+            .iter()
+            .map(|(x, _)| x.eval(&r))
+            .collect::<Result<Vec<_>, _>>()?;
+        keyed.push((k, r));
+    }
+    keyed.sort_by(|a, b| {
+        for (i, (_, desc)) in keys.iter().enumerate() {
+            let o = a.0[i].cmp_collated(&b.0[i], Collation::GeneralCi);
+            let o = if *desc { o.reverse() } else { o };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+    let n = limit.map_or(keyed.len(), |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let cols = identity_columns(schema);
+    Ok(Some(
+        keyed
+            .into_iter()
+            .take(n)
+            .map(|(_, r)| identity(&r, &cols))
+            .collect(),
+    ))
+}
+
+/// Splits `UPDATE ... [ORDER BY ...] [LIMIT n]` (which the SQL parser does
+/// not accept) into the plain UPDATE text, the ORDER BY text and the LIMIT
+/// text; `None` when the statement has neither clause.
+pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, Option<String>)> {
+    use crate::exec::word;
+    let mut depth = 0usize;
+    let mut order_at = None;
+    let mut limit_at = None;
+    for i in 0..t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ if depth == 0
+                && word(t, i).as_deref() == Some("ORDER")
+                && word(t, i + 1).as_deref() == Some("BY") =>
+            {
+                order_at = Some(i)
+            }
+            _ if depth == 0 && word(t, i).as_deref() == Some("LIMIT") => limit_at = Some(i),
+            _ => {}
+        }
+    }
+    if order_at.is_none() && limit_at.is_none() {
+        return None;
+    }
+    let render = |toks: &[Token]| toks.iter().map(render_token).collect::<Vec<_>>().join(" ");
+    let base_end = order_at.or(limit_at)?;
+    let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
+    let limit = limit_at.map(|l| render(&t[l + 1..]));
+    Some((render(&t[..base_end]), order, limit))
 }
 
 /// Picks the index whose leading columns the WHERE clause pins with

@@ -323,6 +323,54 @@ impl Engine {
                 dml::truncate(self, s, &name)?;
                 Ok(Some(Output::ok()))
             }
+            ("UPDATE", _) => {
+                let Some((base, order, limit)) = dml::split_update_order_limit(t) else {
+                    return Ok(None);
+                };
+                let stmt = parse(&base)?.into_iter().next();
+                let Some(Statement::Update {
+                    table,
+                    assignments,
+                    from: None,
+                    selection,
+                    ..
+                }) = stmt
+                else {
+                    return Err(ShimError::Unsupported(
+                        "this form of UPDATE ... ORDER BY/LIMIT".into(),
+                    )
+                    .into());
+                };
+                let order_by = match order {
+                    Some(text) => Parser::new(&MySqlDialect {})
+                        .try_with_sql(&text)
+                        .and_then(|mut p| p.parse_comma_separated(Parser::parse_order_by_expr))
+                        .map_err(ShimError::from)?,
+                    None => Vec::new(),
+                };
+                let limit = match limit {
+                    Some(text) => {
+                        let x = Parser::new(&MySqlDialect {})
+                            .try_with_sql(&text)
+                            .and_then(|mut p| p.parse_expr())
+                            .map_err(ShimError::from)?;
+                        match self.eval_constant(s, &x)?.as_i64() {
+                            Some(n) if n >= 0 => Some(n as u64),
+                            _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
+                        }
+                    }
+                    None => None,
+                };
+                Ok(Some(dml::update(
+                    self,
+                    s,
+                    table,
+                    assignments,
+                    selection,
+                    &order_by,
+                    limit,
+                )?))
+            }
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
                 Some(sql) => {
                     let mut last = Output::ok();
@@ -382,7 +430,7 @@ impl Engine {
                 if from.is_some() {
                     return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
                 }
-                dml::update(self, s, table, assignments, selection)
+                dml::update(self, s, table, assignments, selection, &[], None)
             }
             Statement::Delete(d) => dml::delete(self, s, d),
             Statement::Truncate { table_names, .. } => {
@@ -756,6 +804,12 @@ impl Engine {
 
     /// Plans a statement for COM_STMT_PREPARE.
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let unlocked = if classify(sql) == Kind::Select {
+            strip_share_mode(sql)
+        } else {
+            None
+        };
+        let sql = unlocked.as_deref().unwrap_or(sql);
         let marks = crate::params::placeholders(sql);
         let first = tokens(sql)?;
         let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
