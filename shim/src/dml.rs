@@ -343,14 +343,12 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
 /// count a statement inside a transaction reports).
 fn estimate(
     e: &Engine,
-    id: u64,
+    s: &Session,
+    schema: &TableSchema,
     scan: &ScanSpec,
     matches: &dyn Fn(&Row) -> Result<bool, StorageError>,
 ) -> Result<u64> {
-    let rows = match scan {
-        ScanSpec::Full => e.storage.scan(id)?,
-        ScanSpec::Prefix { index, key } => e.storage.lookup(id, *index, key)?,
-    };
+    let rows = candidate_rows(e, s, schema, scan)?;
     let mut n = 0;
     for r in &rows {
         if matches(r)? {
@@ -358,6 +356,58 @@ fn estimate(
         }
     }
     Ok(n)
+}
+
+/// The rows an UPDATE/DELETE considers: committed rows, or inside a
+/// transaction the table as the transaction's buffered ops leave it (so
+/// counts and ORDER BY ... LIMIT see the transaction's own writes).
+fn candidate_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    scan: &ScanSpec,
+) -> Result<Vec<Row>> {
+    let Some(tx) = s.transaction.as_ref().filter(|t| !t.ops.is_empty()) else {
+        return Ok(match scan {
+            ScanSpec::Full => e.storage.scan(schema.id)?,
+            ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
+        });
+    };
+    let mut rows = e.storage.scan(schema.id)?;
+    for op in &tx.ops {
+        match op {
+            WriteOp::Insert {
+                table, rows: new, ..
+            } if *table == schema.id => {
+                for r in new {
+                    let coerced: Row = r
+                        .iter()
+                        .zip(&schema.columns)
+                        .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
+                        .collect();
+                    rows.push(coerced);
+                }
+            }
+            WriteOp::Update { table, update, .. } if *table == schema.id => {
+                for r in rows.iter_mut() {
+                    if let Some(n) = update(r)? {
+                        *r = n;
+                    }
+                }
+            }
+            WriteOp::Delete { table, filter, .. } if *table == schema.id => {
+                let mut kept = Vec::with_capacity(rows.len());
+                for r in rows {
+                    if !filter(&r)? {
+                        kept.push(r);
+                    }
+                }
+                rows = kept;
+            }
+            _ => {}
+        }
+    }
+    Ok(rows)
 }
 
 fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
@@ -398,7 +448,7 @@ pub fn update(
         .collect();
     let now = crate::ddl::now_seconds();
     let pred2 = pred.clone();
-    let chosen = choose_rows(e, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     let ident_cols = identity_columns(&schema);
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
@@ -424,7 +474,7 @@ pub fn update(
         Ok(Some(new))
     });
     let est = if s.in_transaction() {
-        let n = estimate(e, schema.id, &scan, &|r| match &pred2 {
+        let n = estimate(e, s, &schema, &scan, &|r| match &pred2 {
             Some(p) => p.eval_predicate(r).map_err(expr_err),
             None => Ok(true),
         })?;
@@ -465,7 +515,7 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, d.selection.as_ref());
-    let chosen = choose_rows(e, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
+    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
     let ident_cols = identity_columns(&schema);
     let pred2 = pred.clone();
     let filter: RowFilter = Arc::new(move |row: &Row| {
@@ -480,7 +530,7 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
         Ok(true)
     });
     let est = if s.in_transaction() {
-        let n = estimate(e, schema.id, &scan, &|r| match &pred2 {
+        let n = estimate(e, s, &schema, &scan, &|r| match &pred2 {
             Some(p) => p.eval_predicate(r).map_err(expr_err),
             None => Ok(true),
         })?;
@@ -619,6 +669,7 @@ fn identity(row: &Row, cols: &[usize]) -> Vec<Value> {
 /// `None` when there is no ORDER BY and no LIMIT (every matching row).
 fn choose_rows(
     e: &Engine,
+    s: &Session,
     schema: &TableSchema,
     scan: &ScanSpec,
     pred: Option<&RowExpr>,
@@ -637,10 +688,7 @@ fn choose_rows(
             ))
         })
         .collect::<Result<_>>()?;
-    let rows = match scan {
-        ScanSpec::Full => e.storage.scan(schema.id)?,
-        ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
-    };
+    let rows = candidate_rows(e, s, schema, scan)?;
     let mut keyed: Vec<(Vec<Value>, Row)> = Vec::new();
     for r in rows {
         if let Some(p) = pred {

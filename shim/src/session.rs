@@ -30,8 +30,11 @@ use ladle_storage::WriteOp;
 /// - AUTO_INCREMENT values are reserved from storage when the INSERT runs,
 ///   so the OK packet and `LAST_INSERT_ID()` report them before `COMMIT`
 ///   (a rolled-back transaction leaves a gap, as in MySQL);
-/// - the affected-row count of an UPDATE/DELETE is computed against
-///   committed state.
+/// - UPDATE/DELETE counts and ORDER BY ... LIMIT row choices are computed
+///   over the table as the transaction's earlier statements leave it
+///   (committed rows with the buffered ops replayed in memory), and at
+///   COMMIT the ops apply in order, so later statements act on earlier
+///   ones' effects as in MySQL.
 #[derive(Default)]
 pub struct Transaction {
     pub ops: Vec<WriteOp>,
