@@ -403,6 +403,7 @@ mod tests {
         );
         RunOutcome {
             target,
+            offered: target,
             achieved,
             pages,
             all: lat,
@@ -467,6 +468,10 @@ mod tests {
     fn a_run_holds_only_within_slo_and_rate() {
         assert!(outcome(10.0, 9.6, 50).held(100.0));
         assert!(!outcome(10.0, 9.0, 50).held(100.0));
+        // Judged against the offered load, not the nominal target.
+        let mut noisy = outcome(10.0, 9.0, 50);
+        noisy.offered = 9.2;
+        assert!(noisy.held(100.0));
         assert!(!outcome(10.0, 10.0, 150).held(100.0));
         let mut failing = outcome(10.0, 10.0, 5);
         failing.errors = 5;
