@@ -20,6 +20,10 @@ export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
 
 if [[ "${LADLE_SKIP_MARIADB:-0}" != 1 ]]; then
   step "starting MariaDB (comparison oracle)"
+  # A private state directory, so a MariaDB started by hand (or by another
+  # checkout) is neither reused nor stopped by this run.
+  LADLE_MARIADB_STATE="$(mktemp -d /tmp/ladle-test-mariadb.XXXXXX)"
+  export LADLE_MARIADB_STATE
   LADLE_TEST_MARIADB_URL="$(scripts/mariadb.sh start)"
   export LADLE_TEST_MARIADB_URL
   trap 'scripts/mariadb.sh stop >/dev/null 2>&1 || true' EXIT
