@@ -12,7 +12,11 @@ use crate::{ColumnSchema, SqlType, Value};
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoerceError {
     #[error("Incorrect {ty} value: '{value}' for column '{column}'")]
-    Incorrect { ty: String, value: String, column: String },
+    Incorrect {
+        ty: String,
+        value: String,
+        column: String,
+    },
     #[error("Out of range value for column '{column}'")]
     OutOfRange { column: String },
     #[error("Data too long for column '{column}'")]
@@ -33,8 +37,12 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         value: v.to_string(),
         column: column.name.clone(),
     };
-    let out_of_range = || CoerceError::OutOfRange { column: column.name.clone() };
-    let too_long = || CoerceError::TooLong { column: column.name.clone() };
+    let out_of_range = || CoerceError::OutOfRange {
+        column: column.name.clone(),
+    };
+    let too_long = || CoerceError::TooLong {
+        column: column.name.clone(),
+    };
     match &column.ty {
         SqlType::Int { bytes, unsigned } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
@@ -73,14 +81,19 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             }
         }
         SqlType::Float | SqlType::Double => match v {
-            Value::Text(s) => s.trim().parse::<f64>().map(Value::Double).map_err(|_| incorrect()),
+            Value::Text(s) => s
+                .trim()
+                .parse::<f64>()
+                .map(Value::Double)
+                .map_err(|_| incorrect()),
             _ => v.as_f64().map(Value::Double).ok_or_else(incorrect),
         },
         SqlType::Decimal { precision, scale } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
             let d = d.round_dp(u32::from(*scale));
             let int_digits = u32::from(*precision).saturating_sub(u32::from(*scale));
-            let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
+            let limit =
+                (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
             if d.abs() >= limit {
                 return Err(out_of_range());
             }
@@ -111,7 +124,11 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                     return Ok(Value::text(&labels[i as usize - 1]));
                 }
             }
-            Err(CoerceError::Incorrect { ty: "enum".into(), value: s, column: column.name.clone() })
+            Err(CoerceError::Incorrect {
+                ty: "enum".into(),
+                value: s,
+                column: column.name.clone(),
+            })
         }
         SqlType::Binary(n) | SqlType::VarBinary(n) | SqlType::Blob(n) => {
             let b: Vec<u8> = match v {
@@ -164,7 +181,11 @@ fn to_decimal(v: &Value) -> Option<Decimal> {
             Decimal::from_str(s)
                 .ok()
                 .or_else(|| Decimal::from_scientific(s).ok())
-                .or_else(|| s.parse::<f64>().ok().and_then(|f| Decimal::try_from(f).ok()))
+                .or_else(|| {
+                    s.parse::<f64>()
+                        .ok()
+                        .and_then(|f| Decimal::try_from(f).ok())
+                })
         }
         _ => None,
     }
@@ -181,7 +202,12 @@ fn to_text(v: &Value) -> String {
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`, and the `T` separator.
 pub(crate) fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
     let s = s.trim();
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M", "%Y%m%d%H%M%S"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y%m%d%H%M%S",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
             return Some(dt);
         }
@@ -229,23 +255,53 @@ mod tests {
 
     #[test]
     fn integers_are_range_checked() {
-        let tiny = col(SqlType::Int { bytes: 1, unsigned: false });
+        let tiny = col(SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        });
         assert_eq!(coerce(&Value::Int(127), &tiny), Ok(Value::Int(127)));
-        assert!(matches!(coerce(&Value::Int(128), &tiny), Err(CoerceError::OutOfRange { .. })));
+        assert!(matches!(
+            coerce(&Value::Int(128), &tiny),
+            Err(CoerceError::OutOfRange { .. })
+        ));
         assert_eq!(coerce(&Value::text("42"), &tiny), Ok(Value::Int(42)));
-        assert!(matches!(coerce(&Value::text("x"), &tiny), Err(CoerceError::Incorrect { .. })));
-        let ubig = col(SqlType::Int { bytes: 8, unsigned: true });
-        assert_eq!(coerce(&Value::UInt(u64::MAX), &ubig), Ok(Value::UInt(u64::MAX)));
+        assert!(matches!(
+            coerce(&Value::text("x"), &tiny),
+            Err(CoerceError::Incorrect { .. })
+        ));
+        let ubig = col(SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+        });
+        assert_eq!(
+            coerce(&Value::UInt(u64::MAX), &ubig),
+            Ok(Value::UInt(u64::MAX))
+        );
         assert!(coerce(&Value::Int(-1), &ubig).is_err());
     }
 
     #[test]
     fn strings_and_dates() {
-        assert!(matches!(coerce(&Value::text("abcd"), &col(SqlType::VarChar(3))), Err(CoerceError::TooLong { .. })));
+        assert!(matches!(
+            coerce(&Value::text("abcd"), &col(SqlType::VarChar(3))),
+            Err(CoerceError::TooLong { .. })
+        ));
         let d = coerce(&Value::text("2024-02-29 10:11:12"), &col(SqlType::DateTime)).unwrap();
         assert_eq!(d.to_string(), "2024-02-29 10:11:12");
-        assert_eq!(coerce(&Value::text("12:30:00"), &col(SqlType::Time)).unwrap().to_string(), "12:30:00");
-        let dec = coerce(&Value::text("3.14159"), &col(SqlType::Decimal { precision: 5, scale: 2 })).unwrap();
+        assert_eq!(
+            coerce(&Value::text("12:30:00"), &col(SqlType::Time))
+                .unwrap()
+                .to_string(),
+            "12:30:00"
+        );
+        let dec = coerce(
+            &Value::text("3.14159"),
+            &col(SqlType::Decimal {
+                precision: 5,
+                scale: 2,
+            }),
+        )
+        .unwrap();
         assert_eq!(dec.to_string(), "3.14");
     }
 }

@@ -35,7 +35,11 @@ pub struct ColumnSchema {
 impl ColumnSchema {
     /// A nullable column with no default and the default collation.
     pub fn new(name: impl Into<String>, ty: SqlType) -> ColumnSchema {
-        let collation = if ty.is_binary() { Collation::Binary } else { Collation::GeneralCi };
+        let collation = if ty.is_binary() {
+            Collation::Binary
+        } else {
+            Collation::GeneralCi
+        };
         ColumnSchema {
             name: name.into(),
             ty,
@@ -83,12 +87,16 @@ pub struct TableSchema {
 impl TableSchema {
     /// Position of the column named `name` (case-insensitive, as in MySQL).
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
     /// The index named `name` (case-insensitive).
     pub fn index(&self, name: &str) -> Option<&IndexSchema> {
-        self.indexes.iter().find(|i| i.name.eq_ignore_ascii_case(name))
+        self.indexes
+            .iter()
+            .find(|i| i.name.eq_ignore_ascii_case(name))
     }
 
     /// The column with AUTO_INCREMENT, if any.

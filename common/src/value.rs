@@ -119,9 +119,7 @@ impl Value {
             (Date(a), DateTime(b)) => a.and_hms_opt(0, 0, 0).unwrap_or_default().cmp(b),
             (DateTime(a), Date(b)) => a.cmp(&b.and_hms_opt(0, 0, 0).unwrap_or_default()),
             (Time(a), Time(b)) => a.cmp(b),
-            (a, b) if a.is_numeric() && b.is_numeric() => {
-                cmp_numeric(a, b)
-            }
+            (a, b) if a.is_numeric() && b.is_numeric() => cmp_numeric(a, b),
             (a, b) => a.kind_rank().cmp(&b.kind_rank()),
         }
     }
@@ -272,7 +270,13 @@ impl fmt::Display for Value {
                 let us = us.unsigned_abs();
                 let secs = us / 1_000_000;
                 let frac = us % 1_000_000;
-                write!(f, "{sign}{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60)?;
+                write!(
+                    f,
+                    "{sign}{:02}:{:02}:{:02}",
+                    secs / 3600,
+                    (secs / 60) % 60,
+                    secs % 60
+                )?;
                 if frac != 0 {
                     write!(f, ".{frac:06}")?;
                 }
@@ -300,7 +304,12 @@ impl Collation {
         let n = name.to_ascii_lowercase();
         if n == "binary" || n.ends_with("_bin") {
             Some(Collation::Binary)
-        } else if n.ends_with("_ci") || n == "utf8mb4" || n == "utf8" || n == "utf8mb3" || n == "latin1" {
+        } else if n.ends_with("_ci")
+            || n == "utf8mb4"
+            || n == "utf8"
+            || n == "utf8mb3"
+            || n == "latin1"
+        {
             Some(Collation::GeneralCi)
         } else {
             None
@@ -349,10 +358,16 @@ impl Collation {
 pub enum SqlType {
     /// TINYINT/SMALLINT/MEDIUMINT/INT/BIGINT: `bytes` is 1, 2, 3, 4 or 8.
     /// BOOL/BOOLEAN is `Int { bytes: 1, unsigned: false }`.
-    Int { bytes: u8, unsigned: bool },
+    Int {
+        bytes: u8,
+        unsigned: bool,
+    },
     Float,
     Double,
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Char(u32),
     VarChar(u32),
     /// TINYTEXT/TEXT/MEDIUMTEXT/LONGTEXT with their maximum byte length.
@@ -378,12 +393,19 @@ impl SqlType {
     pub fn is_text(&self) -> bool {
         matches!(
             self,
-            SqlType::Char(_) | SqlType::VarChar(_) | SqlType::Text(_) | SqlType::Enum(_) | SqlType::Json
+            SqlType::Char(_)
+                | SqlType::VarChar(_)
+                | SqlType::Text(_)
+                | SqlType::Enum(_)
+                | SqlType::Json
         )
     }
 
     pub fn is_binary(&self) -> bool {
-        matches!(self, SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_))
+        matches!(
+            self,
+            SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_)
+        )
     }
 
     /// The SQL spelling, as SHOW CREATE TABLE and DESCRIBE print it.
@@ -433,7 +455,10 @@ impl SqlType {
             SqlType::Time => "time".into(),
             SqlType::Year => "year(4)".into(),
             SqlType::Enum(labels) => {
-                let quoted: Vec<String> = labels.iter().map(|l| format!("'{}'", l.replace('\'', "''"))).collect();
+                let quoted: Vec<String> = labels
+                    .iter()
+                    .map(|l| format!("'{}'", l.replace('\'', "''")))
+                    .collect();
                 format!("enum({})", quoted.join(","))
             }
             SqlType::Json => "longtext".into(),
