@@ -200,7 +200,7 @@ fn to_text(v: &Value) -> String {
 
 /// Parses the date and datetime literals MySQL accepts: `YYYY-MM-DD`,
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`, and the `T` separator.
-pub(crate) fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
+pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
     let s = s.trim();
     for fmt in [
         "%Y-%m-%d %H:%M:%S%.f",

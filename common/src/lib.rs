@@ -11,7 +11,7 @@ mod coerce;
 mod schema;
 mod value;
 
-pub use coerce::{coerce, CoerceError};
+pub use coerce::{coerce, parse_datetime, CoerceError};
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};
 

@@ -338,32 +338,12 @@ pub(crate) fn div_decimal(x: Decimal, y: Decimal, scale: u32) -> EvalResult<Deci
     Ok(q)
 }
 
-fn parse_temporal(s: &str) -> Option<NaiveDateTime> {
-    let s = s.trim();
-    for fmt in [
-        "%Y-%m-%d %H:%M:%S%.f",
-        "%Y-%m-%dT%H:%M:%S%.f",
-        "%Y-%m-%d %H:%M",
-        "%Y%m%d%H%M%S",
-    ] {
-        if let Ok(dt) = NaiveDateTime::parse_from_str(s, fmt) {
-            return Some(dt);
-        }
-    }
-    for fmt in ["%Y-%m-%d", "%Y%m%d"] {
-        if let Ok(d) = NaiveDate::parse_from_str(s, fmt) {
-            return d.and_hms_opt(0, 0, 0);
-        }
-    }
-    None
-}
-
 pub(crate) fn to_datetime(v: &Value) -> Option<NaiveDateTime> {
     match v {
         Value::DateTime(dt) => Some(*dt),
         Value::Date(d) => d.and_hms_opt(0, 0, 0),
-        Value::Text(s) => parse_temporal(s),
-        Value::Int(_) | Value::UInt(_) => parse_temporal(&v.to_string()),
+        Value::Text(s) => ladle_common::parse_datetime(s),
+        Value::Int(_) | Value::UInt(_) => ladle_common::parse_datetime(&v.to_string()),
         _ => None,
     }
 }
@@ -378,11 +358,11 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
         (Text(_), Bytes(_)) | (Bytes(_), Text(_)) => {
             Some(to_text(a).as_bytes().cmp(to_text(b).as_bytes()))
         }
-        (Date(_) | DateTime(_), Text(s)) => match parse_temporal(s) {
+        (Date(_) | DateTime(_), Text(s)) => match ladle_common::parse_datetime(s) {
             Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
             None => Some(to_text(a).cmp(&s.to_string())),
         },
-        (Text(s), Date(_) | DateTime(_)) => match parse_temporal(s) {
+        (Text(s), Date(_) | DateTime(_)) => match ladle_common::parse_datetime(s) {
             Some(dt) => Some(dt.cmp(&to_datetime(b)?)),
             None => Some(s.to_string().cmp(&to_text(b))),
         },
