@@ -623,34 +623,43 @@ fn right_colls(g: &Graph, r: NodeId, j: &Join) -> Vec<Collation> {
     c
 }
 
-/// An index whose leading columns are exactly `cols` (any order), and the
-/// permutation of key positions into index order. Storage encodes text
+/// The index whose longest run of leading columns lies within `cols`, and
+/// the positions in `cols` of that run, in index order (a prefix lookup). Storage encodes text
 /// index keys under the column's collation, so case-insensitive columns use
 /// their index too (rows are re-checked with `key_matches`).
 fn choose_index(s: &TableSchema, cols: &[usize]) -> Option<(IndexRef, Vec<usize>)> {
     if cols.iter().any(|&c| c >= s.columns.len()) {
         return None;
     }
-    let fits = |idx_cols: &[usize]| -> Option<Vec<usize>> {
-        if idx_cols.len() < cols.len() {
-            return None;
-        }
-        let lead = &idx_cols[..cols.len()];
-        lead.iter()
-            .map(|ic| cols.iter().position(|c| c == ic))
+    // Positions in `cols` of the index's leading columns, as far as they are
+    // all key columns: a prefix lookup on them, and the caller filters on the
+    // rest (e.g. key `(user_id, is_deleted)` uses an index on `user_id`
+    // instead of scanning the table).
+    let lead = |idx_cols: &[usize]| -> Vec<usize> {
+        idx_cols
+            .iter()
+            .take(cols.len())
+            .map_while(|ic| cols.iter().position(|c| c == ic))
             .collect()
     };
-    if let Some(pk) = &s.primary_key {
-        if let Some(p) = fits(pk) {
-            return Some((IndexRef::Primary, p));
+    let pk = s.primary_key.iter().map(|pk| (IndexRef::Primary, pk));
+    let secondary = s
+        .indexes
+        .iter()
+        .map(|idx| (IndexRef::Secondary(idx.id), &idx.columns));
+    let mut best: Option<(IndexRef, Vec<usize>)> = None;
+    for (index, idx_cols) in pk.chain(secondary) {
+        let p = lead(idx_cols);
+        // Longest prefix wins; on a tie the primary key, then the first index.
+        let better = match &best {
+            Some((_, b)) => p.len() > b.len(),
+            None => !p.is_empty(),
+        };
+        if better {
+            best = Some((index, p));
         }
     }
-    for idx in &s.indexes {
-        if let Some(p) = fits(&idx.columns) {
-            return Some((IndexRef::Secondary(idx.id), p));
-        }
-    }
-    None
+    best
 }
 
 /// A node of a plan being installed.
