@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::{IndexRef, Storage};
 
+use crate::ops::JoinKind;
 use crate::ops::{
     self, key_matches, project_cols, Aggregate, Filter, Join, Op, Project, Reader, ReaderState,
     Union,
@@ -74,6 +75,7 @@ impl Graph {
             let reqs = std::mem::take(&mut requests[i]);
             let state_key = decide_key(&tmp[i], &reqs);
             tmp[i].state_key = state_key.clone();
+            tmp[i].drives = join_drives(&tmp, i, &reqs);
             for (p, cols) in route_requests(&tmp[i], &reqs, &state_key) {
                 let parent = tmp[i].parents[p];
                 if !requests[parent].contains(&cols) {
@@ -87,6 +89,13 @@ impl Graph {
             let sig = format!("{}|key={:?}|parents={:?}", t.sig, t.state_key, parents);
             if let Some(&id) = self.by_sig.get(&sig) {
                 self.nodes[id].users += 1;
+                if let Op::Join(j) = &mut self.nodes[id].op {
+                    for d in &t.drives {
+                        if !j.drives.iter().any(|x| x.0 == d.0) {
+                            j.drives.push(d.clone());
+                        }
+                    }
+                }
                 ids.push(id);
                 continue;
             }
@@ -115,6 +124,7 @@ impl Graph {
                             .map(|&c| lc.get(c).copied().unwrap_or_default())
                             .collect(),
                         right_width: self.nodes[parents[1]].colls.len(),
+                        drives: t.drives.clone(),
                     })
                 }
                 LOp::Aggregate {
@@ -409,6 +419,15 @@ impl Graph {
         }
     }
 
+    /// Rows of join node `n` whose `cols` equal `key`. Key columns of one
+    /// input are pushed into that input's pull; with key columns on both
+    /// inputs, the pull starts from the side chosen at install (`drives`),
+    /// looks the other side up by join key and filters on the full key.
+    ///
+    /// LEFT joins: the key never holds NULL (`pull` returns nothing then),
+    /// so rows matching a key on a right column are never NULL-extended:
+    /// they are exactly the inner join's matching rows, and the right side
+    /// can be filtered before joining.
     fn pull_join(
         &mut self,
         j: &Join,
@@ -419,34 +438,72 @@ impl Graph {
         colls: &[Collation],
     ) -> Result<Vec<Row>> {
         let lw = self.nodes[l].colls.len();
-        let all_left = cols.iter().all(|&c| c < lw);
-        let mut out = Vec::new();
-        let left_rows = if all_left {
-            self.pull(l, cols, key)?
-        } else if j.kind == ops::JoinKind::Inner && cols.iter().all(|&c| c >= lw) {
-            // Drive from the right side.
-            let rcols: Vec<usize> = cols.iter().map(|c| c - lw).collect();
-            let rrows = self.pull(r, &rcols, key)?;
-            let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
-            for rr in &rrows {
-                let jk = project_cols(rr, &j.right_cols);
-                if jk.iter().any(Value::is_null)
-                    || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some()
-                {
-                    continue;
-                }
-                let ls = self.pull(l, &j.left_cols, &jk)?;
-                let rs: Vec<Row> = rrows
-                    .iter()
-                    .filter(|x| key_matches(x, &j.right_cols, &jk, &right_colls(self, r, j)))
-                    .cloned()
-                    .collect();
-                out.extend(j.join_rows(&ls, &rs));
+        let (lcols, rcols) = split_cols(cols, lw);
+        let pick = |sub: &[usize]| -> Vec<Value> { sub.iter().map(|&i| key[i].clone()).collect() };
+        let lkey = pick(&lcols);
+        let rkey = pick(&rcols);
+        let lcols: Vec<usize> = lcols.iter().map(|&i| cols[i]).collect();
+        let rcols: Vec<usize> = rcols.iter().map(|&i| cols[i] - lw).collect();
+        let outer = matches!(j.kind, ops::JoinKind::Inner | ops::JoinKind::Left);
+        if rcols.is_empty() {
+            let left_rows = self.pull(l, &lcols, &lkey)?;
+            return self.join_from_left(j, r, left_rows);
+        }
+        if lcols.is_empty() && outer {
+            return self.join_from_right(j, l, r, &rcols, &rkey);
+        }
+        let drive = j.drives.iter().find(|d| d.0 == cols).map(|d| d.1);
+        let mut out = match drive {
+            Some(true) if outer => self.join_from_right(j, l, r, &rcols, &rkey)?,
+            Some(false) => {
+                let left_rows = self.pull(l, &lcols, &lkey)?;
+                self.join_from_left(j, r, left_rows)?
             }
-            return Ok(out);
-        } else {
-            self.pull(l, &[], &[])?
+            _ => {
+                let left_rows = self.pull(l, &[], &[])?;
+                self.join_from_left(j, r, left_rows)?
+            }
         };
+        out.retain(|row| key_matches(row, cols, key, colls));
+        Ok(out)
+    }
+
+    /// Joins the right rows with `rcols == rkey` with their left matches
+    /// (inner and LEFT joins: only matched rows).
+    fn join_from_right(
+        &mut self,
+        j: &Join,
+        l: NodeId,
+        r: NodeId,
+        rcols: &[usize],
+        rkey: &[Value],
+    ) -> Result<Vec<Row>> {
+        let rrows = self.pull(r, rcols, rkey)?;
+        let rc = right_colls(self, r, j);
+        let mut out = Vec::new();
+        let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
+        for rr in &rrows {
+            let jk = project_cols(rr, &j.right_cols);
+            if jk.iter().any(Value::is_null)
+                || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some()
+            {
+                continue;
+            }
+            let ls = self.pull(l, &j.left_cols, &jk)?;
+            let rs: Vec<Row> = rrows
+                .iter()
+                .filter(|x| key_matches(x, &j.right_cols, &jk, &rc))
+                .cloned()
+                .collect();
+            out.extend(j.join_rows(&ls, &rs));
+        }
+        Ok(out)
+    }
+
+    /// Joins `left_rows` with their right matches, one right lookup per
+    /// distinct join key.
+    fn join_from_left(&mut self, j: &Join, r: NodeId, left_rows: Vec<Row>) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
         let mut by_key: Vec<(Vec<Value>, Vec<Row>)> = Vec::new();
         let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
         let mut nulls = Vec::new();
@@ -469,9 +526,6 @@ impl Graph {
         for (jk, ls) in by_key {
             let rs = self.pull(r, &j.right_cols, &jk)?;
             out.extend(j.join_rows(&ls, &rs));
-        }
-        if !all_left {
-            out.retain(|row| key_matches(row, cols, key, colls));
         }
         Ok(out)
     }
@@ -671,6 +725,8 @@ struct Tmp {
     state_key: Vec<usize>,
     /// Width of each parent.
     parent_widths: Vec<usize>,
+    /// Join pull directions (see [`Join::drives`]).
+    drives: Vec<(Vec<usize>, bool)>,
 }
 
 fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
@@ -687,6 +743,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         sig,
         state_key: vec![],
         parent_widths,
+        drives: vec![],
     });
     tmp.len() - 1
 }
@@ -740,16 +797,90 @@ fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usi
             // Delta processing looks up both sides by the join columns.
             out.push((0, left_cols.clone()));
             out.push((1, right_cols.clone()));
+            let outer = matches!(kind, JoinKind::Inner | JoinKind::Left);
             for r in reqs {
-                if r.iter().all(|&c| c < lw) {
-                    out.push((0, r.clone()));
-                } else if *kind == crate::ops::JoinKind::Inner && r.iter().all(|&c| c >= lw) {
-                    out.push((1, r.iter().map(|c| c - lw).collect()));
+                let (lp, rp) = split_cols(r, lw);
+                let lc: Vec<usize> = lp.iter().map(|&i| r[i]).collect();
+                let rc: Vec<usize> = rp.iter().map(|&i| r[i] - lw).collect();
+                if rc.is_empty() {
+                    out.push((0, lc));
+                } else if lc.is_empty() && outer {
+                    out.push((1, rc));
                 } else {
-                    out.push((0, vec![]));
+                    match t.drives.iter().find(|d| &d.0 == r).map(|d| d.1) {
+                        Some(true) if outer => out.push((1, rc)),
+                        Some(false) => out.push((0, lc)),
+                        _ => out.push((0, vec![])),
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// Positions in `cols` of the left input's columns and of the right's.
+fn split_cols(cols: &[usize], lw: usize) -> (Vec<usize>, Vec<usize>) {
+    (0..cols.len()).partition(|&i| cols[i] < lw)
+}
+
+/// For each lookup of join `i` by key columns from both inputs: whether to
+/// start from the right input (its key columns reach an index and the
+/// left's do not) or from the left.
+fn join_drives(tmp: &[Tmp], i: usize, reqs: &[Vec<usize>]) -> Vec<(Vec<usize>, bool)> {
+    let t = &tmp[i];
+    let LOp::Join { kind, .. } = &t.op else {
+        return vec![];
+    };
+    if !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+        return vec![];
+    }
+    let lw = t.parent_widths[0];
+    let mut out = Vec::new();
+    for r in reqs {
+        let (lp, rp) = split_cols(r, lw);
+        if lp.is_empty() || rp.is_empty() {
+            continue;
+        }
+        let lc: Vec<usize> = lp.iter().map(|&k| r[k]).collect();
+        let rc: Vec<usize> = rp.iter().map(|&k| r[k] - lw).collect();
+        let from_right = selective(tmp, t.parents[1], &rc) && !selective(tmp, t.parents[0], &lc);
+        out.push((r.clone(), from_right));
+    }
+    out
+}
+
+/// Whether a lookup of plan node `i` by `cols` reaches storage through an
+/// index (reads few rows) rather than scanning a table.
+fn selective(tmp: &[Tmp], i: usize, cols: &[usize]) -> bool {
+    if cols.is_empty() {
+        return false;
+    }
+    let t = &tmp[i];
+    match &t.op {
+        LOp::Base(s) => choose_index(s, cols).is_some(),
+        LOp::Filter(_) => selective(tmp, t.parents[0], cols),
+        LOp::Project(es) => cols
+            .iter()
+            .map(|&c| match es.get(c) {
+                Some(crate::expr::Expr::Column(x)) => Some(*x),
+                _ => None,
+            })
+            .collect::<Option<Vec<usize>>>()
+            .is_some_and(|m| selective(tmp, t.parents[0], &m)),
+        LOp::Union => t.parents.iter().all(|&p| selective(tmp, p, cols)),
+        LOp::Join { kind, .. } => {
+            let lw = t.parent_widths[0];
+            let (lp, rp) = split_cols(cols, lw);
+            let lc: Vec<usize> = lp.iter().map(|&k| cols[k]).collect();
+            let rc: Vec<usize> = rp.iter().map(|&k| cols[k] - lw).collect();
+            selective(tmp, t.parents[0], &lc)
+                || (matches!(kind, JoinKind::Inner | JoinKind::Left)
+                    && selective(tmp, t.parents[1], &rc))
+        }
+        LOp::Aggregate { ngroup, .. } => {
+            cols.iter().all(|c| c < ngroup) && selective(tmp, t.parents[0], cols)
+        }
+        LOp::Values(_) => false,
+    }
 }

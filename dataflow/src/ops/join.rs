@@ -34,6 +34,10 @@ pub(crate) struct Join {
     pub colls: Vec<Collation>,
     /// Width of the right input (for NULL padding).
     pub right_width: usize,
+    /// For lookups whose key columns come from both inputs: the key columns
+    /// and whether the pull starts from the right input (decided at install
+    /// from which side's key columns reach an index).
+    pub drives: Vec<(Vec<usize>, bool)>,
 }
 
 /// The deltas of one batch at a join, grouped by normalized join key.
@@ -174,6 +178,7 @@ mod tests {
             right_cols: vec![0],
             colls: vec![Collation::GeneralCi],
             right_width: 2,
+            drives: vec![],
         };
         let mut sides: [Vec<Row>; 2] = [
             left.lines()
