@@ -177,6 +177,10 @@ impl Frontend {
         let trip = Arc::new(AtomicU16::new(0));
         let auth = Arc::new(net::AuthFailure::default());
         let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone());
+        // Buffer the socket: opensrv-mysql writes each packet (every row and
+        // column definition) separately and flushes once per command, so this
+        // turns a result set into one or a few syscalls instead of one per row.
+        let w = tokio::io::BufWriter::with_capacity(64 * 1024, w);
         let writer = net::SharedWriter::new(w, auth.clone());
         let mut raw = writer.raw();
         let conn = handler::Connection::new(
