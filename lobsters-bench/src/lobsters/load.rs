@@ -186,7 +186,15 @@ pub async fn run_at(
     // Generator: Poisson arrivals; waits for a slot when too many are in
     // flight (the wait counts in the latency of that request).
     let mix = page_mix();
-    let mut rng = StdRng::seed_from_u64(cfg.seed ^ run_index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    // The seed fixes the request mix; the wall clock is mixed in so that a
+    // second invocation against the same primed database does not replay the
+    // same new story/comment short ids (they are UNIQUE: replays got 1062).
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut rng =
+        StdRng::seed_from_u64(cfg.seed ^ run_index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ nonce);
     let mut offset = 0.0f64;
     let total = (cfg.warmup + cfg.runtime).as_secs_f64();
     let mut issued_measured = 0u64;
