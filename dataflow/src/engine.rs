@@ -40,9 +40,9 @@ pub(crate) struct Prepared {
     engine: Weak<Inner>,
     database: String,
     query: ast::Query,
-    target: RwLock<Target>,
+    /// The view and where each of its parameter slots comes from.
+    target: RwLock<(Target, Arc<Vec<Source>>)>,
     columns: Vec<OutputColumn>,
-    sources: Vec<Source>,
     pub user_params: usize,
 }
 
@@ -214,7 +214,7 @@ impl Dataflow {
     pub fn explain_graph(&self, database: &str, query: &ast::Query) -> Result<String> {
         let p = self.inner.prepare(database, query)?;
         let target = p.target.read();
-        match &*target {
+        match &target.0 {
             Target::Constant(_) => Ok("Constant (no FROM): evaluated directly\n".into()),
             Target::View(v) => {
                 let g = self.inner.graph.lock();
@@ -268,8 +268,7 @@ impl Inner {
     }
 
     fn prepare(self: &Arc<Self>, database: &str, query: &ast::Query) -> Result<Prepared> {
-        let norm = normalize(database, query)?;
-        let target = self.target(database, &norm.query, &norm.signature)?;
+        let (target, sources, user_params) = self.bind(database, query)?;
         let columns = match &target {
             Target::View(v) => v.spec.columns.clone(),
             Target::Constant(c) => c.columns.clone(),
@@ -278,11 +277,35 @@ impl Inner {
             engine: Arc::downgrade(self),
             database: database.to_string(),
             query: query.clone(),
-            target: RwLock::new(target),
+            target: RwLock::new((target, Arc::new(sources))),
             columns,
-            sources: norm.sources,
-            user_params: norm.user_params,
+            user_params,
         })
+    }
+
+    /// The view for `query`, sharing the view of `col = ?` for `col IN
+    /// (...)` when the view is keyed by `col`; otherwise the IN list stays a
+    /// filter (or its own multi-slot key) in a view of its own.
+    fn bind(&self, database: &str, query: &ast::Query) -> Result<(Target, Vec<Source>, usize)> {
+        let norm = normalize(database, query, true)?;
+        let lists_keyed = |t: &Target| {
+            norm.sources.iter().enumerate().all(|(i, s)| {
+                !matches!(s, Source::List(_))
+                    || matches!(t, Target::View(v) if v.spec.key_slots.iter().any(|k| k[..] == [i]))
+            })
+        };
+        if !norm.sources.iter().any(|s| matches!(s, Source::List(_))) {
+            let t = self.target(database, &norm.query, &norm.signature)?;
+            return Ok((t, norm.sources, norm.user_params));
+        }
+        if let Ok(t) = self.target(database, &norm.query, &norm.signature) {
+            if lists_keyed(&t) {
+                return Ok((t, norm.sources, norm.user_params));
+            }
+        }
+        let norm = normalize(database, query, false)?;
+        let t = self.target(database, &norm.query, &norm.signature)?;
+        Ok((t, norm.sources, norm.user_params))
     }
 
     fn target(&self, database: &str, q: &ast::Query, signature: &str) -> Result<Target> {
@@ -364,30 +387,50 @@ impl Prepared {
                 got: params.len(),
             });
         }
-        let slots: Vec<Value> = self
-            .sources
-            .iter()
-            .map(|s| match s {
-                Source::User(i) => params.get(*i).cloned().unwrap_or(Value::Null),
-                Source::Literal(v) => v.clone(),
-            })
-            .collect();
         let engine = self
             .engine
             .upgrade()
             .ok_or_else(|| DataflowError::Internal("engine shut down".into()))?;
         for _attempt in 0..3 {
-            let view = match &*self.target.read() {
-                Target::Constant(c) => return constant(c, &slots),
-                Target::View(v) => v.clone(),
+            let (target, sources) = {
+                let t = self.target.read();
+                (
+                    match &t.0 {
+                        Target::Constant(c) => Target::Constant(c.clone()),
+                        Target::View(v) => Target::View(v.clone()),
+                    },
+                    t.1.clone(),
+                )
+            };
+            let value = |s: &Source| match s {
+                Source::User(i) => params.get(*i).cloned().unwrap_or(Value::Null),
+                Source::Literal(v) => v.clone(),
+                Source::List(_) => Value::Null,
+            };
+            let mut lists: Vec<(usize, Vec<Value>)> = Vec::new();
+            let slots: Vec<Value> = sources
+                .iter()
+                .enumerate()
+                .map(|(i, s)| match s {
+                    Source::List(items) => {
+                        let vals: Vec<Value> = items.iter().map(value).collect();
+                        let first = vals.first().cloned().unwrap_or(Value::Null);
+                        lists.push((i, vals));
+                        first
+                    }
+                    other => value(other),
+                })
+                .collect();
+            let view = match target {
+                Target::Constant(c) => return constant(&c, &slots),
+                Target::View(v) => v,
             };
             if view.dropped.load(AO::SeqCst) {
-                let norm = normalize(&self.database, &self.query)?;
-                let t = engine.target(&self.database, &norm.query, &norm.signature)?;
-                *self.target.write() = t;
+                let (t, sources, _) = engine.bind(&self.database, &self.query)?;
+                *self.target.write() = (t, Arc::new(sources));
                 continue;
             }
-            match read(&engine, &view, &slots) {
+            match read(&engine, &view, &slots, &lists) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
                 other => return other,
             }
@@ -435,21 +478,43 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
-fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
+/// Reads a view; `lists` gives the elements of key slots bound to IN lists.
+fn read(
+    engine: &Inner,
+    v: &View,
+    slots: &[Value],
+    lists: &[(usize, Vec<Value>)],
+) -> Result<Vec<Row>> {
     let spec = &v.spec;
     // Key values, coerced to the key columns' types.
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
     for (i, slot_list) in spec.key_slots.iter().enumerate() {
         let col = ColumnSchema::new("", spec.key_types[i].clone());
-        let mut vals = Vec::new();
-        for s in slot_list {
-            let raw = slots.get(*s).cloned().unwrap_or(Value::Null);
+        let coll = spec
+            .key
+            .get(i)
+            .and_then(|&k| spec.plan.colls.get(k))
+            .copied()
+            .unwrap_or_default();
+        let mut vals: Vec<Value> = Vec::new();
+        let raws = slot_list
+            .iter()
+            .flat_map(|s| match lists.iter().find(|l| l.0 == *s) {
+                Some(l) => l.1.clone(),
+                None => vec![slots.get(*s).cloned().unwrap_or(Value::Null)],
+            });
+        for raw in raws {
             // Coerce to the column's type for the lookup, but only when that
             // loses nothing: `id = 1.5` matches no integer.
             if let Ok(x) = coerce(&raw, &col) {
                 let exact = crate::expr::compare(&raw, &x, ladle_common::Collation::GeneralCi)
                     == Some(std::cmp::Ordering::Equal);
-                if !x.is_null() && exact && !vals.contains(&x) {
+                // Elements equal under the key's collation are read once:
+                // `IN (1, 1)` returns each row once.
+                let dup = vals
+                    .iter()
+                    .any(|y| crate::expr::compare(y, &x, coll) == Some(std::cmp::Ordering::Equal));
+                if !x.is_null() && exact && !dup {
                     vals.push(x);
                 }
             }
@@ -490,7 +555,7 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
             }
         }
         for r in got.iter() {
-            if spec.dedup && !dedup_seen.insert(r.clone()) {
+            if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r.clone()) {
                 continue;
             }
             rows.push(r.clone());
@@ -510,18 +575,34 @@ fn read(engine: &Inner, v: &View, slots: &[Value]) -> Result<Vec<Row>> {
     }
     let offset = count(&spec.offset, slots)?.unwrap_or(0);
     let limit = count(&spec.limit, slots)?;
+    let project = |r: &Row| -> Result<Row> {
+        spec.output
+            .iter()
+            .map(|e: &Expr| e.eval_params(r, slots))
+            .collect::<Result<Row, _>>()
+            .map_err(bad)
+    };
+    if spec.dedup && keys.len() > 1 {
+        // DISTINCT over several lookups: stored rows differ in the key
+        // column, so merge the output rows, then apply OFFSET/LIMIT.
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for r in &rows {
+            let o = project(r)?;
+            if seen.insert(o.clone()) {
+                out.push(o);
+            }
+        }
+        let iter = out.into_iter().skip(offset);
+        return Ok(match limit {
+            Some(l) => iter.take(l).collect(),
+            None => iter.collect(),
+        });
+    }
     let iter = rows.into_iter().skip(offset);
     let rows: Vec<Row> = match limit {
         Some(l) => iter.take(l).collect(),
         None => iter.collect(),
     };
-    rows.iter()
-        .map(|r| {
-            spec.output
-                .iter()
-                .map(|e: &Expr| e.eval_params(r, slots))
-                .collect::<Result<Row, _>>()
-                .map_err(bad)
-        })
-        .collect()
+    rows.iter().map(project).collect()
 }

@@ -17,6 +17,9 @@ pub(crate) enum Source {
     User(usize),
     /// A literal extracted from the query text.
     Literal(Value),
+    /// The elements of a `col IN (...)` list rewritten as `col = ?`: the
+    /// view is keyed by `col` and read once per distinct element.
+    List(Vec<Source>),
 }
 
 pub(crate) struct Normalized {
@@ -47,15 +50,28 @@ fn is_col(e: &ast::Expr) -> bool {
 
 const LIT: &str = "?lit";
 
-fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>, allow_in: bool) -> Result<()> {
+/// Literals extracted from the WHERE clause, and IN lists collapsed into
+/// one parameter (`?l<N>` = `lists[N]`).
+struct Extracted {
+    lits: Vec<Value>,
+    lists: Vec<Vec<Source>>,
+    collapse_in: bool,
+}
+
+fn is_user_param(e: &ast::Expr) -> bool {
+    matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p.starts_with("?u"))
+}
+
+fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
+    let lits = &mut x.lits;
     match e {
         ast::Expr::BinaryOp {
             left,
             op: ast::BinaryOperator::And,
             right,
         } => {
-            extract(left, lits, allow_in)?;
-            extract(right, lits, allow_in)
+            extract(left, x, allow_in)?;
+            extract(right, x, allow_in)
         }
         ast::Expr::BinaryOp {
             left,
@@ -79,6 +95,43 @@ fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>, allow_in: bool) -> Result<(
             expr,
             list,
             negated: false,
+        } if allow_in
+            && x.collapse_in
+            && is_col(expr)
+            && !list.is_empty()
+            && list.iter().all(|i| is_plain_literal(i) || is_user_param(i)) =>
+        {
+            // `col IN (a, b, ...)` shares the view of `col = ?`.
+            let mut items = Vec::with_capacity(list.len());
+            for item in list.iter() {
+                match item {
+                    ast::Expr::Value(ast::Value::Placeholder(p)) => {
+                        match p.strip_prefix("?u").and_then(|n| n.parse().ok()) {
+                            Some(n) => items.push(Source::User(n)),
+                            None => {
+                                return Err(crate::DataflowError::Unsupported(format!(
+                                    "placeholder {p}"
+                                )))
+                            }
+                        }
+                    }
+                    ast::Expr::Value(v) => items.push(Source::Literal(literal(v)?)),
+                    _ => {}
+                }
+            }
+            let placeholder = format!("?l{}", x.lists.len());
+            x.lists.push(items);
+            *e = ast::Expr::BinaryOp {
+                left: expr.clone(),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(ast::Expr::Value(ast::Value::Placeholder(placeholder))),
+            };
+            Ok(())
+        }
+        ast::Expr::InList {
+            expr,
+            list,
+            negated: false,
         } if allow_in && is_col(expr) && list.iter().all(is_plain_literal) => {
             for item in list.iter_mut() {
                 if let ast::Expr::Value(v) = item {
@@ -92,7 +145,10 @@ fn extract(e: &mut ast::Expr, lits: &mut Vec<Value>, allow_in: bool) -> Result<(
     }
 }
 
-pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
+/// Normalizes with IN lists collapsed into key lookups (see
+/// [`Source::List`]); the caller falls back to `collapse_in = false` when
+/// the planned view does not key on the collapsed column.
+pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Result<Normalized> {
     let mut query = q.clone();
     // 1. Name the caller's placeholders in text order.
     let mut n = 0usize;
@@ -108,7 +164,11 @@ pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
     // LIMIT/OFFSET placeholders are visited too (they are expressions).
     let user_params = n;
     // 2. Literals in top-level equalities of a plain SELECT become slots.
-    let mut lits = Vec::new();
+    let mut x = Extracted {
+        lits: Vec::new(),
+        lists: Vec::new(),
+        collapse_in,
+    };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
             // IN lists become several reader lookups, which cannot be
@@ -125,18 +185,24 @@ pub(crate) fn normalize(database: &str, q: &ast::Query) -> Result<Normalized> {
                 !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
             let allow_in = aggs.is_empty() && !grouped && s.having.is_none();
             if let Some(w) = &mut s.selection {
-                extract(w, &mut lits, allow_in)?;
+                extract(w, &mut x, allow_in)?;
             }
         }
     }
     // 3. Number every parameter as a slot, in visit order.
     let mut sources = Vec::new();
-    let mut lit_iter = lits.into_iter();
+    let mut lit_iter = x.lits.into_iter();
+    let mut lists = x.lists;
     let mut bad = None;
     let _ = ast::visit_expressions_mut(&mut query, |e| {
         if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
             let src = if p == LIT {
                 lit_iter.next().map(Source::Literal)
+            } else if let Some(n) = p.strip_prefix("?l") {
+                n.parse::<usize>()
+                    .ok()
+                    .and_then(|n| lists.get_mut(n))
+                    .map(|l| Source::List(std::mem::take(l)))
             } else {
                 p.strip_prefix("?u")
                     .and_then(|x| x.parse().ok())

@@ -1348,7 +1348,9 @@ impl<'a> Planner<'a> {
             .iter()
             .map(|k| scope.cols[k.0].ty.clone())
             .collect();
-        let dedup = distinct && key_slots.iter().any(|s| s.len() > 1);
+        // Several lookups (IN lists, also when collapsed into `col = ?`)
+        // may return equal rows; the reader merges them for DISTINCT.
+        let dedup = distinct;
         Ok(PlannedView {
             plan: node,
             key,
