@@ -268,17 +268,37 @@ pub fn param_value(v: opensrv_mysql::Value<'_>) -> Value {
             Ok(s) => Value::text(s),
             Err(_) => Value::bytes(b),
         },
-        ValueInner::Date(_) => {
-            let dt: NaiveDateTime = NaiveDateTime::from(v);
-            if dt.time() == chrono::NaiveTime::MIN {
-                Value::Date(NaiveDate::from(v))
-            } else {
-                Value::DateTime(dt)
-            }
-        }
-        ValueInner::Datetime(_) => Value::DateTime(NaiveDateTime::from(v)),
+        // Decoded here rather than with opensrv's `From` impls, which panic
+        // on a DATE parameter (they expect the DATETIME variant).
+        ValueInner::Date(b) => match decode_datetime(b) {
+            Some(dt) if dt.time() == chrono::NaiveTime::MIN => Value::Date(dt.date()),
+            Some(dt) => Value::DateTime(dt),
+            None => Value::Null,
+        },
+        ValueInner::Datetime(b) => decode_datetime(b).map_or(Value::Null, Value::DateTime),
         ValueInner::Time(b) => Value::Time(decode_time(b)),
     }
+}
+
+/// Binary DATE/DATETIME: [year(2), month, day, (h, m, s, (micros(4)))]; an
+/// empty value is the zero date, which has no calendar value (NULL).
+fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
+    if b.len() < 4 {
+        return None;
+    }
+    let year = i32::from(u16::from_le_bytes([b[0], b[1]]));
+    let date = NaiveDate::from_ymd_opt(year, u32::from(b[2]), u32::from(b[3]))?;
+    let (h, m, sec) = if b.len() >= 7 {
+        (u32::from(b[4]), u32::from(b[5]), u32::from(b[6]))
+    } else {
+        (0, 0, 0)
+    };
+    let micros = if b.len() >= 11 {
+        u32::from_le_bytes([b[7], b[8], b[9], b[10]])
+    } else {
+        0
+    };
+    date.and_hms_micro_opt(h, m, sec, micros)
 }
 
 /// Binary TIME: [is_negative, days(4), h, m, s, (micros(4))].
@@ -315,6 +335,21 @@ pub fn param_column() -> Column {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_dates_decode_without_panicking() {
+        let date = decode_datetime(&[0xE8, 0x07, 2, 29]).map(|d| d.to_string());
+        assert_eq!(date.as_deref(), Some("2024-02-29 00:00:00"));
+        let dt = decode_datetime(&[0xE8, 0x07, 2, 29, 10, 11, 12, 5, 0, 0, 0]);
+        assert_eq!(
+            dt.map(|d| d.to_string()).as_deref(),
+            Some("2024-02-29 10:11:12.000005")
+        );
+        // The zero date, a truncated value and an impossible day are NULL.
+        assert_eq!(decode_datetime(&[]), None);
+        assert_eq!(decode_datetime(&[0xE8, 0x07]), None);
+        assert_eq!(decode_datetime(&[0xE8, 0x07, 2, 30]), None);
+    }
 
     #[test]
     fn computed_columns_widen_to_fit_values() {
