@@ -1566,23 +1566,17 @@ impl<'a> Planner<'a> {
         })
     }
 
-    /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
-    fn semi_exists(
+    /// Plans a correlated subquery's FROM and WHERE: every `inner = outer`
+    /// equality becomes a (inner, outer) column pair for the caller's join;
+    /// every other condition filters the inner plan. `context` and
+    /// `non_equality` name the construct in Unsupported errors.
+    fn plan_correlated(
         &self,
-        node: LNode,
+        s: &ast::Select,
         scope: &Scope,
-        sub: &ast::Query,
-        negated: bool,
-    ) -> Result<LNode> {
-        let ast::SetExpr::Select(s) = &*sub.body else {
-            return Err(unsupported("EXISTS over this query"));
-        };
-        if s.from.is_empty()
-            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-            || s.having.is_some()
-        {
-            return Err(unsupported("EXISTS over this query"));
-        }
+        context: &str,
+        non_equality: &str,
+    ) -> Result<Correlated> {
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -1613,15 +1607,15 @@ impl<'a> Planner<'a> {
                 }
             }
             if has_placeholder(&c) || has_subquery(&c) {
-                return Err(unsupported("parameters or subqueries inside EXISTS"));
+                return Err(unsupported(format!(
+                    "parameters or subqueries inside {context}"
+                )));
             }
             let e = ExprCx::row(&iscope)
                 .compile(&c)
                 .and_then(stable)
                 .map_err(|e| match e {
-                    DataflowError::UnknownColumn(..) => {
-                        unsupported("correlated EXISTS condition other than equality")
-                    }
+                    DataflowError::UnknownColumn(..) => unsupported(non_equality),
                     other => other,
                 })?;
             let colls = inner.colls.clone();
@@ -1631,6 +1625,42 @@ impl<'a> Planner<'a> {
                 colls,
             };
         }
+        Ok(Correlated {
+            inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+        })
+    }
+
+    /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
+    fn semi_exists(
+        &self,
+        node: LNode,
+        scope: &Scope,
+        sub: &ast::Query,
+        negated: bool,
+    ) -> Result<LNode> {
+        let ast::SetExpr::Select(s) = &*sub.body else {
+            return Err(unsupported("EXISTS over this query"));
+        };
+        if s.from.is_empty()
+            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+        {
+            return Err(unsupported("EXISTS over this query"));
+        }
+        let Correlated {
+            inner,
+            inner_cols,
+            outer_cols,
+            ..
+        } = self.plan_correlated(
+            s,
+            scope,
+            "EXISTS",
+            "correlated EXISTS condition other than equality",
+        )?;
         if outer_cols.is_empty() {
             return Err(unsupported("uncorrelated EXISTS"));
         }
@@ -1685,6 +1715,14 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     }
 }
 
+/// A planned correlated subquery body (see `Planner::plan_correlated`).
+struct Correlated {
+    inner: LNode,
+    scope: Scope,
+    inner_cols: Vec<usize>,
+    outer_cols: Vec<usize>,
+}
+
 impl Planner<'_> {
     fn scalar_subquery(
         &self,
@@ -1714,56 +1752,17 @@ impl Planner<'_> {
         if !simple {
             return Err(unsupported("this scalar subquery"));
         }
-        let mut conj = Vec::new();
-        if let Some(w) = &s.selection {
-            split_conjuncts(w, &mut conj);
-        }
-        let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
-        let mut outer_cols = Vec::new();
-        let mut inner_cols = Vec::new();
-        for c in conj {
-            if let ast::Expr::BinaryOp {
-                left,
-                op: ast::BinaryOperator::Eq,
-                right,
-            } = &c
-            {
-                if let (Some(a), Some(b)) = (as_column(left), as_column(right)) {
-                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (
-                        iscope.resolve(x),
-                        scope.resolve(y),
-                    ) {
-                        (Ok(i), Ok(o)) if iscope.resolve(y).is_err() => Some((i, o)),
-                        _ => None,
-                    };
-                    if let Some((i, o)) = pick(a, b).or_else(|| pick(b, a)) {
-                        inner_cols.push(i);
-                        outer_cols.push(o);
-                        continue;
-                    }
-                }
-            }
-            if has_placeholder(&c) || has_subquery(&c) {
-                return Err(unsupported(
-                    "parameters or subqueries inside a scalar subquery",
-                ));
-            }
-            let e = ExprCx::row(&iscope)
-                .compile(&c)
-                .and_then(stable)
-                .map_err(|e| match e {
-                    DataflowError::UnknownColumn(..) => {
-                        unsupported("correlated condition other than equality")
-                    }
-                    other => other,
-                })?;
-            let colls = inner.colls.clone();
-            inner = LNode {
-                op: LOp::Filter(e),
-                inputs: vec![inner],
-                colls,
-            };
-        }
+        let Correlated {
+            inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+        } = self.plan_correlated(
+            s,
+            scope,
+            "a scalar subquery",
+            "correlated condition other than equality",
+        )?;
         // Uncorrelated: a one-row aggregate joined to every row (key []).
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
