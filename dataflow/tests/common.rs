@@ -12,6 +12,11 @@ use sqlparser::parser::Parser;
 
 pub const DB: &str = "test";
 
+/// Expected result lines, as `Env::q` renders them.
+pub fn v(x: &[&str]) -> Vec<String> {
+    x.iter().map(|s| s.to_string()).collect()
+}
+
 pub fn int() -> SqlType {
     SqlType::Int {
         bytes: 4,

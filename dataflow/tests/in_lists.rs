@@ -6,10 +6,6 @@ mod common;
 
 use common::*;
 
-fn v(x: &[&str]) -> Vec<String> {
-    x.iter().map(|s| s.to_string()).collect()
-}
-
 #[test]
 fn in_lists_of_any_length_share_the_equality_view() {
     let e = env(1 << 30);

@@ -7,10 +7,6 @@ use common::*;
 use ladle_common::Value;
 use ladle_dataflow::DataflowError;
 
-fn v(x: &[&str]) -> Vec<String> {
-    x.iter().map(|s| s.to_string()).collect()
-}
-
 #[test]
 fn point_lookup_with_params_and_literals_share_a_view() {
     let e = env(1 << 30);
