@@ -8,6 +8,7 @@
 //! and how a value is coerced into a column's type ([`coerce`]).
 
 mod coerce;
+mod general_ci_weights;
 mod schema;
 mod value;
 

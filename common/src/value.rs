@@ -324,33 +324,66 @@ impl Collation {
     }
 
     /// The string every string equal to `s` under this collation folds to.
+    ///
+    /// Under `GeneralCi` each character becomes its MariaDB
+    /// `utf8mb4_general_ci` weight ([`Collation::fold_char`]) and trailing
+    /// spaces are dropped (PAD SPACE), so `'Café '`, `'cafe'` and `'CAFÉ'`
+    /// fold alike. Storage's key encoding uses this too, so index lookups
+    /// agree with comparisons.
     pub fn fold(self, s: &str) -> String {
         match self {
             Collation::Binary => s.to_string(),
             Collation::GeneralCi => {
-                // general_ci maps each character to its uppercase form (one
-                // character to one) and pads with spaces.
                 let trimmed = s.trim_end_matches(' ');
-                trimmed
-                    .chars()
-                    .map(|c| {
-                        let mut up = c.to_uppercase();
-                        match (up.next(), up.next()) {
-                            (Some(u), None) => u,
-                            _ => c,
-                        }
-                    })
-                    .collect()
+                if trimmed.is_ascii() {
+                    trimmed.to_ascii_uppercase()
+                } else {
+                    trimmed.chars().map(|c| self.fold_char(c)).collect()
+                }
             }
         }
     }
 
+    /// One character's fold (see [`Collation::fold`]); what LIKE compares.
+    ///
+    /// `GeneralCi` maps a character to one character (never more): letters
+    /// to their unaccented upper case (`'é'` -> `'E'`, `'ß'` -> `'S'`), as
+    /// MariaDB's weight table does, and every character outside the Basic
+    /// Multilingual Plane (emoji among them) to U+FFFD, so they all compare
+    /// equal to each other, exactly as in MariaDB.
+    pub fn fold_char(self, c: char) -> char {
+        match self {
+            Collation::Binary => c,
+            Collation::GeneralCi => general_ci_weight(c),
+        }
+    }
     pub fn compare(self, a: &str, b: &str) -> Ordering {
         match self {
             Collation::Binary => a.as_bytes().cmp(b.as_bytes()),
             Collation::GeneralCi => self.fold(a).cmp(&self.fold(b)),
         }
     }
+}
+
+/// `c`'s `utf8mb4_general_ci` weight, as a character.
+fn general_ci_weight(c: char) -> char {
+    use crate::general_ci_weights::WEIGHT_RUNS;
+    if c.is_ascii() {
+        return c.to_ascii_uppercase();
+    }
+    let Ok(cp) = u16::try_from(u32::from(c)) else {
+        return char::REPLACEMENT_CHARACTER;
+    };
+    // The last run starting at or before `cp`; runs do not overlap.
+    let i = WEIGHT_RUNS.partition_point(|run| run.0 <= cp);
+    let Some(&(first, last, step, weight, same)) = i.checked_sub(1).map(|i| &WEIGHT_RUNS[i]) else {
+        return c;
+    };
+    if cp > last || (cp - first) % u16::from(step) != 0 {
+        return c;
+    }
+    let w = if same { weight } else { weight + (cp - first) };
+    char::from_u32(u32::from(w)).unwrap_or(c)
 }
 
 /// A column type, as declared in CREATE TABLE.
@@ -477,6 +510,36 @@ mod tests {
         assert_eq!(ci.compare("alice  ", "ALICE"), Ordering::Equal);
         assert_eq!(ci.compare("alice", "bob"), Ordering::Less);
         assert_ne!(Collation::Binary.compare("Alice", "alice"), Ordering::Equal);
+    }
+
+    #[test]
+    fn general_ci_folds_accents_like_mariadb() {
+        let ci = Collation::GeneralCi;
+        assert_eq!(ci.compare("café", "CAFE"), Ordering::Equal);
+        assert_eq!(ci.compare("Äpfel", "apfel"), Ordering::Equal);
+        assert_eq!(ci.compare("Å", "a"), Ordering::Equal);
+        assert_eq!(ci.compare("straße", "STRASE"), Ordering::Equal);
+        assert_eq!(ci.compare("Ё", "е"), Ordering::Equal);
+        // Not folded by general_ci: Æ, Ø and Й stay distinct letters.
+        assert_ne!(ci.compare("Æ", "A"), Ordering::Equal);
+        assert_ne!(ci.compare("ø", "o"), Ordering::Equal);
+        assert_ne!(ci.compare("й", "и"), Ordering::Equal);
+        assert_eq!(ci.compare("æ", "Æ"), Ordering::Equal);
+        // Outside the BMP every character weighs U+FFFD, as in MariaDB.
+        assert_eq!(ci.compare("\u{1F600}", "\u{1F601}"), Ordering::Equal);
+        assert_eq!(ci.fold("é "), "E");
+        assert_eq!(ci.fold_char('ÿ'), 'Y');
+    }
+
+    #[test]
+    fn weight_runs_are_sorted_and_disjoint() {
+        use crate::general_ci_weights::WEIGHT_RUNS;
+        for pair in WEIGHT_RUNS.windows(2) {
+            assert!(pair[0].1 < pair[1].0, "{pair:?}");
+        }
+        for &(first, last, step, _, _) in WEIGHT_RUNS {
+            assert!(first <= last && step > 0 && (last - first) % u16::from(step) == 0);
+        }
     }
 
     #[test]

@@ -22,7 +22,10 @@ use crate::write::{Overlay, OverlayReader};
 use crate::{keys, read, Durability, Result, Storage, StorageError};
 
 /// Bumped on any incompatible change to keys, rows or catalog records.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// 2: text keys under utf8mb4_general_ci fold accents too (`'é'` keys as
+/// `'E'`), so a version-1 directory's secondary and primary keys would not
+/// be found by lookups; it is refused rather than misread.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Rows per index-build batch.
 pub(crate) const INDEX_BUILD_BATCH: usize = 1024;
 

@@ -412,17 +412,7 @@ pub(crate) fn like(s: &str, pattern: &str, escape: char, coll: Collation) -> boo
         One,
         Ch(char),
     }
-    let fold = |c: char| -> char {
-        if coll == Collation::Binary {
-            c
-        } else {
-            let mut up = c.to_uppercase();
-            match (up.next(), up.next()) {
-                (Some(u), None) => u,
-                _ => c,
-            }
-        }
-    };
+    let fold = |c: char| coll.fold_char(c);
     let mut toks = Vec::new();
     let mut it = pattern.chars().peekable();
     while let Some(c) = it.next() {
