@@ -570,6 +570,9 @@ fn read(
         }
         rows = kept;
     }
+    if let Some(f) = &spec.finish {
+        rows = f.apply(rows, slots).map_err(bad)?;
+    }
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
     }

@@ -160,11 +160,14 @@ fn aggregates_group_by_having() {
         e.q("SELECT COUNT(*) FROM v WHERE article IN (5, 6)", &[]),
         v(&["3"])
     );
-    let err =
-        e.df.prepare(DB, &parse("SELECT COUNT(*) FROM v WHERE article IN (?, ?)"))
-            .err()
-            .unwrap();
-    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+    // ... and IN (?, ?) lists are read per element, then aggregated.
+    assert_eq!(
+        e.q(
+            "SELECT COUNT(*) FROM v WHERE article IN (?, ?)",
+            &[i(5), i(6)]
+        ),
+        v(&["3"])
+    );
     // Aliases after a qualified wildcard.
     assert_eq!(
         e.q("SELECT v.*, user AS u FROM v WHERE id = 4 ORDER BY u", &[]),
@@ -281,14 +284,11 @@ fn unions_views_constants_and_errors() {
         e.q("SELECT id FROM t WHERE x < UNIX_TIMESTAMP() AND x > 5", &[]),
         v(&["3", "4"])
     );
-    let err =
-        e.df.prepare(
-            DB,
-            &parse("SELECT COUNT(*) FROM t WHERE x < UNIX_TIMESTAMP()"),
-        )
-        .err()
-        .unwrap();
-    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+    // Under aggregation, the clock is read at read time too.
+    assert_eq!(
+        e.q("SELECT COUNT(*) FROM t WHERE x < UNIX_TIMESTAMP()", &[]),
+        e.q("SELECT COUNT(*) FROM t", &[])
+    );
     let err =
         e.df.prepare(DB, &parse("SELECT id FROM t ORDER BY RAND()"))
             .err()
@@ -386,4 +386,148 @@ n4: Reader keyed by [], ordered by [] <- n3
         "{g2}"
     );
     assert_eq!(e.q(q2, &[]), vec!["1".to_string()]);
+}
+
+#[test]
+fn limit_literals_share_a_view_and_comma_form_is_exact() {
+    let e = env(1 << 30);
+    let t = e.table("s", &[("id", int()), ("score", int())]);
+    e.insert(&t, (1..=9).map(|k| r(&[i(k), i(100 - k)])).collect());
+    // MySQL `LIMIT offset, count`.
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT 2, 3", &[]),
+        v(&["3", "4", "5"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT 3 OFFSET 2", &[]),
+        v(&["3", "4", "5"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT 6, 10", &[]),
+        v(&["7", "8", "9"])
+    );
+    // Every page and page size reads the same view.
+    assert_eq!(e.q("SELECT id FROM s ORDER BY id LIMIT 1", &[]), v(&["1"]));
+    assert_eq!(e.df.view_stats().len(), 1);
+    // One parameter: its position is unambiguous.
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT 1, ?", &[i(2)]),
+        v(&["2", "3"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT ?, 2", &[i(4)]),
+        v(&["5", "6"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM s ORDER BY id LIMIT ? OFFSET 7", &[i(5)]),
+        v(&["8", "9"])
+    );
+    // `LIMIT ?, ?` and `LIMIT ? OFFSET ?` parse alike, so the order of the
+    // values is unknown here: refused (the shim substitutes them instead).
+    for sql in [
+        "SELECT id FROM s ORDER BY id LIMIT ?, ?",
+        "SELECT id FROM s ORDER BY id LIMIT ? OFFSET ?",
+    ] {
+        let err = e.df.prepare(DB, &parse(sql)).err().unwrap();
+        assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+    }
+    // Non-integer LIMIT literals keep their error.
+    assert!(e
+        .df
+        .prepare(DB, &parse("SELECT id FROM s LIMIT 1.5"))
+        .is_err());
+}
+
+#[test]
+fn range_parameters_and_in_lists_under_aggregation() {
+    let e = env(1 << 30);
+    let t = e.table(
+        "s",
+        &[
+            ("id", int()),
+            ("grp", int()),
+            ("score", int()),
+            ("author", text()),
+        ],
+    );
+    e.insert(
+        &t,
+        vec![
+            r(&[i(1), i(1), i(10), s("ann")]),
+            r(&[i(2), i(1), i(20), s("bob")]),
+            r(&[i(3), i(2), i(30), s("ann")]),
+            r(&[i(4), i(2), i(40), s("ann")]),
+            r(&[i(5), i(3), Value::Null, s("bob")]),
+        ],
+    );
+    let q = "SELECT grp, COUNT(*), SUM(score), MIN(score), MAX(score), AVG(score) FROM s WHERE score > ? GROUP BY grp";
+    assert_eq!(
+        e.q(q, &[i(15)]),
+        v(&["1 1 20 20 20 20.0000", "2 2 70 30 40 35.0000"])
+    );
+    assert_eq!(e.q(q, &[i(35)]), v(&["2 1 40 40 40 40.0000"]));
+    assert!(e.q(q, &[i(99)]).is_empty());
+    // Writes are reflected: the view maintains the rows under the filter.
+    e.insert(&t, vec![r(&[i(6), i(3), i(50), s("bob")])]);
+    e.update_where(&t, |r| {
+        (r[0] == i(1)).then(|| vec![i(1), i(1), i(16), s("ann")])
+    });
+    assert_eq!(
+        e.q(q, &[i(15)]),
+        v(&[
+            "1 2 36 16 20 18.0000",
+            "2 2 70 30 40 35.0000",
+            "3 1 50 50 50 50.0000"
+        ])
+    );
+    // One view serves every value.
+    let views = e.df.view_stats().len();
+    assert_eq!(e.q(q, &[i(0)]).len(), 3);
+    assert_eq!(e.df.view_stats().len(), views);
+    // No GROUP BY: one row, even when nothing passes.
+    let scalar = "SELECT COUNT(*), SUM(score) FROM s WHERE score BETWEEN ? AND ?";
+    assert_eq!(e.q(scalar, &[i(20), i(40)]), v(&["3 90"]));
+    assert_eq!(e.q(scalar, &[i(41), i(49)]), v(&["0 NULL"]));
+    // With an equality key, HAVING with a parameter, ORDER BY and LIMIT.
+    let keyed = "SELECT grp, COUNT(*) AS n FROM s WHERE author = ? AND score >= ? GROUP BY grp HAVING n >= ? ORDER BY grp DESC LIMIT 1";
+    assert_eq!(e.q(keyed, &[s("ann"), i(0), i(1)]), v(&["2 2"]));
+    assert_eq!(e.q(keyed, &[s("ANN"), i(0), i(3)]), Vec::<String>::new());
+    assert_eq!(
+        e.q(
+            "SELECT COUNT(*) FROM s WHERE author = ? AND score > ?",
+            &[s("nobody"), i(0)]
+        ),
+        v(&["0"])
+    );
+    // COUNT(DISTINCT) and GROUP_CONCAT aggregate at read time too.
+    assert_eq!(
+        e.q(
+            "SELECT COUNT(DISTINCT author), GROUP_CONCAT(id ORDER BY id) FROM s WHERE score < ?",
+            &[i(35)]
+        ),
+        v(&["2 1,2,3"])
+    );
+    // IN (?, ?) with GROUP BY: one lookup per element, then aggregation.
+    let inq = "SELECT author, COUNT(*) FROM s WHERE grp IN (?, ?, ?) GROUP BY author";
+    assert_eq!(e.q(inq, &[i(1), i(3), i(1)]), v(&["ann 1", "bob 3"]));
+    assert_eq!(
+        e.q(
+            "SELECT SUM(score) FROM s WHERE grp IN (1, 2) AND score > ?",
+            &[i(16)]
+        ),
+        v(&["90"])
+    );
+    // DISTINCT over aggregated rows.
+    assert_eq!(
+        e.q(
+            "SELECT DISTINCT COUNT(*) FROM s WHERE score > ? GROUP BY grp",
+            &[i(0)]
+        ),
+        v(&["1", "2"])
+    );
+    e.delete_where(&t, |r| r[1] == i(2));
+    assert_eq!(
+        e.q(q, &[i(15)]),
+        v(&["1 2 36 16 20 18.0000", "3 1 50 50 50 50.0000"])
+    );
 }

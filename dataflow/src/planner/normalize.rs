@@ -189,6 +189,9 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
             }
         }
     }
+    // 2b. LIMIT/OFFSET: literals become slots too, so every page of a
+    // paginated query reads one view.
+    limit_slots(&mut query, &mut x.lits)?;
     // 3. Number every parameter as a slot, in visit order.
     let mut sources = Vec::new();
     let mut lit_iter = x.lits.into_iter();
@@ -232,6 +235,48 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         user_params,
         signature,
     })
+}
+
+/// Parameterizes the top-level `LIMIT`/`OFFSET` literals (visited after the
+/// WHERE clause, so their values follow the WHERE literals in `lits`).
+///
+/// `LIMIT a, b` (MySQL: offset `a`, count `b`) and `LIMIT b OFFSET a` parse
+/// to the same AST, so when both are the caller's `?` the order in which the
+/// client sends their values is unknown here: refused, so the caller plans
+/// it per execution with the values substituted as literals.
+fn limit_slots(q: &mut ast::Query, lits: &mut Vec<Value>) -> Result<()> {
+    if let (Some(l), Some(o)) = (&q.limit, &q.offset) {
+        if is_user_param(l) && is_user_param(&o.value) {
+            return Err(crate::DataflowError::Unsupported(
+                "both LIMIT and OFFSET as parameters (LIMIT ?, ? and LIMIT ? OFFSET ? parse alike)"
+                    .into(),
+            ));
+        }
+    }
+    if q.limit.is_some() && q.offset.is_none() {
+        // `LIMIT n` is `LIMIT n OFFSET 0`: one shape for both.
+        q.offset = Some(ast::Offset {
+            value: ast::Expr::Value(ast::Value::Number("0".into(), false)),
+            rows: ast::OffsetRows::None,
+        });
+    }
+    let mut take = |e: &mut ast::Expr| -> Result<()> {
+        if let ast::Expr::Value(v @ ast::Value::Number(..)) = e {
+            // Only what `count_of` accepts; anything else keeps its error.
+            if let n @ (Value::Int(0..) | Value::UInt(_)) = literal(v)? {
+                lits.push(n);
+                *e = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+            }
+        }
+        Ok(())
+    };
+    if let Some(l) = &mut q.limit {
+        take(l)?;
+    }
+    if let Some(o) = &mut q.offset {
+        take(&mut o.value)?;
+    }
+    Ok(())
 }
 
 struct Blank;

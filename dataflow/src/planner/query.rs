@@ -14,7 +14,7 @@ use super::expr::{
 use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggKind, AggSpec, JoinKind};
-use crate::plan::{LNode, LOp};
+use crate::plan::{LNode, LOp, ReadAgg};
 use crate::{DataflowError, OutputColumn, Result};
 
 /// A LIMIT/OFFSET value: a constant or a parameter slot.
@@ -46,6 +46,9 @@ pub(crate) struct PlannedView {
     pub empty_default: Option<Row>,
     /// Several lookups may return equal rows that DISTINCT must merge.
     pub dedup: bool,
+    /// Aggregation at read time, after `read_filter` and before
+    /// OFFSET/LIMIT and `output` (see [`ReadAgg`]).
+    pub finish: Option<ReadAgg>,
 }
 
 /// A query without FROM: evaluated directly.
@@ -491,6 +494,7 @@ impl<'a> Planner<'a> {
             offset: q.offset.as_ref().map(|o| count_of(&o.value)).transpose()?,
             empty_default: None,
             dedup: false,
+            finish: None,
         })
     }
 
@@ -931,18 +935,13 @@ impl<'a> Planner<'a> {
         let post: Option<PostAgg>;
         let mut key_post: Vec<usize> = Vec::new();
         let mut empty_default_needed = false;
+        // Parameters that cannot key an aggregate's state (ranges, IN
+        // lists, NOW()): aggregate at read time over the maintained
+        // pre-aggregation rows instead.
+        let late =
+            aggregated && (!read_filters.is_empty() || key_frame.iter().any(|k| k.1.len() > 1));
+        let mut late_parts: Option<(Vec<usize>, Option<Expr>, ReadAgg)> = None;
         if aggregated {
-            if key_frame.iter().any(|k| k.1.len() > 1) {
-                // Each IN value would aggregate separately.
-                return Err(unsupported(
-                    "IN (?, ...) parameters with GROUP BY or aggregates",
-                ));
-            }
-            if !read_filters.is_empty() {
-                return Err(unsupported(
-                    "range parameters or NOW() in WHERE with GROUP BY",
-                ));
-            }
             let row_cx = ExprCx::row(&scope);
             let mut gexprs: Vec<Expr> = Vec::new();
             let mut by_text = HashMap::new();
@@ -989,7 +988,7 @@ impl<'a> Planner<'a> {
                 }
                 gexprs.push(e);
             }
-            for (c, _) in &key_frame {
+            for (c, _) in key_frame.iter().filter(|_| !late) {
                 let pos = match by_col.get(c) {
                     Some(&p) => p,
                     None => {
@@ -1001,8 +1000,8 @@ impl<'a> Planner<'a> {
                 };
                 key_post.push(pos);
             }
-            let scalar = group_asts.is_empty() && key_frame.is_empty();
-            empty_default_needed = group_asts.is_empty() && !key_frame.is_empty();
+            let scalar = group_asts.is_empty() && (late || key_frame.is_empty());
+            empty_default_needed = !late && group_asts.is_empty() && !key_frame.is_empty();
             let ngroup = gexprs.len();
             let ftypes = scope.types();
             let mut pre = gexprs.clone();
@@ -1031,20 +1030,90 @@ impl<'a> Planner<'a> {
                 out.push(ty);
             }
             let pre_colls: Vec<Collation> = out.iter().map(|o| o.2).collect();
-            node = LNode {
-                op: LOp::Project(pre),
-                inputs: vec![node],
-                colls: pre_colls.clone(),
-            };
-            node = LNode {
-                op: LOp::Aggregate {
+            if late {
+                // Stored: group columns, aggregate arguments, key columns,
+                // columns the read-time WHERE needs.
+                let mut pre = pre;
+                let mut pre_colls = pre_colls;
+                let scope_coll = |c: usize| {
+                    let sc = &scope.cols[c];
+                    if sc.ty.is_text() {
+                        sc.collation
+                    } else {
+                        Collation::Binary
+                    }
+                };
+                let mut slot_of =
+                    |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
+                        .iter()
+                        .position(|x| *x == Expr::Column(c))
+                    {
+                        Some(p) => p,
+                        None => {
+                            pre.push(Expr::Column(c));
+                            colls.push(scope_coll(c));
+                            pre.len() - 1
+                        }
+                    };
+                let key_pos: Vec<usize> = key_frame
+                    .iter()
+                    .map(|k| slot_of(k.0, &mut pre, &mut pre_colls))
+                    .collect();
+                let where_cx = ExprCx {
+                    scope: &scope,
+                    post: None,
+                    params: ParamMode::Slots,
+                    proposed: false,
+                    aliases: None,
+                };
+                let mut rf: Option<Expr> = None;
+                for c in &read_filters {
+                    let e = where_cx.compile(c)?;
+                    let mut map = HashMap::new();
+                    for col in e.columns() {
+                        map.insert(col, slot_of(col, &mut pre, &mut pre_colls));
+                    }
+                    let e = e.map_columns(&|c| Expr::Column(*map.get(&c).unwrap_or(&c)));
+                    rf = Some(match rf {
+                        None => e,
+                        Some(prev) => {
+                            Expr::Logic(crate::expr::LogicOp::And, Box::new(prev), Box::new(e))
+                        }
+                    });
+                }
+                read_filters.clear();
+                let ra = ReadAgg {
                     ngroup,
                     aggs: specs,
+                    colls: pre_colls[..ngroup].to_vec(),
                     scalar,
-                },
-                inputs: vec![node],
-                colls: pre_colls,
-            };
+                    having: None,
+                    project: vec![],
+                    distinct: false,
+                    order: vec![],
+                };
+                node = LNode {
+                    op: LOp::Project(pre),
+                    inputs: vec![node],
+                    colls: pre_colls,
+                };
+                late_parts = Some((key_pos, rf, ra));
+            } else {
+                node = LNode {
+                    op: LOp::Project(pre),
+                    inputs: vec![node],
+                    colls: pre_colls.clone(),
+                };
+                node = LNode {
+                    op: LOp::Aggregate {
+                        ngroup,
+                        aggs: specs,
+                        scalar,
+                    },
+                    inputs: vec![node],
+                    colls: pre_colls,
+                };
+            }
             post = Some(PostAgg {
                 by_text,
                 by_col,
@@ -1169,7 +1238,9 @@ impl<'a> Planner<'a> {
             if e.is_volatile() {
                 return Err(unsupported("NOW()/RAND() in HAVING"));
             }
-            if e.has_params() {
+            if let Some((_, _, ra)) = &mut late_parts {
+                ra.having = Some(e);
+            } else if e.has_params() {
                 if !top {
                     return Err(unsupported("parameters in a subquery"));
                 }
@@ -1278,6 +1349,42 @@ impl<'a> Planner<'a> {
             output[i] = remap(&visible[i], &mut stored);
         }
         let read_filter = rf.map(|e| remap(&e, &mut stored));
+        if let Some((key_pos, late_filter, mut ra)) = late_parts {
+            // Read-time aggregation: the view keeps the pre-aggregation rows.
+            if distinct && stored.len() > visible_width {
+                return Err(unsupported(
+                    "DISTINCT with ORDER BY or filters on columns not selected",
+                ));
+            }
+            if distinct && output.iter().any(|e| !matches!(e, Expr::Column(_))) {
+                return Err(unsupported("DISTINCT with read-time expressions"));
+            }
+            ra.project = stored;
+            ra.distinct = distinct;
+            ra.order = order;
+            return Ok(PlannedView {
+                plan: node,
+                key: key_pos,
+                key_slots: key_frame.iter().map(|k| k.1.clone()).collect(),
+                key_names: key_frame
+                    .iter()
+                    .map(|k| scope.cols[k.0].name.clone())
+                    .collect(),
+                key_types: key_frame
+                    .iter()
+                    .map(|k| scope.cols[k.0].ty.clone())
+                    .collect(),
+                order: vec![],
+                read_filter: late_filter,
+                output,
+                columns,
+                limit,
+                offset,
+                empty_default: None,
+                dedup: false,
+                finish: Some(ra),
+            });
+        }
         if distinct && stored.len() > visible_width + key.len() {
             return Err(unsupported(
                 "DISTINCT with ORDER BY or filters on columns not selected",
@@ -1365,6 +1472,7 @@ impl<'a> Planner<'a> {
             offset,
             empty_default,
             dedup,
+            finish: None,
         })
     }
 
