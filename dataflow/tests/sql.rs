@@ -294,11 +294,11 @@ fn unions_views_constants_and_errors() {
             .err()
             .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
-    let err =
-        e.df.prepare(DB, &parse("SELECT a.id FROM t a, t b"))
-            .err()
-            .unwrap();
-    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+    // A comma join without a linking condition is a cross join.
+    assert_eq!(
+        e.q("SELECT COUNT(*) FROM t a, t b", &[]),
+        e.q("SELECT COUNT(*) * COUNT(*) FROM t", &[])
+    );
     assert!(matches!(
         e.df.prepare(DB, &parse("SELECT nope FROM t"))
             .err()
@@ -529,5 +529,101 @@ fn range_parameters_and_in_lists_under_aggregation() {
     assert_eq!(
         e.q(q, &[i(15)]),
         v(&["1 2 36 16 20 18.0000", "3 1 50 50 50 50.0000"])
+    );
+}
+
+#[test]
+fn non_equi_and_cross_joins() {
+    let e = env(1 << 30);
+    let a = e.table("a", &[("id", int()), ("x", int()), ("g", int())]);
+    let b = e.table("b", &[("id", int()), ("y", int()), ("g", int())]);
+    e.insert(
+        &a,
+        vec![
+            r(&[i(1), i(1), i(1)]),
+            r(&[i(2), i(5), i(1)]),
+            r(&[i(3), i(9), i(2)]),
+        ],
+    );
+    e.insert(
+        &b,
+        vec![
+            r(&[i(10), i(4), i(1)]),
+            r(&[i(11), i(6), i(2)]),
+            r(&[i(12), Value::Null, i(1)]),
+        ],
+    );
+    let lt = "SELECT a.id, b.id FROM a JOIN b ON a.x < b.y";
+    assert_eq!(e.q(lt, &[]), v(&["1 10", "1 11", "2 11"]));
+    // Equality plus a non-equi condition: the extra one filters the join.
+    let eq_lt = "SELECT a.id, b.id FROM a JOIN b ON a.g = b.g AND a.x < b.y";
+    assert_eq!(e.q(eq_lt, &[]), v(&["1 10"]));
+    let cross = "SELECT a.id, b.id FROM a CROSS JOIN b WHERE b.y IS NOT NULL";
+    assert_eq!(e.q(cross, &[]).len(), 6);
+    // LEFT JOIN with a right-side-only condition and no equality.
+    let left = "SELECT a.id, b.id FROM a LEFT JOIN b ON b.y > 5";
+    assert_eq!(e.q(left, &[]), v(&["1 11", "2 11", "3 11"]));
+    // Changes on either side.
+    e.insert(&b, vec![r(&[i(13), i(100), i(2)])]);
+    e.update_where(&a, |r| (r[0] == i(3)).then(|| vec![i(3), i(0), i(2)]));
+    assert_eq!(
+        e.q(lt, &[]),
+        v(&["1 10", "1 11", "1 13", "2 11", "2 13", "3 10", "3 11", "3 13"])
+    );
+    assert_eq!(e.q(eq_lt, &[]), v(&["1 10", "3 11", "3 13"]));
+    assert_eq!(e.q(cross, &[]).len(), 9);
+    e.delete_where(&b, |r| r[0] == i(11) || r[0] == i(13));
+    assert_eq!(e.q(lt, &[]), v(&["1 10", "3 10"]));
+    assert_eq!(e.q(left, &[]), v(&["1 NULL", "2 NULL", "3 NULL"]));
+    assert_eq!(
+        e.q(
+            "SELECT a.id, b.id FROM a, b WHERE a.x BETWEEN b.y - 4 AND b.y ORDER BY a.id",
+            &[]
+        ),
+        v(&["1 10", "3 10"])
+    );
+}
+
+#[test]
+fn not_in_subquery_with_nulls() {
+    let e = env(1 << 30);
+    let t = e.table("t", &[("id", int()), ("x", int())]);
+    let u = e.table("u", &[("id", int()), ("y", int())]);
+    e.insert(
+        &t,
+        vec![r(&[i(1), i(1)]), r(&[i(2), i(2)]), r(&[i(3), Value::Null])],
+    );
+    let q = "SELECT id FROM t WHERE x NOT IN (SELECT y FROM u)";
+    let q_in = "SELECT id FROM t WHERE x IN (SELECT y FROM u)";
+    // Empty subquery: NOT IN is true, even for a NULL x.
+    assert_eq!(e.q(q, &[]), v(&["1", "2", "3"]));
+    e.insert(&u, vec![r(&[i(10), i(1)])]);
+    assert_eq!(e.q(q, &[]), v(&["2"]));
+    assert_eq!(e.q(q_in, &[]), v(&["1"]));
+    // A NULL in the subquery: NOT IN is never true.
+    e.insert(&u, vec![r(&[i(11), Value::Null])]);
+    assert!(e.q(q, &[]).is_empty());
+    assert_eq!(e.q(q_in, &[]), v(&["1"]));
+    e.delete_where(&u, |r| r[0] == i(11));
+    assert_eq!(e.q(q, &[]), v(&["2"]));
+    // With a key parameter and a filtered subquery.
+    let keyed = "SELECT id FROM t WHERE id = ? AND x NOT IN (SELECT y FROM u WHERE id > 10)";
+    assert_eq!(e.q(keyed, &[i(1)]), v(&["1"]));
+    assert_eq!(e.q(keyed, &[i(3)]), v(&["3"]));
+    e.insert(&u, vec![r(&[i(12), i(5)])]);
+    assert_eq!(e.q(keyed, &[i(3)]), Vec::<String>::new());
+    assert_eq!(e.q(keyed, &[i(1)]), v(&["1"]));
+    e.delete_where(&u, |_| true);
+    assert_eq!(e.q(q, &[]), v(&["1", "2", "3"]));
+}
+
+#[test]
+fn wildcard_hides_subquery_columns() {
+    let e = env(1 << 30);
+    let t = e.table("t", &[("id", int()), ("x", int())]);
+    e.insert(&t, vec![r(&[i(1), i(1)]), r(&[i(2), i(5)])]);
+    assert_eq!(
+        e.q("SELECT * FROM t WHERE x > (SELECT AVG(x) FROM t)", &[]),
+        v(&["2 5"])
     );
 }

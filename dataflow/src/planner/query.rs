@@ -682,11 +682,9 @@ impl<'a> Planner<'a> {
             }
             rest.push(c);
         }
-        if lcols.is_empty() {
-            return Err(unsupported(
-                "join without an equality condition (cross join)",
-            ));
-        }
+        // No equality: a cross join (every left row meets every right row,
+        // key []), the conditions filtering after it. Each change to one
+        // side is joined with the whole other side.
         let mut right = right;
         let mut scope = ls.clone();
         let mut rscope = rs.clone();
@@ -1171,7 +1169,9 @@ impl<'a> Planner<'a> {
                     };
                     let mut any = false;
                     for (i, c) in scope.cols.iter().enumerate() {
-                        if q.as_ref().is_none_or(|q| *q == c.qualifier) {
+                        // Columns a subquery joined in (`__sq<n>`) are internal.
+                        let internal = c.qualifier.starts_with("__sq");
+                        if q.as_ref().map_or(!internal, |q| *q == c.qualifier) {
                             any = true;
                             visible.push(Expr::Column(i));
                             columns.push(OutputColumn {
@@ -1654,24 +1654,27 @@ impl<'a> Planner<'a> {
                 "Operand should contain 1 column(s)".into(),
             ));
         }
-        if negated && (scope.cols[c].nullable || rel.cols[0].nullable) {
-            return Err(unsupported("NOT IN (SELECT ...) over nullable columns"));
-        }
+        let nullable = scope.cols[c].nullable || rel.cols[0].nullable;
         let kind = if negated {
             JoinKind::Anti
         } else {
             JoinKind::Semi
         };
         let colls = node.colls.clone();
-        Ok(LNode {
+        let sub = rel.node;
+        let joined = LNode {
             op: LOp::Join {
                 kind,
                 left_cols: vec![c],
                 right_cols: vec![0],
             },
-            inputs: vec![node, rel.node],
-            colls,
-        })
+            inputs: vec![node, sub.clone()],
+            colls: colls.clone(),
+        };
+        if !negated || !nullable {
+            return Ok(joined);
+        }
+        Ok(not_in_nulls(joined, c, sub))
     }
 
     /// Plans a correlated subquery's FROM and WHERE: every `inner = outer`
@@ -1956,6 +1959,73 @@ impl Planner<'_> {
             }));
         }
         Ok(col)
+    }
+}
+
+/// MySQL's `x NOT IN (SELECT y ...)` over nullable columns: true when the
+/// subquery is empty; otherwise NULL (so not true) when `x` is NULL or any
+/// `y` is NULL, else true exactly when no `y` equals `x`. `anti` is the
+/// anti-join on `x = y` (which passes rows whose `x` is NULL); the subquery's
+/// row count and non-NULL count join in as two columns (one row, key []),
+/// filter, and are projected away.
+fn not_in_nulls(anti: LNode, x: usize, sub: LNode) -> LNode {
+    let width = anti.width();
+    let stats_colls = vec![Collation::Binary, Collation::Binary];
+    let stats = LNode {
+        op: LOp::Aggregate {
+            ngroup: 0,
+            aggs: vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Count, 0),
+            ],
+            scalar: true,
+        },
+        inputs: vec![LNode {
+            op: LOp::Project(vec![Expr::Column(0)]),
+            colls: vec![sub.colls.first().copied().unwrap_or_default()],
+            inputs: vec![sub],
+        }],
+        colls: stats_colls.clone(),
+    };
+    let mut colls = anti.colls.clone();
+    colls.extend(stats_colls);
+    let joined = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols: vec![],
+            right_cols: vec![],
+        },
+        inputs: vec![anti, stats],
+        colls: colls.clone(),
+    };
+    let (rows, non_null) = (Expr::Column(width), Expr::Column(width + 1));
+    let eq = |a: Expr, b: Expr| Expr::Cmp {
+        op: crate::expr::CmpOp::Eq,
+        left: Box::new(a),
+        right: Box::new(b),
+        collation: Collation::Binary,
+    };
+    let and = |a, b| Expr::Logic(crate::expr::LogicOp::And, Box::new(a), Box::new(b));
+    let keep = Expr::Logic(
+        crate::expr::LogicOp::Or,
+        Box::new(eq(rows.clone(), Expr::Literal(Value::Int(0)))),
+        Box::new(and(
+            Expr::IsNull {
+                expr: Box::new(Expr::Column(x)),
+                negated: true,
+            },
+            eq(non_null, rows),
+        )),
+    );
+    let filtered = LNode {
+        op: LOp::Filter(keep),
+        inputs: vec![joined],
+        colls: colls.clone(),
+    };
+    LNode {
+        op: LOp::Project((0..width).map(Expr::Column).collect()),
+        inputs: vec![filtered],
+        colls: colls[..width].to_vec(),
     }
 }
 
