@@ -90,6 +90,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         dataflow.clone(),
         facts,
         metrics,
+        Arc::new(ladle_shim::admin::NoAdmin),
         FrontendConfig {
             user: args.user.clone(),
             password: args.password.clone(),

@@ -21,6 +21,7 @@
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
+pub mod admin;
 pub mod auth;
 pub mod catalog;
 pub mod ddl;
@@ -32,6 +33,7 @@ pub mod metrics;
 pub mod net;
 pub mod params;
 pub mod session;
+pub mod sqltext;
 pub mod vars;
 pub mod wire;
 
@@ -46,6 +48,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+pub use admin::Admin;
 pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, Output};
 pub use metrics::Metrics;
@@ -87,6 +90,7 @@ impl Frontend {
         dataflow: Arc<Dataflow>,
         facts: ServerFacts,
         metrics: Arc<Metrics>,
+        admin: Arc<dyn Admin>,
         config: FrontendConfig,
     ) -> Arc<Frontend> {
         let engine = Arc::new(Engine {
@@ -94,6 +98,7 @@ impl Frontend {
             dataflow,
             facts,
             metrics,
+            admin,
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
         });
