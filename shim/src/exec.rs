@@ -10,8 +10,9 @@ use ladle_common::{Row, SqlType, Value};
 use ladle_dataflow::{Dataflow, OutputColumn, PreparedQuery};
 use ladle_storage::Storage;
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, Statement, TableFactor};
+use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Word};
+use sqlparser::tokenizer::{Token, Tokenizer, Word};
 
 use crate::error::{Result, ShimError, WireError};
 use crate::metrics::Metrics;
@@ -129,17 +130,17 @@ pub fn int_column(name: &str) -> OutputColumn {
     )
 }
 
-/// Statements of `sql`, string literals unescaped as MySQL does (see
-/// [`crate::sqltext`]).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    crate::sqltext::parse_statements(sql)
+    Ok(Parser::parse_sql(&MySqlDialect {}, sql)?)
 }
 
 /// Tokens without whitespace and comments.
 pub fn tokens(sql: &str) -> Result<Vec<Token>> {
-    Ok(crate::sqltext::tokenize(sql)?
+    let toks = Tokenizer::new(&MySqlDialect {}, sql)
+        .tokenize()
+        .map_err(|e| ShimError::Parse(e.to_string()))?;
+    Ok(toks
         .into_iter()
-        .map(|t| t.token)
         .filter(|t| !matches!(t, Token::Whitespace(_)))
         .collect())
 }
@@ -346,15 +347,17 @@ impl Engine {
                     .into());
                 };
                 let order_by = match order {
-                    Some(text) => crate::sqltext::parser(&text)?
-                        .parse_comma_separated(Parser::parse_order_by_expr)
+                    Some(text) => Parser::new(&MySqlDialect {})
+                        .try_with_sql(&text)
+                        .and_then(|mut p| p.parse_comma_separated(Parser::parse_order_by_expr))
                         .map_err(ShimError::from)?,
                     None => Vec::new(),
                 };
                 let limit = match limit {
                     Some(text) => {
-                        let x = crate::sqltext::parser(&text)?
-                            .parse_expr()
+                        let x = Parser::new(&MySqlDialect {})
+                            .try_with_sql(&text)
+                            .and_then(|mut p| p.parse_expr())
                             .map_err(ShimError::from)?;
                         match self.eval_constant(s, &x)?.as_i64() {
                             Some(n) if n >= 0 => Some(n as u64),
@@ -474,8 +477,6 @@ impl Engine {
             } => {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
-                // The dataflow stores and re-parses the query's text.
-                let query = crate::sqltext::display_safe(&query);
                 self.dataflow.create_view(&db, &view, &query, or_replace)?;
                 // The definition text, for SHOW CREATE VIEW and
                 // information_schema.VIEWS.
