@@ -19,6 +19,23 @@ use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::{DataflowConfig, DataflowError, OutputColumn, PreparedQuery, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
+/// Every installed view, so a restart rebuilds the same graph (and snapshots
+/// restore into it): `<prefix><hash of the view signature>` -> postcard
+/// [`InstalledView`].
+const INSTALLED_META: &str = "dataflow/installed/";
+
+/// The catalog record of an installed view.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct InstalledView {
+    database: String,
+    /// The SQL of a query the view was planned for.
+    sql: String,
+    signature: String,
+}
+
+fn installed_key(signature: &str) -> String {
+    format!("{INSTALLED_META}{}", crate::graph::stable_id(signature))
+}
 
 /// An installed view.
 pub(crate) struct View {
@@ -46,10 +63,12 @@ pub(crate) struct Prepared {
     pub user_params: usize,
 }
 
-struct Inner {
-    storage: Arc<Storage>,
-    config: DataflowConfig,
-    graph: Mutex<Graph>,
+pub(crate) struct Inner {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) config: DataflowConfig,
+    pub(crate) graph: Mutex<Graph>,
+    /// Held while a snapshot is taken: snapshots are serialized.
+    pub(crate) snapshots: Mutex<crate::snapshot::SnapshotTracker>,
     /// signature -> view
     views: RwLock<HashMap<String, Arc<View>>>,
     /// (database, lower name) -> SQL text
@@ -59,7 +78,7 @@ struct Inner {
 
 /// The view engine. One per server.
 pub struct Dataflow {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 struct Observer(Weak<Inner>);
@@ -90,6 +109,7 @@ impl Dataflow {
     pub fn new(storage: Arc<Storage>, config: DataflowConfig) -> Result<Arc<Dataflow>> {
         let inner = Arc::new(Inner {
             graph: Mutex::new(Graph::new(storage.clone())),
+            snapshots: Mutex::new(Default::default()),
             storage: storage.clone(),
             config,
             views: RwLock::new(HashMap::new()),
@@ -106,6 +126,7 @@ impl Dataflow {
             }
         }
         storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
+        inner.reinstall_views()?;
         Ok(Arc::new(Dataflow { inner }))
     }
 
@@ -231,7 +252,7 @@ impl Dataflow {
     /// Schema changes: views over the table are rebuilt or removed.
     pub fn table_changed(&self, table: TableId) {
         let inner = &self.inner;
-        inner.storage.exclusive(|| {
+        let doomed = inner.storage.exclusive(|| {
             let mut g = inner.graph.lock();
             let mut views = inner.views.write();
             let doomed: Vec<String> = views
@@ -239,14 +260,16 @@ impl Dataflow {
                 .filter(|(_, v)| v.tables.contains(&table))
                 .map(|(k, _)| k.clone())
                 .collect();
-            for k in doomed {
-                if let Some(v) = views.remove(&k) {
+            for k in &doomed {
+                if let Some(v) = views.remove(k) {
                     v.dropped.store(true, AO::SeqCst);
                     g.uninstall(v.node);
                 }
             }
             g.forget_schema(table);
+            doomed
         });
+        inner.forget_installed(&doomed);
     }
 
     /// Bytes of view state currently held.
@@ -257,18 +280,64 @@ impl Dataflow {
 
 impl Inner {
     fn invalidate_all(&self) {
-        self.storage.exclusive(|| {
+        let doomed = self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             let mut views = self.views.write();
-            for (_, v) in views.drain() {
+            let mut doomed = Vec::new();
+            for (sig, v) in views.drain() {
                 v.dropped.store(true, AO::SeqCst);
                 g.uninstall(v.node);
+                doomed.push(sig);
             }
+            doomed
         });
+        self.forget_installed(&doomed);
+    }
+
+    /// Deletes the catalog records of views no longer installed (a prepared
+    /// query rebinding later records its view again).
+    fn forget_installed(&self, signatures: &[String]) {
+        for sig in signatures {
+            if let Err(e) = self.storage.delete_meta(&installed_key(sig)) {
+                tracing::warn!("forgetting an installed view failed: {e}");
+            }
+        }
+    }
+
+    /// Reinstalls every view recorded in the catalog (on start), so the
+    /// graph, and the snapshot ids of its nodes, match the previous run.
+    /// Records that no longer plan are deleted.
+    fn reinstall_views(&self) -> Result<()> {
+        let records = self.storage.list_meta(INSTALLED_META)?;
+        let mut installed = 0usize;
+        for (key, bytes) in records {
+            let reinstalled = postcard::from_bytes::<InstalledView>(&bytes)
+                .map_err(|e| DataflowError::Internal(format!("bad view record: {e}")))
+                .and_then(|rec| {
+                    let q = crate::planner::parse_query(&rec.sql)?;
+                    self.bind(&rec.database, &q, None)?;
+                    Ok(self.views.read().contains_key(&rec.signature))
+                });
+            match reinstalled {
+                Ok(true) => installed += 1,
+                Ok(false) => {
+                    tracing::info!("a recorded view now plans differently; forgetting it");
+                    self.storage.delete_meta(&key)?;
+                }
+                Err(e) => {
+                    tracing::info!("a recorded view no longer plans ({e}); forgetting it");
+                    self.storage.delete_meta(&key)?;
+                }
+            }
+        }
+        if installed > 0 {
+            tracing::info!(views = installed, "reinstalled views from the catalog");
+        }
+        Ok(())
     }
 
     fn prepare(self: &Arc<Self>, database: &str, query: &ast::Query) -> Result<Prepared> {
-        let (target, sources, user_params) = self.bind(database, query)?;
+        let (target, sources, user_params) = self.bind(database, query, Some(query))?;
         let columns = match &target {
             Target::View(v) => v.spec.columns.clone(),
             Target::Constant(c) => c.columns.clone(),
@@ -286,7 +355,14 @@ impl Inner {
     /// The view for `query`, sharing the view of `col = ?` for `col IN
     /// (...)` when the view is keyed by `col`; otherwise the IN list stays a
     /// filter (or its own multi-slot key) in a view of its own.
-    fn bind(&self, database: &str, query: &ast::Query) -> Result<(Target, Vec<Source>, usize)> {
+    /// `origin`: the query to record in the catalog for views installed now
+    /// (None while reinstalling recorded views).
+    fn bind(
+        &self,
+        database: &str,
+        query: &ast::Query,
+        origin: Option<&ast::Query>,
+    ) -> Result<(Target, Vec<Source>, usize)> {
         let norm = normalize(database, query, true)?;
         let lists_keyed = |t: &Target| {
             norm.sources.iter().enumerate().all(|(i, s)| {
@@ -295,20 +371,26 @@ impl Inner {
             })
         };
         if !norm.sources.iter().any(|s| matches!(s, Source::List(_))) {
-            let t = self.target(database, &norm.query, &norm.signature)?;
+            let t = self.target(database, &norm.query, &norm.signature, origin)?;
             return Ok((t, norm.sources, norm.user_params));
         }
-        if let Ok(t) = self.target(database, &norm.query, &norm.signature) {
+        if let Ok(t) = self.target(database, &norm.query, &norm.signature, origin) {
             if lists_keyed(&t) {
                 return Ok((t, norm.sources, norm.user_params));
             }
         }
         let norm = normalize(database, query, false)?;
-        let t = self.target(database, &norm.query, &norm.signature)?;
+        let t = self.target(database, &norm.query, &norm.signature, origin)?;
         Ok((t, norm.sources, norm.user_params))
     }
 
-    fn target(&self, database: &str, q: &ast::Query, signature: &str) -> Result<Target> {
+    fn target(
+        &self,
+        database: &str,
+        q: &ast::Query,
+        signature: &str,
+        origin: Option<&ast::Query>,
+    ) -> Result<Target> {
         if let Some(v) = self.views.read().get(signature) {
             return Ok(Target::View(v.clone()));
         }
@@ -328,13 +410,18 @@ impl Inner {
         };
         let mut tables = Vec::new();
         spec.plan.tables(&mut tables);
-        let view = self.storage.exclusive(|| -> Result<Arc<View>> {
+        let (view, installed) = self.storage.exclusive(|| -> Result<(Arc<View>, bool)> {
             let mut g = self.graph.lock();
             let mut views = self.views.write();
             if let Some(v) = views.get(signature) {
-                return Ok(v.clone());
+                return Ok((v.clone(), false));
             }
-            let (node, reader) = g.install(&spec.plan, spec.key.clone(), spec.order.clone())?;
+            let (node, reader) = g.install(
+                &spec.plan,
+                spec.key.clone(),
+                spec.order.clone(),
+                &format!("{database}\u{1}{signature}"),
+            )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);
             let v = Arc::new(View {
                 name: format!("q_{id}"),
@@ -350,8 +437,22 @@ impl Inner {
                 dropped: AtomicBool::new(false),
             });
             views.insert(signature.to_string(), v.clone());
-            Ok(v)
+            Ok((v, true))
         })?;
+        if let (true, Some(origin)) = (installed, origin) {
+            let record = InstalledView {
+                database: database.to_string(),
+                sql: origin.to_string(),
+                signature: signature.to_string(),
+            };
+            // Not fatal: the view works; only a restart would start it anew.
+            let saved = postcard::to_stdvec(&record)
+                .map_err(|e| DataflowError::Internal(e.to_string()))
+                .and_then(|b| Ok(self.storage.put_meta(&installed_key(signature), &b)?));
+            if let Err(e) = saved {
+                tracing::warn!("recording installed view failed: {e}");
+            }
+        }
         Ok(Target::View(view))
     }
 
@@ -426,7 +527,8 @@ impl Prepared {
                 Target::View(v) => v,
             };
             if view.dropped.load(AO::SeqCst) {
-                let (t, sources, _) = engine.bind(&self.database, &self.query)?;
+                let (t, sources, _) =
+                    engine.bind(&self.database, &self.query, Some(&self.query))?;
                 *self.target.write() = (t, Arc::new(sources));
                 continue;
             }

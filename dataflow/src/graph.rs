@@ -31,6 +31,10 @@ pub(crate) struct Node {
     pub colls: Vec<Collation>,
     /// Sharing signature.
     pub sig: String,
+    /// Identity that survives restarts (a hash of the node's structure, its
+    /// state key, its ancestors' stable ids, and the id and schema version
+    /// of every base table below it): the node's id in snapshots.
+    pub stable: String,
     /// Views using the node.
     pub users: usize,
 }
@@ -42,6 +46,30 @@ pub(crate) struct Graph {
     schemas: HashMap<TableId, Arc<TableSchema>>,
     /// Deltas of the current batch not yet propagated, per table.
     pending: HashMap<TableId, Vec<RowDelta>>,
+    /// Bumped by every install and uninstall (recorded in snapshots).
+    pub version: u64,
+}
+
+/// A stateful node's captured state (see [`Graph::capture`]).
+pub(crate) enum CapturedState {
+    Reader(ops::Captured<Vec<Row>>),
+    Aggregate(ops::Captured<ops::aggregate::Partition>),
+}
+
+/// A stateful node's state as restored from a snapshot.
+pub(crate) enum RestoredState {
+    /// Normalized key -> sorted rows.
+    Reader(Vec<(Vec<Value>, Vec<Row>)>),
+    /// Partition key -> partition.
+    Aggregate(Vec<(Vec<Value>, ops::aggregate::Partition)>),
+}
+
+/// The stable id of a node with structural signature `text`.
+pub(crate) fn stable_id(text: &str) -> String {
+    use sha1::{Digest, Sha1};
+    let digest = Sha1::digest(text.as_bytes());
+    // 128 bits are plenty to tell nodes apart.
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Graph {
@@ -52,19 +80,23 @@ impl Graph {
             storage,
             schemas: HashMap::new(),
             pending: HashMap::new(),
+            version: 0,
         }
     }
 
     // ---------------------------------------------------------------- install
 
     /// Lowers `plan` under a new reader keyed by `key` with `order`; returns
-    /// the reader node and its shared state.
+    /// the reader node and its shared state. `view` (the view's signature)
+    /// goes into the reader's stable id.
     pub fn install(
         &mut self,
         plan: &LNode,
         key: Vec<usize>,
         order: ops::reader::OrderSpec,
+        view: &str,
     ) -> Result<(NodeId, Arc<ReaderState>)> {
+        self.version += 1;
         // Lower into a temporary list first, decide each stateful node's
         // state key from how it will be looked up, then intern bottom-up.
         let mut tmp: Vec<Tmp> = Vec::new();
@@ -87,6 +119,14 @@ impl Graph {
         for t in &tmp {
             let parents: Vec<NodeId> = t.parents.iter().map(|&p| ids[p]).collect();
             let sig = format!("{}|key={:?}|parents={:?}", t.sig, t.state_key, parents);
+            let parent_stables: Vec<&str> = parents
+                .iter()
+                .map(|&p| self.nodes[p].stable.as_str())
+                .collect();
+            let stable = stable_id(&format!(
+                "{}|key={:?}|parents={:?}",
+                t.sig, t.state_key, parent_stables
+            ));
             if let Some(&id) = self.by_sig.get(&sig) {
                 self.nodes[id].users += 1;
                 if let Op::Join(j) = &mut self.nodes[id].op {
@@ -151,6 +191,7 @@ impl Graph {
                 children: vec![],
                 colls: t.colls.clone(),
                 sig: sig.clone(),
+                stable,
                 users: 1,
             });
             self.by_sig.insert(sig, id);
@@ -162,6 +203,10 @@ impl Graph {
             .iter()
             .map(|&k| colls.get(k).copied().unwrap_or_default())
             .collect();
+        let stable = stable_id(&format!(
+            "reader|view={view}|key={key:?}|order={order:?}|parent={}",
+            self.nodes[parent].stable
+        ));
         let shared = Arc::new(ReaderState::new(key_colls, order));
         let id = self.nodes.len();
         self.nodes[parent].children.push(id);
@@ -174,6 +219,7 @@ impl Graph {
             children: vec![],
             colls,
             sig: format!("reader{id}"),
+            stable,
             users: 1,
         });
         Ok((id, shared))
@@ -181,6 +227,7 @@ impl Graph {
 
     /// Removes a reader and every node no other view uses.
     pub fn uninstall(&mut self, reader: NodeId) {
+        self.version += 1;
         let mut stack = vec![reader];
         while let Some(n) = stack.pop() {
             let node = &mut self.nodes[n];
@@ -571,6 +618,98 @@ impl Graph {
             rows = ops::undo(rows, &matching);
         }
         Ok(rows)
+    }
+
+    // ------------------------------------------------------------ snapshots
+
+    /// Captures every live stateful node's changes since the previous
+    /// capture (by reference: copy-on-write partitions and `Arc` rows), with
+    /// its stable id. Cheap; the caller holds the commit and graph locks, so
+    /// the result is a consistent cut. Nodes for which `incremental` says no
+    /// are captured whole.
+    pub fn capture(&mut self, incremental: &dyn Fn(&str) -> bool) -> Vec<(String, CapturedState)> {
+        let mut out = Vec::new();
+        for n in &mut self.nodes {
+            if !incremental(&n.stable) {
+                match &mut n.op {
+                    Op::Aggregate(a) => a.mark_all_dirty(),
+                    Op::Reader(r) => r.shared.mark_all_dirty(),
+                    _ => {}
+                }
+            }
+            match &mut n.op {
+                Op::Aggregate(a) => {
+                    out.push((n.stable.clone(), CapturedState::Aggregate(a.capture())))
+                }
+                Op::Reader(r) => {
+                    out.push((n.stable.clone(), CapturedState::Reader(r.shared.capture())))
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// How many live stateful nodes (aggregates and readers) there are.
+    pub fn stateful_nodes(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| matches!(n.op, Op::Aggregate(_) | Op::Reader(_)))
+            .count()
+    }
+
+    /// Makes the next capture of every node full (a capture was not saved).
+    pub fn mark_all_dirty(&mut self) {
+        for n in &mut self.nodes {
+            match &mut n.op {
+                Op::Aggregate(a) => a.mark_all_dirty(),
+                Op::Reader(r) => r.shared.mark_all_dirty(),
+                _ => {}
+            }
+        }
+    }
+
+    /// Clears every node's state, then restores the nodes whose stable id is
+    /// in `states`, but only where every stateful ancestor is restored too (a
+    /// filled key needs its ancestors' partitions filled). Returns the stable
+    /// ids restored and the number of stateful nodes left cold.
+    pub fn restore(&mut self, mut states: HashMap<String, RestoredState>) -> (Vec<String>, usize) {
+        self.clear_all();
+        let mut complete = vec![true; self.nodes.len()];
+        let mut restored = Vec::new();
+        let mut cold = 0;
+        for i in 0..self.nodes.len() {
+            let parents_complete = self.nodes[i].parents.iter().all(|&p| complete[p]);
+            let stable = self.nodes[i].stable.clone();
+            let ok = match &mut self.nodes[i].op {
+                Op::Aggregate(a) => match states.remove(&stable) {
+                    Some(RestoredState::Aggregate(parts)) if parents_complete => {
+                        a.restore(parts);
+                        true
+                    }
+                    _ => false,
+                },
+                Op::Reader(r) => match states.remove(&stable) {
+                    Some(RestoredState::Reader(entries)) if parents_complete => {
+                        r.shared.restore(entries);
+                        true
+                    }
+                    _ => false,
+                },
+                Op::Removed => continue,
+                _ => parents_complete,
+            };
+            let stateful = matches!(self.nodes[i].op, Op::Aggregate(_) | Op::Reader(_));
+            if stateful {
+                if ok {
+                    restored.push(stable);
+                } else {
+                    cold += 1;
+                }
+            }
+            complete[i] = ok;
+        }
+        (restored, cold)
     }
 
     // -------------------------------------------------------------- memory

@@ -60,8 +60,13 @@ mod graph;
 mod ops;
 mod plan;
 mod planner;
+mod snapshot;
 
 pub use engine::Dataflow;
+pub use snapshot::{
+    CompactionStats, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats,
+    SnapshotStore,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DataflowError {

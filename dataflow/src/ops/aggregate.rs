@@ -12,11 +12,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::sync::Arc;
 
 use ladle_common::{Collation, Row, RowDelta, Value};
 use rust_decimal::Decimal;
+use serde::{Deserialize, Serialize};
 
-use super::{norm_key, project_cols, row_bytes};
+use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
 use crate::expr::ArithOp;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,7 +66,7 @@ impl AggSpec {
 
 /// A multiset of values, ordered (for MIN/MAX/GROUP_CONCAT) and keyed by
 /// the collation-normalized value.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct Multiset {
     /// normalized -> (representative, count)
     items: BTreeMap<Value, (Value, i64)>,
@@ -84,7 +86,7 @@ impl Multiset {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 enum Acc {
     Count(i64),
     /// Sum of exact values and of doubles; `n` non-NULL inputs.
@@ -96,8 +98,8 @@ enum Acc {
     Set(Multiset),
 }
 
-#[derive(Clone, Debug)]
-struct Group {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Group {
     /// Group column values of the first row seen.
     rep: Row,
     rows: i64,
@@ -115,10 +117,16 @@ pub(crate) struct Aggregate {
     pub key: Vec<usize>,
     /// No GROUP BY: exactly one output row even over no input.
     pub scalar: bool,
-    /// partition key -> (group key -> group)
-    state: HashMap<Vec<Value>, HashMap<Vec<Value>, Group>>,
+    /// partition key -> (group key -> group). Partitions are copy-on-write
+    /// so a snapshot captures them by reference under the graph lock.
+    state: HashMap<Vec<Value>, Arc<Partition>>,
     bytes: usize,
+    /// Partitions changed since the last snapshot capture.
+    dirty: DirtyKeys,
 }
+
+/// One filled partition of an aggregate's state: group key -> group.
+pub(crate) type Partition = HashMap<Vec<Value>, Group>;
 
 impl Aggregate {
     pub fn new(
@@ -135,6 +143,7 @@ impl Aggregate {
             scalar,
             state: HashMap::new(),
             bytes: 0,
+            dirty: DirtyKeys::default(),
         }
     }
 
@@ -148,8 +157,44 @@ impl Aggregate {
 
     /// Drops every partition (all holes).
     pub fn clear(&mut self) {
+        if !self.state.is_empty() {
+            self.dirty.mark_all();
+        }
         self.state.clear();
         self.bytes = 0;
+    }
+
+    /// The partitions changed since the previous call (all of them the
+    /// first time), by reference: cheap enough for the commit lock.
+    pub fn capture(&mut self) -> Captured<Partition> {
+        let changed = self.dirty.take();
+        Captured::of(
+            changed,
+            |k| self.state.get(k).cloned(),
+            || {
+                self.state
+                    .iter()
+                    .map(|(k, p)| (k.clone(), p.clone()))
+                    .collect()
+            },
+        )
+    }
+
+    /// Forces the next capture to be full (the previous one was not saved).
+    pub fn mark_all_dirty(&mut self) {
+        self.dirty.mark_all();
+    }
+
+    /// Replaces the state by `parts` (restored from a snapshot); the
+    /// partitions not in it are holes.
+    pub fn restore(&mut self, parts: Vec<(Vec<Value>, Partition)>) {
+        self.state.clear();
+        self.bytes = 0;
+        for (pk, part) in parts {
+            self.bytes += partition_bytes(&part);
+            self.state.insert(pk, Arc::new(part));
+        }
+        self.dirty.reset_clean();
     }
 
     fn group_colls(&self) -> Vec<Collation> {
@@ -265,6 +310,7 @@ impl Aggregate {
             let Some(part) = self.state.get(&pk) else {
                 continue;
             };
+            self.dirty.mark(&pk, self.state.len());
             let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
             if seen.insert((pk.clone(), gk.clone()), ()).is_none() {
                 let old = match part.get(&gk) {
@@ -273,7 +319,11 @@ impl Aggregate {
                 };
                 touched.push((pk.clone(), gk.clone(), old));
             }
-            let mut g = match self.state.get_mut(&pk).and_then(|p| p.remove(&gk)) {
+            let mut g = match self
+                .state
+                .get_mut(&pk)
+                .and_then(|p| Arc::make_mut(p).remove(&gk))
+            {
                 Some(g) => g,
                 None => {
                     self.bytes += row_bytes(row);
@@ -282,7 +332,7 @@ impl Aggregate {
             };
             self.apply(&mut g, row, d.sign());
             if let Some(p) = self.state.get_mut(&pk) {
-                p.insert(gk, g);
+                Arc::make_mut(p).insert(gk, g);
             }
         }
         let mut out = Vec::new();
@@ -294,8 +344,8 @@ impl Aggregate {
                 Some(g) if g.rows > 0 || self.scalar => Some(g.rep.clone()),
                 _ => None,
             };
-            if new.is_none() {
-                if let Some(g) = part.remove(&gk) {
+            if new.is_none() && part.contains_key(&gk) {
+                if let Some(g) = Arc::make_mut(part).remove(&gk) {
                     self.bytes = self.bytes.saturating_sub(row_bytes(&g.rep));
                 }
             }
@@ -345,15 +395,22 @@ impl Aggregate {
         if self.scalar && part.is_empty() {
             part.insert(vec![], self.new_group(vec![]));
         }
-        self.bytes += 64
-            + part
-                .values()
-                .map(|g| row_bytes(&g.rep) + 32 * g.accs.len())
-                .sum::<usize>();
+        self.bytes += partition_bytes(&part);
         let out = part.values().map(|g| self.output(g)).collect();
-        self.state.insert(pk, part);
+        self.dirty.mark(&pk, self.state.len() + 1);
+        if let Some(old) = self.state.insert(pk, Arc::new(part)) {
+            self.bytes = self.bytes.saturating_sub(partition_bytes(&old));
+        }
         out
     }
+}
+
+/// Approximate heap size of a partition (memory accounting).
+fn partition_bytes(part: &Partition) -> usize {
+    64 + part
+        .values()
+        .map(|g| row_bytes(&g.rep) + 32 * g.accs.len())
+        .sum::<usize>()
 }
 
 fn avg(a: &AggSpec, n: i64, exact: Decimal, float: f64) -> Value {

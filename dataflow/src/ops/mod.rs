@@ -15,7 +15,7 @@ pub(crate) mod union;
 #[cfg(test)]
 pub(crate) mod harness;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
 
@@ -153,4 +153,111 @@ pub(crate) fn undo(mut rows: Vec<Row>, deltas: &[&RowDelta]) -> Vec<Row> {
         }
     }
     rows
+}
+
+/// The partition keys of a stateful node changed (filled, updated, evicted
+/// or cleared) since its state was last captured for a snapshot, so the
+/// next snapshot epoch writes only those (see `crate::snapshot`).
+///
+/// `all` means "write the whole state": there is no previous capture, or
+/// tracking gave up because more keys changed than the node holds (which
+/// also bounds the set's memory when snapshots are never taken).
+#[derive(Clone, Debug)]
+pub(crate) struct DirtyKeys {
+    keys: HashSet<Vec<Value>>,
+    all: bool,
+}
+
+/// What changed since the last capture.
+pub(crate) enum Changed {
+    All,
+    Keys(HashSet<Vec<Value>>),
+}
+
+impl Default for DirtyKeys {
+    fn default() -> DirtyKeys {
+        DirtyKeys {
+            keys: HashSet::new(),
+            all: true,
+        }
+    }
+}
+
+impl DirtyKeys {
+    /// Records that partition `key` (normalized) changed; `filled` is how
+    /// many partitions the node holds now.
+    pub fn mark(&mut self, key: &[Value], filled: usize) {
+        if self.all || self.keys.contains(key) {
+            return;
+        }
+        self.keys.insert(key.to_vec());
+        if self.keys.len() > filled.max(1024) {
+            self.mark_all();
+        }
+    }
+
+    pub fn mark_all(&mut self) {
+        self.all = true;
+        self.keys = HashSet::new();
+    }
+
+    /// Hands over the changes and starts tracking afresh (nothing changed).
+    pub fn take(&mut self) -> Changed {
+        let all = std::mem::replace(&mut self.all, false);
+        let keys = std::mem::take(&mut self.keys);
+        if all {
+            Changed::All
+        } else {
+            Changed::Keys(keys)
+        }
+    }
+
+    /// State was replaced by a snapshot's: nothing changed relative to it.
+    pub fn reset_clean(&mut self) {
+        self.all = false;
+        self.keys = HashSet::new();
+    }
+}
+
+/// A stateful node's state (or the part of it that changed) captured for a
+/// snapshot: cheap `Arc` clones of partitions, taken under the graph lock
+/// and serialized after it is released.
+pub(crate) struct Captured<P> {
+    /// The whole state (`upserts` holds every partition, `removed` is empty).
+    pub full: bool,
+    pub upserts: Vec<(Vec<Value>, std::sync::Arc<P>)>,
+    /// Partitions that became holes since the previous capture.
+    pub removed: Vec<Vec<Value>>,
+}
+
+impl<P> Captured<P> {
+    /// Builds a capture from `changed` over a map of partitions.
+    pub fn of(
+        changed: Changed,
+        get: impl Fn(&[Value]) -> Option<std::sync::Arc<P>>,
+        all: impl FnOnce() -> Vec<(Vec<Value>, std::sync::Arc<P>)>,
+    ) -> Captured<P> {
+        match changed {
+            Changed::All => Captured {
+                full: true,
+                upserts: all(),
+                removed: vec![],
+            },
+            Changed::Keys(keys) => {
+                let mut upserts = Vec::new();
+                let mut removed = Vec::new();
+                for k in keys {
+                    match get(&k) {
+                        Some(p) => upserts.push((k, p)),
+                        None => removed.push(k),
+                    }
+                }
+                Captured {
+                    full: false,
+                    upserts,
+                    removed,
+                }
+            }
+        }
+    }
 }

@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AO};
 use std::sync::Arc;
 
 use ladle_common::{Collation, Row, RowDelta, Value};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
-use super::{norm_key, project_cols, row_bytes};
+use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
 
 /// How a reader's rows are ordered: (column, descending, collation).
 pub(crate) type OrderSpec = Vec<(usize, bool, Collation)>;
@@ -43,6 +43,9 @@ struct Entry {
 /// The reader state shared with prepared queries.
 pub(crate) struct ReaderState {
     map: RwLock<HashMap<Vec<Value>, Entry>>,
+    /// Keys changed since the last snapshot capture. Mutations take `map`'s
+    /// write lock, then this (they all run under the graph lock too).
+    dirty: Mutex<DirtyKeys>,
     key_colls: Vec<Collation>,
     order: OrderSpec,
     bytes: AtomicUsize,
@@ -56,6 +59,7 @@ impl ReaderState {
     pub fn new(key_colls: Vec<Collation>, order: OrderSpec) -> ReaderState {
         ReaderState {
             map: RwLock::new(HashMap::new()),
+            dirty: Mutex::new(DirtyKeys::default()),
             key_colls,
             order,
             bytes: AtomicUsize::new(0),
@@ -100,6 +104,7 @@ impl ReaderState {
         let rows = Arc::new(rows);
         let nk = self.norm(key);
         let mut map = self.map.write();
+        self.dirty.lock().mark(&nk, map.len() + 1);
         let e = Entry {
             rows: rows.clone(),
             bytes,
@@ -118,9 +123,12 @@ impl ReaderState {
             return;
         }
         let mut map = self.map.write();
+        let mut dirty = self.dirty.lock();
+        let filled = map.len();
         for d in deltas {
             let nk = self.norm(&project_cols(d.row(), key_cols));
             let Some(e) = map.get_mut(&nk) else { continue };
+            dirty.mark(&nk, filled);
             let rows = Arc::make_mut(&mut e.rows);
             match d {
                 RowDelta::Insert(r) => {
@@ -149,6 +157,7 @@ impl ReaderState {
     /// returns bytes freed.
     pub fn evict(&self, target: usize) -> usize {
         let mut map = self.map.write();
+        let mut dirty = self.dirty.lock();
         let mut ages: Vec<(u64, Vec<Value>, usize)> = map
             .iter()
             .map(|(k, e)| (e.last_used.load(AO::Relaxed), k.clone(), e.bytes))
@@ -160,6 +169,7 @@ impl ReaderState {
                 break;
             }
             map.remove(&k);
+            dirty.mark(&k, map.len());
             freed += b;
         }
         self.bytes
@@ -177,8 +187,55 @@ impl ReaderState {
     }
 
     pub fn clear(&self) {
-        self.map.write().clear();
+        let mut map = self.map.write();
+        if !map.is_empty() {
+            self.dirty.lock().mark_all();
+        }
+        map.clear();
         self.bytes.store(0, AO::Relaxed);
+    }
+
+    /// The keys changed since the previous call (all of them the first
+    /// time), by reference: cheap enough for the commit lock.
+    pub fn capture(&self) -> Captured<Vec<Row>> {
+        let map = self.map.read();
+        let changed = self.dirty.lock().take();
+        Captured::of(
+            changed,
+            |k| map.get(k).map(|e| e.rows.clone()),
+            || {
+                map.iter()
+                    .map(|(k, e)| (k.clone(), e.rows.clone()))
+                    .collect()
+            },
+        )
+    }
+
+    /// Forces the next capture to be full (the previous one was not saved).
+    pub fn mark_all_dirty(&self) {
+        self.dirty.lock().mark_all();
+    }
+
+    /// Replaces the state by `entries` (normalized key -> sorted rows,
+    /// restored from a snapshot); other keys are holes.
+    pub fn restore(&self, entries: Vec<(Vec<Value>, Vec<Row>)>) {
+        let mut map = self.map.write();
+        map.clear();
+        let mut total = 0;
+        for (k, rows) in entries {
+            let bytes = 64 + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
+            total += bytes;
+            map.insert(
+                k,
+                Entry {
+                    rows: Arc::new(rows),
+                    bytes,
+                    last_used: AtomicU64::new(self.clock.fetch_add(1, AO::Relaxed)),
+                },
+            );
+        }
+        self.bytes.store(total, AO::Relaxed);
+        self.dirty.lock().reset_clean();
     }
 }
 

@@ -134,7 +134,7 @@ pub use format::{FileEntry, Manifest, NodeChain};
 pub use store::{
     CompactionStats, EpochInfo, LoadedNode, LoadedSnapshot, RejectedEpoch, SnapshotStore,
 };
-pub use writer::EpochWriter;
+pub use writer::{CrashBefore, EpochWriter};
 
 /// Name of the snapshot directory under the server's data directory.
 pub const SNAPSHOT_DIR_NAME: &str = "snapshots";

@@ -16,10 +16,10 @@ use super::store::{
 };
 use super::{IntoNodeId, NodeId, SnapshotKind};
 
-/// Where a simulated crash stops `publish` (tests only).
-#[cfg_attr(not(test), allow(dead_code))]
+/// Test hook: where a simulated crash stops [`EpochWriter::crash_at`]. The
+/// dataflow's `LADLE_SNAPSHOT_CRASH` hook aborts the process right after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum CrashBefore {
+pub enum CrashBefore {
     /// Node files written and synced, no manifest yet.
     Manifest,
     /// `MANIFEST.tmp` written and synced, not renamed.
@@ -149,8 +149,11 @@ impl EpochWriter {
         self.publish_until(None)
     }
 
-    #[cfg(test)]
-    pub(super) fn crash_at(self, point: CrashBefore) -> Result<()> {
+    /// Test hook: runs `publish` up to `point` and stops, leaving the disk as
+    /// a crash there would (the caller then aborts the process, or drops the
+    /// store and reopens it). Never use outside crash tests.
+    #[doc(hidden)]
+    pub fn crash_at(self, point: CrashBefore) -> Result<()> {
         self.publish_until(Some(point)).map(|_| ())
     }
 

@@ -1,0 +1,714 @@
+//! Snapshots of view state and warm restarts: [`Dataflow::snapshot`],
+//! [`Dataflow::recover`] and [`Dataflow::compact_snapshots`], over the file
+//! store [`SnapshotStore`] of `ladle_storage::snapshot`.
+//!
+//! # Consistent cut
+//!
+//! Deltas propagate synchronously inside storage's commit lock, so holding
+//! that lock and the graph lock is a cut at the LSN S = `last_lsn()`: every
+//! node reflects exactly the writes with LSN <= S (invariant 5 without
+//! markers: there are no in-flight messages to align). Inside the locks only
+//! cheap work happens: aggregate partitions are copy-on-write (`Arc`, cloned
+//! on the next write) and reader rows are `Arc`s already, so a capture takes
+//! references to the partitions that changed since the previous epoch (each
+//! stateful node tracks its changed partition keys). Serialization (postcard)
+//! and file I/O run after the locks are released.
+//!
+//! # Incremental epochs
+//!
+//! A node unchanged since the previous epoch is reused (no file); a changed
+//! node gets a delta file (upserted partitions and tombstones of partitions
+//! that became holes); a node that is new, or whose previous state the store
+//! does not hold, or whose chain reached [`MAX_CHAIN_LEN`], gets a full file.
+//! [`Dataflow::compact_snapshots`] merges long chains in the background.
+//! Only filled partitions are saved: a restored node has exactly the
+//! partitions it had (holes stay holes).
+//!
+//! # Node identity
+//!
+//! A node's snapshot id is its stable id (graph.rs): a hash of its
+//! structure, state key, its ancestors' stable ids, and the id and schema
+//! version of each base table below it; a reader's also covers its view's
+//! signature. The engine records every installed view in the catalog and
+//! reinstalls them on start, so the same nodes come back. State saved before
+//! an ALTER TABLE or a DROP + CREATE never matches the new nodes: they start
+//! cold. A node is restored only if every stateful node above it is too.
+//!
+//! # Recovery
+//!
+//! Base tables are already at the newest LSN L when the dataflow starts.
+//! Recovery loads the newest epoch that verifies (the store falls back to the
+//! previous one on a missing, truncated or corrupt file), restores state as
+//! of S, and replays the change log (S, L] into the dataflow only, as ONE
+//! batch through the normal propagation path under the commit lock: joins
+//! compute "after the batch minus the batch's deltas" from storage, which is
+//! at L, so one merged batch is exact where entry-by-entry replay would not
+//! be. The log must be complete after S (LSNs are contiguous; a marker
+//! records how far it was truncated) and every table's schema version must
+//! equal the one recorded at S; otherwise the state starts cold (the
+//! tables' deltas are left out when only their views are affected).
+//! Never a wrong answer: at worst a cold view.
+//!
+//! After each publish the change log is truncated below the oldest retained
+//! epoch's S + 1.
+//!
+//! # Crash test hook
+//!
+//! If the environment variable `LADLE_SNAPSHOT_CRASH` is `capture`, `write`,
+//! `manifest` or `rename`, [`Dataflow::snapshot`] aborts the process
+//! (`std::process::abort`) at that phase: during the capture with the locks
+//! held; after writing the first node file; after every node file but
+//! before publishing; inside publish just before the `MANIFEST` rename.
+//! For kill -9 tests only.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ladle_common::{Lsn, Row, TableDeltas, TableId, Value};
+use ladle_storage::snapshot::{CrashBefore, LoadedNode, NodeId, SnapshotError, SnapshotKind};
+use ladle_storage::{Storage, StorageError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use ladle_storage::snapshot::{CompactionStats, SnapshotConfig, SnapshotStore};
+
+use crate::graph::{CapturedState, RestoredState};
+use crate::ops::aggregate::Partition;
+use crate::ops::Captured;
+use crate::{Dataflow, DataflowError, Result};
+
+/// A node's chain (full file + deltas) longer than this gets a full file in
+/// the next epoch even if compaction has not merged it.
+pub const MAX_CHAIN_LEN: usize = 16;
+
+/// Chains longer than this are merged by [`Dataflow::compact_snapshots`].
+pub const COMPACT_CHAIN_LEN: usize = 4;
+
+/// What one [`Dataflow::snapshot`] did.
+#[derive(Clone, Debug, Default)]
+pub struct SnapshotStats {
+    pub epoch: u64,
+    /// Every saved node reflects exactly the writes with LSN <= this.
+    pub lsn: u64,
+    /// Stateful nodes in the epoch.
+    pub nodes: usize,
+    /// Nodes that got a file in this epoch (the rest were reused).
+    pub nodes_written: usize,
+    /// Of those, full files (the rest are deltas).
+    pub full_nodes: usize,
+    /// Reader rows and aggregate groups written.
+    pub rows_written: u64,
+    /// Serialized bytes handed to the store (before compression).
+    pub bytes_written: u64,
+    /// How long the commit lock was held for the capture.
+    pub capture: Duration,
+    pub total: Duration,
+}
+
+/// Progress of [`Dataflow::recover`], reported as it goes.
+#[derive(Clone, Debug)]
+pub struct RecoveryProgress {
+    /// "load" (reading and verifying files), "restore" (decoding node
+    /// state) or "replay" (the change log after the snapshot).
+    pub phase: &'static str,
+    pub done: u64,
+    pub total: u64,
+    pub bytes: u64,
+    pub rows: u64,
+}
+
+/// What one [`Dataflow::recover`] did.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryStats {
+    /// The epoch restored; None = cold start.
+    pub epoch: Option<u64>,
+    /// The snapshot's LSN (or storage's LSN on a cold start).
+    pub lsn: u64,
+    pub nodes_restored: usize,
+    /// Stateful nodes left cold (new, changed, or depending on such).
+    pub nodes_cold: usize,
+    /// Reader rows and aggregate groups restored.
+    pub rows_restored: u64,
+    pub bytes_read: u64,
+    /// Change-log entries (group commits) replayed, and their row deltas.
+    pub replayed_batches: u64,
+    pub replayed_deltas: u64,
+    pub load: Duration,
+    pub replay: Duration,
+    /// Why snapshot epochs or nodes were not used.
+    pub rejected: Vec<String>,
+}
+
+/// What the previous snapshot left behind, so the next one can be
+/// incremental. Its mutex also serializes snapshots.
+#[derive(Default)]
+pub(crate) struct SnapshotTracker {
+    /// The epoch the nodes' changed-key sets are relative to, and the stable
+    /// ids of the nodes it holds.
+    last: Option<(u64, HashSet<String>)>,
+}
+
+/// Meta key: the change log was truncated below this LSN (big-endian u64).
+const LOG_TRUNCATED_META: &str = "dataflow/snapshot/log-truncated-below";
+/// The snapshot node holding the tables' schema versions at S.
+const TABLES_NODE: &str = "tables";
+const FORMAT: u8 = 1;
+const KIND_READER: u8 = 0;
+const KIND_AGGREGATE: u8 = 1;
+
+/// A node file's payload (postcard): partitions upserted and removed. A full
+/// file has every partition and no removals.
+#[derive(Serialize, Deserialize)]
+struct Blob<P> {
+    format: u8,
+    kind: u8,
+    upserts: Vec<(Vec<Value>, P)>,
+    removed: Vec<Vec<Value>>,
+}
+
+/// The same encoding, written from a capture without copying it.
+#[derive(Serialize)]
+struct BlobRef<'a, P> {
+    format: u8,
+    kind: u8,
+    upserts: &'a [(Vec<Value>, Arc<P>)],
+    removed: &'a [Vec<Value>],
+}
+
+/// What recovery restored and replayed under the lock.
+struct Replayed {
+    restored: usize,
+    rows: u64,
+    cold: usize,
+    batches: u64,
+    deltas: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CrashPoint {
+    Capture,
+    Write,
+    Manifest,
+    Rename,
+}
+
+fn crash_point() -> Option<CrashPoint> {
+    match std::env::var("LADLE_SNAPSHOT_CRASH").ok()?.as_str() {
+        "capture" => Some(CrashPoint::Capture),
+        "write" => Some(CrashPoint::Write),
+        "manifest" => Some(CrashPoint::Manifest),
+        "rename" => Some(CrashPoint::Rename),
+        _ => None,
+    }
+}
+
+fn crash_if(configured: Option<CrashPoint>, at: CrashPoint) {
+    if configured == Some(at) {
+        eprintln!("LADLE_SNAPSHOT_CRASH: aborting the process as asked");
+        std::process::abort();
+    }
+}
+
+/// Maps a snapshot store error to this crate's: damage and I/O are the
+/// environment's; anything else is a bug of the coordinator here.
+fn snap_err(e: SnapshotError) -> DataflowError {
+    match e {
+        SnapshotError::Io { .. } => DataflowError::Storage(StorageError::Io(e.to_string())),
+        SnapshotError::Corrupt { .. } => {
+            DataflowError::Storage(StorageError::Corruption(e.to_string()))
+        }
+        other => DataflowError::Internal(format!("snapshot: {other}")),
+    }
+}
+
+fn encode_err(e: postcard::Error) -> DataflowError {
+    DataflowError::Internal(format!("encoding snapshot state: {e}"))
+}
+
+/// (table id, schema version) of every table.
+fn table_versions(storage: &Storage) -> Vec<(TableId, u32)> {
+    let mut out = Vec::new();
+    for db in storage.databases() {
+        for t in storage.tables(&db) {
+            out.push((t.id, t.version));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// The LSN below which the change log may have been truncated.
+fn log_truncated_below(storage: &Storage) -> Result<Lsn> {
+    Ok(storage
+        .list_meta(LOG_TRUNCATED_META)?
+        .into_iter()
+        .find(|(k, _)| k == LOG_TRUNCATED_META)
+        .and_then(|(_, v)| v.try_into().ok().map(u64::from_be_bytes))
+        .unwrap_or(0))
+}
+
+fn encode_capture<P: Serialize>(kind: u8, c: &Captured<P>) -> Result<Vec<u8>> {
+    postcard::to_stdvec(&BlobRef {
+        format: FORMAT,
+        kind,
+        upserts: &c.upserts,
+        removed: &c.removed,
+    })
+    .map_err(encode_err)
+}
+
+/// A blob's (format, kind) header.
+fn blob_kind(bytes: &[u8]) -> std::result::Result<u8, String> {
+    let ((format, kind), _) = postcard::take_from_bytes::<(u8, u8)>(bytes)
+        .map_err(|e| format!("undecodable node state: {e}"))?;
+    if format != FORMAT {
+        return Err(format!("node state format {format}, expected {FORMAT}"));
+    }
+    Ok(kind)
+}
+
+/// Applies `deltas` on the full `base`: the node's partitions.
+fn apply_chain<P: DeserializeOwned>(
+    kind: u8,
+    base: &[u8],
+    deltas: &[&[u8]],
+) -> std::result::Result<HashMap<Vec<Value>, P>, String> {
+    let decode = |bytes: &[u8]| -> std::result::Result<Blob<P>, String> {
+        let b: Blob<P> =
+            postcard::from_bytes(bytes).map_err(|e| format!("undecodable node state: {e}"))?;
+        if b.format != FORMAT || b.kind != kind {
+            return Err("node state of another kind in the chain".into());
+        }
+        Ok(b)
+    };
+    let b = decode(base)?;
+    let mut map: HashMap<Vec<Value>, P> = b.upserts.into_iter().collect();
+    for d in deltas {
+        let d = decode(d)?;
+        for k in d.removed {
+            map.remove(&k);
+        }
+        map.extend(d.upserts);
+    }
+    Ok(map)
+}
+
+/// Decodes a loaded node chain into restorable state and its row count.
+fn decode_node(n: &LoadedNode) -> std::result::Result<(RestoredState, u64), String> {
+    let deltas: Vec<&[u8]> = n.deltas.iter().map(|d| d.as_slice()).collect();
+    match blob_kind(&n.base)? {
+        KIND_READER => {
+            let map = apply_chain::<Vec<Row>>(KIND_READER, &n.base, &deltas)?;
+            let rows = map.values().map(|r| r.len() as u64).sum();
+            Ok((RestoredState::Reader(map.into_iter().collect()), rows))
+        }
+        KIND_AGGREGATE => {
+            let map = apply_chain::<Partition>(KIND_AGGREGATE, &n.base, &deltas)?;
+            let rows = map.values().map(|p| p.len() as u64).sum();
+            Ok((RestoredState::Aggregate(map.into_iter().collect()), rows))
+        }
+        k => Err(format!("unknown node state kind {k}")),
+    }
+}
+
+/// The compaction merge: base + deltas -> one full blob. On failure (never
+/// for verified files written here) returns an empty blob, which recovery
+/// rejects, so the node starts cold instead of wrong.
+fn merge_blobs(base: &[u8], deltas: &[&[u8]]) -> Vec<u8> {
+    fn full<P: Serialize + DeserializeOwned>(
+        kind: u8,
+        base: &[u8],
+        deltas: &[&[u8]],
+    ) -> std::result::Result<Vec<u8>, String> {
+        let map = apply_chain::<P>(kind, base, deltas)?;
+        postcard::to_stdvec(&Blob {
+            format: FORMAT,
+            kind,
+            upserts: map.into_iter().collect(),
+            removed: vec![],
+        })
+        .map_err(|e| e.to_string())
+    }
+    let merged = match blob_kind(base) {
+        Ok(KIND_READER) => full::<Vec<Row>>(KIND_READER, base, deltas),
+        Ok(KIND_AGGREGATE) => full::<Partition>(KIND_AGGREGATE, base, deltas),
+        Ok(_) if deltas.is_empty() => Ok(base.to_vec()),
+        Ok(k) => Err(format!("unknown node state kind {k}")),
+        Err(e) => Err(e),
+    };
+    merged.unwrap_or_else(|e| {
+        tracing::warn!("cannot merge a snapshot chain ({e}); the node will start cold");
+        Vec::new()
+    })
+}
+
+impl Dataflow {
+    /// Takes a consistent cut of every stateful node (briefly holding the
+    /// commit lock), then serializes and writes what changed since the
+    /// previous epoch into a new epoch of `store` on the calling thread,
+    /// publishes it, and truncates storage's change log below the oldest
+    /// retained epoch's LSN + 1. Safe to call concurrently with reads and
+    /// writes; concurrent calls are serialized.
+    pub fn snapshot(&self, store: &SnapshotStore) -> Result<SnapshotStats> {
+        let started = Instant::now();
+        let inner = &self.inner;
+        let mut tracker = inner.snapshots.lock();
+        let crash = crash_point();
+        let prev = store.latest_manifest();
+        // Deltas apply on the store's newest epoch: only if that is the
+        // epoch our change tracking is relative to.
+        let base: Option<(&HashSet<String>, &ladle_storage::snapshot::Manifest)> =
+            match (&tracker.last, &prev) {
+                (Some((epoch, nodes)), Some(m)) if m.epoch == *epoch => Some((nodes, m)),
+                _ => None,
+            };
+        let incremental = |stable: &str| -> bool {
+            let Some((nodes, m)) = base else {
+                return false;
+            };
+            nodes.contains(stable)
+                && NodeId::new(stable)
+                    .ok()
+                    .and_then(|id| m.chain(&id).map(|c| c.files.len() < MAX_CHAIN_LEN))
+                    .unwrap_or(false)
+        };
+        let (lsn, graph_version, captured, tables, capture) = inner.storage.exclusive(|| {
+            let mut g = inner.graph.lock();
+            let t = Instant::now();
+            let lsn = inner.storage.last_lsn();
+            let captured = g.capture(&incremental);
+            let tables = table_versions(&inner.storage);
+            crash_if(crash, CrashPoint::Capture);
+            (lsn, g.version, captured, tables, t.elapsed())
+        });
+        let written = self.write_epoch(
+            store,
+            &mut tracker,
+            crash,
+            lsn,
+            graph_version,
+            &captured,
+            &tables,
+        );
+        let mut stats = match written {
+            Ok(s) => s,
+            Err(e) => {
+                // The captured changes were not saved: the next epoch must
+                // write every node whole.
+                tracker.last = None;
+                inner.graph.lock().mark_all_dirty();
+                return Err(e);
+            }
+        };
+        drop(captured);
+        if let Some(oldest) = store.oldest_retained_lsn() {
+            let below = oldest + 1;
+            if below > log_truncated_below(&inner.storage)? {
+                // Marker first: a crash between leaves the marker ahead of the
+                // log, which only makes recovery more cautious.
+                inner
+                    .storage
+                    .put_meta(LOG_TRUNCATED_META, &below.to_be_bytes())?;
+                inner.storage.truncate_log(below)?;
+            }
+        }
+        stats.capture = capture;
+        stats.total = started.elapsed();
+        tracing::info!(
+            epoch = stats.epoch,
+            lsn = stats.lsn,
+            nodes = stats.nodes,
+            written = stats.nodes_written,
+            full = stats.full_nodes,
+            bytes = stats.bytes_written,
+            capture_us = capture.as_micros() as u64,
+            total_ms = stats.total.as_millis() as u64,
+            "snapshot published"
+        );
+        Ok(stats)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_epoch(
+        &self,
+        store: &SnapshotStore,
+        tracker: &mut SnapshotTracker,
+        crash: Option<CrashPoint>,
+        lsn: Lsn,
+        graph_version: u64,
+        captured: &[(String, CapturedState)],
+        tables: &[(TableId, u32)],
+    ) -> Result<SnapshotStats> {
+        let mut epoch = store.retained().last().map_or(1, |e| e.epoch + 1);
+        let writer = loop {
+            match store.begin_epoch(epoch, lsn, graph_version) {
+                Ok(w) => break w,
+                // A newer, unpublished epoch number was seen: skip past it.
+                Err(SnapshotError::EpochNotNewer { last, .. }) if last >= epoch => epoch = last + 1,
+                Err(e) => return Err(snap_err(e)),
+            }
+        };
+        let mut stats = SnapshotStats {
+            epoch,
+            lsn,
+            ..SnapshotStats::default()
+        };
+        let mut ids = HashSet::new();
+        for (stable, state) in captured {
+            if !ids.insert(stable.clone()) {
+                tracing::warn!(node = %stable, "two nodes with one stable id; saving the first");
+                continue;
+            }
+            let (full, changed, rows, bytes) = match state {
+                CapturedState::Reader(c) => (
+                    c.full,
+                    !c.upserts.is_empty() || !c.removed.is_empty(),
+                    c.upserts.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
+                    encode_capture(KIND_READER, c)?,
+                ),
+                CapturedState::Aggregate(c) => (
+                    c.full,
+                    !c.upserts.is_empty() || !c.removed.is_empty(),
+                    c.upserts.iter().map(|(_, p)| p.len() as u64).sum::<u64>(),
+                    encode_capture(KIND_AGGREGATE, c)?,
+                ),
+            };
+            stats.nodes += 1;
+            if !full && !changed {
+                writer.reuse_node(stable.as_str()).map_err(snap_err)?;
+                continue;
+            }
+            let kind = if full {
+                stats.full_nodes += 1;
+                SnapshotKind::Full
+            } else {
+                SnapshotKind::Delta
+            };
+            writer
+                .write_node(stable.as_str(), kind, &bytes)
+                .map_err(snap_err)?;
+            stats.nodes_written += 1;
+            stats.rows_written += rows;
+            stats.bytes_written += bytes.len() as u64;
+            crash_if(crash, CrashPoint::Write);
+        }
+        let tables_blob = postcard::to_stdvec(tables).map_err(encode_err)?;
+        writer
+            .write_node(TABLES_NODE, SnapshotKind::Full, &tables_blob)
+            .map_err(snap_err)?;
+        stats.bytes_written += tables_blob.len() as u64;
+        crash_if(crash, CrashPoint::Manifest);
+        if crash == Some(CrashPoint::Rename) {
+            writer.crash_at(CrashBefore::Rename).map_err(snap_err)?;
+            crash_if(crash, CrashPoint::Rename);
+            return Err(DataflowError::Internal("unreachable: crash hook".into()));
+        }
+        writer.publish().map_err(snap_err)?;
+        tracker.last = Some((epoch, ids));
+        Ok(stats)
+    }
+
+    /// Call once at start, after [`Dataflow::new`] and before serving: loads
+    /// the newest verified epoch, restores the state of nodes whose stable
+    /// id matches, replays the change log after the epoch's LSN into the
+    /// dataflow only (not into base tables), reports progress. No usable
+    /// snapshot => cold start (Ok with epoch None).
+    pub fn recover(
+        &self,
+        store: &SnapshotStore,
+        progress: &mut dyn FnMut(&RecoveryProgress),
+    ) -> Result<RecoveryStats> {
+        let started = Instant::now();
+        let inner = &self.inner;
+        let mut tracker = inner.snapshots.lock();
+        tracker.last = None;
+        let mut stats = RecoveryStats::default();
+        progress(&RecoveryProgress {
+            phase: "load",
+            done: 0,
+            total: 1,
+            bytes: 0,
+            rows: 0,
+        });
+        let loaded = store.load_latest().map_err(snap_err)?;
+        let Some(snap) = loaded else {
+            stats.lsn = inner.storage.last_lsn();
+            stats.nodes_cold = inner.graph.lock().stateful_nodes();
+            stats.load = started.elapsed();
+            return Ok(stats);
+        };
+        stats.rejected = snap
+            .rejected
+            .iter()
+            .map(|r| format!("epoch {}: {}", r.epoch, r.reason))
+            .collect();
+        stats.bytes_read = snap.bytes_read;
+        stats.lsn = snap.lsn;
+        progress(&RecoveryProgress {
+            phase: "load",
+            done: 1,
+            total: 1,
+            bytes: snap.bytes_read,
+            rows: 0,
+        });
+
+        // Decode outside the locks.
+        let mut tables_at_s: Option<HashSet<(TableId, u32)>> = None;
+        let mut states: HashMap<String, RestoredState> = HashMap::new();
+        let mut rows_of: HashMap<String, u64> = HashMap::new();
+        let total = snap.nodes.len() as u64;
+        let mut restore_rows = 0u64;
+        for (i, n) in snap.nodes.iter().enumerate() {
+            if n.node.as_str() == TABLES_NODE {
+                match postcard::from_bytes::<Vec<(TableId, u32)>>(&n.base) {
+                    Ok(t) => tables_at_s = Some(t.into_iter().collect()),
+                    Err(e) => stats.rejected.push(format!("table versions: {e}")),
+                }
+                continue;
+            }
+            match decode_node(n) {
+                Ok((state, rows)) => {
+                    restore_rows += rows;
+                    rows_of.insert(n.node.as_str().to_string(), rows);
+                    states.insert(n.node.as_str().to_string(), state);
+                }
+                Err(e) => {
+                    tracing::warn!(node = %n.node, "snapshot node unusable ({e}); it starts cold");
+                    stats.rejected.push(format!("node {}: {e}", n.node));
+                }
+            }
+            progress(&RecoveryProgress {
+                phase: "restore",
+                done: i as u64 + 1,
+                total,
+                bytes: snap.bytes_read,
+                rows: restore_rows,
+            });
+        }
+        stats.load = started.elapsed();
+
+        let truncated_below = log_truncated_below(&inner.storage)?;
+        let replay_started = Instant::now();
+        let outcome = inner.storage.exclusive(|| -> Result<Option<Replayed>> {
+            let last = inner.storage.last_lsn();
+            let mut g = inner.graph.lock();
+            let usable = |why: &str| {
+                tracing::warn!(
+                    epoch = snap.epoch,
+                    "snapshot not restorable ({why}); cold start"
+                );
+            };
+            let Some(tables_at_s) = &tables_at_s else {
+                usable("no table versions");
+                g.restore(HashMap::new());
+                return Ok(None);
+            };
+            if last < snap.lsn {
+                usable("storage is older than the snapshot");
+                g.restore(HashMap::new());
+                return Ok(None);
+            }
+            if snap.lsn + 1 < truncated_below {
+                usable("the change log after it was truncated");
+                g.restore(HashMap::new());
+                return Ok(None);
+            }
+            // Tables whose schema is as at S: the others' views have other
+            // stable ids and start cold, so their deltas are left out.
+            let current: HashSet<(TableId, u32)> =
+                table_versions(&inner.storage).into_iter().collect();
+            let mut batch: Vec<TableDeltas> = Vec::new();
+            let mut next = snap.lsn + 1;
+            let mut batches = 0u64;
+            let mut deltas = 0u64;
+            let mut gap = None;
+            inner.storage.read_log(snap.lsn, &mut |lsn, entry| {
+                if lsn != next {
+                    gap.get_or_insert(next);
+                }
+                next = lsn + 1;
+                batches += 1;
+                for td in entry {
+                    let version = current.iter().find(|t| t.0 == td.table).map(|t| t.1);
+                    if version.is_some_and(|v| tables_at_s.contains(&(td.table, v))) {
+                        deltas += td.deltas.len() as u64;
+                        batch.push(td);
+                    }
+                }
+                Ok(())
+            })?;
+            if gap.is_some() || next != last + 1 {
+                usable("the change log after it has a gap");
+                g.restore(HashMap::new());
+                return Ok(None);
+            }
+            let (restored, cold) = g.restore(std::mem::take(&mut states));
+            progress(&RecoveryProgress {
+                phase: "replay",
+                done: 0,
+                total: batches,
+                bytes: 0,
+                rows: deltas,
+            });
+            if !batch.is_empty() {
+                if let Err(e) = g.on_commit(&batch) {
+                    tracing::error!("replaying the change log failed ({e}); cold start");
+                    g.clear_all();
+                    return Ok(None);
+                }
+            }
+            g.evict(inner.config.memory_limit);
+            progress(&RecoveryProgress {
+                phase: "replay",
+                done: batches,
+                total: batches,
+                bytes: 0,
+                rows: deltas,
+            });
+            let replayed = Replayed {
+                restored: restored.len(),
+                rows: restored.iter().filter_map(|id| rows_of.get(id)).sum(),
+                cold,
+                batches,
+                deltas,
+            };
+            tracker.last = Some((snap.epoch, restored.into_iter().collect()));
+            Ok(Some(replayed))
+        })?;
+        stats.replay = replay_started.elapsed();
+        match outcome {
+            Some(r) => {
+                stats.epoch = Some(snap.epoch);
+                stats.nodes_restored = r.restored;
+                stats.nodes_cold = r.cold;
+                stats.rows_restored = r.rows;
+                stats.replayed_batches = r.batches;
+                stats.replayed_deltas = r.deltas;
+            }
+            None => {
+                stats.nodes_cold = inner.graph.lock().stateful_nodes();
+            }
+        }
+        tracing::info!(
+            epoch = ?stats.epoch,
+            lsn = stats.lsn,
+            restored = stats.nodes_restored,
+            cold = stats.nodes_cold,
+            rows = stats.rows_restored,
+            replayed = stats.replayed_batches,
+            load_ms = stats.load.as_millis() as u64,
+            replay_ms = stats.replay.as_millis() as u64,
+            "recovery done"
+        );
+        Ok(stats)
+    }
+
+    /// Background merge of long delta chains
+    /// ([`SnapshotStore::compact`] with this crate's merge function).
+    pub fn compact_snapshots(&self, store: &SnapshotStore) -> Result<CompactionStats> {
+        store
+            .compact(COMPACT_CHAIN_LEN, merge_blobs)
+            .map_err(snap_err)
+    }
+}
