@@ -11,8 +11,6 @@ use std::cmp::Ordering;
 use ladle_common::{ColumnDefault, SqlType, TableSchema, Value};
 use ladle_dataflow::OutputColumn;
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
-use sqlparser::dialect::MySqlDialect;
-use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError};
@@ -41,9 +39,7 @@ fn filter_at(t: &[Token], i: usize) -> Result<Filter> {
                 .map(render_token)
                 .collect::<Vec<_>>()
                 .join(" ");
-            let e = Parser::new(&MySqlDialect {})
-                .try_with_sql(&text)?
-                .parse_expr()?;
+            let e = crate::sqltext::parser(&text)?.parse_expr()?;
             Ok(Filter::Where(Box::new(e)))
         }
         None if i >= t.len() => Ok(Filter::None),

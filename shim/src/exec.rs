@@ -10,9 +10,8 @@ use ladle_common::{Row, SqlType, Value};
 use ladle_dataflow::{Dataflow, OutputColumn, PreparedQuery};
 use ladle_storage::Storage;
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, Statement, TableFactor};
-use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::{Token, Tokenizer, Word};
+use sqlparser::tokenizer::{Token, Word};
 
 use crate::error::{Result, ShimError, WireError};
 use crate::metrics::Metrics;
@@ -130,17 +129,17 @@ pub fn int_column(name: &str) -> OutputColumn {
     )
 }
 
+/// Statements of `sql`, string literals unescaped as MySQL does (see
+/// [`crate::sqltext`]).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    Ok(Parser::parse_sql(&MySqlDialect {}, sql)?)
+    crate::sqltext::parse_statements(sql)
 }
 
 /// Tokens without whitespace and comments.
 pub fn tokens(sql: &str) -> Result<Vec<Token>> {
-    let toks = Tokenizer::new(&MySqlDialect {}, sql)
-        .tokenize()
-        .map_err(|e| ShimError::Parse(e.to_string()))?;
-    Ok(toks
+    Ok(crate::sqltext::tokenize(sql)?
         .into_iter()
+        .map(|t| t.token)
         .filter(|t| !matches!(t, Token::Whitespace(_)))
         .collect())
 }
@@ -347,17 +346,15 @@ impl Engine {
                     .into());
                 };
                 let order_by = match order {
-                    Some(text) => Parser::new(&MySqlDialect {})
-                        .try_with_sql(&text)
-                        .and_then(|mut p| p.parse_comma_separated(Parser::parse_order_by_expr))
+                    Some(text) => crate::sqltext::parser(&text)?
+                        .parse_comma_separated(Parser::parse_order_by_expr)
                         .map_err(ShimError::from)?,
                     None => Vec::new(),
                 };
                 let limit = match limit {
                     Some(text) => {
-                        let x = Parser::new(&MySqlDialect {})
-                            .try_with_sql(&text)
-                            .and_then(|mut p| p.parse_expr())
+                        let x = crate::sqltext::parser(&text)?
+                            .parse_expr()
                             .map_err(ShimError::from)?;
                         match self.eval_constant(s, &x)?.as_i64() {
                             Some(n) if n >= 0 => Some(n as u64),
@@ -477,6 +474,8 @@ impl Engine {
             } => {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
+                // The dataflow stores and re-parses the query's text.
+                let query = crate::sqltext::display_safe(&query);
                 self.dataflow.create_view(&db, &view, &query, or_replace)?;
                 // The definition text, for SHOW CREATE VIEW and
                 // information_schema.VIEWS.

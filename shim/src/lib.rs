@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod net;
 pub mod params;
 pub mod session;
+pub mod sqltext;
 pub mod vars;
 pub mod wire;
 
