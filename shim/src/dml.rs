@@ -550,22 +550,24 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
     )
 }
 
+/// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in
+/// MySQL. It is DDL there (never part of a transaction; the caller commits
+/// an open one first), so it writes directly.
 pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u64> {
     let schema = table(e, s, name)?;
     let filter: RowFilter = Arc::new(|_| Ok(true));
-    match submit(
-        e,
-        s,
-        WriteOp::Delete {
-            table: schema.id,
-            scan: ScanSpec::Full,
-            filter,
-        },
-        0,
-    )? {
-        Output::Done { affected_rows, .. } => Ok(affected_rows),
-        Output::Rows { .. } => Ok(0),
-    }
+    let res = e.storage.write(vec![WriteOp::Delete {
+        table: schema.id,
+        scan: ScanSpec::Full,
+        filter,
+    }])?;
+    e.storage.reset_auto_increment(schema.id)?;
+    Ok(res
+        .ops
+        .into_iter()
+        .next()
+        .map(|r| r.affected_rows)
+        .unwrap_or(0))
 }
 
 /// `INSERT [IGNORE] [INTO] t SET a = x, b = y [ON DUPLICATE KEY UPDATE ...]`

@@ -422,6 +422,43 @@ impl Storage {
         Ok(schema)
     }
 
+    /// Restarts `table`'s AUTO_INCREMENT counter after its rows are gone
+    /// (TRUNCATE TABLE): the next value is one past the largest value still
+    /// in the table, 1 when it is empty. Runs under the commit lock, so no
+    /// insert interleaves; returns the new next value.
+    pub fn reset_auto_increment(&self, table: TableId) -> Result<u64> {
+        let _guard = self.commit.lock();
+        let t = self
+            .catalog
+            .read()
+            .tables
+            .get(&table)
+            .cloned()
+            .ok_or_else(|| StorageError::Internal(format!("no table with id {table:?}")))?;
+        let Some(ai) = t.schema.auto_increment_column() else {
+            return Ok(1);
+        };
+        let largest = self
+            .read_latest(|r| read::scan_all(r, &t))?
+            .iter()
+            .filter_map(|row| match &row[ai] {
+                ladle_common::Value::UInt(u) => Some(*u),
+                v => v.as_i64().and_then(|i| u64::try_from(i).ok()),
+            })
+            .max()
+            .unwrap_or(0);
+        let next = largest.saturating_add(1);
+        let mut batch = Batch::default();
+        batch.put(
+            cf::CATALOG,
+            catalog_key::auto_inc(table),
+            next.to_be_bytes(),
+        );
+        self.write_catalog(batch)?;
+        *t.counters.auto_inc.lock() = next;
+        Ok(next)
+    }
+
     pub(crate) fn ddl_drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
         let t = self.lookup_table(database, table)?;
