@@ -627,3 +627,60 @@ fn wildcard_hides_subquery_columns() {
         v(&["2 5"])
     );
 }
+
+#[test]
+fn scalar_subquery_without_aggregate() {
+    let e = env(1 << 30);
+    let users = e.table("users", &[("id", int()), ("name", text())]);
+    let st = e.table(
+        "stories",
+        &[("id", int()), ("user_id", int()), ("score", int())],
+    );
+    e.insert(&users, vec![r(&[i(1), s("alice")]), r(&[i(2), s("bob")])]);
+    e.insert(
+        &st,
+        vec![
+            r(&[i(10), i(1), i(5)]),
+            r(&[i(11), i(1), i(7)]),
+            r(&[i(12), i(2), i(1)]),
+        ],
+    );
+    let above = "SELECT id FROM stories WHERE score > (SELECT score FROM stories WHERE id = 12)";
+    assert_eq!(e.q(above, &[]), v(&["10", "11"]));
+    e.update_where(&st, |r| (r[0] == i(12)).then(|| vec![i(12), i(2), i(6)]));
+    assert_eq!(e.q(above, &[]), v(&["11"]));
+    // No row: the subquery is NULL, so nothing compares true.
+    e.delete_where(&st, |r| r[0] == i(12));
+    assert!(e.q(above, &[]).is_empty());
+    // Correlated, in the select list: a lookup per row.
+    let names = "SELECT s.id, (SELECT name FROM users u WHERE u.id = s.user_id) FROM stories s";
+    assert_eq!(e.q(names, &[]), v(&["10 alice", "11 alice"]));
+    e.insert(&st, vec![r(&[i(13), i(3), i(0)])]);
+    assert_eq!(e.q(names, &[]), v(&["10 alice", "11 alice", "13 NULL"]));
+    // Several rows: MySQL's error 1242, at read time.
+    let many = |min: i64| {
+        format!("SELECT id FROM users WHERE id = (SELECT user_id FROM stories WHERE score > {min})")
+    };
+    assert_eq!(e.q(&many(6), &[]), v(&["1"]));
+    let err = e.prepare(&many(0)).execute(&[]).err().unwrap();
+    assert!(
+        err.to_string().contains("Subquery returns more than 1 row"),
+        "{err}"
+    );
+    // ... also with a filter inside the subquery.
+    e.insert(&users, vec![r(&[i(3), s("carol")]), r(&[i(4), s("carol")])]);
+    let by_name = |n: &str| {
+        format!("SELECT id FROM stories s WHERE s.user_id = (SELECT id FROM users u WHERE u.name = '{n}')")
+    };
+    assert_eq!(e.q(&by_name("bob"), &[]), Vec::<String>::new());
+    assert_eq!(e.q(&by_name("alice"), &[]), v(&["10", "11"]));
+    assert!(e.prepare(&by_name("carol")).execute(&[]).is_err());
+    // With GROUP BY: the check and the filter run before aggregating.
+    assert_eq!(
+        e.q(
+            "SELECT user_id, COUNT(*) FROM stories WHERE score >= (SELECT score FROM stories WHERE id = 10) GROUP BY user_id",
+            &[]
+        ),
+        v(&["1 2"])
+    );
+}

@@ -65,7 +65,15 @@ pub enum Func {
     DateFormat,
     DayOfWeek,
     DateDiff,
+    /// `(row count, value)` of a scalar subquery without an aggregate: the
+    /// value, or MySQL's error 1242 when the subquery had several rows.
+    /// Volatile so that the planner checks it at read time, not while
+    /// maintaining state. Not callable from SQL.
+    SingleRow,
 }
+
+/// The error message of [`Func::SingleRow`] (MySQL error 1242).
+pub const SUBQUERY_ROWS_MESSAGE: &str = "Subquery returns more than 1 row";
 
 /// Interval units for DATE_ADD (the third argument, as an integer code).
 pub const UNIT_MICROSECOND: i64 = 0;
@@ -149,6 +157,7 @@ impl Func {
             self,
             Func::Now | Func::UtcTimestamp | Func::CurDate | Func::CurTime | Func::Rand
         ) || self == Func::UnixTimestamp
+            || self == Func::SingleRow
     }
 }
 
@@ -197,6 +206,13 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 arg(args, 2, c)
             };
         }
+        SingleRow => {
+            let n = arg(args, 0, c)?;
+            if n.as_i64().unwrap_or(0) > 1 {
+                return Err(EvalError(SUBQUERY_ROWS_MESSAGE.into()));
+            }
+            return arg(args, 1, c);
+        }
         _ => {}
     }
     let vals: Vec<Value> = args
@@ -206,7 +222,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
     let v0 = vals.first().cloned().unwrap_or(Value::Null);
     let null_in = |vals: &[Value]| vals.iter().any(|v| v.is_null());
     Ok(match f {
-        Coalesce | IfNull | If => Value::Null,
+        Coalesce | IfNull | If | SingleRow => Value::Null,
         NullIf => {
             let v1 = vals.get(1).cloned().unwrap_or(Value::Null);
             if ops::compare(&v0, &v1, Collation::GeneralCi) == Some(std::cmp::Ordering::Equal) {
@@ -712,6 +728,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         }
         Mod => (tys[0].0.clone(), true),
         Pow | Sqrt | Rand => (SqlType::Double, f != Rand),
+        SingleRow => (tys.get(1).map(|t| t.0.clone()).unwrap_or(bigint), true),
         Now | UtcTimestamp => (SqlType::DateTime, false),
         CurDate => (SqlType::Date, false),
         CurTime => (SqlType::Time, false),

@@ -101,6 +101,10 @@ pub(crate) fn norm(e: &ast::Expr) -> String {
     e.to_string().to_ascii_lowercase()
 }
 
+/// The SQL name under which the planner's scalar-subquery rewrite refers to
+/// [`Func::SingleRow`].
+pub(crate) const SINGLE_ROW_FN: &str = "__ladle_single_row";
+
 pub(crate) fn unsupported(what: impl Into<String>) -> DataflowError {
     DataflowError::Unsupported(what.into())
 }
@@ -809,8 +813,12 @@ impl<'a> ExprCx<'a> {
                 ));
             }
         }
-        let func = Func::by_name(&name, args.len())
-            .ok_or_else(|| unsupported(format!("function {name}")))?;
+        let func = match name.as_str() {
+            // The planner's rewrite of a scalar subquery without an aggregate.
+            SINGLE_ROW_FN if args.len() == 2 => Func::SingleRow,
+            _ => Func::by_name(&name, args.len())
+                .ok_or_else(|| unsupported(format!("function {name}")))?,
+        };
         let compiled: Vec<Expr> = args
             .iter()
             .map(|a| self.compile(a))

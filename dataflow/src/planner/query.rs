@@ -850,7 +850,9 @@ impl<'a> Planner<'a> {
             let e = ExprCx::row(&scope).compile(&c)?;
             if e.is_volatile() {
                 if !top {
-                    return Err(unsupported("NOW()/RAND() in a subquery's WHERE"));
+                    return Err(unsupported(
+                        "NOW()/RAND() or a scalar subquery without an aggregate in a subquery's WHERE",
+                    ));
                 }
                 read_filters.push(c);
                 continue;
@@ -1857,12 +1859,31 @@ impl Planner<'_> {
             | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
             _ => return Err(unsupported("this scalar subquery")),
         };
-        let Some(agg_name) = aggregate_name(&agg) else {
-            return Err(unsupported("scalar subquery without an aggregate"));
-        };
         if !simple {
             return Err(unsupported("this scalar subquery"));
         }
+        // Without an aggregate, `(SELECT y ...)` is MAX(y) plus the row
+        // count, which read time checks (MySQL error 1242 for several rows).
+        let (agg, single) = match aggregate_name(&agg) {
+            Some(_) => (agg, false),
+            None => (
+                ast::Expr::Function(ast::Function {
+                    name: ast::ObjectName(vec![ast::Ident::new("MAX")]),
+                    parameters: ast::FunctionArguments::None,
+                    args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                        duplicate_treatment: None,
+                        args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(agg))],
+                        clauses: vec![],
+                    }),
+                    filter: None,
+                    null_treatment: None,
+                    over: None,
+                    within_group: vec![],
+                }),
+                true,
+            ),
+        };
+        let agg_name = aggregate_name(&agg).unwrap_or_default();
         let Correlated {
             inner,
             scope: iscope,
@@ -1882,6 +1903,12 @@ impl Planner<'_> {
         pre.push(arg);
         let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
         colls.push(coll);
+        let mut specs = vec![spec];
+        if single {
+            pre.push(Expr::Literal(Value::Int(1)));
+            colls.push(Collation::Binary);
+            specs.push(AggSpec::new(AggKind::CountStar, k + 1));
+        }
         let proj = LNode {
             op: LOp::Project(pre),
             inputs: vec![inner],
@@ -1890,7 +1917,7 @@ impl Planner<'_> {
         let aggn = LNode {
             op: LOp::Aggregate {
                 ngroup: k,
-                aggs: vec![spec],
+                aggs: specs,
                 scalar: k == 0,
             },
             inputs: vec![proj],
@@ -1935,8 +1962,41 @@ impl Planner<'_> {
             collation: coll,
             table: String::new(),
         });
-        let col =
-            ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__v")]);
+        let col = ast::Expr::CompoundIdentifier(vec![
+            ast::Ident::new(qual.clone()),
+            ast::Ident::new("__v"),
+        ]);
+        if single {
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: "__n".into(),
+                ty: SqlType::Int {
+                    bytes: 8,
+                    unsigned: false,
+                },
+                nullable: true,
+                collation: Collation::Binary,
+                table: String::new(),
+            });
+            let n =
+                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
+            return Ok(ast::Expr::Function(ast::Function {
+                name: ast::ObjectName(vec![ast::Ident::new(super::expr::SINGLE_ROW_FN)]),
+                parameters: ast::FunctionArguments::None,
+                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+                    duplicate_treatment: None,
+                    args: vec![
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(n)),
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(col)),
+                    ],
+                    clauses: vec![],
+                }),
+                filter: None,
+                null_treatment: None,
+                over: None,
+                within_group: vec![],
+            }));
+        }
         if agg_name == "count" {
             // COUNT over no rows is 0, not NULL.
             return Ok(ast::Expr::Function(ast::Function {
