@@ -328,7 +328,13 @@ impl Graph {
         if deltas.is_empty() {
             return;
         }
-        for &c in &self.nodes[from].children {
+        let children = &self.nodes[from].children;
+        for (k, &c) in children.iter().enumerate() {
+            // A node reading `from` twice (a self-join) is listed twice but
+            // must get each input once, or it sees every delta doubled.
+            if children[..k].contains(&c) {
+                continue;
+            }
             for (i, &p) in self.nodes[c].parents.iter().enumerate() {
                 if p == from {
                     inbox.entry(c).or_default().push((i, deltas.clone()));
