@@ -684,3 +684,120 @@ fn scalar_subquery_without_aggregate() {
         v(&["1 2"])
     );
 }
+
+#[test]
+fn parameters_inside_in_and_exists_subqueries_key_the_view() {
+    let e = env(1 << 30);
+    let st = e.table(
+        "stories",
+        &[("id", int()), ("title", text()), ("score", int())],
+    );
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("user_id", int())],
+    );
+    e.insert(
+        &st,
+        vec![
+            r(&[i(1), s("a"), i(10)]),
+            r(&[i(2), s("b"), i(20)]),
+            r(&[i(3), s("c"), i(30)]),
+        ],
+    );
+    e.insert(
+        &votes,
+        vec![
+            r(&[i(1), i(1), i(7)]),
+            r(&[i(2), i(1), i(7)]),
+            r(&[i(3), i(2), i(7)]),
+            r(&[i(4), i(2), i(8)]),
+        ],
+    );
+    let voted =
+        "SELECT id, title FROM stories WHERE id IN (SELECT story_id FROM votes WHERE user_id = ?)";
+    // Two votes of user 7 on story 1 still return story 1 once.
+    assert_eq!(e.q(voted, &[i(7)]), v(&["1 a", "2 b"]));
+    assert_eq!(e.q(voted, &[i(8)]), v(&["2 b"]));
+    assert!(e.q(voted, &[i(9)]).is_empty());
+    let exists = "SELECT s.id FROM stories s WHERE EXISTS (SELECT 1 FROM votes v WHERE v.story_id = s.id AND v.user_id = ?) AND s.score > 15";
+    assert_eq!(e.q(exists, &[i(7)]), v(&["2"]));
+    let counted = "SELECT COUNT(*), SUM(score) FROM stories WHERE id IN (SELECT story_id FROM votes WHERE user_id = ?)";
+    assert_eq!(e.q(counted, &[i(7)]), v(&["2 30"]));
+    assert_eq!(e.q(counted, &[i(9)]), v(&["0 NULL"]));
+    let star = "SELECT * FROM stories WHERE id IN (SELECT story_id FROM votes WHERE user_id = ?) ORDER BY id";
+    assert_eq!(e.q(star, &[i(8)]), v(&["2 b 20"]));
+    // Maintained: votes come and go, stories change.
+    e.insert(&votes, vec![r(&[i(5), i(3), i(8)])]);
+    e.delete_where(&votes, |r| r[0] == i(1));
+    assert_eq!(e.q(voted, &[i(7)]), v(&["1 a", "2 b"]));
+    e.delete_where(&votes, |r| r[0] == i(2));
+    assert_eq!(e.q(voted, &[i(7)]), v(&["2 b"]));
+    assert_eq!(e.q(voted, &[i(8)]), v(&["2 b", "3 c"]));
+    e.update_where(&st, |r| (r[0] == i(3)).then(|| vec![i(3), s("c2"), i(31)]));
+    assert_eq!(e.q(voted, &[i(8)]), v(&["2 b", "3 c2"]));
+    assert_eq!(e.q(exists, &[i(8)]), v(&["2", "3"]));
+    assert_eq!(e.q(counted, &[i(8)]), v(&["2 51"]));
+    // One view for every user.
+    let views = e.df.view_stats().len();
+    assert_eq!(e.q(voted, &[i(100)]).len(), 0);
+    assert_eq!(e.df.view_stats().len(), views);
+    // Range parameters inside a subquery stay refused.
+    let err =
+        e.df.prepare(
+            DB,
+            &parse(
+                "SELECT id FROM stories WHERE id IN (SELECT story_id FROM votes WHERE user_id > ?)",
+            ),
+        )
+        .err()
+        .unwrap();
+    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+}
+
+#[test]
+fn literals_inside_semi_join_subqueries_share_a_view() {
+    let e = env(1 << 30);
+    let st = e.table("stories", &[("id", int()), ("score", int())]);
+    let hidden = e.table(
+        "hidden",
+        &[("id", int()), ("story_id", int()), ("user_id", int())],
+    );
+    e.insert(&st, (1..=4).map(|k| r(&[i(k), i(k * 10)])).collect());
+    e.insert(
+        &hidden,
+        vec![
+            r(&[i(1), i(1), i(7)]),
+            r(&[i(2), i(3), i(7)]),
+            r(&[i(3), i(3), i(8)]),
+        ],
+    );
+    assert_eq!(
+        e.q(
+            "SELECT id FROM stories WHERE id IN (SELECT story_id FROM hidden WHERE user_id = 7)",
+            &[]
+        ),
+        v(&["1", "3"])
+    );
+    let views = e.df.view_stats().len();
+    assert_eq!(
+        e.q(
+            "SELECT id FROM stories WHERE id IN (SELECT story_id FROM hidden WHERE user_id = 8)",
+            &[]
+        ),
+        v(&["3"])
+    );
+    assert_eq!(
+        e.q("SELECT s.id FROM stories s WHERE EXISTS (SELECT 1 FROM hidden h WHERE h.story_id = s.id AND h.user_id = 8) AND s.id = 3", &[]),
+        v(&["3"])
+    );
+    assert_eq!(e.df.view_stats().len(), views + 1);
+    // Shapes the keyed semi-join does not plan keep their literal filter.
+    assert_eq!(
+        e.q("SELECT id FROM stories WHERE id NOT IN (SELECT story_id FROM hidden WHERE user_id = 7)", &[]),
+        v(&["2", "4"])
+    );
+    assert_eq!(
+        e.q("SELECT id FROM stories WHERE score IN (SELECT MAX(story_id) * 10 FROM hidden WHERE user_id = 7)", &[]),
+        v(&["3"])
+    );
+}

@@ -91,6 +91,39 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             }
             Ok(())
         }
+        ast::Expr::InSubquery {
+            subquery,
+            negated: false,
+            ..
+        }
+        | ast::Expr::Exists {
+            subquery,
+            negated: false,
+        } => {
+            // `col = literal` inside becomes a key of the semi-join (see
+            // `Planner::keyed_semi`), for the shapes that plans.
+            if subquery.limit.is_some() || subquery.offset.is_some() {
+                return Ok(());
+            }
+            if let ast::SetExpr::Select(s) = &mut *subquery.body {
+                let mut aggs = Vec::new();
+                for item in &s.projection {
+                    if let ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+                    {
+                        super::expr::collect_aggregates(e, &mut aggs);
+                    }
+                }
+                let grouped =
+                    !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+                if !s.from.is_empty() && aggs.is_empty() && !grouped && s.having.is_none() {
+                    if let Some(w) = &mut s.selection {
+                        extract(w, x, false)?;
+                    }
+                }
+            }
+            Ok(())
+        }
         ast::Expr::InList {
             expr,
             list,

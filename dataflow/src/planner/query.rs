@@ -138,6 +138,18 @@ fn has_placeholder(e: &ast::Expr) -> bool {
     found
 }
 
+/// Whether `e` has a placeholder anywhere, subqueries included.
+fn has_placeholder_deep(e: &ast::Expr) -> bool {
+    ast::visit_expressions(e, |x| {
+        if let ast::Expr::Value(ast::Value::Placeholder(_)) = x {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
 fn has_subquery(e: &ast::Expr) -> bool {
     let mut found = false;
     fn walk(e: &ast::Expr, found: &mut bool) {
@@ -810,6 +822,25 @@ impl<'a> Planner<'a> {
                     continue;
                 }
             }
+            if top && has_placeholder_deep(&c) {
+                let keyed = match &c {
+                    ast::Expr::InSubquery {
+                        expr,
+                        subquery,
+                        negated: false,
+                    } if !has_placeholder(expr) => Some((Some(&**expr), subquery)),
+                    ast::Expr::Exists {
+                        subquery,
+                        negated: false,
+                    } => Some((None, subquery)),
+                    _ => None,
+                };
+                if let Some((in_expr, sub)) = keyed {
+                    self.keyed_semi(&mut node, &mut scope, &mut key_frame, in_expr, sub, nsub)?;
+                    nsub += 1;
+                    continue;
+                }
+            }
             if has_placeholder(&c) {
                 if !top || has_subquery(&c) {
                     return Err(unsupported("parameters in a subquery"));
@@ -1043,18 +1074,17 @@ impl<'a> Planner<'a> {
                         Collation::Binary
                     }
                 };
-                let mut slot_of =
-                    |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
-                        .iter()
-                        .position(|x| *x == Expr::Column(c))
-                    {
-                        Some(p) => p,
-                        None => {
-                            pre.push(Expr::Column(c));
-                            colls.push(scope_coll(c));
-                            pre.len() - 1
-                        }
-                    };
+                let slot_of = |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
+                    .iter()
+                    .position(|x| *x == Expr::Column(c))
+                {
+                    Some(p) => p,
+                    None => {
+                        pre.push(Expr::Column(c));
+                        colls.push(scope_coll(c));
+                        pre.len() - 1
+                    }
+                };
                 let key_pos: Vec<usize> = key_frame
                     .iter()
                     .map(|k| slot_of(k.0, &mut pre, &mut pre_colls))
@@ -1690,6 +1720,19 @@ impl<'a> Planner<'a> {
         context: &str,
         non_equality: &str,
     ) -> Result<Correlated> {
+        self.plan_correlated_params(s, scope, context, non_equality, None)
+    }
+
+    /// [`Self::plan_correlated`], also collecting `inner = ?` conditions
+    /// as (inner column, parameter slot) when `params` is given.
+    fn plan_correlated_params(
+        &self,
+        s: &ast::Select,
+        scope: &Scope,
+        context: &str,
+        non_equality: &str,
+        mut params: Option<&mut Vec<(usize, usize)>>,
+    ) -> Result<Correlated> {
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -1719,6 +1762,26 @@ impl<'a> Planner<'a> {
                     }
                 }
             }
+            if let (
+                Some(ps),
+                ast::Expr::BinaryOp {
+                    left,
+                    op: ast::BinaryOperator::Eq,
+                    right,
+                },
+            ) = (params.as_deref_mut(), &c)
+            {
+                let pair = match (as_column(left), as_slot(right)) {
+                    (Some(col), Some(slot)) => Some((col, slot)),
+                    _ => as_column(right).zip(as_slot(left)),
+                };
+                if let Some(i) =
+                    pair.and_then(|(col, slot)| Some((iscope.resolve(col).ok()?, slot)))
+                {
+                    ps.push(i);
+                    continue;
+                }
+            }
             if has_placeholder(&c) || has_subquery(&c) {
                 return Err(unsupported(format!(
                     "parameters or subqueries inside {context}"
@@ -1744,6 +1807,153 @@ impl<'a> Planner<'a> {
             inner_cols,
             outer_cols,
         })
+    }
+
+    /// `x IN (SELECT y ... WHERE col = ? ...)` or `EXISTS (SELECT ... WHERE
+    /// inner = outer AND col = ? ...)`: a semi-join whose right side depends
+    /// on parameters. The right side, projected to (y, correlation columns,
+    /// parameter columns) and made DISTINCT, is inner-joined, and the
+    /// parameter columns become reader keys: for one key value each outer
+    /// row meets at most one right row, so no row is repeated.
+    fn keyed_semi(
+        &self,
+        node: &mut LNode,
+        scope: &mut Scope,
+        key_frame: &mut Vec<(usize, Vec<usize>)>,
+        in_expr: Option<&ast::Expr>,
+        sub: &ast::Query,
+        n: usize,
+    ) -> Result<()> {
+        let ast::SetExpr::Select(s) = &*sub.body else {
+            return Err(unsupported("parameters in this subquery"));
+        };
+        if s.from.is_empty()
+            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+            || sub.limit.is_some()
+            || sub.offset.is_some()
+        {
+            return Err(unsupported("parameters in this subquery"));
+        }
+        let mut params = Vec::new();
+        let Correlated {
+            inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+        } = self.plan_correlated_params(
+            s,
+            scope,
+            "a subquery",
+            "correlated condition other than equality",
+            Some(&mut params),
+        )?;
+        if params.is_empty() {
+            return Err(unsupported("parameters in a subquery other than col = ?"));
+        }
+        let text_coll =
+            |ty: &SqlType, c: Collation| if ty.is_text() { c } else { Collation::Binary };
+        let mut proj: Vec<Expr> = Vec::new();
+        let mut cols: Vec<ScopeCol> = Vec::new();
+        let mut left_cols = Vec::new();
+        let mut push_inner = |e: Expr, ty: SqlType, coll: Collation, proj: &mut Vec<Expr>| {
+            proj.push(e);
+            cols.push(ScopeCol {
+                qualifier: format!("__sqk{n}"),
+                name: format!("__c{}", proj.len() - 1),
+                ty,
+                nullable: true,
+                collation: coll,
+                table: String::new(),
+            });
+        };
+        if let Some(x) = in_expr {
+            let xc = scope.resolve(
+                as_column(x).ok_or_else(|| unsupported("IN (SELECT ...) on an expression"))?,
+            )?;
+            let y_ast = match s.projection.as_slice() {
+                [ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. }] => e,
+                _ => {
+                    return Err(DataflowError::BadArgument(
+                        "Operand should contain 1 column(s)".into(),
+                    ))
+                }
+            };
+            if aggregate_name(y_ast).is_some() || has_subquery(y_ast) || has_placeholder(y_ast) {
+                return Err(unsupported("parameters in this subquery"));
+            }
+            let y = stable(ExprCx::row(&iscope).compile(y_ast)?)?;
+            let (ty, _) = y.result_type(&iscope.types());
+            let coll = match &y {
+                Expr::Column(c) => iscope.cols[*c].collation,
+                _ => Collation::GeneralCi,
+            };
+            push_inner(y, ty.clone(), text_coll(&ty, coll), &mut proj);
+            left_cols.push(xc);
+        }
+        for (&i, &o) in inner_cols.iter().zip(&outer_cols) {
+            let ic = &iscope.cols[i];
+            push_inner(
+                Expr::Column(i),
+                ic.ty.clone(),
+                text_coll(&ic.ty, ic.collation),
+                &mut proj,
+            );
+            left_cols.push(o);
+        }
+        if left_cols.is_empty() {
+            return Err(unsupported("uncorrelated EXISTS"));
+        }
+        let nk = left_cols.len();
+        for &(i, _) in &params {
+            let ic = &iscope.cols[i];
+            push_inner(
+                Expr::Column(i),
+                ic.ty.clone(),
+                text_coll(&ic.ty, ic.collation),
+                &mut proj,
+            );
+        }
+        let rcolls: Vec<Collation> = cols.iter().map(|c| c.collation).collect();
+        let right = LNode {
+            op: LOp::Aggregate {
+                ngroup: proj.len(),
+                aggs: vec![],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(proj),
+                inputs: vec![inner],
+                colls: rcolls.clone(),
+            }],
+            colls: rcolls.clone(),
+        };
+        let width = scope.cols.len();
+        let mut colls = node.colls.clone();
+        colls.extend(rcolls);
+        let left = std::mem::replace(
+            node,
+            LNode {
+                op: LOp::Union,
+                inputs: vec![],
+                colls: vec![],
+            },
+        );
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols,
+                right_cols: (0..nk).collect(),
+            },
+            inputs: vec![left, right],
+            colls,
+        };
+        scope.cols.extend(cols);
+        for (j, &(_, slot)) in params.iter().enumerate() {
+            key_frame.push((width + nk + j, vec![slot]));
+        }
+        Ok(())
     }
 
     /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
