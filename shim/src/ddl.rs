@@ -251,6 +251,9 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         for i in &mut schema.indexes {
             i.id = 0;
         }
+        if ct.if_not_exists && table_exists_note(e, s, &schema.database, &schema.name) {
+            return Ok(Output::ok());
+        }
         let t = e.storage.create_table(schema, ct.if_not_exists)?;
         e.dataflow.table_changed(t.id);
         return Ok(Output::ok());
@@ -375,8 +378,21 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     if !e.storage.databases().contains(&db) {
         return Err(ShimError::UnknownDatabase(db));
     }
+    if ct.if_not_exists && table_exists_note(e, s, &db, &schema.name) {
+        return Ok(Output::ok());
+    }
     e.storage.create_table(schema, ct.if_not_exists)?;
     Ok(Output::ok())
+}
+
+/// For `CREATE TABLE IF NOT EXISTS`: whether the table exists, noting it
+/// (Note 1050) as MySQL does.
+fn table_exists_note(e: &Engine, s: &mut Session, db: &str, name: &str) -> bool {
+    let exists = e.storage.table(db, name).is_some();
+    if exists {
+        s.warn(1050, format!("Table '{name}' already exists"));
+    }
+    exists
 }
 
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
@@ -405,6 +421,7 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
         .map(crate::exec::last_part)
         .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
     if ci.if_not_exists && schema.index(&name).is_some() {
+        s.warn(1061, format!("Duplicate key name '{name}'"));
         return Ok(Output::ok());
     }
     let t = e.storage.create_index(
@@ -441,6 +458,7 @@ pub fn alter_table(
                 ..
             } => {
                 if if_not_exists && schema.column_index(&def.name.value).is_some() {
+                    s.warn(1060, format!("Duplicate column name '{}'", def.name.value));
                     continue;
                 }
                 let r = column_def(e, s, &def)?;
@@ -502,6 +520,10 @@ pub fn alter_table(
                 name, if_exists, ..
             } => {
                 if if_exists && schema.index(&name.value).is_none() {
+                    s.warn(
+                        1091,
+                        format!("Can't DROP INDEX `{}`; check that it exists", name.value),
+                    );
                     continue;
                 }
                 e.storage.drop_index(&db, &table, &name.value)?
@@ -536,9 +558,7 @@ pub fn drop(
             }
             if !missing.is_empty() {
                 if if_exists {
-                    for m in missing {
-                        s.warn(1051, format!("Unknown table '{m}'"));
-                    }
+                    s.warn(1051, format!("Unknown table '{}'", missing.join(",")));
                 } else {
                     return Err(wire(error::unknown_table_drop(&missing.join(","))));
                 }
@@ -546,11 +566,24 @@ pub fn drop(
             Ok(Output::ok())
         }
         ObjectType::View => {
+            let mut missing = Vec::new();
             for n in &names {
                 let (db, v) = e.resolve(s, n)?;
+                let exists = e
+                    .dataflow
+                    .named_views(&db)
+                    .iter()
+                    .any(|x| x.eq_ignore_ascii_case(&v));
+                if !exists && if_exists {
+                    missing.push(format!("{db}.{v}"));
+                    continue;
+                }
                 e.dataflow.drop_view(&db, &v, if_exists)?;
                 e.storage
                     .delete_meta(&crate::exec::view_meta_key(&db, &v))?;
+            }
+            if !missing.is_empty() {
+                s.warn(4092, format!("Unknown VIEW: '{}'", missing.join(",")));
             }
             Ok(Output::ok())
         }
@@ -570,8 +603,13 @@ fn wire((code, msg): (error::MysqlCode, String)) -> ShimError {
 }
 
 fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u64> {
-    if !if_exists && !e.storage.databases().iter().any(|d| d == name) {
-        return Err(wire(error::drop_db_missing(name)));
+    if !e.storage.databases().iter().any(|d| d == name) {
+        let (code, message) = error::drop_db_missing(name);
+        if !if_exists {
+            return Err(wire((code, message)));
+        }
+        s.warn(code.errno, message);
+        return Ok(0);
     }
     let dropped = match e.storage.drop_database(name, if_exists) {
         Ok(d) => d,
@@ -589,7 +627,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
 }
 
 /// `CREATE DATABASE|SCHEMA [IF NOT EXISTS] name [options]`.
-pub fn create_database(e: &Engine, t: &[Token]) -> Result<Output> {
+pub fn create_database(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
     let mut i = 2;
     let mut if_not_exists = false;
     if word(t, 2).as_deref() == Some("IF") {
@@ -598,6 +636,12 @@ pub fn create_database(e: &Engine, t: &[Token]) -> Result<Output> {
     }
     let name = ident(t, i).ok_or_else(|| ShimError::Parse("near CREATE DATABASE".into()))?;
     let existed = e.storage.databases().contains(&name);
+    if existed && if_not_exists {
+        s.warn(
+            error::ER_DB_CREATE_EXISTS.errno,
+            format!("Can't create database '{name}'; database exists"),
+        );
+    }
     e.storage.create_database(&name, if_not_exists)?;
     Ok(Output::affected(u64::from(!existed)))
 }
@@ -617,17 +661,30 @@ pub fn drop_database(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output>
 
 /// `DROP INDEX name ON table`.
 pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
-    let name = ident(t, 2).ok_or_else(|| ShimError::Parse("near DROP INDEX".into()))?;
-    if word(t, 3).as_deref() != Some("ON") {
+    let if_exists = word(t, 2).as_deref() == Some("IF") && word(t, 3).as_deref() == Some("EXISTS");
+    let at = if if_exists { 4 } else { 2 };
+    let name = ident(t, at).ok_or_else(|| ShimError::Parse("near DROP INDEX".into()))?;
+    if word(t, at + 1).as_deref() != Some("ON") {
         return Err(ShimError::Parse("DROP INDEX needs ON table".into()));
     }
-    let mut i = 4;
+    let mut i = at + 2;
     let (db, table) = qualified_name(t, &mut i)
         .ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
     let db = match db {
         Some(d) => d,
         None => s.database.clone().ok_or(ShimError::NoDatabase)?,
     };
+    let missing = e
+        .storage
+        .table(&db, &table)
+        .is_some_and(|schema| schema.index(&name).is_none());
+    if if_exists && missing {
+        s.warn(
+            error::ER_CANT_DROP_FIELD_OR_KEY.errno,
+            format!("Can't DROP INDEX `{name}`; check that it exists"),
+        );
+        return Ok(Output::ok());
+    }
     let schema = e.storage.drop_index(&db, &table, &name)?;
     e.dataflow.table_changed(schema.id);
     Ok(Output::ok())

@@ -19,7 +19,7 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
-use crate::error::{Result, ShimError};
+use crate::error::{Result, ShimError, ER_DUP_ENTRY};
 use crate::exec::{Engine, Output};
 use crate::session::Session;
 use crate::vars::literal;
@@ -331,6 +331,9 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
     let r = res.ops.into_iter().next().unwrap_or_default();
     if let Some(id) = r.last_insert_id {
         s.last_insert_id = id;
+    }
+    for duplicate in r.ignored {
+        s.add_warning("Warning", ER_DUP_ENTRY.errno, duplicate);
     }
     Ok(Output::Done {
         affected_rows: r.affected_rows,

@@ -194,6 +194,8 @@ impl Engine {
         let kind = classify(sql);
         let result = self.execute_inner(s, sql, kind);
         if let Err(e) = &result {
+            // SHOW WARNINGS after a failed statement lists its error.
+            s.add_warning("Error", e.code.errno, e.message.clone());
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
                 tracing::warn!(connection = s.connection_id, error = %e.message, sql, "statement failed");
             } else {
@@ -309,7 +311,7 @@ impl Engine {
             {
                 Ok(Some(Output::ok()))
             }
-            ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, t)?)),
+            ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
             ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
             // TRUNCATE [TABLE] name (the parser wants TABLE).
@@ -894,6 +896,9 @@ impl Engine {
                 let res = query
                     .execute(params)
                     .map_err(|e| WireError::from(ShimError::from(e)));
+                if let Err(err) = &res {
+                    s.add_warning("Error", err.code.errno, err.message.clone());
+                }
                 self.metrics
                     .read_seconds
                     .observe(start.elapsed().as_secs_f64());

@@ -146,6 +146,10 @@ impl Connection {
                 info,
             }) => {
                 let warnings = self.session.lock().warnings.len().min(u16::MAX as usize) as u16;
+                // opensrv-mysql writes no warning count; the writer patches it.
+                self.auth
+                    .ok_warnings
+                    .store(warnings, std::sync::atomic::Ordering::SeqCst);
                 results
                     .completed(OkResponse {
                         affected_rows,
@@ -224,7 +228,11 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         let sql = query.to_string();
         let (_, res) = self
             .run(move |e, s| {
+                s.warnings.clear();
                 let r = e.prepare(s, &sql).map_err(WireError::from);
+                if let Err(err) = &r {
+                    s.add_warning("Error", err.code.errno, err.message.clone());
+                }
                 (Kind::Other, r)
             })
             .await;

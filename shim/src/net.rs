@@ -227,12 +227,53 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
 /// opensrv-mysql sends it with no status flags, but clients (PyMySQL,
 /// mysql-connector) read SERVER_STATUS_AUTOCOMMIT from it to learn the
 /// session's autocommit mode, so the writer sets that bit.
+///
+/// Last, it carries the warning count of the next OK packet: opensrv-mysql
+/// writes zero whatever `OkResponse::warnings` says, so the handler stores
+/// the count here just before it sends an OK and the writer patches it in.
 #[derive(Default)]
 pub struct AuthFailure {
     pub failed: std::sync::atomic::AtomicBool,
     pub handshake_done: std::sync::atomic::AtomicBool,
     pub swallowed: Mutex<Vec<u8>>,
     pub message: Mutex<String>,
+    pub ok_warnings: AtomicU16,
+}
+
+/// Writes `warnings` into a whole OK packet (header included) as a
+/// CLIENT_PROTOCOL_41 client reads it: after the 0x00 marker, two
+/// length-encoded integers and the status flags. False if `packet` is not
+/// an OK packet of that shape.
+pub fn patch_ok_warnings(packet: &mut [u8], warnings: u16) -> bool {
+    fn lenenc_len(first: u8) -> usize {
+        match first {
+            0xFC => 3,
+            0xFD => 4,
+            0xFE => 9,
+            _ => 1,
+        }
+    }
+    if packet.len() < 4 + 7 || packet[4] != 0x00 {
+        return false;
+    }
+    let payload_len =
+        usize::from(packet[0]) | usize::from(packet[1]) << 8 | usize::from(packet[2]) << 16;
+    if packet.len() != 4 + payload_len {
+        return false;
+    }
+    let mut at = 5;
+    at += lenenc_len(packet[at]);
+    let Some(&first) = packet.get(at) else {
+        return false;
+    };
+    at += lenenc_len(first) + 2;
+    match packet.get_mut(at..at + 2) {
+        Some(slot) => {
+            slot.copy_from_slice(&warnings.to_le_bytes());
+            true
+        }
+        None => false,
+    }
 }
 
 /// A writer half shared between opensrv-mysql and the connection task.
@@ -277,6 +318,7 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
             return Poll::Ready(Ok(buf.len()));
         }
         let patched: Vec<u8>;
+        let ok_patched: Vec<u8>;
         let mut out = buf;
         if self.swallow && !self.auth.handshake_done.load(Ordering::SeqCst) && buf.len() >= 9 {
             match buf[4] {
@@ -305,6 +347,15 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
                     }
                 }
                 _ => {}
+            }
+        }
+        let warnings = self.auth.ok_warnings.load(Ordering::SeqCst);
+        if self.swallow && warnings > 0 && out.len() >= 11 && out[4] == 0x00 {
+            let mut p = out.to_vec();
+            if patch_ok_warnings(&mut p, warnings) {
+                self.auth.ok_warnings.store(0, Ordering::SeqCst);
+                ok_patched = p;
+                out = &ok_patched;
             }
         }
         match self.inner.try_lock() {
@@ -404,6 +455,18 @@ mod tests {
         assert_eq!(usize::from(r[0]), r.len() - 4);
         assert!(r.ends_with(b"db\0caching_sha2_password\0"));
         assert!(rewrite_handshake(&handshake("mysql_native_password", &[7; 20], None)).is_none());
+    }
+
+    #[test]
+    fn ok_packet_warnings_are_patched() {
+        // OK: affected 3, last insert id 300 (0xFC 2C 01), status 2, warnings 0.
+        let payload = [0x00, 3, 0xFC, 0x2C, 0x01, 0x02, 0x00, 0x00, 0x00];
+        let mut p = vec![payload.len() as u8, 0, 0, 1];
+        p.extend_from_slice(&payload);
+        assert!(patch_ok_warnings(&mut p, 2));
+        assert_eq!(&p[p.len() - 2..], &[2, 0]);
+        let mut eof = vec![5, 0, 0, 1, 0xFE, 0, 0, 2, 0];
+        assert!(!patch_ok_warnings(&mut eof, 2));
     }
 
     #[test]

@@ -113,9 +113,16 @@ impl Session {
         self.transaction.is_some()
     }
 
+    /// Records a Note (SHOW WARNINGS level `Note`), e.g. for `DROP TABLE IF
+    /// EXISTS` of a missing table.
     pub fn warn(&mut self, code: u16, message: impl Into<String>) {
+        self.add_warning("Note", code, message);
+    }
+
+    /// Records a SHOW WARNINGS row; the OK packet counts them.
+    pub fn add_warning(&mut self, level: &'static str, code: u16, message: impl Into<String>) {
         self.warnings.push(Warning {
-            level: "Note",
+            level,
             code,
             message: message.into(),
         });

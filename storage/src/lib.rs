@@ -220,6 +220,10 @@ pub struct OpResult {
     pub affected_rows: u64,
     /// The first AUTO_INCREMENT value this op generated, if any.
     pub last_insert_id: Option<u64>,
+    /// Rows an INSERT IGNORE skipped: one duplicate-key message each
+    /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end
+    /// reports as warnings.
+    pub ignored: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

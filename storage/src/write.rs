@@ -279,7 +279,10 @@ impl Group<'_> {
         }
         match on_conflict {
             OnConflict::Error => Err(conflicts[0].error(t, &row)),
-            OnConflict::Ignore => Ok(()),
+            OnConflict::Ignore => {
+                result.ignored.push(conflicts[0].error(t, &row).to_string());
+                Ok(())
+            }
             OnConflict::Replace => {
                 for c in &conflicts {
                     self.remove_entries(t, &c.pk, &c.row)?;
