@@ -210,6 +210,84 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            // Range parameter under GROUP BY: aggregated at read time.
+            "SELECT k, COUNT(*), SUM(v) FROM a WHERE v > ? GROUP BY k",
+            1,
+            false,
+            Box::new(|a, _, p| {
+                let mut g: BTreeMap<Option<i64>, Vec<i64>> = BTreeMap::new();
+                for r in a {
+                    if let (Some(v), Some(lo)) = (num(&r[2]), num(&p[0])) {
+                        if v > lo {
+                            g.entry(num(&r[1])).or_default().push(v);
+                        }
+                    }
+                }
+                let rows = g
+                    .into_iter()
+                    .map(|(k, vs)| {
+                        vec![
+                            k.map(Value::Int).unwrap_or(Value::Null),
+                            Value::Int(vs.len() as i64),
+                            Value::Decimal(vs.iter().sum::<i64>().into()),
+                        ]
+                    })
+                    .collect();
+                fmt(rows, false)
+            }),
+        ),
+        (
+            // A non-equi join.
+            "SELECT a.id, b.id FROM a JOIN b ON a.v > b.w WHERE a.k = ?",
+            1,
+            false,
+            Box::new(move |a, b, p| {
+                let mut out = Vec::new();
+                for x in a.iter().filter(|r| eq(&r[1], &p[0])) {
+                    for y in b {
+                        if matches!((num(&x[2]), num(&y[2])), (Some(v), Some(w)) if v > w) {
+                            out.push(vec![x[0].clone(), y[0].clone()]);
+                        }
+                    }
+                }
+                fmt(out, false)
+            }),
+        ),
+        (
+            // NOT IN over nullable columns (MySQL's NULL semantics).
+            "SELECT id FROM a WHERE v NOT IN (SELECT w FROM b)",
+            0,
+            false,
+            Box::new(|a, b, _| {
+                let ws: Vec<Option<i64>> = b.iter().map(|r| num(&r[2])).collect();
+                let keep = |v: Option<i64>| {
+                    if ws.is_empty() {
+                        return true;
+                    }
+                    match v {
+                        None => false,
+                        Some(v) => !ws.contains(&Some(v)) && !ws.contains(&None),
+                    }
+                };
+                fmt(a.iter().filter(|r| keep(num(&r[2]))).map(|r| vec![r[0].clone()]).collect(), false)
+            }),
+        ),
+        (
+            // A parameter inside an IN subquery keys the view.
+            "SELECT id, v FROM a WHERE id IN (SELECT a_id FROM b WHERE w = ?)",
+            1,
+            false,
+            Box::new(move |a, b, p| {
+                fmt(
+                    a.iter()
+                        .filter(|x| b.iter().any(|y| eq(&y[1], &x[0]) && eq(&y[2], &p[0])))
+                        .map(|r| vec![r[0].clone(), r[2].clone()])
+                        .collect(),
+                    false,
+                )
+            }),
+        ),
+        (
             "SELECT name, COUNT(*) FROM a WHERE name IS NOT NULL GROUP BY name",
             0,
             false,
