@@ -6,6 +6,7 @@
 mod config;
 mod http;
 mod run;
+mod snapshots;
 
 use clap::Parser;
 

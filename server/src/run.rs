@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::config::{Args, DurabilityArg};
 use crate::http::{self, HttpState};
+use crate::snapshots::{Snapshots, Trigger};
 
 /// Runs the server until SIGTERM/SIGINT.
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -74,6 +75,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .await
             .context("dataflow start task")?
             .context("starting the dataflow")?;
+    let snapshots = Arc::new(Snapshots::open(
+        &data_dir,
+        durability != Durability::Memory,
+        dataflow.clone(),
+        storage.clone(),
+        args.snapshot_interval,
+        &metrics.registry,
+    )?);
+    // Warm restart: newest verified snapshot + change-log replay, on a
+    // blocking thread while /health says 503.
+    let snaps = snapshots.clone();
+    tokio::task::spawn_blocking(move || snaps.recover())
+        .await
+        .context("recovery task")??;
     tracing::info!(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "recovered"
@@ -90,7 +105,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         dataflow.clone(),
         facts,
         metrics,
-        Arc::new(ladle_shim::admin::NoAdmin),
+        snapshots.clone(),
         FrontendConfig {
             user: args.user.clone(),
             password: args.password.clone(),
@@ -98,8 +113,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
         },
     );
-    if !args.snapshot_interval.is_zero() {
-        tracing::debug!(interval = ?args.snapshot_interval, "snapshot interval recorded (view snapshots not yet scheduled)");
+    let scheduler = snapshots.start_scheduler()?;
+    if snapshots.enabled() {
+        tracing::info!(interval = ?args.snapshot_interval, "view snapshots scheduled");
+    } else {
+        tracing::info!("periodic view snapshots are off (SNAPSHOT VIEWS still takes one)");
     }
     http_state.ready.store(true, Ordering::SeqCst);
     tracing::info!(
@@ -118,9 +136,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     http_state.ready.store(false, Ordering::SeqCst);
     let _ = stop_tx.send(true);
     let _ = serve.await;
+    // Connections are drained: save view state for a warm restart.
+    let snaps = snapshots.clone();
+    let final_snapshot = tokio::task::spawn_blocking(move || {
+        scheduler.stop();
+        if snaps.enabled() {
+            tracing::info!("taking a final snapshot");
+            // A failure is logged inside; the previous snapshot stays usable.
+            let _ = snaps.take(Trigger::Shutdown);
+        }
+    });
+    let _ = final_snapshot.await;
     let _ = http_task.await;
     *http_state.dataflow.write() = None;
     drop(frontend);
+    drop(snapshots);
     drop(dataflow);
     // Storage closes (and flushes) when the last handle drops.
     let remaining = Arc::strong_count(&storage);

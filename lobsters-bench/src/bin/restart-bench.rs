@@ -1,0 +1,501 @@
+//! `restart-bench`: what view snapshots buy and cost, measured on a real
+//! `ladle` process it starts and stops itself.
+//!
+//! 1. Loads the vote schema (`--articles`, `--votes`), warms the fully
+//!    materialized `SELECT article_id, COUNT(*) FROM Vote GROUP BY
+//!    article_id` and the vote read (a parameterized view) for `--keys`
+//!    articles, and takes a snapshot (`SNAPSHOT VIEWS`).
+//! 2. Restart time: from process start to the first correct answer of the
+//!    grouped query, and to correct answers for every key, cold (snapshot
+//!    directory removed) and warm (from the snapshot), `--rounds` times each.
+//! 3. Durable write throughput: vote inserts from `--connections`
+//!    connections for `--write-seconds`, with `--snapshot-interval 10s` and
+//!    with `0`, alternating (A B B A) in the same run.
+//!
+//! Prints progress on stderr and one JSON report on stdout. Speaks only the
+//! MySQL protocol and HTTP `/health` to the server, like the other
+//! benchmarks of this crate.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use lobsters_bench::db::get_i64;
+use lobsters_bench::vote::{prime, READ_SQL, WRITE_SQL};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Row};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+const GROUPED_SQL: &str = "SELECT article_id, COUNT(*) FROM Vote GROUP BY article_id";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "restart-bench",
+    about = "Ladle warm vs cold restart and snapshot overhead"
+)]
+struct Args {
+    /// The ladle binary (default: `ladle` next to this program).
+    #[arg(long)]
+    ladle: Option<PathBuf>,
+    /// Data directory (default: a new directory under the system temp dir;
+    /// removed at the end unless --keep).
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    #[arg(long)]
+    keep: bool,
+    #[arg(long, default_value_t = 100_000)]
+    articles: u64,
+    #[arg(long, default_value_t = 1_000_000)]
+    votes: u64,
+    /// Articles read through the parameterized view before the restart.
+    #[arg(long, default_value_t = 10_000)]
+    keys: u64,
+    /// Cold and warm restarts measured, each.
+    #[arg(long, default_value_t = 2)]
+    rounds: u32,
+    /// Seconds of writes per throughput phase (0 skips the write phases).
+    #[arg(long, default_value_t = 30)]
+    write_seconds: u64,
+    #[arg(long, default_value_t = 8)]
+    connections: usize,
+    /// --snapshot-interval of the "with snapshots" write phases.
+    #[arg(long, default_value = "10s")]
+    snapshot_interval: String,
+}
+
+#[derive(Serialize, Default)]
+struct Restart {
+    mode: &'static str,
+    /// Process start to /health 200.
+    ready_s: f64,
+    /// Process start to a correct full answer of the grouped query.
+    first_answer_s: f64,
+    /// Process start to correct answers for every key of the vote read.
+    all_keys_s: f64,
+}
+
+#[derive(Serialize)]
+struct WritePhase {
+    snapshot_interval: String,
+    seconds: f64,
+    writes: u64,
+    writes_per_s: f64,
+    snapshots_taken: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    articles: u64,
+    votes: u64,
+    keys: u64,
+    load_s: f64,
+    snapshot_epoch: u64,
+    snapshot_bytes_written: u64,
+    snapshot_total_ms: u64,
+    snapshot_capture_ms: u64,
+    snapshot_dir_bytes: u64,
+    restarts: Vec<Restart>,
+    cold_first_answer_s: f64,
+    warm_first_answer_s: f64,
+    first_answer_speedup: f64,
+    cold_all_keys_s: f64,
+    warm_all_keys_s: f64,
+    all_keys_speedup: f64,
+    writes: Vec<WritePhase>,
+    write_ratio_with_snapshots: Option<f64>,
+}
+
+fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// One `ladle` process.
+struct Ladle {
+    child: Child,
+    port: u16,
+    metrics_port: u16,
+    started: Instant,
+}
+
+impl Ladle {
+    fn spawn(bin: &Path, dir: &Path, interval: &str) -> Result<Ladle> {
+        let port = free_port()?;
+        let metrics_port = free_port()?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.with_extension("log"))?;
+        let started = Instant::now();
+        let child = Command::new(bin)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg("--data-dir")
+            .arg(dir)
+            .arg("--snapshot-interval")
+            .arg(interval)
+            .arg("--durability")
+            .arg("sync")
+            .arg("--memory-limit")
+            .arg("4G")
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", bin.display()))?;
+        Ok(Ladle {
+            child,
+            port,
+            metrics_port,
+            started,
+        })
+    }
+
+    fn opts(&self) -> Opts {
+        OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .db_name(Some("bench"))
+            .prefer_socket(false)
+            .into()
+    }
+
+    /// Waits for /health 200; returns seconds since start.
+    async fn ready(&mut self) -> Result<f64> {
+        loop {
+            if let Some(r) = http_get(self.metrics_port, "/health") {
+                if r.starts_with("HTTP/1.1 200") {
+                    return Ok(self.started.elapsed().as_secs_f64());
+                }
+            }
+            if let Some(status) = self.child.try_wait()? {
+                bail!("ladle exited during start-up: {status}");
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    fn metric(&self, name: &str) -> Option<f64> {
+        let body = http_get(self.metrics_port, "/metrics")?;
+        body.lines().find_map(|l| {
+            let (n, v) = l.split_once(' ')?;
+            (n == name).then(|| v.trim().parse().ok())?
+        })
+    }
+
+    fn stop(mut self) -> Result<()> {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()?;
+        self.child.wait()?;
+        Ok(())
+    }
+}
+
+impl Drop for Ladle {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The reference answers recorded before the restarts.
+struct Expected {
+    grouped: HashMap<i64, i64>,
+    keys: Vec<(i64, String)>,
+}
+
+async fn grouped(conn: &mut Conn) -> Result<HashMap<i64, i64>> {
+    let rows: Vec<Row> = conn.query(GROUPED_SQL).await?;
+    rows.iter()
+        .map(|r| Ok((get_i64(r, 0)?, get_i64(r, 1)?)))
+        .collect()
+}
+
+/// The vote read for every key, as (article, "title|votes") in key order.
+async fn read_keys(conn: &mut Conn, keys: &[i64]) -> Result<Vec<(i64, String)>> {
+    let stmt = conn.prep(READ_SQL).await?;
+    let mut out = Vec::with_capacity(keys.len());
+    for &k in keys {
+        let rows: Vec<Row> = conn.exec(&stmt, (k,)).await?;
+        let mut cells: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let title: Option<String> = r.get(1);
+                let votes: Option<i64> = r.get(2);
+                format!("{}|{:?}", title.unwrap_or_default(), votes)
+            })
+            .collect();
+        cells.sort();
+        out.push((k, cells.join(";")));
+    }
+    Ok(out)
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+async fn measure_restart(
+    bin: &Path,
+    dir: &Path,
+    mode: &'static str,
+    keys: &[i64],
+    expected: &Expected,
+) -> Result<Restart> {
+    if mode == "cold" {
+        let snaps = dir.join("snapshots");
+        if snaps.exists() {
+            std::fs::remove_dir_all(&snaps)?;
+        }
+    }
+    let mut ladle = Ladle::spawn(bin, dir, "0")?;
+    let ready_s = ladle.ready().await?;
+    let mut conn = Conn::new(ladle.opts()).await?;
+    let got = grouped(&mut conn).await?;
+    let first_answer_s = ladle.started.elapsed().as_secs_f64();
+    if got != expected.grouped {
+        bail!("{mode} restart: the grouped query answered wrong");
+    }
+    let got = read_keys(&mut conn, keys).await?;
+    let all_keys_s = ladle.started.elapsed().as_secs_f64();
+    if got != expected.keys {
+        bail!("{mode} restart: the vote read answered wrong");
+    }
+    let epoch = ladle.metric("ladle_recovery_epoch").unwrap_or(-1.0);
+    eprintln!(
+        "{mode:>4} restart: ready {ready_s:.2}s, grouped answer {first_answer_s:.2}s, \
+         {} keys {all_keys_s:.2}s (recovered epoch {epoch})",
+        keys.len()
+    );
+    drop(conn);
+    ladle.stop()?;
+    Ok(Restart {
+        mode,
+        ready_s,
+        first_answer_s,
+        all_keys_s,
+    })
+}
+
+async fn write_phase(bin: &Path, dir: &Path, interval: &str, args: &Args) -> Result<WritePhase> {
+    let mut ladle = Ladle::spawn(bin, dir, interval)?;
+    ladle.ready().await?;
+    let before = ladle.metric("ladle_snapshots_total").unwrap_or(0.0);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writes = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for i in 0..args.connections {
+        let opts = ladle.opts();
+        let (stop, writes) = (stop.clone(), writes.clone());
+        let articles = args.articles;
+        tasks.push(tokio::spawn(async move {
+            let mut conn = Conn::new(opts).await?;
+            let stmt = conn.prep(WRITE_SQL).await?;
+            let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64 + 99);
+            while !stop.load(Ordering::Relaxed) {
+                let a = rng.gen_range(1..=articles as i64);
+                conn.exec_drop(&stmt, (a, rng.gen_range(0..1_000_000i64)))
+                    .await?;
+                writes.fetch_add(1, Ordering::Relaxed);
+            }
+            anyhow::Ok(())
+        }));
+    }
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.write_seconds)).await;
+    stop.store(true, Ordering::Relaxed);
+    let n = writes.load(Ordering::Relaxed);
+    let seconds = started.elapsed().as_secs_f64();
+    for t in tasks {
+        t.await??;
+    }
+    let snapshots_taken = ladle.metric("ladle_snapshots_total").unwrap_or(0.0) - before;
+    let phase = WritePhase {
+        snapshot_interval: interval.to_string(),
+        seconds,
+        writes: n,
+        writes_per_s: n as f64 / seconds,
+        snapshots_taken,
+    };
+    eprintln!(
+        "writes with --snapshot-interval {interval}: {:.0}/s over {seconds:.1}s \
+         ({snapshots_taken} snapshots)",
+        phase.writes_per_s
+    );
+    ladle.stop()?;
+    Ok(phase)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v[v.len() / 2]
+}
+
+async fn run(args: Args) -> Result<Report> {
+    let bin = match &args.ladle {
+        Some(b) => b.clone(),
+        None => std::env::current_exe()?
+            .parent()
+            .context("no parent directory")?
+            .join("ladle"),
+    };
+    let dir = match &args.data_dir {
+        Some(d) => d.clone(),
+        None => std::env::temp_dir().join(format!("restart-bench-{}", std::process::id())),
+    };
+    if dir.exists() {
+        bail!("{} exists; give a new --data-dir", dir.display());
+    }
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("data directory {}", dir.display());
+
+    // 1. Load, warm, snapshot.
+    let mut ladle = Ladle::spawn(&bin, &dir, "0")?;
+    ladle.ready().await?;
+    let mut root = Conn::new(OptsBuilder::from_opts(ladle.opts()).db_name(None::<String>)).await?;
+    root.query_drop("CREATE DATABASE bench").await?;
+    let mut conn = Conn::new(ladle.opts()).await?;
+    let load = Instant::now();
+    prime(&mut conn, args.articles, args.votes, 42).await?;
+    let load_s = load.elapsed().as_secs_f64();
+    let step = (args.articles / args.keys.max(1)).max(1);
+    let keys: Vec<i64> = (0..args.keys.min(args.articles))
+        .map(|i| (1 + i * step) as i64)
+        .collect();
+    let warm = Instant::now();
+    let expected = Expected {
+        grouped: grouped(&mut conn).await?,
+        keys: read_keys(&mut conn, &keys).await?,
+    };
+    eprintln!(
+        "warmed the grouped query ({} groups) and {} keys in {:.1}s",
+        expected.grouped.len(),
+        keys.len(),
+        warm.elapsed().as_secs_f64()
+    );
+    let row: Row = conn
+        .query_first("SNAPSHOT VIEWS")
+        .await?
+        .context("SNAPSHOT VIEWS returned no row")?;
+    let field = |name: &str| -> Result<u64> {
+        row.get_opt::<u64, _>(name)
+            .and_then(|r| r.ok())
+            .with_context(|| format!("SNAPSHOT VIEWS has no {name}"))
+    };
+    let (epoch, bytes, total_ms, capture_ms) = (
+        field("epoch")?,
+        field("bytes_written")?,
+        field("total_ms")?,
+        field("capture_ms")?,
+    );
+    let snapshot_dir_bytes = dir_bytes(&dir.join("snapshots"));
+    eprintln!(
+        "snapshot epoch {epoch}: {:.1} MB written in {total_ms} ms (capture {capture_ms} ms)",
+        bytes as f64 / 1e6
+    );
+    drop(conn);
+    drop(root);
+    ladle.stop()?;
+
+    // 2. Restarts: warm first (cold removes the snapshot), then alternate.
+    let mut restarts = Vec::new();
+    for _ in 0..args.rounds {
+        restarts.push(measure_restart(&bin, &dir, "warm", &keys, &expected).await?);
+    }
+    for _ in 0..args.rounds {
+        restarts.push(measure_restart(&bin, &dir, "cold", &keys, &expected).await?);
+    }
+    let pick = |mode: &str, f: fn(&Restart) -> f64| {
+        median(restarts.iter().filter(|r| r.mode == mode).map(f).collect())
+    };
+    let cold_first = pick("cold", |r| r.first_answer_s);
+    let warm_first = pick("warm", |r| r.first_answer_s);
+    let cold_keys = pick("cold", |r| r.all_keys_s);
+    let warm_keys = pick("warm", |r| r.all_keys_s);
+
+    // 3. Write throughput, A B B A.
+    let mut writes = Vec::new();
+    if args.write_seconds > 0 {
+        let with = args.snapshot_interval.as_str();
+        for interval in [with, "0", "0", with] {
+            writes.push(write_phase(&bin, &dir, interval, &args).await?);
+        }
+    }
+    let rate = |snap: bool| {
+        let v: Vec<&WritePhase> = writes
+            .iter()
+            .filter(|w| (w.snapshot_interval != "0") == snap)
+            .collect();
+        v.iter().map(|w| w.writes as f64).sum::<f64>() / v.iter().map(|w| w.seconds).sum::<f64>()
+    };
+    let write_ratio = (!writes.is_empty()).then(|| rate(true) / rate(false));
+
+    if args.data_dir.is_none() && !args.keep {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(Report {
+        articles: args.articles,
+        votes: args.votes,
+        keys: keys.len() as u64,
+        load_s,
+        snapshot_epoch: epoch,
+        snapshot_bytes_written: bytes,
+        snapshot_total_ms: total_ms,
+        snapshot_capture_ms: capture_ms,
+        snapshot_dir_bytes,
+        restarts,
+        cold_first_answer_s: cold_first,
+        warm_first_answer_s: warm_first,
+        first_answer_speedup: cold_first / warm_first,
+        cold_all_keys_s: cold_keys,
+        warm_all_keys_s: warm_keys,
+        all_keys_speedup: cold_keys / warm_keys,
+        writes,
+        write_ratio_with_snapshots: write_ratio,
+    })
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(run(args))?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}

@@ -1,0 +1,638 @@
+//! Snapshots and warm restarts, end to end: a real `ladle` process, killed
+//! with SIGKILL (or crashed on purpose at each snapshot phase with
+//! `LADLE_SNAPSHOT_CRASH`), restarted over the same data directory, and
+//! asked the same questions. Every answer is compared with a recompute from
+//! the rows the test wrote, and with MariaDB when `LADLE_TEST_MARIADB_URL`
+//! is set.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::time::Duration;
+
+use mysql::prelude::*;
+use mysql::{Conn, Opts, OptsBuilder, Row};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+
+/// Every query the tests ask, before and after restarts.
+const ALL_COUNTS: &str = "SELECT article_id, COUNT(*) FROM votes GROUP BY article_id";
+const KEY_COUNT: &str =
+    "SELECT article_id, COUNT(*) FROM votes WHERE article_id = ? GROUP BY article_id";
+const KEY_TITLES: &str =
+    "SELECT v.id, a.title FROM votes v JOIN articles a ON a.id = v.article_id WHERE v.article_id = ?";
+/// The keys read through the parameterized views.
+const KEYS: [i64; 8] = [1, 2, 3, 5, 8, 13, 21, 34];
+const ARTICLES: i64 = 40;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+/// A running `ladle`; killed on drop. Its log goes to `<dir>/../ladle-N.log`.
+struct Ladle {
+    child: Child,
+    port: u16,
+    metrics_port: u16,
+    log: PathBuf,
+}
+
+impl Ladle {
+    /// Starts ladle and waits until `/health` says 200. Every non-200
+    /// answer seen on the way must be 503 (recovering).
+    fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
+        let l = Ladle::spawn(dir, args, env);
+        l.wait_ready();
+        l
+    }
+
+    fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
+        let port = free_port();
+        let metrics_port = free_port();
+        let logs = dir.parent().expect("data dir has a parent");
+        let n = std::fs::read_dir(logs).map(|d| d.count()).unwrap_or(0);
+        let log = logs.join(format!("ladle-{n}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--listen")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{metrics_port}"))
+            .arg("--data-dir")
+            .arg(dir)
+            .args(args)
+            .env_remove("LADLE_SNAPSHOT_CRASH")
+            .env_remove("LADLE_SNAPSHOT_INTERVAL")
+            .env("LADLE_LOG", "info")
+            .stdout(file.try_clone().expect("log file"))
+            .stderr(file);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("spawn ladle");
+        Ladle {
+            child,
+            port,
+            metrics_port,
+            log,
+        }
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..1200 {
+            if let Some(resp) = http_get(self.metrics_port, "/health") {
+                if resp.starts_with("HTTP/1.1 200") {
+                    return;
+                }
+                assert!(
+                    resp.starts_with("HTTP/1.1 503"),
+                    "/health before ready: {resp}"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("ladle did not become ready; log:\n{}", self.log_text());
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn opts(&self, db: Option<&str>) -> Opts {
+        OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .pass(Some(""))
+            .db_name(db)
+            .prefer_socket(false)
+            .into()
+    }
+
+    fn conn(&self) -> Conn {
+        Conn::new(self.opts(Some("lob"))).expect("connect to ladle")
+    }
+
+    /// A metric's value from `/metrics` (the first sample of that name).
+    fn metric(&self, name: &str) -> Option<f64> {
+        let body = http_get(self.metrics_port, "/metrics")?;
+        body.lines().filter(|l| !l.starts_with('#')).find_map(|l| {
+            let (n, v) = l.split_once(' ')?;
+            (n == name).then(|| v.trim().parse().ok())?
+        })
+    }
+
+    fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn sigterm(&mut self) -> ExitStatus {
+        let status = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+        self.child.wait().expect("wait for ladle")
+    }
+
+    /// Waits for the process to end by itself (an abort on purpose).
+    fn wait_exit(&mut self) -> ExitStatus {
+        self.child.wait().expect("wait for ladle")
+    }
+}
+
+impl Drop for Ladle {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// The rows the test wrote: the recompute every answer is checked against.
+#[derive(Default)]
+struct Model {
+    titles: BTreeMap<i64, String>,
+    /// vote id -> (article id, user id)
+    votes: BTreeMap<i64, (i64, i64)>,
+    next_vote: i64,
+}
+
+impl Model {
+    fn all_counts(&self) -> Vec<(i64, i64)> {
+        let mut c: BTreeMap<i64, i64> = BTreeMap::new();
+        for (a, _) in self.votes.values() {
+            *c.entry(*a).or_default() += 1;
+        }
+        c.into_iter().collect()
+    }
+
+    fn key_count(&self, key: i64) -> Vec<(i64, i64)> {
+        let n = self.votes.values().filter(|(a, _)| *a == key).count() as i64;
+        if n == 0 {
+            vec![]
+        } else {
+            vec![(key, n)]
+        }
+    }
+
+    fn key_titles(&self, key: i64) -> Vec<(i64, String)> {
+        self.votes
+            .iter()
+            .filter(|(_, (a, _))| *a == key)
+            .map(|(id, _)| (*id, self.titles[&key].clone()))
+            .collect()
+    }
+}
+
+/// Ladle plus the optional MariaDB oracle, written to in lockstep.
+struct World {
+    model: Model,
+    maria: Option<Conn>,
+    /// Varies the generated votes from round to round.
+    round: i64,
+}
+
+impl World {
+    fn new(name: &str) -> World {
+        let maria = std::env::var("LADLE_TEST_MARIADB_URL").ok().map(|url| {
+            let opts = Opts::from_url(&url).expect("LADLE_TEST_MARIADB_URL");
+            let mut c = Conn::new(opts).expect("connect to MariaDB");
+            let db = format!("ladle_snap_{name}_{}", std::process::id());
+            c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
+                .unwrap();
+            c.query_drop(format!("CREATE DATABASE {db}")).unwrap();
+            c.query_drop(format!("USE {db}")).unwrap();
+            c
+        });
+        World {
+            model: Model::default(),
+            maria,
+            round: 0,
+        }
+    }
+
+    fn exec(&mut self, ladle: &mut Conn, sql: &str) {
+        ladle
+            .query_drop(sql)
+            .unwrap_or_else(|e| panic!("ladle: {sql}: {e}"));
+        if let Some(m) = &mut self.maria {
+            m.query_drop(sql)
+                .unwrap_or_else(|e| panic!("MariaDB: {sql}: {e}"));
+        }
+    }
+
+    fn create_schema(&mut self, ladle: &Ladle) {
+        let mut root = Conn::new(ladle.opts(None)).expect("connect");
+        root.query_drop("CREATE DATABASE lob").unwrap();
+        let mut c = ladle.conn();
+        self.exec(
+            &mut c,
+            "CREATE TABLE articles (id INT PRIMARY KEY, title VARCHAR(64) NOT NULL)",
+        );
+        self.exec(
+            &mut c,
+            "CREATE TABLE votes (id INT PRIMARY KEY, article_id INT NOT NULL, \
+             user_id INT NOT NULL, KEY article_id (article_id))",
+        );
+        let rows: Vec<String> = (1..=ARTICLES)
+            .map(|i| {
+                let t = format!("article {i}");
+                self.model.titles.insert(i, t.clone());
+                format!("({i}, '{t}')")
+            })
+            .collect();
+        self.exec(
+            &mut c,
+            &format!("INSERT INTO articles VALUES {}", rows.join(", ")),
+        );
+    }
+
+    /// Inserts `n` votes spread unevenly over the articles.
+    fn vote(&mut self, c: &mut Conn, n: i64) {
+        self.round += 1;
+        let mut rows = Vec::new();
+        for i in 0..n {
+            let id = self.model.next_vote + 1;
+            self.model.next_vote = id;
+            let article = (i * i + self.round * 7) % ARTICLES + 1;
+            let user = (id * 31) % 97;
+            self.model.votes.insert(id, (article, user));
+            rows.push(format!("({id}, {article}, {user})"));
+        }
+        for chunk in rows.chunks(200) {
+            self.exec(c, &format!("INSERT INTO votes VALUES {}", chunk.join(", ")));
+        }
+    }
+
+    /// Deletes every vote of `user` and renames `article`: deltas that
+    /// shrink groups and change joined rows.
+    fn churn(&mut self, c: &mut Conn, user: i64, article: i64) {
+        self.exec(c, &format!("DELETE FROM votes WHERE user_id = {user}"));
+        self.model.votes.retain(|_, (_, u)| *u != user);
+        self.round += 1;
+        let title = format!("renamed {article} in round {}", self.round);
+        self.exec(
+            c,
+            &format!("UPDATE articles SET title = '{title}' WHERE id = {article}"),
+        );
+        self.model.titles.insert(article, title);
+    }
+
+    /// Asks every question and checks each answer against the recompute
+    /// (and MariaDB).
+    fn check(&mut self, c: &mut Conn, when: &str) {
+        let mut all: Vec<(i64, i64)> = c.query(ALL_COUNTS).unwrap();
+        all.sort_unstable();
+        assert_eq!(all, self.model.all_counts(), "{when}: {ALL_COUNTS}");
+        if let Some(m) = &mut self.maria {
+            let mut theirs: Vec<(i64, i64)> = m.query(ALL_COUNTS).unwrap();
+            theirs.sort_unstable();
+            assert_eq!(all, theirs, "{when}: MariaDB disagrees on {ALL_COUNTS}");
+        }
+        for key in KEYS {
+            let got: Vec<(i64, i64)> = c.exec(KEY_COUNT, (key,)).unwrap();
+            assert_eq!(got, self.model.key_count(key), "{when}: key {key}");
+            let mut titles: Vec<(i64, String)> = c.exec(KEY_TITLES, (key,)).unwrap();
+            titles.sort_unstable();
+            assert_eq!(titles, self.model.key_titles(key), "{when}: key {key}");
+            if let Some(m) = &mut self.maria {
+                let theirs: Vec<(i64, i64)> = m.exec(KEY_COUNT, (key,)).unwrap();
+                assert_eq!(got, theirs, "{when}: MariaDB disagrees, key {key}");
+                let mut theirs: Vec<(i64, String)> = m.exec(KEY_TITLES, (key,)).unwrap();
+                theirs.sort_unstable();
+                assert_eq!(titles, theirs, "{when}: MariaDB disagrees, key {key}");
+            }
+        }
+    }
+}
+
+/// `SNAPSHOT VIEWS`: (epoch, nodes, nodes_written).
+fn snapshot_views(c: &mut Conn) -> (u64, u64, u64) {
+    let row: Row = c
+        .query_first("SNAPSHOT VIEWS")
+        .unwrap()
+        .expect("SNAPSHOT VIEWS returns a row");
+    let epoch: u64 = row.get("epoch").unwrap();
+    let nodes: u64 = row.get("nodes").unwrap();
+    let written: u64 = row.get("nodes_written").unwrap();
+    let _: u64 = row.get("bytes_written").unwrap();
+    let _: u64 = row.get("total_ms").unwrap();
+    (epoch, nodes, written)
+}
+
+fn retained_epochs(c: &mut Conn) -> Vec<u64> {
+    let rows: Vec<Row> = c.query("SHOW SNAPSHOTS").unwrap();
+    rows.iter().map(|r| r.get("epoch").unwrap()).collect()
+}
+
+/// Per keyed view (non-empty key columns): (cached_keys, misses).
+fn keyed_views(c: &mut Conn) -> Vec<(u64, u64)> {
+    let rows: Vec<Row> = c.query("SHOW VIEWS").unwrap();
+    rows.iter()
+        .filter(|r| {
+            let keys: String = r.get("key_columns").unwrap();
+            !keys.is_empty()
+        })
+        .map(|r| {
+            (
+                r.get::<u64, _>("cached_keys").unwrap(),
+                r.get::<u64, _>("misses").unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn data_dir(tmp: &tempfile::TempDir) -> PathBuf {
+    tmp.path().join("data")
+}
+
+/// Creates the schema, writes, warms every view; returns the open server.
+fn loaded(world: &mut World, dir: &Path, args: &[&str]) -> Ladle {
+    let srv = Ladle::start(dir, args, &[]);
+    world.create_schema(&srv);
+    let mut c = srv.conn();
+    world.vote(&mut c, 400);
+    world.check(&mut c, "after loading");
+    srv
+}
+
+#[test]
+fn warm_restart_restores_cached_keys_and_replays_later_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new("warm");
+    // Periodic snapshots off: SNAPSHOT VIEWS still takes one.
+    let args = ["--snapshot-interval", "0"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    world.churn(&mut c, 5, 3);
+    world.check(&mut c, "before the snapshot");
+    let (epoch, nodes, written) = snapshot_views(&mut c);
+    assert!(
+        epoch >= 1 && nodes > 0 && written > 0,
+        "{epoch} {nodes} {written}"
+    );
+    assert_eq!(retained_epochs(&mut c).last(), Some(&epoch));
+    // Writes after the snapshot: the restart must replay them.
+    world.vote(&mut c, 150);
+    world.churn(&mut c, 11, 8);
+    drop(c);
+    srv.kill9();
+
+    let srv = Ladle::start(&dir, &args, &[]);
+    assert_eq!(srv.metric("ladle_recovery_epoch"), Some(epoch as f64));
+    assert!(srv.metric("ladle_recovery_rows").unwrap_or(0.0) > 0.0);
+    let mut c = srv.conn();
+    // Restored, not cold: the keyed views hold the keys read before.
+    let before = keyed_views(&mut c);
+    assert!(
+        before
+            .iter()
+            .filter(|(keys, _)| *keys >= KEYS.len() as u64)
+            .count()
+            >= 2,
+        "keyed views after restart: {before:?}\n{}",
+        srv.log_text()
+    );
+    world.check(&mut c, "after the warm restart");
+    // Every key was answered from restored state: no reader missed.
+    let after = keyed_views(&mut c);
+    assert!(after.iter().all(|(_, misses)| *misses == 0), "{after:?}");
+    // And the views keep up with new writes.
+    world.vote(&mut c, 50);
+    world.check(&mut c, "after more writes");
+}
+
+/// Starts with a published epoch, crashes the next snapshot at `phase`,
+/// restarts, and checks the answers and which epoch was used.
+fn crash_during_snapshot(phase: &str) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new(&format!("crash_{phase}"));
+    let args = ["--snapshot-interval", "1h"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    let (first, _, _) = snapshot_views(&mut c);
+    world.churn(&mut c, 7, 2);
+    drop(c);
+    srv.kill9();
+
+    let mut srv = Ladle::start(&dir, &args, &[("LADLE_SNAPSHOT_CRASH", phase)]);
+    let mut c = srv.conn();
+    world.vote(&mut c, 120);
+    world.check(&mut c, &format!("before crashing at {phase}"));
+    let crashed = c.query_drop("SNAPSHOT VIEWS");
+    assert!(
+        crashed.is_err(),
+        "SNAPSHOT VIEWS should have crashed the server"
+    );
+    let status = srv.wait_exit();
+    assert!(!status.success(), "ladle exited with {status:?}");
+    assert!(
+        srv.log_text().contains("LADLE_SNAPSHOT_CRASH"),
+        "{}",
+        srv.log_text()
+    );
+
+    let srv = Ladle::start(&dir, &args, &[]);
+    let used = srv.metric("ladle_recovery_epoch").expect("recovery metric");
+    assert!(
+        used == first as f64 || used == -1.0,
+        "crash at {phase}: recovered epoch {used}, expected {first} or a cold start"
+    );
+    let mut c = srv.conn();
+    assert_eq!(retained_epochs(&mut c), vec![first], "crash at {phase}");
+    world.check(&mut c, &format!("after crashing at {phase}"));
+    // The epoch number of the torn snapshot is not reused for a different one.
+    let (next, _, _) = snapshot_views(&mut c);
+    assert!(next > first);
+    world.vote(&mut c, 30);
+    world.check(
+        &mut c,
+        &format!("after crashing at {phase} and a new snapshot"),
+    );
+}
+
+#[test]
+fn kill_while_capturing() {
+    crash_during_snapshot("capture");
+}
+
+#[test]
+fn kill_while_writing_files() {
+    crash_during_snapshot("write");
+}
+
+#[test]
+fn kill_between_files_and_manifest() {
+    crash_during_snapshot("manifest");
+}
+
+#[test]
+fn kill_during_manifest_rename() {
+    crash_during_snapshot("rename");
+}
+
+/// Two epochs; the newest one's own files are damaged by `damage` while the
+/// server is down: the restart uses the older epoch, answers stay right.
+fn damaged_newest_epoch(name: &str, damage: fn(&Path)) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new(name);
+    let args = ["--snapshot-interval", "1h"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    let (first, _, _) = snapshot_views(&mut c);
+    world.vote(&mut c, 100);
+    world.churn(&mut c, 3, 1);
+    world.check(&mut c, "before the second snapshot");
+    let (second, _, written) = snapshot_views(&mut c);
+    assert!(second > first && written > 0);
+    world.vote(&mut c, 40);
+    drop(c);
+    srv.kill9();
+
+    let epoch_dir = dir.join("snapshots").join(format!("{second:020}"));
+    let node_file = std::fs::read_dir(&epoch_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().is_some_and(|n| n != "MANIFEST"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("the second epoch wrote a node file");
+    damage(&node_file);
+
+    let srv = Ladle::start(&dir, &args, &[]);
+    assert_eq!(
+        srv.metric("ladle_recovery_epoch"),
+        Some(first as f64),
+        "{}",
+        srv.log_text()
+    );
+    assert!(srv.metric("ladle_recovery_rejected_epochs").unwrap_or(0.0) >= 1.0);
+    let mut c = srv.conn();
+    world.check(&mut c, &format!("after {name}"));
+}
+
+#[test]
+fn corrupted_snapshot_file_falls_back_to_the_previous_epoch() {
+    damaged_newest_epoch("corrupt", |path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        let (mid, end) = (bytes.len() / 2, (bytes.len() / 2 + 4).min(bytes.len()));
+        for b in &mut bytes[mid..end] {
+            *b ^= 0x5a;
+        }
+        std::fs::write(path, bytes).unwrap();
+    });
+}
+
+#[test]
+fn truncated_snapshot_file_falls_back_to_the_previous_epoch() {
+    damaged_newest_epoch("truncated", |path| {
+        let len = std::fs::metadata(path).unwrap().len();
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        f.set_len(len / 2).unwrap();
+    });
+}
+
+#[test]
+fn clean_shutdown_takes_a_snapshot_and_periodic_snapshots_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new("shutdown");
+    let args = ["--snapshot-interval", "1s"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    // The scheduler publishes on its own.
+    let mut periodic = Vec::new();
+    for _ in 0..600 {
+        periodic = retained_epochs(&mut c);
+        if !periodic.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !periodic.is_empty(),
+        "no periodic snapshot\n{}",
+        srv.log_text()
+    );
+    assert!(srv.metric("ladle_snapshots_total").unwrap_or(0.0) >= 1.0);
+    world.churn(&mut c, 13, 21);
+    world.vote(&mut c, 60);
+    world.check(&mut c, "before SIGTERM");
+    drop(c);
+    let status = srv.sigterm();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        srv.log_text().contains("taking a final snapshot"),
+        "{}",
+        srv.log_text()
+    );
+
+    let srv = Ladle::start(&dir, &args, &[]);
+    let used = srv.metric("ladle_recovery_epoch").unwrap();
+    assert!(used >= 1.0, "recovered epoch {used}");
+    // The final snapshot came after every write: nothing to replay.
+    assert_eq!(srv.metric("ladle_recovery_replayed_batches"), Some(0.0));
+    let mut c = srv.conn();
+    let views = keyed_views(&mut c);
+    assert!(
+        views.iter().any(|(keys, _)| *keys >= KEYS.len() as u64),
+        "{views:?}"
+    );
+    world.check(&mut c, "after a clean restart");
+}
+
+#[test]
+fn health_is_503_until_recovery_finishes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new("health");
+    let args = ["--snapshot-interval", "1h"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    world.vote(&mut c, 3000);
+    world.check(&mut c, "before the snapshot");
+    snapshot_views(&mut c);
+    drop(c);
+    srv.kill9();
+
+    // Poll from the moment the process starts: nothing but 503 (or no
+    // listener yet) until 200, and once 200, the views answer correctly.
+    let srv = Ladle::spawn(&dir, &args, &[]);
+    let mut seen_503 = false;
+    let mut ready = false;
+    for _ in 0..20_000 {
+        match http_get(srv.metrics_port, "/health") {
+            Some(r) if r.starts_with("HTTP/1.1 200") => {
+                ready = true;
+                break;
+            }
+            Some(r) => {
+                assert!(r.starts_with("HTTP/1.1 503"), "{r}");
+                seen_503 = true;
+            }
+            None => std::thread::sleep(Duration::from_millis(3)),
+        }
+    }
+    assert!(ready, "never ready\n{}", srv.log_text());
+    eprintln!("observed 503 while recovering: {seen_503}");
+    assert!(srv.metric("ladle_recovery_seconds").is_some());
+    let mut c = srv.conn();
+    world.check(&mut c, "right after /health turned 200");
+}
