@@ -254,6 +254,27 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            // LEFT JOIN whose ON compares both sides beyond the equality.
+            "SELECT a.id, b.id FROM a LEFT JOIN b ON b.a_id = a.id AND b.w > a.v WHERE a.k = ?",
+            1,
+            false,
+            Box::new(move |a, b, p| {
+                let mut out = Vec::new();
+                for x in a.iter().filter(|r| eq(&r[1], &p[0])) {
+                    let before = out.len();
+                    for y in b.iter().filter(|y| eq(&y[1], &x[0])) {
+                        if matches!((num(&y[2]), num(&x[2])), (Some(w), Some(v)) if w > v) {
+                            out.push(vec![x[0].clone(), y[0].clone()]);
+                        }
+                    }
+                    if out.len() == before {
+                        out.push(vec![x[0].clone(), Value::Null]);
+                    }
+                }
+                fmt(out, false)
+            }),
+        ),
+        (
             // NOT IN over nullable columns (MySQL's NULL semantics).
             "SELECT id FROM a WHERE v NOT IN (SELECT w FROM b)",
             0,

@@ -801,3 +801,66 @@ fn literals_inside_semi_join_subqueries_share_a_view() {
         v(&["3"])
     );
 }
+
+#[test]
+fn left_join_on_conditions_over_both_sides() {
+    let e = env(1 << 30);
+    let users = e.table("users", &[("id", int()), ("seen", int()), ("name", text())]);
+    let msgs = e.table("msgs", &[("id", int()), ("user_id", int()), ("at", int())]);
+    e.insert(
+        &users,
+        vec![
+            r(&[i(1), i(10), s("ann")]),
+            r(&[i(2), i(20), s("bob")]),
+            r(&[i(3), Value::Null, s("cy")]),
+            r(&[i(4), i(10), Value::Null]),
+        ],
+    );
+    e.insert(
+        &msgs,
+        vec![
+            r(&[i(100), i(1), i(5)]),
+            r(&[i(101), i(1), i(15)]),
+            r(&[i(102), i(2), i(15)]),
+            r(&[i(103), i(3), i(1)]),
+        ],
+    );
+    // Unread messages per user: the ON condition compares both sides.
+    let q = "SELECT u.id, m.id FROM users u LEFT JOIN msgs m ON m.user_id = u.id AND m.at > u.seen";
+    assert_eq!(e.q(q, &[]), v(&["1 101", "2 NULL", "3 NULL", "4 NULL"]));
+    let counted = "SELECT u.id, COUNT(m.id) FROM users u LEFT JOIN msgs m ON m.user_id = u.id AND m.at > u.seen GROUP BY u.id";
+    assert_eq!(e.q(counted, &[]), v(&["1 1", "2 0", "3 0", "4 0"]));
+    // A non-equi LEFT JOIN without any equality.
+    let ne =
+        "SELECT u.id, m.id FROM users u LEFT JOIN msgs m ON m.at < u.seen AND m.user_id <> u.id";
+    assert_eq!(
+        e.q(ne, &[]),
+        v(&["1 103", "2 100", "2 101", "2 103", "3 NULL", "4 100", "4 103"])
+    );
+    // Keyed by a parameter, and maintained through writes on both sides.
+    let one = "SELECT m.id FROM users u LEFT JOIN msgs m ON m.user_id = u.id AND m.at > u.seen WHERE u.id = ?";
+    assert_eq!(e.q(one, &[i(2)]), v(&["NULL"]));
+    e.insert(&msgs, vec![r(&[i(104), i(2), i(25)])]);
+    assert_eq!(e.q(one, &[i(2)]), v(&["104"]));
+    e.update_where(&users, |r| {
+        (r[0] == i(1)).then(|| vec![i(1), i(20), s("ann")])
+    });
+    assert_eq!(e.q(q, &[]), v(&["1 NULL", "2 104", "3 NULL", "4 NULL"]));
+    e.update_where(&users, |r| {
+        (r[0] == i(3)).then(|| vec![i(3), i(0), s("cy")])
+    });
+    assert_eq!(e.q(q, &[]), v(&["1 NULL", "2 104", "3 103", "4 NULL"]));
+    e.delete_where(&msgs, |r| r[0] == i(104));
+    e.insert(&users, vec![r(&[i(5), i(0), s("dee")])]);
+    assert_eq!(
+        e.q(q, &[]),
+        v(&["1 NULL", "2 NULL", "3 103", "4 NULL", "5 NULL"])
+    );
+    assert_eq!(e.q(counted, &[]), v(&["1 0", "2 0", "3 1", "4 0", "5 0"]));
+    // Identical left rows stay separate.
+    let dup = "SELECT u.seen, m.id FROM users u LEFT JOIN msgs m ON m.at > u.seen + 100";
+    assert_eq!(
+        e.q(dup, &[]),
+        v(&["0 NULL", "0 NULL", "10 NULL", "20 NULL", "20 NULL"])
+    );
+}

@@ -707,6 +707,7 @@ impl<'a> Planner<'a> {
         }
         scope.cols.extend(rscope.cols.iter().cloned());
         let mut post = Vec::new();
+        let mut left_on = Vec::new();
         for c in rest {
             if kind == JoinKind::Left {
                 // Conditions on the right side alone filter it before the join.
@@ -720,15 +721,24 @@ impl<'a> Planner<'a> {
                             colls,
                         };
                     }
-                    _ => {
-                        return Err(unsupported(
-                            "LEFT JOIN ON condition referencing the left side",
-                        ))
-                    }
+                    Err(DataflowError::UnknownColumn(..)) => left_on.push(c),
+                    Err(e) => return Err(e),
+                    Ok(_) => return Err(unsupported("parameters or NOW()/RAND() in LEFT JOIN ON")),
                 }
             } else {
                 post.push(c);
             }
+        }
+        if !left_on.is_empty() {
+            let mut conds = Vec::new();
+            for c in &left_on {
+                if has_placeholder(c) || has_subquery(c) {
+                    return Err(unsupported("parameters or subqueries in LEFT JOIN ON"));
+                }
+                conds.push(stable(ExprCx::row(&scope).compile(c)?)?);
+            }
+            let node = left_join_on(left, right, lcols, rcols, conds);
+            return Ok((node, scope));
         }
         let mut colls = left.colls.clone();
         colls.extend(right.colls.iter().copied());
@@ -2229,6 +2239,100 @@ impl Planner<'_> {
             }));
         }
         Ok(col)
+    }
+}
+
+/// `L LEFT JOIN R ON <equalities> AND <conditions on both sides>`, from
+/// maintained operators: J = the inner join filtered by `conds`; the left
+/// rows with no row in J (anti-join on an exact, NULL-free encoding of all
+/// their columns) padded with NULLs; the union of both.
+fn left_join_on(
+    left: LNode,
+    right: LNode,
+    lcols: Vec<usize>,
+    rcols: Vec<usize>,
+    conds: Vec<Expr>,
+) -> LNode {
+    let lw = left.width();
+    let rw = right.width();
+    let mut colls = left.colls.clone();
+    colls.extend(right.colls.iter().copied());
+    let mut matched = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Inner,
+            left_cols: lcols,
+            right_cols: rcols,
+        },
+        inputs: vec![left.clone(), right],
+        colls: colls.clone(),
+    };
+    for e in conds {
+        matched = LNode {
+            op: LOp::Filter(e),
+            inputs: vec![matched],
+            colls: colls.clone(),
+        };
+    }
+    // Identity of a left row: (col IS NULL, IFNULL(col, 0)) per column.
+    let identity: Vec<Expr> = (0..lw)
+        .flat_map(|i| {
+            [
+                Expr::IsNull {
+                    expr: Box::new(Expr::Column(i)),
+                    negated: false,
+                },
+                Expr::Call(
+                    crate::expr::Func::IfNull,
+                    vec![Expr::Column(i), Expr::Literal(Value::Int(0))],
+                ),
+            ]
+        })
+        .collect();
+    let idw = identity.len();
+    let id_colls = vec![Collation::Binary; idw];
+    let matched_ids = LNode {
+        op: LOp::Aggregate {
+            ngroup: idw,
+            aggs: vec![],
+            scalar: false,
+        },
+        inputs: vec![LNode {
+            op: LOp::Project(identity.clone()),
+            inputs: vec![matched.clone()],
+            colls: id_colls.clone(),
+        }],
+        colls: id_colls.clone(),
+    };
+    let mut lid_colls = left.colls.clone();
+    lid_colls.extend(id_colls);
+    let left_ids = LNode {
+        op: LOp::Project((0..lw).map(Expr::Column).chain(identity).collect()),
+        inputs: vec![left],
+        colls: lid_colls.clone(),
+    };
+    let unmatched = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Anti,
+            left_cols: (lw..lw + idw).collect(),
+            right_cols: (0..idw).collect(),
+        },
+        inputs: vec![left_ids, matched_ids],
+        colls: lid_colls,
+    };
+    let padded = LNode {
+        op: LOp::Project(
+            (0..lw)
+                .map(Expr::Column)
+                .chain(std::iter::repeat_n(Expr::Literal(Value::Null), rw))
+                .collect(),
+        ),
+        inputs: vec![unmatched],
+        colls: colls.clone(),
+    };
+    LNode {
+        op: LOp::Union,
+        inputs: vec![matched, padded],
+        colls,
     }
 }
 
