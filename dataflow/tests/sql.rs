@@ -864,3 +864,32 @@ fn left_join_on_conditions_over_both_sides() {
         v(&["0 NULL", "0 NULL", "10 NULL", "20 NULL", "20 NULL"])
     );
 }
+
+#[test]
+fn parameters_in_inner_join_on_key_the_view() {
+    let e = env(1 << 30);
+    let st = e.table("stories", &[("id", int()), ("title", text())]);
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("user_id", int())],
+    );
+    e.insert(&st, vec![r(&[i(1), s("a")]), r(&[i(2), s("b")])]);
+    e.insert(
+        &votes,
+        vec![
+            r(&[i(1), i(1), i(7)]),
+            r(&[i(2), i(2), i(7)]),
+            r(&[i(3), i(2), i(8)]),
+        ],
+    );
+    let q = "SELECT s.title FROM stories s JOIN votes v ON v.story_id = s.id AND v.user_id = ?";
+    assert_eq!(e.q(q, &[i(7)]), v(&["a", "b"]));
+    assert_eq!(e.q(q, &[i(8)]), v(&["b"]));
+    let views = e.df.view_stats().len();
+    e.delete_where(&votes, |r| r[0] == i(2));
+    assert_eq!(e.q(q, &[i(7)]), v(&["a"]));
+    assert_eq!(e.df.view_stats().len(), views);
+    let ranged =
+        "SELECT s.title FROM stories s JOIN votes v ON v.story_id = s.id AND v.user_id > ?";
+    assert_eq!(e.q(ranged, &[i(7)]), v(&["b"]));
+}

@@ -650,6 +650,14 @@ impl<'a> Planner<'a> {
                 }
                 ast::JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
             }
+            if kind == JoinKind::Inner {
+                // An inner join's ON is part of WHERE: parameters there can
+                // key the view (`JOIN b ON b.a_id = a.id AND b.user_id = ?`).
+                let (params, rest): (Vec<ast::Expr>, Vec<ast::Expr>) =
+                    conj.into_iter().partition(has_placeholder);
+                where_conj.extend(params);
+                conj = rest;
+            }
             let (n, s) = self.join(node, scope, rnode, rscope, kind, conj)?;
             node = n;
             scope = s;
