@@ -893,3 +893,35 @@ fn parameters_in_inner_join_on_key_the_view() {
         "SELECT s.title FROM stories s JOIN votes v ON v.story_id = s.id AND v.user_id > ?";
     assert_eq!(e.q(ranged, &[i(7)]), v(&["b"]));
 }
+
+#[test]
+fn literals_in_inner_join_on_share_a_view() {
+    let e = env(1 << 30);
+    let st = e.table("stories", &[("id", int()), ("title", text())]);
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("user_id", int())],
+    );
+    e.insert(&st, vec![r(&[i(1), s("a")]), r(&[i(2), s("b")])]);
+    e.insert(
+        &votes,
+        vec![
+            r(&[i(1), i(1), i(7)]),
+            r(&[i(2), i(2), i(7)]),
+            r(&[i(3), i(2), i(8)]),
+        ],
+    );
+    let q = |u: i64| {
+        format!("SELECT s.title, v.id FROM stories s JOIN votes v ON v.story_id = s.id AND v.user_id = {u} WHERE s.id > 0")
+    };
+    assert_eq!(e.q(&q(7), &[]), v(&["a 1", "b 2"]));
+    let views = e.df.view_stats().len();
+    assert_eq!(e.q(&q(8), &[]), v(&["b 3"]));
+    assert!(e.q(&q(9), &[]).is_empty());
+    assert_eq!(e.df.view_stats().len(), views);
+    // LEFT JOIN ON literals stay part of the join.
+    assert_eq!(
+        e.q("SELECT s.id, v.id FROM stories s LEFT JOIN votes v ON v.story_id = s.id AND v.user_id = 8", &[]),
+        v(&["1 NULL", "2 3"])
+    );
+}

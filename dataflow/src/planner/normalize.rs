@@ -217,6 +217,17 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
             let grouped =
                 !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
             let allow_in = aggs.is_empty() && !grouped && s.having.is_none();
+            // Inner joins' ON conditions are WHERE conditions (the planner
+            // moves their parameters there); FROM is visited before WHERE.
+            for twj in &mut s.from {
+                for j in &mut twj.joins {
+                    if let ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) =
+                        &mut j.join_operator
+                    {
+                        extract(on, &mut x, false)?;
+                    }
+                }
+            }
             if let Some(w) = &mut s.selection {
                 extract(w, &mut x, allow_in)?;
             }
