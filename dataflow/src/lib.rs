@@ -13,7 +13,15 @@
 //!                                -> miss -> upquery: pull(key) through the ancestors,
 //!                                   down to storage lookups; fills the holes on the path
 //!  evict: least recently used reader keys; then aggregate state, clearing its descendants
+//!  snapshot: under the commit lock, Arc references to the partitions changed since the
+//!            last epoch -> serialized into `SnapshotStore` files after the lock is released
+//!  recover:  newest verified epoch -> restore nodes by stable id -> replay the change log
 //! ```
+//!
+//! Snapshots and warm restarts: [`Dataflow::snapshot`], [`Dataflow::recover`]
+//! and [`Dataflow::compact_snapshots`] (design in `snapshot.rs`). Every
+//! installed view is recorded in the catalog and reinstalled by
+//! [`Dataflow::new`], so a restart rebuilds the same graph.
 //!
 //! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
 //! inside its commit lock; deltas propagate synchronously, so a write is

@@ -57,8 +57,9 @@
 //! If the environment variable `LADLE_SNAPSHOT_CRASH` is `capture`, `write`,
 //! `manifest` or `rename`, [`Dataflow::snapshot`] aborts the process
 //! (`std::process::abort`) at that phase: during the capture with the locks
-//! held; after writing the first node file; after every node file but
-//! before publishing; inside publish just before the `MANIFEST` rename.
+//! held; after writing the first node file (the table-versions file is
+//! written in every epoch, so this always triggers); after every node file
+//! but before publishing; inside publish just before the `MANIFEST` rename.
 //! For kill -9 tests only.
 
 use std::collections::{HashMap, HashSet};
@@ -498,6 +499,7 @@ impl Dataflow {
             .write_node(TABLES_NODE, SnapshotKind::Full, &tables_blob)
             .map_err(snap_err)?;
         stats.bytes_written += tables_blob.len() as u64;
+        crash_if(crash, CrashPoint::Write);
         crash_if(crash, CrashPoint::Manifest);
         if crash == Some(CrashPoint::Rename) {
             writer.crash_at(CrashBefore::Rename).map_err(snap_err)?;

@@ -160,11 +160,8 @@ fn recompute_for(n: Node, views: &[&str]) -> Vec<Vec<String>> {
         &Node {
             storage: storage.clone(),
             df,
-            store: SnapshotStore::open(
-                tempfile::tempdir().unwrap().into_path(),
-                Default::default(),
-            )
-            .unwrap(),
+            store: SnapshotStore::open(tempfile::tempdir().unwrap().keep(), Default::default())
+                .unwrap(),
         },
         views,
     )
