@@ -111,17 +111,114 @@ impl Connection {
     }
 
     fn record(&self, kind: Kind, started: Instant, result: &Result<Output, WireError>) {
+        self.record_elapsed(kind, started.elapsed(), result);
+    }
+
+    fn record_elapsed(
+        &self,
+        kind: Kind,
+        elapsed: std::time::Duration,
+        result: &Result<Output, WireError>,
+    ) {
         let m = &self.engine.metrics;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         m.queries.with_label_values(&[kind.as_str(), outcome]).inc();
         m.query_seconds
             .with_label_values(&[kind.as_str()])
-            .observe(started.elapsed().as_secs_f64());
+            .observe(elapsed.as_secs_f64());
         if let Err(e) = result {
             m.errors
                 .with_label_values(&[&e.code.errno.to_string()])
                 .inc();
         }
+    }
+
+    /// Has the socket writer put `warnings` and `status` into the next
+    /// packet, an OK or EOF ending a result (see [`crate::net::EndPatch`]).
+    fn patch_next_end(&self, warnings: u16, status: StatusFlags) {
+        *self.auth.end_patch.lock() = Some(crate::net::EndPatch {
+            warnings,
+            status: status.bits(),
+        });
+    }
+
+    /// Whether the client asked for every result of a multi-statement query.
+    fn multi_statements(&self) -> bool {
+        self.auth
+            .client_flags
+            .load(std::sync::atomic::Ordering::SeqCst)
+            & crate::net::CLIENT_MULTI_STATEMENTS
+            != 0
+    }
+
+    /// Replies to a multi-statement COM_QUERY: one result per statement, each
+    /// but the last flagged SERVER_MORE_RESULTS_EXISTS; an error ends the
+    /// reply (the statements after it did not run), as in MySQL.
+    async fn reply_multi<W: AsyncWrite + Send + Unpin>(
+        &self,
+        outcomes: Vec<(Result<Output, WireError>, u16)>,
+        results: QueryResultWriter<'_, W>,
+    ) -> io::Result<()> {
+        // Column definitions must outlive the writer that borrows them.
+        let all_cols: Vec<_> = outcomes
+            .iter()
+            .map(|(o, _)| match o {
+                Ok(Output::Rows { columns, rows }) => wire_columns(columns, rows),
+                _ => Vec::new(),
+            })
+            .collect();
+        let mut results = results;
+        let n = outcomes.len();
+        for (i, (outcome, warnings)) in outcomes.into_iter().enumerate() {
+            let last = i + 1 == n;
+            match outcome {
+                Ok(Output::Rows { rows, .. }) => {
+                    let cols = &all_cols[i];
+                    let mut w = results.start(cols).await?;
+                    for r in &rows {
+                        write_row(&mut w, cols, r, false)?;
+                        w.end_row().await?;
+                    }
+                    if last {
+                        return w.finish().await;
+                    }
+                    results = w.finish_one().await?;
+                    // The packet ending these rows is written when the next
+                    // result starts; without the flag the client stops here.
+                    self.patch_next_end(warnings, StatusFlags::SERVER_MORE_RESULTS_EXISTS);
+                }
+                Ok(Output::Done {
+                    affected_rows,
+                    last_insert_id,
+                    info,
+                }) => {
+                    let mut status_flags = self.status();
+                    if !last {
+                        status_flags |= StatusFlags::SERVER_MORE_RESULTS_EXISTS;
+                    }
+                    let ok = OkResponse {
+                        affected_rows,
+                        last_insert_id,
+                        status_flags,
+                        warnings,
+                        info,
+                        ..Default::default()
+                    };
+                    if last {
+                        self.patch_next_end(warnings, StatusFlags::empty());
+                        return results.completed(ok).await;
+                    }
+                    results = results.complete_one(ok).await?;
+                    self.patch_next_end(warnings, StatusFlags::empty());
+                }
+                Err(e) => {
+                    return results
+                        .error(ErrorKind::from(e.code.errno), e.message.as_bytes())
+                        .await;
+                }
+            }
+        }
+        results.no_more_results().await
     }
 
     async fn reply<W: AsyncWrite + Send + Unpin>(
@@ -147,9 +244,7 @@ impl Connection {
             }) => {
                 let warnings = self.session.lock().warnings.len().min(u16::MAX as usize) as u16;
                 // opensrv-mysql writes no warning count; the writer patches it.
-                self.auth
-                    .ok_warnings
-                    .store(warnings, std::sync::atomic::Ordering::SeqCst);
+                self.patch_next_end(warnings, StatusFlags::empty());
                 results
                     .completed(OkResponse {
                         affected_rows,
@@ -301,6 +396,36 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
     ) -> io::Result<()> {
         let started = Instant::now();
         let sql = query.to_string();
+        if self.multi_statements() && crate::sqltext::split_statements(&sql).len() > 1 {
+            let (_, outcomes) = self
+                .run(move |e, s| {
+                    let mut outcomes = Vec::new();
+                    for piece in crate::sqltext::split_statements(&sql) {
+                        let started = Instant::now();
+                        let (kind, res) = e.execute(s, piece);
+                        let failed = res.is_err();
+                        let warnings = s.warnings.len().min(usize::from(u16::MAX)) as u16;
+                        outcomes.push((kind, started.elapsed(), res, warnings));
+                        if failed {
+                            break;
+                        }
+                    }
+                    (Kind::Other, Ok(outcomes))
+                })
+                .await;
+            let outcomes = match outcomes {
+                Ok(o) => o,
+                Err(e) => return self.reply(Err(e), results, false).await,
+            };
+            let replies = outcomes
+                .into_iter()
+                .map(|(kind, elapsed, res, warnings)| {
+                    self.record_elapsed(kind, elapsed, &res);
+                    (res, warnings)
+                })
+                .collect();
+            return self.reply_multi(replies, results).await;
+        }
         let (kind, res) = self.run(move |e, s| e.execute(s, &sql)).await;
         self.record(kind, started, &res);
         self.reply(res, results, false).await

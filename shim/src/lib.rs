@@ -181,7 +181,8 @@ impl Frontend {
         let (r, w) = stream.into_split();
         let trip = Arc::new(AtomicU16::new(0));
         let auth = Arc::new(net::AuthFailure::default());
-        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone());
+        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone())
+            .reporting_to(auth.clone());
         // Buffer the socket: opensrv-mysql writes each packet (every row and
         // column definition) separately and flushes once per command, so this
         // turns a result set into one or a few syscalls instead of one per row.

@@ -6,7 +6,7 @@
 
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -25,6 +25,8 @@ pub type Tripwire = Arc<AtomicU16>;
 
 pub struct GuardedReader<R> {
     inner: R,
+    /// Told the client's capability flags, once its first packet is in.
+    report_to: Option<Arc<AuthFailure>>,
     /// Bytes of the client's first packet, until it is complete.
     first: Option<Vec<u8>>,
     pending: Vec<u8>,
@@ -42,6 +44,7 @@ impl<R> GuardedReader<R> {
     pub fn new(inner: R, limit: usize, tripped: Tripwire) -> GuardedReader<R> {
         GuardedReader {
             inner,
+            report_to: None,
             first: Some(Vec::new()),
             pending: Vec::new(),
             pos: 0,
@@ -53,6 +56,13 @@ impl<R> GuardedReader<R> {
             limit,
             tripped,
         }
+    }
+
+    /// Records the client's capability flags in `shared` when the first
+    /// packet (handshake response or SSL request) arrives.
+    pub fn reporting_to(mut self, shared: Arc<AuthFailure>) -> GuardedReader<R> {
+        self.report_to = Some(shared);
+        self
     }
 
     /// Follows packet boundaries in `data`; errors if a packet exceeds the
@@ -200,6 +210,10 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
                         )));
                     }
                     if f.len() >= 4 + len {
+                        if let (Some(shared), Some(caps)) = (&this.report_to, f.get(4..8)) {
+                            let caps = u32::from_le_bytes([caps[0], caps[1], caps[2], caps[3]]);
+                            shared.client_flags.store(caps, Ordering::SeqCst);
+                        }
                         let mut all = this.first.take().unwrap_or_default();
                         let rest = all.split_off(4 + len);
                         let packet = rewrite_handshake(&all).unwrap_or(all);
@@ -228,23 +242,40 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
 /// mysql-connector) read SERVER_STATUS_AUTOCOMMIT from it to learn the
 /// session's autocommit mode, so the writer sets that bit.
 ///
-/// Last, it carries the warning count of the next OK packet: opensrv-mysql
-/// writes zero whatever `OkResponse::warnings` says, so the handler stores
-/// the count here just before it sends an OK and the writer patches it in.
+/// It also carries what opensrv-mysql cannot say in the packet ending a
+/// result (see [`EndPatch`]), and the client's capability flags.
 #[derive(Default)]
 pub struct AuthFailure {
     pub failed: std::sync::atomic::AtomicBool,
     pub handshake_done: std::sync::atomic::AtomicBool,
     pub swallowed: Mutex<Vec<u8>>,
     pub message: Mutex<String>,
-    pub ok_warnings: AtomicU16,
+    /// Applied to the next packet the server writes (then cleared).
+    pub end_patch: Mutex<Option<EndPatch>>,
+    /// The capability flags of the client's handshake response.
+    pub client_flags: AtomicU32,
 }
 
-/// Writes `warnings` into a whole OK packet (header included) as a
-/// CLIENT_PROTOCOL_41 client reads it: after the 0x00 marker, two
-/// length-encoded integers and the status flags. False if `packet` is not
-/// an OK packet of that shape.
-pub fn patch_ok_warnings(packet: &mut [u8], warnings: u16) -> bool {
+/// CLIENT_MULTI_STATEMENTS: the client accepts several result sets for one
+/// COM_QUERY.
+pub const CLIENT_MULTI_STATEMENTS: u32 = 0x0001_0000;
+
+/// What opensrv-mysql leaves out of an OK or EOF packet ending a result: it
+/// always writes zero warnings, and the OK ending a row set (for
+/// CLIENT_DEPRECATE_EOF clients) carries no status flags, so a following
+/// result set would go unannounced. The handler sets this right before the
+/// packet is written; the socket writer patches the next packet with it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndPatch {
+    pub warnings: u16,
+    /// Status flags to add (e.g. SERVER_MORE_RESULTS_EXISTS).
+    pub status: u16,
+}
+
+/// Applies `patch` to a whole OK packet (`0x00`, or `0xFE` ending a row
+/// set) or EOF packet, header included, as a CLIENT_PROTOCOL_41 client
+/// reads it. False if `packet` is neither.
+pub fn patch_end_packet(packet: &mut [u8], patch: EndPatch) -> bool {
     fn lenenc_len(first: u8) -> usize {
         match first {
             0xFC => 3,
@@ -253,27 +284,35 @@ pub fn patch_ok_warnings(packet: &mut [u8], warnings: u16) -> bool {
             _ => 1,
         }
     }
-    if packet.len() < 4 + 7 || packet[4] != 0x00 {
+    let Some(&marker) = packet.get(4) else {
         return false;
-    }
+    };
     let payload_len =
         usize::from(packet[0]) | usize::from(packet[1]) << 8 | usize::from(packet[2]) << 16;
     if packet.len() != 4 + payload_len {
         return false;
     }
-    let mut at = 5;
-    at += lenenc_len(packet[at]);
-    let Some(&first) = packet.get(at) else {
-        return false;
-    };
-    at += lenenc_len(first) + 2;
-    match packet.get_mut(at..at + 2) {
-        Some(slot) => {
-            slot.copy_from_slice(&warnings.to_le_bytes());
-            true
+    // EOF: marker, warnings, status. OK: marker, affected rows, last insert
+    // id (both length-encoded), status, warnings.
+    let (status_at, warnings_at) = match (marker, payload_len) {
+        (0xFE, 5) => (7, 5),
+        (0x00 | 0xFE, 7..) => {
+            let mut at = 5 + lenenc_len(packet[5]);
+            let Some(&first) = packet.get(at) else {
+                return false;
+            };
+            at += lenenc_len(first);
+            (at, at + 2)
         }
-        None => false,
+        _ => return false,
+    };
+    if warnings_at.max(status_at) + 2 > packet.len() {
+        return false;
     }
+    let status = u16::from_le_bytes([packet[status_at], packet[status_at + 1]]) | patch.status;
+    packet[status_at..status_at + 2].copy_from_slice(&status.to_le_bytes());
+    packet[warnings_at..warnings_at + 2].copy_from_slice(&patch.warnings.to_le_bytes());
+    true
 }
 
 /// A writer half shared between opensrv-mysql and the connection task.
@@ -332,15 +371,21 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
                     self.auth.handshake_done.store(true, Ordering::SeqCst);
                 }
                 0xff | 0x00 => self.auth.handshake_done.store(true, Ordering::SeqCst),
-                // The greeting (protocol 10): its status flags too.
+                // The greeting (protocol 10): its status flags too, and
+                // the multi-statement capabilities.
                 0x0a => {
                     if let Some(nul) = buf[5..].iter().position(|&b| b == 0) {
                         // version\0, connection id (4), scramble part 1 (8),
                         // filler (1), capabilities (2), charset (1), status.
                         let at = 5 + nul + 1 + 4 + 8 + 1 + 2 + 1;
-                        if at < buf.len() {
+                        if at + 2 < buf.len() {
                             let mut p = buf.to_vec();
                             p[at] |= 0x02;
+                            // The upper capability flags, after the status:
+                            // CLIENT_MULTI_STATEMENTS and CLIENT_MULTI_RESULTS
+                            // (opensrv-mysql does not offer them; clients
+                            // keep only what the server offers).
+                            p[at + 2] |= 0x03;
                             patched = p;
                             out = &patched;
                         }
@@ -349,13 +394,13 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
                 _ => {}
             }
         }
-        let warnings = self.auth.ok_warnings.load(Ordering::SeqCst);
-        if self.swallow && warnings > 0 && out.len() >= 11 && out[4] == 0x00 {
-            let mut p = out.to_vec();
-            if patch_ok_warnings(&mut p, warnings) {
-                self.auth.ok_warnings.store(0, Ordering::SeqCst);
-                ok_patched = p;
-                out = &ok_patched;
+        if self.swallow {
+            if let Some(patch) = self.auth.end_patch.lock().take() {
+                let mut p = out.to_vec();
+                if patch_end_packet(&mut p, patch) {
+                    ok_patched = p;
+                    out = &ok_patched;
+                }
             }
         }
         match self.inner.try_lock() {
@@ -463,10 +508,22 @@ mod tests {
         let payload = [0x00, 3, 0xFC, 0x2C, 0x01, 0x02, 0x00, 0x00, 0x00];
         let mut p = vec![payload.len() as u8, 0, 0, 1];
         p.extend_from_slice(&payload);
-        assert!(patch_ok_warnings(&mut p, 2));
-        assert_eq!(&p[p.len() - 2..], &[2, 0]);
+        let patch = EndPatch {
+            warnings: 2,
+            status: 0x0008,
+        };
+        assert!(patch_end_packet(&mut p, patch));
+        assert_eq!(&p[9..], &[0x0A, 0, 2, 0]);
+        // The OK ending a row set for CLIENT_DEPRECATE_EOF clients.
+        let mut end = vec![8, 0, 0, 5, 0xFE, 0, 0, 0, 0, 0, 0, 0];
+        assert!(patch_end_packet(&mut end, patch));
+        assert_eq!(&end[7..11], &[0x08, 0, 2, 0]);
         let mut eof = vec![5, 0, 0, 1, 0xFE, 0, 0, 2, 0];
-        assert!(!patch_ok_warnings(&mut eof, 2));
+        assert!(patch_end_packet(&mut eof, patch));
+        assert_eq!(&eof[5..], &[2, 0, 0x0A, 0]);
+        // A row is left alone.
+        let mut row = vec![3, 0, 0, 2, 0x01, b'a', b'b'];
+        assert!(!patch_end_packet(&mut row, patch));
     }
 
     #[test]

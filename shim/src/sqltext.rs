@@ -52,6 +52,58 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     Ok(parser(sql)?.parse_statements()?)
 }
 
+/// The statements of a multi-statement text, split at top-level semicolons
+/// (not those inside strings, quoted names or comments), without empty
+/// ones. Text that does not tokenize comes back whole, so that running it
+/// reports the error.
+pub fn split_statements(sql: &str) -> Vec<&str> {
+    let Ok(toks) = Tokenizer::new(&MySqlDialect {}, sql)
+        .with_unescape(false)
+        .tokenize_with_location()
+    else {
+        return vec![sql];
+    };
+    // Byte offset of each line start; locations count lines from 1 and
+    // characters within a line from 1.
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let offset = |line: u64, column: u64| -> Option<usize> {
+        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
+        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+        match sql[start..].char_indices().nth(skip) {
+            Some((i, _)) => Some(start + i),
+            None => Some(sql.len()),
+        }
+    };
+    let mut pieces = Vec::new();
+    let mut from = 0;
+    let mut has_content = false;
+    for t in &toks {
+        match &t.token {
+            Token::SemiColon => {
+                let Some(at) = offset(t.location.line, t.location.column) else {
+                    return vec![sql];
+                };
+                if has_content {
+                    pieces.push(&sql[from..at]);
+                }
+                from = at + 1;
+                has_content = false;
+            }
+            Token::Whitespace(_) => {}
+            _ => has_content = true,
+        }
+    }
+    if has_content {
+        pieces.push(&sql[from..]);
+    }
+    if pieces.is_empty() {
+        pieces.push(sql);
+    }
+    pieces
+}
+
 /// The body of a string literal as the tokenizer left it (backslash escapes
 /// and doubled quotes intact), unescaped as MySQL does: `\0 \b \n \r \t \Z`
 /// and `\\ \' \"` are the usual characters, `\%` and `\_` stay two characters
@@ -139,6 +191,24 @@ mod tests {
         assert_eq!(literal(r#""say ""hi""""#), r#"say "hi""#);
         assert_eq!(literal(r"'\n\t\0\x'"), "\n\t\0x");
         assert_eq!(literal("'é'"), "é");
+    }
+
+    #[test]
+    fn splits_at_top_level_semicolons() {
+        assert_eq!(
+            split_statements("SELECT 1; SELECT 2"),
+            ["SELECT 1", " SELECT 2"]
+        );
+        assert_eq!(
+            split_statements("SELECT ';' AS a;\n-- x;\nSELECT \"b;\", `c;`;"),
+            ["SELECT ';' AS a", "\n-- x;\nSELECT \"b;\", `c;`"]
+        );
+        assert_eq!(
+            split_statements("SELECT 'é';SELECT 2;;"),
+            ["SELECT 'é'", "SELECT 2"]
+        );
+        assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
+        assert_eq!(split_statements("SELECT 'open"), ["SELECT 'open"]);
     }
 
     #[test]

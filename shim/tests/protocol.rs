@@ -136,3 +136,47 @@ async fn ok_packets_count_warnings() {
         .unwrap();
     assert_eq!(c.get_warnings(), 0);
 }
+
+#[tokio::test]
+async fn multi_statement_queries_return_every_result() {
+    let server = start().await;
+    let mut c = server.connect().await;
+    c.query_drop("CREATE TABLE n (id INT PRIMARY KEY, label VARCHAR(10))")
+        .await
+        .unwrap();
+
+    // Rows, an OK, rows again: three results in order.
+    let mut r = c
+        .query_iter("SELECT 1 AS a; INSERT INTO n VALUES (1, 'x;y'), (2, 'z'); SELECT id, label FROM n ORDER BY id")
+        .await
+        .unwrap();
+    let first: Vec<i64> = r.collect().await.unwrap();
+    assert_eq!(first, vec![1]);
+    let second: Vec<mysql_async::Row> = r.collect().await.unwrap();
+    assert!(second.is_empty());
+    assert_eq!(r.affected_rows(), 2);
+    let third: Vec<(i64, String)> = r.collect().await.unwrap();
+    assert_eq!(third, vec![(1, "x;y".to_string()), (2, "z".to_string())]);
+    assert!(r.is_empty());
+    drop(r);
+
+    // An error ends the reply; the statements after it do not run.
+    let mut r = c
+        .query_iter("SELECT 10; SELECT * FROM no_such_table; INSERT INTO n VALUES (3, 'never')")
+        .await
+        .unwrap();
+    let ten: Vec<i64> = r.collect().await.unwrap();
+    assert_eq!(ten, vec![10]);
+    let err = r.collect::<mysql_async::Row>().await.unwrap_err();
+    match err {
+        mysql_async::Error::Server(e) => assert_eq!(e.code, 1146),
+        other => panic!("expected a server error, got {other:?}"),
+    }
+    drop(r);
+    let count: Option<i64> = c.query_first("SELECT COUNT(*) FROM n").await.unwrap();
+    assert_eq!(count, Some(2));
+
+    // The connection is still in step after all that.
+    let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}

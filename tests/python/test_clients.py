@@ -296,6 +296,32 @@ def test_sqlalchemy_core_mysqlconnector(target):
         engine.dispose()
 
 
+def test_pymysql_multi_statements_and_warnings(target):
+    from pymysql.constants import CLIENT
+    conn = target.connect_pymysql(autocommit=True, client_flag=CLIENT.MULTI_STATEMENTS)
+    with conn.cursor() as c:
+        c.execute("CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(10))")
+        # One COM_QUERY, three results: rows, an OK, rows.
+        c.execute("SELECT 1; INSERT INTO m VALUES (1, 'a;b'), (2, 'c'); SELECT id, v FROM m ORDER BY id")
+        assert c.fetchall() == ((1,),)
+        assert c.nextset()
+        assert c.rowcount == 2
+        assert c.nextset()
+        assert c.fetchall() == ((1, "a;b"), (2, "c"))
+        assert not c.nextset()
+        # INSERT IGNORE reports each skipped duplicate as a warning.
+        c.execute("INSERT IGNORE INTO m VALUES (1, 'x'), (3, 'y'), (3, 'z')")
+        assert c.rowcount == 1
+        assert conn.show_warnings() == (
+            ("Warning", 1062, "Duplicate entry '1' for key 'PRIMARY'"),
+            ("Warning", 1062, "Duplicate entry '3' for key 'PRIMARY'"),
+        )
+        c.execute("DROP TABLE IF EXISTS no_such_table")
+        c.execute("SHOW WARNINGS")
+        assert c.fetchall() == (("Note", 1051, f"Unknown table '{target.db}.no_such_table'"),)
+    conn.close()
+
+
 # --------------------------------------------------------------------------
 # the mariadb command-line client
 # --------------------------------------------------------------------------
