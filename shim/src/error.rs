@@ -114,6 +114,7 @@ pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
 pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
+pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
@@ -220,6 +221,16 @@ impl From<ShimError> for WireError {
         if let ShimError::Wire(w) = e {
             return w;
         }
+        // A scalar subquery without an aggregate found several rows at read
+        // time (the dataflow reports it as an evaluation error).
+        if let ShimError::Dataflow(DataflowError::BadArgument(m)) = &e {
+            if m == "Subquery returns more than 1 row" {
+                return WireError {
+                    code: ER_SUBQUERY_NO_1_ROW,
+                    message: m.clone(),
+                };
+            }
+        }
         WireError {
             code: e.mysql_code(),
             message: e.to_string(),
@@ -267,6 +278,7 @@ mod tests {
             ER_WRONG_ARGUMENTS,
             ER_WRONG_VALUE_FOR_VAR,
             ER_NOT_SUPPORTED_YET,
+            ER_SUBQUERY_NO_1_ROW,
             ER_WARN_DATA_OUT_OF_RANGE,
             ER_NO_DEFAULT_FOR_FIELD,
             ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
