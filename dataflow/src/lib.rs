@@ -42,15 +42,24 @@
 //! reads during propagation subtract the deltas of tables not yet
 //! propagated, so self-joins and multi-table batches are exact.
 //!
-//! SQL: selection, projection, MySQL expressions; inner/LEFT/comma
-//! equi-joins; GROUP BY with COUNT/SUM/AVG/MIN/MAX/GROUP_CONCAT (and
-//! DISTINCT forms), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit applied at
-//! read over the full per-key result); UNION [ALL]; derived tables and named
-//! views; IN/EXISTS subqueries as semi/anti-joins; scalar aggregate
-//! subqueries (correlated by equality, or not) as joins with aggregates;
-//! equality parameters as reader keys; other parameters and NOW()/RAND() in
-//! WHERE as read-time filters (not under aggregation). Anything else is
-//! [`DataflowError::Unsupported`], never a wrong answer.
+//! SQL: selection, projection, MySQL expressions; inner/LEFT/comma joins
+//! (equi-joins by key; non-equi and cross joins with key [] and a filter;
+//! LEFT JOIN ON conditions over both sides as a filtered inner join plus the
+//! unmatched left rows); GROUP BY with COUNT/SUM/AVG/MIN/MAX/GROUP_CONCAT
+//! (and DISTINCT forms), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit
+//! applied at read over the full per-key result; LIMIT/OFFSET literals are
+//! parameters, so every page reads one view); UNION [ALL]; derived tables
+//! and named views; IN/EXISTS subqueries as semi/anti-joins (`NOT IN` with
+//! MySQL's NULL rules; `col = ?` inside keys the view through a DISTINCT
+//! inner join); scalar subqueries (correlated by equality, or not) as joins
+//! with aggregates (without an aggregate: MAX plus a row count checked at
+//! read time). Equality parameters (also in an inner join's ON) are reader
+//! keys; other parameters and NOW()/RAND() in WHERE are read-time filters,
+//! and under GROUP BY (or with `IN (?, ?)`) the view keeps the
+//! pre-aggregation rows and aggregates at read time (`plan::ReadAgg`).
+//! Anything else (LIMIT in a subquery, parameters in LEFT JOIN ON, ranges
+//! inside subqueries, ...) is [`DataflowError::Unsupported`], never a wrong
+//! answer.
 //!
 //! Only the `planner` module reads the SQL AST; operators see Ladle's own
 //! expression (`expr`) and plan types. This crate must not depend on the
