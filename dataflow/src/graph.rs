@@ -52,8 +52,8 @@ pub(crate) struct Graph {
 
 /// A stateful node's captured state (see [`Graph::capture`]).
 pub(crate) enum CapturedState {
-    Reader(ops::Captured<Vec<Row>>),
-    Aggregate(ops::Captured<ops::aggregate::Partition>),
+    Reader(ops::Captured<Vec<Row>, Vec<RowDelta>>),
+    Aggregate(ops::Captured<ops::aggregate::Partition, ops::aggregate::GroupPatch>),
 }
 
 /// A stateful node's state as restored from a snapshot.

@@ -17,9 +17,13 @@
 //! # Incremental epochs
 //!
 //! A node unchanged since the previous epoch is reused (no file); a changed
-//! node gets a delta file (upserted partitions and tombstones of partitions
-//! that became holes); a node that is new, or whose previous state the store
-//! does not hold, or whose chain reached [`MAX_CHAIN_LEN`], gets a full file.
+//! node gets a delta file: partitions filled since then saved whole,
+//! tombstones of partitions that became holes, and for large partitions
+//! (64+ groups or rows) only what changed inside them (the changed groups of
+//! an aggregate partition; the row deltas applied to a reader key), falling
+//! back to the whole partition once those exceed half its size. A node that
+//! is new, or whose previous state the store does not hold, or whose chain
+//! reached [`MAX_CHAIN_LEN`], gets a full file.
 //! [`Dataflow::compact_snapshots`] merges long chains in the background.
 //! Only filled partitions are saved: a restored node has exactly the
 //! partitions it had (holes stay holes).
@@ -66,7 +70,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ladle_common::{Lsn, Row, TableDeltas, TableId, Value};
+use ladle_common::{Lsn, Row, RowDelta, TableDeltas, TableId, Value};
 use ladle_storage::snapshot::{CrashBefore, LoadedNode, NodeId, SnapshotError, SnapshotKind};
 use ladle_storage::{Storage, StorageError};
 use serde::de::DeserializeOwned;
@@ -75,7 +79,7 @@ use serde::{Deserialize, Serialize};
 pub use ladle_storage::snapshot::{CompactionStats, SnapshotConfig, SnapshotStore};
 
 use crate::graph::{CapturedState, RestoredState};
-use crate::ops::aggregate::Partition;
+use crate::ops::aggregate::{GroupPatch, Partition};
 use crate::ops::Captured;
 use crate::{Dataflow, DataflowError, Result};
 
@@ -154,27 +158,100 @@ pub(crate) struct SnapshotTracker {
 const LOG_TRUNCATED_META: &str = "dataflow/snapshot/log-truncated-below";
 /// The snapshot node holding the tables' schema versions at S.
 const TABLES_NODE: &str = "tables";
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
 const KIND_READER: u8 = 0;
 const KIND_AGGREGATE: u8 = 1;
 
-/// A node file's payload (postcard): partitions upserted and removed. A full
-/// file has every partition and no removals.
+/// A node file's payload (postcard): partitions saved whole, changes inside
+/// partitions the previous state holds, and partitions that became holes. A
+/// full file has only whole partitions.
 #[derive(Serialize, Deserialize)]
-struct Blob<P> {
+struct Blob<P, X> {
     format: u8,
     kind: u8,
     upserts: Vec<(Vec<Value>, P)>,
+    patches: Vec<(Vec<Value>, X)>,
     removed: Vec<Vec<Value>>,
 }
 
 /// The same encoding, written from a capture without copying it.
 #[derive(Serialize)]
-struct BlobRef<'a, P> {
+struct BlobRef<'a, P, X> {
     format: u8,
     kind: u8,
     upserts: &'a [(Vec<Value>, Arc<P>)],
+    patches: &'a [(Vec<Value>, X)],
     removed: &'a [Vec<Value>],
+}
+
+/// The state of one partition as saved, and how a patch applies to it.
+trait SavedPartition: Serialize + DeserializeOwned {
+    type Patch: Serialize + DeserializeOwned;
+    const KIND: u8;
+    fn apply(&mut self, patch: Self::Patch);
+    /// Rows (reader rows or aggregate groups) held.
+    fn rows(&self) -> u64;
+}
+
+/// A reader key's rows; a patch is the row deltas applied since the
+/// previous epoch (only effective ones, so the result is the multiset
+/// `rows + inserts - deletes`; the reader sorts on restore).
+impl SavedPartition for Vec<Row> {
+    type Patch = Vec<RowDelta>;
+    const KIND: u8 = KIND_READER;
+    fn apply(&mut self, patch: Vec<RowDelta>) {
+        let mut net: HashMap<Row, i64> = HashMap::new();
+        for d in patch {
+            let sign = d.sign();
+            let row = match d {
+                RowDelta::Insert(r) | RowDelta::Delete(r) => r,
+            };
+            *net.entry(row).or_insert(0) += sign;
+        }
+        let mut remove: HashMap<&Row, i64> = net
+            .iter()
+            .filter(|(_, &c)| c < 0)
+            .map(|(r, &c)| (r, -c))
+            .collect();
+        if !remove.is_empty() {
+            self.retain(|r| match remove.get_mut(r) {
+                Some(c) if *c > 0 => {
+                    *c -= 1;
+                    false
+                }
+                _ => true,
+            });
+        }
+        for (r, c) in net {
+            for _ in 0..c.max(0) {
+                self.push(r.clone());
+            }
+        }
+    }
+    fn rows(&self) -> u64 {
+        self.len() as u64
+    }
+}
+
+/// An aggregate partition; a patch is the new state of changed groups.
+impl SavedPartition for Partition {
+    type Patch = GroupPatch;
+    const KIND: u8 = KIND_AGGREGATE;
+    fn apply(&mut self, patch: GroupPatch) {
+        for (gk, g) in patch {
+            match g {
+                Some(g) => {
+                    self.insert(gk, g);
+                }
+                None => {
+                    self.remove(&gk);
+                }
+            }
+        }
+    }
+    fn rows(&self) -> u64 {
+        self.len() as u64
+    }
 }
 
 /// What recovery restored and replayed under the lock.
@@ -249,14 +326,24 @@ fn log_truncated_below(storage: &Storage) -> Result<Lsn> {
         .unwrap_or(0))
 }
 
-fn encode_capture<P: Serialize>(kind: u8, c: &Captured<P>) -> Result<Vec<u8>> {
+fn encode_capture<P: SavedPartition>(c: &Captured<P, P::Patch>) -> Result<Vec<u8>> {
     postcard::to_stdvec(&BlobRef {
         format: FORMAT,
-        kind,
+        kind: P::KIND,
         upserts: &c.upserts,
+        patches: &c.patches,
         removed: &c.removed,
     })
     .map_err(encode_err)
+}
+
+/// Rows (or groups) a capture writes, and whether it is empty.
+fn capture_rows<P: SavedPartition>(
+    c: &Captured<P, P::Patch>,
+    patch_rows: impl Fn(&P::Patch) -> u64,
+) -> u64 {
+    c.upserts.iter().map(|(_, p)| p.rows()).sum::<u64>()
+        + c.patches.iter().map(|(_, x)| patch_rows(x)).sum::<u64>()
 }
 
 /// A blob's (format, kind) header.
@@ -270,20 +357,22 @@ fn blob_kind(bytes: &[u8]) -> std::result::Result<u8, String> {
 }
 
 /// Applies `deltas` on the full `base`: the node's partitions.
-fn apply_chain<P: DeserializeOwned>(
-    kind: u8,
+fn apply_chain<P: SavedPartition>(
     base: &[u8],
     deltas: &[&[u8]],
 ) -> std::result::Result<HashMap<Vec<Value>, P>, String> {
-    let decode = |bytes: &[u8]| -> std::result::Result<Blob<P>, String> {
-        let b: Blob<P> =
+    let decode = |bytes: &[u8]| -> std::result::Result<Blob<P, P::Patch>, String> {
+        let b: Blob<P, P::Patch> =
             postcard::from_bytes(bytes).map_err(|e| format!("undecodable node state: {e}"))?;
-        if b.format != FORMAT || b.kind != kind {
+        if b.format != FORMAT || b.kind != P::KIND {
             return Err("node state of another kind in the chain".into());
         }
         Ok(b)
     };
     let b = decode(base)?;
+    if !b.patches.is_empty() || !b.removed.is_empty() {
+        return Err("a chain's base holds changes, not whole state".into());
+    }
     let mut map: HashMap<Vec<Value>, P> = b.upserts.into_iter().collect();
     for d in deltas {
         let d = decode(d)?;
@@ -291,6 +380,11 @@ fn apply_chain<P: DeserializeOwned>(
             map.remove(&k);
         }
         map.extend(d.upserts);
+        for (k, patch) in d.patches {
+            map.get_mut(&k)
+                .ok_or("a change to a partition the previous state lacks")?
+                .apply(patch);
+        }
     }
     Ok(map)
 }
@@ -300,13 +394,13 @@ fn decode_node(n: &LoadedNode) -> std::result::Result<(RestoredState, u64), Stri
     let deltas: Vec<&[u8]> = n.deltas.iter().map(|d| d.as_slice()).collect();
     match blob_kind(&n.base)? {
         KIND_READER => {
-            let map = apply_chain::<Vec<Row>>(KIND_READER, &n.base, &deltas)?;
-            let rows = map.values().map(|r| r.len() as u64).sum();
+            let map = apply_chain::<Vec<Row>>(&n.base, &deltas)?;
+            let rows = map.values().map(|r| r.rows()).sum();
             Ok((RestoredState::Reader(map.into_iter().collect()), rows))
         }
         KIND_AGGREGATE => {
-            let map = apply_chain::<Partition>(KIND_AGGREGATE, &n.base, &deltas)?;
-            let rows = map.values().map(|p| p.len() as u64).sum();
+            let map = apply_chain::<Partition>(&n.base, &deltas)?;
+            let rows = map.values().map(|p| p.rows()).sum();
             Ok((RestoredState::Aggregate(map.into_iter().collect()), rows))
         }
         k => Err(format!("unknown node state kind {k}")),
@@ -317,23 +411,23 @@ fn decode_node(n: &LoadedNode) -> std::result::Result<(RestoredState, u64), Stri
 /// for verified files written here) returns an empty blob, which recovery
 /// rejects, so the node starts cold instead of wrong.
 fn merge_blobs(base: &[u8], deltas: &[&[u8]]) -> Vec<u8> {
-    fn full<P: Serialize + DeserializeOwned>(
-        kind: u8,
+    fn full<P: SavedPartition>(
         base: &[u8],
         deltas: &[&[u8]],
     ) -> std::result::Result<Vec<u8>, String> {
-        let map = apply_chain::<P>(kind, base, deltas)?;
-        postcard::to_stdvec(&Blob {
+        let map = apply_chain::<P>(base, deltas)?;
+        postcard::to_stdvec(&Blob::<P, P::Patch> {
             format: FORMAT,
-            kind,
+            kind: P::KIND,
             upserts: map.into_iter().collect(),
+            patches: vec![],
             removed: vec![],
         })
         .map_err(|e| e.to_string())
     }
     let merged = match blob_kind(base) {
-        Ok(KIND_READER) => full::<Vec<Row>>(KIND_READER, base, deltas),
-        Ok(KIND_AGGREGATE) => full::<Partition>(KIND_AGGREGATE, base, deltas),
+        Ok(KIND_READER) => full::<Vec<Row>>(base, deltas),
+        Ok(KIND_AGGREGATE) => full::<Partition>(base, deltas),
         Ok(_) if deltas.is_empty() => Ok(base.to_vec()),
         Ok(k) => Err(format!("unknown node state kind {k}")),
         Err(e) => Err(e),
@@ -464,15 +558,15 @@ impl Dataflow {
             let (full, changed, rows, bytes) = match state {
                 CapturedState::Reader(c) => (
                     c.full,
-                    !c.upserts.is_empty() || !c.removed.is_empty(),
-                    c.upserts.iter().map(|(_, r)| r.len() as u64).sum::<u64>(),
-                    encode_capture(KIND_READER, c)?,
+                    !c.is_empty(),
+                    capture_rows(c, |log| log.len() as u64),
+                    encode_capture(c)?,
                 ),
                 CapturedState::Aggregate(c) => (
                     c.full,
-                    !c.upserts.is_empty() || !c.removed.is_empty(),
-                    c.upserts.iter().map(|(_, p)| p.len() as u64).sum::<u64>(),
-                    encode_capture(KIND_AGGREGATE, c)?,
+                    !c.is_empty(),
+                    capture_rows(c, |groups| groups.len() as u64),
+                    encode_capture(c)?,
                 ),
             };
             stats.nodes += 1;

@@ -10,7 +10,7 @@
 //! holds every group with that key. MIN/MAX/GROUP_CONCAT keep a multiset of
 //! values per group so deleting the current extreme is exact.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
@@ -121,12 +121,16 @@ pub(crate) struct Aggregate {
     /// so a snapshot captures them by reference under the graph lock.
     state: HashMap<Vec<Value>, Arc<Partition>>,
     bytes: usize,
-    /// Partitions changed since the last snapshot capture.
-    dirty: DirtyKeys,
+    /// Partitions (and groups inside large ones) changed since the last
+    /// snapshot capture.
+    dirty: DirtyKeys<HashSet<Vec<Value>>>,
 }
 
 /// One filled partition of an aggregate's state: group key -> group.
 pub(crate) type Partition = HashMap<Vec<Value>, Group>;
+
+/// Changed groups of a partition: the group's new state, or None (gone).
+pub(crate) type GroupPatch = Vec<(Vec<Value>, Option<Group>)>;
 
 impl Aggregate {
     pub fn new(
@@ -166,11 +170,20 @@ impl Aggregate {
 
     /// The partitions changed since the previous call (all of them the
     /// first time), by reference: cheap enough for the commit lock.
-    pub fn capture(&mut self) -> Captured<Partition> {
+    pub fn capture(&mut self) -> Captured<Partition, GroupPatch> {
         let changed = self.dirty.take();
         Captured::of(
             changed,
             |k| self.state.get(k).cloned(),
+            |part: &Partition, groups: HashSet<Vec<Value>>| {
+                groups
+                    .into_iter()
+                    .map(|gk| {
+                        let g = part.get(&gk).cloned();
+                        (gk, g)
+                    })
+                    .collect()
+            },
             || {
                 self.state
                     .iter()
@@ -310,8 +323,13 @@ impl Aggregate {
             let Some(part) = self.state.get(&pk) else {
                 continue;
             };
-            self.dirty.mark(&pk, self.state.len());
             let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
+            let size = part.len();
+            self.dirty
+                .mark_inside(&pk, self.state.len(), size, |groups| {
+                    groups.insert(gk.clone());
+                    groups.len() * 2 <= size
+                });
             if seen.insert((pk.clone(), gk.clone()), ()).is_none() {
                 let old = match part.get(&gk) {
                     Some(g) if g.rows > 0 || self.scalar => Some(self.output(g)),

@@ -15,7 +15,7 @@ pub(crate) mod union;
 #[cfg(test)]
 pub(crate) mod harness;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
 
@@ -155,42 +155,89 @@ pub(crate) fn undo(mut rows: Vec<Row>, deltas: &[&RowDelta]) -> Vec<Row> {
     rows
 }
 
-/// The partition keys of a stateful node changed (filled, updated, evicted
-/// or cleared) since its state was last captured for a snapshot, so the
-/// next snapshot epoch writes only those (see `crate::snapshot`).
+/// Partitions below this size are saved whole when they change; larger ones
+/// record what changed inside them (groups, rows) so a delta stays small.
+pub(crate) const SMALL_PARTITION: usize = 64;
+
+/// What changed in each partition of a stateful node (filled, updated,
+/// evicted or cleared) since its state was last captured for a snapshot, so
+/// the next snapshot epoch writes only that (see `crate::snapshot`).
 ///
-/// `all` means "write the whole state": there is no previous capture, or
-/// tracking gave up because more keys changed than the node holds (which
-/// also bounds the set's memory when snapshots are never taken).
+/// Per partition key: `None` = rewrite it whole (or it became a hole);
+/// `Some(sub)` = only the changes in `sub` (changed group keys, or applied
+/// row deltas). `all` means "write the whole state": there is no previous
+/// capture, or tracking gave up because more keys changed than the node
+/// holds (which also bounds memory when snapshots are never taken).
 #[derive(Clone, Debug)]
-pub(crate) struct DirtyKeys {
-    keys: HashSet<Vec<Value>>,
+pub(crate) struct DirtyKeys<S> {
+    keys: HashMap<Vec<Value>, Option<S>>,
     all: bool,
 }
 
 /// What changed since the last capture.
-pub(crate) enum Changed {
+pub(crate) enum Changed<S> {
     All,
-    Keys(HashSet<Vec<Value>>),
+    Keys(HashMap<Vec<Value>, Option<S>>),
 }
 
-impl Default for DirtyKeys {
-    fn default() -> DirtyKeys {
+impl<S> Default for DirtyKeys<S> {
+    fn default() -> DirtyKeys<S> {
         DirtyKeys {
-            keys: HashSet::new(),
+            keys: HashMap::new(),
             all: true,
         }
     }
 }
 
-impl DirtyKeys {
-    /// Records that partition `key` (normalized) changed; `filled` is how
-    /// many partitions the node holds now.
+impl<S: Default> DirtyKeys<S> {
+    /// Records that partition `key` (normalized) changed as a whole;
+    /// `filled` is how many partitions the node holds now.
     pub fn mark(&mut self, key: &[Value], filled: usize) {
-        if self.all || self.keys.contains(key) {
+        if self.all {
             return;
         }
-        self.keys.insert(key.to_vec());
+        match self.keys.get_mut(key) {
+            Some(e) => *e = None,
+            None => {
+                self.keys.insert(key.to_vec(), None);
+                self.check_size(filled);
+            }
+        }
+    }
+
+    /// Records a change inside partition `key`: `record` adds it to the
+    /// partition's changes and returns whether they are still worth keeping
+    /// apart (else the partition is rewritten whole). Small partitions
+    /// (`size` below [`SMALL_PARTITION`]) are always rewritten whole.
+    pub fn mark_inside(
+        &mut self,
+        key: &[Value],
+        filled: usize,
+        size: usize,
+        record: impl FnOnce(&mut S) -> bool,
+    ) {
+        if self.all {
+            return;
+        }
+        if size < SMALL_PARTITION {
+            return self.mark(key, filled);
+        }
+        let fresh = !self.keys.contains_key(key);
+        let e = self
+            .keys
+            .entry(key.to_vec())
+            .or_insert_with(|| Some(S::default()));
+        if let Some(sub) = e {
+            if !record(sub) {
+                *e = None;
+            }
+        }
+        if fresh {
+            self.check_size(filled);
+        }
+    }
+
+    fn check_size(&mut self, filled: usize) {
         if self.keys.len() > filled.max(1024) {
             self.mark_all();
         }
@@ -198,11 +245,11 @@ impl DirtyKeys {
 
     pub fn mark_all(&mut self) {
         self.all = true;
-        self.keys = HashSet::new();
+        self.keys = HashMap::new();
     }
 
     /// Hands over the changes and starts tracking afresh (nothing changed).
-    pub fn take(&mut self) -> Changed {
+    pub fn take(&mut self) -> Changed<S> {
         let all = std::mem::replace(&mut self.all, false);
         let keys = std::mem::take(&mut self.keys);
         if all {
@@ -215,49 +262,64 @@ impl DirtyKeys {
     /// State was replaced by a snapshot's: nothing changed relative to it.
     pub fn reset_clean(&mut self) {
         self.all = false;
-        self.keys = HashSet::new();
+        self.keys = HashMap::new();
     }
 }
 
-/// A stateful node's state (or the part of it that changed) captured for a
-/// snapshot: cheap `Arc` clones of partitions, taken under the graph lock
-/// and serialized after it is released.
-pub(crate) struct Captured<P> {
-    /// The whole state (`upserts` holds every partition, `removed` is empty).
+/// A stateful node's state (or what changed in it) captured for a snapshot:
+/// cheap `Arc` clones of whole partitions and the recorded changes inside
+/// others, taken under the graph lock and serialized after it is released.
+pub(crate) struct Captured<P, X> {
+    /// The whole state (`upserts` holds every partition; nothing else).
     pub full: bool,
+    /// Partitions saved whole.
     pub upserts: Vec<(Vec<Value>, std::sync::Arc<P>)>,
+    /// Changes inside partitions the previous epoch holds.
+    pub patches: Vec<(Vec<Value>, X)>,
     /// Partitions that became holes since the previous capture.
     pub removed: Vec<Vec<Value>>,
 }
 
-impl<P> Captured<P> {
-    /// Builds a capture from `changed` over a map of partitions.
-    pub fn of(
-        changed: Changed,
+impl<P, X> Captured<P, X> {
+    /// Builds a capture from `changed` over a map of partitions: `get` gives
+    /// a filled partition, `patch` the patch for recorded changes inside one.
+    pub fn of<S>(
+        changed: Changed<S>,
         get: impl Fn(&[Value]) -> Option<std::sync::Arc<P>>,
+        patch: impl Fn(&P, S) -> X,
         all: impl FnOnce() -> Vec<(Vec<Value>, std::sync::Arc<P>)>,
-    ) -> Captured<P> {
+    ) -> Captured<P, X> {
         match changed {
             Changed::All => Captured {
                 full: true,
                 upserts: all(),
+                patches: vec![],
                 removed: vec![],
             },
             Changed::Keys(keys) => {
-                let mut upserts = Vec::new();
-                let mut removed = Vec::new();
-                for k in keys {
-                    match get(&k) {
-                        Some(p) => upserts.push((k, p)),
-                        None => removed.push(k),
+                let mut c = Captured {
+                    full: false,
+                    upserts: vec![],
+                    patches: vec![],
+                    removed: vec![],
+                };
+                for (k, sub) in keys {
+                    match (get(&k), sub) {
+                        (None, _) => c.removed.push(k),
+                        (Some(p), None) => c.upserts.push((k, p)),
+                        (Some(p), Some(sub)) => {
+                            let x = patch(&p, sub);
+                            c.patches.push((k, x));
+                        }
                     }
                 }
-                Captured {
-                    full: false,
-                    upserts,
-                    removed,
-                }
+                c
             }
         }
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        !self.full && self.upserts.is_empty() && self.patches.is_empty() && self.removed.is_empty()
     }
 }

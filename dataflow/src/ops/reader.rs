@@ -43,9 +43,10 @@ struct Entry {
 /// The reader state shared with prepared queries.
 pub(crate) struct ReaderState {
     map: RwLock<HashMap<Vec<Value>, Entry>>,
-    /// Keys changed since the last snapshot capture. Mutations take `map`'s
-    /// write lock, then this (they all run under the graph lock too).
-    dirty: Mutex<DirtyKeys>,
+    /// Keys changed since the last snapshot capture, and the row deltas
+    /// applied to large ones. Mutations take `map`'s write lock, then this
+    /// (they all run under the graph lock too).
+    dirty: Mutex<DirtyKeys<Vec<RowDelta>>>,
     key_colls: Vec<Collation>,
     order: OrderSpec,
     bytes: AtomicUsize,
@@ -128,27 +129,38 @@ impl ReaderState {
         for d in deltas {
             let nk = self.norm(&project_cols(d.row(), key_cols));
             let Some(e) = map.get_mut(&nk) else { continue };
-            dirty.mark(&nk, filled);
+            let size = e.rows.len();
             let rows = Arc::make_mut(&mut e.rows);
-            match d {
+            let applied = match &d {
                 RowDelta::Insert(r) => {
-                    let b = row_bytes(&r);
+                    let b = row_bytes(r);
                     let pos = rows
-                        .binary_search_by(|x| cmp_rows(x, &r, &self.order).then_with(|| x.cmp(&r)))
+                        .binary_search_by(|x| cmp_rows(x, r, &self.order).then_with(|| x.cmp(r)))
                         .unwrap_or_else(|p| p);
-                    rows.insert(pos, r);
+                    rows.insert(pos, r.clone());
                     e.bytes += b;
                     self.bytes.fetch_add(b, AO::Relaxed);
+                    true
                 }
-                RowDelta::Delete(r) => {
-                    if let Some(p) = rows.iter().position(|x| *x == r) {
+                RowDelta::Delete(r) => match rows.iter().position(|x| x == r) {
+                    Some(p) => {
                         rows.remove(p);
-                        let b = row_bytes(&r);
+                        let b = row_bytes(r);
                         e.bytes = e.bytes.saturating_sub(b);
                         self.bytes
                             .fetch_sub(b.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
+                        true
                     }
-                }
+                    None => false,
+                },
+            };
+            // Only deltas that changed the rows are recorded: a snapshot
+            // replays them on the previous epoch's rows.
+            if applied {
+                dirty.mark_inside(&nk, filled, size, |log| {
+                    log.push(d);
+                    log.len() * 2 <= size
+                });
             }
         }
     }
@@ -197,12 +209,13 @@ impl ReaderState {
 
     /// The keys changed since the previous call (all of them the first
     /// time), by reference: cheap enough for the commit lock.
-    pub fn capture(&self) -> Captured<Vec<Row>> {
+    pub fn capture(&self) -> Captured<Vec<Row>, Vec<RowDelta>> {
         let map = self.map.read();
         let changed = self.dirty.lock().take();
         Captured::of(
             changed,
             |k| map.get(k).map(|e| e.rows.clone()),
+            |_, log| log,
             || {
                 map.iter()
                     .map(|(k, e)| (k.clone(), e.rows.clone()))
@@ -216,13 +229,15 @@ impl ReaderState {
         self.dirty.lock().mark_all();
     }
 
-    /// Replaces the state by `entries` (normalized key -> sorted rows,
-    /// restored from a snapshot); other keys are holes.
+    /// Replaces the state by `entries` (normalized key -> rows, restored
+    /// from a snapshot; sorted here); other keys are holes.
     pub fn restore(&self, entries: Vec<(Vec<Value>, Vec<Row>)>) {
         let mut map = self.map.write();
         map.clear();
         let mut total = 0;
-        for (k, rows) in entries {
+        for (k, mut rows) in entries {
+            // Already sorted unless row deltas were applied: then one pass.
+            rows.sort_by(|a, b| cmp_rows(a, b, &self.order).then_with(|| a.cmp(b)));
             let bytes = 64 + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
             total += bytes;
             map.insert(
