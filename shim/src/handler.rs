@@ -333,6 +333,8 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
             .await;
         match res {
             Ok((id, nparams, columns)) => {
+                // Before the reply: the client may execute it right away.
+                self.auth.statements.lock().insert(id);
                 let params: Vec<_> = (0..nparams).map(|_| param_column()).collect();
                 let cols = wire_columns(&columns, &[]);
                 info.reply(id, params.iter(), cols.iter()).await
@@ -387,6 +389,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         W: 'async_trait,
     {
         self.session.lock().statements.remove(&stmt);
+        self.auth.statements.lock().remove(&stmt);
     }
 
     async fn on_query<'a>(
@@ -395,6 +398,21 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         results: QueryResultWriter<'a, W>,
     ) -> io::Result<()> {
         let started = Instant::now();
+        if query.as_bytes() == crate::net::UNKNOWN_STATEMENT_QUERY {
+            // The reader's stand-in for a statement command naming an id
+            // this connection never prepared (or closed).
+            let unknown = self.auth.unknown_statements.lock().pop_front();
+            if let Some((id, command)) = unknown {
+                let r = Err(WireError {
+                    code: crate::error::ER_UNKNOWN_STMT_HANDLER,
+                    message: format!(
+                        "Unknown prepared statement handler ({id}) given to {command}"
+                    ),
+                });
+                self.record(Kind::Other, started, &r);
+                return self.reply(r, results, true).await;
+            }
+        }
         let sql = query.to_string();
         if self.multi_statements() && crate::sqltext::split_statements(&sql).len() > 1 {
             let (_, outcomes) = self

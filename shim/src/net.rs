@@ -25,8 +25,10 @@ pub type Tripwire = Arc<AtomicU16>;
 
 pub struct GuardedReader<R> {
     inner: R,
-    /// Told the client's capability flags, once its first packet is in.
+    /// Told the client's capability flags, once its first packet is in;
+    /// also the statement ids the command filter checks against.
     report_to: Option<Arc<AuthFailure>>,
+    filter: CommandFilter,
     /// Bytes of the client's first packet, until it is complete.
     first: Option<Vec<u8>>,
     pending: Vec<u8>,
@@ -45,6 +47,7 @@ impl<R> GuardedReader<R> {
         GuardedReader {
             inner,
             report_to: None,
+            filter: CommandFilter::default(),
             first: Some(Vec::new()),
             pending: Vec::new(),
             pos: 0,
@@ -63,6 +66,17 @@ impl<R> GuardedReader<R> {
     pub fn reporting_to(mut self, shared: Arc<AuthFailure>) -> GuardedReader<R> {
         self.report_to = Some(shared);
         self
+    }
+
+    /// Appends client bytes to `pending`, commands through the command
+    /// filter once authentication is over (before, packets are auth data).
+    fn pass_commands(&mut self, data: &[u8]) {
+        match &self.report_to {
+            Some(shared) if shared.handshake_done.load(Ordering::SeqCst) => {
+                self.filter.feed(data, shared, &mut self.pending)
+            }
+            _ => self.pending.extend_from_slice(data),
+        }
     }
 
     /// Follows packet boundaries in `data`; errors if a packet exceeds the
@@ -189,6 +203,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
             }
             let data = rb.filled();
             if data.is_empty() {
+                let held = this.filter.take_held();
+                if !held.is_empty() {
+                    this.pending = held;
+                    continue;
+                }
                 // EOF: hand over whatever part of the first packet arrived.
                 if let Some(f) = this.first.take() {
                     if !f.is_empty() {
@@ -219,7 +238,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
                         let packet = rewrite_handshake(&all).unwrap_or(all);
                         this.track(&rest)?;
                         this.pending = packet;
-                        this.pending.extend_from_slice(&rest);
+                        this.pass_commands(&rest);
                         this.pos = 0;
                     }
                 }
@@ -227,7 +246,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
             }
             let owned = data.to_vec();
             this.track(&owned)?;
-            this.pending = owned;
+            this.pending.clear();
+            this.pass_commands(&owned);
             this.pos = 0;
         }
     }
@@ -254,6 +274,116 @@ pub struct AuthFailure {
     pub end_patch: Mutex<Option<EndPatch>>,
     /// The capability flags of the client's handshake response.
     pub client_flags: AtomicU32,
+    /// Ids of the connection's prepared statements (the handler keeps it).
+    pub statements: Mutex<std::collections::HashSet<u32>>,
+    /// Queued by the reader for each command naming an unknown statement
+    /// that it turned into a placeholder query: the id and the command's
+    /// name, for error 1243 (in order, as clients may pipeline).
+    pub unknown_statements: Mutex<std::collections::VecDeque<(u32, &'static str)>>,
+}
+
+const COM_QUERY: u8 = 0x03;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
+const COM_STMT_RESET: u8 = 0x1A;
+/// What a command packet's first payload bytes must hold to be judged: the
+/// command byte and a statement id.
+const COMMAND_PREFIX: usize = 5;
+/// The placeholder query standing in for a rejected statement command.
+pub const UNKNOWN_STATEMENT_QUERY: &[u8] = b"DO 0";
+
+/// Rewrites client commands naming a prepared statement the connection does
+/// not have. opensrv-mysql closes the connection on those; MySQL answers
+/// error 1243. So COM_STMT_EXECUTE and COM_STMT_RESET with an unknown id
+/// become a placeholder COM_QUERY (same sequence number) while
+/// [`AuthFailure::unknown_statements`] tells the handler to answer 1243, and
+/// COM_STMT_SEND_LONG_DATA (which gets no reply) is dropped.
+#[derive(Default)]
+pub struct CommandFilter {
+    /// The current packet's header and first payload bytes, held back
+    /// until the command can be judged.
+    head: Vec<u8>,
+    /// Bytes of the current packet still to pass on (or to drop).
+    left: usize,
+    dropping: bool,
+    /// The previous packet was 16 MiB - 1 long, so this one continues its
+    /// payload (and shares its fate): `Some(dropping)`.
+    continues: Option<bool>,
+}
+
+impl CommandFilter {
+    /// Passes `data` on into `out`, rewriting as described above.
+    pub fn feed(&mut self, mut data: &[u8], shared: &AuthFailure, out: &mut Vec<u8>) {
+        while !data.is_empty() {
+            if self.left > 0 {
+                let n = self.left.min(data.len());
+                if !self.dropping {
+                    out.extend_from_slice(&data[..n]);
+                }
+                self.left -= n;
+                data = &data[n..];
+                continue;
+            }
+            self.head.push(data[0]);
+            data = &data[1..];
+            if self.head.len() < 4 {
+                continue;
+            }
+            let len = usize::from(self.head[0])
+                | usize::from(self.head[1]) << 8
+                | usize::from(self.head[2]) << 16;
+            let judged = 4 + len.min(COMMAND_PREFIX);
+            if self.head.len() < judged {
+                continue;
+            }
+            let head = std::mem::take(&mut self.head);
+            self.left = len - (judged - 4);
+            self.dropping = match self.continues {
+                Some(dropping) => dropping,
+                None => match unknown_statement(&head[4..], shared) {
+                    Some((id, command)) => {
+                        if command != COM_STMT_SEND_LONG_DATA {
+                            let what = if command == COM_STMT_EXECUTE {
+                                "mysqld_stmt_execute"
+                            } else {
+                                "mysqld_stmt_reset"
+                            };
+                            shared.unknown_statements.lock().push_back((id, what));
+                            let payload_len = 1 + UNKNOWN_STATEMENT_QUERY.len();
+                            out.extend_from_slice(&[payload_len as u8, 0, 0, head[3], COM_QUERY]);
+                            out.extend_from_slice(UNKNOWN_STATEMENT_QUERY);
+                        }
+                        true
+                    }
+                    None => false,
+                },
+            };
+            if !self.dropping {
+                out.extend_from_slice(&head);
+            }
+            self.continues = (len == 0xFF_FFFF).then_some(self.dropping);
+        }
+    }
+
+    /// Bytes held back at end of input (a truncated packet), passed on so
+    /// that opensrv-mysql sees what arrived.
+    pub fn take_held(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.head)
+    }
+}
+
+/// The statement id and command byte of a statement command naming a
+/// statement not in `shared.statements`.
+fn unknown_statement(payload: &[u8], shared: &AuthFailure) -> Option<(u32, u8)> {
+    let (&command, id) = payload.split_first()?;
+    if !matches!(
+        command,
+        COM_STMT_EXECUTE | COM_STMT_SEND_LONG_DATA | COM_STMT_RESET
+    ) {
+        return None;
+    }
+    let id = u32::from_le_bytes(id.get(..4)?.try_into().ok()?);
+    (!shared.statements.lock().contains(&id)).then_some((id, command))
 }
 
 /// CLIENT_MULTI_STATEMENTS: the client accepts several result sets for one
@@ -524,6 +654,45 @@ mod tests {
         // A row is left alone.
         let mut row = vec![3, 0, 0, 2, 0x01, b'a', b'b'];
         assert!(!patch_end_packet(&mut row, patch));
+    }
+
+    fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut p = vec![payload.len() as u8, 0, 0, seq];
+        p.extend_from_slice(payload);
+        p
+    }
+
+    #[test]
+    fn commands_naming_unknown_statements_are_rewritten() {
+        let shared = AuthFailure::default();
+        shared.statements.lock().insert(1);
+        let known = packet(0, &[COM_STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0]);
+        let unknown = packet(0, &[COM_STMT_EXECUTE, 9, 0, 0, 0, 0, 1, 0, 0, 0]);
+        let long_data = packet(0, &[COM_STMT_SEND_LONG_DATA, 9, 0, 0, 0, 0, 0, b'x']);
+        let query = packet(0, b"\x03SELECT 1");
+        let mut input = known.clone();
+        input.extend_from_slice(&long_data);
+        input.extend_from_slice(&unknown);
+        input.extend_from_slice(&query);
+        // Fed in every split, the output is the same.
+        for chunk in [1, 3, 7, input.len()] {
+            let mut f = CommandFilter::default();
+            let mut out = Vec::new();
+            for piece in input.chunks(chunk) {
+                f.feed(piece, &shared, &mut out);
+            }
+            let mut expected = known.clone();
+            let mut placeholder = vec![COM_QUERY];
+            placeholder.extend_from_slice(UNKNOWN_STATEMENT_QUERY);
+            expected.extend_from_slice(&packet(0, &placeholder));
+            expected.extend_from_slice(&query);
+            assert_eq!(out, expected, "chunk {chunk}");
+            assert!(f.take_held().is_empty());
+        }
+        assert_eq!(
+            shared.unknown_statements.lock().pop_front(),
+            Some((9, "mysqld_stmt_execute"))
+        );
     }
 
     #[test]

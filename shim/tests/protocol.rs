@@ -180,3 +180,70 @@ async fn multi_statement_queries_return_every_result() {
     let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
 }
+
+/// A logged-in raw connection (empty password), for packets no client
+/// library sends.
+async fn raw_login(port: u16) -> tokio::net::TcpStream {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let _greeting = read_packet(&mut s).await;
+    // CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH.
+    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"root\0");
+    p.push(0); // empty auth response
+    p.extend_from_slice(b"mysql_native_password\0");
+    write_packet(&mut s, 1, &p).await;
+    let (_, ok) = read_packet(&mut s).await;
+    assert_eq!(ok[0], 0x00, "login failed: {ok:?}");
+    s
+}
+
+async fn read_packet(s: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).await.expect("header");
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let mut payload = vec![0; len];
+    s.read_exact(&mut payload).await.expect("payload");
+    (h[3], payload)
+}
+
+async fn write_packet(s: &mut tokio::net::TcpStream, seq: u8, payload: &[u8]) {
+    use tokio::io::AsyncWriteExt;
+    let len = payload.len();
+    let mut p = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, seq];
+    p.extend_from_slice(payload);
+    s.write_all(&p).await.expect("write");
+}
+
+#[tokio::test]
+async fn unknown_statement_ids_get_1243_and_the_connection_lives_on() {
+    let server = start().await;
+    let mut s = raw_login(server.port).await;
+    // COM_STMT_SEND_LONG_DATA for an unknown statement: no reply (as in
+    // MySQL), and nothing breaks.
+    write_packet(&mut s, 0, &[0x18, 77, 0, 0, 0, 0, 0, b'x']).await;
+    // COM_STMT_EXECUTE: id 77, no cursor, one iteration.
+    write_packet(&mut s, 0, &[0x17, 77, 0, 0, 0, 0, 1, 0, 0, 0]).await;
+    let (seq, err) = read_packet(&mut s).await;
+    assert_eq!((seq, err[0]), (1, 0xFF), "{err:?}");
+    assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1243);
+    let message = String::from_utf8_lossy(&err[9..]).into_owned();
+    assert_eq!(
+        message,
+        "Unknown prepared statement handler (77) given to mysqld_stmt_execute"
+    );
+    // COM_STMT_RESET of an unknown statement, too.
+    write_packet(&mut s, 0, &[0x1A, 78, 0, 0, 0]).await;
+    let (_, err) = read_packet(&mut s).await;
+    assert_eq!(u16::from_le_bytes([err[1], err[2]]), 1243);
+    // The connection still answers queries.
+    write_packet(&mut s, 0, b"\x03SELECT 42").await;
+    let (_, column_count) = read_packet(&mut s).await;
+    assert_eq!(column_count, vec![1]);
+}
