@@ -925,3 +925,31 @@ fn literals_in_inner_join_on_share_a_view() {
         v(&["1 NULL", "2 3"])
     );
 }
+
+#[test]
+fn parameters_in_a_parenthesized_join_are_never_dropped() {
+    let e = env(1 << 30);
+    let a = e.table("a", &[("id", int())]);
+    let b = e.table("b", &[("id", int()), ("u", int())]);
+    let c = e.table("c", &[("id", int()), ("b_id", int())]);
+    e.insert(&a, vec![r(&[i(1)]), r(&[i(2)])]);
+    e.insert(&b, vec![r(&[i(1), i(7)]), r(&[i(2), i(8)])]);
+    e.insert(&c, vec![r(&[i(1), i(1)]), r(&[i(2), i(2)])]);
+    let sql =
+        "SELECT a.id, b.id FROM a LEFT JOIN (b JOIN c ON c.b_id = b.id AND b.u = ?) ON b.id = a.id";
+    match e.df.prepare(DB, &parse(sql)) {
+        Err(err) => assert!(matches!(err, DataflowError::Unsupported(_)), "{err}"),
+        Ok(p) => assert_eq!(
+            render(p.execute(&[i(7)]).unwrap(), false),
+            v(&["1 1", "2 NULL"])
+        ),
+    }
+    // With a literal, the condition filters inside the parentheses.
+    assert_eq!(
+        e.q(
+            "SELECT a.id, b.id FROM a LEFT JOIN (b JOIN c ON c.b_id = b.id AND b.u = 7) ON b.id = a.id",
+            &[]
+        ),
+        v(&["1 1", "2 NULL"])
+    );
+}

@@ -580,7 +580,14 @@ impl<'a> Planner<'a> {
                 alias: None,
             } => {
                 let mut w = Vec::new();
-                self.plan_from_item(table_with_joins, &mut w)
+                let planned = self.plan_from_item(table_with_joins, &mut w)?;
+                if !w.is_empty() {
+                    // Parameters from an inner ON inside the parentheses:
+                    // they cannot be applied outside (a LEFT JOIN may
+                    // enclose them), so never drop them.
+                    return Err(unsupported("parameters in a parenthesized join's ON"));
+                }
+                Ok(planned)
             }
             other => Err(unsupported(format!("FROM {other}"))),
         }
