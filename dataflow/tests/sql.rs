@@ -953,3 +953,42 @@ fn parameters_in_a_parenthesized_join_are_never_dropped() {
         v(&["1 1", "2 NULL"])
     );
 }
+
+#[test]
+fn scalar_subquery_top_one_is_max_or_min() {
+    let e = env(1 << 30);
+    let st = e.table("stories", &[("id", int()), ("title", text())]);
+    let cm = e.table(
+        "comments",
+        &[("id", int()), ("story_id", int()), ("at", int())],
+    );
+    e.insert(
+        &st,
+        vec![r(&[i(1), s("a")]), r(&[i(2), s("b")]), r(&[i(3), s("c")])],
+    );
+    e.insert(
+        &cm,
+        vec![
+            r(&[i(10), i(1), i(5)]),
+            r(&[i(11), i(1), i(9)]),
+            r(&[i(12), i(2), Value::Null]),
+            r(&[i(13), i(2), i(4)]),
+        ],
+    );
+    let latest = "SELECT s.id, (SELECT at FROM comments c WHERE c.story_id = s.id ORDER BY at DESC LIMIT 1) FROM stories s";
+    assert_eq!(e.q(latest, &[]), v(&["1 9", "2 4", "3 NULL"]));
+    // (ASC over a NOT NULL column is MIN: tests/sql/subqueries/scalar_lookup.test.)
+    e.delete_where(&cm, |r| r[0] == i(11) || r[0] == i(12));
+    e.insert(&cm, vec![r(&[i(14), i(3), i(1)])]);
+    assert_eq!(e.q(latest, &[]), v(&["1 5", "2 4", "3 1"]));
+    // ASC over a nullable column would return the NULL first: refused.
+    let err = e
+        .df
+        .prepare(
+            DB,
+            &parse("SELECT s.id, (SELECT at FROM comments c WHERE c.story_id = s.id ORDER BY at LIMIT 1) FROM stories s"),
+        )
+        .err()
+        .unwrap();
+    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+}

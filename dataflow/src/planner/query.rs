@@ -2082,18 +2082,32 @@ impl Planner<'_> {
         let ast::SetExpr::Select(s) = &*q.body else {
             return Err(unsupported("this scalar subquery"));
         };
-        let simple = s.from.len() == 1
-            && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-            && s.having.is_none()
-            && s.distinct.is_none()
-            && q.order_by.is_none()
-            && q.limit.is_none()
-            && s.projection.len() == 1;
         let agg = match &s.projection.first() {
             Some(ast::SelectItem::UnnamedExpr(e))
             | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
             _ => return Err(unsupported("this scalar subquery")),
         };
+        // `(SELECT y ... ORDER BY y [DESC] LIMIT 1)` is MAX(y) (MIN(y)).
+        let top1_desc = match (&q.order_by, &q.limit, &q.offset) {
+            (Some(ob), Some(ast::Expr::Value(ast::Value::Number(one, _))), None)
+                if one == "1"
+                    && ob.interpolate.is_none()
+                    && ob.exprs.len() == 1
+                    && ob.exprs[0].nulls_first.is_none()
+                    && ob.exprs[0].with_fill.is_none()
+                    && aggregate_name(&agg).is_none()
+                    && norm(&ob.exprs[0].expr) == norm(&agg) =>
+            {
+                Some(ob.exprs[0].asc == Some(false))
+            }
+            _ => None,
+        };
+        let simple = s.from.len() == 1
+            && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            && s.having.is_none()
+            && s.distinct.is_none()
+            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some())
+            && s.projection.len() == 1;
         if !simple {
             return Err(unsupported("this scalar subquery"));
         }
@@ -2103,7 +2117,10 @@ impl Planner<'_> {
             Some(_) => (agg, false),
             None => (
                 ast::Expr::Function(ast::Function {
-                    name: ast::ObjectName(vec![ast::Ident::new("MAX")]),
+                    name: ast::ObjectName(vec![ast::Ident::new(match top1_desc {
+                        Some(false) => "MIN",
+                        _ => "MAX",
+                    })]),
                     parameters: ast::FunctionArguments::None,
                     args: ast::FunctionArguments::List(ast::FunctionArgumentList {
                         duplicate_treatment: None,
@@ -2115,7 +2132,7 @@ impl Planner<'_> {
                     over: None,
                     within_group: vec![],
                 }),
-                true,
+                top1_desc.is_none(),
             ),
         };
         let agg_name = aggregate_name(&agg).unwrap_or_default();
@@ -2134,6 +2151,11 @@ impl Planner<'_> {
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
         let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k)?;
+        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
+            return Err(unsupported(
+                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
+            ));
+        }
         let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
         pre.push(arg);
         let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
