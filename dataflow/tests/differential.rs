@@ -275,6 +275,23 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            // Top-1 scalar subquery (MAX).
+            "SELECT a.id, (SELECT w FROM b WHERE b.a_id = a.id ORDER BY w DESC LIMIT 1) FROM a WHERE a.k = ?",
+            1,
+            false,
+            Box::new(move |a, b, p| {
+                let rows = a
+                    .iter()
+                    .filter(|r| eq(&r[1], &p[0]))
+                    .map(|x| {
+                        let top = b.iter().filter(|y| eq(&y[1], &x[0])).filter_map(|y| num(&y[2])).max();
+                        vec![x[0].clone(), top.map(Value::Int).unwrap_or(Value::Null)]
+                    })
+                    .collect();
+                fmt(rows, false)
+            }),
+        ),
+        (
             // NOT IN over nullable columns (MySQL's NULL semantics).
             "SELECT id FROM a WHERE v NOT IN (SELECT w FROM b)",
             0,
