@@ -327,7 +327,9 @@ impl Aggregate {
             let size = part.len();
             self.dirty
                 .mark_inside(&pk, self.state.len(), size, |groups| {
-                    groups.insert(gk.clone());
+                    if !groups.contains(&gk) {
+                        groups.insert(gk.clone());
+                    }
                     groups.len() * 2 <= size
                 });
             if seen.insert((pk.clone(), gk.clone()), ()).is_none() {

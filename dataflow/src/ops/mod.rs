@@ -222,19 +222,19 @@ impl<S: Default> DirtyKeys<S> {
         if size < SMALL_PARTITION {
             return self.mark(key, filled);
         }
-        let fresh = !self.keys.contains_key(key);
-        let e = self
-            .keys
-            .entry(key.to_vec())
-            .or_insert_with(|| Some(S::default()));
-        if let Some(sub) = e {
-            if !record(sub) {
-                *e = None;
+        // The common case, a partition already tracked, allocates nothing.
+        if let Some(e) = self.keys.get_mut(key) {
+            if let Some(sub) = e {
+                if !record(sub) {
+                    *e = None;
+                }
             }
+            return;
         }
-        if fresh {
-            self.check_size(filled);
-        }
+        let mut sub = S::default();
+        let keep = record(&mut sub);
+        self.keys.insert(key.to_vec(), keep.then_some(sub));
+        self.check_size(filled);
     }
 
     fn check_size(&mut self, filled: usize) {
