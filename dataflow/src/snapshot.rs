@@ -12,7 +12,9 @@
 //! on the next write) and reader rows are `Arc`s already, so a capture takes
 //! references to the partitions that changed since the previous epoch (each
 //! stateful node tracks its changed partition keys). Serialization (postcard)
-//! and file I/O run after the locks are released.
+//! and file I/O run after the locks are released. The WAL is synced before
+//! the epoch is published, so under asynchronous durability a snapshot is
+//! never ahead of the writes a crash keeps.
 //!
 //! # Incremental epochs
 //!
@@ -479,15 +481,21 @@ impl Dataflow {
             crash_if(crash, CrashPoint::Capture);
             (lsn, g.version, captured, tables, t.elapsed())
         });
-        let written = self.write_epoch(
-            store,
-            &mut tracker,
-            crash,
-            lsn,
-            graph_version,
-            &captured,
-            &tables,
-        );
+        // Under asynchronous durability the writes up to S may not be on
+        // disk yet; a snapshot must never be ahead of what survives a crash
+        // (recovery would otherwise see LSNs reused by later writes).
+        let synced = inner.storage.sync_wal().map_err(DataflowError::from);
+        let written = synced.and_then(|()| {
+            self.write_epoch(
+                store,
+                &mut tracker,
+                crash,
+                lsn,
+                graph_version,
+                &captured,
+                &tables,
+            )
+        });
         let mut stats = match written {
             Ok(s) => s,
             Err(e) => {

@@ -684,6 +684,12 @@ impl Storage {
             }
         }
     }
+    /// Makes every batch committed so far durable (syncs the WAL), whatever
+    /// the durability mode. A snapshot of view state calls it before it is
+    /// published, so it never reflects writes a crash could still lose.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.engine.sync_wal()
+    }
     /// The LSN of the newest committed batch.
     pub fn last_lsn(&self) -> Lsn {
         self.last_lsn.load(Ordering::Acquire)
