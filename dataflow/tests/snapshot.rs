@@ -662,3 +662,63 @@ fn replay_of_many_commits_through_a_self_join_is_exact() {
         );
     }
 }
+
+/// Run by `crash_at_each_phase_falls_back_to_the_previous_epoch` in a child
+/// process: recovers, writes, and takes a snapshot that aborts the process
+/// at the phase `LADLE_SNAPSHOT_CRASH` names.
+#[test]
+#[ignore]
+fn crash_child() {
+    let Ok(dir) = std::env::var("LADLE_CRASH_TEST_DIR") else {
+        return;
+    };
+    let (n, _) = restart(Path::new(&dir));
+    let votes = n.storage.table(DB, "votes").unwrap();
+    insert_votes(&n, &votes, 250..300);
+    set_score(&n, &votes, 4, 0);
+    answers(&n);
+    let _ = n.df.snapshot(&n.store);
+    // Not reached when the hook works.
+    std::process::exit(3);
+}
+
+#[test]
+fn crash_at_each_phase_falls_back_to_the_previous_epoch() {
+    for phase in ["capture", "write", "manifest", "rename"] {
+        let dir = tempfile::tempdir().unwrap();
+        let n = open(dir.path());
+        let (votes, _) = create_tables(&n);
+        insert_votes(&n, &votes, 0..200);
+        answers(&n);
+        let first = n.df.snapshot(&n.store).unwrap();
+        insert_votes(&n, &votes, 200..250);
+        drop(n);
+
+        let status = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["crash_child", "--exact", "--ignored", "--nocapture"])
+            .env("LADLE_SNAPSHOT_CRASH", phase)
+            .env("LADLE_CRASH_TEST_DIR", dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(
+            !status.success() && status.code() != Some(3),
+            "{phase}: {status:?}"
+        );
+
+        let (n, stats) = restart(dir.path());
+        assert_eq!(stats.epoch, Some(first.epoch), "{phase}: {stats:?}");
+        assert_eq!(stats.nodes_cold, 0, "{phase}");
+        // The epoch the crash interrupted left nothing behind.
+        let epochs = std::fs::read_dir(dir.path().join("snapshots"))
+            .unwrap()
+            .count();
+        assert_eq!(epochs, 1, "{phase}");
+        let got = answers(&n);
+        // A snapshot after the crash works and builds on the old epoch.
+        let next = n.df.snapshot(&n.store).unwrap();
+        assert!(next.epoch > first.epoch);
+        assert_eq!(got, recompute(n), "{phase}");
+    }
+}
