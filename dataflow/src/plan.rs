@@ -54,22 +54,20 @@ impl LNode {
     }
 }
 
-/// Aggregation done at read time over the rows a reader holds, for queries
-/// whose WHERE has parameters that cannot be reader keys (`score > ?` or
-/// `col IN (?, ?)` with GROUP BY): the view maintains the pre-aggregation
-/// rows (keyed by any equality parameters), and each read filters them,
-/// then aggregates what is left. Costs O(rows under the key) per read, but
-/// one view serves every parameter value.
+/// Work done at read time over the rows a reader holds, for queries whose
+/// WHERE has parameters that cannot be reader keys (`score > ?` or
+/// `col IN (?, ?)` with GROUP BY), or whose FROM is a derived table with
+/// ORDER BY ... LIMIT: the view maintains the rows before that step (keyed
+/// by any equality parameters), and each read takes the derived table's
+/// window, filters, aggregates what is left, and so on. Costs O(rows under
+/// the key) per read, but one view serves every parameter value.
 #[derive(Clone, Debug)]
 pub(crate) struct ReadAgg {
-    /// Stored rows laid out as group columns, then aggregate arguments
-    /// (then any other columns, ignored here).
-    pub ngroup: usize,
-    pub aggs: Vec<AggSpec>,
-    /// Collation of each group column.
-    pub colls: Vec<Collation>,
-    /// No GROUP BY: one row even over no input.
-    pub scalar: bool,
+    /// The derived table's ORDER BY/OFFSET/LIMIT, first.
+    pub window: Option<Window>,
+    /// WHERE conditions over the stored rows (after the window).
+    pub filter: Option<Expr>,
+    pub aggregate: Option<ReadAggregate>,
     /// HAVING, over the aggregated row (group columns, then aggregates).
     pub having: Option<Expr>,
     /// The row returned onwards (what a maintained view would store).
@@ -80,21 +78,86 @@ pub(crate) struct ReadAgg {
     pub order: crate::ops::reader::OrderSpec,
 }
 
+/// A derived table's ORDER BY ... LIMIT over the stored rows.
+#[derive(Clone, Debug)]
+pub(crate) struct Window {
+    pub order: crate::ops::reader::OrderSpec,
+    pub offset: Option<crate::planner::Count>,
+    pub limit: Option<crate::planner::Count>,
+}
+
+/// GROUP BY and aggregates at read time.
+#[derive(Clone, Debug)]
+pub(crate) struct ReadAggregate {
+    /// Computes the input layout (group columns, then aggregate
+    /// arguments) from a stored row; `None` when stored rows are laid out
+    /// so already (then any further columns are ignored).
+    pub pre: Option<Vec<Expr>>,
+    pub ngroup: usize,
+    pub aggs: Vec<AggSpec>,
+    /// Collation of each group column.
+    pub colls: Vec<Collation>,
+    /// No GROUP BY: one row even over no input.
+    pub scalar: bool,
+}
+
+fn count(
+    c: &Option<crate::planner::Count>,
+    params: &[ladle_common::Value],
+) -> Result<Option<usize>, crate::expr::EvalError> {
+    use crate::planner::Count;
+    Ok(match c {
+        None => None,
+        Some(Count::Const(n)) => Some(*n as usize),
+        Some(Count::Slot(s)) => match params.get(*s).and_then(|v| v.as_i64()) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                return Err(crate::expr::EvalError(
+                    "LIMIT must be a non-negative integer".into(),
+                ))
+            }
+        },
+    })
+}
+
 impl ReadAgg {
-    /// Aggregates `rows` (already filtered by the read-time WHERE) and
-    /// applies HAVING, the projection, DISTINCT and ORDER BY.
+    /// Applies the window, the filter, the aggregation, HAVING, the
+    /// projection, DISTINCT and ORDER BY to `rows` (already filtered by the
+    /// view's read-time filter, if any).
     pub fn apply(
         &self,
-        rows: Vec<ladle_common::Row>,
+        mut rows: Vec<ladle_common::Row>,
         params: &[ladle_common::Value],
     ) -> Result<Vec<ladle_common::Row>, crate::expr::EvalError> {
-        let mut agg = crate::ops::Aggregate::new(
-            self.ngroup,
-            self.aggs.clone(),
-            self.colls.clone(),
-            self.scalar,
-        );
-        let grouped = agg.fill(&[], rows);
+        if let Some(w) = &self.window {
+            rows.sort_by(|a, b| crate::ops::reader::cmp_rows(a, b, &w.order));
+            let offset = count(&w.offset, params)?.unwrap_or(0);
+            let limit = count(&w.limit, params)?.unwrap_or(usize::MAX);
+            rows = rows.into_iter().skip(offset).take(limit).collect();
+        }
+        if let Some(f) = &self.filter {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                if f.eval_bool(&r, params)? {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
+        let grouped = match &self.aggregate {
+            None => rows,
+            Some(a) => {
+                if let Some(pre) = &a.pre {
+                    rows = rows
+                        .iter()
+                        .map(|r| pre.iter().map(|e| e.eval_params(r, params)).collect())
+                        .collect::<Result<_, _>>()?;
+                }
+                let mut agg =
+                    crate::ops::Aggregate::new(a.ngroup, a.aggs.clone(), a.colls.clone(), a.scalar);
+                agg.fill(&[], rows)
+            }
+        };
         let mut out = Vec::with_capacity(grouped.len());
         let mut seen = std::collections::HashSet::new();
         for g in grouped {

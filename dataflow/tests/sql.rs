@@ -992,3 +992,45 @@ fn scalar_subquery_top_one_is_max_or_min() {
         .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
 }
+
+#[test]
+fn derived_table_with_order_by_limit() {
+    let e = env(1 << 30);
+    let t = e.table(
+        "stories",
+        &[("id", int()), ("grp", int()), ("score", int())],
+    );
+    e.insert(
+        &t,
+        (1..=8).map(|k| r(&[i(k), i(k % 3), i(k * 10)])).collect(),
+    );
+    // The three best stories, shown oldest first.
+    let q = "SELECT id, score FROM (SELECT id, score FROM stories ORDER BY score DESC LIMIT 3) AS top ORDER BY id";
+    assert_eq!(e.q(q, &[]), v(&["6 60", "7 70", "8 80"]));
+    // Aggregates over the window; ORDER BY on a column not selected.
+    let avg =
+        "SELECT COUNT(*), SUM(score) FROM (SELECT score FROM stories ORDER BY id DESC LIMIT 4) d";
+    assert_eq!(e.q(avg, &[]), v(&["4 260"]));
+    let grouped = "SELECT grp, COUNT(*) FROM (SELECT grp FROM stories ORDER BY score LIMIT 2, 4) d WHERE grp > ? GROUP BY grp ORDER BY grp";
+    assert_eq!(e.q(grouped, &[i(0)]), v(&["1 1", "2 1"]));
+    // WHERE applies after the window, with parameters.
+    let filtered = "SELECT d.id FROM (SELECT * FROM stories ORDER BY score DESC LIMIT 4) d WHERE d.grp = ? ORDER BY d.id";
+    assert_eq!(e.q(filtered, &[i(2)]), v(&["5", "8"]));
+    assert_eq!(e.q(filtered, &[i(1)]), v(&["7"]));
+    // Maintained: a row entering and one leaving the window.
+    e.insert(&t, vec![r(&[i(9), i(0), i(1000)])]);
+    e.delete_where(&t, |r| r[0] == i(7));
+    assert_eq!(e.q(q, &[]), v(&["6 60", "8 80", "9 1000"]));
+    assert_eq!(e.q(avg, &[]), v(&["4 1190"]));
+    assert_eq!(e.q(filtered, &[i(2)]), v(&["5", "8"]));
+    // LIMIT in a subquery elsewhere stays refused.
+    let err = e
+        .df
+        .prepare(
+            DB,
+            &parse("SELECT s.id FROM stories s JOIN (SELECT id FROM stories ORDER BY score LIMIT 2) d ON d.id = s.id"),
+        )
+        .err()
+        .unwrap();
+    assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
+}

@@ -14,7 +14,7 @@ use super::expr::{
 use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggKind, AggSpec, JoinKind};
-use crate::plan::{LNode, LOp, ReadAgg};
+use crate::plan::{LNode, LOp, ReadAgg, ReadAggregate, Window};
 use crate::{DataflowError, OutputColumn, Result};
 
 /// A LIMIT/OFFSET value: a constant or a parameter slot.
@@ -828,13 +828,31 @@ impl<'a> Planner<'a> {
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut node, mut scope) = self.plan_from(&s.from, &mut conj)?;
+        // FROM (SELECT ... ORDER BY ... LIMIT n) d: the view keeps the
+        // derived table's full ordered result; each read takes its window,
+        // then evaluates this query over it.
+        let (mut node, mut scope, window) = match self.windowed_derived(s, top)? {
+            Some((n, sc, w)) => (n, sc, Some(w)),
+            None => {
+                let (n, sc) = self.plan_from(&s.from, &mut conj)?;
+                (n, sc, None)
+            }
+        };
 
         // WHERE: keys, read-time filters, semi-joins, filters.
         let mut nsub = 0;
         let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut read_filters: Vec<ast::Expr> = Vec::new();
         for c in conj {
+            if window.is_some() {
+                if has_subquery(&c) {
+                    return Err(unsupported(
+                        "subqueries in WHERE over a derived table with LIMIT",
+                    ));
+                }
+                read_filters.push(c);
+                continue;
+            }
             if top {
                 if let Some((col, slots)) = self.key_conjunct(&c, &scope) {
                     if let Some(k) = key_frame.iter_mut().find(|k| k.0 == col) {
@@ -936,6 +954,11 @@ impl<'a> Planner<'a> {
             if !has_subquery(e) {
                 continue;
             }
+            if window.is_some() {
+                return Err(unsupported(
+                    "subqueries in the select list over a derived table with LIMIT",
+                ));
+            }
             let mut rw = SubqueryRewriter {
                 planner: self,
                 node: &mut node,
@@ -994,8 +1017,10 @@ impl<'a> Planner<'a> {
         // Parameters that cannot key an aggregate's state (ranges, IN
         // lists, NOW()): aggregate at read time over the maintained
         // pre-aggregation rows instead.
-        let late =
-            aggregated && (!read_filters.is_empty() || key_frame.iter().any(|k| k.1.len() > 1));
+        let late = aggregated
+            && (window.is_some()
+                || !read_filters.is_empty()
+                || key_frame.iter().any(|k| k.1.len() > 1));
         let mut late_parts: Option<(Vec<usize>, Option<Expr>, ReadAgg)> = None;
         if aggregated {
             let row_cx = ExprCx::row(&scope);
@@ -1086,7 +1111,39 @@ impl<'a> Planner<'a> {
                 out.push(ty);
             }
             let pre_colls: Vec<Collation> = out.iter().map(|o| o.2).collect();
-            if late {
+            if let (true, Some(w)) = (late, &window) {
+                // Stored: the derived table's rows; aggregated at read time.
+                let where_cx = ExprCx {
+                    scope: &scope,
+                    post: None,
+                    params: ParamMode::Slots,
+                    proposed: false,
+                    aliases: None,
+                };
+                let filter = conjunction(
+                    read_filters
+                        .iter()
+                        .map(|c| where_cx.compile(c))
+                        .collect::<Result<Vec<_>>>()?,
+                );
+                read_filters.clear();
+                let ra = ReadAgg {
+                    window: Some(w.clone()),
+                    filter,
+                    aggregate: Some(ReadAggregate {
+                        pre: Some(pre),
+                        ngroup,
+                        aggs: specs,
+                        colls: pre_colls[..ngroup].to_vec(),
+                        scalar,
+                    }),
+                    having: None,
+                    project: vec![],
+                    distinct: false,
+                    order: vec![],
+                };
+                late_parts = Some((vec![], None, ra));
+            } else if late {
                 // Stored: group columns, aggregate arguments, key columns,
                 // columns the read-time WHERE needs.
                 let mut pre = pre;
@@ -1138,10 +1195,15 @@ impl<'a> Planner<'a> {
                 }
                 read_filters.clear();
                 let ra = ReadAgg {
-                    ngroup,
-                    aggs: specs,
-                    colls: pre_colls[..ngroup].to_vec(),
-                    scalar,
+                    window: None,
+                    filter: None,
+                    aggregate: Some(ReadAggregate {
+                        pre: None,
+                        ngroup,
+                        aggs: specs,
+                        colls: pre_colls[..ngroup].to_vec(),
+                        scalar,
+                    }),
                     having: None,
                     project: vec![],
                     distinct: false,
@@ -1312,6 +1374,16 @@ impl<'a> Planner<'a> {
             }
         }
 
+        // Over a windowed derived table, WHERE runs after the window.
+        let mut window_filter: Option<Expr> = None;
+        if window.is_some() && late_parts.is_none() {
+            let mut parts = Vec::new();
+            for c in &read_filters {
+                parts.push(cx.compile(c)?);
+            }
+            window_filter = conjunction(parts);
+            read_filters.clear();
+        }
         // Read-time filters (range parameters) over the pre-aggregation frame.
         let mut rf: Option<Expr> = post_read_filter;
         for c in &read_filters {
@@ -1406,6 +1478,22 @@ impl<'a> Planner<'a> {
             output[i] = remap(&visible[i], &mut stored);
         }
         let read_filter = rf.map(|e| remap(&e, &mut stored));
+        if let (Some(w), None) = (&window, &late_parts) {
+            // Not aggregated: the window, WHERE and the projection at read time.
+            late_parts = Some((
+                vec![],
+                None,
+                ReadAgg {
+                    window: Some(w.clone()),
+                    filter: window_filter.take(),
+                    aggregate: None,
+                    having: None,
+                    project: vec![],
+                    distinct: false,
+                    order: vec![],
+                },
+            ));
+        }
         if let Some((key_pos, late_filter, mut ra)) = late_parts {
             // Read-time aggregation: the view keeps the pre-aggregation rows.
             if distinct && stored.len() > visible_width {
@@ -1531,6 +1619,116 @@ impl<'a> Planner<'a> {
             dedup,
             finish: None,
         })
+    }
+
+    /// `FROM (SELECT ... ORDER BY ... LIMIT n) [AS] d` as the only FROM item
+    /// of a top-level query: the derived table planned as a view of its
+    /// own (full ordered result, no parameters), its stored row exposed as
+    /// `d`'s columns (hidden ones for ORDER BY columns not selected), and
+    /// the window to take at read time.
+    fn windowed_derived(
+        &self,
+        s: &ast::Select,
+        top: bool,
+    ) -> Result<Option<(LNode, Scope, Window)>> {
+        let [ast::TableWithJoins { relation, joins }] = s.from.as_slice() else {
+            return Ok(None);
+        };
+        let ast::TableFactor::Derived {
+            lateral: false,
+            subquery,
+            alias,
+        } = relation
+        else {
+            return Ok(None);
+        };
+        if subquery.limit.is_none() && subquery.offset.is_none() {
+            return Ok(None);
+        }
+        if !top || !joins.is_empty() {
+            return Err(unsupported(
+                "LIMIT in a subquery (other than the only FROM item)",
+            ));
+        }
+        let Some(alias) = alias else {
+            return Err(DataflowError::BadArgument(
+                "Every derived table must have its own alias".into(),
+            ));
+        };
+        let ast::SetExpr::Select(inner_s) = &*subquery.body else {
+            return Err(unsupported("LIMIT in a subquery over UNION"));
+        };
+        if inner_s.from.is_empty() || is_dual(inner_s) {
+            return Err(unsupported("LIMIT in a subquery without FROM"));
+        }
+        let sub = Planner {
+            storage: self.storage,
+            database: self.database,
+            views: self.views,
+            depth: self.depth + 1,
+        };
+        let pv = sub.select(inner_s, subquery, true)?;
+        if !pv.key.is_empty()
+            || pv.read_filter.is_some()
+            || pv.finish.is_some()
+            || pv.empty_default.is_some()
+            || pv.output.iter().any(|e| e.has_params() || e.is_volatile())
+        {
+            return Err(unsupported(
+                "parameters, NOW() or aggregates without GROUP BY in a subquery with LIMIT",
+            ));
+        }
+        // One scope column per stored column: the selected ones by name.
+        let width = pv.plan.width();
+        let mut names: Vec<Option<usize>> = vec![None; width];
+        for (i, e) in pv.output.iter().enumerate() {
+            match e {
+                Expr::Column(c) if *c < width && names[*c].is_none() => names[*c] = Some(i),
+                _ => return Err(unsupported("this derived table with LIMIT")),
+            }
+        }
+        let qualifier = alias.name.value.to_ascii_lowercase();
+        let cols = (0..width)
+            .map(|c| {
+                let coll = pv.plan.colls[c];
+                match names[c] {
+                    Some(i) => {
+                        let oc = &pv.columns[i];
+                        let name = alias
+                            .columns
+                            .get(i)
+                            .map(|n| n.value.clone())
+                            .unwrap_or_else(|| oc.name.clone());
+                        ScopeCol {
+                            qualifier: qualifier.clone(),
+                            name,
+                            ty: oc.ty.clone(),
+                            nullable: oc.nullable,
+                            collation: coll,
+                            table: oc.table.clone(),
+                        }
+                    }
+                    None => ScopeCol {
+                        qualifier: "__sqwindow".into(),
+                        name: format!("__h{c}"),
+                        // Only the window's ORDER BY reads it.
+                        ty: SqlType::Int {
+                            bytes: 8,
+                            unsigned: false,
+                        },
+                        nullable: true,
+                        collation: coll,
+                        table: String::new(),
+                    },
+                }
+            })
+            .collect();
+        let window = Window {
+            order: pv.order.clone(),
+            offset: pv.offset.clone(),
+            limit: pv.limit.clone(),
+        };
+        Ok(Some((pv.plan, Scope { cols }, window)))
     }
 
     /// `col = ?`, `? = col`, `col IN (?, ...)` on a FROM column.
@@ -2277,6 +2475,13 @@ impl Planner<'_> {
         }
         Ok(col)
     }
+}
+
+/// The AND of `parts` (`None` for none).
+fn conjunction(parts: Vec<Expr>) -> Option<Expr> {
+    parts
+        .into_iter()
+        .reduce(|a, b| Expr::Logic(crate::expr::LogicOp::And, Box::new(a), Box::new(b)))
 }
 
 /// `L LEFT JOIN R ON <equalities> AND <conditions on both sides>`, from
