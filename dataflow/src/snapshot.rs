@@ -53,6 +53,8 @@
 //! records how far it was truncated) and every table's schema version must
 //! equal the one recorded at S; otherwise the state starts cold (the
 //! tables' deltas are left out when only their views are affected).
+//! Each epoch also records a random identity of the storage (kept in its
+//! catalog), so snapshots copied next to another database are not used.
 //! Never a wrong answer: at worst a cold view.
 //!
 //! After each publish the change log is truncated below the oldest retained
@@ -160,8 +162,19 @@ pub(crate) struct SnapshotTracker {
 
 /// Meta key: the change log was truncated below this LSN (big-endian u64).
 const LOG_TRUNCATED_META: &str = "dataflow/snapshot/log-truncated-below";
-/// The snapshot node holding the tables' schema versions at S.
+/// Meta key: a random identity of the storage, recorded in every snapshot so
+/// that snapshots are never restored over another database.
+const STORAGE_ID_META: &str = "dataflow/snapshot/storage-id";
+/// The snapshot node holding [`EpochMeta`].
 const TABLES_NODE: &str = "tables";
+
+/// What an epoch records besides node state.
+#[derive(Serialize, Deserialize)]
+struct EpochMeta {
+    storage_id: String,
+    /// (table id, schema version) of every table at S.
+    tables: Vec<(TableId, u32)>,
+}
 const FORMAT: u8 = 2;
 const KIND_READER: u8 = 0;
 const KIND_AGGREGATE: u8 = 1;
@@ -318,6 +331,24 @@ fn table_versions(storage: &Storage) -> Vec<(TableId, u32)> {
     }
     out.sort_unstable();
     out
+}
+
+/// The storage's identity, created on first use.
+fn storage_id(storage: &Storage) -> Result<String> {
+    if let Some((_, v)) = storage
+        .list_meta(STORAGE_ID_META)?
+        .into_iter()
+        .find(|(k, _)| k == STORAGE_ID_META)
+    {
+        return Ok(String::from_utf8_lossy(&v).into_owned());
+    }
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let id = crate::graph::stable_id(&format!("{nanos}/{}/{:p}", std::process::id(), storage));
+    storage.put_meta(STORAGE_ID_META, id.as_bytes())?;
+    Ok(id)
 }
 
 /// The LSN below which the change log may have been truncated.
@@ -598,7 +629,11 @@ impl Dataflow {
             stats.bytes_written += bytes.len() as u64;
             crash_if(crash, CrashPoint::Write);
         }
-        let tables_blob = postcard::to_stdvec(tables).map_err(encode_err)?;
+        let meta = EpochMeta {
+            storage_id: storage_id(&self.inner.storage)?,
+            tables: tables.to_vec(),
+        };
+        let tables_blob = postcard::to_stdvec(&meta).map_err(encode_err)?;
         writer
             .write_node(TABLES_NODE, SnapshotKind::Full, &tables_blob)
             .map_err(snap_err)?;
@@ -667,9 +702,14 @@ impl Dataflow {
         let mut restore_rows = 0u64;
         for (i, n) in snap.nodes.iter().enumerate() {
             if n.node.as_str() == TABLES_NODE {
-                match postcard::from_bytes::<Vec<(TableId, u32)>>(&n.base) {
-                    Ok(t) => tables_at_s = Some(t.into_iter().collect()),
-                    Err(e) => stats.rejected.push(format!("table versions: {e}")),
+                match postcard::from_bytes::<EpochMeta>(&n.base) {
+                    Ok(m) if m.storage_id == storage_id(&inner.storage)? => {
+                        tables_at_s = Some(m.tables.into_iter().collect())
+                    }
+                    Ok(_) => stats
+                        .rejected
+                        .push("the snapshot belongs to another database".into()),
+                    Err(e) => stats.rejected.push(format!("epoch metadata: {e}")),
                 }
                 continue;
             }
@@ -706,7 +746,7 @@ impl Dataflow {
                 );
             };
             let Some(tables_at_s) = &tables_at_s else {
-                usable("no table versions");
+                usable("no usable epoch metadata");
                 g.restore(HashMap::new());
                 return Ok(None);
             };

@@ -722,3 +722,45 @@ fn crash_at_each_phase_falls_back_to_the_previous_epoch() {
         assert_eq!(got, recompute(n), "{phase}");
     }
 }
+
+#[test]
+fn snapshots_of_another_database_are_not_restored() {
+    let a = tempfile::tempdir().unwrap();
+    let n = open(a.path());
+    let (votes, _) = create_tables(&n);
+    insert_votes(&n, &votes, 0..200);
+    answers(&n);
+    n.df.snapshot(&n.store).unwrap();
+    drop(n);
+
+    // Same schema and views, other rows, a later LSN.
+    let b = tempfile::tempdir().unwrap();
+    let n = open(b.path());
+    let (votes, _) = create_tables(&n);
+    insert_votes(&n, &votes, 100..150);
+    insert_votes(&n, &votes, 150..170);
+    insert_votes(&n, &votes, 170..180);
+    answers(&n);
+    drop(n);
+    let target = b.path().join("snapshots");
+    std::fs::remove_dir_all(&target).unwrap();
+    std::fs::create_dir(&target).unwrap();
+    for epoch in std::fs::read_dir(a.path().join("snapshots")).unwrap() {
+        let epoch = epoch.unwrap().path();
+        let to = target.join(epoch.file_name().unwrap());
+        std::fs::create_dir(&to).unwrap();
+        for f in std::fs::read_dir(&epoch).unwrap() {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, to.join(f.file_name().unwrap())).unwrap();
+        }
+    }
+
+    let (n, stats) = restart(b.path());
+    assert_eq!(stats.epoch, None, "{stats:?}");
+    assert!(stats
+        .rejected
+        .iter()
+        .any(|r| r.contains("another database")));
+    let got = answers(&n);
+    assert_eq!(got, recompute(n));
+}
