@@ -23,7 +23,8 @@ use ladle_storage::Storage;
 use parking_lot::Mutex;
 use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntGauge, Registry};
 
-/// Compact a node's delta chain once recovery would read this many files.
+/// Ask for compaction once a node's chain holds more files than this (the
+/// dataflow merges chains longer than 4).
 const MAX_CHAIN_FILES: usize = 4;
 
 /// With snapshots off, how often the change log is trimmed.
@@ -234,10 +235,11 @@ impl Snapshots {
     fn compact_if_needed(&self) {
         let Some(store) = &self.store else { return };
         let longest = store.retained().last().map_or(0, |e| e.longest_chain);
-        if longest < MAX_CHAIN_FILES {
+        if longest <= MAX_CHAIN_FILES {
             return;
         }
         match self.dataflow.compact_snapshots(store) {
+            Ok(c) if c.nodes_compacted == 0 => {}
             Ok(c) => {
                 self.metrics.compactions.inc();
                 tracing::info!(
@@ -323,12 +325,13 @@ impl Snapshots {
                     // Failures are logged and counted inside; try again next interval.
                     let _ = self.take(Trigger::Scheduled);
                     last_snapshot = Instant::now();
-                    self.compact_if_needed();
                 }
             } else if last_trim.elapsed() >= TRIM_EVERY {
                 self.trim_change_log();
                 last_trim = Instant::now();
             }
+            // Also after `SNAPSHOT VIEWS` epochs; cheap when nothing is due.
+            self.compact_if_needed();
         }
     }
 }

@@ -636,3 +636,58 @@ fn health_is_503_until_recovery_finishes() {
     let mut c = srv.conn();
     world.check(&mut c, "right after /health turned 200");
 }
+
+/// (epoch, longest_chain) of the newest retained epoch.
+fn newest_chain(c: &mut Conn) -> (u64, u64) {
+    let rows: Vec<Row> = c.query("SHOW SNAPSHOTS").unwrap();
+    let last = rows.last().expect("a retained epoch");
+    (
+        last.get("epoch").unwrap(),
+        last.get("longest_chain").unwrap(),
+    )
+}
+
+#[test]
+fn long_delta_chains_are_compacted_and_still_recover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new("compact");
+    let args = ["--snapshot-interval", "0"];
+    let mut srv = loaded(&mut world, &dir, &args);
+    let mut c = srv.conn();
+    snapshot_views(&mut c);
+    for round in 0..6 {
+        world.vote(&mut c, 20);
+        world.churn(&mut c, 20 + round, 1 + round);
+        snapshot_views(&mut c);
+    }
+    let (_, longest) = newest_chain(&mut c);
+    assert!(longest > 4, "chain of {longest} files");
+    // The scheduler thread merges the chains in the background.
+    let mut compactions = 0.0;
+    for _ in 0..600 {
+        compactions = srv
+            .metric("ladle_snapshot_compactions_total")
+            .unwrap_or(0.0);
+        if compactions >= 1.0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(compactions >= 1.0, "no compaction\n{}", srv.log_text());
+    // The next epoch builds on the merged files.
+    world.vote(&mut c, 20);
+    let (epoch, _, _) = snapshot_views(&mut c);
+    let (newest, longest) = newest_chain(&mut c);
+    assert_eq!(newest, epoch);
+    assert!(longest <= 2, "chain of {longest} files after compaction");
+    world.vote(&mut c, 25);
+    world.check(&mut c, "before the restart");
+    drop(c);
+    srv.kill9();
+
+    let srv = Ladle::start(&dir, &args, &[]);
+    assert_eq!(srv.metric("ladle_recovery_epoch"), Some(epoch as f64));
+    let mut c = srv.conn();
+    world.check(&mut c, "after restarting from compacted chains");
+}
