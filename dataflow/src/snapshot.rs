@@ -694,44 +694,66 @@ impl Dataflow {
             rows: 0,
         });
 
-        // Decode outside the locks.
+        // Decode outside the locks, on up to four threads (node by node).
         let mut tables_at_s: Option<HashSet<(TableId, u32)>> = None;
         let mut states: HashMap<String, RestoredState> = HashMap::new();
         let mut rows_of: HashMap<String, u64> = HashMap::new();
         let total = snap.nodes.len() as u64;
         let mut restore_rows = 0u64;
-        for (i, n) in snap.nodes.iter().enumerate() {
-            if n.node.as_str() == TABLES_NODE {
-                match postcard::from_bytes::<EpochMeta>(&n.base) {
-                    Ok(m) if m.storage_id == storage_id(&inner.storage)? => {
-                        tables_at_s = Some(m.tables.into_iter().collect())
+        let mut done = 0u64;
+        let this_storage = storage_id(&inner.storage)?;
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let workers = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4)
+            .min(snap.nodes.len().max(1));
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..workers {
+                let tx = tx.clone();
+                let (next, nodes) = (&next, &snap.nodes);
+                scope.spawn(move || loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(n) = nodes.get(i) else { break };
+                    let decoded = (n.node.as_str() != TABLES_NODE).then(|| decode_node(n));
+                    if tx.send((i, decoded)).is_err() {
+                        break;
                     }
-                    Ok(_) => stats
-                        .rejected
-                        .push("the snapshot belongs to another database".into()),
-                    Err(e) => stats.rejected.push(format!("epoch metadata: {e}")),
-                }
-                continue;
+                });
             }
-            match decode_node(n) {
-                Ok((state, rows)) => {
-                    restore_rows += rows;
-                    rows_of.insert(n.node.as_str().to_string(), rows);
-                    states.insert(n.node.as_str().to_string(), state);
+            drop(tx);
+            for (i, decoded) in rx {
+                let n = &snap.nodes[i];
+                done += 1;
+                match decoded {
+                    None => match postcard::from_bytes::<EpochMeta>(&n.base) {
+                        Ok(m) if m.storage_id == this_storage => {
+                            tables_at_s = Some(m.tables.into_iter().collect())
+                        }
+                        Ok(_) => stats
+                            .rejected
+                            .push("the snapshot belongs to another database".into()),
+                        Err(e) => stats.rejected.push(format!("epoch metadata: {e}")),
+                    },
+                    Some(Ok((state, rows))) => {
+                        restore_rows += rows;
+                        rows_of.insert(n.node.as_str().to_string(), rows);
+                        states.insert(n.node.as_str().to_string(), state);
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!(node = %n.node, "snapshot node unusable ({e}); it starts cold");
+                        stats.rejected.push(format!("node {}: {e}", n.node));
+                    }
                 }
-                Err(e) => {
-                    tracing::warn!(node = %n.node, "snapshot node unusable ({e}); it starts cold");
-                    stats.rejected.push(format!("node {}: {e}", n.node));
-                }
+                progress(&RecoveryProgress {
+                    phase: "restore",
+                    done,
+                    total,
+                    bytes: snap.bytes_read,
+                    rows: restore_rows,
+                });
             }
-            progress(&RecoveryProgress {
-                phase: "restore",
-                done: i as u64 + 1,
-                total,
-                bytes: snap.bytes_read,
-                rows: restore_rows,
-            });
-        }
+        });
         stats.load = started.elapsed();
 
         let truncated_below = log_truncated_below(&inner.storage)?;
