@@ -56,10 +56,10 @@ pub struct Args {
     /// Tokio worker threads (default: one per CPU).
     #[arg(long, env = "LADLE_THREADS")]
     pub threads: Option<usize>,
-    /// TLS certificate (PEM). Not supported by this build: setting it is an error.
+    /// TLS certificate chain (PEM): offer TLS to clients (with --tls-key).
     #[arg(long, env = "LADLE_TLS_CERT")]
     pub tls_cert: Option<PathBuf>,
-    /// TLS private key (PEM). Not supported by this build: setting it is an error.
+    /// TLS private key (PEM) for --tls-cert.
     #[arg(long, env = "LADLE_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
 }
@@ -74,12 +74,8 @@ impl Args {
                 self.listen
             ));
         }
-        if self.tls_cert.is_some() || self.tls_key.is_some() {
-            return Err(
-                "TLS (--tls-cert/--tls-key) is not supported by this build of ladle; \
-                        terminate TLS in a proxy in front of it"
-                    .into(),
-            );
+        if self.tls_cert.is_some() != self.tls_key.is_some() {
+            return Err("--tls-cert and --tls-key go together: give both or neither".into());
         }
         if self.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());

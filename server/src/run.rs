@@ -95,6 +95,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     *http_state.dataflow.write() = Some(dataflow.clone());
 
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let config = ladle_shim::tls::server_config(cert, key).map_err(anyhow::Error::msg)?;
+            tracing::info!(cert = %cert.display(), "TLS offered to clients");
+            Some(config)
+        }
+        _ => None,
+    };
     let facts = ServerFacts {
         max_connections: args.max_connections,
         port,
@@ -111,6 +119,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             password: args.password.clone(),
             max_connections: args.max_connections,
             max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
+            tls,
         },
     );
     let scheduler = snapshots.start_scheduler()?;

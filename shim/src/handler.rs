@@ -58,6 +58,11 @@ impl Connection {
         }
     }
 
+    /// The scramble this connection's greeting carries.
+    pub fn scramble(&self) -> [u8; 20] {
+        self.scramble
+    }
+
     /// Runs `f` on a blocking thread; a panic becomes error 1105.
     async fn run<T: Send + 'static>(
         &self,

@@ -34,6 +34,7 @@ pub mod net;
 pub mod params;
 pub mod session;
 pub mod sqltext;
+pub mod tls;
 pub mod vars;
 pub mod wire;
 
@@ -61,6 +62,8 @@ pub struct FrontendConfig {
     pub password: String,
     pub max_connections: usize,
     pub max_allowed_packet: usize,
+    /// Offer TLS with this configuration (see [`tls::server_config`]).
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
 }
 
 /// Accepts MySQL connections and serves them.
@@ -178,17 +181,8 @@ impl Frontend {
             .map(|a| a.ip().to_string())
             .unwrap_or_else(|_| "unknown".into());
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let (r, w) = stream.into_split();
         let trip = Arc::new(AtomicU16::new(0));
         let auth = Arc::new(net::AuthFailure::default());
-        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone())
-            .reporting_to(auth.clone());
-        // Buffer the socket: opensrv-mysql writes each packet (every row and
-        // column definition) separately and flushes once per command, so this
-        // turns a result set into one or a few syscalls instead of one per row.
-        let w = tokio::io::BufWriter::with_capacity(64 * 1024, w);
-        let writer = net::SharedWriter::new(w, auth.clone());
-        let mut raw = writer.raw();
         let conn = handler::Connection::new(
             self.engine.clone(),
             id,
@@ -197,6 +191,30 @@ impl Frontend {
             self.config.password.clone(),
             auth.clone(),
         );
+        let (r, w): (tls::ReadStream, tls::WriteStream) = match &self.config.tls {
+            Some(config) => match tls::accept(stream, config.clone(), id, &conn.scramble()).await {
+                Ok(streams) => {
+                    auth.skip_greeting.store(true, Ordering::SeqCst);
+                    streams
+                }
+                Err(e) => {
+                    tracing::debug!(connection = id, error = %e, "handshake failed");
+                    return;
+                }
+            },
+            None => {
+                let (r, w) = stream.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        };
+        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone())
+            .reporting_to(auth.clone());
+        // Buffer the socket: opensrv-mysql writes each packet (every row and
+        // column definition) separately and flushes once per command, so this
+        // turns a result set into one or a few syscalls instead of one per row.
+        let w = tokio::io::BufWriter::with_capacity(64 * 1024, w);
+        let writer = net::SharedWriter::new(w, auth.clone());
+        let mut raw = writer.raw();
         let opts = IntermediaryOptions {
             process_use_statement_on_query: true,
             reject_connection_on_dbname_absence: false,

@@ -235,7 +235,13 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedReader<R> {
                         }
                         let mut all = this.first.take().unwrap_or_default();
                         let rest = all.split_off(4 + len);
-                        let packet = rewrite_handshake(&all).unwrap_or(all);
+                        let mut packet = rewrite_handshake(&all).unwrap_or(all);
+                        // Inside TLS the response still says CLIENT_SSL; the
+                        // switch is done (crate::tls), and opensrv-mysql
+                        // would wait for a second response.
+                        if let Some(caps) = packet.get_mut(5) {
+                            *caps &= !0x08;
+                        }
                         this.track(&rest)?;
                         this.pending = packet;
                         this.pass_commands(&rest);
@@ -274,6 +280,9 @@ pub struct AuthFailure {
     pub end_patch: Mutex<Option<EndPatch>>,
     /// The capability flags of the client's handshake response.
     pub client_flags: AtomicU32,
+    /// The shim already sent the greeting (see [`crate::tls`]): drop
+    /// opensrv-mysql's.
+    pub skip_greeting: std::sync::atomic::AtomicBool,
     /// Ids of the connection's prepared statements (the handler keeps it).
     pub statements: Mutex<std::collections::HashSet<u32>>,
     /// Queued by the reader for each command naming an unknown statement
@@ -484,6 +493,12 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
     ) -> Poll<io::Result<usize>> {
         if self.swallowing() {
             self.auth.swallowed.lock().extend_from_slice(buf);
+            return Poll::Ready(Ok(buf.len()));
+        }
+        if self.swallow
+            && buf.get(4) == Some(&0x0a)
+            && self.auth.skip_greeting.swap(false, Ordering::SeqCst)
+        {
             return Poll::Ready(Ok(buf.len()));
         }
         let patched: Vec<u8>;

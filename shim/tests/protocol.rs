@@ -1,6 +1,6 @@
 //! Protocol behaviour seen by a real client (`mysql_async`) against an
 //! in-process front end over in-memory storage: the warning count in OK
-//! packets, multi-statement COM_QUERY, unknown statement ids.
+//! packets, multi-statement COM_QUERY, unknown statement ids, TLS.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +21,10 @@ struct Server {
 }
 
 async fn start() -> Server {
+    start_with(None).await
+}
+
+async fn start_with(tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = StorageConfig {
         data_dir: dir.path().to_path_buf(),
@@ -54,6 +58,7 @@ async fn start() -> Server {
             password: String::new(),
             max_connections: 100,
             max_allowed_packet: 16 << 20,
+            tls,
         },
     );
     let (stop, stop_rx) = watch::channel(false);
@@ -246,4 +251,93 @@ async fn unknown_statement_ids_get_1243_and_the_connection_lives_on() {
     write_packet(&mut s, 0, b"\x03SELECT 42").await;
     let (_, column_count) = read_packet(&mut s).await;
     assert_eq!(column_count, vec![1]);
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
+fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    use openssl::asn1::Asn1Time;
+    use openssl::bn::BigNum;
+    use openssl::ec::{EcGroup, EcKey};
+    use openssl::hash::MessageDigest;
+    use openssl::nid::Nid;
+    use openssl::pkey::PKey;
+    use openssl::x509::extension::SubjectAlternativeName;
+    use openssl::x509::{X509NameBuilder, X509};
+
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+    let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+    let mut name = X509NameBuilder::new().unwrap();
+    name.append_entry_by_text("CN", "ladle-test").unwrap();
+    let name = name.build();
+    let mut b = X509::builder().unwrap();
+    b.set_version(2).unwrap();
+    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
+        .unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
+        .unwrap();
+    let san = SubjectAlternativeName::new()
+        .ip("127.0.0.1")
+        .dns("localhost")
+        .build(&b.x509v3_context(None, None))
+        .unwrap();
+    b.append_extension(san).unwrap();
+    b.sign(&key, MessageDigest::sha256()).unwrap();
+    let cert = dir.join("cert.pem");
+    let key_path = dir.join("key.pem");
+    std::fs::write(&cert, b.build().to_pem().unwrap()).unwrap();
+    std::fs::write(&key_path, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
+    (cert, key_path)
+}
+
+#[tokio::test]
+async fn tls_clients_and_plain_clients_both_connect() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(certs.path());
+    let config = ladle_shim::tls::server_config(&cert, &key).expect("tls config");
+    let server = start_with(Some(config)).await;
+
+    // A TLS client that verifies the server's certificate against our CA:
+    // mysql_async refuses to go on in plain text once it asked for TLS.
+    let ssl = mysql_async::SslOpts::default().with_root_certs(vec![cert.clone().into()]);
+    let mut c = Conn::new(server.opts().ssl_opts(Some(ssl)))
+        .await
+        .expect("TLS connect");
+    c.query_drop("CREATE DATABASE secure").await.unwrap();
+    c.query_drop("USE secure").await.unwrap();
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))")
+        .await
+        .unwrap();
+    c.exec_drop("INSERT INTO t VALUES (?, ?)", (1, "over tls"))
+        .await
+        .unwrap();
+    let v: Option<String> = c
+        .exec_first("SELECT v FROM t WHERE id = ?", (1,))
+        .await
+        .unwrap();
+    assert_eq!(v.as_deref(), Some("over tls"));
+    // Results patched by the front end still arrive whole under TLS.
+    c.query_drop("INSERT IGNORE INTO t VALUES (1, 'dup')")
+        .await
+        .unwrap();
+    assert_eq!(c.get_warnings(), 1);
+    c.disconnect().await.unwrap();
+
+    // TLS is offered, not required: a plain client is served too.
+    let mut plain = Conn::new(server.opts().db_name(Some("secure")))
+        .await
+        .expect("plain connect");
+    let n: Option<i64> = plain.query_first("SELECT COUNT(*) FROM t").await.unwrap();
+    assert_eq!(n, Some(1));
+    plain.disconnect().await.unwrap();
+
+    // A client that distrusts the certificate is refused by its own check.
+    let wrong = mysql_async::SslOpts::default();
+    assert!(Conn::new(server.opts().ssl_opts(Some(wrong)))
+        .await
+        .is_err());
 }
