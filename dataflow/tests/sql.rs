@@ -1034,3 +1034,83 @@ fn derived_table_with_order_by_limit() {
         .unwrap();
     assert!(matches!(err, DataflowError::Unsupported(_)), "{err}");
 }
+
+#[test]
+fn in_list_on_a_group_by_column_reads_maintained_groups() {
+    let e = env(1 << 30);
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("up", int())],
+    );
+    e.insert(
+        &votes,
+        vec![
+            r(&[i(1), i(1), i(1)]),
+            r(&[i(2), i(1), i(0)]),
+            r(&[i(3), i(2), i(1)]),
+            r(&[i(4), i(3), i(1)]),
+        ],
+    );
+    let q = "SELECT story_id, COUNT(*), SUM(up) FROM votes WHERE story_id IN (?, ?, ?) GROUP BY story_id ORDER BY story_id";
+    assert_eq!(e.q(q, &[i(1), i(3), i(9)]), v(&["1 2 1", "3 1 1"]));
+    assert_eq!(e.q(q, &[i(2), i(2), i(1)]), v(&["1 2 1", "2 1 1"]));
+    e.insert(&votes, vec![r(&[i(5), i(3), i(1)])]);
+    e.delete_where(&votes, |r| r[0] == i(2));
+    assert_eq!(e.q(q, &[i(1), i(3), i(9)]), v(&["1 1 1", "3 2 2"]));
+    // The reader holds one maintained aggregate row per story read (1, 2,
+    // 3), not the votes themselves.
+    let view =
+        e.df.view_stats()
+            .into_iter()
+            .find(|v| v.query.contains("GROUP BY story_id ORDER BY story_id"))
+            .unwrap();
+    assert_eq!(view.cached_rows, 3, "{view:?}");
+    // Not grouped by the IN column: the elements' rows merge at read time.
+    assert_eq!(
+        e.q(
+            "SELECT COUNT(*) FROM votes WHERE story_id IN (?, ?)",
+            &[i(1), i(3)]
+        ),
+        v(&["3"])
+    );
+    assert_eq!(
+        e.q(
+            "SELECT up, COUNT(*) FROM votes WHERE story_id IN (?, ?) GROUP BY up",
+            &[i(1), i(3)]
+        ),
+        v(&["1 3"])
+    );
+}
+
+#[test]
+fn literal_in_lists_on_group_by_columns_share_a_view() {
+    let e = env(1 << 30);
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("up", int())],
+    );
+    e.insert(
+        &votes,
+        vec![
+            r(&[i(1), i(1), i(1)]),
+            r(&[i(2), i(1), i(0)]),
+            r(&[i(3), i(2), i(1)]),
+        ],
+    );
+    let q = |ids: &str| {
+        format!("SELECT story_id, COUNT(*) FROM votes WHERE story_id IN ({ids}) GROUP BY story_id")
+    };
+    assert_eq!(e.q(&q("1, 2"), &[]), v(&["1 2", "2 1"]));
+    let views = e.df.view_stats().len();
+    assert_eq!(e.q(&q("2, 3, 2"), &[]), v(&["2 1"]));
+    assert_eq!(e.q(&q("1"), &[]), v(&["1 2"]));
+    assert_eq!(e.df.view_stats().len(), views);
+    // Not a GROUP BY column: still one filter per list.
+    assert_eq!(
+        e.q(
+            "SELECT up, COUNT(*) FROM votes WHERE story_id IN (1, 2) GROUP BY up",
+            &[]
+        ),
+        v(&["0 1", "1 2"])
+    );
+}

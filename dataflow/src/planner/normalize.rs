@@ -56,6 +56,10 @@ struct Extracted {
     lits: Vec<Value>,
     lists: Vec<Vec<Source>>,
     collapse_in: bool,
+    /// GROUP BY columns (as written): an IN list on one of them is read
+    /// per element even under aggregation (each element's groups are its
+    /// own).
+    grouped_cols: Vec<String>,
 }
 
 fn is_user_param(e: &ast::Expr) -> bool {
@@ -118,7 +122,11 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                     !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
                 if !s.from.is_empty() && aggs.is_empty() && !grouped && s.having.is_none() {
                     if let Some(w) = &mut s.selection {
-                        extract(w, x, false)?;
+                        // The outer GROUP BY says nothing about these lists.
+                        let outer = std::mem::take(&mut x.grouped_cols);
+                        let r = extract(w, x, false);
+                        x.grouped_cols = outer;
+                        r?;
                     }
                 }
             }
@@ -128,7 +136,7 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             expr,
             list,
             negated: false,
-        } if allow_in
+        } if (allow_in || x.grouped_cols.contains(&expr.to_string()))
             && x.collapse_in
             && is_col(expr)
             && !list.is_empty()
@@ -165,7 +173,10 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             expr,
             list,
             negated: false,
-        } if allow_in && is_col(expr) && list.iter().all(is_plain_literal) => {
+        } if (allow_in || x.grouped_cols.contains(&expr.to_string()))
+            && is_col(expr)
+            && list.iter().all(is_plain_literal) =>
+        {
             for item in list.iter_mut() {
                 if let ast::Expr::Value(v) = item {
                     lits.push(literal(v)?);
@@ -201,6 +212,7 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         lits: Vec::new(),
         lists: Vec::new(),
         collapse_in,
+        grouped_cols: Vec::new(),
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
@@ -217,6 +229,13 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
             let grouped =
                 !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
             let allow_in = aggs.is_empty() && !grouped && s.having.is_none();
+            if let ast::GroupByExpr::Expressions(g, _) = &s.group_by {
+                x.grouped_cols = g
+                    .iter()
+                    .filter(|e| is_col(e))
+                    .map(|e| e.to_string())
+                    .collect();
+            }
             // Inner joins' ON conditions are WHERE conditions (the planner
             // moves their parameters there); FROM is visited before WHERE.
             for twj in &mut s.from {

@@ -1017,10 +1017,9 @@ impl<'a> Planner<'a> {
         // Parameters that cannot key an aggregate's state (ranges, IN
         // lists, NOW()): aggregate at read time over the maintained
         // pre-aggregation rows instead.
-        let late = aggregated
-            && (window.is_some()
-                || !read_filters.is_empty()
-                || key_frame.iter().any(|k| k.1.len() > 1));
+        // An IN list on a GROUP BY column needs no merging: each element's
+        // groups are its own (decided once the group columns are known).
+        let mut late = aggregated && (window.is_some() || !read_filters.is_empty());
         let mut late_parts: Option<(Vec<usize>, Option<Expr>, ReadAgg)> = None;
         if aggregated {
             let row_cx = ExprCx::row(&scope);
@@ -1069,6 +1068,10 @@ impl<'a> Planner<'a> {
                 }
                 gexprs.push(e);
             }
+            late = late
+                || key_frame
+                    .iter()
+                    .any(|k| k.1.len() > 1 && !by_col.contains_key(&k.0));
             for (c, _) in key_frame.iter().filter(|_| !late) {
                 let pos = match by_col.get(c) {
                     Some(&p) => p,
