@@ -89,10 +89,10 @@ use crate::{Dataflow, DataflowError, Result};
 
 /// A node's chain (full file + deltas) longer than this gets a full file in
 /// the next epoch even if compaction has not merged it.
-pub const MAX_CHAIN_LEN: usize = 16;
+pub(crate) const MAX_CHAIN_LEN: usize = 16;
 
 /// Chains longer than this are merged by [`Dataflow::compact_snapshots`].
-pub const COMPACT_CHAIN_LEN: usize = 4;
+pub(crate) const COMPACT_CHAIN_LEN: usize = 4;
 
 /// What one [`Dataflow::snapshot`] did.
 #[derive(Clone, Debug, Default)]
@@ -106,7 +106,7 @@ pub struct SnapshotStats {
     pub nodes_written: usize,
     /// Of those, full files (the rest are deltas).
     pub full_nodes: usize,
-    /// Reader rows and aggregate groups written.
+    /// Reader rows, aggregate groups and recorded row deltas written.
     pub rows_written: u64,
     /// Serialized bytes handed to the store (before compression).
     pub bytes_written: u64,

@@ -1,7 +1,7 @@
 //! Snapshot figures for about 1M rows of view state (ignored by default):
 //!
 //! ```text
-//! cargo test --release -p ladle-dataflow --test snapshot_bench -- --ignored --nocapture
+//! cargo test --release -p ladle-dataflow --test snapshot_bench -- --ignored --nocapture --test-threads 1
 //! ```
 //!
 //! 1M votes over 100k articles (in-memory storage, so only the snapshot
@@ -14,7 +14,9 @@
 
 mod common;
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use common::*;
 use ladle_common::{ColumnSchema, IndexSchema, TableSchema};
@@ -40,9 +42,8 @@ fn dir_bytes(dir: &std::path::Path) -> u64 {
     total
 }
 
-#[test]
-#[ignore]
-fn snapshot_one_million_rows_of_view_state() {
+/// In-memory storage with `votes` (indexed by article) holding 1M votes.
+fn load_votes() -> (Arc<Storage>, Arc<TableSchema>) {
     let storage = Storage::in_memory();
     storage.create_database(DB, true).unwrap();
     let votes = storage
@@ -82,6 +83,13 @@ fn snapshot_one_million_rows_of_view_state() {
             .unwrap();
     }
     println!("loaded {VOTES} votes in {:?}", t.elapsed());
+    (storage, votes)
+}
+
+#[test]
+#[ignore]
+fn snapshot_one_million_rows_of_view_state() {
+    let (storage, votes) = load_votes();
 
     let config = DataflowConfig {
         memory_limit: 8 << 30,
@@ -186,4 +194,84 @@ fn snapshot_one_million_rows_of_view_state() {
     };
     assert_eq!(e.q(COUNTS, &[]), expected);
     println!("cold restart to the first answer: {:?}", t.elapsed());
+}
+
+/// Single-vote writes from four threads for a few seconds with both views
+/// maintained, without snapshots and with one every second (ten times the
+/// server's default rate), alternating twice.
+#[test]
+#[ignore]
+fn write_throughput_with_and_without_snapshots() {
+    let (storage, votes) = load_votes();
+    let config = DataflowConfig {
+        memory_limit: 8 << 30,
+    };
+    let df = Dataflow::new(storage.clone(), config).unwrap();
+    let e = Env {
+        storage: storage.clone(),
+        df: df.clone(),
+    };
+    e.q(COUNTS, &[]);
+    let by_article = e.prepare(BY_ARTICLE);
+    for a in 0..ARTICLES {
+        by_article.execute(&[i(a)]).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store =
+        SnapshotStore::open(dir.path().join("snapshots"), SnapshotConfig::default()).unwrap();
+    df.snapshot(&store).unwrap();
+    let next_id = Arc::new(AtomicU64::new(VOTES as u64));
+    let run = |with_snapshots: bool| -> f64 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        for _ in 0..4 {
+            let (storage, votes, stop, writes, next_id) = (
+                storage.clone(),
+                votes.clone(),
+                stop.clone(),
+                writes.clone(),
+                next_id.clone(),
+            );
+            threads.push(std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let id = next_id.fetch_add(1, Ordering::Relaxed) as i64;
+                    storage
+                        .write(vec![WriteOp::Insert {
+                            table: votes.id,
+                            rows: vec![r(&[i(id), i((id * 97) % ARTICLES), i(id % 7919)])],
+                            on_conflict: OnConflict::Error,
+                        }])
+                        .unwrap();
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+            }));
+        }
+        let t = Instant::now();
+        let mut pauses = Vec::new();
+        while t.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_secs(1));
+            if with_snapshots {
+                let s = df.snapshot(&store).unwrap();
+                pauses.push((s.capture, s.total, s.bytes_written >> 10));
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
+            t.join().unwrap();
+        }
+        let rate = writes.load(Ordering::Relaxed) as f64 / t.elapsed().as_secs_f64();
+        println!(
+            "{} snapshots: {rate:.0} writes/s; (capture, total, KB) per snapshot: {pauses:?}",
+            if with_snapshots { "with" } else { "without" }
+        );
+        rate
+    };
+    let mut ratios = Vec::new();
+    for _ in 0..2 {
+        let without = run(false);
+        let with = run(true);
+        ratios.push(with / without);
+    }
+    println!("throughput with / without snapshots: {ratios:?}");
 }
