@@ -1114,3 +1114,31 @@ fn literal_in_lists_on_group_by_columns_share_a_view() {
         v(&["0 1", "1 2"])
     );
 }
+
+#[test]
+fn nested_subqueries_with_literals_still_plan() {
+    let e = env(1 << 30);
+    let st = e.table("stories", &[("id", int()), ("user_id", int())]);
+    let votes = e.table(
+        "votes",
+        &[("id", int()), ("story_id", int()), ("user_id", int())],
+    );
+    let users = e.table("users", &[("id", int()), ("banned", int())]);
+    e.insert(&st, vec![r(&[i(1), i(1)]), r(&[i(2), i(2)])]);
+    e.insert(&votes, vec![r(&[i(1), i(1), i(7)]), r(&[i(2), i(2), i(8)])]);
+    e.insert(&users, vec![r(&[i(7), i(0)]), r(&[i(8), i(1)])]);
+    assert_eq!(
+        e.q(
+            "SELECT id FROM stories WHERE id IN (SELECT story_id FROM votes WHERE story_id > 0 AND user_id IN (SELECT id FROM users WHERE banned = 0))",
+            &[]
+        ),
+        v(&["1"])
+    );
+    assert_eq!(
+        e.q(
+            "SELECT id FROM stories WHERE id IN (SELECT story_id FROM votes WHERE story_id = 2 AND user_id IN (SELECT id FROM users WHERE banned = 1))",
+            &[]
+        ),
+        v(&["2"])
+    );
+}

@@ -120,7 +120,23 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                 }
                 let grouped =
                     !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
-                if !s.from.is_empty() && aggs.is_empty() && !grouped && s.having.is_none() {
+                // A nested subquery would make the keyed semi-join refuse
+                // what the plain one plans: leave those literals alone.
+                let nested = s.selection.as_ref().is_some_and(|w| {
+                    ast::visit_expressions(w, |e| match e {
+                        ast::Expr::Subquery(_)
+                        | ast::Expr::InSubquery { .. }
+                        | ast::Expr::Exists { .. } => ControlFlow::Break(()),
+                        _ => ControlFlow::Continue(()),
+                    })
+                    .is_break()
+                });
+                if !s.from.is_empty()
+                    && !nested
+                    && aggs.is_empty()
+                    && !grouped
+                    && s.having.is_none()
+                {
                     if let Some(w) = &mut s.selection {
                         // The outer GROUP BY says nothing about these lists.
                         let outer = std::mem::take(&mut x.grouped_cols);
