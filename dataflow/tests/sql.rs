@@ -1142,3 +1142,22 @@ fn nested_subqueries_with_literals_still_plan() {
         v(&["2"])
     );
 }
+
+#[test]
+fn bare_names_in_join_on_stay_in_the_join() {
+    let e = env(1 << 30);
+    let a = e.table("a", &[("id", int())]);
+    let b = e.table("b", &[("id", int()), ("a_id", int()), ("y", int())]);
+    let c = e.table("c", &[("id", int()), ("b_id", int()), ("y", int())]);
+    e.insert(&a, vec![r(&[i(1)])]);
+    e.insert(&b, vec![r(&[i(1), i(1), i(5)]), r(&[i(2), i(1), i(6)])]);
+    e.insert(&c, vec![r(&[i(1), i(1), i(9)]), r(&[i(2), i(2), i(9)])]);
+    // `y` is b.y inside the first ON, ambiguous after c joins in.
+    let sql = "SELECT b.id FROM a JOIN b ON b.a_id = a.id AND y = 5 JOIN c ON c.b_id = b.id";
+    assert_eq!(e.q(sql, &[]), v(&["1"]));
+    let with_param = "SELECT b.id FROM a JOIN b ON b.a_id = a.id AND y = ? JOIN c ON c.b_id = b.id";
+    match e.df.prepare(DB, &parse(with_param)) {
+        Ok(p) => assert_eq!(render(p.execute(&[i(6)]).unwrap(), false), v(&["2"])),
+        Err(err) => assert!(matches!(err, DataflowError::Unsupported(_)), "{err}"),
+    }
+}

@@ -60,6 +60,9 @@ struct Extracted {
     /// per element even under aggregation (each element's groups are its
     /// own).
     grouped_cols: Vec<String>,
+    /// Only `t.col = literal` (inner join ON: a bare name could become
+    /// ambiguous in WHERE, where the planner moves it).
+    qualified_only: bool,
 }
 
 fn is_user_param(e: &ast::Expr) -> bool {
@@ -82,12 +85,15 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             op: ast::BinaryOperator::Eq,
             right,
         } => {
-            if is_col(left) && is_plain_literal(right) {
+            let col_ok = |c: &ast::Expr| {
+                is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
+            };
+            if col_ok(left) && is_plain_literal(right) {
                 if let ast::Expr::Value(v) = &**right {
                     lits.push(literal(v)?);
                 }
                 **right = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
-            } else if is_col(right) && is_plain_literal(left) {
+            } else if col_ok(right) && is_plain_literal(left) {
                 if let ast::Expr::Value(v) = &**left {
                     lits.push(literal(v)?);
                 }
@@ -229,6 +235,7 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         lists: Vec::new(),
         collapse_in,
         grouped_cols: Vec::new(),
+        qualified_only: false,
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
@@ -259,7 +266,10 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
                     if let ast::JoinOperator::Inner(ast::JoinConstraint::On(on)) =
                         &mut j.join_operator
                     {
-                        extract(on, &mut x, false)?;
+                        x.qualified_only = true;
+                        let r = extract(on, &mut x, false);
+                        x.qualified_only = false;
+                        r?;
                     }
                 }
             }

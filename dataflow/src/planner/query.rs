@@ -138,6 +138,18 @@ fn has_placeholder(e: &ast::Expr) -> bool {
     found
 }
 
+/// Whether every column `e` names is qualified (`t.col`).
+fn columns_qualified(e: &ast::Expr) -> bool {
+    !ast::visit_expressions(e, |x| {
+        if matches!(x, ast::Expr::Identifier(_)) {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
 /// Whether `e` has a placeholder anywhere, subqueries included.
 fn has_placeholder_deep(e: &ast::Expr) -> bool {
     ast::visit_expressions(e, |x| {
@@ -660,8 +672,11 @@ impl<'a> Planner<'a> {
             if kind == JoinKind::Inner {
                 // An inner join's ON is part of WHERE: parameters there can
                 // key the view (`JOIN b ON b.a_id = a.id AND b.user_id = ?`).
-                let (params, rest): (Vec<ast::Expr>, Vec<ast::Expr>) =
-                    conj.into_iter().partition(has_placeholder);
+                // Qualified columns only: a bare name could become ambiguous
+                // once later tables join in.
+                let (params, rest): (Vec<ast::Expr>, Vec<ast::Expr>) = conj
+                    .into_iter()
+                    .partition(|c| has_placeholder(c) && columns_qualified(c));
                 where_conj.extend(params);
                 conj = rest;
             }
