@@ -672,7 +672,12 @@ impl Dataflow {
             bytes: 0,
             rows: 0,
         });
-        let loaded = store.load_latest().map_err(snap_err)?;
+        // A store that cannot be read means a cold start, not a failed one.
+        let loaded = store.load_latest().unwrap_or_else(|e| {
+            tracing::warn!("cannot load snapshots ({e}); cold start");
+            stats.rejected.push(format!("loading snapshots: {e}"));
+            None
+        });
         let Some(snap) = loaded else {
             stats.lsn = inner.storage.last_lsn();
             stats.nodes_cold = inner.graph.lock().stateful_nodes();
@@ -684,6 +689,7 @@ impl Dataflow {
             .iter()
             .map(|r| format!("epoch {}: {}", r.epoch, r.reason))
             .collect();
+        let mut rejected_later = Vec::new();
         stats.bytes_read = snap.bytes_read;
         stats.lsn = snap.lsn;
         progress(&RecoveryProgress {
@@ -761,24 +767,25 @@ impl Dataflow {
         let outcome = inner.storage.exclusive(|| -> Result<Option<Replayed>> {
             let last = inner.storage.last_lsn();
             let mut g = inner.graph.lock();
-            let usable = |why: &str| {
+            let usable = |why: &str| -> String {
                 tracing::warn!(
                     epoch = snap.epoch,
                     "snapshot not restorable ({why}); cold start"
                 );
+                format!("epoch {}: {why}", snap.epoch)
             };
             let Some(tables_at_s) = &tables_at_s else {
-                usable("no usable epoch metadata");
+                rejected_later.push(usable("no usable epoch metadata"));
                 g.restore(HashMap::new());
                 return Ok(None);
             };
             if last < snap.lsn {
-                usable("storage is older than the snapshot");
+                rejected_later.push(usable("storage is older than the snapshot"));
                 g.restore(HashMap::new());
                 return Ok(None);
             }
             if snap.lsn + 1 < truncated_below {
-                usable("the change log after it was truncated");
+                rejected_later.push(usable("the change log after it was truncated"));
                 g.restore(HashMap::new());
                 return Ok(None);
             }
@@ -791,7 +798,7 @@ impl Dataflow {
             let mut batches = 0u64;
             let mut deltas = 0u64;
             let mut gap = None;
-            inner.storage.read_log(snap.lsn, &mut |lsn, entry| {
+            let read = inner.storage.read_log(snap.lsn, &mut |lsn, entry| {
                 if lsn != next {
                     gap.get_or_insert(next);
                 }
@@ -805,9 +812,16 @@ impl Dataflow {
                     }
                 }
                 Ok(())
-            })?;
+            });
+            if let Err(e) = read {
+                rejected_later.push(usable(&format!(
+                    "the change log after it cannot be read: {e}"
+                )));
+                g.restore(HashMap::new());
+                return Ok(None);
+            }
             if gap.is_some() || next != last + 1 {
-                usable("the change log after it has a gap");
+                rejected_later.push(usable("the change log after it has a gap"));
                 g.restore(HashMap::new());
                 return Ok(None);
             }
@@ -845,6 +859,7 @@ impl Dataflow {
             Ok(Some(replayed))
         })?;
         stats.replay = replay_started.elapsed();
+        stats.rejected.extend(rejected_later);
         match outcome {
             Some(r) => {
                 stats.epoch = Some(snap.epoch);

@@ -764,3 +764,33 @@ fn snapshots_of_another_database_are_not_restored() {
     let got = answers(&n);
     assert_eq!(got, recompute(n));
 }
+
+#[test]
+fn change_log_truncated_past_the_snapshot_means_a_cold_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = open(dir.path());
+    let (votes, _) = create_tables(&n);
+    insert_votes(&n, &votes, 0..200);
+    answers(&n);
+    let snap = n.df.snapshot(&n.store).unwrap();
+    insert_votes(&n, &votes, 200..210);
+    insert_votes(&n, &votes, 210..220);
+    // As if the log had been truncated beyond what this snapshot needs.
+    n.storage.truncate_log(snap.lsn + 2).unwrap();
+    n.storage
+        .put_meta(
+            "dataflow/snapshot/log-truncated-below",
+            &(snap.lsn + 2).to_be_bytes(),
+        )
+        .unwrap();
+    drop(n);
+    let (n, stats) = restart(dir.path());
+    assert_eq!(stats.epoch, None, "{stats:?}");
+    assert!(
+        stats.rejected.iter().any(|r| r.contains("truncated")),
+        "{stats:?}"
+    );
+    assert_eq!(stats.nodes_restored, 0);
+    let got = answers(&n);
+    assert_eq!(got, recompute(n));
+}
