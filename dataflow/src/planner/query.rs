@@ -1525,6 +1525,12 @@ impl<'a> Planner<'a> {
             ra.project = stored;
             ra.distinct = distinct;
             ra.order = order;
+            // A window's rows are kept in its order, so taking it is cheap.
+            let reader_order = ra
+                .window
+                .as_ref()
+                .map(|w| w.order.clone())
+                .unwrap_or_default();
             return Ok(PlannedView {
                 plan: node,
                 key: key_pos,
@@ -1537,7 +1543,7 @@ impl<'a> Planner<'a> {
                     .iter()
                     .map(|k| scope.cols[k.0].ty.clone())
                     .collect(),
-                order: vec![],
+                order: reader_order,
                 read_filter: late_filter,
                 output,
                 columns,
