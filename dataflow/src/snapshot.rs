@@ -11,7 +11,9 @@
 //! cheap work happens: aggregate partitions are copy-on-write (`Arc`, cloned
 //! on the next write) and reader rows are `Arc`s already, so a capture takes
 //! references to the partitions that changed since the previous epoch (each
-//! stateful node tracks its changed partition keys). Serialization (postcard)
+//! stateful node tracks its changed partition keys; inside large partitions
+//! the changed aggregate groups are cloned and the applied reader row deltas
+//! moved out). Serialization (postcard)
 //! and file I/O run after the locks are released. The WAL is synced before
 //! the epoch is published, so under asynchronous durability a snapshot is
 //! never ahead of the writes a crash keeps.
@@ -50,12 +52,13 @@
 //! compute "after the batch minus the batch's deltas" from storage, which is
 //! at L, so one merged batch is exact where entry-by-entry replay would not
 //! be. The log must be complete after S (LSNs are contiguous; a marker
-//! records how far it was truncated) and every table's schema version must
-//! equal the one recorded at S; otherwise the state starts cold (the
-//! tables' deltas are left out when only their views are affected).
-//! Each epoch also records a random identity of the storage (kept in its
-//! catalog), so snapshots copied next to another database are not used.
-//! Never a wrong answer: at worst a cold view.
+//! records how far it was truncated), the storage must not be older than S,
+//! and the epoch must belong to this storage (each epoch records a random
+//! identity kept in the storage's catalog); otherwise, or if the snapshots
+//! or the log cannot be read, everything starts cold. A table whose schema
+//! version differs from the one recorded at S (ALTER, DROP + CREATE, new)
+//! has cold views (their stable ids differ) and its deltas are left out of
+//! the replay. Never a wrong answer: at worst a cold view.
 //!
 //! After each publish the change log is truncated below the oldest retained
 //! epoch's S + 1.
@@ -65,7 +68,7 @@
 //! If the environment variable `LADLE_SNAPSHOT_CRASH` is `capture`, `write`,
 //! `manifest` or `rename`, [`Dataflow::snapshot`] aborts the process
 //! (`std::process::abort`) at that phase: during the capture with the locks
-//! held; after writing the first node file (the table-versions file is
+//! held; after writing the first node file (the epoch metadata file is
 //! written in every epoch, so this always triggers); after every node file
 //! but before publishing; inside publish just before the `MANIFEST` rename.
 //! For kill -9 tests only.
