@@ -58,8 +58,8 @@ pub(crate) enum CapturedState {
 
 /// A stateful node's state as restored from a snapshot.
 pub(crate) enum RestoredState {
-    /// Normalized key -> sorted rows.
-    Reader(Vec<(Vec<Value>, Vec<Row>)>),
+    /// Normalized key -> rows, and whether they need sorting.
+    Reader(Vec<(Vec<Value>, Vec<Row>, bool)>),
     /// Partition key -> partition.
     Aggregate(Vec<(Vec<Value>, ops::aggregate::Partition)>),
 }

@@ -178,7 +178,7 @@ struct EpochMeta {
     /// (table id, schema version) of every table at S.
     tables: Vec<(TableId, u32)>,
 }
-const FORMAT: u8 = 2;
+const FORMAT: u8 = 3;
 const KIND_READER: u8 = 0;
 const KIND_AGGREGATE: u8 = 1;
 
@@ -189,6 +189,9 @@ const KIND_AGGREGATE: u8 = 1;
 struct Blob<P, X> {
     format: u8,
     kind: u8,
+    /// Reader rows may be out of order (a compaction applied row deltas):
+    /// they are sorted on restore.
+    unsorted: bool,
     upserts: Vec<(Vec<Value>, P)>,
     patches: Vec<(Vec<Value>, X)>,
     removed: Vec<Vec<Value>>,
@@ -199,6 +202,7 @@ struct Blob<P, X> {
 struct BlobRef<'a, P, X> {
     format: u8,
     kind: u8,
+    unsorted: bool,
     upserts: &'a [(Vec<Value>, Arc<P>)],
     patches: &'a [(Vec<Value>, X)],
     removed: &'a [Vec<Value>],
@@ -368,6 +372,7 @@ fn encode_capture<P: SavedPartition>(c: &Captured<P, P::Patch>) -> Result<Vec<u8
     postcard::to_stdvec(&BlobRef {
         format: FORMAT,
         kind: P::KIND,
+        unsorted: false,
         upserts: &c.upserts,
         patches: &c.patches,
         removed: &c.removed,
@@ -394,11 +399,12 @@ fn blob_kind(bytes: &[u8]) -> std::result::Result<u8, String> {
     Ok(kind)
 }
 
-/// Applies `deltas` on the full `base`: the node's partitions.
+/// Applies `deltas` on the full `base`: the node's partitions, each with
+/// whether a patch touched it (reader rows then need sorting).
 fn apply_chain<P: SavedPartition>(
     base: &[u8],
     deltas: &[&[u8]],
-) -> std::result::Result<HashMap<Vec<Value>, P>, String> {
+) -> std::result::Result<Vec<(Vec<Value>, P, bool)>, String> {
     let decode = |bytes: &[u8]| -> std::result::Result<Blob<P, P::Patch>, String> {
         let b: Blob<P, P::Patch> =
             postcard::from_bytes(bytes).map_err(|e| format!("undecodable node state: {e}"))?;
@@ -411,20 +417,34 @@ fn apply_chain<P: SavedPartition>(
     if !b.patches.is_empty() || !b.removed.is_empty() {
         return Err("a chain's base holds changes, not whole state".into());
     }
-    let mut map: HashMap<Vec<Value>, P> = b.upserts.into_iter().collect();
+    let unsorted = b.unsorted;
+    if deltas.is_empty() {
+        return Ok(b
+            .upserts
+            .into_iter()
+            .map(|(k, p)| (k, p, unsorted))
+            .collect());
+    }
+    let mut map: HashMap<Vec<Value>, (P, bool)> = b
+        .upserts
+        .into_iter()
+        .map(|(k, p)| (k, (p, unsorted)))
+        .collect();
     for d in deltas {
         let d = decode(d)?;
         for k in d.removed {
             map.remove(&k);
         }
-        map.extend(d.upserts);
+        map.extend(d.upserts.into_iter().map(|(k, p)| (k, (p, false))));
         for (k, patch) in d.patches {
-            map.get_mut(&k)
-                .ok_or("a change to a partition the previous state lacks")?
-                .apply(patch);
+            let e = map
+                .get_mut(&k)
+                .ok_or("a change to a partition the previous state lacks")?;
+            e.0.apply(patch);
+            e.1 = true;
         }
     }
-    Ok(map)
+    Ok(map.into_iter().map(|(k, (p, u))| (k, p, u)).collect())
 }
 
 /// Decodes a loaded node chain into restorable state and its row count.
@@ -432,14 +452,15 @@ fn decode_node(n: &LoadedNode) -> std::result::Result<(RestoredState, u64), Stri
     let deltas: Vec<&[u8]> = n.deltas.iter().map(|d| d.as_slice()).collect();
     match blob_kind(&n.base)? {
         KIND_READER => {
-            let map = apply_chain::<Vec<Row>>(&n.base, &deltas)?;
-            let rows = map.values().map(|r| r.rows()).sum();
-            Ok((RestoredState::Reader(map.into_iter().collect()), rows))
+            let keys = apply_chain::<Vec<Row>>(&n.base, &deltas)?;
+            let rows = keys.iter().map(|k| k.1.rows()).sum();
+            Ok((RestoredState::Reader(keys), rows))
         }
         KIND_AGGREGATE => {
-            let map = apply_chain::<Partition>(&n.base, &deltas)?;
-            let rows = map.values().map(|p| p.rows()).sum();
-            Ok((RestoredState::Aggregate(map.into_iter().collect()), rows))
+            let parts = apply_chain::<Partition>(&n.base, &deltas)?;
+            let rows = parts.iter().map(|p| p.1.rows()).sum();
+            let parts = parts.into_iter().map(|(k, p, _)| (k, p)).collect();
+            Ok((RestoredState::Aggregate(parts), rows))
         }
         k => Err(format!("unknown node state kind {k}")),
     }
@@ -453,11 +474,12 @@ fn merge_blobs(base: &[u8], deltas: &[&[u8]]) -> Vec<u8> {
         base: &[u8],
         deltas: &[&[u8]],
     ) -> std::result::Result<Vec<u8>, String> {
-        let map = apply_chain::<P>(base, deltas)?;
+        let parts = apply_chain::<P>(base, deltas)?;
         postcard::to_stdvec(&Blob::<P, P::Patch> {
             format: FORMAT,
             kind: P::KIND,
-            upserts: map.into_iter().collect(),
+            unsorted: parts.iter().any(|p| p.2),
+            upserts: parts.into_iter().map(|(k, p, _)| (k, p)).collect(),
             patches: vec![],
             removed: vec![],
         })
@@ -947,6 +969,7 @@ mod tests {
             postcard::to_stdvec(&Blob::<Vec<Row>, Vec<RowDelta>> {
                 format: FORMAT,
                 kind: KIND_READER,
+                unsorted: false,
                 upserts,
                 patches,
                 removed,
@@ -970,10 +993,16 @@ mod tests {
             vec![key(2)],
         );
         let merged = merge_blobs(&base, &[&d1]);
-        let map = apply_chain::<Vec<Row>>(&merged, &[]).unwrap();
+        let map: HashMap<Vec<Value>, (Vec<Row>, bool)> = apply_chain::<Vec<Row>>(&merged, &[])
+            .unwrap()
+            .into_iter()
+            .map(|(k, p, u)| (k, (p, u)))
+            .collect();
         assert_eq!(map.len(), 2);
-        assert_eq!(sorted(map[&key(1)].clone()), rows(&[2, 9]));
-        assert_eq!(map[&key(3)], rows(&[7]));
+        // The patched key may be out of order: flagged for sorting.
+        assert!(map[&key(1)].1);
+        assert_eq!(sorted(map[&key(1)].0.clone()), rows(&[2, 9]));
+        assert_eq!(map[&key(3)].0, rows(&[7]));
         // A patch for a partition the base lacks is refused (cold, not wrong).
         let bad = blob(vec![], vec![(key(4), vec![])], vec![]);
         assert!(apply_chain::<Vec<Row>>(&base, &[&bad]).is_err());

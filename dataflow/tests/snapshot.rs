@@ -45,6 +45,9 @@ const VIEWS: &[&str] = &[
     // every row, and an aggregate partition with 187 groups
     "SELECT id, score FROM votes",
     "SELECT article, usr, COUNT(*) AS n, MAX(score) AS m FROM votes GROUP BY article, usr",
+    // order matters: restored rows must come back sorted
+    "SELECT id, score FROM votes WHERE article = ? ORDER BY score DESC, id LIMIT 5",
+    "SELECT id, usr, score FROM votes ORDER BY usr, score DESC, id",
 ];
 
 struct Node {

@@ -230,14 +230,16 @@ impl ReaderState {
     }
 
     /// Replaces the state by `entries` (normalized key -> rows, restored
-    /// from a snapshot; sorted here); other keys are holes.
-    pub fn restore(&self, entries: Vec<(Vec<Value>, Vec<Row>)>) {
+    /// from a snapshot, and whether they need sorting: row deltas were
+    /// applied to them); other keys are holes.
+    pub fn restore(&self, entries: Vec<(Vec<Value>, Vec<Row>, bool)>) {
         let mut map = self.map.write();
         map.clear();
         let mut total = 0;
-        for (k, mut rows) in entries {
-            // Already sorted unless row deltas were applied: then one pass.
-            rows.sort_by(|a, b| cmp_rows(a, b, &self.order).then_with(|| a.cmp(b)));
+        for (k, mut rows, unsorted) in entries {
+            if unsorted {
+                rows.sort_by(|a, b| cmp_rows(a, b, &self.order).then_with(|| a.cmp(b)));
+            }
             let bytes = 64 + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
             total += bytes;
             map.insert(
