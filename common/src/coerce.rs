@@ -170,6 +170,149 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
     }
 }
 
+/// How [`coerce_adjusting`] made a value fit, as MySQL's non-strict mode
+/// (INSERT IGNORE) does; the front end reports each as a warning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adjustment {
+    /// A number beyond the column's range became the nearest end of it.
+    Clamped,
+    /// A string was cut to the column's length, or a string with a numeric
+    /// prefix kept only that (`'12abc'` -> 12).
+    Truncated,
+    /// A string that is not a number became 0.
+    Zeroed,
+}
+
+/// [`coerce`], except that a number out of range, a string too long or a
+/// non-numeric string for a numeric column is adjusted as MySQL's non-strict
+/// mode does instead of refused; the adjustment says what happened. Values
+/// with no such adjustment (dates, ENUM labels) are still errors.
+pub fn coerce_adjusting(
+    v: &Value,
+    column: &ColumnSchema,
+) -> Result<(Value, Option<Adjustment>), CoerceError> {
+    let err = match coerce(v, column) {
+        Ok(fits) => return Ok((fits, None)),
+        Err(e) => e,
+    };
+    let numeric = matches!(
+        column.ty,
+        SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double
+    );
+    match (&err, &column.ty) {
+        (CoerceError::OutOfRange { .. }, SqlType::Int { bytes, unsigned }) => {
+            let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
+            let bits = u32::from(*bytes) * 8;
+            let end = match (unsigned, negative) {
+                (true, true) => Value::Int(0),
+                (true, false) => match i64::try_from((1u128 << bits) - 1) {
+                    Ok(i) => Value::Int(i),
+                    Err(_) => Value::UInt(u64::MAX),
+                },
+                (false, true) => Value::Int((-(1i128 << (bits - 1))) as i64),
+                (false, false) => Value::Int(((1i128 << (bits - 1)) - 1) as i64),
+            };
+            Ok((end, Some(Adjustment::Clamped)))
+        }
+        (CoerceError::OutOfRange { .. }, SqlType::Decimal { precision, scale }) => {
+            let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
+            // The largest value: precision nines with `scale` decimals.
+            let nines = (0..*precision)
+                .try_fold(0i128, |acc, _| acc.checked_mul(10)?.checked_add(9))
+                .ok_or_else(|| err.clone())?;
+            let mut largest = Decimal::try_from_i128_with_scale(nines, u32::from(*scale))
+                .map_err(|_| err.clone())?;
+            if negative {
+                largest.set_sign_negative(true);
+            }
+            Ok((
+                coerce(&Value::Decimal(largest), column)?,
+                Some(Adjustment::Clamped),
+            ))
+        }
+        (CoerceError::TooLong { .. }, SqlType::Char(n) | SqlType::VarChar(n)) => {
+            let cut: String = to_text(v).chars().take(*n as usize).collect();
+            Ok((Value::text(cut), Some(Adjustment::Truncated)))
+        }
+        (CoerceError::TooLong { .. }, SqlType::Text(n)) => {
+            let s = to_text(v);
+            let mut end = (*n as usize).min(s.len());
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            Ok((Value::text(&s[..end]), Some(Adjustment::Truncated)))
+        }
+        (
+            CoerceError::TooLong { .. },
+            SqlType::Binary(n) | SqlType::VarBinary(n) | SqlType::Blob(n),
+        ) => {
+            let b: Vec<u8> = match v {
+                Value::Bytes(b) => b.to_vec(),
+                other => to_text(other).into_bytes(),
+            };
+            Ok((
+                Value::bytes(&b[..b.len().min(*n as usize)]),
+                Some(Adjustment::Truncated),
+            ))
+        }
+        (CoerceError::Incorrect { .. }, _) if numeric => {
+            let text = to_text(v);
+            match numeric_prefix(&text) {
+                Some(prefix) => {
+                    let (value, _) = coerce_adjusting(&Value::text(prefix), column)?;
+                    Ok((value, Some(Adjustment::Truncated)))
+                }
+                None => Ok((coerce(&Value::Int(0), column)?, Some(Adjustment::Zeroed))),
+            }
+        }
+        _ => Err(err),
+    }
+}
+
+/// The longest prefix of `s` that reads as a number (`'12abc'` -> `12`),
+/// as MySQL converts strings in numeric context; `None` if there is none.
+fn numeric_prefix(s: &str) -> Option<&str> {
+    let t = s.trim_start();
+    let b = t.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'+' | b'-')) {
+        i += 1;
+    }
+    let digits_from = i;
+    while b.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    let mut digits = i - digits_from;
+    if b.get(i) == Some(&b'.') {
+        let frac_from = i + 1;
+        let mut j = frac_from;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        digits += j - frac_from;
+        if digits > 0 {
+            i = j;
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        let exp_from = j;
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        if j > exp_from {
+            i = j;
+        }
+    }
+    Some(&t[..i])
+}
+
 fn to_decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Int(i) => Some(Decimal::from(*i)),
@@ -248,6 +391,69 @@ fn parse_time(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_strict_adjustments_match_mysql() {
+        let col = |ty| ColumnSchema::new("c", ty);
+        let tiny = col(SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+        });
+        let utiny = col(SqlType::Int {
+            bytes: 1,
+            unsigned: true,
+        });
+        let adjust = |v: Value, c: &ColumnSchema| coerce_adjusting(&v, c).unwrap();
+        assert_eq!(
+            adjust(Value::Int(300), &tiny),
+            (Value::Int(127), Some(Adjustment::Clamped))
+        );
+        assert_eq!(
+            adjust(Value::Int(-300), &tiny),
+            (Value::Int(-128), Some(Adjustment::Clamped))
+        );
+        assert_eq!(
+            adjust(Value::Int(-4), &utiny),
+            (Value::Int(0), Some(Adjustment::Clamped))
+        );
+        assert_eq!(
+            adjust(Value::Int(256), &utiny),
+            (Value::Int(255), Some(Adjustment::Clamped))
+        );
+        assert_eq!(
+            adjust(Value::text("12abc"), &tiny),
+            (Value::Int(12), Some(Adjustment::Truncated))
+        );
+        assert_eq!(
+            adjust(Value::text("abc"), &tiny),
+            (Value::Int(0), Some(Adjustment::Zeroed))
+        );
+        assert_eq!(adjust(Value::Int(7), &tiny), (Value::Int(7), None));
+        let dec = col(SqlType::Decimal {
+            precision: 4,
+            scale: 1,
+        });
+        let (v, a) = adjust(Value::Decimal(Decimal::new(1234567, 2)), &dec);
+        assert_eq!(
+            (v.to_string(), a),
+            ("999.9".to_string(), Some(Adjustment::Clamped))
+        );
+        let (v, _) = adjust(Value::Int(-99999), &dec);
+        assert_eq!(v.to_string(), "-999.9");
+        assert_eq!(
+            adjust(Value::text("abcdef"), &col(SqlType::VarChar(3))),
+            (Value::text("abc"), Some(Adjustment::Truncated))
+        );
+        assert_eq!(
+            adjust(Value::text("ééé"), &col(SqlType::Text(3))),
+            (Value::text("é"), Some(Adjustment::Truncated))
+        );
+        assert!(coerce_adjusting(&Value::text("2024-02-30"), &col(SqlType::Date)).is_err());
+        assert_eq!(numeric_prefix(" -1.5e3x"), Some("-1.5e3"));
+        assert_eq!(numeric_prefix(".5."), Some(".5"));
+        assert_eq!(numeric_prefix("e5"), None);
+        assert_eq!(numeric_prefix("-"), None);
+    }
 
     fn col(ty: SqlType) -> ColumnSchema {
         ColumnSchema::new("c", ty)

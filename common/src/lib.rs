@@ -12,7 +12,7 @@ mod general_ci_weights;
 mod schema;
 mod value;
 
-pub use coerce::{coerce, parse_datetime, CoerceError};
+pub use coerce::{coerce, coerce_adjusting, parse_datetime, Adjustment, CoerceError};
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};
 

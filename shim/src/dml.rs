@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ladle_common::{Collation, Row, TableSchema, Value};
+use ladle_common::{Adjustment, Collation, Row, SqlType, TableSchema, Value};
 use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
 use ladle_storage::{IndexRef, OnConflict, RowFilter, RowUpdater, ScanSpec, StorageError, WriteOp};
 use sqlparser::ast::{
@@ -130,6 +130,9 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             })
             .collect::<Result<Row, StorageError>>()?;
         rows.push(full);
+    }
+    if ins.ignore {
+        adjust_ignored_values(s, &schema, &mut rows);
     }
     let on_conflict = if ins.replace_into {
         OnConflict::Replace
@@ -571,6 +574,84 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
         .next()
         .map(|r| r.affected_rows)
         .unwrap_or(0))
+}
+
+/// INSERT IGNORE stores what MySQL's non-strict mode would, with a warning
+/// each, instead of failing: numbers clamped to the column's range (1264),
+/// strings cut to its length or to their numeric prefix (1265), non-numbers
+/// as 0 (1366), NULL in a NOT NULL column as the type's implicit default
+/// (1048). Values with no such adjustment are left for the write to refuse.
+fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]) {
+    for (i, row) in rows.iter_mut().enumerate() {
+        let at_row = i + 1;
+        for (v, col) in row.iter_mut().zip(&schema.columns) {
+            if v.is_null() {
+                if !col.nullable && !col.auto_increment {
+                    if let Some(implicit) = implicit_default(&col.ty) {
+                        s.add_warning(
+                            "Warning",
+                            1048,
+                            format!("Column '{}' cannot be null", col.name),
+                        );
+                        *v = implicit;
+                    }
+                }
+                continue;
+            }
+            let Ok((adjusted, Some(how))) = ladle_common::coerce_adjusting(v, col) else {
+                continue;
+            };
+            let (code, message) = match how {
+                Adjustment::Clamped => (
+                    1264,
+                    format!(
+                        "Out of range value for column '{}' at row {at_row}",
+                        col.name
+                    ),
+                ),
+                Adjustment::Truncated => (
+                    1265,
+                    format!("Data truncated for column '{}' at row {at_row}", col.name),
+                ),
+                Adjustment::Zeroed => (
+                    1366,
+                    format!(
+                        "Incorrect {} value: '{v}' for column `{}`.`{}`.`{}` at row {at_row}",
+                        incorrect_kind(&col.ty),
+                        schema.database,
+                        schema.name,
+                        col.name
+                    ),
+                ),
+            };
+            s.add_warning("Warning", code, message);
+            *v = adjusted;
+        }
+    }
+}
+
+/// The value a NOT NULL column takes for NULL in non-strict mode, where
+/// Ladle can store it (not the zero date).
+fn implicit_default(ty: &SqlType) -> Option<Value> {
+    match ty {
+        SqlType::Int { .. } | SqlType::Year => Some(Value::Int(0)),
+        SqlType::Float | SqlType::Double => Some(Value::Double(0.0)),
+        SqlType::Decimal { .. } => Some(Value::Decimal(rust_decimal::Decimal::ZERO)),
+        SqlType::Char(_) | SqlType::VarChar(_) | SqlType::Text(_) | SqlType::Json => {
+            Some(Value::text(""))
+        }
+        SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Some(Value::bytes(b"")),
+        _ => None,
+    }
+}
+
+/// How MySQL names a numeric type in "Incorrect ... value".
+fn incorrect_kind(ty: &SqlType) -> &'static str {
+    match ty {
+        SqlType::Int { .. } => "integer",
+        SqlType::Decimal { .. } => "decimal",
+        _ => "double",
+    }
 }
 
 /// `INSERT [IGNORE] [INTO] t SET a = x, b = y [ON DUPLICATE KEY UPDATE ...]`
