@@ -8,9 +8,15 @@
 //! 2. Restart time: from process start to the first correct answer of the
 //!    grouped query, and to correct answers for every key, cold (snapshot
 //!    directory removed) and warm (from the snapshot), `--rounds` times each.
+//!    (One unmeasured restart first: the first open after the load replays
+//!    RocksDB's write-ahead log, which has nothing to do with snapshots.)
 //! 3. Durable write throughput: vote inserts from `--connections`
 //!    connections for `--write-seconds`, with `--snapshot-interval 10s` and
-//!    with `0`, alternating (A B B A) in the same run.
+//!    with `0`, alternating (A B B A) in the same run, each phase over warm
+//!    views (the grouped query and every key read first).
+//! 4. A large state: also warms `SELECT user, COUNT(*) FROM Vote GROUP BY
+//!    user` (one group per distinct voter, about 0.63 x `--votes`), takes a
+//!    snapshot and restarts from it: snapshot size and time, recovery time.
 //!
 //! Prints progress on stderr and one JSON report on stdout. Speaks only the
 //! MySQL protocol and HTTP `/health` to the server, like the other
@@ -35,6 +41,8 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 const GROUPED_SQL: &str = "SELECT article_id, COUNT(*) FROM Vote GROUP BY article_id";
+/// A view with about as many groups as there are votes (phase 4).
+const BY_USER_SQL: &str = "SELECT user, COUNT(*) FROM Vote GROUP BY user";
 
 #[derive(Parser, Debug)]
 #[command(
@@ -59,7 +67,7 @@ struct Args {
     #[arg(long, default_value_t = 10_000)]
     keys: u64,
     /// Cold and warm restarts measured, each.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 3)]
     rounds: u32,
     /// Seconds of writes per throughput phase (0 skips the write phases).
     #[arg(long, default_value_t = 30)]
@@ -69,6 +77,15 @@ struct Args {
     /// --snapshot-interval of the "with snapshots" write phases.
     #[arg(long, default_value = "10s")]
     snapshot_interval: String,
+    /// Pairs of write phases, each pair A B B A (A with snapshots).
+    #[arg(long, default_value_t = 1)]
+    write_pairs: u32,
+    /// Skip the restart measurements (phase 2).
+    #[arg(long)]
+    skip_restarts: bool,
+    /// Skip the large-state measurement (phase 4).
+    #[arg(long)]
+    skip_large_state: bool,
 }
 
 #[derive(Serialize, Default)]
@@ -78,6 +95,9 @@ struct Restart {
     ready_s: f64,
     /// Process start to a correct full answer of the grouped query.
     first_answer_s: f64,
+    /// The same query once more, right after: the part of `first_answer_s`
+    /// that is sending 100k rows rather than recovering.
+    steady_read_s: f64,
     /// Process start to correct answers for every key of the vote read.
     all_keys_s: f64,
 }
@@ -89,6 +109,22 @@ struct WritePhase {
     writes: u64,
     writes_per_s: f64,
     snapshots_taken: f64,
+}
+
+/// Phase 4: a snapshot of a large state and a restart from it.
+#[derive(Serialize, Default)]
+struct LargeState {
+    groups: u64,
+    snapshot_nodes_written: u64,
+    snapshot_bytes_written: u64,
+    snapshot_total_ms: u64,
+    snapshot_capture_ms: u64,
+    snapshot_dir_bytes: u64,
+    restart_ready_s: f64,
+    recovery_s: f64,
+    recovery_rows: f64,
+    recovery_bytes: f64,
+    first_answer_s: f64,
 }
 
 #[derive(Serialize)]
@@ -111,6 +147,7 @@ struct Report {
     all_keys_speedup: f64,
     writes: Vec<WritePhase>,
     write_ratio_with_snapshots: Option<f64>,
+    large_state: LargeState,
 }
 
 fn free_port() -> Result<u16> {
@@ -242,8 +279,8 @@ async fn read_keys(conn: &mut Conn, keys: &[i64]) -> Result<Vec<(i64, String)>> 
         let mut cells: Vec<String> = rows
             .iter()
             .map(|r| {
-                let title: Option<String> = r.get(1);
-                let votes: Option<i64> = r.get(2);
+                let title: Option<String> = r.get::<Option<String>, _>(1).flatten();
+                let votes: Option<i64> = r.get::<Option<i64>, _>(2).flatten();
                 format!("{}|{:?}", title.unwrap_or_default(), votes)
             })
             .collect();
@@ -288,6 +325,9 @@ async fn measure_restart(
     if got != expected.grouped {
         bail!("{mode} restart: the grouped query answered wrong");
     }
+    let again = Instant::now();
+    grouped(&mut conn).await?;
+    let steady_read_s = again.elapsed().as_secs_f64();
     let got = read_keys(&mut conn, keys).await?;
     let all_keys_s = ladle.started.elapsed().as_secs_f64();
     if got != expected.keys {
@@ -295,8 +335,8 @@ async fn measure_restart(
     }
     let epoch = ladle.metric("ladle_recovery_epoch").unwrap_or(-1.0);
     eprintln!(
-        "{mode:>4} restart: ready {ready_s:.2}s, grouped answer {first_answer_s:.2}s, \
-         {} keys {all_keys_s:.2}s (recovered epoch {epoch})",
+        "{mode:>4} restart: ready {ready_s:.2}s, grouped answer {first_answer_s:.2}s \
+         (steady read {steady_read_s:.2}s), {} keys {all_keys_s:.2}s (recovered epoch {epoch})",
         keys.len()
     );
     drop(conn);
@@ -305,13 +345,26 @@ async fn measure_restart(
         mode,
         ready_s,
         first_answer_s,
+        steady_read_s,
         all_keys_s,
     })
 }
 
-async fn write_phase(bin: &Path, dir: &Path, interval: &str, args: &Args) -> Result<WritePhase> {
+async fn write_phase(
+    bin: &Path,
+    dir: &Path,
+    interval: &str,
+    args: &Args,
+    keys: &[i64],
+) -> Result<WritePhase> {
     let mut ladle = Ladle::spawn(bin, dir, interval)?;
     ladle.ready().await?;
+    // Warm views: snapshots have real state to save and writes real views
+    // to maintain.
+    let mut conn = Conn::new(ladle.opts()).await?;
+    grouped(&mut conn).await?;
+    read_keys(&mut conn, keys).await?;
+    drop(conn);
     let before = ladle.metric("ladle_snapshots_total").unwrap_or(0.0);
     let stop = Arc::new(AtomicBool::new(false));
     let writes = Arc::new(AtomicU64::new(0));
@@ -360,10 +413,81 @@ async fn write_phase(bin: &Path, dir: &Path, interval: &str, args: &Args) -> Res
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
     }
-    v[v.len() / 2]
+}
+
+/// `SNAPSHOT VIEWS`: (epoch, nodes_written, bytes_written, total_ms, capture_ms).
+async fn snapshot_views(conn: &mut Conn) -> Result<(u64, u64, u64, u64, u64)> {
+    let row: Row = conn
+        .query_first("SNAPSHOT VIEWS")
+        .await?
+        .context("SNAPSHOT VIEWS returned no row")?;
+    let field = |name: &str| -> Result<u64> {
+        row.get_opt::<u64, _>(name)
+            .and_then(|r| r.ok())
+            .with_context(|| format!("SNAPSHOT VIEWS has no {name}"))
+    };
+    Ok((
+        field("epoch")?,
+        field("nodes_written")?,
+        field("bytes_written")?,
+        field("total_ms")?,
+        field("capture_ms")?,
+    ))
+}
+
+async fn large_state(bin: &Path, dir: &Path) -> Result<LargeState> {
+    let mut ladle = Ladle::spawn(bin, dir, "0")?;
+    ladle.ready().await?;
+    let mut conn = Conn::new(ladle.opts()).await?;
+    let rows: Vec<Row> = conn.query(BY_USER_SQL).await?;
+    let groups = rows.len() as u64;
+    let (_, nodes_written, bytes, total_ms, capture_ms) = snapshot_views(&mut conn).await?;
+    let snapshot_dir_bytes = dir_bytes(&dir.join("snapshots"));
+    eprintln!(
+        "large state: {groups} more groups; snapshot wrote {nodes_written} nodes, {:.1} MB \
+         in {total_ms} ms (capture {capture_ms} ms); snapshot directory {:.1} MB",
+        bytes as f64 / 1e6,
+        snapshot_dir_bytes as f64 / 1e6
+    );
+    drop(conn);
+    ladle.stop()?;
+    let mut ladle = Ladle::spawn(bin, dir, "0")?;
+    let restart_ready_s = ladle.ready().await?;
+    let mut conn = Conn::new(ladle.opts()).await?;
+    let again: Vec<Row> = conn.query(BY_USER_SQL).await?;
+    let first_answer_s = ladle.started.elapsed().as_secs_f64();
+    if again.len() as u64 != groups {
+        bail!(
+            "large state: {} groups after the restart, {groups} before",
+            again.len()
+        );
+    }
+    let state = LargeState {
+        groups,
+        snapshot_nodes_written: nodes_written,
+        snapshot_bytes_written: bytes,
+        snapshot_total_ms: total_ms,
+        snapshot_capture_ms: capture_ms,
+        snapshot_dir_bytes,
+        restart_ready_s,
+        recovery_s: ladle.metric("ladle_recovery_seconds").unwrap_or(f64::NAN),
+        recovery_rows: ladle.metric("ladle_recovery_rows").unwrap_or(f64::NAN),
+        recovery_bytes: ladle.metric("ladle_recovery_bytes").unwrap_or(f64::NAN),
+        first_answer_s,
+    };
+    eprintln!(
+        "large state restart: ready {restart_ready_s:.2}s (recovery {:.2}s, {} rows), \
+         by-user answer {first_answer_s:.2}s",
+        state.recovery_s, state.recovery_rows
+    );
+    drop(conn);
+    ladle.stop()?;
+    Ok(state)
 }
 
 async fn run(args: Args) -> Result<Report> {
@@ -408,21 +532,7 @@ async fn run(args: Args) -> Result<Report> {
         keys.len(),
         warm.elapsed().as_secs_f64()
     );
-    let row: Row = conn
-        .query_first("SNAPSHOT VIEWS")
-        .await?
-        .context("SNAPSHOT VIEWS returned no row")?;
-    let field = |name: &str| -> Result<u64> {
-        row.get_opt::<u64, _>(name)
-            .and_then(|r| r.ok())
-            .with_context(|| format!("SNAPSHOT VIEWS has no {name}"))
-    };
-    let (epoch, bytes, total_ms, capture_ms) = (
-        field("epoch")?,
-        field("bytes_written")?,
-        field("total_ms")?,
-        field("capture_ms")?,
-    );
+    let (epoch, _, bytes, total_ms, capture_ms) = snapshot_views(&mut conn).await?;
     let snapshot_dir_bytes = dir_bytes(&dir.join("snapshots"));
     eprintln!(
         "snapshot epoch {epoch}: {:.1} MB written in {total_ms} ms (capture {capture_ms} ms)",
@@ -432,12 +542,17 @@ async fn run(args: Args) -> Result<Report> {
     drop(root);
     ladle.stop()?;
 
-    // 2. Restarts: warm first (cold removes the snapshot), then alternate.
+    // 2. Restarts, after one that lets RocksDB replay its WAL; warm first
+    // (cold removes the snapshot).
+    let mut settle = Ladle::spawn(&bin, &dir, "0")?;
+    settle.ready().await?;
+    settle.stop()?;
     let mut restarts = Vec::new();
-    for _ in 0..args.rounds {
+    let rounds = if args.skip_restarts { 0 } else { args.rounds };
+    for _ in 0..rounds {
         restarts.push(measure_restart(&bin, &dir, "warm", &keys, &expected).await?);
     }
-    for _ in 0..args.rounds {
+    for _ in 0..rounds {
         restarts.push(measure_restart(&bin, &dir, "cold", &keys, &expected).await?);
     }
     let pick = |mode: &str, f: fn(&Restart) -> f64| {
@@ -452,8 +567,10 @@ async fn run(args: Args) -> Result<Report> {
     let mut writes = Vec::new();
     if args.write_seconds > 0 {
         let with = args.snapshot_interval.as_str();
-        for interval in [with, "0", "0", with] {
-            writes.push(write_phase(&bin, &dir, interval, &args).await?);
+        for _ in 0..args.write_pairs.max(1) {
+            for interval in [with, "0", "0", with] {
+                writes.push(write_phase(&bin, &dir, interval, &args, &keys).await?);
+            }
         }
     }
     let rate = |snap: bool| {
@@ -464,6 +581,13 @@ async fn run(args: Args) -> Result<Report> {
         v.iter().map(|w| w.writes as f64).sum::<f64>() / v.iter().map(|w| w.seconds).sum::<f64>()
     };
     let write_ratio = (!writes.is_empty()).then(|| rate(true) / rate(false));
+
+    // 4. A large state.
+    let large_state = if args.skip_large_state {
+        LargeState::default()
+    } else {
+        large_state(&bin, &dir).await?
+    };
 
     if args.data_dir.is_none() && !args.keep {
         let _ = std::fs::remove_dir_all(&dir);
@@ -487,6 +611,7 @@ async fn run(args: Args) -> Result<Report> {
         all_keys_speedup: cold_keys / warm_keys,
         writes,
         write_ratio_with_snapshots: write_ratio,
+        large_state,
     })
 }
 
