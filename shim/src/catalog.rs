@@ -305,6 +305,25 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 filter_at(tk, i)?,
             )
         }
+        // SHOW COUNT(*) WARNINGS | ERRORS
+        "COUNT"
+            if matches!(tk.get(i), Some(Token::LParen))
+                && matches!(tk.get(i + 1), Some(Token::Mul))
+                && matches!(tk.get(i + 2), Some(Token::RParen)) =>
+        {
+            let (name, n) = match word(tk, i + 3).as_deref() {
+                Some("WARNINGS") => ("@@session.warning_count", s.warnings.len()),
+                Some("ERRORS") => (
+                    "@@session.error_count",
+                    s.warnings.iter().filter(|w| w.level == "Error").count(),
+                ),
+                _ => return Err(ShimError::Parse("near 'SHOW COUNT(*)'".into())),
+            };
+            Ok(Output::Rows {
+                columns: vec![int_column(name)],
+                rows: vec![vec![Value::Int(n as i64)]],
+            })
+        }
         "WARNINGS" | "ERRORS" => {
             let rows = if what == "WARNINGS" {
                 s.warnings
@@ -312,7 +331,11 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                     .map(|w| vec![t(w.level), Value::Int(i64::from(w.code)), t(&w.message)])
                     .collect()
             } else {
-                Vec::new()
+                s.warnings
+                    .iter()
+                    .filter(|w| w.level == "Error")
+                    .map(|w| vec![t(w.level), Value::Int(i64::from(w.code)), t(&w.message)])
+                    .collect()
             };
             Ok(Output::Rows {
                 columns: vec![

@@ -192,9 +192,21 @@ impl Engine {
         sql: &str,
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let kind = classify(sql);
+        // MySQL keeps the previous statement's warnings through statements
+        // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
+        let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
+            s.warnings.clear();
+            0
+        } else {
+            s.warnings.len()
+        };
         let result = self.execute_inner(s, sql, kind);
         if let Err(e) = &result {
-            // SHOW WARNINGS after a failed statement lists its error.
+            // SHOW WARNINGS after a failed statement lists its error (and
+            // no longer what an earlier statement left).
+            if kind != Kind::Show {
+                s.warnings.drain(..carried.min(s.warnings.len()));
+            }
             s.add_warning("Error", e.code.errno, e.message.clone());
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
                 tracing::warn!(connection = s.connection_id, error = %e.message, sql, "statement failed");
@@ -211,9 +223,6 @@ impl Engine {
         sql: &str,
         kind: Kind,
     ) -> std::result::Result<Output, WireError> {
-        if kind != Kind::Show {
-            s.warnings.clear();
-        }
         if kind == Kind::Ddl {
             self.select_cache.lock().clear();
         }
@@ -1031,6 +1040,19 @@ fn statement_name(s: &Statement) -> String {
 }
 
 /// The statement kind from its first word (cheap; used for metrics).
+/// Whether a statement of `kind` reads or writes tables, which is when MySQL
+/// clears the warnings of the statement before it. A SELECT without FROM
+/// does not.
+fn uses_tables(kind: Kind, sql: &str) -> bool {
+    match kind {
+        Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl => true,
+        Kind::Select => tokens(sql).map_or(true, |t| {
+            (0..t.len()).any(|i| word(&t, i).as_deref() == Some("FROM"))
+        }),
+        _ => false,
+    }
+}
+
 pub fn classify(sql: &str) -> Kind {
     let first = sql
         .trim_start_matches(|c: char| c.is_whitespace() || c == '(')

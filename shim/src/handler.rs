@@ -328,9 +328,10 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
         let sql = query.to_string();
         let (_, res) = self
             .run(move |e, s| {
-                s.warnings.clear();
                 let r = e.prepare(s, &sql).map_err(WireError::from);
                 if let Err(err) = &r {
+                    // The error replaces what SHOW WARNINGS listed.
+                    s.warnings.clear();
                     s.add_warning("Error", err.code.errno, err.message.clone());
                 }
                 (Kind::Other, r)

@@ -43,6 +43,16 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("collation_server".into(), t("utf8mb4_general_ci")),
         ("datadir".into(), t(&facts.datadir)),
         ("default_storage_engine".into(), t("InnoDB")),
+        (
+            "error_count".into(),
+            Value::Int(
+                session
+                    .warnings
+                    .iter()
+                    .filter(|w| w.level == "Error")
+                    .count() as i64,
+            ),
+        ),
         ("have_ssl".into(), t("DISABLED")),
         ("hostname".into(), t("localhost")),
         (
