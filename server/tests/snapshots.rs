@@ -202,17 +202,19 @@ impl Model {
 /// Ladle plus the optional MariaDB oracle, written to in lockstep.
 struct World {
     model: Model,
+    /// The MariaDB connection and its scratch database (dropped at the end).
     maria: Option<Conn>,
+    maria_db: String,
     /// Varies the generated votes from round to round.
     round: i64,
 }
 
 impl World {
     fn new(name: &str) -> World {
+        let db = format!("ladle_snap_{name}_{}", std::process::id());
         let maria = std::env::var("LADLE_TEST_MARIADB_URL").ok().map(|url| {
             let opts = Opts::from_url(&url).expect("LADLE_TEST_MARIADB_URL");
             let mut c = Conn::new(opts).expect("connect to MariaDB");
-            let db = format!("ladle_snap_{name}_{}", std::process::id());
             c.query_drop(format!("DROP DATABASE IF EXISTS {db}"))
                 .unwrap();
             c.query_drop(format!("CREATE DATABASE {db}")).unwrap();
@@ -222,6 +224,7 @@ impl World {
         World {
             model: Model::default(),
             maria,
+            maria_db: db,
             round: 0,
         }
     }
@@ -317,6 +320,14 @@ impl World {
                 theirs.sort_unstable();
                 assert_eq!(titles, theirs, "{when}: MariaDB disagrees, key {key}");
             }
+        }
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        if let Some(m) = &mut self.maria {
+            let _ = m.query_drop(format!("DROP DATABASE IF EXISTS {}", self.maria_db));
         }
     }
 }
