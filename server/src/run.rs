@@ -107,6 +107,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         max_connections: args.max_connections,
         port,
         datadir: data_dir.display().to_string(),
+        tls: tls.is_some(),
     };
     let frontend = Frontend::new(
         storage.clone(),

@@ -20,6 +20,8 @@ pub struct ServerFacts {
     pub max_connections: usize,
     pub port: u16,
     pub datadir: String,
+    /// Whether TLS is offered (`have_ssl`).
+    pub tls: bool,
 }
 
 /// Every system variable Ladle reports, with its value, in name order.
@@ -53,7 +55,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
                     .count() as i64,
             ),
         ),
-        ("have_ssl".into(), t("DISABLED")),
+        (
+            "have_ssl".into(),
+            t(if facts.tls { "YES" } else { "DISABLED" }),
+        ),
         ("hostname".into(), t("localhost")),
         (
             "in_transaction".into(),
@@ -470,6 +475,7 @@ mod tests {
             max_connections: 10,
             port: 3307,
             datadir: "/d".into(),
+            tls: false,
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),

@@ -50,6 +50,7 @@ async fn start_with(tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Ser
             max_connections: 100,
             port,
             datadir: dir.path().display().to_string(),
+            tls: tls.is_some(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),
@@ -334,6 +335,14 @@ async fn tls_clients_and_plain_clients_both_connect() {
     let n: Option<i64> = plain.query_first("SELECT COUNT(*) FROM t").await.unwrap();
     assert_eq!(n, Some(1));
     plain.disconnect().await.unwrap();
+
+    let mut c = Conn::new(server.opts()).await.unwrap();
+    let have_ssl: Option<(String, String)> = c
+        .query_first("SHOW VARIABLES LIKE 'have_ssl'")
+        .await
+        .unwrap();
+    assert_eq!(have_ssl.map(|(_, v)| v).as_deref(), Some("YES"));
+    c.disconnect().await.unwrap();
 
     // A client that distrusts the certificate is refused by its own check.
     let wrong = mysql_async::SslOpts::default();
