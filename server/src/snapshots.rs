@@ -27,8 +27,16 @@ use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntGauge, Registry
 /// dataflow merges chains longer than 4).
 const MAX_CHAIN_FILES: usize = 4;
 
-/// With snapshots off, how often the change log is trimmed.
+/// With snapshots off, how often the change log is trimmed (tests shorten
+/// it with the environment variable `LADLE_LOG_TRIM_INTERVAL_MS`).
 const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+fn trim_every() -> Duration {
+    std::env::var("LADLE_LOG_TRIM_INTERVAL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(TRIM_EVERY, Duration::from_millis)
+}
 
 /// At most this often a recovery progress line is logged.
 const PROGRESS_LOG_EVERY: Duration = Duration::from_millis(500);
@@ -262,8 +270,11 @@ impl Snapshots {
         let last = self.storage.last_lsn();
         let keep_after = self.manual_lsn.lock().unwrap_or(last);
         let below = keep_after.min(last).saturating_add(1);
-        if let Err(e) = self.storage.truncate_log(below) {
-            tracing::warn!(error = %e, below, "trimming the change log failed; will retry");
+        match self.storage.truncate_log(below) {
+            Ok(()) => self.metrics.log_trims.inc(),
+            Err(e) => {
+                tracing::warn!(error = %e, below, "trimming the change log failed; will retry")
+            }
         }
     }
 
@@ -313,8 +324,10 @@ impl Snapshots {
     fn schedule(&self, stop: mpsc::Receiver<()>) {
         let mut last_snapshot = Instant::now();
         let mut last_trim = Instant::now();
+        let trim_every = trim_every();
+        let tick = trim_every.clamp(Duration::from_millis(10), Duration::from_secs(1));
         loop {
-            match stop.recv_timeout(Duration::from_secs(1)) {
+            match stop.recv_timeout(tick) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 // Stop requested, or the server is gone.
                 _ => return,
@@ -326,7 +339,7 @@ impl Snapshots {
                     let _ = self.take(Trigger::Scheduled);
                     last_snapshot = Instant::now();
                 }
-            } else if last_trim.elapsed() >= TRIM_EVERY {
+            } else if last_trim.elapsed() >= trim_every {
                 self.trim_change_log();
                 last_trim = Instant::now();
             }
@@ -409,6 +422,7 @@ struct SnapshotMetrics {
     taken: IntCounter,
     failures: IntCounter,
     compactions: IntCounter,
+    log_trims: IntCounter,
     recovery_seconds: Gauge,
     recovery_progress: Gauge,
     recovery_rows: IntGauge,
@@ -467,6 +481,10 @@ impl SnapshotMetrics {
                 "ladle_snapshot_compactions_total",
                 "Background merges of snapshot delta chains",
             )?,
+            log_trims: IntCounter::new(
+                "ladle_change_log_trims_total",
+                "Change-log truncations by the scheduler while periodic snapshots are off",
+            )?,
             recovery_seconds: Gauge::new(
                 "ladle_recovery_seconds",
                 "Time to recover view state at start-up (snapshot load and log replay)",
@@ -517,6 +535,7 @@ impl SnapshotMetrics {
             Box::new(m.taken.clone()),
             Box::new(m.failures.clone()),
             Box::new(m.compactions.clone()),
+            Box::new(m.log_trims.clone()),
             Box::new(m.recovery_seconds.clone()),
             Box::new(m.recovery_progress.clone()),
             Box::new(m.recovery_rows.clone()),

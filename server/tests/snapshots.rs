@@ -702,3 +702,64 @@ fn long_delta_chains_are_compacted_and_still_recover() {
     let mut c = srv.conn();
     world.check(&mut c, "after restarting from compacted chains");
 }
+
+/// Waits until the scheduler has trimmed the change log twice more (the
+/// second pass started after every write so far).
+fn wait_for_trims(srv: &Ladle) {
+    let metric = "ladle_change_log_trims_total";
+    let start = srv.metric(metric).unwrap_or(0.0);
+    for _ in 0..1200 {
+        if srv.metric(metric).unwrap_or(0.0) >= start + 2.0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("the change log was not trimmed\n{}", srv.log_text());
+}
+
+#[test]
+fn with_snapshots_off_the_change_log_is_trimmed_but_never_replayed_over_a_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let mut world = World::new("trim");
+    let args = ["--snapshot-interval", "0"];
+    let fast_trim = [("LADLE_LOG_TRIM_INTERVAL_MS", "100")];
+    let mut srv = Ladle::start(&dir, &args, &fast_trim);
+    world.create_schema(&srv);
+    let mut c = srv.conn();
+    world.vote(&mut c, 300);
+    world.check(&mut c, "after loading");
+    let (epoch, _, _) = snapshot_views(&mut c);
+    world.vote(&mut c, 80);
+    world.churn(&mut c, 4, 6);
+    // Trimming keeps the log after this run's SNAPSHOT VIEWS...
+    wait_for_trims(&srv);
+    drop(c);
+    srv.kill9();
+    let mut srv = Ladle::start(&dir, &args, &fast_trim);
+    assert_eq!(
+        srv.metric("ladle_recovery_epoch"),
+        Some(epoch as f64),
+        "{}",
+        srv.log_text()
+    );
+    assert!(srv.metric("ladle_recovery_replayed_batches").unwrap_or(0.0) >= 1.0);
+    let mut c = srv.conn();
+    world.check(&mut c, "after a warm restart over a trimmed log");
+    // ...but not for a snapshot of an earlier run: the log after it goes,
+    // and the next start must notice the gap and start cold.
+    world.vote(&mut c, 60);
+    world.churn(&mut c, 9, 12);
+    wait_for_trims(&srv);
+    drop(c);
+    srv.kill9();
+    let srv = Ladle::start(&dir, &args, &fast_trim);
+    assert_eq!(
+        srv.metric("ladle_recovery_epoch"),
+        Some(-1.0),
+        "{}",
+        srv.log_text()
+    );
+    let mut c = srv.conn();
+    world.check(&mut c, "after a cold start over a trimmed log");
+}
