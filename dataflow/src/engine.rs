@@ -2,8 +2,8 @@
 //! and misses.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering as AO};
-use std::sync::{Arc, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
+use std::sync::{Arc, OnceLock, Weak};
 
 use ladle_common::{coerce, ColumnSchema, Lsn, Row, TableDeltas, TableId, Value};
 use ladle_storage::{CommitObserver, Storage};
@@ -45,6 +45,11 @@ pub(crate) struct View {
     reader: Arc<ReaderState>,
     node: NodeId,
     tables: Vec<TableId>,
+    /// The commit counter of each of `tables` (see `Inner::table_commits`).
+    commits: Vec<Arc<AtomicU64>>,
+    /// The reader's ancestors detached from the graph, for fills outside
+    /// the locks; `None` if the view must fill under them (`Graph::detach`).
+    detached: OnceLock<Option<Graph>>,
     dropped: AtomicBool,
 }
 
@@ -74,6 +79,23 @@ pub(crate) struct Inner {
     /// (database, lower name) -> SQL text
     named: RwLock<HashMap<(String, String), String>>,
     next_id: std::sync::atomic::AtomicU64,
+    /// Per base table, the number of committed batches that touched it,
+    /// bumped inside the commit lock before propagation. A fill outside the
+    /// locks is installed only if its tables' counters did not move.
+    table_commits: RwLock<HashMap<TableId, Arc<AtomicU64>>>,
+    fill_stats: FillStats,
+}
+
+/// How reader misses were filled (see `Inner::fill`).
+#[derive(Default)]
+struct FillStats {
+    /// Computed outside the locks and installed.
+    unlocked: AtomicU64,
+    /// Computed outside the locks but discarded: a write to one of the
+    /// view's tables committed meanwhile.
+    conflicts: AtomicU64,
+    /// Computed under the commit and graph locks.
+    locked: AtomicU64,
 }
 
 /// The view engine. One per server.
@@ -88,6 +110,14 @@ impl CommitObserver for Observer {
         let Some(inner) = self.0.upgrade() else {
             return;
         };
+        {
+            let commits = inner.table_commits.read();
+            for c in changes {
+                if let Some(n) = commits.get(&c.table) {
+                    n.fetch_add(1, AO::SeqCst);
+                }
+            }
+        }
         let mut g = inner.graph.lock();
         if let Err(e) = g.on_commit(changes) {
             // A failed propagation leaves views unreliable: drop their state
@@ -115,6 +145,8 @@ impl Dataflow {
             views: RwLock::new(HashMap::new()),
             named: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
+            table_commits: RwLock::new(HashMap::new()),
+            fill_stats: FillStats::default(),
         });
         for (k, v) in storage.list_meta(VIEW_META)? {
             let rest = &k[VIEW_META.len()..];
@@ -276,6 +308,17 @@ impl Dataflow {
     pub fn memory_bytes(&self) -> usize {
         self.inner.graph.lock().state_bytes()
     }
+
+    /// How reader misses were filled so far: (outside the locks, discarded
+    /// because a write to the view's tables raced them, under the locks).
+    pub fn fill_stats(&self) -> (u64, u64, u64) {
+        let s = &self.inner.fill_stats;
+        (
+            s.unlocked.load(AO::Relaxed),
+            s.conflicts.load(AO::Relaxed),
+            s.locked.load(AO::Relaxed),
+        )
+    }
 }
 
 impl Inner {
@@ -423,6 +466,13 @@ impl Inner {
                 &format!("{database}\u{1}{signature}"),
             )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);
+            let commits = {
+                let mut all = self.table_commits.write();
+                tables
+                    .iter()
+                    .map(|t| all.entry(*t).or_default().clone())
+                    .collect()
+            };
             let v = Arc::new(View {
                 name: format!("q_{id}"),
                 query: signature
@@ -434,6 +484,8 @@ impl Inner {
                 reader,
                 node,
                 tables,
+                commits,
+                detached: OnceLock::new(),
                 dropped: AtomicBool::new(false),
             });
             views.insert(signature.to_string(), v.clone());
@@ -456,8 +508,86 @@ impl Inner {
         Ok(Target::View(view))
     }
 
-    /// Fills a reader hole by an upquery, consistently with the deltas.
+    /// Fills a reader hole by an upquery, consistently with the deltas
+    /// (invariant 4).
+    ///
+    /// First outside the locks, so a miss stalls neither writers nor other
+    /// misses: note the commit counters of the view's tables, pull on a
+    /// detached stateless copy of the view's ancestors (reading the latest
+    /// storage), then take the commit and graph locks and install the result
+    /// (the reader key and the aggregate partitions filled on the way) only
+    /// if no counter moved. Storage applies a batch before `on_commit` bumps
+    /// the counters, and both happen inside the commit lock, so unchanged
+    /// counters mean the reads saw exactly the state the graph reflects now,
+    /// and no delta for the key was dropped meanwhile (it had no delta to
+    /// drop). Otherwise, or after repeated conflicts, it fills under the
+    /// locks.
     fn fill(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+        let detached = v.detached.get_or_init(|| {
+            let g = self.graph.lock();
+            if v.dropped.load(AO::SeqCst) {
+                return None;
+            }
+            let parent = g.nodes[v.node].parents[0];
+            g.detach(parent)
+        });
+        if let Some(template) = detached {
+            for _attempt in 0..2 {
+                if let Some(rows) = self.fill_unlocked(v, template, key)? {
+                    return Ok(rows);
+                }
+                self.fill_stats.conflicts.fetch_add(1, AO::Relaxed);
+            }
+        }
+        self.fill_locked(v, key)
+    }
+
+    /// One optimistic fill (see [`Inner::fill`]); `None` on a conflict.
+    fn fill_unlocked(
+        &self,
+        v: &View,
+        template: &Graph,
+        key: &[Value],
+    ) -> Result<Option<Arc<Vec<Row>>>> {
+        let before: Vec<u64> = v.commits.iter().map(|c| c.load(AO::SeqCst)).collect();
+        let mut g = template.copy_detached();
+        let root = g.detached_root();
+        let rows = match g.pull(root, &v.spec.key, key) {
+            Ok(rows) => rows,
+            Err(_) if v.dropped.load(AO::SeqCst) => {
+                return Err(DataflowError::Internal("view dropped".into()))
+            }
+            Err(e) => return Err(e),
+        };
+        let fills = g.take_fills();
+        self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            if let Some(rows) = v.reader.get(key) {
+                return Ok(Some(rows));
+            }
+            if v.dropped.load(AO::SeqCst) {
+                return Err(DataflowError::Internal("view dropped".into()));
+            }
+            let moved = v
+                .commits
+                .iter()
+                .zip(&before)
+                .any(|(c, b)| c.load(AO::SeqCst) != *b);
+            if moved {
+                return Ok(None);
+            }
+            v.reader.upqueries.fetch_add(1, AO::Relaxed);
+            self.fill_stats.unlocked.fetch_add(1, AO::Relaxed);
+            g.install_fills(fills);
+            let rows = v.reader.fill(key, rows);
+            g.evict(self.config.memory_limit);
+            Ok(Some(rows))
+        })
+    }
+
+    /// Fills a reader hole under the commit and graph locks.
+    fn fill_locked(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+        self.fill_stats.locked.fetch_add(1, AO::Relaxed);
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if let Some(rows) = v.reader.get(key) {

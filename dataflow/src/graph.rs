@@ -5,7 +5,9 @@
 //! `Storage::exclusive`) and then the graph lock around every method here,
 //! so storage always equals what the graph has processed, except for the
 //! batch being propagated, whose unprocessed tables are subtracted from
-//! storage reads (`pending`).
+//! storage reads (`pending`). The exception: a detached copy
+//! ([`Graph::detach`]) is pulled without locks; the engine installs what it
+//! computed only if storage did not change meanwhile.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -48,6 +50,17 @@ pub(crate) struct Graph {
     pending: HashMap<TableId, Vec<RowDelta>>,
     /// Bumped by every install and uninstall (recorded in snapshots).
     pub version: u64,
+    /// Set in a detached copy (see [`Graph::detach`]).
+    detached: Option<Detached>,
+}
+
+/// What a detached copy of a view's ancestors knows about the real graph.
+struct Detached {
+    /// Real node id of each copied node (copies are renumbered densely).
+    real: Vec<NodeId>,
+    /// Aggregate partitions the pulls filled: (real node, partition key,
+    /// input rows), to install in the real graph with [`Graph::install_fills`].
+    fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>,
 }
 
 /// A stateful node's captured state (see [`Graph::capture`]).
@@ -81,6 +94,116 @@ impl Graph {
             schemas: HashMap::new(),
             pending: HashMap::new(),
             version: 0,
+            detached: None,
+        }
+    }
+
+    // ------------------------------------------------------- detached pulls
+
+    /// A copy of `root` and its ancestors without state (aggregates are all
+    /// holes), renumbered so `root` is the last node, for upqueries that run
+    /// without the graph and commit locks (engine.rs: `Inner::fill`). `None`
+    /// when that would be unsound or slow: a reader or removed node on the
+    /// way, or an aggregate partitioned by nothing (recomputing it would scan
+    /// its whole input on every miss).
+    pub fn detach(&self, root: NodeId) -> Option<Graph> {
+        let mut ids = Vec::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            if !ids.contains(&n) {
+                ids.push(n);
+                stack.extend(self.nodes[n].parents.iter().copied());
+            }
+        }
+        ids.sort_unstable();
+        let mut nodes = Vec::with_capacity(ids.len());
+        for &n in &ids {
+            let node = &self.nodes[n];
+            if matches!(&node.op, Op::Aggregate(a) if a.key.is_empty()) {
+                return None;
+            }
+            let parents = node
+                .parents
+                .iter()
+                .map(|p| ids.binary_search(p).ok())
+                .collect::<Option<Vec<NodeId>>>()?;
+            nodes.push(Node {
+                op: node.op.stateless_copy()?,
+                parents,
+                children: vec![],
+                colls: node.colls.clone(),
+                sig: String::new(),
+                stable: String::new(),
+                users: 1,
+            });
+        }
+        Some(Graph {
+            nodes,
+            by_sig: HashMap::new(),
+            storage: self.storage.clone(),
+            schemas: self.schemas.clone(),
+            pending: HashMap::new(),
+            version: 0,
+            detached: Some(Detached {
+                real: ids,
+                fills: Vec::new(),
+            }),
+        })
+    }
+
+    /// A fresh copy of a detached graph (its aggregates hold no state).
+    pub fn copy_detached(&self) -> Graph {
+        let nodes = self
+            .nodes
+            .iter()
+            .map(|n| Node {
+                op: n.op.stateless_copy().unwrap_or(Op::Removed),
+                parents: n.parents.clone(),
+                children: vec![],
+                colls: n.colls.clone(),
+                sig: String::new(),
+                stable: String::new(),
+                users: 1,
+            })
+            .collect();
+        Graph {
+            nodes,
+            by_sig: HashMap::new(),
+            storage: self.storage.clone(),
+            schemas: self.schemas.clone(),
+            pending: HashMap::new(),
+            version: 0,
+            detached: self.detached.as_ref().map(|d| Detached {
+                real: d.real.clone(),
+                fills: Vec::new(),
+            }),
+        }
+    }
+
+    /// The root of a detached copy (the last node).
+    pub fn detached_root(&self) -> NodeId {
+        self.nodes.len().saturating_sub(1)
+    }
+
+    /// The aggregate partitions pulls on this detached copy filled.
+    pub fn take_fills(&mut self) -> Vec<(NodeId, Vec<Value>, Vec<Row>)> {
+        self.detached
+            .as_mut()
+            .map(|d| std::mem::take(&mut d.fills))
+            .unwrap_or_default()
+    }
+
+    /// Fills the aggregate partitions a detached pull computed, where they
+    /// are still holes. Sound only when no batch touching the tables below
+    /// them committed since the pull started reading storage: then the
+    /// inputs are exactly what a pull here would read.
+    pub fn install_fills(&mut self, fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>) {
+        for (n, sk, input) in fills {
+            if let Some(Op::Aggregate(a)) = self.nodes.get_mut(n).map(|n| &mut n.op) {
+                if a.lookup(&sk).is_none() {
+                    a.fill(&sk, input);
+                }
+            }
         }
     }
 
@@ -457,6 +580,9 @@ impl Graph {
                     Some(rows) => rows,
                     None => {
                         let input = self.pull(parents[0], &state_key, &sk)?;
+                        if let Some(d) = &mut self.detached {
+                            d.fills.push((d.real[n], sk.clone(), input.clone()));
+                        }
                         match &mut self.nodes[n].op {
                             Op::Aggregate(a) => a.fill(&sk, input),
                             _ => vec![],

@@ -25,10 +25,14 @@
 //!
 //! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
 //! inside its commit lock; deltas propagate synchronously, so a write is
-//! visible in every view once `Storage::write` returns. A reader miss fills
-//! the hole inside `Storage::exclusive` (lock order: commit lock, then the
-//! graph lock), so a replay never races a delta. Reader hits take only the
-//! reader's own read lock.
+//! visible in every view once `Storage::write` returns. A reader miss runs
+//! its upquery outside the locks on a stateless copy of the view's
+//! ancestors, then installs the result inside `Storage::exclusive` (lock
+//! order: commit lock, then the graph lock) only if no batch touching the
+//! view's tables committed meanwhile (per-table commit counters); after
+//! repeated conflicts, and for views over an aggregate partitioned by
+//! nothing, the upquery runs inside the locks. Either way a replay never
+//! races a delta. Reader hits take only the reader's own read lock.
 //!
 //! Partial state: readers and aggregates hold some keys (complete results)
 //! and holes. Deltas for holes are dropped; a fill computes the key from the
@@ -81,8 +85,7 @@ mod snapshot;
 
 pub use engine::Dataflow;
 pub use snapshot::{
-    CompactionStats, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats,
-    SnapshotStore,
+    CompactionStats, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats, SnapshotStore,
 };
 
 #[derive(Debug, thiserror::Error)]

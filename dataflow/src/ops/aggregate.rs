@@ -151,6 +151,18 @@ impl Aggregate {
         }
     }
 
+    /// The same aggregate with no state (every partition a hole).
+    pub fn stateless_copy(&self) -> Aggregate {
+        let mut a = Aggregate::new(
+            self.ngroup,
+            self.aggs.clone(),
+            self.colls.clone(),
+            self.scalar,
+        );
+        a.key = self.key.clone();
+        a
+    }
+
     pub fn state_bytes(&self) -> usize {
         self.bytes
     }

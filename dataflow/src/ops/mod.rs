@@ -46,6 +46,25 @@ pub(crate) enum Op {
 }
 
 impl Op {
+    /// A copy of the operator without its state (an aggregate comes back
+    /// with every partition a hole), for pulls on a detached copy of part of
+    /// the graph; `None` for readers and removed nodes.
+    pub fn stateless_copy(&self) -> Option<Op> {
+        Some(match self {
+            Op::Base { table, name } => Op::Base {
+                table: *table,
+                name: name.clone(),
+            },
+            Op::Filter(f) => Op::Filter(f.clone()),
+            Op::Project(p) => Op::Project(p.clone()),
+            Op::Join(j) => Op::Join(j.clone()),
+            Op::Aggregate(a) => Op::Aggregate(a.stateless_copy()),
+            Op::Union(u) => Op::Union(Union { inputs: u.inputs }),
+            Op::Values(rows) => Op::Values(rows.clone()),
+            Op::Reader(_) | Op::Removed => return None,
+        })
+    }
+
     /// One-line description for EXPLAIN.
     pub fn describe(&self) -> String {
         match self {
