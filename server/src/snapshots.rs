@@ -19,6 +19,7 @@ use ladle_dataflow::{
     Dataflow, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats, SnapshotStore,
 };
 use ladle_shim::admin::{Admin, RetainedSnapshot, SnapshotTaken};
+use ladle_storage::snapshot::Compression;
 use ladle_storage::Storage;
 use parking_lot::Mutex;
 use prometheus::{Gauge, Histogram, HistogramOpts, IntCounter, IntGauge, Registry};
@@ -80,7 +81,11 @@ impl Snapshots {
     ) -> anyhow::Result<Snapshots> {
         let store = if durable {
             let dir = data_dir.join(ladle_storage::snapshot::SNAPSHOT_DIR_NAME);
-            let store = SnapshotStore::open(&dir, SnapshotConfig::default())
+            let config = SnapshotConfig {
+                compression: compression_from_env()?,
+                ..SnapshotConfig::default()
+            };
+            let store = SnapshotStore::open(&dir, config)
                 .with_context(|| format!("opening snapshot directory {}", dir.display()))?;
             Some(store)
         } else {
@@ -397,6 +402,18 @@ impl Admin for Snapshots {
                 created_unix_ms: e.created_unix_ms,
             })
             .collect())
+    }
+}
+
+/// Snapshot file compression: none unless `LADLE_SNAPSHOT_COMPRESSION=lz4`
+/// (measured in the README: lz4 shrinks files but slows recovery, which is
+/// CPU-bound on a local disk).
+fn compression_from_env() -> anyhow::Result<Compression> {
+    match std::env::var("LADLE_SNAPSHOT_COMPRESSION") {
+        Err(_) => Ok(Compression::None),
+        Ok(v) if v.eq_ignore_ascii_case("none") || v.is_empty() => Ok(Compression::None),
+        Ok(v) if v.eq_ignore_ascii_case("lz4") => Ok(Compression::Lz4),
+        Ok(v) => anyhow::bail!("LADLE_SNAPSHOT_COMPRESSION must be none or lz4, not {v:?}"),
     }
 }
 
