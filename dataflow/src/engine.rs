@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use ladle_common::{coerce, ColumnSchema, Lsn, Row, TableDeltas, TableId, Value};
 use ladle_storage::{CommitObserver, Storage};
@@ -50,6 +51,8 @@ pub(crate) struct View {
     /// The reader's ancestors detached from the graph, for fills outside
     /// the locks; `None` if the view must fill under them (`Graph::detach`).
     detached: OnceLock<Option<Graph>>,
+    /// Read since the previous idle sweep (see [`Dataflow::drop_unused_views`]).
+    used: AtomicBool,
     dropped: AtomicBool,
 }
 
@@ -84,7 +87,19 @@ pub(crate) struct Inner {
     /// locks is installed only if its tables' counters did not move.
     table_commits: RwLock<HashMap<TableId, Arc<AtomicU64>>>,
     fill_stats: FillStats,
+    /// When the engine started: the origin of the millisecond clocks below.
+    started: Instant,
+    /// Milliseconds between idle sweeps; 0 = never.
+    idle_sweep_ms: AtomicU64,
+    /// When the previous idle sweep ran (ms since `started`).
+    last_sweep_ms: AtomicU64,
 }
+
+/// How long a view may go unread before it is dropped (between this and
+/// twice this: views are swept at this interval and dropped when no query
+/// read them since the previous sweep). See
+/// [`Dataflow::set_view_idle_timeout`].
+pub const DEFAULT_VIEW_IDLE_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
 /// How reader misses were filled (see `Inner::fill`).
 #[derive(Default)]
@@ -147,6 +162,9 @@ impl Dataflow {
             next_id: std::sync::atomic::AtomicU64::new(1),
             table_commits: RwLock::new(HashMap::new()),
             fill_stats: FillStats::default(),
+            started: Instant::now(),
+            idle_sweep_ms: AtomicU64::new(DEFAULT_VIEW_IDLE_TIMEOUT.as_millis() as u64),
+            last_sweep_ms: AtomicU64::new(0),
         });
         for (k, v) in storage.list_meta(VIEW_META)? {
             let rest = &k[VIEW_META.len()..];
@@ -263,11 +281,17 @@ impl Dataflow {
         out
     }
 
-    /// EXPLAIN GRAPH: the dataflow serving `query`, as text.
+    /// EXPLAIN GRAPH: the dataflow serving `query`, as text. A view not
+    /// installed yet is not installed: it is lowered into the graph to show
+    /// which existing nodes it would share, described, and removed again
+    /// under the same graph lock (no delta ever sees it, nothing is
+    /// recorded in the catalog).
     pub fn explain_graph(&self, database: &str, query: &ast::Query) -> Result<String> {
-        let p = self.inner.prepare(database, query)?;
-        let target = p.target.read();
-        match &target.0 {
+        let target = match self.inner.installed_target(database, query)? {
+            Some(t) => t,
+            None => return self.inner.explain_uninstalled(database, query),
+        };
+        match &target {
             Target::Constant(_) => Ok("Constant (no FROM): evaluated directly\n".into()),
             Target::View(v) => {
                 let g = self.inner.graph.lock();
@@ -279,6 +303,23 @@ impl Dataflow {
                 ))
             }
         }
+    }
+
+    /// Drops every view no query read since the previous call (or since
+    /// it was installed), and its catalog record; returns how many. A
+    /// prepared query over a dropped view reinstalls it on its next execute
+    /// (and a new prepare does too), starting cold. Called every idle
+    /// timeout by the reads themselves (see [`Dataflow::set_view_idle_timeout`]).
+    pub fn drop_unused_views(&self) -> usize {
+        self.inner.drop_unused_views()
+    }
+
+    /// Views unread for about `timeout` (between it and twice it) are
+    /// dropped, checked by the reads; `None` keeps every view. The default
+    /// is [`DEFAULT_VIEW_IDLE_TIMEOUT`].
+    pub fn set_view_idle_timeout(&self, timeout: Option<Duration>) {
+        let ms = timeout.map_or(0, |t| (t.as_millis() as u64).max(1));
+        self.inner.idle_sweep_ms.store(ms, AO::Relaxed);
     }
 
     /// Schema changes: views over the table are rebuilt or removed.
@@ -322,6 +363,110 @@ impl Dataflow {
 }
 
 impl Inner {
+    /// The installed view `bind` would choose for `query`, without
+    /// installing anything; `None` if it is not installed.
+    fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
+        let views = self.views.read();
+        for collapse_in in [true, false] {
+            let norm = normalize(database, query, collapse_in)?;
+            if let Some(v) = views.get(&norm.signature) {
+                return Ok(Some(Target::View(v.clone())));
+            }
+        }
+        Ok(None)
+    }
+
+    fn plan(&self, database: &str, q: &ast::Query) -> Result<Planned> {
+        let named = self.named.read();
+        Planner {
+            storage: &self.storage,
+            database,
+            views: &named,
+            depth: 0,
+        }
+        .plan(q)
+    }
+
+    /// EXPLAIN GRAPH of a view that is not installed (see
+    /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
+    fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
+        let norm = normalize(database, query, true)?;
+        let has_lists = norm.sources.iter().any(|s| matches!(s, Source::List(_)));
+        let keyed = |spec: &PlannedView| {
+            norm.sources.iter().enumerate().all(|(i, s)| {
+                !matches!(s, Source::List(_)) || spec.key_slots.iter().any(|k| k[..] == [i])
+            })
+        };
+        let planned = match self.plan(database, &norm.query) {
+            Ok(Planned::View(v)) if has_lists && !keyed(&v) => None,
+            Ok(p) => Some(p),
+            Err(e) if !has_lists => return Err(e),
+            Err(_) => None,
+        };
+        let planned = match planned {
+            Some(p) => p,
+            None => self.plan(database, &normalize(database, query, false)?.query)?,
+        };
+        let spec = match planned {
+            Planned::Constant(_) => return Ok("Constant (no FROM): evaluated directly\n".into()),
+            Planned::View(v) => v,
+        };
+        let text = self.graph.lock().describe_uninstalled(
+            &spec.plan,
+            spec.key.clone(),
+            spec.order.clone(),
+        )?;
+        Ok(format!(
+            "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}\n{}",
+            spec.key_names, text
+        ))
+    }
+
+    fn drop_unused_views(&self) -> usize {
+        let doomed = self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            let mut views = self.views.write();
+            let unused: Vec<String> = views
+                .iter()
+                .filter(|(_, v)| !v.used.swap(false, AO::Relaxed))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in &unused {
+                if let Some(v) = views.remove(k) {
+                    v.dropped.store(true, AO::SeqCst);
+                    g.uninstall(v.node);
+                }
+            }
+            unused
+        });
+        if !doomed.is_empty() {
+            tracing::info!(views = doomed.len(), "dropped views no query used lately");
+        }
+        self.forget_installed(&doomed);
+        doomed.len()
+    }
+
+    /// Runs [`Inner::drop_unused_views`] if an idle timeout passed since
+    /// the previous sweep (one reader wins the race to run it).
+    fn sweep_if_due(&self) {
+        let every = self.idle_sweep_ms.load(AO::Relaxed);
+        if every == 0 {
+            return;
+        }
+        let now = self.started.elapsed().as_millis() as u64;
+        let last = self.last_sweep_ms.load(AO::Relaxed);
+        if now.saturating_sub(last) < every {
+            return;
+        }
+        if self
+            .last_sweep_ms
+            .compare_exchange(last, now, AO::Relaxed, AO::Relaxed)
+            .is_ok()
+        {
+            self.drop_unused_views();
+        }
+    }
+
     fn invalidate_all(&self) {
         let doomed = self.storage.exclusive(|| {
             let mut g = self.graph.lock();
@@ -437,17 +582,7 @@ impl Inner {
         if let Some(v) = self.views.read().get(signature) {
             return Ok(Target::View(v.clone()));
         }
-        let planned = {
-            let named = self.named.read();
-            Planner {
-                storage: &self.storage,
-                database,
-                views: &named,
-                depth: 0,
-            }
-            .plan(q)?
-        };
-        let spec = match planned {
+        let spec = match self.plan(database, q)? {
             Planned::Constant(c) => return Ok(Target::Constant(c)),
             Planned::View(v) => *v,
         };
@@ -486,6 +621,7 @@ impl Inner {
                 tables,
                 commits,
                 detached: OnceLock::new(),
+                used: AtomicBool::new(true),
                 dropped: AtomicBool::new(false),
             });
             views.insert(signature.to_string(), v.clone());
@@ -662,6 +798,12 @@ impl Prepared {
                 *self.target.write() = (t, Arc::new(sources));
                 continue;
             }
+            // Checked first: a store on every read would bounce the line
+            // between cores.
+            if !view.used.load(AO::Relaxed) {
+                view.used.store(true, AO::Relaxed);
+            }
+            engine.sweep_if_due();
             match read(&engine, &view, &slots, &lists) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
                 other => return other,

@@ -370,6 +370,32 @@ impl Graph {
         }
     }
 
+    /// Describes the view `plan` would become without keeping it: installs
+    /// it (sharing existing nodes), describes it, and takes it out again,
+    /// dropping the nodes it added. The caller holds the graph lock
+    /// throughout, so no delta or pull ever sees them.
+    pub fn describe_uninstalled(
+        &mut self,
+        plan: &LNode,
+        key: Vec<usize>,
+        order: ops::reader::OrderSpec,
+    ) -> Result<String> {
+        let (len, version) = (self.nodes.len(), self.version);
+        let (reader, _) = self.install(plan, key, order, "explain")?;
+        let text = self.describe(reader);
+        self.uninstall(reader);
+        // Every node the install added is unused again (removed by
+        // uninstall), so the graph is as it was.
+        if self.nodes[len..]
+            .iter()
+            .all(|n| matches!(n.op, Op::Removed))
+        {
+            self.nodes.truncate(len);
+            self.version = version;
+        }
+        Ok(text)
+    }
+
     pub fn describe(&self, reader: NodeId) -> String {
         let mut ids = Vec::new();
         let mut stack = vec![reader];

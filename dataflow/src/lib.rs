@@ -22,6 +22,11 @@
 //! and [`Dataflow::compact_snapshots`] (design in `snapshot.rs`). Every
 //! installed view is recorded in the catalog and reinstalled by
 //! [`Dataflow::new`], so a restart rebuilds the same graph.
+//! Views no query read for about [`DEFAULT_VIEW_IDLE_TIMEOUT`] are dropped
+//! with their catalog records (sweeps run by the reads;
+//! [`Dataflow::set_view_idle_timeout`], [`Dataflow::drop_unused_views`]); a
+//! later read or prepare reinstalls them. EXPLAIN GRAPH
+//! ([`Dataflow::explain_graph`]) describes a view without installing it.
 //!
 //! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
 //! inside its commit lock; deltas propagate synchronously, so a write is
@@ -83,7 +88,7 @@ mod plan;
 mod planner;
 mod snapshot;
 
-pub use engine::Dataflow;
+pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
 pub use snapshot::{
     CompactionStats, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats, SnapshotStore,
 };

@@ -1,0 +1,68 @@
+//! EXPLAIN GRAPH describes a view without installing it.
+
+mod common;
+
+use common::*;
+use ladle_dataflow::{Dataflow, DataflowConfig};
+
+const COUNTS: &str = "SELECT article, COUNT(*) AS n FROM v GROUP BY article";
+const VOTED: &str =
+    "SELECT article FROM (SELECT article, COUNT(*) AS n FROM v GROUP BY article) AS c WHERE n > ?";
+
+#[test]
+fn explain_does_not_install_and_shows_sharing() {
+    let e = env(1 << 30);
+    let t = e.table("v", &[("id", int()), ("article", int()), ("user", int())]);
+    e.insert(&t, vec![r(&[i(1), i(1), i(7)])]);
+    let g = e.df.explain_graph(DB, &parse(VOTED)).unwrap();
+    assert!(g.starts_with("view not installed"), "{g}");
+    assert!(g.contains("Aggregate") && g.contains("Reader"), "{g}");
+    assert!(e.df.view_stats().is_empty());
+    // Describing again gives the same node ids: nothing was left behind.
+    assert_eq!(e.df.explain_graph(DB, &parse(VOTED)).unwrap(), g);
+    // Nor recorded: a restarted engine installs nothing.
+    let restarted = Dataflow::new(
+        e.storage.clone(),
+        DataflowConfig {
+            memory_limit: 1 << 30,
+        },
+    )
+    .unwrap();
+    assert!(restarted.view_stats().is_empty());
+    drop(restarted);
+
+    // With COUNTS installed, the description of VOTED shares its aggregate.
+    let e = env(1 << 30);
+    let t = e.table("v", &[("id", int()), ("article", int()), ("user", int())]);
+    e.insert(&t, vec![r(&[i(1), i(1), i(7)])]);
+    assert_eq!(e.q(COUNTS, &[]), v(&["1 1"]));
+    let counts = e.df.explain_graph(DB, &parse(COUNTS)).unwrap();
+    assert!(counts.starts_with("view q_"), "{counts}");
+    let aggregate = counts
+        .lines()
+        .find(|l| l.contains("Aggregate"))
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let voted = e.df.explain_graph(DB, &parse(VOTED)).unwrap();
+    assert!(voted.starts_with("view not installed"), "{voted}");
+    assert_eq!(
+        voted.lines().filter(|l| l.contains("Aggregate")).count(),
+        1,
+        "{voted}"
+    );
+    assert!(
+        voted.contains(&format!("{aggregate}: Aggregate")),
+        "{voted}"
+    );
+    assert_eq!(e.df.view_stats().len(), 1);
+    // The view still works when a query installs it, and so does the one
+    // it shares with.
+    e.insert(&t, vec![r(&[i(2), i(1), i(8)]), r(&[i(3), i(2), i(9)])]);
+    assert_eq!(e.q(VOTED, &[i(1)]), v(&["1"]));
+    assert_eq!(e.q(COUNTS, &[]), v(&["1 2", "2 1"]));
+    let installed = e.df.explain_graph(DB, &parse(VOTED)).unwrap();
+    assert!(installed.starts_with("view q_"), "{installed}");
+}
