@@ -18,6 +18,13 @@
 //! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
 //! constraints are accepted but not enforced.
 //!
+//! Under opensrv-mysql sit the shim's own socket layers ([`net`]): a reader
+//! that enforces `max_allowed_packet`, rewrites the handshake response and
+//! answers commands naming unknown statements with 1243, and a writer that
+//! patches what opensrv-mysql leaves out (status flags, warning counts, the
+//! more-results flag of multi-statement replies). Optional TLS ([`tls`]) is
+//! terminated below both, so they always see plain packets.
+//!
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
