@@ -2,11 +2,12 @@
 # Installs what building and testing Ladle needs on Debian/Ubuntu, if missing:
 # clang/libclang (bindgen for the rocksdb crate), Debian's librocksdb-dev
 # (linked instead of compiling RocksDB's C++ source), MariaDB server and
-# client (the correctness oracle and performance baseline), Python venv.
+# client (the correctness oracle and performance baseline), OpenSSL headers
+# (the TLS test client, mysql_async native-tls), Python venv.
 # Usage: scripts/deps.sh [--no-mariadb]
 set -euo pipefail
 
-want=(clang libclang-dev librocksdb-dev pkg-config python3-venv)
+want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv)
 if [[ "${1:-}" != "--no-mariadb" ]]; then
   want+=(mariadb-server mariadb-client)
 fi
