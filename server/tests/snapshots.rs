@@ -763,3 +763,30 @@ fn with_snapshots_off_the_change_log_is_trimmed_but_never_replayed_over_a_gap() 
     let mut c = srv.conn();
     world.check(&mut c, "after a cold start over a trimmed log");
 }
+
+#[test]
+fn snapshot_statements_report_errors_as_mysql_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = data_dir(&tmp);
+    let code = |r: mysql::Result<()>| match r {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a server error, got {other:?}"),
+    };
+    // Nothing on disk, so nothing to snapshot.
+    let srv = Ladle::start(&dir, &["--durability", "memory"], &[]);
+    let mut c = Conn::new(srv.opts(None)).unwrap();
+    assert_eq!(code(c.query_drop("SNAPSHOT VIEWS")), 1105);
+    assert_eq!(code(c.query_drop("SNAPSHOT VIEWS now")), 1064);
+    assert_eq!(code(c.query_drop("SHOW SNAPSHOTS")), 1235);
+    // The connection keeps working.
+    let one: Option<i64> = c.query_first("SELECT 1").unwrap();
+    assert_eq!(one, Some(1));
+    drop(c);
+    drop(srv);
+    // With storage on disk: an empty list before the first snapshot.
+    let srv = Ladle::start(&dir, &["--snapshot-interval", "0"], &[]);
+    let mut c = Conn::new(srv.opts(None)).unwrap();
+    assert!(retained_epochs(&mut c).is_empty());
+    let (epoch, _, _) = snapshot_views(&mut c);
+    assert_eq!(retained_epochs(&mut c), vec![epoch]);
+}
