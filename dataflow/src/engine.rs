@@ -678,6 +678,36 @@ impl Inner {
         self.fill_locked(v, key)
     }
 
+    /// The rows for `key` as if `overlay` were applied on top of storage:
+    /// a pull on a detached, stateless copy of the view's ancestors whose
+    /// base reads apply the overlay. Runs under the commit lock so every
+    /// base read sees the same committed state; nothing is cached.
+    fn read_overlay(
+        &self,
+        v: &View,
+        key: &[Value],
+        overlay: &[TableDeltas],
+    ) -> Result<Arc<Vec<Row>>> {
+        self.storage.exclusive(|| {
+            let mut g = {
+                let g = self.graph.lock();
+                if v.dropped.load(AO::SeqCst) {
+                    return Err(DataflowError::Internal("view dropped".into()));
+                }
+                let parent = g.nodes[v.node].parents[0];
+                g.detach_with(parent, true).ok_or_else(|| {
+                    DataflowError::Unsupported(
+                        "reading this view inside a transaction that wrote to its tables".into(),
+                    )
+                })?
+            };
+            g.set_overlay(overlay);
+            let root = g.detached_root();
+            let rows = g.pull(root, &v.spec.key, key)?;
+            Ok(Arc::new(v.reader.sorted(rows)))
+        })
+    }
+
     /// One optimistic fill (see [`Inner::fill`]); `None` on a conflict.
     fn fill_unlocked(
         &self,
@@ -748,6 +778,25 @@ impl Prepared {
     }
 
     pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
+        self.execute_with(params, None)
+    }
+
+    /// The base tables the query currently reads (empty for a constant).
+    pub fn tables(&self) -> Vec<TableId> {
+        match &self.target.read().0 {
+            Target::View(v) => v.tables.clone(),
+            Target::Constant(_) => Vec::new(),
+        }
+    }
+
+    /// `overlay`: row deltas read as if applied on top of storage (an open
+    /// transaction's own writes); the answer is then computed by upqueries
+    /// on a detached copy of the view and never cached.
+    pub fn execute_with(
+        &self,
+        params: &[Value],
+        overlay: Option<&[TableDeltas]>,
+    ) -> Result<Vec<Row>> {
         if params.len() != self.user_params {
             return Err(DataflowError::ParamCount {
                 expected: self.user_params,
@@ -804,7 +853,7 @@ impl Prepared {
                 view.used.store(true, AO::Relaxed);
             }
             engine.sweep_if_due();
-            match read(&engine, &view, &slots, &lists) {
+            match read(&engine, &view, &slots, &lists, overlay) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
                 other => return other,
             }
@@ -858,6 +907,7 @@ fn read(
     v: &View,
     slots: &[Value],
     lists: &[(usize, Vec<Value>)],
+    overlay: Option<&[TableDeltas]>,
 ) -> Result<Vec<Row>> {
     let spec = &v.spec;
     // Key values, coerced to the key columns' types.
@@ -913,12 +963,17 @@ fn read(
     }
     let mut dedup_seen = std::collections::HashSet::new();
     for k in &keys {
-        let got = match v.reader.get(k) {
-            Some(r) => {
+        let cached = match overlay {
+            Some(o) => Err(o),
+            None => Ok(v.reader.get(k)),
+        };
+        let got = match cached {
+            Err(o) => engine.read_overlay(v, k, o)?,
+            Ok(Some(r)) => {
                 v.reader.hits.fetch_add(1, AO::Relaxed);
                 r
             }
-            None => {
+            Ok(None) => {
                 v.reader.misses.fetch_add(1, AO::Relaxed);
                 engine.fill(v, k)?
             }

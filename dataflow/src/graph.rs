@@ -107,6 +107,13 @@ impl Graph {
     /// way, or an aggregate partitioned by nothing (recomputing it would scan
     /// its whole input on every miss).
     pub fn detach(&self, root: NodeId) -> Option<Graph> {
+        self.detach_with(root, false)
+    }
+
+    /// Like [`Graph::detach`]; with `allow_scans`, aggregates partitioned by
+    /// nothing are copied too (a pull then recomputes them from their whole
+    /// input: acceptable for one-off reads such as transaction overlays).
+    pub fn detach_with(&self, root: NodeId, allow_scans: bool) -> Option<Graph> {
         let mut ids = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
@@ -119,7 +126,7 @@ impl Graph {
         let mut nodes = Vec::with_capacity(ids.len());
         for &n in &ids {
             let node = &self.nodes[n];
-            if matches!(&node.op, Op::Aggregate(a) if a.key.is_empty()) {
+            if !allow_scans && matches!(&node.op, Op::Aggregate(a) if a.key.is_empty()) {
                 return None;
             }
             let parents = node
@@ -177,6 +184,24 @@ impl Graph {
                 real: d.real.clone(),
                 fills: Vec::new(),
             }),
+        }
+    }
+
+    /// Makes pulls on this detached copy read base tables as if `overlay`
+    /// (row deltas, in order) were applied on top of storage: `base_rows`
+    /// undoes `pending`, so the overlay goes in inverted and reversed.
+    pub fn set_overlay(&mut self, overlay: &[TableDeltas]) {
+        self.pending.clear();
+        for td in overlay {
+            let inverted = td.deltas.iter().rev().map(|d| match d {
+                RowDelta::Insert(r) => RowDelta::Delete(r.clone()),
+                RowDelta::Delete(r) => RowDelta::Insert(r.clone()),
+            });
+            let p = self.pending.entry(td.table).or_default();
+            // Later tables' entries come first: undo walks them backwards.
+            let mut all: Vec<RowDelta> = inverted.collect();
+            all.append(p);
+            *p = all;
         }
     }
 

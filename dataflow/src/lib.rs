@@ -76,7 +76,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{Row, SqlType, TableSchema, Value};
+use ladle_common::{Row, SqlType, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::StorageError;
 use sqlparser::ast;
 
@@ -171,6 +171,17 @@ impl PreparedQuery {
     /// Reads the result for `params` (one value per `?`).
     pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
         self.inner.execute(params)
+    }
+    /// The base tables the query reads.
+    pub fn tables(&self) -> Vec<TableId> {
+        self.inner.tables()
+    }
+    /// Reads the result as if `overlay` (row deltas per table, in order)
+    /// were applied on top of the committed tables: how a transaction reads
+    /// its own uncommitted writes. Computed by upqueries over a stateless
+    /// copy of the view (nothing cached), under the commit lock.
+    pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
+        self.inner.execute_with(params, Some(overlay))
     }
 }
 

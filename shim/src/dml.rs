@@ -416,6 +416,59 @@ fn candidate_rows(
     Ok(rows)
 }
 
+/// An open transaction's uncommitted effect on the `tables` a SELECT reads,
+/// as row deltas over committed state (deletes, then inserts), so the
+/// transaction reads its own writes. Empty when it wrote none of them.
+///
+/// Each written table is replayed whole ([`candidate_rows`]) and diffed
+/// against its committed rows: O(table size) per such read, the price of
+/// reading inside a transaction that wrote to the table.
+pub(crate) fn transaction_overlay(
+    e: &Engine,
+    s: &Session,
+    tables: &[ladle_common::TableId],
+) -> Result<Vec<ladle_common::TableDeltas>> {
+    let Some(tx) = s.transaction.as_ref().filter(|t| !t.ops.is_empty()) else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for &t in tables {
+        let written = tx.ops.iter().any(|op| match op {
+            WriteOp::Insert { table, .. }
+            | WriteOp::Update { table, .. }
+            | WriteOp::Delete { table, .. } => *table == t,
+        });
+        let Some(schema) = written.then(|| e.storage.table_by_id(t)).flatten() else {
+            continue;
+        };
+        let committed = e.storage.scan(t)?;
+        let replayed = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+        // Multiset difference: a row kept by the transaction cancels out.
+        let mut count: HashMap<Row, i64> = HashMap::new();
+        for r in replayed {
+            *count.entry(r).or_default() += 1;
+        }
+        for r in committed {
+            *count.entry(r).or_default() -= 1;
+        }
+        let mut deltas = Vec::new();
+        for (r, n) in &count {
+            for _ in 0..(-n).max(0) {
+                deltas.push(ladle_common::RowDelta::Delete(r.clone()));
+            }
+        }
+        for (r, n) in count {
+            for _ in 0..n.max(0) {
+                deltas.push(ladle_common::RowDelta::Insert(r.clone()));
+            }
+        }
+        if !deltas.is_empty() {
+            out.push(ladle_common::TableDeltas { table: t, deltas });
+        }
+    }
+    Ok(out)
+}
+
 fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
     if !t.joins.is_empty() {
         return Err(ShimError::Unsupported("multi-table UPDATE/DELETE".into()));

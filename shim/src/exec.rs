@@ -235,7 +235,7 @@ impl Engine {
                     .cloned();
                 if let Some(pq) = hit {
                     let start = std::time::Instant::now();
-                    let rows = pq.execute(&[]).map_err(ShimError::from)?;
+                    let rows = self.read_rows(s, &pq, &[])?;
                     self.metrics
                         .read_seconds
                         .observe(start.elapsed().as_secs_f64());
@@ -671,6 +671,20 @@ impl Engine {
         }
     }
 
+    /// A view read for the session. Inside a transaction that wrote to a
+    /// table the query reads, the answer is computed over committed state
+    /// plus the transaction's own writes (read-your-own-writes); otherwise
+    /// it is the view's reader lookup.
+    fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<Vec<Row>> {
+        if s.in_transaction() {
+            let overlay = crate::dml::transaction_overlay(self, s, &pq.tables())?;
+            if !overlay.is_empty() {
+                return Ok(pq.execute_overlay(params, &overlay)?);
+            }
+        }
+        Ok(pq.execute(params)?)
+    }
+
     /// SELECT: session-only queries are answered here, information_schema
     /// from the catalog, everything else by a dataflow view.
     pub fn select(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
@@ -701,7 +715,7 @@ impl Engine {
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
         let pq = self.dataflow.prepare(&db, &q)?;
-        let rows = pq.execute(&[])?;
+        let rows = self.read_rows(s, &pq, &[])?;
         if let (Some(sql), Some(current)) = (sql, &s.database) {
             let mut cache = self.select_cache.lock();
             if cache.len() >= SELECT_CACHE_LIMIT {
@@ -902,9 +916,7 @@ impl Engine {
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
-                let res = query
-                    .execute(params)
-                    .map_err(|e| WireError::from(ShimError::from(e)));
+                let res = self.read_rows(s, &query, params).map_err(WireError::from);
                 if let Err(err) = &res {
                     s.add_warning("Error", err.code.errno, err.message.clone());
                 }

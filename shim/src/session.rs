@@ -21,8 +21,12 @@ use ladle_storage::WriteOp;
 /// commit does.
 ///
 /// Within the transaction:
-/// - reads (SELECT) see committed state only, never the transaction's own
-///   uncommitted writes (READ COMMITTED without read-your-own-writes);
+/// - reads (SELECT) see committed state plus the transaction's own
+///   uncommitted writes (READ COMMITTED with read-your-own-writes): a read
+///   of a table the transaction wrote is computed by an upquery over the
+///   committed rows with the buffered ops replayed (`dml::transaction_overlay`,
+///   `PreparedQuery::execute_overlay`), not from the view's cache; reads of
+///   other tables are ordinary view lookups;
 /// - an INSERT whose PRIMARY/UNIQUE key repeats a key the transaction
 ///   already inserted, or (if the transaction has not otherwise modified the
 ///   table) a committed key, fails that statement with 1062, and the

@@ -98,6 +98,13 @@ impl ReaderState {
     }
 
     /// Fills a hole with the key's complete result.
+    /// Sorts rows as this reader stores them (its ORDER BY, then whole
+    /// rows), for results computed outside the reader.
+    pub fn sorted(&self, mut rows: Vec<Row>) -> Vec<Row> {
+        rows.sort_by(|a, b| cmp_rows(a, b, &self.order).then_with(|| a.cmp(b)));
+        rows
+    }
+
     pub fn fill(&self, key: &[Value], mut rows: Vec<Row>) -> Arc<Vec<Row>> {
         let order = self.order.clone();
         rows.sort_by(|a, b| cmp_rows(a, b, &order).then_with(|| a.cmp(b)));
