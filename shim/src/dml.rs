@@ -19,7 +19,9 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
-use crate::error::{Result, ShimError, ER_DUP_ENTRY};
+use crate::error::{
+    Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS, ER_SUBQUERY_NO_1_ROW,
+};
 use crate::exec::{Engine, Output};
 use crate::session::Session;
 use crate::vars::literal;
@@ -469,6 +471,107 @@ pub(crate) fn transaction_overlay(
     Ok(out)
 }
 
+/// Evaluates the uncorrelated subqueries of an UPDATE/DELETE expression
+/// once, before any row is visited (as MySQL does), and puts their values in
+/// their place: a scalar subquery becomes its value (NULL for no row, 1242
+/// for several), `x [NOT] IN (subquery)` a list of values, `[NOT] EXISTS` a
+/// boolean. A correlated subquery does not plan on its own and is refused.
+fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()> {
+    use std::ops::ControlFlow;
+    let mut failure = None;
+    let _ = ast::visit_expressions_mut(expr, |x| {
+        let replaced = match x {
+            Expr::Subquery(q) => subquery_rows(e, s, q).and_then(|rows| match rows.len() {
+                0 => Ok(Expr::Value(ast::Value::Null)),
+                1 => one_column(&rows[0]).map(value_expr),
+                _ => Err(ShimError::Wire(WireError {
+                    code: ER_SUBQUERY_NO_1_ROW,
+                    message: "Subquery returns more than 1 row".into(),
+                })),
+            }),
+            Expr::InSubquery {
+                expr: lhs,
+                subquery,
+                negated,
+            } => subquery_rows(e, s, subquery).and_then(|rows| {
+                if rows.is_empty() {
+                    // `x IN (empty)` is false and NOT IN true, even for NULL x.
+                    return Ok(Expr::Value(ast::Value::Boolean(*negated)));
+                }
+                let list = rows
+                    .iter()
+                    .map(|r| one_column(r).map(value_expr))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Expr::InList {
+                    expr: lhs.clone(),
+                    list,
+                    negated: *negated,
+                })
+            }),
+            Expr::Exists { subquery, negated } => subquery_rows(e, s, subquery)
+                .map(|rows| Expr::Value(ast::Value::Boolean(rows.is_empty() == *negated))),
+            _ => return ControlFlow::Continue(()),
+        };
+        match replaced {
+            Ok(v) => {
+                *x = v;
+                ControlFlow::Continue(())
+            }
+            Err(err) => {
+                failure = Some(err);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    match failure {
+        Some(err) => Err(err),
+        None => Ok(()),
+    }
+}
+
+fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Vec<Row>> {
+    match e.select(s, q) {
+        Ok(Output::Rows { rows, .. }) => Ok(rows),
+        Ok(_) => Err(ShimError::Unsupported(
+            "this subquery in UPDATE/DELETE".into(),
+        )),
+        // Columns of the updated table: a correlated subquery.
+        Err(ShimError::Dataflow(DataflowError::UnknownColumn(..))) => Err(ShimError::Unsupported(
+            "correlated subquery in UPDATE/DELETE".into(),
+        )),
+        Err(err) => Err(err),
+    }
+}
+
+fn one_column(row: &Row) -> Result<&Value> {
+    match row.as_slice() {
+        [v] => Ok(v),
+        _ => Err(ShimError::Wire(WireError {
+            code: ER_OPERAND_COLUMNS,
+            message: "Operand should contain 1 column(s)".into(),
+        })),
+    }
+}
+
+/// A SQL literal with `v`'s value (and, where SQL can say it, its type).
+fn value_expr(v: &Value) -> Expr {
+    let lit = match v {
+        Value::Null => ast::Value::Null,
+        Value::Int(i) => ast::Value::Number(i.to_string(), false),
+        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
+        // Exponent notation keeps it a DOUBLE (`vars::literal`).
+        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
+        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
+        Value::Bytes(b) => {
+            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
+        }
+        Value::Text(_) | Value::Date(_) | Value::DateTime(_) | Value::Time(_) => {
+            ast::Value::SingleQuotedString(v.to_string())
+        }
+    };
+    Expr::Value(lit)
+}
+
 fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
     if !t.joins.is_empty() {
         return Err(ShimError::Unsupported("multi-table UPDATE/DELETE".into()));
@@ -491,6 +594,14 @@ pub fn update(
     limit: Option<u64>,
 ) -> Result<Output> {
     let schema = table(e, s, single_table(&target)?)?;
+    let mut assignments = assignments;
+    let mut selection = selection;
+    for a in &mut assignments {
+        inline_subqueries(e, s, &mut a.value)?;
+    }
+    if let Some(w) = &mut selection {
+        inline_subqueries(e, s, w)?;
+    }
     let compiled = compile_assignments(&schema, &assignments)?;
     let pred = selection
         .as_ref()
@@ -553,7 +664,10 @@ pub fn update(
     )
 }
 
-pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
+pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+    if let Some(w) = &mut d.selection {
+        inline_subqueries(e, s, w)?;
+    }
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
     };
