@@ -144,11 +144,19 @@ impl Graph {
                 users: 1,
             });
         }
+        // Only the copied base tables' schemas: the copy is cloned per miss.
+        let schemas = nodes
+            .iter()
+            .filter_map(|n| match &n.op {
+                Op::Base { table, .. } => self.schemas.get(table).map(|s| (*table, s.clone())),
+                _ => None,
+            })
+            .collect();
         Some(Graph {
             nodes,
             by_sig: HashMap::new(),
             storage: self.storage.clone(),
-            schemas: self.schemas.clone(),
+            schemas,
             pending: HashMap::new(),
             version: 0,
             detached: Some(Detached {
