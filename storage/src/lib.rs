@@ -690,6 +690,12 @@ impl Storage {
     pub fn sync_wal(&self) -> Result<()> {
         self.engine.sync_wal()
     }
+    /// Writes buffered table data (RocksDB memtables) to table files, so
+    /// the next open has no write-ahead log to replay. For clean shutdown;
+    /// durability never depends on it.
+    pub fn flush(&self) -> Result<()> {
+        self.engine.flush()
+    }
     /// The LSN of the newest committed batch.
     pub fn last_lsn(&self) -> Lsn {
         self.last_lsn.load(Ordering::Acquire)
