@@ -74,7 +74,7 @@ pub(crate) struct Prepared {
 pub(crate) struct Inner {
     pub(crate) storage: Arc<Storage>,
     pub(crate) config: DataflowConfig,
-    pub(crate) graph: Mutex<Graph>,
+    pub(crate) graph: Arc<Mutex<Graph>>,
     /// Held while a snapshot is taken: snapshots are serialized.
     pub(crate) snapshots: Mutex<crate::snapshot::SnapshotTracker>,
     /// signature -> view
@@ -125,6 +125,11 @@ impl CommitObserver for Observer {
         let Some(inner) = self.0.upgrade() else {
             return;
         };
+        let mut g = inner.graph.lock();
+        // Bumped under the graph lock: a fill that saw a batch's rows in
+        // storage sees its bump by the time it installs, and a fill that
+        // read its counters after the bump reads aggregate partitions (under
+        // the graph lock) that include the batch.
         {
             let commits = inner.table_commits.read();
             for c in changes {
@@ -133,7 +138,6 @@ impl CommitObserver for Observer {
                 }
             }
         }
-        let mut g = inner.graph.lock();
         if let Err(e) = g.on_commit(changes) {
             // A failed propagation leaves views unreliable: drop their state
             // so the next reads recompute from storage.
@@ -153,7 +157,7 @@ impl Dataflow {
     /// observer, and reinstalls views persisted in the catalog.
     pub fn new(storage: Arc<Storage>, config: DataflowConfig) -> Result<Arc<Dataflow>> {
         let inner = Arc::new(Inner {
-            graph: Mutex::new(Graph::new(storage.clone())),
+            graph: Arc::new(Mutex::new(Graph::new(storage.clone()))),
             snapshots: Mutex::new(Default::default()),
             storage: storage.clone(),
             config,
@@ -650,14 +654,17 @@ impl Inner {
     /// First outside the locks, so a miss stalls neither writers nor other
     /// misses: note the commit counters of the view's tables, pull on a
     /// detached stateless copy of the view's ancestors (reading the latest
-    /// storage), then take the commit and graph locks and install the result
-    /// (the reader key and the aggregate partitions filled on the way) only
-    /// if no counter moved. Storage applies a batch before `on_commit` bumps
-    /// the counters, and both happen inside the commit lock, so unchanged
-    /// counters mean the reads saw exactly the state the graph reflects now,
-    /// and no delta for the key was dropped meanwhile (it had no delta to
-    /// drop). Otherwise, or after repeated conflicts, it fills under the
-    /// locks.
+    /// storage, and the aggregate partitions the real graph has filled,
+    /// each under a brief graph lock), then take the commit and graph locks
+    /// and install the result (the reader key and the aggregate partitions
+    /// computed on the way) only if no counter moved and the partitions read
+    /// are still filled. Storage applies a batch before `on_commit` bumps
+    /// the counters (under the graph lock, before propagating), all inside
+    /// the commit lock, so unchanged counters mean every read saw exactly
+    /// the batches bumped before the fill started (propagated before any of
+    /// its graph reads), the state the graph reflects at install, and no
+    /// delta for the key was dropped meanwhile. Otherwise, or after repeated
+    /// conflicts, it fills under the locks.
     fn fill(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
         let detached = v.detached.get_or_init(|| {
             let g = self.graph.lock();
@@ -665,7 +672,7 @@ impl Inner {
                 return None;
             }
             let parent = g.nodes[v.node].parents[0];
-            g.detach(parent)
+            g.detach(parent, self.graph.clone())
         });
         if let Some(template) = detached {
             for _attempt in 0..2 {
@@ -695,7 +702,7 @@ impl Inner {
                     return Err(DataflowError::Internal("view dropped".into()));
                 }
                 let parent = g.nodes[v.node].parents[0];
-                g.detach_with(parent, true).ok_or_else(|| {
+                g.detach_with(parent, true, None).ok_or_else(|| {
                     DataflowError::Unsupported(
                         "reading this view inside a transaction that wrote to its tables".into(),
                     )
@@ -726,6 +733,7 @@ impl Inner {
             Err(e) => return Err(e),
         };
         let fills = g.take_fills();
+        let read = g.take_read();
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if let Some(rows) = v.reader.get(key) {
@@ -739,7 +747,7 @@ impl Inner {
                 .iter()
                 .zip(&before)
                 .any(|(c, b)| c.load(AO::SeqCst) != *b);
-            if moved {
+            if moved || !g.still_filled(&read) {
                 return Ok(None);
             }
             v.reader.upqueries.fetch_add(1, AO::Relaxed);

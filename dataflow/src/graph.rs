@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::{IndexRef, Storage};
+use parking_lot::Mutex;
 
 use crate::ops::JoinKind;
 use crate::ops::{
@@ -61,6 +62,12 @@ struct Detached {
     /// Aggregate partitions the pulls filled: (real node, partition key,
     /// input rows), to install in the real graph with [`Graph::install_fills`].
     fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>,
+    /// The real graph: aggregate partitions filled there are read from it
+    /// (under its lock, briefly) instead of recomputed from storage.
+    real_graph: Option<Arc<Mutex<Graph>>>,
+    /// Partitions of the real graph the pulls read: the filled reader key
+    /// depends on them, so they must still be filled when it is installed.
+    read: Vec<(NodeId, Vec<Value>)>,
 }
 
 /// A stateful node's captured state (see [`Graph::capture`]).
@@ -105,15 +112,23 @@ impl Graph {
     /// without the graph and commit locks (engine.rs: `Inner::fill`). `None`
     /// when that would be unsound or slow: a reader or removed node on the
     /// way, or an aggregate partitioned by nothing (recomputing it would scan
-    /// its whole input on every miss).
-    pub fn detach(&self, root: NodeId) -> Option<Graph> {
-        self.detach_with(root, false)
+    /// its whole input on every miss). Pulls on the copy read the aggregate
+    /// partitions `real_graph` (this graph, behind its lock) has filled.
+    pub fn detach(&self, root: NodeId, real_graph: Arc<Mutex<Graph>>) -> Option<Graph> {
+        self.detach_with(root, false, Some(real_graph))
     }
 
     /// Like [`Graph::detach`]; with `allow_scans`, aggregates partitioned by
     /// nothing are copied too (a pull then recomputes them from their whole
     /// input: acceptable for one-off reads such as transaction overlays).
-    pub fn detach_with(&self, root: NodeId, allow_scans: bool) -> Option<Graph> {
+    /// Without `real_graph` every aggregate is recomputed from its input
+    /// (needed when the copy's base reads differ from storage: overlays).
+    pub fn detach_with(
+        &self,
+        root: NodeId,
+        allow_scans: bool,
+        real_graph: Option<Arc<Mutex<Graph>>>,
+    ) -> Option<Graph> {
         let mut ids = Vec::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
@@ -162,6 +177,8 @@ impl Graph {
             detached: Some(Detached {
                 real: ids,
                 fills: Vec::new(),
+                real_graph,
+                read: Vec::new(),
             }),
         })
     }
@@ -191,6 +208,8 @@ impl Graph {
             detached: self.detached.as_ref().map(|d| Detached {
                 real: d.real.clone(),
                 fills: Vec::new(),
+                real_graph: d.real_graph.clone(),
+                read: Vec::new(),
             }),
         }
     }
@@ -224,6 +243,23 @@ impl Graph {
             .as_mut()
             .map(|d| std::mem::take(&mut d.fills))
             .unwrap_or_default()
+    }
+
+    /// The real graph's aggregate partitions pulls on this detached copy
+    /// read.
+    pub fn take_read(&mut self) -> Vec<(NodeId, Vec<Value>)> {
+        self.detached
+            .as_mut()
+            .map(|d| std::mem::take(&mut d.read))
+            .unwrap_or_default()
+    }
+
+    /// Whether every partition in `read` (from [`Graph::take_read`] on a
+    /// detached copy) is still filled (not evicted since).
+    pub fn still_filled(&self, read: &[(NodeId, Vec<Value>)]) -> bool {
+        read.iter().all(|(n, sk)| {
+            matches!(self.nodes.get(*n).map(|n| &n.op), Some(Op::Aggregate(a)) if a.is_filled(sk))
+        })
     }
 
     /// Fills the aggregate partitions a detached pull computed, where they
@@ -635,7 +671,22 @@ impl Graph {
                         "aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}"
                     )));
                 };
-                let rows = match a.lookup(&sk) {
+                let shared = match (a.lookup(&sk), &self.detached) {
+                    (Some(rows), _) => Some(rows),
+                    (None, Some(d)) => d.real_graph.as_ref().and_then(|g| {
+                        match &g.lock().nodes.get(d.real[n]).map(|x| &x.op) {
+                            Some(Op::Aggregate(real)) => real.lookup(&sk),
+                            _ => None,
+                        }
+                    }),
+                    (None, None) => None,
+                };
+                if let (Some(_), Some(d)) = (&shared, &mut self.detached) {
+                    if d.real_graph.is_some() {
+                        d.read.push((d.real[n], sk.clone()));
+                    }
+                }
+                let rows = match shared {
                     Some(rows) => rows,
                     None => {
                         let input = self.pull(parents[0], &state_key, &sk)?;

@@ -401,6 +401,11 @@ impl Aggregate {
     }
 
     /// Whether partition `key` (values of the key columns) is filled.
+    pub fn is_filled(&self, key: &[Value]) -> bool {
+        self.state.contains_key(&norm_key(key, &self.key_colls()))
+    }
+
+    /// Partition `key`'s output rows, or `None` for a hole.
     pub fn lookup(&self, key: &[Value]) -> Option<Vec<Row>> {
         let pk = norm_key(key, &self.key_colls());
         self.state.get(&pk).map(|p| {
