@@ -116,16 +116,6 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                 return Ok(());
             }
             if let ast::SetExpr::Select(s) = &mut *subquery.body {
-                let mut aggs = Vec::new();
-                for item in &s.projection {
-                    if let ast::SelectItem::UnnamedExpr(e)
-                    | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
-                    {
-                        super::expr::collect_aggregates(e, &mut aggs);
-                    }
-                }
-                let grouped =
-                    !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
                 // A nested subquery would make the keyed semi-join refuse
                 // what the plain one plans: leave those literals alone.
                 let nested = s.selection.as_ref().is_some_and(|w| {
@@ -137,12 +127,7 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                     })
                     .is_break()
                 });
-                if !s.from.is_empty()
-                    && !nested
-                    && aggs.is_empty()
-                    && !grouped
-                    && s.having.is_none()
-                {
+                if !s.from.is_empty() && !nested && !aggregates(s) {
                     if let Some(w) = &mut s.selection {
                         // The outer GROUP BY says nothing about these lists.
                         let outer = std::mem::take(&mut x.grouped_cols);
@@ -241,17 +226,7 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         if !s.from.is_empty() {
             // IN lists become several reader lookups, which cannot be
             // merged after aggregation: keep them as filters there.
-            let mut aggs = Vec::new();
-            for item in &s.projection {
-                if let ast::SelectItem::UnnamedExpr(e)
-                | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
-                {
-                    super::expr::collect_aggregates(e, &mut aggs);
-                }
-            }
-            let grouped =
-                !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
-            let allow_in = aggs.is_empty() && !grouped && s.having.is_none();
+            let allow_in = !aggregates(s);
             if let ast::GroupByExpr::Expressions(g, _) = &s.group_by {
                 x.grouped_cols = g
                     .iter()
@@ -378,4 +353,19 @@ impl ast::VisitorMut for Blank {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// Whether `s` aggregates: an aggregate in its select list, GROUP BY or
+/// HAVING. Its rows are then groups, not input rows.
+fn aggregates(s: &ast::Select) -> bool {
+    let mut aggs = Vec::new();
+    for item in &s.projection {
+        if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } =
+            item
+        {
+            super::expr::collect_aggregates(e, &mut aggs);
+        }
+    }
+    let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+    !aggs.is_empty() || grouped || s.having.is_some()
 }
