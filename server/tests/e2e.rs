@@ -3,7 +3,7 @@
 //! (`mysql_async`) and, for malformed input, raw TCP.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -11,14 +11,10 @@ use std::time::Duration;
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Value as MyValue};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+mod common;
+use common::{free_port, http_get};
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
 /// A running server; killed on drop.
 struct Server {
@@ -95,15 +91,6 @@ impl Drop for Server {
     fn drop(&mut self) {
         self.kill9();
     }
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
 }
 
 fn server_code(e: mysql_async::Error) -> u16 {

@@ -6,14 +6,15 @@
 //! is set.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 use mysql::prelude::*;
 use mysql::{Conn, Opts, OptsBuilder, Row};
+
+mod common;
+use common::{free_port, http_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
@@ -26,22 +27,6 @@ const KEY_TITLES: &str =
 /// The keys read through the parameterized views.
 const KEYS: [i64; 8] = [1, 2, 3, 5, 8, 13, 21, 34];
 const ARTICLES: i64 = 40;
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    Some(out)
-}
 
 /// A running `ladle`; killed on drop. Its log goes to `<dir>/../ladle-N.log`.
 struct Ladle {
