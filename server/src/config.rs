@@ -50,6 +50,11 @@ pub struct Args {
     /// How often to snapshot view state (e.g. 60s, 5m; 0 = off).
     #[arg(long, env = "LADLE_SNAPSHOT_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub snapshot_interval: Duration,
+    /// Drop a view no query has read for about this long (it is dropped
+    /// between one and two times this after its last read; the next query
+    /// reinstalls it); 0 = keep every view.
+    #[arg(long, env = "LADLE_VIEW_IDLE_TIMEOUT", default_value = "15m", value_parser = parse_duration)]
+    pub view_idle_timeout: Duration,
     /// Maximum concurrent client connections (beyond it: error 1040).
     #[arg(long, env = "LADLE_MAX_CONNECTIONS", default_value_t = 1000)]
     pub max_connections: usize,

@@ -75,6 +75,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .await
             .context("dataflow start task")?
             .context("starting the dataflow")?;
+    dataflow.set_view_idle_timeout(
+        (!args.view_idle_timeout.is_zero()).then_some(args.view_idle_timeout),
+    );
     let snapshots = Arc::new(Snapshots::open(
         &data_dir,
         durability != Durability::Memory,

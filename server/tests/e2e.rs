@@ -761,11 +761,24 @@ fn acknowledged_writes_survive_kill_9() {
 #[test]
 fn metrics_health_and_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let mut srv = Server::start(dir.path(), &["--durability", "memory"]);
+    let mut srv = Server::start(
+        dir.path(),
+        &["--durability", "memory", "--view-idle-timeout", "0"],
+    );
     rt().block_on(async {
         let mut c = srv.conn(None).await;
         let _: Option<i64> = c.query_first("SELECT 1").await.unwrap();
         let _ = c.query_drop("SELEC").await;
+        // One reader miss, filled by an upquery.
+        c.query_drop("CREATE DATABASE m").await.unwrap();
+        c.query_drop("CREATE TABLE m.t (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM m.t WHERE id = 1")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(0));
     });
     let health = http_get(srv.metrics_port, "/health").unwrap();
     assert!(health.starts_with("HTTP/1.1 200"));
@@ -777,6 +790,19 @@ fn metrics_health_and_sigterm() {
     assert!(m.contains("ladle_errors_total{code=\"1064\"} 1"));
     assert!(m.contains("ladle_connections_total"));
     assert!(m.contains("ladle_query_duration_seconds_bucket"));
+    let fills: i64 = ["unlocked", "conflict", "locked"]
+        .iter()
+        .map(|p| {
+            let prefix = format!("ladle_view_fills{{path=\"{p}\"}} ");
+            m.lines()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .unwrap_or_else(|| panic!("no {prefix} in {m}"))
+                .trim()
+                .parse::<i64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(fills >= 1, "{m}");
     let pid = srv.child.id();
     let status = Command::new("kill")
         .arg("-TERM")

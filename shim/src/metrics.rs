@@ -25,6 +25,7 @@ pub struct Metrics {
     view_hits: IntGaugeVec,
     view_misses: IntGaugeVec,
     view_upqueries: IntGaugeVec,
+    view_fills: IntGaugeVec,
     views: IntGauge,
     started: Instant,
 }
@@ -92,6 +93,15 @@ impl Metrics {
         let view_hits = gv("ladle_view_hits", "Reader hits per view");
         let view_misses = gv("ladle_view_misses", "Reader misses per view");
         let view_upqueries = gv("ladle_view_upqueries", "Upqueries issued per view");
+        let view_fills = IntGaugeVec::new(
+            Opts::new(
+                "ladle_view_fills",
+                "Reader misses filled since start, by path: unlocked (outside the commit lock), \
+                 conflict (an unlocked fill discarded because a write raced it), locked",
+            ),
+            &["path"],
+        )
+        .expect("static metric definition");
         let views =
             IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
         for c in [
@@ -108,6 +118,7 @@ impl Metrics {
             Box::new(view_hits.clone()),
             Box::new(view_misses.clone()),
             Box::new(view_upqueries.clone()),
+            Box::new(view_fills.clone()),
             Box::new(views.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -127,6 +138,7 @@ impl Metrics {
             view_hits,
             view_misses,
             view_upqueries,
+            view_fills,
             views,
             started: Instant::now(),
         }
@@ -157,6 +169,14 @@ impl Metrics {
             self.view_misses.reset();
             self.view_upqueries.reset();
             self.views.set(stats.len() as i64);
+            let (unlocked, conflicts, locked) = df.fill_stats();
+            for (path, n) in [
+                ("unlocked", unlocked),
+                ("conflict", conflicts),
+                ("locked", locked),
+            ] {
+                self.view_fills.with_label_values(&[path]).set(n as i64);
+            }
             for v in stats {
                 let l = [v.name.as_str()];
                 self.view_memory
