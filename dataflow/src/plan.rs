@@ -38,6 +38,19 @@ pub(crate) struct LNode {
 }
 
 impl LNode {
+    /// Moves the node out of `slot`, leaving an empty placeholder, so a new
+    /// node can be built over it in place.
+    pub fn take(slot: &mut LNode) -> LNode {
+        std::mem::replace(
+            slot,
+            LNode {
+                op: LOp::Union,
+                inputs: vec![],
+                colls: vec![],
+            },
+        )
+    }
+
     pub fn width(&self) -> usize {
         self.colls.len()
     }

@@ -2179,14 +2179,7 @@ impl<'a> Planner<'a> {
         let width = scope.cols.len();
         let mut colls = node.colls.clone();
         colls.extend(rcolls);
-        let left = std::mem::replace(
-            node,
-            LNode {
-                op: LOp::Union,
-                inputs: vec![],
-                colls: vec![],
-            },
-        );
+        let left = LNode::take(node);
         *node = LNode {
             op: LOp::Join {
                 kind: JoinKind::Inner,
@@ -2405,14 +2398,7 @@ impl Planner<'_> {
         let qual = format!("__sq{n}");
         let mut jcolls = node.colls.clone();
         jcolls.extend(colls.iter().copied());
-        let left = std::mem::replace(
-            node,
-            LNode {
-                op: LOp::Union,
-                inputs: vec![],
-                colls: vec![],
-            },
-        );
+        let left = LNode::take(node);
         *node = LNode {
             op: LOp::Join {
                 kind: JoinKind::Left,
