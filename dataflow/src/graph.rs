@@ -225,7 +225,8 @@ impl Graph {
                 RowDelta::Delete(r) => RowDelta::Insert(r.clone()),
             });
             let p = self.pending.entry(td.table).or_default();
-            // Later tables' entries come first: undo walks them backwards.
+            // A later entry for the same table goes first: undo walks the
+            // list backwards.
             let mut all: Vec<RowDelta> = inverted.collect();
             all.append(p);
             *p = all;

@@ -23,7 +23,7 @@ use crate::error::{
     Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS, ER_SUBQUERY_NO_1_ROW,
 };
 use crate::exec::{Engine, Output};
-use crate::session::Session;
+use crate::session::{Session, Transaction};
 use crate::vars::literal;
 
 /// The cell at `pos`, or an internal error (never a panic inside a
@@ -381,7 +381,12 @@ fn candidate_rows(
             ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
         });
     };
-    let mut rows = e.storage.scan(schema.id)?;
+    replay(tx, schema, e.storage.scan(schema.id)?)
+}
+
+/// `rows` (a table's committed rows) as the transaction's buffered ops
+/// leave them.
+fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<Vec<Row>> {
     for op in &tx.ops {
         match op {
             WriteOp::Insert {
@@ -422,7 +427,7 @@ fn candidate_rows(
 /// as row deltas over committed state (deletes, then inserts), so the
 /// transaction reads its own writes. Empty when it wrote none of them.
 ///
-/// Each written table is replayed whole ([`candidate_rows`]) and diffed
+/// Each written table is replayed whole ([`replay`]) and diffed
 /// against its committed rows: O(table size) per such read, the price of
 /// reading inside a transaction that wrote to the table.
 pub(crate) fn transaction_overlay(
@@ -444,7 +449,7 @@ pub(crate) fn transaction_overlay(
             continue;
         };
         let committed = e.storage.scan(t)?;
-        let replayed = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+        let replayed = replay(tx, &schema, committed.clone())?;
         // Multiset difference: a row kept by the transaction cancels out.
         let mut count: HashMap<Row, i64> = HashMap::new();
         for r in replayed {
