@@ -305,6 +305,7 @@ impl Storage {
 
     pub(crate) fn ddl_create_database(&self, name: &str, if_not_exists: bool) -> Result<()> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         if self.catalog.read().databases.contains(name) {
             return if if_not_exists {
                 Ok(())
@@ -325,6 +326,7 @@ impl Storage {
         if_exists: bool,
     ) -> Result<Vec<Arc<TableSchema>>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         if !self.catalog.read().databases.contains(name) {
             return if if_exists {
                 Ok(Vec::new())
@@ -379,6 +381,7 @@ impl Storage {
         if_not_exists: bool,
     ) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         if !self.catalog.read().databases.contains(&schema.database) {
             return Err(StorageError::NoSuchDatabase(schema.database.clone()));
         }
@@ -428,6 +431,7 @@ impl Storage {
     /// insert interleaves; returns the new next value.
     pub fn reset_auto_increment(&self, table: TableId) -> Result<u64> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         let t = self
             .catalog
             .read()
@@ -461,6 +465,7 @@ impl Storage {
 
     pub(crate) fn ddl_drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         let t = self.lookup_table(database, table)?;
         let mut batch = Batch::default();
         batch.delete(cf::CATALOG, catalog_key::table(t.schema.id));
@@ -482,6 +487,7 @@ impl Storage {
         column: ladle_common::ColumnSchema,
     ) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         let t = self.lookup_table(database, table)?;
         if t.schema.column_index(&column.name).is_some() {
             return Err(StorageError::ColumnExists(column.name));
@@ -508,6 +514,7 @@ impl Storage {
         index: &str,
     ) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         let t = self.lookup_table(database, table)?;
         let Some(ix) = t.schema.index(index).cloned() else {
             return Err(StorageError::NoSuchIndex(index.into()));
@@ -527,6 +534,7 @@ impl Storage {
         mut index: IndexSchema,
     ) -> Result<Arc<TableSchema>> {
         let _guard = self.commit.lock();
+        self.settle_observer();
         let t = self.lookup_table(database, table)?;
         if index.name.eq_ignore_ascii_case("PRIMARY") || t.schema.index(&index.name).is_some() {
             return Err(StorageError::IndexExists(index.name));

@@ -238,7 +238,50 @@ pub trait CommitObserver: Send + Sync {
     /// Called inside the commit critical section, after the batch is in
     /// RocksDB (and synced under `Durability::Sync`), before the writers are
     /// acknowledged. Reads of storage from inside see the batch applied.
-    fn on_commit(&self, lsn: Lsn, changes: &[TableDeltas]);
+    /// The batch is handed over: storage no longer needs it.
+    fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>);
+
+    /// Called with the commit lock held, before [`Storage::exclusive`] runs
+    /// its closure and before every schema change: an observer that
+    /// processes batches after `on_commit` returns (asynchronously) must
+    /// finish every batch it was told of, so storage and the observer agree
+    /// while the lock is held.
+    fn settle(&self) {}
+}
+
+/// Reads of one consistent state of every table, valid inside
+/// [`Storage::with_snapshot`] (on the calling thread, no copying).
+pub struct SnapshotReads<'a> {
+    lsn: Lsn,
+    tables: Arc<HashMap<TableId, Arc<TableState>>>,
+    reader: &'a dyn engine::KvRead,
+}
+
+impl SnapshotReads<'_> {
+    /// The LSN of the last batch this state reflects.
+    pub fn lsn(&self) -> Lsn {
+        self.lsn
+    }
+
+    /// Rows whose `index` columns start with `key` (as [`Storage::lookup`]).
+    pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
+        let t = self.table(table)?;
+        strip_keys(read::lookup(self.reader, &t, index, key)?)
+    }
+
+    /// Every row, in primary-key order.
+    pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        let t = self.table(table)?;
+        strip_keys(read::scan_all(self.reader, &t)?)
+    }
+
+    fn table(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.tables.get(&id).cloned().ok_or_else(|| no_table_id(id))
+    }
+}
+
+fn strip_keys(rows: Vec<read::KeyedRow>) -> Result<Vec<Row>> {
+    Ok(rows.into_iter().map(|(_, row)| row).collect())
 }
 
 /// A consistent point-in-time view of every table (a RocksDB snapshot, or a
@@ -609,7 +652,46 @@ impl Storage {
     /// storage but must not write or run DDL (they wait for this lock).
     pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
         let _guard = self.commit.lock();
+        self.settle_observer();
         f()
+    }
+
+    /// Tells the observer to finish the batches it was told of; called with
+    /// the commit lock held (see [`CommitObserver::settle`]).
+    pub(crate) fn settle_observer(&self) {
+        let observer = self.observer.read().clone();
+        if let Some(o) = observer {
+            o.settle();
+        }
+    }
+
+    /// Runs `f` over one consistent state of every table (a RocksDB
+    /// snapshot, or the in-memory engine under its read lock: writers wait
+    /// meanwhile there), without the commit lock: commits go on, unseen by
+    /// `f`. For an observer processing batches after they commit: it
+    /// processes the batches up to [`SnapshotReads::lsn`] against exactly
+    /// that state.
+    pub fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotReads<'_>) -> R) -> Result<R> {
+        let tables = self.catalog.read().tables.clone();
+        let mut f = Some(f);
+        let mut out = None;
+        self.engine.with_consistent(&mut |reader| {
+            let lsn = reader
+                .get(cf::CATALOG, cf::catalog_key::LSN)?
+                .as_deref()
+                .and_then(keys::decode_lsn)
+                .unwrap_or(0);
+            let reads = SnapshotReads {
+                lsn,
+                tables: tables.clone(),
+                reader,
+            };
+            if let Some(f) = f.take() {
+                out = Some(f(&reads));
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StorageError::Internal("snapshot closure did not run".into()))
     }
 
     // ---- reads of the latest committed state ----
@@ -910,7 +992,7 @@ impl Storage {
             }
             let observer = self.observer.read().clone();
             if let Some(o) = observer {
-                o.on_commit(lsn, &changes);
+                o.on_commit(lsn, changes);
             }
         }
         for (slot, outcome) in slots.into_iter().zip(outcomes) {

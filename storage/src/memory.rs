@@ -61,7 +61,7 @@ impl KvRead for CfsReader<'_> {
 
 impl KvEngine for MemoryEngine {
     fn cf_names(&self) -> Vec<String> {
-        self.cfs.read().keys().cloned().collect()
+        self.cfs.read_recursive().keys().cloned().collect()
     }
 
     fn flush(&self) -> Result<()> {
@@ -109,20 +109,27 @@ impl KvEngine for MemoryEngine {
     }
 
     fn get_latest(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        CfsReader(&self.cfs.read()).get(cf, key)
+        CfsReader(&self.cfs.read_recursive()).get(cf, key)
     }
 
     fn with_consistent(&self, f: &mut dyn FnMut(&dyn KvRead) -> Result<()>) -> Result<()> {
-        let cfs = self.cfs.read();
+        // Reads never queue behind a waiting writer (`read_recursive`): a
+        // long consistent read (the propagation worker's snapshot) holds the
+        // lock while another thread may need a read to finish what the
+        // worker waits for; a fair read would deadlock behind a queued write.
+        let cfs = self.cfs.read_recursive();
         f(&CfsReader(&cfs))
     }
 
     fn snapshot(&self) -> Result<Box<dyn KvSnapshot>> {
-        Ok(Box::new(MemorySnapshot(self.cfs.read().clone())))
+        Ok(Box::new(MemorySnapshot(self.cfs.read_recursive().clone())))
     }
 
     fn estimate_keys(&self, cf: &str) -> u64 {
-        self.cfs.read().get(cf).map_or(0, |m| m.len() as u64)
+        self.cfs
+            .read_recursive()
+            .get(cf)
+            .map_or(0, |m| m.len() as u64)
     }
 }
 

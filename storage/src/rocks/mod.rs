@@ -64,6 +64,9 @@ impl RocksEngine {
         db_opts.set_max_background_jobs(opts.background_jobs);
         db_opts.increase_parallelism(opts.background_jobs);
         db_opts.set_bytes_per_sync(1 << 20);
+        // Start-up: don't read every table file's properties to refresh
+        // compaction statistics (an estimate; compactions refresh it).
+        db_opts.set_skip_stats_update_on_db_open(true);
         if let Some(wal) = opts.wal_dir {
             db_opts.set_wal_dir(wal);
         }
@@ -101,7 +104,12 @@ fn cf_options(cache: &Cache, kind: CfKind) -> Options {
             block.set_bloom_filter(10.0, false);
             block.set_whole_key_filtering(true);
             opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(PREFIX_LEN));
-            opts.set_memtable_prefix_bloom_ratio(0.1);
+            // The memtable bloom is allocated and zeroed whole with every
+            // memtable (at open and after each flush): 0.1 of the 64 MB
+            // write buffer was 6.4 MB per index family (80+ bits per key),
+            // about 15 ms of page faults per open for a 3-family schema.
+            // 0.02 still gives ~16 bits per 100-byte entry.
+            opts.set_memtable_prefix_bloom_ratio(0.02);
         }
         CfKind::System => {}
     }

@@ -697,7 +697,7 @@ struct Recorder {
 }
 
 impl CommitObserver for Recorder {
-    fn on_commit(&self, lsn: Lsn, changes: &[TableDeltas]) {
+    fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>) {
         // Reads from inside the observer must not deadlock and must see
         // the batch.
         let rows = match self.storage.lock().as_ref().and_then(|w| w.upgrade()) {
@@ -707,7 +707,7 @@ impl CommitObserver for Recorder {
                 .unwrap_or(usize::MAX),
             None => usize::MAX,
         };
-        self.seen.lock().push((lsn, changes.to_vec(), rows));
+        self.seen.lock().push((lsn, changes, rows));
     }
 }
 
@@ -956,7 +956,7 @@ fn panicking_row_function_fails_its_caller_only(kind: Kind) {
 struct Counter(Mutex<i64>);
 
 impl CommitObserver for Counter {
-    fn on_commit(&self, _lsn: Lsn, changes: &[TableDeltas]) {
+    fn on_commit(&self, _lsn: Lsn, changes: Vec<TableDeltas>) {
         let d: i64 = changes
             .iter()
             .flat_map(|c| &c.deltas)
