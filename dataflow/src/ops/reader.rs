@@ -4,15 +4,30 @@
 //! Partial: a key is either present (its complete, sorted result, possibly
 //! empty) or absent (a hole, filled by an upquery on a read miss). Deltas
 //! for holes are dropped.
+//!
+//! Concurrency: a read hit takes no lock and writes nothing shared but the
+//! key's LRU stamp. The filled keys live in a persistent hash map
+//! (`imbl::HashMap`: structural sharing, O(1) clone) published through an
+//! `ArcSwap`. A reader loads the current version and looks the key up. A
+//! writer (one at a time: `writer` lock) clones the current version, applies
+//! a whole batch to the clone (one `apply`'s deltas, a fill, an eviction, a
+//! clear, a restore) and publishes it with one store, so a batch is seen
+//! whole or not at all, and a reader holding an old version keeps a
+//! consistent one. Rejected: `left-right`/evmap (two copies of every row
+//! vector, each delta applied twice, a read handle per thread) and
+//! `papaya`/`scc` (lock-free per key, but no atomic publication of a batch).
+//! The cost: a key's rows are copy-on-write, so a batch copies each key it
+//! touches once (the old version may still be read).
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 use std::fmt;
+use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AO};
 use std::sync::Arc;
 
+use arc_swap::ArcSwap;
 use ladle_common::{Collation, Row, RowDelta, Value};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 
 use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
 
@@ -34,39 +49,127 @@ pub(crate) fn cmp_rows(a: &[Value], b: &[Value], order: &OrderSpec) -> Ordering 
     Ordering::Equal
 }
 
+/// The LRU clock, shared by every reader so that `oldest` compares across
+/// views. Writers (fills, batches, evictions) advance it; a read hit only
+/// copies it into the key's stamp, so hits never contend on it (keys read
+/// between two writes tie: approximate LRU, as DESIGN.md allows).
+static CLOCK: AtomicU64 = AtomicU64::new(1);
+
+fn tick() -> u64 {
+    CLOCK.fetch_add(1, AO::Relaxed) + 1
+}
+
+/// Bytes charged per filled key besides its rows and key values: the entry,
+/// the key's allocation and its share of the map's nodes.
+const KEY_OVERHEAD: usize = 128;
+
+fn entry_bytes(key: &[Value], rows: &[Row]) -> usize {
+    KEY_OVERHEAD + row_bytes(key) + rows.iter().map(|r| row_bytes(r)).sum::<usize>()
+}
+
+/// A filled key. Shared (`Arc`) by the map versions that hold it; a batch
+/// that changes it makes a new one (`Arc::make_mut`).
 struct Entry {
     rows: Arc<Vec<Row>>,
     bytes: usize,
+    /// Written by read hits through any version holding this entry (a hit
+    /// on an entry being replaced by a batch is not kept: LRU is
+    /// approximate).
     last_used: AtomicU64,
+}
+
+impl Clone for Entry {
+    fn clone(&self) -> Entry {
+        Entry {
+            rows: self.rows.clone(),
+            bytes: self.bytes,
+            last_used: AtomicU64::new(self.last_used.load(AO::Relaxed)),
+        }
+    }
+}
+
+/// A normalized key behind a thin pointer, looked up as a slice.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key(Arc<Vec<Value>>);
+
+impl std::borrow::Borrow<[Value]> for Key {
+    fn borrow(&self) -> &[Value] {
+        &self.0
+    }
+}
+
+/// Normalized key -> entry. Thin `Arc`s keep the node copies a write makes
+/// cheap and the nodes under 1 KiB: glibc serves larger blocks from its
+/// large bins, consolidating freed small blocks first, which made fills
+/// about twice as slow.
+type Map = imbl::HashMap<Key, Arc<Entry>>;
+
+/// Gives a value cache lines of its own, so that writes to its neighbours
+/// (counters, the writer lock) do not evict it from other cores' caches.
+#[repr(align(128))]
+struct CachePadded<T>(T);
+
+impl<T> Deref for CachePadded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+/// A counter bumped by every read: one cache line per shard, threads
+/// spread over the shards, so reads on different cores do not bounce one
+/// line between them. Its methods are named like `AtomicU64`'s.
+pub(crate) struct Counter([CachePadded<AtomicU64>; COUNTER_SHARDS]);
+
+const COUNTER_SHARDS: usize = 4;
+
+impl Counter {
+    fn new() -> Counter {
+        Counter(std::array::from_fn(|_| CachePadded(AtomicU64::new(0))))
+    }
+
+    /// Adds `n` (to this thread's shard).
+    pub fn fetch_add(&self, n: u64, order: AO) {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static SHARD: usize = NEXT.fetch_add(1, AO::Relaxed) % COUNTER_SHARDS;
+        }
+        self.0[SHARD.with(|s| *s)].fetch_add(n, order);
+    }
+
+    /// The total.
+    pub fn load(&self, order: AO) -> u64 {
+        self.0.iter().map(|c| c.load(order)).sum()
+    }
 }
 
 /// The reader state shared with prepared queries.
 pub(crate) struct ReaderState {
-    map: RwLock<HashMap<Vec<Value>, Entry>>,
-    /// Keys changed since the last snapshot capture, and the row deltas
-    /// applied to large ones. Mutations take `map`'s write lock, then this
-    /// (they all run under the graph lock too).
-    dirty: Mutex<DirtyKeys<Vec<RowDelta>>>,
+    /// The published version of the filled keys.
+    map: CachePadded<ArcSwap<Map>>,
+    /// Serializes writers (they all run under the graph lock too, but the
+    /// type stays safe on its own); holds the keys changed since the last
+    /// snapshot capture, and the row deltas applied to large ones.
+    writer: Mutex<DirtyKeys<Vec<RowDelta>>>,
     key_colls: Vec<Collation>,
     order: OrderSpec,
+    /// Sum of the published entries' bytes; written under `writer`.
     bytes: AtomicUsize,
-    clock: AtomicU64,
-    pub hits: AtomicU64,
-    pub misses: AtomicU64,
+    pub hits: Counter,
+    pub misses: Counter,
     pub upqueries: AtomicU64,
 }
 
 impl ReaderState {
     pub fn new(key_colls: Vec<Collation>, order: OrderSpec) -> ReaderState {
         ReaderState {
-            map: RwLock::new(HashMap::new()),
-            dirty: Mutex::new(DirtyKeys::default()),
+            map: CachePadded(ArcSwap::from_pointee(Map::new())),
+            writer: Mutex::new(DirtyKeys::default()),
             key_colls,
             order,
             bytes: AtomicUsize::new(0),
-            clock: AtomicU64::new(1),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
+            hits: Counter::new(),
+            misses: Counter::new(),
             upqueries: AtomicU64::new(0),
         }
     }
@@ -78,10 +181,14 @@ impl ReaderState {
     /// A hit returns the key's sorted rows; `None` is a hole.
     pub fn get(&self, key: &[Value]) -> Option<Arc<Vec<Row>>> {
         let nk = self.norm(key);
-        let map = self.map.read();
-        let e = map.get(&nk)?;
-        e.last_used
-            .store(self.clock.fetch_add(1, AO::Relaxed), AO::Relaxed);
+        let map = self.map.load();
+        let e = map.get(nk.as_slice())?;
+        // Skipping the store when the stamp is current keeps a hot key's
+        // cache line shared between the cores reading it.
+        let now = CLOCK.load(AO::Relaxed);
+        if e.last_used.load(AO::Relaxed) != now {
+            e.last_used.store(now, AO::Relaxed);
+        }
         Some(e.rows.clone())
     }
 
@@ -90,14 +197,13 @@ impl ReaderState {
     }
 
     pub fn stats(&self) -> (u64, u64) {
-        let map = self.map.read();
+        let map = self.map.load();
         (
             map.len() as u64,
             map.values().map(|e| e.rows.len() as u64).sum(),
         )
     }
 
-    /// Fills a hole with the key's complete result.
     /// Sorts rows as this reader stores them (its ORDER BY, then whole
     /// rows), for results computed outside the reader.
     pub fn sorted(&self, mut rows: Vec<Row>) -> Vec<Row> {
@@ -105,127 +211,168 @@ impl ReaderState {
         rows
     }
 
-    pub fn fill(&self, key: &[Value], mut rows: Vec<Row>) -> Arc<Vec<Row>> {
-        let order = self.order.clone();
-        rows.sort_by(|a, b| cmp_rows(a, b, &order).then_with(|| a.cmp(b)));
-        let bytes = 64 + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
-        let rows = Arc::new(rows);
+    /// Runs one batch of changes on a private copy of the map and publishes
+    /// it (if `f` says it changed anything) with one store; `f` also gets
+    /// the dirty keys and the byte total to update.
+    fn write<R>(
+        &self,
+        f: impl FnOnce(&mut Map, &mut DirtyKeys<Vec<RowDelta>>, &mut usize) -> (R, bool),
+    ) -> R {
+        let mut dirty = self.writer.lock();
+        let mut map = Map::clone(&self.map.load());
+        let mut bytes = self.bytes.load(AO::Relaxed);
+        let (r, changed) = f(&mut map, &mut dirty, &mut bytes);
+        if changed {
+            self.map.store(Arc::new(map));
+            self.bytes.store(bytes, AO::Relaxed);
+        }
+        r
+    }
+
+    /// Fills a hole with the key's complete result.
+    pub fn fill(&self, key: &[Value], rows: Vec<Row>) -> Arc<Vec<Row>> {
+        let rows = Arc::new(self.sorted(rows));
         let nk = self.norm(key);
-        let mut map = self.map.write();
-        self.dirty.lock().mark(&nk, map.len() + 1);
         let e = Entry {
             rows: rows.clone(),
-            bytes,
-            last_used: AtomicU64::new(self.clock.fetch_add(1, AO::Relaxed)),
+            bytes: entry_bytes(&nk, &rows),
+            last_used: AtomicU64::new(tick()),
         };
-        if let Some(old) = map.insert(nk, e) {
-            self.bytes.fetch_sub(old.bytes, AO::Relaxed);
-        }
-        self.bytes.fetch_add(bytes, AO::Relaxed);
+        self.write(|map, dirty, bytes| {
+            dirty.mark(&nk, map.len() + 1);
+            *bytes += e.bytes;
+            if let Some(old) = map.insert(Key(Arc::new(nk)), Arc::new(e)) {
+                *bytes = bytes.saturating_sub(old.bytes);
+            }
+            ((), true)
+        });
         rows
     }
 
-    /// Applies deltas to filled keys (pure with respect to the graph).
+    /// Applies deltas to filled keys (pure with respect to the graph), all
+    /// published at once.
     pub fn apply(&self, key_cols: &[usize], deltas: Vec<RowDelta>) {
         if deltas.is_empty() {
             return;
         }
-        let mut map = self.map.write();
-        let mut dirty = self.dirty.lock();
-        let filled = map.len();
-        for d in deltas {
-            let nk = self.norm(&project_cols(d.row(), key_cols));
-            let Some(e) = map.get_mut(&nk) else { continue };
-            let size = e.rows.len();
-            let rows = Arc::make_mut(&mut e.rows);
-            let applied = match &d {
-                RowDelta::Insert(r) => {
-                    let b = row_bytes(r);
-                    let pos = rows
-                        .binary_search_by(|x| cmp_rows(x, r, &self.order).then_with(|| x.cmp(r)))
-                        .unwrap_or_else(|p| p);
-                    rows.insert(pos, r.clone());
-                    e.bytes += b;
-                    self.bytes.fetch_add(b, AO::Relaxed);
-                    true
+        // Reads after this batch are newer than reads before it.
+        tick();
+        self.write(|map, dirty, bytes| {
+            let filled = map.len();
+            let mut changed = false;
+            for d in deltas {
+                let nk = self.norm(&project_cols(d.row(), key_cols));
+                // `get_mut` copies the map's path to the key (even to a
+                // hole: hence `contains_key` first), `make_mut` the entry
+                // and its rows, once per batch: the published version keeps
+                // the old ones.
+                if !map.contains_key(nk.as_slice()) {
+                    continue;
                 }
-                RowDelta::Delete(r) => match rows.iter().position(|x| x == r) {
-                    Some(p) => {
-                        rows.remove(p);
+                let Some(e) = map.get_mut(nk.as_slice()) else {
+                    continue;
+                };
+                let e = Arc::make_mut(e);
+                let size = e.rows.len();
+                let applied = match &d {
+                    RowDelta::Insert(r) => {
+                        let rows = Arc::make_mut(&mut e.rows);
+                        let pos = rows
+                            .binary_search_by(|x| {
+                                cmp_rows(x, r, &self.order).then_with(|| x.cmp(r))
+                            })
+                            .unwrap_or_else(|p| p);
+                        rows.insert(pos, r.clone());
                         let b = row_bytes(r);
-                        e.bytes = e.bytes.saturating_sub(b);
-                        self.bytes
-                            .fetch_sub(b.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
+                        e.bytes += b;
+                        *bytes += b;
                         true
                     }
-                    None => false,
-                },
-            };
-            // Only deltas that changed the rows are recorded: a snapshot
-            // replays them on the previous epoch's rows.
-            if applied {
-                dirty.mark_inside(&nk, filled, size, |log| {
-                    log.push(d);
-                    log.len() * 2 <= size
-                });
+                    RowDelta::Delete(r) => match e.rows.iter().position(|x| x == r) {
+                        Some(p) => {
+                            Arc::make_mut(&mut e.rows).remove(p);
+                            let b = row_bytes(r);
+                            e.bytes = e.bytes.saturating_sub(b);
+                            *bytes = bytes.saturating_sub(b);
+                            true
+                        }
+                        None => false,
+                    },
+                };
+                // Only deltas that changed the rows are recorded: a snapshot
+                // replays them on the previous epoch's rows.
+                if applied {
+                    changed = true;
+                    dirty.mark_inside(&nk, filled, size, |log| {
+                        log.push(d);
+                        log.len() * 2 <= size
+                    });
+                }
             }
-        }
+            ((), changed)
+        })
     }
 
     /// Evicts the least recently used keys until `target` bytes are freed;
     /// returns bytes freed.
     pub fn evict(&self, target: usize) -> usize {
-        let mut map = self.map.write();
-        let mut dirty = self.dirty.lock();
-        let mut ages: Vec<(u64, Vec<Value>, usize)> = map
-            .iter()
-            .map(|(k, e)| (e.last_used.load(AO::Relaxed), k.clone(), e.bytes))
-            .collect();
-        ages.sort_by_key(|a| a.0);
-        let mut freed = 0;
-        for (_, k, b) in ages {
-            if freed >= target {
-                break;
+        tick();
+        self.write(|map, dirty, bytes| {
+            let mut ages: Vec<(u64, Key, usize)> = map
+                .iter()
+                .map(|(k, e)| (e.last_used.load(AO::Relaxed), k.clone(), e.bytes))
+                .collect();
+            ages.sort_by_key(|a| a.0);
+            let mut freed = 0;
+            for (_, k, b) in ages {
+                if freed >= target {
+                    break;
+                }
+                map.remove(&k);
+                dirty.mark(&k.0, map.len());
+                freed += b;
             }
-            map.remove(&k);
-            dirty.mark(&k, map.len());
-            freed += b;
-        }
-        self.bytes
-            .fetch_sub(freed.min(self.bytes.load(AO::Relaxed)), AO::Relaxed);
-        freed
+            *bytes = bytes.saturating_sub(freed);
+            (freed, freed > 0)
+        })
     }
 
     /// Oldest access time among cached keys.
     pub fn oldest(&self) -> Option<u64> {
         self.map
-            .read()
+            .load()
             .values()
             .map(|e| e.last_used.load(AO::Relaxed))
             .min()
     }
 
     pub fn clear(&self) {
-        let mut map = self.map.write();
-        if !map.is_empty() {
-            self.dirty.lock().mark_all();
-        }
-        map.clear();
-        self.bytes.store(0, AO::Relaxed);
+        self.write(|map, dirty, bytes| {
+            if !map.is_empty() {
+                dirty.mark_all();
+            }
+            *map = Map::new();
+            *bytes = 0;
+            ((), true)
+        })
     }
 
     /// The keys changed since the previous call (all of them the first
     /// time), by reference: cheap enough for the commit lock.
     pub fn capture(&self) -> Captured<Vec<Row>, Vec<RowDelta>> {
-        let map = self.map.read();
-        let changed = self.dirty.lock().take();
+        // The version and the dirty keys must match: take both under the
+        // writer lock, then read the version (O(1) to hold) without it.
+        let (map, changed) = {
+            let mut dirty = self.writer.lock();
+            (self.map.load_full(), dirty.take())
+        };
         Captured::of(
             changed,
             |k| map.get(k).map(|e| e.rows.clone()),
             |_, log| log,
             || {
                 map.iter()
-                    .map(|(k, e)| (k.clone(), e.rows.clone()))
+                    .map(|(k, e)| (Vec::clone(&k.0), e.rows.clone()))
                     .collect()
             },
         )
@@ -233,33 +380,36 @@ impl ReaderState {
 
     /// Forces the next capture to be full (the previous one was not saved).
     pub fn mark_all_dirty(&self) {
-        self.dirty.lock().mark_all();
+        self.writer.lock().mark_all();
     }
 
     /// Replaces the state by `entries` (normalized key -> rows, restored
     /// from a snapshot, and whether they need sorting: row deltas were
     /// applied to them); other keys are holes.
     pub fn restore(&self, entries: Vec<(Vec<Value>, Vec<Row>, bool)>) {
-        let mut map = self.map.write();
-        map.clear();
+        let now = tick();
         let mut total = 0;
-        for (k, mut rows, unsorted) in entries {
-            if unsorted {
-                rows.sort_by(|a, b| cmp_rows(a, b, &self.order).then_with(|| a.cmp(b)));
-            }
-            let bytes = 64 + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
-            total += bytes;
-            map.insert(
-                k,
-                Entry {
+        // Built in one go, privately (no copies), then published.
+        let map: Map = entries
+            .into_iter()
+            .map(|(k, rows, unsorted)| {
+                let rows = if unsorted { self.sorted(rows) } else { rows };
+                let bytes = entry_bytes(&k, &rows);
+                total += bytes;
+                let e = Entry {
                     rows: Arc::new(rows),
                     bytes,
-                    last_used: AtomicU64::new(self.clock.fetch_add(1, AO::Relaxed)),
-                },
-            );
-        }
-        self.bytes.store(total, AO::Relaxed);
-        self.dirty.lock().reset_clean();
+                    last_used: AtomicU64::new(now),
+                };
+                (Key(Arc::new(k)), Arc::new(e))
+            })
+            .collect();
+        self.write(|m, dirty, bytes| {
+            *m = map;
+            *bytes = total;
+            dirty.reset_clean();
+            ((), true)
+        })
     }
 }
 
@@ -321,5 +471,143 @@ mod tests {
         assert_eq!(st.get(&[Value::text("a")]).unwrap()[0], parse_row("a 8"));
         assert!(st.evict(1) > 0);
         assert!(st.get(&[Value::text("a")]).is_none());
+    }
+
+    fn reader(order: OrderSpec) -> (Arc<ReaderState>, Reader) {
+        let st = Arc::new(ReaderState::new(vec![Collation::Binary], order));
+        let r = Reader {
+            key: vec![0],
+            shared: st.clone(),
+        };
+        (st, r)
+    }
+
+    fn key(k: &str) -> Vec<Value> {
+        vec![Value::text(k)]
+    }
+
+    /// The second column of the rows of `k` in one published version.
+    fn vals(map: &Map, k: &str) -> Vec<i64> {
+        map.get(key(k).as_slice())
+            .map(|e| e.rows.iter().map(|r| r[1].as_i64().unwrap()).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_held_version_sees_a_batch_whole_or_not_at_all() {
+        let (st, r) = reader(vec![(1, false, Collation::Binary)]);
+        st.fill(&key("a"), vec![parse_row("a 1"), parse_row("a 2")]);
+        st.fill(&key("b"), vec![parse_row("b 10")]);
+        let before = st.map.load_full();
+        let rows_a = st.get(&key("a")).unwrap();
+        // One batch moves 1 from a to b and adds 3 to a.
+        r.on_input(parse("- a 1\n+ b 1\n+ a 3"));
+        // The old version and rows handed out before are untouched...
+        assert_eq!(vals(&before, "a"), vec![1, 2]);
+        assert_eq!(vals(&before, "b"), vec![10]);
+        assert_eq!(*rows_a, vec![parse_row("a 1"), parse_row("a 2")]);
+        // ...and the new one has the whole batch.
+        let after = st.map.load_full();
+        assert_eq!(vals(&after, "a"), vec![2, 3]);
+        assert_eq!(vals(&after, "b"), vec![1, 10]);
+        assert_eq!(
+            *st.get(&key("b")).unwrap(),
+            vec![parse_row("b 1"), parse_row("b 10")]
+        );
+        // Fills and evictions publish new versions too.
+        st.fill(&key("c"), vec![parse_row("c 5")]);
+        assert!(after.get(key("c").as_slice()).is_none());
+        st.evict(usize::MAX);
+        assert_eq!(vals(&after, "c"), Vec::<i64>::new());
+        assert_eq!(vals(&st.map.load_full(), "a"), Vec::<i64>::new());
+        assert_eq!(st.bytes(), 0);
+        assert_eq!(vals(&after, "a"), vec![2, 3]);
+    }
+
+    #[test]
+    fn bytes_follow_fills_deltas_and_evictions() {
+        let (st, r) = reader(vec![]);
+        st.fill(&key("a"), vec![parse_row("a 1")]);
+        let one = st.bytes();
+        st.fill(&key("b"), vec![parse_row("b 1")]);
+        assert_eq!(st.bytes(), 2 * one);
+        // Refilling a key replaces its charge.
+        st.fill(&key("b"), vec![parse_row("b 1")]);
+        assert_eq!(st.bytes(), 2 * one);
+        r.on_input(parse("+ a 2\n+ z 1"));
+        assert_eq!(st.bytes(), 2 * one + row_bytes(&parse_row("a 2")));
+        r.on_input(parse("- a 2\n- a 9"));
+        assert_eq!(st.bytes(), 2 * one);
+        assert_eq!(st.evict(1), one);
+        assert_eq!(st.bytes(), one);
+        st.clear();
+        assert_eq!(st.bytes(), 0);
+    }
+
+    /// Readers on several threads while a writer applies batches: every
+    /// version a reader observes is one between two batches.
+    #[test]
+    fn concurrent_readers_only_see_whole_batches() {
+        const ROWS: i64 = 8;
+        const BATCHES: i64 = 2000;
+        let (st, r) = reader(vec![(1, false, Collation::Binary)]);
+        // Rows move between a and b (count and sum of a and b are fixed);
+        // c holds two rows summing to zero, both replaced by every batch.
+        st.fill(
+            &key("a"),
+            (0..ROWS)
+                .map(|v| vec![Value::text("a"), Value::Int(v)])
+                .collect(),
+        );
+        st.fill(&key("b"), vec![]);
+        st.fill(&key("c"), vec![parse_row("c 0"), parse_row("c 0")]);
+        let total: i64 = (0..ROWS).sum();
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let (st, done) = (st.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut seen = 0u64;
+                    while !done.load(AO::Acquire) {
+                        let c = st.get(&key("c")).unwrap();
+                        assert_eq!(c.len(), 2);
+                        assert_eq!(c[0][1].as_i64().unwrap() + c[1][1].as_i64().unwrap(), 0);
+                        let map = st.map.load();
+                        let (a, b) = (vals(&map, "a"), vals(&map, "b"));
+                        assert_eq!(a.len() + b.len(), ROWS as usize);
+                        assert_eq!(a.iter().sum::<i64>() + b.iter().sum::<i64>(), total);
+                        assert!(a.windows(2).all(|w| w[0] <= w[1]));
+                        seen += 1;
+                    }
+                    seen
+                })
+            })
+            .collect();
+        for i in 0..BATCHES {
+            let v = i % ROWS;
+            let (from, to) = if (i / ROWS) % 2 == 0 {
+                ("a", "b")
+            } else {
+                ("b", "a")
+            };
+            let row = |k: &str, v: i64| vec![Value::text(k), Value::Int(v)];
+            r.on_input(vec![
+                RowDelta::Delete(row(from, v)),
+                RowDelta::Delete(row("c", i)),
+                RowDelta::Delete(row("c", -i)),
+                RowDelta::Insert(row(to, v)),
+                RowDelta::Insert(row("c", i + 1)),
+                RowDelta::Insert(row("c", -i - 1)),
+            ]);
+            // Other keys are filled meanwhile.
+            st.fill(&key(&format!("k{i}")), vec![]);
+        }
+        done.store(true, AO::Release);
+        for t in readers {
+            t.join().unwrap();
+        }
+        let map = st.map.load();
+        assert_eq!(vals(&map, "a").len() + vals(&map, "b").len(), ROWS as usize);
+        assert_eq!(vals(&map, "c"), vec![-BATCHES, BATCHES]);
     }
 }
