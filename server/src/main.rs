@@ -10,6 +10,10 @@ mod snapshots;
 
 use clap::Parser;
 
+/// See the workspace Cargo.toml for why.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     let args = config::Args::parse();
     tracing_subscriber::fmt()
