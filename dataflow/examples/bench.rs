@@ -1,9 +1,11 @@
 //! Dataflow micro-benchmarks (run with `cargo run --release -p
-//! ladle-dataflow --example bench`): warm reader lookups/s on 2 threads,
-//! write propagation through the vote graph (in-memory storage), cold-key
-//! upquery latency, and memory per cached row. Prints figures; asserts
-//! nothing about speed.
+//! ladle-dataflow --example bench`): warm reader lookups/s on 2 threads
+//! (alone, then with a writer thread meanwhile), write propagation through
+//! the vote graph (in-memory storage), cold-key upquery latency, and memory
+//! per cached row. Prints figures; asserts nothing about speed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ladle_common::{ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
@@ -174,30 +176,67 @@ fn main() {
         df.memory_bytes() as f64 / rows.max(1) as f64
     );
 
-    // Warm reader lookups on 2 threads.
-    let dur = Duration::from_secs(3);
-    let threads: Vec<_> = (0..2u64)
-        .map(|tid| {
-            let p = p.clone();
+    // Warm reader lookups on 2 threads, alone and then with a writer
+    // thread publishing single-vote writes meanwhile (reads should barely
+    // notice it, beyond sharing the 2 cores).
+    let lookups = |with_writer: bool, vid: i64| {
+        let dur = Duration::from_secs(3);
+        let stop = Arc::new(AtomicBool::new(false));
+        let writer = with_writer.then(|| {
+            let (storage, stop, table) = (storage.clone(), stop.clone(), v.id);
             std::thread::spawn(move || {
-                let start = Instant::now();
+                let mut vid = vid;
                 let mut n = 0u64;
-                let mut k = tid as i64;
-                while start.elapsed() < dur {
-                    for _ in 0..1000 {
-                        k = (k * 6364136223846793005i64.wrapping_add(1)).rem_euclid(articles);
-                        let _ = p.execute(&[Value::Int(k)]);
-                        n += 1;
-                    }
+                while !stop.load(Ordering::Relaxed) {
+                    vid += 1;
+                    let row = vec![
+                        Value::Int(vid),
+                        Value::Int((vid * 7919) % articles),
+                        Value::Int(vid),
+                    ];
+                    storage
+                        .write(vec![WriteOp::Insert {
+                            table,
+                            rows: vec![row],
+                            on_conflict: OnConflict::Error,
+                        }])
+                        .expect("w");
+                    n += 1;
                 }
-                n
+                (vid, n)
             })
-        })
-        .collect();
-    let total: u64 = threads.into_iter().map(|t| t.join().expect("join")).sum();
+        });
+        let threads: Vec<_> = (0..2u64)
+            .map(|tid| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    let start = Instant::now();
+                    let mut n = 0u64;
+                    let mut k = tid as i64;
+                    while start.elapsed() < dur {
+                        for _ in 0..1000 {
+                            k = (k * 6364136223846793005i64.wrapping_add(1)).rem_euclid(articles);
+                            let _ = p.execute(&[Value::Int(k)]);
+                            n += 1;
+                        }
+                    }
+                    n
+                })
+            })
+            .collect();
+        let total: u64 = threads.into_iter().map(|t| t.join().expect("join")).sum();
+        stop.store(true, Ordering::Relaxed);
+        let written = writer.map(|w| w.join().expect("join"));
+        (total as f64 / dur.as_secs_f64(), written)
+    };
+    let (rate, _) = lookups(false, vid);
+    println!("warm reader lookups: {rate:.0}/s on 2 threads");
+    let (rate, written) = lookups(true, vid);
+    let (last, writes) = written.unwrap_or((vid, 0));
+    vid = last;
     println!(
-        "warm reader lookups: {:.0}/s on 2 threads",
-        total as f64 / dur.as_secs_f64()
+        "warm reader lookups with 1 writer: {rate:.0}/s on 2 threads ({:.0} single-vote writes/s meanwhile)",
+        writes as f64 / 3.0
     );
 
     // Write propagation: one vote per write, then batches of 100.

@@ -1,13 +1,14 @@
 //! The engine: view catalog, prepared queries, the commit observer, reads
 //! and misses.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ladle_common::{coerce, ColumnSchema, Lsn, Row, TableDeltas, TableId, Value};
-use ladle_storage::{CommitObserver, Storage};
+use ladle_storage::Storage;
 use parking_lot::{Mutex, RwLock};
 use sqlparser::ast;
 
@@ -17,6 +18,7 @@ use crate::ops::reader::cmp_rows;
 use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
+use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
 use crate::{DataflowConfig, DataflowError, OutputColumn, PreparedQuery, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
@@ -46,8 +48,8 @@ pub(crate) struct View {
     reader: Arc<ReaderState>,
     node: NodeId,
     tables: Vec<TableId>,
-    /// The commit counter of each of `tables` (see `Inner::table_commits`).
-    commits: Vec<Arc<AtomicU64>>,
+    /// The counters of each of `tables` (see `Inner::table_commits`).
+    commits: Vec<Arc<TableCounters>>,
     /// The reader's ancestors detached from the graph, for fills outside
     /// the locks; `None` if the view must fill under them (`Graph::detach`).
     detached: OnceLock<Option<Graph>>,
@@ -82,10 +84,12 @@ pub(crate) struct Inner {
     /// (database, lower name) -> SQL text
     named: RwLock<HashMap<(String, String), String>>,
     next_id: std::sync::atomic::AtomicU64,
-    /// Per base table, the number of committed batches that touched it,
-    /// bumped inside the commit lock before propagation. A fill outside the
-    /// locks is installed only if its tables' counters did not move.
-    table_commits: RwLock<HashMap<TableId, Arc<AtomicU64>>>,
+    /// Per base table with a view: batches committed and propagated (see
+    /// `propagation.rs`). A fill outside the locks starts only when the two
+    /// agree and is installed only if `committed` did not move.
+    table_commits: RwLock<HashMap<TableId, Arc<TableCounters>>>,
+    /// Committed batches waiting for the propagation worker.
+    pub(crate) pipeline: Arc<Pipeline>,
     fill_stats: FillStats,
     /// When the engine started: the origin of the millisecond clocks below.
     started: Instant,
@@ -116,35 +120,18 @@ struct FillStats {
 /// The view engine. One per server.
 pub struct Dataflow {
     pub(crate) inner: Arc<Inner>,
+    /// The propagation worker (see `propagation.rs`), joined on drop.
+    worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-struct Observer(Weak<Inner>);
-
-impl CommitObserver for Observer {
-    fn on_commit(&self, _lsn: Lsn, changes: &[TableDeltas]) {
-        let Some(inner) = self.0.upgrade() else {
-            return;
-        };
-        let mut g = inner.graph.lock();
-        // Bumped under the graph lock: a fill that saw a batch's rows in
-        // storage sees its bump by the time it installs, and a fill that
-        // read its counters after the bump reads aggregate partitions (under
-        // the graph lock) that include the batch.
-        {
-            let commits = inner.table_commits.read();
-            for c in changes {
-                if let Some(n) = commits.get(&c.table) {
-                    n.fetch_add(1, AO::SeqCst);
-                }
+impl Drop for Dataflow {
+    fn drop(&mut self) {
+        self.inner.pipeline.shut_down();
+        if let Some(w) = self.worker.lock().take() {
+            if w.join().is_err() {
+                tracing::error!("the propagation worker panicked");
             }
         }
-        if let Err(e) = g.on_commit(changes) {
-            // A failed propagation leaves views unreliable: drop their state
-            // so the next reads recompute from storage.
-            tracing::error!("dataflow propagation failed: {e}");
-            g.clear_all();
-        }
-        g.evict(inner.config.memory_limit);
     }
 }
 
@@ -165,6 +152,7 @@ impl Dataflow {
             named: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
             table_commits: RwLock::new(HashMap::new()),
+            pipeline: Arc::new(Pipeline::default()),
             fill_stats: FillStats::default(),
             started: Instant::now(),
             idle_sweep_ms: AtomicU64::new(DEFAULT_VIEW_IDLE_TIMEOUT.as_millis() as u64),
@@ -179,9 +167,27 @@ impl Dataflow {
                 );
             }
         }
-        storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
-        inner.reinstall_views()?;
-        Ok(Arc::new(Dataflow { inner }))
+        // Registered under the commit lock, so the pipeline starts exactly
+        // where storage is and no batch goes unqueued.
+        storage.exclusive(|| {
+            storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
+            inner.pipeline.start_at(storage.last_lsn());
+        });
+        let worker = {
+            let (engine, pipeline) = (Arc::downgrade(&inner), inner.pipeline.clone());
+            std::thread::Builder::new()
+                .name("ladle-propagate".into())
+                .spawn(move || run_worker(engine, pipeline))
+                .map_err(|e| {
+                    DataflowError::Internal(format!("spawning the propagation worker: {e}"))
+                })?
+        };
+        let dataflow = Arc::new(Dataflow {
+            inner,
+            worker: Mutex::new(Some(worker)),
+        });
+        dataflow.inner.reinstall_views()?;
+        Ok(dataflow)
     }
 
     /// Plans (or reuses) the view answering `query` in `database`. Literals
@@ -364,9 +370,50 @@ impl Dataflow {
             s.locked.load(AO::Relaxed),
         )
     }
+
+    /// The LSN of the newest batch every view reflects (writes are
+    /// propagated asynchronously after they are acknowledged).
+    pub fn applied_lsn(&self) -> Lsn {
+        self.inner.pipeline.applied()
+    }
+
+    /// Propagation lag: committed batches waiting for the worker, and the
+    /// LSN distance between the newest commit and what views reflect.
+    pub fn propagation_lag(&self) -> (usize, u64) {
+        self.inner.pipeline.lag()
+    }
+
+    /// Propagates every committed batch now (under the commit lock), so
+    /// every view reflects every acknowledged write.
+    pub fn settle(&self) {
+        self.inner.settle();
+    }
 }
 
 impl Inner {
+    /// Bumps the committed counters of the tables `changes` touches (inside
+    /// the commit lock).
+    pub(crate) fn count_commit(&self, lsn: Lsn, changes: &[TableDeltas]) {
+        let counters = self.table_commits.read();
+        for c in changes {
+            if let Some(n) = counters.get(&c.table) {
+                n.committed.fetch_add(1, AO::SeqCst);
+                n.last_lsn.store(lsn, AO::SeqCst);
+            }
+        }
+    }
+
+    /// Bumps the applied counters for a merged batch about to be propagated
+    /// (under the graph lock).
+    pub(crate) fn count_applied(&self, changes: &[TableDeltas]) {
+        let counters = self.table_commits.read();
+        for c in changes {
+            if let Some(n) = counters.get(&c.table) {
+                n.applied.fetch_add(1, AO::SeqCst);
+            }
+        }
+    }
+
     /// The installed view `bind` would choose for `query`, without
     /// installing anything; `None` if it is not installed.
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
@@ -676,6 +723,10 @@ impl Inner {
         });
         if let Some(template) = detached {
             for _attempt in 0..2 {
+                // An unlocked fill needs the worker to have applied every
+                // batch of the view's tables; it usually has, or soon will.
+                self.pipeline
+                    .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
                 if let Some(rows) = self.fill_unlocked(v, template, key)? {
                     return Ok(rows);
                 }
@@ -722,7 +773,17 @@ impl Inner {
         template: &Graph,
         key: &[Value],
     ) -> Result<Option<Arc<Vec<Row>>>> {
-        let before: Vec<u64> = v.commits.iter().map(|c| c.load(AO::SeqCst)).collect();
+        let before: Vec<u64> = v
+            .commits
+            .iter()
+            .map(|c| c.committed.load(AO::SeqCst))
+            .collect();
+        // Storage reads below see the latest state: the graph must reflect
+        // it too for the view's tables (aggregate partitions are read from
+        // the graph), and nothing may commit to them until the install.
+        if !v.commits.iter().all(|c| c.caught_up()) {
+            return Ok(None);
+        }
         let mut g = template.copy_detached();
         let root = g.detached_root();
         let rows = match g.pull(root, &v.spec.key, key) {
@@ -746,7 +807,7 @@ impl Inner {
                 .commits
                 .iter()
                 .zip(&before)
-                .any(|(c, b)| c.load(AO::SeqCst) != *b);
+                .any(|(c, b)| c.committed.load(AO::SeqCst) != *b);
             if moved || !g.still_filled(&read) {
                 return Ok(None);
             }
@@ -785,8 +846,8 @@ impl Prepared {
         &self.columns
     }
 
-    pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
-        self.execute_with(params, None)
+    pub fn execute(&self, params: &[Value], after: Lsn) -> Result<Vec<Row>> {
+        self.execute_with(params, None, after)
     }
 
     /// The base tables the query currently reads (empty for a constant).
@@ -800,10 +861,13 @@ impl Prepared {
     /// `overlay`: row deltas read as if applied on top of storage (an open
     /// transaction's own writes); the answer is then computed by upqueries
     /// on a detached copy of the view and never cached.
+    /// `after`: the read reflects at least every write to the view's tables
+    /// with an LSN up to it (read-your-writes).
     pub fn execute_with(
         &self,
         params: &[Value],
         overlay: Option<&[TableDeltas]>,
+        after: Lsn,
     ) -> Result<Vec<Row>> {
         if params.len() != self.user_params {
             return Err(DataflowError::ParamCount {
@@ -861,6 +925,9 @@ impl Prepared {
                 view.used.store(true, AO::Relaxed);
             }
             engine.sweep_if_due();
+            if overlay.is_none() {
+                engine.wait_for_writes(&view.commits, after);
+            }
             match read(&engine, &view, &slots, &lists, overlay) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
                 other => return other,
@@ -961,21 +1028,15 @@ fn read(
         }
         keys = next;
     }
-    let mut rows: Vec<Row> = Vec::new();
-    if keys.is_empty() {
-        // `col = NULL`: no rows match; an aggregate without GROUP BY still
-        // returns its one row.
-        if let Some(d) = &spec.empty_default {
-            rows.push(d.clone());
-        }
-    }
-    let mut dedup_seen = std::collections::HashSet::new();
+    // The keys' cached results, then borrowed rows: a read copies only the
+    // rows it returns (a top-k over a large key used to copy all of them).
+    let mut results: Vec<Arc<Vec<Row>>> = Vec::with_capacity(keys.len());
     for k in &keys {
         let cached = match overlay {
             Some(o) => Err(o),
             None => Ok(v.reader.get(k)),
         };
-        let got = match cached {
+        results.push(match cached {
             Err(o) => engine.read_overlay(v, k, o)?,
             Ok(Some(r)) => {
                 v.reader.hits.fetch_add(1, AO::Relaxed);
@@ -985,17 +1046,28 @@ fn read(
                 v.reader.misses.fetch_add(1, AO::Relaxed);
                 engine.fill(v, k)?
             }
-        };
+        });
+    }
+    let mut rows: Vec<Cow<'_, Row>> = Vec::new();
+    if keys.is_empty() {
+        // `col = NULL`: no rows match; an aggregate without GROUP BY still
+        // returns its one row.
+        if let Some(d) = &spec.empty_default {
+            rows.push(Cow::Borrowed(d));
+        }
+    }
+    let mut dedup_seen: std::collections::HashSet<&Row> = std::collections::HashSet::new();
+    for got in &results {
         if got.is_empty() {
             if let Some(d) = &spec.empty_default {
-                rows.push(d.clone());
+                rows.push(Cow::Borrowed(d));
             }
         }
         for r in got.iter() {
-            if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r.clone()) {
+            if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r) {
                 continue;
             }
-            rows.push(r.clone());
+            rows.push(Cow::Borrowed(r));
         }
     }
     if let Some(f) = &spec.read_filter {
@@ -1008,7 +1080,13 @@ fn read(
         rows = kept;
     }
     if let Some(f) = &spec.finish {
-        rows = f.apply(rows, slots).map_err(bad)?;
+        let owned: Vec<Row> = rows.into_iter().map(Cow::into_owned).collect();
+        rows = f
+            .apply(owned, slots)
+            .map_err(bad)?
+            .into_iter()
+            .map(Cow::Owned)
+            .collect();
     }
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
@@ -1039,10 +1117,9 @@ fn read(
             None => iter.collect(),
         });
     }
-    let iter = rows.into_iter().skip(offset);
-    let rows: Vec<Row> = match limit {
-        Some(l) => iter.take(l).collect(),
-        None => iter.collect(),
-    };
-    rows.iter().map(project).collect()
+    rows.iter()
+        .skip(offset)
+        .take(limit.unwrap_or(usize::MAX))
+        .map(|r| project(r))
+        .collect()
 }

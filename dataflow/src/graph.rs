@@ -1,19 +1,22 @@
 //! The dataflow graph: nodes in topological order (ids ascending), delta
-//! propagation on commit, upqueries (pulls) that fill holes, and eviction.
+//! propagation, upqueries (pulls) that fill holes, and eviction.
 //!
-//! Locking: the engine holds storage's commit lock (via `on_commit` or
-//! `Storage::exclusive`) and then the graph lock around every method here,
-//! so storage always equals what the graph has processed, except for the
-//! batch being propagated, whose unprocessed tables are subtracted from
-//! storage reads (`pending`). The exception: a detached copy
-//! ([`Graph::detach`]) is pulled without locks; the engine installs what it
-//! computed only if storage did not change meanwhile.
+//! Locking: the engine holds the graph lock around every method here.
+//! Propagation reads base tables as they are right after the batch being
+//! propagated ([`BaseReads`]: a storage snapshot from the propagation
+//! worker, or the latest storage under the commit lock), minus the batch's
+//! deltas for tables not yet propagated (`pending`). Pulls outside
+//! propagation read the latest storage under the commit lock, after the
+//! backlog is settled, so storage equals what the graph has processed. The
+//! exception: a detached copy ([`Graph::detach`]) is pulled without locks;
+//! the engine installs what it computed only if storage did not change
+//! meanwhile.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
-use ladle_storage::{IndexRef, Storage};
+use ladle_storage::{IndexRef, SnapshotReads, Storage, StorageError};
 use parking_lot::Mutex;
 
 use crate::ops::JoinKind;
@@ -25,6 +28,47 @@ use crate::plan::{LNode, LOp};
 use crate::{DataflowError, Result};
 
 pub(crate) type NodeId = usize;
+
+/// Where pulls read base tables: the latest committed state ([`Storage`]),
+/// or one consistent state while an asynchronous batch is propagated
+/// ([`SnapshotReads`], the state right after the batch).
+pub(crate) trait BaseReads {
+    fn lookup(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        key: &[Value],
+    ) -> Result<Vec<Row>, StorageError>;
+    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError>;
+}
+
+impl BaseReads for Storage {
+    fn lookup(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        key: &[Value],
+    ) -> Result<Vec<Row>, StorageError> {
+        Storage::lookup(self, table, index, key)
+    }
+    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+        Storage::scan(self, table)
+    }
+}
+
+impl BaseReads for SnapshotReads<'_> {
+    fn lookup(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        key: &[Value],
+    ) -> Result<Vec<Row>, StorageError> {
+        SnapshotReads::lookup(self, table, index, key)
+    }
+    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+        SnapshotReads::scan(self, table)
+    }
+}
 
 pub(crate) struct Node {
     pub op: Op,
@@ -495,8 +539,18 @@ impl Graph {
 
     // ------------------------------------------------------------ propagation
 
-    /// Propagates one committed batch, one table at a time.
+    /// Propagates one committed batch, one table at a time, reading the
+    /// latest storage (the caller holds the commit lock, so storage is at
+    /// the batch).
     pub fn on_commit(&mut self, changes: &[TableDeltas]) -> Result<()> {
+        let storage = self.storage.clone();
+        self.on_commit_with(changes, &*storage)
+    }
+
+    /// Propagates `changes` (one batch, or several merged in LSN order)
+    /// reading base tables from `src`, which must be the state right after
+    /// them.
+    pub fn on_commit_with(&mut self, changes: &[TableDeltas], src: &dyn BaseReads) -> Result<()> {
         let mut order: Vec<TableId> = Vec::new();
         self.pending.clear();
         for c in changes {
@@ -519,7 +573,7 @@ impl Graph {
                 .map(|(i, _)| i)
                 .collect();
             for b in bases {
-                if let Err(e) = self.propagate(b, deltas.clone()) {
+                if let Err(e) = self.propagate(src, b, deltas.clone()) {
                     result = Err(e);
                 }
             }
@@ -528,11 +582,16 @@ impl Graph {
         result
     }
 
-    fn propagate(&mut self, start: NodeId, deltas: Vec<RowDelta>) -> Result<()> {
+    fn propagate(
+        &mut self,
+        src: &dyn BaseReads,
+        start: NodeId,
+        deltas: Vec<RowDelta>,
+    ) -> Result<()> {
         let mut inbox: BTreeMap<NodeId, Vec<(usize, Vec<RowDelta>)>> = BTreeMap::new();
         self.emit(start, deltas, &mut inbox);
         while let Some((n, inputs)) = inbox.pop_first() {
-            let out = self.process(n, inputs)?;
+            let out = self.process(src, n, inputs)?;
             self.emit(n, out, &mut inbox);
         }
         Ok(())
@@ -562,7 +621,12 @@ impl Graph {
         }
     }
 
-    fn process(&mut self, n: NodeId, inputs: Vec<(usize, Vec<RowDelta>)>) -> Result<Vec<RowDelta>> {
+    fn process(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        inputs: Vec<(usize, Vec<RowDelta>)>,
+    ) -> Result<Vec<RowDelta>> {
         let nparents = self.nodes[n].parents.len();
         let mut per: Vec<Vec<RowDelta>> = vec![Vec::new(); nparents.max(1)];
         for (i, d) in inputs {
@@ -588,8 +652,8 @@ impl Graph {
                 let (groups, nulls) = j.group(&left, &right);
                 let mut out = j.null_key_rows(&nulls);
                 for g in &groups {
-                    let lrows = self.pull(l, &j.left_cols, &g.key)?;
-                    let rrows = self.pull(r, &j.right_cols, &g.key)?;
+                    let lrows = self.pull_from(src, l, &j.left_cols, &g.key)?;
+                    let rrows = self.pull_from(src, r, &j.right_cols, &g.key)?;
                     out.extend(j.diff_key(lrows, rrows, g));
                 }
                 Ok(out)
@@ -603,13 +667,25 @@ impl Graph {
     /// the node has it, otherwise computed from its parents (filling the
     /// node's state on the way: an upquery).
     pub fn pull(&mut self, n: NodeId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
+        let storage = self.storage.clone();
+        self.pull_from(&*storage, n, cols, key)
+    }
+
+    /// [`Graph::pull`] reading base tables from `src`.
+    fn pull_from(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
         if key.iter().any(Value::is_null) {
             return Ok(vec![]);
         }
         let parents = self.nodes[n].parents.clone();
         let colls = self.nodes[n].colls.clone();
         match &self.nodes[n].op {
-            Op::Base { table, .. } => self.base_rows(*table, cols, key),
+            Op::Base { table, .. } => self.base_rows(src, *table, cols, key),
             Op::Values(rows) => Ok(rows
                 .iter()
                 .filter(|r| key_matches(r, cols, key, &colls))
@@ -617,7 +693,7 @@ impl Graph {
                 .collect()),
             Op::Filter(f) => {
                 let f = f.clone();
-                let rows = self.pull(parents[0], cols, key)?;
+                let rows = self.pull_from(src, parents[0], cols, key)?;
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
                     if f.keep(&r).unwrap_or(false) {
@@ -631,12 +707,12 @@ impl Graph {
                 let mapped: Option<Vec<usize>> = cols.iter().map(|&c| p.source(c)).collect();
                 match mapped {
                     Some(m) => Ok(self
-                        .pull(parents[0], &m, key)?
+                        .pull_from(src, parents[0], &m, key)?
                         .iter()
                         .map(|r| p.apply(r))
                         .collect()),
                     None => Ok(self
-                        .pull(parents[0], &[], &[])?
+                        .pull_from(src, parents[0], &[], &[])?
                         .iter()
                         .map(|r| p.apply(r))
                         .filter(|r| key_matches(r, cols, key, &colls))
@@ -646,13 +722,13 @@ impl Graph {
             Op::Union(_) => {
                 let mut out = Vec::new();
                 for p in parents {
-                    out.extend(self.pull(p, cols, key)?);
+                    out.extend(self.pull_from(src, p, cols, key)?);
                 }
                 Ok(out)
             }
             Op::Join(j) => {
                 let j = j.clone();
-                self.pull_join(&j, parents[0], parents[1], cols, key, &colls)
+                self.pull_join(src, n, &j, cols, key)
             }
             Op::Aggregate(a) => {
                 let state_key = a.key.clone();
@@ -690,7 +766,7 @@ impl Graph {
                 let rows = match shared {
                     Some(rows) => rows,
                     None => {
-                        let input = self.pull(parents[0], &state_key, &sk)?;
+                        let input = self.pull_from(src, parents[0], &state_key, &sk)?;
                         if let Some(d) = &mut self.detached {
                             d.fills.push((d.real[n], sk.clone(), input.clone()));
                         }
@@ -720,13 +796,14 @@ impl Graph {
     /// can be filtered before joining.
     fn pull_join(
         &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
         j: &Join,
-        l: NodeId,
-        r: NodeId,
         cols: &[usize],
         key: &[Value],
-        colls: &[Collation],
     ) -> Result<Vec<Row>> {
+        let (l, r) = (self.nodes[n].parents[0], self.nodes[n].parents[1]);
+        let colls = self.nodes[n].colls.clone();
         let lw = self.nodes[l].colls.len();
         let (lcols, rcols) = split_cols(cols, lw);
         let pick = |sub: &[usize]| -> Vec<Value> { sub.iter().map(|&i| key[i].clone()).collect() };
@@ -736,25 +813,25 @@ impl Graph {
         let rcols: Vec<usize> = rcols.iter().map(|&i| cols[i] - lw).collect();
         let outer = matches!(j.kind, ops::JoinKind::Inner | ops::JoinKind::Left);
         if rcols.is_empty() {
-            let left_rows = self.pull(l, &lcols, &lkey)?;
-            return self.join_from_left(j, r, left_rows);
+            let left_rows = self.pull_from(src, l, &lcols, &lkey)?;
+            return self.join_from_left(src, j, r, left_rows);
         }
         if lcols.is_empty() && outer {
-            return self.join_from_right(j, l, r, &rcols, &rkey);
+            return self.join_from_right(src, j, l, r, &rcols, &rkey);
         }
         let drive = j.drives.iter().find(|d| d.0 == cols).map(|d| d.1);
         let mut out = match drive {
-            Some(true) if outer => self.join_from_right(j, l, r, &rcols, &rkey)?,
+            Some(true) if outer => self.join_from_right(src, j, l, r, &rcols, &rkey)?,
             Some(false) => {
-                let left_rows = self.pull(l, &lcols, &lkey)?;
-                self.join_from_left(j, r, left_rows)?
+                let left_rows = self.pull_from(src, l, &lcols, &lkey)?;
+                self.join_from_left(src, j, r, left_rows)?
             }
             _ => {
-                let left_rows = self.pull(l, &[], &[])?;
-                self.join_from_left(j, r, left_rows)?
+                let left_rows = self.pull_from(src, l, &[], &[])?;
+                self.join_from_left(src, j, r, left_rows)?
             }
         };
-        out.retain(|row| key_matches(row, cols, key, colls));
+        out.retain(|row| key_matches(row, cols, key, &colls));
         Ok(out)
     }
 
@@ -762,13 +839,14 @@ impl Graph {
     /// (inner and LEFT joins: only matched rows).
     fn join_from_right(
         &mut self,
+        src: &dyn BaseReads,
         j: &Join,
         l: NodeId,
         r: NodeId,
         rcols: &[usize],
         rkey: &[Value],
     ) -> Result<Vec<Row>> {
-        let rrows = self.pull(r, rcols, rkey)?;
+        let rrows = self.pull_from(src, r, rcols, rkey)?;
         let rc = right_colls(self, r, j);
         let mut out = Vec::new();
         let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
@@ -779,7 +857,7 @@ impl Graph {
             {
                 continue;
             }
-            let ls = self.pull(l, &j.left_cols, &jk)?;
+            let ls = self.pull_from(src, l, &j.left_cols, &jk)?;
             let rs: Vec<Row> = rrows
                 .iter()
                 .filter(|x| key_matches(x, &j.right_cols, &jk, &rc))
@@ -792,7 +870,13 @@ impl Graph {
 
     /// Joins `left_rows` with their right matches, one right lookup per
     /// distinct join key.
-    fn join_from_left(&mut self, j: &Join, r: NodeId, left_rows: Vec<Row>) -> Result<Vec<Row>> {
+    fn join_from_left(
+        &mut self,
+        src: &dyn BaseReads,
+        j: &Join,
+        r: NodeId,
+        left_rows: Vec<Row>,
+    ) -> Result<Vec<Row>> {
         let mut out = Vec::new();
         let mut by_key: Vec<(Vec<Value>, Vec<Row>)> = Vec::new();
         let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
@@ -814,7 +898,7 @@ impl Graph {
         }
         out.extend(j.join_rows(&nulls, &[]));
         for (jk, ls) in by_key {
-            let rs = self.pull(r, &j.right_cols, &jk)?;
+            let rs = self.pull_from(src, r, &j.right_cols, &jk)?;
             out.extend(j.join_rows(&ls, &rs));
         }
         Ok(out)
@@ -822,7 +906,13 @@ impl Graph {
 
     /// Base table rows with `cols == key`, as of the batch position being
     /// propagated (storage minus pending deltas).
-    fn base_rows(&self, table: TableId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
+    fn base_rows(
+        &self,
+        src: &dyn BaseReads,
+        table: TableId,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
         let schema = self
             .schemas
             .get(&table)
@@ -846,9 +936,9 @@ impl Graph {
         let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
                 let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
-                self.storage.lookup(table, index, &k)?
+                src.lookup(table, index, &k)?
             }
-            _ => self.storage.scan(table)?,
+            _ => src.scan(table)?,
         };
         if !cols.is_empty() {
             rows.retain(|r| key_matches(r, cols, key, &colls));

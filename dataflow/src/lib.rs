@@ -7,7 +7,8 @@
 //! ```text
 //!  SQL AST --planner--> query graph (plan::LNode) --install--> dataflow nodes --> readers
 //!                                                   (nodes shared by signature)
-//!  write: Storage::write -> on_commit(deltas) -> Base -> Filter/Project/Join/Aggregate -> Reader
+//!  write: Storage::write -> on_commit: queue (lsn, deltas) -> ack
+//!         worker: snapshot at X -> merged batches <= X -> Base -> Filter/Project/Join/Aggregate -> Reader
 //!                                                        (deltas for holes are dropped)
 //!  read:  PreparedQuery::execute -> reader hit -> rows
 //!                                -> miss -> upquery: pull(key) through the ancestors,
@@ -29,15 +30,23 @@
 //! ([`Dataflow::explain_graph`]) describes a view without installing it.
 //!
 //! Consistency: storage calls [`ladle_storage::CommitObserver::on_commit`]
-//! inside its commit lock; deltas propagate synchronously, so a write is
-//! visible in every view once `Storage::write` returns. A reader miss runs
-//! its upquery outside the locks on a stateless copy of the view's
-//! ancestors, then installs the result inside `Storage::exclusive` (lock
-//! order: commit lock, then the graph lock) only if no batch touching the
-//! view's tables committed meanwhile (per-table commit counters); after
-//! repeated conflicts, and for views over an aggregate partitioned by
-//! nothing, the upquery runs inside the locks. Either way a replay never
-//! races a delta. Reader hits take only the reader's own read lock.
+//! inside its commit lock; the batch is queued and the writers are
+//! acknowledged. A propagation worker applies the queued batches in LSN
+//! order, merged, against a storage snapshot taken right after them
+//! (`propagation.rs`). Reads wait, bounded, for the writes they must see:
+//! [`PreparedQuery::execute`] every write acknowledged before it,
+//! [`PreparedQuery::execute_after`] a connection's own writes
+//! (read-your-writes; other connections' writes appear eventually).
+//! `Storage::exclusive` and DDL settle the backlog first (commit lock,
+//! then the graph lock), so inside them storage and the graph agree.
+//! A reader miss runs its upquery outside the locks on a stateless copy of
+//! the view's ancestors once the graph has applied every batch of the
+//! view's tables, then installs the result inside `Storage::exclusive`
+//! only if no batch touching those tables committed meanwhile (per-table
+//! counters); after repeated conflicts, and for views over an aggregate
+//! partitioned by nothing, the upquery runs inside the locks. Either way a
+//! replay never races a delta. Reader hits take no lock: readers publish
+//! each batch as a new version of a persistent map (`ops/reader.rs`).
 //!
 //! Partial state: readers and aggregates hold some keys (complete results)
 //! and holes. Deltas for holes are dropped; a fill computes the key from the
@@ -76,7 +85,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{Row, SqlType, TableDeltas, TableId, TableSchema, Value};
+use ladle_common::{Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::StorageError;
 use sqlparser::ast;
 
@@ -86,11 +95,13 @@ mod graph;
 mod ops;
 mod plan;
 mod planner;
+mod propagation;
 mod snapshot;
 
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
 pub use snapshot::{
-    CompactionStats, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats, SnapshotStore,
+    CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,
+    SnapshotStats, SnapshotStore,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -168,9 +179,16 @@ impl PreparedQuery {
     pub fn param_count(&self) -> usize {
         self.inner.user_params
     }
-    /// Reads the result for `params` (one value per `?`).
+    /// Reads the result for `params` (one value per `?`), reflecting every
+    /// write acknowledged before the call (it waits for their propagation).
     pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
-        self.inner.execute(params)
+        self.inner.execute(params, Lsn::MAX)
+    }
+    /// Reads the result reflecting at least the writes with LSN <= `lsn`
+    /// (a connection's last write: read-your-writes); newer writes may or
+    /// may not be visible yet (eventual consistency).
+    pub fn execute_after(&self, params: &[Value], lsn: Lsn) -> Result<Vec<Row>> {
+        self.inner.execute(params, lsn)
     }
     /// The base tables the query reads.
     pub fn tables(&self) -> Vec<TableId> {
@@ -181,7 +199,7 @@ impl PreparedQuery {
     /// its own uncommitted writes. Computed by upqueries over a stateless
     /// copy of the view (nothing cached), under the commit lock.
     pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
-        self.inner.execute_with(params, Some(overlay))
+        self.inner.execute_with(params, Some(overlay), Lsn::MAX)
     }
 }
 
