@@ -323,6 +323,8 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
         n.storage.last_lsn() > last.lsn,
         "writes after the last snapshot"
     );
+    // Writes propagate asynchronously: let the views catch up first.
+    n.df.settle();
     let keys_before = cached_keys(&n);
     drop(n);
 

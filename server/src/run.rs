@@ -6,15 +6,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use ladle_dataflow::{Dataflow, DataflowConfig};
-use ladle_shim::{Frontend, FrontendConfig, Metrics, ServerFacts};
+use ladle_shim::{Frontend, FrontendConfig, Metrics, ReadConsistency, ServerFacts};
 use ladle_storage::{Durability, Storage, StorageConfig};
 use parking_lot::RwLock;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{Args, DurabilityArg};
+use crate::config::{Args, DurabilityArg, ReadConsistencyArg};
 use crate::http::{self, HttpState};
-use crate::snapshots::{Snapshots, Trigger};
+use crate::snapshots::{self, SnapshotMetrics, Snapshots, Trigger};
 
 /// Runs the server until SIGTERM/SIGINT.
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -50,13 +50,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map(|a| a.port())
         .unwrap_or(args.listen.port());
 
-    tracing::info!(data_dir = %data_dir.display(), durability = ?args.durability, "opening storage");
-    let started = Instant::now();
     let durability = match args.durability {
         DurabilityArg::Sync => Durability::Sync,
         DurabilityArg::Async => Durability::Async,
         DurabilityArg::Memory => Durability::Memory,
     };
+    let started = Instant::now();
+    let _data_dir_lock = lock_data_dir(&data_dir)?;
+    // Warm restart, first half: read and decode the newest snapshot on its
+    // own thread while storage opens and views are reinstalled.
+    let snapshot_store = snapshots::open_store(&data_dir, durability != Durability::Memory)?;
+    let snapshot_metrics = SnapshotMetrics::new(&metrics.registry)?;
+    let pending = snapshot_store
+        .as_ref()
+        .map(|s| (snapshots::begin_recovery(s, &snapshot_metrics), started));
+    tracing::info!(data_dir = %data_dir.display(), durability = ?args.durability, "opening storage");
     let cfg = StorageConfig {
         data_dir: data_dir.clone(),
         durability,
@@ -68,6 +76,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .context("storage open task")?
         .context("opening storage")?;
+    tracing::info!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "storage opened"
+    );
     let memory_limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
     let st = storage.clone();
     let dataflow =
@@ -78,16 +90,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     dataflow.set_view_idle_timeout(
         (!args.view_idle_timeout.is_zero()).then_some(args.view_idle_timeout),
     );
-    let snapshots = Arc::new(Snapshots::open(
-        &data_dir,
-        durability != Durability::Memory,
+    let snapshots = Arc::new(Snapshots::new(
+        snapshot_store,
+        snapshot_metrics,
+        pending,
         dataflow.clone(),
         storage.clone(),
         args.snapshot_interval,
-        &metrics.registry,
-    )?);
-    // Warm restart: newest verified snapshot + change-log replay, on a
-    // blocking thread while /health says 503.
+    ));
+    // Warm restart, second half: install the decoded state and replay the
+    // change log after it, on a blocking thread while /health says 503.
     let snaps = snapshots.clone();
     tokio::task::spawn_blocking(move || snaps.recover())
         .await
@@ -111,6 +123,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         port,
         datadir: data_dir.display().to_string(),
         tls: tls.is_some(),
+        read_consistency: match args.read_consistency {
+            ReadConsistencyArg::Session => ReadConsistency::Session,
+            ReadConsistencyArg::Strong => ReadConsistency::Strong,
+        },
     };
     let frontend = Frontend::new(
         storage.clone(),
@@ -184,6 +200,29 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(storage);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Holds `<data-dir>/ladle.lock` for the life of the process: one server
+/// per data directory. RocksDB locks its files too, but only once storage
+/// is open, and recovery opens (and cleans) the snapshot directory before.
+fn lock_data_dir(dir: &std::path::Path) -> anyhow::Result<std::fs::File> {
+    let path = dir.join("ladle.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another ladle process is using the data directory {}",
+            dir.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
+    }
 }
 
 async fn shutdown_signal() {

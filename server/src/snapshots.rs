@@ -16,7 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use ladle_dataflow::{
-    Dataflow, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats, SnapshotStore,
+    Dataflow, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig, SnapshotStats,
+    SnapshotStore,
 };
 use ladle_shim::admin::{Admin, RetainedSnapshot, SnapshotTaken};
 use ladle_storage::snapshot::Compression;
@@ -50,6 +51,99 @@ pub enum Trigger {
     Shutdown,
 }
 
+/// Recovery begun before storage opened ([`begin_recovery`]): the thread
+/// decoding the newest snapshot, and the store to recover from on this
+/// thread if that one could not start or panicked.
+pub struct PendingRecovery {
+    decoding: Option<std::thread::JoinHandle<DecodedSnapshot>>,
+    store: SnapshotStore,
+}
+
+impl PendingRecovery {
+    /// Waits for the decoding and installs what it decoded.
+    fn finish(
+        self,
+        dataflow: &Dataflow,
+        progress: &mut dyn FnMut(&RecoveryProgress),
+    ) -> anyhow::Result<RecoveryStats> {
+        let stats = match self.decoding.and_then(|h| h.join().ok()) {
+            Some(d) => dataflow.install_snapshot(d, progress)?,
+            None => dataflow.recover(&self.store, progress)?,
+        };
+        Ok(stats)
+    }
+}
+
+/// Opens `<data_dir>/snapshots/`, or None without durable storage (base
+/// tables do not survive a restart, so neither may view state). Opening
+/// deletes unpublished files: the data directory must be locked first.
+pub fn open_store(
+    data_dir: &std::path::Path,
+    durable: bool,
+) -> anyhow::Result<Option<SnapshotStore>> {
+    if !durable {
+        return Ok(None);
+    }
+    let dir = data_dir.join(ladle_storage::snapshot::SNAPSHOT_DIR_NAME);
+    let config = SnapshotConfig {
+        compression: compression_from_env()?,
+        ..SnapshotConfig::default()
+    };
+    let store = SnapshotStore::open(&dir, config)
+        .with_context(|| format!("opening snapshot directory {}", dir.display()))?;
+    Ok(Some(store))
+}
+
+/// Starts reading, verifying and decoding the newest snapshot on its own
+/// thread, before storage opens: decoding needs neither storage nor the
+/// graph, so a warm start overlaps the two instead of adding them up.
+/// Progress goes to the recovery metrics and the log as usual.
+pub fn begin_recovery(store: &SnapshotStore, metrics: &SnapshotMetrics) -> PendingRecovery {
+    let (st, m) = (store.clone(), metrics.clone());
+    let decoding = std::thread::Builder::new()
+        .name("ladle-recovery".into())
+        .spawn(move || Dataflow::decode_snapshot(&st, &mut progress_reporter(&m)))
+        .map_err(|e| {
+            tracing::warn!("cannot start the recovery thread ({e}); recovering on this one")
+        })
+        .ok();
+    PendingRecovery {
+        decoding,
+        store: store.clone(),
+    }
+}
+
+/// Recovery progress to the metrics and, at most every
+/// [`PROGRESS_LOG_EVERY`] and at each phase's start and end, the log.
+fn progress_reporter(m: &SnapshotMetrics) -> impl FnMut(&RecoveryProgress) + '_ {
+    let mut last_log: Option<Instant> = None;
+    let mut last_phase = "";
+    move |p: &RecoveryProgress| {
+        let ratio = if p.total == 0 {
+            1.0
+        } else {
+            p.done as f64 / p.total as f64
+        };
+        m.recovery_progress.set(ratio);
+        m.recovery_bytes.set(p.bytes as i64);
+        m.recovery_rows.set(p.rows as i64);
+        let due = last_log.is_none_or(|t| t.elapsed() >= PROGRESS_LOG_EVERY);
+        if due || p.phase != last_phase || p.done == p.total {
+            last_log = Some(Instant::now());
+            last_phase = p.phase;
+            tracing::info!(
+                phase = p.phase,
+                percent = format_args!("{:.1}", ratio * 100.0),
+                done = p.done,
+                total = p.total,
+                mb = format_args!("{:.1}", p.bytes as f64 / 1e6),
+                rows = p.rows,
+                "recovering view state"
+            );
+        }
+    }
+}
+
 /// The server's snapshot machinery; shared by the scheduler thread, the
 /// shim (as [`Admin`]) and shutdown.
 pub struct Snapshots {
@@ -66,32 +160,21 @@ pub struct Snapshots {
     /// taken in this run. Trimming keeps the change log after it, so a
     /// restart from that snapshot stays warm.
     manual_lsn: Mutex<Option<u64>>,
+    /// Recovery begun before storage opened, and since when.
+    pending: Mutex<Option<(PendingRecovery, Instant)>>,
 }
 
 impl Snapshots {
-    /// Opens `<data_dir>/snapshots/` (unless `durable` is false) and
-    /// registers the snapshot and recovery metrics in `registry`.
-    pub fn open(
-        data_dir: &std::path::Path,
-        durable: bool,
+    /// The machinery over `store` (from [`open_store`]; None without
+    /// durable storage), with `pending` recovery if it was begun already.
+    pub fn new(
+        store: Option<SnapshotStore>,
+        metrics: SnapshotMetrics,
+        pending: Option<(PendingRecovery, Instant)>,
         dataflow: Arc<Dataflow>,
         storage: Arc<Storage>,
         interval: Duration,
-        registry: &Registry,
-    ) -> anyhow::Result<Snapshots> {
-        let store = if durable {
-            let dir = data_dir.join(ladle_storage::snapshot::SNAPSHOT_DIR_NAME);
-            let config = SnapshotConfig {
-                compression: compression_from_env()?,
-                ..SnapshotConfig::default()
-            };
-            let store = SnapshotStore::open(&dir, config)
-                .with_context(|| format!("opening snapshot directory {}", dir.display()))?;
-            Some(store)
-        } else {
-            None
-        };
-        let metrics = SnapshotMetrics::new(registry)?;
+    ) -> Snapshots {
         let me = Snapshots {
             dataflow,
             storage,
@@ -100,9 +183,10 @@ impl Snapshots {
             metrics,
             running: Mutex::new(()),
             manual_lsn: Mutex::new(None),
+            pending: Mutex::new(pending),
         };
         me.refresh_store_gauges();
-        Ok(me)
+        me
     }
 
     /// Whether periodic (and shutdown) snapshots are on.
@@ -123,38 +207,25 @@ impl Snapshots {
         let Some(store) = &self.store else {
             return Ok(None);
         };
-        let started = Instant::now();
         let m = &self.metrics;
-        let mut last_log: Option<Instant> = None;
-        let mut last_phase = "";
-        let mut progress = |p: &RecoveryProgress| {
-            let ratio = if p.total == 0 {
-                1.0
-            } else {
-                p.done as f64 / p.total as f64
-            };
-            m.recovery_progress.set(ratio);
-            m.recovery_bytes.set(p.bytes as i64);
-            m.recovery_rows.set(p.rows as i64);
-            let due = last_log.is_none_or(|t| t.elapsed() >= PROGRESS_LOG_EVERY);
-            if due || p.phase != last_phase || p.done == p.total {
-                last_log = Some(Instant::now());
-                last_phase = p.phase;
-                tracing::info!(
-                    phase = p.phase,
-                    percent = format_args!("{:.1}", ratio * 100.0),
-                    done = p.done,
-                    total = p.total,
-                    mb = format_args!("{:.1}", p.bytes as f64 / 1e6),
-                    rows = p.rows,
-                    "recovering view state"
-                );
+        let mut progress = progress_reporter(m);
+        let pending = self.pending.lock().take();
+        let (stats, started) = match pending {
+            Some((install, started)) => (
+                install
+                    .finish(&self.dataflow, &mut progress)
+                    .context("recovering view state")?,
+                started,
+            ),
+            None => {
+                let started = Instant::now();
+                let stats = self
+                    .dataflow
+                    .recover(store, &mut progress)
+                    .context("recovering view state")?;
+                (stats, started)
             }
         };
-        let stats = self
-            .dataflow
-            .recover(store, &mut progress)
-            .context("recovering view state")?;
         let secs = started.elapsed().as_secs_f64();
         m.recovery_seconds.set(secs);
         m.recovery_progress.set(1.0);
@@ -425,7 +496,8 @@ fn unix_now_secs() -> f64 {
 
 /// Snapshot and recovery metrics, registered in the front end's registry
 /// so `/metrics` shows them with everything else.
-struct SnapshotMetrics {
+#[derive(Clone)]
+pub struct SnapshotMetrics {
     duration: Histogram,
     capture_seconds: Gauge,
     bytes: IntGauge,
@@ -452,7 +524,7 @@ struct SnapshotMetrics {
 }
 
 impl SnapshotMetrics {
-    fn new(registry: &Registry) -> anyhow::Result<SnapshotMetrics> {
+    pub fn new(registry: &Registry) -> anyhow::Result<SnapshotMetrics> {
         let m = SnapshotMetrics {
             duration: Histogram::with_opts(
                 HistogramOpts::new(

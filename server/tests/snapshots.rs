@@ -40,9 +40,15 @@ impl Ladle {
     /// Starts ladle and waits until `/health` says 200. Every non-200
     /// answer seen on the way must be 503 (recovering).
     fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
-        let l = Ladle::spawn(dir, args, env);
-        l.wait_ready();
-        l
+        // Ports are picked free and released before ladle binds them, so
+        // another process can take one in between: start again on new ports.
+        for _ in 0..5 {
+            let mut l = Ladle::spawn(dir, args, env);
+            if l.wait_ready() {
+                return l;
+            }
+        }
+        panic!("ladle lost its ports to another process five times");
     }
 
     fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
@@ -77,11 +83,19 @@ impl Ladle {
         }
     }
 
-    fn wait_ready(&self) {
+    /// Waits for `/health` 200; false if ladle exited because a port it
+    /// was given was taken.
+    fn wait_ready(&mut self) -> bool {
         for _ in 0..1200 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                if self.log_text().contains("Address already in use") {
+                    return false;
+                }
+                panic!("ladle exited during start-up; log:\n{}", self.log_text());
+            }
             if let Some(resp) = http_get(self.metrics_port, "/health") {
                 if resp.starts_with("HTTP/1.1 200") {
-                    return;
+                    return true;
                 }
                 assert!(
                     resp.starts_with("HTTP/1.1 503"),
@@ -567,7 +581,16 @@ fn clean_shutdown_takes_a_snapshot_and_periodic_snapshots_run() {
         "no periodic snapshot\n{}",
         srv.log_text()
     );
-    assert!(srv.metric("ladle_snapshots_total").unwrap_or(0.0) >= 1.0);
+    // The counter moves just after the epoch is published.
+    let mut published = 0.0;
+    for _ in 0..200 {
+        published = srv.metric("ladle_snapshots_total").unwrap_or(0.0);
+        if published >= 1.0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(published >= 1.0, "ladle_snapshots_total = {published}");
     world.churn(&mut c, 13, 21);
     world.vote(&mut c, 60);
     world.check(&mut c, "before SIGTERM");

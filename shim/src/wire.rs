@@ -76,6 +76,7 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
                 colflags |= ColumnFlags::NOT_NULL_FLAG;
             }
             let mut saw_null = false;
+            let mut widened = false;
             for row in rows {
                 let v = row.get(i).unwrap_or(&Value::Null);
                 if v.is_null() {
@@ -83,6 +84,7 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
                     continue;
                 }
                 if !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG)) {
+                    widened = true;
                     // Widen: integers to BIGINT, anything else to a string.
                     let int_ok = matches!(v, Value::Int(_) | Value::UInt(_));
                     if int_ok
@@ -102,11 +104,14 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
                 }
             }
             // A second pass after widening: if anything still does not fit
-            // (mixed signed/unsigned extremes), fall back to a string.
-            if rows.iter().any(|r| {
-                let v = r.get(i).unwrap_or(&Value::Null);
-                !v.is_null() && !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG))
-            }) {
+            // (mixed signed/unsigned extremes), fall back to a string. Without
+            // widening every value was checked against the final type.
+            if widened
+                && rows.iter().any(|r| {
+                    let v = r.get(i).unwrap_or(&Value::Null);
+                    !v.is_null() && !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG))
+                })
+            {
                 coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
                 colflags.remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
             }
@@ -197,7 +202,12 @@ fn write_cell<W: AsyncWrite + Unpin>(
         return w.write_col(None::<i64>);
     }
     if !binary {
+        // Integers (most cells of large results) are formatted in place,
+        // without `to_string`'s allocation; the text is the same.
+        let mut digits = [0u8; 20];
         return match v {
+            Value::Int(i) => w.write_col(int_text(*i < 0, i.unsigned_abs(), &mut digits)),
+            Value::UInt(u) => w.write_col(int_text(false, *u, &mut digits)),
             Value::Bytes(b) => w.write_col(&b[..]),
             Value::Double(d) if c.coltype == MYSQL_TYPE_FLOAT => {
                 w.write_col(format_float(*d as f32))
@@ -242,6 +252,26 @@ fn write_cell<W: AsyncWrite + Unpin>(
             other => w.write_col(other.to_string()),
         },
     }
+}
+
+/// The decimal text of an integer of magnitude `n` (negative if `neg`),
+/// written at the end of `buf` (20 bytes: "-9223372036854775808" and
+/// "18446744073709551615" both fit).
+fn int_text(neg: bool, mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if neg {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    &buf[at..]
 }
 
 fn format_float(f: f32) -> String {
@@ -375,6 +405,30 @@ mod tests {
             wire_columns(&cols, &rows)[0].coltype,
             ColumnType::MYSQL_TYPE_VAR_STRING
         );
+    }
+
+    #[test]
+    fn integers_format_as_display_does() {
+        let mut buf = [0u8; 20];
+        for i in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            12345,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            let text = int_text(i < 0, i.unsigned_abs(), &mut buf);
+            assert_eq!(text, Value::Int(i).to_string().as_bytes());
+        }
+        for u in [0, 7, u64::MAX, u64::MAX / 3] {
+            let text = int_text(false, u, &mut buf);
+            assert_eq!(text, Value::UInt(u).to_string().as_bytes());
+        }
     }
 
     #[test]

@@ -7,9 +7,14 @@
 //!    articles, and takes a snapshot (`SNAPSHOT VIEWS`).
 //! 2. Restart time: from process start to the first correct answer of the
 //!    grouped query, and to correct answers for every key, cold (snapshot
-//!    directory removed) and warm (from the snapshot), `--rounds` times each.
-//!    (One unmeasured restart first: the first open after the load replays
-//!    RocksDB's write-ahead log, which has nothing to do with snapshots.)
+//!    directory removed) and warm (from the snapshot), `--rounds` times each,
+//!    alternating.
+//!    (One unmeasured restart first, kept up `--settle-seconds`: the first
+//!    open after the load replays RocksDB's write-ahead log and starts
+//!    compactions of the loaded tables, which have nothing to do with
+//!    snapshots; cut short by each stop, a compaction would otherwise rerun
+//!    at every measured start and compete with it for the CPU.) `/health` is
+//!    polled every 5 ms.
 //! 3. Durable write throughput: vote inserts from `--connections`
 //!    connections for `--write-seconds`, with `--snapshot-interval 10s` and
 //!    with `0`, alternating (A B B A) in the same run, each phase over warm
@@ -80,6 +85,9 @@ struct Args {
     /// Pairs of write phases, each pair A B B A (A with snapshots).
     #[arg(long, default_value_t = 1)]
     write_pairs: u32,
+    /// Seconds the unmeasured restart before phase 2 stays up.
+    #[arg(long, default_value_t = 3.0)]
+    settle_seconds: f64,
     /// Skip the restart measurements (phase 2).
     #[arg(long)]
     skip_restarts: bool,
@@ -302,6 +310,21 @@ fn dir_bytes(dir: &Path) -> u64 {
             Err(_) => 0,
         })
         .sum()
+}
+
+/// Copies directory `from` to `to` (which must not exist), recursively.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 async fn measure_restart(
@@ -542,18 +565,32 @@ async fn run(args: Args) -> Result<Report> {
     drop(root);
     ladle.stop()?;
 
-    // 2. Restarts, after one that lets RocksDB replay its WAL; warm first
-    // (cold removes the snapshot).
+    // 2. Restarts, after one that lets RocksDB replay its WAL and finish
+    // the compactions the load left; warm first (cold removes the snapshot).
     let mut settle = Ladle::spawn(&bin, &dir, "0")?;
     settle.ready().await?;
+    tokio::time::sleep(Duration::from_secs_f64(args.settle_seconds.max(0.0))).await;
     settle.stop()?;
     let mut restarts = Vec::new();
     let rounds = if args.skip_restarts { 0 } else { args.rounds };
-    for _ in 0..rounds {
-        restarts.push(measure_restart(&bin, &dir, "warm", &keys, &expected).await?);
+    // Alternating, so that a noisy moment hits both: the snapshot is put
+    // back before each warm start (the cold ones write nothing).
+    let saved = dir.join("snapshots.saved");
+    if rounds > 0 {
+        copy_dir(&dir.join("snapshots"), &saved)?;
     }
     for _ in 0..rounds {
+        // A cold start leaves an empty snapshot directory behind.
+        let snaps = dir.join("snapshots");
+        if snaps.exists() {
+            std::fs::remove_dir_all(&snaps)?;
+        }
+        copy_dir(&saved, &snaps)?;
+        restarts.push(measure_restart(&bin, &dir, "warm", &keys, &expected).await?);
         restarts.push(measure_restart(&bin, &dir, "cold", &keys, &expected).await?);
+    }
+    if rounds > 0 {
+        std::fs::remove_dir_all(&saved)?;
     }
     let pick = |mode: &str, f: fn(&Restart) -> f64| {
         median(restarts.iter().filter(|r| r.mode == mode).map(f).collect())
