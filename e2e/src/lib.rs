@@ -413,6 +413,25 @@ impl LadleServer {
         durability: &str,
         extra: &[&str],
     ) -> Result<Self, HarnessError> {
+        // A port is picked free and released before the server binds it, so
+        // another process (often a client's ephemeral port) can take it in
+        // between; start again on new ports when that happens.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            match Self::spawn_on_free_ports(bin, root, durability, extra) {
+                Err(e) if attempts < 5 && e.0.contains("Address already in use") => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn spawn_on_free_ports(
+        bin: &Path,
+        root: &Path,
+        durability: &str,
+        extra: &[&str],
+    ) -> Result<Self, HarnessError> {
         let port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
         let metrics_port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
         let log_path = root.join(format!("ladle-{port}.log"));

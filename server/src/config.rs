@@ -16,6 +16,15 @@ pub enum DurabilityArg {
     Memory,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReadConsistencyArg {
+    /// A connection's reads wait for its own writes; other connections'
+    /// writes show up a moment later.
+    Session,
+    /// Every read waits for every write acknowledged before it.
+    Strong,
+}
+
 /// Ladle: a MySQL-compatible database that answers reads from incrementally
 /// maintained views.
 #[derive(Clone, Debug, Parser)]
@@ -55,6 +64,17 @@ pub struct Args {
     /// reinstalls it); 0 = keep every view.
     #[arg(long, env = "LADLE_VIEW_IDLE_TIMEOUT", default_value = "15m", value_parser = parse_duration)]
     pub view_idle_timeout: Duration,
+    /// Which writes a read waits for (views apply writes just after they
+    /// are acknowledged): `strong` = every acknowledged write, as MySQL;
+    /// `session` = the connection's own (others' show up a moment later).
+    /// A connection can override it: SET ladle_read_consistency = 'SESSION'.
+    #[arg(
+        long,
+        env = "LADLE_READ_CONSISTENCY",
+        value_enum,
+        default_value = "strong"
+    )]
+    pub read_consistency: ReadConsistencyArg,
     /// Maximum concurrent client connections (beyond it: error 1040).
     #[arg(long, env = "LADLE_MAX_CONNECTIONS", default_value_t = 1000)]
     pub max_connections: usize,

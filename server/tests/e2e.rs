@@ -29,37 +29,56 @@ impl Server {
         Server::start_with(dir, extra, "")
     }
 
-    fn start_with(dir: &Path, extra: &[&str], password: &str) -> Server {
-        let port = free_port();
-        let metrics_port = free_port();
-        let mut cmd = Command::new(BIN);
-        cmd.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{metrics_port}"))
-            .arg("--data-dir")
-            .arg(dir)
-            .args(extra)
-            .env("LADLE_PASSWORD", password)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        let child = cmd.spawn().expect("spawn ladle");
-        let s = Server {
-            child,
-            port,
-            metrics_port,
-            password: password.to_string(),
-        };
-        s.wait_ready();
-        s
+    fn start_env(dir: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_full(dir, extra, "", env)
     }
 
-    fn wait_ready(&self) {
+    fn start_with(dir: &Path, extra: &[&str], password: &str) -> Server {
+        Server::start_full(dir, extra, password, &[])
+    }
+
+    fn start_full(dir: &Path, extra: &[&str], password: &str, env: &[(&str, &str)]) -> Server {
+        // Ports are picked free and released before the server binds them, so
+        // another process can take one in between; the server then exits at
+        // once and starts again on new ports.
+        for _ in 0..5 {
+            let port = free_port();
+            let metrics_port = free_port();
+            let mut cmd = Command::new(BIN);
+            cmd.arg("--listen")
+                .arg(format!("127.0.0.1:{port}"))
+                .arg("--metrics-listen")
+                .arg(format!("127.0.0.1:{metrics_port}"))
+                .arg("--data-dir")
+                .arg(dir)
+                .args(extra)
+                .env("LADLE_PASSWORD", password)
+                .envs(env.iter().copied())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let mut s = Server {
+                child: cmd.spawn().expect("spawn ladle"),
+                port,
+                metrics_port,
+                password: password.to_string(),
+            };
+            if s.wait_ready() {
+                return s;
+            }
+        }
+        panic!("server exited during start-up five times");
+    }
+
+    /// Waits for `/health` 200; false if the server exited first.
+    fn wait_ready(&mut self) -> bool {
         for _ in 0..600 {
             if let Some(body) = http_get(self.metrics_port, "/health") {
                 if body.starts_with("HTTP/1.1 200") {
-                    return;
+                    return true;
                 }
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -152,6 +171,7 @@ fn help_lists_every_flag() {
         "--threads",
         "--tls-cert",
         "--tls-key",
+        "--read-consistency",
     ] {
         assert!(text.contains(flag), "--help does not mention {flag}");
     }
@@ -373,6 +393,110 @@ fn every_column_type_round_trips_in_text_and_binary_protocols() {
         assert_eq!(n, Some(2));
         c.disconnect().await.unwrap();
     });
+}
+
+/// Writes are acknowledged before views apply them. A connection always
+/// reads its own writes; with `ladle_read_consistency = STRONG` (per
+/// connection, or `--read-consistency strong`, the default) a read also reflects every
+/// write other connections had acknowledged before it, while a SESSION read
+/// may not (yet). Propagation is slowed down by the test hook so that reads
+/// that do not wait are caught.
+#[test]
+fn reads_wait_for_the_writes_their_consistency_level_requires() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start_env(
+        dir.path(),
+        &["--durability", "memory", "--read-consistency", "session"],
+        &[("LADLE_PROPAGATION_DELAY_MS", "20")],
+    );
+    rt().block_on(async {
+        let mut writer = srv.conn(None).await;
+        writer.query_drop("CREATE DATABASE rc").await.unwrap();
+        writer
+            .query_drop("CREATE TABLE rc.v (id INT PRIMARY KEY, k INT NOT NULL)")
+            .await
+            .unwrap();
+        writer.query_drop("USE rc").await.unwrap();
+        let mut reader = srv.conn(Some("rc")).await;
+        let level: String = reader
+            .query_first("SELECT @@ladle_read_consistency")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(level, "SESSION");
+        let bad = reader
+            .query_drop("SET ladle_read_consistency = 'sometimes'")
+            .await
+            .unwrap_err();
+        assert_eq!(server_code(bad), 1231);
+        reader
+            .query_drop("SET SESSION ladle_read_consistency = 'strong'")
+            .await
+            .unwrap();
+        let level: String = reader
+            .query_first("SELECT @@ladle_read_consistency")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(level, "STRONG");
+        let count = "SELECT COUNT(*) FROM v WHERE k = 1";
+        let mut eventual = srv.conn(Some("rc")).await;
+        let mut stale_reads = 0;
+        for n in 1..=30i64 {
+            writer
+                .query_drop(format!("INSERT INTO v VALUES ({n}, 1)"))
+                .await
+                .unwrap();
+            // Another connection's write, SESSION level: eventually.
+            let maybe: i64 = eventual.query_first(count).await.unwrap().unwrap();
+            assert!(maybe <= n);
+            if maybe < n {
+                stale_reads += 1;
+            }
+            // Own write, default level.
+            let own: i64 = writer.query_first(count).await.unwrap().unwrap();
+            assert_eq!(own, n, "the writer's own read after write {n}");
+            // Another connection's acknowledged write, STRONG level.
+            writer
+                .query_drop(format!("INSERT INTO v VALUES ({}, 2)", 1000 + n))
+                .await
+                .unwrap();
+            let seen: i64 = reader
+                .query_first("SELECT COUNT(*) FROM v WHERE k = 2")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(seen, n, "a STRONG read after write {n} was acknowledged");
+        }
+        // Propagation is slowed down, so the SESSION reader must have run
+        // ahead of it at least once (else nothing here is tested).
+        assert!(stale_reads > 0, "no SESSION read ran ahead of propagation");
+    });
+}
+
+/// One server per data directory: a second one on the same directory
+/// exits with a message instead of touching the first one's files.
+#[test]
+fn a_second_server_on_the_same_data_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let _first = Server::start(dir.path(), &["--durability", "memory"]);
+    let out = Command::new(BIN)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("--data-dir")
+        .arg(dir.path())
+        .arg("--durability")
+        .arg("memory")
+        .output()
+        .expect("run a second ladle");
+    assert!(!out.status.success());
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        text.contains("another ladle process is using the data directory"),
+        "{text}"
+    );
 }
 
 #[test]

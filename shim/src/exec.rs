@@ -16,7 +16,7 @@ use sqlparser::tokenizer::{Token, Word};
 use crate::error::{Result, ShimError, WireError};
 use crate::metrics::Metrics;
 use crate::session::{PreparedStatement, Session};
-use crate::vars::{EvalContext, EvalError, ServerFacts};
+use crate::vars::{EvalContext, EvalError, ReadConsistency, ServerFacts};
 use crate::{catalog, ddl, dml};
 
 /// What a statement produced.
@@ -578,6 +578,7 @@ impl Engine {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
                 let res = self.storage.write(tx.ops)?;
+                s.last_write_lsn = s.last_write_lsn.max(res.lsn);
                 self.metrics
                     .commit_seconds
                     .observe(start.elapsed().as_secs_f64());
@@ -640,6 +641,18 @@ impl Engine {
             }
             return Ok(());
         }
+        if var == ReadConsistency::VARIABLE {
+            if let Value::Text(t) = &v {
+                if let Some(c) = ReadConsistency::parse(t) {
+                    s.variables.insert(var, Value::text(c.as_str()));
+                    return Ok(());
+                }
+            }
+            if !matches!(&v, Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT")) {
+                let shown = v.to_string();
+                return Err(ShimError::WrongValueForVar(var, shown));
+            }
+        }
         let v = match v {
             Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
                 s.variables.remove(&var);
@@ -682,7 +695,10 @@ impl Engine {
                 return Ok(pq.execute_overlay(params, &overlay)?);
             }
         }
-        Ok(pq.execute(params)?)
+        Ok(match ReadConsistency::of(s, &self.facts) {
+            ReadConsistency::Session => pq.execute_after(params, s.last_write_lsn)?,
+            ReadConsistency::Strong => pq.execute(params)?,
+        })
     }
 
     /// SELECT: session-only queries are answered here, information_schema

@@ -60,7 +60,7 @@ pub use admin::Admin;
 pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, Output};
 pub use metrics::Metrics;
-pub use vars::ServerFacts;
+pub use vars::{ReadConsistency, ServerFacts};
 
 /// Front-end settings.
 #[derive(Clone, Debug)]

@@ -26,6 +26,8 @@ pub struct Metrics {
     view_misses: IntGaugeVec,
     view_upqueries: IntGaugeVec,
     view_fills: IntGaugeVec,
+    propagation_backlog: IntGauge,
+    propagation_lag: IntGauge,
     views: IntGauge,
     started: Instant,
 }
@@ -104,6 +106,16 @@ impl Metrics {
         .expect("static metric definition");
         let views =
             IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
+        let propagation_backlog = IntGauge::new(
+            "ladle_propagation_backlog_batches",
+            "Committed write batches not yet propagated into the views",
+        )
+        .expect("static metric definition");
+        let propagation_lag = IntGauge::new(
+            "ladle_propagation_lag_lsn",
+            "LSNs between the newest commit and what every view reflects",
+        )
+        .expect("static metric definition");
         for c in [
             Box::new(queries.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(query_seconds.clone()),
@@ -119,6 +131,8 @@ impl Metrics {
             Box::new(view_misses.clone()),
             Box::new(view_upqueries.clone()),
             Box::new(view_fills.clone()),
+            Box::new(propagation_backlog.clone()),
+            Box::new(propagation_lag.clone()),
             Box::new(views.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
@@ -139,6 +153,8 @@ impl Metrics {
             view_misses,
             view_upqueries,
             view_fills,
+            propagation_backlog,
+            propagation_lag,
             views,
             started: Instant::now(),
         }
@@ -177,6 +193,9 @@ impl Metrics {
             ] {
                 self.view_fills.with_label_values(&[path]).set(n as i64);
             }
+            let (backlog, lag) = df.propagation_lag();
+            self.propagation_backlog.set(backlog as i64);
+            self.propagation_lag.set(lag as i64);
             for v in stats {
                 let l = [v.name.as_str()];
                 self.view_memory

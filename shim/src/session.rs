@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use ladle_common::Value;
+use ladle_common::{Lsn, Value};
 use ladle_dataflow::PreparedQuery;
 use ladle_storage::WriteOp;
 
@@ -83,6 +83,10 @@ pub struct Session {
     /// User variables (`@x`), lower-case names.
     pub user_variables: HashMap<String, Value>,
     pub last_insert_id: u64,
+    /// LSN of this connection's newest committed write: its reads wait
+    /// until views reflect it (read-your-writes; other connections' writes
+    /// show up eventually).
+    pub last_write_lsn: Lsn,
     pub warnings: Vec<Warning>,
     pub statements: HashMap<u32, PreparedStatement>,
     next_statement: u32,
@@ -100,6 +104,7 @@ impl Session {
             variables: BTreeMap::new(),
             user_variables: HashMap::new(),
             last_insert_id: 0,
+            last_write_lsn: 0,
             warnings: Vec::new(),
             statements: HashMap::new(),
             next_statement: 1,

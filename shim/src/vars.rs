@@ -22,6 +22,52 @@ pub struct ServerFacts {
     pub datadir: String,
     /// Whether TLS is offered (`have_ssl`).
     pub tls: bool,
+    /// The default of `@@ladle_read_consistency`.
+    pub read_consistency: ReadConsistency,
+}
+
+/// Which writes a read waits for (`@@ladle_read_consistency`). Writes are
+/// acknowledged before views apply them; a read waits, bounded, until its
+/// view reflects the writes it must see.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReadConsistency {
+    /// The connection's own writes (read-your-writes); other connections'
+    /// writes appear a moment later (eventual consistency).
+    Session,
+    /// Every write acknowledged before the read, on any connection: what a
+    /// MySQL client expects (a COMMIT on one connection is visible to the
+    /// next statement on any other). The default.
+    #[default]
+    Strong,
+}
+
+impl ReadConsistency {
+    /// The variable's session name for this value.
+    pub const VARIABLE: &'static str = "ladle_read_consistency";
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReadConsistency::Session => "SESSION",
+            ReadConsistency::Strong => "STRONG",
+        }
+    }
+
+    /// Parses a value as SET and the command line spell it (any case).
+    pub fn parse(text: &str) -> Option<ReadConsistency> {
+        match text.to_ascii_uppercase().as_str() {
+            "SESSION" => Some(ReadConsistency::Session),
+            "STRONG" => Some(ReadConsistency::Strong),
+            _ => None,
+        }
+    }
+
+    /// The session's setting: its own `SET`, else the server default.
+    pub fn of(session: &Session, facts: &ServerFacts) -> ReadConsistency {
+        match session.variables.get(Self::VARIABLE) {
+            Some(Value::Text(t)) => Self::parse(t).unwrap_or(facts.read_consistency),
+            _ => facts.read_consistency,
+        }
+    }
 }
 
 /// Every system variable Ladle reports, with its value, in name order.
@@ -77,6 +123,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
             Value::Int(facts.max_connections as i64),
         ),
         ("net_buffer_length".into(), Value::Int(16384)),
+        (
+            ReadConsistency::VARIABLE.into(),
+            t(facts.read_consistency.as_str()),
+        ),
         ("net_write_timeout".into(), Value::Int(60)),
         ("performance_schema".into(), Value::Int(0)),
         ("port".into(), Value::Int(i64::from(facts.port))),
@@ -476,6 +526,7 @@ mod tests {
             port: 3307,
             datadir: "/d".into(),
             tls: false,
+            read_consistency: ReadConsistency::Session,
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),

@@ -51,6 +51,7 @@ async fn start_with(tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Ser
             port,
             datadir: dir.path().display().to_string(),
             tls: tls.is_some(),
+            read_consistency: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),

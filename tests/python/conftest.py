@@ -78,16 +78,28 @@ def ladle_server():
     if not binary.is_file():
         pytest.fail(f"ladle binary not found at {binary}")
     tmp = tempfile.mkdtemp(prefix="ladle-pytest-")
-    port, metrics = _free_port(), _free_port()
     log_path = os.path.join(tmp, "ladle.log")
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        [str(binary), "--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(tmp, "data"),
-         "--metrics-listen", f"127.0.0.1:{metrics}",
-         "--durability", os.environ.get("LADLE_TEST_DURABILITY", "memory")],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    # Ports are picked free and released before ladle binds them, so another
+    # process can take one in between: start again on new ports.
+    for attempt in range(5):
+        port, metrics = _free_port(), _free_port()
+        log = open(log_path, "wb")
+        proc = subprocess.Popen(
+            [str(binary), "--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(tmp, "data"),
+             "--metrics-listen", f"127.0.0.1:{metrics}",
+             "--durability", os.environ.get("LADLE_TEST_DURABILITY", "memory")],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_ready(port, proc, log_path)
+            break
+        except RuntimeError:
+            proc.kill()
+            proc.wait()
+            log.close()
+            if attempt == 4 or "Address already in use" not in Path(log_path).read_text():
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
     try:
-        _wait_ready(port, proc, log_path)
         yield Target("ladle", "127.0.0.1", port)
     finally:
         proc.kill()
