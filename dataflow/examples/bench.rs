@@ -54,6 +54,7 @@ fn main() {
         storage.clone(),
         DataflowConfig {
             memory_limit: 1 << 30,
+            ..Default::default()
         },
     )
     .expect("dataflow");

@@ -90,6 +90,8 @@ pub(crate) struct Inner {
     table_commits: RwLock<HashMap<TableId, Arc<TableCounters>>>,
     /// Committed batches waiting for the propagation worker.
     pub(crate) pipeline: Arc<Pipeline>,
+    /// Workers a batch's domains propagate on (see `graph/domains.rs`).
+    pub(crate) domain_pool: rayon::ThreadPool,
     fill_stats: FillStats,
     /// When the engine started: the origin of the millisecond clocks below.
     started: Instant,
@@ -143,7 +145,13 @@ impl Dataflow {
     /// Builds the engine over `storage`, registers it as the commit
     /// observer, and reinstalls views persisted in the catalog.
     pub fn new(storage: Arc<Storage>, config: DataflowConfig) -> Result<Arc<Dataflow>> {
+        let domain_pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.domain_threads)
+            .thread_name(|i| format!("ladle-domain-{i}"))
+            .build()
+            .map_err(|e| DataflowError::Internal(format!("starting the domain workers: {e}")))?;
         let inner = Arc::new(Inner {
+            domain_pool,
             graph: Arc::new(Mutex::new(Graph::new(storage.clone()))),
             snapshots: Mutex::new(Default::default()),
             storage: storage.clone(),
@@ -369,6 +377,12 @@ impl Dataflow {
             s.conflicts.load(AO::Relaxed),
             s.locked.load(AO::Relaxed),
         )
+    }
+
+    /// How many domains the graph has: parts below the base tables that
+    /// share no state, propagated in parallel (`DataflowConfig::domain_threads`).
+    pub fn domain_count(&self) -> usize {
+        self.inner.graph.lock().domains().len()
     }
 
     /// The LSN of the newest batch every view reflects (writes are

@@ -10,7 +10,8 @@
 //! backlog is settled, so storage equals what the graph has processed. The
 //! exception: a detached copy ([`Graph::detach`]) is pulled without locks;
 //! the engine installs what it computed only if storage did not change
-//! meanwhile.
+//! meanwhile. A batch is propagated through independent domains in
+//! parallel (`domains.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -27,12 +28,14 @@ use crate::ops::{
 use crate::plan::{LNode, LOp};
 use crate::{DataflowError, Result};
 
+mod domains;
+
 pub(crate) type NodeId = usize;
 
 /// Where pulls read base tables: the latest committed state ([`Storage`]),
 /// or one consistent state while an asynchronous batch is propagated
 /// ([`SnapshotReads`], the state right after the batch).
-pub(crate) trait BaseReads {
+pub(crate) trait BaseReads: Sync {
     fn lookup(
         &self,
         table: TableId,

@@ -5,7 +5,8 @@
 //!  commit (commit lock held): write + fsync -> on_commit: push (lsn, deltas) -> ack the writers
 //!  worker: snapshot of storage at X -> wait until every batch <= X is pushed
 //!          -> graph lock: propagate the batches (A, X] as ONE merged batch, reading
-//!             base tables from that snapshot -> applied = X -> wake waiting readers
+//!             base tables from that snapshot, the touched domains in parallel on
+//!             the domain pool (graph/domains.rs) -> applied = X -> wake waiting readers
 //! ```
 //!
 //! Why one merged batch against the snapshot: joins look their other input
@@ -41,7 +42,7 @@ use ladle_storage::{CommitObserver, SnapshotReads};
 use parking_lot::{Condvar, Mutex};
 
 use crate::engine::Inner;
-use crate::graph::Graph;
+use crate::graph::{BaseReads, Graph};
 
 /// Queued batches beyond which the committing leader propagates itself.
 pub(crate) const MAX_BACKLOG: usize = 256;
@@ -189,10 +190,12 @@ impl Inner {
         }
         let merged: Vec<TableDeltas> = batches.into_iter().flat_map(|(_, c)| c).collect();
         self.count_applied(&merged);
-        let result = match src {
-            Some(s) => g.on_commit_with(&merged, s),
-            None => g.on_commit(&merged),
+        let latest = self.storage.clone();
+        let src: &dyn BaseReads = match src {
+            Some(s) => s,
+            None => &*latest,
         };
+        let result = g.on_commit_parallel(&merged, src, &self.domain_pool);
         if let Err(e) = result {
             // A failed propagation leaves views unreliable: drop their state
             // so the next reads recompute from storage.

@@ -34,9 +34,16 @@ pub struct Env {
 }
 
 pub fn env(memory_limit: usize) -> Env {
+    env_with(DataflowConfig {
+        memory_limit,
+        ..Default::default()
+    })
+}
+
+pub fn env_with(config: DataflowConfig) -> Env {
     let storage = Storage::in_memory();
     storage.create_database(DB, true).unwrap();
-    let df = Dataflow::new(storage.clone(), DataflowConfig { memory_limit }).unwrap();
+    let df = Dataflow::new(storage.clone(), config).unwrap();
     Env { storage, df }
 }
 

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use common::*;
 use ladle_common::{Row, Value};
+use ladle_dataflow::DataflowConfig;
 use ladle_storage::{OnConflict, RowFilter, RowUpdater, ScanSpec, WriteOp};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -346,8 +347,13 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
     ]
 }
 
-fn run(seed: u64, steps: usize, memory_limit: usize) {
-    let e = env(memory_limit);
+/// `domain_threads`: 1 propagates every batch on one thread; more run the
+/// batch's domains (the shapes share tables, not state) in parallel.
+fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
+    let e = env_with(DataflowConfig {
+        memory_limit,
+        domain_threads,
+    });
     let a = e.table(
         "a",
         &[("id", int()), ("k", int()), ("v", int()), ("name", text())],
@@ -459,13 +465,56 @@ fn run(seed: u64, steps: usize, memory_limit: usize) {
 #[test]
 fn differential_full_memory() {
     for seed in 0..4 {
-        run(seed, 250, 1 << 30);
+        run(seed, 250, 1 << 30, 1);
+    }
+}
+
+#[test]
+fn differential_domains_in_parallel() {
+    for seed in 20..24 {
+        run(seed, 250, 1 << 30, 4);
     }
 }
 
 #[test]
 fn differential_tiny_memory_evicts() {
     for seed in 10..13 {
-        run(seed, 200, 2_000);
+        run(seed, 200, 2_000, 3);
     }
+}
+
+#[test]
+fn views_sharing_state_form_one_domain() {
+    let e = env_with(DataflowConfig {
+        memory_limit: 1 << 30,
+        domain_threads: 2,
+    });
+    let a = e.table("a", &[("id", int()), ("k", int()), ("v", int())]);
+    let b = e.table("b", &[("id", int()), ("a_id", int())]);
+    let counts = e.prepare("SELECT a_id, COUNT(*) FROM b GROUP BY a_id");
+    let by_k = e.prepare("SELECT id, v FROM a WHERE k = ?");
+    assert_eq!(e.df.domain_count(), 2);
+    // Shares the vote count with `counts`: same domain.
+    let joined = e.prepare(
+        "SELECT a.id, c.n FROM a JOIN (SELECT a_id, COUNT(*) AS n FROM b GROUP BY a_id) c \
+         ON a.id = c.a_id WHERE a.k = ?",
+    );
+    assert_eq!(e.df.domain_count(), 2);
+    e.insert(&a, vec![vec![Value::Int(1), Value::Int(7), Value::Int(3)]]);
+    e.insert(
+        &b,
+        vec![
+            vec![Value::Int(1), Value::Int(1)],
+            vec![Value::Int(2), Value::Int(1)],
+        ],
+    );
+    assert_eq!(render(counts.execute(&[]).unwrap(), false), v(&["1 2"]));
+    assert_eq!(
+        render(by_k.execute(&[Value::Int(7)]).unwrap(), false),
+        v(&["1 3"])
+    );
+    assert_eq!(
+        render(joined.execute(&[Value::Int(7)]).unwrap(), false),
+        v(&["1 2"])
+    );
 }

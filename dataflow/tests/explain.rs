@@ -25,6 +25,7 @@ fn explain_does_not_install_and_shows_sharing() {
         e.storage.clone(),
         DataflowConfig {
             memory_limit: 1 << 30,
+            ..Default::default()
         },
     )
     .unwrap();

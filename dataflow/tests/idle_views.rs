@@ -45,6 +45,7 @@ fn sweep_drops_views_unread_since_the_previous_sweep() {
         e.storage.clone(),
         DataflowConfig {
             memory_limit: 1 << 30,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -60,6 +61,7 @@ fn sweep_drops_views_unread_since_the_previous_sweep() {
             e.storage.clone(),
             DataflowConfig {
                 memory_limit: 1 << 30,
+                ..Default::default()
             },
         )
         .unwrap(),

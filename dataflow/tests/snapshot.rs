@@ -66,7 +66,14 @@ fn open(dir: &Path) -> Node {
     })
     .unwrap();
     storage.create_database(DB, true).unwrap();
-    let df = Dataflow::new(storage.clone(), DataflowConfig { memory_limit: BIG }).unwrap();
+    let df = Dataflow::new(
+        storage.clone(),
+        DataflowConfig {
+            memory_limit: BIG,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let store = SnapshotStore::open(dir.join("snapshots"), SnapshotConfig::default()).unwrap();
     Node { storage, df, store }
 }
@@ -163,7 +170,14 @@ fn recompute_for(n: Node, views: &[&str]) -> Vec<Vec<String>> {
     let scratch = tempfile::tempdir().unwrap();
     let Node { storage, df, .. } = n;
     drop(df);
-    let df = Dataflow::new(storage.clone(), DataflowConfig { memory_limit: BIG }).unwrap();
+    let df = Dataflow::new(
+        storage.clone(),
+        DataflowConfig {
+            memory_limit: BIG,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     answers_for(
         &Node {
             storage: storage.clone(),

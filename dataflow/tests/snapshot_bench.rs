@@ -93,6 +93,7 @@ fn snapshot_one_million_rows_of_view_state() {
 
     let config = DataflowConfig {
         memory_limit: 8 << 30,
+        ..Default::default()
     };
     let df = Dataflow::new(storage.clone(), config.clone()).unwrap();
     let e = Env {
@@ -216,6 +217,7 @@ fn write_throughput_with_and_without_snapshots() {
     let (storage, votes) = load_votes();
     let config = DataflowConfig {
         memory_limit: 8 << 30,
+        ..Default::default()
     };
     let df = Dataflow::new(storage.clone(), config).unwrap();
     let e = Env {

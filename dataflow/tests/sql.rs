@@ -338,6 +338,7 @@ fn unions_views_constants_and_errors() {
         e.storage.clone(),
         ladle_dataflow::DataflowConfig {
             memory_limit: 1 << 20,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -64,6 +64,10 @@ pub struct Args {
     /// reinstalls it); 0 = keep every view.
     #[arg(long, env = "LADLE_VIEW_IDLE_TIMEOUT", default_value = "15m", value_parser = parse_duration)]
     pub view_idle_timeout: Duration,
+    /// Threads that propagate writes through independent parts of the view
+    /// graph in parallel; 0 = one per core.
+    #[arg(long, env = "LADLE_DATAFLOW_THREADS", default_value_t = 0)]
+    pub dataflow_threads: usize,
     /// Which writes a read waits for (views apply writes just after they
     /// are acknowledged): `strong` = every acknowledged write, as MySQL;
     /// `session` = the connection's own (others' show up a moment later).

@@ -82,11 +82,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let memory_limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
     let st = storage.clone();
-    let dataflow =
-        tokio::task::spawn_blocking(move || Dataflow::new(st, DataflowConfig { memory_limit }))
-            .await
-            .context("dataflow start task")?
-            .context("starting the dataflow")?;
+    let dataflow = tokio::task::spawn_blocking(move || {
+        Dataflow::new(
+            st,
+            DataflowConfig {
+                memory_limit,
+                domain_threads: args.dataflow_threads,
+            },
+        )
+    })
+    .await
+    .context("dataflow start task")?
+    .context("starting the dataflow")?;
     dataflow.set_view_idle_timeout(
         (!args.view_idle_timeout.is_zero()).then_some(args.view_idle_timeout),
     );

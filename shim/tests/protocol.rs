@@ -38,6 +38,7 @@ async fn start_with(tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Ser
         storage.clone(),
         DataflowConfig {
             memory_limit: usize::MAX,
+            ..Default::default()
         },
     )
     .expect("dataflow");

@@ -53,8 +53,9 @@ impl Batch {
 /// Visitor for [`KvRead::scan`]: returns `false` to stop.
 pub(crate) type ScanFn<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> Result<bool>;
 
-/// Reads of one consistent state (the latest, or a snapshot).
-pub(crate) trait KvRead {
+/// Reads of one consistent state (the latest, or a snapshot). `Sync`: the
+/// dataflow's domains read one snapshot from several threads at once.
+pub(crate) trait KvRead: Sync {
     fn get(&self, cf: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Visits entries with `lower <= key < upper` (no upper: to the end) in
     /// key order until `f` returns `false`.

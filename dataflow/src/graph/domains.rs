@@ -1,0 +1,180 @@
+//! Domains: the parts of the graph one batch can propagate through in
+//! parallel.
+//!
+//! A domain is a connected component of the graph below the base tables:
+//! its nodes share no state with any other domain's (base tables keep no
+//! state: they read storage), so each domain is a single-threaded unit that
+//! can run on its own worker. Views that share a sub-graph (one vote count
+//! under several queries) are in the same domain.
+//!
+//! A batch is propagated by moving each touched domain's nodes into a
+//! [`Graph`] of its own (same node ids, every other slot an empty
+//! placeholder, the base nodes copied), propagating the batch through each
+//! on a worker of the pool, and moving the nodes back. Every domain sees the
+//! batch's tables in the same order and reads the same storage state, so the
+//! result is exactly the sequential one; the batches themselves stay in LSN
+//! order (the caller propagates one merged batch at a time).
+
+use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use ladle_common::{TableDeltas, TableId};
+
+use super::{BaseReads, Graph, Node, NodeId};
+use crate::ops::Op;
+use crate::{DataflowError, Result};
+
+impl Node {
+    /// An empty slot: no operator, no edges.
+    fn placeholder() -> Node {
+        Node {
+            op: Op::Removed,
+            parents: Vec::new(),
+            children: Vec::new(),
+            colls: Vec::new(),
+            sig: String::new(),
+            stable: String::new(),
+            users: 0,
+        }
+    }
+}
+
+impl Graph {
+    /// The domains (connected components below the base tables), each a
+    /// sorted list of node ids; removed nodes and base tables belong to none.
+    pub fn domains(&self) -> Vec<Vec<NodeId>> {
+        let n = self.nodes.len();
+        let mut root: Vec<NodeId> = (0..n).collect();
+        fn find(root: &mut [NodeId], mut x: NodeId) -> NodeId {
+            while root[x] != x {
+                root[x] = root[root[x]];
+                x = root[x];
+            }
+            x
+        }
+        let in_domain = |op: &Op| !matches!(op, Op::Base { .. } | Op::Removed);
+        for (i, node) in self.nodes.iter().enumerate() {
+            if !in_domain(&node.op) {
+                continue;
+            }
+            for &p in &node.parents {
+                if in_domain(&self.nodes[p].op) {
+                    let (a, b) = (find(&mut root, i), find(&mut root, p));
+                    root[a.max(b)] = a.min(b);
+                }
+            }
+        }
+        let mut by_root: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
+        for i in 0..n {
+            if in_domain(&self.nodes[i].op) {
+                let r = find(&mut root, i);
+                by_root.entry(r).or_default().push(i);
+            }
+        }
+        let mut out: Vec<Vec<NodeId>> = by_root.into_values().collect();
+        out.sort_unstable_by_key(|d| d[0]);
+        out
+    }
+
+    /// Propagates `changes` like [`Graph::on_commit_with`], the touched
+    /// domains in parallel on `pool`. `src` is read from several threads.
+    pub fn on_commit_parallel(
+        &mut self,
+        changes: &[TableDeltas],
+        src: &dyn BaseReads,
+        pool: &rayon::ThreadPool,
+    ) -> Result<()> {
+        let workers = pool.current_num_threads();
+        if workers < 2 || self.detached.is_some() {
+            return self.on_commit_with(changes, src);
+        }
+        let tables: Vec<TableId> = changes.iter().map(|c| c.table).collect();
+        let fed_by_batch = |n: &Node| {
+            n.parents.iter().any(
+                |&p| matches!(self.nodes[p].op, Op::Base { table, .. } if tables.contains(&table)),
+            )
+        };
+        let mut touched: Vec<Vec<NodeId>> = self
+            .domains()
+            .into_iter()
+            .filter(|d| d.iter().any(|&n| fed_by_batch(&self.nodes[n])))
+            .collect();
+        if touched.len() < 2 {
+            return self.on_commit_with(changes, src);
+        }
+        // One part per worker; the largest domains first, each to the part
+        // with the fewest nodes so far.
+        touched.sort_unstable_by_key(|d| std::cmp::Reverse(d.len()));
+        let mut members: Vec<Vec<NodeId>> = vec![Vec::new(); workers.min(touched.len())];
+        for d in touched {
+            if let Some(part) = members.iter_mut().min_by_key(|m| m.len()) {
+                part.extend(d);
+            }
+        }
+        for m in &mut members {
+            m.sort_unstable();
+        }
+        let mut parts: Vec<Graph> = members.iter().map(|m| self.split_off(m)).collect();
+        let mut results: Vec<Result<()>> = parts.iter().map(|_| Ok(())).collect();
+        // A panic in one domain must not lose the nodes moved out: catch
+        // it, put every node back, and report an error (the caller clears
+        // the views' state).
+        let ran = catch_unwind(AssertUnwindSafe(|| {
+            pool.scope(|s| {
+                for (part, result) in parts.iter_mut().zip(results.iter_mut()) {
+                    s.spawn(move |_| *result = part.on_commit_with(changes, src));
+                }
+            })
+        }));
+        for (part, m) in parts.iter_mut().zip(&members) {
+            self.rejoin(part, m);
+        }
+        match ran {
+            Ok(()) => results.into_iter().collect(),
+            Err(_) => Err(DataflowError::Internal(
+                "propagation panicked in a domain".into(),
+            )),
+        }
+    }
+
+    /// Moves the nodes `members` (sorted) out into a graph of their own with
+    /// the same ids; base nodes are copied (feeding only `members`), every
+    /// other slot is a placeholder.
+    fn split_off(&mut self, members: &[NodeId]) -> Graph {
+        let is_member = |n: &NodeId| members.binary_search(n).is_ok();
+        let nodes = self
+            .nodes
+            .iter_mut()
+            .enumerate()
+            .map(|(i, node)| match &node.op {
+                _ if is_member(&i) => std::mem::replace(node, Node::placeholder()),
+                Op::Base { table, name } => Node {
+                    op: Op::Base {
+                        table: *table,
+                        name: name.clone(),
+                    },
+                    children: node.children.iter().copied().filter(is_member).collect(),
+                    colls: node.colls.clone(),
+                    ..Node::placeholder()
+                },
+                _ => Node::placeholder(),
+            })
+            .collect();
+        Graph {
+            nodes,
+            by_sig: HashMap::new(),
+            storage: self.storage.clone(),
+            schemas: self.schemas.clone(),
+            pending: HashMap::new(),
+            version: self.version,
+            detached: None,
+        }
+    }
+
+    /// Moves the nodes `members` back from `part` (see [`Graph::split_off`]).
+    fn rejoin(&mut self, part: &mut Graph, members: &[NodeId]) {
+        for &n in members {
+            self.nodes[n] = std::mem::replace(&mut part.nodes[n], Node::placeholder());
+        }
+    }
+}
