@@ -45,6 +45,9 @@ pub(crate) struct View {
     name: String,
     query: String,
     spec: PlannedView,
+    /// The stored-row columns `spec.output` returns when every output is a
+    /// plain column (the common case): copied without evaluating anything.
+    output_columns: Option<Vec<usize>>,
     reader: Arc<ReaderState>,
     node: NodeId,
     tables: Vec<TableId>,
@@ -680,6 +683,14 @@ impl Inner {
                     .nth(1)
                     .unwrap_or_default()
                     .to_string(),
+                output_columns: spec
+                    .output
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Column(i) => Some(*i),
+                        _ => None,
+                    })
+                    .collect(),
                 spec,
                 reader,
                 node,
@@ -1108,11 +1119,18 @@ fn read(
     let offset = count(&spec.offset, slots)?.unwrap_or(0);
     let limit = count(&spec.limit, slots)?;
     let project = |r: &Row| -> Result<Row> {
-        spec.output
-            .iter()
-            .map(|e: &Expr| e.eval_params(r, slots))
-            .collect::<Result<Row, _>>()
-            .map_err(bad)
+        match &v.output_columns {
+            Some(cols) => Ok(cols
+                .iter()
+                .map(|&i| r.get(i).cloned().unwrap_or(Value::Null))
+                .collect()),
+            None => spec
+                .output
+                .iter()
+                .map(|e: &Expr| e.eval_params(r, slots))
+                .collect::<Result<Row, _>>()
+                .map_err(bad),
+        }
     };
     if spec.dedup && keys.len() > 1 {
         // DISTINCT over several lookups: stored rows differ in the key
