@@ -456,7 +456,12 @@ pub fn patch_end_packet(packet: &mut [u8], patch: EndPatch) -> bool {
 
 /// A writer half shared between opensrv-mysql and the connection task.
 pub struct SharedWriter<W> {
-    inner: Arc<tokio::sync::Mutex<W>>,
+    /// Only ever `try_lock`ed inside a poll (never held across an await),
+    /// so a plain mutex does; tokio's costs a semaphore round per packet.
+    inner: Arc<Mutex<W>>,
+    /// Reused to join a packet's header and payload (see
+    /// `poll_write_vectored`).
+    joined: Vec<u8>,
     auth: Arc<AuthFailure>,
     /// The connection task's handle writes even after a failure.
     swallow: bool,
@@ -465,7 +470,8 @@ pub struct SharedWriter<W> {
 impl<W> SharedWriter<W> {
     pub fn new(w: W, auth: Arc<AuthFailure>) -> SharedWriter<W> {
         SharedWriter {
-            inner: Arc::new(tokio::sync::Mutex::new(w)),
+            inner: Arc::new(Mutex::new(w)),
+            joined: Vec::new(),
             auth,
             swallow: true,
         }
@@ -475,6 +481,7 @@ impl<W> SharedWriter<W> {
     pub fn raw(&self) -> SharedWriter<W> {
         SharedWriter {
             inner: self.inner.clone(),
+            joined: Vec::new(),
             auth: self.auth.clone(),
             swallow: false,
         }
@@ -549,8 +556,8 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
             }
         }
         match self.inner.try_lock() {
-            Ok(mut g) => Pin::new(&mut *g).poll_write(cx, out),
-            Err(_) => {
+            Some(mut g) => Pin::new(&mut *g).poll_write(cx, out),
+            None => {
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
@@ -563,8 +570,15 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-        self.poll_write(cx, &joined)
+        let me = self.get_mut();
+        let mut joined = std::mem::take(&mut me.joined);
+        joined.clear();
+        for b in bufs {
+            joined.extend_from_slice(b);
+        }
+        let written = Pin::new(&mut *me).poll_write(cx, &joined);
+        me.joined = joined;
+        written
     }
     fn is_write_vectored(&self) -> bool {
         true
@@ -574,8 +588,8 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
             return Poll::Ready(Ok(()));
         }
         match self.inner.try_lock() {
-            Ok(mut g) => Pin::new(&mut *g).poll_flush(cx),
-            Err(_) => {
+            Some(mut g) => Pin::new(&mut *g).poll_flush(cx),
+            None => {
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
@@ -583,8 +597,8 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for SharedWriter<W> {
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         match self.inner.try_lock() {
-            Ok(mut g) => Pin::new(&mut *g).poll_shutdown(cx),
-            Err(_) => {
+            Some(mut g) => Pin::new(&mut *g).poll_shutdown(cx),
+            None => {
                 cx.waker().wake_by_ref();
                 Poll::Pending
             }
