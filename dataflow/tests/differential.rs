@@ -484,7 +484,7 @@ fn differential_tiny_memory_evicts() {
 }
 
 #[test]
-fn views_sharing_state_form_one_domain() {
+fn views_sharing_state_share_a_domain() {
     let e = env_with(DataflowConfig {
         memory_limit: 1 << 30,
         domain_threads: 2,
@@ -495,11 +495,15 @@ fn views_sharing_state_form_one_domain() {
     let by_k = e.prepare("SELECT id, v FROM a WHERE k = ?");
     assert_eq!(e.df.domain_count(), 2);
     // Shares the vote count with `counts`: same domain.
+    let popular = e.prepare("SELECT a_id, COUNT(*) FROM b GROUP BY a_id HAVING COUNT(*) > 1");
+    assert_eq!(e.df.domain_count(), 2);
+    // Shares only stateless nodes (the tables' projections) with the
+    // others: a domain of its own.
     let joined = e.prepare(
         "SELECT a.id, c.n FROM a JOIN (SELECT a_id, COUNT(*) AS n FROM b GROUP BY a_id) c \
          ON a.id = c.a_id WHERE a.k = ?",
     );
-    assert_eq!(e.df.domain_count(), 2);
+    assert_eq!(e.df.domain_count(), 3);
     e.insert(&a, vec![vec![Value::Int(1), Value::Int(7), Value::Int(3)]]);
     e.insert(
         &b,
@@ -509,6 +513,7 @@ fn views_sharing_state_form_one_domain() {
         ],
     );
     assert_eq!(render(counts.execute(&[]).unwrap(), false), v(&["1 2"]));
+    assert_eq!(render(popular.execute(&[]).unwrap(), false), v(&["1 2"]));
     assert_eq!(
         render(by_k.execute(&[Value::Int(7)]).unwrap(), false),
         v(&["1 3"])

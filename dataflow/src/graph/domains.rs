@@ -1,19 +1,22 @@
 //! Domains: the parts of the graph one batch can propagate through in
 //! parallel.
 //!
-//! A domain is a connected component of the graph below the base tables:
-//! its nodes share no state with any other domain's (base tables keep no
-//! state: they read storage), so each domain is a single-threaded unit that
-//! can run on its own worker. Views that share a sub-graph (one vote count
-//! under several queries) are in the same domain.
+//! A domain is a connected component of the graph's stateful part: nodes
+//! linked through anything but base tables and *replicable* nodes, the
+//! stateless ones fed only by base tables and other replicable nodes (a
+//! projection or filter of a table, a join of such). Those hold nothing, so
+//! every domain can have its own copy, and views sharing only them are in
+//! different domains; views sharing state (one vote count under several
+//! queries) are in the same one. A domain is a single-threaded unit.
 //!
 //! A batch is propagated by moving each touched domain's nodes into a
-//! [`Graph`] of its own (same node ids, every other slot an empty
-//! placeholder, the base nodes copied), propagating the batch through each
-//! on a worker of the pool, and moving the nodes back. Every domain sees the
-//! batch's tables in the same order and reads the same storage state, so the
-//! result is exactly the sequential one; the batches themselves stay in LSN
-//! order (the caller propagates one merged batch at a time).
+//! [`Graph`] of its own (same node ids, the base tables and the replicable
+//! nodes it needs copied, every other slot an empty placeholder),
+//! propagating the batch through each on a worker of the pool, and moving
+//! the nodes back. Every domain sees the batch's tables in the same order and
+//! reads the same storage state, so the result is exactly the sequential
+//! one; batches stay in LSN order (the caller propagates one merged batch at
+//! a time, and the next starts when every domain is done with this one).
 
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -40,9 +43,26 @@ impl Node {
 }
 
 impl Graph {
-    /// The domains (connected components below the base tables), each a
-    /// sorted list of node ids; removed nodes and base tables belong to none.
+    /// Per node: stateless and fed only by base tables and other such nodes
+    /// (see the module doc). Ids are topological: parents come first.
+    fn replicable(&self) -> Vec<bool> {
+        let mut out = vec![false; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            out[i] = matches!(
+                node.op,
+                Op::Filter(_) | Op::Project(_) | Op::Join(_) | Op::Union(_)
+            ) && node
+                .parents
+                .iter()
+                .all(|&p| matches!(self.nodes[p].op, Op::Base { .. }) || out[p]);
+        }
+        out
+    }
+
+    /// The domains, each a sorted list of node ids; base tables, replicable
+    /// and removed nodes belong to none.
     pub fn domains(&self) -> Vec<Vec<NodeId>> {
+        let replicable = self.replicable();
         let n = self.nodes.len();
         let mut root: Vec<NodeId> = (0..n).collect();
         fn find(root: &mut [NodeId], mut x: NodeId) -> NodeId {
@@ -52,13 +72,15 @@ impl Graph {
             }
             x
         }
-        let in_domain = |op: &Op| !matches!(op, Op::Base { .. } | Op::Removed);
+        let in_domain = |i: NodeId| {
+            !replicable[i] && !matches!(self.nodes[i].op, Op::Base { .. } | Op::Removed)
+        };
         for (i, node) in self.nodes.iter().enumerate() {
-            if !in_domain(&node.op) {
+            if !in_domain(i) {
                 continue;
             }
             for &p in &node.parents {
-                if in_domain(&self.nodes[p].op) {
+                if in_domain(p) {
                     let (a, b) = (find(&mut root, i), find(&mut root, p));
                     root[a.max(b)] = a.min(b);
                 }
@@ -66,7 +88,7 @@ impl Graph {
         }
         let mut by_root: HashMap<NodeId, Vec<NodeId>> = HashMap::new();
         for i in 0..n {
-            if in_domain(&self.nodes[i].op) {
+            if in_domain(i) {
                 let r = find(&mut root, i);
                 by_root.entry(r).or_default().push(i);
             }
@@ -89,15 +111,18 @@ impl Graph {
             return self.on_commit_with(changes, src);
         }
         let tables: Vec<TableId> = changes.iter().map(|c| c.table).collect();
-        let fed_by_batch = |n: &Node| {
-            n.parents.iter().any(
-                |&p| matches!(self.nodes[p].op, Op::Base { table, .. } if tables.contains(&table)),
-            )
-        };
+        // Nodes the batch reaches (ids are topological).
+        let mut reached = vec![false; self.nodes.len()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            reached[i] = match node.op {
+                Op::Base { table, .. } => tables.contains(&table),
+                _ => node.parents.iter().any(|&p| reached[p]),
+            };
+        }
         let mut touched: Vec<Vec<NodeId>> = self
             .domains()
             .into_iter()
-            .filter(|d| d.iter().any(|&n| fed_by_batch(&self.nodes[n])))
+            .filter(|d| d.iter().any(|&n| reached[n]))
             .collect();
         if touched.len() < 2 {
             return self.on_commit_with(changes, src);
@@ -114,7 +139,11 @@ impl Graph {
         for m in &mut members {
             m.sort_unstable();
         }
-        let mut parts: Vec<Graph> = members.iter().map(|m| self.split_off(m)).collect();
+        let replicable = self.replicable();
+        let mut parts: Vec<Graph> = members
+            .iter()
+            .map(|m| self.split_off(m, &replicable))
+            .collect();
         let mut results: Vec<Result<()>> = parts.iter().map(|_| Ok(())).collect();
         // A panic in one domain must not lose the nodes moved out: catch
         // it, put every node back, and report an error (the caller clears
@@ -138,26 +167,45 @@ impl Graph {
     }
 
     /// Moves the nodes `members` (sorted) out into a graph of their own with
-    /// the same ids; base nodes are copied (feeding only `members`), every
-    /// other slot is a placeholder.
-    fn split_off(&mut self, members: &[NodeId]) -> Graph {
-        let is_member = |n: &NodeId| members.binary_search(n).is_ok();
+    /// the same ids; base tables and the replicable nodes feeding `members`
+    /// are copied (their children cut to the part's nodes), every other slot
+    /// is a placeholder.
+    fn split_off(&mut self, members: &[NodeId], replicable: &[bool]) -> Graph {
+        let is_member = |n: NodeId| members.binary_search(&n).is_ok();
+        // Replicable nodes the part needs: those with a child in it (ids
+        // are topological, so children are seen first walking down).
+        let mut needed = vec![false; self.nodes.len()];
+        for i in (0..self.nodes.len()).rev() {
+            needed[i] = replicable[i]
+                && self.nodes[i]
+                    .children
+                    .iter()
+                    .any(|&c| is_member(c) || needed[c]);
+        }
+        let in_part = |c: &NodeId| is_member(*c) || needed[*c];
         let nodes = self
             .nodes
             .iter_mut()
             .enumerate()
-            .map(|(i, node)| match &node.op {
-                _ if is_member(&i) => std::mem::replace(node, Node::placeholder()),
-                Op::Base { table, name } => Node {
-                    op: Op::Base {
-                        table: *table,
-                        name: name.clone(),
+            .map(|(i, node)| {
+                if is_member(i) {
+                    return std::mem::replace(node, Node::placeholder());
+                }
+                let copy = match &node.op {
+                    Op::Base { .. } => node.op.stateless_copy(),
+                    _ if needed[i] => node.op.stateless_copy(),
+                    _ => None,
+                };
+                match copy {
+                    Some(op) => Node {
+                        op,
+                        parents: node.parents.clone(),
+                        children: node.children.iter().copied().filter(in_part).collect(),
+                        colls: node.colls.clone(),
+                        ..Node::placeholder()
                     },
-                    children: node.children.iter().copied().filter(is_member).collect(),
-                    colls: node.colls.clone(),
-                    ..Node::placeholder()
-                },
-                _ => Node::placeholder(),
+                    None => Node::placeholder(),
+                }
             })
             .collect();
         Graph {
