@@ -13,7 +13,7 @@
 //! meanwhile. A batch is propagated through independent domains in
 //! parallel (`domains.rs`).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
@@ -1009,14 +1009,32 @@ impl Graph {
     /// in `states`, but only where every stateful ancestor is restored too (a
     /// filled key needs its ancestors' partitions filled). Returns the stable
     /// ids restored and the number of stateful nodes left cold.
-    pub fn restore(&mut self, mut states: HashMap<String, RestoredState>) -> (Vec<String>, usize) {
+    pub fn restore(&mut self, states: HashMap<String, RestoredState>) -> (Vec<String>, usize) {
+        let (restored, cold, _) = self.restore_early(states, &HashSet::new());
+        (restored, cold)
+    }
+
+    /// Like [`Graph::restore`], except that the stateful nodes whose stable
+    /// ids are in `later` are taken as restored (for their descendants) but
+    /// left empty: their state comes with [`Graph::restore_late`]. Returns
+    /// the restored stable ids, the cold nodes, and the deferred ids.
+    pub fn restore_early(
+        &mut self,
+        mut states: HashMap<String, RestoredState>,
+        later: &HashSet<String>,
+    ) -> (Vec<String>, usize, HashSet<String>) {
         self.clear_all();
         let mut complete = vec![true; self.nodes.len()];
         let mut restored = Vec::new();
+        let mut deferred = HashSet::new();
         let mut cold = 0;
         for i in 0..self.nodes.len() {
             let parents_complete = self.nodes[i].parents.iter().all(|&p| complete[p]);
             let stable = self.nodes[i].stable.clone();
+            if parents_complete && later.contains(&stable) {
+                deferred.insert(stable);
+                continue;
+            }
             let ok = match &mut self.nodes[i].op {
                 Op::Aggregate(a) => match states.remove(&stable) {
                     Some(RestoredState::Aggregate(parts)) if parents_complete => {
@@ -1045,7 +1063,33 @@ impl Graph {
             }
             complete[i] = ok;
         }
-        (restored, cold)
+        (restored, cold, deferred)
+    }
+
+    /// Installs the state [`Graph::restore_early`] deferred (`deferred`).
+    /// If any of it is missing, nodes restored early may depend on it, so
+    /// every node starts cold instead: None.
+    pub fn restore_late(
+        &mut self,
+        mut states: HashMap<String, RestoredState>,
+        deferred: &HashSet<String>,
+    ) -> Option<Vec<String>> {
+        let mut restored = Vec::new();
+        for node in &mut self.nodes {
+            if !deferred.contains(&node.stable) {
+                continue;
+            }
+            match (&mut node.op, states.remove(&node.stable)) {
+                (Op::Aggregate(a), Some(RestoredState::Aggregate(parts))) => a.restore(parts),
+                (Op::Reader(r), Some(RestoredState::Reader(entries))) => r.shared.restore(entries),
+                _ => {
+                    self.clear_all();
+                    return None;
+                }
+            }
+            restored.push(node.stable.clone());
+        }
+        Some(restored)
     }
 
     // -------------------------------------------------------------- memory

@@ -176,6 +176,183 @@ struct Found {
     /// Stable id -> state, and its rows.
     states: HashMap<String, RestoredState>,
     rows_of: HashMap<String, u64>,
+    /// Interior nodes still being decoded when the readers were done.
+    late: Option<Decoding>,
+}
+
+/// A decoded node, or None for the epoch metadata (decoded by the receiver).
+type NodeResult = Option<std::result::Result<(RestoredState, u64), String>>;
+
+/// Snapshot nodes decoding on worker threads, collected as they finish.
+struct Decoding {
+    nodes: Arc<Vec<LoadedNode>>,
+    rx: std::sync::mpsc::Receiver<(usize, NodeResult, Duration)>,
+    /// Per node: received.
+    got: Vec<bool>,
+    /// The interior nodes (not readers, not the epoch metadata).
+    interior: HashSet<usize>,
+    /// Nodes that could not be decoded.
+    failed: HashSet<usize>,
+    /// Nodes not received yet.
+    outstanding: usize,
+    total: u64,
+    done: u64,
+    bytes: u64,
+    rows: u64,
+    meta: Option<EpochMeta>,
+    states: HashMap<String, RestoredState>,
+    rows_of: HashMap<String, u64>,
+    rejected: Vec<String>,
+}
+
+impl Decoding {
+    /// Decodes `nodes` in `order` on `workers` threads.
+    fn start(nodes: Vec<LoadedNode>, order: Vec<usize>, workers: usize, bytes: u64) -> Decoding {
+        let nodes = Arc::new(nodes);
+        let order = Arc::new(order);
+        let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (tx, rx) = std::sync::mpsc::channel();
+        for _ in 0..workers {
+            let (tx, next, nodes, order) = (tx.clone(), next.clone(), nodes.clone(), order.clone());
+            let spawned = std::thread::Builder::new()
+                .name("ladle-decode".into())
+                .spawn(move || loop {
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&i) = order.get(at) else { break };
+                    let n = &nodes[i];
+                    let t = Instant::now();
+                    let decoded = (n.node.as_str() != TABLES_NODE).then(|| decode_node(n));
+                    if tx.send((i, decoded, t.elapsed())).is_err() {
+                        break;
+                    }
+                });
+            if let Err(e) = spawned {
+                // Fewer threads, or none: `receive` then decodes the rest.
+                tracing::warn!("cannot start a snapshot decoding thread: {e}");
+            }
+        }
+        Decoding {
+            got: vec![false; nodes.len()],
+            interior: HashSet::new(),
+            failed: HashSet::new(),
+            outstanding: nodes.len(),
+            total: nodes.len() as u64,
+            nodes,
+            rx,
+            done: 0,
+            bytes,
+            rows: 0,
+            meta: None,
+            states: HashMap::new(),
+            rows_of: HashMap::new(),
+            rejected: Vec::new(),
+        }
+    }
+
+    /// Collects decoded nodes until every node `wanted` says yes to is in
+    /// (and, when the threads are gone, decodes what is left here).
+    fn receive(
+        &mut self,
+        progress: &mut dyn FnMut(&RecoveryProgress),
+        wanted: impl Fn(usize) -> bool,
+    ) {
+        let mut missing: HashSet<usize> = (0..self.nodes.len()).filter(|&i| wanted(i)).collect();
+        missing.retain(|i| !self.received(*i));
+        while !missing.is_empty() {
+            let (i, decoded, took) = match self.rx.recv() {
+                Ok(m) => m,
+                Err(_) => {
+                    // Every worker is gone (none started, or one panicked).
+                    let Some(&i) = missing.iter().next() else {
+                        break;
+                    };
+                    let n = &self.nodes[i];
+                    let t = Instant::now();
+                    (
+                        i,
+                        (n.node.as_str() != TABLES_NODE).then(|| decode_node(n)),
+                        t.elapsed(),
+                    )
+                }
+            };
+            missing.remove(&i);
+            self.take(i, decoded, took, progress);
+        }
+    }
+
+    fn received(&self, i: usize) -> bool {
+        self.got[i]
+    }
+
+    fn take(
+        &mut self,
+        i: usize,
+        decoded: NodeResult,
+        took: Duration,
+        progress: &mut dyn FnMut(&RecoveryProgress),
+    ) {
+        let n = &self.nodes[i];
+        if std::mem::replace(&mut self.got[i], true) {
+            return;
+        }
+        self.outstanding -= 1;
+        self.done += 1;
+        match decoded {
+            None => match postcard::from_bytes::<EpochMeta>(&n.base) {
+                Ok(m) => self.meta = Some(m),
+                Err(e) => self.rejected.push(format!("epoch metadata: {e}")),
+            },
+            Some(Ok((state, rows))) => {
+                let (kind, partitions) = match &state {
+                    RestoredState::Reader(keys) => ("reader", keys.len()),
+                    RestoredState::Aggregate(parts) => ("aggregate", parts.len()),
+                };
+                tracing::info!(
+                    node = %n.node,
+                    kind,
+                    partitions,
+                    rows,
+                    files = 1 + n.deltas.len(),
+                    bytes = n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>(),
+                    decode_ms = format_args!("{:.1}", took.as_secs_f64() * 1e3),
+                    "decoded snapshot node"
+                );
+                self.rows += rows;
+                self.rows_of.insert(n.node.as_str().to_string(), rows);
+                self.states.insert(n.node.as_str().to_string(), state);
+            }
+            Some(Err(e)) => {
+                tracing::warn!(node = %n.node, "snapshot node unusable ({e}); it starts cold");
+                self.rejected.push(format!("node {}: {e}", n.node));
+                self.failed.insert(i);
+            }
+        }
+        progress(&RecoveryProgress {
+            phase: "restore",
+            done: self.done,
+            total: self.total,
+            bytes: self.bytes,
+            rows: self.rows,
+        });
+    }
+
+    /// The states (and row counts) received so far, taken out.
+    fn take_states(&mut self) -> (HashMap<String, RestoredState>, HashMap<String, u64>) {
+        (
+            std::mem::take(&mut self.states),
+            std::mem::take(&mut self.rows_of),
+        )
+    }
+
+    /// Stable ids of the interior nodes decoded or still decoding (not
+    /// those that failed).
+    fn interior_ids(&self) -> HashSet<String> {
+        self.interior
+            .iter()
+            .filter(|i| !self.failed.contains(i))
+            .map(|&i| self.nodes[i].node.as_str().to_string())
+            .collect()
+    }
 }
 
 /// What the previous snapshot left behind, so the next one can be
@@ -734,7 +911,7 @@ impl Dataflow {
         progress: &mut dyn FnMut(&RecoveryProgress),
     ) -> Result<RecoveryStats> {
         let decoded = Dataflow::decode_snapshot(store, progress);
-        self.install_snapshot(decoded, progress)
+        self.install_snapshot(decoded, progress, &mut || {})
     }
 
     /// The first half of [`Dataflow::recover`]: reads, verifies and decodes
@@ -780,91 +957,47 @@ impl Dataflow {
             rows: 0,
         });
 
-        // Decode outside the locks, node by node on up to four threads,
-        // largest first so that the biggest node (often most of the work)
-        // starts at once and the others fill the remaining threads.
-        let mut meta = None;
-        let mut states: HashMap<String, RestoredState> = HashMap::new();
-        let mut rows_of: HashMap<String, u64> = HashMap::new();
-        let total = snap.nodes.len() as u64;
-        let mut restore_rows = 0u64;
-        let mut done = 0u64;
+        // Decode outside the locks, node by node on up to four threads:
+        // readers first (they answer reads, so serving can start once they
+        // are in: see `install_snapshot`), each group largest first so the
+        // biggest node starts at once and the others fill the threads.
+        let is_reader = |n: &LoadedNode| blob_kind(&n.base).ok() == Some(KIND_READER);
         let mut order: Vec<usize> = (0..snap.nodes.len()).collect();
         order.sort_by_key(|&i| {
             let n = &snap.nodes[i];
-            std::cmp::Reverse(n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>())
+            let size = n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>();
+            (!is_reader(n), std::cmp::Reverse(size))
         });
-        let next = std::sync::atomic::AtomicUsize::new(0);
+        let interior: HashSet<usize> = (0..snap.nodes.len())
+            .filter(|&i| snap.nodes[i].node.as_str() != TABLES_NODE && !is_reader(&snap.nodes[i]))
+            .collect();
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, 4)
             .min(snap.nodes.len().max(1));
-        std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::channel();
-            for _ in 0..workers {
-                let tx = tx.clone();
-                let (next, nodes, order) = (&next, &snap.nodes, &order);
-                scope.spawn(move || loop {
-                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&i) = order.get(at) else { break };
-                    let n = &nodes[i];
-                    let t = Instant::now();
-                    let decoded = (n.node.as_str() != TABLES_NODE).then(|| decode_node(n));
-                    if tx.send((i, decoded, t.elapsed())).is_err() {
-                        break;
-                    }
-                });
+        let mut decoding = Decoding::start(snap.nodes, order, workers, snap.bytes_read);
+        decoding.receive(progress, |i| !interior.contains(&i));
+        rejected.append(&mut decoding.rejected);
+        // Interior state stays with `decoding` (decoded or not yet): it is
+        // installed after the readers.
+        decoding.interior = interior;
+        let (mut states, mut rows_of) = (HashMap::new(), HashMap::new());
+        for (i, n) in decoding.nodes.iter().enumerate() {
+            let id = n.node.as_str();
+            if !decoding.interior.contains(&i) {
+                states.extend(decoding.states.remove_entry(id));
+                rows_of.extend(decoding.rows_of.remove_entry(id));
             }
-            drop(tx);
-            for (i, decoded, took) in rx {
-                let n = &snap.nodes[i];
-                done += 1;
-                match decoded {
-                    None => match postcard::from_bytes::<EpochMeta>(&n.base) {
-                        Ok(m) => meta = Some(m),
-                        Err(e) => rejected.push(format!("epoch metadata: {e}")),
-                    },
-                    Some(Ok((state, rows))) => {
-                        let (kind, partitions) = match &state {
-                            RestoredState::Reader(keys) => ("reader", keys.len()),
-                            RestoredState::Aggregate(parts) => ("aggregate", parts.len()),
-                        };
-                        tracing::info!(
-                            node = %n.node,
-                            kind,
-                            partitions,
-                            rows,
-                            files = 1 + n.deltas.len(),
-                            bytes = n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>(),
-                            decode_ms = format_args!("{:.1}", took.as_secs_f64() * 1e3),
-                            "decoded snapshot node"
-                        );
-                        restore_rows += rows;
-                        rows_of.insert(n.node.as_str().to_string(), rows);
-                        states.insert(n.node.as_str().to_string(), state);
-                    }
-                    Some(Err(e)) => {
-                        tracing::warn!(node = %n.node, "snapshot node unusable ({e}); it starts cold");
-                        rejected.push(format!("node {}: {e}", n.node));
-                    }
-                }
-                progress(&RecoveryProgress {
-                    phase: "restore",
-                    done,
-                    total,
-                    bytes: snap.bytes_read,
-                    rows: restore_rows,
-                });
-            }
-        });
+        }
         DecodedSnapshot {
             found: Some(Found {
                 epoch: snap.epoch,
                 lsn: snap.lsn,
                 bytes_read: snap.bytes_read,
-                meta,
+                meta: decoding.meta.take(),
                 states,
                 rows_of,
+                late: Some(decoding).filter(|d| !d.interior.is_empty()),
             }),
             rejected,
             load: started.elapsed(),
@@ -874,10 +1007,18 @@ impl Dataflow {
     /// The second half of [`Dataflow::recover`]: installs decoded state
     /// into the graph (if the snapshot belongs to this storage and the
     /// change log after it is complete) and replays the change log.
+    ///
+    /// `servable` is called once the views can answer reads while the rest
+    /// is still being installed: when there is nothing to replay, right after
+    /// the readers (which hold the current answers) are in, before interior
+    /// state still decoding is (writes and reader misses wait for it: both
+    /// need the locks held here). It is not called otherwise; the views can
+    /// answer once this returns.
     pub fn install_snapshot(
         &self,
         decoded: DecodedSnapshot,
         progress: &mut dyn FnMut(&RecoveryProgress),
+        servable: &mut dyn FnMut(),
     ) -> Result<RecoveryStats> {
         let inner = &self.inner;
         let mut tracker = inner.snapshots.lock();
@@ -896,7 +1037,8 @@ impl Dataflow {
         stats.bytes_read = snap.bytes_read;
         stats.lsn = snap.lsn;
         let mut states = snap.states;
-        let rows_of = snap.rows_of;
+        let mut rows_of = snap.rows_of;
+        let mut late = snap.late;
         let this_storage = storage_id(&inner.storage)?;
         let tables_at_s: Option<HashSet<(TableId, u32)>> = match snap.meta {
             Some(m) if m.storage_id == this_storage => Some(m.tables.into_iter().collect()),
@@ -972,7 +1114,43 @@ impl Dataflow {
                 g.restore(HashMap::new());
                 return Ok(None);
             }
-            let (restored, cold) = g.restore(std::mem::take(&mut states));
+            let (mut restored, mut cold, deferred) = match late.as_mut() {
+                Some(l) if batch.is_empty() => {
+                    // Nothing to replay: the readers hold the current answers.
+                    let later = l.interior_ids();
+                    let early = g.restore_early(std::mem::take(&mut states), &later);
+                    servable();
+                    l.receive(progress, |_| true);
+                    early
+                }
+                Some(l) => {
+                    l.receive(progress, |_| true);
+                    let (late_states, late_rows) = l.take_states();
+                    states.extend(late_states);
+                    rows_of.extend(late_rows);
+                    let (restored, cold) = g.restore(std::mem::take(&mut states));
+                    (restored, cold, HashSet::new())
+                }
+                None => {
+                    let (restored, cold) = g.restore(std::mem::take(&mut states));
+                    (restored, cold, HashSet::new())
+                }
+            };
+            if let Some(l) = late.as_mut() {
+                let (late_states, late_rows) = l.take_states();
+                rows_of.extend(late_rows);
+                rejected_later.append(&mut l.rejected);
+                if !deferred.is_empty() {
+                    match g.restore_late(late_states, &deferred) {
+                        Some(more) => restored.extend(more),
+                        None => {
+                            tracing::warn!("interior snapshot state is missing; views start cold");
+                            restored.clear();
+                            cold = g.stateful_nodes();
+                        }
+                    }
+                }
+            }
             progress(&RecoveryProgress {
                 phase: "replay",
                 done: 0,

@@ -107,14 +107,48 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     ));
     // Warm restart, second half: install the decoded state and replay the
     // change log after it, on a blocking thread while /health says 503.
+    // Serving starts when it is done, or earlier when it says the views can
+    // answer (interior state still being installed; writes wait for it).
     let snaps = snapshots.clone();
-    tokio::task::spawn_blocking(move || snaps.recover())
-        .await
-        .context("recovery task")??;
-    tracing::info!(
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        "recovered"
-    );
+    let (servable_tx, servable_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut recovery = tokio::task::spawn_blocking(move || {
+        let mut servable_tx = Some(servable_tx);
+        snaps.recover(&mut || {
+            if let Some(tx) = servable_tx.take() {
+                let _ = tx.send(());
+            }
+        })
+    });
+    tokio::select! {
+        done = &mut recovery => {
+            done.context("recovery task")??;
+            tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "recovered");
+        }
+        Ok(()) = servable_rx => {
+            tracing::info!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "views can answer; interior state is still being restored"
+            );
+            tokio::spawn(async move {
+                match recovery.await {
+                    Ok(Ok(_)) => tracing::info!(
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "recovered"
+                    ),
+                    // The server is already answering; its views cannot be
+                    // trusted after this, so stop (storage is durable).
+                    Ok(Err(e)) => {
+                        tracing::error!("recovery failed after serving began: {e:#}");
+                        std::process::exit(1);
+                    }
+                    Err(e) => {
+                        tracing::error!("recovery task failed after serving began: {e}");
+                        std::process::exit(1);
+                    }
+                }
+            });
+        }
+    }
     *http_state.dataflow.write() = Some(dataflow.clone());
 
     let tls = match (&args.tls_cert, &args.tls_key) {

@@ -65,9 +65,10 @@ impl PendingRecovery {
         self,
         dataflow: &Dataflow,
         progress: &mut dyn FnMut(&RecoveryProgress),
+        servable: &mut dyn FnMut(),
     ) -> anyhow::Result<RecoveryStats> {
         let stats = match self.decoding.and_then(|h| h.join().ok()) {
-            Some(d) => dataflow.install_snapshot(d, progress)?,
+            Some(d) => dataflow.install_snapshot(d, progress, servable)?,
             None => dataflow.recover(&self.store, progress)?,
         };
         Ok(stats)
@@ -202,8 +203,10 @@ impl Snapshots {
 
     /// Loads the newest verified snapshot into the dataflow and replays the
     /// change log after it (or starts cold), logging progress. Call once,
-    /// before serving. None without durable storage (nothing to recover).
-    pub fn recover(&self) -> anyhow::Result<Option<RecoveryStats>> {
+    /// before serving, or from the moment it calls `servable` (see
+    /// [`Dataflow::install_snapshot`]). None without durable storage
+    /// (nothing to recover).
+    pub fn recover(&self, servable: &mut dyn FnMut()) -> anyhow::Result<Option<RecoveryStats>> {
         let Some(store) = &self.store else {
             return Ok(None);
         };
@@ -213,7 +216,7 @@ impl Snapshots {
         let (stats, started) = match pending {
             Some((install, started)) => (
                 install
-                    .finish(&self.dataflow, &mut progress)
+                    .finish(&self.dataflow, &mut progress, servable)
                     .context("recovering view state")?,
                 started,
             ),
