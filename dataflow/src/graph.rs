@@ -245,6 +245,21 @@ impl Graph {
                 users: 1,
             })
             .collect();
+        self.with_nodes(
+            nodes,
+            self.detached.as_ref().map(|d| Detached {
+                real: d.real.clone(),
+                fills: Vec::new(),
+                real_graph: d.real_graph.clone(),
+                read: Vec::new(),
+            }),
+        )
+    }
+
+    /// A graph over `nodes` (numbered like this one's, or a detached copy's)
+    /// with this graph's storage and schemas, no sharing index and nothing
+    /// pending.
+    fn with_nodes(&self, nodes: Vec<Node>, detached: Option<Detached>) -> Graph {
         Graph {
             nodes,
             by_sig: HashMap::new(),
@@ -252,12 +267,7 @@ impl Graph {
             schemas: self.schemas.clone(),
             pending: HashMap::new(),
             version: 0,
-            detached: self.detached.as_ref().map(|d| Detached {
-                real: d.real.clone(),
-                fills: Vec::new(),
-                real_graph: d.real_graph.clone(),
-                read: Vec::new(),
-            }),
+            detached,
         }
     }
 

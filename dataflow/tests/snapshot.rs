@@ -66,16 +66,21 @@ fn open(dir: &Path) -> Node {
     })
     .unwrap();
     storage.create_database(DB, true).unwrap();
-    let df = Dataflow::new(
+    let df = engine(&storage);
+    let store = SnapshotStore::open(dir.join("snapshots"), SnapshotConfig::default()).unwrap();
+    Node { storage, df, store }
+}
+
+/// A dataflow engine over `storage` (no eviction).
+fn engine(storage: &Arc<Storage>) -> Arc<Dataflow> {
+    Dataflow::new(
         storage.clone(),
         DataflowConfig {
             memory_limit: BIG,
             ..Default::default()
         },
     )
-    .unwrap();
-    let store = SnapshotStore::open(dir.join("snapshots"), SnapshotConfig::default()).unwrap();
-    Node { storage, df, store }
+    .unwrap()
 }
 
 /// Opens and recovers.
@@ -170,14 +175,7 @@ fn recompute_for(n: Node, views: &[&str]) -> Vec<Vec<String>> {
     let scratch = tempfile::tempdir().unwrap();
     let Node { storage, df, .. } = n;
     drop(df);
-    let df = Dataflow::new(
-        storage.clone(),
-        DataflowConfig {
-            memory_limit: BIG,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let df = engine(&storage);
     answers_for(
         &Node {
             storage: storage.clone(),

@@ -208,15 +208,7 @@ impl Graph {
                 }
             })
             .collect();
-        Graph {
-            nodes,
-            by_sig: HashMap::new(),
-            storage: self.storage.clone(),
-            schemas: self.schemas.clone(),
-            pending: HashMap::new(),
-            version: self.version,
-            detached: None,
-        }
+        self.with_nodes(nodes, None)
     }
 
     /// Moves the nodes `members` back from `part` (see [`Graph::split_off`]).
