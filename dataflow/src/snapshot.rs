@@ -958,15 +958,17 @@ impl Dataflow {
         });
 
         // Decode outside the locks, node by node on up to four threads:
-        // readers first (they answer reads, so serving can start once they
-        // are in: see `install_snapshot`), each group largest first so the
-        // biggest node starts at once and the others fill the threads.
+        // the epoch metadata and the readers first (they answer reads, so
+        // serving can start once they are in: see `install_snapshot`), each
+        // group largest first so the biggest node starts at once and the
+        // others fill the threads.
         let is_reader = |n: &LoadedNode| blob_kind(&n.base).ok() == Some(KIND_READER);
+        let needed_first = |n: &LoadedNode| n.node.as_str() == TABLES_NODE || is_reader(n);
         let mut order: Vec<usize> = (0..snap.nodes.len()).collect();
         order.sort_by_key(|&i| {
             let n = &snap.nodes[i];
             let size = n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>();
-            (!is_reader(n), std::cmp::Reverse(size))
+            (!needed_first(n), std::cmp::Reverse(size))
         });
         let interior: HashSet<usize> = (0..snap.nodes.len())
             .filter(|&i| snap.nodes[i].node.as_str() != TABLES_NODE && !is_reader(&snap.nodes[i]))
