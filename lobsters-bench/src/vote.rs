@@ -104,7 +104,13 @@ pub async fn prime(conn: &mut Conn, articles: u64, votes: u64, seed: u64) -> Res
     let start = Instant::now();
     let mut done = 0u64;
     let mut rng = StdRng::seed_from_u64(seed);
-    let progress = |done: u64| {
+    // At most twice a second (and at the end): a captured log stays short.
+    let mut last_print: Option<Instant> = None;
+    let mut progress = |done: u64| {
+        if done < total && last_print.is_some_and(|t| t.elapsed() < Duration::from_millis(500)) {
+            return;
+        }
+        last_print = Some(Instant::now());
         eprint!(
             "\rpriming: {:5.1}% ({done} / {total} rows)   ",
             done as f64 / total.max(1) as f64 * 100.0
