@@ -411,22 +411,27 @@ impl Inner {
     /// Bumps the committed counters of the tables `changes` touches (inside
     /// the commit lock).
     pub(crate) fn count_commit(&self, lsn: Lsn, changes: &[TableDeltas]) {
-        let counters = self.table_commits.read();
-        for c in changes {
-            if let Some(n) = counters.get(&c.table) {
-                n.committed.fetch_add(1, AO::SeqCst);
-                n.last_lsn.store(lsn, AO::SeqCst);
-            }
-        }
+        self.each_counter(changes, |n| {
+            n.committed.fetch_add(1, AO::SeqCst);
+            n.last_lsn.store(lsn, AO::SeqCst);
+        });
     }
 
     /// Bumps the applied counters for a merged batch about to be propagated
     /// (under the graph lock).
     pub(crate) fn count_applied(&self, changes: &[TableDeltas]) {
+        self.each_counter(changes, |n| {
+            n.applied.fetch_add(1, AO::SeqCst);
+        });
+    }
+
+    /// Runs `f` on the counters of each table entry of `changes` that has
+    /// views.
+    fn each_counter(&self, changes: &[TableDeltas], f: impl Fn(&TableCounters)) {
         let counters = self.table_commits.read();
         for c in changes {
             if let Some(n) = counters.get(&c.table) {
-                n.applied.fetch_add(1, AO::SeqCst);
+                f(n);
             }
         }
     }

@@ -183,6 +183,11 @@ struct Found {
 /// A decoded node, or None for the epoch metadata (decoded by the receiver).
 type NodeResult = Option<std::result::Result<(RestoredState, u64), String>>;
 
+/// Decodes a loaded node; the epoch metadata is left to the receiver.
+fn decode_loaded(n: &LoadedNode) -> NodeResult {
+    (n.node.as_str() != TABLES_NODE).then(|| decode_node(n))
+}
+
 /// Snapshot nodes decoding on worker threads, collected as they finish.
 struct Decoding {
     nodes: Arc<Vec<LoadedNode>>,
@@ -193,9 +198,7 @@ struct Decoding {
     interior: HashSet<usize>,
     /// Nodes that could not be decoded.
     failed: HashSet<usize>,
-    /// Nodes not received yet.
-    outstanding: usize,
-    total: u64,
+    /// Nodes received.
     done: u64,
     bytes: u64,
     rows: u64,
@@ -219,9 +222,8 @@ impl Decoding {
                 .spawn(move || loop {
                     let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&i) = order.get(at) else { break };
-                    let n = &nodes[i];
                     let t = Instant::now();
-                    let decoded = (n.node.as_str() != TABLES_NODE).then(|| decode_node(n));
+                    let decoded = decode_loaded(&nodes[i]);
                     if tx.send((i, decoded, t.elapsed())).is_err() {
                         break;
                     }
@@ -235,8 +237,6 @@ impl Decoding {
             got: vec![false; nodes.len()],
             interior: HashSet::new(),
             failed: HashSet::new(),
-            outstanding: nodes.len(),
-            total: nodes.len() as u64,
             nodes,
             rx,
             done: 0,
@@ -257,7 +257,7 @@ impl Decoding {
         wanted: impl Fn(usize) -> bool,
     ) {
         let mut missing: HashSet<usize> = (0..self.nodes.len()).filter(|&i| wanted(i)).collect();
-        missing.retain(|i| !self.received(*i));
+        missing.retain(|&i| !self.got[i]);
         while !missing.is_empty() {
             let (i, decoded, took) = match self.rx.recv() {
                 Ok(m) => m,
@@ -266,22 +266,13 @@ impl Decoding {
                     let Some(&i) = missing.iter().next() else {
                         break;
                     };
-                    let n = &self.nodes[i];
                     let t = Instant::now();
-                    (
-                        i,
-                        (n.node.as_str() != TABLES_NODE).then(|| decode_node(n)),
-                        t.elapsed(),
-                    )
+                    (i, decode_loaded(&self.nodes[i]), t.elapsed())
                 }
             };
             missing.remove(&i);
             self.take(i, decoded, took, progress);
         }
-    }
-
-    fn received(&self, i: usize) -> bool {
-        self.got[i]
     }
 
     fn take(
@@ -295,7 +286,6 @@ impl Decoding {
         if std::mem::replace(&mut self.got[i], true) {
             return;
         }
-        self.outstanding -= 1;
         self.done += 1;
         match decoded {
             None => match postcard::from_bytes::<EpochMeta>(&n.base) {
@@ -330,7 +320,7 @@ impl Decoding {
         progress(&RecoveryProgress {
             phase: "restore",
             done: self.done,
-            total: self.total,
+            total: self.nodes.len() as u64,
             bytes: self.bytes,
             rows: self.rows,
         });

@@ -12,7 +12,7 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Value as MyValue};
 
 mod common;
-use common::{free_port, http_get};
+use common::{free_port, http_get, ladle_command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
@@ -42,16 +42,8 @@ impl Server {
         // another process can take one in between; the server then exits at
         // once and starts again on new ports.
         for _ in 0..5 {
-            let port = free_port();
-            let metrics_port = free_port();
-            let mut cmd = Command::new(BIN);
-            cmd.arg("--listen")
-                .arg(format!("127.0.0.1:{port}"))
-                .arg("--metrics-listen")
-                .arg(format!("127.0.0.1:{metrics_port}"))
-                .arg("--data-dir")
-                .arg(dir)
-                .args(extra)
+            let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
+            cmd.args(extra)
                 .env("LADLE_PASSWORD", password)
                 .envs(env.iter().copied())
                 .stdout(Stdio::null())

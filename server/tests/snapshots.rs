@@ -14,7 +14,7 @@ use mysql::prelude::*;
 use mysql::{Conn, Opts, OptsBuilder, Row};
 
 mod common;
-use common::{free_port, http_get};
+use common::{http_get, ladle_command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
@@ -52,20 +52,12 @@ impl Ladle {
     }
 
     fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
-        let port = free_port();
-        let metrics_port = free_port();
         let logs = dir.parent().expect("data dir has a parent");
         let n = std::fs::read_dir(logs).map(|d| d.count()).unwrap_or(0);
         let log = logs.join(format!("ladle-{n}.log"));
         let file = std::fs::File::create(&log).expect("log file");
-        let mut cmd = Command::new(BIN);
-        cmd.arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{metrics_port}"))
-            .arg("--data-dir")
-            .arg(dir)
-            .args(args)
+        let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
+        cmd.args(args)
             .env_remove("LADLE_SNAPSHOT_CRASH")
             .env_remove("LADLE_SNAPSHOT_INTERVAL")
             .env("LADLE_LOG", "info")

@@ -330,7 +330,7 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
     }
     let start = std::time::Instant::now();
     let res = e.storage.write(vec![op])?;
-    s.last_write_lsn = s.last_write_lsn.max(res.lsn);
+    s.wrote(res.lsn);
     e.metrics
         .commit_seconds
         .observe(start.elapsed().as_secs_f64());
@@ -740,7 +740,7 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
         scan: ScanSpec::Full,
         filter,
     }])?;
-    s.last_write_lsn = s.last_write_lsn.max(res.lsn);
+    s.wrote(res.lsn);
     e.storage.reset_auto_increment(schema.id)?;
     Ok(res
         .ops

@@ -578,7 +578,7 @@ impl Engine {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
                 let res = self.storage.write(tx.ops)?;
-                s.last_write_lsn = s.last_write_lsn.max(res.lsn);
+                s.wrote(res.lsn);
                 self.metrics
                     .commit_seconds
                     .observe(start.elapsed().as_secs_f64());

@@ -84,8 +84,7 @@ pub struct Session {
     pub user_variables: HashMap<String, Value>,
     pub last_insert_id: u64,
     /// LSN of this connection's newest committed write: its reads wait
-    /// until views reflect it (read-your-writes; other connections' writes
-    /// show up eventually).
+    /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
     pub warnings: Vec<Warning>,
     pub statements: HashMap<u32, PreparedStatement>,
@@ -109,6 +108,11 @@ impl Session {
             statements: HashMap::new(),
             next_statement: 1,
         }
+    }
+
+    /// Records a committed write of this connection (its LSN).
+    pub fn wrote(&mut self, lsn: Lsn) {
+        self.last_write_lsn = self.last_write_lsn.max(lsn);
     }
 
     pub fn add_statement(&mut self, stmt: PreparedStatement) -> u32 {

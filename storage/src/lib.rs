@@ -880,7 +880,7 @@ impl Storage {
             out = f(r)?;
             Ok(())
         })?;
-        Ok(out.into_iter().map(|(_, row)| row).collect())
+        strip_keys(out)
     }
 
     fn try_read_view(&self, tables: Arc<HashMap<TableId, Arc<TableState>>>) -> Result<ReadView> {

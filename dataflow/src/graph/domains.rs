@@ -62,7 +62,11 @@ impl Graph {
     /// The domains, each a sorted list of node ids; base tables, replicable
     /// and removed nodes belong to none.
     pub fn domains(&self) -> Vec<Vec<NodeId>> {
-        let replicable = self.replicable();
+        self.domains_of(&self.replicable())
+    }
+
+    /// [`Graph::domains`] given [`Graph::replicable`].
+    fn domains_of(&self, replicable: &[bool]) -> Vec<Vec<NodeId>> {
         let n = self.nodes.len();
         let mut root: Vec<NodeId> = (0..n).collect();
         fn find(root: &mut [NodeId], mut x: NodeId) -> NodeId {
@@ -119,8 +123,9 @@ impl Graph {
                 _ => node.parents.iter().any(|&p| reached[p]),
             };
         }
+        let replicable = self.replicable();
         let mut touched: Vec<Vec<NodeId>> = self
-            .domains()
+            .domains_of(&replicable)
             .into_iter()
             .filter(|d| d.iter().any(|&n| reached[n]))
             .collect();
@@ -139,7 +144,6 @@ impl Graph {
         for m in &mut members {
             m.sort_unstable();
         }
-        let replicable = self.replicable();
         let mut parts: Vec<Graph> = members
             .iter()
             .map(|m| self.split_off(m, &replicable))

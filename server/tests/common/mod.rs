@@ -2,6 +2,8 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 /// A loopback port free right now (the server binds it shortly after).
@@ -10,6 +12,20 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("free port")
+}
+
+/// A `bin` command serving `dir` on fresh loopback ports, with the MySQL
+/// and metrics ports.
+pub fn ladle_command(bin: &str, dir: &Path) -> (Command, u16, u16) {
+    let (port, metrics_port) = (free_port(), free_port());
+    let mut cmd = Command::new(bin);
+    cmd.arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{metrics_port}"))
+        .arg("--data-dir")
+        .arg(dir);
+    (cmd, port, metrics_port)
 }
 
 /// One HTTP/1.1 GET against the metrics listener; the raw response.
