@@ -19,6 +19,7 @@ use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
+use crate::rows::ResultRows;
 use crate::{DataflowConfig, DataflowError, OutputColumn, PreparedQuery, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
@@ -47,7 +48,7 @@ pub(crate) struct View {
     spec: PlannedView,
     /// The stored-row columns `spec.output` returns when every output is a
     /// plain column (the common case): copied without evaluating anything.
-    output_columns: Option<Vec<usize>>,
+    output_columns: Option<Arc<[usize]>>,
     reader: Arc<ReaderState>,
     node: NodeId,
     tables: Vec<TableId>,
@@ -695,7 +696,8 @@ impl Inner {
                         Expr::Column(i) => Some(*i),
                         _ => None,
                     })
-                    .collect(),
+                    .collect::<Option<Vec<usize>>>()
+                    .map(Arc::from),
                 spec,
                 reader,
                 node,
@@ -876,7 +878,7 @@ impl Prepared {
         &self.columns
     }
 
-    pub fn execute(&self, params: &[Value], after: Lsn) -> Result<Vec<Row>> {
+    pub fn execute(&self, params: &[Value], after: Lsn) -> Result<ResultRows> {
         self.execute_with(params, None, after)
     }
 
@@ -898,7 +900,7 @@ impl Prepared {
         params: &[Value],
         overlay: Option<&[TableDeltas]>,
         after: Lsn,
-    ) -> Result<Vec<Row>> {
+    ) -> Result<ResultRows> {
         if params.len() != self.user_params {
             return Err(DataflowError::ParamCount {
                 expected: self.user_params,
@@ -940,7 +942,7 @@ impl Prepared {
                 })
                 .collect();
             let view = match target {
-                Target::Constant(c) => return constant(&c, &slots),
+                Target::Constant(c) => return constant(&c, &slots).map(ResultRows::from),
                 Target::View(v) => v,
             };
             if view.dropped.load(AO::SeqCst) {
@@ -1013,7 +1015,7 @@ fn read(
     slots: &[Value],
     lists: &[(usize, Vec<Value>)],
     overlay: Option<&[TableDeltas]>,
-) -> Result<Vec<Row>> {
+) -> Result<ResultRows> {
     let spec = &v.spec;
     // Key values, coerced to the key columns' types.
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
@@ -1078,6 +1080,17 @@ fn read(
             }
         });
     }
+    let offset = count(&spec.offset, slots)?.unwrap_or(0);
+    let limit = count(&spec.limit, slots)?;
+    // A plain read shares the reader's rows (see `rows.rs`).
+    let plain = spec.read_filter.is_none()
+        && spec.finish.is_none()
+        && (keys.len() <= 1 || (spec.order.is_empty() && !spec.dedup))
+        && (spec.empty_default.is_none() || results.iter().all(|r| !r.is_empty()))
+        && !keys.is_empty();
+    if let (true, Some(cols)) = (plain, &v.output_columns) {
+        return Ok(ResultRows::shared(results, cols.clone(), offset, limit));
+    }
     let mut rows: Vec<Cow<'_, Row>> = Vec::new();
     if keys.is_empty() {
         // `col = NULL`: no rows match; an aggregate without GROUP BY still
@@ -1121,8 +1134,6 @@ fn read(
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
     }
-    let offset = count(&spec.offset, slots)?.unwrap_or(0);
-    let limit = count(&spec.limit, slots)?;
     let project = |r: &Row| -> Result<Row> {
         match &v.output_columns {
             Some(cols) => Ok(cols
@@ -1149,14 +1160,16 @@ fn read(
             }
         }
         let iter = out.into_iter().skip(offset);
-        return Ok(match limit {
+        let page: Vec<Row> = match limit {
             Some(l) => iter.take(l).collect(),
             None => iter.collect(),
-        });
+        };
+        return Ok(page.into());
     }
     rows.iter()
         .skip(offset)
         .take(limit.unwrap_or(usize::MAX))
         .map(|r| project(r))
-        .collect()
+        .collect::<Result<Vec<Row>>>()
+        .map(ResultRows::from)
 }

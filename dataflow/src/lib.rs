@@ -96,9 +96,11 @@ mod ops;
 mod plan;
 mod planner;
 mod propagation;
+mod rows;
 mod snapshot;
 
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
+pub use rows::{ResultRows, RowRef};
 pub use snapshot::{
     CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,
     SnapshotStats, SnapshotStore,
@@ -194,12 +196,18 @@ impl PreparedQuery {
     /// Reads the result for `params` (one value per `?`), reflecting every
     /// write acknowledged before the call (it waits for their propagation).
     pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
-        self.inner.execute(params, Lsn::MAX)
+        self.read_after(params, Lsn::MAX).map(ResultRows::into_vec)
     }
     /// Reads the result reflecting at least the writes with LSN <= `lsn`
     /// (a connection's last write: read-your-writes); newer writes may or
     /// may not be visible yet (eventual consistency).
     pub fn execute_after(&self, params: &[Value], lsn: Lsn) -> Result<Vec<Row>> {
+        self.read_after(params, lsn).map(ResultRows::into_vec)
+    }
+    /// [`PreparedQuery::execute_after`] without copying: a plain read
+    /// returns rows shared with the view's reader (`Lsn::MAX`: every write
+    /// acknowledged before the call, as [`PreparedQuery::execute`]).
+    pub fn read_after(&self, params: &[Value], lsn: Lsn) -> Result<ResultRows> {
         self.inner.execute(params, lsn)
     }
     /// The base tables the query reads.
@@ -211,7 +219,9 @@ impl PreparedQuery {
     /// its own uncommitted writes. Computed by upqueries over a stateless
     /// copy of the view (nothing cached), under the commit lock.
     pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
-        self.inner.execute_with(params, Some(overlay), Lsn::MAX)
+        self.inner
+            .execute_with(params, Some(overlay), Lsn::MAX)
+            .map(ResultRows::into_vec)
     }
 }
 

@@ -123,7 +123,10 @@ fn snapshot_views(admin: &dyn Admin) -> Result<Output, WireError> {
     .into_iter()
     .map(Value::UInt)
     .collect()];
-    Ok(Output::Rows { columns, rows })
+    Ok(Output::Rows {
+        columns,
+        rows: rows.into(),
+    })
 }
 
 fn show_snapshots(admin: &dyn Admin) -> Result<Output, WireError> {

@@ -91,7 +91,10 @@ fn finish(
             rows = kept;
         }
     }
-    Ok(Output::Rows { columns, rows })
+    Ok(Output::Rows {
+        columns,
+        rows: rows.into(),
+    })
 }
 
 fn eval(ctx: &EvalContext<'_>, x: &Expr) -> Result<Value> {
@@ -172,7 +175,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             let Output::Rows { columns, rows } = out else {
                 return Ok(out);
             };
-            finish(e, s, columns, rows, filter_at(tk, j)?)
+            finish(e, s, columns, rows.into_vec(), filter_at(tk, j)?)
         }
         "INDEX" | "INDEXES" | "KEYS" => {
             let mut j = i + 1;
@@ -246,7 +249,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                         ];
                         return Ok(Output::Rows {
                             columns: cols,
-                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema))]],
+                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema))]].into(),
                         });
                     }
                     show_create_view(e, &db, &table)
@@ -270,7 +273,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                         format!("CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 */");
                     Ok(Output::Rows {
                         columns: vec![text_column("Database"), text_column("Create Database")],
-                        rows: vec![vec![t(db), t(sql)]],
+                        rows: vec![vec![t(db), t(sql)]].into(),
                     })
                 }
                 other => Err(ShimError::Unsupported(format!("SHOW CREATE {other}"))),
@@ -321,7 +324,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             };
             Ok(Output::Rows {
                 columns: vec![int_column(name)],
-                rows: vec![vec![Value::Int(n as i64)]],
+                rows: vec![vec![Value::Int(n as i64)]].into(),
             })
         }
         "WARNINGS" | "ERRORS" => {
@@ -445,7 +448,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             ]];
             Ok(Output::Rows {
                 columns: cols,
-                rows,
+                rows: rows.into(),
             })
         }
         "VIEWS" => {
@@ -562,7 +565,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             ];
             Ok(Output::Rows {
                 columns: cols,
-                rows: vec![row],
+                rows: vec![row].into(),
             })
         }
         "GRANTS" => Ok(Output::Rows {
@@ -570,12 +573,13 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             rows: vec![vec![t(format!(
                 "GRANT ALL PRIVILEGES ON *.* TO `{}`@`%`",
                 s.user
-            ))]],
+            ))]]
+            .into(),
         }),
         "PLUGINS" | "TRIGGERS" | "EVENTS" | "PROCEDURE" | "FUNCTION" | "MASTER" | "SLAVE"
         | "REPLICA" | "BINARY" | "OPEN" => Ok(Output::Rows {
             columns: vec![text_column("Name")],
-            rows: Vec::new(),
+            rows: Vec::new().into(),
         }),
         other => Err(ShimError::Parse(format!("near 'SHOW {other}'"))),
     }
@@ -604,7 +608,7 @@ fn show_create_view(e: &Engine, db: &str, name: &str) -> Result<Output> {
                     text_column("character_set_client"),
                     text_column("collation_connection"),
                 ],
-                rows: vec![vec![t(name), t(sql), t("utf8mb4"), t("utf8mb4_general_ci")]],
+                rows: vec![vec![t(name), t(sql), t("utf8mb4"), t("utf8mb4_general_ci")]].into(),
             })
         }
         (false, _) => Err(ShimError::UnknownTable {
@@ -790,7 +794,7 @@ pub fn describe(
     };
     Ok(Output::Rows {
         columns: names.iter().map(|n| text_column(n)).collect(),
-        rows,
+        rows: rows.into(),
     })
 }
 
@@ -1440,7 +1444,7 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
                 };
                 return Ok(Output::Rows {
                     columns: vec![int_column(&name)],
-                    rows: vec![vec![Value::Int(kept.len() as i64)]],
+                    rows: vec![vec![Value::Int(kept.len() as i64)]].into(),
                 });
             }
         }
@@ -1591,6 +1595,6 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
     let _ = vars::SERVER_VERSION;
     Ok(Output::Rows {
         columns,
-        rows: out_rows,
+        rows: out_rows.into(),
     })
 }

@@ -107,7 +107,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             let Output::Rows { rows, .. } = e.select(s, &source)? else {
                 return Err(ShimError::Internal("SELECT produced no rows".into()));
             };
-            for r in rows {
+            for r in rows.into_vec() {
                 if r.len() != targets.len() {
                     return Err(StorageError::ColumnCount.into());
                 }
@@ -537,7 +537,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
 
 fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Vec<Row>> {
     match e.select(s, q) {
-        Ok(Output::Rows { rows, .. }) => Ok(rows),
+        Ok(Output::Rows { rows, .. }) => Ok(rows.into_vec()),
         Ok(_) => Err(ShimError::Unsupported(
             "this subquery in UPDATE/DELETE".into(),
         )),

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
-use ladle_common::{Row, SqlType, Value};
-use ladle_dataflow::{Dataflow, OutputColumn, PreparedQuery};
+use ladle_common::{SqlType, Value};
+use ladle_dataflow::{Dataflow, OutputColumn, PreparedQuery, ResultRows};
 use ladle_storage::Storage;
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, Statement, TableFactor};
 use sqlparser::parser::Parser;
@@ -24,7 +24,8 @@ use crate::{catalog, ddl, dml};
 pub enum Output {
     Rows {
         columns: Vec<OutputColumn>,
-        rows: Vec<Row>,
+        /// Shared with a view's reader for plain view reads.
+        rows: ResultRows,
     },
     Done {
         affected_rows: u64,
@@ -688,16 +689,16 @@ impl Engine {
     /// table the query reads, the answer is computed over committed state
     /// plus the transaction's own writes (read-your-own-writes); otherwise
     /// it is the view's reader lookup.
-    fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<Vec<Row>> {
+    fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<ResultRows> {
         if s.in_transaction() {
             let overlay = crate::dml::transaction_overlay(self, s, &pq.tables())?;
             if !overlay.is_empty() {
-                return Ok(pq.execute_overlay(params, &overlay)?);
+                return Ok(pq.execute_overlay(params, &overlay)?.into());
             }
         }
         Ok(match ReadConsistency::of(s, &self.facts) {
-            ReadConsistency::Session => pq.execute_after(params, s.last_write_lsn)?,
-            ReadConsistency::Strong => pq.execute(params)?,
+            ReadConsistency::Session => pq.read_after(params, s.last_write_lsn)?,
+            ReadConsistency::Strong => pq.read_after(params, ladle_common::Lsn::MAX)?,
         })
     }
 
@@ -831,7 +832,7 @@ impl Engine {
         }
         Ok(Some(Output::Rows {
             columns,
-            rows: vec![row],
+            rows: vec![row].into(),
         }))
     }
 

@@ -180,7 +180,7 @@ impl Connection {
                 Ok(Output::Rows { rows, .. }) => {
                     let cols = &all_cols[i];
                     let mut w = results.start(cols).await?;
-                    for r in &rows {
+                    for r in rows.iter() {
                         write_row(&mut w, cols, r, false)?;
                         w.end_row().await?;
                     }
@@ -236,7 +236,7 @@ impl Connection {
             Ok(Output::Rows { columns, rows }) => {
                 let cols = wire_columns(&columns, &rows);
                 let mut w = results.start(&cols).await?;
-                for r in &rows {
+                for r in rows.iter() {
                     write_row(&mut w, &cols, r, binary)?;
                     w.end_row().await?;
                 }
@@ -342,7 +342,7 @@ impl<W: AsyncWrite + Send + Unpin> AsyncMysqlShim<W> for Connection {
                 // Before the reply: the client may execute it right away.
                 self.auth.statements.lock().insert(id);
                 let params: Vec<_> = (0..nparams).map(|_| param_column()).collect();
-                let cols = wire_columns(&columns, &[]);
+                let cols = wire_columns(&columns, &ladle_dataflow::ResultRows::default());
                 info.reply(id, params.iter(), cols.iter()).await
             }
             Err(e) => {

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use chrono::{NaiveDate, NaiveDateTime};
-use ladle_common::{Row, SqlType, Value};
-use ladle_dataflow::OutputColumn;
+use ladle_common::{SqlType, Value};
+use ladle_dataflow::{OutputColumn, ResultRows, RowRef};
 use opensrv_mysql::{Column, ColumnFlags, ColumnType, RowWriter, ValueInner};
 use tokio::io::AsyncWrite;
 
@@ -67,56 +67,13 @@ pub fn column_type(ty: &SqlType) -> (ColumnType, ColumnFlags) {
 /// Wire metadata for result columns, adjusted so every value in `rows` can
 /// be encoded under it (a computed column whose values do not fit its
 /// declared type is widened; NOT NULL is dropped if a NULL appears).
-pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
-    cols.iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let (mut coltype, mut colflags) = column_type(&c.ty);
+pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<Column> {
+    let mut out: Vec<Column> = cols
+        .iter()
+        .map(|c| {
+            let (coltype, mut colflags) = column_type(&c.ty);
             if !c.nullable {
                 colflags |= ColumnFlags::NOT_NULL_FLAG;
-            }
-            let mut saw_null = false;
-            let mut widened = false;
-            for row in rows {
-                let v = row.get(i).unwrap_or(&Value::Null);
-                if v.is_null() {
-                    saw_null = true;
-                    continue;
-                }
-                if !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG)) {
-                    widened = true;
-                    // Widen: integers to BIGINT, anything else to a string.
-                    let int_ok = matches!(v, Value::Int(_) | Value::UInt(_));
-                    if int_ok
-                        && is_int_type(coltype)
-                        && fits(v, ColumnType::MYSQL_TYPE_LONGLONG, false)
-                    {
-                        coltype = ColumnType::MYSQL_TYPE_LONGLONG;
-                        colflags.remove(ColumnFlags::UNSIGNED_FLAG);
-                    } else if int_ok && is_int_type(coltype) && matches!(v, Value::UInt(_)) {
-                        coltype = ColumnType::MYSQL_TYPE_LONGLONG;
-                        colflags.insert(ColumnFlags::UNSIGNED_FLAG);
-                        // Re-check everything below under the new type.
-                    } else {
-                        coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
-                        colflags.remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
-                    }
-                }
-            }
-            // A second pass after widening: if anything still does not fit
-            // (mixed signed/unsigned extremes), fall back to a string. Without
-            // widening every value was checked against the final type.
-            if widened
-                && rows.iter().any(|r| {
-                    let v = r.get(i).unwrap_or(&Value::Null);
-                    !v.is_null() && !fits(v, coltype, colflags.contains(ColumnFlags::UNSIGNED_FLAG))
-                })
-            {
-                coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
-                colflags.remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
-            }
-            if saw_null {
-                colflags.remove(ColumnFlags::NOT_NULL_FLAG);
             }
             Column {
                 table: c.table.clone(),
@@ -125,7 +82,67 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &[Row]) -> Vec<Column> {
                 colflags,
             }
         })
-        .collect()
+        .collect();
+    let mut saw_null = vec![false; cols.len()];
+    let mut widened = vec![false; cols.len()];
+    // One pass, row by row: a large result's rows are touched once here
+    // (then once more to write them), not once per column.
+    for row in rows.iter() {
+        for (i, c) in out.iter_mut().enumerate() {
+            let v = row.get(i).unwrap_or(&Value::Null);
+            if v.is_null() {
+                saw_null[i] = true;
+            } else if !fits(
+                v,
+                c.coltype,
+                c.colflags.contains(ColumnFlags::UNSIGNED_FLAG),
+            ) {
+                widened[i] = true;
+                widen(c, v);
+            }
+        }
+    }
+    for (i, c) in out.iter_mut().enumerate() {
+        // A second pass after widening: if anything still does not fit
+        // (mixed signed/unsigned extremes), fall back to a string. Without
+        // widening every value was checked against the final type.
+        if widened[i]
+            && rows.iter().any(|r| {
+                let v = r.get(i).unwrap_or(&Value::Null);
+                !v.is_null()
+                    && !fits(
+                        v,
+                        c.coltype,
+                        c.colflags.contains(ColumnFlags::UNSIGNED_FLAG),
+                    )
+            })
+        {
+            c.coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
+            c.colflags
+                .remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
+        }
+        if saw_null[i] {
+            c.colflags.remove(ColumnFlags::NOT_NULL_FLAG);
+        }
+    }
+    out
+}
+
+/// Widens `c` for a value that does not fit it: integers to BIGINT (signed,
+/// or unsigned for a large unsigned value), anything else to a string.
+fn widen(c: &mut Column, v: &Value) {
+    let int = matches!(v, Value::Int(_) | Value::UInt(_)) && is_int_type(c.coltype);
+    if int && fits(v, ColumnType::MYSQL_TYPE_LONGLONG, false) {
+        c.coltype = ColumnType::MYSQL_TYPE_LONGLONG;
+        c.colflags.remove(ColumnFlags::UNSIGNED_FLAG);
+    } else if int && matches!(v, Value::UInt(_)) {
+        c.coltype = ColumnType::MYSQL_TYPE_LONGLONG;
+        c.colflags.insert(ColumnFlags::UNSIGNED_FLAG);
+    } else {
+        c.coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
+        c.colflags
+            .remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
+    }
 }
 
 fn is_int_type(t: ColumnType) -> bool {
@@ -181,7 +198,7 @@ fn fits(v: &Value, t: ColumnType, unsigned: bool) -> bool {
 pub fn write_row<W: AsyncWrite + Unpin>(
     w: &mut RowWriter<'_, W>,
     cols: &[Column],
-    row: &Row,
+    row: RowRef<'_>,
     binary: bool,
 ) -> std::io::Result<()> {
     for (i, c) in cols.iter().enumerate() {
@@ -392,15 +409,15 @@ mod tests {
             },
             nullable: false,
         }];
-        let rows = vec![
+        let rows = ResultRows::from(vec![
             vec![Value::Int(1)],
             vec![Value::Int(i64::MAX)],
             vec![Value::Null],
-        ];
+        ]);
         let wc = wire_columns(&cols, &rows);
         assert_eq!(wc[0].coltype, ColumnType::MYSQL_TYPE_LONGLONG);
         assert!(!wc[0].colflags.contains(ColumnFlags::NOT_NULL_FLAG));
-        let rows = vec![vec![Value::text("x")]];
+        let rows = ResultRows::from(vec![vec![Value::text("x")]]);
         assert_eq!(
             wire_columns(&cols, &rows)[0].coltype,
             ColumnType::MYSQL_TYPE_VAR_STRING
