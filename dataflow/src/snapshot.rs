@@ -189,9 +189,16 @@ fn decode_loaded(n: &LoadedNode) -> NodeResult {
 }
 
 /// Snapshot nodes decoding on worker threads, collected as they finish.
+///
+/// Interior nodes wait behind a gate that the first `receive` wanting one
+/// opens: on a warm start that is once the views can answer, so their
+/// decoding (the largest aggregates take tens of milliseconds) does not
+/// compete for the cores with opening storage and installing the readers,
+/// which is what the first answer waits for.
 struct Decoding {
     nodes: Arc<Vec<LoadedNode>>,
     rx: std::sync::mpsc::Receiver<(usize, NodeResult, Duration)>,
+    gate: Arc<Gate>,
     /// Per node: received.
     got: Vec<bool>,
     /// The interior nodes (not readers, not the epoch metadata).
@@ -208,20 +215,87 @@ struct Decoding {
     rejected: Vec<String>,
 }
 
+/// Whether interior nodes may be decoded yet.
+#[derive(Default)]
+struct Gate {
+    state: parking_lot::Mutex<GateState>,
+    changed: parking_lot::Condvar,
+}
+
+#[derive(Clone, Copy, Default, PartialEq)]
+enum GateState {
+    #[default]
+    Closed,
+    Open,
+    /// Nobody will collect them.
+    Cancelled,
+}
+
+impl Gate {
+    fn set(&self, to: GateState) {
+        let mut state = self.state.lock();
+        if *state == GateState::Closed {
+            *state = to;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until the gate opens (true) or is cancelled (false).
+    fn pass(&self) -> bool {
+        let mut state = self.state.lock();
+        while *state == GateState::Closed {
+            self.changed.wait(&mut state);
+        }
+        *state == GateState::Open
+    }
+}
+
+/// Lowers the calling thread's CPU priority to nice 10 (about a tenth of a
+/// core's share against a normal thread): past the gate, decoding runs while
+/// the views already answer, and on a small machine it would otherwise take
+/// a core from the reads (and their clients) the warm start is for. Idle
+/// cores still run it at full speed; not lower, so that a busy server still
+/// finishes it (writes wait for it).
+fn yield_to_serving() {
+    use thread_priority::{set_current_thread_priority, ThreadPriority, ThreadPriorityValue};
+    // 0..=99 maps onto nice 19..=-20 (Linux: per thread).
+    if let Ok(nice_10) = ThreadPriorityValue::try_from(22u8) {
+        if let Err(e) = set_current_thread_priority(ThreadPriority::Crossplatform(nice_10)) {
+            tracing::debug!("cannot lower the snapshot decoding priority: {e}");
+        }
+    }
+}
+
 impl Decoding {
-    /// Decodes `nodes` in `order` on `workers` threads.
-    fn start(nodes: Vec<LoadedNode>, order: Vec<usize>, workers: usize, bytes: u64) -> Decoding {
+    /// Decodes `nodes` in `order` on `workers` threads; the `interior` ones
+    /// (last in `order`) once the gate opens.
+    fn start(
+        nodes: Vec<LoadedNode>,
+        order: Vec<usize>,
+        interior: HashSet<usize>,
+        workers: usize,
+        bytes: u64,
+    ) -> Decoding {
         let nodes = Arc::new(nodes);
         let order = Arc::new(order);
+        let gated = Arc::new(interior.clone());
+        let gate = Arc::new(Gate::default());
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (tx, rx) = std::sync::mpsc::channel();
         for _ in 0..workers {
             let (tx, next, nodes, order) = (tx.clone(), next.clone(), nodes.clone(), order.clone());
+            let (gate, gated) = (gate.clone(), gated.clone());
             let spawned = std::thread::Builder::new()
                 .name("ladle-decode".into())
                 .spawn(move || loop {
                     let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(&i) = order.get(at) else { break };
+                    if gated.contains(&i) {
+                        if !gate.pass() {
+                            break;
+                        }
+                        yield_to_serving();
+                    }
                     let t = Instant::now();
                     let decoded = decode_loaded(&nodes[i]);
                     if tx.send((i, decoded, t.elapsed())).is_err() {
@@ -235,7 +309,8 @@ impl Decoding {
         }
         Decoding {
             got: vec![false; nodes.len()],
-            interior: HashSet::new(),
+            gate,
+            interior,
             failed: HashSet::new(),
             nodes,
             rx,
@@ -258,6 +333,9 @@ impl Decoding {
     ) {
         let mut missing: HashSet<usize> = (0..self.nodes.len()).filter(|&i| wanted(i)).collect();
         missing.retain(|&i| !self.got[i]);
+        if missing.iter().any(|i| self.interior.contains(i)) {
+            self.gate.set(GateState::Open);
+        }
         while !missing.is_empty() {
             let (i, decoded, took) = match self.rx.recv() {
                 Ok(m) => m,
@@ -334,7 +412,7 @@ impl Decoding {
         )
     }
 
-    /// Stable ids of the interior nodes decoded or still decoding (not
+    /// Stable ids of the interior nodes decoded or still to decode (not
     /// those that failed).
     fn interior_ids(&self) -> HashSet<String> {
         self.interior
@@ -342,6 +420,13 @@ impl Decoding {
             .filter(|i| !self.failed.contains(i))
             .map(|&i| self.nodes[i].node.as_str().to_string())
             .collect()
+    }
+}
+
+impl Drop for Decoding {
+    /// Gated workers stop instead of decoding what nobody will collect.
+    fn drop(&mut self) {
+        self.gate.set(GateState::Cancelled);
     }
 }
 
@@ -967,12 +1052,17 @@ impl Dataflow {
             .map_or(1, |n| n.get())
             .clamp(1, 4)
             .min(snap.nodes.len().max(1));
-        let mut decoding = Decoding::start(snap.nodes, order, workers, snap.bytes_read);
+        let mut decoding = Decoding::start(
+            snap.nodes,
+            order,
+            interior.clone(),
+            workers,
+            snap.bytes_read,
+        );
         decoding.receive(progress, |i| !interior.contains(&i));
         rejected.append(&mut decoding.rejected);
-        // Interior state stays with `decoding` (decoded or not yet): it is
+        // Interior state stays with `decoding` (not decoded yet): it is
         // installed after the readers.
-        decoding.interior = interior;
         let (mut states, mut rows_of) = (HashMap::new(), HashMap::new());
         for (i, n) in decoding.nodes.iter().enumerate() {
             let id = n.node.as_str();
