@@ -10,7 +10,7 @@
 //!  write: Storage::write -> on_commit: queue (lsn, deltas) -> ack
 //!         worker: snapshot at X -> merged batches <= X -> Base -> Filter/Project/Join/Aggregate -> Reader
 //!                                                        (deltas for holes are dropped)
-//!  read:  PreparedQuery::execute -> reader hit -> rows
+//!  read:  PreparedQuery::execute -> reader hit -> rows (read_after: the reader's own rows, shared)
 //!                                -> miss -> upquery: pull(key) through the ancestors,
 //!                                   down to storage lookups; fills the holes on the path
 //!  evict: least recently used reader keys; then aggregate state, clearing its descendants
