@@ -1390,4 +1390,35 @@ mod tests {
         assert!(apply_chain::<Vec<Row>>(&base, &[&bad]).is_err());
         assert!(merge_blobs(&base, &[&bad]).is_empty());
     }
+
+    /// Interior nodes are decoded only once something wants them: before
+    /// that they would compete with opening storage and the first reads.
+    #[test]
+    fn interior_nodes_wait_behind_the_gate() {
+        let node = |id: &str, kind: u8| LoadedNode {
+            node: NodeId::new(id).unwrap(),
+            base: postcard::to_stdvec(&Blob::<Vec<Row>, Vec<RowDelta>> {
+                format: FORMAT,
+                kind,
+                unsorted: false,
+                upserts: vec![(vec![Value::Int(1)], vec![vec![Value::Int(2)]])],
+                patches: vec![],
+                removed: vec![],
+            })
+            .unwrap(),
+            deltas: vec![],
+        };
+        let nodes = vec![
+            node("reader", KIND_READER),
+            node("aggregate", KIND_AGGREGATE),
+        ];
+        let mut d = Decoding::start(nodes, vec![0, 1], HashSet::from([1]), 2, 0);
+        d.receive(&mut |_| {}, |i| i == 0);
+        assert!(d.got[0] && d.states.contains_key("reader"));
+        // Both workers are free; only the gate holds the aggregate back.
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(d.rx.try_recv().is_err(), "decoded before the gate opened");
+        d.receive(&mut |_| {}, |_| true);
+        assert!(d.got[1]);
+    }
 }
