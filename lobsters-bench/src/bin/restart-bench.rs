@@ -19,6 +19,10 @@
 //!    connections for `--write-seconds`, with `--snapshot-interval 10s` and
 //!    with `0`, alternating (A B B A) in the same run, each phase over warm
 //!    views (the grouped query and every key read first).
+//!    3b. The same comparison inside one server (`--windows` windows of
+//!    `--window-seconds`, writers running throughout, A B B A, each A
+//!    window starting with `SNAPSHOT VIEWS`): no restarts between the two
+//!    sides, so start-up and phase order do not weigh on one of them.
 //! 4. A large state: also warms `SELECT user, COUNT(*) FROM Vote GROUP BY
 //!    user` (one group per distinct voter, about 0.63 x `--votes`), takes a
 //!    snapshot and restarts from it: snapshot size and time, recovery time.
@@ -94,6 +98,12 @@ struct Args {
     /// Skip the large-state measurement (phase 4).
     #[arg(long)]
     skip_large_state: bool,
+    /// Windows of the in-process write comparison (phase 3b; 0 skips it).
+    #[arg(long, default_value_t = 8)]
+    windows: u32,
+    /// Seconds per window of phase 3b.
+    #[arg(long, default_value_t = 10)]
+    window_seconds: u64,
 }
 
 #[derive(Serialize, Default)]
@@ -117,6 +127,16 @@ struct WritePhase {
     writes: u64,
     writes_per_s: f64,
     snapshots_taken: f64,
+}
+
+/// Phase 3b: one window of writes in one server, with or without a
+/// snapshot taken at its start.
+#[derive(Serialize)]
+struct WriteWindow {
+    snapshot: bool,
+    seconds: f64,
+    writes: u64,
+    writes_per_s: f64,
 }
 
 /// Phase 4: a snapshot of a large state and a restart from it.
@@ -155,6 +175,8 @@ struct Report {
     all_keys_speedup: f64,
     writes: Vec<WritePhase>,
     write_ratio_with_snapshots: Option<f64>,
+    windows: Vec<WriteWindow>,
+    window_ratio_with_snapshots: Option<f64>,
     large_state: LargeState,
 }
 
@@ -386,6 +408,105 @@ async fn measure_restart(
     })
 }
 
+/// `--connections` connections inserting votes until stopped.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    writes: Arc<AtomicU64>,
+    tasks: Vec<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl Writers {
+    fn start(ladle: &Ladle, args: &Args) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let writes = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        for i in 0..args.connections {
+            let opts = ladle.opts();
+            let (stop, writes) = (stop.clone(), writes.clone());
+            let articles = args.articles;
+            tasks.push(tokio::spawn(async move {
+                let mut conn = Conn::new(opts).await?;
+                let stmt = conn.prep(WRITE_SQL).await?;
+                let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64 + 99);
+                while !stop.load(Ordering::Relaxed) {
+                    let a = rng.gen_range(1..=articles as i64);
+                    conn.exec_drop(&stmt, (a, rng.gen_range(0..1_000_000i64)))
+                        .await?;
+                    writes.fetch_add(1, Ordering::Relaxed);
+                }
+                anyhow::Ok(())
+            }));
+        }
+        Writers {
+            stop,
+            writes,
+            tasks,
+        }
+    }
+
+    /// Writes acknowledged so far.
+    fn count(&self) -> u64 {
+        self.writes.load(Ordering::Relaxed)
+    }
+
+    async fn stop(self) -> Result<()> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks {
+            t.await??;
+        }
+        Ok(())
+    }
+}
+
+/// Phase 3b: writers run throughout in one server started with
+/// `--snapshot-interval 0`; windows alternate A B B A, each A window
+/// starting with `SNAPSHOT VIEWS` (one epoch per window, as the interval
+/// would take). No restarts in between, so start-up, compaction debt and
+/// phase order weigh on both sides alike, unlike the phases of 3.
+async fn write_windows(
+    bin: &Path,
+    dir: &Path,
+    args: &Args,
+    keys: &[i64],
+) -> Result<Vec<WriteWindow>> {
+    let mut ladle = Ladle::spawn(bin, dir, "0")?;
+    ladle.ready().await?;
+    let mut conn = Conn::new(ladle.opts()).await?;
+    grouped(&mut conn).await?;
+    read_keys(&mut conn, keys).await?;
+    let writers = Writers::start(&ladle, args);
+    // Let the writers connect and the first batches settle.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let length = Duration::from_secs(args.window_seconds.max(1));
+    let mut windows = Vec::new();
+    for i in 0..args.windows {
+        let snapshot = matches!(i % 4, 0 | 3);
+        let (started, before) = (Instant::now(), writers.count());
+        if snapshot {
+            snapshot_views(&mut conn).await?;
+        }
+        tokio::time::sleep_until((started + length).into()).await;
+        let writes = writers.count() - before;
+        let seconds = started.elapsed().as_secs_f64();
+        eprintln!(
+            "window {} ({}): {:.0} writes/s",
+            i + 1,
+            if snapshot { "snapshot" } else { "none" },
+            writes as f64 / seconds
+        );
+        windows.push(WriteWindow {
+            snapshot,
+            seconds,
+            writes,
+            writes_per_s: writes as f64 / seconds,
+        });
+    }
+    writers.stop().await?;
+    drop(conn);
+    ladle.stop()?;
+    Ok(windows)
+}
+
 async fn write_phase(
     bin: &Path,
     dir: &Path,
@@ -402,34 +523,12 @@ async fn write_phase(
     read_keys(&mut conn, keys).await?;
     drop(conn);
     let before = ladle.metric("ladle_snapshots_total").unwrap_or(0.0);
-    let stop = Arc::new(AtomicBool::new(false));
-    let writes = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for i in 0..args.connections {
-        let opts = ladle.opts();
-        let (stop, writes) = (stop.clone(), writes.clone());
-        let articles = args.articles;
-        tasks.push(tokio::spawn(async move {
-            let mut conn = Conn::new(opts).await?;
-            let stmt = conn.prep(WRITE_SQL).await?;
-            let mut rng = rand::rngs::StdRng::seed_from_u64(i as u64 + 99);
-            while !stop.load(Ordering::Relaxed) {
-                let a = rng.gen_range(1..=articles as i64);
-                conn.exec_drop(&stmt, (a, rng.gen_range(0..1_000_000i64)))
-                    .await?;
-                writes.fetch_add(1, Ordering::Relaxed);
-            }
-            anyhow::Ok(())
-        }));
-    }
+    let writers = Writers::start(&ladle, args);
     let started = Instant::now();
     tokio::time::sleep(Duration::from_secs(args.write_seconds)).await;
-    stop.store(true, Ordering::Relaxed);
-    let n = writes.load(Ordering::Relaxed);
+    let n = writers.count();
     let seconds = started.elapsed().as_secs_f64();
-    for t in tasks {
-        t.await??;
-    }
+    writers.stop().await?;
     let snapshots_taken = ladle.metric("ladle_snapshots_total").unwrap_or(0.0) - before;
     let phase = WritePhase {
         snapshot_interval: interval.to_string(),
@@ -632,6 +731,21 @@ async fn run(args: Args) -> Result<Report> {
     };
     let write_ratio = (!writes.is_empty()).then(|| rate(true) / rate(false));
 
+    // 3b. Write throughput in one process, windows A B B A.
+    let windows = if args.windows > 0 {
+        write_windows(&bin, &dir, &args, &keys).await?
+    } else {
+        Vec::new()
+    };
+    let window_rate = |snap: bool| {
+        let (n, s) = windows
+            .iter()
+            .filter(|w| w.snapshot == snap)
+            .fold((0.0, 0.0), |(n, s), w| (n + w.writes as f64, s + w.seconds));
+        n / s
+    };
+    let window_ratio = (args.windows >= 2).then(|| window_rate(true) / window_rate(false));
+
     // 4. A large state.
     let large_state = if args.skip_large_state {
         LargeState::default()
@@ -661,6 +775,8 @@ async fn run(args: Args) -> Result<Report> {
         all_keys_speedup: cold_keys / warm_keys,
         writes,
         write_ratio_with_snapshots: write_ratio,
+        windows,
+        window_ratio_with_snapshots: window_ratio,
         large_state,
     })
 }
