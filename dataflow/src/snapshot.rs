@@ -201,8 +201,9 @@ struct Decoding {
     gate: Arc<Gate>,
     /// Per node: received.
     got: Vec<bool>,
-    /// The interior nodes (not readers, not the epoch metadata).
-    interior: HashSet<usize>,
+    /// The interior nodes (not readers, not the epoch metadata); the
+    /// workers hold them back until the gate opens.
+    interior: Arc<HashSet<usize>>,
     /// Nodes that could not be decoded.
     failed: HashSet<usize>,
     /// Nodes received.
@@ -272,34 +273,38 @@ impl Decoding {
     fn start(
         nodes: Vec<LoadedNode>,
         order: Vec<usize>,
-        interior: HashSet<usize>,
+        interior: Arc<HashSet<usize>>,
         workers: usize,
         bytes: u64,
     ) -> Decoding {
         let nodes = Arc::new(nodes);
         let order = Arc::new(order);
-        let gated = Arc::new(interior.clone());
         let gate = Arc::new(Gate::default());
         let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let (tx, rx) = std::sync::mpsc::channel();
         for _ in 0..workers {
             let (tx, next, nodes, order) = (tx.clone(), next.clone(), nodes.clone(), order.clone());
-            let (gate, gated) = (gate.clone(), gated.clone());
+            let (gate, gated) = (gate.clone(), interior.clone());
             let spawned = std::thread::Builder::new()
                 .name("ladle-decode".into())
-                .spawn(move || loop {
-                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&i) = order.get(at) else { break };
-                    if gated.contains(&i) {
-                        if !gate.pass() {
+                .spawn(move || {
+                    let mut yielded = false;
+                    loop {
+                        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(&i) = order.get(at) else { break };
+                        if gated.contains(&i) {
+                            if !gate.pass() {
+                                break;
+                            }
+                            if !std::mem::replace(&mut yielded, true) {
+                                yield_to_serving();
+                            }
+                        }
+                        let t = Instant::now();
+                        let decoded = decode_loaded(&nodes[i]);
+                        if tx.send((i, decoded, t.elapsed())).is_err() {
                             break;
                         }
-                        yield_to_serving();
-                    }
-                    let t = Instant::now();
-                    let decoded = decode_loaded(&nodes[i]);
-                    if tx.send((i, decoded, t.elapsed())).is_err() {
-                        break;
                     }
                 });
             if let Err(e) = spawned {
@@ -1045,9 +1050,13 @@ impl Dataflow {
             let size = n.base.len() + n.deltas.iter().map(|d| d.len()).sum::<usize>();
             (!needed_first(n), std::cmp::Reverse(size))
         });
-        let interior: HashSet<usize> = (0..snap.nodes.len())
-            .filter(|&i| snap.nodes[i].node.as_str() != TABLES_NODE && !is_reader(&snap.nodes[i]))
-            .collect();
+        let interior: Arc<HashSet<usize>> = Arc::new(
+            (0..snap.nodes.len())
+                .filter(|&i| {
+                    snap.nodes[i].node.as_str() != TABLES_NODE && !is_reader(&snap.nodes[i])
+                })
+                .collect(),
+        );
         let workers = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .clamp(1, 4)
@@ -1412,7 +1421,7 @@ mod tests {
             node("reader", KIND_READER),
             node("aggregate", KIND_AGGREGATE),
         ];
-        let mut d = Decoding::start(nodes, vec![0, 1], HashSet::from([1]), 2, 0);
+        let mut d = Decoding::start(nodes, vec![0, 1], Arc::new(HashSet::from([1])), 2, 0);
         d.receive(&mut |_| {}, |i| i == 0);
         assert!(d.got[0] && d.states.contains_key("reader"));
         // Both workers are free; only the gate holds the aggregate back.
