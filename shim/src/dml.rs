@@ -158,7 +158,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     let estimate = rows.len() as u64;
     // Inside a transaction the write is buffered until COMMIT, but clients
     // (ORMs) need generated keys now: reserve them from storage up front.
-    let mut generated = None;
+    let mut generated = vec![false; rows.len()];
     if s.in_transaction() {
         if let Some(ai) = schema.auto_increment_column() {
             let need: Vec<usize> = rows
@@ -174,15 +174,15 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
                 for (k, &i) in need.iter().enumerate() {
                     let v = first + k as u64;
                     rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
+                    generated[i] = true;
                 }
-                generated = Some(first);
             }
         }
     }
-    if s.in_transaction() && matches!(on_conflict, OnConflict::Error) {
-        check_transaction_duplicates(e, s, &schema, &rows)?;
+    if s.in_transaction() {
+        return insert_in_transaction(e, s, &schema, rows, on_conflict, generated);
     }
-    let out = submit(
+    submit(
         e,
         s,
         WriteOp::Insert {
@@ -191,116 +191,299 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             on_conflict,
         },
         estimate,
-    )?;
-    Ok(match (generated, out) {
-        (
-            Some(id),
-            Output::Done {
-                affected_rows,
-                info,
-                ..
-            },
-        ) => {
-            s.last_insert_id = id;
-            Output::Done {
-                affected_rows,
-                last_insert_id: id,
-                info,
+    )
+}
+
+/// An INSERT inside a transaction, checked when it is issued (as InnoDB
+/// does) against the table as the transaction sees it: committed rows with
+/// the transaction's earlier writes replayed, plus the statement's own
+/// earlier rows. A duplicate PRIMARY/UNIQUE key fails the statement with
+/// 1062 (the transaction goes on); INSERT IGNORE drops the row with a
+/// warning; REPLACE and ON DUPLICATE KEY UPDATE report the rows they will
+/// replace or update. Only the rows that will be written are buffered, so
+/// COMMIT applies exactly what the statements reported (it still validates
+/// everything against the rows committed by then).
+///
+/// `generated[i]` says whether row `i`'s AUTO_INCREMENT value was reserved
+/// for it (rather than given by the statement).
+fn insert_in_transaction(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
+    on_conflict: OnConflict,
+    generated: Vec<bool>,
+) -> Result<Output> {
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|r| coerce_row(schema, &r))
+        .collect::<Result<_>>()?;
+    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    let mut kept = Vec::with_capacity(rows.len());
+    let mut affected = 0u64;
+    let mut first_generated = None;
+    let mut insert_id = 0;
+    let ai = schema.auto_increment_column();
+    for (row, was_generated) in rows.into_iter().zip(generated) {
+        let conflicts = keys.conflicts(&row);
+        let id = ai.and_then(|c| positive_id(&row[c]));
+        match (&on_conflict, conflicts) {
+            (_, 0) => affected += 1,
+            (OnConflict::Error, _) => {
+                return Err(keys.duplicate_error(&row).into());
+            }
+            (OnConflict::Ignore, _) => {
+                s.add_warning(
+                    "Warning",
+                    ER_DUP_ENTRY.errno,
+                    keys.duplicate_error(&row).to_string(),
+                );
+                continue;
+            }
+            (OnConflict::Replace, n) => affected += 1 + n as u64,
+            (OnConflict::Update(_), _) => {
+                // The existing row is updated; which values it ends with
+                // is known at COMMIT. Its id is the one reported.
+                affected += 2;
+                if first_generated.is_none() {
+                    insert_id = keys.conflicting_id(&row).unwrap_or(insert_id);
+                }
+                keys.add(&row);
+                kept.push(row);
+                continue;
             }
         }
-        (_, out) => out,
+        if let (Some(id), false) = (id, was_generated) {
+            e.storage.note_auto_increment(schema.id, id)?;
+        }
+        if was_generated && first_generated.is_none() {
+            first_generated = id;
+            insert_id = id.unwrap_or(0);
+        } else if first_generated.is_none() {
+            insert_id = id.unwrap_or(insert_id);
+        }
+        keys.remove_conflicting(&row);
+        keys.add(&row);
+        kept.push(row);
+    }
+    if let Some(id) = first_generated {
+        s.last_insert_id = id;
+    }
+    if !kept.is_empty() {
+        if let Some(tx) = &mut s.transaction {
+            tx.ops.push(WriteOp::Insert {
+                table: schema.id,
+                rows: kept,
+                on_conflict,
+            });
+        }
+    }
+    Ok(Output::Done {
+        affected_rows: affected,
+        last_insert_id: insert_id,
+        info: String::new(),
     })
 }
 
-/// Inside a transaction, a duplicate PRIMARY/UNIQUE key fails the INSERT
-/// statement itself (as in MySQL), not the later COMMIT: new rows are
-/// checked against the transaction's earlier plain INSERTs into the table
-/// and, when the transaction has not otherwise modified the table, against
-/// committed rows. COMMIT still validates everything.
-fn check_transaction_duplicates(
-    e: &Engine,
-    s: &Session,
-    schema: &TableSchema,
-    rows: &[Row],
-) -> Result<()> {
-    let Some(tx) = &s.transaction else {
-        return Ok(());
-    };
-    let mut earlier: Vec<&Row> = Vec::new();
-    let mut only_plain_inserts = true;
-    for op in &tx.ops {
-        match op {
-            WriteOp::Insert {
-                table,
-                rows,
-                on_conflict: OnConflict::Error,
-            } if *table == schema.id => earlier.extend(rows.iter()),
-            WriteOp::Insert { table, .. }
-            | WriteOp::Update { table, .. }
-            | WriteOp::Delete { table, .. }
-                if *table == schema.id =>
-            {
-                only_plain_inserts = false
-            }
-            _ => {}
+/// A row's values coerced to its table's column types (the error a write
+/// of it would fail with, otherwise).
+fn coerce_row(schema: &TableSchema, row: &Row) -> Result<Row> {
+    if row.len() != schema.columns.len() {
+        return Err(StorageError::ColumnCount.into());
+    }
+    row.iter()
+        .zip(&schema.columns)
+        .map(|(v, c)| ladle_common::coerce(v, c).map_err(|e| StorageError::from(e).into()))
+        .collect()
+}
+
+fn positive_id(v: &Value) -> Option<u64> {
+    match v {
+        Value::Int(i) => u64::try_from(*i).ok().filter(|&i| i > 0),
+        Value::UInt(u) => Some(*u),
+        _ => None,
+    }
+}
+
+/// The PRIMARY and UNIQUE keys of a table as an open transaction sees it,
+/// for checking one INSERT statement's rows: every current row holding a
+/// key some new row has (committed rows with the transaction's buffered
+/// writes replayed), and the statement's own rows as they are added.
+struct TransactionKeys<'a> {
+    schema: &'a TableSchema,
+    /// PRIMARY first, then each UNIQUE key.
+    keys: Vec<UniqueKey>,
+}
+
+/// One unique key: its name, its columns, and the row holding each
+/// normalized key value.
+struct UniqueKey {
+    name: String,
+    columns: Vec<usize>,
+    rows: HashMap<Vec<Value>, Row>,
+}
+
+impl<'a> TransactionKeys<'a> {
+    fn new(
+        e: &Engine,
+        s: &Session,
+        schema: &'a TableSchema,
+        new_rows: &[Row],
+    ) -> Result<TransactionKeys<'a>> {
+        let mut defs: Vec<(String, Option<IndexRef>, Vec<usize>)> = Vec::new();
+        if let Some(pk) = &schema.primary_key {
+            defs.push(("PRIMARY".into(), Some(IndexRef::Primary), pk.clone()));
         }
-    }
-    let mut keys: Vec<(String, IndexRef, Vec<usize>)> = Vec::new();
-    if let Some(pk) = &schema.primary_key {
-        keys.push(("PRIMARY".into(), IndexRef::Primary, pk.clone()));
-    }
-    for idx in schema.indexes.iter().filter(|i| i.unique) {
-        keys.push((
-            idx.name.clone(),
-            IndexRef::Secondary(idx.id),
-            idx.columns.clone(),
-        ));
-    }
-    // The coerced key values of `row` for `cols`, or None if any is NULL
-    // (NULLs never collide) or cannot be coerced (the write will fail).
-    let key_of = |row: &Row, cols: &[usize]| -> Option<Vec<Value>> {
-        cols.iter()
-            .map(|&c| {
-                let v = ladle_common::coerce(row.get(c)?, &schema.columns[c]).ok()?;
-                if v.is_null() {
-                    None
-                } else {
-                    Some(v)
-                }
+        for idx in schema.indexes.iter().filter(|i| i.unique) {
+            defs.push((
+                idx.name.clone(),
+                Some(IndexRef::Secondary(idx.id)),
+                idx.columns.clone(),
+            ));
+        }
+        let mut me = TransactionKeys {
+            schema,
+            keys: defs
+                .iter()
+                .map(|(name, _, columns)| UniqueKey {
+                    name: name.clone(),
+                    columns: columns.clone(),
+                    rows: HashMap::new(),
+                })
+                .collect(),
+        };
+        if defs.is_empty() {
+            return Ok(me);
+        }
+        let written = s.transaction.as_ref().is_some_and(|tx| {
+            tx.ops.iter().any(|op| match op {
+                WriteOp::Insert { table, .. }
+                | WriteOp::Update { table, .. }
+                | WriteOp::Delete { table, .. } => *table == schema.id,
             })
-            .collect()
-    };
-    let normalized = |vals: &[Value], cols: &[usize]| -> Vec<Value> {
-        vals.iter()
-            .zip(cols)
-            .map(|(v, &c)| v.key_normalized(schema.columns[c].collation))
-            .collect()
-    };
-    for (name, index, cols) in &keys {
-        let mut seen: std::collections::HashSet<Vec<Value>> = earlier
-            .iter()
-            .filter_map(|r| key_of(r, cols))
-            .map(|k| normalized(&k, cols))
-            .collect();
-        for row in rows {
-            let Some(k) = key_of(row, cols) else { continue };
-            let dup = !seen.insert(normalized(&k, cols))
-                || (only_plain_inserts && !e.storage.lookup(schema.id, *index, &k)?.is_empty());
-            if dup {
-                let value = k
+        });
+        if written {
+            // The transaction changed the table: its view of the table is
+            // the committed rows with its ops replayed (O(table), as reads
+            // inside such a transaction are).
+            let tx = s.transaction.as_ref().expect("checked above");
+            for r in replay(tx, schema, e.storage.scan(schema.id)?)? {
+                me.add(&r);
+            }
+        } else {
+            // Untouched by the transaction: committed rows, by key lookups.
+            for (_, index, cols) in &defs {
+                let Some(index) = index else { continue };
+                for row in new_rows {
+                    if let Some(k) = key_values(row, cols) {
+                        for r in e.storage.lookup(schema.id, *index, &k)? {
+                            me.add(&r);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(me)
+    }
+
+    fn normalized(&self, row: &Row, cols: &[usize]) -> Option<Vec<Value>> {
+        Some(
+            key_values(row, cols)?
+                .iter()
+                .zip(cols)
+                .map(|(v, &c)| v.key_normalized(self.schema.columns[c].collation))
+                .collect(),
+        )
+    }
+
+    /// How many distinct current rows share a unique key with `row`.
+    fn conflicts(&self, row: &Row) -> usize {
+        let mut found: Vec<&Row> = Vec::new();
+        for key in &self.keys {
+            if let Some(r) = self
+                .normalized(row, &key.columns)
+                .and_then(|k| key.rows.get(&k))
+            {
+                if !found.contains(&r) {
+                    found.push(r);
+                }
+            }
+        }
+        found.len()
+    }
+
+    /// The AUTO_INCREMENT id of the first row `row` collides with.
+    fn conflicting_id(&self, row: &Row) -> Option<u64> {
+        let ai = self.schema.auto_increment_column()?;
+        self.keys.iter().find_map(|key| {
+            let r = key.rows.get(&self.normalized(row, &key.columns)?)?;
+            positive_id(&r[ai])
+        })
+    }
+
+    /// MySQL's 1062 for the first key of `row` that collides.
+    fn duplicate_error(&self, row: &Row) -> StorageError {
+        for key in &self.keys {
+            if self
+                .normalized(row, &key.columns)
+                .is_some_and(|k| key.rows.contains_key(&k))
+            {
+                let value = key
+                    .columns
                     .iter()
-                    .map(|v| v.to_string())
+                    .map(|&c| row[c].to_string())
                     .collect::<Vec<_>>()
                     .join("-");
-                return Err(StorageError::DuplicateKey {
-                    key: name.clone(),
+                return StorageError::DuplicateKey {
+                    key: key.name.clone(),
                     value,
+                };
+            }
+        }
+        StorageError::Internal("no duplicate key to report".into())
+    }
+
+    /// Forgets the rows `row` replaces (REPLACE deletes them).
+    fn remove_conflicting(&mut self, row: &Row) {
+        let victims: Vec<Row> = self
+            .keys
+            .iter()
+            .filter_map(|key| key.rows.get(&self.normalized(row, &key.columns)?).cloned())
+            .collect();
+        for v in victims {
+            let normalized: Vec<Option<Vec<Value>>> = self
+                .keys
+                .iter()
+                .map(|key| self.normalized(&v, &key.columns))
+                .collect();
+            for (key, k) in self.keys.iter_mut().zip(normalized) {
+                if let Some(k) = k {
+                    key.rows.remove(&k);
                 }
-                .into());
             }
         }
     }
-    Ok(())
+
+    fn add(&mut self, row: &Row) {
+        let normalized: Vec<Option<Vec<Value>>> = self
+            .keys
+            .iter()
+            .map(|key| self.normalized(row, &key.columns))
+            .collect();
+        for (key, k) in self.keys.iter_mut().zip(normalized) {
+            if let Some(k) = k {
+                key.rows.insert(k, row.clone());
+            }
+        }
+    }
+}
+
+/// The key values of `row` for `cols`, or None if any is NULL (NULLs never
+/// collide).
+fn key_values(row: &Row, cols: &[usize]) -> Option<Vec<Value>> {
+    cols.iter()
+        .map(|&c| row.get(c).filter(|v| !v.is_null()).cloned())
+        .collect()
 }
 
 fn compile_assignments(
@@ -343,7 +526,7 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
     }
     Ok(Output::Done {
         affected_rows: r.affected_rows,
-        last_insert_id: r.last_insert_id.unwrap_or(0),
+        last_insert_id: r.insert_id,
         info: String::new(),
     })
 }
@@ -391,21 +574,41 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
     for op in &tx.ops {
         match op {
             WriteOp::Insert {
-                table, rows: new, ..
+                table,
+                rows: new,
+                on_conflict,
             } if *table == schema.id => {
                 for r in new {
-                    let coerced: Row = r
-                        .iter()
-                        .zip(&schema.columns)
-                        .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
-                        .collect();
-                    rows.push(coerced);
+                    let coerced = coerce_lenient(schema, r);
+                    match on_conflict {
+                        OnConflict::Replace => {
+                            let gone = colliding(schema, &rows, &coerced);
+                            let mut i = 0;
+                            rows.retain(|_| {
+                                i += 1;
+                                !gone.contains(&(i - 1))
+                            });
+                            rows.push(coerced);
+                        }
+                        OnConflict::Update(f) => match colliding(schema, &rows, &coerced).first() {
+                            Some(&i) => {
+                                let updated = f(&rows[i], &coerced)?;
+                                rows[i] = coerce_lenient(schema, &updated);
+                            }
+                            None => rows.push(coerced),
+                        },
+                        // Checked when the statement ran: an IGNORE op
+                        // holds only the rows that did not collide.
+                        OnConflict::Error | OnConflict::Ignore => rows.push(coerced),
+                    }
                 }
             }
             WriteOp::Update { table, update, .. } if *table == schema.id => {
                 for r in rows.iter_mut() {
                     if let Some(n) = update(r)? {
-                        *r = n;
+                        // Typed as COMMIT will store it (`i / 2` of an INT
+                        // column reads back as an integer, not a decimal).
+                        *r = coerce_lenient(schema, &n);
                     }
                 }
             }
@@ -422,6 +625,56 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
         }
     }
     Ok(rows)
+}
+
+/// `row` coerced to the table's column types, each value that does not
+/// coerce left as it is (COMMIT will report it).
+fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
+    row.iter()
+        .zip(&schema.columns)
+        .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
+        .collect()
+}
+
+/// Positions in `rows` of the rows sharing a PRIMARY or UNIQUE key with
+/// `row`.
+fn colliding(schema: &TableSchema, rows: &[Row], row: &Row) -> Vec<usize> {
+    let mut keys: Vec<&[usize]> = Vec::new();
+    if let Some(pk) = &schema.primary_key {
+        keys.push(pk);
+    }
+    keys.extend(
+        schema
+            .indexes
+            .iter()
+            .filter(|i| i.unique)
+            .map(|i| &i.columns[..]),
+    );
+    let normalized = |r: &Row, cols: &[usize]| -> Option<Vec<Value>> {
+        Some(
+            key_values(r, cols)?
+                .iter()
+                .zip(cols)
+                .map(|(v, &c)| v.key_normalized(schema.columns[c].collation))
+                .collect(),
+        )
+    };
+    let wanted: Vec<(&[usize], Vec<Value>)> = keys
+        .iter()
+        .filter_map(|cols| Some((*cols, normalized(row, cols)?)))
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    rows.iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            wanted
+                .iter()
+                .any(|(cols, k)| normalized(r, cols).as_ref() == Some(k))
+        })
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// An open transaction's uncommitted effect on the `tables` a SELECT reads,

@@ -42,6 +42,8 @@ pub enum ShimError {
     },
     #[error("Too many connections")]
     TooManyConnections,
+    #[error("SAVEPOINT {0} does not exist")]
+    NoSuchSavepoint(String),
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
     PacketTooLarge,
     // --- a known gap ---
@@ -122,6 +124,7 @@ pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
+pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.
@@ -139,6 +142,7 @@ impl ShimError {
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
             ShimError::TooManyConnections => ER_CON_COUNT,
+            ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),

@@ -315,11 +315,11 @@ impl Engine {
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }
-            ("SET", "TRANSACTION") => Ok(Some(Output::ok())),
+            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false)?)),
             ("SET", "SESSION" | "GLOBAL" | "LOCAL")
                 if word(t, 2).as_deref() == Some("TRANSACTION") =>
             {
-                Ok(Some(Output::ok()))
+                Ok(Some(set_transaction(s, t, w1 != "GLOBAL")?))
             }
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
@@ -395,7 +395,7 @@ impl Engine {
                 }
                 None => Ok(None),
             },
-            ("XA" | "SAVEPOINT" | "RELEASE", _) => Err(ShimError::Unsupported(w0).into()),
+            ("XA", _) => Err(ShimError::Unsupported(w0).into()),
             _ => Ok(None),
         }
     }
@@ -528,6 +528,36 @@ impl Engine {
                 Ok(Output::ok())
             }
             Statement::Commit { .. } => self.commit(s),
+            Statement::Savepoint { name } => {
+                // Outside a transaction a savepoint ends with its statement.
+                if let Some(tx) = &mut s.transaction {
+                    tx.savepoint(&name.value);
+                }
+                Ok(Output::ok())
+            }
+            Statement::ReleaseSavepoint { name } => {
+                let released = s
+                    .transaction
+                    .as_mut()
+                    .is_some_and(|tx| tx.release(&name.value));
+                if !released {
+                    return Err(ShimError::NoSuchSavepoint(name.value));
+                }
+                Ok(Output::ok())
+            }
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => {
+                let rolled_back = s
+                    .transaction
+                    .as_mut()
+                    .is_some_and(|tx| tx.rollback_to(&name.value));
+                if !rolled_back {
+                    return Err(ShimError::NoSuchSavepoint(name.value));
+                }
+                Ok(Output::ok())
+            }
             Statement::Rollback {
                 savepoint: None, ..
             } => {
@@ -537,9 +567,8 @@ impl Engine {
                 }
                 Ok(Output::ok())
             }
-            Statement::SetNames { .. }
-            | Statement::SetNamesDefault {}
-            | Statement::SetTransaction { .. } => Ok(Output::ok()),
+            Statement::SetNames { .. } | Statement::SetNamesDefault {} => Ok(Output::ok()),
+            Statement::SetTransaction { .. } => Ok(Output::ok()),
             Statement::SetTimeZone { .. } => Ok(Output::ok()),
             Statement::SetVariable {
                 variables, value, ..
@@ -639,6 +668,24 @@ impl Engine {
                 if s.transaction.is_none() {
                     s.transaction = Some(Default::default());
                 }
+            }
+            return Ok(());
+        }
+        if var == "transaction_isolation" || var == "tx_isolation" {
+            let level = match &v {
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => "READ-COMMITTED",
+                Value::Text(t) => isolation_level_name(t)?,
+                other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
+            };
+            // `SET @@transaction_isolation` without a scope is for the next
+            // transaction only (MySQL's special case); the session keeps
+            // its level.
+            let next_only = full.starts_with("@@") && !full.contains('.');
+            if !next_only {
+                s.variables
+                    .insert("transaction_isolation".into(), Value::text(level));
+                s.variables
+                    .insert("tx_isolation".into(), Value::text(level));
             }
             return Ok(());
         }
@@ -1058,6 +1105,57 @@ fn query_has_unqualified_table(q: &ast::Query) -> bool {
         }
     }
     body(&q.body)
+}
+
+/// `SET [SESSION|GLOBAL] TRANSACTION ISOLATION LEVEL ... | READ ONLY |
+/// READ WRITE`: checks the level is one Ladle provides and, for the
+/// session, shows it in `@@transaction_isolation`. (Without SESSION the
+/// level is for the next transaction only; Ladle's one level serves both.)
+fn set_transaction(s: &mut Session, t: &[Token], session: bool) -> Result<Output> {
+    let words: Vec<String> = t
+        .iter()
+        .filter_map(|tok| match tok {
+            Token::Word(w) => Some(w.value.to_ascii_uppercase()),
+            Token::Comma => Some(",".into()),
+            _ => None,
+        })
+        .collect();
+    if let Some(at) = words.iter().position(|w| w == "LEVEL") {
+        let level: Vec<&str> = words[at + 1..]
+            .iter()
+            .take_while(|w| *w != ",")
+            .map(String::as_str)
+            .collect();
+        let level = isolation_level_name(&level.join(" "))?;
+        if session {
+            s.variables
+                .insert("transaction_isolation".into(), Value::text(level));
+            s.variables
+                .insert("tx_isolation".into(), Value::text(level));
+        }
+    }
+    Ok(Output::ok())
+}
+
+/// The `@@transaction_isolation` spelling of an isolation level Ladle
+/// provides. Transactions read committed data plus their own writes and
+/// take no row locks: READ COMMITTED (which also satisfies READ
+/// UNCOMMITTED). REPEATABLE READ and SERIALIZABLE promise more (a stable
+/// snapshot, no write skew), so they are refused rather than accepted and
+/// not given.
+fn isolation_level_name(level: &str) -> Result<&'static str> {
+    match level.to_ascii_uppercase().replace(['-', '_'], " ").trim() {
+        "READ COMMITTED" => Ok("READ-COMMITTED"),
+        "READ UNCOMMITTED" => Ok("READ-UNCOMMITTED"),
+        "REPEATABLE READ" | "SERIALIZABLE" => Err(ShimError::Unsupported(format!(
+            "transaction isolation level {}: Ladle provides READ COMMITTED",
+            level.to_ascii_uppercase()
+        ))),
+        other => Err(ShimError::WrongValueForVar(
+            "transaction_isolation".into(),
+            other.to_string(),
+        )),
+    }
 }
 
 fn statement_name(s: &Statement) -> String {

@@ -27,10 +27,11 @@ use ladle_storage::WriteOp;
 ///   committed rows with the buffered ops replayed (`dml::transaction_overlay`,
 ///   `PreparedQuery::execute_overlay`), not from the view's cache; reads of
 ///   other tables are ordinary view lookups;
-/// - an INSERT whose PRIMARY/UNIQUE key repeats a key the transaction
-///   already inserted, or (if the transaction has not otherwise modified the
-///   table) a committed key, fails that statement with 1062, and the
-///   transaction goes on;
+/// - INSERT/REPLACE check PRIMARY/UNIQUE keys when they run, against the
+///   table as the transaction sees it (committed rows with its earlier
+///   writes replayed, plus the statement's own rows): a duplicate fails
+///   that statement with 1062 and the transaction goes on; INSERT IGNORE
+///   buffers only the rows that do not collide (`dml::insert_in_transaction`);
 /// - AUTO_INCREMENT values are reserved from storage when the INSERT runs,
 ///   so the OK packet and `LAST_INSERT_ID()` report them before `COMMIT`
 ///   (a rolled-back transaction leaves a gap, as in MySQL);
@@ -39,9 +40,54 @@ use ladle_storage::WriteOp;
 ///   (committed rows with the buffered ops replayed in memory), and at
 ///   COMMIT the ops apply in order, so later statements act on earlier
 ///   ones' effects as in MySQL.
+///
+/// Savepoints mark a length of the op buffer: `ROLLBACK TO SAVEPOINT`
+/// truncates the buffer to it (the statements after it are undone, the
+/// ones before it and the transaction stay), as InnoDB does.
 #[derive(Default)]
 pub struct Transaction {
     pub ops: Vec<WriteOp>,
+    /// Savepoints in the order they were set: name (compared without
+    /// case, as MySQL does) and how many ops the buffer held then.
+    savepoints: Vec<(String, usize)>,
+}
+
+impl Transaction {
+    /// SAVEPOINT: marks the current point; a savepoint of the same name
+    /// moves here.
+    pub fn savepoint(&mut self, name: &str) {
+        self.savepoints
+            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self.savepoints.push((name.to_string(), self.ops.len()));
+    }
+
+    /// ROLLBACK TO SAVEPOINT: undoes the ops after `name`, which stays set
+    /// (the savepoints after it are gone). False if there is no such
+    /// savepoint.
+    pub fn rollback_to(&mut self, name: &str) -> bool {
+        let Some(i) = self.position(name) else {
+            return false;
+        };
+        let len = self.savepoints[i].1;
+        self.ops.truncate(len);
+        self.savepoints.truncate(i + 1);
+        true
+    }
+
+    /// RELEASE SAVEPOINT: forgets `name` and the savepoints after it.
+    pub fn release(&mut self, name: &str) -> bool {
+        let Some(i) = self.position(name) else {
+            return false;
+        };
+        self.savepoints.truncate(i);
+        true
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        self.savepoints
+            .iter()
+            .rposition(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
 }
 
 /// A statement prepared with COM_STMT_PREPARE.

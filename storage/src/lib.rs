@@ -218,8 +218,16 @@ pub enum WriteOp {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpResult {
     pub affected_rows: u64,
-    /// The first AUTO_INCREMENT value this op generated, if any.
+    /// The first AUTO_INCREMENT value this op generated for a row it
+    /// wrote, if any: what `LAST_INSERT_ID()` becomes. A value generated
+    /// for a row that was then ignored or turned into an update does not
+    /// count (MySQL's `first_successful_insert_id`).
     pub last_insert_id: Option<u64>,
+    /// The insert id of the OK packet (`mysql_insert_id()`): the first
+    /// generated value if there is one, else the AUTO_INCREMENT column of
+    /// the last row the op inserted, replaced or updated (an explicit id,
+    /// or the id of the row an ON DUPLICATE KEY UPDATE changed), else 0.
+    pub insert_id: u64,
     /// Rows an INSERT IGNORE skipped: one duplicate-key message each
     /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end
     /// reports as warnings.
@@ -749,6 +757,18 @@ impl Storage {
         let first = (*next).max(1);
         *next = first.saturating_add(n);
         Ok(first)
+    }
+    /// Advances `table`'s in-memory AUTO_INCREMENT counter past `used`, an
+    /// explicit value a transaction's INSERT gave, so later generated
+    /// values do not collide with it (MySQL moves the counter when the
+    /// statement runs, not at COMMIT).
+    pub fn note_auto_increment(&self, table: TableId, used: u64) -> Result<()> {
+        let t = self.table_state(table)?;
+        let mut next = t.counters.auto_inc.lock();
+        if used >= *next {
+            *next = used.saturating_add(1);
+        }
+        Ok(())
     }
     pub fn read_view(&self) -> ReadView {
         let tables = self.catalog.read().tables.clone();

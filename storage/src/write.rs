@@ -268,40 +268,53 @@ impl Group<'_> {
         result: &mut OpResult,
     ) -> Result<()> {
         let (row, generated) = self.prepare_insert(t, row)?;
-        if let (Some(g), None) = (generated, result.last_insert_id) {
-            result.last_insert_id = Some(g);
-        }
         let conflicts = self.conflicts(t, &row, None)?;
-        if conflicts.is_empty() {
+        // The row whose AUTO_INCREMENT value the OK packet may report, and
+        // whether the generated value (if any) was used by a written row.
+        let (written, inserted) = if conflicts.is_empty() {
+            let id = auto_inc_value(t, &row);
             self.insert_new(t, row)?;
             result.affected_rows += 1;
-            return Ok(());
-        }
-        match on_conflict {
-            OnConflict::Error => Err(conflicts[0].error(t, &row)),
-            OnConflict::Ignore => {
-                result.ignored.push(conflicts[0].error(t, &row).to_string());
-                Ok(())
-            }
-            OnConflict::Replace => {
-                for c in &conflicts {
-                    self.remove_entries(t, &c.pk, &c.row)?;
-                    self.deltas
-                        .push((t.schema.id, RowDelta::Delete(c.row.clone())));
+            (id, true)
+        } else {
+            match on_conflict {
+                OnConflict::Error => return Err(conflicts[0].error(t, &row)),
+                OnConflict::Ignore => {
+                    result.ignored.push(conflicts[0].error(t, &row).to_string());
+                    return Ok(());
                 }
-                self.insert_new(t, row)?;
-                result.affected_rows += 1 + conflicts.len() as u64;
-                Ok(())
-            }
-            OnConflict::Update(f) => {
-                let c = &conflicts[0];
-                let new = f(&c.row, &row)?;
-                if self.update_row(t, &c.pk, &c.row, new)? {
-                    result.affected_rows += 2;
+                OnConflict::Replace => {
+                    for c in &conflicts {
+                        self.remove_entries(t, &c.pk, &c.row)?;
+                        self.deltas
+                            .push((t.schema.id, RowDelta::Delete(c.row.clone())));
+                    }
+                    let id = auto_inc_value(t, &row);
+                    self.insert_new(t, row)?;
+                    result.affected_rows += 1 + conflicts.len() as u64;
+                    (id, true)
                 }
-                Ok(())
+                OnConflict::Update(f) => {
+                    let c = &conflicts[0];
+                    let new = f(&c.row, &row)?;
+                    let id = auto_inc_value(t, &new);
+                    if self.update_row(t, &c.pk, &c.row, new)? {
+                        result.affected_rows += 2;
+                    }
+                    (id, false)
+                }
+            }
+        };
+        if result.last_insert_id.is_none() {
+            match generated.filter(|_| inserted) {
+                Some(g) => {
+                    result.last_insert_id = Some(g);
+                    result.insert_id = g;
+                }
+                None => result.insert_id = written.unwrap_or(result.insert_id),
             }
         }
+        Ok(())
     }
 
     /// Coerces, fills AUTO_INCREMENT and checks NOT NULL and size. Returns
@@ -518,5 +531,15 @@ impl Conflict {
             .collect::<Vec<_>>()
             .join("-");
         StorageError::DuplicateKey { key: name, value }
+    }
+}
+
+/// The AUTO_INCREMENT column's value in `row`, if the table has one and the
+/// value is a positive integer (what an OK packet reports as insert id).
+fn auto_inc_value(t: &TableState, row: &Row) -> Option<u64> {
+    match row.get(t.schema.auto_increment_column()?)? {
+        Value::Int(i) => u64::try_from(*i).ok().filter(|&i| i > 0),
+        Value::UInt(u) => Some(*u),
+        _ => None,
     }
 }

@@ -110,6 +110,37 @@ fn auto_increment(kind: Kind) {
         .write(vec![insert(&u, vec![row(&[i(5), t("e"), i(1)])])])
         .unwrap();
     assert_eq!(r.ops[0].last_insert_id, None);
+    // The OK packet reports an explicit id (the last row's) when nothing
+    // was generated, and the first generated value otherwise.
+    assert_eq!(r.ops[0].insert_id, 5);
+    let r = s
+        .write(vec![insert(
+            &u,
+            vec![row(&[i(3), t("f"), i(1)]), row(&[i(4), t("g"), i(1)])],
+        )])
+        .unwrap();
+    assert_eq!((r.ops[0].last_insert_id, r.ops[0].insert_id), (None, 4));
+    let r = s
+        .write(vec![insert(
+            &u,
+            vec![
+                row(&[i(6), t("h"), i(1)]),
+                row(&[Value::Null, t("j"), i(1)]),
+            ],
+        )])
+        .unwrap();
+    assert_eq!(
+        (r.ops[0].last_insert_id, r.ops[0].insert_id),
+        (Some(12), 12)
+    );
+    for id in [3, 4, 6, 12] {
+        s.write(vec![WriteOp::Delete {
+            table: u.id,
+            scan: ScanSpec::Full,
+            filter: Arc::new(move |r: &Row| Ok(r[0] == i(id))),
+        }])
+        .unwrap();
+    }
     let ids: Vec<Value> = s
         .scan(u.id)
         .unwrap()
