@@ -611,6 +611,13 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
         s.warn(code.errno, message);
         return Ok(0);
     }
+    // The database's named views (CREATE VIEW) go with it; first, so a
+    // crash in between leaves a database without views, never views over
+    // a database that is gone (which a new database of the same name
+    // would list, answering from its new tables).
+    for view in e.dataflow.named_views(name) {
+        e.dataflow.drop_view(name, &view, true)?;
+    }
     let dropped = match e.storage.drop_database(name, if_exists) {
         Ok(d) => d,
         Err(StorageError::NoSuchDatabase(_)) if if_exists => Vec::new(),

@@ -155,7 +155,6 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     } else {
         OnConflict::Error
     };
-    let estimate = rows.len() as u64;
     // Inside a transaction the write is buffered until COMMIT, but clients
     // (ORMs) need generated keys now: reserve them from storage up front.
     let mut generated = vec![false; rows.len()];
@@ -190,7 +189,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             rows,
             on_conflict,
         },
-        estimate,
+        RowCounts::default(),
     )
 }
 
@@ -220,7 +219,7 @@ fn insert_in_transaction(
         .collect::<Result<_>>()?;
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut kept = Vec::with_capacity(rows.len());
-    let mut affected = 0u64;
+    let mut counts = RowCounts::default();
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
@@ -228,7 +227,7 @@ fn insert_in_transaction(
         let conflicts = keys.conflicts(&row);
         let id = ai.and_then(|c| positive_id(&row[c]));
         match (&on_conflict, conflicts) {
-            (_, 0) => affected += 1,
+            (_, 0) => counts = counts.plus(1, 1),
             (OnConflict::Error, _) => {
                 return Err(keys.duplicate_error(&row).into());
             }
@@ -240,15 +239,26 @@ fn insert_in_transaction(
                 );
                 continue;
             }
-            (OnConflict::Replace, n) => affected += 1 + n as u64,
-            (OnConflict::Update(_), _) => {
-                // The existing row is updated; which values it ends with
-                // is known at COMMIT. Its id is the one reported.
-                affected += 2;
-                if first_generated.is_none() {
-                    insert_id = keys.conflicting_id(&row).unwrap_or(insert_id);
+            (OnConflict::Replace, n) => counts = counts.plus(1 + n as u64, 1 + n as u64),
+            (OnConflict::Update(f), _) => {
+                // The existing row is updated (COMMIT evaluates the
+                // assignments again against the row as it is then). Its id
+                // is the one reported.
+                if let Some(existing) = keys.first_conflict(&row) {
+                    let new = coerce_lenient(schema, &f(&existing, &row)?);
+                    if new == existing {
+                        counts = counts.plus(0, 1);
+                    } else {
+                        counts = counts.plus(2, 2);
+                    }
+                    if first_generated.is_none() {
+                        insert_id = ai
+                            .and_then(|c| positive_id(&existing[c]))
+                            .unwrap_or(insert_id);
+                    }
+                    keys.remove_conflicting(&existing);
+                    keys.add(&new);
                 }
-                keys.add(&row);
                 kept.push(row);
                 continue;
             }
@@ -279,7 +289,7 @@ fn insert_in_transaction(
         }
     }
     Ok(Output::Done {
-        affected_rows: affected,
+        affected_rows: counts.reported(s),
         last_insert_id: insert_id,
         info: String::new(),
     })
@@ -412,13 +422,12 @@ impl<'a> TransactionKeys<'a> {
         found.len()
     }
 
-    /// The AUTO_INCREMENT id of the first row `row` collides with.
-    fn conflicting_id(&self, row: &Row) -> Option<u64> {
-        let ai = self.schema.auto_increment_column()?;
-        self.keys.iter().find_map(|key| {
-            let r = key.rows.get(&self.normalized(row, &key.columns)?)?;
-            positive_id(&r[ai])
-        })
+    /// The first current row `row` collides with (the one ON DUPLICATE
+    /// KEY UPDATE updates).
+    fn first_conflict(&self, row: &Row) -> Option<Row> {
+        self.keys
+            .iter()
+            .find_map(|key| key.rows.get(&self.normalized(row, &key.columns)?).cloned())
     }
 
     /// MySQL's 1062 for the first key of `row` that collides.
@@ -505,11 +514,49 @@ fn compile_assignments(
         .collect()
 }
 
-/// Applies one op now (autocommit) or buffers it in the open transaction.
-fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Output> {
+/// The row counts a statement reports. Inside a transaction they are
+/// computed when the statement runs, over the table as the transaction
+/// sees it.
+#[derive(Clone, Copy, Debug, Default)]
+struct RowCounts {
+    /// Rows changed (MySQL's affected rows).
+    affected: u64,
+    /// Rows found (for clients that set CLIENT_FOUND_ROWS, as Django does
+    /// to tell an unchanged row from a missing one).
+    found: u64,
+}
+
+impl RowCounts {
+    fn both(n: u64) -> RowCounts {
+        RowCounts {
+            affected: n,
+            found: n,
+        }
+    }
+
+    fn plus(self, affected: u64, found: u64) -> RowCounts {
+        RowCounts {
+            affected: self.affected + affected,
+            found: self.found + found,
+        }
+    }
+
+    /// The count the session's client asked for.
+    fn reported(self, s: &Session) -> u64 {
+        if s.found_rows {
+            self.found
+        } else {
+            self.affected
+        }
+    }
+}
+
+/// Applies one op now (autocommit) or buffers it in the open transaction
+/// (reporting `in_transaction`, its counts computed when it ran).
+fn submit(e: &Engine, s: &mut Session, op: WriteOp, in_transaction: RowCounts) -> Result<Output> {
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
-        return Ok(Output::affected(estimate));
+        return Ok(Output::affected(in_transaction.reported(s)));
     }
     let start = std::time::Instant::now();
     let res = e.storage.write(vec![op])?;
@@ -524,30 +571,15 @@ fn submit(e: &Engine, s: &mut Session, op: WriteOp, estimate: u64) -> Result<Out
     for duplicate in r.ignored {
         s.add_warning("Warning", ER_DUP_ENTRY.errno, duplicate);
     }
+    let counts = RowCounts {
+        affected: r.affected_rows,
+        found: r.found_rows,
+    };
     Ok(Output::Done {
-        affected_rows: r.affected_rows,
+        affected_rows: counts.reported(s),
         last_insert_id: r.insert_id,
         info: String::new(),
     })
-}
-
-/// Rows an op would touch, read from committed state (the affected-row
-/// count a statement inside a transaction reports).
-fn estimate(
-    e: &Engine,
-    s: &Session,
-    schema: &TableSchema,
-    scan: &ScanSpec,
-    matches: &dyn Fn(&Row) -> Result<bool, StorageError>,
-) -> Result<u64> {
-    let rows = candidate_rows(e, s, schema, scan)?;
-    let mut n = 0;
-    for r in &rows {
-        if matches(r)? {
-            n += 1;
-        }
-    }
-    Ok(n)
 }
 
 /// The rows an UPDATE/DELETE considers: committed rows, or inside a
@@ -876,7 +908,6 @@ pub fn update(
         .map(|(i, _)| i)
         .collect();
     let now = crate::ddl::now_seconds();
-    let pred2 = pred.clone();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     let ident_cols = identity_columns(&schema);
     let updater: RowUpdater = Arc::new(move |row: &Row| {
@@ -902,15 +933,17 @@ pub fn update(
         }
         Ok(Some(new))
     });
-    let est = if s.in_transaction() {
-        let n = estimate(e, s, &schema, &scan, &|r| match &pred2 {
-            Some(p) => p.eval_predicate(r).map_err(expr_err),
-            None => Ok(true),
-        })?;
-        limit.map_or(n, |l| n.min(l))
-    } else {
-        0
-    };
+    let mut counts = RowCounts::default();
+    if s.in_transaction() {
+        for row in candidate_rows(e, s, &schema, &scan)? {
+            if let Some(new) = updater(&row)? {
+                counts.found += 1;
+                if coerce_lenient(&schema, &new) != row {
+                    counts.affected += 1;
+                }
+            }
+        }
+    }
     submit(
         e,
         s,
@@ -919,7 +952,7 @@ pub fn update(
             scan,
             update: updater,
         },
-        est,
+        counts,
     )
 }
 
@@ -949,7 +982,6 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
     let scan = scan_spec(&schema, d.selection.as_ref());
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
     let ident_cols = identity_columns(&schema);
-    let pred2 = pred.clone();
     let filter: RowFilter = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
@@ -961,15 +993,14 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         }
         Ok(true)
     });
-    let est = if s.in_transaction() {
-        let n = estimate(e, s, &schema, &scan, &|r| match &pred2 {
-            Some(p) => p.eval_predicate(r).map_err(expr_err),
-            None => Ok(true),
-        })?;
-        limit.map_or(n, |l| n.min(l))
-    } else {
-        0
-    };
+    let mut deleted = 0;
+    if s.in_transaction() {
+        for row in candidate_rows(e, s, &schema, &scan)? {
+            if filter(&row)? {
+                deleted += 1;
+            }
+        }
+    }
     submit(
         e,
         s,
@@ -978,7 +1009,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
             scan,
             filter,
         },
-        est,
+        RowCounts::both(deleted),
     )
 }
 

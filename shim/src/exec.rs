@@ -91,7 +91,35 @@ pub struct Engine {
     pub inflight: AtomicUsize,
     /// Text SELECTs already bound to a view, by (database, SQL text), so a
     /// repeated ad-hoc query skips parsing and planning. Cleared by any DDL.
-    pub select_cache: parking_lot::Mutex<HashMap<(String, String), PreparedQuery>>,
+    pub select_cache: SelectCache,
+}
+
+/// Plans bound before the last DDL are stale: `SELECT *` over an altered
+/// table, or a named view dropped and created again, must be planned anew
+/// (MySQL re-prepares such statements transparently).
+#[derive(Default)]
+pub struct SelectCache {
+    entries: parking_lot::Mutex<HashMap<(String, String), PreparedQuery>>,
+    /// Bumped by every DDL statement; a prepared SELECT bound under an
+    /// older generation is planned again from its SQL when executed.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+impl SelectCache {
+    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<(String, String), PreparedQuery>> {
+        self.entries.lock()
+    }
+
+    /// DDL ran: every plan bound so far may be stale.
+    fn invalidate(&self) {
+        let mut entries = self.entries.lock();
+        entries.clear();
+        self.generation.fetch_add(1, AtomicOrdering::SeqCst);
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation.load(AtomicOrdering::SeqCst)
+    }
 }
 
 /// Entries kept in [`Engine::select_cache`] before it is emptied.
@@ -225,7 +253,7 @@ impl Engine {
         kind: Kind,
     ) -> std::result::Result<Output, WireError> {
         if kind == Kind::Ddl {
-            self.select_cache.lock().clear();
+            self.select_cache.invalidate();
         }
         if kind == Kind::Select {
             if let Some(db) = &s.database {
@@ -914,11 +942,16 @@ impl Engine {
                     if !session_only && !catalog::is_information_schema_query(s, q) {
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;
+                        let generation = self.select_cache.generation();
                         match self.dataflow.prepare(&db, &q) {
                             Ok(pq) => {
                                 let cols = pq.columns().to_vec();
                                 let n = pq.param_count();
-                                let id = s.add_statement(PreparedStatement::Select { query: pq });
+                                let id = s.add_statement(PreparedStatement::Select {
+                                    query: pq,
+                                    sql: sql.to_string(),
+                                    generation,
+                                });
                                 return Ok((id, n, cols));
                             }
                             // A shape the view engine cannot parameterize
@@ -960,6 +993,30 @@ impl Engine {
         Ok((id, n, Vec::new()))
     }
 
+    /// Plans prepared SELECT `id` again from its SQL after DDL, keeping
+    /// its id (the client's handle) and the session's current database.
+    fn reprepare(&self, s: &mut Session, id: u32, sql: &str) -> Result<PreparedQuery> {
+        let generation = self.select_cache.generation();
+        let parsed = parse(sql)?;
+        let [Statement::Query(q)] = parsed.as_slice() else {
+            return Err(ShimError::Internal(
+                "a prepared SELECT no longer parses as one".into(),
+            ));
+        };
+        let q = strip_locks(q);
+        let db = self.query_database(s, &q)?;
+        let query = self.dataflow.prepare(&db, &q)?;
+        s.statements.insert(
+            id,
+            PreparedStatement::Select {
+                query: query.clone(),
+                sql: sql.to_string(),
+                generation,
+            },
+        );
+        Ok(query)
+    }
+
     /// Runs a prepared statement with its parameter values.
     pub fn execute_prepared(
         &self,
@@ -969,8 +1026,19 @@ impl Engine {
     ) -> (Kind, std::result::Result<Output, WireError>) {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
-            Some(PreparedStatement::Select { query }) => {
-                let query = query.clone();
+            Some(PreparedStatement::Select {
+                query,
+                sql,
+                generation,
+            }) => {
+                let query = if *generation == self.select_cache.generation() {
+                    query.clone()
+                } else {
+                    match self.reprepare(s, id, &sql.clone()) {
+                        Ok(q) => q,
+                        Err(e) => return (Kind::Select, Err(e.into())),
+                    }
+                };
                 if params.len() != query.param_count() {
                     let e = ShimError::ParamCount {
                         expected: query.param_count(),

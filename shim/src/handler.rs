@@ -70,9 +70,16 @@ impl Connection {
     ) -> (Kind, Result<T, WireError>) {
         let engine = self.engine.clone();
         let session = self.session.clone();
+        let found_rows = self
+            .auth
+            .client_flags
+            .load(std::sync::atomic::Ordering::SeqCst)
+            & crate::net::CLIENT_FOUND_ROWS
+            != 0;
         let task = tokio::task::spawn_blocking(move || {
             let _inflight = engine.inflight_guard();
             let mut s = session.lock();
+            s.found_rows = found_rows;
             f(&engine, &mut s)
         });
         match task.await {

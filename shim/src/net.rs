@@ -395,6 +395,9 @@ fn unknown_statement(payload: &[u8], shared: &AuthFailure) -> Option<(u32, u8)> 
     (!shared.statements.lock().contains(&id)).then_some((id, command))
 }
 
+/// CLIENT_FOUND_ROWS: UPDATE reports matched rather than changed rows.
+pub const CLIENT_FOUND_ROWS: u32 = 0x0000_0002;
+
 /// CLIENT_MULTI_STATEMENTS: the client accepts several result sets for one
 /// COM_QUERY.
 pub const CLIENT_MULTI_STATEMENTS: u32 = 0x0001_0000;

@@ -93,7 +93,13 @@ impl Transaction {
 /// A statement prepared with COM_STMT_PREPARE.
 pub enum PreparedStatement {
     /// A SELECT bound to a dataflow view; executes as a reader lookup.
-    Select { query: PreparedQuery },
+    /// Bound under DDL `generation` (see `exec::SelectCache`): after DDL
+    /// it is planned again from `sql`.
+    Select {
+        query: PreparedQuery,
+        sql: String,
+        generation: u64,
+    },
     /// Anything else: re-planned at each execution after the parameter
     /// values are substituted for the `?` tokens.
     Other { sql: String, marks: Vec<usize> },
@@ -102,7 +108,7 @@ pub enum PreparedStatement {
 impl PreparedStatement {
     pub fn param_count(&self) -> usize {
         match self {
-            PreparedStatement::Select { query } => query.param_count(),
+            PreparedStatement::Select { query, .. } => query.param_count(),
             PreparedStatement::Other { marks, .. } => marks.len(),
         }
     }
@@ -122,6 +128,9 @@ pub struct Session {
     pub host: String,
     pub database: Option<String>,
     pub autocommit: bool,
+    /// The client set CLIENT_FOUND_ROWS: UPDATE reports the rows it
+    /// matched, not only those it changed (Django relies on it).
+    pub found_rows: bool,
     /// `Some` while a transaction is open.
     pub transaction: Option<Transaction>,
     /// Session variables set with SET (lower-case names).
@@ -145,6 +154,7 @@ impl Session {
             host,
             database: None,
             autocommit: true,
+            found_rows: false,
             transaction: None,
             variables: BTreeMap::new(),
             user_variables: HashMap::new(),

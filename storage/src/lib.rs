@@ -217,7 +217,15 @@ pub enum WriteOp {
 /// The outcome of one [`WriteOp`], with MySQL's counting rules.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpResult {
+    /// Rows the op changed (MySQL's affected rows): an UPDATE that leaves
+    /// a row as it was does not count it; an ON DUPLICATE KEY UPDATE
+    /// counts 2 for a row it changed.
     pub affected_rows: u64,
+    /// Rows the op found (what a client that set CLIENT_FOUND_ROWS is
+    /// told): like `affected_rows`, but an UPDATE counts every row its
+    /// WHERE matched, and an ON DUPLICATE KEY UPDATE that changed nothing
+    /// counts 1.
+    pub found_rows: u64,
     /// The first AUTO_INCREMENT value this op generated for a row it
     /// wrote, if any: what `LAST_INSERT_ID()` becomes. A value generated
     /// for a row that was then ignored or turned into an update does not

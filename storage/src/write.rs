@@ -216,6 +216,7 @@ impl Group<'_> {
                 for row in rows {
                     self.insert(&t, row, &on_conflict, &mut result)?;
                 }
+                result.found_rows += result.affected_rows;
                 Ok(result)
             }
             WriteOp::Update {
@@ -227,6 +228,7 @@ impl Group<'_> {
                 let mut result = OpResult::default();
                 for (pk, old) in self.candidates(&t, &scan)? {
                     let Some(new) = update(&old)? else { continue };
+                    result.found_rows += 1;
                     if self.update_row(&t, &pk, &old, new)? {
                         result.affected_rows += 1;
                     }
@@ -245,6 +247,7 @@ impl Group<'_> {
                         self.remove_entries(&t, &pk, &row)?;
                         self.deltas.push((t.schema.id, RowDelta::Delete(row)));
                         result.affected_rows += 1;
+                        result.found_rows += 1;
                     }
                 }
                 Ok(result)
@@ -300,6 +303,10 @@ impl Group<'_> {
                     let id = auto_inc_value(t, &new);
                     if self.update_row(t, &c.pk, &c.row, new)? {
                         result.affected_rows += 2;
+                    } else {
+                        // Found but left as it was: 1 for FOUND_ROWS
+                        // clients (affected rows are added per op).
+                        result.found_rows += 1;
                     }
                     (id, false)
                 }

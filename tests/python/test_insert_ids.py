@@ -52,3 +52,30 @@ def test_insert_ids_in_transaction(target):
         c.execute("COMMIT")
         c.execute("SELECT id, v FROM t ORDER BY id")
         assert c.fetchall() == ((1, "aa"), (60, "m"), (61, "n"))
+
+
+def test_found_rows_flag(target):
+    """With CLIENT_FOUND_ROWS (Django sets it), UPDATE and ON DUPLICATE KEY
+    UPDATE report the rows they found, not only those they changed: Django's
+    save() treats 0 as "no such row" and INSERTs a duplicate."""
+    from pymysql.constants import CLIENT
+    conn = target.connect_pymysql(autocommit=True, client_flag=CLIENT.FOUND_ROWS)
+    plain = target.connect_pymysql(autocommit=True)
+    with conn.cursor() as c, plain.cursor() as p:
+        c.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+        c.execute("INSERT INTO t VALUES (1, 1), (2, 2)")
+        assert c.execute("UPDATE t SET v = 1 WHERE id = 1") == 1
+        assert c.execute("UPDATE t SET v = 1") == 2
+        assert c.execute("INSERT INTO t VALUES (1, 1) ON DUPLICATE KEY UPDATE v = 1") == 1
+        assert p.execute("UPDATE t SET v = 1") == 0
+        assert p.execute("INSERT INTO t VALUES (1, 1) ON DUPLICATE KEY UPDATE v = 1") == 0
+        c.execute("BEGIN")
+        assert c.execute("UPDATE t SET v = 1 WHERE id = 1") == 1
+        assert c.execute("INSERT INTO t VALUES (1, 1) ON DUPLICATE KEY UPDATE v = 1") == 1
+        assert c.execute("INSERT INTO t VALUES (1, 1) ON DUPLICATE KEY UPDATE v = 5") == 2
+        c.execute("COMMIT")
+        p.execute("BEGIN")
+        assert p.execute("UPDATE t SET v = 5") == 1
+        assert p.execute("UPDATE t SET v = 6") == 2
+        assert p.execute("INSERT INTO t VALUES (1, 1) ON DUPLICATE KEY UPDATE v = 6") == 0
+        p.execute("COMMIT")
