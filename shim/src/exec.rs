@@ -461,6 +461,18 @@ impl Engine {
     pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
         match stmt {
             Statement::Query(q) => self.select(s, &q),
+            // RETURNING asks for the changed rows back; refused before
+            // anything runs rather than answered with a bare OK.
+            Statement::Insert(ins) if ins.returning.is_some() => {
+                Err(ShimError::Unsupported("INSERT ... RETURNING".into()))
+            }
+            Statement::Update {
+                returning: Some(_),
+                ..
+            } => Err(ShimError::Unsupported("UPDATE ... RETURNING".into())),
+            Statement::Delete(d) if d.returning.is_some() => {
+                Err(ShimError::Unsupported("DELETE ... RETURNING".into()))
+            }
             Statement::Insert(ins) => dml::insert(self, s, ins),
             Statement::Update {
                 table,
