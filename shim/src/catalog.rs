@@ -243,13 +243,15 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                         .ok_or_else(|| ShimError::Parse("SHOW CREATE TABLE".into()))?;
                     let db = db_or(s, qdb)?;
                     if let Some(schema) = e.storage.table(&db, &table) {
+                        let checks = crate::checks::load(&e.storage, schema.id)?;
                         let cols = vec![
                             text_column("Table"),
                             column("Create Table", SqlType::Text(65535)),
                         ];
                         return Ok(Output::Rows {
                             columns: cols,
-                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema))]].into(),
+                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema, &checks))]]
+                                .into(),
                         });
                     }
                     show_create_view(e, &db, &table)
@@ -802,8 +804,9 @@ fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
-/// SHOW CREATE TABLE text, in MySQL's layout (SQLAlchemy parses it).
-pub fn create_table_sql(schema: &TableSchema) -> String {
+/// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
+/// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`.
+pub fn create_table_sql(schema: &TableSchema, checks: &[crate::checks::CheckConstraint]) -> String {
     let mut lines = Vec::new();
     for c in &schema.columns {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
@@ -838,6 +841,15 @@ pub fn create_table_sql(schema: &TableSchema) -> String {
         if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");
         }
+        for check in checks {
+            if check
+                .column
+                .as_deref()
+                .is_some_and(|col| col.eq_ignore_ascii_case(&c.name))
+            {
+                l.push_str(&format!(" CHECK ({})", check.sql));
+            }
+        }
         lines.push(l);
     }
     let cols = |idx: &[usize]| {
@@ -855,6 +867,13 @@ pub fn create_table_sql(schema: &TableSchema) -> String {
             "  {kind} {} ({})",
             quote_ident(&idx.name),
             cols(&idx.columns)
+        ));
+    }
+    for check in checks.iter().filter(|c| c.column.is_none()) {
+        lines.push(format!(
+            "  CONSTRAINT {} CHECK ({})",
+            quote_ident(&check.name),
+            check.sql
         ));
     }
     format!(

@@ -13,6 +13,7 @@ use sqlparser::ast::{
 };
 use sqlparser::tokenizer::Token;
 
+use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::{ident, qualified_name, word, Engine, Output};
 use crate::session::Session;
@@ -115,6 +116,8 @@ struct ColumnDefResult {
     schema: ColumnSchema,
     primary: bool,
     unique: bool,
+    /// A column-level CHECK condition, as SQL text.
+    check: Option<String>,
 }
 
 fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
@@ -122,6 +125,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     let mut col = ColumnSchema::new(def.name.value.clone(), ty);
     let mut primary = false;
     let mut unique = false;
+    let mut check = None;
     if let Some(c) = &def.collation {
         if let Some(coll) = Collation::from_name(&c.to_string()) {
             col.collation = coll;
@@ -181,8 +185,8 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
             ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
-            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } | ColumnOption::Check(_) => {
-            }
+            ColumnOption::Check(expr) => check = Some(expr.to_string()),
+            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } => {}
             ColumnOption::Generated { .. }
             | ColumnOption::Alias(_)
             | ColumnOption::Materialized(_) => {
@@ -198,6 +202,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
         schema: col,
         primary,
         unique,
+        check,
     })
 }
 
@@ -254,13 +259,16 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         if ct.if_not_exists && table_exists_note(e, s, &schema.database, &schema.name) {
             return Ok(Output::ok());
         }
+        let declared = crate::checks::load(&e.storage, src.id)?;
         let t = e.storage.create_table(schema, ct.if_not_exists)?;
+        crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
         e.dataflow.table_changed(t.id);
         return Ok(Output::ok());
     }
     let mut columns = Vec::new();
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<usize> = Vec::new();
+    let mut checks: Vec<CheckConstraint> = Vec::new();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
         if columns
@@ -277,6 +285,13 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         }
         if r.unique {
             uniques.push(columns.len());
+        }
+        if let Some(sql) = r.check {
+            checks.push(CheckConstraint {
+                name: r.schema.name.clone(),
+                sql,
+                column: Some(r.schema.name.clone()),
+            });
         }
         columns.push(r.schema);
     }
@@ -353,7 +368,17 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                     });
                 }
             }
-            TableConstraint::Check { .. } => {}
+            TableConstraint::Check { name, expr } => {
+                let name = match name {
+                    Some(n) => n.value.clone(),
+                    None => crate::checks::unnamed(&checks),
+                };
+                checks.push(CheckConstraint {
+                    name,
+                    sql: expr.to_string(),
+                    column: None,
+                });
+            }
             TableConstraint::FulltextOrSpatial { .. } => {
                 return Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
             }
@@ -381,8 +406,33 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     if ct.if_not_exists && table_exists_note(e, s, &db, &schema.name) {
         return Ok(Output::ok());
     }
-    e.storage.create_table(schema, ct.if_not_exists)?;
+    crate::checks::validate(&schema, &checks)?;
+    let created = e.storage.create_table(schema, ct.if_not_exists)?;
+    crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
     Ok(Output::ok())
+}
+
+/// `ALTER TABLE ... ADD [CONSTRAINT name] CHECK (...)`: every existing row
+/// must pass it (else 4025, and nothing changes), as in MariaDB.
+fn add_check(e: &Engine, schema: &TableSchema, name: Option<String>, sql: String) -> Result<()> {
+    let mut declared = crate::checks::load(&e.storage, schema.id)?;
+    let name = name.unwrap_or_else(|| crate::checks::unnamed(&declared));
+    if declared.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+        return Err(wire((
+            error::ER_DUP_CONSTRAINT_NAME,
+            format!("Duplicate CHECK constraint name '{name}'"),
+        )));
+    }
+    declared.push(CheckConstraint {
+        name,
+        sql,
+        column: None,
+    });
+    let added = crate::checks::TableChecks::compile(schema, declared[declared.len() - 1..].to_vec())?;
+    for row in e.storage.scan(schema.id)? {
+        added.verify(&row)?;
+    }
+    crate::checks::store(&e.storage, &e.checks, schema, &declared)
 }
 
 /// For `CREATE TABLE IF NOT EXISTS`: whether the table exists, noting it
@@ -494,7 +544,11 @@ pub fn alter_table(
                         ..
                     } => (iname.or(name), columns, true),
                     TableConstraint::Index { name, columns, .. } => (name, columns, false),
-                    TableConstraint::ForeignKey { .. } | TableConstraint::Check { .. } => continue,
+                    TableConstraint::Check { name, expr } => {
+                        add_check(e, &schema, name.map(|n| n.value), expr.to_string())?;
+                        continue;
+                    }
+                    TableConstraint::ForeignKey { .. } => continue,
                     _ => {
                         return Err(ShimError::Unsupported(
                             "this ALTER TABLE ADD constraint".into(),
@@ -548,7 +602,10 @@ pub fn drop(
             for n in &names {
                 let (db, t) = e.resolve(s, n)?;
                 match e.storage.drop_table(&db, &t) {
-                    Ok(schema) => e.dataflow.table_changed(schema.id),
+                    Ok(schema) => {
+                        crate::checks::forget(&e.storage, &e.checks, schema.id)?;
+                        e.dataflow.table_changed(schema.id)
+                    }
                     Err(StorageError::NoSuchTable { .. })
                     | Err(StorageError::NoSuchDatabase(_)) => {
                         missing.push(format!("{db}.{t}"));
@@ -625,6 +682,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
         Err(other) => return Err(other.into()),
     };
     for t in &dropped {
+        crate::checks::forget(&e.storage, &e.checks, t.id)?;
         e.dataflow.table_changed(t.id);
     }
     if s.database.as_deref() == Some(name) {

@@ -136,10 +136,16 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     if ins.ignore {
         adjust_ignored_values(s, &schema, &mut rows);
     }
+    // CHECK constraints fail the statement, IGNORE or not (as MariaDB).
+    let checks = e.checks.for_table(&e.storage, &schema)?;
+    for row in &rows {
+        checks.verify_uncoerced(&schema, row)?;
+    }
     let on_conflict = if ins.replace_into {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
         let compiled = compile_assignments(&schema, assignments)?;
+        let checked = (checks.clone(), schema.clone());
         let updater: ladle_storage::ConflictUpdater =
             Arc::new(move |existing: &Row, proposed: &Row| {
                 let mut new = existing.clone();
@@ -147,6 +153,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
                     let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
                     *slot(&mut new, *pos)? = v;
                 }
+                checked.0.verify_uncoerced(&checked.1, &new)?;
                 Ok(new)
             });
         OnConflict::Update(updater)
@@ -910,6 +917,8 @@ pub fn update(
     let now = crate::ddl::now_seconds();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     let ident_cols = identity_columns(&schema);
+    let checks = e.checks.for_table(&e.storage, &schema)?;
+    let checked_schema = schema.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
@@ -931,6 +940,7 @@ pub fn update(
                 *slot(&mut new, p)? = now.clone();
             }
         }
+        checks.verify_uncoerced(&checked_schema, &new)?;
         Ok(Some(new))
     });
     let mut counts = RowCounts::default();

@@ -125,6 +125,9 @@ pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
 pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
+/// MariaDB's ER_CONSTRAINT_FAILED (MySQL 8 says 3819 for the same).
+pub const ER_CONSTRAINT_FAILED: MysqlCode = code(4025, "23000");
+pub const ER_DUP_CONSTRAINT_NAME: MysqlCode = code(1826, "HY000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.
@@ -177,6 +180,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnExists(_) => ER_DUP_FIELDNAME,
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
+        StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }
         | StorageError::Corruption(_)

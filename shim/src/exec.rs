@@ -92,6 +92,8 @@ pub struct Engine {
     /// Text SELECTs already bound to a view, by (database, SQL text), so a
     /// repeated ad-hoc query skips parsing and planning. Cleared by any DDL.
     pub select_cache: SelectCache,
+    /// Compiled CHECK constraints per table.
+    pub checks: crate::checks::CheckCache,
 }
 
 /// Plans bound before the last DDL are stale: `SELECT *` over an altered

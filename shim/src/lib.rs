@@ -31,6 +31,7 @@
 pub mod admin;
 pub mod auth;
 pub mod catalog;
+pub mod checks;
 pub mod ddl;
 pub mod dml;
 pub mod error;
@@ -111,6 +112,7 @@ impl Frontend {
             admin,
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
+            checks: Default::default(),
         });
         Arc::new(Frontend {
             engine,

@@ -140,6 +140,13 @@ pub enum StorageError {
     /// An expression evaluated by the caller's row function failed.
     #[error("{0}")]
     Expression(String),
+    /// The caller's row function found a CHECK constraint FALSE for a row.
+    #[error("CONSTRAINT `{constraint}` failed for `{database}`.`{table}`")]
+    CheckFailed {
+        constraint: String,
+        database: String,
+        table: String,
+    },
     // --- the environment ---
     #[error("storage I/O error: {0}")]
     Io(String),

@@ -1,0 +1,195 @@
+//! CHECK constraints: declared in CREATE TABLE (column or table level) or
+//! added by ALTER TABLE, kept in the catalog beside the table, and enforced
+//! on every row an INSERT, REPLACE, UPDATE or ON DUPLICATE KEY UPDATE
+//! writes, as MariaDB does: a row for which a check is FALSE fails the
+//! statement with 4025 (NULL passes); INSERT IGNORE does not skip it.
+//!
+//! A check is kept as SQL text and compiled against the table's current
+//! columns (cached per schema version), so it follows ADD COLUMN and the
+//! table's renames. Checks are evaluated over the row coerced to the
+//! column types, i.e. the values that will be stored.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ladle_common::{Row, TableId, TableSchema};
+use ladle_dataflow::{compile_row_expr, RowExpr};
+use ladle_storage::{Storage, StorageError};
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, ShimError};
+
+/// The catalog meta key holding a table's checks.
+fn meta_key(table: TableId) -> String {
+    format!("check/{table}")
+}
+
+/// One CHECK constraint as declared.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CheckConstraint {
+    /// The constraint name: given, `CONSTRAINT_<n>` for an unnamed table
+    /// check, or the column's name for a column check (MariaDB's naming).
+    pub name: String,
+    /// The condition, as SQL text.
+    pub sql: String,
+    /// Declared on this column (shown inline by SHOW CREATE TABLE).
+    pub column: Option<String>,
+}
+
+impl CheckConstraint {
+    /// The name error 4025 shows: a column check is `table.column`.
+    fn error_name(&self, table: &str) -> String {
+        match &self.column {
+            Some(c) => format!("{table}.{c}"),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The checks of each table, compiled for the schema version they were
+/// compiled against.
+#[derive(Default)]
+pub struct CheckCache {
+    compiled: RwLock<HashMap<TableId, Arc<TableChecks>>>,
+}
+
+/// A table's checks compiled against one version of its schema.
+pub struct TableChecks {
+    version: u32,
+    database: String,
+    table: String,
+    checks: Vec<(CheckConstraint, RowExpr)>,
+}
+
+impl TableChecks {
+    /// Compiles `declared` against `schema`'s columns.
+    pub fn compile(schema: &TableSchema, declared: Vec<CheckConstraint>) -> Result<TableChecks> {
+        let mut checks = Vec::with_capacity(declared.len());
+        for c in declared {
+            let expr = compile(&c.sql, schema)?;
+            checks.push((c, expr));
+        }
+        Ok(TableChecks {
+            version: schema.version,
+            database: schema.database.clone(),
+            table: schema.name.clone(),
+            checks,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty()
+    }
+
+    /// Fails with 4025 if any check is FALSE for `row` (already coerced to
+    /// the column types). NULL passes, as in SQL.
+    pub fn verify(&self, row: &Row) -> Result<(), StorageError> {
+        for (check, expr) in &self.checks {
+            let v = expr
+                .eval(row)
+                .map_err(|e| StorageError::Expression(e.to_string()))?;
+            if !v.is_null() && !expr.eval_predicate(row).unwrap_or(false) {
+                return Err(StorageError::CheckFailed {
+                    constraint: check.error_name(&self.table),
+                    database: self.database.clone(),
+                    table: self.table.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Like [`TableChecks::verify`] for a row not yet coerced: values that
+    /// do not coerce are left for the write to report.
+    pub fn verify_uncoerced(&self, schema: &TableSchema, row: &Row) -> Result<(), StorageError> {
+        if self.checks.is_empty() {
+            return Ok(());
+        }
+        let coerced: Row = row
+            .iter()
+            .zip(&schema.columns)
+            .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
+            .collect();
+        self.verify(&coerced)
+    }
+}
+
+impl CheckCache {
+    /// The checks of `schema`'s table, compiled for its current version.
+    pub fn for_table(&self, storage: &Storage, schema: &TableSchema) -> Result<Arc<TableChecks>> {
+        if let Some(c) = self.compiled.read().get(&schema.id) {
+            if c.version == schema.version {
+                return Ok(c.clone());
+            }
+        }
+        let compiled = Arc::new(TableChecks::compile(schema, load(storage, schema.id)?)?);
+        self.compiled.write().insert(schema.id, compiled.clone());
+        Ok(compiled)
+    }
+
+    /// Forgets what was compiled for `table` (its checks changed).
+    pub fn invalidate(&self, table: TableId) {
+        self.compiled.write().remove(&table);
+    }
+}
+
+fn compile(sql: &str, schema: &TableSchema) -> Result<RowExpr> {
+    let expr = crate::sqltext::parser(sql)?.parse_expr()?;
+    Ok(compile_row_expr(&expr, Some(schema))?)
+}
+
+/// The checks declared on `table`, in declaration order.
+pub fn load(storage: &Storage, table: TableId) -> Result<Vec<CheckConstraint>> {
+    let key = meta_key(table);
+    let found = storage.list_meta(&key)?;
+    match found.into_iter().find(|(k, _)| *k == key) {
+        Some((_, bytes)) => postcard::from_bytes(&bytes)
+            .map_err(|e| ShimError::Internal(format!("bad CHECK constraint record: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Compiles each check against `schema` (an unknown column fails here, as
+/// in MariaDB), before the table or constraint is created.
+pub fn validate(schema: &TableSchema, checks: &[CheckConstraint]) -> Result<()> {
+    for c in checks {
+        compile(&c.sql, schema)?;
+    }
+    Ok(())
+}
+
+/// Records `checks` as `schema`'s table's constraints.
+pub fn store(
+    storage: &Storage,
+    cache: &CheckCache,
+    schema: &TableSchema,
+    checks: &[CheckConstraint],
+) -> Result<()> {
+    validate(schema, checks)?;
+    let key = meta_key(schema.id);
+    if checks.is_empty() {
+        storage.delete_meta(&key)?;
+    } else {
+        let bytes = postcard::to_allocvec(checks)
+            .map_err(|e| ShimError::Internal(format!("encoding CHECK constraints: {e}")))?;
+        storage.put_meta(&key, &bytes)?;
+    }
+    cache.invalidate(schema.id);
+    Ok(())
+}
+
+/// Forgets a dropped table's checks.
+pub fn forget(storage: &Storage, cache: &CheckCache, table: TableId) -> Result<()> {
+    storage.delete_meta(&meta_key(table))?;
+    cache.invalidate(table);
+    Ok(())
+}
+
+/// The next free `CONSTRAINT_<n>` name for an unnamed table check.
+pub fn unnamed(existing: &[CheckConstraint]) -> String {
+    (1..)
+        .map(|n| format!("CONSTRAINT_{n}"))
+        .find(|n| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
+        .unwrap_or_default()
+}
