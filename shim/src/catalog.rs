@@ -244,14 +244,18 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                     let db = db_or(s, qdb)?;
                     if let Some(schema) = e.storage.table(&db, &table) {
                         let checks = crate::checks::load(&e.storage, schema.id)?;
+                        let keys = crate::foreign_keys::of_table(e, schema.id)?;
                         let cols = vec![
                             text_column("Table"),
                             column("Create Table", SqlType::Text(65535)),
                         ];
                         return Ok(Output::Rows {
                             columns: cols,
-                            rows: vec![vec![t(&schema.name), t(create_table_sql(&schema, &checks))]]
-                                .into(),
+                            rows: vec![vec![
+                                t(&schema.name),
+                                t(create_table_sql(&schema, &checks, &keys)),
+                            ]]
+                            .into(),
                         });
                     }
                     show_create_view(e, &db, &table)
@@ -806,7 +810,11 @@ fn quote_ident(s: &str) -> String {
 
 /// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
 /// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`.
-pub fn create_table_sql(schema: &TableSchema, checks: &[crate::checks::CheckConstraint]) -> String {
+pub fn create_table_sql(
+    schema: &TableSchema,
+    checks: &[crate::checks::CheckConstraint],
+    keys: &[crate::foreign_keys::ForeignKey],
+) -> String {
     let mut lines = Vec::new();
     for c in &schema.columns {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
@@ -868,6 +876,9 @@ pub fn create_table_sql(schema: &TableSchema, checks: &[crate::checks::CheckCons
             quote_ident(&idx.name),
             cols(&idx.columns)
         ));
+    }
+    for k in keys {
+        lines.push(format!("  {}", k.clause(&schema.database, false)));
     }
     for check in checks.iter().filter(|c| c.column.is_none()) {
         lines.push(format!(
@@ -1223,6 +1234,24 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                         ]);
                     }
                 }
+                for fk in crate::foreign_keys::of_table(e, tb.id)? {
+                    for (k, (c, p)) in fk.columns.iter().zip(&fk.parent_columns).enumerate() {
+                        rows.push(vec![
+                            def.clone(),
+                            t(&tb.database),
+                            t(&fk.name),
+                            def.clone(),
+                            t(&tb.database),
+                            t(&tb.name),
+                            t(c),
+                            Value::Int(k as i64 + 1),
+                            Value::Int(k as i64 + 1),
+                            t(&fk.parent_database),
+                            t(&fk.parent_table),
+                            t(p),
+                        ]);
+                    }
+                }
             }
             VTable {
                 columns: vec![
@@ -1263,6 +1292,26 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                         t(&tb.database),
                         t(&tb.name),
                         t("UNIQUE"),
+                    ]);
+                }
+                for fk in crate::foreign_keys::of_table(e, tb.id)? {
+                    rows.push(vec![
+                        def.clone(),
+                        t(&tb.database),
+                        t(&fk.name),
+                        t(&tb.database),
+                        t(&tb.name),
+                        t("FOREIGN KEY"),
+                    ]);
+                }
+                for c in crate::checks::load(&e.storage, tb.id)? {
+                    rows.push(vec![
+                        def.clone(),
+                        t(&tb.database),
+                        t(&c.name),
+                        t(&tb.database),
+                        t(&tb.name),
+                        t("CHECK"),
                     ]);
                 }
             }
@@ -1340,20 +1389,38 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             ],
             rows: Vec::new(),
         },
-        "REFERENTIAL_CONSTRAINTS" => VTable {
-            columns: vec![
-                "CONSTRAINT_CATALOG",
-                "CONSTRAINT_SCHEMA",
-                "CONSTRAINT_NAME",
-                "UNIQUE_CONSTRAINT_SCHEMA",
-                "UNIQUE_CONSTRAINT_NAME",
-                "UPDATE_RULE",
-                "DELETE_RULE",
-                "TABLE_NAME",
-                "REFERENCED_TABLE_NAME",
-            ],
-            rows: Vec::new(),
-        },
+        "REFERENTIAL_CONSTRAINTS" => {
+            let mut rows = Vec::new();
+            for tb in all_tables() {
+                for fk in crate::foreign_keys::of_table(e, tb.id)? {
+                    rows.push(vec![
+                        def.clone(),
+                        t(&tb.database),
+                        t(&fk.name),
+                        t(&fk.parent_database),
+                        t("PRIMARY"),
+                        t(fk.on_update.sql()),
+                        t(fk.on_delete.sql()),
+                        t(&tb.name),
+                        t(&fk.parent_table),
+                    ]);
+                }
+            }
+            VTable {
+                columns: vec![
+                    "CONSTRAINT_CATALOG",
+                    "CONSTRAINT_SCHEMA",
+                    "CONSTRAINT_NAME",
+                    "UNIQUE_CONSTRAINT_SCHEMA",
+                    "UNIQUE_CONSTRAINT_NAME",
+                    "UPDATE_RULE",
+                    "DELETE_RULE",
+                    "TABLE_NAME",
+                    "REFERENCED_TABLE_NAME",
+                ],
+                rows,
+            }
+        }
         _ => {
             return Err(ShimError::UnknownTable {
                 database: "information_schema".into(),

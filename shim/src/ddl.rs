@@ -1,7 +1,7 @@
 //! DDL: databases, tables (MySQL column types -> `SqlType`), indexes,
-//! ALTER TABLE, DROP. FOREIGN KEY and CHECK constraints are accepted and
-//! ignored (not enforced); ENGINE=, CHARSET=, COMMENT= and other table
-//! options are accepted and ignored.
+//! ALTER TABLE, DROP. FOREIGN KEY and CHECK constraints are recorded here
+//! and enforced by [`crate::foreign_keys`] and [`crate::checks`]; ENGINE=,
+//! CHARSET=, COMMENT= and other table options are accepted and ignored.
 
 use ladle_common::{
     coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
@@ -16,6 +16,7 @@ use sqlparser::tokenizer::Token;
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::{ident, qualified_name, word, Engine, Output};
+use crate::foreign_keys::ForeignKey;
 use crate::session::Session;
 
 /// Maps a declared column type to Ladle's.
@@ -118,6 +119,16 @@ struct ColumnDefResult {
     unique: bool,
     /// A column-level CHECK condition, as SQL text.
     check: Option<String>,
+    /// A column-level REFERENCES (MariaDB honours it as a FOREIGN KEY).
+    references: Option<ColumnReference>,
+}
+
+/// `REFERENCES parent (cols) [ON DELETE ..] [ON UPDATE ..]` on a column.
+struct ColumnReference {
+    parent: ast::ObjectName,
+    columns: Vec<ast::Ident>,
+    on_delete: Option<ast::ReferentialAction>,
+    on_update: Option<ast::ReferentialAction>,
 }
 
 fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
@@ -126,6 +137,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     let mut primary = false;
     let mut unique = false;
     let mut check = None;
+    let mut references = None;
     if let Some(c) = &def.collation {
         if let Some(coll) = Collation::from_name(&c.to_string()) {
             col.collation = coll;
@@ -186,7 +198,21 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                 col.on_update_current_timestamp = true;
             }
             ColumnOption::Check(expr) => check = Some(expr.to_string()),
-            ColumnOption::Comment(_) | ColumnOption::ForeignKey { .. } => {}
+            ColumnOption::ForeignKey {
+                foreign_table,
+                referred_columns,
+                on_delete,
+                on_update,
+                ..
+            } => {
+                references = Some(ColumnReference {
+                    parent: foreign_table.clone(),
+                    columns: referred_columns.clone(),
+                    on_delete: *on_delete,
+                    on_update: *on_update,
+                })
+            }
+            ColumnOption::Comment(_) => {}
             ColumnOption::Generated { .. }
             | ColumnOption::Alias(_)
             | ColumnOption::Materialized(_) => {
@@ -203,6 +229,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
         primary,
         unique,
         check,
+        references,
     })
 }
 
@@ -269,6 +296,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut primary: Option<Vec<usize>> = None;
     let mut uniques: Vec<usize> = Vec::new();
     let mut checks: Vec<CheckConstraint> = Vec::new();
+    let mut keys: Vec<ForeignKey> = Vec::new();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
         if columns
@@ -285,6 +313,23 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         }
         if r.unique {
             uniques.push(columns.len());
+        }
+        if let Some(rf) = r.references {
+            let key = ForeignKey::from_ast(
+                e,
+                s,
+                &name,
+                &keys,
+                crate::foreign_keys::KeyDeclaration {
+                    name: None,
+                    columns: std::slice::from_ref(&def.name),
+                    parent: &rf.parent,
+                    parent_columns: &rf.columns,
+                    on_delete: rf.on_delete,
+                    on_update: rf.on_update,
+                },
+            )?;
+            keys.push(key);
         }
         if let Some(sql) = r.check {
             checks.push(CheckConstraint {
@@ -353,13 +398,46 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                     unique: false,
                 });
             }
-            TableConstraint::ForeignKey { columns: cols, .. } => {
-                // Accepted, not enforced. MySQL creates an index for it.
+            TableConstraint::ForeignKey {
+                name: kname,
+                columns: cols,
+                foreign_table,
+                referred_columns,
+                on_delete,
+                on_update,
+                ..
+            } => {
+                let key = ForeignKey::from_ast(
+                    e,
+                    s,
+                    &name,
+                    &keys,
+                    crate::foreign_keys::KeyDeclaration {
+                        name: kname.as_ref(),
+                        columns: cols,
+                        parent: foreign_table,
+                        parent_columns: referred_columns,
+                        on_delete: *on_delete,
+                        on_update: *on_update,
+                    },
+                )?;
+                // InnoDB indexes the key's columns (named after the
+                // constraint when it has a name) unless an index starts
+                // with them.
                 let pos = positions(&columns, cols)?;
                 let covered = primary.as_ref().is_some_and(|p| p.starts_with(&pos))
                     || indexes.iter().any(|i| i.columns.starts_with(&pos));
                 if !covered {
-                    let n = index_name(&indexes, &columns, &pos);
+                    let n = match kname {
+                        Some(k)
+                            if !indexes
+                                .iter()
+                                .any(|i| i.name.eq_ignore_ascii_case(&k.value)) =>
+                        {
+                            k.value.clone()
+                        }
+                        _ => index_name(&indexes, &columns, &pos),
+                    };
                     indexes.push(IndexSchema {
                         id: 0,
                         name: n,
@@ -367,6 +445,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                         unique: false,
                     });
                 }
+                keys.push(key);
             }
             TableConstraint::Check { name, expr } => {
                 let name = match name {
@@ -409,6 +488,14 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     crate::checks::validate(&schema, &checks)?;
     let created = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
+    if !keys.is_empty() {
+        if let Err(err) = crate::foreign_keys::store(e, s, &created, &keys) {
+            // A key naming a missing parent fails CREATE TABLE as a whole.
+            let _ = e.storage.drop_table(&created.database, &created.name);
+            crate::checks::forget(&e.storage, &e.checks, created.id)?;
+            return Err(err);
+        }
+    }
     Ok(Output::ok())
 }
 
@@ -428,7 +515,8 @@ fn add_check(e: &Engine, schema: &TableSchema, name: Option<String>, sql: String
         sql,
         column: None,
     });
-    let added = crate::checks::TableChecks::compile(schema, declared[declared.len() - 1..].to_vec())?;
+    let added =
+        crate::checks::TableChecks::compile(schema, declared[declared.len() - 1..].to_vec())?;
     for row in e.storage.scan(schema.id)? {
         added.verify(&row)?;
     }
@@ -548,7 +636,47 @@ pub fn alter_table(
                         add_check(e, &schema, name.map(|n| n.value), expr.to_string())?;
                         continue;
                     }
-                    TableConstraint::ForeignKey { .. } => continue,
+                    TableConstraint::ForeignKey {
+                        name: kname,
+                        columns: cols,
+                        foreign_table,
+                        referred_columns,
+                        on_delete,
+                        on_update,
+                        ..
+                    } => {
+                        let mut keys = crate::foreign_keys::of_table(e, schema.id)?;
+                        let key = ForeignKey::from_ast(
+                            e,
+                            s,
+                            &schema.name,
+                            &keys,
+                            crate::foreign_keys::KeyDeclaration {
+                                name: kname.as_ref(),
+                                columns: &cols,
+                                parent: &foreign_table,
+                                parent_columns: &referred_columns,
+                                on_delete,
+                                on_update,
+                            },
+                        )?;
+                        keys.push(key);
+                        crate::foreign_keys::store(e, s, &schema, &keys[keys.len() - 1..])
+                            .and_then(|()| {
+                                let rows = e.storage.scan(schema.id)?;
+                                crate::foreign_keys::check_child_rows(e, s, &schema, &rows)
+                            })
+                            .and_then(|()| crate::foreign_keys::store(e, s, &schema, &keys))
+                            .inspect_err(|_| {
+                                let _ = crate::foreign_keys::store(
+                                    e,
+                                    s,
+                                    &schema,
+                                    &keys[..keys.len() - 1],
+                                );
+                            })?;
+                        continue;
+                    }
                     _ => {
                         return Err(ShimError::Unsupported(
                             "this ALTER TABLE ADD constraint".into(),
@@ -601,9 +729,13 @@ pub fn drop(
             let mut missing = Vec::new();
             for n in &names {
                 let (db, t) = e.resolve(s, n)?;
+                if let Some(schema) = e.storage.table(&db, &t) {
+                    crate::foreign_keys::check_parent_removable(e, s, &schema, false)?;
+                }
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => {
                         crate::checks::forget(&e.storage, &e.checks, schema.id)?;
+                        crate::foreign_keys::forget(e, schema.id)?;
                         e.dataflow.table_changed(schema.id)
                     }
                     Err(StorageError::NoSuchTable { .. })
@@ -683,6 +815,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
     };
     for t in &dropped {
         crate::checks::forget(&e.storage, &e.checks, t.id)?;
+        crate::foreign_keys::forget(e, t.id)?;
         e.dataflow.table_changed(t.id);
     }
     if s.database.as_deref() == Some(name) {

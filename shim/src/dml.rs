@@ -141,6 +141,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     for row in &rows {
         checks.verify_uncoerced(&schema, row)?;
     }
+    crate::foreign_keys::check_child_rows(e, s, &schema, &rows)?;
     let on_conflict = if ins.replace_into {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
@@ -561,12 +562,27 @@ impl RowCounts {
 /// Applies one op now (autocommit) or buffers it in the open transaction
 /// (reporting `in_transaction`, its counts computed when it ran).
 fn submit(e: &Engine, s: &mut Session, op: WriteOp, in_transaction: RowCounts) -> Result<Output> {
+    submit_with(e, s, op, Vec::new(), in_transaction)
+}
+
+/// [`submit`], with `cascades` (foreign key actions) written after `op` in
+/// the same atomic batch; the statement reports `op`'s counts.
+fn submit_with(
+    e: &Engine,
+    s: &mut Session,
+    op: WriteOp,
+    cascades: Vec<WriteOp>,
+    in_transaction: RowCounts,
+) -> Result<Output> {
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
+        tx.ops.extend(cascades);
         return Ok(Output::affected(in_transaction.reported(s)));
     }
     let start = std::time::Instant::now();
-    let res = e.storage.write(vec![op])?;
+    let mut ops = vec![op];
+    ops.extend(cascades);
+    let res = e.storage.write(ops)?;
     s.wrote(res.lsn);
     e.metrics
         .commit_seconds
@@ -605,6 +621,27 @@ fn candidate_rows(
         });
     };
     replay(tx, schema, e.storage.scan(schema.id)?)
+}
+
+/// Whether the open transaction wrote `table`.
+pub(crate) fn transaction_wrote(s: &Session, table: ladle_common::TableId) -> bool {
+    s.transaction.as_ref().is_some_and(|tx| {
+        tx.ops.iter().any(|op| match op {
+            WriteOp::Insert { table: t, .. }
+            | WriteOp::Update { table: t, .. }
+            | WriteOp::Delete { table: t, .. } => *t == table,
+        })
+    })
+}
+
+/// Every row of `schema`'s table as the session sees it: committed rows
+/// with the open transaction's writes replayed.
+pub(crate) fn table_as_transaction_sees(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+) -> Result<Vec<Row>> {
+    candidate_rows(e, s, schema, &ScanSpec::Full)
 }
 
 /// `rows` (a table's committed rows) as the transaction's buffered ops
@@ -944,17 +981,29 @@ pub fn update(
         Ok(Some(new))
     });
     let mut counts = RowCounts::default();
-    if s.in_transaction() {
+    let keyed = crate::foreign_keys::involved(e, &schema)?;
+    let mut changes = Vec::new();
+    if s.in_transaction() || keyed {
         for row in candidate_rows(e, s, &schema, &scan)? {
             if let Some(new) = updater(&row)? {
                 counts.found += 1;
-                if coerce_lenient(&schema, &new) != row {
+                let new = coerce_lenient(&schema, &new);
+                if new != row {
                     counts.affected += 1;
+                    if keyed {
+                        changes.push((row, Some(new)));
+                    }
                 }
             }
         }
     }
-    submit(
+    let mut cascades = Vec::new();
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        crate::foreign_keys::check_child_rows(e, s, &schema, &new_rows)?;
+        cascades = crate::foreign_keys::parent_effects(e, s, &schema, &changes)?;
+    }
+    submit_with(
         e,
         s,
         WriteOp::Update {
@@ -962,6 +1011,7 @@ pub fn update(
             scan,
             update: updater,
         },
+        cascades,
         counts,
     )
 }
@@ -1004,14 +1054,20 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         Ok(true)
     });
     let mut deleted = 0;
-    if s.in_transaction() {
+    let keyed = crate::foreign_keys::involved(e, &schema)?;
+    let mut gone = Vec::new();
+    if s.in_transaction() || keyed {
         for row in candidate_rows(e, s, &schema, &scan)? {
             if filter(&row)? {
                 deleted += 1;
+                if keyed {
+                    gone.push((row, None));
+                }
             }
         }
     }
-    submit(
+    let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
+    submit_with(
         e,
         s,
         WriteOp::Delete {
@@ -1019,6 +1075,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
             scan,
             filter,
         },
+        cascades,
         RowCounts::both(deleted),
     )
 }
@@ -1028,6 +1085,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
 /// an open one first), so it writes directly.
 pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u64> {
     let schema = table(e, s, name)?;
+    crate::foreign_keys::check_parent_removable(e, s, &schema, true)?;
     let filter: RowFilter = Arc::new(|_| Ok(true));
     let res = e.storage.write(vec![WriteOp::Delete {
         table: schema.id,

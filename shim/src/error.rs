@@ -128,6 +128,11 @@ pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
 /// MariaDB's ER_CONSTRAINT_FAILED (MySQL 8 says 3819 for the same).
 pub const ER_CONSTRAINT_FAILED: MysqlCode = code(4025, "23000");
 pub const ER_DUP_CONSTRAINT_NAME: MysqlCode = code(1826, "HY000");
+pub const ER_ROW_IS_REFERENCED: MysqlCode = code(1451, "23000");
+pub const ER_NO_REFERENCED_ROW: MysqlCode = code(1452, "23000");
+pub const ER_TRUNCATE_ILLEGAL_FK: MysqlCode = code(1701, "42000");
+pub const ER_WRONG_FK_DEF: MysqlCode = code(1239, "42000");
+pub const ER_CANT_CREATE_TABLE: MysqlCode = code(1005, "HY000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.

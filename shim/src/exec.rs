@@ -94,6 +94,8 @@ pub struct Engine {
     pub select_cache: SelectCache,
     /// Compiled CHECK constraints per table.
     pub checks: crate::checks::CheckCache,
+    /// Every table's FOREIGN KEYs.
+    pub foreign_keys: crate::foreign_keys::ForeignKeyCache,
 }
 
 /// Plans bound before the last DDL are stale: `SELECT *` over an altered
@@ -469,8 +471,7 @@ impl Engine {
                 Err(ShimError::Unsupported("INSERT ... RETURNING".into()))
             }
             Statement::Update {
-                returning: Some(_),
-                ..
+                returning: Some(_), ..
             } => Err(ShimError::Unsupported("UPDATE ... RETURNING".into())),
             Statement::Delete(d) if d.returning.is_some() => {
                 Err(ShimError::Unsupported("DELETE ... RETURNING".into()))

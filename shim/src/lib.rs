@@ -16,7 +16,8 @@
 //! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see [`dml`]);
 //! transactions buffer them (see [`session::Transaction`]). DDL goes to
 //! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
-//! constraints are accepted but not enforced.
+//! constraints are enforced when each statement runs ([`foreign_keys`],
+//! [`checks`]).
 //!
 //! Under opensrv-mysql sit the shim's own socket layers ([`net`]): a reader
 //! that enforces `max_allowed_packet`, rewrites the handshake response and
@@ -36,6 +37,7 @@ pub mod ddl;
 pub mod dml;
 pub mod error;
 pub mod exec;
+pub mod foreign_keys;
 pub mod handler;
 pub mod metrics;
 pub mod net;
@@ -113,6 +115,7 @@ impl Frontend {
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
             checks: Default::default(),
+            foreign_keys: Default::default(),
         });
         Arc::new(Frontend {
             engine,

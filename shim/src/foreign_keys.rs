@@ -1,0 +1,635 @@
+//! FOREIGN KEY constraints, enforced as InnoDB does.
+//!
+//! A key is declared in CREATE TABLE (table constraint or a column's
+//! REFERENCES, which MariaDB honours) or by ALTER TABLE ADD FOREIGN KEY,
+//! kept in the catalog beside its (child) table, and shown by SHOW CREATE
+//! TABLE and information_schema. The child gets an index on the key's
+//! columns when none starts with them (as InnoDB creates one), so the
+//! parent side finds referencing rows by lookup.
+//!
+//! Enforcement, unless the session set `foreign_key_checks = 0` (dumps and
+//! fixtures do):
+//! - a row a child INSERT/UPDATE writes whose key columns are all non-NULL
+//!   must match a parent row, else 1452;
+//! - a parent DELETE, or an UPDATE changing referenced columns, applies the
+//!   key's action to the referencing rows: RESTRICT / NO ACTION fail with
+//!   1451, CASCADE deletes (or updates) them, SET NULL clears their key
+//!   columns; cascades recurse (at most 15 levels, InnoDB's limit) and are
+//!   written in the same atomic batch as the statement;
+//! - TRUNCATE (1701) and DROP TABLE (1451) of a referenced parent fail.
+//!
+//! The checks run when the statement runs, over committed rows plus the
+//! open transaction's own writes. Ladle takes no row locks, so a parent
+//! row deleted by another connection between a child's check and its
+//! commit is not detected (as for every check Ladle makes at statement
+//! time; see `session::Transaction`).
+
+use std::sync::Arc;
+
+use ladle_common::{Row, TableId, TableSchema, Value};
+use ladle_storage::{IndexRef, ScanSpec, Storage, WriteOp};
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use sqlparser::ast::{self, ReferentialAction};
+
+use crate::error::{self, Result, ShimError, WireError};
+use crate::exec::Engine;
+use crate::session::Session;
+
+/// The catalog meta key prefix for a child table's keys.
+const META_PREFIX: &str = "fk/";
+
+fn meta_key(table: TableId) -> String {
+    format!("{META_PREFIX}{table}")
+}
+
+/// What happens to referencing rows when their parent row goes or changes.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum Action {
+    Restrict,
+    NoAction,
+    Cascade,
+    SetNull,
+}
+
+impl Action {
+    fn from_ast(a: Option<ReferentialAction>) -> Result<Action> {
+        Ok(match a {
+            None | Some(ReferentialAction::Restrict) => Action::Restrict,
+            Some(ReferentialAction::NoAction) => Action::NoAction,
+            Some(ReferentialAction::Cascade) => Action::Cascade,
+            Some(ReferentialAction::SetNull) => Action::SetNull,
+            Some(ReferentialAction::SetDefault) => {
+                return Err(ShimError::Unsupported(
+                    "ON DELETE/UPDATE SET DEFAULT".into(),
+                ))
+            }
+        })
+    }
+
+    pub fn sql(self) -> &'static str {
+        match self {
+            Action::Restrict => "RESTRICT",
+            Action::NoAction => "NO ACTION",
+            Action::Cascade => "CASCADE",
+            Action::SetNull => "SET NULL",
+        }
+    }
+}
+
+/// One FOREIGN KEY of a child table.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub name: String,
+    /// The child's key columns.
+    pub columns: Vec<String>,
+    pub parent_database: String,
+    pub parent_table: String,
+    pub parent_columns: Vec<String>,
+    pub on_delete: Action,
+    pub on_update: Action,
+}
+
+impl ForeignKey {
+    /// Builds a key from its declaration; `existing` names the table's
+    /// other keys (for the `<table>_ibfk_<n>` name of an unnamed one).
+    pub fn from_ast(
+        e: &Engine,
+        s: &Session,
+        table: &str,
+        existing: &[ForeignKey],
+        decl: KeyDeclaration<'_>,
+    ) -> Result<ForeignKey> {
+        let KeyDeclaration {
+            name,
+            columns,
+            parent,
+            parent_columns,
+            on_delete,
+            on_update,
+        } = decl;
+        let (parent_database, parent_table) = e.resolve(s, parent)?;
+        let name = match name {
+            Some(n) => n.value.clone(),
+            None => (1..)
+                .map(|n| format!("{table}_ibfk_{n}"))
+                .find(|n| !existing.iter().any(|k| k.name.eq_ignore_ascii_case(n)))
+                .unwrap_or_default(),
+        };
+        if columns.len() != parent_columns.len() || columns.is_empty() {
+            return Err(wire(
+                error::ER_WRONG_FK_DEF,
+                format!("Incorrect foreign key definition for '{name}': Key reference and table reference don't match"),
+            ));
+        }
+        Ok(ForeignKey {
+            name,
+            columns: columns.iter().map(|c| c.value.clone()).collect(),
+            parent_database,
+            parent_table,
+            parent_columns: parent_columns.iter().map(|c| c.value.clone()).collect(),
+            on_delete: Action::from_ast(on_delete)?,
+            on_update: Action::from_ast(on_update)?,
+        })
+    }
+
+    /// The `FOREIGN KEY (...) REFERENCES ...` clause as SHOW CREATE TABLE
+    /// and the error messages print it; `qualified` names the parent's
+    /// database.
+    pub fn clause(&self, child_database: &str, qualified: bool) -> String {
+        let cols = |c: &[String]| {
+            c.iter()
+                .map(|x| format!("`{x}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let parent = if qualified || self.parent_database != child_database {
+            format!("`{}`.`{}`", self.parent_database, self.parent_table)
+        } else {
+            format!("`{}`", self.parent_table)
+        };
+        let mut out = format!(
+            "CONSTRAINT `{}` FOREIGN KEY ({}) REFERENCES {parent} ({})",
+            self.name,
+            cols(&self.columns),
+            cols(&self.parent_columns)
+        );
+        if self.on_delete != Action::Restrict {
+            out.push_str(&format!(" ON DELETE {}", self.on_delete.sql()));
+        }
+        if self.on_update != Action::Restrict {
+            out.push_str(&format!(" ON UPDATE {}", self.on_update.sql()));
+        }
+        out
+    }
+}
+
+/// A FOREIGN KEY as CREATE/ALTER TABLE declares it.
+pub struct KeyDeclaration<'a> {
+    pub name: Option<&'a ast::Ident>,
+    pub columns: &'a [ast::Ident],
+    pub parent: &'a ast::ObjectName,
+    pub parent_columns: &'a [ast::Ident],
+    pub on_delete: Option<ReferentialAction>,
+    pub on_update: Option<ReferentialAction>,
+}
+
+/// Every key, with the child table it belongs to.
+type AllKeys = Arc<Vec<(TableId, ForeignKey)>>;
+
+/// Every table's keys, loaded from the catalog once and reloaded after a
+/// change.
+#[derive(Default)]
+pub struct ForeignKeyCache {
+    all: RwLock<Option<AllKeys>>,
+}
+
+impl ForeignKeyCache {
+    fn all(&self, storage: &Storage) -> Result<AllKeys> {
+        if let Some(all) = self.all.read().as_ref() {
+            return Ok(all.clone());
+        }
+        let mut all = Vec::new();
+        for (key, bytes) in storage.list_meta(META_PREFIX)? {
+            let Some(id) = key
+                .strip_prefix(META_PREFIX)
+                .and_then(|id| id.parse::<TableId>().ok())
+            else {
+                continue;
+            };
+            let keys: Vec<ForeignKey> = postcard::from_bytes(&bytes)
+                .map_err(|e| ShimError::Internal(format!("bad FOREIGN KEY record: {e}")))?;
+            all.extend(keys.into_iter().map(|k| (id, k)));
+        }
+        let all = Arc::new(all);
+        *self.all.write() = Some(all.clone());
+        Ok(all)
+    }
+
+    fn invalidate(&self) {
+        *self.all.write() = None;
+    }
+}
+
+/// The keys declared on child table `table`.
+pub fn of_table(e: &Engine, table: TableId) -> Result<Vec<ForeignKey>> {
+    Ok(e.foreign_keys
+        .all(&e.storage)?
+        .iter()
+        .filter(|(t, _)| *t == table)
+        .map(|(_, k)| k.clone())
+        .collect())
+}
+
+/// Whether `table` has keys or is referenced by one (its writes then need
+/// the rows they change computed up front).
+pub fn involved(e: &Engine, table: &TableSchema) -> Result<bool> {
+    Ok(e.foreign_keys.all(&e.storage)?.iter().any(|(child, k)| {
+        *child == table.id
+            || (k.parent_database == table.database
+                && k.parent_table.eq_ignore_ascii_case(&table.name))
+    }))
+}
+
+/// The keys (with their child tables) referencing `parent`.
+fn referencing(e: &Engine, parent: &TableSchema) -> Result<Vec<(Arc<TableSchema>, ForeignKey)>> {
+    let mut out = Vec::new();
+    for (child, k) in e.foreign_keys.all(&e.storage)?.iter() {
+        if k.parent_database == parent.database && k.parent_table.eq_ignore_ascii_case(&parent.name)
+        {
+            if let Some(schema) = e.storage.table_by_id(*child) {
+                out.push((schema, k.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Records `keys` as `child`'s keys, after checking each parent and its
+/// columns exist (unless checks are off), and gives the child an index on
+/// each key's columns where none starts with them.
+pub fn store(e: &Engine, s: &Session, child: &TableSchema, keys: &[ForeignKey]) -> Result<()> {
+    for k in keys {
+        positions(child, &k.columns)?;
+        if checks_enabled(s) {
+            let parent = parent_schema(e, child, k)?;
+            positions(&parent, &k.parent_columns)?;
+        }
+        let cols = positions(child, &k.columns)?;
+        let indexed = child
+            .primary_key
+            .as_ref()
+            .is_some_and(|pk| pk.starts_with(&cols))
+            || child.indexes.iter().any(|i| i.columns.starts_with(&cols));
+        if !indexed {
+            // Named after the constraint, or after the first column for
+            // an unnamed (`<table>_ibfk_<n>`) key, as InnoDB names it.
+            let auto = format!("{}_ibfk_", child.name);
+            let preferred = if k.name.starts_with(&auto) {
+                k.columns[0].clone()
+            } else {
+                k.name.clone()
+            };
+            let name = (0..)
+                .map(|n| {
+                    if n == 0 {
+                        preferred.clone()
+                    } else {
+                        format!("{preferred}_{n}")
+                    }
+                })
+                .find(|n| child.index(n).is_none())
+                .unwrap_or(preferred);
+            let t = e.storage.create_index(
+                &child.database,
+                &child.name,
+                ladle_common::IndexSchema {
+                    id: 0,
+                    name,
+                    columns: cols,
+                    unique: false,
+                },
+            )?;
+            e.dataflow.table_changed(t.id);
+        }
+    }
+    let key = meta_key(child.id);
+    if keys.is_empty() {
+        e.storage.delete_meta(&key)?;
+    } else {
+        let bytes = postcard::to_allocvec(keys)
+            .map_err(|e| ShimError::Internal(format!("encoding FOREIGN KEYs: {e}")))?;
+        e.storage.put_meta(&key, &bytes)?;
+    }
+    e.foreign_keys.invalidate();
+    Ok(())
+}
+
+/// Forgets a dropped child table's keys.
+pub fn forget(e: &Engine, table: TableId) -> Result<()> {
+    e.storage.delete_meta(&meta_key(table))?;
+    e.foreign_keys.invalidate();
+    Ok(())
+}
+
+/// DROP TABLE / TRUNCATE of `parent`: refused while another table's key
+/// references it (1451 / 1701), unless checks are off.
+pub fn check_parent_removable(
+    e: &Engine,
+    s: &Session,
+    parent: &TableSchema,
+    truncate: bool,
+) -> Result<()> {
+    if !checks_enabled(s) {
+        return Ok(());
+    }
+    let Some((child, k)) = referencing(e, parent)?
+        .into_iter()
+        .find(|(child, _)| child.id != parent.id)
+    else {
+        return Ok(());
+    };
+    if truncate {
+        return Err(wire(
+            error::ER_TRUNCATE_ILLEGAL_FK,
+            format!(
+                "Cannot truncate a table referenced in a foreign key constraint (`{}`.`{}`, {})",
+                child.database,
+                child.name,
+                k.clause(&child.database, true)
+            ),
+        ));
+    }
+    Err(wire(
+        error::ER_ROW_IS_REFERENCED,
+        "Cannot delete or update a parent row: a foreign key constraint fails".into(),
+    ))
+}
+
+/// Whether the session checks keys (`SET foreign_key_checks = 0` turns
+/// them off).
+fn checks_enabled(s: &Session) -> bool {
+    match s.variables.get("foreign_key_checks") {
+        Some(Value::Int(0)) | Some(Value::UInt(0)) => false,
+        Some(Value::Text(t)) => !(t.eq_ignore_ascii_case("OFF") || t.as_ref() == "0"),
+        _ => true,
+    }
+}
+
+fn wire(code: error::MysqlCode, message: String) -> ShimError {
+    ShimError::Wire(WireError { code, message })
+}
+
+fn positions(schema: &TableSchema, cols: &[String]) -> Result<Vec<usize>> {
+    cols.iter()
+        .map(|c| {
+            schema
+                .column_index(c)
+                .ok_or_else(|| ShimError::UnknownColumn(c.clone(), "foreign key".into()))
+        })
+        .collect()
+}
+
+fn parent_schema(e: &Engine, child: &TableSchema, k: &ForeignKey) -> Result<Arc<TableSchema>> {
+    e.storage
+        .table(&k.parent_database, &k.parent_table)
+        .ok_or_else(|| {
+            wire(
+                error::ER_CANT_CREATE_TABLE,
+                format!(
+                    "Can't create table `{}`.`{}` (errno: 150 \"Foreign key constraint is incorrectly formed\")",
+                    child.database, child.name
+                ),
+            )
+        })
+}
+
+/// Rows of `schema` whose columns `cols` equal `key` (coerced to those
+/// columns' types), as the session sees the table: committed rows plus the
+/// open transaction's writes.
+fn rows_matching(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    cols: &[usize],
+    key: &[Value],
+) -> Result<Vec<Row>> {
+    let key: Vec<Value> = key
+        .iter()
+        .zip(cols)
+        .map(|(v, &c)| ladle_common::coerce(v, &schema.columns[c]).unwrap_or_else(|_| v.clone()))
+        .collect();
+    let normalized = |r: &Row| -> bool {
+        cols.iter().zip(&key).all(|(&c, k)| {
+            let coll = schema.columns[c].collation;
+            r[c].key_normalized(coll) == k.key_normalized(coll)
+        })
+    };
+    if crate::dml::transaction_wrote(s, schema.id) {
+        let rows = crate::dml::table_as_transaction_sees(e, s, schema)?;
+        return Ok(rows.into_iter().filter(|r| normalized(r)).collect());
+    }
+    let found = match index_for(schema, cols) {
+        Some((index, order)) => {
+            let prefix: Vec<Value> = order.iter().map(|&i| key[i].clone()).collect();
+            e.storage.lookup(schema.id, index, &prefix)?
+        }
+        None => e.storage.scan(schema.id)?,
+    };
+    Ok(found.into_iter().filter(|r| normalized(r)).collect())
+}
+
+/// An index whose leading columns are exactly `cols` (in any order), and
+/// for each of its leading columns the position in `cols`.
+fn index_for(schema: &TableSchema, cols: &[usize]) -> Option<(IndexRef, Vec<usize>)> {
+    let order = |index_cols: &[usize]| -> Option<Vec<usize>> {
+        let lead = index_cols.get(..cols.len())?;
+        lead.iter()
+            .map(|c| cols.iter().position(|x| x == c))
+            .collect()
+    };
+    if let Some(o) = schema.primary_key.as_deref().and_then(order) {
+        return Some((IndexRef::Primary, o));
+    }
+    schema
+        .indexes
+        .iter()
+        .find_map(|i| Some((IndexRef::Secondary(i.id), order(&i.columns)?)))
+}
+
+/// The key values of `row` for `cols`, or None if any is NULL (such a row
+/// references nothing).
+fn key_of(row: &Row, cols: &[usize]) -> Option<Vec<Value>> {
+    cols.iter()
+        .map(|&c| row.get(c).filter(|v| !v.is_null()).cloned())
+        .collect()
+}
+
+/// Child side: every row in `rows` (as `schema`'s table will hold them)
+/// must reference an existing parent row, else 1452.
+pub fn check_child_rows(e: &Engine, s: &Session, schema: &TableSchema, rows: &[Row]) -> Result<()> {
+    if !checks_enabled(s) {
+        return Ok(());
+    }
+    let keys = of_table(e, schema.id)?;
+    for k in &keys {
+        let cols = positions(schema, &k.columns)?;
+        let parent = e
+            .storage
+            .table(&k.parent_database, &k.parent_table)
+            .ok_or_else(|| child_error(schema, k))?;
+        let parent_cols = positions(&parent, &k.parent_columns)?;
+        for row in rows {
+            let coerced: Row = row
+                .iter()
+                .zip(&schema.columns)
+                .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
+                .collect();
+            let Some(key) = key_of(&coerced, &cols) else {
+                continue;
+            };
+            // A row referencing itself (or another row of the same
+            // statement) in a self-referencing table.
+            if parent.id == schema.id
+                && rows.iter().any(|r| {
+                    parent_cols
+                        .iter()
+                        .zip(&key)
+                        .all(|(&c, k)| r.get(c).is_some_and(|v| v == k))
+                })
+            {
+                continue;
+            }
+            if rows_matching(e, s, &parent, &parent_cols, &key)?.is_empty() {
+                return Err(child_error(schema, k));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn child_error(schema: &TableSchema, k: &ForeignKey) -> ShimError {
+    wire(
+        error::ER_NO_REFERENCED_ROW,
+        format!(
+            "Cannot add or update a child row: a foreign key constraint fails (`{}`.`{}`, {})",
+            schema.database,
+            schema.name,
+            k.clause(&schema.database, false)
+        ),
+    )
+}
+
+fn parent_error(child: &TableSchema, k: &ForeignKey) -> ShimError {
+    wire(
+        error::ER_ROW_IS_REFERENCED,
+        format!(
+            "Cannot delete or update a parent row: a foreign key constraint fails (`{}`.`{}`, {})",
+            child.database,
+            child.name,
+            k.clause(&child.database, false)
+        ),
+    )
+}
+
+/// Parent side: `changes` are rows of `parent` a statement deletes (new
+/// `None`) or updates (new `Some`). Checks each referencing key's action
+/// and returns the writes its cascades make (to go in the same batch as
+/// the statement).
+pub fn parent_effects(
+    e: &Engine,
+    s: &Session,
+    parent: &TableSchema,
+    changes: &[(Row, Option<Row>)],
+) -> Result<Vec<WriteOp>> {
+    let mut out = Vec::new();
+    if checks_enabled(s) {
+        effects(e, s, parent, changes, 0, &mut out)?;
+    }
+    Ok(out)
+}
+
+fn effects(
+    e: &Engine,
+    s: &Session,
+    parent: &TableSchema,
+    changes: &[(Row, Option<Row>)],
+    depth: usize,
+    out: &mut Vec<WriteOp>,
+) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    for (child, k) in referencing(e, parent)? {
+        let parent_cols = positions(parent, &k.parent_columns)?;
+        let child_cols = positions(&child, &k.columns)?;
+        let mut child_changes: Vec<(Row, Option<Row>)> = Vec::new();
+        for (old, new) in changes {
+            let Some(old_key) = key_of(old, &parent_cols) else {
+                continue;
+            };
+            let new_key = new.as_ref().map(|n| key_of(n, &parent_cols));
+            if new_key
+                .as_ref()
+                .is_some_and(|nk| nk.as_ref() == Some(&old_key))
+            {
+                continue; // the referenced values did not change
+            }
+            let action = if new.is_some() {
+                k.on_update
+            } else {
+                k.on_delete
+            };
+            let children = rows_matching(e, s, &child, &child_cols, &old_key)?;
+            // Rows of the statement's own table it is itself removing.
+            let children: Vec<Row> = children
+                .into_iter()
+                .filter(|r| !(child.id == parent.id && changes.iter().any(|(o, _)| o == r)))
+                .collect();
+            if children.is_empty() {
+                continue;
+            }
+            if depth >= 15 {
+                return Err(wire(
+                    error::ER_ROW_IS_REFERENCED,
+                    "Foreign key cascade delete/update exceeds max depth of 15.".into(),
+                ));
+            }
+            for r in children {
+                let replacement = match (action, new_key.as_ref()) {
+                    (Action::Restrict | Action::NoAction, _) => {
+                        return Err(parent_error(&child, &k))
+                    }
+                    (Action::Cascade, None) => None,
+                    (Action::Cascade, Some(nk)) => {
+                        let mut n = r.clone();
+                        for (i, &c) in child_cols.iter().enumerate() {
+                            n[c] = nk.as_ref().map_or(Value::Null, |nk| nk[i].clone());
+                        }
+                        Some(n)
+                    }
+                    (Action::SetNull, _) => {
+                        let mut n = r.clone();
+                        for &c in &child_cols {
+                            if !child.columns[c].nullable {
+                                return Err(parent_error(&child, &k));
+                            }
+                            n[c] = Value::Null;
+                        }
+                        Some(n)
+                    }
+                };
+                child_changes.push((r, replacement));
+            }
+        }
+        for (old, new) in &child_changes {
+            out.push(row_write(&child, old, new.clone()));
+        }
+        effects(e, s, &child, &child_changes, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+/// The write replacing (or deleting) exactly `old` in `table`.
+fn row_write(table: &TableSchema, old: &Row, new: Option<Row>) -> WriteOp {
+    let target = old.clone();
+    let scan = match &table.primary_key {
+        Some(pk) => ScanSpec::Prefix {
+            index: IndexRef::Primary,
+            key: pk.iter().map(|&c| old[c].clone()).collect(),
+        },
+        None => ScanSpec::Full,
+    };
+    match new {
+        None => WriteOp::Delete {
+            table: table.id,
+            scan,
+            filter: Arc::new(move |r: &Row| Ok(*r == target)),
+        },
+        Some(new) => WriteOp::Update {
+            table: table.id,
+            scan,
+            update: Arc::new(move |r: &Row| Ok((*r == target).then(|| new.clone()))),
+        },
+    }
+}
