@@ -288,7 +288,9 @@ mod tests {
         for c in all {
             assert_eq!(c.sqlstate.len(), 5, "errno {}", c.errno);
             assert!(
-                c.sqlstate.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
+                c.sqlstate
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase()),
                 "errno {}",
                 c.errno
             );

@@ -89,7 +89,11 @@ impl Connection {
             "Access denied for user '{}'@'{}' (using password: {})",
             String::from_utf8_lossy(user),
             self.host,
-            if auth_response.is_empty() { "NO" } else { "YES" }
+            if auth_response.is_empty() {
+                "NO"
+            } else {
+                "YES"
+            }
         ))
     }
 

@@ -183,7 +183,10 @@ mod tests {
             marks: Vec::new(),
         });
         s.reset();
-        assert_eq!((s.connection_id, s.user.as_str(), s.host.as_str()), (7, "root", "h"));
+        assert_eq!(
+            (s.connection_id, s.user.as_str(), s.host.as_str()),
+            (7, "root", "h")
+        );
         assert_eq!(s.database.as_deref(), Some("db"));
         assert!(s.autocommit && !s.in_transaction());
         assert!(s.variables.is_empty() && s.user_variables.is_empty());

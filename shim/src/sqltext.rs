@@ -171,7 +171,9 @@ pub fn display_safe(query: &Query) -> Query {
 /// introducer before it, `_binary` or `N`, is dropped: a hex literal is
 /// binary already), invalid bytes inside a comment become U+FFFD (they mean
 /// nothing), and invalid UTF-8 anywhere else is a syntax error (1064).
-pub fn from_bytes(bytes: &[u8]) -> std::result::Result<std::borrow::Cow<'_, str>, crate::error::WireError> {
+pub fn from_bytes(
+    bytes: &[u8],
+) -> std::result::Result<std::borrow::Cow<'_, str>, crate::error::WireError> {
     if let Ok(s) = std::str::from_utf8(bytes) {
         return Ok(std::borrow::Cow::Borrowed(s));
     }
@@ -211,7 +213,9 @@ pub fn from_bytes(bytes: &[u8]) -> std::result::Result<std::borrow::Cow<'_, str>
             }
             b'#' => i = comment(bytes, i, line_end(bytes, i), &mut out),
             b'-' if bytes.get(i + 1) == Some(&b'-')
-                && bytes.get(i + 2).is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
+                && bytes
+                    .get(i + 2)
+                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
             {
                 i = comment(bytes, i, line_end(bytes, i), &mut out)
             }
@@ -228,7 +232,10 @@ pub fn from_bytes(bytes: &[u8]) -> std::result::Result<std::borrow::Cow<'_, str>
                     .iter()
                     .position(|b| matches!(b, b'\'' | b'"' | b'`' | b'#' | b'-' | b'/'))
                     .map_or(bytes.len(), |p| i + 1 + p);
-                out.push_str(std::str::from_utf8(&bytes[i..end]).map_err(|e| syntax_error(i + e.valid_up_to()))?);
+                out.push_str(
+                    std::str::from_utf8(&bytes[i..end])
+                        .map_err(|e| syntax_error(i + e.valid_up_to()))?,
+                );
                 i = end;
             }
         }
@@ -290,7 +297,9 @@ fn drop_introducer(out: &mut String) {
         }
     }
     // `_binary 'x'`: an introducer may be separated by whitespace.
-    let trimmed = out.trim_end_matches(|c: char| c.is_ascii_whitespace()).len();
+    let trimmed = out
+        .trim_end_matches(|c: char| c.is_ascii_whitespace())
+        .len();
     if trimmed < out.len() {
         let head = &out[..trimmed];
         let at = head
@@ -415,7 +424,10 @@ mod tests {
             text(b"SELECT `it's` FROM t /* don't */ WHERE a = '\xff' -- it's\n"),
             "SELECT `it's` FROM t /* don't */ WHERE a = X'FF' -- it's\n"
         );
-        assert_eq!(text(b"SELECT 1 # \xff'\nFROM t"), "SELECT 1 # \u{fffd}'\nFROM t");
+        assert_eq!(
+            text(b"SELECT 1 # \xff'\nFROM t"),
+            "SELECT 1 # \u{fffd}'\nFROM t"
+        );
         assert_eq!(text(b"SELECT 2-1, '\xff'"), "SELECT 2-1, X'FF'");
     }
 

@@ -60,7 +60,7 @@ pub mod flags {
     pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
     pub const TIMESTAMP: u16 = 1024;
-    pub const NUM: u16 = 32768;
+    // NUM_FLAG (32768) is set by client libraries, not sent by servers.
 }
 
 /// Collation ids: `binary`, and the one text columns are sent in
@@ -69,9 +69,9 @@ pub const BINARY_COLLATION: u16 = 63;
 pub const TEXT_COLLATION: u16 = 45;
 /// Bytes per character of utf8mb4, by which text lengths are multiplied.
 const MBMAXLEN: u64 = 4;
-/// `decimals` of a floating-point value with no fixed scale (MariaDB's
-/// NOT_FIXED_DEC).
-pub const NOT_FIXED_DEC: u8 = 39;
+/// `decimals` of a floating-point value with no fixed scale, as MariaDB
+/// and MySQL send it.
+pub const NOT_FIXED_DEC: u8 = 31;
 
 /// One result (or parameter) column as the protocol describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,7 +120,6 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     let mut decimals = 0u8;
     let (coltype, length): (u8, u64) = match ty {
         SqlType::Int { bytes, unsigned } => {
-            f |= flags::NUM;
             if *unsigned {
                 f |= flags::UNSIGNED;
             }
@@ -135,21 +134,18 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
             (t, digits + u64::from(!*unsigned))
         }
         SqlType::Year => {
-            f |= flags::UNSIGNED | flags::ZEROFILL | flags::NUM;
+            f |= flags::UNSIGNED | flags::ZEROFILL;
             (YEAR, 4)
         }
         SqlType::Float => {
-            f |= flags::NUM;
             decimals = NOT_FIXED_DEC;
             (FLOAT, 12)
         }
         SqlType::Double => {
-            f |= flags::NUM;
             decimals = NOT_FIXED_DEC;
             (DOUBLE, 22)
         }
         SqlType::Decimal { precision, scale } => {
-            f |= flags::NUM;
             decimals = *scale;
             // Digits, the sign, and the point if there is a scale.
             let len = u64::from(*precision) + 1 + u64::from(*scale > 0);
@@ -200,7 +196,8 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
             (DATETIME, 19)
         }
         SqlType::Timestamp => {
-            f |= flags::BINARY | flags::TIMESTAMP;
+            // What MariaDB sends for a TIMESTAMP column.
+            f |= flags::BINARY | flags::UNSIGNED;
             (TIMESTAMP, 19)
         }
         SqlType::Time => {
@@ -269,7 +266,7 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
 
 fn to_string_column(c: &mut ColumnDef) {
     c.coltype = types::VAR_STRING;
-    c.flags &= !(flags::UNSIGNED | flags::NUM | flags::ZEROFILL | flags::BINARY);
+    c.flags &= !(flags::UNSIGNED | flags::ZEROFILL | flags::BINARY);
     c.charset = TEXT_COLLATION;
     c.decimals = 0;
     c.length = c.length.max(255 * MBMAXLEN as u32);
@@ -653,7 +650,18 @@ mod tests {
     #[test]
     fn integers_format_as_display_does() {
         let mut buf = [0u8; 20];
-        for i in [0, 1, -1, 9, 10, -10, 12345, i64::MAX, i64::MIN, i64::MIN + 1] {
+        for i in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            -10,
+            12345,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
             let text = int_text(i < 0, i.unsigned_abs(), &mut buf);
             assert_eq!(text, Value::Int(i).to_string().as_bytes());
         }

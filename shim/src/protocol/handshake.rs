@@ -232,7 +232,13 @@ mod tests {
 
     #[test]
     fn greeting_layout() {
-        let g = greeting(42, &[7; 20], "8.0.34-ladle", SERVER_CAPABILITIES | CLIENT_SSL, 2);
+        let g = greeting(
+            42,
+            &[7; 20],
+            "8.0.34-ladle",
+            SERVER_CAPABILITIES | CLIENT_SSL,
+            2,
+        );
         assert_eq!(g[0], 10);
         let after_version = 1 + "8.0.34-ladle".len() + 1;
         assert_eq!(&g[after_version..after_version + 4], &42u32.to_le_bytes());

@@ -360,9 +360,13 @@ impl Session {
     }
 
     /// Statement text from client bytes (see [`crate::sqltext::from_bytes`]);
-    /// on failure the error is sent.
+    /// on failure (or for an empty text) the error is sent.
     fn text(&mut self, bytes: &[u8]) -> Option<String> {
         match crate::sqltext::from_bytes(bytes) {
+            Ok(text) if text.trim().is_empty() => {
+                self.error(1065, "42000", "Query was empty");
+                None
+            }
             Ok(text) => Some(text.into_owned()),
             Err(e) => {
                 self.conn.count_error(e.code.errno);
@@ -452,7 +456,15 @@ impl Session {
                     },
                 );
                 let status = self.conn.status();
-                stmt::prepare_ok(&mut self.writer, self.caps, p.id, p.params, &cols, 0, status);
+                stmt::prepare_ok(
+                    &mut self.writer,
+                    self.caps,
+                    p.id,
+                    p.params,
+                    &cols,
+                    0,
+                    status,
+                );
             }
             Err(e) => self.wire_error(&e),
         }

@@ -178,7 +178,10 @@ mod tests {
             ..Statement::default()
         };
         // Never bound.
-        assert_eq!(execute_params(&execute(1, None, 0, &[]), &mut s), Err(Malformed));
+        assert_eq!(
+            execute_params(&execute(1, None, 0, &[]), &mut s),
+            Err(Malformed)
+        );
         // Unknown type, truncated value.
         assert_eq!(
             execute_params(&execute(1, Some(&[(0x42, 0)]), 0, &[1]), &mut s),
