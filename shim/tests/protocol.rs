@@ -365,3 +365,56 @@ async fn column_metadata_matches_mariadb() {
         .await
         .unwrap();
 }
+
+/// Binary-protocol rows (prepared statements) decode to the same values as
+/// MariaDB's, for every type and NULLs, and text-protocol rows too.
+#[tokio::test]
+async fn prepared_rows_match_mariadb() {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return;
+    };
+    let server = start().await;
+    let mut ladle = server.connect().await;
+    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    maria
+        .query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_rows")
+        .await
+        .unwrap();
+    maria.query_drop("USE ladle_proto_rows").await.unwrap();
+    maria
+        .query_drop("DROP TABLE IF EXISTS every_type")
+        .await
+        .unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop(EVERY_TYPE).await.unwrap();
+        c.query_drop(
+            "INSERT INTO every_type VALUES (1, -3, -300, -70000, 5, -9000000000, 4000000000,
+             18000000000000000000, 1.5, -2.25, 12.50, 99999, 'ab', 'héllo', 'tt', 'tx', 'mt', 'lt',
+             'bins', 'vb', 'bl', 'lb', '2024-02-29', '2024-02-29 10:11:12', '2001-02-03 04:05:06',
+             '-26:03:04', 2024, 'bcd')",
+        )
+        .await
+        .unwrap();
+        c.query_drop("INSERT INTO every_type (id, i) VALUES (2, 0)")
+            .await
+            .unwrap();
+    }
+    let sql = "SELECT * FROM every_type WHERE id BETWEEN ? AND ? ORDER BY id";
+    let ours: Vec<mysql_async::Row> = ladle.exec(sql, (1, 2)).await.unwrap();
+    let theirs: Vec<mysql_async::Row> = maria.exec(sql, (1, 2)).await.unwrap();
+    let values = |rows: &[mysql_async::Row]| -> Vec<Vec<mysql_async::Value>> {
+        rows.iter().map(|r| r.clone().unwrap()).collect()
+    };
+    assert_eq!(values(&ours), values(&theirs));
+    let text = "SELECT * FROM every_type ORDER BY id";
+    let ours: Vec<mysql_async::Row> = ladle.query(text).await.unwrap();
+    let theirs: Vec<mysql_async::Row> = maria.query(text).await.unwrap();
+    assert_eq!(values(&ours), values(&theirs));
+    maria
+        .query_drop("DROP DATABASE ladle_proto_rows")
+        .await
+        .unwrap();
+}
