@@ -42,6 +42,11 @@ pub struct Settings {
 const MAX_HANDSHAKE: usize = 64 * 1024;
 
 const ER_HANDSHAKE: (u16, &str, &str) = (1043, "08S01", "Bad handshake");
+const ER_PACKET_TOO_LARGE: (u16, &str, &str) = (
+    1153,
+    "08S01",
+    "Got a packet bigger than 'max_allowed_packet' bytes",
+);
 const ER_MALFORMED_PACKET: (u16, &str, &str) = (1835, "HY000", "Malformed communication packet.");
 
 type Reader = PacketReader<ReadStream>;
@@ -83,17 +88,18 @@ fn framed(seq: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Reads one packet straight off the socket (before the TLS switch, so
-/// that no byte of the TLS handshake is buffered here).
-async fn read_first(stream: &mut TcpStream) -> io::Result<Option<Packet>> {
+/// that no byte of the TLS handshake is buffered here); `Err(seq)` for a
+/// packet too large to be a handshake.
+async fn read_first(stream: &mut TcpStream) -> io::Result<Result<Packet, u8>> {
     let mut header = [0u8; 4];
     stream.read_exact(&mut header).await?;
     let len = usize::from(header[0]) | usize::from(header[1]) << 8 | usize::from(header[2]) << 16;
     if len > MAX_HANDSHAKE {
-        return Ok(None);
+        return Ok(Err(header[3]));
     }
     let mut payload = vec![0; len];
     stream.read_exact(&mut payload).await?;
-    Ok(Some(Packet {
+    Ok(Ok(Packet {
         seq: header[3],
         payload,
     }))
@@ -122,9 +128,15 @@ async fn handshake(
     let refuse = |seq: u8, (errno, state, msg): (u16, &str, &str)| {
         framed(seq, &result::error_payload(errno, state, msg))
     };
-    let Some(first) = read_first(&mut stream).await? else {
-        stream.write_all(&refuse(2, ER_HANDSHAKE)).await?;
-        return Ok(None);
+    let first = match read_first(&mut stream).await? {
+        Ok(first) => first,
+        Err(seq) => {
+            conn.count_error(1153);
+            stream
+                .write_all(&refuse(seq.wrapping_add(1), ER_PACKET_TOO_LARGE))
+                .await?;
+            return Ok(None);
+        }
     };
     let (mut reader, mut writer, response) = if HandshakeResponse::is_ssl_request(&first.payload) {
         let Some(config) = &settings.tls else {
@@ -217,11 +229,8 @@ impl Session {
                 Err(FrameError::Io(e)) => return Err(e),
                 Err(FrameError::TooLarge { seq }) => {
                     self.writer.set_seq(seq.wrapping_add(1));
-                    self.error(
-                        1153,
-                        "08S01",
-                        "Got a packet bigger than 'max_allowed_packet' bytes",
-                    );
+                    let (errno, state, msg) = ER_PACKET_TOO_LARGE;
+                    self.error(errno, state, msg);
                     return self.writer.flush().await;
                 }
                 Err(FrameError::OutOfOrder { seq }) => {
