@@ -276,6 +276,38 @@ async fn reset_connection_and_change_user_reset_the_session() {
         .unwrap();
     assert_fresh_session(&mut c, &mut other).await;
 
+    // MariaDB does the same (the assertions above hold there too).
+    if let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") {
+        let opts = mysql_async::Opts::from_url(&url).unwrap();
+        let mut m = Conn::new(opts.clone()).await.unwrap();
+        m.query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_reset")
+            .await
+            .unwrap();
+        m.query_drop("USE ladle_proto_reset").await.unwrap();
+        m.query_drop("DROP TABLE IF EXISTS r, seq").await.unwrap();
+        m.query_drop("CREATE TABLE r (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        m.query_drop("CREATE TABLE seq (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+            .await
+            .unwrap();
+        let mut m_other = Conn::new(opts).await.unwrap();
+        m_other.query_drop("USE ladle_proto_reset").await.unwrap();
+        dirty_session(&mut m).await;
+        assert!(m.reset().await.unwrap());
+        assert_fresh_session(&mut m, &mut m_other).await;
+        dirty_session(&mut m).await;
+        m.change_user(
+            mysql_async::ChangeUserOpts::default().with_db_name(Some("ladle_proto_reset".into())),
+        )
+        .await
+        .unwrap();
+        assert_fresh_session(&mut m, &mut m_other).await;
+        m.query_drop("DROP DATABASE ladle_proto_reset")
+            .await
+            .unwrap();
+    }
+
     // A wrong password: 1045, and the connection is closed.
     let err = c
         .change_user(mysql_async::ChangeUserOpts::default().with_pass(Some("wrong".into())))
