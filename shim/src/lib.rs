@@ -1,10 +1,11 @@
-//! Ladle's MySQL front end: the wire protocol ([`protocol`]), sessions, authentication, SQL parsing (`sqlparser`, MySQL dialect),
-//! statement routing, compatibility statements, and the one table mapping
-//! errors to MySQL error numbers and SQLSTATEs.
+//! Ladle's MySQL front end: the wire protocol ([`protocol`]), sessions,
+//! authentication, SQL parsing (`sqlparser`, MySQL dialect), statement
+//! routing, compatibility statements, and the one table mapping errors to
+//! MySQL error numbers and SQLSTATEs.
 //!
 //! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
-//! then [`Frontend::serve`] a TCP listener. Each connection gets a
-//! `handler::Connection`; every statement runs synchronously in
+//! then [`Frontend::serve`] a TCP listener. Each connection is served by
+//! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
 //! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
 //! worker and a panic below becomes error 1105 for that client only.
 //!
