@@ -525,7 +525,7 @@ pub fn param_value(c: &mut Cursor<'_>, coltype: u8, unsigned: bool) -> Decoded<V
         }
         TIME => {
             let n = c.u8()?;
-            Value::Time(decode_time(c.take(usize::from(n))?))
+            Value::Time(decode_time(c.take(usize::from(n))?).ok_or(Malformed)?)
         }
         DECIMAL | NEWDECIMAL | VARCHAR | BIT | JSON | ENUM | SET | TINY_BLOB | MEDIUM_BLOB
         | LONG_BLOB | BLOB | VAR_STRING | STRING | GEOMETRY => bytes_value(c.lenenc_bytes()?),
@@ -562,10 +562,11 @@ fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
     date.and_hms_micro_opt(h, m, sec, micros)
 }
 
-/// Binary TIME: [is_negative, days(4), h, m, s, (micros(4))].
-fn decode_time(b: &[u8]) -> i64 {
+/// Binary TIME: [is_negative, days(4), h, m, s, (micros(4))]; `None` if
+/// the value overflows microseconds in an i64 (no TIME is that long).
+fn decode_time(b: &[u8]) -> Option<i64> {
     if b.len() < 8 {
-        return 0;
+        return Some(0);
     }
     let neg = b[0] == 1;
     let days = i64::from(u32::from_le_bytes([b[1], b[2], b[3], b[4]]));
@@ -575,12 +576,13 @@ fn decode_time(b: &[u8]) -> i64 {
     } else {
         0
     };
-    let us = ((days * 24 + h) * 3600 + m * 60 + s) * 1_000_000 + micros;
-    if neg {
-        -us
-    } else {
-        us
-    }
+    let secs = days
+        .checked_mul(24)?
+        .checked_add(h)?
+        .checked_mul(3600)?
+        .checked_add(m * 60 + s)?;
+    let us = secs.checked_mul(1_000_000)?.checked_add(micros)?;
+    Some(if neg { -us } else { us })
 }
 
 /// A column description for a statement's parameter, as MySQL sends them.
@@ -675,12 +677,19 @@ mod tests {
     fn binary_time_round_trips() {
         let b = [1u8, 1, 0, 0, 0, 2, 3, 4];
         let us = -((26 * 3600 + 3 * 60 + 4) * 1_000_000);
-        assert_eq!(decode_time(&b), us);
+        assert_eq!(decode_time(&b), Some(us));
+        // Days beyond what microseconds in an i64 hold: malformed, no
+        // overflow.
+        assert_eq!(decode_time(&[0, 0xFF, 0xFF, 0xFF, 0xFF, 23, 59, 59]), None);
+        assert_eq!(
+            decode_time(&[1, 0xE8, 3, 0, 0, 0, 0, 1]),
+            Some(-(1000 * 86_400 + 1) * 1_000_000)
+        );
         for us in [us, 0, 5, 838 * 3_600_000_000 + 59_999_999, -1] {
             let mut out = Vec::new();
             put_time(&mut out, us);
             assert_eq!(usize::from(out[0]), out.len() - 1);
-            assert_eq!(decode_time(&out[1..]), us, "{us}");
+            assert_eq!(decode_time(&out[1..]), Some(us), "{us}");
         }
     }
 

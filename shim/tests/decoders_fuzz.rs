@@ -67,7 +67,7 @@ fn read_all(bytes: Vec<u8>, sizes: Vec<usize>, limit: usize) -> (Vec<Vec<u8>>, O
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(2048))]
 
     #[test]
     fn framing_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..600),

@@ -99,7 +99,7 @@ pub fn execute_params(payload: &[u8], stmt: &mut Statement) -> Decoded<Vec<Value
         }
         stmt.param_types = Some(types);
     }
-    let Some(types) = &stmt.param_types else {
+    let Some(types) = stmt.param_types.as_ref().filter(|t| t.len() == n) else {
         return Err(Malformed);
     };
     let mut values = Vec::with_capacity(n);
