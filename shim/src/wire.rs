@@ -13,7 +13,7 @@ use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use ladle_common::{SqlType, Value};
 use ladle_dataflow::{OutputColumn, ResultRows, RowRef};
 
-use crate::protocol::codec::{put_lenenc_bytes, put_lenenc_int, Cursor, Decoded, Malformed};
+use crate::protocol::codec::{put_lenenc_bytes, Cursor, Decoded, Malformed};
 
 /// MySQL column type codes (`enum_field_types`).
 pub mod types {
@@ -596,11 +596,6 @@ pub fn param_column() -> ColumnDef {
         decimals: 0,
         charset: BINARY_COLLATION,
     }
-}
-
-/// Appends a length-encoded integer (re-exported for the result writers).
-pub fn lenenc(out: &mut Vec<u8>, n: u64) {
-    put_lenenc_int(out, n)
 }
 
 #[cfg(test)]

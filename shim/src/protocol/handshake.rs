@@ -20,10 +20,10 @@ pub const CLIENT_CONNECT_ATTRS: u32 = 0x0010_0000;
 pub const CLIENT_PLUGIN_AUTH_LENENC: u32 = 0x0020_0000;
 pub const CLIENT_DEPRECATE_EOF: u32 = 0x0100_0000;
 
-/// What the server offers (CLIENT_SSL is added when TLS is configured;
-/// CLIENT_LOCAL_FILES is not offered).
+/// What the server offers (CLIENT_SSL is added when TLS is configured).
+/// Not offered: CLIENT_LOCAL_FILES (no LOAD DATA LOCAL), CLIENT_FOUND_ROWS
+/// (UPDATE reports changed rows, not matched ones), CLIENT_SESSION_TRACK.
 pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
-    | CLIENT_FOUND_ROWS
     | CLIENT_LONG_FLAG
     | CLIENT_CONNECT_WITH_DB
     | CLIENT_PROTOCOL_41

@@ -58,7 +58,7 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
     let id = conn.connection_id();
     match handshake(stream, &conn, settings).await {
         Ok(Some((reader, writer, caps))) => {
-            let mut session = Session {
+            let mut commands = CommandLoop {
                 conn,
                 reader,
                 writer,
@@ -66,9 +66,9 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
                 statements: stmt::Statements::new(),
                 max_allowed_packet: settings.max_allowed_packet,
             };
-            let res = session.commands().await;
-            let _ = session.writer.flush().await;
-            let _ = session.writer.shutdown().await;
+            let res = commands.run().await;
+            let _ = commands.writer.flush().await;
+            let _ = commands.writer.shutdown().await;
             match res {
                 Ok(()) => tracing::debug!(connection = id, "disconnected"),
                 Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
@@ -209,7 +209,7 @@ async fn handshake(
 }
 
 /// The command phase of one connection.
-struct Session {
+struct CommandLoop {
     conn: Connection,
     reader: Reader,
     writer: Writer,
@@ -220,8 +220,8 @@ struct Session {
     max_allowed_packet: usize,
 }
 
-impl Session {
-    async fn commands(&mut self) -> io::Result<()> {
+impl CommandLoop {
+    async fn run(&mut self) -> io::Result<()> {
         loop {
             let packet = match self.reader.next().await {
                 Ok(Some(p)) => p,

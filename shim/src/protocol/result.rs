@@ -4,7 +4,7 @@
 
 use tokio::io::AsyncWrite;
 
-use super::codec::{put_lenenc_bytes, put_lenenc_int};
+use super::codec::put_lenenc_int;
 use super::handshake::CLIENT_DEPRECATE_EOF;
 use super::packet::PacketWriter;
 use crate::wire::ColumnDef;
@@ -133,9 +133,4 @@ pub fn result_header<W: AsyncWrite + Unpin>(
 /// A text packet (COM_STATISTICS' reply).
 pub fn text<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>, s: &str) {
     w.packet(s.as_bytes());
-}
-
-/// Appends a length-encoded string (for row writers).
-pub fn lenenc_bytes(out: &mut Vec<u8>, s: &[u8]) {
-    put_lenenc_bytes(out, s)
 }
