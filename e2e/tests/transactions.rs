@@ -125,7 +125,10 @@ impl Workload {
 
     fn rows(&mut self) -> String {
         let k = self.rng.gen_range(1..4);
-        (0..k).map(|_| self.row(true)).collect::<Vec<_>>().join(", ")
+        (0..k)
+            .map(|_| self.row(true))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     fn next(&mut self) -> String {
@@ -181,11 +184,15 @@ impl Workload {
                 )
             }
             55..=64 => {
-                let set = ["n = n + 1", "u = NULL", "v = 'z'", "n = n - 1"][self.rng.gen_range(0..4)];
+                let set =
+                    ["n = n + 1", "u = NULL", "v = 'z'", "n = n - 1"][self.rng.gen_range(0..4)];
                 let u = self.value_u();
                 let id = self.rng.gen_range(1..16);
-                let cond = [format!("id = {id}"), format!("u = {u}"), format!("n > {}", id % 4)]
-                    [self.rng.gen_range(0..3)]
+                let cond = [
+                    format!("id = {id}"),
+                    format!("u = {u}"),
+                    format!("n > {}", id % 4),
+                ][self.rng.gen_range(0..3)]
                 .clone();
                 format!("UPDATE t SET {set} WHERE {cond}")
             }
@@ -253,12 +260,10 @@ fn transactions_match_mariadb() {
             // multi-row and conflicting inserts, so generated ids may
             // differ in their gaps; compare ids only when given.
             let comparable = |o: &Outcome| match o {
-                Outcome::Done { affected, .. } if sql.contains("(NULL,") => {
-                    Outcome::Done {
-                        affected: *affected,
-                        insert_id: 0,
-                    }
-                }
+                Outcome::Done { affected, .. } if sql.contains("(NULL,") => Outcome::Done {
+                    affected: *affected,
+                    insert_id: 0,
+                },
                 Outcome::Done {
                     affected,
                     insert_id,

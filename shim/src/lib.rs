@@ -1,11 +1,11 @@
-//! Ladle's MySQL front end: the wire protocol (via `opensrv-mysql`),
-//! sessions, authentication, SQL parsing (`sqlparser`, MySQL dialect),
-//! statement routing, compatibility statements, and the one table mapping
-//! errors to MySQL error numbers and SQLSTATEs.
+//! Ladle's MySQL front end: the wire protocol ([`protocol`]), sessions,
+//! authentication, SQL parsing (`sqlparser`, MySQL dialect), statement
+//! routing, compatibility statements, and the one table mapping errors to
+//! MySQL error numbers and SQLSTATEs.
 //!
 //! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
-//! then [`Frontend::serve`] a TCP listener. Each connection gets a
-//! `handler::Connection`; every statement runs synchronously in
+//! then [`Frontend::serve`] a TCP listener. Each connection is served by
+//! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
 //! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
 //! worker and a panic below becomes error 1105 for that client only.
 //!
@@ -19,12 +19,21 @@
 //! constraints are enforced when each statement runs ([`foreign_keys`],
 //! [`checks`]).
 //!
-//! Under opensrv-mysql sit the shim's own socket layers ([`net`]): a reader
-//! that enforces `max_allowed_packet`, rewrites the handshake response and
-//! answers commands naming unknown statements with 1243, and a writer that
-//! patches what opensrv-mysql leaves out (status flags, warning counts, the
-//! more-results flag of multi-statement replies). Optional TLS ([`tls`]) is
-//! terminated below both, so they always see plain packets.
+//! The MySQL protocol is implemented here ([`protocol`]), directly on
+//! tokio's `AsyncRead`/`AsyncWrite`: framing with an explicit read buffer
+//! (pipelined commands are each read whole, in order), the handshake and
+//! the TLS switch, a table mapping every command byte to its handling,
+//! replies with real status flags and warning counts, and prepared
+//! statements (long data, parameter types remembered across executions).
+//! Decision: the shim owns this layer instead of using `opensrv-mysql`
+//! (0.7.0 was used until then, under byte-level patches) or a vendored fork
+//! of it: that crate lost pipelined commands (its packet reader returned
+//! packets pointing into a freed buffer), answered commands MySQL leaves
+//! unanswered (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA), answered unknown
+//! commands OK, and panicked on malformed input; owning the protocol makes
+//! each of those a plain local fix. [`wire`] maps Ladle's types and values
+//! to column definitions and cells; [`sqltext::from_bytes`] turns client
+//! bytes into statement text without losing binary string literals.
 //!
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
@@ -42,19 +51,19 @@ pub mod handler;
 pub mod metrics;
 pub mod net;
 pub mod params;
+pub mod protocol;
 pub mod session;
 pub mod sqltext;
 pub mod tls;
 pub mod vars;
 pub mod wire;
 
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ladle_dataflow::Dataflow;
 use ladle_storage::Storage;
-use opensrv_mysql::{AsyncMysqlIntermediary, IntermediaryOptions};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
@@ -193,69 +202,19 @@ impl Frontend {
             .map(|a| a.ip().to_string())
             .unwrap_or_else(|_| "unknown".into());
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let trip = Arc::new(AtomicU16::new(0));
-        let auth = Arc::new(net::AuthFailure::default());
         let conn = handler::Connection::new(
             self.engine.clone(),
             id,
             host,
             self.config.user.clone(),
             self.config.password.clone(),
-            auth.clone(),
         );
-        let (r, w): (tls::ReadStream, tls::WriteStream) = match &self.config.tls {
-            Some(config) => match tls::accept(stream, config.clone(), id, &conn.scramble()).await {
-                Ok(streams) => {
-                    auth.skip_greeting.store(true, Ordering::SeqCst);
-                    streams
-                }
-                Err(e) => {
-                    tracing::debug!(connection = id, error = %e, "handshake failed");
-                    return;
-                }
-            },
-            None => {
-                let (r, w) = stream.into_split();
-                (Box::new(r), Box::new(w))
-            }
-        };
-        let reader = net::GuardedReader::new(r, self.config.max_allowed_packet, trip.clone())
-            .reporting_to(auth.clone());
-        // Buffer the socket: opensrv-mysql writes each packet (every row and
-        // column definition) separately and flushes once per command, so this
-        // turns a result set into one or a few syscalls instead of one per row.
-        let w = tokio::io::BufWriter::with_capacity(64 * 1024, w);
-        let writer = net::SharedWriter::new(w, auth.clone());
-        let mut raw = writer.raw();
-        let opts = IntermediaryOptions {
-            process_use_statement_on_query: true,
-            reject_connection_on_dbname_absence: false,
+        let settings = protocol::Settings {
+            max_allowed_packet: self.config.max_allowed_packet,
+            tls: self.config.tls.clone(),
         };
         tracing::debug!(connection = id, "connected");
-        let res = AsyncMysqlIntermediary::run_with_options(conn, reader, writer, &opts).await;
-        if auth.failed.load(Ordering::SeqCst) {
-            let seq = auth.swallowed.lock().get(3).copied().unwrap_or(2);
-            let msg = auth.message.lock().clone();
-            let _ = raw
-                .write_all(&net::error_packet(seq, 1045, "28000", &msg))
-                .await;
-            let _ = raw.flush().await;
-        } else if let t @ 1.. = trip.load(Ordering::SeqCst) {
-            metrics.errors.with_label_values(&["1153"]).inc();
-            let p = net::error_packet(
-                (t as u8).wrapping_add(0),
-                1153,
-                "08S01",
-                "Got a packet bigger than 'max_allowed_packet' bytes",
-            );
-            let _ = raw.write_all(&p).await;
-            let _ = raw.flush().await;
-        }
-        match res {
-            Ok(()) => tracing::debug!(connection = id, "disconnected"),
-            Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
-        }
-        let _ = raw.shutdown().await;
+        protocol::serve(stream, conn, &settings).await;
     }
 }
 

@@ -166,6 +166,30 @@ impl Session {
         }
     }
 
+    /// COM_RESET_CONNECTION / COM_CHANGE_USER: the session becomes a new
+    /// connection's. The open transaction is rolled back (its buffered
+    /// writes dropped), autocommit is on again, session variables return
+    /// to their defaults, user variables, prepared statements, warnings and
+    /// LAST_INSERT_ID are gone. Kept: the connection id, user and host, the
+    /// current database (COM_CHANGE_USER sets it after) and the LSN of the
+    /// connection's last write (its reads still see that write).
+    pub fn reset(&mut self) {
+        let fresh = Session::new(self.connection_id, self.user.clone(), self.host.clone());
+        let database = self.database.take();
+        let last_write_lsn = self.last_write_lsn;
+        let next_statement = self.next_statement;
+        let found_rows = self.found_rows;
+        *self = Session {
+            database,
+            last_write_lsn,
+            // A property of the connection's client, not of the session.
+            found_rows,
+            // Ids are not reused: a stale id from before the reset gets 1243.
+            next_statement,
+            ..fresh
+        };
+    }
+
     /// Records a committed write of this connection (its LSN).
     pub fn wrote(&mut self, lsn: Lsn) {
         self.last_write_lsn = self.last_write_lsn.max(lsn);
@@ -195,5 +219,42 @@ impl Session {
             code,
             message: message.into(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_keeps_identity_and_database_only() {
+        let mut s = Session::new(7, "root".into(), "h".into());
+        s.database = Some("db".into());
+        s.autocommit = false;
+        s.transaction = Some(Transaction::default());
+        s.variables.insert("sql_mode".into(), Value::text(""));
+        s.user_variables.insert("x".into(), Value::Int(1));
+        s.last_insert_id = 9;
+        s.last_write_lsn = 5;
+        s.warn(1051, "w");
+        let id = s.add_statement(PreparedStatement::Other {
+            sql: "DO 1".into(),
+            marks: Vec::new(),
+        });
+        s.reset();
+        assert_eq!(
+            (s.connection_id, s.user.as_str(), s.host.as_str()),
+            (7, "root", "h")
+        );
+        assert_eq!(s.database.as_deref(), Some("db"));
+        assert!(s.autocommit && !s.in_transaction());
+        assert!(s.variables.is_empty() && s.user_variables.is_empty());
+        assert!(s.warnings.is_empty() && s.statements.is_empty());
+        assert_eq!((s.last_insert_id, s.last_write_lsn), (0, 5));
+        let again = s.add_statement(PreparedStatement::Other {
+            sql: "DO 1".into(),
+            marks: Vec::new(),
+        });
+        assert_ne!(again, id);
     }
 }

@@ -1,86 +1,233 @@
-//! Values and column metadata on the wire: `SqlType` -> MySQL column type and
-//! flags, `Value` -> text or binary protocol cells, and prepared-statement
-//! parameters -> `Value`.
+//! Values and column metadata on the wire: `SqlType` -> MySQL column
+//! definition (type, length, decimals, character set, flags), `Value` ->
+//! text or binary protocol cells, and prepared-statement parameters ->
+//! `Value`.
+//!
+//! What the metadata can say is what `OutputColumn` knows: the column's
+//! `SqlType` and nullability. Key flags (PRI_KEY, UNIQUE_KEY,
+//! MULTIPLE_KEY), AUTO_INCREMENT, declared display widths (TINYINT(1)) and
+//! fractional-seconds precision are not carried there, so they are not
+//! sent (DATETIME/TIME go out as fsp 0).
 
-use std::time::Duration;
-
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use ladle_common::{SqlType, Value};
 use ladle_dataflow::{OutputColumn, ResultRows, RowRef};
-use opensrv_mysql::{Column, ColumnFlags, ColumnType, RowWriter, ValueInner};
-use tokio::io::AsyncWrite;
 
-/// The MySQL column type and flags describing `ty`.
-pub fn column_type(ty: &SqlType) -> (ColumnType, ColumnFlags) {
-    let mut flags = ColumnFlags::empty();
-    let t = match ty {
+use crate::protocol::codec::{put_lenenc_bytes, Cursor, Decoded, Malformed};
+
+/// MySQL column type codes (`enum_field_types`).
+pub mod types {
+    pub const DECIMAL: u8 = 0x00;
+    pub const TINY: u8 = 0x01;
+    pub const SHORT: u8 = 0x02;
+    pub const LONG: u8 = 0x03;
+    pub const FLOAT: u8 = 0x04;
+    pub const DOUBLE: u8 = 0x05;
+    pub const NULL: u8 = 0x06;
+    pub const TIMESTAMP: u8 = 0x07;
+    pub const LONGLONG: u8 = 0x08;
+    pub const INT24: u8 = 0x09;
+    pub const DATE: u8 = 0x0A;
+    pub const TIME: u8 = 0x0B;
+    pub const DATETIME: u8 = 0x0C;
+    pub const YEAR: u8 = 0x0D;
+    pub const NEWDATE: u8 = 0x0E;
+    pub const VARCHAR: u8 = 0x0F;
+    pub const BIT: u8 = 0x10;
+    pub const JSON: u8 = 0xF5;
+    pub const NEWDECIMAL: u8 = 0xF6;
+    pub const ENUM: u8 = 0xF7;
+    pub const SET: u8 = 0xF8;
+    pub const TINY_BLOB: u8 = 0xF9;
+    pub const MEDIUM_BLOB: u8 = 0xFA;
+    pub const LONG_BLOB: u8 = 0xFB;
+    pub const BLOB: u8 = 0xFC;
+    pub const VAR_STRING: u8 = 0xFD;
+    pub const STRING: u8 = 0xFE;
+    pub const GEOMETRY: u8 = 0xFF;
+}
+
+/// Column definition flags.
+pub mod flags {
+    pub const NOT_NULL: u16 = 1;
+    pub const PRI_KEY: u16 = 2;
+    pub const UNIQUE_KEY: u16 = 4;
+    pub const MULTIPLE_KEY: u16 = 8;
+    pub const BLOB: u16 = 16;
+    pub const UNSIGNED: u16 = 32;
+    pub const ZEROFILL: u16 = 64;
+    pub const BINARY: u16 = 128;
+    pub const ENUM: u16 = 256;
+    pub const AUTO_INCREMENT: u16 = 512;
+    pub const TIMESTAMP: u16 = 1024;
+    // NUM_FLAG (32768) is set by client libraries, not sent by servers.
+}
+
+/// Collation ids: `binary`, and the one text columns are sent in
+/// (utf8mb4_general_ci, as MariaDB 10.11 sends for its default collation).
+pub const BINARY_COLLATION: u16 = 63;
+pub const TEXT_COLLATION: u16 = 45;
+/// Bytes per character of utf8mb4, by which text lengths are multiplied.
+const MBMAXLEN: u64 = 4;
+/// `decimals` of a floating-point value with no fixed scale, as MariaDB
+/// and MySQL send it.
+pub const NOT_FIXED_DEC: u8 = 31;
+
+/// One result (or parameter) column as the protocol describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnDef {
+    pub table: String,
+    pub name: String,
+    pub coltype: u8,
+    pub flags: u16,
+    pub length: u32,
+    pub decimals: u8,
+    pub charset: u16,
+}
+
+impl ColumnDef {
+    pub fn unsigned(&self) -> bool {
+        self.flags & flags::UNSIGNED != 0
+    }
+
+    /// Appends the ColumnDefinition41 payload.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        put_lenenc_bytes(out, b"def");
+        put_lenenc_bytes(out, b""); // schema
+        put_lenenc_bytes(out, self.table.as_bytes());
+        put_lenenc_bytes(out, self.table.as_bytes()); // org_table
+        put_lenenc_bytes(out, self.name.as_bytes());
+        put_lenenc_bytes(out, self.name.as_bytes()); // org_name
+        out.push(0x0C);
+        out.extend_from_slice(&self.charset.to_le_bytes());
+        out.extend_from_slice(&self.length.to_le_bytes());
+        out.push(self.coltype);
+        out.extend_from_slice(&self.flags.to_le_bytes());
+        out.push(self.decimals);
+        out.extend_from_slice(&[0, 0]);
+    }
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The definition describing a value of type `ty` (before nullability).
+pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
+    use types::*;
+    let mut f = 0u16;
+    let mut charset = BINARY_COLLATION;
+    let mut decimals = 0u8;
+    let (coltype, length): (u8, u64) = match ty {
         SqlType::Int { bytes, unsigned } => {
             if *unsigned {
-                flags |= ColumnFlags::UNSIGNED_FLAG;
+                f |= flags::UNSIGNED;
             }
-            flags |= ColumnFlags::NUM_FLAG;
-            match bytes {
-                1 => ColumnType::MYSQL_TYPE_TINY,
-                2 => ColumnType::MYSQL_TYPE_SHORT,
-                3 => ColumnType::MYSQL_TYPE_INT24,
-                4 => ColumnType::MYSQL_TYPE_LONG,
-                _ => ColumnType::MYSQL_TYPE_LONGLONG,
-            }
+            // Display widths: digits, plus one for the sign if signed.
+            let (t, digits) = match bytes {
+                1 => (TINY, 3),
+                2 => (SHORT, 5),
+                3 => (INT24, 8),
+                4 => (LONG, 10),
+                _ => (LONGLONG, if *unsigned { 20 } else { 19 }),
+            };
+            (t, digits + u64::from(!*unsigned))
         }
         SqlType::Year => {
-            flags |= ColumnFlags::UNSIGNED_FLAG | ColumnFlags::ZEROFILL_FLAG;
-            ColumnType::MYSQL_TYPE_YEAR
+            f |= flags::UNSIGNED | flags::ZEROFILL;
+            (YEAR, 4)
         }
-        SqlType::Float => ColumnType::MYSQL_TYPE_FLOAT,
-        SqlType::Double => ColumnType::MYSQL_TYPE_DOUBLE,
-        SqlType::Decimal { .. } => ColumnType::MYSQL_TYPE_NEWDECIMAL,
-        SqlType::Char(_) => ColumnType::MYSQL_TYPE_STRING,
-        SqlType::VarChar(_) => ColumnType::MYSQL_TYPE_VAR_STRING,
-        SqlType::Text(_) | SqlType::Json => {
-            flags |= ColumnFlags::BLOB_FLAG;
-            ColumnType::MYSQL_TYPE_BLOB
+        SqlType::Float => {
+            decimals = NOT_FIXED_DEC;
+            (FLOAT, 12)
         }
-        SqlType::Enum(_) => {
-            flags |= ColumnFlags::ENUM_FLAG;
-            ColumnType::MYSQL_TYPE_STRING
+        SqlType::Double => {
+            decimals = NOT_FIXED_DEC;
+            (DOUBLE, 22)
         }
-        SqlType::Binary(_) => {
-            flags |= ColumnFlags::BINARY_FLAG;
-            ColumnType::MYSQL_TYPE_STRING
+        SqlType::Decimal { precision, scale } => {
+            decimals = *scale;
+            // Digits, the sign, and the point if there is a scale.
+            let len = u64::from(*precision) + 1 + u64::from(*scale > 0);
+            (NEWDECIMAL, len)
         }
-        SqlType::VarBinary(_) => {
-            flags |= ColumnFlags::BINARY_FLAG;
-            ColumnType::MYSQL_TYPE_VAR_STRING
+        SqlType::Char(n) => {
+            charset = TEXT_COLLATION;
+            (STRING, u64::from(*n) * MBMAXLEN)
         }
-        SqlType::Blob(_) => {
-            flags |= ColumnFlags::BINARY_FLAG | ColumnFlags::BLOB_FLAG;
-            ColumnType::MYSQL_TYPE_BLOB
+        SqlType::VarChar(n) => {
+            charset = TEXT_COLLATION;
+            (VAR_STRING, u64::from(*n) * MBMAXLEN)
         }
-        SqlType::Date => ColumnType::MYSQL_TYPE_DATE,
-        SqlType::DateTime => ColumnType::MYSQL_TYPE_DATETIME,
-        SqlType::Timestamp => ColumnType::MYSQL_TYPE_TIMESTAMP,
-        SqlType::Time => ColumnType::MYSQL_TYPE_TIME,
+        SqlType::Text(n) => {
+            charset = TEXT_COLLATION;
+            f |= flags::BLOB;
+            (BLOB, u64::from(*n) * MBMAXLEN)
+        }
+        SqlType::Json => {
+            charset = TEXT_COLLATION;
+            f |= flags::BLOB;
+            (BLOB, u64::from(u32::MAX))
+        }
+        SqlType::Enum(labels) => {
+            charset = TEXT_COLLATION;
+            f |= flags::ENUM;
+            let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+            (STRING, widest as u64 * MBMAXLEN)
+        }
+        SqlType::Binary(n) => {
+            f |= flags::BINARY;
+            (STRING, u64::from(*n))
+        }
+        SqlType::VarBinary(n) => {
+            f |= flags::BINARY;
+            (VAR_STRING, u64::from(*n))
+        }
+        SqlType::Blob(n) => {
+            f |= flags::BINARY | flags::BLOB;
+            (BLOB, u64::from(*n))
+        }
+        SqlType::Date => {
+            f |= flags::BINARY;
+            (DATE, 10)
+        }
+        SqlType::DateTime => {
+            f |= flags::BINARY;
+            (DATETIME, 19)
+        }
+        SqlType::Timestamp => {
+            // What MariaDB sends for a TIMESTAMP column.
+            f |= flags::BINARY | flags::UNSIGNED;
+            (TIMESTAMP, 19)
+        }
+        SqlType::Time => {
+            f |= flags::BINARY;
+            (TIME, 10)
+        }
     };
-    (t, flags)
+    ColumnDef {
+        table: table.to_string(),
+        name: name.to_string(),
+        coltype,
+        flags: f,
+        length: clamp(length),
+        decimals,
+        charset,
+    }
 }
 
 /// Wire metadata for result columns, adjusted so every value in `rows` can
 /// be encoded under it (a computed column whose values do not fit its
 /// declared type is widened; NOT NULL is dropped if a NULL appears).
-pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<Column> {
-    let mut out: Vec<Column> = cols
+pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> {
+    let mut out: Vec<ColumnDef> = cols
         .iter()
         .map(|c| {
-            let (coltype, mut colflags) = column_type(&c.ty);
+            let mut d = column_def(&c.name, &c.table, &c.ty);
             if !c.nullable {
-                colflags |= ColumnFlags::NOT_NULL_FLAG;
+                d.flags |= flags::NOT_NULL;
             }
-            Column {
-                table: c.table.clone(),
-                column: c.name.clone(),
-                coltype,
-                colflags,
-            }
+            d
         })
         .collect();
     let mut saw_null = vec![false; cols.len()];
@@ -92,11 +239,7 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<Column> {
             let v = row.get(i).unwrap_or(&Value::Null);
             if v.is_null() {
                 saw_null[i] = true;
-            } else if !fits(
-                v,
-                c.coltype,
-                c.colflags.contains(ColumnFlags::UNSIGNED_FLAG),
-            ) {
+            } else if !fits(v, c.coltype, c.unsigned()) {
                 widened[i] = true;
                 widen(c, v);
             }
@@ -109,52 +252,46 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<Column> {
         if widened[i]
             && rows.iter().any(|r| {
                 let v = r.get(i).unwrap_or(&Value::Null);
-                !v.is_null()
-                    && !fits(
-                        v,
-                        c.coltype,
-                        c.colflags.contains(ColumnFlags::UNSIGNED_FLAG),
-                    )
+                !v.is_null() && !fits(v, c.coltype, c.unsigned())
             })
         {
-            c.coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
-            c.colflags
-                .remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
+            to_string_column(c);
         }
         if saw_null[i] {
-            c.colflags.remove(ColumnFlags::NOT_NULL_FLAG);
+            c.flags &= !flags::NOT_NULL;
         }
     }
     out
 }
 
+fn to_string_column(c: &mut ColumnDef) {
+    c.coltype = types::VAR_STRING;
+    c.flags &= !(flags::UNSIGNED | flags::ZEROFILL | flags::BINARY);
+    c.charset = TEXT_COLLATION;
+    c.decimals = 0;
+    c.length = c.length.max(255 * MBMAXLEN as u32);
+}
+
 /// Widens `c` for a value that does not fit it: integers to BIGINT (signed,
 /// or unsigned for a large unsigned value), anything else to a string.
-fn widen(c: &mut Column, v: &Value) {
+fn widen(c: &mut ColumnDef, v: &Value) {
     let int = matches!(v, Value::Int(_) | Value::UInt(_)) && is_int_type(c.coltype);
-    if int && fits(v, ColumnType::MYSQL_TYPE_LONGLONG, false) {
-        c.coltype = ColumnType::MYSQL_TYPE_LONGLONG;
-        c.colflags.remove(ColumnFlags::UNSIGNED_FLAG);
+    if int && fits(v, types::LONGLONG, false) {
+        c.coltype = types::LONGLONG;
+        c.flags &= !flags::UNSIGNED;
+        c.length = 20;
     } else if int && matches!(v, Value::UInt(_)) {
-        c.coltype = ColumnType::MYSQL_TYPE_LONGLONG;
-        c.colflags.insert(ColumnFlags::UNSIGNED_FLAG);
+        c.coltype = types::LONGLONG;
+        c.flags |= flags::UNSIGNED;
+        c.length = 20;
     } else {
-        c.coltype = ColumnType::MYSQL_TYPE_VAR_STRING;
-        c.colflags
-            .remove(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::NUM_FLAG);
+        to_string_column(c);
     }
 }
 
-fn is_int_type(t: ColumnType) -> bool {
-    matches!(
-        t,
-        ColumnType::MYSQL_TYPE_TINY
-            | ColumnType::MYSQL_TYPE_SHORT
-            | ColumnType::MYSQL_TYPE_INT24
-            | ColumnType::MYSQL_TYPE_LONG
-            | ColumnType::MYSQL_TYPE_LONGLONG
-            | ColumnType::MYSQL_TYPE_YEAR
-    )
+fn is_int_type(t: u8) -> bool {
+    use types::*;
+    matches!(t, TINY | SHORT | INT24 | LONG | LONGLONG | YEAR)
 }
 
 fn int_value(v: &Value) -> Option<i128> {
@@ -166,16 +303,15 @@ fn int_value(v: &Value) -> Option<i128> {
 }
 
 /// Whether `v` can be encoded (in the binary protocol) as `t`.
-fn fits(v: &Value, t: ColumnType, unsigned: bool) -> bool {
-    use ColumnType::*;
+fn fits(v: &Value, t: u8, unsigned: bool) -> bool {
+    use types::*;
     match t {
-        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG
-        | MYSQL_TYPE_LONGLONG | MYSQL_TYPE_YEAR => {
+        TINY | SHORT | INT24 | LONG | LONGLONG | YEAR => {
             let Some(i) = int_value(v) else { return false };
             let bits = match t {
-                MYSQL_TYPE_TINY => 8,
-                MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR => 16,
-                MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG => 32,
+                TINY => 8,
+                SHORT | YEAR => 16,
+                INT24 | LONG => 32,
                 _ => 64,
             };
             if unsigned {
@@ -184,90 +320,126 @@ fn fits(v: &Value, t: ColumnType, unsigned: bool) -> bool {
                 i >= -(1i128 << (bits - 1)) && i < (1i128 << (bits - 1))
             }
         }
-        MYSQL_TYPE_FLOAT | MYSQL_TYPE_DOUBLE => v.as_f64().is_some(),
-        MYSQL_TYPE_DATE | MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP => {
-            matches!(v, Value::Date(_) | Value::DateTime(_))
-        }
-        MYSQL_TYPE_TIME => matches!(v, Value::Time(us) if *us >= 0),
+        FLOAT | DOUBLE => v.as_f64().is_some(),
+        DATE | DATETIME | TIMESTAMP => matches!(v, Value::Date(_) | Value::DateTime(_)),
+        TIME => matches!(v, Value::Time(_)),
         _ => true,
     }
 }
 
-/// Writes one row; `binary` selects the binary (prepared statement) protocol.
-/// The columns must come from [`wire_columns`] over the same rows.
-pub fn write_row<W: AsyncWrite + Unpin>(
-    w: &mut RowWriter<'_, W>,
-    cols: &[Column],
-    row: RowRef<'_>,
-    binary: bool,
-) -> std::io::Result<()> {
+/// Appends one text-protocol row: each cell a length-encoded string, NULL
+/// as 0xFB. The columns must come from [`wire_columns`] over the same rows.
+pub fn text_row(out: &mut Vec<u8>, cols: &[ColumnDef], row: RowRef<'_>) {
     for (i, c) in cols.iter().enumerate() {
         let v = row.get(i).unwrap_or(&Value::Null);
-        write_cell(w, c, v, binary)?;
+        text_cell(out, c, v);
     }
-    Ok(())
 }
 
-fn write_cell<W: AsyncWrite + Unpin>(
-    w: &mut RowWriter<'_, W>,
-    c: &Column,
-    v: &Value,
-    binary: bool,
-) -> std::io::Result<()> {
-    use ColumnType::*;
-    if v.is_null() {
-        return w.write_col(None::<i64>);
+fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
+    // Integers (most cells of large results) are formatted in place,
+    // without `to_string`'s allocation; the text is the same.
+    let mut digits = [0u8; 20];
+    match v {
+        Value::Null => out.push(0xFB),
+        Value::Int(i) => put_lenenc_bytes(out, int_text(*i < 0, i.unsigned_abs(), &mut digits)),
+        Value::UInt(u) => put_lenenc_bytes(out, int_text(false, *u, &mut digits)),
+        Value::Bytes(b) => put_lenenc_bytes(out, b),
+        Value::Text(s) => put_lenenc_bytes(out, s.as_bytes()),
+        Value::Double(d) if c.coltype == types::FLOAT => {
+            put_lenenc_bytes(out, format_float(*d as f32).as_bytes())
+        }
+        other => put_lenenc_bytes(out, other.to_string().as_bytes()),
     }
-    if !binary {
-        // Integers (most cells of large results) are formatted in place,
-        // without `to_string`'s allocation; the text is the same.
-        let mut digits = [0u8; 20];
-        return match v {
-            Value::Int(i) => w.write_col(int_text(*i < 0, i.unsigned_abs(), &mut digits)),
-            Value::UInt(u) => w.write_col(int_text(false, *u, &mut digits)),
-            Value::Bytes(b) => w.write_col(&b[..]),
-            Value::Double(d) if c.coltype == MYSQL_TYPE_FLOAT => {
-                w.write_col(format_float(*d as f32))
-            }
-            other => w.write_col(other.to_string()),
-        };
+}
+
+/// Appends one binary-protocol row: the 0x00 header, the NULL bitmap
+/// (offset 2), then each non-NULL value encoded as its column's type says.
+pub fn binary_row(out: &mut Vec<u8>, cols: &[ColumnDef], row: RowRef<'_>) {
+    out.push(0x00);
+    let bitmap_at = out.len();
+    out.resize(bitmap_at + (cols.len() + 7 + 2) / 8, 0);
+    for (i, c) in cols.iter().enumerate() {
+        let v = row.get(i).unwrap_or(&Value::Null);
+        if v.is_null() {
+            let bit = i + 2;
+            out[bitmap_at + bit / 8] |= 1 << (bit % 8);
+            continue;
+        }
+        binary_cell(out, c, v);
     }
-    let unsigned = c.colflags.contains(ColumnFlags::UNSIGNED_FLAG);
+}
+
+fn binary_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
+    use types::*;
     match c.coltype {
-        MYSQL_TYPE_TINY | MYSQL_TYPE_SHORT | MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG
-        | MYSQL_TYPE_LONGLONG | MYSQL_TYPE_YEAR => {
+        TINY | SHORT | INT24 | LONG | LONGLONG | YEAR => {
+            // `wire_columns` made the type fit every value; the truncating
+            // casts keep the two's complement bytes the client reads.
             let i = int_value(v).unwrap_or(0);
-            match (c.coltype, unsigned) {
-                (MYSQL_TYPE_TINY, false) => w.write_col(i as i8),
-                (MYSQL_TYPE_TINY, true) => w.write_col(i as u8),
-                (MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR, false) => w.write_col(i as i16),
-                (MYSQL_TYPE_SHORT | MYSQL_TYPE_YEAR, true) => w.write_col(i as u16),
-                (MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG, false) => w.write_col(i as i32),
-                (MYSQL_TYPE_INT24 | MYSQL_TYPE_LONG, true) => w.write_col(i as u32),
-                (_, false) => w.write_col(i as i64),
-                (_, true) => w.write_col(i as u64),
+            match c.coltype {
+                TINY => out.push(i as u8),
+                SHORT | YEAR => out.extend_from_slice(&(i as u16).to_le_bytes()),
+                INT24 | LONG => out.extend_from_slice(&(i as u32).to_le_bytes()),
+                _ => out.extend_from_slice(&(i as u64).to_le_bytes()),
             }
         }
-        MYSQL_TYPE_FLOAT => w.write_col(v.as_f64().unwrap_or(0.0) as f32),
-        MYSQL_TYPE_DOUBLE => w.write_col(v.as_f64().unwrap_or(0.0)),
-        MYSQL_TYPE_DATE => match v {
-            Value::Date(d) => w.write_col(*d),
-            Value::DateTime(dt) => w.write_col(dt.date()),
-            other => w.write_col(other.to_string()),
-        },
-        MYSQL_TYPE_DATETIME | MYSQL_TYPE_TIMESTAMP => match v {
-            Value::DateTime(dt) => w.write_col(*dt),
-            Value::Date(d) => w.write_col(d.and_hms_opt(0, 0, 0).unwrap_or_default()),
-            other => w.write_col(other.to_string()),
-        },
-        MYSQL_TYPE_TIME => match v {
-            Value::Time(us) => w.write_col(Duration::from_micros(u64::try_from(*us).unwrap_or(0))),
-            other => w.write_col(other.to_string()),
-        },
-        _ => match v {
-            Value::Bytes(b) => w.write_col(&b[..]),
-            other => w.write_col(other.to_string()),
-        },
+        FLOAT => out.extend_from_slice(&(v.as_f64().unwrap_or(0.0) as f32).to_le_bytes()),
+        DOUBLE => out.extend_from_slice(&v.as_f64().unwrap_or(0.0).to_le_bytes()),
+        DATE | DATETIME | TIMESTAMP => {
+            let dt = match v {
+                Value::DateTime(dt) => *dt,
+                Value::Date(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                _ => NaiveDateTime::default(),
+            };
+            put_datetime(out, &dt, c.coltype == DATE);
+        }
+        TIME => put_time(out, if let Value::Time(us) = v { *us } else { 0 }),
+        _ => text_cell(out, c, v),
+    }
+}
+
+fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
+    let d = dt.date();
+    let year = u16::try_from(d.year()).unwrap_or(0);
+    let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
+    let micros = dt.and_utc().timestamp_subsec_micros();
+    let len = if date_only || (h, m, s, micros) == (0, 0, 0, 0) {
+        4
+    } else if micros == 0 {
+        7
+    } else {
+        11
+    };
+    out.push(len);
+    out.extend_from_slice(&year.to_le_bytes());
+    out.push(d.month() as u8);
+    out.push(d.day() as u8);
+    if len >= 7 {
+        out.extend_from_slice(&[h, m, s]);
+    }
+    if len == 11 {
+        out.extend_from_slice(&micros.to_le_bytes());
+    }
+}
+
+fn put_time(out: &mut Vec<u8>, us: i64) {
+    if us == 0 {
+        out.push(0);
+        return;
+    }
+    let neg = us < 0;
+    let us = us.unsigned_abs();
+    let micros = (us % 1_000_000) as u32;
+    let secs = us / 1_000_000;
+    let days = u32::try_from(secs / 86_400).unwrap_or(u32::MAX);
+    let rem = secs % 86_400;
+    out.push(if micros == 0 { 8 } else { 12 });
+    out.push(u8::from(neg));
+    out.extend_from_slice(&days.to_le_bytes());
+    out.extend_from_slice(&[(rem / 3600) as u8, (rem / 60 % 60) as u8, (rem % 60) as u8]);
+    if micros != 0 {
+        out.extend_from_slice(&micros.to_le_bytes());
     }
 }
 
@@ -299,31 +471,73 @@ fn format_float(f: f32) -> String {
     }
 }
 
-/// Converts a prepared-statement parameter into a Ladle value.
-pub fn param_value(v: opensrv_mysql::Value<'_>) -> Value {
-    match v.into_inner() {
-        ValueInner::NULL => Value::Null,
-        ValueInner::Int(i) => Value::Int(i),
-        // Clients send small integers with the unsigned flag set; keep every
-        // value that fits as a signed integer.
-        ValueInner::UInt(u) => match i64::try_from(u) {
-            Ok(i) => Value::Int(i),
-            Err(_) => Value::UInt(u),
-        },
-        ValueInner::Double(d) => Value::Double(d),
-        ValueInner::Bytes(b) => match std::str::from_utf8(b) {
-            Ok(s) => Value::text(s),
-            Err(_) => Value::bytes(b),
-        },
-        // Decoded here rather than with opensrv's `From` impls, which panic
-        // on a DATE parameter (they expect the DATETIME variant).
-        ValueInner::Date(b) => match decode_datetime(b) {
-            Some(dt) if dt.time() == chrono::NaiveTime::MIN => Value::Date(dt.date()),
-            Some(dt) => Value::DateTime(dt),
-            None => Value::Null,
-        },
-        ValueInner::Datetime(b) => decode_datetime(b).map_or(Value::Null, Value::DateTime),
-        ValueInner::Time(b) => Value::Time(decode_time(b)),
+/// Decodes one binary-protocol parameter value of type `coltype` from `c`.
+pub fn param_value(c: &mut Cursor<'_>, coltype: u8, unsigned: bool) -> Decoded<Value> {
+    use types::*;
+    Ok(match coltype {
+        NULL => Value::Null,
+        TINY => {
+            let b = c.u8()?;
+            if unsigned {
+                Value::Int(i64::from(b))
+            } else {
+                Value::Int(i64::from(b as i8))
+            }
+        }
+        SHORT | YEAR => {
+            let n = c.u16()?;
+            if unsigned {
+                Value::Int(i64::from(n))
+            } else {
+                Value::Int(i64::from(n as i16))
+            }
+        }
+        LONG | INT24 => {
+            let n = c.u32()?;
+            if unsigned {
+                Value::Int(i64::from(n))
+            } else {
+                Value::Int(i64::from(n as i32))
+            }
+        }
+        LONGLONG => {
+            let n = c.u64()?;
+            // Clients send small integers with the unsigned flag set; keep
+            // every value that fits as a signed integer.
+            match (unsigned, i64::try_from(n)) {
+                (true, Err(_)) => Value::UInt(n),
+                (true, Ok(i)) => Value::Int(i),
+                (false, _) => Value::Int(n as i64),
+            }
+        }
+        FLOAT => Value::Double(f64::from(f32::from_bits(c.u32()?))),
+        DOUBLE => Value::Double(f64::from_bits(c.u64()?)),
+        DATE | DATETIME | TIMESTAMP | NEWDATE => {
+            let n = c.u8()?;
+            let b = c.take(usize::from(n))?;
+            match decode_datetime(b) {
+                Some(dt) if coltype == DATE && dt.time() == chrono::NaiveTime::MIN => {
+                    Value::Date(dt.date())
+                }
+                Some(dt) => Value::DateTime(dt),
+                None => Value::Null,
+            }
+        }
+        TIME => {
+            let n = c.u8()?;
+            Value::Time(decode_time(c.take(usize::from(n))?).ok_or(Malformed)?)
+        }
+        DECIMAL | NEWDECIMAL | VARCHAR | BIT | JSON | ENUM | SET | TINY_BLOB | MEDIUM_BLOB
+        | LONG_BLOB | BLOB | VAR_STRING | STRING | GEOMETRY => bytes_value(c.lenenc_bytes()?),
+        _ => return Err(Malformed),
+    })
+}
+
+/// A string parameter: text if it is UTF-8, bytes otherwise.
+pub fn bytes_value(b: &[u8]) -> Value {
+    match std::str::from_utf8(b) {
+        Ok(s) => Value::text(s),
+        Err(_) => Value::bytes(b),
     }
 }
 
@@ -348,10 +562,11 @@ fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
     date.and_hms_micro_opt(h, m, sec, micros)
 }
 
-/// Binary TIME: [is_negative, days(4), h, m, s, (micros(4))].
-fn decode_time(b: &[u8]) -> i64 {
+/// Binary TIME: [is_negative, days(4), h, m, s, (micros(4))]; `None` if
+/// the value overflows microseconds in an i64 (no TIME is that long).
+fn decode_time(b: &[u8]) -> Option<i64> {
     if b.len() < 8 {
-        return 0;
+        return Some(0);
     }
     let neg = b[0] == 1;
     let days = i64::from(u32::from_le_bytes([b[1], b[2], b[3], b[4]]));
@@ -361,27 +576,35 @@ fn decode_time(b: &[u8]) -> i64 {
     } else {
         0
     };
-    let us = ((days * 24 + h) * 3600 + m * 60 + s) * 1_000_000 + micros;
-    if neg {
-        -us
-    } else {
-        us
-    }
+    let secs = days
+        .checked_mul(24)?
+        .checked_add(h)?
+        .checked_mul(3600)?
+        .checked_add(m * 60 + s)?;
+    let us = secs.checked_mul(1_000_000)?.checked_add(micros)?;
+    Some(if neg { -us } else { us })
 }
 
-/// A column description for a statement's parameter (all sent as strings).
-pub fn param_column() -> Column {
-    Column {
+/// A column description for a statement's parameter, as MySQL sends them.
+pub fn param_column() -> ColumnDef {
+    ColumnDef {
         table: String::new(),
-        column: "?".into(),
-        coltype: ColumnType::MYSQL_TYPE_VAR_STRING,
-        colflags: ColumnFlags::empty(),
+        name: "?".into(),
+        coltype: types::VAR_STRING,
+        flags: flags::BINARY,
+        length: 0,
+        decimals: 0,
+        charset: BINARY_COLLATION,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rows(v: Vec<Vec<Value>>) -> ResultRows {
+        ResultRows::from(v)
+    }
 
     #[test]
     fn binary_dates_decode_without_panicking() {
@@ -409,19 +632,16 @@ mod tests {
             },
             nullable: false,
         }];
-        let rows = ResultRows::from(vec![
+        let r = rows(vec![
             vec![Value::Int(1)],
             vec![Value::Int(i64::MAX)],
             vec![Value::Null],
         ]);
-        let wc = wire_columns(&cols, &rows);
-        assert_eq!(wc[0].coltype, ColumnType::MYSQL_TYPE_LONGLONG);
-        assert!(!wc[0].colflags.contains(ColumnFlags::NOT_NULL_FLAG));
-        let rows = ResultRows::from(vec![vec![Value::text("x")]]);
-        assert_eq!(
-            wire_columns(&cols, &rows)[0].coltype,
-            ColumnType::MYSQL_TYPE_VAR_STRING
-        );
+        let wc = wire_columns(&cols, &r);
+        assert_eq!(wc[0].coltype, types::LONGLONG);
+        assert_eq!(wc[0].flags & flags::NOT_NULL, 0);
+        let r = rows(vec![vec![Value::text("x")]]);
+        assert_eq!(wire_columns(&cols, &r)[0].coltype, types::VAR_STRING);
     }
 
     #[test]
@@ -449,8 +669,58 @@ mod tests {
     }
 
     #[test]
-    fn binary_time_decodes() {
+    fn binary_time_round_trips() {
         let b = [1u8, 1, 0, 0, 0, 2, 3, 4];
-        assert_eq!(decode_time(&b), -((26 * 3600 + 3 * 60 + 4) * 1_000_000));
+        let us = -((26 * 3600 + 3 * 60 + 4) * 1_000_000);
+        assert_eq!(decode_time(&b), Some(us));
+        // Days beyond what microseconds in an i64 hold: malformed, no
+        // overflow.
+        assert_eq!(decode_time(&[0, 0xFF, 0xFF, 0xFF, 0xFF, 23, 59, 59]), None);
+        assert_eq!(
+            decode_time(&[1, 0xE8, 3, 0, 0, 0, 0, 1]),
+            Some(-(1000 * 86_400 + 1) * 1_000_000)
+        );
+        for us in [us, 0, 5, 838 * 3_600_000_000 + 59_999_999, -1] {
+            let mut out = Vec::new();
+            put_time(&mut out, us);
+            assert_eq!(usize::from(out[0]), out.len() - 1);
+            assert_eq!(decode_time(&out[1..]), Some(us), "{us}");
+        }
+    }
+
+    #[test]
+    fn binary_rows_follow_the_column_types() {
+        let cols = vec![
+            OutputColumn {
+                name: "t".into(),
+                table: String::new(),
+                ty: SqlType::Int {
+                    bytes: 1,
+                    unsigned: false,
+                },
+                nullable: true,
+            },
+            OutputColumn {
+                name: "b".into(),
+                table: String::new(),
+                ty: SqlType::Int {
+                    bytes: 8,
+                    unsigned: false,
+                },
+                nullable: true,
+            },
+            OutputColumn {
+                name: "s".into(),
+                table: String::new(),
+                ty: SqlType::VarChar(10),
+                nullable: true,
+            },
+        ];
+        let r = rows(vec![vec![Value::Int(-2), Value::Null, Value::text("hi")]]);
+        let wc = wire_columns(&cols, &r);
+        let mut out = Vec::new();
+        binary_row(&mut out, &wc, r.iter().next().unwrap());
+        // Header, bitmap (column 1 is NULL: bit 3), -2 as one byte, "hi".
+        assert_eq!(out, vec![0x00, 0b0000_1000, 0xFE, 2, b'h', b'i']);
     }
 }

@@ -2,95 +2,11 @@
 //! in-process front end over in-memory storage: the warning count in OK
 //! packets, multi-statement COM_QUERY, unknown statement ids, TLS.
 
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use ladle_dataflow::{Dataflow, DataflowConfig};
-use ladle_shim::{Frontend, FrontendConfig, Metrics, ServerFacts};
-use ladle_storage::{Durability, Storage, StorageConfig};
+use common::{raw_login, read_packet, start, start_with, write_packet};
 use mysql_async::prelude::*;
-use mysql_async::{Conn, OptsBuilder};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-
-/// A front end serving on a loopback port until dropped.
-struct Server {
-    port: u16,
-    _stop: watch::Sender<bool>,
-    _dir: tempfile::TempDir,
-}
-
-async fn start() -> Server {
-    start_with(None).await
-}
-
-async fn start_with(tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>) -> Server {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let cfg = StorageConfig {
-        data_dir: dir.path().to_path_buf(),
-        durability: Durability::Memory,
-        block_cache_bytes: 8 << 20,
-        wal_dir: None,
-        async_flush_interval: Duration::from_millis(5),
-    };
-    let storage = Storage::open(cfg).expect("storage");
-    let dataflow = Dataflow::new(
-        storage.clone(),
-        DataflowConfig {
-            memory_limit: usize::MAX,
-            ..Default::default()
-        },
-    )
-    .expect("dataflow");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let frontend = Frontend::new(
-        storage,
-        dataflow,
-        ServerFacts {
-            max_connections: 100,
-            port,
-            datadir: dir.path().display().to_string(),
-            tls: tls.is_some(),
-            read_consistency: Default::default(),
-        },
-        Arc::new(Metrics::new()),
-        Arc::new(ladle_shim::admin::NoAdmin),
-        FrontendConfig {
-            user: "root".into(),
-            password: String::new(),
-            max_connections: 100,
-            max_allowed_packet: 16 << 20,
-            tls,
-        },
-    );
-    let (stop, stop_rx) = watch::channel(false);
-    tokio::spawn(frontend.serve(listener, stop_rx));
-    Server {
-        port,
-        _stop: stop,
-        _dir: dir,
-    }
-}
-
-impl Server {
-    fn opts(&self) -> OptsBuilder {
-        OptsBuilder::default()
-            .ip_or_hostname("127.0.0.1")
-            .tcp_port(self.port)
-            .user(Some("root"))
-            .prefer_socket(false)
-    }
-
-    async fn connect(&self) -> Conn {
-        let mut c = Conn::new(self.opts()).await.expect("connect");
-        c.query_drop("CREATE DATABASE IF NOT EXISTS t")
-            .await
-            .unwrap();
-        c.query_drop("USE t").await.unwrap();
-        c
-    }
-}
+use mysql_async::Conn;
 
 #[tokio::test]
 async fn ok_packets_count_warnings() {
@@ -187,46 +103,6 @@ async fn multi_statement_queries_return_every_result() {
     // The connection is still in step after all that.
     let one: Option<i64> = c.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
-}
-
-/// A logged-in raw connection (empty password), for packets no client
-/// library sends.
-async fn raw_login(port: u16) -> tokio::net::TcpStream {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let _greeting = read_packet(&mut s).await;
-    // CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH.
-    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000;
-    let mut p = caps.to_le_bytes().to_vec();
-    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    p.push(45);
-    p.extend_from_slice(&[0; 23]);
-    p.extend_from_slice(b"root\0");
-    p.push(0); // empty auth response
-    p.extend_from_slice(b"mysql_native_password\0");
-    write_packet(&mut s, 1, &p).await;
-    let (_, ok) = read_packet(&mut s).await;
-    assert_eq!(ok[0], 0x00, "login failed: {ok:?}");
-    s
-}
-
-async fn read_packet(s: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
-    use tokio::io::AsyncReadExt;
-    let mut h = [0u8; 4];
-    s.read_exact(&mut h).await.expect("header");
-    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-    let mut payload = vec![0; len];
-    s.read_exact(&mut payload).await.expect("payload");
-    (h[3], payload)
-}
-
-async fn write_packet(s: &mut tokio::net::TcpStream, seq: u8, payload: &[u8]) {
-    use tokio::io::AsyncWriteExt;
-    let len = payload.len();
-    let mut p = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, seq];
-    p.extend_from_slice(payload);
-    s.write_all(&p).await.expect("write");
 }
 
 #[tokio::test]
@@ -351,4 +227,226 @@ async fn tls_clients_and_plain_clients_both_connect() {
     assert!(Conn::new(server.opts().ssl_opts(Some(wrong)))
         .await
         .is_err());
+}
+
+/// What a pooled connection's next borrower must not inherit.
+async fn assert_fresh_session(c: &mut Conn, other: &mut Conn) {
+    let vars: Vec<(Option<i64>, i64, i64)> = c
+        .query("SELECT @x, @@autocommit, LAST_INSERT_ID()")
+        .await
+        .unwrap();
+    assert_eq!(vars, vec![(None, 1, 0)]);
+    // The abandoned transaction's row was rolled back, not committed.
+    for conn in [c, other] {
+        let n: Vec<i64> = conn.query("SELECT COUNT(*) FROM r").await.unwrap();
+        assert_eq!(n, vec![0]);
+    }
+}
+
+async fn dirty_session(c: &mut Conn) {
+    c.query_drop("SET @x = 1").await.unwrap();
+    c.query_drop("INSERT INTO seq (v) VALUES (1)")
+        .await
+        .unwrap();
+    c.query_drop("SET autocommit = 0").await.unwrap();
+    c.query_drop("INSERT INTO r VALUES (1)").await.unwrap();
+}
+
+#[tokio::test]
+async fn reset_connection_and_change_user_reset_the_session() {
+    let server = start().await;
+    let mut c = server.connect().await;
+    let mut other = server.connect().await;
+    c.query_drop("CREATE TABLE r (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE seq (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+        .await
+        .unwrap();
+
+    dirty_session(&mut c).await;
+    assert!(c.reset().await.unwrap(), "COM_RESET_CONNECTION is used");
+    assert_fresh_session(&mut c, &mut other).await;
+    let db: Vec<Option<String>> = c.query("SELECT DATABASE()").await.unwrap();
+    assert_eq!(db, vec![Some("t".to_string())], "the database is kept");
+
+    dirty_session(&mut c).await;
+    c.change_user(mysql_async::ChangeUserOpts::default())
+        .await
+        .unwrap();
+    assert_fresh_session(&mut c, &mut other).await;
+
+    // MariaDB does the same (the assertions above hold there too).
+    if let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") {
+        let opts = mysql_async::Opts::from_url(&url).unwrap();
+        let mut m = Conn::new(opts.clone()).await.unwrap();
+        m.query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_reset")
+            .await
+            .unwrap();
+        m.query_drop("USE ladle_proto_reset").await.unwrap();
+        m.query_drop("DROP TABLE IF EXISTS r, seq").await.unwrap();
+        m.query_drop("CREATE TABLE r (id INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        m.query_drop("CREATE TABLE seq (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+            .await
+            .unwrap();
+        let mut m_other = Conn::new(opts).await.unwrap();
+        m_other.query_drop("USE ladle_proto_reset").await.unwrap();
+        dirty_session(&mut m).await;
+        assert!(m.reset().await.unwrap());
+        assert_fresh_session(&mut m, &mut m_other).await;
+        dirty_session(&mut m).await;
+        m.change_user(
+            mysql_async::ChangeUserOpts::default().with_db_name(Some("ladle_proto_reset".into())),
+        )
+        .await
+        .unwrap();
+        assert_fresh_session(&mut m, &mut m_other).await;
+        m.query_drop("DROP DATABASE ladle_proto_reset")
+            .await
+            .unwrap();
+    }
+
+    // A wrong password: 1045, and the connection is closed.
+    let err = c
+        .change_user(mysql_async::ChangeUserOpts::default().with_pass(Some("wrong".into())))
+        .await
+        .unwrap_err();
+    match err {
+        mysql_async::Error::Server(e) => assert_eq!(e.code, 1045, "{e:?}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(c.query_drop("SELECT 1").await.is_err());
+}
+
+/// A table with one column of every type, and the statements reading it.
+const EVERY_TYPE: &str = "CREATE TABLE every_type (
+    id INT NOT NULL PRIMARY KEY,
+    ti TINYINT, si SMALLINT, mi MEDIUMINT, i INT NOT NULL, bi BIGINT,
+    ui INT UNSIGNED, ubi BIGINT UNSIGNED,
+    f FLOAT, d DOUBLE, dec_c DECIMAL(10,2), dec_u DECIMAL(5,0),
+    c CHAR(3), vc VARCHAR(20), tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
+    b BINARY(4), vb VARBINARY(9), bl BLOB, lb LONGBLOB,
+    dt DATE, dtm DATETIME, ts TIMESTAMP NULL, tm TIME, y YEAR,
+    e ENUM('a', 'bcd')
+)";
+
+/// The column metadata a statement's result carries: (name, type, flags,
+/// length, decimals, character set).
+async fn metadata(c: &mut Conn, sql: &str) -> Vec<(String, u8, u16, u32, u8, u16)> {
+    let result = c.query_iter(sql).await.unwrap();
+    let cols = result.columns().expect("a result set");
+    let out = cols
+        .iter()
+        .map(|col| {
+            (
+                col.name_str().into_owned(),
+                col.column_type() as u8,
+                // Key flags (PRI, UNIQUE, MULTIPLE, PART_KEY), AUTO_INCREMENT
+                // and NO_DEFAULT_VALUE are not known to the result's column
+                // types (see `wire`'s docs).
+                col.flags().bits() & !(2 | 4 | 8 | 512 | 4096 | 16384),
+                col.column_length(),
+                col.decimals(),
+                col.character_set(),
+            )
+        })
+        .collect();
+    drop(result.drop_result().await);
+    out
+}
+
+/// Result column metadata agrees with MariaDB's for a table with every type
+/// (when `LADLE_TEST_MARIADB_URL` names a MariaDB to compare with).
+#[tokio::test]
+async fn column_metadata_matches_mariadb() {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return;
+    };
+    let server = start().await;
+    let mut ladle = server.connect().await;
+    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    maria
+        .query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_meta")
+        .await
+        .unwrap();
+    maria.query_drop("USE ladle_proto_meta").await.unwrap();
+    maria
+        .query_drop("DROP TABLE IF EXISTS every_type")
+        .await
+        .unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop(EVERY_TYPE).await.unwrap();
+    }
+    for sql in [
+        "SELECT * FROM every_type",
+        "SELECT * FROM every_type WHERE id = 1",
+    ] {
+        let ours = metadata(&mut ladle, sql).await;
+        let theirs = metadata(&mut maria, sql).await;
+        assert_eq!(ours.len(), theirs.len());
+        let differ: Vec<_> = ours.iter().zip(&theirs).filter(|(o, t)| o != t).collect();
+        assert!(differ.is_empty(), "{sql}: (ours, MariaDB's) {differ:#?}");
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_meta")
+        .await
+        .unwrap();
+}
+
+/// Binary-protocol rows (prepared statements) decode to the same values as
+/// MariaDB's, for every type and NULLs, and text-protocol rows too.
+#[tokio::test]
+async fn prepared_rows_match_mariadb() {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return;
+    };
+    let server = start().await;
+    let mut ladle = server.connect().await;
+    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    maria
+        .query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_rows")
+        .await
+        .unwrap();
+    maria.query_drop("USE ladle_proto_rows").await.unwrap();
+    maria
+        .query_drop("DROP TABLE IF EXISTS every_type")
+        .await
+        .unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop(EVERY_TYPE).await.unwrap();
+        c.query_drop(
+            "INSERT INTO every_type VALUES (1, -3, -300, -70000, 5, -9000000000, 4000000000,
+             18000000000000000000, 1.5, -2.25, 12.50, 99999, 'ab', 'héllo', 'tt', 'tx', 'mt', 'lt',
+             'bins', 'vb', 'bl', 'lb', '2024-02-29', '2024-02-29 10:11:12', '2001-02-03 04:05:06',
+             '-26:03:04', 2024, 'bcd')",
+        )
+        .await
+        .unwrap();
+        c.query_drop("INSERT INTO every_type (id, i) VALUES (2, 0)")
+            .await
+            .unwrap();
+    }
+    let sql = "SELECT * FROM every_type WHERE id BETWEEN ? AND ? ORDER BY id";
+    let ours: Vec<mysql_async::Row> = ladle.exec(sql, (1, 2)).await.unwrap();
+    let theirs: Vec<mysql_async::Row> = maria.exec(sql, (1, 2)).await.unwrap();
+    let values = |rows: &[mysql_async::Row]| -> Vec<Vec<mysql_async::Value>> {
+        rows.iter().map(|r| r.clone().unwrap()).collect()
+    };
+    assert_eq!(values(&ours), values(&theirs));
+    let text = "SELECT * FROM every_type ORDER BY id";
+    let ours: Vec<mysql_async::Row> = ladle.query(text).await.unwrap();
+    let theirs: Vec<mysql_async::Row> = maria.query(text).await.unwrap();
+    assert_eq!(values(&ours), values(&theirs));
+    maria
+        .query_drop("DROP DATABASE ladle_proto_rows")
+        .await
+        .unwrap();
 }

@@ -104,6 +104,21 @@ def test_pymysql_types(target):
 # mysql-connector-python: server-side prepared statements (binary protocol)
 # --------------------------------------------------------------------------
 
+def test_pymysql_bytes_parameters_round_trip(target):
+    # PyMySQL sends a bytes parameter as a _binary'...' literal holding the
+    # raw bytes (not UTF-8): every byte must reach the column unchanged.
+    conn = target.connect_pymysql(autocommit=True)
+    every_byte = bytes(range(256))
+    with conn.cursor() as c:
+        c.execute("CREATE TABLE blobs (id INT PRIMARY KEY, v VARBINARY(300), b BLOB)")
+        c.execute("INSERT INTO blobs VALUES (%s, %s, %s)", (1, b"\x80\xff\x00a'\\", every_byte))
+        c.execute("SELECT v, b, LENGTH(b) FROM blobs WHERE id = %s", (1,))
+        assert c.fetchone() == (b"\x80\xff\x00a'\\", every_byte, 256)
+        c.execute("SELECT id FROM blobs WHERE v = %s", (b"\x80\xff\x00a'\\",))
+        assert c.fetchall() == ((1,),)
+    conn.close()
+
+
 def _connector(target):
     return mysql.connector.connect(host=target.host, port=target.port, user=target.user,
                                    password=target.password, database=target.db,
