@@ -142,7 +142,7 @@ impl Drop for Dataflow {
 }
 
 fn bad(e: crate::expr::EvalError) -> DataflowError {
-    DataflowError::BadArgument(e.0)
+    DataflowError::from(e)
 }
 
 impl Dataflow {

@@ -85,7 +85,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
+use ladle_common::{Collation, Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::StorageError;
 use sqlparser::ast;
 
@@ -123,6 +123,10 @@ pub enum DataflowError {
     UnknownView(String),
     #[error("Incorrect parameter: {0}")]
     BadArgument(String),
+    /// An expression's result does not fit its type (`BIGINT value is out
+    /// of range`), MySQL's 1690.
+    #[error("{0}")]
+    OutOfRange(String),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -249,7 +253,34 @@ impl RowExpr {
 }
 
 fn eval_err(e: expr::EvalError) -> DataflowError {
-    DataflowError::BadArgument(e.0)
+    DataflowError::from(e)
+}
+
+impl From<expr::EvalError> for DataflowError {
+    fn from(e: expr::EvalError) -> DataflowError {
+        match e {
+            expr::EvalError::OutOfRange(m) => DataflowError::OutOfRange(m),
+            expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
+        }
+    }
+}
+
+/// SQL truth of a value, as WHERE and IF read it: `None` for NULL, numbers
+/// when non-zero, strings by their numeric prefix (`'12abc'` is true).
+pub fn value_truth(v: &Value) -> Option<bool> {
+    expr::truth(v)
+}
+
+/// SQL comparison under `collation` (`None` when either side is NULL):
+/// numbers with strings numerically, binary strings bytewise, as the view
+/// engine compares.
+pub fn compare_values(a: &Value, b: &Value, collation: Collation) -> Option<std::cmp::Ordering> {
+    expr::compare(a, b, collation)
+}
+
+/// `s LIKE pattern` (escape `\`) under `collation`.
+pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
+    expr::like(s, pattern, '\\', collation)
 }
 
 /// Compiles `expr` over the columns of `table` (or over no columns when

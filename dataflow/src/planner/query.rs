@@ -303,11 +303,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 let rows = match &c.filter {
-                    Some(f)
-                        if !f
-                            .eval_bool(&[], &[])
-                            .map_err(|e| DataflowError::BadArgument(e.0))? =>
-                    {
+                    Some(f) if !f.eval_bool(&[], &[]).map_err(DataflowError::from)? => {
                         vec![]
                     }
                     _ => vec![c
@@ -315,7 +311,7 @@ impl<'a> Planner<'a> {
                         .iter()
                         .map(|e| e.eval(&[]))
                         .collect::<Result<Row, _>>()
-                        .map_err(|e| DataflowError::BadArgument(e.0))?],
+                        .map_err(DataflowError::from)?],
                 };
                 let cols: Vec<ColInfo> = c
                     .columns
