@@ -1422,6 +1422,14 @@ impl<'a> Planner<'a> {
                                 DataflowError::UnknownColumn(n.clone(), "order clause".into())
                             })?
                         }
+                        // A bare name is the select-list alias first, even
+                        // when a column has that name (WHERE and GROUP BY
+                        // see the column), as MySQL resolves ORDER BY.
+                        ast::Expr::Identifier(id)
+                            if aliases_ok.contains_key(&id.value.to_ascii_lowercase()) =>
+                        {
+                            aliases_ok[&id.value.to_ascii_lowercase()].clone()
+                        }
                         other => cx_alias.compile(other)?,
                     };
                     if e.is_volatile() || e.has_params() {
