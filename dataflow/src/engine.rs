@@ -2,7 +2,7 @@
 //! and misses.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -442,12 +442,37 @@ impl Inner {
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
         let views = self.views.read();
         for collapse_in in [true, false] {
-            let norm = normalize(database, query, collapse_in)?;
+            let norm = normalize(
+                database,
+                query,
+                collapse_in,
+                &self.text_columns(database, query),
+            )?;
             if let Some(v) = views.get(&norm.signature) {
                 return Ok(Some(Target::View(v.clone())));
             }
         }
         Ok(None)
+    }
+
+    /// Lower-cased names of the text columns of the base tables `query`
+    /// names (see `normalize`).
+    fn text_columns(&self, database: &str, query: &ast::Query) -> HashSet<String> {
+        let mut out = HashSet::new();
+        let _ = ast::visit_relations(query, |name| {
+            let table = match name.0.as_slice() {
+                [t] => self.storage.table(database, &t.value),
+                [d, t] => self.storage.table(&d.value, &t.value),
+                _ => None,
+            };
+            for c in table.iter().flat_map(|t| t.columns.iter()) {
+                if c.ty.is_text() {
+                    out.insert(c.name.to_ascii_lowercase());
+                }
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
     }
 
     fn plan(&self, database: &str, q: &ast::Query) -> Result<Planned> {
@@ -464,7 +489,8 @@ impl Inner {
     /// EXPLAIN GRAPH of a view that is not installed (see
     /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
     fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
-        let norm = normalize(database, query, true)?;
+        let text_cols = self.text_columns(database, query);
+        let norm = normalize(database, query, true, &text_cols)?;
         let has_lists = norm.sources.iter().any(|s| matches!(s, Source::List(_)));
         let keyed = |spec: &PlannedView| {
             norm.sources.iter().enumerate().all(|(i, s)| {
@@ -479,7 +505,10 @@ impl Inner {
         };
         let planned = match planned {
             Some(p) => p,
-            None => self.plan(database, &normalize(database, query, false)?.query)?,
+            None => self.plan(
+                database,
+                &normalize(database, query, false, &text_cols)?.query,
+            )?,
         };
         let spec = match planned {
             Planned::Constant(_) => return Ok("Constant (no FROM): evaluated directly\n".into()),
@@ -625,7 +654,8 @@ impl Inner {
         query: &ast::Query,
         origin: Option<&ast::Query>,
     ) -> Result<(Target, Vec<Source>, usize)> {
-        let norm = normalize(database, query, true)?;
+        let text_cols = self.text_columns(database, query);
+        let norm = normalize(database, query, true, &text_cols)?;
         let lists_keyed = |t: &Target| {
             norm.sources.iter().enumerate().all(|(i, s)| {
                 !matches!(s, Source::List(_))
@@ -641,7 +671,7 @@ impl Inner {
                 return Ok((t, norm.sources, norm.user_params));
             }
         }
-        let norm = normalize(database, query, false)?;
+        let norm = normalize(database, query, false, &text_cols)?;
         let t = self.target(database, &norm.query, &norm.signature, origin)?;
         Ok((t, norm.sources, norm.user_params))
     }
@@ -1008,6 +1038,18 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
+fn numeric_key(t: &ladle_common::SqlType) -> bool {
+    use ladle_common::SqlType;
+    matches!(
+        t,
+        SqlType::Int { .. }
+            | SqlType::Year
+            | SqlType::Decimal { .. }
+            | SqlType::Float
+            | SqlType::Double
+    )
+}
+
 /// Reads a view; `lists` gives the elements of key slots bound to IN lists.
 fn read(
     engine: &Inner,
@@ -1035,6 +1077,30 @@ fn read(
                 None => vec![slots.get(*s).cloned().unwrap_or(Value::Null)],
             });
         for raw in raws {
+            // A string compared with a number column compares as a number
+            // (`'1abc'` and `'01'` equal 1, `'abc'` 0): look that number up.
+            let raw = match &raw {
+                Value::Text(_) | Value::Bytes(_) if numeric_key(&spec.key_types[i]) => {
+                    crate::expr::string_as_number(&raw)
+                }
+                // A datetime string compared with a temporal column: what
+                // follows the value (a `+00:00` offset) is ignored, as
+                // MariaDB does (with a warning).
+                Value::Text(t)
+                    if matches!(
+                        spec.key_types[i],
+                        ladle_common::SqlType::Date
+                            | ladle_common::SqlType::DateTime
+                            | ladle_common::SqlType::Timestamp
+                    ) =>
+                {
+                    match ladle_common::parse_datetime_prefix(t) {
+                        Some(dt) => Value::DateTime(dt),
+                        None => raw,
+                    }
+                }
+                _ => raw,
+            };
             // Coerce to the column's type for the lookup, but only when that
             // loses nothing: `id = 1.5` matches no integer.
             if let Ok(x) = coerce(&raw, &col) {

@@ -13,7 +13,7 @@ use std::fmt;
 use ladle_common::{Collation, SqlType, Value};
 
 pub use func::Func;
-pub(crate) use ops::{compare, like, truth, value_to_f64};
+pub(crate) use ops::{compare, like, string_as_number, truth, value_to_f64};
 
 /// An evaluation failure (the user's fault).
 #[derive(Clone, Debug, PartialEq)]

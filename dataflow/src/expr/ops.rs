@@ -67,6 +67,17 @@ pub(crate) fn text_to_f64(s: &str) -> f64 {
     t[..end].parse::<f64>().unwrap_or(0.0)
 }
 
+/// A string as the number MySQL compares it as with a number: exact when
+/// the whole string is a decimal number (`'01'`, `' 10'`), else its
+/// numeric prefix as a double (`'1abc'` is 1, `'abc'` 0).
+pub(crate) fn string_as_number(v: &Value) -> Value {
+    let s = to_text(v);
+    match text_to_decimal(&s) {
+        Some(d) => Value::Decimal(d),
+        None => Value::Double(text_to_f64(&s)),
+    }
+}
+
 fn text_to_decimal(s: &str) -> Option<Decimal> {
     let t = s.trim();
     Decimal::from_str(t).ok()

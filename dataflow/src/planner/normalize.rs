@@ -2,6 +2,7 @@
 //! equality predicates into parameters, and computes the view signature
 //! under which equal-shaped queries share one view.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use ladle_common::Value;
@@ -52,7 +53,7 @@ const LIT: &str = "?lit";
 
 /// Literals extracted from the WHERE clause, and IN lists collapsed into
 /// one parameter (`?l<N>` = `lists[N]`).
-struct Extracted {
+struct Extracted<'a> {
     lits: Vec<Value>,
     lists: Vec<Vec<Source>>,
     collapse_in: bool,
@@ -63,13 +64,34 @@ struct Extracted {
     /// Only `t.col = literal` (inner join ON: a bare name could become
     /// ambiguous in WHERE, where the planner moves it).
     qualified_only: bool,
+    /// Lower-cased names of the text columns of the query's tables.
+    text_cols: &'a HashSet<String>,
+}
+
+/// Whether `col = lit` must stay a filter rather than become a key
+/// lookup: a number compared with a text column compares numerically in
+/// MySQL (`'1abc' = 1`, `'01' = 1`), which no lookup by the string can
+/// find. Names are matched without their table, so a text column of that
+/// name in any table of the query keeps the literal (a filter is always
+/// correct, only slower).
+fn number_against_text(col: &ast::Expr, lit: &ast::Expr, text_cols: &HashSet<String>) -> bool {
+    let name = match col {
+        ast::Expr::Identifier(i) => &i.value,
+        ast::Expr::CompoundIdentifier(ids) => match ids.last() {
+            Some(i) => &i.value,
+            None => return false,
+        },
+        _ => return false,
+    };
+    matches!(lit, ast::Expr::Value(ast::Value::Number(..)))
+        && text_cols.contains(&name.to_ascii_lowercase())
 }
 
 fn is_user_param(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p.starts_with("?u"))
 }
 
-fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
+fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<()> {
     let lits = &mut x.lits;
     match e {
         ast::Expr::BinaryOp {
@@ -88,6 +110,12 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             let col_ok = |c: &ast::Expr| {
                 is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
             };
+            let text_cols = x.text_cols;
+            if number_against_text(left, right, text_cols)
+                || number_against_text(right, left, text_cols)
+            {
+                return Ok(());
+            }
             if col_ok(left) && is_plain_literal(right) {
                 if let ast::Expr::Value(v) = &**right {
                     lits.push(literal(v)?);
@@ -137,6 +165,13 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                     }
                 }
             }
+            Ok(())
+        }
+        ast::Expr::InList { expr, list, .. }
+            if list
+                .iter()
+                .any(|i| number_against_text(expr, i, x.text_cols)) =>
+        {
             Ok(())
         }
         ast::Expr::InList {
@@ -199,7 +234,14 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
 /// Normalizes with IN lists collapsed into key lookups (see
 /// [`Source::List`]); the caller falls back to `collapse_in = false` when
 /// the planned view does not key on the collapsed column.
-pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Result<Normalized> {
+/// `text_cols`: lower-cased names of the text columns of the tables the
+/// query reads (numbers compared with them stay literals).
+pub(crate) fn normalize(
+    database: &str,
+    q: &ast::Query,
+    collapse_in: bool,
+    text_cols: &HashSet<String>,
+) -> Result<Normalized> {
     let mut query = q.clone();
     // 1. Name the caller's placeholders in text order.
     let mut n = 0usize;
@@ -221,6 +263,7 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         collapse_in,
         grouped_cols: Vec::new(),
         qualified_only: false,
+        text_cols,
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
