@@ -1162,3 +1162,29 @@ fn bare_names_in_join_on_stay_in_the_join() {
         Err(err) => assert!(matches!(err, DataflowError::Unsupported(_)), "{err}"),
     }
 }
+
+/// Expressions that yield bytes are typed binary in the result metadata (so
+/// the wire layer sends charset 63); HEX() is text, UNHEX() binary.
+#[test]
+fn binary_expressions_have_binary_result_types() {
+    let e = env(1 << 30);
+    e.table(
+        "b",
+        &[
+            ("id", int()),
+            ("bl", ladle_common::SqlType::Blob(65535)),
+            ("name", text()),
+        ],
+    );
+    let p = e.prepare(
+        "SELECT X'00FF', CAST(name AS BINARY), HEX(bl), UNHEX(name), CONCAT(name, bl), \
+         CONCAT(name, 'x'), SUBSTRING(bl, 2), bl FROM b",
+    );
+    let binary: Vec<bool> = p.columns().iter().map(|c| c.ty.is_binary()).collect();
+    assert_eq!(
+        binary,
+        vec![true, true, false, true, true, false, true, true],
+        "{:?}",
+        p.columns()
+    );
+}
