@@ -1,7 +1,9 @@
-//! System variables (`@@x`, SHOW VARIABLES) and a small evaluator for the
-//! expressions the shim answers itself: session functions and variables in
-//! SELECTs without FROM, and WHERE/projection over the virtual catalog tables
-//! (SHOW ... WHERE, information_schema).
+//! System variables (`@@x`, SHOW VARIABLES) and [`EvalContext`], which
+//! evaluates the expressions the shim answers itself (SELECTs without FROM,
+//! constant INSERT values, WHERE/projection over the virtual catalog tables)
+//! with the view engine's evaluator: session references and the virtual
+//! row's columns become literals, the rest is `ladle_dataflow`'s, so these
+//! answers never differ from a view's.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
