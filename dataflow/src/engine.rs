@@ -2,7 +2,7 @@
 //! and misses.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -16,7 +16,7 @@ use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
 use crate::ops::reader::cmp_rows;
 use crate::ops::ReaderState;
-use crate::planner::normalize::{normalize, Source};
+use crate::planner::normalize::{normalize, ColumnKinds, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
 use crate::rows::ResultRows;
@@ -446,7 +446,7 @@ impl Inner {
                 database,
                 query,
                 collapse_in,
-                &self.text_columns(database, query),
+                &self.column_kinds(database, query),
             )?;
             if let Some(v) = views.get(&norm.signature) {
                 return Ok(Some(Target::View(v.clone())));
@@ -455,10 +455,10 @@ impl Inner {
         Ok(None)
     }
 
-    /// Lower-cased names of the text columns of the base tables `query`
-    /// names (see `normalize`).
-    fn text_columns(&self, database: &str, query: &ast::Query) -> HashSet<String> {
-        let mut out = HashSet::new();
+    /// The columns of the base tables `query` names, by kind (see
+    /// `normalize`).
+    fn column_kinds(&self, database: &str, query: &ast::Query) -> ColumnKinds {
+        let mut out = ColumnKinds::default();
         let _ = ast::visit_relations(query, |name| {
             let table = match name.0.as_slice() {
                 [t] => self.storage.table(database, &t.value),
@@ -466,9 +466,14 @@ impl Inner {
                 _ => None,
             };
             for c in table.iter().flat_map(|t| t.columns.iter()) {
-                if c.ty.is_text() {
-                    out.insert(c.name.to_ascii_lowercase());
-                }
+                let kind = if c.ty.is_text() {
+                    &mut out.text
+                } else if numeric_key(&c.ty) {
+                    &mut out.numeric
+                } else {
+                    &mut out.other
+                };
+                kind.insert(c.name.to_ascii_lowercase());
             }
             std::ops::ControlFlow::<()>::Continue(())
         });
@@ -489,8 +494,8 @@ impl Inner {
     /// EXPLAIN GRAPH of a view that is not installed (see
     /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
     fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
-        let text_cols = self.text_columns(database, query);
-        let norm = normalize(database, query, true, &text_cols)?;
+        let col_kinds = self.column_kinds(database, query);
+        let norm = normalize(database, query, true, &col_kinds)?;
         let has_lists = norm.sources.iter().any(|s| matches!(s, Source::List(_)));
         let keyed = |spec: &PlannedView| {
             norm.sources.iter().enumerate().all(|(i, s)| {
@@ -507,7 +512,7 @@ impl Inner {
             Some(p) => p,
             None => self.plan(
                 database,
-                &normalize(database, query, false, &text_cols)?.query,
+                &normalize(database, query, false, &col_kinds)?.query,
             )?,
         };
         let spec = match planned {
@@ -654,8 +659,8 @@ impl Inner {
         query: &ast::Query,
         origin: Option<&ast::Query>,
     ) -> Result<(Target, Vec<Source>, usize)> {
-        let text_cols = self.text_columns(database, query);
-        let norm = normalize(database, query, true, &text_cols)?;
+        let col_kinds = self.column_kinds(database, query);
+        let norm = normalize(database, query, true, &col_kinds)?;
         let lists_keyed = |t: &Target| {
             norm.sources.iter().enumerate().all(|(i, s)| {
                 !matches!(s, Source::List(_))
@@ -671,7 +676,7 @@ impl Inner {
                 return Ok((t, norm.sources, norm.user_params));
             }
         }
-        let norm = normalize(database, query, false, &text_cols)?;
+        let norm = normalize(database, query, false, &col_kinds)?;
         let t = self.target(database, &norm.query, &norm.signature, origin)?;
         Ok((t, norm.sources, norm.user_params))
     }

@@ -634,11 +634,13 @@ impl<'a> ExprCx<'a> {
                 list,
                 negated,
             } => {
-                let x = self.compile(expr)?;
+                let members: Vec<&ast::Expr> =
+                    std::iter::once(&**expr).chain(list.iter()).collect();
+                let mut compiled = self.compile_comparison_group(&members)?.into_iter();
+                let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
                 let mut coll = self.collation_of(expr, &x);
                 let mut items = Vec::new();
-                for item in list {
-                    let c = self.compile(item)?;
+                for (item, c) in list.iter().zip(compiled) {
                     if coll.is_none() {
                         coll = self.collation_of(item, &c);
                     }
@@ -657,12 +659,15 @@ impl<'a> ExprCx<'a> {
                 low,
                 high,
             } => {
-                let x = self.compile(expr)?;
+                let [x, lo, hi]: [Expr; 3] = self
+                    .compile_comparison_group(&[expr, low, high])?
+                    .try_into()
+                    .map_err(|_| DataflowError::Internal("BETWEEN operands".into()))?;
                 let coll = self.collation_of(expr, &x).unwrap_or_default();
                 Expr::Between {
                     expr: b(x),
-                    low: b(self.compile(low)?),
-                    high: b(self.compile(high)?),
+                    low: b(lo),
+                    high: b(hi),
                     negated: *negated,
                     collation: coll,
                 }
@@ -743,7 +748,21 @@ impl<'a> ExprCx<'a> {
                 data_type,
                 format: None,
                 ..
-            } => Expr::Cast(b(self.compile(expr)?), cast_type(data_type)?),
+            } => {
+                let target = cast_type(data_type)?;
+                let numeric = matches!(
+                    target,
+                    CastType::Signed
+                        | CastType::Unsigned
+                        | CastType::Decimal { .. }
+                        | CastType::Double
+                );
+                let x = match hex_number(expr) {
+                    Some(n) if numeric => Expr::Literal(n),
+                    _ => self.compile(expr)?,
+                };
+                Expr::Cast(b(x), target)
+            }
             E::Convert {
                 expr,
                 data_type: Some(dt),
@@ -853,6 +872,28 @@ impl<'a> ExprCx<'a> {
         }
     }
 
+    /// Compiles operands compared with each other (IN, BETWEEN, GREATEST):
+    /// hex literals among them are numbers when another operand is one.
+    fn compile_comparison_group(&self, exprs: &[&ast::Expr]) -> Result<Vec<Expr>> {
+        let compiled: Vec<Expr> = exprs
+            .iter()
+            .map(|e| self.compile(e))
+            .collect::<Result<_>>()?;
+        let frame = self.frame_types();
+        let numeric = exprs
+            .iter()
+            .zip(&compiled)
+            .any(|(a, c)| hex_number(a).is_none() && is_numeric_type(&c.result_type(&frame).0));
+        Ok(exprs
+            .iter()
+            .zip(compiled)
+            .map(|(a, c)| match hex_number(a) {
+                Some(n) if numeric => Expr::Literal(n),
+                _ => c,
+            })
+            .collect())
+    }
+
     fn interval(&self, iv: &ast::Interval) -> Result<(Expr, i64)> {
         let unit = match &iv.leading_field {
             Some(ast::DateTimeField::Microsecond) => func::UNIT_MICROSECOND,
@@ -948,10 +989,29 @@ impl<'a> ExprCx<'a> {
             _ => Func::by_name(&name, args.len())
                 .ok_or_else(|| unsupported(format!("function {name}")))?,
         };
-        let compiled: Vec<Expr> = args
-            .iter()
-            .map(|a| self.compile(a))
-            .collect::<Result<_>>()?;
+        let compiled: Vec<Expr> = match func {
+            // Numeric functions read hex literals as numbers.
+            Func::Abs
+            | Func::Round
+            | Func::Truncate
+            | Func::Floor
+            | Func::Ceil
+            | Func::Sign
+            | Func::Mod
+            | Func::Pow
+            | Func::Sqrt => args
+                .iter()
+                .map(|a| match hex_number(a) {
+                    Some(n) => Ok(Expr::Literal(n)),
+                    None => self.compile(a),
+                })
+                .collect::<Result<_>>()?,
+            Func::Greatest | Func::Least => self.compile_comparison_group(&args)?,
+            _ => args
+                .iter()
+                .map(|a| self.compile(a))
+                .collect::<Result<_>>()?,
+        };
         // NOW(fsp) etc. ignore their precision argument.
         let compiled = match func {
             Func::Now | Func::UtcTimestamp | Func::CurTime => vec![],

@@ -64,8 +64,46 @@ struct Extracted<'a> {
     /// Only `t.col = literal` (inner join ON: a bare name could become
     /// ambiguous in WHERE, where the planner moves it).
     qualified_only: bool,
-    /// Lower-cased names of the text columns of the query's tables.
-    text_cols: &'a HashSet<String>,
+    /// The kinds of the columns of the query's tables.
+    cols: &'a ColumnKinds,
+}
+
+/// Lower-cased names of the columns of the tables a query reads, by kind
+/// (a name can be of several kinds in different tables).
+#[derive(Debug, Default)]
+pub(crate) struct ColumnKinds {
+    pub text: HashSet<String>,
+    pub numeric: HashSet<String>,
+    /// Binary, temporal and other columns.
+    pub other: HashSet<String>,
+}
+
+fn column_name(col: &ast::Expr) -> Option<String> {
+    match col {
+        ast::Expr::Identifier(i) => Some(i.value.to_ascii_lowercase()),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+/// A hex literal compared with a number column is a number (MySQL's
+/// numeric context): rewritten as one before it becomes a parameter, so the
+/// key lookup sees 65 for `id = 0x41`. Only when the name is a number column
+/// in every table of the query that has it.
+fn hex_to_number(col: &ast::Expr, lit: &mut ast::Expr, cols: &ColumnKinds) {
+    let Some(name) = column_name(col) else {
+        return;
+    };
+    if !cols.numeric.contains(&name) || cols.text.contains(&name) || cols.other.contains(&name) {
+        return;
+    }
+    if let ast::Expr::Value(v @ ast::Value::HexStringLiteral(_)) = lit {
+        if let Ok(Value::Bytes(b)) = literal(v) {
+            let tail = &b[b.len().saturating_sub(8)..];
+            let n = tail.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x));
+            *v = ast::Value::Number(n.to_string(), false);
+        }
+    }
 }
 
 /// Whether `col = lit` must stay a filter rather than become a key
@@ -74,17 +112,9 @@ struct Extracted<'a> {
 /// find. Names are matched without their table, so a text column of that
 /// name in any table of the query keeps the literal (a filter is always
 /// correct, only slower).
-fn number_against_text(col: &ast::Expr, lit: &ast::Expr, text_cols: &HashSet<String>) -> bool {
-    let name = match col {
-        ast::Expr::Identifier(i) => &i.value,
-        ast::Expr::CompoundIdentifier(ids) => match ids.last() {
-            Some(i) => &i.value,
-            None => return false,
-        },
-        _ => return false,
-    };
+fn number_against_text(col: &ast::Expr, lit: &ast::Expr, cols: &ColumnKinds) -> bool {
     matches!(lit, ast::Expr::Value(ast::Value::Number(..)))
-        && text_cols.contains(&name.to_ascii_lowercase())
+        && column_name(col).is_some_and(|n| cols.text.contains(&n))
 }
 
 fn is_user_param(e: &ast::Expr) -> bool {
@@ -92,6 +122,22 @@ fn is_user_param(e: &ast::Expr) -> bool {
 }
 
 fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<()> {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => {
+            hex_to_number(left, right, x.cols);
+            hex_to_number(right, left, x.cols);
+        }
+        ast::Expr::InList { expr, list, .. } => {
+            for item in list.iter_mut() {
+                hex_to_number(expr, item, x.cols);
+            }
+        }
+        _ => {}
+    }
     let lits = &mut x.lits;
     match e {
         ast::Expr::BinaryOp {
@@ -110,10 +156,8 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
             let col_ok = |c: &ast::Expr| {
                 is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
             };
-            let text_cols = x.text_cols;
-            if number_against_text(left, right, text_cols)
-                || number_against_text(right, left, text_cols)
-            {
+            let cols = x.cols;
+            if number_against_text(left, right, cols) || number_against_text(right, left, cols) {
                 return Ok(());
             }
             if col_ok(left) && is_plain_literal(right) {
@@ -168,9 +212,7 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
             Ok(())
         }
         ast::Expr::InList { expr, list, .. }
-            if list
-                .iter()
-                .any(|i| number_against_text(expr, i, x.text_cols)) =>
+            if list.iter().any(|i| number_against_text(expr, i, x.cols)) =>
         {
             Ok(())
         }
@@ -234,13 +276,14 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
 /// Normalizes with IN lists collapsed into key lookups (see
 /// [`Source::List`]); the caller falls back to `collapse_in = false` when
 /// the planned view does not key on the collapsed column.
-/// `text_cols`: lower-cased names of the text columns of the tables the
-/// query reads (numbers compared with them stay literals).
+/// `cols`: the columns of the tables the query reads, by kind (numbers
+/// compared with text columns stay literals; hex literals compared with
+/// number columns become numbers).
 pub(crate) fn normalize(
     database: &str,
     q: &ast::Query,
     collapse_in: bool,
-    text_cols: &HashSet<String>,
+    cols: &ColumnKinds,
 ) -> Result<Normalized> {
     let mut query = q.clone();
     // 1. Name the caller's placeholders in text order.
@@ -263,7 +306,7 @@ pub(crate) fn normalize(
         collapse_in,
         grouped_cols: Vec::new(),
         qualified_only: false,
-        text_cols,
+        cols,
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {
