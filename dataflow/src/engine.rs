@@ -980,6 +980,15 @@ impl Prepared {
                 Target::Constant(c) => return constant(&c, &slots).map(ResultRows::from),
                 Target::View(v) => v,
             };
+            if numeric_param_on_text_key(&view, &sources, &slots, &lists) {
+                // A number bound to `text_col = ?` compares numerically
+                // (`'01' = 1`), which no lookup by the string finds: the
+                // query runs with the values inlined, where the number
+                // against the text column is a filter (see `normalize`).
+                let inlined =
+                    engine.prepare(&self.database, &inline_params(&self.query, params))?;
+                return inlined.execute_with(&[], overlay, after);
+            }
             if view.dropped.load(AO::SeqCst) {
                 let (t, sources, _) =
                     engine.bind(&self.database, &self.query, Some(&self.query))?;
@@ -1002,6 +1011,51 @@ impl Prepared {
         }
         Err(DataflowError::Internal("view kept being dropped".into()))
     }
+}
+
+/// Whether a caller's parameter bound to a text key column is a number.
+fn numeric_param_on_text_key(
+    view: &View,
+    sources: &[Source],
+    slots: &[Value],
+    lists: &[(usize, Vec<Value>)],
+) -> bool {
+    let number = |v: &Value| {
+        matches!(
+            v,
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+        )
+    };
+    let spec = &view.spec;
+    spec.key_slots.iter().enumerate().any(|(i, key_slots)| {
+        spec.key_types.get(i).is_some_and(|t| t.is_text())
+            && key_slots.iter().any(|&s| match sources.get(s) {
+                Some(Source::User(_)) => slots.get(s).is_some_and(number),
+                Some(Source::List(items)) => {
+                    items.iter().any(|x| matches!(x, Source::User(_)))
+                        && lists
+                            .iter()
+                            .any(|(slot, vals)| *slot == s && vals.iter().any(number))
+                }
+                _ => false,
+            })
+    })
+}
+
+/// `query` with its `?` placeholders replaced, in text order, by `params`
+/// as literals.
+fn inline_params(query: &ast::Query, params: &[Value]) -> ast::Query {
+    let mut q = query.clone();
+    let mut next = params.iter();
+    let _ = ast::visit_expressions_mut(&mut q, |e| {
+        if matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p == "?") {
+            if let Some(v) = next.next() {
+                *e = crate::value_expr(v);
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    q
 }
 
 fn constant(c: &crate::planner::query::Constant, slots: &[Value]) -> Result<Vec<Row>> {

@@ -265,6 +265,32 @@ impl From<expr::EvalError> for DataflowError {
     }
 }
 
+/// A SQL literal with `v`'s value and type: temporal values as typed
+/// literals (`DATE '2024-01-02'`), binary strings as hex literals, doubles
+/// in exponent notation (which keeps them DOUBLE). Compiling it gives `v`
+/// back.
+pub fn value_expr(v: &Value) -> ast::Expr {
+    let typed = |data_type: ast::DataType| ast::Expr::TypedString {
+        data_type,
+        value: v.to_string(),
+    };
+    let lit = match v {
+        Value::Null => ast::Value::Null,
+        Value::Int(i) => ast::Value::Number(i.to_string(), false),
+        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
+        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
+        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
+        Value::Bytes(b) => {
+            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
+        }
+        Value::Text(t) => ast::Value::SingleQuotedString(t.to_string()),
+        Value::Date(_) => return typed(ast::DataType::Date),
+        Value::DateTime(_) => return typed(ast::DataType::Datetime(None)),
+        Value::Time(_) => return typed(ast::DataType::Time(None, ast::TimezoneInfo::None)),
+    };
+    ast::Expr::Value(lit)
+}
+
 /// SQL truth of a value, as WHERE and IF read it: `None` for NULL, numbers
 /// when non-zero, strings by their numeric prefix (`'12abc'` is true).
 pub fn value_truth(v: &Value) -> Option<bool> {

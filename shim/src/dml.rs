@@ -481,7 +481,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
         let replaced = match x {
             Expr::Subquery(q) => subquery_rows(e, s, q).and_then(|rows| match rows.len() {
                 0 => Ok(Expr::Value(ast::Value::Null)),
-                1 => one_column(&rows[0]).map(crate::vars::value_expr),
+                1 => one_column(&rows[0]).map(ladle_dataflow::value_expr),
                 _ => Err(ShimError::Wire(WireError {
                     code: ER_SUBQUERY_NO_1_ROW,
                     message: "Subquery returns more than 1 row".into(),
@@ -498,7 +498,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
                 }
                 let list = rows
                     .iter()
-                    .map(|r| one_column(r).map(crate::vars::value_expr))
+                    .map(|r| one_column(r).map(ladle_dataflow::value_expr))
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Expr::InList {
                     expr: lhs.clone(),

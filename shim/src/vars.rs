@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use ladle_common::{Collation, Value};
+use ladle_dataflow::value_expr;
 use sqlparser::ast::{self, Expr};
 
 use crate::session::Session;
@@ -319,31 +320,6 @@ impl EvalContext<'_> {
             _ => return None,
         })
     }
-}
-
-/// A SQL literal with `v`'s value and type: temporal values as typed
-/// literals (`DATE '2024-01-02'`), binary strings as hex literals, doubles
-/// in exponent notation (which keeps them DOUBLE).
-pub(crate) fn value_expr(v: &Value) -> Expr {
-    let typed = |data_type: ast::DataType| Expr::TypedString {
-        data_type,
-        value: v.to_string(),
-    };
-    let lit = match v {
-        Value::Null => ast::Value::Null,
-        Value::Int(i) => ast::Value::Number(i.to_string(), false),
-        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
-        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
-        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
-        Value::Bytes(b) => {
-            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
-        }
-        Value::Text(t) => ast::Value::SingleQuotedString(t.to_string()),
-        Value::Date(_) => return typed(ast::DataType::Date),
-        Value::DateTime(_) => return typed(ast::DataType::Datetime(None)),
-        Value::Time(_) => return typed(ast::DataType::Time(None, ast::TimezoneInfo::None)),
-    };
-    Expr::Value(lit)
 }
 
 /// SQL truth, as the view engine reads it (`'12abc'` is true).
