@@ -1432,8 +1432,12 @@ impl<'a> Planner<'a> {
                         // A bare name is the select-list alias first, even
                         // when a column has that name (WHERE and GROUP BY
                         // see the column), as MySQL resolves ORDER BY.
+                        // (An alias of NOW() or a parameter is the same for
+                        // every row: the column's order is as good.)
                         ast::Expr::Identifier(id)
-                            if aliases_ok.contains_key(&id.value.to_ascii_lowercase()) =>
+                            if aliases_ok
+                                .get(&id.value.to_ascii_lowercase())
+                                .is_some_and(|e| !e.is_volatile() && !e.has_params()) =>
                         {
                             aliases_ok[&id.value.to_ascii_lowercase()].clone()
                         }
