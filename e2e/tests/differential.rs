@@ -33,13 +33,34 @@ struct URow {
     label: String,
 }
 
-/// A row of `b`: binary strings of any bytes and a DECIMAL(8,2) (in cents).
+/// A row of `b`: binary strings of any bytes, a DECIMAL(8,2) (in cents) and
+/// a DATETIME(6).
 #[derive(Clone, Debug)]
 struct BRow {
     vb: Option<Vec<u8>>,
     /// Stored padded with 0x00 to 3 bytes, as BINARY(3) is.
     bn: Vec<u8>,
     cents: i64,
+    dt: Micros,
+}
+
+/// A DATETIME(6) in January 2020 as (day, hour, minute, second,
+/// microsecond): tuple order is time order. The microsecond is never 0
+/// (Ladle prints DATETIME(6) without its fraction when it is zero).
+type Micros = (u32, u32, u32, u32, u32);
+
+fn rand_datetime(rng: &mut StdRng) -> Micros {
+    (
+        rng.gen_range(1..=3),
+        rng.gen_range(0..2),
+        rng.gen_range(0..2),
+        rng.gen_range(0..60),
+        rng.gen_range(1..=999_999),
+    )
+}
+
+fn datetime((d, h, m, s, us): Micros) -> String {
+    format!("2020-01-{d:02} {h:02}:{m:02}:{s:02}.{us:06}")
 }
 
 /// The reference model of tables `t`, `u` and `b`.
@@ -124,11 +145,13 @@ impl Model {
                 let vb = (!rng.gen_ratio(1, 6)).then(|| Self::rand_bytes(rng, 4));
                 let bn = Self::rand_bytes(rng, 4);
                 let cents = rng.gen_range(-999_999..=999_999);
+                let dt = rand_datetime(rng);
                 let sql = format!(
-                    "INSERT INTO b (id, vb, bn, d) VALUES ({id}, {}, {}, {})",
+                    "INSERT INTO b (id, vb, bn, d, dt) VALUES ({id}, {}, {}, {}, '{}')",
                     vb.as_deref().map_or("NULL".to_string(), hex_literal),
                     hex_literal(&bn),
-                    decimal(cents)
+                    decimal(cents),
+                    datetime(dt)
                 );
                 if bn.len() > 3 {
                     return write(sql, Some(1406));
@@ -138,7 +161,7 @@ impl Model {
                     Entry::Vacant(e) => {
                         let mut bn = bn;
                         bn.resize(3, 0);
-                        e.insert(BRow { vb, bn, cents });
+                        e.insert(BRow { vb, bn, cents, dt });
                         write(sql, None)
                     }
                 }
@@ -184,7 +207,33 @@ impl Model {
             Some(v) if rng.gen_bool(0.7) => v,
             _ => Self::rand_bytes(rng, 4),
         };
-        match rng.gen_range(0..5) {
+        match rng.gen_range(0..7) {
+            5 => {
+                let x = rand_datetime(rng);
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.dt > x)
+                    .map(|(id, r)| vec![id.to_string(), datetime(r.dt)])
+                    .collect();
+                query(
+                    format!("SELECT id, dt FROM b WHERE dt > '{}'", datetime(x)),
+                    rows,
+                    false,
+                )
+            }
+            6 => {
+                let mut rows: Vec<(Micros, i64)> =
+                    self.b.iter().map(|(id, r)| (r.dt, *id)).collect();
+                rows.sort();
+                query(
+                    "SELECT id, dt FROM b ORDER BY dt, id".to_string(),
+                    rows.iter()
+                        .map(|(dt, id)| vec![id.to_string(), datetime(*dt)])
+                        .collect(),
+                    true,
+                )
+            }
             0 => {
                 let rows = self
                     .b
@@ -650,7 +699,7 @@ impl Model {
 const SCHEMA: [&str; 3] = [
     "CREATE TABLE t (id INT PRIMARY KEY, grp INT NOT NULL, val INT, name VARCHAR(10) NOT NULL)",
     "CREATE TABLE u (id INT PRIMARY KEY, t_grp INT NOT NULL, label VARCHAR(10) NOT NULL)",
-    "CREATE TABLE b (id INT PRIMARY KEY, vb VARBINARY(8), bn BINARY(3) NOT NULL, d DECIMAL(8,2) NOT NULL)",
+    "CREATE TABLE b (id INT PRIMARY KEY, vb VARBINARY(8), bn BINARY(3) NOT NULL, d DECIMAL(8,2) NOT NULL, dt DATETIME(6) NOT NULL)",
 ];
 
 /// Runs `ops` on `url` and returns the mismatches against the model.
