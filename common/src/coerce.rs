@@ -202,6 +202,9 @@ pub enum Adjustment {
     Truncated,
     /// A string that is not a number became 0.
     Zeroed,
+    /// Bytes that are not UTF-8, for a text column: each invalid sequence
+    /// became `?` (MariaDB's 1366 warning).
+    Replaced,
 }
 
 /// [`coerce`], except that a number out of range, a string too long or a
@@ -275,6 +278,13 @@ pub fn coerce_adjusting(
                 Value::bytes(&b[..b.len().min(*n as usize)]),
                 Some(Adjustment::Truncated),
             ))
+        }
+        (CoerceError::IncorrectString { .. }, _) => {
+            let Value::Bytes(b) = v else {
+                return Err(err);
+            };
+            let (replaced, _) = coerce_adjusting(&Value::text(replace_invalid(b)), column)?;
+            Ok((replaced, Some(Adjustment::Replaced)))
         }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
@@ -355,10 +365,39 @@ fn to_decimal(v: &Value) -> Option<Decimal> {
     }
 }
 
-/// Up to 6 bytes as `\xHH` escapes (MariaDB's rendering of the bad part of
-/// an incorrect string value).
+/// Up to 6 bytes as MariaDB shows the bad part of an incorrect string
+/// value: printable ASCII as is, other bytes as `\xHH`.
 fn escape_invalid(b: &[u8]) -> String {
-    b.iter().take(6).map(|x| format!("\\x{x:02X}")).collect()
+    b.iter()
+        .take(6)
+        .map(|&x| {
+            if x.is_ascii_graphic() || x == b' ' {
+                char::from(x).to_string()
+            } else {
+                format!("\\x{x:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `b` as text with every invalid UTF-8 sequence replaced by `?`, as
+/// MariaDB stores such bytes in non-strict mode.
+fn replace_invalid(mut b: &[u8]) -> String {
+    let mut out = String::new();
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (valid, rest) = b.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push('?');
+                b = &rest[e.error_len().unwrap_or(rest.len())..];
+            }
+        }
+    }
 }
 
 fn to_text(v: &Value) -> String {
@@ -499,6 +538,25 @@ mod tests {
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);
         assert_eq!(numeric_prefix("-"), None);
+        // Bytes that are not UTF-8 into a text column: refused, or with `?`
+        // for each bad sequence in non-strict mode, as MariaDB does.
+        let name = col(SqlType::VarChar(10));
+        assert!(matches!(
+            coerce(&Value::bytes([0x41, 0xFF, 0x42]), &name),
+            Err(CoerceError::IncorrectString { ref value, .. }) if value == "\\xFFB"
+        ));
+        assert_eq!(
+            coerce(&Value::bytes([0xC3, 0xA9]), &name),
+            Ok(Value::text("é"))
+        );
+        assert_eq!(
+            adjust(Value::bytes([0x41, 0xFF, 0x42]), &name),
+            (Value::text("A?B"), Some(Adjustment::Replaced))
+        );
+        assert_eq!(
+            adjust(Value::bytes([0xC3, 0xA9, 0xC3]), &name).0,
+            Value::text("é?")
+        );
     }
 
     fn col(ty: SqlType) -> ColumnSchema {

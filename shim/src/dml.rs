@@ -760,6 +760,13 @@ fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]
                     1265,
                     format!("Data truncated for column '{}' at row {at_row}", col.name),
                 ),
+                Adjustment::Replaced => (
+                    1366,
+                    format!(
+                        "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
+                        schema.database, schema.name, col.name
+                    ),
+                ),
                 Adjustment::Zeroed => (
                     1366,
                     format!(
