@@ -639,8 +639,11 @@ impl<'a> ExprCx<'a> {
                 let mut compiled = self.compile_comparison_group(&members)?.into_iter();
                 let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
                 let mut coll = self.collation_of(expr, &x);
+                let text = !matches!(x, Expr::Literal(_))
+                    && x.result_type(&self.frame_types()).0.is_text();
                 let mut items = Vec::new();
                 for (item, c) in list.iter().zip(compiled) {
+                    let c = coerce_literal(item, c, text);
                     if coll.is_none() {
                         coll = self.collation_of(item, &c);
                     }
