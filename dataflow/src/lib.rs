@@ -75,6 +75,13 @@
 //! keys; other parameters and NOW()/RAND() in WHERE are read-time filters,
 //! and under GROUP BY (or with `IN (?, ?)`) the view keeps the
 //! pre-aggregation rows and aggregates at read time (`plan::ReadAgg`).
+//! Keys compare as MySQL does: a string looked up in a number column is
+//! read as a number (`'01'` finds 1); a number against a text column stays
+//! a filter (no lookup by the string finds `'1abc' = 1`), also when bound
+//! to a `?` at execute time; a text column never hash-joins a binary one
+//! (bytewise comparison, through the filter). Binary strings (`X'..'`,
+//! `_binary`, CAST/CONVERT to binary, BLOB columns) are `Value::Bytes`,
+//! compared, ordered and matched by LIKE byte for byte.
 //! Anything else (LIMIT in a subquery, parameters in LEFT JOIN ON, ranges
 //! inside subqueries, ...) is [`DataflowError::Unsupported`], never a wrong
 //! answer.
