@@ -17,6 +17,10 @@ pub enum CoerceError {
         value: String,
         column: String,
     },
+    /// Bytes that are not UTF-8 for a text column; `value` shows the
+    /// first bad bytes as MariaDB does (`\xFF`).
+    #[error("Incorrect string value: '{value}' for column '{column}'")]
+    IncorrectString { value: String, column: String },
     #[error("Out of range value for column '{column}'")]
     OutOfRange { column: String },
     #[error("Data too long for column '{column}'")]
@@ -102,7 +106,20 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             Ok(Value::Decimal(d))
         }
         SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Text(n) => {
-            let s = to_text(v);
+            let s = match v {
+                // Bytes into a utf8mb4 column: kept if they are UTF-8, else
+                // refused (MariaDB's 1366 in strict mode), never replaced.
+                Value::Bytes(b) => match std::str::from_utf8(b) {
+                    Ok(s) => s.to_string(),
+                    Err(e) => {
+                        return Err(CoerceError::IncorrectString {
+                            value: escape_invalid(&b[e.valid_up_to()..]),
+                            column: column.name.clone(),
+                        })
+                    }
+                },
+                other => to_text(other),
+            };
             let limit = match column.ty {
                 SqlType::Text(_) => s.len(),
                 _ => s.chars().count(),
@@ -131,12 +148,16 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             })
         }
         SqlType::Binary(n) | SqlType::VarBinary(n) | SqlType::Blob(n) => {
-            let b: Vec<u8> = match v {
+            let mut b: Vec<u8> = match v {
                 Value::Bytes(b) => b.to_vec(),
                 other => to_text(other).into_bytes(),
             };
             if b.len() > *n as usize {
                 return Err(too_long());
+            }
+            // BINARY(n) is fixed-length: MySQL pads it with 0x00 bytes.
+            if matches!(column.ty, SqlType::Binary(_)) {
+                b.resize(*n as usize, 0);
             }
             Ok(Value::bytes(b))
         }
@@ -181,6 +202,9 @@ pub enum Adjustment {
     Truncated,
     /// A string that is not a number became 0.
     Zeroed,
+    /// Bytes that are not UTF-8, for a text column: each invalid sequence
+    /// became `?` (MariaDB's 1366 warning).
+    Replaced,
 }
 
 /// [`coerce`], except that a number out of range, a string too long or a
@@ -254,6 +278,13 @@ pub fn coerce_adjusting(
                 Value::bytes(&b[..b.len().min(*n as usize)]),
                 Some(Adjustment::Truncated),
             ))
+        }
+        (CoerceError::IncorrectString { .. }, _) => {
+            let Value::Bytes(b) = v else {
+                return Err(err);
+            };
+            let (replaced, _) = coerce_adjusting(&Value::text(replace_invalid(b)), column)?;
+            Ok((replaced, Some(Adjustment::Replaced)))
         }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
@@ -334,6 +365,41 @@ fn to_decimal(v: &Value) -> Option<Decimal> {
     }
 }
 
+/// Up to 6 bytes as MariaDB shows the bad part of an incorrect string
+/// value: printable ASCII as is, other bytes as `\xHH`.
+fn escape_invalid(b: &[u8]) -> String {
+    b.iter()
+        .take(6)
+        .map(|&x| {
+            if x.is_ascii_graphic() || x == b' ' {
+                char::from(x).to_string()
+            } else {
+                format!("\\x{x:02X}")
+            }
+        })
+        .collect()
+}
+
+/// `b` as text with every invalid UTF-8 sequence replaced by `?`, as
+/// MariaDB stores such bytes in non-strict mode.
+fn replace_invalid(mut b: &[u8]) -> String {
+    let mut out = String::new();
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(s) => {
+                out.push_str(s);
+                return out;
+            }
+            Err(e) => {
+                let (valid, rest) = b.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                out.push('?');
+                b = &rest[e.error_len().unwrap_or(rest.len())..];
+            }
+        }
+    }
+}
+
 fn to_text(v: &Value) -> String {
     match v {
         Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
@@ -363,7 +429,26 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
     None
 }
 
-fn parse_time(s: &str) -> Option<i64> {
+/// [`parse_datetime`] of the longest prefix of `s` that is a date or
+/// datetime, as MariaDB reads a string compared with a temporal value: what
+/// follows (a time zone offset `+00:00`, a `Z`) is ignored, with a warning
+/// in MariaDB.
+pub fn parse_datetime_prefix(s: &str) -> Option<NaiveDateTime> {
+    if let Some(dt) = parse_datetime(s) {
+        return Some(dt);
+    }
+    let s = s.trim();
+    // The longest datetime spelling is 26 characters; a shorter prefix
+    // than `YYYYMMDD` is no date.
+    (8..=s.len().min(26))
+        .rev()
+        .filter(|&end| s.is_char_boundary(end))
+        .find_map(|end| parse_datetime(&s[..end]))
+}
+
+/// Parses a TIME literal (`[-]H[H..]:MM[:SS[.ffffff]]`) into signed
+/// microseconds.
+pub fn parse_time(s: &str) -> Option<i64> {
     let s = s.trim();
     let (neg, body) = match s.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -453,6 +538,25 @@ mod tests {
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);
         assert_eq!(numeric_prefix("-"), None);
+        // Bytes that are not UTF-8 into a text column: refused, or with `?`
+        // for each bad sequence in non-strict mode, as MariaDB does.
+        let name = col(SqlType::VarChar(10));
+        assert!(matches!(
+            coerce(&Value::bytes([0x41, 0xFF, 0x42]), &name),
+            Err(CoerceError::IncorrectString { ref value, .. }) if value == "\\xFFB"
+        ));
+        assert_eq!(
+            coerce(&Value::bytes([0xC3, 0xA9]), &name),
+            Ok(Value::text("é"))
+        );
+        assert_eq!(
+            adjust(Value::bytes([0x41, 0xFF, 0x42]), &name),
+            (Value::text("A?B"), Some(Adjustment::Replaced))
+        );
+        assert_eq!(
+            adjust(Value::bytes([0xC3, 0xA9, 0xC3]), &name).0,
+            Value::text("é?")
+        );
     }
 
     fn col(ty: SqlType) -> ColumnSchema {

@@ -12,7 +12,10 @@ mod general_ci_weights;
 mod schema;
 mod value;
 
-pub use coerce::{coerce, coerce_adjusting, parse_datetime, Adjustment, CoerceError};
+pub use coerce::{
+    coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_time, Adjustment,
+    CoerceError,
+};
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};
 

@@ -16,7 +16,7 @@ use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
 use crate::ops::reader::cmp_rows;
 use crate::ops::ReaderState;
-use crate::planner::normalize::{normalize, Source};
+use crate::planner::normalize::{normalize, ColumnKinds, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
 use crate::rows::ResultRows;
@@ -142,7 +142,7 @@ impl Drop for Dataflow {
 }
 
 fn bad(e: crate::expr::EvalError) -> DataflowError {
-    DataflowError::BadArgument(e.0)
+    DataflowError::from(e)
 }
 
 impl Dataflow {
@@ -442,12 +442,42 @@ impl Inner {
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
         let views = self.views.read();
         for collapse_in in [true, false] {
-            let norm = normalize(database, query, collapse_in)?;
+            let norm = normalize(
+                database,
+                query,
+                collapse_in,
+                &self.column_kinds(database, query),
+            )?;
             if let Some(v) = views.get(&norm.signature) {
                 return Ok(Some(Target::View(v.clone())));
             }
         }
         Ok(None)
+    }
+
+    /// The columns of the base tables `query` names, by kind (see
+    /// `normalize`).
+    fn column_kinds(&self, database: &str, query: &ast::Query) -> ColumnKinds {
+        let mut out = ColumnKinds::default();
+        let _ = ast::visit_relations(query, |name| {
+            let table = match name.0.as_slice() {
+                [t] => self.storage.table(database, &t.value),
+                [d, t] => self.storage.table(&d.value, &t.value),
+                _ => None,
+            };
+            for c in table.iter().flat_map(|t| t.columns.iter()) {
+                let kind = if c.ty.is_text() {
+                    &mut out.text
+                } else if numeric_key(&c.ty) {
+                    &mut out.numeric
+                } else {
+                    &mut out.other
+                };
+                kind.insert(c.name.to_ascii_lowercase());
+            }
+            std::ops::ControlFlow::<()>::Continue(())
+        });
+        out
     }
 
     fn plan(&self, database: &str, q: &ast::Query) -> Result<Planned> {
@@ -464,7 +494,8 @@ impl Inner {
     /// EXPLAIN GRAPH of a view that is not installed (see
     /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
     fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
-        let norm = normalize(database, query, true)?;
+        let col_kinds = self.column_kinds(database, query);
+        let norm = normalize(database, query, true, &col_kinds)?;
         let has_lists = norm.sources.iter().any(|s| matches!(s, Source::List(_)));
         let keyed = |spec: &PlannedView| {
             norm.sources.iter().enumerate().all(|(i, s)| {
@@ -479,7 +510,10 @@ impl Inner {
         };
         let planned = match planned {
             Some(p) => p,
-            None => self.plan(database, &normalize(database, query, false)?.query)?,
+            None => self.plan(
+                database,
+                &normalize(database, query, false, &col_kinds)?.query,
+            )?,
         };
         let spec = match planned {
             Planned::Constant(_) => return Ok("Constant (no FROM): evaluated directly\n".into()),
@@ -625,7 +659,8 @@ impl Inner {
         query: &ast::Query,
         origin: Option<&ast::Query>,
     ) -> Result<(Target, Vec<Source>, usize)> {
-        let norm = normalize(database, query, true)?;
+        let col_kinds = self.column_kinds(database, query);
+        let norm = normalize(database, query, true, &col_kinds)?;
         let lists_keyed = |t: &Target| {
             norm.sources.iter().enumerate().all(|(i, s)| {
                 !matches!(s, Source::List(_))
@@ -641,7 +676,7 @@ impl Inner {
                 return Ok((t, norm.sources, norm.user_params));
             }
         }
-        let norm = normalize(database, query, false)?;
+        let norm = normalize(database, query, false, &col_kinds)?;
         let t = self.target(database, &norm.query, &norm.signature, origin)?;
         Ok((t, norm.sources, norm.user_params))
     }
@@ -945,6 +980,15 @@ impl Prepared {
                 Target::Constant(c) => return constant(&c, &slots).map(ResultRows::from),
                 Target::View(v) => v,
             };
+            if numeric_param_on_text_key(&view, &sources, &slots, &lists) {
+                // A number bound to `text_col = ?` compares numerically
+                // (`'01' = 1`), which no lookup by the string finds: the
+                // query runs with the values inlined, where the number
+                // against the text column is a filter (see `normalize`).
+                let inlined =
+                    engine.prepare(&self.database, &inline_params(&self.query, params))?;
+                return inlined.execute_with(&[], overlay, after);
+            }
             if view.dropped.load(AO::SeqCst) {
                 let (t, sources, _) =
                     engine.bind(&self.database, &self.query, Some(&self.query))?;
@@ -967,6 +1011,51 @@ impl Prepared {
         }
         Err(DataflowError::Internal("view kept being dropped".into()))
     }
+}
+
+/// Whether a caller's parameter bound to a text key column is a number.
+fn numeric_param_on_text_key(
+    view: &View,
+    sources: &[Source],
+    slots: &[Value],
+    lists: &[(usize, Vec<Value>)],
+) -> bool {
+    let number = |v: &Value| {
+        matches!(
+            v,
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+        )
+    };
+    let spec = &view.spec;
+    spec.key_slots.iter().enumerate().any(|(i, key_slots)| {
+        spec.key_types.get(i).is_some_and(|t| t.is_text())
+            && key_slots.iter().any(|&s| match sources.get(s) {
+                Some(Source::User(_)) => slots.get(s).is_some_and(number),
+                Some(Source::List(items)) => {
+                    items.iter().any(|x| matches!(x, Source::User(_)))
+                        && lists
+                            .iter()
+                            .any(|(slot, vals)| *slot == s && vals.iter().any(number))
+                }
+                _ => false,
+            })
+    })
+}
+
+/// `query` with its `?` placeholders replaced, in text order, by `params`
+/// as literals.
+fn inline_params(query: &ast::Query, params: &[Value]) -> ast::Query {
+    let mut q = query.clone();
+    let mut next = params.iter();
+    let _ = ast::visit_expressions_mut(&mut q, |e| {
+        if matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p == "?") {
+            if let Some(v) = next.next() {
+                *e = crate::value_expr(v);
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    q
 }
 
 fn constant(c: &crate::planner::query::Constant, slots: &[Value]) -> Result<Vec<Row>> {
@@ -1008,6 +1097,18 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
+fn numeric_key(t: &ladle_common::SqlType) -> bool {
+    use ladle_common::SqlType;
+    matches!(
+        t,
+        SqlType::Int { .. }
+            | SqlType::Year
+            | SqlType::Decimal { .. }
+            | SqlType::Float
+            | SqlType::Double
+    )
+}
+
 /// Reads a view; `lists` gives the elements of key slots bound to IN lists.
 fn read(
     engine: &Inner,
@@ -1035,6 +1136,30 @@ fn read(
                 None => vec![slots.get(*s).cloned().unwrap_or(Value::Null)],
             });
         for raw in raws {
+            // A string compared with a number column compares as a number
+            // (`'1abc'` and `'01'` equal 1, `'abc'` 0): look that number up.
+            let raw = match &raw {
+                Value::Text(_) | Value::Bytes(_) if numeric_key(&spec.key_types[i]) => {
+                    crate::expr::string_as_number(&raw)
+                }
+                // A datetime string compared with a temporal column: what
+                // follows the value (a `+00:00` offset) is ignored, as
+                // MariaDB does (with a warning).
+                Value::Text(t)
+                    if matches!(
+                        spec.key_types[i],
+                        ladle_common::SqlType::Date
+                            | ladle_common::SqlType::DateTime
+                            | ladle_common::SqlType::Timestamp
+                    ) =>
+                {
+                    match ladle_common::parse_datetime_prefix(t) {
+                        Some(dt) => Value::DateTime(dt),
+                        None => raw,
+                    }
+                }
+                _ => raw,
+            };
             // Coerce to the column's type for the lookup, but only when that
             // loses nothing: `id = 1.5` matches no integer.
             if let Ok(x) = coerce(&raw, &col) {

@@ -75,6 +75,13 @@
 //! keys; other parameters and NOW()/RAND() in WHERE are read-time filters,
 //! and under GROUP BY (or with `IN (?, ?)`) the view keeps the
 //! pre-aggregation rows and aggregates at read time (`plan::ReadAgg`).
+//! Keys compare as MySQL does: a string looked up in a number column is
+//! read as a number (`'01'` finds 1); a number against a text column stays
+//! a filter (no lookup by the string finds `'1abc' = 1`), also when bound
+//! to a `?` at execute time; a text column never hash-joins a binary one
+//! (bytewise comparison, through the filter). Binary strings (`X'..'`,
+//! `_binary`, CAST/CONVERT to binary, BLOB columns) are `Value::Bytes`,
+//! compared, ordered and matched by LIKE byte for byte.
 //! Anything else (LIMIT in a subquery, parameters in LEFT JOIN ON, ranges
 //! inside subqueries, ...) is [`DataflowError::Unsupported`], never a wrong
 //! answer.
@@ -85,7 +92,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
+use ladle_common::{Collation, Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
 use ladle_storage::StorageError;
 use sqlparser::ast;
 
@@ -123,6 +130,10 @@ pub enum DataflowError {
     UnknownView(String),
     #[error("Incorrect parameter: {0}")]
     BadArgument(String),
+    /// An expression's result does not fit its type (`BIGINT value is out
+    /// of range`), MySQL's 1690.
+    #[error("{0}")]
+    OutOfRange(String),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -249,7 +260,60 @@ impl RowExpr {
 }
 
 fn eval_err(e: expr::EvalError) -> DataflowError {
-    DataflowError::BadArgument(e.0)
+    DataflowError::from(e)
+}
+
+impl From<expr::EvalError> for DataflowError {
+    fn from(e: expr::EvalError) -> DataflowError {
+        match e {
+            expr::EvalError::OutOfRange(m) => DataflowError::OutOfRange(m),
+            expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
+        }
+    }
+}
+
+/// A SQL literal with `v`'s value and type: temporal values as typed
+/// literals (`DATE '2024-01-02'`), binary strings as hex literals, doubles
+/// in exponent notation (which keeps them DOUBLE). Compiling it gives `v`
+/// back.
+pub fn value_expr(v: &Value) -> ast::Expr {
+    let typed = |data_type: ast::DataType| ast::Expr::TypedString {
+        data_type,
+        value: v.to_string(),
+    };
+    let lit = match v {
+        Value::Null => ast::Value::Null,
+        Value::Int(i) => ast::Value::Number(i.to_string(), false),
+        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
+        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
+        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
+        Value::Bytes(b) => {
+            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
+        }
+        Value::Text(t) => ast::Value::SingleQuotedString(t.to_string()),
+        Value::Date(_) => return typed(ast::DataType::Date),
+        Value::DateTime(_) => return typed(ast::DataType::Datetime(None)),
+        Value::Time(_) => return typed(ast::DataType::Time(None, ast::TimezoneInfo::None)),
+    };
+    ast::Expr::Value(lit)
+}
+
+/// SQL truth of a value, as WHERE and IF read it: `None` for NULL, numbers
+/// when non-zero, strings by their numeric prefix (`'12abc'` is true).
+pub fn value_truth(v: &Value) -> Option<bool> {
+    expr::truth(v)
+}
+
+/// SQL comparison under `collation` (`None` when either side is NULL):
+/// numbers with strings numerically, binary strings bytewise, as the view
+/// engine compares.
+pub fn compare_values(a: &Value, b: &Value, collation: Collation) -> Option<std::cmp::Ordering> {
+    expr::compare(a, b, collation)
+}
+
+/// `s LIKE pattern` (escape `\`) under `collation`.
+pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
+    expr::like(s, pattern, '\\', collation)
 }
 
 /// Compiles `expr` over the columns of `table` (or over no columns when

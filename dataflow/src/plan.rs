@@ -125,7 +125,7 @@ fn count(
         Some(Count::Slot(s)) => match params.get(*s).and_then(|v| v.as_i64()) {
             Some(n) if n >= 0 => Some(n as usize),
             _ => {
-                return Err(crate::expr::EvalError(
+                return Err(crate::expr::EvalError::Invalid(
                     "LIMIT must be a non-negative integer".into(),
                 ))
             }

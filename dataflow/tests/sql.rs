@@ -1162,3 +1162,67 @@ fn bare_names_in_join_on_stay_in_the_join() {
         Err(err) => assert!(matches!(err, DataflowError::Unsupported(_)), "{err}"),
     }
 }
+
+/// Expressions that yield bytes are typed binary in the result metadata (so
+/// the wire layer sends charset 63); HEX() is text, UNHEX() binary.
+#[test]
+fn binary_expressions_have_binary_result_types() {
+    let e = env(1 << 30);
+    e.table(
+        "b",
+        &[
+            ("id", int()),
+            ("bl", ladle_common::SqlType::Blob(65535)),
+            ("name", text()),
+        ],
+    );
+    let p = e.prepare(
+        "SELECT X'00FF', CAST(name AS BINARY), HEX(bl), UNHEX(name), CONCAT(name, bl), \
+         CONCAT(name, 'x'), SUBSTRING(bl, 2), bl FROM b",
+    );
+    let binary: Vec<bool> = p.columns().iter().map(|c| c.ty.is_binary()).collect();
+    assert_eq!(
+        binary,
+        vec![true, true, false, true, true, false, true, true],
+        "{:?}",
+        p.columns()
+    );
+}
+
+/// A number bound to `text_col = ?` compares numerically, as MySQL does
+/// ('1abc', '01' and '1.0' equal 1), not as the string '1'; a string bound
+/// to `int_col = ?` is read as a number too.
+#[test]
+fn numbers_and_strings_compare_numerically_through_parameters() {
+    let e = env(1 << 30);
+    let js = e.table("js", &[("id", int()), ("s", text())]);
+    let ji = e.table("ji", &[("id", int()), ("n", int())]);
+    e.insert(
+        &js,
+        ["1abc", "01", "abc", "1", " 10", "1.0"]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| vec![Value::Int(i as i64 + 1), Value::text(s)])
+            .collect(),
+    );
+    e.insert(
+        &ji,
+        vec![
+            vec![Value::Int(1), Value::Int(1)],
+            vec![Value::Int(2), Value::Int(0)],
+        ],
+    );
+    let by_s = "SELECT id FROM js WHERE s = ?";
+    assert_eq!(e.q(by_s, &[Value::Int(1)]), v(&["1", "2", "4", "6"]));
+    assert_eq!(e.q(by_s, &[Value::text("1")]), v(&["4"]));
+    assert_eq!(e.q(by_s, &[Value::Int(10)]), v(&["5"]));
+    let in_s = "SELECT id FROM js WHERE s IN (?, ?)";
+    assert_eq!(
+        e.q(in_s, &[Value::Int(0), Value::text("01")]),
+        v(&["2", "3"])
+    );
+    let by_n = "SELECT id FROM ji WHERE n = ?";
+    assert_eq!(e.q(by_n, &[Value::text("1abc")]), v(&["1"]));
+    assert_eq!(e.q(by_n, &[Value::text("abc")]), v(&["2"]));
+    assert_eq!(e.q(by_n, &[Value::text("1.5")]), v(&[]));
+}

@@ -33,11 +33,61 @@ struct URow {
     label: String,
 }
 
-/// The reference model of tables `t` and `u`.
+/// A row of `b`: binary strings of any bytes, a DECIMAL(8,2) (in cents) and
+/// a DATETIME(6).
+#[derive(Clone, Debug)]
+struct BRow {
+    vb: Option<Vec<u8>>,
+    /// Stored padded with 0x00 to 3 bytes, as BINARY(3) is.
+    bn: Vec<u8>,
+    cents: i64,
+    dt: Micros,
+}
+
+/// A DATETIME(6) in January 2020 as (day, hour, minute, second,
+/// microsecond): tuple order is time order. The microsecond is never 0
+/// (Ladle prints DATETIME(6) without its fraction when it is zero).
+type Micros = (u32, u32, u32, u32, u32);
+
+fn rand_datetime(rng: &mut StdRng) -> Micros {
+    (
+        rng.gen_range(1..=3),
+        rng.gen_range(0..2),
+        rng.gen_range(0..2),
+        rng.gen_range(0..60),
+        rng.gen_range(1..=999_999),
+    )
+}
+
+fn datetime((d, h, m, s, us): Micros) -> String {
+    format!("2020-01-{d:02} {h:02}:{m:02}:{s:02}.{us:06}")
+}
+
+/// The reference model of tables `t`, `u` and `b`.
 #[derive(Default)]
 struct Model {
     t: BTreeMap<i64, TRow>,
     u: BTreeMap<i64, URow>,
+    b: BTreeMap<i64, BRow>,
+}
+
+/// `X'..'` for `bytes`.
+fn hex_literal(bytes: &[u8]) -> String {
+    let digits: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+    format!("X'{digits}'")
+}
+
+/// HEX() of a value, as `query_rows` renders it (`(empty)` for "").
+fn hex(bytes: &[u8]) -> String {
+    if bytes.is_empty() {
+        return "(empty)".to_string();
+    }
+    bytes.iter().map(|b| format!("{b:02X}")).collect()
+}
+
+fn decimal(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    format!("{sign}{}.{:02}", cents.abs() / 100, cents.abs() % 100)
 }
 
 /// One generated operation: SQL text plus what the model says about it.
@@ -59,10 +109,219 @@ fn sql_opt(v: Option<i64>) -> String {
 
 impl Model {
     fn gen(&mut self, rng: &mut StdRng) -> Op {
-        if rng.gen_bool(0.5) {
-            self.gen_write(rng)
-        } else {
-            self.gen_query(rng)
+        match (rng.gen_bool(0.5), rng.gen_ratio(1, 4)) {
+            (true, false) => self.gen_write(rng),
+            (true, true) => self.gen_binary_write(rng),
+            (false, false) => self.gen_query(rng),
+            (false, true) => self.gen_binary_query(rng),
+        }
+    }
+
+    /// A few bytes, drawn mostly from values where bytewise and text
+    /// comparison disagree (0x00, case pairs, invalid UTF-8, 0xFF).
+    fn rand_bytes(rng: &mut StdRng, max: usize) -> Vec<u8> {
+        const INTERESTING: [u8; 8] = [0x00, 0x20, 0x41, 0x61, 0x7F, 0x80, 0xC3, 0xFF];
+        let n = rng.gen_range(0..=max);
+        (0..n)
+            .map(|_| {
+                if rng.gen_bool(0.7) {
+                    INTERESTING[rng.gen_range(0..INTERESTING.len())]
+                } else {
+                    rng.gen()
+                }
+            })
+            .collect()
+    }
+
+    fn gen_binary_write(&mut self, rng: &mut StdRng) -> Op {
+        let write = |sql: String, err: Option<u16>| Op {
+            sql,
+            expected: None,
+            expected_error: err,
+        };
+        let id = rng.gen_range(1..=16);
+        match rng.gen_range(0..4) {
+            0 | 1 => {
+                let vb = (!rng.gen_ratio(1, 6)).then(|| Self::rand_bytes(rng, 4));
+                let bn = Self::rand_bytes(rng, 4);
+                let cents = rng.gen_range(-999_999..=999_999);
+                let dt = rand_datetime(rng);
+                let sql = format!(
+                    "INSERT INTO b (id, vb, bn, d, dt) VALUES ({id}, {}, {}, {}, '{}')",
+                    vb.as_deref().map_or("NULL".to_string(), hex_literal),
+                    hex_literal(&bn),
+                    decimal(cents),
+                    datetime(dt)
+                );
+                if bn.len() > 3 {
+                    return write(sql, Some(1406));
+                }
+                match self.b.entry(id) {
+                    Entry::Occupied(_) => write(sql, Some(1062)),
+                    Entry::Vacant(e) => {
+                        let mut bn = bn;
+                        bn.resize(3, 0);
+                        e.insert(BRow { vb, bn, cents, dt });
+                        write(sql, None)
+                    }
+                }
+            }
+            2 => {
+                let vb = Self::rand_bytes(rng, 4);
+                if let Some(r) = self.b.get_mut(&id) {
+                    r.vb = Some(vb.clone());
+                }
+                write(
+                    format!("UPDATE b SET vb = {} WHERE id = {id}", hex_literal(&vb)),
+                    None,
+                )
+            }
+            _ => {
+                self.b.remove(&id);
+                write(format!("DELETE FROM b WHERE id = {id}"), None)
+            }
+        }
+    }
+
+    fn gen_binary_query(&self, rng: &mut StdRng) -> Op {
+        let query = |sql: String, rows: Vec<Vec<String>>, ordered: bool| Op {
+            sql,
+            expected: Some((rows, ordered)),
+            expected_error: None,
+        };
+        let row = |id: &i64, r: &BRow| {
+            vec![
+                id.to_string(),
+                r.vb.as_deref().map_or("NULL".to_string(), hex),
+                hex(&r.bn),
+                decimal(r.cents),
+            ]
+        };
+        // A value some row holds (when there is one), so lookups hit.
+        let probe = match self
+            .b
+            .values()
+            .filter_map(|r| r.vb.clone())
+            .nth(rng.gen_range(0..4))
+        {
+            Some(v) if rng.gen_bool(0.7) => v,
+            _ => Self::rand_bytes(rng, 4),
+        };
+        match rng.gen_range(0..7) {
+            5 => {
+                let x = rand_datetime(rng);
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.dt > x)
+                    .map(|(id, r)| vec![id.to_string(), datetime(r.dt)])
+                    .collect();
+                query(
+                    format!("SELECT id, dt FROM b WHERE dt > '{}'", datetime(x)),
+                    rows,
+                    false,
+                )
+            }
+            6 => {
+                let mut rows: Vec<(Micros, i64)> =
+                    self.b.iter().map(|(id, r)| (r.dt, *id)).collect();
+                rows.sort();
+                query(
+                    "SELECT id, dt FROM b ORDER BY dt, id".to_string(),
+                    rows.iter()
+                        .map(|(dt, id)| vec![id.to_string(), datetime(*dt)])
+                        .collect(),
+                    true,
+                )
+            }
+            0 => {
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.vb.as_deref() == Some(&probe[..]))
+                    .map(|(id, r)| row(id, r))
+                    .collect();
+                query(
+                    format!(
+                        "SELECT id, HEX(vb), HEX(bn), d FROM b WHERE vb = {}",
+                        hex_literal(&probe)
+                    ),
+                    rows,
+                    false,
+                )
+            }
+            1 => {
+                // Bytewise order, NULL first.
+                let mut rows: Vec<(Option<Vec<u8>>, i64)> =
+                    self.b.iter().map(|(id, r)| (r.vb.clone(), *id)).collect();
+                rows.sort();
+                query(
+                    "SELECT id, HEX(vb) FROM b ORDER BY vb, id".to_string(),
+                    rows.iter()
+                        .map(|(vb, id)| {
+                            vec![
+                                id.to_string(),
+                                vb.as_deref().map_or("NULL".to_string(), hex),
+                            ]
+                        })
+                        .collect(),
+                    true,
+                )
+            }
+            2 => {
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.vb.as_deref().is_some_and(|v| v < &probe[..]))
+                    .map(|(id, r)| {
+                        vec![
+                            id.to_string(),
+                            r.vb.as_deref().map_or(0, <[u8]>::len).to_string(),
+                        ]
+                    })
+                    .collect();
+                query(
+                    format!(
+                        "SELECT id, LENGTH(vb) FROM b WHERE vb < {}",
+                        hex_literal(&probe)
+                    ),
+                    rows,
+                    false,
+                )
+            }
+            3 => {
+                let mut bn = probe.clone();
+                bn.truncate(3);
+                bn.resize(3, 0);
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.bn == bn)
+                    .map(|(id, r)| row(id, r))
+                    .collect();
+                query(
+                    format!(
+                        "SELECT id, HEX(vb), HEX(bn), d FROM b WHERE bn = {}",
+                        hex_literal(&bn)
+                    ),
+                    rows,
+                    false,
+                )
+            }
+            _ => {
+                let x = rng.gen_range(-999_999..=999_999);
+                let rows = self
+                    .b
+                    .iter()
+                    .filter(|(_, r)| r.cents > x)
+                    .map(|(id, r)| vec![id.to_string(), decimal(r.cents)])
+                    .collect();
+                query(
+                    format!("SELECT id, d FROM b WHERE d > {}", decimal(x)),
+                    rows,
+                    false,
+                )
+            }
         }
     }
 
@@ -437,9 +696,10 @@ impl Model {
     }
 }
 
-const SCHEMA: [&str; 2] = [
+const SCHEMA: [&str; 3] = [
     "CREATE TABLE t (id INT PRIMARY KEY, grp INT NOT NULL, val INT, name VARCHAR(10) NOT NULL)",
     "CREATE TABLE u (id INT PRIMARY KEY, t_grp INT NOT NULL, label VARCHAR(10) NOT NULL)",
+    "CREATE TABLE b (id INT PRIMARY KEY, vb VARBINARY(8), bn BINARY(3) NOT NULL, d DECIMAL(8,2) NOT NULL, dt DATETIME(6) NOT NULL)",
 ];
 
 /// Runs `ops` on `url` and returns the mismatches against the model.

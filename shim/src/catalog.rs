@@ -3,8 +3,9 @@
 //! STATISTICS, KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, VIEWS, plus empty
 //! ROUTINES, TRIGGERS, REFERENTIAL_CONSTRAINTS). Virtual-table queries are
 //! evaluated here: the rows are built from the catalog, joined (inner and
-//! comma joins), filtered and projected with the shim's small evaluator
-//! ([`crate::vars::EvalContext`]), then sorted and limited.
+//! comma joins), filtered and projected by the view engine's evaluator
+//! with the rows' values as literals ([`crate::vars::EvalContext`]), then
+//! sorted and limited.
 
 use std::cmp::Ordering;
 
@@ -102,9 +103,10 @@ fn eval(ctx: &EvalContext<'_>, x: &Expr) -> Result<Value> {
         Ok(v) => Ok(v),
         Err(EvalError::UnknownColumn(c)) => Err(ShimError::UnknownColumn(c, "where clause".into())),
         Err(EvalError::UnknownVariable(v)) => Err(ShimError::UnknownVariable(v)),
-        Err(EvalError::NotSession) => Err(ShimError::Unsupported(format!(
+        Err(EvalError::Compile(_)) => Err(ShimError::Unsupported(format!(
             "expression {x} on a catalog table"
         ))),
+        Err(EvalError::Eval(err)) => Err(err.into()),
     }
 }
 

@@ -24,7 +24,6 @@ use crate::error::{
 };
 use crate::exec::{Engine, Output};
 use crate::session::{Session, Transaction};
-use crate::vars::literal;
 
 /// The cell at `pos`, or an internal error (never a panic inside a
 /// storage commit) if the row is shorter than its schema.
@@ -59,16 +58,9 @@ fn is_default_keyword(e: &Expr) -> bool {
     matches!(e, Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
-/// Evaluates an INSERT value: literals directly, anything else through the
-/// session evaluator or dataflow's expression compiler.
+/// Evaluates an INSERT value (a constant expression).
 fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
-    match x {
-        Expr::Value(v) => match literal(v) {
-            Some(v) => Ok(v),
-            None => e.eval_constant(s, x),
-        },
-        _ => e.eval_constant(s, x),
-    }
+    e.eval_constant(s, x)
 }
 
 pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
@@ -818,7 +810,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
         let replaced = match x {
             Expr::Subquery(q) => subquery_rows(e, s, q).and_then(|rows| match rows.len() {
                 0 => Ok(Expr::Value(ast::Value::Null)),
-                1 => one_column(&rows[0]).map(value_expr),
+                1 => one_column(&rows[0]).map(ladle_dataflow::value_expr),
                 _ => Err(ShimError::Wire(WireError {
                     code: ER_SUBQUERY_NO_1_ROW,
                     message: "Subquery returns more than 1 row".into(),
@@ -835,7 +827,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
                 }
                 let list = rows
                     .iter()
-                    .map(|r| one_column(r).map(value_expr))
+                    .map(|r| one_column(r).map(ladle_dataflow::value_expr))
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Expr::InList {
                     expr: lhs.clone(),
@@ -886,25 +878,6 @@ fn one_column(row: &Row) -> Result<&Value> {
             message: "Operand should contain 1 column(s)".into(),
         })),
     }
-}
-
-/// A SQL literal with `v`'s value (and, where SQL can say it, its type).
-fn value_expr(v: &Value) -> Expr {
-    let lit = match v {
-        Value::Null => ast::Value::Null,
-        Value::Int(i) => ast::Value::Number(i.to_string(), false),
-        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
-        // Exponent notation keeps it a DOUBLE (`vars::literal`).
-        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
-        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
-        Value::Bytes(b) => {
-            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
-        }
-        Value::Text(_) | Value::Date(_) | Value::DateTime(_) | Value::Time(_) => {
-            ast::Value::SingleQuotedString(v.to_string())
-        }
-    };
-    Expr::Value(lit)
 }
 
 fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
@@ -1138,6 +1111,13 @@ fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]
                 Adjustment::Truncated => (
                     1265,
                     format!("Data truncated for column '{}' at row {at_row}", col.name),
+                ),
+                Adjustment::Replaced => (
+                    1366,
+                    format!(
+                        "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
+                        schema.database, schema.name, col.name
+                    ),
                 ),
                 Adjustment::Zeroed => (
                     1366,
@@ -1441,21 +1421,13 @@ fn column_of(schema: &TableSchema, e: &Expr) -> Option<usize> {
     }
 }
 
+/// The value of an expression that refers to no column, evaluated as the
+/// view engine does.
 fn constant(e: &Expr) -> Option<Value> {
-    match e {
-        Expr::Value(v) => literal(v),
-        Expr::Nested(x) => constant(x),
-        Expr::UnaryOp {
-            op: ast::UnaryOperator::Minus,
-            expr,
-        } => match constant(expr)? {
-            Value::Int(i) => Some(Value::Int(-i)),
-            Value::Decimal(d) => Some(Value::Decimal(-d)),
-            Value::Double(d) => Some(Value::Double(-d)),
-            _ => None,
-        },
-        _ => None,
-    }
+    ladle_dataflow::compile_row_expr(e, None)
+        .ok()?
+        .eval(&Vec::new())
+        .ok()
 }
 
 #[cfg(test)]

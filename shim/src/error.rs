@@ -118,6 +118,7 @@ pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
+pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -171,7 +172,9 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::DuplicateKey { .. } => ER_DUP_ENTRY,
         StorageError::NotNull { .. } => ER_BAD_NULL,
         StorageError::NoDefault { .. } => ER_NO_DEFAULT_FOR_FIELD,
-        StorageError::BadValue(CoerceError::Incorrect { .. }) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+        StorageError::BadValue(
+            CoerceError::Incorrect { .. } | CoerceError::IncorrectString { .. },
+        ) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
         StorageError::BadValue(CoerceError::OutOfRange { .. }) => ER_WARN_DATA_OUT_OF_RANGE,
         StorageError::BadValue(CoerceError::TooLong { .. }) => ER_DATA_TOO_LONG,
         StorageError::RowTooLarge { .. } => ER_TOO_BIG_ROWSIZE,
@@ -201,6 +204,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::ViewExists(_) => ER_TABLE_EXISTS,
         DataflowError::UnknownView(_) => ER_UNKNOWN_VIEW,
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
+        DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Storage(s) => storage_code(s),
         DataflowError::Internal(_) => ER_UNKNOWN,

@@ -769,9 +769,7 @@ impl Engine {
             Err(EvalError::UnknownColumn(c)) => {
                 Err(ShimError::UnknownColumn(c, "field list".into()))
             }
-            Err(EvalError::NotSession) => {
-                Ok(ladle_dataflow::compile_row_expr(e, None)?.eval(&Vec::new())?)
-            }
+            Err(EvalError::Compile(err) | EvalError::Eval(err)) => Err(err.into()),
         }
     }
 
@@ -881,12 +879,10 @@ impl Engine {
             };
             let v = match ctx.eval(expr) {
                 Ok(v) => v,
-                // Not session state: a constant expression dataflow's
-                // evaluator handles, or a query for the dataflow itself.
-                Err(EvalError::NotSession) => match ladle_dataflow::compile_row_expr(expr, None) {
-                    Ok(x) => x.eval(&Vec::new())?,
-                    Err(_) => return Ok(None),
-                },
+                // Not a constant expression: a query for the view engine
+                // itself (it reports what it cannot do).
+                Err(EvalError::Compile(_)) => return Ok(None),
+                Err(EvalError::Eval(err)) => return Err(err.into()),
                 Err(EvalError::UnknownVariable(n)) => return Err(ShimError::UnknownVariable(n)),
                 Err(EvalError::UnknownColumn(c)) => {
                     return Err(ShimError::UnknownColumn(c, "field list".into()))

@@ -1,12 +1,16 @@
-//! System variables (`@@x`, SHOW VARIABLES) and a small evaluator for the
-//! expressions the shim answers itself: session functions and variables in
-//! SELECTs without FROM, and WHERE/projection over the virtual catalog tables
-//! (SHOW ... WHERE, information_schema).
+//! System variables (`@@x`, SHOW VARIABLES) and [`EvalContext`], which
+//! evaluates the expressions the shim answers itself (SELECTs without FROM,
+//! constant INSERT values, WHERE/projection over the virtual catalog tables)
+//! with the view engine's evaluator: session references and the virtual
+//! row's columns become literals, the rest is `ladle_dataflow`'s, so these
+//! answers never differ from a view's.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 
 use ladle_common::{Collation, Value};
-use sqlparser::ast::{self, BinaryOperator, Expr, UnaryOperator};
+use ladle_dataflow::value_expr;
+use sqlparser::ast::{self, Expr};
 
 use crate::session::Session;
 
@@ -188,146 +192,58 @@ pub struct EvalContext<'a> {
     pub row: &'a [Value],
 }
 
-/// Why the shim could not evaluate an expression itself.
+/// Why an expression could not be evaluated.
 #[derive(Debug)]
 pub enum EvalError {
-    /// Not something the shim evaluates (let dataflow try).
-    NotSession,
+    /// The dataflow compiler refused it (an unsupported function, an
+    /// unknown column, ...).
+    Compile(ladle_dataflow::DataflowError),
+    /// Evaluating it failed (overflow, ...).
+    Eval(ladle_dataflow::DataflowError),
     UnknownColumn(String),
     UnknownVariable(String),
 }
 
 impl EvalContext<'_> {
+    /// Evaluates `e` with the one expression evaluator the views use:
+    /// session references (`@@x`, `@x`, DATABASE(), USER(), ...) and the
+    /// virtual row's columns are replaced by their values as literals, and
+    /// the result is compiled and evaluated by the dataflow crate, so a
+    /// query without a table answers exactly as a view would.
     pub fn eval(&self, e: &Expr) -> Result<Value, EvalError> {
-        match e {
-            Expr::Value(v) => literal(v).ok_or(EvalError::NotSession),
-            Expr::Nested(e) => self.eval(e),
+        let mut resolved = e.clone();
+        let mut failure = None;
+        let _ = ast::visit_expressions_mut(&mut resolved, |x| {
+            match self.session_value(x) {
+                Ok(Some(v)) => *x = value_expr(&v),
+                Ok(None) => {}
+                Err(err) => {
+                    failure = Some(err);
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        if let Some(err) = failure {
+            return Err(err);
+        }
+        let compiled =
+            ladle_dataflow::compile_row_expr(&resolved, None).map_err(EvalError::Compile)?;
+        compiled.eval(&Vec::new()).map_err(EvalError::Eval)
+    }
+
+    /// The value `x` stands for if it is a session reference or a column of
+    /// the virtual row; `None` for anything else.
+    fn session_value(&self, x: &Expr) -> Result<Option<Value>, EvalError> {
+        match x {
             Expr::Identifier(id) => self.ident(std::slice::from_ref(id)),
             Expr::CompoundIdentifier(ids) => self.ident(ids),
-            Expr::Function(f) => self.function(f),
-            Expr::UnaryOp { op, expr } => {
-                let v = self.eval(expr)?;
-                match op {
-                    UnaryOperator::Not => Ok(truth(&v)
-                        .map(|b| Value::Int(i64::from(!b)))
-                        .unwrap_or(Value::Null)),
-                    UnaryOperator::Minus => match v {
-                        Value::Int(i) => Ok(i
-                            .checked_neg()
-                            .map(Value::Int)
-                            .unwrap_or_else(|| Value::Decimal(-rust_decimal::Decimal::from(i)))),
-                        // -9223372036854775808 arrives as minus an unsigned literal.
-                        Value::UInt(u) if u == 1u64 << 63 => Ok(Value::Int(i64::MIN)),
-                        Value::UInt(u) => Ok(Value::Decimal(-rust_decimal::Decimal::from(u))),
-                        Value::Double(d) => Ok(Value::Double(-d)),
-                        Value::Decimal(d) => Ok(Value::Decimal(-d)),
-                        Value::Null => Ok(Value::Null),
-                        _ => Err(EvalError::NotSession),
-                    },
-                    UnaryOperator::Plus => Ok(v),
-                    _ => Err(EvalError::NotSession),
-                }
-            }
-            Expr::Case {
-                operand,
-                conditions,
-                results,
-                else_result,
-            } => {
-                let base = operand.as_ref().map(|o| self.eval(o)).transpose()?;
-                for (c, r) in conditions.iter().zip(results) {
-                    let hit = match &base {
-                        Some(b) => {
-                            let v = self.eval(c)?;
-                            !b.is_null() && !v.is_null() && compare(b, &v) == Ordering::Equal
-                        }
-                        None => truth(&self.eval(c)?) == Some(true),
-                    };
-                    if hit {
-                        return self.eval(r);
-                    }
-                }
-                match else_result {
-                    Some(x) => self.eval(x),
-                    None => Ok(Value::Null),
-                }
-            }
-            Expr::IsNull(e) => Ok(Value::Int(i64::from(self.eval(e)?.is_null()))),
-            Expr::IsNotNull(e) => Ok(Value::Int(i64::from(!self.eval(e)?.is_null()))),
-            Expr::InList {
-                expr,
-                list,
-                negated,
-            } => {
-                let v = self.eval(expr)?;
-                if v.is_null() {
-                    return Ok(Value::Null);
-                }
-                let mut found = false;
-                for item in list {
-                    let x = self.eval(item)?;
-                    if !x.is_null() && compare(&v, &x) == Ordering::Equal {
-                        found = true;
-                    }
-                }
-                Ok(Value::Int(i64::from(found != *negated)))
-            }
-            Expr::Like {
-                negated,
-                expr,
-                pattern,
-                ..
-            } => {
-                let v = self.eval(expr)?;
-                let p = self.eval(pattern)?;
-                if v.is_null() || p.is_null() {
-                    return Ok(Value::Null);
-                }
-                let m = like(&v.to_string(), &p.to_string());
-                Ok(Value::Int(i64::from(m != *negated)))
-            }
-            Expr::BinaryOp { left, op, right } => {
-                let l = self.eval(left)?;
-                let r = self.eval(right)?;
-                match op {
-                    BinaryOperator::And => Ok(match (truth(&l), truth(&r)) {
-                        (Some(false), _) | (_, Some(false)) => Value::Int(0),
-                        (Some(true), Some(true)) => Value::Int(1),
-                        _ => Value::Null,
-                    }),
-                    BinaryOperator::Or => Ok(match (truth(&l), truth(&r)) {
-                        (Some(true), _) | (_, Some(true)) => Value::Int(1),
-                        (Some(false), Some(false)) => Value::Int(0),
-                        _ => Value::Null,
-                    }),
-                    BinaryOperator::Eq
-                    | BinaryOperator::NotEq
-                    | BinaryOperator::Lt
-                    | BinaryOperator::LtEq
-                    | BinaryOperator::Gt
-                    | BinaryOperator::GtEq => {
-                        if l.is_null() || r.is_null() {
-                            return Ok(Value::Null);
-                        }
-                        let o = compare(&l, &r);
-                        let b = match op {
-                            BinaryOperator::Eq => o == Ordering::Equal,
-                            BinaryOperator::NotEq => o != Ordering::Equal,
-                            BinaryOperator::Lt => o == Ordering::Less,
-                            BinaryOperator::LtEq => o != Ordering::Greater,
-                            BinaryOperator::Gt => o == Ordering::Greater,
-                            _ => o != Ordering::Less,
-                        };
-                        Ok(Value::Int(i64::from(b)))
-                    }
-                    _ => Err(EvalError::NotSession),
-                }
-            }
-            _ => Err(EvalError::NotSession),
+            Expr::Function(f) => Ok(self.function(f)),
+            _ => Ok(None),
         }
     }
 
-    fn ident(&self, ids: &[ast::Ident]) -> Result<Value, EvalError> {
+    fn ident(&self, ids: &[ast::Ident]) -> Result<Option<Value>, EvalError> {
         let first = &ids[0].value;
         if let Some(var) = first.strip_prefix("@@") {
             // @@x, @@session.x, @@global.x, @@local.x
@@ -335,22 +251,23 @@ impl EvalContext<'_> {
                 && ["session", "global", "local"].contains(&var.to_ascii_lowercase().as_str())
             {
                 ids[1].value.clone()
-            } else if let Some((scope, n)) = var.split_once('.') {
-                let _ = scope;
+            } else if let Some((_scope, n)) = var.split_once('.') {
                 n.to_string()
             } else {
                 var.to_string()
             };
             return system_variable(self.session, self.facts, &name)
+                .map(Some)
                 .ok_or(EvalError::UnknownVariable(name));
         }
         if let Some(var) = first.strip_prefix('@') {
-            return Ok(self
-                .session
-                .user_variables
-                .get(&var.to_ascii_lowercase())
-                .cloned()
-                .unwrap_or(Value::Null));
+            return Ok(Some(
+                self.session
+                    .user_variables
+                    .get(&var.to_ascii_lowercase())
+                    .cloned()
+                    .unwrap_or(Value::Null),
+            ));
         }
         // A column of the virtual row, optionally qualified.
         let name = &ids[ids.len() - 1].value;
@@ -359,18 +276,14 @@ impl EvalContext<'_> {
         } else {
             None
         };
-        let mut found = None;
-        for (i, (q, n)) in self.columns.iter().enumerate() {
-            if n.eq_ignore_ascii_case(name)
+        let found = self.columns.iter().position(|(q, n)| {
+            n.eq_ignore_ascii_case(name)
                 && !matches!(qualifier, Some(x) if !x.eq_ignore_ascii_case(q))
-            {
-                found = Some(i);
-                break;
-            }
-        }
+        });
         match found {
-            Some(i) => Ok(self.row.get(i).cloned().unwrap_or(Value::Null)),
-            None if self.columns.is_empty() => Err(EvalError::NotSession),
+            Some(i) => Ok(Some(self.row.get(i).cloned().unwrap_or(Value::Null))),
+            // No virtual row: the dataflow compiler reports the name.
+            None if self.columns.is_empty() => Ok(None),
             None => Err(EvalError::UnknownColumn(
                 ids.iter()
                     .map(|i| i.value.as_str())
@@ -380,21 +293,18 @@ impl EvalContext<'_> {
         }
     }
 
-    fn function(&self, f: &ast::Function) -> Result<Value, EvalError> {
+    /// The session functions' values (DATABASE(), USER(), ...).
+    fn function(&self, f: &ast::Function) -> Option<Value> {
         let name = f.name.to_string().to_ascii_lowercase();
-        let args: Vec<&Expr> = match &f.args {
-            ast::FunctionArguments::List(l) => l
-                .args
-                .iter()
-                .filter_map(|a| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
-                    _ => None,
-                })
-                .collect(),
-            _ => Vec::new(),
+        let no_args = match &f.args {
+            ast::FunctionArguments::List(l) => l.args.is_empty(),
+            _ => true,
         };
+        if !no_args {
+            return None;
+        }
         let s = self.session;
-        Ok(match name.as_str() {
+        Some(match name.as_str() {
             "database" | "schema" => s
                 .database
                 .as_deref()
@@ -406,104 +316,26 @@ impl EvalContext<'_> {
             }
             "current_user" => Value::text(format!("{}@%", s.user)),
             "connection_id" => Value::Int(i64::from(s.connection_id)),
-            "last_insert_id" if args.is_empty() => Value::UInt(s.last_insert_id),
-            "lower" | "lcase" if args.len() == 1 => match self.eval(args[0])? {
-                Value::Null => Value::Null,
-                v => Value::text(v.to_string().to_lowercase()),
-            },
-            "upper" | "ucase" if args.len() == 1 => match self.eval(args[0])? {
-                Value::Null => Value::Null,
-                v => Value::text(v.to_string().to_uppercase()),
-            },
-            "ifnull" | "coalesce" if !args.is_empty() => {
-                for a in &args {
-                    let v = self.eval(a)?;
-                    if !v.is_null() {
-                        return Ok(v);
-                    }
-                }
-                Value::Null
-            }
-            _ => return Err(EvalError::NotSession),
+            "last_insert_id" => Value::UInt(s.last_insert_id),
+            _ => return None,
         })
     }
 }
 
-/// A SQL literal as a value.
-pub fn literal(v: &ast::Value) -> Option<Value> {
-    Some(match v {
-        ast::Value::Number(n, _) => {
-            if let Ok(i) = n.parse::<i64>() {
-                Value::Int(i)
-            } else if let Ok(u) = n.parse::<u64>() {
-                Value::UInt(u)
-            } else if n.contains(['e', 'E']) {
-                Value::Double(n.parse().ok()?)
-            } else {
-                Value::Decimal(n.parse().ok()?)
-            }
-        }
-        ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => Value::text(s),
-        ast::Value::Boolean(b) => Value::Int(i64::from(*b)),
-        ast::Value::Null => Value::Null,
-        ast::Value::HexStringLiteral(h) => Value::bytes(decode_hex(h)?),
-        _ => return None,
-    })
-}
-
-fn decode_hex(h: &str) -> Option<Vec<u8>> {
-    if h.len() & 1 == 1 {
-        return None;
-    }
-    (0..h.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
-        .collect()
-}
-
-/// SQL truth: NULL is unknown; numbers are true when non-zero; strings by
-/// their numeric prefix (MySQL's rule, approximated as "parses as non-zero").
+/// SQL truth, as the view engine reads it (`'12abc'` is true).
 pub fn truth(v: &Value) -> Option<bool> {
-    match v {
-        Value::Null => None,
-        Value::Text(s) => Some(s.trim().parse::<f64>().map(|f| f != 0.0).unwrap_or(false)),
-        other => Some(other.as_f64().map(|f| f != 0.0).unwrap_or(true)),
-    }
+    ladle_dataflow::value_truth(v)
 }
 
-/// Comparison as MySQL does it for catalog strings: case-insensitive text,
-/// numbers numerically (a numeric string against a number compares as a
-/// number).
+/// The order of two catalog values (ORDER BY over virtual tables): NULL
+/// first, then as the view engine compares them.
 pub fn compare(a: &Value, b: &Value) -> Ordering {
-    match (a, b) {
-        (Value::Text(s), n) | (n, Value::Text(s)) if n.as_f64().is_some() => {
-            let x = s.trim().parse::<f64>().unwrap_or(0.0);
-            let y = n.as_f64().unwrap_or(0.0);
-            let o = x.total_cmp(&y);
-            if matches!(a, Value::Text(_)) {
-                o
-            } else {
-                o.reverse()
-            }
-        }
-        _ => a.cmp_collated(b, Collation::GeneralCi),
-    }
+    ladle_dataflow::compare_values(a, b, Collation::GeneralCi).unwrap_or_else(|| a.cmp(b))
 }
 
-/// SQL LIKE with `%`, `_` and `\` escapes, case-insensitive.
+/// `s LIKE pattern`, case-insensitive (SHOW ... LIKE).
 pub fn like(s: &str, pattern: &str) -> bool {
-    let s: Vec<char> = s.to_lowercase().chars().collect();
-    let p: Vec<char> = pattern.to_lowercase().chars().collect();
-    fn go(s: &[char], p: &[char]) -> bool {
-        match p.first() {
-            None => s.is_empty(),
-            Some('%') => (0..=s.len()).any(|i| go(&s[i..], &p[1..])),
-            Some('_') => !s.is_empty() && go(&s[1..], &p[1..]),
-            Some('\\') if p.len() > 1 => !s.is_empty() && s[0] == p[1] && go(&s[1..], &p[2..]),
-            Some(c) => !s.is_empty() && s[0] == *c && go(&s[1..], &p[1..]),
-        }
-    }
-    go(&s, &p)
+    ladle_dataflow::like_text(s, pattern, Collation::GeneralCi)
 }
 
 #[cfg(test)]

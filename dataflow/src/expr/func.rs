@@ -4,7 +4,7 @@ use chrono::{Datelike, Duration, NaiveDateTime, Timelike, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use super::ops::{self, to_num, to_text, truth, Num};
+use super::ops::{self, to_bytes, to_num, to_text, truth, Num};
 use super::{Ctx, EvalError, EvalResult, Expr};
 use ladle_common::{Collation, SqlType, Value};
 
@@ -62,6 +62,8 @@ pub enum Func {
     Lpad,
     Rpad,
     Hex,
+    /// UNHEX(s): the bytes a hex string spells (a binary string).
+    Unhex,
     DateFormat,
     DayOfWeek,
     DateDiff,
@@ -141,6 +143,7 @@ impl Func {
             "lpad" => (Lpad, 3, 3),
             "rpad" => (Rpad, 3, 3),
             "hex" => (Hex, 1, 1),
+            "unhex" => (Unhex, 1, 1),
             "date_format" => (DateFormat, 2, 2),
             "dayofweek" => (DayOfWeek, 1, 1),
             "datediff" => (DateDiff, 2, 2),
@@ -209,7 +212,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         SingleRow => {
             let n = arg(args, 0, c)?;
             if n.as_i64().unwrap_or(0) > 1 {
-                return Err(EvalError(SUBQUERY_ROWS_MESSAGE.into()));
+                return Err(EvalError::Invalid(SUBQUERY_ROWS_MESSAGE.into()));
             }
             return arg(args, 1, c);
         }
@@ -235,21 +238,34 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             if null_in(&vals) {
                 return Ok(Value::Null);
             }
+            // One binary argument makes the result a binary string.
+            if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
+                return Ok(Value::bytes(
+                    vals.iter().flat_map(to_bytes).collect::<Vec<u8>>(),
+                ));
+            }
             Value::text(vals.iter().map(to_text).collect::<String>())
         }
         ConcatWs => {
             if v0.is_null() {
                 return Ok(Value::Null);
             }
+            let parts = vals[1..].iter().filter(|v| !v.is_null());
+            if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
+                let sep = to_bytes(&v0);
+                let parts: Vec<Vec<u8>> = parts.map(to_bytes).collect();
+                return Ok(Value::bytes(parts.join(sep.as_slice())));
+            }
             let sep = to_text(&v0);
-            let parts: Vec<String> = vals[1..]
-                .iter()
-                .filter(|v| !v.is_null())
-                .map(to_text)
-                .collect();
+            let parts: Vec<String> = parts.map(to_text).collect();
             Value::text(parts.join(&sep))
         }
-        Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex if v0.is_null() => Value::Null,
+        Lower | Upper | Trim | LTrim | RTrim | Reverse | Hex | Unhex if v0.is_null() => Value::Null,
+        // Case conversion does not apply to binary strings (MySQL).
+        Lower | Upper if matches!(v0, Value::Bytes(_)) => v0,
+        Reverse if matches!(v0, Value::Bytes(_)) => {
+            Value::bytes(to_bytes(&v0).into_iter().rev().collect::<Vec<u8>>())
+        }
         Lower => Value::text(to_text(&v0).to_lowercase()),
         Upper => Value::text(to_text(&v0).to_uppercase()),
         Trim => Value::text(to_text(&v0).trim_matches(' ')),
@@ -258,22 +274,38 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         Reverse => Value::text(to_text(&v0).chars().rev().collect::<String>()),
         Hex => match &v0 {
             Value::Text(_) | Value::Bytes(_) => Value::text(
-                to_text(&v0)
-                    .bytes()
+                to_bytes(&v0)
+                    .iter()
                     .map(|b| format!("{b:02X}"))
                     .collect::<String>(),
             ),
             other => Value::text(format!("{:X}", ops::to_u64_bits(other))),
         },
+        Unhex => match unhex(&to_bytes(&v0)) {
+            Some(b) => Value::bytes(b),
+            None => Value::Null,
+        },
         Length => match &v0 {
             Value::Null => Value::Null,
-            Value::Bytes(b) => Value::Int(b.len() as i64),
-            other => Value::Int(to_text(other).len() as i64),
+            other => Value::Int(to_bytes(other).len() as i64),
         },
+        // A binary string's characters are its bytes.
         CharLength => match &v0 {
             Value::Null => Value::Null,
+            Value::Bytes(b) => Value::Int(b.len() as i64),
             other => Value::Int(to_text(other).chars().count() as i64),
         },
+        Substring if matches!(v0, Value::Bytes(_)) => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
+            }
+            let pos = int_arg(&vals[1]).unwrap_or(0);
+            let len = match vals.get(2) {
+                Some(l) => int_arg(l).unwrap_or(0),
+                None => i64::MAX,
+            };
+            Value::bytes(substring(&to_bytes(&v0), pos, len))
+        }
         Substring => {
             if null_in(&vals) {
                 return Ok(Value::Null);
@@ -284,19 +316,19 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 Some(l) => int_arg(l).unwrap_or(0),
                 None => i64::MAX,
             };
-            let n = s.len() as i64;
-            let start = if pos > 0 {
-                pos - 1
-            } else if pos < 0 {
-                n + pos
-            } else {
-                return Ok(Value::text(""));
-            };
-            if start < 0 || start >= n || len <= 0 {
-                return Ok(Value::text(""));
+            Value::text(substring(&s, pos, len).iter().collect::<String>())
+        }
+        Left | Right if matches!(v0, Value::Bytes(_)) => {
+            if null_in(&vals) {
+                return Ok(Value::Null);
             }
-            let end = start.saturating_add(len).min(n);
-            Value::text(s[start as usize..end as usize].iter().collect::<String>())
+            let b = to_bytes(&v0);
+            let k = int_arg(&vals[1]).unwrap_or(0).clamp(0, b.len() as i64) as usize;
+            Value::bytes(if f == Left {
+                &b[..k]
+            } else {
+                &b[b.len() - k..]
+            })
         }
         Left | Right => {
             if null_in(&vals) {
@@ -402,18 +434,19 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             };
             round(&v0, places, f == Truncate)?
         }
-        Floor | Ceil => match to_num(&v0) {
-            None => Value::Null,
-            Some(Num::Int(i)) => ops::int_value(i)?,
-            Some(Num::Dec(d)) => {
-                let r = if f == Floor { d.floor() } else { d.ceil() };
-                ops::int_value(
-                    r.to_i128()
-                        .ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
-                )?
+        Floor | Ceil => {
+            match to_num(&v0) {
+                None => Value::Null,
+                Some(Num::Int(i)) => ops::int_value(i)?,
+                Some(Num::Dec(d)) => {
+                    let r = if f == Floor { d.floor() } else { d.ceil() };
+                    ops::int_value(r.to_i128().ok_or_else(|| {
+                        EvalError::OutOfRange("BIGINT value is out of range".into())
+                    })?)?
+                }
+                Some(Num::Float(x)) => Value::Double(if f == Floor { x.floor() } else { x.ceil() }),
             }
-            Some(Num::Float(x)) => Value::Double(if f == Floor { x.floor() } else { x.ceil() }),
-        },
+        }
         Mod => ops::arith(super::ArithOp::Mod, &v0, &vals[1])?,
         Pow => match (ops::value_to_f64(&v0), ops::value_to_f64(&vals[1])) {
             (Some(a), Some(b)) => {
@@ -421,7 +454,9 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 if r.is_finite() {
                     Value::Double(r)
                 } else {
-                    return Err(EvalError("DOUBLE value is out of range in 'pow'".into()));
+                    return Err(EvalError::OutOfRange(
+                        "DOUBLE value is out of range in 'pow'".into(),
+                    ));
                 }
             }
             _ => Value::Null,
@@ -539,6 +574,39 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             _ => Value::Null,
         },
     })
+}
+
+/// SUBSTRING's units (characters or bytes) from 1-based `pos` (from the end
+/// when negative; nothing for 0), at most `len` of them.
+fn substring<T: Clone>(s: &[T], pos: i64, len: i64) -> Vec<T> {
+    let n = s.len() as i64;
+    let start = if pos > 0 {
+        pos - 1
+    } else if pos < 0 {
+        n + pos
+    } else {
+        return Vec::new();
+    };
+    if start < 0 || start >= n || len <= 0 {
+        return Vec::new();
+    }
+    let end = start.saturating_add(len).min(n);
+    s[start as usize..end as usize].to_vec()
+}
+
+/// The bytes a string of hex digits spells (an odd count reads as if it
+/// had a leading 0, as in MySQL); `None` for a non-hex character.
+fn unhex(digits: &[u8]) -> Option<Vec<u8>> {
+    let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    let mut out = Vec::with_capacity(digits.len().div_ceil(2));
+    let (head, rest) = digits.split_at(digits.len() % 2);
+    if let [c] = head {
+        out.push(nibble(*c)?);
+    }
+    for pair in rest.chunks(2) {
+        out.push(nibble(pair[0])? << 4 | nibble(pair[1])?);
+    }
+    Some(out)
 }
 
 /// MySQL's DATE_FORMAT specifiers.
@@ -675,23 +743,32 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             let n: u32 = tys
                 .iter()
                 .map(|t| match t.0 {
-                    SqlType::Char(n) | SqlType::VarChar(n) => n,
+                    SqlType::Char(n)
+                    | SqlType::VarChar(n)
+                    | SqlType::Binary(n)
+                    | SqlType::VarBinary(n) => n,
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
+            let binary = matches!(f, Concat | ConcatWs) && tys.iter().any(|t| t.0.is_binary());
             (
-                text(n.max(1)),
+                if binary {
+                    SqlType::VarBinary(n.max(1))
+                } else {
+                    text(n.max(1))
+                },
                 if f == ConcatWs { tys[0].1 } else { any_null },
             )
         }
         Lower | Upper | Trim | LTrim | RTrim | Reverse | Substring | Left | Right => {
             let t = match &tys[0].0 {
-                t if t.is_text() => t.clone(),
+                t if t.is_text() || t.is_binary() => t.clone(),
                 _ => text(255),
             };
             (t, any_null)
         }
         Hex => (text(255), any_null),
+        Unhex => (SqlType::VarBinary(255), true),
         DateFormat => (text(64), true),
         DayOfWeek | DateDiff => (
             SqlType::Int {

@@ -13,11 +13,16 @@ use std::fmt;
 use ladle_common::{Collation, SqlType, Value};
 
 pub use func::Func;
-pub(crate) use ops::{compare, truth, value_to_f64};
+pub(crate) use ops::{compare, like, string_as_number, truth, value_to_f64};
 
-/// An evaluation failure (the user's fault: overflow, bad cast).
+/// An evaluation failure (the user's fault).
 #[derive(Clone, Debug, PartialEq)]
-pub struct EvalError(pub String);
+pub enum EvalError {
+    /// A result outside its type's range (integer overflow): MySQL's 1690.
+    OutOfRange(String),
+    /// Any other bad input (several rows from a scalar subquery, ...).
+    Invalid(String),
+}
 
 pub type EvalResult<T = Value> = Result<T, EvalError>;
 
@@ -290,7 +295,7 @@ impl Expr {
                 if v.is_null() || p.is_null() {
                     return Ok(Value::Null);
                 }
-                let m = ops::like(&ops::to_text(&v), &ops::to_text(&p), *escape, *collation);
+                let m = ops::like_values(&v, &p, *escape, *collation);
                 bool_value(Some(m != *negated))
             }
             Case {
@@ -684,11 +689,20 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         let len = non_null
             .iter()
             .map(|t| match t {
-                SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Text(n) => *n,
+                SqlType::Char(n)
+                | SqlType::VarChar(n)
+                | SqlType::Text(n)
+                | SqlType::Binary(n)
+                | SqlType::VarBinary(n)
+                | SqlType::Blob(n) => *n,
                 _ => 64,
             })
             .max()
             .unwrap_or(255);
+        // One binary branch makes the result a binary string (MySQL).
+        if non_null.iter().any(|t| t.is_binary()) {
+            return (SqlType::VarBinary(len), nullable);
+        }
         return (SqlType::VarChar(len), nullable);
     }
     if non_null.iter().all(|t| t.is_integer()) {

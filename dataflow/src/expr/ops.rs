@@ -67,6 +67,17 @@ pub(crate) fn text_to_f64(s: &str) -> f64 {
     t[..end].parse::<f64>().unwrap_or(0.0)
 }
 
+/// A string as the number MySQL compares it as with a number: exact when
+/// the whole string is a decimal number (`'01'`, `' 10'`), else its
+/// numeric prefix as a double (`'1abc'` is 1, `'abc'` 0).
+pub(crate) fn string_as_number(v: &Value) -> Value {
+    let s = to_text(v);
+    match text_to_decimal(&s) {
+        Some(d) => Value::Decimal(d),
+        None => Value::Double(text_to_f64(&s)),
+    }
+}
+
 fn text_to_decimal(s: &str) -> Option<Decimal> {
     let t = s.trim();
     Decimal::from_str(t).ok()
@@ -102,6 +113,17 @@ fn time_number(us: i64) -> i64 {
     let sign = if s < 0 { -1 } else { 1 };
     let s = s.abs();
     sign * ((s / 3600) * 10000 + ((s / 60) % 60) * 100 + s % 60)
+}
+
+/// The value's bytes: a binary string as it is, text as UTF-8, anything
+/// else as its text rendering (what bytewise comparison, LIKE and the
+/// binary string functions work on).
+pub(crate) fn to_bytes(v: &Value) -> Vec<u8> {
+    match v {
+        Value::Bytes(b) => b.to_vec(),
+        Value::Text(s) => s.as_bytes().to_vec(),
+        other => other.to_string().into_bytes(),
+    }
 }
 
 /// The value as text (for string functions).
@@ -156,7 +178,7 @@ pub(crate) fn int_value(i: i128) -> EvalResult {
     } else if let Ok(u) = u64::try_from(i) {
         Ok(Value::UInt(u))
     } else {
-        Err(EvalError("BIGINT value is out of range".into()))
+        Err(EvalError::OutOfRange("BIGINT value is out of range".into()))
     }
 }
 
@@ -164,18 +186,23 @@ fn float_value(f: f64) -> EvalResult {
     if f.is_finite() {
         Ok(Value::Double(f))
     } else {
-        Err(EvalError("DOUBLE value is out of range".into()))
+        Err(EvalError::OutOfRange("DOUBLE value is out of range".into()))
     }
 }
 
 fn dec_overflow() -> EvalError {
-    EvalError("DECIMAL value is out of range".into())
+    EvalError::OutOfRange("DECIMAL value is out of range".into())
 }
 
 pub(crate) fn negate(v: &Value) -> EvalResult {
     match to_num(v) {
         None => Ok(Value::Null),
-        Some(Num::Int(i)) => int_value(-i),
+        // Past BIGINT's range the negation is a DECIMAL, as in MariaDB:
+        // `-(-9223372036854775808)` is 9223372036854775808.
+        Some(Num::Int(i)) => Ok(match i64::try_from(-i) {
+            Ok(n) => Value::Int(n),
+            Err(_) => Value::Decimal(Decimal::from_i128_with_scale(-i, 0)),
+        }),
         Some(Num::Dec(d)) => Ok(Value::Decimal(-d)),
         Some(Num::Float(f)) => float_value(-f),
     }
@@ -246,13 +273,20 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                 let res = match op {
                     ArithOp::Add => x + y,
                     ArithOp::Sub => x - y,
-                    _ => x
-                        .checked_mul(y)
-                        .ok_or_else(|| EvalError("BIGINT value is out of range".into()))?,
+                    _ => x.checked_mul(y).ok_or_else(|| {
+                        EvalError::OutOfRange("BIGINT value is out of range".into())
+                    })?,
                 };
+                // An unsigned operand makes the result unsigned, as in
+                // MySQL: below zero is an error, not a negative number.
                 let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
-                if !unsigned && i64::try_from(res).is_err() {
-                    return Err(EvalError("BIGINT value is out of range".into()));
+                if unsigned {
+                    return u64::try_from(res).map(Value::UInt).map_err(|_| {
+                        EvalError::OutOfRange("BIGINT UNSIGNED value is out of range".into())
+                    });
+                }
+                if i64::try_from(res).is_err() {
+                    return Err(EvalError::OutOfRange("BIGINT value is out of range".into()));
                 }
                 int_value(res)
             }
@@ -354,16 +388,28 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
     match (a, b) {
         (Null, _) | (_, Null) => None,
         (Text(x), Text(y)) => Some(coll.compare(x, y)),
+        // A binary operand makes the comparison bytewise (case- and
+        // accent-sensitive), whatever the other side's collation.
         (Bytes(x), Bytes(y)) => Some(x.cmp(y)),
-        (Text(_), Bytes(_)) | (Bytes(_), Text(_)) => {
-            Some(to_text(a).as_bytes().cmp(to_text(b).as_bytes()))
-        }
-        (Date(_) | DateTime(_), Text(s)) => match ladle_common::parse_datetime(s) {
+        (Text(x), Bytes(y)) => Some(x.as_bytes().cmp(y)),
+        (Bytes(x), Text(y)) => Some((**x).cmp(y.as_bytes())),
+        // A string compared with a date or time is read as one; MariaDB
+        // ignores what follows a valid value (`'... 03:04:05+00:00'`, with
+        // a warning).
+        (Date(_) | DateTime(_), Text(s)) => match ladle_common::parse_datetime_prefix(s) {
             Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
             None => Some(to_text(a).cmp(&s.to_string())),
         },
-        (Text(s), Date(_) | DateTime(_)) => match ladle_common::parse_datetime(s) {
+        (Text(s), Date(_) | DateTime(_)) => match ladle_common::parse_datetime_prefix(s) {
             Some(dt) => Some(dt.cmp(&to_datetime(b)?)),
+            None => Some(s.to_string().cmp(&to_text(b))),
+        },
+        (Time(x), Text(s)) => match ladle_common::parse_time(s) {
+            Some(y) => Some(x.cmp(&y)),
+            None => Some(to_text(a).cmp(&s.to_string())),
+        },
+        (Text(s), Time(y)) => match ladle_common::parse_time(s) {
+            Some(x) => Some(x.cmp(y)),
             None => Some(s.to_string().cmp(&to_text(b))),
         },
         (Date(_) | DateTime(_), Date(_) | DateTime(_)) => Some(a.cmp_collated(b, coll)),
@@ -404,42 +450,62 @@ pub(crate) fn cmp_op(op: CmpOp, a: &Value, b: &Value, coll: Collation) -> Value 
     }))
 }
 
+/// `v LIKE pattern`: bytewise when either side is a binary string (`_`
+/// then matches one byte), by characters under `coll` otherwise.
+pub(crate) fn like_values(v: &Value, pattern: &Value, escape: char, coll: Collation) -> bool {
+    if matches!(v, Value::Bytes(_)) || matches!(pattern, Value::Bytes(_)) {
+        let escape = u8::try_from(u32::from(escape)).unwrap_or(b'\\');
+        return like_tokens(&to_bytes(v), &to_bytes(pattern), escape, b'%', b'_', |b| b);
+    }
+    like(&to_text(v), &to_text(pattern), escape, coll)
+}
+
 /// `s LIKE pattern` with `%`, `_` and an escape character.
 pub(crate) fn like(s: &str, pattern: &str, escape: char, coll: Collation) -> bool {
-    #[derive(Debug)]
-    enum Tok {
+    // PAD SPACE does not apply to LIKE: the text is matched as is.
+    let text: Vec<char> = s.chars().collect();
+    let pattern: Vec<char> = pattern.chars().collect();
+    like_tokens(&text, &pattern, escape, '%', '_', |c| coll.fold_char(c))
+}
+
+/// Wildcard matching over units (characters or bytes), each folded by
+/// `fold` before it is compared.
+fn like_tokens<T: Copy + PartialEq>(
+    s: &[T],
+    pattern: &[T],
+    escape: T,
+    any: T,
+    one: T,
+    fold: impl Fn(T) -> T,
+) -> bool {
+    enum Tok<T> {
         Any,
         One,
-        Ch(char),
+        Ch(T),
     }
-    let fold = |c: char| coll.fold_char(c);
     let mut toks = Vec::new();
-    let mut it = pattern.chars().peekable();
+    let mut it = pattern.iter().copied();
     while let Some(c) = it.next() {
         if c == escape {
             match it.next() {
                 Some(n) => toks.push(Tok::Ch(fold(n))),
                 None => toks.push(Tok::Ch(fold(c))),
             }
-        } else if c == '%' {
+        } else if c == any {
             toks.push(Tok::Any);
-        } else if c == '_' {
+        } else if c == one {
             toks.push(Tok::One);
         } else {
             toks.push(Tok::Ch(fold(c)));
         }
     }
-    let mut text: Vec<char> = s.chars().map(fold).collect();
-    if coll == Collation::GeneralCi {
-        // PAD SPACE does not apply to LIKE; keep text as is.
-        text.shrink_to_fit();
-    }
+    let text: Vec<T> = s.iter().map(|&c| fold(c)).collect();
     // Iterative wildcard matching with backtracking to the last `%`.
     let (mut ti, mut pi) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while ti < text.len() {
         if pi < toks.len() {
-            match toks[pi] {
+            match &toks[pi] {
                 Tok::Any => {
                     star = Some((pi, ti));
                     pi += 1;
@@ -450,7 +516,7 @@ pub(crate) fn like(s: &str, pattern: &str, escape: char, coll: Collation) -> boo
                     pi += 1;
                     continue;
                 }
-                Tok::Ch(c) if c == text[ti] => {
+                Tok::Ch(c) if *c == text[ti] => {
                     ti += 1;
                     pi += 1;
                     continue;
@@ -491,12 +557,13 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             },
             None => Value::Null,
         },
+        // Always `UInt`, so that arithmetic on the result is unsigned.
         CastType::Unsigned => match cast(v, &CastType::Signed)? {
-            Value::Int(i) if i < 0 => Value::UInt(i as u64),
+            Value::Int(i) => Value::UInt(i as u64),
             other => other,
         },
         CastType::Char => Value::text(to_text(v)),
-        CastType::Binary => Value::bytes(to_text(v).into_bytes()),
+        CastType::Binary => Value::bytes(to_bytes(v)),
         CastType::Decimal { scale, .. } => {
             let d = match to_num(v) {
                 Some(Num::Float(f)) => match v {

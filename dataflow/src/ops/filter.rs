@@ -22,7 +22,7 @@ impl Filter {
     pub fn keep(&self, row: &[ladle_common::Value]) -> Result<bool> {
         self.pred
             .eval_bool(row, &[])
-            .map_err(|e| crate::DataflowError::BadArgument(e.0))
+            .map_err(crate::DataflowError::from)
     }
 
     /// Pure core: each delta passes or not, sign preserved.

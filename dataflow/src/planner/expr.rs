@@ -232,10 +232,21 @@ pub(crate) fn literal(v: &ast::Value) -> Result<Value> {
             Value::text(s)
         }
         V::NationalStringLiteral(s) => Value::text(s),
+        // A hex literal is a binary string (a number in numeric context:
+        // see `hex_number`); `0xABC` reads as `0x0ABC`.
         V::HexStringLiteral(h) => {
-            let bytes: Option<Vec<u8>> = (0..h.len())
+            let padded = if h.len() % 2 == 1 {
+                format!("0{h}")
+            } else {
+                h.clone()
+            };
+            let bytes: Option<Vec<u8>> = (0..padded.len())
                 .step_by(2)
-                .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
+                .map(|i| {
+                    padded
+                        .get(i..i + 2)
+                        .and_then(|x| u8::from_str_radix(x, 16).ok())
+                })
                 .collect();
             Value::bytes(
                 bytes.ok_or_else(|| DataflowError::BadArgument(format!("bad hex literal {h}")))?,
@@ -273,6 +284,54 @@ fn number(s: &str) -> Result<Value> {
     Decimal::from_str(s)
         .map(Value::Decimal)
         .map_err(|_| DataflowError::BadArgument(s.into()))
+}
+
+/// A hex literal (`X'41'`, `0x41`) read as the number MySQL makes of it in
+/// numeric context (arithmetic, comparison with a number): its bytes as a
+/// big-endian unsigned integer.
+fn hex_number(e: &ast::Expr) -> Option<Value> {
+    let ast::Expr::Value(v @ ast::Value::HexStringLiteral(_)) = strip_nested(e) else {
+        return None;
+    };
+    let Ok(Value::Bytes(b)) = literal(v) else {
+        return None;
+    };
+    let tail = &b[b.len().saturating_sub(8)..];
+    Some(Value::UInt(
+        tail.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x)),
+    ))
+}
+
+/// A binary string literal (`X'..'`, `_binary'..'`) compared with a text
+/// expression that is not a literal (a column, a function of one) takes its
+/// character set and collation, as MariaDB
+/// coerces literals: `name = _binary'alice'` is case-insensitive under a
+/// `_ci` column, unlike `name = BINARY 'alice'` or a CAST (bytewise).
+fn coerce_literal(e: &ast::Expr, compiled: Expr, other_is_text: bool) -> Expr {
+    let literal_ast = matches!(
+        strip_nested(e),
+        ast::Expr::Value(ast::Value::HexStringLiteral(_)) | ast::Expr::IntroducedString { .. }
+    );
+    match compiled {
+        Expr::Literal(Value::Bytes(b)) if literal_ast && other_is_text => {
+            match std::str::from_utf8(&b) {
+                Ok(t) => Expr::Literal(Value::text(t)),
+                Err(_) => Expr::Literal(Value::Bytes(b)),
+            }
+        }
+        other => other,
+    }
+}
+
+fn is_numeric_type(t: &SqlType) -> bool {
+    matches!(
+        t,
+        SqlType::Int { .. }
+            | SqlType::Year
+            | SqlType::Float
+            | SqlType::Double
+            | SqlType::Decimal { .. }
+    )
 }
 
 /// Parses a `?N` placeholder name into its slot.
@@ -387,17 +446,41 @@ impl<'a> ExprCx<'a> {
                         Expr::Cast(b(Expr::Literal(v)), CastType::DateTime)
                     }
                     ast::DataType::Time(..) => Expr::Cast(b(Expr::Literal(v)), CastType::Time),
+                    // `BINARY 'x'`: the string as a binary string, so that
+                    // comparisons with it are bytewise.
+                    ast::DataType::Binary(_) | ast::DataType::Varbinary(_) => {
+                        Expr::Literal(Value::bytes(value.as_bytes()))
+                    }
                     _ => Expr::Literal(v),
                 }
             }
-            E::IntroducedString { value, .. } => Expr::Literal(literal(value)?),
+            // `_binary'..'` is a binary string; any other introducer
+            // (`_utf8mb4`, ...) a text one, made of the literal's bytes
+            // when they are UTF-8 (`_utf8mb4 X'C3A9'` is 'é').
+            E::IntroducedString { introducer, value } => {
+                let v = literal(value)?;
+                let binary = introducer.eq_ignore_ascii_case("_binary");
+                Expr::Literal(match v {
+                    Value::Text(t) if binary => Value::bytes(t.as_bytes()),
+                    Value::Bytes(b) if !binary => match std::str::from_utf8(&b) {
+                        Ok(t) => Value::text(t),
+                        Err(_) => Value::Bytes(b),
+                    },
+                    other => other,
+                })
+            }
             E::Nested(x) => self.compile(x)?,
             E::Collate { expr, .. } => self.compile(expr)?,
             E::UnaryOp { op, expr } => {
-                let x = self.compile(expr)?;
+                let x = match hex_number(expr) {
+                    Some(n) if *op == ast::UnaryOperator::Minus => Expr::Literal(n),
+                    _ => self.compile(expr)?,
+                };
                 match op {
                     ast::UnaryOperator::Minus => match x {
-                        Expr::Literal(Value::Int(i)) => Expr::Literal(Value::Int(-i)),
+                        Expr::Literal(Value::Int(i)) if i != i64::MIN => {
+                            Expr::Literal(Value::Int(-i))
+                        }
                         Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(-d)),
                         Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
                         Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
@@ -430,6 +513,39 @@ impl<'a> ExprCx<'a> {
                     ));
                 }
                 let r = self.compile(right)?;
+                // Hex literals are numbers in arithmetic and when compared
+                // with a number.
+                let frame = self.frame_types();
+                let numeric = |x: &Expr| is_numeric_type(&x.result_type(&frame).0);
+                let (l, r) = if is_arith(op) {
+                    (
+                        hex_number(left).map(Expr::Literal).unwrap_or(l),
+                        hex_number(right).map(Expr::Literal).unwrap_or(r),
+                    )
+                } else {
+                    let nl = numeric(&l) && hex_number(left).is_none();
+                    let nr = numeric(&r) && hex_number(right).is_none();
+                    (
+                        hex_number(left)
+                            .filter(|_| nr)
+                            .map(Expr::Literal)
+                            .unwrap_or(l),
+                        hex_number(right)
+                            .filter(|_| nl)
+                            .map(Expr::Literal)
+                            .unwrap_or(r),
+                    )
+                };
+                let (l, r) = if is_arith(op) {
+                    (l, r)
+                } else {
+                    // Literals on both sides: the binary one wins.
+                    let text = |x: &Expr| {
+                        !matches!(x, Expr::Literal(_)) && x.result_type(&frame).0.is_text()
+                    };
+                    let (lt, rt) = (text(&l), text(&r));
+                    (coerce_literal(left, l, rt), coerce_literal(right, r, lt))
+                };
                 let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
                 let cmp = |o: CmpOp| Expr::Cmp {
                     op: o,
@@ -518,11 +634,16 @@ impl<'a> ExprCx<'a> {
                 list,
                 negated,
             } => {
-                let x = self.compile(expr)?;
+                let members: Vec<&ast::Expr> =
+                    std::iter::once(&**expr).chain(list.iter()).collect();
+                let mut compiled = self.compile_comparison_group(&members)?.into_iter();
+                let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
                 let mut coll = self.collation_of(expr, &x);
+                let text = !matches!(x, Expr::Literal(_))
+                    && x.result_type(&self.frame_types()).0.is_text();
                 let mut items = Vec::new();
-                for item in list {
-                    let c = self.compile(item)?;
+                for (item, c) in list.iter().zip(compiled) {
+                    let c = coerce_literal(item, c, text);
                     if coll.is_none() {
                         coll = self.collation_of(item, &c);
                     }
@@ -541,12 +662,15 @@ impl<'a> ExprCx<'a> {
                 low,
                 high,
             } => {
-                let x = self.compile(expr)?;
+                let [x, lo, hi]: [Expr; 3] = self
+                    .compile_comparison_group(&[expr, low, high])?
+                    .try_into()
+                    .map_err(|_| DataflowError::Internal("BETWEEN operands".into()))?;
                 let coll = self.collation_of(expr, &x).unwrap_or_default();
                 Expr::Between {
                     expr: b(x),
-                    low: b(self.compile(low)?),
-                    high: b(self.compile(high)?),
+                    low: b(lo),
+                    high: b(hi),
                     negated: *negated,
                     collation: coll,
                 }
@@ -627,18 +751,45 @@ impl<'a> ExprCx<'a> {
                 data_type,
                 format: None,
                 ..
-            } => Expr::Cast(b(self.compile(expr)?), cast_type(data_type)?),
+            } => {
+                let target = cast_type(data_type)?;
+                let numeric = matches!(
+                    target,
+                    CastType::Signed
+                        | CastType::Unsigned
+                        | CastType::Decimal { .. }
+                        | CastType::Double
+                );
+                let x = match hex_number(expr) {
+                    Some(n) if numeric => Expr::Literal(n),
+                    _ => self.compile(expr)?,
+                };
+                Expr::Cast(b(x), target)
+            }
             E::Convert {
                 expr,
                 data_type: Some(dt),
                 charset: None,
                 ..
             } => Expr::Cast(b(self.compile(expr)?), cast_type(dt)?),
+            // CONVERT(x USING binary) is a binary string; USING another
+            // character set, text.
             E::Convert {
                 expr,
                 data_type: None,
+                charset,
                 ..
-            } => self.compile(expr)?,
+            } => {
+                let binary = charset
+                    .as_ref()
+                    .is_some_and(|c| c.to_string().eq_ignore_ascii_case("binary"));
+                let target = if binary {
+                    CastType::Binary
+                } else {
+                    CastType::Char
+                };
+                Expr::Cast(b(self.compile(expr)?), target)
+            }
             E::Ceil {
                 expr,
                 field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
@@ -722,6 +873,28 @@ impl<'a> ExprCx<'a> {
                 ))),
             },
         }
+    }
+
+    /// Compiles operands compared with each other (IN, BETWEEN, GREATEST):
+    /// hex literals among them are numbers when another operand is one.
+    fn compile_comparison_group(&self, exprs: &[&ast::Expr]) -> Result<Vec<Expr>> {
+        let compiled: Vec<Expr> = exprs
+            .iter()
+            .map(|e| self.compile(e))
+            .collect::<Result<_>>()?;
+        let frame = self.frame_types();
+        let numeric = exprs
+            .iter()
+            .zip(&compiled)
+            .any(|(a, c)| hex_number(a).is_none() && is_numeric_type(&c.result_type(&frame).0));
+        Ok(exprs
+            .iter()
+            .zip(compiled)
+            .map(|(a, c)| match hex_number(a) {
+                Some(n) if numeric => Expr::Literal(n),
+                _ => c,
+            })
+            .collect())
     }
 
     fn interval(&self, iv: &ast::Interval) -> Result<(Expr, i64)> {
@@ -819,10 +992,29 @@ impl<'a> ExprCx<'a> {
             _ => Func::by_name(&name, args.len())
                 .ok_or_else(|| unsupported(format!("function {name}")))?,
         };
-        let compiled: Vec<Expr> = args
-            .iter()
-            .map(|a| self.compile(a))
-            .collect::<Result<_>>()?;
+        let compiled: Vec<Expr> = match func {
+            // Numeric functions read hex literals as numbers.
+            Func::Abs
+            | Func::Round
+            | Func::Truncate
+            | Func::Floor
+            | Func::Ceil
+            | Func::Sign
+            | Func::Mod
+            | Func::Pow
+            | Func::Sqrt => args
+                .iter()
+                .map(|a| match hex_number(a) {
+                    Some(n) => Ok(Expr::Literal(n)),
+                    None => self.compile(a),
+                })
+                .collect::<Result<_>>()?,
+            Func::Greatest | Func::Least => self.compile_comparison_group(&args)?,
+            _ => args
+                .iter()
+                .map(|a| self.compile(a))
+                .collect::<Result<_>>()?,
+        };
         // NOW(fsp) etc. ignore their precision argument.
         let compiled = match func {
             Func::Now | Func::UtcTimestamp | Func::CurTime => vec![],
@@ -837,6 +1029,26 @@ fn strip_nested(e: &ast::Expr) -> &ast::Expr {
         ast::Expr::Nested(x) => strip_nested(x),
         other => other,
     }
+}
+
+fn is_arith(op: &ast::BinaryOperator) -> bool {
+    use ast::BinaryOperator as B;
+    matches!(
+        op,
+        B::Plus
+            | B::Minus
+            | B::Multiply
+            | B::Divide
+            | B::Modulo
+            | B::MyIntegerDivide
+            | B::DuckIntegerDivide
+            | B::BitwiseAnd
+            | B::BitwiseOr
+            | B::BitwiseXor
+            | B::PGBitwiseXor
+            | B::PGBitwiseShiftLeft
+            | B::PGBitwiseShiftRight
+    )
 }
 
 fn is_interval(e: &ast::Expr) -> bool {

@@ -2,6 +2,7 @@
 //! equality predicates into parameters, and computes the view signature
 //! under which equal-shaped queries share one view.
 
+use std::collections::HashSet;
 use std::ops::ControlFlow;
 
 use ladle_common::Value;
@@ -52,7 +53,7 @@ const LIT: &str = "?lit";
 
 /// Literals extracted from the WHERE clause, and IN lists collapsed into
 /// one parameter (`?l<N>` = `lists[N]`).
-struct Extracted {
+struct Extracted<'a> {
     lits: Vec<Value>,
     lists: Vec<Vec<Source>>,
     collapse_in: bool,
@@ -63,13 +64,80 @@ struct Extracted {
     /// Only `t.col = literal` (inner join ON: a bare name could become
     /// ambiguous in WHERE, where the planner moves it).
     qualified_only: bool,
+    /// The kinds of the columns of the query's tables.
+    cols: &'a ColumnKinds,
+}
+
+/// Lower-cased names of the columns of the tables a query reads, by kind
+/// (a name can be of several kinds in different tables).
+#[derive(Debug, Default)]
+pub(crate) struct ColumnKinds {
+    pub text: HashSet<String>,
+    pub numeric: HashSet<String>,
+    /// Binary, temporal and other columns.
+    pub other: HashSet<String>,
+}
+
+fn column_name(col: &ast::Expr) -> Option<String> {
+    match col {
+        ast::Expr::Identifier(i) => Some(i.value.to_ascii_lowercase()),
+        ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+/// A hex literal compared with a number column is a number (MySQL's
+/// numeric context): rewritten as one before it becomes a parameter, so the
+/// key lookup sees 65 for `id = 0x41`. Only when the name is a number column
+/// in every table of the query that has it.
+fn hex_to_number(col: &ast::Expr, lit: &mut ast::Expr, cols: &ColumnKinds) {
+    let Some(name) = column_name(col) else {
+        return;
+    };
+    if !cols.numeric.contains(&name) || cols.text.contains(&name) || cols.other.contains(&name) {
+        return;
+    }
+    if let ast::Expr::Value(v @ ast::Value::HexStringLiteral(_)) = lit {
+        if let Ok(Value::Bytes(b)) = literal(v) {
+            let tail = &b[b.len().saturating_sub(8)..];
+            let n = tail.iter().fold(0u64, |acc, &x| acc << 8 | u64::from(x));
+            *v = ast::Value::Number(n.to_string(), false);
+        }
+    }
+}
+
+/// Whether `col = lit` must stay a filter rather than become a key
+/// lookup: a number compared with a text column compares numerically in
+/// MySQL (`'1abc' = 1`, `'01' = 1`), which no lookup by the string can
+/// find. Names are matched without their table, so a text column of that
+/// name in any table of the query keeps the literal (a filter is always
+/// correct, only slower).
+fn number_against_text(col: &ast::Expr, lit: &ast::Expr, cols: &ColumnKinds) -> bool {
+    matches!(lit, ast::Expr::Value(ast::Value::Number(..)))
+        && column_name(col).is_some_and(|n| cols.text.contains(&n))
 }
 
 fn is_user_param(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p.starts_with("?u"))
 }
 
-fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
+fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<()> {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => {
+            hex_to_number(left, right, x.cols);
+            hex_to_number(right, left, x.cols);
+        }
+        ast::Expr::InList { expr, list, .. } => {
+            for item in list.iter_mut() {
+                hex_to_number(expr, item, x.cols);
+            }
+        }
+        _ => {}
+    }
     let lits = &mut x.lits;
     match e {
         ast::Expr::BinaryOp {
@@ -88,6 +156,10 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
             let col_ok = |c: &ast::Expr| {
                 is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
             };
+            let cols = x.cols;
+            if number_against_text(left, right, cols) || number_against_text(right, left, cols) {
+                return Ok(());
+            }
             if col_ok(left) && is_plain_literal(right) {
                 if let ast::Expr::Value(v) = &**right {
                     lits.push(literal(v)?);
@@ -137,6 +209,11 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
                     }
                 }
             }
+            Ok(())
+        }
+        ast::Expr::InList { expr, list, .. }
+            if list.iter().any(|i| number_against_text(expr, i, x.cols)) =>
+        {
             Ok(())
         }
         ast::Expr::InList {
@@ -199,7 +276,15 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted, allow_in: bool) -> Result<()> {
 /// Normalizes with IN lists collapsed into key lookups (see
 /// [`Source::List`]); the caller falls back to `collapse_in = false` when
 /// the planned view does not key on the collapsed column.
-pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Result<Normalized> {
+/// `cols`: the columns of the tables the query reads, by kind (numbers
+/// compared with text columns stay literals; hex literals compared with
+/// number columns become numbers).
+pub(crate) fn normalize(
+    database: &str,
+    q: &ast::Query,
+    collapse_in: bool,
+    cols: &ColumnKinds,
+) -> Result<Normalized> {
     let mut query = q.clone();
     // 1. Name the caller's placeholders in text order.
     let mut n = 0usize;
@@ -221,6 +306,7 @@ pub(crate) fn normalize(database: &str, q: &ast::Query, collapse_in: bool) -> Re
         collapse_in,
         grouped_cols: Vec::new(),
         qualified_only: false,
+        cols,
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
         if !s.from.is_empty() {

@@ -303,11 +303,7 @@ impl<'a> Planner<'a> {
                     ));
                 }
                 let rows = match &c.filter {
-                    Some(f)
-                        if !f
-                            .eval_bool(&[], &[])
-                            .map_err(|e| DataflowError::BadArgument(e.0))? =>
-                    {
+                    Some(f) if !f.eval_bool(&[], &[]).map_err(DataflowError::from)? => {
                         vec![]
                     }
                     _ => vec![c
@@ -315,7 +311,7 @@ impl<'a> Planner<'a> {
                         .iter()
                         .map(|e| e.eval(&[]))
                         .collect::<Result<Row, _>>()
-                        .map_err(|e| DataflowError::BadArgument(e.0))?],
+                        .map_err(DataflowError::from)?],
                 };
                 let cols: Vec<ColInfo> = c
                     .columns
@@ -707,13 +703,20 @@ impl<'a> Planner<'a> {
             } = &c
             {
                 if let (Some(x), Some(y)) = (as_column(a), as_column(b)) {
+                    // A text column equals a binary one byte for byte, which
+                    // no hash of the two kinds of value agrees on: such a
+                    // pair is compared by the filter after the join.
+                    let keyable = |l: usize, r: usize| {
+                        let (lt, rt) = (&ls.cols[l].ty, &rs.cols[r].ty);
+                        !(lt.is_binary() && rt.is_text() || lt.is_text() && rt.is_binary())
+                    };
                     match (ls.resolve(x), rs.resolve(y), ls.resolve(y), rs.resolve(x)) {
-                        (Ok(l), Ok(r), Err(_), Err(_)) => {
+                        (Ok(l), Ok(r), Err(_), Err(_)) if keyable(l, r) => {
                             lcols.push(l);
                             rcols.push(r);
                             continue;
                         }
-                        (Err(_), Err(_), Ok(l), Ok(r)) => {
+                        (Err(_), Err(_), Ok(l), Ok(r)) if keyable(l, r) => {
                             lcols.push(l);
                             rcols.push(r);
                             continue;
@@ -1425,6 +1428,18 @@ impl<'a> Planner<'a> {
                             visible.get(p.wrapping_sub(1)).cloned().ok_or_else(|| {
                                 DataflowError::UnknownColumn(n.clone(), "order clause".into())
                             })?
+                        }
+                        // A bare name is the select-list alias first, even
+                        // when a column has that name (WHERE and GROUP BY
+                        // see the column), as MySQL resolves ORDER BY.
+                        // (An alias of NOW() or a parameter is the same for
+                        // every row: the column's order is as good.)
+                        ast::Expr::Identifier(id)
+                            if aliases_ok
+                                .get(&id.value.to_ascii_lowercase())
+                                .is_some_and(|e| !e.is_volatile() && !e.has_params()) =>
+                        {
+                            aliases_ok[&id.value.to_ascii_lowercase()].clone()
                         }
                         other => cx_alias.compile(other)?,
                     };
