@@ -128,12 +128,17 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     if ins.ignore {
         adjust_ignored_values(s, &schema, &mut rows);
     }
-    // CHECK constraints fail the statement, IGNORE or not (as MariaDB).
+    // INSERT IGNORE processes every row, so MySQL reports the last one's
+    // explicit id even when a constraint skipped it (see OpResult).
+    let ignore_last_id = match schema.auto_increment_column() {
+        Some(ai) if ins.ignore && rows.iter().all(|r| positive_id(&r[ai]).is_some()) => rows
+            .last()
+            .and_then(|r| ladle_common::coerce(&r[ai], &schema.columns[ai]).ok())
+            .as_ref()
+            .and_then(positive_id),
+        _ => None,
+    };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    for row in &rows {
-        checks.verify_uncoerced(&schema, row)?;
-    }
-    crate::foreign_keys::check_child_rows(e, s, &schema, &rows)?;
     let on_conflict = if ins.replace_into {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
@@ -155,6 +160,13 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     } else {
         OnConflict::Error
     };
+    if !checks.is_empty() {
+        rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
+    }
+    let orphans = crate::foreign_keys::orphans(e, s, &schema, &rows)?;
+    if !orphans.is_empty() {
+        rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
+    }
     // Inside a transaction the write is buffered until COMMIT, but clients
     // (ORMs) need generated keys now: reserve them from storage up front.
     let mut generated = vec![false; rows.len()];
@@ -178,19 +190,193 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
             }
         }
     }
-    if s.in_transaction() {
-        return insert_in_transaction(e, s, &schema, rows, on_conflict, generated);
-    }
-    submit(
-        e,
-        s,
-        WriteOp::Insert {
-            table: schema.id,
-            rows,
-            on_conflict,
+    // REPLACE deletes the rows it replaces, so their referencing rows get
+    // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
+    let cascades = if matches!(on_conflict, OnConflict::Replace)
+        && crate::foreign_keys::involved(e, &schema)?
+    {
+        let replaced = replaced_rows(e, s, &schema, &rows)?;
+        crate::foreign_keys::parent_effects(e, s, &schema, &replaced)?
+    } else {
+        Vec::new()
+    };
+    let out = if s.in_transaction() {
+        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
+        if let Some(tx) = &mut s.transaction {
+            tx.ops.extend(cascades);
+        }
+        out
+    } else {
+        submit_with(
+            e,
+            s,
+            WriteOp::Insert {
+                table: schema.id,
+                rows,
+                on_conflict,
+            },
+            cascades,
+            RowCounts::default(),
+        )?
+    };
+    Ok(match (out, ignore_last_id) {
+        (
+            Output::Done {
+                affected_rows,
+                info,
+                ..
+            },
+            Some(id),
+        ) if affected_rows > 0 => Output::Done {
+            affected_rows,
+            last_insert_id: id,
+            info,
         },
-        RowCounts::default(),
-    )
+        (out, _) => out,
+    })
+}
+
+/// The current rows a REPLACE of `rows` deletes (each row sharing a
+/// PRIMARY or UNIQUE key with one of them), as the session sees the table.
+fn replaced_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+) -> Result<Vec<(Row, Option<Row>)>> {
+    let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    let mut gone = Vec::new();
+    for row in &rows {
+        while let Some(victim) = keys.first_conflict(row) {
+            keys.remove_conflicting(&victim);
+            // A row this statement wrote itself is not a parent row yet.
+            if !rows.contains(&victim) {
+                gone.push((victim, None));
+            }
+        }
+        keys.add(row);
+    }
+    Ok(gone)
+}
+
+/// Rows referencing no parent row (`orphans`, with their 1452 errors):
+/// INSERT IGNORE skips them with a warning; otherwise the statement fails
+/// with the first one's 1452, unless that row or an earlier one fails it
+/// first (a duplicate key: MariaDB checks keys before foreign keys).
+fn drop_orphans(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
+    orphans: Vec<(usize, ShimError)>,
+    on_conflict: &OnConflict,
+) -> Result<Vec<Row>> {
+    if matches!(on_conflict, OnConflict::Ignore) {
+        let mut skip = Vec::with_capacity(orphans.len());
+        for (i, err) in orphans {
+            s.add_warning("Warning", err.mysql_code().errno, err.to_string());
+            skip.push(i);
+        }
+        return Ok(rows
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !skip.contains(i))
+            .map(|(_, r)| r)
+            .collect());
+    }
+    let Some((first, err)) = orphans.into_iter().next() else {
+        return Ok(rows);
+    };
+    first_statement_error(e, s, schema, &rows[..=first], on_conflict)?;
+    Err(err)
+}
+
+/// Plays `rows` (in order) against the table's keys as the session sees
+/// it, as the statement will: the first duplicate-key error a plain INSERT
+/// or an ON DUPLICATE KEY UPDATE's changed row meets (or a CHECK the
+/// update fails), if any. For precedence: MariaDB stops at the first
+/// failing row.
+fn first_statement_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<()> {
+    let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    for r in &rows {
+        match on_conflict {
+            OnConflict::Error => {
+                if keys.conflicts(r) > 0 {
+                    return Err(keys.duplicate_error(r).into());
+                }
+                keys.add(r);
+            }
+            OnConflict::Update(f) => match keys.first_conflict(r) {
+                Some(existing) => {
+                    let new = coerce_lenient(schema, &f(&existing, r)?);
+                    keys.remove_conflicting(&existing);
+                    if keys.conflicts(&new) > 0 {
+                        return Err(keys.duplicate_error(&new).into());
+                    }
+                    keys.add(&new);
+                }
+                None => keys.add(r),
+            },
+            OnConflict::Replace => {
+                while let Some(victim) = keys.first_conflict(r) {
+                    keys.remove_conflicting(&victim);
+                }
+                keys.add(r);
+            }
+            OnConflict::Ignore => {
+                if keys.conflicts(r) == 0 {
+                    keys.add(r);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CHECK constraints on an INSERT's rows, in row order as MariaDB applies
+/// them: a failing row fails the statement with 4025, unless an earlier
+/// row already failed it with a duplicate key (1062) — or, for a
+/// multi-row INSERT IGNORE, is skipped with a warning (a single-row INSERT
+/// IGNORE still fails, MariaDB's rule). Returns the rows to write.
+fn check_inserted_rows(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: Vec<Row>,
+    on_conflict: &OnConflict,
+) -> Result<Vec<Row>> {
+    let ignore = matches!(on_conflict, OnConflict::Ignore);
+    let multi = rows.len() > 1;
+    let mut kept = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let Err(failed) = checks.verify_uncoerced(schema, row) else {
+            kept.push(row.clone());
+            continue;
+        };
+        if ignore && multi {
+            s.add_warning(
+                "Warning",
+                crate::error::ER_CONSTRAINT_FAILED.errno,
+                failed.to_string(),
+            );
+            continue;
+        }
+        if !ignore {
+            // An earlier row's failure is the error MariaDB reports.
+            first_statement_error(e, s, schema, &rows[..i], on_conflict)?;
+        }
+        return Err(failed.into());
+    }
+    Ok(kept)
 }
 
 /// An INSERT inside a transaction, checked when it is issued (as InnoDB
@@ -237,6 +423,10 @@ fn insert_in_transaction(
                     ER_DUP_ENTRY.errno,
                     keys.duplicate_error(&row).to_string(),
                 );
+                // The last row processed, written or not (as storage).
+                if first_generated.is_none() {
+                    insert_id = id.unwrap_or(insert_id);
+                }
                 continue;
             }
             (OnConflict::Replace, n) => counts = counts.plus(1 + n as u64, 1 + n as u64),
@@ -257,6 +447,10 @@ fn insert_in_transaction(
                             .unwrap_or(insert_id);
                     }
                     keys.remove_conflicting(&existing);
+                    // The updated row may now repeat another row's key.
+                    if keys.conflicts(&new) > 0 {
+                        return Err(keys.duplicate_error(&new).into());
+                    }
                     keys.add(&new);
                 }
                 kept.push(row);
@@ -278,6 +472,9 @@ fn insert_in_transaction(
     }
     if let Some(id) = first_generated {
         s.last_insert_id = id;
+    }
+    if first_generated.is_none() && counts.affected == 0 {
+        insert_id = 0;
     }
     if !kept.is_empty() {
         if let Some(tx) = &mut s.transaction {
@@ -487,6 +684,32 @@ impl<'a> TransactionKeys<'a> {
     }
 }
 
+/// An UPDATE inside a transaction, checked when it runs as InnoDB does: a
+/// changed row whose PRIMARY/UNIQUE key then repeats another row's (as the
+/// transaction sees the table) fails the statement with 1062.
+fn check_updated_keys(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    changes: &[(Row, Option<Row>)],
+) -> Result<()> {
+    let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+    if new_rows.is_empty() {
+        return Ok(());
+    }
+    let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
+    for (old, _) in changes {
+        keys.remove_conflicting(old);
+    }
+    for new in &new_rows {
+        if keys.conflicts(new) > 0 {
+            return Err(keys.duplicate_error(new).into());
+        }
+        keys.add(new);
+    }
+    Ok(())
+}
+
 /// The key values of `row` for `cols`, or None if any is NULL (NULLs never
 /// collide).
 fn key_values(row: &Row, cols: &[usize]) -> Option<Vec<Value>> {
@@ -551,14 +774,10 @@ impl RowCounts {
     }
 }
 
-/// Applies one op now (autocommit) or buffers it in the open transaction
-/// (reporting `in_transaction`, its counts computed when it ran).
-fn submit(e: &Engine, s: &mut Session, op: WriteOp, in_transaction: RowCounts) -> Result<Output> {
-    submit_with(e, s, op, Vec::new(), in_transaction)
-}
-
-/// [`submit`], with `cascades` (foreign key actions) written after `op` in
-/// the same atomic batch; the statement reports `op`'s counts.
+/// Applies `op` now (autocommit) or buffers it in the open transaction
+/// (reporting `in_transaction`, its counts computed when it ran), with
+/// `cascades` (foreign key actions) written after it in the same atomic
+/// batch; the statement reports `op`'s counts.
 fn submit_with(
     e: &Engine,
     s: &mut Session,
@@ -963,12 +1182,13 @@ pub fn update(
                 let new = coerce_lenient(&schema, &new);
                 if new != row {
                     counts.affected += 1;
-                    if keyed {
-                        changes.push((row, Some(new)));
-                    }
+                    changes.push((row, Some(new)));
                 }
             }
         }
+    }
+    if s.in_transaction() {
+        check_updated_keys(e, s, &schema, &changes)?;
     }
     let mut cascades = Vec::new();
     if keyed {

@@ -448,8 +448,23 @@ fn key_of(row: &Row, cols: &[usize]) -> Option<Vec<Value>> {
 /// Child side: every row in `rows` (as `schema`'s table will hold them)
 /// must reference an existing parent row, else 1452.
 pub fn check_child_rows(e: &Engine, s: &Session, schema: &TableSchema, rows: &[Row]) -> Result<()> {
+    match orphans(e, s, schema, rows)?.into_iter().next() {
+        Some((_, err)) => Err(err),
+        None => Ok(()),
+    }
+}
+
+/// The rows of `rows` that reference no parent row, in order, each with
+/// its 1452 error.
+pub fn orphans(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+) -> Result<Vec<(usize, ShimError)>> {
+    let mut out: Vec<(usize, ShimError)> = Vec::new();
     if !checks_enabled(s) {
-        return Ok(());
+        return Ok(out);
     }
     let keys = of_table(e, schema.id)?;
     for k in &keys {
@@ -459,7 +474,10 @@ pub fn check_child_rows(e: &Engine, s: &Session, schema: &TableSchema, rows: &[R
             .table(&k.parent_database, &k.parent_table)
             .ok_or_else(|| child_error(schema, k))?;
         let parent_cols = positions(&parent, &k.parent_columns)?;
-        for row in rows {
+        for (i, row) in rows.iter().enumerate() {
+            if out.iter().any(|(j, _)| *j == i) {
+                continue;
+            }
             let coerced: Row = row
                 .iter()
                 .zip(&schema.columns)
@@ -481,11 +499,12 @@ pub fn check_child_rows(e: &Engine, s: &Session, schema: &TableSchema, rows: &[R
                 continue;
             }
             if rows_matching(e, s, &parent, &parent_cols, &key)?.is_empty() {
-                return Err(child_error(schema, k));
+                out.push((i, child_error(schema, k)));
             }
         }
     }
-    Ok(())
+    out.sort_by_key(|(i, _)| *i);
+    Ok(out)
 }
 
 fn child_error(schema: &TableSchema, k: &ForeignKey) -> ShimError {

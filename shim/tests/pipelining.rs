@@ -408,13 +408,10 @@ async fn invalid_utf8_gets_an_error_and_the_connection_lives_on() {
 }
 
 /// A binary string literal that is not UTF-8 reaches the engine byte-exact
-/// (PyMySQL sends `bytes` parameters this way). The protocol layer's part
-/// (bytes -> `X'80FF00'`) is done, and such a value is stored byte-exact
-/// (tests/python: test_pymysql_bytes_parameters_round_trip); the engine's
-/// HEX() still formats a byte value as lossy text (each invalid byte
-/// U+FFFD), which the values worker is changing.
+/// (PyMySQL sends `bytes` parameters this way): the protocol layer turns
+/// the literal into `X'80FF00'`, and HEX() of the stored value shows every
+/// byte.
 #[tokio::test]
-#[ignore = "known failure: HEX() of a byte value is lossy in the engine"]
 async fn binary_literals_keep_every_byte() {
     let server = start().await;
     let mut s = setup(server.port, "p8").await;

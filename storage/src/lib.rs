@@ -239,9 +239,10 @@ pub struct OpResult {
     /// count (MySQL's `first_successful_insert_id`).
     pub last_insert_id: Option<u64>,
     /// The insert id of the OK packet (`mysql_insert_id()`): the first
-    /// generated value if there is one, else the AUTO_INCREMENT column of
-    /// the last row the op inserted, replaced or updated (an explicit id,
-    /// or the id of the row an ON DUPLICATE KEY UPDATE changed), else 0.
+    /// generated value if there is one; else, if the op wrote any row, the
+    /// AUTO_INCREMENT column of the last row it processed (an explicit id,
+    /// a row INSERT IGNORE skipped, or the row an ON DUPLICATE KEY UPDATE
+    /// changed); else 0.
     pub insert_id: u64,
     /// Rows an INSERT IGNORE skipped: one duplicate-key message each
     /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end

@@ -216,6 +216,11 @@ impl Group<'_> {
                 for row in rows {
                     self.insert(&t, row, &on_conflict, &mut result)?;
                 }
+                // An explicit id is reported only when some row was written
+                // (MySQL's `info.copied`).
+                if result.last_insert_id.is_none() && result.affected_rows == 0 {
+                    result.insert_id = 0;
+                }
                 result.found_rows += result.affected_rows;
                 Ok(result)
             }
@@ -284,6 +289,11 @@ impl Group<'_> {
                 OnConflict::Error => return Err(conflicts[0].error(t, &row)),
                 OnConflict::Ignore => {
                     result.ignored.push(conflicts[0].error(t, &row).to_string());
+                    // MySQL reports the last row the statement processed,
+                    // written or not (see `apply_op`).
+                    if result.last_insert_id.is_none() {
+                        result.insert_id = auto_inc_value(t, &row).unwrap_or(result.insert_id);
+                    }
                     return Ok(());
                 }
                 OnConflict::Replace => {
