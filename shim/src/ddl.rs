@@ -16,7 +16,7 @@ use sqlparser::tokenizer::Token;
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::{ident, qualified_name, word, Engine, Output};
-use crate::foreign_keys::ForeignKey;
+use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::session::Session;
 
 /// Maps a declared column type to Ladle's.
@@ -401,26 +401,12 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
             TableConstraint::ForeignKey {
                 name: kname,
                 columns: cols,
-                foreign_table,
-                referred_columns,
-                on_delete,
-                on_update,
                 ..
             } => {
-                let key = ForeignKey::from_ast(
-                    e,
-                    s,
-                    &name,
-                    &keys,
-                    crate::foreign_keys::KeyDeclaration {
-                        name: kname.as_ref(),
-                        columns: cols,
-                        parent: foreign_table,
-                        parent_columns: referred_columns,
-                        on_delete: *on_delete,
-                        on_update: *on_update,
-                    },
-                )?;
+                let Some(decl) = KeyDeclaration::of_constraint(tc) else {
+                    continue;
+                };
+                let key = ForeignKey::from_ast(e, s, &name, &keys, decl)?;
                 // InnoDB indexes the key's columns (named after the
                 // constraint when it has a name) unless an index starts
                 // with them.
@@ -636,30 +622,12 @@ pub fn alter_table(
                         add_check(e, &schema, name.map(|n| n.value), expr.to_string())?;
                         continue;
                     }
-                    TableConstraint::ForeignKey {
-                        name: kname,
-                        columns: cols,
-                        foreign_table,
-                        referred_columns,
-                        on_delete,
-                        on_update,
-                        ..
-                    } => {
+                    TableConstraint::ForeignKey { .. } => {
                         let mut keys = crate::foreign_keys::of_table(e, schema.id)?;
-                        let key = ForeignKey::from_ast(
-                            e,
-                            s,
-                            &schema.name,
-                            &keys,
-                            crate::foreign_keys::KeyDeclaration {
-                                name: kname.as_ref(),
-                                columns: &cols,
-                                parent: &foreign_table,
-                                parent_columns: &referred_columns,
-                                on_delete,
-                                on_update,
-                            },
-                        )?;
+                        let Some(decl) = KeyDeclaration::of_constraint(&tc) else {
+                            continue;
+                        };
+                        let key = ForeignKey::from_ast(e, s, &schema.name, &keys, decl)?;
                         keys.push(key);
                         crate::foreign_keys::store(e, s, &schema, &keys[keys.len() - 1..])
                             .and_then(|()| {

@@ -247,15 +247,21 @@ fn replaced_rows(
     let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut gone = Vec::new();
+    // Rows this statement wrote itself: replacing one of them deletes no
+    // parent row (an identical row already in the table is one, though).
+    let mut own: Vec<&Row> = Vec::new();
     for row in &rows {
         while let Some(victim) = keys.first_conflict(row) {
             keys.remove_conflicting(&victim);
-            // A row this statement wrote itself is not a parent row yet.
-            if !rows.contains(&victim) {
-                gone.push((victim, None));
+            match own.iter().position(|r| **r == victim) {
+                Some(i) => {
+                    own.swap_remove(i);
+                }
+                None => gone.push((victim, None)),
             }
         }
         keys.add(row);
+        own.push(row);
     }
     Ok(gone)
 }
@@ -924,7 +930,7 @@ fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
 }
 
 /// Positions in `rows` of the rows sharing a PRIMARY or UNIQUE key with
-/// `row`.
+/// `row`, those sharing the PRIMARY key first.
 fn colliding(schema: &TableSchema, rows: &[Row], row: &Row) -> Vec<usize> {
     let mut keys: Vec<&[usize]> = Vec::new();
     if let Some(pk) = &schema.primary_key {
@@ -953,15 +959,17 @@ fn colliding(schema: &TableSchema, rows: &[Row], row: &Row) -> Vec<usize> {
     if wanted.is_empty() {
         return Vec::new();
     }
-    rows.iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            wanted
-                .iter()
-                .any(|(cols, k)| normalized(r, cols).as_ref() == Some(k))
-        })
-        .map(|(i, _)| i)
-        .collect()
+    // In key order (PRIMARY first, then each UNIQUE key), as storage finds
+    // them: ON DUPLICATE KEY UPDATE updates the first.
+    let mut out: Vec<usize> = Vec::new();
+    for (cols, k) in &wanted {
+        for (i, r) in rows.iter().enumerate() {
+            if !out.contains(&i) && normalized(r, cols).as_ref() == Some(k) {
+                out.push(i);
+            }
+        }
+    }
+    out
 }
 
 /// An open transaction's uncommitted effect on the `tables` a SELECT reads,

@@ -174,6 +174,31 @@ pub struct KeyDeclaration<'a> {
     pub on_update: Option<ReferentialAction>,
 }
 
+impl<'a> KeyDeclaration<'a> {
+    /// The declaration in a table constraint, if it is a FOREIGN KEY.
+    pub fn of_constraint(tc: &'a ast::TableConstraint) -> Option<KeyDeclaration<'a>> {
+        match tc {
+            ast::TableConstraint::ForeignKey {
+                name,
+                columns,
+                foreign_table,
+                referred_columns,
+                on_delete,
+                on_update,
+                ..
+            } => Some(KeyDeclaration {
+                name: name.as_ref(),
+                columns,
+                parent: foreign_table,
+                parent_columns: referred_columns,
+                on_delete: *on_delete,
+                on_update: *on_update,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Every key, with the child table it belongs to.
 type AllKeys = Arc<Vec<(TableId, ForeignKey)>>;
 

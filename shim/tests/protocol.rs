@@ -357,6 +357,24 @@ async fn metadata(c: &mut Conn, sql: &str) -> Vec<(String, u8, u16, u32, u8, u16
     out
 }
 
+/// A connection to the MariaDB at `url` using database `db` (created if
+/// missing) without an `every_type` table.
+async fn mariadb_scratch(url: &str, db: &str) -> Conn {
+    let mut maria = Conn::new(mysql_async::Opts::from_url(url).unwrap())
+        .await
+        .unwrap();
+    maria
+        .query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}"))
+        .await
+        .unwrap();
+    maria.query_drop(format!("USE {db}")).await.unwrap();
+    maria
+        .query_drop("DROP TABLE IF EXISTS every_type")
+        .await
+        .unwrap();
+    maria
+}
+
 /// Result column metadata agrees with MariaDB's for a table with every type
 /// (when `LADLE_TEST_MARIADB_URL` names a MariaDB to compare with).
 #[tokio::test]
@@ -367,18 +385,7 @@ async fn column_metadata_matches_mariadb() {
     };
     let server = start().await;
     let mut ladle = server.connect().await;
-    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
-        .await
-        .unwrap();
-    maria
-        .query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_meta")
-        .await
-        .unwrap();
-    maria.query_drop("USE ladle_proto_meta").await.unwrap();
-    maria
-        .query_drop("DROP TABLE IF EXISTS every_type")
-        .await
-        .unwrap();
+    let mut maria = mariadb_scratch(&url, "ladle_proto_meta").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
     }
@@ -408,18 +415,7 @@ async fn prepared_rows_match_mariadb() {
     };
     let server = start().await;
     let mut ladle = server.connect().await;
-    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
-        .await
-        .unwrap();
-    maria
-        .query_drop("CREATE DATABASE IF NOT EXISTS ladle_proto_rows")
-        .await
-        .unwrap();
-    maria.query_drop("USE ladle_proto_rows").await.unwrap();
-    maria
-        .query_drop("DROP TABLE IF EXISTS every_type")
-        .await
-        .unwrap();
+    let mut maria = mariadb_scratch(&url, "ladle_proto_rows").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
         c.query_drop(
