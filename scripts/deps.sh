@@ -3,13 +3,16 @@
 # clang/libclang (bindgen for the rocksdb crate), Debian's librocksdb-dev
 # (linked instead of compiling RocksDB's C++ source), MariaDB server and
 # client (the correctness oracle and performance baseline), OpenSSL headers
-# (the TLS test client, mysql_async native-tls), Python venv.
+# (the TLS test client, mysql_async native-tls), Python venv, and Go with
+# Debian's go-sql-driver/mysql (the Go database/sql client test).
 # Usage: scripts/deps.sh [--no-mariadb]
 set -euo pipefail
 
 want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv)
 if [[ "${1:-}" != "--no-mariadb" ]]; then
-  want+=(mariadb-server mariadb-client)
+  # The test suite's clients: MariaDB (the oracle), Go's database/sql
+  # driver (tests/go, run by tests/python/test_go_client.py).
+  want+=(mariadb-server mariadb-client golang-go golang-github-go-sql-driver-mysql-dev)
 fi
 
 missing=()

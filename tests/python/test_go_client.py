@@ -1,0 +1,36 @@
+"""Go's database/sql (go-sql-driver/mysql, Debian's package) against each
+target: tests/go/clients.go prepares and closes a statement for every
+parameterized query over a pool of connections, as Go programs do, and
+checks the values come back typed and byte-exact."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+GO_SOURCE = Path(__file__).resolve().parents[1] / "go" / "clients.go"
+GOPATH = "/usr/share/gocode"  # Debian's golang-github-go-sql-driver-mysql-dev
+
+
+@pytest.fixture(scope="session")
+def go_client():
+    go = shutil.which("go")
+    if go is None or not Path(GOPATH, "src/github.com/go-sql-driver/mysql").is_dir():
+        pytest.skip("go and golang-github-go-sql-driver-mysql-dev not installed (scripts/deps.sh installs them)")
+    out = Path(tempfile.mkdtemp(prefix="ladle-go-")) / "clients"
+    env = dict(os.environ, GOPATH=GOPATH, GO111MODULE="off", GOFLAGS="",
+               GOCACHE=os.environ.get("GOCACHE", str(Path.home() / ".cache" / "go-build")))
+    subprocess.run([go, "build", "-o", str(out), str(GO_SOURCE)], check=True, env=env,
+                   stdin=subprocess.DEVNULL)
+    yield out
+    shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def test_go_database_sql(target, go_client):
+    dsn = f"{target.user}:{target.password}@tcp({target.host}:{target.port})/"
+    run = subprocess.run([str(go_client), dsn], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stdout + run.stderr
