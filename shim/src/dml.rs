@@ -568,23 +568,55 @@ impl<'a> TransactionKeys<'a> {
         if defs.is_empty() {
             return Ok(me);
         }
-        let written = s.transaction.as_ref().is_some_and(|tx| {
-            tx.ops.iter().any(|op| match op {
+        // The transaction's ops on the table, and whether each only adds
+        // rows it holds (a plain INSERT or INSERT IGNORE, whose rows were
+        // checked when it ran): then no committed row changed.
+        let ops: Vec<&WriteOp> = s
+            .transaction
+            .iter()
+            .flat_map(|tx| tx.ops.iter())
+            .filter(|op| match op {
                 WriteOp::Insert { table, .. }
                 | WriteOp::Update { table, .. }
                 | WriteOp::Delete { table, .. } => *table == schema.id,
             })
+            .collect();
+        let only_added = ops.iter().all(|op| {
+            matches!(
+                op,
+                WriteOp::Insert {
+                    on_conflict: OnConflict::Error | OnConflict::Ignore,
+                    ..
+                }
+            )
         });
-        if written {
-            // The transaction changed the table: its view of the table is
-            // the committed rows with its ops replayed (O(table), as reads
-            // inside such a transaction are).
-            let tx = s.transaction.as_ref().expect("checked above");
+        if !only_added {
+            // The transaction changed or removed rows: its view of the
+            // table is the committed rows with its ops replayed (O(table),
+            // as reads inside such a transaction are).
+            let tx = s.transaction.as_ref().expect("ops come from it");
             for r in replay(tx, schema, e.storage.scan(schema.id)?)? {
                 me.add(&r);
             }
         } else {
-            // Untouched by the transaction: committed rows, by key lookups.
+            // Committed rows by key lookups, plus the rows the transaction
+            // added that share a key with the new rows, from its index of
+            // them (so a bulk load in a transaction stays O(rows) overall).
+            if let Some(tx) = &s.transaction {
+                let mut all = tx.added_keys.borrow_mut();
+                let added = all.entry(schema.id).or_default();
+                me.catch_up(added, &tx.ops);
+                for (i, (_, _, cols)) in defs.iter().enumerate() {
+                    for row in new_rows {
+                        let found = me
+                            .normalized(row, cols)
+                            .and_then(|k| added.keys.get(i).and_then(|m| m.get(&k)).cloned());
+                        if let Some(r) = found {
+                            me.add(&r);
+                        }
+                    }
+                }
+            }
             for (_, index, cols) in &defs {
                 let Some(index) = index else { continue };
                 for row in new_rows {
@@ -597,6 +629,33 @@ impl<'a> TransactionKeys<'a> {
             }
         }
         Ok(me)
+    }
+
+    /// Brings `added` (this table's index of rows the transaction's plain
+    /// INSERTs added) up to date with `ops` (ROLLBACK TO SAVEPOINT clears
+    /// the index, see `Transaction::rollback_to`).
+    fn catch_up(&self, added: &mut crate::session::AddedKeys, ops: &[WriteOp]) {
+        if added.keys.len() != self.keys.len() || added.ops_seen > ops.len() {
+            *added = crate::session::AddedKeys {
+                ops_seen: 0,
+                keys: vec![HashMap::new(); self.keys.len()],
+            };
+        }
+        for op in &ops[added.ops_seen..] {
+            if let WriteOp::Insert { table, rows, .. } = op {
+                if *table == self.schema.id {
+                    for r in rows {
+                        let r = coerce_lenient(self.schema, r);
+                        for (i, key) in self.keys.iter().enumerate() {
+                            if let Some(k) = self.normalized(&r, &key.columns) {
+                                added.keys[i].insert(k, r.clone());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        added.ops_seen = ops.len();
     }
 
     fn normalized(&self, row: &Row, cols: &[usize]) -> Option<Vec<Value>> {

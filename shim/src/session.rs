@@ -47,9 +47,23 @@ use ladle_storage::WriteOp;
 #[derive(Default)]
 pub struct Transaction {
     pub ops: Vec<WriteOp>,
+    /// Per table, an index of the rows this transaction's plain INSERTs
+    /// added, by unique key: statement-time key checks consult it instead
+    /// of rescanning the ops (`dml::TransactionKeys`). Brought up to date
+    /// from `ops` when used; a cell because checks read the session.
+    pub(crate) added_keys: std::cell::RefCell<HashMap<ladle_common::TableId, AddedKeys>>,
     /// Savepoints in the order they were set: name (compared without
     /// case, as MySQL does) and how many ops the buffer held then.
     savepoints: Vec<(String, usize)>,
+}
+
+/// The rows a transaction's plain INSERTs added to one table, indexed by
+/// each unique key (PRIMARY first) for the first `ops_seen` ops.
+#[derive(Default)]
+pub(crate) struct AddedKeys {
+    pub ops_seen: usize,
+    /// Per unique key: normalized key value -> the row.
+    pub keys: Vec<HashMap<Vec<Value>, ladle_common::Row>>,
 }
 
 impl Transaction {
@@ -70,6 +84,8 @@ impl Transaction {
         };
         let len = self.savepoints[i].1;
         self.ops.truncate(len);
+        // The index of added rows may hold rows of the undone ops.
+        self.added_keys.borrow_mut().clear();
         self.savepoints.truncate(i + 1);
         true
     }
