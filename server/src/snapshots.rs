@@ -230,7 +230,6 @@ impl Snapshots {
             }
         };
         let secs = started.elapsed().as_secs_f64();
-        m.recovery_seconds.set(secs);
         m.recovery_progress.set(1.0);
         m.recovery_rows.set(stats.rows_restored as i64);
         m.recovery_bytes.set(stats.bytes_read as i64);
@@ -244,6 +243,10 @@ impl Snapshots {
         m.recovery_replayed_batches
             .set(stats.replayed_batches as i64);
         m.recovery_rejected_epochs.set(stats.rejected.len() as i64);
+        // Set last: a non-zero `ladle_recovery_seconds` says every
+        // recovery metric above is final (a warm start serves, and /health
+        // says 200, before interior state has finished installing).
+        m.recovery_seconds.set(secs.max(f64::MIN_POSITIVE));
         for reason in &stats.rejected {
             tracing::warn!(%reason, "a snapshot was rejected during recovery");
         }

@@ -127,6 +127,19 @@ impl Ladle {
         })
     }
 
+    /// A `ladle_recovery_*` metric once recovery has finished: a warm
+    /// start serves (and /health says 200) before interior state is
+    /// installed, and the server sets `ladle_recovery_seconds` last.
+    fn recovery_metric(&self, name: &str) -> Option<f64> {
+        for _ in 0..500 {
+            if self.metric("ladle_recovery_seconds").unwrap_or(0.0) > 0.0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.metric(name)
+    }
+
     fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -397,8 +410,11 @@ fn warm_restart_restores_cached_keys_and_replays_later_writes() {
     srv.kill9();
 
     let srv = Ladle::start(&dir, &args, &[]);
-    assert_eq!(srv.metric("ladle_recovery_epoch"), Some(epoch as f64));
-    assert!(srv.metric("ladle_recovery_rows").unwrap_or(0.0) > 0.0);
+    assert_eq!(
+        srv.recovery_metric("ladle_recovery_epoch"),
+        Some(epoch as f64)
+    );
+    assert!(srv.recovery_metric("ladle_recovery_rows").unwrap_or(0.0) > 0.0);
     let mut c = srv.conn();
     // Restored, not cold: the keyed views hold the keys read before.
     let before = keyed_views(&mut c);
@@ -452,7 +468,9 @@ fn crash_during_snapshot(phase: &str) {
     );
 
     let srv = Ladle::start(&dir, &args, &[]);
-    let used = srv.metric("ladle_recovery_epoch").expect("recovery metric");
+    let used = srv
+        .recovery_metric("ladle_recovery_epoch")
+        .expect("recovery metric");
     assert!(
         used == first as f64 || used == -1.0,
         "crash at {phase}: recovered epoch {used}, expected {first} or a cold start"
@@ -520,12 +538,16 @@ fn damaged_newest_epoch(name: &str, damage: fn(&Path)) {
 
     let srv = Ladle::start(&dir, &args, &[]);
     assert_eq!(
-        srv.metric("ladle_recovery_epoch"),
+        srv.recovery_metric("ladle_recovery_epoch"),
         Some(first as f64),
         "{}",
         srv.log_text()
     );
-    assert!(srv.metric("ladle_recovery_rejected_epochs").unwrap_or(0.0) >= 1.0);
+    assert!(
+        srv.recovery_metric("ladle_recovery_rejected_epochs")
+            .unwrap_or(0.0)
+            >= 1.0
+    );
     let mut c = srv.conn();
     world.check(&mut c, &format!("after {name}"));
 }
@@ -596,10 +618,13 @@ fn clean_shutdown_takes_a_snapshot_and_periodic_snapshots_run() {
     );
 
     let srv = Ladle::start(&dir, &args, &[]);
-    let used = srv.metric("ladle_recovery_epoch").unwrap();
-    assert!(used >= 1.0, "recovered epoch {used}");
+    let used = srv.recovery_metric("ladle_recovery_epoch").unwrap();
+    assert!(used >= 1.0, "recovered epoch {used}\n{}", srv.log_text());
     // The final snapshot came after every write: nothing to replay.
-    assert_eq!(srv.metric("ladle_recovery_replayed_batches"), Some(0.0));
+    assert_eq!(
+        srv.recovery_metric("ladle_recovery_replayed_batches"),
+        Some(0.0)
+    );
     let mut c = srv.conn();
     let views = keyed_views(&mut c);
     assert!(
@@ -643,7 +668,7 @@ fn health_is_503_until_recovery_finishes() {
     }
     assert!(ready, "never ready\n{}", srv.log_text());
     eprintln!("observed 503 while recovering: {seen_503}");
-    assert!(srv.metric("ladle_recovery_seconds").is_some());
+    assert!(srv.recovery_metric("ladle_recovery_seconds").is_some());
     let mut c = srv.conn();
     world.check(&mut c, "right after /health turned 200");
 }
@@ -698,7 +723,10 @@ fn long_delta_chains_are_compacted_and_still_recover() {
     srv.kill9();
 
     let srv = Ladle::start(&dir, &args, &[]);
-    assert_eq!(srv.metric("ladle_recovery_epoch"), Some(epoch as f64));
+    assert_eq!(
+        srv.recovery_metric("ladle_recovery_epoch"),
+        Some(epoch as f64)
+    );
     let mut c = srv.conn();
     world.check(&mut c, "after restarting from compacted chains");
 }
@@ -738,12 +766,16 @@ fn with_snapshots_off_the_change_log_is_trimmed_but_never_replayed_over_a_gap() 
     srv.kill9();
     let mut srv = Ladle::start(&dir, &args, &fast_trim);
     assert_eq!(
-        srv.metric("ladle_recovery_epoch"),
+        srv.recovery_metric("ladle_recovery_epoch"),
         Some(epoch as f64),
         "{}",
         srv.log_text()
     );
-    assert!(srv.metric("ladle_recovery_replayed_batches").unwrap_or(0.0) >= 1.0);
+    assert!(
+        srv.recovery_metric("ladle_recovery_replayed_batches")
+            .unwrap_or(0.0)
+            >= 1.0
+    );
     let mut c = srv.conn();
     world.check(&mut c, "after a warm restart over a trimmed log");
     // ...but not for a snapshot of an earlier run: the log after it goes,
@@ -755,7 +787,7 @@ fn with_snapshots_off_the_change_log_is_trimmed_but_never_replayed_over_a_gap() 
     srv.kill9();
     let srv = Ladle::start(&dir, &args, &fast_trim);
     assert_eq!(
-        srv.metric("ladle_recovery_epoch"),
+        srv.recovery_metric("ladle_recovery_epoch"),
         Some(-1.0),
         "{}",
         srv.log_text()
