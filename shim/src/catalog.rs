@@ -245,7 +245,12 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                         .ok_or_else(|| ShimError::Parse("SHOW CREATE TABLE".into()))?;
                     let db = db_or(s, qdb)?;
                     if let Some(schema) = e.storage.table(&db, &table) {
-                        let checks = crate::checks::load(&e.storage, schema.id)?;
+                        let checks: Vec<_> = e
+                            .checks
+                            .for_table(&e.storage, &schema)?
+                            .declared()
+                            .cloned()
+                            .collect();
                         let keys = crate::foreign_keys::of_table(e, schema.id)?;
                         let cols = vec![
                             text_column("Table"),
@@ -1306,7 +1311,7 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                         t("FOREIGN KEY"),
                     ]);
                 }
-                for c in crate::checks::load(&e.storage, tb.id)? {
+                for c in e.checks.for_table(&e.storage, &tb)?.declared() {
                     rows.push(vec![
                         def.clone(),
                         t(&tb.database),

@@ -78,6 +78,11 @@ impl TableChecks {
         })
     }
 
+    /// The checks as declared, in declaration order.
+    pub fn declared(&self) -> impl Iterator<Item = &CheckConstraint> {
+        self.checks.iter().map(|(c, _)| c)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.checks.is_empty()
     }

@@ -63,7 +63,7 @@ fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
     e.eval_constant(s, x)
 }
 
-pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
+pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
@@ -75,6 +75,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     };
     let source = ins
         .source
+        .take()
         .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
     match source.body.as_ref() {
@@ -139,27 +140,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
         _ => None,
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    let on_conflict = if ins.replace_into {
-        OnConflict::Replace
-    } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
-        let compiled = compile_assignments(&schema, assignments)?;
-        let checked = (checks.clone(), schema.clone());
-        let updater: ladle_storage::ConflictUpdater =
-            Arc::new(move |existing: &Row, proposed: &Row| {
-                let mut new = existing.clone();
-                for (pos, x) in &compiled {
-                    let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
-                    *slot(&mut new, *pos)? = v;
-                }
-                checked.0.verify_uncoerced(&checked.1, &new)?;
-                Ok(new)
-            });
-        OnConflict::Update(updater)
-    } else if ins.ignore {
-        OnConflict::Ignore
-    } else {
-        OnConflict::Error
-    };
+    let on_conflict = conflict_rule(&schema, &ins, &checks)?;
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
     }
@@ -167,29 +148,7 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
     }
-    // Inside a transaction the write is buffered until COMMIT, but clients
-    // (ORMs) need generated keys now: reserve them from storage up front.
-    let mut generated = vec![false; rows.len()];
-    if s.in_transaction() {
-        if let Some(ai) = schema.auto_increment_column() {
-            let need: Vec<usize> = rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r[ai].is_null() || r[ai].as_i64() == Some(0))
-                .map(|(i, _)| i)
-                .collect();
-            if !need.is_empty() {
-                let first = e
-                    .storage
-                    .reserve_auto_increment(schema.id, need.len() as u64)?;
-                for (k, &i) in need.iter().enumerate() {
-                    let v = first + k as u64;
-                    rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
-                    generated[i] = true;
-                }
-            }
-        }
-    }
+    let generated = reserve_ids_in_transaction(e, s, &schema, &mut rows)?;
     // REPLACE deletes the rows it replaces, so their referencing rows get
     // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
     let cascades = if matches!(on_conflict, OnConflict::Replace)
@@ -234,6 +193,72 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
         },
         (out, _) => out,
     })
+}
+
+/// What an INSERT does with a row whose key is taken: REPLACE, ON
+/// DUPLICATE KEY UPDATE (whose changed row must pass the table's CHECKs),
+/// IGNORE, or fail.
+fn conflict_rule(
+    schema: &Arc<TableSchema>,
+    ins: &ast::Insert,
+    checks: &Arc<crate::checks::TableChecks>,
+) -> Result<OnConflict> {
+    Ok(if ins.replace_into {
+        OnConflict::Replace
+    } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
+        let compiled = compile_assignments(schema, assignments)?;
+        let (checks, schema) = (checks.clone(), schema.clone());
+        let updater: ladle_storage::ConflictUpdater =
+            Arc::new(move |existing: &Row, proposed: &Row| {
+                let mut new = existing.clone();
+                for (pos, x) in &compiled {
+                    let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    *slot(&mut new, *pos)? = v;
+                }
+                checks.verify_uncoerced(&schema, &new)?;
+                Ok(new)
+            });
+        OnConflict::Update(updater)
+    } else if ins.ignore {
+        OnConflict::Ignore
+    } else {
+        OnConflict::Error
+    })
+}
+
+/// Inside a transaction the write is buffered until COMMIT, but clients
+/// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
+/// storage for the rows that ask for one. Says which rows got one.
+fn reserve_ids_in_transaction(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &mut [Row],
+) -> Result<Vec<bool>> {
+    let mut generated = vec![false; rows.len()];
+    let Some(ai) = schema
+        .auto_increment_column()
+        .filter(|_| s.in_transaction())
+    else {
+        return Ok(generated);
+    };
+    let need: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r[ai].is_null() || r[ai].as_i64() == Some(0))
+        .map(|(i, _)| i)
+        .collect();
+    if !need.is_empty() {
+        let first = e
+            .storage
+            .reserve_auto_increment(schema.id, need.len() as u64)?;
+        for (k, &i) in need.iter().enumerate() {
+            let v = first + k as u64;
+            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
+            generated[i] = true;
+        }
+    }
+    Ok(generated)
 }
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
@@ -590,11 +615,10 @@ impl<'a> TransactionKeys<'a> {
                 }
             )
         });
-        if !only_added {
+        if let (Some(tx), false) = (&s.transaction, only_added) {
             // The transaction changed or removed rows: its view of the
             // table is the committed rows with its ops replayed (O(table),
             // as reads inside such a transaction are).
-            let tx = s.transaction.as_ref().expect("ops come from it");
             for r in replay(tx, schema, e.storage.scan(schema.id)?)? {
                 me.add(&r);
             }
@@ -758,7 +782,16 @@ fn check_updated_keys(
     schema: &TableSchema,
     changes: &[(Row, Option<Row>)],
 ) -> Result<()> {
-    let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+    let mut key_columns: Vec<usize> = schema.primary_key.clone().unwrap_or_default();
+    for idx in schema.indexes.iter().filter(|i| i.unique) {
+        key_columns.extend(&idx.columns);
+    }
+    // Only a change to a key column can make a duplicate.
+    let rekeyed = |old: &Row, new: &Row| key_columns.iter().any(|&c| old[c] != new[c]);
+    let new_rows: Vec<Row> = changes
+        .iter()
+        .filter_map(|(old, new)| new.as_ref().filter(|n| rekeyed(old, n)).cloned())
+        .collect();
     if new_rows.is_empty() {
         return Ok(());
     }

@@ -15,7 +15,7 @@ use sqlparser::tokenizer::{Token, Word};
 
 use crate::error::{Result, ShimError, WireError};
 use crate::metrics::Metrics;
-use crate::session::{PreparedStatement, Session};
+use crate::session::{PreparedStatement, Session, Transaction};
 use crate::vars::{EvalContext, EvalError, ReadConsistency, ServerFacts};
 use crate::{catalog, ddl, dml};
 
@@ -579,28 +579,12 @@ impl Engine {
                 Ok(Output::ok())
             }
             Statement::ReleaseSavepoint { name } => {
-                let released = s
-                    .transaction
-                    .as_mut()
-                    .is_some_and(|tx| tx.release(&name.value));
-                if !released {
-                    return Err(ShimError::NoSuchSavepoint(name.value));
-                }
-                Ok(Output::ok())
+                on_savepoint(s, name.value, Transaction::release)
             }
             Statement::Rollback {
                 savepoint: Some(name),
                 ..
-            } => {
-                let rolled_back = s
-                    .transaction
-                    .as_mut()
-                    .is_some_and(|tx| tx.rollback_to(&name.value));
-                if !rolled_back {
-                    return Err(ShimError::NoSuchSavepoint(name.value));
-                }
-                Ok(Output::ok())
-            }
+            } => on_savepoint(s, name.value, Transaction::rollback_to),
             Statement::Rollback {
                 savepoint: None, ..
             } => {
@@ -1184,6 +1168,20 @@ fn query_has_unqualified_table(q: &ast::Query) -> bool {
         }
     }
     body(&q.body)
+}
+
+/// RELEASE / ROLLBACK TO savepoint `name` of the open transaction (`op`
+/// says whether it had one); 1305 if there is none of that name.
+fn on_savepoint(
+    s: &mut Session,
+    name: String,
+    op: fn(&mut Transaction, &str) -> bool,
+) -> Result<Output> {
+    if s.transaction.as_mut().is_some_and(|tx| op(tx, &name)) {
+        Ok(Output::ok())
+    } else {
+        Err(ShimError::NoSuchSavepoint(name))
+    }
 }
 
 /// `SET [SESSION|GLOBAL] TRANSACTION ISOLATION LEVEL ... | READ ONLY |
