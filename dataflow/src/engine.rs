@@ -779,7 +779,11 @@ impl Inner {
     /// its graph reads), the state the graph reflects at install, and no
     /// delta for the key was dropped meanwhile. Otherwise, or after repeated
     /// conflicts, it fills under the locks.
-    fn fill(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+    ///
+    /// `keys` are filled together: one detached copy, one pass under the
+    /// locks, one eviction (a page's IN list misses many keys at once).
+    /// Returns each key's rows, in order.
+    fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Arc<Vec<Row>>>> {
         let detached = v.detached.get_or_init(|| {
             let g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
@@ -794,13 +798,13 @@ impl Inner {
                 // batch of the view's tables; it usually has, or soon will.
                 self.pipeline
                     .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
-                if let Some(rows) = self.fill_unlocked(v, template, key)? {
+                if let Some(rows) = self.fill_unlocked(v, template, keys)? {
                     return Ok(rows);
                 }
                 self.fill_stats.conflicts.fetch_add(1, AO::Relaxed);
             }
         }
-        self.fill_locked(v, key)
+        self.fill_locked(v, keys)
     }
 
     /// The rows for `key` as if `overlay` were applied on top of storage:
@@ -833,13 +837,14 @@ impl Inner {
         })
     }
 
-    /// One optimistic fill (see [`Inner::fill`]); `None` on a conflict.
+    /// One optimistic fill of `keys` (see [`Inner::fill`]); `None` on a
+    /// conflict.
     fn fill_unlocked(
         &self,
         v: &View,
         template: &Graph,
-        key: &[Value],
-    ) -> Result<Option<Arc<Vec<Row>>>> {
+        keys: &[&[Value]],
+    ) -> Result<Option<Vec<Arc<Vec<Row>>>>> {
         let before: Vec<u64> = v
             .commits
             .iter()
@@ -853,20 +858,20 @@ impl Inner {
         }
         let mut g = template.copy_detached();
         let root = g.detached_root();
-        let rows = match g.pull(root, &v.spec.key, key) {
-            Ok(rows) => rows,
-            Err(_) if v.dropped.load(AO::SeqCst) => {
-                return Err(DataflowError::Internal("view dropped".into()))
+        let mut pulled = Vec::with_capacity(keys.len());
+        for key in keys {
+            match g.pull(root, &v.spec.key, key) {
+                Ok(rows) => pulled.push(rows),
+                Err(_) if v.dropped.load(AO::SeqCst) => {
+                    return Err(DataflowError::Internal("view dropped".into()))
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(e),
-        };
+        }
         let fills = g.take_fills();
         let read = g.take_read();
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
-            if let Some(rows) = v.reader.get(key) {
-                return Ok(Some(rows));
-            }
             if v.dropped.load(AO::SeqCst) {
                 return Err(DataflowError::Internal("view dropped".into()));
             }
@@ -878,32 +883,46 @@ impl Inner {
             if moved || !g.still_filled(&read) {
                 return Ok(None);
             }
-            v.reader.upqueries.fetch_add(1, AO::Relaxed);
-            self.fill_stats.unlocked.fetch_add(1, AO::Relaxed);
+            // Only holes are filled: a key filled meanwhile (by another
+            // read) keeps its rows, which equal these.
             g.install_fills(fills);
-            let rows = v.reader.fill(key, rows);
+            let out = keys
+                .iter()
+                .zip(pulled)
+                .map(|(key, rows)| {
+                    v.reader.get(key).unwrap_or_else(|| {
+                        v.reader.upqueries.fetch_add(1, AO::Relaxed);
+                        self.fill_stats.unlocked.fetch_add(1, AO::Relaxed);
+                        v.reader.fill(key, rows)
+                    })
+                })
+                .collect();
             g.evict(self.config.memory_limit);
-            Ok(Some(rows))
+            Ok(Some(out))
         })
     }
 
-    /// Fills a reader hole under the commit and graph locks.
-    fn fill_locked(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
-        self.fill_stats.locked.fetch_add(1, AO::Relaxed);
+    /// Fills reader holes under the commit and graph locks.
+    fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Arc<Vec<Row>>>> {
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
-            if let Some(rows) = v.reader.get(key) {
-                return Ok(rows);
-            }
             if v.dropped.load(AO::SeqCst) {
                 return Err(DataflowError::Internal("view dropped".into()));
             }
-            v.reader.upqueries.fetch_add(1, AO::Relaxed);
             let parent = g.nodes[v.node].parents[0];
-            let rows = g.pull(parent, &v.spec.key, key)?;
-            let rows = v.reader.fill(key, rows);
+            let mut out = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(rows) = v.reader.get(key) {
+                    out.push(rows);
+                    continue;
+                }
+                self.fill_stats.locked.fetch_add(1, AO::Relaxed);
+                v.reader.upqueries.fetch_add(1, AO::Relaxed);
+                let rows = g.pull(parent, &v.spec.key, key)?;
+                out.push(v.reader.fill(key, rows));
+            }
             g.evict(self.config.memory_limit);
-            Ok(rows)
+            Ok(out)
         })
     }
 }
@@ -947,35 +966,8 @@ impl Prepared {
             .upgrade()
             .ok_or_else(|| DataflowError::Internal("engine shut down".into()))?;
         for _attempt in 0..3 {
-            let (target, sources) = {
-                let t = self.target.read();
-                (
-                    match &t.0 {
-                        Target::Constant(c) => Target::Constant(c.clone()),
-                        Target::View(v) => Target::View(v.clone()),
-                    },
-                    t.1.clone(),
-                )
-            };
-            let value = |s: &Source| match s {
-                Source::User(i) => params.get(*i).cloned().unwrap_or(Value::Null),
-                Source::Literal(v) => v.clone(),
-                Source::List(_) => Value::Null,
-            };
-            let mut lists: Vec<(usize, Vec<Value>)> = Vec::new();
-            let slots: Vec<Value> = sources
-                .iter()
-                .enumerate()
-                .map(|(i, s)| match s {
-                    Source::List(items) => {
-                        let vals: Vec<Value> = items.iter().map(value).collect();
-                        let first = vals.first().cloned().unwrap_or(Value::Null);
-                        lists.push((i, vals));
-                        first
-                    }
-                    other => value(other),
-                })
-                .collect();
+            let (target, sources) = self.target_now();
+            let (slots, lists) = bind_slots(&sources, params);
             let view = match target {
                 Target::Constant(c) => return constant(&c, &slots).map(ResultRows::from),
                 Target::View(v) => v,
@@ -995,22 +987,99 @@ impl Prepared {
                 *self.target.write() = (t, Arc::new(sources));
                 continue;
             }
-            // Checked first: a store on every read would bounce the line
-            // between cores.
-            if !view.used.load(AO::Relaxed) {
-                view.used.store(true, AO::Relaxed);
-            }
+            mark_used(&view);
             engine.sweep_if_due();
             if overlay.is_none() {
                 engine.wait_for_writes(&view.commits, after);
             }
-            match read(&engine, &view, &slots, &lists, overlay) {
+            match read(&engine, &view, &slots, &lists, overlay, OnMiss::Fill) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
-                other => return other,
+                Ok(rows) => return Ok(rows.expect("a filling read answers")),
+                Err(e) => return Err(e),
             }
         }
         Err(DataflowError::Internal("view kept being dropped".into()))
     }
+
+    /// The answer if it can be given without blocking: every key it reads
+    /// is cached and the view has applied the writes `after` asks for.
+    /// `None` when the read would have to wait, fill a key (an upquery) or
+    /// re-plan; the caller then runs [`Prepared::execute`] where blocking is
+    /// fine. Lets a server answer cache hits on its network threads, with
+    /// no hand-off to a blocking pool.
+    pub fn read_cached(&self, params: &[Value], after: Lsn) -> Option<Result<ResultRows>> {
+        if params.len() != self.user_params {
+            return None;
+        }
+        let engine = self.engine.upgrade()?;
+        let (target, sources) = self.target_now();
+        let (slots, lists) = bind_slots(&sources, params);
+        let view = match target {
+            Target::Constant(c) => return Some(constant(&c, &slots).map(ResultRows::from)),
+            Target::View(v) => v,
+        };
+        if view.dropped.load(AO::SeqCst)
+            || numeric_param_on_text_key(&view, &sources, &slots, &lists)
+            || !engine.writes_applied(&view.commits, after)
+        {
+            return None;
+        }
+        mark_used(&view);
+        read(&engine, &view, &slots, &lists, None, OnMiss::GiveUp).transpose()
+    }
+
+    /// The current plan and where its parameter slots come from.
+    fn target_now(&self) -> (Target, Arc<Vec<Source>>) {
+        let t = self.target.read();
+        let target = match &t.0 {
+            Target::Constant(c) => Target::Constant(c.clone()),
+            Target::View(v) => Target::View(v.clone()),
+        };
+        (target, t.1.clone())
+    }
+}
+
+/// The value of each parameter slot, and the elements of the slots bound to
+/// IN lists (the slot itself holds the list's first element).
+fn bind_slots(sources: &[Source], params: &[Value]) -> (Vec<Value>, Vec<(usize, Vec<Value>)>) {
+    let value = |s: &Source| match s {
+        Source::User(i) => params.get(*i).cloned().unwrap_or(Value::Null),
+        Source::Literal(v) => v.clone(),
+        Source::List(_) => Value::Null,
+    };
+    let mut lists: Vec<(usize, Vec<Value>)> = Vec::new();
+    let slots = sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| match s {
+            Source::List(items) => {
+                let vals: Vec<Value> = items.iter().map(value).collect();
+                let first = vals.first().cloned().unwrap_or(Value::Null);
+                lists.push((i, vals));
+                first
+            }
+            other => value(other),
+        })
+        .collect();
+    (slots, lists)
+}
+
+/// Marks a view as read (the idle sweep drops views nobody reads).
+fn mark_used(view: &View) {
+    // Checked first: a store on every read would bounce the line between
+    // cores.
+    if !view.used.load(AO::Relaxed) {
+        view.used.store(true, AO::Relaxed);
+    }
+}
+
+/// What a read does about a key its view does not hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnMiss {
+    /// Fill it (an upquery; may block).
+    Fill,
+    /// Give up: the read answers `None`.
+    GiveUp,
 }
 
 /// Whether a caller's parameter bound to a text key column is a number.
@@ -1110,13 +1179,15 @@ fn numeric_key(t: &ladle_common::SqlType) -> bool {
 }
 
 /// Reads a view; `lists` gives the elements of key slots bound to IN lists.
+/// `None` only with [`OnMiss::GiveUp`], when a key is not cached.
 fn read(
     engine: &Inner,
     v: &View,
     slots: &[Value],
     lists: &[(usize, Vec<Value>)],
     overlay: Option<&[TableDeltas]>,
-) -> Result<ResultRows> {
+    on_miss: OnMiss,
+) -> Result<Option<ResultRows>> {
     let spec = &v.spec;
     // Key values, coerced to the key columns' types.
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
@@ -1187,24 +1258,32 @@ fn read(
     }
     // The keys' cached results, then borrowed rows: a read copies only the
     // rows it returns (a top-k over a large key used to copy all of them).
-    let mut results: Vec<Arc<Vec<Row>>> = Vec::with_capacity(keys.len());
+    let mut found: Vec<Option<Arc<Vec<Row>>>> = Vec::with_capacity(keys.len());
     for k in &keys {
-        let cached = match overlay {
-            Some(o) => Err(o),
-            None => Ok(v.reader.get(k)),
-        };
-        results.push(match cached {
-            Err(o) => engine.read_overlay(v, k, o)?,
-            Ok(Some(r)) => {
-                v.reader.hits.fetch_add(1, AO::Relaxed);
-                r
-            }
-            Ok(None) => {
-                v.reader.misses.fetch_add(1, AO::Relaxed);
-                engine.fill(v, k)?
-            }
+        found.push(match overlay {
+            Some(o) => Some(engine.read_overlay(v, k, o)?),
+            None => v.reader.get(k),
         });
     }
+    let missing: Vec<usize> = (0..keys.len()).filter(|&i| found[i].is_none()).collect();
+    if !missing.is_empty() && on_miss == OnMiss::GiveUp {
+        return Ok(None);
+    }
+    // Counted once the read is sure to answer: a read that gave up is
+    // retried, and counted, by a filling one.
+    if overlay.is_none() {
+        let hits = (keys.len() - missing.len()) as u64;
+        v.reader.hits.fetch_add(hits, AO::Relaxed);
+        v.reader.misses.fetch_add(missing.len() as u64, AO::Relaxed);
+    }
+    if !missing.is_empty() {
+        let holes: Vec<&[Value]> = missing.iter().map(|&i| &keys[i][..]).collect();
+        for (i, rows) in missing.iter().zip(engine.fill(v, &holes)?) {
+            found[*i] = Some(rows);
+        }
+    }
+    let results: Vec<Arc<Vec<Row>>> = found.into_iter().flatten().collect();
+    debug_assert_eq!(results.len(), keys.len(), "every key read or filled");
     let offset = count(&spec.offset, slots)?.unwrap_or(0);
     let limit = count(&spec.limit, slots)?;
     // A plain read shares the reader's rows (see `rows.rs`).
@@ -1214,7 +1293,12 @@ fn read(
         && (spec.empty_default.is_none() || results.iter().all(|r| !r.is_empty()))
         && !keys.is_empty();
     if let (true, Some(cols)) = (plain, &v.output_columns) {
-        return Ok(ResultRows::shared(results, cols.clone(), offset, limit));
+        return Ok(Some(ResultRows::shared(
+            results,
+            cols.clone(),
+            offset,
+            limit,
+        )));
     }
     let mut rows: Vec<Cow<'_, Row>> = Vec::new();
     if keys.is_empty() {
@@ -1289,12 +1373,12 @@ fn read(
             Some(l) => iter.take(l).collect(),
             None => iter.collect(),
         };
-        return Ok(page.into());
+        return Ok(Some(page.into()));
     }
     rows.iter()
         .skip(offset)
         .take(limit.unwrap_or(usize::MAX))
         .map(|r| project(r))
         .collect::<Result<Vec<Row>>>()
-        .map(ResultRows::from)
+        .map(|rows| Some(rows.into()))
 }

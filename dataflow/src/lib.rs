@@ -221,6 +221,11 @@ impl PreparedQuery {
     pub fn read_after(&self, params: &[Value], lsn: Lsn) -> Result<ResultRows> {
         self.inner.execute(params, lsn)
     }
+    /// Like [`PreparedQuery::read_after`] if the answer needs no blocking
+    /// (every key cached, the writes up to `lsn` applied); `None` otherwise.
+    pub fn read_cached(&self, params: &[Value], lsn: Lsn) -> Option<Result<ResultRows>> {
+        self.inner.read_cached(params, lsn)
+    }
     /// The base tables the query reads.
     pub fn tables(&self) -> Vec<TableId> {
         self.inner.tables()

@@ -213,14 +213,20 @@ impl Inner {
         g.evict(self.config.memory_limit);
     }
 
+    /// Whether the views have applied every write to the tables behind
+    /// `counters` up to `lsn` (what [`Inner::wait_for_writes`] waits for).
+    pub(crate) fn writes_applied(&self, counters: &[Arc<TableCounters>], lsn: Lsn) -> bool {
+        self.pipeline.applied() >= newest_commit(counters).min(lsn)
+    }
+
     /// Blocks until the graph reflects every write with LSN <= `lsn` to one
     /// of `tables` (read-your-writes). Bounded: after [`READ_WAIT`] the
     /// backlog is propagated by the caller under the commit lock.
     pub(crate) fn wait_for_writes(&self, counters: &[Arc<TableCounters>], lsn: Lsn) {
-        let needed = newest_commit(counters).min(lsn);
-        if self.pipeline.applied() >= needed {
+        if self.writes_applied(counters, lsn) {
             return;
         }
+        let needed = newest_commit(counters).min(lsn);
         if !self.pipeline.wait_applied(needed, READ_WAIT) {
             tracing::warn!(
                 lsn = needed,

@@ -101,3 +101,39 @@ fn views_converge_and_settle_drains_the_backlog() {
     assert_eq!(e.df.applied_lsn(), e.storage.last_lsn());
     assert_eq!(q.execute(&[i(1)]).unwrap(), vec![vec![i(250)]]);
 }
+
+/// `read_cached` answers only what needs no blocking: `None` for a key the
+/// view has not filled, the same rows as `execute` once it has, and never
+/// an answer that misses a write the read must see (a reader thread keeps
+/// reading its own writes' counts through it while they propagate).
+#[test]
+fn cached_reads_answer_hits_only_and_never_miss_a_write() {
+    let e = Arc::new(env(1 << 30));
+    let t = e.table("t", &[("id", int()), ("k", int())]);
+    e.insert(&t, vec![vec![i(1), i(7)], vec![i(2), i(7)]]);
+    let q = e.prepare("SELECT COUNT(*) FROM t WHERE k = ?");
+    assert!(q.read_cached(&[i(7)], 0).is_none(), "a cold key is a miss");
+    assert_eq!(q.execute(&[i(7)]).unwrap(), vec![vec![i(2)]]);
+    let hit = q.read_cached(&[i(7)], 0).expect("a filled key is a hit");
+    assert_eq!(hit.unwrap().into_vec(), vec![vec![i(2)]]);
+    assert!(
+        q.read_cached(&[i(1), i(2)], 0).is_none(),
+        "a wrong parameter count is left to execute's error"
+    );
+
+    for n in 3..=300i64 {
+        let res = e
+            .storage
+            .write(vec![WriteOp::Insert {
+                table: t.id,
+                rows: vec![vec![i(n), i(7)]],
+                on_conflict: OnConflict::Error,
+            }])
+            .unwrap();
+        // Either no answer (not applied yet) or one that includes row n.
+        if let Some(got) = q.read_cached(&[i(7)], res.lsn) {
+            assert_eq!(got.unwrap().into_vec(), vec![vec![i(n)]], "after write {n}");
+        }
+        assert_eq!(q.execute_after(&[i(7)], res.lsn).unwrap(), vec![vec![i(n)]]);
+    }
+}

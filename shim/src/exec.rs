@@ -768,10 +768,16 @@ impl Engine {
                 return Ok(pq.execute_overlay(params, &overlay)?.into());
             }
         }
-        Ok(match ReadConsistency::of(s, &self.facts) {
-            ReadConsistency::Session => pq.read_after(params, s.last_write_lsn)?,
-            ReadConsistency::Strong => pq.read_after(params, ladle_common::Lsn::MAX)?,
-        })
+        Ok(pq.read_after(params, self.read_lsn(s))?)
+    }
+
+    /// The writes a read by `s` must see: up to the session's last write
+    /// (read-your-writes) or every acknowledged one.
+    fn read_lsn(&self, s: &Session) -> ladle_common::Lsn {
+        match ReadConsistency::of(s, &self.facts) {
+            ReadConsistency::Session => s.last_write_lsn,
+            ReadConsistency::Strong => ladle_common::Lsn::MAX,
+        }
     }
 
     /// SELECT: session-only queries are answered here, information_schema
@@ -1013,6 +1019,58 @@ impl Engine {
     }
 
     /// Runs a prepared statement with its parameter values.
+    /// Prepared SELECT `id` answered only if that needs no blocking: its
+    /// plan is current, the transaction (if any) has written nothing, and
+    /// the view holds every key the read needs, with the writes the read
+    /// must see applied (see [`PreparedQuery::read_cached`]). `None`: run
+    /// [`Engine::execute_prepared`] on a blocking thread instead.
+    pub fn execute_prepared_cached(
+        &self,
+        s: &mut Session,
+        id: u32,
+        params: &[Value],
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        let Some(PreparedStatement::Select {
+            query, generation, ..
+        }) = s.statements.get(&id)
+        else {
+            return None;
+        };
+        let wrote = s.transaction.as_ref().is_some_and(|t| !t.ops.is_empty());
+        if *generation != self.select_cache.generation() || wrote {
+            return None;
+        }
+        let query = query.clone();
+        let start = std::time::Instant::now();
+        let res = query.read_cached(params, self.read_lsn(s))?;
+        s.warnings.clear();
+        Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
+    }
+
+    /// A prepared SELECT's reply: an error is also SHOW WARNINGS' entry.
+    fn finish_read(
+        &self,
+        s: &mut Session,
+        query: &PreparedQuery,
+        start: std::time::Instant,
+        res: Result<ResultRows>,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        let res = res.map_err(WireError::from);
+        if let Err(err) = &res {
+            s.add_warning("Error", err.code.errno, err.message.clone());
+        }
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        (
+            Kind::Select,
+            res.map(|rows| Output::Rows {
+                columns: query.columns().to_vec(),
+                rows,
+            }),
+        )
+    }
+
     pub fn execute_prepared(
         &self,
         s: &mut Session,
@@ -1043,20 +1101,8 @@ impl Engine {
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
-                let res = self.read_rows(s, &query, params).map_err(WireError::from);
-                if let Err(err) = &res {
-                    s.add_warning("Error", err.code.errno, err.message.clone());
-                }
-                self.metrics
-                    .read_seconds
-                    .observe(start.elapsed().as_secs_f64());
-                (
-                    Kind::Select,
-                    res.map(|rows| Output::Rows {
-                        columns: query.columns().to_vec(),
-                        rows,
-                    }),
-                )
+                let res = self.read_rows(s, &query, params);
+                self.finish_read(s, &query, start, res)
             }
             Some(PreparedStatement::Other { sql, marks }) => {
                 if params.len() != marks.len() {

@@ -250,14 +250,48 @@ impl Connection {
         self.session.lock().statements.contains_key(&id)
     }
 
-    /// Runs prepared statement `id` with `values`.
+    /// Runs prepared statement `id` with `values`. A SELECT the views can
+    /// answer from memory is answered here, on the connection's task: a
+    /// hand-off to a blocking thread and back costs more than the read.
     pub async fn execute(&self, id: u32, values: Vec<Value>) -> Outcome {
         let started = Instant::now();
+        if let Some((kind, res)) = self.execute_cached(id, &values) {
+            self.record(kind, started.elapsed(), &res);
+            return (res, self.warnings());
+        }
         let (kind, res) = self
             .run(move |e, s| e.execute_prepared(s, id, &values))
             .await;
         self.record(kind, started.elapsed(), &res);
         (res, self.warnings())
+    }
+
+    /// [`Engine::execute_prepared_cached`], with a panic turned into error
+    /// 1105 as [`Connection::run`] does.
+    fn execute_cached(
+        &self,
+        id: u32,
+        values: &[Value],
+    ) -> Option<(Kind, Result<Output, WireError>)> {
+        let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _inflight = self.engine.inflight_guard();
+            let mut s = self.session.lock();
+            self.engine.execute_prepared_cached(&mut s, id, values)
+        }));
+        attempt.unwrap_or_else(|_| {
+            tracing::error!(
+                connection = self.connection_id,
+                "statement aborted by a panic in the query engine"
+            );
+            Some((
+                Kind::Select,
+                Err(WireError {
+                    code: ER_UNKNOWN,
+                    message: "internal error: statement aborted by a panic in the query engine"
+                        .into(),
+                }),
+            ))
+        })
     }
 
     /// Records a failure decided before execution (malformed parameters).
