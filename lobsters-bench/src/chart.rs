@@ -49,6 +49,8 @@ const COLORS: [RGBColor; 6] = [
 struct Line {
     label: String,
     points: Vec<(f64, f64)>,
+    /// Points drawn hollow (warm-up windows); empty: all filled.
+    hollow: Vec<bool>,
 }
 
 /// Entry point of `lobsters-bench chart`.
@@ -84,34 +86,36 @@ fn draw_windows(series: &[String], title: &str, out: &Path) -> Result<()> {
         let windows = read_windows(Path::new(path))?;
         // Plotted at each window's middle; empty windows have no latency.
         let mid = |w: &WindowSummary| w.start_s + w.duration_s / 2.0;
+        let served: Vec<&WindowSummary> = windows.iter().filter(|w| w.completed > 0).collect();
         p95.push(Line {
             label: label.to_owned(),
-            points: windows
+            points: served
                 .iter()
-                .filter(|w| w.completed > 0)
                 .map(|w| (mid(w), w.p95_ms.max(0.001)))
                 .collect(),
+            hollow: served.iter().map(|w| w.warmup).collect(),
         });
         rate.push(Line {
             label: label.to_owned(),
             points: windows.iter().map(|w| (mid(w), w.achieved_per_s)).collect(),
+            hollow: windows.iter().map(|w| w.warmup).collect(),
         });
     }
     let root = SVGBackend::new(out, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(title, ("sans-serif", 24))?;
     let (top, bottom) = root.split_vertically(SIZE.1 / 2 - 20);
-    let x_max = max_of(p95.iter().chain(&rate), |p| p.0).max(1.0);
+    let x_max = max_of(p95.iter().chain(&rate), |p| p.0).max(1.0) * 1.03;
     log_chart(
         &top,
-        "p95 latency per 10 s window (ms, log scale)",
+        "p95 latency per 10 s window (ms, log scale; hollow: warm-up)",
         "ms",
         x_max,
         &p95,
     )?;
     linear_chart(
         &bottom,
-        "achieved rate per 10 s window (per s)",
+        "achieved rate per 10 s window (pages/s or ops/s)",
         "s since start",
         x_max,
         &rate,
@@ -197,11 +201,15 @@ where
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
             });
-        chart.draw_series(
-            line.points
-                .iter()
-                .map(|&p| Circle::new(p, 3, color.filled())),
-        )?;
+        chart.draw_series(line.points.iter().enumerate().map(|(j, &p)| {
+            let hollow = line.hollow.get(j).copied().unwrap_or(false);
+            let style = if hollow {
+                color.stroke_width(2)
+            } else {
+                color.filled()
+            };
+            Circle::new(p, 4, style)
+        }))?;
     }
     chart
         .configure_series_labels()
@@ -283,6 +291,7 @@ impl History {
                     .enumerate()
                     .filter_map(|(i, v)| v.filter(|v| *v > 0.0).map(|v| (i as f64, v)))
                     .collect(),
+                hollow: Vec::new(),
             })
             .filter(|l| !l.points.is_empty())
             .collect()
