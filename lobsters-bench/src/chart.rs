@@ -51,6 +51,26 @@ struct Line {
     points: Vec<(f64, f64)>,
     /// Points drawn hollow (warm-up windows); empty: all filled.
     hollow: Vec<bool>,
+    /// Indexes of points not joined to the one before (a window with no
+    /// completed request lies between: no latency to draw).
+    breaks: Vec<usize>,
+}
+
+impl Line {
+    /// The points cut at `breaks` into separately drawn pieces.
+    fn segments(&self) -> Vec<Vec<(f64, f64)>> {
+        let mut cuts = self.breaks.clone();
+        cuts.push(self.points.len());
+        let mut from = 0;
+        let mut out = Vec::new();
+        for to in cuts {
+            if to > from {
+                out.push(self.points[from..to].to_vec());
+                from = to;
+            }
+        }
+        out
+    }
 }
 
 /// Entry point of `lobsters-bench chart`.
@@ -86,19 +106,27 @@ fn draw_windows(series: &[String], title: &str, out: &Path) -> Result<()> {
         let windows = read_windows(Path::new(path))?;
         // Plotted at each window's middle; empty windows have no latency.
         let mid = |w: &WindowSummary| w.start_s + w.duration_s / 2.0;
-        let served: Vec<&WindowSummary> = windows.iter().filter(|w| w.completed > 0).collect();
+        let served: Vec<(usize, &WindowSummary)> = windows
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.completed > 0)
+            .collect();
         p95.push(Line {
             label: label.to_owned(),
             points: served
                 .iter()
-                .map(|w| (mid(w), w.p95_ms.max(0.001)))
+                .map(|(_, w)| (mid(w), w.p95_ms.max(0.001)))
                 .collect(),
-            hollow: served.iter().map(|w| w.warmup).collect(),
+            hollow: served.iter().map(|(_, w)| w.warmup).collect(),
+            breaks: (1..served.len())
+                .filter(|&k| served[k].0 != served[k - 1].0 + 1)
+                .collect(),
         });
         rate.push(Line {
             label: label.to_owned(),
             points: windows.iter().map(|w| (mid(w), w.achieved_per_s)).collect(),
             hollow: windows.iter().map(|w| w.warmup).collect(),
+            breaks: Vec::new(),
         });
     }
     let root = SVGBackend::new(out, SIZE).into_drawing_area();
@@ -195,8 +223,13 @@ where
 {
     for (i, line) in lines.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
+        let mut segments = line.segments().into_iter();
+        let first = segments.next().unwrap_or_default();
+        for rest in segments {
+            chart.draw_series(LineSeries::new(rest, color.stroke_width(2)))?;
+        }
         chart
-            .draw_series(LineSeries::new(line.points.clone(), color.stroke_width(2)))?
+            .draw_series(LineSeries::new(first, color.stroke_width(2)))?
             .label(line.label.clone())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
@@ -292,6 +325,7 @@ impl History {
                     .filter_map(|(i, v)| v.filter(|v| *v > 0.0).map(|v| (i as f64, v)))
                     .collect(),
                 hollow: Vec::new(),
+                breaks: Vec::new(),
             })
             .filter(|l| !l.points.is_empty())
             .collect()
@@ -394,6 +428,21 @@ mod tests {
         assert_eq!(cpu.len(), 1);
         assert_eq!(cpu[0].label, "lobsters_cpu_per_page");
         assert_eq!(cpu[0].points, [(0.0, 1.5), (1.0, 0.4)]);
+        assert_eq!(cpu[0].segments().len(), 1);
+    }
+
+    #[test]
+    fn lines_break_where_windows_had_no_latency() {
+        let line = Line {
+            label: "x".into(),
+            points: vec![(0.0, 1.0), (1.0, 2.0), (5.0, 3.0)],
+            hollow: Vec::new(),
+            breaks: vec![2],
+        };
+        assert_eq!(
+            line.segments(),
+            [vec![(0.0, 1.0), (1.0, 2.0)], vec![(5.0, 3.0)]]
+        );
     }
 
     #[test]
