@@ -346,6 +346,9 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
         bail!("--articles must be positive and --read-fraction within 0..1");
     }
     let (opts, db) = parse_url(&args.url)?;
+    // A wrong --server-pid or --metrics-url fails before priming.
+    let meter = CpuMeter::from_args(&args.cpu);
+    meter.check().await?;
     ensure_database(&opts, &db, false).await?;
     if args.prime {
         let mut conn = connect(&opts).await?;
@@ -357,8 +360,6 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
     if args.distribution == Distribution::Zipf && zipf.is_none() {
         bail!("--zipf-s must be positive");
     }
-    let meter = CpuMeter::from_args(&args.cpu);
-    meter.check().await?;
     let mut conns = Vec::new();
     for _ in 0..args.connections.max(1) {
         conns.push(connect(&opts).await?);

@@ -282,6 +282,9 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
         );
     }
     let (opts, db) = parse_url(&args.url)?;
+    // A wrong --server-pid or --metrics-url fails before priming.
+    let cpu = CpuMeter::from_args(&args.cpu);
+    cpu.check().await?;
     ensure_database(&opts, &db, false).await?;
     let mut conn = connect(&opts).await?;
     if args.prime {
@@ -289,8 +292,6 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
     }
     let world = Arc::new(World::load(&mut conn).await?);
     conn.disconnect().await?;
-    let cpu = CpuMeter::from_args(&args.cpu);
-    cpu.check().await?;
     let cfg = LoadConfig {
         opts,
         variant: args.queries,
