@@ -1,7 +1,7 @@
 //! `lobsters-bench`: see the crate docs and README.md.
 
 use clap::{Parser, Subcommand};
-use lobsters_bench::{lobsters, vote};
+use lobsters_bench::{chart, lobsters, vote};
 
 #[derive(Parser)]
 #[command(
@@ -19,17 +19,22 @@ enum Cmd {
     Lobsters(lobsters::LobstersArgs),
     /// The vote micro-benchmark, closed loop.
     Vote(vote::VoteArgs),
+    /// SVG charts: latency and rate over time from reports, or the history
+    /// of side-by-side ratios.
+    Chart(chart::ChartArgs),
 }
 
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    match Cli::parse().cmd {
+        Cmd::Lobsters(a) => runtime()?.block_on(lobsters::main(a)),
+        Cmd::Vote(a) => runtime()?.block_on(vote::main(a)),
+        Cmd::Chart(a) => chart::main(a),
+    }
+}
+
+/// The workloads' multi-threaded runtime (the chart needs none).
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
-    rt.block_on(async {
-        match cli.cmd {
-            Cmd::Lobsters(a) => lobsters::main(a).await,
-            Cmd::Vote(a) => vote::main(a).await,
-        }
-    })
+        .build()
 }

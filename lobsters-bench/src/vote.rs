@@ -1,24 +1,35 @@
 //! The vote micro-benchmark (from the Noria thesis): articles, votes, and
-//! a read that counts an article's votes through a grouped derived table.
+//! a read of one article's vote count. `--queries natural` counts through
+//! a grouped derived table (what Ladle keeps current as a view);
+//! `--queries original` keeps a `votes` counter column on `Article`,
+//! incremented in each vote's transaction, as one would for MySQL.
 
+use crate::cpu::{CpuArgs, CpuMeter, CpuUsage};
 use crate::db::{connect, ensure_database, parse_url};
 use crate::dist::Zipf;
+use crate::lobsters::Variant;
 use crate::stats::{round3, Latencies};
+use crate::windows::{WindowRecorder, WindowSummary};
 use anyhow::{bail, Context, Result};
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row};
+use mysql_async::{Conn, Row, TxOpts};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The read: one article and its vote count.
+/// The natural read: one article and its vote count, counted.
 pub const READ_SQL: &str = "SELECT Article.id, title, VoteCount.votes FROM Article LEFT JOIN \
 (SELECT article_id, COUNT(user) AS votes FROM Vote GROUP BY article_id) AS VoteCount \
 ON Article.id = VoteCount.article_id WHERE Article.id = ?";
-/// The write: one vote.
+/// The write: one vote (the whole write in `natural`).
 pub const WRITE_SQL: &str = "INSERT INTO Vote (article_id, user) VALUES (?, ?)";
+/// The original read: the counter column.
+pub const ORIGINAL_READ_SQL: &str = "SELECT id, title, votes FROM Article WHERE id = ?";
+/// The original write's second statement, in the vote's transaction.
+pub const ORIGINAL_COUNT_SQL: &str = "UPDATE Article SET votes = votes + 1 WHERE id = ?";
 
 /// How articles are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -34,6 +45,10 @@ pub struct VoteArgs {
     /// mysql://USER[:PW]@HOST:PORT/DB (the database is created if missing).
     #[arg(long)]
     pub url: String,
+    /// `natural`: reads count votes through a grouped derived table.
+    /// `original`: a `votes` counter on Article, incremented with each vote.
+    #[arg(long, value_enum, default_value = "natural")]
+    pub queries: Variant,
     /// Number of articles.
     #[arg(long, default_value_t = 100_000)]
     pub articles: u64,
@@ -66,12 +81,15 @@ pub struct VoteArgs {
     /// Write the report here as JSON.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub cpu: CpuArgs,
 }
 
 /// The JSON report of `lobsters-bench vote`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct VoteReport {
     pub workload: &'static str,
+    pub queries: Variant,
     pub articles: u64,
     pub read_fraction: f64,
     pub distribution: Distribution,
@@ -88,82 +106,238 @@ pub struct VoteReport {
     pub write_p95_ms: f64,
     pub write_p99_ms: f64,
     pub first_error: Option<String>,
+    /// Server CPU ms per operation completed in the measured interval
+    /// (null when the server's CPU is not visible).
+    pub server_cpu_ms_per_op: Option<f64>,
+    /// The load generator's own CPU ms per operation.
+    pub client_cpu_ms_per_op: Option<f64>,
+    /// 10 s windows (warm-up included): reads and writes together.
+    pub windows: Vec<WindowSummary>,
 }
 
-/// Creates the tables and loads articles and votes.
-pub async fn prime(conn: &mut Conn, articles: u64, votes: u64, seed: u64) -> Result<()> {
+/// Creates the tables and loads articles and votes. Both variants get the
+/// same votes for the same seed; `original` also stores each article's
+/// count in `Article.votes`.
+pub async fn prime(
+    conn: &mut Conn,
+    variant: Variant,
+    articles: u64,
+    votes: u64,
+    seed: u64,
+) -> Result<()> {
     conn.query_drop("DROP TABLE IF EXISTS Vote").await?;
     conn.query_drop("DROP TABLE IF EXISTS Article").await?;
-    conn.query_drop(
-        "CREATE TABLE Article (id INT NOT NULL PRIMARY KEY, title VARCHAR(64) NOT NULL)",
-    )
+    conn.query_drop(match variant {
+        Variant::Natural => {
+            "CREATE TABLE Article (id INT NOT NULL PRIMARY KEY, title VARCHAR(64) NOT NULL)"
+        }
+        Variant::Original => {
+            "CREATE TABLE Article (id INT NOT NULL PRIMARY KEY, title VARCHAR(64) NOT NULL, \
+             votes INT NOT NULL DEFAULT 0)"
+        }
+    })
     .await?;
     conn.query_drop("CREATE TABLE Vote (article_id INT NOT NULL, user INT NOT NULL, KEY article_id (article_id))")
         .await?;
-    let total = articles + votes;
-    let start = Instant::now();
-    let mut done = 0u64;
     let mut rng = StdRng::seed_from_u64(seed);
-    // At most twice a second (and at the end): a captured log stays short.
-    let mut last_print: Option<Instant> = None;
-    let mut progress = |done: u64| {
-        if done < total && last_print.is_some_and(|t| t.elapsed() < Duration::from_millis(500)) {
-            return;
-        }
-        last_print = Some(Instant::now());
-        eprint!(
-            "\rpriming: {:5.1}% ({done} / {total} rows)   ",
-            done as f64 / total.max(1) as f64 * 100.0
-        );
-        let _ = std::io::stderr().flush();
-    };
-    let mut id = 1;
-    while id <= articles {
-        let hi = (id + 999).min(articles);
-        let rows: Vec<String> = (id..=hi)
-            .map(|i| format!("({i}, 'Article #{i}')"))
-            .collect();
-        conn.query_drop(format!(
-            "INSERT INTO Article (id, title) VALUES {}",
-            rows.join(", ")
-        ))
-        .await
-        .context("loading articles")?;
-        done += hi - id + 1;
-        progress(done);
-        id = hi + 1;
-    }
-    let mut left = votes;
-    while left > 0 {
-        let n = left.min(1000);
-        let rows: Vec<String> = (0..n)
-            .map(|_| {
-                format!(
-                    "({}, {})",
-                    rng.gen_range(1..=articles),
-                    rng.gen_range(0..1_000_000u32)
-                )
-            })
-            .collect();
+    let votes: Vec<(u64, u32)> = (0..votes)
+        .map(|_| (rng.gen_range(1..=articles), rng.gen_range(0..1_000_000u32)))
+        .collect();
+    let mut progress = Progress::new(articles + votes.len() as u64);
+    load_articles(conn, variant, articles, &votes, &mut progress).await?;
+    for chunk in votes.chunks(1000) {
+        let rows: Vec<String> = chunk.iter().map(|(a, u)| format!("({a}, {u})")).collect();
         conn.query_drop(format!(
             "INSERT INTO Vote (article_id, user) VALUES {}",
             rows.join(", ")
         ))
         .await
         .context("loading votes")?;
-        done += n;
-        left -= n;
-        progress(done);
+        progress.add(chunk.len() as u64);
     }
-    eprintln!("\npriming: done in {:.1}s", start.elapsed().as_secs_f64());
+    eprintln!(
+        "\npriming: done in {:.1}s",
+        progress.start.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
+/// Inserts articles 1..=n, 1,000 per statement, with their vote counts in
+/// the `original` variant.
+async fn load_articles(
+    conn: &mut Conn,
+    variant: Variant,
+    articles: u64,
+    votes: &[(u64, u32)],
+    progress: &mut Progress,
+) -> Result<()> {
+    let mut counts = vec![0u32; articles as usize + 1];
+    for (a, _) in votes {
+        counts[*a as usize] += 1;
+    }
+    let mut id = 1;
+    while id <= articles {
+        let hi = (id + 999).min(articles);
+        let rows: Vec<String> = (id..=hi)
+            .map(|i| match variant {
+                Variant::Natural => format!("({i}, 'Article #{i}')"),
+                Variant::Original => format!("({i}, 'Article #{i}', {})", counts[i as usize]),
+            })
+            .collect();
+        let columns = match variant {
+            Variant::Natural => "id, title",
+            Variant::Original => "id, title, votes",
+        };
+        conn.query_drop(format!(
+            "INSERT INTO Article ({columns}) VALUES {}",
+            rows.join(", ")
+        ))
+        .await
+        .context("loading articles")?;
+        progress.add(hi - id + 1);
+        id = hi + 1;
+    }
+    Ok(())
+}
+
+/// Priming progress on stderr, at most twice a second (and at the end), so
+/// a captured log stays short.
+struct Progress {
+    start: Instant,
+    total: u64,
+    done: u64,
+    last_print: Option<Instant>,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        Progress {
+            start: Instant::now(),
+            total,
+            done: 0,
+            last_print: None,
+        }
+    }
+
+    fn add(&mut self, rows: u64) {
+        self.done += rows;
+        let (done, total) = (self.done, self.total);
+        if done < total
+            && self
+                .last_print
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(500))
+        {
+            return;
+        }
+        self.last_print = Some(Instant::now());
+        eprint!(
+            "\rpriming: {:5.1}% ({done} / {total} rows)   ",
+            done as f64 / total.max(1) as f64 * 100.0
+        );
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// One connection's results.
+#[derive(Default)]
 struct Tally {
     reads: Latencies,
     writes: Latencies,
     errors: u64,
     first_error: Option<String>,
+}
+
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        self.reads.merge(&other.reads);
+        self.writes.merge(&other.writes);
+        self.errors += other.errors;
+        self.first_error = self.first_error.take().or(other.first_error);
+    }
+}
+
+/// What every connection shares: the measured interval and how to pick
+/// operations.
+struct Plan {
+    variant: Variant,
+    articles: u64,
+    distribution: Distribution,
+    zipf: Option<Zipf>,
+    read_fraction: f64,
+    measure_from: Instant,
+    end: Instant,
+    windows: WindowRecorder,
+}
+
+/// One read of an article's vote count.
+async fn read(conn: &mut Conn, variant: Variant, article: u64) -> mysql_async::Result<()> {
+    let sql = match variant {
+        Variant::Natural => READ_SQL,
+        Variant::Original => ORIGINAL_READ_SQL,
+    };
+    conn.exec::<Row, _, _>(sql, (article,)).await.map(|_| ())
+}
+
+/// One vote: an INSERT, plus the counter's increment in the same
+/// transaction in `original`.
+async fn write(
+    conn: &mut Conn,
+    variant: Variant,
+    article: u64,
+    user: u32,
+) -> mysql_async::Result<()> {
+    match variant {
+        Variant::Natural => conn.exec_drop(WRITE_SQL, (article, user)).await,
+        Variant::Original => {
+            let mut tx = conn.start_transaction(TxOpts::default()).await?;
+            tx.exec_drop(WRITE_SQL, (article, user)).await?;
+            tx.exec_drop(ORIGINAL_COUNT_SQL, (article,)).await?;
+            tx.commit().await
+        }
+    }
+}
+
+/// Runs operations back to back on one connection until the plan's end.
+async fn run_connection(mut conn: Conn, plan: &Plan, mut rng: StdRng) -> Tally {
+    let mut t = Tally::default();
+    loop {
+        let begin = Instant::now();
+        if begin >= plan.end {
+            break;
+        }
+        let article = match (&plan.zipf, plan.distribution) {
+            (Some(z), Distribution::Zipf) => z.sample(&mut rng),
+            _ => rng.gen_range(1..=plan.articles),
+        };
+        let is_read = rng.gen_bool(plan.read_fraction);
+        let res = if is_read {
+            read(&mut conn, plan.variant, article).await
+        } else {
+            let user = rng.gen_range(0..1_000_000u32);
+            write(&mut conn, plan.variant, article, user).await
+        };
+        let done = Instant::now();
+        match &res {
+            Ok(()) => plan.windows.record(done, done - begin),
+            Err(_) => plan.windows.error(done),
+        }
+        if done < plan.measure_from || done > plan.end {
+            continue;
+        }
+        match res {
+            Ok(()) if is_read => t.reads.record(done - begin),
+            Ok(()) => t.writes.record(done - begin),
+            Err(e) => {
+                t.errors += 1;
+                if t.first_error.is_none() {
+                    let what = if is_read { "read" } else { "write" };
+                    t.first_error = Some(format!("{what} failed: {e}"));
+                }
+            }
+        }
+    }
+    let _ = conn.disconnect().await;
+    t
 }
 
 /// Runs the closed-loop benchmark and returns the report.
@@ -172,116 +346,101 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
         bail!("--articles must be positive and --read-fraction within 0..1");
     }
     let (opts, db) = parse_url(&args.url)?;
+    // A wrong --server-pid or --metrics-url fails before priming.
+    let meter = CpuMeter::from_args(&args.cpu);
+    meter.check().await?;
     ensure_database(&opts, &db, false).await?;
     if args.prime {
         let mut conn = connect(&opts).await?;
-        prime(
-            &mut conn,
-            args.articles,
-            args.prime_votes.unwrap_or(args.articles),
-            args.seed,
-        )
-        .await?;
+        let votes = args.prime_votes.unwrap_or(args.articles);
+        prime(&mut conn, args.queries, args.articles, votes, args.seed).await?;
         conn.disconnect().await?;
     }
     let zipf = Zipf::new(args.articles, args.zipf_s);
     if args.distribution == Distribution::Zipf && zipf.is_none() {
         bail!("--zipf-s must be positive");
     }
+    let mut conns = Vec::new();
+    for _ in 0..args.connections.max(1) {
+        conns.push(connect(&opts).await?);
+    }
     let start = Instant::now();
-    let measure_from = start + Duration::from_secs_f64(args.warmup.max(0.0));
-    let end = measure_from + Duration::from_secs_f64(args.runtime.max(0.1));
+    let warmup = Duration::from_secs_f64(args.warmup.max(0.0));
+    let runtime = Duration::from_secs_f64(args.runtime.max(0.1));
+    let plan = Arc::new(Plan {
+        variant: args.queries,
+        articles: args.articles,
+        distribution: args.distribution,
+        zipf,
+        read_fraction: args.read_fraction,
+        measure_from: start + warmup,
+        end: start + warmup + runtime,
+        windows: WindowRecorder::new(start, warmup, runtime),
+    });
+    let cpu = tokio::spawn({
+        let plan = Arc::clone(&plan);
+        async move { meter.measure_between(plan.measure_from, plan.end).await }
+    });
     let mut tasks = Vec::new();
-    for i in 0..args.connections.max(1) {
-        let mut conn = connect(&opts).await?;
-        let zipf = zipf.clone();
-        let (articles, dist, read_fraction) =
-            (args.articles, args.distribution, args.read_fraction);
-        let mut rng = StdRng::seed_from_u64(args.seed.wrapping_add(1 + i as u64));
+    for (i, conn) in conns.into_iter().enumerate() {
+        let rng = StdRng::seed_from_u64(args.seed.wrapping_add(1 + i as u64));
+        let plan = Arc::clone(&plan);
         tasks.push(tokio::spawn(async move {
-            let mut t = Tally {
-                reads: Latencies::new(),
-                writes: Latencies::new(),
-                errors: 0,
-                first_error: None,
-            };
-            loop {
-                let begin = Instant::now();
-                if begin >= end {
-                    break;
-                }
-                let article = match (&zipf, dist) {
-                    (Some(z), Distribution::Zipf) => z.sample(&mut rng),
-                    _ => rng.gen_range(1..=articles),
-                };
-                let read = rng.gen_bool(read_fraction);
-                let res = if read {
-                    conn.exec::<Row, _, _>(READ_SQL, (article,))
-                        .await
-                        .map(|_| ())
-                } else {
-                    conn.exec_drop(WRITE_SQL, (article, rng.gen_range(0..1_000_000u32)))
-                        .await
-                };
-                let done = Instant::now();
-                if done < measure_from || done > end {
-                    continue;
-                }
-                match res {
-                    Ok(()) if read => t.reads.record(done - begin),
-                    Ok(()) => t.writes.record(done - begin),
-                    Err(e) => {
-                        t.errors += 1;
-                        if t.first_error.is_none() {
-                            t.first_error = Some(format!(
-                                "{} failed: {e}",
-                                if read { "read" } else { "write" }
-                            ));
-                        }
-                    }
-                }
-            }
-            let _ = conn.disconnect().await;
-            t
+            run_connection(conn, &plan, rng).await
         }));
     }
-    let mut reads = Latencies::new();
-    let mut writes = Latencies::new();
-    let mut errors = 0;
-    let mut first_error = None;
+    let mut tally = Tally::default();
     for task in tasks {
-        let t = task.await?;
-        reads.merge(&t.reads);
-        writes.merge(&t.writes);
-        errors += t.errors;
-        first_error = first_error.or(t.first_error);
+        tally.merge(task.await?);
     }
-    let (r, w) = (reads.summary(), writes.summary());
-    Ok(VoteReport {
+    let cpu = cpu.await?;
+    Ok(build_report(
+        args,
+        tally,
+        cpu,
+        plan.windows.summaries(start, 0, None),
+    ))
+}
+
+fn build_report(
+    args: &VoteArgs,
+    tally: Tally,
+    cpu: CpuUsage,
+    windows: Vec<WindowSummary>,
+) -> VoteReport {
+    let (r, w) = (tally.reads.summary(), tally.writes.summary());
+    let ops = r.count + w.count;
+    VoteReport {
         workload: "vote",
+        queries: args.queries,
         articles: args.articles,
         read_fraction: args.read_fraction,
         distribution: args.distribution,
         connections: args.connections,
         runtime_s: args.runtime,
-        ops_per_s: round3((r.count + w.count) as f64 / args.runtime.max(0.1)),
+        ops_per_s: round3(ops as f64 / args.runtime.max(0.1)),
         reads: r.count,
         writes: w.count,
-        errors,
+        errors: tally.errors,
         read_p50_ms: r.p50_ms,
         read_p95_ms: r.p95_ms,
         read_p99_ms: r.p99_ms,
         write_p50_ms: w.p50_ms,
         write_p95_ms: w.p95_ms,
         write_p99_ms: w.p99_ms,
-        first_error,
-    })
+        first_error: tally.first_error,
+        server_cpu_ms_per_op: cpu.server_ms_per(ops),
+        client_cpu_ms_per_op: cpu.client_ms_per(ops),
+        windows,
+    }
 }
 
 /// Human summary for stdout.
 pub fn render(r: &VoteReport) -> String {
+    let cpu = crate::lobsters::cpu_line("op", r.server_cpu_ms_per_op, r.client_cpu_ms_per_op);
     format!(
-        "vote ({} articles, {:.0}% reads, {:?}, {} connections): {:.1} ops/s\n  reads  {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  writes {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  errors {}{}\n",
+        "vote ({} queries, {} articles, {:.0}% reads, {:?}, {} connections): {:.1} ops/s\n{cpu}  reads  {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  writes {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  errors {}{}\n",
+        r.queries.name(),
         r.articles,
         r.read_fraction * 100.0,
         r.distribution,
@@ -342,8 +501,11 @@ mod tests {
         ]);
         assert_eq!(cli.args.articles, 100_000);
         assert!(cli.args.prime);
+        assert_eq!(cli.args.queries, Variant::Natural);
+        assert_eq!(cli.args.cpu.server_pid, None);
         let rep = VoteReport {
             workload: "vote",
+            queries: Variant::Original,
             articles: 10,
             read_fraction: 0.95,
             distribution: Distribution::Zipf,
@@ -360,10 +522,17 @@ mod tests {
             write_p95_ms: 3.0,
             write_p99_ms: 4.0,
             first_error: None,
+            server_cpu_ms_per_op: Some(0.05),
+            client_cpu_ms_per_op: Some(0.02),
+            windows: Vec::new(),
         };
         let v: serde_json::Value = serde_json::to_value(&rep).unwrap();
         assert_eq!(v["workload"], "vote");
         assert_eq!(v["distribution"], "zipf");
+        assert_eq!(v["queries"], "original");
+        assert_eq!(v["server_cpu_ms_per_op"], 0.05);
+        assert_eq!(v["client_cpu_ms_per_op"], 0.02);
+        assert!(v["windows"].is_array());
         for key in [
             "ops_per_s",
             "read_p95_ms",
@@ -375,6 +544,8 @@ mod tests {
         ] {
             assert!(v[key].is_number(), "{key}");
         }
-        assert!(render(&rep).contains("1000.0 ops/s"));
+        let text = render(&rep);
+        assert!(text.contains("1000.0 ops/s"), "{text}");
+        assert!(text.contains("server 0.050 ms"), "{text}");
     }
 }

@@ -2,10 +2,12 @@
 //! (e.g. `mysql://root@127.0.0.1:3306/lobsters_it`); skips otherwise.
 //! The test creates and drops `<db>_original`, `<db>_natural` and `<db>_vote`.
 
+use lobsters_bench::cpu::{CpuArgs, CpuMeter};
 use lobsters_bench::lobsters::load::{run_at, LoadConfig};
 use lobsters_bench::lobsters::pages::{Page, World};
 use lobsters_bench::lobsters::{check_variants, CheckPlan, Variant};
 use lobsters_bench::{db, vote};
+use mysql_async::prelude::Queryable;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,6 +73,7 @@ async fn variants_return_identical_story_and_frontpage_results() {
             warmup: Duration::from_secs(1),
             logged_in_fraction: 0.5,
             seed: 3,
+            cpu: CpuMeter::default(),
         };
         let r = run_at(&cfg, world, 20.0, 0).await.unwrap();
         assert_eq!(r.errors, 0, "{:?}: {:?}", v, r.first_error);
@@ -96,8 +99,30 @@ async fn vote_benchmark_runs() {
         prime: true,
         seed: 1,
         json: None,
+        queries: Variant::Natural,
+        cpu: CpuArgs::default(),
     };
-    let rep = vote::run(&args).await.unwrap();
-    assert_eq!(rep.errors, 0, "{:?}", rep.first_error);
-    assert!(rep.reads > 0 && rep.writes > 0, "{rep:?}");
+    for queries in [Variant::Natural, Variant::Original] {
+        let args = vote::VoteArgs {
+            queries,
+            ..args.clone()
+        };
+        let rep = vote::run(&args).await.unwrap();
+        assert_eq!(rep.errors, 0, "{queries:?}: {:?}", rep.first_error);
+        assert!(rep.reads > 0 && rep.writes > 0, "{rep:?}");
+        assert!(rep.client_cpu_ms_per_op.is_some(), "{rep:?}");
+        assert!(!rep.windows.is_empty(), "{rep:?}");
+    }
+    // The original variant's counters agree with the votes after the run.
+    let (opts, _) = db::parse_url(&args.url).unwrap();
+    let mut conn = db::connect(&opts).await.unwrap();
+    let counters: Vec<(i64, i64)> = conn
+        .query("SELECT id, votes FROM Article WHERE votes > 0 ORDER BY id")
+        .await
+        .unwrap();
+    let counted: Vec<(i64, i64)> = conn
+        .query("SELECT article_id, COUNT(*) FROM Vote GROUP BY article_id ORDER BY article_id")
+        .await
+        .unwrap();
+    assert_eq!(counters, counted);
 }

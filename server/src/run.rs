@@ -25,6 +25,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .canonicalize()
         .unwrap_or_else(|_| args.data_dir.clone());
     let metrics = Arc::new(Metrics::new());
+    register_process_metrics(&metrics.registry)?;
     let (stop_tx, stop_rx) = watch::channel(false);
 
     // Health and metrics first, so /health answers 503 during recovery.
@@ -241,6 +242,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(storage);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Registers the standard `process_*` metrics (`process_cpu_seconds_total`,
+/// `process_resident_memory_bytes`, open fds, ...), read from /proc at each
+/// scrape: benchmarks divide the CPU seconds by pages served.
+fn register_process_metrics(registry: &prometheus::Registry) -> anyhow::Result<()> {
+    let collector = prometheus::process_collector::ProcessCollector::for_self();
+    registry
+        .register(Box::new(collector))
+        .context("registering process metrics")
 }
 
 /// Holds `<data-dir>/ladle.lock` for the life of the process: one server

@@ -919,6 +919,7 @@ fn metrics_health_and_sigterm() {
         })
         .sum();
     assert!(fills >= 1, "{m}");
+    assert_process_metrics(&m);
     let pid = srv.child.id();
     let status = Command::new("kill")
         .arg("-TERM")
@@ -928,6 +929,24 @@ fn metrics_health_and_sigterm() {
     assert!(status.success());
     let exit = srv.child.wait().unwrap();
     assert!(exit.success(), "exit status {exit:?}");
+}
+
+/// The standard process metrics that benchmarks read (`lobsters-bench
+/// --metrics-url`): CPU seconds and resident memory, with plausible values.
+fn assert_process_metrics(m: &str) {
+    let value = |name: &str| -> f64 {
+        let prefix = format!("{name} ");
+        m.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .unwrap_or_else(|| panic!("no {name} in {m}"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(value("process_cpu_seconds_total") >= 0.0);
+    assert!(value("process_resident_memory_bytes") > 1e6, "{m}");
+    assert!(value("process_open_fds") >= 3.0, "{m}");
+    assert!(value("process_start_time_seconds") > 1e9, "{m}");
 }
 
 #[test]

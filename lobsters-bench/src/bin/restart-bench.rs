@@ -43,6 +43,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use lobsters_bench::db::get_i64;
+use lobsters_bench::lobsters::Variant;
 use lobsters_bench::vote::{prime, READ_SQL, WRITE_SQL};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Row};
@@ -650,7 +651,7 @@ async fn run(args: Args) -> Result<Report> {
     root.query_drop("CREATE DATABASE bench").await?;
     let mut conn = Conn::new(ladle.opts()).await?;
     let load = Instant::now();
-    prime(&mut conn, args.articles, args.votes, 42).await?;
+    prime(&mut conn, Variant::Natural, args.articles, args.votes, 42).await?;
     let load_s = load.elapsed().as_secs_f64();
     let step = (args.articles / args.keys.max(1)).max(1);
     let keys: Vec<i64> = (0..args.keys.min(args.articles))

@@ -6,9 +6,11 @@
 use super::pages::{execute, page_mix, Page, Trace, World};
 use super::prime::{EPOCH_START, PRIMED_SPAN_SECS};
 use super::Variant;
+use crate::cpu::{CpuMeter, CpuUsage};
 use crate::db::connect;
 use crate::dist::exp_interarrival;
 use crate::stats::{round3, Latencies};
+use crate::windows::{WindowRecorder, WindowSummary};
 use anyhow::Result;
 use mysql_async::Opts;
 use rand::rngs::StdRng;
@@ -30,6 +32,9 @@ pub struct LoadConfig {
     pub warmup: Duration,
     pub logged_in_fraction: f64,
     pub seed: u64,
+    /// CPU of the server (when visible) and of this process, measured over
+    /// each run's measured interval.
+    pub cpu: CpuMeter,
 }
 
 /// How long requests still queued at the end of a run may take to finish
@@ -52,6 +57,14 @@ pub struct RunOutcome {
     pub offered: f64,
     /// Pages completed inside the measurement window, per second.
     pub achieved: f64,
+    /// Pages completed inside the measurement window.
+    pub completed_in_window: u64,
+    /// When the run (its warm-up) started.
+    pub started: Instant,
+    /// Latency and rate per 10 s window, warm-up included.
+    pub windows: Arc<WindowRecorder>,
+    /// CPU spent during the measurement window.
+    pub cpu: CpuUsage,
     pub pages: BTreeMap<Page, PageStats>,
     pub all: Latencies,
     pub errors: u64,
@@ -74,6 +87,11 @@ impl RunOutcome {
             && (bad as f64) <= 0.01 * n as f64
     }
 
+    /// This run's windows, timed from `origin` (the first run's start).
+    pub fn window_summaries(&self, origin: Instant, run: usize) -> Vec<WindowSummary> {
+        self.windows.summaries(origin, run, Some(self.target))
+    }
+
     /// JSON row for `runs`.
     pub fn summary(&self, slo_p95_ms: f64) -> RunSummary {
         let s = self.all.summary();
@@ -89,6 +107,8 @@ impl RunOutcome {
             incomplete: self.incomplete,
             held: self.held(slo_p95_ms),
             first_error: self.first_error.clone(),
+            server_cpu_ms_per_page: self.cpu.server_ms_per(self.completed_in_window),
+            client_cpu_ms_per_page: self.cpu.client_ms_per(self.completed_in_window),
         }
     }
 }
@@ -107,6 +127,11 @@ pub struct RunSummary {
     pub incomplete: u64,
     pub held: bool,
     pub first_error: Option<String>,
+    /// Server CPU milliseconds per page completed in the measurement
+    /// window (null when the server's CPU is not visible).
+    pub server_cpu_ms_per_page: Option<f64>,
+    /// The load generator's own CPU milliseconds per page.
+    pub client_cpu_ms_per_page: Option<f64>,
 }
 
 struct Job {
@@ -143,11 +168,17 @@ pub async fn run_at(
     let window_start = start + cfg.warmup;
     let end = window_start + cfg.runtime;
     let hard_stop = end + GRACE;
+    let windows = Arc::new(WindowRecorder::new(start, cfg.warmup, cfg.runtime));
+    let cpu = tokio::spawn({
+        let meter = cfg.cpu.clone();
+        async move { meter.measure_between(window_start, end).await }
+    });
 
     let mut workers = Vec::new();
     for mut conn in conns {
         let rx = Arc::clone(&rx);
         let world = Arc::clone(&world);
+        let windows = Arc::clone(&windows);
         let variant = cfg.variant;
         workers.push(tokio::spawn(async move {
             let mut t = WorkerTally::default();
@@ -162,6 +193,7 @@ pub async fn run_at(
                 let page = job.req.page;
                 let entry = t.pages.entry(page).or_default();
                 if let Err(e) = res {
+                    windows.error(done);
                     t.errors += u64::from(job.measured);
                     entry.errors += u64::from(job.measured);
                     if t.first_error.is_none() {
@@ -172,6 +204,7 @@ pub async fn run_at(
                 if done >= window_start && done <= end {
                     t.completed_in_window += 1;
                 }
+                windows.record(done, done - job.scheduled);
                 if job.measured {
                     let lat = done - job.scheduled;
                     entry.latencies.record(lat);
@@ -243,6 +276,10 @@ pub async fn run_at(
         target: rate,
         offered: (issued_measured + skipped_measured) as f64 / cfg.runtime.as_secs_f64().max(1e-9),
         achieved: 0.0,
+        completed_in_window: 0,
+        started: start,
+        windows,
+        cpu: CpuUsage::default(),
         pages: BTreeMap::new(),
         all: Latencies::new(),
         errors: 0,
@@ -280,6 +317,8 @@ pub async fn run_at(
     }
     out.incomplete += issued_measured.saturating_sub(finished_measured);
     out.achieved = completed as f64 / cfg.runtime.as_secs_f64().max(1e-9);
+    out.completed_in_window = completed;
+    out.cpu = cpu.await?;
     Ok(out)
 }
 
@@ -361,6 +400,15 @@ pub fn report_progress(r: &RunOutcome, slo: f64) {
         r.errors,
         r.incomplete,
         if r.held(slo) { "held" } else { "missed" }
+    );
+    let cpu = r.summary(slo);
+    eprint!(
+        "{}",
+        super::cpu_line(
+            "page",
+            cpu.server_cpu_ms_per_page,
+            cpu.client_cpu_ms_per_page
+        )
     );
     if let Some(e) = &r.first_error {
         eprintln!("  first error: {e}");

@@ -7,8 +7,10 @@ pub mod pages;
 pub mod prime;
 pub mod schema;
 
+use crate::cpu::{CpuArgs, CpuMeter};
 use crate::db::{connect, ensure_database, parse_url, with_db};
 use crate::stats::{round3, LatencySummary};
+use crate::windows::WindowSummary;
 use anyhow::{bail, Context, Result};
 use load::{find_max, report_progress, run_at, FindMax, LoadConfig, RunOutcome, RunSummary};
 use pages::{execute, page_mix, Page, Trace, World};
@@ -105,6 +107,8 @@ pub struct LobstersArgs {
     /// --check: number of requests to replay.
     #[arg(long, default_value_t = 500)]
     pub check_requests: usize,
+    #[command(flatten)]
+    pub cpu: CpuArgs,
     /// Write the report here as JSON.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
@@ -135,6 +139,13 @@ pub struct LobstersReport {
     pub runs: Vec<RunSummary>,
     /// Per page, from the best run that held (or the last run if none did).
     pub pages: BTreeMap<&'static str, PageReport>,
+    /// Server CPU ms per page in the measurement window of that same run
+    /// (null when neither --server-pid nor --metrics-url was given).
+    pub server_cpu_ms_per_page: Option<f64>,
+    /// The load generator's own CPU ms per page, same run.
+    pub client_cpu_ms_per_page: Option<f64>,
+    /// Every run's 10 s windows (warm-up included), in time order.
+    pub windows: Vec<WindowSummary>,
 }
 
 /// Builds the report from the runs.
@@ -144,6 +155,13 @@ pub fn report(args: &LobstersArgs, runs: &[RunOutcome]) -> LobstersReport {
         .filter(|r| r.held(args.slo_p95_ms))
         .max_by(|a, b| a.achieved.total_cmp(&b.achieved));
     let shown = best.or(runs.last());
+    let shown_summary = shown.map(|r| r.summary(args.slo_p95_ms));
+    let origin = runs.first().map(|r| r.started);
+    let windows = runs
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| r.window_summaries(origin.unwrap_or(r.started), i))
+        .collect();
     let pages = shown
         .map(|r| {
             r.pages
@@ -173,6 +191,11 @@ pub fn report(args: &LobstersArgs, runs: &[RunOutcome]) -> LobstersReport {
         max_pages_per_s: best.map(|r| round3(r.achieved)),
         runs: runs.iter().map(|r| r.summary(args.slo_p95_ms)).collect(),
         pages,
+        server_cpu_ms_per_page: shown_summary
+            .as_ref()
+            .and_then(|r| r.server_cpu_ms_per_page),
+        client_cpu_ms_per_page: shown_summary.and_then(|r| r.client_cpu_ms_per_page),
+        windows,
     }
 }
 
@@ -186,6 +209,11 @@ pub fn render(rep: &LobstersReport) -> String {
             .map_or("n/a".to_owned(), |v| format!("{v:.1}")),
         rep.slo_p95_ms
     );
+    s.push_str(&cpu_line(
+        "page",
+        rep.server_cpu_ms_per_page,
+        rep.client_cpu_ms_per_page,
+    ));
     s.push_str("  target/s  achieved/s   p50 ms   p95 ms   p99 ms  errors  held\n");
     for r in &rep.runs {
         s.push_str(&format!(
@@ -207,6 +235,20 @@ pub fn render(rep: &LobstersReport) -> String {
         ));
     }
     s
+}
+
+/// `  CPU per page: server 1.234 ms, client 0.456 ms` (or nothing when
+/// neither figure is known).
+pub fn cpu_line(unit: &str, server_ms: Option<f64>, client_ms: Option<f64>) -> String {
+    let fmt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3} ms"));
+    if server_ms.is_none() && client_ms.is_none() {
+        return String::new();
+    }
+    format!(
+        "  CPU per {unit} (measured interval): server {}, client {}\n",
+        fmt(server_ms),
+        fmt(client_ms)
+    )
 }
 
 /// Entry point of `lobsters-bench lobsters`.
@@ -240,6 +282,9 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
         );
     }
     let (opts, db) = parse_url(&args.url)?;
+    // A wrong --server-pid or --metrics-url fails before priming.
+    let cpu = CpuMeter::from_args(&args.cpu);
+    cpu.check().await?;
     ensure_database(&opts, &db, false).await?;
     let mut conn = connect(&opts).await?;
     if args.prime {
@@ -256,6 +301,7 @@ pub async fn main(args: LobstersArgs) -> Result<()> {
         warmup: Duration::from_secs_f64(args.warmup.max(0.0)),
         logged_in_fraction: args.logged_in_fraction,
         seed: args.seed,
+        cpu,
     };
     let rate = args
         .target_rate
@@ -379,8 +425,11 @@ pub async fn check_variants(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::CpuUsage;
     use crate::stats::Latencies;
+    use crate::windows::WindowRecorder;
     use clap::Parser;
+    use std::time::Instant;
 
     #[derive(Parser)]
     struct Cli {
@@ -401,10 +450,27 @@ mod tests {
                 errors: 0,
             },
         );
+        let started = Instant::now();
+        let windows = Arc::new(WindowRecorder::new(
+            started,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        ));
+        windows.record(
+            started + Duration::from_millis(1500),
+            Duration::from_millis(ms),
+        );
         RunOutcome {
             target,
             offered: target,
             achieved,
+            completed_in_window: (achieved * 10.0) as u64,
+            started,
+            windows,
+            cpu: CpuUsage {
+                server_s: Some(achieved / 100.0),
+                client_s: achieved / 1000.0,
+            },
             pages,
             all: lat,
             errors: 0,
@@ -461,7 +527,24 @@ mod tests {
         // HdrHistogram reports the top of the 3-significant-digit bucket.
         let p95 = story["p95_ms"].as_f64().unwrap();
         assert!((20.0..20.1).contains(&p95), "{p95}");
-        assert!(render(&report(&args, &runs)).contains("max 19.5 pages/s"));
+        // CPU of the best held run: 0.195 s over 195 pages.
+        assert_eq!(v["server_cpu_ms_per_page"], 1.0);
+        assert_eq!(v["client_cpu_ms_per_page"], 0.1);
+        assert_eq!(r[0]["server_cpu_ms_per_page"], 1.0);
+        // Two windows per run (1 s warm-up, 1 s measured), runs in order.
+        let w = v["windows"].as_array().unwrap();
+        assert_eq!(w.len(), 6);
+        assert_eq!(w[1]["run"], 0);
+        assert_eq!(w[1]["completed"], 1);
+        assert_eq!(w[5]["run"], 2);
+        assert_eq!(w[5]["target_per_s"], 40.0);
+        assert_eq!(w[0]["warmup"], true);
+        for key in ["start_s", "achieved_per_s", "p50_ms", "p95_ms", "p99_ms"] {
+            assert!(w[1][key].is_number(), "{key}");
+        }
+        let text = render(&report(&args, &runs));
+        assert!(text.contains("max 19.5 pages/s"), "{text}");
+        assert!(text.contains("server 1.000 ms"), "{text}");
     }
 
     #[test]
