@@ -14,7 +14,7 @@ use sqlparser::ast;
 
 use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
-use crate::ops::reader::cmp_rows;
+use crate::ops::reader::{cmp_rows, Rows};
 use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, ColumnKinds, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
@@ -779,7 +779,7 @@ impl Inner {
     /// its graph reads), the state the graph reflects at install, and no
     /// delta for the key was dropped meanwhile. Otherwise, or after repeated
     /// conflicts, it fills under the locks.
-    fn fill(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+    fn fill(&self, v: &View, key: &[Value]) -> Result<Rows> {
         let detached = v.detached.get_or_init(|| {
             let g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
@@ -807,12 +807,7 @@ impl Inner {
     /// a pull on a detached, stateless copy of the view's ancestors whose
     /// base reads apply the overlay. Runs under the commit lock so every
     /// base read sees the same committed state; nothing is cached.
-    fn read_overlay(
-        &self,
-        v: &View,
-        key: &[Value],
-        overlay: &[TableDeltas],
-    ) -> Result<Arc<Vec<Row>>> {
+    fn read_overlay(&self, v: &View, key: &[Value], overlay: &[TableDeltas]) -> Result<Rows> {
         self.storage.exclusive(|| {
             let mut g = {
                 let g = self.graph.lock();
@@ -829,17 +824,12 @@ impl Inner {
             g.set_overlay(overlay);
             let root = g.detached_root();
             let rows = g.pull(root, &v.spec.key, key)?;
-            Ok(Arc::new(v.reader.sorted(rows)))
+            Ok(Rows::from(v.reader.sorted(rows)))
         })
     }
 
     /// One optimistic fill (see [`Inner::fill`]); `None` on a conflict.
-    fn fill_unlocked(
-        &self,
-        v: &View,
-        template: &Graph,
-        key: &[Value],
-    ) -> Result<Option<Arc<Vec<Row>>>> {
+    fn fill_unlocked(&self, v: &View, template: &Graph, key: &[Value]) -> Result<Option<Rows>> {
         let before: Vec<u64> = v
             .commits
             .iter()
@@ -888,7 +878,7 @@ impl Inner {
     }
 
     /// Fills a reader hole under the commit and graph locks.
-    fn fill_locked(&self, v: &View, key: &[Value]) -> Result<Arc<Vec<Row>>> {
+    fn fill_locked(&self, v: &View, key: &[Value]) -> Result<Rows> {
         self.fill_stats.locked.fetch_add(1, AO::Relaxed);
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
@@ -1187,7 +1177,7 @@ fn read(
     }
     // The keys' cached results, then borrowed rows: a read copies only the
     // rows it returns (a top-k over a large key used to copy all of them).
-    let mut results: Vec<Arc<Vec<Row>>> = Vec::with_capacity(keys.len());
+    let mut results: Vec<Rows> = Vec::with_capacity(keys.len());
     for k in &keys {
         let cached = match overlay {
             Some(o) => Err(o),
@@ -1215,6 +1205,33 @@ fn read(
         && !keys.is_empty();
     if let (true, Some(cols)) = (plain, &v.output_columns) {
         return Ok(ResultRows::shared(results, cols.clone(), offset, limit));
+    }
+    let project = |r: &Row| -> Result<Row> {
+        match &v.output_columns {
+            Some(cols) => Ok(cols
+                .iter()
+                .map(|&i| r.get(i).cloned().unwrap_or(Value::Null))
+                .collect()),
+            None => spec
+                .output
+                .iter()
+                .map(|e: &Expr| e.eval_params(r, slots))
+                .collect::<Result<Row, _>>()
+                .map_err(bad),
+        }
+    };
+    if let ([got], None, None) = (&results[..], &spec.read_filter, &spec.finish) {
+        if spec.empty_default.is_none() || !got.is_empty() {
+            // One key, outputs computed per row: only the page is read (by
+            // index, O(log n) to reach the OFFSET).
+            let start = offset.min(got.len());
+            let end = start + (got.len() - start).min(limit.unwrap_or(usize::MAX));
+            return got
+                .range(start, end)
+                .map(project)
+                .collect::<Result<Vec<Row>>>()
+                .map(ResultRows::from);
+        }
     }
     let mut rows: Vec<Cow<'_, Row>> = Vec::new();
     if keys.is_empty() {
@@ -1259,20 +1276,6 @@ fn read(
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
     }
-    let project = |r: &Row| -> Result<Row> {
-        match &v.output_columns {
-            Some(cols) => Ok(cols
-                .iter()
-                .map(|&i| r.get(i).cloned().unwrap_or(Value::Null))
-                .collect()),
-            None => spec
-                .output
-                .iter()
-                .map(|e: &Expr| e.eval_params(r, slots))
-                .collect::<Result<Row, _>>()
-                .map_err(bad),
-        }
-    };
     if spec.dedup && keys.len() > 1 {
         // DISTINCT over several lookups: stored rows differ in the key
         // column, so merge the output rows, then apply OFFSET/LIMIT.
