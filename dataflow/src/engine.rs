@@ -289,7 +289,15 @@ impl Dataflow {
                 ViewStats {
                     name: v.name.clone(),
                     query: v.query.clone(),
-                    key_columns: v.spec.key_names.clone(),
+                    // A range column follows the key: reads take the rows
+                    // between their bounds from each key's ordered rows.
+                    key_columns: v
+                        .spec
+                        .key_names
+                        .iter()
+                        .cloned()
+                        .chain(v.spec.range.iter().map(|r| format!("{} (range)", r.name)))
+                        .collect(),
                     cached_keys: keys,
                     cached_rows: rows,
                     memory_bytes: v.reader.bytes() as u64,
@@ -318,9 +326,10 @@ impl Dataflow {
             Target::View(v) => {
                 let g = self.inner.graph.lock();
                 Ok(format!(
-                    "view {} keyed by {:?}\n{}",
+                    "view {} keyed by {:?}{}\n{}",
                     v.name,
                     v.spec.key_names,
+                    range_note(&v.spec),
                     g.describe(v.node)
                 ))
             }
@@ -522,11 +531,13 @@ impl Inner {
         let text = self.graph.lock().describe_uninstalled(
             &spec.plan,
             spec.key.clone(),
-            spec.order.clone(),
+            spec.reader_order(),
         )?;
         Ok(format!(
-            "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}\n{}",
-            spec.key_names, text
+            "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}{}\n{}",
+            spec.key_names,
+            range_note(&spec),
+            text
         ))
     }
 
@@ -706,7 +717,7 @@ impl Inner {
             let (node, reader) = g.install(
                 &spec.plan,
                 spec.key.clone(),
-                spec.order.clone(),
+                spec.reader_order(),
                 &format!("{database}\u{1}{signature}"),
             )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);
@@ -1087,6 +1098,18 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
+/// EXPLAIN's note on a view's range parameters (empty without any).
+fn range_note(spec: &PlannedView) -> String {
+    match &spec.range {
+        Some(r) => format!(
+            ", range {} read from each key's rows ordered by {}",
+            r.describe(),
+            r.name
+        ),
+        None => String::new(),
+    }
+}
+
 fn numeric_key(t: &ladle_common::SqlType) -> bool {
     use ladle_common::SqlType;
     matches!(
@@ -1248,7 +1271,13 @@ fn read(
                 rows.push(Cow::Borrowed(d));
             }
         }
-        for r in got.iter() {
+        // Range parameters: only the rows between the bounds (the filter
+        // below still checks each).
+        let (start, end) = match &spec.range {
+            Some(r) => r.narrow(got, slots),
+            None => (0, got.len()),
+        };
+        for r in got.range(start, end) {
             if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r) {
                 continue;
             }
@@ -1275,6 +1304,10 @@ fn read(
     }
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
+    } else if spec.range.is_some() && !spec.order.is_empty() {
+        // The reader orders by the range column first: sort as a reader
+        // without one would have kept them.
+        rows.sort_by(|a, b| cmp_rows(a, b, &spec.order).then_with(|| a.cmp(b)));
     }
     if spec.dedup && keys.len() > 1 {
         // DISTINCT over several lookups: stored rows differ in the key

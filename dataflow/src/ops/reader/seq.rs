@@ -244,6 +244,19 @@ impl Rows {
         Err(lo)
     }
 
+    /// The first position whose row fails `pred`, which must hold for a
+    /// prefix of the rows (as `slice::partition_point`): O(log² n).
+    pub fn partition_point(&self, mut pred: impl FnMut(&Row) -> bool) -> usize {
+        self.binary_search_by(|r| {
+            if pred(r) {
+                std::cmp::Ordering::Less
+            } else {
+                std::cmp::Ordering::Greater
+            }
+        })
+        .unwrap_or_else(|p| p)
+    }
+
     /// All rows in order.
     pub fn iter(&self) -> Iter<'_> {
         self.range(0, self.len)
@@ -518,6 +531,9 @@ mod tests {
         assert_eq!(rows.binary_search_by(|r| r.cmp(&row(501))), Err(251));
         assert_eq!(rows.binary_search_by(|r| r.cmp(&row(-1))), Err(0));
         assert_eq!(rows.binary_search_by(|r| r.cmp(&row(5000))), Err(1000));
+        assert_eq!(rows.partition_point(|r| r[0].as_i64() < Some(7)), 4);
+        assert_eq!(rows.partition_point(|_| true), 1000);
+        assert_eq!(rows.partition_point(|_| false), 0);
     }
 
     #[test]
