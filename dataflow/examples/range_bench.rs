@@ -104,6 +104,8 @@ fn main() {
         "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ?",
         "SELECT SUM(k) FROM sbtest1 WHERE id BETWEEN ? AND ?",
         "SELECT c FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c",
+        // Keyset pagination (the second parameter is unused).
+        "SELECT c FROM sbtest1 WHERE id >= ? AND ? IS NOT NULL ORDER BY id LIMIT 100",
     ];
     for sql in shapes {
         let p = df.prepare("bench", &parse(sql)).expect("prepare");

@@ -1264,6 +1264,22 @@ fn read(
             rows.push(Cow::Borrowed(d));
         }
     }
+    // One key read in the order the result needs (its ORDER BY starts with
+    // the range column, ascending, or it has none): the rows inside the
+    // range are filtered as they come and the read stops at OFFSET + LIMIT
+    // (`id > ? ORDER BY id LIMIT n` reads n rows, not the rest of the key).
+    let stop_at = match (&spec.range, limit) {
+        (Some(r), Some(l))
+            if keys.len() == 1
+                && spec.finish.is_none()
+                && spec.empty_default.is_none()
+                && !spec.dedup
+                && r.leads(&spec.order) =>
+        {
+            Some(offset.saturating_add(l))
+        }
+        _ => None,
+    };
     let mut dedup_seen: std::collections::HashSet<&Row> = std::collections::HashSet::new();
     for got in &results {
         if got.is_empty() {
@@ -1278,13 +1294,23 @@ fn read(
             None => (0, got.len()),
         };
         for r in got.range(start, end) {
+            if let Some(n) = stop_at {
+                if rows.len() >= n {
+                    break;
+                }
+                if let Some(f) = &spec.read_filter {
+                    if !f.eval_bool(r, slots).map_err(bad)? {
+                        continue;
+                    }
+                }
+            }
             if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r) {
                 continue;
             }
             rows.push(Cow::Borrowed(r));
         }
     }
-    if let Some(f) = &spec.read_filter {
+    if let (Some(f), None) = (&spec.read_filter, stop_at) {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
             if f.eval_bool(&r, slots).map_err(bad)? {

@@ -254,6 +254,22 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            // Keyset pagination: the read stops after LIMIT rows.
+            "SELECT id, v FROM a WHERE id > ? AND v IS NOT NULL ORDER BY id LIMIT 3",
+            1,
+            true,
+            Box::new(|a, _, p| {
+                let mut rows: Vec<(i64, Value)> = a
+                    .iter()
+                    .filter(|r| !r[2].is_null())
+                    .filter_map(|r| Some((num(&r[0])?, r[2].clone())))
+                    .filter(|(i, _)| num(&p[0]).is_some_and(|lo| *i > lo))
+                    .collect();
+                rows.sort_by_key(|r| r.0);
+                fmt(rows.into_iter().take(3).map(|(i, v)| vec![Value::Int(i), v]).collect(), true)
+            }),
+        ),
+        (
             // An equality prefix (the key) and an exclusive upper bound.
             "SELECT id FROM a WHERE k = ? AND v >= ? AND v < ?",
             3,
@@ -482,7 +498,11 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
             let qi = rng.gen_range(0..shapes.len());
             let (sql, nparams, ordered, brute) = &shapes[qi];
             // Ids run to 40; other columns to 8; now and then a NULL.
-            let max = if sql.contains("id <=") { 44 } else { 8 };
+            let max = if sql.contains("id <=") || sql.contains("id >") {
+                44
+            } else {
+                8
+            };
             let params: Vec<Value> = (0..*nparams)
                 .map(|_| {
                     if rng.gen_ratio(1, 15) {

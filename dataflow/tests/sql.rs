@@ -1347,3 +1347,36 @@ fn range_parameters_read_from_the_reader_order() {
     assert_eq!(e.q(at, &[s("2024-01-02"), s("2024-01-03")]), v(&["2", "7"]));
     assert_eq!(e.q(sum, &[i(2), i(8)]), v(&["6 244"]));
 }
+
+/// A range read in its own order stops at OFFSET + LIMIT (the filter runs
+/// as rows come); other orders sort the whole range first.
+#[test]
+fn range_reads_with_limit() {
+    let e = env(1 << 30);
+    let t = e.table("p", &[("id", int()), ("n", int()), ("name", text())]);
+    e.insert(
+        &t,
+        (1..=50)
+            .map(|x| {
+                vec![
+                    i(x),
+                    if x % 7 == 0 { Value::Null } else { i(x % 10) },
+                    s(&format!("n{x:02}")),
+                ]
+            })
+            .collect(),
+    );
+    let page = "SELECT id FROM p WHERE id > ? AND n <> 3 ORDER BY id LIMIT 3 OFFSET 1";
+    assert_eq!(e.q(page, &[i(10)]), v(&["12", "15", "16"]));
+    // 49 has a NULL n.
+    assert_eq!(e.q(page, &[i(47)]), v(&["50"]));
+    let no_order = "SELECT id FROM p WHERE id BETWEEN ? AND ? LIMIT 2";
+    assert_eq!(e.q(no_order, &[i(5), i(6)]), v(&["5", "6"]));
+    let other = "SELECT id FROM p WHERE id >= ? ORDER BY n DESC, id LIMIT 3";
+    assert_eq!(e.q(other, &[i(30)]), v(&["39", "38", "48"]));
+    e.delete_where(&t, |r| r[0] == i(12));
+    e.update_where(&t, |r| {
+        (r[0] == i(13)).then(|| vec![r[0].clone(), i(4), r[2].clone()])
+    });
+    assert_eq!(e.q(page, &[i(10)]), v(&["13", "15", "16"]));
+}

@@ -130,6 +130,14 @@ impl RangeIndex {
         o
     }
 
+    /// Whether rows in the reader's order are already in `order` (it is
+    /// empty, or starts with the range column ascending).
+    pub fn leads(&self, order: &OrderSpec) -> bool {
+        order
+            .first()
+            .is_none_or(|&(c, desc, coll)| c == self.col && !desc && coll == self.coll)
+    }
+
     /// The positions `start..end` of `rows` (sorted by
     /// [`RangeIndex::reader_order`]) outside which no row satisfies the
     /// bounds under `params`.
