@@ -14,7 +14,7 @@ use sqlparser::ast;
 
 use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
-use crate::ops::reader::cmp_rows;
+use crate::ops::reader::{cmp_rows, Rows};
 use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, ColumnKinds, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
@@ -289,7 +289,15 @@ impl Dataflow {
                 ViewStats {
                     name: v.name.clone(),
                     query: v.query.clone(),
-                    key_columns: v.spec.key_names.clone(),
+                    // A range column follows the key: reads take the rows
+                    // between their bounds from each key's ordered rows.
+                    key_columns: v
+                        .spec
+                        .key_names
+                        .iter()
+                        .cloned()
+                        .chain(v.spec.range.iter().map(|r| format!("{} (range)", r.name)))
+                        .collect(),
                     cached_keys: keys,
                     cached_rows: rows,
                     memory_bytes: v.reader.bytes() as u64,
@@ -318,9 +326,10 @@ impl Dataflow {
             Target::View(v) => {
                 let g = self.inner.graph.lock();
                 Ok(format!(
-                    "view {} keyed by {:?}\n{}",
+                    "view {} keyed by {:?}{}\n{}",
                     v.name,
                     v.spec.key_names,
+                    range_note(&v.spec),
                     g.describe(v.node)
                 ))
             }
@@ -522,11 +531,13 @@ impl Inner {
         let text = self.graph.lock().describe_uninstalled(
             &spec.plan,
             spec.key.clone(),
-            spec.order.clone(),
+            spec.reader_order(),
         )?;
         Ok(format!(
-            "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}\n{}",
-            spec.key_names, text
+            "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}{}\n{}",
+            spec.key_names,
+            range_note(&spec),
+            text
         ))
     }
 
@@ -706,7 +717,7 @@ impl Inner {
             let (node, reader) = g.install(
                 &spec.plan,
                 spec.key.clone(),
-                spec.order.clone(),
+                spec.reader_order(),
                 &format!("{database}\u{1}{signature}"),
             )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);
@@ -783,7 +794,7 @@ impl Inner {
     /// `keys` are filled together: one detached copy, one pass under the
     /// locks, one eviction (a page's IN list misses many keys at once).
     /// Returns each key's rows, in order.
-    fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Arc<Vec<Row>>>> {
+    fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
         let detached = v.detached.get_or_init(|| {
             let g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
@@ -811,12 +822,7 @@ impl Inner {
     /// a pull on a detached, stateless copy of the view's ancestors whose
     /// base reads apply the overlay. Runs under the commit lock so every
     /// base read sees the same committed state; nothing is cached.
-    fn read_overlay(
-        &self,
-        v: &View,
-        key: &[Value],
-        overlay: &[TableDeltas],
-    ) -> Result<Arc<Vec<Row>>> {
+    fn read_overlay(&self, v: &View, key: &[Value], overlay: &[TableDeltas]) -> Result<Rows> {
         self.storage.exclusive(|| {
             let mut g = {
                 let g = self.graph.lock();
@@ -833,7 +839,7 @@ impl Inner {
             g.set_overlay(overlay);
             let root = g.detached_root();
             let rows = g.pull(root, &v.spec.key, key)?;
-            Ok(Arc::new(v.reader.sorted(rows)))
+            Ok(Rows::from(v.reader.sorted(rows)))
         })
     }
 
@@ -844,7 +850,7 @@ impl Inner {
         v: &View,
         template: &Graph,
         keys: &[&[Value]],
-    ) -> Result<Option<Vec<Arc<Vec<Row>>>>> {
+    ) -> Result<Option<Vec<Rows>>> {
         let before: Vec<u64> = v
             .commits
             .iter()
@@ -903,7 +909,7 @@ impl Inner {
     }
 
     /// Fills reader holes under the commit and graph locks.
-    fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Arc<Vec<Row>>>> {
+    fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
@@ -1166,6 +1172,18 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
+/// EXPLAIN's note on a view's range parameters (empty without any).
+fn range_note(spec: &PlannedView) -> String {
+    match &spec.range {
+        Some(r) => format!(
+            ", range {} read from each key's rows ordered by {}",
+            r.describe(),
+            r.name
+        ),
+        None => String::new(),
+    }
+}
+
 fn numeric_key(t: &ladle_common::SqlType) -> bool {
     use ladle_common::SqlType;
     matches!(
@@ -1258,7 +1276,7 @@ fn read(
     }
     // The keys' cached results, then borrowed rows: a read copies only the
     // rows it returns (a top-k over a large key used to copy all of them).
-    let mut found: Vec<Option<Arc<Vec<Row>>>> = Vec::with_capacity(keys.len());
+    let mut found: Vec<Option<Rows>> = Vec::with_capacity(keys.len());
     for k in &keys {
         found.push(match overlay {
             Some(o) => Some(engine.read_overlay(v, k, o)?),
@@ -1282,7 +1300,7 @@ fn read(
             found[*i] = Some(rows);
         }
     }
-    let results: Vec<Arc<Vec<Row>>> = found.into_iter().flatten().collect();
+    let results: Vec<Rows> = found.into_iter().flatten().collect();
     debug_assert_eq!(results.len(), keys.len(), "every key read or filled");
     let offset = count(&spec.offset, slots)?.unwrap_or(0);
     let limit = count(&spec.limit, slots)?;
@@ -1300,6 +1318,33 @@ fn read(
             limit,
         )));
     }
+    let project = |r: &Row| -> Result<Row> {
+        match &v.output_columns {
+            Some(cols) => Ok(cols
+                .iter()
+                .map(|&i| r.get(i).cloned().unwrap_or(Value::Null))
+                .collect()),
+            None => spec
+                .output
+                .iter()
+                .map(|e: &Expr| e.eval_params(r, slots))
+                .collect::<Result<Row, _>>()
+                .map_err(bad),
+        }
+    };
+    if let ([got], None, None) = (&results[..], &spec.read_filter, &spec.finish) {
+        if spec.empty_default.is_none() || !got.is_empty() {
+            // One key, outputs computed per row: only the page is read (by
+            // index, O(log n) to reach the OFFSET).
+            let start = offset.min(got.len());
+            let end = start + (got.len() - start).min(limit.unwrap_or(usize::MAX));
+            return got
+                .range(start, end)
+                .map(project)
+                .collect::<Result<Vec<Row>>>()
+                .map(|rows| Some(rows.into()));
+        }
+    }
     let mut rows: Vec<Cow<'_, Row>> = Vec::new();
     if keys.is_empty() {
         // `col = NULL`: no rows match; an aggregate without GROUP BY still
@@ -1308,6 +1353,22 @@ fn read(
             rows.push(Cow::Borrowed(d));
         }
     }
+    // One key read in the order the result needs (its ORDER BY starts with
+    // the range column, ascending, or it has none): the rows inside the
+    // range are filtered as they come and the read stops at OFFSET + LIMIT
+    // (`id > ? ORDER BY id LIMIT n` reads n rows, not the rest of the key).
+    let stop_at = match (&spec.range, limit) {
+        (Some(r), Some(l))
+            if keys.len() == 1
+                && spec.finish.is_none()
+                && spec.empty_default.is_none()
+                && !spec.dedup
+                && r.leads(&spec.order) =>
+        {
+            Some(offset.saturating_add(l))
+        }
+        _ => None,
+    };
     let mut dedup_seen: std::collections::HashSet<&Row> = std::collections::HashSet::new();
     for got in &results {
         if got.is_empty() {
@@ -1315,14 +1376,30 @@ fn read(
                 rows.push(Cow::Borrowed(d));
             }
         }
-        for r in got.iter() {
+        // Range parameters: only the rows between the bounds (the filter
+        // below still checks each).
+        let (start, end) = match &spec.range {
+            Some(r) => r.narrow(got, slots),
+            None => (0, got.len()),
+        };
+        for r in got.range(start, end) {
+            if let Some(n) = stop_at {
+                if rows.len() >= n {
+                    break;
+                }
+                if let Some(f) = &spec.read_filter {
+                    if !f.eval_bool(r, slots).map_err(bad)? {
+                        continue;
+                    }
+                }
+            }
             if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r) {
                 continue;
             }
             rows.push(Cow::Borrowed(r));
         }
     }
-    if let Some(f) = &spec.read_filter {
+    if let (Some(f), None) = (&spec.read_filter, stop_at) {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
             if f.eval_bool(&r, slots).map_err(bad)? {
@@ -1342,21 +1419,11 @@ fn read(
     }
     if keys.len() > 1 && !spec.order.is_empty() {
         rows.sort_by(|a, b| cmp_rows(a, b, &spec.order));
+    } else if spec.range.is_some() && !spec.order.is_empty() {
+        // The reader orders by the range column first: sort as a reader
+        // without one would have kept them.
+        rows.sort_by(|a, b| cmp_rows(a, b, &spec.order).then_with(|| a.cmp(b)));
     }
-    let project = |r: &Row| -> Result<Row> {
-        match &v.output_columns {
-            Some(cols) => Ok(cols
-                .iter()
-                .map(|&i| r.get(i).cloned().unwrap_or(Value::Null))
-                .collect()),
-            None => spec
-                .output
-                .iter()
-                .map(|e: &Expr| e.eval_params(r, slots))
-                .collect::<Result<Row, _>>()
-                .map_err(bad),
-        }
-    };
     if spec.dedup && keys.len() > 1 {
         // DISTINCT over several lookups: stored rows differ in the key
         // column, so merge the output rows, then apply OFFSET/LIMIT.

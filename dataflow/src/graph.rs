@@ -119,7 +119,7 @@ struct Detached {
 
 /// A stateful node's captured state (see [`Graph::capture`]).
 pub(crate) enum CapturedState {
-    Reader(ops::Captured<Vec<Row>, Vec<RowDelta>>),
+    Reader(ops::Captured<ops::reader::Rows, Vec<RowDelta>>),
     Aggregate(ops::Captured<ops::aggregate::Partition, ops::aggregate::GroupPatch>),
 }
 

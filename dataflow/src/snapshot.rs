@@ -668,10 +668,13 @@ fn log_truncated_below(storage: &Storage) -> Result<Lsn> {
         .unwrap_or(0))
 }
 
-fn encode_capture<P: SavedPartition>(c: &Captured<P, P::Patch>) -> Result<Vec<u8>> {
+/// Encodes a capture as a blob of `kind`. A reader captures its rows as the
+/// persistent vector it holds ([`crate::ops::reader::Rows`]), which
+/// serializes as the same sequence as the `Vec<Row>` restore decodes.
+fn encode_capture<P: Serialize, X: Serialize>(kind: u8, c: &Captured<P, X>) -> Result<Vec<u8>> {
     postcard::to_stdvec(&BlobRef {
         format: FORMAT,
-        kind: P::KIND,
+        kind,
         unsorted: false,
         upserts: &c.upserts,
         patches: &c.patches,
@@ -681,11 +684,12 @@ fn encode_capture<P: SavedPartition>(c: &Captured<P, P::Patch>) -> Result<Vec<u8
 }
 
 /// Rows (or groups) a capture writes, and whether it is empty.
-fn capture_rows<P: SavedPartition>(
-    c: &Captured<P, P::Patch>,
-    patch_rows: impl Fn(&P::Patch) -> u64,
+fn capture_rows<P, X>(
+    c: &Captured<P, X>,
+    part_rows: impl Fn(&P) -> u64,
+    patch_rows: impl Fn(&X) -> u64,
 ) -> u64 {
-    c.upserts.iter().map(|(_, p)| p.rows()).sum::<u64>()
+    c.upserts.iter().map(|(_, p)| part_rows(p)).sum::<u64>()
         + c.patches.iter().map(|(_, x)| patch_rows(x)).sum::<u64>()
 }
 
@@ -929,14 +933,14 @@ impl Dataflow {
                 CapturedState::Reader(c) => (
                     c.full,
                     !c.is_empty(),
-                    capture_rows(c, |log| log.len() as u64),
-                    encode_capture(c)?,
+                    capture_rows(c, |rows| rows.len() as u64, |log| log.len() as u64),
+                    encode_capture(KIND_READER, c)?,
                 ),
                 CapturedState::Aggregate(c) => (
                     c.full,
                     !c.is_empty(),
-                    capture_rows(c, |groups| groups.len() as u64),
-                    encode_capture(c)?,
+                    capture_rows(c, |p| p.rows(), |groups| groups.len() as u64),
+                    encode_capture(KIND_AGGREGATE, c)?,
                 ),
             };
             stats.nodes += 1;

@@ -238,6 +238,71 @@ fn shapes() -> Vec<(&'static str, usize, bool, Brute)> {
             }),
         ),
         (
+            // Range parameters read from the reader's order: both bounds
+            // inclusive, ORDER BY another direction, empty when lo > hi.
+            "SELECT id, v FROM a WHERE v BETWEEN ? AND ? ORDER BY v DESC, id",
+            2,
+            true,
+            Box::new(|a, _, p| {
+                let mut rows: Vec<(i64, i64)> = a
+                    .iter()
+                    .filter_map(|r| Some((num(&r[0])?, num(&r[2])?)))
+                    .filter(|&(_, v)| matches!((num(&p[0]), num(&p[1])), (Some(lo), Some(hi)) if lo <= v && v <= hi))
+                    .collect();
+                rows.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+                fmt(rows.into_iter().map(|(i, v)| vec![Value::Int(i), Value::Int(v)]).collect(), true)
+            }),
+        ),
+        (
+            // Keyset pagination: the read stops after LIMIT rows.
+            "SELECT id, v FROM a WHERE id > ? AND v IS NOT NULL ORDER BY id LIMIT 3",
+            1,
+            true,
+            Box::new(|a, _, p| {
+                let mut rows: Vec<(i64, Value)> = a
+                    .iter()
+                    .filter(|r| !r[2].is_null())
+                    .filter_map(|r| Some((num(&r[0])?, r[2].clone())))
+                    .filter(|(i, _)| num(&p[0]).is_some_and(|lo| *i > lo))
+                    .collect();
+                rows.sort_by_key(|r| r.0);
+                fmt(rows.into_iter().take(3).map(|(i, v)| vec![Value::Int(i), v]).collect(), true)
+            }),
+        ),
+        (
+            // An equality prefix (the key) and an exclusive upper bound.
+            "SELECT id FROM a WHERE k = ? AND v >= ? AND v < ?",
+            3,
+            false,
+            Box::new(move |a, _, p| {
+                fmt(
+                    a.iter()
+                        .filter(|r| eq(&r[1], &p[0]))
+                        .filter(|r| matches!((num(&r[2]), num(&p[1]), num(&p[2])), (Some(v), Some(lo), Some(hi)) if lo <= v && v < hi))
+                        .map(|r| vec![r[0].clone()])
+                        .collect(),
+                    false,
+                )
+            }),
+        ),
+        (
+            // An aggregate over a range (no GROUP BY: one row, also when
+            // the range is empty), the bound written first.
+            "SELECT COUNT(*), SUM(v) FROM a WHERE ? < id AND id <= ?",
+            2,
+            false,
+            Box::new(|a, _, p| {
+                let vs: Vec<Option<i64>> = a
+                    .iter()
+                    .filter(|r| matches!((num(&r[0]), num(&p[0]), num(&p[1])), (Some(i), Some(lo), Some(hi)) if lo < i && i <= hi))
+                    .map(|r| num(&r[2]))
+                    .collect();
+                let nn: Vec<i64> = vs.iter().flatten().copied().collect();
+                let sum = if nn.is_empty() { Value::Null } else { Value::Decimal(nn.iter().sum::<i64>().into()) };
+                fmt(vec![vec![Value::Int(vs.len() as i64), sum]], false)
+            }),
+        ),
+        (
             // A non-equi join.
             "SELECT a.id, b.id FROM a JOIN b ON a.v > b.w WHERE a.k = ?",
             1,
@@ -432,8 +497,20 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
         for _ in 0..4 {
             let qi = rng.gen_range(0..shapes.len());
             let (sql, nparams, ordered, brute) = &shapes[qi];
+            // Ids run to 40; other columns to 8; now and then a NULL.
+            let max = if sql.contains("id <=") || sql.contains("id >") {
+                44
+            } else {
+                8
+            };
             let params: Vec<Value> = (0..*nparams)
-                .map(|_| Value::Int(rng.gen_range(0..8)))
+                .map(|_| {
+                    if rng.gen_ratio(1, 15) {
+                        Value::Null
+                    } else {
+                        Value::Int(rng.gen_range(0..max))
+                    }
+                })
                 .collect();
             let got = prepared[qi]
                 .execute(&params)

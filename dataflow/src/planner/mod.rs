@@ -42,6 +42,7 @@ pub(crate) fn compile_row_expr(
 
 pub(crate) mod normalize;
 pub(crate) mod query;
+pub(crate) mod range;
 
 pub(crate) use query::{Count, Planned, PlannedView, Planner};
 

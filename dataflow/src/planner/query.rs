@@ -11,6 +11,7 @@ use super::expr::{
     aggregate_name, collect_aggregates, literal, norm, placeholder_slot, unsupported, ExprCx,
     ParamMode, PostAgg, Scope, ScopeCol,
 };
+use super::range::RangeIndex;
 use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggKind, AggSpec, JoinKind};
@@ -49,6 +50,20 @@ pub(crate) struct PlannedView {
     /// Aggregation at read time, after `read_filter` and before
     /// OFFSET/LIMIT and `output` (see [`ReadAgg`]).
     pub finish: Option<ReadAgg>,
+    /// A stored column `read_filter` bounds by parameters: the reader
+    /// orders each key's rows by it first, and a read takes only the rows
+    /// between the bounds (see [`super::range`]).
+    pub range: Option<RangeIndex>,
+}
+
+impl PlannedView {
+    /// The order the reader keeps each key's rows in.
+    pub fn reader_order(&self) -> OrderSpec {
+        match &self.range {
+            Some(r) => r.reader_order(&self.order),
+            None => self.order.clone(),
+        }
+    }
 }
 
 /// A query without FROM: evaluated directly.
@@ -508,6 +523,7 @@ impl<'a> Planner<'a> {
             key_types: vec![],
             order,
             read_filter: None,
+            range: None,
             output: (0..width).map(Expr::Column).collect(),
             columns,
             limit: q.limit.as_ref().map(count_of).transpose()?,
@@ -1039,6 +1055,8 @@ impl<'a> Planner<'a> {
         // groups are its own (decided once the group columns are known).
         let mut late = aggregated && (window.is_some() || !read_filters.is_empty());
         let mut late_parts: Option<(Vec<usize>, Option<Expr>, ReadAgg)> = None;
+        // The range parameters of a read-time aggregation's filter.
+        let mut late_range: Option<RangeIndex> = None;
         if aggregated {
             let row_cx = ExprCx::row(&scope);
             let mut gexprs: Vec<Expr> = Vec::new();
@@ -1215,6 +1233,14 @@ impl<'a> Planner<'a> {
                     });
                 }
                 read_filters.clear();
+                late_range = RangeIndex::of(rf.as_ref(), |p| match pre.get(p) {
+                    Some(Expr::Column(c)) => Some((
+                        scope.cols[*c].ty.clone(),
+                        pre_colls[p],
+                        scope.cols[*c].name.clone(),
+                    )),
+                    _ => None,
+                });
                 let ra = ReadAgg {
                     window: None,
                     filter: None,
@@ -1541,6 +1567,7 @@ impl<'a> Planner<'a> {
             ra.distinct = distinct;
             ra.order = order;
             // A window's rows are kept in its order, so taking it is cheap.
+            let ra_window = ra.window.is_some();
             let reader_order = ra
                 .window
                 .as_ref()
@@ -1567,6 +1594,8 @@ impl<'a> Planner<'a> {
                 empty_default: None,
                 dedup: false,
                 finish: Some(ra),
+                // A window is taken in its own order, before the filter.
+                range: if ra_window { None } else { late_range },
             });
         }
         if distinct && stored.len() > visible_width + key.len() {
@@ -1592,6 +1621,21 @@ impl<'a> Planner<'a> {
                 }
             })
             .collect();
+        let range = RangeIndex::of(read_filter.as_ref(), |c| match stored.get(c) {
+            Some(Expr::Column(f)) => Some((
+                frame_types.get(*f)?.0.clone(),
+                stored_colls[c],
+                match &post {
+                    None => scope.cols.get(*f)?.name.clone(),
+                    Some(_) => columns
+                        .iter()
+                        .zip(&output)
+                        .find(|(_, e)| **e == Expr::Column(c))
+                        .map_or_else(|| format!("#{c}"), |(o, _)| o.name.clone()),
+                },
+            )),
+            _ => None,
+        });
         let empty_default = if empty_default_needed {
             // The aggregate row over no input: group columns NULL.
             let post = post
@@ -1657,6 +1701,7 @@ impl<'a> Planner<'a> {
             empty_default,
             dedup,
             finish: None,
+            range,
         })
     }
 

@@ -16,8 +16,17 @@
 //! consistent one. Rejected: `left-right`/evmap (two copies of every row
 //! vector, each delta applied twice, a read handle per thread) and
 //! `papaya`/`scc` (lock-free per key, but no atomic publication of a batch).
-//! The cost: a key's rows are copy-on-write, so a batch copies each key it
-//! touches once (the old version may still be read).
+//!
+//! A key's rows are a persistent sequence too ([`Rows`], in `seq.rs`: a
+//! B+tree counting the rows under each child) kept sorted by the view's
+//! ORDER BY, then by the whole row, so equal rows are adjacent and a row's
+//! place is found by binary search. A delta copies the path to its leaf
+//! (O(log n), a leaf holding at most 64 rows), not the key's rows; a read
+//! shares the version it loaded (O(1)) and reaches an OFFSET by position
+//! in O(log n). Rejected: an ordered map keyed by (order key, row) with a
+//! multiplicity (`imbl::OrdMap`): it has no positional index, so OFFSET
+//! would walk the rows it skips, and its keys would need the view's order
+//! (columns, directions, collations) inside each one.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -30,6 +39,10 @@ use ladle_common::{Collation, Row, RowDelta, Value};
 use parking_lot::Mutex;
 
 use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
+
+mod seq;
+
+pub(crate) use seq::Rows;
 
 /// How a reader's rows are ordered: (column, descending, collation).
 pub(crate) type OrderSpec = Vec<(usize, bool, Collation)>;
@@ -63,14 +76,15 @@ fn tick() -> u64 {
 /// the key's allocation and its share of the map's nodes.
 const KEY_OVERHEAD: usize = 128;
 
-fn entry_bytes(key: &[Value], rows: &[Row]) -> usize {
+fn entry_bytes(key: &[Value], rows: &Rows) -> usize {
     KEY_OVERHEAD + row_bytes(key) + rows.iter().map(|r| row_bytes(r)).sum::<usize>()
 }
 
 /// A filled key. Shared (`Arc`) by the map versions that hold it; a batch
-/// that changes it makes a new one (`Arc::make_mut`).
+/// that changes it makes a new one (`Arc::make_mut`), sharing all but the
+/// changed chunks of its rows.
 struct Entry {
-    rows: Arc<Vec<Row>>,
+    rows: Rows,
     bytes: usize,
     /// Written by read hits through any version holding this entry (a hit
     /// on an entry being replaced by a batch is not kept: LRU is
@@ -179,7 +193,7 @@ impl ReaderState {
     }
 
     /// A hit returns the key's sorted rows; `None` is a hole.
-    pub fn get(&self, key: &[Value]) -> Option<Arc<Vec<Row>>> {
+    pub fn get(&self, key: &[Value]) -> Option<Rows> {
         let nk = self.norm(key);
         let map = self.map.load();
         let e = map.get(nk.as_slice())?;
@@ -230,8 +244,8 @@ impl ReaderState {
     }
 
     /// Fills a hole with the key's complete result.
-    pub fn fill(&self, key: &[Value], rows: Vec<Row>) -> Arc<Vec<Row>> {
-        let rows = Arc::new(self.sorted(rows));
+    pub fn fill(&self, key: &[Value], rows: Vec<Row>) -> Rows {
+        let rows = Rows::from(self.sorted(rows));
         let nk = self.norm(key);
         let e = Entry {
             rows: rows.clone(),
@@ -249,6 +263,11 @@ impl ReaderState {
         rows
     }
 
+    /// Where `r` is, or would be inserted, in `rows`: O(log n) comparisons.
+    fn find(&self, rows: &Rows, r: &Row) -> Result<usize, usize> {
+        rows.binary_search_by(|x| cmp_rows(x, r, &self.order).then_with(|| x.cmp(r)))
+    }
+
     /// Applies deltas to filled keys (pure with respect to the graph), all
     /// published at once.
     pub fn apply(&self, key_cols: &[usize], deltas: Vec<RowDelta>) {
@@ -264,8 +283,8 @@ impl ReaderState {
                 let nk = self.norm(&project_cols(d.row(), key_cols));
                 // `get_mut` copies the map's path to the key (even to a
                 // hole: hence `contains_key` first), `make_mut` the entry
-                // and its rows, once per batch: the published version keeps
-                // the old ones.
+                // once per batch, and each change to the rows the chunk it
+                // lands in: the published version keeps the old ones.
                 if !map.contains_key(nk.as_slice()) {
                     continue;
                 }
@@ -276,27 +295,30 @@ impl ReaderState {
                 let size = e.rows.len();
                 let applied = match &d {
                     RowDelta::Insert(r) => {
-                        let rows = Arc::make_mut(&mut e.rows);
-                        let pos = rows
-                            .binary_search_by(|x| {
-                                cmp_rows(x, r, &self.order).then_with(|| x.cmp(r))
-                            })
-                            .unwrap_or_else(|p| p);
-                        rows.insert(pos, r.clone());
+                        let pos = self.find(&e.rows, r).unwrap_or_else(|p| p);
+                        e.rows.insert(pos, r.clone());
                         let b = row_bytes(r);
                         e.bytes += b;
                         *bytes += b;
                         true
                     }
-                    RowDelta::Delete(r) => match e.rows.iter().position(|x| x == r) {
-                        Some(p) => {
-                            Arc::make_mut(&mut e.rows).remove(p);
+                    RowDelta::Delete(r) => match self.find(&e.rows, r) {
+                        // The comparison ends with the rows' own `Ord`,
+                        // which agrees with `==`: an equal row is found.
+                        Ok(p) => {
+                            e.rows.remove(p);
                             let b = row_bytes(r);
                             e.bytes = e.bytes.saturating_sub(b);
                             *bytes = bytes.saturating_sub(b);
                             true
                         }
-                        None => false,
+                        Err(_) => {
+                            debug_assert!(
+                                !e.rows.iter().any(|x| x == r),
+                                "a reader's rows are out of order"
+                            );
+                            false
+                        }
                     },
                 };
                 // Only deltas that changed the rows are recorded: a snapshot
@@ -359,7 +381,7 @@ impl ReaderState {
 
     /// The keys changed since the previous call (all of them the first
     /// time), by reference: cheap enough for the commit lock.
-    pub fn capture(&self) -> Captured<Vec<Row>, Vec<RowDelta>> {
+    pub fn capture(&self) -> Captured<Rows, Vec<RowDelta>> {
         // The version and the dirty keys must match: take both under the
         // writer lock, then read the version (O(1) to hold) without it.
         let (map, changed) = {
@@ -368,11 +390,11 @@ impl ReaderState {
         };
         Captured::of(
             changed,
-            |k| map.get(k).map(|e| e.rows.clone()),
+            |k| map.get(k).map(|e| Arc::new(e.rows.clone())),
             |_, log| log,
             || {
                 map.iter()
-                    .map(|(k, e)| (Vec::clone(&k.0), e.rows.clone()))
+                    .map(|(k, e)| (Vec::clone(&k.0), Arc::new(e.rows.clone())))
                     .collect()
             },
         )
@@ -393,11 +415,11 @@ impl ReaderState {
         let map: Map = entries
             .into_iter()
             .map(|(k, rows, unsorted)| {
-                let rows = if unsorted { self.sorted(rows) } else { rows };
+                let rows = Rows::from(if unsorted { self.sorted(rows) } else { rows });
                 let bytes = entry_bytes(&k, &rows);
                 total += bytes;
                 let e = Entry {
-                    rows: Arc::new(rows),
+                    rows,
                     bytes,
                     last_used: AtomicU64::new(now),
                 };
@@ -462,7 +484,7 @@ mod tests {
         r.on_input(parse("+ a 2\n+ b 9\n- a 3\n+ A 7"));
         let rows = st.get(&[Value::text("a")]).unwrap();
         assert_eq!(
-            *rows,
+            rows,
             vec![parse_row("A 7"), parse_row("a 2"), parse_row("a 1")]
         );
         assert!(st.get(&[Value::text("b")]).is_none());
@@ -505,13 +527,13 @@ mod tests {
         // The old version and rows handed out before are untouched...
         assert_eq!(vals(&before, "a"), vec![1, 2]);
         assert_eq!(vals(&before, "b"), vec![10]);
-        assert_eq!(*rows_a, vec![parse_row("a 1"), parse_row("a 2")]);
+        assert_eq!(rows_a, vec![parse_row("a 1"), parse_row("a 2")]);
         // ...and the new one has the whole batch.
         let after = st.map.load_full();
         assert_eq!(vals(&after, "a"), vec![2, 3]);
         assert_eq!(vals(&after, "b"), vec![1, 10]);
         assert_eq!(
-            *st.get(&key("b")).unwrap(),
+            st.get(&key("b")).unwrap(),
             vec![parse_row("b 1"), parse_row("b 10")]
         );
         // Fills and evictions publish new versions too.
@@ -542,6 +564,52 @@ mod tests {
         assert_eq!(st.bytes(), one);
         st.clear();
         assert_eq!(st.bytes(), 0);
+    }
+
+    /// A key of many rows (a tree of several levels) with repeated rows,
+    /// under random inserts and deletes (some of absent rows), against a
+    /// sorted model; held versions stay as they were.
+    #[test]
+    fn large_keys_follow_deltas_in_order() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        let (st, r) = reader(vec![(1, true, Collation::Binary)]);
+        let row = |v: i64| vec![Value::text("a"), Value::Int(v % 50), Value::Int(v % 7)];
+        let mut model: Vec<Row> = (0..5000).map(|_| row(rng.gen_range(0..1000))).collect();
+        st.fill(&key("a"), model.clone());
+        let sort = |m: &mut Vec<Row>| {
+            m.sort_by(|a, b| b[1].cmp(&a[1]).then_with(|| a.cmp(b)));
+        };
+        sort(&mut model);
+        let mut held = Vec::new();
+        for step in 0..400 {
+            let mut batch = Vec::new();
+            for _ in 0..rng.gen_range(1..6) {
+                let x = row(rng.gen_range(0..1000));
+                if rng.gen_bool(0.5) {
+                    if let Some(p) = model.iter().position(|y| *y == x) {
+                        model.remove(p);
+                    }
+                    batch.push(RowDelta::Delete(x));
+                } else {
+                    model.push(x.clone());
+                    batch.push(RowDelta::Insert(x));
+                }
+            }
+            sort(&mut model);
+            r.on_input(batch);
+            if step % 50 == 0 {
+                held.push((st.get(&key("a")).unwrap(), model.clone()));
+            }
+        }
+        let rows = st.get(&key("a")).unwrap();
+        rows.check_invariants();
+        assert_eq!(rows, model);
+        for (rows, model) in held {
+            assert_eq!(rows, model);
+        }
+        let want: usize = model.iter().map(|r| row_bytes(r)).sum();
+        assert_eq!(st.bytes(), KEY_OVERHEAD + row_bytes(&key("a")) + want);
     }
 
     /// Readers on several threads while a writer applies batches: every
