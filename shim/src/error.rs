@@ -46,6 +46,14 @@ pub enum ShimError {
     NoSuchSavepoint(String),
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
     PacketTooLarge,
+    /// An expression nested deeper than Ladle evaluates (MariaDB refuses a
+    /// chain of 1,000 `+` with the same error).
+    #[error(
+        "Thread stack overrun: an expression is nested more than {} levels deep; \
+         use IN (...) or fewer terms",
+        ladle_dataflow::MAX_EXPR_DEPTH
+    )]
+    TooDeep,
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -121,6 +129,7 @@ pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
@@ -152,6 +161,7 @@ impl ShimError {
             ShimError::TooManyConnections => ER_CON_COUNT,
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
+            ShimError::TooDeep => ER_STACK_OVERRUN,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),

@@ -16,7 +16,7 @@ use crate::session::Session;
 
 /// The version string clients see.
 pub const SERVER_VERSION: &str = concat!("8.0.34-ladle-", env!("CARGO_PKG_VERSION"));
-pub const MAX_ALLOWED_PACKET: u64 = 64 * 1024 * 1024;
+pub const MAX_ALLOWED_PACKET: u64 = ladle_common::MAX_ALLOWED_PACKET;
 
 /// Server-wide facts the variables report.
 #[derive(Clone, Debug)]
