@@ -168,6 +168,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ReadConsistencyArg::Session => ReadConsistency::Session,
             ReadConsistencyArg::Strong => ReadConsistency::Strong,
         },
+        timeouts: args.timeouts(),
     };
     let frontend = Frontend::new(
         storage.clone(),

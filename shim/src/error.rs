@@ -34,6 +34,9 @@ pub enum ShimError {
     UnknownVariable(String),
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
     WrongValueForVar(String, String),
+    /// A variable only the server's configuration sets.
+    #[error("Variable '{0}' is a read only variable")]
+    ReadOnlyVariable(String),
     #[error("Access denied for user '{user}'@'{host}' (using password: {using_password})")]
     AccessDenied {
         user: String,
@@ -122,6 +125,7 @@ pub const ER_UNKNOWN_SYSTEM_VARIABLE: MysqlCode = code(1193, "HY000");
 pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
 pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
+pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
@@ -157,6 +161,7 @@ impl ShimError {
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
             ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
+            ShimError::ReadOnlyVariable(_) => ER_VARIABLE_IS_READONLY,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
             ShimError::TooManyConnections => ER_CON_COUNT,
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,

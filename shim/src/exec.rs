@@ -748,6 +748,20 @@ impl Engine {
             }
             other => other,
         };
+        if let Some(&(_, low, high)) = crate::vars::SESSION_TIMEOUTS.iter().find(|t| t.0 == var) {
+            // Whole seconds, clamped to the variable's range as MySQL does.
+            let secs = match &v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
+            };
+            let secs = secs.clamp(i128::from(low), i128::from(high)) as i64;
+            s.variables.insert(var, Value::Int(secs));
+            return Ok(());
+        }
+        if var == "connect_timeout" {
+            return Err(ShimError::ReadOnlyVariable(var));
+        }
         s.variables.insert(var, v);
         Ok(())
     }

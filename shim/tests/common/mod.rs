@@ -61,6 +61,7 @@ pub async fn start_configured(
             datadir: dir.path().display().to_string(),
             tls: tls.is_some(),
             read_consistency: Default::default(),
+            timeouts: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),
