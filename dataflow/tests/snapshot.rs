@@ -63,6 +63,7 @@ fn open(dir: &Path) -> Node {
         block_cache_bytes: 8 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: Default::default(),
     })
     .unwrap();
     storage.create_database(DB, true).unwrap();

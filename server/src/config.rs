@@ -17,6 +17,16 @@ pub enum DurabilityArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WalRecoveryArg {
+    /// Refuse to start on a damaged write-ahead log (it may hold
+    /// acknowledged commits).
+    AbsoluteConsistency,
+    /// Start from the last consistent point before the damage, dropping
+    /// (and logging) every write after it.
+    PointInTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReadConsistencyArg {
     /// A connection's reads wait for its own writes; other connections'
     /// writes show up a moment later.
@@ -53,6 +63,14 @@ pub struct Args {
     /// When a write is acknowledged relative to its fsync.
     #[arg(long, env = "LADLE_DURABILITY", value_enum, default_value = "sync")]
     pub durability: DurabilityArg,
+    /// What start-up does with a damaged RocksDB write-ahead log.
+    #[arg(
+        long,
+        env = "LADLE_WAL_RECOVERY",
+        value_enum,
+        default_value = "absolute-consistency"
+    )]
+    pub wal_recovery: WalRecoveryArg,
     /// Memory for view state before eviction, in bytes (K, M, G suffixes).
     #[arg(long, env = "LADLE_MEMORY_LIMIT", default_value = "1G", value_parser = parse_bytes)]
     pub memory_limit: u64,

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ladle_dataflow::{Dataflow, DataflowConfig};
 use ladle_shim::{Frontend, FrontendConfig, Metrics, ReadConsistency, ServerFacts};
-use ladle_storage::{Durability, Storage, StorageConfig};
+use ladle_storage::{Durability, Storage, StorageConfig, WalRecovery};
 use parking_lot::RwLock;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{Args, DurabilityArg, ReadConsistencyArg};
+use crate::config::{Args, DurabilityArg, ReadConsistencyArg, WalRecoveryArg};
 use crate::http::{self, HttpState};
 use crate::snapshots::{self, SnapshotMetrics, Snapshots, Trigger};
 
@@ -71,6 +71,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         block_cache_bytes: 64 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: match args.wal_recovery {
+            WalRecoveryArg::AbsoluteConsistency => WalRecovery::AbsoluteConsistency,
+            WalRecoveryArg::PointInTime => WalRecovery::PointInTime,
+        },
     };
     let storage = tokio::task::spawn_blocking(move || Storage::open(cfg))
         .await

@@ -105,6 +105,22 @@ pub struct StorageConfig {
     pub wal_dir: Option<PathBuf>,
     /// How often `Durability::Async` syncs the WAL.
     pub async_flush_interval: Duration,
+    /// What to do when RocksDB's write-ahead log is damaged at start-up.
+    pub wal_recovery: WalRecovery,
+}
+
+/// What opening storage does with a damaged write-ahead log (a flipped
+/// byte, a truncated record): it may hold acknowledged commits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalRecovery {
+    /// Refuse to open (RocksDB's absolute-consistency recovery), as MySQL
+    /// refuses a corrupted redo log: nothing acknowledged is lost silently.
+    #[default]
+    AbsoluteConsistency,
+    /// Recover to the last consistent point: replay stops at the first
+    /// damaged record and everything after it is dropped (and logged). Only
+    /// when the operator asks for it.
+    PointInTime,
 }
 
 /// Errors, by whose fault they are. The shim maps each to a MySQL error code.
@@ -488,6 +504,7 @@ impl Storage {
                     block_cache_bytes: config.block_cache_bytes,
                     wal_dir: config.wal_dir.as_deref(),
                     background_jobs: 4,
+                    wal_recovery: config.wal_recovery,
                 };
                 Arc::new(rocks::RocksEngine::open(
                     &config.data_dir.join("db"),

@@ -40,6 +40,7 @@ pub async fn start_configured(
         block_cache_bytes: 8 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: Default::default(),
     };
     let storage = Storage::open(cfg).expect("storage");
     let dataflow = Dataflow::new(
