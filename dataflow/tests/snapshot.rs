@@ -64,6 +64,7 @@ fn open(dir: &Path) -> Node {
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
         wal_recovery: Default::default(),
+        disk_reserve: 0,
     })
     .unwrap();
     storage.create_database(DB, true).unwrap();

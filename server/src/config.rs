@@ -71,6 +71,11 @@ pub struct Args {
         default_value = "absolute-consistency"
     )]
     pub wal_recovery: WalRecoveryArg,
+    /// Writes get MySQL's error 1021 (disk full) while the data directory's
+    /// file system has less free space than this (reads go on; writes
+    /// resume once space is freed); 0 = no check (K, M, G suffixes).
+    #[arg(long, env = "LADLE_DISK_RESERVE", default_value = "64M", value_parser = parse_bytes)]
+    pub disk_reserve: u64,
     /// Memory for view state before eviction, in bytes (K, M, G suffixes).
     #[arg(long, env = "LADLE_MEMORY_LIMIT", default_value = "1G", value_parser = parse_bytes)]
     pub memory_limit: u64,

@@ -71,6 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         block_cache_bytes: 64 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        disk_reserve: args.disk_reserve,
         wal_recovery: match args.wal_recovery {
             WalRecoveryArg::AbsoluteConsistency => WalRecovery::AbsoluteConsistency,
             WalRecoveryArg::PointInTime => WalRecovery::PointInTime,

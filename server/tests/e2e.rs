@@ -1166,3 +1166,77 @@ fn a_damaged_wal_refuses_to_start_unless_recovery_is_asked_for() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// A small tmpfs mounted at a directory (root only), unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` where mounting is not allowed (not root, no CAP_SYS_ADMIN).
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(Stdio::null())
+            .status()
+            .ok()?
+            .success();
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_writes_with_1021_keeps_reads_and_recovers_without_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let Some(_fs) = Tmpfs::mount(&small, "64m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let data = small.join("data");
+    let srv = Server::start(&data, &["--durability", "sync", "--disk-reserve", "8M"]);
+    // Most of the file system taken by something else, to be freed later.
+    let filler = small.join("filler");
+    std::fs::write(&filler, vec![7u8; 40 << 20]).unwrap();
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE full").await.unwrap();
+        c.query_drop("CREATE TABLE full.t (id INT PRIMARY KEY, v TEXT)")
+            .await
+            .unwrap();
+        let row = "x".repeat(16 << 10);
+        let mut acknowledged = 0i64;
+        let mut refused = None;
+        for i in 0..4000 {
+            match c
+                .exec_drop("INSERT INTO full.t VALUES (?, ?)", (i, &row))
+                .await
+            {
+                Ok(()) => acknowledged += 1,
+                Err(e) => {
+                    refused = Some(server_code(e));
+                    break;
+                }
+            }
+        }
+        assert_eq!(refused, Some(1021), "after {acknowledged} rows");
+        assert!(acknowledged > 0);
+        // Reads go on, with every acknowledged row.
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM full.t").await.unwrap();
+        assert_eq!(n, Some(acknowledged));
+        // Space freed: writes resume on the same server.
+        std::fs::remove_file(&filler).unwrap();
+        c.exec_drop("INSERT INTO full.t VALUES (?, ?)", (100_000, "after"))
+            .await
+            .unwrap();
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM full.t").await.unwrap();
+        assert_eq!(n, Some(acknowledged + 1));
+    });
+    drop(srv);
+}

@@ -133,6 +133,7 @@ pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
@@ -203,6 +204,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
+        StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }
         | StorageError::Corruption(_)

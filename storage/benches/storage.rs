@@ -54,6 +54,7 @@ fn config(dir: &std::path::Path, durability: Durability) -> StorageConfig {
         wal_dir: None,
         async_flush_interval: Duration::from_millis(10),
         wal_recovery: Default::default(),
+        disk_reserve: 0,
     }
 }
 

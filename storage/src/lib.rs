@@ -107,6 +107,10 @@ pub struct StorageConfig {
     pub async_flush_interval: Duration,
     /// What to do when RocksDB's write-ahead log is damaged at start-up.
     pub wal_recovery: WalRecovery,
+    /// Writes are refused (MySQL's 1021) while the data directory's file
+    /// system has less free space than this, so RocksDB never runs out of
+    /// room mid-write; they succeed again once space is freed. 0 = no check.
+    pub disk_reserve: u64,
 }
 
 /// What opening storage does with a damaged write-ahead log (a flipped
@@ -170,6 +174,16 @@ pub enum StorageError {
     FormatVersion { found: u32, expected: u32 },
     #[error("corruption: {0}")]
     Corruption(String),
+    /// The data directory's file system is (nearly) full: MySQL's 1021.
+    #[error(
+        "Disk full ({path}); {available} bytes free, {reserve} kept in reserve: \
+         free some space and retry"
+    )]
+    DiskFull {
+        path: String,
+        available: u64,
+        reserve: u64,
+    },
     // --- our bug ---
     #[error("internal storage error: {0}")]
     Internal(String),
@@ -479,6 +493,14 @@ pub struct Storage {
     flusher: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
     /// Layout of secondary entries for tables created from now on.
     secondary_full_row: AtomicBool,
+    /// The free-space check before writes (durable engines only).
+    disk_guard: std::sync::OnceLock<DiskGuard>,
+}
+
+/// Where the free space writes need is checked, and how much to keep.
+struct DiskGuard {
+    path: PathBuf,
+    reserve: u64,
 }
 
 impl Drop for Storage {
@@ -513,6 +535,12 @@ impl Storage {
             }
         };
         let storage = Storage::open_engine(engine, config.durability)?;
+        if config.durability != Durability::Memory && config.disk_reserve > 0 {
+            let _ = storage.disk_guard.set(DiskGuard {
+                path: config.data_dir.clone(),
+                reserve: config.disk_reserve,
+            });
+        }
         if config.durability == Durability::Async {
             storage.start_flusher(config.async_flush_interval)?;
         }
@@ -653,6 +681,7 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        self.check_disk()?;
         let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
         q.pending.push(Pending {
@@ -681,6 +710,28 @@ impl Storage {
             }
             slot.wake.wait(&mut q);
         }
+    }
+
+    /// Refuses a write while the data directory's file system has less
+    /// free space than the configured reserve.
+    pub fn check_disk(&self) -> Result<()> {
+        let Some(guard) = self.disk_guard.get() else {
+            return Ok(());
+        };
+        // An unreadable figure does not stop writes (RocksDB reports a
+        // real failure itself).
+        let Ok(st) = rustix::fs::statvfs(&guard.path) else {
+            return Ok(());
+        };
+        let available = st.f_bavail.saturating_mul(st.f_frsize);
+        if available < guard.reserve {
+            return Err(StorageError::DiskFull {
+                path: guard.path.display().to_string(),
+                available,
+                reserve: guard.reserve,
+            });
+        }
+        Ok(())
     }
 
     /// Registers the observer told of every commit (the dataflow).

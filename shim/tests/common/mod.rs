@@ -41,6 +41,7 @@ pub async fn start_configured(
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
         wal_recovery: Default::default(),
+        disk_reserve: 0,
     };
     let storage = Storage::open(cfg).expect("storage");
     let dataflow = Dataflow::new(

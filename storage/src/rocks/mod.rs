@@ -46,6 +46,11 @@ pub(crate) struct RocksEngine {
 fn io(e: rocksdb::Error) -> StorageError {
     match e.kind() {
         rocksdb::ErrorKind::Corruption => StorageError::Corruption(e.into_string()),
+        _ if e.as_ref().contains("No space left on device") => StorageError::DiskFull {
+            path: e.into_string(),
+            available: 0,
+            reserve: 0,
+        },
         _ => StorageError::Io(e.into_string()),
     }
 }

@@ -37,6 +37,7 @@ pub(crate) fn config(dir: &std::path::Path, durability: Durability) -> StorageCo
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
         wal_recovery: Default::default(),
+        disk_reserve: 0,
     }
 }
 
