@@ -162,6 +162,16 @@ fn deep_and_oversized_statements_get_answers_not_crashes() {
             assert!(same, "mariadb: {}: {theirs:?}", head(&sql));
         }
     }
+    // The same shapes as server-side prepared statements (COM_STMT_PREPARE).
+    let ors = chain(3000, |i| format!("id = {i}"), " OR ");
+    let sql = format!("SELECT id FROM t WHERE {ors} ORDER BY id");
+    let (rows, _) = ladle_e2e::exec_rows(&mut ladle, &sql).expect("prepared OR chain");
+    assert_eq!(rows.map(|r| r.len()), Some(5));
+    match ladle_e2e::exec_rows(&mut ladle, &format!("SELECT 1{}", "+1".repeat(2000))) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1436),
+        other => panic!("prepared 2,000 '+': {other:?}"),
+    }
+    assert!(server.is_alive(), "{}", server.log_tail());
     assert!(
         !server.log_tail().contains("panic"),
         "{}",
