@@ -19,6 +19,11 @@ pub use coerce::{
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};
 
+/// The largest packet (and so the largest value) Ladle accepts or builds,
+/// reported as `@@max_allowed_packet`: a string function whose result would
+/// be longer returns NULL with warning 1301, as in MySQL.
+pub const MAX_ALLOWED_PACKET: u64 = 64 * 1024 * 1024;
+
 /// A row: one value per column, in schema order.
 pub type Row = Vec<Value>;
 

@@ -152,6 +152,7 @@ impl Dataflow {
         let domain_pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.domain_threads)
             .thread_name(|i| format!("ladle-domain-{i}"))
+            .stack_size(crate::THREAD_STACK_BYTES)
             .build()
             .map_err(|e| DataflowError::Internal(format!("starting the domain workers: {e}")))?;
         let inner = Arc::new(Inner {
@@ -189,6 +190,7 @@ impl Dataflow {
             let (engine, pipeline) = (Arc::downgrade(&inner), inner.pipeline.clone());
             std::thread::Builder::new()
                 .name("ladle-propagate".into())
+                .stack_size(crate::THREAD_STACK_BYTES)
                 .spawn(move || run_worker(engine, pipeline))
                 .map_err(|e| {
                     DataflowError::Internal(format!("spawning the propagation worker: {e}"))

@@ -107,6 +107,8 @@ mod rows;
 mod snapshot;
 
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
+pub use expr::take_warnings as take_eval_warnings;
+pub use planner::depth::{bound_depth, TooDeep, MAX_EXPR_DEPTH, THREAD_STACK_BYTES};
 pub use rows::{ResultRows, RowRef};
 pub use snapshot::{
     CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,

@@ -63,6 +63,8 @@ fn open(dir: &Path) -> Node {
         block_cache_bytes: 8 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: Default::default(),
+        disk_reserve: 0,
     })
     .unwrap();
     storage.create_database(DB, true).unwrap();

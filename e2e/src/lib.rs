@@ -513,6 +513,11 @@ impl LadleServer {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The server's log file (stdout and stderr).
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
     /// The last 40 lines of the server's log.
     pub fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log_path).unwrap_or_default();

@@ -17,6 +17,16 @@ pub enum DurabilityArg {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum WalRecoveryArg {
+    /// Refuse to start on a damaged write-ahead log (it may hold
+    /// acknowledged commits).
+    AbsoluteConsistency,
+    /// Start from the last consistent point before the damage, dropping
+    /// (and logging) every write after it.
+    PointInTime,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ReadConsistencyArg {
     /// A connection's reads wait for its own writes; other connections'
     /// writes show up a moment later.
@@ -53,6 +63,19 @@ pub struct Args {
     /// When a write is acknowledged relative to its fsync.
     #[arg(long, env = "LADLE_DURABILITY", value_enum, default_value = "sync")]
     pub durability: DurabilityArg,
+    /// What start-up does with a damaged RocksDB write-ahead log.
+    #[arg(
+        long,
+        env = "LADLE_WAL_RECOVERY",
+        value_enum,
+        default_value = "absolute-consistency"
+    )]
+    pub wal_recovery: WalRecoveryArg,
+    /// Writes get MySQL's error 1021 (disk full) while the data directory's
+    /// file system has less free space than this (reads go on; writes
+    /// resume once space is freed); 0 = no check (K, M, G suffixes).
+    #[arg(long, env = "LADLE_DISK_RESERVE", default_value = "64M", value_parser = parse_bytes)]
+    pub disk_reserve: u64,
     /// Memory for view state before eviction, in bytes (K, M, G suffixes).
     #[arg(long, env = "LADLE_MEMORY_LIMIT", default_value = "1G", value_parser = parse_bytes)]
     pub memory_limit: u64,
@@ -91,6 +114,24 @@ pub struct Args {
     /// TLS private key (PEM) for --tls-cert.
     #[arg(long, env = "LADLE_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// A client must finish the connection phase (greeting to OK) within
+    /// this, or is disconnected (`@@connect_timeout`).
+    #[arg(long, env = "LADLE_CONNECT_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Idle time between commands before the server closes a connection
+    /// (`@@wait_timeout`; a session can SET its own).
+    #[arg(long, env = "LADLE_WAIT_TIMEOUT", default_value = "8h", value_parser = parse_duration)]
+    pub wait_timeout: Duration,
+    /// `--wait-timeout` for interactive clients (`@@interactive_timeout`).
+    #[arg(long, env = "LADLE_INTERACTIVE_TIMEOUT", default_value = "8h", value_parser = parse_duration)]
+    pub interactive_timeout: Duration,
+    /// A packet that has begun must arrive whole within this
+    /// (`@@net_read_timeout`).
+    #[arg(long, env = "LADLE_NET_READ_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub net_read_timeout: Duration,
+    /// A reply must be written within this (`@@net_write_timeout`).
+    #[arg(long, env = "LADLE_NET_WRITE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub net_write_timeout: Duration,
 }
 
 impl Args {
@@ -112,7 +153,33 @@ impl Args {
         if self.threads == Some(0) {
             return Err("--threads must be at least 1".into());
         }
+        for (flag, d) in [
+            ("--connect-timeout", self.connect_timeout),
+            ("--wait-timeout", self.wait_timeout),
+            ("--interactive-timeout", self.interactive_timeout),
+            ("--net-read-timeout", self.net_read_timeout),
+            ("--net-write-timeout", self.net_write_timeout),
+        ] {
+            if d.as_secs() < 1 {
+                return Err(format!(
+                    "{flag} must be at least 1s (MySQL counts whole seconds)"
+                ));
+            }
+        }
         Ok(())
+    }
+}
+
+impl Args {
+    /// The connection timeouts in whole seconds, as `@@` reports them.
+    pub fn timeouts(&self) -> ladle_shim::Timeouts {
+        ladle_shim::Timeouts {
+            connect: self.connect_timeout.as_secs(),
+            wait: self.wait_timeout.as_secs(),
+            interactive: self.interactive_timeout.as_secs(),
+            net_read: self.net_read_timeout.as_secs(),
+            net_write: self.net_write_timeout.as_secs(),
+        }
     }
 }
 

@@ -30,7 +30,11 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::from(2);
     }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
-    rt.enable_all().thread_name("ladle-worker");
+    // Statements are planned and evaluated on these threads (blocking ones):
+    // room for the deepest expression the parser lets through.
+    rt.enable_all()
+        .thread_name("ladle-worker")
+        .thread_stack_size(ladle_dataflow::THREAD_STACK_BYTES);
     if let Some(n) = args.threads {
         rt.worker_threads(n);
     }

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use ladle_dataflow::{Dataflow, DataflowConfig};
 use ladle_shim::{Frontend, FrontendConfig, Metrics, ReadConsistency, ServerFacts};
-use ladle_storage::{Durability, Storage, StorageConfig};
+use ladle_storage::{Durability, Storage, StorageConfig, WalRecovery};
 use parking_lot::RwLock;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::config::{Args, DurabilityArg, ReadConsistencyArg};
+use crate::config::{Args, DurabilityArg, ReadConsistencyArg, WalRecoveryArg};
 use crate::http::{self, HttpState};
 use crate::snapshots::{self, SnapshotMetrics, Snapshots, Trigger};
 
@@ -72,6 +72,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         block_cache_bytes: 64 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        disk_reserve: args.disk_reserve,
+        wal_recovery: match args.wal_recovery {
+            WalRecoveryArg::AbsoluteConsistency => WalRecovery::AbsoluteConsistency,
+            WalRecoveryArg::PointInTime => WalRecovery::PointInTime,
+        },
     };
     let storage = tokio::task::spawn_blocking(move || Storage::open(cfg))
         .await
@@ -169,6 +174,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ReadConsistencyArg::Session => ReadConsistency::Session,
             ReadConsistencyArg::Strong => ReadConsistency::Strong,
         },
+        timeouts: args.timeouts(),
     };
     let frontend = Frontend::new(
         storage.clone(),

@@ -1067,3 +1067,195 @@ fn caching_sha2_clients_are_switched_to_native_password() {
     let (_, ok) = read_packet(&mut s);
     assert_eq!(ok[0], 0x00, "expected OK after the switch, got {ok:?}");
 }
+
+/// The newest RocksDB write-ahead log file under `dir`.
+fn newest_wal(dir: &Path) -> std::path::PathBuf {
+    let mut logs: Vec<_> = std::fs::read_dir(dir.join("db"))
+        .expect("db dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    logs.sort();
+    logs.pop().expect("a WAL file")
+}
+
+/// Runs `ladle` over `dir` with `extra` flags until it exits by itself (a
+/// refusal) or becomes ready; its exit status (None when it started) and
+/// its output. The server, if started, is left running in the returned
+/// child.
+fn start_or_refuse(dir: &Path, extra: &[&str]) -> (Option<i32>, String, Child, u16, u16) {
+    let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
+    let out_path = dir.with_extension(format!("{port}.out"));
+    let out = std::fs::File::create(&out_path).expect("output file");
+    let err = out.try_clone().expect("output file");
+    let mut child = cmd
+        .args(["--durability", "sync"])
+        .args(extra)
+        .env("LADLE_PASSWORD", "")
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .expect("spawn ladle");
+    let read = || std::fs::read_to_string(&out_path).unwrap_or_default();
+    for _ in 0..1200 {
+        if let Ok(Some(status)) = child.try_wait() {
+            return (
+                Some(status.code().unwrap_or(-1)),
+                read(),
+                child,
+                port,
+                metrics_port,
+            );
+        }
+        if http_get(metrics_port, "/health").is_some_and(|b| b.starts_with("HTTP/1.1 200")) {
+            return (None, read(), child, port, metrics_port);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!("ladle neither started nor exited within 60 s:\n{}", read());
+}
+
+#[test]
+fn a_damaged_wal_refuses_to_start_unless_recovery_is_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut srv = Server::start(&data, &["--durability", "sync"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE w").await.unwrap();
+        c.query_drop("CREATE TABLE w.t (id INT PRIMARY KEY, v VARCHAR(40))")
+            .await
+            .unwrap();
+        for i in 0..500 {
+            c.exec_drop(
+                "INSERT INTO w.t VALUES (?, ?)",
+                (i, format!("acknowledged row {i}")),
+            )
+            .await
+            .unwrap();
+        }
+    });
+    srv.kill9();
+    // 16 flipped bytes in the middle of the WAL.
+    let wal = newest_wal(&data);
+    let mut bytes = std::fs::read(&wal).unwrap();
+    assert!(bytes.len() > 4096, "WAL of {} bytes", bytes.len());
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 16] {
+        *b ^= 0xFF;
+    }
+    std::fs::write(&wal, &bytes).unwrap();
+
+    let (status, output, _child, _, _) = start_or_refuse(&data, &[]);
+    assert!(
+        matches!(status, Some(code) if code != 0),
+        "started on a damaged WAL:\n{output}"
+    );
+    assert!(
+        output.contains("write-ahead log") && output.contains("--wal-recovery point-in-time"),
+        "{output}"
+    );
+
+    let (status, output, mut child, port, _) =
+        start_or_refuse(&data, &["--wal-recovery", "point-in-time"]);
+    assert_eq!(
+        status, None,
+        "refused with point-in-time recovery:\n{output}"
+    );
+    assert!(
+        output.contains("recovering to the last consistent point"),
+        "{output}"
+    );
+    let rows = rt().block_on(async {
+        let opts: Opts = OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(port)
+            .user(Some("root"))
+            .prefer_socket(false)
+            .into();
+        let mut c = Conn::new(opts).await.expect("connect");
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM w.t").await.unwrap();
+        n.unwrap_or(0)
+    });
+    // Recovery stopped at the damage: the rows after it are gone (which is
+    // why it takes the operator's word).
+    assert!(rows < 500, "{rows} rows");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A small tmpfs mounted at a directory (root only), unmounted on drop.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// `None` where mounting is not allowed (not root, no CAP_SYS_ADMIN).
+    fn mount(at: &Path, size: &str) -> Option<Tmpfs> {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .stderr(Stdio::null())
+            .status()
+            .ok()?
+            .success();
+        ok.then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_writes_with_1021_keeps_reads_and_recovers_without_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let Some(_fs) = Tmpfs::mount(&small, "64m") else {
+        eprintln!("skipped: cannot mount a tmpfs here (needs root)");
+        return;
+    };
+    let data = small.join("data");
+    let srv = Server::start(&data, &["--durability", "sync", "--disk-reserve", "8M"]);
+    // Most of the file system taken by something else, to be freed later.
+    let filler = small.join("filler");
+    std::fs::write(&filler, vec![7u8; 40 << 20]).unwrap();
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE full").await.unwrap();
+        c.query_drop("CREATE TABLE full.t (id INT PRIMARY KEY, v TEXT)")
+            .await
+            .unwrap();
+        let row = "x".repeat(16 << 10);
+        let mut acknowledged = 0i64;
+        let mut refused = None;
+        for i in 0..4000 {
+            match c
+                .exec_drop("INSERT INTO full.t VALUES (?, ?)", (i, &row))
+                .await
+            {
+                Ok(()) => acknowledged += 1,
+                Err(e) => {
+                    refused = Some(server_code(e));
+                    break;
+                }
+            }
+        }
+        assert_eq!(refused, Some(1021), "after {acknowledged} rows");
+        assert!(acknowledged > 0);
+        // Reads go on, with every acknowledged row.
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM full.t").await.unwrap();
+        assert_eq!(n, Some(acknowledged));
+        // Space freed: writes resume on the same server.
+        std::fs::remove_file(&filler).unwrap();
+        c.exec_drop("INSERT INTO full.t VALUES (?, ?)", (100_000, "after"))
+            .await
+            .unwrap();
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM full.t").await.unwrap();
+        assert_eq!(n, Some(acknowledged + 1));
+    });
+    drop(srv);
+}

@@ -40,7 +40,7 @@ fn filter_at(t: &[Token], i: usize) -> Result<Filter> {
                 .map(render_token)
                 .collect::<Vec<_>>()
                 .join(" ");
-            let e = crate::sqltext::parser(&text)?.parse_expr()?;
+            let e = crate::sqltext::parse_expr(&text)?;
             Ok(Filter::Where(Box::new(e)))
         }
         None if i >= t.len() => Ok(Filter::None),

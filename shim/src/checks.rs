@@ -140,7 +140,7 @@ impl CheckCache {
 }
 
 fn compile(sql: &str, schema: &TableSchema) -> Result<RowExpr> {
-    let expr = crate::sqltext::parser(sql)?.parse_expr()?;
+    let expr = crate::sqltext::parse_expr(sql)?;
     Ok(compile_row_expr(&expr, Some(schema))?)
 }
 

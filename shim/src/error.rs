@@ -34,6 +34,9 @@ pub enum ShimError {
     UnknownVariable(String),
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
     WrongValueForVar(String, String),
+    /// A variable only the server's configuration sets.
+    #[error("Variable '{0}' is a read only variable")]
+    ReadOnlyVariable(String),
     #[error("Access denied for user '{user}'@'{host}' (using password: {using_password})")]
     AccessDenied {
         user: String,
@@ -46,6 +49,14 @@ pub enum ShimError {
     NoSuchSavepoint(String),
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
     PacketTooLarge,
+    /// An expression nested deeper than Ladle evaluates (MariaDB refuses a
+    /// chain of 1,000 `+` with the same error).
+    #[error(
+        "Thread stack overrun: an expression is nested more than {} levels deep; \
+         use IN (...) or fewer terms",
+        ladle_dataflow::MAX_EXPR_DEPTH
+    )]
+    TooDeep,
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -114,6 +125,7 @@ pub const ER_UNKNOWN_SYSTEM_VARIABLE: MysqlCode = code(1193, "HY000");
 pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
 pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
+pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
@@ -121,6 +133,8 @@ pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
+pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
@@ -148,10 +162,12 @@ impl ShimError {
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
             ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
+            ShimError::ReadOnlyVariable(_) => ER_VARIABLE_IS_READONLY,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
             ShimError::TooManyConnections => ER_CON_COUNT,
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
+            ShimError::TooDeep => ER_STACK_OVERRUN,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),
@@ -188,6 +204,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
+        StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }
         | StorageError::Corruption(_)

@@ -233,7 +233,17 @@ impl Engine {
         } else {
             s.warnings.len()
         };
+        // Warnings of an earlier statement run on this thread are not ours.
+        ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
+        let raised = ladle_dataflow::take_eval_warnings();
+        if result.is_ok() && !raised.is_empty() {
+            // A statement with warnings replaces the earlier ones.
+            s.warnings.drain(..carried.min(s.warnings.len()));
+            for (code, message) in raised {
+                s.add_warning("Warning", code, message);
+            }
+        }
         if let Err(e) = &result {
             // SHOW WARNINGS after a failed statement lists its error (and
             // no longer what an earlier statement left).
@@ -390,16 +400,19 @@ impl Engine {
                     .into());
                 };
                 let order_by = match order {
-                    Some(text) => crate::sqltext::parser(&text)?
-                        .parse_comma_separated(Parser::parse_order_by_expr)
-                        .map_err(ShimError::from)?,
+                    Some(text) => {
+                        let mut parser = crate::sqltext::parser(&text)?;
+                        let mut order = crate::sqltext::contain_parser_panic(|| {
+                            parser.parse_comma_separated(Parser::parse_order_by_expr)
+                        })?;
+                        ladle_dataflow::bound_depth(&mut order).map_err(|_| ShimError::TooDeep)?;
+                        order
+                    }
                     None => Vec::new(),
                 };
                 let limit = match limit {
                     Some(text) => {
-                        let x = crate::sqltext::parser(&text)?
-                            .parse_expr()
-                            .map_err(ShimError::from)?;
+                        let x = crate::sqltext::parse_expr(&text)?;
                         match self.eval_constant(s, &x)?.as_i64() {
                             Some(n) if n >= 0 => Some(n as u64),
                             _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
@@ -735,6 +748,20 @@ impl Engine {
             }
             other => other,
         };
+        if let Some(&(_, low, high)) = crate::vars::SESSION_TIMEOUTS.iter().find(|t| t.0 == var) {
+            // Whole seconds, clamped to the variable's range as MySQL does.
+            let secs = match &v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
+            };
+            let secs = secs.clamp(i128::from(low), i128::from(high)) as i64;
+            s.variables.insert(var, Value::Int(secs));
+            return Ok(());
+        }
+        if var == "connect_timeout" {
+            return Err(ShimError::ReadOnlyVariable(var));
+        }
         s.variables.insert(var, v);
         Ok(())
     }

@@ -15,6 +15,14 @@ use crate::exec::{Engine, Kind, Output};
 use crate::protocol::result::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::session::Session;
 
+/// A connection's timeouts, as [`Connection::timeouts`] reads them.
+#[derive(Clone, Copy, Debug)]
+pub struct SessionTimeouts {
+    pub idle: std::time::Duration,
+    pub read: std::time::Duration,
+    pub write: std::time::Duration,
+}
+
 /// A statement's outcome and the warning count its reply carries.
 pub type Outcome = (Result<Output, WireError>, u16);
 
@@ -320,7 +328,27 @@ impl Connection {
     /// Applies what the client's capability flags ask of statements
     /// (CLIENT_FOUND_ROWS: UPDATE reports matched rows).
     pub fn set_client_capabilities(&self, caps: u32) {
-        self.session.lock().found_rows = caps & crate::protocol::handshake::CLIENT_FOUND_ROWS != 0;
+        use crate::protocol::handshake::{CLIENT_FOUND_ROWS, CLIENT_INTERACTIVE};
+        let mut s = self.session.lock();
+        s.found_rows = caps & CLIENT_FOUND_ROWS != 0;
+        s.interactive = caps & CLIENT_INTERACTIVE != 0;
+    }
+
+    /// The session's timeouts: how long the connection may sit idle
+    /// between commands (`wait_timeout`, which starts as
+    /// `interactive_timeout` for an interactive client), how long a packet
+    /// that has begun may take to arrive (`net_read_timeout`) and how long a
+    /// reply may take to be written (`net_write_timeout`).
+    pub fn timeouts(&self) -> SessionTimeouts {
+        use crate::vars::session_timeout;
+        let s = self.session.lock();
+        let t = &self.engine.facts.timeouts;
+        let wait = if s.interactive { t.interactive } else { t.wait };
+        SessionTimeouts {
+            idle: session_timeout(&s, "wait_timeout", wait),
+            read: session_timeout(&s, "net_read_timeout", t.net_read),
+            write: session_timeout(&s, "net_write_timeout", t.net_write),
+        }
     }
 
     pub fn reset(&self) {

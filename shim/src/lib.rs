@@ -72,7 +72,7 @@ pub use admin::Admin;
 pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, Output};
 pub use metrics::Metrics;
-pub use vars::{ReadConsistency, ServerFacts};
+pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
 /// Front-end settings.
 #[derive(Clone, Debug)]
@@ -90,19 +90,51 @@ pub struct Frontend {
     engine: Arc<Engine>,
     config: FrontendConfig,
     next_id: AtomicU32,
-    active: Arc<AtomicUsize>,
+    admission: Arc<Admission>,
 }
 
-/// Releases a connection slot when the connection ends (even by panic).
-struct Slot {
-    active: Arc<AtomicUsize>,
+/// Counts authenticated connections against `max_connections`. A socket
+/// still in the connection phase holds no place (it is bounded by
+/// `connect_timeout` instead), so sockets that never finish a handshake
+/// cannot lock users out.
+pub struct Admission {
+    active: AtomicUsize,
+    max: usize,
     metrics: Arc<Metrics>,
 }
 
-impl Drop for Slot {
+impl Admission {
+    /// Whether every place is taken (a new connection would get 1040).
+    fn full(&self) -> bool {
+        self.active.load(Ordering::SeqCst) >= self.max
+    }
+
+    /// A place for an authenticated connection, or `None` (1040) when all
+    /// are taken.
+    pub(crate) fn admit(self: &Arc<Admission>) -> Option<AdmissionSlot> {
+        if self.active.fetch_add(1, Ordering::SeqCst) >= self.max {
+            self.active.fetch_sub(1, Ordering::SeqCst);
+            self.refused();
+            return None;
+        }
+        self.metrics.connections.inc();
+        Some(AdmissionSlot(self.clone()))
+    }
+
+    fn refused(&self) {
+        self.metrics.connections_refused.inc();
+        self.metrics.errors.with_label_values(&["1040"]).inc();
+    }
+}
+
+/// An authenticated connection's place; released when the connection ends
+/// (even by panic).
+pub struct AdmissionSlot(Arc<Admission>);
+
+impl Drop for AdmissionSlot {
     fn drop(&mut self) {
-        self.active.fetch_sub(1, Ordering::SeqCst);
-        self.metrics.connections.dec();
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+        self.0.metrics.connections.dec();
     }
 }
 
@@ -126,11 +158,16 @@ impl Frontend {
             checks: Default::default(),
             foreign_keys: Default::default(),
         });
+        let admission = Arc::new(Admission {
+            active: AtomicUsize::new(0),
+            max: config.max_connections,
+            metrics: engine.metrics.clone(),
+        });
         Arc::new(Frontend {
             engine,
             config,
             next_id: AtomicU32::new(1),
-            active: Arc::new(AtomicUsize::new(0)),
+            admission,
         })
     }
 
@@ -181,15 +218,10 @@ impl Frontend {
     /// Serves one client connection to completion.
     pub async fn handle(self: Arc<Frontend>, mut stream: TcpStream) {
         let metrics = self.engine.metrics.clone();
-        let n = self.active.fetch_add(1, Ordering::SeqCst) + 1;
-        metrics.connections.inc();
-        let _slot = Slot {
-            active: self.active.clone(),
-            metrics: metrics.clone(),
-        };
-        if n > self.config.max_connections {
-            metrics.connections_refused.inc();
-            metrics.errors.with_label_values(&["1040"]).inc();
+        // Refused before the greeting when already full (cheap); else the
+        // place is taken once the client has authenticated.
+        if self.admission.full() {
+            self.admission.refused();
             let p = net::error_packet(0, 1040, "08004", "Too many connections");
             let _ = stream.write_all(&p).await;
             let _ = stream.shutdown().await;
@@ -212,6 +244,8 @@ impl Frontend {
         let settings = protocol::Settings {
             max_allowed_packet: self.config.max_allowed_packet,
             tls: self.config.tls.clone(),
+            connect_timeout: Duration::from_secs(self.engine.facts.timeouts.connect.max(1)),
+            admission: self.admission.clone(),
         };
         tracing::debug!(connection = id, "connected");
         protocol::serve(stream, conn, &settings).await;

@@ -147,6 +147,9 @@ pub struct Session {
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports the rows it
     /// matched, not only those it changed (Django relies on it).
     pub found_rows: bool,
+    /// The client connected with CLIENT_INTERACTIVE: its `wait_timeout`
+    /// starts as `interactive_timeout`.
+    pub interactive: bool,
     /// `Some` while a transaction is open.
     pub transaction: Option<Transaction>,
     /// Session variables set with SET (lower-case names).
@@ -171,6 +174,7 @@ impl Session {
             database: None,
             autocommit: true,
             found_rows: false,
+            interactive: false,
             transaction: None,
             variables: BTreeMap::new(),
             user_variables: HashMap::new(),
@@ -195,11 +199,13 @@ impl Session {
         let last_write_lsn = self.last_write_lsn;
         let next_statement = self.next_statement;
         let found_rows = self.found_rows;
+        let interactive = self.interactive;
         *self = Session {
             database,
             last_write_lsn,
             // A property of the connection's client, not of the session.
             found_rows,
+            interactive,
             // Ids are not reused: a stale id from before the reset gets 1243.
             next_statement,
             ..fresh

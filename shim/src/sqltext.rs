@@ -47,9 +47,62 @@ pub fn parser(sql: &str) -> Result<Parser<'static>> {
     Ok(Parser::new(&MySqlDialect {}).with_tokens_with_locations(tokenize(sql)?))
 }
 
-/// Every statement in `sql`.
+/// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
+/// past [`ladle_dataflow::MAX_EXPR_DEPTH`] is refused (MySQL's 1436).
 pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
-    Ok(parser(sql)?.parse_statements()?)
+    let mut parser = parser(sql)?;
+    let mut stmts = contain_parser_panic(|| parser.parse_statements())?;
+    // Checks every statement (so each too-deep one is made safe to drop).
+    let bounded: Vec<_> = stmts.iter_mut().map(ladle_dataflow::bound_depth).collect();
+    if bounded.iter().any(|b| b.is_err()) {
+        return Err(ShimError::TooDeep);
+    }
+    Ok(stmts)
+}
+
+/// One expression (a stored CHECK, a WHERE of SHOW, ...), bounded as
+/// [`parse_statements`] bounds a statement.
+pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
+    let mut parser = parser(sql)?;
+    let mut e = contain_parser_panic(|| parser.parse_expr())?;
+    ladle_dataflow::bound_depth(&mut e).map_err(|_| ShimError::TooDeep)?;
+    Ok(e)
+}
+
+thread_local! {
+    /// Set while this thread runs the parser (its panics are answered, not reported).
+    static PARSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `parse`, turning a panic inside sqlparser into a syntax error.
+///
+/// sqlparser 0.52's MySQL dialect unwraps the parse of the operand after
+/// `DIV` (`SELECT 1 DIV`, `1 DIV (2`, a long `DIV` chain past its recursion
+/// limit all panic); the dialect cannot be wrapped (the parser checks its
+/// concrete type), so the panic is contained here, at the one boundary
+/// where it can arise, and answered with error 1064 like any syntax error.
+/// The process-wide panic hook stays quiet for it, and only for it.
+pub fn contain_parser_panic<T>(
+    parse: impl FnOnce() -> std::result::Result<T, sqlparser::parser::ParserError>,
+) -> Result<T> {
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !PARSING.with(|p| p.get()) {
+                previous(info);
+            }
+        }));
+    });
+    PARSING.with(|p| p.set(true));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(parse));
+    PARSING.with(|p| p.set(false));
+    match outcome {
+        Ok(parsed) => Ok(parsed?),
+        Err(_) => Err(ShimError::Parse(
+            "the operand after DIV is not a complete expression".into(),
+        )),
+    }
 }
 
 /// The statements of a multi-statement text, split at top-level semicolons

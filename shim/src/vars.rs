@@ -16,7 +16,7 @@ use crate::session::Session;
 
 /// The version string clients see.
 pub const SERVER_VERSION: &str = concat!("8.0.34-ladle-", env!("CARGO_PKG_VERSION"));
-pub const MAX_ALLOWED_PACKET: u64 = 64 * 1024 * 1024;
+pub const MAX_ALLOWED_PACKET: u64 = ladle_common::MAX_ALLOWED_PACKET;
 
 /// Server-wide facts the variables report.
 #[derive(Clone, Debug)]
@@ -28,6 +28,58 @@ pub struct ServerFacts {
     pub tls: bool,
     /// The default of `@@ladle_read_consistency`.
     pub read_consistency: ReadConsistency,
+    /// The connection timeouts' server-wide values.
+    pub timeouts: Timeouts,
+}
+
+/// MySQL's connection timeouts, in seconds (the server-wide values; a
+/// session may `SET` its own `wait_timeout`, `interactive_timeout`,
+/// `net_read_timeout` and `net_write_timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The whole connection phase (greeting to OK) must finish within it.
+    pub connect: u64,
+    /// Idle time between commands before the server closes the connection.
+    pub wait: u64,
+    /// `wait` for clients that connect with CLIENT_INTERACTIVE.
+    pub interactive: u64,
+    /// A packet whose first byte arrived must arrive whole within it.
+    pub net_read: u64,
+    /// A reply must be written (accepted by the socket) within it.
+    pub net_write: u64,
+}
+
+impl Default for Timeouts {
+    /// MySQL's defaults.
+    fn default() -> Timeouts {
+        Timeouts {
+            connect: 10,
+            wait: 28800,
+            interactive: 28800,
+            net_read: 30,
+            net_write: 60,
+        }
+    }
+}
+
+/// The timeout variables a session can set, and their range in seconds
+/// (MySQL's: values outside are clamped).
+pub const SESSION_TIMEOUTS: [(&str, u64, u64); 4] = [
+    ("wait_timeout", 1, 31_536_000),
+    ("interactive_timeout", 1, 31_536_000),
+    ("net_read_timeout", 1, 31_536_000),
+    ("net_write_timeout", 1, 31_536_000),
+];
+
+/// A session's value of timeout variable `name` (one of
+/// [`SESSION_TIMEOUTS`]): its own `SET`, else `default`.
+pub fn session_timeout(session: &Session, name: &str, default: u64) -> std::time::Duration {
+    let secs = match session.variables.get(name) {
+        Some(Value::Int(i)) => u64::try_from(*i).unwrap_or(1),
+        Some(Value::UInt(u)) => *u,
+        _ => default,
+    };
+    std::time::Duration::from_secs(secs.max(1))
 }
 
 /// Which writes a read waits for (`@@ladle_read_consistency`). Writes are
@@ -93,6 +145,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("collation_connection".into(), t("utf8mb4_general_ci")),
         ("collation_database".into(), t("utf8mb4_general_ci")),
         ("collation_server".into(), t("utf8mb4_general_ci")),
+        (
+            "connect_timeout".into(),
+            Value::Int(facts.timeouts.connect as i64),
+        ),
         ("datadir".into(), t(&facts.datadir)),
         ("default_storage_engine".into(), t("InnoDB")),
         (
@@ -115,7 +171,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
             Value::Int(i64::from(session.in_transaction())),
         ),
         ("init_connect".into(), t("")),
-        ("interactive_timeout".into(), Value::Int(28800)),
+        (
+            "interactive_timeout".into(),
+            Value::Int(facts.timeouts.interactive as i64),
+        ),
         ("license".into(), t("MIT")),
         ("lower_case_table_names".into(), Value::Int(0)),
         (
@@ -131,7 +190,14 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
             ReadConsistency::VARIABLE.into(),
             t(facts.read_consistency.as_str()),
         ),
-        ("net_write_timeout".into(), Value::Int(60)),
+        (
+            "net_read_timeout".into(),
+            Value::Int(facts.timeouts.net_read as i64),
+        ),
+        (
+            "net_write_timeout".into(),
+            Value::Int(facts.timeouts.net_write as i64),
+        ),
         ("performance_schema".into(), Value::Int(0)),
         ("port".into(), Value::Int(i64::from(facts.port))),
         ("query_cache_size".into(), Value::Int(0)),
@@ -157,7 +223,14 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ),
         ("version_compile_machine".into(), t(std::env::consts::ARCH)),
         ("version_compile_os".into(), t(std::env::consts::OS)),
-        ("wait_timeout".into(), Value::Int(28800)),
+        (
+            "wait_timeout".into(),
+            Value::Int(if session.interactive {
+                facts.timeouts.interactive
+            } else {
+                facts.timeouts.wait
+            } as i64),
+        ),
         (
             "warning_count".into(),
             Value::Int(session.warnings.len() as i64),
@@ -359,6 +432,7 @@ mod tests {
             datadir: "/d".into(),
             tls: false,
             read_consistency: ReadConsistency::Session,
+            timeouts: Default::default(),
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),

@@ -53,6 +53,8 @@ fn config(dir: &std::path::Path, durability: Durability) -> StorageConfig {
         block_cache_bytes: 256 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(10),
+        wal_recovery: Default::default(),
+        disk_reserve: 0,
     }
 }
 

@@ -211,6 +211,7 @@ impl Storage {
             epoch,
             row_seq: AtomicU64::new(0),
             flusher: Mutex::new(None),
+            disk_guard: Default::default(),
             secondary_full_row: std::sync::atomic::AtomicBool::new(
                 SECONDARY_FULL_ROW.load(Ordering::Relaxed),
             ),

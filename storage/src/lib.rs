@@ -105,6 +105,26 @@ pub struct StorageConfig {
     pub wal_dir: Option<PathBuf>,
     /// How often `Durability::Async` syncs the WAL.
     pub async_flush_interval: Duration,
+    /// What to do when RocksDB's write-ahead log is damaged at start-up.
+    pub wal_recovery: WalRecovery,
+    /// Writes are refused (MySQL's 1021) while the data directory's file
+    /// system has less free space than this, so RocksDB never runs out of
+    /// room mid-write; they succeed again once space is freed. 0 = no check.
+    pub disk_reserve: u64,
+}
+
+/// What opening storage does with a damaged write-ahead log (a flipped
+/// byte, a truncated record): it may hold acknowledged commits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WalRecovery {
+    /// Refuse to open (RocksDB's absolute-consistency recovery), as MySQL
+    /// refuses a corrupted redo log: nothing acknowledged is lost silently.
+    #[default]
+    AbsoluteConsistency,
+    /// Recover to the last consistent point: replay stops at the first
+    /// damaged record and everything after it is dropped (and logged). Only
+    /// when the operator asks for it.
+    PointInTime,
 }
 
 /// Errors, by whose fault they are. The shim maps each to a MySQL error code.
@@ -154,6 +174,16 @@ pub enum StorageError {
     FormatVersion { found: u32, expected: u32 },
     #[error("corruption: {0}")]
     Corruption(String),
+    /// The data directory's file system is (nearly) full: MySQL's 1021.
+    #[error(
+        "Disk full ({path}); {available} bytes free, {reserve} kept in reserve: \
+         free some space and retry"
+    )]
+    DiskFull {
+        path: String,
+        available: u64,
+        reserve: u64,
+    },
     // --- our bug ---
     #[error("internal storage error: {0}")]
     Internal(String),
@@ -463,6 +493,14 @@ pub struct Storage {
     flusher: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
     /// Layout of secondary entries for tables created from now on.
     secondary_full_row: AtomicBool,
+    /// The free-space check before writes (durable engines only).
+    disk_guard: std::sync::OnceLock<DiskGuard>,
+}
+
+/// Where the free space writes need is checked, and how much to keep.
+struct DiskGuard {
+    path: PathBuf,
+    reserve: u64,
 }
 
 impl Drop for Storage {
@@ -488,6 +526,7 @@ impl Storage {
                     block_cache_bytes: config.block_cache_bytes,
                     wal_dir: config.wal_dir.as_deref(),
                     background_jobs: 4,
+                    wal_recovery: config.wal_recovery,
                 };
                 Arc::new(rocks::RocksEngine::open(
                     &config.data_dir.join("db"),
@@ -496,6 +535,12 @@ impl Storage {
             }
         };
         let storage = Storage::open_engine(engine, config.durability)?;
+        if config.durability != Durability::Memory && config.disk_reserve > 0 {
+            let _ = storage.disk_guard.set(DiskGuard {
+                path: config.data_dir.clone(),
+                reserve: config.disk_reserve,
+            });
+        }
         if config.durability == Durability::Async {
             storage.start_flusher(config.async_flush_interval)?;
         }
@@ -636,6 +681,7 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        self.check_disk()?;
         let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
         q.pending.push(Pending {
@@ -664,6 +710,28 @@ impl Storage {
             }
             slot.wake.wait(&mut q);
         }
+    }
+
+    /// Refuses a write while the data directory's file system has less
+    /// free space than the configured reserve.
+    pub fn check_disk(&self) -> Result<()> {
+        let Some(guard) = self.disk_guard.get() else {
+            return Ok(());
+        };
+        // An unreadable figure does not stop writes (RocksDB reports a
+        // real failure itself).
+        let Ok(st) = rustix::fs::statvfs(&guard.path) else {
+            return Ok(());
+        };
+        let available = st.f_bavail.saturating_mul(st.f_frsize);
+        if available < guard.reserve {
+            return Err(StorageError::DiskFull {
+                path: guard.path.display().to_string(),
+                available,
+                reserve: guard.reserve,
+            });
+        }
+        Ok(())
     }
 
     /// Registers the observer told of every commit (the dataflow).

@@ -184,6 +184,48 @@ fn int_arg(v: &Value) -> Option<i64> {
     }
 }
 
+/// The SQL name of a function, as MySQL's warnings spell it.
+fn sql_name(f: Func) -> &'static str {
+    match f {
+        Func::Concat => "concat",
+        Func::ConcatWs => "concat_ws",
+        Func::Replace => "replace",
+        Func::Repeat => "repeat",
+        Func::Lpad => "lpad",
+        Func::Rpad => "rpad",
+        Func::Hex => "hex",
+        _ => "function",
+    }
+}
+
+/// Whether a result of `bytes` bytes from `f` is past `max_allowed_packet`;
+/// if so, records MySQL's warning 1301 (the caller returns NULL).
+fn too_large(f: Func, bytes: u128) -> bool {
+    let max = ladle_common::MAX_ALLOWED_PACKET;
+    if bytes <= u128::from(max) {
+        return false;
+    }
+    super::warn(
+        super::WARN_ALLOWED_PACKET_OVERFLOWED,
+        format!(
+            "Result of {}() was larger than max_allowed_packet ({max}) - truncated",
+            sql_name(f)
+        ),
+    );
+    true
+}
+
+/// Bytes of the first `n` characters of `pad` repeated (without building it).
+fn cycled_bytes(pad: &[char], n: u128) -> u128 {
+    let per_cycle: u128 = pad.iter().map(|c| c.len_utf8() as u128).sum();
+    let len = pad.len() as u128;
+    let tail: u128 = pad[..(n % len) as usize]
+        .iter()
+        .map(|c| c.len_utf8() as u128)
+        .sum();
+    n / len * per_cycle + tail
+}
+
 pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
     use Func::*;
     // Lazy functions first.
@@ -238,6 +280,10 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             if null_in(&vals) {
                 return Ok(Value::Null);
             }
+            let total: u128 = vals.iter().map(|v| to_bytes(v).len() as u128).sum();
+            if too_large(f, total) {
+                return Ok(Value::Null);
+            }
             // One binary argument makes the result a binary string.
             if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
                 return Ok(Value::bytes(
@@ -251,6 +297,13 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 return Ok(Value::Null);
             }
             let parts = vals[1..].iter().filter(|v| !v.is_null());
+            let total: u128 = parts
+                .clone()
+                .map(|v| to_bytes(v).len() as u128 + to_bytes(&v0).len() as u128)
+                .sum();
+            if too_large(f, total) {
+                return Ok(Value::Null);
+            }
             if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
                 let sep = to_bytes(&v0);
                 let parts: Vec<Vec<u8>> = parts.map(to_bytes).collect();
@@ -272,6 +325,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         LTrim => Value::text(to_text(&v0).trim_start_matches(' ')),
         RTrim => Value::text(to_text(&v0).trim_end_matches(' ')),
         Reverse => Value::text(to_text(&v0).chars().rev().collect::<String>()),
+        Hex if too_large(f, to_bytes(&v0).len() as u128 * 2) => Value::Null,
         Hex => match &v0 {
             Value::Text(_) | Value::Bytes(_) => Value::text(
                 to_bytes(&v0)
@@ -348,17 +402,28 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 return Ok(Value::Null);
             }
             let from = to_text(&vals[1]);
+            let hay = to_text(&v0);
             if from.is_empty() {
-                return Ok(Value::text(to_text(&v0)));
+                return Ok(Value::text(hay));
             }
-            Value::text(to_text(&v0).replace(&from, &to_text(&vals[2])))
+            let to = to_text(&vals[2]);
+            let hits = hay.matches(from.as_str()).count() as u128;
+            let bytes = hay.len() as u128 - hits * from.len() as u128 + hits * to.len() as u128;
+            if too_large(f, bytes) {
+                return Ok(Value::Null);
+            }
+            Value::text(hay.replace(&from, &to))
         }
         Repeat => {
             if null_in(&vals) {
                 return Ok(Value::Null);
             }
-            let n = int_arg(&vals[1]).unwrap_or(0).clamp(0, 1 << 20) as usize;
-            Value::text(to_text(&v0).repeat(n))
+            let n = int_arg(&vals[1]).unwrap_or(0).max(0) as u128;
+            let s = to_text(&v0);
+            if too_large(f, s.len() as u128 * n) {
+                return Ok(Value::Null);
+            }
+            Value::text(s.repeat(n as usize))
         }
         Lpad | Rpad => {
             if null_in(&vals) {
@@ -369,14 +434,21 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             if n < 0 {
                 return Ok(Value::Null);
             }
-            let n = n as usize;
             let pad: Vec<char> = to_text(&vals[2]).chars().collect();
-            if s.len() >= n {
-                return Ok(Value::text(s[..n].iter().collect::<String>()));
+            if s.len() as i64 >= n {
+                return Ok(Value::text(s[..n as usize].iter().collect::<String>()));
             }
             if pad.is_empty() {
                 return Ok(Value::Null);
             }
+            let body_bytes: u128 = s.iter().map(|c| c.len_utf8() as u128).sum();
+            if too_large(
+                f,
+                body_bytes + cycled_bytes(&pad, (n as u128) - s.len() as u128),
+            ) {
+                return Ok(Value::Null);
+            }
+            let n = n as usize;
             let fill: String = pad.iter().cycle().take(n - s.len()).collect();
             let body: String = s.iter().collect();
             Value::text(if f == Lpad {
@@ -532,32 +604,39 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             let unit = int_arg(&vals[2]).unwrap_or(UNIT_DAY);
             let out = match unit {
                 UNIT_MONTH | UNIT_QUARTER | UNIT_YEAR => {
-                    let months = amount
-                        * if unit == UNIT_YEAR {
-                            12
-                        } else if unit == UNIT_QUARTER {
-                            3
-                        } else {
-                            1
-                        };
-                    add_months(dt, months)
+                    let per = match unit {
+                        UNIT_YEAR => 12,
+                        UNIT_QUARTER => 3,
+                        _ => 1,
+                    };
+                    amount
+                        .checked_mul(per)
+                        .and_then(|months| add_months(dt, months))
                 }
                 _ => {
                     let d = match unit {
-                        UNIT_MICROSECOND => Duration::microseconds(amount),
-                        UNIT_SECOND => Duration::seconds(amount),
-                        UNIT_MINUTE => Duration::minutes(amount),
-                        UNIT_HOUR => Duration::hours(amount),
-                        UNIT_WEEK => Duration::weeks(amount),
-                        _ => Duration::days(amount),
+                        UNIT_MICROSECOND => Some(Duration::microseconds(amount)),
+                        UNIT_SECOND => Duration::try_seconds(amount),
+                        UNIT_MINUTE => Duration::try_minutes(amount),
+                        UNIT_HOUR => Duration::try_hours(amount),
+                        UNIT_WEEK => Duration::try_weeks(amount),
+                        _ => Duration::try_days(amount),
                     };
-                    dt.checked_add_signed(d)
+                    d.and_then(|d| dt.checked_add_signed(d))
+                        // MySQL's calendar ends at 9999-12-31.
+                        .filter(|o| (0..=9999).contains(&o.year()))
                 }
             };
             match out {
                 Some(o) if is_date && unit >= UNIT_DAY => Value::Date(o.date()),
                 Some(o) => Value::DateTime(o),
-                None => Value::Null,
+                None => {
+                    super::warn(
+                        super::WARN_DATETIME_FUNCTION_OVERFLOW,
+                        "Datetime function: datetime field overflow".into(),
+                    );
+                    Value::Null
+                }
             }
         }
         Rand => Value::Double(rand_f64()),
@@ -659,8 +738,11 @@ fn date_format(dt: NaiveDateTime, f: &str) -> String {
 }
 
 fn add_months(dt: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
-    let total = i64::from(dt.year()) * 12 + i64::from(dt.month0()) + months;
+    let total = (i64::from(dt.year()) * 12 + i64::from(dt.month0())).checked_add(months)?;
     let (y, m0) = (total.div_euclid(12), total.rem_euclid(12));
+    if !(0..=9999).contains(&y) {
+        return None;
+    }
     let mut day = dt.day();
     loop {
         if let Some(d) = chrono::NaiveDate::from_ymd_opt(y as i32, m0 as u32 + 1, day) {
@@ -693,10 +775,17 @@ fn round(v: &Value, places: i64, truncate: bool) -> EvalResult {
             if places >= 0 {
                 ops::int_value(i)?
             } else {
-                let p = 10i128.checked_pow((-places) as u32).unwrap_or(i128::MAX);
+                // Past 10^20 every BIGINT rounds to 0.
+                let Some(p) = 10i128.checked_pow(places.unsigned_abs().min(20) as u32) else {
+                    return Ok(Value::Int(0));
+                };
                 let d = Decimal::from_i128_with_scale(i, 0) / Decimal::from_i128_with_scale(p, 0);
                 let r = d.round_dp_with_strategy(0, strategy);
-                ops::int_value(r.to_i128().unwrap_or(0) * p)?
+                let r =
+                    r.to_i128().unwrap_or(0).checked_mul(p).ok_or_else(|| {
+                        EvalError::OutOfRange("BIGINT value is out of range".into())
+                    })?;
+                ops::int_value(r)?
             }
         }
         Some(Num::Dec(d)) => {
@@ -706,8 +795,15 @@ fn round(v: &Value, places: i64, truncate: bool) -> EvalResult {
                 r.rescale(p);
                 Value::Decimal(r)
             } else {
-                let p = Decimal::from_i128_with_scale(10i128.pow((-places).min(20) as u32), 0);
-                Value::Decimal((d / p).round_dp_with_strategy(0, strategy) * p)
+                let p = Decimal::from_i128_with_scale(
+                    10i128.pow(places.unsigned_abs().min(28) as u32),
+                    0,
+                );
+                (d / p)
+                    .round_dp_with_strategy(0, strategy)
+                    .checked_mul(p)
+                    .map(Value::Decimal)
+                    .ok_or_else(|| EvalError::OutOfRange("DECIMAL value is out of range".into()))?
             }
         }
         Some(Num::Float(x)) => {

@@ -26,6 +26,40 @@ pub enum EvalError {
 
 pub type EvalResult<T = Value> = Result<T, EvalError>;
 
+/// MySQL's ER_WARN_ALLOWED_PACKET_OVERFLOWED: a string function's result
+/// past `max_allowed_packet` is NULL with this warning.
+pub const WARN_ALLOWED_PACKET_OVERFLOWED: u16 = 1301;
+/// MySQL's ER_DATETIME_FUNCTION_OVERFLOW: DATE_ADD past the calendar's range.
+pub const WARN_DATETIME_FUNCTION_OVERFLOW: u16 = 1441;
+
+/// How many warnings one thread keeps until [`take_warnings`] (MySQL's
+/// default `max_error_count` is 64); evaluation on threads nobody drains
+/// (view maintenance) cannot grow it past this.
+const MAX_WARNINGS: usize = 64;
+
+thread_local! {
+    static WARNINGS: std::cell::RefCell<Vec<(u16, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Records a warning raised while evaluating on this thread.
+pub(crate) fn warn(code: u16, message: String) {
+    WARNINGS.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.len() < MAX_WARNINGS {
+            w.push((code, message));
+        }
+    });
+}
+
+/// The warnings (MySQL code, message) raised by evaluation on this thread
+/// since the last call. A statement runs evaluation on its own thread when
+/// it needs no view (SELECT without FROM, UPDATE/INSERT expressions); a
+/// view's rows are computed elsewhere, so their warnings are not reported.
+pub fn take_warnings() -> Vec<(u16, String)> {
+    WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ArithOp {
     Add,

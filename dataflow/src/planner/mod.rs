@@ -40,6 +40,7 @@ pub(crate) fn compile_row_expr(
     cx.compile(e)
 }
 
+pub mod depth;
 pub(crate) mod normalize;
 pub(crate) mod query;
 pub(crate) mod range;
@@ -51,7 +52,14 @@ pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
     let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, sql)
         .map_err(|e| crate::DataflowError::Internal(format!("stored view does not parse: {e}")))?;
     match stmts.into_iter().next() {
-        Some(ast::Statement::Query(q)) => Ok(*q),
+        Some(ast::Statement::Query(mut q)) => {
+            // Accepted once, so within bounds; rebalanced again (the text
+            // re-parses left-deep).
+            depth::bound_depth(&mut q).map_err(|_| {
+                crate::DataflowError::Internal("stored view is nested too deeply".into())
+            })?;
+            Ok(*q)
+        }
         _ => Err(crate::DataflowError::Internal(
             "stored view is not a query".into(),
         )),

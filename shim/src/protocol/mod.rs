@@ -19,6 +19,7 @@ pub mod stmt;
 
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -36,6 +37,11 @@ use packet::{FrameError, Packet, PacketReader, PacketWriter};
 pub struct Settings {
     pub max_allowed_packet: usize,
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// The connection phase (greeting to OK) must finish within it
+    /// (`connect_timeout`); else the connection is closed.
+    pub connect_timeout: Duration,
+    /// Admits authenticated connections up to `max_connections`.
+    pub admission: Arc<crate::Admission>,
 }
 
 /// A client's first packet is small; anything larger is not a handshake.
@@ -56,8 +62,17 @@ type Writer = PacketWriter<WriteStream>;
 /// quits or the connection breaks.
 pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
     let id = conn.connection_id();
-    match handshake(stream, &conn, settings).await {
-        Ok(Some((reader, writer, caps))) => {
+    let shaken = tokio::time::timeout(settings.connect_timeout, handshake(stream, &conn, settings));
+    let Ok(shaken) = shaken.await else {
+        // MySQL closes the connection without a reply, as here.
+        tracing::debug!(
+            connection = id,
+            "handshake not finished within connect_timeout"
+        );
+        return;
+    };
+    match shaken {
+        Ok(Some((reader, writer, caps, slot))) => {
             conn.set_client_capabilities(caps);
             let mut commands = CommandLoop {
                 conn,
@@ -66,10 +81,15 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
                 caps,
                 statements: stmt::Statements::new(),
                 max_allowed_packet: settings.max_allowed_packet,
+                _slot: slot,
             };
             let res = commands.run().await;
-            let _ = commands.writer.flush().await;
-            let _ = commands.writer.shutdown().await;
+            let limit = commands.conn.timeouts().write;
+            let _ = tokio::time::timeout(limit, async {
+                let _ = commands.writer.flush().await;
+                let _ = commands.writer.shutdown().await;
+            })
+            .await;
             match res {
                 Ok(()) => tracing::debug!(connection = id, "disconnected"),
                 Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
@@ -107,12 +127,13 @@ async fn read_first(stream: &mut TcpStream) -> io::Result<Result<Packet, u8>> {
 }
 
 /// The connection phase. `None` when the client was refused (the error was
-/// sent).
+/// sent); else the connection's reader, writer, capabilities and its place
+/// under `max_connections`.
 async fn handshake(
     mut stream: TcpStream,
     conn: &Connection,
     settings: &Settings,
-) -> io::Result<Option<(Reader, Writer, u32)>> {
+) -> io::Result<Option<(Reader, Writer, u32, crate::AdmissionSlot)>> {
     let mut server_caps = handshake::SERVER_CAPABILITIES;
     if settings.tls.is_some() {
         server_caps |= CLIENT_SSL;
@@ -170,7 +191,8 @@ async fn handshake(
         writer.flush().await?;
         return Ok(None);
     };
-    let caps = hello.capabilities & server_caps;
+    // CLIENT_INTERACTIVE is the client's to say (not offered by us).
+    let caps = hello.capabilities & (server_caps | handshake::CLIENT_INTERACTIVE);
     let mut auth_response = hello.auth_response.clone();
     if !hello.uses_native_password() {
         // Ask for a mysql_native_password response to the same scramble.
@@ -189,6 +211,13 @@ async fn handshake(
         writer.flush().await?;
         return Ok(None);
     }
+    // Only an authenticated connection counts against max_connections, so
+    // sockets that never finish a handshake cannot lock users out.
+    let Some(slot) = settings.admission.admit() else {
+        result::error(&mut writer, 1040, "08004", "Too many connections");
+        writer.flush().await?;
+        return Ok(None);
+    };
     if let Some(db) = hello.database.filter(|d| !d.is_empty()) {
         let name = String::from_utf8_lossy(&db).into_owned();
         if let Err(e) = conn.use_database(name).await {
@@ -206,7 +235,7 @@ async fn handshake(
     );
     writer.flush().await?;
     reader.set_max_payload(settings.max_allowed_packet);
-    Ok(Some((reader, writer, caps)))
+    Ok(Some((reader, writer, caps, slot)))
 }
 
 /// The command phase of one connection.
@@ -219,12 +248,47 @@ struct CommandLoop {
     caps: u32,
     statements: stmt::Statements,
     max_allowed_packet: usize,
+    /// Held while the connection lives (released on drop).
+    _slot: crate::AdmissionSlot,
+}
+
+/// Flushes `writer` within `limit` (`net_write_timeout`).
+async fn flush_within(writer: &mut Writer, limit: Duration) -> io::Result<()> {
+    match tokio::time::timeout(limit, writer.flush()).await {
+        Ok(r) => r,
+        Err(_) => Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "reply not written within net_write_timeout",
+        )),
+    }
 }
 
 impl CommandLoop {
     async fn run(&mut self) -> io::Result<()> {
         loop {
-            let packet = match self.reader.next().await {
+            let limits = self.conn.timeouts();
+            // Idle between commands: closed after wait_timeout without a
+            // reply (what MariaDB 10.11 does; MySQL 8 sends 4031 first).
+            match tokio::time::timeout(limits.idle, self.reader.readable()).await {
+                Err(_) => {
+                    tracing::debug!(
+                        connection = self.conn.connection_id(),
+                        "closed after wait_timeout"
+                    );
+                    return Ok(());
+                }
+                Ok(Ok(false)) => return Ok(()),
+                Ok(Err(e)) => return Err(e),
+                Ok(Ok(true)) => {}
+            }
+            // A packet that has begun must arrive whole within net_read_timeout.
+            let Ok(next) = tokio::time::timeout(limits.read, self.reader.next()).await else {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "packet not received within net_read_timeout",
+                ));
+            };
+            let packet = match next {
                 Ok(Some(p)) => p,
                 Ok(None) => return Ok(()),
                 Err(FrameError::Io(e)) => return Err(e),
@@ -232,12 +296,12 @@ impl CommandLoop {
                     self.writer.set_seq(seq.wrapping_add(1));
                     let (errno, state, msg) = ER_PACKET_TOO_LARGE;
                     self.error(errno, state, msg);
-                    return self.writer.flush().await;
+                    return flush_within(&mut self.writer, limits.write).await;
                 }
                 Err(FrameError::OutOfOrder { seq }) => {
                     self.writer.set_seq(seq.wrapping_add(1));
                     self.error(1156, "08S01", "Got packets out of order");
-                    return self.writer.flush().await;
+                    return flush_within(&mut self.writer, limits.write).await;
                 }
             };
             self.writer.set_seq(packet.seq.wrapping_add(1));
@@ -245,7 +309,7 @@ impl CommandLoop {
                 return Ok(());
             }
             if self.writer.buffered_len() > 0 {
-                self.writer.flush().await?;
+                flush_within(&mut self.writer, self.conn.timeouts().write).await?;
             }
         }
     }
@@ -423,8 +487,12 @@ impl CommandLoop {
         if !native {
             self.writer
                 .packet(&handshake::auth_switch_request(&self.conn.scramble()));
-            self.writer.flush().await?;
-            match self.reader.next().await {
+            let limits = self.conn.timeouts();
+            flush_within(&mut self.writer, limits.write).await?;
+            let Ok(next) = tokio::time::timeout(limits.read, self.reader.next()).await else {
+                return Ok(false);
+            };
+            match next {
                 Ok(Some(p)) => {
                     self.writer.set_seq(p.seq.wrapping_add(1));
                     auth_response = p.payload;

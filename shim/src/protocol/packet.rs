@@ -79,6 +79,16 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         Ok(self.stream.read_buf(&mut self.buf).await? > 0)
     }
 
+    /// Waits until at least one byte of the next packet is here; false if
+    /// the client closed the connection first. Cancel-safe (bytes read
+    /// stay buffered), so an idle timeout can wrap it.
+    pub async fn readable(&mut self) -> io::Result<bool> {
+        if self.buf.len() > self.consumed {
+            return Ok(true);
+        }
+        self.fill(1).await
+    }
+
     /// Makes at least `n` unconsumed bytes available; false if the stream
     /// ends first (with nothing of them read when `clean` is then true).
     async fn want(&mut self, n: usize) -> io::Result<bool> {

@@ -40,6 +40,8 @@ pub async fn start_configured(
         block_cache_bytes: 8 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: Default::default(),
+        disk_reserve: 0,
     };
     let storage = Storage::open(cfg).expect("storage");
     let dataflow = Dataflow::new(
@@ -61,6 +63,7 @@ pub async fn start_configured(
             datadir: dir.path().display().to_string(),
             tls: tls.is_some(),
             read_consistency: Default::default(),
+            timeouts: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),

@@ -11,7 +11,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode,
+    BlockBasedOptions, Cache, ColumnFamilyDescriptor, DBRawIteratorWithThreadMode, DBRecoveryMode,
     DBWithThreadMode, MultiThreaded, Options, ReadOptions, SliceTransform, SnapshotWithThreadMode,
     WriteBatch, WriteOptions,
 };
@@ -33,6 +33,7 @@ pub(crate) struct RocksOptions<'a> {
     pub block_cache_bytes: usize,
     pub wal_dir: Option<&'a Path>,
     pub background_jobs: i32,
+    pub wal_recovery: crate::WalRecovery,
 }
 
 pub(crate) struct RocksEngine {
@@ -45,6 +46,11 @@ pub(crate) struct RocksEngine {
 fn io(e: rocksdb::Error) -> StorageError {
     match e.kind() {
         rocksdb::ErrorKind::Corruption => StorageError::Corruption(e.into_string()),
+        _ if e.as_ref().contains("No space left on device") => StorageError::DiskFull {
+            path: e.into_string(),
+            available: 0,
+            reserve: 0,
+        },
         _ => StorageError::Io(e.into_string()),
     }
 }
@@ -91,17 +97,58 @@ impl RocksEngine {
                 names.push(system.to_string());
             }
         }
-        let descriptors: Vec<ColumnFamilyDescriptor> = names
-            .iter()
-            .map(|n| ColumnFamilyDescriptor::new(n, cf_options(&cache, cf::kind(n))))
-            .collect();
-        let db = Db::open_cf_descriptors(&db_opts, path, descriptors).map_err(io)?;
+        let descriptors = || -> Vec<ColumnFamilyDescriptor> {
+            names
+                .iter()
+                .map(|n| ColumnFamilyDescriptor::new(n, cf_options(&cache, cf::kind(n))))
+                .collect()
+        };
+        // Always tried with absolute consistency first: a damaged WAL is
+        // detected (and reported) whatever the operator chose.
+        db_opts.set_wal_recovery_mode(DBRecoveryMode::AbsoluteConsistency);
+        let db = match Db::open_cf_descriptors(&db_opts, path, descriptors()) {
+            Ok(db) => db,
+            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption => {
+                let wal = opts.wal_dir.unwrap_or(path);
+                if opts.wal_recovery == crate::WalRecovery::AbsoluteConsistency {
+                    return Err(StorageError::Corruption(format!(
+                        "the write-ahead log in {} is damaged ({}); refusing to start, as it \
+                         may hold acknowledged commits. Restore the data directory from a \
+                         backup, or start with --wal-recovery point-in-time to recover to the \
+                         last consistent point (every write after the damaged record is lost)",
+                        wal.display(),
+                        e.into_string()
+                    )));
+                }
+                tracing::warn!(
+                    wal = %wal.display(),
+                    damage = %e.clone().into_string(),
+                    wal_bytes = wal_bytes(wal),
+                    "write-ahead log damaged: recovering to the last consistent point \
+                     (--wal-recovery point-in-time); writes after the damaged record are dropped"
+                );
+                db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
+                Db::open_cf_descriptors(&db_opts, path, descriptors()).map_err(io)?
+            }
+            Err(e) => return Err(io(e)),
+        };
         Ok(RocksEngine {
             db: Arc::new(db),
             cache,
             cfs: parking_lot::Mutex::new(names.into_iter().collect()),
         })
     }
+}
+
+/// Bytes of write-ahead log (`.log`) files in `dir`.
+fn wal_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
+    })
 }
 
 /// How many table (`.sst`) files the database directory holds.

@@ -36,6 +36,8 @@ pub(crate) fn config(dir: &std::path::Path, durability: Durability) -> StorageCo
         block_cache_bytes: 8 << 20,
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
+        wal_recovery: Default::default(),
+        disk_reserve: 0,
     }
 }
 

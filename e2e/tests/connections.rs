@@ -1,0 +1,227 @@
+//! Connections that never finish: sockets that stall in the connection
+//! phase hold no place under `max_connections` and are dropped after
+//! `connect_timeout`; an idle session is closed after `wait_timeout`; a
+//! packet that starts and stalls is dropped after `net_read_timeout`.
+//! Against MariaDB too where the behaviour is MySQL's (`wait_timeout`).
+//!
+//! No assertion on timing beyond generous sanity limits: each test checks
+//! what happens, not how fast.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use ladle_e2e::{connect, ladle_binary, mariadb_url, query_rows, LadleServer};
+
+/// How long a test waits for the server to close a socket before failing.
+const SANITY: Duration = Duration::from_secs(60);
+
+fn socket(port: u16) -> TcpStream {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(SANITY)).expect("timeout");
+    s
+}
+
+/// Reads one packet: (sequence id, payload).
+fn read_packet(s: &mut TcpStream) -> std::io::Result<(u8, Vec<u8>)> {
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h)?;
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let mut p = vec![0; len];
+    s.read_exact(&mut p)?;
+    Ok((h[3], p))
+}
+
+fn write_packet(s: &mut TcpStream, seq: u8, payload: &[u8]) {
+    let len = payload.len() as u32;
+    let mut p = len.to_le_bytes()[..3].to_vec();
+    p.push(seq);
+    p.extend_from_slice(payload);
+    s.write_all(&p).expect("write");
+}
+
+/// A HandshakeResponse41 for `root` with an empty password.
+fn handshake_response() -> Vec<u8> {
+    // CLIENT_LONG_PASSWORD | PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH
+    let caps: u32 = 0x1 | 0x200 | 0x8000 | 0x80000;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    p.push(33);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(b"root\0");
+    p.push(0); // empty auth response
+    p.extend_from_slice(b"mysql_native_password\0");
+    p
+}
+
+/// A raw connection logged in as root (empty password), past the OK.
+fn logged_in(port: u16) -> TcpStream {
+    let mut s = socket(port);
+    let (seq, _greeting) = read_packet(&mut s).expect("greeting");
+    write_packet(&mut s, seq + 1, &handshake_response());
+    let (_, ok) = read_packet(&mut s).expect("auth reply");
+    assert_eq!(ok.first(), Some(&0), "login refused: {ok:?}");
+    s
+}
+
+/// Whether the server closed `s` (end of stream or reset) before
+/// [`SANITY`] ran out; any bytes it sent first are returned.
+fn closed_by_server(s: &mut TcpStream) -> Result<Vec<u8>, String> {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return Ok(got),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(got),
+            Err(e) => return Err(format!("still open after {SANITY:?}: {e}")),
+        }
+    }
+}
+
+fn scalar(conn: &mut mysql::Conn, sql: &str) -> String {
+    let (rows, _) = query_rows(conn, sql).expect(sql);
+    rows.expect("rows")[0][0].clone()
+}
+
+#[test]
+fn stalled_sockets_neither_lock_users_out_nor_live_forever() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(
+        &bin,
+        &[
+            "--max-connections",
+            "100",
+            "--connect-timeout",
+            "5s",
+            "--net-read-timeout",
+            "5s",
+        ],
+    )
+    .expect("start ladle");
+    let port = server.port();
+    let mut stalled = Vec::new();
+    // 2,000 sockets in the connection phase (20x max_connections): silent,
+    // half a handshake, a header promising more than it sends.
+    for i in 0..2000 {
+        let mut s = socket(port);
+        match i % 3 {
+            0 => {}
+            1 => {
+                let (seq, _) = read_packet(&mut s).expect("greeting");
+                let resp = handshake_response();
+                let mut p = (resp.len() as u32).to_le_bytes()[..3].to_vec();
+                p.push(seq + 1);
+                p.extend_from_slice(&resp[..10]);
+                s.write_all(&p).expect("write");
+            }
+            _ => {
+                let (seq, _) = read_packet(&mut s).expect("greeting");
+                s.write_all(&[0x60, 0xEA, 0x00, seq + 1, 1, 2, 3, 4, 5, 6, 7])
+                    .expect("write");
+            }
+        }
+        stalled.push(s);
+    }
+    // And logged-in connections whose command packet promises 16 MB and
+    // brings 7 bytes.
+    let mut half_packets = Vec::new();
+    for _ in 0..20 {
+        let mut s = logged_in(port);
+        s.write_all(&[
+            0xFF, 0xFF, 0xFF, 0x00, 3, b'S', b'E', b'L', b'E', b'C', b'T',
+        ])
+        .expect("write");
+        half_packets.push(s);
+    }
+    // Real clients get in and are served meanwhile.
+    for i in 0..30 {
+        let mut c = connect(&server.url(), None)
+            .unwrap_or_else(|e| panic!("client {i} locked out: {e}\n{}", server.log_tail()));
+        assert_eq!(
+            scalar(&mut c, &format!("SELECT {i} + 1")),
+            (i + 1).to_string()
+        );
+    }
+    // Every stalled socket is eventually closed by the server.
+    for (i, s) in stalled.iter_mut().enumerate().step_by(97) {
+        closed_by_server(s).unwrap_or_else(|e| panic!("stalled socket {i}: {e}"));
+    }
+    for s in &mut half_packets {
+        closed_by_server(s).expect("half packet past net_read_timeout");
+    }
+    let mut c = connect(&server.url(), None).expect("connect after");
+    assert_eq!(scalar(&mut c, "SELECT 1"), "1");
+}
+
+#[test]
+fn timeouts_are_reported_settable_and_enforced() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(
+        &bin,
+        &[
+            "--connect-timeout",
+            "2s",
+            "--wait-timeout",
+            "3600s",
+            "--net-read-timeout",
+            "2s",
+        ],
+    )
+    .expect("start ladle");
+    let mut c = connect(&server.url(), None).expect("connect");
+    assert_eq!(scalar(&mut c, "SELECT @@connect_timeout"), "2");
+    assert_eq!(scalar(&mut c, "SELECT @@wait_timeout"), "3600");
+    assert_eq!(scalar(&mut c, "SELECT @@interactive_timeout"), "28800");
+    assert_eq!(scalar(&mut c, "SELECT @@net_read_timeout"), "2");
+    assert_eq!(scalar(&mut c, "SELECT @@net_write_timeout"), "60");
+    match query_rows(&mut c, "SET SESSION connect_timeout = 5") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1238),
+        other => panic!("SET connect_timeout: {other:?}"),
+    }
+
+    // connect_timeout: a socket that reads the greeting and says nothing.
+    let mut s = socket(server.port());
+    read_packet(&mut s).expect("greeting");
+    closed_by_server(&mut s).expect("closed after connect_timeout");
+
+    // net_read_timeout: a command packet that starts and stalls.
+    let mut s = logged_in(server.port());
+    s.write_all(&[100, 0, 0, 0, 3, b'S', b'E', b'L'])
+        .expect("write");
+    closed_by_server(&mut s).expect("closed after net_read_timeout");
+
+    // wait_timeout, per session, on Ladle and MariaDB alike.
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut c = connect(&url, None).expect("connect");
+        query_rows(&mut c, "SET SESSION wait_timeout = 0").expect("set");
+        // Clamped to MySQL's minimum.
+        assert_eq!(scalar(&mut c, "SELECT @@wait_timeout"), "1", "{url}");
+        query_rows(&mut c, "SET SESSION wait_timeout = 2").expect("set");
+        assert_eq!(
+            scalar(&mut c, "SELECT @@session.wait_timeout"),
+            "2",
+            "{url}"
+        );
+        let mut idle_closed = false;
+        for _ in 0..10 {
+            std::thread::sleep(Duration::from_secs(4));
+            match query_rows(&mut c, "SELECT 1") {
+                Ok(_) => continue,
+                // The server closed the connection: the client sees an I/O
+                // or driver error, not a MySQL error reply.
+                Err(mysql::Error::MySqlError(e)) => panic!("{url}: error reply {e}"),
+                Err(_) => {
+                    idle_closed = true;
+                    break;
+                }
+            }
+        }
+        assert!(idle_closed, "{url}: still open after wait_timeout");
+        // Other connections are unaffected.
+        let mut d = connect(&url, None).expect("connect");
+        assert_eq!(scalar(&mut d, "SELECT 2"), "2");
+    }
+}

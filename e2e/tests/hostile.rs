@@ -1,0 +1,398 @@
+//! Hostile statements: the shapes that once took the whole server down
+//! (left-deep operator chains overflowing a thread's stack, functions asked
+//! for a result of 2^63 bytes, DATE_ADD past the calendar, ROUND past
+//! DECIMAL's range), each answered with a result or the MySQL error MariaDB
+//! gives, and a seeded stream of generated hostile statements after which
+//! the server must still be up, with no panic in its log.
+//!
+//! Environment: `LADLE_TEST_MARIADB_URL` (the same statements against
+//! MariaDB, whose outcome must match), `LADLE_FUZZ_STATEMENTS` (default
+//! 3,000) and `LADLE_FUZZ_SEED`.
+
+use ladle_e2e::{connect, fresh_database, ladle_binary, mariadb_url, query_rows, LadleServer};
+use mysql::Conn;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+const DB: &str = "ladle_hostile";
+
+/// A statement's outcome as compared: its rows, affected rows, or error code.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Rows(Vec<Vec<String>>),
+    Affected(u64),
+    Error(u16),
+}
+
+fn run(conn: &mut Conn, sql: &str) -> Outcome {
+    match query_rows(conn, sql) {
+        Ok((Some(rows), _)) => Outcome::Rows(rows),
+        Ok((None, n)) => Outcome::Affected(n),
+        Err(mysql::Error::MySqlError(e)) => Outcome::Error(e.code),
+        Err(e) => panic!("{}: connection-level failure: {e}", head(sql)),
+    }
+}
+
+fn head(sql: &str) -> &str {
+    &sql[..sql.len().min(120)]
+}
+
+fn chain(n: usize, term: impl Fn(usize) -> String, op: &str) -> String {
+    (0..n).map(term).collect::<Vec<_>>().join(op)
+}
+
+fn setup(url: &str) -> Conn {
+    fresh_database(url, DB).expect("fresh database");
+    let mut conn = connect(url, Some(DB)).expect("connect");
+    for sql in [
+        "CREATE TABLE t (id INT PRIMARY KEY, n BIGINT)",
+        "INSERT INTO t VALUES (0,0),(1,1),(2,2),(3,3),(4,4),(5,5),(6,6),(7,7),(8,8),(9,9)",
+    ] {
+        query_rows(&mut conn, sql).expect(sql);
+    }
+    conn
+}
+
+/// The deep and oversized statements, with Ladle's expected outcome.
+fn cases() -> Vec<(String, Outcome)> {
+    let ors = chain(3000, |i| format!("id = {i}"), " OR ");
+    let ands = chain(3000, |i| format!("id <> {}", i + 1000), " AND ");
+    let in_list = chain(100_000, |i| i.to_string(), ",");
+    let plus = |n| format!("SELECT 1{}", "+1".repeat(n));
+    let ids = |r: std::ops::Range<u32>| r.map(|i| vec![i.to_string()]).collect();
+    vec![
+        (plus(2000), Outcome::Error(1436)),
+        (plus(200_000), Outcome::Error(1436)),
+        (plus(300), Outcome::Rows(vec![vec!["301".into()]])),
+        (
+            format!("SELECT id FROM t WHERE {ors} ORDER BY id"),
+            Outcome::Rows(ids(0..10)),
+        ),
+        (
+            format!("SELECT COUNT(*) FROM t WHERE {ands}"),
+            Outcome::Rows(vec![vec!["10".into()]]),
+        ),
+        (
+            format!("SELECT COUNT(*) FROM t WHERE id IN ({in_list})"),
+            Outcome::Rows(vec![vec!["10".into()]]),
+        ),
+        (
+            format!("SELECT id FROM t WHERE NOT ({ors}) OR id = 3"),
+            Outcome::Rows(vec![vec!["3".into()]]),
+        ),
+        (
+            format!("UPDATE t SET n = n + 1 WHERE {ors}"),
+            Outcome::Affected(10),
+        ),
+        (
+            format!("DELETE FROM t WHERE id >= 5 AND ({ors})"),
+            Outcome::Affected(5),
+        ),
+        (
+            "SELECT SUM(n) FROM t".into(),
+            Outcome::Rows(vec![vec!["15".into()]]),
+        ),
+        (
+            format!(
+                "CREATE TABLE c (x INT, CHECK ({}))",
+                chain(3000, |i| format!("x = {i}"), " OR ")
+            ),
+            Outcome::Affected(0),
+        ),
+        ("INSERT INTO c VALUES (2999)".into(), Outcome::Affected(1)),
+        ("INSERT INTO c VALUES (3000)".into(), Outcome::Error(4025)),
+        (
+            format!("SELECT n FROM t WHERE id = 1 AND ({})", plus(2000)),
+            Outcome::Error(1436),
+        ),
+        (
+            "SELECT RPAD('a', 9223372036854775807, 'b') IS NULL".into(),
+            Outcome::Rows(vec![vec!["1".into()]]),
+        ),
+        (
+            "SHOW WARNINGS".into(),
+            Outcome::Rows(vec![vec![
+                "Warning".into(),
+                "1301".into(),
+                format!(
+                    "Result of rpad() was larger than max_allowed_packet ({}) - truncated",
+                    64 << 20
+                ),
+            ]]),
+        ),
+        (
+            "SELECT DATE_ADD('2024-01-01', INTERVAL 9223372036854775807 SECOND)".into(),
+            Outcome::Rows(vec![vec!["NULL".into()]]),
+        ),
+        (
+            "SHOW WARNINGS".into(),
+            Outcome::Rows(vec![vec![
+                "Warning".into(),
+                "1441".into(),
+                "Datetime function: datetime field overflow".into(),
+            ]]),
+        ),
+    ]
+}
+
+#[test]
+fn deep_and_oversized_statements_get_answers_not_crashes() {
+    let bin = ladle_binary().expect("ladle binary");
+    let mut server = LadleServer::start(&bin).expect("start ladle");
+    let mut ladle = setup(&server.url());
+    let mut mariadb = mariadb_url().map(|url| setup(&url));
+    for (sql, expected) in cases() {
+        let got = run(&mut ladle, &sql);
+        assert!(
+            server.is_alive(),
+            "ladle died on {}; log:\n{}",
+            head(&sql),
+            server.log_tail()
+        );
+        assert_eq!(got, expected, "ladle: {}", head(&sql));
+        if let Some(m) = mariadb.as_mut() {
+            let theirs = run(m, &sql);
+            // MariaDB's max_allowed_packet differs; only the code is compared.
+            let same = match (&theirs, &expected) {
+                (Outcome::Rows(a), Outcome::Rows(b)) if sql == "SHOW WARNINGS" => {
+                    a.iter().map(|r| &r[1]).eq(b.iter().map(|r| &r[1]))
+                }
+                _ => theirs == expected,
+            };
+            assert!(same, "mariadb: {}: {theirs:?}", head(&sql));
+        }
+    }
+    // The same shapes as server-side prepared statements (COM_STMT_PREPARE).
+    let ors = chain(3000, |i| format!("id = {i}"), " OR ");
+    let sql = format!("SELECT id FROM t WHERE {ors} ORDER BY id");
+    let (rows, _) = ladle_e2e::exec_rows(&mut ladle, &sql).expect("prepared OR chain");
+    assert_eq!(rows.map(|r| r.len()), Some(5));
+    match ladle_e2e::exec_rows(&mut ladle, &format!("SELECT 1{}", "+1".repeat(2000))) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1436),
+        other => panic!("prepared 2,000 '+': {other:?}"),
+    }
+    assert!(server.is_alive(), "{}", server.log_tail());
+    assert!(
+        !server.log_tail().contains("panic"),
+        "{}",
+        server.log_tail()
+    );
+}
+
+/// Pieces the generator combines.
+const FUNCS: &[&str] = &[
+    "RPAD",
+    "LPAD",
+    "REPEAT",
+    "CONCAT",
+    "CONCAT_WS",
+    "REPLACE",
+    "HEX",
+    "UNHEX",
+    "SUBSTRING",
+    "LEFT",
+    "RIGHT",
+    "ROUND",
+    "TRUNCATE",
+    "ABS",
+    "FLOOR",
+    "CEIL",
+    "MOD",
+    "POW",
+    "SQRT",
+    "LOCATE",
+    "INSTR",
+    "REVERSE",
+    "UPPER",
+    "LOWER",
+    "COALESCE",
+    "IFNULL",
+    "NULLIF",
+    "GREATEST",
+    "LEAST",
+    "FROM_UNIXTIME",
+    "UNIX_TIMESTAMP",
+    "DATE",
+    "YEAR",
+    "DATE_FORMAT",
+    "DATEDIFF",
+    "SIGN",
+    "LENGTH",
+];
+const ATOMS: &[&str] = &[
+    "9223372036854775807",
+    "-9223372036854775808",
+    "18446744073709551615",
+    "99999999999999999999999999999999999999",
+    "0.0000000000000000000000000000001",
+    "79228162514264337593543950335",
+    "-79228162514264337593543950335.5",
+    "1e308",
+    "-1e308",
+    "0",
+    "-1",
+    "NULL",
+    "''",
+    "'x'",
+    "'2024-02-29'",
+    "'9999-12-31 23:59:59'",
+    "'0000-00-00'",
+    "'%Y%m%d%H%i%s%f'",
+    "id",
+    "n",
+    "s",
+    "d",
+    "1048576",
+    "4294967296",
+];
+const OPS: &[&str] = &[
+    "+", "-", "*", "/", "DIV", "%", "MOD", "&", "|", "^", "<<", ">>", "=", "<=>", "<>", "<", ">=",
+    "AND", "OR", "XOR", "LIKE", "||",
+];
+const UNITS: &[&str] = &[
+    "MICROSECOND",
+    "SECOND",
+    "MINUTE",
+    "HOUR",
+    "DAY",
+    "WEEK",
+    "MONTH",
+    "QUARTER",
+    "YEAR",
+];
+
+fn expr(rng: &mut StdRng, depth: u32) -> String {
+    if depth == 0 {
+        return ATOMS[rng.gen_range(0..ATOMS.len())].to_string();
+    }
+    match rng.gen_range(0..10) {
+        0..=2 => {
+            let f = FUNCS[rng.gen_range(0..FUNCS.len())];
+            let n = rng.gen_range(0..4);
+            let args: Vec<String> = (0..n).map(|_| expr(rng, depth - 1)).collect();
+            format!("{f}({})", args.join(", "))
+        }
+        3 | 4 => format!(
+            "({} {} {})",
+            expr(rng, depth - 1),
+            OPS[rng.gen_range(0..OPS.len())],
+            expr(rng, depth - 1)
+        ),
+        5 => {
+            // A long flat chain of one operator.
+            let op = OPS[rng.gen_range(0..OPS.len())];
+            let n = if rng.gen_bool(0.1) {
+                rng.gen_range(500..3000)
+            } else {
+                rng.gen_range(2..40)
+            };
+            let term = expr(rng, 0);
+            format!("({})", vec![term; n].join(&format!(" {op} ")))
+        }
+        6 => format!(
+            "DATE_ADD({}, INTERVAL {} {})",
+            expr(rng, depth - 1),
+            expr(rng, 0),
+            UNITS[rng.gen_range(0..UNITS.len())]
+        ),
+        7 => format!(
+            "CAST({} AS {})",
+            expr(rng, depth - 1),
+            [
+                "SIGNED",
+                "UNSIGNED",
+                "DECIMAL(65,30)",
+                "CHAR",
+                "DATE",
+                "DATETIME",
+                "DOUBLE"
+            ][rng.gen_range(0..7)]
+        ),
+        8 => {
+            let n = rng.gen_range(1..200);
+            let items: Vec<String> = (0..n).map(|_| expr(rng, 0)).collect();
+            format!("({} IN ({}))", expr(rng, depth - 1), items.join(", "))
+        }
+        _ => format!(
+            "CASE WHEN {} THEN {} ELSE {} END",
+            expr(rng, depth - 1),
+            expr(rng, depth - 1),
+            expr(rng, depth - 1)
+        ),
+    }
+}
+
+fn statement(rng: &mut StdRng) -> String {
+    let depth = rng.gen_range(1..4);
+    let e = expr(rng, depth);
+    let mut sql = match rng.gen_range(0..8) {
+        0 | 1 => format!("SELECT {e}"),
+        2 | 3 => format!("SELECT {e} FROM f WHERE id = {}", rng.gen_range(0..4)),
+        4 => format!("SELECT id FROM f WHERE {e}"),
+        5 => format!("UPDATE f SET s = {e} WHERE id = 3"),
+        6 => format!(
+            "INSERT INTO f VALUES ({}, {e}, 1, 1)",
+            rng.gen_range(10..1_000_000)
+        ),
+        _ => format!("DELETE FROM f WHERE id > 100 AND {e}"),
+    };
+    if rng.gen_bool(0.05) {
+        // Truncated or spliced text: parse errors.
+        // (The generator writes ASCII only.)
+        let cut = rng.gen_range(0..sql.len());
+        sql.truncate(cut);
+    }
+    sql
+}
+
+#[test]
+fn random_hostile_statements_never_take_the_server_down() {
+    let count: usize = std::env::var("LADLE_FUZZ_STATEMENTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let seed: u64 = std::env::var("LADLE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(17);
+    let bin = ladle_binary().expect("ladle binary");
+    let mut server = LadleServer::start(&bin).expect("start ladle");
+    let url = server.url();
+    fresh_database(&url, DB).expect("fresh database");
+    let mut conn = connect(&url, Some(DB)).expect("connect");
+    for sql in [
+        "CREATE TABLE f (id INT PRIMARY KEY, s VARCHAR(255), n BIGINT, d DECIMAL(20,4))",
+        "INSERT INTO f VALUES (0, 'a', 9223372036854775807, 9999999999999999.9999), \
+         (1, NULL, -9223372036854775808, -1), (2, '', 0, 0), (3, 'zz', 1, 0.5)",
+    ] {
+        query_rows(&mut conn, sql).expect(sql);
+    }
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut errors = 0usize;
+    for i in 0..count {
+        let sql = statement(&mut rng);
+        match query_rows(&mut conn, &sql) {
+            Ok(_) => {}
+            Err(mysql::Error::MySqlError(_)) => errors += 1,
+            Err(e) => panic!(
+                "statement {i} (seed {seed}) lost the connection: {e}\n{}\nlog:\n{}",
+                head(&sql),
+                server.log_tail()
+            ),
+        }
+    }
+    assert!(server.is_alive(), "log:\n{}", server.log_tail());
+    // (A truncated statement may have deleted rows: only an answer counts.)
+    let (rows, _) = query_rows(&mut conn, "SELECT 1 FROM f LIMIT 1").expect("read");
+    assert!(rows.is_some());
+    let log = std::fs::read_to_string(server.log_path()).unwrap_or_default();
+    assert!(
+        !log.contains("panic"),
+        "{count} statements ({errors} errors): panics in the log:\n{}",
+        log.lines()
+            .filter(|l| l.contains("panic"))
+            .take(20)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
