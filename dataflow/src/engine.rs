@@ -2,7 +2,7 @@
 //! and misses.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AO};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -60,7 +60,39 @@ pub(crate) struct View {
     /// Read since the previous idle sweep (see [`Dataflow::drop_unused_views`]).
     used: AtomicBool,
     dropped: AtomicBool,
+    /// Keys some read is filling now (see [`Inner::fill`]).
+    filling: KeysFilling,
 }
+
+/// The keys of one view being filled, so that concurrent misses on a key
+/// wait for one fill instead of each doing it (a cold start's popular
+/// keys: every page misses the same front page at once).
+#[derive(Default)]
+struct KeysFilling {
+    /// Normalized keys (see `ReaderState::norm`).
+    keys: Mutex<HashSet<Vec<Value>>>,
+    done: parking_lot::Condvar,
+}
+
+/// Releases the keys a fill claimed, also when it fails or panics.
+struct FillClaim<'a> {
+    filling: &'a KeysFilling,
+    keys: Vec<Vec<Value>>,
+}
+
+impl Drop for FillClaim<'_> {
+    fn drop(&mut self) {
+        let mut keys = self.filling.keys.lock();
+        for k in &self.keys {
+            keys.remove(k);
+        }
+        self.filling.done.notify_all();
+    }
+}
+
+/// How long a read waits for another read's fill of the same key before
+/// filling it itself.
+const FILL_WAIT: Duration = Duration::from_millis(200);
 
 enum Target {
     View(Arc<View>),
@@ -752,6 +784,7 @@ impl Inner {
                 tables,
                 commits,
                 detached: OnceLock::new(),
+                filling: KeysFilling::default(),
                 used: AtomicBool::new(true),
                 dropped: AtomicBool::new(false),
             });
@@ -796,7 +829,62 @@ impl Inner {
     /// `keys` are filled together: one detached copy, one pass under the
     /// locks, one eviction (a page's IN list misses many keys at once).
     /// Returns each key's rows, in order.
+    ///
+    /// A key another read is filling is not filled again: this read waits
+    /// (up to [`FILL_WAIT`]) and takes the rows that fill installed.
     fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        let mut out: Vec<Option<Rows>> = vec![None; keys.len()];
+        for round in 0..2 {
+            let norm: Vec<Vec<Value>> = keys.iter().map(|k| v.reader.norm(k)).collect();
+            let (mine, theirs): (Vec<usize>, Vec<usize>) = {
+                let mut filling = v.filling.keys.lock();
+                (0..keys.len())
+                    .filter(|&i| out[i].is_none())
+                    .partition(|&i| filling.insert(norm[i].clone()))
+            };
+            if !mine.is_empty() {
+                let _claim = FillClaim {
+                    filling: &v.filling,
+                    keys: mine.iter().map(|&i| norm[i].clone()).collect(),
+                };
+                let holes: Vec<&[Value]> = mine.iter().map(|&i| keys[i]).collect();
+                for (&i, rows) in mine.iter().zip(self.fill_now(v, &holes)?) {
+                    out[i] = Some(rows);
+                }
+            }
+            if theirs.is_empty() {
+                break;
+            }
+            {
+                let mut filling = v.filling.keys.lock();
+                while theirs.iter().any(|&i| filling.contains(&norm[i])) {
+                    if v.filling.done.wait_for(&mut filling, FILL_WAIT).timed_out() {
+                        break;
+                    }
+                }
+            }
+            for &i in &theirs {
+                out[i] = v.reader.get(keys[i]);
+            }
+            if round == 1 {
+                // Still holes (evicted at once, or a slow fill): fill them
+                // here without waiting again.
+                let rest: Vec<usize> = (0..keys.len()).filter(|&i| out[i].is_none()).collect();
+                let holes: Vec<&[Value]> = rest.iter().map(|&i| keys[i]).collect();
+                for (&i, rows) in rest.iter().zip(self.fill_now(v, &holes)?) {
+                    out[i] = Some(rows);
+                }
+                break;
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Fills `keys` now (see [`Inner::fill`]).
+    fn fill_now(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         let detached = v.detached.get_or_init(|| {
             let g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
@@ -868,6 +956,8 @@ impl Inner {
         let root = g.detached_root();
         let mut pulled = Vec::with_capacity(keys.len());
         for key in keys {
+            // Counted as done, whether or not a conflict discards it.
+            v.reader.upqueries.fetch_add(1, AO::Relaxed);
             match g.pull(root, &v.spec.key, key) {
                 Ok(rows) => pulled.push(rows),
                 Err(_) if v.dropped.load(AO::SeqCst) => {
@@ -899,7 +989,6 @@ impl Inner {
                 .zip(pulled)
                 .map(|(key, rows)| {
                     v.reader.get(key).unwrap_or_else(|| {
-                        v.reader.upqueries.fetch_add(1, AO::Relaxed);
                         self.fill_stats.unlocked.fetch_add(1, AO::Relaxed);
                         v.reader.fill(key, rows)
                     })

@@ -308,3 +308,42 @@ fn unlocked_fills_race_writes() {
     let (unlocked, _conflicts, _locked) = e.df.fill_stats();
     assert!(unlocked > 0, "no miss was filled outside the locks");
 }
+
+/// Concurrent misses on one key are filled once: the other readers wait
+/// for that fill and take its rows (a cold start's popular keys would
+/// otherwise be computed by every page at once). A second fill is allowed
+/// only if the first outlasts the readers' bounded wait (a very loaded
+/// machine), so the bound below is 2, where uncoalesced reads upquery
+/// about once per reader.
+#[test]
+fn concurrent_misses_on_one_key_fill_it_once() {
+    let e = Arc::new(env(1 << 30));
+    let t = e.table("t", &[("id", int()), ("k", int())]);
+    e.insert(&t, (0..20_000).map(|n| vec![i(n), i(n % 2)]).collect());
+    let q = e.prepare("SELECT COUNT(*) FROM t WHERE k = ?");
+    let readers = 8;
+    let start = Arc::new(std::sync::Barrier::new(readers));
+    let handles: Vec<_> = (0..readers)
+        .map(|_| {
+            let (q, start) = (q.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                q.execute(&[i(1)]).unwrap()
+            })
+        })
+        .collect();
+    let want = vec![vec![i(10_000)]];
+    for h in handles {
+        assert_eq!(h.join().unwrap(), want);
+    }
+    let stats = e.df.view_stats();
+    let view = stats
+        .iter()
+        .find(|v| v.query.contains("FROM t WHERE k"))
+        .expect("the view");
+    assert!(
+        view.upqueries <= 2,
+        "{} upqueries for one key",
+        view.upqueries
+    );
+}
