@@ -1,6 +1,6 @@
 //! One connection's engine side: its session, and each command's work
-//! handed to the [`Engine`] on a blocking thread, with panics in lower
-//! layers turned into error 1105. The protocol layer ([`crate::protocol`])
+//! handed to the [`Engine`] on a blocking thread (a cached prepared read
+//! runs in place), with panics in lower layers turned into error 1105. The protocol layer ([`crate::protocol`])
 //! decodes commands, calls these methods and writes the replies.
 
 use std::sync::Arc;

@@ -7,7 +7,10 @@
 //! then [`Frontend::serve`] a TCP listener. Each connection is served by
 //! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
 //! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
-//! worker and a panic below becomes error 1105 for that client only.
+//! worker and a panic below becomes error 1105 for that client only. The
+//! exception is a prepared SELECT the views answer from memory (every key
+//! cached, no write to wait for): it runs on the connection's task, since
+//! the hand-off would cost more than the read.
 //!
 //! Routing: SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
 //! are bound once and executed as reader lookups), except queries without
