@@ -15,8 +15,8 @@
 #              statements through the MariaDB C client), server CPU per query
 #
 # Both servers listen on loopback only, use throw-away data directories and
-# are killed on exit. Environment (defaults are small, for a quick look):
-#   SCALE=0.1 LOBSTERS_RUNTIME=10 LOBSTERS_WARMUP=3 START_RATE=8 STEP_FACTOR=2
+# are killed on exit. Environment (Lobsters at scale 1, where #13 measures it; short runs):
+#   SCALE=1 LOBSTERS_RUNTIME=10 LOBSTERS_WARMUP=3 START_RATE=8 STEP_FACTOR=2
 #   REFINE_STEPS=2 SLO_P95_MS=100 CONNECTIONS=16
 #   FIXED_RATE=200 FIXED_RUNTIME=30 FIXED_WARMUP=60   the CPU-per-page run
 #   VOTE_ARTICLES=10000 VOTE_RUNTIME=10 VOTE_WARMUP=3 VOTE_READ_FRACTION=0.95
@@ -31,7 +31,7 @@
 #   CARGO_TARGET_DIR    where cargo builds (default: <repo>/target)
 set -euo pipefail
 
-SCALE=${SCALE:-0.1}
+SCALE=${SCALE:-1}
 LOBSTERS_RUNTIME=${LOBSTERS_RUNTIME:-10}
 LOBSTERS_WARMUP=${LOBSTERS_WARMUP:-3}
 START_RATE=${START_RATE:-8}
