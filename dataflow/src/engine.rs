@@ -1091,7 +1091,12 @@ impl Prepared {
             }
             match read(&engine, &view, &slots, &lists, overlay, OnMiss::Fill) {
                 Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
-                Ok(rows) => return Ok(rows.expect("a filling read answers")),
+                Ok(Some(rows)) => return Ok(rows),
+                Ok(None) => {
+                    return Err(DataflowError::Internal(
+                        "a filling read gave no answer".into(),
+                    ))
+                }
                 Err(e) => return Err(e),
             }
         }

@@ -144,7 +144,16 @@ impl RangeIndex {
     pub fn narrow(&self, rows: &Rows, params: &[Value]) -> (usize, usize) {
         let (mut start, mut end) = (0, rows.len());
         let col = |r: &[Value]| r.get(self.col).cloned().unwrap_or(Value::Null);
-        for b in &self.lower {
+        // Rows below a lower bound, and rows not above an upper one, form a
+        // prefix (NULLs sort first and count as both: the filter drops
+        // them); `equal_in_prefix` says on which side a row equal to the
+        // bound falls.
+        let bounds = self
+            .lower
+            .iter()
+            .map(|b| (b, false))
+            .chain(self.upper.iter().map(|b| (b, true)));
+        for (b, is_upper) in bounds {
             let Some(v) = params.get(b.slot) else {
                 continue;
             };
@@ -153,33 +162,17 @@ impl RangeIndex {
                 Some(false) => return (0, 0),
                 Some(true) => {}
             }
-            // Rows below the bound (NULLs first) form a prefix.
-            let below = rows.partition_point(|r| match crate::expr::compare(&col(r), v, b.coll) {
-                None => true,
-                Some(Ordering::Less) => true,
-                Some(Ordering::Equal) => !b.inclusive,
+            let equal_in_prefix = b.inclusive == is_upper;
+            let prefix = rows.partition_point(|r| match crate::expr::compare(&col(r), v, b.coll) {
+                None | Some(Ordering::Less) => true,
+                Some(Ordering::Equal) => equal_in_prefix,
                 Some(Ordering::Greater) => false,
             });
-            start = start.max(below);
-        }
-        for b in &self.upper {
-            let Some(v) = params.get(b.slot) else {
-                continue;
-            };
-            match self.comparable(v, b.coll) {
-                None => continue,
-                Some(false) => return (0, 0),
-                Some(true) => {}
+            if is_upper {
+                end = end.min(prefix);
+            } else {
+                start = start.max(prefix);
             }
-            // Rows not above the bound (NULLs, which sort first, count as
-            // not above: the filter drops them) form a prefix.
-            let upto = rows.partition_point(|r| match crate::expr::compare(&col(r), v, b.coll) {
-                None => true,
-                Some(Ordering::Less) => true,
-                Some(Ordering::Equal) => b.inclusive,
-                Some(Ordering::Greater) => false,
-            });
-            end = end.min(upto);
         }
         (start, end.max(start))
     }
