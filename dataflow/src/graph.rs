@@ -743,58 +743,173 @@ impl Graph {
                 let j = j.clone();
                 self.pull_join(src, n, &j, cols, key)
             }
-            Op::Aggregate(a) => {
-                let state_key = a.key.clone();
-                // Values of the state key for this lookup.
-                let sk: Option<Vec<Value>> = if state_key.is_empty() {
-                    Some(vec![])
-                } else if cols.len() == state_key.len() {
-                    state_key
-                        .iter()
-                        .map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone()))
-                        .collect()
-                } else {
-                    None
-                };
-                let Some(sk) = sk else {
-                    return Err(DataflowError::Internal(format!(
-                        "aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}"
-                    )));
-                };
-                let shared = match (a.lookup(&sk), &self.detached) {
-                    (Some(rows), _) => Some(rows),
-                    (None, Some(d)) => d.real_graph.as_ref().and_then(|g| {
-                        match &g.lock().nodes.get(d.real[n]).map(|x| &x.op) {
-                            Some(Op::Aggregate(real)) => real.lookup(&sk),
-                            _ => None,
-                        }
-                    }),
-                    (None, None) => None,
-                };
-                if let (Some(_), Some(d)) = (&shared, &mut self.detached) {
-                    if d.real_graph.is_some() {
-                        d.read.push((d.real[n], sk.clone()));
-                    }
-                }
-                let rows = match shared {
-                    Some(rows) => rows,
-                    None => {
-                        let input = self.pull_from(src, parents[0], &state_key, &sk)?;
-                        if let Some(d) = &mut self.detached {
-                            d.fills.push((d.real[n], sk.clone(), input.clone()));
-                        }
-                        match &mut self.nodes[n].op {
-                            Op::Aggregate(a) => a.fill(&sk, input),
-                            _ => vec![],
-                        }
-                    }
-                };
-                Ok(rows
+            Op::Aggregate(_) => Ok(self
+                .pull_aggregate(src, n, cols, std::slice::from_ref(&key.to_vec()))?
+                .pop()
+                .unwrap_or_default()),
+            Op::Reader(_) | Op::Removed => Err(DataflowError::Internal(format!("pull from n{n}"))),
+        }
+    }
+
+    /// Rows of `n` for each of `keys` (values of `cols`), exactly as one
+    /// [`Graph::pull_from`] per key gives them. A join's upquery asks for
+    /// every distinct join key of its other input at once, and at cold start
+    /// that is thousands (a front page joins 40k stories with their
+    /// authors): filters, projections and unions pass the whole set down,
+    /// an aggregate fills its missing partitions from one pull, and a base
+    /// table answers from one scan grouped by key (a hash join's build side)
+    /// when that reads fewer rows than the lookups would seek.
+    fn pull_keys(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let few = keys.len() < SCAN_MIN_KEYS;
+        if few || keys.iter().any(|k| k.iter().any(Value::is_null)) {
+            return keys
+                .iter()
+                .map(|k| self.pull_from(src, n, cols, k))
+                .collect();
+        }
+        let parents = self.nodes[n].parents.clone();
+        match &self.nodes[n].op {
+            Op::Base { table, .. } => self.base_rows_for_keys(src, *table, cols, keys),
+            Op::Filter(f) => {
+                let f = f.clone();
+                let per_key = self.pull_keys(src, parents[0], cols, keys)?;
+                Ok(per_key
                     .into_iter()
-                    .filter(|r| key_matches(r, cols, key, &colls))
+                    .map(|rows| {
+                        rows.into_iter()
+                            .filter(|r| f.keep(r).unwrap_or(false))
+                            .collect()
+                    })
                     .collect())
             }
-            Op::Reader(_) | Op::Removed => Err(DataflowError::Internal(format!("pull from n{n}"))),
+            Op::Project(p) => {
+                let p = p.clone();
+                match cols
+                    .iter()
+                    .map(|&c| p.source(c))
+                    .collect::<Option<Vec<usize>>>()
+                {
+                    Some(m) => Ok(self
+                        .pull_keys(src, parents[0], &m, keys)?
+                        .into_iter()
+                        .map(|rows| rows.iter().map(|r| p.apply(r)).collect())
+                        .collect()),
+                    None => keys
+                        .iter()
+                        .map(|k| self.pull_from(src, n, cols, k))
+                        .collect(),
+                }
+            }
+            Op::Union(_) => {
+                let mut out = vec![Vec::new(); keys.len()];
+                for p in parents {
+                    for (rows, more) in out.iter_mut().zip(self.pull_keys(src, p, cols, keys)?) {
+                        rows.extend(more);
+                    }
+                }
+                Ok(out)
+            }
+            Op::Aggregate(_) => self.pull_aggregate(src, n, cols, keys),
+            _ => keys
+                .iter()
+                .map(|k| self.pull_from(src, n, cols, k))
+                .collect(),
+        }
+    }
+
+    /// Rows of aggregate node `n` for each of `keys`, filling the partitions
+    /// it lacks from one pull of its input (shared with the real graph's
+    /// state when this is a detached copy).
+    fn pull_aggregate(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let parent = self.nodes[n].parents[0];
+        let colls = self.nodes[n].colls.clone();
+        let Op::Aggregate(a) = &self.nodes[n].op else {
+            return Err(DataflowError::Internal(format!("n{n} is not an aggregate")));
+        };
+        let state_key = a.key.clone();
+        let mut out: Vec<Option<Vec<Row>>> = Vec::with_capacity(keys.len());
+        let mut state_keys = Vec::with_capacity(keys.len());
+        let mut missing: Vec<usize> = Vec::new();
+        for key in keys {
+            // Values of the state key for this lookup.
+            let sk: Option<Vec<Value>> = if state_key.is_empty() {
+                Some(vec![])
+            } else if cols.len() == state_key.len() {
+                state_key
+                    .iter()
+                    .map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone()))
+                    .collect()
+            } else {
+                None
+            };
+            let Some(sk) = sk else {
+                return Err(DataflowError::Internal(format!(
+                    "aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}"
+                )));
+            };
+            let shared = match (self.aggregate_state(n, &sk), &mut self.detached) {
+                (Some(rows), Some(d)) if d.real_graph.is_some() => {
+                    d.read.push((d.real[n], sk.clone()));
+                    Some(rows)
+                }
+                (rows, _) => rows,
+            };
+            if shared.is_none() {
+                missing.push(out.len());
+            }
+            out.push(shared);
+            state_keys.push(sk);
+        }
+        let missing_keys: Vec<Vec<Value>> =
+            missing.iter().map(|&i| state_keys[i].clone()).collect();
+        let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
+        for (i, input) in missing.into_iter().zip(inputs) {
+            let sk = &state_keys[i];
+            if let Some(d) = &mut self.detached {
+                d.fills.push((d.real[n], sk.clone(), input.clone()));
+            }
+            if let Op::Aggregate(a) = &mut self.nodes[n].op {
+                out[i] = Some(a.fill(sk, input));
+            }
+        }
+        Ok(out
+            .into_iter()
+            .zip(keys)
+            .map(|(rows, key)| {
+                rows.unwrap_or_default()
+                    .into_iter()
+                    .filter(|r| key_matches(r, cols, key, &colls))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Aggregate `n`'s filled partition `sk`: its own, or (in a detached
+    /// copy) the real graph's, read under that graph's lock.
+    fn aggregate_state(&self, n: NodeId, sk: &[Value]) -> Option<Vec<Row>> {
+        let Op::Aggregate(a) = &self.nodes[n].op else {
+            return None;
+        };
+        if let Some(rows) = a.lookup(sk) {
+            return Some(rows);
+        }
+        let d = self.detached.as_ref()?;
+        let real = d.real_graph.as_ref()?;
+        match real.lock().nodes.get(d.real[n]).map(|x| &x.op) {
+            Some(Op::Aggregate(real)) => real.lookup(sk),
+            _ => None,
         }
     }
 
@@ -849,7 +964,8 @@ impl Graph {
     }
 
     /// Joins the right rows with `rcols == rkey` with their left matches
-    /// (inner and LEFT joins: only matched rows).
+    /// (inner and LEFT joins: only matched rows), pulling the left input
+    /// once for all distinct join keys.
     fn join_from_right(
         &mut self,
         src: &dyn BaseReads,
@@ -860,29 +976,17 @@ impl Graph {
         rkey: &[Value],
     ) -> Result<Vec<Row>> {
         let rrows = self.pull_from(src, r, rcols, rkey)?;
-        let rc = right_colls(self, r, j);
+        let (keys, right_groups, _) = group_by_join_key(rrows, &j.right_cols, &j.colls);
+        let left_groups = self.pull_keys(src, l, &j.left_cols, &keys)?;
         let mut out = Vec::new();
-        let mut seen: HashMap<Vec<Value>, ()> = HashMap::new();
-        for rr in &rrows {
-            let jk = project_cols(rr, &j.right_cols);
-            if jk.iter().any(Value::is_null)
-                || seen.insert(ops::norm_key(&jk, &j.colls), ()).is_some()
-            {
-                continue;
-            }
-            let ls = self.pull_from(src, l, &j.left_cols, &jk)?;
-            let rs: Vec<Row> = rrows
-                .iter()
-                .filter(|x| key_matches(x, &j.right_cols, &jk, &rc))
-                .cloned()
-                .collect();
-            out.extend(j.join_rows(&ls, &rs));
+        for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            out.extend(j.join_rows(ls, rs));
         }
         Ok(out)
     }
 
-    /// Joins `left_rows` with their right matches, one right lookup per
-    /// distinct join key.
+    /// Joins `left_rows` with their right matches, pulling the right input
+    /// once for all distinct join keys.
     fn join_from_left(
         &mut self,
         src: &dyn BaseReads,
@@ -890,29 +994,65 @@ impl Graph {
         r: NodeId,
         left_rows: Vec<Row>,
     ) -> Result<Vec<Row>> {
-        let mut out = Vec::new();
-        let mut by_key: Vec<(Vec<Value>, Vec<Row>)> = Vec::new();
-        let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
-        let mut nulls = Vec::new();
-        for lr in left_rows {
-            let jk = project_cols(&lr, &j.left_cols);
-            if jk.iter().any(Value::is_null) {
-                nulls.push(lr);
-                continue;
-            }
-            let nk = ops::norm_key(&jk, &j.colls);
-            match index.get(&nk) {
-                Some(&i) => by_key[i].1.push(lr),
-                None => {
-                    index.insert(nk, by_key.len());
-                    by_key.push((jk, vec![lr]));
-                }
+        let (keys, left_groups, nulls) = group_by_join_key(left_rows, &j.left_cols, &j.colls);
+        let mut out = j.join_rows(&nulls, &[]);
+        let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
+        for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            out.extend(j.join_rows(ls, rs));
+        }
+        Ok(out)
+    }
+
+    /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
+    /// is small next to them are answered from one scan grouped by key:
+    /// a scanned row costs a fraction of an index seek. Only integer key
+    /// columns are grouped so: their normalized values compare exactly as
+    /// a lookup does (text would need the collation's padding rules).
+    fn base_rows_for_keys(
+        &self,
+        src: &dyn BaseReads,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let integer_keys = self
+            .schemas
+            .get(&table)
+            .cloned()
+            .or_else(|| self.storage.table_by_id(table))
+            .is_some_and(|s| {
+                cols.iter().enumerate().all(|(i, &c)| {
+                    s.columns.get(c).is_some_and(|col| col.ty.is_integer())
+                        && keys
+                            .iter()
+                            .all(|k| matches!(k[i], Value::Int(_) | Value::UInt(_)))
+                })
+            });
+        let scan_rows = self.storage.estimate_rows(table);
+        if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
+            return keys
+                .iter()
+                .map(|k| self.base_rows(src, table, cols, k))
+                .collect();
+        }
+        let binary = vec![Collation::Binary; cols.len()];
+        let mut slot: HashMap<Vec<Value>, usize> = HashMap::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            slot.entry(ops::norm_key(k, &binary)).or_insert(i);
+        }
+        let mut out = vec![Vec::new(); keys.len()];
+        for row in self.base_rows(src, table, &[], &[])? {
+            let k = project_cols(&row, cols);
+            if let Some(&i) = slot.get(&ops::norm_key(&k, &binary)) {
+                out[i].push(row);
             }
         }
-        out.extend(j.join_rows(&nulls, &[]));
-        for (jk, ls) in by_key {
-            let rs = self.pull_from(src, r, &j.right_cols, &jk)?;
-            out.extend(j.join_rows(&ls, &rs));
+        // A key asked twice gets its first asking's rows.
+        for (i, k) in keys.iter().enumerate() {
+            let first = slot[&ops::norm_key(k, &binary)];
+            if first != i {
+                out[i] = out[first].clone();
+            }
         }
         Ok(out)
     }
@@ -1196,14 +1336,44 @@ impl Graph {
     }
 }
 
-fn right_colls(g: &Graph, r: NodeId, j: &Join) -> Vec<Collation> {
-    let mut c = g.nodes[r].colls.clone();
-    for (i, &rc) in j.right_cols.iter().enumerate() {
-        if rc < c.len() {
-            c[rc] = j.colls[i];
+/// Fewer keys than this are pulled one by one: grouping a scan pays off
+/// only for many.
+const SCAN_MIN_KEYS: usize = 16;
+
+/// How many scanned rows one index lookup costs (a RocksDB seek and
+/// iterator set-up against decoding one row in sequence; measured on the
+/// Lobsters cold start). A base table with fewer rows than this many per
+/// key asked is scanned once instead.
+const SEEK_COST_IN_ROWS: u64 = 8;
+
+/// `rows` grouped by their values of `cols` (normalized by `colls`), in
+/// first-seen order: the distinct keys, each key's rows, and the rows with
+/// a NULL key column (which match nothing).
+fn group_by_join_key(
+    rows: Vec<Row>,
+    cols: &[usize],
+    colls: &[Collation],
+) -> (Vec<Vec<Value>>, Vec<Vec<Row>>, Vec<Row>) {
+    let mut keys = Vec::new();
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+    let mut nulls = Vec::new();
+    for row in rows {
+        let key = project_cols(&row, cols);
+        if key.iter().any(Value::is_null) {
+            nulls.push(row);
+            continue;
+        }
+        match index.entry(ops::norm_key(&key, colls)) {
+            std::collections::hash_map::Entry::Occupied(e) => groups[*e.get()].push(row),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(keys.len());
+                keys.push(key);
+                groups.push(vec![row]);
+            }
         }
     }
-    c
+    (keys, groups, nulls)
 }
 
 /// The index whose longest run of leading columns lies within `cols`, and
