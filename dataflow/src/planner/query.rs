@@ -1598,13 +1598,24 @@ impl<'a> Planner<'a> {
                 range: if ra_window { None } else { late_range },
             });
         }
-        if distinct && stored.len() > visible_width + key.len() {
+        // DISTINCT whose stored rows carry more than the selected columns
+        // (a read-time filter or range needs them, as in sysbench's
+        // `SELECT DISTINCT c ... WHERE id BETWEEN ? AND ? ORDER BY c`): the
+        // view keeps the rows, and DISTINCT and ORDER BY are taken at read
+        // time over the selected columns.
+        let distinct_at_read = distinct && stored.len() > visible_width + key.len();
+        if distinct_at_read
+            && order
+                .iter()
+                .any(|(slot, ..)| !output.contains(&Expr::Column(*slot)))
+        {
             return Err(unsupported(
-                "DISTINCT with ORDER BY or filters on columns not selected",
+                "DISTINCT with ORDER BY on columns not selected",
             ));
         }
         if distinct
-            && (read_filter.is_some() || output.iter().any(|e| !matches!(e, Expr::Column(_))))
+            && ((read_filter.is_some() && !distinct_at_read)
+                || output.iter().any(|e| !matches!(e, Expr::Column(_))))
         {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
@@ -1663,7 +1674,7 @@ impl<'a> Planner<'a> {
             inputs: vec![node],
             colls: stored_colls.clone(),
         };
-        if distinct {
+        if distinct && !distinct_at_read {
             node = LNode {
                 op: LOp::Aggregate {
                     ngroup: stored.len(),
@@ -1683,6 +1694,42 @@ impl<'a> Planner<'a> {
             .iter()
             .map(|k| scope.cols[k.0].ty.clone())
             .collect();
+        if distinct_at_read {
+            // Each ORDER BY slot is a selected column (checked above).
+            let order_out = order
+                .iter()
+                .filter_map(|&(slot, desc, coll)| {
+                    let at = output.iter().position(|e| *e == Expr::Column(slot))?;
+                    Some((at, desc, coll))
+                })
+                .collect();
+            let finish = ReadAgg {
+                window: None,
+                filter: None,
+                aggregate: None,
+                having: None,
+                project: output.clone(),
+                distinct: true,
+                order: order_out,
+            };
+            return Ok(PlannedView {
+                plan: node,
+                key,
+                key_slots,
+                key_names,
+                key_types,
+                order: vec![],
+                read_filter,
+                output: (0..output.len()).map(Expr::Column).collect(),
+                columns,
+                limit,
+                offset,
+                empty_default,
+                dedup: false,
+                finish: Some(finish),
+                range,
+            });
+        }
         // Several lookups (IN lists, also when collapsed into `col = ?`)
         // may return equal rows; the reader merges them for DISTINCT.
         let dedup = distinct;
