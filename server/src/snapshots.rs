@@ -291,6 +291,18 @@ impl Snapshots {
                 if !self.enabled() && matches!(trigger, Trigger::Statement) {
                     *self.manual_lsn.lock() = Some(s.lsn);
                 }
+                // Flushing the memtables retires RocksDB's write-ahead log:
+                // a restart after kill -9 then replays only what was
+                // written since this snapshot, as the views do, instead of
+                // everything since the last memtable flush (1.07 s of a
+                // 1.4 s restart with 1M rows loaded).
+                let flush = Instant::now();
+                match self.storage.flush() {
+                    Ok(()) => m.flush_seconds.set(flush.elapsed().as_secs_f64()),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "flushing memtables after the snapshot failed")
+                    }
+                }
                 // The dataflow logs the publish at info; this adds the trigger.
                 tracing::debug!(
                     ?trigger,
@@ -506,6 +518,8 @@ fn unix_now_secs() -> f64 {
 pub struct SnapshotMetrics {
     duration: Histogram,
     capture_seconds: Gauge,
+    /// Memtable flush after the last snapshot (bounds WAL replay).
+    flush_seconds: Gauge,
     bytes: IntGauge,
     written_bytes: IntCounter,
     last_epoch: IntGauge,
@@ -544,6 +558,10 @@ impl SnapshotMetrics {
             capture_seconds: Gauge::new(
                 "ladle_snapshot_capture_seconds",
                 "Capture phase (consistent cut) of the last snapshot",
+            )?,
+            flush_seconds: Gauge::new(
+                "ladle_snapshot_flush_seconds",
+                "Memtable flush after the last snapshot (retires RocksDB's write-ahead log)",
             )?,
             bytes: IntGauge::new(
                 "ladle_snapshot_bytes",
@@ -620,6 +638,7 @@ impl SnapshotMetrics {
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(m.duration.clone()),
             Box::new(m.capture_seconds.clone()),
+            Box::new(m.flush_seconds.clone()),
             Box::new(m.bytes.clone()),
             Box::new(m.written_bytes.clone()),
             Box::new(m.last_epoch.clone()),

@@ -96,6 +96,13 @@ struct Args {
     /// Skip the restart measurements (phase 2).
     #[arg(long)]
     skip_restarts: bool,
+    /// Restart after kill -9 instead of a clean stop: the server is killed
+    /// right after the snapshot, and every measured restart (warm and cold)
+    /// starts from a copy of that crashed data directory, so each one
+    /// replays what a crash leaves (RocksDB's write-ahead log, the change
+    /// log since the snapshot).
+    #[arg(long)]
+    crash: bool,
     /// Skip the large-state measurement (phase 4).
     #[arg(long)]
     skip_large_state: bool,
@@ -158,6 +165,9 @@ struct LargeState {
 
 #[derive(Serialize)]
 struct Report {
+    /// How the server went down before each measured restart: "clean stop"
+    /// or "kill -9".
+    restart_after: &'static str,
     articles: u64,
     votes: u64,
     keys: u64,
@@ -280,6 +290,13 @@ impl Ladle {
                 _ => tokio::time::sleep(Duration::from_millis(5)).await,
             }
         }
+    }
+
+    /// kill -9: no drain, no final snapshot, no memtable flush.
+    fn crash(mut self) -> Result<()> {
+        self.child.kill()?;
+        self.child.wait()?;
+        Ok(())
     }
 
     fn stop(mut self) -> Result<()> {
@@ -676,34 +693,56 @@ async fn run(args: Args) -> Result<Report> {
     );
     drop(conn);
     drop(root);
-    ladle.stop()?;
-
-    // 2. Restarts, after one that lets RocksDB replay its WAL and finish
-    // the compactions the load left; warm first (cold removes the snapshot).
-    let mut settle = Ladle::spawn(&bin, &dir, "0")?;
-    settle.ready().await?;
-    tokio::time::sleep(Duration::from_secs_f64(args.settle_seconds.max(0.0))).await;
-    settle.stop()?;
+    let crashed = dir.with_extension("crashed");
+    if args.crash {
+        ladle.crash()?;
+        copy_dir(&dir, &crashed)?;
+        eprintln!("killed with SIGKILL; crashed data directory kept for each restart");
+    } else {
+        ladle.stop()?;
+        // 2. Restarts, after one that lets RocksDB replay its WAL and finish
+        // the compactions the load left; warm first (cold removes the
+        // snapshot).
+        let mut settle = Ladle::spawn(&bin, &dir, "0")?;
+        settle.ready().await?;
+        tokio::time::sleep(Duration::from_secs_f64(args.settle_seconds.max(0.0))).await;
+        settle.stop()?;
+    }
     let mut restarts = Vec::new();
     let rounds = if args.skip_restarts { 0 } else { args.rounds };
-    // Alternating, so that a noisy moment hits both: the snapshot is put
-    // back before each warm start (the cold ones write nothing).
-    let saved = dir.join("snapshots.saved");
-    if rounds > 0 {
+    // Alternating, so that a noisy moment hits both. Each start begins from
+    // the same state: the crashed data directory copied back, or (after a
+    // clean stop) the snapshot put back before each warm start (the cold
+    // ones write nothing else that matters).
+    let saved = dir.with_extension("snapshots");
+    if rounds > 0 && !args.crash {
         copy_dir(&dir.join("snapshots"), &saved)?;
     }
-    for _ in 0..rounds {
+    let restore = |mode: &str| -> Result<()> {
+        if args.crash {
+            std::fs::remove_dir_all(&dir)?;
+            return copy_dir(&crashed, &dir);
+        }
         // A cold start leaves an empty snapshot directory behind.
         let snaps = dir.join("snapshots");
-        if snaps.exists() {
-            std::fs::remove_dir_all(&snaps)?;
+        if mode == "warm" {
+            if snaps.exists() {
+                std::fs::remove_dir_all(&snaps)?;
+            }
+            copy_dir(&saved, &snaps)?;
         }
-        copy_dir(&saved, &snaps)?;
-        restarts.push(measure_restart(&bin, &dir, "warm", &keys, &expected).await?);
-        restarts.push(measure_restart(&bin, &dir, "cold", &keys, &expected).await?);
+        Ok(())
+    };
+    for _ in 0..rounds {
+        for mode in ["warm", "cold"] {
+            restore(mode)?;
+            restarts.push(measure_restart(&bin, &dir, mode, &keys, &expected).await?);
+        }
     }
-    if rounds > 0 {
-        std::fs::remove_dir_all(&saved)?;
+    for leftover in [&saved, &crashed] {
+        if leftover.exists() {
+            std::fs::remove_dir_all(leftover)?;
+        }
     }
     let pick = |mode: &str, f: fn(&Restart) -> f64| {
         median(restarts.iter().filter(|r| r.mode == mode).map(f).collect())
@@ -758,6 +797,7 @@ async fn run(args: Args) -> Result<Report> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(Report {
+        restart_after: if args.crash { "kill -9" } else { "clean stop" },
         articles: args.articles,
         votes: args.votes,
         keys: keys.len() as u64,

@@ -22,6 +22,9 @@ use crate::{Result, StorageError};
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
+/// RocksDB's `max_total_wal_size`: the most write-ahead log a restart
+/// after a crash replays, whatever the write rate between snapshots.
+const MAX_TOTAL_WAL_BYTES: u64 = 256 << 20;
 /// Index families build prefix bloom filters on the first 9 key bytes: the
 /// whole first value when it is a fixed-width one (integers, dates, times,
 /// doubles: a tag byte and 8 bytes), so a lookup by the first index column
@@ -70,6 +73,10 @@ impl RocksEngine {
         db_opts.set_max_background_jobs(opts.background_jobs);
         db_opts.increase_parallelism(opts.background_jobs);
         db_opts.set_bytes_per_sync(1 << 20);
+        // Bounds what a restart after a crash replays: past this much
+        // write-ahead log, the column families holding its oldest entries
+        // are flushed (the server also flushes after every view snapshot).
+        db_opts.set_max_total_wal_size(MAX_TOTAL_WAL_BYTES);
         // Start-up: don't read every table file's properties to refresh
         // compaction statistics (an estimate; compactions refresh it).
         db_opts.set_skip_stats_update_on_db_open(true);
