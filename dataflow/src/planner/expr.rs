@@ -134,6 +134,17 @@ pub(crate) fn collect_aggregates(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     visit_children(e, &mut |c| collect_aggregates(c, out));
 }
 
+/// Column references of `e` outside aggregate calls (a subquery's columns
+/// are its own: children stop there).
+pub(crate) fn collect_bare_columns(e: &ast::Expr, out: &mut Vec<Vec<ast::Ident>>) {
+    match e {
+        _ if aggregate_name(e).is_some() => {}
+        ast::Expr::Identifier(id) => out.push(vec![id.clone()]),
+        ast::Expr::CompoundIdentifier(ids) => out.push(ids.clone()),
+        _ => visit_children(e, &mut |c| collect_bare_columns(c, out)),
+    }
+}
+
 /// Calls `f` on each direct child expression.
 pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
     use ast::Expr as E;

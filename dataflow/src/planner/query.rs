@@ -8,8 +8,8 @@ use ladle_storage::Storage;
 use sqlparser::ast;
 
 use super::expr::{
-    aggregate_name, collect_aggregates, literal, norm, placeholder_slot, unsupported, ExprCx,
-    ParamMode, PostAgg, Scope, ScopeCol,
+    aggregate_name, collect_aggregates, collect_bare_columns, literal, norm, placeholder_slot,
+    unsupported, ExprCx, ParamMode, PostAgg, Scope, ScopeCol,
 };
 use super::range::RangeIndex;
 use crate::expr::{unify_types, Expr};
@@ -1148,6 +1148,42 @@ impl<'a> Planner<'a> {
                 specs.push(spec);
                 by_text.insert(norm(a), ngroup + i);
                 out.push(ty);
+            }
+            // Columns selected, or used by HAVING or ORDER BY, outside any
+            // aggregate and not grouped: MySQL accepts those functionally
+            // dependent on the GROUP BY columns (`SELECT b.id, b.isbn,
+            // COUNT(*) ... GROUP BY b.id`), MariaDB any. Each is taken as
+            // MIN: the group's one value when it is dependent, and one of
+            // the group's values (as MariaDB gives) when it is not.
+            let mut bare = Vec::new();
+            for item in &projection {
+                if let ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } = item
+                {
+                    collect_bare_columns(e, &mut bare);
+                }
+            }
+            if let Some(h) = &s.having {
+                collect_bare_columns(h, &mut bare);
+            }
+            for o in q.order_by.iter().flat_map(|ob| &ob.exprs) {
+                collect_bare_columns(&o.expr, &mut bare);
+            }
+            for ids in bare {
+                let Ok(c) = scope.resolve(&ids) else { continue };
+                if by_col.contains_key(&c) {
+                    continue;
+                }
+                let pos = pre.len();
+                let col = &scope.cols[c];
+                let mut spec = AggSpec::new(AggKind::Min, pos);
+                if col.ty.is_text() {
+                    spec.collation = col.collation;
+                }
+                out.push((col.ty.clone(), true, spec.collation));
+                pre.push(Expr::Column(c));
+                specs.push(spec);
+                by_col.insert(c, pos);
             }
             let pre_colls: Vec<Collation> = out.iter().map(|o| o.2).collect();
             if let (true, Some(w)) = (late, &window) {
