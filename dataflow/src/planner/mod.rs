@@ -42,6 +42,7 @@ pub(crate) fn compile_row_expr(
 
 pub mod depth;
 pub(crate) mod normalize;
+pub(crate) mod pushdown;
 pub(crate) mod query;
 pub(crate) mod range;
 

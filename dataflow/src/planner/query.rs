@@ -11,6 +11,7 @@ use super::expr::{
     aggregate_name, collect_aggregates, collect_bare_columns, literal, norm, placeholder_slot,
     unsupported, ExprCx, ParamMode, PostAgg, Scope, ScopeCol,
 };
+use super::pushdown::filter_below_joins;
 use super::range::RangeIndex;
 use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
@@ -965,12 +966,7 @@ impl<'a> Planner<'a> {
                 read_filters.push(c);
                 continue;
             }
-            let colls = node.colls.clone();
-            node = LNode {
-                op: LOp::Filter(e),
-                inputs: vec![node],
-                colls,
-            };
+            node = filter_below_joins(node, e);
         }
 
         // Correlated scalar subqueries in the select list become LEFT JOINs
