@@ -1,0 +1,396 @@
+//! The cluster fault test (issue #16, phase 1), Jepsen style: etcd and
+//! three `ladle` nodes as real processes; client threads insert rows with
+//! unique ids through whichever node takes writes and record every
+//! acknowledgement, while the primary is killed with SIGKILL several times
+//! (each time a new primary must be elected and writes must continue; the
+//! killed node is restarted and rejoins, re-bootstrapped from empty when it
+//! holds a tail the new primary never had). At the end, on every node:
+//! every acknowledged row is present, no row appears that was never sent,
+//! and every node's rows and a view's result are identical.
+//!
+//! Prints the failover times (SIGKILL of the primary to the first write
+//! acknowledged after it). Skipped, with a message, when `etcd` is not
+//! installed (scripts/deps.sh installs Debian's etcd-server).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql::prelude::*;
+use mysql::{Conn, Opts, OptsBuilder};
+
+// Not every helper is used by every test binary.
+#[allow(dead_code)]
+mod common;
+use common::{free_port, http_get};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+const NODES: usize = 3;
+const KILLS: usize = 3;
+const WRITERS: usize = 3;
+/// Liveness bound for each wait below (an election, a rejoin, catching
+/// up): reaching it fails the test; the figures reported are measured.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Kills a child process (SIGKILL) when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Node {
+    id: usize,
+    port: u16,
+    metrics_port: u16,
+    replication_port: u16,
+    data: PathBuf,
+    log: PathBuf,
+    proc: Option<Proc>,
+}
+
+impl Node {
+    fn start(&mut self, etcd: &str) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("node log");
+        let child = Command::new(BIN)
+            .arg("--listen")
+            .arg(format!("127.0.0.1:{}", self.port))
+            .arg("--metrics-listen")
+            .arg(format!("127.0.0.1:{}", self.metrics_port))
+            .arg("--data-dir")
+            .arg(&self.data)
+            .arg("--etcd")
+            .arg(etcd)
+            .arg("--node-id")
+            .arg(self.id.to_string())
+            .arg("--replication-listen")
+            .arg(format!("127.0.0.1:{}", self.replication_port))
+            // The change log is kept whole: a node that rejoins empty
+            // catches up from its first entry (re-bootstrap from a
+            // checkpoint is phase 2).
+            .arg("--snapshot-interval")
+            .arg("0")
+            .env_remove("LADLE_SNAPSHOT_INTERVAL")
+            .env("LADLE_LOG", "info")
+            .stdout(log.try_clone().expect("node log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn ladle");
+        self.proc = Some(Proc(child));
+    }
+
+    fn kill9(&mut self) {
+        self.proc = None;
+    }
+
+    /// `(role, applied)` from `/health`, if the node answers.
+    fn health(&self) -> Option<(String, u64)> {
+        self.proc.as_ref()?;
+        let resp = http_get(self.metrics_port, "/health")?;
+        let body = resp.split("\r\n\r\n").nth(1)?;
+        let mut words = body.split_whitespace();
+        let role = words.next()?.to_string();
+        let applied = words
+            .find_map(|w| w.strip_prefix("applied="))
+            .and_then(|v| v.parse().ok())?;
+        Some((role, applied))
+    }
+
+    fn opts(&self) -> Opts {
+        OptsBuilder::new()
+            .ip_or_hostname(Some("127.0.0.1"))
+            .tcp_port(self.port)
+            .user(Some("root"))
+            .pass(Some(""))
+            .prefer_socket(false)
+            .tcp_connect_timeout(Some(Duration::from_secs(2)))
+            .read_timeout(Some(Duration::from_secs(20)))
+            .write_timeout(Some(Duration::from_secs(20)))
+            .into()
+    }
+
+    fn log_tail(&self) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+/// What the writers sent and which of those were acknowledged, and when.
+#[derive(Default)]
+struct History {
+    sent: BTreeSet<i64>,
+    acked: BTreeSet<i64>,
+    ack_times: Vec<Instant>,
+    refused: u64,
+    unknown: u64,
+}
+
+fn etcd_installed() -> bool {
+    Command::new("etcd")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn start_etcd(dir: &Path) -> (Proc, String) {
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let log = std::fs::File::create(dir.join("etcd.log")).expect("etcd log");
+    let child = Command::new("etcd")
+        .args(["--name", "t", "--data-dir"])
+        .arg(dir.join("etcd"))
+        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &peer_url])
+        .args(["--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("t={peer_url}")])
+        .stdout(log.try_clone().expect("etcd log"))
+        .stderr(log)
+        .spawn()
+        .expect("spawn etcd");
+    let etcd = Proc(child);
+    wait_for("etcd to answer", || {
+        http_get(client, "/health").filter(|r| r.contains("true"))
+    });
+    (etcd, url)
+}
+
+/// Polls `f` every 50 ms until it gives a value; fails after [`PATIENCE`].
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < PATIENCE, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn primary(nodes: &[Node]) -> Option<usize> {
+    (0..nodes.len()).find(|&i| matches!(nodes[i].health(), Some((r, _)) if r == "primary"))
+}
+
+/// One writer: inserts rows with ids `writer * 10^9 + n` through whichever
+/// node takes them, recording each id before it is sent and each
+/// acknowledgement. A refused write (1290) or a broken connection moves on
+/// to the next node; an id is never sent twice.
+fn writer(writer: usize, ports: Vec<Opts>, history: Arc<Mutex<History>>, stop: Arc<AtomicBool>) {
+    let mut next = 0i64;
+    let mut target = 0usize;
+    let mut conn: Option<Conn> = None;
+    while !stop.load(Ordering::Relaxed) {
+        let Some(c) = conn.as_mut() else {
+            match Conn::new(ports[target % ports.len()].clone()) {
+                Ok(c) => conn = Some(c),
+                Err(_) => {
+                    target += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            continue;
+        };
+        let id = writer as i64 * 1_000_000_000 + next;
+        next += 1;
+        history.lock().unwrap().sent.insert(id);
+        let sql = format!("INSERT INTO jepsen.rows VALUES ({id}, {writer}, 'w{writer}')");
+        match c.query_drop(sql) {
+            Ok(()) => {
+                let mut h = history.lock().unwrap();
+                h.acked.insert(id);
+                h.ack_times.push(Instant::now());
+            }
+            Err(mysql::Error::MySqlError(e)) if e.code == 1290 => {
+                let mut h = history.lock().unwrap();
+                h.refused += 1;
+                // The server said why; the write may have committed locally
+                // when it names a position ("not acknowledged").
+                if e.message.contains("not acknowledged") {
+                    h.unknown += 1;
+                }
+                drop(h);
+                conn = None;
+                target += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(_) => {
+                history.lock().unwrap().unknown += 1;
+                conn = None;
+                target += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+fn ids_on(node: &Node) -> BTreeSet<i64> {
+    let mut c = Conn::new(node.opts()).expect("connect for the final check");
+    c.query::<i64, _>("SELECT id FROM jepsen.rows")
+        .expect("read ids")
+        .into_iter()
+        .collect()
+}
+
+fn counts_on(node: &Node) -> BTreeMap<i64, i64> {
+    let mut c = Conn::new(node.opts()).expect("connect for the final check");
+    c.query::<(i64, i64), _>("SELECT writer, COUNT(*) FROM jepsen.rows GROUP BY writer")
+        .expect("read the view")
+        .into_iter()
+        .collect()
+}
+
+#[test]
+fn kill_9_of_the_primary_loses_no_acknowledged_write() {
+    if !etcd_installed() {
+        eprintln!(
+            "SKIPPED cluster test: `etcd` is not installed (scripts/deps.sh installs etcd-server)"
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_etcd, etcd_url) = start_etcd(dir.path());
+    let mut nodes: Vec<Node> = (1..=NODES)
+        .map(|id| Node {
+            id,
+            port: free_port(),
+            metrics_port: free_port(),
+            replication_port: free_port(),
+            data: dir.path().join(format!("node{id}")),
+            log: dir.path().join(format!("node{id}.log")),
+            proc: None,
+        })
+        .collect();
+    for n in &mut nodes {
+        n.start(&etcd_url);
+    }
+    let first = wait_for("the first election", || primary(&nodes));
+    {
+        let mut c = Conn::new(nodes[first].opts()).expect("connect to the primary");
+        c.query_drop("CREATE DATABASE jepsen").expect("create database");
+        c.query_drop(
+            "CREATE TABLE jepsen.rows (id BIGINT PRIMARY KEY, writer INT NOT NULL, \
+             note VARCHAR(16), KEY by_writer (writer))",
+        )
+        .expect("create table");
+    }
+
+    let history = Arc::new(Mutex::new(History::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let opts: Vec<Opts> = nodes.iter().map(Node::opts).collect();
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let (opts, history, stop) = (opts.clone(), history.clone(), stop.clone());
+            std::thread::spawn(move || writer(w, opts, history, stop))
+        })
+        .collect();
+    let acks = || history.lock().unwrap().acked.len();
+    wait_for("writes to be acknowledged", || (acks() > 50).then_some(()));
+
+    let mut failovers = Vec::new();
+    let mut rebootstraps = 0;
+    for kill in 0..KILLS {
+        let p = wait_for("a primary", || primary(&nodes));
+        let before = acks();
+        wait_for("more writes before the kill", || {
+            (acks() > before + 50).then_some(())
+        });
+        let killed_at = Instant::now();
+        nodes[p].kill9();
+        let first_ack = wait_for("a write acknowledged after the kill", || {
+            let h = history.lock().unwrap();
+            h.ack_times.iter().rev().find(|t| **t > killed_at).copied()
+        });
+        failovers.push(first_ack - killed_at);
+        let new_primary = wait_for("the new primary", || primary(&nodes));
+        assert_ne!(new_primary, p, "kill {kill}: the killed node is still primary");
+        // The old primary rejoins; with a tail nobody else had it says so
+        // and is re-bootstrapped from empty.
+        nodes[p].start(&etcd_url);
+        let role = wait_for("the old primary to rejoin", || match nodes[p].health() {
+            Some((r, _)) if r == "replica" || r == "diverged" => Some(r),
+            _ => None,
+        });
+        if role == "diverged" {
+            rebootstraps += 1;
+            nodes[p].kill9();
+            std::fs::remove_dir_all(&nodes[p].data).expect("wipe the diverged node");
+            nodes[p].start(&etcd_url);
+            wait_for("the re-bootstrapped node to catch up", || {
+                matches!(nodes[p].health(), Some((r, _)) if r == "replica").then_some(())
+            });
+        }
+    }
+    let before = acks();
+    wait_for("writes after the last rejoin", || {
+        (acks() > before + 50).then_some(())
+    });
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().expect("writer thread");
+    }
+
+    // Every node converges to the primary's position.
+    wait_for("every node to apply the primary's last entry", || {
+        let positions: Vec<u64> = nodes.iter().filter_map(|n| n.health().map(|h| h.1)).collect();
+        (positions.len() == NODES && positions.iter().all(|p| *p == positions[0])).then_some(())
+    });
+    let h = history.lock().unwrap();
+    let mut reference: Option<(BTreeSet<i64>, BTreeMap<i64, i64>)> = None;
+    for n in &nodes {
+        let ids = ids_on(n);
+        let lost: Vec<&i64> = h.acked.difference(&ids).collect();
+        assert!(
+            lost.is_empty(),
+            "node {}: {} acknowledged rows missing (first {:?}); log:\n{}",
+            n.id,
+            lost.len(),
+            lost.first(),
+            n.log_tail()
+        );
+        let phantom: Vec<&i64> = ids.difference(&h.sent).collect();
+        assert!(phantom.is_empty(), "node {}: rows never sent: {phantom:?}", n.id);
+        let counts = counts_on(n);
+        let mut recomputed = BTreeMap::new();
+        for id in &ids {
+            *recomputed.entry(id / 1_000_000_000).or_insert(0) += 1;
+        }
+        assert_eq!(counts, recomputed, "node {}: the view disagrees with its rows", n.id);
+        match &reference {
+            None => reference = Some((ids, counts)),
+            Some((ref_ids, ref_counts)) => {
+                assert_eq!(&ids, ref_ids, "node {} has other rows than node 1", n.id);
+                assert_eq!(&counts, ref_counts, "node {}: view differs from node 1", n.id);
+            }
+        }
+    }
+    let mut ms: Vec<u128> = failovers.iter().map(Duration::as_millis).collect();
+    ms.sort_unstable();
+    println!(
+        "cluster: {} sent, {} acknowledged, {} refused (1290), {} outcome unknown; \
+         {} rows on each of {NODES} nodes, 0 acknowledged lost; {KILLS} kill -9 of the \
+         primary, {rebootstraps} re-bootstrap(s); failover ms (kill to first ack) {:?}, \
+         p50 {} max {}",
+        h.sent.len(),
+        h.acked.len(),
+        h.refused,
+        h.unknown,
+        reference.map(|r| r.0.len()).unwrap_or(0),
+        ms,
+        ms[ms.len() / 2],
+        ms[ms.len() - 1],
+    );
+}
