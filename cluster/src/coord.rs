@@ -381,7 +381,11 @@ impl Coordinator {
     }
 
     fn demote(&mut self, why: &str) {
-        tracing::warn!(node = self.node.config.node_id, why, "no longer the primary");
+        tracing::warn!(
+            node = self.node.config.node_id,
+            why,
+            "no longer the primary"
+        );
         *self.node.lease_valid_until.lock() = None;
         self.node.set_role(Role::Candidate);
     }
@@ -480,7 +484,11 @@ mod tests {
 
     #[test]
     fn only_the_most_advanced_settled_member_campaigns() {
-        let all = [member(1, 10, None), member(2, 12, None), member(3, 12, None)];
+        let all = [
+            member(1, 10, None),
+            member(2, 12, None),
+            member(3, 12, None),
+        ];
         assert!(!may_campaign(1, 10, &all));
         assert!(may_campaign(2, 12, &all));
         assert!(may_campaign(3, 12, &all));

@@ -184,8 +184,13 @@ mod tests {
         let storage = Storage::in_memory();
         let h = SchemaHistory::load(&storage).unwrap();
         h.record(&storage, 0, None, "CREATE DATABASE d").unwrap();
-        h.record(&storage, 0, Some("d"), "CREATE TABLE t (id INT PRIMARY KEY)")
-            .unwrap();
+        h.record(
+            &storage,
+            0,
+            Some("d"),
+            "CREATE TABLE t (id INT PRIMARY KEY)",
+        )
+        .unwrap();
         h.record(&storage, 7, Some("d"), "ALTER TABLE t ADD COLUMN v INT")
             .unwrap();
         assert_eq!(h.count_at(0), 2);

@@ -260,7 +260,11 @@ impl Node {
 
     /// On the primary: each connected replica's acknowledged position.
     pub fn replicas(&self) -> Vec<ReplicaProgress> {
-        self.replicas.lock().iter().map(|(_, p)| p.clone()).collect()
+        self.replicas
+            .lock()
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// `Err(reason)` unless this node is the primary and certainly still

@@ -77,7 +77,14 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
-        protocol::send(&mut wr, &ToReplica::Reject { reason, diverged: true }).await?;
+        protocol::send(
+            &mut wr,
+            &ToReplica::Reject {
+                reason,
+                diverged: true,
+            },
+        )
+        .await?;
         return Ok(());
     }
     let welcome = ToReplica::Welcome {
@@ -201,7 +208,10 @@ async fn send_ddl(
 
 /// Up to [`CHUNK`] change-log entries after `after` (read on a blocking
 /// thread: RocksDB).
-async fn read_entries(node: &Arc<Node>, after: Lsn) -> anyhow::Result<Vec<(Lsn, Vec<TableDeltas>)>> {
+async fn read_entries(
+    node: &Arc<Node>,
+    after: Lsn,
+) -> anyhow::Result<Vec<(Lsn, Vec<TableDeltas>)>> {
     let storage = node.storage.clone();
     let entries = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();

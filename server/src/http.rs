@@ -52,7 +52,9 @@ fn cluster_health(node: &ladle_cluster::Node) -> (&'static str, &'static str, St
         node.applied()
     );
     match role {
-        ladle_cluster::Role::Primary | ladle_cluster::Role::Replica => ("200 OK", "text/plain", body),
+        ladle_cluster::Role::Primary | ladle_cluster::Role::Replica => {
+            ("200 OK", "text/plain", body)
+        }
         _ => ("503 Service Unavailable", "text/plain", body),
     }
 }

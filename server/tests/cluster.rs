@@ -154,7 +154,12 @@ fn start_etcd(dir: &Path) -> (Proc, String) {
     let child = Command::new("etcd")
         .args(["--name", "t", "--data-dir"])
         .arg(dir.join("etcd"))
-        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
         .args(["--listen-peer-urls", &peer_url])
         .args(["--initial-advertise-peer-urls", &peer_url])
         .args(["--initial-cluster", &format!("t={peer_url}")])
@@ -280,7 +285,8 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
     let first = wait_for("the first election", || primary(&nodes));
     {
         let mut c = Conn::new(nodes[first].opts()).expect("connect to the primary");
-        c.query_drop("CREATE DATABASE jepsen").expect("create database");
+        c.query_drop("CREATE DATABASE jepsen")
+            .expect("create database");
         c.query_drop(
             "CREATE TABLE jepsen.rows (id BIGINT PRIMARY KEY, writer INT NOT NULL, \
              note VARCHAR(16), KEY by_writer (writer))",
@@ -316,7 +322,10 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         });
         failovers.push(first_ack - killed_at);
         let new_primary = wait_for("the new primary", || primary(&nodes));
-        assert_ne!(new_primary, p, "kill {kill}: the killed node is still primary");
+        assert_ne!(
+            new_primary, p,
+            "kill {kill}: the killed node is still primary"
+        );
         // The old primary rejoins; with a tail nobody else had it says so
         // and is re-bootstrapped from empty.
         nodes[p].start(&etcd_url);
@@ -345,7 +354,10 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
 
     // Every node converges to the primary's position.
     wait_for("every node to apply the primary's last entry", || {
-        let positions: Vec<u64> = nodes.iter().filter_map(|n| n.health().map(|h| h.1)).collect();
+        let positions: Vec<u64> = nodes
+            .iter()
+            .filter_map(|n| n.health().map(|h| h.1))
+            .collect();
         (positions.len() == NODES && positions.iter().all(|p| *p == positions[0])).then_some(())
     });
     let h = history.lock().unwrap();
@@ -362,18 +374,30 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
             n.log_tail()
         );
         let phantom: Vec<&i64> = ids.difference(&h.sent).collect();
-        assert!(phantom.is_empty(), "node {}: rows never sent: {phantom:?}", n.id);
+        assert!(
+            phantom.is_empty(),
+            "node {}: rows never sent: {phantom:?}",
+            n.id
+        );
         let counts = counts_on(n);
         let mut recomputed = BTreeMap::new();
         for id in &ids {
             *recomputed.entry(id / 1_000_000_000).or_insert(0) += 1;
         }
-        assert_eq!(counts, recomputed, "node {}: the view disagrees with its rows", n.id);
+        assert_eq!(
+            counts, recomputed,
+            "node {}: the view disagrees with its rows",
+            n.id
+        );
         match &reference {
             None => reference = Some((ids, counts)),
             Some((ref_ids, ref_counts)) => {
                 assert_eq!(&ids, ref_ids, "node {} has other rows than node 1", n.id);
-                assert_eq!(&counts, ref_counts, "node {}: view differs from node 1", n.id);
+                assert_eq!(
+                    &counts, ref_counts,
+                    "node {}: view differs from node 1",
+                    n.id
+                );
             }
         }
     }

@@ -285,8 +285,9 @@ impl Engine {
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
             if let Some(log) = self.schema_log.get() {
-                log.check_writable()
-                    .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+                log.check_writable().map_err(|why| {
+                    ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                })?;
                 let database = s.database.clone();
                 return self.storage.fenced(|| {
                     let out = self.run_statement(s, sql, kind);

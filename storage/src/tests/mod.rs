@@ -5,6 +5,7 @@
 
 mod crash;
 mod durable;
+mod replication;
 mod suite;
 
 use std::sync::Arc;
