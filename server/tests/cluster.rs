@@ -1,10 +1,12 @@
 //! The cluster fault test (issue #16, phase 1), Jepsen style: etcd and
 //! three `ladle` nodes as real processes; client threads insert rows with
 //! unique ids through whichever node takes writes and record every
-//! acknowledgement, while the primary is killed with SIGKILL several times
-//! (each time a new primary must be elected and writes must continue; the
-//! killed node is restarted and rejoins, re-bootstrapped from empty when it
-//! holds a tail the new primary never had). At the end, on every node:
+//! acknowledgement, while faults are injected: SIGKILL of the primary
+//! (three times), SIGSTOP of the primary past its lease then SIGCONT, and a
+//! SIGKILL and restart of etcd. After each, a new primary must be elected
+//! (or the old one resume) and writes must continue; an old primary rejoins
+//! as a replica, re-bootstrapped from empty when it holds a tail the new
+//! primary never had. At the end, on every node:
 //! every acknowledged row is present, no row appears that was never sent,
 //! and every node's rows and a view's result are identical.
 //!
@@ -13,7 +15,7 @@
 //! installed (scripts/deps.sh installs Debian's etcd-server).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -29,7 +31,35 @@ use common::{free_port, http_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 const NODES: usize = 3;
-const KILLS: usize = 3;
+/// The faults injected, in order, each while the writers run.
+const FAULTS: [Fault; 5] = [
+    Fault::KillPrimary,
+    Fault::KillPrimary,
+    Fault::PausePrimary,
+    Fault::RestartEtcd,
+    Fault::KillPrimary,
+];
+
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// SIGKILL of the primary, then a restart of it.
+    KillPrimary,
+    /// SIGSTOP of the primary for longer than its lease, then SIGCONT.
+    PausePrimary,
+    /// SIGKILL of etcd, then a restart over its data.
+    RestartEtcd,
+}
+
+fn signal(node: &Node, sig: &str) {
+    let pid = node.proc.as_ref().expect("a running node").0.id();
+    let ok = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "kill {sig} {pid} failed");
+}
 const WRITERS: usize = 3;
 /// Liveness bound for each wait below (an election, a rejoin, catching
 /// up): reaching it fails the test; the figures reported are measured.
@@ -131,7 +161,8 @@ impl Node {
 struct History {
     sent: BTreeSet<i64>,
     acked: BTreeSet<i64>,
-    ack_times: Vec<Instant>,
+    /// When each acknowledgement arrived, and from which node (index).
+    ack_times: Vec<(Instant, usize)>,
     refused: u64,
     unknown: u64,
 }
@@ -146,32 +177,49 @@ fn etcd_installed() -> bool {
         .unwrap_or(false)
 }
 
-fn start_etcd(dir: &Path) -> (Proc, String) {
-    let (client, peer) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client}");
-    let peer_url = format!("http://127.0.0.1:{peer}");
-    let log = std::fs::File::create(dir.join("etcd.log")).expect("etcd log");
-    let child = Command::new("etcd")
-        .args(["--name", "t", "--data-dir"])
-        .arg(dir.join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args(["--listen-peer-urls", &peer_url])
-        .args(["--initial-advertise-peer-urls", &peer_url])
-        .args(["--initial-cluster", &format!("t={peer_url}")])
-        .stdout(log.try_clone().expect("etcd log"))
-        .stderr(log)
-        .spawn()
-        .expect("spawn etcd");
-    let etcd = Proc(child);
-    wait_for("etcd to answer", || {
-        http_get(client, "/health").filter(|r| r.contains("true"))
-    });
-    (etcd, url)
+/// etcd on loopback ports (kept across its restarts).
+struct Etcd {
+    dir: PathBuf,
+    client: u16,
+    peer: u16,
+    proc: Option<Proc>,
+}
+
+impl Etcd {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client)
+    }
+
+    fn start(&mut self) {
+        let url = self.url();
+        let peer_url = format!("http://127.0.0.1:{}", self.peer);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("etcd.log"))
+            .expect("etcd log");
+        let child = Command::new("etcd")
+            .args(["--name", "t", "--data-dir"])
+            .arg(self.dir.join("etcd"))
+            .args([
+                "--listen-client-urls",
+                &url,
+                "--advertise-client-urls",
+                &url,
+            ])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("t={peer_url}")])
+            .stdout(log.try_clone().expect("etcd log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn etcd");
+        self.proc = Some(Proc(child));
+        let client = self.client;
+        wait_for("etcd to answer", || {
+            http_get(client, "/health").filter(|r| r.contains("true"))
+        });
+    }
 }
 
 /// Polls `f` every 50 ms until it gives a value; fails after [`PATIENCE`].
@@ -217,7 +265,7 @@ fn writer(writer: usize, ports: Vec<Opts>, history: Arc<Mutex<History>>, stop: A
             Ok(()) => {
                 let mut h = history.lock().unwrap();
                 h.acked.insert(id);
-                h.ack_times.push(Instant::now());
+                h.ack_times.push((Instant::now(), target % ports.len()));
             }
             Err(mysql::Error::MySqlError(e)) if e.code == 1290 => {
                 let mut h = history.lock().unwrap();
@@ -266,16 +314,35 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         );
         return;
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (_etcd, etcd_url) = start_etcd(dir.path());
+    let temp = tempfile::tempdir().expect("tempdir");
+    // LADLE_CLUSTER_TEST_KEEP=1 keeps the logs and data for a post-mortem.
+    let (_temp, root) = match std::env::var("LADLE_CLUSTER_TEST_KEEP").as_deref() {
+        Ok("1") => {
+            let kept = temp.keep();
+            eprintln!("cluster test files kept in {}", kept.display());
+            (None, kept)
+        }
+        _ => {
+            let path = temp.path().to_path_buf();
+            (Some(temp), path)
+        }
+    };
+    let mut etcd = Etcd {
+        dir: root.to_path_buf(),
+        client: free_port(),
+        peer: free_port(),
+        proc: None,
+    };
+    etcd.start();
+    let etcd_url = etcd.url();
     let mut nodes: Vec<Node> = (1..=NODES)
         .map(|id| Node {
             id,
             port: free_port(),
             metrics_port: free_port(),
             replication_port: free_port(),
-            data: dir.path().join(format!("node{id}")),
-            log: dir.path().join(format!("node{id}.log")),
+            data: root.join(format!("node{id}")),
+            log: root.join(format!("node{id}.log")),
             proc: None,
         })
         .collect();
@@ -293,6 +360,24 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         )
         .expect("create table");
     }
+    // A replica replays the schema change, serves reads, and refuses
+    // writes and DDL with 1290 (read-only), which clients retry elsewhere.
+    let replica = (first + 1) % NODES;
+    let mut c = wait_for("the replica to have the table", || {
+        let mut c = Conn::new(nodes[replica].opts()).ok()?;
+        c.query_drop("SELECT COUNT(*) FROM jepsen.rows").ok()?;
+        Some(c)
+    });
+    for refused in [
+        "INSERT INTO jepsen.rows VALUES (-1, 0, 'never')",
+        "CREATE TABLE jepsen.other (a INT)",
+    ] {
+        match c.query_drop(refused) {
+            Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1290, "{refused}: {e}"),
+            other => panic!("{refused} on a replica: {other:?}"),
+        }
+    }
+    drop(c);
 
     let history = Arc::new(Mutex::new(History::default()));
     let stop = Arc::new(AtomicBool::new(false));
@@ -308,39 +393,91 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
 
     let mut failovers = Vec::new();
     let mut rebootstraps = 0;
-    for kill in 0..KILLS {
+    let mut paused_failover = None;
+    let mut etcd_outage = None;
+    for fault in FAULTS {
         let p = wait_for("a primary", || primary(&nodes));
         let before = acks();
-        wait_for("more writes before the kill", || {
+        wait_for("more writes before the fault", || {
             (acks() > before + 50).then_some(())
         });
-        let killed_at = Instant::now();
-        nodes[p].kill9();
-        let first_ack = wait_for("a write acknowledged after the kill", || {
-            let h = history.lock().unwrap();
-            h.ack_times.iter().rev().find(|t| **t > killed_at).copied()
-        });
-        failovers.push(first_ack - killed_at);
-        let new_primary = wait_for("the new primary", || primary(&nodes));
-        assert_ne!(
-            new_primary, p,
-            "kill {kill}: the killed node is still primary"
-        );
-        // The old primary rejoins; with a tail nobody else had it says so
-        // and is re-bootstrapped from empty.
-        nodes[p].start(&etcd_url);
-        let role = wait_for("the old primary to rejoin", || match nodes[p].health() {
-            Some((r, _)) if r == "replica" || r == "diverged" => Some(r),
-            _ => None,
-        });
-        if role == "diverged" {
-            rebootstraps += 1;
-            nodes[p].kill9();
-            std::fs::remove_dir_all(&nodes[p].data).expect("wipe the diverged node");
-            nodes[p].start(&etcd_url);
-            wait_for("the re-bootstrapped node to catch up", || {
-                matches!(nodes[p].health(), Some((r, _)) if r == "replica").then_some(())
+        let fault_at = Instant::now();
+        // From the fault to the first write another node acknowledged.
+        let first_ack_after = |at: Instant, not_from: Option<usize>| {
+            wait_for("a write acknowledged after the fault", || {
+                let h = history.lock().unwrap();
+                h.ack_times
+                    .iter()
+                    .find(|(t, n)| *t > at && Some(*n) != not_from)
+                    .map(|(t, _)| *t)
+            }) - at
+        };
+        match fault {
+            Fault::KillPrimary => {
+                nodes[p].kill9();
+                failovers.push(first_ack_after(fault_at, Some(p)));
+                let new_primary = wait_for("the new primary", || primary(&nodes));
+                assert_ne!(new_primary, p, "the killed node is still primary");
+                nodes[p].start(&etcd_url);
+            }
+            Fault::PausePrimary => {
+                // Paused past its lease: another node is elected meanwhile.
+                // Resumed, the old primary must not acknowledge anything
+                // (checked at the end: every acknowledged row is on every
+                // node, including the new primary's).
+                signal(&nodes[p], "-STOP");
+                let others: Vec<usize> = (0..NODES).filter(|&i| i != p).collect();
+                let new_primary = wait_for("a primary while the old one is paused", || {
+                    others
+                        .iter()
+                        .copied()
+                        .find(|&i| matches!(nodes[i].health(), Some((r, _)) if r == "primary"))
+                });
+                signal(&nodes[p], "-CONT");
+                assert_ne!(new_primary, p);
+                // Writers blocked on the paused node get their answers now
+                // (never an acknowledgement) and move on.
+                paused_failover = Some(first_ack_after(fault_at, Some(p)));
+            }
+            Fault::RestartEtcd => {
+                // The primary refuses writes once its lease may have
+                // expired and resumes, without a restart, when etcd is back.
+                etcd.proc = None;
+                etcd.start();
+                let back = Instant::now();
+                first_ack_after(back, None);
+                // The longest time without an acknowledged write, from the
+                // kill until writes went on.
+                let h = history.lock().unwrap();
+                let mut last = fault_at;
+                let mut gap = Duration::ZERO;
+                for (t, _) in h.ack_times.iter().filter(|(t, _)| *t > fault_at) {
+                    gap = gap.max(*t - last);
+                    last = *t;
+                    if *t > back {
+                        break;
+                    }
+                }
+                etcd_outage = Some(gap);
+            }
+        }
+        // Every node settles: the old primary rejoins as a replica, or,
+        // with a tail nobody else had, says so and is re-bootstrapped from
+        // empty.
+        for n in nodes.iter_mut() {
+            let role = wait_for("every node to settle", || match n.health() {
+                Some((r, _)) if ["primary", "replica", "diverged"].contains(&r.as_str()) => Some(r),
+                _ => None,
             });
+            if role == "diverged" {
+                rebootstraps += 1;
+                n.kill9();
+                std::fs::remove_dir_all(&n.data).expect("wipe the diverged node");
+                n.start(&etcd_url);
+                wait_for("the re-bootstrapped node to catch up", || {
+                    matches!(n.health(), Some((r, _)) if r == "replica").then_some(())
+                });
+            }
         }
     }
     let before = acks();
@@ -405,9 +542,10 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
     ms.sort_unstable();
     println!(
         "cluster: {} sent, {} acknowledged, {} refused (1290), {} outcome unknown; \
-         {} rows on each of {NODES} nodes, 0 acknowledged lost; {KILLS} kill -9 of the \
-         primary, {rebootstraps} re-bootstrap(s); failover ms (kill to first ack) {:?}, \
-         p50 {} max {}",
+         {} rows on each of {NODES} nodes, 0 acknowledged lost; faults {FAULTS:?}, \
+         {rebootstraps} re-bootstrap(s); failover ms (kill -9 to first ack) {:?}, \
+         p50 {} max {}; SIGSTOP to first ack on the new primary {:?} ms; \
+         etcd SIGKILL+restart: longest time without an ack {:?} ms",
         h.sent.len(),
         h.acked.len(),
         h.refused,
@@ -416,5 +554,7 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         ms,
         ms[ms.len() / 2],
         ms[ms.len() - 1],
+        paused_failover.map(|d| d.as_millis()),
+        etcd_outage.map(|d| d.as_millis()),
     );
 }
