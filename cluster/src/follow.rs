@@ -33,12 +33,20 @@ pub(crate) async fn follow(
     }
 }
 
-async fn follow_inner(
-    node: &Arc<Node>,
-    addr: &str,
-    term: u64,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-) -> anyhow::Result<FollowEnd> {
+/// A primary answers the handshake within this.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+enum Handshake {
+    Accepted {
+        rd: tokio::net::tcp::OwnedReadHalf,
+        wr: tokio::net::tcp::OwnedWriteHalf,
+        applied: ladle_common::Lsn,
+    },
+    Refused(FollowEnd),
+}
+
+/// Connects, says where this node stands, and reads the primary's answer.
+async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Handshake> {
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
@@ -56,9 +64,9 @@ async fn follow_inner(
             history,
         }) => {
             if their_term != term {
-                return Ok(FollowEnd::Retry(format!(
+                return Ok(Handshake::Refused(FollowEnd::Retry(format!(
                     "expected the primary of term {term}, found term {their_term}"
-                )));
+                ))));
             }
             for (t, start) in history {
                 node.history.note(&node.storage, t, start)?;
@@ -67,10 +75,34 @@ async fn follow_inner(
         Some(ToReplica::Reject {
             reason,
             diverged: true,
-        }) => return Ok(FollowEnd::Diverged(reason)),
-        Some(ToReplica::Reject { reason, .. }) => return Ok(FollowEnd::Retry(reason)),
+        }) => return Ok(Handshake::Refused(FollowEnd::Diverged(reason))),
+        Some(ToReplica::Reject { reason, .. }) => {
+            return Ok(Handshake::Refused(FollowEnd::Retry(reason)))
+        }
         other => anyhow::bail!("unexpected first frame from the primary: {other:?}"),
     }
+    Ok(Handshake::Accepted { rd, wr, applied })
+}
+
+async fn follow_inner(
+    node: &Arc<Node>,
+    addr: &str,
+    term: u64,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<FollowEnd> {
+    // The handshake applies nothing, so it may be cut short: by `stop`, or
+    // by a primary that does not answer (paused, or gone).
+    let handshake = tokio::select! {
+        r = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(node, addr, term)) => match r {
+            Ok(r) => r?,
+            Err(_) => return Ok(FollowEnd::Retry(format!("{addr} did not answer in time"))),
+        },
+        _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
+    };
+    let (mut rd, mut wr, applied) = match handshake {
+        Handshake::Accepted { rd, wr, applied } => (rd, wr, applied),
+        Handshake::Refused(end) => return Ok(end),
+    };
     tracing::info!(primary = addr, term, applied, "following the primary");
     loop {
         let received = tokio::select! {
