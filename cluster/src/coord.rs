@@ -153,9 +153,7 @@ impl Coordinator {
         let me = self.node.config.node_id;
         match view.leader.clone() {
             Some(l) if l.node == me && l.term == self.node.term() => {
-                if self.node.role() == Role::Primary {
-                    self.hold_log_for_replicas(&view.members);
-                } else {
+                if self.node.role() != Role::Primary {
                     // Elected, but the local role was lost meanwhile: give
                     // the key up (it lapses with the lease) rather than lead
                     // with an unknown state.
@@ -388,19 +386,6 @@ impl Coordinator {
         );
         *self.node.lease_valid_until.lock() = None;
         self.node.set_role(Role::Candidate);
-    }
-
-    /// Keeps the change-log entries live replicas have not applied.
-    fn hold_log_for_replicas(&self, members: &[Member]) {
-        let me = self.node.config.node_id;
-        if let Some(min) = members
-            .iter()
-            .filter(|m| m.node != me && !m.diverged)
-            .map(|m| m.applied)
-            .min()
-        {
-            self.node.storage.set_log_floor(min);
-        }
     }
 
     /// Follows `leader` (starting, or restarting after a failed stream).

@@ -229,7 +229,9 @@ impl Node {
         });
         let _ = node.applier.set(applier);
         storage.set_write_gate(Arc::new(gate::Gate(node.clone())));
-        // Nothing is truncated until replicas have said what they applied.
+        // The change log is kept whole: a node that joins (or rejoins
+        // after a re-bootstrap) empty catches up from its first entry, and
+        // bootstrap from a checkpoint is not built yet (docs/cluster.md).
         storage.set_log_floor(0);
         tokio::spawn(stream::serve(node.clone(), listener));
         tokio::spawn(coord::run(node.clone()));

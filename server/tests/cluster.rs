@@ -2,8 +2,8 @@
 //! three `ladle` nodes as real processes; client threads insert rows with
 //! unique ids through whichever node takes writes and record every
 //! acknowledgement, while faults are injected: SIGKILL of the primary
-//! (three times), SIGSTOP of the primary past its lease then SIGCONT, and a
-//! SIGKILL and restart of etcd. After each, a new primary must be elected
+//! (ten times), SIGSTOP of the primary past its lease then SIGCONT, SIGKILL
+//! of a replica, and a SIGKILL and restart of etcd. After each, a new primary must be elected
 //! (or the old one resume) and writes must continue; an old primary rejoins
 //! as a replica, re-bootstrapped from empty when it holds a tail the new
 //! primary never had. At the end, on every node:
@@ -31,12 +31,22 @@ use common::{free_port, http_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 const NODES: usize = 3;
-/// The faults injected, in order, each while the writers run.
-const FAULTS: [Fault; 5] = [
+/// The faults injected, in order, each while the writers run: ten kills of
+/// the primary (the failover figures), a pause of the primary past its
+/// lease, a kill of a replica, and a restart of etcd.
+const FAULTS: [Fault; 13] = [
     Fault::KillPrimary,
     Fault::KillPrimary,
     Fault::PausePrimary,
+    Fault::KillPrimary,
+    Fault::KillReplica,
+    Fault::KillPrimary,
     Fault::RestartEtcd,
+    Fault::KillPrimary,
+    Fault::KillPrimary,
+    Fault::KillPrimary,
+    Fault::KillPrimary,
+    Fault::KillPrimary,
     Fault::KillPrimary,
 ];
 
@@ -44,6 +54,8 @@ const FAULTS: [Fault; 5] = [
 enum Fault {
     /// SIGKILL of the primary, then a restart of it.
     KillPrimary,
+    /// SIGKILL of a replica (writes go on), then a restart of it.
+    KillReplica,
     /// SIGSTOP of the primary for longer than its lease, then SIGCONT.
     PausePrimary,
     /// SIGKILL of etcd, then a restart over its data.
@@ -419,6 +431,16 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                 let new_primary = wait_for("the new primary", || primary(&nodes));
                 assert_ne!(new_primary, p, "the killed node is still primary");
                 nodes[p].start(&etcd_url);
+            }
+            Fault::KillReplica => {
+                let r = (p + 1) % NODES;
+                nodes[r].kill9();
+                // The other replica confirms writes meanwhile.
+                let after = acks();
+                wait_for("writes with a replica down", || {
+                    (acks() > after + 20).then_some(())
+                });
+                nodes[r].start(&etcd_url);
             }
             Fault::PausePrimary => {
                 // Paused past its lease: another node is elected meanwhile.
