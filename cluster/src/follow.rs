@@ -178,3 +178,149 @@ async fn follow_inner(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use ladle_common::{ColumnSchema, RowDelta, SqlType, TableDeltas, TableSchema, Value};
+    use ladle_storage::Storage;
+    use parking_lot::Mutex;
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::DdlApplier;
+
+    /// Runs replicated schema changes against storage directly, noting
+    /// whether the node let them through.
+    struct Applier {
+        storage: Arc<Storage>,
+        node: Mutex<Option<Arc<Node>>>,
+        ran: Mutex<Vec<(String, bool)>>,
+    }
+
+    impl DdlApplier for Applier {
+        fn apply(&self, _database: Option<&str>, sql: &str) -> Result<(), String> {
+            let node = self.node.lock().clone().expect("node set");
+            let writable = node.check_writable().is_ok();
+            self.ran.lock().push((sql.to_string(), writable));
+            create_t(&self.storage).map_err(|e| e.to_string())?;
+            node.record_ddl(Some("d"), sql);
+            Ok(())
+        }
+    }
+
+    /// `d.t (id INT PRIMARY KEY)`; its table id.
+    fn create_t(storage: &Storage) -> ladle_storage::Result<u64> {
+        storage.create_database("d", false)?;
+        let int = SqlType::Int {
+            bytes: 4,
+            unsigned: false,
+        };
+        let schema = TableSchema {
+            id: 0,
+            database: "d".into(),
+            name: "t".into(),
+            columns: vec![ColumnSchema::new("id", int).not_null()],
+            primary_key: Some(vec![0]),
+            indexes: Vec::new(),
+            version: 1,
+        };
+        Ok(storage.create_table(schema, false)?.id)
+    }
+
+    fn entry(term: u64, lsn: u64, table: u64, id: i64) -> ToReplica {
+        ToReplica::Entry {
+            term,
+            lsn,
+            changes: vec![TableDeltas {
+                table,
+                deltas: vec![RowDelta::Insert(vec![Value::Int(id)])],
+            }],
+        }
+    }
+
+    /// A fake primary of term 5 sends a schema change, two entries (each
+    /// acknowledged once applied), then an entry of the older term 4: the
+    /// replica refuses it and stops, having applied nothing of it.
+    #[tokio::test]
+    async fn a_replica_applies_in_order_acknowledges_and_refuses_a_stale_term() {
+        let storage = Storage::in_memory();
+        let applier = Arc::new(Applier {
+            storage: storage.clone(),
+            node: Mutex::new(None),
+            ran: Mutex::new(Vec::new()),
+        });
+        let node = Node::unstarted(storage.clone(), applier.clone());
+        *applier.node.lock() = Some(node.clone());
+        node.term.store(5, Ordering::Release);
+        // The same schema change gives the same table id on any node.
+        let table = create_t(&Storage::in_memory()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let primary = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (mut rd, mut wr) = stream.into_split();
+            let hello = protocol::recv::<ToPrimary>(&mut rd).await.unwrap();
+            let welcome = ToReplica::Welcome {
+                term: 5,
+                history: vec![(5, 1)],
+            };
+            protocol::send(&mut wr, &welcome).await.unwrap();
+            let ddl = ToReplica::Ddl {
+                term: 5,
+                after: 0,
+                seq: 0,
+                database: Some("d".into()),
+                sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
+            };
+            protocol::send(&mut wr, &ddl).await.unwrap();
+            let mut acks = Vec::new();
+            for lsn in 1..=2 {
+                protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
+                    .await
+                    .unwrap();
+                acks.push(protocol::recv::<ToPrimary>(&mut rd).await.unwrap());
+            }
+            protocol::send(&mut wr, &entry(4, 3, table, 3))
+                .await
+                .unwrap();
+            (hello, acks)
+        });
+        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+        let end = follow(node.clone(), addr, 5, stop).await;
+        let (hello, acks) = primary.await.unwrap();
+        assert_eq!(
+            hello,
+            Some(ToPrimary::Hello {
+                node: 2,
+                applied: 0,
+                ddl_seq: 0,
+                last_term: 0
+            })
+        );
+        assert_eq!(
+            acks,
+            vec![
+                Some(ToPrimary::Ack { applied: 1 }),
+                Some(ToPrimary::Ack { applied: 2 })
+            ]
+        );
+        match end {
+            FollowEnd::Retry(reason) => assert!(reason.contains("term 4"), "{reason}"),
+            FollowEnd::Diverged(reason) => panic!("diverged: {reason}"),
+        }
+        assert_eq!(storage.last_lsn(), 2, "the stale entry was not applied");
+        let t = storage.table("d", "t").expect("replayed table");
+        assert_eq!(storage.scan(t.id).unwrap().len(), 2);
+        // The schema change ran as replication (a replica refuses clients'
+        // DDL), and is recorded here for replicas of this node.
+        assert_eq!(
+            *applier.ran.lock(),
+            vec![("CREATE TABLE t (id INT PRIMARY KEY)".to_string(), true)]
+        );
+        assert_eq!(node.ddl.count_at(0), 1);
+        assert!(node.check_writable().is_err(), "a replica takes no writes");
+        assert_eq!(node.history.all(), vec![(5, 1)]);
+    }
+}

@@ -29,7 +29,16 @@ impl WriteGate for Gate {
             if node.role() != Role::Primary || node.term() != term {
                 break;
             }
-            let persisted = replicas.iter().filter(|(_, p)| p.acked >= lsn).count();
+            // Distinct nodes: a replica that reconnected may still have its
+            // old stream registered.
+            let mut persisted: Vec<u64> = replicas
+                .iter()
+                .filter(|(_, p)| p.acked >= lsn)
+                .map(|(_, p)| p.node_id)
+                .collect();
+            persisted.sort_unstable();
+            persisted.dedup();
+            let persisted = persisted.len();
             if persisted >= needed {
                 drop(replicas);
                 // The lease is checked after the replicas answered: if it

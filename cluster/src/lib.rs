@@ -243,6 +243,41 @@ impl Node {
         Ok(node)
     }
 
+    /// A node that is not started (no etcd, no listener): for tests of the
+    /// replication pieces.
+    #[cfg(test)]
+    fn unstarted(storage: Arc<Storage>, applier: Arc<dyn DdlApplier>) -> Arc<Node> {
+        let (committed, _) = tokio::sync::watch::channel(storage.last_lsn());
+        let node = Node {
+            config: ClusterConfig {
+                etcd: Vec::new(),
+                node_id: 2,
+                mysql_addr: "127.0.0.1:0".into(),
+                replication_listen: "127.0.0.1:0".parse().expect("address"),
+                sync_replicas: 1,
+                lease_ttl: Duration::from_secs(3),
+                ack_timeout: Duration::from_secs(5),
+                prefix: "/test".into(),
+            },
+            ddl: ddl::SchemaHistory::load(&storage).expect("schema history"),
+            history: ddl::TermHistory::load(&storage).expect("term history"),
+            storage,
+            role: AtomicU8::new(Role::Candidate as u8),
+            term: AtomicU64::new(0),
+            leader_mysql: Mutex::new(None),
+            lease_valid_until: Mutex::new(None),
+            replicas: Mutex::new(Vec::new()),
+            acked: Condvar::new(),
+            committed,
+            primary_last: AtomicU64::new(0),
+            applier: std::sync::OnceLock::new(),
+            metrics: NodeMetrics::new(&Registry::new()).expect("metrics"),
+            next_stream: AtomicU64::new(1),
+        };
+        let _ = node.applier.set(applier);
+        Arc::new(node)
+    }
+
     pub fn node_id(&self) -> u64 {
         self.config.node_id
     }

@@ -42,6 +42,14 @@
 //! is still held; then the group's callers are woken. Reads never take the
 //! commit lock, so observers and [`Storage::exclusive`] may read.
 //!
+//! Cluster hooks (unused on a single node): a [`WriteGate`] admits writes
+//! and decides when a committed one may be acknowledged (a replica refuses
+//! them, a primary waits for its synchronous replicas);
+//! [`Storage::apply_replicated`] writes a primary's change-log entry at the
+//! same LSN; [`Storage::fenced`] lets a schema change and its record sit
+//! between two LSNs; [`Storage::set_log_floor`] keeps log entries replicas
+//! need.
+//!
 //! AUTO_INCREMENT: the next value is written in the same batch as the rows
 //! that used it, so a crash can never hand out a committed value again
 //! (values given to callers whose ops failed may be reused; they were never
