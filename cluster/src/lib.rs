@@ -204,30 +204,10 @@ impl Node {
         applier: Arc<dyn DdlApplier>,
         registry: &Registry,
     ) -> anyhow::Result<Arc<Node>> {
-        let ddl = ddl::SchemaHistory::load(&storage)?;
-        let history = ddl::TermHistory::load(&storage)?;
         let listener = tokio::net::TcpListener::bind(config.replication_listen).await?;
         // Port 0 picks a free one: publish the address actually bound.
         config.replication_listen = listener.local_addr()?;
-        let (committed, _) = tokio::sync::watch::channel(storage.last_lsn());
-        let node = Arc::new(Node {
-            config,
-            storage: storage.clone(),
-            role: AtomicU8::new(Role::Candidate as u8),
-            term: AtomicU64::new(0),
-            leader_mysql: Mutex::new(None),
-            lease_valid_until: Mutex::new(None),
-            replicas: Mutex::new(Vec::new()),
-            acked: Condvar::new(),
-            committed,
-            primary_last: AtomicU64::new(0),
-            ddl,
-            history,
-            applier: std::sync::OnceLock::new(),
-            metrics: NodeMetrics::new(registry)?,
-            next_stream: AtomicU64::new(1),
-        });
-        let _ = node.applier.set(applier);
+        let node = Node::new(config, storage.clone(), applier, registry)?;
         storage.set_write_gate(Arc::new(gate::Gate(node.clone())));
         // The change log is kept whole: a node that joins (or rejoins
         // after a re-bootstrap) empty catches up from its first entry, and
@@ -247,20 +227,31 @@ impl Node {
     /// replication pieces.
     #[cfg(test)]
     fn unstarted(storage: Arc<Storage>, applier: Arc<dyn DdlApplier>) -> Arc<Node> {
+        let config = ClusterConfig {
+            etcd: Vec::new(),
+            node_id: 2,
+            mysql_addr: "127.0.0.1:0".into(),
+            replication_listen: "127.0.0.1:0".parse().expect("address"),
+            sync_replicas: 1,
+            lease_ttl: Duration::from_secs(3),
+            ack_timeout: Duration::from_secs(5),
+            prefix: "/test".into(),
+        };
+        Node::new(config, storage, applier, &Registry::new()).expect("node")
+    }
+
+    /// The node's state, loaded from storage; nothing runs yet.
+    fn new(
+        config: ClusterConfig,
+        storage: Arc<Storage>,
+        applier: Arc<dyn DdlApplier>,
+        registry: &Registry,
+    ) -> anyhow::Result<Arc<Node>> {
         let (committed, _) = tokio::sync::watch::channel(storage.last_lsn());
         let node = Node {
-            config: ClusterConfig {
-                etcd: Vec::new(),
-                node_id: 2,
-                mysql_addr: "127.0.0.1:0".into(),
-                replication_listen: "127.0.0.1:0".parse().expect("address"),
-                sync_replicas: 1,
-                lease_ttl: Duration::from_secs(3),
-                ack_timeout: Duration::from_secs(5),
-                prefix: "/test".into(),
-            },
-            ddl: ddl::SchemaHistory::load(&storage).expect("schema history"),
-            history: ddl::TermHistory::load(&storage).expect("term history"),
+            config,
+            ddl: ddl::SchemaHistory::load(&storage)?,
+            history: ddl::TermHistory::load(&storage)?,
             storage,
             role: AtomicU8::new(Role::Candidate as u8),
             term: AtomicU64::new(0),
@@ -271,11 +262,11 @@ impl Node {
             committed,
             primary_last: AtomicU64::new(0),
             applier: std::sync::OnceLock::new(),
-            metrics: NodeMetrics::new(&Registry::new()).expect("metrics"),
+            metrics: NodeMetrics::new(registry)?,
             next_stream: AtomicU64::new(1),
         };
         let _ = node.applier.set(applier);
-        Arc::new(node)
+        Ok(Arc::new(node))
     }
 
     pub fn node_id(&self) -> u64 {

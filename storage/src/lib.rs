@@ -1021,15 +1021,7 @@ impl Storage {
         let mut batch = engine::Batch::default();
         let mut auto_inc = HashMap::new();
         self.engine.with_consistent(&mut |base| {
-            let mut g = write::Group {
-                base,
-                tables: &tables,
-                overlay: write::Overlay::default(),
-                deltas: Vec::new(),
-                auto_inc: HashMap::new(),
-                epoch: self.epoch,
-                row_seq: &self.row_seq,
-            };
+            let mut g = self.group(base, &tables);
             g.apply_deltas(&changes)?;
             auto_inc = std::mem::take(&mut g.auto_inc);
             std::mem::take(&mut g.overlay).into_batch(&mut batch);
@@ -1120,6 +1112,23 @@ impl Storage {
         })
     }
 
+    /// An empty commit group over `base` (the engine state) and `tables`.
+    fn group<'a>(
+        &'a self,
+        base: &'a dyn engine::KvRead,
+        tables: &'a HashMap<TableId, Arc<TableState>>,
+    ) -> write::Group<'a> {
+        write::Group {
+            base,
+            tables,
+            overlay: write::Overlay::default(),
+            deltas: Vec::new(),
+            auto_inc: HashMap::new(),
+            epoch: self.epoch,
+            row_seq: &self.row_seq,
+        }
+    }
+
     /// Writes a group's batch with its AUTO_INCREMENT counters and, when it
     /// changed rows, a change-log entry at the next LSN; then tells the
     /// observer. Returns the LSN the batch is part of. Called with the
@@ -1182,15 +1191,7 @@ impl Storage {
         let mut calls = Some(calls);
         let mut auto_inc = HashMap::new();
         let applied = self.engine.with_consistent(&mut |base| {
-            let mut g = write::Group {
-                base,
-                tables: &tables,
-                overlay: write::Overlay::default(),
-                deltas: Vec::new(),
-                auto_inc: HashMap::new(),
-                epoch: self.epoch,
-                row_seq: &self.row_seq,
-            };
+            let mut g = self.group(base, &tables);
             for ops in calls.take().unwrap_or_default() {
                 // A caller's closure (filter, updater) that panics fails
                 // that caller alone, not the leader's thread or the group.

@@ -1,6 +1,6 @@
 //! The hooks a cluster uses: a replica applying the primary's change log
 //! (`apply_replicated`), the write gate, the log floor and the fence. Each
-//! runs against both engines.
+//! runs against every engine.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -11,18 +11,7 @@ use parking_lot::Mutex;
 use super::*;
 use crate::{CommitObserver, IndexRef, ScanSpec, StorageError, WriteGate};
 
-macro_rules! both_engines {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $( #[test] fn $name() { super::$name(super::Kind::Memory) } )*
-        }
-        mod rocks {
-            $( #[test] fn $name() { super::$name(super::Kind::Rocks) } )*
-        }
-    };
-}
-
-both_engines!(
+conformance!(
     a_replica_applying_the_log_reaches_the_same_state,
     a_replicated_entry_must_be_the_next_one,
     the_gate_refuses_writes_and_withholds_acknowledgements,
