@@ -5,7 +5,10 @@
 //! - `P/members/<id>`: JSON [`Member`], on the node's lease;
 //! - `P/leader`: JSON [`Leader`], on the primary's lease;
 //! - `P/term`: the newest term, written with the leader key in one
-//!   transaction that requires no leader key and an unchanged term.
+//!   transaction that requires no leader key and an unchanged term;
+//! - `P/acknowledged`: the newest LSN a primary acknowledged to a client
+//!   (no lease: it outlives every node), published by the primary each
+//!   tick; no node below it may campaign.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -60,18 +63,24 @@ struct ClusterView {
     leader: Option<Leader>,
     /// The term key's value and its modification revision (0: absent).
     term: (u64, i64),
+    /// The newest LSN a primary said it acknowledged.
+    acknowledged: Lsn,
     members: Vec<Member>,
 }
 
 /// Whether a node that applied `mine` may campaign, given the others'
-/// records: only when every other live member has stopped following (its
-/// position is final) and none has applied more (so the new primary holds
-/// every write a synchronous replica acknowledged).
-pub(crate) fn may_campaign(me: u64, mine: Lsn, members: &[Member]) -> bool {
-    members
-        .iter()
-        .filter(|m| m.node != me && !m.diverged)
-        .all(|m| m.following.is_none() && m.applied <= mine)
+/// records and the newest position a primary published as acknowledged:
+/// only when every other live member has stopped following (its position
+/// is final), none has applied more (so the new primary holds every write a
+/// synchronous replica acknowledged), and it holds what was acknowledged
+/// (so after a whole-cluster restart a node that lacks acknowledged writes
+/// waits for one that has them).
+pub(crate) fn may_campaign(me: u64, mine: Lsn, members: &[Member], acknowledged: Lsn) -> bool {
+    mine >= acknowledged
+        && members
+            .iter()
+            .filter(|m| m.node != me && !m.diverged)
+            .all(|m| m.following.is_none() && m.applied <= mine)
 }
 
 struct Follower {
@@ -153,7 +162,9 @@ impl Coordinator {
         let me = self.node.config.node_id;
         match view.leader.clone() {
             Some(l) if l.node == me && l.term == self.node.term() => {
-                if self.node.role() != Role::Primary {
+                if self.node.role() == Role::Primary {
+                    self.publish_acknowledged(view.acknowledged).await?;
+                } else {
                     // Elected, but the local role was lost meanwhile: give
                     // the key up (it lapses with the lease) rather than lead
                     // with an unknown state.
@@ -177,7 +188,7 @@ impl Coordinator {
                 }
                 self.publish_member().await?;
                 let mine = self.node.applied();
-                if !self.diverged && may_campaign(me, mine, &view.members) {
+                if !self.diverged && may_campaign(me, mine, &view.members, view.acknowledged) {
                     self.campaign(view.term).await?;
                 }
             }
@@ -273,6 +284,7 @@ impl Coordinator {
         let mut view = ClusterView {
             leader: None,
             term: (0, 0),
+            acknowledged: 0,
             members: Vec::new(),
         };
         for kv in resp.kvs() {
@@ -282,6 +294,8 @@ impl Coordinator {
                 view.leader = Some(serde_json::from_slice(kv.value())?);
             } else if rest == "term" {
                 view.term = (kv.value_str()?.parse()?, kv.mod_revision());
+            } else if rest == "acknowledged" {
+                view.acknowledged = kv.value_str()?.parse()?;
             } else if rest.starts_with("members/") {
                 view.members.push(serde_json::from_slice(kv.value())?);
             }
@@ -323,6 +337,21 @@ impl Coordinator {
         )
         .await?;
         self.published = Some((record, Instant::now()));
+        Ok(())
+    }
+
+    /// Publishes the newest acknowledged LSN when it passed `published`.
+    async fn publish_acknowledged(&mut self, published: Lsn) -> anyhow::Result<()> {
+        let acknowledged = self.node.acknowledged.load(Ordering::Acquire);
+        if acknowledged <= published {
+            return Ok(());
+        }
+        let key = self.key("acknowledged");
+        timed(
+            "put acknowledged",
+            self.client.put(key, acknowledged.to_string(), None),
+        )
+        .await?;
         Ok(())
     }
 
@@ -474,15 +503,18 @@ mod tests {
             member(2, 12, None),
             member(3, 12, None),
         ];
-        assert!(!may_campaign(1, 10, &all));
-        assert!(may_campaign(2, 12, &all));
-        assert!(may_campaign(3, 12, &all));
+        assert!(!may_campaign(1, 10, &all, 0));
+        assert!(may_campaign(2, 12, &all, 12));
+        assert!(may_campaign(3, 12, &all, 11));
         // A member still following the old primary may apply more: wait.
         let moving = [member(1, 10, Some(4)), member(2, 12, None)];
-        assert!(!may_campaign(2, 12, &moving));
+        assert!(!may_campaign(2, 12, &moving, 0));
         // A diverged member's position does not count.
         let mut d = member(3, 99, None);
         d.diverged = true;
-        assert!(may_campaign(2, 12, &[member(2, 12, None), d]));
+        assert!(may_campaign(2, 12, &[member(2, 12, None), d], 0));
+        // Alone after a restart, without writes that were acknowledged:
+        // wait for a node that has them.
+        assert!(!may_campaign(1, 10, &[member(1, 10, None)], 12));
     }
 }

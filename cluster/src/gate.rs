@@ -3,6 +3,7 @@
 //! while its etcd lease is certainly still valid (semi-synchronous
 //! replication, with fencing by lease).
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,6 +45,7 @@ impl WriteGate for Gate {
                 // The lease is checked after the replicas answered: if it
                 // is valid now, no other node can have been elected yet.
                 if node.lease_valid() {
+                    node.acknowledged.fetch_max(lsn, Ordering::AcqRel);
                     return Ok(());
                 }
                 break;

@@ -137,6 +137,8 @@ pub struct Node {
     committed: tokio::sync::watch::Sender<Lsn>,
     /// The primary's last LSN as a replica last heard it.
     primary_last: AtomicU64,
+    /// On the primary: the newest LSN acknowledged to a client.
+    acknowledged: AtomicU64,
     ddl: ddl::SchemaHistory,
     history: ddl::TermHistory,
     applier: std::sync::OnceLock<Arc<dyn DdlApplier>>,
@@ -261,6 +263,7 @@ impl Node {
             acked: Condvar::new(),
             committed,
             primary_last: AtomicU64::new(0),
+            acknowledged: AtomicU64::new(0),
             applier: std::sync::OnceLock::new(),
             metrics: NodeMetrics::new(registry)?,
             next_stream: AtomicU64::new(1),
