@@ -65,6 +65,8 @@ struct ClusterView {
     term: (u64, i64),
     /// The newest LSN a primary said it acknowledged.
     acknowledged: Lsn,
+    /// The lease the leader key is on.
+    leader_lease: Option<i64>,
     members: Vec<Member>,
 }
 
@@ -170,6 +172,16 @@ impl Coordinator {
                     // with an unknown state.
                     self.drop_lease().await;
                 }
+            }
+            Some(l)
+                if l.node == me
+                    && self.lease.is_some()
+                    && view.leader_lease == self.lease
+                    && self.node.role() == Role::Candidate =>
+            {
+                // This node's campaign won but its answer was lost (a
+                // timeout): the key is on this node's lease, so it leads.
+                self.become_primary(l.term)?;
             }
             Some(l) => {
                 if self.node.role() == Role::Primary {
@@ -285,6 +297,7 @@ impl Coordinator {
             leader: None,
             term: (0, 0),
             acknowledged: 0,
+            leader_lease: None,
             members: Vec::new(),
         };
         for kv in resp.kvs() {
@@ -292,6 +305,7 @@ impl Coordinator {
             let rest = &key[prefix.len()..];
             if rest == "leader" {
                 view.leader = Some(serde_json::from_slice(kv.value())?);
+                view.leader_lease = Some(kv.lease());
             } else if rest == "term" {
                 view.term = (kv.value_str()?.parse()?, kv.mod_revision());
             } else if rest == "acknowledged" {
@@ -388,19 +402,25 @@ impl Coordinator {
                 TxnOp::put(term_key, new_term.to_string(), None),
             ]);
         let resp = timed("campaign", self.client.txn(txn)).await?;
-        if !resp.succeeded() {
-            return Ok(());
+        if resp.succeeded() {
+            self.become_primary(new_term)?;
         }
+        Ok(())
+    }
+
+    /// Takes up leadership of `term` (this node holds the leader key).
+    fn become_primary(&mut self, term: u64) -> anyhow::Result<()> {
+        let node = self.node.clone();
         let start = node.applied() + 1;
-        node.history.note(&node.storage, new_term, start)?;
-        node.term.store(new_term, Ordering::Release);
+        node.history.note(&node.storage, term, start)?;
+        node.term.store(term, Ordering::Release);
         *node.leader_mysql.lock() = Some(node.config.mysql_addr.clone());
         node.set_role(Role::Primary);
         self.publish_lease_validity();
         node.metrics.elections.inc();
         tracing::info!(
             node = node.config.node_id,
-            term = new_term,
+            term,
             applied = start - 1,
             "elected primary"
         );
