@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use ladle_common::Lsn;
 use tokio::net::TcpStream;
 
 use crate::protocol::{self, ToPrimary, ToReplica};
@@ -50,7 +51,9 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
-    let applied = node.storage.last_lsn();
+    // What the primary is told is persisted here: entries applied unsynced
+    // by an earlier stream are made durable first.
+    let applied = sync_applied(node, 0).await?;
     let hello = ToPrimary::Hello {
         node: node.config.node_id,
         applied,
@@ -84,6 +87,17 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
     Ok(Handshake::Accepted { rd, wr, applied })
 }
 
+/// Makes every applied entry durable (if some after `synced` may not be);
+/// returns the applied LSN.
+async fn sync_applied(node: &Arc<Node>, synced: Lsn) -> anyhow::Result<Lsn> {
+    let storage = node.storage.clone();
+    let applied = storage.last_lsn();
+    if applied > synced {
+        tokio::task::spawn_blocking(move || storage.sync_wal()).await??;
+    }
+    Ok(applied)
+}
+
 async fn follow_inner(
     node: &Arc<Node>,
     addr: &str,
@@ -99,10 +113,13 @@ async fn follow_inner(
         },
         _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
     };
-    let (mut rd, mut wr, applied) = match handshake {
+    let (rd, mut wr, applied) = match handshake {
         Handshake::Accepted { rd, wr, applied } => (rd, wr, applied),
         Handshake::Refused(end) => return Ok(end),
     };
+    // Buffered: whether another frame is already here decides when to sync.
+    let mut rd = tokio::io::BufReader::with_capacity(1 << 16, rd);
+    let mut synced = applied;
     tracing::info!(primary = addr, term, applied, "following the primary");
     loop {
         let received = tokio::select! {
@@ -127,12 +144,21 @@ async fn follow_inner(
         }
         match frame {
             ToReplica::Entry { lsn, changes, .. } => {
+                // More frames already received: apply this one without a
+                // WAL sync; the last of the run syncs them all and is
+                // acknowledged (a replica group-commits a backlog).
+                let last_of_run = rd.buffer().is_empty();
                 let storage = node.storage.clone();
-                tokio::task::spawn_blocking(move || storage.apply_replicated(lsn, changes))
-                    .await??;
+                tokio::task::spawn_blocking(move || {
+                    storage.apply_replicated(lsn, changes, last_of_run)
+                })
+                .await??;
                 node.primary_last.fetch_max(lsn, Ordering::AcqRel);
                 node.history.note(&node.storage, term, lsn)?;
-                protocol::send(&mut wr, &ToPrimary::Ack { applied: lsn }).await?;
+                if last_of_run {
+                    synced = lsn;
+                    protocol::send(&mut wr, &ToPrimary::Ack { applied: lsn }).await?;
+                }
             }
             ToReplica::Ddl {
                 after,
@@ -168,8 +194,8 @@ async fn follow_inner(
             }
             ToReplica::Heartbeat { last, .. } => {
                 node.primary_last.store(last, Ordering::Release);
-                let applied = node.storage.last_lsn();
-                protocol::send(&mut wr, &ToPrimary::Ack { applied }).await?;
+                synced = sync_applied(node, synced).await?;
+                protocol::send(&mut wr, &ToPrimary::Ack { applied: synced }).await?;
             }
             other => anyhow::bail!("unexpected frame from the primary: {other:?}"),
         }

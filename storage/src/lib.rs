@@ -1009,7 +1009,10 @@ impl Storage {
     /// primary): the same row changes, logged at the same LSN, which must be
     /// the next one here. Bypasses the write gate; the observer (the
     /// dataflow) is told as for a local commit, so views stay current.
-    pub fn apply_replicated(&self, lsn: Lsn, changes: Vec<TableDeltas>) -> Result<()> {
+    /// `sync` false leaves the write-ahead log unsynced (the next synced
+    /// write, or [`Storage::sync_wal`], makes it durable): a replica syncs
+    /// once for a run of entries it acknowledges together.
+    pub fn apply_replicated(&self, lsn: Lsn, changes: Vec<TableDeltas>, sync: bool) -> Result<()> {
         let _commit = self.commit.lock();
         let last = self.last_lsn();
         if lsn != last.saturating_add(1) || changes.is_empty() {
@@ -1027,7 +1030,7 @@ impl Storage {
             std::mem::take(&mut g.overlay).into_batch(&mut batch);
             Ok(())
         })?;
-        self.persist_batch(batch, &auto_inc, changes, &tables)?;
+        self.persist_batch(batch, &auto_inc, changes, &tables, sync && self.sync())?;
         Ok(())
     }
 
@@ -1130,15 +1133,16 @@ impl Storage {
     }
 
     /// Writes a group's batch with its AUTO_INCREMENT counters and, when it
-    /// changed rows, a change-log entry at the next LSN; then tells the
-    /// observer. Returns the LSN the batch is part of. Called with the
-    /// commit lock held.
+    /// changed rows, a change-log entry at the next LSN (syncing the WAL when
+    /// `sync`); then tells the observer. Returns the LSN the batch is part
+    /// of. Called with the commit lock held.
     fn persist_batch(
         &self,
         mut batch: engine::Batch,
         auto_inc: &HashMap<TableId, u64>,
         changes: Vec<TableDeltas>,
         tables: &HashMap<TableId, Arc<TableState>>,
+        sync: bool,
     ) -> Result<Lsn> {
         for (table, next) in auto_inc {
             batch.put(
@@ -1156,7 +1160,7 @@ impl Storage {
             batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
         }
         if !batch.is_empty() {
-            self.engine.write(batch, self.sync())?;
+            self.engine.write(batch, sync)?;
         }
         if !changes.is_empty() {
             self.last_lsn.store(lsn, Ordering::Release);
@@ -1218,7 +1222,7 @@ impl Storage {
             }
             return;
         }
-        let lsn = match self.persist_batch(batch, &auto_inc, changes, &tables) {
+        let lsn = match self.persist_batch(batch, &auto_inc, changes, &tables, self.sync()) {
             Ok(lsn) => lsn,
             Err(e) => {
                 for slot in slots {

@@ -106,7 +106,9 @@ fn a_replica_applying_the_log_reaches_the_same_state(kind: Kind) {
     let log = log_of(primary);
     assert_eq!(log.len(), 4);
     for (lsn, changes) in log.clone() {
-        replica.apply_replicated(lsn, changes).unwrap();
+        // Unsynced but the last, as a replica applies a run of entries.
+        let last = lsn == primary.last_lsn();
+        replica.apply_replicated(lsn, changes, last).unwrap();
     }
     assert_eq!(replica.last_lsn(), primary.last_lsn());
     assert_eq!(
@@ -161,10 +163,12 @@ fn a_replicated_entry_must_be_the_next_one(kind: Kind) {
     }
     let log = log_of(&p.storage);
     // A gap and a repeat are both refused, and change nothing.
-    let gap = r.storage.apply_replicated(2, log[1].1.clone());
+    let gap = r.storage.apply_replicated(2, log[1].1.clone(), true);
     assert!(matches!(gap, Err(StorageError::Internal(_))), "{gap:?}");
-    r.storage.apply_replicated(1, log[0].1.clone()).unwrap();
-    let again = r.storage.apply_replicated(1, log[0].1.clone());
+    r.storage
+        .apply_replicated(1, log[0].1.clone(), true)
+        .unwrap();
+    let again = r.storage.apply_replicated(1, log[0].1.clone(), true);
     assert!(matches!(again, Err(StorageError::Internal(_))), "{again:?}");
     assert_eq!(r.storage.last_lsn(), 1);
     assert_eq!(r.storage.scan(u.id).unwrap().len(), 1);
@@ -238,7 +242,7 @@ fn the_gate_refuses_writes_and_withholds_acknowledgements(kind: Kind) {
             .unwrap();
         if !admit {
             let log = log_of(&p.storage);
-            s.apply_replicated(1, log[0].1.clone()).unwrap();
+            s.apply_replicated(1, log[0].1.clone(), true).unwrap();
             assert_eq!(s.scan(u.id).unwrap(), p.storage.scan(pu.id).unwrap());
         }
     }
