@@ -21,6 +21,7 @@ impl WriteGate for Gate {
 
     fn acknowledge(&self, lsn: Lsn) -> ladle_storage::Result<()> {
         let node = &self.0;
+        node.note_commit(lsn);
         node.committed.send_replace(node.storage.last_lsn());
         let term = node.term();
         let needed = node.config.sync_replicas;

@@ -139,6 +139,9 @@ pub struct Node {
     primary_last: AtomicU64,
     /// On the primary: the newest LSN acknowledged to a client.
     acknowledged: AtomicU64,
+    /// On the primary: when recent LSNs committed, oldest first (for
+    /// replication lag in seconds); trimmed to what a replica still lacks.
+    commit_times: Mutex<std::collections::VecDeque<(Lsn, Instant)>>,
     ddl: ddl::SchemaHistory,
     history: ddl::TermHistory,
     applier: std::sync::OnceLock<Arc<dyn DdlApplier>>,
@@ -151,6 +154,7 @@ struct NodeMetrics {
     term: IntGauge,
     applied: IntGauge,
     replica_lag: IntGaugeVec,
+    replica_lag_seconds: prometheus::GaugeVec,
     elections: IntCounter,
     not_acknowledged: IntCounter,
 }
@@ -174,6 +178,14 @@ impl NodeMetrics {
                 ),
                 &["replica"],
             )?,
+            replica_lag_seconds: prometheus::GaugeVec::new(
+                Opts::new(
+                    "ladle_cluster_replica_lag_seconds",
+                    "on the primary: how long ago the oldest entry each replica has not \
+                     acknowledged was committed (0 when it has them all)",
+                ),
+                &["replica"],
+            )?,
             elections: IntCounter::new(
                 "ladle_cluster_elections_won_total",
                 "elections this node won",
@@ -188,6 +200,7 @@ impl NodeMetrics {
         registry.register(Box::new(m.term.clone()))?;
         registry.register(Box::new(m.applied.clone()))?;
         registry.register(Box::new(m.replica_lag.clone()))?;
+        registry.register(Box::new(m.replica_lag_seconds.clone()))?;
         registry.register(Box::new(m.elections.clone()))?;
         registry.register(Box::new(m.not_acknowledged.clone()))?;
         Ok(m)
@@ -264,6 +277,7 @@ impl Node {
             committed,
             primary_last: AtomicU64::new(0),
             acknowledged: AtomicU64::new(0),
+            commit_times: Mutex::new(std::collections::VecDeque::new()),
             applier: std::sync::OnceLock::new(),
             metrics: NodeMetrics::new(registry)?,
             next_stream: AtomicU64::new(1),
@@ -368,12 +382,40 @@ impl Node {
         let applied = self.applied();
         self.metrics.applied.set(applied as i64);
         self.metrics.replica_lag.reset();
+        self.metrics.replica_lag_seconds.reset();
         if role == Role::Primary {
-            for p in self.replicas() {
+            let replicas = self.replicas();
+            let mut times = self.commit_times.lock();
+            // Entries every replica has are no longer needed here.
+            if let Some(min) = replicas.iter().map(|p| p.acked).min() {
+                while times.front().is_some_and(|(lsn, _)| *lsn <= min) {
+                    times.pop_front();
+                }
+            }
+            for p in replicas {
+                let id = p.node_id.to_string();
                 self.metrics
                     .replica_lag
-                    .with_label_values(&[&p.node_id.to_string()])
+                    .with_label_values(&[&id])
                     .set(applied.saturating_sub(p.acked) as i64);
+                let oldest_missing = times.iter().find(|(lsn, _)| *lsn > p.acked);
+                self.metrics
+                    .replica_lag_seconds
+                    .with_label_values(&[&id])
+                    .set(oldest_missing.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64()));
+            }
+        }
+    }
+
+    /// Notes when `lsn` committed (for the lag in seconds).
+    fn note_commit(&self, lsn: Lsn) {
+        /// Bounds the memory when no replica acknowledges.
+        const KEEP: usize = 100_000;
+        let mut times = self.commit_times.lock();
+        if times.back().is_none_or(|(last, _)| *last < lsn) {
+            times.push_back((lsn, Instant::now()));
+            if times.len() > KEEP {
+                times.pop_front();
             }
         }
     }
