@@ -161,6 +161,18 @@ impl Coordinator {
         self.keep_lease().await?;
         self.publish_lease_validity();
         let view = self.read_cluster().await?;
+        let mut listed: Vec<crate::MemberInfo> = view
+            .members
+            .iter()
+            .map(|m| crate::MemberInfo {
+                node_id: m.node,
+                mysql: m.mysql.clone(),
+                role: m.role.clone(),
+                applied: m.applied,
+            })
+            .collect();
+        listed.sort_by_key(|m| m.node_id);
+        *self.node.members.lock() = listed;
         let me = self.node.config.node_id;
         match view.leader.clone() {
             Some(l) if l.node == me && l.term == self.node.term() => {

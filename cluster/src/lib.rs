@@ -114,6 +114,16 @@ pub struct ReplicaProgress {
     pub acked: Lsn,
 }
 
+/// A cluster member as etcd last listed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberInfo {
+    pub node_id: u64,
+    pub mysql: String,
+    /// Its role, as it published it ([`Role::as_str`]).
+    pub role: String,
+    pub applied: Lsn,
+}
+
 /// A replica more than this many entries behind its primary reports
 /// itself catching-up.
 const CATCHING_UP_ENTRIES: u64 = 64;
@@ -139,6 +149,8 @@ pub struct Node {
     primary_last: AtomicU64,
     /// On the primary: the newest LSN acknowledged to a client.
     acknowledged: AtomicU64,
+    /// The members etcd listed at the last coordination step, by node id.
+    members: Mutex<Vec<MemberInfo>>,
     /// On the primary: when recent LSNs committed, oldest first (for
     /// replication lag in seconds); trimmed to what a replica still lacks.
     commit_times: Mutex<std::collections::VecDeque<(Lsn, Instant)>>,
@@ -278,6 +290,7 @@ impl Node {
             primary_last: AtomicU64::new(0),
             acknowledged: AtomicU64::new(0),
             commit_times: Mutex::new(std::collections::VecDeque::new()),
+            members: Mutex::new(Vec::new()),
             applier: std::sync::OnceLock::new(),
             metrics: NodeMetrics::new(registry)?,
             next_stream: AtomicU64::new(1),
@@ -301,6 +314,12 @@ impl Node {
     /// The newest change-log position applied on this node.
     pub fn applied(&self) -> Lsn {
         self.storage.last_lsn()
+    }
+
+    /// The cluster's members as etcd last listed them (at most a
+    /// coordination step old), by node id.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        self.members.lock().clone()
     }
 
     /// On the primary: each connected replica's acknowledged position.

@@ -177,12 +177,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
         timeouts: args.timeouts(),
     };
+    let admin = Arc::new(crate::cluster::ClusterAdmin {
+        snapshots: snapshots.clone(),
+        node: std::sync::OnceLock::new(),
+    });
     let frontend = Frontend::new(
         storage.clone(),
         dataflow.clone(),
         facts,
         metrics,
-        snapshots.clone(),
+        admin.clone(),
         FrontendConfig {
             user: args.user.clone(),
             password: args.password.clone(),
@@ -202,6 +206,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         if frontend.engine().schema_log.set(hook).is_err() {
             anyhow::bail!("the schema-change hook was already set");
         }
+        let _ = admin.node.set(node.clone());
         *http_state.cluster.write() = Some(node);
     }
     let scheduler = snapshots.start_scheduler()?;

@@ -560,6 +560,19 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
             }
         }
     }
+    // SHOW CLUSTER on every node lists the three members, one primary,
+    // all at the same position.
+    let final_position = nodes[0].health().map(|h| h.1).expect("node 1 answers");
+    for n in &nodes {
+        let mut c = Conn::new(n.opts()).expect("connect");
+        let members = wait_for("SHOW CLUSTER to list every settled member", || {
+            let rows: Vec<(u64, String, String, u64, u64)> = c.query("SHOW CLUSTER").ok()?;
+            (rows.len() == NODES && rows.iter().all(|r| r.3 == final_position)).then_some(rows)
+        });
+        let primaries = members.iter().filter(|r| r.2 == "primary").count();
+        assert_eq!(primaries, 1, "node {}: SHOW CLUSTER {members:?}", n.id);
+        assert!(members.iter().all(|r| r.4 == 0), "{members:?}");
+    }
     let mut ms: Vec<u128> = failovers.iter().map(Duration::as_millis).collect();
     ms.sort_unstable();
     println!(
@@ -579,4 +592,48 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         paused_failover.map(|d| d.as_millis()),
         etcd_outage.map(|d| d.as_millis()),
     );
+}
+
+/// Without --etcd a server is a single node, as before: /health says "ok",
+/// writes are taken, and SHOW CLUSTER says there is no cluster (1235).
+#[test]
+fn a_server_without_etcd_is_a_single_node() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut node = Node {
+        id: 1,
+        port: free_port(),
+        metrics_port: free_port(),
+        replication_port: 0,
+        data: dir.path().join("data"),
+        log: dir.path().join("ladle.log"),
+        proc: None,
+    };
+    let log = std::fs::File::create(&node.log).expect("log");
+    let child = Command::new(BIN)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{}", node.port))
+        .arg("--metrics-listen")
+        .arg(format!("127.0.0.1:{}", node.metrics_port))
+        .arg("--data-dir")
+        .arg(&node.data)
+        .env_remove("LADLE_ETCD")
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("spawn ladle");
+    node.proc = Some(Proc(child));
+    let metrics_port = node.metrics_port;
+    let health = wait_for("the server to be ready", || {
+        http_get(metrics_port, "/health").filter(|r| r.starts_with("HTTP/1.1 200"))
+    });
+    assert!(health.ends_with("ok\n"), "{health}");
+    let mut c = wait_for("a connection", || Conn::new(node.opts()).ok());
+    c.query_drop("CREATE DATABASE single").unwrap();
+    c.query_drop("CREATE TABLE single.t (id INT PRIMARY KEY)")
+        .unwrap();
+    c.query_drop("INSERT INTO single.t VALUES (1)").unwrap();
+    match c.query_drop("SHOW CLUSTER") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1235, "{e}"),
+        other => panic!("SHOW CLUSTER on a single node: {other:?}"),
+    }
 }
