@@ -98,37 +98,43 @@ struct Node {
 }
 
 impl Node {
-    fn start(&mut self, etcd: &str) {
+    /// Starts the node in the cluster at `etcd`, or as a single node.
+    fn start_with(&mut self, etcd: Option<&str>) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .expect("node log");
-        let child = Command::new(BIN)
-            .arg("--listen")
+        let mut cmd = Command::new(BIN);
+        cmd.arg("--listen")
             .arg(format!("127.0.0.1:{}", self.port))
             .arg("--metrics-listen")
             .arg(format!("127.0.0.1:{}", self.metrics_port))
             .arg("--data-dir")
             .arg(&self.data)
-            .arg("--etcd")
-            .arg(etcd)
-            .arg("--node-id")
-            .arg(self.id.to_string())
-            .arg("--replication-listen")
-            .arg(format!("127.0.0.1:{}", self.replication_port))
-            // The change log is kept whole: a node that rejoins empty
-            // catches up from its first entry (re-bootstrap from a
-            // checkpoint is phase 2).
-            .arg("--snapshot-interval")
-            .arg("0")
+            .env_remove("LADLE_ETCD")
             .env_remove("LADLE_SNAPSHOT_INTERVAL")
             .env("LADLE_LOG", "info")
             .stdout(log.try_clone().expect("node log"))
-            .stderr(log)
-            .spawn()
-            .expect("spawn ladle");
-        self.proc = Some(Proc(child));
+            .stderr(log);
+        if let Some(etcd) = etcd {
+            cmd.arg("--etcd")
+                .arg(etcd)
+                .arg("--node-id")
+                .arg(self.id.to_string())
+                .arg("--replication-listen")
+                .arg(format!("127.0.0.1:{}", self.replication_port))
+                // The change log is kept whole: a node that rejoins empty
+                // catches up from its first entry (re-bootstrap from a
+                // checkpoint is phase 2).
+                .arg("--snapshot-interval")
+                .arg("0");
+        }
+        self.proc = Some(Proc(cmd.spawn().expect("spawn ladle")));
+    }
+
+    fn start(&mut self, etcd: &str) {
+        self.start_with(Some(etcd));
     }
 
     fn kill9(&mut self) {
@@ -608,20 +614,7 @@ fn a_server_without_etcd_is_a_single_node() {
         log: dir.path().join("ladle.log"),
         proc: None,
     };
-    let log = std::fs::File::create(&node.log).expect("log");
-    let child = Command::new(BIN)
-        .arg("--listen")
-        .arg(format!("127.0.0.1:{}", node.port))
-        .arg("--metrics-listen")
-        .arg(format!("127.0.0.1:{}", node.metrics_port))
-        .arg("--data-dir")
-        .arg(&node.data)
-        .env_remove("LADLE_ETCD")
-        .stdout(log.try_clone().expect("log"))
-        .stderr(log)
-        .spawn()
-        .expect("spawn ladle");
-    node.proc = Some(Proc(child));
+    node.start_with(None);
     let metrics_port = node.metrics_port;
     let health = wait_for("the server to be ready", || {
         http_get(metrics_port, "/health").filter(|r| r.starts_with("HTTP/1.1 200"))
