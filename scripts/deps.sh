@@ -4,11 +4,13 @@
 # (linked instead of compiling RocksDB's C++ source), MariaDB server and
 # client (the correctness oracle and performance baseline), OpenSSL headers
 # (the TLS test client, mysql_async native-tls), Python venv, and Go with
-# Debian's go-sql-driver/mysql (the Go database/sql client test).
+# Debian's go-sql-driver/mysql (the Go database/sql client test), etcd
+# (the cluster's coordination service: scripts/cluster.sh, the `cluster`
+# test) and protoc (etcd-client generates its gRPC code at build time).
 # Usage: scripts/deps.sh [--no-mariadb]
 set -euo pipefail
 
-want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv)
+want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv protobuf-compiler etcd-server)
 if [[ "${1:-}" != "--no-mariadb" ]]; then
   # The test suite's clients: MariaDB (the oracle), Go's database/sql
   # driver (tests/go, run by tests/python/test_go_client.py).

@@ -132,6 +132,28 @@ pub struct Args {
     /// A reply must be written within this (`@@net_write_timeout`).
     #[arg(long, env = "LADLE_NET_WRITE_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
     pub net_write_timeout: Duration,
+    /// Join a cluster coordinated by etcd at these endpoints (comma
+    /// separated, e.g. http://127.0.0.1:2379); needs --node-id. Without
+    /// it the server is a single node.
+    #[arg(long, env = "LADLE_ETCD", requires = "node_id")]
+    pub etcd: Option<String>,
+    /// This node's id in the cluster (unique).
+    #[arg(long, env = "LADLE_NODE_ID", requires = "etcd")]
+    pub node_id: Option<u64>,
+    /// Replicas that must persist a write before the primary acknowledges
+    /// it (semi-synchronous replication; 0 = asynchronous, an acknowledged
+    /// write may be lost on failover). Default: 1 in a cluster.
+    #[arg(long, env = "LADLE_SYNC_REPLICAS", requires = "etcd")]
+    pub sync_replicas: Option<usize>,
+    /// Where replicas connect to this node when it is primary (default:
+    /// the --listen address's IP, any free port; the bound address is
+    /// published in etcd).
+    #[arg(long, env = "LADLE_REPLICATION_LISTEN", requires = "etcd")]
+    pub replication_listen: Option<SocketAddr>,
+    /// The primary's etcd lease: it leads for at most this long after its
+    /// last successful keep-alive (whole seconds, at least 2).
+    #[arg(long, env = "LADLE_LEASE_TTL", default_value = "3s", value_parser = parse_duration)]
+    pub lease_ttl: Duration,
 }
 
 impl Args {
@@ -146,6 +168,9 @@ impl Args {
         }
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());
+        }
+        if self.lease_ttl.as_secs() < 2 {
+            return Err("--lease-ttl must be at least 2s".into());
         }
         if self.max_connections == 0 {
             return Err("--max-connections must be at least 1".into());
@@ -171,6 +196,27 @@ impl Args {
 }
 
 impl Args {
+    /// The cluster settings, when --etcd is given.
+    pub fn cluster(&self, mysql_port: u16) -> Option<ladle_cluster::ClusterConfig> {
+        let etcd = self.etcd.as_ref()?;
+        Some(ladle_cluster::ClusterConfig {
+            etcd: etcd
+                .split(',')
+                .map(|e| e.trim().to_string())
+                .filter(|e| !e.is_empty())
+                .collect(),
+            node_id: self.node_id.unwrap_or(0),
+            mysql_addr: SocketAddr::new(self.listen.ip(), mysql_port).to_string(),
+            replication_listen: self
+                .replication_listen
+                .unwrap_or(SocketAddr::new(self.listen.ip(), 0)),
+            sync_replicas: self.sync_replicas.unwrap_or(1),
+            lease_ttl: Duration::from_secs(self.lease_ttl.as_secs()),
+            ack_timeout: Duration::from_secs(5),
+            prefix: "/ladle".into(),
+        })
+    }
+
     /// The connection timeouts in whole seconds, as `@@` reports them.
     pub fn timeouts(&self) -> ladle_shim::Timeouts {
         ladle_shim::Timeouts {

@@ -16,6 +16,8 @@ pub struct HttpState {
     pub metrics: Arc<Metrics>,
     pub ready: AtomicBool,
     pub dataflow: RwLock<Option<Arc<Dataflow>>>,
+    /// Set on a cluster node: `/health` names its role.
+    pub cluster: RwLock<Option<Arc<ladle_cluster::Node>>>,
 }
 
 pub async fn serve(
@@ -35,6 +37,25 @@ pub async fn serve(
             }
             _ = ladle_shim::stopped(&mut shutdown) => return,
         }
+    }
+}
+
+/// A cluster node's `/health`: its role, term and applied position; 200
+/// for a primary or an up-to-date replica, 503 otherwise (catching up,
+/// electing, diverged), so a load balancer routes only to the former.
+fn cluster_health(node: &ladle_cluster::Node) -> (&'static str, &'static str, String) {
+    let role = node.role();
+    let body = format!(
+        "{} term={} applied={}\n",
+        role.as_str(),
+        node.term(),
+        node.applied()
+    );
+    match role {
+        ladle_cluster::Role::Primary | ladle_cluster::Role::Replica => {
+            ("200 OK", "text/plain", body)
+        }
+        _ => ("503 Service Unavailable", "text/plain", body),
     }
 }
 
@@ -71,7 +92,10 @@ async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Resul
             )
         }
         ("GET" | "HEAD", "/health") => {
-            if state.ready.load(Ordering::SeqCst) {
+            let node = state.cluster.read().clone();
+            if let (true, Some(node)) = (state.ready.load(Ordering::SeqCst), node) {
+                cluster_health(&node)
+            } else if state.ready.load(Ordering::SeqCst) {
                 ("200 OK", "text/plain", "ok\n".to_string())
             } else {
                 (

@@ -3,6 +3,7 @@
 //! `/health`, and graceful shutdown live in the modules; the MySQL front end
 //! is `ladle_shim`.
 
+mod cluster;
 mod config;
 mod http;
 mod run;

@@ -33,6 +33,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         ready: false.into(),
         dataflow: RwLock::new(None),
+        cluster: RwLock::new(None),
     });
     let http_listener = TcpListener::bind(args.metrics_listen)
         .await
@@ -176,12 +177,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
         timeouts: args.timeouts(),
     };
+    let admin = Arc::new(crate::cluster::ClusterAdmin {
+        snapshots: snapshots.clone(),
+        node: std::sync::OnceLock::new(),
+    });
     let frontend = Frontend::new(
         storage.clone(),
         dataflow.clone(),
         facts,
         metrics,
-        snapshots.clone(),
+        admin.clone(),
         FrontendConfig {
             user: args.user.clone(),
             password: args.password.clone(),
@@ -190,6 +195,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             tls,
         },
     );
+    if let Some(config) = args.cluster(port) {
+        // Before serving: writes are refused until this node is elected.
+        let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
+        let registry = frontend.engine().metrics.registry.clone();
+        let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)
+            .await
+            .context("joining the cluster")?;
+        let hook = Arc::new(crate::cluster::NodeSchemaLog(node.clone()));
+        if frontend.engine().schema_log.set(hook).is_err() {
+            anyhow::bail!("the schema-change hook was already set");
+        }
+        let _ = admin.node.set(node.clone());
+        *http_state.cluster.write() = Some(node);
+    }
     let scheduler = snapshots.start_scheduler()?;
     if snapshots.enabled() {
         tracing::info!(interval = ?args.snapshot_interval, "view snapshots scheduled");

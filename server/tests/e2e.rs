@@ -164,6 +164,9 @@ fn help_lists_every_flag() {
         "--tls-cert",
         "--tls-key",
         "--read-consistency",
+        "--etcd",
+        "--node-id",
+        "--sync-replicas",
     ] {
         assert!(text.contains(flag), "--help does not mention {flag}");
     }

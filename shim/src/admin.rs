@@ -3,6 +3,8 @@
 //! - `SNAPSHOT VIEWS`: take a snapshot of view state now; one row back
 //!   (epoch, lsn, nodes, nodes_written, bytes_written, capture_ms, total_ms).
 //! - `SHOW SNAPSHOTS`: the retained snapshot epochs, oldest first.
+//! - `SHOW CLUSTER`: the cluster's members as etcd last listed them (node,
+//!   MySQL address, role, applied position, entries behind the primary).
 //!
 //! The shim does not know how the server schedules or stores snapshots: the
 //! server implements [`Admin`] and hands it to [`crate::Frontend::new`].
@@ -43,6 +45,17 @@ pub struct RetainedSnapshot {
     pub created_unix_ms: u64,
 }
 
+/// One cluster member, for `SHOW CLUSTER`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClusterMember {
+    pub node: u64,
+    pub mysql: String,
+    pub role: String,
+    pub applied: u64,
+    /// Entries behind the primary (0 for the primary).
+    pub behind: u64,
+}
+
 /// Server operations the shim exposes as statements. Implementations block
 /// (they run on the statement's blocking thread) and report failures as
 /// text for the client.
@@ -51,6 +64,10 @@ pub trait Admin: Send + Sync {
     fn snapshot_now(&self) -> Result<SnapshotTaken, String>;
     /// The retained snapshot epochs, oldest first.
     fn snapshots(&self) -> Result<Vec<RetainedSnapshot>, String>;
+    /// The cluster's members; an error on a single node.
+    fn cluster(&self) -> Result<Vec<ClusterMember>, String> {
+        Err("this server is not part of a cluster (start it with --etcd)".into())
+    }
 }
 
 /// An [`Admin`] for front ends without snapshots (tests, embedding).
@@ -72,6 +89,7 @@ pub fn route(admin: &dyn Admin, t: &[Token]) -> Option<Result<Output, WireError>
     let statement = match (w0.as_str(), w1.as_str()) {
         ("SNAPSHOT", "VIEWS") => "SNAPSHOT VIEWS",
         ("SHOW", "SNAPSHOTS") => "SHOW SNAPSHOTS",
+        ("SHOW", "CLUSTER") => "SHOW CLUSTER",
         _ => return None,
     };
     if t.len() > 2 {
@@ -84,6 +102,7 @@ pub fn route(admin: &dyn Admin, t: &[Token]) -> Option<Result<Output, WireError>
     }
     Some(match statement {
         "SNAPSHOT VIEWS" => snapshot_views(admin),
+        "SHOW CLUSTER" => show_cluster(admin),
         _ => show_snapshots(admin),
     })
 }
@@ -152,6 +171,33 @@ fn show_snapshots(admin: &dyn Admin) -> Result<Output, WireError> {
                 .map_or(Value::Null, |t| Value::DateTime(t.naive_utc()));
             row.push(created);
             row
+        })
+        .collect();
+    Ok(Output::Rows { columns, rows })
+}
+
+fn show_cluster(admin: &dyn Admin) -> Result<Output, WireError> {
+    let members = admin.cluster().map_err(|e| WireError {
+        code: ER_NOT_SUPPORTED_YET,
+        message: e,
+    })?;
+    let columns = vec![
+        int_column("node"),
+        column("mysql", SqlType::VarChar(64)),
+        column("role", SqlType::VarChar(16)),
+        int_column("applied"),
+        int_column("behind"),
+    ];
+    let rows = members
+        .into_iter()
+        .map(|m| {
+            vec![
+                Value::UInt(m.node),
+                Value::text(&m.mysql),
+                Value::text(&m.role),
+                Value::UInt(m.applied),
+                Value::UInt(m.behind),
+            ]
         })
         .collect();
     Ok(Output::Rows { columns, rows })

@@ -133,6 +133,9 @@ pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+/// A cluster replica, or a primary that may have lost its leadership,
+/// refuses writes (as a server started with --read-only): retryable.
+pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -205,6 +208,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
         StorageError::DiskFull { .. } => ER_DISK_FULL,
+        StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }
         | StorageError::Corruption(_)

@@ -96,6 +96,22 @@ pub struct Engine {
     pub checks: crate::checks::CheckCache,
     /// Every table's FOREIGN KEYs.
     pub foreign_keys: crate::foreign_keys::ForeignKeyCache,
+    /// Set on a cluster node: refuses DDL where writes are not taken and
+    /// records each schema change for replicas (see [`SchemaLog`]).
+    pub schema_log: std::sync::OnceLock<Arc<dyn SchemaLog>>,
+}
+
+/// A cluster node's view of schema changes. Replicas need the primary's
+/// DDL as well as its row changes; the change log holds only rows, so each
+/// successful DDL statement is recorded with the LSN it follows (it runs
+/// inside [`Storage::fenced`](ladle_storage::Storage::fenced), so no write
+/// commits meanwhile) and replayed by replicas at that position.
+pub trait SchemaLog: Send + Sync {
+    /// `Err(reason)` when this node takes no writes now (error 1290).
+    fn check_writable(&self) -> std::result::Result<(), String>;
+    /// Called after `sql` (run with `database` as the current database)
+    /// changed the schema, before any later write can commit.
+    fn record(&self, database: Option<&str>, sql: &str);
 }
 
 /// Plans bound before the last DDL are stale: `SELECT *` over an altered
@@ -268,7 +284,29 @@ impl Engine {
     ) -> std::result::Result<Output, WireError> {
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
+            if let Some(log) = self.schema_log.get() {
+                log.check_writable().map_err(|why| {
+                    ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                })?;
+                let database = s.database.clone();
+                return self.storage.fenced(|| {
+                    let out = self.run_statement(s, sql, kind);
+                    if out.is_ok() {
+                        log.record(database.as_deref(), sql);
+                    }
+                    out
+                });
+            }
         }
+        self.run_statement(s, sql, kind)
+    }
+
+    fn run_statement(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+    ) -> std::result::Result<Output, WireError> {
         if kind == Kind::Select {
             if let Some(db) = &s.database {
                 let hit = self

@@ -73,7 +73,7 @@ use tokio::sync::watch;
 
 pub use admin::Admin;
 pub use error::{MysqlCode, ShimError};
-pub use exec::{Engine, Output};
+pub use exec::{Engine, Output, SchemaLog};
 pub use metrics::Metrics;
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
@@ -160,6 +160,7 @@ impl Frontend {
             select_cache: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
+            schema_log: Default::default(),
         });
         let admission = Arc::new(Admission {
             active: AtomicUsize::new(0),

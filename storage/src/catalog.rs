@@ -212,6 +212,9 @@ impl Storage {
             row_seq: AtomicU64::new(0),
             flusher: Mutex::new(None),
             disk_guard: Default::default(),
+            gate: RwLock::new(None),
+            fence: RwLock::new(()),
+            log_floor: AtomicU64::new(u64::MAX),
             secondary_full_row: std::sync::atomic::AtomicBool::new(
                 SECONDARY_FULL_ROW.load(Ordering::Relaxed),
             ),

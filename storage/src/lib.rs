@@ -42,6 +42,14 @@
 //! is still held; then the group's callers are woken. Reads never take the
 //! commit lock, so observers and [`Storage::exclusive`] may read.
 //!
+//! Cluster hooks (unused on a single node): a [`WriteGate`] admits writes
+//! and decides when a committed one may be acknowledged (a replica refuses
+//! them, a primary waits for its synchronous replicas);
+//! [`Storage::apply_replicated`] writes a primary's change-log entry at the
+//! same LSN; [`Storage::fenced`] lets a schema change and its record sit
+//! between two LSNs; [`Storage::set_log_floor`] keeps log entries replicas
+//! need.
+//!
 //! AUTO_INCREMENT: the next value is written in the same batch as the rows
 //! that used it, so a crash can never hand out a committed value again
 //! (values given to callers whose ops failed may be reused; they were never
@@ -167,6 +175,10 @@ pub enum StorageError {
         database: String,
         table: String,
     },
+    /// This node does not take writes now (a replica, or a primary that
+    /// may have lost its leadership): MySQL's 1290, which clients retry.
+    #[error("The MySQL server is running with the --read-only option so it cannot execute this statement ({0})")]
+    ReadOnly(String),
     // --- the environment ---
     #[error("storage I/O error: {0}")]
     Io(String),
@@ -301,6 +313,18 @@ pub trait CommitObserver: Send + Sync {
     /// finish every batch it was told of, so storage and the observer agree
     /// while the lock is held.
     fn settle(&self) {}
+}
+
+/// Decides whether writes are taken and when a committed write may be
+/// acknowledged (a cluster's primary waits for its synchronous replicas).
+/// Without a gate every write is taken and acknowledged once durable.
+pub trait WriteGate: Send + Sync {
+    /// Before a write is queued: an error refuses it (nothing is written).
+    fn admit(&self) -> Result<()>;
+    /// After the write's batch committed at `lsn` (durable locally, the
+    /// commit lock released): returns once the write may be acknowledged,
+    /// or an error the client gets instead (the write may still survive).
+    fn acknowledge(&self, lsn: Lsn) -> Result<()>;
 }
 
 /// Reads of one consistent state of every table, valid inside
@@ -495,6 +519,20 @@ pub struct Storage {
     secondary_full_row: AtomicBool,
     /// The free-space check before writes (durable engines only).
     disk_guard: std::sync::OnceLock<DiskGuard>,
+    /// Cluster hooks (see [`WriteGate`]); none on a single node.
+    gate: RwLock<Option<Arc<dyn WriteGate>>>,
+    /// Writes hold it shared; [`Storage::fenced`] holds it exclusively so
+    /// a schema change and what it records happen between two LSNs.
+    fence: RwLock<()>,
+    /// Change-log entries above this LSN are kept by `truncate_log` (a
+    /// replica still needs them). `u64::MAX`: no such floor.
+    log_floor: AtomicU64,
+}
+
+thread_local! {
+    /// Set while this thread runs inside [`Storage::fenced`]: its own
+    /// writes do not wait for the fence they hold.
+    static IN_FENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Where the free space writes need is checked, and how much to keep.
@@ -681,6 +719,48 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        let gate = self.gate.read().clone();
+        if let Some(g) = &gate {
+            g.admit()?;
+        }
+        let result = {
+            let _fence = (!IN_FENCE.with(|f| f.get())).then(|| self.fence.read());
+            self.write_queued(ops)?
+        };
+        if let Some(g) = &gate {
+            g.acknowledge(result.lsn)?;
+        }
+        Ok(result)
+    }
+
+    /// Installs the cluster's write gate (see [`WriteGate`]).
+    pub fn set_write_gate(&self, gate: Arc<dyn WriteGate>) {
+        *self.gate.write() = Some(gate);
+    }
+
+    /// Runs `f` while no write is in progress or starts (writes made by `f`
+    /// itself go through): a schema change run inside, and whatever `f`
+    /// records about it, sit between two LSNs.
+    pub fn fenced<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _fence = self.fence.write();
+        IN_FENCE.with(|x| x.set(true));
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                IN_FENCE.with(|x| x.set(false));
+            }
+        }
+        let _reset = Reset;
+        f()
+    }
+
+    /// Keeps change-log entries with LSN > `lsn` through `truncate_log`
+    /// (what a replica has not yet acknowledged); `u64::MAX` removes it.
+    pub fn set_log_floor(&self, lsn: Lsn) {
+        self.log_floor.store(lsn, Ordering::Release);
+    }
+
+    fn write_queued(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
         self.check_disk()?;
         let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
@@ -925,8 +1005,39 @@ impl Storage {
             }
         }
     }
-    /// Drops log entries with LSN < `below`.
+    /// Applies a batch another node committed (a replica following its
+    /// primary): the same row changes, logged at the same LSN, which must be
+    /// the next one here. Bypasses the write gate; the observer (the
+    /// dataflow) is told as for a local commit, so views stay current.
+    /// `sync` false leaves the write-ahead log unsynced (the next synced
+    /// write, or [`Storage::sync_wal`], makes it durable): a replica syncs
+    /// once for a run of entries it acknowledges together.
+    pub fn apply_replicated(&self, lsn: Lsn, changes: Vec<TableDeltas>, sync: bool) -> Result<()> {
+        let _commit = self.commit.lock();
+        let last = self.last_lsn();
+        if lsn != last.saturating_add(1) || changes.is_empty() {
+            return Err(StorageError::Internal(format!(
+                "replicated entry {lsn} does not follow {last}"
+            )));
+        }
+        let tables = self.catalog.read().tables.clone();
+        let mut batch = engine::Batch::default();
+        let mut auto_inc = HashMap::new();
+        self.engine.with_consistent(&mut |base| {
+            let mut g = self.group(base, &tables);
+            g.apply_deltas(&changes)?;
+            auto_inc = std::mem::take(&mut g.auto_inc);
+            std::mem::take(&mut g.overlay).into_batch(&mut batch);
+            Ok(())
+        })?;
+        self.persist_batch(batch, &auto_inc, changes, &tables, sync && self.sync())?;
+        Ok(())
+    }
+
+    /// Drops log entries with LSN < `below` (and at most up to the floor
+    /// set by [`Storage::set_log_floor`]).
     pub fn truncate_log(&self, below: Lsn) -> Result<()> {
+        let below = below.min(self.log_floor.load(Ordering::Acquire).saturating_add(1));
         let end = keys::lsn_key(below);
         loop {
             let mut batch = engine::Batch::default();
@@ -1004,6 +1115,69 @@ impl Storage {
         })
     }
 
+    /// An empty commit group over `base` (the engine state) and `tables`.
+    fn group<'a>(
+        &'a self,
+        base: &'a dyn engine::KvRead,
+        tables: &'a HashMap<TableId, Arc<TableState>>,
+    ) -> write::Group<'a> {
+        write::Group {
+            base,
+            tables,
+            overlay: write::Overlay::default(),
+            deltas: Vec::new(),
+            auto_inc: HashMap::new(),
+            epoch: self.epoch,
+            row_seq: &self.row_seq,
+        }
+    }
+
+    /// Writes a group's batch with its AUTO_INCREMENT counters and, when it
+    /// changed rows, a change-log entry at the next LSN (syncing the WAL when
+    /// `sync`); then tells the observer. Returns the LSN the batch is part
+    /// of. Called with the commit lock held.
+    fn persist_batch(
+        &self,
+        mut batch: engine::Batch,
+        auto_inc: &HashMap<TableId, u64>,
+        changes: Vec<TableDeltas>,
+        tables: &HashMap<TableId, Arc<TableState>>,
+        sync: bool,
+    ) -> Result<Lsn> {
+        for (table, next) in auto_inc {
+            batch.put(
+                cf::CATALOG,
+                cf::catalog_key::auto_inc(*table),
+                next.to_be_bytes(),
+            );
+        }
+        let mut lsn = self.last_lsn();
+        if !changes.is_empty() {
+            lsn += 1;
+            let bytes = postcard::to_stdvec(&changes)
+                .map_err(|e| StorageError::Internal(format!("encoding the change log: {e}")))?;
+            batch.put(cf::CHANGE_LOG, keys::lsn_key(lsn), bytes);
+            batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
+        }
+        if !batch.is_empty() {
+            self.engine.write(batch, sync)?;
+        }
+        if !changes.is_empty() {
+            self.last_lsn.store(lsn, Ordering::Release);
+            for td in &changes {
+                if let Some(t) = tables.get(&td.table) {
+                    let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
+                    t.counters.rows.fetch_add(delta, Ordering::Relaxed);
+                }
+            }
+            let observer = self.observer.read().clone();
+            if let Some(o) = observer {
+                o.on_commit(lsn, changes);
+            }
+        }
+        Ok(lsn)
+    }
+
     /// Leader side of group commit: applies every caller's ops, writes one
     /// batch, tells the observer, fills every caller's slot. Called with the
     /// commit lock held.
@@ -1021,15 +1195,7 @@ impl Storage {
         let mut calls = Some(calls);
         let mut auto_inc = HashMap::new();
         let applied = self.engine.with_consistent(&mut |base| {
-            let mut g = write::Group {
-                base,
-                tables: &tables,
-                overlay: write::Overlay::default(),
-                deltas: Vec::new(),
-                auto_inc: HashMap::new(),
-                epoch: self.epoch,
-                row_seq: &self.row_seq,
-            };
+            let mut g = self.group(base, &tables);
             for ops in calls.take().unwrap_or_default() {
                 // A caller's closure (filter, updater) that panics fails
                 // that caller alone, not the leader's thread or the group.
@@ -1056,49 +1222,15 @@ impl Storage {
             }
             return;
         }
-        for (table, next) in &auto_inc {
-            batch.put(
-                cf::CATALOG,
-                cf::catalog_key::auto_inc(*table),
-                next.to_be_bytes(),
-            );
-        }
-        let mut lsn = self.last_lsn();
-        if !changes.is_empty() {
-            lsn += 1;
-            match postcard::to_stdvec(&changes) {
-                Ok(bytes) => batch.put(cf::CHANGE_LOG, keys::lsn_key(lsn), bytes),
-                Err(e) => {
-                    let e = StorageError::Internal(format!("encoding the change log: {e}"));
-                    for slot in slots {
-                        *slot.result.lock() = Some(Err(e.clone()));
-                    }
-                    return;
-                }
-            }
-            batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
-        }
-        if !batch.is_empty() {
-            if let Err(e) = self.engine.write(batch, self.sync()) {
+        let lsn = match self.persist_batch(batch, &auto_inc, changes, &tables, self.sync()) {
+            Ok(lsn) => lsn,
+            Err(e) => {
                 for slot in slots {
                     *slot.result.lock() = Some(Err(e.clone()));
                 }
                 return;
             }
-        }
-        if !changes.is_empty() {
-            self.last_lsn.store(lsn, Ordering::Release);
-            for td in &changes {
-                if let Some(t) = tables.get(&td.table) {
-                    let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
-                    t.counters.rows.fetch_add(delta, Ordering::Relaxed);
-                }
-            }
-            let observer = self.observer.read().clone();
-            if let Some(o) = observer {
-                o.on_commit(lsn, changes);
-            }
-        }
+        };
         for (slot, outcome) in slots.into_iter().zip(outcomes) {
             *slot.result.lock() = Some(outcome.map(|ops| WriteResult { lsn, ops }));
         }

@@ -506,6 +506,47 @@ impl Group<'_> {
         Ok(out)
     }
 
+    /// Applies row changes another node committed (a replica following its
+    /// primary): an insert stores the row (a new hidden row id for a table
+    /// without a primary key) and advances AUTO_INCREMENT past it; a delete
+    /// removes the stored row equal to it. No validation: the primary did it.
+    pub fn apply_deltas(&mut self, changes: &[TableDeltas]) -> Result<()> {
+        for td in changes {
+            let t = self.table(td.table)?;
+            for delta in &td.deltas {
+                match delta {
+                    RowDelta::Insert(row) => {
+                        if let Some(ai) = t.schema.auto_increment_column() {
+                            self.bump_auto_inc(&t, &row[ai]);
+                        }
+                        self.insert_new(&t, row.clone())?;
+                    }
+                    RowDelta::Delete(row) => {
+                        let pk = match t.primary_key(row) {
+                            Some(pk) => pk,
+                            // Equal rows of a table without a key cannot be
+                            // told apart: removing any one of them is right.
+                            None => read::scan_all(&self.reader(), &t)?
+                                .into_iter()
+                                .find(|(_, stored)| stored == row)
+                                .map(|(pk, _)| pk)
+                                .ok_or_else(|| {
+                                    StorageError::Corruption(format!(
+                                        "a replicated delete of table #{} matches no row",
+                                        td.table
+                                    ))
+                                })?,
+                        };
+                        self.remove_entries(&t, &pk, row)?;
+                    }
+                }
+            }
+        }
+        self.deltas.clear();
+        self.overlay.keep();
+        Ok(())
+    }
+
     /// Groups the deltas into per-table runs, in commit order.
     pub fn take_changes(&mut self) -> Vec<TableDeltas> {
         let mut out: Vec<TableDeltas> = Vec::new();

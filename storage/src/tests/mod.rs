@@ -3,8 +3,25 @@
 //! (durability, epochs, interrupted index builds, crashes) are RocksDB-only
 //! and live in `durable`.
 
+/// Runs each named `fn(Kind)` as a test against every engine (and both
+/// secondary-entry layouts).
+macro_rules! conformance {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $( #[test] fn $name() { super::$name(super::Kind::Memory) } )*
+        }
+        mod rocks {
+            $( #[test] fn $name() { super::$name(super::Kind::Rocks) } )*
+        }
+        mod rocks_pk_only {
+            $( #[test] fn $name() { super::$name(super::Kind::RocksPkOnly) } )*
+        }
+    };
+}
+
 mod crash;
 mod durable;
+mod replication;
 mod suite;
 
 use std::sync::Arc;

@@ -9,20 +9,6 @@ use parking_lot::Mutex;
 use super::*;
 use crate::{CommitObserver, IndexRef, ScanSpec, StorageError};
 
-macro_rules! conformance {
-    ($($name:ident),* $(,)?) => {
-        mod memory {
-            $( #[test] fn $name() { super::$name(super::Kind::Memory) } )*
-        }
-        mod rocks {
-            $( #[test] fn $name() { super::$name(super::Kind::Rocks) } )*
-        }
-        mod rocks_pk_only {
-            $( #[test] fn $name() { super::$name(super::Kind::RocksPkOnly) } )*
-        }
-    };
-}
-
 conformance!(
     insert_lookup_scan,
     auto_increment,

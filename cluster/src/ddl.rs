@@ -1,0 +1,222 @@
+//! What a node keeps besides rows: the schema changes it ran (replicas
+//! replay them at the same position) and the history of terms (the LSN at
+//! which each term's primary started writing), both as storage meta records.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use ladle_common::Lsn;
+use ladle_storage::Storage;
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+const DDL_PREFIX: &str = "cluster/ddl/";
+const TERM_PREFIX: &str = "cluster/term/";
+
+/// Replays a schema change received from the primary (the server runs it
+/// through the SQL front end, with `database` as the current database).
+pub trait DdlApplier: Send + Sync {
+    fn apply(&self, database: Option<&str>, sql: &str) -> Result<(), String>;
+}
+
+thread_local! {
+    static APPLYING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether this thread is replaying a replicated schema change (which a
+/// replica must run although it refuses clients' DDL).
+pub(crate) fn applying_replicated() -> bool {
+    APPLYING.with(|a| a.get())
+}
+
+/// Runs `applier` for one replicated statement on this thread, marked as
+/// replication.
+pub(crate) fn apply_replicated(
+    applier: &Arc<dyn DdlApplier>,
+    database: Option<&str>,
+    sql: &str,
+) -> Result<(), String> {
+    APPLYING.with(|a| a.set(true));
+    let out = applier.apply(database, sql);
+    APPLYING.with(|a| a.set(false));
+    out
+}
+
+/// One schema change: run after the entry at `after` (0: before any), the
+/// `seq`-th at that position.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DdlRecord {
+    pub database: Option<String>,
+    pub sql: String,
+}
+
+/// Every schema change this node ran, by (LSN it follows, sequence).
+pub(crate) struct SchemaHistory {
+    records: Mutex<BTreeMap<(Lsn, u32), DdlRecord>>,
+}
+
+fn ddl_key(after: Lsn, seq: u32) -> String {
+    format!("{DDL_PREFIX}{after:020}/{seq:06}")
+}
+
+impl SchemaHistory {
+    pub fn load(storage: &Storage) -> anyhow::Result<SchemaHistory> {
+        let mut records = BTreeMap::new();
+        for (key, value) in storage.list_meta(DDL_PREFIX)? {
+            let rest = &key[DDL_PREFIX.len()..];
+            let parsed = rest
+                .split_once('/')
+                .and_then(|(a, s)| Some((a.parse::<Lsn>().ok()?, s.parse::<u32>().ok()?)));
+            let Some(pos) = parsed else {
+                anyhow::bail!("bad schema-change record key {key}");
+            };
+            records.insert(pos, serde_json::from_slice(&value)?);
+        }
+        Ok(SchemaHistory {
+            records: Mutex::new(records),
+        })
+    }
+
+    /// Appends a change run after `after`.
+    pub fn record(
+        &self,
+        storage: &Storage,
+        after: Lsn,
+        database: Option<&str>,
+        sql: &str,
+    ) -> anyhow::Result<()> {
+        let record = DdlRecord {
+            database: database.map(str::to_string),
+            sql: sql.to_string(),
+        };
+        let mut records = self.records.lock();
+        let seq = Self::count_in(&records, after);
+        storage.put_meta(&ddl_key(after, seq), &serde_json::to_vec(&record)?)?;
+        records.insert((after, seq), record);
+        Ok(())
+    }
+
+    /// How many changes sit at `after`.
+    pub fn count_at(&self, after: Lsn) -> u32 {
+        Self::count_in(&self.records.lock(), after)
+    }
+
+    fn count_in(records: &BTreeMap<(Lsn, u32), DdlRecord>, after: Lsn) -> u32 {
+        records.range((after, 0)..=(after, u32::MAX)).count() as u32
+    }
+
+    /// The changes at `after` from sequence `from` on.
+    pub fn at(&self, after: Lsn, from: u32) -> Vec<(u32, DdlRecord)> {
+        self.records
+            .lock()
+            .range((after, from)..=(after, u32::MAX))
+            .map(|(&(_, seq), r)| (seq, r.clone()))
+            .collect()
+    }
+}
+
+/// Which LSN each term's primary wrote first (`term -> first LSN`).
+pub(crate) struct TermHistory {
+    starts: Mutex<BTreeMap<u64, Lsn>>,
+}
+
+impl TermHistory {
+    pub fn load(storage: &Storage) -> anyhow::Result<TermHistory> {
+        let mut starts = BTreeMap::new();
+        for (key, value) in storage.list_meta(TERM_PREFIX)? {
+            let term: u64 = key[TERM_PREFIX.len()..].parse()?;
+            let start: Lsn = std::str::from_utf8(&value)?.parse()?;
+            starts.insert(term, start);
+        }
+        Ok(TermHistory {
+            starts: Mutex::new(starts),
+        })
+    }
+
+    /// Notes that `term` starts at `start` (keeps an earlier note).
+    pub fn note(&self, storage: &Storage, term: u64, start: Lsn) -> anyhow::Result<()> {
+        let mut starts = self.starts.lock();
+        if starts.contains_key(&term) {
+            return Ok(());
+        }
+        storage.put_meta(
+            &format!("{TERM_PREFIX}{term:020}"),
+            start.to_string().as_bytes(),
+        )?;
+        starts.insert(term, start);
+        Ok(())
+    }
+
+    /// The newest term known here (0: none).
+    pub fn last_term(&self) -> u64 {
+        self.starts
+            .lock()
+            .last_key_value()
+            .map(|(t, _)| *t)
+            .unwrap_or(0)
+    }
+
+    pub fn all(&self) -> Vec<(u64, Lsn)> {
+        self.starts.lock().iter().map(|(t, l)| (*t, *l)).collect()
+    }
+
+    /// Whether a node whose newest term is `their_term` and whose log ends
+    /// at `their_last` holds entries this history does not: entries of
+    /// their term past the LSN where a later term (here) started.
+    pub fn diverges(&self, their_term: u64, their_last: Lsn, my_last: Lsn) -> bool {
+        if their_last > my_last {
+            return true;
+        }
+        let starts = self.starts.lock();
+        match starts.range(their_term + 1..).next() {
+            Some((_, &next_start)) => their_last >= next_start,
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_changes_are_kept_in_order_per_position_and_reloaded() {
+        let storage = Storage::in_memory();
+        let h = SchemaHistory::load(&storage).unwrap();
+        h.record(&storage, 0, None, "CREATE DATABASE d").unwrap();
+        h.record(
+            &storage,
+            0,
+            Some("d"),
+            "CREATE TABLE t (id INT PRIMARY KEY)",
+        )
+        .unwrap();
+        h.record(&storage, 7, Some("d"), "ALTER TABLE t ADD COLUMN v INT")
+            .unwrap();
+        assert_eq!(h.count_at(0), 2);
+        assert_eq!(h.count_at(7), 1);
+        assert_eq!(h.count_at(3), 0);
+        let again = SchemaHistory::load(&storage).unwrap();
+        let at0: Vec<String> = again.at(0, 1).into_iter().map(|(_, r)| r.sql).collect();
+        assert_eq!(at0, vec!["CREATE TABLE t (id INT PRIMARY KEY)".to_string()]);
+        assert_eq!(again.at(7, 0)[0].1.database.as_deref(), Some("d"));
+    }
+
+    #[test]
+    fn a_tail_of_an_old_term_past_the_next_terms_start_diverges() {
+        let storage = Storage::in_memory();
+        let h = TermHistory::load(&storage).unwrap();
+        h.note(&storage, 1, 1).unwrap();
+        h.note(&storage, 3, 11).unwrap();
+        // A replica of term 1 that stopped at 10: a prefix of this log.
+        assert!(!h.diverges(1, 10, 20));
+        // The old primary of term 1 (or a term 2 nobody followed) that wrote
+        // 11 and 12 before it died: those are not the 11 and 12 here.
+        assert!(h.diverges(1, 12, 20));
+        assert!(h.diverges(2, 11, 20));
+        // Current term, behind: fine; ahead of this node: diverged.
+        assert!(!h.diverges(3, 15, 20));
+        assert!(h.diverges(3, 21, 20));
+        assert_eq!(TermHistory::load(&storage).unwrap().last_term(), 3);
+    }
+}

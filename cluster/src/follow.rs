@@ -1,0 +1,352 @@
+//! Replica side of replication: connects to the primary, applies its
+//! entries and schema changes in order at the same positions, acknowledges
+//! each entry once persisted, and refuses anything from a stale term.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use ladle_common::Lsn;
+use tokio::net::TcpStream;
+
+use crate::protocol::{self, ToPrimary, ToReplica};
+use crate::{ddl, Node, Role};
+
+/// How a follow session ended.
+pub(crate) enum FollowEnd {
+    /// The connection failed or the primary went away: try again.
+    Retry(String),
+    /// This node has entries the primary never had.
+    Diverged(String),
+}
+
+/// Follows the primary of `term` at `addr` until the stream ends.
+/// `stop` turning true ends it between two frames (never while an entry is
+/// being applied).
+pub(crate) async fn follow(
+    node: Arc<Node>,
+    addr: String,
+    term: u64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> FollowEnd {
+    match follow_inner(&node, &addr, term, &mut stop).await {
+        Ok(end) => end,
+        Err(e) => FollowEnd::Retry(format!("{e:#}")),
+    }
+}
+
+/// A primary answers the handshake within this.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+enum Handshake {
+    Accepted {
+        rd: tokio::net::tcp::OwnedReadHalf,
+        wr: tokio::net::tcp::OwnedWriteHalf,
+        applied: ladle_common::Lsn,
+    },
+    Refused(FollowEnd),
+}
+
+/// Connects, says where this node stands, and reads the primary's answer.
+async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Handshake> {
+    let stream = TcpStream::connect(addr).await?;
+    stream.set_nodelay(true)?;
+    let (mut rd, mut wr) = stream.into_split();
+    // What the primary is told is persisted here: entries applied unsynced
+    // by an earlier stream are made durable first.
+    let applied = sync_applied(node, 0).await?;
+    let hello = ToPrimary::Hello {
+        node: node.config.node_id,
+        applied,
+        ddl_seq: node.ddl.count_at(applied),
+        last_term: node.history.last_term(),
+    };
+    protocol::send(&mut wr, &hello).await?;
+    match protocol::recv::<ToReplica>(&mut rd).await? {
+        Some(ToReplica::Welcome {
+            term: their_term,
+            history,
+        }) => {
+            if their_term != term {
+                return Ok(Handshake::Refused(FollowEnd::Retry(format!(
+                    "expected the primary of term {term}, found term {their_term}"
+                ))));
+            }
+            for (t, start) in history {
+                node.history.note(&node.storage, t, start)?;
+            }
+        }
+        Some(ToReplica::Reject {
+            reason,
+            diverged: true,
+        }) => return Ok(Handshake::Refused(FollowEnd::Diverged(reason))),
+        Some(ToReplica::Reject { reason, .. }) => {
+            return Ok(Handshake::Refused(FollowEnd::Retry(reason)))
+        }
+        other => anyhow::bail!("unexpected first frame from the primary: {other:?}"),
+    }
+    Ok(Handshake::Accepted { rd, wr, applied })
+}
+
+/// Makes every applied entry durable (if some after `synced` may not be);
+/// returns the applied LSN.
+async fn sync_applied(node: &Arc<Node>, synced: Lsn) -> anyhow::Result<Lsn> {
+    let storage = node.storage.clone();
+    let applied = storage.last_lsn();
+    if applied > synced {
+        tokio::task::spawn_blocking(move || storage.sync_wal()).await??;
+    }
+    Ok(applied)
+}
+
+async fn follow_inner(
+    node: &Arc<Node>,
+    addr: &str,
+    term: u64,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<FollowEnd> {
+    // The handshake applies nothing, so it may be cut short: by `stop`, or
+    // by a primary that does not answer (paused, or gone).
+    let handshake = tokio::select! {
+        r = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(node, addr, term)) => match r {
+            Ok(r) => r?,
+            Err(_) => return Ok(FollowEnd::Retry(format!("{addr} did not answer in time"))),
+        },
+        _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
+    };
+    let (rd, mut wr, applied) = match handshake {
+        Handshake::Accepted { rd, wr, applied } => (rd, wr, applied),
+        Handshake::Refused(end) => return Ok(end),
+    };
+    // Buffered: whether another frame is already here decides when to sync.
+    let mut rd = tokio::io::BufReader::with_capacity(1 << 16, rd);
+    let mut synced = applied;
+    tracing::info!(primary = addr, term, applied, "following the primary");
+    loop {
+        let received = tokio::select! {
+            r = protocol::recv::<ToReplica>(&mut rd) => r?,
+            _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
+        };
+        let Some(frame) = received else {
+            return Ok(FollowEnd::Retry("the primary closed the stream".into()));
+        };
+        // Fencing: a replica follows one term; anything else is refused.
+        let frame_term = match &frame {
+            ToReplica::Entry { term, .. }
+            | ToReplica::Ddl { term, .. }
+            | ToReplica::Heartbeat { term, .. } => *term,
+            ToReplica::Welcome { .. } | ToReplica::Reject { .. } => 0,
+        };
+        if frame_term != term || node.term() != term {
+            return Ok(FollowEnd::Retry(format!(
+                "refused an entry of term {frame_term}: following term {}",
+                node.term()
+            )));
+        }
+        match frame {
+            ToReplica::Entry { lsn, changes, .. } => {
+                // More frames already received: apply this one without a
+                // WAL sync; the last of the run syncs them all and is
+                // acknowledged (a replica group-commits a backlog).
+                let last_of_run = rd.buffer().is_empty();
+                let storage = node.storage.clone();
+                tokio::task::spawn_blocking(move || {
+                    storage.apply_replicated(lsn, changes, last_of_run)
+                })
+                .await??;
+                node.primary_last.fetch_max(lsn, Ordering::AcqRel);
+                node.history.note(&node.storage, term, lsn)?;
+                if last_of_run {
+                    synced = lsn;
+                    protocol::send(&mut wr, &ToPrimary::Ack { applied: lsn }).await?;
+                }
+            }
+            ToReplica::Ddl {
+                after,
+                seq,
+                database,
+                sql,
+                ..
+            } => {
+                let here = node.storage.last_lsn();
+                let next = node.ddl.count_at(after);
+                if after != here || seq > next {
+                    anyhow::bail!(
+                        "schema change {seq} after {after} arrived out of order (here: {here}, {next})"
+                    );
+                }
+                if seq < next {
+                    continue; // already run here
+                }
+                let applier = node
+                    .applier
+                    .get()
+                    .cloned()
+                    .ok_or_else(|| anyhow::anyhow!("no schema-change applier installed"))?;
+                let sql_text = sql.clone();
+                tokio::task::spawn_blocking(move || {
+                    ddl::apply_replicated(&applier, database.as_deref(), &sql)
+                })
+                .await?
+                .map_err(|e| anyhow::anyhow!("replaying `{sql_text}` failed: {e}"))?;
+                if node.ddl.count_at(after) != next + 1 {
+                    anyhow::bail!("replaying `{sql_text}` recorded no schema change");
+                }
+            }
+            ToReplica::Heartbeat { last, .. } => {
+                node.primary_last.store(last, Ordering::Release);
+                synced = sync_applied(node, synced).await?;
+                protocol::send(&mut wr, &ToPrimary::Ack { applied: synced }).await?;
+            }
+            other => anyhow::bail!("unexpected frame from the primary: {other:?}"),
+        }
+        if matches!(node.role(), Role::Replica | Role::CatchingUp) {
+            node.set_role(node.follower_role());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use ladle_common::{ColumnSchema, RowDelta, SqlType, TableDeltas, TableSchema, Value};
+    use ladle_storage::Storage;
+    use parking_lot::Mutex;
+    use tokio::net::TcpListener;
+
+    use super::*;
+    use crate::DdlApplier;
+
+    /// Runs replicated schema changes against storage directly, noting
+    /// whether the node let them through.
+    struct Applier {
+        storage: Arc<Storage>,
+        node: Mutex<Option<Arc<Node>>>,
+        ran: Mutex<Vec<(String, bool)>>,
+    }
+
+    impl DdlApplier for Applier {
+        fn apply(&self, _database: Option<&str>, sql: &str) -> Result<(), String> {
+            let node = self.node.lock().clone().expect("node set");
+            let writable = node.check_writable().is_ok();
+            self.ran.lock().push((sql.to_string(), writable));
+            create_t(&self.storage).map_err(|e| e.to_string())?;
+            node.record_ddl(Some("d"), sql);
+            Ok(())
+        }
+    }
+
+    /// `d.t (id INT PRIMARY KEY)`; its table id.
+    fn create_t(storage: &Storage) -> ladle_storage::Result<u64> {
+        storage.create_database("d", false)?;
+        let int = SqlType::Int {
+            bytes: 4,
+            unsigned: false,
+        };
+        let schema = TableSchema {
+            id: 0,
+            database: "d".into(),
+            name: "t".into(),
+            columns: vec![ColumnSchema::new("id", int).not_null()],
+            primary_key: Some(vec![0]),
+            indexes: Vec::new(),
+            version: 1,
+        };
+        Ok(storage.create_table(schema, false)?.id)
+    }
+
+    fn entry(term: u64, lsn: u64, table: u64, id: i64) -> ToReplica {
+        ToReplica::Entry {
+            term,
+            lsn,
+            changes: vec![TableDeltas {
+                table,
+                deltas: vec![RowDelta::Insert(vec![Value::Int(id)])],
+            }],
+        }
+    }
+
+    /// A fake primary of term 5 sends a schema change, two entries (each
+    /// acknowledged once applied), then an entry of the older term 4: the
+    /// replica refuses it and stops, having applied nothing of it.
+    #[tokio::test]
+    async fn a_replica_applies_in_order_acknowledges_and_refuses_a_stale_term() {
+        let storage = Storage::in_memory();
+        let applier = Arc::new(Applier {
+            storage: storage.clone(),
+            node: Mutex::new(None),
+            ran: Mutex::new(Vec::new()),
+        });
+        let node = Node::unstarted(storage.clone(), applier.clone());
+        *applier.node.lock() = Some(node.clone());
+        node.term.store(5, Ordering::Release);
+        // The same schema change gives the same table id on any node.
+        let table = create_t(&Storage::in_memory()).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let primary = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (mut rd, mut wr) = stream.into_split();
+            let hello = protocol::recv::<ToPrimary>(&mut rd).await.unwrap();
+            let welcome = ToReplica::Welcome {
+                term: 5,
+                history: vec![(5, 1)],
+            };
+            protocol::send(&mut wr, &welcome).await.unwrap();
+            let ddl = ToReplica::Ddl {
+                term: 5,
+                after: 0,
+                seq: 0,
+                database: Some("d".into()),
+                sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
+            };
+            protocol::send(&mut wr, &ddl).await.unwrap();
+            let mut acks = Vec::new();
+            for lsn in 1..=2 {
+                protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
+                    .await
+                    .unwrap();
+                acks.push(protocol::recv::<ToPrimary>(&mut rd).await.unwrap());
+            }
+            protocol::send(&mut wr, &entry(4, 3, table, 3))
+                .await
+                .unwrap();
+            (hello, acks)
+        });
+        let (_stop_tx, stop) = tokio::sync::watch::channel(false);
+        let end = follow(node.clone(), addr, 5, stop).await;
+        let (hello, acks) = primary.await.unwrap();
+        assert_eq!(
+            hello,
+            Some(ToPrimary::Hello {
+                node: 2,
+                applied: 0,
+                ddl_seq: 0,
+                last_term: 0
+            })
+        );
+        assert_eq!(
+            acks,
+            vec![
+                Some(ToPrimary::Ack { applied: 1 }),
+                Some(ToPrimary::Ack { applied: 2 })
+            ]
+        );
+        match end {
+            FollowEnd::Retry(reason) => assert!(reason.contains("term 4"), "{reason}"),
+            FollowEnd::Diverged(reason) => panic!("diverged: {reason}"),
+        }
+        assert_eq!(storage.last_lsn(), 2, "the stale entry was not applied");
+        let t = storage.table("d", "t").expect("replayed table");
+        assert_eq!(storage.scan(t.id).unwrap().len(), 2);
+        // The schema change ran as replication (a replica refuses clients'
+        // DDL), and is recorded here for replicas of this node.
+        assert_eq!(
+            *applier.ran.lock(),
+            vec![("CREATE TABLE t (id INT PRIMARY KEY)".to_string(), true)]
+        );
+        assert_eq!(node.ddl.count_at(0), 1);
+        assert!(node.check_writable().is_err(), "a replica takes no writes");
+        assert_eq!(node.history.all(), vec![(5, 1)]);
+    }
+}

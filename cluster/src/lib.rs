@@ -1,0 +1,454 @@
+//! Ladle's cluster: one primary and replicas, coordinated by etcd and fed
+//! by the primary's change log (issue #16, phase 1; design in
+//! `docs/cluster.md`).
+//!
+//! Entry point: [`Node::start`] over a node's [`Storage`] once its dataflow
+//! and front end exist. The node then
+//! - holds an etcd lease (TTL [`ClusterConfig::lease_ttl`], kept alive) that
+//!   carries its membership key (`<prefix>/members/<id>`: addresses, applied
+//!   LSN, whom it follows) and, on the primary, the leader key;
+//! - campaigns for the leader key when there is none, only if every live
+//!   member has stopped following and none has applied more than it; the
+//!   leader key and the term (`<prefix>/term`, +1 per election) are written
+//!   in one etcd transaction, so etcd alone decides who leads;
+//! - as primary, streams committed change-log entries (term, LSN) and
+//!   schema changes to each replica over TCP ([`protocol`]) and, with
+//!   `sync_replicas` N > 0, acknowledges a write only once N replicas have
+//!   persisted it and its lease is still certainly valid ([`WriteGate`]);
+//! - as replica, applies what it receives at the same LSNs
+//!   ([`Storage::apply_replicated`]), so its own dataflow keeps its views
+//!   current and it serves reads; it refuses entries of a stale term, and
+//!   writes get MySQL's 1290.
+//!
+//! The node is glued to the SQL front end by the server through
+//! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
+//! [`Node::record_ddl`] (the shim's schema-log hook).
+
+mod coord;
+mod ddl;
+mod follow;
+mod gate;
+pub mod protocol;
+mod stream;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ladle_common::Lsn;
+use ladle_storage::Storage;
+use parking_lot::{Condvar, Mutex};
+use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+
+pub use ddl::DdlApplier;
+
+/// How a node joins the cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// etcd endpoints (`http://127.0.0.1:2379`).
+    pub etcd: Vec<String>,
+    /// This node's id, unique in the cluster.
+    pub node_id: u64,
+    /// Where MySQL clients reach this node (published in etcd).
+    pub mysql_addr: String,
+    /// Where replicas connect to this node when it is primary.
+    pub replication_listen: SocketAddr,
+    /// Replicas that must persist a write before it is acknowledged.
+    pub sync_replicas: usize,
+    /// The etcd lease's time to live (the primary's leadership lasts at most
+    /// this long after its last successful keep-alive).
+    pub lease_ttl: Duration,
+    /// How long a write waits for its synchronous replicas before the client
+    /// gets an error (the write may still survive).
+    pub ack_timeout: Duration,
+    /// Key prefix in etcd (one cluster per prefix).
+    pub prefix: String,
+}
+
+/// What a node is doing now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Role {
+    /// No leader known yet (start-up, or an election is under way).
+    Candidate = 0,
+    /// Holds the leader key: takes writes.
+    Primary = 1,
+    /// Follows the primary and is close to its position.
+    Replica = 2,
+    /// Follows (or looks for) a primary and is behind it.
+    CatchingUp = 3,
+    /// Has a change-log tail the primary never had: must be re-bootstrapped
+    /// (see docs/cluster.md); serves no replication.
+    Diverged = 4,
+}
+
+impl Role {
+    fn from_u8(v: u8) -> Role {
+        match v {
+            1 => Role::Primary,
+            2 => Role::Replica,
+            3 => Role::CatchingUp,
+            4 => Role::Diverged,
+            _ => Role::Candidate,
+        }
+    }
+
+    /// The name `/health`, `scripts/cluster.sh status` and metrics use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Candidate => "candidate",
+            Role::Primary => "primary",
+            Role::Replica => "replica",
+            Role::CatchingUp => "catching-up",
+            Role::Diverged => "diverged",
+        }
+    }
+}
+
+/// A replica's progress as its primary sees it.
+#[derive(Clone, Debug)]
+pub struct ReplicaProgress {
+    pub node_id: u64,
+    /// The highest LSN the replica has persisted.
+    pub acked: Lsn,
+}
+
+/// A cluster member as etcd last listed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberInfo {
+    pub node_id: u64,
+    pub mysql: String,
+    /// Its role, as it published it ([`Role::as_str`]).
+    pub role: String,
+    pub applied: Lsn,
+}
+
+/// A replica more than this many entries behind its primary reports
+/// itself catching-up.
+const CATCHING_UP_ENTRIES: u64 = 64;
+
+/// One cluster member (this process).
+pub struct Node {
+    config: ClusterConfig,
+    storage: Arc<Storage>,
+    role: AtomicU8,
+    /// The term this node leads or follows (0: none yet).
+    term: AtomicU64,
+    /// The leader's MySQL address while this node is not primary.
+    leader_mysql: Mutex<Option<String>>,
+    /// While primary: the instant until which its lease is certainly valid.
+    lease_valid_until: Mutex<Option<Instant>>,
+    /// Replicas connected to this primary, by connection.
+    replicas: Mutex<Vec<(u64, ReplicaProgress)>>,
+    /// Signalled when a replica acknowledges or the role changes.
+    acked: Condvar,
+    /// The newest LSN committed here; streams to replicas wait on it.
+    committed: tokio::sync::watch::Sender<Lsn>,
+    /// The primary's last LSN as a replica last heard it.
+    primary_last: AtomicU64,
+    /// On the primary: the newest LSN acknowledged to a client.
+    acknowledged: AtomicU64,
+    /// The members etcd listed at the last coordination step, by node id.
+    members: Mutex<Vec<MemberInfo>>,
+    /// On the primary: when recent LSNs committed, oldest first (for
+    /// replication lag in seconds); trimmed to what a replica still lacks.
+    commit_times: Mutex<std::collections::VecDeque<(Lsn, Instant)>>,
+    ddl: ddl::SchemaHistory,
+    history: ddl::TermHistory,
+    applier: std::sync::OnceLock<Arc<dyn DdlApplier>>,
+    metrics: NodeMetrics,
+    next_stream: AtomicU64,
+}
+
+struct NodeMetrics {
+    role: IntGaugeVec,
+    term: IntGauge,
+    applied: IntGauge,
+    replica_lag: IntGaugeVec,
+    replica_lag_seconds: prometheus::GaugeVec,
+    elections: IntCounter,
+    not_acknowledged: IntCounter,
+}
+
+impl NodeMetrics {
+    fn new(registry: &Registry) -> anyhow::Result<NodeMetrics> {
+        let m = NodeMetrics {
+            role: IntGaugeVec::new(
+                Opts::new("ladle_cluster_role", "1 for this node's current role"),
+                &["role"],
+            )?,
+            term: IntGauge::new("ladle_cluster_term", "the term this node leads or follows")?,
+            applied: IntGauge::new(
+                "ladle_cluster_applied_lsn",
+                "the newest change-log position applied here",
+            )?,
+            replica_lag: IntGaugeVec::new(
+                Opts::new(
+                    "ladle_cluster_replica_lag_entries",
+                    "on the primary: change-log entries each replica has not acknowledged",
+                ),
+                &["replica"],
+            )?,
+            replica_lag_seconds: prometheus::GaugeVec::new(
+                Opts::new(
+                    "ladle_cluster_replica_lag_seconds",
+                    "on the primary: how long ago the oldest entry each replica has not \
+                     acknowledged was committed (0 when it has them all)",
+                ),
+                &["replica"],
+            )?,
+            elections: IntCounter::new(
+                "ladle_cluster_elections_won_total",
+                "elections this node won",
+            )?,
+            not_acknowledged: IntCounter::new(
+                "ladle_cluster_writes_not_acknowledged_total",
+                "writes committed here whose acknowledgement was refused \
+                 (synchronous replicas missing or leadership uncertain)",
+            )?,
+        };
+        registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.term.clone()))?;
+        registry.register(Box::new(m.applied.clone()))?;
+        registry.register(Box::new(m.replica_lag.clone()))?;
+        registry.register(Box::new(m.replica_lag_seconds.clone()))?;
+        registry.register(Box::new(m.elections.clone()))?;
+        registry.register(Box::new(m.not_acknowledged.clone()))?;
+        Ok(m)
+    }
+}
+
+impl Node {
+    /// Joins the cluster: loads this node's schema and term history from
+    /// storage, installs the write gate (writes are refused until this node
+    /// is elected), and starts the coordination loop and the replication
+    /// listener on the current tokio runtime. `applier` replays schema
+    /// changes received from the primary.
+    pub async fn start(
+        mut config: ClusterConfig,
+        storage: Arc<Storage>,
+        applier: Arc<dyn DdlApplier>,
+        registry: &Registry,
+    ) -> anyhow::Result<Arc<Node>> {
+        let listener = tokio::net::TcpListener::bind(config.replication_listen).await?;
+        // Port 0 picks a free one: publish the address actually bound.
+        config.replication_listen = listener.local_addr()?;
+        let node = Node::new(config, storage.clone(), applier, registry)?;
+        storage.set_write_gate(Arc::new(gate::Gate(node.clone())));
+        // The change log is kept whole: a node that joins (or rejoins
+        // after a re-bootstrap) empty catches up from its first entry, and
+        // bootstrap from a checkpoint is not built yet (docs/cluster.md).
+        storage.set_log_floor(0);
+        tokio::spawn(stream::serve(node.clone(), listener));
+        tokio::spawn(coord::run(node.clone()));
+        tracing::info!(
+            node = node.config.node_id,
+            etcd = ?node.config.etcd,
+            "cluster node started; waiting for an election or a primary"
+        );
+        Ok(node)
+    }
+
+    /// A node that is not started (no etcd, no listener): for tests of the
+    /// replication pieces.
+    #[cfg(test)]
+    fn unstarted(storage: Arc<Storage>, applier: Arc<dyn DdlApplier>) -> Arc<Node> {
+        let config = ClusterConfig {
+            etcd: Vec::new(),
+            node_id: 2,
+            mysql_addr: "127.0.0.1:0".into(),
+            replication_listen: "127.0.0.1:0".parse().expect("address"),
+            sync_replicas: 1,
+            lease_ttl: Duration::from_secs(3),
+            ack_timeout: Duration::from_secs(5),
+            prefix: "/test".into(),
+        };
+        Node::new(config, storage, applier, &Registry::new()).expect("node")
+    }
+
+    /// The node's state, loaded from storage; nothing runs yet.
+    fn new(
+        config: ClusterConfig,
+        storage: Arc<Storage>,
+        applier: Arc<dyn DdlApplier>,
+        registry: &Registry,
+    ) -> anyhow::Result<Arc<Node>> {
+        let (committed, _) = tokio::sync::watch::channel(storage.last_lsn());
+        let node = Node {
+            config,
+            ddl: ddl::SchemaHistory::load(&storage)?,
+            history: ddl::TermHistory::load(&storage)?,
+            storage,
+            role: AtomicU8::new(Role::Candidate as u8),
+            term: AtomicU64::new(0),
+            leader_mysql: Mutex::new(None),
+            lease_valid_until: Mutex::new(None),
+            replicas: Mutex::new(Vec::new()),
+            acked: Condvar::new(),
+            committed,
+            primary_last: AtomicU64::new(0),
+            acknowledged: AtomicU64::new(0),
+            commit_times: Mutex::new(std::collections::VecDeque::new()),
+            members: Mutex::new(Vec::new()),
+            applier: std::sync::OnceLock::new(),
+            metrics: NodeMetrics::new(registry)?,
+            next_stream: AtomicU64::new(1),
+        };
+        let _ = node.applier.set(applier);
+        Ok(Arc::new(node))
+    }
+
+    pub fn node_id(&self) -> u64 {
+        self.config.node_id
+    }
+
+    pub fn role(&self) -> Role {
+        Role::from_u8(self.role.load(Ordering::Acquire))
+    }
+
+    pub fn term(&self) -> u64 {
+        self.term.load(Ordering::Acquire)
+    }
+
+    /// The newest change-log position applied on this node.
+    pub fn applied(&self) -> Lsn {
+        self.storage.last_lsn()
+    }
+
+    /// The cluster's members as etcd last listed them (at most a
+    /// coordination step old), by node id.
+    pub fn members(&self) -> Vec<MemberInfo> {
+        self.members.lock().clone()
+    }
+
+    /// On the primary: each connected replica's acknowledged position.
+    pub fn replicas(&self) -> Vec<ReplicaProgress> {
+        self.replicas
+            .lock()
+            .iter()
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+
+    /// `Err(reason)` unless this node is the primary and certainly still
+    /// holds its lease (the reason names the primary, when known).
+    pub fn check_writable(&self) -> Result<(), String> {
+        if ddl::applying_replicated() {
+            return Ok(());
+        }
+        match self.role() {
+            Role::Primary if self.lease_valid() => Ok(()),
+            Role::Primary => Err("the primary's etcd lease may have expired; retry".into()),
+            _ => match self.leader_mysql.lock().clone() {
+                Some(addr) => Err(format!(
+                    "node {} is a replica; the primary is at {addr}",
+                    self.config.node_id
+                )),
+                None => Err("no primary: an election is under way; retry".into()),
+            },
+        }
+    }
+
+    /// Records a schema change that just ran here (called by the shim
+    /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
+    pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
+        if let Err(e) = self
+            .ddl
+            .record(&self.storage, self.storage.last_lsn(), database, sql)
+        {
+            tracing::error!(error = %e, sql, "recording a schema change for replicas failed");
+        }
+        self.committed.send_replace(self.storage.last_lsn());
+    }
+
+    fn lease_valid(&self) -> bool {
+        matches!(*self.lease_valid_until.lock(), Some(t) if Instant::now() < t)
+    }
+
+    fn set_role(&self, role: Role) {
+        let old = Role::from_u8(self.role.swap(role as u8, Ordering::AcqRel));
+        if old != role {
+            tracing::info!(
+                node = self.config.node_id,
+                from = old.as_str(),
+                to = role.as_str(),
+                term = self.term(),
+                "cluster role changed"
+            );
+            // Writers waiting for acknowledgements re-check their role.
+            let _guard = self.replicas.lock();
+            self.acked.notify_all();
+        }
+        self.refresh_metrics();
+    }
+
+    fn refresh_metrics(&self) {
+        let role = self.role();
+        for r in [
+            Role::Candidate,
+            Role::Primary,
+            Role::Replica,
+            Role::CatchingUp,
+            Role::Diverged,
+        ] {
+            self.metrics
+                .role
+                .with_label_values(&[r.as_str()])
+                .set(i64::from(r == role));
+        }
+        self.metrics.term.set(self.term() as i64);
+        let applied = self.applied();
+        self.metrics.applied.set(applied as i64);
+        self.metrics.replica_lag.reset();
+        self.metrics.replica_lag_seconds.reset();
+        if role == Role::Primary {
+            let replicas = self.replicas();
+            let mut times = self.commit_times.lock();
+            // Entries every replica has are no longer needed here.
+            if let Some(min) = replicas.iter().map(|p| p.acked).min() {
+                while times.front().is_some_and(|(lsn, _)| *lsn <= min) {
+                    times.pop_front();
+                }
+            }
+            for p in replicas {
+                let id = p.node_id.to_string();
+                self.metrics
+                    .replica_lag
+                    .with_label_values(&[&id])
+                    .set(applied.saturating_sub(p.acked) as i64);
+                let oldest_missing = times.iter().find(|(lsn, _)| *lsn > p.acked);
+                self.metrics
+                    .replica_lag_seconds
+                    .with_label_values(&[&id])
+                    .set(oldest_missing.map_or(0.0, |(_, t)| t.elapsed().as_secs_f64()));
+            }
+        }
+    }
+
+    /// Notes when `lsn` committed (for the lag in seconds).
+    fn note_commit(&self, lsn: Lsn) {
+        /// Bounds the memory when no replica acknowledges.
+        const KEEP: usize = 100_000;
+        let mut times = self.commit_times.lock();
+        if times.back().is_none_or(|(last, _)| *last < lsn) {
+            times.push_back((lsn, Instant::now()));
+            if times.len() > KEEP {
+                times.pop_front();
+            }
+        }
+    }
+
+    /// Replica or catching-up, from how far behind the primary it is.
+    fn follower_role(&self) -> Role {
+        let behind = self
+            .primary_last
+            .load(Ordering::Acquire)
+            .saturating_sub(self.applied());
+        if behind > CATCHING_UP_ENTRIES {
+            Role::CatchingUp
+        } else {
+            Role::Replica
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! The replication connection: length-prefixed postcard frames over TCP.
+//!
+//! ```text
+//! replica -> primary   Hello { node, applied, ddl_seq, last_term }
+//! primary -> replica   Welcome { term, history } | Reject { reason, diverged }
+//! primary -> replica   Entry { term, lsn, changes } | Ddl { .. } | Heartbeat { .. } ...
+//! replica -> primary   Ack { applied } after each entry is persisted
+//! ```
+
+use ladle_common::{Lsn, TableDeltas};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Frames larger than this are refused (a bug or a foreign peer).
+const MAX_FRAME: usize = 256 << 20;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToPrimary {
+    /// First frame: where the replica stands. `ddl_seq`: how many schema
+    /// changes it has run at position `applied`; `last_term`: the newest
+    /// term it knows of.
+    Hello {
+        node: u64,
+        applied: Lsn,
+        ddl_seq: u32,
+        last_term: u64,
+    },
+    /// Everything up to `applied` is persisted on the replica.
+    Ack { applied: Lsn },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToReplica {
+    /// Accepted: the primary's term and its term history
+    /// (`term -> first LSN`).
+    Welcome { term: u64, history: Vec<(u64, Lsn)> },
+    /// Refused. `diverged`: the replica holds entries this primary never
+    /// had and must be re-bootstrapped.
+    Reject { reason: String, diverged: bool },
+    /// One committed batch.
+    Entry {
+        term: u64,
+        lsn: Lsn,
+        changes: Vec<TableDeltas>,
+    },
+    /// A schema change run after entry `after`, the `seq`-th there.
+    Ddl {
+        term: u64,
+        after: Lsn,
+        seq: u32,
+        database: Option<String>,
+        sql: String,
+    },
+    /// Nothing new; the primary's newest LSN.
+    Heartbeat { term: u64, last: Lsn },
+}
+
+/// Writes one frame.
+pub async fn send<T: Serialize>(
+    w: &mut (impl AsyncWrite + Unpin),
+    frame: &T,
+) -> std::io::Result<()> {
+    let bytes = postcard::to_stdvec(frame)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
+    w.write_all(&len.to_be_bytes()).await?;
+    w.write_all(&bytes).await?;
+    w.flush().await
+}
+
+/// Reads one frame; `None` at a clean end of stream.
+pub async fn recv<T: for<'de> Deserialize<'de>>(
+    r: &mut (impl AsyncRead + Unpin),
+) -> std::io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("replication frame of {len} bytes"),
+        ));
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf).await?;
+    postcard::from_bytes(&buf)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ladle_common::{RowDelta, Value};
+
+    #[tokio::test]
+    async fn frames_round_trip_in_order() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let entry = ToReplica::Entry {
+            term: 3,
+            lsn: 42,
+            changes: vec![TableDeltas {
+                table: 7,
+                deltas: vec![RowDelta::Insert(vec![Value::Int(1), Value::Null])],
+            }],
+        };
+        send(&mut a, &entry).await.unwrap();
+        send(&mut a, &ToReplica::Heartbeat { term: 3, last: 42 })
+            .await
+            .unwrap();
+        drop(a);
+        assert_eq!(recv::<ToReplica>(&mut b).await.unwrap(), Some(entry));
+        assert_eq!(
+            recv::<ToReplica>(&mut b).await.unwrap(),
+            Some(ToReplica::Heartbeat { term: 3, last: 42 })
+        );
+        assert_eq!(recv::<ToReplica>(&mut b).await.unwrap(), None);
+    }
+}

@@ -1,0 +1,236 @@
+//! Primary side of replication: accepts replicas and streams each one the
+//! change log (and schema changes) from where it stands, in order.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ladle_common::{Lsn, TableDeltas};
+use ladle_storage::StorageError;
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::protocol::{self, ToPrimary, ToReplica};
+use crate::{Node, ReplicaProgress, Role};
+
+/// Entries read from the change log per round.
+const CHUNK: usize = 256;
+/// A quiet stream sends a heartbeat this often.
+const HEARTBEAT: Duration = Duration::from_millis(200);
+
+pub(crate) async fn serve(node: Arc<Node>, listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let node = node.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = serve_replica(node, stream).await {
+                        tracing::info!(%peer, error = %e, "replication stream ended");
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "replication accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Removes a replica's progress when its stream ends.
+struct Registration {
+    node: Arc<Node>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.node.replicas.lock().retain(|(id, _)| *id != self.id);
+    }
+}
+
+async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()> {
+    stream.set_nodelay(true)?;
+    let (mut rd, mut wr) = stream.into_split();
+    let Some(ToPrimary::Hello {
+        node: replica,
+        applied,
+        ddl_seq,
+        last_term,
+    }) = protocol::recv(&mut rd).await?
+    else {
+        anyhow::bail!("the replica did not say hello");
+    };
+    let term = node.term();
+    if node.role() != Role::Primary {
+        let reject = ToReplica::Reject {
+            reason: format!("node {} is not the primary", node.config.node_id),
+            diverged: false,
+        };
+        protocol::send(&mut wr, &reject).await?;
+        return Ok(());
+    }
+    let my_last = node.storage.last_lsn();
+    if node.history.diverges(last_term, applied, my_last) {
+        let reason = format!(
+            "node {replica} holds entries up to {applied} of term {last_term} that the \
+             primary (node {}, term {term}, at {my_last}) never had",
+            node.config.node_id
+        );
+        tracing::warn!(replica, "{reason}");
+        protocol::send(
+            &mut wr,
+            &ToReplica::Reject {
+                reason,
+                diverged: true,
+            },
+        )
+        .await?;
+        return Ok(());
+    }
+    let welcome = ToReplica::Welcome {
+        term,
+        history: node.history.all(),
+    };
+    protocol::send(&mut wr, &welcome).await?;
+    tracing::info!(replica, applied, term, "replica connected");
+
+    let stream_id = node.next_stream.fetch_add(1, Ordering::Relaxed);
+    node.replicas.lock().push((
+        stream_id,
+        ReplicaProgress {
+            node_id: replica,
+            acked: applied,
+        },
+    ));
+    let _registration = Registration {
+        node: node.clone(),
+        id: stream_id,
+    };
+    // Acknowledgements come back on their own task.
+    let acks = {
+        let node = node.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(ToPrimary::Ack { applied })) = protocol::recv(&mut rd).await {
+                let mut replicas = node.replicas.lock();
+                if let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) {
+                    p.acked = p.acked.max(applied);
+                }
+                node.acked.notify_all();
+            }
+        })
+    };
+    let out = send_log(&node, &mut wr, term, applied, ddl_seq, &acks).await;
+    acks.abort();
+    out
+}
+
+/// Streams from position (`lsn`, `ddl_seq`) until the term ends or the
+/// replica goes away.
+async fn send_log(
+    node: &Arc<Node>,
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    term: u64,
+    mut lsn: Lsn,
+    mut ddl_seq: u32,
+    acks: &tokio::task::JoinHandle<()>,
+) -> anyhow::Result<()> {
+    let mut committed = node.committed.subscribe();
+    loop {
+        if node.role() != Role::Primary || node.term() != term {
+            anyhow::bail!("no longer the primary of term {term}");
+        }
+        if acks.is_finished() {
+            anyhow::bail!("the replica closed its side");
+        }
+        ddl_seq = send_ddl(node, wr, term, lsn, ddl_seq).await?;
+        let entries = read_entries(node, lsn).await?;
+        if entries.is_empty() {
+            let hb = ToReplica::Heartbeat {
+                term,
+                last: node.storage.last_lsn(),
+            };
+            protocol::send(wr, &hb).await?;
+            let _ = tokio::time::timeout(HEARTBEAT, committed.changed()).await;
+            continue;
+        }
+        for (entry_lsn, changes) in entries {
+            if entry_lsn != lsn + 1 {
+                let reason = format!(
+                    "the change log here no longer holds entry {} (next is {entry_lsn}): \
+                     the replica must be re-bootstrapped",
+                    lsn + 1
+                );
+                protocol::send(
+                    wr,
+                    &ToReplica::Reject {
+                        reason: reason.clone(),
+                        diverged: false,
+                    },
+                )
+                .await?;
+                anyhow::bail!(reason);
+            }
+            let entry = ToReplica::Entry {
+                term,
+                lsn: entry_lsn,
+                changes,
+            };
+            protocol::send(wr, &entry).await?;
+            lsn = entry_lsn;
+            ddl_seq = send_ddl(node, wr, term, lsn, 0).await?;
+        }
+    }
+}
+
+/// Sends the schema changes at `after` from `from` on; returns the next
+/// sequence number there.
+async fn send_ddl(
+    node: &Node,
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    term: u64,
+    after: Lsn,
+    from: u32,
+) -> anyhow::Result<u32> {
+    let mut next = from;
+    for (seq, record) in node.ddl.at(after, from) {
+        let frame = ToReplica::Ddl {
+            term,
+            after,
+            seq,
+            database: record.database,
+            sql: record.sql,
+        };
+        protocol::send(wr, &frame).await?;
+        next = seq + 1;
+    }
+    Ok(next)
+}
+
+/// Up to [`CHUNK`] change-log entries after `after` (read on a blocking
+/// thread: RocksDB).
+async fn read_entries(
+    node: &Arc<Node>,
+    after: Lsn,
+) -> anyhow::Result<Vec<(Lsn, Vec<TableDeltas>)>> {
+    let storage = node.storage.clone();
+    let entries = tokio::task::spawn_blocking(move || {
+        let mut out = Vec::new();
+        let read = storage.read_log(after, &mut |lsn, changes| {
+            out.push((lsn, changes));
+            if out.len() >= CHUNK {
+                // Stops the scan; not an error for the caller.
+                return Err(StorageError::Internal(CHUNK_FULL.into()));
+            }
+            Ok(())
+        });
+        match read {
+            Err(StorageError::Internal(m)) if m == CHUNK_FULL => Ok(out),
+            Err(e) => Err(e),
+            Ok(()) => Ok(out),
+        }
+    })
+    .await??;
+    Ok(entries)
+}
+
+const CHUNK_FULL: &str = "replication chunk full";

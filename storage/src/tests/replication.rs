@@ -1,0 +1,292 @@
+//! The hooks a cluster uses: a replica applying the primary's change log
+//! (`apply_replicated`), the write gate, the log floor and the fence. Each
+//! runs against every engine.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use ladle_common::{Lsn, TableDeltas, Value};
+use parking_lot::Mutex;
+
+use super::*;
+use crate::{CommitObserver, IndexRef, ScanSpec, StorageError, WriteGate};
+
+conformance!(
+    a_replica_applying_the_log_reaches_the_same_state,
+    a_replicated_entry_must_be_the_next_one,
+    the_gate_refuses_writes_and_withholds_acknowledgements,
+    the_log_floor_keeps_what_replicas_need,
+    a_fenced_closure_can_write,
+);
+
+/// Records what the observer is told.
+#[derive(Default)]
+struct Told(Mutex<Vec<(Lsn, Vec<TableDeltas>)>>);
+
+impl CommitObserver for Told {
+    fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>) {
+        self.0.lock().push((lsn, changes));
+    }
+}
+
+fn log_of(s: &Storage) -> Vec<(Lsn, Vec<TableDeltas>)> {
+    let mut out = Vec::new();
+    s.read_log(0, &mut |lsn, d| {
+        out.push((lsn, d));
+        Ok(())
+    })
+    .unwrap();
+    out
+}
+
+fn a_replica_applying_the_log_reaches_the_same_state(kind: Kind) {
+    let (p, r) = (Harness::new(kind), Harness::new(kind));
+    let (primary, replica) = (&p.storage, &r.storage);
+    // The same schema changes in the same order give the same ids.
+    let (u, l) = (users(primary), keyless(primary));
+    let (ru, rl) = (users(replica), keyless(replica));
+    assert_eq!((u.id, l.id), (ru.id, rl.id));
+    assert_eq!(u.indexes, ru.indexes);
+    let told = Arc::new(Told::default());
+    replica.set_commit_observer(told.clone());
+
+    let null = Value::Null;
+    primary
+        .write(vec![insert(
+            &u,
+            vec![
+                row(&[null.clone(), t("ann"), i(30)]),
+                row(&[null.clone(), t("bob"), i(40)]),
+                row(&[i(10), t("cy"), i(30)]),
+            ],
+        )])
+        .unwrap();
+    let dup = row(&[i(1), t("x")]);
+    primary
+        .write(vec![insert(
+            &l,
+            vec![dup.clone(), dup.clone(), row(&[i(2), t("y")])],
+        )])
+        .unwrap();
+    // An update that moves a row to another primary key and another
+    // secondary key, a delete, and a delete of one of two equal keyless rows.
+    let move_bob: crate::RowUpdater = Arc::new(|row| {
+        Ok((row[1] == Value::text("bob")).then(|| vec![i(20), row[1].clone(), i(41)]))
+    });
+    primary
+        .write(vec![WriteOp::Update {
+            table: u.id,
+            scan: ScanSpec::Full,
+            update: move_bob,
+        }])
+        .unwrap();
+    let ann: crate::RowFilter = Arc::new(|row| Ok(row[1] == Value::text("ann")));
+    let one_x = Arc::new(AtomicU64::new(0));
+    let first_x: crate::RowFilter = {
+        let one_x = one_x.clone();
+        Arc::new(move |row| {
+            Ok(row[1] == Value::text("x") && one_x.fetch_add(1, Ordering::SeqCst) == 0)
+        })
+    };
+    primary
+        .write(vec![
+            WriteOp::Delete {
+                table: u.id,
+                scan: ScanSpec::Full,
+                filter: ann,
+            },
+            WriteOp::Delete {
+                table: l.id,
+                scan: ScanSpec::Full,
+                filter: first_x,
+            },
+        ])
+        .unwrap();
+
+    let log = log_of(primary);
+    assert_eq!(log.len(), 4);
+    for (lsn, changes) in log.clone() {
+        // Unsynced but the last, as a replica applies a run of entries.
+        let last = lsn == primary.last_lsn();
+        replica.apply_replicated(lsn, changes, last).unwrap();
+    }
+    assert_eq!(replica.last_lsn(), primary.last_lsn());
+    assert_eq!(
+        log_of(replica),
+        log,
+        "the replica logs the same entries at the same LSNs"
+    );
+    assert_eq!(
+        *told.0.lock(),
+        log,
+        "the replica's observer is told every entry"
+    );
+    for table in [u.id, l.id] {
+        assert_eq!(
+            sorted(replica.scan(table).unwrap()),
+            sorted(primary.scan(table).unwrap())
+        );
+    }
+    // Secondary index entries moved with the rows.
+    let age = u.indexes.iter().find(|x| x.name == "age").unwrap().id;
+    for a in [30, 40, 41] {
+        assert_eq!(
+            replica
+                .lookup(u.id, IndexRef::Secondary(age), &[i(a)])
+                .unwrap(),
+            primary
+                .lookup(u.id, IndexRef::Secondary(age), &[i(a)])
+                .unwrap(),
+            "age {a}"
+        );
+    }
+    assert_eq!(replica.scan(l.id).unwrap().len(), 2);
+    // AUTO_INCREMENT moved past the replicated ids: the replica, once
+    // primary, continues where the primary was.
+    let next_on_primary = primary.reserve_auto_increment(u.id, 1).unwrap();
+    assert_eq!(
+        replica.reserve_auto_increment(u.id, 1).unwrap(),
+        next_on_primary
+    );
+}
+
+fn a_replicated_entry_must_be_the_next_one(kind: Kind) {
+    let (p, r) = (Harness::new(kind), Harness::new(kind));
+    let (u, _) = (users(&p.storage), users(&r.storage));
+    for n in 1..=3 {
+        p.storage
+            .write(vec![insert(
+                &u,
+                vec![row(&[i(n), t(&format!("n{n}")), i(0)])],
+            )])
+            .unwrap();
+    }
+    let log = log_of(&p.storage);
+    // A gap and a repeat are both refused, and change nothing.
+    let gap = r.storage.apply_replicated(2, log[1].1.clone(), true);
+    assert!(matches!(gap, Err(StorageError::Internal(_))), "{gap:?}");
+    r.storage
+        .apply_replicated(1, log[0].1.clone(), true)
+        .unwrap();
+    let again = r.storage.apply_replicated(1, log[0].1.clone(), true);
+    assert!(matches!(again, Err(StorageError::Internal(_))), "{again:?}");
+    assert_eq!(r.storage.last_lsn(), 1);
+    assert_eq!(r.storage.scan(u.id).unwrap().len(), 1);
+}
+
+/// A gate that admits writes or not, and acknowledges them or not.
+struct TestGate {
+    admit: bool,
+    acknowledge: bool,
+    asked: Mutex<Vec<Lsn>>,
+}
+
+impl WriteGate for TestGate {
+    fn admit(&self) -> crate::Result<()> {
+        if self.admit {
+            Ok(())
+        } else {
+            Err(StorageError::ReadOnly("a replica".into()))
+        }
+    }
+
+    fn acknowledge(&self, lsn: Lsn) -> crate::Result<()> {
+        self.asked.lock().push(lsn);
+        if self.acknowledge {
+            Ok(())
+        } else {
+            Err(StorageError::ReadOnly("no replica confirmed".into()))
+        }
+    }
+}
+
+fn the_gate_refuses_writes_and_withholds_acknowledgements(kind: Kind) {
+    for (admit, acknowledge) in [(false, true), (true, false), (true, true)] {
+        let h = Harness::new(kind);
+        let s = &h.storage;
+        let u = users(s);
+        let gate = Arc::new(TestGate {
+            admit,
+            acknowledge,
+            asked: Mutex::new(Vec::new()),
+        });
+        s.set_write_gate(gate.clone());
+        let out = s.write(vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])]);
+        match (admit, acknowledge) {
+            (false, _) => {
+                // Refused before anything is written.
+                assert!(matches!(out, Err(StorageError::ReadOnly(_))), "{out:?}");
+                assert_eq!(s.last_lsn(), 0);
+                assert!(s.scan(u.id).unwrap().is_empty());
+                assert!(gate.asked.lock().is_empty());
+            }
+            (true, false) => {
+                // Committed here, but the client is not told it succeeded.
+                assert!(matches!(out, Err(StorageError::ReadOnly(_))), "{out:?}");
+                assert_eq!(*gate.asked.lock(), vec![1]);
+                assert_eq!(s.scan(u.id).unwrap().len(), 1);
+            }
+            (true, true) => {
+                assert_eq!(out.unwrap().lsn, 1);
+                assert_eq!(*gate.asked.lock(), vec![1]);
+            }
+        }
+        // The replicated path does not ask the gate.
+        let (p, pu) = {
+            let p = Harness::new(kind);
+            let pu = users(&p.storage);
+            (p, pu)
+        };
+        p.storage
+            .write(vec![insert(&pu, vec![row(&[i(7), t("z"), i(7)])])])
+            .unwrap();
+        if !admit {
+            let log = log_of(&p.storage);
+            s.apply_replicated(1, log[0].1.clone(), true).unwrap();
+            assert_eq!(s.scan(u.id).unwrap(), p.storage.scan(pu.id).unwrap());
+        }
+    }
+}
+
+fn the_log_floor_keeps_what_replicas_need(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    for n in 1..=10 {
+        s.write(vec![insert(
+            &u,
+            vec![row(&[i(n), t(&format!("n{n}")), i(0)])],
+        )])
+        .unwrap();
+    }
+    let lsns = |s: &Storage| log_of(s).into_iter().map(|(l, _)| l).collect::<Vec<_>>();
+    // A replica has applied 3: entries after it stay.
+    s.set_log_floor(3);
+    s.truncate_log(11).unwrap();
+    assert_eq!(lsns(s), (4..=10).collect::<Vec<_>>());
+    // Without a floor, truncation goes as far as asked.
+    s.set_log_floor(u64::MAX);
+    s.truncate_log(9).unwrap();
+    assert_eq!(lsns(s), vec![9, 10]);
+}
+
+fn a_fenced_closure_can_write(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    // A schema change that writes rows (and records its position) inside
+    // the fence must not wait for the fence it holds.
+    let lsn = s.fenced(|| {
+        s.write(vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])])
+            .unwrap();
+        s.last_lsn()
+    });
+    assert_eq!(lsn, 1);
+    // And writes go on after it.
+    assert_eq!(
+        s.write(vec![insert(&u, vec![row(&[i(2), t("b"), i(1)])])])
+            .unwrap()
+            .lsn,
+        2
+    );
+}
