@@ -908,12 +908,14 @@ impl Inner {
         self.fill_locked(v, keys)
     }
 
-    /// The rows for `key` as if `overlay` were applied on top of storage:
-    /// a pull on a detached, stateless copy of the view's ancestors whose
-    /// base reads apply the overlay. Runs under the commit lock so every
-    /// base read sees the same committed state; nothing is cached.
-    fn read_overlay(&self, v: &View, key: &[Value], overlay: &[TableDeltas]) -> Result<Rows> {
-        self.storage.exclusive(|| {
+    /// The rows for `key` as a transaction reads them: a pull on a
+    /// detached, stateless copy of the view's ancestors whose base reads
+    /// apply the transaction's overlay, over the latest committed state
+    /// (under the commit lock, so every base read sees the same state) or
+    /// over the transaction's read view (no lock: the view is one state by
+    /// itself). Nothing is cached.
+    fn read_overlay(&self, v: &View, key: &[Value], tx: TxRead<'_>) -> Result<Rows> {
+        let pull = || {
             let mut g = {
                 let g = self.graph.lock();
                 if v.dropped.load(AO::SeqCst) {
@@ -922,15 +924,24 @@ impl Inner {
                 let parent = g.nodes[v.node].parents[0];
                 g.detach_with(parent, true, None).ok_or_else(|| {
                     DataflowError::Unsupported(
-                        "reading this view inside a transaction that wrote to its tables".into(),
+                        "reading this view inside a transaction that wrote to its tables, \
+                         or under REPEATABLE READ"
+                            .into(),
                     )
                 })?
             };
-            g.set_overlay(overlay);
+            g.set_overlay(tx.overlay);
             let root = g.detached_root();
-            let rows = g.pull(root, &v.spec.key, key)?;
+            let rows = match tx.snapshot {
+                Some(view) => g.pull_reading(view, root, &v.spec.key, key)?,
+                None => g.pull(root, &v.spec.key, key)?,
+            };
             Ok(Rows::from(v.reader.sorted(rows)))
-        })
+        };
+        match tx.snapshot {
+            Some(_) => pull(),
+            None => self.storage.exclusive(pull),
+        }
     }
 
     /// One optimistic fill of `keys` (see [`Inner::fill`]); `None` on a
@@ -1041,15 +1052,16 @@ impl Prepared {
         }
     }
 
-    /// `overlay`: row deltas read as if applied on top of storage (an open
-    /// transaction's own writes); the answer is then computed by upqueries
-    /// on a detached copy of the view and never cached.
+    /// `overlay`: an open transaction's read (its own writes as row deltas,
+    /// over the latest state or its read view); the answer is then
+    /// computed by upqueries on a detached copy of the view and never
+    /// cached.
     /// `after`: the read reflects at least every write to the view's tables
     /// with an LSN up to it (read-your-writes).
     pub fn execute_with(
         &self,
         params: &[Value],
-        overlay: Option<&[TableDeltas]>,
+        overlay: Option<TxRead<'_>>,
         after: Lsn,
     ) -> Result<ResultRows> {
         if params.len() != self.user_params {
@@ -1173,6 +1185,16 @@ fn mark_used(view: &View) {
     if !view.used.load(AO::Relaxed) {
         view.used.store(true, AO::Relaxed);
     }
+}
+
+/// How a read inside a transaction sees the tables: `overlay` (the
+/// transaction's own writes, row deltas per table in order) on top of the
+/// latest committed state, or of `snapshot` when the transaction reads one
+/// point in time (REPEATABLE READ).
+#[derive(Clone, Copy)]
+pub(crate) struct TxRead<'a> {
+    pub overlay: &'a [TableDeltas],
+    pub snapshot: Option<&'a ladle_storage::ReadView>,
 }
 
 /// What a read does about a key its view does not hold.
@@ -1299,7 +1321,7 @@ fn read(
     v: &View,
     slots: &[Value],
     lists: &[(usize, Vec<Value>)],
-    overlay: Option<&[TableDeltas]>,
+    overlay: Option<TxRead<'_>>,
     on_miss: OnMiss,
 ) -> Result<Option<ResultRows>> {
     let spec = &v.spec;

@@ -59,6 +59,20 @@ impl BaseReads for Storage {
     }
 }
 
+impl BaseReads for ladle_storage::ReadView {
+    fn lookup(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        key: &[Value],
+    ) -> Result<Vec<Row>, StorageError> {
+        ladle_storage::ReadView::lookup(self, table, index, key)
+    }
+    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+        ladle_storage::ReadView::scan(self, table)
+    }
+}
+
 impl BaseReads for SnapshotReads<'_> {
     fn lookup(
         &self,
@@ -682,6 +696,18 @@ impl Graph {
     pub fn pull(&mut self, n: NodeId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
         let storage = self.storage.clone();
         self.pull_from(&*storage, n, cols, key)
+    }
+
+    /// [`Graph::pull`] reading base tables from `src` (a transaction's
+    /// read view).
+    pub fn pull_reading(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
+        self.pull_from(src, n, cols, key)
     }
 
     /// [`Graph::pull`] reading base tables from `src`.

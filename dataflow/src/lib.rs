@@ -237,8 +237,31 @@ impl PreparedQuery {
     /// its own uncommitted writes. Computed by upqueries over a stateless
     /// copy of the view (nothing cached), under the commit lock.
     pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
+        let tx = engine::TxRead {
+            overlay,
+            snapshot: None,
+        };
         self.inner
-            .execute_with(params, Some(overlay), Lsn::MAX)
+            .execute_with(params, Some(tx), Lsn::MAX)
+            .map(ResultRows::into_vec)
+    }
+    /// Reads the result over `snapshot` (one consistent state of every
+    /// table, taken at a REPEATABLE READ transaction's first read) with
+    /// `overlay` (the transaction's own writes, as row deltas over that
+    /// state) applied: computed by upqueries over a stateless copy of the
+    /// view reading the snapshot, without the commit lock; nothing cached.
+    pub fn execute_snapshot(
+        &self,
+        params: &[Value],
+        snapshot: &ladle_storage::ReadView,
+        overlay: &[TableDeltas],
+    ) -> Result<Vec<Row>> {
+        let tx = engine::TxRead {
+            overlay,
+            snapshot: Some(snapshot),
+        };
+        self.inner
+            .execute_with(params, Some(tx), Lsn::MAX)
             .map(ResultRows::into_vec)
     }
 }

@@ -1076,6 +1076,86 @@ pub(crate) fn transaction_overlay(
     s: &Session,
     tables: &[ladle_common::TableId],
 ) -> Result<Vec<ladle_common::TableDeltas>> {
+    let mut out = Vec::new();
+    for (t, _, committed, replayed) in written_tables(e, s, tables)? {
+        let deltas = row_diff(committed, replayed);
+        if !deltas.is_empty() {
+            out.push(ladle_common::TableDeltas { table: t, deltas });
+        }
+    }
+    Ok(out)
+}
+
+/// Like [`transaction_overlay`] for a REPEATABLE READ transaction: the
+/// deltas turn `view` (its read view) into what the transaction reads. The
+/// rows its writes touched (those its replay changes in the latest
+/// committed state, by primary key; by whole row without one) read as the
+/// transaction left them, the others as `view` has them, as InnoDB shows a
+/// row a transaction updated in its own version and every other row in
+/// the read view's.
+pub(crate) fn snapshot_overlay(
+    e: &Engine,
+    s: &Session,
+    tables: &[ladle_common::TableId],
+    view: &ladle_storage::ReadView,
+) -> Result<Vec<ladle_common::TableDeltas>> {
+    let mut out = Vec::new();
+    for (t, schema, committed, replayed) in written_tables(e, s, tables)? {
+        let seen = view.scan(t)?;
+        let changes = row_diff(committed, replayed);
+        let desired = match &schema.primary_key {
+            Some(pk) if !pk.is_empty() => {
+                let key = |r: &Row| -> Vec<Value> {
+                    pk.iter()
+                        .map(|&c| r[c].key_normalized(schema.columns[c].collation))
+                        .collect()
+                };
+                let touched: std::collections::HashSet<Vec<Value>> =
+                    changes.iter().map(|d| key(d.row())).collect();
+                let mut rows: Vec<Row> = seen
+                    .iter()
+                    .filter(|r| !touched.contains(&key(r)))
+                    .cloned()
+                    .collect();
+                rows.extend(changes.into_iter().filter_map(|d| match d {
+                    ladle_common::RowDelta::Insert(r) => Some(r),
+                    ladle_common::RowDelta::Delete(_) => None,
+                }));
+                rows
+            }
+            _ => {
+                // No key to follow a row by: apply the change to the rows
+                // the view has (a delete of a row it lacks is a no-op).
+                let mut rows = seen.clone();
+                for d in changes {
+                    match d {
+                        ladle_common::RowDelta::Delete(r) => {
+                            if let Some(i) = rows.iter().position(|x| *x == r) {
+                                rows.swap_remove(i);
+                            }
+                        }
+                        ladle_common::RowDelta::Insert(r) => rows.push(r),
+                    }
+                }
+                rows
+            }
+        };
+        let deltas = row_diff(seen, desired);
+        if !deltas.is_empty() {
+            out.push(ladle_common::TableDeltas { table: t, deltas });
+        }
+    }
+    Ok(out)
+}
+
+/// The `tables` the open transaction wrote, each with its schema, its
+/// latest committed rows and those rows with the transaction's ops
+/// replayed.
+fn written_tables(
+    e: &Engine,
+    s: &Session,
+    tables: &[ladle_common::TableId],
+) -> Result<Vec<(ladle_common::TableId, Arc<TableSchema>, Vec<Row>, Vec<Row>)>> {
     let Some(tx) = s.transaction.as_ref().filter(|t| !t.ops.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -1091,30 +1171,33 @@ pub(crate) fn transaction_overlay(
         };
         let committed = e.storage.scan(t)?;
         let replayed = replay(tx, &schema, committed.clone())?;
-        // Multiset difference: a row kept by the transaction cancels out.
-        let mut count: HashMap<Row, i64> = HashMap::new();
-        for r in replayed {
-            *count.entry(r).or_default() += 1;
-        }
-        for r in committed {
-            *count.entry(r).or_default() -= 1;
-        }
-        let mut deltas = Vec::new();
-        for (r, n) in &count {
-            for _ in 0..(-n).max(0) {
-                deltas.push(ladle_common::RowDelta::Delete(r.clone()));
-            }
-        }
-        for (r, n) in count {
-            for _ in 0..n.max(0) {
-                deltas.push(ladle_common::RowDelta::Insert(r.clone()));
-            }
-        }
-        if !deltas.is_empty() {
-            out.push(ladle_common::TableDeltas { table: t, deltas });
-        }
+        out.push((t, schema, committed, replayed));
     }
     Ok(out)
+}
+
+/// The row deltas (deletes, then inserts) that turn the multiset `base`
+/// into `desired`; a row in both cancels out.
+fn row_diff(base: Vec<Row>, desired: Vec<Row>) -> Vec<ladle_common::RowDelta> {
+    let mut count: HashMap<Row, i64> = HashMap::new();
+    for r in desired {
+        *count.entry(r).or_default() += 1;
+    }
+    for r in base {
+        *count.entry(r).or_default() -= 1;
+    }
+    let mut deltas = Vec::new();
+    for (r, n) in &count {
+        for _ in 0..(-n).max(0) {
+            deltas.push(ladle_common::RowDelta::Delete(r.clone()));
+        }
+    }
+    for (r, n) in count {
+        for _ in 0..n.max(0) {
+            deltas.push(ladle_common::RowDelta::Insert(r.clone()));
+        }
+    }
+    deltas
 }
 
 /// Evaluates the uncorrelated subqueries of an UPDATE/DELETE expression

@@ -224,6 +224,8 @@ impl Engine {
         s: &mut Session,
         sql: &str,
     ) -> (Kind, std::result::Result<Output, WireError>) {
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
         let kind = classify(sql);
         // MySQL keeps the previous statement's warnings through statements
         // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
@@ -357,11 +359,52 @@ impl Engine {
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }
-            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false)?)),
+            // ALTER TABLE t DISABLE|ENABLE KEYS (dumps wrap their INSERTs in
+            // it): a no-op, as for InnoDB, once the table is known.
+            ("ALTER", "TABLE")
+                if t.len() >= 4
+                    && word(t, t.len() - 1).as_deref() == Some("KEYS")
+                    && matches!(word(t, t.len() - 2).as_deref(), Some("DISABLE" | "ENABLE")) =>
+            {
+                let mut i = 2;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near ALTER TABLE".into()))?;
+                let name = ast::ObjectName(
+                    db.into_iter()
+                        .chain(std::iter::once(table))
+                        .map(ast::Ident::new)
+                        .collect(),
+                );
+                let (db, table) = self.resolve(s, &name)?;
+                if self.storage.table(&db, &table).is_none() {
+                    return Err(ShimError::UnknownTable {
+                        database: db,
+                        table,
+                    }
+                    .into());
+                }
+                Ok(Some(Output::ok()))
+            }
+            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
+            // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
+            ("START", "TRANSACTION")
+                if t.iter().any(
+                    |x| matches!(x, Token::Word(w) if w.value.eq_ignore_ascii_case("CONSISTENT")),
+                ) =>
+            {
+                self.commit(s)?;
+                s.begin_transaction();
+                // The read view is taken now, not at the first read (under
+                // READ COMMITTED there is none to take, as in InnoDB).
+                if let Some(tx) = &s.transaction {
+                    tx.read_view(|| self.storage.read_view());
+                }
+                Ok(Some(Output::ok()))
+            }
             ("SET", "SESSION" | "GLOBAL" | "LOCAL")
                 if word(t, 2).as_deref() == Some("TRANSACTION") =>
             {
-                Ok(Some(set_transaction(s, t, w1 != "GLOBAL")?))
+                Ok(Some(set_transaction(s, t, w1 != "GLOBAL", w1 == "GLOBAL")?))
             }
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
@@ -580,7 +623,7 @@ impl Engine {
             }
             Statement::StartTransaction { .. } => {
                 self.commit(s)?;
-                s.transaction = Some(Default::default());
+                s.begin_transaction();
                 Ok(Output::ok())
             }
             Statement::Commit { .. } => self.commit(s),
@@ -603,7 +646,7 @@ impl Engine {
             } => {
                 s.transaction = None;
                 if !s.autocommit {
-                    s.transaction = Some(Default::default());
+                    s.begin_transaction();
                 }
                 Ok(Output::ok())
             }
@@ -642,7 +685,7 @@ impl Engine {
     pub fn commit(&self, s: &mut Session) -> Result<Output> {
         let tx = s.transaction.take();
         if !s.autocommit {
-            s.transaction = Some(Default::default());
+            s.begin_transaction();
         }
         if let Some(tx) = tx {
             if !tx.ops.is_empty() {
@@ -706,7 +749,7 @@ impl Engine {
             } else if !on && s.autocommit {
                 s.autocommit = false;
                 if s.transaction.is_none() {
-                    s.transaction = Some(Default::default());
+                    s.begin_transaction();
                 }
             }
             return Ok(());
@@ -789,6 +832,14 @@ impl Engine {
     /// plus the transaction's own writes (read-your-own-writes); otherwise
     /// it is the view's reader lookup.
     fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<ResultRows> {
+        if let Some(view) = s
+            .transaction
+            .as_ref()
+            .and_then(|tx| tx.read_view(|| self.storage.read_view()))
+        {
+            let overlay = crate::dml::snapshot_overlay(self, s, &pq.tables(), view)?;
+            return Ok(pq.execute_snapshot(params, view, &overlay)?.into());
+        }
         if s.in_transaction() {
             let overlay = crate::dml::transaction_overlay(self, s, &pq.tables())?;
             if !overlay.is_empty() {
@@ -953,6 +1004,8 @@ impl Engine {
 
     /// Plans a statement for COM_STMT_PREPARE.
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {
@@ -1063,7 +1116,10 @@ impl Engine {
         else {
             return None;
         };
-        let wrote = s.transaction.as_ref().is_some_and(|t| !t.ops.is_empty());
+        let wrote = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
         if *generation != self.select_cache.generation() || wrote {
             return None;
         }
@@ -1261,7 +1317,7 @@ fn on_savepoint(
 /// READ WRITE`: checks the level is one Ladle provides and, for the
 /// session, shows it in `@@transaction_isolation`. (Without SESSION the
 /// level is for the next transaction only; Ladle's one level serves both.)
-fn set_transaction(s: &mut Session, t: &[Token], session: bool) -> Result<Output> {
+fn set_transaction(s: &mut Session, t: &[Token], session: bool, global: bool) -> Result<Output> {
     let words: Vec<String> = t
         .iter()
         .filter_map(|tok| match tok {
@@ -1282,23 +1338,42 @@ fn set_transaction(s: &mut Session, t: &[Token], session: bool) -> Result<Output
                 .insert("transaction_isolation".into(), Value::text(level));
             s.variables
                 .insert("tx_isolation".into(), Value::text(level));
+        } else if !global {
+            // For the next transaction only; not while one is running
+            // (MariaDB: 1568), as its reads may have begun.
+            let autocommit = s.autocommit;
+            match &mut s.transaction {
+                Some(tx) if autocommit || !tx.ops.is_empty() || tx.read_view.get().is_some() => {
+                    return Err(ShimError::Wire(WireError {
+                        code: crate::error::ER_CANT_CHANGE_TX_CHARACTERISTICS,
+                        message: "Transaction characteristics can't be changed while a \
+                                  transaction is in progress"
+                            .into(),
+                    }));
+                }
+                // autocommit = 0 between transactions: the next one is the
+                // idle one already open.
+                Some(tx) => tx.repeatable_read = level == "REPEATABLE-READ",
+                None => s.next_isolation = Some(level),
+            }
         }
     }
     Ok(Output::ok())
 }
 
 /// The `@@transaction_isolation` spelling of an isolation level Ladle
-/// provides. Transactions read committed data plus their own writes and
-/// take no row locks: READ COMMITTED (which also satisfies READ
-/// UNCOMMITTED). REPEATABLE READ and SERIALIZABLE promise more (a stable
-/// snapshot, no write skew), so they are refused rather than accepted and
-/// not given.
+/// provides (see `session::Transaction`): READ COMMITTED (which also
+/// satisfies READ UNCOMMITTED) and REPEATABLE READ (one read view per
+/// transaction). SERIALIZABLE needs locking reads (no write skew), which
+/// Ladle does not take, so it is refused rather than accepted and not
+/// given.
 fn isolation_level_name(level: &str) -> Result<&'static str> {
     match level.to_ascii_uppercase().replace(['-', '_'], " ").trim() {
         "READ COMMITTED" => Ok("READ-COMMITTED"),
         "READ UNCOMMITTED" => Ok("READ-UNCOMMITTED"),
-        "REPEATABLE READ" | "SERIALIZABLE" => Err(ShimError::Unsupported(format!(
-            "transaction isolation level {}: Ladle provides READ COMMITTED",
+        "REPEATABLE READ" => Ok("REPEATABLE-READ"),
+        "SERIALIZABLE" => Err(ShimError::Unsupported(format!(
+            "transaction isolation level {}: Ladle provides READ COMMITTED and REPEATABLE READ",
             level.to_ascii_uppercase()
         ))),
         other => Err(ShimError::WrongValueForVar(

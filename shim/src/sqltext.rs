@@ -157,6 +157,85 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     pieces
 }
 
+/// The version (`MMmmpp`) MySQL's executable comments are compared with:
+/// the server version Ladle announces (`vars::SERVER_VERSION`, 8.0.34).
+pub const COMMENT_VERSION: u32 = 80034;
+
+/// `sql` with MySQL's executable comments opened: `/*! text */` and
+/// `/*!NNNNN text */` (5 or 6 digits, a version no newer than
+/// [`COMMENT_VERSION`]) become ` text ` so it runs, as dump tools expect
+/// (`/*!40101 SET NAMES utf8mb4 */`). A comment for a newer version, a
+/// MariaDB-only `/*M!...*/` (Ladle announces itself as MySQL) and every
+/// other comment stay comments; strings, quoted names and `--`/`#`
+/// comments are left as they are.
+pub fn open_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    // Start of text not yet copied.
+    let mut copied = 0;
+    // Inside an opened comment: its `*/` is dropped.
+    let mut opened = false;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    // A backslash escapes the next byte in strings.
+                    i += if b[i] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'#' => i = sql[i..].find('\n').map_or(b.len(), |n| i + n),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                i = sql[i..].find('\n').map_or(b.len(), |n| i + n)
+            }
+            b'*' if opened && b.get(i + 1) == Some(&b'/') => {
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                i += 2;
+                copied = i;
+                opened = false;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let digits = b
+                    .get(i + 3..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                let runs = b.get(i + 2) == Some(&b'!')
+                    && !opened
+                    && match digits {
+                        0 => true,
+                        5 | 6 => sql[i + 3..i + 3 + digits]
+                            .parse::<u32>()
+                            .is_ok_and(|v| v <= COMMENT_VERSION),
+                        _ => false,
+                    };
+                if runs {
+                    out.push_str(&sql[copied..i]);
+                    out.push(' ');
+                    i += 3 + digits;
+                    copied = i;
+                    opened = true;
+                } else {
+                    // A comment that stays one: skip to its end.
+                    i = sql[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 2);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&sql[copied.min(sql.len())..]);
+    std::borrow::Cow::Owned(out)
+}
+
 /// The body of a string literal as the tokenizer left it (backslash escapes
 /// and doubled quotes intact), unescaped as MySQL does: `\0 \b \n \r \t \Z`
 /// and `\\ \' \"` are the usual characters, `\%` and `\_` stay two characters
@@ -539,6 +618,22 @@ mod tests {
             ["SELECT 'é'", "SELECT 2"]
         );
         assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
+    }
+
+    #[test]
+    fn versioned_comments_run_up_to_the_announced_version() {
+        let open = |s| open_versioned_comments(s).into_owned();
+        assert_eq!(open("/*!40101 SET NAMES utf8 */;"), "  SET NAMES utf8  ;");
+        assert_eq!(open("SELECT 1 /*! + 1 */"), "SELECT 1   + 1  ");
+        assert_eq!(open("/*!800341 SET a=1 */"), "/*!800341 SET a=1 */");
+        assert_eq!(open("/*!90000 x */ SELECT 1"), "/*!90000 x */ SELECT 1");
+        assert_eq!(open("/*M!100616 SET a=1 */"), "/*M!100616 SET a=1 */");
+        assert_eq!(open("SELECT '/*!4 */', `/*!`"), "SELECT '/*!4 */', `/*!`");
+        assert_eq!(
+            open("SELECT 1 -- /*!40101 x */"),
+            "SELECT 1 -- /*!40101 x */"
+        );
+        assert_eq!(open("/*!50503 SET @a='*/' */"), "  SET @a='*/'  ");
         assert_eq!(split_statements("SELECT 'open"), ["SELECT 'open"]);
     }
 
