@@ -1217,8 +1217,33 @@ pub fn view_definition(storage: &Storage, db: &str, view: &str) -> Option<String
         .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
 }
 
-/// `sql` without a trailing `LOCK IN SHARE MODE`, if it has one.
+/// `sql` without a trailing `LOCK IN SHARE MODE` or a `SQL_NO_CACHE` hint,
+/// if it has either.
 fn strip_share_mode(sql: &str) -> Option<String> {
+    match strip_cache_hint(sql) {
+        Some(x) => Some(strip_lock_in_share_mode(&x).unwrap_or(x)),
+        None => strip_lock_in_share_mode(sql),
+    }
+}
+
+/// `SELECT SQL_NO_CACHE ...` (or `SQL_CACHE`; dumps send
+/// `SELECT /*!40001 SQL_NO_CACHE */ ...`) without the hint: there is no
+/// query cache to skip or use.
+fn strip_cache_hint(sql: &str) -> Option<String> {
+    let rest = sql.trim_start();
+    let after_select = rest
+        .get(..6)
+        .filter(|w| w.eq_ignore_ascii_case("SELECT"))
+        .map(|_| &rest[6..])
+        .filter(|r| r.starts_with(char::is_whitespace))?;
+    let hint_at = after_select.trim_start();
+    let hint_len = hint_at.find(char::is_whitespace)?;
+    let hint = &hint_at[..hint_len];
+    (hint.eq_ignore_ascii_case("SQL_NO_CACHE") || hint.eq_ignore_ascii_case("SQL_CACHE"))
+        .then(|| format!("SELECT {}", &hint_at[hint_len..]))
+}
+
+fn strip_lock_in_share_mode(sql: &str) -> Option<String> {
     let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
     let words: Vec<&str> = trimmed.rsplitn(5, char::is_whitespace).collect();
     if words.len() == 5
