@@ -891,7 +891,8 @@ fn submit_with(
     let start = std::time::Instant::now();
     let mut ops = vec![op];
     ops.extend(cascades);
-    let res = e.storage.write(ops)?;
+    let check = crate::foreign_keys::commit_check(e, s, &ops)?;
+    let res = e.storage.write_checked(ops, check)?;
     s.wrote(res.lsn);
     e.metrics
         .commit_seconds

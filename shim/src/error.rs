@@ -205,6 +205,8 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
+        StorageError::NoReferencedRow(_) => ER_NO_REFERENCED_ROW,
+        StorageError::RowIsReferenced(_) => ER_ROW_IS_REFERENCED,
         StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }

@@ -690,7 +690,8 @@ impl Engine {
         if let Some(tx) = tx {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
-                let res = self.storage.write(tx.ops)?;
+                let check = crate::foreign_keys::commit_check(self, s, &tx.ops)?;
+                let res = self.storage.write_checked(tx.ops, check)?;
                 s.wrote(res.lsn);
                 self.metrics
                     .commit_seconds

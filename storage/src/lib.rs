@@ -75,7 +75,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ladle_common::{ColumnSchema, IndexSchema, Lsn, Row, TableDeltas, TableId, TableSchema, Value};
+use ladle_common::{
+    ColumnSchema, IndexSchema, Lsn, Row, RowDelta, TableDeltas, TableId, TableSchema, Value,
+};
 use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::Catalog;
@@ -160,6 +162,14 @@ pub enum StorageError {
     /// An expression evaluated by the caller's row function failed.
     #[error("{0}")]
     Expression(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a row references a parent row that is gone (MySQL's 1452).
+    #[error("{0}")]
+    NoReferencedRow(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a removed parent row is still referenced (MySQL's 1451).
+    #[error("{0}")]
+    RowIsReferenced(String),
     /// The caller's row function found a CHECK constraint FALSE for a row.
     #[error("CONSTRAINT `{constraint}` failed for `{database}`.`{table}`")]
     CheckFailed {
@@ -286,6 +296,15 @@ pub struct WriteResult {
     pub lsn: Lsn,
     pub ops: Vec<OpResult>,
 }
+
+/// A caller's check of the state its write would commit, run by the
+/// commit leader under the commit lock right after the caller's ops are
+/// applied to the group ([`Storage::write_checked`]): the reads see the
+/// group's changes so far, this caller's included, over the committed
+/// state; the row deltas are this caller's. An error fails the caller's
+/// write alone (nothing of it is applied), as a failing op does.
+pub type CommitCheck =
+    Arc<dyn Fn(&SnapshotReads<'_>, &[(TableId, RowDelta)]) -> Result<()> + Send + Sync>;
 
 /// Told about every committed batch, in LSN order.
 pub trait CommitObserver: Send + Sync {
@@ -433,6 +452,7 @@ type Slot = Arc<SlotInner>;
 /// A caller waiting in the commit queue.
 struct Pending {
     ops: Vec<WriteOp>,
+    check: Option<CommitCheck>,
     slot: Slot,
 }
 
@@ -681,11 +701,24 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        self.write_checked(ops, None)
+    }
+
+    /// [`Storage::write`], with `check` run on the state the write would
+    /// commit (see [`CommitCheck`]): constraints between rows that another
+    /// connection's commit may break after the caller last read them
+    /// (FOREIGN KEYs) are verified where no commit can interleave.
+    pub fn write_checked(
+        &self,
+        ops: Vec<WriteOp>,
+        check: Option<CommitCheck>,
+    ) -> Result<WriteResult> {
         self.check_disk()?;
         let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
         q.pending.push(Pending {
             ops,
+            check,
             slot: Arc::clone(&slot),
         });
         loop {
@@ -1012,12 +1045,13 @@ impl Storage {
         let mut outcomes: Vec<Result<Vec<OpResult>>> = Vec::with_capacity(group.len());
         let mut batch = engine::Batch::default();
         let mut changes = Vec::new();
-        let mut calls: Vec<Vec<WriteOp>> = Vec::with_capacity(group.len());
+        let mut calls: Vec<(Vec<WriteOp>, Option<CommitCheck>)> = Vec::with_capacity(group.len());
         let mut slots = Vec::with_capacity(group.len());
         for p in group {
-            calls.push(p.ops);
+            calls.push((p.ops, p.check));
             slots.push(p.slot);
         }
+        let check_lsn = self.last_lsn();
         let mut calls = Some(calls);
         let mut auto_inc = HashMap::new();
         let applied = self.engine.with_consistent(&mut |base| {
@@ -1030,19 +1064,31 @@ impl Storage {
                 epoch: self.epoch,
                 row_seq: &self.row_seq,
             };
-            for ops in calls.take().unwrap_or_default() {
+            for (ops, check) in calls.take().unwrap_or_default() {
                 // A caller's closure (filter, updater) that panics fails
                 // that caller alone, not the leader's thread or the group.
                 let mark = g.deltas.len();
-                let outcome =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| g.apply_caller(ops)))
-                        .unwrap_or_else(|_| {
-                            g.overlay.rollback();
-                            g.deltas.truncate(mark);
-                            Err(StorageError::Internal(
-                                "a write operation's row function panicked".into(),
-                            ))
-                        });
+                let check = check.map(|check| {
+                    let tables = tables.clone();
+                    move |reader: &dyn engine::KvRead, deltas: &[(TableId, RowDelta)]| {
+                        let reads = SnapshotReads {
+                            lsn: check_lsn,
+                            tables: tables.clone(),
+                            reader,
+                        };
+                        check(&reads, deltas)
+                    }
+                });
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    g.apply_caller(ops, check.as_ref().map(|c| c as &write::CheckFn<'_>))
+                }))
+                .unwrap_or_else(|_| {
+                    g.overlay.rollback();
+                    g.deltas.truncate(mark);
+                    Err(StorageError::Internal(
+                        "a write operation's row function panicked".into(),
+                    ))
+                });
                 outcomes.push(outcome);
             }
             changes = g.take_changes();
