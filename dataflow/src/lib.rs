@@ -278,6 +278,15 @@ impl RowExpr {
     pub fn eval(&self, row: &Row) -> Result<Value> {
         self.expr.eval(row).map_err(eval_err)
     }
+    /// The value's type and whether it may be NULL, over `table`'s rows.
+    pub fn result_type(&self, table: &TableSchema) -> (SqlType, bool) {
+        let input: Vec<(SqlType, bool)> = table
+            .columns
+            .iter()
+            .map(|c| (c.ty.clone(), c.nullable))
+            .collect();
+        self.expr.result_type(&input)
+    }
     /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
     /// UPDATE).
     pub fn eval_with_proposed(&self, row: &Row, proposed: &Row) -> Result<Value> {

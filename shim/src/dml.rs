@@ -65,6 +65,15 @@ fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
 
 pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
+    let returning = match ins.returning.take() {
+        Some(_) if ins.ignore || ins.replace_into || ins.on.is_some() => {
+            return Err(ShimError::Unsupported(
+                "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE with RETURNING".into(),
+            ))
+        }
+        Some(items) => Some(crate::returning::Returning::compile(&schema, &items)?),
+        None => None,
+    };
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
@@ -148,7 +157,22 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
     }
-    let generated = reserve_ids_in_transaction(e, s, &schema, &mut rows)?;
+    // RETURNING reports generated ids, so they are taken now, as a
+    // transaction takes them.
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some())?;
+    let returned = match &returning {
+        Some(r) => {
+            let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
+            Some(r.output(&stored)?)
+        }
+        None => None,
+    };
+    let first_generated = schema.auto_increment_column().and_then(|ai| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| r[ai].as_i64())
+    });
     // REPLACE deletes the rows it replaces, so their referencing rows get
     // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
     let cascades = if matches!(on_conflict, OnConflict::Replace)
@@ -178,6 +202,12 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             RowCounts::default(),
         )?
     };
+    if let Some(result) = returned {
+        if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
+            s.last_insert_id = id as u64;
+        }
+        return Ok(result);
+    }
     Ok(match (out, ignore_last_id) {
         (
             Output::Done {
@@ -228,17 +258,19 @@ fn conflict_rule(
 
 /// Inside a transaction the write is buffered until COMMIT, but clients
 /// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
-/// storage for the rows that ask for one. Says which rows got one.
-fn reserve_ids_in_transaction(
+/// storage for the rows that ask for one (also outside a transaction when
+/// `now`: RETURNING reports them). Says which rows got one.
+fn reserve_ids(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
     rows: &mut [Row],
+    now: bool,
 ) -> Result<Vec<bool>> {
     let mut generated = vec![false; rows.len()];
     let Some(ai) = schema
         .auto_increment_column()
-        .filter(|_| s.in_transaction())
+        .filter(|_| now || s.in_transaction())
     else {
         return Ok(generated);
     };
@@ -1394,6 +1426,7 @@ pub fn update(
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+    let returning_items = d.returning.take();
     if let Some(w) = &mut d.selection {
         inline_subqueries(e, s, w)?;
     }
@@ -1404,6 +1437,9 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         return Err(ShimError::Unsupported("multi-table DELETE".into()));
     }
     let schema = table(e, s, single_table(&from[0])?)?;
+    let returning = returning_items
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
     let limit = match &d.limit {
         None => None,
         Some(x) => match e.eval_constant(s, x)?.as_i64() {
@@ -1433,18 +1469,32 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
     let mut deleted = 0;
     let keyed = crate::foreign_keys::involved(e, &schema)?;
     let mut gone = Vec::new();
-    if s.in_transaction() || keyed {
+    let mut returned_rows = Vec::new();
+    if s.in_transaction() || keyed || returning.is_some() {
         for row in candidate_rows(e, s, &schema, &scan)? {
             if filter(&row)? {
                 deleted += 1;
+                if returning.is_some() {
+                    returned_rows.push(row.clone());
+                }
                 if keyed {
                     gone.push((row, None));
                 }
             }
         }
     }
+    // Outside a transaction the write deletes only the rows listed (as
+    // they were read): a row another connection changes in between is
+    // kept, though listed, as Ladle takes no row lock to prevent that.
+    let filter: RowFilter = match &returning {
+        Some(_) if !s.in_transaction() => {
+            let listed: std::collections::HashSet<Row> = returned_rows.iter().cloned().collect();
+            Arc::new(move |row: &Row| Ok(listed.contains(row) && filter(row)?))
+        }
+        _ => filter,
+    };
     let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
-    submit_with(
+    let out = submit_with(
         e,
         s,
         WriteOp::Delete {
@@ -1454,7 +1504,11 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         },
         cascades,
         RowCounts::both(deleted),
-    )
+    )?;
+    match returning {
+        Some(r) => r.output(&returned_rows),
+        None => Ok(out),
+    }
 }
 
 /// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in

@@ -521,17 +521,11 @@ impl Engine {
     pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
         match stmt {
             Statement::Query(q) => self.select(s, &q),
-            // RETURNING asks for the changed rows back; refused before
-            // anything runs rather than answered with a bare OK.
-            Statement::Insert(ins) if ins.returning.is_some() => {
-                Err(ShimError::Unsupported("INSERT ... RETURNING".into()))
-            }
+            // UPDATE ... RETURNING: MariaDB has no such statement (a syntax
+            // error there); refused before it runs.
             Statement::Update {
                 returning: Some(_), ..
             } => Err(ShimError::Unsupported("UPDATE ... RETURNING".into())),
-            Statement::Delete(d) if d.returning.is_some() => {
-                Err(ShimError::Unsupported("DELETE ... RETURNING".into()))
-            }
             Statement::Insert(ins) => dml::insert(self, s, ins),
             Statement::Update {
                 table,
