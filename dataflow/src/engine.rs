@@ -51,6 +51,9 @@ pub(crate) struct View {
     output_columns: Option<Arc<[usize]>>,
     reader: Arc<ReaderState>,
     node: NodeId,
+    /// The graph computes values for the view (see
+    /// [`Graph::computes_values`]): its reads check for overflow markers.
+    computes: bool,
     tables: Vec<TableId>,
     /// The counters of each of `tables` (see `Inner::table_commits`).
     commits: Vec<Arc<TableCounters>>,
@@ -778,6 +781,7 @@ impl Inner {
                     })
                     .collect::<Option<Vec<usize>>>()
                     .map(Arc::from),
+                computes: g.computes_values(node),
                 spec,
                 reader,
                 node,
@@ -1315,8 +1319,30 @@ fn numeric_key(t: &ladle_common::SqlType) -> bool {
 }
 
 /// Reads a view; `lists` gives the elements of key slots bound to IN lists.
-/// `None` only with [`OnMiss::GiveUp`], when a key is not cached.
+/// `None` only with [`OnMiss::GiveUp`], when a key is not cached. A value
+/// that overflowed when the view computed it fails the read with its 1690,
+/// as MySQL fails the query that evaluates it.
 fn read(
+    engine: &Inner,
+    v: &View,
+    slots: &[Value],
+    lists: &[(usize, Vec<Value>)],
+    overlay: Option<TxRead<'_>>,
+    on_miss: OnMiss,
+) -> Result<Option<ResultRows>> {
+    let rows = read_rows(engine, v, slots, lists, overlay, on_miss)?;
+    if let (true, Some(rows)) = (v.computes, &rows) {
+        for row in rows.iter() {
+            if let Some(m) = row.iter().find_map(crate::expr::out_of_range_in) {
+                return Err(DataflowError::OutOfRange(m.to_string()));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// [`read`] without the overflow check.
+fn read_rows(
     engine: &Inner,
     v: &View,
     slots: &[Value],

@@ -168,6 +168,23 @@ impl Graph {
 
     // ------------------------------------------------------- detached pulls
 
+    /// Whether `n` or an ancestor computes values (a projection with an
+    /// expression), whose overflow markers a read must look for.
+    pub fn computes_values(&self, n: NodeId) -> bool {
+        let mut stack = vec![n];
+        let mut seen = HashSet::new();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            if matches!(&self.nodes[n].op, Op::Project(p) if p.computes()) {
+                return true;
+            }
+            stack.extend(self.nodes[n].parents.iter().copied());
+        }
+        false
+    }
+
     /// A copy of `root` and its ancestors without state (aggregates are all
     /// holes), renumbered so `root` is the last node, for upqueries that run
     /// without the graph and commit locks (engine.rs: `Inner::fill`). `None`

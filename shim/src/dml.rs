@@ -36,6 +36,7 @@ fn slot(row: &mut Row, pos: usize) -> Result<&mut Value, StorageError> {
 fn expr_err(e: DataflowError) -> StorageError {
     match e {
         DataflowError::Storage(s) => s,
+        DataflowError::OutOfRange(m) => StorageError::OutOfRange(m),
         other => StorageError::Expression(other.to_string()),
     }
 }

@@ -204,6 +204,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnExists(_) => ER_DUP_FIELDNAME,
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
+        StorageError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
         StorageError::NoReferencedRow(_) => ER_NO_REFERENCED_ROW,
         StorageError::RowIsReferenced(_) => ER_ROW_IS_REFERENCED,

@@ -159,6 +159,10 @@ pub enum StorageError {
     ColumnExists(String),
     #[error("Column count doesn't match value count")]
     ColumnCount,
+    /// A value the caller's row function computed is out of its type's
+    /// range (integer overflow: MySQL's 1690).
+    #[error("{0}")]
+    OutOfRange(String),
     /// An expression evaluated by the caller's row function failed.
     #[error("{0}")]
     Expression(String),

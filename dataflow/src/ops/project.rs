@@ -19,12 +19,23 @@ impl Project {
     }
 
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
-        // Evaluation errors (overflow in a computed column) yield NULL so
-        // that an insert and its later delete always project alike.
+        // Never an error, so that an insert and its later delete always
+        // project alike: an overflow becomes its marker (a read returning
+        // it fails with 1690), any other failure NULL.
         self.exprs
             .iter()
-            .map(|e| e.eval(row).unwrap_or(ladle_common::Value::Null))
+            .map(|e| match e.eval(row) {
+                Ok(v) => v,
+                Err(crate::expr::EvalError::OutOfRange(m)) => crate::expr::out_of_range_marker(&m),
+                Err(_) => ladle_common::Value::Null,
+            })
             .collect()
+    }
+
+    /// Whether some output column is computed (not a copy of an input
+    /// column), so may hold an overflow marker.
+    pub fn computes(&self) -> bool {
+        self.exprs.iter().any(|e| !matches!(e, Expr::Column(_)))
     }
 
     /// Output column `col` if it is a plain copy of an input column.
