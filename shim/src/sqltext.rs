@@ -15,11 +15,44 @@ use crate::error::{Result, ShimError};
 
 /// Tokens of `sql` (whitespace included), string literals and quoted
 /// identifiers unescaped by MySQL's rules.
+///
+/// sqlparser reads `X'41'` and `0x41` alike (a hex literal), but MariaDB
+/// tells them apart: `0x41` is a number in numeric context (`0x41 + 0` is
+/// 65), `X'41'` the string 'A' (`X'41' + 0` is 0, with warning 1292). So an
+/// `X'..'` literal gets a `_binary` introducer, which makes it a binary
+/// string everywhere (unless it has an introducer already).
 pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
-    let mut toks = Tokenizer::new(&MySqlDialect {}, sql)
+    let toks = Tokenizer::new(&MySqlDialect {}, sql)
         .with_unescape(false)
         .tokenize_with_location()
         .map_err(|e| ShimError::Parse(e.to_string()))?;
+    let line_starts = line_starts(sql);
+    let mut out: Vec<TokenWithLocation> = Vec::with_capacity(toks.len());
+    for t in toks {
+        let quoted_hex = matches!(t.token, Token::HexStringLiteral(_))
+            && byte_offset(sql, &line_starts, t.location.line, t.location.column)
+                .and_then(|at| sql.as_bytes().get(at))
+                .is_some_and(|c| c.eq_ignore_ascii_case(&b'x'));
+        let introduced = out
+            .iter()
+            .rev()
+            .find(|p| !matches!(p.token, Token::Whitespace(_)))
+            .is_some_and(|p| matches!(&p.token, Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('_')));
+        if quoted_hex && !introduced {
+            out.push(TokenWithLocation::new(
+                Token::make_word("_binary", None),
+                t.location.line,
+                t.location.column,
+            ));
+            out.push(TokenWithLocation::new(
+                Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                t.location.line,
+                t.location.column,
+            ));
+        }
+        out.push(t);
+    }
+    let mut toks = out;
     for t in &mut toks {
         match &mut t.token {
             Token::SingleQuotedString(s) | Token::NationalStringLiteral(s) => {
@@ -116,19 +149,8 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     else {
         return vec![sql];
     };
-    // Byte offset of each line start; locations count lines from 1 and
-    // characters within a line from 1.
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    let offset = |line: u64, column: u64| -> Option<usize> {
-        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
-        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
-        match sql[start..].char_indices().nth(skip) {
-            Some((i, _)) => Some(start + i),
-            None => Some(sql.len()),
-        }
-    };
+    let line_starts = line_starts(sql);
+    let offset = |line: u64, column: u64| byte_offset(sql, &line_starts, line, column);
     let mut pieces = Vec::new();
     let mut from = 0;
     let mut has_content = false;
@@ -234,6 +256,24 @@ pub fn open_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
     }
     out.push_str(&sql[copied.min(sql.len())..]);
     std::borrow::Cow::Owned(out)
+}
+
+/// Byte offset of each line start of `sql`.
+fn line_starts(sql: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+/// The byte offset in `sql` of a token location (lines and characters
+/// within a line count from 1).
+fn byte_offset(sql: &str, line_starts: &[usize], line: u64, column: u64) -> Option<usize> {
+    let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+    match sql[start..].char_indices().nth(skip) {
+        Some((i, _)) => Some(start + i),
+        None => Some(sql.len()),
+    }
 }
 
 /// The body of a string literal as the tokenizer left it (backslash escapes
@@ -618,6 +658,22 @@ mod tests {
             ["SELECT 'é'", "SELECT 2"]
         );
         assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
+    }
+
+    #[test]
+    fn quoted_hex_literals_are_binary_strings() {
+        let text = |sql: &str| -> String {
+            tokenize(sql)
+                .unwrap()
+                .into_iter()
+                .map(|t| t.token.to_string())
+                .collect()
+        };
+        assert_eq!(text("SELECT X'41' + 0x41"), "SELECT _binary X'41' + X'41'");
+        assert_eq!(text("SELECT\nx'00ff'"), "SELECT\n_binary X'00ff'");
+        // Already introduced (also the text of a view read back).
+        assert_eq!(text("SELECT _binary X'41'"), "SELECT _binary X'41'");
+        assert_eq!(text("SELECT _utf8mb4 x'41'"), "SELECT _utf8mb4 X'41'");
     }
 
     #[test]
