@@ -629,6 +629,27 @@ mod tests {
     }
 
     #[test]
+    fn sum_over_an_overflow_marker_is_the_marker_until_it_goes() {
+        let mut a = agg(vec![AggSpec::new(AggKind::Sum, 1)], false);
+        let marker = crate::expr::out_of_range_marker("BIGINT value is out of range");
+        let g = Value::text("g");
+        let sums = |out: Vec<RowDelta>| -> Vec<(bool, Value)> {
+            out.into_iter()
+                .map(|d| (matches!(d, RowDelta::Insert(_)), d.row()[1].clone()))
+                .collect()
+        };
+        let first = a.on_input(vec![RowDelta::Insert(vec![g.clone(), Value::Int(1)])]);
+        assert_eq!(sums(first), vec![(true, Value::Decimal(1.into()))]);
+        let out = sums(a.on_input(vec![RowDelta::Insert(vec![g.clone(), marker.clone()])]));
+        assert_eq!(out.len(), 2);
+        assert!(crate::expr::out_of_range_in(&out[1].1).is_some() && out[1].0);
+        // More rows meanwhile are summed; the marker leaves, the sum is back.
+        a.on_input(vec![RowDelta::Insert(vec![g.clone(), Value::Int(2)])]);
+        let out = sums(a.on_input(vec![RowDelta::Delete(vec![g.clone(), marker])]));
+        assert_eq!(out.last(), Some(&(true, Value::Decimal(3.into()))));
+    }
+
+    #[test]
     fn min_max_survive_deleting_the_extreme() {
         let mut a = agg(
             vec![AggSpec::new(AggKind::Min, 1), AggSpec::new(AggKind::Max, 1)],

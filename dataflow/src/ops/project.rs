@@ -84,4 +84,28 @@ mod tests {
         let mut h = Harness::new(move |_, d| p.on_input(d).unwrap());
         assert_emits(&mut h, "+ 1 a\n- 2 b", "+ a 2\n- b 3");
     }
+
+    #[test]
+    fn overflow_projects_to_a_marker_equal_in_both_signs() {
+        let p = Project::new(vec![Expr::Arith(
+            ArithOp::Mul,
+            Box::new(Expr::Column(0)),
+            Box::new(Expr::Literal(Value::Int(2))),
+        )]);
+        let big = vec![Value::Int(i64::MAX)];
+        let out = p
+            .on_input(vec![RowDelta::Insert(big.clone()), RowDelta::Delete(big)])
+            .unwrap();
+        let (RowDelta::Insert(a), RowDelta::Delete(b)) = (&out[0], &out[1]) else {
+            panic!("signs kept: {out:?}");
+        };
+        assert_eq!(a, b, "an insert and its delete cancel out");
+        assert_eq!(
+            crate::expr::out_of_range_in(&a[0]),
+            Some("BIGINT value is out of range")
+        );
+        // Arithmetic over the marker keeps it.
+        let again = crate::expr::arith_values(ArithOp::Add, &a[0], &Value::Int(1)).unwrap();
+        assert!(crate::expr::out_of_range_in(&again).is_some());
+    }
 }
