@@ -1111,10 +1111,13 @@ pub(crate) fn transaction_overlay(
     tables: &[ladle_common::TableId],
 ) -> Result<Vec<ladle_common::TableDeltas>> {
     let mut out = Vec::new();
-    for (t, _, committed, replayed) in written_tables(e, s, tables)? {
-        let deltas = row_diff(committed, replayed);
+    for w in written_tables(e, s, tables)? {
+        let deltas = row_diff(w.committed, w.replayed);
         if !deltas.is_empty() {
-            out.push(ladle_common::TableDeltas { table: t, deltas });
+            out.push(ladle_common::TableDeltas {
+                table: w.id,
+                deltas,
+            });
         }
     }
     Ok(out)
@@ -1134,7 +1137,13 @@ pub(crate) fn snapshot_overlay(
     view: &ladle_storage::ReadView,
 ) -> Result<Vec<ladle_common::TableDeltas>> {
     let mut out = Vec::new();
-    for (t, schema, committed, replayed) in written_tables(e, s, tables)? {
+    for WrittenTable {
+        id: t,
+        schema,
+        committed,
+        replayed,
+    } in written_tables(e, s, tables)?
+    {
         let seen = view.scan(t)?;
         let changes = row_diff(committed, replayed);
         let desired = match &schema.primary_key {
@@ -1182,14 +1191,22 @@ pub(crate) fn snapshot_overlay(
     Ok(out)
 }
 
-/// The `tables` the open transaction wrote, each with its schema, its
-/// latest committed rows and those rows with the transaction's ops
-/// replayed.
+/// A table the open transaction wrote.
+struct WrittenTable {
+    id: ladle_common::TableId,
+    schema: Arc<TableSchema>,
+    /// Its latest committed rows.
+    committed: Vec<Row>,
+    /// Those rows with the transaction's ops replayed.
+    replayed: Vec<Row>,
+}
+
+/// The `tables` the open transaction wrote.
 fn written_tables(
     e: &Engine,
     s: &Session,
     tables: &[ladle_common::TableId],
-) -> Result<Vec<(ladle_common::TableId, Arc<TableSchema>, Vec<Row>, Vec<Row>)>> {
+) -> Result<Vec<WrittenTable>> {
     let Some(tx) = s.transaction.as_ref().filter(|t| !t.ops.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -1205,7 +1222,12 @@ fn written_tables(
         };
         let committed = e.storage.scan(t)?;
         let replayed = replay(tx, &schema, committed.clone())?;
-        out.push((t, schema, committed, replayed));
+        out.push(WrittenTable {
+            id: t,
+            schema,
+            committed,
+            replayed,
+        });
     }
     Ok(out)
 }
