@@ -937,7 +937,7 @@ impl Inner {
             g.set_overlay(tx.overlay);
             let root = g.detached_root();
             let rows = match tx.snapshot {
-                Some(view) => g.pull_reading(view, root, &v.spec.key, key)?,
+                Some(view) => g.pull_from(view, root, &v.spec.key, key)?,
                 None => g.pull(root, &v.spec.key, key)?,
             };
             Ok(Rows::from(v.reader.sorted(rows)))

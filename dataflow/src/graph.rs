@@ -45,47 +45,26 @@ pub(crate) trait BaseReads: Sync {
     fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError>;
 }
 
-impl BaseReads for Storage {
-    fn lookup(
-        &self,
-        table: TableId,
-        index: IndexRef,
-        key: &[Value],
-    ) -> Result<Vec<Row>, StorageError> {
-        Storage::lookup(self, table, index, key)
-    }
-    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
-        Storage::scan(self, table)
-    }
+/// Each source's own `lookup` and `scan` serve as its base reads.
+macro_rules! base_reads_by_inherent_methods {
+    ($($source:ty),* $(,)?) => {$(
+        impl BaseReads for $source {
+            fn lookup(
+                &self,
+                table: TableId,
+                index: IndexRef,
+                key: &[Value],
+            ) -> Result<Vec<Row>, StorageError> {
+                <$source>::lookup(self, table, index, key)
+            }
+            fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+                <$source>::scan(self, table)
+            }
+        }
+    )*};
 }
 
-impl BaseReads for ladle_storage::ReadView {
-    fn lookup(
-        &self,
-        table: TableId,
-        index: IndexRef,
-        key: &[Value],
-    ) -> Result<Vec<Row>, StorageError> {
-        ladle_storage::ReadView::lookup(self, table, index, key)
-    }
-    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
-        ladle_storage::ReadView::scan(self, table)
-    }
-}
-
-impl BaseReads for SnapshotReads<'_> {
-    fn lookup(
-        &self,
-        table: TableId,
-        index: IndexRef,
-        key: &[Value],
-    ) -> Result<Vec<Row>, StorageError> {
-        SnapshotReads::lookup(self, table, index, key)
-    }
-    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
-        SnapshotReads::scan(self, table)
-    }
-}
+base_reads_by_inherent_methods!(Storage, ladle_storage::ReadView, SnapshotReads<'_>);
 
 pub(crate) struct Node {
     pub op: Op,
@@ -715,20 +694,9 @@ impl Graph {
         self.pull_from(&*storage, n, cols, key)
     }
 
-    /// [`Graph::pull`] reading base tables from `src` (a transaction's
-    /// read view).
-    pub fn pull_reading(
-        &mut self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        cols: &[usize],
-        key: &[Value],
-    ) -> Result<Vec<Row>> {
-        self.pull_from(src, n, cols, key)
-    }
-
-    /// [`Graph::pull`] reading base tables from `src`.
-    fn pull_from(
+    /// [`Graph::pull`] reading base tables from `src` (a propagation
+    /// snapshot, or a transaction's read view).
+    pub fn pull_from(
         &mut self,
         src: &dyn BaseReads,
         n: NodeId,

@@ -544,11 +544,16 @@ fn child_error(schema: &TableSchema, k: &ForeignKey) -> ShimError {
 }
 
 fn child_message(schema: &TableSchema, k: &ForeignKey) -> String {
+    violation_message("add or update a child", schema, k)
+}
+
+/// InnoDB's message for a violation of `k` (a key of table `child`).
+fn violation_message(what: &str, child: &TableSchema, k: &ForeignKey) -> String {
     format!(
-        "Cannot add or update a child row: a foreign key constraint fails (`{}`.`{}`, {})",
-        schema.database,
-        schema.name,
-        k.clause(&schema.database, false)
+        "Cannot {what} row: a foreign key constraint fails (`{}`.`{}`, {})",
+        child.database,
+        child.name,
+        k.clause(&child.database, false)
     )
 }
 
@@ -557,12 +562,7 @@ fn parent_error(child: &TableSchema, k: &ForeignKey) -> ShimError {
 }
 
 fn parent_message(child: &TableSchema, k: &ForeignKey) -> String {
-    format!(
-        "Cannot delete or update a parent row: a foreign key constraint fails (`{}`.`{}`, {})",
-        child.database,
-        child.name,
-        k.clause(&child.database, false)
-    )
+    violation_message("delete or update a parent", child, k)
 }
 
 /// One FOREIGN KEY as [`commit_check`] verifies it.
