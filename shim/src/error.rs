@@ -128,6 +128,7 @@ pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_CANT_CHANGE_TX_CHARACTERISTICS: MysqlCode = code(1568, "25001");
+pub const ER_TABLE_DEF_CHANGED: MysqlCode = code(1412, "HY000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");

@@ -832,7 +832,19 @@ impl Engine {
             .as_ref()
             .and_then(|tx| tx.read_view(|| self.storage.read_view()))
         {
-            let overlay = crate::dml::snapshot_overlay(self, s, &pq.tables(), view)?;
+            let tables = pq.tables();
+            // A table created or altered since the view was taken cannot
+            // be read in it: InnoDB's 1412 (the client retries).
+            for &t in &tables {
+                let now = self.storage.table_by_id(t).map(|x| x.version);
+                if view.schema(t).map(|x| x.version) != now {
+                    return Err(ShimError::Wire(WireError {
+                        code: crate::error::ER_TABLE_DEF_CHANGED,
+                        message: "Table definition has changed, please retry transaction".into(),
+                    }));
+                }
+            }
+            let overlay = crate::dml::snapshot_overlay(self, s, &tables, view)?;
             return Ok(pq.execute_snapshot(params, view, &overlay)?.into());
         }
         if s.in_transaction() {

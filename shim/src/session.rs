@@ -50,7 +50,10 @@ use ladle_storage::WriteOp;
 /// such reads are computed by upqueries over the snapshot, never from a
 /// view's cache, so they cost what a read of a written table costs under
 /// READ COMMITTED. Writes (UPDATE/DELETE, the key checks) read the latest
-/// committed rows, as InnoDB's locking "current reads" do. SERIALIZABLE is
+/// committed rows, as InnoDB's locking "current reads" do. A table created
+/// or altered since the read view was taken fails the read with 1412
+/// ("Table definition has changed"), as InnoDB does for a new table
+/// (MariaDB reads an instantly added column as NULL instead). SERIALIZABLE is
 /// refused: InnoDB gives it by turning every read into a locking read, and
 /// Ladle takes no row locks, so it could not prevent the anomalies (write
 /// skew) SERIALIZABLE rules out.

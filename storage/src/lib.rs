@@ -386,6 +386,12 @@ impl ReadView {
         self.run(move |r| read::scan_all(r, &t))
     }
 
+    /// The schema `table` had when the view was taken (`None`: it did not
+    /// exist then).
+    pub fn schema(&self, table: TableId) -> Option<Arc<TableSchema>> {
+        self.tables.get(&table).map(|t| t.schema.clone())
+    }
+
     /// Rows whose `index` key lies between the bounds, in index order.
     pub fn range(
         &self,
