@@ -57,6 +57,10 @@ pub(crate) struct View {
     tables: Vec<TableId>,
     /// The counters of each of `tables` (see `Inner::table_commits`).
     commits: Vec<Arc<TableCounters>>,
+    /// The storage LSN when the view was installed: `commits` record
+    /// every commit after it (a table's counters may be created with the
+    /// view, knowing nothing of earlier commits).
+    installed_lsn: Lsn,
     /// The reader's ancestors detached from the graph, for fills outside
     /// the locks; `None` if the view must fill under them (`Graph::detach`).
     detached: OnceLock<Option<Graph>>,
@@ -782,6 +786,7 @@ impl Inner {
                     .collect::<Option<Vec<usize>>>()
                     .map(Arc::from),
                 computes: g.computes_values(node),
+                installed_lsn: self.storage.last_lsn(),
                 spec,
                 reader,
                 node,
@@ -1102,6 +1107,33 @@ impl Prepared {
             }
             mark_used(&view);
             engine.sweep_if_due();
+            let overlay = match overlay {
+                // A snapshot read of tables nobody committed to since the
+                // snapshot (as the view's counters, complete since its
+                // install, tell): the view's cache holds that state, once it has
+                // applied every write up to the snapshot. Kept only if
+                // still true after the read (a commit meanwhile, even one
+                // a fill saw, sends it to the snapshot path).
+                Some(TxRead {
+                    overlay: [],
+                    snapshot: Some(snap),
+                }) if view.installed_lsn <= snap.lsn()
+                    && newest_commit(&view.commits) <= snap.lsn() =>
+                {
+                    engine.wait_for_writes(&view.commits, snap.lsn());
+                    let cached = read(&engine, &view, &slots, &lists, None, OnMiss::Fill);
+                    match cached {
+                        Ok(Some(rows)) if newest_commit(&view.commits) <= snap.lsn() => {
+                            return Ok(rows)
+                        }
+                        Err(e) if !matches!(&e, DataflowError::Internal(m) if m == "view dropped") => {
+                            return Err(e)
+                        }
+                        _ => overlay,
+                    }
+                }
+                other => other,
+            };
             if overlay.is_none() {
                 engine.wait_for_writes(&view.commits, after);
             }
