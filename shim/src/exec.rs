@@ -271,7 +271,10 @@ impl Engine {
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
         }
-        if kind == Kind::Select {
+        // (In a REPEATABLE READ transaction a locking read is a current
+        // read, which only the parsed statement tells: no cached plan.)
+        let repeatable = s.transaction.as_ref().is_some_and(|t| t.repeatable_read);
+        if kind == Kind::Select && !repeatable {
             if let Some(db) = &s.database {
                 let hit = self
                     .select_cache
@@ -280,7 +283,7 @@ impl Engine {
                     .cloned();
                 if let Some(pq) = hit {
                     let start = std::time::Instant::now();
-                    let rows = self.read_rows(s, &pq, &[])?;
+                    let rows = self.read_rows(s, &pq, &[], false)?;
                     self.metrics
                         .read_seconds
                         .observe(start.elapsed().as_secs_f64());
@@ -308,7 +311,9 @@ impl Engine {
             return Ok(out);
         }
         // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
-        // no locks in Ladle, so it is dropped.
+        // no locks in Ladle, so it is dropped (the read stays a current
+        // read, see `read_rows`).
+        let share_mode = kind == Kind::Select && has_share_mode(sql);
         let unlocked;
         let sql = match strip_share_mode(sql) {
             Some(x) if kind == Kind::Select => {
@@ -320,7 +325,7 @@ impl Engine {
         let mut stmts = parse(sql)?;
         if kind == Kind::Select && stmts.len() == 1 {
             if let Some(Statement::Query(q)) = stmts.pop() {
-                return Ok(self.select_text(s, &q, sql)?);
+                return Ok(self.select_text(s, &q, sql, share_mode)?);
             }
         }
         let mut last = Output::ok();
@@ -824,12 +829,22 @@ impl Engine {
 
     /// A view read for the session. Inside a transaction that wrote to a
     /// table the query reads, the answer is computed over committed state
-    /// plus the transaction's own writes (read-your-own-writes); otherwise
-    /// it is the view's reader lookup.
-    fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<ResultRows> {
+    /// plus the transaction's own writes (read-your-own-writes); under
+    /// REPEATABLE READ over the transaction's read view instead, unless the
+    /// read is a `locking` one (`FOR UPDATE`, `LOCK IN SHARE MODE`), which
+    /// InnoDB answers from the latest rows (a "current read"); otherwise it
+    /// is the view's reader lookup.
+    fn read_rows(
+        &self,
+        s: &Session,
+        pq: &PreparedQuery,
+        params: &[Value],
+        locking: bool,
+    ) -> Result<ResultRows> {
         if let Some(view) = s
             .transaction
             .as_ref()
+            .filter(|_| !locking)
             .and_then(|tx| tx.read_view(|| self.storage.read_view()))
         {
             let tables = pq.tables();
@@ -868,15 +883,30 @@ impl Engine {
     /// SELECT: session-only queries are answered here, information_schema
     /// from the catalog, everything else by a dataflow view.
     pub fn select(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
-        self.select_cached(s, q, None)
+        self.select_cached(s, q, None, false)
     }
 
     /// A text SELECT: like [`Engine::select`], remembering the view.
-    fn select_text(&self, s: &mut Session, q: &ast::Query, sql: &str) -> Result<Output> {
-        self.select_cached(s, q, Some(sql))
+    fn select_text(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        sql: &str,
+        share_mode: bool,
+    ) -> Result<Output> {
+        self.select_cached(s, q, Some(sql), share_mode)
     }
 
-    fn select_cached(&self, s: &mut Session, q: &ast::Query, sql: Option<&str>) -> Result<Output> {
+    /// `locking`: the text asked for a locking read (`LOCK IN SHARE MODE`,
+    /// stripped before parsing); `FOR UPDATE`/`FOR SHARE` are in `q`.
+    fn select_cached(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        sql: Option<&str>,
+        locking: bool,
+    ) -> Result<Output> {
+        let locking = locking || !q.locks.is_empty();
         let stripped;
         let q = match without_dual(q) {
             Some(x) => {
@@ -895,7 +925,7 @@ impl Engine {
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
         let pq = self.dataflow.prepare(&db, &q)?;
-        let rows = self.read_rows(s, &pq, &[])?;
+        let rows = self.read_rows(s, &pq, &[], locking)?;
         if let (Some(sql), Some(current)) = (sql, &s.database) {
             let mut cache = self.select_cache.lock();
             if cache.len() >= SELECT_CACHE_LIMIT {
@@ -1013,6 +1043,7 @@ impl Engine {
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let sql = opened.as_ref();
+        let share_mode = classify(sql) == Kind::Select && has_share_mode(sql);
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {
@@ -1028,6 +1059,7 @@ impl Engine {
                 if let [Statement::Query(q)] = stmts.as_slice() {
                     let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
                     if !session_only && !catalog::is_information_schema_query(s, q) {
+                        let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;
                         let generation = self.select_cache.generation();
@@ -1039,6 +1071,7 @@ impl Engine {
                                     query: pq,
                                     sql: sql.to_string(),
                                     generation,
+                                    locking,
                                 });
                                 return Ok((id, n, cols));
                             }
@@ -1091,6 +1124,10 @@ impl Engine {
                 "a prepared SELECT no longer parses as one".into(),
             ));
         };
+        let locking = matches!(
+            s.statements.get(&id),
+            Some(PreparedStatement::Select { locking: true, .. })
+        );
         let q = strip_locks(q);
         let db = self.query_database(s, &q)?;
         let query = self.dataflow.prepare(&db, &q)?;
@@ -1100,6 +1137,7 @@ impl Engine {
                 query: query.clone(),
                 sql: sql.to_string(),
                 generation,
+                locking,
             },
         );
         Ok(query)
@@ -1173,7 +1211,9 @@ impl Engine {
                 query,
                 sql,
                 generation,
+                locking,
             }) => {
+                let locking = *locking;
                 let query = if *generation == self.select_cache.generation() {
                     query.clone()
                 } else {
@@ -1191,7 +1231,7 @@ impl Engine {
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
-                let res = self.read_rows(s, &query, params);
+                let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
             }
             Some(PreparedStatement::Other { sql, marks }) => {
@@ -1248,6 +1288,11 @@ fn strip_cache_hint(sql: &str) -> Option<String> {
     let hint = &hint_at[..hint_len];
     (hint.eq_ignore_ascii_case("SQL_NO_CACHE") || hint.eq_ignore_ascii_case("SQL_CACHE"))
         .then(|| format!("SELECT {}", &hint_at[hint_len..]))
+}
+
+/// Whether `sql` ends with `LOCK IN SHARE MODE` (a locking read).
+fn has_share_mode(sql: &str) -> bool {
+    strip_lock_in_share_mode(strip_cache_hint(sql).as_deref().unwrap_or(sql)).is_some()
 }
 
 fn strip_lock_in_share_mode(sql: &str) -> Option<String> {

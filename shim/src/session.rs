@@ -147,6 +147,9 @@ pub enum PreparedStatement {
         query: PreparedQuery,
         sql: String,
         generation: u64,
+        /// A locking read (`FOR UPDATE`, `LOCK IN SHARE MODE`): under
+        /// REPEATABLE READ it reads the latest rows, not the snapshot.
+        locking: bool,
     },
     /// Anything else: re-planned at each execution after the parameter
     /// values are substituted for the `?` tokens.
