@@ -764,7 +764,9 @@ impl Engine {
             // transaction only (MySQL's special case); the session keeps
             // its level.
             let next_only = full.starts_with("@@") && !full.contains('.');
-            if !next_only {
+            if next_only {
+                set_next_isolation(s, level)?;
+            } else {
                 s.variables
                     .insert("transaction_isolation".into(), Value::text(level));
                 s.variables
@@ -1416,26 +1418,32 @@ fn set_transaction(s: &mut Session, t: &[Token], session: bool, global: bool) ->
             s.variables
                 .insert("tx_isolation".into(), Value::text(level));
         } else if !global {
-            // For the next transaction only; not while one is running
-            // (MariaDB: 1568), as its reads may have begun.
-            let autocommit = s.autocommit;
-            match &mut s.transaction {
-                Some(tx) if autocommit || !tx.ops.is_empty() || tx.read_view.get().is_some() => {
-                    return Err(ShimError::Wire(WireError {
-                        code: crate::error::ER_CANT_CHANGE_TX_CHARACTERISTICS,
-                        message: "Transaction characteristics can't be changed while a \
-                                  transaction is in progress"
-                            .into(),
-                    }));
-                }
-                // autocommit = 0 between transactions: the next one is the
-                // idle one already open.
-                Some(tx) => tx.repeatable_read = level == "REPEATABLE-READ",
-                None => s.next_isolation = Some(level),
-            }
+            set_next_isolation(s, level)?;
         }
     }
     Ok(Output::ok())
+}
+
+/// The isolation level of the next transaction only (`SET TRANSACTION`
+/// without a scope); not while one is running (MariaDB: 1568), as its
+/// reads may have begun.
+fn set_next_isolation(s: &mut Session, level: &'static str) -> Result<()> {
+    let autocommit = s.autocommit;
+    match &mut s.transaction {
+        Some(tx) if autocommit || !tx.ops.is_empty() || tx.read_view.get().is_some() => {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_CANT_CHANGE_TX_CHARACTERISTICS,
+                message: "Transaction characteristics can't be changed while a transaction \
+                          is in progress"
+                    .into(),
+            }));
+        }
+        // autocommit = 0 between transactions: the next one is the idle
+        // one already open.
+        Some(tx) => tx.repeatable_read = level == "REPEATABLE-READ",
+        None => s.next_isolation = Some(level),
+    }
+    Ok(())
 }
 
 /// The `@@transaction_isolation` spelling of an isolation level Ladle
