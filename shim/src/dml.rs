@@ -107,7 +107,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
         _ => {
             // INSERT ... SELECT: run the query, then insert its rows.
-            let Output::Rows { rows, .. } = e.select(s, &source)? else {
+            let Output::Rows { rows, .. } = e.select_for_write(s, &source)? else {
                 return Err(ShimError::Internal("SELECT produced no rows".into()));
             };
             for r in rows.into_vec() {
@@ -1315,7 +1315,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
 }
 
 fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Vec<Row>> {
-    match e.select(s, q) {
+    match e.select_for_write(s, q) {
         Ok(Output::Rows { rows, .. }) => Ok(rows.into_vec()),
         Ok(_) => Err(ShimError::Unsupported(
             "this subquery in UPDATE/DELETE".into(),

@@ -888,6 +888,13 @@ impl Engine {
         self.select_cached(s, q, None, false)
     }
 
+    /// A SELECT inside a write (`INSERT ... SELECT`, a subquery of
+    /// UPDATE/DELETE): InnoDB reads its rows with locks, so from the latest
+    /// state even under REPEATABLE READ, as the write itself does.
+    pub fn select_for_write(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
+        self.select_cached(s, q, None, true)
+    }
+
     /// A text SELECT: like [`Engine::select`], remembering the view.
     fn select_text(
         &self,
