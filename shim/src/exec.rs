@@ -313,10 +313,11 @@ impl Engine {
         // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
         // no locks in Ladle, so it is dropped (the read stays a current
         // read, see `read_rows`).
-        let share_mode = kind == Kind::Select && has_share_mode(sql);
+        let mut share_mode = false;
         let unlocked;
         let sql = match strip_share_mode(sql) {
             Some(x) if kind == Kind::Select => {
+                share_mode = has_share_mode(sql);
                 unlocked = x;
                 unlocked.as_str()
             }
@@ -1052,12 +1053,12 @@ impl Engine {
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let sql = opened.as_ref();
-        let share_mode = classify(sql) == Kind::Select && has_share_mode(sql);
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {
             None
         };
+        let share_mode = unlocked.is_some() && has_share_mode(sql);
         let sql = unlocked.as_deref().unwrap_or(sql);
         let marks = crate::params::placeholders(sql);
         let first = tokens(sql)?;

@@ -22,10 +22,41 @@ use crate::error::{Result, ShimError};
 /// `X'..'` literal gets a `_binary` introducer, which makes it a binary
 /// string everywhere (unless it has an introducer already).
 pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
-    let toks = Tokenizer::new(&MySqlDialect {}, sql)
+    let mut toks = Tokenizer::new(&MySqlDialect {}, sql)
         .with_unescape(false)
         .tokenize_with_location()
         .map_err(|e| ShimError::Parse(e.to_string()))?;
+    if toks
+        .iter()
+        .any(|t| matches!(t.token, Token::HexStringLiteral(_)))
+    {
+        toks = introduce_quoted_hex(sql, toks);
+    }
+    for t in &mut toks {
+        match &mut t.token {
+            Token::SingleQuotedString(s) | Token::NationalStringLiteral(s) => {
+                *s = unescape_literal(s, '\'')
+            }
+            Token::DoubleQuotedString(s) => *s = unescape_literal(s, '"'),
+            Token::Word(Word {
+                value,
+                quote_style: Some(q),
+                ..
+            }) => {
+                let doubled: String = [*q, *q].iter().collect();
+                if value.contains(&doubled) {
+                    *value = value.replace(&doubled, &q.to_string());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(toks)
+}
+
+/// `toks` with a `_binary` introducer before each `X'..'` literal that has
+/// none (see [`tokenize`]).
+fn introduce_quoted_hex(sql: &str, toks: Vec<TokenWithLocation>) -> Vec<TokenWithLocation> {
     let line_starts = line_starts(sql);
     let mut out: Vec<TokenWithLocation> = Vec::with_capacity(toks.len());
     for t in toks {
@@ -52,27 +83,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
         }
         out.push(t);
     }
-    let mut toks = out;
-    for t in &mut toks {
-        match &mut t.token {
-            Token::SingleQuotedString(s) | Token::NationalStringLiteral(s) => {
-                *s = unescape_literal(s, '\'')
-            }
-            Token::DoubleQuotedString(s) => *s = unescape_literal(s, '"'),
-            Token::Word(Word {
-                value,
-                quote_style: Some(q),
-                ..
-            }) => {
-                let doubled: String = [*q, *q].iter().collect();
-                if value.contains(&doubled) {
-                    *value = value.replace(&doubled, &q.to_string());
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(toks)
+    out
 }
 
 /// A parser over `sql` (see [`tokenize`]).

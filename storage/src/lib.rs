@@ -36,7 +36,9 @@
 //! list; if no leader is active it becomes the leader, drains the queue,
 //! takes the commit lock and applies each caller's ops in order over an
 //! overlay of the group's pending changes (atomically per caller: a failing
-//! caller is rolled back alone). The group becomes ONE batch (rows of every
+//! caller is rolled back alone; a caller's [`CommitCheck`], if any, then
+//! verifies the state its ops leave, e.g. foreign keys, and a failure rolls
+//! it back the same way). The group becomes ONE batch (rows of every
 //! index, AUTO_INCREMENT counters, one change-log entry with a new LSN)
 //! written with one WAL sync; the [`CommitObserver`] is told while the lock
 //! is still held; then the group's callers are woken. Reads never take the
