@@ -398,8 +398,7 @@ impl Engine {
                     |x| matches!(x, Token::Word(w) if w.value.eq_ignore_ascii_case("CONSISTENT")),
                 ) =>
             {
-                self.commit(s)?;
-                s.begin_transaction();
+                self.start_transaction(s)?;
                 // The read view is taken now, not at the first read (under
                 // READ COMMITTED there is none to take, as in InnoDB).
                 if let Some(tx) = &s.transaction {
@@ -622,8 +621,7 @@ impl Engine {
                 Ok(Output::ok())
             }
             Statement::StartTransaction { .. } => {
-                self.commit(s)?;
-                s.begin_transaction();
+                self.start_transaction(s)?;
                 Ok(Output::ok())
             }
             Statement::Commit { .. } => self.commit(s),
@@ -678,6 +676,21 @@ impl Engine {
             return Err(ShimError::UnknownDatabase(name.to_string()));
         }
         s.database = Some(name.to_string());
+        Ok(())
+    }
+
+    /// BEGIN / START TRANSACTION: commits the open transaction and opens
+    /// one. An idle one (autocommit = 0, nothing done yet) is kept: it is
+    /// the transaction starting, with the level set for it.
+    fn start_transaction(&self, s: &mut Session) -> Result<()> {
+        let idle = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| t.ops.is_empty() && t.read_view.get().is_none());
+        if !(idle && !s.autocommit) {
+            self.commit(s)?;
+            s.begin_transaction();
+        }
         Ok(())
     }
 
@@ -768,10 +781,7 @@ impl Engine {
             if next_only {
                 set_next_isolation(s, level)?;
             } else {
-                s.variables
-                    .insert("transaction_isolation".into(), Value::text(level));
-                s.variables
-                    .insert("tx_isolation".into(), Value::text(level));
+                set_session_isolation(s, level);
             }
             return Ok(());
         }
@@ -1421,15 +1431,27 @@ fn set_transaction(s: &mut Session, t: &[Token], session: bool, global: bool) ->
             .collect();
         let level = isolation_level_name(&level.join(" "))?;
         if session {
-            s.variables
-                .insert("transaction_isolation".into(), Value::text(level));
-            s.variables
-                .insert("tx_isolation".into(), Value::text(level));
+            set_session_isolation(s, level);
         } else if !global {
             set_next_isolation(s, level)?;
         }
     }
     Ok(Output::ok())
+}
+
+/// The session's isolation level; with autocommit = 0 between transactions
+/// also the idle one already open (it has not started yet).
+fn set_session_isolation(s: &mut Session, level: &'static str) {
+    s.variables
+        .insert("transaction_isolation".into(), Value::text(level));
+    s.variables
+        .insert("tx_isolation".into(), Value::text(level));
+    let autocommit = s.autocommit;
+    if let Some(tx) = &mut s.transaction {
+        if !autocommit && tx.ops.is_empty() && tx.read_view.get().is_none() {
+            tx.repeatable_read = level == "REPEATABLE-READ";
+        }
+    }
 }
 
 /// The isolation level of the next transaction only (`SET TRANSACTION`
