@@ -687,7 +687,7 @@ impl Engine {
             .transaction
             .as_ref()
             .is_some_and(|t| t.ops.is_empty() && t.read_view.get().is_none());
-        if !(idle && !s.autocommit) {
+        if !idle || s.autocommit {
             self.commit(s)?;
             s.begin_transaction();
         }
