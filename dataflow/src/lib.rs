@@ -355,6 +355,37 @@ pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
     expr::like(s, pattern, '\\', collation)
 }
 
+/// The result column name of a select-list expression without an alias:
+/// its SQL text, with a `_binary X'..'` shown as `X'..'` (the shim's
+/// tokenizer introduces every `X'..'` literal, see `shim::sqltext`, and
+/// MariaDB names the column as the literal was written).
+pub fn expr_column_name(expr: &ast::Expr) -> String {
+    // `X'..'` as the tokenizer introduced it.
+    let plain_hex = |e: &ast::Expr| match e {
+        ast::Expr::IntroducedString {
+            introducer,
+            value: v @ ast::Value::HexStringLiteral(_),
+        } if introducer.eq_ignore_ascii_case("_binary") => Some(ast::Expr::Value(v.clone())),
+        _ => None,
+    };
+    let mut found = false;
+    let _ = ast::visit_expressions(expr, |e| {
+        found |= plain_hex(e).is_some();
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if !found {
+        return expr.to_string();
+    }
+    let mut plain = expr.clone();
+    let _ = ast::visit_expressions_mut(&mut plain, |e| {
+        if let Some(hex) = plain_hex(e) {
+            *e = hex;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    plain.to_string()
+}
+
 /// Compiles `expr` over the columns of `table` (or over no columns when
 /// `table` is `None`, e.g. INSERT VALUES). Placeholders are an error: the
 /// caller substitutes parameter values into the AST first.

@@ -998,7 +998,7 @@ impl Engine {
         let mut row = Vec::new();
         for item in &sel.projection {
             let (expr, name) = match item {
-                SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+                SelectItem::UnnamedExpr(e) => (e, ladle_dataflow::expr_column_name(e)),
                 SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
                 _ => return Ok(None),
             };

@@ -60,7 +60,7 @@ impl Returning {
                     }
                 }
                 _ => OutputColumn {
-                    name: alias.unwrap_or_else(|| expr.to_string()),
+                    name: alias.unwrap_or_else(|| ladle_dataflow::expr_column_name(expr)),
                     table: String::new(),
                     ty,
                     nullable,

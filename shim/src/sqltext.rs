@@ -685,6 +685,23 @@ mod tests {
         // Already introduced (also the text of a view read back).
         assert_eq!(text("SELECT _binary X'41'"), "SELECT _binary X'41'");
         assert_eq!(text("SELECT _utf8mb4 x'41'"), "SELECT _utf8mb4 X'41'");
+        // Result columns are still named as the literal was written.
+        let stmts = parse_statements("SELECT X'41' + 1, CONCAT(x'42', 'c')").unwrap();
+        let [Statement::Query(q)] = stmts.as_slice() else {
+            panic!("one query: {stmts:?}");
+        };
+        let ast::SetExpr::Select(sel) = q.body.as_ref() else {
+            panic!("a SELECT");
+        };
+        let names: Vec<String> = sel
+            .projection
+            .iter()
+            .map(|item| match item {
+                ast::SelectItem::UnnamedExpr(e) => ladle_dataflow::expr_column_name(e),
+                other => other.to_string(),
+            })
+            .collect();
+        assert_eq!(names, ["X'41' + 1", "CONCAT(X'42', 'c')"]);
     }
 
     #[test]
