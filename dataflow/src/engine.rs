@@ -51,9 +51,16 @@ pub(crate) struct View {
     output_columns: Option<Arc<[usize]>>,
     reader: Arc<ReaderState>,
     node: NodeId,
+    /// The graph computes values for the view (see
+    /// [`Graph::computes_values`]): its reads check for overflow markers.
+    computes: bool,
     tables: Vec<TableId>,
     /// The counters of each of `tables` (see `Inner::table_commits`).
     commits: Vec<Arc<TableCounters>>,
+    /// The storage LSN when the view was installed: `commits` record
+    /// every commit after it (a table's counters may be created with the
+    /// view, knowing nothing of earlier commits).
+    installed_lsn: Lsn,
     /// The reader's ancestors detached from the graph, for fills outside
     /// the locks; `None` if the view must fill under them (`Graph::detach`).
     detached: OnceLock<Option<Graph>>,
@@ -778,6 +785,8 @@ impl Inner {
                     })
                     .collect::<Option<Vec<usize>>>()
                     .map(Arc::from),
+                computes: g.computes_values(node),
+                installed_lsn: self.storage.last_lsn(),
                 spec,
                 reader,
                 node,
@@ -908,12 +917,14 @@ impl Inner {
         self.fill_locked(v, keys)
     }
 
-    /// The rows for `key` as if `overlay` were applied on top of storage:
-    /// a pull on a detached, stateless copy of the view's ancestors whose
-    /// base reads apply the overlay. Runs under the commit lock so every
-    /// base read sees the same committed state; nothing is cached.
-    fn read_overlay(&self, v: &View, key: &[Value], overlay: &[TableDeltas]) -> Result<Rows> {
-        self.storage.exclusive(|| {
+    /// The rows for `key` as a transaction reads them: a pull on a
+    /// detached, stateless copy of the view's ancestors whose base reads
+    /// apply the transaction's overlay, over the latest committed state
+    /// (under the commit lock, so every base read sees the same state) or
+    /// over the transaction's read view (no lock: the view is one state by
+    /// itself). Nothing is cached.
+    fn read_overlay(&self, v: &View, key: &[Value], tx: TxRead<'_>) -> Result<Rows> {
+        let pull = || {
             let mut g = {
                 let g = self.graph.lock();
                 if v.dropped.load(AO::SeqCst) {
@@ -922,15 +933,24 @@ impl Inner {
                 let parent = g.nodes[v.node].parents[0];
                 g.detach_with(parent, true, None).ok_or_else(|| {
                     DataflowError::Unsupported(
-                        "reading this view inside a transaction that wrote to its tables".into(),
+                        "reading this view inside a transaction that wrote to its tables, \
+                         or under REPEATABLE READ"
+                            .into(),
                     )
                 })?
             };
-            g.set_overlay(overlay);
+            g.set_overlay(tx.overlay);
             let root = g.detached_root();
-            let rows = g.pull(root, &v.spec.key, key)?;
+            let rows = match tx.snapshot {
+                Some(view) => g.pull_from(view, root, &v.spec.key, key)?,
+                None => g.pull(root, &v.spec.key, key)?,
+            };
             Ok(Rows::from(v.reader.sorted(rows)))
-        })
+        };
+        match tx.snapshot {
+            Some(_) => pull(),
+            None => self.storage.exclusive(pull),
+        }
     }
 
     /// One optimistic fill of `keys` (see [`Inner::fill`]); `None` on a
@@ -1041,15 +1061,16 @@ impl Prepared {
         }
     }
 
-    /// `overlay`: row deltas read as if applied on top of storage (an open
-    /// transaction's own writes); the answer is then computed by upqueries
-    /// on a detached copy of the view and never cached.
+    /// `overlay`: an open transaction's read (its own writes as row deltas,
+    /// over the latest state or its read view); the answer is then
+    /// computed by upqueries on a detached copy of the view and never
+    /// cached.
     /// `after`: the read reflects at least every write to the view's tables
     /// with an LSN up to it (read-your-writes).
     pub fn execute_with(
         &self,
         params: &[Value],
-        overlay: Option<&[TableDeltas]>,
+        overlay: Option<TxRead<'_>>,
         after: Lsn,
     ) -> Result<ResultRows> {
         if params.len() != self.user_params {
@@ -1086,6 +1107,33 @@ impl Prepared {
             }
             mark_used(&view);
             engine.sweep_if_due();
+            let overlay = match overlay {
+                // A snapshot read of tables nobody committed to since the
+                // snapshot (as the view's counters, complete since its
+                // install, tell): the view's cache holds that state, once it has
+                // applied every write up to the snapshot. Kept only if
+                // still true after the read (a commit meanwhile, even one
+                // a fill saw, sends it to the snapshot path).
+                Some(TxRead {
+                    overlay: [],
+                    snapshot: Some(snap),
+                }) if view.installed_lsn <= snap.lsn()
+                    && newest_commit(&view.commits) <= snap.lsn() =>
+                {
+                    engine.wait_for_writes(&view.commits, snap.lsn());
+                    let cached = read(&engine, &view, &slots, &lists, None, OnMiss::Fill);
+                    match cached {
+                        Ok(Some(rows)) if newest_commit(&view.commits) <= snap.lsn() => {
+                            return Ok(rows)
+                        }
+                        Err(e) if !matches!(&e, DataflowError::Internal(m) if m == "view dropped") => {
+                            return Err(e)
+                        }
+                        _ => overlay,
+                    }
+                }
+                other => other,
+            };
             if overlay.is_none() {
                 engine.wait_for_writes(&view.commits, after);
             }
@@ -1173,6 +1221,16 @@ fn mark_used(view: &View) {
     if !view.used.load(AO::Relaxed) {
         view.used.store(true, AO::Relaxed);
     }
+}
+
+/// How a read inside a transaction sees the tables: `overlay` (the
+/// transaction's own writes, row deltas per table in order) on top of the
+/// latest committed state, or of `snapshot` when the transaction reads one
+/// point in time (REPEATABLE READ).
+#[derive(Clone, Copy)]
+pub(crate) struct TxRead<'a> {
+    pub overlay: &'a [TableDeltas],
+    pub snapshot: Option<&'a ladle_storage::ReadView>,
 }
 
 /// What a read does about a key its view does not hold.
@@ -1293,13 +1351,35 @@ fn numeric_key(t: &ladle_common::SqlType) -> bool {
 }
 
 /// Reads a view; `lists` gives the elements of key slots bound to IN lists.
-/// `None` only with [`OnMiss::GiveUp`], when a key is not cached.
+/// `None` only with [`OnMiss::GiveUp`], when a key is not cached. A value
+/// that overflowed when the view computed it fails the read with its 1690,
+/// as MySQL fails the query that evaluates it.
 fn read(
     engine: &Inner,
     v: &View,
     slots: &[Value],
     lists: &[(usize, Vec<Value>)],
-    overlay: Option<&[TableDeltas]>,
+    overlay: Option<TxRead<'_>>,
+    on_miss: OnMiss,
+) -> Result<Option<ResultRows>> {
+    let rows = read_rows(engine, v, slots, lists, overlay, on_miss)?;
+    if let (true, Some(rows)) = (v.computes, &rows) {
+        for row in rows.iter() {
+            if let Some(m) = row.iter().find_map(crate::expr::out_of_range_in) {
+                return Err(DataflowError::OutOfRange(m.to_string()));
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// [`read`] without the overflow check.
+fn read_rows(
+    engine: &Inner,
+    v: &View,
+    slots: &[Value],
+    lists: &[(usize, Vec<Value>)],
+    overlay: Option<TxRead<'_>>,
     on_miss: OnMiss,
 ) -> Result<Option<ResultRows>> {
     let spec = &v.spec;

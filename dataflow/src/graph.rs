@@ -45,33 +45,26 @@ pub(crate) trait BaseReads: Sync {
     fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError>;
 }
 
-impl BaseReads for Storage {
-    fn lookup(
-        &self,
-        table: TableId,
-        index: IndexRef,
-        key: &[Value],
-    ) -> Result<Vec<Row>, StorageError> {
-        Storage::lookup(self, table, index, key)
-    }
-    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
-        Storage::scan(self, table)
-    }
+/// Each source's own `lookup` and `scan` serve as its base reads.
+macro_rules! base_reads_by_inherent_methods {
+    ($($source:ty),* $(,)?) => {$(
+        impl BaseReads for $source {
+            fn lookup(
+                &self,
+                table: TableId,
+                index: IndexRef,
+                key: &[Value],
+            ) -> Result<Vec<Row>, StorageError> {
+                <$source>::lookup(self, table, index, key)
+            }
+            fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+                <$source>::scan(self, table)
+            }
+        }
+    )*};
 }
 
-impl BaseReads for SnapshotReads<'_> {
-    fn lookup(
-        &self,
-        table: TableId,
-        index: IndexRef,
-        key: &[Value],
-    ) -> Result<Vec<Row>, StorageError> {
-        SnapshotReads::lookup(self, table, index, key)
-    }
-    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
-        SnapshotReads::scan(self, table)
-    }
-}
+base_reads_by_inherent_methods!(Storage, ladle_storage::ReadView, SnapshotReads<'_>);
 
 pub(crate) struct Node {
     pub op: Op,
@@ -153,6 +146,23 @@ impl Graph {
     }
 
     // ------------------------------------------------------- detached pulls
+
+    /// Whether `n` or an ancestor computes values (a projection with an
+    /// expression), whose overflow markers a read must look for.
+    pub fn computes_values(&self, n: NodeId) -> bool {
+        let mut stack = vec![n];
+        let mut seen = HashSet::new();
+        while let Some(n) = stack.pop() {
+            if !seen.insert(n) {
+                continue;
+            }
+            if matches!(&self.nodes[n].op, Op::Project(p) if p.computes()) {
+                return true;
+            }
+            stack.extend(self.nodes[n].parents.iter().copied());
+        }
+        false
+    }
 
     /// A copy of `root` and its ancestors without state (aggregates are all
     /// holes), renumbered so `root` is the last node, for upqueries that run
@@ -684,8 +694,9 @@ impl Graph {
         self.pull_from(&*storage, n, cols, key)
     }
 
-    /// [`Graph::pull`] reading base tables from `src`.
-    fn pull_from(
+    /// [`Graph::pull`] reading base tables from `src` (a propagation
+    /// snapshot, or a transaction's read view).
+    pub fn pull_from(
         &mut self,
         src: &dyn BaseReads,
         n: NodeId,

@@ -237,8 +237,31 @@ impl PreparedQuery {
     /// its own uncommitted writes. Computed by upqueries over a stateless
     /// copy of the view (nothing cached), under the commit lock.
     pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
+        let tx = engine::TxRead {
+            overlay,
+            snapshot: None,
+        };
         self.inner
-            .execute_with(params, Some(overlay), Lsn::MAX)
+            .execute_with(params, Some(tx), Lsn::MAX)
+            .map(ResultRows::into_vec)
+    }
+    /// Reads the result over `snapshot` (one consistent state of every
+    /// table, taken at a REPEATABLE READ transaction's first read) with
+    /// `overlay` (the transaction's own writes, as row deltas over that
+    /// state) applied: computed by upqueries over a stateless copy of the
+    /// view reading the snapshot, without the commit lock; nothing cached.
+    pub fn execute_snapshot(
+        &self,
+        params: &[Value],
+        snapshot: &ladle_storage::ReadView,
+        overlay: &[TableDeltas],
+    ) -> Result<Vec<Row>> {
+        let tx = engine::TxRead {
+            overlay,
+            snapshot: Some(snapshot),
+        };
+        self.inner
+            .execute_with(params, Some(tx), Lsn::MAX)
             .map(ResultRows::into_vec)
     }
 }
@@ -254,6 +277,15 @@ impl RowExpr {
     /// Evaluates against `row` (laid out as the table's columns).
     pub fn eval(&self, row: &Row) -> Result<Value> {
         self.expr.eval(row).map_err(eval_err)
+    }
+    /// The value's type and whether it may be NULL, over `table`'s rows.
+    pub fn result_type(&self, table: &TableSchema) -> (SqlType, bool) {
+        let input: Vec<(SqlType, bool)> = table
+            .columns
+            .iter()
+            .map(|c| (c.ty.clone(), c.nullable))
+            .collect();
+        self.expr.result_type(&input)
     }
     /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
     /// UPDATE).
@@ -321,6 +353,37 @@ pub fn compare_values(a: &Value, b: &Value, collation: Collation) -> Option<std:
 /// `s LIKE pattern` (escape `\`) under `collation`.
 pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
     expr::like(s, pattern, '\\', collation)
+}
+
+/// The result column name of a select-list expression without an alias:
+/// its SQL text, with a `_binary X'..'` shown as `X'..'` (the shim's
+/// tokenizer introduces every `X'..'` literal, see `shim::sqltext`, and
+/// MariaDB names the column as the literal was written).
+pub fn expr_column_name(expr: &ast::Expr) -> String {
+    // `X'..'` as the tokenizer introduced it.
+    let plain_hex = |e: &ast::Expr| match e {
+        ast::Expr::IntroducedString {
+            introducer,
+            value: v @ ast::Value::HexStringLiteral(_),
+        } if introducer.eq_ignore_ascii_case("_binary") => Some(ast::Expr::Value(v.clone())),
+        _ => None,
+    };
+    let mut found = false;
+    let _ = ast::visit_expressions(expr, |e| {
+        found |= plain_hex(e).is_some();
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    if !found {
+        return expr.to_string();
+    }
+    let mut plain = expr.clone();
+    let _ = ast::visit_expressions_mut(&mut plain, |e| {
+        if let Some(hex) = plain_hex(e) {
+            *e = hex;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    plain.to_string()
 }
 
 /// Compiles `expr` over the columns of `table` (or over no columns when

@@ -36,6 +36,7 @@ fn slot(row: &mut Row, pos: usize) -> Result<&mut Value, StorageError> {
 fn expr_err(e: DataflowError) -> StorageError {
     match e {
         DataflowError::Storage(s) => s,
+        DataflowError::OutOfRange(m) => StorageError::OutOfRange(m),
         other => StorageError::Expression(other.to_string()),
     }
 }
@@ -65,6 +66,15 @@ fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
 
 pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
+    let returning = match ins.returning.take() {
+        Some(_) if ins.ignore || ins.replace_into || ins.on.is_some() => {
+            return Err(ShimError::Unsupported(
+                "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE with RETURNING".into(),
+            ))
+        }
+        Some(items) => Some(crate::returning::Returning::compile(&schema, &items)?),
+        None => None,
+    };
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
@@ -97,7 +107,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
         _ => {
             // INSERT ... SELECT: run the query, then insert its rows.
-            let Output::Rows { rows, .. } = e.select(s, &source)? else {
+            let Output::Rows { rows, .. } = e.select_for_write(s, &source)? else {
                 return Err(ShimError::Internal("SELECT produced no rows".into()));
             };
             for r in rows.into_vec() {
@@ -148,7 +158,22 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
     }
-    let generated = reserve_ids_in_transaction(e, s, &schema, &mut rows)?;
+    // RETURNING reports generated ids, so they are taken now, as a
+    // transaction takes them.
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some())?;
+    let returned = match &returning {
+        Some(r) => {
+            let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
+            Some(r.output(&stored)?)
+        }
+        None => None,
+    };
+    let first_generated = schema.auto_increment_column().and_then(|ai| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| r[ai].as_i64())
+    });
     // REPLACE deletes the rows it replaces, so their referencing rows get
     // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
     let cascades = if matches!(on_conflict, OnConflict::Replace)
@@ -178,6 +203,12 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             RowCounts::default(),
         )?
     };
+    if let Some(result) = returned {
+        if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
+            s.last_insert_id = id as u64;
+        }
+        return Ok(result);
+    }
     Ok(match (out, ignore_last_id) {
         (
             Output::Done {
@@ -228,17 +259,19 @@ fn conflict_rule(
 
 /// Inside a transaction the write is buffered until COMMIT, but clients
 /// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
-/// storage for the rows that ask for one. Says which rows got one.
-fn reserve_ids_in_transaction(
+/// storage for the rows that ask for one (also outside a transaction when
+/// `now`: RETURNING reports them). Says which rows got one.
+fn reserve_ids(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
     rows: &mut [Row],
+    now: bool,
 ) -> Result<Vec<bool>> {
     let mut generated = vec![false; rows.len()];
     let Some(ai) = schema
         .auto_increment_column()
-        .filter(|_| s.in_transaction())
+        .filter(|_| now || s.in_transaction())
     else {
         return Ok(generated);
     };
@@ -891,7 +924,8 @@ fn submit_with(
     let start = std::time::Instant::now();
     let mut ops = vec![op];
     ops.extend(cascades);
-    let res = e.storage.write(ops)?;
+    let check = crate::foreign_keys::commit_check(e, s, &ops)?;
+    let res = e.storage.write_checked(ops, check)?;
     s.wrote(res.lsn);
     e.metrics
         .commit_seconds
@@ -1076,6 +1110,103 @@ pub(crate) fn transaction_overlay(
     s: &Session,
     tables: &[ladle_common::TableId],
 ) -> Result<Vec<ladle_common::TableDeltas>> {
+    let mut out = Vec::new();
+    for w in written_tables(e, s, tables)? {
+        let deltas = row_diff(w.committed, w.replayed);
+        if !deltas.is_empty() {
+            out.push(ladle_common::TableDeltas {
+                table: w.id,
+                deltas,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Like [`transaction_overlay`] for a REPEATABLE READ transaction: the
+/// deltas turn `view` (its read view) into what the transaction reads. The
+/// rows its writes touched (those its replay changes in the latest
+/// committed state, by primary key; by whole row without one) read as the
+/// transaction left them, the others as `view` has them, as InnoDB shows a
+/// row a transaction updated in its own version and every other row in
+/// the read view's.
+pub(crate) fn snapshot_overlay(
+    e: &Engine,
+    s: &Session,
+    tables: &[ladle_common::TableId],
+    view: &ladle_storage::ReadView,
+) -> Result<Vec<ladle_common::TableDeltas>> {
+    let mut out = Vec::new();
+    for WrittenTable {
+        id: t,
+        schema,
+        committed,
+        replayed,
+    } in written_tables(e, s, tables)?
+    {
+        let seen = view.scan(t)?;
+        let changes = row_diff(committed, replayed);
+        let desired = match &schema.primary_key {
+            Some(pk) if !pk.is_empty() => {
+                let key = |r: &Row| -> Vec<Value> {
+                    pk.iter()
+                        .map(|&c| r[c].key_normalized(schema.columns[c].collation))
+                        .collect()
+                };
+                let touched: std::collections::HashSet<Vec<Value>> =
+                    changes.iter().map(|d| key(d.row())).collect();
+                let mut rows: Vec<Row> = seen
+                    .iter()
+                    .filter(|r| !touched.contains(&key(r)))
+                    .cloned()
+                    .collect();
+                rows.extend(changes.into_iter().filter_map(|d| match d {
+                    ladle_common::RowDelta::Insert(r) => Some(r),
+                    ladle_common::RowDelta::Delete(_) => None,
+                }));
+                rows
+            }
+            _ => {
+                // No key to follow a row by: apply the change to the rows
+                // the view has (a delete of a row it lacks is a no-op).
+                let mut rows = seen.clone();
+                for d in changes {
+                    match d {
+                        ladle_common::RowDelta::Delete(r) => {
+                            if let Some(i) = rows.iter().position(|x| *x == r) {
+                                rows.swap_remove(i);
+                            }
+                        }
+                        ladle_common::RowDelta::Insert(r) => rows.push(r),
+                    }
+                }
+                rows
+            }
+        };
+        let deltas = row_diff(seen, desired);
+        if !deltas.is_empty() {
+            out.push(ladle_common::TableDeltas { table: t, deltas });
+        }
+    }
+    Ok(out)
+}
+
+/// A table the open transaction wrote.
+struct WrittenTable {
+    id: ladle_common::TableId,
+    schema: Arc<TableSchema>,
+    /// Its latest committed rows.
+    committed: Vec<Row>,
+    /// Those rows with the transaction's ops replayed.
+    replayed: Vec<Row>,
+}
+
+/// The `tables` the open transaction wrote.
+fn written_tables(
+    e: &Engine,
+    s: &Session,
+    tables: &[ladle_common::TableId],
+) -> Result<Vec<WrittenTable>> {
     let Some(tx) = s.transaction.as_ref().filter(|t| !t.ops.is_empty()) else {
         return Ok(Vec::new());
     };
@@ -1091,30 +1222,38 @@ pub(crate) fn transaction_overlay(
         };
         let committed = e.storage.scan(t)?;
         let replayed = replay(tx, &schema, committed.clone())?;
-        // Multiset difference: a row kept by the transaction cancels out.
-        let mut count: HashMap<Row, i64> = HashMap::new();
-        for r in replayed {
-            *count.entry(r).or_default() += 1;
-        }
-        for r in committed {
-            *count.entry(r).or_default() -= 1;
-        }
-        let mut deltas = Vec::new();
-        for (r, n) in &count {
-            for _ in 0..(-n).max(0) {
-                deltas.push(ladle_common::RowDelta::Delete(r.clone()));
-            }
-        }
-        for (r, n) in count {
-            for _ in 0..n.max(0) {
-                deltas.push(ladle_common::RowDelta::Insert(r.clone()));
-            }
-        }
-        if !deltas.is_empty() {
-            out.push(ladle_common::TableDeltas { table: t, deltas });
-        }
+        out.push(WrittenTable {
+            id: t,
+            schema,
+            committed,
+            replayed,
+        });
     }
     Ok(out)
+}
+
+/// The row deltas (deletes, then inserts) that turn the multiset `base`
+/// into `desired`; a row in both cancels out.
+fn row_diff(base: Vec<Row>, desired: Vec<Row>) -> Vec<ladle_common::RowDelta> {
+    let mut count: HashMap<Row, i64> = HashMap::new();
+    for r in desired {
+        *count.entry(r).or_default() += 1;
+    }
+    for r in base {
+        *count.entry(r).or_default() -= 1;
+    }
+    let mut deltas = Vec::new();
+    for (r, n) in &count {
+        for _ in 0..(-n).max(0) {
+            deltas.push(ladle_common::RowDelta::Delete(r.clone()));
+        }
+    }
+    for (r, n) in count {
+        for _ in 0..n.max(0) {
+            deltas.push(ladle_common::RowDelta::Insert(r.clone()));
+        }
+    }
+    deltas
 }
 
 /// Evaluates the uncorrelated subqueries of an UPDATE/DELETE expression
@@ -1176,7 +1315,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
 }
 
 fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Vec<Row>> {
-    match e.select(s, q) {
+    match e.select_for_write(s, q) {
         Ok(Output::Rows { rows, .. }) => Ok(rows.into_vec()),
         Ok(_) => Err(ShimError::Unsupported(
             "this subquery in UPDATE/DELETE".into(),
@@ -1310,6 +1449,7 @@ pub fn update(
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+    let returning_items = d.returning.take();
     if let Some(w) = &mut d.selection {
         inline_subqueries(e, s, w)?;
     }
@@ -1320,6 +1460,9 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         return Err(ShimError::Unsupported("multi-table DELETE".into()));
     }
     let schema = table(e, s, single_table(&from[0])?)?;
+    let returning = returning_items
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
     let limit = match &d.limit {
         None => None,
         Some(x) => match e.eval_constant(s, x)?.as_i64() {
@@ -1349,18 +1492,32 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
     let mut deleted = 0;
     let keyed = crate::foreign_keys::involved(e, &schema)?;
     let mut gone = Vec::new();
-    if s.in_transaction() || keyed {
+    let mut returned_rows = Vec::new();
+    if s.in_transaction() || keyed || returning.is_some() {
         for row in candidate_rows(e, s, &schema, &scan)? {
             if filter(&row)? {
                 deleted += 1;
+                if returning.is_some() {
+                    returned_rows.push(row.clone());
+                }
                 if keyed {
                     gone.push((row, None));
                 }
             }
         }
     }
+    // Outside a transaction the write deletes only the rows listed (as
+    // they were read): a row another connection changes in between is
+    // kept, though listed, as Ladle takes no row lock to prevent that.
+    let filter: RowFilter = match &returning {
+        Some(_) if !s.in_transaction() => {
+            let listed: std::collections::HashSet<Row> = returned_rows.iter().cloned().collect();
+            Arc::new(move |row: &Row| Ok(listed.contains(row) && filter(row)?))
+        }
+        _ => filter,
+    };
     let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
-    submit_with(
+    let out = submit_with(
         e,
         s,
         WriteOp::Delete {
@@ -1370,7 +1527,11 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         },
         cascades,
         RowCounts::both(deleted),
-    )
+    )?;
+    match returning {
+        Some(r) => r.output(&returned_rows),
+        None => Ok(out),
+    }
 }
 
 /// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in

@@ -127,6 +127,8 @@ pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
+pub const ER_CANT_CHANGE_TX_CHARACTERISTICS: MysqlCode = code(1568, "25001");
+pub const ER_TABLE_DEF_CHANGED: MysqlCode = code(1412, "HY000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
@@ -206,7 +208,10 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnExists(_) => ER_DUP_FIELDNAME,
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
+        StorageError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
+        StorageError::NoReferencedRow(_) => ER_NO_REFERENCED_ROW,
+        StorageError::RowIsReferenced(_) => ER_ROW_IS_REFERENCED,
         StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::Io(_)

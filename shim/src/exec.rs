@@ -240,6 +240,8 @@ impl Engine {
         s: &mut Session,
         sql: &str,
     ) -> (Kind, std::result::Result<Output, WireError>) {
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
         let kind = classify(sql);
         // MySQL keeps the previous statement's warnings through statements
         // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
@@ -307,7 +309,10 @@ impl Engine {
         sql: &str,
         kind: Kind,
     ) -> std::result::Result<Output, WireError> {
-        if kind == Kind::Select {
+        // (In a REPEATABLE READ transaction a locking read is a current
+        // read, which only the parsed statement tells: no cached plan.)
+        let repeatable = s.transaction.as_ref().is_some_and(|t| t.repeatable_read);
+        if kind == Kind::Select && !repeatable {
             if let Some(db) = &s.database {
                 let hit = self
                     .select_cache
@@ -316,7 +321,7 @@ impl Engine {
                     .cloned();
                 if let Some(pq) = hit {
                     let start = std::time::Instant::now();
-                    let rows = self.read_rows(s, &pq, &[])?;
+                    let rows = self.read_rows(s, &pq, &[], false)?;
                     self.metrics
                         .read_seconds
                         .observe(start.elapsed().as_secs_f64());
@@ -344,10 +349,13 @@ impl Engine {
             return Ok(out);
         }
         // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
-        // no locks in Ladle, so it is dropped.
+        // no locks in Ladle, so it is dropped (the read stays a current
+        // read, see `read_rows`).
+        let mut share_mode = false;
         let unlocked;
         let sql = match strip_share_mode(sql) {
             Some(x) if kind == Kind::Select => {
+                share_mode = has_share_mode(sql);
                 unlocked = x;
                 unlocked.as_str()
             }
@@ -356,7 +364,7 @@ impl Engine {
         let mut stmts = parse(sql)?;
         if kind == Kind::Select && stmts.len() == 1 {
             if let Some(Statement::Query(q)) = stmts.pop() {
-                return Ok(self.select_text(s, &q, sql)?);
+                return Ok(self.select_text(s, &q, sql, share_mode)?);
             }
         }
         let mut last = Output::ok();
@@ -395,11 +403,51 @@ impl Engine {
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }
-            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false)?)),
+            // ALTER TABLE t DISABLE|ENABLE KEYS (dumps wrap their INSERTs in
+            // it): a no-op, as for InnoDB, once the table is known.
+            ("ALTER", "TABLE")
+                if t.len() >= 4
+                    && word(t, t.len() - 1).as_deref() == Some("KEYS")
+                    && matches!(word(t, t.len() - 2).as_deref(), Some("DISABLE" | "ENABLE")) =>
+            {
+                let mut i = 2;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near ALTER TABLE".into()))?;
+                let name = ast::ObjectName(
+                    db.into_iter()
+                        .chain(std::iter::once(table))
+                        .map(ast::Ident::new)
+                        .collect(),
+                );
+                let (db, table) = self.resolve(s, &name)?;
+                if self.storage.table(&db, &table).is_none() {
+                    return Err(ShimError::UnknownTable {
+                        database: db,
+                        table,
+                    }
+                    .into());
+                }
+                Ok(Some(Output::ok()))
+            }
+            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
+            // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
+            ("START", "TRANSACTION")
+                if t.iter().any(
+                    |x| matches!(x, Token::Word(w) if w.value.eq_ignore_ascii_case("CONSISTENT")),
+                ) =>
+            {
+                self.start_transaction(s)?;
+                // The read view is taken now, not at the first read (under
+                // READ COMMITTED there is none to take, as in InnoDB).
+                if let Some(tx) = &s.transaction {
+                    tx.read_view(|| self.storage.read_view());
+                }
+                Ok(Some(Output::ok()))
+            }
             ("SET", "SESSION" | "GLOBAL" | "LOCAL")
                 if word(t, 2).as_deref() == Some("TRANSACTION") =>
             {
-                Ok(Some(set_transaction(s, t, w1 != "GLOBAL")?))
+                Ok(Some(set_transaction(s, t, w1 != "GLOBAL", w1 == "GLOBAL")?))
             }
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
@@ -516,17 +564,11 @@ impl Engine {
     pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
         match stmt {
             Statement::Query(q) => self.select(s, &q),
-            // RETURNING asks for the changed rows back; refused before
-            // anything runs rather than answered with a bare OK.
-            Statement::Insert(ins) if ins.returning.is_some() => {
-                Err(ShimError::Unsupported("INSERT ... RETURNING".into()))
-            }
+            // UPDATE ... RETURNING: MariaDB has no such statement (a syntax
+            // error there); refused before it runs.
             Statement::Update {
                 returning: Some(_), ..
             } => Err(ShimError::Unsupported("UPDATE ... RETURNING".into())),
-            Statement::Delete(d) if d.returning.is_some() => {
-                Err(ShimError::Unsupported("DELETE ... RETURNING".into()))
-            }
             Statement::Insert(ins) => dml::insert(self, s, ins),
             Statement::Update {
                 table,
@@ -617,8 +659,7 @@ impl Engine {
                 Ok(Output::ok())
             }
             Statement::StartTransaction { .. } => {
-                self.commit(s)?;
-                s.transaction = Some(Default::default());
+                self.start_transaction(s)?;
                 Ok(Output::ok())
             }
             Statement::Commit { .. } => self.commit(s),
@@ -641,7 +682,7 @@ impl Engine {
             } => {
                 s.transaction = None;
                 if !s.autocommit {
-                    s.transaction = Some(Default::default());
+                    s.begin_transaction();
                 }
                 Ok(Output::ok())
             }
@@ -676,16 +717,32 @@ impl Engine {
         Ok(())
     }
 
+    /// BEGIN / START TRANSACTION: commits the open transaction and opens
+    /// one. An idle one (autocommit = 0, nothing done yet) is kept: it is
+    /// the transaction starting, with the level set for it.
+    fn start_transaction(&self, s: &mut Session) -> Result<()> {
+        let idle = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| t.ops.is_empty() && t.read_view.get().is_none());
+        if !idle || s.autocommit {
+            self.commit(s)?;
+            s.begin_transaction();
+        }
+        Ok(())
+    }
+
     /// COMMIT: submits the buffered ops as one atomic write.
     pub fn commit(&self, s: &mut Session) -> Result<Output> {
         let tx = s.transaction.take();
         if !s.autocommit {
-            s.transaction = Some(Default::default());
+            s.begin_transaction();
         }
         if let Some(tx) = tx {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
-                let res = self.storage.write(tx.ops)?;
+                let check = crate::foreign_keys::commit_check(self, s, &tx.ops)?;
+                let res = self.storage.write_checked(tx.ops, check)?;
                 s.wrote(res.lsn);
                 self.metrics
                     .commit_seconds
@@ -744,7 +801,7 @@ impl Engine {
             } else if !on && s.autocommit {
                 s.autocommit = false;
                 if s.transaction.is_none() {
-                    s.transaction = Some(Default::default());
+                    s.begin_transaction();
                 }
             }
             return Ok(());
@@ -759,11 +816,10 @@ impl Engine {
             // transaction only (MySQL's special case); the session keeps
             // its level.
             let next_only = full.starts_with("@@") && !full.contains('.');
-            if !next_only {
-                s.variables
-                    .insert("transaction_isolation".into(), Value::text(level));
-                s.variables
-                    .insert("tx_isolation".into(), Value::text(level));
+            if next_only {
+                set_next_isolation(s, level)?;
+            } else {
+                set_session_isolation(s, level);
             }
             return Ok(());
         }
@@ -824,9 +880,39 @@ impl Engine {
 
     /// A view read for the session. Inside a transaction that wrote to a
     /// table the query reads, the answer is computed over committed state
-    /// plus the transaction's own writes (read-your-own-writes); otherwise
-    /// it is the view's reader lookup.
-    fn read_rows(&self, s: &Session, pq: &PreparedQuery, params: &[Value]) -> Result<ResultRows> {
+    /// plus the transaction's own writes (read-your-own-writes); under
+    /// REPEATABLE READ over the transaction's read view instead, unless the
+    /// read is a `locking` one (`FOR UPDATE`, `LOCK IN SHARE MODE`), which
+    /// InnoDB answers from the latest rows (a "current read"); otherwise it
+    /// is the view's reader lookup.
+    fn read_rows(
+        &self,
+        s: &Session,
+        pq: &PreparedQuery,
+        params: &[Value],
+        locking: bool,
+    ) -> Result<ResultRows> {
+        if let Some(view) = s
+            .transaction
+            .as_ref()
+            .filter(|_| !locking)
+            .and_then(|tx| tx.read_view(|| self.storage.read_view()))
+        {
+            let tables = pq.tables();
+            // A table created or altered since the view was taken cannot
+            // be read in it: InnoDB's 1412 (the client retries).
+            for &t in &tables {
+                let now = self.storage.table_by_id(t).map(|x| x.version);
+                if view.schema(t).map(|x| x.version) != now {
+                    return Err(ShimError::Wire(WireError {
+                        code: crate::error::ER_TABLE_DEF_CHANGED,
+                        message: "Table definition has changed, please retry transaction".into(),
+                    }));
+                }
+            }
+            let overlay = crate::dml::snapshot_overlay(self, s, &tables, view)?;
+            return Ok(pq.execute_snapshot(params, view, &overlay)?.into());
+        }
         if s.in_transaction() {
             let overlay = crate::dml::transaction_overlay(self, s, &pq.tables())?;
             if !overlay.is_empty() {
@@ -848,15 +934,37 @@ impl Engine {
     /// SELECT: session-only queries are answered here, information_schema
     /// from the catalog, everything else by a dataflow view.
     pub fn select(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
-        self.select_cached(s, q, None)
+        self.select_cached(s, q, None, false)
+    }
+
+    /// A SELECT inside a write (`INSERT ... SELECT`, a subquery of
+    /// UPDATE/DELETE): InnoDB reads its rows with locks, so from the latest
+    /// state even under REPEATABLE READ, as the write itself does.
+    pub fn select_for_write(&self, s: &mut Session, q: &ast::Query) -> Result<Output> {
+        self.select_cached(s, q, None, true)
     }
 
     /// A text SELECT: like [`Engine::select`], remembering the view.
-    fn select_text(&self, s: &mut Session, q: &ast::Query, sql: &str) -> Result<Output> {
-        self.select_cached(s, q, Some(sql))
+    fn select_text(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        sql: &str,
+        share_mode: bool,
+    ) -> Result<Output> {
+        self.select_cached(s, q, Some(sql), share_mode)
     }
 
-    fn select_cached(&self, s: &mut Session, q: &ast::Query, sql: Option<&str>) -> Result<Output> {
+    /// `locking`: the text asked for a locking read (`LOCK IN SHARE MODE`,
+    /// stripped before parsing); `FOR UPDATE`/`FOR SHARE` are in `q`.
+    fn select_cached(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        sql: Option<&str>,
+        locking: bool,
+    ) -> Result<Output> {
+        let locking = locking || !q.locks.is_empty();
         let stripped;
         let q = match without_dual(q) {
             Some(x) => {
@@ -875,7 +983,7 @@ impl Engine {
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
         let pq = self.dataflow.prepare(&db, &q)?;
-        let rows = self.read_rows(s, &pq, &[])?;
+        let rows = self.read_rows(s, &pq, &[], locking)?;
         if let (Some(sql), Some(current)) = (sql, &s.database) {
             let mut cache = self.select_cache.lock();
             if cache.len() >= SELECT_CACHE_LIMIT {
@@ -928,7 +1036,7 @@ impl Engine {
         let mut row = Vec::new();
         for item in &sel.projection {
             let (expr, name) = match item {
-                SelectItem::UnnamedExpr(e) => (e, e.to_string()),
+                SelectItem::UnnamedExpr(e) => (e, ladle_dataflow::expr_column_name(e)),
                 SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
                 _ => return Ok(None),
             };
@@ -991,11 +1099,14 @@ impl Engine {
 
     /// Plans a statement for COM_STMT_PREPARE.
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {
             None
         };
+        let share_mode = unlocked.is_some() && has_share_mode(sql);
         let sql = unlocked.as_deref().unwrap_or(sql);
         let marks = crate::params::placeholders(sql);
         let first = tokens(sql)?;
@@ -1006,6 +1117,7 @@ impl Engine {
                 if let [Statement::Query(q)] = stmts.as_slice() {
                     let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
                     if !session_only && !catalog::is_information_schema_query(s, q) {
+                        let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;
                         let generation = self.select_cache.generation();
@@ -1017,6 +1129,7 @@ impl Engine {
                                     query: pq,
                                     sql: sql.to_string(),
                                     generation,
+                                    locking,
                                 });
                                 return Ok((id, n, cols));
                             }
@@ -1069,6 +1182,10 @@ impl Engine {
                 "a prepared SELECT no longer parses as one".into(),
             ));
         };
+        let locking = matches!(
+            s.statements.get(&id),
+            Some(PreparedStatement::Select { locking: true, .. })
+        );
         let q = strip_locks(q);
         let db = self.query_database(s, &q)?;
         let query = self.dataflow.prepare(&db, &q)?;
@@ -1078,6 +1195,7 @@ impl Engine {
                 query: query.clone(),
                 sql: sql.to_string(),
                 generation,
+                locking,
             },
         );
         Ok(query)
@@ -1101,7 +1219,10 @@ impl Engine {
         else {
             return None;
         };
-        let wrote = s.transaction.as_ref().is_some_and(|t| !t.ops.is_empty());
+        let wrote = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
         if *generation != self.select_cache.generation() || wrote {
             return None;
         }
@@ -1148,7 +1269,9 @@ impl Engine {
                 query,
                 sql,
                 generation,
+                locking,
             }) => {
+                let locking = *locking;
                 let query = if *generation == self.select_cache.generation() {
                     query.clone()
                 } else {
@@ -1166,7 +1289,7 @@ impl Engine {
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
-                let res = self.read_rows(s, &query, params);
+                let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
             }
             Some(PreparedStatement::Other { sql, marks }) => {
@@ -1199,8 +1322,38 @@ pub fn view_definition(storage: &Storage, db: &str, view: &str) -> Option<String
         .map(|(_, v)| String::from_utf8_lossy(&v).into_owned())
 }
 
-/// `sql` without a trailing `LOCK IN SHARE MODE`, if it has one.
+/// `sql` without a trailing `LOCK IN SHARE MODE` or a `SQL_NO_CACHE` hint,
+/// if it has either.
 fn strip_share_mode(sql: &str) -> Option<String> {
+    match strip_cache_hint(sql) {
+        Some(x) => Some(strip_lock_in_share_mode(&x).unwrap_or(x)),
+        None => strip_lock_in_share_mode(sql),
+    }
+}
+
+/// `SELECT SQL_NO_CACHE ...` (or `SQL_CACHE`; dumps send
+/// `SELECT /*!40001 SQL_NO_CACHE */ ...`) without the hint: there is no
+/// query cache to skip or use.
+fn strip_cache_hint(sql: &str) -> Option<String> {
+    let rest = sql.trim_start();
+    let after_select = rest
+        .get(..6)
+        .filter(|w| w.eq_ignore_ascii_case("SELECT"))
+        .map(|_| &rest[6..])
+        .filter(|r| r.starts_with(char::is_whitespace))?;
+    let hint_at = after_select.trim_start();
+    let hint_len = hint_at.find(char::is_whitespace)?;
+    let hint = &hint_at[..hint_len];
+    (hint.eq_ignore_ascii_case("SQL_NO_CACHE") || hint.eq_ignore_ascii_case("SQL_CACHE"))
+        .then(|| format!("SELECT {}", &hint_at[hint_len..]))
+}
+
+/// Whether `sql` ends with `LOCK IN SHARE MODE` (a locking read).
+fn has_share_mode(sql: &str) -> bool {
+    strip_lock_in_share_mode(strip_cache_hint(sql).as_deref().unwrap_or(sql)).is_some()
+}
+
+fn strip_lock_in_share_mode(sql: &str) -> Option<String> {
     let trimmed = sql.trim_end().trim_end_matches(';').trim_end();
     let words: Vec<&str> = trimmed.rsplitn(5, char::is_whitespace).collect();
     if words.len() == 5
@@ -1299,7 +1452,7 @@ fn on_savepoint(
 /// READ WRITE`: checks the level is one Ladle provides and, for the
 /// session, shows it in `@@transaction_isolation`. (Without SESSION the
 /// level is for the next transaction only; Ladle's one level serves both.)
-fn set_transaction(s: &mut Session, t: &[Token], session: bool) -> Result<Output> {
+fn set_transaction(s: &mut Session, t: &[Token], session: bool, global: bool) -> Result<Output> {
     let words: Vec<String> = t
         .iter()
         .filter_map(|tok| match tok {
@@ -1316,27 +1469,64 @@ fn set_transaction(s: &mut Session, t: &[Token], session: bool) -> Result<Output
             .collect();
         let level = isolation_level_name(&level.join(" "))?;
         if session {
-            s.variables
-                .insert("transaction_isolation".into(), Value::text(level));
-            s.variables
-                .insert("tx_isolation".into(), Value::text(level));
+            set_session_isolation(s, level);
+        } else if !global {
+            set_next_isolation(s, level)?;
         }
     }
     Ok(Output::ok())
 }
 
+/// The session's isolation level; with autocommit = 0 between transactions
+/// also the idle one already open (it has not started yet).
+fn set_session_isolation(s: &mut Session, level: &'static str) {
+    s.variables
+        .insert("transaction_isolation".into(), Value::text(level));
+    s.variables
+        .insert("tx_isolation".into(), Value::text(level));
+    let autocommit = s.autocommit;
+    if let Some(tx) = &mut s.transaction {
+        if !autocommit && tx.ops.is_empty() && tx.read_view.get().is_none() {
+            tx.repeatable_read = level == "REPEATABLE-READ";
+        }
+    }
+}
+
+/// The isolation level of the next transaction only (`SET TRANSACTION`
+/// without a scope); not while one is running (MariaDB: 1568), as its
+/// reads may have begun.
+fn set_next_isolation(s: &mut Session, level: &'static str) -> Result<()> {
+    let autocommit = s.autocommit;
+    match &mut s.transaction {
+        Some(tx) if autocommit || !tx.ops.is_empty() || tx.read_view.get().is_some() => {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_CANT_CHANGE_TX_CHARACTERISTICS,
+                message: "Transaction characteristics can't be changed while a transaction \
+                          is in progress"
+                    .into(),
+            }));
+        }
+        // autocommit = 0 between transactions: the next one is the idle
+        // one already open.
+        Some(tx) => tx.repeatable_read = level == "REPEATABLE-READ",
+        None => s.next_isolation = Some(level),
+    }
+    Ok(())
+}
+
 /// The `@@transaction_isolation` spelling of an isolation level Ladle
-/// provides. Transactions read committed data plus their own writes and
-/// take no row locks: READ COMMITTED (which also satisfies READ
-/// UNCOMMITTED). REPEATABLE READ and SERIALIZABLE promise more (a stable
-/// snapshot, no write skew), so they are refused rather than accepted and
-/// not given.
+/// provides (see `session::Transaction`): READ COMMITTED (which also
+/// satisfies READ UNCOMMITTED) and REPEATABLE READ (one read view per
+/// transaction). SERIALIZABLE needs locking reads (no write skew), which
+/// Ladle does not take, so it is refused rather than accepted and not
+/// given.
 fn isolation_level_name(level: &str) -> Result<&'static str> {
     match level.to_ascii_uppercase().replace(['-', '_'], " ").trim() {
         "READ COMMITTED" => Ok("READ-COMMITTED"),
         "READ UNCOMMITTED" => Ok("READ-UNCOMMITTED"),
-        "REPEATABLE READ" | "SERIALIZABLE" => Err(ShimError::Unsupported(format!(
-            "transaction isolation level {}: Ladle provides READ COMMITTED",
+        "REPEATABLE READ" => Ok("REPEATABLE-READ"),
+        "SERIALIZABLE" => Err(ShimError::Unsupported(format!(
+            "transaction isolation level {}: Ladle provides READ COMMITTED and REPEATABLE READ",
             level.to_ascii_uppercase()
         ))),
         other => Err(ShimError::WrongValueForVar(

@@ -19,15 +19,22 @@
 //! - TRUNCATE (1701) and DROP TABLE (1451) of a referenced parent fail.
 //!
 //! The checks run when the statement runs, over committed rows plus the
-//! open transaction's own writes. Ladle takes no row locks, so a parent
-//! row deleted by another connection between a child's check and its
-//! commit is not detected (as for every check Ladle makes at statement
-//! time; see `session::Transaction`).
+//! open transaction's own writes, and again when its rows are committed
+//! ([`commit_check`], under the commit lock, over the state being
+//! committed): Ladle takes no row locks, so another connection may delete
+//! a parent row between a child's INSERT and its COMMIT, or add a child
+//! row to a parent this transaction deletes. InnoDB would have locked the
+//! parent row (the other connection waits, or this one does); Ladle fails
+//! the COMMIT (or the autocommit statement) with the error the statement
+//! would have got, 1452 or 1451, and applies none of it; the other
+//! connection's commit stands.
 
 use std::sync::Arc;
 
-use ladle_common::{Row, TableId, TableSchema, Value};
-use ladle_storage::{IndexRef, ScanSpec, Storage, WriteOp};
+use ladle_common::{Row, RowDelta, TableId, TableSchema, Value};
+use ladle_storage::{
+    CommitCheck, IndexRef, ScanSpec, SnapshotReads, Storage, StorageError, WriteOp,
+};
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use sqlparser::ast::{self, ReferentialAction};
@@ -533,27 +540,186 @@ pub fn orphans(
 }
 
 fn child_error(schema: &TableSchema, k: &ForeignKey) -> ShimError {
-    wire(
-        error::ER_NO_REFERENCED_ROW,
-        format!(
-            "Cannot add or update a child row: a foreign key constraint fails (`{}`.`{}`, {})",
-            schema.database,
-            schema.name,
-            k.clause(&schema.database, false)
-        ),
+    wire(error::ER_NO_REFERENCED_ROW, child_message(schema, k))
+}
+
+fn child_message(schema: &TableSchema, k: &ForeignKey) -> String {
+    violation_message("add or update a child", schema, k)
+}
+
+/// InnoDB's message for a violation of `k` (a key of table `child`).
+fn violation_message(what: &str, child: &TableSchema, k: &ForeignKey) -> String {
+    format!(
+        "Cannot {what} row: a foreign key constraint fails (`{}`.`{}`, {})",
+        child.database,
+        child.name,
+        k.clause(&child.database, false)
     )
 }
 
 fn parent_error(child: &TableSchema, k: &ForeignKey) -> ShimError {
-    wire(
-        error::ER_ROW_IS_REFERENCED,
-        format!(
-            "Cannot delete or update a parent row: a foreign key constraint fails (`{}`.`{}`, {})",
-            child.database,
-            child.name,
-            k.clause(&child.database, false)
-        ),
-    )
+    wire(error::ER_ROW_IS_REFERENCED, parent_message(child, k))
+}
+
+fn parent_message(child: &TableSchema, k: &ForeignKey) -> String {
+    violation_message("delete or update a parent", child, k)
+}
+
+/// One FOREIGN KEY as [`commit_check`] verifies it.
+struct CommittedKey {
+    child: Arc<TableSchema>,
+    child_cols: Vec<usize>,
+    parent: Arc<TableSchema>,
+    parent_cols: Vec<usize>,
+    /// The 1452 and 1451 messages.
+    orphan: String,
+    referenced: String,
+}
+
+impl CommittedKey {
+    /// Rows of `table` whose `cols` equal `key` (coerced to their types),
+    /// in the state being committed.
+    fn matching(
+        reads: &SnapshotReads<'_>,
+        table: &TableSchema,
+        cols: &[usize],
+        key: &[Value],
+    ) -> ladle_storage::Result<Vec<Row>> {
+        let key: Vec<Value> = key
+            .iter()
+            .zip(cols)
+            .map(|(v, &c)| ladle_common::coerce(v, &table.columns[c]).unwrap_or_else(|_| v.clone()))
+            .collect();
+        let found = match index_for(table, cols) {
+            Some((index, order)) => {
+                let prefix: Vec<Value> = order.iter().map(|&i| key[i].clone()).collect();
+                reads.lookup(table.id, index, &prefix)?
+            }
+            None => reads.scan(table.id)?,
+        };
+        Ok(found
+            .into_iter()
+            .filter(|r| {
+                cols.iter().zip(&key).all(|(&c, k)| {
+                    let coll = table.columns[c].collation;
+                    r[c].key_normalized(coll) == k.key_normalized(coll)
+                })
+            })
+            .collect())
+    }
+
+    /// Whether `deltas` hold a row of `table` with `key` in `cols` on the
+    /// `inserted` side: a row whose key an UPDATE kept (InnoDB does not
+    /// check those).
+    fn kept(
+        deltas: &[(TableId, RowDelta)],
+        table: &TableSchema,
+        cols: &[usize],
+        key: &[Value],
+        inserted: bool,
+    ) -> bool {
+        deltas.iter().any(|(t, d)| {
+            *t == table.id
+                && matches!(d, RowDelta::Insert(_)) == inserted
+                && key_of(d.row(), cols).is_some_and(|k| {
+                    k.iter().zip(key).zip(cols).all(|((a, b), &c)| {
+                        let coll = table.columns[c].collation;
+                        a.key_normalized(coll) == b.key_normalized(coll)
+                    })
+                })
+        })
+    }
+
+    fn verify(
+        &self,
+        reads: &SnapshotReads<'_>,
+        deltas: &[(TableId, RowDelta)],
+    ) -> ladle_storage::Result<()> {
+        for (table, delta) in deltas {
+            match delta {
+                // A child row written: its parent must be there.
+                RowDelta::Insert(row) if *table == self.child.id => {
+                    let Some(key) = key_of(row, &self.child_cols) else {
+                        continue;
+                    };
+                    if Self::kept(deltas, &self.child, &self.child_cols, &key, false) {
+                        continue;
+                    }
+                    if Self::matching(reads, &self.parent, &self.parent_cols, &key)?.is_empty() {
+                        return Err(StorageError::NoReferencedRow(self.orphan.clone()));
+                    }
+                }
+                // A parent row removed: unless its key is still there, no
+                // child may reference it.
+                RowDelta::Delete(row) if *table == self.parent.id => {
+                    let Some(key) = key_of(row, &self.parent_cols) else {
+                        continue;
+                    };
+                    if Self::kept(deltas, &self.parent, &self.parent_cols, &key, true)
+                        || !Self::matching(reads, &self.parent, &self.parent_cols, &key)?.is_empty()
+                    {
+                        continue;
+                    }
+                    if !Self::matching(reads, &self.child, &self.child_cols, &key)?.is_empty() {
+                        return Err(StorageError::RowIsReferenced(self.referenced.clone()));
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The check the commit of `ops` (a transaction's, or an autocommit
+/// statement's with its cascades) runs under the commit lock: every
+/// FOREIGN KEY with a child or parent among the written tables holds in
+/// the state being committed (see the module docs). `None` when no key is
+/// involved or the session turned checks off.
+pub fn commit_check(e: &Engine, s: &Session, ops: &[WriteOp]) -> Result<Option<CommitCheck>> {
+    if !checks_enabled(s) || ops.is_empty() {
+        return Ok(None);
+    }
+    let all = e.foreign_keys.all(&e.storage)?;
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let mut written: Vec<TableId> = ops
+        .iter()
+        .map(|op| match op {
+            WriteOp::Insert { table, .. }
+            | WriteOp::Update { table, .. }
+            | WriteOp::Delete { table, .. } => *table,
+        })
+        .collect();
+    written.sort_unstable();
+    written.dedup();
+    let mut keys = Vec::new();
+    for (child_id, k) in all.iter() {
+        let Some(child) = e.storage.table_by_id(*child_id) else {
+            continue;
+        };
+        let Some(parent) = e.storage.table(&k.parent_database, &k.parent_table) else {
+            continue;
+        };
+        if !written.contains(&child.id) && !written.contains(&parent.id) {
+            continue;
+        }
+        keys.push(CommittedKey {
+            child_cols: positions(&child, &k.columns)?,
+            parent_cols: positions(&parent, &k.parent_columns)?,
+            orphan: child_message(&child, k),
+            referenced: parent_message(&child, k),
+            child,
+            parent,
+        });
+    }
+    if keys.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Arc::new(move |reads, deltas| {
+        keys.iter().try_for_each(|k| k.verify(reads, deltas))
+    })))
 }
 
 /// Parent side: `changes` are rows of `parent` a statement deletes (new

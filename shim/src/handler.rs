@@ -189,6 +189,11 @@ impl Connection {
     /// error, as in MySQL.
     pub async fn query(&self, sql: String, multi: bool) -> Vec<Outcome> {
         let started = Instant::now();
+        // Opened before the split: an executable comment may hold `;`.
+        let sql = match crate::sqltext::open_versioned_comments(&sql) {
+            std::borrow::Cow::Owned(opened) => opened,
+            std::borrow::Cow::Borrowed(_) => sql,
+        };
         if multi && crate::sqltext::split_statements(&sql).len() > 1 {
             let (_, outcomes) = self
                 .run(move |e, s| {

@@ -55,6 +55,7 @@ pub mod metrics;
 pub mod net;
 pub mod params;
 pub mod protocol;
+pub mod returning;
 pub mod session;
 pub mod sqltext;
 pub mod tls;

@@ -41,6 +41,23 @@ use ladle_storage::WriteOp;
 ///   COMMIT the ops apply in order, so later statements act on earlier
 ///   ones' effects as in MySQL.
 ///
+/// Isolation: READ COMMITTED (the default; READ UNCOMMITTED is served the
+/// same) reads as above. REPEATABLE READ (InnoDB's consistent reads) takes
+/// one storage read view (a RocksDB snapshot) at the transaction's first
+/// read, or at `START TRANSACTION WITH CONSISTENT SNAPSHOT`, and answers
+/// every SELECT of the transaction from it, with the transaction's own
+/// writes on top (`dml::snapshot_overlay`, `PreparedQuery::execute_snapshot`):
+/// such reads are computed by upqueries over the snapshot, never from a
+/// view's cache, so they cost what a read of a written table costs under
+/// READ COMMITTED. Writes (UPDATE/DELETE, the key checks) read the latest
+/// committed rows, as InnoDB's locking "current reads" do. A table created
+/// or altered since the read view was taken fails the read with 1412
+/// ("Table definition has changed"), as InnoDB does for a new table
+/// (MariaDB reads an instantly added column as NULL instead). SERIALIZABLE is
+/// refused: InnoDB gives it by turning every read into a locking read, and
+/// Ladle takes no row locks, so it could not prevent the anomalies (write
+/// skew) SERIALIZABLE rules out.
+///
 /// Savepoints mark a length of the op buffer: `ROLLBACK TO SAVEPOINT`
 /// truncates the buffer to it (the statements after it are undone, the
 /// ones before it and the transaction stay), as InnoDB does.
@@ -55,6 +72,11 @@ pub struct Transaction {
     /// Savepoints in the order they were set: name (compared without
     /// case, as MySQL does) and how many ops the buffer held then.
     savepoints: Vec<(String, usize)>,
+    /// REPEATABLE READ: reads come from `read_view`.
+    pub repeatable_read: bool,
+    /// The read view of a REPEATABLE READ transaction, taken at its first
+    /// read (a cell because reads borrow the session).
+    pub(crate) read_view: std::cell::OnceCell<ladle_storage::ReadView>,
 }
 
 /// The rows a transaction's plain INSERTs added to one table, indexed by
@@ -67,6 +89,16 @@ pub(crate) struct AddedKeys {
 }
 
 impl Transaction {
+    /// The read view of a REPEATABLE READ transaction (taken by `take` on
+    /// first use); `None` under READ COMMITTED.
+    pub(crate) fn read_view(
+        &self,
+        take: impl FnOnce() -> ladle_storage::ReadView,
+    ) -> Option<&ladle_storage::ReadView> {
+        self.repeatable_read
+            .then(|| self.read_view.get_or_init(take))
+    }
+
     /// SAVEPOINT: marks the current point; a savepoint of the same name
     /// moves here.
     pub fn savepoint(&mut self, name: &str) {
@@ -115,6 +147,9 @@ pub enum PreparedStatement {
         query: PreparedQuery,
         sql: String,
         generation: u64,
+        /// A locking read (`FOR UPDATE`, `LOCK IN SHARE MODE`): under
+        /// REPEATABLE READ it reads the latest rows, not the snapshot.
+        locking: bool,
     },
     /// Anything else: re-planned at each execution after the parameter
     /// values are substituted for the `?` tokens.
@@ -152,6 +187,9 @@ pub struct Session {
     pub interactive: bool,
     /// `Some` while a transaction is open.
     pub transaction: Option<Transaction>,
+    /// The isolation level `SET TRANSACTION ISOLATION LEVEL` (no scope)
+    /// set for the next transaction only (`@@transaction_isolation` spelling).
+    pub next_isolation: Option<&'static str>,
     /// Session variables set with SET (lower-case names).
     pub variables: BTreeMap<String, Value>,
     /// User variables (`@x`), lower-case names.
@@ -176,6 +214,7 @@ impl Session {
             found_rows: false,
             interactive: false,
             transaction: None,
+            next_isolation: None,
             variables: BTreeMap::new(),
             user_variables: HashMap::new(),
             last_insert_id: 0,
@@ -222,6 +261,22 @@ impl Session {
         self.next_statement = self.next_statement.wrapping_add(1).max(1);
         self.statements.insert(id, stmt);
         id
+    }
+
+    /// Opens a transaction at the isolation level set for it (the next
+    /// transaction's, else the session's).
+    pub fn begin_transaction(&mut self) {
+        let level = match self.next_isolation.take() {
+            Some(l) => l,
+            None => match self.variables.get("transaction_isolation") {
+                Some(Value::Text(t)) if t.as_ref() == "REPEATABLE-READ" => "REPEATABLE-READ",
+                _ => "READ-COMMITTED",
+            },
+        };
+        self.transaction = Some(Transaction {
+            repeatable_read: level == "REPEATABLE-READ",
+            ..Transaction::default()
+        });
     }
 
     pub fn in_transaction(&self) -> bool {

@@ -15,11 +15,23 @@ use crate::error::{Result, ShimError};
 
 /// Tokens of `sql` (whitespace included), string literals and quoted
 /// identifiers unescaped by MySQL's rules.
+///
+/// sqlparser reads `X'41'` and `0x41` alike (a hex literal), but MariaDB
+/// tells them apart: `0x41` is a number in numeric context (`0x41 + 0` is
+/// 65), `X'41'` the string 'A' (`X'41' + 0` is 0, with warning 1292). So an
+/// `X'..'` literal gets a `_binary` introducer, which makes it a binary
+/// string everywhere (unless it has an introducer already).
 pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     let mut toks = Tokenizer::new(&MySqlDialect {}, sql)
         .with_unescape(false)
         .tokenize_with_location()
         .map_err(|e| ShimError::Parse(e.to_string()))?;
+    if toks
+        .iter()
+        .any(|t| matches!(t.token, Token::HexStringLiteral(_)))
+    {
+        toks = introduce_quoted_hex(sql, toks);
+    }
     for t in &mut toks {
         match &mut t.token {
             Token::SingleQuotedString(s) | Token::NationalStringLiteral(s) => {
@@ -40,6 +52,38 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
         }
     }
     Ok(toks)
+}
+
+/// `toks` with a `_binary` introducer before each `X'..'` literal that has
+/// none (see [`tokenize`]).
+fn introduce_quoted_hex(sql: &str, toks: Vec<TokenWithLocation>) -> Vec<TokenWithLocation> {
+    let line_starts = line_starts(sql);
+    let mut out: Vec<TokenWithLocation> = Vec::with_capacity(toks.len());
+    for t in toks {
+        let quoted_hex = matches!(t.token, Token::HexStringLiteral(_))
+            && byte_offset(sql, &line_starts, t.location.line, t.location.column)
+                .and_then(|at| sql.as_bytes().get(at))
+                .is_some_and(|c| c.eq_ignore_ascii_case(&b'x'));
+        let introduced = out
+            .iter()
+            .rev()
+            .find(|p| !matches!(p.token, Token::Whitespace(_)))
+            .is_some_and(|p| matches!(&p.token, Token::Word(w) if w.quote_style.is_none() && w.value.starts_with('_')));
+        if quoted_hex && !introduced {
+            out.push(TokenWithLocation::new(
+                Token::make_word("_binary", None),
+                t.location.line,
+                t.location.column,
+            ));
+            out.push(TokenWithLocation::new(
+                Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                t.location.line,
+                t.location.column,
+            ));
+        }
+        out.push(t);
+    }
+    out
 }
 
 /// A parser over `sql` (see [`tokenize`]).
@@ -116,19 +160,8 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
     else {
         return vec![sql];
     };
-    // Byte offset of each line start; locations count lines from 1 and
-    // characters within a line from 1.
-    let line_starts: Vec<usize> = std::iter::once(0)
-        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
-        .collect();
-    let offset = |line: u64, column: u64| -> Option<usize> {
-        let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
-        let skip = usize::try_from(column).ok()?.checked_sub(1)?;
-        match sql[start..].char_indices().nth(skip) {
-            Some((i, _)) => Some(start + i),
-            None => Some(sql.len()),
-        }
-    };
+    let line_starts = line_starts(sql);
+    let offset = |line: u64, column: u64| byte_offset(sql, &line_starts, line, column);
     let mut pieces = Vec::new();
     let mut from = 0;
     let mut has_content = false;
@@ -155,6 +188,103 @@ pub fn split_statements(sql: &str) -> Vec<&str> {
         pieces.push(sql);
     }
     pieces
+}
+
+/// The version (`MMmmpp`) MySQL's executable comments are compared with:
+/// the server version Ladle announces (`vars::SERVER_VERSION`, 8.0.34).
+pub const COMMENT_VERSION: u32 = 80034;
+
+/// `sql` with MySQL's executable comments opened: `/*! text */` and
+/// `/*!NNNNN text */` (5 or 6 digits, a version no newer than
+/// [`COMMENT_VERSION`]) become ` text ` so it runs, as dump tools expect
+/// (`/*!40101 SET NAMES utf8mb4 */`). A comment for a newer version, a
+/// MariaDB-only `/*M!...*/` (Ladle announces itself as MySQL) and every
+/// other comment stay comments; strings, quoted names and `--`/`#`
+/// comments are left as they are.
+pub fn open_versioned_comments(sql: &str) -> std::borrow::Cow<'_, str> {
+    if !sql.contains("/*!") {
+        return std::borrow::Cow::Borrowed(sql);
+    }
+    let b = sql.as_bytes();
+    let mut out = String::with_capacity(sql.len());
+    let mut i = 0;
+    // Start of text not yet copied.
+    let mut copied = 0;
+    // Inside an opened comment: its `*/` is dropped.
+    let mut opened = false;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    // A backslash escapes the next byte in strings.
+                    i += if b[i] == b'\\' && q != b'`' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'#' => i = sql[i..].find('\n').map_or(b.len(), |n| i + n),
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()) =>
+            {
+                i = sql[i..].find('\n').map_or(b.len(), |n| i + n)
+            }
+            b'*' if opened && b.get(i + 1) == Some(&b'/') => {
+                out.push_str(&sql[copied..i]);
+                out.push(' ');
+                i += 2;
+                copied = i;
+                opened = false;
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let digits = b
+                    .get(i + 3..)
+                    .unwrap_or_default()
+                    .iter()
+                    .take_while(|c| c.is_ascii_digit())
+                    .count();
+                let runs = b.get(i + 2) == Some(&b'!')
+                    && !opened
+                    && match digits {
+                        0 => true,
+                        5 | 6 => sql[i + 3..i + 3 + digits]
+                            .parse::<u32>()
+                            .is_ok_and(|v| v <= COMMENT_VERSION),
+                        _ => false,
+                    };
+                if runs {
+                    out.push_str(&sql[copied..i]);
+                    out.push(' ');
+                    i += 3 + digits;
+                    copied = i;
+                    opened = true;
+                } else {
+                    // A comment that stays one: skip to its end.
+                    i = sql[i + 2..].find("*/").map_or(b.len(), |n| i + 2 + n + 2);
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    out.push_str(&sql[copied.min(sql.len())..]);
+    std::borrow::Cow::Owned(out)
+}
+
+/// Byte offset of each line start of `sql`.
+fn line_starts(sql: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(sql.match_indices('\n').map(|(i, _)| i + 1))
+        .collect()
+}
+
+/// The byte offset in `sql` of a token location (lines and characters
+/// within a line count from 1).
+fn byte_offset(sql: &str, line_starts: &[usize], line: u64, column: u64) -> Option<usize> {
+    let start = *line_starts.get(usize::try_from(line).ok()?.checked_sub(1)?)?;
+    let skip = usize::try_from(column).ok()?.checked_sub(1)?;
+    match sql[start..].char_indices().nth(skip) {
+        Some((i, _)) => Some(start + i),
+        None => Some(sql.len()),
+    }
 }
 
 /// The body of a string literal as the tokenizer left it (backslash escapes
@@ -539,6 +669,55 @@ mod tests {
             ["SELECT 'é'", "SELECT 2"]
         );
         assert_eq!(split_statements("SELECT 1"), ["SELECT 1"]);
+    }
+
+    #[test]
+    fn quoted_hex_literals_are_binary_strings() {
+        let text = |sql: &str| -> String {
+            tokenize(sql)
+                .unwrap()
+                .into_iter()
+                .map(|t| t.token.to_string())
+                .collect()
+        };
+        assert_eq!(text("SELECT X'41' + 0x41"), "SELECT _binary X'41' + X'41'");
+        assert_eq!(text("SELECT\nx'00ff'"), "SELECT\n_binary X'00ff'");
+        // Already introduced (also the text of a view read back).
+        assert_eq!(text("SELECT _binary X'41'"), "SELECT _binary X'41'");
+        assert_eq!(text("SELECT _utf8mb4 x'41'"), "SELECT _utf8mb4 X'41'");
+        // Result columns are still named as the literal was written.
+        let stmts = parse_statements("SELECT X'41' + 1, CONCAT(x'42', 'c')").unwrap();
+        let [Statement::Query(q)] = stmts.as_slice() else {
+            panic!("one query: {stmts:?}");
+        };
+        let ast::SetExpr::Select(sel) = q.body.as_ref() else {
+            panic!("a SELECT");
+        };
+        let names: Vec<String> = sel
+            .projection
+            .iter()
+            .map(|item| match item {
+                ast::SelectItem::UnnamedExpr(e) => ladle_dataflow::expr_column_name(e),
+                other => other.to_string(),
+            })
+            .collect();
+        assert_eq!(names, ["X'41' + 1", "CONCAT(X'42', 'c')"]);
+    }
+
+    #[test]
+    fn versioned_comments_run_up_to_the_announced_version() {
+        let open = |s| open_versioned_comments(s).into_owned();
+        assert_eq!(open("/*!40101 SET NAMES utf8 */;"), "  SET NAMES utf8  ;");
+        assert_eq!(open("SELECT 1 /*! + 1 */"), "SELECT 1   + 1  ");
+        assert_eq!(open("/*!800341 SET a=1 */"), "/*!800341 SET a=1 */");
+        assert_eq!(open("/*!90000 x */ SELECT 1"), "/*!90000 x */ SELECT 1");
+        assert_eq!(open("/*M!100616 SET a=1 */"), "/*M!100616 SET a=1 */");
+        assert_eq!(open("SELECT '/*!4 */', `/*!`"), "SELECT '/*!4 */', `/*!`");
+        assert_eq!(
+            open("SELECT 1 -- /*!40101 x */"),
+            "SELECT 1 -- /*!40101 x */"
+        );
+        assert_eq!(open("/*!50503 SET @a='*/' */"), "  SET @a='*/'  ");
         assert_eq!(split_statements("SELECT 'open"), ["SELECT 'open"]);
     }
 

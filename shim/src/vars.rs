@@ -151,6 +151,8 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ),
         ("datadir".into(), t(&facts.datadir)),
         ("default_storage_engine".into(), t("InnoDB")),
+        // Dumps save and restore these around their statements.
+        ("foreign_key_checks".into(), Value::Int(1)),
         (
             "error_count".into(),
             Value::Int(
@@ -204,6 +206,7 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("query_cache_type".into(), t("OFF")),
         ("socket".into(), Value::Null),
         ("sql_auto_is_null".into(), Value::Int(0)),
+        ("sql_notes".into(), Value::Int(1)),
         (
             "sql_mode".into(),
             t("STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION"),
@@ -216,6 +219,7 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("transaction_read_only".into(), Value::Int(0)),
         ("tx_isolation".into(), t("READ-COMMITTED")),
         ("tx_read_only".into(), Value::Int(0)),
+        ("unique_checks".into(), Value::Int(1)),
         ("version".into(), t(SERVER_VERSION)),
         (
             "version_comment".into(),

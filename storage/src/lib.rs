@@ -36,7 +36,9 @@
 //! list; if no leader is active it becomes the leader, drains the queue,
 //! takes the commit lock and applies each caller's ops in order over an
 //! overlay of the group's pending changes (atomically per caller: a failing
-//! caller is rolled back alone). The group becomes ONE batch (rows of every
+//! caller is rolled back alone; a caller's [`CommitCheck`], if any, then
+//! verifies the state its ops leave, e.g. foreign keys, and a failure rolls
+//! it back the same way). The group becomes ONE batch (rows of every
 //! index, AUTO_INCREMENT counters, one change-log entry with a new LSN)
 //! written with one WAL sync; the [`CommitObserver`] is told while the lock
 //! is still held; then the group's callers are woken. Reads never take the
@@ -83,7 +85,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ladle_common::{ColumnSchema, IndexSchema, Lsn, Row, TableDeltas, TableId, TableSchema, Value};
+use ladle_common::{
+    ColumnSchema, IndexSchema, Lsn, Row, RowDelta, TableDeltas, TableId, TableSchema, Value,
+};
 use parking_lot::{Mutex, RwLock};
 
 use crate::catalog::Catalog;
@@ -165,9 +169,21 @@ pub enum StorageError {
     ColumnExists(String),
     #[error("Column count doesn't match value count")]
     ColumnCount,
+    /// A value the caller's row function computed is out of its type's
+    /// range (integer overflow: MySQL's 1690).
+    #[error("{0}")]
+    OutOfRange(String),
     /// An expression evaluated by the caller's row function failed.
     #[error("{0}")]
     Expression(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a row references a parent row that is gone (MySQL's 1452).
+    #[error("{0}")]
+    NoReferencedRow(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a removed parent row is still referenced (MySQL's 1451).
+    #[error("{0}")]
+    RowIsReferenced(String),
     /// The caller's row function found a CHECK constraint FALSE for a row.
     #[error("CONSTRAINT `{constraint}` failed for `{database}`.`{table}`")]
     CheckFailed {
@@ -299,6 +315,15 @@ pub struct WriteResult {
     pub ops: Vec<OpResult>,
 }
 
+/// A caller's check of the state its write would commit, run by the
+/// commit leader under the commit lock right after the caller's ops are
+/// applied to the group ([`Storage::write_checked`]): the reads see the
+/// group's changes so far, this caller's included, over the committed
+/// state; the row deltas are this caller's. An error fails the caller's
+/// write alone (nothing of it is applied), as a failing op does.
+pub type CommitCheck =
+    Arc<dyn Fn(&SnapshotReads<'_>, &[(TableId, RowDelta)]) -> Result<()> + Send + Sync>;
+
 /// Told about every committed batch, in LSN order.
 pub trait CommitObserver: Send + Sync {
     /// Called inside the commit critical section, after the batch is in
@@ -387,6 +412,12 @@ impl ReadView {
         self.run(move |r| read::scan_all(r, &t))
     }
 
+    /// The schema `table` had when the view was taken (`None`: it did not
+    /// exist then).
+    pub fn schema(&self, table: TableId) -> Option<Arc<TableSchema>> {
+        self.tables.get(&table).map(|t| t.schema.clone())
+    }
+
     /// Rows whose `index` key lies between the bounds, in index order.
     pub fn range(
         &self,
@@ -457,6 +488,7 @@ type Slot = Arc<SlotInner>;
 /// A caller waiting in the commit queue.
 struct Pending {
     ops: Vec<WriteOp>,
+    check: Option<CommitCheck>,
     slot: Slot,
 }
 
@@ -719,13 +751,25 @@ impl Storage {
     /// connections' writes, and returns once durable per the configured
     /// durability. Validation (types, NOT NULL, keys) happens here.
     pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        self.write_checked(ops, None)
+    }
+
+    /// [`Storage::write`], with `check` run on the state the write would
+    /// commit (see [`CommitCheck`]): constraints between rows that another
+    /// connection's commit may break after the caller last read them
+    /// (FOREIGN KEYs) are verified where no commit can interleave.
+    pub fn write_checked(
+        &self,
+        ops: Vec<WriteOp>,
+        check: Option<CommitCheck>,
+    ) -> Result<WriteResult> {
         let gate = self.gate.read().clone();
         if let Some(g) = &gate {
             g.admit()?;
         }
         let result = {
             let _fence = (!IN_FENCE.with(|f| f.get())).then(|| self.fence.read());
-            self.write_queued(ops)?
+            self.write_queued(ops, check)?
         };
         if let Some(g) = &gate {
             g.acknowledge(result.lsn)?;
@@ -760,12 +804,13 @@ impl Storage {
         self.log_floor.store(lsn, Ordering::Release);
     }
 
-    fn write_queued(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+    fn write_queued(&self, ops: Vec<WriteOp>, check: Option<CommitCheck>) -> Result<WriteResult> {
         self.check_disk()?;
         let slot: Slot = Arc::new(SlotInner::default());
         let mut q = self.queue.lock();
         q.pending.push(Pending {
             ops,
+            check,
             slot: Arc::clone(&slot),
         });
         loop {
@@ -1186,29 +1231,42 @@ impl Storage {
         let mut outcomes: Vec<Result<Vec<OpResult>>> = Vec::with_capacity(group.len());
         let mut batch = engine::Batch::default();
         let mut changes = Vec::new();
-        let mut calls: Vec<Vec<WriteOp>> = Vec::with_capacity(group.len());
+        let mut calls: Vec<(Vec<WriteOp>, Option<CommitCheck>)> = Vec::with_capacity(group.len());
         let mut slots = Vec::with_capacity(group.len());
         for p in group {
-            calls.push(p.ops);
+            calls.push((p.ops, p.check));
             slots.push(p.slot);
         }
+        let check_lsn = self.last_lsn();
         let mut calls = Some(calls);
         let mut auto_inc = HashMap::new();
         let applied = self.engine.with_consistent(&mut |base| {
             let mut g = self.group(base, &tables);
-            for ops in calls.take().unwrap_or_default() {
+            for (ops, check) in calls.take().unwrap_or_default() {
                 // A caller's closure (filter, updater) that panics fails
                 // that caller alone, not the leader's thread or the group.
                 let mark = g.deltas.len();
-                let outcome =
-                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| g.apply_caller(ops)))
-                        .unwrap_or_else(|_| {
-                            g.overlay.rollback();
-                            g.deltas.truncate(mark);
-                            Err(StorageError::Internal(
-                                "a write operation's row function panicked".into(),
-                            ))
-                        });
+                let check = check.map(|check| {
+                    let tables = tables.clone();
+                    move |reader: &dyn engine::KvRead, deltas: &[(TableId, RowDelta)]| {
+                        let reads = SnapshotReads {
+                            lsn: check_lsn,
+                            tables: tables.clone(),
+                            reader,
+                        };
+                        check(&reads, deltas)
+                    }
+                });
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    g.apply_caller(ops, check.as_ref().map(|c| c as &write::CheckFn<'_>))
+                }))
+                .unwrap_or_else(|_| {
+                    g.overlay.rollback();
+                    g.deltas.truncate(mark);
+                    Err(StorageError::Internal(
+                        "a write operation's row function panicked".into(),
+                    ))
+                });
                 outcomes.push(outcome);
             }
             changes = g.take_changes();

@@ -21,6 +21,9 @@ use crate::{OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
 pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
 
+/// A caller's commit check over the group's state and its row deltas.
+pub(crate) type CheckFn<'a> = dyn Fn(&dyn KvRead, &[(TableId, RowDelta)]) -> Result<()> + 'a;
+
 /// A change to undo: column family, key, and the overlay's previous entry.
 type UndoEntry = (String, Vec<u8>, Option<Option<Vec<u8>>>);
 
@@ -186,8 +189,14 @@ impl Group<'_> {
             })
     }
 
-    /// Applies one caller's ops atomically.
-    pub fn apply_caller(&mut self, ops: Vec<WriteOp>) -> Result<Vec<OpResult>> {
+    /// Applies one caller's ops atomically; `check` (the caller's
+    /// [`crate::CommitCheck`]) then sees the result, and an error from it
+    /// undoes them.
+    pub fn apply_caller(
+        &mut self,
+        ops: Vec<WriteOp>,
+        check: Option<&CheckFn<'_>>,
+    ) -> Result<Vec<OpResult>> {
         let mark = self.deltas.len();
         let mut results = Vec::with_capacity(ops.len());
         for op in ops {
@@ -198,6 +207,13 @@ impl Group<'_> {
                     self.deltas.truncate(mark);
                     return Err(e);
                 }
+            }
+        }
+        if let Some(check) = check {
+            if let Err(e) = check(&self.reader(), &self.deltas[mark..]) {
+                self.overlay.rollback();
+                self.deltas.truncate(mark);
+                return Err(e);
             }
         }
         self.overlay.keep();

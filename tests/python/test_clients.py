@@ -125,6 +125,30 @@ def _connector(target):
                                    autocommit=True, connection_timeout=10)
 
 
+def test_returning_both_protocols(target):
+    """INSERT/DELETE ... RETURNING through the text protocol (PyMySQL) and
+    server-side prepared statements (mysql-connector)."""
+    text = target.connect_pymysql(autocommit=True)
+    with text.cursor() as c:
+        c.execute("CREATE TABLE t (id INT PRIMARY KEY AUTO_INCREMENT, s VARCHAR(10), n INT DEFAULT 3)")
+        c.execute("INSERT INTO t (s) VALUES ('a'), ('b') RETURNING id, s, n")
+        assert c.fetchall() == ((1, "a", 3), (2, "b", 3))
+    conn = _connector(target)
+    cur = conn.cursor(prepared=True)
+    cur.execute("INSERT INTO t (s, n) VALUES (?, ?), (?, ?) RETURNING id, s, n * 2", ("c", 1, "d", 2))
+    assert [tuple(r) for r in cur.fetchall()] == [(3, "c", 2), (4, "d", 4)]
+    cur.execute("DELETE FROM t WHERE id > ? RETURNING s, id", (2,))
+    assert sorted(tuple(r) for r in cur.fetchall()) == [("c", 3), ("d", 4)]
+    cur.close()
+    conn.close()
+    with text.cursor() as c:
+        c.execute("DELETE FROM t WHERE s = 'a' RETURNING id")
+        assert c.fetchall() == ((1,),)
+        c.execute("SELECT id, s FROM t")
+        assert c.fetchall() == ((2, "b"),)
+    text.close()
+
+
 def test_connector_prepared_statements(target):
     conn = _connector(target)
     setup = conn.cursor()

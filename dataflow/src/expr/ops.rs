@@ -218,6 +218,12 @@ pub(crate) fn to_u64_bits(v: &Value) -> u64 {
 }
 
 pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
+    // An overflow marker (see `out_of_range_marker`) stays one.
+    for v in [l, r] {
+        if super::out_of_range_in(v).is_some() {
+            return Ok(v.clone());
+        }
+    }
     let (a, b) = match (to_num(l), to_num(r)) {
         (Some(a), Some(b)) => (a, b),
         _ => return Ok(Value::Null),
@@ -301,8 +307,13 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
                 Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
             }
             ArithOp::IntDiv => {
+                let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
                 if y == 0 {
                     Ok(Value::Null)
+                } else if unsigned && x / y < 0 {
+                    Err(EvalError::OutOfRange(
+                        "BIGINT UNSIGNED value is out of range".into(),
+                    ))
                 } else {
                     int_value(x / y)
                 }

@@ -19,12 +19,23 @@ impl Project {
     }
 
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
-        // Evaluation errors (overflow in a computed column) yield NULL so
-        // that an insert and its later delete always project alike.
+        // Never an error, so that an insert and its later delete always
+        // project alike: an overflow becomes its marker (a read returning
+        // it fails with 1690), any other failure NULL.
         self.exprs
             .iter()
-            .map(|e| e.eval(row).unwrap_or(ladle_common::Value::Null))
+            .map(|e| match e.eval(row) {
+                Ok(v) => v,
+                Err(crate::expr::EvalError::OutOfRange(m)) => crate::expr::out_of_range_marker(&m),
+                Err(_) => ladle_common::Value::Null,
+            })
             .collect()
+    }
+
+    /// Whether some output column is computed (not a copy of an input
+    /// column), so may hold an overflow marker.
+    pub fn computes(&self) -> bool {
+        self.exprs.iter().any(|e| !matches!(e, Expr::Column(_)))
     }
 
     /// Output column `col` if it is a plain copy of an input column.
@@ -72,5 +83,29 @@ mod tests {
         ]);
         let mut h = Harness::new(move |_, d| p.on_input(d).unwrap());
         assert_emits(&mut h, "+ 1 a\n- 2 b", "+ a 2\n- b 3");
+    }
+
+    #[test]
+    fn overflow_projects_to_a_marker_equal_in_both_signs() {
+        let p = Project::new(vec![Expr::Arith(
+            ArithOp::Mul,
+            Box::new(Expr::Column(0)),
+            Box::new(Expr::Literal(Value::Int(2))),
+        )]);
+        let big = vec![Value::Int(i64::MAX)];
+        let out = p
+            .on_input(vec![RowDelta::Insert(big.clone()), RowDelta::Delete(big)])
+            .unwrap();
+        let (RowDelta::Insert(a), RowDelta::Delete(b)) = (&out[0], &out[1]) else {
+            panic!("signs kept: {out:?}");
+        };
+        assert_eq!(a, b, "an insert and its delete cancel out");
+        assert_eq!(
+            crate::expr::out_of_range_in(&a[0]),
+            Some("BIGINT value is out of range")
+        );
+        // Arithmetic over the marker keeps it.
+        let again = crate::expr::arith_values(ArithOp::Add, &a[0], &Value::Int(1)).unwrap();
+        assert!(crate::expr::out_of_range_in(&again).is_some());
     }
 }

@@ -557,6 +557,23 @@ impl<'a> ExprCx<'a> {
                     let (lt, rt) = (text(&l), text(&r));
                     (coerce_literal(left, l, rt), coerce_literal(right, r, lt))
                 };
+                // An UNSIGNED column's values are stored as plain integers:
+                // marked unsigned here, so `+ - * DIV` over one give an
+                // unsigned result (below zero: 1690), as in MySQL.
+                let unsigned = |x: Expr| match x.result_type(&frame).0 {
+                    SqlType::Int { unsigned: true, .. } if !matches!(x, Expr::Literal(_)) => {
+                        Expr::Cast(b(x), CastType::Unsigned)
+                    }
+                    _ => x,
+                };
+                let (l, r) = match op {
+                    B::Plus
+                    | B::Minus
+                    | B::Multiply
+                    | B::MyIntegerDivide
+                    | B::DuckIntegerDivide => (unsigned(l), unsigned(r)),
+                    _ => (l, r),
+                };
                 let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
                 let cmp = |o: CmpOp| Expr::Cmp {
                     op: o,

@@ -1395,7 +1395,7 @@ impl<'a> Planner<'a> {
                         ast::SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
                         _ => match as_column(e) {
                             Some(ids) => ids.last().map(|i| i.value.clone()).unwrap_or_default(),
-                            None => e.to_string(),
+                            None => crate::expr_column_name(e),
                         },
                     };
                     let table = match (as_column(e), post.is_some()) {

@@ -31,6 +31,7 @@ conformance!(
     concurrent_writers,
     panicking_row_function_fails_its_caller_only,
     exclusive_sees_what_observers_were_told,
+    commit_check_sees_the_write_and_fails_its_caller_only,
 );
 
 fn insert_lookup_scan(kind: Kind) {
@@ -1015,4 +1016,45 @@ fn exclusive_sees_what_observers_were_told(kind: Kind) {
         w.join().unwrap();
     }
     assert_eq!(*counter.0.lock(), 400);
+}
+
+fn commit_check_sees_the_write_and_fails_its_caller_only(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    // At most two rows: the check reads the state being committed, and
+    // gets this caller's deltas.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let check: crate::CommitCheck = {
+        let (id, seen) = (u.id, seen.clone());
+        Arc::new(move |reads, deltas| {
+            seen.lock().push(deltas.len());
+            if reads.scan(id)?.len() > 2 {
+                return Err(StorageError::NoReferencedRow("too many rows".into()));
+            }
+            Ok(())
+        })
+    };
+    s.write_checked(
+        vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])],
+        Some(check.clone()),
+    )
+    .unwrap();
+    let r = s.write_checked(
+        vec![insert(
+            &u,
+            vec![row(&[i(2), t("b"), i(1)]), row(&[i(3), t("c"), i(1)])],
+        )],
+        Some(check.clone()),
+    );
+    assert!(matches!(r, Err(StorageError::NoReferencedRow(m)) if m == "too many rows"));
+    assert_eq!(s.scan(u.id).unwrap().len(), 1);
+    assert_eq!(*seen.lock(), vec![1, 2]);
+    // The failed caller left nothing behind: the next write commits.
+    s.write_checked(
+        vec![insert(&u, vec![row(&[i(2), t("b"), i(1)])])],
+        Some(check),
+    )
+    .unwrap();
+    assert_eq!(s.scan(u.id).unwrap().len(), 2);
 }

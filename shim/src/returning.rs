@@ -1,0 +1,110 @@
+//! `INSERT ... RETURNING` and `DELETE ... RETURNING` (MariaDB's): the
+//! statement answers with a result set, one row per row it inserted or
+//! deleted, holding the listed expressions evaluated over that row.
+//! (`UPDATE ... RETURNING` is a syntax error in MariaDB and refused here.)
+
+use ladle_common::{Row, TableSchema};
+use ladle_dataflow::{compile_row_expr, OutputColumn, ResultRows, RowExpr};
+use sqlparser::ast::{self, SelectItem};
+
+use crate::error::{Result, ShimError};
+use crate::exec::Output;
+
+/// A compiled RETURNING list over one table's rows.
+pub struct Returning {
+    columns: Vec<OutputColumn>,
+    exprs: Vec<RowExpr>,
+}
+
+impl Returning {
+    /// Compiles `items` (`*`, `t.*`, expressions with or without alias)
+    /// against `schema`, before the statement changes anything, so a bad
+    /// list fails it whole.
+    pub fn compile(schema: &TableSchema, items: &[SelectItem]) -> Result<Returning> {
+        let mut columns = Vec::new();
+        let mut exprs = Vec::new();
+        for item in items {
+            let (expr, alias) = match item {
+                SelectItem::Wildcard(_) => {
+                    Self::all_columns(schema, &mut columns, &mut exprs)?;
+                    continue;
+                }
+                SelectItem::QualifiedWildcard(name, _) => {
+                    let named = crate::exec::last_part(name);
+                    if !named.eq_ignore_ascii_case(&schema.name) {
+                        return Err(ShimError::Dataflow(
+                            ladle_dataflow::DataflowError::UnknownTable(named),
+                        ));
+                    }
+                    Self::all_columns(schema, &mut columns, &mut exprs)?;
+                    continue;
+                }
+                SelectItem::UnnamedExpr(e) => (e, None),
+                SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            };
+            let compiled = compile_row_expr(expr, Some(schema))?;
+            let (ty, nullable) = compiled.result_type(schema);
+            let column = match expr {
+                ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
+                    let name = match expr {
+                        ast::Expr::CompoundIdentifier(ids) => ids.last().map(|i| i.value.clone()),
+                        ast::Expr::Identifier(i) => Some(i.value.clone()),
+                        _ => None,
+                    }
+                    .unwrap_or_default();
+                    OutputColumn {
+                        name: alias.unwrap_or(name),
+                        table: schema.name.clone(),
+                        ty,
+                        nullable,
+                    }
+                }
+                _ => OutputColumn {
+                    name: alias.unwrap_or_else(|| ladle_dataflow::expr_column_name(expr)),
+                    table: String::new(),
+                    ty,
+                    nullable,
+                },
+            };
+            columns.push(column);
+            exprs.push(compiled);
+        }
+        Ok(Returning { columns, exprs })
+    }
+
+    fn all_columns(
+        schema: &TableSchema,
+        columns: &mut Vec<OutputColumn>,
+        exprs: &mut Vec<RowExpr>,
+    ) -> Result<()> {
+        for c in &schema.columns {
+            let id = ast::Expr::Identifier(ast::Ident::new(c.name.clone()));
+            exprs.push(compile_row_expr(&id, Some(schema))?);
+            columns.push(OutputColumn {
+                name: c.name.clone(),
+                table: schema.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+            });
+        }
+        Ok(())
+    }
+
+    /// The result set for `rows` (as the table holds them: coerced to its
+    /// column types).
+    pub fn output(&self, rows: &[Row]) -> Result<Output> {
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let values = self
+                .exprs
+                .iter()
+                .map(|x| x.eval(row))
+                .collect::<std::result::Result<Row, _>>()?;
+            out.push(values);
+        }
+        Ok(Output::Rows {
+            columns: self.columns.clone(),
+            rows: ResultRows::from(out),
+        })
+    }
+}
