@@ -649,10 +649,22 @@ impl<'a> TransactionKeys<'a> {
             )
         });
         if let (Some(tx), false) = (&s.transaction, only_added) {
-            // The transaction changed or removed rows: its view of the
-            // table is the committed rows with its ops replayed (O(table),
-            // as reads inside such a transaction are).
-            for r in replay(tx, schema, e.storage.scan(schema.id)?)? {
+            // The transaction changed or removed rows: its view of the rows
+            // holding the new rows' keys is those committed rows (and the
+            // ones its ops touched) with its ops replayed.
+            let lookups: Vec<ScanSpec> = defs
+                .iter()
+                .filter_map(|(_, index, cols)| Some((index.as_ref()?, cols)))
+                .flat_map(|(index, cols)| {
+                    new_rows.iter().filter_map(move |row| {
+                        Some(ScanSpec::Prefix {
+                            index: *index,
+                            key: key_values(row, cols)?,
+                        })
+                    })
+                })
+                .collect();
+            for r in transaction_rows(e, tx, schema, &lookups)? {
                 me.add(&r);
             }
         } else {
@@ -963,7 +975,54 @@ fn candidate_rows(
             ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
         });
     };
-    replay(tx, schema, e.storage.scan(schema.id)?)
+    transaction_rows(e, tx, schema, std::slice::from_ref(scan))
+}
+
+/// Rows of `schema`'s table as the open transaction `tx` leaves them: at
+/// least every row one of `scans` finds in that state (callers filter
+/// further). Reads only what the scans and the transaction's own ops on
+/// the table look up, when each of those is a key lookup and the ops only
+/// insert, update or delete by their own scans (a REPLACE or ON DUPLICATE
+/// KEY UPDATE reaches rows by any unique key): a row the transaction
+/// changed was found by one of its ops' scans, and any other row is as
+/// committed. Otherwise it replays the ops over the whole table. (sysbench
+/// `oltp_read_write`'s UPDATE, DELETE and INSERT by primary key each read
+/// the whole table before: 2 ms of CPU per statement at 40k rows.)
+fn transaction_rows(
+    e: &Engine,
+    tx: &Transaction,
+    schema: &TableSchema,
+    scans: &[ScanSpec],
+) -> Result<Vec<Row>> {
+    let mut lookups: Vec<&ScanSpec> = scans.iter().collect();
+    let by_own_scans = tx.ops.iter().all(|op| match op {
+        WriteOp::Insert {
+            table, on_conflict, ..
+        } => *table != schema.id || matches!(on_conflict, OnConflict::Error | OnConflict::Ignore),
+        WriteOp::Update { table, scan, .. } | WriteOp::Delete { table, scan, .. } => {
+            if *table == schema.id {
+                lookups.push(scan);
+            }
+            true
+        }
+    });
+    let pk = schema.primary_key.as_deref().filter(|pk| !pk.is_empty());
+    let keyed = lookups.iter().all(|s| matches!(s, ScanSpec::Prefix { .. }));
+    let (Some(pk), true, true) = (pk, by_own_scans, keyed) else {
+        return replay(tx, schema, e.storage.scan(schema.id)?);
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut rows = Vec::new();
+    for scan in lookups {
+        if let ScanSpec::Prefix { index, key } = scan {
+            for r in e.storage.lookup(schema.id, *index, key)? {
+                if seen.insert(key_values(&r, pk)) {
+                    rows.push(r);
+                }
+            }
+        }
+    }
+    replay(tx, schema, rows)
 }
 
 /// Whether the open transaction wrote `table`.
