@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 
 use crate::{ColumnSchema, SqlType, Value};
@@ -48,7 +48,9 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         column: column.name.clone(),
     };
     match &column.ty {
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
             // MySQL rounds a fractional value assigned to an integer column.
             let d = d.round();
@@ -169,15 +171,19 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::DateTime | SqlType::Timestamp => match v {
-            Value::DateTime(_) => Ok(v.clone()),
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => match v {
+            Value::DateTime(dt) => Ok(Value::DateTime(truncate_datetime(*dt, *fsp))),
             Value::Date(d) => Ok(Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default())),
-            Value::Text(s) => parse_datetime(s).map(Value::DateTime).ok_or_else(incorrect),
+            Value::Text(s) => parse_datetime(s)
+                .map(|dt| Value::DateTime(truncate_datetime(dt, *fsp)))
+                .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::Time => match v {
-            Value::Time(_) => Ok(v.clone()),
-            Value::Text(s) => parse_time(s).map(Value::Time).ok_or_else(incorrect),
+        SqlType::Time { fsp } => match v {
+            Value::Time(us) => Ok(Value::Time(truncate_micros(*us, *fsp))),
+            Value::Text(s) => parse_time(s)
+                .map(|us| Value::Time(truncate_micros(us, *fsp)))
+                .ok_or_else(incorrect),
             Value::Int(i) => {
                 // HHMMSS as an integer.
                 let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
@@ -189,6 +195,20 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             _ => Err(incorrect()),
         },
     }
+}
+
+/// Microseconds cut to `fsp` fractional digits, toward zero: MariaDB
+/// truncates (it rounds only under `TIME_ROUND_FRACTIONAL`).
+pub fn truncate_micros(us: i64, fsp: u8) -> i64 {
+    let unit = 10i64.pow(6 - u32::from(fsp.min(6)));
+    us / unit * unit
+}
+
+/// A datetime's fraction cut to `fsp` digits (see [`truncate_micros`]).
+pub fn truncate_datetime(dt: NaiveDateTime, fsp: u8) -> NaiveDateTime {
+    let micros = i64::from(dt.and_utc().timestamp_subsec_micros());
+    let kept = truncate_micros(micros, fsp);
+    dt.with_nanosecond((kept * 1000) as u32).unwrap_or(dt)
 }
 
 /// How [`coerce_adjusting`] made a value fit, as MySQL's non-strict mode
@@ -224,7 +244,12 @@ pub fn coerce_adjusting(
         SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double
     );
     match (&err, &column.ty) {
-        (CoerceError::OutOfRange { .. }, SqlType::Int { bytes, unsigned }) => {
+        (
+            CoerceError::OutOfRange { .. },
+            SqlType::Int {
+                bytes, unsigned, ..
+            },
+        ) => {
             let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
             let bits = u32::from(*bytes) * 8;
             let end = match (unsigned, negative) {
@@ -483,10 +508,12 @@ mod tests {
         let tiny = col(SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         });
         let utiny = col(SqlType::Int {
             bytes: 1,
             unsigned: true,
+            display_width: None,
         });
         let adjust = |v: Value, c: &ColumnSchema| coerce_adjusting(&v, c).unwrap();
         assert_eq!(
@@ -568,6 +595,7 @@ mod tests {
         let tiny = col(SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         });
         assert_eq!(coerce(&Value::Int(127), &tiny), Ok(Value::Int(127)));
         assert!(matches!(
@@ -582,6 +610,7 @@ mod tests {
         let ubig = col(SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         });
         assert_eq!(
             coerce(&Value::UInt(u64::MAX), &ubig),
@@ -591,15 +620,39 @@ mod tests {
     }
 
     #[test]
+    fn fractional_seconds_are_truncated_to_the_declared_precision() {
+        let at = |fsp, s| coerce(&Value::text(s), &col(SqlType::DateTime { fsp })).unwrap();
+        assert_eq!(
+            at(0, "2020-01-01 10:00:00.7").to_string(),
+            "2020-01-01 10:00:00"
+        );
+        assert_eq!(
+            at(2, "2020-01-01 10:00:00.129").to_string(),
+            "2020-01-01 10:00:00.120000"
+        );
+        assert_eq!(
+            at(6, "2020-01-01 10:00:00.1234567").to_string(),
+            "2020-01-01 10:00:00.123456"
+        );
+        let during = |fsp, s| coerce(&Value::text(s), &col(SqlType::Time { fsp })).unwrap();
+        assert_eq!(during(3, "10:00:00.99951"), Value::Time(36_000_999_000));
+        assert_eq!(during(0, "-00:00:01.5"), Value::Time(-1_000_000));
+    }
+
+    #[test]
     fn strings_and_dates() {
         assert!(matches!(
             coerce(&Value::text("abcd"), &col(SqlType::VarChar(3))),
             Err(CoerceError::TooLong { .. })
         ));
-        let d = coerce(&Value::text("2024-02-29 10:11:12"), &col(SqlType::DateTime)).unwrap();
+        let d = coerce(
+            &Value::text("2024-02-29 10:11:12"),
+            &col(SqlType::DateTime { fsp: 0 }),
+        )
+        .unwrap();
         assert_eq!(d.to_string(), "2024-02-29 10:11:12");
         assert_eq!(
-            coerce(&Value::text("12:30:00"), &col(SqlType::Time))
+            coerce(&Value::text("12:30:00"), &col(SqlType::Time { fsp: 0 }))
                 .unwrap()
                 .to_string(),
             "12:30:00"

@@ -1334,8 +1334,8 @@ fn read(
                     if matches!(
                         spec.key_types[i],
                         ladle_common::SqlType::Date
-                            | ladle_common::SqlType::DateTime
-                            | ladle_common::SqlType::Timestamp
+                            | ladle_common::SqlType::DateTime { .. }
+                            | ladle_common::SqlType::Timestamp { .. }
                     ) =>
                 {
                     match ladle_common::parse_datetime_prefix(t) {

@@ -830,6 +830,9 @@ pub fn create_table_sql(
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
+        } else if matches!(c.ty, SqlType::Timestamp { .. }) {
+            // MariaDB spells out NULL for a TIMESTAMP, which once could not be.
+            l.push_str(" NULL");
         }
         match &c.default {
             ColumnDefault::Value(v) => {
@@ -840,10 +843,8 @@ pub fn create_table_sql(
                 if numeric {
                     l.push_str(&format!(" DEFAULT {v}"));
                 } else {
-                    l.push_str(&format!(
-                        " DEFAULT {}",
-                        crate::params::quote(&v.to_string())
-                    ));
+                    let text = v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string());
+                    l.push_str(&format!(" DEFAULT {}", crate::params::quote(&text)));
                 }
             }
             ColumnDefault::CurrentTimestamp => l.push_str(" DEFAULT current_timestamp()"),
@@ -966,7 +967,9 @@ fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
         SqlType::Text(l) | SqlType::Binary(l) | SqlType::VarBinary(l) | SqlType::Blob(l) => {
             (data_type, n(*l), n(*l), Value::Null, Value::Null)
         }
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => {
             let p = match (bytes, unsigned) {
                 (1, _) => 3,
                 (2, _) => 5,
@@ -1100,12 +1103,14 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             for tb in all_tables() {
                 for (i, c) in tb.columns.iter().enumerate() {
                     let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
-                    let dt_prec =
-                        if matches!(c.ty, SqlType::DateTime | SqlType::Timestamp | SqlType::Time) {
-                            Value::Int(0)
-                        } else {
-                            Value::Null
-                        };
+                    let dt_prec = if matches!(
+                        c.ty,
+                        SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
+                    ) {
+                        Value::Int(i64::from(c.ty.fsp()))
+                    } else {
+                        Value::Null
+                    };
                     let (cs, coll) = if c.ty.is_text() {
                         (t("utf8mb4"), t(c.collation.name()))
                     } else {

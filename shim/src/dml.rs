@@ -1768,6 +1768,7 @@ mod tests {
                     SqlType::Int {
                         bytes: 4,
                         unsigned: false,
+                        display_width: None,
                     },
                 ),
                 ColumnSchema::new(
@@ -1775,6 +1776,7 @@ mod tests {
                     SqlType::Int {
                         bytes: 4,
                         unsigned: false,
+                        display_width: None,
                     },
                 ),
                 ColumnSchema::new("name", SqlType::VarChar(10)),

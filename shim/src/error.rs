@@ -147,6 +147,8 @@ pub const ER_NO_REFERENCED_ROW: MysqlCode = code(1452, "23000");
 pub const ER_TRUNCATE_ILLEGAL_FK: MysqlCode = code(1701, "42000");
 pub const ER_WRONG_FK_DEF: MysqlCode = code(1239, "42000");
 pub const ER_CANT_CREATE_TABLE: MysqlCode = code(1005, "HY000");
+pub const ER_TOO_BIG_PRECISION: MysqlCode = code(1426, "42000");
+pub const ER_TOO_BIG_DISPLAYWIDTH: MysqlCode = code(1439, "42000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.

@@ -158,6 +158,7 @@ pub fn int_column(name: &str) -> OutputColumn {
         SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         },
     )
 }
@@ -909,10 +910,12 @@ impl Engine {
                 Value::Int(_) => SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 Value::UInt(_) => SqlType::Int {
                     bytes: 8,
                     unsigned: true,
+                    display_width: None,
                 },
                 Value::Double(_) => SqlType::Double,
                 Value::Decimal(d) => SqlType::Decimal {
@@ -921,8 +924,8 @@ impl Engine {
                 },
                 Value::Bytes(_) => SqlType::VarBinary(65535),
                 Value::Date(_) => SqlType::Date,
-                Value::DateTime(_) => SqlType::DateTime,
-                Value::Time(_) => SqlType::Time,
+                Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
+                Value::Time(_) => SqlType::Time { fsp: 0 },
                 _ => SqlType::VarChar(255),
             };
             columns.push(OutputColumn {

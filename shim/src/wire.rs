@@ -112,6 +112,16 @@ fn clamp(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Characters a fraction of `fsp` digits adds to a temporal value: the
+/// point and the digits.
+fn fraction_len(fsp: u8) -> u64 {
+    if fsp == 0 {
+        0
+    } else {
+        1 + u64::from(fsp)
+    }
+}
+
 /// The definition describing a value of type `ty` (before nullability).
 pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     use types::*;
@@ -119,19 +129,24 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     let mut charset = BINARY_COLLATION;
     let mut decimals = 0u8;
     let (coltype, length): (u8, u64) = match ty {
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes,
+            unsigned,
+            display_width,
+        } => {
             if *unsigned {
                 f |= flags::UNSIGNED;
             }
-            // Display widths: digits, plus one for the sign if signed.
-            let (t, digits) = match bytes {
-                1 => (TINY, 3),
-                2 => (SHORT, 5),
-                3 => (INT24, 8),
-                4 => (LONG, 10),
-                _ => (LONGLONG, if *unsigned { 20 } else { 19 }),
+            let t = match bytes {
+                1 => TINY,
+                2 => SHORT,
+                3 => INT24,
+                4 => LONG,
+                _ => LONGLONG,
             };
-            (t, digits + u64::from(!*unsigned))
+            // The length is the display width (1 for TINYINT(1)).
+            let width = SqlType::int_display_width(*bytes, *unsigned, *display_width);
+            (t, u64::from(width))
         }
         SqlType::Year => {
             f |= flags::UNSIGNED | flags::ZEROFILL;
@@ -191,18 +206,21 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
             f |= flags::BINARY;
             (DATE, 10)
         }
-        SqlType::DateTime => {
+        SqlType::DateTime { fsp } => {
             f |= flags::BINARY;
-            (DATETIME, 19)
+            decimals = *fsp;
+            (DATETIME, 19 + fraction_len(*fsp))
         }
-        SqlType::Timestamp => {
+        SqlType::Timestamp { fsp } => {
             // What MariaDB sends for a TIMESTAMP column.
             f |= flags::BINARY | flags::UNSIGNED;
-            (TIMESTAMP, 19)
+            decimals = *fsp;
+            (TIMESTAMP, 19 + fraction_len(*fsp))
         }
-        SqlType::Time => {
+        SqlType::Time { fsp } => {
             f |= flags::BINARY;
-            (TIME, 10)
+            decimals = *fsp;
+            (TIME, 10 + fraction_len(*fsp))
         }
     };
     ColumnDef {
@@ -348,6 +366,12 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
         Value::Text(s) => put_lenenc_bytes(out, s.as_bytes()),
         Value::Double(d) if c.coltype == types::FLOAT => {
             put_lenenc_bytes(out, format_float(*d as f32).as_bytes())
+        }
+        Value::DateTime(_) | Value::Time(_)
+            if matches!(c.coltype, types::DATETIME | types::TIMESTAMP | types::TIME) =>
+        {
+            let text = v.temporal_text(c.decimals).unwrap_or_default();
+            put_lenenc_bytes(out, text.as_bytes())
         }
         other => put_lenenc_bytes(out, other.to_string().as_bytes()),
     }
@@ -629,6 +653,7 @@ mod tests {
             ty: SqlType::Int {
                 bytes: 4,
                 unsigned: false,
+                display_width: None,
             },
             nullable: false,
         }];
@@ -697,6 +722,7 @@ mod tests {
                 ty: SqlType::Int {
                     bytes: 1,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
             },
@@ -706,6 +732,7 @@ mod tests {
                 ty: SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
             },

@@ -541,10 +541,12 @@ impl Expr {
         let bigint = SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         };
         let boolean = SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         };
         match self {
             Column(i) | Proposed(i) => input
@@ -559,6 +561,7 @@ impl Expr {
                 SqlType::Int {
                     bytes: 8,
                     unsigned: true,
+                    display_width: None,
                 },
                 false,
             ),
@@ -576,6 +579,7 @@ impl Expr {
                     | ArithOp::Shr => SqlType::Int {
                         bytes: 8,
                         unsigned: true,
+                        display_width: None,
                     },
                     ArithOp::Div => {
                         if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
@@ -636,6 +640,7 @@ impl Expr {
                     CastType::Unsigned => SqlType::Int {
                         bytes: 8,
                         unsigned: true,
+                        display_width: None,
                     },
                     CastType::Char => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
@@ -645,8 +650,8 @@ impl Expr {
                     },
                     CastType::Double => SqlType::Double,
                     CastType::Date => SqlType::Date,
-                    CastType::DateTime => SqlType::DateTime,
-                    CastType::Time => SqlType::Time,
+                    CastType::DateTime => SqlType::DateTime { fsp: 0 },
+                    CastType::Time => SqlType::Time { fsp: 0 },
                 };
                 (
                     ty,
@@ -690,10 +695,12 @@ pub fn literal_type(v: &Value) -> SqlType {
         Value::Int(_) => SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         },
         Value::UInt(_) => SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         },
         Value::Double(_) => SqlType::Double,
         Value::Decimal(d) => SqlType::Decimal {
@@ -703,8 +710,8 @@ pub fn literal_type(v: &Value) -> SqlType {
         Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
         Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
         Value::Date(_) => SqlType::Date,
-        Value::DateTime(_) => SqlType::DateTime,
-        Value::Time(_) => SqlType::Time,
+        Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
+        Value::Time(_) => SqlType::Time { fsp: 0 },
     }
 }
 
@@ -751,7 +758,14 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
             })
             .max()
             .unwrap_or(8);
-        return (SqlType::Int { bytes, unsigned }, nullable);
+        return (
+            SqlType::Int {
+                bytes,
+                unsigned,
+                display_width: None,
+            },
+            nullable,
+        );
     }
     if non_null.iter().any(|t| is_float(t)) {
         return (SqlType::Double, nullable);
@@ -772,11 +786,13 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
     if non_null.iter().all(|t| **t == *non_null[0]) {
         return (non_null[0].clone(), nullable);
     }
-    if non_null
-        .iter()
-        .all(|t| matches!(t, SqlType::Date | SqlType::DateTime | SqlType::Timestamp))
-    {
-        return (SqlType::DateTime, nullable);
+    if non_null.iter().all(|t| {
+        matches!(
+            t,
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
+        )
+    }) {
+        return (SqlType::DateTime { fsp: 0 }, nullable);
     }
     (SqlType::VarChar(255), nullable)
 }

@@ -595,7 +595,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
                 Value::Time(i64::from(dt.num_seconds_from_midnight()) * 1_000_000)
             }
             other => {
-                let col = ladle_common::ColumnSchema::new("", ladle_common::SqlType::Time);
+                let col =
+                    ladle_common::ColumnSchema::new("", ladle_common::SqlType::Time { fsp: 0 });
                 ladle_common::coerce(&Value::text(to_text(other)), &col).unwrap_or(Value::Null)
             }
         },

@@ -1799,6 +1799,7 @@ impl<'a> Planner<'a> {
                         ty: SqlType::Int {
                             bytes: 8,
                             unsigned: false,
+                            display_width: None,
                         },
                         nullable: true,
                         collation: coll,
@@ -1896,6 +1897,7 @@ impl<'a> Planner<'a> {
         let bigint = SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         };
         if list.args.len() != 1 {
             return Err(unsupported(format!(
@@ -2498,6 +2500,7 @@ impl Planner<'_> {
                 ty: SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
                 collation: Collation::Binary,

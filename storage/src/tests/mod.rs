@@ -81,6 +81,7 @@ pub(crate) fn int() -> SqlType {
     SqlType::Int {
         bytes: 4,
         unsigned: false,
+        display_width: None,
     }
 }
 
