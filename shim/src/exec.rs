@@ -143,6 +143,7 @@ pub fn column(name: &str, ty: SqlType) -> OutputColumn {
     OutputColumn {
         name: name.to_string(),
         table: String::new(),
+        origin: None,
         ty,
         nullable: true,
     }
@@ -931,6 +932,7 @@ impl Engine {
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
+                origin: None,
                 ty,
                 nullable: v.is_null(),
             });

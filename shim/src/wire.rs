@@ -3,15 +3,14 @@
 //! text or binary protocol cells, and prepared-statement parameters ->
 //! `Value`.
 //!
-//! What the metadata can say is what `OutputColumn` knows: the column's
-//! `SqlType` and nullability. Key flags (PRI_KEY, UNIQUE_KEY,
-//! MULTIPLE_KEY), AUTO_INCREMENT, declared display widths (TINYINT(1)) and
-//! fractional-seconds precision are not carried there, so they are not
-//! sent (DATETIME/TIME go out as fsp 0).
+//! What the metadata says comes from `OutputColumn`: the column's
+//! `SqlType` (with its display width and fractional-seconds precision),
+//! nullability and, for a column passed through from a base table, that
+//! column's keys, AUTO_INCREMENT, default and ON UPDATE as MariaDB's flags.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
-use ladle_common::{SqlType, Value};
-use ladle_dataflow::{OutputColumn, ResultRows, RowRef};
+use ladle_common::{ColumnDefault, SqlType, Value};
+use ladle_dataflow::{BaseColumn, OutputColumn, ResultRows, RowRef};
 
 use crate::protocol::codec::{put_lenenc_bytes, Cursor, Decoded, Malformed};
 
@@ -60,6 +59,10 @@ pub mod flags {
     pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
     pub const TIMESTAMP: u16 = 1024;
+    pub const NO_DEFAULT_VALUE: u16 = 4096;
+    pub const ON_UPDATE_NOW: u16 = 8192;
+    /// Part of some key (any position, any index).
+    pub const PART_KEY: u16 = 16384;
     // NUM_FLAG (32768) is set by client libraries, not sent by servers.
 }
 
@@ -234,6 +237,51 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     }
 }
 
+/// The flags MariaDB sends for a base table's column beyond its type's
+/// and nullability: its place in keys, AUTO_INCREMENT, whether it has a
+/// default, ON UPDATE CURRENT_TIMESTAMP.
+fn base_column_flags(base: &BaseColumn) -> u16 {
+    let t = &*base.table;
+    let Some(c) = t.columns.get(base.column) else {
+        return 0;
+    };
+    let mut f = 0;
+    let primary = t.primary_key.as_deref().unwrap_or(&[]);
+    if primary.contains(&base.column) {
+        f |= flags::PRI_KEY | flags::PART_KEY;
+    }
+    for index in &t.indexes {
+        if !index.columns.contains(&base.column) {
+            continue;
+        }
+        f |= flags::PART_KEY;
+        // Only an index's first column is marked, and only a one-column
+        // UNIQUE index makes it UNIQUE_KEY (as in MariaDB's table.cc).
+        if index.columns[0] == base.column {
+            f |= if index.unique && index.columns.len() == 1 {
+                flags::UNIQUE_KEY
+            } else {
+                flags::MULTIPLE_KEY
+            };
+        }
+    }
+    if c.auto_increment {
+        f |= flags::AUTO_INCREMENT;
+    }
+    if !c.nullable && !c.auto_increment && c.default == ColumnDefault::None {
+        f |= flags::NO_DEFAULT_VALUE;
+    }
+    if c.on_update_current_timestamp {
+        f |= flags::ON_UPDATE_NOW;
+    }
+    // A TIMESTAMP set automatically (DEFAULT or ON UPDATE CURRENT_TIMESTAMP).
+    let automatic = c.on_update_current_timestamp || c.default == ColumnDefault::CurrentTimestamp;
+    if matches!(c.ty, SqlType::Timestamp { .. }) && automatic {
+        f |= flags::TIMESTAMP;
+    }
+    f
+}
+
 /// Wire metadata for result columns, adjusted so every value in `rows` can
 /// be encoded under it (a computed column whose values do not fit its
 /// declared type is widened; NOT NULL is dropped if a NULL appears).
@@ -244,6 +292,9 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
             let mut d = column_def(&c.name, &c.table, &c.ty);
             if !c.nullable {
                 d.flags |= flags::NOT_NULL;
+            }
+            if let Some(base) = &c.origin {
+                d.flags |= base_column_flags(base);
             }
             d
         })
@@ -650,6 +701,7 @@ mod tests {
         let cols = vec![OutputColumn {
             name: "n".into(),
             table: String::new(),
+            origin: None,
             ty: SqlType::Int {
                 bytes: 4,
                 unsigned: false,
@@ -719,6 +771,7 @@ mod tests {
             OutputColumn {
                 name: "t".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::Int {
                     bytes: 1,
                     unsigned: false,
@@ -729,6 +782,7 @@ mod tests {
             OutputColumn {
                 name: "b".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::Int {
                     bytes: 8,
                     unsigned: false,
@@ -739,6 +793,7 @@ mod tests {
             OutputColumn {
                 name: "s".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::VarChar(10),
                 nullable: true,
             },

@@ -329,8 +329,22 @@ const EVERY_TYPE: &str = "CREATE TABLE every_type (
     c CHAR(3), vc VARCHAR(20), tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
     b BINARY(4), vb VARBINARY(9), bl BLOB, lb LONGBLOB,
     dt DATE, dtm DATETIME, ts TIMESTAMP NULL, tm TIME, y YEAR,
-    e ENUM('a', 'bcd')
+    e ENUM('a', 'bcd'),
+    flag TINYINT(1), w INT(5) UNSIGNED, dt6 DATETIME(6), tm3 TIME(3), ts2 TIMESTAMP(2) NULL
 )";
+
+/// Tables whose columns carry every key flag: primary (one column and
+/// composite), UNIQUE (one column and composite), plain keys, AUTO_INCREMENT,
+/// NOT NULL without a default, ON UPDATE CURRENT_TIMESTAMP.
+const KEYED: [&str; 2] = [
+    "CREATE TABLE keyed (id INT AUTO_INCREMENT PRIMARY KEY, a INT NOT NULL, b INT, c INT,
+     d VARCHAR(5) NOT NULL DEFAULT 'x', e INT,
+     ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+     UNIQUE KEY (b), KEY (c, e), UNIQUE KEY (a, d))",
+    "CREATE TABLE pair (x INT, y INT NOT NULL, t1 TIMESTAMP NULL,
+     t2 TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00', dt DATETIME DEFAULT CURRENT_TIMESTAMP,
+     dt2 DATETIME ON UPDATE CURRENT_TIMESTAMP, z INT NOT NULL, PRIMARY KEY (x, y))",
+];
 
 /// The column metadata a statement's result carries: (name, type, flags,
 /// length, decimals, character set).
@@ -343,10 +357,7 @@ async fn metadata(c: &mut Conn, sql: &str) -> Vec<(String, u8, u16, u32, u8, u16
             (
                 col.name_str().into_owned(),
                 col.column_type() as u8,
-                // Key flags (PRI, UNIQUE, MULTIPLE, PART_KEY), AUTO_INCREMENT
-                // and NO_DEFAULT_VALUE are not known to the result's column
-                // types (see `wire`'s docs).
-                col.flags().bits() & !(2 | 4 | 8 | 512 | 4096 | 16384),
+                col.flags().bits(),
                 col.column_length(),
                 col.decimals(),
                 col.character_set(),
@@ -369,7 +380,7 @@ async fn mariadb_scratch(url: &str, db: &str) -> Conn {
         .unwrap();
     maria.query_drop(format!("USE {db}")).await.unwrap();
     maria
-        .query_drop("DROP TABLE IF EXISTS every_type")
+        .query_drop("DROP TABLE IF EXISTS every_type, keyed, pair")
         .await
         .unwrap();
     maria
@@ -388,10 +399,20 @@ async fn column_metadata_matches_mariadb() {
     let mut maria = mariadb_scratch(&url, "ladle_proto_meta").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
+        for sql in KEYED {
+            c.query_drop(sql).await.unwrap();
+        }
     }
     for sql in [
         "SELECT * FROM every_type",
         "SELECT * FROM every_type WHERE id = 1",
+        "SELECT * FROM keyed",
+        "SELECT * FROM keyed WHERE id = 1",
+        "SELECT id AS renamed, b, keyed.c FROM keyed WHERE a = 2",
+        "SELECT * FROM pair WHERE x = 1",
+        "SELECT keyed.id, pair.x, pair.y FROM keyed LEFT JOIN pair ON pair.x = keyed.id",
+        "SELECT c FROM keyed GROUP BY c",
+        "SELECT * FROM (SELECT id, a FROM keyed) AS derived",
     ] {
         let ours = metadata(&mut ladle, sql).await;
         let theirs = metadata(&mut maria, sql).await;
@@ -422,7 +443,8 @@ async fn prepared_rows_match_mariadb() {
             "INSERT INTO every_type VALUES (1, -3, -300, -70000, 5, -9000000000, 4000000000,
              18000000000000000000, 1.5, -2.25, 12.50, 99999, 'ab', 'héllo', 'tt', 'tx', 'mt', 'lt',
              'bins', 'vb', 'bl', 'lb', '2024-02-29', '2024-02-29 10:11:12', '2001-02-03 04:05:06',
-             '-26:03:04', 2024, 'bcd')",
+             '-26:03:04', 2024, 'bcd', 1, 42, '2024-02-29 10:11:12.5', '12:34:56.789',
+             '2001-02-03 04:05:06.25')",
         )
         .await
         .unwrap();

@@ -21,6 +21,8 @@ pub(crate) struct ScopeCol {
     pub collation: Collation,
     /// Base table name for result metadata (empty for computed columns).
     pub table: String,
+    /// The base column it reads unchanged, for result metadata.
+    pub origin: Option<crate::BaseColumn>,
 }
 
 /// The columns of a relation in FROM (after joins).

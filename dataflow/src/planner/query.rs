@@ -16,6 +16,7 @@ use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp, ReadAgg, ReadAggregate, Window};
+use crate::BaseColumn;
 use crate::{DataflowError, OutputColumn, Result};
 
 /// A LIMIT/OFFSET value: a constant or a parameter slot.
@@ -84,6 +85,7 @@ pub(crate) enum Planned {
 struct ColInfo {
     name: String,
     table: String,
+    origin: Option<BaseColumn>,
     ty: SqlType,
     nullable: bool,
     coll: Collation,
@@ -271,6 +273,7 @@ impl<'a> Planner<'a> {
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
+                origin: None,
                 ty,
                 nullable,
             });
@@ -334,6 +337,7 @@ impl<'a> Planner<'a> {
                     .map(|o| ColInfo {
                         name: o.name.clone(),
                         table: String::new(),
+                        origin: None,
                         ty: o.ty.clone(),
                         nullable: o.nullable,
                         coll: if o.ty.is_text() {
@@ -402,6 +406,7 @@ impl<'a> Planner<'a> {
             .map(|(c, coll)| ColInfo {
                 name: c.name.clone(),
                 table: c.table.clone(),
+                origin: c.origin.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 coll: *coll,
@@ -438,6 +443,8 @@ impl<'a> Planner<'a> {
                     c.ty = t;
                     c.nullable = n;
                     c.table = String::new();
+                    // MariaDB sends no key flags for a UNION's columns.
+                    c.origin = None;
                     if c.ty.is_text() {
                         c.coll = Collation::GeneralCi;
                     }
@@ -511,6 +518,7 @@ impl<'a> Planner<'a> {
             .map(|c| OutputColumn {
                 name: c.name.clone(),
                 table: c.table.clone(),
+                origin: c.origin.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
             })
@@ -1343,6 +1351,7 @@ impl<'a> Planner<'a> {
                             columns.push(OutputColumn {
                                 name: c.name.clone(),
                                 table: c.table.clone(),
+                                origin: c.origin.clone(),
                                 ty: c.ty.clone(),
                                 nullable: c.nullable,
                             });
@@ -1366,19 +1375,20 @@ impl<'a> Planner<'a> {
                             None => e.to_string(),
                         },
                     };
-                    let table = match (as_column(e), post.is_some()) {
-                        (Some(ids), _) => scope
-                            .resolve(ids)
-                            .map(|i| scope.cols[i].table.clone())
-                            .unwrap_or_default(),
-                        _ => String::new(),
-                    };
+                    // A bare column (aliased or not, grouped or not) keeps
+                    // its base table and column, as MariaDB's metadata does.
+                    let base = as_column(e).and_then(|ids| scope.resolve(ids).ok());
+                    let table = base
+                        .map(|i| scope.cols[i].table.clone())
+                        .unwrap_or_default();
+                    let origin = base.and_then(|i| scope.cols[i].origin.clone());
                     if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                         aliases_ok.insert(alias.value.to_ascii_lowercase(), c.clone());
                     }
                     columns.push(OutputColumn {
                         name,
                         table,
+                        origin,
                         ty,
                         nullable,
                     });
@@ -1790,6 +1800,7 @@ impl<'a> Planner<'a> {
                             nullable: oc.nullable,
                             collation: coll,
                             table: oc.table.clone(),
+                            origin: oc.origin.clone(),
                         }
                     }
                     None => ScopeCol {
@@ -1804,6 +1815,7 @@ impl<'a> Planner<'a> {
                         nullable: true,
                         collation: coll,
                         table: String::new(),
+                        origin: None,
                     },
                 }
             })
@@ -2174,6 +2186,7 @@ impl<'a> Planner<'a> {
                 nullable: true,
                 collation: coll,
                 table: String::new(),
+                origin: None,
             });
         };
         if let Some(x) = in_expr {
@@ -2479,6 +2492,7 @@ impl Planner<'_> {
                 nullable: true,
                 collation: ic.collation,
                 table: String::new(),
+                origin: None,
             });
         }
         scope.cols.push(ScopeCol {
@@ -2488,6 +2502,7 @@ impl Planner<'_> {
             nullable: true,
             collation: coll,
             table: String::new(),
+            origin: None,
         });
         let col = ast::Expr::CompoundIdentifier(vec![
             ast::Ident::new(qual.clone()),
@@ -2505,6 +2520,7 @@ impl Planner<'_> {
                 nullable: true,
                 collation: Collation::Binary,
                 table: String::new(),
+                origin: None,
             });
             let n =
                 ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
@@ -2780,6 +2796,7 @@ fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
                 nullable: c.nullable,
                 collation: c.coll,
                 table: c.table.clone(),
+                origin: c.origin.clone(),
             })
             .collect(),
     };
