@@ -468,3 +468,43 @@ async fn prepared_rows_match_mariadb() {
         .await
         .unwrap();
 }
+
+/// `BINARY ?` in a prepared statement compares bytewise, as in MariaDB
+/// (Rails' case-sensitive uniqueness check binds the value).
+#[tokio::test]
+async fn binary_parameter_compares_bytewise_like_mariadb() {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return;
+    };
+    let server = start().await;
+    let mut ladle = server.connect().await;
+    let mut maria = mariadb_scratch(&url, "ladle_proto_binary_param").await;
+    maria
+        .query_drop("DROP TABLE IF EXISTS people")
+        .await
+        .unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(16))")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO people VALUES (1, 'alice'), (2, 'ALICE'), (3, 'Alice ')")
+            .await
+            .unwrap();
+    }
+    for sql in [
+        "SELECT id FROM people WHERE name = BINARY ? ORDER BY id",
+        "SELECT id FROM people WHERE BINARY name = ? ORDER BY id",
+        "SELECT id FROM people WHERE name = ? ORDER BY id",
+    ] {
+        for param in ["alice", "ALICE", "Alice", "Alice "] {
+            let ours: Vec<i64> = ladle.exec(sql, (param,)).await.unwrap();
+            let theirs: Vec<i64> = maria.exec(sql, (param,)).await.unwrap();
+            assert_eq!(ours, theirs, "{sql} with {param:?}");
+        }
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_binary_param")
+        .await
+        .unwrap();
+}
