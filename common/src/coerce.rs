@@ -459,16 +459,22 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
 /// follows (a time zone offset `+00:00`, a `Z`) is ignored, with a warning
 /// in MariaDB.
 pub fn parse_datetime_prefix(s: &str) -> Option<NaiveDateTime> {
-    if let Some(dt) = parse_datetime(s) {
-        return Some(dt);
-    }
+    parse_datetime_prefix_len(s).map(|(dt, _)| dt)
+}
+
+/// [`parse_datetime_prefix`], and the length of the prefix read (of `s`
+/// without leading spaces).
+pub fn parse_datetime_prefix_len(s: &str) -> Option<(NaiveDateTime, usize)> {
     let s = s.trim();
+    if let Some(dt) = parse_datetime(s) {
+        return Some((dt, s.len()));
+    }
     // The longest datetime spelling is 26 characters; a shorter prefix
     // than `YYYYMMDD` is no date.
     (8..=s.len().min(26))
         .rev()
         .filter(|&end| s.is_char_boundary(end))
-        .find_map(|end| parse_datetime(&s[..end]))
+        .find_map(|end| parse_datetime(&s[..end]).map(|dt| (dt, end)))
 }
 
 /// Parses a TIME literal (`[-]H[H..]:MM[:SS[.ffffff]]`) into signed

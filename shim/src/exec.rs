@@ -242,8 +242,8 @@ impl Engine {
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
             s.warnings.drain(..carried.min(s.warnings.len()));
-            for (code, message) in raised {
-                s.add_warning("Warning", code, message);
+            for (level, code, message) in raised {
+                s.add_warning(level, code, message);
             }
         }
         if let Err(e) = &result {

@@ -37,17 +37,34 @@ pub const WARN_DATETIME_FUNCTION_OVERFLOW: u16 = 1441;
 /// (view maintenance) cannot grow it past this.
 const MAX_WARNINGS: usize = 64;
 
+/// MySQL's ER_TRUNCATED_WRONG_VALUE: a string read as a number, a date or
+/// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).
+pub const WARN_TRUNCATED_WRONG_VALUE: u16 = 1292;
+
+/// One condition raised by evaluation: level (`Warning` or `Note`), MySQL
+/// code, message, as SHOW WARNINGS lists it.
+pub type EvalWarning = (&'static str, u16, String);
+
 thread_local! {
-    static WARNINGS: std::cell::RefCell<Vec<(u16, String)>> =
+    static WARNINGS: std::cell::RefCell<Vec<EvalWarning>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Records a warning raised while evaluating on this thread.
 pub(crate) fn warn(code: u16, message: String) {
+    raise("Warning", code, message);
+}
+
+/// Records a note (a lesser warning: `'1 ' = 1` ignores only spaces).
+pub(crate) fn note(code: u16, message: String) {
+    raise("Note", code, message);
+}
+
+fn raise(level: &'static str, code: u16, message: String) {
     WARNINGS.with(|w| {
         let mut w = w.borrow_mut();
         if w.len() < MAX_WARNINGS {
-            w.push((code, message));
+            w.push((level, code, message));
         }
     });
 }
@@ -56,7 +73,7 @@ pub(crate) fn warn(code: u16, message: String) {
 /// since the last call. A statement runs evaluation on its own thread when
 /// it needs no view (SELECT without FROM, UPDATE/INSERT expressions); a
 /// view's rows are computed elsewhere, so their warnings are not reported.
-pub fn take_warnings() -> Vec<(u16, String)> {
+pub fn take_warnings() -> Vec<EvalWarning> {
     WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
 }
 
