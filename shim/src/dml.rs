@@ -22,7 +22,7 @@ use crate::ddl::default_value;
 use crate::error::{
     Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS, ER_SUBQUERY_NO_1_ROW,
 };
-use crate::exec::{Engine, Output};
+use crate::exec::{Engine, Info, Output};
 use crate::session::{Session, Transaction};
 
 /// The cell at `pos`, or an internal error (never a panic inside a
@@ -78,6 +78,8 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         .take()
         .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
+    // MySQL reports "Records: .." for a multi-row VALUES or a SELECT.
+    let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
             for row in &v.rows {
@@ -108,6 +110,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             }
         }
     }
+    let records = given.len() as u64;
     let mut rows: Vec<Row> = Vec::with_capacity(given.len());
     for g in given {
         let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
@@ -141,6 +144,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let on_conflict = conflict_rule(&schema, &ins, &checks)?;
+    let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
     }
@@ -178,6 +182,18 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             RowCounts::default(),
         )?
     };
+    let out = match out {
+        Output::Done {
+            affected_rows,
+            last_insert_id,
+            ..
+        } if many => Output::Done {
+            affected_rows,
+            last_insert_id,
+            info: records_info(records, affected_rows, ins.ignore, replaces),
+        },
+        other => other,
+    };
     Ok(match (out, ignore_last_id) {
         (
             Output::Done {
@@ -193,6 +209,25 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         },
         (out, _) => out,
     })
+}
+
+/// The info of a multi-row INSERT that was given `records` rows and
+/// changed `affected`: as MySQL counts duplicates, the rows IGNORE skipped,
+/// or the rows REPLACE deleted / ON DUPLICATE KEY UPDATE changed (each
+/// counts twice in `affected`; an update that changes nothing is not
+/// counted).
+fn records_info(records: u64, affected: u64, ignore: bool, replaces: bool) -> Info {
+    let duplicates = if ignore {
+        records.saturating_sub(affected)
+    } else if replaces {
+        affected.saturating_sub(records)
+    } else {
+        0
+    };
+    Info::Records {
+        records,
+        duplicates,
+    }
 }
 
 /// What an INSERT does with a row whose key is taken: REPLACE, ON
@@ -519,7 +554,7 @@ fn insert_in_transaction(
     Ok(Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: insert_id,
-        info: String::new(),
+        info: Info::None,
     })
 }
 
@@ -883,10 +918,27 @@ fn submit_with(
     cascades: Vec<WriteOp>,
     in_transaction: RowCounts,
 ) -> Result<Output> {
+    // An UPDATE reports the rows it matched and changed.
+    let is_update = matches!(op, WriteOp::Update { .. });
+    let info = |c: RowCounts| {
+        if is_update {
+            Info::Matched {
+                matched: c.found,
+                changed: c.affected,
+            }
+        } else {
+            Info::None
+        }
+    };
+    let info_in_transaction = info(in_transaction);
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
         tx.ops.extend(cascades);
-        return Ok(Output::affected(in_transaction.reported(s)));
+        return Ok(Output::Done {
+            affected_rows: in_transaction.reported(s),
+            last_insert_id: 0,
+            info: info_in_transaction,
+        });
     }
     let start = std::time::Instant::now();
     let mut ops = vec![op];
@@ -910,7 +962,7 @@ fn submit_with(
     Ok(Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: r.insert_id,
-        info: String::new(),
+        info: info(counts),
     })
 }
 

@@ -30,23 +30,54 @@ pub enum Output {
     Done {
         affected_rows: u64,
         last_insert_id: u64,
-        info: String,
+        info: Info,
     },
 }
 
 impl Output {
     pub fn ok() -> Output {
-        Output::Done {
-            affected_rows: 0,
-            last_insert_id: 0,
-            info: String::new(),
-        }
+        Output::affected(0)
     }
     pub fn affected(n: u64) -> Output {
         Output::Done {
             affected_rows: n,
             last_insert_id: 0,
-            info: String::new(),
+            info: Info::None,
+        }
+    }
+}
+
+/// What an OK packet's info string (`mysql_info()`) reports; the
+/// statement's warning count is filled in when the packet is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Info {
+    None,
+    /// A multi-row INSERT or REPLACE, or INSERT ... SELECT: rows given, and
+    /// rows that met a duplicate key (skipped by IGNORE, replaced by
+    /// REPLACE, updated by ON DUPLICATE KEY UPDATE).
+    Records {
+        records: u64,
+        duplicates: u64,
+    },
+    /// An UPDATE: rows its WHERE matched, rows it changed.
+    Matched {
+        matched: u64,
+        changed: u64,
+    },
+}
+
+impl Info {
+    /// The text MySQL sends (two spaces between items), or `""`.
+    pub fn render(self, warnings: u16) -> String {
+        match self {
+            Info::None => String::new(),
+            Info::Records {
+                records,
+                duplicates,
+            } => format!("Records: {records}  Duplicates: {duplicates}  Warnings: {warnings}"),
+            Info::Matched { matched, changed } => {
+                format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}")
+            }
         }
     }
 }
@@ -238,6 +269,14 @@ impl Engine {
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
+        // ROW_COUNT(): rows the statement changed, -1 for one that returned
+        // rows or failed (MySQL's definition; 0 for DDL and SET).
+        s.row_count = match &result {
+            Ok(Output::Done { affected_rows, .. }) => {
+                i64::try_from(*affected_rows).unwrap_or(i64::MAX)
+            }
+            _ => -1,
+        };
         let raised = ladle_dataflow::take_eval_warnings();
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
@@ -1088,6 +1127,7 @@ impl Engine {
         res: Result<ResultRows>,
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let res = res.map_err(WireError::from);
+        s.row_count = -1;
         if let Err(err) = &res {
             s.add_warning("Error", err.code.errno, err.message.clone());
         }

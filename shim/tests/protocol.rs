@@ -508,3 +508,63 @@ async fn binary_parameter_compares_bytewise_like_mariadb() {
         .await
         .unwrap();
 }
+
+/// The OK packet's info string (`mysql_info()`: "Records: ..", "Rows
+/// matched: ..") and `ROW_COUNT()` after every kind of write, in and out of
+/// a transaction, equal MariaDB's.
+#[tokio::test]
+async fn ok_info_and_row_count_match_mariadb() {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return;
+    };
+    let server = start().await;
+    let mut ladle = server.connect().await;
+    let mut maria = mariadb_scratch(&url, "ladle_proto_info").await;
+    maria
+        .query_drop("DROP TABLE IF EXISTS t, t2")
+        .await
+        .unwrap();
+    let steps = [
+        "CREATE TABLE t (id INT PRIMARY KEY, u INT UNIQUE, v VARCHAR(5))",
+        "INSERT INTO t VALUES (1, 1, 'a')",
+        "INSERT INTO t VALUES (2, 2, 'b'), (3, 3, 'c')",
+        "INSERT IGNORE INTO t VALUES (3, 9, 'x'), (4, 4, 'd'), (5, 1, 'y')",
+        "REPLACE INTO t VALUES (1, 1, 'z'), (6, 6, 'f')",
+        "INSERT INTO t VALUES (2, 2, 'q'), (7, 7, 'g') ON DUPLICATE KEY UPDATE v = 'upd'",
+        "INSERT INTO t SELECT id + 100, u + 100, v FROM t",
+        "UPDATE t SET v = 'w' WHERE id < 4",
+        "UPDATE t SET v = 'w' WHERE id < 4",
+        "UPDATE t SET v = 'w' WHERE id = 999",
+        "DELETE FROM t WHERE id > 100",
+        "SELECT 1",
+        "CREATE TABLE t2 (a INT)",
+        "INSERT INTO t2 VALUES (1), (2)",
+        "INSERT IGNORE INTO t2 VALUES (1), ('x2')",
+        "BEGIN",
+        "UPDATE t SET v = 'in' WHERE id < 3",
+        "INSERT INTO t VALUES (50, 50, 'a'), (51, 51, 'b')",
+        "INSERT IGNORE INTO t VALUES (50, 50, 'a'), (52, 52, 'b')",
+        "COMMIT",
+    ];
+    let mut infos = Vec::new();
+    for sql in steps {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(sql).await.unwrap();
+            let info = c.info().into_owned();
+            let affected = c.affected_rows();
+            let row_count: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.unwrap();
+            seen.push((affected, info, row_count));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (ours, MariaDB's)");
+        infos.push(seen[1].1.clone());
+    }
+    // The comparison saw both kinds of info string.
+    assert!(infos.iter().any(|i| i.contains("Records: 2  Duplicates: 1")));
+    assert!(infos.iter().any(|i| i.contains("Rows matched: 3  Changed: 0")));
+    maria
+        .query_drop("DROP DATABASE ladle_proto_info")
+        .await
+        .unwrap();
+}
