@@ -1263,15 +1263,28 @@ fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
     }
 }
 
+/// What an UPDATE says beyond its table, SET and WHERE.
+#[derive(Default)]
+pub struct UpdateClauses<'a> {
+    pub order_by: &'a [ast::OrderByExpr],
+    pub limit: Option<u64>,
+    /// UPDATE IGNORE: see [`crate::update_ignore`].
+    pub ignore: bool,
+}
+
 pub fn update(
     e: &Engine,
     s: &mut Session,
     target: ast::TableWithJoins,
     assignments: Vec<ast::Assignment>,
     selection: Option<Expr>,
-    order_by: &[ast::OrderByExpr],
-    limit: Option<u64>,
+    clauses: UpdateClauses<'_>,
 ) -> Result<Output> {
+    let UpdateClauses {
+        order_by,
+        limit,
+        ignore,
+    } = clauses;
     let schema = table(e, s, single_table(&target)?)?;
     let mut assignments = assignments;
     let mut selection = selection;
@@ -1324,6 +1337,13 @@ pub fn update(
         checks.verify_uncoerced(&checked_schema, &new)?;
         Ok(Some(new))
     });
+    let updater = if ignore {
+        let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+        let visited = candidate_rows(e, s, &schema, &scan)?;
+        crate::update_ignore::skip_duplicates(&schema, &table, visited, updater)?
+    } else {
+        updater
+    };
     let mut counts = RowCounts::default();
     let keyed = crate::foreign_keys::involved(e, &schema)?;
     let mut changes = Vec::new();
@@ -1607,6 +1627,33 @@ pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
     ))
 }
 
+/// Tokens (without whitespace) as SQL text again.
+pub fn render_tokens(toks: &[Token]) -> String {
+    toks.iter().map(render_token).collect::<Vec<_>>().join(" ")
+}
+
+/// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
+/// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
+pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    use crate::exec::word;
+    let mut end = 1;
+    let mut ignore = false;
+    while let Some(w) = word(t, end) {
+        match w.as_str() {
+            "LOW_PRIORITY" => {}
+            "IGNORE" => ignore = true,
+            _ => break,
+        }
+        end += 1;
+    }
+    if end == 1 {
+        return (std::borrow::Cow::Borrowed(t), false);
+    }
+    let mut kept = vec![t[0].clone()];
+    kept.extend_from_slice(&t[end..]);
+    (std::borrow::Cow::Owned(kept), ignore)
+}
+
 fn render_token(t: &Token) -> String {
     match t {
         Token::SingleQuotedString(s) => crate::params::quote(s),
@@ -1712,7 +1759,7 @@ pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, 
     if order_at.is_none() && limit_at.is_none() {
         return None;
     }
-    let render = |toks: &[Token]| toks.iter().map(render_token).collect::<Vec<_>>().join(" ");
+    let render = render_tokens;
     let base_end = order_at.or(limit_at)?;
     let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
     let limit = limit_at.map(|l| render(&t[l + 1..]));

@@ -423,8 +423,13 @@ impl Engine {
                 Ok(Some(Output::ok()))
             }
             ("UPDATE", _) => {
-                let Some((base, order, limit)) = dml::split_update_order_limit(t) else {
-                    return Ok(None);
+                // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
+                // IGNORE as the table's name.
+                let (t, ignore) = dml::strip_update_modifiers(t);
+                let (base, order, limit) = match dml::split_update_order_limit(&t) {
+                    Some(split) => split,
+                    None if ignore => (dml::render_tokens(&t), None, None),
+                    None => return Ok(None),
                 };
                 let stmt = parse(&base)?.into_iter().next();
                 let Some(Statement::Update {
@@ -461,14 +466,18 @@ impl Engine {
                     }
                     None => None,
                 };
+                let clauses = dml::UpdateClauses {
+                    order_by: &order_by,
+                    limit,
+                    ignore,
+                };
                 Ok(Some(dml::update(
                     self,
                     s,
                     table,
                     assignments,
                     selection,
-                    &order_by,
-                    limit,
+                    clauses,
                 )?))
             }
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
@@ -541,7 +550,7 @@ impl Engine {
                 if from.is_some() {
                     return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
                 }
-                dml::update(self, s, table, assignments, selection, &[], None)
+                dml::update(self, s, table, assignments, selection, Default::default())
             }
             Statement::Delete(d) => dml::delete(self, s, d),
             Statement::Truncate { table_names, .. } => {

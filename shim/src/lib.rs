@@ -58,6 +58,7 @@ pub mod protocol;
 pub mod session;
 pub mod sqltext;
 pub mod tls;
+pub mod update_ignore;
 pub mod vars;
 pub mod wire;
 

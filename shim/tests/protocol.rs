@@ -536,6 +536,7 @@ async fn ok_info_and_row_count_match_mariadb() {
         "UPDATE t SET v = 'w' WHERE id < 4",
         "UPDATE t SET v = 'w' WHERE id < 4",
         "UPDATE t SET v = 'w' WHERE id = 999",
+        "UPDATE IGNORE t SET u = u + 1",
         "DELETE FROM t WHERE id > 100",
         "SELECT 1",
         "CREATE TABLE t2 (a INT)",
@@ -561,8 +562,12 @@ async fn ok_info_and_row_count_match_mariadb() {
         infos.push(seen[1].1.clone());
     }
     // The comparison saw both kinds of info string.
-    assert!(infos.iter().any(|i| i.contains("Records: 2  Duplicates: 1")));
-    assert!(infos.iter().any(|i| i.contains("Rows matched: 3  Changed: 0")));
+    assert!(infos
+        .iter()
+        .any(|i| i.contains("Records: 2  Duplicates: 1")));
+    assert!(infos
+        .iter()
+        .any(|i| i.contains("Rows matched: 3  Changed: 0")));
     maria
         .query_drop("DROP DATABASE ladle_proto_info")
         .await
