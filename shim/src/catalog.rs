@@ -703,11 +703,20 @@ fn column_key(schema: &TableSchema, c: usize) -> &'static str {
     }
 }
 
-fn default_text(d: &ColumnDefault) -> Value {
-    match d {
+fn default_text(c: &ladle_common::ColumnSchema) -> Value {
+    match &c.default {
         ColumnDefault::None => Value::Null,
-        ColumnDefault::Value(v) => t(v.to_string()),
-        ColumnDefault::CurrentTimestamp => t("current_timestamp()"),
+        ColumnDefault::Value(v) => t(v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string())),
+        ColumnDefault::CurrentTimestamp => t(current_timestamp_text(c)),
+    }
+}
+
+/// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
+/// column of precision n (`current_timestamp()` for 0).
+fn current_timestamp_text(c: &ladle_common::ColumnSchema) -> String {
+    match c.ty.fsp() {
+        0 => "current_timestamp()".into(),
+        fsp => format!("current_timestamp({fsp})"),
     }
 }
 
@@ -716,8 +725,10 @@ fn extra(c: &ladle_common::ColumnSchema) -> String {
     if c.auto_increment {
         parts.push("auto_increment");
     }
+    let on_update;
     if c.on_update_current_timestamp {
-        parts.push("on update current_timestamp()");
+        on_update = format!("on update {}", current_timestamp_text(c));
+        parts.push(&on_update);
     }
     parts.join(" ")
 }
@@ -746,7 +757,7 @@ pub fn describe(
                 }
                 r.push(t(if c.nullable { "YES" } else { "NO" }));
                 r.push(t(column_key(&schema, i)));
-                r.push(default_text(&c.default));
+                r.push(default_text(c));
                 r.push(t(extra(c)));
                 if full {
                     r.push(t("select,insert,update,references"));
@@ -847,12 +858,14 @@ pub fn create_table_sql(
                     l.push_str(&format!(" DEFAULT {}", crate::params::quote(&text)));
                 }
             }
-            ColumnDefault::CurrentTimestamp => l.push_str(" DEFAULT current_timestamp()"),
+            ColumnDefault::CurrentTimestamp => {
+                l.push_str(&format!(" DEFAULT {}", current_timestamp_text(c)))
+            }
             ColumnDefault::None if c.nullable && !c.auto_increment => l.push_str(" DEFAULT NULL"),
             ColumnDefault::None => {}
         }
         if c.on_update_current_timestamp {
-            l.push_str(" ON UPDATE current_timestamp()");
+            l.push_str(&format!(" ON UPDATE {}", current_timestamp_text(c)));
         }
         if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");
@@ -1122,7 +1135,7 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                         t(&tb.name),
                         t(&c.name),
                         Value::Int(i as i64 + 1),
-                        default_text(&c.default),
+                        default_text(c),
                         t(if c.nullable { "YES" } else { "NO" }),
                         t(dt),
                         maxlen,

@@ -894,17 +894,18 @@ pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
 pub fn default_value(col: &ColumnSchema) -> Option<Value> {
     match &col.default {
         ColumnDefault::Value(v) => Some(v.clone()),
-        ColumnDefault::CurrentTimestamp => Some(now_seconds()),
+        ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
         ColumnDefault::None => None,
     }
 }
 
-/// CURRENT_TIMESTAMP as a column value: local time, whole seconds (Ladle's
-/// DATETIME/TIMESTAMP columns have no fractional-seconds precision).
-pub fn now_seconds() -> Value {
+/// CURRENT_TIMESTAMP as a column value: local time in microseconds; a
+/// column keeps as many fractional digits as its precision (coercion
+/// truncates, so DATETIME gets whole seconds, DATETIME(6) all six).
+pub fn current_timestamp() -> Value {
     let now = chrono::Local::now().naive_local();
-    Value::DateTime(chrono::Timelike::with_nanosecond(&now, 0).unwrap_or(now))
+    Value::DateTime(ladle_common::truncate_datetime(now, 6))
 }
 
 #[cfg(test)]

@@ -1308,7 +1308,7 @@ pub fn update(
         .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
         .map(|(i, _)| i)
         .collect();
-    let now = crate::ddl::now_seconds();
+    let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
