@@ -1340,7 +1340,12 @@ pub fn update(
     let updater = if ignore {
         let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
         let visited = candidate_rows(e, s, &schema, &scan)?;
-        crate::update_ignore::skip_duplicates(&schema, &table, visited, updater)?
+        let (updater, warnings) =
+            crate::update_ignore::skip_duplicates(&schema, &table, visited, updater)?;
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
+        updater
     } else {
         updater
     };
@@ -1474,58 +1479,67 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
 /// (1048). Values with no such adjustment are left for the write to refuse.
 fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]) {
     for (i, row) in rows.iter_mut().enumerate() {
-        let at_row = i + 1;
-        for (v, col) in row.iter_mut().zip(&schema.columns) {
-            if v.is_null() {
-                if !col.nullable && !col.auto_increment {
-                    if let Some(implicit) = implicit_default(&col.ty) {
-                        s.add_warning(
-                            "Warning",
-                            1048,
-                            format!("Column '{}' cannot be null", col.name),
-                        );
-                        *v = implicit;
-                    }
-                }
-                continue;
-            }
-            let Ok((adjusted, Some(how))) = ladle_common::coerce_adjusting(v, col) else {
-                continue;
-            };
-            let (code, message) = match how {
-                Adjustment::Clamped => (
-                    1264,
-                    format!(
-                        "Out of range value for column '{}' at row {at_row}",
-                        col.name
-                    ),
-                ),
-                Adjustment::Truncated => (
-                    1265,
-                    format!("Data truncated for column '{}' at row {at_row}", col.name),
-                ),
-                Adjustment::Replaced => (
-                    1366,
-                    format!(
-                        "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
-                        schema.database, schema.name, col.name
-                    ),
-                ),
-                Adjustment::Zeroed => (
-                    1366,
-                    format!(
-                        "Incorrect {} value: '{v}' for column `{}`.`{}`.`{}` at row {at_row}",
-                        incorrect_kind(&col.ty),
-                        schema.database,
-                        schema.name,
-                        col.name
-                    ),
-                ),
-            };
+        for (code, message) in adjust_ignored_row(schema, row, i + 1) {
             s.add_warning("Warning", code, message);
-            *v = adjusted;
         }
     }
+}
+
+/// One row of [`adjust_ignored_values`] (row number `at_row` in the
+/// warnings): the warnings (code, message) its adjustments raise.
+pub(crate) fn adjust_ignored_row(
+    schema: &TableSchema,
+    row: &mut Row,
+    at_row: usize,
+) -> Vec<(u16, String)> {
+    let mut warnings = Vec::new();
+    for (v, col) in row.iter_mut().zip(&schema.columns) {
+        if v.is_null() {
+            if !col.nullable && !col.auto_increment {
+                if let Some(implicit) = implicit_default(&col.ty) {
+                    warnings.push((1048, format!("Column '{}' cannot be null", col.name)));
+                    *v = implicit;
+                }
+            }
+            continue;
+        }
+        let Ok((adjusted, Some(how))) = ladle_common::coerce_adjusting(v, col) else {
+            continue;
+        };
+        let (code, message) = match how {
+            Adjustment::Clamped => (
+                1264,
+                format!(
+                    "Out of range value for column '{}' at row {at_row}",
+                    col.name
+                ),
+            ),
+            Adjustment::Truncated => (
+                1265,
+                format!("Data truncated for column '{}' at row {at_row}", col.name),
+            ),
+            Adjustment::Replaced => (
+                1366,
+                format!(
+                    "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
+                    schema.database, schema.name, col.name
+                ),
+            ),
+            Adjustment::Zeroed => (
+                1366,
+                format!(
+                    "Incorrect {} value: '{v}' for column `{}`.`{}`.`{}` at row {at_row}",
+                    incorrect_kind(&col.ty),
+                    schema.database,
+                    schema.name,
+                    col.name
+                ),
+            ),
+        };
+        warnings.push((code, message));
+        *v = adjusted;
+    }
+    warnings
 }
 
 /// The value a NOT NULL column takes for NULL in non-strict mode, where

@@ -1,6 +1,8 @@
 //! UPDATE IGNORE: a row whose new version would repeat another row's
 //! PRIMARY or UNIQUE key keeps its old values, and the statement goes on
-//! (MariaDB counts the row as matched, not changed, and raises no warning).
+//! (MariaDB counts the row as matched, not changed, and raises no warning);
+//! a value that does not fit its column is adjusted as INSERT IGNORE does
+//! (cut, clamped, NULL to the implicit default), with a warning.
 //!
 //! MariaDB applies the update row by row in the order it reads the rows,
 //! each against the table as the earlier rows left it: in `UPDATE IGNORE t
@@ -20,16 +22,27 @@ use ladle_storage::RowUpdater;
 
 use crate::error::Result;
 
-/// `update`, except that it leaves unchanged every row of `visited` (the
-/// rows the write visits, in its order) whose updated version would repeat
-/// a unique key of another row of `table` (every row, as the statement
-/// sees them).
+/// `update` with IGNORE's rules: it leaves unchanged every row of `visited`
+/// (the rows the write visits, in its order) whose updated version would
+/// repeat a unique key of another row of `table` (every row, as the
+/// statement sees them), and adjusts values that do not fit their columns.
+/// Also returns the warnings (code, message) the adjustments raise, once
+/// per row (the updater itself may run more than once per row).
 pub fn skip_duplicates(
     schema: &TableSchema,
     table: &[Row],
     visited: Vec<Row>,
     update: RowUpdater,
-) -> Result<RowUpdater> {
+) -> Result<(RowUpdater, Vec<(u16, String)>)> {
+    let raw = update;
+    let adjusting_schema = schema.clone();
+    let assigned = Arc::clone(&raw);
+    let update: RowUpdater = Arc::new(move |row: &Row| {
+        Ok(assigned(row)?.map(|mut new| {
+            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0);
+            new
+        }))
+    });
     let mut keys: Vec<Vec<usize>> = schema.primary_key.iter().cloned().collect();
     keys.extend(
         schema
@@ -70,8 +83,12 @@ pub fn skip_duplicates(
         }
     }
     let mut kept = HashSet::new();
+    let mut warnings = Vec::new();
+    let mut matched = 0;
     for row in &visited {
-        let Some(new) = update(row)? else { continue };
+        let Some(mut new) = raw(row)? else { continue };
+        matched += 1;
+        warnings.extend(crate::dml::adjust_ignored_row(schema, &mut new, matched));
         let old_keys: Vec<Option<Vec<Value>>> = keys.iter().map(|c| key_of(row, c)).collect();
         let new_keys: Vec<Option<Vec<Value>>> = keys.iter().map(|c| key_of(&new, c)).collect();
         let collides = new_keys.iter().enumerate().any(|(k, key)| {
@@ -95,7 +112,7 @@ pub fn skip_duplicates(
             }
         }
     }
-    Ok(Arc::new(move |row: &Row| {
+    let updater: RowUpdater = Arc::new(move |row: &Row| {
         if kept.contains(&identity(row)) {
             // Matched, left as it was.
             return match update(row)? {
@@ -104,5 +121,6 @@ pub fn skip_duplicates(
             };
         }
         update(row)
-    }))
+    });
+    Ok((updater, warnings))
 }
