@@ -386,17 +386,27 @@ async fn mariadb_scratch(url: &str, db: &str) -> Conn {
     maria
 }
 
+/// An in-process Ladle and a connection to it, and a connection to the
+/// MariaDB of `LADLE_TEST_MARIADB_URL` using database `db` (see
+/// [`mariadb_scratch`]); `None` (the test is skipped) without that MariaDB.
+async fn ladle_and_mariadb(db: &str) -> Option<(common::Server, Conn, Conn)> {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return None;
+    };
+    let server = start().await;
+    let ladle = server.connect().await;
+    let maria = mariadb_scratch(&url, db).await;
+    Some((server, ladle, maria))
+}
+
 /// Result column metadata agrees with MariaDB's for a table with every type
 /// (when `LADLE_TEST_MARIADB_URL` names a MariaDB to compare with).
 #[tokio::test]
 async fn column_metadata_matches_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_meta").await else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_meta").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
         for sql in KEYED {
@@ -430,13 +440,9 @@ async fn column_metadata_matches_mariadb() {
 /// MariaDB's, for every type and NULLs, and text-protocol rows too.
 #[tokio::test]
 async fn prepared_rows_match_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_rows").await else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_rows").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
         c.query_drop(
@@ -473,13 +479,10 @@ async fn prepared_rows_match_mariadb() {
 /// (Rails' case-sensitive uniqueness check binds the value).
 #[tokio::test]
 async fn binary_parameter_compares_bytewise_like_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_binary_param").await
+    else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_binary_param").await;
     maria
         .query_drop("DROP TABLE IF EXISTS people")
         .await
@@ -514,13 +517,9 @@ async fn binary_parameter_compares_bytewise_like_mariadb() {
 /// a transaction, equal MariaDB's.
 #[tokio::test]
 async fn ok_info_and_row_count_match_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_info").await else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_info").await;
     maria
         .query_drop("DROP TABLE IF EXISTS t, t2")
         .await
