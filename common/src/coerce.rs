@@ -37,7 +37,12 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         return Ok(Value::Null);
     }
     let incorrect = || CoerceError::Incorrect {
-        ty: column.ty.sql_name(),
+        ty: match column.ty {
+            // As MariaDB names them in this message, whatever the precision.
+            SqlType::DateTime { .. } | SqlType::Timestamp { .. } => "datetime".into(),
+            SqlType::Time { .. } => "time".into(),
+            _ => column.ty.sql_name(),
+        },
         value: v.to_string(),
         column: column.name.clone(),
     };
@@ -311,6 +316,31 @@ pub fn coerce_adjusting(
             let (replaced, _) = coerce_adjusting(&Value::text(replace_invalid(b)), column)?;
             Ok((replaced, Some(Adjustment::Replaced)))
         }
+        // A date or time followed by something else keeps the date or time
+        // (`'2020-01-01 10:00:00abc'`), as MariaDB's non-strict mode does.
+        (
+            CoerceError::Incorrect { .. },
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. },
+        ) => match v {
+            Value::Text(s) => match parse_datetime_prefix(s) {
+                Some(dt) => Ok((
+                    coerce(&Value::DateTime(dt), column)?,
+                    Some(Adjustment::Truncated),
+                )),
+                None => Err(err),
+            },
+            _ => Err(err),
+        },
+        (CoerceError::Incorrect { .. }, SqlType::Time { .. }) => match v {
+            Value::Text(s) => match time_prefix(s) {
+                Some(us) => Ok((
+                    coerce(&Value::Time(us), column)?,
+                    Some(Adjustment::Truncated),
+                )),
+                None => Err(err),
+            },
+            _ => Err(err),
+        },
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
             match numeric_prefix(&text) {
@@ -323,6 +353,15 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// [`parse_time`] of the longest prefix of `s` that is a time.
+fn time_prefix(s: &str) -> Option<i64> {
+    let s = s.trim();
+    (1..=s.len())
+        .rev()
+        .filter(|&end| s.is_char_boundary(end))
+        .find_map(|end| parse_time(&s[..end]))
 }
 
 /// The longest prefix of `s` that reads as a number (`'12abc'` -> `12`),

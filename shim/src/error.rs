@@ -133,6 +133,7 @@ pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -190,6 +191,12 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::DuplicateKey { .. } => ER_DUP_ENTRY,
         StorageError::NotNull { .. } => ER_BAD_NULL,
         StorageError::NoDefault { .. } => ER_NO_DEFAULT_FOR_FIELD,
+        // MariaDB reports a bad date or time as 1292, anything else as 1366.
+        StorageError::BadValue(CoerceError::Incorrect { ty, .. })
+            if matches!(ty.as_str(), "date" | "datetime" | "time") =>
+        {
+            ER_TRUNCATED_WRONG_VALUE
+        }
         StorageError::BadValue(
             CoerceError::Incorrect { .. } | CoerceError::IncorrectString { .. },
         ) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
