@@ -117,7 +117,15 @@ pub enum CastType {
     Signed,
     Unsigned,
     Char,
-    Decimal { precision: u8, scale: u8 },
+    /// CHAR of a DATETIME/TIMESTAMP/TIME of precision `fsp`: as MariaDB
+    /// prints it, with exactly `fsp` fractional digits (`.500` for (3)).
+    TemporalChar {
+        fsp: u8,
+    },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Double,
     Date,
     DateTime,
@@ -659,7 +667,7 @@ impl Expr {
                         unsigned: true,
                         display_width: None,
                     },
-                    CastType::Char => SqlType::VarChar(65535),
+                    CastType::Char | CastType::TemporalChar { .. } => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
                     CastType::Decimal { precision, scale } => SqlType::Decimal {
                         precision: *precision,

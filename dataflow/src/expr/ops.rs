@@ -628,6 +628,10 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             other => other,
         },
         CastType::Char => Value::text(to_text(v)),
+        CastType::TemporalChar { fsp } => match v.temporal_text(*fsp) {
+            Some(text) => Value::text(text),
+            None => Value::text(to_text(v)),
+        },
         CastType::Binary => Value::bytes(to_bytes(v)),
         CastType::Decimal { scale, .. } => {
             let d = match to_num(v) {
