@@ -360,8 +360,19 @@ fn time_prefix(s: &str) -> Option<i64> {
     let s = s.trim();
     (1..=s.len())
         .rev()
-        .filter(|&end| s.is_char_boundary(end))
+        .filter(|&end| ends_a_value(s, end))
         .find_map(|end| parse_time(&s[..end]))
+}
+
+/// Whether a date or time read from `s` may end at `end`: not inside a
+/// character, and not where more of a date or time follows (a digit, `:`
+/// or `.`, after spaces or not), so that `'2024-02-30'` is no `2024-02-03`
+/// and `'10:00:60'` no `10:00`: those are invalid values, not prefixes.
+fn ends_a_value(s: &str, end: usize) -> bool {
+    s.is_char_boundary(end)
+        && !s[end..]
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_digit() || c == ':' || c == '.')
 }
 
 /// The longest prefix of `s` that reads as a number (`'12abc'` -> `12`),
@@ -512,7 +523,7 @@ pub fn parse_datetime_prefix_len(s: &str) -> Option<(NaiveDateTime, usize)> {
     // than `YYYYMMDD` is no date.
     (8..=s.len().min(26))
         .rev()
-        .filter(|&end| s.is_char_boundary(end))
+        .filter(|&end| ends_a_value(s, end))
         .find_map(|end| parse_datetime(&s[..end]).map(|dt| (dt, end)))
 }
 
@@ -606,6 +617,21 @@ mod tests {
             (Value::text("é"), Some(Adjustment::Truncated))
         );
         assert!(coerce_adjusting(&Value::text("2024-02-30"), &col(SqlType::Date)).is_err());
+        // A valid date or time followed by something else keeps it.
+        let at = col(SqlType::DateTime { fsp: 0 });
+        assert_eq!(
+            adjust(Value::text("2024-02-29 10:11:12 UTC"), &at),
+            (
+                coerce(&Value::text("2024-02-29 10:11:12"), &at).unwrap(),
+                Some(Adjustment::Truncated)
+            )
+        );
+        let during = col(SqlType::Time { fsp: 1 });
+        assert_eq!(
+            adjust(Value::text("10:00:00.25x"), &during),
+            (Value::Time(36_000_200_000), Some(Adjustment::Truncated))
+        );
+        assert!(coerce_adjusting(&Value::text("10:00:60"), &during).is_err());
         assert_eq!(numeric_prefix(" -1.5e3x"), Some("-1.5e3"));
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);
