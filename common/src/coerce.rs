@@ -320,27 +320,21 @@ pub fn coerce_adjusting(
         // (`'2020-01-01 10:00:00abc'`), as MariaDB's non-strict mode does.
         (
             CoerceError::Incorrect { .. },
-            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. },
-        ) => match v {
-            Value::Text(s) => match parse_datetime_prefix(s) {
-                Some(dt) => Ok((
-                    coerce(&Value::DateTime(dt), column)?,
-                    Some(Adjustment::Truncated),
-                )),
+            SqlType::Date
+            | SqlType::DateTime { .. }
+            | SqlType::Timestamp { .. }
+            | SqlType::Time { .. },
+        ) => {
+            let prefix = match (v, &column.ty) {
+                (Value::Text(s), SqlType::Time { .. }) => time_prefix(s).map(Value::Time),
+                (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
+                _ => None,
+            };
+            match prefix {
+                Some(p) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
                 None => Err(err),
-            },
-            _ => Err(err),
-        },
-        (CoerceError::Incorrect { .. }, SqlType::Time { .. }) => match v {
-            Value::Text(s) => match time_prefix(s) {
-                Some(us) => Ok((
-                    coerce(&Value::Time(us), column)?,
-                    Some(Adjustment::Truncated),
-                )),
-                None => Err(err),
-            },
-            _ => Err(err),
-        },
+            }
+        }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
             match numeric_prefix(&text) {
