@@ -1338,10 +1338,17 @@ pub fn update(
         Ok(Some(new))
     });
     let updater = if ignore {
-        let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+        use crate::update_ignore::{skip_duplicates, KeyHolders};
         let visited = candidate_rows(e, s, &schema, &scan)?;
-        let (updater, warnings) =
-            crate::update_ignore::skip_duplicates(&schema, &table, visited, updater)?;
+        let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
+            Ok(e.storage.lookup(schema.id, index, key)?)
+        };
+        let (updater, warnings) = if transaction_wrote(s, schema.id) {
+            let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+            skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
+        } else {
+            skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
+        };
         for (code, message) in warnings {
             s.add_warning("Warning", code, message);
         }

@@ -9,8 +9,9 @@
 //! SET u = u + 1` over u = 1, 2, 3 only the last row changes. The rows to
 //! keep are found here by that same walk over the rows the statement sees
 //! (committed, or as its transaction left them), before the write; the
-//! write then leaves them as they are. It reads the whole table (every
-//! row's keys), so an UPDATE IGNORE costs O(table).
+//! write then leaves them as they are. Which rows hold a key is asked of
+//! [`KeyHolders`] once per key value the walk meets (an index lookup), so
+//! the walk costs O(rows visited), not O(table).
 //! (A write by another connection between this walk and the statement's
 //! own can still make the statement fail with 1062.)
 
@@ -18,19 +19,75 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_storage::RowUpdater;
+use ladle_storage::{IndexRef, RowUpdater};
 
 use crate::error::Result;
 
+/// Where the walk learns which rows hold a key value.
+pub enum KeyHolders<'a> {
+    /// The rows an index lookup finds (committed rows).
+    Lookup(&'a dyn Fn(IndexRef, &[Value]) -> Result<Vec<Row>>),
+    /// Every row of the table, as an open transaction sees it.
+    Rows(&'a [Row]),
+}
+
+/// One unique key: the index to look it up in, its columns, and how many
+/// current rows hold each (normalized) value met so far.
+struct UniqueKey {
+    index: IndexRef,
+    columns: Vec<usize>,
+    held: HashMap<Vec<Value>, usize>,
+}
+
+/// A row's value of a unique key: as stored (coerced to the columns'
+/// types) for lookups, and normalized under the columns' collations for
+/// comparing; `None` if a column is NULL (NULLs never collide).
+fn key_of(schema: &TableSchema, row: &Row, cols: &[usize]) -> Option<(Vec<Value>, Vec<Value>)> {
+    let mut stored = Vec::with_capacity(cols.len());
+    let mut normalized = Vec::with_capacity(cols.len());
+    for &c in cols {
+        let v = row.get(c).filter(|v| !v.is_null())?;
+        let column = &schema.columns[c];
+        let v = ladle_common::coerce(v, column).unwrap_or_else(|_| v.clone());
+        normalized.push(v.key_normalized(column.collation));
+        stored.push(v);
+    }
+    Some((stored, normalized))
+}
+
+impl UniqueKey {
+    /// How many current rows hold `key`, asking `holders` the first time.
+    fn count(
+        &mut self,
+        schema: &TableSchema,
+        holders: &KeyHolders<'_>,
+        (stored, normalized): &(Vec<Value>, Vec<Value>),
+    ) -> Result<&mut usize> {
+        if !self.held.contains_key(normalized) {
+            let same =
+                |r: &Row| key_of(schema, r, &self.columns).is_some_and(|k| k.1 == *normalized);
+            let n = match holders {
+                KeyHolders::Lookup(lookup) => lookup(self.index, stored)?
+                    .iter()
+                    .filter(|r| same(r))
+                    .count(),
+                KeyHolders::Rows(rows) => rows.iter().filter(|r| same(r)).count(),
+            };
+            self.held.insert(normalized.clone(), n);
+        }
+        Ok(self.held.entry(normalized.clone()).or_default())
+    }
+}
+
 /// `update` with IGNORE's rules: it leaves unchanged every row of `visited`
 /// (the rows the write visits, in its order) whose updated version would
-/// repeat a unique key of another row of `table` (every row, as the
-/// statement sees them), and adjusts values that do not fit their columns.
-/// Also returns the warnings (code, message) the adjustments raise, once
-/// per row (the updater itself may run more than once per row).
+/// repeat a unique key another row holds, and adjusts values that do not
+/// fit their columns. Also returns the warnings (code, message) the
+/// adjustments raise, once per row (the updater itself may run more than
+/// once per row).
 pub fn skip_duplicates(
     schema: &TableSchema,
-    table: &[Row],
+    holders: KeyHolders<'_>,
     visited: Vec<Row>,
     update: RowUpdater,
 ) -> Result<(RowUpdater, Vec<(u16, String)>)> {
@@ -43,14 +100,21 @@ pub fn skip_duplicates(
             new
         }))
     });
-    let mut keys: Vec<Vec<usize>> = schema.primary_key.iter().cloned().collect();
-    keys.extend(
-        schema
-            .indexes
-            .iter()
-            .filter(|i| i.unique)
-            .map(|i| i.columns.clone()),
-    );
+    let mut keys: Vec<UniqueKey> = Vec::new();
+    if let Some(pk) = &schema.primary_key {
+        keys.push(UniqueKey {
+            index: IndexRef::Primary,
+            columns: pk.clone(),
+            held: HashMap::new(),
+        });
+    }
+    for i in schema.indexes.iter().filter(|i| i.unique) {
+        keys.push(UniqueKey {
+            index: IndexRef::Secondary(i.id),
+            columns: i.columns.clone(),
+            held: HashMap::new(),
+        });
+    }
     let identity_columns: Vec<usize> = match &schema.primary_key {
         Some(pk) => pk.clone(),
         None => (0..schema.columns.len()).collect(),
@@ -61,27 +125,6 @@ pub fn skip_duplicates(
             .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
             .collect()
     };
-    // How many current rows hold each value of each unique key.
-    let mut held: Vec<HashMap<Vec<Value>, usize>> = vec![HashMap::new(); keys.len()];
-    let key_of = |row: &Row, cols: &[usize]| -> Option<Vec<Value>> {
-        cols.iter()
-            .map(|&c| {
-                let v = row.get(c).filter(|v| !v.is_null())?;
-                // As stored: coerced to the column's type, then compared
-                // under its collation.
-                let column = &schema.columns[c];
-                let v = ladle_common::coerce(v, column).unwrap_or_else(|_| v.clone());
-                Some(v.key_normalized(column.collation))
-            })
-            .collect()
-    };
-    for row in table {
-        for (k, cols) in keys.iter().enumerate() {
-            if let Some(key) = key_of(row, cols) {
-                *held[k].entry(key).or_default() += 1;
-            }
-        }
-    }
     let mut kept = HashSet::new();
     let mut warnings = Vec::new();
     let mut matched = 0;
@@ -89,26 +132,32 @@ pub fn skip_duplicates(
         let Some(mut new) = raw(row)? else { continue };
         matched += 1;
         warnings.extend(crate::dml::adjust_ignored_row(schema, &mut new, matched));
-        let old_keys: Vec<Option<Vec<Value>>> = keys.iter().map(|c| key_of(row, c)).collect();
-        let new_keys: Vec<Option<Vec<Value>>> = keys.iter().map(|c| key_of(&new, c)).collect();
-        let collides = new_keys.iter().enumerate().any(|(k, key)| {
-            let Some(key) = key else { return false };
+        let mut collides = false;
+        for key in &mut keys {
+            let old_key = key_of(schema, row, &key.columns);
+            let Some(new_key) = key_of(schema, &new, &key.columns) else {
+                continue;
+            };
             // The row's own old key does not count against it.
-            let own = usize::from(old_keys[k].as_ref() == Some(key));
-            held[k].get(key).copied().unwrap_or(0) > own
-        });
+            let own = usize::from(old_key.as_ref().map(|k| &k.1) == Some(&new_key.1));
+            if *key.count(schema, &holders, &new_key)? > own {
+                collides = true;
+                break;
+            }
+        }
         if collides {
             kept.insert(identity(row));
             continue;
         }
-        for (k, (old, new)) in old_keys.into_iter().zip(new_keys).enumerate() {
-            if let Some(old) = old {
-                if let Some(n) = held[k].get_mut(&old) {
-                    *n = n.saturating_sub(1);
-                }
+        for key in &mut keys {
+            let old_key = key_of(schema, row, &key.columns);
+            let new_key = key_of(schema, &new, &key.columns);
+            if let Some(old) = &old_key {
+                let n = key.count(schema, &holders, old)?;
+                *n = n.saturating_sub(1);
             }
-            if let Some(new) = new {
-                *held[k].entry(new).or_default() += 1;
+            if let Some(new) = &new_key {
+                *key.count(schema, &holders, new)? += 1;
             }
         }
     }
