@@ -23,10 +23,13 @@ use ladle_storage::{IndexRef, RowUpdater};
 
 use crate::error::Result;
 
+/// The rows of a table an index finds for a key value.
+pub type IndexLookup<'a> = &'a dyn Fn(IndexRef, &[Value]) -> Result<Vec<Row>>;
+
 /// Where the walk learns which rows hold a key value.
 pub enum KeyHolders<'a> {
     /// The rows an index lookup finds (committed rows).
-    Lookup(&'a dyn Fn(IndexRef, &[Value]) -> Result<Vec<Row>>),
+    Lookup(IndexLookup<'a>),
     /// Every row of the table, as an open transaction sees it.
     Rows(&'a [Row]),
 }
