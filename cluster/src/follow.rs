@@ -242,6 +242,7 @@ mod tests {
         let int = SqlType::Int {
             bytes: 4,
             unsigned: false,
+            display_width: None,
         };
         let schema = TableSchema {
             id: 0,

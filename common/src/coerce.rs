@@ -2,7 +2,7 @@
 
 use std::str::FromStr;
 
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 
 use crate::{ColumnSchema, SqlType, Value};
@@ -37,7 +37,12 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         return Ok(Value::Null);
     }
     let incorrect = || CoerceError::Incorrect {
-        ty: column.ty.sql_name(),
+        ty: match column.ty {
+            // As MariaDB names them in this message, whatever the precision.
+            SqlType::DateTime { .. } | SqlType::Timestamp { .. } => "datetime".into(),
+            SqlType::Time { .. } => "time".into(),
+            _ => column.ty.sql_name(),
+        },
         value: v.to_string(),
         column: column.name.clone(),
     };
@@ -48,7 +53,9 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         column: column.name.clone(),
     };
     match &column.ty {
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
             // MySQL rounds a fractional value assigned to an integer column.
             let d = d.round();
@@ -169,15 +176,19 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::DateTime | SqlType::Timestamp => match v {
-            Value::DateTime(_) => Ok(v.clone()),
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => match v {
+            Value::DateTime(dt) => Ok(Value::DateTime(truncate_datetime(*dt, *fsp))),
             Value::Date(d) => Ok(Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default())),
-            Value::Text(s) => parse_datetime(s).map(Value::DateTime).ok_or_else(incorrect),
+            Value::Text(s) => parse_datetime(s)
+                .map(|dt| Value::DateTime(truncate_datetime(dt, *fsp)))
+                .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::Time => match v {
-            Value::Time(_) => Ok(v.clone()),
-            Value::Text(s) => parse_time(s).map(Value::Time).ok_or_else(incorrect),
+        SqlType::Time { fsp } => match v {
+            Value::Time(us) => Ok(Value::Time(truncate_micros(*us, *fsp))),
+            Value::Text(s) => parse_time(s)
+                .map(|us| Value::Time(truncate_micros(us, *fsp)))
+                .ok_or_else(incorrect),
             Value::Int(i) => {
                 // HHMMSS as an integer.
                 let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
@@ -189,6 +200,20 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             _ => Err(incorrect()),
         },
     }
+}
+
+/// Microseconds cut to `fsp` fractional digits, toward zero: MariaDB
+/// truncates (it rounds only under `TIME_ROUND_FRACTIONAL`).
+pub fn truncate_micros(us: i64, fsp: u8) -> i64 {
+    let unit = 10i64.pow(6 - u32::from(fsp.min(6)));
+    us / unit * unit
+}
+
+/// A datetime's fraction cut to `fsp` digits (see [`truncate_micros`]).
+pub fn truncate_datetime(dt: NaiveDateTime, fsp: u8) -> NaiveDateTime {
+    let micros = i64::from(dt.and_utc().timestamp_subsec_micros());
+    let kept = truncate_micros(micros, fsp);
+    dt.with_nanosecond((kept * 1000) as u32).unwrap_or(dt)
 }
 
 /// How [`coerce_adjusting`] made a value fit, as MySQL's non-strict mode
@@ -224,7 +249,12 @@ pub fn coerce_adjusting(
         SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Float | SqlType::Double
     );
     match (&err, &column.ty) {
-        (CoerceError::OutOfRange { .. }, SqlType::Int { bytes, unsigned }) => {
+        (
+            CoerceError::OutOfRange { .. },
+            SqlType::Int {
+                bytes, unsigned, ..
+            },
+        ) => {
             let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
             let bits = u32::from(*bytes) * 8;
             let end = match (unsigned, negative) {
@@ -286,6 +316,25 @@ pub fn coerce_adjusting(
             let (replaced, _) = coerce_adjusting(&Value::text(replace_invalid(b)), column)?;
             Ok((replaced, Some(Adjustment::Replaced)))
         }
+        // A date or time followed by something else keeps the date or time
+        // (`'2020-01-01 10:00:00abc'`), as MariaDB's non-strict mode does.
+        (
+            CoerceError::Incorrect { .. },
+            SqlType::Date
+            | SqlType::DateTime { .. }
+            | SqlType::Timestamp { .. }
+            | SqlType::Time { .. },
+        ) => {
+            let prefix = match (v, &column.ty) {
+                (Value::Text(s), SqlType::Time { .. }) => time_prefix(s).map(Value::Time),
+                (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
+                _ => None,
+            };
+            match prefix {
+                Some(p) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
+                None => Err(err),
+            }
+        }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
             match numeric_prefix(&text) {
@@ -298,6 +347,26 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// [`parse_time`] of the longest prefix of `s` that is a time.
+fn time_prefix(s: &str) -> Option<i64> {
+    let s = s.trim();
+    (1..=s.len())
+        .rev()
+        .filter(|&end| ends_a_value(s, end))
+        .find_map(|end| parse_time(&s[..end]))
+}
+
+/// Whether a date or time read from `s` may end at `end`: not inside a
+/// character, and not where more of a date or time follows (a digit, `:`
+/// or `.`, after spaces or not), so that `'2024-02-30'` is no `2024-02-03`
+/// and `'10:00:60'` no `10:00`: those are invalid values, not prefixes.
+fn ends_a_value(s: &str, end: usize) -> bool {
+    s.is_char_boundary(end)
+        && !s[end..]
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_digit() || c == ':' || c == '.')
 }
 
 /// The longest prefix of `s` that reads as a number (`'12abc'` -> `12`),
@@ -434,16 +503,22 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
 /// follows (a time zone offset `+00:00`, a `Z`) is ignored, with a warning
 /// in MariaDB.
 pub fn parse_datetime_prefix(s: &str) -> Option<NaiveDateTime> {
-    if let Some(dt) = parse_datetime(s) {
-        return Some(dt);
-    }
+    parse_datetime_prefix_len(s).map(|(dt, _)| dt)
+}
+
+/// [`parse_datetime_prefix`], and the length of the prefix read (of `s`
+/// without leading spaces).
+pub fn parse_datetime_prefix_len(s: &str) -> Option<(NaiveDateTime, usize)> {
     let s = s.trim();
+    if let Some(dt) = parse_datetime(s) {
+        return Some((dt, s.len()));
+    }
     // The longest datetime spelling is 26 characters; a shorter prefix
     // than `YYYYMMDD` is no date.
     (8..=s.len().min(26))
         .rev()
-        .filter(|&end| s.is_char_boundary(end))
-        .find_map(|end| parse_datetime(&s[..end]))
+        .filter(|&end| ends_a_value(s, end))
+        .find_map(|end| parse_datetime(&s[..end]).map(|dt| (dt, end)))
 }
 
 /// Parses a TIME literal (`[-]H[H..]:MM[:SS[.ffffff]]`) into signed
@@ -483,10 +558,12 @@ mod tests {
         let tiny = col(SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         });
         let utiny = col(SqlType::Int {
             bytes: 1,
             unsigned: true,
+            display_width: None,
         });
         let adjust = |v: Value, c: &ColumnSchema| coerce_adjusting(&v, c).unwrap();
         assert_eq!(
@@ -534,6 +611,21 @@ mod tests {
             (Value::text("é"), Some(Adjustment::Truncated))
         );
         assert!(coerce_adjusting(&Value::text("2024-02-30"), &col(SqlType::Date)).is_err());
+        // A valid date or time followed by something else keeps it.
+        let at = col(SqlType::DateTime { fsp: 0 });
+        assert_eq!(
+            adjust(Value::text("2024-02-29 10:11:12 UTC"), &at),
+            (
+                coerce(&Value::text("2024-02-29 10:11:12"), &at).unwrap(),
+                Some(Adjustment::Truncated)
+            )
+        );
+        let during = col(SqlType::Time { fsp: 1 });
+        assert_eq!(
+            adjust(Value::text("10:00:00.25x"), &during),
+            (Value::Time(36_000_200_000), Some(Adjustment::Truncated))
+        );
+        assert!(coerce_adjusting(&Value::text("10:00:60"), &during).is_err());
         assert_eq!(numeric_prefix(" -1.5e3x"), Some("-1.5e3"));
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);
@@ -568,6 +660,7 @@ mod tests {
         let tiny = col(SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         });
         assert_eq!(coerce(&Value::Int(127), &tiny), Ok(Value::Int(127)));
         assert!(matches!(
@@ -582,6 +675,7 @@ mod tests {
         let ubig = col(SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         });
         assert_eq!(
             coerce(&Value::UInt(u64::MAX), &ubig),
@@ -591,15 +685,39 @@ mod tests {
     }
 
     #[test]
+    fn fractional_seconds_are_truncated_to_the_declared_precision() {
+        let at = |fsp, s| coerce(&Value::text(s), &col(SqlType::DateTime { fsp })).unwrap();
+        assert_eq!(
+            at(0, "2020-01-01 10:00:00.7").to_string(),
+            "2020-01-01 10:00:00"
+        );
+        assert_eq!(
+            at(2, "2020-01-01 10:00:00.129").to_string(),
+            "2020-01-01 10:00:00.120000"
+        );
+        assert_eq!(
+            at(6, "2020-01-01 10:00:00.1234567").to_string(),
+            "2020-01-01 10:00:00.123456"
+        );
+        let during = |fsp, s| coerce(&Value::text(s), &col(SqlType::Time { fsp })).unwrap();
+        assert_eq!(during(3, "10:00:00.99951"), Value::Time(36_000_999_000));
+        assert_eq!(during(0, "-00:00:01.5"), Value::Time(-1_000_000));
+    }
+
+    #[test]
     fn strings_and_dates() {
         assert!(matches!(
             coerce(&Value::text("abcd"), &col(SqlType::VarChar(3))),
             Err(CoerceError::TooLong { .. })
         ));
-        let d = coerce(&Value::text("2024-02-29 10:11:12"), &col(SqlType::DateTime)).unwrap();
+        let d = coerce(
+            &Value::text("2024-02-29 10:11:12"),
+            &col(SqlType::DateTime { fsp: 0 }),
+        )
+        .unwrap();
         assert_eq!(d.to_string(), "2024-02-29 10:11:12");
         assert_eq!(
-            coerce(&Value::text("12:30:00"), &col(SqlType::Time))
+            coerce(&Value::text("12:30:00"), &col(SqlType::Time { fsp: 0 }))
                 .unwrap()
                 .to_string(),
             "12:30:00"

@@ -13,8 +13,8 @@ mod schema;
 mod value;
 
 pub use coerce::{
-    coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_time, Adjustment,
-    CoerceError,
+    coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_datetime_prefix_len,
+    parse_time, truncate_datetime, truncate_micros, Adjustment, CoerceError,
 };
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};

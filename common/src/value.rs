@@ -286,6 +286,45 @@ impl fmt::Display for Value {
     }
 }
 
+impl Value {
+    /// The text of a DATETIME or TIME value with `fsp` fractional digits,
+    /// as MariaDB prints a column of that precision (`.500000` for
+    /// DATETIME(6)); a value with a finer fraction than `fsp` (a computed
+    /// one) keeps all six digits rather than lose them. `None` for other
+    /// values.
+    pub fn temporal_text(&self, fsp: u8) -> Option<String> {
+        let (mut text, micros) = match self {
+            Value::DateTime(d) => (
+                d.format("%Y-%m-%d %H:%M:%S").to_string(),
+                d.and_utc().timestamp_subsec_micros(),
+            ),
+            Value::Time(us) => {
+                // The sign is written apart: -0.25 s has no whole seconds.
+                let magnitude = us.unsigned_abs();
+                let whole = i64::try_from(magnitude - magnitude % 1_000_000).unwrap_or(i64::MAX);
+                let sign = if *us < 0 { "-" } else { "" };
+                (
+                    format!("{sign}{}", Value::Time(whole)),
+                    (magnitude % 1_000_000) as u32,
+                )
+            }
+            _ => return None,
+        };
+        let fsp = u32::from(fsp.min(6));
+        let digits = if micros % 10u32.pow(6 - fsp) == 0 {
+            fsp
+        } else {
+            6
+        };
+        if digits > 0 {
+            let fraction = format!("{micros:06}");
+            text.push('.');
+            text.push_str(&fraction[..digits as usize]);
+        }
+        Some(text)
+    }
+}
+
 /// How strings compare. Every string column has one; the default for text
 /// columns is [`Collation::GeneralCi`], matching MariaDB's
 /// `utf8mb4_general_ci` (`'Alice' = 'alice'`, trailing spaces ignored).
@@ -394,6 +433,10 @@ pub enum SqlType {
     Int {
         bytes: u8,
         unsigned: bool,
+        /// The declared display width (`TINYINT(1)`), or `None` for the
+        /// type's default (`int(11)`). Only shown (SHOW COLUMNS, result
+        /// metadata): Rails reads `tinyint(1)` as a boolean column.
+        display_width: Option<u8>,
     },
     Float,
     Double,
@@ -409,9 +452,17 @@ pub enum SqlType {
     VarBinary(u32),
     Blob(u32),
     Date,
-    DateTime,
-    Timestamp,
-    Time,
+    /// `fsp`: fractional-seconds precision, 0..=6 (`DATETIME(6)`); stored
+    /// values are truncated to it, as MariaDB does.
+    DateTime {
+        fsp: u8,
+    },
+    Timestamp {
+        fsp: u8,
+    },
+    Time {
+        fsp: u8,
+    },
     Year,
     /// ENUM('a', 'b', ...): stored as its label text.
     Enum(Vec<String>),
@@ -441,21 +492,53 @@ impl SqlType {
         )
     }
 
+    /// Fractional-seconds precision of DATETIME, TIMESTAMP and TIME; 0 for
+    /// every other type.
+    pub fn fsp(&self) -> u8 {
+        match self {
+            SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp } => *fsp,
+            _ => 0,
+        }
+    }
+
+    /// The display width an integer type is shown with: the declared one,
+    /// else MariaDB's default (digits, plus one for a sign).
+    pub fn int_display_width(bytes: u8, unsigned: bool, declared: Option<u8>) -> u8 {
+        declared.unwrap_or(match (bytes, unsigned) {
+            (1, false) => 4,
+            (1, true) => 3,
+            (2, false) => 6,
+            (2, true) => 5,
+            (3, false) => 9,
+            (3, true) => 8,
+            (4, false) => 11,
+            (4, true) => 10,
+            _ => 20,
+        })
+    }
+
     /// The SQL spelling, as SHOW CREATE TABLE and DESCRIBE print it.
     pub fn sql_name(&self) -> String {
+        let with_fsp = |name: &str, fsp: u8| {
+            if fsp == 0 {
+                name.to_string()
+            } else {
+                format!("{name}({fsp})")
+            }
+        };
         match self {
-            SqlType::Int { bytes, unsigned } => {
-                let (name, width) = match (bytes, unsigned) {
-                    (1, false) => ("tinyint", 4),
-                    (1, true) => ("tinyint", 3),
-                    (2, false) => ("smallint", 6),
-                    (2, true) => ("smallint", 5),
-                    (3, false) => ("mediumint", 9),
-                    (3, true) => ("mediumint", 8),
-                    (4, false) => ("int", 11),
-                    (4, true) => ("int", 10),
-                    (_, false) => ("bigint", 20),
-                    (_, true) => ("bigint", 20),
+            SqlType::Int {
+                bytes,
+                unsigned,
+                display_width,
+            } => {
+                let width = SqlType::int_display_width(*bytes, *unsigned, *display_width);
+                let name = match bytes {
+                    1 => "tinyint",
+                    2 => "smallint",
+                    3 => "mediumint",
+                    4 => "int",
+                    _ => "bigint",
                 };
                 if *unsigned {
                     format!("{name}({width}) unsigned")
@@ -483,9 +566,9 @@ impl SqlType {
                 _ => "longblob".into(),
             },
             SqlType::Date => "date".into(),
-            SqlType::DateTime => "datetime".into(),
-            SqlType::Timestamp => "timestamp".into(),
-            SqlType::Time => "time".into(),
+            SqlType::DateTime { fsp } => with_fsp("datetime", *fsp),
+            SqlType::Timestamp { fsp } => with_fsp("timestamp", *fsp),
+            SqlType::Time { fsp } => with_fsp("time", *fsp),
             SqlType::Year => "year(4)".into(),
             SqlType::Enum(labels) => {
                 let quoted: Vec<String> = labels
@@ -540,6 +623,37 @@ mod tests {
         for &(first, last, step, _, _) in WEIGHT_RUNS {
             assert!(first <= last && step > 0 && (last - first) % u16::from(step) == 0);
         }
+    }
+
+    #[test]
+    fn temporal_text_shows_the_declared_fraction() {
+        let dt = crate::parse_datetime("2020-01-02 03:04:05.5").unwrap();
+        assert_eq!(
+            Value::DateTime(dt).temporal_text(6).unwrap(),
+            "2020-01-02 03:04:05.500000"
+        );
+        assert_eq!(
+            Value::DateTime(dt).temporal_text(2).unwrap(),
+            "2020-01-02 03:04:05.50"
+        );
+        // Finer than declared (a computed value): nothing is dropped.
+        assert_eq!(
+            Value::DateTime(dt).temporal_text(0).unwrap(),
+            "2020-01-02 03:04:05.500000"
+        );
+        assert_eq!(
+            Value::Time(-1_250_000).temporal_text(3).unwrap(),
+            "-00:00:01.250"
+        );
+        assert_eq!(
+            Value::Time(3_000_000).temporal_text(1).unwrap(),
+            "00:00:03.0"
+        );
+        assert_eq!(
+            Value::Time(-250_000).temporal_text(2).unwrap(),
+            "-00:00:00.25"
+        );
+        assert_eq!(Value::Int(1).temporal_text(1), None);
     }
 
     #[test]

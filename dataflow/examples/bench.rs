@@ -93,6 +93,7 @@ fn main() {
     let int = SqlType::Int {
         bytes: 8,
         unsigned: false,
+        display_width: None,
     };
     let storage = Storage::in_memory();
     storage.create_database("bench", true).expect("db");

@@ -42,6 +42,7 @@ fn main() {
     let int = SqlType::Int {
         bytes: 4,
         unsigned: false,
+        display_width: None,
     };
     let storage = Storage::in_memory();
     storage.create_database("bench", true).expect("db");

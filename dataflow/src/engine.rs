@@ -1414,8 +1414,8 @@ fn read_rows(
                     if matches!(
                         spec.key_types[i],
                         ladle_common::SqlType::Date
-                            | ladle_common::SqlType::DateTime
-                            | ladle_common::SqlType::Timestamp
+                            | ladle_common::SqlType::DateTime { .. }
+                            | ladle_common::SqlType::Timestamp { .. }
                     ) =>
                 {
                     match ladle_common::parse_datetime_prefix(t) {

@@ -173,8 +173,22 @@ pub struct OutputColumn {
     pub name: String,
     /// The base table it comes from, or empty for computed columns.
     pub table: String,
+    /// The base column it passes through unchanged, if it does (a bare
+    /// column reference, aliased, grouped or read through a derived table;
+    /// not a UNION's or an expression's).
+    pub origin: Option<BaseColumn>,
     pub ty: SqlType,
     pub nullable: bool,
+}
+
+/// A base table's column, as a result column's provenance: MySQL result
+/// metadata describes such a column by its place in the table (its keys,
+/// AUTO_INCREMENT, default, ON UPDATE).
+#[derive(Clone, Debug, PartialEq)]
+pub struct BaseColumn {
+    pub table: Arc<TableSchema>,
+    /// Position in `table.columns`.
+    pub column: usize,
 }
 
 /// Introspection of one installed view (SHOW VIEWS).

@@ -21,6 +21,7 @@ pub fn int() -> SqlType {
     SqlType::Int {
         bytes: 4,
         unsigned: false,
+        display_width: None,
     }
 }
 

@@ -324,7 +324,8 @@ fn unions_views_constants_and_errors() {
         c.ty,
         ladle_common::SqlType::Int {
             bytes: 8,
-            unsigned: false
+            unsigned: false,
+            display_width: None,
         }
     );
     assert!(e
@@ -1242,7 +1243,7 @@ fn range_parameters_read_from_the_reader_order() {
             ("k", int()),
             ("n", int()),
             ("name", text()),
-            ("at", ladle_common::SqlType::DateTime),
+            ("at", ladle_common::SqlType::DateTime { fsp: 0 }),
         ],
     );
     let row = |id: i64, k: i64, n: Option<i64>, name: Option<&str>, at: Option<&str>| {

@@ -159,8 +159,11 @@ fn collect<P: mysql::prelude::Protocol>(
     mut result: mysql::QueryResult<'_, '_, '_, P>,
 ) -> Result<StatementResult, mysql::Error> {
     let columns = result.columns();
-    let types: Vec<mysql::consts::ColumnType> =
-        columns.as_ref().iter().map(|c| c.column_type()).collect();
+    let types: Vec<(mysql::consts::ColumnType, u8)> = columns
+        .as_ref()
+        .iter()
+        .map(|c| (c.column_type(), c.decimals()))
+        .collect();
     let has_columns = !types.is_empty();
     let affected = result.affected_rows();
     let mut rows = Vec::new();
@@ -187,25 +190,32 @@ fn collect<P: mysql::prelude::Protocol>(
 }
 
 /// [`render_value`], spelling binary-protocol dates and times as the text
-/// protocol does (`DATE` as `YYYY-MM-DD`, `DATETIME` without a zero fraction).
-fn render_typed(v: &mysql::Value, ty: Option<mysql::consts::ColumnType>) -> String {
+/// protocol does: `DATE` as `YYYY-MM-DD`, a fraction with as many digits
+/// as the column's `decimals` (its fractional-seconds precision), or six
+/// for a non-zero fraction in a column declaring none.
+fn render_typed(v: &mysql::Value, ty: Option<(mysql::consts::ColumnType, u8)>) -> String {
     use mysql::consts::ColumnType as T;
+    let fraction = |us: u32| -> String {
+        match ty.map(|(_, decimals)| decimals) {
+            Some(d @ 1..=6) => format!(".{us:06}")[..=usize::from(d)].to_string(),
+            _ if us > 0 => format!(".{us:06}"),
+            _ => String::new(),
+        }
+    };
     match *v {
-        mysql::Value::Date(y, mo, d, h, mi, s, us) => match ty {
+        mysql::Value::Date(y, mo, d, h, mi, s, us) => match ty.map(|(t, _)| t) {
             Some(T::MYSQL_TYPE_DATE) | Some(T::MYSQL_TYPE_NEWDATE) => {
                 format!("{y:04}-{mo:02}-{d:02}")
             }
-            _ if us > 0 => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}.{us:06}"),
-            _ => format!("{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}"),
+            _ => format!(
+                "{y:04}-{mo:02}-{d:02} {h:02}:{mi:02}:{s:02}{}",
+                fraction(us)
+            ),
         },
         mysql::Value::Time(neg, days, h, mi, s, us) => {
             let sign = if neg { "-" } else { "" };
             let hours = u32::from(h) + days * 24;
-            if us > 0 {
-                format!("{sign}{hours:02}:{mi:02}:{s:02}.{us:06}")
-            } else {
-                format!("{sign}{hours:02}:{mi:02}:{s:02}")
-            }
+            format!("{sign}{hours:02}:{mi:02}:{s:02}{}", fraction(us))
         }
         _ => render_value(v),
     }

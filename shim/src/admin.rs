@@ -157,7 +157,7 @@ fn show_snapshots(admin: &dyn Admin) -> Result<Output, WireError> {
         .iter()
         .map(|n| int_column(n))
         .collect();
-    columns.push(column("created", SqlType::DateTime));
+    columns.push(column("created", SqlType::DateTime { fsp: 0 }));
     let rows = list
         .into_iter()
         .map(|r| {

@@ -703,11 +703,20 @@ fn column_key(schema: &TableSchema, c: usize) -> &'static str {
     }
 }
 
-fn default_text(d: &ColumnDefault) -> Value {
-    match d {
+fn default_text(c: &ladle_common::ColumnSchema) -> Value {
+    match &c.default {
         ColumnDefault::None => Value::Null,
-        ColumnDefault::Value(v) => t(v.to_string()),
-        ColumnDefault::CurrentTimestamp => t("current_timestamp()"),
+        ColumnDefault::Value(v) => t(v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string())),
+        ColumnDefault::CurrentTimestamp => t(current_timestamp_text(c)),
+    }
+}
+
+/// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
+/// column of precision n (`current_timestamp()` for 0).
+fn current_timestamp_text(c: &ladle_common::ColumnSchema) -> String {
+    match c.ty.fsp() {
+        0 => "current_timestamp()".into(),
+        fsp => format!("current_timestamp({fsp})"),
     }
 }
 
@@ -716,8 +725,10 @@ fn extra(c: &ladle_common::ColumnSchema) -> String {
     if c.auto_increment {
         parts.push("auto_increment");
     }
+    let on_update;
     if c.on_update_current_timestamp {
-        parts.push("on update current_timestamp()");
+        on_update = format!("on update {}", current_timestamp_text(c));
+        parts.push(&on_update);
     }
     parts.join(" ")
 }
@@ -746,7 +757,7 @@ pub fn describe(
                 }
                 r.push(t(if c.nullable { "YES" } else { "NO" }));
                 r.push(t(column_key(&schema, i)));
-                r.push(default_text(&c.default));
+                r.push(default_text(c));
                 r.push(t(extra(c)));
                 if full {
                     r.push(t("select,insert,update,references"));
@@ -830,6 +841,9 @@ pub fn create_table_sql(
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
+        } else if matches!(c.ty, SqlType::Timestamp { .. }) {
+            // MariaDB spells out NULL for a TIMESTAMP, which once could not be.
+            l.push_str(" NULL");
         }
         match &c.default {
             ColumnDefault::Value(v) => {
@@ -840,18 +854,18 @@ pub fn create_table_sql(
                 if numeric {
                     l.push_str(&format!(" DEFAULT {v}"));
                 } else {
-                    l.push_str(&format!(
-                        " DEFAULT {}",
-                        crate::params::quote(&v.to_string())
-                    ));
+                    let text = v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string());
+                    l.push_str(&format!(" DEFAULT {}", crate::params::quote(&text)));
                 }
             }
-            ColumnDefault::CurrentTimestamp => l.push_str(" DEFAULT current_timestamp()"),
+            ColumnDefault::CurrentTimestamp => {
+                l.push_str(&format!(" DEFAULT {}", current_timestamp_text(c)))
+            }
             ColumnDefault::None if c.nullable && !c.auto_increment => l.push_str(" DEFAULT NULL"),
             ColumnDefault::None => {}
         }
         if c.on_update_current_timestamp {
-            l.push_str(" ON UPDATE current_timestamp()");
+            l.push_str(&format!(" ON UPDATE {}", current_timestamp_text(c)));
         }
         if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");
@@ -967,7 +981,9 @@ fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
         SqlType::Text(l) | SqlType::Binary(l) | SqlType::VarBinary(l) | SqlType::Blob(l) => {
             (data_type, n(*l), n(*l), Value::Null, Value::Null)
         }
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => {
             let p = match (bytes, unsigned) {
                 (1, _) => 3,
                 (2, _) => 5,
@@ -1101,12 +1117,14 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
             for tb in all_tables() {
                 for (i, c) in tb.columns.iter().enumerate() {
                     let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
-                    let dt_prec =
-                        if matches!(c.ty, SqlType::DateTime | SqlType::Timestamp | SqlType::Time) {
-                            Value::Int(0)
-                        } else {
-                            Value::Null
-                        };
+                    let dt_prec = if matches!(
+                        c.ty,
+                        SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
+                    ) {
+                        Value::Int(i64::from(c.ty.fsp()))
+                    } else {
+                        Value::Null
+                    };
                     let (cs, coll) = if c.ty.is_text() {
                         (t("utf8mb4"), t(c.collation.name()))
                     } else {
@@ -1118,7 +1136,7 @@ fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
                         t(&tb.name),
                         t(&c.name),
                         Value::Int(i as i64 + 1),
-                        default_text(&c.default),
+                        default_text(c),
                         t(if c.nullable { "YES" } else { "NO" }),
                         t(dt),
                         maxlen,

@@ -19,8 +19,8 @@ use crate::exec::{ident, qualified_name, word, Engine, Output};
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::session::Session;
 
-/// Maps a declared column type to Ladle's.
-pub fn map_type(dt: &DataType) -> Result<SqlType> {
+/// Maps the declared type of column `column` to Ladle's.
+pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
     if let DataType::Enum(labels) = dt {
         return Ok(SqlType::Enum(labels.clone()));
     }
@@ -39,20 +39,54 @@ pub fn map_type(dt: &DataType) -> Result<SqlType> {
     };
     let arg = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
     let len = |d: u64| -> u32 { u32::try_from(arg(0, d)).unwrap_or(u32::MAX) };
-    let int = |bytes: u8| SqlType::Int { bytes, unsigned };
+    // A display width is kept only when it is not the type's default, so
+    // `INT(11)` and `INT` are the same type (MariaDB shows both as int(11));
+    // 0 means the default too.
+    let display_width = |bytes: u8| -> Result<Option<u8>> {
+        let Some(&w) = args.first() else {
+            return Ok(None);
+        };
+        let w = u8::try_from(w).map_err(|_| {
+            wire((
+                error::ER_TOO_BIG_DISPLAYWIDTH,
+                format!("Display width out of range for '{column}' (max = 255)"),
+            ))
+        })?;
+        let default = SqlType::int_display_width(bytes, unsigned, None);
+        Ok((w != 0 && w != default).then_some(w))
+    };
+    let int = |bytes: u8| -> Result<SqlType> {
+        Ok(SqlType::Int {
+            bytes,
+            unsigned,
+            display_width: display_width(bytes)?,
+        })
+    };
+    let fsp = || -> Result<u8> {
+        match arg(0, 0) {
+            p @ 0..=6 => Ok(p as u8),
+            _ => Err(wire((
+                error::ER_TOO_BIG_PRECISION,
+                format!("Too big precision specified for '{column}'. Maximum is 6"),
+            ))),
+        }
+    };
     Ok(match base.as_str() {
-        "tinyint" | "int1" => int(1),
+        "tinyint" | "int1" => int(1)?,
+        // BOOL is TINYINT(1), as MariaDB shows it.
         "bool" | "boolean" => SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: Some(1),
         },
-        "smallint" | "int2" => int(2),
-        "mediumint" | "int3" | "middleint" => int(3),
-        "int" | "integer" | "int4" => int(4),
-        "bigint" | "int8" | "serial" => int(8),
+        "smallint" | "int2" => int(2)?,
+        "mediumint" | "int3" | "middleint" => int(3)?,
+        "int" | "integer" | "int4" => int(4)?,
+        "bigint" | "int8" | "serial" => int(8)?,
         "bit" => SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         },
         "float" if arg(0, 0) > 24 => SqlType::Double,
         "float" | "float4" => SqlType::Float,
@@ -90,9 +124,9 @@ pub fn map_type(dt: &DataType) -> Result<SqlType> {
         "mediumblob" => SqlType::Blob(16777215),
         "longblob" => SqlType::Blob(u32::MAX),
         "date" => SqlType::Date,
-        "datetime" => SqlType::DateTime,
-        "timestamp" => SqlType::Timestamp,
-        "time" => SqlType::Time,
+        "datetime" => SqlType::DateTime { fsp: fsp()? },
+        "timestamp" => SqlType::Timestamp { fsp: fsp()? },
+        "time" => SqlType::Time { fsp: fsp()? },
         "year" => SqlType::Year,
         "uuid" => SqlType::Char(36),
         _ => return Err(ShimError::Unsupported(format!("column type {dt}"))),
@@ -132,7 +166,7 @@ struct ColumnReference {
 }
 
 fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
-    let ty = map_type(&def.data_type)?;
+    let ty = map_type(&def.name.value, &def.data_type)?;
     let mut col = ColumnSchema::new(def.name.value.clone(), ty);
     let mut primary = false;
     let mut unique = false;
@@ -143,7 +177,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
             col.collation = coll;
         }
     }
-    if matches!(col.ty, SqlType::Timestamp) {
+    if matches!(col.ty, SqlType::Timestamp { .. }) {
         // Ladle does not emulate explicit_defaults_for_timestamp=OFF.
     }
     for opt in &def.options {
@@ -860,17 +894,18 @@ pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
 pub fn default_value(col: &ColumnSchema) -> Option<Value> {
     match &col.default {
         ColumnDefault::Value(v) => Some(v.clone()),
-        ColumnDefault::CurrentTimestamp => Some(now_seconds()),
+        ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
         ColumnDefault::None => None,
     }
 }
 
-/// CURRENT_TIMESTAMP as a column value: local time, whole seconds (Ladle's
-/// DATETIME/TIMESTAMP columns have no fractional-seconds precision).
-pub fn now_seconds() -> Value {
+/// CURRENT_TIMESTAMP as a column value: local time in microseconds; a
+/// column keeps as many fractional digits as its precision (coercion
+/// truncates, so DATETIME gets whole seconds, DATETIME(6) all six).
+pub fn current_timestamp() -> Value {
     let now = chrono::Local::now().naive_local();
-    Value::DateTime(chrono::Timelike::with_nanosecond(&now, 0).unwrap_or(now))
+    Value::DateTime(ladle_common::truncate_datetime(now, 6))
 }
 
 #[cfg(test)]
@@ -886,7 +921,7 @@ mod tests {
         };
         ct.columns
             .iter()
-            .map(|c| map_type(&c.data_type).unwrap())
+            .map(|c| map_type(&c.name.value, &c.data_type).unwrap())
             .collect()
     }
 
@@ -900,21 +935,24 @@ mod tests {
             t[0],
             SqlType::Int {
                 bytes: 1,
-                unsigned: true
+                unsigned: true,
+                display_width: None,
             }
         );
         assert_eq!(
             t[1],
             SqlType::Int {
                 bytes: 4,
-                unsigned: false
+                unsigned: false,
+                display_width: None,
             }
         );
         assert_eq!(
             t[2],
             SqlType::Int {
                 bytes: 8,
-                unsigned: false
+                unsigned: false,
+                display_width: None,
             }
         );
         assert_eq!(
@@ -927,18 +965,40 @@ mod tests {
         assert_eq!(t[4], SqlType::VarChar(20));
         assert_eq!(t[5], SqlType::Text(16777215));
         assert_eq!(t[6], SqlType::Blob(u32::MAX));
-        assert_eq!(t[7], SqlType::DateTime);
+        assert_eq!(t[7], SqlType::DateTime { fsp: 0 });
         assert_eq!(t[8], SqlType::Enum(vec!["x".into(), "y".into()]));
         assert_eq!(t[9], SqlType::Double);
         assert_eq!(
             t[10],
             SqlType::Int {
                 bytes: 1,
-                unsigned: false
+                unsigned: false,
+                display_width: Some(1),
             }
         );
         assert_eq!(t[11], SqlType::Year);
-        assert_eq!(t[12], SqlType::Time);
+        assert_eq!(t[12], SqlType::Time { fsp: 0 });
         assert_eq!(t[13], SqlType::Json);
+    }
+
+    #[test]
+    fn declared_widths_and_precisions_are_kept() {
+        let t = types_of(
+            "CREATE TABLE t (a TINYINT(1), b INT(5) UNSIGNED, c INT(0), d DATETIME(6),              e TIME(3), f TIMESTAMP(2))",
+        );
+        let int = |bytes, unsigned, display_width| SqlType::Int {
+            bytes,
+            unsigned,
+            display_width,
+        };
+        assert_eq!(t[0], int(1, false, Some(1)));
+        assert_eq!(t[1], int(4, true, Some(5)));
+        assert_eq!(t[2], int(4, false, None));
+        assert_eq!(t[3], SqlType::DateTime { fsp: 6 });
+        assert_eq!(t[4], SqlType::Time { fsp: 3 });
+        assert_eq!(t[5], SqlType::Timestamp { fsp: 2 });
+        assert_eq!(t[3].sql_name(), "datetime(6)");
+        assert_eq!(t[0].sql_name(), "tinyint(1)");
+        assert_eq!(t[1].sql_name(), "int(5) unsigned");
     }
 }

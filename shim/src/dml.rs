@@ -22,7 +22,7 @@ use crate::ddl::default_value;
 use crate::error::{
     Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS, ER_SUBQUERY_NO_1_ROW,
 };
-use crate::exec::{Engine, Output};
+use crate::exec::{Engine, Info, Output};
 use crate::session::{Session, Transaction};
 
 /// The cell at `pos`, or an internal error (never a panic inside a
@@ -88,6 +88,8 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         .take()
         .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
+    // MySQL reports "Records: .." for a multi-row VALUES or a SELECT.
+    let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
             for row in &v.rows {
@@ -118,6 +120,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             }
         }
     }
+    let records = given.len() as u64;
     let mut rows: Vec<Row> = Vec::with_capacity(given.len());
     for g in given {
         let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
@@ -151,6 +154,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let on_conflict = conflict_rule(&schema, &ins, &checks)?;
+    let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
     }
@@ -209,6 +213,18 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
         return Ok(result);
     }
+    let out = match out {
+        Output::Done {
+            affected_rows,
+            last_insert_id,
+            ..
+        } if many => Output::Done {
+            affected_rows,
+            last_insert_id,
+            info: records_info(records, affected_rows, ins.ignore, replaces),
+        },
+        other => other,
+    };
     Ok(match (out, ignore_last_id) {
         (
             Output::Done {
@@ -224,6 +240,25 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         },
         (out, _) => out,
     })
+}
+
+/// The info of a multi-row INSERT that was given `records` rows and
+/// changed `affected`: as MySQL counts duplicates, the rows IGNORE skipped,
+/// or the rows REPLACE deleted / ON DUPLICATE KEY UPDATE changed (each
+/// counts twice in `affected`; an update that changes nothing is not
+/// counted).
+fn records_info(records: u64, affected: u64, ignore: bool, replaces: bool) -> Info {
+    let duplicates = if ignore {
+        records.saturating_sub(affected)
+    } else if replaces {
+        affected.saturating_sub(records)
+    } else {
+        0
+    };
+    Info::Records {
+        records,
+        duplicates,
+    }
 }
 
 /// What an INSERT does with a row whose key is taken: REPLACE, ON
@@ -552,7 +587,7 @@ fn insert_in_transaction(
     Ok(Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: insert_id,
-        info: String::new(),
+        info: Info::None,
     })
 }
 
@@ -928,10 +963,27 @@ fn submit_with(
     cascades: Vec<WriteOp>,
     in_transaction: RowCounts,
 ) -> Result<Output> {
+    // An UPDATE reports the rows it matched and changed.
+    let is_update = matches!(op, WriteOp::Update { .. });
+    let info = |c: RowCounts| {
+        if is_update {
+            Info::Matched {
+                matched: c.found,
+                changed: c.affected,
+            }
+        } else {
+            Info::None
+        }
+    };
+    let info_in_transaction = info(in_transaction);
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
         tx.ops.extend(cascades);
-        return Ok(Output::affected(in_transaction.reported(s)));
+        return Ok(Output::Done {
+            affected_rows: in_transaction.reported(s),
+            last_insert_id: 0,
+            info: info_in_transaction,
+        });
     }
     let start = std::time::Instant::now();
     let mut ops = vec![op];
@@ -956,7 +1008,7 @@ fn submit_with(
     Ok(Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: r.insert_id,
-        info: String::new(),
+        info: info(counts),
     })
 }
 
@@ -1409,15 +1461,28 @@ fn single_table(t: &ast::TableWithJoins) -> Result<&ast::ObjectName> {
     }
 }
 
+/// What an UPDATE says beyond its table, SET and WHERE.
+#[derive(Default)]
+pub struct UpdateClauses<'a> {
+    pub order_by: &'a [ast::OrderByExpr],
+    pub limit: Option<u64>,
+    /// UPDATE IGNORE: see [`crate::update_ignore`].
+    pub ignore: bool,
+}
+
 pub fn update(
     e: &Engine,
     s: &mut Session,
     target: ast::TableWithJoins,
     assignments: Vec<ast::Assignment>,
     selection: Option<Expr>,
-    order_by: &[ast::OrderByExpr],
-    limit: Option<u64>,
+    clauses: UpdateClauses<'_>,
 ) -> Result<Output> {
+    let UpdateClauses {
+        order_by,
+        limit,
+        ignore,
+    } = clauses;
     let schema = table(e, s, single_table(&target)?)?;
     let mut assignments = assignments;
     let mut selection = selection;
@@ -1441,7 +1506,7 @@ pub fn update(
         .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
         .map(|(i, _)| i)
         .collect();
-    let now = crate::ddl::now_seconds();
+    let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
@@ -1470,6 +1535,25 @@ pub fn update(
         checks.verify_uncoerced(&checked_schema, &new)?;
         Ok(Some(new))
     });
+    let updater = if ignore {
+        use crate::update_ignore::{skip_duplicates, KeyHolders};
+        let visited = candidate_rows(e, s, &schema, &scan)?;
+        let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
+            Ok(e.storage.lookup(schema.id, index, key)?)
+        };
+        let (updater, warnings) = if transaction_wrote(s, schema.id) {
+            let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+            skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
+        } else {
+            skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
+        };
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
+        updater
+    } else {
+        updater
+    };
     let mut counts = RowCounts::default();
     let keyed = crate::foreign_keys::involved(e, &schema)?;
     let mut changes = Vec::new();
@@ -1622,58 +1706,67 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
 /// (1048). Values with no such adjustment are left for the write to refuse.
 fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]) {
     for (i, row) in rows.iter_mut().enumerate() {
-        let at_row = i + 1;
-        for (v, col) in row.iter_mut().zip(&schema.columns) {
-            if v.is_null() {
-                if !col.nullable && !col.auto_increment {
-                    if let Some(implicit) = implicit_default(&col.ty) {
-                        s.add_warning(
-                            "Warning",
-                            1048,
-                            format!("Column '{}' cannot be null", col.name),
-                        );
-                        *v = implicit;
-                    }
-                }
-                continue;
-            }
-            let Ok((adjusted, Some(how))) = ladle_common::coerce_adjusting(v, col) else {
-                continue;
-            };
-            let (code, message) = match how {
-                Adjustment::Clamped => (
-                    1264,
-                    format!(
-                        "Out of range value for column '{}' at row {at_row}",
-                        col.name
-                    ),
-                ),
-                Adjustment::Truncated => (
-                    1265,
-                    format!("Data truncated for column '{}' at row {at_row}", col.name),
-                ),
-                Adjustment::Replaced => (
-                    1366,
-                    format!(
-                        "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
-                        schema.database, schema.name, col.name
-                    ),
-                ),
-                Adjustment::Zeroed => (
-                    1366,
-                    format!(
-                        "Incorrect {} value: '{v}' for column `{}`.`{}`.`{}` at row {at_row}",
-                        incorrect_kind(&col.ty),
-                        schema.database,
-                        schema.name,
-                        col.name
-                    ),
-                ),
-            };
+        for (code, message) in adjust_ignored_row(schema, row, i + 1) {
             s.add_warning("Warning", code, message);
-            *v = adjusted;
         }
     }
+}
+
+/// One row of [`adjust_ignored_values`] (row number `at_row` in the
+/// warnings): the warnings (code, message) its adjustments raise.
+pub(crate) fn adjust_ignored_row(
+    schema: &TableSchema,
+    row: &mut Row,
+    at_row: usize,
+) -> Vec<(u16, String)> {
+    let mut warnings = Vec::new();
+    for (v, col) in row.iter_mut().zip(&schema.columns) {
+        if v.is_null() {
+            if !col.nullable && !col.auto_increment {
+                if let Some(implicit) = implicit_default(&col.ty) {
+                    warnings.push((1048, format!("Column '{}' cannot be null", col.name)));
+                    *v = implicit;
+                }
+            }
+            continue;
+        }
+        let Ok((adjusted, Some(how))) = ladle_common::coerce_adjusting(v, col) else {
+            continue;
+        };
+        let (code, message) = match how {
+            Adjustment::Clamped => (
+                1264,
+                format!(
+                    "Out of range value for column '{}' at row {at_row}",
+                    col.name
+                ),
+            ),
+            Adjustment::Truncated => (
+                1265,
+                format!("Data truncated for column '{}' at row {at_row}", col.name),
+            ),
+            Adjustment::Replaced => (
+                1366,
+                format!(
+                    "Incorrect string value for column `{}`.`{}`.`{}` at row {at_row}",
+                    schema.database, schema.name, col.name
+                ),
+            ),
+            Adjustment::Zeroed => (
+                1366,
+                format!(
+                    "Incorrect {} value: '{v}' for column `{}`.`{}`.`{}` at row {at_row}",
+                    incorrect_kind(&col.ty),
+                    schema.database,
+                    schema.name,
+                    col.name
+                ),
+            ),
+        };
+        warnings.push((code, message));
+        *v = adjusted;
+    }
+    warnings
 }
 
 /// The value a NOT NULL column takes for NULL in non-strict mode, where
@@ -1773,6 +1866,33 @@ pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
         vals.join(", "),
         render(&tail)
     ))
+}
+
+/// Tokens (without whitespace) as SQL text again.
+pub fn render_tokens(toks: &[Token]) -> String {
+    toks.iter().map(render_token).collect::<Vec<_>>().join(" ")
+}
+
+/// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
+/// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
+pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    use crate::exec::word;
+    let mut end = 1;
+    let mut ignore = false;
+    while let Some(w) = word(t, end) {
+        match w.as_str() {
+            "LOW_PRIORITY" => {}
+            "IGNORE" => ignore = true,
+            _ => break,
+        }
+        end += 1;
+    }
+    if end == 1 {
+        return (std::borrow::Cow::Borrowed(t), false);
+    }
+    let mut kept = vec![t[0].clone()];
+    kept.extend_from_slice(&t[end..]);
+    (std::borrow::Cow::Owned(kept), ignore)
 }
 
 fn render_token(t: &Token) -> String {
@@ -1880,7 +2000,7 @@ pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, 
     if order_at.is_none() && limit_at.is_none() {
         return None;
     }
-    let render = |toks: &[Token]| toks.iter().map(render_token).collect::<Vec<_>>().join(" ");
+    let render = render_tokens;
     let base_end = order_at.or(limit_at)?;
     let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
     let limit = limit_at.map(|l| render(&t[l + 1..]));
@@ -1988,6 +2108,7 @@ mod tests {
                     SqlType::Int {
                         bytes: 4,
                         unsigned: false,
+                        display_width: None,
                     },
                 ),
                 ColumnSchema::new(
@@ -1995,6 +2116,7 @@ mod tests {
                     SqlType::Int {
                         bytes: 4,
                         unsigned: false,
+                        display_width: None,
                     },
                 ),
                 ColumnSchema::new("name", SqlType::VarChar(10)),

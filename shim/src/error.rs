@@ -138,6 +138,7 @@ pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
 /// A cluster replica, or a primary that may have lost its leadership,
 /// refuses writes (as a server started with --read-only): retryable.
 pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
+pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -152,6 +153,8 @@ pub const ER_NO_REFERENCED_ROW: MysqlCode = code(1452, "23000");
 pub const ER_TRUNCATE_ILLEGAL_FK: MysqlCode = code(1701, "42000");
 pub const ER_WRONG_FK_DEF: MysqlCode = code(1239, "42000");
 pub const ER_CANT_CREATE_TABLE: MysqlCode = code(1005, "HY000");
+pub const ER_TOO_BIG_PRECISION: MysqlCode = code(1426, "42000");
+pub const ER_TOO_BIG_DISPLAYWIDTH: MysqlCode = code(1439, "42000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.
@@ -193,6 +196,12 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::DuplicateKey { .. } => ER_DUP_ENTRY,
         StorageError::NotNull { .. } => ER_BAD_NULL,
         StorageError::NoDefault { .. } => ER_NO_DEFAULT_FOR_FIELD,
+        // MariaDB reports a bad date or time as 1292, anything else as 1366.
+        StorageError::BadValue(CoerceError::Incorrect { ty, .. })
+            if matches!(ty.as_str(), "date" | "datetime" | "time") =>
+        {
+            ER_TRUNCATED_WRONG_VALUE
+        }
         StorageError::BadValue(
             CoerceError::Incorrect { .. } | CoerceError::IncorrectString { .. },
         ) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,

@@ -30,23 +30,54 @@ pub enum Output {
     Done {
         affected_rows: u64,
         last_insert_id: u64,
-        info: String,
+        info: Info,
     },
 }
 
 impl Output {
     pub fn ok() -> Output {
-        Output::Done {
-            affected_rows: 0,
-            last_insert_id: 0,
-            info: String::new(),
-        }
+        Output::affected(0)
     }
     pub fn affected(n: u64) -> Output {
         Output::Done {
             affected_rows: n,
             last_insert_id: 0,
-            info: String::new(),
+            info: Info::None,
+        }
+    }
+}
+
+/// What an OK packet's info string (`mysql_info()`) reports; the
+/// statement's warning count is filled in when the packet is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Info {
+    None,
+    /// A multi-row INSERT or REPLACE, or INSERT ... SELECT: rows given, and
+    /// rows that met a duplicate key (skipped by IGNORE, replaced by
+    /// REPLACE, updated by ON DUPLICATE KEY UPDATE).
+    Records {
+        records: u64,
+        duplicates: u64,
+    },
+    /// An UPDATE: rows its WHERE matched, rows it changed.
+    Matched {
+        matched: u64,
+        changed: u64,
+    },
+}
+
+impl Info {
+    /// The text MySQL sends (two spaces between items), or `""`.
+    pub fn render(self, warnings: u16) -> String {
+        match self {
+            Info::None => String::new(),
+            Info::Records {
+                records,
+                duplicates,
+            } => format!("Records: {records}  Duplicates: {duplicates}  Warnings: {warnings}"),
+            Info::Matched { matched, changed } => {
+                format!("Rows matched: {matched}  Changed: {changed}  Warnings: {warnings}")
+            }
         }
     }
 }
@@ -159,6 +190,7 @@ pub fn column(name: &str, ty: SqlType) -> OutputColumn {
     OutputColumn {
         name: name.to_string(),
         table: String::new(),
+        origin: None,
         ty,
         nullable: true,
     }
@@ -174,6 +206,7 @@ pub fn int_column(name: &str) -> OutputColumn {
         SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         },
     )
 }
@@ -254,12 +287,20 @@ impl Engine {
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
+        // ROW_COUNT(): rows the statement changed, -1 for one that returned
+        // rows or failed (MySQL's definition; 0 for DDL and SET).
+        s.row_count = match &result {
+            Ok(Output::Done { affected_rows, .. }) => {
+                i64::try_from(*affected_rows).unwrap_or(i64::MAX)
+            }
+            _ => -1,
+        };
         let raised = ladle_dataflow::take_eval_warnings();
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
             s.warnings.drain(..carried.min(s.warnings.len()));
-            for (code, message) in raised {
-                s.add_warning("Warning", code, message);
+            for (level, code, message) in raised {
+                s.add_warning(level, code, message);
             }
         }
         if let Err(e) = &result {
@@ -468,8 +509,13 @@ impl Engine {
                 Ok(Some(Output::ok()))
             }
             ("UPDATE", _) => {
-                let Some((base, order, limit)) = dml::split_update_order_limit(t) else {
-                    return Ok(None);
+                // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
+                // IGNORE as the table's name.
+                let (t, ignore) = dml::strip_update_modifiers(t);
+                let (base, order, limit) = match dml::split_update_order_limit(&t) {
+                    Some(split) => split,
+                    None if ignore => (dml::render_tokens(&t), None, None),
+                    None => return Ok(None),
                 };
                 let stmt = parse(&base)?.into_iter().next();
                 let Some(Statement::Update {
@@ -506,14 +552,18 @@ impl Engine {
                     }
                     None => None,
                 };
+                let clauses = dml::UpdateClauses {
+                    order_by: &order_by,
+                    limit,
+                    ignore,
+                };
                 Ok(Some(dml::update(
                     self,
                     s,
                     table,
                     assignments,
                     selection,
-                    &order_by,
-                    limit,
+                    clauses,
                 )?))
             }
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
@@ -580,7 +630,7 @@ impl Engine {
                 if from.is_some() {
                     return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
                 }
-                dml::update(self, s, table, assignments, selection, &[], None)
+                dml::update(self, s, table, assignments, selection, Default::default())
             }
             Statement::Delete(d) => dml::delete(self, s, d),
             Statement::Truncate { table_names, .. } => {
@@ -1055,10 +1105,12 @@ impl Engine {
                 Value::Int(_) => SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 Value::UInt(_) => SqlType::Int {
                     bytes: 8,
                     unsigned: true,
+                    display_width: None,
                 },
                 Value::Double(_) => SqlType::Double,
                 Value::Decimal(d) => SqlType::Decimal {
@@ -1067,13 +1119,14 @@ impl Engine {
                 },
                 Value::Bytes(_) => SqlType::VarBinary(65535),
                 Value::Date(_) => SqlType::Date,
-                Value::DateTime(_) => SqlType::DateTime,
-                Value::Time(_) => SqlType::Time,
+                Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
+                Value::Time(_) => SqlType::Time { fsp: 0 },
                 _ => SqlType::VarChar(255),
             };
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
+                origin: None,
                 ty,
                 nullable: v.is_null(),
             });
@@ -1242,6 +1295,7 @@ impl Engine {
         res: Result<ResultRows>,
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let res = res.map_err(WireError::from);
+        s.row_count = -1;
         if let Err(err) = &res {
             s.add_warning("Error", err.code.errno, err.message.clone());
         }

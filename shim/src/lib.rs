@@ -17,7 +17,8 @@
 //! FROM over session state (`@@version`, `DATABASE()`...), answered here, and
 //! `information_schema` queries, evaluated over virtual tables built from the
 //! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see [`dml`]);
-//! transactions buffer them (see [`session::Transaction`]). DDL goes to
+//! transactions buffer them (see [`session::Transaction`]); UPDATE IGNORE
+//! decides which rows keep their keys in [`update_ignore`]. DDL goes to
 //! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
 //! constraints are enforced when each statement runs ([`foreign_keys`],
 //! [`checks`]).
@@ -59,6 +60,7 @@ pub mod returning;
 pub mod session;
 pub mod sqltext;
 pub mod tls;
+pub mod update_ignore;
 pub mod vars;
 pub mod wire;
 

@@ -3,8 +3,10 @@
 //! deleted, holding the listed expressions evaluated over that row.
 //! (`UPDATE ... RETURNING` is a syntax error in MariaDB and refused here.)
 
+use std::sync::Arc;
+
 use ladle_common::{Row, TableSchema};
-use ladle_dataflow::{compile_row_expr, OutputColumn, ResultRows, RowExpr};
+use ladle_dataflow::{compile_row_expr, BaseColumn, OutputColumn, ResultRows, RowExpr};
 use sqlparser::ast::{self, SelectItem};
 
 use crate::error::{Result, ShimError};
@@ -52,9 +54,20 @@ impl Returning {
                         _ => None,
                     }
                     .unwrap_or_default();
+                    // Passed through unchanged: described by its place in
+                    // the table (keys, AUTO_INCREMENT), as a SELECT's is.
+                    let origin = schema
+                        .columns
+                        .iter()
+                        .position(|c| c.name.eq_ignore_ascii_case(&name))
+                        .map(|column| BaseColumn {
+                            table: Arc::new(schema.clone()),
+                            column,
+                        });
                     OutputColumn {
                         name: alias.unwrap_or(name),
                         table: schema.name.clone(),
+                        origin,
                         ty,
                         nullable,
                     }
@@ -62,6 +75,7 @@ impl Returning {
                 _ => OutputColumn {
                     name: alias.unwrap_or_else(|| ladle_dataflow::expr_column_name(expr)),
                     table: String::new(),
+                    origin: None,
                     ty,
                     nullable,
                 },
@@ -77,12 +91,17 @@ impl Returning {
         columns: &mut Vec<OutputColumn>,
         exprs: &mut Vec<RowExpr>,
     ) -> Result<()> {
-        for c in &schema.columns {
+        let table = Arc::new(schema.clone());
+        for (column, c) in schema.columns.iter().enumerate() {
             let id = ast::Expr::Identifier(ast::Ident::new(c.name.clone()));
             exprs.push(compile_row_expr(&id, Some(schema))?);
             columns.push(OutputColumn {
                 name: c.name.clone(),
                 table: schema.name.clone(),
+                origin: Some(BaseColumn {
+                    table: Arc::clone(&table),
+                    column,
+                }),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
             });

@@ -195,6 +195,9 @@ pub struct Session {
     /// User variables (`@x`), lower-case names.
     pub user_variables: HashMap<String, Value>,
     pub last_insert_id: u64,
+    /// What `ROW_COUNT()` returns: the previous statement's changed rows,
+    /// -1 after a SELECT or an error.
+    pub row_count: i64,
     /// LSN of this connection's newest committed write: its reads wait
     /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
@@ -218,6 +221,7 @@ impl Session {
             variables: BTreeMap::new(),
             user_variables: HashMap::new(),
             last_insert_id: 0,
+            row_count: -1,
             last_write_lsn: 0,
             warnings: Vec::new(),
             statements: HashMap::new(),

@@ -51,6 +51,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
             _ => {}
         }
     }
+    binary_operator_to_cast(&mut toks);
     Ok(toks)
 }
 
@@ -84,6 +85,114 @@ fn introduce_quoted_hex(sql: &str, toks: Vec<TokenWithLocation>) -> Vec<TokenWit
         out.push(t);
     }
     out
+}
+
+/// Rewrites MySQL's `BINARY` operator on a column or parameter
+/// (`name = BINARY col`, `BINARY t.col`, `BINARY ?`) as `CAST(.. AS BINARY)`,
+/// which it means: sqlparser reads `BINARY` there as the start of a typed
+/// string and accepts only `BINARY 'literal'` (kept as is). Only where an
+/// expression starts (after an operator, `(`, `,` or a clause keyword), so
+/// the type `BINARY(4)` and `VARCHAR(10) BINARY` in column definitions are
+/// left alone.
+fn binary_operator_to_cast(toks: &mut Vec<TokenWithLocation>) {
+    use sqlparser::keywords::Keyword;
+    let significant = |toks: &[TokenWithLocation], from: usize| {
+        (from..toks.len()).find(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+    };
+    let mut i = 0;
+    while i < toks.len() {
+        let is_binary = matches!(
+            &toks[i].token,
+            Token::Word(Word {
+                keyword: Keyword::BINARY,
+                quote_style: None,
+                ..
+            })
+        );
+        let before = toks[..i]
+            .iter()
+            .rev()
+            .find(|t| !matches!(t.token, Token::Whitespace(_)))
+            .map(|t| &t.token);
+        let starts_expression = match before {
+            Some(Token::Word(w)) if w.quote_style.is_none() => matches!(
+                w.keyword,
+                Keyword::SELECT
+                    | Keyword::WHERE
+                    | Keyword::AND
+                    | Keyword::OR
+                    | Keyword::NOT
+                    | Keyword::ON
+                    | Keyword::BY
+                    | Keyword::HAVING
+                    | Keyword::WHEN
+                    | Keyword::THEN
+                    | Keyword::ELSE
+                    | Keyword::LIKE
+                    | Keyword::DISTINCT
+                    | Keyword::XOR
+            ),
+            Some(
+                Token::Eq
+                | Token::DoubleEq
+                | Token::Neq
+                | Token::Lt
+                | Token::Gt
+                | Token::LtEq
+                | Token::GtEq
+                | Token::Spaceship
+                | Token::LParen
+                | Token::Comma
+                | Token::Plus
+                | Token::Minus
+                | Token::Mul
+                | Token::Div,
+            ) => true,
+            _ => false,
+        };
+        let Some(start) = significant(toks, i + 1).filter(|_| is_binary && starts_expression)
+        else {
+            i += 1;
+            continue;
+        };
+        // The operand: a parameter, or a (qualified) column name.
+        let mut end = start;
+        match &toks[start].token {
+            Token::Placeholder(_) => {}
+            Token::Word(_) => {
+                while matches!(toks.get(end + 1).map(|t| &t.token), Some(Token::Period))
+                    && matches!(toks.get(end + 2).map(|t| &t.token), Some(Token::Word(_)))
+                {
+                    end += 2;
+                }
+                // A function call (`BINARY LOWER(x)`) is left to the parser.
+                if matches!(toks.get(end + 1).map(|t| &t.token), Some(Token::LParen)) {
+                    i += 1;
+                    continue;
+                }
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        let location = toks[i].location;
+        let at = |token: Token| TokenWithLocation { token, location };
+        let word = |w: &str| at(Token::make_keyword(w));
+        let operand: Vec<TokenWithLocation> = toks[start..=end].to_vec();
+        let mut cast = vec![word("CAST"), at(Token::LParen)];
+        cast.extend(operand);
+        cast.extend([
+            at(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
+            word("AS"),
+            at(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
+            word("BINARY"),
+            at(Token::RParen),
+        ]);
+        let len = cast.len();
+        toks.splice(i..=end, cast);
+        i += len;
+    }
 }
 
 /// A parser over `sql` (see [`tokenize`]).
@@ -719,6 +828,30 @@ mod tests {
         );
         assert_eq!(open("/*!50503 SET @a='*/' */"), "  SET @a='*/'  ");
         assert_eq!(split_statements("SELECT 'open"), ["SELECT 'open"]);
+    }
+
+    /// The statement `sql` parses to, printed.
+    fn parsed(sql: &str) -> String {
+        parse_statements(sql).expect("parses")[0].to_string()
+    }
+
+    #[test]
+    fn binary_operator_on_columns_and_parameters_is_a_cast() {
+        assert_eq!(
+            parsed("SELECT id FROM u WHERE name = BINARY t.name"),
+            "SELECT id FROM u WHERE name = CAST(t.name AS BINARY)"
+        );
+        assert_eq!(
+            parsed("SELECT id FROM u WHERE BINARY name = ? AND x = BINARY ?"),
+            "SELECT id FROM u WHERE CAST(name AS BINARY) = ? AND x = CAST(? AS BINARY)"
+        );
+        // Literals, casts and column types are not touched.
+        assert_eq!(
+            parsed("SELECT BINARY 'a' = 'A', CAST(x AS BINARY)"),
+            "SELECT BINARY 'a' = 'A', CAST(x AS BINARY)"
+        );
+        let create = "CREATE TABLE t (b BINARY(4), c BINARY NOT NULL, d BINARY)";
+        assert!(!parsed(create).contains("CAST"));
     }
 
     #[test]

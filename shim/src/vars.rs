@@ -394,6 +394,7 @@ impl EvalContext<'_> {
             "current_user" => Value::text(format!("{}@%", s.user)),
             "connection_id" => Value::Int(i64::from(s.connection_id)),
             "last_insert_id" => Value::UInt(s.last_insert_id),
+            "row_count" => Value::Int(s.row_count),
             _ => return None,
         })
     }

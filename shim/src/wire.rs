@@ -3,15 +3,14 @@
 //! text or binary protocol cells, and prepared-statement parameters ->
 //! `Value`.
 //!
-//! What the metadata can say is what `OutputColumn` knows: the column's
-//! `SqlType` and nullability. Key flags (PRI_KEY, UNIQUE_KEY,
-//! MULTIPLE_KEY), AUTO_INCREMENT, declared display widths (TINYINT(1)) and
-//! fractional-seconds precision are not carried there, so they are not
-//! sent (DATETIME/TIME go out as fsp 0).
+//! What the metadata says comes from `OutputColumn`: the column's
+//! `SqlType` (with its display width and fractional-seconds precision),
+//! nullability and, for a column passed through from a base table, that
+//! column's keys, AUTO_INCREMENT, default and ON UPDATE as MariaDB's flags.
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
-use ladle_common::{SqlType, Value};
-use ladle_dataflow::{OutputColumn, ResultRows, RowRef};
+use ladle_common::{ColumnDefault, SqlType, Value};
+use ladle_dataflow::{BaseColumn, OutputColumn, ResultRows, RowRef};
 
 use crate::protocol::codec::{put_lenenc_bytes, Cursor, Decoded, Malformed};
 
@@ -60,6 +59,10 @@ pub mod flags {
     pub const ENUM: u16 = 256;
     pub const AUTO_INCREMENT: u16 = 512;
     pub const TIMESTAMP: u16 = 1024;
+    pub const NO_DEFAULT_VALUE: u16 = 4096;
+    pub const ON_UPDATE_NOW: u16 = 8192;
+    /// Part of some key (any position, any index).
+    pub const PART_KEY: u16 = 16384;
     // NUM_FLAG (32768) is set by client libraries, not sent by servers.
 }
 
@@ -112,6 +115,16 @@ fn clamp(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
+/// Characters a fraction of `fsp` digits adds to a temporal value: the
+/// point and the digits.
+fn fraction_len(fsp: u8) -> u64 {
+    if fsp == 0 {
+        0
+    } else {
+        1 + u64::from(fsp)
+    }
+}
+
 /// The definition describing a value of type `ty` (before nullability).
 pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     use types::*;
@@ -119,19 +132,24 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     let mut charset = BINARY_COLLATION;
     let mut decimals = 0u8;
     let (coltype, length): (u8, u64) = match ty {
-        SqlType::Int { bytes, unsigned } => {
+        SqlType::Int {
+            bytes,
+            unsigned,
+            display_width,
+        } => {
             if *unsigned {
                 f |= flags::UNSIGNED;
             }
-            // Display widths: digits, plus one for the sign if signed.
-            let (t, digits) = match bytes {
-                1 => (TINY, 3),
-                2 => (SHORT, 5),
-                3 => (INT24, 8),
-                4 => (LONG, 10),
-                _ => (LONGLONG, if *unsigned { 20 } else { 19 }),
+            let t = match bytes {
+                1 => TINY,
+                2 => SHORT,
+                3 => INT24,
+                4 => LONG,
+                _ => LONGLONG,
             };
-            (t, digits + u64::from(!*unsigned))
+            // The length is the display width (1 for TINYINT(1)).
+            let width = SqlType::int_display_width(*bytes, *unsigned, *display_width);
+            (t, u64::from(width))
         }
         SqlType::Year => {
             f |= flags::UNSIGNED | flags::ZEROFILL;
@@ -191,18 +209,21 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
             f |= flags::BINARY;
             (DATE, 10)
         }
-        SqlType::DateTime => {
+        SqlType::DateTime { fsp } => {
             f |= flags::BINARY;
-            (DATETIME, 19)
+            decimals = *fsp;
+            (DATETIME, 19 + fraction_len(*fsp))
         }
-        SqlType::Timestamp => {
+        SqlType::Timestamp { fsp } => {
             // What MariaDB sends for a TIMESTAMP column.
             f |= flags::BINARY | flags::UNSIGNED;
-            (TIMESTAMP, 19)
+            decimals = *fsp;
+            (TIMESTAMP, 19 + fraction_len(*fsp))
         }
-        SqlType::Time => {
+        SqlType::Time { fsp } => {
             f |= flags::BINARY;
-            (TIME, 10)
+            decimals = *fsp;
+            (TIME, 10 + fraction_len(*fsp))
         }
     };
     ColumnDef {
@@ -216,6 +237,51 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
     }
 }
 
+/// The flags MariaDB sends for a base table's column beyond its type's
+/// and nullability: its place in keys, AUTO_INCREMENT, whether it has a
+/// default, ON UPDATE CURRENT_TIMESTAMP.
+fn base_column_flags(base: &BaseColumn) -> u16 {
+    let t = &*base.table;
+    let Some(c) = t.columns.get(base.column) else {
+        return 0;
+    };
+    let mut f = 0;
+    let primary = t.primary_key.as_deref().unwrap_or(&[]);
+    if primary.contains(&base.column) {
+        f |= flags::PRI_KEY | flags::PART_KEY;
+    }
+    for index in &t.indexes {
+        if !index.columns.contains(&base.column) {
+            continue;
+        }
+        f |= flags::PART_KEY;
+        // Only an index's first column is marked, and only a one-column
+        // UNIQUE index makes it UNIQUE_KEY (as in MariaDB's table.cc).
+        if index.columns[0] == base.column {
+            f |= if index.unique && index.columns.len() == 1 {
+                flags::UNIQUE_KEY
+            } else {
+                flags::MULTIPLE_KEY
+            };
+        }
+    }
+    if c.auto_increment {
+        f |= flags::AUTO_INCREMENT;
+    }
+    if !c.nullable && !c.auto_increment && c.default == ColumnDefault::None {
+        f |= flags::NO_DEFAULT_VALUE;
+    }
+    if c.on_update_current_timestamp {
+        f |= flags::ON_UPDATE_NOW;
+    }
+    // A TIMESTAMP set automatically (DEFAULT or ON UPDATE CURRENT_TIMESTAMP).
+    let automatic = c.on_update_current_timestamp || c.default == ColumnDefault::CurrentTimestamp;
+    if matches!(c.ty, SqlType::Timestamp { .. }) && automatic {
+        f |= flags::TIMESTAMP;
+    }
+    f
+}
+
 /// Wire metadata for result columns, adjusted so every value in `rows` can
 /// be encoded under it (a computed column whose values do not fit its
 /// declared type is widened; NOT NULL is dropped if a NULL appears).
@@ -226,6 +292,9 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
             let mut d = column_def(&c.name, &c.table, &c.ty);
             if !c.nullable {
                 d.flags |= flags::NOT_NULL;
+            }
+            if let Some(base) = &c.origin {
+                d.flags |= base_column_flags(base);
             }
             d
         })
@@ -348,6 +417,12 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
         Value::Text(s) => put_lenenc_bytes(out, s.as_bytes()),
         Value::Double(d) if c.coltype == types::FLOAT => {
             put_lenenc_bytes(out, format_float(*d as f32).as_bytes())
+        }
+        Value::DateTime(_) | Value::Time(_)
+            if matches!(c.coltype, types::DATETIME | types::TIMESTAMP | types::TIME) =>
+        {
+            let text = v.temporal_text(c.decimals).unwrap_or_default();
+            put_lenenc_bytes(out, text.as_bytes())
         }
         other => put_lenenc_bytes(out, other.to_string().as_bytes()),
     }
@@ -626,9 +701,11 @@ mod tests {
         let cols = vec![OutputColumn {
             name: "n".into(),
             table: String::new(),
+            origin: None,
             ty: SqlType::Int {
                 bytes: 4,
                 unsigned: false,
+                display_width: None,
             },
             nullable: false,
         }];
@@ -694,24 +771,29 @@ mod tests {
             OutputColumn {
                 name: "t".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::Int {
                     bytes: 1,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
             },
             OutputColumn {
                 name: "b".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
             },
             OutputColumn {
                 name: "s".into(),
                 table: String::new(),
+                origin: None,
                 ty: SqlType::VarChar(10),
                 nullable: true,
             },

@@ -329,8 +329,22 @@ const EVERY_TYPE: &str = "CREATE TABLE every_type (
     c CHAR(3), vc VARCHAR(20), tt TINYTEXT, tx TEXT, mt MEDIUMTEXT, lt LONGTEXT,
     b BINARY(4), vb VARBINARY(9), bl BLOB, lb LONGBLOB,
     dt DATE, dtm DATETIME, ts TIMESTAMP NULL, tm TIME, y YEAR,
-    e ENUM('a', 'bcd')
+    e ENUM('a', 'bcd'),
+    flag TINYINT(1), w INT(5) UNSIGNED, dt6 DATETIME(6), tm3 TIME(3), ts2 TIMESTAMP(2) NULL
 )";
+
+/// Tables whose columns carry every key flag: primary (one column and
+/// composite), UNIQUE (one column and composite), plain keys, AUTO_INCREMENT,
+/// NOT NULL without a default, ON UPDATE CURRENT_TIMESTAMP.
+const KEYED: [&str; 2] = [
+    "CREATE TABLE keyed (id INT AUTO_INCREMENT PRIMARY KEY, a INT NOT NULL, b INT, c INT,
+     d VARCHAR(5) NOT NULL DEFAULT 'x', e INT,
+     ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,
+     UNIQUE KEY (b), KEY (c, e), UNIQUE KEY (a, d))",
+    "CREATE TABLE pair (x INT, y INT NOT NULL, t1 TIMESTAMP NULL,
+     t2 TIMESTAMP NOT NULL DEFAULT '2000-01-01 00:00:00', dt DATETIME DEFAULT CURRENT_TIMESTAMP,
+     dt2 DATETIME ON UPDATE CURRENT_TIMESTAMP, z INT NOT NULL, PRIMARY KEY (x, y))",
+];
 
 /// The column metadata a statement's result carries: (name, type, flags,
 /// length, decimals, character set).
@@ -343,10 +357,7 @@ async fn metadata(c: &mut Conn, sql: &str) -> Vec<(String, u8, u16, u32, u8, u16
             (
                 col.name_str().into_owned(),
                 col.column_type() as u8,
-                // Key flags (PRI, UNIQUE, MULTIPLE, PART_KEY), AUTO_INCREMENT
-                // and NO_DEFAULT_VALUE are not known to the result's column
-                // types (see `wire`'s docs).
-                col.flags().bits() & !(2 | 4 | 8 | 512 | 4096 | 16384),
+                col.flags().bits(),
                 col.column_length(),
                 col.decimals(),
                 col.character_set(),
@@ -369,29 +380,49 @@ async fn mariadb_scratch(url: &str, db: &str) -> Conn {
         .unwrap();
     maria.query_drop(format!("USE {db}")).await.unwrap();
     maria
-        .query_drop("DROP TABLE IF EXISTS every_type")
+        .query_drop("DROP TABLE IF EXISTS every_type, keyed, pair")
         .await
         .unwrap();
     maria
+}
+
+/// An in-process Ladle and a connection to it, and a connection to the
+/// MariaDB of `LADLE_TEST_MARIADB_URL` using database `db` (see
+/// [`mariadb_scratch`]); `None` (the test is skipped) without that MariaDB.
+async fn ladle_and_mariadb(db: &str) -> Option<(common::Server, Conn, Conn)> {
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+        return None;
+    };
+    let server = start().await;
+    let ladle = server.connect().await;
+    let maria = mariadb_scratch(&url, db).await;
+    Some((server, ladle, maria))
 }
 
 /// Result column metadata agrees with MariaDB's for a table with every type
 /// (when `LADLE_TEST_MARIADB_URL` names a MariaDB to compare with).
 #[tokio::test]
 async fn column_metadata_matches_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_meta").await else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_meta").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
+        for sql in KEYED {
+            c.query_drop(sql).await.unwrap();
+        }
     }
     for sql in [
         "SELECT * FROM every_type",
         "SELECT * FROM every_type WHERE id = 1",
+        "SELECT * FROM keyed",
+        "SELECT * FROM keyed WHERE id = 1",
+        "SELECT id AS renamed, b, keyed.c FROM keyed WHERE a = 2",
+        "SELECT * FROM pair WHERE x = 1",
+        "SELECT keyed.id, pair.x, pair.y FROM keyed LEFT JOIN pair ON pair.x = keyed.id",
+        "SELECT c FROM keyed GROUP BY c",
+        "SELECT * FROM (SELECT id, a FROM keyed) AS derived",
     ] {
         let ours = metadata(&mut ladle, sql).await;
         let theirs = metadata(&mut maria, sql).await;
@@ -409,20 +440,17 @@ async fn column_metadata_matches_mariadb() {
 /// MariaDB's, for every type and NULLs, and text-protocol rows too.
 #[tokio::test]
 async fn prepared_rows_match_mariadb() {
-    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set: skipped");
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_rows").await else {
         return;
     };
-    let server = start().await;
-    let mut ladle = server.connect().await;
-    let mut maria = mariadb_scratch(&url, "ladle_proto_rows").await;
     for c in [&mut ladle, &mut maria] {
         c.query_drop(EVERY_TYPE).await.unwrap();
         c.query_drop(
             "INSERT INTO every_type VALUES (1, -3, -300, -70000, 5, -9000000000, 4000000000,
              18000000000000000000, 1.5, -2.25, 12.50, 99999, 'ab', 'héllo', 'tt', 'tx', 'mt', 'lt',
              'bins', 'vb', 'bl', 'lb', '2024-02-29', '2024-02-29 10:11:12', '2001-02-03 04:05:06',
-             '-26:03:04', 2024, 'bcd')",
+             '-26:03:04', 2024, 'bcd', 1, 42, '2024-02-29 10:11:12.5', '12:34:56.789',
+             '2001-02-03 04:05:06.25')",
         )
         .await
         .unwrap();
@@ -443,6 +471,104 @@ async fn prepared_rows_match_mariadb() {
     assert_eq!(values(&ours), values(&theirs));
     maria
         .query_drop("DROP DATABASE ladle_proto_rows")
+        .await
+        .unwrap();
+}
+
+/// `BINARY ?` in a prepared statement compares bytewise, as in MariaDB
+/// (Rails' case-sensitive uniqueness check binds the value).
+#[tokio::test]
+async fn binary_parameter_compares_bytewise_like_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_binary_param").await
+    else {
+        return;
+    };
+    maria
+        .query_drop("DROP TABLE IF EXISTS people")
+        .await
+        .unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop("CREATE TABLE people (id INT PRIMARY KEY, name VARCHAR(16))")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO people VALUES (1, 'alice'), (2, 'ALICE'), (3, 'Alice ')")
+            .await
+            .unwrap();
+    }
+    for sql in [
+        "SELECT id FROM people WHERE name = BINARY ? ORDER BY id",
+        "SELECT id FROM people WHERE BINARY name = ? ORDER BY id",
+        "SELECT id FROM people WHERE name = ? ORDER BY id",
+    ] {
+        for param in ["alice", "ALICE", "Alice", "Alice "] {
+            let ours: Vec<i64> = ladle.exec(sql, (param,)).await.unwrap();
+            let theirs: Vec<i64> = maria.exec(sql, (param,)).await.unwrap();
+            assert_eq!(ours, theirs, "{sql} with {param:?}");
+        }
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_binary_param")
+        .await
+        .unwrap();
+}
+
+/// The OK packet's info string (`mysql_info()`: "Records: ..", "Rows
+/// matched: ..") and `ROW_COUNT()` after every kind of write, in and out of
+/// a transaction, equal MariaDB's.
+#[tokio::test]
+async fn ok_info_and_row_count_match_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_info").await else {
+        return;
+    };
+    maria
+        .query_drop("DROP TABLE IF EXISTS t, t2")
+        .await
+        .unwrap();
+    let steps = [
+        "CREATE TABLE t (id INT PRIMARY KEY, u INT UNIQUE, v VARCHAR(5))",
+        "INSERT INTO t VALUES (1, 1, 'a')",
+        "INSERT INTO t VALUES (2, 2, 'b'), (3, 3, 'c')",
+        "INSERT IGNORE INTO t VALUES (3, 9, 'x'), (4, 4, 'd'), (5, 1, 'y')",
+        "REPLACE INTO t VALUES (1, 1, 'z'), (6, 6, 'f')",
+        "INSERT INTO t VALUES (2, 2, 'q'), (7, 7, 'g') ON DUPLICATE KEY UPDATE v = 'upd'",
+        "INSERT INTO t SELECT id + 100, u + 100, v FROM t",
+        "UPDATE t SET v = 'w' WHERE id < 4",
+        "UPDATE t SET v = 'w' WHERE id < 4",
+        "UPDATE t SET v = 'w' WHERE id = 999",
+        "UPDATE IGNORE t SET u = u + 1",
+        "DELETE FROM t WHERE id > 100",
+        "SELECT 1",
+        "CREATE TABLE t2 (a INT)",
+        "INSERT INTO t2 VALUES (1), (2)",
+        "INSERT IGNORE INTO t2 VALUES (1), ('x2')",
+        "BEGIN",
+        "UPDATE t SET v = 'in' WHERE id < 3",
+        "INSERT INTO t VALUES (50, 50, 'a'), (51, 51, 'b')",
+        "INSERT IGNORE INTO t VALUES (50, 50, 'a'), (52, 52, 'b')",
+        "COMMIT",
+    ];
+    let mut infos = Vec::new();
+    for sql in steps {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(sql).await.unwrap();
+            let info = c.info().into_owned();
+            let affected = c.affected_rows();
+            let row_count: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.unwrap();
+            seen.push((affected, info, row_count));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (ours, MariaDB's)");
+        infos.push(seen[1].1.clone());
+    }
+    // The comparison saw both kinds of info string.
+    assert!(infos
+        .iter()
+        .any(|i| i.contains("Records: 2  Duplicates: 1")));
+    assert!(infos
+        .iter()
+        .any(|i| i.contains("Rows matched: 3  Changed: 0")));
+    maria
+        .query_drop("DROP DATABASE ladle_proto_info")
         .await
         .unwrap();
 }

@@ -63,6 +63,7 @@ fn votes_table(s: &Storage, name: &str) -> Arc<TableSchema> {
     let int = SqlType::Int {
         bytes: 4,
         unsigned: false,
+        display_width: None,
     };
     let schema = TableSchema {
         id: 0,

@@ -25,7 +25,14 @@ use crate::{keys, read, Durability, Result, Storage, StorageError};
 /// 2: text keys under utf8mb4_general_ci fold accents too (`'é'` keys as
 /// `'E'`), so a version-1 directory's secondary and primary keys would not
 /// be found by lookups; it is refused rather than misread.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// 3: table records keep integer display widths and fractional-seconds
+/// precisions; a version-2 directory is read through [`v2`] and its table
+/// records rewritten on open.
+pub(crate) const FORMAT_VERSION: u32 = 3;
+/// The oldest version `open` still reads (and upgrades).
+const OLDEST_READABLE_VERSION: u32 = 2;
+
+mod v2;
 /// Rows per index-build batch.
 pub(crate) const INDEX_BUILD_BATCH: usize = 1024;
 
@@ -123,7 +130,10 @@ fn load(r: &dyn KvRead) -> Result<Loaded> {
     }
     let mut tables = Vec::new();
     for (_, v) in scan_prefix(r, catalog_key::TABLE)? {
-        tables.push(decode::<TableEntry>("table", &v)?);
+        tables.push(match format {
+            Some(2) => decode::<v2::TableEntryV2>("table (version 2)", &v)?.into(),
+            _ => decode::<TableEntry>("table", &v)?,
+        });
     }
     let mut auto_inc = HashMap::new();
     for (k, v) in scan_prefix(r, catalog_key::AUTO_INC)? {
@@ -165,7 +175,7 @@ impl Storage {
         })?;
         let loaded = loaded.ok_or_else(|| StorageError::Internal("catalog not loaded".into()))?;
         if let Some(found) = loaded.format {
-            if found != FORMAT_VERSION {
+            if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&found) {
                 return Err(StorageError::FormatVersion {
                     found,
                     expected: FORMAT_VERSION,
@@ -174,6 +184,23 @@ impl Storage {
         }
         let epoch = loaded.epoch + 1;
         let mut batch = Batch::default();
+        if loaded.format.is_some_and(|f| f < FORMAT_VERSION) {
+            // Upgrade: every table record in the current encoding, written
+            // in the same batch as the new version number.
+            for entry in &loaded.tables {
+                batch.put(
+                    cf::CATALOG,
+                    catalog_key::table(entry.schema.id),
+                    encode(entry)?,
+                );
+            }
+            tracing::info!(
+                from = loaded.format,
+                to = FORMAT_VERSION,
+                tables = loaded.tables.len(),
+                "upgraded the catalog format"
+            );
+        }
         batch.put(
             cf::CATALOG,
             catalog_key::FORMAT,

@@ -158,10 +158,10 @@ pub(crate) fn decode_value(input: &mut &[u8], column: &ColumnSchema) -> Option<V
             let days = i32::try_from(decode_i64(input)?).ok()?;
             Value::Date(NaiveDate::from_num_days_from_ce_opt(days)?)
         }
-        SqlType::DateTime | SqlType::Timestamp => {
+        SqlType::DateTime { .. } | SqlType::Timestamp { .. } => {
             Value::DateTime(DateTime::from_timestamp_micros(decode_i64(input)?)?.naive_utc())
         }
-        SqlType::Time => Value::Time(decode_i64(input)?),
+        SqlType::Time { .. } => Value::Time(decode_i64(input)?),
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => {
             Value::bytes(decode_bytes(input)?)
         }
@@ -259,6 +259,7 @@ mod tests {
                 SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
             ),
             ColumnSchema::new(
@@ -266,6 +267,7 @@ mod tests {
                 SqlType::Int {
                     bytes: 8,
                     unsigned: true,
+                    display_width: None,
                 },
             ),
             ColumnSchema::new(
@@ -273,6 +275,7 @@ mod tests {
                 SqlType::Int {
                     bytes: 1,
                     unsigned: false,
+                    display_width: None,
                 },
             ),
             ColumnSchema::new("d", SqlType::Double),
@@ -287,8 +290,8 @@ mod tests {
             bin,
             ColumnSchema::new("b", SqlType::VarBinary(64)),
             ColumnSchema::new("dt", SqlType::Date),
-            ColumnSchema::new("ts", SqlType::DateTime),
-            ColumnSchema::new("tm", SqlType::Time),
+            ColumnSchema::new("ts", SqlType::DateTime { fsp: 0 }),
+            ColumnSchema::new("tm", SqlType::Time { fsp: 0 }),
             ColumnSchema::new("y", SqlType::Year),
         ]
     }
@@ -386,6 +389,7 @@ mod tests {
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,
+                display_width: None,
             },
         );
         assert!(encode_key([(&Value::Null, &c)]) < encode_key([(&Value::Int(i64::MIN), &c)]));

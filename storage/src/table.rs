@@ -211,9 +211,9 @@ fn implicit_default(ty: &SqlType) -> Value {
         }
         SqlType::Enum(labels) => labels.first().map_or(Value::text(""), Value::text),
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Value::bytes([]),
-        SqlType::Time => Value::Time(0),
+        SqlType::Time { .. } => Value::Time(0),
         // '0000-00-00' has no representation; NULL is the closest.
-        SqlType::Date | SqlType::DateTime | SqlType::Timestamp => Value::Null,
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } => Value::Null,
     }
 }
 

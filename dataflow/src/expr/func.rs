@@ -822,6 +822,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
     let bigint = SqlType::Int {
         bytes: 8,
         unsigned: false,
+        display_width: None,
     };
     let text = |n: u32| SqlType::VarChar(n);
     match f {
@@ -870,6 +871,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,
+                display_width: None,
             },
             true,
         ),
@@ -902,22 +904,23 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         Mod => (tys[0].0.clone(), true),
         Pow | Sqrt | Rand => (SqlType::Double, f != Rand),
         SingleRow => (tys.get(1).map(|t| t.0.clone()).unwrap_or(bigint), true),
-        Now | UtcTimestamp => (SqlType::DateTime, false),
+        Now | UtcTimestamp => (SqlType::DateTime { fsp: 0 }, false),
         CurDate => (SqlType::Date, false),
-        CurTime => (SqlType::Time, false),
+        CurTime => (SqlType::Time { fsp: 0 }, false),
         UnixTimestamp => (bigint, !args.is_empty()),
-        FromUnixTime => (SqlType::DateTime, true),
+        FromUnixTime => (SqlType::DateTime { fsp: 0 }, true),
         Date => (SqlType::Date, true),
         Year | Month | Day | Hour | Minute | Second => (
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,
+                display_width: None,
             },
             true,
         ),
         DateAdd => match tys[0].0 {
             SqlType::Date => (SqlType::Date, true),
-            _ => (SqlType::DateTime, true),
+            _ => (SqlType::DateTime { fsp: 0 }, true),
         },
     }
 }

@@ -75,17 +75,34 @@ pub const WARN_DATETIME_FUNCTION_OVERFLOW: u16 = 1441;
 /// (view maintenance) cannot grow it past this.
 const MAX_WARNINGS: usize = 64;
 
+/// MySQL's ER_TRUNCATED_WRONG_VALUE: a string read as a number, a date or
+/// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).
+pub const WARN_TRUNCATED_WRONG_VALUE: u16 = 1292;
+
+/// One condition raised by evaluation: level (`Warning` or `Note`), MySQL
+/// code, message, as SHOW WARNINGS lists it.
+pub type EvalWarning = (&'static str, u16, String);
+
 thread_local! {
-    static WARNINGS: std::cell::RefCell<Vec<(u16, String)>> =
+    static WARNINGS: std::cell::RefCell<Vec<EvalWarning>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
 /// Records a warning raised while evaluating on this thread.
 pub(crate) fn warn(code: u16, message: String) {
+    raise("Warning", code, message);
+}
+
+/// Records a note (a lesser warning: `'1 ' = 1` ignores only spaces).
+pub(crate) fn note(code: u16, message: String) {
+    raise("Note", code, message);
+}
+
+fn raise(level: &'static str, code: u16, message: String) {
     WARNINGS.with(|w| {
         let mut w = w.borrow_mut();
         if w.len() < MAX_WARNINGS {
-            w.push((code, message));
+            w.push((level, code, message));
         }
     });
 }
@@ -94,7 +111,7 @@ pub(crate) fn warn(code: u16, message: String) {
 /// since the last call. A statement runs evaluation on its own thread when
 /// it needs no view (SELECT without FROM, UPDATE/INSERT expressions); a
 /// view's rows are computed elsewhere, so their warnings are not reported.
-pub fn take_warnings() -> Vec<(u16, String)> {
+pub fn take_warnings() -> Vec<EvalWarning> {
     WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
 }
 
@@ -138,7 +155,15 @@ pub enum CastType {
     Signed,
     Unsigned,
     Char,
-    Decimal { precision: u8, scale: u8 },
+    /// CHAR of a DATETIME/TIMESTAMP/TIME of precision `fsp`: as MariaDB
+    /// prints it, with exactly `fsp` fractional digits (`.500` for (3)).
+    TemporalChar {
+        fsp: u8,
+    },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     Double,
     Date,
     DateTime,
@@ -579,10 +604,12 @@ impl Expr {
         let bigint = SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         };
         let boolean = SqlType::Int {
             bytes: 1,
             unsigned: false,
+            display_width: None,
         };
         match self {
             Column(i) | Proposed(i) => input
@@ -597,6 +624,7 @@ impl Expr {
                 SqlType::Int {
                     bytes: 8,
                     unsigned: true,
+                    display_width: None,
                 },
                 false,
             ),
@@ -614,6 +642,7 @@ impl Expr {
                     | ArithOp::Shr => SqlType::Int {
                         bytes: 8,
                         unsigned: true,
+                        display_width: None,
                     },
                     ArithOp::Div => {
                         if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
@@ -674,8 +703,9 @@ impl Expr {
                     CastType::Unsigned => SqlType::Int {
                         bytes: 8,
                         unsigned: true,
+                        display_width: None,
                     },
-                    CastType::Char => SqlType::VarChar(65535),
+                    CastType::Char | CastType::TemporalChar { .. } => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
                     CastType::Decimal { precision, scale } => SqlType::Decimal {
                         precision: *precision,
@@ -683,8 +713,8 @@ impl Expr {
                     },
                     CastType::Double => SqlType::Double,
                     CastType::Date => SqlType::Date,
-                    CastType::DateTime => SqlType::DateTime,
-                    CastType::Time => SqlType::Time,
+                    CastType::DateTime => SqlType::DateTime { fsp: 0 },
+                    CastType::Time => SqlType::Time { fsp: 0 },
                 };
                 (
                     ty,
@@ -728,10 +758,12 @@ pub fn literal_type(v: &Value) -> SqlType {
         Value::Int(_) => SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         },
         Value::UInt(_) => SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         },
         Value::Double(_) => SqlType::Double,
         Value::Decimal(d) => SqlType::Decimal {
@@ -741,8 +773,8 @@ pub fn literal_type(v: &Value) -> SqlType {
         Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
         Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
         Value::Date(_) => SqlType::Date,
-        Value::DateTime(_) => SqlType::DateTime,
-        Value::Time(_) => SqlType::Time,
+        Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
+        Value::Time(_) => SqlType::Time { fsp: 0 },
     }
 }
 
@@ -789,7 +821,14 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
             })
             .max()
             .unwrap_or(8);
-        return (SqlType::Int { bytes, unsigned }, nullable);
+        return (
+            SqlType::Int {
+                bytes,
+                unsigned,
+                display_width: None,
+            },
+            nullable,
+        );
     }
     if non_null.iter().any(|t| is_float(t)) {
         return (SqlType::Double, nullable);
@@ -810,11 +849,13 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
     if non_null.iter().all(|t| **t == *non_null[0]) {
         return (non_null[0].clone(), nullable);
     }
-    if non_null
-        .iter()
-        .all(|t| matches!(t, SqlType::Date | SqlType::DateTime | SqlType::Timestamp))
-    {
-        return (SqlType::DateTime, nullable);
+    if non_null.iter().all(|t| {
+        matches!(
+            t,
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
+        )
+    }) {
+        return (SqlType::DateTime { fsp: 0 }, nullable);
     }
     (SqlType::VarChar(255), nullable)
 }

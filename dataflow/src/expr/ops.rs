@@ -30,6 +30,12 @@ pub(crate) fn truth(v: &Value) -> Option<bool> {
 /// conversion: `'12abc'` is 12, `'abc'` is 0).
 pub(crate) fn text_to_f64(s: &str) -> f64 {
     let t = s.trim_start();
+    t[..numeric_prefix_len(t)].parse::<f64>().unwrap_or(0.0)
+}
+
+/// Length of the number `t` starts with (sign, digits, point, exponent);
+/// 0 when it starts with none.
+fn numeric_prefix_len(t: &str) -> usize {
     let b = t.as_bytes();
     let mut end = 0;
     let mut i = 0;
@@ -64,7 +70,48 @@ pub(crate) fn text_to_f64(s: &str) -> f64 {
             }
         }
     }
-    t[..end].parse::<f64>().unwrap_or(0.0)
+    end
+}
+
+/// Records MySQL's 1292 when the string `v`, read as a number of type
+/// `as_type` (`DECIMAL` when compared with an integer, `DOUBLE` in
+/// arithmetic or against any other number), is not wholly a number: a warning, or
+/// a note when only spaces follow it, as MariaDB reports them. Leading
+/// spaces are ignored silently.
+fn warn_if_partly_numeric(v: &Value, as_type: &str) {
+    let text = match v {
+        Value::Text(_) | Value::Bytes(_) => to_text(v),
+        _ => return,
+    };
+    let t = text.trim_start();
+    let end = numeric_prefix_len(t);
+    let rest = &t[end..];
+    if end > 0 && rest.is_empty() {
+        return;
+    }
+    let message = format!("Truncated incorrect {as_type} value: '{text}'");
+    if end > 0 && rest.trim_end().is_empty() {
+        super::note(super::WARN_TRUNCATED_WRONG_VALUE, message);
+    } else {
+        super::warn(super::WARN_TRUNCATED_WRONG_VALUE, message);
+    }
+}
+
+/// A string read as a date or datetime (compared with one, or CAST), as
+/// MariaDB reads it: a valid prefix is used and what follows ignored with
+/// warning 1292 (`'2020-01-01 10:00:00+00:00'`); no valid prefix is `None`.
+fn text_to_datetime(s: &str) -> Option<NaiveDateTime> {
+    if let Some(dt) = ladle_common::parse_datetime(s) {
+        return Some(dt);
+    }
+    let (dt, len) = ladle_common::parse_datetime_prefix_len(s)?;
+    // MariaDB names what it read: a date alone, or a date and a time.
+    let kind = if len > 10 { "datetime" } else { "date" };
+    super::warn(
+        super::WARN_TRUNCATED_WRONG_VALUE,
+        format!("Truncated incorrect {kind} value: '{s}'"),
+    );
+    Some(dt)
 }
 
 /// A string as the number MySQL compares it as with a number: exact when
@@ -223,6 +270,10 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
         if super::out_of_range_in(v).is_some() {
             return Ok(v.clone());
         }
+    }
+    if !l.is_null() && !r.is_null() {
+        warn_if_partly_numeric(l, "DOUBLE");
+        warn_if_partly_numeric(r, "DOUBLE");
     }
     let (a, b) = match (to_num(l), to_num(r)) {
         (Some(a), Some(b)) => (a, b),
@@ -407,11 +458,11 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
         // A string compared with a date or time is read as one; MariaDB
         // ignores what follows a valid value (`'... 03:04:05+00:00'`, with
         // a warning).
-        (Date(_) | DateTime(_), Text(s)) => match ladle_common::parse_datetime_prefix(s) {
+        (Date(_) | DateTime(_), Text(s)) => match text_to_datetime(s) {
             Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
             None => Some(to_text(a).cmp(&s.to_string())),
         },
-        (Text(s), Date(_) | DateTime(_)) => match ladle_common::parse_datetime_prefix(s) {
+        (Text(s), Date(_) | DateTime(_)) => match text_to_datetime(s) {
             Some(dt) => Some(dt.cmp(&to_datetime(b)?)),
             None => Some(s.to_string().cmp(&to_text(b))),
         },
@@ -426,6 +477,20 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
         (Date(_) | DateTime(_), Date(_) | DateTime(_)) => Some(a.cmp_collated(b, coll)),
         (Time(x), Time(y)) => Some(x.cmp(y)),
         (Text(_) | Bytes(_), _) | (_, Text(_) | Bytes(_)) => {
+            // The string is read as a number of the other side's kind.
+            let (text, number) = if matches!(a, Text(_) | Bytes(_)) {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            // MariaDB compares a string with an integer as a DECIMAL,
+            // with anything else as a DOUBLE.
+            let as_type = if matches!(number, Int(_) | UInt(_)) {
+                "DECIMAL"
+            } else {
+                "DOUBLE"
+            };
+            warn_if_partly_numeric(text, as_type);
             let x = value_to_f64(a)?;
             let y = value_to_f64(b)?;
             x.partial_cmp(&y)
@@ -574,6 +639,10 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             other => other,
         },
         CastType::Char => Value::text(to_text(v)),
+        CastType::TemporalChar { fsp } => match v.temporal_text(*fsp) {
+            Some(text) => Value::text(text),
+            None => Value::text(to_text(v)),
+        },
         CastType::Binary => Value::bytes(to_bytes(v)),
         CastType::Decimal { scale, .. } => {
             let d = match to_num(v) {
@@ -591,14 +660,28 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             Value::Decimal(d)
         }
         CastType::Double => Value::Double(value_to_f64(v).unwrap_or(0.0)),
-        CastType::Date => match to_datetime(v) {
-            Some(dt) => Value::Date(dt.date()),
-            None => Value::Null,
-        },
-        CastType::DateTime => match to_datetime(v) {
-            Some(dt) => Value::DateTime(dt),
-            None => Value::Null,
-        },
+        CastType::Date | CastType::DateTime => {
+            let dt = match v {
+                Value::Text(s) => text_to_datetime(s).or_else(|| {
+                    let kind = if *ty == CastType::Date {
+                        "date"
+                    } else {
+                        "datetime"
+                    };
+                    super::warn(
+                        super::WARN_TRUNCATED_WRONG_VALUE,
+                        format!("Incorrect {kind} value: '{s}'"),
+                    );
+                    None
+                }),
+                other => to_datetime(other),
+            };
+            match (dt, ty) {
+                (None, _) => Value::Null,
+                (Some(dt), CastType::Date) => Value::Date(dt.date()),
+                (Some(dt), _) => Value::DateTime(dt),
+            }
+        }
         CastType::Time => match v {
             Value::Time(_) => v.clone(),
             Value::DateTime(dt) => {
@@ -606,7 +689,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
                 Value::Time(i64::from(dt.num_seconds_from_midnight()) * 1_000_000)
             }
             other => {
-                let col = ladle_common::ColumnSchema::new("", ladle_common::SqlType::Time);
+                let col =
+                    ladle_common::ColumnSchema::new("", ladle_common::SqlType::Time { fsp: 0 });
                 ladle_common::coerce(&Value::text(to_text(other)), &col).unwrap_or(Value::Null)
             }
         },

@@ -34,6 +34,7 @@ fn table() -> TableSchema {
                 SqlType::Int {
                     bytes: 4,
                     unsigned: false,
+                    display_width: None,
                 },
             ),
             name,
@@ -43,6 +44,7 @@ fn table() -> TableSchema {
                 SqlType::Int {
                     bytes: 4,
                     unsigned: false,
+                    display_width: None,
                 },
             ),
         ],

@@ -21,6 +21,8 @@ pub(crate) struct ScopeCol {
     pub collation: Collation,
     /// Base table name for result metadata (empty for computed columns).
     pub table: String,
+    /// The base column it reads unchanged, for result metadata.
+    pub origin: Option<crate::BaseColumn>,
 }
 
 /// The columns of a relation in FROM (after joins).
@@ -792,6 +794,10 @@ impl<'a> ExprCx<'a> {
                     Some(n) if numeric => Expr::Literal(n),
                     _ => self.compile(expr)?,
                 };
+                let target = match target {
+                    CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
+                    _ => target,
+                };
                 Expr::Cast(b(x), target)
             }
             E::Convert {
@@ -1046,9 +1052,32 @@ impl<'a> ExprCx<'a> {
         // NOW(fsp) etc. ignore their precision argument.
         let compiled = match func {
             Func::Now | Func::UtcTimestamp | Func::CurTime => vec![],
+            // A declared DATETIME(n)/TIME(n) joins the string with its n
+            // digits, as CAST(.. AS CHAR) prints it.
+            Func::Concat | Func::ConcatWs => compiled
+                .into_iter()
+                .map(|a| match self.temporal_text_cast(&a) {
+                    Some(cast) => Expr::Cast(Box::new(a), cast),
+                    None => a,
+                })
+                .collect(),
             _ => compiled,
         };
         Ok(Expr::Call(func, compiled))
+    }
+}
+
+impl ExprCx<'_> {
+    /// The cast printing `x` as MariaDB does in a string context when it
+    /// is a DATETIME/TIMESTAMP/TIME of declared precision n (exactly n
+    /// fractional digits); `None` for other types.
+    fn temporal_text_cast(&self, x: &Expr) -> Option<CastType> {
+        match x.result_type(&self.frame_types()).0 {
+            SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp } => {
+                Some(CastType::TemporalChar { fsp })
+            }
+            _ => None,
+        }
     }
 }
 

@@ -3,14 +3,29 @@
 
 pub(crate) mod expr;
 
+use std::sync::Arc;
+
 use ladle_common::TableSchema;
 use sqlparser::ast;
 
-use crate::Result;
+use crate::{BaseColumn, Result};
 use expr::{ExprCx, Scope, ScopeCol};
 
-/// The scope of one base table's row.
-pub(crate) fn table_scope(t: &TableSchema, qualifier: &str) -> Scope {
+/// The scope of one base table's row; each column knows it is that
+/// table's (result metadata reports its keys).
+pub(crate) fn table_scope(t: &Arc<TableSchema>, qualifier: &str) -> Scope {
+    let mut scope = row_scope(t, qualifier);
+    for (column, c) in scope.cols.iter_mut().enumerate() {
+        c.origin = Some(BaseColumn {
+            table: Arc::clone(t),
+            column,
+        });
+    }
+    scope
+}
+
+/// The scope of a row of `t`, without result-metadata provenance.
+fn row_scope(t: &TableSchema, qualifier: &str) -> Scope {
     Scope {
         cols: t
             .columns
@@ -22,6 +37,7 @@ pub(crate) fn table_scope(t: &TableSchema, qualifier: &str) -> Scope {
                 nullable: c.nullable,
                 collation: c.collation,
                 table: t.name.clone(),
+                origin: None,
             })
             .collect(),
     }
@@ -32,7 +48,7 @@ pub(crate) fn compile_row_expr(
     table: Option<&TableSchema>,
 ) -> Result<crate::expr::Expr> {
     let scope = match table {
-        Some(t) => table_scope(t, &t.name),
+        Some(t) => row_scope(t, &t.name),
         None => Scope::default(),
     };
     let mut cx = ExprCx::row(&scope);

@@ -17,6 +17,7 @@ use crate::expr::{unify_types, Expr};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp, ReadAgg, ReadAggregate, Window};
+use crate::BaseColumn;
 use crate::{DataflowError, OutputColumn, Result};
 
 /// A LIMIT/OFFSET value: a constant or a parameter slot.
@@ -85,6 +86,7 @@ pub(crate) enum Planned {
 struct ColInfo {
     name: String,
     table: String,
+    origin: Option<BaseColumn>,
     ty: SqlType,
     nullable: bool,
     coll: Collation,
@@ -272,6 +274,7 @@ impl<'a> Planner<'a> {
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
+                origin: None,
                 ty,
                 nullable,
             });
@@ -335,6 +338,7 @@ impl<'a> Planner<'a> {
                     .map(|o| ColInfo {
                         name: o.name.clone(),
                         table: String::new(),
+                        origin: None,
                         ty: o.ty.clone(),
                         nullable: o.nullable,
                         coll: if o.ty.is_text() {
@@ -403,6 +407,7 @@ impl<'a> Planner<'a> {
             .map(|(c, coll)| ColInfo {
                 name: c.name.clone(),
                 table: c.table.clone(),
+                origin: c.origin.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 coll: *coll,
@@ -439,6 +444,8 @@ impl<'a> Planner<'a> {
                     c.ty = t;
                     c.nullable = n;
                     c.table = String::new();
+                    // MariaDB sends no key flags for a UNION's columns.
+                    c.origin = None;
                     if c.ty.is_text() {
                         c.coll = Collation::GeneralCi;
                     }
@@ -512,6 +519,7 @@ impl<'a> Planner<'a> {
             .map(|c| OutputColumn {
                 name: c.name.clone(),
                 table: c.table.clone(),
+                origin: c.origin.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
             })
@@ -1375,6 +1383,7 @@ impl<'a> Planner<'a> {
                             columns.push(OutputColumn {
                                 name: c.name.clone(),
                                 table: c.table.clone(),
+                                origin: c.origin.clone(),
                                 ty: c.ty.clone(),
                                 nullable: c.nullable,
                             });
@@ -1398,19 +1407,20 @@ impl<'a> Planner<'a> {
                             None => crate::expr_column_name(e),
                         },
                     };
-                    let table = match (as_column(e), post.is_some()) {
-                        (Some(ids), _) => scope
-                            .resolve(ids)
-                            .map(|i| scope.cols[i].table.clone())
-                            .unwrap_or_default(),
-                        _ => String::new(),
-                    };
+                    // A bare column (aliased or not, grouped or not) keeps
+                    // its base table and column, as MariaDB's metadata does.
+                    let base = as_column(e).and_then(|ids| scope.resolve(ids).ok());
+                    let table = base
+                        .map(|i| scope.cols[i].table.clone())
+                        .unwrap_or_default();
+                    let origin = base.and_then(|i| scope.cols[i].origin.clone());
                     if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                         aliases_ok.insert(alias.value.to_ascii_lowercase(), c.clone());
                     }
                     columns.push(OutputColumn {
                         name,
                         table,
+                        origin,
                         ty,
                         nullable,
                     });
@@ -1869,6 +1879,7 @@ impl<'a> Planner<'a> {
                             nullable: oc.nullable,
                             collation: coll,
                             table: oc.table.clone(),
+                            origin: oc.origin.clone(),
                         }
                     }
                     None => ScopeCol {
@@ -1878,10 +1889,12 @@ impl<'a> Planner<'a> {
                         ty: SqlType::Int {
                             bytes: 8,
                             unsigned: false,
+                            display_width: None,
                         },
                         nullable: true,
                         collation: coll,
                         table: String::new(),
+                        origin: None,
                     },
                 }
             })
@@ -1975,6 +1988,7 @@ impl<'a> Planner<'a> {
         let bigint = SqlType::Int {
             bytes: 8,
             unsigned: false,
+            display_width: None,
         };
         if list.args.len() != 1 {
             return Err(unsupported(format!(
@@ -2251,6 +2265,7 @@ impl<'a> Planner<'a> {
                 nullable: true,
                 collation: coll,
                 table: String::new(),
+                origin: None,
             });
         };
         if let Some(x) = in_expr {
@@ -2556,6 +2571,7 @@ impl Planner<'_> {
                 nullable: true,
                 collation: ic.collation,
                 table: String::new(),
+                origin: None,
             });
         }
         scope.cols.push(ScopeCol {
@@ -2565,6 +2581,7 @@ impl Planner<'_> {
             nullable: true,
             collation: coll,
             table: String::new(),
+            origin: None,
         });
         let col = ast::Expr::CompoundIdentifier(vec![
             ast::Ident::new(qual.clone()),
@@ -2577,10 +2594,12 @@ impl Planner<'_> {
                 ty: SqlType::Int {
                     bytes: 8,
                     unsigned: false,
+                    display_width: None,
                 },
                 nullable: true,
                 collation: Collation::Binary,
                 table: String::new(),
+                origin: None,
             });
             let n =
                 ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
@@ -2856,6 +2875,7 @@ fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
                 nullable: c.nullable,
                 collation: c.coll,
                 table: c.table.clone(),
+                origin: c.origin.clone(),
             })
             .collect(),
     };

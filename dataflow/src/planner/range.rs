@@ -47,7 +47,9 @@ impl Class {
             | SqlType::Float
             | SqlType::Double => Some(Class::Number),
             SqlType::Char(_) | SqlType::VarChar(_) | SqlType::Text(_) => Some(Class::Text),
-            SqlType::Date | SqlType::DateTime | SqlType::Timestamp => Some(Class::Date),
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } => {
+                Some(Class::Date)
+            }
             _ => None,
         }
     }
@@ -323,6 +325,7 @@ mod tests {
         let int = SqlType::Int {
             bytes: 4,
             unsigned: false,
+            display_width: None,
         };
         let f = between(Collation::Binary);
         let r = RangeIndex::of(Some(&f), |_| {

@@ -628,7 +628,7 @@ impl CommandLoop {
                         last_insert_id,
                         status: self.conn.status() | more,
                         warnings,
-                        info,
+                        info: info.render(warnings),
                     };
                     result::ok(&mut self.writer, &ok);
                 }

@@ -4,7 +4,7 @@
 
 use tokio::io::AsyncWrite;
 
-use super::codec::put_lenenc_int;
+use super::codec::{put_lenenc_bytes, put_lenenc_int};
 use super::handshake::CLIENT_DEPRECATE_EOF;
 use super::packet::PacketWriter;
 use crate::wire::ColumnDef;
@@ -36,9 +36,10 @@ fn ok_with_marker<W: AsyncWrite + Unpin>(w: &mut PacketWriter<W>, marker: u8, ok
     out.extend_from_slice(&ok.status.to_le_bytes());
     out.extend_from_slice(&ok.warnings.to_le_bytes());
     if !ok.info.is_empty() {
-        // Without CLIENT_SESSION_TRACK the info string is the rest of the
-        // packet.
-        out.extend_from_slice(ok.info.as_bytes());
+        // Length-encoded, as MariaDB (and MySQL) servers send it whatever
+        // the capabilities, and as the MariaDB and MySQL C clients read it
+        // (`mysql_info()`); a bare string would lose its first byte there.
+        put_lenenc_bytes(out, ok.info.as_bytes());
     }
     w.end_packet(start);
 }

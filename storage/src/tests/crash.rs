@@ -26,6 +26,7 @@ fn tables(s: &Storage) -> (Arc<TableSchema>, Arc<TableSchema>) {
         SqlType::Int {
             bytes: 8,
             unsigned: true,
+            display_width: None,
         },
     )
     .not_null();

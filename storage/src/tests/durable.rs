@@ -84,6 +84,113 @@ fn format_version_mismatch_is_a_clear_error() {
     }
 }
 
+/// A table record as format version 2 wrote it: encoded by the previous
+/// release's `ladle-common` (commit 2cc3287) as storage's `TableEntry` for
+/// `app.events (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, flag TINYINT
+/// UNSIGNED, name VARCHAR(20) UNIQUE, created DATETIME DEFAULT
+/// CURRENT_TIMESTAMP, at TIMESTAMP, during TIME, amount DECIMAL(10,2),
+/// kind ENUM('a','b'))`, table id 7, unique index id 3.
+const V2_TABLE_RECORD: &[u8] = include_bytes!("fixtures/v2_table_entry.bin");
+
+#[test]
+fn format_version_2_directory_opens_and_is_upgraded() {
+    use crate::cf::{self, catalog_key};
+    use crate::engine::{Batch, CfKind};
+    let h = Harness::new(Kind::Rocks);
+    // A version-2 data directory holding the `events` table.
+    let e = &h.storage.engine;
+    e.create_cf(&cf::primary(7), CfKind::Index).unwrap();
+    e.create_cf(&cf::secondary(3), CfKind::Index).unwrap();
+    let mut b = Batch::default();
+    b.put(cf::CATALOG, catalog_key::FORMAT, 2u32.to_be_bytes());
+    b.put(cf::CATALOG, catalog_key::database("app"), Vec::new());
+    b.put(cf::CATALOG, catalog_key::table(7), V2_TABLE_RECORD.to_vec());
+    e.write(b, true).unwrap();
+    let h = h.reopen();
+    let events = h.storage.table("app", "events").expect("the v2 table");
+    let types: Vec<String> = events.columns.iter().map(|c| c.ty.sql_name()).collect();
+    assert_eq!(
+        types,
+        [
+            "int(11)",
+            "tinyint(3) unsigned",
+            "varchar(20)",
+            "datetime",
+            "timestamp",
+            "time",
+            "decimal(10,2)",
+            "enum('a','b')"
+        ]
+    );
+    assert!(events.columns[0].auto_increment && !events.columns[0].nullable);
+    assert_eq!(
+        events.columns[3].default,
+        ladle_common::ColumnDefault::CurrentTimestamp
+    );
+    assert_eq!(events.indexes[0].id, 3);
+    assert!(events.indexes[0].unique);
+    // Rows go in and come back out, through the unique index too.
+    let mut r = vec![Value::Null; 8];
+    r[2] = t("x");
+    h.storage
+        .write(vec![insert(&events, vec![row(&r)])])
+        .unwrap();
+    assert_eq!(
+        h.storage
+            .lookup(events.id, IndexRef::Secondary(3), &[t("x")])
+            .unwrap()
+            .len(),
+        1
+    );
+    // The upgrade was written: the directory is version 3 now, and opens
+    // again (as version 3) with the same table.
+    let h = h.reopen();
+    let format = h
+        .storage
+        .engine
+        .get_latest(cf::CATALOG, catalog_key::FORMAT)
+        .unwrap()
+        .unwrap();
+    assert_eq!(format, crate::catalog::FORMAT_VERSION.to_be_bytes());
+    assert_eq!(h.storage.table("app", "events"), Some(events));
+    assert_eq!(h.storage.scan(7).unwrap().len(), 1);
+}
+
+#[test]
+fn declared_widths_and_precisions_survive_reopen() {
+    let h = Harness::new(Kind::Rocks);
+    h.storage.create_database("db", true).unwrap();
+    let types = [
+        SqlType::Int {
+            bytes: 1,
+            unsigned: false,
+            display_width: Some(1),
+        },
+        SqlType::DateTime { fsp: 6 },
+        SqlType::Timestamp { fsp: 2 },
+        SqlType::Time { fsp: 3 },
+    ];
+    let schema = TableSchema {
+        id: 0,
+        database: "db".into(),
+        name: "typed".into(),
+        columns: types
+            .iter()
+            .enumerate()
+            .map(|(n, ty)| col(&format!("c{n}"), ty.clone()))
+            .collect(),
+        primary_key: None,
+        indexes: vec![],
+        version: 1,
+    };
+    let created = h.storage.create_table(schema, false).unwrap();
+    let h = h.reopen();
+    let reopened = h.storage.table("db", "typed").unwrap();
+    assert_eq!(reopened, created);
+    let reread: Vec<SqlType> = reopened.columns.iter().map(|c| c.ty.clone()).collect();
+    assert_eq!(reread, types);
+}
+
 #[test]
 fn interrupted_index_build_is_redone_on_open() {
     let h = Harness::new(Kind::Rocks);

@@ -98,6 +98,7 @@ pub(crate) fn int() -> SqlType {
     SqlType::Int {
         bytes: 4,
         unsigned: false,
+        display_width: None,
     }
 }
 
