@@ -779,10 +779,7 @@ impl Graph {
     ) -> Result<Vec<Vec<Row>>> {
         let few = keys.len() < SCAN_MIN_KEYS;
         if few || keys.iter().any(|k| k.iter().any(Value::is_null)) {
-            return keys
-                .iter()
-                .map(|k| self.pull_from(src, n, cols, k))
-                .collect();
+            return self.pull_each(src, n, cols, keys);
         }
         let parents = self.nodes[n].parents.clone();
         match &self.nodes[n].op {
@@ -811,10 +808,7 @@ impl Graph {
                         .into_iter()
                         .map(|rows| rows.iter().map(|r| p.apply(r)).collect())
                         .collect()),
-                    None => keys
-                        .iter()
-                        .map(|k| self.pull_from(src, n, cols, k))
-                        .collect(),
+                    None => self.pull_each(src, n, cols, keys),
                 }
             }
             Op::Union(_) => {
@@ -827,11 +821,21 @@ impl Graph {
                 Ok(out)
             }
             Op::Aggregate(_) => self.pull_aggregate(src, n, cols, keys),
-            _ => keys
-                .iter()
-                .map(|k| self.pull_from(src, n, cols, k))
-                .collect(),
+            _ => self.pull_each(src, n, cols, keys),
         }
+    }
+
+    /// [`Graph::pull_keys`] one key at a time.
+    fn pull_each(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        keys.iter()
+            .map(|k| self.pull_from(src, n, cols, k))
+            .collect()
     }
 
     /// Rows of aggregate node `n` for each of `keys`, filling the partitions
