@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Opt-in check of the Docker set-up (not run by scripts/test.sh or CI, which
-# may have no Docker): builds ladle:local, starts docker-compose.yml under its
-# own project name (so an existing `docker-compose up` volume is untouched),
+# may have no Docker): builds ladle:local, starts the single-node compose file
+# docker/single-node.yml under its own project name (so an existing `docker-compose up` volume is untouched),
 # and with the mariadb CLI checks that a table written before
 # `docker-compose restart` is still there after it, that the view's cached
 # keys came back from the shutdown snapshot, and that `docker stop` ends ladle
@@ -15,9 +15,9 @@ cd "$(dirname "$0")/.."
 
 export LADLE_PASSWORD="smoke-$RANDOM$RANDOM"
 port="${LADLE_HOST_PORT:-3307}"
-compose=(docker-compose -p ladle-smoke)
+compose=(docker-compose -p ladle-smoke -f docker/single-node.yml --project-directory .)
 
-scripts/docker-build.sh
+LADLE_IMAGES=ladle scripts/docker-build.sh
 trap '"${compose[@]}" down -v >/dev/null 2>&1 || true' EXIT
 "${compose[@]}" up -d
 
