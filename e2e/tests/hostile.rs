@@ -45,8 +45,9 @@ fn setup(url: &str) -> Conn {
     fresh_database(url, DB).expect("fresh database");
     let mut conn = connect(url, Some(DB)).expect("connect");
     for sql in [
-        "CREATE TABLE t (id INT PRIMARY KEY, n BIGINT)",
-        "INSERT INTO t VALUES (0,0),(1,1),(2,2),(3,3),(4,4),(5,5),(6,6),(7,7),(8,8),(9,9)",
+        "CREATE TABLE t (id INT PRIMARY KEY, n BIGINT, s VARCHAR(10))",
+        "INSERT INTO t (id, n) VALUES (0,0),(1,1),(2,2),(3,3),(4,4),(5,5),(6,6),(7,7),(8,8),(9,9)",
+        "UPDATE t SET s = CONCAT('s', id)",
     ] {
         query_rows(&mut conn, sql).expect(sql);
     }
@@ -58,6 +59,7 @@ fn cases() -> Vec<(String, Outcome)> {
     let ors = chain(3000, |i| format!("id = {i}"), " OR ");
     let ands = chain(3000, |i| format!("id <> {}", i + 1000), " AND ");
     let in_list = chain(100_000, |i| i.to_string(), ",");
+    let in_strings = chain(100_000, |i| format!("'s{i}'"), ",");
     let plus = |n| format!("SELECT 1{}", "+1".repeat(n));
     let ids = |r: std::ops::Range<u32>| r.map(|i| vec![i.to_string()]).collect();
     vec![
@@ -74,6 +76,10 @@ fn cases() -> Vec<(String, Outcome)> {
         ),
         (
             format!("SELECT COUNT(*) FROM t WHERE id IN ({in_list})"),
+            Outcome::Rows(vec![vec!["10".into()]]),
+        ),
+        (
+            format!("SELECT COUNT(*) FROM t WHERE s IN ({in_strings})"),
             Outcome::Rows(vec![vec!["10".into()]]),
         ),
         (
