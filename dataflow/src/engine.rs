@@ -928,7 +928,7 @@ impl Inner {
             let mut g = {
                 let g = self.graph.lock();
                 if v.dropped.load(AO::SeqCst) {
-                    return Err(DataflowError::Internal("view dropped".into()));
+                    return Err(DataflowError::ViewDropped);
                 }
                 let parent = g.nodes[v.node].parents[0];
                 g.detach_with(parent, true, None).ok_or_else(|| {
@@ -980,9 +980,7 @@ impl Inner {
             v.reader.upqueries.fetch_add(1, AO::Relaxed);
             match g.pull(root, &v.spec.key, key) {
                 Ok(rows) => pulled.push(rows),
-                Err(_) if v.dropped.load(AO::SeqCst) => {
-                    return Err(DataflowError::Internal("view dropped".into()))
-                }
+                Err(_) if v.dropped.load(AO::SeqCst) => return Err(DataflowError::ViewDropped),
                 Err(e) => return Err(e),
             }
         }
@@ -991,7 +989,7 @@ impl Inner {
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
-                return Err(DataflowError::Internal("view dropped".into()));
+                return Err(DataflowError::ViewDropped);
             }
             let moved = v
                 .commits
@@ -1024,7 +1022,7 @@ impl Inner {
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if v.dropped.load(AO::SeqCst) {
-                return Err(DataflowError::Internal("view dropped".into()));
+                return Err(DataflowError::ViewDropped);
             }
             let parent = g.nodes[v.node].parents[0];
             let mut out = Vec::with_capacity(keys.len());
@@ -1126,9 +1124,7 @@ impl Prepared {
                         Ok(Some(rows)) if newest_commit(&view.commits) <= snap.lsn() => {
                             return Ok(rows)
                         }
-                        Err(e) if !matches!(&e, DataflowError::Internal(m) if m == "view dropped") => {
-                            return Err(e)
-                        }
+                        Err(e) if !matches!(e, DataflowError::ViewDropped) => return Err(e),
                         _ => overlay,
                     }
                 }
@@ -1138,7 +1134,7 @@ impl Prepared {
                 engine.wait_for_writes(&view.commits, after);
             }
             match read(&engine, &view, &slots, &lists, overlay, OnMiss::Fill) {
-                Err(DataflowError::Internal(m)) if m == "view dropped" => continue,
+                Err(DataflowError::ViewDropped) => continue,
                 Ok(Some(rows)) => return Ok(rows),
                 Ok(None) => {
                     return Err(DataflowError::Internal(

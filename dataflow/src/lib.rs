@@ -136,12 +136,19 @@ pub enum DataflowError {
     /// of range`), MySQL's 1690.
     #[error("{0}")]
     OutOfRange(String),
+    /// A scalar subquery returned several rows (MySQL's 1242).
+    #[error("Subquery returns more than 1 row")]
+    SubqueryRows,
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
     // --- the environment / other layers ---
     #[error(transparent)]
     Storage(#[from] StorageError),
+    /// The view being read was dropped meanwhile (a schema change): the
+    /// read is planned again. Never reaches a client.
+    #[error("view dropped while being read")]
+    ViewDropped,
     // --- our bug ---
     #[error("internal dataflow error: {0}")]
     Internal(String),
@@ -320,6 +327,7 @@ impl From<expr::EvalError> for DataflowError {
     fn from(e: expr::EvalError) -> DataflowError {
         match e {
             expr::EvalError::OutOfRange(m) => DataflowError::OutOfRange(m),
+            expr::EvalError::SubqueryRows => DataflowError::SubqueryRows,
             expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
         }
     }

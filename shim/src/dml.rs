@@ -19,9 +19,7 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
-use crate::error::{
-    Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS, ER_SUBQUERY_NO_1_ROW,
-};
+use crate::error::{Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS};
 use crate::exec::{Engine, Info, Output};
 use crate::session::{Session, Transaction};
 
@@ -1380,10 +1378,7 @@ fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()>
             Expr::Subquery(q) => subquery_rows(e, s, q).and_then(|rows| match rows.len() {
                 0 => Ok(Expr::Value(ast::Value::Null)),
                 1 => one_column(&rows[0]).map(ladle_dataflow::value_expr),
-                _ => Err(ShimError::Wire(WireError {
-                    code: ER_SUBQUERY_NO_1_ROW,
-                    message: "Subquery returns more than 1 row".into(),
-                })),
+                _ => Err(DataflowError::SubqueryRows.into()),
             }),
             Expr::InSubquery {
                 expr: lhs,

@@ -240,9 +240,10 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::UnknownView(_) => ER_UNKNOWN_VIEW,
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
+        DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Storage(s) => storage_code(s),
-        DataflowError::Internal(_) => ER_UNKNOWN,
+        DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
     }
 }
 
@@ -272,16 +273,6 @@ impl From<ShimError> for WireError {
     fn from(e: ShimError) -> WireError {
         if let ShimError::Wire(w) = e {
             return w;
-        }
-        // A scalar subquery without an aggregate found several rows at read
-        // time (the dataflow reports it as an evaluation error).
-        if let ShimError::Dataflow(DataflowError::BadArgument(m)) = &e {
-            if m == "Subquery returns more than 1 row" {
-                return WireError {
-                    code: ER_SUBQUERY_NO_1_ROW,
-                    message: m.clone(),
-                };
-            }
         }
         WireError {
             code: e.mysql_code(),

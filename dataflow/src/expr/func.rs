@@ -74,9 +74,6 @@ pub enum Func {
     SingleRow,
 }
 
-/// The error message of [`Func::SingleRow`] (MySQL error 1242).
-pub const SUBQUERY_ROWS_MESSAGE: &str = "Subquery returns more than 1 row";
-
 /// Interval units for DATE_ADD (the third argument, as an integer code).
 pub const UNIT_MICROSECOND: i64 = 0;
 pub const UNIT_SECOND: i64 = 1;
@@ -254,7 +251,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         SingleRow => {
             let n = arg(args, 0, c)?;
             if n.as_i64().unwrap_or(0) > 1 {
-                return Err(EvalError::Invalid(SUBQUERY_ROWS_MESSAGE.into()));
+                return Err(EvalError::SubqueryRows);
             }
             return arg(args, 1, c);
         }

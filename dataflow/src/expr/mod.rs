@@ -20,7 +20,10 @@ pub(crate) use ops::{compare, like, string_as_number, truth, value_to_f64};
 pub enum EvalError {
     /// A result outside its type's range (integer overflow): MySQL's 1690.
     OutOfRange(String),
-    /// Any other bad input (several rows from a scalar subquery, ...).
+    /// A scalar subquery without an aggregate found several rows at read
+    /// time: MySQL's 1242.
+    SubqueryRows,
+    /// Any other bad input.
     Invalid(String),
 }
 
