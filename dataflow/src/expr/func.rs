@@ -67,6 +67,11 @@ pub enum Func {
     DateFormat,
     DayOfWeek,
     DateDiff,
+    /// CONVERT_TZ(dt, from, to) between numeric offsets ('+02:00') and
+    /// 'SYSTEM' (UTC here). Named zones give NULL, as on a MySQL or
+    /// MariaDB server without time zone tables (Django probes
+    /// `CONVERT_TZ(.., 'UTC', 'UTC') IS NOT NULL` for them).
+    ConvertTz,
     /// `(row count, value)` of a scalar subquery without an aggregate: the
     /// value, or MySQL's error 1242 when the subquery had several rows.
     /// Volatile so that the planner checks it at read time, not while
@@ -144,6 +149,7 @@ impl Func {
             "date_format" => (DateFormat, 2, 2),
             "dayofweek" => (DayOfWeek, 1, 1),
             "datediff" => (DateDiff, 2, 2),
+            "convert_tz" => (ConvertTz, 3, 3),
             _ => return None,
         };
         if nargs < min || nargs > max {
@@ -649,7 +655,34 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             (Some(a), Some(b)) => Value::Int((a.date() - b.date()).num_days()),
             _ => Value::Null,
         },
+        ConvertTz => {
+            let offset = |v: &Value| (!v.is_null()).then(|| zone_offset_seconds(&to_text(v)))?;
+            match (ops::to_datetime(&v0), offset(&vals[1]), offset(&vals[2])) {
+                (Some(dt), Some(from), Some(to)) => dt
+                    .checked_add_signed(chrono::Duration::seconds(to - from))
+                    .map_or(Value::Null, Value::DateTime),
+                _ => Value::Null,
+            }
+        }
     })
+}
+
+/// Seconds east of UTC of a CONVERT_TZ zone: `+H:MM` / `-H:MM` within
+/// MariaDB's range (-12:59 to +13:00), or 'SYSTEM' (UTC). `None` for
+/// anything else, named zones and surrounding spaces included.
+fn zone_offset_seconds(zone: &str) -> Option<i64> {
+    if zone.eq_ignore_ascii_case("SYSTEM") {
+        return Some(0);
+    }
+    let (sign, rest) = match zone.as_bytes().first()? {
+        b'+' => (1, &zone[1..]),
+        b'-' => (-1, &zone[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    let minutes = sign * (h * 60 + m);
+    (m < 60 && (-(12 * 60 + 59)..=13 * 60).contains(&minutes)).then_some(minutes * 60)
 }
 
 /// SUBSTRING's units (characters or bytes) from 1-based `pos` (from the end
@@ -906,6 +939,15 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         CurTime => (SqlType::Time { fsp: 0 }, false),
         UnixTimestamp => (bigint, !args.is_empty()),
         FromUnixTime => (SqlType::DateTime { fsp: 0 }, true),
+        ConvertTz => (
+            match &tys[0].0 {
+                SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
+                    SqlType::DateTime { fsp: *fsp }
+                }
+                _ => SqlType::DateTime { fsp: 0 },
+            },
+            true,
+        ),
         Date => (SqlType::Date, true),
         Year | Month | Day | Hour | Minute | Second => (
             SqlType::Int {
