@@ -281,6 +281,11 @@ fn referencing(e: &Engine, parent: &TableSchema) -> Result<Vec<(Arc<TableSchema>
 /// columns exist (unless checks are off), and gives the child an index on
 /// each key's columns where none starts with them.
 pub fn store(e: &Engine, s: &Session, child: &TableSchema, keys: &[ForeignKey]) -> Result<()> {
+    // The child as it is now: an earlier call for the same statement (ALTER
+    // TABLE stores the new key, checks the rows, then stores all keys) may
+    // have given it the key's index since `child` was read.
+    let current = e.storage.table_by_id(child.id);
+    let child: &TableSchema = current.as_deref().unwrap_or(child);
     for k in keys {
         positions(child, &k.columns)?;
         if checks_enabled(s) {
