@@ -72,6 +72,9 @@ pub enum Func {
     /// MariaDB server without time zone tables (Django probes
     /// `CONVERT_TZ(.., 'UTC', 'UTC') IS NOT NULL` for them).
     ConvertTz,
+    /// TIMESTAMPDIFF(unit, a, b): whole units from `a` to `b` (the unit
+    /// is compiled to a `UNIT_*` literal; not callable by name).
+    TimestampDiff,
     /// `(row count, value)` of a scalar subquery without an aggregate: the
     /// value, or MySQL's error 1242 when the subquery had several rows.
     /// Volatile so that the planner checks it at read time, not while
@@ -655,6 +658,16 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             (Some(a), Some(b)) => Value::Int((a.date() - b.date()).num_days()),
             _ => Value::Null,
         },
+        TimestampDiff => match (
+            int_arg(&v0),
+            ops::to_datetime(&vals[1]),
+            ops::to_datetime(&vals[2]),
+        ) {
+            (Some(unit), Some(a), Some(b)) => {
+                timestamp_diff(unit, a, b).map_or(Value::Null, Value::Int)
+            }
+            _ => Value::Null,
+        },
         ConvertTz => {
             let offset = |v: &Value| (!v.is_null()).then(|| zone_offset_seconds(&to_text(v)))?;
             match (ops::to_datetime(&v0), offset(&vals[1]), offset(&vals[2])) {
@@ -664,6 +677,37 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 _ => Value::Null,
             }
         }
+    })
+}
+
+/// Whole `unit`s (a `UNIT_*` code) from `a` to `b`, truncated toward
+/// zero as MySQL counts them: months are calendar months, less one when
+/// `b`'s day and time of month come before `a`'s.
+fn timestamp_diff(unit: i64, a: NaiveDateTime, b: NaiveDateTime) -> Option<i64> {
+    let d = b - a;
+    Some(match unit {
+        UNIT_MICROSECOND => d.num_microseconds()?,
+        UNIT_SECOND => d.num_seconds(),
+        UNIT_MINUTE => d.num_minutes(),
+        UNIT_HOUR => d.num_hours(),
+        UNIT_DAY => d.num_days(),
+        UNIT_WEEK => d.num_days() / 7,
+        UNIT_MONTH | UNIT_QUARTER | UNIT_YEAR => {
+            let mut months =
+                i64::from(b.year() - a.year()) * 12 + i64::from(b.month()) - i64::from(a.month());
+            let within = |x: NaiveDateTime| (x.day(), x.time());
+            if months > 0 && within(b) < within(a) {
+                months -= 1;
+            } else if months < 0 && within(b) > within(a) {
+                months += 1;
+            }
+            match unit {
+                UNIT_MONTH => months,
+                UNIT_QUARTER => months / 3,
+                _ => months / 12,
+            }
+        }
+        _ => return None,
     })
 }
 
@@ -939,6 +983,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         CurTime => (SqlType::Time { fsp: 0 }, false),
         UnixTimestamp => (bigint, !args.is_empty()),
         FromUnixTime => (SqlType::DateTime { fsp: 0 }, true),
+        TimestampDiff => (bigint, true),
         ConvertTz => (
             match &tys[0].0 {
                 SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {

@@ -1020,6 +1020,31 @@ impl<'a> ExprCx<'a> {
                 ));
             }
         }
+        if name == "timestampdiff" {
+            if let [ast::Expr::Identifier(unit), a, b] = args.as_slice() {
+                let upper = unit.value.to_ascii_uppercase();
+                let unit = match upper.strip_prefix("SQL_TSI_").unwrap_or(&upper) {
+                    "MICROSECOND" | "FRAC_SECOND" => func::UNIT_MICROSECOND,
+                    "SECOND" => func::UNIT_SECOND,
+                    "MINUTE" => func::UNIT_MINUTE,
+                    "HOUR" => func::UNIT_HOUR,
+                    "DAY" => func::UNIT_DAY,
+                    "WEEK" => func::UNIT_WEEK,
+                    "MONTH" => func::UNIT_MONTH,
+                    "QUARTER" => func::UNIT_QUARTER,
+                    "YEAR" => func::UNIT_YEAR,
+                    other => return Err(unsupported(format!("TIMESTAMPDIFF unit {other}"))),
+                };
+                return Ok(Expr::Call(
+                    Func::TimestampDiff,
+                    vec![
+                        Expr::Literal(Value::Int(unit)),
+                        self.compile(a)?,
+                        self.compile(b)?,
+                    ],
+                ));
+            }
+        }
         let func = match name.as_str() {
             // The planner's rewrite of a scalar subquery without an aggregate.
             SINGLE_ROW_FN if args.len() == 2 => Func::SingleRow,
