@@ -16,7 +16,7 @@ use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
 use crate::ops::reader::{cmp_rows, Rows};
 use crate::ops::ReaderState;
-use crate::planner::normalize::{normalize, ColumnKinds, Source};
+use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape, Source};
 use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
 use crate::rows::ResultRows;
@@ -491,13 +491,9 @@ impl Inner {
     /// installing anything; `None` if it is not installed.
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
         let views = self.views.read();
-        for collapse_in in [true, false] {
-            let norm = normalize(
-                database,
-                query,
-                collapse_in,
-                &self.column_kinds(database, query),
-            )?;
+        let col_kinds = self.column_kinds(database, query);
+        for shape in Shape::PREFERENCE {
+            let norm = normalize(database, query, shape, &col_kinds)?;
             if let Some(v) = views.get(&norm.signature) {
                 return Ok(Some(Target::View(v.clone())));
             }
@@ -545,25 +541,27 @@ impl Inner {
     /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
     fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
         let col_kinds = self.column_kinds(database, query);
-        let norm = normalize(database, query, true, &col_kinds)?;
-        let has_lists = norm.sources.iter().any(|s| matches!(s, Source::List(_)));
-        let keyed = |spec: &PlannedView| {
-            norm.sources.iter().enumerate().all(|(i, s)| {
-                !matches!(s, Source::List(_)) || spec.key_slots.iter().any(|k| k[..] == [i])
-            })
-        };
-        let planned = match self.plan(database, &norm.query) {
-            Ok(Planned::View(v)) if has_lists && !keyed(&v) => None,
-            Ok(p) => Some(p),
-            Err(e) if !has_lists => return Err(e),
-            Err(_) => None,
-        };
-        let planned = match planned {
-            Some(p) => p,
-            None => self.plan(
-                database,
-                &normalize(database, query, false, &col_kinds)?.query,
-            )?,
+        let mut failure = None;
+        let mut planned = None;
+        for shape in Shape::PREFERENCE {
+            let norm = normalize(database, query, shape, &col_kinds)?;
+            match self.plan(database, &norm.query) {
+                Ok(Planned::View(v)) if !lists_keyed(&norm, &v.key_slots) => {}
+                Ok(p) => {
+                    planned = Some(p);
+                    break;
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        let planned = match (planned, failure) {
+            (Some(p), _) => p,
+            (None, Some(e)) => return Err(e),
+            (None, None) => {
+                return Err(DataflowError::Internal(
+                    "no parameterization of the query planned".into(),
+                ))
+            }
         };
         let spec = match planned {
             Planned::Constant(_) => return Ok("Constant (no FROM): evaluated directly\n".into()),
@@ -700,9 +698,11 @@ impl Inner {
         })
     }
 
-    /// The view for `query`, sharing the view of `col = ?` for `col IN
-    /// (...)` when the view is keyed by `col`; otherwise the IN list stays a
-    /// filter (or its own multi-slot key) in a view of its own.
+    /// The view for `query`, in the first [`Shape`] (most shared first)
+    /// whose view plans: `col IN (...)` shares the view of `col = ?` when
+    /// that view is keyed by `col` (otherwise the list stays a filter or
+    /// its own multi-slot key), and literal range bounds share the view of
+    /// their prepared form unless that does not plan.
     /// `origin`: the query to record in the catalog for views installed now
     /// (None while reinstalling recorded views).
     fn bind(
@@ -712,25 +712,25 @@ impl Inner {
         origin: Option<&ast::Query>,
     ) -> Result<(Target, Vec<Source>, usize)> {
         let col_kinds = self.column_kinds(database, query);
-        let norm = normalize(database, query, true, &col_kinds)?;
-        let lists_keyed = |t: &Target| {
-            norm.sources.iter().enumerate().all(|(i, s)| {
-                !matches!(s, Source::List(_))
-                    || matches!(t, Target::View(v) if v.spec.key_slots.iter().any(|k| k[..] == [i]))
-            })
-        };
-        if !norm.sources.iter().any(|s| matches!(s, Source::List(_))) {
-            let t = self.target(database, &norm.query, &norm.signature, origin)?;
-            return Ok((t, norm.sources, norm.user_params));
-        }
-        if let Ok(t) = self.target(database, &norm.query, &norm.signature, origin) {
-            if lists_keyed(&t) {
-                return Ok((t, norm.sources, norm.user_params));
+        let mut tried: Vec<String> = Vec::new();
+        let mut failure = None;
+        for shape in Shape::PREFERENCE {
+            let norm = normalize(database, query, shape, &col_kinds)?;
+            if tried.contains(&norm.signature) {
+                continue;
             }
+            match self.target(database, &norm.query, &norm.signature, origin) {
+                Ok(t) if lists_keyed(&norm, key_slots(&t)) => {
+                    return Ok((t, norm.sources, norm.user_params));
+                }
+                Ok(_) => {}
+                Err(e) => failure = Some(e),
+            }
+            tried.push(norm.signature);
         }
-        let norm = normalize(database, query, false, &col_kinds)?;
-        let t = self.target(database, &norm.query, &norm.signature, origin)?;
-        Ok((t, norm.sources, norm.user_params))
+        Err(failure.unwrap_or_else(|| {
+            DataflowError::Internal("no parameterization of the query planned".into())
+        }))
     }
 
     fn target(
@@ -1323,6 +1323,23 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
 }
 
 /// EXPLAIN's note on a view's range parameters (empty without any).
+/// Whether every collapsed IN list of `norm` is a key of `t`'s view (else
+/// the list would be read as a filter over a view not keyed by it).
+fn lists_keyed(norm: &Normalized, key_slots: &[Vec<usize>]) -> bool {
+    norm.sources
+        .iter()
+        .enumerate()
+        .all(|(i, s)| !matches!(s, Source::List(_)) || key_slots.iter().any(|k| k[..] == [i]))
+}
+
+/// The parameter slots `t`'s reader is keyed by.
+fn key_slots(t: &Target) -> &[Vec<usize>] {
+    match t {
+        Target::View(v) => &v.spec.key_slots,
+        Target::Constant(_) => &[],
+    }
+}
+
 fn range_note(spec: &PlannedView) -> String {
     match &spec.range {
         Some(r) => format!(

@@ -64,6 +64,11 @@ struct Extracted<'a> {
     /// Only `t.col = literal` (inner join ON: a bare name could become
     /// ambiguous in WHERE, where the planner moves it).
     qualified_only: bool,
+    /// Literal bounds of range comparisons (`col < lit`, `col BETWEEN lit
+    /// AND lit`) become parameters too: in the outer WHERE of a query over
+    /// one table only (a range parameter inside a subquery or an ON clause
+    /// does not plan, and over a join it could not be pushed below it).
+    ranges: bool,
     /// The kinds of the columns of the query's tables.
     cols: &'a ColumnKinds,
 }
@@ -117,6 +122,34 @@ fn number_against_text(col: &ast::Expr, lit: &ast::Expr, cols: &ColumnKinds) -> 
         && column_name(col).is_some_and(|n| cols.text.contains(&n))
 }
 
+/// Replaces literal `e` by a parameter slot whose value is pushed on `lits`.
+fn take_literal(e: &mut ast::Expr, lits: &mut Vec<Value>) -> Result<()> {
+    if let ast::Expr::Value(v) = e {
+        lits.push(literal(v)?);
+    }
+    *e = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+    Ok(())
+}
+
+fn is_range_op(op: &ast::BinaryOperator) -> bool {
+    use ast::BinaryOperator::*;
+    matches!(op, Lt | LtEq | Gt | GtEq)
+}
+
+/// A bound that reads the same as a parameter: a number or a quoted
+/// string. Hex and bit literals (numbers or strings by context) and typed
+/// literals (`DATE '...'`) stay in the view's text.
+fn is_range_literal(e: &ast::Expr) -> bool {
+    matches!(
+        e,
+        ast::Expr::Value(
+            ast::Value::Number(..)
+                | ast::Value::SingleQuotedString(_)
+                | ast::Value::DoubleQuotedString(_)
+        )
+    )
+}
+
 fn is_user_param(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p.starts_with("?u"))
 }
@@ -161,17 +194,38 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
                 return Ok(());
             }
             if col_ok(left) && is_plain_literal(right) {
-                if let ast::Expr::Value(v) = &**right {
-                    lits.push(literal(v)?);
-                }
-                **right = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+                take_literal(right, lits)?;
             } else if col_ok(right) && is_plain_literal(left) {
-                if let ast::Expr::Value(v) = &**left {
-                    lits.push(literal(v)?);
-                }
-                **left = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
+                take_literal(left, lits)?;
             }
             Ok(())
+        }
+        ast::Expr::BinaryOp { left, op, right } if x.ranges && is_range_op(op) => {
+            let cols = x.cols;
+            if is_col(left) && is_range_literal(right) && !number_against_text(left, right, cols) {
+                take_literal(right, lits)?;
+            } else if is_col(right)
+                && is_range_literal(left)
+                && !number_against_text(right, left, cols)
+            {
+                take_literal(left, lits)?;
+            }
+            Ok(())
+        }
+        ast::Expr::Between {
+            expr,
+            negated: false,
+            low,
+            high,
+        } if x.ranges
+            && is_col(expr)
+            && is_range_literal(low)
+            && is_range_literal(high)
+            && !number_against_text(expr, low, x.cols)
+            && !number_against_text(expr, high, x.cols) =>
+        {
+            take_literal(low, lits)?;
+            take_literal(high, lits)
         }
         ast::Expr::InSubquery {
             subquery,
@@ -203,8 +257,10 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
                     if let Some(w) = &mut s.selection {
                         // The outer GROUP BY says nothing about these lists.
                         let outer = std::mem::take(&mut x.grouped_cols);
+                        let ranges = std::mem::replace(&mut x.ranges, false);
                         let r = extract(w, x, false);
                         x.grouped_cols = outer;
+                        x.ranges = ranges;
                         r?;
                     }
                 }
@@ -273,18 +329,55 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
     }
 }
 
-/// Normalizes with IN lists collapsed into key lookups (see
-/// [`Source::List`]); the caller falls back to `collapse_in = false` when
-/// the planned view does not key on the collapsed column.
+/// Which literals [`normalize`] turns into parameters besides those of
+/// top-level equalities and LIMIT/OFFSET.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// `col IN (a, b, ...)` becomes one key lookup per element (see
+    /// [`Source::List`]).
+    pub collapse_in: bool,
+    /// Bounds of range comparisons in the outer WHERE of a query over one
+    /// table become parameters, so `id BETWEEN 5 AND 10` and `id BETWEEN
+    /// 7 AND 12` read one view (as their prepared form does) instead of
+    /// installing a view each.
+    pub ranges: bool,
+}
+
+impl Shape {
+    /// The shapes to try, most shared first: a caller takes the first
+    /// whose view plans (and keys on its collapsed IN lists); the last is
+    /// the query with only its equality literals as parameters.
+    pub const PREFERENCE: [Shape; 3] = [
+        Shape {
+            collapse_in: true,
+            ranges: true,
+        },
+        Shape {
+            collapse_in: false,
+            ranges: true,
+        },
+        Shape {
+            collapse_in: false,
+            ranges: false,
+        },
+    ];
+}
+
+/// Normalizes `q` into the parameterized query of `shape` and its view
+/// signature.
 /// `cols`: the columns of the tables the query reads, by kind (numbers
 /// compared with text columns stay literals; hex literals compared with
 /// number columns become numbers).
 pub(crate) fn normalize(
     database: &str,
     q: &ast::Query,
-    collapse_in: bool,
+    shape: Shape,
     cols: &ColumnKinds,
 ) -> Result<Normalized> {
+    let Shape {
+        collapse_in,
+        ranges,
+    } = shape;
     let mut query = q.clone();
     // 1. Name the caller's placeholders in text order.
     let mut n = 0usize;
@@ -306,6 +399,7 @@ pub(crate) fn normalize(
         collapse_in,
         grouped_cols: Vec::new(),
         qualified_only: false,
+        ranges: false,
         cols,
     };
     if let ast::SetExpr::Select(s) = &mut *query.body {
@@ -328,12 +422,20 @@ pub(crate) fn normalize(
                         &mut j.join_operator
                     {
                         x.qualified_only = true;
+                        let ranges = std::mem::replace(&mut x.ranges, false);
                         let r = extract(on, &mut x, false);
                         x.qualified_only = false;
+                        x.ranges = ranges;
                         r?;
                     }
                 }
             }
+            // Over one table only: a range parameter is a read-time filter,
+            // which cannot be pushed below a join the way a literal is (a
+            // filtered cross product would be built whole).
+            x.ranges = ranges
+                && matches!(&s.from[..], [twj] if twj.joins.is_empty()
+                    && matches!(twj.relation, ast::TableFactor::Table { .. }));
             if let Some(w) = &mut s.selection {
                 extract(w, &mut x, allow_in)?;
             }
