@@ -276,17 +276,69 @@ impl Engine {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let sql = opened.as_ref();
         let kind = classify(sql);
-        // MySQL keeps the previous statement's warnings through statements
-        // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
-        let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
-            s.warnings.clear();
-            0
-        } else {
-            s.warnings.len()
-        };
+        let carried = carried_warnings(s, sql, kind);
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
+        self.settle_statement(s, sql, kind, carried, result)
+    }
+
+    /// A text SELECT answered without blocking: the same text was planned
+    /// before in this database (the select cache), the session is outside
+    /// a transaction, and its view holds the rows with the writes the read
+    /// must see (see [`PreparedQuery::read_cached`]). `None`: run
+    /// [`Engine::execute`] on a blocking thread instead. Lets the
+    /// connection's task answer a repeated query, as
+    /// [`Engine::execute_prepared_cached`] does for prepared ones.
+    pub fn execute_cached(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        if classify(sql) != Kind::Select || s.in_transaction() {
+            return None;
+        }
+        if matches!(
+            crate::sqltext::open_versioned_comments(sql),
+            std::borrow::Cow::Owned(_)
+        ) {
+            return None;
+        }
+        let db = s.database.clone()?;
+        let pq = self
+            .select_cache
+            .lock()
+            .get(&(db, sql.to_string()))
+            .cloned()?;
+        ladle_dataflow::take_eval_warnings();
+        let start = std::time::Instant::now();
+        let rows = pq.read_cached(&[], self.read_lsn(s))?;
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        let result = rows
+            .map(|rows| Output::Rows {
+                columns: pq.columns().to_vec(),
+                rows,
+            })
+            .map_err(|e| WireError::from(ShimError::from(e)));
+        // (The read left the session's warnings alone.)
+        let carried = carried_warnings(s, sql, Kind::Select);
+        Some(self.settle_statement(s, sql, Kind::Select, carried, result))
+    }
+
+    /// What every statement leaves in its session besides its result:
+    /// ROW_COUNT(), and the warnings SHOW WARNINGS lists (those the
+    /// evaluator raised while it ran, or its error). `carried`: the
+    /// earlier statements' warnings still listed when it started.
+    fn settle_statement(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+        carried: usize,
+        result: std::result::Result<Output, WireError>,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
         // ROW_COUNT(): rows the statement changed, -1 for one that returned
         // rows or failed (MySQL's definition; 0 for DDL and SET).
         s.row_count = match &result {
@@ -1691,6 +1743,18 @@ fn statement_name(s: &Statement) -> String {
 /// Whether a statement of `kind` reads or writes tables, which is when MySQL
 /// clears the warnings of the statement before it. A SELECT without FROM
 /// does not.
+/// How many of the session's warnings a statement starting now keeps:
+/// MySQL keeps the previous statement's warnings through statements that
+/// use no table (`SELECT @@warning_count`, `SET @a = 1`); others clear them.
+fn carried_warnings(s: &mut Session, sql: &str, kind: Kind) -> usize {
+    if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
+        s.warnings.clear();
+        0
+    } else {
+        s.warnings.len()
+    }
+}
+
 fn uses_tables(kind: Kind, sql: &str) -> bool {
     match kind {
         Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl => true,

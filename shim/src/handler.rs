@@ -221,9 +221,20 @@ impl Connection {
                 Err(e) => vec![(Err(e), 0)],
             };
         }
+        if let Some((kind, res)) = self.query_cached(&sql) {
+            self.record(kind, started.elapsed(), &res);
+            return vec![(res, self.warnings())];
+        }
         let (kind, res) = self.run(move |e, s| e.execute(s, &sql)).await;
         self.record(kind, started.elapsed(), &res);
         vec![(res, self.warnings())]
+    }
+
+    /// [`Engine::execute_cached`] on the connection's task (a repeated
+    /// SELECT its view answers from memory), with a panic turned into
+    /// error 1105 as [`Connection::run`] does.
+    fn query_cached(&self, sql: &str) -> Option<(Kind, Result<Output, WireError>)> {
+        self.inline(|engine, s| engine.execute_cached(s, sql))
     }
 
     /// Plans a statement for COM_STMT_PREPARE. A statement re-planned per
@@ -286,10 +297,19 @@ impl Connection {
         id: u32,
         values: &[Value],
     ) -> Option<(Kind, Result<Output, WireError>)> {
+        self.inline(|engine, s| engine.execute_prepared_cached(s, id, values))
+    }
+
+    /// Runs `f` on the connection's task, for what never blocks; a panic
+    /// becomes error 1105 as in [`Connection::run`].
+    fn inline(
+        &self,
+        f: impl FnOnce(&Engine, &mut Session) -> Option<(Kind, Result<Output, WireError>)>,
+    ) -> Option<(Kind, Result<Output, WireError>)> {
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _inflight = self.engine.inflight_guard();
             let mut s = self.session.lock();
-            self.engine.execute_prepared_cached(&mut s, id, values)
+            f(&self.engine, &mut s)
         }));
         attempt.unwrap_or_else(|_| {
             tracing::error!(
