@@ -253,6 +253,23 @@ impl Dataflow {
         })
     }
 
+    /// [`Dataflow::prepare`] if the query's view is installed already;
+    /// `None` (nothing planned or installed) otherwise. Never blocks: a
+    /// server may call it on its network threads, then try
+    /// [`PreparedQuery::read_cached`].
+    pub fn prepare_installed(
+        &self,
+        database: &str,
+        query: &ast::Query,
+    ) -> Result<Option<PreparedQuery>> {
+        Ok(self
+            .inner
+            .installed(database, query)?
+            .map(|bound| PreparedQuery {
+                inner: Arc::new(self.inner.prepared(database, query, bound)),
+            }))
+    }
+
     /// CREATE [OR REPLACE] VIEW: a named query usable in FROM.
     pub fn create_view(
         &self,
@@ -490,12 +507,25 @@ impl Inner {
     /// The installed view `bind` would choose for `query`, without
     /// installing anything; `None` if it is not installed.
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
-        let views = self.views.read();
+        Ok(self.installed(database, query)?.map(|(t, _, _)| t))
+    }
+
+    /// What `bind` would give for `query` if its view is installed already
+    /// (the first [`Shape`] whose view is): nothing is planned or
+    /// installed, so this never blocks.
+    fn installed(
+        &self,
+        database: &str,
+        query: &ast::Query,
+    ) -> Result<Option<(Target, Vec<Source>, usize)>> {
         let col_kinds = self.column_kinds(database, query);
         for shape in Shape::PREFERENCE {
             let norm = normalize(database, query, shape, &col_kinds)?;
-            if let Some(v) = views.get(&norm.signature) {
-                return Ok(Some(Target::View(v.clone())));
+            let Some(v) = self.views.read().get(&norm.signature).cloned() else {
+                continue;
+            };
+            if lists_keyed(&norm, &v.spec.key_slots) {
+                return Ok(Some((Target::View(v), norm.sources, norm.user_params)));
             }
         }
         Ok(None)
@@ -683,19 +713,28 @@ impl Inner {
     }
 
     fn prepare(self: &Arc<Self>, database: &str, query: &ast::Query) -> Result<Prepared> {
-        let (target, sources, user_params) = self.bind(database, query, Some(query))?;
+        let bound = self.bind(database, query, Some(query))?;
+        Ok(self.prepared(database, query, bound))
+    }
+
+    fn prepared(
+        self: &Arc<Self>,
+        database: &str,
+        query: &ast::Query,
+        (target, sources, user_params): (Target, Vec<Source>, usize),
+    ) -> Prepared {
         let columns = match &target {
             Target::View(v) => v.spec.columns.clone(),
             Target::Constant(c) => c.columns.clone(),
         };
-        Ok(Prepared {
+        Prepared {
             engine: Arc::downgrade(self),
             database: database.to_string(),
             query: query.clone(),
             target: RwLock::new((target, Arc::new(sources))),
             columns,
             user_params,
-        })
+        }
     }
 
     /// The view for `query`, in the first [`Shape`] (most shared first)

@@ -283,10 +283,11 @@ impl Engine {
         self.settle_statement(s, sql, kind, carried, result)
     }
 
-    /// A text SELECT answered without blocking: the same text was planned
-    /// before in this database (the select cache), the session is outside
-    /// a transaction, and its view holds the rows with the writes the read
-    /// must see (see [`PreparedQuery::read_cached`]). `None`: run
+    /// A text SELECT answered without blocking: its view is installed (the
+    /// same text was read before in this database, or the query has the
+    /// shape of an installed view: [`Engine::installed_select`]), the
+    /// session is outside a transaction, and the view holds the rows with
+    /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
     /// [`Engine::execute`] on a blocking thread instead. Lets the
     /// connection's task answer a repeated query, as
     /// [`Engine::execute_prepared_cached`] does for prepared ones.
@@ -305,14 +306,18 @@ impl Engine {
             return None;
         }
         let db = s.database.clone()?;
-        let pq = self
-            .select_cache
-            .lock()
-            .get(&(db, sql.to_string()))
-            .cloned()?;
+        let key = (db, sql.to_string());
+        let cached = self.select_cache.lock().get(&key).cloned();
+        let (pq, new) = match cached {
+            Some(pq) => (pq, false),
+            None => (self.installed_select(s, &key.0, sql)?, true),
+        };
         ladle_dataflow::take_eval_warnings();
         let start = std::time::Instant::now();
         let rows = pq.read_cached(&[], self.read_lsn(s))?;
+        if new {
+            self.remember_select(key, &pq);
+        }
         self.metrics
             .read_seconds
             .observe(start.elapsed().as_secs_f64());
@@ -325,6 +330,40 @@ impl Engine {
         // (The read left the session's warnings alone.)
         let carried = carried_warnings(s, sql, Kind::Select);
         Some(self.settle_statement(s, sql, Kind::Select, carried, result))
+    }
+
+    /// The installed view a text SELECT reads, if it reads one: a plain
+    /// query of tables (no DUAL, information_schema, locking or share-mode
+    /// read, no constant query the shim answers itself) whose view exists
+    /// already. Parses, plans nothing, never blocks; `None` leaves the
+    /// statement to [`Engine::execute`].
+    fn installed_select(&self, s: &Session, db: &str, sql: &str) -> Option<PreparedQuery> {
+        if strip_share_mode(sql).is_some() {
+            return None;
+        }
+        let mut stmts = parse(sql).ok()?;
+        let Some(Statement::Query(q)) = stmts.pop() else {
+            return None;
+        };
+        let plain = stmts.is_empty()
+            && q.locks.is_empty()
+            && matches!(q.body.as_ref(), SetExpr::Select(sel) if !sel.from.is_empty())
+            && without_dual(&q).is_none()
+            && !catalog::is_information_schema_query(s, &q);
+        if !plain {
+            return None;
+        }
+        self.dataflow.prepare_installed(db, &q).ok().flatten()
+    }
+
+    /// Keeps the view `sql` read in the select cache, so that the same text
+    /// again skips parsing.
+    fn remember_select(&self, key: (String, String), pq: &PreparedQuery) {
+        let mut cache = self.select_cache.lock();
+        if cache.len() >= SELECT_CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, pq.clone());
     }
 
     /// What every statement leaves in its session besides its result:
@@ -1176,11 +1215,7 @@ impl Engine {
         let pq = self.dataflow.prepare(&db, &q)?;
         let rows = self.read_rows(s, &pq, &[], locking)?;
         if let (Some(sql), Some(current)) = (sql, &s.database) {
-            let mut cache = self.select_cache.lock();
-            if cache.len() >= SELECT_CACHE_LIMIT {
-                cache.clear();
-            }
-            cache.insert((current.clone(), sql.to_string()), pq.clone());
+            self.remember_select((current.clone(), sql.to_string()), &pq);
         }
         self.metrics
             .read_seconds

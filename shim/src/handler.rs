@@ -194,7 +194,8 @@ impl Connection {
             std::borrow::Cow::Owned(opened) => opened,
             std::borrow::Cow::Borrowed(_) => sql,
         };
-        if multi && crate::sqltext::split_statements(&sql).len() > 1 {
+        // (Only a `;` can separate statements: most texts skip the split.)
+        if multi && sql.contains(';') && crate::sqltext::split_statements(&sql).len() > 1 {
             let (_, outcomes) = self
                 .run(move |e, s| {
                     let mut outcomes = Vec::new();
