@@ -286,7 +286,7 @@ impl Engine {
     /// A text SELECT answered without blocking: its view is installed (the
     /// same text was read before in this database, or the query has the
     /// shape of an installed view: [`Engine::installed_select`]), the
-    /// session is outside a transaction, and the view holds the rows with
+    /// session's transaction (if any) reads the committed state, and the view holds the rows with
     /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
     /// [`Engine::execute`] on a blocking thread instead. Lets the
     /// connection's task answer a repeated query, as
@@ -296,7 +296,14 @@ impl Engine {
         s: &mut Session,
         sql: &str,
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
-        if classify(sql) != Kind::Select || s.in_transaction() {
+        // A transaction's reads see its own writes, and under REPEATABLE
+        // READ its snapshot: only one that has written nothing at READ
+        // COMMITTED reads what everyone reads.
+        let own_view = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
+        if classify(sql) != Kind::Select || own_view {
             return None;
         }
         if matches!(
