@@ -207,6 +207,7 @@ impl Coordinator {
                 }
                 self.stop_following().await;
                 *self.node.leader_mysql.lock() = None;
+                *self.node.leader_replication.lock() = None;
                 if !self.diverged {
                     self.node.set_role(Role::Candidate);
                 }
@@ -427,6 +428,7 @@ impl Coordinator {
         node.history.note(&node.storage, term, start)?;
         node.term.store(term, Ordering::Release);
         *node.leader_mysql.lock() = Some(node.config.mysql_addr.clone());
+        *node.leader_replication.lock() = None;
         node.set_role(Role::Primary);
         self.publish_lease_validity();
         node.metrics.elections.inc();
@@ -451,6 +453,9 @@ impl Coordinator {
 
     /// Follows `leader` (starting, or restarting after a failed stream).
     async fn follow(&mut self, leader: Leader) {
+        // Writes forwarded from here go to this leader, even from a node
+        // that cannot follow it (diverged).
+        *self.node.leader_replication.lock() = Some((leader.term, leader.replication.clone()));
         if self.diverged {
             return;
         }

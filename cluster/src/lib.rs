@@ -27,6 +27,7 @@
 mod coord;
 mod ddl;
 mod follow;
+mod forward;
 mod gate;
 pub mod protocol;
 mod stream;
@@ -42,6 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
 
 pub use ddl::DdlApplier;
+pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
 
 /// How a node joins the cluster.
 #[derive(Clone, Debug)]
@@ -137,6 +139,11 @@ pub struct Node {
     term: AtomicU64,
     /// The leader's MySQL address while this node is not primary.
     leader_mysql: Mutex<Option<String>>,
+    /// The term and replication address of the primary this node follows
+    /// (where forwarded writes go); `None` while there is none.
+    leader_replication: Mutex<Option<(u64, String)>>,
+    /// Runs statements forwarded by replicas while this node is primary.
+    forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
     lease_valid_until: Mutex<Option<Instant>>,
     /// Replicas connected to this primary, by connection.
@@ -283,6 +290,8 @@ impl Node {
             role: AtomicU8::new(Role::Candidate as u8),
             term: AtomicU64::new(0),
             leader_mysql: Mutex::new(None),
+            leader_replication: Mutex::new(None),
+            forward_target: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
             acked: Condvar::new(),

@@ -27,6 +27,11 @@ pub enum ToPrimary {
     },
     /// Everything up to `applied` is persisted on the replica.
     Ack { applied: Lsn },
+    /// First frame of a forwarding connection (see `forward`): one client
+    /// session of node `node`, which takes the primary of `term` to lead.
+    ForwardHello { node: u64, term: u64 },
+    /// One statement of that session, encoded by the SQL front end.
+    Forward { request: Vec<u8> },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -53,6 +58,18 @@ pub enum ToReplica {
     },
     /// Nothing new; the primary's newest LSN.
     Heartbeat { term: u64, last: Lsn },
+    /// A forwarding connection is accepted.
+    ForwardReady,
+    /// A forwarded statement's answer (encoded by the SQL front end), and
+    /// where the primary stood after it: its last LSN and the schema
+    /// changes it had run there; `schema_changed` when the statement was
+    /// one.
+    Forwarded {
+        response: Vec<u8>,
+        lsn: Lsn,
+        ddl_seq: u32,
+        schema_changed: bool,
+    },
 }
 
 /// Writes one frame.

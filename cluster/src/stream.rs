@@ -51,14 +51,17 @@ impl Drop for Registration {
 async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
-    let Some(ToPrimary::Hello {
-        node: replica,
-        applied,
-        ddl_seq,
-        last_term,
-    }) = protocol::recv(&mut rd).await?
-    else {
-        anyhow::bail!("the replica did not say hello");
+    let (replica, applied, ddl_seq, last_term) = match protocol::recv(&mut rd).await? {
+        Some(ToPrimary::Hello {
+            node,
+            applied,
+            ddl_seq,
+            last_term,
+        }) => (node, applied, ddl_seq, last_term),
+        Some(ToPrimary::ForwardHello { node: replica, term }) => {
+            return crate::forward::serve(node, replica, term, rd, wr).await;
+        }
+        _ => anyhow::bail!("the replica did not say hello"),
     };
     let term = node.term();
     if node.role() != Role::Primary {

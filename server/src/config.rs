@@ -154,6 +154,11 @@ pub struct Args {
     /// last successful keep-alive (whole seconds, at least 2).
     #[arg(long, env = "LADLE_LEASE_TTL", default_value = "3s", value_parser = parse_duration)]
     pub lease_ttl: Duration,
+    /// Read-your-writes on a replica: after a session's write ran on the
+    /// primary (forwarded), its next read here waits at most this long for
+    /// this node to apply it, then fails with 1205 (retryable).
+    #[arg(long, env = "LADLE_RYW_TIMEOUT_MS", default_value_t = 5000)]
+    pub ryw_timeout_ms: u64,
 }
 
 impl Args {

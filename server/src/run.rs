@@ -206,6 +206,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         if frontend.engine().schema_log.set(hook).is_err() {
             anyhow::bail!("the schema-change hook was already set");
         }
+        let target = Arc::new(crate::cluster::EngineForwardTarget(frontend.engine().clone()));
+        node.set_forward_target(target);
+        let forwarder = Arc::new(crate::cluster::NodeForwarder {
+            node: node.clone(),
+            ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),
+        });
+        frontend.engine().set_forwarder(forwarder);
         let _ = admin.node.set(node.clone());
         *http_state.cluster.write() = Some(node);
     }

@@ -49,7 +49,7 @@ impl Output {
 
 /// What an OK packet's info string (`mysql_info()`) reports; the
 /// statement's warning count is filled in when the packet is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Info {
     None,
     /// A multi-row INSERT or REPLACE, or INSERT ... SELECT: rows given, and
@@ -130,6 +130,9 @@ pub struct Engine {
     /// Set on a cluster node: refuses DDL where writes are not taken and
     /// records each schema change for replicas (see [`SchemaLog`]).
     pub schema_log: std::sync::OnceLock<Arc<dyn SchemaLog>>,
+    /// Set on a cluster node: writes sent here while it is not the
+    /// primary run there ([`crate::forward`]).
+    pub forwarder: std::sync::OnceLock<Arc<dyn crate::forward::Forwarder>>,
 }
 
 /// A cluster node's view of schema changes. Replicas need the primary's
@@ -284,6 +287,11 @@ impl Engine {
         } else {
             s.warnings.len()
         };
+        if self.must_forward(s, kind) {
+            // The primary's answer carries the session's warnings and
+            // ROW_COUNT() as it left them.
+            return (kind, self.forward(s, sql));
+        }
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
@@ -1031,6 +1039,7 @@ impl Engine {
         params: &[Value],
         locking: bool,
     ) -> Result<ResultRows> {
+        self.await_session_writes(s).map_err(ShimError::Wire)?;
         if let Some(view) = s
             .transaction
             .as_ref()
@@ -1365,7 +1374,13 @@ impl Engine {
             .transaction
             .as_ref()
             .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
-        if *generation != self.select_cache.generation() || wrote {
+        if *generation != self.select_cache.generation()
+            || wrote
+            || s.forwarded_transaction
+            || s.last_write_lsn > self.storage.last_lsn()
+        {
+            // Planned again, or read on the primary, or it waits for this
+            // node to apply the session's write: not here.
             return None;
         }
         let query = query.clone();
@@ -1408,6 +1423,19 @@ impl Engine {
     ) -> (Kind, std::result::Result<Output, WireError>) {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
+            Some(PreparedStatement::Select { sql, .. }) if s.forwarded_transaction => {
+                // The open transaction is the primary's: read there.
+                let marks = crate::params::placeholders(sql);
+                if params.len() != marks.len() {
+                    let e = ShimError::ParamCount {
+                        expected: marks.len(),
+                        got: params.len(),
+                    };
+                    return (Kind::Select, Err(e.into()));
+                }
+                let text = crate::params::substitute(sql, &marks, params);
+                self.execute(s, &text)
+            }
             Some(PreparedStatement::Select {
                 query,
                 sql,
