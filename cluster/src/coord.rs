@@ -101,6 +101,8 @@ struct Coordinator {
     lease_deadline: Option<Instant>,
     follower: Option<Follower>,
     diverged: bool,
+    /// While diverged: the bootstrap from the primary under way.
+    bootstrap: Option<JoinHandle<()>>,
     published: Option<(Member, Instant)>,
 }
 
@@ -127,6 +129,7 @@ pub(crate) async fn run(node: Arc<Node>) {
         lease_deadline: None,
         follower: None,
         diverged: false,
+        bootstrap: None,
         published: None,
     };
     loop {
@@ -173,6 +176,7 @@ impl Coordinator {
             .collect();
         listed.sort_by_key(|m| m.node_id);
         *self.node.members.lock() = listed;
+        self.keep_log_for(&view.members);
         let me = self.node.config.node_id;
         match view.leader.clone() {
             Some(l) if l.node == me && l.term == self.node.term() => {
@@ -330,6 +334,28 @@ impl Coordinator {
         Ok(view)
     }
 
+    /// Keeps the change-log entries a live member (or a connected replica)
+    /// has not applied yet, and the newest `log_keep_entries` in any case,
+    /// so a member that restarts soon catches up from the log; one that
+    /// lacks entries no longer kept is bootstrapped from a checkpoint.
+    fn keep_log_for(&self, members: &[Member]) {
+        let node = &self.node;
+        let me = node.config.node_id;
+        let mut floor = node.applied().saturating_sub(node.config.log_keep_entries);
+        for m in members.iter().filter(|m| m.node != me && !m.diverged) {
+            floor = floor.min(m.applied);
+        }
+        for r in node.replicas() {
+            floor = floor.min(r.acked);
+        }
+        let mut holds = node.bootstrap_holds.lock();
+        holds.retain(|(_, until)| *until > Instant::now());
+        for (lsn, _) in holds.iter() {
+            floor = floor.min(*lsn);
+        }
+        node.storage.set_log_floor(floor);
+    }
+
     /// Writes this node's membership record when it changed, and at least
     /// every third of the lease's TTL.
     async fn publish_member(&mut self) -> anyhow::Result<()> {
@@ -457,6 +483,23 @@ impl Coordinator {
         // that cannot follow it (diverged).
         *self.node.leader_replication.lock() = Some((leader.term, leader.replication.clone()));
         if self.diverged {
+            // Re-bootstrap from this leader (again, if an attempt failed).
+            if self.bootstrap.as_ref().is_none_or(|b| b.is_finished()) {
+                let node = self.node.clone();
+                let addr = leader.replication.clone();
+                self.bootstrap = Some(tokio::spawn(async move {
+                    match crate::bootstrap::fetch(&node, &addr).await {
+                        Ok(_) => {
+                            let e = crate::bootstrap::restart_self();
+                            tracing::error!(error = %e, "could not restart over the checkpoint");
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %format!("{e:#}"), "re-bootstrap failed; will retry");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }));
+            }
             return;
         }
         if let Some(f) = &self.follower {
@@ -468,12 +511,13 @@ impl Coordinator {
             let _ = f.stop.send(true);
             match f.task.await {
                 Ok(FollowEnd::Diverged(reason)) => {
-                    tracing::error!(
+                    tracing::warn!(
                         node = self.node.config.node_id,
                         %reason,
-                        "this node has change-log entries the primary never had; \
-                         it must be re-bootstrapped: stop it, remove its data directory \
-                         and start it again (it serves reads of its own data meanwhile)"
+                        "this node cannot follow the primary from its own change log \
+                         (a tail the primary never had, or entries the primary no longer \
+                         keeps): re-bootstrapping from a checkpoint of the primary \
+                         (it serves reads of its own data meanwhile; writes are forwarded)"
                     );
                     self.diverged = true;
                     self.node.set_role(Role::Diverged);

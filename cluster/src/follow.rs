@@ -152,7 +152,9 @@ async fn follow_inner(
             ToReplica::Welcome { .. }
             | ToReplica::Reject { .. }
             | ToReplica::ForwardReady
-            | ToReplica::Forwarded { .. } => 0,
+            | ToReplica::Forwarded { .. }
+            | ToReplica::BootstrapFile { .. }
+            | ToReplica::BootstrapDone { .. } => 0,
         };
         if frame_term != term || node.term() != term {
             return Ok(FollowEnd::Retry(format!(

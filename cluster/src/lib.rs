@@ -24,6 +24,7 @@
 //! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
 //! [`Node::record_ddl`] (the shim's schema-log hook).
 
+mod bootstrap;
 mod coord;
 mod ddl;
 mod follow;
@@ -42,6 +43,7 @@ use ladle_storage::Storage;
 use parking_lot::{Condvar, Mutex};
 use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
 
+pub use bootstrap::install_pending as install_pending_bootstrap;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
 
@@ -66,6 +68,11 @@ pub struct ClusterConfig {
     pub ack_timeout: Duration,
     /// Key prefix in etcd (one cluster per prefix).
     pub prefix: String,
+    /// The node's data directory (bootstraps are received and sent there).
+    pub data_dir: std::path::PathBuf,
+    /// Change-log entries kept beyond what live members still need (a
+    /// member further behind is bootstrapped from a checkpoint).
+    pub log_keep_entries: u64,
 }
 
 /// What a node is doing now.
@@ -142,6 +149,10 @@ pub struct Node {
     /// The term and replication address of the primary this node follows
     /// (where forwarded writes go); `None` while there is none.
     leader_replication: Mutex<Option<(u64, String)>>,
+    /// Positions of checkpoints sent to bootstrap nodes, with when they
+    /// stop mattering: the log keeps what follows them until then, so the
+    /// node can follow on after its restart.
+    bootstrap_holds: Mutex<Vec<(Lsn, Instant)>>,
     /// Runs statements forwarded by replicas while this node is primary.
     forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
@@ -243,9 +254,8 @@ impl Node {
         config.replication_listen = listener.local_addr()?;
         let node = Node::new(config, storage.clone(), applier, registry)?;
         storage.set_write_gate(Arc::new(gate::Gate(node.clone())));
-        // The change log is kept whole: a node that joins (or rejoins
-        // after a re-bootstrap) empty catches up from its first entry, and
-        // bootstrap from a checkpoint is not built yet (docs/cluster.md).
+        // The change log is kept whole until the first coordination step
+        // knows what the members still need (`coord::keep_log_for`).
         storage.set_log_floor(0);
         tokio::spawn(stream::serve(node.clone(), listener));
         tokio::spawn(coord::run(node.clone()));
@@ -270,6 +280,8 @@ impl Node {
             lease_ttl: Duration::from_secs(3),
             ack_timeout: Duration::from_secs(5),
             prefix: "/test".into(),
+            data_dir: std::env::temp_dir(),
+            log_keep_entries: 1000,
         };
         Node::new(config, storage, applier, &Registry::new()).expect("node")
     }
@@ -291,6 +303,7 @@ impl Node {
             term: AtomicU64::new(0),
             leader_mysql: Mutex::new(None),
             leader_replication: Mutex::new(None),
+            bootstrap_holds: Mutex::new(Vec::new()),
             forward_target: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),

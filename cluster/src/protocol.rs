@@ -32,6 +32,9 @@ pub enum ToPrimary {
     ForwardHello { node: u64, term: u64 },
     /// One statement of that session, encoded by the SQL front end.
     Forward { request: Vec<u8> },
+    /// First frame of a bootstrap connection: node `node` asks for a copy
+    /// of the primary's database (see `bootstrap`).
+    BootstrapHello { node: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,8 +42,9 @@ pub enum ToReplica {
     /// Accepted: the primary's term and its term history
     /// (`term -> first LSN`).
     Welcome { term: u64, history: Vec<(u64, Lsn)> },
-    /// Refused. `diverged`: the replica holds entries this primary never
-    /// had and must be re-bootstrapped.
+    /// Refused. `diverged`: the replica must be re-bootstrapped: it holds
+    /// entries this primary never had, or the primary no longer keeps the
+    /// entries it lacks.
     Reject { reason: String, diverged: bool },
     /// One committed batch.
     Entry {
@@ -70,6 +74,14 @@ pub enum ToReplica {
         ddl_seq: u32,
         schema_changed: bool,
     },
+    /// A piece of one file of the primary's checkpoint, at `offset`.
+    BootstrapFile {
+        name: String,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    /// The checkpoint is complete: it holds everything up to `lsn`.
+    BootstrapDone { lsn: Lsn, files: u32, bytes: u64 },
 }
 
 /// Writes one frame.

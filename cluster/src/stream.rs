@@ -61,6 +61,9 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
         Some(ToPrimary::ForwardHello { node: replica, term }) => {
             return crate::forward::serve(node, replica, term, rd, wr).await;
         }
+        Some(ToPrimary::BootstrapHello { node: replica }) => {
+            return crate::bootstrap::serve(node, replica, wr).await;
+        }
         _ => anyhow::bail!("the replica did not say hello"),
     };
     let term = node.term();
@@ -80,6 +83,27 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
+        protocol::send(
+            &mut wr,
+            &ToReplica::Reject {
+                reason,
+                diverged: true,
+            },
+        )
+        .await?;
+        return Ok(());
+    }
+    // Entries the replica lacks that this log no longer keeps: it must be
+    // bootstrapped from a checkpoint.
+    let first_kept = node.storage.first_log_lsn()?;
+    if my_last > applied && first_kept.is_none_or(|first| first > applied + 1) {
+        let reason = format!(
+            "node {replica} is at {applied}; the primary (node {}) keeps change-log entries \
+             from {} only",
+            node.config.node_id,
+            first_kept.map_or("none".to_string(), |f| f.to_string())
+        );
+        tracing::info!(replica, "{reason}");
         protocol::send(
             &mut wr,
             &ToReplica::Reject {

@@ -159,6 +159,11 @@ pub struct Args {
     /// this node to apply it, then fails with 1205 (retryable).
     #[arg(long, env = "LADLE_RYW_TIMEOUT_MS", default_value_t = 5000)]
     pub ryw_timeout_ms: u64,
+    /// Change-log entries a cluster node keeps beyond what its live
+    /// members still need; a member further behind (or back after its
+    /// membership lapsed) is bootstrapped from a checkpoint of the primary.
+    #[arg(long, env = "LADLE_LOG_KEEP_ENTRIES", default_value_t = 100_000)]
+    pub log_keep_entries: u64,
 }
 
 impl Args {
@@ -219,6 +224,8 @@ impl Args {
             lease_ttl: Duration::from_secs(self.lease_ttl.as_secs()),
             ack_timeout: Duration::from_secs(5),
             prefix: "/ladle".into(),
+            data_dir: self.data_dir.clone(),
+            log_keep_entries: self.log_keep_entries,
         })
     }
 
