@@ -261,8 +261,16 @@ impl Coordinator {
             return Ok(());
         }
         if self.keeper.is_none() {
-            let pair = timed("lease keep-alive", self.client.lease_keep_alive(id)).await?;
-            self.keeper = Some(pair);
+            match timed("lease keep-alive", self.client.lease_keep_alive(id)).await {
+                Ok(pair) => self.keeper = Some(pair),
+                // etcd expired it while this node could not reach etcd (a
+                // partition longer than the lease): take a new one.
+                Err(e) if format!("{e:#}").contains("lease not found") => {
+                    self.lease_expired(id);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
         }
         let Some((keeper, responses)) = self.keeper.as_mut() else {
             return Ok(());
@@ -274,6 +282,10 @@ impl Coordinator {
         };
         let response = match timed("lease keep-alive", answer).await {
             Ok(Some(r)) => r,
+            Err(e) if format!("{e:#}").contains("lease not found") => {
+                self.lease_expired(id);
+                return Ok(());
+            }
             Ok(None) | Err(_) => {
                 self.keeper = None;
                 anyhow::bail!("the lease keep-alive stream broke");
@@ -281,17 +293,23 @@ impl Coordinator {
         };
         self.last_keepalive = sent;
         if response.ttl() <= 0 {
-            tracing::warn!(lease = id, "the etcd lease expired");
-            self.lease = None;
-            self.keeper = None;
-            self.lease_deadline = None;
-            if self.node.role() == Role::Primary {
-                self.demote("its lease expired");
-            }
+            self.lease_expired(id);
             return Ok(());
         }
         self.lease_deadline = deadline(sent, response.ttl());
         Ok(())
+    }
+
+    /// etcd no longer has this node's lease: the next step takes a new one
+    /// (and a primary steps down: its leader key is gone with the lease).
+    fn lease_expired(&mut self, id: i64) {
+        tracing::warn!(lease = id, "the etcd lease expired");
+        self.lease = None;
+        self.keeper = None;
+        self.lease_deadline = None;
+        if self.node.role() == Role::Primary {
+            self.demote("its lease expired");
+        }
     }
 
     async fn drop_lease(&mut self) {

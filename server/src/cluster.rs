@@ -125,9 +125,11 @@ pub struct EngineForwardTarget(pub Arc<Engine>);
 
 impl ladle_cluster::ForwardTarget for EngineForwardTarget {
     fn open(&self) -> Box<dyn ladle_cluster::ForwardedSession> {
+        let mut session = Session::new(0, "forwarded".into(), "replica".into());
+        session.serves_forwarded = true;
         Box::new(ForwardedEngineSession {
             engine: self.0.clone(),
-            session: Session::new(0, "forwarded".into(), "replica".into()),
+            session,
         })
     }
 }

@@ -291,6 +291,7 @@ impl Engine {
     pub(crate) fn must_forward(&self, s: &Session, kind: Kind) -> bool {
         match self.forwarder.get() {
             None => false,
+            Some(_) if s.serves_forwarded => false,
             Some(_) if s.forwarded_transaction => true,
             Some(f) => writes(kind) && f.forwards(),
         }

@@ -210,6 +210,10 @@ pub struct Session {
     /// A transaction with writes is open on the primary: every statement
     /// goes there until it ends.
     pub forwarded_transaction: bool,
+    /// This session runs statements forwarded by a replica (on the
+    /// primary): it never forwards them on, even if the node was demoted
+    /// meanwhile (its writes then get 1290).
+    pub serves_forwarded: bool,
 }
 
 impl Session {
@@ -234,6 +238,7 @@ impl Session {
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,
+            serves_forwarded: false,
         }
     }
 
