@@ -50,7 +50,10 @@ pub fn install_pending(data_dir: &Path, snapshot_dir: &Path) -> anyhow::Result<b
     let _ = std::fs::remove_dir_all(data_dir.join(INCOMING));
     if let Ok(entries) = std::fs::read_dir(data_dir) {
         for e in entries.flatten() {
-            if e.file_name().to_string_lossy().starts_with("bootstrap-out-") {
+            if e.file_name()
+                .to_string_lossy()
+                .starts_with("bootstrap-out-")
+            {
                 let _ = std::fs::remove_dir_all(e.path());
             }
         }

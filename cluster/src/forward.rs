@@ -213,7 +213,8 @@ impl ForwardClient {
 }
 
 fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
+    let fail =
+        |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
     let sock = addr
         .to_socket_addrs()
         .map_err(|e| fail(&e))?

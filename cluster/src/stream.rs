@@ -58,7 +58,10 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             ddl_seq,
             last_term,
         }) => (node, applied, ddl_seq, last_term),
-        Some(ToPrimary::ForwardHello { node: replica, term }) => {
+        Some(ToPrimary::ForwardHello {
+            node: replica,
+            term,
+        }) => {
             return crate::forward::serve(node, replica, term, rd, wr).await;
         }
         Some(ToPrimary::BootstrapHello { node: replica }) => {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ladle_cluster::{DdlApplier, ForwardClient, ForwardError, Node};
 use ladle_common::Lsn;
-use ladle_shim::forward::{ForwardChannel, ForwardFailure, Forwarder};
 use ladle_shim::admin::{ClusterMember, RetainedSnapshot, SnapshotTaken};
+use ladle_shim::forward::{ForwardChannel, ForwardFailure, Forwarder};
 use ladle_shim::session::Session;
 use ladle_shim::{Admin, Engine, SchemaLog};
 

@@ -213,7 +213,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         if frontend.engine().schema_log.set(hook).is_err() {
             anyhow::bail!("the schema-change hook was already set");
         }
-        let target = Arc::new(crate::cluster::EngineForwardTarget(frontend.engine().clone()));
+        let target = Arc::new(crate::cluster::EngineForwardTarget(
+            frontend.engine().clone(),
+        ));
         node.set_forward_target(target);
         let forwarder = Arc::new(crate::cluster::NodeForwarder {
             node: node.clone(),

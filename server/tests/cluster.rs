@@ -1,14 +1,18 @@
-//! The cluster fault test (issue #16, phase 1), Jepsen style: etcd and
+//! The cluster tests (issue #16). The fault test, Jepsen style: etcd and
 //! three `ladle` nodes as real processes; client threads insert rows with
-//! unique ids through whichever node takes writes and record every
-//! acknowledgement, while faults are injected: SIGKILL of the primary
-//! (ten times), SIGSTOP of the primary past its lease then SIGCONT, SIGKILL
-//! of a replica, and a SIGKILL and restart of etcd. After each, a new primary must be elected
-//! (or the old one resume) and writes must continue; an old primary rejoins
-//! as a replica, re-bootstrapped from empty when it holds a tail the new
-//! primary never had. At the end, on every node:
+//! unique ids through any node (replicas forward writes to the primary),
+//! record every acknowledgement and read their own writes back, while
+//! faults are injected: SIGKILL of the primary (ten times), SIGSTOP of the
+//! primary past its lease then SIGCONT, SIGKILL of a replica, a SIGKILL and
+//! restart of etcd, and a network partition of the primary (iptables on
+//! its loopback ports). After each, a new primary must be elected (or the
+//! old one resume) and writes must continue; an old primary rejoins as a
+//! replica, re-bootstrapping itself from a checkpoint of the primary when
+//! it holds a tail the new primary never had. At the end, on every node:
 //! every acknowledged row is present, no row appears that was never sent,
-//! and every node's rows and a view's result are identical.
+//! every node's rows and a view's result are identical, and no read missed
+//! its session's own write. Also here: write forwarding with
+//! read-your-writes, bootstrap of a new replica, and a single node.
 //!
 //! Prints the failover times (SIGKILL of the primary to the first write
 //! acknowledged after it). Skipped, with a message, when `etcd` is not
@@ -421,7 +425,8 @@ fn writer(writer: usize, ports: Vec<Opts>, history: Arc<Mutex<History>>, stop: A
                 h.refused += 1;
                 // The server said why; the write may have committed locally
                 // when it names a position ("not acknowledged").
-                if e.message.contains("not acknowledged") || e.message.contains("outcome is unknown")
+                if e.message.contains("not acknowledged")
+                    || e.message.contains("outcome is unknown")
                 {
                     h.unknown += 1;
                 }
@@ -621,7 +626,10 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                         .filter(|a| a.sent > cut_at && a.node == p)
                         .count();
                 }
-                assert_eq!(partitioned_acks, 0, "the cut-off primary acknowledged writes");
+                assert_eq!(
+                    partitioned_acks, 0,
+                    "the cut-off primary acknowledged writes"
+                );
                 drop(cut);
             }
             Fault::RestartEtcd => {
@@ -822,11 +830,7 @@ fn transcript(c: &mut Conn, sql: &str, table: &str) -> String {
             let mut rows = Vec::new();
             for row in result.by_ref() {
                 let row = row.expect("a row");
-                let cells: Vec<String> = row
-                    .unwrap()
-                    .into_iter()
-                    .map(|v| v.as_sql(true))
-                    .collect();
+                let cells: Vec<String> = row.unwrap().into_iter().map(|v| v.as_sql(true)).collect();
                 rows.push(cells.join(","));
             }
             format!("ok {done} rows=[{}]", rows.join(" | "))
@@ -1062,7 +1066,12 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     let batch = 500;
     for start in (0..rows).step_by(batch) {
         let values: Vec<String> = (start..(start + batch as i64).min(rows))
-            .map(|i| format!("({i}, {}, 'row {i} of the bootstrap test, padded a little')", i % 97))
+            .map(|i| {
+                format!(
+                    "({i}, {}, 'row {i} of the bootstrap test, padded a little')",
+                    i % 97
+                )
+            })
             .collect();
         c.query_drop(format!("INSERT INTO boot.t VALUES {}", values.join(",")))
             .unwrap();
@@ -1139,7 +1148,11 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     };
     let (count, groups) = check(&nodes[0]);
     assert_eq!(count, rows + during + burst);
-    assert_eq!(check(&nodes[1]), (count, groups), "the bootstrapped replica");
+    assert_eq!(
+        check(&nodes[1]),
+        (count, groups),
+        "the bootstrapped replica"
+    );
     let mb = walk_size(&nodes[0].data.join("db")) as f64 / 1e6;
     println!(
         "bootstrap: {rows} rows loaded in {:.1} s; the primary's db {mb:.1} MB; new node \

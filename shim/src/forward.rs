@@ -203,10 +203,7 @@ fn encode(outcome: &Result<Output, WireError>) -> Result<Answer, Failure> {
                 .map(|c| Column {
                     name: c.name.clone(),
                     table: c.table.clone(),
-                    origin: c
-                        .origin
-                        .as_ref()
-                        .map(|o| ((*o.table).clone(), o.column)),
+                    origin: c.origin.as_ref().map(|o| ((*o.table).clone(), o.column)),
                     ty: c.ty.clone(),
                     nullable: c.nullable,
                 })
@@ -405,13 +402,15 @@ impl Engine {
         if s.last_write_lsn <= self.storage.last_lsn() {
             return Ok(());
         }
-        forwarder.wait_applied(s.last_write_lsn).map_err(|why| WireError {
-            code: crate::error::ER_LOCK_WAIT_TIMEOUT,
-            message: format!(
-                "read-your-writes: this session wrote position {} on the primary and {why}; \
+        forwarder
+            .wait_applied(s.last_write_lsn)
+            .map_err(|why| WireError {
+                code: crate::error::ER_LOCK_WAIT_TIMEOUT,
+                message: format!(
+                    "read-your-writes: this session wrote position {} on the primary and {why}; \
                  retry, or read on the primary",
-                s.last_write_lsn
-            ),
-        })
+                    s.last_write_lsn
+                ),
+            })
     }
 }
