@@ -90,12 +90,7 @@ pub(crate) async fn serve(
     mut wr: tokio::net::tcp::OwnedWriteHalf,
 ) -> anyhow::Result<()> {
     if node.role() != Role::Primary {
-        let reject = ToReplica::Reject {
-            reason: format!("node {} is not the primary", node.config.node_id),
-            diverged: false,
-        };
-        protocol::send(&mut wr, &reject).await?;
-        return Ok(());
+        return crate::stream::reject(&mut wr, crate::stream::not_primary(&node), false).await;
     }
     let n = node.next_stream.fetch_add(1, Ordering::Relaxed);
     let dir = node.config.data_dir.join(format!("bootstrap-out-{n}"));

@@ -311,12 +311,7 @@ pub(crate) async fn serve(
         None
     };
     if let Some(reason) = refusal {
-        let reject = ToReplica::Reject {
-            reason,
-            diverged: false,
-        };
-        send(&mut wr, &reject).await?;
-        return Ok(());
+        return crate::stream::reject(&mut wr, reason, false).await;
     }
     let target = node.forward_target.get().expect("checked").clone();
     send(&mut wr, &ToReplica::ForwardReady).await?;
@@ -327,15 +322,11 @@ pub(crate) async fn serve(
             anyhow::bail!("unexpected frame on a forwarding connection: {frame:?}");
         };
         if node.role() != Role::Primary || node.term() != term {
-            let reject = ToReplica::Reject {
-                reason: format!(
-                    "node {} is no longer the primary of term {term}; retry",
-                    node.config.node_id
-                ),
-                diverged: false,
-            };
-            send(&mut wr, &reject).await?;
-            return Ok(());
+            let reason = format!(
+                "node {} is no longer the primary of term {term}; retry",
+                node.config.node_id
+            );
+            return crate::stream::reject(&mut wr, reason, false).await;
         }
         let schema_before = node.ddl.len();
         let mut s = session.take().expect("session");

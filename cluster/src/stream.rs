@@ -36,6 +36,21 @@ pub(crate) async fn serve(node: Arc<Node>, listener: TcpListener) {
     }
 }
 
+/// Refuses a connection: the first frame it gets (see
+/// [`ToReplica::Reject`]).
+pub(crate) async fn reject(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    reason: String,
+    diverged: bool,
+) -> anyhow::Result<()> {
+    protocol::send(wr, &ToReplica::Reject { reason, diverged }).await?;
+    Ok(())
+}
+
+pub(crate) fn not_primary(node: &Node) -> String {
+    format!("node {} is not the primary", node.config.node_id)
+}
+
 /// Removes a replica's progress when its stream ends.
 struct Registration {
     node: Arc<Node>,
@@ -71,12 +86,7 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
     };
     let term = node.term();
     if node.role() != Role::Primary {
-        let reject = ToReplica::Reject {
-            reason: format!("node {} is not the primary", node.config.node_id),
-            diverged: false,
-        };
-        protocol::send(&mut wr, &reject).await?;
-        return Ok(());
+        return reject(&mut wr, not_primary(&node), false).await;
     }
     let my_last = node.storage.last_lsn();
     if node.history.diverges(last_term, applied, my_last) {
@@ -86,15 +96,7 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
-        protocol::send(
-            &mut wr,
-            &ToReplica::Reject {
-                reason,
-                diverged: true,
-            },
-        )
-        .await?;
-        return Ok(());
+        return reject(&mut wr, reason, true).await;
     }
     // Entries the replica lacks that this log no longer keeps: it must be
     // bootstrapped from a checkpoint.
@@ -107,15 +109,7 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             first_kept.map_or("none".to_string(), |f| f.to_string())
         );
         tracing::info!(replica, "{reason}");
-        protocol::send(
-            &mut wr,
-            &ToReplica::Reject {
-                reason,
-                diverged: true,
-            },
-        )
-        .await?;
-        return Ok(());
+        return reject(&mut wr, reason, true).await;
     }
     let welcome = ToReplica::Welcome {
         term,

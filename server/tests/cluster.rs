@@ -469,27 +469,9 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         );
         return;
     }
-    let temp = tempfile::tempdir().expect("tempdir");
-    // LADLE_CLUSTER_TEST_KEEP=1 keeps the logs and data for a post-mortem.
-    let (_temp, root) = match std::env::var("LADLE_CLUSTER_TEST_KEEP").as_deref() {
-        Ok("1") => {
-            let kept = temp.keep();
-            eprintln!("cluster test files kept in {}", kept.display());
-            (None, kept)
-        }
-        _ => {
-            let path = temp.path().to_path_buf();
-            (Some(temp), path)
-        }
-    };
-    let mut etcd = Etcd {
-        dir: root.to_path_buf(),
-        client: free_port(),
-        node_ports: (0..NODES).map(|_| free_port()).collect(),
-        peer: free_port(),
-        proc: None,
-    };
-    etcd.start();
+    let temp = test_dir();
+    let root = temp.path().to_path_buf();
+    let mut etcd = start_etcd(&root);
     let mut nodes: Vec<Node> = (1..=NODES).map(|id| Node::new(id, &root)).collect();
     for n in &mut nodes {
         // A short change log: a node back from a kill often lacks entries
@@ -798,6 +780,17 @@ fn a_server_without_etcd_is_a_single_node() {
     }
 }
 
+/// The test's files; LADLE_CLUSTER_TEST_KEEP=1 keeps them (logs, data)
+/// for a post-mortem.
+fn test_dir() -> tempfile::TempDir {
+    let mut temp = tempfile::tempdir().expect("tempdir");
+    if std::env::var("LADLE_CLUSTER_TEST_KEEP").as_deref() == Ok("1") {
+        temp.disable_cleanup(true);
+        eprintln!("cluster test files kept in {}", temp.path().display());
+    }
+    temp
+}
+
 /// etcd on free loopback ports under `root`, started.
 fn start_etcd(root: &std::path::Path) -> Etcd {
     let mut etcd = Etcd {
@@ -857,11 +850,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         eprintln!("SKIPPED forwarding test: `etcd` is not installed");
         return;
     }
-    let mut temp = tempfile::tempdir().expect("tempdir");
-    if std::env::var("LADLE_CLUSTER_TEST_KEEP").as_deref() == Ok("1") {
-        temp.disable_cleanup(true);
-        eprintln!("cluster test files kept in {}", temp.path().display());
-    }
+    let temp = test_dir();
     let root = temp.path();
     let etcd = start_etcd(root);
     let url = etcd.url();
@@ -1038,11 +1027,7 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    let mut temp = tempfile::tempdir().expect("tempdir");
-    if std::env::var("LADLE_CLUSTER_TEST_KEEP").as_deref() == Ok("1") {
-        temp.disable_cleanup(true);
-        eprintln!("cluster test files kept in {}", temp.path().display());
-    }
+    let temp = test_dir();
     let root = temp.path();
     let etcd = start_etcd(root);
     let url = etcd.url();
