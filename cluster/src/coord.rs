@@ -384,7 +384,7 @@ impl Coordinator {
         let record = Member {
             node: node.config.node_id,
             mysql: node.config.mysql_addr.clone(),
-            replication: node.config.replication_listen.to_string(),
+            replication: node.replication_addr(),
             applied: node.applied(),
             following: self.follower.as_ref().map(|f| f.term),
             role: node.role().as_str().to_string(),
@@ -436,7 +436,7 @@ impl Coordinator {
             node: node.config.node_id,
             term: new_term,
             mysql: node.config.mysql_addr.clone(),
-            replication: node.config.replication_listen.to_string(),
+            replication: node.replication_addr(),
         };
         let leader_key = self.key("leader");
         let term_key = self.key("term");

@@ -58,6 +58,11 @@ pub struct ClusterConfig {
     pub mysql_addr: String,
     /// Where replicas connect to this node when it is primary.
     pub replication_listen: SocketAddr,
+    /// The host other nodes reach this one at, when it is not the IP it
+    /// listens on (a wildcard address, NAT, a container network): the
+    /// replication address published in etcd is this host with the port
+    /// bound (`mysql_addr` is already built with it).
+    pub advertise: Option<String>,
     /// Replicas that must persist a write before it is acknowledged.
     pub sync_replicas: usize,
     /// The etcd lease's time to live (the primary's leadership lasts at most
@@ -280,6 +285,7 @@ impl Node {
             lease_ttl: Duration::from_secs(3),
             ack_timeout: Duration::from_secs(5),
             prefix: "/test".into(),
+            advertise: None,
             data_dir: std::env::temp_dir(),
             log_keep_entries: 1000,
         };
@@ -319,6 +325,15 @@ impl Node {
         };
         let _ = node.applier.set(applier);
         Ok(Arc::new(node))
+    }
+
+    /// The replication address published in etcd (see
+    /// [`ClusterConfig::advertise`]).
+    pub(crate) fn replication_addr(&self) -> String {
+        match &self.config.advertise {
+            Some(host) => format!("{host}:{}", self.config.replication_listen.port()),
+            None => self.config.replication_listen.to_string(),
+        }
     }
 
     pub fn node_id(&self) -> u64 {
@@ -472,5 +487,52 @@ impl Node {
         } else {
             Role::Replica
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoDdl;
+
+    impl DdlApplier for NoDdl {
+        fn apply(&self, _database: Option<&str>, _sql: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_published_replication_address_uses_the_advertised_host() {
+        let node = Node::unstarted(Storage::in_memory(), Arc::new(NoDdl));
+        assert_eq!(node.replication_addr(), "127.0.0.1:0");
+        let mut config = node.config.clone();
+        config.advertise = Some("ladle-2".into());
+        config.replication_listen = "0.0.0.0:7312".parse().expect("address");
+        let node = Node::new(
+            config,
+            Storage::in_memory(),
+            Arc::new(NoDdl),
+            &Registry::new(),
+        )
+        .expect("node");
+        assert_eq!(node.replication_addr(), "ladle-2:7312");
+    }
+
+    #[test]
+    fn a_position_not_applied_yet_is_waited_for_with_a_bound() {
+        let node = Node::unstarted(Storage::in_memory(), Arc::new(NoDdl));
+        assert!(node.wait_applied(0, 0, Duration::ZERO).is_ok());
+        let err = node
+            .wait_applied(5, 0, Duration::from_millis(10))
+            .expect_err("position 5 was never applied");
+        assert!(err.contains("not yet 5"), "{err}");
+        // A schema change the primary ran at the current position counts.
+        let err = node
+            .wait_applied(0, 1, Duration::from_millis(10))
+            .expect_err("no schema change was replayed");
+        assert!(err.contains("position 0"), "{err}");
+        node.record_ddl(None, "CREATE DATABASE x");
+        assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
     }
 }
