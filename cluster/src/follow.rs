@@ -214,6 +214,11 @@ async fn follow_inner(
                 if node.ddl.count_at(after) != next + 1 {
                     anyhow::bail!("replaying `{sql_text}` recorded no schema change");
                 }
+                let ack = ToPrimary::SchemaAck {
+                    after,
+                    count: next + 1,
+                };
+                protocol::send(&mut wr, &ack).await?;
             }
             ToReplica::Heartbeat { last, .. } => {
                 node.primary_last.store(last, Ordering::Release);
@@ -325,7 +330,8 @@ mod tests {
                 sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
             };
             protocol::send(&mut wr, &ddl).await.unwrap();
-            let mut acks = Vec::new();
+            // The replay is acknowledged (semi-synchronous DDL).
+            let mut acks = vec![protocol::recv::<ToPrimary>(&mut rd).await.unwrap()];
             for lsn in 1..=2 {
                 protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
                     .await
@@ -352,6 +358,7 @@ mod tests {
         assert_eq!(
             acks,
             vec![
+                Some(ToPrimary::SchemaAck { after: 0, count: 1 }),
                 Some(ToPrimary::Ack { applied: 1 }),
                 Some(ToPrimary::Ack { applied: 2 })
             ]

@@ -126,6 +126,9 @@ pub struct ReplicaProgress {
     pub node_id: u64,
     /// The highest LSN the replica has persisted.
     pub acked: Lsn,
+    /// The newest schema change it has replayed: (the entry it follows,
+    /// how many at that entry).
+    pub schema: (Lsn, u32),
 }
 
 /// A cluster member as etcd last listed it.
@@ -158,6 +161,9 @@ pub struct Node {
     /// stop mattering: the log keeps what follows them until then, so the
     /// node can follow on after its restart.
     bootstrap_holds: Mutex<Vec<(Lsn, Instant)>>,
+    /// The position of the newest schema change recorded here: (the entry
+    /// it follows, how many at that entry).
+    last_schema: Mutex<(Lsn, u32)>,
     /// Runs statements forwarded by replicas while this node is primary.
     forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
@@ -310,6 +316,7 @@ impl Node {
             leader_mysql: Mutex::new(None),
             leader_replication: Mutex::new(None),
             bootstrap_holds: Mutex::new(Vec::new()),
+            last_schema: Mutex::new((0, 0)),
             forward_target: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
@@ -390,13 +397,54 @@ impl Node {
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
     pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
-        if let Err(e) = self
-            .ddl
-            .record(&self.storage, self.storage.last_lsn(), database, sql)
-        {
+        let after = self.storage.last_lsn();
+        if let Err(e) = self.ddl.record(&self.storage, after, database, sql) {
             tracing::error!(error = %e, sql, "recording a schema change for replicas failed");
         }
+        *self.last_schema.lock() = (after, self.ddl.count_at(after));
         self.committed.send_replace(self.storage.last_lsn());
+    }
+
+    /// Semi-synchronous DDL: on the primary, waits (at most
+    /// `ack_timeout`) until `sync_replicas` replicas have replayed the
+    /// newest schema change recorded here, as a write waits for its
+    /// entry. `Err` when they did not in time or leadership changed: the
+    /// change is made here and may or may not survive a failover.
+    pub fn acknowledge_schema(&self) -> Result<(), String> {
+        let needed = self.config.sync_replicas;
+        if ddl::applying_replicated() || self.role() != Role::Primary || needed == 0 {
+            return Ok(());
+        }
+        let target = *self.last_schema.lock();
+        let term = self.term();
+        let deadline = Instant::now() + self.config.ack_timeout;
+        let mut replicas = self.replicas.lock();
+        loop {
+            if self.role() != Role::Primary || self.term() != term {
+                return Err(
+                    "the schema change was made but not acknowledged: this node \
+                     may no longer be the primary"
+                        .into(),
+                );
+            }
+            // A replica past the entry the change follows has replayed it.
+            let mut done: Vec<u64> = replicas
+                .iter()
+                .filter(|(_, p)| p.schema >= target || p.acked > target.0)
+                .map(|(_, p)| p.node_id)
+                .collect();
+            done.sort_unstable();
+            done.dedup();
+            if done.len() >= needed {
+                return Ok(());
+            }
+            if self.acked.wait_until(&mut replicas, deadline).timed_out() {
+                return Err(format!(
+                    "the schema change was made but not acknowledged: {needed} synchronous \
+                     replica(s) did not replay it in time"
+                ));
+            }
+        }
     }
 
     fn lease_valid(&self) -> bool {

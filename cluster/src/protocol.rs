@@ -27,6 +27,9 @@ pub enum ToPrimary {
     },
     /// Everything up to `applied` is persisted on the replica.
     Ack { applied: Lsn },
+    /// The replica has replayed `count` schema changes after entry
+    /// `after` (semi-synchronous DDL).
+    SchemaAck { after: Lsn, count: u32 },
     /// First frame of a forwarding connection (see `forward`): one client
     /// session of node `node`, which takes the primary of `term` to lead.
     ForwardHello { node: u64, term: u64 },

@@ -124,6 +124,7 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
         ReplicaProgress {
             node_id: replica,
             acked: applied,
+            schema: (applied, ddl_seq),
         },
     ));
     let _registration = Registration {
@@ -134,10 +135,17 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
     let acks = {
         let node = node.clone();
         tokio::spawn(async move {
-            while let Ok(Some(ToPrimary::Ack { applied })) = protocol::recv(&mut rd).await {
+            while let Ok(Some(frame)) = protocol::recv::<ToPrimary>(&mut rd).await {
                 let mut replicas = node.replicas.lock();
-                if let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) {
-                    p.acked = p.acked.max(applied);
+                let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) else {
+                    break;
+                };
+                match frame {
+                    ToPrimary::Ack { applied } => p.acked = p.acked.max(applied),
+                    ToPrimary::SchemaAck { after, count } => {
+                        p.schema = p.schema.max((after, count));
+                    }
+                    _ => break,
                 }
                 node.acked.notify_all();
             }

@@ -23,6 +23,10 @@ impl SchemaLog for NodeSchemaLog {
     fn record(&self, database: Option<&str>, sql: &str) {
         self.0.record_ddl(database, sql);
     }
+
+    fn acknowledge(&self) -> Result<(), String> {
+        self.0.acknowledge_schema()
+    }
 }
 
 /// A replica replays the primary's schema changes through its own front

@@ -1000,6 +1000,24 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         pct(&mut samples.1, 50),
         pct(&mut samples.1, 99),
     );
+    // Semi-synchronous DDL: with every replica paused, a schema change is
+    // made on the primary but not acknowledged (1290, as a write would
+    // be); with them back, the next one is.
+    signal(&nodes[1], "-STOP");
+    signal(&nodes[2], "-STOP");
+    let unconfirmed = direct.query_drop("CREATE TABLE fwd.unconfirmed (a INT)");
+    signal(&nodes[1], "-CONT");
+    signal(&nodes[2], "-CONT");
+    match unconfirmed {
+        Err(mysql::Error::MySqlError(e)) => {
+            assert_eq!(e.code, 1290, "{e}");
+            assert!(e.message.contains("not acknowledged"), "{e}");
+        }
+        other => panic!("DDL with no replica to confirm it: {other:?}"),
+    }
+    direct
+        .query_drop("CREATE TABLE fwd.confirmed (a INT)")
+        .expect("DDL with the replicas back");
     drop(etcd);
 }
 

@@ -146,6 +146,12 @@ pub trait SchemaLog: Send + Sync {
     /// Called after `sql` (run with `database` as the current database)
     /// changed the schema, before any later write can commit.
     fn record(&self, database: Option<&str>, sql: &str);
+    /// Called after a recorded schema change, outside the fence: waits
+    /// until replicas have it (semi-synchronous DDL); `Err(reason)`
+    /// (error 1290) if they did not confirm it.
+    fn acknowledge(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Plans bound before the last DDL are stale: `SELECT *` over an altered
@@ -340,13 +346,19 @@ impl Engine {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
                 let database = s.database.clone();
-                return self.storage.fenced(|| {
+                let out = self.storage.fenced(|| {
                     let out = self.run_statement(s, sql, kind);
                     if out.is_ok() {
                         log.record(database.as_deref(), sql);
                     }
                     out
                 });
+                if out.is_ok() {
+                    log.acknowledge().map_err(|why| {
+                        ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                    })?;
+                }
+                return out;
             }
         }
         self.run_statement(s, sql, kind)
