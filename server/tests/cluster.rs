@@ -562,6 +562,9 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                 // (checked at the end: every acknowledged row is on every
                 // node, including the new primary's).
                 signal(&nodes[p], "-STOP");
+                // (From when it is stopped: `kill` takes a few ms to run,
+                // and the primary acknowledges writes until then.)
+                let stopped_at = Instant::now();
                 let others: Vec<usize> = (0..NODES).filter(|&i| i != p).collect();
                 let new_primary = wait_for("a primary while the old one is paused", || {
                     others
@@ -573,7 +576,7 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                 assert_ne!(new_primary, p);
                 // Writers blocked on the paused node get their answers now
                 // (never an acknowledgement) and move on.
-                paused_failover = Some(first_ack_after(fault_at));
+                paused_failover = Some(first_ack_after(stopped_at));
             }
             Fault::PartitionPrimary if !Partition::usable() => {
                 eprintln!("partition fault skipped: iptables is not usable here");
@@ -642,12 +645,16 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         // with a tail nobody else had (or lacking entries the primary no
         // longer keeps), re-bootstraps itself from a checkpoint of the
         // primary and then rejoins.
-        for n in nodes.iter() {
-            wait_for("every node to settle", || match n.health() {
-                Some((r, _)) if ["primary", "replica"].contains(&r.as_str()) => Some(r),
-                _ => None,
-            });
-        }
+        // Settled: one primary, every other node a replica (an old primary
+        // back from a pause or a partition still says "primary" until its
+        // coordinator has seen the new leader; the next fault must not
+        // pick it).
+        wait_for("every node to settle", || {
+            let roles: Vec<String> = nodes.iter().filter_map(|n| Some(n.health()?.0)).collect();
+            let primaries = roles.iter().filter(|r| *r == "primary").count();
+            let replicas = roles.iter().filter(|r| *r == "replica").count();
+            (primaries == 1 && replicas == NODES - 1).then_some(())
+        });
     }
     let before = acks();
     wait_for("writes after the last rejoin", || {
