@@ -109,6 +109,7 @@ pub(crate) async fn serve(
     let result = stream_dir(&dir, &mut wr, lsn).await;
     let _ = std::fs::remove_dir_all(&dir);
     let (files, bytes) = result?;
+    node.metrics.bootstraps_sent.inc();
     tracing::info!(
         replica,
         lsn,

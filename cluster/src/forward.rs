@@ -122,6 +122,26 @@ impl ForwardClient {
         continuing: bool,
         schema_wait: Duration,
     ) -> Result<Vec<u8>, ForwardError> {
+        let out = self.call_inner(request, continuing, schema_wait);
+        let outcome = match &out {
+            Ok(_) => "answered",
+            Err(ForwardError::NotSent(_)) => "not_sent",
+            Err(ForwardError::Unknown(_)) => "unknown",
+        };
+        self.node
+            .metrics
+            .forwarded
+            .with_label_values(&[outcome])
+            .inc();
+        out
+    }
+
+    fn call_inner(
+        &mut self,
+        request: &[u8],
+        continuing: bool,
+        schema_wait: Duration,
+    ) -> Result<Vec<u8>, ForwardError> {
         let node = self.node.clone();
         if node.role() == Role::Primary {
             self.conn = None;

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 use ladle_common::Lsn;
 use ladle_storage::Storage;
 use parking_lot::{Condvar, Mutex};
-use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
 pub use bootstrap::install_pending as install_pending_bootstrap;
 pub use ddl::DdlApplier;
@@ -198,6 +198,8 @@ struct NodeMetrics {
     replica_lag_seconds: prometheus::GaugeVec,
     elections: IntCounter,
     not_acknowledged: IntCounter,
+    forwarded: IntCounterVec,
+    bootstraps_sent: IntCounter,
 }
 
 impl NodeMetrics {
@@ -236,8 +238,23 @@ impl NodeMetrics {
                 "writes committed here whose acknowledgement was refused \
                  (synchronous replicas missing or leadership uncertain)",
             )?,
+            forwarded: IntCounterVec::new(
+                Opts::new(
+                    "ladle_cluster_forwarded_total",
+                    "statements this node sent to the primary, by outcome: answered \
+                     (whatever the answer), not_sent (no primary: 1290), unknown \
+                     (the answer was lost)",
+                ),
+                &["outcome"],
+            )?,
+            bootstraps_sent: IntCounter::new(
+                "ladle_cluster_bootstraps_sent_total",
+                "checkpoints this node sent to bootstrap other nodes",
+            )?,
         };
         registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.forwarded.clone()))?;
+        registry.register(Box::new(m.bootstraps_sent.clone()))?;
         registry.register(Box::new(m.term.clone()))?;
         registry.register(Box::new(m.applied.clone()))?;
         registry.register(Box::new(m.replica_lag.clone()))?;

@@ -954,6 +954,14 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         .expect("prepare a read");
     let seen: Option<u64> = forwarded.exec_first(&read, (40,)).expect("read it back");
     assert_eq!(seen, Some(id), "the prepared read saw the forwarded write");
+    let answered = metric(
+        &nodes[2],
+        "ladle_cluster_forwarded_total{outcome=\"answered\"}",
+    );
+    assert!(
+        answered.is_some_and(|n| n > 0.0),
+        "the replica counts what it forwarded: {answered:?}"
+    );
 
     // A replica slower than the read-your-writes bound refuses the read.
     nodes[2].kill9();
@@ -1117,6 +1125,8 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
         pid,
         "restarted in place"
     );
+    let sent = metric(&nodes[0], "ladle_cluster_bootstraps_sent_total");
+    assert!(sent.is_some_and(|n| n >= 1.0), "{sent:?}");
     let log = std::fs::read_to_string(&nodes[1].log).unwrap_or_default();
     assert!(
         log.contains("received the primary's checkpoint") && log.contains("re-bootstrapped"),
