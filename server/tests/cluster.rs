@@ -1033,6 +1033,42 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     direct
         .query_drop("CREATE TABLE fwd.confirmed (a INT)")
         .expect("DDL with the replicas back");
+    // A forwarded transaction whose primary dies is lost: its next
+    // statement gets 1290 (at once, not a hang) and the session is out of
+    // the transaction; once a new primary is elected, writes through the
+    // same session go on.
+    // (Node 3 at full speed again: it may become the only replica.)
+    nodes[2].kill9();
+    nodes[2].env.clear();
+    nodes[2].args.clear();
+    nodes[2].start(&url);
+    wait_for("node 3 to follow at full speed", || {
+        matches!(nodes[2].health(), Some((r, _)) if r == "replica").then_some(())
+    });
+    let mut tx = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    tx.query_drop("BEGIN").unwrap();
+    tx.query_drop("INSERT INTO fwd.t_fwd (v, n) VALUES ('lost', 60)")
+        .expect("forwarded inside a transaction");
+    nodes[0].kill9();
+    match tx.query_drop("COMMIT") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1290, "{e}"),
+        other => panic!("COMMIT of a transaction on a dead primary: {other:?}"),
+    }
+    // (Each attempt a new row: a refused one may still have committed.)
+    let mut attempt = 61;
+    wait_for("a write through the session after the election", || {
+        attempt += 1;
+        let sql = format!("INSERT INTO fwd.t_fwd (v, n) VALUES ('after', {attempt})");
+        match tx.query_drop(sql) {
+            Ok(()) => Some(()),
+            Err(mysql::Error::MySqlError(e)) if e.code == 1290 => None,
+            Err(e) => panic!("a write during the election: {e}"),
+        }
+    });
+    let lost: Option<i64> = tx
+        .query_first("SELECT COUNT(*) FROM fwd.t_fwd WHERE n = 60")
+        .unwrap();
+    assert_eq!(lost, Some(0), "the lost transaction's write");
     drop(etcd);
 }
 
