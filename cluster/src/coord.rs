@@ -101,6 +101,8 @@ struct Coordinator {
     lease_deadline: Option<Instant>,
     follower: Option<Follower>,
     diverged: bool,
+    /// While diverged: the bootstrap from the primary under way.
+    bootstrap: Option<JoinHandle<()>>,
     published: Option<(Member, Instant)>,
 }
 
@@ -127,6 +129,7 @@ pub(crate) async fn run(node: Arc<Node>) {
         lease_deadline: None,
         follower: None,
         diverged: false,
+        bootstrap: None,
         published: None,
     };
     loop {
@@ -173,6 +176,7 @@ impl Coordinator {
             .collect();
         listed.sort_by_key(|m| m.node_id);
         *self.node.members.lock() = listed;
+        self.keep_log_for(&view.members);
         let me = self.node.config.node_id;
         match view.leader.clone() {
             Some(l) if l.node == me && l.term == self.node.term() => {
@@ -207,6 +211,7 @@ impl Coordinator {
                 }
                 self.stop_following().await;
                 *self.node.leader_mysql.lock() = None;
+                *self.node.leader_replication.lock() = None;
                 if !self.diverged {
                     self.node.set_role(Role::Candidate);
                 }
@@ -256,8 +261,16 @@ impl Coordinator {
             return Ok(());
         }
         if self.keeper.is_none() {
-            let pair = timed("lease keep-alive", self.client.lease_keep_alive(id)).await?;
-            self.keeper = Some(pair);
+            match timed("lease keep-alive", self.client.lease_keep_alive(id)).await {
+                Ok(pair) => self.keeper = Some(pair),
+                // etcd expired it while this node could not reach etcd (a
+                // partition longer than the lease): take a new one.
+                Err(e) if format!("{e:#}").contains("lease not found") => {
+                    self.lease_expired(id);
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
+            }
         }
         let Some((keeper, responses)) = self.keeper.as_mut() else {
             return Ok(());
@@ -269,6 +282,10 @@ impl Coordinator {
         };
         let response = match timed("lease keep-alive", answer).await {
             Ok(Some(r)) => r,
+            Err(e) if format!("{e:#}").contains("lease not found") => {
+                self.lease_expired(id);
+                return Ok(());
+            }
             Ok(None) | Err(_) => {
                 self.keeper = None;
                 anyhow::bail!("the lease keep-alive stream broke");
@@ -276,17 +293,23 @@ impl Coordinator {
         };
         self.last_keepalive = sent;
         if response.ttl() <= 0 {
-            tracing::warn!(lease = id, "the etcd lease expired");
-            self.lease = None;
-            self.keeper = None;
-            self.lease_deadline = None;
-            if self.node.role() == Role::Primary {
-                self.demote("its lease expired");
-            }
+            self.lease_expired(id);
             return Ok(());
         }
         self.lease_deadline = deadline(sent, response.ttl());
         Ok(())
+    }
+
+    /// etcd no longer has this node's lease: the next step takes a new one
+    /// (and a primary steps down: its leader key is gone with the lease).
+    fn lease_expired(&mut self, id: i64) {
+        tracing::warn!(lease = id, "the etcd lease expired");
+        self.lease = None;
+        self.keeper = None;
+        self.lease_deadline = None;
+        if self.node.role() == Role::Primary {
+            self.demote("its lease expired");
+        }
     }
 
     async fn drop_lease(&mut self) {
@@ -329,6 +352,28 @@ impl Coordinator {
         Ok(view)
     }
 
+    /// Keeps the change-log entries a live member (or a connected replica)
+    /// has not applied yet, and the newest `log_keep_entries` in any case,
+    /// so a member that restarts soon catches up from the log; one that
+    /// lacks entries no longer kept is bootstrapped from a checkpoint.
+    fn keep_log_for(&self, members: &[Member]) {
+        let node = &self.node;
+        let me = node.config.node_id;
+        let mut floor = node.applied().saturating_sub(node.config.log_keep_entries);
+        for m in members.iter().filter(|m| m.node != me && !m.diverged) {
+            floor = floor.min(m.applied);
+        }
+        for r in node.replicas() {
+            floor = floor.min(r.acked);
+        }
+        let mut holds = node.bootstrap_holds.lock();
+        holds.retain(|(_, until)| *until > Instant::now());
+        for (lsn, _) in holds.iter() {
+            floor = floor.min(*lsn);
+        }
+        node.storage.set_log_floor(floor);
+    }
+
     /// Writes this node's membership record when it changed, and at least
     /// every third of the lease's TTL.
     async fn publish_member(&mut self) -> anyhow::Result<()> {
@@ -339,7 +384,7 @@ impl Coordinator {
         let record = Member {
             node: node.config.node_id,
             mysql: node.config.mysql_addr.clone(),
-            replication: node.config.replication_listen.to_string(),
+            replication: node.replication_addr(),
             applied: node.applied(),
             following: self.follower.as_ref().map(|f| f.term),
             role: node.role().as_str().to_string(),
@@ -391,7 +436,7 @@ impl Coordinator {
             node: node.config.node_id,
             term: new_term,
             mysql: node.config.mysql_addr.clone(),
-            replication: node.config.replication_listen.to_string(),
+            replication: node.replication_addr(),
         };
         let leader_key = self.key("leader");
         let term_key = self.key("term");
@@ -427,6 +472,7 @@ impl Coordinator {
         node.history.note(&node.storage, term, start)?;
         node.term.store(term, Ordering::Release);
         *node.leader_mysql.lock() = Some(node.config.mysql_addr.clone());
+        *node.leader_replication.lock() = None;
         node.set_role(Role::Primary);
         self.publish_lease_validity();
         node.metrics.elections.inc();
@@ -451,7 +497,27 @@ impl Coordinator {
 
     /// Follows `leader` (starting, or restarting after a failed stream).
     async fn follow(&mut self, leader: Leader) {
+        // Writes forwarded from here go to this leader, even from a node
+        // that cannot follow it (diverged).
+        *self.node.leader_replication.lock() = Some((leader.term, leader.replication.clone()));
         if self.diverged {
+            // Re-bootstrap from this leader (again, if an attempt failed).
+            if self.bootstrap.as_ref().is_none_or(|b| b.is_finished()) {
+                let node = self.node.clone();
+                let addr = leader.replication.clone();
+                self.bootstrap = Some(tokio::spawn(async move {
+                    match crate::bootstrap::fetch(&node, &addr).await {
+                        Ok(_) => {
+                            let e = crate::bootstrap::restart_self();
+                            tracing::error!(error = %e, "could not restart over the checkpoint");
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %format!("{e:#}"), "re-bootstrap failed; will retry");
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }));
+            }
             return;
         }
         if let Some(f) = &self.follower {
@@ -463,12 +529,13 @@ impl Coordinator {
             let _ = f.stop.send(true);
             match f.task.await {
                 Ok(FollowEnd::Diverged(reason)) => {
-                    tracing::error!(
+                    tracing::warn!(
                         node = self.node.config.node_id,
                         %reason,
-                        "this node has change-log entries the primary never had; \
-                         it must be re-bootstrapped: stop it, remove its data directory \
-                         and start it again (it serves reads of its own data meanwhile)"
+                        "this node cannot follow the primary from its own change log \
+                         (a tail the primary never had, or entries the primary no longer \
+                         keeps): re-bootstrapping from a checkpoint of the primary \
+                         (it serves reads of its own data meanwhile; writes are forwarded)"
                     );
                     self.diverged = true;
                     self.node.set_role(Role::Diverged);

@@ -97,6 +97,11 @@ impl SchemaHistory {
     }
 
     /// How many changes sit at `after`.
+    /// How many schema changes this node has run in all.
+    pub fn len(&self) -> usize {
+        self.records.lock().len()
+    }
+
     pub fn count_at(&self, after: Lsn) -> u32 {
         Self::count_in(&self.records.lock(), after)
     }

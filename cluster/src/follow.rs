@@ -89,6 +89,21 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
 
 /// Makes every applied entry durable (if some after `synced` may not be);
 /// returns the applied LSN.
+/// Test hook: `LADLE_REPLICATION_APPLY_DELAY_MS` makes a replica wait
+/// that long before applying each entry, so tests can tell a read that
+/// waits for the session's forwarded write from one that happens to come
+/// after it.
+fn apply_delay() -> Option<std::time::Duration> {
+    static DELAY: std::sync::OnceLock<Option<std::time::Duration>> = std::sync::OnceLock::new();
+    *DELAY.get_or_init(|| {
+        let ms: u64 = std::env::var("LADLE_REPLICATION_APPLY_DELAY_MS")
+            .ok()?
+            .parse()
+            .ok()?;
+        (ms > 0).then(|| std::time::Duration::from_millis(ms))
+    })
+}
+
 async fn sync_applied(node: &Arc<Node>, synced: Lsn) -> anyhow::Result<Lsn> {
     let storage = node.storage.clone();
     let applied = storage.last_lsn();
@@ -134,7 +149,12 @@ async fn follow_inner(
             ToReplica::Entry { term, .. }
             | ToReplica::Ddl { term, .. }
             | ToReplica::Heartbeat { term, .. } => *term,
-            ToReplica::Welcome { .. } | ToReplica::Reject { .. } => 0,
+            ToReplica::Welcome { .. }
+            | ToReplica::Reject { .. }
+            | ToReplica::ForwardReady
+            | ToReplica::Forwarded { .. }
+            | ToReplica::BootstrapFile { .. }
+            | ToReplica::BootstrapDone { .. } => 0,
         };
         if frame_term != term || node.term() != term {
             return Ok(FollowEnd::Retry(format!(
@@ -144,6 +164,9 @@ async fn follow_inner(
         }
         match frame {
             ToReplica::Entry { lsn, changes, .. } => {
+                if let Some(delay) = apply_delay() {
+                    tokio::time::sleep(delay).await;
+                }
                 // More frames already received: apply this one without a
                 // WAL sync; the last of the run syncs them all and is
                 // acknowledged (a replica group-commits a backlog).
@@ -191,6 +214,11 @@ async fn follow_inner(
                 if node.ddl.count_at(after) != next + 1 {
                     anyhow::bail!("replaying `{sql_text}` recorded no schema change");
                 }
+                let ack = ToPrimary::SchemaAck {
+                    after,
+                    count: next + 1,
+                };
+                protocol::send(&mut wr, &ack).await?;
             }
             ToReplica::Heartbeat { last, .. } => {
                 node.primary_last.store(last, Ordering::Release);
@@ -302,7 +330,8 @@ mod tests {
                 sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
             };
             protocol::send(&mut wr, &ddl).await.unwrap();
-            let mut acks = Vec::new();
+            // The replay is acknowledged (semi-synchronous DDL).
+            let mut acks = vec![protocol::recv::<ToPrimary>(&mut rd).await.unwrap()];
             for lsn in 1..=2 {
                 protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
                     .await
@@ -329,6 +358,7 @@ mod tests {
         assert_eq!(
             acks,
             vec![
+                Some(ToPrimary::SchemaAck { after: 0, count: 1 }),
                 Some(ToPrimary::Ack { applied: 1 }),
                 Some(ToPrimary::Ack { applied: 2 })
             ]

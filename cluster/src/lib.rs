@@ -24,9 +24,11 @@
 //! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
 //! [`Node::record_ddl`] (the shim's schema-log hook).
 
+mod bootstrap;
 mod coord;
 mod ddl;
 mod follow;
+mod forward;
 mod gate;
 pub mod protocol;
 mod stream;
@@ -39,9 +41,11 @@ use std::time::{Duration, Instant};
 use ladle_common::Lsn;
 use ladle_storage::Storage;
 use parking_lot::{Condvar, Mutex};
-use prometheus::{IntCounter, IntGauge, IntGaugeVec, Opts, Registry};
+use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
+pub use bootstrap::install_pending as install_pending_bootstrap;
 pub use ddl::DdlApplier;
+pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
 
 /// How a node joins the cluster.
 #[derive(Clone, Debug)]
@@ -54,6 +58,11 @@ pub struct ClusterConfig {
     pub mysql_addr: String,
     /// Where replicas connect to this node when it is primary.
     pub replication_listen: SocketAddr,
+    /// The host other nodes reach this one at, when it is not the IP it
+    /// listens on (a wildcard address, NAT, a container network): the
+    /// replication address published in etcd is this host with the port
+    /// bound (`mysql_addr` is already built with it).
+    pub advertise: Option<String>,
     /// Replicas that must persist a write before it is acknowledged.
     pub sync_replicas: usize,
     /// The etcd lease's time to live (the primary's leadership lasts at most
@@ -64,6 +73,11 @@ pub struct ClusterConfig {
     pub ack_timeout: Duration,
     /// Key prefix in etcd (one cluster per prefix).
     pub prefix: String,
+    /// The node's data directory (bootstraps are received and sent there).
+    pub data_dir: std::path::PathBuf,
+    /// Change-log entries kept beyond what live members still need (a
+    /// member further behind is bootstrapped from a checkpoint).
+    pub log_keep_entries: u64,
 }
 
 /// What a node is doing now.
@@ -112,6 +126,9 @@ pub struct ReplicaProgress {
     pub node_id: u64,
     /// The highest LSN the replica has persisted.
     pub acked: Lsn,
+    /// The newest schema change it has replayed: (the entry it follows,
+    /// how many at that entry).
+    pub schema: (Lsn, u32),
 }
 
 /// A cluster member as etcd last listed it.
@@ -137,6 +154,18 @@ pub struct Node {
     term: AtomicU64,
     /// The leader's MySQL address while this node is not primary.
     leader_mysql: Mutex<Option<String>>,
+    /// The term and replication address of the primary this node follows
+    /// (where forwarded writes go); `None` while there is none.
+    leader_replication: Mutex<Option<(u64, String)>>,
+    /// Positions of checkpoints sent to bootstrap nodes, with when they
+    /// stop mattering: the log keeps what follows them until then, so the
+    /// node can follow on after its restart.
+    bootstrap_holds: Mutex<Vec<(Lsn, Instant)>>,
+    /// The position of the newest schema change recorded here: (the entry
+    /// it follows, how many at that entry).
+    last_schema: Mutex<(Lsn, u32)>,
+    /// Runs statements forwarded by replicas while this node is primary.
+    forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
     lease_valid_until: Mutex<Option<Instant>>,
     /// Replicas connected to this primary, by connection.
@@ -169,6 +198,8 @@ struct NodeMetrics {
     replica_lag_seconds: prometheus::GaugeVec,
     elections: IntCounter,
     not_acknowledged: IntCounter,
+    forwarded: IntCounterVec,
+    bootstraps_sent: IntCounter,
 }
 
 impl NodeMetrics {
@@ -207,8 +238,23 @@ impl NodeMetrics {
                 "writes committed here whose acknowledgement was refused \
                  (synchronous replicas missing or leadership uncertain)",
             )?,
+            forwarded: IntCounterVec::new(
+                Opts::new(
+                    "ladle_cluster_forwarded_total",
+                    "statements this node sent to the primary, by outcome: answered \
+                     (whatever the answer), not_sent (no primary: 1290), unknown \
+                     (the answer was lost)",
+                ),
+                &["outcome"],
+            )?,
+            bootstraps_sent: IntCounter::new(
+                "ladle_cluster_bootstraps_sent_total",
+                "checkpoints this node sent to bootstrap other nodes",
+            )?,
         };
         registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.forwarded.clone()))?;
+        registry.register(Box::new(m.bootstraps_sent.clone()))?;
         registry.register(Box::new(m.term.clone()))?;
         registry.register(Box::new(m.applied.clone()))?;
         registry.register(Box::new(m.replica_lag.clone()))?;
@@ -236,9 +282,8 @@ impl Node {
         config.replication_listen = listener.local_addr()?;
         let node = Node::new(config, storage.clone(), applier, registry)?;
         storage.set_write_gate(Arc::new(gate::Gate(node.clone())));
-        // The change log is kept whole: a node that joins (or rejoins
-        // after a re-bootstrap) empty catches up from its first entry, and
-        // bootstrap from a checkpoint is not built yet (docs/cluster.md).
+        // The change log is kept whole until the first coordination step
+        // knows what the members still need (`coord::keep_log_for`).
         storage.set_log_floor(0);
         tokio::spawn(stream::serve(node.clone(), listener));
         tokio::spawn(coord::run(node.clone()));
@@ -263,6 +308,9 @@ impl Node {
             lease_ttl: Duration::from_secs(3),
             ack_timeout: Duration::from_secs(5),
             prefix: "/test".into(),
+            advertise: None,
+            data_dir: std::env::temp_dir(),
+            log_keep_entries: 1000,
         };
         Node::new(config, storage, applier, &Registry::new()).expect("node")
     }
@@ -283,6 +331,10 @@ impl Node {
             role: AtomicU8::new(Role::Candidate as u8),
             term: AtomicU64::new(0),
             leader_mysql: Mutex::new(None),
+            leader_replication: Mutex::new(None),
+            bootstrap_holds: Mutex::new(Vec::new()),
+            last_schema: Mutex::new((0, 0)),
+            forward_target: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
             acked: Condvar::new(),
@@ -297,6 +349,15 @@ impl Node {
         };
         let _ = node.applier.set(applier);
         Ok(Arc::new(node))
+    }
+
+    /// The replication address published in etcd (see
+    /// [`ClusterConfig::advertise`]).
+    pub(crate) fn replication_addr(&self) -> String {
+        match &self.config.advertise {
+            Some(host) => format!("{host}:{}", self.config.replication_listen.port()),
+            None => self.config.replication_listen.to_string(),
+        }
     }
 
     pub fn node_id(&self) -> u64 {
@@ -353,13 +414,54 @@ impl Node {
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
     pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
-        if let Err(e) = self
-            .ddl
-            .record(&self.storage, self.storage.last_lsn(), database, sql)
-        {
+        let after = self.storage.last_lsn();
+        if let Err(e) = self.ddl.record(&self.storage, after, database, sql) {
             tracing::error!(error = %e, sql, "recording a schema change for replicas failed");
         }
+        *self.last_schema.lock() = (after, self.ddl.count_at(after));
         self.committed.send_replace(self.storage.last_lsn());
+    }
+
+    /// Semi-synchronous DDL: on the primary, waits (at most
+    /// `ack_timeout`) until `sync_replicas` replicas have replayed the
+    /// newest schema change recorded here, as a write waits for its
+    /// entry. `Err` when they did not in time or leadership changed: the
+    /// change is made here and may or may not survive a failover.
+    pub fn acknowledge_schema(&self) -> Result<(), String> {
+        let needed = self.config.sync_replicas;
+        if ddl::applying_replicated() || self.role() != Role::Primary || needed == 0 {
+            return Ok(());
+        }
+        let target = *self.last_schema.lock();
+        let term = self.term();
+        let deadline = Instant::now() + self.config.ack_timeout;
+        let mut replicas = self.replicas.lock();
+        loop {
+            if self.role() != Role::Primary || self.term() != term {
+                return Err(
+                    "the schema change was made but not acknowledged: this node \
+                     may no longer be the primary"
+                        .into(),
+                );
+            }
+            // A replica past the entry the change follows has replayed it.
+            let mut done: Vec<u64> = replicas
+                .iter()
+                .filter(|(_, p)| p.schema >= target || p.acked > target.0)
+                .map(|(_, p)| p.node_id)
+                .collect();
+            done.sort_unstable();
+            done.dedup();
+            if done.len() >= needed {
+                return Ok(());
+            }
+            if self.acked.wait_until(&mut replicas, deadline).timed_out() {
+                return Err(format!(
+                    "the schema change was made but not acknowledged: {needed} synchronous \
+                     replica(s) did not replay it in time"
+                ));
+            }
+        }
     }
 
     fn lease_valid(&self) -> bool {
@@ -450,5 +552,52 @@ impl Node {
         } else {
             Role::Replica
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct NoDdl;
+
+    impl DdlApplier for NoDdl {
+        fn apply(&self, _database: Option<&str>, _sql: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_published_replication_address_uses_the_advertised_host() {
+        let node = Node::unstarted(Storage::in_memory(), Arc::new(NoDdl));
+        assert_eq!(node.replication_addr(), "127.0.0.1:0");
+        let mut config = node.config.clone();
+        config.advertise = Some("ladle-2".into());
+        config.replication_listen = "0.0.0.0:7312".parse().expect("address");
+        let node = Node::new(
+            config,
+            Storage::in_memory(),
+            Arc::new(NoDdl),
+            &Registry::new(),
+        )
+        .expect("node");
+        assert_eq!(node.replication_addr(), "ladle-2:7312");
+    }
+
+    #[test]
+    fn a_position_not_applied_yet_is_waited_for_with_a_bound() {
+        let node = Node::unstarted(Storage::in_memory(), Arc::new(NoDdl));
+        assert!(node.wait_applied(0, 0, Duration::ZERO).is_ok());
+        let err = node
+            .wait_applied(5, 0, Duration::from_millis(10))
+            .expect_err("position 5 was never applied");
+        assert!(err.contains("not yet 5"), "{err}");
+        // A schema change the primary ran at the current position counts.
+        let err = node
+            .wait_applied(0, 1, Duration::from_millis(10))
+            .expect_err("no schema change was replayed");
+        assert!(err.contains("position 0"), "{err}");
+        node.record_ddl(None, "CREATE DATABASE x");
+        assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
     }
 }

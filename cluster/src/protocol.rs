@@ -27,6 +27,17 @@ pub enum ToPrimary {
     },
     /// Everything up to `applied` is persisted on the replica.
     Ack { applied: Lsn },
+    /// The replica has replayed `count` schema changes after entry
+    /// `after` (semi-synchronous DDL).
+    SchemaAck { after: Lsn, count: u32 },
+    /// First frame of a forwarding connection (see `forward`): one client
+    /// session of node `node`, which takes the primary of `term` to lead.
+    ForwardHello { node: u64, term: u64 },
+    /// One statement of that session, encoded by the SQL front end.
+    Forward { request: Vec<u8> },
+    /// First frame of a bootstrap connection: node `node` asks for a copy
+    /// of the primary's database (see `bootstrap`).
+    BootstrapHello { node: u64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,8 +45,9 @@ pub enum ToReplica {
     /// Accepted: the primary's term and its term history
     /// (`term -> first LSN`).
     Welcome { term: u64, history: Vec<(u64, Lsn)> },
-    /// Refused. `diverged`: the replica holds entries this primary never
-    /// had and must be re-bootstrapped.
+    /// Refused. `diverged`: the replica must be re-bootstrapped: it holds
+    /// entries this primary never had, or the primary no longer keeps the
+    /// entries it lacks.
     Reject { reason: String, diverged: bool },
     /// One committed batch.
     Entry {
@@ -53,6 +65,26 @@ pub enum ToReplica {
     },
     /// Nothing new; the primary's newest LSN.
     Heartbeat { term: u64, last: Lsn },
+    /// A forwarding connection is accepted.
+    ForwardReady,
+    /// A forwarded statement's answer (encoded by the SQL front end), and
+    /// where the primary stood after it: its last LSN and the schema
+    /// changes it had run there; `schema_changed` when the statement was
+    /// one.
+    Forwarded {
+        response: Vec<u8>,
+        lsn: Lsn,
+        ddl_seq: u32,
+        schema_changed: bool,
+    },
+    /// A piece of one file of the primary's checkpoint, at `offset`.
+    BootstrapFile {
+        name: String,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    /// The checkpoint is complete: it holds everything up to `lsn`.
+    BootstrapDone { lsn: Lsn, files: u32, bytes: u64 },
 }
 
 /// Writes one frame.

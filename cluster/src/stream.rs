@@ -36,6 +36,21 @@ pub(crate) async fn serve(node: Arc<Node>, listener: TcpListener) {
     }
 }
 
+/// Refuses a connection: the first frame it gets (see
+/// [`ToReplica::Reject`]).
+pub(crate) async fn reject(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    reason: String,
+    diverged: bool,
+) -> anyhow::Result<()> {
+    protocol::send(wr, &ToReplica::Reject { reason, diverged }).await?;
+    Ok(())
+}
+
+pub(crate) fn not_primary(node: &Node) -> String {
+    format!("node {} is not the primary", node.config.node_id)
+}
+
 /// Removes a replica's progress when its stream ends.
 struct Registration {
     node: Arc<Node>,
@@ -51,23 +66,27 @@ impl Drop for Registration {
 async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
-    let Some(ToPrimary::Hello {
-        node: replica,
-        applied,
-        ddl_seq,
-        last_term,
-    }) = protocol::recv(&mut rd).await?
-    else {
-        anyhow::bail!("the replica did not say hello");
+    let (replica, applied, ddl_seq, last_term) = match protocol::recv(&mut rd).await? {
+        Some(ToPrimary::Hello {
+            node,
+            applied,
+            ddl_seq,
+            last_term,
+        }) => (node, applied, ddl_seq, last_term),
+        Some(ToPrimary::ForwardHello {
+            node: replica,
+            term,
+        }) => {
+            return crate::forward::serve(node, replica, term, rd, wr).await;
+        }
+        Some(ToPrimary::BootstrapHello { node: replica }) => {
+            return crate::bootstrap::serve(node, replica, wr).await;
+        }
+        _ => anyhow::bail!("the replica did not say hello"),
     };
     let term = node.term();
     if node.role() != Role::Primary {
-        let reject = ToReplica::Reject {
-            reason: format!("node {} is not the primary", node.config.node_id),
-            diverged: false,
-        };
-        protocol::send(&mut wr, &reject).await?;
-        return Ok(());
+        return reject(&mut wr, not_primary(&node), false).await;
     }
     let my_last = node.storage.last_lsn();
     if node.history.diverges(last_term, applied, my_last) {
@@ -77,15 +96,20 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
-        protocol::send(
-            &mut wr,
-            &ToReplica::Reject {
-                reason,
-                diverged: true,
-            },
-        )
-        .await?;
-        return Ok(());
+        return reject(&mut wr, reason, true).await;
+    }
+    // Entries the replica lacks that this log no longer keeps: it must be
+    // bootstrapped from a checkpoint.
+    let first_kept = node.storage.first_log_lsn()?;
+    if my_last > applied && first_kept.is_none_or(|first| first > applied + 1) {
+        let reason = format!(
+            "node {replica} is at {applied}; the primary (node {}) keeps change-log entries \
+             from {} only",
+            node.config.node_id,
+            first_kept.map_or("none".to_string(), |f| f.to_string())
+        );
+        tracing::info!(replica, "{reason}");
+        return reject(&mut wr, reason, true).await;
     }
     let welcome = ToReplica::Welcome {
         term,
@@ -100,6 +124,7 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
         ReplicaProgress {
             node_id: replica,
             acked: applied,
+            schema: (applied, ddl_seq),
         },
     ));
     let _registration = Registration {
@@ -110,10 +135,17 @@ async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()>
     let acks = {
         let node = node.clone();
         tokio::spawn(async move {
-            while let Ok(Some(ToPrimary::Ack { applied })) = protocol::recv(&mut rd).await {
+            while let Ok(Some(frame)) = protocol::recv::<ToPrimary>(&mut rd).await {
                 let mut replicas = node.replicas.lock();
-                if let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) {
-                    p.acked = p.acked.max(applied);
+                let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) else {
+                    break;
+                };
+                match frame {
+                    ToPrimary::Ack { applied } => p.acked = p.acked.max(applied),
+                    ToPrimary::SchemaAck { after, count } => {
+                        p.schema = p.schema.max((after, count));
+                    }
+                    _ => break,
                 }
                 node.acked.notify_all();
             }

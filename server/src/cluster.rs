@@ -1,10 +1,14 @@
 //! Glue between the cluster node (`ladle_cluster`) and the SQL front end:
-//! the shim's schema-log hook and the replica's replay of schema changes.
+//! the shim's schema-log hook, the replica's replay of schema changes, and
+//! write forwarding (the replica's link, the primary's sessions).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use ladle_cluster::{DdlApplier, Node};
+use ladle_cluster::{DdlApplier, ForwardClient, ForwardError, Node};
+use ladle_common::Lsn;
 use ladle_shim::admin::{ClusterMember, RetainedSnapshot, SnapshotTaken};
+use ladle_shim::forward::{ForwardChannel, ForwardFailure, Forwarder};
 use ladle_shim::session::Session;
 use ladle_shim::{Admin, Engine, SchemaLog};
 
@@ -18,6 +22,10 @@ impl SchemaLog for NodeSchemaLog {
 
     fn record(&self, database: Option<&str>, sql: &str) {
         self.0.record_ddl(database, sql);
+    }
+
+    fn acknowledge(&self) -> Result<(), String> {
+        self.0.acknowledge_schema()
     }
 }
 
@@ -72,5 +80,72 @@ impl Admin for ClusterAdmin {
                 applied: m.applied,
             })
             .collect())
+    }
+}
+
+/// A replica's forwarding, over the node's links to the primary.
+pub struct NodeForwarder {
+    pub node: Arc<Node>,
+    /// How long a read waits for the session's forwarded write to arrive.
+    pub ryw_timeout: Duration,
+}
+
+impl Forwarder for NodeForwarder {
+    fn forwards(&self) -> bool {
+        self.node.forwards_writes()
+    }
+
+    fn open(&self) -> Box<dyn ForwardChannel> {
+        Box::new(Channel {
+            client: self.node.forward_client(),
+            schema_wait: self.ryw_timeout,
+        })
+    }
+
+    fn wait_applied(&self, lsn: Lsn) -> Result<(), String> {
+        self.node.wait_applied(lsn, 0, self.ryw_timeout)
+    }
+}
+
+struct Channel {
+    client: ForwardClient,
+    schema_wait: Duration,
+}
+
+impl ForwardChannel for Channel {
+    fn call(&mut self, request: &[u8], continuing: bool) -> Result<Vec<u8>, ForwardFailure> {
+        self.client
+            .call(request, continuing, self.schema_wait)
+            .map_err(|e| match e {
+                ForwardError::NotSent(why) => ForwardFailure::NotSent(why),
+                ForwardError::Unknown(why) => ForwardFailure::Unknown(why),
+            })
+    }
+}
+
+/// The primary runs each forwarding connection's statements in a session
+/// of its own front end.
+pub struct EngineForwardTarget(pub Arc<Engine>);
+
+impl ladle_cluster::ForwardTarget for EngineForwardTarget {
+    fn open(&self) -> Box<dyn ladle_cluster::ForwardedSession> {
+        let mut session = Session::new(0, "forwarded".into(), "replica".into());
+        session.serves_forwarded = true;
+        Box::new(ForwardedEngineSession {
+            engine: self.0.clone(),
+            session,
+        })
+    }
+}
+
+struct ForwardedEngineSession {
+    engine: Arc<Engine>,
+    session: Session,
+}
+
+impl ladle_cluster::ForwardedSession for ForwardedEngineSession {
+    fn run(&mut self, request: &[u8]) -> Vec<u8> {
+        let _inflight = self.engine.inflight_guard();
+        self.engine.serve_forwarded(&mut self.session, request)
     }
 }

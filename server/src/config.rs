@@ -154,6 +154,22 @@ pub struct Args {
     /// last successful keep-alive (whole seconds, at least 2).
     #[arg(long, env = "LADLE_LEASE_TTL", default_value = "3s", value_parser = parse_duration)]
     pub lease_ttl: Duration,
+    /// Read-your-writes on a replica: after a session's write ran on the
+    /// primary (forwarded), its next read here waits at most this long for
+    /// this node to apply it, then fails with 1205 (retryable).
+    #[arg(long, env = "LADLE_RYW_TIMEOUT_MS", default_value_t = 5000)]
+    pub ryw_timeout_ms: u64,
+    /// Change-log entries a cluster node keeps beyond what its live
+    /// members still need; a member further behind (or back after its
+    /// membership lapsed) is bootstrapped from a checkpoint of the primary.
+    #[arg(long, env = "LADLE_LOG_KEEP_ENTRIES", default_value_t = 100_000)]
+    pub log_keep_entries: u64,
+    /// The host (name or IP) other cluster nodes and clients reach this
+    /// node at, published in etcd with the MySQL and replication ports;
+    /// needed when --listen / --replication-listen is a wildcard address
+    /// (0.0.0.0) or not reachable as such. Default: the listen addresses.
+    #[arg(long, env = "LADLE_ADVERTISE", requires = "etcd")]
+    pub advertise: Option<String>,
 }
 
 impl Args {
@@ -206,7 +222,11 @@ impl Args {
                 .filter(|e| !e.is_empty())
                 .collect(),
             node_id: self.node_id.unwrap_or(0),
-            mysql_addr: SocketAddr::new(self.listen.ip(), mysql_port).to_string(),
+            mysql_addr: match &self.advertise {
+                Some(host) => format!("{host}:{mysql_port}"),
+                None => SocketAddr::new(self.listen.ip(), mysql_port).to_string(),
+            },
+            advertise: self.advertise.clone(),
             replication_listen: self
                 .replication_listen
                 .unwrap_or(SocketAddr::new(self.listen.ip(), 0)),
@@ -214,6 +234,8 @@ impl Args {
             lease_ttl: Duration::from_secs(self.lease_ttl.as_secs()),
             ack_timeout: Duration::from_secs(5),
             prefix: "/ladle".into(),
+            data_dir: self.data_dir.clone(),
+            log_keep_entries: self.log_keep_entries,
         })
     }
 
@@ -295,5 +317,29 @@ mod tests {
         assert!(a.validate().unwrap_err().contains("empty password"));
         a.password = "pw".into();
         assert!(a.validate().is_ok());
+    }
+
+    #[test]
+    fn advertise_names_the_published_addresses() {
+        let a = Args::parse_from([
+            "ladle",
+            "--listen",
+            "0.0.0.0:3311",
+            "--etcd",
+            "http://etcd:2379",
+            "--node-id",
+            "1",
+            "--replication-listen",
+            "0.0.0.0:7311",
+            "--advertise",
+            "ladle-1",
+        ]);
+        let c = a.cluster(3311).expect("a cluster node");
+        assert_eq!(c.mysql_addr, "ladle-1:3311");
+        assert_eq!(c.advertise.as_deref(), Some("ladle-1"));
+        let plain = Args::parse_from(["ladle", "--etcd", "http://e:2379", "--node-id", "2"]);
+        let c = plain.cluster(3307).expect("a cluster node");
+        assert_eq!(c.mysql_addr, "127.0.0.1:3307");
+        assert_eq!(c.advertise, None);
     }
 }

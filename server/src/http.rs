@@ -44,7 +44,12 @@ pub async fn serve(
 /// for a primary or an up-to-date replica, 503 otherwise (catching up,
 /// electing, diverged), so a load balancer routes only to the former.
 fn cluster_health(node: &ladle_cluster::Node) -> (&'static str, &'static str, String) {
-    let role = node.role();
+    let mut role = node.role();
+    if role == ladle_cluster::Role::Primary && node.check_writable().is_err() {
+        // Its lease may have expired (etcd unreachable, or it was paused
+        // or cut off): it takes no writes and another node may lead now.
+        role = ladle_cluster::Role::Candidate;
+    }
     let body = format!(
         "{} term={} applied={}\n",
         role.as_str(),

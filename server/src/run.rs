@@ -59,6 +59,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     };
     let started = Instant::now();
     let _data_dir_lock = lock_data_dir(&data_dir)?;
+    if args.etcd.is_some() {
+        // A checkpoint of the primary received before this process was
+        // restarted (re-bootstrap) replaces the database now.
+        let snapshot_dir = data_dir.join(ladle_storage::snapshot::SNAPSHOT_DIR_NAME);
+        ladle_cluster::install_pending_bootstrap(&data_dir, &snapshot_dir)
+            .context("installing a received bootstrap")?;
+    }
     // Warm restart, first half: read and decode the newest snapshot on its
     // own thread while storage opens and views are reinstalled.
     let snapshot_store = snapshots::open_store(&data_dir, durability != Durability::Memory)?;
@@ -206,6 +213,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         if frontend.engine().schema_log.set(hook).is_err() {
             anyhow::bail!("the schema-change hook was already set");
         }
+        let target = Arc::new(crate::cluster::EngineForwardTarget(
+            frontend.engine().clone(),
+        ));
+        node.set_forward_target(target);
+        let forwarder = Arc::new(crate::cluster::NodeForwarder {
+            node: node.clone(),
+            ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),
+        });
+        frontend.engine().set_forwarder(forwarder);
         let _ = admin.node.set(node.clone());
         *http_state.cluster.write() = Some(node);
     }

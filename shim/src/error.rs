@@ -138,6 +138,9 @@ pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
 /// A cluster replica, or a primary that may have lost its leadership,
 /// refuses writes (as a server started with --read-only): retryable.
 pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
+/// Also a replica's read that waited too long for the session's own
+/// forwarded write (clients retry 1205).
+pub const ER_LOCK_WAIT_TIMEOUT: MysqlCode = code(1205, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");

@@ -49,7 +49,7 @@ impl Output {
 
 /// What an OK packet's info string (`mysql_info()`) reports; the
 /// statement's warning count is filled in when the packet is written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Info {
     None,
     /// A multi-row INSERT or REPLACE, or INSERT ... SELECT: rows given, and
@@ -130,6 +130,9 @@ pub struct Engine {
     /// Set on a cluster node: refuses DDL where writes are not taken and
     /// records each schema change for replicas (see [`SchemaLog`]).
     pub schema_log: std::sync::OnceLock<Arc<dyn SchemaLog>>,
+    /// Set on a cluster node: writes sent here while it is not the
+    /// primary run there ([`crate::forward`]).
+    pub forwarder: std::sync::OnceLock<Arc<dyn crate::forward::Forwarder>>,
 }
 
 /// A cluster node's view of schema changes. Replicas need the primary's
@@ -143,6 +146,12 @@ pub trait SchemaLog: Send + Sync {
     /// Called after `sql` (run with `database` as the current database)
     /// changed the schema, before any later write can commit.
     fn record(&self, database: Option<&str>, sql: &str);
+    /// Called after a recorded schema change, outside the fence: waits
+    /// until replicas have it (semi-synchronous DDL); `Err(reason)`
+    /// (error 1290) if they did not confirm it.
+    fn acknowledge(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Plans bound before the last DDL are stale: `SELECT *` over an altered
@@ -277,6 +286,11 @@ impl Engine {
         let sql = opened.as_ref();
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
+        if self.must_forward(s, kind) {
+            // The primary's answer carries the session's warnings and
+            // ROW_COUNT() as it left them.
+            return (kind, self.forward(s, sql));
+        }
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
@@ -299,11 +313,7 @@ impl Engine {
         // A transaction's reads see its own writes, and under REPEATABLE
         // READ its snapshot: only one that has written nothing at READ
         // COMMITTED reads what everyone reads.
-        let own_view = s
-            .transaction
-            .as_ref()
-            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
-        if classify(sql) != Kind::Select || own_view {
+        if classify(sql) != Kind::Select || !self.reads_shared_views_now(s) {
             return None;
         }
         if matches!(
@@ -337,6 +347,18 @@ impl Engine {
         // (The read left the session's warnings alone.)
         let carried = carried_warnings(s, sql, Kind::Select);
         Some(self.settle_statement(s, sql, Kind::Select, carried, result))
+    }
+
+    /// Whether a read by `s` may be answered from the views at once: not
+    /// in a transaction with a view of its own (its writes, or a REPEATABLE
+    /// READ snapshot), nor in one the primary runs (a forwarded one), nor
+    /// waiting for this node to apply the session's last write.
+    fn reads_shared_views_now(&self, s: &Session) -> bool {
+        let own_view = s
+            .transaction
+            .as_ref()
+            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
+        !own_view && !s.forwarded_transaction && s.last_write_lsn <= self.storage.last_lsn()
     }
 
     /// The installed view a text SELECT reads, if it reads one: a plain
@@ -430,13 +452,19 @@ impl Engine {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
                 let database = s.database.clone();
-                return self.storage.fenced(|| {
+                let out = self.storage.fenced(|| {
                     let out = self.run_statement(s, sql, kind);
                     if out.is_ok() {
                         log.record(database.as_deref(), sql);
                     }
                     out
                 });
+                if out.is_ok() {
+                    log.acknowledge().map_err(|why| {
+                        ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                    })?;
+                }
+                return out;
             }
         }
         self.run_statement(s, sql, kind)
@@ -1129,6 +1157,7 @@ impl Engine {
         params: &[Value],
         locking: bool,
     ) -> Result<ResultRows> {
+        self.await_session_writes(s).map_err(ShimError::Wire)?;
         if let Some(view) = s
             .transaction
             .as_ref()
@@ -1455,11 +1484,7 @@ impl Engine {
         else {
             return None;
         };
-        let wrote = s
-            .transaction
-            .as_ref()
-            .is_some_and(|t| !t.ops.is_empty() || t.repeatable_read);
-        if *generation != self.select_cache.generation() || wrote {
+        if *generation != self.select_cache.generation() || !self.reads_shared_views_now(s) {
             return None;
         }
         let query = query.clone();
@@ -1502,6 +1527,19 @@ impl Engine {
     ) -> (Kind, std::result::Result<Output, WireError>) {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
+            Some(PreparedStatement::Select { sql, .. }) if s.forwarded_transaction => {
+                // The open transaction is the primary's: read there.
+                let marks = crate::params::placeholders(sql);
+                if params.len() != marks.len() {
+                    let e = ShimError::ParamCount {
+                        expected: marks.len(),
+                        got: params.len(),
+                    };
+                    return (Kind::Select, Err(e.into()));
+                }
+                let text = crate::params::substitute(sql, &marks, params);
+                self.execute(s, &text)
+            }
             Some(PreparedStatement::Select {
                 query,
                 sql,

@@ -51,6 +51,7 @@ pub mod dml;
 pub mod error;
 pub mod exec;
 pub mod foreign_keys;
+pub mod forward;
 pub mod handler;
 pub mod metrics;
 pub mod net;
@@ -164,6 +165,7 @@ impl Frontend {
             checks: Default::default(),
             foreign_keys: Default::default(),
             schema_log: Default::default(),
+            forwarder: Default::default(),
         });
         let admission = Arc::new(Admission {
             active: AtomicUsize::new(0),

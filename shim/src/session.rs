@@ -204,6 +204,16 @@ pub struct Session {
     pub warnings: Vec<Warning>,
     pub statements: HashMap<u32, PreparedStatement>,
     next_statement: u32,
+    /// On a cluster replica: this session's link to the primary, opened
+    /// by its first forwarded statement (see `crate::forward`).
+    pub forward: Option<Box<dyn crate::forward::ForwardChannel>>,
+    /// A transaction with writes is open on the primary: every statement
+    /// goes there until it ends.
+    pub forwarded_transaction: bool,
+    /// This session runs statements forwarded by a replica (on the
+    /// primary): it never forwards them on, even if the node was demoted
+    /// meanwhile (its writes then get 1290).
+    pub serves_forwarded: bool,
 }
 
 impl Session {
@@ -226,6 +236,9 @@ impl Session {
             warnings: Vec::new(),
             statements: HashMap::new(),
             next_statement: 1,
+            forward: None,
+            forwarded_transaction: false,
+            serves_forwarded: false,
         }
     }
 

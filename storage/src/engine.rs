@@ -92,6 +92,9 @@ pub(crate) trait KvEngine: Send + Sync {
     fn snapshot(&self) -> Result<Box<dyn KvSnapshot>>;
     /// Approximate number of keys in a column family.
     fn estimate_keys(&self, cf: &str) -> u64;
+    /// Writes a consistent copy of the database into the new directory
+    /// `dir` (RocksDB: a checkpoint, SST files hard-linked).
+    fn checkpoint(&self, dir: &std::path::Path) -> Result<()>;
 }
 
 /// What a column family holds, so an engine can tune it.

@@ -798,10 +798,41 @@ impl Storage {
         f()
     }
 
+    /// Writes a consistent copy of the whole database (rows, catalog, meta
+    /// records, change log) into the new directory `dir`, with no write or
+    /// schema change in progress, and returns the LSN it holds: what a new
+    /// replica starts from (`<data_dir>/db` of a node opened over it).
+    pub fn checkpoint(&self, dir: &std::path::Path) -> Result<Lsn> {
+        self.fenced(|| {
+            let _commit = self.commit.lock();
+            let lsn = self.last_lsn();
+            self.engine.checkpoint(dir)?;
+            Ok(lsn)
+        })
+    }
+
+    /// The oldest change-log entry kept (`None`: the log is empty).
+    pub fn first_log_lsn(&self) -> Result<Option<Lsn>> {
+        let mut first = None;
+        self.engine.with_consistent(&mut |r| {
+            r.scan(cf::CHANGE_LOG, &[], None, &mut |k, _| {
+                first = keys::decode_lsn(k);
+                Ok(false)
+            })
+        })?;
+        Ok(first)
+    }
+
     /// Keeps change-log entries with LSN > `lsn` through `truncate_log`
     /// (what a replica has not yet acknowledged); `u64::MAX` removes it.
     pub fn set_log_floor(&self, lsn: Lsn) {
         self.log_floor.store(lsn, Ordering::Release);
+    }
+
+    /// Lowers the floor of [`Storage::set_log_floor`] to `lsn` at once, if
+    /// it is higher.
+    pub fn lower_log_floor(&self, lsn: Lsn) {
+        self.log_floor.fetch_min(lsn, Ordering::AcqRel);
     }
 
     fn write_queued(&self, ops: Vec<WriteOp>, check: Option<CommitCheck>) -> Result<WriteResult> {

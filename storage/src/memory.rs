@@ -68,6 +68,12 @@ impl KvEngine for MemoryEngine {
         Ok(())
     }
 
+    fn checkpoint(&self, _dir: &std::path::Path) -> Result<()> {
+        Err(StorageError::Internal(
+            "an in-memory database has no checkpoint".into(),
+        ))
+    }
+
     fn create_cf(&self, name: &str, _kind: CfKind) -> Result<()> {
         self.cfs.write().entry(name.to_string()).or_default();
         Ok(())

@@ -293,6 +293,12 @@ impl KvEngine for RocksEngine {
         self.db.flush_wal(true).map_err(io)
     }
 
+    fn checkpoint(&self, dir: &std::path::Path) -> Result<()> {
+        rocksdb::checkpoint::Checkpoint::new(&*self.db)
+            .and_then(|c| c.create_checkpoint(dir))
+            .map_err(io)
+    }
+
     fn get_latest(&self, cf_name: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
         self.db.get_cf(&cf, key).map_err(io)

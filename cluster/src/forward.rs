@@ -1,0 +1,369 @@
+//! Write forwarding: a replica runs a client session's writes on the
+//! primary. Each client session that needs it gets its own TCP connection
+//! to the primary's replication listener (first frame
+//! [`ToPrimary::ForwardHello`]), and the primary keeps one SQL session per
+//! such connection, so a transaction opened through it stays open there
+//! until COMMIT. Requests and answers are opaque bytes here: the SQL front
+//! end encodes them (session state in, result and session state out) and
+//! the server glues the two ends ([`ForwardTarget`]). Why this mechanism
+//! rather than a MySQL connection to the primary: docs/cluster.md.
+//!
+//! The replica side is synchronous ([`ForwardClient::call`] runs on the
+//! statement's blocking thread) and never waits unboundedly: it gives up
+//! when this node sees another primary elected (the outcome is then
+//! unknown, as for a semi-sync write whose acknowledgement was lost) or
+//! after [`MAX_WAIT`].
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ladle_common::Lsn;
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{ToPrimary, ToReplica};
+use crate::{Node, Role};
+
+/// The primary's side: opens a SQL session per forwarding connection.
+pub trait ForwardTarget: Send + Sync {
+    fn open(&self) -> Box<dyn ForwardedSession>;
+}
+
+/// One forwarded client session on the primary.
+pub trait ForwardedSession: Send {
+    /// Runs one encoded request; returns the encoded answer.
+    fn run(&mut self, request: &[u8]) -> Vec<u8>;
+}
+
+/// Why a forwarded statement has no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForwardError {
+    /// It was not sent (no primary now, the primary refused the session,
+    /// or the session's primary is gone): it did not run; retry.
+    NotSent(String),
+    /// It was sent but its answer was lost (the primary changed or went
+    /// silent): it may or may not have run.
+    Unknown(String),
+}
+
+/// The longest a forwarded statement is waited for while the same primary
+/// still leads (a statement there waits at most `ack_timeout` for its
+/// replicas, so this is only reached by a stuck primary).
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+/// Connecting to the primary and its answer to the hello.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a wait for an answer checks whether the primary changed.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A client session's link to the primary, opened on first use.
+pub struct ForwardClient {
+    node: Arc<Node>,
+    conn: Option<Conn>,
+}
+
+struct Conn {
+    term: u64,
+    stream: TcpStream,
+}
+
+impl Node {
+    /// A forwarding link for one client session (connects on first call).
+    pub fn forward_client(self: &Arc<Node>) -> ForwardClient {
+        ForwardClient {
+            node: self.clone(),
+            conn: None,
+        }
+    }
+
+    /// Installs what runs forwarded statements when this node is primary.
+    pub fn set_forward_target(&self, target: Arc<dyn ForwardTarget>) {
+        let _ = self.forward_target.set(target);
+    }
+
+    /// Whether writes sent here must go to another node (never the
+    /// primary's own schema changes, replayed here).
+    pub fn forwards_writes(&self) -> bool {
+        self.role() != Role::Primary && !crate::ddl::applying_replicated()
+    }
+
+    /// Waits until this node has applied everything up to `lsn` and the
+    /// schema changes the primary had run there (`ddl_seq` of them), for
+    /// at most `timeout`. `Err` says where it stands.
+    pub fn wait_applied(&self, lsn: Lsn, ddl_seq: u32, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let here = self.storage.last_lsn();
+            if here > lsn || (here == lsn && self.ddl.count_at(lsn) >= ddl_seq) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "node {} has applied position {here}, not yet {lsn} (waited {} ms)",
+                    self.config.node_id,
+                    timeout.as_millis()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+impl ForwardClient {
+    /// Sends one request to the primary and returns its answer. With
+    /// `continuing` the request belongs to state the session holds on the
+    /// primary it used last (an open transaction): it is sent only there.
+    /// A schema change's answer returns once this node has replayed it
+    /// too (bounded by `schema_wait`), so the session's next statement
+    /// here sees the new schema.
+    pub fn call(
+        &mut self,
+        request: &[u8],
+        continuing: bool,
+        schema_wait: Duration,
+    ) -> Result<Vec<u8>, ForwardError> {
+        let out = self.call_inner(request, continuing, schema_wait);
+        let outcome = match &out {
+            Ok(_) => "answered",
+            Err(ForwardError::NotSent(_)) => "not_sent",
+            Err(ForwardError::Unknown(_)) => "unknown",
+        };
+        self.node
+            .metrics
+            .forwarded
+            .with_label_values(&[outcome])
+            .inc();
+        out
+    }
+
+    fn call_inner(
+        &mut self,
+        request: &[u8],
+        continuing: bool,
+        schema_wait: Duration,
+    ) -> Result<Vec<u8>, ForwardError> {
+        let node = self.node.clone();
+        if node.role() == Role::Primary {
+            self.conn = None;
+            return Err(ForwardError::NotSent(
+                "this node has just become the primary; retry".into(),
+            ));
+        }
+        let Some((term, addr)) = node.leader_replication.lock().clone() else {
+            self.conn = None;
+            return Err(ForwardError::NotSent(
+                "no primary: an election is under way; retry".into(),
+            ));
+        };
+        if self.conn.as_ref().is_some_and(|c| c.term != term) {
+            self.conn = None;
+            if continuing {
+                return Err(ForwardError::NotSent(
+                    "the primary changed; the open transaction was lost".into(),
+                ));
+            }
+        }
+        if self.conn.is_none() {
+            if continuing {
+                return Err(ForwardError::NotSent(
+                    "the link to the primary was lost; the open transaction was lost".into(),
+                ));
+            }
+            self.conn = Some(connect(&node, term, &addr).map_err(ForwardError::NotSent)?);
+        }
+        let conn = self.conn.as_mut().expect("connected");
+        let sent = write_frame(
+            &mut conn.stream,
+            &ToPrimary::Forward {
+                request: request.to_vec(),
+            },
+        );
+        if let Err(e) = sent {
+            self.conn = None;
+            // A write error may still have delivered the request.
+            return Err(ForwardError::Unknown(format!(
+                "the link to the primary failed: {e}; the statement's outcome is unknown"
+            )));
+        }
+        let started = Instant::now();
+        let answer = read_frame(&mut conn.stream, || {
+            if node.term() != term || node.role() == Role::Primary {
+                Some("the primary changed while the statement ran".to_string())
+            } else if started.elapsed() > MAX_WAIT {
+                Some(format!(
+                    "the primary did not answer in {} s",
+                    MAX_WAIT.as_secs()
+                ))
+            } else {
+                None
+            }
+        });
+        match answer {
+            Ok(ToReplica::Forwarded {
+                response,
+                lsn,
+                ddl_seq,
+                schema_changed,
+            }) => {
+                if schema_changed {
+                    if let Err(e) = node.wait_applied(lsn, ddl_seq, schema_wait) {
+                        tracing::warn!(error = %e, "a forwarded schema change is not replayed here yet");
+                    }
+                }
+                Ok(response)
+            }
+            Ok(ToReplica::Reject { reason, .. }) => {
+                self.conn = None;
+                Err(ForwardError::NotSent(reason))
+            }
+            Ok(other) => {
+                self.conn = None;
+                Err(ForwardError::Unknown(format!(
+                    "unexpected frame from the primary: {other:?}"
+                )))
+            }
+            Err(e) => {
+                self.conn = None;
+                Err(ForwardError::Unknown(format!(
+                    "{e}; the statement's outcome is unknown (forwarded to the primary)"
+                )))
+            }
+        }
+    }
+}
+
+fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
+    let fail =
+        |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
+    let sock = addr
+        .to_socket_addrs()
+        .map_err(|e| fail(&e))?
+        .next()
+        .ok_or_else(|| fail(&"no address"))?;
+    let mut stream = TcpStream::connect_timeout(&sock, CONNECT_TIMEOUT).map_err(|e| fail(&e))?;
+    stream.set_nodelay(true).map_err(|e| fail(&e))?;
+    stream
+        .set_write_timeout(Some(CONNECT_TIMEOUT))
+        .map_err(|e| fail(&e))?;
+    let hello = ToPrimary::ForwardHello {
+        node: node.config.node_id,
+        term,
+    };
+    write_frame(&mut stream, &hello).map_err(|e| fail(&e))?;
+    let started = Instant::now();
+    let answer = read_frame(&mut stream, || {
+        (started.elapsed() > CONNECT_TIMEOUT).then(|| "no answer to the hello".to_string())
+    });
+    match answer {
+        Ok(ToReplica::ForwardReady) => Ok(Conn { term, stream }),
+        Ok(ToReplica::Reject { reason, .. }) => Err(format!("{reason}; retry")),
+        Ok(other) => Err(fail(&format!("unexpected frame {other:?}"))),
+        Err(e) => Err(fail(&e)),
+    }
+}
+
+/// Writes one frame (as `protocol::send`, blocking).
+fn write_frame<T: Serialize>(w: &mut TcpStream, frame: &T) -> std::io::Result<()> {
+    let bytes = postcard::to_stdvec(frame)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
+    let mut buf = Vec::with_capacity(4 + bytes.len());
+    buf.extend_from_slice(&len.to_be_bytes());
+    buf.extend_from_slice(&bytes);
+    w.write_all(&buf)?;
+    w.flush()
+}
+
+/// Reads one frame, asking `give_up` every [`POLL`] while none has come
+/// whole (a partial frame is kept across the checks).
+fn read_frame<T: for<'de> Deserialize<'de>>(
+    r: &mut TcpStream,
+    mut give_up: impl FnMut() -> Option<String>,
+) -> Result<T, String> {
+    r.set_read_timeout(Some(POLL)).map_err(|e| e.to_string())?;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        if buf.len() >= 4 {
+            let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
+            if buf.len() >= 4 + len {
+                return postcard::from_bytes(&buf[4..4 + len]).map_err(|e| e.to_string());
+            }
+        }
+        match r.read(&mut chunk) {
+            Ok(0) => return Err("the primary closed the link".into()),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                if let Some(why) = give_up() {
+                    return Err(why);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("the link to the primary failed: {e}")),
+        }
+    }
+}
+
+/// The primary's side of one forwarding connection: one SQL session,
+/// statements run in order on a blocking thread.
+pub(crate) async fn serve(
+    node: Arc<Node>,
+    replica: u64,
+    term: u64,
+    mut rd: tokio::net::tcp::OwnedReadHalf,
+    mut wr: tokio::net::tcp::OwnedWriteHalf,
+) -> anyhow::Result<()> {
+    use crate::protocol::{recv, send};
+    let refusal = if node.role() != Role::Primary || node.term() != term {
+        Some(format!(
+            "node {} is not the primary of term {term}",
+            node.config.node_id
+        ))
+    } else if node.forward_target.get().is_none() {
+        Some("the primary takes no forwarded statements yet".to_string())
+    } else {
+        None
+    };
+    if let Some(reason) = refusal {
+        return crate::stream::reject(&mut wr, reason, false).await;
+    }
+    let target = node.forward_target.get().expect("checked").clone();
+    send(&mut wr, &ToReplica::ForwardReady).await?;
+    tracing::debug!(replica, term, "forwarding session opened");
+    let mut session = Some(target.open());
+    while let Some(frame) = recv::<ToPrimary>(&mut rd).await? {
+        let ToPrimary::Forward { request } = frame else {
+            anyhow::bail!("unexpected frame on a forwarding connection: {frame:?}");
+        };
+        if node.role() != Role::Primary || node.term() != term {
+            let reason = format!(
+                "node {} is no longer the primary of term {term}; retry",
+                node.config.node_id
+            );
+            return crate::stream::reject(&mut wr, reason, false).await;
+        }
+        let schema_before = node.ddl.len();
+        let mut s = session.take().expect("session");
+        let (s, response) = tokio::task::spawn_blocking(move || {
+            let response = s.run(&request);
+            (s, response)
+        })
+        .await?;
+        session = Some(s);
+        let lsn = node.storage.last_lsn();
+        let answer = ToReplica::Forwarded {
+            response,
+            lsn,
+            ddl_seq: node.ddl.count_at(lsn),
+            schema_changed: node.ddl.len() != schema_before,
+        };
+        send(&mut wr, &answer).await?;
+    }
+    Ok(())
+}

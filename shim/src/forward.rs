@@ -1,0 +1,416 @@
+//! Write forwarding (cluster replicas): a statement that writes, sent to a
+//! node that is not the primary, runs on the primary in a session that
+//! mirrors the client's, and its outcome (rows, affected rows, insert id,
+//! info, warnings, error) comes back unchanged. Once a forwarded statement
+//! leaves a transaction with writes open on the primary, every statement
+//! of the session goes there until that transaction ends (its reads must
+//! see its writes). Reads after a forwarded write wait until this node has
+//! applied the write's position (read-your-writes, bounded by the
+//! [`Forwarder`]'s timeout).
+//!
+//! The transport is the cluster's ([`ForwardChannel`], one per client
+//! session); this module encodes what crosses it: the session state that
+//! changes how a statement runs (database, autocommit, session and user
+//! variables, LAST_INSERT_ID, warnings, the next transaction's isolation)
+//! goes with each request, and the primary's session state after the
+//! statement comes back and replaces the client's.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use ladle_common::{Lsn, Row, SqlType, TableSchema, Value};
+use ladle_dataflow::{BaseColumn, OutputColumn};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{MysqlCode, WireError, ER_OPTION_PREVENTS_STATEMENT};
+use crate::exec::{Engine, Info, Kind, Output};
+use crate::session::{Session, Warning};
+
+/// A cluster node's forwarding: installed on every cluster node.
+pub trait Forwarder: Send + Sync {
+    /// Whether writes sent here must run on another node now.
+    fn forwards(&self) -> bool;
+    /// A new link to the primary for one client session.
+    fn open(&self) -> Box<dyn ForwardChannel>;
+    /// Waits (bounded) until this node has applied position `lsn`;
+    /// `Err` says why the read cannot be served yet.
+    fn wait_applied(&self, lsn: Lsn) -> Result<(), String>;
+}
+
+/// One client session's link to the primary.
+pub trait ForwardChannel: Send {
+    /// Runs an encoded request on the primary. `continuing`: it must run
+    /// in the same primary session as the previous one (an open
+    /// transaction), or not at all.
+    fn call(&mut self, request: &[u8], continuing: bool) -> Result<Vec<u8>, ForwardFailure>;
+}
+
+/// Why a forwarded statement has no answer.
+#[derive(Debug)]
+pub enum ForwardFailure {
+    /// It did not run (no primary, or the session's primary is gone).
+    NotSent(String),
+    /// It may or may not have run.
+    Unknown(String),
+}
+
+#[derive(Serialize, Deserialize)]
+struct Request {
+    state: State,
+    /// Open a transaction first (the client opened one here): its
+    /// isolation is REPEATABLE READ.
+    begin: Option<bool>,
+    sql: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Response {
+    state: State,
+    outcome: Result<Answer, Failure>,
+    row_count: i64,
+    /// The session's newest committed write on the primary.
+    last_write_lsn: Lsn,
+    /// Whether the primary's session has a transaction open, and whether
+    /// that transaction holds writes.
+    in_transaction: bool,
+    transaction_wrote: bool,
+}
+
+/// The session state a forwarded statement carries both ways.
+#[derive(Serialize, Deserialize)]
+struct State {
+    database: Option<String>,
+    autocommit: bool,
+    found_rows: bool,
+    variables: Vec<(String, Value)>,
+    user_variables: Vec<(String, Value)>,
+    last_insert_id: u64,
+    next_isolation: Option<String>,
+    warnings: Vec<(String, u16, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Answer {
+    Rows {
+        columns: Vec<Column>,
+        rows: Vec<Row>,
+    },
+    Done {
+        affected_rows: u64,
+        last_insert_id: u64,
+        info: Info,
+    },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Column {
+    name: String,
+    table: String,
+    origin: Option<(TableSchema, usize)>,
+    ty: SqlType,
+    nullable: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Failure {
+    errno: u16,
+    sqlstate: String,
+    message: String,
+}
+
+impl State {
+    fn of(s: &Session) -> State {
+        State {
+            database: s.database.clone(),
+            autocommit: s.autocommit,
+            found_rows: s.found_rows,
+            variables: s
+                .variables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            user_variables: s
+                .user_variables
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            last_insert_id: s.last_insert_id,
+            next_isolation: s.next_isolation.map(str::to_string),
+            warnings: s
+                .warnings
+                .iter()
+                .map(|w| (w.level.to_string(), w.code, w.message.clone()))
+                .collect(),
+        }
+    }
+
+    fn install(self, s: &mut Session) {
+        s.database = self.database;
+        s.autocommit = self.autocommit;
+        s.found_rows = self.found_rows;
+        s.variables = self.variables.into_iter().collect();
+        s.user_variables = self.user_variables.into_iter().collect();
+        s.last_insert_id = self.last_insert_id;
+        s.next_isolation = self.next_isolation.as_deref().map(isolation);
+        s.warnings = self
+            .warnings
+            .into_iter()
+            .map(|(level, code, message)| Warning {
+                level: level_name(&level),
+                code,
+                message,
+            })
+            .collect();
+    }
+}
+
+fn isolation(name: &str) -> &'static str {
+    match name {
+        "REPEATABLE-READ" => "REPEATABLE-READ",
+        "READ-UNCOMMITTED" => "READ-UNCOMMITTED",
+        "SERIALIZABLE" => "SERIALIZABLE",
+        _ => "READ-COMMITTED",
+    }
+}
+
+fn level_name(level: &str) -> &'static str {
+    match level {
+        "Error" => "Error",
+        "Note" => "Note",
+        _ => "Warning",
+    }
+}
+
+/// A SQLSTATE as the `&'static str` error codes hold (each distinct one
+/// is interned once).
+fn sqlstate(state: &str) -> &'static str {
+    static STATES: OnceLock<Mutex<HashMap<String, &'static str>>> = OnceLock::new();
+    let mut states = STATES.get_or_init(Default::default).lock();
+    if let Some(s) = states.get(state) {
+        return s;
+    }
+    let leaked: &'static str = Box::leak(state.to_string().into_boxed_str());
+    states.insert(state.to_string(), leaked);
+    leaked
+}
+
+fn encode(outcome: &Result<Output, WireError>) -> Result<Answer, Failure> {
+    match outcome {
+        Ok(Output::Rows { columns, rows }) => Ok(Answer::Rows {
+            columns: columns
+                .iter()
+                .map(|c| Column {
+                    name: c.name.clone(),
+                    table: c.table.clone(),
+                    origin: c.origin.as_ref().map(|o| ((*o.table).clone(), o.column)),
+                    ty: c.ty.clone(),
+                    nullable: c.nullable,
+                })
+                .collect(),
+            rows: rows.clone().into_vec(),
+        }),
+        Ok(Output::Done {
+            affected_rows,
+            last_insert_id,
+            info,
+        }) => Ok(Answer::Done {
+            affected_rows: *affected_rows,
+            last_insert_id: *last_insert_id,
+            info: *info,
+        }),
+        Err(e) => Err(Failure {
+            errno: e.code.errno,
+            sqlstate: e.code.sqlstate.to_string(),
+            message: e.message.clone(),
+        }),
+    }
+}
+
+fn decode(answer: Result<Answer, Failure>) -> Result<Output, WireError> {
+    match answer {
+        Ok(Answer::Rows { columns, rows }) => Ok(Output::Rows {
+            columns: columns
+                .into_iter()
+                .map(|c| OutputColumn {
+                    name: c.name,
+                    table: c.table,
+                    origin: c.origin.map(|(table, column)| BaseColumn {
+                        table: std::sync::Arc::new(table),
+                        column,
+                    }),
+                    ty: c.ty,
+                    nullable: c.nullable,
+                })
+                .collect(),
+            rows: rows.into(),
+        }),
+        Ok(Answer::Done {
+            affected_rows,
+            last_insert_id,
+            info,
+        }) => Ok(Output::Done {
+            affected_rows,
+            last_insert_id,
+            info,
+        }),
+        Err(f) => Err(WireError {
+            code: MysqlCode {
+                errno: f.errno,
+                sqlstate: sqlstate(&f.sqlstate),
+            },
+            message: f.message,
+        }),
+    }
+}
+
+fn refused(message: String) -> WireError {
+    WireError {
+        code: ER_OPTION_PREVENTS_STATEMENT,
+        message,
+    }
+}
+
+/// Whether a statement of this kind changes data or schema.
+fn writes(kind: Kind) -> bool {
+    matches!(kind, Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl)
+}
+
+impl Engine {
+    /// Installs forwarding (a cluster node).
+    pub fn set_forwarder(&self, forwarder: std::sync::Arc<dyn Forwarder>) {
+        let _ = self.forwarder.set(forwarder);
+    }
+
+    /// Whether `s`'s statement of `kind` runs on the primary instead of
+    /// here: a write on a node that is not the primary, or anything while
+    /// the session's transaction with writes is open there.
+    pub(crate) fn must_forward(&self, s: &Session, kind: Kind) -> bool {
+        match self.forwarder.get() {
+            None => false,
+            Some(_) if s.serves_forwarded => false,
+            Some(_) if s.forwarded_transaction => true,
+            Some(f) => writes(kind) && f.forwards(),
+        }
+    }
+
+    /// Runs `sql` on the primary for `s` (see the module documentation).
+    pub(crate) fn forward(&self, s: &mut Session, sql: &str) -> Result<Output, WireError> {
+        let Some(forwarder) = self.forwarder.get() else {
+            return Err(refused("no primary to forward to".into()));
+        };
+        let continuing = s.forwarded_transaction;
+        let begin = match &s.transaction {
+            Some(t) if !continuing => Some(t.repeatable_read),
+            _ => None,
+        };
+        let request = Request {
+            state: State::of(s),
+            begin,
+            sql: sql.to_string(),
+        };
+        let bytes = postcard::to_stdvec(&request)
+            .map_err(|e| refused(format!("could not encode a forwarded statement: {e}")))?;
+        let channel = s.forward.get_or_insert_with(|| forwarder.open());
+        let reply = match channel.call(&bytes, continuing) {
+            Ok(reply) => reply,
+            Err(failure) => {
+                if continuing {
+                    // The primary's session (and its transaction) is gone.
+                    s.forwarded_transaction = false;
+                    s.transaction = None;
+                    if !s.autocommit {
+                        s.begin_transaction();
+                    }
+                }
+                let message = match failure {
+                    ForwardFailure::NotSent(why) => why,
+                    ForwardFailure::Unknown(why) => {
+                        s.forward = None;
+                        why
+                    }
+                };
+                return Err(refused(message));
+            }
+        };
+        let response: Response = postcard::from_bytes(&reply).map_err(|e| {
+            s.forward = None;
+            refused(format!("could not decode the primary's answer: {e}"))
+        })?;
+        response.state.install(s);
+        s.row_count = response.row_count;
+        s.wrote(response.last_write_lsn);
+        s.forwarded_transaction = response.transaction_wrote;
+        // The client's transaction state follows the primary's (status
+        // flags; the ops are the primary's).
+        match (response.in_transaction, s.transaction.is_some()) {
+            (false, true) => s.transaction = None,
+            (true, false) => s.begin_transaction(),
+            _ => {}
+        }
+        decode(response.outcome)
+    }
+
+    /// The primary's side: runs one forwarded request in `s` (this
+    /// forwarding connection's session) and encodes the answer.
+    pub fn serve_forwarded(&self, s: &mut Session, request: &[u8]) -> Vec<u8> {
+        let response = match postcard::from_bytes::<Request>(request) {
+            Ok(req) => {
+                req.state.install(s);
+                if let Some(repeatable) = req.begin {
+                    if !s.in_transaction() {
+                        s.next_isolation = Some(if repeatable {
+                            "REPEATABLE-READ"
+                        } else {
+                            "READ-COMMITTED"
+                        });
+                        s.begin_transaction();
+                    }
+                }
+                let (_, outcome) = self.execute(s, &req.sql);
+                Response {
+                    outcome: encode(&outcome),
+                    state: State::of(s),
+                    row_count: s.row_count,
+                    last_write_lsn: s.last_write_lsn,
+                    in_transaction: s.in_transaction(),
+                    transaction_wrote: s.transaction.as_ref().is_some_and(|t| !t.ops.is_empty()),
+                }
+            }
+            Err(e) => Response {
+                outcome: Err(Failure {
+                    errno: ER_OPTION_PREVENTS_STATEMENT.errno,
+                    sqlstate: ER_OPTION_PREVENTS_STATEMENT.sqlstate.into(),
+                    message: format!("could not decode a forwarded statement: {e}"),
+                }),
+                state: State::of(s),
+                row_count: -1,
+                last_write_lsn: s.last_write_lsn,
+                in_transaction: s.in_transaction(),
+                transaction_wrote: false,
+            },
+        };
+        postcard::to_stdvec(&response).unwrap_or_default()
+    }
+
+    /// Read-your-writes across nodes: before `s` reads here, this node
+    /// must have applied the session's newest write (made on the primary).
+    pub(crate) fn await_session_writes(&self, s: &Session) -> Result<(), WireError> {
+        let Some(forwarder) = self.forwarder.get() else {
+            return Ok(());
+        };
+        if s.last_write_lsn <= self.storage.last_lsn() {
+            return Ok(());
+        }
+        forwarder
+            .wait_applied(s.last_write_lsn)
+            .map_err(|why| WireError {
+                code: crate::error::ER_LOCK_WAIT_TIMEOUT,
+                message: format!(
+                    "read-your-writes: this session wrote position {} on the primary and {why}; \
+                 retry, or read on the primary",
+                    s.last_write_lsn
+                ),
+            })
+    }
+}
