@@ -8,9 +8,14 @@
 //!   any MySQL-compatible endpoint;
 //! - [`LadleServer`] spawns the `ladle` binary on free loopback ports with a
 //!   temporary data directory ([`ladle_binary`] says how it is found);
-//! - [`mariadb_url`] reads `LADLE_TEST_MARIADB_URL` (see `scripts/mariadb.sh`).
+//! - [`mariadb_url`] reads `LADLE_TEST_MARIADB_URL` (see `scripts/mariadb.sh`);
+//! - [`exact`] runs a statement over either protocol and keeps what the
+//!   wire delivered, for randomized differential tests.
 //!
 //! This crate depends on no Ladle crate: it speaks only the wire protocol.
+
+pub mod exact;
+pub mod workload;
 
 use std::fmt;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -55,6 +60,18 @@ pub fn workspace_root() -> PathBuf {
 /// `tests/sql` under the workspace root.
 pub fn sql_dir() -> PathBuf {
     workspace_root().join("tests").join("sql")
+}
+
+/// The line of `tests/sql/ladle-known-failures.txt` naming `test` (its
+/// first word), if any: a randomized test so listed reports Ladle's
+/// mismatches instead of failing.
+pub fn known_failure(test: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(sql_dir().join("ladle-known-failures.txt")).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.split_whitespace().next() == Some(test))
+        .map(str::to_string)
 }
 
 /// Every `*.test` file under `dir`, recursively, sorted.
