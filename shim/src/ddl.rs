@@ -149,6 +149,9 @@ fn is_current_timestamp(e: &Expr) -> bool {
 /// A column definition with its inline key flags.
 struct ColumnDefResult {
     schema: ColumnSchema,
+    /// The column names its own CHARACTER SET or COLLATE (the table's
+    /// default collation does not apply to it).
+    explicit_collation: bool,
     primary: bool,
     unique: bool,
     /// A column-level CHECK condition, as SQL text.
@@ -221,7 +224,10 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                     col.auto_increment = true;
                 }
             }
-            ColumnOption::CharacterSet(cs) => {
+            // A character set brings its default collation, unless COLLATE
+            // names one (`CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, as
+            // mariadb-dump writes every column off the table's default).
+            ColumnOption::CharacterSet(cs) if def.collation.is_none() => {
                 if let Some(coll) = Collation::from_name(&cs.to_string()) {
                     if col.collation != Collation::Binary || !col.ty.is_binary() {
                         col.collation = coll;
@@ -258,8 +264,14 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     if primary {
         col.nullable = false;
     }
+    let explicit_collation = def.collation.is_some()
+        || def
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::CharacterSet(_)));
     Ok(ColumnDefResult {
         schema: col,
+        explicit_collation,
         primary,
         unique,
         check,
@@ -331,8 +343,10 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut uniques: Vec<usize> = Vec::new();
     let mut checks: Vec<CheckConstraint> = Vec::new();
     let mut keys: Vec<ForeignKey> = Vec::new();
+    let mut own_collation: Vec<bool> = Vec::new();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
+        own_collation.push(r.explicit_collation);
         if columns
             .iter()
             .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
@@ -485,7 +499,13 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     }
     if let Some(c) = &ct.collation {
         if let Some(coll) = Collation::from_name(c) {
-            for col in columns.iter_mut().filter(|c| c.ty.is_text()) {
+            // The table's collation is its columns' default: a column
+            // declaring its own keeps it.
+            for (col, _) in columns
+                .iter_mut()
+                .zip(&own_collation)
+                .filter(|(c, own)| c.ty.is_text() && !**own)
+            {
                 col.collation = coll;
             }
         }
