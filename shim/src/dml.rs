@@ -156,7 +156,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
     }
-    let orphans = crate::foreign_keys::orphans(e, s, &schema, &rows)?;
+    let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
     }
@@ -355,6 +355,50 @@ fn replaced_rows(
         own.push(row);
     }
     Ok(gone)
+}
+
+/// The rows of an INSERT that reference no parent row, by index in `rows`,
+/// each with its 1452 error. Under ON DUPLICATE KEY UPDATE a row whose key
+/// is taken is not written: the row it updates is checked instead (when
+/// the update changes it), as InnoDB checks what it writes — in and out of
+/// a transaction, so a transaction does not learn of it only at COMMIT.
+fn orphan_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<Vec<(usize, ShimError)>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return crate::foreign_keys::orphans(e, s, schema, rows);
+    };
+    if !crate::foreign_keys::involved(e, schema)? {
+        return Ok(Vec::new());
+    }
+    let coerced: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &coerced)?;
+    let mut written: Vec<(usize, Row)> = Vec::with_capacity(rows.len());
+    for (i, r) in coerced.iter().enumerate() {
+        match keys.first_conflict(r) {
+            Some(existing) => {
+                let new = coerce_lenient(schema, &f(&existing, r)?);
+                keys.remove_conflicting(&existing);
+                keys.add(&new);
+                if new != existing {
+                    written.push((i, new));
+                }
+            }
+            None => {
+                keys.add(r);
+                written.push((i, rows[i].clone()));
+            }
+        }
+    }
+    let checked: Vec<Row> = written.iter().map(|(_, r)| r.clone()).collect();
+    Ok(crate::foreign_keys::orphans(e, s, schema, &checked)?
+        .into_iter()
+        .map(|(k, err)| (written[k].0, err))
+        .collect())
 }
 
 /// Rows referencing no parent row (`orphans`, with their 1452 errors):
