@@ -127,12 +127,27 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 },
                 other => to_text(other),
             };
-            let limit = match column.ty {
+            // CHAR drops trailing spaces (it reads back without its pad).
+            let s = match column.ty {
+                SqlType::Char(_) if s.ends_with(' ') => s.trim_end_matches(' ').to_string(),
+                _ => s,
+            };
+            let length = |s: &str| match column.ty {
                 SqlType::Text(_) => s.len(),
                 _ => s.chars().count(),
             };
-            if limit > *n as usize {
-                return Err(too_long());
+            if length(&s) > *n as usize {
+                // Only spaces past the end: cut, as MariaDB does (with a
+                // note), even in strict mode.
+                let trimmed = s.trim_end_matches(' ');
+                if length(trimmed) > *n as usize {
+                    return Err(too_long());
+                }
+                let mut kept = trimmed.to_string();
+                while length(&kept) < *n as usize {
+                    kept.push(' ');
+                }
+                return Ok(Value::text(kept));
             }
             Ok(Value::text(s))
         }
@@ -176,14 +191,20 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => match v {
-            Value::DateTime(dt) => Ok(Value::DateTime(truncate_datetime(*dt, *fsp))),
-            Value::Date(d) => Ok(Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default())),
-            Value::Text(s) => parse_datetime(s)
-                .map(|dt| Value::DateTime(truncate_datetime(dt, *fsp)))
-                .ok_or_else(incorrect),
-            _ => Err(incorrect()),
-        },
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
+            let dt = match v {
+                Value::DateTime(dt) => truncate_datetime(*dt, *fsp),
+                Value::Date(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                Value::Text(s) => parse_datetime(s)
+                    .map(|dt| truncate_datetime(dt, *fsp))
+                    .ok_or_else(incorrect)?,
+                _ => return Err(incorrect()),
+            };
+            if matches!(column.ty, SqlType::Timestamp { .. }) && !timestamp_in_range(dt) {
+                return Err(incorrect());
+            }
+            Ok(Value::DateTime(dt))
+        }
         SqlType::Time { fsp } => match v {
             Value::Time(us) => Ok(Value::Time(truncate_micros(*us, *fsp))),
             Value::Text(s) => parse_time(s)
@@ -200,6 +221,16 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             _ => Err(incorrect()),
         },
     }
+}
+
+/// Whether a TIMESTAMP can hold `dt` (the session's time zone being UTC,
+/// Ladle's only one): since the epoch up to 2^31 - 1 seconds, i.e.
+/// just after '1970-01-01 00:00:00' (a fraction of its second will do) to
+/// '2038-01-19 03:14:07.999999'. Outside it MariaDB refuses the value
+/// (1292), where a DATETIME would take it.
+pub fn timestamp_in_range(dt: NaiveDateTime) -> bool {
+    let utc = dt.and_utc();
+    utc.timestamp_micros() > 0 && utc.timestamp() <= i64::from(i32::MAX)
 }
 
 /// Microseconds cut to `fsp` fractional digits, toward zero: MariaDB
@@ -325,6 +356,12 @@ pub fn coerce_adjusting(
             | SqlType::Timestamp { .. }
             | SqlType::Time { .. },
         ) => {
+            if let (Value::Text(s), SqlType::Time { fsp }) = (v, &column.ty) {
+                if let Some(clamped) = time_past_range(s) {
+                    let clamped = Value::Time(truncate_micros(clamped, *fsp));
+                    return Ok((clamped, Some(Adjustment::Clamped)));
+                }
+            }
             let prefix = match (v, &column.ty) {
                 (Value::Text(s), SqlType::Time { .. }) => time_prefix(s).map(Value::Time),
                 (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
@@ -347,6 +384,23 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// A well-formed time past TIME's range (`'839:00:00'`): the end of the
+/// range it is past, ±838:59:59.999999, as MariaDB stores it with 1264.
+fn time_past_range(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let hours: i64 = body.split(':').next()?.parse().ok()?;
+    let within = format!("838{}", &body[body.find(':')?..]);
+    if hours <= 838 || parse_time(&within).is_none() {
+        return None;
+    }
+    let end = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
+    Some(if neg { -end } else { end })
 }
 
 /// [`parse_time`] of the longest prefix of `s` that is a time.
