@@ -2127,7 +2127,7 @@ fn collect_equalities(schema: &TableSchema, w: &Expr, eq: &mut HashMap<usize, Va
                 },
             };
             let c = &schema.columns[col];
-            let text_ci = c.ty.is_text() && c.collation != Collation::Binary;
+            let text_ci = c.ty.is_text() && c.collation == Collation::GeneralCi;
             if !val.is_null() && !text_ci {
                 eq.entry(col).or_insert(val);
             }
