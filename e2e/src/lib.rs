@@ -147,8 +147,24 @@ pub fn render_value(v: &mysql::Value) -> String {
         mysql::Value::Int(i) => i.to_string(),
         mysql::Value::UInt(u) => u.to_string(),
         mysql::Value::Float(f) => f.to_string(),
-        mysql::Value::Double(d) => d.to_string(),
+        mysql::Value::Double(d) => double_text(*d),
         other => other.as_sql(true).trim_matches('\'').to_string(),
+    }
+}
+
+/// A binary-protocol DOUBLE spelled as MariaDB's text protocol spells it:
+/// shortest digits, positional for exponents -15..=14, else `1e15` form.
+fn double_text(d: f64) -> String {
+    if d == 0.0 {
+        return "0".to_string();
+    }
+    let exponent = format!("{d:e}");
+    match exponent
+        .rsplit_once('e')
+        .and_then(|(_, p)| p.parse::<i32>().ok())
+    {
+        Some(p) if !(-15..=14).contains(&p) => exponent,
+        _ => d.to_string(),
     }
 }
 
