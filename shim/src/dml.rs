@@ -1844,6 +1844,7 @@ fn implicit_default(ty: &SqlType) -> Option<Value> {
             Some(Value::text(""))
         }
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Some(Value::bytes(b"")),
+        SqlType::Time { .. } => Some(Value::Time(0)),
         _ => None,
     }
 }
