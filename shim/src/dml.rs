@@ -19,7 +19,9 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
-use crate::error::{Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS};
+use crate::error::{
+    Result, ShimError, WireError, ER_DUP_ENTRY, ER_NO_DEFAULT_FOR_FIELD, ER_OPERAND_COLUMNS,
+};
 use crate::exec::{Engine, Info, Output};
 use crate::session::{Session, Transaction};
 
@@ -125,16 +127,33 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         for (v, &t) in g.into_iter().zip(&targets) {
             row[t] = v;
         }
-        let full = row
-            .into_iter()
-            .zip(&schema.columns)
-            .map(|(v, col)| match v {
-                Some(v) => Ok(v),
-                None => default_value(col).ok_or_else(|| StorageError::NoDefault {
-                    column: col.name.clone(),
-                }),
-            })
-            .collect::<Result<Row, StorageError>>()?;
+        let mut full = Vec::with_capacity(row.len());
+        for (v, col) in row.into_iter().zip(&schema.columns) {
+            full.push(match v {
+                Some(v) => v,
+                None => match default_value(col) {
+                    Some(d) => d,
+                    // IGNORE gives a NOT NULL column without a default
+                    // its type's implicit default, with a warning.
+                    None => match implicit_default(&col.ty).filter(|_| ins.ignore) {
+                        Some(d) => {
+                            s.add_warning(
+                                "Warning",
+                                ER_NO_DEFAULT_FOR_FIELD.errno,
+                                format!("Field '{}' doesn't have a default value", col.name),
+                            );
+                            d
+                        }
+                        None => {
+                            return Err(StorageError::NoDefault {
+                                column: col.name.clone(),
+                            }
+                            .into())
+                        }
+                    },
+                },
+            });
+        }
         rows.push(full);
     }
     if ins.ignore {
