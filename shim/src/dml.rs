@@ -598,7 +598,9 @@ fn insert_in_transaction(
                 // assignments again against the row as it is then). Its id
                 // is the one reported.
                 if let Some(existing) = keys.first_conflict(&row) {
-                    let new = coerce_lenient(schema, &f(&existing, &row)?);
+                    // Strictly, as the write will be: a value the column
+                    // cannot take fails the statement now, not the COMMIT.
+                    let new = coerce_row(schema, &f(&existing, &row)?)?;
                     if new == existing {
                         counts = counts.plus(0, 1);
                     } else {
@@ -1639,7 +1641,12 @@ pub fn update(
         for row in candidate_rows(e, s, &schema, &scan)? {
             if let Some(new) = updater(&row)? {
                 counts.found += 1;
-                let new = coerce_lenient(&schema, &new);
+                // Strictly (the write will be), unless IGNORE adjusts it.
+                let new = if ignore {
+                    coerce_lenient(&schema, &new)
+                } else {
+                    coerce_row(&schema, &new)?
+                };
                 if new != row {
                     counts.affected += 1;
                     changes.push((row, Some(new)));
