@@ -169,7 +169,8 @@ impl Outcome {
     /// open).
     pub fn sorted(mut self) -> Outcome {
         if let Outcome::Rows { rows, .. } = &mut self {
-            rows.sort_by_cached_key(|r| format!("{r:?}"));
+            // By every byte (`Value`'s Debug cuts long bytes short).
+            rows.sort_by_cached_key(|r| r.iter().map(show).collect::<Vec<_>>());
         }
         self
     }
