@@ -101,7 +101,12 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         },
         SqlType::Decimal { precision, scale } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
-            let d = d.round_dp(u32::from(*scale));
+            // Half away from zero, as MariaDB stores it (round_dp would
+            // round half to even: 0.5 into DECIMAL(3,0) gave 0, not 1).
+            let d = d.round_dp_with_strategy(
+                u32::from(*scale),
+                rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+            );
             let int_digits = u32::from(*precision).saturating_sub(u32::from(*scale));
             let limit =
                 (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
@@ -367,9 +372,11 @@ pub fn coerce_adjusting(
                 (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
                 _ => None,
             };
-            match prefix {
-                Some(p) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
-                None => Err(err),
+            match (prefix, &column.ty) {
+                (Some(p), _) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
+                // No time at all: '00:00:00', as MariaDB stores it.
+                (None, SqlType::Time { .. }) => Ok((Value::Time(0), Some(Adjustment::Truncated))),
+                (None, _) => Err(err),
             }
         }
         (CoerceError::Incorrect { .. }, _) if numeric => {
@@ -679,7 +686,11 @@ mod tests {
             adjust(Value::text("10:00:00.25x"), &during),
             (Value::Time(36_000_200_000), Some(Adjustment::Truncated))
         );
-        assert!(coerce_adjusting(&Value::text("10:00:60"), &during).is_err());
+        // Not a time at all: '00:00:00' (MariaDB: 1265).
+        assert_eq!(
+            adjust(Value::text("10:00:60"), &during),
+            (Value::Time(0), Some(Adjustment::Truncated))
+        );
         assert_eq!(numeric_prefix(" -1.5e3x"), Some("-1.5e3"));
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);

@@ -171,7 +171,8 @@ fn cmp_numeric(a: &Value, b: &Value) -> Ordering {
     }
     let x = a.as_f64().unwrap_or(f64::NAN);
     let y = b.as_f64().unwrap_or(f64::NAN);
-    x.total_cmp(&y)
+    // -0 equals 0 (total_cmp orders them); NaN, never stored, still orders.
+    x.partial_cmp(&y).unwrap_or_else(|| x.total_cmp(&y))
 }
 
 /// Binary equality: same kind and same value, strings compared byte for byte.
@@ -241,9 +242,10 @@ impl Hash for Value {
     }
 }
 
-/// A DOUBLE as MariaDB prints it: the shortest digits that read back as
-/// the same double, positionally from 1e-15 to below 1e15
-/// (`0.0000000000000015`, `100000000000000`), else in exponent form
+/// A DOUBLE as MariaDB prints it (`my_gcvt`): the shortest digits that
+/// read back as the same double, positionally from 1e-15 up, and past 1e15
+/// while digits fall after the point (`0.0000000000000015`,
+/// `100000000000000`, `1999999999999997.5`), else in exponent form
 /// (`1e15`, `1.234567890123456e15`, `1e-16`); zero (either sign) is `0`.
 fn write_double(f: &mut fmt::Formatter<'_>, d: f64) -> fmt::Result {
     if d == 0.0 {
@@ -253,11 +255,10 @@ fn write_double(f: &mut fmt::Formatter<'_>, d: f64) -> fmt::Result {
         return write!(f, "{d}");
     }
     let exponent = format!("{d:e}");
-    let power: i32 = exponent
-        .rsplit_once('e')
-        .and_then(|(_, p)| p.parse().ok())
-        .unwrap_or(0);
-    if (-15..=14).contains(&power) {
+    let (mantissa, power) = exponent.rsplit_once('e').unwrap_or((&exponent, "0"));
+    let power: i32 = power.parse().unwrap_or(0);
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count() as i32;
+    if power >= -15 && (power <= 14 || power + 1 < digits) {
         write!(f, "{d}")
     } else {
         write!(f, "{exponent}")
@@ -658,6 +659,7 @@ mod tests {
             (-0.0, "0"),
             (5e-324, "5e-324"),
             (0.30000000000000004, "0.30000000000000004"),
+            (1999999999999997.5, "1999999999999997.5"),
         ] {
             assert_eq!(Value::Double(d).to_string(), text);
         }

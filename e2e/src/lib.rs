@@ -153,18 +153,20 @@ pub fn render_value(v: &mysql::Value) -> String {
 }
 
 /// A binary-protocol DOUBLE spelled as MariaDB's text protocol spells it:
-/// shortest digits, positional for exponents -15..=14, else `1e15` form.
+/// shortest digits, positional from 1e-15 up to 1e15 or while digits fall
+/// after the point, else `1e15` form.
 fn double_text(d: f64) -> String {
     if d == 0.0 {
         return "0".to_string();
     }
     let exponent = format!("{d:e}");
-    match exponent
-        .rsplit_once('e')
-        .and_then(|(_, p)| p.parse::<i32>().ok())
-    {
-        Some(p) if !(-15..=14).contains(&p) => exponent,
-        _ => d.to_string(),
+    let (mantissa, power) = exponent.rsplit_once('e').unwrap_or((&exponent, "0"));
+    let power: i32 = power.parse().unwrap_or(0);
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count() as i32;
+    if power >= -15 && (power <= 14 || power + 1 < digits) {
+        d.to_string()
+    } else {
+        exponent
     }
 }
 

@@ -121,6 +121,18 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
     }
     let records = given.len() as u64;
+    // MariaDB counts a column ON DUPLICATE KEY UPDATE assigns as given: an
+    // inserted row gets its implicit default, without 1364.
+    let assigned: Vec<String> = match &ins.on {
+        Some(OnInsert::DuplicateKeyUpdate(assignments)) => assignments
+            .iter()
+            .filter_map(|a| match &a.target {
+                AssignmentTarget::ColumnName(n) => Some(crate::exec::last_part(n)),
+                AssignmentTarget::Tuple(_) => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut rows: Vec<Row> = Vec::with_capacity(given.len());
     for g in given {
         let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
@@ -133,6 +145,17 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
                 Some(v) => v,
                 None => match default_value(col) {
                     Some(d) => d,
+                    None if assigned.iter().any(|a| a.eq_ignore_ascii_case(&col.name)) => {
+                        match implicit_default(&col.ty) {
+                            Some(d) => d,
+                            None => {
+                                return Err(StorageError::NoDefault {
+                                    column: col.name.clone(),
+                                }
+                                .into())
+                            }
+                        }
+                    }
                     // IGNORE gives a NOT NULL column without a default
                     // its type's implicit default, with a warning.
                     None => match implicit_default(&col.ty).filter(|_| ins.ignore) {
