@@ -279,6 +279,21 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     })
 }
 
+/// Where MariaDB's `sort_keys` puts a secondary key (a stable sort keeps
+/// declaration order within a rank): UNIQUE keys whose columns are all NOT
+/// NULL, then other UNIQUE keys, then the rest.
+fn key_rank(index: &IndexSchema, columns: &[ColumnSchema]) -> u8 {
+    let not_null = index
+        .columns
+        .iter()
+        .all(|&c| columns.get(c).is_some_and(|c| !c.nullable));
+    match (index.unique, not_null) {
+        (true, true) => 0,
+        (true, false) => 1,
+        (false, _) => 2,
+    }
+}
+
 fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
     names
         .iter()
@@ -510,6 +525,10 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
             }
         }
     }
+    // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
+    // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
+    // when a row collides with several, which key 1062 names.
+    indexes.sort_by_key(|i| key_rank(i, &columns));
     let schema = TableSchema {
         id: 0,
         database: db.clone(),
