@@ -960,8 +960,9 @@ impl<'a> TransactionKeys<'a> {
 }
 
 /// An UPDATE inside a transaction, checked when it runs as InnoDB does: a
-/// changed row whose PRIMARY/UNIQUE key then repeats another row's (as the
-/// transaction sees the table) fails the statement with 1062.
+/// changed row whose PRIMARY/UNIQUE key repeats another row's (as the
+/// transaction sees the table, with the rows before it updated and the
+/// rows after it not yet) fails the statement with 1062.
 fn check_updated_keys(
     e: &Engine,
     s: &Session,
@@ -982,10 +983,14 @@ fn check_updated_keys(
         return Ok(());
     }
     let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
-    for (old, _) in changes {
+    // Row by row in scan order, as InnoDB updates (and as storage does
+    // outside a transaction): `SET id = id + 1` over ids 1 and 2 fails on
+    // the first row, whose new id the second still holds.
+    for (old, new) in changes {
+        let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
+            continue;
+        };
         keys.remove_conflicting(old);
-    }
-    for new in &new_rows {
         if keys.conflicts(new) > 0 {
             return Err(keys.duplicate_error(new).into());
         }
