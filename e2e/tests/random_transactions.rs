@@ -52,13 +52,14 @@ struct Side {
 }
 
 impl Side {
-    /// A fresh database with `ddl`, and `n` connections set up for `seed`.
+    /// A fresh database `db` with `ddl`, and `n` connections set up for
+    /// `seed`.
     /// Err is the failing statement and its outcome.
-    fn open(url: &str, ddl: &[String], seed: u64, n: usize) -> Result<Side, String> {
-        fresh_database(url, DB).map_err(|e| format!("fresh database: {e}"))?;
+    fn open(url: &str, db: &str, ddl: &[String], seed: u64, n: usize) -> Result<Side, String> {
+        fresh_database(url, db).map_err(|e| format!("fresh database: {e}"))?;
         let mut conns = Vec::new();
         for i in 0..n {
-            let mut conn = connect(url, Some(DB)).map_err(|e| format!("connect: {e}"))?;
+            let mut conn = connect(url, Some(db)).map_err(|e| format!("connect: {e}"))?;
             if i == 0 {
                 for sql in ddl {
                     conn.query_drop(sql).map_err(|e| format!("{sql}: {e}"))?;
@@ -172,12 +173,13 @@ fn client_failure(what: &str) -> Outcome {
 /// first statement whose outcomes differ, with both outcomes.
 fn first_mismatch(
     urls: [&str; 2],
+    db: &str,
     ddl: &[String],
     seed: u64,
     conns: usize,
     steps: &[Step],
 ) -> Option<(usize, Outcome, Outcome)> {
-    run_steps(urls, ddl, seed, conns, steps).0
+    run_steps(urls, db, ddl, seed, conns, steps).0
 }
 
 /// Ladle's "not supported yet" (1235): a refusal, which a database may
@@ -189,6 +191,7 @@ const ER_NOT_SUPPORTED_YET: u16 = 1235;
 /// on after one; they are reported, not failed).
 fn run_steps(
     urls: [&str; 2],
+    db: &str,
     ddl: &[String],
     seed: u64,
     conns: usize,
@@ -196,7 +199,7 @@ fn run_steps(
 ) -> (Option<(usize, Outcome, Outcome)>, Vec<usize>) {
     let mut sides = Vec::new();
     for url in urls {
-        match Side::open(url, ddl, seed, conns) {
+        match Side::open(url, db, ddl, seed, conns) {
             Ok(side) => sides.push(side),
             Err(e) => {
                 return (
@@ -235,6 +238,7 @@ fn run_steps(
 /// `budget` replays.
 fn shrink(
     urls: [&str; 2],
+    db: &str,
     ddl: &[String],
     seed: u64,
     conns: usize,
@@ -251,7 +255,7 @@ fn shrink(
             let mut candidate = steps[..start].to_vec();
             candidate.extend_from_slice(&steps[end..]);
             replays += 1;
-            match first_mismatch(urls, ddl, seed, conns, &candidate) {
+            match first_mismatch(urls, db, ddl, seed, conns, &candidate) {
                 Some((i, _, _)) if i == candidate.len() - 1 => steps = candidate,
                 _ => start = end,
             }
@@ -305,7 +309,7 @@ fn random_transactions_match_mariadb() {
             .filter(|s| matches!(s.kind, Kind::Query { .. }))
             .count();
         let prepared = steps.iter().filter(|s| s.prepared).count();
-        let (result, refused) = run_steps(urls, &ddl, seed, conns, &steps);
+        let (result, refused) = run_steps(urls, DB, &ddl, seed, conns, &steps);
         for &i in &refused {
             let sql = steps[i].stmt.text();
             if !refusals.contains(&sql) && refusals.len() < 20 {
@@ -331,7 +335,15 @@ fn random_transactions_match_mariadb() {
                 let path = std::env::temp_dir().join(format!("ladle-txgen-seed-{seed}.sql"));
                 let _ = std::fs::write(&path, script(&ddl, seed, &steps[..=index]));
                 let budget = env_or("LADLE_TXGEN_SHRINK_REPLAYS", 60) as usize;
-                let small = shrink(urls, &ddl, seed, conns, steps[..=index].to_vec(), budget);
+                let small = shrink(
+                    urls,
+                    DB,
+                    &ddl,
+                    seed,
+                    conns,
+                    steps[..=index].to_vec(),
+                    budget,
+                );
                 let repro = script(&ddl, seed, &small);
                 progress(&format!(
                     "txgen seed {seed}: reproduction ({} of {} statements; all in {}):\n{repro}",
@@ -372,4 +384,48 @@ fn random_transactions_match_mariadb() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+/// Reproductions the generator found whose difference a sqllogictest file
+/// cannot show (an OK packet's warning count), run as one workload on
+/// both servers and compared exactly.
+#[test]
+fn found_reproductions_match_mariadb() {
+    let Some(maria_url) = mariadb_url() else {
+        eprintln!("LADLE_TEST_MARIADB_URL not set; skipping (MariaDB is this test's oracle)");
+        return;
+    };
+    let bin = ladle_binary().expect("ladle binary");
+    let ladle = LadleServer::start(&bin).expect("ladle starts");
+    let ladle_url = ladle.url();
+    let ddl = vec!["CREATE TABLE w (id INT PRIMARY KEY, v TINYINT)".to_string()];
+    let step = |kind: Kind, sql: &str, prepared: bool| Step {
+        conn: 0,
+        prepared,
+        kind,
+        stmt: ladle_e2e::exact::Statement::sql(sql),
+    };
+    let steps = vec![
+        step(Kind::Write, "INSERT INTO w VALUES (1, 1)", false),
+        // A duplicate skipped: one warning, in this statement's OK packet...
+        step(Kind::Write, "INSERT IGNORE INTO w VALUES (1, 2)", false),
+        // ... and none in the next ones', which use no table (SHOW WARNINGS
+        // still lists it; the OK packet counts the statement's own).
+        step(Kind::Control, "BEGIN", false),
+        step(Kind::Control, "SET autocommit = 1", false),
+        step(Kind::Write, "INSERT IGNORE INTO w VALUES (2, 300)", true),
+        step(Kind::Control, "COMMIT", false),
+        step(
+            Kind::Query { ordered: true },
+            "SELECT id, v FROM w ORDER BY id",
+            false,
+        ),
+    ];
+    let urls = [maria_url.as_str(), ladle_url.as_str()];
+    if let Some((i, maria, ours)) = first_mismatch(urls, "ladle_txgen_found", &ddl, 0, 1, &steps) {
+        panic!(
+            "statement {i} ({}) differs:\n  MariaDB: {maria}\n  Ladle:   {ours}",
+            steps[i].script_line()
+        );
+    }
 }

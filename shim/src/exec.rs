@@ -279,13 +279,14 @@ impl Engine {
         // MySQL keeps the previous statement's warnings through statements
         // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
         let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
-            s.warnings.clear();
+            s.clear_warnings();
             0
         } else {
             s.warnings.len()
         };
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
+        s.carried_warnings = carried;
         let result = self.execute_inner(s, sql, kind);
         // ROW_COUNT(): rows the statement changed, -1 for one that returned
         // rows or failed (MySQL's definition; 0 for DDL and SET).
@@ -299,6 +300,7 @@ impl Engine {
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
             s.warnings.drain(..carried.min(s.warnings.len()));
+            s.carried_warnings = 0;
             for (level, code, message) in raised {
                 s.add_warning(level, code, message);
             }
@@ -308,6 +310,7 @@ impl Engine {
             // no longer what an earlier statement left).
             if kind != Kind::Show {
                 s.warnings.drain(..carried.min(s.warnings.len()));
+                s.carried_warnings = 0;
             }
             s.add_warning("Error", e.code.errno, e.message.clone());
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
@@ -1371,7 +1374,7 @@ impl Engine {
         let query = query.clone();
         let start = std::time::Instant::now();
         let res = query.read_cached(params, self.read_lsn(s))?;
-        s.warnings.clear();
+        s.clear_warnings();
         Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
     }
 
@@ -1430,7 +1433,7 @@ impl Engine {
                     };
                     return (Kind::Select, Err(e.into()));
                 }
-                s.warnings.clear();
+                s.clear_warnings();
                 let start = std::time::Instant::now();
                 let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
