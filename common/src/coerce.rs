@@ -91,14 +91,15 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 _ => Err(out_of_range()),
             }
         }
-        SqlType::Float | SqlType::Double => match v {
-            Value::Text(s) => s
-                .trim()
-                .parse::<f64>()
-                .map(Value::Double)
-                .map_err(|_| incorrect()),
-            _ => v.as_f64().map(Value::Double).ok_or_else(incorrect),
-        },
+        SqlType::Float | SqlType::Double => {
+            let d = match v {
+                Value::Text(s) => s.trim().parse::<f64>().map_err(|_| incorrect())?,
+                _ => v.as_f64().ok_or_else(incorrect)?,
+            };
+            // Stored without the sign of a zero, as MariaDB does (it never
+            // returns -0).
+            Ok(Value::Double(if d == 0.0 { 0.0 } else { d }))
+        }
         SqlType::Decimal { precision, scale } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
             // Half away from zero, as MariaDB stores it (round_dp would

@@ -420,6 +420,33 @@ fn found_reproductions_match_mariadb() {
             "SELECT id, v FROM w ORDER BY id",
             false,
         ),
+        // A DOUBLE zero is stored without its sign (the binary protocol
+        // shows it): -0 from a parameter and from a DECIMAL literal.
+        step(
+            Kind::Control,
+            "CREATE TABLE z (id INT PRIMARY KEY, x DOUBLE)",
+            false,
+        ),
+        Step {
+            conn: 0,
+            prepared: true,
+            kind: Kind::Write,
+            stmt: {
+                let mut s = ladle_e2e::exact::Statement::sql("INSERT INTO z VALUES (1, ");
+                s.lit(ladle_e2e::exact::Literal {
+                    sql: "-0e0".into(),
+                    param: mysql::Value::Double(-0.0),
+                });
+                s.push(")");
+                s
+            },
+        },
+        step(Kind::Write, "INSERT INTO z VALUES (2, -0.0)", false),
+        step(
+            Kind::Query { ordered: true },
+            "SELECT id, x FROM z ORDER BY id",
+            true,
+        ),
     ];
     let urls = [maria_url.as_str(), ladle_url.as_str()];
     if let Some((i, maria, ours)) = first_mismatch(urls, "ladle_txgen_found", &ddl, 0, 1, &steps) {

@@ -624,6 +624,7 @@ fn insert_in_transaction(
                     // Strictly, as the write will be: a value the column
                     // cannot take fails the statement now, not the COMMIT.
                     let new = coerce_row(schema, &f(&existing, &row)?)?;
+                    check_not_null(schema, &new)?;
                     if new == existing {
                         counts = counts.plus(0, 1);
                     } else {
