@@ -180,6 +180,112 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         rows.push(full);
     }
     if ins.ignore {
+        return insert_rows(e, s, &ins, schema, rows, records, many, returning);
+    }
+    // The checks below run a phase at a time over all rows; MariaDB runs
+    // them a row at a time, so when one fails, the error is the first
+    // failing row's first failure.
+    let kept = rows.clone();
+    match insert_rows(e, s, &ins, schema.clone(), rows, records, many, returning) {
+        Err(err) if is_row_error(&err) => {
+            Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
+        }
+        other => other,
+    }
+}
+
+/// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,
+/// duplicate key or foreign key).
+fn is_row_error(err: &ShimError) -> bool {
+    matches!(
+        err.mysql_code().errno,
+        1048 | 1062 | 1264 | 1265 | 1292 | 1366 | 1406 | 1452 | 4025
+    )
+}
+
+/// The error MariaDB reports for an INSERT of `rows` (not IGNORE): each row
+/// in order is converted to the column types, checked for NOT NULL and the
+/// CHECK constraints, then against the keys (as the session sees the
+/// table, with the rows before it written) and its foreign keys; the
+/// first failure is the statement's error. None if no row fails.
+fn first_row_error(
+    e: &Engine,
+    s: &Session,
+    ins: &ast::Insert,
+    schema: &Arc<TableSchema>,
+    rows: &[Row],
+) -> Result<Option<ShimError>> {
+    let checks = e.checks.for_table(&e.storage, schema)?;
+    let on_conflict = conflict_rule(schema, ins, &checks)?;
+    let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &lenient)?;
+    let fail = |err: ShimError| Ok(Some(err));
+    for row in rows {
+        let row = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(err) => return fail(err),
+        };
+        if let Err(err) = check_not_null(schema, &row) {
+            return fail(err);
+        }
+        if let Err(err) = checks.verify(&row) {
+            return fail(err.into());
+        }
+        let written = match (&on_conflict, keys.first_conflict(&row)) {
+            (OnConflict::Error, Some(_)) => return fail(keys.duplicate_error(&row).into()),
+            (OnConflict::Update(f), Some(existing)) => {
+                let new = match f(&existing, &row).map_err(ShimError::from) {
+                    Ok(new) => new,
+                    Err(err) => return fail(err),
+                };
+                let new = match coerce_row(schema, &new) {
+                    Ok(n) => n,
+                    Err(err) => return fail(err),
+                };
+                if let Err(err) = check_not_null(schema, &new) {
+                    return fail(err);
+                }
+                keys.remove_conflicting(&existing);
+                if keys.conflicts(&new) > 0 {
+                    return fail(keys.duplicate_error(&new).into());
+                }
+                (new != existing).then_some(new)
+            }
+            (OnConflict::Replace, Some(_)) => {
+                while let Some(victim) = keys.first_conflict(&row) {
+                    keys.remove_conflicting(&victim);
+                }
+                Some(row)
+            }
+            _ => Some(row),
+        };
+        if let Some(written) = written {
+            if let Some((_, err)) =
+                crate::foreign_keys::orphans(e, s, schema, std::slice::from_ref(&written))?
+                    .into_iter()
+                    .next()
+            {
+                return fail(err);
+            }
+            keys.add(&written);
+        }
+    }
+    Ok(None)
+}
+
+/// The rest of an INSERT once its rows are complete (defaults filled).
+#[allow(clippy::too_many_arguments)]
+fn insert_rows(
+    e: &Engine,
+    s: &mut Session,
+    ins: &ast::Insert,
+    schema: Arc<TableSchema>,
+    mut rows: Vec<Row>,
+    records: u64,
+    many: bool,
+    returning: Option<crate::returning::Returning>,
+) -> Result<Output> {
+    if ins.ignore {
         adjust_ignored_values(s, &schema, &mut rows);
     }
     // INSERT IGNORE processes every row, so MySQL reports the last one's
