@@ -475,6 +475,32 @@ fn numeric_prefix(s: &str) -> Option<&str> {
     Some(&t[..i])
 }
 
+/// Whether storing `v` in `column` drops something MariaDB reports with a
+/// Note 1265 ("Data truncated"): DECIMAL digits past the scale that are not
+/// zeros (rounded), or spaces past a string column's length (cut).
+pub fn truncation_note(v: &Value, column: &ColumnSchema) -> bool {
+    match (&column.ty, v) {
+        (SqlType::Decimal { scale, .. }, _) => {
+            let d = match v {
+                // A double as its shortest digits, as MariaDB reads it.
+                Value::Double(f) => Decimal::from_str(&f.to_string()).ok(),
+                other => to_decimal(other),
+            };
+            d.is_some_and(|d| {
+                d.round_dp_with_strategy(
+                    u32::from(*scale),
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                ) != d
+            })
+        }
+        (SqlType::VarChar(n) | SqlType::Char(n), Value::Text(s)) => {
+            s.chars().count() > *n as usize
+                && s.trim_end_matches(' ').chars().count() <= *n as usize
+        }
+        _ => false,
+    }
+}
+
 fn to_decimal(v: &Value) -> Option<Decimal> {
     match v {
         Value::Int(i) => Some(Decimal::from(*i)),

@@ -442,6 +442,32 @@ fn found_reproductions_match_mariadb() {
             },
         },
         step(Kind::Write, "INSERT INTO z VALUES (2, -0.0)", false),
+        // A DECIMAL rounded and spaces cut past a VARCHAR's length: a Note
+        // each (not for a double that reads as exactly the scale).
+        step(
+            Kind::Control,
+            "CREATE TABLE dn (id INT PRIMARY KEY, d DECIMAL(5,2), v VARCHAR(3))",
+            false,
+        ),
+        step(
+            Kind::Write,
+            "INSERT INTO dn VALUES (1, 1.005, 'ab   '), (2, 1.5, 'a')",
+            false,
+        ),
+        Step {
+            conn: 0,
+            prepared: true,
+            kind: Kind::Write,
+            stmt: {
+                let mut s = ladle_e2e::exact::Statement::sql("REPLACE INTO dn VALUES (2, ");
+                s.lit(ladle_e2e::exact::Literal {
+                    sql: "12.55e0".into(),
+                    param: mysql::Value::Double(12.55),
+                });
+                s.push(", 'b')");
+                s
+            },
+        },
         step(
             Kind::Query { ordered: true },
             "SELECT id, x FROM z ORDER BY id",

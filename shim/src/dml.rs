@@ -179,6 +179,18 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
         rows.push(full);
     }
+    // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
+    for (i, row) in rows.iter().enumerate() {
+        for (v, col) in row.iter().zip(&schema.columns) {
+            if ladle_common::truncation_note(v, col) {
+                s.add_warning(
+                    "Note",
+                    1265,
+                    format!("Data truncated for column '{}' at row {}", col.name, i + 1),
+                );
+            }
+        }
+    }
     if ins.ignore {
         return insert_rows(e, s, &ins, schema, rows, records, many, returning);
     }
