@@ -486,11 +486,13 @@ pub fn truncation_note(v: &Value, column: &ColumnSchema) -> bool {
                 Value::Double(f) => Decimal::from_str(&f.to_string()).ok(),
                 other => to_decimal(other),
             };
+            // Out of range is a warning of its own (1264), not this note.
             d.is_some_and(|d| {
                 d.round_dp_with_strategy(
                     u32::from(*scale),
                     rust_decimal::RoundingStrategy::MidpointAwayFromZero,
                 ) != d
+                    && coerce(v, column).is_ok()
             })
         }
         (SqlType::VarChar(n) | SqlType::Char(n), Value::Text(s)) => {
