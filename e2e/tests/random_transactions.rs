@@ -454,6 +454,18 @@ fn found_reproductions_match_mariadb() {
             "INSERT INTO dn VALUES (1, 1.005, 'ab   '), (2, 1.5, 'a')",
             false,
         ),
+        // A NOT NULL column IGNORE fills with its implicit default: one
+        // 1364 warning for the statement, not one per row.
+        step(
+            Kind::Control,
+            "CREATE TABLE nd (id INT PRIMARY KEY, n INT NOT NULL)",
+            false,
+        ),
+        step(
+            Kind::Write,
+            "INSERT IGNORE INTO nd (id) VALUES (1), (2), (3)",
+            false,
+        ),
         Step {
             conn: 0,
             prepared: true,

@@ -160,11 +160,14 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
                     // its type's implicit default, with a warning.
                     None => match implicit_default(&col.ty).filter(|_| ins.ignore) {
                         Some(d) => {
-                            s.add_warning(
-                                "Warning",
-                                ER_NO_DEFAULT_FOR_FIELD.errno,
-                                format!("Field '{}' doesn't have a default value", col.name),
-                            );
+                            // Once per statement, as MariaDB warns.
+                            if rows.is_empty() {
+                                s.add_warning(
+                                    "Warning",
+                                    ER_NO_DEFAULT_FOR_FIELD.errno,
+                                    format!("Field '{}' doesn't have a default value", col.name),
+                                );
+                            }
                             d
                         }
                         None => {
