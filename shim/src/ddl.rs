@@ -935,7 +935,11 @@ pub fn default_value(col: &ColumnSchema) -> Option<Value> {
         ColumnDefault::Value(v) => Some(v.clone()),
         ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
-        ColumnDefault::None => None,
+        // An ENUM NOT NULL defaults to its first label (MariaDB).
+        ColumnDefault::None => match &col.ty {
+            SqlType::Enum(labels) => labels.first().map(Value::text),
+            _ => None,
+        },
     }
 }
 

@@ -1105,10 +1105,20 @@ fn check_updated_keys(
         return Ok(());
     }
     let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
-    // Row by row in scan order, as InnoDB updates (and as storage does
-    // outside a transaction): `SET id = id + 1` over ids 1 and 2 fails on
-    // the first row, whose new id the second still holds.
-    for (old, new) in changes {
+    // Row by row in primary key order, as InnoDB scans and updates (and as
+    // storage does outside a transaction; the transaction's own rows come
+    // after the committed ones in `changes`): `SET id = id + 1` over ids 1
+    // and 2 fails on the first row, whose new id the second still holds.
+    let mut ordered: Vec<&(Row, Option<Row>)> = changes.iter().collect();
+    if let Some(pk) = &schema.primary_key {
+        ordered.sort_by(|(a, _), (b, _)| {
+            pk.iter()
+                .map(|&c| a[c].cmp(&b[c]))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    for (old, new) in ordered {
         let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
             continue;
         };
