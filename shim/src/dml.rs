@@ -209,6 +209,35 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     }
 }
 
+/// [`TransactionKeys`] for an INSERT of `rows`: the current rows holding
+/// their keys and, under ON DUPLICATE KEY UPDATE, the keys the rows they
+/// collide with take when updated (an update can collide with a row no
+/// proposed row shares a key with).
+fn upsert_keys<'a>(
+    e: &Engine,
+    s: &Session,
+    schema: &'a TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<TransactionKeys<'a>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return TransactionKeys::new(e, s, schema, rows);
+    };
+    let first = TransactionKeys::new(e, s, schema, rows)?;
+    let mut probe = rows.to_vec();
+    for row in rows {
+        if let Some(existing) = first.first_conflict(row) {
+            if let Ok(updated) = f(&existing, row) {
+                probe.push(coerce_lenient(schema, &updated));
+            }
+        }
+    }
+    if probe.len() == rows.len() {
+        return Ok(first);
+    }
+    TransactionKeys::new(e, s, schema, &probe)
+}
+
 /// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,
 /// duplicate key or foreign key).
 fn is_row_error(err: &ShimError) -> bool {
@@ -233,7 +262,7 @@ fn first_row_error(
     let checks = e.checks.for_table(&e.storage, schema)?;
     let on_conflict = conflict_rule(schema, ins, &checks)?;
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
-    let mut keys = TransactionKeys::new(e, s, schema, &lenient)?;
+    let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
     for row in rows {
         let row = match coerce_row(schema, row) {
@@ -710,7 +739,7 @@ fn insert_in_transaction(
     for row in &rows {
         check_not_null(schema, row)?;
     }
-    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
     let mut counts = RowCounts::default();
     let mut first_generated = None;
