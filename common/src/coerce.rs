@@ -477,7 +477,7 @@ fn numeric_prefix(s: &str) -> Option<&str> {
 
 /// Whether storing `v` in `column` drops something MariaDB reports with a
 /// Note 1265 ("Data truncated"): DECIMAL digits past the scale that are not
-/// zeros (rounded), or spaces past a string column's length (cut).
+/// zeros (rounded), or spaces past a VARCHAR's length (cut).
 pub fn truncation_note(v: &Value, column: &ColumnSchema) -> bool {
     match (&column.ty, v) {
         (SqlType::Decimal { scale, .. }, _) => {
@@ -495,7 +495,8 @@ pub fn truncation_note(v: &Value, column: &ColumnSchema) -> bool {
                     && coerce(v, column).is_ok()
             })
         }
-        (SqlType::VarChar(n) | SqlType::Char(n), Value::Text(s)) => {
+        // CHAR drops trailing spaces anyway: no note.
+        (SqlType::VarChar(n), Value::Text(s)) => {
             s.chars().count() > *n as usize
                 && s.trim_end_matches(' ').chars().count() <= *n as usize
         }

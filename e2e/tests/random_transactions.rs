@@ -446,12 +446,12 @@ fn found_reproductions_match_mariadb() {
         // each (not for a double that reads as exactly the scale).
         step(
             Kind::Control,
-            "CREATE TABLE dn (id INT PRIMARY KEY, d DECIMAL(5,2), v VARCHAR(3))",
+            "CREATE TABLE dn (id INT PRIMARY KEY, d DECIMAL(5,2), v VARCHAR(3), c CHAR(2))",
             false,
         ),
         step(
             Kind::Write,
-            "INSERT INTO dn VALUES (1, 1.005, 'ab   '), (2, 1.5, 'a')",
+            "INSERT INTO dn VALUES (1, 1.005, 'ab   ', 'a    '), (2, 1.5, 'a', 'b')",
             false,
         ),
         // A NOT NULL column IGNORE fills with its implicit default: one
@@ -476,7 +476,7 @@ fn found_reproductions_match_mariadb() {
                     sql: "12.55e0".into(),
                     param: mysql::Value::Double(12.55),
                 });
-                s.push(", 'b')");
+                s.push(", 'b', 'c')");
                 s
             },
         },
