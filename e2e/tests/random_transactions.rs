@@ -10,7 +10,7 @@
 //! query Ladle refuses as not supported yet (1235) is counted and reported,
 //! not failed: a database may refuse what it cannot do.
 //!
-//! Knobs: `LADLE_TXGEN_SEEDS` (default 4) seeds from `LADLE_TXGEN_FIRST_SEED`
+//! Knobs: `LADLE_TXGEN_SEEDS` (default 8, about 15 s) seeds from `LADLE_TXGEN_FIRST_SEED`
 //! (default 0), `LADLE_TXGEN_STEPS` (default 200) statements each,
 //! `LADLE_TXGEN_CONNS` (default 3) connections, `LADLE_TXGEN_MAX_FAILURES`
 //! (default 1) failing seeds before the run stops, `LADLE_TXGEN_SHRINK_REPLAYS`
@@ -27,11 +27,17 @@ use std::time::Instant;
 
 use ladle_e2e::exact::{self, Outcome};
 use ladle_e2e::workload::{session_setup, Kind, Step, Workload};
-use ladle_e2e::{connect, fresh_database, known_failure, ladle_binary, mariadb_url, LadleServer};
+use ladle_e2e::{
+    connect, drop_database, fresh_database, known_failure, ladle_binary, mariadb_url, LadleServer,
+};
 use mysql::prelude::Queryable;
 use mysql::Conn;
 
-const DB: &str = "ladle_txgen";
+/// The database a run works in: per process, so two runs against one
+/// MariaDB do not drop each other's tables.
+fn database() -> String {
+    format!("ladle_txgen_{}", std::process::id())
+}
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -290,11 +296,12 @@ fn random_transactions_match_mariadb() {
     let ladle_url = ladle.url();
     let urls = [maria_url.as_str(), ladle_url.as_str()];
     let first_seed = env_or("LADLE_TXGEN_FIRST_SEED", 0);
-    let seeds = env_or("LADLE_TXGEN_SEEDS", 4);
+    let seeds = env_or("LADLE_TXGEN_SEEDS", 8);
     let steps_per_seed = env_or("LADLE_TXGEN_STEPS", 200) as usize;
     let conns = env_or("LADLE_TXGEN_CONNS", 3).max(1) as usize;
     let max_failures = env_or("LADLE_TXGEN_MAX_FAILURES", 1) as usize;
     let started = Instant::now();
+    let db = database();
     let mut failures = Vec::new();
     let mut statements = 0usize;
     let mut refusals: Vec<String> = Vec::new();
@@ -309,7 +316,7 @@ fn random_transactions_match_mariadb() {
             .filter(|s| matches!(s.kind, Kind::Query { .. }))
             .count();
         let prepared = steps.iter().filter(|s| s.prepared).count();
-        let (result, refused) = run_steps(urls, DB, &ddl, seed, conns, &steps);
+        let (result, refused) = run_steps(urls, &db, &ddl, seed, conns, &steps);
         for &i in &refused {
             let sql = steps[i].stmt.text();
             if !refusals.contains(&sql) && refusals.len() < 20 {
@@ -337,7 +344,7 @@ fn random_transactions_match_mariadb() {
                 let budget = env_or("LADLE_TXGEN_SHRINK_REPLAYS", 60) as usize;
                 let small = shrink(
                     urls,
-                    DB,
+                    &db,
                     &ddl,
                     seed,
                     conns,
@@ -367,6 +374,9 @@ fn random_transactions_match_mariadb() {
         failures.len(),
         refusals.join("\n  ")
     ));
+    for url in urls {
+        drop_database(url, &db);
+    }
     if let Some(line) = known_failure("random_transactions") {
         if !failures.is_empty() {
             progress(&format!(
@@ -487,7 +497,12 @@ fn found_reproductions_match_mariadb() {
         ),
     ];
     let urls = [maria_url.as_str(), ladle_url.as_str()];
-    if let Some((i, maria, ours)) = first_mismatch(urls, "ladle_txgen_found", &ddl, 0, 1, &steps) {
+    let db = format!("{}_found", database());
+    let found = first_mismatch(urls, &db, &ddl, 0, 1, &steps);
+    for url in urls {
+        drop_database(url, &db);
+    }
+    if let Some((i, maria, ours)) = found {
         panic!(
             "statement {i} ({}) differs:\n  MariaDB: {maria}\n  Ladle:   {ours}",
             steps[i].script_line()
