@@ -464,6 +464,12 @@ fn found_reproductions_match_mariadb() {
             "INSERT INTO dn VALUES (1, 1.005, 'ab   ', 'a    '), (2, 1.5, 'a', 'b')",
             false,
         ),
+        // An UPDATE rounding a DECIMAL: a Note per row, in and out of a
+        // transaction.
+        step(Kind::Write, "UPDATE dn SET d = 2.555", false),
+        step(Kind::Control, "BEGIN", false),
+        step(Kind::Write, "UPDATE dn SET d = 3.555 WHERE id = 1", true),
+        step(Kind::Control, "COMMIT", false),
         // A NOT NULL column IGNORE fills with its implicit default: one
         // 1364 warning for the statement, not one per row.
         step(

@@ -1780,6 +1780,10 @@ pub fn update(
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
+    // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
+    // (column, row number among the rows the statement changes).
+    let notes: Arc<parking_lot::Mutex<(usize, Vec<(String, usize)>)>> = Arc::default();
+    let noted = notes.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
@@ -1802,6 +1806,15 @@ pub fn update(
             }
         }
         checks.verify_uncoerced(&checked_schema, &new)?;
+        let (rows_seen, found) = &mut *noted.lock();
+        *rows_seen += 1;
+        for (pos, _) in &compiled {
+            if let (Some(v), Some(c)) = (new.get(*pos), checked_schema.columns.get(*pos)) {
+                if ladle_common::truncation_note(v, c) {
+                    found.push((c.name.clone(), *rows_seen));
+                }
+            }
+        }
         Ok(Some(new))
     });
     let updater = if ignore {
@@ -1857,7 +1870,11 @@ pub fn update(
         crate::foreign_keys::check_child_rows(e, s, &schema, &new_rows)?;
         cascades = crate::foreign_keys::parent_effects(e, s, &schema, &changes)?;
     }
-    submit_with(
+    // The rows were visited above (the write, or COMMIT, visits them
+    // again): the notes are those of that visit; else of the write's.
+    let visited = s.in_transaction() || keyed;
+    let early: Vec<(String, usize)> = std::mem::take(&mut *notes.lock()).1;
+    let out = submit_with(
         e,
         s,
         WriteOp::Update {
@@ -1867,7 +1884,20 @@ pub fn update(
         },
         cascades,
         counts,
-    )
+    )?;
+    let found = if visited {
+        early
+    } else {
+        std::mem::take(&mut *notes.lock()).1
+    };
+    for (column, at_row) in found {
+        s.add_warning(
+            "Note",
+            1265,
+            format!("Data truncated for column '{column}' at row {at_row}"),
+        );
+    }
+    Ok(out)
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
