@@ -343,7 +343,7 @@ fn insert_rows(
         _ => None,
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    let on_conflict = conflict_rule(&schema, &ins, &checks)?;
+    let on_conflict = conflict_rule(&schema, ins, &checks)?;
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
@@ -1739,6 +1739,16 @@ pub struct UpdateClauses<'a> {
     pub ignore: bool,
 }
 
+/// The Notes an UPDATE's assignments raise, gathered as its rows are
+/// visited.
+#[derive(Default)]
+struct UpdateNotes {
+    /// Rows the statement changed so far (the "at row" of a note).
+    rows_seen: usize,
+    /// (column, row number) of each value rounded or cut.
+    found: Vec<(String, usize)>,
+}
+
 pub fn update(
     e: &Engine,
     s: &mut Session,
@@ -1782,7 +1792,7 @@ pub fn update(
     let checked_schema = schema.clone();
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
-    let notes: Arc<parking_lot::Mutex<(usize, Vec<(String, usize)>)>> = Arc::default();
+    let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
     let noted = notes.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
@@ -1806,12 +1816,13 @@ pub fn update(
             }
         }
         checks.verify_uncoerced(&checked_schema, &new)?;
-        let (rows_seen, found) = &mut *noted.lock();
-        *rows_seen += 1;
+        let mut noted = noted.lock();
+        noted.rows_seen += 1;
         for (pos, _) in &compiled {
             if let (Some(v), Some(c)) = (new.get(*pos), checked_schema.columns.get(*pos)) {
                 if ladle_common::truncation_note(v, c) {
-                    found.push((c.name.clone(), *rows_seen));
+                    let at_row = noted.rows_seen;
+                    noted.found.push((c.name.clone(), at_row));
                 }
             }
         }
@@ -1873,7 +1884,7 @@ pub fn update(
     // The rows were visited above (the write, or COMMIT, visits them
     // again): the notes are those of that visit; else of the write's.
     let visited = s.in_transaction() || keyed;
-    let early: Vec<(String, usize)> = std::mem::take(&mut *notes.lock()).1;
+    let early = std::mem::take(&mut *notes.lock()).found;
     let out = submit_with(
         e,
         s,
@@ -1888,7 +1899,7 @@ pub fn update(
     let found = if visited {
         early
     } else {
-        std::mem::take(&mut *notes.lock()).1
+        std::mem::take(&mut *notes.lock()).found
     };
     for (column, at_row) in found {
         s.add_warning(

@@ -405,12 +405,10 @@ impl<'a> ExprCx<'a> {
             }
         }
         // `RTRIM(col)`, `UPPER(col)`, ...: the column's collation.
-        if let (Expr::Call(..), Some(inner)) = (compiled, collation_source(compiled)) {
-            if let Expr::Column(i) = inner {
-                let (ty, _, coll) = self.col_info(*i);
-                if ty.is_text() {
-                    return Some(coll);
-                }
+        if let (Expr::Call(..), Some(Expr::Column(i))) = (compiled, collation_source(compiled)) {
+            let (ty, _, coll) = self.col_info(*i);
+            if ty.is_text() {
+                return Some(coll);
             }
         }
         None
