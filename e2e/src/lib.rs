@@ -123,6 +123,18 @@ pub fn connect(url: &str, db: Option<&str>) -> Result<Conn, mysql::Error> {
     Conn::new(opts(url, db)?)
 }
 
+/// For a test whose oracle is MariaDB: MariaDB's URL and a spawned Ladle,
+/// or None (after saying so) when `LADLE_TEST_MARIADB_URL` is not set.
+pub fn mariadb_and_ladle() -> Option<(String, LadleServer)> {
+    let Some(maria_url) = mariadb_url() else {
+        eprintln!("{MARIADB_URL_ENV} not set; skipping (MariaDB is this test's oracle)");
+        return None;
+    };
+    let bin = ladle_binary().expect("ladle binary");
+    let ladle = LadleServer::start(&bin).expect("ladle starts");
+    Some((maria_url, ladle))
+}
+
 /// Drops and recreates database `db` on `url` so a test file starts fresh.
 pub fn fresh_database(url: &str, db: &str) -> Result<(), mysql::Error> {
     let mut conn = connect(url, None)?;

@@ -430,12 +430,20 @@ fn bytes_literal_hex(bytes: Vec<u8>) -> Literal {
 /// Up to `max` bytes, mostly from values where bytewise and text
 /// comparison disagree (0x00, case pairs, a trailing space, invalid UTF-8).
 fn random_bytes(rng: &mut StdRng, max: usize) -> Vec<u8> {
-    const INTERESTING: [u8; 10] = [0x00, 0x20, 0x41, 0x61, 0x5C, 0x27, 0x7F, 0x80, 0xC3, 0xFF];
+    interesting_bytes(
+        rng,
+        max,
+        &[0x00, 0x20, 0x41, 0x61, 0x5C, 0x27, 0x7F, 0x80, 0xC3, 0xFF],
+    )
+}
+
+/// Up to `max` bytes, seven in ten drawn from `interesting`, the rest any.
+pub fn interesting_bytes(rng: &mut StdRng, max: usize, interesting: &[u8]) -> Vec<u8> {
     let n = rng.gen_range(0..=max);
     (0..n)
         .map(|_| {
             if rng.gen_bool(0.7) {
-                INTERESTING[rng.gen_range(0..INTERESTING.len())]
+                interesting[rng.gen_range(0..interesting.len())]
             } else {
                 rng.gen()
             }

@@ -121,16 +121,7 @@ impl Model {
     /// comparison disagree (0x00, case pairs, invalid UTF-8, 0xFF).
     fn rand_bytes(rng: &mut StdRng, max: usize) -> Vec<u8> {
         const INTERESTING: [u8; 8] = [0x00, 0x20, 0x41, 0x61, 0x7F, 0x80, 0xC3, 0xFF];
-        let n = rng.gen_range(0..=max);
-        (0..n)
-            .map(|_| {
-                if rng.gen_bool(0.7) {
-                    INTERESTING[rng.gen_range(0..INTERESTING.len())]
-                } else {
-                    rng.gen()
-                }
-            })
-            .collect()
+        ladle_e2e::workload::interesting_bytes(rng, max, &INTERESTING)
     }
 
     fn gen_binary_write(&mut self, rng: &mut StdRng) -> Op {

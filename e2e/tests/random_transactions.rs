@@ -27,9 +27,7 @@ use std::time::Instant;
 
 use ladle_e2e::exact::{self, Outcome};
 use ladle_e2e::workload::{session_setup, Kind, Step, Workload};
-use ladle_e2e::{
-    connect, drop_database, fresh_database, known_failure, ladle_binary, mariadb_url, LadleServer,
-};
+use ladle_e2e::{connect, drop_database, fresh_database, known_failure, mariadb_and_ladle};
 use mysql::prelude::Queryable;
 use mysql::Conn;
 
@@ -177,15 +175,18 @@ fn client_failure(what: &str) -> Outcome {
 
 /// Runs `steps` on both servers from a fresh database; the index of the
 /// first statement whose outcomes differ, with both outcomes.
-fn first_mismatch(
-    urls: [&str; 2],
-    db: &str,
-    ddl: &[String],
+fn first_mismatch(run: &Run<'_>, steps: &[Step]) -> Option<(usize, Outcome, Outcome)> {
+    run_steps(run, steps).0
+}
+
+/// Where and how a workload runs: both servers, the database, the schema,
+/// the seed (its session settings) and the number of connections.
+struct Run<'a> {
+    urls: [&'a str; 2],
+    db: &'a str,
+    ddl: &'a [String],
     seed: u64,
     conns: usize,
-    steps: &[Step],
-) -> Option<(usize, Outcome, Outcome)> {
-    run_steps(urls, db, ddl, seed, conns, steps).0
 }
 
 /// Ladle's "not supported yet" (1235): a refusal, which a database may
@@ -195,17 +196,11 @@ const ER_NOT_SUPPORTED_YET: u16 = 1235;
 /// [`first_mismatch`], and the indexes of the queries Ladle refused with
 /// 1235 where MariaDB answered (a query changes nothing, so the run goes
 /// on after one; they are reported, not failed).
-fn run_steps(
-    urls: [&str; 2],
-    db: &str,
-    ddl: &[String],
-    seed: u64,
-    conns: usize,
-    steps: &[Step],
-) -> (Option<(usize, Outcome, Outcome)>, Vec<usize>) {
+fn run_steps(run: &Run<'_>, steps: &[Step]) -> (Option<(usize, Outcome, Outcome)>, Vec<usize>) {
+    let seed = run.seed;
     let mut sides = Vec::new();
-    for url in urls {
-        match Side::open(url, db, ddl, seed, conns) {
+    for url in run.urls {
+        match Side::open(url, run.db, run.ddl, seed, run.conns) {
             Ok(side) => sides.push(side),
             Err(e) => {
                 return (
@@ -242,15 +237,7 @@ fn run_steps(
 /// Removes statements (halves, quarters, ... single ones) while the last
 /// one still mismatches; returns the shortest reproduction found within
 /// `budget` replays.
-fn shrink(
-    urls: [&str; 2],
-    db: &str,
-    ddl: &[String],
-    seed: u64,
-    conns: usize,
-    mut steps: Vec<Step>,
-    budget: usize,
-) -> Vec<Step> {
+fn shrink(run: &Run<'_>, mut steps: Vec<Step>, budget: usize) -> Vec<Step> {
     let mut replays = 0;
     let mut chunk = steps.len() / 2;
     while chunk >= 1 && replays < budget {
@@ -261,7 +248,7 @@ fn shrink(
             let mut candidate = steps[..start].to_vec();
             candidate.extend_from_slice(&steps[end..]);
             replays += 1;
-            match first_mismatch(urls, db, ddl, seed, conns, &candidate) {
+            match first_mismatch(run, &candidate) {
                 Some((i, _, _)) if i == candidate.len() - 1 => steps = candidate,
                 _ => start = end,
             }
@@ -287,12 +274,9 @@ fn script(ddl: &[String], seed: u64, steps: &[Step]) -> String {
 
 #[test]
 fn random_transactions_match_mariadb() {
-    let Some(maria_url) = mariadb_url() else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set; skipping (MariaDB is this test's oracle)");
+    let Some((maria_url, ladle)) = mariadb_and_ladle() else {
         return;
     };
-    let bin = ladle_binary().expect("ladle binary");
-    let ladle = LadleServer::start(&bin).expect("ladle starts");
     let ladle_url = ladle.url();
     let urls = [maria_url.as_str(), ladle_url.as_str()];
     let first_seed = env_or("LADLE_TXGEN_FIRST_SEED", 0);
@@ -316,7 +300,14 @@ fn random_transactions_match_mariadb() {
             .filter(|s| matches!(s.kind, Kind::Query { .. }))
             .count();
         let prepared = steps.iter().filter(|s| s.prepared).count();
-        let (result, refused) = run_steps(urls, &db, &ddl, seed, conns, &steps);
+        let run = Run {
+            urls,
+            db: &db,
+            ddl: &ddl,
+            seed,
+            conns,
+        };
+        let (result, refused) = run_steps(&run, &steps);
         for &i in &refused {
             let sql = steps[i].stmt.text();
             if !refusals.contains(&sql) && refusals.len() < 20 {
@@ -342,15 +333,7 @@ fn random_transactions_match_mariadb() {
                 let path = std::env::temp_dir().join(format!("ladle-txgen-seed-{seed}.sql"));
                 let _ = std::fs::write(&path, script(&ddl, seed, &steps[..=index]));
                 let budget = env_or("LADLE_TXGEN_SHRINK_REPLAYS", 60) as usize;
-                let small = shrink(
-                    urls,
-                    &db,
-                    &ddl,
-                    seed,
-                    conns,
-                    steps[..=index].to_vec(),
-                    budget,
-                );
+                let small = shrink(&run, steps[..=index].to_vec(), budget);
                 let repro = script(&ddl, seed, &small);
                 progress(&format!(
                     "txgen seed {seed}: reproduction ({} of {} statements; all in {}):\n{repro}",
@@ -396,17 +379,31 @@ fn random_transactions_match_mariadb() {
     );
 }
 
+/// A prepared write on connection 0 with one DOUBLE parameter between
+/// `before` and `after`.
+fn with_double(before: &str, d: f64, after: &str) -> Step {
+    let mut stmt = ladle_e2e::exact::Statement::sql(before);
+    stmt.lit(ladle_e2e::exact::Literal {
+        sql: format!("{d:e}"),
+        param: mysql::Value::Double(d),
+    });
+    stmt.push(after);
+    Step {
+        conn: 0,
+        prepared: true,
+        kind: Kind::Write,
+        stmt,
+    }
+}
+
 /// Reproductions the generator found whose difference a sqllogictest file
 /// cannot show (an OK packet's warning count), run as one workload on
 /// both servers and compared exactly.
 #[test]
 fn found_reproductions_match_mariadb() {
-    let Some(maria_url) = mariadb_url() else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set; skipping (MariaDB is this test's oracle)");
+    let Some((maria_url, ladle)) = mariadb_and_ladle() else {
         return;
     };
-    let bin = ladle_binary().expect("ladle binary");
-    let ladle = LadleServer::start(&bin).expect("ladle starts");
     let ladle_url = ladle.url();
     let ddl = vec!["CREATE TABLE w (id INT PRIMARY KEY, v TINYINT)".to_string()];
     let step = |kind: Kind, sql: &str, prepared: bool| Step {
@@ -437,20 +434,7 @@ fn found_reproductions_match_mariadb() {
             "CREATE TABLE z (id INT PRIMARY KEY, x DOUBLE)",
             false,
         ),
-        Step {
-            conn: 0,
-            prepared: true,
-            kind: Kind::Write,
-            stmt: {
-                let mut s = ladle_e2e::exact::Statement::sql("INSERT INTO z VALUES (1, ");
-                s.lit(ladle_e2e::exact::Literal {
-                    sql: "-0e0".into(),
-                    param: mysql::Value::Double(-0.0),
-                });
-                s.push(")");
-                s
-            },
-        },
+        with_double("INSERT INTO z VALUES (1, ", -0.0, ")"),
         step(Kind::Write, "INSERT INTO z VALUES (2, -0.0)", false),
         // A DECIMAL rounded and spaces cut past a VARCHAR's length: a Note
         // each (not for a double that reads as exactly the scale).
@@ -482,20 +466,7 @@ fn found_reproductions_match_mariadb() {
             "INSERT IGNORE INTO nd (id) VALUES (1), (2), (3)",
             false,
         ),
-        Step {
-            conn: 0,
-            prepared: true,
-            kind: Kind::Write,
-            stmt: {
-                let mut s = ladle_e2e::exact::Statement::sql("REPLACE INTO dn VALUES (2, ");
-                s.lit(ladle_e2e::exact::Literal {
-                    sql: "12.55e0".into(),
-                    param: mysql::Value::Double(12.55),
-                });
-                s.push(", 'b', 'c')");
-                s
-            },
-        },
+        with_double("REPLACE INTO dn VALUES (2, ", 12.55, ", 'b', 'c')"),
         step(
             Kind::Query { ordered: true },
             "SELECT id, x FROM z ORDER BY id",
@@ -504,7 +475,14 @@ fn found_reproductions_match_mariadb() {
     ];
     let urls = [maria_url.as_str(), ladle_url.as_str()];
     let db = format!("{}_found", database());
-    let found = first_mismatch(urls, &db, &ddl, 0, 1, &steps);
+    let run = Run {
+        urls,
+        db: &db,
+        ddl: &ddl,
+        seed: 0,
+        conns: 1,
+    };
+    let found = first_mismatch(&run, &steps);
     for url in urls {
         drop_database(url, &db);
     }
