@@ -91,17 +91,23 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 _ => Err(out_of_range()),
             }
         }
-        SqlType::Float | SqlType::Double => match v {
-            Value::Text(s) => s
-                .trim()
-                .parse::<f64>()
-                .map(Value::Double)
-                .map_err(|_| incorrect()),
-            _ => v.as_f64().map(Value::Double).ok_or_else(incorrect),
-        },
+        SqlType::Float | SqlType::Double => {
+            let d = match v {
+                Value::Text(s) => s.trim().parse::<f64>().map_err(|_| incorrect())?,
+                _ => v.as_f64().ok_or_else(incorrect)?,
+            };
+            // Stored without the sign of a zero, as MariaDB does (it never
+            // returns -0).
+            Ok(Value::Double(if d == 0.0 { 0.0 } else { d }))
+        }
         SqlType::Decimal { precision, scale } => {
             let d = to_decimal(v).ok_or_else(incorrect)?;
-            let d = d.round_dp(u32::from(*scale));
+            // Half away from zero, as MariaDB stores it (round_dp would
+            // round half to even: 0.5 into DECIMAL(3,0) gave 0, not 1).
+            let d = d.round_dp_with_strategy(
+                u32::from(*scale),
+                rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+            );
             let int_digits = u32::from(*precision).saturating_sub(u32::from(*scale));
             let limit =
                 (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
@@ -127,12 +133,27 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 },
                 other => to_text(other),
             };
-            let limit = match column.ty {
+            // CHAR drops trailing spaces (it reads back without its pad).
+            let s = match column.ty {
+                SqlType::Char(_) if s.ends_with(' ') => s.trim_end_matches(' ').to_string(),
+                _ => s,
+            };
+            let length = |s: &str| match column.ty {
                 SqlType::Text(_) => s.len(),
                 _ => s.chars().count(),
             };
-            if limit > *n as usize {
-                return Err(too_long());
+            if length(&s) > *n as usize {
+                // Only spaces past the end: cut, as MariaDB does (with a
+                // note), even in strict mode.
+                let trimmed = s.trim_end_matches(' ');
+                if length(trimmed) > *n as usize {
+                    return Err(too_long());
+                }
+                let mut kept = trimmed.to_string();
+                while length(&kept) < *n as usize {
+                    kept.push(' ');
+                }
+                return Ok(Value::text(kept));
             }
             Ok(Value::text(s))
         }
@@ -176,14 +197,20 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
-        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => match v {
-            Value::DateTime(dt) => Ok(Value::DateTime(truncate_datetime(*dt, *fsp))),
-            Value::Date(d) => Ok(Value::DateTime(d.and_hms_opt(0, 0, 0).unwrap_or_default())),
-            Value::Text(s) => parse_datetime(s)
-                .map(|dt| Value::DateTime(truncate_datetime(dt, *fsp)))
-                .ok_or_else(incorrect),
-            _ => Err(incorrect()),
-        },
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
+            let dt = match v {
+                Value::DateTime(dt) => truncate_datetime(*dt, *fsp),
+                Value::Date(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+                Value::Text(s) => parse_datetime(s)
+                    .map(|dt| truncate_datetime(dt, *fsp))
+                    .ok_or_else(incorrect)?,
+                _ => return Err(incorrect()),
+            };
+            if matches!(column.ty, SqlType::Timestamp { .. }) && !timestamp_in_range(dt) {
+                return Err(incorrect());
+            }
+            Ok(Value::DateTime(dt))
+        }
         SqlType::Time { fsp } => match v {
             Value::Time(us) => Ok(Value::Time(truncate_micros(*us, *fsp))),
             Value::Text(s) => parse_time(s)
@@ -200,6 +227,16 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             _ => Err(incorrect()),
         },
     }
+}
+
+/// Whether a TIMESTAMP can hold `dt` (the session's time zone being UTC,
+/// Ladle's only one): since the epoch up to 2^31 - 1 seconds, i.e.
+/// just after '1970-01-01 00:00:00' (a fraction of its second will do) to
+/// '2038-01-19 03:14:07.999999'. Outside it MariaDB refuses the value
+/// (1292), where a DATETIME would take it.
+pub fn timestamp_in_range(dt: NaiveDateTime) -> bool {
+    let utc = dt.and_utc();
+    utc.timestamp_micros() > 0 && utc.timestamp() <= i64::from(i32::MAX)
 }
 
 /// Microseconds cut to `fsp` fractional digits, toward zero: MariaDB
@@ -325,14 +362,22 @@ pub fn coerce_adjusting(
             | SqlType::Timestamp { .. }
             | SqlType::Time { .. },
         ) => {
+            if let (Value::Text(s), SqlType::Time { fsp }) = (v, &column.ty) {
+                if let Some(clamped) = time_past_range(s) {
+                    let clamped = Value::Time(truncate_micros(clamped, *fsp));
+                    return Ok((clamped, Some(Adjustment::Clamped)));
+                }
+            }
             let prefix = match (v, &column.ty) {
                 (Value::Text(s), SqlType::Time { .. }) => time_prefix(s).map(Value::Time),
                 (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
                 _ => None,
             };
-            match prefix {
-                Some(p) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
-                None => Err(err),
+            match (prefix, &column.ty) {
+                (Some(p), _) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
+                // No time at all: '00:00:00', as MariaDB stores it.
+                (None, SqlType::Time { .. }) => Ok((Value::Time(0), Some(Adjustment::Truncated))),
+                (None, _) => Err(err),
             }
         }
         (CoerceError::Incorrect { .. }, _) if numeric => {
@@ -347,6 +392,23 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// A well-formed time past TIME's range (`'839:00:00'`): the end of the
+/// range it is past, ±838:59:59.999999, as MariaDB stores it with 1264.
+fn time_past_range(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, s),
+    };
+    let hours: i64 = body.split(':').next()?.parse().ok()?;
+    let within = format!("838{}", &body[body.find(':')?..]);
+    if hours <= 838 || parse_time(&within).is_none() {
+        return None;
+    }
+    let end = (838 * 3600 + 59 * 60 + 59) * 1_000_000 + 999_999;
+    Some(if neg { -end } else { end })
 }
 
 /// [`parse_time`] of the longest prefix of `s` that is a time.
@@ -411,6 +473,35 @@ fn numeric_prefix(s: &str) -> Option<&str> {
         }
     }
     Some(&t[..i])
+}
+
+/// Whether storing `v` in `column` drops something MariaDB reports with a
+/// Note 1265 ("Data truncated"): DECIMAL digits past the scale that are not
+/// zeros (rounded), or spaces past a VARCHAR's length (cut).
+pub fn truncation_note(v: &Value, column: &ColumnSchema) -> bool {
+    match (&column.ty, v) {
+        (SqlType::Decimal { scale, .. }, _) => {
+            let d = match v {
+                // A double as its shortest digits, as MariaDB reads it.
+                Value::Double(f) => Decimal::from_str(&f.to_string()).ok(),
+                other => to_decimal(other),
+            };
+            // Out of range is a warning of its own (1264), not this note.
+            d.is_some_and(|d| {
+                d.round_dp_with_strategy(
+                    u32::from(*scale),
+                    rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+                ) != d
+                    && coerce(v, column).is_ok()
+            })
+        }
+        // CHAR drops trailing spaces anyway: no note.
+        (SqlType::VarChar(n), Value::Text(s)) => {
+            s.chars().count() > *n as usize
+                && s.trim_end_matches(' ').chars().count() <= *n as usize
+        }
+        _ => false,
+    }
 }
 
 fn to_decimal(v: &Value) -> Option<Decimal> {
@@ -625,7 +716,11 @@ mod tests {
             adjust(Value::text("10:00:00.25x"), &during),
             (Value::Time(36_000_200_000), Some(Adjustment::Truncated))
         );
-        assert!(coerce_adjusting(&Value::text("10:00:60"), &during).is_err());
+        // Not a time at all: '00:00:00' (MariaDB: 1265).
+        assert_eq!(
+            adjust(Value::text("10:00:60"), &during),
+            (Value::Time(0), Some(Adjustment::Truncated))
+        );
         assert_eq!(numeric_prefix(" -1.5e3x"), Some("-1.5e3"));
         assert_eq!(numeric_prefix(".5."), Some(".5"));
         assert_eq!(numeric_prefix("e5"), None);

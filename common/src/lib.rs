@@ -14,7 +14,7 @@ mod value;
 
 pub use coerce::{
     coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_datetime_prefix_len,
-    parse_time, truncate_datetime, truncate_micros, Adjustment, CoerceError,
+    parse_time, truncate_datetime, truncate_micros, truncation_note, Adjustment, CoerceError,
 };
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
 pub use value::{Collation, SqlType, Value};

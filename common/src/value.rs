@@ -131,7 +131,8 @@ impl Value {
         match self {
             Value::Text(s) => match collation {
                 Collation::Binary => self.clone(),
-                Collation::GeneralCi => Value::text(collation.fold(s)),
+                Collation::Bin if !s.ends_with(' ') => self.clone(),
+                _ => Value::text(collation.fold(s)),
             },
             Value::UInt(u) => match i64::try_from(*u) {
                 Ok(i) => Value::Int(i),
@@ -170,7 +171,8 @@ fn cmp_numeric(a: &Value, b: &Value) -> Ordering {
     }
     let x = a.as_f64().unwrap_or(f64::NAN);
     let y = b.as_f64().unwrap_or(f64::NAN);
-    x.total_cmp(&y)
+    // -0 equals 0 (total_cmp orders them); NaN, never stored, still orders.
+    x.partial_cmp(&y).unwrap_or_else(|| x.total_cmp(&y))
 }
 
 /// Binary equality: same kind and same value, strings compared byte for byte.
@@ -240,6 +242,29 @@ impl Hash for Value {
     }
 }
 
+/// A DOUBLE as MariaDB prints it (`my_gcvt`): the shortest digits that
+/// read back as the same double, positionally from 1e-15 up, and past 1e15
+/// while digits fall after the point (`0.0000000000000015`,
+/// `100000000000000`, `1999999999999997.5`), else in exponent form
+/// (`1e15`, `1.234567890123456e15`, `1e-16`); zero (either sign) is `0`.
+fn write_double(f: &mut fmt::Formatter<'_>, d: f64) -> fmt::Result {
+    if d == 0.0 {
+        return write!(f, "0");
+    }
+    if !d.is_finite() {
+        return write!(f, "{d}");
+    }
+    let exponent = format!("{d:e}");
+    let (mantissa, power) = exponent.rsplit_once('e').unwrap_or((&exponent, "0"));
+    let power: i32 = power.parse().unwrap_or(0);
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count() as i32;
+    if power >= -15 && (power <= 14 || power + 1 < digits) {
+        write!(f, "{d}")
+    } else {
+        write!(f, "{exponent}")
+    }
+}
+
 /// MySQL-style text rendering (what the text protocol sends).
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -247,13 +272,7 @@ impl fmt::Display for Value {
             Value::Null => write!(f, "NULL"),
             Value::Int(i) => write!(f, "{i}"),
             Value::UInt(u) => write!(f, "{u}"),
-            Value::Double(d) => {
-                if d.is_finite() && d.fract() == 0.0 && d.abs() < 1e15 {
-                    write!(f, "{}", *d as i64)
-                } else {
-                    write!(f, "{d}")
-                }
-            }
+            Value::Double(d) => write_double(f, *d),
             Value::Decimal(d) => write!(f, "{d}"),
             Value::Text(s) => write!(f, "{s}"),
             Value::Bytes(b) => write!(f, "{}", String::from_utf8_lossy(b)),
@@ -330,19 +349,27 @@ impl Value {
 /// `utf8mb4_general_ci` (`'Alice' = 'alice'`, trailing spaces ignored).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Collation {
-    /// `utf8mb4_bin` / `binary`: byte order.
+    /// Byte order, every byte counting: `binary`, and Ladle's exact
+    /// comparisons (`Value`'s `Eq` and `Ord`). Columns declared `_bin`
+    /// before [`Collation::Bin`] existed still carry it.
     Binary,
     /// `utf8mb4_general_ci`: case-insensitive, PAD SPACE.
     #[default]
     GeneralCi,
+    /// `utf8mb4_bin`: byte order, PAD SPACE as in MariaDB (`'a' = 'a '`:
+    /// trailing spaces do not count in comparisons and keys; LIKE counts
+    /// them). Last, so stored schemas keep their variants' numbers.
+    Bin,
 }
 
 impl Collation {
     /// The collation a `COLLATE`/`CHARSET` name selects, if Ladle knows it.
     pub fn from_name(name: &str) -> Option<Collation> {
         let n = name.to_ascii_lowercase();
-        if n == "binary" || n.ends_with("_bin") {
+        if n == "binary" {
             Some(Collation::Binary)
+        } else if n.ends_with("_bin") {
+            Some(Collation::Bin)
         } else if n.ends_with("_ci")
             || n == "utf8mb4"
             || n == "utf8"
@@ -357,7 +384,7 @@ impl Collation {
 
     pub fn name(self) -> &'static str {
         match self {
-            Collation::Binary => "utf8mb4_bin",
+            Collation::Binary | Collation::Bin => "utf8mb4_bin",
             Collation::GeneralCi => "utf8mb4_general_ci",
         }
     }
@@ -367,11 +394,12 @@ impl Collation {
     /// Under `GeneralCi` each character becomes its MariaDB
     /// `utf8mb4_general_ci` weight ([`Collation::fold_char`]) and trailing
     /// spaces are dropped (PAD SPACE), so `'Café '`, `'cafe'` and `'CAFÉ'`
-    /// fold alike. Storage's key encoding uses this too, so index lookups
-    /// agree with comparisons.
+    /// fold alike; under `Bin` only trailing spaces are dropped. Storage's
+    /// key encoding uses this too, so index lookups agree with comparisons.
     pub fn fold(self, s: &str) -> String {
         match self {
             Collation::Binary => s.to_string(),
+            Collation::Bin => s.trim_end_matches(' ').to_string(),
             Collation::GeneralCi => {
                 let trimmed = s.trim_end_matches(' ');
                 if trimmed.is_ascii() {
@@ -392,13 +420,17 @@ impl Collation {
     /// equal to each other, exactly as in MariaDB.
     pub fn fold_char(self, c: char) -> char {
         match self {
-            Collation::Binary => c,
+            Collation::Binary | Collation::Bin => c,
             Collation::GeneralCi => general_ci_weight(c),
         }
     }
     pub fn compare(self, a: &str, b: &str) -> Ordering {
         match self {
             Collation::Binary => a.as_bytes().cmp(b.as_bytes()),
+            Collation::Bin => a
+                .trim_end_matches(' ')
+                .as_bytes()
+                .cmp(b.trim_end_matches(' ').as_bytes()),
             Collation::GeneralCi => self.fold(a).cmp(&self.fold(b)),
         }
     }
@@ -612,6 +644,25 @@ mod tests {
         assert_eq!(ci.compare("\u{1F600}", "\u{1F601}"), Ordering::Equal);
         assert_eq!(ci.fold("é "), "E");
         assert_eq!(ci.fold_char('ÿ'), 'Y');
+    }
+
+    #[test]
+    fn double_text_is_mariadbs() {
+        for (d, text) in [
+            (1e15, "1e15"),
+            (1e14, "100000000000000"),
+            (1.234567890123456e15, "1.234567890123456e15"),
+            (999999999999999.9, "999999999999999.9"),
+            (1.5e-15, "0.0000000000000015"),
+            (1e-16, "1e-16"),
+            (-1.25, "-1.25"),
+            (-0.0, "0"),
+            (5e-324, "5e-324"),
+            (0.30000000000000004, "0.30000000000000004"),
+            (1999999999999997.5, "1999999999999997.5"),
+        ] {
+            assert_eq!(Value::Double(d).to_string(), text);
+        }
     }
 
     #[test]

@@ -8,9 +8,14 @@
 //!   any MySQL-compatible endpoint;
 //! - [`LadleServer`] spawns the `ladle` binary on free loopback ports with a
 //!   temporary data directory ([`ladle_binary`] says how it is found);
-//! - [`mariadb_url`] reads `LADLE_TEST_MARIADB_URL` (see `scripts/mariadb.sh`).
+//! - [`mariadb_url`] reads `LADLE_TEST_MARIADB_URL` (see `scripts/mariadb.sh`);
+//! - [`exact`] runs a statement over either protocol and keeps what the
+//!   wire delivered, for randomized differential tests.
 //!
 //! This crate depends on no Ladle crate: it speaks only the wire protocol.
+
+pub mod exact;
+pub mod workload;
 
 use std::fmt;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -55,6 +60,18 @@ pub fn workspace_root() -> PathBuf {
 /// `tests/sql` under the workspace root.
 pub fn sql_dir() -> PathBuf {
     workspace_root().join("tests").join("sql")
+}
+
+/// The line of `tests/sql/ladle-known-failures.txt` naming `test` (its
+/// first word), if any: a randomized test so listed reports Ladle's
+/// mismatches instead of failing.
+pub fn known_failure(test: &str) -> Option<String> {
+    let text =
+        std::fs::read_to_string(sql_dir().join("ladle-known-failures.txt")).unwrap_or_default();
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.split_whitespace().next() == Some(test))
+        .map(str::to_string)
 }
 
 /// Every `*.test` file under `dir`, recursively, sorted.
@@ -106,6 +123,18 @@ pub fn connect(url: &str, db: Option<&str>) -> Result<Conn, mysql::Error> {
     Conn::new(opts(url, db)?)
 }
 
+/// For a test whose oracle is MariaDB: MariaDB's URL and a spawned Ladle,
+/// or None (after saying so) when `LADLE_TEST_MARIADB_URL` is not set.
+pub fn mariadb_and_ladle() -> Option<(String, LadleServer)> {
+    let Some(maria_url) = mariadb_url() else {
+        eprintln!("{MARIADB_URL_ENV} not set; skipping (MariaDB is this test's oracle)");
+        return None;
+    };
+    let bin = ladle_binary().expect("ladle binary");
+    let ladle = LadleServer::start(&bin).expect("ladle starts");
+    Some((maria_url, ladle))
+}
+
 /// Drops and recreates database `db` on `url` so a test file starts fresh.
 pub fn fresh_database(url: &str, db: &str) -> Result<(), mysql::Error> {
     let mut conn = connect(url, None)?;
@@ -130,8 +159,26 @@ pub fn render_value(v: &mysql::Value) -> String {
         mysql::Value::Int(i) => i.to_string(),
         mysql::Value::UInt(u) => u.to_string(),
         mysql::Value::Float(f) => f.to_string(),
-        mysql::Value::Double(d) => d.to_string(),
+        mysql::Value::Double(d) => double_text(*d),
         other => other.as_sql(true).trim_matches('\'').to_string(),
+    }
+}
+
+/// A binary-protocol DOUBLE spelled as MariaDB's text protocol spells it:
+/// shortest digits, positional from 1e-15 up to 1e15 or while digits fall
+/// after the point, else `1e15` form.
+fn double_text(d: f64) -> String {
+    if d == 0.0 {
+        return "0".to_string();
+    }
+    let exponent = format!("{d:e}");
+    let (mantissa, power) = exponent.rsplit_once('e').unwrap_or((&exponent, "0"));
+    let power: i32 = power.parse().unwrap_or(0);
+    let digits = mantissa.bytes().filter(u8::is_ascii_digit).count() as i32;
+    if power >= -15 && (power <= 14 || power + 1 < digits) {
+        d.to_string()
+    } else {
+        exponent
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 
 use ladle_e2e::{
-    connect, fresh_database, ladle_binary, mariadb_url, query_rows, sql_dir, LadleServer,
+    connect, fresh_database, known_failure, ladle_binary, mariadb_url, query_rows, LadleServer,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -121,16 +121,7 @@ impl Model {
     /// comparison disagree (0x00, case pairs, invalid UTF-8, 0xFF).
     fn rand_bytes(rng: &mut StdRng, max: usize) -> Vec<u8> {
         const INTERESTING: [u8; 8] = [0x00, 0x20, 0x41, 0x61, 0x7F, 0x80, 0xC3, 0xFF];
-        let n = rng.gen_range(0..=max);
-        (0..n)
-            .map(|_| {
-                if rng.gen_bool(0.7) {
-                    INTERESTING[rng.gen_range(0..INTERESTING.len())]
-                } else {
-                    rng.gen()
-                }
-            })
-            .collect()
+        ladle_e2e::workload::interesting_bytes(rng, max, &INTERESTING)
     }
 
     fn gen_binary_write(&mut self, rng: &mut StdRng) -> Op {
@@ -786,15 +777,6 @@ fn generate(seed: u64, n: usize) -> Vec<Op> {
     (0..n).map(|_| model.gen(&mut rng)).collect()
 }
 
-fn ladle_known_failure() -> Option<String> {
-    let text =
-        std::fs::read_to_string(sql_dir().join("ladle-known-failures.txt")).unwrap_or_default();
-    text.lines()
-        .map(str::trim)
-        .find(|l| l.split_whitespace().next() == Some("differential"))
-        .map(str::to_string)
-}
-
 #[test]
 fn ladle_matches_model_and_mariadb_on_random_workload() {
     let seed: u64 = std::env::var("LADLE_DIFF_SEED")
@@ -842,7 +824,7 @@ fn ladle_matches_model_and_mariadb_on_random_workload() {
         println!("differential [{engine}]: {} mismatches", m.len());
         ladle.extend(m);
     }
-    match ladle_known_failure() {
+    match known_failure("differential") {
         Some(line) if !ladle.is_empty() => {
             println!("differential [ladle]: known failure ({line}); not failing:");
             for m in &ladle {
@@ -909,7 +891,7 @@ fn ladle_recovers_acknowledged_writes_after_kill() {
         drop(conn);
         drop(server); // SIGKILL
     }
-    match ladle_known_failure() {
+    match known_failure("differential") {
         Some(line) if !failures.is_empty() => {
             println!("recovery: known failure ({line}); not failing:");
             for m in &failures {

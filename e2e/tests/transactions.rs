@@ -13,7 +13,7 @@
 //! Without `LADLE_TEST_MARIADB_URL` the test is skipped (it has no model of
 //! its own: MariaDB is the oracle).
 
-use ladle_e2e::{connect, fresh_database, ladle_binary, mariadb_url, LadleServer};
+use ladle_e2e::{connect, fresh_database, mariadb_and_ladle};
 use mysql::prelude::Queryable;
 use mysql::Conn;
 use rand::rngs::StdRng;
@@ -226,12 +226,9 @@ fn env_or(name: &str, default: u64) -> u64 {
 
 #[test]
 fn transactions_match_mariadb() {
-    let Some(maria_url) = mariadb_url() else {
-        eprintln!("LADLE_TEST_MARIADB_URL not set; skipping (MariaDB is this test's oracle)");
+    let Some((maria_url, ladle)) = mariadb_and_ladle() else {
         return;
     };
-    let bin = ladle_binary().expect("ladle binary");
-    let ladle = LadleServer::start(&bin).expect("ladle starts");
     let ladle_url = ladle.url();
     let first_seed = env_or("LADLE_TXN_FIRST_SEED", 0);
     let seeds = env_or("LADLE_TXN_SEEDS", 3);

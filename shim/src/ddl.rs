@@ -149,6 +149,9 @@ fn is_current_timestamp(e: &Expr) -> bool {
 /// A column definition with its inline key flags.
 struct ColumnDefResult {
     schema: ColumnSchema,
+    /// The column names its own CHARACTER SET or COLLATE (the table's
+    /// default collation does not apply to it).
+    explicit_collation: bool,
     primary: bool,
     unique: bool,
     /// A column-level CHECK condition, as SQL text.
@@ -221,7 +224,10 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                     col.auto_increment = true;
                 }
             }
-            ColumnOption::CharacterSet(cs) => {
+            // A character set brings its default collation, unless COLLATE
+            // names one (`CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, as
+            // mariadb-dump writes every column off the table's default).
+            ColumnOption::CharacterSet(cs) if def.collation.is_none() => {
                 if let Some(coll) = Collation::from_name(&cs.to_string()) {
                     if col.collation != Collation::Binary || !col.ty.is_binary() {
                         col.collation = coll;
@@ -258,13 +264,34 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
     if primary {
         col.nullable = false;
     }
+    let explicit_collation = def.collation.is_some()
+        || def
+            .options
+            .iter()
+            .any(|o| matches!(o.option, ColumnOption::CharacterSet(_)));
     Ok(ColumnDefResult {
         schema: col,
+        explicit_collation,
         primary,
         unique,
         check,
         references,
     })
+}
+
+/// Where MariaDB's `sort_keys` puts a secondary key (a stable sort keeps
+/// declaration order within a rank): UNIQUE keys whose columns are all NOT
+/// NULL, then other UNIQUE keys, then the rest.
+fn key_rank(index: &IndexSchema, columns: &[ColumnSchema]) -> u8 {
+    let not_null = index
+        .columns
+        .iter()
+        .all(|&c| columns.get(c).is_some_and(|c| !c.nullable));
+    match (index.unique, not_null) {
+        (true, true) => 0,
+        (true, false) => 1,
+        (false, _) => 2,
+    }
 }
 
 fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
@@ -331,8 +358,10 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut uniques: Vec<usize> = Vec::new();
     let mut checks: Vec<CheckConstraint> = Vec::new();
     let mut keys: Vec<ForeignKey> = Vec::new();
+    let mut own_collation: Vec<bool> = Vec::new();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
+        own_collation.push(r.explicit_collation);
         if columns
             .iter()
             .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
@@ -485,11 +514,21 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     }
     if let Some(c) = &ct.collation {
         if let Some(coll) = Collation::from_name(c) {
-            for col in columns.iter_mut().filter(|c| c.ty.is_text()) {
+            // The table's collation is its columns' default: a column
+            // declaring its own keeps it.
+            for (col, _) in columns
+                .iter_mut()
+                .zip(&own_collation)
+                .filter(|(c, own)| c.ty.is_text() && !**own)
+            {
                 col.collation = coll;
             }
         }
     }
+    // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
+    // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
+    // when a row collides with several, which key 1062 names.
+    indexes.sort_by_key(|i| key_rank(i, &columns));
     let schema = TableSchema {
         id: 0,
         database: db.clone(),
@@ -896,7 +935,11 @@ pub fn default_value(col: &ColumnSchema) -> Option<Value> {
         ColumnDefault::Value(v) => Some(v.clone()),
         ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
-        ColumnDefault::None => None,
+        // An ENUM NOT NULL defaults to its first label (MariaDB).
+        ColumnDefault::None => match &col.ty {
+            SqlType::Enum(labels) => labels.first().map(Value::text),
+            _ => None,
+        },
     }
 }
 

@@ -19,7 +19,9 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Token;
 
 use crate::ddl::default_value;
-use crate::error::{Result, ShimError, WireError, ER_DUP_ENTRY, ER_OPERAND_COLUMNS};
+use crate::error::{
+    Result, ShimError, WireError, ER_DUP_ENTRY, ER_NO_DEFAULT_FOR_FIELD, ER_OPERAND_COLUMNS,
+};
 use crate::exec::{Engine, Info, Output};
 use crate::session::{Session, Transaction};
 
@@ -119,24 +121,214 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         }
     }
     let records = given.len() as u64;
+    // MariaDB counts a column ON DUPLICATE KEY UPDATE assigns as given: an
+    // inserted row gets its implicit default, without 1364.
+    let assigned: Vec<String> = match &ins.on {
+        Some(OnInsert::DuplicateKeyUpdate(assignments)) => assignments
+            .iter()
+            .filter_map(|a| match &a.target {
+                AssignmentTarget::ColumnName(n) => Some(crate::exec::last_part(n)),
+                AssignmentTarget::Tuple(_) => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
     let mut rows: Vec<Row> = Vec::with_capacity(given.len());
     for g in given {
         let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
         for (v, &t) in g.into_iter().zip(&targets) {
             row[t] = v;
         }
-        let full = row
-            .into_iter()
-            .zip(&schema.columns)
-            .map(|(v, col)| match v {
-                Some(v) => Ok(v),
-                None => default_value(col).ok_or_else(|| StorageError::NoDefault {
-                    column: col.name.clone(),
-                }),
-            })
-            .collect::<Result<Row, StorageError>>()?;
+        let mut full = Vec::with_capacity(row.len());
+        for (v, col) in row.into_iter().zip(&schema.columns) {
+            full.push(match v {
+                Some(v) => v,
+                None => match default_value(col) {
+                    Some(d) => d,
+                    None if assigned.iter().any(|a| a.eq_ignore_ascii_case(&col.name)) => {
+                        match implicit_default(&col.ty) {
+                            Some(d) => d,
+                            None => {
+                                return Err(StorageError::NoDefault {
+                                    column: col.name.clone(),
+                                }
+                                .into())
+                            }
+                        }
+                    }
+                    // IGNORE gives a NOT NULL column without a default
+                    // its type's implicit default, with a warning.
+                    None => match implicit_default(&col.ty).filter(|_| ins.ignore) {
+                        Some(d) => {
+                            // Once per statement, as MariaDB warns.
+                            if rows.is_empty() {
+                                s.add_warning(
+                                    "Warning",
+                                    ER_NO_DEFAULT_FOR_FIELD.errno,
+                                    format!("Field '{}' doesn't have a default value", col.name),
+                                );
+                            }
+                            d
+                        }
+                        None => {
+                            return Err(StorageError::NoDefault {
+                                column: col.name.clone(),
+                            }
+                            .into())
+                        }
+                    },
+                },
+            });
+        }
         rows.push(full);
     }
+    // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
+    for (i, row) in rows.iter().enumerate() {
+        for (v, col) in row.iter().zip(&schema.columns) {
+            if ladle_common::truncation_note(v, col) {
+                s.add_warning(
+                    "Note",
+                    1265,
+                    format!("Data truncated for column '{}' at row {}", col.name, i + 1),
+                );
+            }
+        }
+    }
+    if ins.ignore {
+        return insert_rows(e, s, &ins, schema, rows, records, many, returning);
+    }
+    // The checks below run a phase at a time over all rows; MariaDB runs
+    // them a row at a time, so when one fails, the error is the first
+    // failing row's first failure.
+    let kept = rows.clone();
+    match insert_rows(e, s, &ins, schema.clone(), rows, records, many, returning) {
+        Err(err) if is_row_error(&err) => {
+            Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
+        }
+        other => other,
+    }
+}
+
+/// [`TransactionKeys`] for an INSERT of `rows`: the current rows holding
+/// their keys and, under ON DUPLICATE KEY UPDATE, the keys the rows they
+/// collide with take when updated (an update can collide with a row no
+/// proposed row shares a key with).
+fn upsert_keys<'a>(
+    e: &Engine,
+    s: &Session,
+    schema: &'a TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<TransactionKeys<'a>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return TransactionKeys::new(e, s, schema, rows);
+    };
+    let first = TransactionKeys::new(e, s, schema, rows)?;
+    let mut probe = rows.to_vec();
+    for row in rows {
+        if let Some(existing) = first.first_conflict(row) {
+            if let Ok(updated) = f(&existing, row) {
+                probe.push(coerce_lenient(schema, &updated));
+            }
+        }
+    }
+    if probe.len() == rows.len() {
+        return Ok(first);
+    }
+    TransactionKeys::new(e, s, schema, &probe)
+}
+
+/// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,
+/// duplicate key or foreign key).
+fn is_row_error(err: &ShimError) -> bool {
+    matches!(
+        err.mysql_code().errno,
+        1048 | 1062 | 1264 | 1265 | 1292 | 1366 | 1406 | 1452 | 4025
+    )
+}
+
+/// The error MariaDB reports for an INSERT of `rows` (not IGNORE): each row
+/// in order is converted to the column types, checked for NOT NULL and the
+/// CHECK constraints, then against the keys (as the session sees the
+/// table, with the rows before it written) and its foreign keys; the
+/// first failure is the statement's error. None if no row fails.
+fn first_row_error(
+    e: &Engine,
+    s: &Session,
+    ins: &ast::Insert,
+    schema: &Arc<TableSchema>,
+    rows: &[Row],
+) -> Result<Option<ShimError>> {
+    let checks = e.checks.for_table(&e.storage, schema)?;
+    let on_conflict = conflict_rule(schema, ins, &checks)?;
+    let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
+    let fail = |err: ShimError| Ok(Some(err));
+    for row in rows {
+        let row = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(err) => return fail(err),
+        };
+        if let Err(err) = check_not_null(schema, &row) {
+            return fail(err);
+        }
+        if let Err(err) = checks.verify(&row) {
+            return fail(err.into());
+        }
+        let written = match (&on_conflict, keys.first_conflict(&row)) {
+            (OnConflict::Error, Some(_)) => return fail(keys.duplicate_error(&row).into()),
+            (OnConflict::Update(f), Some(existing)) => {
+                let new = match f(&existing, &row).map_err(ShimError::from) {
+                    Ok(new) => new,
+                    Err(err) => return fail(err),
+                };
+                let new = match coerce_row(schema, &new) {
+                    Ok(n) => n,
+                    Err(err) => return fail(err),
+                };
+                if let Err(err) = check_not_null(schema, &new) {
+                    return fail(err);
+                }
+                keys.remove_conflicting(&existing);
+                if keys.conflicts(&new) > 0 {
+                    return fail(keys.duplicate_error(&new).into());
+                }
+                (new != existing).then_some(new)
+            }
+            (OnConflict::Replace, Some(_)) => {
+                while let Some(victim) = keys.first_conflict(&row) {
+                    keys.remove_conflicting(&victim);
+                }
+                Some(row)
+            }
+            _ => Some(row),
+        };
+        if let Some(written) = written {
+            if let Some((_, err)) =
+                crate::foreign_keys::orphans(e, s, schema, std::slice::from_ref(&written))?
+                    .into_iter()
+                    .next()
+            {
+                return fail(err);
+            }
+            keys.add(&written);
+        }
+    }
+    Ok(None)
+}
+
+/// The rest of an INSERT once its rows are complete (defaults filled).
+#[allow(clippy::too_many_arguments)]
+fn insert_rows(
+    e: &Engine,
+    s: &mut Session,
+    ins: &ast::Insert,
+    schema: Arc<TableSchema>,
+    mut rows: Vec<Row>,
+    records: u64,
+    many: bool,
+    returning: Option<crate::returning::Returning>,
+) -> Result<Output> {
     if ins.ignore {
         adjust_ignored_values(s, &schema, &mut rows);
     }
@@ -151,12 +343,12 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         _ => None,
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    let on_conflict = conflict_rule(&schema, &ins, &checks)?;
+    let on_conflict = conflict_rule(&schema, ins, &checks)?;
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
     }
-    let orphans = crate::foreign_keys::orphans(e, s, &schema, &rows)?;
+    let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
     }
@@ -357,6 +549,50 @@ fn replaced_rows(
     Ok(gone)
 }
 
+/// The rows of an INSERT that reference no parent row, by index in `rows`,
+/// each with its 1452 error. Under ON DUPLICATE KEY UPDATE a row whose key
+/// is taken is not written: the row it updates is checked instead (when
+/// the update changes it), as InnoDB checks what it writes — in and out of
+/// a transaction, so a transaction does not learn of it only at COMMIT.
+fn orphan_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<Vec<(usize, ShimError)>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return crate::foreign_keys::orphans(e, s, schema, rows);
+    };
+    if !crate::foreign_keys::involved(e, schema)? {
+        return Ok(Vec::new());
+    }
+    let coerced: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &coerced)?;
+    let mut written: Vec<(usize, Row)> = Vec::with_capacity(rows.len());
+    for (i, r) in coerced.iter().enumerate() {
+        match keys.first_conflict(r) {
+            Some(existing) => {
+                let new = coerce_lenient(schema, &f(&existing, r)?);
+                keys.remove_conflicting(&existing);
+                keys.add(&new);
+                if new != existing {
+                    written.push((i, new));
+                }
+            }
+            None => {
+                keys.add(r);
+                written.push((i, rows[i].clone()));
+            }
+        }
+    }
+    let checked: Vec<Row> = written.iter().map(|(_, r)| r.clone()).collect();
+    Ok(crate::foreign_keys::orphans(e, s, schema, &checked)?
+        .into_iter()
+        .map(|(k, err)| (written[k].0, err))
+        .collect())
+}
+
 /// Rows referencing no parent row (`orphans`, with their 1452 errors):
 /// INSERT IGNORE skips them with a warning; otherwise the statement fails
 /// with the first one's 1452, unless that row or an earlier one fails it
@@ -503,7 +739,7 @@ fn insert_in_transaction(
     for row in &rows {
         check_not_null(schema, row)?;
     }
-    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
     let mut counts = RowCounts::default();
     let mut first_generated = None;
@@ -535,7 +771,10 @@ fn insert_in_transaction(
                 // assignments again against the row as it is then). Its id
                 // is the one reported.
                 if let Some(existing) = keys.first_conflict(&row) {
-                    let new = coerce_lenient(schema, &f(&existing, &row)?);
+                    // Strictly, as the write will be: a value the column
+                    // cannot take fails the statement now, not the COMMIT.
+                    let new = coerce_row(schema, &f(&existing, &row)?)?;
+                    check_not_null(schema, &new)?;
                     if new == existing {
                         counts = counts.plus(0, 1);
                     } else {
@@ -872,8 +1111,9 @@ impl<'a> TransactionKeys<'a> {
 }
 
 /// An UPDATE inside a transaction, checked when it runs as InnoDB does: a
-/// changed row whose PRIMARY/UNIQUE key then repeats another row's (as the
-/// transaction sees the table) fails the statement with 1062.
+/// changed row whose PRIMARY/UNIQUE key repeats another row's (as the
+/// transaction sees the table, with the rows before it updated and the
+/// rows after it not yet) fails the statement with 1062.
 fn check_updated_keys(
     e: &Engine,
     s: &Session,
@@ -894,10 +1134,24 @@ fn check_updated_keys(
         return Ok(());
     }
     let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
-    for (old, _) in changes {
-        keys.remove_conflicting(old);
+    // Row by row in primary key order, as InnoDB scans and updates (and as
+    // storage does outside a transaction; the transaction's own rows come
+    // after the committed ones in `changes`): `SET id = id + 1` over ids 1
+    // and 2 fails on the first row, whose new id the second still holds.
+    let mut ordered: Vec<&(Row, Option<Row>)> = changes.iter().collect();
+    if let Some(pk) = &schema.primary_key {
+        ordered.sort_by(|(a, _), (b, _)| {
+            pk.iter()
+                .map(|&c| a[c].cmp(&b[c]))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
     }
-    for new in &new_rows {
+    for (old, new) in ordered {
+        let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
+            continue;
+        };
+        keys.remove_conflicting(old);
         if keys.conflicts(new) > 0 {
             return Err(keys.duplicate_error(new).into());
         }
@@ -1485,6 +1739,16 @@ pub struct UpdateClauses<'a> {
     pub ignore: bool,
 }
 
+/// The Notes an UPDATE's assignments raise, gathered as its rows are
+/// visited.
+#[derive(Default)]
+struct UpdateNotes {
+    /// Rows the statement changed so far (the "at row" of a note).
+    rows_seen: usize,
+    /// (column, row number) of each value rounded or cut.
+    found: Vec<(String, usize)>,
+}
+
 pub fn update(
     e: &Engine,
     s: &mut Session,
@@ -1526,6 +1790,10 @@ pub fn update(
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
+    // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
+    // (column, row number among the rows the statement changes).
+    let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
+    let noted = notes.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
@@ -1548,6 +1816,16 @@ pub fn update(
             }
         }
         checks.verify_uncoerced(&checked_schema, &new)?;
+        let mut noted = noted.lock();
+        noted.rows_seen += 1;
+        for (pos, _) in &compiled {
+            if let (Some(v), Some(c)) = (new.get(*pos), checked_schema.columns.get(*pos)) {
+                if ladle_common::truncation_note(v, c) {
+                    let at_row = noted.rows_seen;
+                    noted.found.push((c.name.clone(), at_row));
+                }
+            }
+        }
         Ok(Some(new))
     });
     let updater = if ignore {
@@ -1576,7 +1854,12 @@ pub fn update(
         for row in candidate_rows(e, s, &schema, &scan)? {
             if let Some(new) = updater(&row)? {
                 counts.found += 1;
-                let new = coerce_lenient(&schema, &new);
+                // Strictly (the write will be), unless IGNORE adjusts it.
+                let new = if ignore {
+                    coerce_lenient(&schema, &new)
+                } else {
+                    coerce_row(&schema, &new)?
+                };
                 if new != row {
                     counts.affected += 1;
                     changes.push((row, Some(new)));
@@ -1598,7 +1881,11 @@ pub fn update(
         crate::foreign_keys::check_child_rows(e, s, &schema, &new_rows)?;
         cascades = crate::foreign_keys::parent_effects(e, s, &schema, &changes)?;
     }
-    submit_with(
+    // The rows were visited above (the write, or COMMIT, visits them
+    // again): the notes are those of that visit; else of the write's.
+    let visited = s.in_transaction() || keyed;
+    let early = std::mem::take(&mut *notes.lock()).found;
+    let out = submit_with(
         e,
         s,
         WriteOp::Update {
@@ -1608,7 +1895,20 @@ pub fn update(
         },
         cascades,
         counts,
-    )
+    )?;
+    let found = if visited {
+        early
+    } else {
+        std::mem::take(&mut *notes.lock()).found
+    };
+    for (column, at_row) in found {
+        s.add_warning(
+            "Note",
+            1265,
+            format!("Data truncated for column '{column}' at row {at_row}"),
+        );
+    }
+    Ok(out)
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
@@ -1800,6 +2100,7 @@ fn implicit_default(ty: &SqlType) -> Option<Value> {
             Some(Value::text(""))
         }
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Some(Value::bytes(b"")),
+        SqlType::Time { .. } => Some(Value::Time(0)),
         _ => None,
     }
 }
@@ -2083,7 +2384,7 @@ fn collect_equalities(schema: &TableSchema, w: &Expr, eq: &mut HashMap<usize, Va
                 },
             };
             let c = &schema.columns[col];
-            let text_ci = c.ty.is_text() && c.collation != Collation::Binary;
+            let text_ci = c.ty.is_text() && c.collation == Collation::GeneralCi;
             if !val.is_null() && !text_ci {
                 eq.entry(col).or_insert(val);
             }

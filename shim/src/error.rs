@@ -142,6 +142,7 @@ pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
 /// forwarded write (clients retry 1205).
 pub const ER_LOCK_WAIT_TIMEOUT: MysqlCode = code(1205, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
+pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -204,6 +205,10 @@ fn storage_code(e: &StorageError) -> MysqlCode {
             if matches!(ty.as_str(), "date" | "datetime" | "time") =>
         {
             ER_TRUNCATED_WRONG_VALUE
+        }
+        // A value that is no label of an ENUM: "Data truncated" (1265).
+        StorageError::BadValue(CoerceError::Incorrect { ty, .. }) if ty == "enum" => {
+            ER_WARN_DATA_TRUNCATED
         }
         StorageError::BadValue(
             CoerceError::Incorrect { .. } | CoerceError::IncorrectString { .. },

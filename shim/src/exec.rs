@@ -419,6 +419,7 @@ impl Engine {
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
             s.warnings.drain(..carried.min(s.warnings.len()));
+            s.carried_warnings = 0;
             for (level, code, message) in raised {
                 s.add_warning(level, code, message);
             }
@@ -428,6 +429,7 @@ impl Engine {
             // no longer what an earlier statement left).
             if kind != Kind::Show {
                 s.warnings.drain(..carried.min(s.warnings.len()));
+                s.carried_warnings = 0;
             }
             s.add_warning("Error", e.code.errno, e.message.clone());
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
@@ -1490,7 +1492,7 @@ impl Engine {
         let query = query.clone();
         let start = std::time::Instant::now();
         let res = query.read_cached(params, self.read_lsn(s))?;
-        s.warnings.clear();
+        s.clear_warnings();
         Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
     }
 
@@ -1562,7 +1564,7 @@ impl Engine {
                     };
                     return (Kind::Select, Err(e.into()));
                 }
-                s.warnings.clear();
+                s.clear_warnings();
                 let start = std::time::Instant::now();
                 let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
@@ -1826,13 +1828,16 @@ fn statement_name(s: &Statement) -> String {
 /// How many of the session's warnings a statement starting now keeps:
 /// MySQL keeps the previous statement's warnings through statements that
 /// use no table (`SELECT @@warning_count`, `SET @a = 1`); others clear them.
+/// Also noted in the session: the OK packet counts only the statement's own.
 fn carried_warnings(s: &mut Session, sql: &str, kind: Kind) -> usize {
-    if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
-        s.warnings.clear();
+    let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
+        s.clear_warnings();
         0
     } else {
         s.warnings.len()
-    }
+    };
+    s.carried_warnings = carried;
+    carried
 }
 
 fn uses_tables(kind: Kind, sql: &str) -> bool {

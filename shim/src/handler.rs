@@ -258,7 +258,7 @@ impl Connection {
                 });
                 if let Err(err) = &r {
                     // The error replaces what SHOW WARNINGS listed.
-                    s.warnings.clear();
+                    s.clear_warnings();
                     s.add_warning("Error", err.code.errno, err.message.clone());
                 }
                 (Kind::Other, r)
@@ -382,8 +382,11 @@ impl Connection {
     }
 }
 
+/// The warnings the statement just run raised (an OK or EOF packet's
+/// count), without those an earlier statement left.
 fn warning_count(s: &Session) -> u16 {
-    s.warnings.len().min(usize::from(u16::MAX)) as u16
+    let own = s.warnings.len().saturating_sub(s.carried_warnings);
+    own.min(usize::from(u16::MAX)) as u16
 }
 
 /// The columns prepared statement `id` (re-planned per execution) returns,

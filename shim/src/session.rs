@@ -202,6 +202,10 @@ pub struct Session {
     /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
     pub warnings: Vec<Warning>,
+    /// How many of `warnings` an earlier statement left (kept for SHOW
+    /// WARNINGS through statements that use no table): not the current
+    /// statement's, so not in its OK packet's warning count.
+    pub carried_warnings: usize,
     pub statements: HashMap<u32, PreparedStatement>,
     next_statement: u32,
     /// On a cluster replica: this session's link to the primary, opened
@@ -234,6 +238,7 @@ impl Session {
             row_count: -1,
             last_write_lsn: 0,
             warnings: Vec::new(),
+            carried_warnings: 0,
             statements: HashMap::new(),
             next_statement: 1,
             forward: None,
@@ -304,6 +309,12 @@ impl Session {
     /// EXISTS` of a missing table.
     pub fn warn(&mut self, code: u16, message: impl Into<String>) {
         self.add_warning("Note", code, message);
+    }
+
+    /// Forgets every warning (a statement that uses a table starts over).
+    pub fn clear_warnings(&mut self) {
+        self.warnings.clear();
+        self.carried_warnings = 0;
     }
 
     /// Records a SHOW WARNINGS row; the OK packet counts them.

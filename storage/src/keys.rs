@@ -62,7 +62,8 @@ pub(crate) fn encode_value(out: &mut Vec<u8>, v: &Value, column: &ColumnSchema) 
             encode_i64(out, i);
         }
         (SqlType::Float | SqlType::Double, _) => {
-            let f = v.as_f64().unwrap_or(0.0);
+            // -0 and 0 are one key, as they compare equal (-0 + 0 is 0).
+            let f = v.as_f64().unwrap_or(0.0) + 0.0;
             let bits = f.to_bits();
             let ordered = if bits >> 63 == 1 {
                 !bits

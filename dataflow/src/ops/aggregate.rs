@@ -340,7 +340,7 @@ impl Aggregate {
                     } else if a.float {
                         Value::Double(*float)
                     } else {
-                        Value::Decimal(*exact)
+                        Value::Decimal(with_scale(*exact, a.scale))
                     }
                 }
                 (_, Acc::Sum { exact, float, n }) => avg(a, *n, *exact, *float),
@@ -527,7 +527,8 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
                     Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0))
                 } else {
                     match acc {
-                        Value::Int(i) => Value::Decimal(Decimal::from(i)),
+                        Value::Int(i) => Value::Decimal(with_scale(Decimal::from(i), a.scale)),
+                        Value::Decimal(d) => Value::Decimal(with_scale(d, a.scale)),
                         other => other,
                     }
                 }
@@ -590,6 +591,15 @@ impl fmt::Display for Aggregate {
             )
         }
     }
+}
+
+/// A DECIMAL sum shown with its column's scale, as MariaDB shows it (a
+/// sum that comes to zero had lost it: `0` for `0.0000`).
+fn with_scale(mut d: Decimal, scale: u32) -> Decimal {
+    if d.scale() < scale {
+        d.rescale(scale);
+    }
+    d
 }
 
 #[cfg(test)]

@@ -404,6 +404,13 @@ impl<'a> ExprCx<'a> {
                 });
             }
         }
+        // `RTRIM(col)`, `UPPER(col)`, ...: the column's collation.
+        if let (Expr::Call(..), Some(Expr::Column(i))) = (compiled, collation_source(compiled)) {
+            let (ty, _, coll) = self.col_info(*i);
+            if ty.is_text() {
+                return Some(coll);
+            }
+        }
         None
     }
 
@@ -1183,4 +1190,40 @@ pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
         D::Unspecified => CastType::Signed,
         other => return Err(unsupported(format!("CAST AS {other}"))),
     })
+}
+
+/// The column a string expression takes its collation from, as MariaDB
+/// derives it: the column itself, or the first argument of a function that
+/// returns (part of) its first argument (`RTRIM(col)`, `UPPER(col)`,
+/// `SUBSTRING(col, ..)`); None for anything else (it carries the
+/// connection's collation).
+pub(crate) fn collation_source(e: &Expr) -> Option<&Expr> {
+    match e {
+        Expr::Column(_) => Some(e),
+        Expr::Call(
+            Func::Upper
+            | Func::Lower
+            | Func::Trim
+            | Func::LTrim
+            | Func::RTrim
+            | Func::Substring
+            | Func::Left
+            | Func::Right
+            | Func::Replace
+            | Func::Reverse
+            | Func::Lpad
+            | Func::Rpad,
+            args,
+        ) => args.first().and_then(collation_source),
+        _ => None,
+    }
+}
+
+/// The collation of string expression `e` over columns whose collations
+/// `column` gives (see [`collation_source`]); GeneralCi when it has none.
+pub(crate) fn derived_collation(e: &Expr, column: impl Fn(usize) -> Collation) -> Collation {
+    match collation_source(e) {
+        Some(Expr::Column(c)) => column(*c),
+        _ => Collation::GeneralCi,
+    }
 }

@@ -8,8 +8,8 @@ use ladle_storage::Storage;
 use sqlparser::ast;
 
 use super::expr::{
-    aggregate_name, collect_aggregates, collect_bare_columns, literal, norm, placeholder_slot,
-    unsupported, ExprCx, ParamMode, PostAgg, Scope, ScopeCol,
+    aggregate_name, collect_aggregates, collect_bare_columns, derived_collation, literal, norm,
+    placeholder_slot, unsupported, ExprCx, ParamMode, PostAgg, Scope, ScopeCol,
 };
 use super::pushdown::filter_below_joins;
 use super::range::RangeIndex;
@@ -1134,10 +1134,7 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|e| {
                     let (t, n) = e.result_type(&ftypes);
-                    let coll = match e {
-                        Expr::Column(c) => scope.cols[*c].collation,
-                        _ => Collation::GeneralCi,
-                    };
+                    let coll = derived_collation(e, |c| scope.cols[c].collation);
                     let c = if t_is_text(&t) {
                         coll
                     } else {
@@ -1559,7 +1556,9 @@ impl<'a> Planner<'a> {
                 Expr::Column(c) => frame_colls.get(*c).copied().unwrap_or(Collation::Binary),
                 other => {
                     if t_is_text(&other.result_type(&frame_types).0) {
-                        Collation::GeneralCi
+                        derived_collation(other, |c| {
+                            frame_colls.get(c).copied().unwrap_or(Collation::GeneralCi)
+                        })
                     } else {
                         Collation::Binary
                     }
@@ -1667,7 +1666,9 @@ impl<'a> Planner<'a> {
                 Expr::Column(c) => frame_colls.get(*c).copied().unwrap_or(Collation::Binary),
                 other => {
                     if t_is_text(&other.result_type(&frame_types).0) {
-                        Collation::GeneralCi
+                        derived_collation(other, |c| {
+                            frame_colls.get(c).copied().unwrap_or(Collation::GeneralCi)
+                        })
                     } else {
                         Collation::Binary
                     }
@@ -2016,15 +2017,13 @@ impl<'a> Planner<'a> {
         let arg = stable(cx.compile(arg_ast)?)?;
         let ftypes = cx.frame_types();
         let (aty, _) = arg.result_type(&ftypes);
-        let coll = match &arg {
-            Expr::Column(c) => cx
-                .scope
+        let coll = derived_collation(&arg, |c| {
+            cx.scope
                 .cols
-                .get(*c)
+                .get(c)
                 .map(|c| c.collation)
-                .unwrap_or_default(),
-            _ => Collation::GeneralCi,
-        };
+                .unwrap_or_default()
+        });
         let kind = match name.as_str() {
             "count" => AggKind::Count,
             "sum" => AggKind::Sum,
