@@ -232,10 +232,23 @@ impl<'a> Planner<'a> {
         if q.with.is_some() {
             return Err(unsupported("WITH"));
         }
-        if q.fetch.is_some() || !q.locks.is_empty() || !q.limit_by.is_empty() {
-            return Err(unsupported("FETCH/FOR UPDATE/LIMIT BY"));
+        // FOR UPDATE / LOCK IN SHARE MODE do not change the answer; the
+        // session decides what they mean for the transaction.
+        if q.fetch.is_some() || !q.limit_by.is_empty() {
+            return Err(unsupported("FETCH/LIMIT BY"));
         }
         match &*q.body {
+            ast::SetExpr::Select(s)
+                if (s.from.is_empty() || is_dual(s)) && select_has_subquery(s) =>
+            {
+                // `SELECT (SELECT ...)`, `SELECT x IN (SELECT ...)`: over
+                // one constant row, planned as any SELECT with a FROM.
+                let mut q = q.clone();
+                if let ast::SetExpr::Select(s) = &mut *q.body {
+                    s.from = vec![one_row_from()];
+                }
+                self.plan(&q)
+            }
             ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self.constant(s, q),
             ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
@@ -428,28 +441,8 @@ impl<'a> Planner<'a> {
             } => {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
-                let width = l.cols.len();
-                if r.cols.len() != width {
-                    return Err(DataflowError::BadArgument(
-                        "The used SELECT statements have a different number of columns".into(),
-                    ));
-                }
-                let mut cols = l.cols.clone();
-                for (i, c) in cols.iter_mut().enumerate() {
-                    let tys = [
-                        (l.cols[i].ty.clone(), l.cols[i].nullable),
-                        (r.cols[i].ty.clone(), r.cols[i].nullable),
-                    ];
-                    let (t, n) = unify_types(&tys);
-                    c.ty = t;
-                    c.nullable = n;
-                    c.table = String::new();
-                    // MariaDB sends no key flags for a UNION's columns.
-                    c.origin = None;
-                    if c.ty.is_text() {
-                        c.coll = Collation::GeneralCi;
-                    }
-                }
+                let cols = set_operation_columns(&l, &r)?;
+                let width = cols.len();
                 let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
                 let mut node = LNode {
                     op: LOp::Union,
@@ -469,7 +462,29 @@ impl<'a> Planner<'a> {
                 }
                 Ok(Rel { node, cols })
             }
-            ast::SetExpr::SetOperation { op, .. } => Err(unsupported(format!("{op}"))),
+            ast::SetExpr::SetOperation {
+                op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
+                set_quantifier,
+                left,
+                right,
+            } => {
+                if !matches!(
+                    set_quantifier,
+                    ast::SetQuantifier::None | ast::SetQuantifier::Distinct
+                ) {
+                    return Err(unsupported(format!("{op} {set_quantifier}")));
+                }
+                let l = self.set_expr(left)?;
+                let r = self.set_expr(right)?;
+                let cols = set_operation_columns(&l, &r)?;
+                let node = intersect_or_except(
+                    l.node,
+                    r.node,
+                    cols.iter().map(|c| c.coll).collect(),
+                    matches!(op, ast::SetOperator::Intersect),
+                );
+                Ok(Rel { node, cols })
+            }
             other => {
                 let bq = ast::Query {
                     with: None,
@@ -867,6 +882,13 @@ impl<'a> Planner<'a> {
             Some(ast::Distinct::Distinct) => true,
             Some(ast::Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
         };
+        if super::stats::select_has_statistic(s, q) {
+            // VAR_POP and the others become COUNT/SUM arithmetic, typed by
+            // the FROM clause's columns.
+            let (_, from_scope) = self.plan_from(&s.from, &mut Vec::new())?;
+            let (s, q) = super::stats::expand_in_select(s, q, &from_scope)?;
+            return self.select(&s, &q, top);
+        }
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -934,20 +956,26 @@ impl<'a> Planner<'a> {
                 read_filters.push(c);
                 continue;
             }
-            match &c {
+            // A semi/anti-join where the shape allows; otherwise the
+            // subquery is evaluated as a value below and filters.
+            let semi = match &c {
                 ast::Expr::InSubquery {
                     expr,
                     subquery,
                     negated,
-                } => {
-                    node = self.semi_in(node, &scope, expr, subquery, *negated)?;
-                    continue;
-                }
+                } => Some(self.semi_in(node.clone(), &scope, expr, subquery, *negated)),
                 ast::Expr::Exists { subquery, negated } => {
-                    node = self.semi_exists(node, &scope, subquery, *negated)?;
+                    Some(self.semi_exists(node.clone(), &scope, subquery, *negated))
+                }
+                _ => None,
+            };
+            match semi {
+                Some(Ok(joined)) => {
+                    node = joined;
                     continue;
                 }
-                _ => {}
+                Some(Err(DataflowError::Unsupported(_))) | None => {}
+                Some(Err(e)) => return Err(e),
             }
             let mut c = c;
             if has_subquery(&c) {
@@ -1015,6 +1043,39 @@ impl<'a> Planner<'a> {
                 };
             }
         }
+
+        // Subqueries in ORDER BY, as in the select list.
+        let rewritten_order;
+        let q = if q
+            .order_by
+            .iter()
+            .flat_map(|ob| &ob.exprs)
+            .any(|o| has_subquery(&o.expr))
+        {
+            if window.is_some() {
+                return Err(unsupported(
+                    "subqueries in ORDER BY over a derived table with LIMIT",
+                ));
+            }
+            let mut q2 = q.clone();
+            for o in q2.order_by.iter_mut().flat_map(|ob| &mut ob.exprs) {
+                let mut rw = SubqueryRewriter {
+                    planner: self,
+                    node: &mut node,
+                    scope: &mut scope,
+                    n: &mut nsub,
+                    err: None,
+                };
+                let _ = ast::VisitMut::visit(&mut o.expr, &mut rw);
+                if let Some(err) = rw.err {
+                    return Err(err);
+                }
+            }
+            rewritten_order = q2;
+            &rewritten_order
+        } else {
+            q
+        };
 
         // Aggregation.
         let group_asts: Vec<ast::Expr> = match &s.group_by {
@@ -2140,6 +2201,7 @@ impl<'a> Planner<'a> {
         let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
         let mut outer_cols = Vec::new();
         let mut inner_cols = Vec::new();
+        let mut residual = Vec::new();
         for c in conj {
             if let ast::Expr::BinaryOp {
                 left,
@@ -2187,13 +2249,15 @@ impl<'a> Planner<'a> {
                     "parameters or subqueries inside {context}"
                 )));
             }
-            let e = ExprCx::row(&iscope)
-                .compile(&c)
-                .and_then(stable)
-                .map_err(|e| match e {
-                    DataflowError::UnknownColumn(..) => unsupported(non_equality),
-                    other => other,
-                })?;
+            let e = match ExprCx::row(&iscope).compile(&c).and_then(stable) {
+                Ok(e) => e,
+                Err(DataflowError::UnknownColumn(..)) if scope_reads_outer(&c, &iscope, scope) => {
+                    residual.push(c);
+                    continue;
+                }
+                Err(DataflowError::UnknownColumn(..)) => return Err(unsupported(non_equality)),
+                Err(other) => return Err(other),
+            };
             let colls = inner.colls.clone();
             inner = LNode {
                 op: LOp::Filter(e),
@@ -2206,6 +2270,287 @@ impl<'a> Planner<'a> {
             scope: iscope,
             inner_cols,
             outer_cols,
+            residual,
+        })
+    }
+
+    /// A correlated subquery body with conditions other than `inner =
+    /// outer` (`WHERE b.price > p.id * 10`) made uncorrelated: the distinct
+    /// values of the outer columns it reads (D) joined with the inner rows
+    /// on the equalities and filtered by the other conditions. D's columns
+    /// then are the correlation key, equal to the outer columns. Only
+    /// NULL-rejecting conditions (comparisons of columns and arithmetic)
+    /// are taken, so an outer row with a NULL in them matches no inner row
+    /// and the caller's LEFT JOIN (which never matches a NULL key) gives
+    /// the empty subquery's answer, as it should.
+    fn decorrelate(
+        &self,
+        outer: &LNode,
+        oscope: &Scope,
+        c: Correlated,
+        n: usize,
+    ) -> Result<Correlated> {
+        let qual = format!("__sqo{n}");
+        let mut o_cols: Vec<usize> = Vec::new();
+        for &o in &c.outer_cols {
+            if !o_cols.contains(&o) {
+                o_cols.push(o);
+            }
+        }
+        let mut conds = Vec::new();
+        for r in &c.residual {
+            if !null_rejecting(r) {
+                return Err(unsupported(format!("the correlated condition {r}")));
+            }
+            let mut r = r.clone();
+            let mut err = None;
+            let _ = ast::visit_expressions_mut(&mut r, |e| {
+                let ids = match e {
+                    ast::Expr::Identifier(id) => vec![id.clone()],
+                    ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+                    _ => return std::ops::ControlFlow::<()>::Continue(()),
+                };
+                if c.scope.resolve(&ids).is_ok() {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                match oscope.resolve(&ids) {
+                    Ok(oc) => {
+                        let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
+                            o_cols.push(oc);
+                            o_cols.len() - 1
+                        });
+                        *e = ast::Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(qual.clone()),
+                            ast::Ident::new(format!("__o{i}")),
+                        ]);
+                    }
+                    Err(e) => err = Some(e),
+                }
+                std::ops::ControlFlow::Continue(())
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            conds.push(r);
+        }
+        let k = o_cols.len();
+        let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
+        let distinct_outer = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(o_cols.iter().map(|&o| Expr::Column(o)).collect()),
+                inputs: vec![outer.clone()],
+                colls: dcolls.clone(),
+            }],
+            colls: dcolls.clone(),
+        };
+        let mut jscope = Scope {
+            cols: o_cols
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| ScopeCol {
+                    qualifier: qual.clone(),
+                    name: format!("__o{i}"),
+                    table: String::new(),
+                    origin: None,
+                    ..oscope.cols[o].clone()
+                })
+                .collect(),
+        };
+        jscope.cols.extend(c.scope.cols.iter().cloned());
+        let mut jcolls = dcolls;
+        jcolls.extend(c.inner.colls.iter().copied());
+        let mut joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: c
+                    .outer_cols
+                    .iter()
+                    .map(|o| o_cols.iter().position(|x| x == o).unwrap_or_default())
+                    .collect(),
+                right_cols: c.inner_cols.clone(),
+            },
+            inputs: vec![distinct_outer, c.inner],
+            colls: jcolls.clone(),
+        };
+        for r in &conds {
+            let e = stable(ExprCx::row(&jscope).compile(r)?)?;
+            joined = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![joined],
+                colls: jcolls.clone(),
+            };
+        }
+        Ok(Correlated {
+            inner: joined,
+            scope: jscope,
+            inner_cols: (0..k).collect(),
+            outer_cols: o_cols,
+            residual: vec![],
+        })
+    }
+
+    /// `x IN (SELECT y ...)` as a value (in the select list, under OR, on
+    /// an expression), with MySQL's three-valued answer: 1 when some `y`
+    /// equals `x`; else 0 when the subquery is empty; else NULL when `x`
+    /// or some `y` is NULL; else 0. The distinct `y`s join `x` (LEFT), and
+    /// the subquery's row and non-NULL counts join every row (one row, key
+    /// []). The subquery must be uncorrelated.
+    fn in_value(
+        &self,
+        x: &ast::Expr,
+        sub: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let rel = self.relation(sub).map_err(|e| match e {
+            DataflowError::UnknownColumn(..) => {
+                unsupported("a correlated IN (SELECT ...) outside a WHERE condition")
+            }
+            other => other,
+        })?;
+        if rel.cols.len() != 1 {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ));
+        }
+        let qual = format!("__in{n}");
+        let width = scope.cols.len();
+        // `x` as a column of its own (named here, whatever it is).
+        let xc = width;
+        {
+            let e = stable(ExprCx::row(scope).compile(x)?)?;
+            let (ty, nullable) = e.result_type(&scope.types());
+            let coll = if ty.is_text() {
+                rel.cols[0].coll
+            } else {
+                Collation::Binary
+            };
+            let mut colls = node.colls.clone();
+            colls.push(coll);
+            let inner = LNode::take(node);
+            *node = LNode {
+                op: LOp::Project((0..width).map(Expr::Column).chain([e]).collect()),
+                inputs: vec![inner],
+                colls,
+            };
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: "__x".into(),
+                ty,
+                nullable,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let ycoll = rel.cols[0].coll;
+        let bigint = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        };
+        // The distinct values: (y, COUNT(*)), grouped by y.
+        let values = LNode {
+            op: LOp::Aggregate {
+                ngroup: 1,
+                aggs: vec![AggSpec::new(AggKind::CountStar, 0)],
+                scalar: false,
+            },
+            inputs: vec![rel.node.clone()],
+            colls: vec![ycoll, Collation::Binary],
+        };
+        let stats = LNode {
+            op: LOp::Aggregate {
+                ngroup: 0,
+                aggs: vec![
+                    AggSpec::new(AggKind::CountStar, 0),
+                    AggSpec::new(AggKind::Count, 0),
+                ],
+                scalar: true,
+            },
+            inputs: vec![rel.node],
+            colls: vec![Collation::Binary, Collation::Binary],
+        };
+        let mut colls = node.colls.clone();
+        colls.extend([ycoll, Collation::Binary]);
+        let left = LNode::take(node);
+        let with_values = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![xc],
+                right_cols: vec![0],
+            },
+            inputs: vec![left, values],
+            colls: colls.clone(),
+        };
+        colls.extend([Collation::Binary, Collation::Binary]);
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![],
+                right_cols: vec![],
+            },
+            inputs: vec![with_values, stats],
+            colls,
+        };
+        for (name, ty, coll) in [
+            ("__y", rel.cols[0].ty.clone(), ycoll),
+            ("__m", bigint.clone(), Collation::Binary),
+            ("__rows", bigint.clone(), Collation::Binary),
+            ("__nonnull", bigint, Collation::Binary),
+        ] {
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: name.into(),
+                ty,
+                nullable: true,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let col = |name: &str| {
+            ast::Expr::CompoundIdentifier(vec![
+                ast::Ident::new(qual.clone()),
+                ast::Ident::new(name),
+            ])
+        };
+        let x_col = col("__x");
+        let is_null = |e: ast::Expr, negated: bool| {
+            if negated {
+                ast::Expr::IsNotNull(Box::new(e))
+            } else {
+                ast::Expr::IsNull(Box::new(e))
+            }
+        };
+        let rows = call("COALESCE", vec![col("__rows"), number("0")]);
+        Ok(ast::Expr::Case {
+            operand: None,
+            conditions: vec![
+                is_null(col("__m"), true),
+                ast::Expr::BinaryOp {
+                    left: Box::new(rows.clone()),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(number("0")),
+                },
+                ast::Expr::BinaryOp {
+                    left: Box::new(is_null(x_col, false)),
+                    op: ast::BinaryOperator::Or,
+                    right: Box::new(ast::Expr::BinaryOp {
+                        left: Box::new(rows),
+                        op: ast::BinaryOperator::Gt,
+                        right: Box::new(col("__nonnull")),
+                    }),
+                },
+            ],
+            results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+            else_result: Some(Box::new(number("0"))),
         })
     }
 
@@ -2241,6 +2586,7 @@ impl<'a> Planner<'a> {
             scope: iscope,
             inner_cols,
             outer_cols,
+            residual,
         } = self.plan_correlated_params(
             s,
             scope,
@@ -2248,6 +2594,11 @@ impl<'a> Planner<'a> {
             "correlated condition other than equality",
             Some(&mut params),
         )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "parameters in a subquery with a correlated condition other than equality",
+            ));
+        }
         if params.is_empty() {
             return Err(unsupported("parameters in a subquery other than col = ?"));
         }
@@ -2371,6 +2722,7 @@ impl<'a> Planner<'a> {
             inner,
             inner_cols,
             outer_cols,
+            residual,
             ..
         } = self.plan_correlated(
             s,
@@ -2378,6 +2730,11 @@ impl<'a> Planner<'a> {
             "EXISTS",
             "correlated EXISTS condition other than equality",
         )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "correlated EXISTS condition other than equality",
+            ));
+        }
         if outer_cols.is_empty() {
             return Err(unsupported("uncorrelated EXISTS"));
         }
@@ -2413,22 +2770,264 @@ struct SubqueryRewriter<'p, 'a> {
 impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     type Break = ();
     fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
-        if let ast::Expr::Subquery(q) = e {
-            match self
+        let planned = match e {
+            ast::Expr::Subquery(q) => self
                 .planner
-                .scalar_subquery(q, self.node, self.scope, *self.n)
-            {
-                Ok(replacement) => {
-                    *self.n += 1;
-                    *e = replacement;
-                }
-                Err(err) => {
-                    self.err = Some(err);
-                    return std::ops::ControlFlow::Break(());
-                }
+                .scalar_subquery(q, self.node, self.scope, *self.n),
+            ast::Expr::Exists { subquery, negated } => {
+                let negated = *negated;
+                exists_as_count(subquery).and_then(|count| {
+                    let n = self
+                        .planner
+                        .scalar_subquery(&count, self.node, self.scope, *self.n)?;
+                    Ok(ast::Expr::BinaryOp {
+                        left: Box::new(n),
+                        op: if negated {
+                            ast::BinaryOperator::Eq
+                        } else {
+                            ast::BinaryOperator::Gt
+                        },
+                        right: Box::new(number("0")),
+                    })
+                })
+            }
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self
+                .planner
+                .in_value(expr, subquery, self.node, self.scope, *self.n)
+                .map(|v| {
+                    if *negated {
+                        ast::Expr::UnaryOp {
+                            op: ast::UnaryOperator::Not,
+                            expr: Box::new(ast::Expr::Nested(Box::new(v))),
+                        }
+                    } else {
+                        v
+                    }
+                }),
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match planned {
+            Ok(replacement) => {
+                *self.n += 1;
+                *e = replacement;
+                std::ops::ControlFlow::Continue(())
+            }
+            Err(err) => {
+                self.err = Some(err);
+                std::ops::ControlFlow::Break(())
             }
         }
+    }
+}
+
+/// The rows of `inner` that come first, per correlation key (`keys`), in
+/// the order `order` (`ORDER BY z1 [DESC], ...`): for each `z` in turn,
+/// its extreme per key (MIN or MAX, maintained) joins back the rows that
+/// have it. Ties remain; `(SELECT y ... LIMIT 1)` takes MAX(y) of them,
+/// one of the rows MySQL may return. Each `z` must be NOT NULL: MIN/MAX
+/// skip NULLs, which MySQL sorts first (ascending) or last (descending).
+fn first_in_order(
+    inner: LNode,
+    iscope: &Scope,
+    keys: &[usize],
+    order: &[ast::OrderByExpr],
+) -> Result<LNode> {
+    let width = inner.width();
+    let k = keys.len();
+    let mut rows = inner;
+    for o in order {
+        let z = stable(ExprCx::row(iscope).compile(&o.expr)?)?;
+        let (_, nullable) = z.result_type(&iscope.types());
+        if nullable {
+            return Err(unsupported(
+                "ORDER BY a nullable expression in a scalar subquery with LIMIT 1",
+            ));
+        }
+        let zcoll = match &z {
+            Expr::Column(c) => rows.colls[*c],
+            _ => Collation::GeneralCi,
+        };
+        let mut zcolls = rows.colls.clone();
+        zcolls.push(zcoll);
+        let with_z = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).chain([z]).collect()),
+            inputs: vec![rows],
+            colls: zcolls.clone(),
+        };
+        let mut kcolls: Vec<Collation> = keys.iter().map(|&c| zcolls[c]).collect();
+        kcolls.push(zcoll);
+        let mut spec = AggSpec::new(
+            if o.asc == Some(false) {
+                AggKind::Max
+            } else {
+                AggKind::Min
+            },
+            k,
+        );
+        spec.collation = zcoll;
+        let extreme = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![spec],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(
+                    keys.iter()
+                        .map(|&c| Expr::Column(c))
+                        .chain([Expr::Column(width)])
+                        .collect(),
+                ),
+                inputs: vec![with_z.clone()],
+                colls: kcolls.clone(),
+            }],
+            colls: kcolls.clone(),
+        };
+        let mut jcolls = zcolls.clone();
+        jcolls.extend(kcolls);
+        let joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: keys.iter().copied().chain([width]).collect(),
+                right_cols: (0..=k).collect(),
+            },
+            inputs: vec![with_z, extreme],
+            colls: jcolls,
+        };
+        rows = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).collect()),
+            colls: zcolls[..width].to_vec(),
+            inputs: vec![joined],
+        };
+    }
+    Ok(rows)
+}
+
+/// A numeric literal.
+fn number(n: &str) -> ast::Expr {
+    ast::Expr::Value(ast::Value::Number(n.into(), false))
+}
+
+/// A call of the function `name` on `args`.
+fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName(vec![ast::Ident::new(name)]),
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// `EXISTS (SELECT ... [LIMIT n])` as `(SELECT COUNT(*) ...)`, to compare
+/// with 0: the select list, DISTINCT, ORDER BY and a LIMIT of at least one
+/// row do not change whether a row exists.
+fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let zero_offset = match &q.offset {
+        None => true,
+        Some(o) => matches!(&o.value, ast::Expr::Value(ast::Value::Number(n, _)) if n == "0"),
+    };
+    match &q.limit {
+        None if zero_offset => {}
+        Some(ast::Expr::Value(ast::Value::Number(n, _)))
+            if zero_offset && n.parse::<u64>().is_ok_and(|n| n > 0) => {}
+        _ => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    }
+    q.limit = None;
+    q.offset = None;
+    q.order_by = None;
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("EXISTS over this query"));
+    };
+    s.distinct = None;
+    let mut count = call("COUNT", vec![]);
+    if let ast::Expr::Function(ast::Function {
+        args: ast::FunctionArguments::List(l),
+        ..
+    }) = &mut count
+    {
+        l.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)];
+    }
+    s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
+    Ok(q)
+}
+
+/// Whether `c` reads a column of the outer query: one `inner` does not
+/// have and `outer` does.
+fn scope_reads_outer(c: &ast::Expr, inner: &Scope, outer: &Scope) -> bool {
+    let mut any = false;
+    let _ = ast::visit_expressions(c, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => std::slice::from_ref(id),
+            ast::Expr::CompoundIdentifier(ids) => ids.as_slice(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(ids).is_err() && outer.resolve(ids).is_ok() {
+            any = true;
+        }
         std::ops::ControlFlow::Continue(())
+    });
+    any
+}
+
+/// Whether a correlated condition is false or NULL whenever a column it
+/// reads is NULL: a comparison of columns, literals and arithmetic. For
+/// those, an outer row whose correlation values include a NULL matches no
+/// inner row, which the decorrelated plan relies on.
+fn null_rejecting(e: &ast::Expr) -> bool {
+    fn strict(e: &ast::Expr) -> bool {
+        use ast::BinaryOperator as B;
+        match e {
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
+                true
+            }
+            ast::Expr::Nested(x) => strict(x),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+                expr,
+            } => strict(expr),
+            ast::Expr::BinaryOp { left, op, right } => {
+                matches!(
+                    op,
+                    B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
+                ) && strict(left)
+                    && strict(right)
+            }
+            _ => false,
+        }
+    }
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Nested(x) => null_rejecting(x),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            right,
+        } => strict(left) && strict(right),
+        ast::Expr::Between {
+            expr, low, high, ..
+        } => strict(expr) && strict(low) && strict(high),
+        ast::Expr::Like {
+            expr,
+            pattern,
+            escape_char: None,
+            ..
+        } => strict(expr) && strict(pattern),
+        _ => false,
     }
 }
 
@@ -2438,6 +3037,9 @@ struct Correlated {
     scope: Scope,
     inner_cols: Vec<usize>,
     outer_cols: Vec<usize>,
+    /// Conditions reading outer columns other than `inner = outer`
+    /// (`b.price > p.id * 10`), for [`Planner::decorrelate`].
+    residual: Vec<ast::Expr>,
 }
 
 impl Planner<'_> {
@@ -2471,11 +3073,31 @@ impl Planner<'_> {
             }
             _ => None,
         };
+        // `(SELECT y ... LIMIT 1)` without ORDER BY may give any row's y:
+        // MAX(y) is one of them, and never several rows. With `ORDER BY
+        // z...` the rows first narrow to those first in that order.
+        let limit_one = q.offset.is_none()
+            && matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(one, _))) if one == "1");
+        let first_by = match &q.order_by {
+            Some(ob) if limit_one && top1_desc.is_none() && aggregate_name(&agg).is_none() => {
+                if ob.interpolate.is_some()
+                    || ob
+                        .exprs
+                        .iter()
+                        .any(|o| o.nulls_first.is_some() || o.with_fill.is_some())
+                {
+                    return Err(unsupported("this scalar subquery"));
+                }
+                Some(ob.exprs.clone())
+            }
+            _ => None,
+        };
+        let any_row = limit_one && (q.order_by.is_none() || first_by.is_some());
         let simple = s.from.len() == 1
             && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
             && s.having.is_none()
             && s.distinct.is_none()
-            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some())
+            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some() || any_row)
             && s.projection.len() == 1;
         if !simple {
             return Err(unsupported("this scalar subquery"));
@@ -2484,6 +3106,7 @@ impl Planner<'_> {
         // count, which read time checks (MySQL error 1242 for several rows).
         let (agg, single) = match aggregate_name(&agg) {
             Some(_) => (agg, false),
+            None if any_row => (call("MAX", vec![agg]), false),
             None => (
                 ast::Expr::Function(ast::Function {
                     name: ast::ObjectName(vec![ast::Ident::new(match top1_desc {
@@ -2505,17 +3128,25 @@ impl Planner<'_> {
             ),
         };
         let agg_name = aggregate_name(&agg).unwrap_or_default();
-        let Correlated {
-            inner,
-            scope: iscope,
-            inner_cols,
-            outer_cols,
-        } = self.plan_correlated(
+        let mut correlated = self.plan_correlated(
             s,
             scope,
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        if !correlated.residual.is_empty() {
+            correlated = self.decorrelate(node, scope, correlated, n)?;
+        }
+        let Correlated {
+            mut inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+            ..
+        } = correlated;
+        if let Some(order) = &first_by {
+            inner = first_in_order(inner, &iscope, &inner_cols, order)?;
+        }
         // Uncorrelated: a one-row aggregate joined to every row (key []).
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
@@ -2642,6 +3273,96 @@ impl Planner<'_> {
             }));
         }
         Ok(col)
+    }
+}
+
+/// The result columns of a set operation (UNION, INTERSECT, EXCEPT): each
+/// the type that holds both sides' values, without table provenance.
+fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
+    if r.cols.len() != l.cols.len() {
+        return Err(DataflowError::BadArgument(
+            "The used SELECT statements have a different number of columns".into(),
+        ));
+    }
+    let mut cols = l.cols.clone();
+    for (i, c) in cols.iter_mut().enumerate() {
+        let tys = [
+            (l.cols[i].ty.clone(), l.cols[i].nullable),
+            (r.cols[i].ty.clone(), r.cols[i].nullable),
+        ];
+        let (t, n) = unify_types(&tys);
+        c.ty = t;
+        c.nullable = n;
+        c.table = String::new();
+        // MariaDB sends no key flags for a UNION's columns.
+        c.origin = None;
+        if c.ty.is_text() {
+            c.coll = Collation::GeneralCi;
+        }
+    }
+    Ok(cols)
+}
+
+/// `L INTERSECT R` / `L EXCEPT R` (distinct): both sides' rows tagged 1
+/// and 2, grouped by all their columns (so NULLs compare equal, as in
+/// MariaDB's set operations) with the group's smallest and largest tag;
+/// INTERSECT keeps the groups with both tags, EXCEPT those with only 1.
+fn intersect_or_except(left: LNode, right: LNode, colls: Vec<Collation>, intersect: bool) -> LNode {
+    let width = colls.len();
+    let mut tagged_colls = colls.clone();
+    tagged_colls.push(Collation::Binary);
+    let tag = |node: LNode, t: i64| LNode {
+        op: LOp::Project(
+            (0..width)
+                .map(Expr::Column)
+                .chain([Expr::Literal(Value::Int(t))])
+                .collect(),
+        ),
+        inputs: vec![node],
+        colls: tagged_colls.clone(),
+    };
+    let both = LNode {
+        op: LOp::Union,
+        inputs: vec![tag(left, 1), tag(right, 2)],
+        colls: tagged_colls.clone(),
+    };
+    let mut group_colls = colls.clone();
+    group_colls.extend([Collation::Binary, Collation::Binary]);
+    let groups = LNode {
+        op: LOp::Aggregate {
+            ngroup: width,
+            aggs: vec![
+                AggSpec::new(AggKind::Min, width),
+                AggSpec::new(AggKind::Max, width),
+            ],
+            scalar: false,
+        },
+        inputs: vec![both],
+        colls: group_colls.clone(),
+    };
+    let eq = |c: usize, v: i64| Expr::Cmp {
+        op: crate::expr::CmpOp::Eq,
+        left: Box::new(Expr::Column(c)),
+        right: Box::new(Expr::Literal(Value::Int(v))),
+        collation: Collation::Binary,
+    };
+    let keep = if intersect {
+        Expr::Logic(
+            crate::expr::LogicOp::And,
+            Box::new(eq(width, 1)),
+            Box::new(eq(width + 1, 2)),
+        )
+    } else {
+        eq(width + 1, 1)
+    };
+    LNode {
+        op: LOp::Project((0..width).map(Expr::Column).collect()),
+        inputs: vec![LNode {
+            op: LOp::Filter(keep),
+            inputs: vec![groups],
+            colls: group_colls,
+        }],
+        colls,
     }
 }
 
@@ -2820,6 +3541,64 @@ fn stable(e: Expr) -> Result<Expr> {
         Err(unsupported("NOW()/RAND() inside a maintained view"))
     } else {
         Ok(e)
+    }
+}
+
+/// Whether the select list or WHERE of `s` has a subquery.
+fn select_has_subquery(s: &ast::Select) -> bool {
+    s.projection.iter().any(|i| match i {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            has_subquery(e)
+        }
+        _ => false,
+    }) || s.selection.as_ref().is_some_and(has_subquery)
+}
+
+/// `FROM (SELECT 1) AS __ladle_one`: one constant row.
+fn one_row_from() -> ast::TableWithJoins {
+    let one = ast::Query {
+        with: None,
+        body: Box::new(ast::SetExpr::Select(Box::new(ast::Select {
+            distinct: None,
+            top: None,
+            top_before_distinct: false,
+            projection: vec![ast::SelectItem::UnnamedExpr(number("1"))],
+            into: None,
+            from: vec![],
+            lateral_views: vec![],
+            prewhere: None,
+            selection: None,
+            group_by: ast::GroupByExpr::Expressions(vec![], vec![]),
+            cluster_by: vec![],
+            distribute_by: vec![],
+            sort_by: vec![],
+            having: None,
+            named_window: vec![],
+            qualify: None,
+            window_before_qualify: false,
+            value_table_mode: None,
+            connect_by: None,
+        }))),
+        order_by: None,
+        limit: None,
+        limit_by: vec![],
+        offset: None,
+        fetch: None,
+        locks: vec![],
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+    };
+    ast::TableWithJoins {
+        relation: ast::TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(one),
+            alias: Some(ast::TableAlias {
+                name: ast::Ident::new("__ladle_one"),
+                columns: vec![],
+            }),
+        },
+        joins: vec![],
     }
 }
 
