@@ -55,6 +55,29 @@ pub enum Func {
     Mod,
     Pow,
     Sqrt,
+    /// SIN .. DEGREES: one DOUBLE argument, NULL outside the domain.
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    /// ATAN(x) or ATAN(y, x); ATAN2(y, x).
+    Atan,
+    Exp,
+    /// LN(x), LOG(x), LOG(b, x), LOG2(x), LOG10(x).
+    Ln,
+    Log,
+    Log2,
+    Log10,
+    Degrees,
+    Radians,
+    Pi,
+    /// REGEXP_LIKE(s, pattern, match_type): `match_type` letters as MySQL's
+    /// (c case-sensitive, i insensitive, m multi-line, n `.` matches a
+    /// newline; the last of c/i wins). `s REGEXP p` compiles to it with the
+    /// comparison's collation as the default.
+    RegexpLike,
     Locate,
     Instr,
     Repeat,
@@ -141,6 +164,23 @@ impl Func {
             "mod" => (Mod, 2, 2),
             "pow" | "power" => (Pow, 2, 2),
             "sqrt" => (Sqrt, 1, 1),
+            "sin" => (Sin, 1, 1),
+            "cos" => (Cos, 1, 1),
+            "tan" => (Tan, 1, 1),
+            "cot" => (Cot, 1, 1),
+            "asin" => (Asin, 1, 1),
+            "acos" => (Acos, 1, 1),
+            "atan" => (Atan, 1, 2),
+            "atan2" => (Atan, 2, 2),
+            "exp" => (Exp, 1, 1),
+            "ln" => (Ln, 1, 1),
+            "log" => (Log, 1, 2),
+            "log2" => (Log2, 1, 1),
+            "log10" => (Log10, 1, 1),
+            "degrees" => (Degrees, 1, 1),
+            "radians" => (Radians, 1, 1),
+            "pi" => (Pi, 0, 0),
+            "regexp_like" => (RegexpLike, 2, 3),
             "locate" => (Locate, 2, 2),
             "instr" => (Instr, 2, 2),
             "repeat" => (Repeat, 2, 2),
@@ -543,6 +583,16 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             Some(a) if a >= 0.0 => Value::Double(a.sqrt()),
             _ => Value::Null,
         },
+        Sin | Cos | Tan | Cot | Asin | Acos | Atan | Exp | Ln | Log | Log2 | Log10 | Degrees
+        | Radians => {
+            let xs: Option<Vec<f64>> = vals.iter().map(ops::value_to_f64).collect();
+            match xs {
+                Some(xs) => math(f, &xs)?,
+                None => Value::Null,
+            }
+        }
+        Pi => Value::Double(std::f64::consts::PI),
+        RegexpLike => regexp_like(&vals)?,
         Greatest | Least => {
             if null_in(&vals) {
                 return Ok(Value::Null);
@@ -977,6 +1027,17 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         }
         Mod => (tys[0].0.clone(), true),
         Pow | Sqrt | Rand => (SqlType::Double, f != Rand),
+        Sin | Cos | Tan | Cot | Asin | Acos | Atan | Exp | Ln | Log | Log2 | Log10 | Degrees
+        | Radians => (SqlType::Double, true),
+        Pi => (SqlType::Double, false),
+        RegexpLike => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            any_null,
+        ),
         SingleRow => (tys.get(1).map(|t| t.0.clone()).unwrap_or(bigint), true),
         Now | UtcTimestamp => (SqlType::DateTime { fsp: 0 }, false),
         CurDate => (SqlType::Date, false),
@@ -1007,4 +1068,83 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             _ => (SqlType::DateTime { fsp: 0 }, true),
         },
     }
+}
+
+/// The trigonometric, exponential and logarithmic functions, as MariaDB
+/// answers them: NULL outside the domain (`LN(0)`, `ACOS(2)`, `LOG(1, x)`),
+/// error 1690 when the result is not finite (`EXP(1000)`, `COT(0)`).
+fn math(f: Func, xs: &[f64]) -> EvalResult {
+    use Func::*;
+    let x = xs[0];
+    let r = match (f, xs.len()) {
+        (Sin, _) => x.sin(),
+        (Cos, _) => x.cos(),
+        (Tan, _) => x.tan(),
+        (Cot, _) => 1.0 / x.tan(),
+        (Asin | Acos, _) if !(-1.0..=1.0).contains(&x) => return Ok(Value::Null),
+        (Asin, _) => x.asin(),
+        (Acos, _) => x.acos(),
+        (Atan, 1) => x.atan(),
+        (Atan, _) => x.atan2(xs[1]),
+        (Exp, _) => x.exp(),
+        (Ln | Log | Log2 | Log10, 1) if x <= 0.0 => return Ok(Value::Null),
+        (Ln | Log, 1) => x.ln(),
+        (Log2, _) => x.log2(),
+        (Log10, _) => x.log10(),
+        (Log, _) => {
+            let y = xs[1];
+            if x <= 0.0 || x == 1.0 || y <= 0.0 {
+                return Ok(Value::Null);
+            }
+            y.ln() / x.ln()
+        }
+        (Degrees, _) => x.to_degrees(),
+        (Radians, _) => x.to_radians(),
+        _ => return Err(EvalError::Invalid(format!("{f:?} is not a math function"))),
+    };
+    if !r.is_finite() {
+        let name = format!("{f:?}").to_ascii_lowercase();
+        let shown = xs
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        return Err(EvalError::OutOfRange(format!(
+            "DOUBLE value is out of range in '{name}({shown})'"
+        )));
+    }
+    Ok(Value::Double(r))
+}
+
+/// REGEXP_LIKE(s, pattern[, match_type]); see [`Func::RegexpLike`]. Without
+/// a match type the match is case-insensitive, as REGEXP is on
+/// utf8mb4_general_ci text (the planner passes "c" for binary operands).
+fn regexp_like(vals: &[Value]) -> EvalResult {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let subject = to_text(&vals[0]);
+    let pattern = to_text(&vals[1]);
+    let mut b = regex::RegexBuilder::new(&pattern);
+    b.case_insensitive(true);
+    if let Some(m) = vals.get(2) {
+        for c in to_text(m).chars() {
+            match c {
+                'c' => b.case_insensitive(false),
+                'i' => b.case_insensitive(true),
+                'm' => b.multi_line(true),
+                'n' => b.dot_matches_new_line(true),
+                'u' => &mut b,
+                _ => {
+                    return Err(EvalError::Invalid(
+                        "Incorrect arguments to regexp_like".into(),
+                    ))
+                }
+            };
+        }
+    }
+    let re = b
+        .build()
+        .map_err(|e| EvalError::Invalid(format!("Regex error '{e}'")))?;
+    Ok(Value::Int(re.is_match(&subject) as i64))
 }

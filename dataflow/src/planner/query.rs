@@ -3043,9 +3043,43 @@ struct Correlated {
 }
 
 impl Planner<'_> {
+    /// A scalar subquery joined into `node` (LEFT, on its correlation
+    /// columns); returns the expression that reads its value.
+    ///
+    /// Django's forms are taken apart first: `ORDER BY NULL` orders
+    /// nothing, and `GROUP BY` on the inner side of `inner = outer`
+    /// correlations makes no more than one group per outer row (but no
+    /// group, so NULL, where no row matches: COUNT is then not 0).
     fn scalar_subquery(
         &self,
         q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let mut q = q.clone();
+        if q.order_by.as_ref().is_some_and(|ob| {
+            ob.exprs
+                .iter()
+                .all(|o| matches!(o.expr, ast::Expr::Value(ast::Value::Null)))
+        }) {
+            q.order_by = None;
+        }
+        let mut grouped = Vec::new();
+        if let ast::SetExpr::Select(s) = &mut *q.body {
+            if let ast::GroupByExpr::Expressions(g, mods) = &mut s.group_by {
+                if mods.is_empty() && s.having.is_none() {
+                    grouped = std::mem::take(g);
+                }
+            }
+        }
+        self.scalar_subquery_grouped(&q, &grouped, node, scope, n)
+    }
+
+    fn scalar_subquery_grouped(
+        &self,
+        q: &ast::Query,
+        grouped: &[ast::Expr],
         node: &mut LNode,
         scope: &mut Scope,
         n: usize,
@@ -3134,6 +3168,16 @@ impl Planner<'_> {
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        for g in grouped {
+            let by_key = as_column(g)
+                .and_then(|ids| correlated.scope.resolve(ids).ok())
+                .is_some_and(|c| correlated.inner_cols.contains(&c));
+            if !by_key {
+                return Err(unsupported(
+                    "GROUP BY other than the correlation columns in a scalar subquery",
+                ));
+            }
+        }
         if !correlated.residual.is_empty() {
             correlated = self.decorrelate(node, scope, correlated, n)?;
         }
@@ -3251,7 +3295,7 @@ impl Planner<'_> {
                 within_group: vec![],
             }));
         }
-        if agg_name == "count" {
+        if agg_name == "count" && grouped.is_empty() {
             // COUNT over no rows is 0, not NULL.
             return Ok(ast::Expr::Function(ast::Function {
                 name: ast::ObjectName(vec![ast::Ident::new("COALESCE")]),
