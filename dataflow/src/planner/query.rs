@@ -2198,7 +2198,10 @@ impl<'a> Planner<'a> {
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
+        let (mut inner, mut iscope) = self.plan_from(&s.from, &mut conj)?;
+        // Subqueries nested in this one that read only its own rows
+        // (numbered apart from the enclosing query's).
+        let mut nested = 1000;
         let mut outer_cols = Vec::new();
         let mut inner_cols = Vec::new();
         let mut residual = Vec::new();
@@ -2244,10 +2247,45 @@ impl<'a> Planner<'a> {
                     continue;
                 }
             }
-            if has_placeholder(&c) || has_subquery(&c) {
+            if has_placeholder(&c) || (has_subquery(&c) && scope_reads_outer(&c, &iscope, scope)) {
                 return Err(unsupported(format!(
                     "parameters or subqueries inside {context}"
                 )));
+            }
+            let mut c = c;
+            if has_subquery(&c) {
+                // A nested subquery over this one's rows only: planned
+                // into the inner plan as the enclosing WHERE plans its own.
+                let semi = match &c {
+                    ast::Expr::InSubquery {
+                        expr,
+                        subquery,
+                        negated,
+                    } => Some(self.semi_in(inner.clone(), &iscope, expr, subquery, *negated)),
+                    ast::Expr::Exists { subquery, negated } => {
+                        Some(self.semi_exists(inner.clone(), &iscope, subquery, *negated))
+                    }
+                    _ => None,
+                };
+                match semi {
+                    Some(Ok(joined)) => {
+                        inner = joined;
+                        continue;
+                    }
+                    Some(Err(DataflowError::Unsupported(_))) | None => {}
+                    Some(Err(e)) => return Err(e),
+                }
+                let mut rw = SubqueryRewriter {
+                    planner: self,
+                    node: &mut inner,
+                    scope: &mut iscope,
+                    n: &mut nested,
+                    err: None,
+                };
+                let _ = ast::VisitMut::visit(&mut c, &mut rw);
+                if let Some(err) = rw.err {
+                    return Err(err);
+                }
             }
             let e = match ExprCx::row(&iscope).compile(&c).and_then(stable) {
                 Ok(e) => e,
@@ -2299,7 +2337,8 @@ impl<'a> Planner<'a> {
         }
         let mut conds = Vec::new();
         for r in &c.residual {
-            if !null_rejecting(r) {
+            let reads_outer = |e: &ast::Expr| outer_columns_read(e, &c.scope, oscope);
+            if !null_rejecting(r, &reads_outer) {
                 return Err(unsupported(format!("the correlated condition {r}")));
             }
             let mut r = r.clone();
@@ -2969,33 +3008,47 @@ fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
 /// Whether `c` reads a column of the outer query: one `inner` does not
 /// have and `outer` does.
 fn scope_reads_outer(c: &ast::Expr, inner: &Scope, outer: &Scope) -> bool {
-    let mut any = false;
+    !outer_columns_read(c, inner, outer).is_empty()
+}
+
+/// The columns of `outer` that `c` reads (those `inner` does not have),
+/// sorted.
+fn outer_columns_read(c: &ast::Expr, inner: &Scope, outer: &Scope) -> Vec<usize> {
+    let mut cols = Vec::new();
     let _ = ast::visit_expressions(c, |e| {
         let ids = match e {
             ast::Expr::Identifier(id) => std::slice::from_ref(id),
             ast::Expr::CompoundIdentifier(ids) => ids.as_slice(),
             _ => return std::ops::ControlFlow::<()>::Continue(()),
         };
-        if inner.resolve(ids).is_err() && outer.resolve(ids).is_ok() {
-            any = true;
+        if inner.resolve(ids).is_err() {
+            if let Ok(o) = outer.resolve(ids) {
+                cols.push(o);
+            }
         }
         std::ops::ControlFlow::Continue(())
     });
-    any
+    cols.sort_unstable();
+    cols.dedup();
+    cols
 }
 
 /// Whether a correlated condition is false or NULL whenever a column it
-/// reads is NULL: a comparison of columns, literals and arithmetic. For
-/// those, an outer row whose correlation values include a NULL matches no
-/// inner row, which the decorrelated plan relies on.
-fn null_rejecting(e: &ast::Expr) -> bool {
+/// reads is NULL: a comparison of columns, literals, arithmetic and
+/// functions that give NULL for a NULL argument; an AND or OR of such
+/// conditions (each side of an OR reading the same outer columns, as
+/// `reads_outer` lists them). For those, an outer row
+/// whose correlation values include a NULL matches no inner row, which
+/// the decorrelated plan relies on.
+fn null_rejecting(e: &ast::Expr, reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>) -> bool {
     fn strict(e: &ast::Expr) -> bool {
         use ast::BinaryOperator as B;
         match e {
             ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
                 true
             }
-            ast::Expr::Nested(x) => strict(x),
+            ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
+            ast::Expr::Cast { expr, .. } => strict(expr),
             ast::Expr::UnaryOp {
                 op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
                 expr,
@@ -3007,12 +3060,59 @@ fn null_rejecting(e: &ast::Expr) -> bool {
                 ) && strict(left)
                     && strict(right)
             }
+            ast::Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let null_in_null_out = matches!(
+                    name.as_str(),
+                    "year"
+                        | "month"
+                        | "day"
+                        | "dayofmonth"
+                        | "hour"
+                        | "minute"
+                        | "second"
+                        | "date"
+                        | "lower"
+                        | "upper"
+                        | "length"
+                        | "char_length"
+                        | "abs"
+                        | "round"
+                        | "floor"
+                        | "ceil"
+                        | "ceiling"
+                        | "concat"
+                        | "date_format"
+                );
+                let args_strict = match &f.args {
+                    ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
+                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
+                    }),
+                    _ => false,
+                };
+                null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
+            }
             _ => false,
         }
     }
     use ast::BinaryOperator as B;
     match e {
-        ast::Expr::Nested(x) => null_rejecting(x),
+        ast::Expr::Nested(x) => null_rejecting(x, reads_outer),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Or,
+            right,
+        } => {
+            // Each side must fail for a NULL in any outer column either reads.
+            reads_outer(left) == reads_outer(right)
+                && null_rejecting(left, reads_outer)
+                && null_rejecting(right, reads_outer)
+        }
+        ast::Expr::BinaryOp {
+            left,
+            op: B::And,
+            right,
+        } => null_rejecting(left, reads_outer) && null_rejecting(right, reads_outer),
         ast::Expr::BinaryOp {
             left,
             op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
