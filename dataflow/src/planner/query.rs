@@ -1044,6 +1044,35 @@ impl<'a> Planner<'a> {
             }
         }
 
+        // Subqueries in HAVING, as in the select list: joined to the rows
+        // before aggregation, so each is a (bare) column of its group.
+        let rewritten_having;
+        let s = match &s.having {
+            Some(h) if has_subquery(h) => {
+                if window.is_some() {
+                    return Err(unsupported(
+                        "subqueries in HAVING over a derived table with LIMIT",
+                    ));
+                }
+                let mut s2 = s.clone();
+                if let Some(h) = &mut s2.having {
+                    let mut rw = SubqueryRewriter {
+                        planner: self,
+                        node: &mut node,
+                        scope: &mut scope,
+                        n: &mut nsub,
+                        err: None,
+                    };
+                    let _ = ast::VisitMut::visit(h, &mut rw);
+                    if let Some(err) = rw.err {
+                        return Err(err);
+                    }
+                }
+                rewritten_having = s2;
+                &rewritten_having
+            }
+            _ => s,
+        };
         // Subqueries in ORDER BY, as in the select list.
         let rewritten_order;
         let q = if q
