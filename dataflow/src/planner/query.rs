@@ -3297,6 +3297,28 @@ impl Planner<'_> {
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        let mut agg = agg;
+        if has_subquery(&agg) {
+            // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
+            // a subquery in the value over the inner rows only joins them.
+            if scope_reads_outer(&agg, &correlated.scope, scope) {
+                return Err(unsupported(
+                    "a subquery reading the outer query inside a scalar subquery's value",
+                ));
+            }
+            let mut nested = 2000;
+            let mut rw = SubqueryRewriter {
+                planner: self,
+                node: &mut correlated.inner,
+                scope: &mut correlated.scope,
+                n: &mut nested,
+                err: None,
+            };
+            let _ = ast::VisitMut::visit(&mut agg, &mut rw);
+            if let Some(err) = rw.err {
+                return Err(err);
+            }
+        }
         for g in grouped {
             let by_key = as_column(g)
                 .and_then(|ids| correlated.scope.resolve(ids).ok())
