@@ -956,6 +956,29 @@ impl<'a> Planner<'a> {
                 read_filters.push(c);
                 continue;
             }
+            // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
+            // `EXISTS (SELECT ... WHERE ... AND y = x)`.
+            let c = match c {
+                ast::Expr::InSubquery {
+                    expr,
+                    subquery,
+                    negated,
+                } if correlated(self.relation(&subquery)) => {
+                    if negated {
+                        return Err(unsupported("NOT IN over a correlated subquery"));
+                    }
+                    let x = qualify_outer(&expr, &scope, &subquery)?;
+                    ast::Expr::Exists {
+                        subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {
+                            left: Box::new(y),
+                            op: ast::BinaryOperator::Eq,
+                            right: Box::new(x.clone()),
+                        })?),
+                        negated: false,
+                    }
+                }
+                c => c,
+            };
             // A semi/anti-join where the shape allows; otherwise the
             // subquery is evaluated as a value below and filters.
             let semi = match &c {
@@ -2476,12 +2499,10 @@ impl<'a> Planner<'a> {
         scope: &mut Scope,
         n: usize,
     ) -> Result<ast::Expr> {
-        let rel = self.relation(sub).map_err(|e| match e {
-            DataflowError::UnknownColumn(..) => {
-                unsupported("a correlated IN (SELECT ...) outside a WHERE condition")
-            }
-            other => other,
-        })?;
+        let rel = match self.relation(sub) {
+            Err(DataflowError::UnknownColumn(..)) => return correlated_in_value(x, sub, scope),
+            r => r?,
+        };
         if rel.cols.len() != 1 {
             return Err(DataflowError::BadArgument(
                 "Operand should contain 1 column(s)".into(),
@@ -2975,6 +2996,144 @@ fn first_in_order(
     Ok(rows)
 }
 
+/// Whether planning a subquery on its own failed because it reads columns
+/// of the enclosing query.
+fn correlated<T>(planned: Result<T>) -> bool {
+    matches!(planned, Err(DataflowError::UnknownColumn(..)))
+}
+
+/// `x` with every column qualified by its table in the outer `scope`, so
+/// that inside `sub` it still means the outer row; refused when `sub`
+/// uses the same table name or alias.
+fn qualify_outer(x: &ast::Expr, scope: &Scope, sub: &ast::Query) -> Result<ast::Expr> {
+    let ast::SetExpr::Select(s) = &*sub.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let inner_names: Vec<String> = s
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => Some(
+                alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .or_else(|| name.0.last().map(|i| i.value.clone()))
+                    .unwrap_or_default()
+                    .to_ascii_lowercase(),
+            ),
+            ast::TableFactor::Derived { alias, .. } => {
+                alias.as_ref().map(|a| a.name.value.to_ascii_lowercase())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut x = x.clone();
+    let mut err = None;
+    let _ = ast::visit_expressions_mut(&mut x, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => vec![id.clone()],
+            ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+                err = Some(unsupported("IN over a correlated subquery on a subquery"));
+                return std::ops::ControlFlow::<()>::Continue(());
+            }
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match scope.resolve(&ids) {
+            Ok(c) => {
+                let col = &scope.cols[c];
+                if col.qualifier.is_empty() || inner_names.contains(&col.qualifier) {
+                    err = Some(unsupported(
+                        "IN over a correlated subquery naming an outer table again",
+                    ));
+                } else {
+                    *e = ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(col.qualifier.clone()),
+                        ast::Ident::new(col.name.clone()),
+                    ]);
+                }
+            }
+            Err(e) => err = Some(e),
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(x),
+    }
+}
+
+/// `sub` (`SELECT y FROM ... WHERE w`) as `SELECT y FROM ... WHERE (w) AND
+/// cond(y)`, for rewriting `x IN (sub)` into EXISTS forms.
+fn subquery_and(sub: &ast::Query, cond: impl Fn(ast::Expr) -> ast::Expr) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let y = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            e.clone()
+        }
+        _ => {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ))
+        }
+    };
+    let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+    if grouped || s.having.is_some() || q.limit.is_some() || q.offset.is_some() {
+        return Err(unsupported("IN over this correlated subquery"));
+    }
+    let c = cond(ast::Expr::Nested(Box::new(y)));
+    s.selection = Some(match s.selection.take() {
+        Some(w) => ast::Expr::BinaryOp {
+            left: Box::new(ast::Expr::Nested(Box::new(w))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(c),
+        },
+        None => c,
+    });
+    Ok(q)
+}
+
+/// `x IN (SELECT y ... correlated)` as a value, from three EXISTS: 1 when
+/// some `y = x`; else 0 when the subquery is empty; else NULL when `x` or
+/// some `y` is NULL; else 0.
+fn correlated_in_value(x: &ast::Expr, sub: &ast::Query, scope: &Scope) -> Result<ast::Expr> {
+    let x = qualify_outer(x, scope, sub)?;
+    let exists = |q: ast::Query| ast::Expr::Exists {
+        subquery: Box::new(q),
+        negated: false,
+    };
+    let matched = exists(subquery_and(sub, |y| ast::Expr::BinaryOp {
+        left: Box::new(y),
+        op: ast::BinaryOperator::Eq,
+        right: Box::new(x.clone()),
+    })?);
+    let any = exists(subquery_and(sub, |_| {
+        ast::Expr::Value(ast::Value::Boolean(true))
+    })?);
+    let null_y = exists(subquery_and(sub, |y| ast::Expr::IsNull(Box::new(y)))?);
+    Ok(ast::Expr::Case {
+        operand: None,
+        conditions: vec![
+            matched,
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr: Box::new(any),
+            },
+            ast::Expr::BinaryOp {
+                left: Box::new(ast::Expr::IsNull(Box::new(x))),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(null_y),
+            },
+        ],
+        results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+        else_result: Some(Box::new(number("0"))),
+    })
+}
+
 /// A numeric literal.
 fn number(n: &str) -> ast::Expr {
     ast::Expr::Value(ast::Value::Number(n.into(), false))
@@ -3175,8 +3334,8 @@ impl Planner<'_> {
     /// A scalar subquery joined into `node` (LEFT, on its correlation
     /// columns); returns the expression that reads its value.
     ///
-    /// Django's forms are taken apart first: `ORDER BY NULL` orders
-    /// nothing, and `GROUP BY` on the inner side of `inner = outer`
+    /// Django's forms are taken apart first: `ORDER BY NULL` (or any
+    /// ORDER BY without LIMIT) orders nothing, and `GROUP BY` on the inner side of `inner = outer`
     /// correlations makes no more than one group per outer row (but no
     /// group, so NULL, where no row matches: COUNT is then not 0).
     fn scalar_subquery(
@@ -3187,11 +3346,14 @@ impl Planner<'_> {
         n: usize,
     ) -> Result<ast::Expr> {
         let mut q = q.clone();
-        if q.order_by.as_ref().is_some_and(|ob| {
-            ob.exprs
-                .iter()
-                .all(|o| matches!(o.expr, ast::Expr::Value(ast::Value::Null)))
-        }) {
+        // Without LIMIT, an order does not change the (one) value.
+        if q.limit.is_none() && q.offset.is_none()
+            || q.order_by.as_ref().is_some_and(|ob| {
+                ob.exprs
+                    .iter()
+                    .all(|o| matches!(o.expr, ast::Expr::Value(ast::Value::Null)))
+            })
+        {
             q.order_by = None;
         }
         let mut grouped = Vec::new();
