@@ -78,6 +78,19 @@ pub enum Func {
     /// newline; the last of c/i wins). `s REGEXP p` compiles to it with the
     /// comparison's collation as the default.
     RegexpLike,
+    /// QUARTER, WEEKDAY (0 = Monday), DAYOFYEAR, MICROSECOND.
+    Quarter,
+    Weekday,
+    DayOfYear,
+    Microsecond,
+    /// WEEK(d[, mode]) and YEARWEEK(d[, mode]) with MySQL's eight modes.
+    Week,
+    YearWeek,
+    /// MAKEDATE(year, day_of_year).
+    MakeDate,
+    /// TIME(x): the time part; TIME_TO_SEC(t).
+    TimeOf,
+    TimeToSec,
     Locate,
     Instr,
     Repeat,
@@ -181,6 +194,15 @@ impl Func {
             "radians" => (Radians, 1, 1),
             "pi" => (Pi, 0, 0),
             "regexp_like" => (RegexpLike, 2, 3),
+            "quarter" => (Quarter, 1, 1),
+            "weekday" => (Weekday, 1, 1),
+            "dayofyear" => (DayOfYear, 1, 1),
+            "microsecond" => (Microsecond, 1, 1),
+            "week" => (Week, 1, 2),
+            "yearweek" => (YearWeek, 1, 2),
+            "makedate" => (MakeDate, 2, 2),
+            "time" => (TimeOf, 1, 1),
+            "time_to_sec" => (TimeToSec, 1, 1),
             "locate" => (Locate, 2, 2),
             "instr" => (Instr, 2, 2),
             "repeat" => (Repeat, 2, 2),
@@ -700,6 +722,59 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
             _ => Value::Null,
         },
+        Quarter | Weekday | DayOfYear | Week | YearWeek => match ops::to_datetime(&v0) {
+            Some(dt) => {
+                let d = dt.date();
+                let mode = vals.get(1).and_then(int_arg).unwrap_or(0);
+                Value::Int(match f {
+                    Quarter => i64::from((d.month() - 1) / 3 + 1),
+                    Weekday => i64::from(d.weekday().num_days_from_monday()),
+                    DayOfYear => i64::from(d.ordinal()),
+                    Week => mysql_week(d, week_mode(mode)).0,
+                    _ => {
+                        let (week, year) = mysql_week(d, week_mode(mode) | WEEK_YEAR);
+                        year * 100 + week
+                    }
+                })
+            }
+            None => Value::Null,
+        },
+        Microsecond => match (&v0, ops::to_datetime(&v0)) {
+            (Value::Time(us), _) => Value::Int((us % 1_000_000).abs()),
+            (_, Some(dt)) => Value::Int(i64::from(dt.nanosecond() / 1000)),
+            _ => Value::Null,
+        },
+        MakeDate => match (int_arg(&v0), int_arg(&vals[1])) {
+            (Some(y), Some(n)) if n > 0 && (0..=9999).contains(&y) => {
+                // Two-digit years as MySQL reads them; day n of year y.
+                let y = match y {
+                    0..=69 => y + 2000,
+                    70..=99 => y + 1900,
+                    _ => y,
+                };
+                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1)
+                    .and_then(|d| d.checked_add_signed(Duration::try_days(n - 1)?))
+                    .filter(|d| d.year() <= 9999)
+                    .map_or(Value::Null, Value::Date)
+            }
+            _ => Value::Null,
+        },
+        TimeOf => match (&v0, ops::to_datetime(&v0)) {
+            (Value::Time(_), _) => v0.clone(),
+            (_, Some(dt)) => {
+                let t = dt.time();
+                Value::Time(
+                    i64::from(t.num_seconds_from_midnight()) * 1_000_000
+                        + i64::from(t.nanosecond() / 1000),
+                )
+            }
+            _ => Value::Null,
+        },
+        TimeToSec => match (&v0, ops::to_datetime(&v0)) {
+            (Value::Time(us), _) => Value::Int(us / 1_000_000),
+            (_, Some(dt)) => Value::Int(i64::from(dt.time().num_seconds_from_midnight())),
+            _ => Value::Null,
+        },
         DayOfWeek => match ops::to_datetime(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
@@ -1063,6 +1138,26 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
+        Quarter | Weekday | DayOfYear | Microsecond | Week | YearWeek | TimeToSec => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        MakeDate => (SqlType::Date, true),
+        TimeOf => (
+            SqlType::Time {
+                fsp: match &tys[0].0 {
+                    SqlType::DateTime { fsp }
+                    | SqlType::Timestamp { fsp }
+                    | SqlType::Time { fsp } => *fsp,
+                    _ => 6,
+                },
+            },
+            true,
+        ),
         DateAdd => match tys[0].0 {
             SqlType::Date => (SqlType::Date, true),
             _ => (SqlType::DateTime { fsp: 0 }, true),
@@ -1147,4 +1242,65 @@ fn regexp_like(vals: &[Value]) -> EvalResult {
         .build()
         .map_err(|e| EvalError::Invalid(format!("Regex error '{e}'")))?;
     Ok(Value::Int(re.is_match(&subject) as i64))
+}
+
+/// MySQL's week flags (sql/sql_time.h): Monday starts the week; weeks of
+/// the previous/next year count as that year's; week 1 is the first with
+/// the first weekday (else the first with 4 or more days).
+const WEEK_MONDAY_FIRST: i64 = 1;
+const WEEK_YEAR: i64 = 2;
+const WEEK_FIRST_WEEKDAY: i64 = 4;
+
+/// The flags of `WEEK(d, mode)`'s mode 0..7.
+fn week_mode(mode: i64) -> i64 {
+    let mut m = mode & 7;
+    if m & WEEK_MONDAY_FIRST == 0 {
+        m ^= WEEK_FIRST_WEEKDAY;
+    }
+    m
+}
+
+/// (week, year) of `d` as MySQL's calc_week computes them.
+fn mysql_week(d: chrono::NaiveDate, behaviour: i64) -> (i64, i64) {
+    let days_in_year = |y: i64| {
+        if chrono::NaiveDate::from_ymd_opt(y as i32, 2, 29).is_some() {
+            366
+        } else {
+            365
+        }
+    };
+    let monday_first = behaviour & WEEK_MONDAY_FIRST != 0;
+    let mut week_year = behaviour & WEEK_YEAR != 0;
+    let first_weekday = behaviour & WEEK_FIRST_WEEKDAY != 0;
+    let daynr = i64::from(d.num_days_from_ce());
+    let jan1 = chrono::NaiveDate::from_ymd_opt(d.year(), 1, 1).unwrap_or(d);
+    let mut first_daynr = i64::from(jan1.num_days_from_ce());
+    let mut weekday = i64::from(if monday_first {
+        jan1.weekday().num_days_from_monday()
+    } else {
+        jan1.weekday().num_days_from_sunday()
+    });
+    let mut year = i64::from(d.year());
+    if d.month() == 1 && i64::from(d.day()) <= 7 - weekday {
+        if !week_year && ((first_weekday && weekday != 0) || (!first_weekday && weekday >= 4)) {
+            return (0, year);
+        }
+        week_year = true;
+        year -= 1;
+        let days = days_in_year(year);
+        first_daynr -= days;
+        weekday = (weekday + 53 * 7 - days).rem_euclid(7);
+    }
+    let days = if (first_weekday && weekday != 0) || (!first_weekday && weekday >= 4) {
+        daynr - (first_daynr + (7 - weekday))
+    } else {
+        daynr - (first_daynr - weekday)
+    };
+    if week_year && days >= 52 * 7 {
+        let wd = (weekday + days_in_year(year)) % 7;
+        if (!first_weekday && wd < 4) || (first_weekday && wd == 0) {
+            return (1, year + 1);
+        }
+    }
+    (days / 7 + 1, year)
 }

@@ -901,6 +901,9 @@ impl<'a> ExprCx<'a> {
                     ast::DateTimeField::Hour => Func::Hour,
                     ast::DateTimeField::Minute => Func::Minute,
                     ast::DateTimeField::Second => Func::Second,
+                    ast::DateTimeField::Quarter => Func::Quarter,
+                    ast::DateTimeField::Microsecond => Func::Microsecond,
+                    ast::DateTimeField::Week(None) => Func::Week,
                     other => return Err(unsupported(format!("EXTRACT({other})"))),
                 };
                 Expr::Call(f, vec![self.compile(expr)?])
