@@ -91,6 +91,12 @@ pub enum Func {
     /// TIME(x): the time part; TIME_TO_SEC(t).
     TimeOf,
     TimeToSec,
+    /// MD5(s), SHA1(s)/SHA(s), SHA2(s, bits): lower-case hex digests.
+    Md5,
+    Sha1,
+    Sha2,
+    /// ORD(s): the first character's bytes as a big-endian number.
+    Ord,
     Locate,
     Instr,
     Repeat,
@@ -203,6 +209,10 @@ impl Func {
             "makedate" => (MakeDate, 2, 2),
             "time" => (TimeOf, 1, 1),
             "time_to_sec" => (TimeToSec, 1, 1),
+            "md5" => (Md5, 1, 1),
+            "sha1" | "sha" => (Sha1, 1, 1),
+            "sha2" => (Sha2, 2, 2),
+            "ord" => (Ord, 1, 1),
             "locate" => (Locate, 2, 2),
             "instr" => (Instr, 2, 2),
             "repeat" => (Repeat, 2, 2),
@@ -775,6 +785,38 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             (_, Some(dt)) => Value::Int(i64::from(dt.time().num_seconds_from_midnight())),
             _ => Value::Null,
         },
+        Md5 | Sha1 | Sha2 | Ord if v0.is_null() => Value::Null,
+        Md5 | Sha1 | Sha2 => {
+            use sha2::Digest;
+            let data = to_bytes(&v0);
+            let digest: Option<Vec<u8>> = match f {
+                Md5 => Some(md5::Md5::digest(&data).to_vec()),
+                Sha1 => Some(sha1::Sha1::digest(&data).to_vec()),
+                _ => match vals.get(1).and_then(int_arg) {
+                    Some(224) => Some(sha2::Sha224::digest(&data).to_vec()),
+                    Some(0 | 256) => Some(sha2::Sha256::digest(&data).to_vec()),
+                    Some(384) => Some(sha2::Sha384::digest(&data).to_vec()),
+                    Some(512) => Some(sha2::Sha512::digest(&data).to_vec()),
+                    _ => None,
+                },
+            };
+            match digest {
+                Some(d) => Value::text(d.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                None => Value::Null,
+            }
+        }
+        Ord => {
+            let data = to_bytes(&v0);
+            let first = match &v0 {
+                Value::Text(t) => t.chars().next().map_or(0, char::len_utf8),
+                _ => data.len().min(1),
+            };
+            Value::Int(
+                data[..first]
+                    .iter()
+                    .fold(0i64, |n, &b| n * 256 + i64::from(b)),
+            )
+        }
         DayOfWeek => match ops::to_datetime(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
@@ -1147,6 +1189,16 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             true,
         ),
         MakeDate => (SqlType::Date, true),
+        Md5 | Sha1 => (SqlType::VarChar(40), any_null),
+        Sha2 => (SqlType::VarChar(128), true),
+        Ord => (
+            SqlType::Int {
+                bytes: 8,
+                unsigned: false,
+                display_width: None,
+            },
+            any_null,
+        ),
         TimeOf => (
             SqlType::Time {
                 fsp: match &tys[0].0 {
