@@ -52,7 +52,36 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
         }
     }
     binary_operator_to_cast(&mut toks);
+    signed_integer_to_signed(&mut toks);
     Ok(toks)
+}
+
+/// `CAST(x AS SIGNED INTEGER)` (MySQL's long form, which Django sends) as
+/// `CAST(x AS SIGNED)`: sqlparser reads only the short form. The `INTEGER`
+/// or `INT` after `AS SIGNED` / `AS UNSIGNED` is dropped.
+fn signed_integer_to_signed(toks: &mut Vec<TokenWithLocation>) {
+    use sqlparser::keywords::Keyword;
+    let word = |t: &TokenWithLocation, k: Keyword| matches!(&t.token, Token::Word(Word { keyword, quote_style: None, .. }) if *keyword == k);
+    let next = |toks: &[TokenWithLocation], from: usize| {
+        (from..toks.len()).find(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+    };
+    let mut i = 0;
+    while i < toks.len() {
+        if word(&toks[i], Keyword::AS) {
+            let signed = |t: &TokenWithLocation| {
+                matches!(&t.token, Token::Word(w) if w.quote_style.is_none()
+                    && (w.value.eq_ignore_ascii_case("signed") || w.value.eq_ignore_ascii_case("unsigned")))
+            };
+            if let Some(sg) = next(toks, i + 1).filter(|&j| signed(&toks[j])) {
+                if let Some(int) = next(toks, sg + 1)
+                    .filter(|&j| word(&toks[j], Keyword::INTEGER) || word(&toks[j], Keyword::INT))
+                {
+                    toks.drain(sg + 1..=int);
+                }
+            }
+        }
+        i += 1;
+    }
 }
 
 /// `toks` with a `_binary` introducer before each `X'..'` literal that has
