@@ -485,22 +485,7 @@ impl<'a> Planner<'a> {
                 );
                 Ok(Rel { node, cols })
             }
-            other => {
-                let bq = ast::Query {
-                    with: None,
-                    body: Box::new(other.clone()),
-                    order_by: None,
-                    limit: None,
-                    limit_by: vec![],
-                    offset: None,
-                    fetch: None,
-                    locks: vec![],
-                    for_clause: None,
-                    settings: None,
-                    format_clause: None,
-                };
-                self.relation(&bq)
-            }
+            other => self.relation(&query_of(other.clone())),
         }
     }
 
@@ -980,41 +965,15 @@ impl<'a> Planner<'a> {
                 c => c,
             };
             // A semi/anti-join where the shape allows; otherwise the
-            // subquery is evaluated as a value below and filters.
-            let semi = match &c {
-                ast::Expr::InSubquery {
-                    expr,
-                    subquery,
-                    negated,
-                } => Some(self.semi_in(node.clone(), &scope, expr, subquery, *negated)),
-                ast::Expr::Exists { subquery, negated } => {
-                    Some(self.semi_exists(node.clone(), &scope, subquery, *negated))
+            // subqueries (correlated or not) join in as columns to filter on.
+            let c = if has_subquery(&c) {
+                match self.subquery_condition(c, &mut node, &mut scope, &mut nsub)? {
+                    Some(c) => c,
+                    None => continue,
                 }
-                _ => None,
+            } else {
+                c
             };
-            match semi {
-                Some(Ok(joined)) => {
-                    node = joined;
-                    continue;
-                }
-                Some(Err(DataflowError::Unsupported(_))) | None => {}
-                Some(Err(e)) => return Err(e),
-            }
-            let mut c = c;
-            if has_subquery(&c) {
-                // Scalar subqueries (correlated or not) join in as columns.
-                let mut rw = SubqueryRewriter {
-                    planner: self,
-                    node: &mut node,
-                    scope: &mut scope,
-                    n: &mut nsub,
-                    err: None,
-                };
-                let _ = ast::VisitMut::visit(&mut c, &mut rw);
-                if let Some(err) = rw.err {
-                    return Err(err);
-                }
-            }
             let e = ExprCx::row(&scope).compile(&c)?;
             if e.is_volatile() {
                 if !top {
@@ -1048,17 +1007,7 @@ impl<'a> Planner<'a> {
                     "subqueries in the select list over a derived table with LIMIT",
                 ));
             }
-            let mut rw = SubqueryRewriter {
-                planner: self,
-                node: &mut node,
-                scope: &mut scope,
-                n: &mut nsub,
-                err: None,
-            };
-            let _ = ast::VisitMut::visit(e, &mut rw);
-            if let Some(err) = rw.err {
-                return Err(err);
-            }
+            self.rewrite_subqueries(e, &mut node, &mut scope, &mut nsub)?;
             if let Some(n) = name {
                 *item = ast::SelectItem::ExprWithAlias {
                     expr: e.clone(),
@@ -1079,17 +1028,7 @@ impl<'a> Planner<'a> {
                 }
                 let mut s2 = s.clone();
                 if let Some(h) = &mut s2.having {
-                    let mut rw = SubqueryRewriter {
-                        planner: self,
-                        node: &mut node,
-                        scope: &mut scope,
-                        n: &mut nsub,
-                        err: None,
-                    };
-                    let _ = ast::VisitMut::visit(h, &mut rw);
-                    if let Some(err) = rw.err {
-                        return Err(err);
-                    }
+                    self.rewrite_subqueries(h, &mut node, &mut scope, &mut nsub)?;
                 }
                 rewritten_having = s2;
                 &rewritten_having
@@ -1111,17 +1050,7 @@ impl<'a> Planner<'a> {
             }
             let mut q2 = q.clone();
             for o in q2.order_by.iter_mut().flat_map(|ob| &mut ob.exprs) {
-                let mut rw = SubqueryRewriter {
-                    planner: self,
-                    node: &mut node,
-                    scope: &mut scope,
-                    n: &mut nsub,
-                    err: None,
-                };
-                let _ = ast::VisitMut::visit(&mut o.expr, &mut rw);
-                if let Some(err) = rw.err {
-                    return Err(err);
-                }
+                self.rewrite_subqueries(&mut o.expr, &mut node, &mut scope, &mut nsub)?;
             }
             rewritten_order = q2;
             &rewritten_order
@@ -2304,41 +2233,16 @@ impl<'a> Planner<'a> {
                     "parameters or subqueries inside {context}"
                 )));
             }
-            let mut c = c;
-            if has_subquery(&c) {
-                // A nested subquery over this one's rows only: planned
-                // into the inner plan as the enclosing WHERE plans its own.
-                let semi = match &c {
-                    ast::Expr::InSubquery {
-                        expr,
-                        subquery,
-                        negated,
-                    } => Some(self.semi_in(inner.clone(), &iscope, expr, subquery, *negated)),
-                    ast::Expr::Exists { subquery, negated } => {
-                        Some(self.semi_exists(inner.clone(), &iscope, subquery, *negated))
-                    }
-                    _ => None,
-                };
-                match semi {
-                    Some(Ok(joined)) => {
-                        inner = joined;
-                        continue;
-                    }
-                    Some(Err(DataflowError::Unsupported(_))) | None => {}
-                    Some(Err(e)) => return Err(e),
+            // A nested subquery over this one's rows only: planned into
+            // the inner plan as the enclosing WHERE plans its own.
+            let c = if has_subquery(&c) {
+                match self.subquery_condition(c, &mut inner, &mut iscope, &mut nested)? {
+                    Some(c) => c,
+                    None => continue,
                 }
-                let mut rw = SubqueryRewriter {
-                    planner: self,
-                    node: &mut inner,
-                    scope: &mut iscope,
-                    n: &mut nested,
-                    err: None,
-                };
-                let _ = ast::VisitMut::visit(&mut c, &mut rw);
-                if let Some(err) = rw.err {
-                    return Err(err);
-                }
-            }
+            } else {
+                c
+            };
             let e = match ExprCx::row(&iscope).compile(&c).and_then(stable) {
                 Ok(e) => e,
                 Err(DataflowError::UnknownColumn(..)) if scope_reads_outer(&c, &iscope, scope) => {
@@ -2554,18 +2458,7 @@ impl<'a> Planner<'a> {
             inputs: vec![rel.node.clone()],
             colls: vec![ycoll, Collation::Binary],
         };
-        let stats = LNode {
-            op: LOp::Aggregate {
-                ngroup: 0,
-                aggs: vec![
-                    AggSpec::new(AggKind::CountStar, 0),
-                    AggSpec::new(AggKind::Count, 0),
-                ],
-                scalar: true,
-            },
-            inputs: vec![rel.node],
-            colls: vec![Collation::Binary, Collation::Binary],
-        };
+        let stats = row_counts(rel.node);
         let mut colls = node.colls.clone();
         colls.extend([ycoll, Collation::Binary]);
         let left = LNode::take(node);
@@ -3331,6 +3224,62 @@ struct Correlated {
 }
 
 impl Planner<'_> {
+    /// Replaces every subquery in `e` (scalar, EXISTS, IN) by an expression
+    /// over columns joined into `node` (see [`SubqueryRewriter`]); `n`
+    /// numbers them apart.
+    fn rewrite_subqueries(
+        &self,
+        e: &mut ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<()> {
+        let mut rw = SubqueryRewriter {
+            planner: self,
+            node,
+            scope,
+            n,
+            err: None,
+        };
+        let _ = ast::VisitMut::visit(e, &mut rw);
+        rw.err.map_or(Ok(()), Err)
+    }
+
+    /// A WHERE condition with a subquery over `node`: `IN`/`EXISTS` as a
+    /// semi- or anti-join where the shape allows (`None`: the condition is
+    /// planned); otherwise the condition with its subqueries joined in as
+    /// values, for the caller to filter on.
+    fn subquery_condition(
+        &self,
+        c: ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<Option<ast::Expr>> {
+        let semi = match &c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => Some(self.semi_in(node.clone(), scope, expr, subquery, *negated)),
+            ast::Expr::Exists { subquery, negated } => {
+                Some(self.semi_exists(node.clone(), scope, subquery, *negated))
+            }
+            _ => None,
+        };
+        match semi {
+            Some(Ok(joined)) => {
+                *node = joined;
+                return Ok(None);
+            }
+            Some(Err(DataflowError::Unsupported(_))) | None => {}
+            Some(Err(e)) => return Err(e),
+        }
+        let mut c = c;
+        self.rewrite_subqueries(&mut c, node, scope, n)?;
+        Ok(Some(c))
+    }
+
     /// A scalar subquery joined into `node` (LEFT, on its correlation
     /// columns); returns the expression that reads its value.
     ///
@@ -3469,17 +3418,12 @@ impl Planner<'_> {
                 ));
             }
             let mut nested = 2000;
-            let mut rw = SubqueryRewriter {
-                planner: self,
-                node: &mut correlated.inner,
-                scope: &mut correlated.scope,
-                n: &mut nested,
-                err: None,
-            };
-            let _ = ast::VisitMut::visit(&mut agg, &mut rw);
-            if let Some(err) = rw.err {
-                return Err(err);
-            }
+            self.rewrite_subqueries(
+                &mut agg,
+                &mut correlated.inner,
+                &mut correlated.scope,
+                &mut nested,
+            )?;
         }
         for g in grouped {
             let by_key = as_column(g)
@@ -3824,6 +3768,23 @@ fn left_join_on(
     }
 }
 
+/// The row count and non-NULL count of a one-column `sub`: one row, for
+/// `IN (SELECT ...)`'s NULL rules.
+fn row_counts(sub: LNode) -> LNode {
+    LNode {
+        op: LOp::Aggregate {
+            ngroup: 0,
+            aggs: vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Count, 0),
+            ],
+            scalar: true,
+        },
+        inputs: vec![sub],
+        colls: vec![Collation::Binary, Collation::Binary],
+    }
+}
+
 /// MySQL's `x NOT IN (SELECT y ...)` over nullable columns: true when the
 /// subquery is empty; otherwise NULL (so not true) when `x` is NULL or any
 /// `y` is NULL, else true exactly when no `y` equals `x`. `anti` is the
@@ -3833,22 +3794,11 @@ fn left_join_on(
 fn not_in_nulls(anti: LNode, x: usize, sub: LNode) -> LNode {
     let width = anti.width();
     let stats_colls = vec![Collation::Binary, Collation::Binary];
-    let stats = LNode {
-        op: LOp::Aggregate {
-            ngroup: 0,
-            aggs: vec![
-                AggSpec::new(AggKind::CountStar, 0),
-                AggSpec::new(AggKind::Count, 0),
-            ],
-            scalar: true,
-        },
-        inputs: vec![LNode {
-            op: LOp::Project(vec![Expr::Column(0)]),
-            colls: vec![sub.colls.first().copied().unwrap_or_default()],
-            inputs: vec![sub],
-        }],
-        colls: stats_colls.clone(),
-    };
+    let stats = row_counts(LNode {
+        op: LOp::Project(vec![Expr::Column(0)]),
+        colls: vec![sub.colls.first().copied().unwrap_or_default()],
+        inputs: vec![sub],
+    });
     let mut colls = anti.colls.clone();
     colls.extend(stats_colls);
     let joined = LNode {
@@ -3911,31 +3861,11 @@ fn select_has_subquery(s: &ast::Select) -> bool {
     }) || s.selection.as_ref().is_some_and(has_subquery)
 }
 
-/// `FROM (SELECT 1) AS __ladle_one`: one constant row.
-fn one_row_from() -> ast::TableWithJoins {
-    let one = ast::Query {
+/// A query of `body` alone (no ORDER BY, LIMIT, WITH).
+fn query_of(body: ast::SetExpr) -> ast::Query {
+    ast::Query {
         with: None,
-        body: Box::new(ast::SetExpr::Select(Box::new(ast::Select {
-            distinct: None,
-            top: None,
-            top_before_distinct: false,
-            projection: vec![ast::SelectItem::UnnamedExpr(number("1"))],
-            into: None,
-            from: vec![],
-            lateral_views: vec![],
-            prewhere: None,
-            selection: None,
-            group_by: ast::GroupByExpr::Expressions(vec![], vec![]),
-            cluster_by: vec![],
-            distribute_by: vec![],
-            sort_by: vec![],
-            having: None,
-            named_window: vec![],
-            qualify: None,
-            window_before_qualify: false,
-            value_table_mode: None,
-            connect_by: None,
-        }))),
+        body: Box::new(body),
         order_by: None,
         limit: None,
         limit_by: vec![],
@@ -3945,7 +3875,32 @@ fn one_row_from() -> ast::TableWithJoins {
         for_clause: None,
         settings: None,
         format_clause: None,
-    };
+    }
+}
+
+/// `FROM (SELECT 1) AS __ladle_one`: one constant row.
+fn one_row_from() -> ast::TableWithJoins {
+    let one = query_of(ast::SetExpr::Select(Box::new(ast::Select {
+        distinct: None,
+        top: None,
+        top_before_distinct: false,
+        projection: vec![ast::SelectItem::UnnamedExpr(number("1"))],
+        into: None,
+        from: vec![],
+        lateral_views: vec![],
+        prewhere: None,
+        selection: None,
+        group_by: ast::GroupByExpr::Expressions(vec![], vec![]),
+        cluster_by: vec![],
+        distribute_by: vec![],
+        sort_by: vec![],
+        having: None,
+        named_window: vec![],
+        qualify: None,
+        window_before_qualify: false,
+        value_table_mode: None,
+        connect_by: None,
+    })));
     ast::TableWithJoins {
         relation: ast::TableFactor::Derived {
             lateral: false,
