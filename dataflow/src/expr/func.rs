@@ -749,10 +749,9 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
             None => Value::Null,
         },
-        Microsecond => match (&v0, ops::to_datetime(&v0)) {
-            (Value::Time(us), _) => Value::Int((us % 1_000_000).abs()),
-            (_, Some(dt)) => Value::Int(i64::from(dt.nanosecond() / 1000)),
-            _ => Value::Null,
+        Microsecond => match time_of_day(&v0) {
+            Some(us) => Value::Int((us % 1_000_000).abs()),
+            None => Value::Null,
         },
         MakeDate => match (int_arg(&v0), int_arg(&vals[1])) {
             (Some(y), Some(n)) if n > 0 && (0..=9999).contains(&y) => {
@@ -769,22 +768,9 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
             _ => Value::Null,
         },
-        TimeOf => match (&v0, ops::to_datetime(&v0)) {
-            (Value::Time(_), _) => v0.clone(),
-            (_, Some(dt)) => {
-                let t = dt.time();
-                Value::Time(
-                    i64::from(t.num_seconds_from_midnight()) * 1_000_000
-                        + i64::from(t.nanosecond() / 1000),
-                )
-            }
-            _ => Value::Null,
-        },
-        TimeToSec => match (&v0, ops::to_datetime(&v0)) {
-            (Value::Time(us), _) => Value::Int(us / 1_000_000),
-            (_, Some(dt)) => Value::Int(i64::from(dt.time().num_seconds_from_midnight())),
-            _ => Value::Null,
-        },
+        TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
+        // MySQL's whole seconds (MariaDB keeps the fraction).
+        TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
         Md5 | Sha1 | Sha2 | Ord if v0.is_null() => Value::Null,
         Md5 | Sha1 | Sha2 => {
             use sha2::Digest;
@@ -1355,4 +1341,20 @@ fn mysql_week(d: chrono::NaiveDate, behaviour: i64) -> (i64, i64) {
         }
     }
     (days / 7 + 1, year)
+}
+
+/// The time of day of a TIME, DATETIME or DATE value, or of a string
+/// spelling a datetime or a time, in signed microseconds.
+fn time_of_day(v: &Value) -> Option<i64> {
+    let of = |dt: chrono::NaiveDateTime| {
+        let t = dt.time();
+        i64::from(t.num_seconds_from_midnight()) * 1_000_000 + i64::from(t.nanosecond() / 1000)
+    };
+    match v {
+        Value::Time(us) => Some(*us),
+        Value::Text(s) => ladle_common::parse_datetime(s)
+            .map(of)
+            .or_else(|| ladle_common::parse_time(s)),
+        _ => ops::to_datetime(v).map(of),
+    }
 }
