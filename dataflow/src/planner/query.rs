@@ -941,29 +941,6 @@ impl<'a> Planner<'a> {
                 read_filters.push(c);
                 continue;
             }
-            // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
-            // `EXISTS (SELECT ... WHERE ... AND y = x)`.
-            let c = match c {
-                ast::Expr::InSubquery {
-                    expr,
-                    subquery,
-                    negated,
-                } if correlated(self.relation(&subquery)) => {
-                    if negated {
-                        return Err(unsupported("NOT IN over a correlated subquery"));
-                    }
-                    let x = qualify_outer(&expr, &scope, &subquery)?;
-                    ast::Expr::Exists {
-                        subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {
-                            left: Box::new(y),
-                            op: ast::BinaryOperator::Eq,
-                            right: Box::new(x.clone()),
-                        })?),
-                        negated: false,
-                    }
-                }
-                c => c,
-            };
             // A semi/anti-join where the shape allows; otherwise the
             // subqueries (correlated or not) join in as columns to filter on.
             let c = if has_subquery(&c) {
@@ -3247,7 +3224,7 @@ impl Planner<'_> {
 
     /// A WHERE condition with a subquery over `node`: `IN`/`EXISTS` as a
     /// semi- or anti-join where the shape allows (`None`: the condition is
-    /// planned); otherwise the condition with its subqueries joined in as
+    /// planned; a correlated `IN` as `EXISTS`); otherwise the condition with its subqueries joined in as
     /// values, for the caller to filter on.
     fn subquery_condition(
         &self,
@@ -3256,6 +3233,29 @@ impl Planner<'_> {
         scope: &mut Scope,
         n: &mut usize,
     ) -> Result<Option<ast::Expr>> {
+        // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
+        // `EXISTS (SELECT ... WHERE ... AND y = x)`.
+        let c = match c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } if correlated(self.relation(&subquery)) => {
+                if negated {
+                    return Err(unsupported("NOT IN over a correlated subquery"));
+                }
+                let x = qualify_outer(&expr, scope, &subquery)?;
+                ast::Expr::Exists {
+                    subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {
+                        left: Box::new(y),
+                        op: ast::BinaryOperator::Eq,
+                        right: Box::new(x.clone()),
+                    })?),
+                    negated: false,
+                }
+            }
+            c => c,
+        };
         let semi = match &c {
             ast::Expr::InSubquery {
                 expr,
@@ -3362,7 +3362,29 @@ impl Planner<'_> {
                 {
                     return Err(unsupported("this scalar subquery"));
                 }
-                Some(ob.exprs.clone())
+                // `ORDER BY 1` or the alias: the select list's only column.
+                let alias = match s.projection.first() {
+                    Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+                    _ => None,
+                };
+                let mut order = ob.exprs.clone();
+                for o in &mut order {
+                    if let ast::Expr::Identifier(id) = &o.expr {
+                        if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) {
+                            o.expr = agg.clone();
+                        }
+                    }
+                    if let ast::Expr::Value(ast::Value::Number(n, _)) = &o.expr {
+                        if n != "1" {
+                            return Err(DataflowError::UnknownColumn(
+                                n.clone(),
+                                "order clause".into(),
+                            ));
+                        }
+                        o.expr = agg.clone();
+                    }
+                }
+                Some(order)
             }
             _ => None,
         };
@@ -3451,7 +3473,12 @@ impl Planner<'_> {
         // Uncorrelated: a one-row aggregate joined to every row (key []).
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
-        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k)?;
+        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k).map_err(|e| match e {
+            DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, &iscope, scope) => {
+                unsupported("a scalar subquery whose value reads the outer query")
+            }
+            other => other,
+        })?;
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
