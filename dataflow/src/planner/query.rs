@@ -3030,8 +3030,8 @@ fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
 }
 
 /// `EXISTS (SELECT ... [LIMIT n])` as `(SELECT COUNT(*) ...)`, to compare
-/// with 0: the select list, DISTINCT, ORDER BY and a LIMIT of at least one
-/// row do not change whether a row exists.
+/// with 0: the select list, DISTINCT, GROUP BY without HAVING, ORDER BY and
+/// a LIMIT of at least one row do not change whether a row exists.
 fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
     let mut q = sub.clone();
     let zero_offset = match &q.offset {
@@ -3051,6 +3051,10 @@ fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
         return Err(unsupported("EXISTS over this query"));
     };
     s.distinct = None;
+    if s.having.is_none() {
+        // Groups exist exactly when rows do.
+        s.group_by = ast::GroupByExpr::Expressions(vec![], vec![]);
+    }
     let mut count = call("COUNT", vec![]);
     if let ast::Expr::Function(ast::Function {
         args: ast::FunctionArguments::List(l),
