@@ -1258,28 +1258,44 @@ fn regexp_like(vals: &[Value]) -> EvalResult {
     }
     let subject = to_text(&vals[0]);
     let pattern = to_text(&vals[1]);
+    let mode = vals.get(2).map(to_text).unwrap_or_default();
+    // A view evaluates one pattern for row after row: the last one built
+    // (per thread) is kept.
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, String, regex::Regex)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let cached = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            .filter(|(p, m, _)| *p == pattern && *m == mode)
+            .map(|(_, _, re)| re.is_match(&subject))
+    });
+    if let Some(hit) = cached {
+        return Ok(Value::Int(hit as i64));
+    }
     let mut b = regex::RegexBuilder::new(&pattern);
     b.case_insensitive(true);
-    if let Some(m) = vals.get(2) {
-        for c in to_text(m).chars() {
-            match c {
-                'c' => b.case_insensitive(false),
-                'i' => b.case_insensitive(true),
-                'm' => b.multi_line(true),
-                'n' => b.dot_matches_new_line(true),
-                'u' => &mut b,
-                _ => {
-                    return Err(EvalError::Invalid(
-                        "Incorrect arguments to regexp_like".into(),
-                    ))
-                }
-            };
-        }
+    for c in mode.chars() {
+        match c {
+            'c' => b.case_insensitive(false),
+            'i' => b.case_insensitive(true),
+            'm' => b.multi_line(true),
+            'n' => b.dot_matches_new_line(true),
+            'u' => &mut b,
+            _ => {
+                return Err(EvalError::Invalid(
+                    "Incorrect arguments to regexp_like".into(),
+                ))
+            }
+        };
     }
     let re = b
         .build()
         .map_err(|e| EvalError::Invalid(format!("Regex error '{e}'")))?;
-    Ok(Value::Int(re.is_match(&subject) as i64))
+    let hit = re.is_match(&subject);
+    LAST.with(|l| *l.borrow_mut() = Some((pattern, mode, re)));
+    Ok(Value::Int(hit as i64))
 }
 
 /// MySQL's week flags (sql/sql_time.h): Monday starts the week; weeks of
