@@ -3471,18 +3471,19 @@ impl Planner<'_> {
             outer_cols,
             ..
         } = correlated;
-        if let Some(order) = &first_by {
-            inner = first_in_order(inner, &iscope, &inner_cols, order)?;
-        }
-        // Uncorrelated: a one-row aggregate joined to every row (key []).
-        let k = inner_cols.len();
-        let row_cx = ExprCx::row(&iscope);
-        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k).map_err(|e| match e {
+        let reads_outer = |e: DataflowError| match e {
             DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, &iscope, scope) => {
                 unsupported("a scalar subquery whose value reads the outer query")
             }
             other => other,
-        })?;
+        };
+        if let Some(order) = &first_by {
+            inner = first_in_order(inner, &iscope, &inner_cols, order).map_err(reads_outer)?;
+        }
+        // Uncorrelated: a one-row aggregate joined to every row (key []).
+        let k = inner_cols.len();
+        let row_cx = ExprCx::row(&iscope);
+        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k).map_err(reads_outer)?;
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
