@@ -995,22 +995,29 @@ impl<'a> Planner<'a> {
 
         // Subqueries in HAVING, as in the select list: joined to the rows
         // before aggregation, so each is a (bare) column of its group.
+        // And in GROUP BY (`GROUP BY x, EXISTS(...)`): each group key a
+        // joined column.
         let rewritten_having;
-        let s = match &s.having {
-            Some(h) if has_subquery(h) => {
-                if window.is_some() {
-                    return Err(unsupported(
-                        "subqueries in HAVING over a derived table with LIMIT",
-                    ));
-                }
-                let mut s2 = s.clone();
-                if let Some(h) = &mut s2.having {
-                    self.rewrite_subqueries(h, &mut node, &mut scope, &mut nsub)?;
-                }
-                rewritten_having = s2;
-                &rewritten_having
+        let grouped_by_subquery = matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.iter().any(has_subquery));
+        let s = if s.having.as_ref().is_some_and(has_subquery) || grouped_by_subquery {
+            if window.is_some() {
+                return Err(unsupported(
+                    "subqueries in HAVING or GROUP BY over a derived table with LIMIT",
+                ));
             }
-            _ => s,
+            let mut s2 = s.clone();
+            if let Some(h) = &mut s2.having {
+                self.rewrite_subqueries(h, &mut node, &mut scope, &mut nsub)?;
+            }
+            if let ast::GroupByExpr::Expressions(g, _) = &mut s2.group_by {
+                for e in g.iter_mut().filter(|e| has_subquery(e)) {
+                    self.rewrite_subqueries(e, &mut node, &mut scope, &mut nsub)?;
+                }
+            }
+            rewritten_having = s2;
+            &rewritten_having
+        } else {
+            s
         };
         // Subqueries in ORDER BY, as in the select list.
         let rewritten_order;
