@@ -226,7 +226,67 @@ fn binary_operator_to_cast(toks: &mut Vec<TokenWithLocation>) {
 
 /// A parser over `sql` (see [`tokenize`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    Ok(Parser::new(&MySqlDialect {}).with_tokens_with_locations(tokenize(sql)?))
+    Ok(Parser::new(&MySql).with_tokens_with_locations(tokenize(sql)?))
+}
+
+/// sqlparser's MySQL dialect with MySQL's precedence for `XOR`: below the
+/// comparisons and AND, above OR (`a > 1 XOR b > 2` is `(a > 1) XOR (b >
+/// 2)`). sqlparser binds XOR tighter than `>`, which read that as `a > (1
+/// XOR b) > 2`: a wrong answer, not an error. Everything else is
+/// [`MySqlDialect`]'s (it reports itself as that dialect, so the parser's
+/// MySQL-only rules apply).
+#[derive(Debug)]
+struct MySql;
+
+impl sqlparser::dialect::Dialect for MySql {
+    fn dialect(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<MySqlDialect>()
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_part(ch)
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_delimited_identifier_start(ch)
+    }
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        MySqlDialect {}.identifier_quote_style(identifier)
+    }
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        MySqlDialect {}.supports_string_literal_backslash_escape()
+    }
+    fn supports_numeric_prefix(&self) -> bool {
+        MySqlDialect {}.supports_numeric_prefix()
+    }
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &ast::Expr,
+        precedence: u8,
+    ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        MySqlDialect {}.parse_infix(parser, expr, precedence)
+    }
+    fn parse_statement(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<std::result::Result<Statement, sqlparser::parser::ParserError>> {
+        MySqlDialect {}.parse_statement(parser)
+    }
+    fn require_interval_qualifier(&self) -> bool {
+        MySqlDialect {}.require_interval_qualifier()
+    }
+    fn supports_limit_comma(&self) -> bool {
+        MySqlDialect {}.supports_limit_comma()
+    }
+    fn prec_value(&self, prec: sqlparser::dialect::Precedence) -> u8 {
+        match prec {
+            // Between AND (10) and OR (5).
+            sqlparser::dialect::Precedence::Xor => 7,
+            other => MySqlDialect {}.prec_value(other),
+        }
+    }
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
