@@ -64,14 +64,23 @@
 //! (equi-joins by key; non-equi and cross joins with key [] and a filter;
 //! LEFT JOIN ON conditions over both sides as a filtered inner join plus the
 //! unmatched left rows); GROUP BY with COUNT/SUM/AVG/MIN/MAX/GROUP_CONCAT
-//! (and DISTINCT forms), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit
+//! (and DISTINCT forms; VAR_POP/VAR_SAMP/STDDEV_* as COUNT/SUM arithmetic,
+//! `planner::stats`), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit
 //! applied at read over the full per-key result; LIMIT/OFFSET literals are
-//! parameters, so every page reads one view); UNION [ALL]; derived tables
+//! parameters, so every page reads one view); UNION [ALL], INTERSECT and
+//! EXCEPT (both sides tagged, grouped by all columns); derived tables
 //! and named views; IN/EXISTS subqueries as semi/anti-joins (`NOT IN` with
 //! MySQL's NULL rules; `col = ?` inside keys the view through a DISTINCT
-//! inner join); scalar subqueries (correlated by equality, or not) as joins
-//! with aggregates (without an aggregate: MAX plus a row count checked at
-//! read time). Equality parameters (also in an inner join's ON) are reader
+//! inner join; a correlated `x IN` as EXISTS); scalar subqueries as LEFT
+//! joins with aggregates grouped by the correlation columns (without an
+//! aggregate: MAX plus a row count checked at read time; `ORDER BY z LIMIT
+//! 1`: the rows with each key's MIN/MAX z joined back). Correlations other
+//! than `inner = outer` join the DISTINCT outer values they read to the
+//! inner rows and filter (only NULL-rejecting conditions). Subqueries as
+//! values (EXISTS, IN, scalar; in the select list, WHERE under OR, HAVING,
+//! ORDER BY, or without FROM over one constant row) become such joined
+//! columns: EXISTS is COUNT(*) > 0, IN is 1/0/NULL from the distinct
+//! values and the row and non-NULL counts. Equality parameters (also in an inner join's ON) are reader
 //! keys; other parameters and NOW()/RAND() in WHERE are read-time filters,
 //! and under GROUP BY (or with `IN (?, ?)`) the view keeps the
 //! pre-aggregation rows and aggregates at read time (`plan::ReadAgg`).
@@ -82,9 +91,9 @@
 //! (bytewise comparison, through the filter). Binary strings (`X'..'`,
 //! `_binary`, CAST/CONVERT to binary, BLOB columns) are `Value::Bytes`,
 //! compared, ordered and matched by LIKE byte for byte.
-//! Anything else (LIMIT in a subquery, parameters in LEFT JOIN ON, ranges
-//! inside subqueries, ...) is [`DataflowError::Unsupported`], never a wrong
-//! answer.
+//! Anything else (LIMIT other than 1 in a subquery, parameters in LEFT JOIN
+//! ON, ranges inside subqueries, a subquery reading a query two levels out,
+//! ...) is [`DataflowError::Unsupported`], never a wrong answer.
 //!
 //! Only the `planner` module reads the SQL AST; operators see Ladle's own
 //! expression (`expr`) and plan types. This crate must not depend on the

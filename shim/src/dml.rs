@@ -1912,6 +1912,9 @@ pub fn update(
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+    if let Some(single) = multi_table_delete(e, s, &d)? {
+        d = single;
+    }
     let returning_items = d.returning.take();
     if let Some(w) = &mut d.selection {
         inline_subqueries(e, s, w)?;
@@ -1995,6 +1998,98 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         Some(r) => r.output(&returned_rows),
         None => Ok(out),
     }
+}
+
+/// `DELETE t FROM t JOIN u ON ... WHERE ...` (one target; Django's form
+/// for a delete through a relation) as `DELETE FROM t WHERE pk IN (SELECT
+/// t.pk FROM t JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
+/// uncorrelated subquery in a DELETE. `None` for a single-table DELETE.
+/// Several targets, a target without a one-column primary key, and USING
+/// are refused (1235).
+fn multi_table_delete(e: &Engine, s: &Session, d: &ast::Delete) -> Result<Option<ast::Delete>> {
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let joined = from.len() > 1 || from.iter().any(|t| !t.joins.is_empty());
+    if d.tables.is_empty() && d.using.is_none() && !joined {
+        return Ok(None);
+    }
+    let unsupported =
+        |what: &str| Err(ShimError::Unsupported(format!("multi-table DELETE {what}")));
+    let target = match d.tables.as_slice() {
+        [t] if d.using.is_none() && d.returning.is_none() && d.limit.is_none() => t,
+        [_] => return unsupported("with USING, RETURNING or LIMIT"),
+        _ => return unsupported("of several tables"),
+    };
+    let target_name = target
+        .0
+        .last()
+        .map(|i| i.value.as_str())
+        .unwrap_or_default();
+    // The target is named by its alias in FROM, or by its table name.
+    let factors = from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    let mut found = None;
+    for f in factors {
+        if let TableFactor::Table { name, alias, .. } = f {
+            let shown = match alias {
+                Some(a) => a.name.value.as_str(),
+                None => name.0.last().map(|i| i.value.as_str()).unwrap_or_default(),
+            };
+            if shown.eq_ignore_ascii_case(target_name) {
+                found = Some((name.clone(), shown.to_string()));
+                break;
+            }
+        }
+    }
+    let Some((name, shown)) = found else {
+        return Err(ShimError::UnknownTable {
+            database: s.database.clone().unwrap_or_default(),
+            table: target_name.to_string(),
+        });
+    };
+    let schema = table(e, s, &name)?;
+    let pk = match schema.primary_key.as_deref() {
+        Some([c]) => schema.columns[*c].name.clone(),
+        _ => return unsupported("of a table without a one-column primary key"),
+    };
+    let key = |q: &str| Expr::CompoundIdentifier(vec![ast::Ident::new(q), ast::Ident::new(&pk)]);
+    let tables: Vec<String> = from.iter().map(|t| t.to_string()).collect();
+    let select_text = format!("SELECT {} FROM {}", key(&shown), tables.join(", "));
+    let mut select = match sqlparser::parser::Parser::parse_sql(
+        &sqlparser::dialect::MySqlDialect {},
+        &select_text,
+    )
+    .ok()
+    .and_then(|mut v| v.pop())
+    {
+        Some(ast::Statement::Query(q)) => *q,
+        _ => return unsupported("of this FROM clause"),
+    };
+    if let ast::SetExpr::Select(sel) = &mut *select.body {
+        sel.selection = d.selection.clone();
+    }
+    let mut single = d.clone();
+    single.tables = vec![];
+    single.from = ast::FromTable::WithFromKeyword(vec![ast::TableWithJoins {
+        relation: TableFactor::Table {
+            name: name.clone(),
+            alias: None,
+            args: None,
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+        },
+        joins: vec![],
+    }]);
+    single.selection = Some(Expr::InSubquery {
+        expr: Box::new(key(&schema.name)),
+        subquery: Box::new(select),
+        negated: false,
+    });
+    Ok(Some(single))
 }
 
 /// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in

@@ -52,7 +52,36 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
         }
     }
     binary_operator_to_cast(&mut toks);
+    signed_integer_to_signed(&mut toks);
     Ok(toks)
+}
+
+/// `CAST(x AS SIGNED INTEGER)` (MySQL's long form, which Django sends) as
+/// `CAST(x AS SIGNED)`: sqlparser reads only the short form. The `INTEGER`
+/// or `INT` after `AS SIGNED` / `AS UNSIGNED` is dropped.
+fn signed_integer_to_signed(toks: &mut Vec<TokenWithLocation>) {
+    use sqlparser::keywords::Keyword;
+    let word = |t: &TokenWithLocation, k: Keyword| matches!(&t.token, Token::Word(Word { keyword, quote_style: None, .. }) if *keyword == k);
+    let next = |toks: &[TokenWithLocation], from: usize| {
+        (from..toks.len()).find(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+    };
+    let mut i = 0;
+    while i < toks.len() {
+        if word(&toks[i], Keyword::AS) {
+            let signed = |t: &TokenWithLocation| {
+                matches!(&t.token, Token::Word(w) if w.quote_style.is_none()
+                    && (w.value.eq_ignore_ascii_case("signed") || w.value.eq_ignore_ascii_case("unsigned")))
+            };
+            if let Some(sg) = next(toks, i + 1).filter(|&j| signed(&toks[j])) {
+                if let Some(int) = next(toks, sg + 1)
+                    .filter(|&j| word(&toks[j], Keyword::INTEGER) || word(&toks[j], Keyword::INT))
+                {
+                    toks.drain(sg + 1..=int);
+                }
+            }
+        }
+        i += 1;
+    }
 }
 
 /// `toks` with a `_binary` introducer before each `X'..'` literal that has
@@ -197,7 +226,67 @@ fn binary_operator_to_cast(toks: &mut Vec<TokenWithLocation>) {
 
 /// A parser over `sql` (see [`tokenize`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    Ok(Parser::new(&MySqlDialect {}).with_tokens_with_locations(tokenize(sql)?))
+    Ok(Parser::new(&MySql).with_tokens_with_locations(tokenize(sql)?))
+}
+
+/// sqlparser's MySQL dialect with MySQL's precedence for `XOR`: below the
+/// comparisons and AND, above OR (`a > 1 XOR b > 2` is `(a > 1) XOR (b >
+/// 2)`). sqlparser binds XOR tighter than `>`, which read that as `a > (1
+/// XOR b) > 2`: a wrong answer, not an error. Everything else is
+/// [`MySqlDialect`]'s (it reports itself as that dialect, so the parser's
+/// MySQL-only rules apply).
+#[derive(Debug)]
+struct MySql;
+
+impl sqlparser::dialect::Dialect for MySql {
+    fn dialect(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<MySqlDialect>()
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_part(ch)
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_delimited_identifier_start(ch)
+    }
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        MySqlDialect {}.identifier_quote_style(identifier)
+    }
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        MySqlDialect {}.supports_string_literal_backslash_escape()
+    }
+    fn supports_numeric_prefix(&self) -> bool {
+        MySqlDialect {}.supports_numeric_prefix()
+    }
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &ast::Expr,
+        precedence: u8,
+    ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        MySqlDialect {}.parse_infix(parser, expr, precedence)
+    }
+    fn parse_statement(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<std::result::Result<Statement, sqlparser::parser::ParserError>> {
+        MySqlDialect {}.parse_statement(parser)
+    }
+    fn require_interval_qualifier(&self) -> bool {
+        MySqlDialect {}.require_interval_qualifier()
+    }
+    fn supports_limit_comma(&self) -> bool {
+        MySqlDialect {}.supports_limit_comma()
+    }
+    fn prec_value(&self, prec: sqlparser::dialect::Precedence) -> u8 {
+        match prec {
+            // Between AND (10) and OR (5).
+            sqlparser::dialect::Precedence::Xor => 7,
+            other => MySqlDialect {}.prec_value(other),
+        }
+    }
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting

@@ -55,6 +55,48 @@ pub enum Func {
     Mod,
     Pow,
     Sqrt,
+    /// SIN .. DEGREES: one DOUBLE argument, NULL outside the domain.
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    /// ATAN(x) or ATAN(y, x); ATAN2(y, x).
+    Atan,
+    Exp,
+    /// LN(x), LOG(x), LOG(b, x), LOG2(x), LOG10(x).
+    Ln,
+    Log,
+    Log2,
+    Log10,
+    Degrees,
+    Radians,
+    Pi,
+    /// REGEXP_LIKE(s, pattern, match_type): `match_type` letters as MySQL's
+    /// (c case-sensitive, i insensitive, m multi-line, n `.` matches a
+    /// newline; the last of c/i wins). `s REGEXP p` compiles to it with the
+    /// comparison's collation as the default.
+    RegexpLike,
+    /// QUARTER, WEEKDAY (0 = Monday), DAYOFYEAR, MICROSECOND.
+    Quarter,
+    Weekday,
+    DayOfYear,
+    Microsecond,
+    /// WEEK(d[, mode]) and YEARWEEK(d[, mode]) with MySQL's eight modes.
+    Week,
+    YearWeek,
+    /// MAKEDATE(year, day_of_year).
+    MakeDate,
+    /// TIME(x): the time part; TIME_TO_SEC(t).
+    TimeOf,
+    TimeToSec,
+    /// MD5(s), SHA1(s)/SHA(s), SHA2(s, bits): lower-case hex digests.
+    Md5,
+    Sha1,
+    Sha2,
+    /// ORD(s): the first character's bytes as a big-endian number.
+    Ord,
     Locate,
     Instr,
     Repeat,
@@ -141,6 +183,36 @@ impl Func {
             "mod" => (Mod, 2, 2),
             "pow" | "power" => (Pow, 2, 2),
             "sqrt" => (Sqrt, 1, 1),
+            "sin" => (Sin, 1, 1),
+            "cos" => (Cos, 1, 1),
+            "tan" => (Tan, 1, 1),
+            "cot" => (Cot, 1, 1),
+            "asin" => (Asin, 1, 1),
+            "acos" => (Acos, 1, 1),
+            "atan" => (Atan, 1, 2),
+            "atan2" => (Atan, 2, 2),
+            "exp" => (Exp, 1, 1),
+            "ln" => (Ln, 1, 1),
+            "log" => (Log, 1, 2),
+            "log2" => (Log2, 1, 1),
+            "log10" => (Log10, 1, 1),
+            "degrees" => (Degrees, 1, 1),
+            "radians" => (Radians, 1, 1),
+            "pi" => (Pi, 0, 0),
+            "regexp_like" => (RegexpLike, 2, 3),
+            "quarter" => (Quarter, 1, 1),
+            "weekday" => (Weekday, 1, 1),
+            "dayofyear" => (DayOfYear, 1, 1),
+            "microsecond" => (Microsecond, 1, 1),
+            "week" => (Week, 1, 2),
+            "yearweek" => (YearWeek, 1, 2),
+            "makedate" => (MakeDate, 2, 2),
+            "time" => (TimeOf, 1, 1),
+            "time_to_sec" => (TimeToSec, 1, 1),
+            "md5" => (Md5, 1, 1),
+            "sha1" | "sha" => (Sha1, 1, 1),
+            "sha2" => (Sha2, 2, 2),
+            "ord" => (Ord, 1, 1),
             "locate" => (Locate, 2, 2),
             "instr" => (Instr, 2, 2),
             "repeat" => (Repeat, 2, 2),
@@ -543,6 +615,16 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             Some(a) if a >= 0.0 => Value::Double(a.sqrt()),
             _ => Value::Null,
         },
+        Sin | Cos | Tan | Cot | Asin | Acos | Atan | Exp | Ln | Log | Log2 | Log10 | Degrees
+        | Radians => {
+            let xs: Option<Vec<f64>> = vals.iter().map(ops::value_to_f64).collect();
+            match xs {
+                Some(xs) => math(f, &xs)?,
+                None => Value::Null,
+            }
+        }
+        Pi => Value::Double(std::f64::consts::PI),
+        RegexpLike => regexp_like(&vals)?,
         Greatest | Least => {
             if null_in(&vals) {
                 return Ok(Value::Null);
@@ -650,6 +732,77 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
             _ => Value::Null,
         },
+        Quarter | Weekday | DayOfYear | Week | YearWeek => match ops::to_datetime(&v0) {
+            Some(dt) => {
+                let d = dt.date();
+                let mode = vals.get(1).and_then(int_arg).unwrap_or(0);
+                Value::Int(match f {
+                    Quarter => i64::from((d.month() - 1) / 3 + 1),
+                    Weekday => i64::from(d.weekday().num_days_from_monday()),
+                    DayOfYear => i64::from(d.ordinal()),
+                    Week => mysql_week(d, week_mode(mode)).0,
+                    _ => {
+                        let (week, year) = mysql_week(d, week_mode(mode) | WEEK_YEAR);
+                        year * 100 + week
+                    }
+                })
+            }
+            None => Value::Null,
+        },
+        Microsecond => match time_of_day(&v0) {
+            Some(us) => Value::Int((us % 1_000_000).abs()),
+            None => Value::Null,
+        },
+        MakeDate => match (int_arg(&v0), int_arg(&vals[1])) {
+            (Some(y), Some(n)) if n > 0 && (0..=9999).contains(&y) => {
+                // Two-digit years as MySQL reads them; day n of year y.
+                let y = match y {
+                    0..=69 => y + 2000,
+                    70..=99 => y + 1900,
+                    _ => y,
+                };
+                chrono::NaiveDate::from_ymd_opt(y as i32, 1, 1)
+                    .and_then(|d| d.checked_add_signed(Duration::try_days(n - 1)?))
+                    .filter(|d| d.year() <= 9999)
+                    .map_or(Value::Null, Value::Date)
+            }
+            _ => Value::Null,
+        },
+        TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
+        // MySQL's whole seconds (MariaDB keeps the fraction).
+        TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
+        Md5 | Sha1 | Sha2 | Ord if v0.is_null() => Value::Null,
+        Md5 | Sha1 | Sha2 => {
+            use sha2::Digest;
+            let data = to_bytes(&v0);
+            let digest: Option<Vec<u8>> = match f {
+                Md5 => Some(md5::Md5::digest(&data).to_vec()),
+                Sha1 => Some(sha1::Sha1::digest(&data).to_vec()),
+                _ => match vals.get(1).and_then(int_arg) {
+                    Some(224) => Some(sha2::Sha224::digest(&data).to_vec()),
+                    Some(0 | 256) => Some(sha2::Sha256::digest(&data).to_vec()),
+                    Some(384) => Some(sha2::Sha384::digest(&data).to_vec()),
+                    Some(512) => Some(sha2::Sha512::digest(&data).to_vec()),
+                    _ => None,
+                },
+            };
+            match digest {
+                Some(d) => Value::text(d.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+                None => Value::Null,
+            }
+        }
+        Ord => {
+            let data = to_bytes(&v0);
+            let first = match &v0 {
+                Value::Text(t) => t.chars().next().map_or(0, char::len_utf8),
+                _ => data.len().min(1),
+            };
+            Value::Int(
+                data[..first]
+                    .iter()
+                    .fold(0i64, |n, &b| n * 256 + i64::from(b)),
+            )
+        }
         DayOfWeek => match ops::to_datetime(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
@@ -977,6 +1130,17 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         }
         Mod => (tys[0].0.clone(), true),
         Pow | Sqrt | Rand => (SqlType::Double, f != Rand),
+        Sin | Cos | Tan | Cot | Asin | Acos | Atan | Exp | Ln | Log | Log2 | Log10 | Degrees
+        | Radians => (SqlType::Double, true),
+        Pi => (SqlType::Double, false),
+        RegexpLike => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            any_null,
+        ),
         SingleRow => (tys.get(1).map(|t| t.0.clone()).unwrap_or(bigint), true),
         Now | UtcTimestamp => (SqlType::DateTime { fsp: 0 }, false),
         CurDate => (SqlType::Date, false),
@@ -1002,9 +1166,211 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
+        Quarter | Weekday | DayOfYear | Microsecond | Week | YearWeek | TimeToSec => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        MakeDate => (SqlType::Date, true),
+        Md5 | Sha1 => (SqlType::VarChar(40), any_null),
+        Sha2 => (SqlType::VarChar(128), true),
+        Ord => (
+            SqlType::Int {
+                bytes: 8,
+                unsigned: false,
+                display_width: None,
+            },
+            any_null,
+        ),
+        TimeOf => (
+            SqlType::Time {
+                fsp: match &tys[0].0 {
+                    SqlType::DateTime { fsp }
+                    | SqlType::Timestamp { fsp }
+                    | SqlType::Time { fsp } => *fsp,
+                    _ => 6,
+                },
+            },
+            true,
+        ),
         DateAdd => match tys[0].0 {
             SqlType::Date => (SqlType::Date, true),
             _ => (SqlType::DateTime { fsp: 0 }, true),
         },
+    }
+}
+
+/// The trigonometric, exponential and logarithmic functions, as MariaDB
+/// answers them: NULL outside the domain (`LN(0)`, `ACOS(2)`, `LOG(1, x)`),
+/// error 1690 when the result is not finite (`EXP(1000)`, `COT(0)`).
+fn math(f: Func, xs: &[f64]) -> EvalResult {
+    use Func::*;
+    let x = xs[0];
+    let r = match (f, xs.len()) {
+        (Sin, _) => x.sin(),
+        (Cos, _) => x.cos(),
+        (Tan, _) => x.tan(),
+        (Cot, _) => 1.0 / x.tan(),
+        (Asin | Acos, _) if !(-1.0..=1.0).contains(&x) => return Ok(Value::Null),
+        (Asin, _) => x.asin(),
+        (Acos, _) => x.acos(),
+        (Atan, 1) => x.atan(),
+        (Atan, _) => x.atan2(xs[1]),
+        (Exp, _) => x.exp(),
+        (Ln | Log | Log2 | Log10, 1) if x <= 0.0 => return Ok(Value::Null),
+        (Ln | Log, 1) => x.ln(),
+        (Log2, _) => x.log2(),
+        (Log10, _) => x.log10(),
+        (Log, _) => {
+            let y = xs[1];
+            if x <= 0.0 || x == 1.0 || y <= 0.0 {
+                return Ok(Value::Null);
+            }
+            y.ln() / x.ln()
+        }
+        (Degrees, _) => x.to_degrees(),
+        (Radians, _) => x.to_radians(),
+        _ => return Err(EvalError::Invalid(format!("{f:?} is not a math function"))),
+    };
+    if !r.is_finite() {
+        let name = format!("{f:?}").to_ascii_lowercase();
+        let shown = xs
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        return Err(EvalError::OutOfRange(format!(
+            "DOUBLE value is out of range in '{name}({shown})'"
+        )));
+    }
+    Ok(Value::Double(r))
+}
+
+/// REGEXP_LIKE(s, pattern[, match_type]); see [`Func::RegexpLike`]. Without
+/// a match type the match is case-insensitive, as REGEXP is on
+/// utf8mb4_general_ci text (the planner passes "c" for binary operands).
+fn regexp_like(vals: &[Value]) -> EvalResult {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let subject = to_text(&vals[0]);
+    let pattern = to_text(&vals[1]);
+    let mode = vals.get(2).map(to_text).unwrap_or_default();
+    // A view evaluates one pattern for row after row: the last one built
+    // (per thread) is kept.
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(String, String, regex::Regex)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let cached = LAST.with(|l| {
+        l.borrow()
+            .as_ref()
+            .filter(|(p, m, _)| *p == pattern && *m == mode)
+            .map(|(_, _, re)| re.is_match(&subject))
+    });
+    if let Some(hit) = cached {
+        return Ok(Value::Int(hit as i64));
+    }
+    let mut b = regex::RegexBuilder::new(&pattern);
+    b.case_insensitive(true);
+    for c in mode.chars() {
+        match c {
+            'c' => b.case_insensitive(false),
+            'i' => b.case_insensitive(true),
+            'm' => b.multi_line(true),
+            'n' => b.dot_matches_new_line(true),
+            'u' => &mut b,
+            _ => {
+                return Err(EvalError::Invalid(
+                    "Incorrect arguments to regexp_like".into(),
+                ))
+            }
+        };
+    }
+    let re = b
+        .build()
+        .map_err(|e| EvalError::Invalid(format!("Regex error '{e}'")))?;
+    let hit = re.is_match(&subject);
+    LAST.with(|l| *l.borrow_mut() = Some((pattern, mode, re)));
+    Ok(Value::Int(hit as i64))
+}
+
+/// MySQL's week flags (sql/sql_time.h): Monday starts the week; weeks of
+/// the previous/next year count as that year's; week 1 is the first with
+/// the first weekday (else the first with 4 or more days).
+const WEEK_MONDAY_FIRST: i64 = 1;
+const WEEK_YEAR: i64 = 2;
+const WEEK_FIRST_WEEKDAY: i64 = 4;
+
+/// The flags of `WEEK(d, mode)`'s mode 0..7.
+fn week_mode(mode: i64) -> i64 {
+    let mut m = mode & 7;
+    if m & WEEK_MONDAY_FIRST == 0 {
+        m ^= WEEK_FIRST_WEEKDAY;
+    }
+    m
+}
+
+/// (week, year) of `d` as MySQL's calc_week computes them.
+fn mysql_week(d: chrono::NaiveDate, behaviour: i64) -> (i64, i64) {
+    let days_in_year = |y: i64| {
+        if chrono::NaiveDate::from_ymd_opt(y as i32, 2, 29).is_some() {
+            366
+        } else {
+            365
+        }
+    };
+    let monday_first = behaviour & WEEK_MONDAY_FIRST != 0;
+    let mut week_year = behaviour & WEEK_YEAR != 0;
+    let first_weekday = behaviour & WEEK_FIRST_WEEKDAY != 0;
+    let daynr = i64::from(d.num_days_from_ce());
+    let jan1 = chrono::NaiveDate::from_ymd_opt(d.year(), 1, 1).unwrap_or(d);
+    let mut first_daynr = i64::from(jan1.num_days_from_ce());
+    let mut weekday = i64::from(if monday_first {
+        jan1.weekday().num_days_from_monday()
+    } else {
+        jan1.weekday().num_days_from_sunday()
+    });
+    let mut year = i64::from(d.year());
+    if d.month() == 1 && i64::from(d.day()) <= 7 - weekday {
+        if !week_year && ((first_weekday && weekday != 0) || (!first_weekday && weekday >= 4)) {
+            return (0, year);
+        }
+        week_year = true;
+        year -= 1;
+        let days = days_in_year(year);
+        first_daynr -= days;
+        weekday = (weekday + 53 * 7 - days).rem_euclid(7);
+    }
+    let days = if (first_weekday && weekday != 0) || (!first_weekday && weekday >= 4) {
+        daynr - (first_daynr + (7 - weekday))
+    } else {
+        daynr - (first_daynr - weekday)
+    };
+    if week_year && days >= 52 * 7 {
+        let wd = (weekday + days_in_year(year)) % 7;
+        if (!first_weekday && wd < 4) || (first_weekday && wd == 0) {
+            return (1, year + 1);
+        }
+    }
+    (days / 7 + 1, year)
+}
+
+/// The time of day of a TIME, DATETIME or DATE value, or of a string
+/// spelling a datetime or a time, in signed microseconds.
+fn time_of_day(v: &Value) -> Option<i64> {
+    let of = |dt: chrono::NaiveDateTime| {
+        let t = dt.time();
+        i64::from(t.num_seconds_from_midnight()) * 1_000_000 + i64::from(t.nanosecond() / 1000)
+    };
+    match v {
+        Value::Time(us) => Some(*us),
+        Value::Text(s) => ladle_common::parse_datetime(s)
+            .map(of)
+            .or_else(|| ladle_common::parse_time(s)),
+        _ => ops::to_datetime(v).map(of),
     }
 }

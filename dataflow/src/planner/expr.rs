@@ -178,7 +178,9 @@ pub(crate) fn visit_children(e: &ast::Expr, f: &mut dyn FnMut(&ast::Expr)) {
             f(left);
             f(right)
         }
-        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+        E::Like { expr, pattern, .. }
+        | E::ILike { expr, pattern, .. }
+        | E::RLike { expr, pattern, .. } => {
             f(expr);
             f(pattern)
         }
@@ -754,6 +756,33 @@ impl<'a> ExprCx<'a> {
                     collation: coll,
                 }
             }
+            E::RLike {
+                negated,
+                expr,
+                pattern,
+                ..
+            } => {
+                // `s REGEXP p`: case-insensitive unless the comparison's
+                // collation is binary (`REGEXP BINARY p`, a BINARY column).
+                let x = self.compile(expr)?;
+                let p = self.compile(pattern)?;
+                let types = self.frame_types();
+                let binary = [&x, &p].iter().any(|e| e.result_type(&types).0.is_binary());
+                let mode = match self.pair_collation(expr, &x, pattern, &p) {
+                    _ if binary => "c",
+                    Collation::Binary => "c",
+                    Collation::GeneralCi => "i",
+                };
+                let m = Expr::Call(
+                    crate::expr::Func::RegexpLike,
+                    vec![x, p, Expr::Literal(Value::Text(mode.into()))],
+                );
+                if *negated {
+                    Expr::Not(b(m))
+                } else {
+                    m
+                }
+            }
             E::Case {
                 operand,
                 conditions,
@@ -879,6 +908,9 @@ impl<'a> ExprCx<'a> {
                     ast::DateTimeField::Hour => Func::Hour,
                     ast::DateTimeField::Minute => Func::Minute,
                     ast::DateTimeField::Second => Func::Second,
+                    ast::DateTimeField::Quarter => Func::Quarter,
+                    ast::DateTimeField::Microsecond => Func::Microsecond,
+                    ast::DateTimeField::Week(None) => Func::Week,
                     other => return Err(unsupported(format!("EXTRACT({other})"))),
                 };
                 Expr::Call(f, vec![self.compile(expr)?])

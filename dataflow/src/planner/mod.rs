@@ -61,6 +61,7 @@ pub(crate) mod normalize;
 pub(crate) mod pushdown;
 pub(crate) mod query;
 pub(crate) mod range;
+pub(crate) mod stats;
 
 pub(crate) use query::{Count, Planned, PlannedView, Planner};
 

@@ -232,10 +232,23 @@ impl<'a> Planner<'a> {
         if q.with.is_some() {
             return Err(unsupported("WITH"));
         }
-        if q.fetch.is_some() || !q.locks.is_empty() || !q.limit_by.is_empty() {
-            return Err(unsupported("FETCH/FOR UPDATE/LIMIT BY"));
+        // FOR UPDATE / LOCK IN SHARE MODE do not change the answer; the
+        // session decides what they mean for the transaction.
+        if q.fetch.is_some() || !q.limit_by.is_empty() {
+            return Err(unsupported("FETCH/LIMIT BY"));
         }
         match &*q.body {
+            ast::SetExpr::Select(s)
+                if (s.from.is_empty() || is_dual(s)) && select_has_subquery(s) =>
+            {
+                // `SELECT (SELECT ...)`, `SELECT x IN (SELECT ...)`: over
+                // one constant row, planned as any SELECT with a FROM.
+                let mut q = q.clone();
+                if let ast::SetExpr::Select(s) = &mut *q.body {
+                    s.from = vec![one_row_from()];
+                }
+                self.plan(&q)
+            }
             ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self.constant(s, q),
             ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
@@ -428,28 +441,8 @@ impl<'a> Planner<'a> {
             } => {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
-                let width = l.cols.len();
-                if r.cols.len() != width {
-                    return Err(DataflowError::BadArgument(
-                        "The used SELECT statements have a different number of columns".into(),
-                    ));
-                }
-                let mut cols = l.cols.clone();
-                for (i, c) in cols.iter_mut().enumerate() {
-                    let tys = [
-                        (l.cols[i].ty.clone(), l.cols[i].nullable),
-                        (r.cols[i].ty.clone(), r.cols[i].nullable),
-                    ];
-                    let (t, n) = unify_types(&tys);
-                    c.ty = t;
-                    c.nullable = n;
-                    c.table = String::new();
-                    // MariaDB sends no key flags for a UNION's columns.
-                    c.origin = None;
-                    if c.ty.is_text() {
-                        c.coll = Collation::GeneralCi;
-                    }
-                }
+                let cols = set_operation_columns(&l, &r)?;
+                let width = cols.len();
                 let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
                 let mut node = LNode {
                     op: LOp::Union,
@@ -469,23 +462,30 @@ impl<'a> Planner<'a> {
                 }
                 Ok(Rel { node, cols })
             }
-            ast::SetExpr::SetOperation { op, .. } => Err(unsupported(format!("{op}"))),
-            other => {
-                let bq = ast::Query {
-                    with: None,
-                    body: Box::new(other.clone()),
-                    order_by: None,
-                    limit: None,
-                    limit_by: vec![],
-                    offset: None,
-                    fetch: None,
-                    locks: vec![],
-                    for_clause: None,
-                    settings: None,
-                    format_clause: None,
-                };
-                self.relation(&bq)
+            ast::SetExpr::SetOperation {
+                op: op @ (ast::SetOperator::Intersect | ast::SetOperator::Except),
+                set_quantifier,
+                left,
+                right,
+            } => {
+                if !matches!(
+                    set_quantifier,
+                    ast::SetQuantifier::None | ast::SetQuantifier::Distinct
+                ) {
+                    return Err(unsupported(format!("{op} {set_quantifier}")));
+                }
+                let l = self.set_expr(left)?;
+                let r = self.set_expr(right)?;
+                let cols = set_operation_columns(&l, &r)?;
+                let node = intersect_or_except(
+                    l.node,
+                    r.node,
+                    cols.iter().map(|c| c.coll).collect(),
+                    matches!(op, ast::SetOperator::Intersect),
+                );
+                Ok(Rel { node, cols })
             }
+            other => self.relation(&query_of(other.clone())),
         }
     }
 
@@ -867,6 +867,13 @@ impl<'a> Planner<'a> {
             Some(ast::Distinct::Distinct) => true,
             Some(ast::Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
         };
+        if super::stats::select_has_statistic(s, q) {
+            // VAR_POP and the others become COUNT/SUM arithmetic, typed by
+            // the FROM clause's columns.
+            let (_, from_scope) = self.plan_from(&s.from, &mut Vec::new())?;
+            let (s, q) = super::stats::expand_in_select(s, q, &from_scope)?;
+            return self.select(&s, &q, top);
+        }
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -934,36 +941,16 @@ impl<'a> Planner<'a> {
                 read_filters.push(c);
                 continue;
             }
-            match &c {
-                ast::Expr::InSubquery {
-                    expr,
-                    subquery,
-                    negated,
-                } => {
-                    node = self.semi_in(node, &scope, expr, subquery, *negated)?;
-                    continue;
+            // A semi/anti-join where the shape allows; otherwise the
+            // subqueries (correlated or not) join in as columns to filter on.
+            let c = if has_subquery(&c) {
+                match self.subquery_condition(c, &mut node, &mut scope, &mut nsub)? {
+                    Some(c) => c,
+                    None => continue,
                 }
-                ast::Expr::Exists { subquery, negated } => {
-                    node = self.semi_exists(node, &scope, subquery, *negated)?;
-                    continue;
-                }
-                _ => {}
-            }
-            let mut c = c;
-            if has_subquery(&c) {
-                // Scalar subqueries (correlated or not) join in as columns.
-                let mut rw = SubqueryRewriter {
-                    planner: self,
-                    node: &mut node,
-                    scope: &mut scope,
-                    n: &mut nsub,
-                    err: None,
-                };
-                let _ = ast::VisitMut::visit(&mut c, &mut rw);
-                if let Some(err) = rw.err {
-                    return Err(err);
-                }
-            }
+            } else {
+                c
+            };
             let e = ExprCx::row(&scope).compile(&c)?;
             if e.is_volatile() {
                 if !top {
@@ -997,17 +984,7 @@ impl<'a> Planner<'a> {
                     "subqueries in the select list over a derived table with LIMIT",
                 ));
             }
-            let mut rw = SubqueryRewriter {
-                planner: self,
-                node: &mut node,
-                scope: &mut scope,
-                n: &mut nsub,
-                err: None,
-            };
-            let _ = ast::VisitMut::visit(e, &mut rw);
-            if let Some(err) = rw.err {
-                return Err(err);
-            }
+            self.rewrite_subqueries(e, &mut node, &mut scope, &mut nsub)?;
             if let Some(n) = name {
                 *item = ast::SelectItem::ExprWithAlias {
                     expr: e.clone(),
@@ -1015,6 +992,55 @@ impl<'a> Planner<'a> {
                 };
             }
         }
+
+        // Subqueries in HAVING, as in the select list: joined to the rows
+        // before aggregation, so each is a (bare) column of its group.
+        // And in GROUP BY (`GROUP BY x, EXISTS(...)`): each group key a
+        // joined column.
+        let rewritten_having;
+        let grouped_by_subquery = matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.iter().any(has_subquery));
+        let s = if s.having.as_ref().is_some_and(has_subquery) || grouped_by_subquery {
+            if window.is_some() {
+                return Err(unsupported(
+                    "subqueries in HAVING or GROUP BY over a derived table with LIMIT",
+                ));
+            }
+            let mut s2 = s.clone();
+            if let Some(h) = &mut s2.having {
+                self.rewrite_subqueries(h, &mut node, &mut scope, &mut nsub)?;
+            }
+            if let ast::GroupByExpr::Expressions(g, _) = &mut s2.group_by {
+                for e in g.iter_mut().filter(|e| has_subquery(e)) {
+                    self.rewrite_subqueries(e, &mut node, &mut scope, &mut nsub)?;
+                }
+            }
+            rewritten_having = s2;
+            &rewritten_having
+        } else {
+            s
+        };
+        // Subqueries in ORDER BY, as in the select list.
+        let rewritten_order;
+        let q = if q
+            .order_by
+            .iter()
+            .flat_map(|ob| &ob.exprs)
+            .any(|o| has_subquery(&o.expr))
+        {
+            if window.is_some() {
+                return Err(unsupported(
+                    "subqueries in ORDER BY over a derived table with LIMIT",
+                ));
+            }
+            let mut q2 = q.clone();
+            for o in q2.order_by.iter_mut().flat_map(|ob| &mut ob.exprs) {
+                self.rewrite_subqueries(&mut o.expr, &mut node, &mut scope, &mut nsub)?;
+            }
+            rewritten_order = q2;
+            &rewritten_order
+        } else {
+            q
+        };
 
         // Aggregation.
         let group_asts: Vec<ast::Expr> = match &s.group_by {
@@ -2136,9 +2162,13 @@ impl<'a> Planner<'a> {
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
         }
-        let (mut inner, iscope) = self.plan_from(&s.from, &mut conj)?;
+        let (mut inner, mut iscope) = self.plan_from(&s.from, &mut conj)?;
+        // Subqueries nested in this one that read only its own rows
+        // (numbered apart from the enclosing query's).
+        let mut nested = 1000;
         let mut outer_cols = Vec::new();
         let mut inner_cols = Vec::new();
+        let mut residual = Vec::new();
         for c in conj {
             if let ast::Expr::BinaryOp {
                 left,
@@ -2181,18 +2211,30 @@ impl<'a> Planner<'a> {
                     continue;
                 }
             }
-            if has_placeholder(&c) || has_subquery(&c) {
+            if has_placeholder(&c) || (has_subquery(&c) && scope_reads_outer(&c, &iscope, scope)) {
                 return Err(unsupported(format!(
                     "parameters or subqueries inside {context}"
                 )));
             }
-            let e = ExprCx::row(&iscope)
-                .compile(&c)
-                .and_then(stable)
-                .map_err(|e| match e {
-                    DataflowError::UnknownColumn(..) => unsupported(non_equality),
-                    other => other,
-                })?;
+            // A nested subquery over this one's rows only: planned into
+            // the inner plan as the enclosing WHERE plans its own.
+            let c = if has_subquery(&c) {
+                match self.subquery_condition(c, &mut inner, &mut iscope, &mut nested)? {
+                    Some(c) => c,
+                    None => continue,
+                }
+            } else {
+                c
+            };
+            let e = match ExprCx::row(&iscope).compile(&c).and_then(stable) {
+                Ok(e) => e,
+                Err(DataflowError::UnknownColumn(..)) if scope_reads_outer(&c, &iscope, scope) => {
+                    residual.push(c);
+                    continue;
+                }
+                Err(DataflowError::UnknownColumn(..)) => return Err(unsupported(non_equality)),
+                Err(other) => return Err(other),
+            };
             let colls = inner.colls.clone();
             inner = LNode {
                 op: LOp::Filter(e),
@@ -2205,6 +2247,275 @@ impl<'a> Planner<'a> {
             scope: iscope,
             inner_cols,
             outer_cols,
+            residual,
+        })
+    }
+
+    /// A correlated subquery body with conditions other than `inner =
+    /// outer` (`WHERE b.price > p.id * 10`) made uncorrelated: the distinct
+    /// values of the outer columns it reads (D) joined with the inner rows
+    /// on the equalities and filtered by the other conditions. D's columns
+    /// then are the correlation key, equal to the outer columns. Only
+    /// NULL-rejecting conditions (comparisons of columns and arithmetic)
+    /// are taken, so an outer row with a NULL in them matches no inner row
+    /// and the caller's LEFT JOIN (which never matches a NULL key) gives
+    /// the empty subquery's answer, as it should.
+    fn decorrelate(
+        &self,
+        outer: &LNode,
+        oscope: &Scope,
+        c: Correlated,
+        n: usize,
+    ) -> Result<Correlated> {
+        let qual = format!("__sqo{n}");
+        let mut o_cols: Vec<usize> = Vec::new();
+        for &o in &c.outer_cols {
+            if !o_cols.contains(&o) {
+                o_cols.push(o);
+            }
+        }
+        let mut conds = Vec::new();
+        for r in &c.residual {
+            let reads_outer = |e: &ast::Expr| outer_columns_read(e, &c.scope, oscope);
+            if !null_rejecting(r, &reads_outer) {
+                return Err(unsupported(format!("the correlated condition {r}")));
+            }
+            let mut r = r.clone();
+            let mut err = None;
+            let _ = ast::visit_expressions_mut(&mut r, |e| {
+                let ids = match e {
+                    ast::Expr::Identifier(id) => vec![id.clone()],
+                    ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+                    _ => return std::ops::ControlFlow::<()>::Continue(()),
+                };
+                if c.scope.resolve(&ids).is_ok() {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                match oscope.resolve(&ids) {
+                    Ok(oc) => {
+                        let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
+                            o_cols.push(oc);
+                            o_cols.len() - 1
+                        });
+                        *e = ast::Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(qual.clone()),
+                            ast::Ident::new(format!("__o{i}")),
+                        ]);
+                    }
+                    Err(e) => err = Some(e),
+                }
+                std::ops::ControlFlow::Continue(())
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            conds.push(r);
+        }
+        let k = o_cols.len();
+        let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
+        let distinct_outer = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(o_cols.iter().map(|&o| Expr::Column(o)).collect()),
+                inputs: vec![outer.clone()],
+                colls: dcolls.clone(),
+            }],
+            colls: dcolls.clone(),
+        };
+        let mut jscope = Scope {
+            cols: o_cols
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| ScopeCol {
+                    qualifier: qual.clone(),
+                    name: format!("__o{i}"),
+                    table: String::new(),
+                    origin: None,
+                    ..oscope.cols[o].clone()
+                })
+                .collect(),
+        };
+        jscope.cols.extend(c.scope.cols.iter().cloned());
+        let mut jcolls = dcolls;
+        jcolls.extend(c.inner.colls.iter().copied());
+        let mut joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: c
+                    .outer_cols
+                    .iter()
+                    .map(|o| o_cols.iter().position(|x| x == o).unwrap_or_default())
+                    .collect(),
+                right_cols: c.inner_cols.clone(),
+            },
+            inputs: vec![distinct_outer, c.inner],
+            colls: jcolls.clone(),
+        };
+        for r in &conds {
+            let e = stable(ExprCx::row(&jscope).compile(r)?)?;
+            joined = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![joined],
+                colls: jcolls.clone(),
+            };
+        }
+        Ok(Correlated {
+            inner: joined,
+            scope: jscope,
+            inner_cols: (0..k).collect(),
+            outer_cols: o_cols,
+            residual: vec![],
+        })
+    }
+
+    /// `x IN (SELECT y ...)` as a value (in the select list, under OR, on
+    /// an expression), with MySQL's three-valued answer: 1 when some `y`
+    /// equals `x`; else 0 when the subquery is empty; else NULL when `x`
+    /// or some `y` is NULL; else 0. The distinct `y`s join `x` (LEFT), and
+    /// the subquery's row and non-NULL counts join every row (one row, key
+    /// []). The subquery must be uncorrelated.
+    fn in_value(
+        &self,
+        x: &ast::Expr,
+        sub: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let rel = match self.relation(sub) {
+            Err(DataflowError::UnknownColumn(..)) => return correlated_in_value(x, sub, scope),
+            r => r?,
+        };
+        if rel.cols.len() != 1 {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ));
+        }
+        let qual = format!("__in{n}");
+        let width = scope.cols.len();
+        // `x` as a column of its own (named here, whatever it is).
+        let xc = width;
+        {
+            let e = stable(ExprCx::row(scope).compile(x)?)?;
+            let (ty, nullable) = e.result_type(&scope.types());
+            let coll = if ty.is_text() {
+                rel.cols[0].coll
+            } else {
+                Collation::Binary
+            };
+            let mut colls = node.colls.clone();
+            colls.push(coll);
+            let inner = LNode::take(node);
+            *node = LNode {
+                op: LOp::Project((0..width).map(Expr::Column).chain([e]).collect()),
+                inputs: vec![inner],
+                colls,
+            };
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: "__x".into(),
+                ty,
+                nullable,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let ycoll = rel.cols[0].coll;
+        let bigint = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        };
+        // The distinct values: (y, COUNT(*)), grouped by y.
+        let values = LNode {
+            op: LOp::Aggregate {
+                ngroup: 1,
+                aggs: vec![AggSpec::new(AggKind::CountStar, 0)],
+                scalar: false,
+            },
+            inputs: vec![rel.node.clone()],
+            colls: vec![ycoll, Collation::Binary],
+        };
+        let stats = row_counts(rel.node);
+        let mut colls = node.colls.clone();
+        colls.extend([ycoll, Collation::Binary]);
+        let left = LNode::take(node);
+        let with_values = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![xc],
+                right_cols: vec![0],
+            },
+            inputs: vec![left, values],
+            colls: colls.clone(),
+        };
+        colls.extend([Collation::Binary, Collation::Binary]);
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![],
+                right_cols: vec![],
+            },
+            inputs: vec![with_values, stats],
+            colls,
+        };
+        for (name, ty, coll) in [
+            ("__y", rel.cols[0].ty.clone(), ycoll),
+            ("__m", bigint.clone(), Collation::Binary),
+            ("__rows", bigint.clone(), Collation::Binary),
+            ("__nonnull", bigint, Collation::Binary),
+        ] {
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: name.into(),
+                ty,
+                nullable: true,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let col = |name: &str| {
+            ast::Expr::CompoundIdentifier(vec![
+                ast::Ident::new(qual.clone()),
+                ast::Ident::new(name),
+            ])
+        };
+        let x_col = col("__x");
+        let is_null = |e: ast::Expr, negated: bool| {
+            if negated {
+                ast::Expr::IsNotNull(Box::new(e))
+            } else {
+                ast::Expr::IsNull(Box::new(e))
+            }
+        };
+        let rows = call("COALESCE", vec![col("__rows"), number("0")]);
+        Ok(ast::Expr::Case {
+            operand: None,
+            conditions: vec![
+                is_null(col("__m"), true),
+                ast::Expr::BinaryOp {
+                    left: Box::new(rows.clone()),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(number("0")),
+                },
+                ast::Expr::BinaryOp {
+                    left: Box::new(is_null(x_col, false)),
+                    op: ast::BinaryOperator::Or,
+                    right: Box::new(ast::Expr::BinaryOp {
+                        left: Box::new(rows),
+                        op: ast::BinaryOperator::Gt,
+                        right: Box::new(col("__nonnull")),
+                    }),
+                },
+            ],
+            results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+            else_result: Some(Box::new(number("0"))),
         })
     }
 
@@ -2240,6 +2551,7 @@ impl<'a> Planner<'a> {
             scope: iscope,
             inner_cols,
             outer_cols,
+            residual,
         } = self.plan_correlated_params(
             s,
             scope,
@@ -2247,6 +2559,11 @@ impl<'a> Planner<'a> {
             "correlated condition other than equality",
             Some(&mut params),
         )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "parameters in a subquery with a correlated condition other than equality",
+            ));
+        }
         if params.is_empty() {
             return Err(unsupported("parameters in a subquery other than col = ?"));
         }
@@ -2370,6 +2687,7 @@ impl<'a> Planner<'a> {
             inner,
             inner_cols,
             outer_cols,
+            residual,
             ..
         } = self.plan_correlated(
             s,
@@ -2377,6 +2695,11 @@ impl<'a> Planner<'a> {
             "EXISTS",
             "correlated EXISTS condition other than equality",
         )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "correlated EXISTS condition other than equality",
+            ));
+        }
         if outer_cols.is_empty() {
             return Err(unsupported("uncorrelated EXISTS"));
         }
@@ -2412,22 +2735,467 @@ struct SubqueryRewriter<'p, 'a> {
 impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     type Break = ();
     fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
-        if let ast::Expr::Subquery(q) = e {
-            match self
+        let planned = match e {
+            ast::Expr::Subquery(q) => self
                 .planner
-                .scalar_subquery(q, self.node, self.scope, *self.n)
-            {
-                Ok(replacement) => {
-                    *self.n += 1;
-                    *e = replacement;
+                .scalar_subquery(q, self.node, self.scope, *self.n),
+            ast::Expr::Exists { subquery, negated } => {
+                let negated = *negated;
+                exists_as_count(subquery).and_then(|count| {
+                    let n = self
+                        .planner
+                        .scalar_subquery(&count, self.node, self.scope, *self.n)?;
+                    Ok(ast::Expr::BinaryOp {
+                        left: Box::new(n),
+                        op: if negated {
+                            ast::BinaryOperator::Eq
+                        } else {
+                            ast::BinaryOperator::Gt
+                        },
+                        right: Box::new(number("0")),
+                    })
+                })
+            }
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self
+                .planner
+                .in_value(expr, subquery, self.node, self.scope, *self.n)
+                .map(|v| {
+                    if *negated {
+                        ast::Expr::UnaryOp {
+                            op: ast::UnaryOperator::Not,
+                            expr: Box::new(ast::Expr::Nested(Box::new(v))),
+                        }
+                    } else {
+                        v
+                    }
+                }),
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match planned {
+            Ok(replacement) => {
+                *self.n += 1;
+                *e = replacement;
+                std::ops::ControlFlow::Continue(())
+            }
+            Err(err) => {
+                self.err = Some(err);
+                std::ops::ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+/// The rows of `inner` that come first, per correlation key (`keys`), in
+/// the order `order` (`ORDER BY z1 [DESC], ...`): for each `z` in turn,
+/// its extreme per key (MIN or MAX, maintained) joins back the rows that
+/// have it. Ties remain; `(SELECT y ... LIMIT 1)` takes MAX(y) of them,
+/// one of the rows MySQL may return. Each `z` must be NOT NULL: MIN/MAX
+/// skip NULLs, which MySQL sorts first (ascending) or last (descending).
+fn first_in_order(
+    inner: LNode,
+    iscope: &Scope,
+    keys: &[usize],
+    order: &[ast::OrderByExpr],
+) -> Result<LNode> {
+    let width = inner.width();
+    let k = keys.len();
+    let mut rows = inner;
+    for o in order {
+        let z = stable(ExprCx::row(iscope).compile(&o.expr)?)?;
+        let (_, nullable) = z.result_type(&iscope.types());
+        if nullable {
+            return Err(unsupported(
+                "ORDER BY a nullable expression in a scalar subquery with LIMIT 1",
+            ));
+        }
+        let zcoll = match &z {
+            Expr::Column(c) => rows.colls[*c],
+            _ => Collation::GeneralCi,
+        };
+        let mut zcolls = rows.colls.clone();
+        zcolls.push(zcoll);
+        let with_z = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).chain([z]).collect()),
+            inputs: vec![rows],
+            colls: zcolls.clone(),
+        };
+        let mut kcolls: Vec<Collation> = keys.iter().map(|&c| zcolls[c]).collect();
+        kcolls.push(zcoll);
+        let mut spec = AggSpec::new(
+            if o.asc == Some(false) {
+                AggKind::Max
+            } else {
+                AggKind::Min
+            },
+            k,
+        );
+        spec.collation = zcoll;
+        let extreme = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![spec],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(
+                    keys.iter()
+                        .map(|&c| Expr::Column(c))
+                        .chain([Expr::Column(width)])
+                        .collect(),
+                ),
+                inputs: vec![with_z.clone()],
+                colls: kcolls.clone(),
+            }],
+            colls: kcolls.clone(),
+        };
+        let mut jcolls = zcolls.clone();
+        jcolls.extend(kcolls);
+        let joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: keys.iter().copied().chain([width]).collect(),
+                right_cols: (0..=k).collect(),
+            },
+            inputs: vec![with_z, extreme],
+            colls: jcolls,
+        };
+        rows = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).collect()),
+            colls: zcolls[..width].to_vec(),
+            inputs: vec![joined],
+        };
+    }
+    Ok(rows)
+}
+
+/// Whether planning a subquery on its own failed because it reads columns
+/// of the enclosing query.
+fn correlated<T>(planned: Result<T>) -> bool {
+    matches!(planned, Err(DataflowError::UnknownColumn(..)))
+}
+
+/// `x` with every column qualified by its table in the outer `scope`, so
+/// that inside `sub` it still means the outer row; refused when `sub`
+/// uses the same table name or alias.
+fn qualify_outer(x: &ast::Expr, scope: &Scope, sub: &ast::Query) -> Result<ast::Expr> {
+    let ast::SetExpr::Select(s) = &*sub.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let inner_names: Vec<String> = s
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => Some(
+                alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .or_else(|| name.0.last().map(|i| i.value.clone()))
+                    .unwrap_or_default()
+                    .to_ascii_lowercase(),
+            ),
+            ast::TableFactor::Derived { alias, .. } => {
+                alias.as_ref().map(|a| a.name.value.to_ascii_lowercase())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut x = x.clone();
+    let mut err = None;
+    let _ = ast::visit_expressions_mut(&mut x, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => vec![id.clone()],
+            ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+                err = Some(unsupported("IN over a correlated subquery on a subquery"));
+                return std::ops::ControlFlow::<()>::Continue(());
+            }
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match scope.resolve(&ids) {
+            Ok(c) => {
+                let col = &scope.cols[c];
+                if col.qualifier.is_empty() || inner_names.contains(&col.qualifier) {
+                    err = Some(unsupported(
+                        "IN over a correlated subquery naming an outer table again",
+                    ));
+                } else {
+                    *e = ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(col.qualifier.clone()),
+                        ast::Ident::new(col.name.clone()),
+                    ]);
                 }
-                Err(err) => {
-                    self.err = Some(err);
-                    return std::ops::ControlFlow::Break(());
-                }
+            }
+            Err(e) => err = Some(e),
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(x),
+    }
+}
+
+/// `sub` (`SELECT y FROM ... WHERE w`) as `SELECT y FROM ... WHERE (w) AND
+/// cond(y)`, for rewriting `x IN (sub)` into EXISTS forms.
+fn subquery_and(sub: &ast::Query, cond: impl Fn(ast::Expr) -> ast::Expr) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let y = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            e.clone()
+        }
+        _ => {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ))
+        }
+    };
+    let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+    if grouped || s.having.is_some() || q.limit.is_some() || q.offset.is_some() {
+        return Err(unsupported("IN over this correlated subquery"));
+    }
+    let c = cond(ast::Expr::Nested(Box::new(y)));
+    s.selection = Some(match s.selection.take() {
+        Some(w) => ast::Expr::BinaryOp {
+            left: Box::new(ast::Expr::Nested(Box::new(w))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(c),
+        },
+        None => c,
+    });
+    Ok(q)
+}
+
+/// `x IN (SELECT y ... correlated)` as a value, from three EXISTS: 1 when
+/// some `y = x`; else 0 when the subquery is empty; else NULL when `x` or
+/// some `y` is NULL; else 0.
+fn correlated_in_value(x: &ast::Expr, sub: &ast::Query, scope: &Scope) -> Result<ast::Expr> {
+    let x = qualify_outer(x, scope, sub)?;
+    let exists = |q: ast::Query| ast::Expr::Exists {
+        subquery: Box::new(q),
+        negated: false,
+    };
+    let matched = exists(subquery_and(sub, |y| ast::Expr::BinaryOp {
+        left: Box::new(y),
+        op: ast::BinaryOperator::Eq,
+        right: Box::new(x.clone()),
+    })?);
+    let any = exists(subquery_and(sub, |_| {
+        ast::Expr::Value(ast::Value::Boolean(true))
+    })?);
+    let null_y = exists(subquery_and(sub, |y| ast::Expr::IsNull(Box::new(y)))?);
+    Ok(ast::Expr::Case {
+        operand: None,
+        conditions: vec![
+            matched,
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr: Box::new(any),
+            },
+            ast::Expr::BinaryOp {
+                left: Box::new(ast::Expr::IsNull(Box::new(x))),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(null_y),
+            },
+        ],
+        results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+        else_result: Some(Box::new(number("0"))),
+    })
+}
+
+/// A numeric literal.
+fn number(n: &str) -> ast::Expr {
+    ast::Expr::Value(ast::Value::Number(n.into(), false))
+}
+
+/// A call of the function `name` on `args`.
+fn call(name: &str, args: Vec<ast::Expr>) -> ast::Expr {
+    ast::Expr::Function(ast::Function {
+        name: ast::ObjectName(vec![ast::Ident::new(name)]),
+        parameters: ast::FunctionArguments::None,
+        args: ast::FunctionArguments::List(ast::FunctionArgumentList {
+            duplicate_treatment: None,
+            args: args
+                .into_iter()
+                .map(|a| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a)))
+                .collect(),
+            clauses: vec![],
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: vec![],
+    })
+}
+
+/// `EXISTS (SELECT ... [LIMIT n])` as `(SELECT COUNT(*) ...)`, to compare
+/// with 0: the select list, DISTINCT, GROUP BY without HAVING, ORDER BY and
+/// a LIMIT of at least one row do not change whether a row exists.
+fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let zero_offset = match &q.offset {
+        None => true,
+        Some(o) => matches!(&o.value, ast::Expr::Value(ast::Value::Number(n, _)) if n == "0"),
+    };
+    match &q.limit {
+        None if zero_offset => {}
+        Some(ast::Expr::Value(ast::Value::Number(n, _)))
+            if zero_offset && n.parse::<u64>().is_ok_and(|n| n > 0) => {}
+        _ => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    }
+    q.limit = None;
+    q.offset = None;
+    q.order_by = None;
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("EXISTS over this query"));
+    };
+    s.distinct = None;
+    if s.having.is_none() {
+        // Groups exist exactly when rows do.
+        s.group_by = ast::GroupByExpr::Expressions(vec![], vec![]);
+    }
+    let mut count = call("COUNT", vec![]);
+    if let ast::Expr::Function(ast::Function {
+        args: ast::FunctionArguments::List(l),
+        ..
+    }) = &mut count
+    {
+        l.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)];
+    }
+    s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
+    Ok(q)
+}
+
+/// Whether `c` reads a column of the outer query: one `inner` does not
+/// have and `outer` does.
+fn scope_reads_outer(c: &ast::Expr, inner: &Scope, outer: &Scope) -> bool {
+    !outer_columns_read(c, inner, outer).is_empty()
+}
+
+/// The columns of `outer` that `c` reads (those `inner` does not have),
+/// sorted.
+fn outer_columns_read(c: &ast::Expr, inner: &Scope, outer: &Scope) -> Vec<usize> {
+    let mut cols = Vec::new();
+    let _ = ast::visit_expressions(c, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => std::slice::from_ref(id),
+            ast::Expr::CompoundIdentifier(ids) => ids.as_slice(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(ids).is_err() {
+            if let Ok(o) = outer.resolve(ids) {
+                cols.push(o);
             }
         }
         std::ops::ControlFlow::Continue(())
+    });
+    cols.sort_unstable();
+    cols.dedup();
+    cols
+}
+
+/// Whether a correlated condition is false or NULL whenever a column it
+/// reads is NULL: a comparison of columns, literals, arithmetic and
+/// functions that give NULL for a NULL argument; an AND or OR of such
+/// conditions (each side of an OR reading the same outer columns, as
+/// `reads_outer` lists them). For those, an outer row
+/// whose correlation values include a NULL matches no inner row, which
+/// the decorrelated plan relies on.
+fn null_rejecting(e: &ast::Expr, reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>) -> bool {
+    fn strict(e: &ast::Expr) -> bool {
+        use ast::BinaryOperator as B;
+        match e {
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
+                true
+            }
+            ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
+            ast::Expr::Cast { expr, .. } => strict(expr),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+                expr,
+            } => strict(expr),
+            ast::Expr::BinaryOp { left, op, right } => {
+                matches!(
+                    op,
+                    B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
+                ) && strict(left)
+                    && strict(right)
+            }
+            ast::Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let null_in_null_out = matches!(
+                    name.as_str(),
+                    "year"
+                        | "month"
+                        | "day"
+                        | "dayofmonth"
+                        | "hour"
+                        | "minute"
+                        | "second"
+                        | "date"
+                        | "lower"
+                        | "upper"
+                        | "length"
+                        | "char_length"
+                        | "abs"
+                        | "round"
+                        | "floor"
+                        | "ceil"
+                        | "ceiling"
+                        | "concat"
+                        | "date_format"
+                );
+                let args_strict = match &f.args {
+                    ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
+                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
+                    }),
+                    _ => false,
+                };
+                null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
+            }
+            _ => false,
+        }
+    }
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Nested(x) => null_rejecting(x, reads_outer),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Or,
+            right,
+        } => {
+            // Each side must fail for a NULL in any outer column either reads.
+            reads_outer(left) == reads_outer(right)
+                && null_rejecting(left, reads_outer)
+                && null_rejecting(right, reads_outer)
+        }
+        ast::Expr::BinaryOp {
+            left,
+            op: B::And,
+            right,
+        } => null_rejecting(left, reads_outer) && null_rejecting(right, reads_outer),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            right,
+        } => strict(left) && strict(right),
+        ast::Expr::Between {
+            expr, low, high, ..
+        } => strict(expr) && strict(low) && strict(high),
+        ast::Expr::Like {
+            expr,
+            pattern,
+            escape_char: None,
+            ..
+        } => strict(expr) && strict(pattern),
+        _ => false,
     }
 }
 
@@ -2437,12 +3205,131 @@ struct Correlated {
     scope: Scope,
     inner_cols: Vec<usize>,
     outer_cols: Vec<usize>,
+    /// Conditions reading outer columns other than `inner = outer`
+    /// (`b.price > p.id * 10`), for [`Planner::decorrelate`].
+    residual: Vec<ast::Expr>,
 }
 
 impl Planner<'_> {
+    /// Replaces every subquery in `e` (scalar, EXISTS, IN) by an expression
+    /// over columns joined into `node` (see [`SubqueryRewriter`]); `n`
+    /// numbers them apart.
+    fn rewrite_subqueries(
+        &self,
+        e: &mut ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<()> {
+        let mut rw = SubqueryRewriter {
+            planner: self,
+            node,
+            scope,
+            n,
+            err: None,
+        };
+        let _ = ast::VisitMut::visit(e, &mut rw);
+        rw.err.map_or(Ok(()), Err)
+    }
+
+    /// A WHERE condition with a subquery over `node`: `IN`/`EXISTS` as a
+    /// semi- or anti-join where the shape allows (`None`: the condition is
+    /// planned; a correlated `IN` as `EXISTS`); otherwise the condition with its subqueries joined in as
+    /// values, for the caller to filter on.
+    fn subquery_condition(
+        &self,
+        c: ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<Option<ast::Expr>> {
+        // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
+        // `EXISTS (SELECT ... WHERE ... AND y = x)`.
+        let c = match c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } if correlated(self.relation(&subquery)) => {
+                if negated {
+                    return Err(unsupported("NOT IN over a correlated subquery"));
+                }
+                let x = qualify_outer(&expr, scope, &subquery)?;
+                ast::Expr::Exists {
+                    subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {
+                        left: Box::new(y),
+                        op: ast::BinaryOperator::Eq,
+                        right: Box::new(x.clone()),
+                    })?),
+                    negated: false,
+                }
+            }
+            c => c,
+        };
+        let semi = match &c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => Some(self.semi_in(node.clone(), scope, expr, subquery, *negated)),
+            ast::Expr::Exists { subquery, negated } => {
+                Some(self.semi_exists(node.clone(), scope, subquery, *negated))
+            }
+            _ => None,
+        };
+        match semi {
+            Some(Ok(joined)) => {
+                *node = joined;
+                return Ok(None);
+            }
+            Some(Err(DataflowError::Unsupported(_))) | None => {}
+            Some(Err(e)) => return Err(e),
+        }
+        let mut c = c;
+        self.rewrite_subqueries(&mut c, node, scope, n)?;
+        Ok(Some(c))
+    }
+
+    /// A scalar subquery joined into `node` (LEFT, on its correlation
+    /// columns); returns the expression that reads its value.
+    ///
+    /// Django's forms are taken apart first: `ORDER BY NULL` (or any
+    /// ORDER BY without LIMIT) orders nothing, and `GROUP BY` on the inner side of `inner = outer`
+    /// correlations makes no more than one group per outer row (but no
+    /// group, so NULL, where no row matches: COUNT is then not 0).
     fn scalar_subquery(
         &self,
         q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let mut q = q.clone();
+        // Without LIMIT, an order does not change the (one) value.
+        if q.limit.is_none() && q.offset.is_none()
+            || q.order_by.as_ref().is_some_and(|ob| {
+                ob.exprs
+                    .iter()
+                    .all(|o| matches!(o.expr, ast::Expr::Value(ast::Value::Null)))
+            })
+        {
+            q.order_by = None;
+        }
+        let mut grouped = Vec::new();
+        if let ast::SetExpr::Select(s) = &mut *q.body {
+            if let ast::GroupByExpr::Expressions(g, mods) = &mut s.group_by {
+                if mods.is_empty() && s.having.is_none() {
+                    grouped = std::mem::take(g);
+                }
+            }
+        }
+        self.scalar_subquery_grouped(&q, &grouped, node, scope, n)
+    }
+
+    fn scalar_subquery_grouped(
+        &self,
+        q: &ast::Query,
+        grouped: &[ast::Expr],
         node: &mut LNode,
         scope: &mut Scope,
         n: usize,
@@ -2470,11 +3357,53 @@ impl Planner<'_> {
             }
             _ => None,
         };
+        // `(SELECT y ... LIMIT 1)` without ORDER BY may give any row's y:
+        // MAX(y) is one of them, and never several rows. With `ORDER BY
+        // z...` the rows first narrow to those first in that order.
+        let limit_one = q.offset.is_none()
+            && matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(one, _))) if one == "1");
+        let first_by = match &q.order_by {
+            Some(ob) if limit_one && top1_desc.is_none() && aggregate_name(&agg).is_none() => {
+                if ob.interpolate.is_some()
+                    || ob
+                        .exprs
+                        .iter()
+                        .any(|o| o.nulls_first.is_some() || o.with_fill.is_some())
+                {
+                    return Err(unsupported("this scalar subquery"));
+                }
+                // `ORDER BY 1` or the alias: the select list's only column.
+                let alias = match s.projection.first() {
+                    Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+                    _ => None,
+                };
+                let mut order = ob.exprs.clone();
+                for o in &mut order {
+                    if let ast::Expr::Identifier(id) = &o.expr {
+                        if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) {
+                            o.expr = agg.clone();
+                        }
+                    }
+                    if let ast::Expr::Value(ast::Value::Number(n, _)) = &o.expr {
+                        if n != "1" {
+                            return Err(DataflowError::UnknownColumn(
+                                n.clone(),
+                                "order clause".into(),
+                            ));
+                        }
+                        o.expr = agg.clone();
+                    }
+                }
+                Some(order)
+            }
+            _ => None,
+        };
+        let any_row = limit_one && (q.order_by.is_none() || first_by.is_some());
         let simple = s.from.len() == 1
             && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
             && s.having.is_none()
             && s.distinct.is_none()
-            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some())
+            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some() || any_row)
             && s.projection.len() == 1;
         if !simple {
             return Err(unsupported("this scalar subquery"));
@@ -2483,6 +3412,7 @@ impl Planner<'_> {
         // count, which read time checks (MySQL error 1242 for several rows).
         let (agg, single) = match aggregate_name(&agg) {
             Some(_) => (agg, false),
+            None if any_row => (call("MAX", vec![agg]), false),
             None => (
                 ast::Expr::Function(ast::Function {
                     name: ast::ObjectName(vec![ast::Ident::new(match top1_desc {
@@ -2504,21 +3434,62 @@ impl Planner<'_> {
             ),
         };
         let agg_name = aggregate_name(&agg).unwrap_or_default();
-        let Correlated {
-            inner,
-            scope: iscope,
-            inner_cols,
-            outer_cols,
-        } = self.plan_correlated(
+        let mut correlated = self.plan_correlated(
             s,
             scope,
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        let mut agg = agg;
+        if has_subquery(&agg) {
+            // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
+            // a subquery in the value over the inner rows only joins them.
+            if scope_reads_outer(&agg, &correlated.scope, scope) {
+                return Err(unsupported(
+                    "a subquery reading the outer query inside a scalar subquery's value",
+                ));
+            }
+            let mut nested = 2000;
+            self.rewrite_subqueries(
+                &mut agg,
+                &mut correlated.inner,
+                &mut correlated.scope,
+                &mut nested,
+            )?;
+        }
+        for g in grouped {
+            let by_key = as_column(g)
+                .and_then(|ids| correlated.scope.resolve(ids).ok())
+                .is_some_and(|c| correlated.inner_cols.contains(&c));
+            if !by_key {
+                return Err(unsupported(
+                    "GROUP BY other than the correlation columns in a scalar subquery",
+                ));
+            }
+        }
+        if !correlated.residual.is_empty() {
+            correlated = self.decorrelate(node, scope, correlated, n)?;
+        }
+        let Correlated {
+            mut inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+            ..
+        } = correlated;
+        let reads_outer = |e: DataflowError| match e {
+            DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, &iscope, scope) => {
+                unsupported("a scalar subquery whose value reads the outer query")
+            }
+            other => other,
+        };
+        if let Some(order) = &first_by {
+            inner = first_in_order(inner, &iscope, &inner_cols, order).map_err(reads_outer)?;
+        }
         // Uncorrelated: a one-row aggregate joined to every row (key []).
         let k = inner_cols.len();
         let row_cx = ExprCx::row(&iscope);
-        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k)?;
+        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k).map_err(reads_outer)?;
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
@@ -2619,7 +3590,7 @@ impl Planner<'_> {
                 within_group: vec![],
             }));
         }
-        if agg_name == "count" {
+        if agg_name == "count" && grouped.is_empty() {
             // COUNT over no rows is 0, not NULL.
             return Ok(ast::Expr::Function(ast::Function {
                 name: ast::ObjectName(vec![ast::Ident::new("COALESCE")]),
@@ -2641,6 +3612,96 @@ impl Planner<'_> {
             }));
         }
         Ok(col)
+    }
+}
+
+/// The result columns of a set operation (UNION, INTERSECT, EXCEPT): each
+/// the type that holds both sides' values, without table provenance.
+fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
+    if r.cols.len() != l.cols.len() {
+        return Err(DataflowError::BadArgument(
+            "The used SELECT statements have a different number of columns".into(),
+        ));
+    }
+    let mut cols = l.cols.clone();
+    for (i, c) in cols.iter_mut().enumerate() {
+        let tys = [
+            (l.cols[i].ty.clone(), l.cols[i].nullable),
+            (r.cols[i].ty.clone(), r.cols[i].nullable),
+        ];
+        let (t, n) = unify_types(&tys);
+        c.ty = t;
+        c.nullable = n;
+        c.table = String::new();
+        // MariaDB sends no key flags for a UNION's columns.
+        c.origin = None;
+        if c.ty.is_text() {
+            c.coll = Collation::GeneralCi;
+        }
+    }
+    Ok(cols)
+}
+
+/// `L INTERSECT R` / `L EXCEPT R` (distinct): both sides' rows tagged 1
+/// and 2, grouped by all their columns (so NULLs compare equal, as in
+/// MariaDB's set operations) with the group's smallest and largest tag;
+/// INTERSECT keeps the groups with both tags, EXCEPT those with only 1.
+fn intersect_or_except(left: LNode, right: LNode, colls: Vec<Collation>, intersect: bool) -> LNode {
+    let width = colls.len();
+    let mut tagged_colls = colls.clone();
+    tagged_colls.push(Collation::Binary);
+    let tag = |node: LNode, t: i64| LNode {
+        op: LOp::Project(
+            (0..width)
+                .map(Expr::Column)
+                .chain([Expr::Literal(Value::Int(t))])
+                .collect(),
+        ),
+        inputs: vec![node],
+        colls: tagged_colls.clone(),
+    };
+    let both = LNode {
+        op: LOp::Union,
+        inputs: vec![tag(left, 1), tag(right, 2)],
+        colls: tagged_colls.clone(),
+    };
+    let mut group_colls = colls.clone();
+    group_colls.extend([Collation::Binary, Collation::Binary]);
+    let groups = LNode {
+        op: LOp::Aggregate {
+            ngroup: width,
+            aggs: vec![
+                AggSpec::new(AggKind::Min, width),
+                AggSpec::new(AggKind::Max, width),
+            ],
+            scalar: false,
+        },
+        inputs: vec![both],
+        colls: group_colls.clone(),
+    };
+    let eq = |c: usize, v: i64| Expr::Cmp {
+        op: crate::expr::CmpOp::Eq,
+        left: Box::new(Expr::Column(c)),
+        right: Box::new(Expr::Literal(Value::Int(v))),
+        collation: Collation::Binary,
+    };
+    let keep = if intersect {
+        Expr::Logic(
+            crate::expr::LogicOp::And,
+            Box::new(eq(width, 1)),
+            Box::new(eq(width + 1, 2)),
+        )
+    } else {
+        eq(width + 1, 1)
+    };
+    LNode {
+        op: LOp::Project((0..width).map(Expr::Column).collect()),
+        inputs: vec![LNode {
+            op: LOp::Filter(keep),
+            inputs: vec![groups],
+            colls: group_colls,
+        }],
+        colls,
     }
 }
 
@@ -2745,6 +3806,23 @@ fn left_join_on(
     }
 }
 
+/// The row count and non-NULL count of a one-column `sub`: one row, for
+/// `IN (SELECT ...)`'s NULL rules.
+fn row_counts(sub: LNode) -> LNode {
+    LNode {
+        op: LOp::Aggregate {
+            ngroup: 0,
+            aggs: vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Count, 0),
+            ],
+            scalar: true,
+        },
+        inputs: vec![sub],
+        colls: vec![Collation::Binary, Collation::Binary],
+    }
+}
+
 /// MySQL's `x NOT IN (SELECT y ...)` over nullable columns: true when the
 /// subquery is empty; otherwise NULL (so not true) when `x` is NULL or any
 /// `y` is NULL, else true exactly when no `y` equals `x`. `anti` is the
@@ -2754,22 +3832,11 @@ fn left_join_on(
 fn not_in_nulls(anti: LNode, x: usize, sub: LNode) -> LNode {
     let width = anti.width();
     let stats_colls = vec![Collation::Binary, Collation::Binary];
-    let stats = LNode {
-        op: LOp::Aggregate {
-            ngroup: 0,
-            aggs: vec![
-                AggSpec::new(AggKind::CountStar, 0),
-                AggSpec::new(AggKind::Count, 0),
-            ],
-            scalar: true,
-        },
-        inputs: vec![LNode {
-            op: LOp::Project(vec![Expr::Column(0)]),
-            colls: vec![sub.colls.first().copied().unwrap_or_default()],
-            inputs: vec![sub],
-        }],
-        colls: stats_colls.clone(),
-    };
+    let stats = row_counts(LNode {
+        op: LOp::Project(vec![Expr::Column(0)]),
+        colls: vec![sub.colls.first().copied().unwrap_or_default()],
+        inputs: vec![sub],
+    });
     let mut colls = anti.colls.clone();
     colls.extend(stats_colls);
     let joined = LNode {
@@ -2819,6 +3886,69 @@ fn stable(e: Expr) -> Result<Expr> {
         Err(unsupported("NOW()/RAND() inside a maintained view"))
     } else {
         Ok(e)
+    }
+}
+
+/// Whether the select list or WHERE of `s` has a subquery.
+fn select_has_subquery(s: &ast::Select) -> bool {
+    s.projection.iter().any(|i| match i {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            has_subquery(e)
+        }
+        _ => false,
+    }) || s.selection.as_ref().is_some_and(has_subquery)
+}
+
+/// A query of `body` alone (no ORDER BY, LIMIT, WITH).
+fn query_of(body: ast::SetExpr) -> ast::Query {
+    ast::Query {
+        with: None,
+        body: Box::new(body),
+        order_by: None,
+        limit: None,
+        limit_by: vec![],
+        offset: None,
+        fetch: None,
+        locks: vec![],
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+    }
+}
+
+/// `FROM (SELECT 1) AS __ladle_one`: one constant row.
+fn one_row_from() -> ast::TableWithJoins {
+    let one = query_of(ast::SetExpr::Select(Box::new(ast::Select {
+        distinct: None,
+        top: None,
+        top_before_distinct: false,
+        projection: vec![ast::SelectItem::UnnamedExpr(number("1"))],
+        into: None,
+        from: vec![],
+        lateral_views: vec![],
+        prewhere: None,
+        selection: None,
+        group_by: ast::GroupByExpr::Expressions(vec![], vec![]),
+        cluster_by: vec![],
+        distribute_by: vec![],
+        sort_by: vec![],
+        having: None,
+        named_window: vec![],
+        qualify: None,
+        window_before_qualify: false,
+        value_table_mode: None,
+        connect_by: None,
+    })));
+    ast::TableWithJoins {
+        relation: ast::TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(one),
+            alias: Some(ast::TableAlias {
+                name: ast::Ident::new("__ladle_one"),
+                columns: vec![],
+            }),
+        },
+        joins: vec![],
     }
 }
 
