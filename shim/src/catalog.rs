@@ -150,13 +150,19 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
         "DATABASES" | "SCHEMAS" => {
             let mut dbs = e.storage.databases();
             dbs.push("information_schema".into());
+            dbs.retain(|d| crate::privileges::sees_database(e, s, d));
             dbs.sort();
             let rows = dbs.into_iter().map(|d| vec![t(d)]).collect();
             finish(e, s, vec![text_column("Database")], rows, filter_at(tk, i)?)
         }
         "TABLES" => {
             let db = db_or(s, from_db(tk, &mut i))?;
+            crate::privileges::check_use(e, s, &db)?;
             let mut rows = table_list(e, &db)?;
+            rows.retain(|r| match r.first() {
+                Some(Value::Text(name)) => crate::privileges::sees_table(e, s, &db, name),
+                _ => true,
+            });
             if !full {
                 for r in &mut rows {
                     r.truncate(1);
@@ -581,14 +587,6 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 rows: vec![row].into(),
             })
         }
-        "GRANTS" => Ok(Output::Rows {
-            columns: vec![text_column(&format!("Grants for {}@%", s.user))],
-            rows: vec![vec![t(format!(
-                "GRANT ALL PRIVILEGES ON *.* TO `{}`@`%`",
-                s.user
-            ))]]
-            .into(),
-        }),
         "PLUGINS" | "TRIGGERS" | "EVENTS" | "PROCEDURE" | "FUNCTION" | "MASTER" | "SLAVE"
         | "REPLICA" | "BINARY" | "OPEN" => Ok(Output::Rows {
             columns: vec![text_column("Name")],

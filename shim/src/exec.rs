@@ -113,6 +113,8 @@ impl Kind {
 /// Everything a statement may touch besides its session.
 pub struct Engine {
     pub storage: Arc<Storage>,
+    /// User accounts and their privileges (see [`crate::accounts`]).
+    pub accounts: crate::accounts::Accounts,
     pub dataflow: Arc<Dataflow>,
     pub facts: ServerFacts,
     pub metrics: Arc<Metrics>,
@@ -325,6 +327,22 @@ impl Engine {
         sql: &str,
         kind: Kind,
     ) -> std::result::Result<Output, WireError> {
+        // Account statements are not DDL to the schema log: replicas must
+        // not receive their passwords as statement text.
+        let (w0, w1) = first_words(sql);
+        if crate::accounts::is_account_statement(&w0, &w1) {
+            if w0 != "SHOW" {
+                self.implicit_commit(s)?;
+            }
+            return Ok(crate::accounts::statement(self, s, sql)?);
+        }
+        if s.grantee.is_some() {
+            let toks: Vec<Token> = tokens(sql)?
+                .into_iter()
+                .filter(|t| !matches!(t, Token::SemiColon))
+                .collect();
+            crate::privileges::check(self, s, sql, &toks)?;
+        }
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
             if let Some(log) = self.schema_log.get() {
@@ -849,6 +867,7 @@ impl Engine {
     pub fn use_database(&self, s: &mut Session, name: &str) -> Result<()> {
         let known = name.eq_ignore_ascii_case("information_schema")
             || self.storage.databases().iter().any(|d| d == name);
+        crate::privileges::check_use(self, s, name)?;
         if !known {
             return Err(ShimError::UnknownDatabase(name.to_string()));
         }
@@ -922,6 +941,10 @@ impl Engine {
             Expr::Identifier(id) if !id.value.starts_with('@') => Value::text(id.value.clone()),
             other => self.eval_constant(s, other)?,
         };
+        if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
+            let global = full.to_ascii_lowercase().starts_with("@@global.");
+            return self.set_security_variable(&var, &v, global);
+        }
         if var == "autocommit" {
             let on = match &v {
                 Value::Text(t) => match t.to_ascii_uppercase().as_str() {
@@ -1000,6 +1023,42 @@ impl Engine {
     }
 
     /// Evaluates an expression that refers to no table.
+    /// `SET GLOBAL require_secure_transport | max_connect_errors = v`
+    /// (SUPER was checked with the statement; see [`crate::privileges`]).
+    fn set_security_variable(&self, var: &str, v: &Value, global: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !global {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_GLOBAL_VARIABLE,
+                message: format!(
+                    "Variable '{var}' is a GLOBAL variable and should be set with SET GLOBAL"
+                ),
+            }));
+        }
+        let wrong = || ShimError::WrongValueForVar(var.to_string(), v.to_string());
+        let g = &self.facts.security;
+        if var == "require_secure_transport" {
+            let on = match v {
+                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                    "ON" | "TRUE" | "1" => true,
+                    "OFF" | "FALSE" | "0" | "DEFAULT" => false,
+                    _ => return Err(wrong()),
+                },
+                other => crate::vars::truth(other).ok_or_else(wrong)?,
+            };
+            g.require_secure_transport.store(on, SeqCst);
+        } else {
+            let n = match v {
+                Value::Int(i) => u64::try_from(*i).map_err(|_| wrong())?,
+                Value::UInt(u) => *u,
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => 100,
+                _ => return Err(wrong()),
+            };
+            g.max_connect_errors.store(n.max(1), SeqCst);
+        }
+        Ok(())
+    }
+
     pub fn eval_constant(&self, s: &Session, e: &Expr) -> Result<Value> {
         let ctx = EvalContext {
             session: s,
@@ -1251,7 +1310,26 @@ impl Engine {
         let share_mode = unlocked.is_some() && has_share_mode(sql);
         let sql = unlocked.as_deref().unwrap_or(sql);
         let marks = crate::params::placeholders(sql);
+        // Account statements have their own grammar (`'u'@'h'`, which the
+        // SQL tokenizer refuses): checked and run at execution.
+        let (w0, w1) = first_words(sql);
+        if crate::accounts::is_account_statement(&w0, &w1) {
+            let n = marks.len();
+            let id = s.add_statement(PreparedStatement::Other {
+                sql: sql.to_string(),
+                marks,
+            });
+            return Ok((id, n, Vec::new()));
+        }
         let first = tokens(sql)?;
+        if s.grantee.is_some() {
+            let toks: Vec<Token> = first
+                .iter()
+                .filter(|t| !matches!(t, Token::SemiColon))
+                .cloned()
+                .collect();
+            crate::privileges::check(self, s, sql, &toks)?;
+        }
         let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
             || matches!(first.first(), Some(Token::LParen));
         if is_select {
@@ -1685,6 +1763,17 @@ fn statement_name(s: &Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The first two words of a statement, upper case (cheap: no tokenizer).
+fn first_words(sql: &str) -> (String, String) {
+    let mut words = sql
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase());
+    let w0 = words.next().unwrap_or_default();
+    let w1 = words.next().unwrap_or_default();
+    (w0, w1)
 }
 
 /// The statement kind from its first word (cheap; used for metrics).

@@ -30,8 +30,6 @@ pub struct Connection {
     engine: Arc<Engine>,
     session: Arc<Mutex<Session>>,
     scramble: [u8; 20],
-    user: String,
-    password: String,
     connection_id: u32,
     host: String,
 }
@@ -44,24 +42,16 @@ pub struct Prepared {
 }
 
 impl Connection {
-    pub fn new(
-        engine: Arc<Engine>,
-        connection_id: u32,
-        host: String,
-        user: String,
-        password: String,
-    ) -> Connection {
+    pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
         Connection {
             session: Arc::new(Mutex::new(Session::new(
                 connection_id,
-                user.clone(),
+                String::new(),
                 host.clone(),
             ))),
             host,
             engine,
             scramble: crate::auth::random_scramble(),
-            user,
-            password,
             connection_id,
         }
     }
@@ -79,30 +69,57 @@ impl Connection {
         &self.engine
     }
 
-    /// Checks a `mysql_native_password` login; on failure the message of
-    /// error 1045 (the failure is counted and logged).
-    pub fn authenticate(&self, user: &[u8], auth_response: &[u8]) -> Result<(), String> {
-        if user == self.user.as_bytes()
-            && crate::auth::verify(self.password.as_bytes(), &self.scramble, auth_response)
-        {
-            return Ok(());
-        }
+    /// Checks a `mysql_native_password` login against the accounts and
+    /// makes the session that account's. `secure`: the connection is TLS.
+    /// On failure the error to send (1045; 3159 for plaintext while
+    /// `require_secure_transport` is ON), counted and logged.
+    pub fn authenticate(
+        &self,
+        user: &[u8],
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Result<(), WireError> {
+        let login =
+            self.engine
+                .accounts
+                .authenticate(user, &self.host, &self.scramble, auth_response);
+        let refusal = match &login {
+            _ if !secure && self.engine.facts.secure_transport_required() => Some(WireError {
+                code: crate::error::ER_SECURE_TRANSPORT_REQUIRED,
+                message: "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
+            }),
+            // REQUIRE SSL over plaintext is refused as a wrong password is.
+            Some(l) if l.require_ssl && !secure => None,
+            Some(_) => {
+                let login = login.expect("checked");
+                let mut s = self.session.lock();
+                s.user = String::from_utf8_lossy(user).into_owned();
+                s.grantee = login.grantee;
+                return Ok(());
+            }
+            None => None,
+        };
+        let refusal = refusal.unwrap_or_else(|| WireError {
+            code: crate::error::ER_ACCESS_DENIED,
+            message: format!(
+                "Access denied for user '{}'@'{}' (using password: {})",
+                String::from_utf8_lossy(user),
+                self.host,
+                if auth_response.is_empty() {
+                    "NO"
+                } else {
+                    "YES"
+                }
+            ),
+        });
         tracing::info!(
             connection = self.connection_id,
             user = %String::from_utf8_lossy(user),
+            errno = refusal.code.errno,
             "access denied"
         );
-        self.count_error(1045);
-        Err(format!(
-            "Access denied for user '{}'@'{}' (using password: {})",
-            String::from_utf8_lossy(user),
-            self.host,
-            if auth_response.is_empty() {
-                "NO"
-            } else {
-                "YES"
-            }
-        ))
+        self.count_error(refusal.code.errno);
+        Err(refusal)
     }
 
     /// Counts an error reply in the metrics.

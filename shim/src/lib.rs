@@ -42,6 +42,7 @@
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
+pub mod accounts;
 pub mod admin;
 pub mod auth;
 pub mod catalog;
@@ -55,6 +56,7 @@ pub mod handler;
 pub mod metrics;
 pub mod net;
 pub mod params;
+pub mod privileges;
 pub mod protocol;
 pub mod returning;
 pub mod session;
@@ -152,8 +154,10 @@ impl Frontend {
         metrics: Arc<Metrics>,
         admin: Arc<dyn Admin>,
         config: FrontendConfig,
-    ) -> Arc<Frontend> {
+    ) -> Result<Arc<Frontend>, ShimError> {
+        let accounts = accounts::Accounts::load(&storage, &config.user, &config.password)?;
         let engine = Arc::new(Engine {
+            accounts,
             storage,
             dataflow,
             facts,
@@ -170,12 +174,12 @@ impl Frontend {
             max: config.max_connections,
             metrics: engine.metrics.clone(),
         });
-        Arc::new(Frontend {
+        Ok(Arc::new(Frontend {
             engine,
             config,
             next_id: AtomicU32::new(1),
             admission,
-        })
+        }))
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -236,18 +240,14 @@ impl Frontend {
         }
         metrics.connections_total.inc();
         let _ = stream.set_nodelay(true);
-        let host = stream
-            .peer_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_else(|_| "unknown".into());
+        // A loopback client is `localhost`, as MySQL names it.
+        let host = match stream.peer_addr() {
+            Ok(a) if a.ip().is_loopback() => "localhost".to_string(),
+            Ok(a) => a.ip().to_string(),
+            Err(_) => "unknown".into(),
+        };
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let conn = handler::Connection::new(
-            self.engine.clone(),
-            id,
-            host,
-            self.config.user.clone(),
-            self.config.password.clone(),
-        );
+        let conn = handler::Connection::new(self.engine.clone(), id, host);
         let settings = protocol::Settings {
             max_allowed_packet: self.config.max_allowed_packet,
             tls: self.config.tls.clone(),

@@ -72,7 +72,7 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
         return;
     };
     match shaken {
-        Ok(Some((reader, writer, caps, slot))) => {
+        Ok(Some((reader, writer, caps, slot, secure))) => {
             conn.set_client_capabilities(caps);
             let mut commands = CommandLoop {
                 conn,
@@ -81,6 +81,7 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
                 caps,
                 statements: stmt::Statements::new(),
                 max_allowed_packet: settings.max_allowed_packet,
+                secure,
                 _slot: slot,
             };
             let res = commands.run().await;
@@ -126,6 +127,10 @@ async fn read_first(stream: &mut TcpStream) -> io::Result<Result<Packet, u8>> {
     }))
 }
 
+/// A finished connection phase: reader, writer, capabilities, the place
+/// under `max_connections`, and whether the connection is TLS.
+type Shaken = (Reader, Writer, u32, crate::AdmissionSlot, bool);
+
 /// The connection phase. `None` when the client was refused (the error was
 /// sent); else the connection's reader, writer, capabilities and its place
 /// under `max_connections`.
@@ -133,7 +138,7 @@ async fn handshake(
     mut stream: TcpStream,
     conn: &Connection,
     settings: &Settings,
-) -> io::Result<Option<(Reader, Writer, u32, crate::AdmissionSlot)>> {
+) -> io::Result<Option<Shaken>> {
     let mut server_caps = handshake::SERVER_CAPABILITIES;
     if settings.tls.is_some() {
         server_caps |= CLIENT_SSL;
@@ -160,7 +165,8 @@ async fn handshake(
             return Ok(None);
         }
     };
-    let (mut reader, mut writer, response) = if HandshakeResponse::is_ssl_request(&first.payload) {
+    let secure = HandshakeResponse::is_ssl_request(&first.payload);
+    let (mut reader, mut writer, response) = if secure {
         let Some(config) = &settings.tls else {
             stream
                 .write_all(&refuse(first.seq.wrapping_add(1), ER_HANDSHAKE))
@@ -206,8 +212,8 @@ async fn handshake(
             _ => return Ok(None),
         }
     }
-    if let Err(message) = conn.authenticate(&hello.user, &auth_response) {
-        result::error(&mut writer, 1045, "28000", &message);
+    if let Err(e) = conn.authenticate(&hello.user, &auth_response, secure) {
+        result::error(&mut writer, e.code.errno, e.code.sqlstate, &e.message);
         writer.flush().await?;
         return Ok(None);
     }
@@ -235,7 +241,7 @@ async fn handshake(
     );
     writer.flush().await?;
     reader.set_max_payload(settings.max_allowed_packet);
-    Ok(Some((reader, writer, caps, slot)))
+    Ok(Some((reader, writer, caps, slot, secure)))
 }
 
 /// The command phase of one connection.
@@ -248,6 +254,8 @@ struct CommandLoop {
     caps: u32,
     statements: stmt::Statements,
     max_allowed_packet: usize,
+    /// The connection is TLS.
+    secure: bool,
     /// Held while the connection lives (released on drop).
     _slot: crate::AdmissionSlot,
 }
@@ -503,8 +511,11 @@ impl CommandLoop {
         // The session is reset whatever the outcome: a failed change closes
         // the connection anyway.
         self.reset();
-        if let Err(message) = self.conn.authenticate(&request.user, &auth_response) {
-            result::error(&mut self.writer, 1045, "28000", &message);
+        if let Err(e) = self
+            .conn
+            .authenticate(&request.user, &auth_response, self.secure)
+        {
+            self.wire_error(&e);
             return Ok(false);
         }
         if !request.database.is_empty() {

@@ -1,0 +1,219 @@
+//! Users and privileges over a real driver: a read-only user (SELECT on
+//! `*.*`) and a per-database user (ALL on one database, SELECT on one table
+//! of another) run every statement class, over the text protocol and as
+//! prepared statements. Each outcome (the error number, or the rows) is
+//! compared with `tests/security/privileges.expected`, which was produced
+//! by running the same cases against MariaDB 10.11 (set
+//! `LADLE_TEST_MARIADB_URL` and `LADLE_REGENERATE=1` to produce it again;
+//! with the URL set and no regeneration, MariaDB is checked against the
+//! file too). Then the accounts survive a kill -9 and restart.
+
+use ladle_e2e::{connect, exec_rows, ladle_binary, mariadb_url, query_rows, LadleServer};
+
+/// Databases and users of the test (prefixed: MariaDB's are shared).
+const SETUP: &[&str] = &[
+    "DROP USER IF EXISTS 'sec_ro'@'%', 'sec_pa'@'%'",
+    "DROP DATABASE IF EXISTS sec_a",
+    "DROP DATABASE IF EXISTS sec_b",
+    "CREATE DATABASE sec_a",
+    "CREATE DATABASE sec_b",
+    "CREATE TABLE sec_a.t (id INT PRIMARY KEY, v INT)",
+    "CREATE TABLE sec_b.t (id INT PRIMARY KEY, v INT)",
+    "CREATE TABLE sec_b.open (id INT PRIMARY KEY)",
+    "INSERT INTO sec_a.t VALUES (1, 10), (2, 20)",
+    "INSERT INTO sec_b.t VALUES (1, 100)",
+    "INSERT INTO sec_b.open VALUES (7)",
+    "CREATE USER 'sec_ro'@'%' IDENTIFIED BY 'ro-pw'",
+    "GRANT SELECT ON *.* TO 'sec_ro'@'%'",
+    "CREATE USER 'sec_pa'@'%' IDENTIFIED BY 'pa-pw'",
+    "GRANT ALL PRIVILEGES ON sec_a.* TO 'sec_pa'@'%'",
+    "GRANT SELECT ON sec_b.open TO 'sec_pa'@'%'",
+];
+
+/// Every statement class, run by each user in order (later ones see what
+/// earlier ones did).
+const CASES: &[&str] = &[
+    "SELECT id, v FROM sec_a.t ORDER BY id",
+    "SELECT id, v FROM sec_b.t ORDER BY id",
+    "SELECT id FROM sec_b.open",
+    "SELECT a.id FROM sec_a.t a JOIN sec_b.t b ON a.id = b.id",
+    "SELECT id FROM sec_a.t WHERE id IN (SELECT id FROM sec_b.t)",
+    "INSERT INTO sec_a.t VALUES (3, 30)",
+    "INSERT INTO sec_b.t VALUES (3, 300)",
+    "INSERT INTO sec_a.t SELECT id + 10, v FROM sec_b.t",
+    "INSERT INTO sec_a.t SELECT id + 20, 0 FROM sec_b.open",
+    "REPLACE INTO sec_a.t VALUES (3, 31)",
+    "UPDATE sec_a.t SET v = v + 1 WHERE id = 1",
+    "UPDATE sec_b.t SET v = v + 1 WHERE id = 1",
+    "DELETE FROM sec_a.t WHERE id = 2",
+    "DELETE FROM sec_b.t WHERE id = 1",
+    "CREATE TABLE sec_a.n (id INT PRIMARY KEY)",
+    "CREATE TABLE sec_b.n (id INT PRIMARY KEY)",
+    "ALTER TABLE sec_a.n ADD COLUMN w INT",
+    "ALTER TABLE sec_b.t ADD COLUMN w INT",
+    "CREATE INDEX nw ON sec_a.n (w)",
+    "CREATE INDEX tv ON sec_b.t (v)",
+    "TRUNCATE TABLE sec_a.n",
+    "TRUNCATE TABLE sec_b.t",
+    "DROP TABLE sec_a.n",
+    "DROP TABLE sec_b.t",
+    "USE sec_a",
+    "USE sec_b",
+    "SHOW DATABASES",
+    "SHOW TABLES FROM sec_a",
+    "SHOW TABLES FROM sec_b",
+    "CREATE DATABASE sec_c",
+    "DROP DATABASE sec_b",
+    "CREATE USER 'sec_other'@'%'",
+    "SET GLOBAL max_connect_errors = 100",
+    "SELECT id, v FROM sec_a.t ORDER BY id",
+];
+
+/// Users with their passwords.
+const USERS: &[(&str, &str)] = &[("sec_ro", "ro-pw"), ("sec_pa", "pa-pw")];
+
+/// The outcome of one statement: `ok`, the rows, or the error number.
+fn outcome(conn: &mut mysql::Conn, sql: &str, prepared: bool) -> String {
+    // USE cannot be prepared in MariaDB; SHOW forms are run as text.
+    let prepared = prepared && !sql.starts_with("USE") && !sql.starts_with("SHOW");
+    let res = if prepared {
+        exec_rows(conn, sql)
+    } else {
+        query_rows(conn, sql)
+    };
+    match res {
+        Ok((Some(rows), _)) => {
+            let mut rows: Vec<String> = rows.into_iter().map(|r| r.join(",")).collect();
+            // Only the test's databases (MariaDB has its system ones).
+            if sql == "SHOW DATABASES" {
+                rows.retain(|d| d.starts_with("sec_") || d == "information_schema");
+            }
+            format!("rows {}", rows.join(" "))
+        }
+        Ok((None, _)) => "ok".into(),
+        Err(mysql::Error::MySqlError(e)) => format!("error {}", e.code),
+        Err(e) => panic!("{sql}: {e}"),
+    }
+}
+
+/// Runs the whole matrix on the server at `root_url` (root, no password)
+/// and returns one line per case.
+fn run_matrix(root_url: &str) -> Vec<String> {
+    let mut root = connect(root_url, None).expect("root connects");
+    let mut lines = Vec::new();
+    for prepared in [false, true] {
+        for sql in SETUP {
+            query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let proto = if prepared { "prepared" } else { "text" };
+        for (user, pw) in USERS {
+            let url = root_url.replacen("root@", &format!("{user}:{pw}@"), 1);
+            let mut c = connect(&url, None).expect("user connects");
+            for sql in CASES {
+                lines.push(format!(
+                    "{user}\t{proto}\t{sql}\t{}",
+                    outcome(&mut c, sql, prepared)
+                ));
+            }
+        }
+    }
+    for sql in [
+        "DROP USER IF EXISTS 'sec_ro'@'%', 'sec_pa'@'%', 'sec_other'@'%'",
+        "DROP DATABASE IF EXISTS sec_a",
+        "DROP DATABASE IF EXISTS sec_b",
+        "DROP DATABASE IF EXISTS sec_c",
+    ] {
+        query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    lines
+}
+
+fn expected_path() -> std::path::PathBuf {
+    ladle_e2e::workspace_root().join("tests/security/privileges.expected")
+}
+
+#[test]
+fn read_only_and_per_database_users_as_mariadb() {
+    if let Some(maria) = mariadb_url() {
+        let lines = run_matrix(&maria);
+        if std::env::var("LADLE_REGENERATE").is_ok_and(|v| v == "1") {
+            std::fs::write(expected_path(), lines.join("\n") + "\n").expect("write expected");
+        } else {
+            let expected = std::fs::read_to_string(expected_path()).expect("expected file");
+            assert_eq!(
+                lines.join("\n") + "\n",
+                expected,
+                "MariaDB disagrees with the file"
+            );
+        }
+    }
+    let expected = std::fs::read_to_string(expected_path()).expect("expected file");
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("start ladle");
+    let lines = run_matrix(&server.url());
+    let mismatches: Vec<String> = lines
+        .iter()
+        .zip(expected.lines())
+        .filter(|(got, want)| got.as_str() != *want)
+        .map(|(got, want)| format!("  ladle:   {got}\n  mariadb: {want}"))
+        .collect();
+    assert!(
+        mismatches.is_empty() && lines.len() == expected.lines().count(),
+        "{} of {} cases differ from MariaDB:\n{}",
+        mismatches.len(),
+        lines.len(),
+        mismatches.join("\n")
+    );
+}
+
+/// Accounts and grants are in the catalog: after kill -9 and a restart the
+/// user logs in with the same password and has the same grants; a wrong
+/// password is 1045; a dropped user stays dropped.
+#[test]
+fn accounts_survive_kill_and_restart() {
+    let bin = ladle_binary().expect("ladle binary");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = LadleServer::start_in(&bin, dir.path(), "sync", &[]).expect("start");
+    let url = server.url();
+    let mut root = connect(&url, None).expect("root");
+    for sql in [
+        "CREATE DATABASE d",
+        "CREATE TABLE d.t (id INT PRIMARY KEY)",
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'first'",
+        "GRANT SELECT, INSERT ON d.* TO 'app'@'%'",
+        "CREATE USER 'gone'@'%' IDENTIFIED BY 'x'",
+        "DROP USER 'gone'@'%'",
+        "SET PASSWORD FOR 'app'@'%' = PASSWORD('second')",
+    ] {
+        query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let grants = |url: &str| {
+        let mut c = connect(url, None).expect("root");
+        query_rows(&mut c, "SHOW GRANTS FOR 'app'@'%'")
+            .expect("grants")
+            .0
+            .expect("rows")
+    };
+    let before = grants(&url);
+    drop(root);
+    drop(server); // SIGKILL
+    let server = LadleServer::start_in(&bin, dir.path(), "sync", &[]).expect("restart");
+    let url = server.url();
+    assert_eq!(grants(&url), before);
+    let as_user = |user: &str, pw: &str| {
+        let u = url.replacen("root@", &format!("{user}:{pw}@"), 1);
+        connect(&u, Some("d")).map_err(|e| match e {
+            mysql::Error::MySqlError(e) => e.code,
+            other => panic!("{other}"),
+        })
+    };
+    let mut app = as_user("app", "second").expect("new password works");
+    query_rows(&mut app, "INSERT INTO t VALUES (1)").expect("insert granted");
+    let denied = query_rows(&mut app, "DELETE FROM t").expect_err("delete not granted");
+    assert!(
+        matches!(denied, mysql::Error::MySqlError(ref e) if e.code == 1142),
+        "{denied}"
+    );
+    assert_eq!(as_user("app", "first").err(), Some(1045));
+    assert_eq!(as_user("gone", "x").err(), Some(1045));
+}
