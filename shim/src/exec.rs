@@ -497,6 +497,15 @@ impl Engine {
                 Ok(Some(Output::ok()))
             }
             ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
+            // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
+            ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
+                let rest = dml::render_tokens(&t[2..]);
+                let mut last = Output::ok();
+                for stmt in parse(&format!("SET @@global.{rest}"))? {
+                    last = self.statement(s, stmt)?;
+                }
+                Ok(Some(last))
+            }
             // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
             ("START", "TRANSACTION")
                 if t.iter().any(
