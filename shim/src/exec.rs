@@ -115,6 +115,8 @@ pub struct Engine {
     pub storage: Arc<Storage>,
     /// User accounts and their privileges (see [`crate::accounts`]).
     pub accounts: crate::accounts::Accounts,
+    /// Failed logins per host (`max_connect_errors`, `FLUSH HOSTS`).
+    pub host_errors: crate::throttle::HostErrors,
     pub dataflow: Arc<Dataflow>,
     pub facts: ServerFacts,
     pub metrics: Arc<Metrics>,
@@ -467,6 +469,10 @@ impl Engine {
                 Ok(Some(catalog::describe(self, s, db, &table, false)?))
             }
             ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
+            ("FLUSH", "HOSTS") => {
+                self.host_errors.flush();
+                Ok(Some(Output::ok()))
+            }
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }

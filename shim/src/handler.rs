@@ -92,6 +92,7 @@ impl Connection {
             Some(l) if l.require_ssl && !secure => None,
             Some(_) => {
                 let login = login.expect("checked");
+                self.engine.host_errors.succeeded(&self.host);
                 let mut s = self.session.lock();
                 s.user = String::from_utf8_lossy(user).into_owned();
                 s.grantee = login.grantee;
@@ -112,6 +113,15 @@ impl Connection {
                 }
             ),
         });
+        if refusal.code == crate::error::ER_ACCESS_DENIED {
+            let max = self
+                .engine
+                .facts
+                .security
+                .max_connect_errors
+                .load(std::sync::atomic::Ordering::SeqCst);
+            self.engine.host_errors.failed(&self.host, max);
+        }
         tracing::info!(
             connection = self.connection_id,
             user = %String::from_utf8_lossy(user),

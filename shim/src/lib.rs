@@ -61,6 +61,7 @@ pub mod protocol;
 pub mod returning;
 pub mod session;
 pub mod sqltext;
+pub mod throttle;
 pub mod tls;
 pub mod update_ignore;
 pub mod vars;
@@ -158,6 +159,7 @@ impl Frontend {
         let accounts = accounts::Accounts::load(&storage, &config.user, &config.password)?;
         let engine = Arc::new(Engine {
             accounts,
+            host_errors: Default::default(),
             storage,
             dataflow,
             facts,
@@ -246,6 +248,21 @@ impl Frontend {
             Ok(a) => a.ip().to_string(),
             Err(_) => "unknown".into(),
         };
+        let max_errors = self
+            .engine
+            .facts
+            .security
+            .max_connect_errors
+            .load(Ordering::SeqCst);
+        if self.engine.host_errors.blocked(&host, max_errors) {
+            // Refused before the greeting, as MySQL does.
+            let message = throttle::HostErrors::blocked_message(&host);
+            let p = net::error_packet(0, 1129, "HY000", &message);
+            metrics.errors.with_label_values(&["1129"]).inc();
+            let _ = stream.write_all(&p).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let conn = handler::Connection::new(self.engine.clone(), id, host);
         let settings = protocol::Settings {

@@ -649,3 +649,55 @@ async fn ok_info_and_row_count_match_mariadb() {
         .await
         .unwrap();
 }
+
+/// `max_connect_errors`: failed logins in a row from a host block it
+/// (1129, before the greeting, whatever the password) until `FLUSH
+/// HOSTS`, which needs RELOAD; a successful login resets the count.
+#[tokio::test]
+async fn hosts_with_many_failed_logins_are_blocked_until_flush_hosts() {
+    let server = common::start_configured(None, 16 << 20, "rootpw").await;
+    let root_opts = || server.opts().pass(Some("rootpw"));
+    let wrong = || server.opts().pass(Some("guess"));
+    let mut admin = Conn::new(root_opts()).await.expect("root");
+    admin
+        .query_drop("SET GLOBAL max_connect_errors = 3")
+        .await
+        .unwrap();
+    admin
+        .query_drop("CREATE USER 'app'@'%' IDENTIFIED BY 'pw'")
+        .await
+        .unwrap();
+
+    // Two failures, a success (the count starts again), two failures: not
+    // blocked.
+    for _ in 0..2 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    Conn::new(root_opts()).await.expect("not yet blocked");
+    for _ in 0..2 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    let mut app = Conn::new(server.opts().user(Some("app")).pass(Some("pw")))
+        .await
+        .expect("still not blocked");
+
+    // Three in a row: blocked, even with the right password.
+    for _ in 0..3 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    assert_eq!(refused_with(Conn::new(root_opts()).await), 1129);
+
+    // Sessions already open go on; FLUSH HOSTS needs RELOAD.
+    let e = app.query_drop("FLUSH HOSTS").await.unwrap_err();
+    assert!(
+        matches!(e, mysql_async::Error::Server(ref s) if s.code == 1227),
+        "{e}"
+    );
+    admin.query_drop("FLUSH HOSTS").await.unwrap();
+    Conn::new(root_opts()).await.expect("unblocked");
+    let max: Option<u64> = admin
+        .query_first("SELECT @@max_connect_errors")
+        .await
+        .unwrap();
+    assert_eq!(max, Some(3));
+}
