@@ -217,3 +217,141 @@ fn accounts_survive_kill_and_restart() {
     assert_eq!(as_user("app", "first").err(), Some(1045));
     assert_eq!(as_user("gone", "x").err(), Some(1045));
 }
+
+/// How long a test waits for the server to act before failing (the slow
+/// statement below runs for minutes unless it is stopped).
+const SANITY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// A SELECT that runs for minutes (16,384 rows, each filtered through a
+/// 30 MB string) but holds little memory.
+const SLOW: &str = "SELECT COUNT(*) FROM k.n WHERE LENGTH(REPEAT(v, 30000000)) = 1";
+
+fn server_errno(e: &mysql::Error) -> Option<u16> {
+    match e {
+        mysql::Error::MySqlError(e) => Some(e.code),
+        _ => None,
+    }
+}
+
+/// The `Command` of connection `id` in information_schema.PROCESSLIST.
+fn command_of(c: &mut mysql::Conn, id: u64) -> Option<String> {
+    let rows = query_rows(
+        c,
+        &format!("SELECT COMMAND FROM information_schema.PROCESSLIST WHERE ID = {id}"),
+    )
+    .expect("processlist")
+    .0
+    .unwrap_or_default();
+    rows.into_iter().next().map(|r| r[0].clone())
+}
+
+/// Polls until `done` holds, failing after [`SANITY`].
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < SANITY, "{what}: not within {SANITY:?}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn connection_id(c: &mut mysql::Conn) -> u64 {
+    let rows = query_rows(c, "SELECT CONNECTION_ID()")
+        .expect("id")
+        .0
+        .expect("rows");
+    rows[0][0].parse().expect("number")
+}
+
+/// KILL QUERY stops a running SELECT (1317) and the connection goes on;
+/// KILL closes a connection; a client that goes away stops its statement;
+/// `max_execution_time` stops a SELECT with 3024; SHOW PROCESSLIST lists
+/// real ids, a user only its own, and a user may not kill another's
+/// connection (1095); an unknown id is 1094.
+#[test]
+fn kill_processlist_and_max_execution_time() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("start");
+    let url = server.url();
+    let mut root = connect(&url, None).expect("root");
+    for sql in [
+        "CREATE DATABASE k",
+        "CREATE TABLE k.n (id INT PRIMARY KEY, v VARCHAR(10))",
+        "INSERT INTO k.n VALUES (1, 'a'), (2, 'b')",
+        "CREATE USER 'u'@'%' IDENTIFIED BY 'pw'",
+        "GRANT SELECT ON k.* TO 'u'@'%'",
+    ] {
+        query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    for _ in 0..13 {
+        query_rows(
+            &mut root,
+            "INSERT INTO k.n SELECT id + (SELECT MAX(id) FROM k.n), v FROM k.n",
+        )
+        .expect("double");
+    }
+    let root_id = connection_id(&mut root);
+
+    // max_execution_time (ms) stops the SELECT; the session goes on.
+    query_rows(&mut root, "SET max_execution_time = 200").expect("set");
+    let e = query_rows(&mut root, SLOW).expect_err("stopped");
+    assert_eq!(server_errno(&e), Some(3024), "{e}");
+    query_rows(&mut root, "SET max_execution_time = 0").expect("set");
+
+    // KILL QUERY from another connection.
+    let mut victim = connect(&url, None).expect("victim");
+    let victim_id = connection_id(&mut victim);
+    let running = std::thread::spawn(move || {
+        let r = query_rows(&mut victim, SLOW).map(|_| ());
+        let after = query_rows(&mut victim, "SELECT 1").map(|_| ());
+        (r, after)
+    });
+    wait_until("the SELECT shows in PROCESSLIST", || {
+        command_of(&mut root, victim_id).as_deref() == Some("Query")
+    });
+    query_rows(&mut root, &format!("KILL QUERY {victim_id}")).expect("kill query");
+    let (r, after) = running.join().expect("thread");
+    assert_eq!(server_errno(&r.expect_err("interrupted")), Some(1317));
+    after.expect("the connection survives KILL QUERY");
+
+    // A user sees only its own connections and may not kill root's.
+    let u_url = url.replacen("root@", "u:pw@", 1);
+    let mut u = connect(&u_url, None).expect("u");
+    let u_id = connection_id(&mut u);
+    let listed = query_rows(&mut u, "SHOW PROCESSLIST")
+        .expect("list")
+        .0
+        .expect("rows");
+    let ids: Vec<String> = listed.iter().map(|r| r[0].clone()).collect();
+    assert_eq!(ids, vec![u_id.to_string()]);
+    let all = query_rows(&mut root, "SHOW PROCESSLIST")
+        .expect("list")
+        .0
+        .expect("rows");
+    assert!(all
+        .iter()
+        .any(|r| r[0] == root_id.to_string() && r[1] == "root"));
+    assert!(all.iter().any(|r| r[0] == u_id.to_string() && r[1] == "u"));
+    let e = query_rows(&mut u, &format!("KILL {root_id}")).expect_err("not owner");
+    assert_eq!(server_errno(&e), Some(1095), "{e}");
+    let e = query_rows(&mut u, "KILL 999999").expect_err("unknown");
+    assert_eq!(server_errno(&e), Some(1094), "{e}");
+
+    // KILL CONNECTION closes an idle connection.
+    query_rows(&mut root, &format!("KILL {u_id}")).expect("kill");
+    wait_until("the killed connection leaves PROCESSLIST", || {
+        command_of(&mut root, u_id).is_none()
+    });
+    assert!(query_rows(&mut u, "SELECT 1").is_err());
+
+    // A client that goes away stops its statement: the connection leaves
+    // the list long before the SELECT could finish.
+    let opts = mysql::OptsBuilder::from_opts(ladle_e2e::opts(&url, None).expect("opts"))
+        .read_timeout(Some(std::time::Duration::from_secs(1)));
+    let mut impatient = mysql::Conn::new(opts).expect("impatient");
+    let gone_id = connection_id(&mut impatient);
+    assert!(query_rows(&mut impatient, SLOW).is_err(), "read timeout");
+    drop(impatient);
+    wait_until("the abandoned SELECT stops", || {
+        command_of(&mut root, gone_id).is_none()
+    });
+}

@@ -170,6 +170,7 @@ pub const ER_SPECIFIC_ACCESS_DENIED: MysqlCode = code(1227, "42000");
 pub const ER_QUERY_INTERRUPTED: MysqlCode = code(1317, "70100");
 pub const ER_PASSWD_LENGTH: MysqlCode = code(1372, "HY000");
 pub const ER_CANNOT_USER: MysqlCode = code(1396, "HY000");
+pub const ER_CONNECTION_KILLED: MysqlCode = code(1927, "70100");
 pub const ER_USER_CREATE_EXISTS: MysqlCode = code(1973, "HY000");
 pub const ER_USER_DROP_EXISTS: MysqlCode = code(1974, "HY000");
 pub const ER_QUERY_TIMEOUT: MysqlCode = code(3024, "HY000");
@@ -261,6 +262,8 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
+        DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
+        DataflowError::Interrupted { timeout: true } => ER_QUERY_TIMEOUT,
         DataflowError::Storage(s) => storage_code(s),
         DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
     }

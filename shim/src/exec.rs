@@ -117,6 +117,8 @@ pub struct Engine {
     pub accounts: crate::accounts::Accounts,
     /// Failed logins per host (`max_connect_errors`, `FLUSH HOSTS`).
     pub host_errors: crate::throttle::HostErrors,
+    /// Open connections (`SHOW PROCESSLIST`, `KILL`).
+    pub processes: crate::processes::Processes,
     pub dataflow: Arc<Dataflow>,
     pub facts: ServerFacts,
     pub metrics: Arc<Metrics>,
@@ -290,6 +292,7 @@ impl Engine {
         };
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
+        let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
         let result = self.execute_inner(s, sql, kind);
         // ROW_COUNT(): rows the statement changed, -1 for one that returned
         // rows or failed (MySQL's definition; 0 for DDL and SET).
@@ -469,6 +472,7 @@ impl Engine {
                 Ok(Some(catalog::describe(self, s, db, &table, false)?))
             }
             ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
+            ("KILL", _) => Ok(Some(self.kill(s, t)?)),
             ("FLUSH", "HOSTS") => {
                 self.host_errors.flush();
                 Ok(Some(Output::ok()))
@@ -875,6 +879,39 @@ impl Engine {
             }
             Statement::Kill { .. } => Err(ShimError::Unsupported("KILL".into())),
             other => Err(ShimError::Unsupported(statement_name(&other))),
+        }
+    }
+
+    /// `KILL [CONNECTION | QUERY] id` (see [`crate::processes`]).
+    fn kill(&self, s: &mut Session, t: &[Token]) -> Result<Output> {
+        let (connection, from) = match word(t, 1).as_deref() {
+            Some("QUERY") => (false, 2),
+            Some("CONNECTION") => (true, 2),
+            _ => (true, 1),
+        };
+        let text = dml::render_tokens(&t[from..]);
+        let id = self
+            .eval_constant(s, &crate::sqltext::parse_expr(&text)?)?
+            .as_i64()
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(|| ShimError::WrongArguments("KILL".into()))?;
+        let any = crate::privileges::has_global(self, s, crate::accounts::SUPER);
+        let wire = |code, message| ShimError::Wire(WireError { code, message });
+        match self.processes.kill(id, &s.user, any, connection) {
+            Err(crate::processes::KillError::Unknown) => Err(wire(
+                crate::error::ER_NO_SUCH_THREAD,
+                format!("Unknown thread id: {id}"),
+            )),
+            Err(crate::processes::KillError::NotOwner) => Err(wire(
+                crate::error::ER_KILL_DENIED,
+                format!("You are not owner of thread {id}"),
+            )),
+            // Killing one's own connection answers as MariaDB does.
+            Ok(()) if connection && id == u64::from(s.connection_id) => Err(wire(
+                crate::error::ER_CONNECTION_KILLED,
+                "Connection was killed".into(),
+            )),
+            Ok(()) => Ok(Output::ok()),
         }
     }
 
@@ -1525,6 +1562,7 @@ impl Engine {
                 }
                 s.warnings.clear();
                 let start = std::time::Instant::now();
+                let _deadline = select_deadline(s);
                 let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
             }
@@ -1778,6 +1816,19 @@ fn statement_name(s: &Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// A SELECT stops after the session's `max_execution_time` (milliseconds;
+/// 0, the default, is no limit) with 3024, as in MySQL.
+fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGuard {
+    let ms = match s.variables.get("max_execution_time") {
+        Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
+        Some(Value::UInt(n)) => *n,
+        _ => 0,
+    };
+    let deadline =
+        (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+    ladle_dataflow::interrupt::watch_deadline(deadline)
 }
 
 /// The first two words of a statement, upper case (cheap: no tokenizer).

@@ -32,6 +32,17 @@ pub struct Connection {
     scramble: [u8; 20],
     connection_id: u32,
     host: String,
+    /// This connection in `SHOW PROCESSLIST`; its interrupt flag stops the
+    /// running statement (KILL, client gone).
+    process: Arc<crate::processes::Process>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // A statement still running stops: nobody waits for its answer.
+        self.process.client_gone();
+        self.engine.processes.unregister(self.connection_id);
+    }
 }
 
 /// A statement prepared by [`Connection::prepare`].
@@ -43,7 +54,9 @@ pub struct Prepared {
 
 impl Connection {
     pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
+        let process = engine.processes.register(connection_id, host.clone());
         Connection {
+            process,
             session: Arc::new(Mutex::new(Session::new(
                 connection_id,
                 String::new(),
@@ -96,6 +109,8 @@ impl Connection {
                 let mut s = self.session.lock();
                 s.user = String::from_utf8_lossy(user).into_owned();
                 s.grantee = login.grantee;
+                self.process
+                    .logged_in(s.user.clone(), s.grantee.clone(), s.database.clone());
                 return Ok(());
             }
             None => None,
@@ -148,8 +163,10 @@ impl Connection {
     ) -> (Kind, Result<T, WireError>) {
         let engine = self.engine.clone();
         let session = self.session.clone();
+        let interrupt = self.process.interrupt.clone();
         let task = tokio::task::spawn_blocking(move || {
             let _inflight = engine.inflight_guard();
+            let _watch = ladle_dataflow::interrupt::watch_flag(interrupt);
             let mut s = session.lock();
             f(&engine, &mut s)
         });
@@ -215,6 +232,18 @@ impl Connection {
     /// statement of the text runs and has its outcome, up to the first
     /// error, as in MySQL.
     pub async fn query(&self, sql: String, multi: bool) -> Vec<Outcome> {
+        self.process.begin(&sql);
+        let outcomes = self.query_inner(sql, multi).await;
+        self.process.end(self.session.lock().database.clone());
+        outcomes
+    }
+
+    /// The process of this connection (`SHOW PROCESSLIST`, `KILL`).
+    pub fn process(&self) -> &crate::processes::Process {
+        &self.process
+    }
+
+    async fn query_inner(&self, sql: String, multi: bool) -> Vec<Outcome> {
         let started = Instant::now();
         // Opened before the split: an executable comment may hold `;`.
         let sql = match crate::sqltext::open_versioned_comments(&sql) {
@@ -299,9 +328,16 @@ impl Connection {
             self.record(kind, started.elapsed(), &res);
             return (res, self.warnings());
         }
+        let text = match self.session.lock().statements.get(&id) {
+            Some(crate::session::PreparedStatement::Select { sql, .. })
+            | Some(crate::session::PreparedStatement::Other { sql, .. }) => sql.clone(),
+            None => String::new(),
+        };
+        self.process.begin(&text);
         let (kind, res) = self
             .run(move |e, s| e.execute_prepared(s, id, &values))
             .await;
+        self.process.end(self.session.lock().database.clone());
         self.record(kind, started.elapsed(), &res);
         (res, self.warnings())
     }

@@ -57,6 +57,7 @@ pub mod metrics;
 pub mod net;
 pub mod params;
 pub mod privileges;
+pub mod processes;
 pub mod protocol;
 pub mod returning;
 pub mod session;
@@ -160,6 +161,7 @@ impl Frontend {
         let engine = Arc::new(Engine {
             accounts,
             host_errors: Default::default(),
+            processes: Default::default(),
             storage,
             dataflow,
             facts,

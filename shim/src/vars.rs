@@ -227,6 +227,8 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
             "max_allowed_packet".into(),
             Value::Int(MAX_ALLOWED_PACKET as i64),
         ),
+        // Milliseconds a SELECT may run (0: no limit); 3024 past it.
+        ("max_execution_time".into(), Value::Int(0)),
         (
             "max_connections".into(),
             Value::Int(facts.max_connections as i64),

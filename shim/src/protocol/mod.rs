@@ -44,6 +44,10 @@ pub struct Settings {
     pub admission: Arc<crate::Admission>,
 }
 
+/// Bytes read ahead of a running statement's reply (watching for the
+/// client to go away) before the server stops reading until it replies.
+const MAX_READ_AHEAD: usize = 1 << 20;
+
 /// A client's first packet is small; anything larger is not a handshake.
 const MAX_HANDSHAKE: usize = 64 * 1024;
 
@@ -276,8 +280,17 @@ impl CommandLoop {
         loop {
             let limits = self.conn.timeouts();
             // Idle between commands: closed after wait_timeout without a
-            // reply (what MariaDB 10.11 does; MySQL 8 sends 4031 first).
-            match tokio::time::timeout(limits.idle, self.reader.readable()).await {
+            // reply (what MariaDB 10.11 does; MySQL 8 sends 4031 first),
+            // or at once when KILLed.
+            let process = self.conn.process();
+            let idle = tokio::select! {
+                r = tokio::time::timeout(limits.idle, self.reader.readable()) => r,
+                _ = process.wake.notified() => Ok(Ok(false)),
+            };
+            if process.killed() {
+                return Ok(());
+            }
+            match idle {
                 Err(_) => {
                     tracing::debug!(
                         connection = self.conn.connection_id(),
@@ -318,6 +331,9 @@ impl CommandLoop {
             }
             if self.writer.buffered_len() > 0 {
                 flush_within(&mut self.writer, self.conn.timeouts().write).await?;
+            }
+            if self.conn.process().killed() {
+                return Ok(());
             }
         }
     }
@@ -463,7 +479,26 @@ impl CommandLoop {
             return Ok(());
         };
         let multi = self.caps & CLIENT_MULTI_STATEMENTS != 0;
-        let outcomes = self.conn.query(sql, multi).await;
+        let outcomes = {
+            let running = self.conn.query(sql, multi);
+            tokio::pin!(running);
+            // A client that goes away while its statement runs stops it.
+            // Bytes that arrive meanwhile (pipelined commands, a COM_QUIT
+            // before the close) stay buffered for after the reply.
+            let mut watching = true;
+            loop {
+                tokio::select! {
+                    outcomes = &mut running => break outcomes,
+                    more = self.reader.read_ahead(), if watching => match more {
+                        Ok(true) => watching = self.reader.buffered().len() < MAX_READ_AHEAD,
+                        Ok(false) | Err(_) => {
+                            self.conn.process().client_gone();
+                            watching = false;
+                        }
+                    },
+                }
+            }
+        };
         self.reply(outcomes, false).await
     }
 
