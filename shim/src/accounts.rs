@@ -286,12 +286,11 @@ impl Accounts {
         response: &[u8],
     ) -> Option<Login> {
         if user == self.root_user.as_bytes() {
-            return crate::auth::verify(self.root_password.as_bytes(), scramble, response).then(
-                || Login {
-                    grantee: None,
-                    require_ssl: false,
-                },
-            );
+            let ok = crate::auth::verify(self.root_password.as_bytes(), scramble, response);
+            return ok.then_some(Login {
+                grantee: None,
+                require_ssl: false,
+            });
         }
         let user = std::str::from_utf8(user).ok()?;
         let list = self.list.read();

@@ -222,7 +222,7 @@ async fn plaintext_logins_refused_when_tls_is_required() {
         "{e}"
     );
     req.disconnect().await.unwrap();
-    let mut plain = Conn::new(as_user("plain"))
+    let plain = Conn::new(as_user("plain"))
         .await
         .expect("plaintext allowed");
     plain.disconnect().await.unwrap();
@@ -237,7 +237,7 @@ async fn plaintext_logins_refused_when_tls_is_required() {
     assert_eq!(on, Some(1));
     assert_eq!(refused_with(Conn::new(as_user("plain")).await), 3159);
     assert_eq!(refused_with(Conn::new(server.opts()).await), 3159);
-    let mut plain = Conn::new(as_user("plain").ssl_opts(Some(ssl())))
+    let plain = Conn::new(as_user("plain").ssl_opts(Some(ssl())))
         .await
         .expect("TLS still served");
     plain.disconnect().await.unwrap();
@@ -245,7 +245,7 @@ async fn plaintext_logins_refused_when_tls_is_required() {
     root.query_drop("SET GLOBAL require_secure_transport = OFF")
         .await
         .unwrap();
-    let mut plain = Conn::new(as_user("plain")).await.expect("plaintext again");
+    let plain = Conn::new(as_user("plain")).await.expect("plaintext again");
     plain.disconnect().await.unwrap();
     root.disconnect().await.unwrap();
 }
