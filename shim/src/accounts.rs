@@ -643,34 +643,15 @@ pub fn statement(e: &crate::exec::Engine, s: &mut Session, sql: &str) -> Result<
     let w0 = c.peek_word().unwrap_or_default();
     c.i += 1;
     let w1 = c.peek_word().unwrap_or_default();
+    // Past the second word (GRANT and REVOKE read their list from it).
+    c.i += 1;
     let out = match (w0.as_str(), w1.as_str()) {
-        ("CREATE", "USER") => {
-            c.i += 1;
-            need_create_user(e, s)?;
-            create_user(e, s, &mut c)
-        }
-        ("DROP", "USER") => {
-            c.i += 1;
-            need_create_user(e, s)?;
-            drop_user(e, s, &mut c)
-        }
-        ("ALTER", "USER") => {
-            c.i += 1;
-            alter_user(e, s, &mut c)
-        }
-        ("RENAME", "USER") => {
-            c.i += 1;
-            need_create_user(e, s)?;
-            rename_user(e, s, &mut c)
-        }
-        ("SET", "PASSWORD") => {
-            c.i += 1;
-            set_password(e, s, &mut c)
-        }
-        ("SHOW", "GRANTS") => {
-            c.i += 1;
-            show_grants(e, s, &mut c)
-        }
+        ("CREATE", "USER") => need_create_user(e, s).and_then(|()| create_user(e, s, &mut c)),
+        ("DROP", "USER") => need_create_user(e, s).and_then(|()| drop_user(e, s, &mut c)),
+        ("RENAME", "USER") => need_create_user(e, s).and_then(|()| rename_user(e, s, &mut c)),
+        ("ALTER", "USER") => alter_user(e, s, &mut c),
+        ("SET", "PASSWORD") => set_password(e, s, &mut c),
+        ("SHOW", "GRANTS") => show_grants(e, s, &mut c),
         ("GRANT", _) => grant(e, s, &mut c, true),
         ("REVOKE", _) => grant(e, s, &mut c, false),
         _ => Err(c.syntax()),
