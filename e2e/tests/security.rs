@@ -347,11 +347,18 @@ fn kill_processlist_and_max_execution_time() {
     // the list long before the SELECT could finish.
     let opts = mysql::OptsBuilder::from_opts(ladle_e2e::opts(&url, None).expect("opts"))
         .read_timeout(Some(std::time::Duration::from_secs(1)));
-    let mut impatient = mysql::Conn::new(opts).expect("impatient");
-    let gone_id = connection_id(&mut impatient);
-    assert!(query_rows(&mut impatient, SLOW).is_err(), "read timeout");
-    drop(impatient);
-    wait_until("the abandoned SELECT stops", || {
-        command_of(&mut root, gone_id).is_none()
-    });
+    for prepared in [false, true] {
+        let mut impatient = mysql::Conn::new(opts.clone()).expect("impatient");
+        let gone_id = connection_id(&mut impatient);
+        let r = if prepared {
+            exec_rows(&mut impatient, SLOW)
+        } else {
+            query_rows(&mut impatient, SLOW)
+        };
+        assert!(r.is_err(), "read timeout");
+        drop(impatient);
+        wait_until("the abandoned SELECT stops", || {
+            command_of(&mut root, gone_id).is_none()
+        });
+    }
 }
