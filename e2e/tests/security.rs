@@ -362,3 +362,49 @@ fn kill_processlist_and_max_execution_time() {
         });
     }
 }
+
+/// Privileges are checked at each execution of a prepared statement: a
+/// REVOKE applies to statements prepared before it (on MariaDB too).
+#[test]
+fn revoke_applies_to_statements_prepared_before() {
+    use mysql::prelude::Queryable;
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("start");
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut root = connect(&url, None).expect("root");
+        for sql in [
+            "DROP USER IF EXISTS 'sec_prep'@'%'",
+            "DROP DATABASE IF EXISTS sec_p",
+            "CREATE DATABASE sec_p",
+            "CREATE TABLE sec_p.t (id INT PRIMARY KEY)",
+            "INSERT INTO sec_p.t VALUES (1)",
+            "CREATE USER 'sec_prep'@'%' IDENTIFIED BY 'pw'",
+            "GRANT SELECT, INSERT ON sec_p.* TO 'sec_prep'@'%'",
+        ] {
+            query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+        let user_url = url.replacen("root@", "sec_prep:pw@", 1);
+        let mut c = connect(&user_url, None).expect("user");
+        let select = c
+            .prep("SELECT id FROM sec_p.t WHERE id = ?")
+            .expect("prepare");
+        let insert = c.prep("INSERT INTO sec_p.t VALUES (?)").expect("prepare");
+        let n: Vec<i64> = c.exec(&select, (1,)).expect("granted");
+        assert_eq!(n, vec![1]);
+        c.exec_drop(&insert, (2,)).expect("granted");
+        query_rows(
+            &mut root,
+            "REVOKE SELECT, INSERT ON sec_p.* FROM 'sec_prep'@'%'",
+        )
+        .expect("revoke");
+        let e = c.exec::<i64, _, _>(&select, (1,)).expect_err("revoked");
+        assert_eq!(server_errno(&e), Some(1142), "{url}: {e}");
+        let e = c.exec_drop(&insert, (3,)).expect_err("revoked");
+        assert_eq!(server_errno(&e), Some(1142), "{url}: {e}");
+        for sql in ["DROP USER 'sec_prep'@'%'", "DROP DATABASE sec_p"] {
+            query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        }
+    }
+}

@@ -341,13 +341,7 @@ impl Engine {
             }
             return Ok(crate::accounts::statement(self, s, sql)?);
         }
-        if s.grantee.is_some() {
-            let toks: Vec<Token> = tokens(sql)?
-                .into_iter()
-                .filter(|t| !matches!(t, Token::SemiColon))
-                .collect();
-            crate::privileges::check(self, s, sql, &toks)?;
-        }
+        crate::privileges::check_sql(self, s, sql)?;
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
             if let Some(log) = self.schema_log.get() {
@@ -1374,14 +1368,7 @@ impl Engine {
             return Ok((id, n, Vec::new()));
         }
         let first = tokens(sql)?;
-        if s.grantee.is_some() {
-            let toks: Vec<Token> = first
-                .iter()
-                .filter(|t| !matches!(t, Token::SemiColon))
-                .cloned()
-                .collect();
-            crate::privileges::check(self, s, sql, &toks)?;
-        }
+        crate::privileges::check_sql(self, s, sql)?;
         let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
             || matches!(first.first(), Some(Token::LParen));
         if is_select {
@@ -1485,6 +1472,11 @@ impl Engine {
         id: u32,
         params: &[Value],
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        // A stored account's privileges are checked at each execution (on
+        // the blocking path): a REVOKE applies to statements prepared before.
+        if s.grantee.is_some() {
+            return None;
+        }
         let Some(PreparedStatement::Select {
             query, generation, ..
         }) = s.statements.get(&id)
@@ -1545,6 +1537,9 @@ impl Engine {
                 locking,
             }) => {
                 let locking = *locking;
+                if let Err(e) = crate::privileges::check_sql(self, s, sql) {
+                    return (Kind::Select, Err(e.into()));
+                }
                 let query = if *generation == self.select_cache.generation() {
                     query.clone()
                 } else {

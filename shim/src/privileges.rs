@@ -97,13 +97,18 @@ pub fn check_use(e: &Engine, s: &Session, db: &str) -> Result<(), ShimError> {
     }
 }
 
-/// Checks statement `sql` (tokens `t`, without `;`) for the session's
-/// account; `Ok` at once for the superuser.
-pub fn check(e: &Engine, s: &Session, sql: &str, t: &[Token]) -> Result<(), ShimError> {
+/// Checks statement `sql` for the session's account before it runs (or
+/// each time a prepared statement executes); `Ok` at once for the
+/// superuser.
+pub fn check_sql(e: &Engine, s: &Session, sql: &str) -> Result<(), ShimError> {
     let Some(g) = &s.grantee else {
         return Ok(());
     };
-    for need in needs(s, sql, t)? {
+    let t: Vec<Token> = crate::exec::tokens(sql)?
+        .into_iter()
+        .filter(|t| !matches!(t, Token::SemiColon))
+        .collect();
+    for need in needs(s, sql, &t)? {
         match need {
             Need::Global(p) => {
                 if e.accounts.global(g) & p == 0 {
