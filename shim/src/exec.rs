@@ -1826,9 +1826,21 @@ fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGuard {
     ladle_dataflow::interrupt::watch_deadline(deadline)
 }
 
-/// The first two words of a statement, upper case (cheap: no tokenizer).
+/// The first two words of a statement, upper case (cheap: no tokenizer;
+/// leading comments are skipped).
 fn first_words(sql: &str) -> (String, String) {
-    let mut words = sql
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else if rest.starts_with("--") || rest.starts_with('#') {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+        rest = rest.trim_start();
+    }
+    let mut words = rest
         .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
         .filter(|w| !w.is_empty())
         .map(|w| w.to_ascii_uppercase());
@@ -1876,4 +1888,25 @@ enum ExplainFormat {
     Tree,
     Json,
     Traditional,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_words;
+
+    #[test]
+    fn first_words_skip_leading_comments() {
+        let w = |s: &str| first_words(s);
+        assert_eq!(w("CREATE USER 'u'@'%'"), ("CREATE".into(), "USER".into()));
+        assert_eq!(
+            w("/* app */ grant SELECT ON *.* TO u"),
+            ("GRANT".into(), "SELECT".into())
+        );
+        assert_eq!(
+            w("-- note\n  SET PASSWORD = ''"),
+            ("SET".into(), "PASSWORD".into())
+        );
+        assert_eq!(w("# x\nSHOW GRANTS"), ("SHOW".into(), "GRANTS".into()));
+        assert_eq!(w("/* unterminated"), (String::new(), String::new()));
+    }
 }
