@@ -94,6 +94,10 @@ pub struct Account {
     pub host: String,
     /// MySQL native hash (`*` + 40 hex digits), or empty for no password.
     pub auth: String,
+    /// Hex of `SHA256(SHA256(password))`, for `caching_sha2_password`'s
+    /// fast authentication; empty when only the native hash was given.
+    #[serde(default)]
+    pub sha2: String,
     /// `REQUIRE SSL`: logins over plaintext are refused (3159).
     pub require_ssl: bool,
     pub global: Privs,
@@ -144,6 +148,49 @@ pub fn native_hash(password: &[u8]) -> String {
         s.push_str(&format!("{b:02X}"));
     }
     s
+}
+
+/// Hex of `SHA256(SHA256(password))`, empty for an empty password.
+pub fn sha2_hash(password: &[u8]) -> String {
+    if password.is_empty() {
+        return String::new();
+    }
+    let stage2 = sha2::Sha256::digest(sha2::Sha256::digest(password));
+    stage2.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks a `caching_sha2_password` fast-authentication response against
+/// `hash` ([`sha2_hash`]): the client sends `SHA256(pw) XOR
+/// SHA256(SHA256(SHA256(pw)) ++ nonce)`, so XOR-ing the second term back
+/// gives a value whose SHA-256 must be the stored hash.
+pub fn verify_sha2(hash: &str, nonce: &[u8], response: &[u8]) -> bool {
+    if hash.is_empty() {
+        return response.is_empty();
+    }
+    let stored: Option<Vec<u8>> = (0..hash.len() / 2)
+        .map(|i| u8::from_str_radix(hash.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    let Some(stored) = stored.filter(|s| s.len() == 32) else {
+        return false;
+    };
+    if response.len() != 32 {
+        return false;
+    }
+    let mut h = sha2::Sha256::new();
+    h.update(&stored);
+    h.update(nonce);
+    let mix = h.finalize();
+    let stage1: Vec<u8> = response
+        .iter()
+        .zip(mix.iter())
+        .map(|(a, b)| a ^ b)
+        .collect();
+    let check = sha2::Sha256::digest(&stage1);
+    check
+        .iter()
+        .zip(stored.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 /// The 20 bytes of a `*HEX` hash; `None` if it is not one.
@@ -305,6 +352,47 @@ impl Accounts {
             }),
             require_ssl: account.require_ssl,
         })
+    }
+
+    /// Checks a `caching_sha2_password` fast-authentication response of
+    /// `user` from `host`. `None` when it cannot be checked so (an unknown
+    /// user, an account stored with a native hash only): the caller asks
+    /// the client for a `mysql_native_password` response instead.
+    pub fn authenticate_sha2(
+        &self,
+        user: &[u8],
+        host: &str,
+        nonce: &[u8],
+        response: &[u8],
+    ) -> Option<Option<Login>> {
+        // Some clients (MariaDB Connector/C) send no response at first and
+        // wait to be asked: they are asked for a native one.
+        if response.is_empty() {
+            return None;
+        }
+        if user == self.root_user.as_bytes() {
+            let hash = sha2_hash(self.root_password.as_bytes());
+            return Some(verify_sha2(&hash, nonce, response).then_some(Login {
+                grantee: None,
+                require_ssl: false,
+            }));
+        }
+        let user = std::str::from_utf8(user).ok()?;
+        let list = self.list.read();
+        let account = list
+            .iter()
+            .filter(|a| a.user == user && host_matches(&a.host, host))
+            .max_by_key(|a| specificity(&a.host))?;
+        if account.sha2.is_empty() && !account.auth.is_empty() {
+            return None;
+        }
+        Some(verify_sha2(&account.sha2, nonce, response).then(|| Login {
+            grantee: Some(Grantee {
+                user: account.user.clone(),
+                host: account.host.clone(),
+            }),
+            require_ssl: account.require_ssl,
+        }))
     }
 
     /// The privileges `g` holds on `db`.`table` (`table` `None`: on the
@@ -572,42 +660,68 @@ fn quoted(user: &str, host: &str) -> String {
     format!("'{user}'@'{host}'")
 }
 
-/// What `IDENTIFIED ...` / `SET PASSWORD = ...` gave: a native hash.
-fn password_clause(c: &mut Cur) -> Result<String, ShimError> {
+/// What `IDENTIFIED ...` / `SET PASSWORD = ...` gave: the native hash,
+/// and the `caching_sha2_password` one when the password itself was given.
+struct Secret {
+    auth: String,
+    sha2: String,
+}
+
+impl Secret {
+    fn of_password(pw: &str) -> Secret {
+        Secret {
+            auth: native_hash(pw.as_bytes()),
+            sha2: sha2_hash(pw.as_bytes()),
+        }
+    }
+
+    /// A native hash given literally (MySQL's 41-character form, or
+    /// empty); no SHA-256 hash can be derived from it.
+    fn of_hash(h: &str) -> Result<Secret, ShimError> {
+        if h.is_empty() || hash_bytes(h).is_some() {
+            Ok(Secret {
+                auth: h.to_ascii_uppercase(),
+                sha2: String::new(),
+            })
+        } else {
+            Err(wire(
+                error::ER_PASSWD_LENGTH,
+                "Password hash should be a 41-digit hexadecimal number".into(),
+            ))
+        }
+    }
+
+    fn set(self, a: &mut Account) {
+        a.auth = self.auth;
+        a.sha2 = self.sha2;
+    }
+}
+
+fn password_clause(c: &mut Cur) -> Result<Secret, ShimError> {
     // IDENTIFIED BY 'pw' | IDENTIFIED BY PASSWORD 'hash' |
-    // IDENTIFIED WITH mysql_native_password [BY 'pw' | AS 'hash']
+    // IDENTIFIED WITH mysql_native_password|caching_sha2_password
+    //   [BY 'pw' | AS 'hash']
     if c.eat("WITH") {
         let plugin = c.name()?;
-        if !plugin.eq_ignore_ascii_case("mysql_native_password") {
+        let native = plugin.eq_ignore_ascii_case("mysql_native_password");
+        if !native && !plugin.eq_ignore_ascii_case("caching_sha2_password") {
             return Err(ShimError::Unsupported(format!(
-                "authentication plugin '{plugin}' (accounts use mysql_native_password)"
+                "authentication plugin '{plugin}' (mysql_native_password and caching_sha2_password are)"
             )));
         }
         if c.eat("BY") {
-            return Ok(native_hash(c.string()?.as_bytes()));
+            return Ok(Secret::of_password(&c.string()?));
         }
-        if c.eat("AS") {
-            return checked_hash(&c.string()?);
+        if native && c.eat("AS") {
+            return Secret::of_hash(&c.string()?);
         }
-        return Ok(String::new());
+        return Secret::of_hash("");
     }
     c.expect("BY")?;
     if c.eat("PASSWORD") {
-        return checked_hash(&c.string()?);
+        return Secret::of_hash(&c.string()?);
     }
-    Ok(native_hash(c.string()?.as_bytes()))
-}
-
-/// A hash given literally must be MySQL's 41-character form (or empty).
-fn checked_hash(h: &str) -> Result<String, ShimError> {
-    if h.is_empty() || hash_bytes(h).is_some() {
-        Ok(h.to_ascii_uppercase())
-    } else {
-        Err(wire(
-            error::ER_PASSWD_LENGTH,
-            "Password hash should be a 41-digit hexadecimal number".into(),
-        ))
-    }
+    Ok(Secret::of_password(&c.string()?))
 }
 
 /// `REQUIRE SSL | NONE` (X509 and the rest are not supported).
@@ -704,12 +818,12 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
     let mut specs = Vec::new();
     loop {
         let (user, host) = c.account(s)?;
-        let auth = if c.eat("IDENTIFIED") {
+        let secret = if c.eat("IDENTIFIED") {
             password_clause(c)?
         } else {
-            String::new()
+            Secret::of_password("")
         };
-        specs.push((user, host, auth));
+        specs.push((user, host, secret));
         if !c.punct(',') {
             break;
         }
@@ -718,7 +832,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
     let mut notes = Vec::new();
     e.accounts.update(&e.storage, |list| {
         let mut failed = Vec::new();
-        for (user, host, auth) in specs {
+        for (user, host, secret) in specs {
             let exists = e.accounts.is_superuser_name(&user)
                 || list.iter().any(|a| a.user == user && a.host == host);
             if exists {
@@ -735,7 +849,8 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
             list.push(Account {
                 user,
                 host,
-                auth,
+                auth: secret.auth,
+                sha2: secret.sha2,
                 require_ssl,
                 ..Account::default()
             });
@@ -845,8 +960,8 @@ fn alter_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<O
         let Some(a) = list.iter_mut().find(|a| a.user == user && a.host == host) else {
             return Ok(false);
         };
-        if let Some(auth) = auth {
-            a.auth = auth;
+        if let Some(secret) = auth {
+            secret.set(a);
         }
         if let Some(r) = require {
             a.require_ssl = r;
@@ -895,7 +1010,7 @@ fn set_password(
     if !c.punct('=') {
         return Err(c.syntax());
     }
-    let auth = if c.eat("PASSWORD") {
+    let secret = if c.eat("PASSWORD") {
         if !c.punct('(') {
             return Err(c.syntax());
         }
@@ -903,9 +1018,9 @@ fn set_password(
         if !c.punct(')') {
             return Err(c.syntax());
         }
-        native_hash(pw.as_bytes())
+        Secret::of_password(&pw)
     } else {
-        checked_hash(&c.string()?)?
+        Secret::of_hash(&c.string()?)?
     };
     if e.accounts.is_superuser_name(&user) {
         return Err(superuser_fixed());
@@ -913,7 +1028,7 @@ fn set_password(
     let found = e.accounts.update(&e.storage, |list| {
         match list.iter_mut().find(|a| a.user == user && a.host == host) {
             Some(a) => {
-                a.auth = auth;
+                secret.set(a);
                 Ok(true)
             }
             None => Ok(false),
@@ -1074,15 +1189,15 @@ fn grant(
         }
     }
     e.accounts.update(&e.storage, |list| {
-        for (user, host, auth) in &names {
+        for (user, host, auth) in names.iter_mut() {
             if e.accounts.is_superuser_name(user) {
                 continue;
             }
             let Some(a) = list.iter_mut().find(|a| a.user == *user && a.host == *host) else {
                 return Err(no_such_user_row());
             };
-            if let Some(auth) = auth {
-                a.auth = auth.clone();
+            if let Some(secret) = auth.take() {
+                secret.set(a);
             }
             if let Some(r) = require {
                 a.require_ssl = r;
@@ -1313,6 +1428,27 @@ mod tests {
         assert!(!verify_hash(&hash, &scramble, &wrong));
         assert!(verify_hash("", &scramble, b""));
         assert!(!verify_hash("", &scramble, &response));
+    }
+
+    #[test]
+    fn caching_sha2_fast_authentication() {
+        // What a MySQL 8 client computes (mysql-connector's
+        // scramble_caching_sha2), written out here.
+        let scramble = |pw: &[u8], nonce: &[u8]| -> Vec<u8> {
+            let s1 = sha2::Sha256::digest(pw);
+            let s2 = sha2::Sha256::digest(s1);
+            let mut h = sha2::Sha256::new();
+            h.update(s2);
+            h.update(nonce);
+            let mix = h.finalize();
+            s1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
+        };
+        let nonce = crate::auth::random_scramble();
+        let hash = sha2_hash(b"pw");
+        assert!(verify_sha2(&hash, &nonce, &scramble(b"pw", &nonce)));
+        assert!(!verify_sha2(&hash, &nonce, &scramble(b"px", &nonce)));
+        assert!(verify_sha2("", &nonce, b""));
+        assert!(!verify_sha2("", &nonce, &scramble(b"pw", &nonce)));
     }
 
     #[test]

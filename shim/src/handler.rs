@@ -96,6 +96,35 @@ impl Connection {
             self.engine
                 .accounts
                 .authenticate(user, &self.host, &self.scramble, auth_response);
+        self.admit(user, login, auth_response, secure)
+    }
+
+    /// [`Connection::authenticate`] for a `caching_sha2_password` fast
+    /// authentication response; `None` when the account cannot be checked
+    /// so (the caller switches the client to `mysql_native_password`).
+    pub fn authenticate_sha2(
+        &self,
+        user: &[u8],
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Option<Result<(), WireError>> {
+        let login = self.engine.accounts.authenticate_sha2(
+            user,
+            &self.host,
+            &self.scramble,
+            auth_response,
+        )?;
+        Some(self.admit(user, login, auth_response, secure))
+    }
+
+    /// Makes the session `login`'s, or says why not.
+    fn admit(
+        &self,
+        user: &[u8],
+        login: Option<crate::accounts::Login>,
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Result<(), WireError> {
         let refusal = match &login {
             _ if !secure && self.engine.facts.secure_transport_required() => Some(WireError {
                 code: crate::error::ER_SECURE_TRANSPORT_REQUIRED,

@@ -203,20 +203,35 @@ async fn handshake(
     };
     // CLIENT_INTERACTIVE is the client's to say (not offered by us).
     let caps = hello.capabilities & (server_caps | handshake::CLIENT_INTERACTIVE);
-    let mut auth_response = hello.auth_response.clone();
-    if !hello.uses_native_password() {
-        // Ask for a mysql_native_password response to the same scramble.
-        writer.packet(&handshake::auth_switch_request(&scramble));
-        writer.flush().await?;
-        match reader.next().await {
-            Ok(Some(p)) => {
-                writer.set_seq(p.seq.wrapping_add(1));
-                auth_response = p.payload;
-            }
-            _ => return Ok(None),
+    let fast = if hello.auth_plugin == handshake::CACHING_SHA2_PASSWORD.as_bytes() {
+        conn.authenticate_sha2(&hello.user, &hello.auth_response, secure)
+    } else {
+        None
+    };
+    let login = match fast {
+        Some(Ok(())) => {
+            writer.packet(&handshake::FAST_AUTH_SUCCESS);
+            Ok(())
         }
-    }
-    if let Err(e) = conn.authenticate(&hello.user, &auth_response, secure) {
+        Some(Err(e)) => Err(e),
+        None => {
+            let mut auth_response = hello.auth_response.clone();
+            if !hello.uses_native_password() {
+                // Ask for a mysql_native_password response to the same scramble.
+                writer.packet(&handshake::auth_switch_request(&scramble));
+                writer.flush().await?;
+                match reader.next().await {
+                    Ok(Some(p)) => {
+                        writer.set_seq(p.seq.wrapping_add(1));
+                        auth_response = p.payload;
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            conn.authenticate(&hello.user, &auth_response, secure)
+        }
+    };
+    if let Err(e) = login {
         result::error(&mut writer, e.code.errno, e.code.sqlstate, &e.message);
         writer.flush().await?;
         return Ok(None);
