@@ -355,16 +355,17 @@ impl Accounts {
     }
 
     /// Checks a `caching_sha2_password` fast-authentication response of
-    /// `user` from `host`. `None` when it cannot be checked so (an unknown
-    /// user, an account stored with a native hash only): the caller asks
-    /// the client for a `mysql_native_password` response instead.
+    /// `user` from `host`. `None` when it does not prove the password (a
+    /// wrong one, an unknown user, an account stored with a native hash
+    /// only): as MySQL asks for full authentication then, the caller asks
+    /// the client for a `mysql_native_password` response, which decides.
     pub fn authenticate_sha2(
         &self,
         user: &[u8],
         host: &str,
         nonce: &[u8],
         response: &[u8],
-    ) -> Option<Option<Login>> {
+    ) -> Option<Login> {
         // Some clients (MariaDB Connector/C) send no response at first and
         // wait to be asked: they are asked for a native one.
         if response.is_empty() {
@@ -372,10 +373,10 @@ impl Accounts {
         }
         if user == self.root_user.as_bytes() {
             let hash = sha2_hash(self.root_password.as_bytes());
-            return Some(verify_sha2(&hash, nonce, response).then_some(Login {
+            return verify_sha2(&hash, nonce, response).then_some(Login {
                 grantee: None,
                 require_ssl: false,
-            }));
+            });
         }
         let user = std::str::from_utf8(user).ok()?;
         let list = self.list.read();
@@ -383,16 +384,14 @@ impl Accounts {
             .iter()
             .filter(|a| a.user == user && host_matches(&a.host, host))
             .max_by_key(|a| specificity(&a.host))?;
-        if account.sha2.is_empty() && !account.auth.is_empty() {
-            return None;
-        }
-        Some(verify_sha2(&account.sha2, nonce, response).then(|| Login {
+        // (A native-hash-only account has no SHA-256 hash: never proven.)
+        verify_sha2(&account.sha2, nonce, response).then(|| Login {
             grantee: Some(Grantee {
                 user: account.user.clone(),
                 host: account.host.clone(),
             }),
             require_ssl: account.require_ssl,
-        }))
+        })
     }
 
     /// The privileges `g` holds on `db`.`table` (`table` `None`: on the

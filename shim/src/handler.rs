@@ -100,8 +100,8 @@ impl Connection {
     }
 
     /// [`Connection::authenticate`] for a `caching_sha2_password` fast
-    /// authentication response; `None` when the account cannot be checked
-    /// so (the caller switches the client to `mysql_native_password`).
+    /// authentication response; `None` when it does not prove the password
+    /// (the caller switches the client to `mysql_native_password`).
     pub fn authenticate_sha2(
         &self,
         user: &[u8],
@@ -114,7 +114,7 @@ impl Connection {
             &self.scramble,
             auth_response,
         )?;
-        Some(self.admit(user, login, auth_response, secure))
+        Some(self.admit(user, Some(login), auth_response, secure))
     }
 
     /// Makes the session `login`'s, or says why not.
