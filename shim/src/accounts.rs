@@ -332,33 +332,18 @@ impl Accounts {
         scramble: &[u8],
         response: &[u8],
     ) -> Option<Login> {
-        if user == self.root_user.as_bytes() {
-            let ok = crate::auth::verify(self.root_password.as_bytes(), scramble, response);
-            return ok.then_some(Login {
-                grantee: None,
-                require_ssl: false,
-            });
-        }
-        let user = std::str::from_utf8(user).ok()?;
-        let list = self.list.read();
-        let account = list
-            .iter()
-            .filter(|a| a.user == user && host_matches(&a.host, host))
-            .max_by_key(|a| specificity(&a.host))?;
-        verify_hash(&account.auth, scramble, response).then(|| Login {
-            grantee: Some(Grantee {
-                user: account.user.clone(),
-                host: account.host.clone(),
-            }),
-            require_ssl: account.require_ssl,
+        self.login(user, host, |root, a| match a {
+            None => crate::auth::verify(root.as_bytes(), scramble, response),
+            Some(a) => verify_hash(&a.auth, scramble, response),
         })
     }
 
     /// Checks a `caching_sha2_password` fast-authentication response of
     /// `user` from `host`. `None` when it does not prove the password (a
     /// wrong one, an unknown user, an account stored with a native hash
-    /// only): as MySQL asks for full authentication then, the caller asks
-    /// the client for a `mysql_native_password` response, which decides.
+    /// only, which has no SHA-256 hash): as MySQL asks for full
+    /// authentication then, the caller asks the client for a
+    /// `mysql_native_password` response, which decides.
     pub fn authenticate_sha2(
         &self,
         user: &[u8],
@@ -371,9 +356,23 @@ impl Accounts {
         if response.is_empty() {
             return None;
         }
+        self.login(user, host, |root, a| match a {
+            None => verify_sha2(&sha2_hash(root.as_bytes()), nonce, response),
+            Some(a) => verify_sha2(&a.sha2, nonce, response),
+        })
+    }
+
+    /// The login of `user` from `host` if `proves` accepts it: called
+    /// with the superuser's password and `None`, or with the stored
+    /// account of the most specific matching host.
+    fn login(
+        &self,
+        user: &[u8],
+        host: &str,
+        proves: impl Fn(&str, Option<&Account>) -> bool,
+    ) -> Option<Login> {
         if user == self.root_user.as_bytes() {
-            let hash = sha2_hash(self.root_password.as_bytes());
-            return verify_sha2(&hash, nonce, response).then_some(Login {
+            return proves(&self.root_password, None).then_some(Login {
                 grantee: None,
                 require_ssl: false,
             });
@@ -384,8 +383,7 @@ impl Accounts {
             .iter()
             .filter(|a| a.user == user && host_matches(&a.host, host))
             .max_by_key(|a| specificity(&a.host))?;
-        // (A native-hash-only account has no SHA-256 hash: never proven.)
-        verify_sha2(&account.sha2, nonce, response).then(|| Login {
+        proves(&self.root_password, Some(account)).then(|| Login {
             grantee: Some(Grantee {
                 user: account.user.clone(),
                 host: account.host.clone(),
