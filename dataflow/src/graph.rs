@@ -706,6 +706,7 @@ impl Graph {
         if key.iter().any(Value::is_null) {
             return Ok(vec![]);
         }
+        crate::interrupt::check()?;
         let parents = self.nodes[n].parents.clone();
         let colls = self.nodes[n].colls.clone();
         match &self.nodes[n].op {
@@ -719,7 +720,10 @@ impl Graph {
                 let f = f.clone();
                 let rows = self.pull_from(src, parents[0], cols, key)?;
                 let mut out = Vec::with_capacity(rows.len());
-                for r in rows {
+                for (i, r) in rows.into_iter().enumerate() {
+                    if i % 16 == 15 {
+                        crate::interrupt::check()?;
+                    }
                     if f.keep(&r).unwrap_or(false) {
                         out.push(r);
                     }
@@ -1000,6 +1004,7 @@ impl Graph {
         let left_groups = self.pull_keys(src, l, &j.left_cols, &keys)?;
         let mut out = Vec::new();
         for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            crate::interrupt::check()?;
             out.extend(j.join_rows(ls, rs));
         }
         Ok(out)
@@ -1018,6 +1023,7 @@ impl Graph {
         let mut out = j.join_rows(&nulls, &[]);
         let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
         for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            crate::interrupt::check()?;
             out.extend(j.join_rows(ls, rs));
         }
         Ok(out)

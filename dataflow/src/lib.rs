@@ -108,6 +108,7 @@ use sqlparser::ast;
 mod engine;
 mod expr;
 mod graph;
+pub mod interrupt;
 mod ops;
 mod plan;
 mod planner;
@@ -148,6 +149,14 @@ pub enum DataflowError {
     /// A scalar subquery returned several rows (MySQL's 1242).
     #[error("Subquery returns more than 1 row")]
     SubqueryRows,
+    /// The read was stopped (see [`interrupt`]): by `KILL` or a client
+    /// that went away, or (`timeout`) by `max_execution_time`.
+    #[error("{}", if *.timeout {
+        "Query execution was interrupted, maximum statement execution time exceeded"
+    } else {
+        "Query execution was interrupted"
+    })]
+    Interrupted { timeout: bool },
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),

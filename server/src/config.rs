@@ -53,6 +53,8 @@ pub struct Args {
     #[arg(long, env = "LADLE_USER", default_value = "root")]
     pub user: String,
     /// The user's password; empty is allowed only on a loopback address.
+    /// Prefer LADLE_PASSWORD: a command-line argument is readable by every
+    /// local user in /proc/PID/cmdline (start-up warns).
     #[arg(
         long,
         env = "LADLE_PASSWORD",
@@ -114,6 +116,14 @@ pub struct Args {
     /// TLS private key (PEM) for --tls-cert.
     #[arg(long, env = "LADLE_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// Refuse logins over plaintext with error 3159 (needs --tls-cert;
+    /// `SET GLOBAL require_secure_transport` changes it at runtime).
+    #[arg(long, env = "LADLE_REQUIRE_SECURE_TRANSPORT")]
+    pub require_secure_transport: bool,
+    /// Failed handshakes in a row after which a client host is blocked
+    /// (error 1129) until `FLUSH HOSTS` (`@@max_connect_errors`).
+    #[arg(long, env = "LADLE_MAX_CONNECT_ERRORS", default_value_t = 100)]
+    pub max_connect_errors: u64,
     /// A client must finish the connection phase (greeting to OK) within
     /// this, or is disconnected (`@@connect_timeout`).
     #[arg(long, env = "LADLE_CONNECT_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
@@ -185,6 +195,14 @@ impl Args {
         if self.tls_cert.is_some() != self.tls_key.is_some() {
             return Err("--tls-cert and --tls-key go together: give both or neither".into());
         }
+        if self.require_secure_transport && self.tls_cert.is_none() {
+            return Err(
+                "--require-secure-transport needs TLS: give --tls-cert and --tls-key".into(),
+            );
+        }
+        if self.max_connect_errors == 0 {
+            return Err("--max-connect-errors must be at least 1".into());
+        }
         if self.lease_ttl.as_secs() < 2 {
             return Err("--lease-ttl must be at least 2s".into());
         }
@@ -209,6 +227,14 @@ impl Args {
         }
         Ok(())
     }
+}
+
+/// Whether the command line (`args`, program name first) gives the
+/// password itself, which every local user can read in /proc/PID/cmdline.
+pub fn password_on_command_line(args: impl IntoIterator<Item = String>) -> bool {
+    args.into_iter()
+        .skip(1)
+        .any(|a| a == "--password" || a.starts_with("--password="))
 }
 
 impl Args {
@@ -307,6 +333,19 @@ mod tests {
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn password_on_the_command_line_is_noticed() {
+        let argv = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(password_on_command_line(argv(&[
+            "ladle",
+            "--password",
+            "x"
+        ])));
+        assert!(password_on_command_line(argv(&["ladle", "--password=x"])));
+        assert!(!password_on_command_line(argv(&["ladle", "--user", "u"])));
+        assert!(!password_on_command_line(argv(&["--password"])));
     }
 
     #[test]

@@ -25,6 +25,13 @@ fn main() -> std::process::ExitCode {
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stdout()))
         .init();
+    if config::password_on_command_line(std::env::args()) {
+        tracing::warn!(
+            "the password was given with --password: every local user can read it in \
+             /proc/{}/cmdline; set LADLE_PASSWORD in the environment instead",
+            std::process::id()
+        );
+    }
     if let Err(msg) = args.validate() {
         tracing::error!("{msg}");
         eprintln!("ladle: {msg}");

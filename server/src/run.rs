@@ -183,6 +183,10 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             ReadConsistencyArg::Strong => ReadConsistency::Strong,
         },
         timeouts: args.timeouts(),
+        security: Arc::new(ladle_shim::vars::SecurityGlobals {
+            require_secure_transport: args.require_secure_transport.into(),
+            max_connect_errors: args.max_connect_errors.into(),
+        }),
     };
     let admin = Arc::new(crate::cluster::ClusterAdmin {
         snapshots: snapshots.clone(),
@@ -201,7 +205,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
             tls,
         },
-    );
+    )
+    .context("loading user accounts")?;
     if let Some(config) = args.cluster(port) {
         // Before serving: writes are refused until this node is elected.
         let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));

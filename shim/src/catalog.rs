@@ -150,13 +150,19 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
         "DATABASES" | "SCHEMAS" => {
             let mut dbs = e.storage.databases();
             dbs.push("information_schema".into());
+            dbs.retain(|d| crate::privileges::sees_database(e, s, d));
             dbs.sort();
             let rows = dbs.into_iter().map(|d| vec![t(d)]).collect();
             finish(e, s, vec![text_column("Database")], rows, filter_at(tk, i)?)
         }
         "TABLES" => {
             let db = db_or(s, from_db(tk, &mut i))?;
+            crate::privileges::check_use(e, s, &db)?;
             let mut rows = table_list(e, &db)?;
+            rows.retain(|r| match r.first() {
+                Some(Value::Text(name)) => crate::privileges::sees_table(e, s, &db, name),
+                _ => true,
+            });
             if !full {
                 for r in &mut rows {
                     r.truncate(1);
@@ -566,29 +572,11 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
                 text_column("State"),
                 text_column("Info"),
             ];
-            let row = vec![
-                Value::Int(i64::from(s.connection_id)),
-                t(&s.user),
-                t(&s.host),
-                s.database.as_deref().map(t).unwrap_or(Value::Null),
-                t("Query"),
-                Value::Int(0),
-                t(""),
-                t("SHOW PROCESSLIST"),
-            ];
             Ok(Output::Rows {
                 columns: cols,
-                rows: vec![row].into(),
+                rows: process_rows(e, s, full).into(),
             })
         }
-        "GRANTS" => Ok(Output::Rows {
-            columns: vec![text_column(&format!("Grants for {}@%", s.user))],
-            rows: vec![vec![t(format!(
-                "GRANT ALL PRIVILEGES ON *.* TO `{}`@`%`",
-                s.user
-            ))]]
-            .into(),
-        }),
         "PLUGINS" | "TRIGGERS" | "EVENTS" | "PROCEDURE" | "FUNCTION" | "MASTER" | "SLAVE"
         | "REPLICA" | "BINARY" | "OPEN" => Ok(Output::Rows {
             columns: vec![text_column("Name")],
@@ -931,7 +919,15 @@ const VIRTUAL_TABLES: &[&str] = &[
     "REFERENTIAL_CONSTRAINTS",
     "CHECK_CONSTRAINTS",
     "FILES",
+    "PROCESSLIST",
 ];
+
+/// The connections a session may list: all of them with PROCESS (or as
+/// the superuser), else its user's own.
+fn process_rows(e: &Engine, s: &Session, full: bool) -> Vec<Vec<Value>> {
+    let all = crate::privileges::has_global(e, s, crate::accounts::PROCESS);
+    e.processes.rows(&s.user, all, full)
+}
 
 fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
     match name.0.as_slice() {
@@ -1031,15 +1027,24 @@ fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
     }
 }
 
-fn build_vtable(e: &Engine, name: &str) -> Result<VTable> {
-    let dbs = e.storage.databases();
+fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable> {
+    // A stored account sees only what it holds privileges on.
+    let mut dbs = e.storage.databases();
+    dbs.retain(|d| crate::privileges::sees_database(e, s, d));
     let all_tables = || {
         dbs.iter()
             .flat_map(|d| e.storage.tables(d))
+            .filter(|tb| crate::privileges::sees_table(e, s, &tb.database, &tb.name))
             .collect::<Vec<_>>()
     };
     let def = t("def");
     Ok(match name.to_ascii_uppercase().as_str() {
+        "PROCESSLIST" => VTable {
+            columns: vec![
+                "ID", "USER", "HOST", "DB", "COMMAND", "TIME", "STATE", "INFO",
+            ],
+            rows: process_rows(e, s, true),
+        },
         "SCHEMATA" => VTable {
             columns: vec![
                 "CATALOG_NAME",
@@ -1534,7 +1539,7 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
             ));
         }
         let tname = crate::exec::last_part(name);
-        let vt = build_vtable(e, &tname)?;
+        let vt = build_vtable(e, s, &tname)?;
         let q = alias
             .as_ref()
             .map(|a| a.name.value.clone())

@@ -159,6 +159,26 @@ pub const ER_WRONG_FK_DEF: MysqlCode = code(1239, "42000");
 pub const ER_CANT_CREATE_TABLE: MysqlCode = code(1005, "HY000");
 pub const ER_TOO_BIG_PRECISION: MysqlCode = code(1426, "42000");
 pub const ER_TOO_BIG_DISPLAYWIDTH: MysqlCode = code(1439, "42000");
+// Accounts, privileges and connections.
+pub const ER_DBACCESS_DENIED: MysqlCode = code(1044, "42000");
+pub const ER_NO_SUCH_THREAD: MysqlCode = code(1094, "HY000");
+pub const ER_KILL_DENIED: MysqlCode = code(1095, "HY000");
+pub const ER_HOST_IS_BLOCKED: MysqlCode = code(1129, "HY000");
+pub const ER_PASSWORD_NO_MATCH: MysqlCode = code(1133, "28000");
+pub const ER_NONEXISTING_GRANT: MysqlCode = code(1141, "42000");
+pub const ER_TABLEACCESS_DENIED: MysqlCode = code(1142, "42000");
+pub const ER_NONEXISTING_TABLE_GRANT: MysqlCode = code(1147, "42000");
+pub const ER_GLOBAL_VARIABLE: MysqlCode = code(1229, "HY000");
+pub const ER_WRONG_USAGE: MysqlCode = code(1221, "HY000");
+pub const ER_SPECIFIC_ACCESS_DENIED: MysqlCode = code(1227, "42000");
+pub const ER_QUERY_INTERRUPTED: MysqlCode = code(1317, "70100");
+pub const ER_PASSWD_LENGTH: MysqlCode = code(1372, "HY000");
+pub const ER_CANNOT_USER: MysqlCode = code(1396, "HY000");
+pub const ER_CONNECTION_KILLED: MysqlCode = code(1927, "70100");
+pub const ER_USER_CREATE_EXISTS: MysqlCode = code(1973, "HY000");
+pub const ER_USER_DROP_EXISTS: MysqlCode = code(1974, "HY000");
+pub const ER_QUERY_TIMEOUT: MysqlCode = code(3024, "HY000");
+pub const ER_SECURE_TRANSPORT_REQUIRED: MysqlCode = code(3159, "HY000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.
@@ -250,6 +270,8 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
+        DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
+        DataflowError::Interrupted { timeout: true } => ER_QUERY_TIMEOUT,
         DataflowError::Storage(s) => storage_code(s),
         DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
     }

@@ -113,6 +113,12 @@ impl Kind {
 /// Everything a statement may touch besides its session.
 pub struct Engine {
     pub storage: Arc<Storage>,
+    /// User accounts and their privileges (see [`crate::accounts`]).
+    pub accounts: crate::accounts::Accounts,
+    /// Failed logins per host (`max_connect_errors`, `FLUSH HOSTS`).
+    pub host_errors: crate::throttle::HostErrors,
+    /// Open connections (`SHOW PROCESSLIST`, `KILL`).
+    pub processes: crate::processes::Processes,
     pub dataflow: Arc<Dataflow>,
     pub facts: ServerFacts,
     pub metrics: Arc<Metrics>,
@@ -293,6 +299,7 @@ impl Engine {
         }
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
+        let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
         let result = self.execute_inner(s, sql, kind);
         self.settle_statement(s, sql, kind, carried, result)
     }
@@ -447,6 +454,16 @@ impl Engine {
         sql: &str,
         kind: Kind,
     ) -> std::result::Result<Output, WireError> {
+        // Account statements are not DDL to the schema log: replicas must
+        // not receive their passwords as statement text.
+        let (w0, w1) = first_words(sql);
+        if crate::accounts::is_account_statement(&w0, &w1) {
+            if w0 != "SHOW" {
+                self.implicit_commit(s)?;
+            }
+            return Ok(crate::accounts::statement(self, s, sql)?);
+        }
+        crate::privileges::check_sql(self, s, sql)?;
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
             if let Some(log) = self.schema_log.get() {
@@ -577,6 +594,11 @@ impl Engine {
                 Ok(Some(catalog::describe(self, s, db, &table, false)?))
             }
             ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
+            ("KILL", _) => Ok(Some(self.kill(s, t)?)),
+            ("FLUSH", "HOSTS") => {
+                self.host_errors.flush();
+                Ok(Some(Output::ok()))
+            }
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }
@@ -607,6 +629,15 @@ impl Engine {
                 Ok(Some(Output::ok()))
             }
             ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
+            // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
+            ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
+                let rest = dml::render_tokens(&t[2..]);
+                let mut last = Output::ok();
+                for stmt in parse(&format!("SET @@global.{rest}"))? {
+                    last = self.statement(s, stmt)?;
+                }
+                Ok(Some(last))
+            }
             // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
             ("START", "TRANSACTION")
                 if t.iter().any(
@@ -973,10 +1004,44 @@ impl Engine {
         }
     }
 
+    /// `KILL [CONNECTION | QUERY] id` (see [`crate::processes`]).
+    fn kill(&self, s: &mut Session, t: &[Token]) -> Result<Output> {
+        let (connection, from) = match word(t, 1).as_deref() {
+            Some("QUERY") => (false, 2),
+            Some("CONNECTION") => (true, 2),
+            _ => (true, 1),
+        };
+        let text = dml::render_tokens(&t[from..]);
+        let id = self
+            .eval_constant(s, &crate::sqltext::parse_expr(&text)?)?
+            .as_i64()
+            .and_then(|i| u64::try_from(i).ok())
+            .ok_or_else(|| ShimError::WrongArguments("KILL".into()))?;
+        let any = crate::privileges::has_global(self, s, crate::accounts::SUPER);
+        let wire = |code, message| ShimError::Wire(WireError { code, message });
+        match self.processes.kill(id, &s.user, any, connection) {
+            Err(crate::processes::KillError::Unknown) => Err(wire(
+                crate::error::ER_NO_SUCH_THREAD,
+                format!("Unknown thread id: {id}"),
+            )),
+            Err(crate::processes::KillError::NotOwner) => Err(wire(
+                crate::error::ER_KILL_DENIED,
+                format!("You are not owner of thread {id}"),
+            )),
+            // Killing one's own connection answers as MariaDB does.
+            Ok(()) if connection && id == u64::from(s.connection_id) => Err(wire(
+                crate::error::ER_CONNECTION_KILLED,
+                "Connection was killed".into(),
+            )),
+            Ok(()) => Ok(Output::ok()),
+        }
+    }
+
     /// Switches the session's current database (USE, COM_INIT_DB).
     pub fn use_database(&self, s: &mut Session, name: &str) -> Result<()> {
         let known = name.eq_ignore_ascii_case("information_schema")
             || self.storage.databases().iter().any(|d| d == name);
+        crate::privileges::check_use(self, s, name)?;
         if !known {
             return Err(ShimError::UnknownDatabase(name.to_string()));
         }
@@ -1050,6 +1115,10 @@ impl Engine {
             Expr::Identifier(id) if !id.value.starts_with('@') => Value::text(id.value.clone()),
             other => self.eval_constant(s, other)?,
         };
+        if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
+            let global = full.to_ascii_lowercase().starts_with("@@global.");
+            return self.set_security_variable(&var, &v, global);
+        }
         if var == "autocommit" {
             let on = match &v {
                 Value::Text(t) => match t.to_ascii_uppercase().as_str() {
@@ -1128,6 +1197,42 @@ impl Engine {
     }
 
     /// Evaluates an expression that refers to no table.
+    /// `SET GLOBAL require_secure_transport | max_connect_errors = v`
+    /// (SUPER was checked with the statement; see [`crate::privileges`]).
+    fn set_security_variable(&self, var: &str, v: &Value, global: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !global {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_GLOBAL_VARIABLE,
+                message: format!(
+                    "Variable '{var}' is a GLOBAL variable and should be set with SET GLOBAL"
+                ),
+            }));
+        }
+        let wrong = || ShimError::WrongValueForVar(var.to_string(), v.to_string());
+        let g = &self.facts.security;
+        if var == "require_secure_transport" {
+            let on = match v {
+                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                    "ON" | "TRUE" | "1" => true,
+                    "OFF" | "FALSE" | "0" | "DEFAULT" => false,
+                    _ => return Err(wrong()),
+                },
+                other => crate::vars::truth(other).ok_or_else(wrong)?,
+            };
+            g.require_secure_transport.store(on, SeqCst);
+        } else {
+            let n = match v {
+                Value::Int(i) => u64::try_from(*i).map_err(|_| wrong())?,
+                Value::UInt(u) => *u,
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => 100,
+                _ => return Err(wrong()),
+            };
+            g.max_connect_errors.store(n.max(1), SeqCst);
+        }
+        Ok(())
+    }
+
     pub fn eval_constant(&self, s: &Session, e: &Expr) -> Result<Value> {
         let ctx = EvalContext {
             session: s,
@@ -1376,7 +1481,19 @@ impl Engine {
         let share_mode = unlocked.is_some() && has_share_mode(sql);
         let sql = unlocked.as_deref().unwrap_or(sql);
         let marks = crate::params::placeholders(sql);
+        // Account statements have their own grammar (`'u'@'h'`, which the
+        // SQL tokenizer refuses): checked and run at execution.
+        let (w0, w1) = first_words(sql);
+        if crate::accounts::is_account_statement(&w0, &w1) {
+            let n = marks.len();
+            let id = s.add_statement(PreparedStatement::Other {
+                sql: sql.to_string(),
+                marks,
+            });
+            return Ok((id, n, Vec::new()));
+        }
         let first = tokens(sql)?;
+        crate::privileges::check_sql(self, s, sql)?;
         let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
             || matches!(first.first(), Some(Token::LParen));
         if is_select {
@@ -1480,6 +1597,11 @@ impl Engine {
         id: u32,
         params: &[Value],
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        // A stored account's privileges are checked at each execution (on
+        // the blocking path): a REVOKE applies to statements prepared before.
+        if s.grantee.is_some() {
+            return None;
+        }
         let Some(PreparedStatement::Select {
             query, generation, ..
         }) = s.statements.get(&id)
@@ -1549,6 +1671,9 @@ impl Engine {
                 locking,
             }) => {
                 let locking = *locking;
+                if let Err(e) = crate::privileges::check_sql(self, s, sql) {
+                    return (Kind::Select, Err(e.into()));
+                }
                 let query = if *generation == self.select_cache.generation() {
                     query.clone()
                 } else {
@@ -1566,6 +1691,7 @@ impl Engine {
                 }
                 s.clear_warnings();
                 let start = std::time::Instant::now();
+                let _deadline = select_deadline(s);
                 let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)
             }
@@ -1821,6 +1947,42 @@ fn statement_name(s: &Statement) -> String {
         .join(" ")
 }
 
+/// A SELECT stops after the session's `max_execution_time` (milliseconds;
+/// 0, the default, is no limit) with 3024, as in MySQL.
+fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGuard {
+    let ms = match s.variables.get("max_execution_time") {
+        Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
+        Some(Value::UInt(n)) => *n,
+        _ => 0,
+    };
+    let deadline =
+        (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms));
+    ladle_dataflow::interrupt::watch_deadline(deadline)
+}
+
+/// The first two words of a statement, upper case (cheap: no tokenizer;
+/// leading comments are skipped).
+fn first_words(sql: &str) -> (String, String) {
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else if rest.starts_with("--") || rest.starts_with('#') {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+        rest = rest.trim_start();
+    }
+    let mut words = rest
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase());
+    let w0 = words.next().unwrap_or_default();
+    let w1 = words.next().unwrap_or_default();
+    (w0, w1)
+}
+
 /// The statement kind from its first word (cheap; used for metrics).
 /// Whether a statement of `kind` reads or writes tables, which is when MySQL
 /// clears the warnings of the statement before it. A SELECT without FROM
@@ -1875,4 +2037,25 @@ enum ExplainFormat {
     Tree,
     Json,
     Traditional,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_words;
+
+    #[test]
+    fn first_words_skip_leading_comments() {
+        let w = |s: &str| first_words(s);
+        assert_eq!(w("CREATE USER 'u'@'%'"), ("CREATE".into(), "USER".into()));
+        assert_eq!(
+            w("/* app */ grant SELECT ON *.* TO u"),
+            ("GRANT".into(), "SELECT".into())
+        );
+        assert_eq!(
+            w("-- note\n  SET PASSWORD = ''"),
+            ("SET".into(), "PASSWORD".into())
+        );
+        assert_eq!(w("# x\nSHOW GRANTS"), ("SHOW".into(), "GRANTS".into()));
+        assert_eq!(w("/* unterminated"), (String::new(), String::new()));
+    }
 }

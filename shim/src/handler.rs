@@ -30,10 +30,19 @@ pub struct Connection {
     engine: Arc<Engine>,
     session: Arc<Mutex<Session>>,
     scramble: [u8; 20],
-    user: String,
-    password: String,
     connection_id: u32,
     host: String,
+    /// This connection in `SHOW PROCESSLIST`; its interrupt flag stops the
+    /// running statement (KILL, client gone).
+    process: Arc<crate::processes::Process>,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        // A statement still running stops: nobody waits for its answer.
+        self.process.client_gone();
+        self.engine.processes.unregister(self.connection_id);
+    }
 }
 
 /// A statement prepared by [`Connection::prepare`].
@@ -44,24 +53,18 @@ pub struct Prepared {
 }
 
 impl Connection {
-    pub fn new(
-        engine: Arc<Engine>,
-        connection_id: u32,
-        host: String,
-        user: String,
-        password: String,
-    ) -> Connection {
+    pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
+        let process = engine.processes.register(connection_id, host.clone());
         Connection {
+            process,
             session: Arc::new(Mutex::new(Session::new(
                 connection_id,
-                user.clone(),
+                String::new(),
                 host.clone(),
             ))),
             host,
             engine,
             scramble: crate::auth::random_scramble(),
-            user,
-            password,
             connection_id,
         }
     }
@@ -79,30 +82,98 @@ impl Connection {
         &self.engine
     }
 
-    /// Checks a `mysql_native_password` login; on failure the message of
-    /// error 1045 (the failure is counted and logged).
-    pub fn authenticate(&self, user: &[u8], auth_response: &[u8]) -> Result<(), String> {
-        if user == self.user.as_bytes()
-            && crate::auth::verify(self.password.as_bytes(), &self.scramble, auth_response)
-        {
-            return Ok(());
+    /// Checks a `mysql_native_password` login against the accounts and
+    /// makes the session that account's. `secure`: the connection is TLS.
+    /// On failure the error to send (1045; 3159 for plaintext while
+    /// `require_secure_transport` is ON), counted and logged.
+    pub fn authenticate(
+        &self,
+        user: &[u8],
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Result<(), WireError> {
+        let login =
+            self.engine
+                .accounts
+                .authenticate(user, &self.host, &self.scramble, auth_response);
+        self.admit(user, login, auth_response, secure)
+    }
+
+    /// [`Connection::authenticate`] for a `caching_sha2_password` fast
+    /// authentication response; `None` when it does not prove the password
+    /// (the caller switches the client to `mysql_native_password`).
+    pub fn authenticate_sha2(
+        &self,
+        user: &[u8],
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Option<Result<(), WireError>> {
+        let login = self.engine.accounts.authenticate_sha2(
+            user,
+            &self.host,
+            &self.scramble,
+            auth_response,
+        )?;
+        Some(self.admit(user, Some(login), auth_response, secure))
+    }
+
+    /// Makes the session `login`'s, or says why not.
+    fn admit(
+        &self,
+        user: &[u8],
+        login: Option<crate::accounts::Login>,
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Result<(), WireError> {
+        let refusal = match &login {
+            _ if !secure && self.engine.facts.secure_transport_required() => Some(WireError {
+                code: crate::error::ER_SECURE_TRANSPORT_REQUIRED,
+                message: "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
+            }),
+            // REQUIRE SSL over plaintext is refused as a wrong password is.
+            Some(l) if l.require_ssl && !secure => None,
+            Some(_) => {
+                let login = login.expect("checked");
+                self.engine.host_errors.succeeded(&self.host);
+                let mut s = self.session.lock();
+                s.user = String::from_utf8_lossy(user).into_owned();
+                s.grantee = login.grantee;
+                self.process
+                    .logged_in(s.user.clone(), s.grantee.clone(), s.database.clone());
+                return Ok(());
+            }
+            None => None,
+        };
+        let refusal = refusal.unwrap_or_else(|| WireError {
+            code: crate::error::ER_ACCESS_DENIED,
+            message: format!(
+                "Access denied for user '{}'@'{}' (using password: {})",
+                String::from_utf8_lossy(user),
+                self.host,
+                if auth_response.is_empty() {
+                    "NO"
+                } else {
+                    "YES"
+                }
+            ),
+        });
+        if refusal.code == crate::error::ER_ACCESS_DENIED {
+            let max = self
+                .engine
+                .facts
+                .security
+                .max_connect_errors
+                .load(std::sync::atomic::Ordering::SeqCst);
+            self.engine.host_errors.failed(&self.host, max);
         }
         tracing::info!(
             connection = self.connection_id,
             user = %String::from_utf8_lossy(user),
+            errno = refusal.code.errno,
             "access denied"
         );
-        self.count_error(1045);
-        Err(format!(
-            "Access denied for user '{}'@'{}' (using password: {})",
-            String::from_utf8_lossy(user),
-            self.host,
-            if auth_response.is_empty() {
-                "NO"
-            } else {
-                "YES"
-            }
-        ))
+        self.count_error(refusal.code.errno);
+        Err(refusal)
     }
 
     /// Counts an error reply in the metrics.
@@ -121,8 +192,10 @@ impl Connection {
     ) -> (Kind, Result<T, WireError>) {
         let engine = self.engine.clone();
         let session = self.session.clone();
+        let interrupt = self.process.interrupt.clone();
         let task = tokio::task::spawn_blocking(move || {
             let _inflight = engine.inflight_guard();
+            let _watch = ladle_dataflow::interrupt::watch_flag(interrupt);
             let mut s = session.lock();
             f(&engine, &mut s)
         });
@@ -188,6 +261,18 @@ impl Connection {
     /// statement of the text runs and has its outcome, up to the first
     /// error, as in MySQL.
     pub async fn query(&self, sql: String, multi: bool) -> Vec<Outcome> {
+        self.process.begin(&sql);
+        let outcomes = self.query_inner(sql, multi).await;
+        self.process.end(self.session.lock().database.clone());
+        outcomes
+    }
+
+    /// The process of this connection (`SHOW PROCESSLIST`, `KILL`).
+    pub fn process(&self) -> &crate::processes::Process {
+        &self.process
+    }
+
+    async fn query_inner(&self, sql: String, multi: bool) -> Vec<Outcome> {
         let started = Instant::now();
         // Opened before the split: an executable comment may hold `;`.
         let sql = match crate::sqltext::open_versioned_comments(&sql) {
@@ -284,9 +369,16 @@ impl Connection {
             self.record(kind, started.elapsed(), &res);
             return (res, self.warnings());
         }
+        let text = match self.session.lock().statements.get(&id) {
+            Some(crate::session::PreparedStatement::Select { sql, .. })
+            | Some(crate::session::PreparedStatement::Other { sql, .. }) => sql.clone(),
+            None => String::new(),
+        };
+        self.process.begin(&text);
         let (kind, res) = self
             .run(move |e, s| e.execute_prepared(s, id, &values))
             .await;
+        self.process.end(self.session.lock().database.clone());
         self.record(kind, started.elapsed(), &res);
         (res, self.warnings())
     }

@@ -42,6 +42,7 @@
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
+pub mod accounts;
 pub mod admin;
 pub mod auth;
 pub mod catalog;
@@ -56,10 +57,13 @@ pub mod handler;
 pub mod metrics;
 pub mod net;
 pub mod params;
+pub mod privileges;
+pub mod processes;
 pub mod protocol;
 pub mod returning;
 pub mod session;
 pub mod sqltext;
+pub mod throttle;
 pub mod tls;
 pub mod update_ignore;
 pub mod vars;
@@ -153,8 +157,12 @@ impl Frontend {
         metrics: Arc<Metrics>,
         admin: Arc<dyn Admin>,
         config: FrontendConfig,
-    ) -> Arc<Frontend> {
+    ) -> Result<Arc<Frontend>, ShimError> {
+        let accounts = accounts::Accounts::load(&storage, &config.user, &config.password)?;
         let engine = Arc::new(Engine {
+            accounts,
+            host_errors: Default::default(),
+            processes: Default::default(),
             storage,
             dataflow,
             facts,
@@ -172,12 +180,12 @@ impl Frontend {
             max: config.max_connections,
             metrics: engine.metrics.clone(),
         });
-        Arc::new(Frontend {
+        Ok(Arc::new(Frontend {
             engine,
             config,
             next_id: AtomicU32::new(1),
             admission,
-        })
+        }))
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -238,18 +246,29 @@ impl Frontend {
         }
         metrics.connections_total.inc();
         let _ = stream.set_nodelay(true);
-        let host = stream
-            .peer_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_else(|_| "unknown".into());
+        // A loopback client is `localhost`, as MySQL names it.
+        let host = match stream.peer_addr() {
+            Ok(a) if a.ip().is_loopback() => "localhost".to_string(),
+            Ok(a) => a.ip().to_string(),
+            Err(_) => "unknown".into(),
+        };
+        let max_errors = self
+            .engine
+            .facts
+            .security
+            .max_connect_errors
+            .load(Ordering::SeqCst);
+        if self.engine.host_errors.blocked(&host, max_errors) {
+            // Refused before the greeting, as MySQL does.
+            let message = throttle::HostErrors::blocked_message(&host);
+            let p = net::error_packet(0, 1129, "HY000", &message);
+            metrics.errors.with_label_values(&["1129"]).inc();
+            let _ = stream.write_all(&p).await;
+            let _ = stream.shutdown().await;
+            return;
+        }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
-        let conn = handler::Connection::new(
-            self.engine.clone(),
-            id,
-            host,
-            self.config.user.clone(),
-            self.config.password.clone(),
-        );
+        let conn = handler::Connection::new(self.engine.clone(), id, host);
         let settings = protocol::Settings {
             max_allowed_packet: self.config.max_allowed_packet,
             tls: self.config.tls.clone(),

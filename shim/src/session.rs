@@ -177,6 +177,10 @@ pub struct Session {
     pub connection_id: u32,
     pub user: String,
     pub host: String,
+    /// The stored account the session is logged in as; `None` for the
+    /// configured superuser and the server's own sessions, whose
+    /// statements are not checked (see [`crate::privileges`]).
+    pub grantee: Option<crate::accounts::Grantee>,
     pub database: Option<String>,
     pub autocommit: bool,
     /// The client set CLIENT_FOUND_ROWS: UPDATE reports the rows it
@@ -226,6 +230,7 @@ impl Session {
             connection_id,
             user,
             host,
+            grantee: None,
             database: None,
             autocommit: true,
             found_rows: false,
@@ -255,7 +260,8 @@ impl Session {
     /// current database (COM_CHANGE_USER sets it after) and the LSN of the
     /// connection's last write (its reads still see that write).
     pub fn reset(&mut self) {
-        let fresh = Session::new(self.connection_id, self.user.clone(), self.host.clone());
+        let mut fresh = Session::new(self.connection_id, self.user.clone(), self.host.clone());
+        fresh.grantee = self.grantee.take();
         let database = self.database.take();
         let last_write_lsn = self.last_write_lsn;
         let next_statement = self.next_statement;

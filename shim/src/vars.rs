@@ -30,7 +30,42 @@ pub struct ServerFacts {
     pub read_consistency: ReadConsistency,
     /// The connection timeouts' server-wide values.
     pub timeouts: Timeouts,
+    /// Server-wide settings root may change at runtime (`SET GLOBAL`).
+    pub security: std::sync::Arc<SecurityGlobals>,
 }
+
+impl ServerFacts {
+    /// `@@require_secure_transport`: plaintext logins are refused (3159).
+    pub fn secure_transport_required(&self) -> bool {
+        self.security
+            .require_secure_transport
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Global variables of the security settings, shared by every session
+/// and changed by `SET GLOBAL` (which needs SUPER).
+#[derive(Debug)]
+pub struct SecurityGlobals {
+    /// `require_secure_transport`.
+    pub require_secure_transport: std::sync::atomic::AtomicBool,
+    /// `max_connect_errors`: failed handshakes in a row after which a host
+    /// is blocked (1129) until `FLUSH HOSTS`.
+    pub max_connect_errors: std::sync::atomic::AtomicU64,
+}
+
+impl Default for SecurityGlobals {
+    fn default() -> SecurityGlobals {
+        SecurityGlobals {
+            require_secure_transport: false.into(),
+            // MySQL's and MariaDB's default.
+            max_connect_errors: 100.into(),
+        }
+    }
+}
+
+/// The global variables of [`SecurityGlobals`], by name.
+pub const SECURITY_VARIABLES: [&str; 2] = ["max_connect_errors", "require_secure_transport"];
 
 /// MySQL's connection timeouts, in seconds (the server-wide values; a
 /// session may `SET` its own `wait_timeout`, `interactive_timeout`,
@@ -178,11 +213,22 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
             Value::Int(facts.timeouts.interactive as i64),
         ),
         ("license".into(), t("MIT")),
+        (
+            "max_connect_errors".into(),
+            Value::UInt(
+                facts
+                    .security
+                    .max_connect_errors
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
+        ),
         ("lower_case_table_names".into(), Value::Int(0)),
         (
             "max_allowed_packet".into(),
             Value::Int(MAX_ALLOWED_PACKET as i64),
         ),
+        // Milliseconds a SELECT may run (0: no limit); 3024 past it.
+        ("max_execution_time".into(), Value::Int(0)),
         (
             "max_connections".into(),
             Value::Int(facts.max_connections as i64),
@@ -204,6 +250,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("port".into(), Value::Int(i64::from(facts.port))),
         ("query_cache_size".into(), Value::Int(0)),
         ("query_cache_type".into(), t("OFF")),
+        (
+            "require_secure_transport".into(),
+            Value::Int(i64::from(facts.secure_transport_required())),
+        ),
         ("socket".into(), Value::Null),
         ("sql_auto_is_null".into(), Value::Int(0)),
         ("sql_notes".into(), Value::Int(1)),
@@ -391,7 +441,10 @@ impl EvalContext<'_> {
             "user" | "session_user" | "system_user" => {
                 Value::text(format!("{}@{}", s.user, s.host))
             }
-            "current_user" => Value::text(format!("{}@%", s.user)),
+            "current_user" => {
+                let (user, host) = crate::accounts::current_user(s);
+                Value::text(format!("{user}@{host}"))
+            }
             "connection_id" => Value::Int(i64::from(s.connection_id)),
             "last_insert_id" => Value::UInt(s.last_insert_id),
             "row_count" => Value::Int(s.row_count),
@@ -438,6 +491,7 @@ mod tests {
             tls: false,
             read_consistency: ReadConsistency::Session,
             timeouts: Default::default(),
+            security: Default::default(),
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),

@@ -173,6 +173,83 @@ fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf
     (cert, key_path)
 }
 
+/// The error number a failed connection attempt got from the server.
+fn refused_with(r: Result<Conn, mysql_async::Error>) -> u16 {
+    match r {
+        Err(mysql_async::Error::Server(e)) => e.code,
+        Err(other) => panic!("not a server error: {other}"),
+        Ok(_) => panic!("connected"),
+    }
+}
+
+/// `require_secure_transport` (settable by root only) refuses plaintext
+/// logins with MySQL's 3159 (MariaDB 10.11 answers 1045); an account
+/// `REQUIRE SSL` is refused over plaintext with 1045 (as MariaDB) and
+/// logs in over TLS.
+#[tokio::test]
+async fn plaintext_logins_refused_when_tls_is_required() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(certs.path());
+    let config = ladle_shim::tls::server_config(&cert, &key).expect("tls config");
+    let server = start_with(Some(config)).await;
+    let ssl = || mysql_async::SslOpts::default().with_root_certs(vec![cert.clone().into()]);
+
+    let mut root = Conn::new(server.opts().ssl_opts(Some(ssl())))
+        .await
+        .expect("TLS connect");
+    root.query_drop("CREATE USER 'req'@'%' IDENTIFIED BY 'pw' REQUIRE SSL")
+        .await
+        .unwrap();
+    root.query_drop("CREATE USER 'plain'@'%' IDENTIFIED BY 'pw'")
+        .await
+        .unwrap();
+    let grants: Vec<String> = root.query("SHOW GRANTS FOR 'req'@'%'").await.unwrap();
+    assert!(grants[0].ends_with(" REQUIRE SSL"), "{grants:?}");
+    let as_user = |user: &str| server.opts().user(Some(user)).pass(Some("pw"));
+
+    // REQUIRE SSL: refused in plaintext, served over TLS.
+    assert_eq!(refused_with(Conn::new(as_user("req")).await), 1045);
+    let mut req = Conn::new(as_user("req").ssl_opts(Some(ssl())))
+        .await
+        .expect("req over TLS");
+    // Only root may require secure transport.
+    let e = req
+        .query_drop("SET GLOBAL require_secure_transport = ON")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, mysql_async::Error::Server(ref s) if s.code == 1227),
+        "{e}"
+    );
+    req.disconnect().await.unwrap();
+    let plain = Conn::new(as_user("plain"))
+        .await
+        .expect("plaintext allowed");
+    plain.disconnect().await.unwrap();
+
+    root.query_drop("SET GLOBAL require_secure_transport = ON")
+        .await
+        .unwrap();
+    let on: Option<i64> = root
+        .query_first("SELECT @@require_secure_transport")
+        .await
+        .unwrap();
+    assert_eq!(on, Some(1));
+    assert_eq!(refused_with(Conn::new(as_user("plain")).await), 3159);
+    assert_eq!(refused_with(Conn::new(server.opts()).await), 3159);
+    let plain = Conn::new(as_user("plain").ssl_opts(Some(ssl())))
+        .await
+        .expect("TLS still served");
+    plain.disconnect().await.unwrap();
+
+    root.query_drop("SET GLOBAL require_secure_transport = OFF")
+        .await
+        .unwrap();
+    let plain = Conn::new(as_user("plain")).await.expect("plaintext again");
+    plain.disconnect().await.unwrap();
+    root.disconnect().await.unwrap();
+}
+
 #[tokio::test]
 async fn tls_clients_and_plain_clients_both_connect() {
     let certs = tempfile::tempdir().unwrap();
@@ -571,4 +648,147 @@ async fn ok_info_and_row_count_match_mariadb() {
         .query_drop("DROP DATABASE ladle_proto_info")
         .await
         .unwrap();
+}
+
+/// `max_connect_errors`: failed logins in a row from a host block it
+/// (1129, before the greeting, whatever the password) until `FLUSH
+/// HOSTS`, which needs RELOAD; a successful login resets the count.
+#[tokio::test]
+async fn hosts_with_many_failed_logins_are_blocked_until_flush_hosts() {
+    let server = common::start_configured(None, 16 << 20, "rootpw").await;
+    let root_opts = || server.opts().pass(Some("rootpw"));
+    let wrong = || server.opts().pass(Some("guess"));
+    let mut admin = Conn::new(root_opts()).await.expect("root");
+    admin
+        .query_drop("SET GLOBAL max_connect_errors = 3")
+        .await
+        .unwrap();
+    admin
+        .query_drop("CREATE USER 'app'@'%' IDENTIFIED BY 'pw'")
+        .await
+        .unwrap();
+
+    // Two failures, a success (the count starts again), two failures: not
+    // blocked.
+    for _ in 0..2 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    Conn::new(root_opts()).await.expect("not yet blocked");
+    for _ in 0..2 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    let mut app = Conn::new(server.opts().user(Some("app")).pass(Some("pw")))
+        .await
+        .expect("still not blocked");
+
+    // Three in a row: blocked, even with the right password.
+    for _ in 0..3 {
+        assert_eq!(refused_with(Conn::new(wrong()).await), 1045);
+    }
+    assert_eq!(refused_with(Conn::new(root_opts()).await), 1129);
+
+    // Sessions already open go on; FLUSH HOSTS needs RELOAD.
+    let e = app.query_drop("FLUSH HOSTS").await.unwrap_err();
+    assert!(
+        matches!(e, mysql_async::Error::Server(ref s) if s.code == 1227),
+        "{e}"
+    );
+    admin.query_drop("FLUSH HOSTS").await.unwrap();
+    Conn::new(root_opts()).await.expect("unblocked");
+    let max: Option<u64> = admin
+        .query_first("SELECT @@max_connect_errors")
+        .await
+        .unwrap();
+    assert_eq!(max, Some(3));
+}
+
+/// The 20-byte scramble of a HandshakeV10 greeting.
+fn greeting_scramble(g: &[u8]) -> Vec<u8> {
+    let version_end = 1 + g[1..].iter().position(|&b| b == 0).expect("version");
+    let part1 = version_end + 1 + 4;
+    let mut s = g[part1..part1 + 8].to_vec();
+    // filler, capabilities (2), collation, status (2), capabilities (2),
+    // auth data length, 10 reserved bytes.
+    let part2 = part1 + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    s.extend_from_slice(&g[part2..part2 + 12]);
+    s
+}
+
+/// A `caching_sha2_password` login as a MySQL 8 client sends it.
+async fn sha2_login(port: u16, user: &str, password: &str) -> (u8, Vec<Vec<u8>>) {
+    use sha2::{Digest, Sha256};
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    let (_, greeting) = common::read_packet(&mut s).await;
+    let nonce = greeting_scramble(&greeting);
+    let s1 = Sha256::digest(password.as_bytes());
+    let s2 = Sha256::digest(s1);
+    let mix = Sha256::new()
+        .chain_update(s2)
+        .chain_update(&nonce)
+        .finalize();
+    let response: Vec<u8> = s1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect();
+    // CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH.
+    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000;
+    let mut p = caps.to_le_bytes().to_vec();
+    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    p.push(45);
+    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(user.as_bytes());
+    p.push(0);
+    p.push(response.len() as u8);
+    p.extend_from_slice(&response);
+    p.extend_from_slice(b"caching_sha2_password\0");
+    write_packet(&mut s, 1, &p).await;
+    // Every packet up to the OK or error.
+    let mut replies = Vec::new();
+    loop {
+        let (seq, reply) = common::read_packet(&mut s).await;
+        let last = reply[0] == 0x00 || reply[0] == 0xFF || reply[0] == 0xFE;
+        replies.push(reply);
+        if last {
+            return (seq, replies);
+        }
+    }
+}
+
+/// `caching_sha2_password` (MySQL 8's default) is answered by its fast
+/// authentication, without a switch to the native plugin, for the
+/// superuser and for accounts given a password in clear; a response that
+/// does not prove the password (a wrong one, an account stored with a
+/// native hash only) is switched to `mysql_native_password`, as MySQL asks
+/// for full authentication then.
+#[tokio::test]
+async fn caching_sha2_password_fast_authentication() {
+    let server = common::start_configured(None, 16 << 20, "rootpw").await;
+    let mut admin = Conn::new(server.opts().pass(Some("rootpw")))
+        .await
+        .expect("root");
+    admin
+        .query_drop("CREATE USER 's2'@'%' IDENTIFIED WITH caching_sha2_password BY 'pw2'")
+        .await
+        .unwrap();
+    admin
+        .query_drop(
+            "CREATE USER 'nat'@'%' IDENTIFIED BY PASSWORD '*7B9EBEED26AA52ED10C0F549FA863F13C39E0209'",
+        )
+        .await
+        .unwrap();
+    for (user, pw) in [("root", "rootpw"), ("s2", "pw2")] {
+        let (seq, replies) = sha2_login(server.port, user, pw).await;
+        assert_eq!(replies.len(), 2, "{user}: {replies:?}");
+        assert_eq!(replies[0], vec![0x01, 0x03], "fast_auth_success");
+        assert_eq!(replies[1][0], 0x00, "OK");
+        assert_eq!(seq, 3);
+    }
+    for (user, pw) in [("s2", "wrong"), ("nat", "p")] {
+        let (_, replies) = sha2_login(server.port, user, pw).await;
+        assert_eq!(replies.len(), 1);
+        assert!(
+            replies[0].starts_with(b"\xFEmysql_native_password\0"),
+            "{user}: AuthSwitchRequest expected, got {:?}",
+            replies[0]
+        );
+    }
 }

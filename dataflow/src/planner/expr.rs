@@ -770,7 +770,7 @@ impl<'a> ExprCx<'a> {
                 let binary = [&x, &p].iter().any(|e| e.result_type(&types).0.is_binary());
                 let mode = match self.pair_collation(expr, &x, pattern, &p) {
                     _ if binary => "c",
-                    Collation::Binary => "c",
+                    Collation::Binary | Collation::Bin => "c",
                     Collation::GeneralCi => "i",
                 };
                 let m = Expr::Call(

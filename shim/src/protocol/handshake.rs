@@ -41,6 +41,12 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_DEPRECATE_EOF;
 
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
+/// MySQL 8's default plugin: answered by its fast authentication when the
+/// account has a SHA-256 hash, else switched to the native plugin.
+pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
+/// AuthMoreData of `caching_sha2_password`: fast authentication succeeded
+/// (an OK packet follows).
+pub const FAST_AUTH_SUCCESS: [u8; 2] = [0x01, 0x03];
 
 /// utf8mb4_general_ci, the collation the greeting announces.
 pub const GREETING_COLLATION: u8 = 45;

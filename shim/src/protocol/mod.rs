@@ -44,6 +44,10 @@ pub struct Settings {
     pub admission: Arc<crate::Admission>,
 }
 
+/// Bytes read ahead of a running statement's reply (watching for the
+/// client to go away) before the server stops reading until it replies.
+const MAX_READ_AHEAD: usize = 1 << 20;
+
 /// A client's first packet is small; anything larger is not a handshake.
 const MAX_HANDSHAKE: usize = 64 * 1024;
 
@@ -72,7 +76,7 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
         return;
     };
     match shaken {
-        Ok(Some((reader, writer, caps, slot))) => {
+        Ok(Some((reader, writer, caps, slot, secure))) => {
             conn.set_client_capabilities(caps);
             let mut commands = CommandLoop {
                 conn,
@@ -81,6 +85,7 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
                 caps,
                 statements: stmt::Statements::new(),
                 max_allowed_packet: settings.max_allowed_packet,
+                secure,
                 _slot: slot,
             };
             let res = commands.run().await;
@@ -126,6 +131,10 @@ async fn read_first(stream: &mut TcpStream) -> io::Result<Result<Packet, u8>> {
     }))
 }
 
+/// A finished connection phase: reader, writer, capabilities, the place
+/// under `max_connections`, and whether the connection is TLS.
+type Shaken = (Reader, Writer, u32, crate::AdmissionSlot, bool);
+
 /// The connection phase. `None` when the client was refused (the error was
 /// sent); else the connection's reader, writer, capabilities and its place
 /// under `max_connections`.
@@ -133,7 +142,7 @@ async fn handshake(
     mut stream: TcpStream,
     conn: &Connection,
     settings: &Settings,
-) -> io::Result<Option<(Reader, Writer, u32, crate::AdmissionSlot)>> {
+) -> io::Result<Option<Shaken>> {
     let mut server_caps = handshake::SERVER_CAPABILITIES;
     if settings.tls.is_some() {
         server_caps |= CLIENT_SSL;
@@ -160,7 +169,8 @@ async fn handshake(
             return Ok(None);
         }
     };
-    let (mut reader, mut writer, response) = if HandshakeResponse::is_ssl_request(&first.payload) {
+    let secure = HandshakeResponse::is_ssl_request(&first.payload);
+    let (mut reader, mut writer, response) = if secure {
         let Some(config) = &settings.tls else {
             stream
                 .write_all(&refuse(first.seq.wrapping_add(1), ER_HANDSHAKE))
@@ -193,21 +203,36 @@ async fn handshake(
     };
     // CLIENT_INTERACTIVE is the client's to say (not offered by us).
     let caps = hello.capabilities & (server_caps | handshake::CLIENT_INTERACTIVE);
-    let mut auth_response = hello.auth_response.clone();
-    if !hello.uses_native_password() {
-        // Ask for a mysql_native_password response to the same scramble.
-        writer.packet(&handshake::auth_switch_request(&scramble));
-        writer.flush().await?;
-        match reader.next().await {
-            Ok(Some(p)) => {
-                writer.set_seq(p.seq.wrapping_add(1));
-                auth_response = p.payload;
-            }
-            _ => return Ok(None),
+    let fast = if hello.auth_plugin == handshake::CACHING_SHA2_PASSWORD.as_bytes() {
+        conn.authenticate_sha2(&hello.user, &hello.auth_response, secure)
+    } else {
+        None
+    };
+    let login = match fast {
+        Some(Ok(())) => {
+            writer.packet(&handshake::FAST_AUTH_SUCCESS);
+            Ok(())
         }
-    }
-    if let Err(message) = conn.authenticate(&hello.user, &auth_response) {
-        result::error(&mut writer, 1045, "28000", &message);
+        Some(Err(e)) => Err(e),
+        None => {
+            let mut auth_response = hello.auth_response.clone();
+            if !hello.uses_native_password() {
+                // Ask for a mysql_native_password response to the same scramble.
+                writer.packet(&handshake::auth_switch_request(&scramble));
+                writer.flush().await?;
+                match reader.next().await {
+                    Ok(Some(p)) => {
+                        writer.set_seq(p.seq.wrapping_add(1));
+                        auth_response = p.payload;
+                    }
+                    _ => return Ok(None),
+                }
+            }
+            conn.authenticate(&hello.user, &auth_response, secure)
+        }
+    };
+    if let Err(e) = login {
+        result::error(&mut writer, e.code.errno, e.code.sqlstate, &e.message);
         writer.flush().await?;
         return Ok(None);
     }
@@ -235,7 +260,7 @@ async fn handshake(
     );
     writer.flush().await?;
     reader.set_max_payload(settings.max_allowed_packet);
-    Ok(Some((reader, writer, caps, slot)))
+    Ok(Some((reader, writer, caps, slot, secure)))
 }
 
 /// The command phase of one connection.
@@ -248,8 +273,37 @@ struct CommandLoop {
     caps: u32,
     statements: stmt::Statements,
     max_allowed_packet: usize,
+    /// The connection is TLS.
+    secure: bool,
     /// Held while the connection lives (released on drop).
     _slot: crate::AdmissionSlot,
+}
+
+/// Runs `statement`; a client that goes away meanwhile stops it (the
+/// process's interrupt flag). Bytes that arrive meanwhile (pipelined
+/// commands, a COM_QUIT before the close) stay buffered for after the reply.
+async fn watch_client<T>(
+    reader: &mut Reader,
+    process: &crate::processes::Process,
+    statement: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::pin!(statement);
+    let mut watching = true;
+    loop {
+        tokio::select! {
+            // The statement first: one answered at once (a cached read)
+            // costs no read of the socket.
+            biased;
+            out = &mut statement => return out,
+            more = reader.read_ahead(), if watching => match more {
+                Ok(true) => watching = reader.buffered().len() < MAX_READ_AHEAD,
+                Ok(false) | Err(_) => {
+                    process.client_gone();
+                    watching = false;
+                }
+            },
+        }
+    }
 }
 
 /// Flushes `writer` within `limit` (`net_write_timeout`).
@@ -268,8 +322,17 @@ impl CommandLoop {
         loop {
             let limits = self.conn.timeouts();
             // Idle between commands: closed after wait_timeout without a
-            // reply (what MariaDB 10.11 does; MySQL 8 sends 4031 first).
-            match tokio::time::timeout(limits.idle, self.reader.readable()).await {
+            // reply (what MariaDB 10.11 does; MySQL 8 sends 4031 first),
+            // or at once when KILLed.
+            let process = self.conn.process();
+            let idle = tokio::select! {
+                r = tokio::time::timeout(limits.idle, self.reader.readable()) => r,
+                _ = process.wake.notified() => Ok(Ok(false)),
+            };
+            if process.killed() {
+                return Ok(());
+            }
+            match idle {
                 Err(_) => {
                     tracing::debug!(
                         connection = self.conn.connection_id(),
@@ -310,6 +373,9 @@ impl CommandLoop {
             }
             if self.writer.buffered_len() > 0 {
                 flush_within(&mut self.writer, self.conn.timeouts().write).await?;
+            }
+            if self.conn.process().killed() {
+                return Ok(());
             }
         }
     }
@@ -455,7 +521,12 @@ impl CommandLoop {
             return Ok(());
         };
         let multi = self.caps & CLIENT_MULTI_STATEMENTS != 0;
-        let outcomes = self.conn.query(sql, multi).await;
+        let outcomes = watch_client(
+            &mut self.reader,
+            self.conn.process(),
+            self.conn.query(sql, multi),
+        )
+        .await;
         self.reply(outcomes, false).await
     }
 
@@ -503,8 +574,11 @@ impl CommandLoop {
         // The session is reset whatever the outcome: a failed change closes
         // the connection anyway.
         self.reset();
-        if let Err(message) = self.conn.authenticate(&request.user, &auth_response) {
-            result::error(&mut self.writer, 1045, "28000", &message);
+        if let Err(e) = self
+            .conn
+            .authenticate(&request.user, &auth_response, self.secure)
+        {
+            self.wire_error(&e);
             return Ok(false);
         }
         if !request.database.is_empty() {
@@ -578,7 +652,14 @@ impl CommandLoop {
             return Ok(());
         };
         let outcome = match stmt::execute_params(body, s) {
-            Ok(values) => self.conn.execute(id, values).await,
+            Ok(values) => {
+                watch_client(
+                    &mut self.reader,
+                    self.conn.process(),
+                    self.conn.execute(id, values),
+                )
+                .await
+            }
             Err(_) => self.conn.fail(WireError {
                 code: crate::error::ER_WRONG_ARGUMENTS,
                 message: "Incorrect arguments to mysqld_stmt_execute".into(),

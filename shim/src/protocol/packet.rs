@@ -89,6 +89,13 @@ impl<R: AsyncRead + Unpin> PacketReader<R> {
         self.fill(1).await
     }
 
+    /// Reads what the client sends ahead of the current reply (it stays
+    /// buffered for the commands after); false once the client closed the
+    /// connection. Cancel-safe.
+    pub async fn read_ahead(&mut self) -> io::Result<bool> {
+        self.fill(1).await
+    }
+
     /// Makes at least `n` unconsumed bytes available; false if the stream
     /// ends first (with nothing of them read when `clean` is then true).
     async fn want(&mut self, n: usize) -> io::Result<bool> {

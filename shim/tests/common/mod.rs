@@ -64,6 +64,7 @@ pub async fn start_configured(
             tls: tls.is_some(),
             read_consistency: Default::default(),
             timeouts: Default::default(),
+            security: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),
@@ -74,7 +75,8 @@ pub async fn start_configured(
             max_allowed_packet,
             tls,
         },
-    );
+    )
+    .expect("frontend");
     let (stop, stop_rx) = watch::channel(false);
     tokio::spawn(frontend.serve(listener, stop_rx));
     Server {

@@ -1,0 +1,187 @@
+//! The server's connections as `SHOW PROCESSLIST`,
+//! `information_schema.PROCESSLIST` and `KILL` see them. Each connection
+//! registers a [`Process`] (its id is `CONNECTION_ID()`) and keeps its
+//! state (user, database, command, statement text, since when) up to date
+//! around each statement, outside the session's lock, so a listing never
+//! waits for a busy connection.
+//!
+//! `KILL QUERY id` sets the process's interrupt flag, which the statement's
+//! thread watches (see `ladle_dataflow::interrupt`): the read ends with
+//! 1317. `KILL [CONNECTION] id` does the same and closes the connection
+//! (woken if idle). A client that goes away while its statement runs sets
+//! the flag too. A user may kill only its own connections unless it holds
+//! SUPER (1095 otherwise); an unknown id is 1094.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use ladle_common::Value;
+use parking_lot::Mutex;
+
+use crate::accounts::Grantee;
+
+/// What a connection is doing, for the listing.
+#[derive(Clone)]
+struct State {
+    user: String,
+    grantee: Option<Grantee>,
+    db: Option<String>,
+    command: &'static str,
+    info: Option<String>,
+    since: Instant,
+}
+
+/// One connection.
+pub struct Process {
+    pub id: u32,
+    pub host: String,
+    state: Mutex<State>,
+    /// Set by KILL (QUERY or CONNECTION) or a client gone away; cleared
+    /// when the next statement starts.
+    pub interrupt: Arc<AtomicBool>,
+    killed: AtomicBool,
+    /// Wakes the connection's idle wait when it is killed.
+    pub wake: tokio::sync::Notify,
+}
+
+impl Process {
+    /// A statement starts: the listing shows it, and a KILL QUERY sent
+    /// before it no longer applies.
+    pub fn begin(&self, sql: &str) {
+        self.interrupt.store(self.killed(), Ordering::SeqCst);
+        let mut s = self.state.lock();
+        s.command = "Query";
+        s.info = Some(sql.to_string());
+        s.since = Instant::now();
+    }
+
+    /// The statement ended; `db` is the session's database now.
+    pub fn end(&self, db: Option<String>) {
+        let mut s = self.state.lock();
+        s.command = "Sleep";
+        s.info = None;
+        s.db = db;
+        s.since = Instant::now();
+    }
+
+    /// The connection logged in as `user`.
+    pub fn logged_in(&self, user: String, grantee: Option<Grantee>, db: Option<String>) {
+        let mut s = self.state.lock();
+        s.user = user;
+        s.grantee = grantee;
+        s.db = db;
+        s.command = "Sleep";
+        s.since = Instant::now();
+    }
+
+    /// Whether KILL CONNECTION was given: the connection is to close.
+    pub fn killed(&self) -> bool {
+        self.killed.load(Ordering::SeqCst)
+    }
+
+    /// The client went away: its running statement stops.
+    pub fn client_gone(&self) {
+        self.interrupt.store(true, Ordering::SeqCst);
+    }
+
+    fn kill(&self, connection: bool) {
+        if connection {
+            self.killed.store(true, Ordering::SeqCst);
+            self.wake.notify_one();
+        }
+        self.interrupt.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Every open connection, by id.
+#[derive(Default)]
+pub struct Processes {
+    map: Mutex<BTreeMap<u32, Arc<Process>>>,
+}
+
+/// Why a KILL was refused.
+pub enum KillError {
+    /// 1094.
+    Unknown,
+    /// 1095.
+    NotOwner,
+}
+
+impl Processes {
+    /// Registers connection `id` from `host` (before it has logged in).
+    pub fn register(&self, id: u32, host: String) -> Arc<Process> {
+        let p = Arc::new(Process {
+            id,
+            host,
+            state: Mutex::new(State {
+                user: "unauthenticated user".into(),
+                grantee: None,
+                db: None,
+                command: "Connect",
+                info: None,
+                since: Instant::now(),
+            }),
+            interrupt: Arc::new(AtomicBool::new(false)),
+            killed: AtomicBool::new(false),
+            wake: tokio::sync::Notify::new(),
+        });
+        self.map.lock().insert(id, p.clone());
+        p
+    }
+
+    pub fn unregister(&self, id: u32) {
+        self.map.lock().remove(&id);
+    }
+
+    /// KILL [QUERY] `id` by `user` (`any`: it holds SUPER).
+    pub fn kill(&self, id: u64, user: &str, any: bool, connection: bool) -> Result<(), KillError> {
+        let p = u32::try_from(id)
+            .ok()
+            .and_then(|id| self.map.lock().get(&id).cloned())
+            .ok_or(KillError::Unknown)?;
+        if !any && p.state.lock().user != user {
+            return Err(KillError::NotOwner);
+        }
+        p.kill(connection);
+        Ok(())
+    }
+
+    /// Rows of the listing (Id, User, Host, db, Command, Time, State,
+    /// Info), by id; only `user`'s own unless `all`. `full`: Info whole,
+    /// else its first 100 characters (as MySQL).
+    pub fn rows(&self, user: &str, all: bool, full: bool) -> Vec<Vec<Value>> {
+        let list: Vec<Arc<Process>> = self.map.lock().values().cloned().collect();
+        list.iter()
+            .filter_map(|p| {
+                let s = p.state.lock().clone();
+                if !all && s.user != user {
+                    return None;
+                }
+                let info = s.info.map(|i| {
+                    if full {
+                        i
+                    } else {
+                        i.chars().take(100).collect()
+                    }
+                });
+                let state = if s.command == "Query" {
+                    "executing"
+                } else {
+                    ""
+                };
+                Some(vec![
+                    Value::Int(i64::from(p.id)),
+                    Value::text(s.user),
+                    Value::text(p.host.clone()),
+                    s.db.map_or(Value::Null, Value::text),
+                    Value::text(s.command),
+                    Value::Int(s.since.elapsed().as_secs() as i64),
+                    Value::text(state),
+                    info.map_or(Value::Null, Value::text),
+                ])
+            })
+            .collect()
+    }
+}
