@@ -359,8 +359,13 @@ impl Engine {
     /// Whether a read by `s` may be answered from the views at once: not
     /// in a transaction with a view of its own (its writes, or a REPEATABLE
     /// READ snapshot), nor in one the primary runs (a forwarded one), nor
-    /// waiting for this node to apply the session's last write.
+    /// waiting for this node to apply the session's last write, nor by a
+    /// stored account (its privileges are checked at each statement on the
+    /// blocking path, so a REVOKE applies to statements prepared before).
     fn reads_shared_views_now(&self, s: &Session) -> bool {
+        if s.grantee.is_some() {
+            return false;
+        }
         let own_view = s
             .transaction
             .as_ref()
@@ -1597,11 +1602,6 @@ impl Engine {
         id: u32,
         params: &[Value],
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
-        // A stored account's privileges are checked at each execution (on
-        // the blocking path): a REVOKE applies to statements prepared before.
-        if s.grantee.is_some() {
-            return None;
-        }
         let Some(PreparedStatement::Select {
             query, generation, ..
         }) = s.statements.get(&id)
