@@ -64,15 +64,16 @@ fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
 
 pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
-    let returning = match ins.returning.take() {
-        Some(_) if ins.ignore || ins.replace_into || ins.on.is_some() => {
-            return Err(ShimError::Unsupported(
-                "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE with RETURNING".into(),
-            ))
-        }
-        Some(items) => Some(crate::returning::Returning::compile(&schema, &items)?),
-        None => None,
-    };
+    let returning = ins
+        .returning
+        .take()
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
+    // A plain INSERT writes every row it is given, so its RETURNING rows
+    // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
+    // UPDATE return what the write did with each row (see
+    // `OpResult::rows`).
+    let plain = !(ins.ignore || ins.replace_into || ins.on.is_some());
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
@@ -162,13 +163,13 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     }
     // RETURNING reports generated ids, so they are taken now, as a
     // transaction takes them.
-    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some())?;
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some() && plain)?;
     let returned = match &returning {
-        Some(r) => {
+        Some(r) if plain => {
             let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
             Some(r.output(&stored)?)
         }
-        None => None,
+        _ => None,
     };
     let first_generated = schema.auto_increment_column().and_then(|ai| {
         rows.iter()
@@ -186,7 +187,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     } else {
         Vec::new()
     };
-    let out = if s.in_transaction() {
+    let (out, written) = if s.in_transaction() {
         let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
         if let Some(tx) = &mut s.transaction {
             tx.ops.extend(cascades);
@@ -210,6 +211,9 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             s.last_insert_id = id as u64;
         }
         return Ok(result);
+    }
+    if let Some(r) = &returning {
+        return r.output(&written);
     }
     let out = match out {
         Output::Done {
@@ -487,7 +491,8 @@ fn check_inserted_rows(
 /// everything against the rows committed by then).
 ///
 /// `generated[i]` says whether row `i`'s AUTO_INCREMENT value was reserved
-/// for it (rather than given by the statement).
+/// for it (rather than given by the statement). Also returns the rows as
+/// the statement leaves them (see `OpResult::rows`).
 fn insert_in_transaction(
     e: &Engine,
     s: &mut Session,
@@ -495,7 +500,7 @@ fn insert_in_transaction(
     rows: Vec<Row>,
     on_conflict: OnConflict,
     generated: Vec<bool>,
-) -> Result<Output> {
+) -> Result<(Output, Vec<Row>)> {
     let rows: Vec<Row> = rows
         .into_iter()
         .map(|r| coerce_row(schema, &r))
@@ -505,6 +510,8 @@ fn insert_in_transaction(
     }
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut kept = Vec::with_capacity(rows.len());
+    let mut written = Vec::new();
+    let returns = !matches!(on_conflict, OnConflict::Error);
     let mut counts = RowCounts::default();
     let mut first_generated = None;
     let mut insert_id = 0;
@@ -552,6 +559,7 @@ fn insert_in_transaction(
                         return Err(keys.duplicate_error(&new).into());
                     }
                     keys.add(&new);
+                    written.push(new);
                 }
                 kept.push(row);
                 continue;
@@ -568,6 +576,9 @@ fn insert_in_transaction(
         }
         keys.remove_conflicting(&row);
         keys.add(&row);
+        if returns {
+            written.push(row.clone());
+        }
         kept.push(row);
     }
     if let Some(id) = first_generated {
@@ -585,11 +596,12 @@ fn insert_in_transaction(
             });
         }
     }
-    Ok(Output::Done {
+    let out = Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: insert_id,
         info: Info::None,
-    })
+    };
+    Ok((out, written))
 }
 
 /// A row's values coerced to its table's column types (the error a write
@@ -974,13 +986,14 @@ impl RowCounts {
 /// (reporting `in_transaction`, its counts computed when it ran), with
 /// `cascades` (foreign key actions) written after it in the same atomic
 /// batch; the statement reports `op`'s counts.
+/// Also returns the op's `OpResult::rows` (none inside a transaction).
 fn submit_with(
     e: &Engine,
     s: &mut Session,
     op: WriteOp,
     cascades: Vec<WriteOp>,
     in_transaction: RowCounts,
-) -> Result<Output> {
+) -> Result<(Output, Vec<Row>)> {
     // An UPDATE reports the rows it matched and changed.
     let is_update = matches!(op, WriteOp::Update { .. });
     let info = |c: RowCounts| {
@@ -997,11 +1010,12 @@ fn submit_with(
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
         tx.ops.extend(cascades);
-        return Ok(Output::Done {
+        let out = Output::Done {
             affected_rows: in_transaction.reported(s),
             last_insert_id: 0,
             info: info_in_transaction,
-        });
+        };
+        return Ok((out, Vec::new()));
     }
     let start = std::time::Instant::now();
     let mut ops = vec![op];
@@ -1023,11 +1037,12 @@ fn submit_with(
         affected: r.affected_rows,
         found: r.found_rows,
     };
-    Ok(Output::Done {
+    let out = Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: r.insert_id,
         info: info(counts),
-    })
+    };
+    Ok((out, r.rows))
 }
 
 /// The rows an UPDATE/DELETE considers: committed rows, or inside a
@@ -1609,6 +1624,7 @@ pub fn update(
         cascades,
         counts,
     )
+    .map(|(out, _)| out)
 }
 
 pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
@@ -1680,7 +1696,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         _ => filter,
     };
     let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
-    let out = submit_with(
+    let (out, _) = submit_with(
         e,
         s,
         WriteOp::Delete {
@@ -2025,6 +2041,26 @@ pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, 
     let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
     let limit = limit_at.map(|l| render(&t[l + 1..]));
     Some((render(&t[..base_end]), order, limit))
+}
+
+/// Splits a statement at its top-level `RETURNING` (MariaDB's, the last
+/// clause) into the text before it and the list after it; `None` without
+/// one.
+pub fn split_returning(t: &[Token]) -> Option<(String, String)> {
+    let mut depth = 0usize;
+    let at = (0..t.len()).find(|&i| {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && crate::exec::word(t, i).as_deref() == Some("RETURNING")
+    })?;
+    let end = t.len() - usize::from(matches!(t.last(), Some(Token::SemiColon)));
+    Some((
+        render_tokens(&t[..at]),
+        render_tokens(&t[at + 1..end.max(at + 1)]),
+    ))
 }
 
 /// Picks the index whose leading columns the WHERE clause pins with

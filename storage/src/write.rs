@@ -295,8 +295,12 @@ impl Group<'_> {
         let conflicts = self.conflicts(t, &row, None)?;
         // The row whose AUTO_INCREMENT value the OK packet may report, and
         // whether the generated value (if any) was used by a written row.
+        let returns = !matches!(on_conflict, OnConflict::Error);
         let (written, inserted) = if conflicts.is_empty() {
             let id = auto_inc_value(t, &row);
+            if returns {
+                result.rows.push(row.clone());
+            }
             self.insert_new(t, row)?;
             result.affected_rows += 1;
             (id, true)
@@ -319,6 +323,7 @@ impl Group<'_> {
                             .push((t.schema.id, RowDelta::Delete(c.row.clone())));
                     }
                     let id = auto_inc_value(t, &row);
+                    result.rows.push(row.clone());
                     self.insert_new(t, row)?;
                     result.affected_rows += 1 + conflicts.len() as u64;
                     (id, true)
@@ -327,7 +332,13 @@ impl Group<'_> {
                     let c = &conflicts[0];
                     let new = f(&c.row, &row)?;
                     let id = auto_inc_value(t, &new);
-                    if self.update_row(t, &c.pk, &c.row, new)? {
+                    let changed = self.update_row(t, &c.pk, &c.row, new)?;
+                    // The row as the update left it: the delta it pushed.
+                    result.rows.push(match self.deltas.last() {
+                        Some((_, RowDelta::Insert(stored))) if changed => stored.clone(),
+                        _ => c.row.clone(),
+                    });
+                    if changed {
                         result.affected_rows += 2;
                     } else {
                         // Found but left as it was: 1 for FOUND_ROWS
