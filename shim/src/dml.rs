@@ -138,8 +138,11 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             .collect::<Result<Row, StorageError>>()?;
         rows.push(full);
     }
-    if ins.ignore {
-        adjust_ignored_values(s, &schema, &mut rows);
+    // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
+    // adjusts them, but a NULL for a NOT NULL column still fails a
+    // single-row INSERT (MariaDB's rule).
+    if ins.ignore || !crate::vars::strict_mode(s) {
+        adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
     }
     // INSERT IGNORE processes every row, so MySQL reports the last one's
     // explicit id even when a constraint skipped it (see OpResult).
@@ -1740,9 +1743,11 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
 /// strings cut to its length or to their numeric prefix (1265), non-numbers
 /// as 0 (1366), NULL in a NOT NULL column as the type's implicit default
 /// (1048). Values with no such adjustment are left for the write to refuse.
-fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]) {
+/// Without `nulls`, a NULL for a NOT NULL column is left for the write to
+/// refuse.
+fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row], nulls: bool) {
     for (i, row) in rows.iter_mut().enumerate() {
-        for (code, message) in adjust_ignored_row(schema, row, i + 1) {
+        for (code, message) in adjust_ignored_row(schema, row, i + 1, nulls) {
             s.add_warning("Warning", code, message);
         }
     }
@@ -1754,11 +1759,12 @@ pub(crate) fn adjust_ignored_row(
     schema: &TableSchema,
     row: &mut Row,
     at_row: usize,
+    nulls: bool,
 ) -> Vec<(u16, String)> {
     let mut warnings = Vec::new();
     for (v, col) in row.iter_mut().zip(&schema.columns) {
         if v.is_null() {
-            if !col.nullable && !col.auto_increment {
+            if nulls && !col.nullable && !col.auto_increment {
                 if let Some(implicit) = implicit_default(&col.ty) {
                     warnings.push((1048, format!("Column '{}' cannot be null", col.name)));
                     *v = implicit;
@@ -1805,8 +1811,9 @@ pub(crate) fn adjust_ignored_row(
     warnings
 }
 
-/// The value a NOT NULL column takes for NULL in non-strict mode, where
-/// Ladle can store it (not the zero date).
+/// The value a NOT NULL column takes for NULL in non-strict mode (a
+/// TIMESTAMP's, which depends on explicit_defaults_for_timestamp, is left
+/// out: the write refuses the NULL).
 fn implicit_default(ty: &SqlType) -> Option<Value> {
     match ty {
         SqlType::Int { .. } | SqlType::Year => Some(Value::Int(0)),
@@ -1816,6 +1823,9 @@ fn implicit_default(ty: &SqlType) -> Option<Value> {
             Some(Value::text(""))
         }
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Some(Value::bytes(b"")),
+        SqlType::Date => Some(Value::zero_date()),
+        SqlType::DateTime { .. } => Some(Value::zero_datetime()),
+        SqlType::Time { .. } => Some(Value::Time(0)),
         _ => None,
     }
 }

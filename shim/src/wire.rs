@@ -476,6 +476,11 @@ fn binary_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
 
 fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
     let d = dt.date();
+    if d == ladle_common::ZERO_DATE {
+        // The zero date: no fields at all, as MySQL sends it.
+        out.push(0);
+        return;
+    }
     let year = u16::try_from(d.year()).unwrap_or(0);
     let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
     let micros = dt.and_utc().timestamp_subsec_micros();
@@ -617,8 +622,12 @@ pub fn bytes_value(b: &[u8]) -> Value {
 }
 
 /// Binary DATE/DATETIME: [year(2), month, day, (h, m, s, (micros(4)))]; an
-/// empty value is the zero date, which has no calendar value (NULL).
+/// empty value (or all zeros) is the zero date.
 fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
+    let zero = ladle_common::ZERO_DATE.and_time(chrono::NaiveTime::MIN);
+    if b.is_empty() || b.iter().all(|&x| x == 0) {
+        return Some(zero);
+    }
     if b.len() < 4 {
         return None;
     }

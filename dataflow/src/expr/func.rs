@@ -566,7 +566,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         CurTime => Value::Time(i64::from(now().num_seconds_from_midnight()) * 1_000_000),
         UnixTimestamp => match vals.first() {
             None => Value::Int(now().and_utc().timestamp()),
-            Some(v) => match ops::to_datetime(v) {
+            Some(v) => match calendar(v) {
                 Some(dt) => Value::Int(dt.and_utc().timestamp().max(0)),
                 None => Value::Null,
             },
@@ -578,11 +578,18 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             },
             _ => Value::Null,
         },
-        Date => match ops::to_datetime(&v0) {
+        Date => match calendar(&v0) {
             Some(dt) => Value::Date(dt.date()),
+            None if ops::to_datetime(&v0).is_some() => Value::zero_date(),
             None => Value::Null,
         },
-        Year | Month | Day | Hour | Minute | Second => match ops::to_datetime(&v0) {
+        // The zero date's fields are zeros.
+        Year | Month | Day | Hour | Minute | Second
+            if ops::to_datetime(&v0).is_some_and(|dt| dt.date() == ladle_common::ZERO_DATE) =>
+        {
+            Value::Int(0)
+        }
+        Year | Month | Day | Hour | Minute | Second => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(match f {
                 Year => dt.year() as u32,
                 Month => dt.month(),
@@ -603,7 +610,13 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 return Ok(Value::Null);
             }
             let is_date = matches!(v0, Value::Date(_));
-            let Some(dt) = ops::to_datetime(&v0) else {
+            let Some(dt) = calendar(&v0) else {
+                if v0.is_zero_date() {
+                    super::warn(
+                        super::WARN_TRUNCATED_WRONG_VALUE,
+                        format!("Incorrect datetime value: '{v0}'"),
+                    );
+                }
                 return Ok(Value::Null);
             };
             let amount = int_arg(&vals[1]).unwrap_or(0);
@@ -646,23 +659,19 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
         }
         Rand => Value::Double(rand_f64()),
-        DateFormat => match (ops::to_datetime(&v0), &vals[1]) {
+        DateFormat => match (calendar(&v0), &vals[1]) {
             (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
             _ => Value::Null,
         },
-        DayOfWeek => match ops::to_datetime(&v0) {
+        DayOfWeek => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
         },
-        DateDiff => match (ops::to_datetime(&v0), ops::to_datetime(&vals[1])) {
+        DateDiff => match (calendar(&v0), calendar(&vals[1])) {
             (Some(a), Some(b)) => Value::Int((a.date() - b.date()).num_days()),
             _ => Value::Null,
         },
-        TimestampDiff => match (
-            int_arg(&v0),
-            ops::to_datetime(&vals[1]),
-            ops::to_datetime(&vals[2]),
-        ) {
+        TimestampDiff => match (int_arg(&v0), calendar(&vals[1]), calendar(&vals[2])) {
             (Some(unit), Some(a), Some(b)) => {
                 timestamp_diff(unit, a, b).map_or(Value::Null, Value::Int)
             }
@@ -670,7 +679,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         },
         ConvertTz => {
             let offset = |v: &Value| (!v.is_null()).then(|| zone_offset_seconds(&to_text(v)))?;
-            match (ops::to_datetime(&v0), offset(&vals[1]), offset(&vals[2])) {
+            match (calendar(&v0), offset(&vals[1]), offset(&vals[2])) {
                 (Some(dt), Some(from), Some(to)) => dt
                     .checked_add_signed(chrono::Duration::seconds(to - from))
                     .map_or(Value::Null, Value::DateTime),
@@ -1007,4 +1016,10 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             _ => (SqlType::DateTime { fsp: 0 }, true),
         },
     }
+}
+
+/// `v` as a calendar date and time for a date function: not the zero date
+/// (`0000-00-00`), for which MySQL's date functions give NULL.
+fn calendar(v: &Value) -> Option<chrono::NaiveDateTime> {
+    ops::to_datetime(v).filter(|dt| dt.date() != ladle_common::ZERO_DATE)
 }
