@@ -211,6 +211,14 @@ pub fn int_column(name: &str) -> OutputColumn {
     )
 }
 
+/// Drops the warnings an earlier statement left in front of the current
+/// one's (see [`Session::carried_warnings`]).
+fn drop_carried_warnings(s: &mut Session) {
+    let carried = s.carried_warnings.min(s.warnings.len());
+    s.warnings.drain(..carried);
+    s.carried_warnings = 0;
+}
+
 /// Statements of `sql`, string literals unescaped as MySQL does (see
 /// [`crate::sqltext`]).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
@@ -291,12 +299,11 @@ impl Engine {
         let kind = classify(sql);
         // MySQL keeps the previous statement's warnings through statements
         // that use no table (`SELECT @@warning_count`, `SET @a = 1`).
-        let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
-            s.warnings.clear();
-            0
+        if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
+            s.clear_warnings();
         } else {
-            s.warnings.len()
-        };
+            s.carried_warnings = s.warnings.len();
+        }
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let result = self.execute_inner(s, sql, kind);
@@ -311,7 +318,7 @@ impl Engine {
         let raised = ladle_dataflow::take_eval_warnings();
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
-            s.warnings.drain(..carried.min(s.warnings.len()));
+            drop_carried_warnings(s);
             for (level, code, message) in raised {
                 s.add_warning(level, code, message);
             }
@@ -320,7 +327,7 @@ impl Engine {
             // SHOW WARNINGS after a failed statement lists its error (and
             // no longer what an earlier statement left).
             if kind != Kind::Show {
-                s.warnings.drain(..carried.min(s.warnings.len()));
+                drop_carried_warnings(s);
             }
             s.add_warning("Error", e.code.errno, e.message.clone());
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
@@ -1398,7 +1405,7 @@ impl Engine {
         let query = query.clone();
         let start = std::time::Instant::now();
         let res = query.read_cached(params, self.read_lsn(s))?;
-        s.warnings.clear();
+        s.clear_warnings();
         Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
     }
 
@@ -1457,7 +1464,7 @@ impl Engine {
                     };
                     return (Kind::Select, Err(e.into()));
                 }
-                s.warnings.clear();
+                s.clear_warnings();
                 let start = std::time::Instant::now();
                 let res = self.read_rows(s, &query, params, locking);
                 self.finish_read(s, &query, start, res)

@@ -246,7 +246,7 @@ impl Connection {
                 });
                 if let Err(err) = &r {
                     // The error replaces what SHOW WARNINGS listed.
-                    s.warnings.clear();
+                    s.clear_warnings();
                     s.add_warning("Error", err.code.errno, err.message.clone());
                 }
                 (Kind::Other, r)
@@ -362,7 +362,7 @@ impl Connection {
 }
 
 fn warning_count(s: &Session) -> u16 {
-    s.warnings.len().min(usize::from(u16::MAX)) as u16
+    s.statement_warnings().min(usize::from(u16::MAX)) as u16
 }
 
 /// The columns prepared statement `id` (re-planned per execution) returns,
@@ -377,9 +377,11 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);
     let warnings = std::mem::take(&mut s.warnings);
+    let carried = s.carried_warnings;
     let last_insert_id = s.last_insert_id;
     let (_, res) = e.execute(s, &probe);
     s.warnings = warnings;
+    s.carried_warnings = carried;
     s.last_insert_id = last_insert_id;
     match res {
         Ok(Output::Rows { columns, .. }) => Some(columns),

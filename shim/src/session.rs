@@ -201,7 +201,14 @@ pub struct Session {
     /// LSN of this connection's newest committed write: its reads wait
     /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
+    /// What SHOW WARNINGS lists: the last statement's warnings, or an
+    /// earlier one's, which statements that use no table (BEGIN, COMMIT,
+    /// SET, SELECT 1) keep.
     pub warnings: Vec<Warning>,
+    /// How many of `warnings` (at the front) an earlier statement left:
+    /// the current statement's OK packet does not count them (MariaDB
+    /// answers BEGIN with 0 warnings, SHOW WARNINGS still lists them).
+    pub carried_warnings: usize,
     pub statements: HashMap<u32, PreparedStatement>,
     next_statement: u32,
 }
@@ -224,6 +231,7 @@ impl Session {
             row_count: -1,
             last_write_lsn: 0,
             warnings: Vec::new(),
+            carried_warnings: 0,
             statements: HashMap::new(),
             next_statement: 1,
         }
@@ -294,6 +302,18 @@ impl Session {
     }
 
     /// Records a SHOW WARNINGS row; the OK packet counts them.
+    /// Empties SHOW WARNINGS' list (a new statement's warnings replace it).
+    pub fn clear_warnings(&mut self) {
+        self.warnings.clear();
+        self.carried_warnings = 0;
+    }
+
+    /// The warnings the current statement raised itself, which its OK or
+    /// EOF packet counts.
+    pub fn statement_warnings(&self) -> usize {
+        self.warnings.len().saturating_sub(self.carried_warnings)
+    }
+
     pub fn add_warning(&mut self, level: &'static str, code: u16, message: impl Into<String>) {
         self.warnings.push(Warning {
             level,

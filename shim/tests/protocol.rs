@@ -572,3 +572,51 @@ async fn ok_info_and_row_count_match_mariadb() {
         .await
         .unwrap();
 }
+
+/// Statements that use no table (BEGIN, COMMIT, SET, SELECT 1, ...) keep
+/// the previous statement's warnings for SHOW WARNINGS, but their own OK
+/// packet counts none, as in MariaDB.
+#[tokio::test]
+async fn transaction_statements_count_no_earlier_warnings_like_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_tx_warnings").await
+    else {
+        return;
+    };
+    maria.query_drop("DROP TABLE IF EXISTS w").await.unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop("CREATE TABLE w (id INT PRIMARY KEY, s VARCHAR(2))")
+            .await
+            .unwrap();
+    }
+    let statements = [
+        "BEGIN",
+        "COMMIT",
+        "START TRANSACTION",
+        "SAVEPOINT a",
+        "ROLLBACK TO SAVEPOINT a",
+        "RELEASE SAVEPOINT a",
+        "ROLLBACK",
+        "SET autocommit = 1",
+        "SET @x = 1",
+        "SELECT 1",
+    ];
+    for (n, sql) in statements.iter().enumerate() {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(format!("INSERT IGNORE INTO w VALUES ({n}, 'abc')"))
+                .await
+                .unwrap();
+            let inserted = c.get_warnings();
+            c.query_drop(*sql).await.unwrap();
+            let own = c.get_warnings();
+            let listed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            seen.push((inserted, own, listed));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (Ladle, MariaDB)");
+        assert_eq!(seen[0].1, 0, "{sql}");
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_tx_warnings")
+        .await
+        .unwrap();
+}
