@@ -927,6 +927,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                     | SqlType::VarChar(n)
                     | SqlType::Binary(n)
                     | SqlType::VarBinary(n) => n,
+                    ref t if f == Concat => super::type_chars(t),
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
@@ -937,7 +938,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                 } else {
                     text(n.max(1))
                 },
-                if f == ConcatWs { tys[0].1 } else { any_null },
+                // CONCAT may be NULL past max_allowed_packet (MySQL's
+                // metadata says so too).
+                match f {
+                    ConcatWs => tys[0].1,
+                    Concat => true,
+                    _ => any_null,
+                },
             )
         }
         Lower | Upper | Trim | LTrim | RTrim | Reverse | Substring | Left | Right => {
@@ -947,7 +954,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             };
             (t, any_null)
         }
-        Hex => (text(255), any_null),
+        // Two hex digits per byte of a string.
+        Hex => match &tys[0].0 {
+            t if t.is_text() || t.is_binary() => {
+                (text(super::type_chars(t).saturating_mul(2)), any_null)
+            }
+            _ => (text(255), any_null),
+        },
         Unhex => (SqlType::VarBinary(255), true),
         DateFormat => (text(64), true),
         DayOfWeek | DateDiff => (
@@ -958,8 +971,19 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
-        Length | CharLength | Locate | Instr | Sign => (bigint, any_null),
-        Abs => (tys[0].0.clone(), any_null),
+        Length | CharLength | Locate | Instr => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: Some(10),
+            },
+            any_null,
+        ),
+        Sign => (bigint, any_null),
+        Abs => match &tys[0].0 {
+            t @ SqlType::Int { .. } => (super::int_of_width(super::type_chars(t)), any_null),
+            t => (t.clone(), any_null),
+        },
         Round | Truncate => match &tys[0].0 {
             SqlType::Decimal { precision, .. } => {
                 let scale = match args.get(1) {
@@ -1007,7 +1031,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,
-                display_width: None,
+                display_width: Some(if f == Year { 4 } else { 2 }),
             },
             true,
         ),

@@ -1985,11 +1985,6 @@ impl<'a> Planner<'a> {
                 _ => return Err(unsupported(format!("{name} clause {clause}"))),
             }
         }
-        let bigint = SqlType::Int {
-            bytes: 8,
-            unsigned: false,
-            display_width: None,
-        };
         if list.args.len() != 1 {
             return Err(unsupported(format!(
                 "{name} with {} arguments",
@@ -2004,7 +1999,7 @@ impl<'a> Planner<'a> {
                 return Ok((
                     spec,
                     Expr::Literal(Value::Int(1)),
-                    (bigint, false, Collation::Binary),
+                    (crate::expr::int_of_width(21), false, Collation::Binary),
                 ));
             }
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
@@ -2051,15 +2046,27 @@ impl<'a> Planner<'a> {
             _ => 0,
         };
         let ty = match kind {
-            AggKind::Count | AggKind::CountStar => (bigint, false, Collation::Binary),
+            // MySQL's COUNT is a BIGINT 21 characters wide.
+            AggKind::Count | AggKind::CountStar => {
+                (crate::expr::int_of_width(21), false, Collation::Binary)
+            }
             AggKind::Sum | AggKind::Avg => {
                 if spec.float {
                     (SqlType::Double, true, Collation::Binary)
                 } else {
-                    let scale = spec.scale as u8 + if kind == AggKind::Avg { 4 } else { 0 };
+                    // MySQL's precision: the argument's digits and 22 more
+                    // for SUM, 4 more (as the scale) for AVG.
+                    let digits = match &aty {
+                        SqlType::Decimal { precision, .. } => u32::from(*precision),
+                        t => crate::expr::type_chars(t).saturating_sub(1).max(1),
+                    };
+                    let (more, scale) = match kind {
+                        AggKind::Avg => (4, spec.scale as u8 + 4),
+                        _ => (22, spec.scale as u8),
+                    };
                     (
                         SqlType::Decimal {
-                            precision: 65,
+                            precision: (digits + more).min(65) as u8,
                             scale: scale.min(30),
                         },
                         true,
