@@ -508,8 +508,9 @@ fn insert_in_transaction(
         .into_iter()
         .map(|r| coerce_row(schema, &r))
         .collect::<Result<_>>()?;
+    // NOT NULL at the statement (1048 there, as MariaDB), not at COMMIT.
     for row in &rows {
-        check_not_null(schema, row)?;
+        ladle_storage::check_not_null(schema, row, true)?;
     }
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut kept = Vec::with_capacity(rows.len());
@@ -617,23 +618,6 @@ fn coerce_row(schema: &TableSchema, row: &Row) -> Result<Row> {
         .zip(&schema.columns)
         .map(|(v, c)| ladle_common::coerce(v, c).map_err(|e| StorageError::from(e).into()))
         .collect()
-}
-
-/// NOT NULL, checked when a statement inside a transaction runs, as
-/// storage checks it when a write commits: a NULL in a NOT NULL column is
-/// 1048 at the statement (MariaDB), not at COMMIT. An AUTO_INCREMENT
-/// column's NULL is a value to generate.
-fn check_not_null(schema: &TableSchema, row: &Row) -> Result<()> {
-    let ai = schema.auto_increment_column();
-    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
-        if v.is_null() && !c.nullable && Some(i) != ai {
-            return Err(StorageError::NotNull {
-                column: c.name.clone(),
-            }
-            .into());
-        }
-    }
-    Ok(())
 }
 
 fn positive_id(v: &Value) -> Option<u64> {
@@ -1605,7 +1589,7 @@ pub fn update(
     if s.in_transaction() {
         for (_, new) in &changes {
             if let Some(new) = new {
-                check_not_null(&schema, new)?;
+                ladle_storage::check_not_null(&schema, new, true)?;
             }
         }
         check_updated_keys(e, s, &schema, &changes)?;

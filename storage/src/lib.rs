@@ -75,6 +75,8 @@ mod rocks;
 mod table;
 mod write;
 
+pub use write::check_not_null;
+
 #[cfg(test)]
 mod tests;
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, Value};
+use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
@@ -408,13 +408,8 @@ impl Group<'_> {
     }
 
     fn check_row(&self, t: &TableState, row: &Row) -> Result<()> {
-        for (v, c) in row.iter().zip(&t.schema.columns) {
-            if v.is_null() && !c.nullable {
-                return Err(StorageError::NotNull {
-                    column: c.name.clone(),
-                });
-            }
-        }
+        // AUTO_INCREMENT is filled in by now (`prepare_insert`).
+        check_not_null(&t.schema, row, false)?;
         let size = t.row_size(row);
         if size > ROW_SIZE_LIMIT {
             return Err(StorageError::RowTooLarge {
@@ -621,6 +616,23 @@ impl Conflict {
 
 /// The AUTO_INCREMENT column's value in `row`, if the table has one and the
 /// value is a positive integer (what an OK packet reports as insert id).
+/// The NOT NULL rule every write of a row obeys: a NULL in a NOT NULL
+/// column is 1048 ([`StorageError::NotNull`], naming the first such
+/// column). With `to_generate`, a NULL in the AUTO_INCREMENT column passes:
+/// it is a value the write will generate (a caller checking a row before
+/// the write, as a transaction's statement does).
+pub fn check_not_null(schema: &TableSchema, row: &[Value], to_generate: bool) -> Result<()> {
+    let generated = schema.auto_increment_column().filter(|_| to_generate);
+    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
+        if v.is_null() && !c.nullable && Some(i) != generated {
+            return Err(StorageError::NotNull {
+                column: c.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn auto_inc_value(t: &TableState, row: &Row) -> Option<u64> {
     match row.get(t.schema.auto_increment_column()?)? {
         Value::Int(i) => u64::try_from(*i).ok().filter(|&i| i > 0),
