@@ -707,3 +707,65 @@ const COMPUTED: &[&str] = &[
     "CASE WHEN i > 0 THEN 'a' ELSE 'bc' END",
     "IF(i > 0, i, bi)",
 ];
+
+/// A statement's warnings do not depend on whether its view was cached: a
+/// read that fills a view (cold) reports what a read of the filled view
+/// (warm) does, inside a transaction too. A SELECT's own warnings (one
+/// evaluated per statement, as without a table) are counted in its result's
+/// end packet, as MariaDB counts them.
+#[tokio::test]
+async fn view_reads_warn_alike_cold_and_warm() {
+    let server = start().await;
+    let mut c = server.connect().await;
+    c.query_drop("CREATE TABLE tw (id INT PRIMARY KEY, s VARCHAR(10))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO tw VALUES (1, '12abc'), (2, 'x')")
+        .await
+        .unwrap();
+    for (sql, tx) in [
+        ("SELECT id, s * 2 FROM tw WHERE id = 1", false),
+        ("SELECT SUM(s) FROM tw", false),
+        ("SELECT id FROM tw WHERE s = 12", false),
+        ("SELECT id, s * 3 FROM tw WHERE id = 2", true),
+    ] {
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            if tx {
+                c.query_drop("BEGIN").await.unwrap();
+                c.query_drop("UPDATE tw SET s = s WHERE id = 2")
+                    .await
+                    .unwrap();
+            }
+            let _: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+            let count = c.get_warnings();
+            let listed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            seen.push((count, listed));
+            if tx {
+                c.query_drop("COMMIT").await.unwrap();
+                let committed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+                assert!(committed.is_empty(), "{sql}: COMMIT got {committed:?}");
+            }
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (cold, warm)");
+    }
+
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        return;
+    };
+    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT '1abc' = 1",
+        "SELECT 'x' * 2, '3.5z' - 1",
+        "SELECT 1",
+    ] {
+        let mut counts = Vec::new();
+        for conn in [&mut c, &mut maria] {
+            let _: Vec<mysql_async::Row> = conn.query(sql).await.unwrap();
+            counts.push(conn.get_warnings());
+        }
+        assert_eq!(counts[0], counts[1], "{sql}: (Ladle, MariaDB)");
+    }
+}

@@ -112,10 +112,27 @@ fn raise(level: &'static str, code: u16, message: String) {
 
 /// The warnings (MySQL code, message) raised by evaluation on this thread
 /// since the last call. A statement runs evaluation on its own thread when
-/// it needs no view (SELECT without FROM, UPDATE/INSERT expressions); a
-/// view's rows are computed elsewhere, so their warnings are not reported.
+/// it needs no view (SELECT without FROM, UPDATE/INSERT expressions, a
+/// read's parameters); a view's rows are computed when it is written, so
+/// their warnings are not reported (see [`without_warnings`]).
 pub fn take_warnings() -> Vec<EvalWarning> {
     WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
+}
+
+/// Runs `f`, dropping the warnings its evaluation raises on this thread
+/// (those raised before are kept). For computing a view's rows on a
+/// reading statement's thread (a cold fill, a transaction's overlay read):
+/// a warm read of the same view computes nothing and so raises nothing,
+/// and a statement's warnings must not depend on whether its view was
+/// cached. (MariaDB evaluates every row per statement and warns each
+/// time; matching that would need every view to keep, per row and group,
+/// the warnings computing it raised, including for rows its filters
+/// dropped.)
+pub(crate) fn without_warnings<T>(f: impl FnOnce() -> T) -> T {
+    let before = take_warnings();
+    let out = f();
+    WARNINGS.with(|w| *w.borrow_mut() = before);
+    out
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
