@@ -919,12 +919,8 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         let len = non_null
             .iter()
             .map(|t| match t {
-                SqlType::Char(n)
-                | SqlType::VarChar(n)
-                | SqlType::Text(n)
-                | SqlType::Binary(n)
-                | SqlType::VarBinary(n)
-                | SqlType::Blob(n) => *n,
+                SqlType::Json | SqlType::Enum(_) => 64,
+                t if t.is_text() || t.is_binary() => type_chars(t),
                 _ => 64,
             })
             .max()
