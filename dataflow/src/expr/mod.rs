@@ -743,7 +743,9 @@ impl Expr {
                 unify_types(&tys)
             }
             Cast(e, t) => {
-                let n = e.result_type(input).1;
+                // Once: casts nest in long arithmetic chains (UNSIGNED
+                // operands), so typing the operand twice is exponential.
+                let (et, n) = e.result_type(input);
                 let ty = match t {
                     CastType::Signed => bigint,
                     CastType::Unsigned => SqlType::Int {
@@ -751,13 +753,13 @@ impl Expr {
                         unsigned: true,
                         // An integer keeps its width (an UNSIGNED column's
                         // operand in arithmetic, see the planner).
-                        display_width: match e.result_type(input).0 {
-                            t @ SqlType::Int { .. } => Some(type_chars(&t).min(255) as u8),
+                        display_width: match &et {
+                            t @ SqlType::Int { .. } => Some(type_chars(t).min(255) as u8),
                             _ => None,
                         },
                     },
                     // As many characters as the value can print as.
-                    CastType::Char => SqlType::VarChar(expr_chars(e, &e.result_type(input).0)),
+                    CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
                     CastType::TemporalChar { .. } => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
                     CastType::Decimal { precision, scale } => SqlType::Decimal {
