@@ -195,6 +195,9 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             Value::Text(s) => parse_datetime(s)
                 .map(|dt| Value::Date(dt.date()))
                 .ok_or_else(incorrect),
+            Value::Int(_) | Value::UInt(_) => number_as_datetime(v)
+                .map(|dt| Value::Date(dt.date()))
+                .ok_or_else(incorrect),
             _ => Err(incorrect()),
         },
         SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
@@ -204,9 +207,11 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 Value::Text(s) => parse_datetime(s)
                     .map(|dt| truncate_datetime(dt, *fsp))
                     .ok_or_else(incorrect)?,
+                Value::Int(_) | Value::UInt(_) => number_as_datetime(v).ok_or_else(incorrect)?,
                 _ => return Err(incorrect()),
             };
-            if matches!(column.ty, SqlType::Timestamp { .. }) && !timestamp_in_range(dt) {
+            let zero = dt.date() == crate::value::ZERO_DATE;
+            if matches!(column.ty, SqlType::Timestamp { .. }) && !zero && !timestamp_in_range(dt) {
                 return Err(incorrect());
             }
             Ok(Value::DateTime(dt))
@@ -237,6 +242,16 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
 pub fn timestamp_in_range(dt: NaiveDateTime) -> bool {
     let utc = dt.and_utc();
     utc.timestamp_micros() > 0 && utc.timestamp() <= i64::from(i32::MAX)
+}
+
+/// An integer given for a date: 0 is the zero date, else `YYYYMMDD` or
+/// `YYYYMMDDHHMMSS`, as MySQL reads it.
+fn number_as_datetime(v: &Value) -> Option<NaiveDateTime> {
+    match v.as_i64() {
+        Some(0) => Some(crate::value::ZERO_DATE.and_time(chrono::NaiveTime::MIN)),
+        Some(n) if n > 0 => parse_datetime(&n.to_string()),
+        _ => None,
+    }
 }
 
 /// Microseconds cut to `fsp` fractional digits, toward zero: MariaDB
@@ -377,6 +392,12 @@ pub fn coerce_adjusting(
                 (Some(p), _) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
                 // No time at all: '00:00:00', as MariaDB stores it.
                 (None, SqlType::Time { .. }) => Ok((Value::Time(0), Some(Adjustment::Truncated))),
+                // No date at all (`'2020-02-30'`, `'garbage'`): the zero
+                // date, "Data truncated" (MariaDB's non-strict mode).
+                (None, SqlType::Date) => Ok((Value::zero_date(), Some(Adjustment::Truncated))),
+                (None, SqlType::DateTime { .. } | SqlType::Timestamp { .. }) => {
+                    Ok((Value::zero_datetime(), Some(Adjustment::Truncated)))
+                }
                 (None, _) => Err(err),
             }
         }
@@ -571,6 +592,9 @@ fn to_text(v: &Value) -> String {
 /// `YYYY-MM-DD HH:MM:SS[.ffffff]`, and the `T` separator.
 pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
     let s = s.trim();
+    if is_zero_date_text(s) {
+        return Some(crate::value::ZERO_DATE.and_time(chrono::NaiveTime::MIN));
+    }
     for fmt in [
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S%.f",
@@ -587,6 +611,20 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
         }
     }
     None
+}
+
+/// MySQL's zero date or datetime spelled out: `0000-00-00`, with
+/// `00:00:00` and a zero fraction or not, or `00000000[000000]`.
+fn is_zero_date_text(s: &str) -> bool {
+    let rest = match s.strip_prefix("0000-00-00") {
+        Some(rest) => rest,
+        None => return matches!(s, "00000000" | "00000000000000"),
+    };
+    let Some(time) = rest.strip_prefix([' ', 'T']) else {
+        return rest.is_empty();
+    };
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, ""));
+    hms == "00:00:00" && fraction.bytes().all(|b| b == b'0')
 }
 
 /// [`parse_datetime`] of the longest prefix of `s` that is a date or
@@ -701,7 +739,20 @@ mod tests {
             adjust(Value::text("ééé"), &col(SqlType::Text(3))),
             (Value::text("é"), Some(Adjustment::Truncated))
         );
-        assert!(coerce_adjusting(&Value::text("2024-02-30"), &col(SqlType::Date)).is_err());
+        // No date at all: the zero date ('0000-00-00' itself fits).
+        assert_eq!(
+            adjust(Value::text("2024-02-30"), &col(SqlType::Date)),
+            (Value::zero_date(), Some(Adjustment::Truncated))
+        );
+        assert_eq!(
+            coerce(&Value::text("0000-00-00 00:00:00.000"), &col(SqlType::Date)),
+            Ok(Value::zero_date())
+        );
+        assert_eq!(
+            coerce(&Value::Int(0), &col(SqlType::DateTime { fsp: 0 })),
+            Ok(Value::zero_datetime())
+        );
+        assert_eq!(Value::zero_datetime().to_string(), "0000-00-00 00:00:00");
         // A valid date or time followed by something else keeps it.
         let at = col(SqlType::DateTime { fsp: 0 });
         assert_eq!(

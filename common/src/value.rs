@@ -36,7 +36,46 @@ pub enum Value {
     Time(i64),
 }
 
+/// MySQL's zero date `0000-00-00` (the zero DATETIME is this date at
+/// midnight), which is no calendar date: held as chrono's earliest date,
+/// which no MySQL date or date arithmetic reaches, so it sorts before every
+/// date as MySQL sorts it; it is printed and sent as zeros.
+pub const ZERO_DATE: NaiveDate = NaiveDate::MIN;
+
+/// `YYYY-MM-DD` of `d`, zeros for [`ZERO_DATE`].
+fn date_text(d: &NaiveDate) -> String {
+    if *d == ZERO_DATE {
+        "0000-00-00".into()
+    } else {
+        d.format("%Y-%m-%d").to_string()
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS` of `d` (no fraction), zeros for the zero date.
+fn datetime_text(d: &NaiveDateTime) -> String {
+    format!("{} {}", date_text(&d.date()), d.format("%H:%M:%S"))
+}
+
 impl Value {
+    /// The zero DATE (`0000-00-00`, see [`ZERO_DATE`]).
+    pub fn zero_date() -> Value {
+        Value::Date(ZERO_DATE)
+    }
+
+    /// The zero DATETIME (`0000-00-00 00:00:00`).
+    pub fn zero_datetime() -> Value {
+        Value::DateTime(ZERO_DATE.and_time(chrono::NaiveTime::MIN))
+    }
+
+    /// Whether the value is the zero DATE or DATETIME.
+    pub fn is_zero_date(&self) -> bool {
+        match self {
+            Value::Date(d) => *d == ZERO_DATE,
+            Value::DateTime(d) => d.date() == ZERO_DATE,
+            _ => false,
+        }
+    }
+
     pub fn text(s: impl AsRef<str>) -> Value {
         Value::Text(Arc::from(s.as_ref()))
     }
@@ -276,13 +315,14 @@ impl fmt::Display for Value {
             Value::Decimal(d) => write!(f, "{d}"),
             Value::Text(s) => write!(f, "{s}"),
             Value::Bytes(b) => write!(f, "{}", String::from_utf8_lossy(b)),
-            Value::Date(d) => write!(f, "{}", d.format("%Y-%m-%d")),
+            Value::Date(d) => write!(f, "{}", date_text(d)),
             Value::DateTime(d) => {
-                if d.and_utc().timestamp_subsec_micros() == 0 {
-                    write!(f, "{}", d.format("%Y-%m-%d %H:%M:%S"))
-                } else {
-                    write!(f, "{}", d.format("%Y-%m-%d %H:%M:%S%.6f"))
+                write!(f, "{}", datetime_text(d))?;
+                let micros = d.and_utc().timestamp_subsec_micros();
+                if micros != 0 {
+                    write!(f, ".{micros:06}")?;
                 }
+                Ok(())
             }
             Value::Time(us) => {
                 let sign = if *us < 0 { "-" } else { "" };
@@ -313,10 +353,7 @@ impl Value {
     /// values.
     pub fn temporal_text(&self, fsp: u8) -> Option<String> {
         let (mut text, micros) = match self {
-            Value::DateTime(d) => (
-                d.format("%Y-%m-%d %H:%M:%S").to_string(),
-                d.and_utc().timestamp_subsec_micros(),
-            ),
+            Value::DateTime(d) => (datetime_text(d), d.and_utc().timestamp_subsec_micros()),
             Value::Time(us) => {
                 // The sign is written apart: -0.25 s has no whole seconds.
                 let magnitude = us.unsigned_abs();

@@ -928,8 +928,14 @@ impl Inner {
         Ok(out.into_iter().flatten().collect())
     }
 
-    /// Fills `keys` now (see [`Inner::fill`]).
+    /// Fills `keys` now (see [`Inner::fill`]). What the view's expressions
+    /// warn while computing its rows is not the reading statement's (see
+    /// [`crate::expr::without_warnings`]).
     fn fill_now(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        crate::expr::without_warnings(|| self.fill_now_warning_free(v, keys))
+    }
+
+    fn fill_now_warning_free(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
@@ -986,10 +992,12 @@ impl Inner {
             };
             Ok(Rows::from(v.reader.sorted(rows)))
         };
-        match tx.snapshot {
+        // Computing the view's rows: its warnings are not the statement's
+        // (see `crate::expr::without_warnings`).
+        crate::expr::without_warnings(|| match tx.snapshot {
             Some(_) => pull(),
             None => self.storage.exclusive(pull),
-        }
+        })
     }
 
     /// One optimistic fill of `keys` (see [`Inner::fill`]); `None` on a

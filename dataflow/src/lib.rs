@@ -400,6 +400,12 @@ pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
 /// tokenizer introduces every `X'..'` literal, see `shim::sqltext`, and
 /// MariaDB names the column as the literal was written).
 pub fn expr_column_name(expr: &ast::Expr) -> String {
+    // A string literal is named by its text, unquoted (MySQL's).
+    if let ast::Expr::Value(ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s)) =
+        expr
+    {
+        return s.clone();
+    }
     // `X'..'` as the tokenizer introduced it.
     let plain_hex = |e: &ast::Expr| match e {
         ast::Expr::IntroducedString {

@@ -320,12 +320,13 @@ fn unions_views_constants_and_errors() {
     assert_eq!(p.columns()[0].name, "x");
     let c = e.prepare("SELECT COUNT(*) FROM t").columns()[0].clone();
     assert_eq!(c.name, "COUNT(*)");
+    // A BIGINT 21 characters wide, as MySQL's metadata describes COUNT.
     assert_eq!(
         c.ty,
         ladle_common::SqlType::Int {
             bytes: 8,
             unsigned: false,
-            display_width: None,
+            display_width: Some(21),
         }
     );
     assert!(e

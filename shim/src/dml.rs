@@ -66,15 +66,11 @@ fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
 
 pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
-    let returning = match ins.returning.take() {
-        Some(_) if ins.ignore || ins.replace_into || ins.on.is_some() => {
-            return Err(ShimError::Unsupported(
-                "INSERT IGNORE, REPLACE or ON DUPLICATE KEY UPDATE with RETURNING".into(),
-            ))
-        }
-        Some(items) => Some(crate::returning::Returning::compile(&schema, &items)?),
-        None => None,
-    };
+    let returning = ins
+        .returning
+        .take()
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..schema.columns.len()).collect()
     } else {
@@ -194,7 +190,9 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             }
         }
     }
-    if ins.ignore {
+    // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
+    // adjusts them (see `insert_rows`), with no strict checks first.
+    if ins.ignore || !crate::vars::strict_mode(s) {
         return insert_rows(e, s, &ins, schema, rows, records, many, returning);
     }
     // The checks below run a phase at a time over all rows; MariaDB runs
@@ -269,8 +267,8 @@ fn first_row_error(
             Ok(r) => r,
             Err(err) => return fail(err),
         };
-        if let Err(err) = check_not_null(schema, &row) {
-            return fail(err);
+        if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
+            return fail(err.into());
         }
         if let Err(err) = checks.verify(&row) {
             return fail(err.into());
@@ -286,8 +284,8 @@ fn first_row_error(
                     Ok(n) => n,
                     Err(err) => return fail(err),
                 };
-                if let Err(err) = check_not_null(schema, &new) {
-                    return fail(err);
+                if let Err(err) = ladle_storage::check_not_null(schema, &new, true) {
+                    return fail(err.into());
                 }
                 keys.remove_conflicting(&existing);
                 if keys.conflicts(&new) > 0 {
@@ -329,8 +327,16 @@ fn insert_rows(
     many: bool,
     returning: Option<crate::returning::Returning>,
 ) -> Result<Output> {
-    if ins.ignore {
-        adjust_ignored_values(s, &schema, &mut rows);
+    // A plain INSERT writes every row it is given, so its RETURNING rows
+    // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
+    // UPDATE return what the write did with each row (see
+    // `OpResult::rows`).
+    let plain = !(ins.ignore || ins.replace_into || ins.on.is_some());
+    // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
+    // adjusts them, but a NULL for a NOT NULL column still fails a
+    // single-row INSERT (MariaDB's rule).
+    if ins.ignore || !crate::vars::strict_mode(s) {
+        adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
     }
     // INSERT IGNORE processes every row, so MySQL reports the last one's
     // explicit id even when a constraint skipped it (see OpResult).
@@ -354,13 +360,13 @@ fn insert_rows(
     }
     // RETURNING reports generated ids, so they are taken now, as a
     // transaction takes them.
-    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some())?;
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some() && plain)?;
     let returned = match &returning {
-        Some(r) => {
+        Some(r) if plain => {
             let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
             Some(r.output(&stored)?)
         }
-        None => None,
+        _ => None,
     };
     let first_generated = schema.auto_increment_column().and_then(|ai| {
         rows.iter()
@@ -378,7 +384,7 @@ fn insert_rows(
     } else {
         Vec::new()
     };
-    let out = if s.in_transaction() {
+    let (out, written) = if s.in_transaction() {
         let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
         if let Some(tx) = &mut s.transaction {
             tx.ops.extend(cascades);
@@ -402,6 +408,9 @@ fn insert_rows(
             s.last_insert_id = id as u64;
         }
         return Ok(result);
+    }
+    if let Some(r) = &returning {
+        return r.output(&written);
     }
     let out = match out {
         Output::Done {
@@ -723,7 +732,8 @@ fn check_inserted_rows(
 /// everything against the rows committed by then).
 ///
 /// `generated[i]` says whether row `i`'s AUTO_INCREMENT value was reserved
-/// for it (rather than given by the statement).
+/// for it (rather than given by the statement). Also returns the rows as
+/// the statement leaves them (see `OpResult::rows`).
 fn insert_in_transaction(
     e: &Engine,
     s: &mut Session,
@@ -731,16 +741,19 @@ fn insert_in_transaction(
     rows: Vec<Row>,
     on_conflict: OnConflict,
     generated: Vec<bool>,
-) -> Result<Output> {
+) -> Result<(Output, Vec<Row>)> {
     let rows: Vec<Row> = rows
         .into_iter()
         .map(|r| coerce_row(schema, &r))
         .collect::<Result<_>>()?;
+    // NOT NULL at the statement (1048 there, as MariaDB), not at COMMIT.
     for row in &rows {
-        check_not_null(schema, row)?;
+        ladle_storage::check_not_null(schema, row, true)?;
     }
     let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
+    let mut written = Vec::new();
+    let returns = !matches!(on_conflict, OnConflict::Error);
     let mut counts = RowCounts::default();
     let mut first_generated = None;
     let mut insert_id = 0;
@@ -774,7 +787,7 @@ fn insert_in_transaction(
                     // Strictly, as the write will be: a value the column
                     // cannot take fails the statement now, not the COMMIT.
                     let new = coerce_row(schema, &f(&existing, &row)?)?;
-                    check_not_null(schema, &new)?;
+                    ladle_storage::check_not_null(schema, &new, true)?;
                     if new == existing {
                         counts = counts.plus(0, 1);
                     } else {
@@ -791,6 +804,7 @@ fn insert_in_transaction(
                         return Err(keys.duplicate_error(&new).into());
                     }
                     keys.add(&new);
+                    written.push(new);
                 }
                 kept.push(row);
                 continue;
@@ -807,6 +821,9 @@ fn insert_in_transaction(
         }
         keys.remove_conflicting(&row);
         keys.add(&row);
+        if returns {
+            written.push(row.clone());
+        }
         kept.push(row);
     }
     if let Some(id) = first_generated {
@@ -824,11 +841,12 @@ fn insert_in_transaction(
             });
         }
     }
-    Ok(Output::Done {
+    let out = Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: insert_id,
         info: Info::None,
-    })
+    };
+    Ok((out, written))
 }
 
 /// A row's values coerced to its table's column types (the error a write
@@ -841,23 +859,6 @@ fn coerce_row(schema: &TableSchema, row: &Row) -> Result<Row> {
         .zip(&schema.columns)
         .map(|(v, c)| ladle_common::coerce(v, c).map_err(|e| StorageError::from(e).into()))
         .collect()
-}
-
-/// NOT NULL, checked when a statement inside a transaction runs, as
-/// storage checks it when a write commits: a NULL in a NOT NULL column is
-/// 1048 at the statement (MariaDB), not at COMMIT. An AUTO_INCREMENT
-/// column's NULL is a value to generate.
-fn check_not_null(schema: &TableSchema, row: &Row) -> Result<()> {
-    let ai = schema.auto_increment_column();
-    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
-        if v.is_null() && !c.nullable && Some(i) != ai {
-            return Err(StorageError::NotNull {
-                column: c.name.clone(),
-            }
-            .into());
-        }
-    }
-    Ok(())
 }
 
 fn positive_id(v: &Value) -> Option<u64> {
@@ -1228,13 +1229,14 @@ impl RowCounts {
 /// (reporting `in_transaction`, its counts computed when it ran), with
 /// `cascades` (foreign key actions) written after it in the same atomic
 /// batch; the statement reports `op`'s counts.
+/// Also returns the op's `OpResult::rows` (none inside a transaction).
 fn submit_with(
     e: &Engine,
     s: &mut Session,
     op: WriteOp,
     cascades: Vec<WriteOp>,
     in_transaction: RowCounts,
-) -> Result<Output> {
+) -> Result<(Output, Vec<Row>)> {
     // An UPDATE reports the rows it matched and changed.
     let is_update = matches!(op, WriteOp::Update { .. });
     let info = |c: RowCounts| {
@@ -1251,11 +1253,12 @@ fn submit_with(
     if let Some(tx) = &mut s.transaction {
         tx.ops.push(op);
         tx.ops.extend(cascades);
-        return Ok(Output::Done {
+        let out = Output::Done {
             affected_rows: in_transaction.reported(s),
             last_insert_id: 0,
             info: info_in_transaction,
-        });
+        };
+        return Ok((out, Vec::new()));
     }
     let start = std::time::Instant::now();
     let mut ops = vec![op];
@@ -1277,11 +1280,12 @@ fn submit_with(
         affected: r.affected_rows,
         found: r.found_rows,
     };
-    Ok(Output::Done {
+    let out = Output::Done {
         affected_rows: counts.reported(s),
         last_insert_id: r.insert_id,
         info: info(counts),
-    })
+    };
+    Ok((out, r.rows))
 }
 
 /// The rows an UPDATE/DELETE considers: committed rows, or inside a
@@ -1870,7 +1874,7 @@ pub fn update(
     if s.in_transaction() {
         for (_, new) in &changes {
             if let Some(new) = new {
-                check_not_null(&schema, new)?;
+                ladle_storage::check_not_null(&schema, new, true)?;
             }
         }
         check_updated_keys(e, s, &schema, &changes)?;
@@ -1885,7 +1889,7 @@ pub fn update(
     // again): the notes are those of that visit; else of the write's.
     let visited = s.in_transaction() || keyed;
     let early = std::mem::take(&mut *notes.lock()).found;
-    let out = submit_with(
+    let (out, _) = submit_with(
         e,
         s,
         WriteOp::Update {
@@ -1983,7 +1987,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         _ => filter,
     };
     let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
-    let out = submit_with(
+    let (out, _) = submit_with(
         e,
         s,
         WriteOp::Delete {
@@ -2119,9 +2123,11 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
 /// strings cut to its length or to their numeric prefix (1265), non-numbers
 /// as 0 (1366), NULL in a NOT NULL column as the type's implicit default
 /// (1048). Values with no such adjustment are left for the write to refuse.
-fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row]) {
+/// Without `nulls`, a NULL for a NOT NULL column is left for the write to
+/// refuse.
+fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row], nulls: bool) {
     for (i, row) in rows.iter_mut().enumerate() {
-        for (code, message) in adjust_ignored_row(schema, row, i + 1) {
+        for (code, message) in adjust_ignored_row(schema, row, i + 1, nulls) {
             s.add_warning("Warning", code, message);
         }
     }
@@ -2133,11 +2139,12 @@ pub(crate) fn adjust_ignored_row(
     schema: &TableSchema,
     row: &mut Row,
     at_row: usize,
+    nulls: bool,
 ) -> Vec<(u16, String)> {
     let mut warnings = Vec::new();
     for (v, col) in row.iter_mut().zip(&schema.columns) {
         if v.is_null() {
-            if !col.nullable && !col.auto_increment {
+            if nulls && !col.nullable && !col.auto_increment {
                 if let Some(implicit) = implicit_default(&col.ty) {
                     warnings.push((1048, format!("Column '{}' cannot be null", col.name)));
                     *v = implicit;
@@ -2184,8 +2191,9 @@ pub(crate) fn adjust_ignored_row(
     warnings
 }
 
-/// The value a NOT NULL column takes for NULL in non-strict mode, where
-/// Ladle can store it (not the zero date).
+/// The value a NOT NULL column takes for NULL in non-strict mode (a
+/// TIMESTAMP's, which depends on explicit_defaults_for_timestamp, is left
+/// out: the write refuses the NULL).
 fn implicit_default(ty: &SqlType) -> Option<Value> {
     match ty {
         SqlType::Int { .. } | SqlType::Year => Some(Value::Int(0)),
@@ -2195,6 +2203,8 @@ fn implicit_default(ty: &SqlType) -> Option<Value> {
             Some(Value::text(""))
         }
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => Some(Value::bytes(b"")),
+        SqlType::Date => Some(Value::zero_date()),
+        SqlType::DateTime { .. } => Some(Value::zero_datetime()),
         SqlType::Time { .. } => Some(Value::Time(0)),
         _ => None,
     }
@@ -2421,6 +2431,26 @@ pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, 
     let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
     let limit = limit_at.map(|l| render(&t[l + 1..]));
     Some((render(&t[..base_end]), order, limit))
+}
+
+/// Splits a statement at its top-level `RETURNING` (MariaDB's, the last
+/// clause) into the text before it and the list after it; `None` without
+/// one.
+pub fn split_returning(t: &[Token]) -> Option<(String, String)> {
+    let mut depth = 0usize;
+    let at = (0..t.len()).find(|&i| {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && crate::exec::word(t, i).as_deref() == Some("RETURNING")
+    })?;
+    let end = t.len() - usize::from(matches!(t.last(), Some(Token::SemiColon)));
+    Some((
+        render_tokens(&t[..at]),
+        render_tokens(&t[at + 1..end.max(at + 1)]),
+    ))
 }
 
 /// Picks the index whose leading columns the WHERE clause pins with

@@ -232,6 +232,19 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
     crate::sqltext::parse_statements(sql)
 }
 
+/// A select list (`*`, `t.*`, expressions with aliases) given as text,
+/// all of it: a RETURNING list the shim split off its statement.
+fn parse_select_items(sql: &str) -> Result<Vec<SelectItem>> {
+    let mut parser = crate::sqltext::parser(sql)?;
+    let mut items = crate::sqltext::contain_parser_panic(|| {
+        let items = parser.parse_comma_separated(Parser::parse_select_item)?;
+        parser.expect_token(&Token::EOF)?;
+        Ok(items)
+    })?;
+    ladle_dataflow::bound_depth(&mut items).map_err(|_| ShimError::TooDeep)?;
+    Ok(items)
+}
+
 /// Tokens without whitespace and comments.
 pub fn tokens(sql: &str) -> Result<Vec<Token>> {
     Ok(crate::sqltext::tokenize(sql)?
@@ -738,6 +751,20 @@ impl Engine {
                     clauses,
                 )?))
             }
+            // `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL
+            // parser wants RETURNING before ORDER BY, and reads it as the
+            // table's alias when there is no WHERE.
+            ("DELETE", _) => match dml::split_returning(t) {
+                Some((base, items)) => {
+                    let stmt = parse(&base)?.into_iter().next();
+                    let Some(Statement::Delete(mut d)) = stmt else {
+                        return Err(ShimError::Parse("near RETURNING".into()).into());
+                    };
+                    d.returning = Some(parse_select_items(&items)?);
+                    Ok(Some(self.statement(s, Statement::Delete(d))?))
+                }
+                None => Ok(None),
+            },
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
                 Some(sql) => {
                     let mut last = Output::ok();

@@ -477,8 +477,7 @@ impl Connection {
 /// The warnings the statement just run raised (an OK or EOF packet's
 /// count), without those an earlier statement left.
 fn warning_count(s: &Session) -> u16 {
-    let own = s.warnings.len().saturating_sub(s.carried_warnings);
-    own.min(usize::from(u16::MAX)) as u16
+    s.statement_warnings().min(usize::from(u16::MAX)) as u16
 }
 
 /// The columns prepared statement `id` (re-planned per execution) returns,
@@ -493,9 +492,11 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);
     let warnings = std::mem::take(&mut s.warnings);
+    let carried = s.carried_warnings;
     let last_insert_id = s.last_insert_id;
     let (_, res) = e.execute(s, &probe);
     s.warnings = warnings;
+    s.carried_warnings = carried;
     s.last_insert_id = last_insert_id;
     match res {
         Ok(Output::Rows { columns, .. }) => Some(columns),

@@ -1,7 +1,10 @@
 //! `INSERT ... RETURNING` and `DELETE ... RETURNING` (MariaDB's): the
 //! statement answers with a result set, one row per row it inserted or
-//! deleted, holding the listed expressions evaluated over that row.
-//! (`UPDATE ... RETURNING` is a syntax error in MariaDB and refused here.)
+//! deleted, holding the listed expressions evaluated over that row. As in
+//! MariaDB, INSERT IGNORE lists only the rows it wrote, REPLACE the new
+//! rows, and ON DUPLICATE KEY UPDATE each row as the statement left it
+//! (inserted, updated, or found unchanged). (`UPDATE ... RETURNING` is a
+//! syntax error in MariaDB and refused here.)
 
 use std::sync::Arc;
 

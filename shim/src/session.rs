@@ -205,6 +205,9 @@ pub struct Session {
     /// LSN of this connection's newest committed write: its reads wait
     /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
+    /// What SHOW WARNINGS lists: the last statement's warnings, or an
+    /// earlier one's, which statements that use no table (BEGIN, COMMIT,
+    /// SET, SELECT 1) keep.
     pub warnings: Vec<Warning>,
     /// How many of `warnings` an earlier statement left (kept for SHOW
     /// WARNINGS through statements that use no table): not the current
@@ -321,6 +324,12 @@ impl Session {
     pub fn clear_warnings(&mut self) {
         self.warnings.clear();
         self.carried_warnings = 0;
+    }
+
+    /// The warnings the current statement raised itself, which its OK or
+    /// EOF packet counts.
+    pub fn statement_warnings(&self) -> usize {
+        self.warnings.len().saturating_sub(self.carried_warnings)
     }
 
     /// Records a SHOW WARNINGS row; the OK packet counts them.

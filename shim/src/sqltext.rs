@@ -116,8 +116,9 @@ fn introduce_quoted_hex(sql: &str, toks: Vec<TokenWithLocation>) -> Vec<TokenWit
     out
 }
 
-/// Rewrites MySQL's `BINARY` operator on a column or parameter
-/// (`name = BINARY col`, `BINARY t.col`, `BINARY ?`) as `CAST(.. AS BINARY)`,
+/// Rewrites MySQL's `BINARY` operator on a column, parameter, number,
+/// function call or parenthesized expression (`name = BINARY col`,
+/// `BINARY t.col`, `BINARY ?`, `BINARY LOWER(x)`) as `CAST(.. AS BINARY)`,
 /// which it means: sqlparser reads `BINARY` there as the start of a typed
 /// string and accepts only `BINARY 'literal'` (kept as is). Only where an
 /// expression starts (after an operator, `(`, `,` or a clause keyword), so
@@ -184,20 +185,58 @@ fn binary_operator_to_cast(toks: &mut Vec<TokenWithLocation>) {
             i += 1;
             continue;
         };
-        // The operand: a parameter, or a (qualified) column name.
+        // The operand (BINARY binds tighter than any operator): a
+        // parameter, a number, a (qualified) column name, a function call
+        // (`BINARY LOWER(x)`) or a parenthesized expression.
         let mut end = start;
+        let closing = |open: usize| {
+            let mut depth = 0usize;
+            (open..toks.len()).find(|&k| {
+                match toks[k].token {
+                    Token::LParen => depth += 1,
+                    Token::RParen => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                depth == 0
+            })
+        };
         match &toks[start].token {
-            Token::Placeholder(_) => {}
+            Token::Placeholder(_) | Token::Number(..) => {}
+            // `CONVERT(x, BINARY(4))` names the type: a lone number in
+            // parentheses is left alone.
+            Token::LParen
+                if !matches!(
+                    (
+                        toks.get(start + 1).map(|t| &t.token),
+                        toks.get(start + 2).map(|t| &t.token)
+                    ),
+                    (Some(Token::Number(..)), Some(Token::RParen))
+                ) =>
+            {
+                match closing(start) {
+                    Some(close) => end = close,
+                    None => {
+                        i += 1;
+                        continue;
+                    }
+                }
+            }
             Token::Word(_) => {
                 while matches!(toks.get(end + 1).map(|t| &t.token), Some(Token::Period))
                     && matches!(toks.get(end + 2).map(|t| &t.token), Some(Token::Word(_)))
                 {
                     end += 2;
                 }
-                // A function call (`BINARY LOWER(x)`) is left to the parser.
-                if matches!(toks.get(end + 1).map(|t| &t.token), Some(Token::LParen)) {
-                    i += 1;
-                    continue;
+                if let Some(open) =
+                    significant(toks, end + 1).filter(|&k| matches!(toks[k].token, Token::LParen))
+                {
+                    match closing(open) {
+                        Some(close) => end = close,
+                        None => {
+                            i += 1;
+                            continue;
+                        }
+                    }
                 }
             }
             _ => {
@@ -941,6 +980,16 @@ mod tests {
         );
         let create = "CREATE TABLE t (b BINARY(4), c BINARY NOT NULL, d BINARY)";
         assert!(!parsed(create).contains("CAST"));
+        // Any operand: a function call, a parenthesized expression, a number.
+        assert_eq!(
+            parsed("SELECT BINARY LOWER(a) = 'x', BINARY (a || 'b'), 1 + BINARY 2"),
+            "SELECT CAST(LOWER(a) AS BINARY) = 'x', CAST((a || 'b') AS BINARY), 1 + CAST(2 AS BINARY)"
+        );
+        assert_eq!(
+            parsed("SELECT BINARY CONCAT(a, UPPER(b)) FROM t WHERE BINARY t.f(x) = 1"),
+            "SELECT CAST(CONCAT(a, UPPER(b)) AS BINARY) FROM t WHERE CAST(t.f(x) AS BINARY) = 1"
+        );
+        assert!(!parsed("SELECT CONVERT(a, BINARY(4))").contains("CAST"));
     }
 
     #[test]

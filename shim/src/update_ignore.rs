@@ -99,7 +99,7 @@ pub fn skip_duplicates(
     let assigned = Arc::clone(&raw);
     let update: RowUpdater = Arc::new(move |row: &Row| {
         Ok(assigned(row)?.map(|mut new| {
-            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0);
+            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
             new
         }))
     });
@@ -134,7 +134,9 @@ pub fn skip_duplicates(
     for row in &visited {
         let Some(mut new) = raw(row)? else { continue };
         matched += 1;
-        warnings.extend(crate::dml::adjust_ignored_row(schema, &mut new, matched));
+        warnings.extend(crate::dml::adjust_ignored_row(
+            schema, &mut new, matched, true,
+        ));
         let mut collides = false;
         for key in &mut keys {
             let old_key = key_of(schema, row, &key.columns);

@@ -117,6 +117,21 @@ pub fn session_timeout(session: &Session, name: &str, default: u64) -> std::time
     std::time::Duration::from_secs(secs.max(1))
 }
 
+/// Whether the session's `sql_mode` is strict (STRICT_TRANS_TABLES or
+/// STRICT_ALL_TABLES, or TRADITIONAL which includes them; the default): a
+/// value that does not fit its column fails the write. Otherwise an INSERT
+/// stores what fits, with a warning, as INSERT IGNORE does.
+pub fn strict_mode(session: &Session) -> bool {
+    match session.variables.get("sql_mode") {
+        Some(Value::Text(mode)) => mode.split(',').any(|m| {
+            ["STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"]
+                .iter()
+                .any(|s| m.trim().eq_ignore_ascii_case(s))
+        }),
+        _ => true,
+    }
+}
+
 /// Which writes a read waits for (`@@ladle_read_consistency`). Writes are
 /// acknowledged before views apply them; a read waits, bounded, until its
 /// view reflects the writes it must see.

@@ -75,6 +75,8 @@ const MBMAXLEN: u64 = 4;
 /// `decimals` of a floating-point value with no fixed scale, as MariaDB
 /// and MySQL send it.
 pub const NOT_FIXED_DEC: u8 = 31;
+/// The decimals MariaDB gives a computed string (its NOT_FIXED_DEC).
+pub const NOT_FIXED_DEC_STRING: u8 = 39;
 
 /// One result (or parameter) column as the protocol describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -282,6 +284,25 @@ fn base_column_flags(base: &BaseColumn) -> u16 {
     f
 }
 
+/// What MariaDB's metadata says of a computed column (an expression, not
+/// a table's column) beyond its type: a number or date is a binary string
+/// (BINARY flag), a string's decimals are "not fixed" (39; CAST(.. AS
+/// CHAR) and HEX() say 0 there, which Ladle does not tell apart), a DOUBLE
+/// may print 23 characters.
+fn computed_column(d: &mut ColumnDef) {
+    if d.charset == BINARY_COLLATION {
+        if !matches!(d.coltype, types::STRING | types::VAR_STRING | types::BLOB) {
+            d.flags |= flags::BINARY;
+        }
+        if d.coltype == types::DOUBLE {
+            d.length = 23;
+        }
+    }
+    if matches!(d.coltype, types::STRING | types::VAR_STRING | types::BLOB) {
+        d.decimals = NOT_FIXED_DEC_STRING;
+    }
+}
+
 /// Wire metadata for result columns, adjusted so every value in `rows` can
 /// be encoded under it (a computed column whose values do not fit its
 /// declared type is widened; NOT NULL is dropped if a NULL appears).
@@ -293,8 +314,9 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
             if !c.nullable {
                 d.flags |= flags::NOT_NULL;
             }
-            if let Some(base) = &c.origin {
-                d.flags |= base_column_flags(base);
+            match &c.origin {
+                Some(base) => d.flags |= base_column_flags(base),
+                None => computed_column(&mut d),
             }
             d
         })
@@ -476,6 +498,11 @@ fn binary_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
 
 fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
     let d = dt.date();
+    if d == ladle_common::ZERO_DATE {
+        // The zero date: no fields at all, as MySQL sends it.
+        out.push(0);
+        return;
+    }
     let year = u16::try_from(d.year()).unwrap_or(0);
     let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
     let micros = dt.and_utc().timestamp_subsec_micros();
@@ -617,8 +644,12 @@ pub fn bytes_value(b: &[u8]) -> Value {
 }
 
 /// Binary DATE/DATETIME: [year(2), month, day, (h, m, s, (micros(4)))]; an
-/// empty value is the zero date, which has no calendar value (NULL).
+/// empty value (or all zeros) is the zero date.
 fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
+    let zero = ladle_common::ZERO_DATE.and_time(chrono::NaiveTime::MIN);
+    if b.is_empty() || b.iter().all(|&x| x == 0) {
+        return Some(zero);
+    }
     if b.len() < 4 {
         return None;
     }
@@ -690,8 +721,17 @@ mod tests {
             dt.map(|d| d.to_string()).as_deref(),
             Some("2024-02-29 10:11:12.000005")
         );
-        // The zero date, a truncated value and an impossible day are NULL.
-        assert_eq!(decode_datetime(&[]), None);
+        // The zero date (no fields, or zeros) is the zero date.
+        let zero = Value::zero_datetime();
+        assert_eq!(
+            decode_datetime(&[]).map(Value::DateTime),
+            Some(zero.clone())
+        );
+        assert_eq!(
+            decode_datetime(&[0, 0, 0, 0]).map(Value::DateTime),
+            Some(zero)
+        );
+        // A truncated value and an impossible day are NULL.
         assert_eq!(decode_datetime(&[0xE8, 0x07]), None);
         assert_eq!(decode_datetime(&[0xE8, 0x07, 2, 30]), None);
     }

@@ -792,3 +792,200 @@ async fn caching_sha2_password_fast_authentication() {
         );
     }
 }
+
+/// Statements that use no table (BEGIN, COMMIT, SET, SELECT 1, ...) keep
+/// the previous statement's warnings for SHOW WARNINGS, but their own OK
+/// packet counts none, as in MariaDB.
+#[tokio::test]
+async fn transaction_statements_count_no_earlier_warnings_like_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_tx_warnings").await
+    else {
+        return;
+    };
+    maria.query_drop("DROP TABLE IF EXISTS w").await.unwrap();
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop("CREATE TABLE w (id INT PRIMARY KEY, s VARCHAR(2))")
+            .await
+            .unwrap();
+    }
+    let statements = [
+        "BEGIN",
+        "COMMIT",
+        "START TRANSACTION",
+        "SAVEPOINT a",
+        "ROLLBACK TO SAVEPOINT a",
+        "RELEASE SAVEPOINT a",
+        "ROLLBACK",
+        "SET autocommit = 1",
+        "SET @x = 1",
+        "SELECT 1",
+    ];
+    for (n, sql) in statements.iter().enumerate() {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(format!("INSERT IGNORE INTO w VALUES ({n}, 'abc')"))
+                .await
+                .unwrap();
+            let inserted = c.get_warnings();
+            c.query_drop(*sql).await.unwrap();
+            let own = c.get_warnings();
+            let listed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            seen.push((inserted, own, listed));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (Ladle, MariaDB)");
+        assert_eq!(seen[0].1, 0, "{sql}");
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_tx_warnings")
+        .await
+        .unwrap();
+}
+
+/// Result metadata of computed columns (CONCAT, arithmetic, functions,
+/// CAST, aggregates) agrees with MariaDB's where a client sizes buffers or
+/// formats values from it: type, length, decimals, character set, flags.
+#[tokio::test]
+async fn computed_column_metadata_matches_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_meta_expr").await
+    else {
+        return;
+    };
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop(EVERY_TYPE).await.unwrap();
+    }
+    let mut differ = Vec::new();
+    for expr in COMPUTED {
+        let sql = format!("SELECT {expr} FROM every_type");
+        let ours = metadata(&mut ladle, &sql).await;
+        let theirs = metadata(&mut maria, &sql).await;
+        if ours != theirs {
+            differ.push((expr, ours, theirs));
+        }
+    }
+    assert!(differ.is_empty(), "(ours, MariaDB's): {differ:#?}");
+    maria
+        .query_drop("DROP DATABASE ladle_proto_meta_expr")
+        .await
+        .unwrap();
+}
+
+/// The expressions [`computed_column_metadata_matches_mariadb`] compares.
+/// Known differences left out: CAST(.. AS CHAR) and HEX() have decimals 0
+/// in MariaDB (39 here, as its other string expressions), NULL has type
+/// NULL there (VARCHAR here), SUBSTRING's length there is its argument's
+/// bytes times 4, AVG of a FLOAT and ROUND of a DOUBLE have their own
+/// lengths and decimals, and `bi * bi` is 39 characters there (40 here).
+const COMPUTED: &[&str] = &[
+    "CONCAT(vc, c)",
+    "CONCAT(vc, i)",
+    "CONCAT('ab', 'c')",
+    "i + 1",
+    "bi + 1",
+    "i * 2",
+    "i - ti",
+    "dec_c + 1",
+    "dec_c * 2",
+    "dec_c / 3",
+    "i / 3",
+    "f + 1",
+    "d * 2",
+    "-i",
+    "i DIV 2",
+    "i % 3",
+    "LENGTH(vc)",
+    "UPPER(vc)",
+    "ROUND(dec_c, 1)",
+    "ABS(i)",
+    "COALESCE(vc, 'x')",
+    "IFNULL(i, 0)",
+    "CAST(vc AS SIGNED)",
+    "CAST(i AS DECIMAL(10,3))",
+    "CAST(dt AS DATETIME)",
+    "NOW()",
+    "DATE(dtm)",
+    "COUNT(*)",
+    "SUM(i)",
+    "AVG(i)",
+    "MAX(vc)",
+    "SUM(dec_c)",
+    "AVG(dec_c)",
+    "1",
+    "'abc'",
+    "1.5",
+    "i = 1",
+    "SUM(d)",
+    "MAX(d)",
+    "i + 1.5",
+    "dec_c - i",
+    "dec_c % 3",
+    "CONCAT(vb, 'x')",
+    "YEAR(dt)",
+    "ui + 1",
+    "COUNT(vc)",
+    "i IS NULL",
+    "NOT i",
+    "CASE WHEN i > 0 THEN 'a' ELSE 'bc' END",
+    "IF(i > 0, i, bi)",
+];
+
+/// A statement's warnings do not depend on whether its view was cached: a
+/// read that fills a view (cold) reports what a read of the filled view
+/// (warm) does, inside a transaction too. A SELECT's own warnings (one
+/// evaluated per statement, as without a table) are counted in its result's
+/// end packet, as MariaDB counts them.
+#[tokio::test]
+async fn view_reads_warn_alike_cold_and_warm() {
+    let server = start().await;
+    let mut c = server.connect().await;
+    c.query_drop("CREATE TABLE tw (id INT PRIMARY KEY, s VARCHAR(10))")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO tw VALUES (1, '12abc'), (2, 'x')")
+        .await
+        .unwrap();
+    for (sql, tx) in [
+        ("SELECT id, s * 2 FROM tw WHERE id = 1", false),
+        ("SELECT SUM(s) FROM tw", false),
+        ("SELECT id FROM tw WHERE s = 12", false),
+        ("SELECT id, s * 3 FROM tw WHERE id = 2", true),
+    ] {
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            if tx {
+                c.query_drop("BEGIN").await.unwrap();
+                c.query_drop("UPDATE tw SET s = s WHERE id = 2")
+                    .await
+                    .unwrap();
+            }
+            let _: Vec<mysql_async::Row> = c.query(sql).await.unwrap();
+            let count = c.get_warnings();
+            let listed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+            seen.push((count, listed));
+            if tx {
+                c.query_drop("COMMIT").await.unwrap();
+                let committed: Vec<(String, u16, String)> = c.query("SHOW WARNINGS").await.unwrap();
+                assert!(committed.is_empty(), "{sql}: COMMIT got {committed:?}");
+            }
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (cold, warm)");
+    }
+
+    let Ok(url) = std::env::var("LADLE_TEST_MARIADB_URL") else {
+        return;
+    };
+    let mut maria = Conn::new(mysql_async::Opts::from_url(&url).unwrap())
+        .await
+        .unwrap();
+    for sql in [
+        "SELECT '1abc' = 1",
+        "SELECT 'x' * 2, '3.5z' - 1",
+        "SELECT 1",
+    ] {
+        let mut counts = Vec::new();
+        for conn in [&mut c, &mut maria] {
+            let _: Vec<mysql_async::Row> = conn.query(sql).await.unwrap();
+            counts.push(conn.get_warnings());
+        }
+        assert_eq!(counts[0], counts[1], "{sql}: (Ladle, MariaDB)");
+    }
+}

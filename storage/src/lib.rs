@@ -75,6 +75,8 @@ mod rocks;
 mod table;
 mod write;
 
+pub use write::check_not_null;
+
 #[cfg(test)]
 mod tests;
 
@@ -306,6 +308,13 @@ pub struct OpResult {
     /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end
     /// reports as warnings.
     pub ignored: Vec<String>,
+    /// For an INSERT with IGNORE, REPLACE or ON DUPLICATE KEY UPDATE (a
+    /// plain INSERT's caller has its rows already): the row each input row
+    /// left in the table, in order — the row written (coerced, its
+    /// AUTO_INCREMENT value filled), or the row an ON DUPLICATE KEY UPDATE
+    /// left (changed or not); nothing for a row IGNORE skipped. What
+    /// MariaDB's `RETURNING` of those statements lists.
+    pub rows: Vec<Row>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

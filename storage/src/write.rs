@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, Value};
+use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
@@ -295,8 +295,12 @@ impl Group<'_> {
         let conflicts = self.conflicts(t, &row, None)?;
         // The row whose AUTO_INCREMENT value the OK packet may report, and
         // whether the generated value (if any) was used by a written row.
+        let returns = !matches!(on_conflict, OnConflict::Error);
         let (written, inserted) = if conflicts.is_empty() {
             let id = auto_inc_value(t, &row);
+            if returns {
+                result.rows.push(row.clone());
+            }
             self.insert_new(t, row)?;
             result.affected_rows += 1;
             (id, true)
@@ -319,6 +323,7 @@ impl Group<'_> {
                             .push((t.schema.id, RowDelta::Delete(c.row.clone())));
                     }
                     let id = auto_inc_value(t, &row);
+                    result.rows.push(row.clone());
                     self.insert_new(t, row)?;
                     result.affected_rows += 1 + conflicts.len() as u64;
                     (id, true)
@@ -327,7 +332,13 @@ impl Group<'_> {
                     let c = &conflicts[0];
                     let new = f(&c.row, &row)?;
                     let id = auto_inc_value(t, &new);
-                    if self.update_row(t, &c.pk, &c.row, new)? {
+                    let changed = self.update_row(t, &c.pk, &c.row, new)?;
+                    // The row as the update left it: the delta it pushed.
+                    result.rows.push(match self.deltas.last() {
+                        Some((_, RowDelta::Insert(stored))) if changed => stored.clone(),
+                        _ => c.row.clone(),
+                    });
+                    if changed {
                         result.affected_rows += 2;
                     } else {
                         // Found but left as it was: 1 for FOUND_ROWS
@@ -397,13 +408,8 @@ impl Group<'_> {
     }
 
     fn check_row(&self, t: &TableState, row: &Row) -> Result<()> {
-        for (v, c) in row.iter().zip(&t.schema.columns) {
-            if v.is_null() && !c.nullable {
-                return Err(StorageError::NotNull {
-                    column: c.name.clone(),
-                });
-            }
-        }
+        // AUTO_INCREMENT is filled in by now (`prepare_insert`).
+        check_not_null(&t.schema, row, false)?;
         let size = t.row_size(row);
         if size > ROW_SIZE_LIMIT {
             return Err(StorageError::RowTooLarge {
@@ -610,6 +616,23 @@ impl Conflict {
 
 /// The AUTO_INCREMENT column's value in `row`, if the table has one and the
 /// value is a positive integer (what an OK packet reports as insert id).
+/// The NOT NULL rule every write of a row obeys: a NULL in a NOT NULL
+/// column is 1048 ([`StorageError::NotNull`], naming the first such
+/// column). With `to_generate`, a NULL in the AUTO_INCREMENT column passes:
+/// it is a value the write will generate (a caller checking a row before
+/// the write, as a transaction's statement does).
+pub fn check_not_null(schema: &TableSchema, row: &[Value], to_generate: bool) -> Result<()> {
+    let generated = schema.auto_increment_column().filter(|_| to_generate);
+    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
+        if v.is_null() && !c.nullable && Some(i) != generated {
+            return Err(StorageError::NotNull {
+                column: c.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 fn auto_inc_value(t: &TableState, row: &Row) -> Option<u64> {
     match row.get(t.schema.auto_increment_column()?)? {
         Value::Int(i) => u64::try_from(*i).ok().filter(|&i| i > 0),

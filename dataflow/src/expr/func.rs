@@ -648,7 +648,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         CurTime => Value::Time(i64::from(now().num_seconds_from_midnight()) * 1_000_000),
         UnixTimestamp => match vals.first() {
             None => Value::Int(now().and_utc().timestamp()),
-            Some(v) => match ops::to_datetime(v) {
+            Some(v) => match calendar(v) {
                 Some(dt) => Value::Int(dt.and_utc().timestamp().max(0)),
                 None => Value::Null,
             },
@@ -660,11 +660,18 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             },
             _ => Value::Null,
         },
-        Date => match ops::to_datetime(&v0) {
+        Date => match calendar(&v0) {
             Some(dt) => Value::Date(dt.date()),
+            None if ops::to_datetime(&v0).is_some() => Value::zero_date(),
             None => Value::Null,
         },
-        Year | Month | Day | Hour | Minute | Second => match ops::to_datetime(&v0) {
+        // The zero date's fields are zeros.
+        Year | Month | Day | Hour | Minute | Second
+            if ops::to_datetime(&v0).is_some_and(|dt| dt.date() == ladle_common::ZERO_DATE) =>
+        {
+            Value::Int(0)
+        }
+        Year | Month | Day | Hour | Minute | Second => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(match f {
                 Year => dt.year() as u32,
                 Month => dt.month(),
@@ -685,7 +692,13 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                 return Ok(Value::Null);
             }
             let is_date = matches!(v0, Value::Date(_));
-            let Some(dt) = ops::to_datetime(&v0) else {
+            let Some(dt) = calendar(&v0) else {
+                if v0.is_zero_date() {
+                    super::warn(
+                        super::WARN_TRUNCATED_WRONG_VALUE,
+                        format!("Incorrect datetime value: '{v0}'"),
+                    );
+                }
                 return Ok(Value::Null);
             };
             let amount = int_arg(&vals[1]).unwrap_or(0);
@@ -728,11 +741,11 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
         }
         Rand => Value::Double(rand_f64()),
-        DateFormat => match (ops::to_datetime(&v0), &vals[1]) {
+        DateFormat => match (calendar(&v0), &vals[1]) {
             (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
             _ => Value::Null,
         },
-        Quarter | Weekday | DayOfYear | Week | YearWeek => match ops::to_datetime(&v0) {
+        Quarter | Weekday | DayOfYear | Week | YearWeek => match calendar(&v0) {
             Some(dt) => {
                 let d = dt.date();
                 let mode = vals.get(1).and_then(int_arg).unwrap_or(0);
@@ -803,19 +816,15 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                     .fold(0i64, |n, &b| n * 256 + i64::from(b)),
             )
         }
-        DayOfWeek => match ops::to_datetime(&v0) {
+        DayOfWeek => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
         },
-        DateDiff => match (ops::to_datetime(&v0), ops::to_datetime(&vals[1])) {
+        DateDiff => match (calendar(&v0), calendar(&vals[1])) {
             (Some(a), Some(b)) => Value::Int((a.date() - b.date()).num_days()),
             _ => Value::Null,
         },
-        TimestampDiff => match (
-            int_arg(&v0),
-            ops::to_datetime(&vals[1]),
-            ops::to_datetime(&vals[2]),
-        ) {
+        TimestampDiff => match (int_arg(&v0), calendar(&vals[1]), calendar(&vals[2])) {
             (Some(unit), Some(a), Some(b)) => {
                 timestamp_diff(unit, a, b).map_or(Value::Null, Value::Int)
             }
@@ -823,7 +832,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         },
         ConvertTz => {
             let offset = |v: &Value| (!v.is_null()).then(|| zone_offset_seconds(&to_text(v)))?;
-            match (ops::to_datetime(&v0), offset(&vals[1]), offset(&vals[2])) {
+            match (calendar(&v0), offset(&vals[1]), offset(&vals[2])) {
                 (Some(dt), Some(from), Some(to)) => dt
                     .checked_add_signed(chrono::Duration::seconds(to - from))
                     .map_or(Value::Null, Value::DateTime),
@@ -1071,6 +1080,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                     | SqlType::VarChar(n)
                     | SqlType::Binary(n)
                     | SqlType::VarBinary(n) => n,
+                    ref t if f == Concat => super::type_chars(t),
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
@@ -1081,7 +1091,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
                 } else {
                     text(n.max(1))
                 },
-                if f == ConcatWs { tys[0].1 } else { any_null },
+                // CONCAT may be NULL past max_allowed_packet (MySQL's
+                // metadata says so too).
+                match f {
+                    ConcatWs => tys[0].1,
+                    Concat => true,
+                    _ => any_null,
+                },
             )
         }
         Lower | Upper | Trim | LTrim | RTrim | Reverse | Substring | Left | Right => {
@@ -1091,7 +1107,13 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             };
             (t, any_null)
         }
-        Hex => (text(255), any_null),
+        // Two hex digits per byte of a string.
+        Hex => match &tys[0].0 {
+            t if t.is_text() || t.is_binary() => {
+                (text(super::type_chars(t).saturating_mul(2)), any_null)
+            }
+            _ => (text(255), any_null),
+        },
         Unhex => (SqlType::VarBinary(255), true),
         DateFormat => (text(64), true),
         DayOfWeek | DateDiff => (
@@ -1102,8 +1124,19 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
-        Length | CharLength | Locate | Instr | Sign => (bigint, any_null),
-        Abs => (tys[0].0.clone(), any_null),
+        Length | CharLength | Locate | Instr => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: Some(10),
+            },
+            any_null,
+        ),
+        Sign => (bigint, any_null),
+        Abs => match &tys[0].0 {
+            t @ SqlType::Int { .. } => (super::int_of_width(super::type_chars(t)), any_null),
+            t => (t.clone(), any_null),
+        },
         Round | Truncate => match &tys[0].0 {
             SqlType::Decimal { precision, .. } => {
                 let scale = match args.get(1) {
@@ -1162,7 +1195,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,
-                display_width: None,
+                display_width: Some(if f == Year { 4 } else { 2 }),
             },
             true,
         ),
@@ -1373,4 +1406,10 @@ fn time_of_day(v: &Value) -> Option<i64> {
             .or_else(|| ladle_common::parse_time(s)),
         _ => ops::to_datetime(v).map(of),
     }
+}
+
+/// `v` as a calendar date and time for a date function: not the zero date
+/// (`0000-00-00`), for which MySQL's date functions give NULL.
+fn calendar(v: &Value) -> Option<chrono::NaiveDateTime> {
+    ops::to_datetime(v).filter(|dt| dt.date() != ladle_common::ZERO_DATE)
 }

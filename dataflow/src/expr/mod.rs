@@ -112,10 +112,27 @@ fn raise(level: &'static str, code: u16, message: String) {
 
 /// The warnings (MySQL code, message) raised by evaluation on this thread
 /// since the last call. A statement runs evaluation on its own thread when
-/// it needs no view (SELECT without FROM, UPDATE/INSERT expressions); a
-/// view's rows are computed elsewhere, so their warnings are not reported.
+/// it needs no view (SELECT without FROM, UPDATE/INSERT expressions, a
+/// read's parameters); a view's rows are computed when it is written, so
+/// their warnings are not reported (see [`without_warnings`]).
 pub fn take_warnings() -> Vec<EvalWarning> {
     WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()))
+}
+
+/// Runs `f`, dropping the warnings its evaluation raises on this thread
+/// (those raised before are kept). For computing a view's rows on a
+/// reading statement's thread (a cold fill, a transaction's overlay read):
+/// a warm read of the same view computes nothing and so raises nothing,
+/// and a statement's warnings must not depend on whether its view was
+/// cached. (MariaDB evaluates every row per statement and warns each
+/// time; matching that would need every view to keep, per row and group,
+/// the warnings computing it raised, including for rows its filters
+/// dropped.)
+pub(crate) fn without_warnings<T>(f: impl FnOnce() -> T) -> T {
+    let before = take_warnings();
+    let out = f();
+    WARNINGS.with(|w| *w.borrow_mut() = before);
+    out
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -609,10 +626,11 @@ impl Expr {
             unsigned: false,
             display_width: None,
         };
+        // MySQL types a comparison as INT of display width 1.
         let boolean = SqlType::Int {
-            bytes: 1,
+            bytes: 4,
             unsigned: false,
-            display_width: None,
+            display_width: Some(1),
         };
         match self {
             Column(i) | Proposed(i) => input
@@ -621,7 +639,11 @@ impl Expr {
                 .unwrap_or((SqlType::VarChar(255), true)),
             Literal(v) => (literal_type(v), v.is_null()),
             Param(_) => (SqlType::VarChar(255), true),
-            Neg(e) => e.result_type(input),
+            Neg(e) => match e.result_type(input) {
+                // A BIGINT one character wider (the sign), as MySQL's.
+                (t @ SqlType::Int { .. }, n) => (int_of_width(type_chars(&t) + 1), n),
+                other => other,
+            },
             Not(e) => (boolean, e.result_type(input).1),
             BitNot(_) => (
                 SqlType::Int {
@@ -636,8 +658,17 @@ impl Expr {
                 let (rt, rn) = r.result_type(input);
                 let nullable =
                     ln || rn || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
+                // Display widths and decimal precisions as MySQL's
+                // metadata gives them (what clients size buffers from).
+                let (lp, rp) = (expr_precision(l, &lt), expr_precision(r, &rt));
+                let (ls, rs) = (u32::from(type_scale(&lt)), u32::from(type_scale(&rt)));
+                let (lw, rw) = (expr_chars(l, &lt), expr_chars(r, &rt));
+                let decimal = |precision: u32, scale: u32| SqlType::Decimal {
+                    precision: precision.clamp(1, 65) as u8,
+                    scale: scale.min(30) as u8,
+                };
                 let ty = match op {
-                    ArithOp::IntDiv => bigint,
+                    ArithOp::IntDiv => int_of_width(lp.saturating_sub(ls).max(1)),
                     ArithOp::BitAnd
                     | ArithOp::BitOr
                     | ArithOp::BitXor
@@ -651,10 +682,8 @@ impl Expr {
                         if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
                             SqlType::Double
                         } else {
-                            SqlType::Decimal {
-                                precision: 65,
-                                scale: (type_scale(&lt) + 4).min(30),
-                            }
+                            let scale = ls + 4;
+                            decimal(lp.saturating_sub(ls) + rs + scale, scale)
                         }
                     }
                     _ => {
@@ -663,17 +692,31 @@ impl Expr {
                         } else if matches!(lt, SqlType::Decimal { .. })
                             || matches!(rt, SqlType::Decimal { .. })
                         {
-                            let s = if *op == ArithOp::Mul {
-                                type_scale(&lt) + type_scale(&rt)
-                            } else {
-                                type_scale(&lt).max(type_scale(&rt))
-                            };
-                            SqlType::Decimal {
-                                precision: 65,
-                                scale: s.min(30),
+                            match op {
+                                ArithOp::Mul => decimal(lp + rp, ls + rs),
+                                ArithOp::Mod => decimal(lp.max(rp), ls.max(rs)),
+                                _ => {
+                                    let scale = ls.max(rs);
+                                    let int_part = lp.saturating_sub(ls).max(rp.saturating_sub(rs));
+                                    decimal(int_part + scale + 1, scale)
+                                }
                             }
                         } else {
-                            bigint
+                            let width = match op {
+                                ArithOp::Mul => lw + rw,
+                                ArithOp::Mod => lw.max(rw),
+                                _ => lw.max(rw) + 1,
+                            };
+                            // An UNSIGNED operand makes it unsigned (the
+                            // evaluator's rule, see `ops::arith`).
+                            let unsigned = [&lt, &rt]
+                                .iter()
+                                .any(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+                            SqlType::Int {
+                                bytes: 8,
+                                unsigned: unsigned && *op != ArithOp::Mod,
+                                display_width: Some(width.min(255) as u8),
+                            }
                         }
                     }
                 };
@@ -700,15 +743,24 @@ impl Expr {
                 unify_types(&tys)
             }
             Cast(e, t) => {
-                let n = e.result_type(input).1;
+                // Once: casts nest in long arithmetic chains (UNSIGNED
+                // operands), so typing the operand twice is exponential.
+                let (et, n) = e.result_type(input);
                 let ty = match t {
                     CastType::Signed => bigint,
                     CastType::Unsigned => SqlType::Int {
                         bytes: 8,
                         unsigned: true,
-                        display_width: None,
+                        // An integer keeps its width (an UNSIGNED column's
+                        // operand in arithmetic, see the planner).
+                        display_width: match &et {
+                            t @ SqlType::Int { .. } => Some(type_chars(t).min(255) as u8),
+                            _ => None,
+                        },
                     },
-                    CastType::Char | CastType::TemporalChar { .. } => SqlType::VarChar(65535),
+                    // As many characters as the value can print as.
+                    CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
+                    CastType::TemporalChar { .. } => SqlType::VarChar(65535),
                     CastType::Binary => SqlType::VarBinary(65535),
                     CastType::Decimal { precision, scale } => SqlType::Decimal {
                         precision: *precision,
@@ -721,7 +773,10 @@ impl Expr {
                 };
                 (
                     ty,
-                    n || matches!(t, CastType::Date | CastType::DateTime | CastType::Time),
+                    n || matches!(
+                        t,
+                        CastType::Date | CastType::DateTime | CastType::Time | CastType::Char
+                    ),
                 )
             }
             Call(f, args) => func::result_type(*f, args, input),
@@ -754,14 +809,84 @@ fn type_scale(t: &SqlType) -> u8 {
     }
 }
 
+/// A signed BIGINT of display width `chars` (MySQL's type for integer
+/// arithmetic, whose width it derives from the operands').
+pub(crate) fn int_of_width(chars: u32) -> SqlType {
+    SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+        display_width: Some(chars.min(255) as u8),
+    }
+}
+
+/// The characters a value of type `t` prints as at most (MySQL's
+/// `max_char_length`, what result metadata reports as the length).
+pub fn type_chars(t: &SqlType) -> u32 {
+    let fraction = |fsp: u8| if fsp == 0 { 0 } else { 1 + u32::from(fsp) };
+    match t {
+        SqlType::Int {
+            bytes,
+            unsigned,
+            display_width,
+        } => u32::from(SqlType::int_display_width(
+            *bytes,
+            *unsigned,
+            *display_width,
+        )),
+        SqlType::Year => 4,
+        SqlType::Float => 12,
+        SqlType::Double => 22,
+        SqlType::Decimal { precision, scale } => u32::from(*precision) + 1 + u32::from(*scale > 0),
+        SqlType::Char(n)
+        | SqlType::VarChar(n)
+        | SqlType::Text(n)
+        | SqlType::Binary(n)
+        | SqlType::VarBinary(n)
+        | SqlType::Blob(n) => *n,
+        SqlType::Json => u32::MAX / 4,
+        SqlType::Enum(labels) => labels
+            .iter()
+            .map(|l| l.chars().count() as u32)
+            .max()
+            .unwrap_or(0),
+        SqlType::Date => 10,
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => 19 + fraction(*fsp),
+        SqlType::Time { fsp } => 10 + fraction(*fsp),
+    }
+}
+
+/// [`type_chars`] of expression `e` of type `t`: a literal number's own.
+fn expr_chars(e: &Expr, t: &SqlType) -> u32 {
+    match e {
+        Expr::Literal(v @ (Value::Int(_) | Value::UInt(_))) => v.to_string().len() as u32,
+        _ => type_chars(t),
+    }
+}
+
+/// The decimal digits of a numeric expression `e` of type `t` (MySQL's
+/// `decimal_precision`): a DECIMAL's precision, an integer's digits.
+fn expr_precision(e: &Expr, t: &SqlType) -> u32 {
+    match (e, t) {
+        (Expr::Literal(v @ (Value::Int(_) | Value::UInt(_))), _) => {
+            v.to_string().trim_start_matches('-').len() as u32
+        }
+        (_, SqlType::Decimal { precision, .. }) => u32::from(*precision),
+        (_, SqlType::Int { unsigned, .. }) => {
+            type_chars(t).saturating_sub(u32::from(!unsigned)).max(1)
+        }
+        _ => 65,
+    }
+}
+
 /// The type MySQL gives a literal.
 pub fn literal_type(v: &Value) -> SqlType {
     match v {
         Value::Null => SqlType::VarChar(0),
-        Value::Int(_) => SqlType::Int {
-            bytes: 8,
+        // INT if it fits, as wide as its digits (MySQL's).
+        Value::Int(i) => SqlType::Int {
+            bytes: if i32::try_from(*i).is_ok() { 4 } else { 8 },
             unsigned: false,
-            display_width: None,
+            display_width: Some(i.to_string().len() as u8),
         },
         Value::UInt(_) => SqlType::Int {
             bytes: 8,
@@ -770,7 +895,7 @@ pub fn literal_type(v: &Value) -> SqlType {
         },
         Value::Double(_) => SqlType::Double,
         Value::Decimal(d) => SqlType::Decimal {
-            precision: 65.min(d.mantissa().abs().to_string().len() as u8 + 1),
+            precision: 65.min((d.mantissa().abs().to_string().len() as u8).max(d.scale() as u8)),
             scale: d.scale() as u8,
         },
         Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
@@ -796,12 +921,8 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         let len = non_null
             .iter()
             .map(|t| match t {
-                SqlType::Char(n)
-                | SqlType::VarChar(n)
-                | SqlType::Text(n)
-                | SqlType::Binary(n)
-                | SqlType::VarBinary(n)
-                | SqlType::Blob(n) => *n,
+                SqlType::Json | SqlType::Enum(_) => 64,
+                t if t.is_text() || t.is_binary() => type_chars(t),
                 _ => 64,
             })
             .max()

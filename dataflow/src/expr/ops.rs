@@ -144,6 +144,9 @@ pub(crate) fn value_to_f64(v: &Value) -> Option<f64> {
 
 fn date_number(d: &NaiveDate) -> i64 {
     use chrono::Datelike;
+    if *d == ladle_common::ZERO_DATE {
+        return 0;
+    }
     i64::from(d.year()) * 10000 + i64::from(d.month()) * 100 + i64::from(d.day())
 }
 

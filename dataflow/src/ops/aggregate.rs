@@ -96,13 +96,15 @@ enum Acc {
         n: i64,
     },
     Set(Multiset),
-    /// A SUM/AVG (`sum`, an `Acc::Sum`) some of whose inputs are overflow
-    /// markers (a computed value that overflowed, see
-    /// `expr::out_of_range_marker`): `markers` of them. Its output is the
-    /// marker while any is left, so the read fails with 1690 as MySQL's
-    /// query does. (Last, so snapshots taken before it still decode.)
+    /// An aggregate over a column (any but COUNT(*); `inner` accumulates
+    /// its other inputs) some of whose inputs are overflow markers (a
+    /// computed value that overflowed, see `expr::out_of_range_marker`):
+    /// `markers` of them. Its output is the marker while any is left, so
+    /// the read fails with 1690 as MySQL's query does: MySQL evaluates the
+    /// argument of SUM, MIN, COUNT, GROUP_CONCAT... for every row. (Last,
+    /// so snapshots taken before it still decode.)
     Overflowed {
-        sum: Box<Acc>,
+        inner: Box<Acc>,
         markers: i64,
     },
 }
@@ -269,26 +271,26 @@ impl Aggregate {
         g.rows += sign;
         for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
             let v = row.get(a.col).cloned().unwrap_or(Value::Null);
-            let marker = crate::expr::out_of_range_in(&v).is_some();
+            let marker = a.kind != AggKind::CountStar && crate::expr::out_of_range_in(&v).is_some();
             let acc = match acc {
-                Acc::Sum { .. } if marker => {
-                    let sum = std::mem::replace(acc, Acc::Count(0));
-                    *acc = Acc::Overflowed {
-                        sum: Box::new(sum),
-                        markers: sign,
-                    };
-                    continue;
-                }
-                Acc::Overflowed { sum, markers } => {
+                Acc::Overflowed { inner, markers } => {
                     if marker {
                         *markers += sign;
                         if *markers == 0 {
-                            let sum = std::mem::replace(sum.as_mut(), Acc::Count(0));
-                            *acc = sum;
+                            let inner = std::mem::replace(inner.as_mut(), Acc::Count(0));
+                            *acc = inner;
                         }
                         continue;
                     }
-                    sum.as_mut()
+                    inner.as_mut()
+                }
+                _ if marker => {
+                    let inner = std::mem::replace(acc, Acc::Count(0));
+                    *acc = Acc::Overflowed {
+                        inner: Box::new(inner),
+                        markers: sign,
+                    };
+                    continue;
                 }
                 other => other,
             };
@@ -657,6 +659,38 @@ mod tests {
         a.on_input(vec![RowDelta::Insert(vec![g.clone(), Value::Int(2)])]);
         let out = sums(a.on_input(vec![RowDelta::Delete(vec![g.clone(), marker])]));
         assert_eq!(out.last(), Some(&(true, Value::Decimal(3.into()))));
+    }
+
+    #[test]
+    fn every_aggregate_but_count_star_over_a_marker_is_the_marker() {
+        let kinds = [
+            AggKind::CountStar,
+            AggKind::Count,
+            AggKind::Min,
+            AggKind::Max,
+            AggKind::GroupConcat,
+        ];
+        let mut a = agg(kinds.iter().map(|&k| AggSpec::new(k, 1)).collect(), false);
+        let marker = crate::expr::out_of_range_marker("BIGINT value is out of range");
+        let g = Value::text("g");
+        a.on_input(vec![RowDelta::Insert(vec![g.clone(), Value::Int(1)])]);
+        let out = a.on_input(vec![RowDelta::Insert(vec![g.clone(), marker.clone()])]);
+        let now = out.last().unwrap().row().to_vec();
+        assert_eq!(now[1], Value::Int(2), "COUNT(*) reads no argument");
+        for (k, v) in kinds.iter().zip(&now[1..]).skip(1) {
+            assert!(crate::expr::out_of_range_in(v).is_some(), "{k:?}: {v:?}");
+        }
+        let out = a.on_input(vec![RowDelta::Delete(vec![g.clone(), marker])]);
+        assert_eq!(
+            out.last().unwrap().row()[1..],
+            [
+                Value::Int(1),
+                Value::Int(1),
+                Value::Int(1),
+                Value::Int(1),
+                Value::text("1")
+            ]
+        );
     }
 
     #[test]

@@ -22,12 +22,30 @@ impl Project {
         // Never an error, so that an insert and its later delete always
         // project alike: an overflow becomes its marker (a read returning
         // it fails with 1690), any other failure NULL.
+        let has_marker = row
+            .iter()
+            .any(|v| crate::expr::out_of_range_in(v).is_some());
         self.exprs
             .iter()
-            .map(|e| match e.eval(row) {
-                Ok(v) => v,
-                Err(crate::expr::EvalError::OutOfRange(m)) => crate::expr::out_of_range_marker(&m),
-                Err(_) => ladle_common::Value::Null,
+            .map(|e| {
+                if has_marker {
+                    // MySQL evaluates the overflowing operand and fails:
+                    // an expression over a marker (`MIN(d) IS NULL`) is one.
+                    let marker = e.columns().into_iter().find_map(|c| {
+                        row.get(c)
+                            .filter(|v| crate::expr::out_of_range_in(v).is_some())
+                    });
+                    if let Some(m) = marker {
+                        return m.clone();
+                    }
+                }
+                match e.eval(row) {
+                    Ok(v) => v,
+                    Err(crate::expr::EvalError::OutOfRange(m)) => {
+                        crate::expr::out_of_range_marker(&m)
+                    }
+                    Err(_) => ladle_common::Value::Null,
+                }
             })
             .collect()
     }

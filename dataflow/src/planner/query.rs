@@ -2012,11 +2012,6 @@ impl<'a> Planner<'a> {
                 _ => return Err(unsupported(format!("{name} clause {clause}"))),
             }
         }
-        let bigint = SqlType::Int {
-            bytes: 8,
-            unsigned: false,
-            display_width: None,
-        };
         if list.args.len() != 1 {
             return Err(unsupported(format!(
                 "{name} with {} arguments",
@@ -2031,7 +2026,7 @@ impl<'a> Planner<'a> {
                 return Ok((
                     spec,
                     Expr::Literal(Value::Int(1)),
-                    (bigint, false, Collation::Binary),
+                    (crate::expr::int_of_width(21), false, Collation::Binary),
                 ));
             }
             ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
@@ -2042,7 +2037,7 @@ impl<'a> Planner<'a> {
         }
         let arg = stable(cx.compile(arg_ast)?)?;
         let ftypes = cx.frame_types();
-        let (aty, _) = arg.result_type(&ftypes);
+        let (aty, nullable) = arg.result_type(&ftypes);
         let coll = derived_collation(&arg, |c| {
             cx.scope
                 .cols
@@ -2051,6 +2046,9 @@ impl<'a> Planner<'a> {
                 .unwrap_or_default()
         });
         let kind = match name.as_str() {
+            // MySQL counts a never-NULL argument without evaluating it (so
+            // a value that overflowed in a view is not an error there).
+            "count" if !distinct && !nullable => AggKind::CountStar,
             "count" => AggKind::Count,
             "sum" => AggKind::Sum,
             "avg" => AggKind::Avg,
@@ -2073,15 +2071,27 @@ impl<'a> Planner<'a> {
             _ => 0,
         };
         let ty = match kind {
-            AggKind::Count | AggKind::CountStar => (bigint, false, Collation::Binary),
+            // MySQL's COUNT is a BIGINT 21 characters wide.
+            AggKind::Count | AggKind::CountStar => {
+                (crate::expr::int_of_width(21), false, Collation::Binary)
+            }
             AggKind::Sum | AggKind::Avg => {
                 if spec.float {
                     (SqlType::Double, true, Collation::Binary)
                 } else {
-                    let scale = spec.scale as u8 + if kind == AggKind::Avg { 4 } else { 0 };
+                    // MySQL's precision: the argument's digits and 22 more
+                    // for SUM, 4 more (as the scale) for AVG.
+                    let digits = match &aty {
+                        SqlType::Decimal { precision, .. } => u32::from(*precision),
+                        t => crate::expr::type_chars(t).saturating_sub(1).max(1),
+                    };
+                    let (more, scale) = match kind {
+                        AggKind::Avg => (4, spec.scale as u8 + 4),
+                        _ => (22, spec.scale as u8),
+                    };
                     (
                         SqlType::Decimal {
-                            precision: 65,
+                            precision: (digits + more).min(65) as u8,
                             scale: scale.min(30),
                         },
                         true,

@@ -694,9 +694,8 @@ impl CommandLoop {
                         self.writer.end_packet(start);
                         self.writer.flush_if_large().await?;
                     }
-                    // A single statement's result ends with no warning count
-                    // (a SELECT leaves earlier warnings for SHOW WARNINGS).
-                    let warnings = if n > 1 { warnings } else { 0 };
+                    // The statement's own warnings (not those an earlier
+                    // one left for SHOW WARNINGS: `Session::carried_warnings`).
                     result::end(&mut self.writer, self.caps, warnings, status | more);
                 }
                 Ok(Output::Done {

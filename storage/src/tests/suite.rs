@@ -200,14 +200,19 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows: vec![row(&[i(1), t("z"), i(9)]), row(&[i(3), t("c"), i(3)])],
         on_conflict: OnConflict::Ignore,
     };
-    assert_eq!(s.write(vec![ignore]).unwrap().ops[0].affected_rows, 1);
+    let ignored = s.write(vec![ignore]).unwrap().ops.remove(0);
+    assert_eq!(ignored.affected_rows, 1);
+    // The rows written, for RETURNING: not the skipped one.
+    assert_eq!(ignored.rows, vec![row(&[i(3), t("c"), i(3)])]);
     // REPLACE conflicting with two rows (id 1 and name 'b') deletes both.
     let replace = WriteOp::Insert {
         table: u.id,
         rows: vec![row(&[i(1), t("b"), i(7)])],
         on_conflict: OnConflict::Replace,
     };
-    assert_eq!(s.write(vec![replace]).unwrap().ops[0].affected_rows, 3);
+    let replaced = s.write(vec![replace]).unwrap().ops.remove(0);
+    assert_eq!(replaced.affected_rows, 3);
+    assert_eq!(replaced.rows, vec![row(&[i(1), t("b"), i(7)])]);
     assert_eq!(
         sorted(s.scan(u.id).unwrap()),
         vec![row(&[i(1), t("b"), i(7)]), row(&[i(3), t("c"), i(3)])]
@@ -222,13 +227,13 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows,
         on_conflict: OnConflict::Update(Arc::clone(&bump)),
     };
-    assert_eq!(
-        s.write(vec![odku(vec![row(&[i(3), t("q"), i(0)])])])
-            .unwrap()
-            .ops[0]
-            .affected_rows,
-        2
-    );
+    let updated = s
+        .write(vec![odku(vec![row(&[i(3), t("q"), i(0)])])])
+        .unwrap()
+        .ops
+        .remove(0);
+    assert_eq!(updated.affected_rows, 2);
+    assert_eq!(updated.rows, vec![row(&[i(3), t("c"), i(4)])]);
     assert_eq!(
         s.write(vec![odku(vec![row(&[i(4), t("d"), i(0)])])])
             .unwrap()
@@ -242,7 +247,9 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows: vec![row(&[i(4), t("d"), i(0)])],
         on_conflict: OnConflict::Update(same),
     };
-    assert_eq!(s.write(vec![unchanged]).unwrap().ops[0].affected_rows, 0);
+    let found = s.write(vec![unchanged]).unwrap().ops.remove(0);
+    assert_eq!(found.affected_rows, 0);
+    assert_eq!(found.rows, vec![row(&[i(4), t("d"), i(0)])]);
     assert_eq!(
         s.lookup(u.id, IndexRef::Primary, &[i(3)]).unwrap(),
         vec![row(&[i(3), t("c"), i(4)])]
