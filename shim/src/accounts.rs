@@ -802,6 +802,15 @@ fn need_mysql_db(s: &Session, e: &crate::exec::Engine) -> Result<(), ShimError> 
     }
 }
 
+/// 1396 naming the accounts `op` could not act on, if there are any.
+fn failed_accounts(op: &str, failed: &[(String, String)]) -> Result<(), ShimError> {
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(builtin_refused(op, failed))
+    }
+}
+
 fn builtin_refused(op: &str, names: &[(String, String)]) -> ShimError {
     let list: Vec<String> = names.iter().map(|(u, h)| quoted(u, h)).collect();
     wire(
@@ -852,11 +861,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
                 ..Account::default()
             });
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(builtin_refused("CREATE USER", &failed))
-        }
+        failed_accounts("CREATE USER", &failed)
     })?;
     for n in notes {
         s.add_warning("Note", error::ER_USER_CREATE_EXISTS.errno, n);
@@ -892,11 +897,7 @@ fn drop_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<Ou
                 }
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(builtin_refused("DROP USER", &failed))
-        }
+        failed_accounts("DROP USER", &failed)
     })?;
     for n in notes {
         s.add_warning("Note", error::ER_USER_DROP_EXISTS.errno, n);
@@ -928,11 +929,7 @@ fn rename_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
                 _ => failed.push((fu, fh)),
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(builtin_refused("RENAME USER", &failed))
-        }
+        failed_accounts("RENAME USER", &failed)
     })?;
     Ok(Output::ok())
 }
