@@ -17,6 +17,7 @@ use crate::graph::{Graph, NodeId};
 use crate::ops::reader::{cmp_rows, Rows};
 use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape, Source};
+use crate::planner::range::RangeIndex;
 use crate::planner::{Count, Planned, PlannedView, Planner};
 use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
 use crate::rows::ResultRows;
@@ -97,9 +98,16 @@ impl Drop for FillClaim<'_> {
     }
 }
 
-/// How long a read waits for another read's fill of the same key before
-/// filling it itself.
+/// How often a read waiting for another read's fill of the same key checks
+/// whether it was interrupted (KILL, a client gone, max_execution_time).
 const FILL_WAIT: Duration = Duration::from_millis(200);
+
+/// How long a read waits for another read's fill of the same key before
+/// filling it itself. The claim ends with the fill (done, failed or
+/// unwound), so this only guards against a fill that never ends: a short
+/// bound made every waiter on a loaded server (a cold start, exactly when
+/// fills are slow) repeat the fill it was waiting for.
+const FILL_WAIT_MAX: Duration = Duration::from_secs(30);
 
 enum Target {
     View(Arc<View>),
@@ -524,7 +532,7 @@ impl Inner {
             let Some(v) = self.views.read().get(&norm.signature).cloned() else {
                 continue;
             };
-            if lists_keyed(&norm, &v.spec.key_slots) {
+            if lists_readable(&norm, Some(&v.spec)) {
                 return Ok(Some((Target::View(v), norm.sources, norm.user_params)));
             }
         }
@@ -576,7 +584,7 @@ impl Inner {
         for shape in Shape::PREFERENCE {
             let norm = normalize(database, query, shape, &col_kinds)?;
             match self.plan(database, &norm.query) {
-                Ok(Planned::View(v)) if !lists_keyed(&norm, &v.key_slots) => {}
+                Ok(Planned::View(v)) if !lists_readable(&norm, Some(&v)) => {}
                 Ok(p) => {
                     planned = Some(p);
                     break;
@@ -759,7 +767,7 @@ impl Inner {
                 continue;
             }
             match self.target(database, &norm.query, &norm.signature, origin) {
-                Ok(t) if lists_keyed(&norm, key_slots(&t)) => {
+                Ok(t) if lists_readable(&norm, view_spec(&t)) => {
                     return Ok((t, norm.sources, norm.user_params));
                 }
                 Ok(_) => {}
@@ -879,7 +887,7 @@ impl Inner {
     /// Returns each key's rows, in order.
     ///
     /// A key another read is filling is not filled again: this read waits
-    /// (up to [`FILL_WAIT`]) and takes the rows that fill installed.
+    /// (up to [`FILL_WAIT_MAX`]) and takes the rows that fill installed.
     fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
         let mut out: Vec<Option<Rows>> = vec![None; keys.len()];
         for round in 0..2 {
@@ -904,10 +912,14 @@ impl Inner {
                 break;
             }
             {
+                let give_up = Instant::now() + FILL_WAIT_MAX;
                 let mut filling = v.filling.keys.lock();
                 while theirs.iter().any(|&i| filling.contains(&norm[i])) {
                     if v.filling.done.wait_for(&mut filling, FILL_WAIT).timed_out() {
-                        break;
+                        crate::interrupt::check()?;
+                        if Instant::now() >= give_up {
+                            break;
+                        }
                     }
                 }
             }
@@ -1369,24 +1381,65 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
     })
 }
 
-/// EXPLAIN's note on a view's range parameters (empty without any).
-/// Whether every collapsed IN list of `norm` is a key of `t`'s view (else
-/// the list would be read as a filter over a view not keyed by it).
-fn lists_keyed(norm: &Normalized, key_slots: &[Vec<usize>]) -> bool {
-    norm.sources
-        .iter()
-        .enumerate()
-        .all(|(i, s)| !matches!(s, Source::List(_)) || key_slots.iter().any(|k| k[..] == [i]))
+/// Whether `spec`'s view reads every collapsed IN list of `norm`: as a
+/// key, or as its range index's equality narrowed per element (else the
+/// list would be read as a one-value filter).
+fn lists_readable(norm: &Normalized, spec: Option<&PlannedView>) -> bool {
+    let key_slots = spec.map_or(&[][..], |s| &s.key_slots[..]);
+    let list_slot = spec.and_then(|s| s.range.as_ref()?.list_slot);
+    norm.sources.iter().enumerate().all(|(i, s)| {
+        !matches!(s, Source::List(_))
+            || key_slots.iter().any(|k| k[..] == [i])
+            || list_slot == Some(i)
+    })
 }
 
-/// The parameter slots `t`'s reader is keyed by.
-fn key_slots(t: &Target) -> &[Vec<usize>] {
+/// The plan of `t`'s view (none for a constant).
+fn view_spec(t: &Target) -> Option<&PlannedView> {
     match t {
-        Target::View(v) => &v.spec.key_slots,
-        Target::Constant(_) => &[],
+        Target::View(v) => Some(&v.spec),
+        Target::Constant(_) => None,
     }
 }
 
+/// The rows of `got` (one key's, in the reader's order) that `filter`
+/// keeps under any of `variants` (the slots, once per IN-list element),
+/// each once and in the reader's order: the element's rows are found by
+/// `range`, and the spans of all elements merged before filtering.
+fn listed_rows<'r>(
+    got: &'r Rows,
+    range: &RangeIndex,
+    filter: &Expr,
+    variants: &[Vec<Value>],
+) -> Result<Vec<&'r Row>> {
+    let mut spans: Vec<(usize, usize)> = variants
+        .iter()
+        .map(|slots| range.narrow(got, slots))
+        .filter(|(start, end)| start < end)
+        .collect();
+    spans.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+    for (start, end) in spans {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let mut out = Vec::new();
+    for (start, end) in merged {
+        for r in got.range(start, end) {
+            for slots in variants {
+                if filter.eval_bool(r, slots).map_err(bad)? {
+                    out.push(r);
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// EXPLAIN's note on a view's range parameters (empty without any).
 fn range_note(spec: &PlannedView) -> String {
     match &spec.range {
         Some(r) => format!(
@@ -1605,12 +1658,35 @@ fn read_rows(
         }
         _ => None,
     };
+    // An IN list on the range index's equality (`story_id IN (...)` on a
+    // view keyed by `user_id`): the slots once per element, each narrowing
+    // the key's rows to that element's; a row is kept once if any
+    // element's filter holds.
+    let listed: Option<Vec<Vec<Value>>> = spec.range.as_ref().and_then(|r| {
+        let slot = r.list_slot?;
+        let (_, elements) = lists.iter().find(|l| l.0 == slot)?;
+        let variants = elements.iter().map(|e| {
+            let mut s = slots.to_vec();
+            s[slot] = e.clone();
+            s
+        });
+        Some(variants.collect())
+    });
     let mut dedup_seen: std::collections::HashSet<&Row> = std::collections::HashSet::new();
     for got in &results {
         if got.is_empty() {
             if let Some(d) = &spec.empty_default {
                 rows.push(Cow::Borrowed(d));
             }
+        }
+        if let (Some(variants), Some(range), Some(f)) = (&listed, &spec.range, &spec.read_filter) {
+            for r in listed_rows(got, range, f, variants)? {
+                if stop_at.is_some_and(|n| rows.len() >= n) {
+                    break;
+                }
+                rows.push(Cow::Borrowed(r));
+            }
+            continue;
         }
         // Range parameters: only the rows between the bounds (the filter
         // below still checks each).
@@ -1635,7 +1711,7 @@ fn read_rows(
             rows.push(Cow::Borrowed(r));
         }
     }
-    if let (Some(f), None) = (&spec.read_filter, stop_at) {
+    if let (Some(f), None, None) = (&spec.read_filter, stop_at, &listed) {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
             if f.eval_bool(&r, slots).map_err(bad)? {

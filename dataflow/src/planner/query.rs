@@ -204,6 +204,40 @@ fn as_column(e: &ast::Expr) -> Option<&[ast::Ident]> {
     }
 }
 
+/// The key column to narrow by at read time instead of keying by it, when a
+/// one-table query's two `col = ?` keys are exactly the columns of one of the
+/// table's two-column indexes (`user_id = ? AND story_id = ?` on an index
+/// `(user_id, story_id)`): the view is keyed by the index's leading column
+/// and each key holds that prefix's rows ordered by the other column, which
+/// a read narrows by binary search ([`RangeIndex`]), as the index itself is
+/// laid out. One fill (an index prefix scan) then serves every second value,
+/// and an IN list of them (a page's 25 stories) reads one key: keyed by both
+/// columns, each (user, story) pair was its own miss and its own, mostly
+/// empty, entry. The index is the application's statement that rows are
+/// found by its leading column first.
+fn index_prefix_key(node: &LNode, key_frame: &[(usize, Vec<usize>)]) -> Option<usize> {
+    let [(a, sa), (b, sb)] = key_frame else {
+        return None;
+    };
+    if sa.len() != 1 || sb.len() != 1 {
+        return None;
+    }
+    let mut base = node;
+    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
+        base = input;
+    }
+    let LOp::Base(t) = &base.op else {
+        return None;
+    };
+    let pk = t.primary_key.iter().map(|k| &k[..]);
+    let secondary = t.indexes.iter().map(|i| &i.columns[..]);
+    pk.chain(secondary).find_map(|cols| match cols {
+        [lead, rest] if (*lead, *rest) == (*a, *b) => Some(*b),
+        [lead, rest] if (*lead, *rest) == (*b, *a) => Some(*a),
+        _ => None,
+    })
+}
+
 fn as_slot(e: &ast::Expr) -> Option<usize> {
     match e {
         ast::Expr::Value(ast::Value::Placeholder(p)) => placeholder_slot(p),
@@ -892,6 +926,9 @@ impl<'a> Planner<'a> {
         // WHERE: keys, read-time filters, semi-joins, filters.
         let mut nsub = 0;
         let mut key_frame: Vec<(usize, Vec<usize>)> = Vec::new();
+        // The `col = ?` conjuncts behind key_frame's one-slot entries (a
+        // candidate for `index_prefix_key`).
+        let mut key_conjuncts: Vec<(usize, ast::Expr)> = Vec::new();
         let mut read_filters: Vec<ast::Expr> = Vec::new();
         for c in conj {
             if window.is_some() {
@@ -910,6 +947,9 @@ impl<'a> Planner<'a> {
                         let _ = k;
                         read_filters.push(c);
                     } else {
+                        if slots.len() == 1 {
+                            key_conjuncts.push((col, c.clone()));
+                        }
                         key_frame.push((col, slots));
                     }
                     continue;
@@ -1064,6 +1104,24 @@ impl<'a> Planner<'a> {
             }
         }
         let aggregated = !group_asts.is_empty() || !aggs_ast.is_empty();
+        // The slot of a key moved to the read-time filter by the rule below:
+        // an IN list bound to it is read as one narrowing per element.
+        let mut narrowed_slot: Option<usize> = None;
+        if !aggregated && !distinct && window.is_none() {
+            if let Some(narrowed) = index_prefix_key(&node, &key_frame) {
+                narrowed_slot = key_frame
+                    .iter()
+                    .find(|k| k.0 == narrowed)
+                    .and_then(|k| k.1.first().copied());
+                key_frame.retain(|k| k.0 != narrowed);
+                read_filters.extend(
+                    key_conjuncts
+                        .drain(..)
+                        .filter(|(col, _)| *col == narrowed)
+                        .map(|(_, c)| c),
+                );
+            }
+        }
         // Select-list aliases (for GROUP BY alias).
         let alias_ast: HashMap<String, ast::Expr> = projection
             .iter()
@@ -1715,7 +1773,8 @@ impl<'a> Planner<'a> {
                 },
             )),
             _ => None,
-        });
+        })
+        .map(|r| r.with_list_slot(narrowed_slot));
         let empty_default = if empty_default_needed {
             // The aggregate row over no input: group columns NULL.
             let post = post

@@ -75,6 +75,11 @@ pub(crate) struct RangeIndex {
     class: Class,
     lower: Vec<Bound>,
     upper: Vec<Bound>,
+    /// A parameter slot the filter compares the column with for equality
+    /// (`col = ?`) that may be bound to an IN list: the read narrows once
+    /// per element and keeps a row if any element's filter holds (see
+    /// [`RangeIndex::with_list_slot`]).
+    pub list_slot: Option<usize>,
 }
 
 impl RangeIndex {
@@ -113,6 +118,7 @@ impl RangeIndex {
                     class,
                     lower: vec![],
                     upper: vec![],
+                    list_slot: None,
                 };
                 if lower {
                     r.lower.push(bound);
@@ -123,6 +129,20 @@ impl RangeIndex {
             }
         }
         found
+    }
+
+    /// Lets an IN list bound to `slot` be read by this index, when the
+    /// filter bounds the column by `col = ?slot` (both bounds, inclusive).
+    /// The planner offers the slot only for plain views (no aggregation,
+    /// DISTINCT or window at read time), where a row is kept once if any
+    /// element matches it.
+    pub fn with_list_slot(mut self, slot: Option<usize>) -> RangeIndex {
+        let eq = |s: usize| {
+            let has = |bs: &[Bound]| bs.iter().any(|b| b.slot == s && b.inclusive);
+            has(&self.lower) && has(&self.upper)
+        };
+        self.list_slot = slot.filter(|&s| eq(s));
+        self
     }
 
     /// The reader's order: the range column first, then `order`.
