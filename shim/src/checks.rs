@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ladle_common::{Row, TableId, TableSchema};
+use ladle_common::{Row, SqlType, TableId, TableSchema};
 use ladle_dataflow::{compile_row_expr, RowExpr};
 use ladle_storage::{Storage, StorageError};
 use parking_lot::RwLock;
@@ -66,6 +66,8 @@ pub struct TableChecks {
     database: String,
     table: String,
     checks: Vec<(CheckConstraint, RowExpr)>,
+    /// Checks the column types imply (not shown as declared).
+    implicit: Vec<(CheckConstraint, RowExpr)>,
     /// Each generated column's position and expression, in column order.
     generated: Vec<(usize, RowExpr)>,
 }
@@ -78,11 +80,24 @@ impl TableChecks {
             let expr = compile(&c.sql, schema)?;
             checks.push((c, expr));
         }
+        // A JSON column holds JSON documents only: MariaDB's JSON type is
+        // LONGTEXT with CHECK (json_valid(column)), failing with 4025.
+        let mut implicit = Vec::new();
+        for c in schema.columns.iter().filter(|c| c.ty == SqlType::Json) {
+            let check = CheckConstraint {
+                name: c.name.clone(),
+                sql: format!("json_valid(`{}`)", c.name.replace('`', "``")),
+                column: Some(c.name.clone()),
+            };
+            let expr = compile(&check.sql, schema)?;
+            implicit.push((check, expr));
+        }
         Ok(TableChecks {
             version: schema.version,
             database: schema.database.clone(),
             table: schema.name.clone(),
             checks,
+            implicit,
             generated: compile_generated(schema)?,
         })
     }
@@ -120,13 +135,13 @@ impl TableChecks {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.checks.is_empty()
+        self.checks.is_empty() && self.implicit.is_empty()
     }
 
     /// Fails with 4025 if any check is FALSE for `row` (already coerced to
     /// the column types). NULL passes, as in SQL.
     pub fn verify(&self, row: &Row) -> Result<(), StorageError> {
-        for (check, expr) in &self.checks {
+        for (check, expr) in self.checks.iter().chain(&self.implicit) {
             let v = expr
                 .eval(row)
                 .map_err(|e| StorageError::Expression(e.to_string()))?;
@@ -144,7 +159,7 @@ impl TableChecks {
     /// Like [`TableChecks::verify`] for a row not yet coerced: values that
     /// do not coerce are left for the write to report.
     pub fn verify_uncoerced(&self, schema: &TableSchema, row: &Row) -> Result<(), StorageError> {
-        if self.checks.is_empty() {
+        if self.is_empty() {
             return Ok(());
         }
         self.verify(&coerce_lenient(schema, row))
