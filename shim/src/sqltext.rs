@@ -305,6 +305,9 @@ impl sqlparser::dialect::Dialect for MySql {
         expr: &ast::Expr,
         precedence: u8,
     ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        if let Some(in_union) = in_parenthesized_set_operation(parser, expr) {
+            return Some(Ok(in_union));
+        }
         MySqlDialect {}.parse_infix(parser, expr, precedence)
     }
     fn parse_statement(
@@ -326,6 +329,45 @@ impl sqlparser::dialect::Dialect for MySql {
             other => MySqlDialect {}.prec_value(other),
         }
     }
+}
+
+/// `x [NOT] IN ((SELECT ..) UNION (SELECT ..))`, as Django writes `__in`
+/// over a combined queryset: sqlparser reads `IN ((` as the start of a
+/// list of values and fails at the UNION. None (the parser where it was)
+/// for anything else.
+fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Option<ast::Expr> {
+    use sqlparser::keywords::Keyword;
+    let is_keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+    let negated = is_keyword(&parser.peek_nth_token(0).token, Keyword::NOT);
+    let at = usize::from(negated);
+    if !is_keyword(&parser.peek_nth_token(at).token, Keyword::IN)
+        || parser.peek_nth_token(at + 1).token != Token::LParen
+        || parser.peek_nth_token(at + 2).token != Token::LParen
+    {
+        return None;
+    }
+    let subquery = parser
+        .maybe_parse(|p| {
+            if negated {
+                p.expect_keyword(Keyword::NOT)?;
+            }
+            p.expect_keyword(Keyword::IN)?;
+            p.expect_token(&Token::LParen)?;
+            let q = p.parse_query()?;
+            p.expect_token(&Token::RParen)?;
+            match *q.body {
+                ast::SetExpr::SetOperation { .. } => Ok(q),
+                _ => Err(sqlparser::parser::ParserError::ParserError(
+                    "not a set operation".into(),
+                )),
+            }
+        })
+        .ok()??;
+    Some(ast::Expr::InSubquery {
+        expr: Box::new(expr.clone()),
+        subquery,
+        negated,
+    })
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting

@@ -494,10 +494,28 @@ impl<'a> Planner<'a> {
         let width = rel.cols.len();
         let cols = rel.cols;
         let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
-        let node = rel.node;
-        // ORDER BY / LIMIT over the union's columns.
+        let mut node = rel.node;
+        // ORDER BY / LIMIT over the union's columns; an expression over
+        // them (Django's `other IS NULL, other` for NULLS LAST) is
+        // computed into a hidden column after the union's.
         let mut order = Vec::new();
+        let mut hidden: Vec<Expr> = Vec::new();
+        let mut sort_colls = colls.clone();
         if let Some(ob) = &q.order_by {
+            let scope = Scope {
+                cols: cols
+                    .iter()
+                    .map(|c| ScopeCol {
+                        qualifier: String::new(),
+                        name: c.name.clone(),
+                        ty: c.ty.clone(),
+                        nullable: c.nullable,
+                        collation: c.coll,
+                        table: c.table.clone(),
+                        origin: c.origin.clone(),
+                    })
+                    .collect(),
+            };
             for o in &ob.exprs {
                 let pos = match &o.expr {
                     ast::Expr::Value(ast::Value::Number(n, _)) => {
@@ -508,11 +526,29 @@ impl<'a> Planner<'a> {
                             .position(|c| c.name.eq_ignore_ascii_case(&id.value))
                     }),
                 };
-                let pos = pos
-                    .filter(|p| *p < width)
-                    .ok_or_else(|| unsupported("ORDER BY over UNION by expression"))?;
-                order.push((pos, o.asc == Some(false), colls[pos]));
+                let pos = match pos.filter(|p| *p < width) {
+                    Some(p) => p,
+                    None => {
+                        let x = ExprCx::row(&scope).compile(&o.expr)?;
+                        if x.is_volatile() || x.has_params() {
+                            return Err(unsupported("NOW()/RAND()/parameters in ORDER BY"));
+                        }
+                        let coll =
+                            derived_collation(&x, |c| colls.get(c).copied().unwrap_or_default());
+                        hidden.push(x);
+                        sort_colls.push(coll);
+                        width + hidden.len() - 1
+                    }
+                };
+                order.push((pos, o.asc == Some(false), sort_colls[pos]));
             }
+        }
+        if !hidden.is_empty() {
+            node = LNode {
+                op: LOp::Project((0..width).map(Expr::Column).chain(hidden).collect()),
+                inputs: vec![node],
+                colls: sort_colls,
+            };
         }
         let columns = cols
             .iter()
