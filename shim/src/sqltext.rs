@@ -268,7 +268,7 @@ pub fn parser(sql: &str) -> Result<Parser<'static>> {
     Ok(Parser::new(&MySql).with_tokens_with_locations(tokenize(sql)?))
 }
 
-/// sqlparser's MySQL dialect with MySQL's precedence for `XOR`: below the
+/// sqlparser's MySQL dialect with `<<`/`>>` and MySQL's precedence for `XOR`: below the
 /// comparisons and AND, above OR (`a > 1 XOR b > 2` is `(a > 1) XOR (b >
 /// 2)`). sqlparser binds XOR tighter than `>`, which read that as `a > (1
 /// XOR b) > 2`: a wrong answer, not an error. Everything else is
@@ -276,6 +276,10 @@ pub fn parser(sql: &str) -> Result<Parser<'static>> {
 /// MySQL-only rules apply).
 #[derive(Debug)]
 struct MySql;
+
+/// `<<` and `>>` bind below `+ -` (30) and above `&` (23), as in MySQL;
+/// sqlparser's MySQL dialect does not parse them at all.
+const SHIFT_PRECEDENCE: u8 = 25;
 
 impl sqlparser::dialect::Dialect for MySql {
     fn dialect(&self) -> std::any::TypeId {
@@ -308,7 +312,33 @@ impl sqlparser::dialect::Dialect for MySql {
         if let Some(in_union) = in_parenthesized_set_operation(parser, expr) {
             return Some(Ok(in_union));
         }
+        let shift = match parser.peek_token().token {
+            Token::ShiftLeft => Some(ast::BinaryOperator::PGBitwiseShiftLeft),
+            Token::ShiftRight => Some(ast::BinaryOperator::PGBitwiseShiftRight),
+            _ => None,
+        };
+        if let Some(op) = shift {
+            parser.next_token();
+            return Some(
+                parser
+                    .parse_subexpr(SHIFT_PRECEDENCE)
+                    .map(|right| ast::Expr::BinaryOp {
+                        left: Box::new(expr.clone()),
+                        op,
+                        right: Box::new(right),
+                    }),
+            );
+        }
         MySqlDialect {}.parse_infix(parser, expr, precedence)
+    }
+    fn get_next_precedence(
+        &self,
+        parser: &Parser,
+    ) -> Option<std::result::Result<u8, sqlparser::parser::ParserError>> {
+        match parser.peek_token().token {
+            Token::ShiftLeft | Token::ShiftRight => Some(Ok(SHIFT_PRECEDENCE)),
+            _ => None,
+        }
     }
     fn parse_statement(
         &self,
