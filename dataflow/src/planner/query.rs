@@ -492,9 +492,10 @@ impl<'a> Planner<'a> {
     fn union(&self, q: &ast::Query) -> Result<PlannedView> {
         let rel = self.set_expr(&q.body)?;
         let width = rel.cols.len();
-        let cols = rel.cols;
+        let cols = rel.cols.clone();
         let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
-        let mut node = rel.node;
+        // The union's columns, unqualified, for ORDER BY expressions.
+        let (mut node, scope) = rel_scope(rel, "");
         // ORDER BY / LIMIT over the union's columns; an expression over
         // them (Django's `other IS NULL, other` for NULLS LAST) is
         // computed into a hidden column after the union's.
@@ -502,20 +503,6 @@ impl<'a> Planner<'a> {
         let mut hidden: Vec<Expr> = Vec::new();
         let mut sort_colls = colls.clone();
         if let Some(ob) = &q.order_by {
-            let scope = Scope {
-                cols: cols
-                    .iter()
-                    .map(|c| ScopeCol {
-                        qualifier: String::new(),
-                        name: c.name.clone(),
-                        ty: c.ty.clone(),
-                        nullable: c.nullable,
-                        collation: c.coll,
-                        table: c.table.clone(),
-                        origin: c.origin.clone(),
-                    })
-                    .collect(),
-            };
             for o in &ob.exprs {
                 let pos = match &o.expr {
                     ast::Expr::Value(ast::Value::Number(n, _)) => {
