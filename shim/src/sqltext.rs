@@ -331,6 +331,23 @@ impl sqlparser::dialect::Dialect for MySql {
         }
         MySqlDialect {}.parse_infix(parser, expr, precedence)
     }
+    fn parse_prefix(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        // `((SELECT ..) UNION (SELECT ..))` as a value: Django's Subquery
+        // over a combined queryset.
+        if parser.peek_nth_token(0).token != Token::LParen
+            || parser.peek_nth_token(1).token != Token::LParen
+        {
+            return None;
+        }
+        parser
+            .maybe_parse(set_operation_in_parens)
+            .ok()
+            .flatten()
+            .map(|q| Ok(ast::Expr::Subquery(q)))
+    }
     fn get_next_precedence(
         &self,
         parser: &Parser,
@@ -382,15 +399,7 @@ fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Opti
                 p.expect_keyword(Keyword::NOT)?;
             }
             p.expect_keyword(Keyword::IN)?;
-            p.expect_token(&Token::LParen)?;
-            let q = p.parse_query()?;
-            p.expect_token(&Token::RParen)?;
-            match *q.body {
-                ast::SetExpr::SetOperation { .. } => Ok(q),
-                _ => Err(sqlparser::parser::ParserError::ParserError(
-                    "not a set operation".into(),
-                )),
-            }
+            set_operation_in_parens(p)
         })
         .ok()??;
     Some(ast::Expr::InSubquery {
@@ -398,6 +407,22 @@ fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Opti
         subquery,
         negated,
     })
+}
+
+/// `( query )` where the query is a set operation, else an error (for
+/// `maybe_parse` to put the parser back).
+fn set_operation_in_parens(
+    p: &mut Parser,
+) -> std::result::Result<Box<ast::Query>, sqlparser::parser::ParserError> {
+    p.expect_token(&Token::LParen)?;
+    let q = p.parse_query()?;
+    p.expect_token(&Token::RParen)?;
+    match *q.body {
+        ast::SetExpr::SetOperation { .. } => Ok(q),
+        _ => Err(sqlparser::parser::ParserError::ParserError(
+            "not a set operation".into(),
+        )),
+    }
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
