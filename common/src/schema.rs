@@ -17,6 +17,25 @@ pub enum ColumnDefault {
     Value(Value),
     /// DEFAULT CURRENT_TIMESTAMP / NOW().
     CurrentTimestamp,
+    /// `GENERATED ALWAYS AS (expr) STORED | VIRTUAL`: the value is computed
+    /// from the row's other columns on every write (a generated column has
+    /// no DEFAULT). Both kinds are stored; `stored` is what was declared.
+    /// Kept last so catalogs written before it still decode.
+    Generated {
+        /// The expression, as SQL text over the table's columns.
+        expr: String,
+        stored: bool,
+    },
+}
+
+impl ColumnDefault {
+    /// The generation expression of a generated column.
+    pub fn generation(&self) -> Option<&str> {
+        match self {
+            ColumnDefault::Generated { expr, .. } => Some(expr),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

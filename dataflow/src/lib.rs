@@ -172,6 +172,15 @@ pub enum DataflowError {
     Internal(String),
 }
 
+impl DataflowError {
+    /// The planner refused NOW()/RAND() where a maintained view would
+    /// freeze their value: the statement can still be answered with its
+    /// clock fixed (see the shim's `clock`).
+    pub fn is_volatile_refusal(&self) -> bool {
+        matches!(self, DataflowError::Unsupported(what) if what.contains("NOW()/RAND()"))
+    }
+}
+
 pub type Result<T, E = DataflowError> = std::result::Result<T, E>;
 
 #[derive(Clone, Debug)]

@@ -693,7 +693,7 @@ fn column_key(schema: &TableSchema, c: usize) -> &'static str {
 
 fn default_text(c: &ladle_common::ColumnSchema) -> Value {
     match &c.default {
-        ColumnDefault::None => Value::Null,
+        ColumnDefault::None | ColumnDefault::Generated { .. } => Value::Null,
         ColumnDefault::Value(v) => t(v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string())),
         ColumnDefault::CurrentTimestamp => t(current_timestamp_text(c)),
     }
@@ -712,6 +712,13 @@ fn extra(c: &ladle_common::ColumnSchema) -> String {
     let mut parts = Vec::new();
     if c.auto_increment {
         parts.push("auto_increment");
+    }
+    if let ColumnDefault::Generated { stored, .. } = &c.default {
+        parts.push(if *stored {
+            "STORED GENERATED"
+        } else {
+            "VIRTUAL GENERATED"
+        });
     }
     let on_update;
     if c.on_update_current_timestamp {
@@ -849,6 +856,10 @@ pub fn create_table_sql(
             ColumnDefault::CurrentTimestamp => {
                 l.push_str(&format!(" DEFAULT {}", current_timestamp_text(c)))
             }
+            ColumnDefault::Generated { expr, stored } => l.push_str(&format!(
+                " GENERATED ALWAYS AS ({expr}) {}",
+                if *stored { "STORED" } else { "VIRTUAL" }
+            )),
             ColumnDefault::None if c.nullable && !c.auto_increment => l.push_str(" DEFAULT NULL"),
             ColumnDefault::None => {}
         }
@@ -1156,7 +1167,7 @@ fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable> {
                         t(extra(c)),
                         t("select,insert,update,references"),
                         t(""),
-                        t(""),
+                        t(c.default.generation().unwrap_or("")),
                     ]);
                 }
             }

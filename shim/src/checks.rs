@@ -8,11 +8,17 @@
 //! columns (cached per schema version), so it follows ADD COLUMN and the
 //! table's renames. Checks are evaluated over the row coerced to the
 //! column types, i.e. the values that will be stored.
+//!
+//! Generated columns (`GENERATED ALWAYS AS (expr) STORED | VIRTUAL`, kept
+//! in the column's schema) are compiled beside the checks, since every
+//! write that checks a row first computes them: their values are computed
+//! from the row's other columns, in column order (a generated column may
+//! use an earlier one), and stored whichever kind was declared.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ladle_common::{Row, TableId, TableSchema};
+use ladle_common::{Row, SqlType, TableId, TableSchema};
 use ladle_dataflow::{compile_row_expr, RowExpr};
 use ladle_storage::{Storage, StorageError};
 use parking_lot::RwLock;
@@ -60,6 +66,10 @@ pub struct TableChecks {
     database: String,
     table: String,
     checks: Vec<(CheckConstraint, RowExpr)>,
+    /// Checks the column types imply (not shown as declared).
+    implicit: Vec<(CheckConstraint, RowExpr)>,
+    /// Each generated column's position and expression, in column order.
+    generated: Vec<(usize, RowExpr)>,
 }
 
 impl TableChecks {
@@ -70,12 +80,53 @@ impl TableChecks {
             let expr = compile(&c.sql, schema)?;
             checks.push((c, expr));
         }
+        // A JSON column holds JSON documents only: MariaDB's JSON type is
+        // LONGTEXT with CHECK (json_valid(column)), failing with 4025.
+        let mut implicit = Vec::new();
+        for c in schema.columns.iter().filter(|c| c.ty == SqlType::Json) {
+            let check = CheckConstraint {
+                name: c.name.clone(),
+                sql: format!("json_valid(`{}`)", c.name.replace('`', "``")),
+                column: Some(c.name.clone()),
+            };
+            let expr = compile(&check.sql, schema)?;
+            implicit.push((check, expr));
+        }
         Ok(TableChecks {
             version: schema.version,
             database: schema.database.clone(),
             table: schema.name.clone(),
             checks,
+            implicit,
+            generated: compile_generated(schema)?,
         })
+    }
+
+    /// Computes the generated columns of `row` (not yet coerced) from its
+    /// other columns. A value that does not fit its column is left for the
+    /// write to report, as any other value.
+    pub fn fill_generated(&self, schema: &TableSchema, row: &mut Row) -> Result<(), StorageError> {
+        if self.generated.is_empty() {
+            return Ok(());
+        }
+        let mut coerced = coerce_lenient(schema, row);
+        for (pos, expr) in &self.generated {
+            let v = expr
+                .eval(&coerced)
+                .map_err(|e| StorageError::Expression(e.to_string()))?;
+            let (Some(slot), Some(seen), Some(column)) = (
+                row.get_mut(*pos),
+                coerced.get_mut(*pos),
+                schema.columns.get(*pos),
+            ) else {
+                return Err(StorageError::Internal(format!(
+                    "generated column {pos} is not in the row"
+                )));
+            };
+            *seen = ladle_common::coerce(&v, column).unwrap_or_else(|_| v.clone());
+            *slot = v;
+        }
+        Ok(())
     }
 
     /// The checks as declared, in declaration order.
@@ -84,13 +135,13 @@ impl TableChecks {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.checks.is_empty()
+        self.checks.is_empty() && self.implicit.is_empty()
     }
 
     /// Fails with 4025 if any check is FALSE for `row` (already coerced to
     /// the column types). NULL passes, as in SQL.
     pub fn verify(&self, row: &Row) -> Result<(), StorageError> {
-        for (check, expr) in &self.checks {
+        for (check, expr) in self.checks.iter().chain(&self.implicit) {
             let v = expr
                 .eval(row)
                 .map_err(|e| StorageError::Expression(e.to_string()))?;
@@ -108,16 +159,42 @@ impl TableChecks {
     /// Like [`TableChecks::verify`] for a row not yet coerced: values that
     /// do not coerce are left for the write to report.
     pub fn verify_uncoerced(&self, schema: &TableSchema, row: &Row) -> Result<(), StorageError> {
-        if self.checks.is_empty() {
+        if self.is_empty() {
             return Ok(());
         }
-        let coerced: Row = row
-            .iter()
-            .zip(&schema.columns)
-            .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
-            .collect();
-        self.verify(&coerced)
+        self.verify(&coerce_lenient(schema, row))
     }
+}
+
+/// Error 1906 for a value given for `schema`'s generated column `column`.
+pub fn generated_value_given(schema: &TableSchema, column: &str) -> crate::error::WireError {
+    crate::error::WireError {
+        code: crate::error::ER_WARNING_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN,
+        message: format!(
+            "The value specified for generated column '{column}' in table '{}' has been ignored",
+            schema.name
+        ),
+    }
+}
+
+/// `row` converted to the column types where its values convert.
+fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
+    row.iter()
+        .zip(&schema.columns)
+        .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))
+        .collect()
+}
+
+/// The generated columns of `schema`, compiled (an unknown column fails
+/// here, when the table or column is created).
+fn compile_generated(schema: &TableSchema) -> Result<Vec<(usize, RowExpr)>> {
+    schema
+        .columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| c.default.generation().map(|sql| (i, sql)))
+        .map(|(i, sql)| Ok((i, compile(sql, schema)?)))
+        .collect()
 }
 
 impl CheckCache {
@@ -158,6 +235,7 @@ pub fn load(storage: &Storage, table: TableId) -> Result<Vec<CheckConstraint>> {
 /// Compiles each check against `schema` (an unknown column fails here, as
 /// in MariaDB), before the table or constraint is created.
 pub fn validate(schema: &TableSchema, checks: &[CheckConstraint]) -> Result<()> {
+    compile_generated(schema)?;
     for c in checks {
         compile(&c.sql, schema)?;
     }

@@ -253,10 +253,27 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
                 })
             }
             ColumnOption::Comment(_) => {}
+            ColumnOption::Generated {
+                generation_expr: Some(expr),
+                generation_expr_mode,
+                ..
+            } => {
+                // MySQL's default kind is VIRTUAL.
+                let stored = matches!(
+                    generation_expr_mode,
+                    Some(ast::GeneratedExpressionMode::Stored)
+                );
+                col.default = ColumnDefault::Generated {
+                    expr: expr.to_string(),
+                    stored,
+                };
+            }
             ColumnOption::Generated { .. }
             | ColumnOption::Alias(_)
             | ColumnOption::Materialized(_) => {
-                return Err(ShimError::Unsupported("generated columns".into()))
+                return Err(ShimError::Unsupported(
+                    "generated columns without an expression".into(),
+                ))
             }
             _ => {}
         }
@@ -648,6 +665,9 @@ pub fn alter_table(
     };
     for op in ops {
         let schema = e.storage.table(&db, &table).ok_or_else(missing)?;
+        // A generated column added: existing rows get its values once the
+        // column exists.
+        let mut generated_added = None;
         let changed = match op {
             AlterTableOperation::AddColumn {
                 column_def: def,
@@ -663,6 +683,12 @@ pub fn alter_table(
                     return Err(ShimError::Unsupported(
                         "ALTER TABLE ADD COLUMN ... PRIMARY KEY".into(),
                     ));
+                }
+                if r.schema.default.generation().is_some() {
+                    let mut widened = (*schema).clone();
+                    widened.columns.push(r.schema.clone());
+                    crate::checks::validate(&widened, &[])?;
+                    generated_added = Some(r.schema.name.clone());
                 }
                 let t = e.storage.add_column(&db, &table, r.schema)?;
                 if r.unique {
@@ -754,8 +780,42 @@ pub fn alter_table(
             other => return Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
         };
         e.dataflow.table_changed(changed.id);
+        if let Some(column) = generated_added {
+            compute_generated(e, s, &db, &table, &column)?;
+        }
     }
     Ok(Output::ok())
+}
+
+/// Computes generated column `column` of every row of `db`.`table`, as
+/// `UPDATE db.table SET column = DEFAULT` does (an UPDATE recomputes the
+/// generated columns of each row it visits).
+fn compute_generated(
+    e: &Engine,
+    s: &mut Session,
+    db: &str,
+    table: &str,
+    column: &str,
+) -> Result<()> {
+    let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
+    let sql = format!(
+        "UPDATE {}.{} SET {} = DEFAULT",
+        quote(db),
+        quote(table),
+        quote(column)
+    );
+    for statement in crate::sqltext::parse_statements(&sql)? {
+        if let ast::Statement::Update {
+            table,
+            assignments,
+            selection,
+            ..
+        } = statement
+        {
+            crate::dml::update(e, s, table, assignments, selection, Default::default())?;
+        }
+    }
+    Ok(())
 }
 
 pub fn drop(
@@ -934,6 +994,8 @@ pub fn default_value(col: &ColumnSchema) -> Option<Value> {
     match &col.default {
         ColumnDefault::Value(v) => Some(v.clone()),
         ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
+        // Computed once the row's other columns are known.
+        ColumnDefault::Generated { .. } => Some(Value::Null),
         ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
         // An ENUM NOT NULL defaults to its first label (MariaDB).
         ColumnDefault::None => match &col.ty {

@@ -59,6 +59,33 @@ fn is_default_keyword(e: &Expr) -> bool {
     matches!(e, Expr::Identifier(i) if i.quote_style.is_none() && i.value.eq_ignore_ascii_case("DEFAULT"))
 }
 
+/// The value an INSERT gives column `pos`: a generated column takes none
+/// (it is computed), and a value other than NULL for one is error 1906, a
+/// warning under IGNORE.
+fn given_value(
+    s: &mut Session,
+    schema: &TableSchema,
+    pos: usize,
+    v: Option<Value>,
+    ignore: bool,
+) -> Result<Option<Value>> {
+    let Some(column) = schema
+        .columns
+        .get(pos)
+        .filter(|c| c.default.generation().is_some())
+    else {
+        return Ok(v);
+    };
+    if v.as_ref().is_some_and(|v| !v.is_null()) {
+        let err = crate::checks::generated_value_given(schema, &column.name);
+        if !ignore {
+            return Err(ShimError::Wire(err));
+        }
+        s.add_warning("Warning", err.code.errno, err.message);
+    }
+    Ok(None)
+}
+
 /// Evaluates an INSERT value (a constant expression).
 fn value_of(e: &Engine, s: &Session, x: &Expr) -> Result<Value> {
     e.eval_constant(s, x)
@@ -133,7 +160,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
     for g in given {
         let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
         for (v, &t) in g.into_iter().zip(&targets) {
-            row[t] = v;
+            row[t] = given_value(s, &schema, t, v, ins.ignore)?;
         }
         let mut full = Vec::with_capacity(row.len());
         for (v, col) in row.into_iter().zip(&schema.columns) {
@@ -177,6 +204,10 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
             });
         }
         rows.push(full);
+    }
+    let rules = e.checks.for_table(&e.storage, &schema)?;
+    for row in &mut rows {
+        rules.fill_generated(&schema, row)?;
     }
     // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
     for (i, row) in rows.iter().enumerate() {
@@ -480,6 +511,7 @@ fn conflict_rule(
                     let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
                     *slot(&mut new, *pos)? = v;
                 }
+                checks.fill_generated(&schema, &mut new)?;
                 checks.verify_uncoerced(&schema, &new)?;
                 Ok(new)
             });
@@ -1183,8 +1215,20 @@ fn compile_assignments(
                 }
             };
             let pos = column_pos(schema, &name, "field list")?;
-            Ok((pos, compile_row_expr(&a.value, Some(schema))?))
+            // A generated column is computed: DEFAULT leaves it to that,
+            // any other value is error 1906.
+            let generated = schema.columns.get(pos);
+            if generated.is_some_and(|c| c.default.generation().is_some()) {
+                if is_default_keyword(&a.value) {
+                    return Ok(None);
+                }
+                return Err(ShimError::Wire(crate::checks::generated_value_given(
+                    schema, &name,
+                )));
+            }
+            Ok(Some((pos, compile_row_expr(&a.value, Some(schema))?)))
         })
+        .filter_map(Result::transpose)
         .collect()
 }
 
@@ -1819,6 +1863,7 @@ pub fn update(
                 *slot(&mut new, p)? = now.clone();
             }
         }
+        checks.fill_generated(&checked_schema, &mut new)?;
         checks.verify_uncoerced(&checked_schema, &new)?;
         let mut noted = noted.lock();
         noted.rows_seen += 1;

@@ -152,6 +152,9 @@ pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
 /// MariaDB's ER_CONSTRAINT_FAILED (MySQL 8 says 3819 for the same).
 pub const ER_CONSTRAINT_FAILED: MysqlCode = code(4025, "23000");
 pub const ER_DUP_CONSTRAINT_NAME: MysqlCode = code(1826, "HY000");
+/// A value other than DEFAULT (or NULL) written to a generated column: an
+/// error, a warning under IGNORE (MariaDB's rule).
+pub const ER_WARNING_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN: MysqlCode = code(1906, "HY000");
 pub const ER_ROW_IS_REFERENCED: MysqlCode = code(1451, "23000");
 pub const ER_NO_REFERENCED_ROW: MysqlCode = code(1452, "23000");
 pub const ER_TRUNCATE_ILLEGAL_FK: MysqlCode = code(1701, "42000");

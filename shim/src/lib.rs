@@ -47,6 +47,7 @@ pub mod admin;
 pub mod auth;
 pub mod catalog;
 pub mod checks;
+pub mod clock;
 pub mod ddl;
 pub mod dml;
 pub mod error;

@@ -192,10 +192,11 @@ pub(crate) fn pad_value(column: &ladle_common::ColumnSchema) -> Value {
     match &column.default {
         ColumnDefault::Value(v) => coerce(v, column).unwrap_or(Value::Null),
         ColumnDefault::CurrentTimestamp => coerce(&now(), column).unwrap_or(Value::Null),
-        ColumnDefault::None if column.nullable => Value::Null,
+        // The shim computes a generated column's value for existing rows.
+        ColumnDefault::None | ColumnDefault::Generated { .. } if column.nullable => Value::Null,
         // MySQL fills a NOT NULL column without a default with the type's
         // implicit default.
-        ColumnDefault::None => implicit_default(&column.ty),
+        ColumnDefault::None | ColumnDefault::Generated { .. } => implicit_default(&column.ty),
     }
 }
 

@@ -122,6 +122,16 @@ pub enum Func {
     /// Volatile so that the planner checks it at read time, not while
     /// maintaining state. Not callable from SQL.
     SingleRow,
+    /// JSON_EXTRACT(doc, path, ...), also `doc -> path`.
+    JsonExtract,
+    /// JSON_UNQUOTE(s), also `doc ->> path` over JSON_EXTRACT.
+    JsonUnquote,
+    /// JSON_CONTAINS(target, candidate[, path]).
+    JsonContains,
+    /// JSON_CONTAINS_PATH(doc, 'one' | 'all', path, ...).
+    JsonContainsPath,
+    JsonType,
+    JsonValid,
 }
 
 /// Interval units for DATE_ADD (the third argument, as an integer code).
@@ -225,6 +235,12 @@ impl Func {
             "dayofweek" => (DayOfWeek, 1, 1),
             "datediff" => (DateDiff, 2, 2),
             "convert_tz" => (ConvertTz, 3, 3),
+            "json_extract" => (JsonExtract, 2, usize::MAX),
+            "json_unquote" => (JsonUnquote, 1, 1),
+            "json_contains" => (JsonContains, 2, 3),
+            "json_contains_path" => (JsonContainsPath, 3, usize::MAX),
+            "json_type" => (JsonType, 1, 1),
+            "json_valid" => (JsonValid, 1, 1),
             _ => return None,
         };
         if nargs < min || nargs > max {
@@ -784,6 +800,12 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
         // MySQL's whole seconds (MariaDB keeps the fraction).
         TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
+        JsonExtract => super::json::extract(&vals)?,
+        JsonUnquote => super::json::unquote(&v0),
+        JsonContains => super::json::contains_fn(&vals)?,
+        JsonContainsPath => super::json::contains_path(&vals)?,
+        JsonType => super::json::type_of(&v0),
+        JsonValid => super::json::valid(&v0),
         Md5 | Sha1 | Sha2 | Ord if v0.is_null() => Value::Null,
         Md5 | Sha1 | Sha2 => {
             use sha2::Digest;
@@ -1209,6 +1231,16 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         ),
         MakeDate => (SqlType::Date, true),
         Md5 | Sha1 => (SqlType::VarChar(40), any_null),
+        JsonExtract | JsonUnquote => (SqlType::Text(u32::MAX), true),
+        JsonContains | JsonContainsPath | JsonValid => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        JsonType => (SqlType::VarChar(16), true),
         Sha2 => (SqlType::VarChar(128), true),
         Ord => (
             SqlType::Int {

@@ -6,6 +6,7 @@
 //! type.
 
 pub(crate) mod func;
+mod json;
 mod ops;
 
 use std::fmt;

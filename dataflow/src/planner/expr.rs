@@ -406,6 +406,10 @@ impl<'a> ExprCx<'a> {
                 });
             }
         }
+        // JSON text compares case-sensitively (utf8mb4_bin).
+        if let Expr::Call(Func::JsonExtract | Func::JsonUnquote, _) = compiled {
+            return Some(Collation::Bin);
+        }
         // `RTRIM(col)`, `UPPER(col)`, ...: the column's collation.
         if let (Expr::Call(..), Some(Expr::Column(i))) = (compiled, collation_source(compiled)) {
             let (ty, _, coll) = self.col_info(*i);
@@ -614,6 +618,11 @@ impl<'a> ExprCx<'a> {
                     B::And => Expr::Logic(LogicOp::And, b(l), b(r)),
                     B::Or | B::StringConcat => Expr::Logic(LogicOp::Or, b(l), b(r)),
                     B::Xor => Expr::Logic(LogicOp::Xor, b(l), b(r)),
+                    B::Arrow => Expr::Call(Func::JsonExtract, vec![l, r]),
+                    B::LongArrow => Expr::Call(
+                        Func::JsonUnquote,
+                        vec![Expr::Call(Func::JsonExtract, vec![l, r])],
+                    ),
                     other => return Err(unsupported(format!("operator {other}"))),
                 }
             }
@@ -812,6 +821,16 @@ impl<'a> ExprCx<'a> {
                     collation: coll,
                 }
             }
+            // CAST(x AS JSON): x read as a JSON document, printed as JSON.
+            E::Cast {
+                expr,
+                data_type: ast::DataType::JSON,
+                format: None,
+                ..
+            } => Expr::Call(
+                Func::JsonExtract,
+                vec![self.compile(expr)?, Expr::Literal(Value::text("$"))],
+            ),
             E::Cast {
                 expr,
                 data_type,

@@ -526,11 +526,16 @@ impl<'a> Planner<'a> {
     fn union(&self, q: &ast::Query) -> Result<PlannedView> {
         let rel = self.set_expr(&q.body)?;
         let width = rel.cols.len();
-        let cols = rel.cols;
+        let cols = rel.cols.clone();
         let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
-        let node = rel.node;
-        // ORDER BY / LIMIT over the union's columns.
+        // The union's columns, unqualified, for ORDER BY expressions.
+        let (mut node, scope) = rel_scope(rel, "");
+        // ORDER BY / LIMIT over the union's columns; an expression over
+        // them (Django's `other IS NULL, other` for NULLS LAST) is
+        // computed into a hidden column after the union's.
         let mut order = Vec::new();
+        let mut hidden: Vec<Expr> = Vec::new();
+        let mut sort_colls = colls.clone();
         if let Some(ob) = &q.order_by {
             for o in &ob.exprs {
                 let pos = match &o.expr {
@@ -542,11 +547,29 @@ impl<'a> Planner<'a> {
                             .position(|c| c.name.eq_ignore_ascii_case(&id.value))
                     }),
                 };
-                let pos = pos
-                    .filter(|p| *p < width)
-                    .ok_or_else(|| unsupported("ORDER BY over UNION by expression"))?;
-                order.push((pos, o.asc == Some(false), colls[pos]));
+                let pos = match pos.filter(|p| *p < width) {
+                    Some(p) => p,
+                    None => {
+                        let x = ExprCx::row(&scope).compile(&o.expr)?;
+                        if x.is_volatile() || x.has_params() {
+                            return Err(unsupported("NOW()/RAND()/parameters in ORDER BY"));
+                        }
+                        let coll =
+                            derived_collation(&x, |c| colls.get(c).copied().unwrap_or_default());
+                        hidden.push(x);
+                        sort_colls.push(coll);
+                        width + hidden.len() - 1
+                    }
+                };
+                order.push((pos, o.asc == Some(false), sort_colls[pos]));
             }
+        }
+        if !hidden.is_empty() {
+            node = LNode {
+                op: LOp::Project((0..width).map(Expr::Column).chain(hidden).collect()),
+                inputs: vec![node],
+                colls: sort_colls,
+            };
         }
         let columns = cols
             .iter()
