@@ -21,6 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export LADLE_PASSWORD="smoke-$RANDOM$RANDOM"
+export LADLE_CLUSTER_SECRET="smoke-cluster-secret-$RANDOM$RANDOM"
 export LADLE_SUBNET_PREFIX="${LADLE_SUBNET_PREFIX:-172.28.17}"
 compose=(docker-compose -p ladle-cluster-smoke)
 work="$(mktemp -d "${TMPDIR:-/tmp}/ladle-cluster-smoke.XXXXXX")"

@@ -174,6 +174,7 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     let mut rd = tokio::io::BufReader::with_capacity(1 << 20, rd);
+    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
     protocol::send(
         &mut wr,
         &ToPrimary::BootstrapHello {

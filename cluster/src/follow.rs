@@ -51,6 +51,7 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
+    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
     // What the primary is told is persisted here: entries applied unsynced
     // by an earlier stream are made durable first.
     let applied = sync_applied(node, 0).await?;
@@ -154,7 +155,9 @@ async fn follow_inner(
             | ToReplica::ForwardReady
             | ToReplica::Forwarded { .. }
             | ToReplica::BootstrapFile { .. }
-            | ToReplica::BootstrapDone { .. } => 0,
+            | ToReplica::BootstrapDone { .. }
+            | ToReplica::Challenge { .. }
+            | ToReplica::Proven { .. } => 0,
         };
         if frame_term != term || node.term() != term {
             return Ok(FollowEnd::Retry(format!(
@@ -243,7 +246,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::DdlApplier;
+    use crate::{ClusterSecret, DdlApplier};
 
     /// Runs replicated schema changes against storage directly, noting
     /// whether the node let them through.
@@ -316,6 +319,10 @@ mod tests {
         let primary = tokio::spawn(async move {
             let (stream, _) = listener.accept().await.unwrap();
             let (mut rd, mut wr) = stream.into_split();
+            let secret = ClusterSecret::new(b"the test cluster secret").unwrap();
+            crate::auth::accept(&secret, &mut rd, &mut wr)
+                .await
+                .unwrap();
             let hello = protocol::recv::<ToPrimary>(&mut rd).await.unwrap();
             let welcome = ToReplica::Welcome {
                 term: 5,

@@ -24,6 +24,7 @@
 //! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
 //! [`Node::record_ddl`] (the shim's schema-log hook).
 
+mod auth;
 mod bootstrap;
 mod coord;
 mod ddl;
@@ -43,6 +44,7 @@ use ladle_storage::Storage;
 use parking_lot::{Condvar, Mutex};
 use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
+pub use auth::ClusterSecret;
 pub use bootstrap::install_pending as install_pending_bootstrap;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
@@ -78,6 +80,9 @@ pub struct ClusterConfig {
     /// Change-log entries kept beyond what live members still need (a
     /// member further behind is bootstrapped from a checkpoint).
     pub log_keep_entries: u64,
+    /// The secret every replication connection must prove it holds (both
+    /// ways: see `auth`).
+    pub secret: ClusterSecret,
 }
 
 /// What a node is doing now.
@@ -200,6 +205,7 @@ struct NodeMetrics {
     not_acknowledged: IntCounter,
     forwarded: IntCounterVec,
     bootstraps_sent: IntCounter,
+    auth_refused: IntCounter,
 }
 
 impl NodeMetrics {
@@ -251,8 +257,13 @@ impl NodeMetrics {
                 "ladle_cluster_bootstraps_sent_total",
                 "checkpoints this node sent to bootstrap other nodes",
             )?,
+            auth_refused: IntCounter::new(
+                "ladle_cluster_auth_refused_total",
+                "replication connections refused: no or wrong proof of the cluster secret",
+            )?,
         };
         registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.auth_refused.clone()))?;
         registry.register(Box::new(m.forwarded.clone()))?;
         registry.register(Box::new(m.bootstraps_sent.clone()))?;
         registry.register(Box::new(m.term.clone()))?;
@@ -311,6 +322,7 @@ impl Node {
             advertise: None,
             data_dir: std::env::temp_dir(),
             log_keep_entries: 1000,
+            secret: ClusterSecret::new(b"the test cluster secret").expect("secret"),
         };
         Node::new(config, storage, applier, &Registry::new()).expect("node")
     }

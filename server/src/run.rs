@@ -207,7 +207,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
     )
     .context("loading user accounts")?;
-    if let Some(config) = args.cluster(port) {
+    if let Some(config) = args.cluster(port).map_err(anyhow::Error::msg)? {
         // Before serving: writes are refused until this node is elected.
         let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
         let registry = frontend.engine().metrics.registry.clone();

@@ -34,6 +34,9 @@ mod common;
 use common::{free_port, http_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+/// Every test node's cluster secret (LADLE_CLUSTER_SECRET), unless a test
+/// gives one another.
+const SECRET: &str = "the cluster tests' shared secret";
 const NODES: usize = 3;
 /// The faults injected, in order, each while the writers run: ten kills of
 /// the primary (the failover figures), a pause of the primary past its
@@ -214,6 +217,7 @@ impl Node {
                 .arg(self.id.to_string())
                 .arg("--replication-listen")
                 .arg(format!("127.0.0.1:{}", self.replication_port))
+                .env("LADLE_CLUSTER_SECRET", SECRET)
                 // No view snapshots: the periodic trim truncates the change
                 // log to what the members still need.
                 .arg("--snapshot-interval")
@@ -762,6 +766,110 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
         partition_failover.map(|d| d.as_millis()),
         partitioned_acks,
     );
+}
+
+/// The replication listener reads nothing before its peer proves it holds
+/// the cluster secret: a node started with another secret can neither
+/// follow the primary nor forward a write to it (1290), a connection that
+/// skips the handshake is refused, and the primary logs and counts each
+/// refusal; nodes holding the secret replicate as usual.
+#[test]
+fn a_wrong_or_missing_cluster_secret_is_refused_and_logged() {
+    if !etcd_installed() {
+        eprintln!("SKIPPED secret test: `etcd` is not installed");
+        return;
+    }
+    let temp = test_dir();
+    let root = temp.path();
+    let etcd = start_etcd(root);
+    let url = etcd.url();
+    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, root)).collect();
+    nodes[2].env = vec![(
+        "LADLE_CLUSTER_SECRET".into(),
+        "not the cluster's secret at all".into(),
+    )];
+    nodes[0].start(&url);
+    wait_for("node 1 to be elected", || {
+        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
+    });
+    nodes[1].start(&url);
+    nodes[2].start(&url);
+    wait_for("node 2 to follow", || {
+        matches!(nodes[1].health(), Some((r, _)) if r == "replica").then_some(())
+    });
+    let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
+    c.query_drop("CREATE DATABASE sec").unwrap();
+    c.query_drop("CREATE TABLE sec.t (id INT PRIMARY KEY)")
+        .unwrap();
+    c.query_drop("INSERT INTO sec.t VALUES (1)").unwrap();
+
+    // Node 3 tries to follow with the wrong secret: refused on both sides.
+    wait_for("the primary to log the refusal", || {
+        std::fs::read_to_string(&nodes[0].log)
+            .ok()?
+            .contains("replication connection refused: wrong cluster secret")
+            .then_some(())
+    });
+    wait_for("node 3 to log the refusal", || {
+        std::fs::read_to_string(&nodes[2].log)
+            .ok()?
+            .contains("replication authentication failed")
+            .then_some(())
+    });
+    let (role, applied) = nodes[2].health().expect("node 3 answers");
+    assert_ne!(role, "replica", "{}", nodes[2].log_tail());
+    assert_eq!(applied, 0, "node 3 received no entry");
+    // Its forwarded write cannot reach the primary either.
+    let mut c3 = wait_for("a connection to node 3", || Conn::new(nodes[2].opts()).ok());
+    match c3.query_drop("INSERT INTO sec.t VALUES (3)") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1290, "{e}"),
+        other => panic!("a write through node 3: {other:?}"),
+    }
+
+    // A peer that skips the handshake gets the challenge, then a refusal.
+    let refused_before = metric(&nodes[0], "ladle_cluster_auth_refused_total").unwrap_or(0.0);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let answer = rt.block_on(async {
+        use ladle_cluster::protocol::{recv, send, ToPrimary, ToReplica};
+        let addr = format!("127.0.0.1:{}", nodes[0].replication_port);
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let hello = ToPrimary::Hello {
+            node: 9,
+            applied: 0,
+            ddl_seq: 0,
+            last_term: 0,
+        };
+        send(&mut s, &hello).await.expect("send");
+        let challenge = recv::<ToReplica>(&mut s).await.expect("challenge");
+        assert!(
+            matches!(challenge, Some(ToReplica::Challenge { .. })),
+            "{challenge:?}"
+        );
+        recv::<ToReplica>(&mut s).await.expect("answer")
+    });
+    match answer {
+        Some(ladle_cluster::protocol::ToReplica::Reject { reason, .. }) => {
+            assert!(
+                reason.contains("no proof of the cluster secret"),
+                "{reason}"
+            )
+        }
+        other => panic!("a hello without a proof: {other:?}"),
+    }
+    wait_for("the refusal to be counted", || {
+        (metric(&nodes[0], "ladle_cluster_auth_refused_total")? > refused_before).then_some(())
+    });
+    assert!(std::fs::read_to_string(&nodes[0].log)
+        .unwrap_or_default()
+        .contains("replication connection refused: no proof of the cluster secret"));
+
+    // Nodes that hold the secret replicate as before.
+    c.query_drop("INSERT INTO sec.t VALUES (2)").unwrap();
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to have both rows", || {
+        let ids: Vec<i64> = c2.query("SELECT id FROM sec.t ORDER BY id").ok()?;
+        (ids == vec![1, 2]).then_some(())
+    });
 }
 
 /// Without --etcd a server is a single node, as before: /health says "ok",
