@@ -426,9 +426,25 @@ impl Node {
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
     pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
+        self.record_schema(ddl::DdlRecord::statement(database, sql));
+    }
+
+    /// Records the account list after an account statement ran here
+    /// (called by the shim inside [`Storage::fenced`]): replicas install
+    /// it after the current LSN, as a schema change.
+    pub fn record_accounts(&self, state: &str) {
+        self.record_schema(ddl::DdlRecord::account_list(state));
+    }
+
+    fn record_schema(&self, record: ddl::DdlRecord) {
         let after = self.storage.last_lsn();
-        if let Err(e) = self.ddl.record(&self.storage, after, database, sql) {
-            tracing::error!(error = %e, sql, "recording a schema change for replicas failed");
+        let what = if record.accounts {
+            "the account list".to_string()
+        } else {
+            record.sql.clone()
+        };
+        if let Err(e) = self.ddl.record(&self.storage, after, record) {
+            tracing::error!(error = %e, what, "recording a schema change for replicas failed");
         }
         *self.last_schema.lock() = (after, self.ddl.count_at(after));
         self.committed.send_replace(self.storage.last_lsn());
@@ -575,6 +591,10 @@ mod tests {
 
     impl DdlApplier for NoDdl {
         fn apply(&self, _database: Option<&str>, _sql: &str) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn apply_accounts(&self, _state: &str) -> Result<(), String> {
             Ok(())
         }
     }

@@ -68,6 +68,9 @@ pub enum ToReplica {
         seq: u32,
         database: Option<String>,
         sql: String,
+        /// `sql` is the account list, not a statement (see
+        /// `ddl::DdlRecord::accounts`).
+        accounts: bool,
     },
     /// Nothing new; the primary's newest LSN.
     Heartbeat { term: u64, last: Lsn },

@@ -24,6 +24,10 @@ impl SchemaLog for NodeSchemaLog {
         self.0.record_ddl(database, sql);
     }
 
+    fn record_accounts(&self, state: &str) {
+        self.0.record_accounts(state);
+    }
+
     fn acknowledge(&self) -> Result<(), String> {
         self.0.acknowledge_schema()
     }
@@ -42,6 +46,10 @@ impl DdlApplier for EngineDdlApplier {
         result
             .map(|_| ())
             .map_err(|e| format!("{} ({})", e.message, e.code.errno))
+    }
+
+    fn apply_accounts(&self, state: &str) -> Result<(), String> {
+        self.0.install_replicated_accounts(state)
     }
 }
 

@@ -262,6 +262,14 @@ impl Node {
             .into()
     }
 
+    /// Options to log in as `user` with `password`.
+    fn opts_as(&self, user: &str, password: &str) -> Opts {
+        OptsBuilder::from_opts(self.opts())
+            .user(Some(user))
+            .pass(Some(password))
+            .into()
+    }
+
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
@@ -870,6 +878,134 @@ fn a_wrong_or_missing_cluster_secret_is_refused_and_logged() {
         let ids: Vec<i64> = c2.query("SELECT id FROM sec.t ORDER BY id").ok()?;
         (ids == vec![1, 2]).then_some(())
     });
+}
+
+/// The error code of a statement that must fail.
+fn errno(result: Result<(), mysql::Error>) -> u16 {
+    match result {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a MySQL error, got {other:?}"),
+    }
+}
+
+/// Accounts are replicated: a user created (and granted privileges) on
+/// the primary, or through a replica (forwarded), logs in on every node
+/// with the same password and privileges, which the primary checks for
+/// statements forwarded on the user's behalf; after a failover the new
+/// primary has them, and a REVOKE there reaches the other node.
+#[test]
+fn accounts_log_in_on_every_node_with_the_same_privileges_after_failover_too() {
+    if !etcd_installed() {
+        eprintln!("SKIPPED accounts test: `etcd` is not installed");
+        return;
+    }
+    let temp = test_dir();
+    let root = temp.path();
+    let etcd = start_etcd(root);
+    let url = etcd.url();
+    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, root)).collect();
+    nodes[0].start(&url);
+    wait_for("node 1 to be elected", || {
+        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
+    });
+    nodes[1].start(&url);
+    nodes[2].start(&url);
+    for n in &nodes[1..] {
+        wait_for("the replicas to follow", || {
+            matches!(n.health(), Some((r, _)) if r == "replica").then_some(())
+        });
+    }
+    let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
+    for sql in [
+        "CREATE DATABASE acc",
+        "CREATE TABLE acc.t (id INT PRIMARY KEY)",
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'app-password'",
+        "GRANT SELECT, INSERT ON acc.* TO 'app'@'%'",
+    ] {
+        c.query_drop(sql).unwrap();
+    }
+    // Through a replica: CREATE USER and GRANT run on the primary.
+    let mut c3 = Conn::new(nodes[2].opts()).expect("connect to node 3");
+    c3.query_drop("CREATE USER 'reader'@'%' IDENTIFIED BY 'reader-password'")
+        .unwrap();
+    c3.query_drop("GRANT SELECT ON acc.t TO 'reader'@'%'")
+        .unwrap();
+    let grants = |c: &mut Conn, account: &str| -> Vec<String> {
+        c.query(format!("SHOW GRANTS FOR {account}"))
+            .expect("SHOW GRANTS")
+    };
+    let app_grants = grants(&mut c, "'app'@'%'");
+    let reader_grants = grants(&mut c, "'reader'@'%'");
+    assert!(
+        reader_grants
+            .iter()
+            .any(|g| g.contains("SELECT ON `acc`.`t`")),
+        "the GRANT sent to a replica ran on the primary: {reader_grants:?}"
+    );
+
+    for n in &nodes {
+        let mut app = wait_for("app to log in", || {
+            Conn::new(n.opts_as("app", "app-password")).ok()
+        });
+        assert_eq!(grants(&mut c3, "'app'@'%'"), app_grants);
+        assert_eq!(
+            grants(&mut app, "CURRENT_USER"),
+            app_grants,
+            "node {}",
+            n.id
+        );
+        let id = n.id as i64;
+        app.query_drop(format!("INSERT INTO acc.t VALUES ({id})"))
+            .unwrap();
+        assert_eq!(
+            errno(app.query_drop(format!("DELETE FROM acc.t WHERE id = {id}"))),
+            1142,
+            "node {}: app has no DELETE",
+            n.id
+        );
+        let mut reader = Conn::new(n.opts_as("reader", "reader-password")).expect("reader");
+        assert_eq!(
+            errno(reader.query_drop("INSERT INTO acc.t VALUES (100)")),
+            1142,
+            "node {}: a forwarded write is checked as its user",
+            n.id
+        );
+        let wrong = Conn::new(n.opts_as("app", "not-the-password"));
+        assert!(
+            matches!(wrong, Err(mysql::Error::MySqlError(ref e)) if e.code == 1045),
+            "node {}: {wrong:?}",
+            n.id
+        );
+    }
+
+    // Failover: the new primary has the accounts, and its REVOKE reaches
+    // the remaining replica.
+    nodes[0].kill9();
+    let p = wait_for("a new primary", || primary(&nodes[1..])) + 1;
+    let other = if p == 1 { 2 } else { 1 };
+    let mut app = wait_for("app on the new primary", || {
+        Conn::new(nodes[p].opts_as("app", "app-password")).ok()
+    });
+    wait_for("a write by app on the new primary", || {
+        app.query_drop("INSERT INTO acc.t VALUES (10)").ok()
+    });
+    let mut root_p = Conn::new(nodes[p].opts()).expect("root on the new primary");
+    root_p
+        .query_drop("REVOKE INSERT ON acc.* FROM 'app'@'%'")
+        .unwrap();
+    let revoked = grants(&mut root_p, "'app'@'%'");
+    assert_ne!(revoked, app_grants);
+    let mut root_o = Conn::new(nodes[other].opts()).expect("root on the replica");
+    wait_for("the REVOKE on the replica", || {
+        (grants(&mut root_o, "'app'@'%'") == revoked).then_some(())
+    });
+    let mut app_o = Conn::new(nodes[other].opts_as("app", "app-password")).expect("app");
+    assert_eq!(
+        errno(app_o.query_drop("INSERT INTO acc.t VALUES (11)")),
+        1142
+    );
+    let ids: Vec<i64> = app_o.query("SELECT id FROM acc.t ORDER BY id").unwrap();
+    assert!(ids.starts_with(&[1, 2, 3]) && !ids.contains(&11), "{ids:?}");
 }
 
 /// Without --etcd a server is a single node, as before: /health says "ok",

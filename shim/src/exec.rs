@@ -152,6 +152,10 @@ pub trait SchemaLog: Send + Sync {
     /// Called after `sql` (run with `database` as the current database)
     /// changed the schema, before any later write can commit.
     fn record(&self, database: Option<&str>, sql: &str);
+    /// Called after an account statement, with the whole account list
+    /// ([`crate::accounts::Accounts::encoded`]): replicas install it (the
+    /// statement's text, which may hold a password, is never sent).
+    fn record_accounts(&self, state: &str);
     /// Called after a recorded schema change, outside the fence: waits
     /// until replicas have it (semi-synchronous DDL); `Err(reason)`
     /// (error 1290) if they did not confirm it.
@@ -305,7 +309,7 @@ impl Engine {
         let sql = opened.as_ref();
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
-        if self.must_forward(s, kind) {
+        if self.must_forward(s, kind, sql) {
             // The primary's answer carries the session's warnings and
             // ROW_COUNT() as it left them.
             return (kind, self.forward(s, sql));
@@ -476,10 +480,25 @@ impl Engine {
         // not receive their passwords as statement text.
         let (w0, w1) = first_words(sql);
         if crate::accounts::is_account_statement(&w0, &w1) {
-            if w0 != "SHOW" {
-                self.implicit_commit(s)?;
+            if !crate::accounts::changes_accounts(&w0, &w1) {
+                return Ok(crate::accounts::statement(self, s, sql)?);
             }
-            return Ok(crate::accounts::statement(self, s, sql)?);
+            self.implicit_commit(s)?;
+            let Some(log) = self.schema_log.get() else {
+                return Ok(crate::accounts::statement(self, s, sql)?);
+            };
+            // A cluster node: as a schema change (only the primary runs
+            // it; replicas install the resulting list at this position).
+            log.check_writable()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            let out = self.storage.fenced(|| {
+                let out = crate::accounts::statement(self, s, sql)?;
+                log.record_accounts(&self.accounts.encoded()?);
+                Ok::<_, ShimError>(out)
+            })?;
+            log.acknowledge()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            return Ok(out);
         }
         crate::privileges::check_sql(self, s, sql)?;
         if kind == Kind::Ddl {
@@ -1989,7 +2008,7 @@ fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGuard {
 
 /// The first two words of a statement, upper case (cheap: no tokenizer;
 /// leading comments are skipped).
-fn first_words(sql: &str) -> (String, String) {
+pub(crate) fn first_words(sql: &str) -> (String, String) {
     let mut rest = sql.trim_start();
     loop {
         if let Some(after) = rest.strip_prefix("/*") {
