@@ -109,11 +109,28 @@ impl SchemaHistory {
         })
     }
 
-    /// Appends a change run after `after`.
-    pub fn record(&self, storage: &Storage, after: Lsn, record: DdlRecord) -> anyhow::Result<()> {
+    /// The meta record (key, value) that [`SchemaHistory::record`] of
+    /// `record` after `after` writes, for the schema change to carry in
+    /// its own batch (`Storage::fenced_with_record`).
+    pub fn prepare(&self, after: Lsn, record: &DdlRecord) -> anyhow::Result<(String, Vec<u8>)> {
+        let seq = Self::count_in(&self.records.lock(), after);
+        Ok((ddl_key(after, seq), serde_json::to_vec(record)?))
+    }
+
+    /// Appends a change run after `after`; `carried`: its meta record is
+    /// already written (by the change's own batch).
+    pub fn record(
+        &self,
+        storage: &Storage,
+        after: Lsn,
+        record: DdlRecord,
+        carried: bool,
+    ) -> anyhow::Result<()> {
         let mut records = self.records.lock();
         let seq = Self::count_in(&records, after);
-        storage.put_meta(&ddl_key(after, seq), &serde_json::to_vec(&record)?)?;
+        if !carried {
+            storage.put_meta(&ddl_key(after, seq), &serde_json::to_vec(&record)?)?;
+        }
         records.insert((after, seq), record);
         Ok(())
     }
@@ -211,22 +228,27 @@ mod tests {
         let storage = Storage::in_memory();
         let h = SchemaHistory::load(&storage).unwrap();
         let statement = DdlRecord::statement;
-        h.record(&storage, 0, statement(None, "CREATE DATABASE d"))
+        h.record(&storage, 0, statement(None, "CREATE DATABASE d"), false)
             .unwrap();
+        // A record its schema change's batch wrote (as the shim does).
+        let create = statement(Some("d"), "CREATE TABLE t (id INT PRIMARY KEY)");
+        let (key, value) = h.prepare(0, &create).unwrap();
+        storage.put_meta(&key, &value).unwrap();
+        h.record(&storage, 0, create, true).unwrap();
         h.record(
             &storage,
-            0,
-            statement(Some("d"), "CREATE TABLE t (id INT PRIMARY KEY)"),
+            7,
+            statement(Some("d"), "ALTER TABLE t ADD COLUMN v INT"),
+            false,
         )
         .unwrap();
         h.record(
             &storage,
             7,
-            statement(Some("d"), "ALTER TABLE t ADD COLUMN v INT"),
+            DdlRecord::account_list("{\"accounts\":[]}"),
+            false,
         )
         .unwrap();
-        h.record(&storage, 7, DdlRecord::account_list("{\"accounts\":[]}"))
-            .unwrap();
         assert_eq!(h.count_at(0), 2);
         assert_eq!(h.count_at(7), 2);
         assert_eq!(h.count_at(3), 0);

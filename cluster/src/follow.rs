@@ -270,7 +270,7 @@ mod tests {
             let writable = node.check_writable().is_ok();
             self.ran.lock().push((sql.to_string(), writable));
             create_t(&self.storage).map_err(|e| e.to_string())?;
-            node.record_ddl(Some("d"), sql);
+            node.record_ddl(Some("d"), sql, false);
             Ok(())
         }
 

@@ -146,6 +146,19 @@ pub struct MemberInfo {
     pub applied: Lsn,
 }
 
+/// Test hook: with `LADLE_TEST_CRASH_AFTER_DDL` set, a schema change
+/// whose text contains it aborts the process (as a kill -9 would) once it
+/// has run, before this node notes its record: the record must already
+/// be durable with the change.
+fn crash_point_after_ddl(sql: &str) {
+    if let Ok(marker) = std::env::var("LADLE_TEST_CRASH_AFTER_DDL") {
+        if !marker.is_empty() && sql.contains(&marker) {
+            tracing::warn!(sql, "LADLE_TEST_CRASH_AFTER_DDL: aborting");
+            std::process::abort();
+        }
+    }
+}
+
 /// A replica more than this many entries behind its primary reports
 /// itself catching-up.
 const CATCHING_UP_ENTRIES: u64 = 64;
@@ -425,25 +438,40 @@ impl Node {
 
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
-    pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
-        self.record_schema(ddl::DdlRecord::statement(database, sql));
+    pub fn record_ddl(&self, database: Option<&str>, sql: &str, carried: bool) {
+        crash_point_after_ddl(sql);
+        self.record_schema(ddl::DdlRecord::statement(database, sql), carried);
+    }
+
+    /// The meta record (key, value) [`Node::record_ddl`] would write for
+    /// `sql` now: the shim has the schema change's own batch carry it, so
+    /// a crash keeps both or neither (`Storage::fenced_with_record`).
+    pub fn prepare_ddl(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
+        let record = ddl::DdlRecord::statement(database, sql);
+        match self.ddl.prepare(self.storage.last_lsn(), &record) {
+            Ok(prepared) => Some(prepared),
+            Err(e) => {
+                tracing::error!(error = %e, sql, "encoding a schema change's record failed");
+                None
+            }
+        }
     }
 
     /// Records the account list after an account statement ran here
     /// (called by the shim inside [`Storage::fenced`]): replicas install
     /// it after the current LSN, as a schema change.
     pub fn record_accounts(&self, state: &str) {
-        self.record_schema(ddl::DdlRecord::account_list(state));
+        self.record_schema(ddl::DdlRecord::account_list(state), false);
     }
 
-    fn record_schema(&self, record: ddl::DdlRecord) {
+    fn record_schema(&self, record: ddl::DdlRecord, carried: bool) {
         let after = self.storage.last_lsn();
         let what = if record.accounts {
             "the account list".to_string()
         } else {
             record.sql.clone()
         };
-        if let Err(e) = self.ddl.record(&self.storage, after, record) {
+        if let Err(e) = self.ddl.record(&self.storage, after, record, carried) {
             tracing::error!(error = %e, what, "recording a schema change for replicas failed");
         }
         *self.last_schema.lock() = (after, self.ddl.count_at(after));
@@ -629,7 +657,7 @@ mod tests {
             .wait_applied(0, 1, Duration::from_millis(10))
             .expect_err("no schema change was replayed");
         assert!(err.contains("position 0"), "{err}");
-        node.record_ddl(None, "CREATE DATABASE x");
+        node.record_ddl(None, "CREATE DATABASE x", false);
         assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
     }
 }

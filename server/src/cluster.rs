@@ -20,8 +20,12 @@ impl SchemaLog for NodeSchemaLog {
         self.0.check_writable()
     }
 
-    fn record(&self, database: Option<&str>, sql: &str) {
-        self.0.record_ddl(database, sql);
+    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
+        self.0.prepare_ddl(database, sql)
+    }
+
+    fn record(&self, database: Option<&str>, sql: &str, carried: bool) {
+        self.0.record_ddl(database, sql, carried);
     }
 
     fn record_accounts(&self, state: &str) {

@@ -149,9 +149,15 @@ pub struct Engine {
 pub trait SchemaLog: Send + Sync {
     /// `Err(reason)` when this node takes no writes now (error 1290).
     fn check_writable(&self) -> std::result::Result<(), String>;
-    /// Called after `sql` (run with `database` as the current database)
-    /// changed the schema, before any later write can commit.
-    fn record(&self, database: Option<&str>, sql: &str);
+    /// The meta record (key, value) that records `sql` (run with
+    /// `database` current): the schema change's own catalog batch carries
+    /// it ([`Storage::fenced_with_record`](ladle_storage::Storage::fenced_with_record)),
+    /// so a crash cannot keep one without the other.
+    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)>;
+    /// Called after `sql` changed the schema, before any later write can
+    /// commit; `carried`: a catalog write of the change already wrote the
+    /// prepared record (else this writes it).
+    fn record(&self, database: Option<&str>, sql: &str, carried: bool);
     /// Called after an account statement, with the whole account list
     /// ([`crate::accounts::Accounts::encoded`]): replicas install it (the
     /// statement's text, which may hold a password, is never sent).
@@ -508,13 +514,19 @@ impl Engine {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
                 let database = s.database.clone();
-                let out = self.storage.fenced(|| {
+                let run = |s: &mut Session| {
                     let out = self.run_statement(s, sql, kind);
                     if out.is_ok() {
-                        log.record(database.as_deref(), sql);
+                        log.record(database.as_deref(), sql, self.storage.record_carried());
+                    } else if let Err(e) = self.storage.withdraw_record() {
+                        tracing::error!(error = %e, sql, "withdrawing a failed schema change's record");
                     }
                     out
-                });
+                };
+                let out = match log.prepare(database.as_deref(), sql) {
+                    Some((key, value)) => self.storage.fenced_with_record(&key, &value, || run(s)),
+                    None => self.storage.fenced(|| run(s)),
+                };
                 if out.is_ok() {
                     log.acknowledge().map_err(|why| {
                         ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
