@@ -46,6 +46,7 @@ use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registr
 
 pub use auth::ClusterSecret;
 pub use bootstrap::install_pending as install_pending_bootstrap;
+pub use bootstrap::ViewSnapshotSource;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
 
@@ -182,6 +183,9 @@ pub struct Node {
     /// The position of the newest schema change recorded here: (the entry
     /// it follows, how many at that entry).
     last_schema: Mutex<(Lsn, u32)>,
+    /// Ships view snapshots with bootstrap checkpoints (set by the server
+    /// when its storage is durable).
+    view_snapshots: std::sync::OnceLock<Arc<dyn ViewSnapshotSource>>,
     /// Runs statements forwarded by replicas while this node is primary.
     forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
@@ -360,6 +364,7 @@ impl Node {
             bootstrap_holds: Mutex::new(Vec::new()),
             last_schema: Mutex::new((0, 0)),
             forward_target: std::sync::OnceLock::new(),
+            view_snapshots: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
             acked: Condvar::new(),
@@ -383,6 +388,12 @@ impl Node {
             Some(host) => format!("{host}:{}", self.config.replication_listen.port()),
             None => self.config.replication_listen.to_string(),
         }
+    }
+
+    /// Ships view snapshots from `source` with the checkpoints this node
+    /// sends to bootstrapping nodes.
+    pub fn set_view_snapshots(&self, source: Arc<dyn ViewSnapshotSource>) {
+        let _ = self.view_snapshots.set(source);
     }
 
     pub fn node_id(&self) -> u64 {

@@ -161,3 +161,12 @@ impl ladle_cluster::ForwardedSession for ForwardedEngineSession {
         self.engine.serve_forwarded(&mut self.session, request)
     }
 }
+
+/// The server's view snapshots, shipped with bootstrap checkpoints.
+pub struct SnapshotSource(pub Arc<crate::snapshots::Snapshots>);
+
+impl ladle_cluster::ViewSnapshotSource for SnapshotSource {
+    fn link_into(&self, into: &std::path::Path) -> Result<Lsn, String> {
+        self.0.take_and_link(into).map_err(|e| format!("{e:#}"))
+    }
+}

@@ -222,6 +222,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             frontend.engine().clone(),
         ));
         node.set_forward_target(target);
+        if snapshots.durable() {
+            node.set_view_snapshots(Arc::new(crate::cluster::SnapshotSource(snapshots.clone())));
+        }
         let forwarder = Arc::new(crate::cluster::NodeForwarder {
             node: node.clone(),
             ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),

@@ -1374,13 +1374,28 @@ fn metric(node: &Node, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
 }
 
+/// The sum of a metric's values over its labels (`name{...} v` lines).
+fn metric_sum(node: &Node, name: &str) -> Option<f64> {
+    let resp = http_get(node.metrics_port, "/metrics")?;
+    let prefix = format!("{name}{{");
+    Some(
+        resp.lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum(),
+    )
+}
+
 /// A new replica that needs entries its primary no longer keeps
 /// bootstraps from a checkpoint of the primary, streamed over the
 /// replication connection, restarts itself over it (same pid), and then
 /// follows the log: its rows and a view's result equal the primary's, and
-/// writes made during and after the bootstrap arrive too. Prints the
-/// bootstrap time and the catch-up rate (LADLE_BOOTSTRAP_TEST_ROWS sets
-/// the table's size; default 20,000 rows).
+/// writes made during and after the bootstrap arrive too. The primary's
+/// view snapshot comes with the checkpoint: a key the primary had read is
+/// a hit on the new node's first read (no miss, no upquery), while a key
+/// it had not read is a miss. Prints the bootstrap time, both first reads
+/// and the catch-up rate (LADLE_BOOTSTRAP_TEST_ROWS sets the table's size;
+/// default 20,000 rows).
 #[test]
 fn a_new_replica_bootstraps_from_a_checkpoint() {
     if !etcd_installed() {
@@ -1426,6 +1441,12 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
             .unwrap();
     }
     let load = load_started.elapsed();
+    // Views the primary holds, warm (key 5 read; key 6 never), and a
+    // whole-table aggregate.
+    let per_group = "SELECT COUNT(*) FROM boot.t WHERE grp = ?";
+    let warm_before: i64 = c.exec_first(per_group, (5,)).unwrap().unwrap();
+    let all_groups = "SELECT grp, COUNT(*) FROM boot.t GROUP BY grp";
+    c.query_drop(all_groups).unwrap();
     // The primary's log is trimmed: a new node cannot catch up from it.
     let trims = metric(&nodes[0], "ladle_change_log_trims_total").unwrap_or(0.0);
     wait_for("the primary to trim its change log", || {
@@ -1464,6 +1485,39 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
         "the node says it bootstrapped:\n{}",
         nodes[1].log_tail()
     );
+    // The first reads on the new node: the shipped key is warm.
+    let mut c1 = Conn::new(nodes[1].opts()).expect("connect to the new node");
+    let misses = |n: &Node| metric_sum(n, "ladle_view_misses").unwrap_or(0.0);
+    let keyed = c1.prep(per_group).unwrap();
+    let before = misses(&nodes[1]);
+    let read = Instant::now();
+    let warm: i64 = c1.exec_first(&keyed, (5,)).unwrap().unwrap();
+    let warm_read = read.elapsed();
+    let after_warm = misses(&nodes[1]);
+    assert!(warm >= warm_before, "{warm} < {warm_before}");
+    assert_eq!(
+        after_warm,
+        before,
+        "the key the primary had read is warm on the bootstrapped node:\n{}",
+        nodes[1].log_tail()
+    );
+    let read = Instant::now();
+    let _cold: i64 = c1.exec_first(&keyed, (6,)).unwrap().unwrap();
+    let cold_read = read.elapsed();
+    assert!(
+        misses(&nodes[1]) > after_warm,
+        "a key never read on the primary is a miss"
+    );
+    // The whole-table aggregate: shipped (warm) against the same work in
+    // a view the primary never had (cold: computed from the base table).
+    let read = Instant::now();
+    c1.query_drop(all_groups).unwrap();
+    let warm_all = read.elapsed();
+    let read = Instant::now();
+    c1.query_drop("SELECT grp, COUNT(id) FROM boot.t GROUP BY grp")
+        .unwrap();
+    let cold_all = read.elapsed();
+    drop(c1);
     // Catch-up from the log after the checkpoint: the replica paused (for
     // less than its lease, so it stays a member) while single-row writes
     // pile up, then resumed.
@@ -1507,10 +1561,16 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     let mb = walk_size(&nodes[0].data.join("db")) as f64 / 1e6;
     println!(
         "bootstrap: {rows} rows loaded in {:.1} s; the primary's db {mb:.1} MB; new node \
-         started to replica in {:.2} s ({during} writes meanwhile); catch-up: {} entries \
+         started to replica in {:.2} s ({during} writes meanwhile); its first read of a key \
+         shipped warm {:.1} ms, of a cold key {:.1} ms; of a whole-table GROUP BY shipped \
+         warm {:.1} ms, cold {:.1} ms; catch-up: {} entries \
          behind, applied in {:.2} s after a pause ({:.0} entries/s)",
         load.as_secs_f64(),
         replica_up.as_secs_f64(),
+        warm_read.as_secs_f64() * 1e3,
+        cold_read.as_secs_f64() * 1e3,
+        warm_all.as_secs_f64() * 1e3,
+        cold_all.as_secs_f64() * 1e3,
         target - from,
         caught_up.as_secs_f64(),
         (target - from) as f64 / caught_up.as_secs_f64(),
