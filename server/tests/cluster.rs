@@ -368,6 +368,13 @@ impl Etcd {
     }
 }
 
+/// Waits until `node`'s /health reports `role`.
+fn wait_role(node: &Node, role: &str) {
+    wait_for(&format!("node {} to be {role}", node.id), || {
+        matches!(node.health(), Some((r, _)) if r == role).then_some(())
+    });
+}
+
 /// Polls `f` every 50 ms until it gives a value; fails after [`PATIENCE`].
 fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let start = Instant::now();
@@ -776,6 +783,29 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
     );
 }
 
+/// etcd and `count` nodes (not started) in a fresh test directory, or
+/// `None` (the test is skipped, with a message) without `etcd`.
+struct Fixture {
+    nodes: Vec<Node>,
+    etcd: Etcd,
+    _temp: tempfile::TempDir,
+}
+
+fn fixture(test: &str, count: usize) -> Option<Fixture> {
+    if !etcd_installed() {
+        eprintln!("SKIPPED {test}: `etcd` is not installed");
+        return None;
+    }
+    let temp = test_dir();
+    let etcd = start_etcd(temp.path());
+    let nodes = (1..=count).map(|id| Node::new(id, temp.path())).collect();
+    Some(Fixture {
+        nodes,
+        etcd,
+        _temp: temp,
+    })
+}
+
 /// The replication listener reads nothing before its peer proves it holds
 /// the cluster secret: a node started with another secret can neither
 /// follow the primary nor forward a write to it (1290), a connection that
@@ -783,28 +813,24 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
 /// refusal; nodes holding the secret replicate as usual.
 #[test]
 fn a_wrong_or_missing_cluster_secret_is_refused_and_logged() {
-    if !etcd_installed() {
-        eprintln!("SKIPPED secret test: `etcd` is not installed");
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("secret test", 3)
+    else {
         return;
-    }
-    let temp = test_dir();
-    let root = temp.path();
-    let etcd = start_etcd(root);
+    };
     let url = etcd.url();
-    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, root)).collect();
     nodes[2].env = vec![(
         "LADLE_CLUSTER_SECRET".into(),
         "not the cluster's secret at all".into(),
     )];
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     nodes[1].start(&url);
     nodes[2].start(&url);
-    wait_for("node 2 to follow", || {
-        matches!(nodes[1].health(), Some((r, _)) if r == "replica").then_some(())
-    });
+    wait_role(&nodes[1], "replica");
     let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
     c.query_drop("CREATE DATABASE sec").unwrap();
     c.query_drop("CREATE TABLE sec.t (id INT PRIMARY KEY)")
@@ -895,25 +921,21 @@ fn errno(result: Result<(), mysql::Error>) -> u16 {
 /// primary has them, and a REVOKE there reaches the other node.
 #[test]
 fn accounts_log_in_on_every_node_with_the_same_privileges_after_failover_too() {
-    if !etcd_installed() {
-        eprintln!("SKIPPED accounts test: `etcd` is not installed");
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("accounts test", 3)
+    else {
         return;
-    }
-    let temp = test_dir();
-    let root = temp.path();
-    let etcd = start_etcd(root);
+    };
     let url = etcd.url();
-    let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, root)).collect();
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     nodes[1].start(&url);
     nodes[2].start(&url);
     for n in &nodes[1..] {
-        wait_for("the replicas to follow", || {
-            matches!(n.health(), Some((r, _)) if r == "replica").then_some(())
-        });
+        wait_role(n, "replica");
     }
     let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
     for sql in [
@@ -1016,21 +1038,19 @@ fn accounts_log_in_on_every_node_with_the_same_privileges_after_failover_too() {
 /// change, the replica never got the table and stalled on those rows.)
 #[test]
 fn a_crash_right_after_a_schema_change_keeps_its_record_for_replicas() {
-    if !etcd_installed() {
-        eprintln!("SKIPPED schema-record crash test: `etcd` is not installed");
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("schema-record crash test", 2)
+    else {
         return;
-    }
-    let temp = test_dir();
-    let root = temp.path();
-    let etcd = start_etcd(root);
+    };
     let url = etcd.url();
-    let mut nodes: Vec<Node> = (1..=2).map(|id| Node::new(id, root)).collect();
     nodes[0].args = vec!["--sync-replicas".into(), "0".into()];
     nodes[0].env = vec![("LADLE_TEST_CRASH_AFTER_DDL".into(), "crash_here".into())];
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     let mut c = Conn::new(nodes[0].opts()).expect("connect");
     c.query_drop("CREATE DATABASE d").unwrap();
     assert!(
@@ -1042,16 +1062,12 @@ fn a_crash_right_after_a_schema_change_keeps_its_record_for_replicas() {
     wait_for("node 1 to abort", || child.try_wait().ok().flatten());
     nodes[0].env.clear();
     nodes[0].start(&url);
-    wait_for("node 1 to be elected again", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     let mut c = Conn::new(nodes[0].opts()).expect("connect again");
     c.query_drop("INSERT INTO d.crash_here VALUES (1), (2)")
         .unwrap();
     nodes[1].start(&url);
-    wait_for("node 2 to follow", || {
-        matches!(nodes[1].health(), Some((r, _)) if r == "replica").then_some(())
-    });
+    wait_role(&nodes[1], "replica");
     let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
     wait_for("node 2 to hold the table's rows", || {
         let ids: Vec<i64> = c2.query("SELECT id FROM d.crash_here ORDER BY id").ok()?;
@@ -1160,9 +1176,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     // Node 1 alone is elected; node 2 is the synchronous replica, node 3 a
     // slow one the client uses.
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     nodes[2]
         .env
         .push(("LADLE_REPLICATION_APPLY_DELAY_MS".into(), "300".into()));
@@ -1170,9 +1184,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         n.start(&url);
     }
     for n in &nodes[1..] {
-        wait_for("the replicas to follow", || {
-            matches!(n.health(), Some((r, _)) if r == "replica").then_some(())
-        });
+        wait_role(n, "replica");
     }
     let mut direct = Conn::new(nodes[0].opts()).expect("connect to the primary");
     let mut forwarded = Conn::new(nodes[2].opts()).expect("connect to the slow replica");
@@ -1337,9 +1349,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     nodes[2].env.clear();
     nodes[2].args.clear();
     nodes[2].start(&url);
-    wait_for("node 3 to follow at full speed", || {
-        matches!(nodes[2].health(), Some((r, _)) if r == "replica").then_some(())
-    });
+    wait_role(&nodes[2], "replica");
     let mut tx = Conn::new(nodes[1].opts()).expect("connect to node 2");
     tx.query_drop("BEGIN").unwrap();
     tx.query_drop("INSERT INTO fwd.t_fwd (v, n) VALUES ('lost', 60)")
@@ -1417,9 +1427,7 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     }
     nodes[0].args.extend(["--sync-replicas".into(), "0".into()]);
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     let mut c = Conn::new(nodes[0].opts()).expect("connect");
     c.query_drop("CREATE DATABASE boot").unwrap();
     c.query_drop(
