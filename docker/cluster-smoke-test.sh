@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Opt-in check of the docker-compose cluster (issue #16), not run by
 # scripts/test.sh or CI (which may have no Docker): builds the images, starts
-# docker-compose.yml under its own project name and subnet (an existing
+# docker-compose.yml under its own project name (an existing
 # `docker-compose up` keeps its volumes, but must be down: the host ports are
 # the same), and then, as a user would:
 #   1. waits for a primary; SHOW CLUSTER lists three nodes, one primary;
@@ -21,7 +21,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export LADLE_PASSWORD="smoke-$RANDOM$RANDOM"
-export LADLE_SUBNET_PREFIX="${LADLE_SUBNET_PREFIX:-172.28.17}"
+export LADLE_CLUSTER_SECRET="smoke-cluster-secret-$RANDOM$RANDOM"
 compose=(docker-compose -p ladle-cluster-smoke)
 work="$(mktemp -d "${TMPDIR:-/tmp}/ladle-cluster-smoke.XXXXXX")"
 

@@ -12,6 +12,9 @@
 # Environment: LADLE_BIN (a built ladle binary; default: build release),
 # LADLE_CLUSTER_DATA (default ./cluster-data), LADLE_CLUSTER_ARGS (extra
 # flags for every node). A 1-node cluster runs with --sync-replicas 0.
+# The nodes share the cluster secret in ./cluster-data/cluster-secret
+# (made on first use, mode 0600) unless LADLE_CLUSTER_SECRET or
+# LADLE_CLUSTER_SECRET_FILE gives one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${LADLE_CLUSTER_DATA:-$PWD/cluster-data}
@@ -54,10 +57,17 @@ start_node() {
   alive "$dir/pid" && return 0
   local sync=()
   if ((n == 1)); then sync=(--sync-replicas 0); fi
+  local secret=()
+  if [[ -z "${LADLE_CLUSTER_SECRET:-}${LADLE_CLUSTER_SECRET_FILE:-}" ]]; then
+    if [[ ! -s "$DATA/cluster-secret" ]]; then
+      (umask 077 && head -c 32 /dev/urandom | base64 >"$DATA/cluster-secret")
+    fi
+    secret=(--cluster-secret-file "$DATA/cluster-secret")
+  fi
   # shellcheck disable=SC2086
   "$bin" --listen "127.0.0.1:$((3310 + i))" --metrics-listen "127.0.0.1:$((6040 + i))" \
     --data-dir "$dir/data" --etcd "$ETCD_URL" --node-id "$i" \
-    --replication-listen "127.0.0.1:$((7310 + i))" "${sync[@]}" ${LADLE_CLUSTER_ARGS:-} \
+    --replication-listen "127.0.0.1:$((7310 + i))" "${sync[@]}" "${secret[@]}" ${LADLE_CLUSTER_ARGS:-} \
     >>"$dir/ladle.log" 2>&1 &
   echo $! >"$dir/pid"
 }

@@ -17,7 +17,11 @@
 //! re-executes its own binary with the same arguments (same pid). At start
 //! ([`install_pending`]), before storage opens, `bootstrap.ready` replaces
 //! `<data_dir>/db`, and the node's view snapshots (of the discarded state)
-//! are removed: its views are filled from the new base data on demand.
+//! are replaced by the primary's, shipped with the checkpoint (files named
+//! `views/...`): the primary takes a view snapshot just before the
+//! checkpoint, so the node's recovery loads it and replays the
+//! checkpoint's change log after it, and its reads start warm. Without
+//! one (a primary without durable storage) the views fill on demand.
 //! The node then follows the primary from the checkpoint's LSN.
 
 use std::io::Write;
@@ -34,6 +38,9 @@ use crate::protocol::{self, ToPrimary, ToReplica};
 use crate::{Node, Role};
 
 const INCOMING: &str = "bootstrap.incoming";
+/// The view snapshot's files within a bootstrap (a directory of the
+/// incoming copy, moved to the snapshot directory at install).
+const VIEWS: &str = "views";
 const READY: &str = "bootstrap.ready";
 /// Bytes per `BootstrapFile` frame.
 const CHUNK: usize = 1 << 20;
@@ -69,14 +76,37 @@ pub fn install_pending(data_dir: &Path, snapshot_dir: &Path) -> anyhow::Result<b
     if snapshot_dir.exists() {
         std::fs::remove_dir_all(snapshot_dir)?;
     }
+    let views = ready.join(VIEWS);
+    let with_views = views.exists();
+    if with_views {
+        std::fs::rename(&views, snapshot_dir)?;
+    }
     std::fs::rename(&ready, &db)?;
     sync_dir(data_dir)?;
     tracing::warn!(
         data_dir = %data_dir.display(),
+        with_views,
         "re-bootstrapped: this node's database is now the copy of the primary's \
-         checkpoint received before the restart; its old data and view snapshots are gone"
+         checkpoint received before the restart (its view snapshot too, when \
+         with_views); its old data and view snapshots are gone"
     );
     Ok(true)
+}
+
+/// The server's view snapshots, shipped with a bootstrap checkpoint so
+/// that the new node's views start warm.
+pub trait ViewSnapshotSource: Send + Sync {
+    /// Takes a view snapshot now and links a consistent copy of the whole
+    /// snapshot directory into `into`; returns the snapshot's LSN.
+    fn link_into(&self, into: &Path) -> Result<Lsn, String>;
+}
+
+/// A file name received in a bootstrap: relative, no `..`.
+fn safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
 fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -105,14 +135,47 @@ pub(crate) async fn serve(
         .lock()
         .push((before, Instant::now() + BOOTSTRAP_HOLD));
     node.storage.lower_log_floor(before);
+    // The view snapshot first: at or before the checkpoint, whose change
+    // log keeps every entry after `before` (held above), so the node's
+    // recovery replays from the snapshot on.
+    let views = node
+        .config
+        .data_dir
+        .join(format!("bootstrap-out-{n}-{VIEWS}"));
+    let _ = std::fs::remove_dir_all(&views);
+    let view_lsn = match node.view_snapshots.get().cloned() {
+        Some(source) => {
+            let into = views.clone();
+            match tokio::task::spawn_blocking(move || source.link_into(&into)).await? {
+                Ok(lsn) => Some(lsn),
+                Err(e) => {
+                    tracing::warn!(error = %e, "no view snapshot for the bootstrap: its views start cold");
+                    let _ = std::fs::remove_dir_all(&views);
+                    None
+                }
+            }
+        }
+        None => None,
+    };
     let lsn = tokio::task::spawn_blocking(move || storage.checkpoint(&target)).await??;
-    let result = stream_dir(&dir, &mut wr, lsn).await;
+    let mut sent = stream_dir(&dir, "", &mut wr).await;
+    if view_lsn.is_some() {
+        sent = match sent {
+            Ok((f, b)) => stream_dir(&views, VIEWS, &mut wr)
+                .await
+                .map(|(vf, vb)| (f + vf, b + vb)),
+            Err(e) => Err(e),
+        };
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    let (files, bytes) = result?;
+    let _ = std::fs::remove_dir_all(&views);
+    let (files, bytes) = sent?;
+    protocol::send(&mut wr, &ToReplica::BootstrapDone { lsn, files, bytes }).await?;
     node.metrics.bootstraps_sent.inc();
     tracing::info!(
         replica,
         lsn,
+        ?view_lsn,
         files,
         mb = format_args!("{:.1}", bytes as f64 / 1e6),
         seconds = format_args!("{:.2}", started.elapsed().as_secs_f64()),
@@ -121,16 +184,29 @@ pub(crate) async fn serve(
     Ok(())
 }
 
+/// Streams every file under `dir` (subdirectories too), named by its path
+/// below `dir` after `prefix/`; returns how many files and bytes.
 async fn stream_dir(
     dir: &Path,
+    prefix: &str,
     wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    lsn: Lsn,
 ) -> anyhow::Result<(u32, u64)> {
     let mut files = 0u32;
     let mut bytes = 0u64;
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let base = entry.file_name().to_string_lossy().into_owned();
+        let name = if prefix.is_empty() {
+            base
+        } else {
+            format!("{prefix}/{base}")
+        };
+        if entry.file_type()?.is_dir() {
+            let (f, b) = Box::pin(stream_dir(&entry.path(), &name, wr)).await?;
+            files += f;
+            bytes += b;
+            continue;
+        }
         let mut f = tokio::fs::File::open(entry.path()).await?;
         let mut offset = 0u64;
         loop {
@@ -158,7 +234,6 @@ async fn stream_dir(
         files += 1;
         bytes += offset;
     }
-    protocol::send(wr, &ToReplica::BootstrapDone { lsn, files, bytes }).await?;
     Ok((files, bytes))
 }
 
@@ -174,6 +249,7 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     let mut rd = tokio::io::BufReader::with_capacity(1 << 20, rd);
+    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
     protocol::send(
         &mut wr,
         &ToPrimary::BootstrapHello {
@@ -182,21 +258,27 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     )
     .await?;
     let mut open: Option<(String, std::fs::File)> = None;
+    // Directories made for the files (synced with the files).
+    let mut dirs: Vec<PathBuf> = Vec::new();
     let (lsn, files, bytes) = loop {
         let frame = tokio::time::timeout(SILENCE, protocol::recv::<ToReplica>(&mut rd))
             .await
             .map_err(|_| anyhow::anyhow!("the primary went silent during the bootstrap"))??;
         match frame {
             Some(ToReplica::BootstrapFile { name, offset, data }) => {
-                anyhow::ensure!(
-                    !name.contains('/') && !name.contains("..") && !name.is_empty(),
-                    "bad file name {name:?} in a bootstrap"
-                );
+                anyhow::ensure!(safe_name(&name), "bad file name {name:?} in a bootstrap");
                 if offset == 0 || open.as_ref().is_none_or(|(n, _)| *n != name) {
                     if let Some((_, f)) = open.take() {
                         f.sync_all()?;
                     }
-                    let f = std::fs::File::create(incoming.join(&name))?;
+                    let path = incoming.join(&name);
+                    if let Some(parent) = path.parent() {
+                        if !parent.exists() {
+                            std::fs::create_dir_all(parent)?;
+                            dirs.push(parent.to_path_buf());
+                        }
+                    }
+                    let f = std::fs::File::create(path)?;
                     open = Some((name, f));
                 }
                 let (_, f) = open.as_mut().expect("open");
@@ -210,6 +292,9 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     };
     if let Some((_, f)) = open.take() {
         f.sync_all()?;
+    }
+    for dir in dirs.iter().rev() {
+        sync_dir(dir)?;
     }
     sync_dir(&incoming)?;
     let ready = node.config.data_dir.join(READY);

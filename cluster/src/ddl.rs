@@ -17,6 +17,9 @@ const TERM_PREFIX: &str = "cluster/term/";
 /// through the SQL front end, with `database` as the current database).
 pub trait DdlApplier: Send + Sync {
     fn apply(&self, database: Option<&str>, sql: &str) -> Result<(), String>;
+    /// Installs the primary's whole account list (`state`, the front end's
+    /// encoding) and records it for this node's own replicas.
+    fn apply_accounts(&self, state: &str) -> Result<(), String>;
 }
 
 thread_local! {
@@ -33,11 +36,14 @@ pub(crate) fn applying_replicated() -> bool {
 /// replication.
 pub(crate) fn apply_replicated(
     applier: &Arc<dyn DdlApplier>,
-    database: Option<&str>,
-    sql: &str,
+    record: &DdlRecord,
 ) -> Result<(), String> {
     APPLYING.with(|a| a.set(true));
-    let out = applier.apply(database, sql);
+    let out = if record.accounts {
+        applier.apply_accounts(&record.sql)
+    } else {
+        applier.apply(record.database.as_deref(), &record.sql)
+    };
     APPLYING.with(|a| a.set(false));
     out
 }
@@ -48,6 +54,32 @@ pub(crate) fn apply_replicated(
 pub struct DdlRecord {
     pub database: Option<String>,
     pub sql: String,
+    /// `sql` is no statement but the primary's whole account list after
+    /// an account statement (CREATE USER, GRANT, SET PASSWORD ...), which
+    /// replicas install as is: those statements carry passwords, and the
+    /// list holds only their hashes.
+    #[serde(default)]
+    pub accounts: bool,
+}
+
+impl DdlRecord {
+    /// A schema change statement run with `database` current.
+    pub fn statement(database: Option<&str>, sql: &str) -> DdlRecord {
+        DdlRecord {
+            database: database.map(str::to_string),
+            sql: sql.to_string(),
+            accounts: false,
+        }
+    }
+
+    /// The account list after an account statement.
+    pub fn account_list(state: &str) -> DdlRecord {
+        DdlRecord {
+            database: None,
+            sql: state.to_string(),
+            accounts: true,
+        }
+    }
 }
 
 /// Every schema change this node ran, by (LSN it follows, sequence).
@@ -77,21 +109,28 @@ impl SchemaHistory {
         })
     }
 
-    /// Appends a change run after `after`.
+    /// The meta record (key, value) that [`SchemaHistory::record`] of
+    /// `record` after `after` writes, for the schema change to carry in
+    /// its own batch (`Storage::fenced_with_record`).
+    pub fn prepare(&self, after: Lsn, record: &DdlRecord) -> anyhow::Result<(String, Vec<u8>)> {
+        let seq = Self::count_in(&self.records.lock(), after);
+        Ok((ddl_key(after, seq), serde_json::to_vec(record)?))
+    }
+
+    /// Appends a change run after `after`; `carried`: its meta record is
+    /// already written (by the change's own batch).
     pub fn record(
         &self,
         storage: &Storage,
         after: Lsn,
-        database: Option<&str>,
-        sql: &str,
+        record: DdlRecord,
+        carried: bool,
     ) -> anyhow::Result<()> {
-        let record = DdlRecord {
-            database: database.map(str::to_string),
-            sql: sql.to_string(),
-        };
         let mut records = self.records.lock();
         let seq = Self::count_in(&records, after);
-        storage.put_meta(&ddl_key(after, seq), &serde_json::to_vec(&record)?)?;
+        if !carried {
+            storage.put_meta(&ddl_key(after, seq), &serde_json::to_vec(&record)?)?;
+        }
         records.insert((after, seq), record);
         Ok(())
     }
@@ -188,23 +227,41 @@ mod tests {
     fn schema_changes_are_kept_in_order_per_position_and_reloaded() {
         let storage = Storage::in_memory();
         let h = SchemaHistory::load(&storage).unwrap();
-        h.record(&storage, 0, None, "CREATE DATABASE d").unwrap();
+        let statement = DdlRecord::statement;
+        h.record(&storage, 0, statement(None, "CREATE DATABASE d"), false)
+            .unwrap();
+        // A record its schema change's batch wrote (as the shim does).
+        let create = statement(Some("d"), "CREATE TABLE t (id INT PRIMARY KEY)");
+        let (key, value) = h.prepare(0, &create).unwrap();
+        storage.put_meta(&key, &value).unwrap();
+        h.record(&storage, 0, create, true).unwrap();
         h.record(
             &storage,
-            0,
-            Some("d"),
-            "CREATE TABLE t (id INT PRIMARY KEY)",
+            7,
+            statement(Some("d"), "ALTER TABLE t ADD COLUMN v INT"),
+            false,
         )
         .unwrap();
-        h.record(&storage, 7, Some("d"), "ALTER TABLE t ADD COLUMN v INT")
-            .unwrap();
+        h.record(
+            &storage,
+            7,
+            DdlRecord::account_list("{\"accounts\":[]}"),
+            false,
+        )
+        .unwrap();
         assert_eq!(h.count_at(0), 2);
-        assert_eq!(h.count_at(7), 1);
+        assert_eq!(h.count_at(7), 2);
         assert_eq!(h.count_at(3), 0);
         let again = SchemaHistory::load(&storage).unwrap();
         let at0: Vec<String> = again.at(0, 1).into_iter().map(|(_, r)| r.sql).collect();
         assert_eq!(at0, vec!["CREATE TABLE t (id INT PRIMARY KEY)".to_string()]);
         assert_eq!(again.at(7, 0)[0].1.database.as_deref(), Some("d"));
+        assert!(!again.at(7, 0)[0].1.accounts);
+        assert!(again.at(7, 1)[0].1.accounts, "an account list stays one");
+        // Records written before account lists existed read as statements.
+        let old: DdlRecord =
+            serde_json::from_str(r#"{"database":null,"sql":"CREATE DATABASE x"}"#).unwrap();
+        assert_eq!(old, statement(None, "CREATE DATABASE x"));
     }
 
     #[test]

@@ -51,6 +51,7 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
     let stream = TcpStream::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
+    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
     // What the primary is told is persisted here: entries applied unsynced
     // by an earlier stream are made durable first.
     let applied = sync_applied(node, 0).await?;
@@ -154,7 +155,9 @@ async fn follow_inner(
             | ToReplica::ForwardReady
             | ToReplica::Forwarded { .. }
             | ToReplica::BootstrapFile { .. }
-            | ToReplica::BootstrapDone { .. } => 0,
+            | ToReplica::BootstrapDone { .. }
+            | ToReplica::Challenge { .. }
+            | ToReplica::Proven { .. } => 0,
         };
         if frame_term != term || node.term() != term {
             return Ok(FollowEnd::Retry(format!(
@@ -188,6 +191,7 @@ async fn follow_inner(
                 seq,
                 database,
                 sql,
+                accounts,
                 ..
             } => {
                 let here = node.storage.last_lsn();
@@ -205,12 +209,19 @@ async fn follow_inner(
                     .get()
                     .cloned()
                     .ok_or_else(|| anyhow::anyhow!("no schema-change applier installed"))?;
-                let sql_text = sql.clone();
-                tokio::task::spawn_blocking(move || {
-                    ddl::apply_replicated(&applier, database.as_deref(), &sql)
-                })
-                .await?
-                .map_err(|e| anyhow::anyhow!("replaying `{sql_text}` failed: {e}"))?;
+                let record = ddl::DdlRecord {
+                    database,
+                    sql,
+                    accounts,
+                };
+                let sql_text = if accounts {
+                    "the account list".to_string()
+                } else {
+                    record.sql.clone()
+                };
+                tokio::task::spawn_blocking(move || ddl::apply_replicated(&applier, &record))
+                    .await?
+                    .map_err(|e| anyhow::anyhow!("replaying `{sql_text}` failed: {e}"))?;
                 if node.ddl.count_at(after) != next + 1 {
                     anyhow::bail!("replaying `{sql_text}` recorded no schema change");
                 }
@@ -243,7 +254,7 @@ mod tests {
     use tokio::net::TcpListener;
 
     use super::*;
-    use crate::DdlApplier;
+    use crate::{ClusterSecret, DdlApplier};
 
     /// Runs replicated schema changes against storage directly, noting
     /// whether the node let them through.
@@ -259,7 +270,15 @@ mod tests {
             let writable = node.check_writable().is_ok();
             self.ran.lock().push((sql.to_string(), writable));
             create_t(&self.storage).map_err(|e| e.to_string())?;
-            node.record_ddl(Some("d"), sql);
+            node.record_ddl(Some("d"), sql, false);
+            Ok(())
+        }
+
+        fn apply_accounts(&self, state: &str) -> Result<(), String> {
+            let node = self.node.lock().clone().expect("node set");
+            let writable = node.check_writable().is_ok();
+            self.ran.lock().push((state.to_string(), writable));
+            node.record_accounts(state);
             Ok(())
         }
     }
@@ -316,6 +335,10 @@ mod tests {
         let primary = tokio::spawn(async move {
             let (stream, _) = listener.accept().await.unwrap();
             let (mut rd, mut wr) = stream.into_split();
+            let secret = ClusterSecret::new(b"the test cluster secret").unwrap();
+            crate::auth::accept(&secret, &mut rd, &mut wr)
+                .await
+                .unwrap();
             let hello = protocol::recv::<ToPrimary>(&mut rd).await.unwrap();
             let welcome = ToReplica::Welcome {
                 term: 5,
@@ -328,10 +351,22 @@ mod tests {
                 seq: 0,
                 database: Some("d".into()),
                 sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
+                accounts: false,
             };
             protocol::send(&mut wr, &ddl).await.unwrap();
             // The replay is acknowledged (semi-synchronous DDL).
             let mut acks = vec![protocol::recv::<ToPrimary>(&mut rd).await.unwrap()];
+            // So is an account list (installed, not run as SQL).
+            let accounts = ToReplica::Ddl {
+                term: 5,
+                after: 0,
+                seq: 1,
+                database: None,
+                sql: "{the account list}".into(),
+                accounts: true,
+            };
+            protocol::send(&mut wr, &accounts).await.unwrap();
+            acks.push(protocol::recv::<ToPrimary>(&mut rd).await.unwrap());
             for lsn in 1..=2 {
                 protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
                     .await
@@ -359,6 +394,7 @@ mod tests {
             acks,
             vec![
                 Some(ToPrimary::SchemaAck { after: 0, count: 1 }),
+                Some(ToPrimary::SchemaAck { after: 0, count: 2 }),
                 Some(ToPrimary::Ack { applied: 1 }),
                 Some(ToPrimary::Ack { applied: 2 })
             ]
@@ -374,9 +410,13 @@ mod tests {
         // DDL), and is recorded here for replicas of this node.
         assert_eq!(
             *applier.ran.lock(),
-            vec![("CREATE TABLE t (id INT PRIMARY KEY)".to_string(), true)]
+            vec![
+                ("CREATE TABLE t (id INT PRIMARY KEY)".to_string(), true),
+                ("{the account list}".to_string(), true)
+            ]
         );
-        assert_eq!(node.ddl.count_at(0), 1);
+        assert_eq!(node.ddl.count_at(0), 2);
+        assert!(node.ddl.at(0, 1)[0].1.accounts);
         assert!(node.check_writable().is_err(), "a replica takes no writes");
         assert_eq!(node.history.all(), vec![(5, 1)]);
     }

@@ -23,7 +23,7 @@ use ladle_common::Lsn;
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::{ToPrimary, ToReplica};
-use crate::{Node, Role};
+use crate::{ClusterSecret, Node, Role};
 
 /// The primary's side: opens a SQL session per forwarding connection.
 pub trait ForwardTarget: Send + Sync {
@@ -245,12 +245,13 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     stream
         .set_write_timeout(Some(CONNECT_TIMEOUT))
         .map_err(|e| fail(&e))?;
+    let started = Instant::now();
+    authenticate(&node.config.secret, &mut stream, started).map_err(|e| fail(&e))?;
     let hello = ToPrimary::ForwardHello {
         node: node.config.node_id,
         term,
     };
     write_frame(&mut stream, &hello).map_err(|e| fail(&e))?;
-    let started = Instant::now();
     let answer = read_frame(&mut stream, || {
         (started.elapsed() > CONNECT_TIMEOUT).then(|| "no answer to the hello".to_string())
     });
@@ -260,6 +261,26 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
         Ok(other) => Err(fail(&format!("unexpected frame {other:?}"))),
         Err(e) => Err(fail(&e)),
     }
+}
+
+/// The connector's side of the cluster-secret handshake (`auth::connect`,
+/// blocking), within `auth::AUTH_TIMEOUT` of `started`.
+fn authenticate(
+    secret: &ClusterSecret,
+    stream: &mut TcpStream,
+    started: Instant,
+) -> Result<(), String> {
+    let give_up = || {
+        (started.elapsed() > crate::auth::AUTH_TIMEOUT)
+            .then(|| "no answer to the authentication".to_string())
+    };
+    let challenge = read_frame(stream, give_up)?;
+    let proving = secret.prove(Some(challenge))?;
+    write_frame(stream, &proving.proof).map_err(|e| e.to_string())?;
+    let answer = read_frame(stream, give_up)?;
+    secret
+        .check_proven(&proving.listener_nonce, &proving.my_nonce, Some(answer))
+        .map_err(|why| format!("replication authentication failed: {why}"))
 }
 
 /// Writes one frame (as `protocol::send`, blocking).

@@ -24,6 +24,7 @@
 //! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
 //! [`Node::record_ddl`] (the shim's schema-log hook).
 
+mod auth;
 mod bootstrap;
 mod coord;
 mod ddl;
@@ -43,7 +44,9 @@ use ladle_storage::Storage;
 use parking_lot::{Condvar, Mutex};
 use prometheus::{IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry};
 
+pub use auth::ClusterSecret;
 pub use bootstrap::install_pending as install_pending_bootstrap;
+pub use bootstrap::ViewSnapshotSource;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError, ForwardTarget, ForwardedSession};
 
@@ -78,6 +81,9 @@ pub struct ClusterConfig {
     /// Change-log entries kept beyond what live members still need (a
     /// member further behind is bootstrapped from a checkpoint).
     pub log_keep_entries: u64,
+    /// The secret every replication connection must prove it holds (both
+    /// ways: see `auth`).
+    pub secret: ClusterSecret,
 }
 
 /// What a node is doing now.
@@ -141,6 +147,19 @@ pub struct MemberInfo {
     pub applied: Lsn,
 }
 
+/// Test hook: with `LADLE_TEST_CRASH_AFTER_DDL` set, a schema change
+/// whose text contains it aborts the process (as a kill -9 would) once it
+/// has run, before this node notes its record: the record must already
+/// be durable with the change.
+fn crash_point_after_ddl(sql: &str) {
+    if let Ok(marker) = std::env::var("LADLE_TEST_CRASH_AFTER_DDL") {
+        if !marker.is_empty() && sql.contains(&marker) {
+            tracing::warn!(sql, "LADLE_TEST_CRASH_AFTER_DDL: aborting");
+            std::process::abort();
+        }
+    }
+}
+
 /// A replica more than this many entries behind its primary reports
 /// itself catching-up.
 const CATCHING_UP_ENTRIES: u64 = 64;
@@ -164,6 +183,9 @@ pub struct Node {
     /// The position of the newest schema change recorded here: (the entry
     /// it follows, how many at that entry).
     last_schema: Mutex<(Lsn, u32)>,
+    /// Ships view snapshots with bootstrap checkpoints (set by the server
+    /// when its storage is durable).
+    view_snapshots: std::sync::OnceLock<Arc<dyn ViewSnapshotSource>>,
     /// Runs statements forwarded by replicas while this node is primary.
     forward_target: std::sync::OnceLock<Arc<dyn ForwardTarget>>,
     /// While primary: the instant until which its lease is certainly valid.
@@ -200,6 +222,7 @@ struct NodeMetrics {
     not_acknowledged: IntCounter,
     forwarded: IntCounterVec,
     bootstraps_sent: IntCounter,
+    auth_refused: IntCounter,
 }
 
 impl NodeMetrics {
@@ -251,8 +274,13 @@ impl NodeMetrics {
                 "ladle_cluster_bootstraps_sent_total",
                 "checkpoints this node sent to bootstrap other nodes",
             )?,
+            auth_refused: IntCounter::new(
+                "ladle_cluster_auth_refused_total",
+                "replication connections refused: no or wrong proof of the cluster secret",
+            )?,
         };
         registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.auth_refused.clone()))?;
         registry.register(Box::new(m.forwarded.clone()))?;
         registry.register(Box::new(m.bootstraps_sent.clone()))?;
         registry.register(Box::new(m.term.clone()))?;
@@ -311,6 +339,7 @@ impl Node {
             advertise: None,
             data_dir: std::env::temp_dir(),
             log_keep_entries: 1000,
+            secret: ClusterSecret::new(b"the test cluster secret").expect("secret"),
         };
         Node::new(config, storage, applier, &Registry::new()).expect("node")
     }
@@ -335,6 +364,7 @@ impl Node {
             bootstrap_holds: Mutex::new(Vec::new()),
             last_schema: Mutex::new((0, 0)),
             forward_target: std::sync::OnceLock::new(),
+            view_snapshots: std::sync::OnceLock::new(),
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
             acked: Condvar::new(),
@@ -358,6 +388,12 @@ impl Node {
             Some(host) => format!("{host}:{}", self.config.replication_listen.port()),
             None => self.config.replication_listen.to_string(),
         }
+    }
+
+    /// Ships view snapshots from `source` with the checkpoints this node
+    /// sends to bootstrapping nodes.
+    pub fn set_view_snapshots(&self, source: Arc<dyn ViewSnapshotSource>) {
+        let _ = self.view_snapshots.set(source);
     }
 
     pub fn node_id(&self) -> u64 {
@@ -413,10 +449,41 @@ impl Node {
 
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
-    pub fn record_ddl(&self, database: Option<&str>, sql: &str) {
+    pub fn record_ddl(&self, database: Option<&str>, sql: &str, carried: bool) {
+        crash_point_after_ddl(sql);
+        self.record_schema(ddl::DdlRecord::statement(database, sql), carried);
+    }
+
+    /// The meta record (key, value) [`Node::record_ddl`] would write for
+    /// `sql` now: the shim has the schema change's own batch carry it, so
+    /// a crash keeps both or neither (`Storage::fenced_with_record`).
+    pub fn prepare_ddl(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
+        let record = ddl::DdlRecord::statement(database, sql);
+        match self.ddl.prepare(self.storage.last_lsn(), &record) {
+            Ok(prepared) => Some(prepared),
+            Err(e) => {
+                tracing::error!(error = %e, sql, "encoding a schema change's record failed");
+                None
+            }
+        }
+    }
+
+    /// Records the account list after an account statement ran here
+    /// (called by the shim inside [`Storage::fenced`]): replicas install
+    /// it after the current LSN, as a schema change.
+    pub fn record_accounts(&self, state: &str) {
+        self.record_schema(ddl::DdlRecord::account_list(state), false);
+    }
+
+    fn record_schema(&self, record: ddl::DdlRecord, carried: bool) {
         let after = self.storage.last_lsn();
-        if let Err(e) = self.ddl.record(&self.storage, after, database, sql) {
-            tracing::error!(error = %e, sql, "recording a schema change for replicas failed");
+        let what = if record.accounts {
+            "the account list".to_string()
+        } else {
+            record.sql.clone()
+        };
+        if let Err(e) = self.ddl.record(&self.storage, after, record, carried) {
+            tracing::error!(error = %e, what, "recording a schema change for replicas failed");
         }
         *self.last_schema.lock() = (after, self.ddl.count_at(after));
         self.committed.send_replace(self.storage.last_lsn());
@@ -565,6 +632,10 @@ mod tests {
         fn apply(&self, _database: Option<&str>, _sql: &str) -> Result<(), String> {
             Ok(())
         }
+
+        fn apply_accounts(&self, _state: &str) -> Result<(), String> {
+            Ok(())
+        }
     }
 
     #[test]
@@ -597,7 +668,7 @@ mod tests {
             .wait_applied(0, 1, Duration::from_millis(10))
             .expect_err("no schema change was replayed");
         assert!(err.contains("position 0"), "{err}");
-        node.record_ddl(None, "CREATE DATABASE x");
+        node.record_ddl(None, "CREATE DATABASE x", false);
         assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
     }
 }

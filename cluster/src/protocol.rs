@@ -1,5 +1,8 @@
 //! The replication connection: length-prefixed postcard frames over TCP.
 //!
+//! Every connection opens with the cluster-secret handshake (`auth`:
+//! `Challenge`, `Proof`, `Proven`); then:
+//!
 //! ```text
 //! replica -> primary   Hello { node, applied, ddl_seq, last_term }
 //! primary -> replica   Welcome { term, history } | Reject { reason, diverged }
@@ -38,6 +41,9 @@ pub enum ToPrimary {
     /// First frame of a bootstrap connection: node `node` asks for a copy
     /// of the primary's database (see `bootstrap`).
     BootstrapHello { node: u64 },
+    /// The connector's answer to [`ToReplica::Challenge`]: its own nonce
+    /// and the HMAC proving it holds the cluster secret (see `auth`).
+    Proof { nonce: Vec<u8>, mac: Vec<u8> },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,6 +68,9 @@ pub enum ToReplica {
         seq: u32,
         database: Option<String>,
         sql: String,
+        /// `sql` is the account list, not a statement (see
+        /// `ddl::DdlRecord::accounts`).
+        accounts: bool,
     },
     /// Nothing new; the primary's newest LSN.
     Heartbeat { term: u64, last: Lsn },
@@ -85,6 +94,11 @@ pub enum ToReplica {
     },
     /// The checkpoint is complete: it holds everything up to `lsn`.
     BootstrapDone { lsn: Lsn, files: u32, bytes: u64 },
+    /// The listener's first frame on every connection: a fresh nonce the
+    /// connector must answer with a [`ToPrimary::Proof`].
+    Challenge { nonce: Vec<u8> },
+    /// The proof was right; the listener's own proof of the secret.
+    Proven { mac: Vec<u8> },
 }
 
 /// Writes one frame.
@@ -105,6 +119,15 @@ pub async fn send<T: Serialize>(
 pub async fn recv<T: for<'de> Deserialize<'de>>(
     r: &mut (impl AsyncRead + Unpin),
 ) -> std::io::Result<Option<T>> {
+    recv_bounded(r, MAX_FRAME).await
+}
+
+/// Reads one frame of at most `max` bytes (before authentication a peer
+/// must not make this node allocate much).
+pub async fn recv_bounded<T: for<'de> Deserialize<'de>>(
+    r: &mut (impl AsyncRead + Unpin),
+    max: usize,
+) -> std::io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
@@ -112,7 +135,7 @@ pub async fn recv<T: for<'de> Deserialize<'de>>(
         Err(e) => return Err(e),
     }
     let len = u32::from_be_bytes(len) as usize;
-    if len > MAX_FRAME {
+    if len > max {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("replication frame of {len} bytes"),

@@ -23,7 +23,7 @@ pub(crate) async fn serve(node: Arc<Node>, listener: TcpListener) {
             Ok((stream, peer)) => {
                 let node = node.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve_replica(node, stream).await {
+                    if let Err(e) = serve_replica(node, stream, peer).await {
                         tracing::info!(%peer, error = %e, "replication stream ended");
                     }
                 });
@@ -63,9 +63,18 @@ impl Drop for Registration {
     }
 }
 
-async fn serve_replica(node: Arc<Node>, stream: TcpStream) -> anyhow::Result<()> {
+async fn serve_replica(
+    node: Arc<Node>,
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
+    if let Err(why) = crate::auth::accept(&node.config.secret, &mut rd, &mut wr).await {
+        node.metrics.auth_refused.inc();
+        tracing::warn!(%peer, "replication connection refused: {why}");
+        return Ok(());
+    }
     let (replica, applied, ddl_seq, last_term) = match protocol::recv(&mut rd).await? {
         Some(ToPrimary::Hello {
             node,
@@ -231,6 +240,7 @@ async fn send_ddl(
             seq,
             database: record.database,
             sql: record.sql,
+            accounts: record.accounts,
         };
         protocol::send(wr, &frame).await?;
         next = seq + 1;

@@ -20,8 +20,16 @@ impl SchemaLog for NodeSchemaLog {
         self.0.check_writable()
     }
 
-    fn record(&self, database: Option<&str>, sql: &str) {
-        self.0.record_ddl(database, sql);
+    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
+        self.0.prepare_ddl(database, sql)
+    }
+
+    fn record(&self, database: Option<&str>, sql: &str, carried: bool) {
+        self.0.record_ddl(database, sql, carried);
+    }
+
+    fn record_accounts(&self, state: &str) {
+        self.0.record_accounts(state);
     }
 
     fn acknowledge(&self) -> Result<(), String> {
@@ -42,6 +50,10 @@ impl DdlApplier for EngineDdlApplier {
         result
             .map(|_| ())
             .map_err(|e| format!("{} ({})", e.message, e.code.errno))
+    }
+
+    fn apply_accounts(&self, state: &str) -> Result<(), String> {
+        self.0.install_replicated_accounts(state)
     }
 }
 
@@ -147,5 +159,14 @@ impl ladle_cluster::ForwardedSession for ForwardedEngineSession {
     fn run(&mut self, request: &[u8]) -> Vec<u8> {
         let _inflight = self.engine.inflight_guard();
         self.engine.serve_forwarded(&mut self.session, request)
+    }
+}
+
+/// The server's view snapshots, shipped with bootstrap checkpoints.
+pub struct SnapshotSource(pub Arc<crate::snapshots::Snapshots>);
+
+impl ladle_cluster::ViewSnapshotSource for SnapshotSource {
+    fn link_into(&self, into: &std::path::Path) -> Result<Lsn, String> {
+        self.0.take_and_link(into).map_err(|e| format!("{e:#}"))
     }
 }

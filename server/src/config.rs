@@ -180,6 +180,17 @@ pub struct Args {
     /// (0.0.0.0) or not reachable as such. Default: the listen addresses.
     #[arg(long, env = "LADLE_ADVERTISE", requires = "etcd")]
     pub advertise: Option<String>,
+    /// A file holding the cluster secret (at least 16 bytes; the same on
+    /// every node): each replication connection proves it holds it (an
+    /// HMAC challenge) before anything else is read. A cluster node needs
+    /// this or LADLE_CLUSTER_SECRET.
+    #[arg(long, env = "LADLE_CLUSTER_SECRET_FILE", requires = "etcd")]
+    pub cluster_secret_file: Option<PathBuf>,
+    /// The cluster secret itself, from the environment only
+    /// (LADLE_CLUSTER_SECRET): a command-line argument would be readable by
+    /// every local user in /proc/PID/cmdline.
+    #[arg(skip = std::env::var("LADLE_CLUSTER_SECRET").ok())]
+    pub cluster_secret: Option<String>,
 }
 
 impl Args {
@@ -202,6 +213,22 @@ impl Args {
         }
         if self.max_connect_errors == 0 {
             return Err("--max-connect-errors must be at least 1".into());
+        }
+        if self.etcd.is_some() {
+            match (&self.cluster_secret_file, &self.cluster_secret) {
+                (None, None) => {
+                    return Err("a cluster node needs the cluster secret: give \
+                                --cluster-secret-file (or LADLE_CLUSTER_SECRET_FILE) or \
+                                LADLE_CLUSTER_SECRET"
+                        .into())
+                }
+                (Some(_), Some(_)) => {
+                    return Err("give the cluster secret once: --cluster-secret-file or \
+                                LADLE_CLUSTER_SECRET, not both"
+                        .into())
+                }
+                _ => {}
+            }
         }
         if self.lease_ttl.as_secs() < 2 {
             return Err("--lease-ttl must be at least 2s".into());
@@ -238,10 +265,19 @@ pub fn password_on_command_line(args: impl IntoIterator<Item = String>) -> bool 
 }
 
 impl Args {
-    /// The cluster settings, when --etcd is given.
-    pub fn cluster(&self, mysql_port: u16) -> Option<ladle_cluster::ClusterConfig> {
-        let etcd = self.etcd.as_ref()?;
-        Some(ladle_cluster::ClusterConfig {
+    /// The cluster settings, when --etcd is given; `Err` when the cluster
+    /// secret cannot be read.
+    pub fn cluster(&self, mysql_port: u16) -> Result<Option<ladle_cluster::ClusterConfig>, String> {
+        let Some(etcd) = self.etcd.as_ref() else {
+            return Ok(None);
+        };
+        let secret = match (&self.cluster_secret_file, &self.cluster_secret) {
+            (Some(path), _) => ladle_cluster::ClusterSecret::from_file(path)?,
+            (None, Some(text)) => ladle_cluster::ClusterSecret::new(text.as_bytes())
+                .map_err(|e| format!("LADLE_CLUSTER_SECRET: {e}"))?,
+            (None, None) => return Err("a cluster node needs the cluster secret".into()),
+        };
+        Ok(Some(ladle_cluster::ClusterConfig {
             etcd: etcd
                 .split(',')
                 .map(|e| e.trim().to_string())
@@ -262,7 +298,8 @@ impl Args {
             prefix: "/ladle".into(),
             data_dir: self.data_dir.clone(),
             log_keep_entries: self.log_keep_entries,
-        })
+            secret,
+        }))
     }
 
     /// The connection timeouts in whole seconds, as `@@` reports them.
@@ -373,12 +410,37 @@ mod tests {
             "--advertise",
             "ladle-1",
         ]);
-        let c = a.cluster(3311).expect("a cluster node");
+        let mut a = a;
+        a.cluster_secret = Some("a secret of the cluster".into());
+        let c = a.cluster(3311).expect("a secret").expect("a cluster node");
         assert_eq!(c.mysql_addr, "ladle-1:3311");
         assert_eq!(c.advertise.as_deref(), Some("ladle-1"));
-        let plain = Args::parse_from(["ladle", "--etcd", "http://e:2379", "--node-id", "2"]);
-        let c = plain.cluster(3307).expect("a cluster node");
+        let mut plain = Args::parse_from(["ladle", "--etcd", "http://e:2379", "--node-id", "2"]);
+        plain.cluster_secret = Some("a secret of the cluster".into());
+        let c = plain
+            .cluster(3307)
+            .expect("a secret")
+            .expect("a cluster node");
         assert_eq!(c.mysql_addr, "127.0.0.1:3307");
         assert_eq!(c.advertise, None);
+    }
+
+    #[test]
+    fn a_cluster_node_needs_a_secret_of_sixteen_bytes() {
+        let mut a = Args::parse_from(["ladle", "--etcd", "http://e:2379", "--node-id", "2"]);
+        a.cluster_secret = None;
+        let err = a.validate().expect_err("no secret");
+        assert!(err.contains("needs the cluster secret"), "{err}");
+        a.cluster_secret = Some("short".into());
+        assert!(a.validate().is_ok());
+        let err = a.cluster(3307).expect_err("too short");
+        assert!(err.contains("at least 16 bytes"), "{err}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "0123456789abcdef\n").expect("write the secret");
+        a.cluster_secret_file = Some(file);
+        assert!(a.validate().expect_err("both").contains("not both"));
+        a.cluster_secret = None;
+        assert!(a.cluster(3307).expect("read").is_some());
     }
 }

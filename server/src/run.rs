@@ -207,7 +207,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         },
     )
     .context("loading user accounts")?;
-    if let Some(config) = args.cluster(port) {
+    if let Some(config) = args.cluster(port).map_err(anyhow::Error::msg)? {
         // Before serving: writes are refused until this node is elected.
         let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
         let registry = frontend.engine().metrics.registry.clone();
@@ -222,6 +222,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             frontend.engine().clone(),
         ));
         node.set_forward_target(target);
+        if snapshots.durable() {
+            node.set_view_snapshots(Arc::new(crate::cluster::SnapshotSource(snapshots.clone())));
+        }
         let forwarder = Arc::new(crate::cluster::NodeForwarder {
             node: node.clone(),
             ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),

@@ -49,6 +49,8 @@ pub enum Trigger {
     Scheduled,
     Statement,
     Shutdown,
+    /// Shipped with a checkpoint to a bootstrapping cluster node.
+    Bootstrap,
 }
 
 /// Recovery begun before storage opened ([`begin_recovery`]): the thread
@@ -195,6 +197,11 @@ impl Snapshots {
         self.store.is_some() && !self.interval.is_zero()
     }
 
+    /// Whether snapshots can be taken (durable storage), scheduled or not.
+    pub fn durable(&self) -> bool {
+        self.store.is_some()
+    }
+
     fn store(&self) -> anyhow::Result<&SnapshotStore> {
         self.store
             .as_ref()
@@ -332,10 +339,25 @@ impl Snapshots {
         Ok(result?)
     }
 
+    /// Takes a snapshot now and hard-links every file of the snapshot
+    /// directory into `into` (same layout; published files are never
+    /// rewritten in place), with no snapshot or compaction running
+    /// meanwhile: a consistent copy of the view state for a bootstrapping
+    /// cluster node. Returns the snapshot's LSN.
+    pub fn take_and_link(&self, into: &std::path::Path) -> anyhow::Result<u64> {
+        let stats = self.take(Trigger::Bootstrap)?;
+        let store = self.store()?;
+        let _one = self.running.lock();
+        link_tree(store.dir(), into)?;
+        Ok(stats.lsn)
+    }
+
     /// Merges long delta chains of the newest epoch so recovery reads a
     /// bounded number of files per node.
     fn compact_if_needed(&self) {
         let Some(store) = &self.store else { return };
+        // (Not while a copy is linked for a bootstrap: `take_and_link`.)
+        let _one = self.running.lock();
         let longest = store.retained().last().map_or(0, |e| e.longest_chain);
         if longest <= MAX_CHAIN_FILES {
             return;
@@ -441,6 +463,21 @@ impl Snapshots {
             self.compact_if_needed();
         }
     }
+}
+
+/// Hard-links every file under `from` into `to`, directories recreated.
+fn link_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            link_tree(&entry.path(), &target)?;
+        } else {
+            std::fs::hard_link(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// The running scheduler thread.

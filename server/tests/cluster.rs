@@ -34,6 +34,9 @@ mod common;
 use common::{free_port, http_get};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
+/// Every test node's cluster secret (LADLE_CLUSTER_SECRET), unless a test
+/// gives one another.
+const SECRET: &str = "the cluster tests' shared secret";
 const NODES: usize = 3;
 /// The faults injected, in order, each while the writers run: ten kills of
 /// the primary (the failover figures), a pause of the primary past its
@@ -214,6 +217,7 @@ impl Node {
                 .arg(self.id.to_string())
                 .arg("--replication-listen")
                 .arg(format!("127.0.0.1:{}", self.replication_port))
+                .env("LADLE_CLUSTER_SECRET", SECRET)
                 // No view snapshots: the periodic trim truncates the change
                 // log to what the members still need.
                 .arg("--snapshot-interval")
@@ -255,6 +259,14 @@ impl Node {
             .tcp_connect_timeout(Some(Duration::from_secs(2)))
             .read_timeout(Some(Duration::from_secs(20)))
             .write_timeout(Some(Duration::from_secs(20)))
+            .into()
+    }
+
+    /// Options to log in as `user` with `password`.
+    fn opts_as(&self, user: &str, password: &str) -> Opts {
+        OptsBuilder::from_opts(self.opts())
+            .user(Some(user))
+            .pass(Some(password))
             .into()
     }
 
@@ -354,6 +366,13 @@ impl Etcd {
             http_get(client, "/health").filter(|r| r.contains("true"))
         });
     }
+}
+
+/// Waits until `node`'s /health reports `role`.
+fn wait_role(node: &Node, role: &str) {
+    wait_for(&format!("node {} to be {role}", node.id), || {
+        matches!(node.health(), Some((r, _)) if r == role).then_some(())
+    });
 }
 
 /// Polls `f` every 50 ms until it gives a value; fails after [`PATIENCE`].
@@ -764,6 +783,298 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
     );
 }
 
+/// etcd and `count` nodes (not started) in a fresh test directory, or
+/// `None` (the test is skipped, with a message) without `etcd`.
+struct Fixture {
+    nodes: Vec<Node>,
+    etcd: Etcd,
+    _temp: tempfile::TempDir,
+}
+
+fn fixture(test: &str, count: usize) -> Option<Fixture> {
+    if !etcd_installed() {
+        eprintln!("SKIPPED {test}: `etcd` is not installed");
+        return None;
+    }
+    let temp = test_dir();
+    let etcd = start_etcd(temp.path());
+    let nodes = (1..=count).map(|id| Node::new(id, temp.path())).collect();
+    Some(Fixture {
+        nodes,
+        etcd,
+        _temp: temp,
+    })
+}
+
+/// The replication listener reads nothing before its peer proves it holds
+/// the cluster secret: a node started with another secret can neither
+/// follow the primary nor forward a write to it (1290), a connection that
+/// skips the handshake is refused, and the primary logs and counts each
+/// refusal; nodes holding the secret replicate as usual.
+#[test]
+fn a_wrong_or_missing_cluster_secret_is_refused_and_logged() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("secret test", 3)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[2].env = vec![(
+        "LADLE_CLUSTER_SECRET".into(),
+        "not the cluster's secret at all".into(),
+    )];
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    nodes[2].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
+    c.query_drop("CREATE DATABASE sec").unwrap();
+    c.query_drop("CREATE TABLE sec.t (id INT PRIMARY KEY)")
+        .unwrap();
+    c.query_drop("INSERT INTO sec.t VALUES (1)").unwrap();
+
+    // Node 3 tries to follow with the wrong secret: refused on both sides.
+    wait_for("the primary to log the refusal", || {
+        std::fs::read_to_string(&nodes[0].log)
+            .ok()?
+            .contains("replication connection refused: wrong cluster secret")
+            .then_some(())
+    });
+    wait_for("node 3 to log the refusal", || {
+        std::fs::read_to_string(&nodes[2].log)
+            .ok()?
+            .contains("replication authentication failed")
+            .then_some(())
+    });
+    let (role, applied) = nodes[2].health().expect("node 3 answers");
+    assert_ne!(role, "replica", "{}", nodes[2].log_tail());
+    assert_eq!(applied, 0, "node 3 received no entry");
+    // Its forwarded write cannot reach the primary either.
+    let mut c3 = wait_for("a connection to node 3", || Conn::new(nodes[2].opts()).ok());
+    match c3.query_drop("INSERT INTO sec.t VALUES (3)") {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1290, "{e}"),
+        other => panic!("a write through node 3: {other:?}"),
+    }
+
+    // A peer that skips the handshake gets the challenge, then a refusal.
+    let refused_before = metric(&nodes[0], "ladle_cluster_auth_refused_total").unwrap_or(0.0);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let answer = rt.block_on(async {
+        use ladle_cluster::protocol::{recv, send, ToPrimary, ToReplica};
+        let addr = format!("127.0.0.1:{}", nodes[0].replication_port);
+        let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let hello = ToPrimary::Hello {
+            node: 9,
+            applied: 0,
+            ddl_seq: 0,
+            last_term: 0,
+        };
+        send(&mut s, &hello).await.expect("send");
+        let challenge = recv::<ToReplica>(&mut s).await.expect("challenge");
+        assert!(
+            matches!(challenge, Some(ToReplica::Challenge { .. })),
+            "{challenge:?}"
+        );
+        recv::<ToReplica>(&mut s).await.expect("answer")
+    });
+    match answer {
+        Some(ladle_cluster::protocol::ToReplica::Reject { reason, .. }) => {
+            assert!(
+                reason.contains("no proof of the cluster secret"),
+                "{reason}"
+            )
+        }
+        other => panic!("a hello without a proof: {other:?}"),
+    }
+    wait_for("the refusal to be counted", || {
+        (metric(&nodes[0], "ladle_cluster_auth_refused_total")? > refused_before).then_some(())
+    });
+    assert!(std::fs::read_to_string(&nodes[0].log)
+        .unwrap_or_default()
+        .contains("replication connection refused: no proof of the cluster secret"));
+
+    // Nodes that hold the secret replicate as before.
+    c.query_drop("INSERT INTO sec.t VALUES (2)").unwrap();
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to have both rows", || {
+        let ids: Vec<i64> = c2.query("SELECT id FROM sec.t ORDER BY id").ok()?;
+        (ids == vec![1, 2]).then_some(())
+    });
+}
+
+/// The error code of a statement that must fail.
+fn errno(result: Result<(), mysql::Error>) -> u16 {
+    match result {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("expected a MySQL error, got {other:?}"),
+    }
+}
+
+/// Accounts are replicated: a user created (and granted privileges) on
+/// the primary, or through a replica (forwarded), logs in on every node
+/// with the same password and privileges, which the primary checks for
+/// statements forwarded on the user's behalf; after a failover the new
+/// primary has them, and a REVOKE there reaches the other node.
+#[test]
+fn accounts_log_in_on_every_node_with_the_same_privileges_after_failover_too() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("accounts test", 3)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    nodes[2].start(&url);
+    for n in &nodes[1..] {
+        wait_role(n, "replica");
+    }
+    let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
+    for sql in [
+        "CREATE DATABASE acc",
+        "CREATE TABLE acc.t (id INT PRIMARY KEY)",
+        "CREATE USER 'app'@'%' IDENTIFIED BY 'app-password'",
+        "GRANT SELECT, INSERT ON acc.* TO 'app'@'%'",
+    ] {
+        c.query_drop(sql).unwrap();
+    }
+    // Through a replica: CREATE USER and GRANT run on the primary.
+    let mut c3 = Conn::new(nodes[2].opts()).expect("connect to node 3");
+    c3.query_drop("CREATE USER 'reader'@'%' IDENTIFIED BY 'reader-password'")
+        .unwrap();
+    c3.query_drop("GRANT SELECT ON acc.t TO 'reader'@'%'")
+        .unwrap();
+    let grants = |c: &mut Conn, account: &str| -> Vec<String> {
+        c.query(format!("SHOW GRANTS FOR {account}"))
+            .expect("SHOW GRANTS")
+    };
+    let app_grants = grants(&mut c, "'app'@'%'");
+    let reader_grants = grants(&mut c, "'reader'@'%'");
+    assert!(
+        reader_grants
+            .iter()
+            .any(|g| g.contains("SELECT ON `acc`.`t`")),
+        "the GRANT sent to a replica ran on the primary: {reader_grants:?}"
+    );
+
+    for n in &nodes {
+        let mut app = wait_for("app to log in", || {
+            Conn::new(n.opts_as("app", "app-password")).ok()
+        });
+        assert_eq!(grants(&mut c3, "'app'@'%'"), app_grants);
+        assert_eq!(
+            grants(&mut app, "CURRENT_USER"),
+            app_grants,
+            "node {}",
+            n.id
+        );
+        let id = n.id as i64;
+        app.query_drop(format!("INSERT INTO acc.t VALUES ({id})"))
+            .unwrap();
+        assert_eq!(
+            errno(app.query_drop(format!("DELETE FROM acc.t WHERE id = {id}"))),
+            1142,
+            "node {}: app has no DELETE",
+            n.id
+        );
+        let mut reader = Conn::new(n.opts_as("reader", "reader-password")).expect("reader");
+        assert_eq!(
+            errno(reader.query_drop("INSERT INTO acc.t VALUES (100)")),
+            1142,
+            "node {}: a forwarded write is checked as its user",
+            n.id
+        );
+        let wrong = Conn::new(n.opts_as("app", "not-the-password"));
+        assert!(
+            matches!(wrong, Err(mysql::Error::MySqlError(ref e)) if e.code == 1045),
+            "node {}: {wrong:?}",
+            n.id
+        );
+    }
+
+    // Failover: the new primary has the accounts, and its REVOKE reaches
+    // the remaining replica.
+    nodes[0].kill9();
+    let p = wait_for("a new primary", || primary(&nodes[1..])) + 1;
+    let other = if p == 1 { 2 } else { 1 };
+    let mut app = wait_for("app on the new primary", || {
+        Conn::new(nodes[p].opts_as("app", "app-password")).ok()
+    });
+    wait_for("a write by app on the new primary", || {
+        app.query_drop("INSERT INTO acc.t VALUES (10)").ok()
+    });
+    let mut root_p = Conn::new(nodes[p].opts()).expect("root on the new primary");
+    root_p
+        .query_drop("REVOKE INSERT ON acc.* FROM 'app'@'%'")
+        .unwrap();
+    let revoked = grants(&mut root_p, "'app'@'%'");
+    assert_ne!(revoked, app_grants);
+    let mut root_o = Conn::new(nodes[other].opts()).expect("root on the replica");
+    wait_for("the REVOKE on the replica", || {
+        (grants(&mut root_o, "'app'@'%'") == revoked).then_some(())
+    });
+    let mut app_o = Conn::new(nodes[other].opts_as("app", "app-password")).expect("app");
+    assert_eq!(
+        errno(app_o.query_drop("INSERT INTO acc.t VALUES (11)")),
+        1142
+    );
+    let ids: Vec<i64> = app_o.query("SELECT id FROM acc.t ORDER BY id").unwrap();
+    assert!(ids.starts_with(&[1, 2, 3]) && !ids.contains(&11), "{ids:?}");
+}
+
+/// A schema change and its record for replicas are one batch: the primary
+/// aborted (as by kill -9) right after a CREATE TABLE ran, before it noted
+/// the record (LADLE_TEST_CRASH_AFTER_DDL), comes back with the table and
+/// its record, so a replica that joins later replays the CREATE TABLE and
+/// then applies the rows written to it. (With the record written after the
+/// change, the replica never got the table and stalled on those rows.)
+#[test]
+fn a_crash_right_after_a_schema_change_keeps_its_record_for_replicas() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("schema-record crash test", 2)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].args = vec!["--sync-replicas".into(), "0".into()];
+    nodes[0].env = vec![("LADLE_TEST_CRASH_AFTER_DDL".into(), "crash_here".into())];
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    let mut c = Conn::new(nodes[0].opts()).expect("connect");
+    c.query_drop("CREATE DATABASE d").unwrap();
+    assert!(
+        c.query_drop("CREATE TABLE d.crash_here (id INT PRIMARY KEY)")
+            .is_err(),
+        "the node aborts after the CREATE TABLE"
+    );
+    let child = &mut nodes[0].proc.as_mut().expect("started").0;
+    wait_for("node 1 to abort", || child.try_wait().ok().flatten());
+    nodes[0].env.clear();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    let mut c = Conn::new(nodes[0].opts()).expect("connect again");
+    c.query_drop("INSERT INTO d.crash_here VALUES (1), (2)")
+        .unwrap();
+    nodes[1].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to hold the table's rows", || {
+        let ids: Vec<i64> = c2.query("SELECT id FROM d.crash_here ORDER BY id").ok()?;
+        (ids == vec![1, 2]).then_some(())
+    });
+}
+
 /// Without --etcd a server is a single node, as before: /health says "ok",
 /// writes are taken, and SHOW CLUSTER says there is no cluster (1235).
 #[test]
@@ -865,9 +1176,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     // Node 1 alone is elected; node 2 is the synchronous replica, node 3 a
     // slow one the client uses.
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     nodes[2]
         .env
         .push(("LADLE_REPLICATION_APPLY_DELAY_MS".into(), "300".into()));
@@ -875,9 +1184,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         n.start(&url);
     }
     for n in &nodes[1..] {
-        wait_for("the replicas to follow", || {
-            matches!(n.health(), Some((r, _)) if r == "replica").then_some(())
-        });
+        wait_role(n, "replica");
     }
     let mut direct = Conn::new(nodes[0].opts()).expect("connect to the primary");
     let mut forwarded = Conn::new(nodes[2].opts()).expect("connect to the slow replica");
@@ -1042,9 +1349,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     nodes[2].env.clear();
     nodes[2].args.clear();
     nodes[2].start(&url);
-    wait_for("node 3 to follow at full speed", || {
-        matches!(nodes[2].health(), Some((r, _)) if r == "replica").then_some(())
-    });
+    wait_role(&nodes[2], "replica");
     let mut tx = Conn::new(nodes[1].opts()).expect("connect to node 2");
     tx.query_drop("BEGIN").unwrap();
     tx.query_drop("INSERT INTO fwd.t_fwd (v, n) VALUES ('lost', 60)")
@@ -1079,13 +1384,28 @@ fn metric(node: &Node, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
 }
 
+/// The sum of a metric's values over its labels (`name{...} v` lines).
+fn metric_sum(node: &Node, name: &str) -> Option<f64> {
+    let resp = http_get(node.metrics_port, "/metrics")?;
+    let prefix = format!("{name}{{");
+    Some(
+        resp.lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum(),
+    )
+}
+
 /// A new replica that needs entries its primary no longer keeps
 /// bootstraps from a checkpoint of the primary, streamed over the
 /// replication connection, restarts itself over it (same pid), and then
 /// follows the log: its rows and a view's result equal the primary's, and
-/// writes made during and after the bootstrap arrive too. Prints the
-/// bootstrap time and the catch-up rate (LADLE_BOOTSTRAP_TEST_ROWS sets
-/// the table's size; default 20,000 rows).
+/// writes made during and after the bootstrap arrive too. The primary's
+/// view snapshot comes with the checkpoint: a key the primary had read is
+/// a hit on the new node's first read (no miss, no upquery), while a key
+/// it had not read is a miss. Prints the bootstrap time, both first reads
+/// and the catch-up rate (LADLE_BOOTSTRAP_TEST_ROWS sets the table's size;
+/// default 20,000 rows).
 #[test]
 fn a_new_replica_bootstraps_from_a_checkpoint() {
     if !etcd_installed() {
@@ -1107,9 +1427,7 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     }
     nodes[0].args.extend(["--sync-replicas".into(), "0".into()]);
     nodes[0].start(&url);
-    wait_for("node 1 to be elected", || {
-        matches!(nodes[0].health(), Some((r, _)) if r == "primary").then_some(())
-    });
+    wait_role(&nodes[0], "primary");
     let mut c = Conn::new(nodes[0].opts()).expect("connect");
     c.query_drop("CREATE DATABASE boot").unwrap();
     c.query_drop(
@@ -1131,6 +1449,12 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
             .unwrap();
     }
     let load = load_started.elapsed();
+    // Views the primary holds, warm (key 5 read; key 6 never), and a
+    // whole-table aggregate.
+    let per_group = "SELECT COUNT(*) FROM boot.t WHERE grp = ?";
+    let warm_before: i64 = c.exec_first(per_group, (5,)).unwrap().unwrap();
+    let all_groups = "SELECT grp, COUNT(*) FROM boot.t GROUP BY grp";
+    c.query_drop(all_groups).unwrap();
     // The primary's log is trimmed: a new node cannot catch up from it.
     let trims = metric(&nodes[0], "ladle_change_log_trims_total").unwrap_or(0.0);
     wait_for("the primary to trim its change log", || {
@@ -1169,6 +1493,39 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
         "the node says it bootstrapped:\n{}",
         nodes[1].log_tail()
     );
+    // The first reads on the new node: the shipped key is warm.
+    let mut c1 = Conn::new(nodes[1].opts()).expect("connect to the new node");
+    let misses = |n: &Node| metric_sum(n, "ladle_view_misses").unwrap_or(0.0);
+    let keyed = c1.prep(per_group).unwrap();
+    let before = misses(&nodes[1]);
+    let read = Instant::now();
+    let warm: i64 = c1.exec_first(&keyed, (5,)).unwrap().unwrap();
+    let warm_read = read.elapsed();
+    let after_warm = misses(&nodes[1]);
+    assert!(warm >= warm_before, "{warm} < {warm_before}");
+    assert_eq!(
+        after_warm,
+        before,
+        "the key the primary had read is warm on the bootstrapped node:\n{}",
+        nodes[1].log_tail()
+    );
+    let read = Instant::now();
+    let _cold: i64 = c1.exec_first(&keyed, (6,)).unwrap().unwrap();
+    let cold_read = read.elapsed();
+    assert!(
+        misses(&nodes[1]) > after_warm,
+        "a key never read on the primary is a miss"
+    );
+    // The whole-table aggregate: shipped (warm) against the same work in
+    // a view the primary never had (cold: computed from the base table).
+    let read = Instant::now();
+    c1.query_drop(all_groups).unwrap();
+    let warm_all = read.elapsed();
+    let read = Instant::now();
+    c1.query_drop("SELECT grp, COUNT(id) FROM boot.t GROUP BY grp")
+        .unwrap();
+    let cold_all = read.elapsed();
+    drop(c1);
     // Catch-up from the log after the checkpoint: the replica paused (for
     // less than its lease, so it stays a member) while single-row writes
     // pile up, then resumed.
@@ -1212,10 +1569,16 @@ fn a_new_replica_bootstraps_from_a_checkpoint() {
     let mb = walk_size(&nodes[0].data.join("db")) as f64 / 1e6;
     println!(
         "bootstrap: {rows} rows loaded in {:.1} s; the primary's db {mb:.1} MB; new node \
-         started to replica in {:.2} s ({during} writes meanwhile); catch-up: {} entries \
+         started to replica in {:.2} s ({during} writes meanwhile); its first read of a key \
+         shipped warm {:.1} ms, of a cold key {:.1} ms; of a whole-table GROUP BY shipped \
+         warm {:.1} ms, cold {:.1} ms; catch-up: {} entries \
          behind, applied in {:.2} s after a pause ({:.0} entries/s)",
         load.as_secs_f64(),
         replica_up.as_secs_f64(),
+        warm_read.as_secs_f64() * 1e3,
+        cold_read.as_secs_f64() * 1e3,
+        warm_all.as_secs_f64() * 1e3,
+        cold_all.as_secs_f64() * 1e3,
         target - from,
         caught_up.as_secs_f64(),
         (target - from) as f64 / caught_up.as_secs_f64(),

@@ -292,17 +292,7 @@ impl Accounts {
         let found = storage.list_meta(ACCOUNTS_META)?;
         let list = match found.into_iter().find(|(k, _)| k == ACCOUNTS_META) {
             None => Vec::new(),
-            Some((_, bytes)) => {
-                let stored: Stored = serde_json::from_slice(&bytes)
-                    .map_err(|e| ShimError::Internal(format!("stored accounts unreadable: {e}")))?;
-                if stored.version > ACCOUNTS_VERSION {
-                    return Err(ShimError::Internal(format!(
-                        "stored accounts have format {} (this build reads up to {ACCOUNTS_VERSION})",
-                        stored.version
-                    )));
-                }
-                stored.accounts
-            }
+            Some((_, bytes)) => decode(&bytes)?,
         };
         Ok(Accounts {
             root_user: root_user.to_string(),
@@ -440,14 +430,24 @@ impl Accounts {
         current: &mut Vec<Account>,
         list: Vec<Account>,
     ) -> Result<(), ShimError> {
-        let bytes = serde_json::to_vec(&Stored {
-            version: ACCOUNTS_VERSION,
-            accounts: list.clone(),
-        })
-        .map_err(|e| ShimError::Internal(e.to_string()))?;
-        storage.put_meta(ACCOUNTS_META, &bytes)?;
+        storage.put_meta(ACCOUNTS_META, &encode(&list)?)?;
         *current = list;
         Ok(())
+    }
+
+    /// The stored accounts in their catalog encoding (password hashes
+    /// only): what a cluster's replicas install ([`Accounts::install`]).
+    pub fn encoded(&self) -> Result<String, ShimError> {
+        String::from_utf8(encode(&self.list.read())?)
+            .map_err(|e| ShimError::Internal(format!("accounts encoding: {e}")))
+    }
+
+    /// Replaces every stored account with `state` (another node's
+    /// [`Accounts::encoded`]) and stores it.
+    pub fn install(&self, storage: &Storage, state: &str) -> Result<(), ShimError> {
+        let list = decode(state.as_bytes())?;
+        let mut current = self.list.write();
+        self.store(storage, &mut current, list)
     }
 
     /// Applies `change` to a copy of the list and stores the result; the
@@ -464,6 +464,43 @@ impl Accounts {
             self.store(storage, &mut current, next)?;
         }
         Ok(out)
+    }
+}
+
+fn encode(list: &[Account]) -> Result<Vec<u8>, ShimError> {
+    serde_json::to_vec(&Stored {
+        version: ACCOUNTS_VERSION,
+        accounts: list.to_vec(),
+    })
+    .map_err(|e| ShimError::Internal(e.to_string()))
+}
+
+fn decode(bytes: &[u8]) -> Result<Vec<Account>, ShimError> {
+    let stored: Stored = serde_json::from_slice(bytes)
+        .map_err(|e| ShimError::Internal(format!("stored accounts unreadable: {e}")))?;
+    if stored.version > ACCOUNTS_VERSION {
+        return Err(ShimError::Internal(format!(
+            "stored accounts have format {} (this build reads up to {ACCOUNTS_VERSION})",
+            stored.version
+        )));
+    }
+    Ok(stored.accounts)
+}
+
+impl crate::exec::Engine {
+    /// On a cluster replica: installs the primary's account list (sent
+    /// after each account statement there) and records it for this
+    /// node's own replicas, between the same two LSNs.
+    pub fn install_replicated_accounts(&self, state: &str) -> Result<(), String> {
+        self.storage.fenced(|| {
+            self.accounts
+                .install(&self.storage, state)
+                .map_err(|e| e.to_string())?;
+            if let Some(log) = self.schema_log.get() {
+                log.record_accounts(state);
+            }
+            Ok(())
+        })
     }
 }
 
@@ -738,6 +775,11 @@ fn require_clause(c: &mut Cur) -> Result<Option<bool>, ShimError> {
 }
 
 /// Whether `sql` is an account statement [`statement`] runs.
+/// Whether an account statement changes accounts (all but SHOW GRANTS).
+pub fn changes_accounts(w0: &str, w1: &str) -> bool {
+    is_account_statement(w0, w1) && w0 != "SHOW"
+}
+
 pub fn is_account_statement(w0: &str, w1: &str) -> bool {
     matches!(
         (w0, w1),

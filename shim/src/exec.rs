@@ -149,9 +149,19 @@ pub struct Engine {
 pub trait SchemaLog: Send + Sync {
     /// `Err(reason)` when this node takes no writes now (error 1290).
     fn check_writable(&self) -> std::result::Result<(), String>;
-    /// Called after `sql` (run with `database` as the current database)
-    /// changed the schema, before any later write can commit.
-    fn record(&self, database: Option<&str>, sql: &str);
+    /// The meta record (key, value) that records `sql` (run with
+    /// `database` current): the schema change's own catalog batch carries
+    /// it ([`Storage::fenced_with_record`](ladle_storage::Storage::fenced_with_record)),
+    /// so a crash cannot keep one without the other.
+    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)>;
+    /// Called after `sql` changed the schema, before any later write can
+    /// commit; `carried`: a catalog write of the change already wrote the
+    /// prepared record (else this writes it).
+    fn record(&self, database: Option<&str>, sql: &str, carried: bool);
+    /// Called after an account statement, with the whole account list
+    /// ([`crate::accounts::Accounts::encoded`]): replicas install it (the
+    /// statement's text, which may hold a password, is never sent).
+    fn record_accounts(&self, state: &str);
     /// Called after a recorded schema change, outside the fence: waits
     /// until replicas have it (semi-synchronous DDL); `Err(reason)`
     /// (error 1290) if they did not confirm it.
@@ -305,7 +315,7 @@ impl Engine {
         let sql = opened.as_ref();
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
-        if self.must_forward(s, kind) {
+        if self.must_forward(s, kind, sql) {
             // The primary's answer carries the session's warnings and
             // ROW_COUNT() as it left them.
             return (kind, self.forward(s, sql));
@@ -476,10 +486,25 @@ impl Engine {
         // not receive their passwords as statement text.
         let (w0, w1) = first_words(sql);
         if crate::accounts::is_account_statement(&w0, &w1) {
-            if w0 != "SHOW" {
-                self.implicit_commit(s)?;
+            if !crate::accounts::changes_accounts(&w0, &w1) {
+                return Ok(crate::accounts::statement(self, s, sql)?);
             }
-            return Ok(crate::accounts::statement(self, s, sql)?);
+            self.implicit_commit(s)?;
+            let Some(log) = self.schema_log.get() else {
+                return Ok(crate::accounts::statement(self, s, sql)?);
+            };
+            // A cluster node: as a schema change (only the primary runs
+            // it; replicas install the resulting list at this position).
+            log.check_writable()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            let out = self.storage.fenced(|| {
+                let out = crate::accounts::statement(self, s, sql)?;
+                log.record_accounts(&self.accounts.encoded()?);
+                Ok::<_, ShimError>(out)
+            })?;
+            log.acknowledge()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            return Ok(out);
         }
         crate::privileges::check_sql(self, s, sql)?;
         if kind == Kind::Ddl {
@@ -489,13 +514,19 @@ impl Engine {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
                 let database = s.database.clone();
-                let out = self.storage.fenced(|| {
+                let run = |s: &mut Session| {
                     let out = self.run_statement(s, sql, kind);
                     if out.is_ok() {
-                        log.record(database.as_deref(), sql);
+                        log.record(database.as_deref(), sql, self.storage.record_carried());
+                    } else if let Err(e) = self.storage.withdraw_record() {
+                        tracing::error!(error = %e, sql, "withdrawing a failed schema change's record");
                     }
                     out
-                });
+                };
+                let out = match log.prepare(database.as_deref(), sql) {
+                    Some((key, value)) => self.storage.fenced_with_record(&key, &value, || run(s)),
+                    None => self.storage.fenced(|| run(s)),
+                };
                 if out.is_ok() {
                     log.acknowledge().map_err(|why| {
                         ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
@@ -1997,7 +2028,7 @@ fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGuard {
 
 /// The first two words of a statement, upper case (cheap: no tokenizer;
 /// leading comments are skipped).
-fn first_words(sql: &str) -> (String, String) {
+pub(crate) fn first_words(sql: &str) -> (String, String) {
     let mut rest = sql.trim_start();
     loop {
         if let Some(after) = rest.strip_prefix("/*") {

@@ -57,11 +57,23 @@ pub enum ForwardFailure {
 
 #[derive(Serialize, Deserialize)]
 struct Request {
+    /// Who the client logged in as here: the primary checks the
+    /// statement's privileges as that account (replicas hold the same
+    /// accounts) and answers CURRENT_USER() as here.
+    identity: Identity,
     state: State,
     /// Open a transaction first (the client opened one here): its
     /// isolation is REPEATABLE READ.
     begin: Option<bool>,
     sql: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Identity {
+    user: String,
+    host: String,
+    /// The stored account (user, host pattern); `None` for the superuser.
+    grantee: Option<(String, String)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -271,6 +283,13 @@ fn refused(message: String) -> WireError {
     }
 }
 
+/// Whether `sql` is an account statement that changes accounts (GRANT,
+/// REVOKE and SET PASSWORD are not of a writing kind).
+fn changes_accounts(sql: &str) -> bool {
+    let (w0, w1) = crate::exec::first_words(sql);
+    crate::accounts::changes_accounts(&w0, &w1)
+}
+
 /// Whether a statement of this kind changes data or schema.
 fn writes(kind: Kind) -> bool {
     matches!(kind, Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl)
@@ -285,12 +304,12 @@ impl Engine {
     /// Whether `s`'s statement of `kind` runs on the primary instead of
     /// here: a write on a node that is not the primary, or anything while
     /// the session's transaction with writes is open there.
-    pub(crate) fn must_forward(&self, s: &Session, kind: Kind) -> bool {
+    pub(crate) fn must_forward(&self, s: &Session, kind: Kind, sql: &str) -> bool {
         match self.forwarder.get() {
             None => false,
             Some(_) if s.serves_forwarded => false,
             Some(_) if s.forwarded_transaction => true,
-            Some(f) => writes(kind) && f.forwards(),
+            Some(f) => (writes(kind) || changes_accounts(sql)) && f.forwards(),
         }
     }
 
@@ -305,6 +324,11 @@ impl Engine {
             _ => None,
         };
         let request = Request {
+            identity: Identity {
+                user: s.user.clone(),
+                host: s.host.clone(),
+                grantee: s.grantee.as_ref().map(|g| (g.user.clone(), g.host.clone())),
+            },
             state: State::of(s),
             begin,
             sql: sql.to_string(),
@@ -356,6 +380,12 @@ impl Engine {
     pub fn serve_forwarded(&self, s: &mut Session, request: &[u8]) -> Vec<u8> {
         let response = match postcard::from_bytes::<Request>(request) {
             Ok(req) => {
+                s.user = req.identity.user;
+                s.host = req.identity.host;
+                s.grantee = req
+                    .identity
+                    .grantee
+                    .map(|(user, host)| crate::accounts::Grantee { user, host });
                 req.state.install(s);
                 if let Some(repeatable) = req.begin {
                     if !s.in_transaction() {

@@ -293,7 +293,8 @@ impl Storage {
         Ok(storage)
     }
 
-    fn write_catalog(&self, batch: Batch) -> Result<()> {
+    fn write_catalog(&self, mut batch: Batch) -> Result<()> {
+        crate::attach_record(&mut batch);
         self.engine
             .write(batch, self.durability == Durability::Sync)
     }

@@ -574,6 +574,29 @@ thread_local! {
     /// Set while this thread runs inside [`Storage::fenced`]: its own
     /// writes do not wait for the fence they hold.
     static IN_FENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set inside [`Storage::fenced_with_record`]: the meta record every
+    /// catalog write of this thread carries.
+    static ATTACHED: std::cell::RefCell<Option<AttachedRecord>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A meta record written in the same batch as a schema change.
+struct AttachedRecord {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// Some catalog batch carried it.
+    carried: bool,
+}
+
+/// Adds this thread's attached record (if any) to `batch`, a catalog
+/// change about to be written.
+pub(crate) fn attach_record(batch: &mut engine::Batch) {
+    ATTACHED.with(|a| {
+        if let Some(r) = a.borrow_mut().as_mut() {
+            batch.put(cf::CATALOG, r.key.clone(), r.value.clone());
+            r.carried = true;
+        }
+    });
 }
 
 /// Where the free space writes need is checked, and how much to keep.
@@ -731,11 +754,13 @@ impl Storage {
     pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
         let mut b = engine::Batch::default();
         b.put(cf::CATALOG, cf::catalog_key::meta(key), value);
+        attach_record(&mut b);
         self.engine.write(b, self.sync())
     }
     pub fn delete_meta(&self, key: &str) -> Result<()> {
         let mut b = engine::Batch::default();
         b.delete(cf::CATALOG, cf::catalog_key::meta(key));
+        attach_record(&mut b);
         self.engine.write(b, self.sync())
     }
     /// Every meta record whose key starts with `prefix`, in key order.
@@ -805,6 +830,53 @@ impl Storage {
         }
         let _reset = Reset;
         f()
+    }
+
+    /// [`Storage::fenced`], and every catalog change `f` writes (tables,
+    /// indexes, databases, meta records) carries the meta record `key` =
+    /// `value` in its own batch: the record is durable exactly when the
+    /// schema change is (a cluster's record of a DDL statement for its
+    /// replicas). Inside, [`Storage::record_carried`] says whether a
+    /// catalog write has carried it, and [`Storage::withdraw_record`]
+    /// takes it back (the change failed).
+    pub fn fenced_with_record<R>(&self, key: &str, value: &[u8], f: impl FnOnce() -> R) -> R {
+        self.fenced(|| {
+            ATTACHED.with(|a| {
+                *a.borrow_mut() = Some(AttachedRecord {
+                    key: cf::catalog_key::meta(key),
+                    value: value.to_vec(),
+                    carried: false,
+                })
+            });
+            struct Detach;
+            impl Drop for Detach {
+                fn drop(&mut self) {
+                    ATTACHED.with(|a| *a.borrow_mut() = None);
+                }
+            }
+            let _detach = Detach;
+            f()
+        })
+    }
+
+    /// Inside [`Storage::fenced_with_record`]: whether a catalog write
+    /// has carried the record.
+    pub fn record_carried(&self) -> bool {
+        ATTACHED.with(|a| a.borrow().as_ref().is_some_and(|r| r.carried))
+    }
+
+    /// Inside [`Storage::fenced_with_record`]: later writes no longer
+    /// carry the record, and one already written is deleted.
+    pub fn withdraw_record(&self) -> Result<()> {
+        let Some(r) = ATTACHED.with(|a| a.borrow_mut().take()) else {
+            return Ok(());
+        };
+        if !r.carried {
+            return Ok(());
+        }
+        let mut b = engine::Batch::default();
+        b.delete(cf::CATALOG, r.key);
+        self.engine.write(b, self.sync())
     }
 
     /// Writes a consistent copy of the whole database (rows, catalog, meta

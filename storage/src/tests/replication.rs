@@ -17,6 +17,7 @@ conformance!(
     the_gate_refuses_writes_and_withholds_acknowledgements,
     the_log_floor_keeps_what_replicas_need,
     a_fenced_closure_can_write,
+    a_record_attached_to_a_schema_change_is_in_its_batch,
 );
 
 /// Records what the observer is told.
@@ -289,4 +290,42 @@ fn a_fenced_closure_can_write(kind: Kind) {
             .lsn,
         2
     );
+}
+
+/// A schema change's record is written by the change's own catalog batch
+/// (so a crash keeps both or neither), and only inside the fence: a
+/// change that writes nothing carries nothing, and later catalog writes do
+/// not carry it again.
+fn a_record_attached_to_a_schema_change_is_in_its_batch(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let meta = |s: &Storage| s.list_meta("cluster/").unwrap();
+    let (before, users, after) =
+        s.fenced_with_record("cluster/ddl/1", b"CREATE TABLE users", || {
+            (s.record_carried(), users(s), s.record_carried())
+        });
+    assert!(!before && after);
+    assert_eq!(users.name, "users");
+    assert_eq!(
+        meta(s),
+        vec![("cluster/ddl/1".to_string(), b"CREATE TABLE users".to_vec())]
+    );
+    let carried = s.fenced_with_record("cluster/ddl/2", b"nothing", || s.record_carried());
+    assert!(!carried, "no catalog write, no record");
+    s.create_database("other", false).unwrap();
+    assert_eq!(meta(s).len(), 1, "a later change carries no record");
+    // A failed change withdraws the record it wrote.
+    s.fenced_with_record("cluster/ddl/3", b"failed", || {
+        s.create_database("third", false).unwrap();
+        assert!(s.record_carried());
+        s.withdraw_record().unwrap();
+        s.create_database("fourth", false).unwrap();
+    });
+    assert_eq!(meta(s).len(), 1, "withdrawn");
+    if !matches!(kind, Kind::Memory) {
+        // (Durable as the table is.)
+        let h = h.reopen();
+        assert!(h.storage.table("db", "users").is_some());
+        assert_eq!(meta(&h.storage).len(), 1);
+    }
 }

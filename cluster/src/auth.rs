@@ -1,0 +1,350 @@
+//! Authentication of replication connections by a shared cluster secret.
+//!
+//! The replication listener streams the change log, hands out checkpoints
+//! and runs forwarded SQL, so nothing is read from a connection before it
+//! has proved it holds the secret. Every connection starts with a mutual
+//! HMAC-SHA256 challenge (the secret never crosses the wire):
+//!
+//! ```text
+//! listener  -> connector  Challenge { nonce: L }
+//! connector -> listener   Proof { nonce: C, mac: HMAC(secret, "connector" L C) }
+//! listener  -> connector  Proven { mac: HMAC(secret, "listener" C L) } | Reject
+//! ```
+//!
+//! The connector checks `Proven` too, so a node that does not hold the
+//! secret cannot pose as a primary and feed entries to a replica. Fresh
+//! nonces on both sides keep a recorded exchange from being replayed.
+//! What follows the handshake is not encrypted: the link belongs on the
+//! cluster's private network (docs/cluster.md).
+
+use std::path::Path;
+use std::time::Duration;
+
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use crate::protocol::{self, ToPrimary, ToReplica};
+
+/// The shortest secret accepted (bytes): shorter ones can be guessed.
+pub const MIN_SECRET_LEN: usize = 16;
+/// Bytes of each side's nonce.
+const NONCE_LEN: usize = 32;
+/// The whole handshake must finish within this (an unauthenticated peer
+/// holds no task for longer).
+pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Frames before authentication are tiny; a larger one is refused unread.
+pub(crate) const MAX_AUTH_FRAME: usize = 1024;
+const CONNECTOR_LABEL: &[u8] = b"ladle-replication/connector\0";
+const LISTENER_LABEL: &[u8] = b"ladle-replication/listener\0";
+
+/// The secret every node of a cluster holds (`--cluster-secret-file` or
+/// `LADLE_CLUSTER_SECRET`).
+#[derive(Clone)]
+pub struct ClusterSecret(hmac::Key);
+
+impl std::fmt::Debug for ClusterSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ClusterSecret(..)")
+    }
+}
+
+impl ClusterSecret {
+    /// The secret `text` (surrounding white space, such as a file's final
+    /// newline, is not part of it); at least [`MIN_SECRET_LEN`] bytes.
+    pub fn new(text: &[u8]) -> Result<ClusterSecret, String> {
+        let trimmed = text.trim_ascii();
+        if trimmed.len() < MIN_SECRET_LEN {
+            return Err(format!(
+                "the cluster secret must be at least {MIN_SECRET_LEN} bytes (it is {})",
+                trimmed.len()
+            ));
+        }
+        Ok(ClusterSecret(hmac::Key::new(hmac::HMAC_SHA256, trimmed)))
+    }
+
+    /// The secret held in the file at `path`.
+    pub fn from_file(path: &Path) -> Result<ClusterSecret, String> {
+        let text = std::fs::read(path)
+            .map_err(|e| format!("reading the cluster secret {}: {e}", path.display()))?;
+        ClusterSecret::new(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    fn mac(&self, label: &[u8], first: &[u8], second: &[u8]) -> Vec<u8> {
+        let mut ctx = hmac::Context::with_key(&self.0);
+        ctx.update(label);
+        ctx.update(first);
+        ctx.update(second);
+        ctx.sign().as_ref().to_vec()
+    }
+
+    fn verify(&self, label: &[u8], first: &[u8], second: &[u8], mac: &[u8]) -> bool {
+        let mut msg = Vec::with_capacity(label.len() + first.len() + second.len());
+        msg.extend_from_slice(label);
+        msg.extend_from_slice(first);
+        msg.extend_from_slice(second);
+        // Constant time: a wrong guess tells nothing about the right one.
+        hmac::verify(&self.0, &msg, mac).is_ok()
+    }
+
+    /// The listener's first frame, and its nonce to check the proof with.
+    pub(crate) fn challenge(&self) -> Result<(ToReplica, Vec<u8>), String> {
+        let nonce = nonce()?;
+        Ok((
+            ToReplica::Challenge {
+                nonce: nonce.clone(),
+            },
+            nonce,
+        ))
+    }
+
+    /// The listener checks the connector's answer to its challenge
+    /// `listener_nonce`; returns its own proof to send back. `Err` says why
+    /// it is refused (for the log).
+    pub(crate) fn check_proof(
+        &self,
+        listener_nonce: &[u8],
+        answer: Option<ToPrimary>,
+    ) -> Result<ToReplica, String> {
+        match answer {
+            Some(ToPrimary::Proof { nonce, mac }) => {
+                if nonce.len() != NONCE_LEN
+                    || !self.verify(CONNECTOR_LABEL, listener_nonce, &nonce, &mac)
+                {
+                    return Err("wrong cluster secret".into());
+                }
+                Ok(ToReplica::Proven {
+                    mac: self.mac(LISTENER_LABEL, &nonce, listener_nonce),
+                })
+            }
+            Some(other) => Err(format!(
+                "no proof of the cluster secret (first frame: {})",
+                frame_name(&other)
+            )),
+            None => Err("closed before proving the cluster secret".into()),
+        }
+    }
+
+    /// The connector's answer to the listener's first frame, with the
+    /// listener's nonce and its own (to check the listener's proof with).
+    pub(crate) fn prove(&self, challenge: Option<ToReplica>) -> Result<Proving, String> {
+        let listener_nonce = match challenge {
+            Some(ToReplica::Challenge { nonce }) if nonce.len() == NONCE_LEN => nonce,
+            Some(ToReplica::Reject { reason, .. }) => return Err(reason),
+            other => {
+                return Err(format!(
+                    "the peer sent no challenge ({other:?}): not a Ladle replication listener"
+                ))
+            }
+        };
+        let my_nonce = nonce()?;
+        let mac = self.mac(CONNECTOR_LABEL, &listener_nonce, &my_nonce);
+        Ok(Proving {
+            proof: ToPrimary::Proof {
+                nonce: my_nonce.clone(),
+                mac,
+            },
+            listener_nonce,
+            my_nonce,
+        })
+    }
+
+    /// The connector checks the listener's answer to its proof.
+    pub(crate) fn check_proven(
+        &self,
+        listener_nonce: &[u8],
+        my_nonce: &[u8],
+        answer: Option<ToReplica>,
+    ) -> Result<(), String> {
+        match answer {
+            Some(ToReplica::Proven { mac })
+                if self.verify(LISTENER_LABEL, my_nonce, listener_nonce, &mac) =>
+            {
+                Ok(())
+            }
+            Some(ToReplica::Proven { .. }) => {
+                Err("the peer does not hold the cluster secret (wrong proof)".into())
+            }
+            Some(ToReplica::Reject { reason, .. }) => Err(reason),
+            other => Err(format!("unexpected answer to the proof: {other:?}")),
+        }
+    }
+}
+
+/// The connector's half-done handshake: the proof to send and the nonces
+/// the listener's answer is checked against.
+pub(crate) struct Proving {
+    pub(crate) proof: ToPrimary,
+    pub(crate) listener_nonce: Vec<u8>,
+    pub(crate) my_nonce: Vec<u8>,
+}
+
+fn nonce() -> Result<Vec<u8>, String> {
+    let mut nonce = vec![0u8; NONCE_LEN];
+    SystemRandom::new()
+        .fill(&mut nonce)
+        .map_err(|_| "the OS random source failed".to_string())?;
+    Ok(nonce)
+}
+
+/// A frame's name for the log (never its content: it is unauthenticated).
+fn frame_name(frame: &ToPrimary) -> &'static str {
+    match frame {
+        ToPrimary::Hello { .. } => "Hello",
+        ToPrimary::Ack { .. } => "Ack",
+        ToPrimary::SchemaAck { .. } => "SchemaAck",
+        ToPrimary::ForwardHello { .. } => "ForwardHello",
+        ToPrimary::Forward { .. } => "Forward",
+        ToPrimary::BootstrapHello { .. } => "BootstrapHello",
+        ToPrimary::Proof { .. } => "Proof",
+    }
+}
+
+/// The listener's side, within [`AUTH_TIMEOUT`]. On `Err` the peer has
+/// been told it is refused; the caller logs the reason and closes.
+pub(crate) async fn accept(
+    secret: &ClusterSecret,
+    rd: &mut (impl AsyncRead + Unpin),
+    wr: &mut (impl AsyncWrite + Unpin),
+) -> Result<(), String> {
+    let exchange = async {
+        let (challenge, listener_nonce) = secret.challenge()?;
+        protocol::send(wr, &challenge)
+            .await
+            .map_err(|e| e.to_string())?;
+        let answer = protocol::recv_bounded::<ToPrimary>(rd, MAX_AUTH_FRAME)
+            .await
+            .map_err(|e| format!("no proof of the cluster secret ({e})"))?;
+        match secret.check_proof(&listener_nonce, answer) {
+            Ok(proven) => protocol::send(wr, &proven).await.map_err(|e| e.to_string()),
+            Err(why) => {
+                let refusal = ToReplica::Reject {
+                    reason: format!("the replication listener refused the connection: {why}"),
+                    diverged: false,
+                };
+                let _ = protocol::send(wr, &refusal).await;
+                Err(why)
+            }
+        }
+    };
+    tokio::time::timeout(AUTH_TIMEOUT, exchange)
+        .await
+        .map_err(|_| "no proof of the cluster secret in time".to_string())?
+}
+
+/// The connector's side (replication stream, bootstrap), within
+/// [`AUTH_TIMEOUT`]: `Err` when either side fails to prove the secret.
+pub(crate) async fn connect(
+    secret: &ClusterSecret,
+    rd: &mut (impl AsyncRead + Unpin),
+    wr: &mut (impl AsyncWrite + Unpin),
+) -> anyhow::Result<()> {
+    let exchange = async {
+        let challenge = protocol::recv_bounded::<ToReplica>(rd, MAX_AUTH_FRAME)
+            .await
+            .map_err(|e| e.to_string())?;
+        let proving = secret.prove(challenge)?;
+        protocol::send(wr, &proving.proof)
+            .await
+            .map_err(|e| e.to_string())?;
+        let answer = protocol::recv_bounded::<ToReplica>(rd, MAX_AUTH_FRAME)
+            .await
+            .map_err(|e| e.to_string())?;
+        secret.check_proven(&proving.listener_nonce, &proving.my_nonce, answer)
+    };
+    match tokio::time::timeout(AUTH_TIMEOUT, exchange).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(why)) => anyhow::bail!("replication authentication failed: {why}"),
+        Err(_) => anyhow::bail!("replication authentication failed: no answer in time"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secret(s: &str) -> ClusterSecret {
+        ClusterSecret::new(s.as_bytes()).expect("a long enough secret")
+    }
+
+    #[test]
+    fn a_short_secret_is_refused_and_white_space_is_not_part_of_it() {
+        let err = ClusterSecret::new(b"short\n").expect_err("5 bytes");
+        assert!(err.contains("at least 16"), "{err}");
+        // A file's trailing newline does not change the secret.
+        let a = secret("0123456789abcdef\n");
+        let b = secret("0123456789abcdef");
+        assert_eq!(a.mac(b"l", b"x", b"y"), b.mac(b"l", b"x", b"y"));
+    }
+
+    async fn handshake(
+        listener: ClusterSecret,
+        connector: ClusterSecret,
+    ) -> (Result<(), String>, anyhow::Result<()>) {
+        let (mut a, mut b) = tokio::io::duplex(4096);
+        let (mut ard, mut awr) = tokio::io::split(&mut a);
+        let (mut brd, mut bwr) = tokio::io::split(&mut b);
+        tokio::join!(
+            accept(&listener, &mut ard, &mut awr),
+            connect(&connector, &mut brd, &mut bwr)
+        )
+    }
+
+    #[tokio::test]
+    async fn both_sides_must_hold_the_same_secret() {
+        let (l, c) = handshake(secret("the cluster secret"), secret("the cluster secret")).await;
+        assert_eq!(l, Ok(()));
+        assert!(c.is_ok(), "{c:?}");
+
+        let (l, c) = handshake(secret("the cluster secret"), secret("another secret!!")).await;
+        assert_eq!(l, Err("wrong cluster secret".to_string()));
+        let c = c.expect_err("refused").to_string();
+        assert!(
+            c.contains("refused the connection: wrong cluster secret"),
+            "{c}"
+        );
+    }
+
+    /// A peer that skips the handshake (an old node, or anyone who reached
+    /// the port) is refused before its frame is acted on.
+    #[tokio::test]
+    async fn a_hello_without_a_proof_is_refused() {
+        let (mut a, mut b) = tokio::io::duplex(4096);
+        let (mut ard, mut awr) = tokio::io::split(&mut a);
+        let listener = secret("the cluster secret");
+        let peer = async {
+            let hello = ToPrimary::BootstrapHello { node: 9 };
+            protocol::send(&mut b, &hello).await.expect("send");
+            let _challenge = protocol::recv::<ToReplica>(&mut b)
+                .await
+                .expect("challenge");
+            protocol::recv::<ToReplica>(&mut b).await.expect("answer")
+        };
+        let (accepted, answer) = tokio::join!(accept(&listener, &mut ard, &mut awr), peer);
+        assert_eq!(
+            accepted,
+            Err("no proof of the cluster secret (first frame: BootstrapHello)".to_string())
+        );
+        assert!(
+            matches!(answer, Some(ToReplica::Reject { ref reason, .. }) if reason.contains("refused")),
+            "{answer:?}"
+        );
+    }
+
+    /// A listener that does not hold the secret cannot pose as a primary:
+    /// its proof fails on the connector's side.
+    #[test]
+    fn a_listener_with_another_secret_fails_the_connectors_check() {
+        let ours = secret("the cluster secret");
+        let theirs = secret("another secret!!");
+        let (challenge, listener_nonce) = theirs.challenge().expect("nonce");
+        let proving = ours.prove(Some(challenge)).expect("proof");
+        let forged = ToReplica::Proven {
+            mac: theirs.mac(LISTENER_LABEL, &proving.my_nonce, &listener_nonce),
+        };
+        let err = ours
+            .check_proven(&listener_nonce, &proving.my_nonce, Some(forged))
+            .expect_err("wrong proof");
+        assert!(err.contains("does not hold the cluster secret"), "{err}");
+    }
+}
