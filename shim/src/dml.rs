@@ -1111,16 +1111,17 @@ impl<'a> TransactionKeys<'a> {
     }
 }
 
-/// An UPDATE inside a transaction, checked when it runs as InnoDB does: a
-/// changed row whose PRIMARY/UNIQUE key repeats another row's (as the
-/// transaction sees the table, with the rows before it updated and the
-/// rows after it not yet) fails the statement with 1062.
-fn check_updated_keys(
+/// The first row an UPDATE would fail on with 1062, checked as InnoDB
+/// does: a changed row whose PRIMARY/UNIQUE key repeats another row's (as
+/// the statement sees the table, with the rows before it updated and the
+/// rows after it not yet). Returns the rows changed before it in that
+/// order, the failing row, and the error; None when no row collides.
+fn first_duplicate<'c>(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
-    changes: &[(Row, Option<Row>)],
-) -> Result<()> {
+    changes: &'c [(Row, Option<Row>)],
+) -> Result<Option<UpdateDuplicate<'c>>> {
     let mut key_columns: Vec<usize> = schema.primary_key.clone().unwrap_or_default();
     for idx in schema.indexes.iter().filter(|i| i.unique) {
         key_columns.extend(&idx.columns);
@@ -1132,7 +1133,7 @@ fn check_updated_keys(
         .filter_map(|(old, new)| new.as_ref().filter(|n| rekeyed(old, n)).cloned())
         .collect();
     if new_rows.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
     // Row by row in primary key order, as InnoDB scans and updates (and as
@@ -1148,17 +1149,52 @@ fn check_updated_keys(
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
-    for (old, new) in ordered {
+    for (at, (old, new)) in ordered.iter().enumerate() {
         let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
             continue;
         };
         keys.remove_conflicting(old);
         if keys.conflicts(new) > 0 {
-            return Err(keys.duplicate_error(new).into());
+            return Ok(Some(UpdateDuplicate {
+                before: ordered[..at].to_vec(),
+                failing: ordered[at],
+                error: keys.duplicate_error(new).into(),
+            }));
         }
         keys.add(new);
     }
-    Ok(())
+    Ok(None)
+}
+
+/// Where an UPDATE fails with 1062 (see [`first_duplicate`]).
+struct UpdateDuplicate<'c> {
+    /// The rows changed before the failing one, in the order InnoDB
+    /// changes them.
+    before: Vec<&'c (Row, Option<Row>)>,
+    failing: &'c (Row, Option<Row>),
+    error: ShimError,
+}
+
+impl UpdateDuplicate<'_> {
+    /// The statement's error: InnoDB checks each row's FOREIGN KEYs as it
+    /// changes it, so a row changed before the failing one fails first
+    /// with 1452 (child side) or 1451 (parent side), and the failing row
+    /// itself with 1451 (its referenced key is checked before its new
+    /// entry is inserted) but not 1452 (its new entry goes in first).
+    fn error(self, e: &Engine, s: &Session, schema: &TableSchema, keyed: bool) -> ShimError {
+        if keyed {
+            let new_rows: Vec<Row> = self.before.iter().filter_map(|(_, n)| n.clone()).collect();
+            if let Err(err) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+                return err;
+            }
+            let mut changed: Vec<(Row, Option<Row>)> = self.before.into_iter().cloned().collect();
+            changed.push(self.failing.clone());
+            if let Err(err) = crate::foreign_keys::parent_effects(e, s, schema, &changed) {
+                return err;
+            }
+        }
+        self.error
+    }
 }
 
 /// The key values of `row` for `cols`, or None if any is NULL (NULLs never
@@ -1877,7 +1913,13 @@ pub fn update(
                 ladle_storage::check_not_null(&schema, new, true)?;
             }
         }
-        check_updated_keys(e, s, &schema, &changes)?;
+    }
+    // Outside a transaction storage finds a duplicate itself, but the
+    // FOREIGN KEY checks below run first, so a keyed table's is found here.
+    if s.in_transaction() || keyed {
+        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes)? {
+            return Err(duplicate.error(e, s, &schema, keyed));
+        }
     }
     let mut cascades = Vec::new();
     if keyed {
