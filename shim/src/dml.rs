@@ -1412,7 +1412,19 @@ pub(crate) fn table_as_transaction_sees(
 
 /// `rows` (a table's committed rows) as the transaction's buffered ops
 /// leave them.
-fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<Vec<Row>> {
+fn replay(tx: &Transaction, schema: &TableSchema, rows: Vec<Row>) -> Result<Vec<Row>> {
+    replay_noting(tx, schema, rows, &mut Vec::new())
+}
+
+/// [`replay`], also pushing to `touched` every row an op wrote or removed
+/// on the way (an inserted row a later op deleted is gone from the result
+/// but still hides a snapshot's row with its key: see [`snapshot_overlay`]).
+fn replay_noting(
+    tx: &Transaction,
+    schema: &TableSchema,
+    mut rows: Vec<Row>,
+    touched: &mut Vec<Row>,
+) -> Result<Vec<Row>> {
     for op in &tx.ops {
         match op {
             WriteOp::Insert {
@@ -1426,22 +1438,37 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
                         OnConflict::Replace => {
                             let gone = colliding(schema, &rows, &coerced);
                             let mut i = 0;
-                            rows.retain(|_| {
+                            rows.retain(|r| {
                                 i += 1;
-                                !gone.contains(&(i - 1))
+                                let keep = !gone.contains(&(i - 1));
+                                if !keep {
+                                    touched.push(r.clone());
+                                }
+                                keep
                             });
+                            touched.push(coerced.clone());
                             rows.push(coerced);
                         }
                         OnConflict::Update(f) => match colliding(schema, &rows, &coerced).first() {
                             Some(&i) => {
-                                let updated = f(&rows[i], &coerced)?;
-                                rows[i] = coerce_lenient(schema, &updated);
+                                let updated = coerce_lenient(schema, &f(&rows[i], &coerced)?);
+                                if updated != rows[i] {
+                                    touched.push(rows[i].clone());
+                                    touched.push(updated.clone());
+                                }
+                                rows[i] = updated;
                             }
-                            None => rows.push(coerced),
+                            None => {
+                                touched.push(coerced.clone());
+                                rows.push(coerced);
+                            }
                         },
                         // Checked when the statement ran: an IGNORE op
                         // holds only the rows that did not collide.
-                        OnConflict::Error | OnConflict::Ignore => rows.push(coerced),
+                        OnConflict::Error | OnConflict::Ignore => {
+                            touched.push(coerced.clone());
+                            rows.push(coerced);
+                        }
                     }
                 }
             }
@@ -1450,14 +1477,21 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
                     if let Some(n) = update(r)? {
                         // Typed as COMMIT will store it (`i / 2` of an INT
                         // column reads back as an integer, not a decimal).
-                        *r = coerce_lenient(schema, &n);
+                        let n = coerce_lenient(schema, &n);
+                        if n != *r {
+                            touched.push(r.clone());
+                            touched.push(n.clone());
+                        }
+                        *r = n;
                     }
                 }
             }
             WriteOp::Delete { table, filter, .. } if *table == schema.id => {
                 let mut kept = Vec::with_capacity(rows.len());
                 for r in rows {
-                    if !filter(&r)? {
+                    if filter(&r)? {
+                        touched.push(r);
+                    } else {
                         kept.push(r);
                     }
                 }
@@ -1565,35 +1599,36 @@ pub(crate) fn snapshot_overlay(
         schema,
         committed,
         replayed,
+        touched,
     } in written_tables(e, s, tables)?
     {
         let seen = view.scan(t)?;
-        let changes = row_diff(committed, replayed);
         let desired = match &schema.primary_key {
             Some(pk) if !pk.is_empty() => {
+                // A key the transaction wrote shows the transaction's own
+                // version of its row (or none, if it ends up deleted), as
+                // InnoDB's read view sees its own changes; every other key
+                // the snapshot's.
                 let key = |r: &Row| -> Vec<Value> {
                     pk.iter()
                         .map(|&c| r[c].key_normalized(schema.columns[c].collation))
                         .collect()
                 };
                 let touched: std::collections::HashSet<Vec<Value>> =
-                    changes.iter().map(|d| key(d.row())).collect();
+                    touched.iter().map(key).collect();
                 let mut rows: Vec<Row> = seen
                     .iter()
                     .filter(|r| !touched.contains(&key(r)))
                     .cloned()
                     .collect();
-                rows.extend(changes.into_iter().filter_map(|d| match d {
-                    ladle_common::RowDelta::Insert(r) => Some(r),
-                    ladle_common::RowDelta::Delete(_) => None,
-                }));
+                rows.extend(replayed.into_iter().filter(|r| touched.contains(&key(r))));
                 rows
             }
             _ => {
                 // No key to follow a row by: apply the change to the rows
                 // the view has (a delete of a row it lacks is a no-op).
                 let mut rows = seen.clone();
-                for d in changes {
+                for d in row_diff(committed, replayed) {
                     match d {
                         ladle_common::RowDelta::Delete(r) => {
                             if let Some(i) = rows.iter().position(|x| *x == r) {
@@ -1622,6 +1657,9 @@ struct WrittenTable {
     committed: Vec<Row>,
     /// Those rows with the transaction's ops replayed.
     replayed: Vec<Row>,
+    /// Every row the ops wrote or removed on the way (see
+    /// [`replay_noting`]).
+    touched: Vec<Row>,
 }
 
 /// The `tables` the open transaction wrote.
@@ -1644,12 +1682,14 @@ fn written_tables(
             continue;
         };
         let committed = e.storage.scan(t)?;
-        let replayed = replay(tx, &schema, committed.clone())?;
+        let mut touched = Vec::new();
+        let replayed = replay_noting(tx, &schema, committed.clone(), &mut touched)?;
         out.push(WrittenTable {
             id: t,
             schema,
             committed,
             replayed,
+            touched,
         });
     }
     Ok(out)
