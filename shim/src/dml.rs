@@ -1908,22 +1908,27 @@ pub fn update(
         }
         Ok(Some(new))
     });
-    let updater = if ignore {
-        use crate::update_ignore::{skip_duplicates, KeyHolders};
+    // IGNORE, and non-strict `sql_mode` (''), adjust values that do not
+    // fit with a warning; only IGNORE also skips rows that would collide.
+    let lenient = ignore || !crate::vars::strict_mode(s);
+    let updater = if lenient {
+        use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
         let visited = candidate_rows(e, s, &schema, &scan)?;
+        let (updater, warnings) = adjust_values(&schema, &visited, updater)?;
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
         let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
             Ok(e.storage.lookup(schema.id, index, key)?)
         };
-        let (updater, warnings) = if transaction_wrote(s, schema.id) {
+        if !ignore {
+            updater
+        } else if transaction_wrote(s, schema.id) {
             let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
             skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
         } else {
             skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
-        };
-        for (code, message) in warnings {
-            s.add_warning("Warning", code, message);
         }
-        updater
     } else {
         updater
     };
@@ -1934,8 +1939,9 @@ pub fn update(
         for row in candidate_rows(e, s, &schema, &scan)? {
             if let Some(new) = updater(&row)? {
                 counts.found += 1;
-                // Strictly (the write will be), unless IGNORE adjusts it.
-                let new = if ignore {
+                // Strictly (the write will be), unless IGNORE or a
+                // non-strict sql_mode adjusts it.
+                let new = if lenient {
                     coerce_lenient(&schema, &new)
                 } else {
                     coerce_row(&schema, &new)?
