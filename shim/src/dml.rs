@@ -265,7 +265,19 @@ fn first_row_error(
     for row in rows {
         let row = match coerce_row(schema, row) {
             Ok(r) => r,
-            Err(err) => return fail(err),
+            Err(err) => {
+                // MariaDB fills the columns in order: a NULL for an
+                // earlier NOT NULL column fails first.
+                let failing = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .position(|(v, c)| ladle_common::coerce(v, c).is_err())
+                    .unwrap_or(row.len());
+                if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
+                    return fail(null.into());
+                }
+                return fail(err);
+            }
         };
         if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
             return fail(err.into());
@@ -380,7 +392,11 @@ fn insert_rows(
         && crate::foreign_keys::involved(e, &schema)?
     {
         let replaced = replaced_rows(e, s, &schema, &rows)?;
-        crate::foreign_keys::parent_effects(e, s, &schema, &replaced)?
+        let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
+        match crate::foreign_keys::parent_effects(e, s, &schema, &changes) {
+            Ok(cascades) => cascades,
+            Err(err) => return Err(first_replace_error(e, s, &schema, &rows, &replaced, err)),
+        }
     } else {
         Vec::new()
     };
@@ -530,26 +546,57 @@ fn reserve_ids(
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
 /// PRIMARY or UNIQUE key with one of them), as the session sees the table.
+/// The error a REPLACE whose replaced rows fail a FOREIGN KEY (`err`)
+/// reports: InnoDB takes the rows one at a time, so a row whose value does
+/// not fit its column (1264, 1406...) before the row whose replaced row is
+/// referenced fails the statement with that instead. `replaced` is
+/// [`replaced_rows`]'s answer.
+fn first_replace_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    replaced: &[(usize, (Row, Option<Row>))],
+    err: ShimError,
+) -> ShimError {
+    for (i, row) in rows.iter().enumerate() {
+        if let Err(value_error) = coerce_row(schema, row) {
+            return value_error;
+        }
+        let upto: Vec<(Row, Option<Row>)> = replaced
+            .iter()
+            .filter(|(at, _)| *at <= i)
+            .map(|(_, c)| c.clone())
+            .collect();
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, &upto) {
+            return key_error;
+        }
+    }
+    err
+}
+
+/// The rows a REPLACE of `rows` deletes, each with the position of the
+/// row replacing it.
 fn replaced_rows(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
     rows: &[Row],
-) -> Result<Vec<(Row, Option<Row>)>> {
+) -> Result<Vec<(usize, (Row, Option<Row>))>> {
     let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut gone = Vec::new();
     // Rows this statement wrote itself: replacing one of them deletes no
     // parent row (an identical row already in the table is one, though).
     let mut own: Vec<&Row> = Vec::new();
-    for row in &rows {
+    for (at, row) in rows.iter().enumerate() {
         while let Some(victim) = keys.first_conflict(row) {
             keys.remove_conflicting(&victim);
             match own.iter().position(|r| **r == victim) {
                 Some(i) => {
                     own.swap_remove(i);
                 }
-                None => gone.push((victim, None)),
+                None => gone.push((at, (victim, None))),
             }
         }
         keys.add(row);
