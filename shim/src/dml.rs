@@ -805,7 +805,20 @@ fn insert_in_transaction(
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
-    for (row, was_generated) in rows.into_iter().zip(generated) {
+    // The reserved values go to the rows in order; a row IGNORE skips, or
+    // ON DUPLICATE KEY UPDATE turns into an update, gives its value back to
+    // the next row, as outside a transaction (see storage's `insert`).
+    let mut next_generated = ai.and_then(|c| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| positive_id(&r[c]))
+    });
+    for (mut row, was_generated) in rows.into_iter().zip(generated) {
+        if let (true, Some(c), Some(v)) = (was_generated, ai, next_generated) {
+            row[c] = ladle_common::coerce(&Value::UInt(v), &schema.columns[c])
+                .map_err(StorageError::from)?;
+        }
         let conflicts = keys.conflicts(&row);
         let id = ai.and_then(|c| positive_id(&row[c]));
         match (&on_conflict, conflicts) {
@@ -859,6 +872,9 @@ fn insert_in_transaction(
         }
         if let (Some(id), false) = (id, was_generated) {
             e.storage.note_auto_increment(schema.id, id)?;
+        }
+        if was_generated {
+            next_generated = next_generated.map(|v| v + 1);
         }
         if was_generated && first_generated.is_none() {
             first_generated = id;
