@@ -1229,6 +1229,32 @@ fn first_duplicate<'c>(
     Ok(None)
 }
 
+/// The error of an UPDATE whose row failed with `err` (a CHECK, a value
+/// that does not fit) after `changes` (the rows before it): the first of
+/// those that collides (1062) or fails a FOREIGN KEY, else `err`.
+fn first_update_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    changes: &[(Row, Option<Row>)],
+    keyed: bool,
+    err: ShimError,
+) -> Result<ShimError> {
+    if let Some(duplicate) = first_duplicate(e, s, schema, changes)? {
+        return Ok(duplicate.error(e, s, schema, keyed));
+    }
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        if let Err(key_error) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+            return Ok(key_error);
+        }
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, changes) {
+            return Ok(key_error);
+        }
+    }
+    Ok(err)
+}
+
 /// Where an UPDATE fails with 1062 (see [`first_duplicate`]).
 struct UpdateDuplicate<'c> {
     /// The rows changed before the failing one, in the order InnoDB
@@ -2000,15 +2026,23 @@ pub fn update(
     let mut changes = Vec::new();
     if s.in_transaction() || keyed {
         for row in candidate_rows(e, s, &schema, &scan)? {
-            if let Some(new) = updater(&row)? {
+            // Strictly (the write will be), unless IGNORE or a non-strict
+            // sql_mode adjusts it.
+            let updated = updater(&row)
+                .map_err(ShimError::from)
+                .and_then(|new| match new {
+                    Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
+                    Some(new) => coerce_row(&schema, &new).map(Some),
+                    None => Ok(None),
+                });
+            let new = match updated {
+                Ok(new) => new,
+                // The rows before this one were changed first (InnoDB
+                // goes row by row): their own failure comes first.
+                Err(err) => return Err(first_update_error(e, s, &schema, &changes, keyed, err)?),
+            };
+            if let Some(new) = new {
                 counts.found += 1;
-                // Strictly (the write will be), unless IGNORE or a
-                // non-strict sql_mode adjusts it.
-                let new = if lenient {
-                    coerce_lenient(&schema, &new)
-                } else {
-                    coerce_row(&schema, &new)?
-                };
                 if new != row {
                     counts.affected += 1;
                     changes.push((row, Some(new)));
