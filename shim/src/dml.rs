@@ -258,7 +258,7 @@ fn first_row_error(
     rows: &[Row],
 ) -> Result<Option<ShimError>> {
     let checks = e.checks.for_table(&e.storage, schema)?;
-    let on_conflict = conflict_rule(schema, ins, &checks)?;
+    let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default())?;
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
@@ -361,7 +361,12 @@ fn insert_rows(
         _ => None,
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    let on_conflict = conflict_rule(&schema, ins, &checks)?;
+    let upsert_notes = UpsertNotes::default();
+    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes)?;
+    let upserted: Vec<Row> = match &on_conflict {
+        OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
+        _ => Vec::new(),
+    };
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     if !checks.is_empty() {
         rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
@@ -419,6 +424,19 @@ fn insert_rows(
             RowCounts::default(),
         )?
     };
+    // A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that
+    // led to the update (after the inserted values' Notes; MariaDB
+    // interleaves them by row).
+    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
+    for (i, row) in upserted.iter().enumerate() {
+        for column in upsert_notes.get(row).into_iter().flatten() {
+            s.add_warning(
+                "Note",
+                1265,
+                format!("Data truncated for column '{column}' at row {}", i + 1),
+            );
+        }
+    }
     if let Some(result) = returned {
         if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
             s.last_insert_id = id as u64;
@@ -479,24 +497,51 @@ fn records_info(records: u64, affected: u64, ignore: bool, replaces: bool) -> In
 /// What an INSERT does with a row whose key is taken: REPLACE, ON
 /// DUPLICATE KEY UPDATE (whose changed row must pass the table's CHECKs),
 /// IGNORE, or fail.
+/// The columns whose ON DUPLICATE KEY UPDATE value was rounded or cut
+/// (a Note each), by the proposed row (as stored) that led to the update.
+type UpsertNotes = Arc<parking_lot::Mutex<HashMap<Row, Vec<String>>>>;
+
+/// A proposed row as [`UpsertNotes`] holds it: as stored, without its
+/// AUTO_INCREMENT value (storage may generate it after the shim saw it).
+fn upsert_note_key(schema: &TableSchema, row: &Row) -> Row {
+    let mut key = coerce_lenient(schema, row);
+    if let Some(v) = schema.auto_increment_column().and_then(|c| key.get_mut(c)) {
+        *v = Value::Null;
+    }
+    key
+}
+
 fn conflict_rule(
     schema: &Arc<TableSchema>,
     ins: &ast::Insert,
     checks: &Arc<crate::checks::TableChecks>,
+    notes: &UpsertNotes,
 ) -> Result<OnConflict> {
     Ok(if ins.replace_into {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
         let compiled = compile_assignments(schema, assignments)?;
         let (checks, schema) = (checks.clone(), schema.clone());
+        let notes = notes.clone();
         let updater: ladle_storage::ConflictUpdater =
             Arc::new(move |existing: &Row, proposed: &Row| {
                 let mut new = existing.clone();
+                let mut rounded = Vec::new();
                 for (pos, x) in &compiled {
                     let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    if let Some(c) = schema.columns.get(*pos) {
+                        if ladle_common::truncation_note(&v, c) {
+                            rounded.push(c.name.clone());
+                        }
+                    }
                     *slot(&mut new, *pos)? = v;
                 }
                 checks.verify_uncoerced(&schema, &new)?;
+                // Run again for the same row (a transaction's COMMIT),
+                // the update notes what it noted the first time.
+                notes
+                    .lock()
+                    .insert(upsert_note_key(&schema, proposed), rounded);
                 Ok(new)
             });
         OnConflict::Update(updater)
