@@ -1229,6 +1229,7 @@ fn first_duplicate<'c>(
     s: &Session,
     schema: &TableSchema,
     changes: &'c [(Row, Option<Row>)],
+    in_given_order: bool,
 ) -> Result<Option<UpdateDuplicate<'c>>> {
     let mut key_columns: Vec<usize> = schema.primary_key.clone().unwrap_or_default();
     for idx in schema.indexes.iter().filter(|i| i.unique) {
@@ -1249,7 +1250,7 @@ fn first_duplicate<'c>(
     // after the committed ones in `changes`): `SET id = id + 1` over ids 1
     // and 2 fails on the first row, whose new id the second still holds.
     let mut ordered: Vec<&(Row, Option<Row>)> = changes.iter().collect();
-    if let Some(pk) = &schema.primary_key {
+    if let (Some(pk), false) = (&schema.primary_key, in_given_order) {
         ordered.sort_by(|(a, _), (b, _)| {
             pk.iter()
                 .map(|&c| a[c].cmp(&b[c]))
@@ -1281,11 +1282,11 @@ fn first_update_error(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
-    changes: &[(Row, Option<Row>)],
+    (changes, in_given_order): (&[(Row, Option<Row>)], bool),
     keyed: bool,
     err: ShimError,
 ) -> Result<ShimError> {
-    if let Some(duplicate) = first_duplicate(e, s, schema, changes)? {
+    if let Some(duplicate) = first_duplicate(e, s, schema, changes, in_given_order)? {
         return Ok(duplicate.error(e, s, schema, keyed));
     }
     if keyed {
@@ -1471,9 +1472,27 @@ fn candidate_rows(
         return Ok(match scan {
             ScanSpec::Full => e.storage.scan(schema.id)?,
             ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
+            ScanSpec::Keys(keys) => {
+                let mut rows = Vec::with_capacity(keys.len());
+                for key in keys {
+                    rows.extend(e.storage.lookup(schema.id, IndexRef::Primary, key)?);
+                }
+                rows
+            }
         });
     };
-    transaction_rows(e, tx, schema, std::slice::from_ref(scan))
+    let rows = transaction_rows(e, tx, schema, std::slice::from_ref(scan))?;
+    match (scan, &schema.primary_key) {
+        // In the order given, as storage visits them.
+        (ScanSpec::Keys(keys), Some(pk)) => {
+            let mut by_key: HashMap<Vec<Value>, Row> = rows
+                .into_iter()
+                .map(|r| (pk.iter().map(|&c| r[c].clone()).collect(), r))
+                .collect();
+            Ok(keys.iter().filter_map(|k| by_key.remove(k)).collect())
+        }
+        _ => Ok(rows),
+    }
 }
 
 /// Rows of `schema`'s table as the open transaction `tx` leaves them: at
@@ -2001,6 +2020,17 @@ pub fn update(
         .collect();
     let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    // With ORDER BY the rows are changed, and their keys checked, in its
+    // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts
+    // keys without colliding).
+    let scan = match (&chosen, &schema.primary_key) {
+        (Some(c), Some(pk)) if !order_by.is_empty() && !pk.is_empty() => {
+            ScanSpec::Keys(c.ordered.clone())
+        }
+        _ => scan,
+    };
+    let in_scan_order = matches!(scan, ScanSpec::Keys(_));
+    let chosen = chosen.map(|c| c.set);
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
@@ -2084,7 +2114,10 @@ pub fn update(
                 Ok(new) => new,
                 // The rows before this one were changed first (InnoDB
                 // goes row by row): their own failure comes first.
-                Err(err) => return Err(first_update_error(e, s, &schema, &changes, keyed, err)?),
+                Err(err) => {
+                    let changed = (changes.as_slice(), in_scan_order);
+                    return Err(first_update_error(e, s, &schema, changed, keyed, err)?);
+                }
             };
             if let Some(new) = new {
                 counts.found += 1;
@@ -2105,7 +2138,7 @@ pub fn update(
     // Outside a transaction storage finds a duplicate itself, but the
     // FOREIGN KEY checks below run first, so a keyed table's is found here.
     if s.in_transaction() || keyed {
-        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes)? {
+        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes, in_scan_order)? {
             return Err(duplicate.error(e, s, &schema, keyed));
         }
     }
@@ -2176,7 +2209,8 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, d.selection.as_ref());
-    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
+    let chosen =
+        choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?.map(|c| c.set);
     let ident_cols = identity_columns(&schema);
     let filter: RowFilter = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
@@ -2583,7 +2617,7 @@ fn choose_rows(
     pred: Option<&RowExpr>,
     order_by: &[ast::OrderByExpr],
     limit: Option<u64>,
-) -> Result<Option<std::collections::HashSet<Vec<Value>>>> {
+) -> Result<Option<ChosenRows>> {
     if order_by.is_empty() && limit.is_none() {
         return Ok(None);
     }
@@ -2622,13 +2656,23 @@ fn choose_rows(
     });
     let n = limit.map_or(keyed.len(), |l| usize::try_from(l).unwrap_or(usize::MAX));
     let cols = identity_columns(schema);
-    Ok(Some(
-        keyed
-            .into_iter()
-            .take(n)
-            .map(|(_, r)| identity(&r, &cols))
-            .collect(),
-    ))
+    let ordered: Vec<Vec<Value>> = keyed
+        .into_iter()
+        .take(n)
+        .map(|(_, r)| identity(&r, &cols))
+        .collect();
+    Ok(Some(ChosenRows {
+        set: ordered.iter().cloned().collect(),
+        ordered,
+    }))
+}
+
+/// The rows an UPDATE/DELETE with ORDER BY or LIMIT changes, by identity
+/// (see [`identity_columns`]).
+struct ChosenRows {
+    set: std::collections::HashSet<Vec<Value>>,
+    /// In ORDER BY order.
+    ordered: Vec<Vec<Value>>,
 }
 
 /// Splits `UPDATE ... [ORDER BY ...] [LIMIT n]` (which the SQL parser does

@@ -16,7 +16,7 @@ use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Val
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
 use crate::table::{now, TableState};
-use crate::{OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
+use crate::{IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
 
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
 pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
@@ -282,6 +282,13 @@ impl Group<'_> {
         match scan {
             ScanSpec::Full => read::scan_all(&r, t),
             ScanSpec::Prefix { index, key } => read::lookup(&r, t, *index, key),
+            ScanSpec::Keys(keys) => {
+                let mut rows = Vec::with_capacity(keys.len());
+                for key in keys {
+                    rows.extend(read::lookup(&r, t, IndexRef::Primary, key)?);
+                }
+                Ok(rows)
+            }
         }
     }
 
