@@ -601,7 +601,7 @@ fn first_replace_error(
     s: &Session,
     schema: &TableSchema,
     rows: &[Row],
-    replaced: &[(usize, (Row, Option<Row>))],
+    replaced: &[ReplacedRow],
     err: ShimError,
 ) -> ShimError {
     for (i, row) in rows.iter().enumerate() {
@@ -620,14 +620,17 @@ fn first_replace_error(
     err
 }
 
-/// The rows a REPLACE of `rows` deletes, each with the position of the
-/// row replacing it.
+/// A row a REPLACE deletes: the position of the row replacing it, and the
+/// deleted row as a change (new `None`).
+type ReplacedRow = (usize, (Row, Option<Row>));
+
+/// The rows a REPLACE of `rows` deletes.
 fn replaced_rows(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
     rows: &[Row],
-) -> Result<Vec<(usize, (Row, Option<Row>))>> {
+) -> Result<Vec<ReplacedRow>> {
     let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut gone = Vec::new();

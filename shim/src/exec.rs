@@ -1302,7 +1302,7 @@ impl Engine {
         if let Some(view) = s
             .transaction
             .as_ref()
-            .filter(|tx| !locking && !(impossible && tx.read_view.get().is_none()))
+            .filter(|tx| !(locking || impossible && tx.read_view.get().is_none()))
             .and_then(|tx| tx.read_view(|| self.storage.read_view()))
         {
             let tables = pq.tables();

@@ -46,11 +46,7 @@ pub fn select_is_impossible(q: &ast::Query, params: &[Value]) -> bool {
             } => {
                 let (l, r) = (operand(left, &mut bound), operand(right, &mut bound));
                 match (l, r) {
-                    (Operand::Constant(a), Operand::Constant(b)) => {
-                        if a.differs(&b) {
-                            return true;
-                        }
-                    }
+                    (Operand::Constant(a), Operand::Constant(b)) if a.differs(&b) => return true,
                     (Operand::Column(col), Operand::Constant(k))
                     | (Operand::Constant(k), Operand::Column(col)) => {
                         if let Some(prev) = equal_to.get(&col) {
@@ -143,7 +139,7 @@ fn operand<'a>(e: &Expr, bound: &mut impl Iterator<Item = &'a Value>) -> Operand
                 .collect::<Vec<_>>()
                 .join("."),
         ),
-        Expr::Value(v) if matches!(v, ast::Value::Placeholder(_)) => match bound.next() {
+        Expr::Value(ast::Value::Placeholder(_)) => match bound.next() {
             Some(p) => Operand::Constant(bound_constant(p)),
             None => Operand::Other,
         },
