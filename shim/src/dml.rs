@@ -368,8 +368,25 @@ fn insert_rows(
         _ => Vec::new(),
     };
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
+    let replacing_keyed =
+        matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
     if !checks.is_empty() {
-        rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
+        let given = if replacing_keyed {
+            rows.clone()
+        } else {
+            Vec::new()
+        };
+        rows = match check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict) {
+            Ok(rows) => rows,
+            // An earlier row's replaced row may be referenced (1451).
+            Err(err) if replacing_keyed => {
+                let replaced = replaced_rows(e, s, &schema, &given)?;
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &given, &replaced, err,
+                ));
+            }
+            Err(err) => return Err(err),
+        };
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
@@ -393,14 +410,16 @@ fn insert_rows(
     });
     // REPLACE deletes the rows it replaces, so their referencing rows get
     // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
-    let cascades = if matches!(on_conflict, OnConflict::Replace)
-        && crate::foreign_keys::involved(e, &schema)?
-    {
+    let cascades = if replacing_keyed {
         let replaced = replaced_rows(e, s, &schema, &rows)?;
         let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
         match crate::foreign_keys::parent_effects(e, s, &schema, &changes) {
             Ok(cascades) => cascades,
-            Err(err) => return Err(first_replace_error(e, s, &schema, &rows, &replaced, err)),
+            Err(err) => {
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &rows, &replaced, err,
+                ))
+            }
         }
     } else {
         Vec::new()
@@ -591,22 +610,28 @@ fn reserve_ids(
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
 /// PRIMARY or UNIQUE key with one of them), as the session sees the table.
-/// The error a REPLACE whose replaced rows fail a FOREIGN KEY (`err`)
-/// reports: InnoDB takes the rows one at a time, so a row whose value does
-/// not fit its column (1264, 1406...) before the row whose replaced row is
-/// referenced fails the statement with that instead. `replaced` is
+/// The error a REPLACE on a referenced table that failed with `err` (its
+/// replaced rows fail a FOREIGN KEY, or a row fails a CHECK) reports:
+/// InnoDB takes the rows one at a time, each checked for values that do
+/// not fit (1264, 1406...), then CHECKs (4025), then the rows it replaces
+/// (1451), so the first row failing any of them decides. `replaced` is
 /// [`replaced_rows`]'s answer.
 fn first_replace_error(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
     rows: &[Row],
     replaced: &[ReplacedRow],
     err: ShimError,
 ) -> ShimError {
     for (i, row) in rows.iter().enumerate() {
-        if let Err(value_error) = coerce_row(schema, row) {
-            return value_error;
+        let coerced = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(value_error) => return value_error,
+        };
+        if let Err(check_error) = checks.verify(&coerced) {
+            return check_error.into();
         }
         let upto: Vec<(Row, Option<Row>)> = replaced
             .iter()
