@@ -303,6 +303,10 @@ fn first_row_error(
                 if keys.conflicts(&new) > 0 {
                     return fail(keys.duplicate_error(&new).into());
                 }
+                if new == existing {
+                    // Left as it was: it still holds its keys.
+                    keys.add(&existing);
+                }
                 (new != existing).then_some(new)
             }
             (OnConflict::Replace, Some(_)) => {
