@@ -935,8 +935,14 @@ fn insert_in_transaction(
                             .and_then(|c| positive_id(&existing[c]))
                             .unwrap_or(insert_id);
                     }
+                    // The updated row may repeat another row's key (one
+                    // `keys` may not know yet: the row updated was
+                    // inserted by this statement). Learnt while `existing`
+                    // is held, so its older version is not.
+                    keys.learn(
+                        TransactionKeys::new(e, s, schema, std::slice::from_ref(&new))?.rows(),
+                    );
                     keys.remove_conflicting(&existing);
-                    // The updated row may now repeat another row's key.
                     if keys.conflicts(&new) > 0 {
                         return Err(keys.duplicate_error(&new).into());
                     }
@@ -1216,6 +1222,25 @@ impl<'a> TransactionKeys<'a> {
         StorageError::Internal("no duplicate key to report".into())
     }
 
+    /// Also knows `rows` (current rows found later), except a row whose
+    /// primary key it already holds: its version here is the newer one.
+    fn learn(&mut self, rows: Vec<Row>) {
+        let Some(pk) = self.schema.primary_key.as_ref().filter(|pk| !pk.is_empty()) else {
+            return;
+        };
+        for r in rows {
+            let held = self.keys.first().is_some_and(|primary| {
+                primary.columns == *pk
+                    && self
+                        .normalized(&r, pk)
+                        .is_some_and(|k| primary.rows.contains_key(&k))
+            });
+            if !held {
+                self.add(&r);
+            }
+        }
+    }
+
     /// Forgets the rows `row` replaces (REPLACE deletes them).
     fn remove_conflicting(&mut self, row: &Row) {
         let victims: Vec<Row> = self
@@ -1235,6 +1260,19 @@ impl<'a> TransactionKeys<'a> {
                 }
             }
         }
+    }
+
+    /// Every row it knows.
+    fn rows(self) -> Vec<Row> {
+        let mut out: Vec<Row> = Vec::new();
+        for key in self.keys {
+            for (_, r) in key.rows {
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+        }
+        out
     }
 
     fn add(&mut self, row: &Row) {
