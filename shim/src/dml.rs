@@ -289,14 +289,26 @@ fn first_row_error(
     rows: &[Row],
 ) -> Result<Option<ShimError>> {
     let checks = e.checks.for_table(&e.storage, schema)?;
-    let on_conflict = conflict_rule(schema, ins, &checks)?;
+    let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default())?;
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
     for row in rows {
         let row = match coerce_row(schema, row) {
             Ok(r) => r,
-            Err(err) => return fail(err),
+            Err(err) => {
+                // MariaDB fills the columns in order: a NULL for an
+                // earlier NOT NULL column fails first.
+                let failing = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .position(|(v, c)| ladle_common::coerce(v, c).is_err())
+                    .unwrap_or(row.len());
+                if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
+                    return fail(null.into());
+                }
+                return fail(err);
+            }
         };
         if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
             return fail(err.into());
@@ -321,6 +333,10 @@ fn first_row_error(
                 keys.remove_conflicting(&existing);
                 if keys.conflicts(&new) > 0 {
                     return fail(keys.duplicate_error(&new).into());
+                }
+                if new == existing {
+                    // Left as it was: it still holds its keys.
+                    keys.add(&existing);
                 }
                 (new != existing).then_some(new)
             }
@@ -380,10 +396,32 @@ fn insert_rows(
         _ => None,
     };
     let checks = e.checks.for_table(&e.storage, &schema)?;
-    let on_conflict = conflict_rule(&schema, ins, &checks)?;
+    let upsert_notes = UpsertNotes::default();
+    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes)?;
+    let upserted: Vec<Row> = match &on_conflict {
+        OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
+        _ => Vec::new(),
+    };
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
+    let replacing_keyed =
+        matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
     if !checks.is_empty() {
-        rows = check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict)?;
+        let given = if replacing_keyed {
+            rows.clone()
+        } else {
+            Vec::new()
+        };
+        rows = match check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict) {
+            Ok(rows) => rows,
+            // An earlier row's replaced row may be referenced (1451).
+            Err(err) if replacing_keyed => {
+                let replaced = replaced_rows(e, s, &schema, &given)?;
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &given, &replaced, err,
+                ));
+            }
+            Err(err) => return Err(err),
+        };
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
@@ -407,11 +445,17 @@ fn insert_rows(
     });
     // REPLACE deletes the rows it replaces, so their referencing rows get
     // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
-    let cascades = if matches!(on_conflict, OnConflict::Replace)
-        && crate::foreign_keys::involved(e, &schema)?
-    {
+    let cascades = if replacing_keyed {
         let replaced = replaced_rows(e, s, &schema, &rows)?;
-        crate::foreign_keys::parent_effects(e, s, &schema, &replaced)?
+        let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
+        match crate::foreign_keys::parent_effects(e, s, &schema, &changes) {
+            Ok(cascades) => cascades,
+            Err(err) => {
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &rows, &replaced, err,
+                ))
+            }
+        }
     } else {
         Vec::new()
     };
@@ -434,6 +478,19 @@ fn insert_rows(
             RowCounts::default(),
         )?
     };
+    // A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that
+    // led to the update (after the inserted values' Notes; MariaDB
+    // interleaves them by row).
+    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
+    for (i, row) in upserted.iter().enumerate() {
+        for column in upsert_notes.get(row).into_iter().flatten() {
+            s.add_warning(
+                "Note",
+                1265,
+                format!("Data truncated for column '{column}' at row {}", i + 1),
+            );
+        }
+    }
     if let Some(result) = returned {
         if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
             s.last_insert_id = id as u64;
@@ -494,25 +551,52 @@ fn records_info(records: u64, affected: u64, ignore: bool, replaces: bool) -> In
 /// What an INSERT does with a row whose key is taken: REPLACE, ON
 /// DUPLICATE KEY UPDATE (whose changed row must pass the table's CHECKs),
 /// IGNORE, or fail.
+/// The columns whose ON DUPLICATE KEY UPDATE value was rounded or cut
+/// (a Note each), by the proposed row (as stored) that led to the update.
+type UpsertNotes = Arc<parking_lot::Mutex<HashMap<Row, Vec<String>>>>;
+
+/// A proposed row as [`UpsertNotes`] holds it: as stored, without its
+/// AUTO_INCREMENT value (storage may generate it after the shim saw it).
+fn upsert_note_key(schema: &TableSchema, row: &Row) -> Row {
+    let mut key = coerce_lenient(schema, row);
+    if let Some(v) = schema.auto_increment_column().and_then(|c| key.get_mut(c)) {
+        *v = Value::Null;
+    }
+    key
+}
+
 fn conflict_rule(
     schema: &Arc<TableSchema>,
     ins: &ast::Insert,
     checks: &Arc<crate::checks::TableChecks>,
+    notes: &UpsertNotes,
 ) -> Result<OnConflict> {
     Ok(if ins.replace_into {
         OnConflict::Replace
     } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
         let compiled = compile_assignments(schema, assignments)?;
         let (checks, schema) = (checks.clone(), schema.clone());
+        let notes = notes.clone();
         let updater: ladle_storage::ConflictUpdater =
             Arc::new(move |existing: &Row, proposed: &Row| {
                 let mut new = existing.clone();
+                let mut rounded = Vec::new();
                 for (pos, x) in &compiled {
                     let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    if let Some(c) = schema.columns.get(*pos) {
+                        if ladle_common::truncation_note(&v, c) {
+                            rounded.push(c.name.clone());
+                        }
+                    }
                     *slot(&mut new, *pos)? = v;
                 }
                 checks.fill_generated(&schema, &mut new)?;
                 checks.verify_uncoerced(&schema, &new)?;
+                // Run again for the same row (a transaction's COMMIT),
+                // the update notes what it noted the first time.
+                notes
+                    .lock()
+                    .insert(upsert_note_key(&schema, proposed), rounded);
                 Ok(new)
             });
         OnConflict::Update(updater)
@@ -562,26 +646,66 @@ fn reserve_ids(
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
 /// PRIMARY or UNIQUE key with one of them), as the session sees the table.
+/// The error a REPLACE on a referenced table that failed with `err` (its
+/// replaced rows fail a FOREIGN KEY, or a row fails a CHECK) reports:
+/// InnoDB takes the rows one at a time, each checked for values that do
+/// not fit (1264, 1406...), then CHECKs (4025), then the rows it replaces
+/// (1451), so the first row failing any of them decides. `replaced` is
+/// [`replaced_rows`]'s answer.
+fn first_replace_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: &[Row],
+    replaced: &[ReplacedRow],
+    err: ShimError,
+) -> ShimError {
+    for (i, row) in rows.iter().enumerate() {
+        let coerced = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(value_error) => return value_error,
+        };
+        if let Err(check_error) = checks.verify(&coerced) {
+            return check_error.into();
+        }
+        let upto: Vec<(Row, Option<Row>)> = replaced
+            .iter()
+            .filter(|(at, _)| *at <= i)
+            .map(|(_, c)| c.clone())
+            .collect();
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, &upto) {
+            return key_error;
+        }
+    }
+    err
+}
+
+/// A row a REPLACE deletes: the position of the row replacing it, and the
+/// deleted row as a change (new `None`).
+type ReplacedRow = (usize, (Row, Option<Row>));
+
+/// The rows a REPLACE of `rows` deletes.
 fn replaced_rows(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
     rows: &[Row],
-) -> Result<Vec<(Row, Option<Row>)>> {
+) -> Result<Vec<ReplacedRow>> {
     let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
     let mut gone = Vec::new();
     // Rows this statement wrote itself: replacing one of them deletes no
     // parent row (an identical row already in the table is one, though).
     let mut own: Vec<&Row> = Vec::new();
-    for row in &rows {
+    for (at, row) in rows.iter().enumerate() {
         while let Some(victim) = keys.first_conflict(row) {
             keys.remove_conflicting(&victim);
             match own.iter().position(|r| **r == victim) {
                 Some(i) => {
                     own.swap_remove(i);
                 }
-                None => gone.push((victim, None)),
+                None => gone.push((at, (victim, None))),
             }
         }
         keys.add(row);
@@ -790,7 +914,20 @@ fn insert_in_transaction(
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
-    for (row, was_generated) in rows.into_iter().zip(generated) {
+    // The reserved values go to the rows in order; a row IGNORE skips, or
+    // ON DUPLICATE KEY UPDATE turns into an update, gives its value back to
+    // the next row, as outside a transaction (see storage's `insert`).
+    let mut next_generated = ai.and_then(|c| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| positive_id(&r[c]))
+    });
+    for (mut row, was_generated) in rows.into_iter().zip(generated) {
+        if let (true, Some(c), Some(v)) = (was_generated, ai, next_generated) {
+            row[c] = ladle_common::coerce(&Value::UInt(v), &schema.columns[c])
+                .map_err(StorageError::from)?;
+        }
         let conflicts = keys.conflicts(&row);
         let id = ai.and_then(|c| positive_id(&row[c]));
         match (&on_conflict, conflicts) {
@@ -830,8 +967,14 @@ fn insert_in_transaction(
                             .and_then(|c| positive_id(&existing[c]))
                             .unwrap_or(insert_id);
                     }
+                    // The updated row may repeat another row's key (one
+                    // `keys` may not know yet: the row updated was
+                    // inserted by this statement). Learnt while `existing`
+                    // is held, so its older version is not.
+                    keys.learn(
+                        TransactionKeys::new(e, s, schema, std::slice::from_ref(&new))?.rows(),
+                    );
                     keys.remove_conflicting(&existing);
-                    // The updated row may now repeat another row's key.
                     if keys.conflicts(&new) > 0 {
                         return Err(keys.duplicate_error(&new).into());
                     }
@@ -844,6 +987,9 @@ fn insert_in_transaction(
         }
         if let (Some(id), false) = (id, was_generated) {
             e.storage.note_auto_increment(schema.id, id)?;
+        }
+        if was_generated {
+            next_generated = next_generated.map(|v| v + 1);
         }
         if was_generated && first_generated.is_none() {
             first_generated = id;
@@ -1108,6 +1254,25 @@ impl<'a> TransactionKeys<'a> {
         StorageError::Internal("no duplicate key to report".into())
     }
 
+    /// Also knows `rows` (current rows found later), except a row whose
+    /// primary key it already holds: its version here is the newer one.
+    fn learn(&mut self, rows: Vec<Row>) {
+        let Some(pk) = self.schema.primary_key.as_ref().filter(|pk| !pk.is_empty()) else {
+            return;
+        };
+        for r in rows {
+            let held = self.keys.first().is_some_and(|primary| {
+                primary.columns == *pk
+                    && self
+                        .normalized(&r, pk)
+                        .is_some_and(|k| primary.rows.contains_key(&k))
+            });
+            if !held {
+                self.add(&r);
+            }
+        }
+    }
+
     /// Forgets the rows `row` replaces (REPLACE deletes them).
     fn remove_conflicting(&mut self, row: &Row) {
         let victims: Vec<Row> = self
@@ -1129,6 +1294,19 @@ impl<'a> TransactionKeys<'a> {
         }
     }
 
+    /// Every row it knows.
+    fn rows(self) -> Vec<Row> {
+        let mut out: Vec<Row> = Vec::new();
+        for key in self.keys {
+            for (_, r) in key.rows {
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+        }
+        out
+    }
+
     fn add(&mut self, row: &Row) {
         let normalized: Vec<Option<Vec<Value>>> = self
             .keys
@@ -1143,16 +1321,18 @@ impl<'a> TransactionKeys<'a> {
     }
 }
 
-/// An UPDATE inside a transaction, checked when it runs as InnoDB does: a
-/// changed row whose PRIMARY/UNIQUE key repeats another row's (as the
-/// transaction sees the table, with the rows before it updated and the
-/// rows after it not yet) fails the statement with 1062.
-fn check_updated_keys(
+/// The first row an UPDATE would fail on with 1062, checked as InnoDB
+/// does: a changed row whose PRIMARY/UNIQUE key repeats another row's (as
+/// the statement sees the table, with the rows before it updated and the
+/// rows after it not yet). Returns the rows changed before it in that
+/// order, the failing row, and the error; None when no row collides.
+fn first_duplicate<'c>(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
-    changes: &[(Row, Option<Row>)],
-) -> Result<()> {
+    changes: &'c [(Row, Option<Row>)],
+    in_given_order: bool,
+) -> Result<Option<UpdateDuplicate<'c>>> {
     let mut key_columns: Vec<usize> = schema.primary_key.clone().unwrap_or_default();
     for idx in schema.indexes.iter().filter(|i| i.unique) {
         key_columns.extend(&idx.columns);
@@ -1164,7 +1344,7 @@ fn check_updated_keys(
         .filter_map(|(old, new)| new.as_ref().filter(|n| rekeyed(old, n)).cloned())
         .collect();
     if new_rows.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
     // Row by row in primary key order, as InnoDB scans and updates (and as
@@ -1172,7 +1352,7 @@ fn check_updated_keys(
     // after the committed ones in `changes`): `SET id = id + 1` over ids 1
     // and 2 fails on the first row, whose new id the second still holds.
     let mut ordered: Vec<&(Row, Option<Row>)> = changes.iter().collect();
-    if let Some(pk) = &schema.primary_key {
+    if let (Some(pk), false) = (&schema.primary_key, in_given_order) {
         ordered.sort_by(|(a, _), (b, _)| {
             pk.iter()
                 .map(|&c| a[c].cmp(&b[c]))
@@ -1180,17 +1360,78 @@ fn check_updated_keys(
                 .unwrap_or(std::cmp::Ordering::Equal)
         });
     }
-    for (old, new) in ordered {
+    for (at, (old, new)) in ordered.iter().enumerate() {
         let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
             continue;
         };
         keys.remove_conflicting(old);
         if keys.conflicts(new) > 0 {
-            return Err(keys.duplicate_error(new).into());
+            return Ok(Some(UpdateDuplicate {
+                before: ordered[..at].to_vec(),
+                failing: ordered[at],
+                error: keys.duplicate_error(new).into(),
+            }));
         }
         keys.add(new);
     }
-    Ok(())
+    Ok(None)
+}
+
+/// The error of an UPDATE whose row failed with `err` (a CHECK, a value
+/// that does not fit) after `changes` (the rows before it): the first of
+/// those that collides (1062) or fails a FOREIGN KEY, else `err`.
+fn first_update_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    (changes, in_given_order): (&[(Row, Option<Row>)], bool),
+    keyed: bool,
+    err: ShimError,
+) -> Result<ShimError> {
+    if let Some(duplicate) = first_duplicate(e, s, schema, changes, in_given_order)? {
+        return Ok(duplicate.error(e, s, schema, keyed));
+    }
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        if let Err(key_error) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+            return Ok(key_error);
+        }
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, changes) {
+            return Ok(key_error);
+        }
+    }
+    Ok(err)
+}
+
+/// Where an UPDATE fails with 1062 (see [`first_duplicate`]).
+struct UpdateDuplicate<'c> {
+    /// The rows changed before the failing one, in the order InnoDB
+    /// changes them.
+    before: Vec<&'c (Row, Option<Row>)>,
+    failing: &'c (Row, Option<Row>),
+    error: ShimError,
+}
+
+impl UpdateDuplicate<'_> {
+    /// The statement's error: InnoDB checks each row's FOREIGN KEYs as it
+    /// changes it, so a row changed before the failing one fails first
+    /// with 1452 (child side) or 1451 (parent side), and the failing row
+    /// itself with 1451 (its referenced key is checked before its new
+    /// entry is inserted) but not 1452 (its new entry goes in first).
+    fn error(self, e: &Engine, s: &Session, schema: &TableSchema, keyed: bool) -> ShimError {
+        if keyed {
+            let new_rows: Vec<Row> = self.before.iter().filter_map(|(_, n)| n.clone()).collect();
+            if let Err(err) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+                return err;
+            }
+            let mut changed: Vec<(Row, Option<Row>)> = self.before.into_iter().cloned().collect();
+            changed.push(self.failing.clone());
+            if let Err(err) = crate::foreign_keys::parent_effects(e, s, schema, &changed) {
+                return err;
+            }
+        }
+        self.error
+    }
 }
 
 /// The key values of `row` for `cols`, or None if any is NULL (NULLs never
@@ -1345,9 +1586,27 @@ fn candidate_rows(
         return Ok(match scan {
             ScanSpec::Full => e.storage.scan(schema.id)?,
             ScanSpec::Prefix { index, key } => e.storage.lookup(schema.id, *index, key)?,
+            ScanSpec::Keys(keys) => {
+                let mut rows = Vec::with_capacity(keys.len());
+                for key in keys {
+                    rows.extend(e.storage.lookup(schema.id, IndexRef::Primary, key)?);
+                }
+                rows
+            }
         });
     };
-    transaction_rows(e, tx, schema, std::slice::from_ref(scan))
+    let rows = transaction_rows(e, tx, schema, std::slice::from_ref(scan))?;
+    match (scan, &schema.primary_key) {
+        // In the order given, as storage visits them.
+        (ScanSpec::Keys(keys), Some(pk)) => {
+            let mut by_key: HashMap<Vec<Value>, Row> = rows
+                .into_iter()
+                .map(|r| (pk.iter().map(|&c| r[c].clone()).collect(), r))
+                .collect();
+            Ok(keys.iter().filter_map(|k| by_key.remove(k)).collect())
+        }
+        _ => Ok(rows),
+    }
 }
 
 /// Rows of `schema`'s table as the open transaction `tx` leaves them: at
@@ -1420,7 +1679,19 @@ pub(crate) fn table_as_transaction_sees(
 
 /// `rows` (a table's committed rows) as the transaction's buffered ops
 /// leave them.
-fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<Vec<Row>> {
+fn replay(tx: &Transaction, schema: &TableSchema, rows: Vec<Row>) -> Result<Vec<Row>> {
+    replay_noting(tx, schema, rows, &mut Vec::new())
+}
+
+/// [`replay`], also pushing to `touched` every row an op wrote or removed
+/// on the way (an inserted row a later op deleted is gone from the result
+/// but still hides a snapshot's row with its key: see [`snapshot_overlay`]).
+fn replay_noting(
+    tx: &Transaction,
+    schema: &TableSchema,
+    mut rows: Vec<Row>,
+    touched: &mut Vec<Row>,
+) -> Result<Vec<Row>> {
     for op in &tx.ops {
         match op {
             WriteOp::Insert {
@@ -1434,22 +1705,37 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
                         OnConflict::Replace => {
                             let gone = colliding(schema, &rows, &coerced);
                             let mut i = 0;
-                            rows.retain(|_| {
+                            rows.retain(|r| {
                                 i += 1;
-                                !gone.contains(&(i - 1))
+                                let keep = !gone.contains(&(i - 1));
+                                if !keep {
+                                    touched.push(r.clone());
+                                }
+                                keep
                             });
+                            touched.push(coerced.clone());
                             rows.push(coerced);
                         }
                         OnConflict::Update(f) => match colliding(schema, &rows, &coerced).first() {
                             Some(&i) => {
-                                let updated = f(&rows[i], &coerced)?;
-                                rows[i] = coerce_lenient(schema, &updated);
+                                let updated = coerce_lenient(schema, &f(&rows[i], &coerced)?);
+                                if updated != rows[i] {
+                                    touched.push(rows[i].clone());
+                                    touched.push(updated.clone());
+                                }
+                                rows[i] = updated;
                             }
-                            None => rows.push(coerced),
+                            None => {
+                                touched.push(coerced.clone());
+                                rows.push(coerced);
+                            }
                         },
                         // Checked when the statement ran: an IGNORE op
                         // holds only the rows that did not collide.
-                        OnConflict::Error | OnConflict::Ignore => rows.push(coerced),
+                        OnConflict::Error | OnConflict::Ignore => {
+                            touched.push(coerced.clone());
+                            rows.push(coerced);
+                        }
                     }
                 }
             }
@@ -1458,14 +1744,21 @@ fn replay(tx: &Transaction, schema: &TableSchema, mut rows: Vec<Row>) -> Result<
                     if let Some(n) = update(r)? {
                         // Typed as COMMIT will store it (`i / 2` of an INT
                         // column reads back as an integer, not a decimal).
-                        *r = coerce_lenient(schema, &n);
+                        let n = coerce_lenient(schema, &n);
+                        if n != *r {
+                            touched.push(r.clone());
+                            touched.push(n.clone());
+                        }
+                        *r = n;
                     }
                 }
             }
             WriteOp::Delete { table, filter, .. } if *table == schema.id => {
                 let mut kept = Vec::with_capacity(rows.len());
                 for r in rows {
-                    if !filter(&r)? {
+                    if filter(&r)? {
+                        touched.push(r);
+                    } else {
                         kept.push(r);
                     }
                 }
@@ -1573,35 +1866,36 @@ pub(crate) fn snapshot_overlay(
         schema,
         committed,
         replayed,
+        touched,
     } in written_tables(e, s, tables)?
     {
         let seen = view.scan(t)?;
-        let changes = row_diff(committed, replayed);
         let desired = match &schema.primary_key {
             Some(pk) if !pk.is_empty() => {
+                // A key the transaction wrote shows the transaction's own
+                // version of its row (or none, if it ends up deleted), as
+                // InnoDB's read view sees its own changes; every other key
+                // the snapshot's.
                 let key = |r: &Row| -> Vec<Value> {
                     pk.iter()
                         .map(|&c| r[c].key_normalized(schema.columns[c].collation))
                         .collect()
                 };
                 let touched: std::collections::HashSet<Vec<Value>> =
-                    changes.iter().map(|d| key(d.row())).collect();
+                    touched.iter().map(key).collect();
                 let mut rows: Vec<Row> = seen
                     .iter()
                     .filter(|r| !touched.contains(&key(r)))
                     .cloned()
                     .collect();
-                rows.extend(changes.into_iter().filter_map(|d| match d {
-                    ladle_common::RowDelta::Insert(r) => Some(r),
-                    ladle_common::RowDelta::Delete(_) => None,
-                }));
+                rows.extend(replayed.into_iter().filter(|r| touched.contains(&key(r))));
                 rows
             }
             _ => {
                 // No key to follow a row by: apply the change to the rows
                 // the view has (a delete of a row it lacks is a no-op).
                 let mut rows = seen.clone();
-                for d in changes {
+                for d in row_diff(committed, replayed) {
                     match d {
                         ladle_common::RowDelta::Delete(r) => {
                             if let Some(i) = rows.iter().position(|x| *x == r) {
@@ -1630,6 +1924,9 @@ struct WrittenTable {
     committed: Vec<Row>,
     /// Those rows with the transaction's ops replayed.
     replayed: Vec<Row>,
+    /// Every row the ops wrote or removed on the way (see
+    /// [`replay_noting`]).
+    touched: Vec<Row>,
 }
 
 /// The `tables` the open transaction wrote.
@@ -1652,12 +1949,14 @@ fn written_tables(
             continue;
         };
         let committed = e.storage.scan(t)?;
-        let replayed = replay(tx, &schema, committed.clone())?;
+        let mut touched = Vec::new();
+        let replayed = replay_noting(tx, &schema, committed.clone(), &mut touched)?;
         out.push(WrittenTable {
             id: t,
             schema,
             committed,
             replayed,
+            touched,
         });
     }
     Ok(out)
@@ -1835,6 +2134,17 @@ pub fn update(
         .collect();
     let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    // With ORDER BY the rows are changed, and their keys checked, in its
+    // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts
+    // keys without colliding).
+    let scan = match (&chosen, &schema.primary_key) {
+        (Some(c), Some(pk)) if !order_by.is_empty() && !pk.is_empty() => {
+            ScanSpec::Keys(c.ordered.clone())
+        }
+        _ => scan,
+    };
+    let in_scan_order = matches!(scan, ScanSpec::Keys(_));
+    let chosen = chosen.map(|c| c.set);
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
@@ -1877,22 +2187,27 @@ pub fn update(
         }
         Ok(Some(new))
     });
-    let updater = if ignore {
-        use crate::update_ignore::{skip_duplicates, KeyHolders};
+    // IGNORE, and non-strict `sql_mode` (''), adjust values that do not
+    // fit with a warning; only IGNORE also skips rows that would collide.
+    let lenient = ignore || !crate::vars::strict_mode(s);
+    let updater = if lenient {
+        use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
         let visited = candidate_rows(e, s, &schema, &scan)?;
+        let (updater, warnings) = adjust_values(&schema, &visited, updater)?;
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
         let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
             Ok(e.storage.lookup(schema.id, index, key)?)
         };
-        let (updater, warnings) = if transaction_wrote(s, schema.id) {
+        if !ignore {
+            updater
+        } else if transaction_wrote(s, schema.id) {
             let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
             skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
         } else {
             skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
-        };
-        for (code, message) in warnings {
-            s.add_warning("Warning", code, message);
         }
-        updater
     } else {
         updater
     };
@@ -1901,14 +2216,26 @@ pub fn update(
     let mut changes = Vec::new();
     if s.in_transaction() || keyed {
         for row in candidate_rows(e, s, &schema, &scan)? {
-            if let Some(new) = updater(&row)? {
+            // Strictly (the write will be), unless IGNORE or a non-strict
+            // sql_mode adjusts it.
+            let updated = updater(&row)
+                .map_err(ShimError::from)
+                .and_then(|new| match new {
+                    Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
+                    Some(new) => coerce_row(&schema, &new).map(Some),
+                    None => Ok(None),
+                });
+            let new = match updated {
+                Ok(new) => new,
+                // The rows before this one were changed first (InnoDB
+                // goes row by row): their own failure comes first.
+                Err(err) => {
+                    let changed = (changes.as_slice(), in_scan_order);
+                    return Err(first_update_error(e, s, &schema, changed, keyed, err)?);
+                }
+            };
+            if let Some(new) = new {
                 counts.found += 1;
-                // Strictly (the write will be), unless IGNORE adjusts it.
-                let new = if ignore {
-                    coerce_lenient(&schema, &new)
-                } else {
-                    coerce_row(&schema, &new)?
-                };
                 if new != row {
                     counts.affected += 1;
                     changes.push((row, Some(new)));
@@ -1922,7 +2249,13 @@ pub fn update(
                 ladle_storage::check_not_null(&schema, new, true)?;
             }
         }
-        check_updated_keys(e, s, &schema, &changes)?;
+    }
+    // Outside a transaction storage finds a duplicate itself, but the
+    // FOREIGN KEY checks below run first, so a keyed table's is found here.
+    if s.in_transaction() || keyed {
+        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes, in_scan_order)? {
+            return Err(duplicate.error(e, s, &schema, keyed));
+        }
     }
     let mut cascades = Vec::new();
     if keyed {
@@ -1991,7 +2324,8 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, d.selection.as_ref());
-    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?;
+    let chosen =
+        choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?.map(|c| c.set);
     let ident_cols = identity_columns(&schema);
     let filter: RowFilter = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
@@ -2398,7 +2732,7 @@ fn choose_rows(
     pred: Option<&RowExpr>,
     order_by: &[ast::OrderByExpr],
     limit: Option<u64>,
-) -> Result<Option<std::collections::HashSet<Vec<Value>>>> {
+) -> Result<Option<ChosenRows>> {
     if order_by.is_empty() && limit.is_none() {
         return Ok(None);
     }
@@ -2437,13 +2771,23 @@ fn choose_rows(
     });
     let n = limit.map_or(keyed.len(), |l| usize::try_from(l).unwrap_or(usize::MAX));
     let cols = identity_columns(schema);
-    Ok(Some(
-        keyed
-            .into_iter()
-            .take(n)
-            .map(|(_, r)| identity(&r, &cols))
-            .collect(),
-    ))
+    let ordered: Vec<Vec<Value>> = keyed
+        .into_iter()
+        .take(n)
+        .map(|(_, r)| identity(&r, &cols))
+        .collect();
+    Ok(Some(ChosenRows {
+        set: ordered.iter().cloned().collect(),
+        ordered,
+    }))
+}
+
+/// The rows an UPDATE/DELETE with ORDER BY or LIMIT changes, by identity
+/// (see [`identity_columns`]).
+struct ChosenRows {
+    set: std::collections::HashSet<Vec<Value>>,
+    /// In ORDER BY order.
+    ordered: Vec<Vec<Value>>,
 }
 
 /// Splits `UPDATE ... [ORDER BY ...] [LIMIT n]` (which the SQL parser does

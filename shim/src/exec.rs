@@ -556,7 +556,7 @@ impl Engine {
                     .cloned();
                 if let Some(pq) = hit {
                     let start = std::time::Instant::now();
-                    let rows = self.read_rows(s, &pq, &[], false)?;
+                    let rows = self.read_rows(s, &pq, &[], false, false)?;
                     self.metrics
                         .read_seconds
                         .observe(start.elapsed().as_secs_f64());
@@ -1319,19 +1319,21 @@ impl Engine {
     /// REPEATABLE READ over the transaction's read view instead, unless the
     /// read is a `locking` one (`FOR UPDATE`, `LOCK IN SHARE MODE`), which
     /// InnoDB answers from the latest rows (a "current read"); otherwise it
-    /// is the view's reader lookup.
+    /// is the view's reader lookup. A read whose WHERE is `impossible`
+    /// (see [`crate::impossible`]) does not take the read view.
     fn read_rows(
         &self,
         s: &Session,
         pq: &PreparedQuery,
         params: &[Value],
         locking: bool,
+        impossible: bool,
     ) -> Result<ResultRows> {
         self.await_session_writes(s).map_err(ShimError::Wire)?;
         if let Some(view) = s
             .transaction
             .as_ref()
-            .filter(|_| !locking)
+            .filter(|tx| !(locking || impossible && tx.read_view.get().is_none()))
             .and_then(|tx| tx.read_view(|| self.storage.read_view()))
         {
             let tables = pq.tables();
@@ -1427,7 +1429,8 @@ impl Engine {
             },
             other => (other?, false),
         };
-        let rows = self.read_rows(s, &pq, &[], locking)?;
+        let impossible = takes_read_view(s) && crate::impossible::select_is_impossible(&q, &[]);
+        let rows = self.read_rows(s, &pq, &[], locking, impossible)?;
         if let (Some(sql), Some(current), false) = (sql, &s.database, clock_fixed) {
             self.remember_select((current.clone(), sql.to_string()), &pq);
         }
@@ -1740,6 +1743,11 @@ impl Engine {
                 if let Err(e) = crate::privileges::check_sql(self, s, sql) {
                     return (Kind::Select, Err(e.into()));
                 }
+                let impossible = takes_read_view(s)
+                    && matches!(
+                        parse(sql).as_deref(),
+                        Ok([Statement::Query(q)]) if crate::impossible::select_is_impossible(q, params)
+                    );
                 let query = if *generation == self.select_cache.generation() {
                     query.clone()
                 } else {
@@ -1758,7 +1766,7 @@ impl Engine {
                 s.clear_warnings();
                 let start = std::time::Instant::now();
                 let _deadline = select_deadline(s);
-                let res = self.read_rows(s, &query, params, locking);
+                let res = self.read_rows(s, &query, params, locking, impossible);
                 self.finish_read(s, &query, start, res)
             }
             Some(PreparedStatement::Other { sql, marks }) => {
@@ -1836,6 +1844,14 @@ fn strip_lock_in_share_mode(sql: &str) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Whether the session's next consistent read takes its transaction's
+/// REPEATABLE READ view (none taken yet).
+fn takes_read_view(s: &Session) -> bool {
+    s.transaction
+        .as_ref()
+        .is_some_and(|t| t.repeatable_read && t.read_view.get().is_none())
 }
 
 /// `SELECT ... FROM DUAL` as the same query without FROM.

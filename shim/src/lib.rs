@@ -55,6 +55,7 @@ pub mod exec;
 pub mod foreign_keys;
 pub mod forward;
 pub mod handler;
+pub mod impossible;
 pub mod metrics;
 pub mod net;
 pub mod params;

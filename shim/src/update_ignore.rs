@@ -82,27 +82,48 @@ impl UniqueKey {
     }
 }
 
-/// `update` with IGNORE's rules: it leaves unchanged every row of `visited`
-/// (the rows the write visits, in its order) whose updated version would
-/// repeat a unique key another row holds, and adjusts values that do not
-/// fit their columns. Also returns the warnings (code, message) the
-/// adjustments raise, once per row (the updater itself may run more than
-/// once per row).
+/// `update` adjusting values that do not fit their columns (cut, clamped,
+/// NULL to the implicit default), as IGNORE and non-strict `sql_mode` do.
+/// Also returns the warnings (code, message) the adjustments raise over
+/// `visited` (the rows the write visits, in its order), once per row (the
+/// updater itself may run more than once per row).
+pub fn adjust_values(
+    schema: &TableSchema,
+    visited: &[Row],
+    update: RowUpdater,
+) -> Result<(RowUpdater, Vec<(u16, String)>)> {
+    let mut warnings = Vec::new();
+    let mut matched = 0;
+    for row in visited {
+        let Some(mut new) = update(row)? else {
+            continue;
+        };
+        matched += 1;
+        warnings.extend(crate::dml::adjust_ignored_row(
+            schema, &mut new, matched, true,
+        ));
+    }
+    let adjusting_schema = schema.clone();
+    let updater: RowUpdater = Arc::new(move |row: &Row| {
+        Ok(update(row)?.map(|mut new| {
+            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
+            new
+        }))
+    });
+    Ok((updater, warnings))
+}
+
+/// `update` (already adjusting values, see [`adjust_values`]) with
+/// IGNORE's rule for keys: it leaves unchanged every row of `visited` (the
+/// rows the write visits, in its order) whose updated version would
+/// repeat a unique key another row holds.
 pub fn skip_duplicates(
     schema: &TableSchema,
     holders: KeyHolders<'_>,
     visited: Vec<Row>,
     update: RowUpdater,
-) -> Result<(RowUpdater, Vec<(u16, String)>)> {
-    let raw = update;
-    let adjusting_schema = schema.clone();
-    let assigned = Arc::clone(&raw);
-    let update: RowUpdater = Arc::new(move |row: &Row| {
-        Ok(assigned(row)?.map(|mut new| {
-            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
-            new
-        }))
-    });
+) -> Result<RowUpdater> {
+    let raw = Arc::clone(&update);
     let mut keys: Vec<UniqueKey> = Vec::new();
     if let Some(pk) = &schema.primary_key {
         keys.push(UniqueKey {
@@ -129,14 +150,8 @@ pub fn skip_duplicates(
             .collect()
     };
     let mut kept = HashSet::new();
-    let mut warnings = Vec::new();
-    let mut matched = 0;
     for row in &visited {
-        let Some(mut new) = raw(row)? else { continue };
-        matched += 1;
-        warnings.extend(crate::dml::adjust_ignored_row(
-            schema, &mut new, matched, true,
-        ));
+        let Some(new) = raw(row)? else { continue };
         let mut collides = false;
         for key in &mut keys {
             let old_key = key_of(schema, row, &key.columns);
@@ -176,5 +191,5 @@ pub fn skip_duplicates(
         }
         update(row)
     });
-    Ok((updater, warnings))
+    Ok(updater)
 }

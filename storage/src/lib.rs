@@ -238,6 +238,9 @@ pub enum ScanSpec {
     /// Rows whose index columns start with `key` (a prefix of the index's
     /// columns, or all of them).
     Prefix { index: IndexRef, key: Vec<Value> },
+    /// The rows with these primary keys, visited in this order (an UPDATE
+    /// with ORDER BY, which InnoDB applies row by row in that order).
+    Keys(Vec<Vec<Value>>),
 }
 
 /// Decides whether a row matches (DELETE/UPDATE WHERE).

@@ -16,7 +16,7 @@ use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Val
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
 use crate::table::{now, TableState};
-use crate::{OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
+use crate::{IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
 
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
 pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
@@ -229,8 +229,9 @@ impl Group<'_> {
             } => {
                 let t = self.table(table)?;
                 let mut result = OpResult::default();
+                let mut next_id = None;
                 for row in rows {
-                    self.insert(&t, row, &on_conflict, &mut result)?;
+                    self.insert(&t, row, &on_conflict, &mut result, &mut next_id)?;
                 }
                 // An explicit id is reported only when some row was written
                 // (MySQL's `info.copied`).
@@ -281,18 +282,36 @@ impl Group<'_> {
         match scan {
             ScanSpec::Full => read::scan_all(&r, t),
             ScanSpec::Prefix { index, key } => read::lookup(&r, t, *index, key),
+            ScanSpec::Keys(keys) => {
+                let mut rows = Vec::with_capacity(keys.len());
+                for key in keys {
+                    rows.extend(read::lookup(&r, t, IndexRef::Primary, key)?);
+                }
+                Ok(rows)
+            }
         }
     }
 
+    /// Inserts one row of a statement. `next_id` is the AUTO_INCREMENT
+    /// value the statement hands out next (see [`Self::prepare_insert`]).
     fn insert(
         &mut self,
         t: &TableState,
         row: Row,
         on_conflict: &OnConflict,
         result: &mut OpResult,
+        next_id: &mut Option<u64>,
     ) -> Result<()> {
-        let (row, generated) = self.prepare_insert(t, row)?;
+        let (row, generated) = self.prepare_insert(t, row, next_id)?;
         let conflicts = self.conflicts(t, &row, None)?;
+        // A row IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an
+        // update, gives its generated value back to the statement's next
+        // row (InnoDB's restore_auto_increment); the counter still moved.
+        if let (Some(g), false) = (generated, conflicts.is_empty()) {
+            if matches!(on_conflict, OnConflict::Ignore | OnConflict::Update(_)) {
+                *next_id = Some(g);
+            }
+        }
         // The row whose AUTO_INCREMENT value the OK packet may report, and
         // whether the generated value (if any) was used by a written row.
         let returns = !matches!(on_conflict, OnConflict::Error);
@@ -363,7 +382,16 @@ impl Group<'_> {
 
     /// Coerces, fills AUTO_INCREMENT and checks NOT NULL and size. Returns
     /// the row and the value generated for it, if any.
-    fn prepare_insert(&mut self, t: &TableState, row: Row) -> Result<(Row, Option<u64>)> {
+    /// The counter moves past one value per row that wants one (InnoDB
+    /// reserves as many as the statement has rows); the row takes
+    /// `next_id`, the statement's next unused value, which a skipped row
+    /// hands back (see [`Self::insert`]), else the counter's.
+    fn prepare_insert(
+        &mut self,
+        t: &TableState,
+        row: Row,
+        next_id: &mut Option<u64>,
+    ) -> Result<(Row, Option<u64>)> {
         let mut row = self.coerce_row(t, row)?;
         let mut generated = None;
         if let Some(ai) = t.schema.auto_increment_column() {
@@ -371,13 +399,18 @@ impl Group<'_> {
             let wants_value = row[ai].is_null() || row[ai].as_i64() == Some(0);
             if wants_value {
                 let mut next = t.counters.auto_inc.lock();
-                let v = (*next).max(1);
+                let reserved = (*next).max(1);
+                let v = next_id.filter(|&n| n <= reserved).unwrap_or(reserved);
                 row[ai] = coerce(&Value::UInt(v), column)?;
-                *next = v + 1;
+                *next = reserved + 1;
                 self.auto_inc.insert(t.schema.id, *next);
+                *next_id = Some(v + 1);
                 generated = Some(v);
             } else {
                 self.bump_auto_inc(t, &row[ai]);
+                if let (Some(n), Some(explicit)) = (*next_id, positive(&row[ai])) {
+                    *next_id = Some(n.max(explicit.saturating_add(1)));
+                }
             }
         }
         self.check_row(t, &row)?;
@@ -385,10 +418,8 @@ impl Group<'_> {
     }
 
     fn bump_auto_inc(&mut self, t: &TableState, v: &Value) {
-        let explicit = match v {
-            Value::Int(i) if *i > 0 => *i as u64,
-            Value::UInt(u) => *u,
-            _ => return,
+        let Some(explicit) = positive(v) else {
+            return;
         };
         let mut next = t.counters.auto_inc.lock();
         if explicit >= *next {
@@ -631,6 +662,15 @@ pub fn check_not_null(schema: &TableSchema, row: &[Value], to_generate: bool) ->
         }
     }
     Ok(())
+}
+
+/// An explicit AUTO_INCREMENT value that moves the counter.
+fn positive(v: &Value) -> Option<u64> {
+    match v {
+        Value::Int(i) if *i > 0 => Some(*i as u64),
+        Value::UInt(u) => Some(*u),
+        _ => None,
+    }
 }
 
 fn auto_inc_value(t: &TableState, row: &Row) -> Option<u64> {

@@ -1750,8 +1750,12 @@ impl<'a> Planner<'a> {
         // (a read-time filter or range needs them, as in sysbench's
         // `SELECT DISTINCT c ... WHERE id BETWEEN ? AND ? ORDER BY c`): the
         // view keeps the rows, and DISTINCT and ORDER BY are taken at read
-        // time over the selected columns.
-        let distinct_at_read = distinct && stored.len() > visible_width + key.len();
+        // time over the selected columns. So too when a read-time filter
+        // remains over selected or key columns (`a = ? AND a = ?`, whose
+        // second equality is no key): it must run before DISTINCT merges
+        // rows.
+        let distinct_at_read =
+            distinct && (stored.len() > visible_width + key.len() || read_filter.is_some());
         if distinct_at_read
             && order
                 .iter()
@@ -1761,10 +1765,7 @@ impl<'a> Planner<'a> {
                 "DISTINCT with ORDER BY on columns not selected",
             ));
         }
-        if distinct
-            && ((read_filter.is_some() && !distinct_at_read)
-                || output.iter().any(|e| !matches!(e, Expr::Column(_))))
-        {
+        if distinct && output.iter().any(|e| !matches!(e, Expr::Column(_))) {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let stored_colls: Vec<Collation> = stored
