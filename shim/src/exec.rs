@@ -1045,7 +1045,7 @@ impl Engine {
         };
         let text = dml::render_tokens(&t[from..]);
         let id = self
-            .eval_constant(s, &crate::sqltext::parse_expr(&text)?)?
+            .eval_constant(s, &crate::sqltext::parse_whole_expr(&text)?)?
             .as_i64()
             .and_then(|i| u64::try_from(i).ok())
             .ok_or_else(|| ShimError::WrongArguments("KILL".into()))?;
