@@ -937,15 +937,7 @@ fn metrics_health_and_sigterm() {
 /// The standard process metrics that benchmarks read (`lobsters-bench
 /// --metrics-url`): CPU seconds and resident memory, with plausible values.
 fn assert_process_metrics(m: &str) {
-    let value = |name: &str| -> f64 {
-        let prefix = format!("{name} ");
-        m.lines()
-            .find_map(|l| l.strip_prefix(prefix.as_str()))
-            .unwrap_or_else(|| panic!("no {name} in {m}"))
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let value = |name: &str| metric(m, name);
     assert!(value("process_cpu_seconds_total") >= 0.0);
     assert!(value("process_resident_memory_bytes") > 1e6, "{m}");
     assert!(value("process_open_fds") >= 3.0, "{m}");
