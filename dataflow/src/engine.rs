@@ -370,6 +370,7 @@ impl Dataflow {
                     hits: v.reader.hits.load(AO::Relaxed),
                     misses: v.reader.misses.load(AO::Relaxed),
                     upqueries: v.reader.upqueries.load(AO::Relaxed),
+                    evicted_keys: v.reader.evicted_keys.load(AO::Relaxed),
                 }
             })
             .collect();
@@ -445,6 +446,18 @@ impl Dataflow {
     /// Bytes of view state currently held.
     pub fn memory_bytes(&self) -> usize {
         self.inner.graph.lock().state_bytes()
+    }
+
+    /// Times the memory limit cleared an interior node's state (and
+    /// everything downstream of it), since start; reader keys evicted are
+    /// counted per view ([`ViewStats::evicted_keys`]).
+    pub fn interior_evictions(&self) -> u64 {
+        self.inner.graph.lock().interior_evictions
+    }
+
+    /// The view-state limit (`--memory-limit`).
+    pub fn memory_limit(&self) -> usize {
+        self.inner.config.memory_limit
     }
 
     /// How reader misses were filled so far: (outside the locks, discarded
@@ -944,6 +957,7 @@ impl Inner {
     /// warn while computing its rows is not the reading statement's (see
     /// [`crate::expr::without_warnings`]).
     fn fill_now(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        let _budget = crate::interrupt::watch_memory(statement_memory(&self.config));
         crate::expr::without_warnings(|| self.fill_now_warning_free(v, keys))
     }
 
@@ -1004,6 +1018,7 @@ impl Inner {
             };
             Ok(Rows::from(v.reader.sorted(rows)))
         };
+        let _budget = crate::interrupt::watch_memory(statement_memory(&self.config));
         // Computing the view's rows: its warnings are not the statement's
         // (see `crate::expr::without_warnings`).
         crate::expr::without_warnings(|| match tx.snapshot {
@@ -1099,6 +1114,17 @@ impl Inner {
             Ok(out)
         })
     }
+}
+
+/// The least a statement may materialize, whatever `--memory-limit`: tiny
+/// limits (tests of constant eviction) still answer ordinary queries.
+const MIN_STATEMENT_MEMORY: usize = 16 << 20;
+
+/// What one statement's reads may materialize (see
+/// [`crate::interrupt::watch_memory`]): half the view-state limit, so view
+/// state plus a statement's rows stay within 1.5 times it.
+fn statement_memory(config: &DataflowConfig) -> usize {
+    (config.memory_limit / 2).max(MIN_STATEMENT_MEMORY)
 }
 
 impl Prepared {

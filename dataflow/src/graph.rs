@@ -93,6 +93,8 @@ pub(crate) struct Graph {
     pub version: u64,
     /// Set in a detached copy (see [`Graph::detach`]).
     detached: Option<Detached>,
+    /// Interior nodes whose state [`Graph::evict`] cleared, since start.
+    pub interior_evictions: u64,
 }
 
 /// What a detached copy of a view's ancestors knows about the real graph.
@@ -142,6 +144,7 @@ impl Graph {
             pending: HashMap::new(),
             version: 0,
             detached: None,
+            interior_evictions: 0,
         }
     }
 
@@ -237,6 +240,7 @@ impl Graph {
                 real_graph,
                 read: Vec::new(),
             }),
+            interior_evictions: 0,
         })
     }
 
@@ -278,6 +282,7 @@ impl Graph {
             pending: HashMap::new(),
             version: 0,
             detached,
+            interior_evictions: 0,
         }
     }
 
@@ -1005,6 +1010,7 @@ impl Graph {
         let mut out = Vec::new();
         for (ls, rs) in left_groups.iter().zip(&right_groups) {
             crate::interrupt::check()?;
+            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
             out.extend(j.join_rows(ls, rs));
         }
         Ok(out)
@@ -1024,6 +1030,7 @@ impl Graph {
         let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
         for (ls, rs) in left_groups.iter().zip(&right_groups) {
             crate::interrupt::check()?;
+            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
             out.extend(j.join_rows(ls, rs));
         }
         Ok(out)
@@ -1129,6 +1136,7 @@ impl Graph {
                 .collect();
             rows = ops::undo(rows, &matching);
         }
+        crate::interrupt::charge(&rows)?;
         Ok(rows)
     }
 
@@ -1318,6 +1326,7 @@ impl Graph {
                 return;
             }
             self.clear_downstream(n);
+            self.interior_evictions += 1;
             total = self.state_bytes();
         }
     }

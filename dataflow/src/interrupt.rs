@@ -5,36 +5,63 @@
 //! check both as they pull rows through the graph and end the read with
 //! [`DataflowError::Interrupted`], the way a pull ends when an expression
 //! fails to evaluate.
+//!
+//! The same pulls charge the rows they materialize (base-table reads and
+//! join results) to the statement's working-set budget ([`watch_memory`]):
+//! a read that would hold more than its budget ends with
+//! [`DataflowError::OutOfMemory`] (MySQL's 1041) instead of growing the
+//! process until the kernel kills it. The charge is cumulative over the
+//! statement, an upper bound on what it holds at once.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
+use ladle_common::Row;
+
+use crate::ops::row_bytes;
 use crate::{DataflowError, Result};
 
 #[derive(Default)]
 struct Watch {
     flag: Option<Arc<AtomicBool>>,
     deadline: Option<Instant>,
+    memory: Option<Budget>,
+}
+
+/// A statement's working-set budget and what it has charged so far.
+#[derive(Clone, Copy)]
+struct Budget {
+    limit: usize,
+    used: usize,
 }
 
 thread_local! {
     static WATCH: RefCell<Watch> = RefCell::new(Watch::default());
 }
 
-/// Restores the thread's previous watch when dropped.
-pub struct WatchGuard {
-    flag: Option<Arc<AtomicBool>>,
-    deadline: Option<Instant>,
+/// Restores what its `watch_*` call changed when dropped.
+pub struct WatchGuard(Restore);
+
+enum Restore {
+    Flag(Option<Arc<AtomicBool>>),
+    Deadline(Option<Instant>),
+    /// The budget this guard installed ends.
+    Memory,
+    Nothing,
 }
 
 impl Drop for WatchGuard {
     fn drop(&mut self) {
         WATCH.with(|w| {
             let mut w = w.borrow_mut();
-            w.flag = self.flag.take();
-            w.deadline = self.deadline;
+            match &mut self.0 {
+                Restore::Flag(flag) => w.flag = flag.take(),
+                Restore::Deadline(deadline) => w.deadline = *deadline,
+                Restore::Memory => w.memory = None,
+                Restore::Nothing => {}
+            }
         });
     }
 }
@@ -42,27 +69,55 @@ impl Drop for WatchGuard {
 /// Until the guard is dropped, reads on this thread stop once `flag` is
 /// set.
 pub fn watch_flag(flag: Arc<AtomicBool>) -> WatchGuard {
-    WATCH.with(|w| {
-        let mut w = w.borrow_mut();
-        let guard = WatchGuard {
-            flag: w.flag.take(),
-            deadline: w.deadline,
-        };
-        w.flag = Some(flag);
-        guard
-    })
+    WATCH.with(|w| WatchGuard(Restore::Flag(w.borrow_mut().flag.replace(flag))))
 }
 
 /// Until the guard is dropped, reads on this thread stop at `deadline`.
 pub fn watch_deadline(deadline: Option<Instant>) -> WatchGuard {
     WATCH.with(|w| {
         let mut w = w.borrow_mut();
-        let guard = WatchGuard {
-            flag: w.flag.clone(),
-            deadline: w.deadline,
+        WatchGuard(Restore::Deadline(std::mem::replace(
+            &mut w.deadline,
+            deadline,
+        )))
+    })
+}
+
+/// Until the guard is dropped, reads on this thread may materialize
+/// `limit` bytes of rows in all (see [`charge`]). A budget already being
+/// watched (an outer fill of the same statement) is kept: the statement's
+/// charges add up.
+pub fn watch_memory(limit: usize) -> WatchGuard {
+    WATCH.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.memory.is_some() {
+            return WatchGuard(Restore::Nothing);
+        }
+        w.memory = Some(Budget { limit, used: 0 });
+        WatchGuard(Restore::Memory)
+    })
+}
+
+/// Charges `rows`, just materialized by a pull, to the statement's budget
+/// (see [`charge_bytes`]).
+pub fn charge(rows: &[Row]) -> Result<()> {
+    charge_bytes(rows.iter().map(|r| row_bytes(r)).sum())
+}
+
+/// Charges `bytes` of rows a pull materializes (or is about to) to the
+/// statement's budget: `Err(OutOfMemory)` once the statement's rows pass
+/// it. Free without a budget (writes' propagation, tests).
+pub fn charge_bytes(bytes: usize) -> Result<()> {
+    WATCH.with(|w| {
+        let mut w = w.borrow_mut();
+        let Some(b) = w.memory.as_mut() else {
+            return Ok(());
         };
-        w.deadline = deadline;
-        guard
+        b.used = b.used.saturating_add(bytes);
+        if b.used > b.limit {
+            return Err(DataflowError::OutOfMemory { limit: b.limit });
+        }
+        Ok(())
     })
 }
 
@@ -83,6 +138,7 @@ pub fn check() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ladle_common::Value;
 
     #[test]
     fn flags_and_deadlines_stop_reads_while_watched() {
@@ -106,5 +162,35 @@ mod tests {
             ));
         }
         assert!(check().is_ok());
+    }
+
+    #[test]
+    fn rows_past_the_budget_end_the_read_and_nesting_keeps_the_outer_budget() {
+        let row: Row = vec![Value::Int(1), Value::Text("x".repeat(100).into())];
+        let one = row_bytes(&row);
+        assert!(
+            charge(&vec![row.clone(); 1000]).is_ok(),
+            "no budget, no limit"
+        );
+        {
+            let _g = watch_memory(one * 3);
+            assert!(charge(&[row.clone(), row.clone()]).is_ok());
+            {
+                // An inner fill of the same statement adds to its charges.
+                let _inner = watch_memory(usize::MAX);
+                assert!(charge(std::slice::from_ref(&row)).is_ok());
+                assert!(matches!(
+                    charge(std::slice::from_ref(&row)),
+                    Err(DataflowError::OutOfMemory { .. })
+                ));
+            }
+        }
+        assert!(
+            charge(&vec![row.clone(); 1000]).is_ok(),
+            "the budget ends with its guard"
+        );
+        let _g = watch_memory(one);
+        assert!(charge(std::slice::from_ref(&row)).is_ok());
+        assert!(charge(std::slice::from_ref(&row)).is_err());
     }
 }

@@ -157,6 +157,13 @@ pub enum DataflowError {
         "Query execution was interrupted"
     })]
     Interrupted { timeout: bool },
+    /// A read would materialize more rows than a statement may hold (see
+    /// [`interrupt::watch_memory`]): MySQL's 1041.
+    #[error(
+        "Out of memory: the statement needs more than its {limit} bytes of working memory \
+         (half of --memory-limit); narrow it, or raise --memory-limit"
+    )]
+    OutOfMemory { limit: usize },
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -237,6 +244,8 @@ pub struct ViewStats {
     pub hits: u64,
     pub misses: u64,
     pub upqueries: u64,
+    /// Keys evicted from the view to stay under the memory limit.
+    pub evicted_keys: u64,
 }
 
 /// A SELECT bound to a view. Cheap to clone; `execute` is a reader lookup.

@@ -144,6 +144,7 @@ pub const ER_LOCK_WAIT_TIMEOUT: MysqlCode = code(1205, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
+pub const ER_OUT_OF_RESOURCES: MysqlCode = code(1041, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
@@ -275,6 +276,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
         DataflowError::Interrupted { timeout: true } => ER_QUERY_TIMEOUT,
+        DataflowError::OutOfMemory { .. } => ER_OUT_OF_RESOURCES,
         DataflowError::Storage(s) => storage_code(s),
         DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
     }

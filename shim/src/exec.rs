@@ -175,21 +175,74 @@ pub trait SchemaLog: Send + Sync {
 /// (MySQL re-prepares such statements transparently).
 #[derive(Default)]
 pub struct SelectCache {
-    entries: parking_lot::Mutex<HashMap<(String, String), PreparedQuery>>,
+    entries: parking_lot::Mutex<CachedSelects>,
     /// Bumped by every DDL statement; a prepared SELECT bound under an
     /// older generation is planned again from its SQL when executed.
     generation: std::sync::atomic::AtomicU64,
 }
 
+struct CachedSelects<P = PreparedQuery> {
+    by_text: HashMap<(String, String), P>,
+    /// Estimated heap the entries hold (see [`cached_select_bytes`]).
+    bytes: usize,
+}
+
+impl<P> Default for CachedSelects<P> {
+    fn default() -> Self {
+        CachedSelects {
+            by_text: HashMap::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<P> CachedSelects<P> {
+    /// Keeps `p` for `key`, emptying the cache first when it is full (by
+    /// count or by estimated bytes).
+    fn insert(&mut self, key: (String, String), p: P) {
+        let bytes = cached_select_bytes(&key.1);
+        if self.by_text.len() >= SELECT_CACHE_LIMIT || self.bytes + bytes > SELECT_CACHE_BYTES {
+            self.clear();
+        }
+        if self.by_text.insert(key, p).is_none() {
+            self.bytes += bytes;
+        }
+    }
+
+    fn clear(&mut self) {
+        self.by_text.clear();
+        self.bytes = 0;
+    }
+}
+
+/// Entries kept in [`Engine::select_cache`] before it is emptied.
+const SELECT_CACHE_LIMIT: usize = 4096;
+
+/// Estimated heap kept in [`Engine::select_cache`] before it is emptied:
+/// a count alone let 4,096 long IN lists hold ~700 MB outside the memory
+/// limit.
+const SELECT_CACHE_BYTES: usize = 32 << 20;
+
+/// Estimated heap one cached SELECT holds: its bound plan keeps the parsed
+/// query, ~48 bytes per byte of text (1,000 SELECTs with 500-element IN
+/// lists, 3.5 KB each, held 169 MB), plus the text itself.
+fn cached_select_bytes(sql: &str) -> usize {
+    1024 + sql.len() * 49
+}
+
 impl SelectCache {
-    fn lock(&self) -> parking_lot::MutexGuard<'_, HashMap<(String, String), PreparedQuery>> {
-        self.entries.lock()
+    fn get(&self, key: &(String, String)) -> Option<PreparedQuery> {
+        self.entries.lock().by_text.get(key).cloned()
+    }
+
+    /// Keeps `pq`, the view `key.1` read in database `key.0`.
+    fn insert(&self, key: (String, String), pq: &PreparedQuery) {
+        self.entries.lock().insert(key, pq.clone());
     }
 
     /// DDL ran: every plan bound so far may be stale.
     fn invalidate(&self) {
-        let mut entries = self.entries.lock();
-        entries.clear();
+        self.entries.lock().clear();
         self.generation.fetch_add(1, AtomicOrdering::SeqCst);
     }
 
@@ -197,9 +250,6 @@ impl SelectCache {
         self.generation.load(AtomicOrdering::SeqCst)
     }
 }
-
-/// Entries kept in [`Engine::select_cache`] before it is emptied.
-const SELECT_CACHE_LIMIT: usize = 4096;
 
 /// Decrements [`Engine::inflight`] when dropped.
 pub struct InflightGuard<'a>(&'a AtomicUsize);
@@ -354,7 +404,7 @@ impl Engine {
         }
         let db = s.database.clone()?;
         let key = (db, sql.to_string());
-        let cached = self.select_cache.lock().get(&key).cloned();
+        let cached = self.select_cache.get(&key);
         let (pq, new) = match cached {
             Some(pq) => (pq, false),
             None => (self.installed_select(s, &key.0, sql)?, true),
@@ -423,11 +473,7 @@ impl Engine {
     /// Keeps the view `sql` read in the select cache, so that the same text
     /// again skips parsing.
     fn remember_select(&self, key: (String, String), pq: &PreparedQuery) {
-        let mut cache = self.select_cache.lock();
-        if cache.len() >= SELECT_CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(key, pq.clone());
+        self.select_cache.insert(key, pq);
     }
 
     /// What every statement leaves in its session besides its result:
@@ -549,11 +595,7 @@ impl Engine {
         let repeatable = s.transaction.as_ref().is_some_and(|t| t.repeatable_read);
         if kind == Kind::Select && !repeatable {
             if let Some(db) = &s.database {
-                let hit = self
-                    .select_cache
-                    .lock()
-                    .get(&(db.clone(), sql.to_string()))
-                    .cloned();
+                let hit = self.select_cache.get(&(db.clone(), sql.to_string()));
                 if let Some(pq) = hit {
                     let start = std::time::Instant::now();
                     let rows = self.read_rows(s, &pq, &[], false, false)?;
@@ -1076,7 +1118,7 @@ impl Engine {
         };
         let text = dml::render_tokens(&t[from..]);
         let id = self
-            .eval_constant(s, &crate::sqltext::parse_expr(&text)?)?
+            .eval_constant(s, &crate::sqltext::parse_whole_expr(&text)?)?
             .as_i64()
             .and_then(|i| u64::try_from(i).ok())
             .ok_or_else(|| ShimError::WrongArguments("KILL".into()))?;
@@ -2123,7 +2165,30 @@ enum ExplainFormat {
 
 #[cfg(test)]
 mod tests {
-    use super::first_words;
+    use super::{first_words, CachedSelects, SELECT_CACHE_BYTES, SELECT_CACHE_LIMIT};
+
+    #[test]
+    fn the_select_cache_is_bounded_by_estimated_bytes_as_well_as_count() {
+        let mut cache: CachedSelects<()> = CachedSelects::default();
+        let in_list = |n: usize| {
+            let ids: Vec<String> = (n * 500..n * 500 + 500).map(|i| i.to_string()).collect();
+            format!("SELECT v FROM t WHERE id IN ({})", ids.join(","))
+        };
+        let mut most = 0;
+        for n in 0..SELECT_CACHE_LIMIT {
+            cache.insert(("db".into(), in_list(n)), ());
+            assert!(cache.bytes <= SELECT_CACHE_BYTES);
+            most = most.max(cache.by_text.len());
+        }
+        assert!(most < SELECT_CACHE_LIMIT / 4, "{most} long IN lists kept");
+        // Short statements are bounded by count.
+        cache.clear();
+        for n in 0..SELECT_CACHE_LIMIT * 2 {
+            cache.insert(("db".into(), format!("SELECT v FROM t WHERE id = {n}")), ());
+            assert!(cache.by_text.len() <= SELECT_CACHE_LIMIT);
+        }
+        assert!(cache.by_text.len() > SELECT_CACHE_LIMIT / 2);
+    }
 
     #[test]
     fn first_words_skip_leading_comments() {

@@ -25,7 +25,10 @@ pub struct Metrics {
     view_hits: IntGaugeVec,
     view_misses: IntGaugeVec,
     view_upqueries: IntGaugeVec,
+    view_evictions: IntGaugeVec,
     view_fills: IntGaugeVec,
+    interior_evictions: IntGauge,
+    memory_limit: IntGauge,
     propagation_backlog: IntGauge,
     propagation_lag: IntGauge,
     views: IntGauge,
@@ -95,6 +98,20 @@ impl Metrics {
         let view_hits = gv("ladle_view_hits", "Reader hits per view");
         let view_misses = gv("ladle_view_misses", "Reader misses per view");
         let view_upqueries = gv("ladle_view_upqueries", "Upqueries issued per view");
+        let view_evictions = gv(
+            "ladle_view_evicted_keys",
+            "Keys evicted from each view to stay under --memory-limit",
+        );
+        let interior_evictions = IntGauge::new(
+            "ladle_interior_evictions",
+            "Times --memory-limit cleared an interior node's state (and its dependents)",
+        )
+        .expect("static metric definition");
+        let memory_limit = IntGauge::new(
+            "ladle_memory_limit_bytes",
+            "--memory-limit: view state is evicted past it, and one statement may hold half of it",
+        )
+        .expect("static metric definition");
         let view_fills = IntGaugeVec::new(
             Opts::new(
                 "ladle_view_fills",
@@ -130,7 +147,10 @@ impl Metrics {
             Box::new(view_hits.clone()),
             Box::new(view_misses.clone()),
             Box::new(view_upqueries.clone()),
+            Box::new(view_evictions.clone()),
             Box::new(view_fills.clone()),
+            Box::new(interior_evictions.clone()),
+            Box::new(memory_limit.clone()),
             Box::new(propagation_backlog.clone()),
             Box::new(propagation_lag.clone()),
             Box::new(views.clone()),
@@ -152,7 +172,10 @@ impl Metrics {
             view_hits,
             view_misses,
             view_upqueries,
+            view_evictions,
             view_fills,
+            interior_evictions,
+            memory_limit,
             propagation_backlog,
             propagation_lag,
             views,
@@ -184,7 +207,12 @@ impl Metrics {
             self.view_hits.reset();
             self.view_misses.reset();
             self.view_upqueries.reset();
+            self.view_evictions.reset();
             self.views.set(stats.len() as i64);
+            self.interior_evictions
+                .set(i64::try_from(df.interior_evictions()).unwrap_or(i64::MAX));
+            self.memory_limit
+                .set(i64::try_from(df.memory_limit()).unwrap_or(i64::MAX));
             let (unlocked, conflicts, locked) = df.fill_stats();
             for (path, n) in [
                 ("unlocked", unlocked),
@@ -209,6 +237,9 @@ impl Metrics {
                 self.view_upqueries
                     .with_label_values(&l)
                     .set(v.upqueries as i64);
+                self.view_evictions
+                    .with_label_values(&l)
+                    .set(v.evicted_keys as i64);
             }
         }
         let mut buf = Vec::new();

@@ -447,6 +447,28 @@ pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
     Ok(e)
 }
 
+/// [`parse_expr`] of text that must be one expression and nothing after
+/// it (`KILL 19 21` is MySQL's 1064 near '21', not a kill of 19).
+pub fn parse_whole_expr(sql: &str) -> Result<ast::Expr> {
+    let mut parser = parser(sql)?;
+    let mut e = contain_parser_panic(|| parser.parse_expr())?;
+    let mut rest = String::new();
+    loop {
+        match parser.next_token().token {
+            Token::EOF => break,
+            t => rest.push_str(&t.to_string()),
+        }
+    }
+    if !rest.is_empty() {
+        return Err(ShimError::Parse(format!(
+            "check the manual that corresponds to your MariaDB server version for the right \
+             syntax to use near '{rest}' at line 1"
+        )));
+    }
+    ladle_dataflow::bound_depth(&mut e).map_err(|_| ShimError::TooDeep)?;
+    Ok(e)
+}
+
 thread_local! {
     /// Set while this thread runs the parser (its panics are answered, not reported).
     static PARSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };

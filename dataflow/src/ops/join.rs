@@ -11,7 +11,7 @@ use std::fmt;
 
 use ladle_common::{Collation, Row, RowDelta, Value};
 
-use super::{diff_rows, norm_key, project_cols, undo};
+use super::{diff_rows, norm_key, project_cols, row_bytes, undo};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum JoinKind {
@@ -85,6 +85,19 @@ impl Join {
         }
         let groups = order.into_iter().filter_map(|k| map.remove(&k)).collect();
         (groups, null_left)
+    }
+
+    /// Bytes (as [`row_bytes`] counts them) of what [`Join::join_rows`]
+    /// would return for these rows, at most: known before the product is
+    /// built, so a read can refuse one too large to hold.
+    pub fn output_bytes_bound(&self, left: &[Row], right: &[Row]) -> usize {
+        let bytes = |rows: &[Row]| rows.iter().map(|r| row_bytes(r)).sum::<usize>();
+        match self.kind {
+            JoinKind::Inner | JoinKind::Left => bytes(left)
+                .saturating_mul(right.len().max(1))
+                .saturating_add(bytes(right).saturating_mul(left.len())),
+            JoinKind::Semi | JoinKind::Anti => bytes(left),
+        }
     }
 
     /// Output rows for the rows of one key.
