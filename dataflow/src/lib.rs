@@ -46,7 +46,7 @@
 //! counters); after repeated conflicts, and for views over an aggregate
 //! partitioned by nothing, the upquery runs inside the locks. Either way a
 //! replay never races a delta. Reader hits take no lock: readers publish
-//! each batch as a new version of a persistent map (`ops/reader.rs`).
+//! each batch as a new version of a persistent map (`ops/reader/`).
 //!
 //! Partial state: readers and aggregates hold some keys (complete results)
 //! and holes. Deltas for holes are dropped; a fill computes the key from the

@@ -6,11 +6,16 @@
 //! API and know nothing of RocksDB; this crate knows nothing of SQL text.
 //!
 //! ```text
-//!   lib.rs (Storage)  catalog.rs (DDL, open)  write.rs (group apply)  read.rs
+//!   storage.rs (Storage: writes, reads, log)  ddl.rs (open, DDL)  view.rs (read views)
+//!   commit.rs (group-commit queue)  write.rs (group apply)  read.rs  catalog.rs (records)
 //!   table.rs (row codec, index layout)  keys.rs (memcomparable)  cf.rs (names)
 //!   ------------- engine.rs: KvRead / KvEngine / KvSnapshot -------------
 //!   rocks/ (RocksDB)                              memory.rs (BTreeMaps)
 //! ```
+//!
+//! The root holds only these docs, the modules and the public re-exports;
+//! the API types live in `error.rs`, `config.rs`, `ops.rs` (what a write
+//! asks) and `hooks.rs` (commit check, observer, write gate).
 //!
 //! **No RocksDB dependency above the engine traits**: only `src/rocks/`
 //! imports `rocksdb`. The in-memory engine implements the same traits
