@@ -19,9 +19,9 @@ use crate::ops::ReaderState;
 use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape, Source};
 use crate::planner::range::RangeIndex;
 use crate::planner::{Count, Planned, PlannedView, Planner};
-use crate::propagation::{newest_commit, run_worker, Observer, Pipeline, TableCounters};
+use crate::propagation::{newest_commit, run_worker, Observer, Propagation, TableCounters};
 use crate::rows::ResultRows;
-use crate::{DataflowConfig, DataflowError, OutputColumn, PreparedQuery, Result, ViewStats};
+use crate::{DataflowConfig, DataflowError, OutputColumn, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
 /// Every installed view, so a restart rebuilds the same graph (and snapshots
@@ -129,20 +129,15 @@ pub(crate) struct Inner {
     pub(crate) config: DataflowConfig,
     pub(crate) graph: Arc<Mutex<Graph>>,
     /// Held while a snapshot is taken: snapshots are serialized.
-    pub(crate) snapshots: Mutex<crate::snapshot::SnapshotTracker>,
+    pub(crate) snapshots: Mutex<SnapshotTracker>,
     /// signature -> view
     views: RwLock<HashMap<String, Arc<View>>>,
     /// (database, lower name) -> SQL text
     named: RwLock<HashMap<(String, String), String>>,
     next_id: std::sync::atomic::AtomicU64,
-    /// Per base table with a view: batches committed and propagated (see
-    /// `propagation.rs`). A fill outside the locks starts only when the two
-    /// agree and is installed only if `committed` did not move.
-    table_commits: RwLock<HashMap<TableId, Arc<TableCounters>>>,
-    /// Committed batches waiting for the propagation worker.
-    pub(crate) pipeline: Arc<Pipeline>,
-    /// Workers a batch's domains propagate on (see `graph/domains.rs`).
-    pub(crate) domain_pool: rayon::ThreadPool,
+    /// The commit queue, its worker's state and the per-table counters
+    /// (see `propagation.rs`); shares `storage` and `graph`.
+    pub(crate) propagation: Arc<Propagation>,
     fill_stats: FillStats,
     /// When the engine started: the origin of the millisecond clocks below.
     started: Instant,
@@ -170,6 +165,15 @@ struct FillStats {
     locked: AtomicU64,
 }
 
+/// What the previous snapshot left behind, so the next one can be
+/// incremental (see `snapshot.rs`). Its mutex also serializes snapshots.
+#[derive(Default)]
+pub(crate) struct SnapshotTracker {
+    /// The epoch the nodes' changed-key sets are relative to, and the stable
+    /// ids of the nodes it holds.
+    pub(crate) last: Option<(u64, HashSet<String>)>,
+}
+
 /// The view engine. One per server.
 pub struct Dataflow {
     pub(crate) inner: Arc<Inner>,
@@ -179,7 +183,7 @@ pub struct Dataflow {
 
 impl Drop for Dataflow {
     fn drop(&mut self) {
-        self.inner.pipeline.shut_down();
+        self.inner.propagation.pipeline.shut_down();
         if let Some(w) = self.worker.lock().take() {
             if w.join().is_err() {
                 tracing::error!("the propagation worker panicked");
@@ -202,17 +206,22 @@ impl Dataflow {
             .stack_size(crate::THREAD_STACK_BYTES)
             .build()
             .map_err(|e| DataflowError::Internal(format!("starting the domain workers: {e}")))?;
-        let inner = Arc::new(Inner {
+        let graph = Arc::new(Mutex::new(Graph::new(storage.clone())));
+        let propagation = Arc::new(Propagation::new(
+            storage.clone(),
+            graph.clone(),
             domain_pool,
-            graph: Arc::new(Mutex::new(Graph::new(storage.clone()))),
+            config.memory_limit,
+        ));
+        let inner = Arc::new(Inner {
+            propagation,
+            graph,
             snapshots: Mutex::new(Default::default()),
             storage: storage.clone(),
             config,
             views: RwLock::new(HashMap::new()),
             named: RwLock::new(HashMap::new()),
             next_id: std::sync::atomic::AtomicU64::new(1),
-            table_commits: RwLock::new(HashMap::new()),
-            pipeline: Arc::new(Pipeline::default()),
             fill_stats: FillStats::default(),
             started: Instant::now(),
             idle_sweep_ms: AtomicU64::new(DEFAULT_VIEW_IDLE_TIMEOUT.as_millis() as u64),
@@ -230,15 +239,17 @@ impl Dataflow {
         // Registered under the commit lock, so the pipeline starts exactly
         // where storage is and no batch goes unqueued.
         storage.exclusive(|| {
-            storage.set_commit_observer(Arc::new(Observer(Arc::downgrade(&inner))));
-            inner.pipeline.start_at(storage.last_lsn());
+            let observer = Observer(Arc::downgrade(&inner.propagation));
+            storage.set_commit_observer(Arc::new(observer));
+            inner.propagation.pipeline.start_at(storage.last_lsn());
         });
         let worker = {
-            let (engine, pipeline) = (Arc::downgrade(&inner), inner.pipeline.clone());
+            let propagation = Arc::downgrade(&inner.propagation);
+            let pipeline = inner.propagation.pipeline.clone();
             std::thread::Builder::new()
                 .name("ladle-propagate".into())
                 .stack_size(crate::THREAD_STACK_BYTES)
-                .spawn(move || run_worker(engine, pipeline))
+                .spawn(move || run_worker(propagation, pipeline))
                 .map_err(|e| {
                     DataflowError::Internal(format!("spawning the propagation worker: {e}"))
                 })?
@@ -249,33 +260,6 @@ impl Dataflow {
         });
         dataflow.inner.reinstall_views()?;
         Ok(dataflow)
-    }
-
-    /// Plans (or reuses) the view answering `query` in `database`. Literals
-    /// in equality predicates become parameters so queries differing only in
-    /// them share one view; `?` placeholders become parameters too. Queries
-    /// without FROM are evaluated directly.
-    pub fn prepare(&self, database: &str, query: &ast::Query) -> Result<PreparedQuery> {
-        Ok(PreparedQuery {
-            inner: Arc::new(self.inner.prepare(database, query)?),
-        })
-    }
-
-    /// [`Dataflow::prepare`] if the query's view is installed already;
-    /// `None` (nothing planned or installed) otherwise. Never blocks: a
-    /// server may call it on its network threads, then try
-    /// [`PreparedQuery::read_cached`].
-    pub fn prepare_installed(
-        &self,
-        database: &str,
-        query: &ast::Query,
-    ) -> Result<Option<PreparedQuery>> {
-        Ok(self
-            .inner
-            .installed(database, query)?
-            .map(|bound| PreparedQuery {
-                inner: Arc::new(self.inner.prepared(database, query, bound)),
-            }))
     }
 
     /// CREATE [OR REPLACE] VIEW: a named query usable in FROM.
@@ -480,51 +464,23 @@ impl Dataflow {
     /// The LSN of the newest batch every view reflects (writes are
     /// propagated asynchronously after they are acknowledged).
     pub fn applied_lsn(&self) -> Lsn {
-        self.inner.pipeline.applied()
+        self.inner.propagation.pipeline.applied()
     }
 
     /// Propagation lag: committed batches waiting for the worker, and the
     /// LSN distance between the newest commit and what views reflect.
     pub fn propagation_lag(&self) -> (usize, u64) {
-        self.inner.pipeline.lag()
+        self.inner.propagation.pipeline.lag()
     }
 
     /// Propagates every committed batch now (under the commit lock), so
     /// every view reflects every acknowledged write.
     pub fn settle(&self) {
-        self.inner.settle();
+        self.inner.propagation.settle();
     }
 }
 
 impl Inner {
-    /// Bumps the committed counters of the tables `changes` touches (inside
-    /// the commit lock).
-    pub(crate) fn count_commit(&self, lsn: Lsn, changes: &[TableDeltas]) {
-        self.each_counter(changes, |n| {
-            n.committed.fetch_add(1, AO::SeqCst);
-            n.last_lsn.store(lsn, AO::SeqCst);
-        });
-    }
-
-    /// Bumps the applied counters for a merged batch about to be propagated
-    /// (under the graph lock).
-    pub(crate) fn count_applied(&self, changes: &[TableDeltas]) {
-        self.each_counter(changes, |n| {
-            n.applied.fetch_add(1, AO::SeqCst);
-        });
-    }
-
-    /// Runs `f` on the counters of each table entry of `changes` that has
-    /// views.
-    fn each_counter(&self, changes: &[TableDeltas], f: impl Fn(&TableCounters)) {
-        let counters = self.table_commits.read();
-        for c in changes {
-            if let Some(n) = counters.get(&c.table) {
-                f(n);
-            }
-        }
-    }
-
     /// The installed view `bind` would choose for `query`, without
     /// installing anything; `None` if it is not installed.
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
@@ -733,9 +689,25 @@ impl Inner {
         Ok(())
     }
 
-    fn prepare(self: &Arc<Self>, database: &str, query: &ast::Query) -> Result<Prepared> {
+    pub(crate) fn prepare(
+        self: &Arc<Self>,
+        database: &str,
+        query: &ast::Query,
+    ) -> Result<Prepared> {
         let bound = self.bind(database, query, Some(query))?;
         Ok(self.prepared(database, query, bound))
+    }
+
+    /// [`Inner::prepare`] if the query's view is installed already; `None`
+    /// (nothing planned or installed) otherwise.
+    pub(crate) fn prepare_installed(
+        self: &Arc<Self>,
+        database: &str,
+        query: &ast::Query,
+    ) -> Result<Option<Prepared>> {
+        Ok(self
+            .installed(database, query)?
+            .map(|bound| self.prepared(database, query, bound)))
     }
 
     fn prepared(
@@ -822,13 +794,7 @@ impl Inner {
                 &format!("{database}\u{1}{signature}"),
             )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);
-            let commits = {
-                let mut all = self.table_commits.write();
-                tables
-                    .iter()
-                    .map(|t| all.entry(*t).or_default().clone())
-                    .collect()
-            };
+            let commits = self.propagation.counters(&tables);
             let v = Arc::new(View {
                 name: format!("q_{id}"),
                 query: signature
@@ -977,7 +943,8 @@ impl Inner {
             for _attempt in 0..2 {
                 // An unlocked fill needs the worker to have applied every
                 // batch of the view's tables; it usually has, or soon will.
-                self.pipeline
+                self.propagation
+                    .pipeline
                     .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
                 if let Some(rows) = self.fill_unlocked(v, template, keys)? {
                     return Ok(rows);
@@ -1203,7 +1170,9 @@ impl Prepared {
                 }) if view.installed_lsn <= snap.lsn()
                     && newest_commit(&view.commits) <= snap.lsn() =>
                 {
-                    engine.wait_for_writes(&view.commits, snap.lsn());
+                    engine
+                        .propagation
+                        .wait_for_writes(&view.commits, snap.lsn());
                     let cached = read(&engine, &view, &slots, &lists, None, OnMiss::Fill);
                     match cached {
                         Ok(Some(rows)) if newest_commit(&view.commits) <= snap.lsn() => {
@@ -1216,7 +1185,7 @@ impl Prepared {
                 other => other,
             };
             if overlay.is_none() {
-                engine.wait_for_writes(&view.commits, after);
+                engine.propagation.wait_for_writes(&view.commits, after);
             }
             match read(&engine, &view, &slots, &lists, overlay, OnMiss::Fill) {
                 Err(DataflowError::ViewDropped) => continue,
@@ -1251,7 +1220,7 @@ impl Prepared {
         };
         if view.dropped.load(AO::SeqCst)
             || numeric_param_on_text_key(&view, &sources, &slots, &lists)
-            || !engine.writes_applied(&view.commits, after)
+            || !engine.propagation.writes_applied(&view.commits, after)
         {
             return None;
         }

@@ -46,7 +46,7 @@
 //! counters); after repeated conflicts, and for views over an aggregate
 //! partitioned by nothing, the upquery runs inside the locks. Either way a
 //! replay never races a delta. Reader hits take no lock: readers publish
-//! each batch as a new version of a persistent map (`ops/reader.rs`).
+//! each batch as a new version of a persistent map (`ops/reader/`).
 //!
 //! Partial state: readers and aggregates hold some keys (complete results)
 //! and holes. Deltas for holes are dropped; a fill computes the key from the
@@ -99,362 +99,34 @@
 //! expression (`expr`) and plan types. This crate must not depend on the
 //! shim or on RocksDB.
 
-use std::sync::Arc;
-
-use ladle_common::{Collation, Lsn, Row, SqlType, TableDeltas, TableId, TableSchema, Value};
-use ladle_storage::StorageError;
-use sqlparser::ast;
-
+mod config;
 mod engine;
+mod error;
 mod expr;
 mod graph;
 pub mod interrupt;
+mod meta;
 mod ops;
 mod plan;
 mod planner;
+mod prepared;
 mod propagation;
 mod rows;
+mod scalar;
 mod snapshot;
+mod sql_ast;
 
+pub use config::DataflowConfig;
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
+pub use error::{DataflowError, Result};
 pub use expr::take_warnings as take_eval_warnings;
+pub use meta::{BaseColumn, OutputColumn, ViewStats};
 pub use planner::depth::{bound_depth, TooDeep, MAX_EXPR_DEPTH, THREAD_STACK_BYTES};
+pub use prepared::PreparedQuery;
 pub use rows::{ResultRows, RowRef};
+pub use scalar::{compare_values, compile_row_expr, like_text, value_truth, RowExpr};
 pub use snapshot::{
     CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,
     SnapshotStats, SnapshotStore,
 };
-
-#[derive(Debug, thiserror::Error)]
-pub enum DataflowError {
-    // --- the user's fault ---
-    #[error("Unknown column '{0}' in '{1}'")]
-    UnknownColumn(String, String),
-    #[error("Column '{0}' in {1} is ambiguous")]
-    AmbiguousColumn(String, String),
-    #[error("Table '{0}' doesn't exist")]
-    UnknownTable(String),
-    #[error("Incorrect number of arguments: expected {expected}, got {got}")]
-    ParamCount { expected: usize, got: usize },
-    #[error("Table '{0}' already exists")]
-    ViewExists(String),
-    #[error("Unknown view '{0}'")]
-    UnknownView(String),
-    #[error("Incorrect parameter: {0}")]
-    BadArgument(String),
-    /// An expression's result does not fit its type (`BIGINT value is out
-    /// of range`), MySQL's 1690.
-    #[error("{0}")]
-    OutOfRange(String),
-    /// A scalar subquery returned several rows (MySQL's 1242).
-    #[error("Subquery returns more than 1 row")]
-    SubqueryRows,
-    /// The read was stopped (see [`interrupt`]): by `KILL` or a client
-    /// that went away, or (`timeout`) by `max_execution_time`.
-    #[error("{}", if *.timeout {
-        "Query execution was interrupted, maximum statement execution time exceeded"
-    } else {
-        "Query execution was interrupted"
-    })]
-    Interrupted { timeout: bool },
-    /// A read would materialize more rows than a statement may hold (see
-    /// [`interrupt::watch_memory`]): MySQL's 1041.
-    #[error(
-        "Out of memory: the statement needs more than its {limit} bytes of working memory \
-         (half of --memory-limit); narrow it, or raise --memory-limit"
-    )]
-    OutOfMemory { limit: usize },
-    // --- a known gap ---
-    #[error("This version of Ladle doesn't yet support '{0}'")]
-    Unsupported(String),
-    // --- the environment / other layers ---
-    #[error(transparent)]
-    Storage(#[from] StorageError),
-    /// The view being read was dropped meanwhile (a schema change): the
-    /// read is planned again. Never reaches a client.
-    #[error("view dropped while being read")]
-    ViewDropped,
-    // --- our bug ---
-    #[error("internal dataflow error: {0}")]
-    Internal(String),
-}
-
-impl DataflowError {
-    /// The planner refused NOW()/RAND() where a maintained view would
-    /// freeze their value: the statement can still be answered with its
-    /// clock fixed (see the shim's `clock`).
-    pub fn is_volatile_refusal(&self) -> bool {
-        matches!(self, DataflowError::Unsupported(what) if what.contains("NOW()/RAND()"))
-    }
-}
-
-pub type Result<T, E = DataflowError> = std::result::Result<T, E>;
-
-#[derive(Clone, Debug)]
-pub struct DataflowConfig {
-    /// Bytes of view state kept in memory before eviction.
-    pub memory_limit: usize,
-    /// Threads that propagate a batch through independent domains (parts
-    /// of the graph sharing no state) in parallel; 0 = one per core.
-    pub domain_threads: usize,
-}
-
-impl Default for DataflowConfig {
-    fn default() -> Self {
-        DataflowConfig {
-            memory_limit: 1 << 30,
-            domain_threads: 0,
-        }
-    }
-}
-
-/// A result column's metadata, as the wire protocol describes it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutputColumn {
-    pub name: String,
-    /// The base table it comes from, or empty for computed columns.
-    pub table: String,
-    /// The base column it passes through unchanged, if it does (a bare
-    /// column reference, aliased, grouped or read through a derived table;
-    /// not a UNION's or an expression's).
-    pub origin: Option<BaseColumn>,
-    pub ty: SqlType,
-    pub nullable: bool,
-}
-
-/// A base table's column, as a result column's provenance: MySQL result
-/// metadata describes such a column by its place in the table (its keys,
-/// AUTO_INCREMENT, default, ON UPDATE).
-#[derive(Clone, Debug, PartialEq)]
-pub struct BaseColumn {
-    pub table: Arc<TableSchema>,
-    /// Position in `table.columns`.
-    pub column: usize,
-}
-
-/// Introspection of one installed view (SHOW VIEWS).
-#[derive(Clone, Debug)]
-pub struct ViewStats {
-    pub name: String,
-    pub query: String,
-    pub key_columns: Vec<String>,
-    pub cached_keys: u64,
-    pub cached_rows: u64,
-    pub memory_bytes: u64,
-    pub hits: u64,
-    pub misses: u64,
-    pub upqueries: u64,
-    /// Keys evicted from the view to stay under the memory limit.
-    pub evicted_keys: u64,
-}
-
-/// A SELECT bound to a view. Cheap to clone; `execute` is a reader lookup.
-#[derive(Clone)]
-pub struct PreparedQuery {
-    inner: Arc<engine::Prepared>,
-}
-
-impl PreparedQuery {
-    /// Result columns.
-    pub fn columns(&self) -> &[OutputColumn] {
-        self.inner.columns()
-    }
-    /// Number of `?` placeholders the caller must supply.
-    pub fn param_count(&self) -> usize {
-        self.inner.user_params
-    }
-    /// Reads the result for `params` (one value per `?`), reflecting every
-    /// write acknowledged before the call (it waits for their propagation).
-    pub fn execute(&self, params: &[Value]) -> Result<Vec<Row>> {
-        self.read_after(params, Lsn::MAX).map(ResultRows::into_vec)
-    }
-    /// Reads the result reflecting at least the writes with LSN <= `lsn`
-    /// (a connection's last write: read-your-writes); newer writes may or
-    /// may not be visible yet (eventual consistency).
-    pub fn execute_after(&self, params: &[Value], lsn: Lsn) -> Result<Vec<Row>> {
-        self.read_after(params, lsn).map(ResultRows::into_vec)
-    }
-    /// [`PreparedQuery::execute_after`] without copying: a plain read
-    /// returns rows shared with the view's reader (`Lsn::MAX`: every write
-    /// acknowledged before the call, as [`PreparedQuery::execute`]).
-    pub fn read_after(&self, params: &[Value], lsn: Lsn) -> Result<ResultRows> {
-        self.inner.execute(params, lsn)
-    }
-    /// Like [`PreparedQuery::read_after`] if the answer needs no blocking
-    /// (every key cached, the writes up to `lsn` applied); `None` otherwise.
-    pub fn read_cached(&self, params: &[Value], lsn: Lsn) -> Option<Result<ResultRows>> {
-        self.inner.read_cached(params, lsn)
-    }
-    /// The base tables the query reads.
-    pub fn tables(&self) -> Vec<TableId> {
-        self.inner.tables()
-    }
-    /// Reads the result as if `overlay` (row deltas per table, in order)
-    /// were applied on top of the committed tables: how a transaction reads
-    /// its own uncommitted writes. Computed by upqueries over a stateless
-    /// copy of the view (nothing cached), under the commit lock.
-    pub fn execute_overlay(&self, params: &[Value], overlay: &[TableDeltas]) -> Result<Vec<Row>> {
-        let tx = engine::TxRead {
-            overlay,
-            snapshot: None,
-        };
-        self.inner
-            .execute_with(params, Some(tx), Lsn::MAX)
-            .map(ResultRows::into_vec)
-    }
-    /// Reads the result over `snapshot` (one consistent state of every
-    /// table, taken at a REPEATABLE READ transaction's first read) with
-    /// `overlay` (the transaction's own writes, as row deltas over that
-    /// state) applied: computed by upqueries over a stateless copy of the
-    /// view reading the snapshot, without the commit lock; nothing cached.
-    pub fn execute_snapshot(
-        &self,
-        params: &[Value],
-        snapshot: &ladle_storage::ReadView,
-        overlay: &[TableDeltas],
-    ) -> Result<Vec<Row>> {
-        let tx = engine::TxRead {
-            overlay,
-            snapshot: Some(snapshot),
-        };
-        self.inner
-            .execute_with(params, Some(tx), Lsn::MAX)
-            .map(ResultRows::into_vec)
-    }
-}
-
-/// A scalar expression over one table's row (UPDATE SET/WHERE, DELETE WHERE,
-/// INSERT VALUES, ON DUPLICATE KEY UPDATE).
-#[derive(Clone, Debug)]
-pub struct RowExpr {
-    expr: expr::Expr,
-}
-
-impl RowExpr {
-    /// Evaluates against `row` (laid out as the table's columns).
-    pub fn eval(&self, row: &Row) -> Result<Value> {
-        self.expr.eval(row).map_err(eval_err)
-    }
-    /// The value's type and whether it may be NULL, over `table`'s rows.
-    pub fn result_type(&self, table: &TableSchema) -> (SqlType, bool) {
-        let input: Vec<(SqlType, bool)> = table
-            .columns
-            .iter()
-            .map(|c| (c.ty.clone(), c.nullable))
-            .collect();
-        self.expr.result_type(&input)
-    }
-    /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
-    /// UPDATE).
-    pub fn eval_with_proposed(&self, row: &Row, proposed: &Row) -> Result<Value> {
-        self.expr.eval_proposed(row, proposed).map_err(eval_err)
-    }
-    /// SQL truth of the value (for WHERE): NULL and 0 are false.
-    pub fn eval_predicate(&self, row: &Row) -> Result<bool> {
-        self.expr.eval_bool(row, &[]).map_err(eval_err)
-    }
-}
-
-fn eval_err(e: expr::EvalError) -> DataflowError {
-    DataflowError::from(e)
-}
-
-impl From<expr::EvalError> for DataflowError {
-    fn from(e: expr::EvalError) -> DataflowError {
-        match e {
-            expr::EvalError::OutOfRange(m) => DataflowError::OutOfRange(m),
-            expr::EvalError::SubqueryRows => DataflowError::SubqueryRows,
-            expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
-        }
-    }
-}
-
-/// A SQL literal with `v`'s value and type: temporal values as typed
-/// literals (`DATE '2024-01-02'`), binary strings as hex literals, doubles
-/// in exponent notation (which keeps them DOUBLE). Compiling it gives `v`
-/// back.
-pub fn value_expr(v: &Value) -> ast::Expr {
-    let typed = |data_type: ast::DataType| ast::Expr::TypedString {
-        data_type,
-        value: v.to_string(),
-    };
-    let lit = match v {
-        Value::Null => ast::Value::Null,
-        Value::Int(i) => ast::Value::Number(i.to_string(), false),
-        Value::UInt(u) => ast::Value::Number(u.to_string(), false),
-        Value::Double(f) => ast::Value::Number(format!("{f:e}"), false),
-        Value::Decimal(d) => ast::Value::Number(d.to_string(), false),
-        Value::Bytes(b) => {
-            ast::Value::HexStringLiteral(b.iter().map(|x| format!("{x:02X}")).collect())
-        }
-        Value::Text(t) => ast::Value::SingleQuotedString(t.to_string()),
-        Value::Date(_) => return typed(ast::DataType::Date),
-        Value::DateTime(_) => return typed(ast::DataType::Datetime(None)),
-        Value::Time(_) => return typed(ast::DataType::Time(None, ast::TimezoneInfo::None)),
-    };
-    ast::Expr::Value(lit)
-}
-
-/// SQL truth of a value, as WHERE and IF read it: `None` for NULL, numbers
-/// when non-zero, strings by their numeric prefix (`'12abc'` is true).
-pub fn value_truth(v: &Value) -> Option<bool> {
-    expr::truth(v)
-}
-
-/// SQL comparison under `collation` (`None` when either side is NULL):
-/// numbers with strings numerically, binary strings bytewise, as the view
-/// engine compares.
-pub fn compare_values(a: &Value, b: &Value, collation: Collation) -> Option<std::cmp::Ordering> {
-    expr::compare(a, b, collation)
-}
-
-/// `s LIKE pattern` (escape `\`) under `collation`.
-pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
-    expr::like(s, pattern, '\\', collation)
-}
-
-/// The result column name of a select-list expression without an alias:
-/// its SQL text, with a `_binary X'..'` shown as `X'..'` (the shim's
-/// tokenizer introduces every `X'..'` literal, see `shim::sqltext`, and
-/// MariaDB names the column as the literal was written).
-pub fn expr_column_name(expr: &ast::Expr) -> String {
-    // A string literal is named by its text, unquoted (MySQL's).
-    if let ast::Expr::Value(ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s)) =
-        expr
-    {
-        return s.clone();
-    }
-    // `X'..'` as the tokenizer introduced it.
-    let plain_hex = |e: &ast::Expr| match e {
-        ast::Expr::IntroducedString {
-            introducer,
-            value: v @ ast::Value::HexStringLiteral(_),
-        } if introducer.eq_ignore_ascii_case("_binary") => Some(ast::Expr::Value(v.clone())),
-        _ => None,
-    };
-    let mut found = false;
-    let _ = ast::visit_expressions(expr, |e| {
-        found |= plain_hex(e).is_some();
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    if !found {
-        return expr.to_string();
-    }
-    let mut plain = expr.clone();
-    let _ = ast::visit_expressions_mut(&mut plain, |e| {
-        if let Some(hex) = plain_hex(e) {
-            *e = hex;
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    plain.to_string()
-}
-
-/// Compiles `expr` over the columns of `table` (or over no columns when
-/// `table` is `None`, e.g. INSERT VALUES). Placeholders are an error: the
-/// caller substitutes parameter values into the AST first.
-pub fn compile_row_expr(expr: &ast::Expr, table: Option<&TableSchema>) -> Result<RowExpr> {
-    Ok(RowExpr {
-        expr: planner::compile_row_expr(expr, table)?,
-    })
-}
+pub use sql_ast::{expr_column_name, value_expr};

@@ -21,7 +21,7 @@
 //!   cannot move), so code inside `exclusive` still sees storage and the
 //!   graph agree: view installs, locked fills, snapshot cuts, schema
 //!   changes.
-//! - Read-your-writes (invariant 3): [`Inner::wait_for_writes`] makes a read
+//! - Read-your-writes (invariant 3): [`Propagation::wait_for_writes`] makes a read
 //!   wait until the graph has applied the reader's last write (bounded; a
 //!   timed-out wait settles the backlog itself).
 //! - Fills outside the locks read the latest storage, so they start only
@@ -32,16 +32,15 @@
 //!   synchronous engine would), so memory stays bounded when writes outrun
 //!   the worker.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering as AO};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use ladle_common::{Lsn, TableDeltas};
-use ladle_storage::{CommitObserver, SnapshotReads};
-use parking_lot::{Condvar, Mutex};
+use ladle_common::{Lsn, TableDeltas, TableId};
+use ladle_storage::{CommitObserver, SnapshotReads, Storage};
+use parking_lot::{Condvar, Mutex, RwLock};
 
-use crate::engine::Inner;
 use crate::graph::{BaseReads, Graph};
 
 /// Queued batches beyond which the committing leader propagates itself.
@@ -136,8 +135,27 @@ impl Pipeline {
     }
 }
 
+/// What propagation owns and shares with the engine: the graph, the queue
+/// of committed batches, the domain workers and the per-table counters.
+/// The engine holds it; the commit observer and the worker hold it weakly,
+/// so they stop when the engine is dropped.
+pub(crate) struct Propagation {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) graph: Arc<Mutex<Graph>>,
+    /// Committed batches waiting for the propagation worker.
+    pub(crate) pipeline: Arc<Pipeline>,
+    /// Workers a batch's domains propagate on (see `graph/domains.rs`).
+    domain_pool: rayon::ThreadPool,
+    /// The view-state memory limit, enforced after each propagation.
+    memory_limit: usize,
+    /// Per base table with a view: batches committed and propagated. A
+    /// fill outside the locks starts only when the two agree and is
+    /// installed only if `committed` did not move.
+    table_commits: RwLock<HashMap<TableId, Arc<TableCounters>>>,
+}
+
 /// The storage commit observer: queues every batch for the worker.
-pub(crate) struct Observer(pub Weak<Inner>);
+pub(crate) struct Observer(pub Weak<Propagation>);
 
 impl CommitObserver for Observer {
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>) {
@@ -167,7 +185,61 @@ impl CommitObserver for Observer {
     }
 }
 
-impl Inner {
+impl Propagation {
+    pub(crate) fn new(
+        storage: Arc<Storage>,
+        graph: Arc<Mutex<Graph>>,
+        domain_pool: rayon::ThreadPool,
+        memory_limit: usize,
+    ) -> Propagation {
+        Propagation {
+            storage,
+            graph,
+            pipeline: Arc::new(Pipeline::default()),
+            domain_pool,
+            memory_limit,
+            table_commits: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The counters of each of `tables`, created for tables seen the first
+    /// time (a view over them is being installed).
+    pub(crate) fn counters(&self, tables: &[TableId]) -> Vec<Arc<TableCounters>> {
+        let mut all = self.table_commits.write();
+        tables
+            .iter()
+            .map(|t| all.entry(*t).or_default().clone())
+            .collect()
+    }
+
+    /// Bumps the committed counters of the tables `changes` touches (inside
+    /// the commit lock).
+    fn count_commit(&self, lsn: Lsn, changes: &[TableDeltas]) {
+        self.each_counter(changes, |n| {
+            n.committed.fetch_add(1, AO::SeqCst);
+            n.last_lsn.store(lsn, AO::SeqCst);
+        });
+    }
+
+    /// Bumps the applied counters for a merged batch about to be propagated
+    /// (under the graph lock).
+    fn count_applied(&self, changes: &[TableDeltas]) {
+        self.each_counter(changes, |n| {
+            n.applied.fetch_add(1, AO::SeqCst);
+        });
+    }
+
+    /// Runs `f` on the counters of each table entry of `changes` that has
+    /// views.
+    fn each_counter(&self, changes: &[TableDeltas], f: impl Fn(&TableCounters)) {
+        let counters = self.table_commits.read();
+        for c in changes {
+            if let Some(n) = counters.get(&c.table) {
+                f(n);
+            }
+        }
+    }
+
     /// Propagates the queued batches up to `src`'s LSN (reading base tables
     /// from `src`), or all of them reading the latest storage when `src` is
     /// `None` (the caller holds the commit lock). Called under the graph
@@ -210,11 +282,11 @@ impl Inner {
             let _guard = p.applied_lock.lock();
             p.applied_cv.notify_all();
         }
-        g.evict(self.config.memory_limit);
+        g.evict(self.memory_limit);
     }
 
     /// Whether the views have applied every write to the tables behind
-    /// `counters` up to `lsn` (what [`Inner::wait_for_writes`] waits for).
+    /// `counters` up to `lsn` (what [`Propagation::wait_for_writes`] waits for).
     pub(crate) fn writes_applied(&self, counters: &[Arc<TableCounters>], lsn: Lsn) -> bool {
         self.pipeline.applied() >= newest_commit(counters).min(lsn)
     }
@@ -264,7 +336,7 @@ fn test_delay() -> Option<Duration> {
 }
 
 /// The propagation worker: runs until the engine is dropped.
-pub(crate) fn run_worker(engine: Weak<Inner>, pipeline: Arc<Pipeline>) {
+pub(crate) fn run_worker(propagation: Weak<Propagation>, pipeline: Arc<Pipeline>) {
     let delay = test_delay();
     loop {
         {
@@ -279,7 +351,7 @@ pub(crate) fn run_worker(engine: Weak<Inner>, pipeline: Arc<Pipeline>) {
         if let Some(d) = delay {
             std::thread::sleep(d);
         }
-        let Some(inner) = engine.upgrade() else {
+        let Some(inner) = propagation.upgrade() else {
             return;
         };
         let ran = inner.storage.with_snapshot(|snap| {

@@ -85,6 +85,7 @@ use serde::{Deserialize, Serialize};
 
 pub use ladle_storage::snapshot::{CompactionStats, SnapshotConfig, SnapshotStore};
 
+use crate::engine::SnapshotTracker;
 use crate::graph::{CapturedState, RestoredState};
 use crate::ops::aggregate::{Group, GroupPatch, Partition};
 use crate::ops::Captured;
@@ -433,15 +434,6 @@ impl Drop for Decoding {
     fn drop(&mut self) {
         self.gate.set(GateState::Cancelled);
     }
-}
-
-/// What the previous snapshot left behind, so the next one can be
-/// incremental. Its mutex also serializes snapshots.
-#[derive(Default)]
-pub(crate) struct SnapshotTracker {
-    /// The epoch the nodes' changed-key sets are relative to, and the stable
-    /// ids of the nodes it holds.
-    last: Option<(u64, HashSet<String>)>,
 }
 
 /// Meta key: the change log was truncated below this LSN (big-endian u64).

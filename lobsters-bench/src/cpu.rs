@@ -192,6 +192,20 @@ async fn http_get(url: &str) -> Result<String> {
     Ok(body.to_owned())
 }
 
+/// `  CPU per page: server 1.234 ms, client 0.456 ms` (or nothing when
+/// neither figure is known).
+pub fn cpu_line(unit: &str, server_ms: Option<f64>, client_ms: Option<f64>) -> String {
+    let fmt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3} ms"));
+    if server_ms.is_none() && client_ms.is_none() {
+        return String::new();
+    }
+    format!(
+        "  CPU per {unit} (measured interval): server {}, client {}\n",
+        fmt(server_ms),
+        fmt(client_ms)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -437,7 +437,7 @@ fn build_report(
 
 /// Human summary for stdout.
 pub fn render(r: &VoteReport) -> String {
-    let cpu = crate::lobsters::cpu_line("op", r.server_cpu_ms_per_op, r.client_cpu_ms_per_op);
+    let cpu = crate::cpu::cpu_line("op", r.server_cpu_ms_per_op, r.client_cpu_ms_per_op);
     format!(
         "vote ({} queries, {} articles, {:.0}% reads, {:?}, {} connections): {:.1} ops/s\n{cpu}  reads  {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  writes {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  errors {}{}\n",
         r.queries.name(),

@@ -44,6 +44,7 @@
 
 pub mod accounts;
 pub mod admin;
+mod admission;
 pub mod auth;
 pub mod catalog;
 pub mod checks;
@@ -82,6 +83,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 pub use admin::Admin;
+pub use admission::{Admission, AdmissionSlot};
 pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, Output, SchemaLog};
 pub use metrics::Metrics;
@@ -104,51 +106,6 @@ pub struct Frontend {
     config: FrontendConfig,
     next_id: AtomicU32,
     admission: Arc<Admission>,
-}
-
-/// Counts authenticated connections against `max_connections`. A socket
-/// still in the connection phase holds no place (it is bounded by
-/// `connect_timeout` instead), so sockets that never finish a handshake
-/// cannot lock users out.
-pub struct Admission {
-    active: AtomicUsize,
-    max: usize,
-    metrics: Arc<Metrics>,
-}
-
-impl Admission {
-    /// Whether every place is taken (a new connection would get 1040).
-    fn full(&self) -> bool {
-        self.active.load(Ordering::SeqCst) >= self.max
-    }
-
-    /// A place for an authenticated connection, or `None` (1040) when all
-    /// are taken.
-    pub(crate) fn admit(self: &Arc<Admission>) -> Option<AdmissionSlot> {
-        if self.active.fetch_add(1, Ordering::SeqCst) >= self.max {
-            self.active.fetch_sub(1, Ordering::SeqCst);
-            self.refused();
-            return None;
-        }
-        self.metrics.connections.inc();
-        Some(AdmissionSlot(self.clone()))
-    }
-
-    fn refused(&self) {
-        self.metrics.connections_refused.inc();
-        self.metrics.errors.with_label_values(&["1040"]).inc();
-    }
-}
-
-/// An authenticated connection's place; released when the connection ends
-/// (even by panic).
-pub struct AdmissionSlot(Arc<Admission>);
-
-impl Drop for AdmissionSlot {
-    fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::SeqCst);
-        self.0.metrics.connections.dec();
-    }
 }
 
 impl Frontend {
@@ -177,11 +134,10 @@ impl Frontend {
             schema_log: Default::default(),
             forwarder: Default::default(),
         });
-        let admission = Arc::new(Admission {
-            active: AtomicUsize::new(0),
-            max: config.max_connections,
-            metrics: engine.metrics.clone(),
-        });
+        let admission = Arc::new(Admission::new(
+            config.max_connections,
+            engine.metrics.clone(),
+        ));
         Ok(Arc::new(Frontend {
             engine,
             config,

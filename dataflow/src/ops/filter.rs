@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use ladle_common::RowDelta;
+use ladle_common::{Row, RowDelta};
 
 use crate::expr::Expr;
 use crate::Result;
@@ -36,6 +36,34 @@ impl Filter {
             }
         }
         Ok(out)
+    }
+
+    /// Upquery: of the parent's rows for a key, the ones that pass (an
+    /// error evaluating the predicate drops the row, as in `on_input`).
+    /// Checks for an interrupted read every 16 rows.
+    pub fn pull(&self, parent_rows: Vec<Row>) -> Result<Vec<Row>> {
+        let mut out = Vec::with_capacity(parent_rows.len());
+        for (i, r) in parent_rows.into_iter().enumerate() {
+            if i % 16 == 15 {
+                crate::interrupt::check()?;
+            }
+            if self.keep(&r).unwrap_or(false) {
+                out.push(r);
+            }
+        }
+        Ok(out)
+    }
+
+    /// [`Filter::pull`] for several keys at once: the parent's rows per key.
+    pub fn pull_keys(&self, parent_rows: Vec<Vec<Row>>) -> Vec<Vec<Row>> {
+        parent_rows
+            .into_iter()
+            .map(|rows| {
+                rows.into_iter()
+                    .filter(|r| self.keep(r).unwrap_or(false))
+                    .collect()
+            })
+            .collect()
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use ladle_common::{Row, RowDelta};
+use ladle_common::{Collation, Row, RowDelta, Value};
 
 use crate::expr::Expr;
 use crate::Result;
@@ -72,6 +72,51 @@ impl Project {
                 RowDelta::Delete(r) => RowDelta::Delete(self.apply(&r)),
             })
             .collect())
+    }
+
+    /// The parent's columns `cols` pass through unchanged, if they all do
+    /// (a key on them can be pushed into the parent's pull).
+    fn parent_cols(&self, cols: &[usize]) -> Option<Vec<usize>> {
+        cols.iter().map(|&c| self.source(c)).collect()
+    }
+
+    /// Upquery: this projection's rows whose `cols` equal `key` (compared
+    /// under `colls`, the output collations). A key on passed-through
+    /// columns is pushed into the parent's pull (`parent(cols, key)`);
+    /// otherwise the parent is read whole and the projected rows filtered.
+    pub fn pull(
+        &self,
+        cols: &[usize],
+        key: &[Value],
+        colls: &[Collation],
+        parent: impl FnOnce(&[usize], &[Value]) -> Result<Vec<Row>>,
+    ) -> Result<Vec<Row>> {
+        Ok(match self.parent_cols(cols) {
+            Some(m) => parent(&m, key)?.iter().map(|r| self.apply(r)).collect(),
+            None => parent(&[], &[])?
+                .iter()
+                .map(|r| self.apply(r))
+                .filter(|r| super::key_matches(r, cols, key, colls))
+                .collect(),
+        })
+    }
+
+    /// [`Project::pull`] for several keys at once, when the key columns all
+    /// pass through (`parent(cols, keys)` gives the parent's rows per key);
+    /// `None` when they do not, and each key is pulled on its own.
+    pub fn pull_keys(
+        &self,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+        parent: impl FnOnce(&[usize], &[Vec<Value>]) -> Result<Vec<Vec<Row>>>,
+    ) -> Option<Result<Vec<Vec<Row>>>> {
+        let m = self.parent_cols(cols)?;
+        Some(parent(&m, keys).map(|per_key| {
+            per_key
+                .into_iter()
+                .map(|rows| rows.iter().map(|r| self.apply(r)).collect())
+                .collect()
+        }))
     }
 }
 

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use ladle_common::RowDelta;
+use ladle_common::{Row, RowDelta};
+
+use crate::Result;
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Union {
@@ -14,6 +16,32 @@ pub(crate) struct Union {
 impl Union {
     pub fn on_input(&self, inputs: Vec<Vec<RowDelta>>) -> Vec<RowDelta> {
         inputs.into_iter().flatten().collect()
+    }
+
+    /// Upquery: every input's rows for the key, input by input
+    /// (`input(i)` pulls input `i`).
+    pub fn pull(&self, mut input: impl FnMut(usize) -> Result<Vec<Row>>) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        for i in 0..self.inputs {
+            out.extend(input(i)?);
+        }
+        Ok(out)
+    }
+
+    /// [`Union::pull`] for several keys at once (`input(i)` gives input
+    /// `i`'s rows per key).
+    pub fn pull_keys(
+        &self,
+        keys: usize,
+        mut input: impl FnMut(usize) -> Result<Vec<Vec<Row>>>,
+    ) -> Result<Vec<Vec<Row>>> {
+        let mut out = vec![Vec::new(); keys];
+        for i in 0..self.inputs {
+            for (rows, more) in out.iter_mut().zip(input(i)?) {
+                rows.extend(more);
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -404,7 +404,7 @@ pub fn report_progress(r: &RunOutcome, slo: f64) {
     let cpu = r.summary(slo);
     eprint!(
         "{}",
-        super::cpu_line(
+        crate::cpu::cpu_line(
             "page",
             cpu.server_cpu_ms_per_page,
             cpu.client_cpu_ms_per_page

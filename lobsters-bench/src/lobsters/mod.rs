@@ -6,8 +6,9 @@ pub mod load;
 pub mod pages;
 pub mod prime;
 pub mod schema;
+mod variant;
 
-use crate::cpu::{CpuArgs, CpuMeter};
+use crate::cpu::{cpu_line, CpuArgs, CpuMeter};
 use crate::db::{connect, ensure_database, parse_url, with_db};
 use crate::stats::{round3, LatencySummary};
 use crate::windows::WindowSummary;
@@ -22,26 +23,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Which SQL the pages issue.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Variant {
-    /// The app's hand-optimized SQL with denormalized counters kept up to
-    /// date on every write.
-    Original,
-    /// No counters: a vote is one INSERT; reads aggregate.
-    Natural,
-}
-
-impl Variant {
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Original => "original",
-            Variant::Natural => "natural",
-        }
-    }
-}
+pub use variant::Variant;
 
 /// Pages per second that lobste.rs served in 2018, per unit of scale.
 pub const PRODUCTION_RATE_PER_SCALE: f64 = 46.0 / 60.0;
@@ -235,20 +217,6 @@ pub fn render(rep: &LobstersReport) -> String {
         ));
     }
     s
-}
-
-/// `  CPU per page: server 1.234 ms, client 0.456 ms` (or nothing when
-/// neither figure is known).
-pub fn cpu_line(unit: &str, server_ms: Option<f64>, client_ms: Option<f64>) -> String {
-    let fmt = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3} ms"));
-    if server_ms.is_none() && client_ms.is_none() {
-        return String::new();
-    }
-    format!(
-        "  CPU per {unit} (measured interval): server {}, client {}\n",
-        fmt(server_ms),
-        fmt(client_ms)
-    )
 }
 
 /// Entry point of `lobsters-bench lobsters`.

@@ -115,6 +115,7 @@
 //! written at a time; [`SnapshotStore::compact`] may run concurrently with
 //! writing and loading.
 
+mod directory;
 mod error;
 mod format;
 mod store;
@@ -129,11 +130,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+pub use directory::{EpochInfo, RejectedEpoch};
 pub use error::{Result, SnapshotError};
 pub use format::{FileEntry, Manifest, NodeChain};
-pub use store::{
-    CompactionStats, EpochInfo, LoadedNode, LoadedSnapshot, RejectedEpoch, SnapshotStore,
-};
+pub use store::{CompactionStats, LoadedNode, LoadedSnapshot, SnapshotStore};
 pub use writer::{CrashBefore, EpochWriter};
 
 /// Name of the snapshot directory under the server's data directory.

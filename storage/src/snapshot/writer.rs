@@ -9,11 +9,11 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tracing::{debug, error, info, warn};
 
-use super::error::{IoContext, Result, SnapshotError};
-use super::format::{self, FileEntry, FileMeta, Manifest, NodeChain};
-use super::store::{
+use super::directory::{
     epoch_dir_name, now_unix_ms, sync_dir, EpochInfo, Inner, MANIFEST_NAME, MANIFEST_TMP_NAME,
 };
+use super::error::{IoContext, Result, SnapshotError};
+use super::format::{self, FileEntry, FileMeta, Manifest, NodeChain};
 use super::{IntoNodeId, NodeId, SnapshotKind};
 
 /// Test hook: where a simulated crash stops [`EpochWriter::crash_at`]. The

@@ -195,7 +195,7 @@ fn declared_widths_and_precisions_survive_reopen() {
 fn interrupted_index_build_is_redone_on_open() {
     let h = Harness::new(Kind::Rocks);
     let l = keyless(&h.storage);
-    let n = crate::catalog::INDEX_BUILD_BATCH * 3 + 5;
+    let n = crate::ddl::INDEX_BUILD_BATCH * 3 + 5;
     let rows: Vec<Row> = (0..n as i64)
         .map(|k| row(&[i(k), t(&format!("b{}", k % 5))]))
         .collect();
@@ -206,9 +206,9 @@ fn interrupted_index_build_is_redone_on_open() {
         columns: vec![1],
         unique: false,
     };
-    crate::catalog::INDEX_BUILD_STOP_AFTER.store(2, Ordering::Relaxed);
+    crate::ddl::INDEX_BUILD_STOP_AFTER.store(2, Ordering::Relaxed);
     let r = h.storage.create_index("db", "log", ix);
-    crate::catalog::INDEX_BUILD_STOP_AFTER.store(usize::MAX, Ordering::Relaxed);
+    crate::ddl::INDEX_BUILD_STOP_AFTER.store(usize::MAX, Ordering::Relaxed);
     assert!(matches!(r, Err(StorageError::Internal(_))));
     // Not recorded: the index is not visible.
     assert!(h.storage.table("db", "log").unwrap().index("b").is_none());

@@ -632,7 +632,7 @@ fn create_and_drop_index(kind: Kind) {
     let h = Harness::new(kind);
     let s = &h.storage;
     let l = keyless(s);
-    let n = crate::catalog::INDEX_BUILD_BATCH * 2 + 17;
+    let n = crate::ddl::INDEX_BUILD_BATCH * 2 + 17;
     let rows: Vec<Row> = (0..n as i64)
         .map(|k| row(&[i(k), t(&format!("b{}", k % 7))]))
         .collect();

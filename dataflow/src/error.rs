@@ -1,0 +1,80 @@
+//! The crate's one error type, by whose fault an error is.
+
+use ladle_storage::StorageError;
+
+use crate::expr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DataflowError {
+    // --- the user's fault ---
+    #[error("Unknown column '{0}' in '{1}'")]
+    UnknownColumn(String, String),
+    #[error("Column '{0}' in {1} is ambiguous")]
+    AmbiguousColumn(String, String),
+    #[error("Table '{0}' doesn't exist")]
+    UnknownTable(String),
+    #[error("Incorrect number of arguments: expected {expected}, got {got}")]
+    ParamCount { expected: usize, got: usize },
+    #[error("Table '{0}' already exists")]
+    ViewExists(String),
+    #[error("Unknown view '{0}'")]
+    UnknownView(String),
+    #[error("Incorrect parameter: {0}")]
+    BadArgument(String),
+    /// An expression's result does not fit its type (`BIGINT value is out
+    /// of range`), MySQL's 1690.
+    #[error("{0}")]
+    OutOfRange(String),
+    /// A scalar subquery returned several rows (MySQL's 1242).
+    #[error("Subquery returns more than 1 row")]
+    SubqueryRows,
+    /// The read was stopped (see [`interrupt`]): by `KILL` or a client
+    /// that went away, or (`timeout`) by `max_execution_time`.
+    #[error("{}", if *.timeout {
+        "Query execution was interrupted, maximum statement execution time exceeded"
+    } else {
+        "Query execution was interrupted"
+    })]
+    Interrupted { timeout: bool },
+    /// A read would materialize more rows than a statement may hold (see
+    /// [`crate::interrupt::watch_memory`]): MySQL's 1041.
+    #[error(
+        "Out of memory: the statement needs more than its {limit} bytes of working memory \
+         (half of --memory-limit); narrow it, or raise --memory-limit"
+    )]
+    OutOfMemory { limit: usize },
+    // --- a known gap ---
+    #[error("This version of Ladle doesn't yet support '{0}'")]
+    Unsupported(String),
+    // --- the environment / other layers ---
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// The view being read was dropped meanwhile (a schema change): the
+    /// read is planned again. Never reaches a client.
+    #[error("view dropped while being read")]
+    ViewDropped,
+    // --- our bug ---
+    #[error("internal dataflow error: {0}")]
+    Internal(String),
+}
+
+impl DataflowError {
+    /// The planner refused NOW()/RAND() where a maintained view would
+    /// freeze their value: the statement can still be answered with its
+    /// clock fixed (see the shim's `clock`).
+    pub fn is_volatile_refusal(&self) -> bool {
+        matches!(self, DataflowError::Unsupported(what) if what.contains("NOW()/RAND()"))
+    }
+}
+
+pub type Result<T, E = DataflowError> = std::result::Result<T, E>;
+
+impl From<expr::EvalError> for DataflowError {
+    fn from(e: expr::EvalError) -> DataflowError {
+        match e {
+            expr::EvalError::OutOfRange(m) => DataflowError::OutOfRange(m),
+            expr::EvalError::SubqueryRows => DataflowError::SubqueryRows,
+            expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
+        }
+    }
+}

@@ -1,0 +1,458 @@
+//! Pulls (upqueries): the rows of a node for a key, answered from state
+//! where the node has it, otherwise computed from its parents and filling
+//! the node's state on the way.
+
+use std::collections::{HashMap, HashSet};
+
+use ladle_common::{Collation, Row, RowDelta, TableId, Value};
+
+use super::{choose_index, split_cols, BaseReads, Graph, NodeId};
+use crate::ops::{self, key_matches, project_cols, Join, Op};
+use crate::{DataflowError, Result};
+
+impl Graph {
+    /// Rows of node `n` whose `cols` equal `key`: answered from state where
+    /// the node has it, otherwise computed from its parents (filling the
+    /// node's state on the way: an upquery).
+    pub fn pull(&mut self, n: NodeId, cols: &[usize], key: &[Value]) -> Result<Vec<Row>> {
+        let storage = self.storage.clone();
+        self.pull_from(&*storage, n, cols, key)
+    }
+
+    /// [`Graph::pull`] reading base tables from `src` (a propagation
+    /// snapshot, or a transaction's read view).
+    pub fn pull_from(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
+        if key.iter().any(Value::is_null) {
+            return Ok(vec![]);
+        }
+        crate::interrupt::check()?;
+        let parents = self.nodes[n].parents.clone();
+        let colls = self.nodes[n].colls.clone();
+        match &self.nodes[n].op {
+            Op::Base { table, .. } => self.base_rows(src, *table, cols, key),
+            Op::Values(rows) => Ok(rows
+                .iter()
+                .filter(|r| key_matches(r, cols, key, &colls))
+                .cloned()
+                .collect()),
+            Op::Filter(f) => {
+                let f = f.clone();
+                f.pull(self.pull_from(src, parents[0], cols, key)?)
+            }
+            Op::Project(p) => {
+                let p = p.clone();
+                p.pull(cols, key, &colls, |c, k| {
+                    self.pull_from(src, parents[0], c, k)
+                })
+            }
+            Op::Union(u) => {
+                let u = u.clone();
+                u.pull(|i| self.pull_from(src, parents[i], cols, key))
+            }
+            Op::Join(j) => {
+                let j = j.clone();
+                self.pull_join(src, n, &j, cols, key)
+            }
+            Op::Aggregate(_) => Ok(self
+                .pull_aggregate(src, n, cols, std::slice::from_ref(&key.to_vec()))?
+                .pop()
+                .unwrap_or_default()),
+            Op::Reader(_) | Op::Removed => Err(DataflowError::Internal(format!("pull from n{n}"))),
+        }
+    }
+
+    /// Rows of `n` for each of `keys` (values of `cols`), exactly as one
+    /// [`Graph::pull_from`] per key gives them. A join's upquery asks for
+    /// every distinct join key of its other input at once, and at cold start
+    /// that is thousands (a front page joins 40k stories with their
+    /// authors): filters, projections and unions pass the whole set down,
+    /// an aggregate fills its missing partitions from one pull, and a base
+    /// table answers from one scan grouped by key (a hash join's build side)
+    /// when that reads fewer rows than the lookups would seek.
+    fn pull_keys(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let few = keys.len() < SCAN_MIN_KEYS;
+        if few || keys.iter().any(|k| k.iter().any(Value::is_null)) {
+            return self.pull_each(src, n, cols, keys);
+        }
+        let parents = self.nodes[n].parents.clone();
+        match &self.nodes[n].op {
+            Op::Base { table, .. } => self.base_rows_for_keys(src, *table, cols, keys),
+            Op::Filter(f) => {
+                let f = f.clone();
+                Ok(f.pull_keys(self.pull_keys(src, parents[0], cols, keys)?))
+            }
+            Op::Project(p) => {
+                let p = p.clone();
+                match p.pull_keys(cols, keys, |c, k| self.pull_keys(src, parents[0], c, k)) {
+                    Some(per_key) => per_key,
+                    None => self.pull_each(src, n, cols, keys),
+                }
+            }
+            Op::Union(u) => {
+                let u = u.clone();
+                u.pull_keys(keys.len(), |i| self.pull_keys(src, parents[i], cols, keys))
+            }
+            Op::Aggregate(_) => self.pull_aggregate(src, n, cols, keys),
+            _ => self.pull_each(src, n, cols, keys),
+        }
+    }
+
+    /// [`Graph::pull_keys`] one key at a time.
+    fn pull_each(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        keys.iter()
+            .map(|k| self.pull_from(src, n, cols, k))
+            .collect()
+    }
+
+    /// Rows of aggregate node `n` for each of `keys`, filling the partitions
+    /// it lacks from one pull of its input (shared with the real graph's
+    /// state when this is a detached copy).
+    fn pull_aggregate(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let parent = self.nodes[n].parents[0];
+        let colls = self.nodes[n].colls.clone();
+        let Op::Aggregate(a) = &self.nodes[n].op else {
+            return Err(DataflowError::Internal(format!("n{n} is not an aggregate")));
+        };
+        let state_key = a.key.clone();
+        let mut out: Vec<Option<Vec<Row>>> = Vec::with_capacity(keys.len());
+        let mut state_keys = Vec::with_capacity(keys.len());
+        let mut missing: HashSet<Vec<Value>> = HashSet::new();
+        let mut missing_keys: Vec<Vec<Value>> = Vec::new();
+        for key in keys {
+            // Values of the state key for this lookup.
+            let sk: Option<Vec<Value>> = if state_key.is_empty() {
+                Some(vec![])
+            } else if cols.len() == state_key.len() {
+                state_key
+                    .iter()
+                    .map(|k| cols.iter().position(|c| c == k).map(|i| key[i].clone()))
+                    .collect()
+            } else {
+                None
+            };
+            let Some(sk) = sk else {
+                return Err(DataflowError::Internal(format!(
+                    "aggregate n{n} looked up by {cols:?}, keyed by {state_key:?}"
+                )));
+            };
+            let shared = match (self.aggregate_state(n, &sk), &mut self.detached) {
+                (Some(rows), Some(d)) if d.real_graph.is_some() => {
+                    d.read.push((d.real[n], sk.clone()));
+                    Some(rows)
+                }
+                (rows, _) => rows,
+            };
+            // Each missing partition is pulled once, however many keys
+            // map to it (every key of a lookup maps to the one partition
+            // of an aggregate without GROUP BY).
+            if shared.is_none() && missing.insert(sk.clone()) {
+                missing_keys.push(sk.clone());
+            }
+            out.push(shared);
+            state_keys.push(sk);
+        }
+        let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
+        let mut filled: HashMap<Vec<Value>, Vec<Row>> = HashMap::with_capacity(inputs.len());
+        for (sk, input) in missing_keys.into_iter().zip(inputs) {
+            if let Some(d) = &mut self.detached {
+                d.fills.push((d.real[n], sk.clone(), input.clone()));
+            }
+            if let Op::Aggregate(a) = &mut self.nodes[n].op {
+                let rows = a.fill(&sk, input);
+                filled.insert(sk, rows);
+            }
+        }
+        Ok(out
+            .into_iter()
+            .zip(keys)
+            .zip(&state_keys)
+            .map(|((rows, key), sk)| {
+                rows.or_else(|| filled.get(sk).cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|r| key_matches(r, cols, key, &colls))
+                    .collect()
+            })
+            .collect())
+    }
+
+    /// Aggregate `n`'s filled partition `sk`: its own, or (in a detached
+    /// copy) the real graph's, read under that graph's lock.
+    fn aggregate_state(&self, n: NodeId, sk: &[Value]) -> Option<Vec<Row>> {
+        let Op::Aggregate(a) = &self.nodes[n].op else {
+            return None;
+        };
+        if let Some(rows) = a.lookup(sk) {
+            return Some(rows);
+        }
+        let d = self.detached.as_ref()?;
+        let real = d.real_graph.as_ref()?;
+        match real.lock().nodes.get(d.real[n]).map(|x| &x.op) {
+            Some(Op::Aggregate(real)) => real.lookup(sk),
+            _ => None,
+        }
+    }
+
+    /// Rows of join node `n` whose `cols` equal `key`. Key columns of one
+    /// input are pushed into that input's pull; with key columns on both
+    /// inputs, the pull starts from the side chosen at install (`drives`),
+    /// looks the other side up by join key and filters on the full key.
+    ///
+    /// LEFT joins: the key never holds NULL (`pull` returns nothing then),
+    /// so rows matching a key on a right column are never NULL-extended:
+    /// they are exactly the inner join's matching rows, and the right side
+    /// can be filtered before joining.
+    fn pull_join(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        j: &Join,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
+        let (l, r) = (self.nodes[n].parents[0], self.nodes[n].parents[1]);
+        let colls = self.nodes[n].colls.clone();
+        let lw = self.nodes[l].colls.len();
+        let (lcols, rcols) = split_cols(cols, lw);
+        let pick = |sub: &[usize]| -> Vec<Value> { sub.iter().map(|&i| key[i].clone()).collect() };
+        let lkey = pick(&lcols);
+        let rkey = pick(&rcols);
+        let lcols: Vec<usize> = lcols.iter().map(|&i| cols[i]).collect();
+        let rcols: Vec<usize> = rcols.iter().map(|&i| cols[i] - lw).collect();
+        let outer = matches!(j.kind, ops::JoinKind::Inner | ops::JoinKind::Left);
+        if rcols.is_empty() {
+            let left_rows = self.pull_from(src, l, &lcols, &lkey)?;
+            return self.join_from_left(src, j, r, left_rows);
+        }
+        if lcols.is_empty() && outer {
+            return self.join_from_right(src, j, l, r, &rcols, &rkey);
+        }
+        let drive = j.drives.iter().find(|d| d.0 == cols).map(|d| d.1);
+        let mut out = match drive {
+            Some(true) if outer => self.join_from_right(src, j, l, r, &rcols, &rkey)?,
+            Some(false) => {
+                let left_rows = self.pull_from(src, l, &lcols, &lkey)?;
+                self.join_from_left(src, j, r, left_rows)?
+            }
+            _ => {
+                let left_rows = self.pull_from(src, l, &[], &[])?;
+                self.join_from_left(src, j, r, left_rows)?
+            }
+        };
+        out.retain(|row| key_matches(row, cols, key, &colls));
+        Ok(out)
+    }
+
+    /// Joins the right rows with `rcols == rkey` with their left matches
+    /// (inner and LEFT joins: only matched rows), pulling the left input
+    /// once for all distinct join keys.
+    fn join_from_right(
+        &mut self,
+        src: &dyn BaseReads,
+        j: &Join,
+        l: NodeId,
+        r: NodeId,
+        rcols: &[usize],
+        rkey: &[Value],
+    ) -> Result<Vec<Row>> {
+        let rrows = self.pull_from(src, r, rcols, rkey)?;
+        let (keys, right_groups, _) = group_by_join_key(rrows, &j.right_cols, &j.colls);
+        let left_groups = self.pull_keys(src, l, &j.left_cols, &keys)?;
+        let mut out = Vec::new();
+        for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            crate::interrupt::check()?;
+            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
+            out.extend(j.join_rows(ls, rs));
+        }
+        Ok(out)
+    }
+
+    /// Joins `left_rows` with their right matches, pulling the right input
+    /// once for all distinct join keys.
+    fn join_from_left(
+        &mut self,
+        src: &dyn BaseReads,
+        j: &Join,
+        r: NodeId,
+        left_rows: Vec<Row>,
+    ) -> Result<Vec<Row>> {
+        let (keys, left_groups, nulls) = group_by_join_key(left_rows, &j.left_cols, &j.colls);
+        let mut out = j.join_rows(&nulls, &[]);
+        let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
+        for (ls, rs) in left_groups.iter().zip(&right_groups) {
+            crate::interrupt::check()?;
+            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
+            out.extend(j.join_rows(ls, rs));
+        }
+        Ok(out)
+    }
+
+    /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
+    /// is small next to them are answered from one scan grouped by key:
+    /// a scanned row costs a fraction of an index seek. Only integer key
+    /// columns are grouped so: their normalized values compare exactly as
+    /// a lookup does (text would need the collation's padding rules).
+    fn base_rows_for_keys(
+        &self,
+        src: &dyn BaseReads,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let integer_keys = self
+            .schemas
+            .get(&table)
+            .cloned()
+            .or_else(|| self.storage.table_by_id(table))
+            .is_some_and(|s| {
+                cols.iter().enumerate().all(|(i, &c)| {
+                    s.columns.get(c).is_some_and(|col| col.ty.is_integer())
+                        && keys
+                            .iter()
+                            .all(|k| matches!(k[i], Value::Int(_) | Value::UInt(_)))
+                })
+            });
+        let scan_rows = self.storage.estimate_rows(table);
+        if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
+            return keys
+                .iter()
+                .map(|k| self.base_rows(src, table, cols, k))
+                .collect();
+        }
+        let binary = vec![Collation::Binary; cols.len()];
+        let mut slot: HashMap<Vec<Value>, usize> = HashMap::with_capacity(keys.len());
+        for (i, k) in keys.iter().enumerate() {
+            slot.entry(ops::norm_key(k, &binary)).or_insert(i);
+        }
+        let mut out = vec![Vec::new(); keys.len()];
+        for row in self.base_rows(src, table, &[], &[])? {
+            let k = project_cols(&row, cols);
+            if let Some(&i) = slot.get(&ops::norm_key(&k, &binary)) {
+                out[i].push(row);
+            }
+        }
+        // A key asked twice gets its first asking's rows.
+        for (i, k) in keys.iter().enumerate() {
+            let first = slot[&ops::norm_key(k, &binary)];
+            if first != i {
+                out[i] = out[first].clone();
+            }
+        }
+        Ok(out)
+    }
+
+    /// Base table rows with `cols == key`, as of the batch position being
+    /// propagated (storage minus pending deltas).
+    fn base_rows(
+        &self,
+        src: &dyn BaseReads,
+        table: TableId,
+        cols: &[usize],
+        key: &[Value],
+    ) -> Result<Vec<Row>> {
+        let schema = self
+            .schemas
+            .get(&table)
+            .cloned()
+            .or_else(|| self.storage.table_by_id(table));
+        let colls: Vec<Collation> = schema
+            .as_ref()
+            .map(|s| {
+                s.columns
+                    .iter()
+                    .map(|c| {
+                        if c.ty.is_text() {
+                            c.collation
+                        } else {
+                            Collation::Binary
+                        }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
+            Some((index, perm)) if !cols.is_empty() => {
+                let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
+                src.lookup(table, index, &k)?
+            }
+            _ => src.scan(table)?,
+        };
+        if !cols.is_empty() {
+            rows.retain(|r| key_matches(r, cols, key, &colls));
+        }
+        if let Some(p) = self.pending.get(&table) {
+            let matching: Vec<&RowDelta> = p
+                .iter()
+                .filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, &colls))
+                .collect();
+            rows = ops::undo(rows, &matching);
+        }
+        crate::interrupt::charge(&rows)?;
+        Ok(rows)
+    }
+}
+
+/// Fewer keys than this are pulled one by one: grouping a scan pays off
+/// only for many.
+const SCAN_MIN_KEYS: usize = 16;
+
+/// How many scanned rows one index lookup costs (a RocksDB seek and
+/// iterator set-up against decoding one row in sequence). A base table
+/// with fewer rows than this many per key asked is scanned once instead.
+/// On the Lobsters front page at scale 1 (40k stories, 9 votes each),
+/// 8 and 32 (which scans the votes too) cost the same CPU.
+const SEEK_COST_IN_ROWS: u64 = 8;
+
+/// `rows` grouped by their values of `cols` (normalized by `colls`), in
+/// first-seen order: the distinct keys, each key's rows, and the rows with
+/// a NULL key column (which match nothing).
+fn group_by_join_key(
+    rows: Vec<Row>,
+    cols: &[usize],
+    colls: &[Collation],
+) -> (Vec<Vec<Value>>, Vec<Vec<Row>>, Vec<Row>) {
+    let mut keys = Vec::new();
+    let mut groups: Vec<Vec<Row>> = Vec::new();
+    let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+    let mut nulls = Vec::new();
+    for row in rows {
+        let key = project_cols(&row, cols);
+        if key.iter().any(Value::is_null) {
+            nulls.push(row);
+            continue;
+        }
+        match index.entry(ops::norm_key(&key, colls)) {
+            std::collections::hash_map::Entry::Occupied(e) => groups[*e.get()].push(row),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(keys.len());
+                keys.push(key);
+                groups.push(vec![row]);
+            }
+        }
+    }
+    (keys, groups, nulls)
+}

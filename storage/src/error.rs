@@ -1,0 +1,90 @@
+//! The crate's one error type, by whose fault an error is.
+
+use ladle_common::TableId;
+
+/// Errors, by whose fault they are. The shim maps each to a MySQL error code.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum StorageError {
+    // --- the user's fault ---
+    #[error("Duplicate entry '{value}' for key '{key}'")]
+    DuplicateKey { key: String, value: String },
+    #[error("Column '{column}' cannot be null")]
+    NotNull { column: String },
+    #[error("Field '{column}' doesn't have a default value")]
+    NoDefault { column: String },
+    #[error(transparent)]
+    BadValue(#[from] ladle_common::CoerceError),
+    #[error("Row size too large ({size} bytes, limit {limit})")]
+    RowTooLarge { size: usize, limit: usize },
+    #[error("Unknown database '{0}'")]
+    NoSuchDatabase(String),
+    #[error("Can't create database '{0}'; database exists")]
+    DatabaseExists(String),
+    #[error("Table '{database}.{table}' doesn't exist")]
+    NoSuchTable { database: String, table: String },
+    #[error("Table '{0}' already exists")]
+    TableExists(String),
+    #[error("Duplicate key name '{0}'")]
+    IndexExists(String),
+    #[error("Can't DROP '{0}'; check that column/key exists")]
+    NoSuchIndex(String),
+    #[error("Duplicate column name '{0}'")]
+    ColumnExists(String),
+    #[error("Column count doesn't match value count")]
+    ColumnCount,
+    /// A value the caller's row function computed is out of its type's
+    /// range (integer overflow: MySQL's 1690).
+    #[error("{0}")]
+    OutOfRange(String),
+    /// An expression evaluated by the caller's row function failed.
+    #[error("{0}")]
+    Expression(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a row references a parent row that is gone (MySQL's 1452).
+    #[error("{0}")]
+    NoReferencedRow(String),
+    /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
+    /// a removed parent row is still referenced (MySQL's 1451).
+    #[error("{0}")]
+    RowIsReferenced(String),
+    /// The caller's row function found a CHECK constraint FALSE for a row.
+    #[error("CONSTRAINT `{constraint}` failed for `{database}`.`{table}`")]
+    CheckFailed {
+        constraint: String,
+        database: String,
+        table: String,
+    },
+    /// This node does not take writes now (a replica, or a primary that
+    /// may have lost its leadership): MySQL's 1290, which clients retry.
+    #[error("The MySQL server is running with the --read-only option so it cannot execute this statement ({0})")]
+    ReadOnly(String),
+    // --- the environment ---
+    #[error("storage I/O error: {0}")]
+    Io(String),
+    #[error("data directory format version {found} is not supported (expected {expected})")]
+    FormatVersion { found: u32, expected: u32 },
+    #[error("corruption: {0}")]
+    Corruption(String),
+    /// The data directory's file system is (nearly) full: MySQL's 1021.
+    #[error(
+        "Disk full ({path}); {available} bytes free, {reserve} kept in reserve: \
+         free some space and retry"
+    )]
+    DiskFull {
+        path: String,
+        available: u64,
+        reserve: u64,
+    },
+    // --- our bug ---
+    #[error("internal storage error: {0}")]
+    Internal(String),
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
+
+pub(crate) fn no_table_id(id: TableId) -> StorageError {
+    StorageError::NoSuchTable {
+        database: String::new(),
+        table: format!("#{id}"),
+    }
+}

@@ -1,0 +1,114 @@
+//! What callers ask of storage (write ops, the rows an UPDATE or DELETE
+//! considers, the index a read uses) and what a write returns.
+
+use std::sync::Arc;
+
+use ladle_common::{Lsn, Row, TableId, Value};
+
+use crate::error::Result;
+
+/// Which index of a table a read uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IndexRef {
+    /// The primary key (or the hidden row id of a table without one).
+    Primary,
+    /// A secondary index, by [`IndexSchema::id`].
+    Secondary(u64),
+}
+
+/// Rows an UPDATE or DELETE considers.
+#[derive(Clone, Debug)]
+pub enum ScanSpec {
+    /// Every row of the table.
+    Full,
+    /// Rows whose index columns start with `key` (a prefix of the index's
+    /// columns, or all of them).
+    Prefix { index: IndexRef, key: Vec<Value> },
+    /// The rows with these primary keys, visited in this order (an UPDATE
+    /// with ORDER BY, which InnoDB applies row by row in that order).
+    Keys(Vec<Vec<Value>>),
+}
+
+/// Decides whether a row matches (DELETE/UPDATE WHERE).
+pub type RowFilter = Arc<dyn Fn(&Row) -> Result<bool> + Send + Sync>;
+/// Computes the new row for a matching row, or `None` if it does not match.
+pub type RowUpdater = Arc<dyn Fn(&Row) -> Result<Option<Row>> + Send + Sync>;
+/// ON DUPLICATE KEY UPDATE: `(existing, proposed) -> new row`.
+pub type ConflictUpdater = Arc<dyn Fn(&Row, &Row) -> Result<Row> + Send + Sync>;
+
+/// What an INSERT does when it meets an existing PRIMARY/UNIQUE key.
+#[derive(Clone)]
+pub enum OnConflict {
+    Error,
+    /// INSERT IGNORE: skip the row.
+    Ignore,
+    /// REPLACE: delete every conflicting row, then insert.
+    Replace,
+    /// INSERT ... ON DUPLICATE KEY UPDATE.
+    Update(ConflictUpdater),
+}
+
+/// One statement's effect, resolved and validated inside the commit.
+#[derive(Clone)]
+pub enum WriteOp {
+    /// Full rows in schema order. `Value::Null` in an AUTO_INCREMENT column
+    /// (or 0) allocates the next value. Values are coerced to column types.
+    Insert {
+        table: TableId,
+        rows: Vec<Row>,
+        on_conflict: OnConflict,
+    },
+    Update {
+        table: TableId,
+        scan: ScanSpec,
+        update: RowUpdater,
+    },
+    Delete {
+        table: TableId,
+        scan: ScanSpec,
+        filter: RowFilter,
+    },
+}
+
+/// The outcome of one [`WriteOp`], with MySQL's counting rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OpResult {
+    /// Rows the op changed (MySQL's affected rows): an UPDATE that leaves
+    /// a row as it was does not count it; an ON DUPLICATE KEY UPDATE
+    /// counts 2 for a row it changed.
+    pub affected_rows: u64,
+    /// Rows the op found (what a client that set CLIENT_FOUND_ROWS is
+    /// told): like `affected_rows`, but an UPDATE counts every row its
+    /// WHERE matched, and an ON DUPLICATE KEY UPDATE that changed nothing
+    /// counts 1.
+    pub found_rows: u64,
+    /// The first AUTO_INCREMENT value this op generated for a row it
+    /// wrote, if any: what `LAST_INSERT_ID()` becomes. A value generated
+    /// for a row that was then ignored or turned into an update does not
+    /// count (MySQL's `first_successful_insert_id`).
+    pub last_insert_id: Option<u64>,
+    /// The insert id of the OK packet (`mysql_insert_id()`): the first
+    /// generated value if there is one; else, if the op wrote any row, the
+    /// AUTO_INCREMENT column of the last row it processed (an explicit id,
+    /// a row INSERT IGNORE skipped, or the row an ON DUPLICATE KEY UPDATE
+    /// changed); else 0.
+    pub insert_id: u64,
+    /// Rows an INSERT IGNORE skipped: one duplicate-key message each
+    /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end
+    /// reports as warnings.
+    pub ignored: Vec<String>,
+    /// For an INSERT with IGNORE, REPLACE or ON DUPLICATE KEY UPDATE (a
+    /// plain INSERT's caller has its rows already): the row each input row
+    /// left in the table, in order — the row written (coerced, its
+    /// AUTO_INCREMENT value filled), or the row an ON DUPLICATE KEY UPDATE
+    /// left (changed or not); nothing for a row IGNORE skipped. What
+    /// MariaDB's `RETURNING` of those statements lists.
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WriteResult {
+    /// The LSN of the group commit that made the write durable.
+    pub lsn: Lsn,
+    pub ops: Vec<OpResult>,
+}

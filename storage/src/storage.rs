@@ -1,0 +1,898 @@
+//! [`Storage`]: the base tables' API (open, schema, writes, reads, log).
+//! The DDL half of the impl is in `catalog.rs`; the commit queue in
+//! `commit.rs`.
+
+use std::collections::HashMap;
+use std::ops::Bound;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ladle_common::{
+    ColumnSchema, IndexSchema, Lsn, Row, RowDelta, TableDeltas, TableId, TableSchema, Value,
+};
+use parking_lot::{Mutex, RwLock};
+
+use crate::catalog::{self, Catalog};
+use crate::commit::{CommitQueue, Pending};
+use crate::config::{Durability, StorageConfig};
+use crate::engine::{self, KvEngine, KvSnapshot};
+use crate::error::{no_table_id, Result, StorageError};
+use crate::hooks::{CommitCheck, CommitObserver, WriteGate};
+use crate::ops::{IndexRef, OpResult, WriteOp, WriteResult};
+use crate::table::TableState;
+use crate::view::{strip_keys, ReadView, SnapshotReads};
+use crate::{cf, keys, memory, read, rocks, write};
+
+/// The storage engine: one per server.
+pub struct Storage {
+    pub(crate) engine: Arc<dyn KvEngine>,
+    durability: Durability,
+    pub(crate) catalog: RwLock<Catalog>,
+    /// Held while a group commits (and by DDL and [`Storage::exclusive`]).
+    pub(crate) commit: Mutex<()>,
+    queue: CommitQueue,
+    observer: RwLock<Option<Arc<dyn CommitObserver>>>,
+    pub(crate) last_lsn: AtomicU64,
+    /// Hidden row ids of tables without a primary key: this open's epoch...
+    epoch: u64,
+    /// ...and the next sequence number within it.
+    row_seq: AtomicU64,
+    /// The `Durability::Async` WAL sync thread: dropping the sender stops it.
+    flusher: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
+    /// Layout of secondary entries for tables created from now on.
+    pub(crate) secondary_full_row: AtomicBool,
+    /// The free-space check before writes (durable engines only).
+    disk_guard: std::sync::OnceLock<DiskGuard>,
+    /// Cluster hooks (see [`WriteGate`]); none on a single node.
+    gate: RwLock<Option<Arc<dyn WriteGate>>>,
+    /// Writes hold it shared; [`Storage::fenced`] holds it exclusively so
+    /// a schema change and what it records happen between two LSNs.
+    fence: RwLock<()>,
+    /// Change-log entries above this LSN are kept by `truncate_log` (a
+    /// replica still needs them). `u64::MAX`: no such floor.
+    log_floor: AtomicU64,
+}
+
+thread_local! {
+    /// Set while this thread runs inside [`Storage::fenced`]: its own
+    /// writes do not wait for the fence they hold.
+    static IN_FENCE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set inside [`Storage::fenced_with_record`]: the meta record every
+    /// catalog write of this thread carries.
+    static ATTACHED: std::cell::RefCell<Option<AttachedRecord>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A meta record written in the same batch as a schema change.
+struct AttachedRecord {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// Some catalog batch carried it.
+    carried: bool,
+}
+
+/// Adds this thread's attached record (if any) to `batch`, a catalog
+/// change about to be written.
+pub(crate) fn attach_record(batch: &mut engine::Batch) {
+    ATTACHED.with(|a| {
+        if let Some(r) = a.borrow_mut().as_mut() {
+            batch.put(cf::CATALOG, r.key.clone(), r.value.clone());
+            r.carried = true;
+        }
+    });
+}
+
+/// Where the free space writes need is checked, and how much to keep.
+struct DiskGuard {
+    path: PathBuf,
+    reserve: u64,
+}
+
+impl Drop for Storage {
+    fn drop(&mut self) {
+        // Stop and join the WAL sync thread so that the engine (and the
+        // RocksDB lock) is released when the storage is.
+        if let Some((stop, handle)) = self.flusher.lock().take() {
+            drop(stop);
+            let _ = handle.join();
+        }
+    }
+}
+
+impl Storage {
+    /// A storage over an opened `engine` and its loaded `catalog`, with no
+    /// observer, gate or flusher yet.
+    pub(crate) fn new(
+        engine: Arc<dyn KvEngine>,
+        durability: Durability,
+        catalog: Catalog,
+        last_lsn: Lsn,
+        epoch: u64,
+    ) -> Storage {
+        Storage {
+            engine,
+            durability,
+            catalog: RwLock::new(catalog),
+            commit: Mutex::new(()),
+            queue: CommitQueue::default(),
+            observer: RwLock::new(None),
+            last_lsn: AtomicU64::new(last_lsn),
+            epoch,
+            row_seq: AtomicU64::new(0),
+            flusher: Mutex::new(None),
+            disk_guard: Default::default(),
+            gate: RwLock::new(None),
+            fence: RwLock::new(()),
+            log_floor: AtomicU64::new(u64::MAX),
+            secondary_full_row: AtomicBool::new(
+                catalog::SECONDARY_FULL_ROW.load(Ordering::Relaxed),
+            ),
+        }
+    }
+
+    /// Opens (creating if missing) `<data_dir>/db`, or an in-memory engine
+    /// for `Durability::Memory`. Bumps the hidden-row-id epoch, finishes or
+    /// redoes interrupted index builds.
+    pub fn open(config: StorageConfig) -> Result<Arc<Storage>> {
+        let engine: Arc<dyn KvEngine> = match config.durability {
+            Durability::Memory => Arc::new(memory::MemoryEngine::new()),
+            Durability::Sync | Durability::Async => {
+                let opts = rocks::RocksOptions {
+                    block_cache_bytes: config.block_cache_bytes,
+                    wal_dir: config.wal_dir.as_deref(),
+                    background_jobs: 4,
+                    wal_recovery: config.wal_recovery,
+                };
+                Arc::new(rocks::RocksEngine::open(
+                    &config.data_dir.join("db"),
+                    &opts,
+                )?)
+            }
+        };
+        let storage = Storage::open_engine(engine, config.durability)?;
+        if config.durability != Durability::Memory && config.disk_reserve > 0 {
+            let _ = storage.disk_guard.set(DiskGuard {
+                path: config.data_dir.clone(),
+                reserve: config.disk_reserve,
+            });
+        }
+        if config.durability == Durability::Async {
+            storage.start_flusher(config.async_flush_interval)?;
+        }
+        Ok(storage)
+    }
+
+    /// An empty in-memory engine (tests).
+    pub fn in_memory() -> Arc<Storage> {
+        match Storage::open_engine(Arc::new(memory::MemoryEngine::new()), Durability::Memory) {
+            Ok(s) => s,
+            // Opening an empty in-memory engine touches no I/O; failing here
+            // is a bug in this crate.
+            Err(e) => panic!("opening an empty in-memory engine failed: {e}"),
+        }
+    }
+
+    fn start_flusher(self: &Arc<Self>, interval: Duration) -> Result<()> {
+        let engine = Arc::clone(&self.engine);
+        let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+        let handle = std::thread::Builder::new()
+            .name("ladle-wal-sync".into())
+            .spawn(move || {
+                // Runs until the storage drops the sender (then joins us).
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stop_rx.recv_timeout(interval)
+                {
+                    if let Err(e) = engine.sync_wal() {
+                        tracing::error!("background WAL sync failed: {e}");
+                    }
+                }
+                if let Err(e) = engine.sync_wal() {
+                    tracing::error!("final WAL sync failed: {e}");
+                }
+            })
+            .map_err(|e| StorageError::Io(format!("spawning the WAL sync thread: {e}")))?;
+        *self.flusher.lock() = Some((stop_tx, handle));
+        Ok(())
+    }
+
+    // ---- catalog ----
+
+    pub fn create_database(&self, name: &str, if_not_exists: bool) -> Result<()> {
+        self.ddl_create_database(name, if_not_exists)
+    }
+    /// Drops the database and its tables; returns the dropped tables.
+    pub fn drop_database(&self, name: &str, if_exists: bool) -> Result<Vec<Arc<TableSchema>>> {
+        self.ddl_drop_database(name, if_exists)
+    }
+    pub fn databases(&self) -> Vec<String> {
+        self.catalog.read().databases.iter().cloned().collect()
+    }
+    /// Creates a table. Storage assigns `schema.id` and every index id; the
+    /// returned schema carries them. `if_not_exists` returns the existing one.
+    pub fn create_table(
+        &self,
+        schema: TableSchema,
+        if_not_exists: bool,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_create_table(schema, if_not_exists)
+    }
+    pub fn drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
+        self.ddl_drop_table(database, table)
+    }
+    pub fn table(&self, database: &str, table: &str) -> Option<Arc<TableSchema>> {
+        let c = self.catalog.read();
+        let id = c.names.get(&(database.to_string(), table.to_string()))?;
+        c.tables.get(id).map(|t| Arc::clone(&t.schema))
+    }
+    pub fn table_by_id(&self, id: TableId) -> Option<Arc<TableSchema>> {
+        self.catalog
+            .read()
+            .tables
+            .get(&id)
+            .map(|t| Arc::clone(&t.schema))
+    }
+    /// The tables of `database`, by name.
+    pub fn tables(&self, database: &str) -> Vec<Arc<TableSchema>> {
+        let c = self.catalog.read();
+        c.names
+            .range((database.to_string(), String::new())..)
+            .take_while(|((db, _), _)| db == database)
+            .filter_map(|(_, id)| c.tables.get(id).map(|t| Arc::clone(&t.schema)))
+            .collect()
+    }
+    /// Builds a new index over existing rows (bounded batches), then records
+    /// it. `index.id` is assigned by storage. Writes wait while it builds.
+    pub fn create_index(
+        &self,
+        database: &str,
+        table: &str,
+        index: IndexSchema,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_create_index(database, table, index)
+    }
+    pub fn drop_index(&self, database: &str, table: &str, index: &str) -> Result<Arc<TableSchema>> {
+        self.ddl_drop_index(database, table, index)
+    }
+    /// ALTER TABLE ADD COLUMN (appended last): bumps the schema version; no
+    /// rewrite. Older rows read the column's DEFAULT (fixed at this moment).
+    pub fn add_column(
+        &self,
+        database: &str,
+        table: &str,
+        column: ColumnSchema,
+    ) -> Result<Arc<TableSchema>> {
+        self.ddl_add_column(database, table, column)
+    }
+    /// Small metadata records (view definitions, graph) in the catalog.
+    pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
+        let mut b = engine::Batch::default();
+        b.put(cf::CATALOG, cf::catalog_key::meta(key), value);
+        attach_record(&mut b);
+        self.engine.write(b, self.sync())
+    }
+    pub fn delete_meta(&self, key: &str) -> Result<()> {
+        let mut b = engine::Batch::default();
+        b.delete(cf::CATALOG, cf::catalog_key::meta(key));
+        attach_record(&mut b);
+        self.engine.write(b, self.sync())
+    }
+    /// Every meta record whose key starts with `prefix`, in key order.
+    pub fn list_meta(&self, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let start = cf::catalog_key::meta(prefix);
+        let end = keys::prefix_successor(&start);
+        let skip = cf::catalog_key::META.len();
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out.clear();
+            r.scan(cf::CATALOG, &start, end.as_deref(), &mut |k, v| {
+                out.push((String::from_utf8_lossy(&k[skip..]).into_owned(), v.to_vec()));
+                Ok(true)
+            })
+        })?;
+        Ok(out)
+    }
+
+    // ---- writes ----
+
+    /// Applies `ops` atomically (all or none), group-committed with other
+    /// connections' writes, and returns once durable per the configured
+    /// durability. Validation (types, NOT NULL, keys) happens here.
+    pub fn write(&self, ops: Vec<WriteOp>) -> Result<WriteResult> {
+        self.write_checked(ops, None)
+    }
+
+    /// [`Storage::write`], with `check` run on the state the write would
+    /// commit (see [`CommitCheck`]): constraints between rows that another
+    /// connection's commit may break after the caller last read them
+    /// (FOREIGN KEYs) are verified where no commit can interleave.
+    pub fn write_checked(
+        &self,
+        ops: Vec<WriteOp>,
+        check: Option<CommitCheck>,
+    ) -> Result<WriteResult> {
+        let gate = self.gate.read().clone();
+        if let Some(g) = &gate {
+            g.admit()?;
+        }
+        let result = {
+            let _fence = (!IN_FENCE.with(|f| f.get())).then(|| self.fence.read());
+            self.write_queued(ops, check)?
+        };
+        if let Some(g) = &gate {
+            g.acknowledge(result.lsn)?;
+        }
+        Ok(result)
+    }
+
+    /// Installs the cluster's write gate (see [`WriteGate`]).
+    pub fn set_write_gate(&self, gate: Arc<dyn WriteGate>) {
+        *self.gate.write() = Some(gate);
+    }
+
+    /// Runs `f` while no write is in progress or starts (writes made by `f`
+    /// itself go through): a schema change run inside, and whatever `f`
+    /// records about it, sit between two LSNs.
+    pub fn fenced<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _fence = self.fence.write();
+        IN_FENCE.with(|x| x.set(true));
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                IN_FENCE.with(|x| x.set(false));
+            }
+        }
+        let _reset = Reset;
+        f()
+    }
+
+    /// [`Storage::fenced`], and every catalog change `f` writes (tables,
+    /// indexes, databases, meta records) carries the meta record `key` =
+    /// `value` in its own batch: the record is durable exactly when the
+    /// schema change is (a cluster's record of a DDL statement for its
+    /// replicas). Inside, [`Storage::record_carried`] says whether a
+    /// catalog write has carried it, and [`Storage::withdraw_record`]
+    /// takes it back (the change failed).
+    pub fn fenced_with_record<R>(&self, key: &str, value: &[u8], f: impl FnOnce() -> R) -> R {
+        self.fenced(|| {
+            ATTACHED.with(|a| {
+                *a.borrow_mut() = Some(AttachedRecord {
+                    key: cf::catalog_key::meta(key),
+                    value: value.to_vec(),
+                    carried: false,
+                })
+            });
+            struct Detach;
+            impl Drop for Detach {
+                fn drop(&mut self) {
+                    ATTACHED.with(|a| *a.borrow_mut() = None);
+                }
+            }
+            let _detach = Detach;
+            f()
+        })
+    }
+
+    /// Inside [`Storage::fenced_with_record`]: whether a catalog write
+    /// has carried the record.
+    pub fn record_carried(&self) -> bool {
+        ATTACHED.with(|a| a.borrow().as_ref().is_some_and(|r| r.carried))
+    }
+
+    /// Inside [`Storage::fenced_with_record`]: later writes no longer
+    /// carry the record, and one already written is deleted.
+    pub fn withdraw_record(&self) -> Result<()> {
+        let Some(r) = ATTACHED.with(|a| a.borrow_mut().take()) else {
+            return Ok(());
+        };
+        if !r.carried {
+            return Ok(());
+        }
+        let mut b = engine::Batch::default();
+        b.delete(cf::CATALOG, r.key);
+        self.engine.write(b, self.sync())
+    }
+
+    /// Writes a consistent copy of the whole database (rows, catalog, meta
+    /// records, change log) into the new directory `dir`, with no write or
+    /// schema change in progress, and returns the LSN it holds: what a new
+    /// replica starts from (`<data_dir>/db` of a node opened over it).
+    pub fn checkpoint(&self, dir: &std::path::Path) -> Result<Lsn> {
+        self.fenced(|| {
+            let _commit = self.commit.lock();
+            let lsn = self.last_lsn();
+            self.engine.checkpoint(dir)?;
+            Ok(lsn)
+        })
+    }
+
+    /// The oldest change-log entry kept (`None`: the log is empty).
+    pub fn first_log_lsn(&self) -> Result<Option<Lsn>> {
+        let mut first = None;
+        self.engine.with_consistent(&mut |r| {
+            r.scan(cf::CHANGE_LOG, &[], None, &mut |k, _| {
+                first = keys::decode_lsn(k);
+                Ok(false)
+            })
+        })?;
+        Ok(first)
+    }
+
+    /// Keeps change-log entries with LSN > `lsn` through `truncate_log`
+    /// (what a replica has not yet acknowledged); `u64::MAX` removes it.
+    pub fn set_log_floor(&self, lsn: Lsn) {
+        self.log_floor.store(lsn, Ordering::Release);
+    }
+
+    /// Lowers the floor of [`Storage::set_log_floor`] to `lsn` at once, if
+    /// it is higher.
+    pub fn lower_log_floor(&self, lsn: Lsn) {
+        self.log_floor.fetch_min(lsn, Ordering::AcqRel);
+    }
+
+    fn write_queued(&self, ops: Vec<WriteOp>, check: Option<CommitCheck>) -> Result<WriteResult> {
+        self.check_disk()?;
+        self.queue.submit(ops, check, |group| {
+            let _commit = self.commit.lock();
+            self.commit_group(group);
+        })
+    }
+
+    /// Refuses a write while the data directory's file system has less
+    /// free space than the configured reserve.
+    pub fn check_disk(&self) -> Result<()> {
+        let Some(guard) = self.disk_guard.get() else {
+            return Ok(());
+        };
+        // An unreadable figure does not stop writes (RocksDB reports a
+        // real failure itself).
+        let Ok(st) = rustix::fs::statvfs(&guard.path) else {
+            return Ok(());
+        };
+        let available = st.f_bavail.saturating_mul(st.f_frsize);
+        if available < guard.reserve {
+            return Err(StorageError::DiskFull {
+                path: guard.path.display().to_string(),
+                available,
+                reserve: guard.reserve,
+            });
+        }
+        Ok(())
+    }
+
+    /// Registers the observer told of every commit (the dataflow).
+    pub fn set_commit_observer(&self, observer: Arc<dyn CommitObserver>) {
+        *self.observer.write() = Some(observer);
+    }
+
+    /// Runs `f` while no commit is in progress, so storage reads inside `f`
+    /// see exactly the batches every observer has been told of. `f` may read
+    /// storage but must not write or run DDL (they wait for this lock).
+    pub fn exclusive<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.commit.lock();
+        self.settle_observer();
+        f()
+    }
+
+    /// Tells the observer to finish the batches it was told of; called with
+    /// the commit lock held (see [`CommitObserver::settle`]).
+    pub(crate) fn settle_observer(&self) {
+        let observer = self.observer.read().clone();
+        if let Some(o) = observer {
+            o.settle();
+        }
+    }
+
+    /// Runs `f` over one consistent state of every table (a RocksDB
+    /// snapshot, or the in-memory engine under its read lock: writers wait
+    /// meanwhile there), without the commit lock: commits go on, unseen by
+    /// `f`. For an observer processing batches after they commit: it
+    /// processes the batches up to [`SnapshotReads::lsn`] against exactly
+    /// that state.
+    pub fn with_snapshot<R>(&self, f: impl FnOnce(&SnapshotReads<'_>) -> R) -> Result<R> {
+        let tables = self.catalog.read().tables.clone();
+        let mut f = Some(f);
+        let mut out = None;
+        self.engine.with_consistent(&mut |reader| {
+            let lsn = reader
+                .get(cf::CATALOG, cf::catalog_key::LSN)?
+                .as_deref()
+                .and_then(keys::decode_lsn)
+                .unwrap_or(0);
+            let reads = SnapshotReads {
+                lsn,
+                tables: tables.clone(),
+                reader,
+            };
+            if let Some(f) = f.take() {
+                out = Some(f(&reads));
+            }
+            Ok(())
+        })?;
+        out.ok_or_else(|| StorageError::Internal("snapshot closure did not run".into()))
+    }
+
+    // ---- reads of the latest committed state ----
+
+    /// Rows whose `index` columns start with `key` (point or prefix lookup).
+    /// Key values are coerced to the column types; a key that cannot be
+    /// coerced matches nothing.
+    pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        // A full primary key is one point read: no snapshot needed.
+        if let (IndexRef::Primary, Some(pk)) = (index, &t.schema.primary_key) {
+            if !pk.is_empty() && key.len() == pk.len() {
+                let Some(k) = t.encode_lookup_key(pk, key) else {
+                    return Ok(Vec::new());
+                };
+                return match self.engine.get_latest(t.primary_cf(), &k)? {
+                    Some(bytes) => Ok(vec![t.decode_row(&bytes)?]),
+                    None => Ok(Vec::new()),
+                };
+            }
+        }
+        self.read_latest(|r| read::lookup(r, &t, index, key))
+    }
+    /// Rows whose `index` key lies between the bounds (ordered scan).
+    pub fn range(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        lower: Bound<&[Value]>,
+        upper: Bound<&[Value]>,
+    ) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        self.read_latest(|r| read::range(r, &t, index, lower, upper))
+    }
+    /// Every row, in primary-key order.
+    pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        let t = self.table_state(table)?;
+        self.read_latest(|r| read::scan_all(r, &t))
+    }
+    pub fn estimate_rows(&self, table: TableId) -> u64 {
+        match self.table_state(table) {
+            Ok(t) => t.counters.rows.load(Ordering::Relaxed).max(0) as u64,
+            Err(_) => 0,
+        }
+    }
+    /// Reserves `n` consecutive AUTO_INCREMENT values for `table` and
+    /// returns the first, for a transaction that must report generated keys
+    /// before it commits (the shim buffers transactional writes). The
+    /// reservation is in memory: rows later written with these explicit
+    /// values advance the durable counter; unused values leave a gap, as in
+    /// MySQL.
+    pub fn reserve_auto_increment(&self, table: TableId, n: u64) -> Result<u64> {
+        let t = self.table_state(table)?;
+        let mut next = t.counters.auto_inc.lock();
+        let first = (*next).max(1);
+        *next = first.saturating_add(n);
+        Ok(first)
+    }
+    /// Advances `table`'s in-memory AUTO_INCREMENT counter past `used`, an
+    /// explicit value a transaction's INSERT gave, so later generated
+    /// values do not collide with it (MySQL moves the counter when the
+    /// statement runs, not at COMMIT).
+    pub fn note_auto_increment(&self, table: TableId, used: u64) -> Result<()> {
+        let t = self.table_state(table)?;
+        let mut next = t.counters.auto_inc.lock();
+        if used >= *next {
+            *next = used.saturating_add(1);
+        }
+        Ok(())
+    }
+    pub fn read_view(&self) -> ReadView {
+        let tables = self.catalog.read().tables.clone();
+        match self.try_read_view(tables.clone()) {
+            Ok(v) => v,
+            Err(e) => {
+                // Taking a snapshot only fails if a thread cannot be spawned;
+                // fall back to a view that reports the error on every read.
+                tracing::error!("taking a read view failed: {e}");
+                ReadView {
+                    lsn: self.last_lsn(),
+                    tables,
+                    snapshot: Box::new(FailedSnapshot),
+                }
+            }
+        }
+    }
+    /// Makes every batch committed so far durable (syncs the WAL), whatever
+    /// the durability mode. A snapshot of view state calls it before it is
+    /// published, so it never reflects writes a crash could still lose.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.engine.sync_wal()
+    }
+    /// Writes buffered table data (RocksDB memtables) to table files, so
+    /// the next open has no write-ahead log to replay. For clean shutdown;
+    /// durability never depends on it.
+    pub fn flush(&self) -> Result<()> {
+        self.engine.flush()
+    }
+    /// The LSN of the newest committed batch.
+    pub fn last_lsn(&self) -> Lsn {
+        self.last_lsn.load(Ordering::Acquire)
+    }
+
+    // ---- change log ----
+
+    /// Calls `f` for every logged batch with LSN > `after`, in order.
+    pub fn read_log(
+        &self,
+        after: Lsn,
+        f: &mut dyn FnMut(Lsn, Vec<TableDeltas>) -> Result<()>,
+    ) -> Result<()> {
+        const CHUNK: usize = 256;
+        let mut next = match after.checked_add(1) {
+            Some(n) => n,
+            None => return Ok(()),
+        };
+        loop {
+            let mut chunk: Vec<(Lsn, Vec<TableDeltas>)> = Vec::new();
+            let start = keys::lsn_key(next);
+            self.engine.with_consistent(&mut |r| {
+                chunk.clear();
+                r.scan(cf::CHANGE_LOG, &start, None, &mut |k, v| {
+                    let lsn = keys::decode_lsn(k)
+                        .ok_or_else(|| StorageError::Corruption("bad change-log key".into()))?;
+                    let deltas: Vec<TableDeltas> = postcard::from_bytes(v).map_err(|e| {
+                        StorageError::Corruption(format!("change-log entry {lsn}: {e}"))
+                    })?;
+                    chunk.push((lsn, deltas));
+                    Ok(chunk.len() < CHUNK)
+                })
+            })?;
+            let done = chunk.len() < CHUNK;
+            for (lsn, deltas) in chunk {
+                next = lsn + 1;
+                f(lsn, deltas)?;
+            }
+            if done {
+                return Ok(());
+            }
+        }
+    }
+    /// Applies a batch another node committed (a replica following its
+    /// primary): the same row changes, logged at the same LSN, which must be
+    /// the next one here. Bypasses the write gate; the observer (the
+    /// dataflow) is told as for a local commit, so views stay current.
+    /// `sync` false leaves the write-ahead log unsynced (the next synced
+    /// write, or [`Storage::sync_wal`], makes it durable): a replica syncs
+    /// once for a run of entries it acknowledges together.
+    pub fn apply_replicated(&self, lsn: Lsn, changes: Vec<TableDeltas>, sync: bool) -> Result<()> {
+        let _commit = self.commit.lock();
+        let last = self.last_lsn();
+        if lsn != last.saturating_add(1) || changes.is_empty() {
+            return Err(StorageError::Internal(format!(
+                "replicated entry {lsn} does not follow {last}"
+            )));
+        }
+        let tables = self.catalog.read().tables.clone();
+        let mut batch = engine::Batch::default();
+        let mut auto_inc = HashMap::new();
+        self.engine.with_consistent(&mut |base| {
+            let mut g = self.group(base, &tables);
+            g.apply_deltas(&changes)?;
+            auto_inc = std::mem::take(&mut g.auto_inc);
+            std::mem::take(&mut g.overlay).into_batch(&mut batch);
+            Ok(())
+        })?;
+        self.persist_batch(batch, &auto_inc, changes, &tables, sync && self.sync())?;
+        Ok(())
+    }
+
+    /// Drops log entries with LSN < `below` (and at most up to the floor
+    /// set by [`Storage::set_log_floor`]).
+    pub fn truncate_log(&self, below: Lsn) -> Result<()> {
+        let below = below.min(self.log_floor.load(Ordering::Acquire).saturating_add(1));
+        let end = keys::lsn_key(below);
+        loop {
+            let mut batch = engine::Batch::default();
+            self.engine.with_consistent(&mut |r| {
+                batch = engine::Batch::default();
+                r.scan(cf::CHANGE_LOG, &[], Some(&end), &mut |k, _| {
+                    batch.delete(cf::CHANGE_LOG, k.to_vec());
+                    Ok(batch.ops.len() < 10_000)
+                })
+            })?;
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.engine.write(batch, false)?;
+        }
+    }
+}
+
+/// Makes tables created from now on store the whole row in their secondary
+/// index entries (instead of only the primary key), trading write volume for
+/// one point read less per secondary lookup. For benchmarks.
+#[doc(hidden)]
+pub fn set_secondary_full_row_for_new_tables(on: bool) {
+    catalog::SECONDARY_FULL_ROW.store(on, Ordering::Relaxed);
+}
+
+struct FailedSnapshot;
+
+impl KvSnapshot for FailedSnapshot {
+    fn run(&self, _job: engine::SnapshotJob) {
+        // Dropping the job drops its reply channel: the reader gets an error.
+    }
+}
+
+impl Storage {
+    pub(crate) fn sync(&self) -> bool {
+        self.durability == Durability::Sync
+    }
+
+    fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.catalog
+            .read()
+            .tables
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| no_table_id(id))
+    }
+
+    pub(crate) fn read_latest(
+        &self,
+        mut f: impl FnMut(&dyn engine::KvRead) -> Result<Vec<read::KeyedRow>>,
+    ) -> Result<Vec<Row>> {
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out = f(r)?;
+            Ok(())
+        })?;
+        strip_keys(out)
+    }
+
+    fn try_read_view(&self, tables: Arc<HashMap<TableId, Arc<TableState>>>) -> Result<ReadView> {
+        let snapshot = self.engine.snapshot()?;
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        snapshot.run(Box::new(move |r| {
+            let _ = tx.send(r.get(cf::CATALOG, cf::catalog_key::LSN));
+        }));
+        let lsn = rx
+            .recv()
+            .map_err(|_| StorageError::Internal("snapshot reader is gone".into()))??;
+        let lsn = lsn.as_deref().and_then(keys::decode_lsn).unwrap_or(0);
+        Ok(ReadView {
+            lsn,
+            tables,
+            snapshot,
+        })
+    }
+
+    /// An empty commit group over `base` (the engine state) and `tables`.
+    fn group<'a>(
+        &'a self,
+        base: &'a dyn engine::KvRead,
+        tables: &'a HashMap<TableId, Arc<TableState>>,
+    ) -> write::Group<'a> {
+        write::Group {
+            base,
+            tables,
+            overlay: write::Overlay::default(),
+            deltas: Vec::new(),
+            auto_inc: HashMap::new(),
+            epoch: self.epoch,
+            row_seq: &self.row_seq,
+        }
+    }
+
+    /// Writes a group's batch with its AUTO_INCREMENT counters and, when it
+    /// changed rows, a change-log entry at the next LSN (syncing the WAL when
+    /// `sync`); then tells the observer. Returns the LSN the batch is part
+    /// of. Called with the commit lock held.
+    fn persist_batch(
+        &self,
+        mut batch: engine::Batch,
+        auto_inc: &HashMap<TableId, u64>,
+        changes: Vec<TableDeltas>,
+        tables: &HashMap<TableId, Arc<TableState>>,
+        sync: bool,
+    ) -> Result<Lsn> {
+        for (table, next) in auto_inc {
+            batch.put(
+                cf::CATALOG,
+                cf::catalog_key::auto_inc(*table),
+                next.to_be_bytes(),
+            );
+        }
+        let mut lsn = self.last_lsn();
+        if !changes.is_empty() {
+            lsn += 1;
+            let bytes = postcard::to_stdvec(&changes)
+                .map_err(|e| StorageError::Internal(format!("encoding the change log: {e}")))?;
+            batch.put(cf::CHANGE_LOG, keys::lsn_key(lsn), bytes);
+            batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
+        }
+        if !batch.is_empty() {
+            self.engine.write(batch, sync)?;
+        }
+        if !changes.is_empty() {
+            self.last_lsn.store(lsn, Ordering::Release);
+            for td in &changes {
+                if let Some(t) = tables.get(&td.table) {
+                    let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
+                    t.counters.rows.fetch_add(delta, Ordering::Relaxed);
+                }
+            }
+            let observer = self.observer.read().clone();
+            if let Some(o) = observer {
+                o.on_commit(lsn, changes);
+            }
+        }
+        Ok(lsn)
+    }
+
+    /// Leader side of group commit: applies every caller's ops, writes one
+    /// batch, tells the observer, fills every caller's slot. Called with the
+    /// commit lock held.
+    fn commit_group(&self, group: Vec<Pending>) {
+        let tables = self.catalog.read().tables.clone();
+        let mut outcomes: Vec<Result<Vec<OpResult>>> = Vec::with_capacity(group.len());
+        let mut batch = engine::Batch::default();
+        let mut changes = Vec::new();
+        let mut calls: Vec<(Vec<WriteOp>, Option<CommitCheck>)> = Vec::with_capacity(group.len());
+        let mut slots = Vec::with_capacity(group.len());
+        for p in group {
+            calls.push((p.ops, p.check));
+            slots.push(p.slot);
+        }
+        let check_lsn = self.last_lsn();
+        let mut calls = Some(calls);
+        let mut auto_inc = HashMap::new();
+        let applied = self.engine.with_consistent(&mut |base| {
+            let mut g = self.group(base, &tables);
+            for (ops, check) in calls.take().unwrap_or_default() {
+                // A caller's closure (filter, updater) that panics fails
+                // that caller alone, not the leader's thread or the group.
+                let mark = g.deltas.len();
+                let check = check.map(|check| {
+                    let tables = tables.clone();
+                    move |reader: &dyn engine::KvRead, deltas: &[(TableId, RowDelta)]| {
+                        let reads = SnapshotReads {
+                            lsn: check_lsn,
+                            tables: tables.clone(),
+                            reader,
+                        };
+                        check(&reads, deltas)
+                    }
+                });
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    g.apply_caller(ops, check.as_ref().map(|c| c as &write::CheckFn<'_>))
+                }))
+                .unwrap_or_else(|_| {
+                    g.overlay.rollback();
+                    g.deltas.truncate(mark);
+                    Err(StorageError::Internal(
+                        "a write operation's row function panicked".into(),
+                    ))
+                });
+                outcomes.push(outcome);
+            }
+            changes = g.take_changes();
+            auto_inc = std::mem::take(&mut g.auto_inc);
+            g.overlay.into_batch(&mut batch);
+            Ok(())
+        });
+        if let Err(e) = applied {
+            for slot in slots {
+                slot.fill(Err(e.clone()));
+            }
+            return;
+        }
+        let lsn = match self.persist_batch(batch, &auto_inc, changes, &tables, self.sync()) {
+            Ok(lsn) => lsn,
+            Err(e) => {
+                for slot in slots {
+                    slot.fill(Err(e.clone()));
+                }
+                return;
+            }
+        };
+        for (slot, outcome) in slots.into_iter().zip(outcomes) {
+            slot.fill(outcome.map(|ops| WriteResult { lsn, ops }));
+        }
+    }
+}
