@@ -588,27 +588,42 @@ impl Inner {
     }
 
     fn drop_unused_views(&self) -> usize {
-        let doomed = self.storage.exclusive(|| {
+        let doomed = self.drop_views_where(|v| !v.used.swap(false, AO::Relaxed));
+        if !doomed.is_empty() {
+            tracing::info!(views = doomed.len(), "dropped views no query used lately");
+        }
+        doomed.len()
+    }
+
+    /// Drops the view `p` reads now (see [`Dataflow::discard`]).
+    pub(crate) fn discard_view(&self, p: &Prepared) {
+        if let Target::View(v) = &p.target.read().0 {
+            self.drop_views_where(|x| std::ptr::eq(x, &**v));
+        }
+    }
+
+    /// Uninstalls the views `doomed` picks, and forgets their catalog
+    /// records; returns their signatures. A read of one meanwhile sees it
+    /// dropped and plans again.
+    fn drop_views_where(&self, mut doomed: impl FnMut(&View) -> bool) -> Vec<String> {
+        let dropped = self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             let mut views = self.views.write();
-            let unused: Vec<String> = views
+            let picked: Vec<String> = views
                 .iter()
-                .filter(|(_, v)| !v.used.swap(false, AO::Relaxed))
+                .filter(|(_, v)| doomed(v))
                 .map(|(k, _)| k.clone())
                 .collect();
-            for k in &unused {
+            for k in &picked {
                 if let Some(v) = views.remove(k) {
                     v.dropped.store(true, AO::SeqCst);
                     g.uninstall(v.node);
                 }
             }
-            unused
+            picked
         });
-        if !doomed.is_empty() {
-            tracing::info!(views = doomed.len(), "dropped views no query used lately");
-        }
-        self.forget_installed(&doomed);
-        doomed.len()
+        self.forget_installed(&dropped);
+        dropped
     }
 
     /// Runs [`Inner::drop_unused_views`] if an idle timeout passed since
@@ -633,18 +648,7 @@ impl Inner {
     }
 
     fn invalidate_all(&self) {
-        let doomed = self.storage.exclusive(|| {
-            let mut g = self.graph.lock();
-            let mut views = self.views.write();
-            let mut doomed = Vec::new();
-            for (sig, v) in views.drain() {
-                v.dropped.store(true, AO::SeqCst);
-                g.uninstall(v.node);
-                doomed.push(sig);
-            }
-            doomed
-        });
-        self.forget_installed(&doomed);
+        self.drop_views_where(|_| true);
     }
 
     /// Deletes the catalog records of views no longer installed (a prepared

@@ -87,6 +87,13 @@ impl PreparedQuery {
 }
 
 impl Dataflow {
+    /// Drops the view `q` reads now (a view made for one statement: its
+    /// query holds values of that moment, such as NOW() fixed, so no later
+    /// statement would share it). Another reader of it plans again.
+    pub fn discard(&self, q: &PreparedQuery) {
+        self.inner.discard_view(&q.inner);
+    }
+
     /// Plans (or reuses) the view answering `query` in `database`. Literals
     /// in equality predicates become parameters so queries differing only in
     /// them share one view; `?` placeholders become parameters too. Queries

@@ -998,6 +998,43 @@ fn views_show_views_and_explain_graph() {
     });
 }
 
+/// A read answered with its clock fixed (NOW() inside an aggregate) is
+/// answered by a view made for that statement, dropped after it: running
+/// it every second must not leave a view per second behind.
+#[test]
+fn reads_with_the_clock_fixed_leave_no_view_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let srv = Server::start(dir.path(), &["--durability", "memory"]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        c.query_drop("CREATE DATABASE clk").await.unwrap();
+        c.query_drop("USE clk").await.unwrap();
+        c.query_drop("CREATE TABLE ev (id INT PRIMARY KEY, at DATETIME, grp INT)")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO ev VALUES (1, NULL, 1), (2, '2001-01-01 00:00:00', 2)")
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let rows: Vec<(i32, i32)> = c
+                .query("SELECT grp, MAX(COALESCE(at, NOW())) > '2020-01-01' FROM ev GROUP BY grp ORDER BY grp")
+                .await
+                .unwrap();
+            assert_eq!(rows, vec![(1, 1), (2, 0)]);
+            tokio::time::sleep(Duration::from_millis(1100)).await;
+        }
+        let views: Vec<Row> = c.query("SHOW VIEWS").await.unwrap();
+        let about_ev = views
+            .iter()
+            .filter(|r| {
+                let query: Option<String> = r.get(1);
+                query.is_some_and(|q| q.contains("FROM ev"))
+            })
+            .count();
+        assert_eq!(about_ev, 0, "{views:?}");
+    });
+}
+
 fn read_packet(s: &mut TcpStream) -> (u8, Vec<u8>) {
     let mut hdr = [0u8; 4];
     s.read_exact(&mut hdr).unwrap();

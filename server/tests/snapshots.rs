@@ -738,9 +738,17 @@ fn long_delta_chains_are_compacted_and_still_recover() {
         world.churn(&mut c, 20 + round, 1 + round);
         snapshot_views(&mut c);
     }
+    // The scheduler thread merges the chains in the background, and may
+    // have merged some already (a loaded machine gives it time between
+    // rounds): either the chain is long or a compaction ran.
     let (_, longest) = newest_chain(&mut c);
-    assert!(longest > 4, "chain of {longest} files");
-    // The scheduler thread merges the chains in the background.
+    let early = srv
+        .metric("ladle_snapshot_compactions_total")
+        .unwrap_or(0.0);
+    assert!(
+        longest > 4 || early >= 1.0,
+        "chain of {longest} files, no compaction"
+    );
     let mut compactions = 0.0;
     for _ in 0..600 {
         compactions = srv
@@ -752,11 +760,20 @@ fn long_delta_chains_are_compacted_and_still_recover() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(compactions >= 1.0, "no compaction\n{}", srv.log_text());
-    // The next epoch builds on the merged files.
-    world.vote(&mut c, 20);
-    let (epoch, _, _) = snapshot_views(&mut c);
-    let (newest, longest) = newest_chain(&mut c);
-    assert_eq!(newest, epoch);
+    // The next epochs build on the merged files (a compaction still
+    // running when an epoch is taken shortens the one after it).
+    let (mut epoch, mut longest) = (0, u64::MAX);
+    for _ in 0..10 {
+        world.vote(&mut c, 20);
+        let (e, _, _) = snapshot_views(&mut c);
+        let (newest, l) = newest_chain(&mut c);
+        assert_eq!(newest, e);
+        (epoch, longest) = (e, l);
+        if longest <= 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert!(longest <= 2, "chain of {longest} files after compaction");
     world.vote(&mut c, 25);
     world.check(&mut c, "before the restart");

@@ -1463,7 +1463,7 @@ impl Engine {
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
         // A view with the clock fixed answers this statement only: it is
-        // not remembered for the text.
+        // dropped after the read, not remembered for the text.
         let (pq, clock_fixed) = match self.dataflow.prepare(&db, &q) {
             Err(err) if err.is_volatile_refusal() => match crate::clock::fix_clock(self, s, &q)? {
                 Some(fixed) => (self.dataflow.prepare(&db, &fixed)?, true),
@@ -1472,7 +1472,12 @@ impl Engine {
             other => (other?, false),
         };
         let impossible = takes_read_view(s) && crate::impossible::select_is_impossible(&q, &[]);
-        let rows = self.read_rows(s, &pq, &[], locking, impossible)?;
+        let rows = self.read_rows(s, &pq, &[], locking, impossible);
+        if clock_fixed {
+            // Its literals are this moment's: no later statement reads it.
+            self.dataflow.discard(&pq);
+        }
+        let rows = rows?;
         if let (Some(sql), Some(current), false) = (sql, &s.database, clock_fixed) {
             self.remember_select((current.clone(), sql.to_string()), &pq);
         }
