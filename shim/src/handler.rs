@@ -125,15 +125,14 @@ impl Connection {
         auth_response: &[u8],
         secure: bool,
     ) -> Result<(), WireError> {
-        let refusal = match &login {
+        let refusal = match login {
             _ if !secure && self.engine.facts.secure_transport_required() => Some(WireError {
                 code: crate::error::ER_SECURE_TRANSPORT_REQUIRED,
                 message: "Connections using insecure transport are prohibited while --require_secure_transport=ON.".into(),
             }),
             // REQUIRE SSL over plaintext is refused as a wrong password is.
             Some(l) if l.require_ssl && !secure => None,
-            Some(_) => {
-                let login = login.expect("checked");
+            Some(login) => {
                 self.engine.host_errors.succeeded(&self.host);
                 let mut s = self.session.lock();
                 s.user = String::from_utf8_lossy(user).into_owned();

@@ -282,13 +282,7 @@ impl Graph {
         let rrows = self.pull_from(src, r, rcols, rkey)?;
         let (keys, right_groups, _) = group_by_join_key(rrows, &j.right_cols, &j.colls);
         let left_groups = self.pull_keys(src, l, &j.left_cols, &keys)?;
-        let mut out = Vec::new();
-        for (ls, rs) in left_groups.iter().zip(&right_groups) {
-            crate::interrupt::check()?;
-            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
-            out.extend(j.join_rows(ls, rs));
-        }
-        Ok(out)
+        join_groups(j, &left_groups, &right_groups, Vec::new())
     }
 
     /// Joins `left_rows` with their right matches, pulling the right input
@@ -301,14 +295,8 @@ impl Graph {
         left_rows: Vec<Row>,
     ) -> Result<Vec<Row>> {
         let (keys, left_groups, nulls) = group_by_join_key(left_rows, &j.left_cols, &j.colls);
-        let mut out = j.join_rows(&nulls, &[]);
         let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
-        for (ls, rs) in left_groups.iter().zip(&right_groups) {
-            crate::interrupt::check()?;
-            crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
-            out.extend(j.join_rows(ls, rs));
-        }
-        Ok(out)
+        join_groups(j, &left_groups, &right_groups, j.join_rows(&nulls, &[]))
     }
 
     /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
@@ -455,4 +443,21 @@ fn group_by_join_key(
         }
     }
     (keys, groups, nulls)
+}
+
+/// Appends to `out` the join of each pair of matching left and right
+/// groups, charging each product to the statement's working set before it
+/// is built (see [`crate::interrupt::charge_bytes`]).
+fn join_groups(
+    j: &Join,
+    left_groups: &[Vec<Row>],
+    right_groups: &[Vec<Row>],
+    mut out: Vec<Row>,
+) -> Result<Vec<Row>> {
+    for (ls, rs) in left_groups.iter().zip(right_groups) {
+        crate::interrupt::check()?;
+        crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
+        out.extend(j.join_rows(ls, rs));
+    }
+    Ok(out)
 }
