@@ -402,3 +402,84 @@ fn random_hostile_statements_never_take_the_server_down() {
             .join("\n")
     );
 }
+
+/// The status value `name` from `SHOW GLOBAL STATUS`.
+fn status(conn: &mut Conn, name: &str) -> u64 {
+    use mysql::prelude::Queryable;
+    let row: Option<(String, String)> = conn
+        .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+        .expect("show status");
+    row.expect("status row").1.parse().expect("a number")
+}
+
+#[test]
+fn prepared_statements_are_bounded_across_sessions() {
+    use mysql::prelude::Queryable;
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("ladle starts");
+    let url = server.url();
+    let mut admin = connect(&url, None).expect("connect");
+    let default: u64 = admin
+        .query_first("SELECT @@max_prepared_stmt_count")
+        .expect("read")
+        .expect("row");
+    assert_eq!(default, 16_382, "MySQL's default");
+    admin
+        .query_drop("SET GLOBAL max_prepared_stmt_count = 3")
+        .expect("set");
+    let mut a = connect(&url, None).expect("connect");
+    let mut b = connect(&url, None).expect("connect");
+    let first = a.prep("SELECT 1").expect("prepare 1");
+    a.prep("SELECT 2").expect("prepare 2");
+    b.prep("SELECT 3").expect("prepare 3");
+    assert_eq!(status(&mut admin, "Prepared_stmt_count"), 3);
+    // The limit is server-wide: either session's next PREPARE is refused.
+    for conn in [&mut a, &mut b] {
+        match conn.prep("SELECT 4") {
+            Err(mysql::Error::MySqlError(e)) => {
+                assert_eq!(e.code, 1461);
+                assert_eq!(
+                    e.message,
+                    "Can't create more than max_prepared_stmt_count statements (current value: 3)"
+                );
+            }
+            other => panic!("expected 1461, got {other:?}"),
+        }
+    }
+    // A closed statement and an ended session give their slots back.
+    a.close(first).expect("close");
+    // (COM_STMT_CLOSE has no reply: a round trip on `a` orders it first.)
+    a.query_drop("SELECT 1").expect("round trip");
+    b.prep("SELECT 5").expect("a slot freed by COM_STMT_CLOSE");
+    assert_eq!(status(&mut admin, "Prepared_stmt_count"), 3);
+    drop(b);
+    let mut freed = 0;
+    for _ in 0..100 {
+        freed = 3 - status(&mut admin, "Prepared_stmt_count");
+        if freed == 2 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(freed, 2, "the ended session's two statements are released");
+    a.prep("SELECT 6")
+        .expect("a slot freed by the session's end");
+    // Out-of-range values are clamped; DEFAULT restores MySQL's.
+    admin
+        .query_drop("SET GLOBAL max_prepared_stmt_count = 99999999")
+        .expect("set");
+    let clamped: u64 = admin
+        .query_first("SELECT @@max_prepared_stmt_count")
+        .expect("read")
+        .expect("row");
+    assert_eq!(clamped, 1_048_576);
+    admin
+        .query_drop("SET GLOBAL max_prepared_stmt_count = DEFAULT")
+        .expect("set");
+    assert!(
+        admin
+            .query_drop("SET max_prepared_stmt_count = 5")
+            .is_err_and(|e| matches!(e, mysql::Error::MySqlError(ref m) if m.code == 1229)),
+        "a GLOBAL variable"
+    );
+}

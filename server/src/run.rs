@@ -186,6 +186,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         security: Arc::new(ladle_shim::vars::SecurityGlobals {
             require_secure_transport: args.require_secure_transport.into(),
             max_connect_errors: args.max_connect_errors.into(),
+            ..Default::default()
         }),
     };
     let admin = Arc::new(crate::cluster::ClusterAdmin {

@@ -315,6 +315,10 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
             let m = &e.metrics;
             let rows = vec![
                 vec![t("Connections"), t(m.connections_total.get().to_string())],
+                vec![
+                    t("Prepared_stmt_count"),
+                    t(crate::session::prepared_statement_count().to_string()),
+                ],
                 vec![t("Queries"), t(m.queries_count().to_string())],
                 vec![t("Threads_connected"), t(m.connections.get().to_string())],
                 vec![t("Uptime"), t(m.uptime_seconds().to_string())],

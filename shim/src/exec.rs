@@ -1302,7 +1302,8 @@ impl Engine {
     }
 
     /// Evaluates an expression that refers to no table.
-    /// `SET GLOBAL require_secure_transport | max_connect_errors = v`
+    /// `SET GLOBAL require_secure_transport | max_connect_errors |
+    /// max_prepared_stmt_count = v`
     /// (SUPER was checked with the statement; see [`crate::privileges`]).
     fn set_security_variable(&self, var: &str, v: &Value, global: bool) -> Result<()> {
         use std::sync::atomic::Ordering::SeqCst;
@@ -1327,13 +1328,24 @@ impl Engine {
             };
             g.require_secure_transport.store(on, SeqCst);
         } else {
+            let (default, min, max, target) = if var == "max_prepared_stmt_count" {
+                (
+                    crate::vars::MAX_PREPARED_STMT_COUNT_DEFAULT,
+                    0,
+                    1_048_576,
+                    &g.max_prepared_stmt_count,
+                )
+            } else {
+                (100, 1, u64::MAX, &g.max_connect_errors)
+            };
             let n = match v {
                 Value::Int(i) => u64::try_from(*i).map_err(|_| wrong())?,
                 Value::UInt(u) => *u,
-                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => 100,
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => default,
                 _ => return Err(wrong()),
             };
-            g.max_connect_errors.store(n.max(1), SeqCst);
+            // Out-of-range values are clamped, as MySQL does.
+            target.store(n.clamp(min, max), SeqCst);
         }
         Ok(())
     }
@@ -1592,6 +1604,19 @@ impl Engine {
 
     /// Plans a statement for COM_STMT_PREPARE.
     pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let limit = self
+            .facts
+            .security
+            .max_prepared_stmt_count
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if crate::session::prepared_statement_count() as u64 >= limit {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_MAX_PREPARED_STMT_COUNT_REACHED,
+                message: format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: {limit})"
+                ),
+            }));
+        }
         let opened = crate::sqltext::open_versioned_comments(sql);
         let sql = opened.as_ref();
         let unlocked = if classify(sql) == Kind::Select {

@@ -2,6 +2,7 @@
 //! transaction, session and user variables, prepared statements, warnings.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ladle_common::{Lsn, Value};
 use ladle_dataflow::PreparedQuery;
@@ -165,6 +166,59 @@ impl PreparedStatement {
     }
 }
 
+/// Prepared statements of every session of this process: MySQL's
+/// `Prepared_stmt_count`, held under `@@max_prepared_stmt_count` (1461
+/// past it) so that no client can grow the server without bound by
+/// preparing statements it never closes.
+static PREPARED_STATEMENTS: AtomicUsize = AtomicUsize::new(0);
+
+/// How many statements are prepared across all sessions
+/// (`Prepared_stmt_count`).
+pub fn prepared_statement_count() -> usize {
+    PREPARED_STATEMENTS.load(Ordering::Relaxed)
+}
+
+/// A session's prepared statements by id, counted in
+/// [`prepared_statement_count`] from insertion until removal or the
+/// session's end.
+#[derive(Default)]
+pub struct PreparedStatements(HashMap<u32, PreparedStatement>);
+
+impl PreparedStatements {
+    pub fn get(&self, id: &u32) -> Option<&PreparedStatement> {
+        self.0.get(id)
+    }
+
+    pub fn contains_key(&self, id: &u32) -> bool {
+        self.0.contains_key(id)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Adds or replaces statement `id`.
+    pub fn insert(&mut self, id: u32, stmt: PreparedStatement) {
+        if self.0.insert(id, stmt).is_none() {
+            PREPARED_STATEMENTS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub fn remove(&mut self, id: &u32) -> Option<PreparedStatement> {
+        let removed = self.0.remove(id);
+        if removed.is_some() {
+            PREPARED_STATEMENTS.fetch_sub(1, Ordering::Relaxed);
+        }
+        removed
+    }
+}
+
+impl Drop for PreparedStatements {
+    fn drop(&mut self) {
+        PREPARED_STATEMENTS.fetch_sub(self.0.len(), Ordering::Relaxed);
+    }
+}
+
 /// A row of SHOW WARNINGS.
 #[derive(Clone, Debug)]
 pub struct Warning {
@@ -213,7 +267,7 @@ pub struct Session {
     /// WARNINGS through statements that use no table): not the current
     /// statement's, so not in its OK packet's warning count.
     pub carried_warnings: usize,
-    pub statements: HashMap<u32, PreparedStatement>,
+    pub statements: PreparedStatements,
     next_statement: u32,
     /// On a cluster replica: this session's link to the primary, opened
     /// by its first forwarded statement (see `crate::forward`).
@@ -247,7 +301,7 @@ impl Session {
             last_write_lsn: 0,
             warnings: Vec::new(),
             carried_warnings: 0,
-            statements: HashMap::new(),
+            statements: PreparedStatements::default(),
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,

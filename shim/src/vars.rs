@@ -52,6 +52,9 @@ pub struct SecurityGlobals {
     /// `max_connect_errors`: failed handshakes in a row after which a host
     /// is blocked (1129) until `FLUSH HOSTS`.
     pub max_connect_errors: std::sync::atomic::AtomicU64,
+    /// `max_prepared_stmt_count`: statements all sessions together may
+    /// hold prepared (1461 past it).
+    pub max_prepared_stmt_count: std::sync::atomic::AtomicU64,
 }
 
 impl Default for SecurityGlobals {
@@ -60,12 +63,20 @@ impl Default for SecurityGlobals {
             require_secure_transport: false.into(),
             // MySQL's and MariaDB's default.
             max_connect_errors: 100.into(),
+            max_prepared_stmt_count: MAX_PREPARED_STMT_COUNT_DEFAULT.into(),
         }
     }
 }
 
+/// MySQL's and MariaDB's default `max_prepared_stmt_count`.
+pub const MAX_PREPARED_STMT_COUNT_DEFAULT: u64 = 16_382;
+
 /// The global variables of [`SecurityGlobals`], by name.
-pub const SECURITY_VARIABLES: [&str; 2] = ["max_connect_errors", "require_secure_transport"];
+pub const SECURITY_VARIABLES: [&str; 3] = [
+    "max_connect_errors",
+    "max_prepared_stmt_count",
+    "require_secure_transport",
+];
 
 /// MySQL's connection timeouts, in seconds (the server-wide values; a
 /// session may `SET` its own `wait_timeout`, `interactive_timeout`,
@@ -234,6 +245,15 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
                 facts
                     .security
                     .max_connect_errors
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
+        ),
+        (
+            "max_prepared_stmt_count".into(),
+            Value::UInt(
+                facts
+                    .security
+                    .max_prepared_stmt_count
                     .load(std::sync::atomic::Ordering::SeqCst),
             ),
         ),
