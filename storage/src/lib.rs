@@ -92,8 +92,8 @@ pub use config::{Durability, StorageConfig, WalRecovery};
 pub use error::{Result, StorageError};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
-    ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, WriteOp,
-    WriteResult,
+    ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,
+    WriteOp, WriteResult,
 };
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};
 pub use view::{ReadView, SnapshotReads};
