@@ -250,16 +250,30 @@ pub fn store(
     checks: &[CheckConstraint],
 ) -> Result<()> {
     validate(schema, checks)?;
-    let key = meta_key(schema.id);
-    if checks.is_empty() {
-        storage.delete_meta(&key)?;
-    } else {
-        let bytes = postcard::to_allocvec(checks)
-            .map_err(|e| ShimError::Internal(format!("encoding CHECK constraints: {e}")))?;
-        storage.put_meta(&key, &bytes)?;
+    let (key, value) = meta_record(schema.id, checks)?;
+    match value {
+        None => storage.delete_meta(&key)?,
+        Some(bytes) => storage.put_meta(&key, &bytes)?,
     }
     cache.invalidate(schema.id);
     Ok(())
+}
+
+/// The catalog meta record holding `checks` as table `table`'s constraints
+/// (`None`: the record is deleted), for a schema change that writes it.
+pub fn meta_record(
+    table: TableId,
+    checks: &[CheckConstraint],
+) -> Result<(String, Option<Vec<u8>>)> {
+    let value = if checks.is_empty() {
+        None
+    } else {
+        Some(
+            postcard::to_allocvec(checks)
+                .map_err(|e| ShimError::Internal(format!("encoding CHECK constraints: {e}")))?,
+        )
+    };
+    Ok((meta_key(table), value))
 }
 
 /// Forgets a dropped table's checks.

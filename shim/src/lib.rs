@@ -45,6 +45,7 @@
 pub mod accounts;
 pub mod admin;
 mod admission;
+mod alter;
 pub mod auth;
 pub mod catalog;
 pub mod checks;

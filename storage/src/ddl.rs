@@ -670,8 +670,12 @@ impl Storage {
         let pads = if rewrite_rows {
             vec![Value::Null; schema.columns.len()]
         } else {
+            // The caller keeps the columns in place and appends any new
+            // ones, which old rows read as their default.
+            let old = t.schema.columns.len();
             let mut pads = t.entry.pads.clone();
-            pads.resize(schema.columns.len(), Value::Null);
+            pads.resize(old, Value::Null);
+            pads.extend(schema.columns.iter().skip(old).map(pad_value));
             pads
         };
         let entry = TableEntry {

@@ -96,6 +96,7 @@ pub use ops::{
     WriteOp, WriteResult,
 };
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};
+pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};
 pub use write::check_not_null;
 
