@@ -524,7 +524,7 @@ impl Shape {
         }
         let same_values = old.ty == column.ty
             && old.collation == column.collation
-            && (old.nullable || !column.nullable)
+            && (column.nullable || !old.nullable)
             && old.auto_increment == column.auto_increment
             && old.default.generation() == column.default.generation();
         if !same_values {
@@ -686,6 +686,11 @@ fn value_error(e: CoerceError, column: &ColumnSchema, v: &Value, row: usize) -> 
         CoerceError::OutOfRange { .. } => wire(
             error::ER_WARN_DATA_OUT_OF_RANGE,
             format!("Out of range value for column '{name}' at row {row}"),
+        ),
+        // A string cut shorter is "truncated"; a number's text too long.
+        CoerceError::TooLong { .. } if matches!(v, Value::Text(_)) => wire(
+            error::ER_WARN_DATA_TRUNCATED,
+            format!("Data truncated for column '{name}' at row {row}"),
         ),
         CoerceError::TooLong { .. } => wire(
             error::ER_DATA_TOO_LONG,
