@@ -903,11 +903,20 @@ fn altered_tables_come_back_altered_after_kill_9() {
         let mut c = srv.conn(Some("mig")).await;
         let rows: Vec<(i64, i64)> = c.query("SELECT * FROM u ORDER BY id").await.unwrap();
         assert_eq!(rows, vec![(10, 1), (20, 2)]);
-        let id: Option<i64> = c.query_first("SELECT id FROM u WHERE a = 20").await.unwrap();
+        let id: Option<i64> = c
+            .query_first("SELECT id FROM u WHERE a = 20")
+            .await
+            .unwrap();
         assert_eq!(id, Some(2));
-        let e = c.query_drop("INSERT INTO u VALUES (10, 3)").await.unwrap_err();
+        let e = c
+            .query_drop("INSERT INTO u VALUES (10, 3)")
+            .await
+            .unwrap_err();
         assert_eq!(server_code(e), 1062);
-        let e = c.query_drop("INSERT INTO u VALUES (500, 3)").await.unwrap_err();
+        let e = c
+            .query_drop("INSERT INTO u VALUES (500, 3)")
+            .await
+            .unwrap_err();
         assert_eq!(server_code(e), 4025);
         let e = c.query_drop("SELECT * FROM t").await.unwrap_err();
         assert_eq!(server_code(e), 1146);
