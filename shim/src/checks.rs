@@ -265,15 +265,18 @@ pub fn meta_record(
     table: TableId,
     checks: &[CheckConstraint],
 ) -> Result<(String, Option<Vec<u8>>)> {
-    let value = if checks.is_empty() {
-        None
-    } else {
-        Some(
-            postcard::to_allocvec(checks)
-                .map_err(|e| ShimError::Internal(format!("encoding CHECK constraints: {e}")))?,
-        )
-    };
-    Ok((meta_key(table), value))
+    Ok((meta_key(table), encoded_list(checks, "CHECK constraints")?))
+}
+
+/// A list of constraints as its catalog meta record holds it: `None` for
+/// none (the record is deleted).
+pub fn encoded_list<T: Serialize>(items: &[T], what: &str) -> Result<Option<Vec<u8>>> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    postcard::to_allocvec(items)
+        .map(Some)
+        .map_err(|e| ShimError::Internal(format!("encoding {what}: {e}")))
 }
 
 /// Forgets a dropped table's checks.

@@ -586,15 +586,19 @@ fn table_exists_note(e: &Engine, s: &mut Session, db: &str, name: &str) -> bool 
     exists
 }
 
+/// Table `db`.`table`, or 1146.
+fn existing_table(e: &Engine, db: &str, table: &str) -> Result<std::sync::Arc<TableSchema>> {
+    e.storage
+        .table(db, table)
+        .ok_or_else(|| ShimError::UnknownTable {
+            database: db.to_string(),
+            table: table.to_string(),
+        })
+}
+
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
     let (db, table) = e.resolve(s, &ci.table_name)?;
-    let schema = e
-        .storage
-        .table(&db, &table)
-        .ok_or_else(|| ShimError::UnknownTable {
-            database: db.clone(),
-            table: table.clone(),
-        })?;
+    let schema = existing_table(e, &db, &table)?;
     let names: Vec<ast::Ident> = ci
         .columns
         .iter()
@@ -656,13 +660,7 @@ pub fn alter_table(
     ops: Vec<Op>,
 ) -> Result<Output> {
     let (db, table) = e.resolve(s, name)?;
-    let old = e
-        .storage
-        .table(&db, &table)
-        .ok_or_else(|| ShimError::UnknownTable {
-            database: db.clone(),
-            table: table.clone(),
-        })?;
+    let old = existing_table(e, &db, &table)?;
     if let [Op::Parsed(AlterTableOperation::AddConstraint(
         tc @ (TableConstraint::Index { .. } | TableConstraint::Unique { .. }),
     ))] = ops.as_slice()
@@ -844,6 +842,7 @@ impl Alter<'_> {
                 Ok(())
             }
             Op::Ignored => Ok(()),
+            Op::Unsupported(what) => Err(ShimError::Unsupported(what)),
             Op::Parsed(other) => Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
         }
     }

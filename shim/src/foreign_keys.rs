@@ -356,15 +356,10 @@ pub fn key_index(child: &TableSchema, k: &ForeignKey) -> Result<Option<ladle_com
 /// The catalog meta record holding `keys` as table `table`'s keys (`None`:
 /// the record is deleted), for a schema change that writes it itself.
 pub fn meta_record(table: TableId, keys: &[ForeignKey]) -> Result<(String, Option<Vec<u8>>)> {
-    let value = if keys.is_empty() {
-        None
-    } else {
-        Some(
-            postcard::to_allocvec(keys)
-                .map_err(|e| ShimError::Internal(format!("encoding FOREIGN KEYs: {e}")))?,
-        )
-    };
-    Ok((meta_key(table), value))
+    Ok((
+        meta_key(table),
+        crate::checks::encoded_list(keys, "FOREIGN KEYs")?,
+    ))
 }
 
 /// Every table's keys as `(child table, key)`.
