@@ -2,7 +2,7 @@
 //! them ([`parse`]), and [`Shape`], a table's new schema built one
 //! operation at a time, which remembers where each new column's values
 //! come from and how each existing row becomes a row of the new table
-//! ([`Shape::convert_value`]). [`crate::ddl::alter_table`] runs the
+//! ([`Shape::convert_value`]). [`crate::alter_table`] runs the
 //! statement (constraints, foreign keys, the storage call) over these;
 //! nothing here reads or writes the database.
 

@@ -724,12 +724,12 @@ impl Engine {
             ("ALTER", "TABLE") => {
                 self.implicit_commit(s)?;
                 let sql = dml::render_tokens(t);
-                Ok(Some(ddl::alter_statement(self, s, &sql)?))
+                Ok(Some(crate::alter_table::alter_statement(self, s, &sql)?))
             }
             ("RENAME", "TABLE" | "TABLES") => {
                 self.implicit_commit(s)?;
                 let sql = dml::render_tokens(t);
-                Ok(Some(ddl::rename_tables(self, s, &sql)?))
+                Ok(Some(crate::alter_table::rename_tables(self, s, &sql)?))
             }
             ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
             // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
@@ -1019,7 +1019,7 @@ impl Engine {
             } => {
                 self.implicit_commit(s)?;
                 let ops = operations.into_iter().map(crate::alter::Op::Parsed);
-                ddl::alter_table(self, s, &name, ops.collect())
+                crate::alter_table::alter_table(self, s, &name, ops.collect())
             }
             Statement::Drop {
                 object_type,
