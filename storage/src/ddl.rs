@@ -794,6 +794,10 @@ fn rewrite<E: From<StorageError>>(
                 .map(|(v, c)| coerce(v, c).map_err(StorageError::from))
                 .collect::<Result<Row>>()?
         } else {
+            // Columns appended (read as their defaults) are stored now.
+            let mut row = row;
+            let have = row.len();
+            row.extend(new.entry.pads.iter().skip(have).cloned());
             row
         };
         converted.push((pk, row));
