@@ -1075,6 +1075,45 @@ fn a_crash_right_after_a_schema_change_keeps_its_record_for_replicas() {
     });
 }
 
+/// A replica applies the primary's ALTER TABLE (a row rewrite: dropped,
+/// moved and converted columns, a new UNIQUE key) and RENAME TABLE at the
+/// same place in the change log: rows written before and after it arrive
+/// in the right shape.
+#[test]
+fn a_replica_applies_the_primarys_alter_table() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("ALTER TABLE replication test", 2)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut c = Conn::new(nodes[0].opts()).expect("connect");
+    for sql in [
+        "CREATE DATABASE mig",
+        "CREATE TABLE mig.t (id INT PRIMARY KEY, a VARCHAR(10), b INT)",
+        "INSERT INTO mig.t VALUES (1, '10', 5), (2, '20', 6)",
+        "ALTER TABLE mig.t DROP COLUMN b, MODIFY a INT NOT NULL FIRST, ADD UNIQUE KEY ua (a)",
+        "RENAME TABLE mig.t TO mig.u",
+        "INSERT INTO mig.u VALUES (30, 3)",
+    ] {
+        c.query_drop(sql).unwrap();
+    }
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to hold the altered table's rows", || {
+        let rows: Vec<(i64, i64)> = c2.query("SELECT * FROM mig.u ORDER BY id").ok()?;
+        (rows == vec![(10, 1), (20, 2), (30, 3)]).then_some(())
+    });
+    let id: Option<i64> = c2.query_first("SELECT id FROM mig.u WHERE a = 20").unwrap();
+    assert_eq!(id, Some(2));
+}
+
 /// Without --etcd a server is a single node, as before: /health says "ok",
 /// writes are taken, and SHOW CLUSTER says there is no cluster (1235).
 #[test]

@@ -250,16 +250,33 @@ pub fn store(
     checks: &[CheckConstraint],
 ) -> Result<()> {
     validate(schema, checks)?;
-    let key = meta_key(schema.id);
-    if checks.is_empty() {
-        storage.delete_meta(&key)?;
-    } else {
-        let bytes = postcard::to_allocvec(checks)
-            .map_err(|e| ShimError::Internal(format!("encoding CHECK constraints: {e}")))?;
-        storage.put_meta(&key, &bytes)?;
+    let (key, value) = meta_record(schema.id, checks)?;
+    match value {
+        None => storage.delete_meta(&key)?,
+        Some(bytes) => storage.put_meta(&key, &bytes)?,
     }
     cache.invalidate(schema.id);
     Ok(())
+}
+
+/// The catalog meta record holding `checks` as table `table`'s constraints
+/// (`None`: the record is deleted), for a schema change that writes it.
+pub fn meta_record(
+    table: TableId,
+    checks: &[CheckConstraint],
+) -> Result<(String, Option<Vec<u8>>)> {
+    Ok((meta_key(table), encoded_list(checks, "CHECK constraints")?))
+}
+
+/// A list of constraints as its catalog meta record holds it: `None` for
+/// none (the record is deleted).
+pub fn encoded_list<T: Serialize>(items: &[T], what: &str) -> Result<Option<Vec<u8>>> {
+    if items.is_empty() {
+        return Ok(None);
+    }
+    postcard::to_allocvec(items)
+        .map(Some)
+        .map_err(|e| ShimError::Internal(format!("encoding {what}: {e}")))
 }
 
 /// Forgets a dropped table's checks.

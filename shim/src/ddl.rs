@@ -1,5 +1,6 @@
 //! DDL: databases, tables (MySQL column types -> `SqlType`), indexes,
-//! ALTER TABLE, DROP. FOREIGN KEY and CHECK constraints are recorded here
+//! DROP (ALTER TABLE is [`crate::alter_table`]'s, over the column
+//! definitions and key naming here). FOREIGN KEY and CHECK constraints are recorded here
 //! and enforced by [`crate::foreign_keys`] and [`crate::checks`]; ENGINE=,
 //! CHARSET=, COMMENT= and other table options are accepted and ignored.
 
@@ -8,8 +9,7 @@ use ladle_common::{
 };
 use ladle_storage::StorageError;
 use sqlparser::ast::{
-    self, AlterTableOperation, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType,
-    TableConstraint,
+    self, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType, TableConstraint,
 };
 use sqlparser::tokenizer::Token;
 
@@ -146,29 +146,49 @@ fn is_current_timestamp(e: &Expr) -> bool {
     )
 }
 
+/// A column's DEFAULT `expr`, checked against its type.
+pub(crate) fn default_of(
+    e: &Engine,
+    s: &Session,
+    col: &ColumnSchema,
+    expr: &Expr,
+) -> Result<ColumnDefault> {
+    if is_current_timestamp(expr) {
+        return Ok(ColumnDefault::CurrentTimestamp);
+    }
+    let v = e.eval_constant(s, expr)?;
+    if v.is_null() {
+        return Ok(ColumnDefault::None);
+    }
+    let v = coerce(&v, col).map_err(|_| {
+        ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
+    })?;
+    Ok(ColumnDefault::Value(v))
+}
+
 /// A column definition with its inline key flags.
-struct ColumnDefResult {
-    schema: ColumnSchema,
+pub(crate) struct ColumnDefResult {
+    pub(crate) schema: ColumnSchema,
     /// The column names its own CHARACTER SET or COLLATE (the table's
     /// default collation does not apply to it).
-    explicit_collation: bool,
-    primary: bool,
-    unique: bool,
+    pub(crate) explicit_collation: bool,
+    pub(crate) primary: bool,
+    pub(crate) unique: bool,
     /// A column-level CHECK condition, as SQL text.
-    check: Option<String>,
+    pub(crate) check: Option<String>,
     /// A column-level REFERENCES (MariaDB honours it as a FOREIGN KEY).
-    references: Option<ColumnReference>,
+    pub(crate) references: Option<ColumnReference>,
 }
 
 /// `REFERENCES parent (cols) [ON DELETE ..] [ON UPDATE ..]` on a column.
-struct ColumnReference {
-    parent: ast::ObjectName,
-    columns: Vec<ast::Ident>,
-    on_delete: Option<ast::ReferentialAction>,
-    on_update: Option<ast::ReferentialAction>,
+pub(crate) struct ColumnReference {
+    pub(crate) parent: ast::ObjectName,
+    pub(crate) columns: Vec<ast::Ident>,
+    pub(crate) on_delete: Option<ast::ReferentialAction>,
+    pub(crate) on_update: Option<ast::ReferentialAction>,
 }
 
-fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
+pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
     let ty = map_type(&def.name.value, &def.data_type)?;
     let mut col = ColumnSchema::new(def.name.value.clone(), ty);
     let mut primary = false;
@@ -187,25 +207,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
-            ColumnOption::Default(expr) => {
-                col.default = if is_current_timestamp(expr) {
-                    ColumnDefault::CurrentTimestamp
-                } else {
-                    let v = e.eval_constant(s, expr)?;
-                    if v.is_null() {
-                        ColumnDefault::None
-                    } else {
-                        // Validate the default against the column type.
-                        let v = coerce(&v, &col).map_err(|_| {
-                            ShimError::WrongArguments(format!(
-                                "Invalid default value for '{}'",
-                                col.name
-                            ))
-                        })?;
-                        ColumnDefault::Value(v)
-                    }
-                };
-            }
+            ColumnOption::Default(expr) => col.default = default_of(e, s, &col, expr)?,
             ColumnOption::Unique { is_primary, .. } => {
                 if *is_primary {
                     primary = true;
@@ -299,7 +301,7 @@ fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDef
 /// Where MariaDB's `sort_keys` puts a secondary key (a stable sort keeps
 /// declaration order within a rank): UNIQUE keys whose columns are all NOT
 /// NULL, then other UNIQUE keys, then the rest.
-fn key_rank(index: &IndexSchema, columns: &[ColumnSchema]) -> u8 {
+pub(crate) fn key_rank(index: &IndexSchema, columns: &[ColumnSchema]) -> u8 {
     let not_null = index
         .columns
         .iter()
@@ -311,7 +313,7 @@ fn key_rank(index: &IndexSchema, columns: &[ColumnSchema]) -> u8 {
     }
 }
 
-fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
+pub(crate) fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<usize>> {
     names
         .iter()
         .map(|n| {
@@ -325,7 +327,11 @@ fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> Result<Vec<u
 
 /// MySQL's name for an unnamed index: its first column, suffixed `_2`,
 /// `_3`... when taken.
-fn index_name(existing: &[IndexSchema], columns: &[ColumnSchema], cols: &[usize]) -> String {
+pub(crate) fn index_name(
+    existing: &[IndexSchema],
+    columns: &[ColumnSchema],
+    cols: &[usize],
+) -> String {
     let base = cols
         .first()
         .map(|&i| columns[i].name.clone())
@@ -575,30 +581,6 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     Ok(Output::ok())
 }
 
-/// `ALTER TABLE ... ADD [CONSTRAINT name] CHECK (...)`: every existing row
-/// must pass it (else 4025, and nothing changes), as in MariaDB.
-fn add_check(e: &Engine, schema: &TableSchema, name: Option<String>, sql: String) -> Result<()> {
-    let mut declared = crate::checks::load(&e.storage, schema.id)?;
-    let name = name.unwrap_or_else(|| crate::checks::unnamed(&declared));
-    if declared.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
-        return Err(wire((
-            error::ER_DUP_CONSTRAINT_NAME,
-            format!("Duplicate CHECK constraint name '{name}'"),
-        )));
-    }
-    declared.push(CheckConstraint {
-        name,
-        sql,
-        column: None,
-    });
-    let added =
-        crate::checks::TableChecks::compile(schema, declared[declared.len() - 1..].to_vec())?;
-    for row in e.storage.scan(schema.id)? {
-        added.verify(&row)?;
-    }
-    crate::checks::store(&e.storage, &e.checks, schema, &declared)
-}
-
 /// For `CREATE TABLE IF NOT EXISTS`: whether the table exists, noting it
 /// (Note 1050) as MySQL does.
 fn table_exists_note(e: &Engine, s: &mut Session, db: &str, name: &str) -> bool {
@@ -609,15 +591,23 @@ fn table_exists_note(e: &Engine, s: &mut Session, db: &str, name: &str) -> bool 
     exists
 }
 
+/// Table `db`.`table`, or 1146.
+pub(crate) fn existing_table(
+    e: &Engine,
+    db: &str,
+    table: &str,
+) -> Result<std::sync::Arc<TableSchema>> {
+    e.storage
+        .table(db, table)
+        .ok_or_else(|| ShimError::UnknownTable {
+            database: db.to_string(),
+            table: table.to_string(),
+        })
+}
+
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
     let (db, table) = e.resolve(s, &ci.table_name)?;
-    let schema = e
-        .storage
-        .table(&db, &table)
-        .ok_or_else(|| ShimError::UnknownTable {
-            database: db.clone(),
-            table: table.clone(),
-        })?;
+    let schema = existing_table(e, &db, &table)?;
     let names: Vec<ast::Ident> = ci
         .columns
         .iter()
@@ -650,172 +640,6 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
     )?;
     e.dataflow.table_changed(t.id);
     Ok(Output::ok())
-}
-
-pub fn alter_table(
-    e: &Engine,
-    s: &mut Session,
-    name: &ast::ObjectName,
-    ops: Vec<AlterTableOperation>,
-) -> Result<Output> {
-    let (db, table) = e.resolve(s, name)?;
-    let missing = || ShimError::UnknownTable {
-        database: db.clone(),
-        table: table.clone(),
-    };
-    for op in ops {
-        let schema = e.storage.table(&db, &table).ok_or_else(missing)?;
-        // A generated column added: existing rows get its values once the
-        // column exists.
-        let mut generated_added = None;
-        let changed = match op {
-            AlterTableOperation::AddColumn {
-                column_def: def,
-                if_not_exists,
-                ..
-            } => {
-                if if_not_exists && schema.column_index(&def.name.value).is_some() {
-                    s.warn(1060, format!("Duplicate column name '{}'", def.name.value));
-                    continue;
-                }
-                let r = column_def(e, s, &def)?;
-                if r.primary {
-                    return Err(ShimError::Unsupported(
-                        "ALTER TABLE ADD COLUMN ... PRIMARY KEY".into(),
-                    ));
-                }
-                if r.schema.default.generation().is_some() {
-                    let mut widened = (*schema).clone();
-                    widened.columns.push(r.schema.clone());
-                    crate::checks::validate(&widened, &[])?;
-                    generated_added = Some(r.schema.name.clone());
-                }
-                let t = e.storage.add_column(&db, &table, r.schema)?;
-                if r.unique {
-                    let pos = vec![t.columns.len() - 1];
-                    let n = index_name(&t.indexes, &t.columns, &pos);
-                    e.storage.create_index(
-                        &db,
-                        &table,
-                        IndexSchema {
-                            id: 0,
-                            name: n,
-                            columns: pos,
-                            unique: true,
-                        },
-                    )?
-                } else {
-                    t
-                }
-            }
-            AlterTableOperation::AddConstraint(tc) => {
-                let (iname, cols, unique) = match tc {
-                    TableConstraint::Unique {
-                        name,
-                        index_name: iname,
-                        columns,
-                        ..
-                    } => (iname.or(name), columns, true),
-                    TableConstraint::Index { name, columns, .. } => (name, columns, false),
-                    TableConstraint::Check { name, expr } => {
-                        add_check(e, &schema, name.map(|n| n.value), expr.to_string())?;
-                        continue;
-                    }
-                    TableConstraint::ForeignKey { .. } => {
-                        let mut keys = crate::foreign_keys::of_table(e, schema.id)?;
-                        let Some(decl) = KeyDeclaration::of_constraint(&tc) else {
-                            continue;
-                        };
-                        let key = ForeignKey::from_ast(e, s, &schema.name, &keys, decl)?;
-                        keys.push(key);
-                        crate::foreign_keys::store(e, s, &schema, &keys[keys.len() - 1..])
-                            .and_then(|()| {
-                                let rows = e.storage.scan(schema.id)?;
-                                crate::foreign_keys::check_child_rows(e, s, &schema, &rows)
-                            })
-                            .and_then(|()| crate::foreign_keys::store(e, s, &schema, &keys))
-                            .inspect_err(|_| {
-                                let _ = crate::foreign_keys::store(
-                                    e,
-                                    s,
-                                    &schema,
-                                    &keys[..keys.len() - 1],
-                                );
-                            })?;
-                        continue;
-                    }
-                    _ => {
-                        return Err(ShimError::Unsupported(
-                            "this ALTER TABLE ADD constraint".into(),
-                        ))
-                    }
-                };
-                let pos = positions(&schema.columns, &cols)?;
-                let n = iname
-                    .map(|i| i.value)
-                    .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
-                e.storage.create_index(
-                    &db,
-                    &table,
-                    IndexSchema {
-                        id: 0,
-                        name: n,
-                        columns: pos,
-                        unique,
-                    },
-                )?
-            }
-            AlterTableOperation::DropConstraint {
-                name, if_exists, ..
-            } => {
-                if if_exists && schema.index(&name.value).is_none() {
-                    s.warn(
-                        1091,
-                        format!("Can't DROP INDEX `{}`; check that it exists", name.value),
-                    );
-                    continue;
-                }
-                e.storage.drop_index(&db, &table, &name.value)?
-            }
-            other => return Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
-        };
-        e.dataflow.table_changed(changed.id);
-        if let Some(column) = generated_added {
-            compute_generated(e, s, &db, &table, &column)?;
-        }
-    }
-    Ok(Output::ok())
-}
-
-/// Computes generated column `column` of every row of `db`.`table`, as
-/// `UPDATE db.table SET column = DEFAULT` does (an UPDATE recomputes the
-/// generated columns of each row it visits).
-fn compute_generated(
-    e: &Engine,
-    s: &mut Session,
-    db: &str,
-    table: &str,
-    column: &str,
-) -> Result<()> {
-    let quote = |n: &str| format!("`{}`", n.replace('`', "``"));
-    let sql = format!(
-        "UPDATE {}.{} SET {} = DEFAULT",
-        quote(db),
-        quote(table),
-        quote(column)
-    );
-    for statement in crate::sqltext::parse_statements(&sql)? {
-        if let ast::Statement::Update {
-            table,
-            assignments,
-            selection,
-            ..
-        } = statement
-        {
-            crate::dml::update(e, s, table, assignments, selection, Default::default())?;
-        }
-    }
-    Ok(())
 }
 
 pub fn drop(
@@ -888,7 +712,7 @@ pub fn drop(
 }
 
 /// A statement-specific wire error smuggled through `ShimError`.
-fn wire((code, msg): (error::MysqlCode, String)) -> ShimError {
+pub(crate) fn wire((code, msg): (error::MysqlCode, String)) -> ShimError {
     ShimError::Wire(WireError { code, message: msg })
 }
 

@@ -719,6 +719,18 @@ impl Engine {
                 }
                 Ok(Some(Output::ok()))
             }
+            // Every other ALTER TABLE, and RENAME TABLE (MySQL forms the
+            // parser does not know).
+            ("ALTER", "TABLE") => {
+                self.implicit_commit(s)?;
+                let sql = dml::render_tokens(t);
+                Ok(Some(crate::alter_table::alter_statement(self, s, &sql)?))
+            }
+            ("RENAME", "TABLE" | "TABLES") => {
+                self.implicit_commit(s)?;
+                let sql = dml::render_tokens(t);
+                Ok(Some(crate::alter_table::rename_tables(self, s, &sql)?))
+            }
             ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
             // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
             ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
@@ -1006,7 +1018,8 @@ impl Engine {
                 name, operations, ..
             } => {
                 self.implicit_commit(s)?;
-                ddl::alter_table(self, s, &name, operations)
+                let ops = operations.into_iter().map(crate::alter::Op::Parsed);
+                crate::alter_table::alter_table(self, s, &name, ops.collect())
             }
             Statement::Drop {
                 object_type,

@@ -287,59 +287,89 @@ pub fn store(e: &Engine, s: &Session, child: &TableSchema, keys: &[ForeignKey]) 
     let current = e.storage.table_by_id(child.id);
     let child: &TableSchema = current.as_deref().unwrap_or(child);
     for k in keys {
-        positions(child, &k.columns)?;
-        if checks_enabled(s) {
-            let parent = parent_schema(e, child, k)?;
-            positions(&parent, &k.parent_columns)?;
-        }
-        let cols = positions(child, &k.columns)?;
-        let indexed = child
-            .primary_key
-            .as_ref()
-            .is_some_and(|pk| pk.starts_with(&cols))
-            || child.indexes.iter().any(|i| i.columns.starts_with(&cols));
-        if !indexed {
-            // Named after the constraint, or after the first column for
-            // an unnamed (`<table>_ibfk_<n>`) key, as InnoDB names it.
-            let auto = format!("{}_ibfk_", child.name);
-            let preferred = if k.name.starts_with(&auto) {
-                k.columns[0].clone()
-            } else {
-                k.name.clone()
-            };
-            let name = (0..)
-                .map(|n| {
-                    if n == 0 {
-                        preferred.clone()
-                    } else {
-                        format!("{preferred}_{n}")
-                    }
-                })
-                .find(|n| child.index(n).is_none())
-                .unwrap_or(preferred);
-            let t = e.storage.create_index(
-                &child.database,
-                &child.name,
-                ladle_common::IndexSchema {
-                    id: 0,
-                    name,
-                    columns: cols,
-                    unique: false,
-                },
-            )?;
+        validate(e, s, child, k)?;
+        if let Some(index) = key_index(child, k)? {
+            let t = e
+                .storage
+                .create_index(&child.database, &child.name, index)?;
             e.dataflow.table_changed(t.id);
         }
     }
-    let key = meta_key(child.id);
-    if keys.is_empty() {
-        e.storage.delete_meta(&key)?;
-    } else {
-        let bytes = postcard::to_allocvec(keys)
-            .map_err(|e| ShimError::Internal(format!("encoding FOREIGN KEYs: {e}")))?;
-        e.storage.put_meta(&key, &bytes)?;
+    let (key, value) = meta_record(child.id, keys)?;
+    match value {
+        None => e.storage.delete_meta(&key)?,
+        Some(bytes) => e.storage.put_meta(&key, &bytes)?,
     }
     e.foreign_keys.invalidate();
     Ok(())
+}
+
+/// Checks that key `k`'s columns exist in `child`, and (unless checks are
+/// off) that its parent and the parent's columns do.
+pub fn validate(e: &Engine, s: &Session, child: &TableSchema, k: &ForeignKey) -> Result<()> {
+    positions(child, &k.columns)?;
+    if checks_enabled(s) {
+        let parent = parent_schema(e, child, k)?;
+        positions(&parent, &k.parent_columns)?;
+    }
+    Ok(())
+}
+
+/// The index InnoDB gives `child` for key `k` (id 0), unless an index (or
+/// the primary key) starts with the key's columns.
+pub fn key_index(child: &TableSchema, k: &ForeignKey) -> Result<Option<ladle_common::IndexSchema>> {
+    let cols = positions(child, &k.columns)?;
+    let indexed = child
+        .primary_key
+        .as_ref()
+        .is_some_and(|pk| pk.starts_with(&cols))
+        || child.indexes.iter().any(|i| i.columns.starts_with(&cols));
+    if indexed {
+        return Ok(None);
+    }
+    // Named after the constraint, or after the first column for an
+    // unnamed (`<table>_ibfk_<n>`) key, as InnoDB names it.
+    let auto = format!("{}_ibfk_", child.name);
+    let preferred = if k.name.starts_with(&auto) {
+        k.columns[0].clone()
+    } else {
+        k.name.clone()
+    };
+    let name = (0..)
+        .map(|n| {
+            if n == 0 {
+                preferred.clone()
+            } else {
+                format!("{preferred}_{n}")
+            }
+        })
+        .find(|n| child.index(n).is_none())
+        .unwrap_or(preferred);
+    Ok(Some(ladle_common::IndexSchema {
+        id: 0,
+        name,
+        columns: cols,
+        unique: false,
+    }))
+}
+
+/// The catalog meta record holding `keys` as table `table`'s keys (`None`:
+/// the record is deleted), for a schema change that writes it itself.
+pub fn meta_record(table: TableId, keys: &[ForeignKey]) -> Result<(String, Option<Vec<u8>>)> {
+    Ok((
+        meta_key(table),
+        crate::checks::encoded_list(keys, "FOREIGN KEYs")?,
+    ))
+}
+
+/// Every table's keys as `(child table, key)`.
+pub fn all(e: &Engine) -> Result<Vec<(TableId, ForeignKey)>> {
+    Ok(e.foreign_keys.all(&e.storage)?.to_vec())
+}
+
+/// Forgets the cached keys (a schema change wrote their records itself).
+pub fn invalidate(e: &Engine) {
+    e.foreign_keys.invalidate();
 }
 
 /// Forgets a dropped child table's keys.
@@ -499,12 +529,23 @@ pub fn orphans(
     schema: &TableSchema,
     rows: &[Row],
 ) -> Result<Vec<(usize, ShimError)>> {
+    let keys = of_table(e, schema.id)?;
+    orphans_of(e, s, schema, &keys, rows)
+}
+
+/// [`orphans`] for keys `keys` of `schema` (not necessarily stored yet).
+pub fn orphans_of(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    keys: &[ForeignKey],
+    rows: &[Row],
+) -> Result<Vec<(usize, ShimError)>> {
     let mut out: Vec<(usize, ShimError)> = Vec::new();
     if !checks_enabled(s) {
         return Ok(out);
     }
-    let keys = of_table(e, schema.id)?;
-    for k in &keys {
+    for k in keys {
         let cols = positions(schema, &k.columns)?;
         let parent = e
             .storage

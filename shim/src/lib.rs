@@ -45,6 +45,8 @@
 pub mod accounts;
 pub mod admin;
 mod admission;
+mod alter;
+mod alter_table;
 pub mod auth;
 pub mod catalog;
 pub mod checks;

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use ladle_common::{IndexSchema, TableId, TableSchema};
+use ladle_common::{coerce, IndexSchema, Row, TableId, TableSchema, Value};
 use parking_lot::Mutex;
 
 use crate::catalog::{
@@ -20,8 +20,9 @@ use crate::cf::{self, catalog_key};
 use crate::config::Durability;
 use crate::engine::{Batch, CfKind, KvEngine, KvRead};
 use crate::error::{Result, StorageError};
+use crate::ops::TableChange;
 use crate::storage::Storage;
-use crate::table::{pad_value, TableCounters, TableEntry, TableState};
+use crate::table::{encode_row, pad_value, TableCounters, TableEntry, TableState};
 use crate::write::{Overlay, OverlayReader};
 use crate::{keys, read};
 
@@ -611,4 +612,267 @@ fn validate_schema(schema: &TableSchema) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Rows between two progress lines of a table rewrite.
+const REWRITE_PROGRESS: usize = 100_000;
+
+impl Storage {
+    /// See [`Storage::alter_table`].
+    pub(crate) fn ddl_alter_table<E: From<StorageError>>(
+        &self,
+        database: &str,
+        table: &str,
+        change: TableChange,
+        convert: &mut dyn FnMut(usize, Row) -> std::result::Result<Row, E>,
+    ) -> std::result::Result<Arc<TableSchema>, E> {
+        let _guard = self.commit.lock();
+        self.settle_observer();
+        let t = self.lookup_table(database, table)?;
+        let TableChange {
+            mut schema,
+            rewrite_rows,
+            meta,
+        } = change;
+        schema.id = t.schema.id;
+        schema.version = t.schema.version + 1;
+        let renamed = (schema.database != t.schema.database || schema.name != t.schema.name)
+            .then(|| (schema.database.clone(), schema.name.clone()));
+        if let Some((db, name)) = &renamed {
+            if !self.catalog.read().databases.contains(db) {
+                return Err(StorageError::NoSuchDatabase(db.clone()).into());
+            }
+            let taken = self
+                .lookup_table(db, name)
+                .is_ok_and(|o| o.schema.id != schema.id);
+            if taken {
+                return Err(StorageError::TableExists(name.clone()).into());
+            }
+        }
+        let mut ids = self.catalog.read().ids;
+        let mut created = Vec::new();
+        for index in &mut schema.indexes {
+            if index.id == 0 {
+                index.id = ids.next_index;
+                ids.next_index += 1;
+                created.push(index.id);
+            }
+        }
+        validate_schema(&schema).map_err(E::from)?;
+        let kept: BTreeSet<u64> = schema.indexes.iter().map(|i| i.id).collect();
+        let dropped: Vec<u64> = t
+            .schema
+            .indexes
+            .iter()
+            .map(|i| i.id)
+            .filter(|id| !kept.contains(id))
+            .collect();
+        let pads = if rewrite_rows {
+            vec![Value::Null; schema.columns.len()]
+        } else {
+            // The caller keeps the columns in place and appends any new
+            // ones, which old rows read as their default.
+            let old = t.schema.columns.len();
+            let mut pads = t.entry.pads.clone();
+            pads.resize(old, Value::Null);
+            pads.extend(schema.columns.iter().skip(old).map(pad_value));
+            pads
+        };
+        let entry = TableEntry {
+            schema,
+            pads,
+            secondary_full_row: t.entry.secondary_full_row,
+        };
+        let new = TableState::new(entry.clone(), Arc::clone(&t.counters));
+        let mut batch = Batch::default();
+        self.put_ids(&mut batch, ids)?;
+        for (key, value) in &meta {
+            let key = catalog_key::meta(key);
+            match value {
+                Some(v) => batch.put(cf::CATALOG, key, v.clone()),
+                None => batch.delete(cf::CATALOG, key),
+            }
+        }
+        let mut next_auto = None;
+        if rewrite_rows || !created.is_empty() {
+            let rows = self.read_keyed(&t)?;
+            let mut row_id = || self.next_row_id();
+            let (puts, auto) = rewrite(
+                &t,
+                &new,
+                rows,
+                rewrite_rows,
+                &mut batch,
+                convert,
+                &mut row_id,
+            )?;
+            batch.ops.extend(puts.ops);
+            next_auto = auto;
+        }
+        for id in &created {
+            self.engine.create_cf(&cf::secondary(*id), CfKind::Index)?;
+        }
+        let written = match self.replace_table(entry, Arc::clone(&t.counters), batch) {
+            Ok(s) => s,
+            Err(e) => {
+                for id in &created {
+                    let _ = self.engine.drop_cf(&cf::secondary(*id));
+                }
+                return Err(e.into());
+            }
+        };
+        {
+            let mut c = self.catalog.write();
+            c.ids = ids;
+            if let Some(key) = renamed {
+                c.names
+                    .remove(&(t.schema.database.clone(), t.schema.name.clone()));
+                c.names.insert(key, written.id);
+            }
+        }
+        if let Some(next) = next_auto {
+            let mut counter = t.counters.auto_inc.lock();
+            if *counter < next {
+                let mut b = Batch::default();
+                b.put(
+                    cf::CATALOG,
+                    catalog_key::auto_inc(written.id),
+                    next.to_be_bytes(),
+                );
+                self.engine.write(b, self.sync())?;
+                *counter = next;
+            }
+        }
+        for id in dropped {
+            self.engine.drop_cf(&cf::secondary(id))?;
+        }
+        Ok(written)
+    }
+
+    /// Every row of `t` with its primary key (or row id), in key order.
+    fn read_keyed(&self, t: &TableState) -> Result<Vec<read::KeyedRow>> {
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out = read::scan_all(r, t)?;
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}
+
+/// Deletes (into `batch`) every entry of `old`'s rows and returns the
+/// entries of the rows as `new` holds them (to be applied after the
+/// deletes, so a key both old and new keeps its new value), and the next
+/// AUTO_INCREMENT value the rows need. Rows go through `convert` when
+/// `rewrite_rows`; a key the new rows share fails with 1062's error.
+fn rewrite<E: From<StorageError>>(
+    old: &TableState,
+    new: &TableState,
+    rows: Vec<read::KeyedRow>,
+    rewrite_rows: bool,
+    batch: &mut Batch,
+    convert: &mut dyn FnMut(usize, Row) -> std::result::Result<Row, E>,
+    row_id: &mut dyn FnMut() -> Vec<u8>,
+) -> std::result::Result<(Batch, Option<u64>), E> {
+    let total = rows.len();
+    let mut converted = Vec::with_capacity(total);
+    for (n, (pk, row)) in rows.into_iter().enumerate() {
+        batch.delete(old.primary_cf(), pk.clone());
+        for index in &old.schema.indexes {
+            batch.delete(
+                &cf::secondary(index.id),
+                old.secondary_key(index, &row, &pk),
+            );
+        }
+        let row = if rewrite_rows {
+            let row = convert(n + 1, row)?;
+            if row.len() != new.schema.columns.len() {
+                return Err(StorageError::ColumnCount.into());
+            }
+            row.iter()
+                .zip(&new.schema.columns)
+                .map(|(v, c)| coerce(v, c).map_err(StorageError::from))
+                .collect::<Result<Row>>()?
+        } else {
+            // Columns appended (read as their defaults) are stored now.
+            let mut row = row;
+            let have = row.len();
+            row.extend(new.entry.pads.iter().skip(have).cloned());
+            row
+        };
+        converted.push((pk, row));
+        if (n + 1) % REWRITE_PROGRESS == 0 {
+            tracing::info!(table = %new.schema.name, rows = n + 1, total, "rewriting table");
+        }
+    }
+    // A column that becomes AUTO_INCREMENT numbers its NULL and 0 rows
+    // after the largest value, as MariaDB does.
+    let mut next_auto = None;
+    if let Some(ai) = new.schema.auto_increment_column() {
+        let was = old
+            .schema
+            .auto_increment_column()
+            .is_some_and(|o| old.schema.columns[o].name == new.schema.columns[ai].name);
+        let value = |v: &Value| match v {
+            Value::UInt(u) => Some(*u),
+            v => v.as_i64().and_then(|i| u64::try_from(i).ok()),
+        };
+        let mut next = converted
+            .iter()
+            .filter_map(|(_, r)| value(&r[ai]))
+            .max()
+            .unwrap_or(0)
+            .saturating_add(1);
+        if !was {
+            for (_, row) in &mut converted {
+                if value(&row[ai]).unwrap_or(0) == 0 {
+                    row[ai] = coerce(&Value::UInt(next), &new.schema.columns[ai])
+                        .map_err(StorageError::from)?;
+                    next += 1;
+                }
+            }
+        }
+        next_auto = Some(next);
+    }
+    let mut puts = Batch::default();
+    let mut seen: Vec<std::collections::HashSet<Vec<u8>>> =
+        vec![Default::default(); new.schema.indexes.len() + 1];
+    let duplicate = |key: &str, columns: &[usize], row: &Row| StorageError::DuplicateKey {
+        key: key.to_string(),
+        value: columns
+            .iter()
+            .map(|&c| row[c].to_string())
+            .collect::<Vec<_>>()
+            .join("-"),
+    };
+    for (old_pk, row) in converted {
+        let pk = match new.primary_key(&row) {
+            Some(pk) => {
+                if !seen[0].insert(pk.clone()) {
+                    let columns = new.schema.primary_key.clone().unwrap_or_default();
+                    return Err(duplicate("PRIMARY", &columns, &row).into());
+                }
+                pk
+            }
+            // A table without a primary key keeps its row ids; the rows
+            // of a table losing its key get new ones.
+            None if old.schema.primary_key.is_none() => old_pk,
+            None => row_id(),
+        };
+        for (i, index) in new.schema.indexes.iter().enumerate() {
+            if index.unique && !index.columns.iter().any(|&c| row[c].is_null()) {
+                let prefix = new.encode_columns(&index.columns, &row);
+                if !seen[i + 1].insert(prefix) {
+                    return Err(duplicate(&index.name, &index.columns, &row).into());
+                }
+            }
+            puts.put(
+                &cf::secondary(index.id),
+                new.secondary_key(index, &row, &pk),
+                new.secondary_value(&pk, &row)?,
+            );
+        }
+        puts.put(new.primary_cf(), pk, encode_row(&row)?);
+    }
+    Ok((puts, next_auto))
 }

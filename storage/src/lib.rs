@@ -92,10 +92,11 @@ pub use config::{Durability, StorageConfig, WalRecovery};
 pub use error::{Result, StorageError};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
-    ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, WriteOp,
-    WriteResult,
+    ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,
+    WriteOp, WriteResult,
 };
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};
+pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};
 pub use write::check_not_null;
 

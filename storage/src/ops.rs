@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{Lsn, Row, TableId, Value};
+use ladle_common::{Lsn, Row, TableId, TableSchema, Value};
 
 use crate::error::Result;
 
@@ -111,4 +111,21 @@ pub struct WriteResult {
     /// The LSN of the group commit that made the write durable.
     pub lsn: Lsn,
     pub ops: Vec<OpResult>,
+}
+
+/// ALTER TABLE's new shape of a table, for [`crate::Storage::alter_table`].
+#[derive(Clone, Debug)]
+pub struct TableChange {
+    /// The new schema, under the same id. An index kept from the old schema
+    /// keeps its id; a new one has id 0 (storage assigns it). A different
+    /// database or name renames the table.
+    pub schema: TableSchema,
+    /// The rows change (columns dropped, moved, converted, the primary key):
+    /// every row goes through the caller's conversion and is written again.
+    /// Without it only the catalog record changes (and new indexes are
+    /// built).
+    pub rewrite_rows: bool,
+    /// Meta records written in the same batch as the schema: `Some` puts,
+    /// `None` deletes (constraints kept beside the table).
+    pub meta: Vec<(String, Option<Vec<u8>>)>,
 }

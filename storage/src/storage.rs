@@ -265,6 +265,25 @@ impl Storage {
     ) -> Result<Arc<TableSchema>> {
         self.ddl_add_column(database, table, column)
     }
+    /// ALTER TABLE: gives the table `change.schema` in one batch with its
+    /// rows (each old row, numbered from 1, through `convert` when
+    /// `change.rewrite_rows`) and index entries, so a crash leaves the old
+    /// table or the new one. Writes wait meanwhile; a long rewrite logs its
+    /// progress. Fails, changing nothing, on a key the new rows share or an
+    /// error of `convert`.
+    pub fn alter_table<E: From<StorageError>>(
+        &self,
+        database: &str,
+        table: &str,
+        change: crate::ops::TableChange,
+        convert: &mut dyn FnMut(usize, Row) -> std::result::Result<Row, E>,
+    ) -> std::result::Result<Arc<TableSchema>, E> {
+        self.ddl_alter_table(database, table, change, convert)
+    }
+    /// A new hidden row id (a row of a table without a primary key).
+    pub(crate) fn next_row_id(&self) -> Vec<u8> {
+        keys::row_id(self.epoch, self.row_seq.fetch_add(1, Ordering::Relaxed))
+    }
     /// Small metadata records (view definitions, graph) in the catalog.
     pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
         let mut b = engine::Batch::default();

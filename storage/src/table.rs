@@ -188,7 +188,7 @@ pub(crate) fn encode_row(row: &Row) -> Result<Vec<u8>> {
 }
 
 /// The value existing rows get for a column added by ALTER TABLE.
-pub(crate) fn pad_value(column: &ladle_common::ColumnSchema) -> Value {
+pub fn pad_value(column: &ladle_common::ColumnSchema) -> Value {
     match &column.default {
         ColumnDefault::Value(v) => coerce(v, column).unwrap_or(Value::Null),
         ColumnDefault::CurrentTimestamp => coerce(&now(), column).unwrap_or(Value::Null),

@@ -22,6 +22,7 @@ conformance!(
     validation_errors,
     ranges_and_prefixes,
     add_column_pads_old_rows,
+    alter_table_rewrites_rows_in_one_batch,
     create_and_drop_index,
     unique_index_over_duplicates_fails,
     observer_sees_commits_and_can_read,
@@ -626,6 +627,86 @@ fn add_column_pads_old_rows(kind: Kind) {
             .len(),
         2
     );
+}
+
+fn alter_table_rewrites_rows_in_one_batch(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    s.write(vec![insert(
+        &u,
+        vec![row(&[i(1), t("a"), i(10)]), row(&[i(2), t("b"), i(10)])],
+    )])
+    .unwrap();
+    // Drop `name` (and its index), make `age` the first column, index it
+    // UNIQUE: the rows share age 10, so nothing changes.
+    let mut shape = (*u).clone();
+    shape.columns = vec![u.columns[2].clone(), u.columns[0].clone()];
+    shape.primary_key = Some(vec![1]);
+    shape.indexes = vec![IndexSchema {
+        id: 0,
+        name: "age_u".into(),
+        columns: vec![0],
+        unique: true,
+    }];
+    let change = |schema: &TableSchema| crate::TableChange {
+        schema: schema.clone(),
+        rewrite_rows: true,
+        meta: vec![("m/1".into(), Some(b"x".to_vec()))],
+    };
+    let mut convert = |_: usize, r: Row| Ok::<_, StorageError>(vec![r[2].clone(), r[0].clone()]);
+    assert!(matches!(
+        s.alter_table("db", "users", change(&shape), &mut convert),
+        Err(StorageError::DuplicateKey { .. })
+    ));
+    assert_eq!(s.table("db", "users").unwrap().version, u.version);
+    assert_eq!(s.scan(u.id).unwrap().len(), 2);
+    assert!(s.list_meta("m/").unwrap().is_empty());
+    shape.indexes[0].unique = false;
+    let mut seen = Vec::new();
+    let mut convert = |n: usize, r: Row| {
+        seen.push(n);
+        Ok::<_, StorageError>(vec![r[2].clone(), r[0].clone()])
+    };
+    let v2 = s
+        .alter_table("db", "users", change(&shape), &mut convert)
+        .unwrap();
+    assert_eq!(seen, vec![1, 2]);
+    assert_eq!(v2.columns.len(), 2);
+    assert_eq!(s.list_meta("m/").unwrap().len(), 1);
+    assert_eq!(
+        s.scan(u.id).unwrap(),
+        vec![row(&[i(10), i(1)]), row(&[i(10), i(2)])]
+    );
+    let ix = v2.index("age_u").unwrap().id;
+    assert_eq!(
+        s.lookup(u.id, IndexRef::Secondary(ix), &[i(10)])
+            .unwrap()
+            .len(),
+        2
+    );
+    // Writes see the new shape; a rename moves the name.
+    s.write(vec![insert(&v2, vec![row(&[i(11), Value::Null])])])
+        .unwrap();
+    assert_eq!(s.scan(u.id).unwrap().len(), 3);
+    let mut renamed = (*v2).clone();
+    renamed.name = "people".into();
+    let mut keep = |_: usize, r: Row| Ok::<_, StorageError>(r);
+    let v3 = s
+        .alter_table(
+            "db",
+            "users",
+            crate::TableChange {
+                schema: renamed,
+                rewrite_rows: false,
+                meta: Vec::new(),
+            },
+            &mut keep,
+        )
+        .unwrap();
+    assert!(s.table("db", "users").is_none());
+    assert_eq!(s.table("db", "people").unwrap().id, v3.id);
+    assert_eq!(s.scan(v3.id).unwrap().len(), 3);
 }
 
 fn create_and_drop_index(kind: Kind) {

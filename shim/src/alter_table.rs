@@ -1,0 +1,747 @@
+//! ALTER TABLE and RENAME TABLE: each operation applied to the table's
+//! new shape ([`crate::alter::Shape`], with the foreign keys beside it),
+//! then the new schema, the rows converted to it and the constraint
+//! records written by storage in one batch ([`Storage::alter_table`]), so a
+//! statement changes all or nothing. The statement's text is parsed in
+//! [`crate::alter`].
+//!
+//! [`Storage::alter_table`]: ladle_storage::Storage::alter_table
+
+use std::collections::BTreeMap;
+
+use ladle_common::{ColumnDefault, IndexSchema, Row, TableId, Value};
+use ladle_storage::{StorageError, TableChange};
+use sqlparser::ast::{self, AlterTableOperation, ColumnOption, DataType, TableConstraint};
+
+use crate::alter::{Op, Shape};
+use crate::checks::{CheckConstraint, TableChecks};
+use crate::ddl::{
+    column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
+};
+use crate::error::{self, Result, ShimError};
+use crate::exec::{Engine, Output};
+use crate::foreign_keys::{ForeignKey, KeyDeclaration};
+use crate::session::Session;
+
+/// `ALTER TABLE ...` from its text (MySQL's forms sqlparser does not
+/// parse: DROP INDEX, DROP FOREIGN KEY, RENAME INDEX, table options).
+pub fn alter_statement(e: &Engine, s: &mut Session, sql: &str) -> Result<Output> {
+    let (name, ops) = crate::alter::parse(sql)?;
+    alter_table(e, s, &name, ops)
+}
+
+/// `RENAME TABLE a TO b [, c TO d ...]`, one pair after another (so
+/// `a TO tmp, b TO a, tmp TO b` swaps two tables).
+pub fn rename_tables(e: &Engine, s: &mut Session, sql: &str) -> Result<Output> {
+    for (from, to) in crate::alter::parse_rename(sql)? {
+        alter_table(e, s, &from, vec![Op::RenameTable(to)])?;
+    }
+    Ok(Output::ok())
+}
+
+/// ALTER TABLE: every operation is applied to the table's new shape
+/// ([`Shape`]), then storage writes the new schema, the rows converted to
+/// it and the constraint records in one batch: the statement changes all
+/// or nothing. A lone ADD INDEX builds the index in bounded batches.
+pub fn alter_table(
+    e: &Engine,
+    s: &mut Session,
+    name: &ast::ObjectName,
+    ops: Vec<Op>,
+) -> Result<Output> {
+    let (db, table) = e.resolve(s, name)?;
+    let old = existing_table(e, &db, &table)?;
+    if let [Op::Parsed(AlterTableOperation::AddConstraint(
+        tc @ (TableConstraint::Index { .. } | TableConstraint::Unique { .. }),
+    ))] = ops.as_slice()
+    {
+        let (iname, cols, unique) = match tc {
+            TableConstraint::Unique {
+                name,
+                index_name,
+                columns,
+                ..
+            } => (index_name.as_ref().or(name.as_ref()), columns, true),
+            TableConstraint::Index { name, columns, .. } => (name.as_ref(), columns, false),
+            _ => return Err(ShimError::Internal("not an index".into())),
+        };
+        let pos = positions(&old.columns, cols)?;
+        let n = iname
+            .map(|i| i.value.clone())
+            .unwrap_or_else(|| index_name(&old.indexes, &old.columns, &pos));
+        let t = e.storage.create_index(
+            &db,
+            &table,
+            IndexSchema {
+                id: 0,
+                name: n,
+                columns: pos,
+                unique,
+            },
+        )?;
+        e.dataflow.table_changed(t.id);
+        return Ok(Output::ok());
+    }
+    let mut alter = Alter {
+        e,
+        shape: Shape::new(&old, crate::checks::load(&e.storage, old.id)?),
+        keys: crate::foreign_keys::of_table(e, old.id)?,
+        all_keys: crate::foreign_keys::all(e)?,
+        keys_changed: false,
+        added_keys: Vec::new(),
+        others: BTreeMap::new(),
+        auto_increment: None,
+    };
+    for op in ops {
+        alter.apply(s, op)?;
+    }
+    alter.finish(s, &db, &table)
+}
+
+/// One ALTER TABLE statement under way: the table's new shape and its
+/// foreign keys.
+struct Alter<'a> {
+    e: &'a Engine,
+    shape: Shape,
+    /// The table's keys as the statement leaves them.
+    keys: Vec<ForeignKey>,
+    /// Every table's keys before the statement, as (child, key).
+    all_keys: Vec<(TableId, ForeignKey)>,
+    keys_changed: bool,
+    /// Keys this statement adds (existing rows must satisfy them).
+    added_keys: Vec<ForeignKey>,
+    /// Other tables' keys naming this table's new name or columns.
+    others: BTreeMap<TableId, Vec<ForeignKey>>,
+    auto_increment: Option<u64>,
+}
+
+impl Alter<'_> {
+    fn apply(&mut self, s: &mut Session, op: Op) -> Result<()> {
+        use AlterTableOperation as A;
+        match op {
+            Op::Parsed(A::AddColumn {
+                column_def,
+                column_position,
+                if_not_exists,
+                ..
+            }) => self.add_column(s, &column_def, column_position.as_ref(), if_not_exists),
+            Op::AddColumnIfNotExists(def, position) => {
+                self.add_column(s, &def, position.as_ref(), true)
+            }
+            Op::Parsed(A::DropColumn {
+                column_name,
+                if_exists,
+                ..
+            }) => self.drop_column(s, &column_name.value, if_exists),
+            Op::Parsed(A::RenameColumn {
+                old_column_name,
+                new_column_name,
+            }) => {
+                let at = self.shape.column(&old_column_name.value)?;
+                self.rename_column(at, &new_column_name.value)
+            }
+            Op::Parsed(A::ChangeColumn {
+                old_name,
+                new_name,
+                data_type,
+                options,
+                column_position,
+            }) => self.redefine(
+                s,
+                &old_name.value,
+                new_name,
+                data_type,
+                options,
+                column_position,
+            ),
+            Op::Parsed(A::ModifyColumn {
+                col_name,
+                data_type,
+                options,
+                column_position,
+            }) => self.redefine(
+                s,
+                &col_name.value.clone(),
+                col_name,
+                data_type,
+                options,
+                column_position,
+            ),
+            Op::Parsed(A::AlterColumn { column_name, op }) => {
+                let at = self.shape.column(&column_name.value)?;
+                let column = &mut self.shape.schema.columns[at];
+                match op {
+                    ast::AlterColumnOperation::SetDefault { value } => {
+                        column.default = default_of(self.e, s, column, &value)?;
+                    }
+                    ast::AlterColumnOperation::DropDefault => {
+                        column.default = ColumnDefault::None;
+                    }
+                    other => {
+                        return Err(ShimError::Parse(format!(
+                            "ALTER COLUMN {other} is not MySQL syntax"
+                        )))
+                    }
+                }
+                Ok(())
+            }
+            Op::Parsed(A::AddConstraint(tc)) => self.add_constraint(s, tc),
+            Op::Parsed(A::DropConstraint {
+                name, if_exists, ..
+            }) => self.drop_constraint(s, &name.value, if_exists, false),
+            Op::DropConstraint {
+                name,
+                if_exists,
+                check_only,
+            } => self.drop_constraint(s, &name, if_exists, check_only),
+            Op::Parsed(A::DropPrimaryKey) => self.shape.drop_primary_key(),
+            Op::DropIndex { name, if_exists } => self.drop_index(s, &name, if_exists),
+            Op::DropForeignKey { name, if_exists } => {
+                let before = self.keys.len();
+                self.keys.retain(|k| !k.name.eq_ignore_ascii_case(&name));
+                if self.keys.len() == before {
+                    return missing(s, "FOREIGN KEY", &name, if_exists);
+                }
+                self.keys_changed = true;
+                Ok(())
+            }
+            Op::RenameIndex { from, to } => {
+                let Some(at) = self
+                    .shape
+                    .schema
+                    .indexes
+                    .iter()
+                    .position(|i| i.name.eq_ignore_ascii_case(&from))
+                else {
+                    return Err(wire((
+                        error::ER_KEY_DOES_NOT_EXIST,
+                        format!(
+                            "Key '{from}' doesn't exist in table '{}'",
+                            self.shape.schema.name
+                        ),
+                    )));
+                };
+                let index = self.shape.schema.indexes.remove(at);
+                self.shape.add_index(IndexSchema { name: to, ..index })
+            }
+            Op::Parsed(A::RenameTable { table_name }) | Op::RenameTable(table_name) => {
+                self.rename_table(s, &table_name)
+            }
+            Op::AutoIncrement(n) => {
+                self.auto_increment = Some(n);
+                Ok(())
+            }
+            Op::Ignored => Ok(()),
+            Op::Unsupported(what) => Err(ShimError::Unsupported(what)),
+            Op::Parsed(other) => Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
+        }
+    }
+
+    fn add_column(
+        &mut self,
+        s: &mut Session,
+        def: &ast::ColumnDef,
+        position: Option<&ast::MySQLColumnPosition>,
+        if_not_exists: bool,
+    ) -> Result<()> {
+        if self.shape.schema.column_index(&def.name.value).is_some() {
+            if if_not_exists {
+                s.warn(1060, format!("Duplicate column name '{}'", def.name.value));
+                return Ok(());
+            }
+            return Err(StorageError::ColumnExists(def.name.value.clone()).into());
+        }
+        let r = column_def(self.e, s, def)?;
+        let at = self.shape.add_column(r.schema, position)?;
+        self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
+    }
+
+    /// A column definition's inline PRIMARY KEY, UNIQUE, CHECK and
+    /// REFERENCES, for column `at`.
+    fn column_constraints(
+        &mut self,
+        s: &mut Session,
+        at: usize,
+        primary: bool,
+        unique: bool,
+        check: Option<String>,
+        references: Option<ColumnReference>,
+    ) -> Result<()> {
+        let name = self.shape.schema.columns[at].name.clone();
+        if primary {
+            self.shape.set_primary_key(vec![at])?;
+        }
+        if unique {
+            let schema = &self.shape.schema;
+            let n = index_name(&schema.indexes, &schema.columns, &[at]);
+            self.shape.add_index(IndexSchema {
+                id: 0,
+                name: n,
+                columns: vec![at],
+                unique: true,
+            })?;
+        }
+        if let Some(sql) = check {
+            self.shape.checks.push(CheckConstraint {
+                name: name.clone(),
+                sql,
+                column: Some(name.clone()),
+            });
+            self.shape.checks_added = true;
+        }
+        if let Some(rf) = references {
+            let column = ast::Ident::new(name);
+            self.add_key(
+                s,
+                KeyDeclaration {
+                    name: None,
+                    columns: std::slice::from_ref(&column),
+                    parent: &rf.parent,
+                    parent_columns: &rf.columns,
+                    on_delete: rf.on_delete,
+                    on_update: rf.on_update,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn drop_column(&mut self, s: &mut Session, name: &str, if_exists: bool) -> Result<()> {
+        let Some(at) = self.shape.schema.column_index(name) else {
+            return missing(s, "COLUMN", name, if_exists);
+        };
+        let column = self.shape.schema.columns[at].name.clone();
+        for k in &self.keys {
+            if k.columns.iter().any(|c| c.eq_ignore_ascii_case(&column)) {
+                let index = self.key_index_name(k);
+                return Err(wire((
+                    error::ER_DROP_INDEX_FK,
+                    format!("Cannot drop index '{index}': needed in a foreign key constraint"),
+                )));
+            }
+        }
+        for (child, k) in self.referencing() {
+            if k.parent_columns
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&column))
+            {
+                let (cdb, cname) = self
+                    .e
+                    .storage
+                    .table_by_id(child)
+                    .map(|t| (t.database.clone(), t.name.clone()))
+                    .unwrap_or_default();
+                return Err(wire((
+                    error::ER_FK_COLUMN_CANNOT_DROP_CHILD,
+                    format!(
+                        "Cannot drop column '{column}': needed in a foreign key constraint '{}' of table `{cdb}`.`{cname}`",
+                        k.name
+                    ),
+                )));
+            }
+        }
+        self.shape.drop_column(at)
+    }
+
+    /// Keys of other tables whose parent is this table, as (child, key).
+    fn referencing(&self) -> Vec<(TableId, ForeignKey)> {
+        let old = &self.shape.old;
+        self.all_keys
+            .iter()
+            .filter(|(child, k)| {
+                *child != old.id
+                    && k.parent_database == old.database
+                    && k.parent_table.eq_ignore_ascii_case(&old.name)
+            })
+            .map(|(child, k)| (*child, k.clone()))
+            .collect()
+    }
+
+    /// The name of the index backing key `k` (InnoDB's 1553 names it).
+    fn key_index_name(&self, k: &ForeignKey) -> String {
+        let schema = &self.shape.schema;
+        let cols: Option<Vec<usize>> = k.columns.iter().map(|c| schema.column_index(c)).collect();
+        cols.and_then(|cols| {
+            schema
+                .indexes
+                .iter()
+                .find(|i| i.columns.starts_with(&cols))
+                .map(|i| i.name.clone())
+        })
+        .unwrap_or_else(|| k.name.clone())
+    }
+
+    fn rename_column(&mut self, at: usize, to: &str) -> Result<()> {
+        let from = self.shape.schema.columns[at].name.clone();
+        self.shape.rename_column(at, to)?;
+        if from == to {
+            return Ok(());
+        }
+        let same = |c: &String| c.eq_ignore_ascii_case(&from);
+        let (db, name) = (self.shape.old.database.clone(), self.shape.old.name.clone());
+        let parent_is_this =
+            |k: &ForeignKey| k.parent_database == db && k.parent_table.eq_ignore_ascii_case(&name);
+        for k in &mut self.keys {
+            let mine = k.columns.iter().any(same);
+            let parent = parent_is_this(k) && k.parent_columns.iter().any(same);
+            if mine || parent {
+                self.keys_changed = true;
+            }
+            if mine {
+                k.columns = renamed(&k.columns, &from, to);
+            }
+            if parent {
+                k.parent_columns = renamed(&k.parent_columns, &from, to);
+            }
+        }
+        for (child, _) in self.referencing() {
+            let keys = self.other_keys(child);
+            for k in keys.iter_mut().filter(|k| parent_is_this(k)) {
+                k.parent_columns = renamed(&k.parent_columns, &from, to);
+            }
+        }
+        Ok(())
+    }
+
+    /// Table `child`'s keys as this statement leaves them (copied on first
+    /// use).
+    fn other_keys(&mut self, child: TableId) -> &mut Vec<ForeignKey> {
+        let all = &self.all_keys;
+        self.others.entry(child).or_insert_with(|| {
+            all.iter()
+                .filter(|(c, _)| *c == child)
+                .map(|(_, k)| k.clone())
+                .collect()
+        })
+    }
+
+    /// MODIFY / CHANGE: column `old_name` takes the new definition (and
+    /// `new_name`), then moves to `position`.
+    fn redefine(
+        &mut self,
+        s: &mut Session,
+        old_name: &str,
+        new_name: ast::Ident,
+        data_type: DataType,
+        options: Vec<ColumnOption>,
+        position: Option<ast::MySQLColumnPosition>,
+    ) -> Result<()> {
+        let at = self.shape.column(old_name)?;
+        let def = ast::ColumnDef {
+            name: new_name.clone(),
+            data_type,
+            collation: None,
+            options: options
+                .into_iter()
+                .map(|option| ast::ColumnOptionDef { name: None, option })
+                .collect(),
+        };
+        let r = column_def(self.e, s, &def)?;
+        self.rename_column(at, &new_name.value)?;
+        self.shape
+            .redefine_column(at, r.schema, r.explicit_collation);
+        if let Some(p) = &position {
+            self.shape.move_column(at, p)?;
+        }
+        let at = self.shape.column(&new_name.value)?;
+        self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
+    }
+
+    fn add_constraint(&mut self, s: &mut Session, tc: TableConstraint) -> Result<()> {
+        match &tc {
+            TableConstraint::PrimaryKey { columns, .. } => {
+                let pos = positions(&self.shape.schema.columns, columns)?;
+                self.shape.set_primary_key(pos)
+            }
+            TableConstraint::Unique {
+                name,
+                index_name: iname,
+                columns,
+                ..
+            } => self.add_index(iname.as_ref().or(name.as_ref()), columns, true),
+            TableConstraint::Index { name, columns, .. } => {
+                self.add_index(name.as_ref(), columns, false)
+            }
+            TableConstraint::Check { name, expr } => {
+                let name = match name {
+                    Some(n) => n.value.clone(),
+                    None => crate::checks::unnamed(&self.shape.checks),
+                };
+                if self
+                    .shape
+                    .checks
+                    .iter()
+                    .any(|c| c.name.eq_ignore_ascii_case(&name))
+                {
+                    return Err(wire((
+                        error::ER_DUP_CONSTRAINT_NAME,
+                        format!("Duplicate CHECK constraint name '{name}'"),
+                    )));
+                }
+                self.shape.checks.push(CheckConstraint {
+                    name,
+                    sql: expr.to_string(),
+                    column: None,
+                });
+                self.shape.checks_added = true;
+                Ok(())
+            }
+            TableConstraint::ForeignKey { .. } => match KeyDeclaration::of_constraint(&tc) {
+                Some(decl) => self.add_key(s, decl),
+                None => Ok(()),
+            },
+            TableConstraint::FulltextOrSpatial { .. } => {
+                Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
+            }
+        }
+    }
+
+    fn add_index(
+        &mut self,
+        name: Option<&ast::Ident>,
+        columns: &[ast::Ident],
+        unique: bool,
+    ) -> Result<()> {
+        let schema = &self.shape.schema;
+        let pos = positions(&schema.columns, columns)?;
+        let name = name
+            .map(|i| i.value.clone())
+            .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+        self.shape.add_index(IndexSchema {
+            id: 0,
+            name,
+            columns: pos,
+            unique,
+        })
+    }
+
+    fn add_key(&mut self, s: &mut Session, decl: KeyDeclaration<'_>) -> Result<()> {
+        let key = ForeignKey::from_ast(self.e, s, &self.shape.schema.name, &self.keys, decl)?;
+        crate::foreign_keys::validate(self.e, s, &self.shape.schema, &key)?;
+        if let Some(index) = crate::foreign_keys::key_index(&self.shape.schema, &key)? {
+            self.shape.add_index(index)?;
+        }
+        self.keys.push(key.clone());
+        self.added_keys.push(key);
+        self.keys_changed = true;
+        Ok(())
+    }
+
+    /// `DROP CONSTRAINT name`: a CHECK, else a FOREIGN KEY, else a UNIQUE
+    /// key of that name; `DROP CHECK name`: a CHECK only.
+    fn drop_constraint(
+        &mut self,
+        s: &mut Session,
+        name: &str,
+        if_exists: bool,
+        check_only: bool,
+    ) -> Result<()> {
+        let checks = &mut self.shape.checks;
+        if let Some(at) = checks
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+        {
+            checks.remove(at);
+            self.shape.checks_changed = true;
+            return Ok(());
+        }
+        if check_only {
+            return missing(s, "CHECK", name, if_exists);
+        }
+        if let Some(at) = self
+            .keys
+            .iter()
+            .position(|k| k.name.eq_ignore_ascii_case(name))
+        {
+            self.keys.remove(at);
+            self.keys_changed = true;
+            return Ok(());
+        }
+        if self.shape.schema.index(name).is_some() {
+            return self.drop_index(s, name, false);
+        }
+        missing(s, "CONSTRAINT", name, if_exists)
+    }
+
+    fn drop_index(&mut self, s: &mut Session, name: &str, if_exists: bool) -> Result<()> {
+        if name.eq_ignore_ascii_case("PRIMARY") {
+            return self.shape.drop_primary_key();
+        }
+        let schema = &self.shape.schema;
+        let Some(at) = schema
+            .indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(name))
+        else {
+            return missing(s, "INDEX", name, if_exists);
+        };
+        // An index a key needs (no other index starts with its columns).
+        for k in &self.keys {
+            let Some(cols) = k
+                .columns
+                .iter()
+                .map(|c| schema.column_index(c))
+                .collect::<Option<Vec<usize>>>()
+            else {
+                continue;
+            };
+            let covers = |c: &[usize]| c.starts_with(&cols);
+            let others = schema.primary_key.as_deref().is_some_and(covers)
+                || schema
+                    .indexes
+                    .iter()
+                    .enumerate()
+                    .any(|(i, x)| i != at && covers(&x.columns));
+            if covers(&schema.indexes[at].columns) && !others {
+                return Err(wire((
+                    error::ER_DROP_INDEX_FK,
+                    format!(
+                        "Cannot drop index '{}': needed in a foreign key constraint",
+                        schema.indexes[at].name
+                    ),
+                )));
+            }
+        }
+        self.shape.schema.indexes.remove(at);
+        Ok(())
+    }
+
+    fn rename_table(&mut self, s: &mut Session, to: &ast::ObjectName) -> Result<()> {
+        let (db, name) = self.e.resolve(s, to)?;
+        let schema = &self.shape.schema;
+        if db == schema.database && name == schema.name {
+            return Ok(());
+        }
+        if self.e.storage.table(&db, &name).is_some() {
+            return Err(StorageError::TableExists(name).into());
+        }
+        let (old_db, old_name) = (schema.database.clone(), schema.name.clone());
+        let parent_is_this = |k: &ForeignKey| {
+            k.parent_database == old_db && k.parent_table.eq_ignore_ascii_case(&old_name)
+        };
+        let repoint = |k: &mut ForeignKey| {
+            k.parent_database = db.clone();
+            k.parent_table = name.clone();
+        };
+        for k in self.keys.iter_mut().filter(|k| parent_is_this(k)) {
+            repoint(k);
+            self.keys_changed = true;
+        }
+        for (child, _) in self.referencing() {
+            for k in self
+                .other_keys(child)
+                .iter_mut()
+                .filter(|k| parent_is_this(k))
+            {
+                repoint(k);
+            }
+        }
+        self.shape.schema.database = db;
+        self.shape.schema.name = name;
+        Ok(())
+    }
+
+    /// Checks what can only be checked on the whole new shape, then has
+    /// storage write it with the rows converted.
+    fn finish(mut self, s: &mut Session, db: &str, table: &str) -> Result<Output> {
+        let e = self.e;
+        let shape = &mut self.shape;
+        shape.check_auto_increment()?;
+        crate::checks::validate(&shape.schema, &shape.checks)?;
+        let columns = shape.schema.columns.clone();
+        shape.schema.indexes.sort_by_key(|i| key_rank(i, &columns));
+        let pads: Vec<Value> = columns
+            .iter()
+            .map(ladle_storage::added_column_value)
+            .collect();
+        let project = |old: &Row| -> Row {
+            shape
+                .sources
+                .iter()
+                .zip(&pads)
+                .map(|(src, pad)| match src {
+                    Some(i) => old.get(*i).cloned().unwrap_or(Value::Null),
+                    None => pad.clone(),
+                })
+                .collect()
+        };
+        if !self.added_keys.is_empty() {
+            let rows: Vec<Row> = e.storage.scan(shape.old.id)?.iter().map(project).collect();
+            let orphans =
+                crate::foreign_keys::orphans_of(e, s, &shape.schema, &self.added_keys, &rows)?;
+            if let Some((_, err)) = orphans.into_iter().next() {
+                return Err(err);
+            }
+        }
+        let id = shape.old.id;
+        let mut meta = Vec::new();
+        if shape.checks_changed || shape.checks_added {
+            meta.push(crate::checks::meta_record(id, &shape.checks)?);
+        }
+        if self.keys_changed {
+            meta.push(crate::foreign_keys::meta_record(id, &self.keys)?);
+        }
+        for (child, keys) in &self.others {
+            meta.push(crate::foreign_keys::meta_record(*child, keys)?);
+        }
+        let compiled = TableChecks::compile(&shape.schema, shape.checks.clone())?;
+        let strict = crate::vars::strict_mode(s);
+        let mut warnings = Vec::new();
+        let schema = &shape.schema;
+        let converted = &shape.converted;
+        let mut convert = |n: usize, old: Row| -> Result<Row> {
+            let mut row = project(&old);
+            for (i, column) in schema.columns.iter().enumerate() {
+                if converted[i] {
+                    let v = std::mem::replace(&mut row[i], Value::Null);
+                    row[i] = Shape::convert_value(column, v, n, strict, &mut warnings)?;
+                }
+            }
+            compiled.fill_generated(schema, &mut row)?;
+            compiled.verify_uncoerced(schema, &row)?;
+            Ok(row)
+        };
+        let change = TableChange {
+            schema: schema.clone(),
+            rewrite_rows: !shape.rows_unchanged(),
+            meta,
+        };
+        let result = e.storage.alter_table(db, table, change, &mut convert);
+        e.checks.invalidate(id);
+        crate::foreign_keys::invalidate(e);
+        let t = result?;
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
+        if let Some(n) = self.auto_increment {
+            e.storage.note_auto_increment(id, n.saturating_sub(1))?;
+        }
+        e.dataflow.table_changed(t.id);
+        Ok(Output::ok())
+    }
+}
+
+/// `names` with `from` renamed to `to`.
+fn renamed(names: &[String], from: &str, to: &str) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| {
+            if n.eq_ignore_ascii_case(from) {
+                to.to_string()
+            } else {
+                n.clone()
+            }
+        })
+        .collect()
+}
+
+/// DROP of a `what` that does not exist: MariaDB's 1091, a note with IF
+/// EXISTS.
+fn missing(s: &mut Session, what: &str, name: &str, if_exists: bool) -> Result<()> {
+    let message = format!("Can't DROP {what} `{name}`; check that it exists");
+    if if_exists {
+        s.warn(error::ER_CANT_DROP_FIELD_OR_KEY.errno, message);
+        return Ok(());
+    }
+    Err(wire((error::ER_CANT_DROP_FIELD_OR_KEY, message)))
+}
