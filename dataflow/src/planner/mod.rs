@@ -59,11 +59,23 @@ pub(crate) fn compile_row_expr(
 pub mod depth;
 pub(crate) mod normalize;
 pub(crate) mod pushdown;
-pub(crate) mod query;
-pub(crate) mod range;
 pub(crate) mod stats;
 
-pub(crate) use query::{Count, Planned, PlannedView, Planner};
+// The planner by clause: `query` is the entry point, `select` the phases of
+// one SELECT, the others the clauses and subqueries those phases plan.
+mod aggregate;
+mod correlated;
+mod from;
+mod query;
+mod relation;
+mod scalar_subquery;
+mod select;
+mod set_expr;
+mod subquery;
+mod syntax;
+mod window;
+
+pub(crate) use query::Planner;
 
 /// Parses a stored view definition.
 pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
