@@ -61,15 +61,19 @@ pub(crate) mod normalize;
 pub(crate) mod pushdown;
 pub(crate) mod stats;
 
-// The planner by clause: `query` is the entry point, `select` the phases of
-// one SELECT, the others the clauses and subqueries those phases plan.
+// The planner by clause: `query` is the entry point, `select` the list of
+// the phases of one SELECT (handing each other the values in
+// `select_state`), the others the clauses and subqueries those phases plan.
 mod aggregate;
 mod correlated;
 mod from;
+mod layout;
 mod query;
 mod relation;
 mod scalar_subquery;
 mod select;
+mod select_state;
+mod selection;
 mod set_expr;
 mod subquery;
 mod syntax;
