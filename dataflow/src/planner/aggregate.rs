@@ -77,7 +77,11 @@ impl Planner<'_> {
         let late = st.window.is_some() || !st.read_filters.is_empty();
         let scope = &st.scope;
         let row_cx = ExprCx::row(scope);
-        let (mut gexprs, mut by_text, mut by_col) = group_exprs(&row_cx, g, projection)?;
+        let GroupColumns {
+            exprs: mut gexprs,
+            mut by_text,
+            mut by_col,
+        } = group_exprs(&row_cx, g, projection)?;
         let late = late
             || st
                 .key_frame
@@ -170,15 +174,23 @@ impl Planner<'_> {
     }
 }
 
+/// GROUP BY's expressions compiled, and where each is found.
+struct GroupColumns {
+    exprs: Vec<Expr>,
+    /// By its normalized text.
+    by_text: HashMap<String, usize>,
+    /// By its column, for plain columns.
+    by_col: HashMap<usize, usize>,
+}
+
 /// GROUP BY's expressions compiled over the FROM row (a number is a
 /// select-list position, an unknown name a select-list alias), with where
 /// each is found by its text and, for plain columns, by its column.
-#[allow(clippy::type_complexity)]
 fn group_exprs(
     row_cx: &ExprCx<'_>,
     g: &Grouping,
     projection: &[ast::SelectItem],
-) -> Result<(Vec<Expr>, HashMap<String, usize>, HashMap<usize, usize>)> {
+) -> Result<GroupColumns> {
     let mut gexprs: Vec<Expr> = Vec::new();
     let mut by_text = HashMap::new();
     let mut by_col = HashMap::new();
@@ -224,7 +236,11 @@ fn group_exprs(
         }
         gexprs.push(x);
     }
-    Ok((gexprs, by_text, by_col))
+    Ok(GroupColumns {
+        exprs: gexprs,
+        by_text,
+        by_col,
+    })
 }
 
 /// Columns selected, or used by HAVING or ORDER BY, outside any aggregate

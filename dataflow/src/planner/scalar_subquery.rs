@@ -1,5 +1,6 @@
 //! Scalar subqueries (`(SELECT agg(x) FROM ... WHERE inner = outer)`) as
-//! LEFT JOINs with an aggregate grouped by the correlation columns.
+//! LEFT JOINs with an aggregate grouped by the correlation columns: the
+//! subquery's shape ([`ScalarShape`]), its correlation, and the join.
 
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
@@ -8,7 +9,7 @@ use super::correlated::{scope_reads_outer, Correlated};
 use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
-use super::syntax::{as_column, call, has_subquery};
+use super::syntax::{as_column, call, has_subquery, number};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp};
@@ -142,6 +143,119 @@ impl Planner<'_> {
         scope: &mut Scope,
         n: usize,
     ) -> Result<ast::Expr> {
+        let ScalarShape {
+            select: s,
+            value: mut agg,
+            top1_desc,
+            first_by,
+            single,
+        } = ScalarShape::of(q)?;
+        let agg_name = aggregate_name(&agg).unwrap_or_default();
+        let mut correlated = self.plan_correlated(
+            s,
+            scope,
+            "a scalar subquery",
+            "correlated condition other than equality",
+        )?;
+        if has_subquery(&agg) {
+            // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
+            // a subquery in the value over the inner rows only joins them.
+            if scope_reads_outer(&agg, &correlated.scope, scope) {
+                return Err(unsupported(
+                    "a subquery reading the outer query inside a scalar subquery's value",
+                ));
+            }
+            let mut nested = 2000;
+            self.rewrite_subqueries(
+                &mut agg,
+                &mut correlated.inner,
+                &mut correlated.scope,
+                &mut nested,
+            )?;
+        }
+        for g in grouped {
+            let by_key = as_column(g)
+                .and_then(|ids| correlated.scope.resolve(ids).ok())
+                .is_some_and(|c| correlated.inner_cols.contains(&c));
+            if !by_key {
+                return Err(unsupported(
+                    "GROUP BY other than the correlation columns in a scalar subquery",
+                ));
+            }
+        }
+        if !correlated.residual.is_empty() {
+            correlated = self.decorrelate(node, scope, correlated, n)?;
+        }
+        let reads_outer = |e: DataflowError, iscope: &Scope| match e {
+            DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, iscope, scope) => {
+                unsupported("a scalar subquery whose value reads the outer query")
+            }
+            other => other,
+        };
+        if let Some(order) = &first_by {
+            correlated.inner = first_in_order(
+                correlated.inner,
+                &correlated.scope,
+                &correlated.inner_cols,
+                order,
+            )
+            .map_err(|e| reads_outer(e, &correlated.scope))?;
+        }
+        // Uncorrelated: a one-row aggregate joined to every row (key []).
+        let k = correlated.inner_cols.len();
+        let iscope = &correlated.scope;
+        let row_cx = ExprCx::row(iscope);
+        let (spec, arg, (ty, _, coll)) = self
+            .agg_spec(&agg, &row_cx, k)
+            .map_err(|e| reads_outer(e, iscope))?;
+        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
+            return Err(unsupported(
+                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
+            ));
+        }
+        let value = ScalarAggregate {
+            spec,
+            arg,
+            ty,
+            coll,
+            single,
+        };
+        let qual = join_scalar_aggregate(node, scope, correlated, value, n);
+        let col = ast::Expr::CompoundIdentifier(vec![
+            ast::Ident::new(qual.clone()),
+            ast::Ident::new("__v"),
+        ]);
+        if single {
+            let n =
+                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
+            return Ok(call(super::expr::SINGLE_ROW_FN, vec![n, col]));
+        }
+        if agg_name == "count" && grouped.is_empty() {
+            // COUNT over no rows is 0, not NULL.
+            return Ok(call("COALESCE", vec![col, number("0")]));
+        }
+        Ok(col)
+    }
+}
+
+/// What a scalar subquery computes: its SELECT, the aggregate giving its
+/// value, and how its ORDER BY ... LIMIT 1 reads.
+struct ScalarShape<'q> {
+    select: &'q ast::Select,
+    /// The aggregate (a bare value `y` becomes MAX(y) or MIN(y)).
+    value: ast::Expr,
+    /// `ORDER BY y [DESC] LIMIT 1` over the value itself: whether DESC.
+    top1_desc: Option<bool>,
+    /// `ORDER BY z... LIMIT 1` over other expressions: the rows first in
+    /// that order are taken first.
+    first_by: Option<Vec<ast::OrderByExpr>>,
+    /// The value is a bare `y` that must come from a single row: the row
+    /// count is computed too, and read time checks it (MySQL error 1242).
+    single: bool,
+}
+
+impl<'q> ScalarShape<'q> {
+    fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
         let ast::SetExpr::Select(s) = &*q.body else {
             return Err(unsupported("this scalar subquery"));
         };
@@ -172,37 +286,7 @@ impl Planner<'_> {
             && matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(one, _))) if one == "1");
         let first_by = match &q.order_by {
             Some(ob) if limit_one && top1_desc.is_none() && aggregate_name(&agg).is_none() => {
-                if ob.interpolate.is_some()
-                    || ob
-                        .exprs
-                        .iter()
-                        .any(|o| o.nulls_first.is_some() || o.with_fill.is_some())
-                {
-                    return Err(unsupported("this scalar subquery"));
-                }
-                // `ORDER BY 1` or the alias: the select list's only column.
-                let alias = match s.projection.first() {
-                    Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
-                    _ => None,
-                };
-                let mut order = ob.exprs.clone();
-                for o in &mut order {
-                    if let ast::Expr::Identifier(id) = &o.expr {
-                        if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) {
-                            o.expr = agg.clone();
-                        }
-                    }
-                    if let ast::Expr::Value(ast::Value::Number(n, _)) = &o.expr {
-                        if n != "1" {
-                            return Err(DataflowError::UnknownColumn(
-                                n.clone(),
-                                "order clause".into(),
-                            ));
-                        }
-                        o.expr = agg.clone();
-                    }
-                }
-                Some(order)
+                Some(first_by_order(s, ob, &agg)?)
             }
             _ => None,
         };
@@ -218,207 +302,165 @@ impl Planner<'_> {
         }
         // Without an aggregate, `(SELECT y ...)` is MAX(y) plus the row
         // count, which read time checks (MySQL error 1242 for several rows).
-        let (agg, single) = match aggregate_name(&agg) {
+        let (value, single) = match aggregate_name(&agg) {
             Some(_) => (agg, false),
             None if any_row => (call("MAX", vec![agg]), false),
-            None => (
-                ast::Expr::Function(ast::Function {
-                    name: ast::ObjectName(vec![ast::Ident::new(match top1_desc {
-                        Some(false) => "MIN",
-                        _ => "MAX",
-                    })]),
-                    parameters: ast::FunctionArguments::None,
-                    args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-                        duplicate_treatment: None,
-                        args: vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(agg))],
-                        clauses: vec![],
-                    }),
-                    filter: None,
-                    null_treatment: None,
-                    over: None,
-                    within_group: vec![],
-                }),
-                top1_desc.is_none(),
-            ),
-        };
-        let agg_name = aggregate_name(&agg).unwrap_or_default();
-        let mut correlated = self.plan_correlated(
-            s,
-            scope,
-            "a scalar subquery",
-            "correlated condition other than equality",
-        )?;
-        let mut agg = agg;
-        if has_subquery(&agg) {
-            // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
-            // a subquery in the value over the inner rows only joins them.
-            if scope_reads_outer(&agg, &correlated.scope, scope) {
-                return Err(unsupported(
-                    "a subquery reading the outer query inside a scalar subquery's value",
-                ));
+            None => {
+                let extreme = match top1_desc {
+                    Some(false) => "MIN",
+                    _ => "MAX",
+                };
+                (call(extreme, vec![agg]), top1_desc.is_none())
             }
-            let mut nested = 2000;
-            self.rewrite_subqueries(
-                &mut agg,
-                &mut correlated.inner,
-                &mut correlated.scope,
-                &mut nested,
-            )?;
-        }
-        for g in grouped {
-            let by_key = as_column(g)
-                .and_then(|ids| correlated.scope.resolve(ids).ok())
-                .is_some_and(|c| correlated.inner_cols.contains(&c));
-            if !by_key {
-                return Err(unsupported(
-                    "GROUP BY other than the correlation columns in a scalar subquery",
-                ));
-            }
-        }
-        if !correlated.residual.is_empty() {
-            correlated = self.decorrelate(node, scope, correlated, n)?;
-        }
-        let Correlated {
-            mut inner,
-            scope: iscope,
-            inner_cols,
-            outer_cols,
-            ..
-        } = correlated;
-        let reads_outer = |e: DataflowError| match e {
-            DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, &iscope, scope) => {
-                unsupported("a scalar subquery whose value reads the outer query")
-            }
-            other => other,
         };
-        if let Some(order) = &first_by {
-            inner = first_in_order(inner, &iscope, &inner_cols, order).map_err(reads_outer)?;
-        }
-        // Uncorrelated: a one-row aggregate joined to every row (key []).
-        let k = inner_cols.len();
-        let row_cx = ExprCx::row(&iscope);
-        let (spec, arg, (ty, _, coll)) = self.agg_spec(&agg, &row_cx, k).map_err(reads_outer)?;
-        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
-            return Err(unsupported(
-                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
-            ));
-        }
-        let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
-        pre.push(arg);
-        let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
-        colls.push(coll);
-        let mut specs = vec![spec];
-        if single {
-            pre.push(Expr::Literal(Value::Int(1)));
-            colls.push(Collation::Binary);
-            specs.push(AggSpec::new(AggKind::CountStar, k + 1));
-        }
-        let proj = LNode {
-            op: LOp::Project(pre),
-            inputs: vec![inner],
-            colls: colls.clone(),
-        };
-        let aggn = LNode {
-            op: LOp::Aggregate {
-                ngroup: k,
-                aggs: specs,
-                scalar: k == 0,
-            },
-            inputs: vec![proj],
-            colls: colls.clone(),
-        };
-        let qual = format!("__sq{n}");
-        let mut jcolls = node.colls.clone();
-        jcolls.extend(colls.iter().copied());
-        let left = LNode::take(node);
-        *node = LNode {
-            op: LOp::Join {
-                kind: JoinKind::Left,
-                left_cols: outer_cols,
-                right_cols: (0..k).collect(),
-            },
-            inputs: vec![left, aggn],
-            colls: jcolls,
-        };
-        for (i, &c) in inner_cols.iter().enumerate() {
-            let ic = &iscope.cols[c];
-            scope.cols.push(ScopeCol {
-                qualifier: qual.clone(),
-                name: format!("__k{i}"),
-                ty: ic.ty.clone(),
-                nullable: true,
-                collation: ic.collation,
-                table: String::new(),
-                origin: None,
-            });
-        }
-        scope.cols.push(ScopeCol {
-            qualifier: qual.clone(),
-            name: "__v".into(),
-            ty,
-            nullable: true,
-            collation: coll,
-            table: String::new(),
-            origin: None,
-        });
-        let col = ast::Expr::CompoundIdentifier(vec![
-            ast::Ident::new(qual.clone()),
-            ast::Ident::new("__v"),
-        ]);
-        if single {
-            scope.cols.push(ScopeCol {
-                qualifier: qual.clone(),
-                name: "__n".into(),
-                ty: SqlType::Int {
-                    bytes: 8,
-                    unsigned: false,
-                    display_width: None,
-                },
-                nullable: true,
-                collation: Collation::Binary,
-                table: String::new(),
-                origin: None,
-            });
-            let n =
-                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
-            return Ok(ast::Expr::Function(ast::Function {
-                name: ast::ObjectName(vec![ast::Ident::new(super::expr::SINGLE_ROW_FN)]),
-                parameters: ast::FunctionArguments::None,
-                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(n)),
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(col)),
-                    ],
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            }));
-        }
-        if agg_name == "count" && grouped.is_empty() {
-            // COUNT over no rows is 0, not NULL.
-            return Ok(ast::Expr::Function(ast::Function {
-                name: ast::ObjectName(vec![ast::Ident::new("COALESCE")]),
-                parameters: ast::FunctionArguments::None,
-                args: ast::FunctionArguments::List(ast::FunctionArgumentList {
-                    duplicate_treatment: None,
-                    args: vec![
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(col)),
-                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(
-                            ast::Value::Number("0".into(), false),
-                        ))),
-                    ],
-                    clauses: vec![],
-                }),
-                filter: None,
-                null_treatment: None,
-                over: None,
-                within_group: vec![],
-            }));
-        }
-        Ok(col)
+        Ok(ScalarShape {
+            select: s,
+            value,
+            top1_desc,
+            first_by,
+            single,
+        })
     }
+}
+
+/// `ORDER BY z... LIMIT 1`'s order, with `ORDER BY 1` or the select
+/// list's alias read as the select list's only column.
+fn first_by_order(
+    s: &ast::Select,
+    ob: &ast::OrderBy,
+    value: &ast::Expr,
+) -> Result<Vec<ast::OrderByExpr>> {
+    if ob.interpolate.is_some()
+        || ob
+            .exprs
+            .iter()
+            .any(|o| o.nulls_first.is_some() || o.with_fill.is_some())
+    {
+        return Err(unsupported("this scalar subquery"));
+    }
+    // `ORDER BY 1` or the alias: the select list's only column.
+    let alias = match s.projection.first() {
+        Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+        _ => None,
+    };
+    let mut order = ob.exprs.clone();
+    for o in &mut order {
+        if let ast::Expr::Identifier(id) = &o.expr {
+            if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) {
+                o.expr = value.clone();
+            }
+        }
+        if let ast::Expr::Value(ast::Value::Number(n, _)) = &o.expr {
+            if n != "1" {
+                return Err(DataflowError::UnknownColumn(
+                    n.clone(),
+                    "order clause".into(),
+                ));
+            }
+            o.expr = value.clone();
+        }
+    }
+    Ok(order)
+}
+
+/// A scalar subquery's aggregate over its inner rows.
+struct ScalarAggregate {
+    spec: AggSpec,
+    arg: Expr,
+    ty: SqlType,
+    coll: Collation,
+    /// Also count the rows (see [`ScalarShape::single`]).
+    single: bool,
+}
+
+/// LEFT JOINs `node` with `value` aggregated over the correlated inner rows
+/// grouped by the correlation columns, and names the joined columns in
+/// `scope` (`__sq<n>.__k<i>`, `.__v`, and `.__n` for the row count);
+/// returns the qualifier.
+fn join_scalar_aggregate(
+    node: &mut LNode,
+    scope: &mut Scope,
+    correlated: Correlated,
+    value: ScalarAggregate,
+    n: usize,
+) -> String {
+    let Correlated {
+        inner,
+        scope: iscope,
+        inner_cols,
+        outer_cols,
+        ..
+    } = correlated;
+    let ScalarAggregate {
+        spec,
+        arg,
+        ty,
+        coll,
+        single,
+    } = value;
+    let k = inner_cols.len();
+    let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
+    pre.push(arg);
+    let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
+    colls.push(coll);
+    let mut specs = vec![spec];
+    if single {
+        pre.push(Expr::Literal(Value::Int(1)));
+        colls.push(Collation::Binary);
+        specs.push(AggSpec::new(AggKind::CountStar, k + 1));
+    }
+    let proj = LNode {
+        op: LOp::Project(pre),
+        inputs: vec![inner],
+        colls: colls.clone(),
+    };
+    let aggn = LNode {
+        op: LOp::Aggregate {
+            ngroup: k,
+            aggs: specs,
+            scalar: k == 0,
+        },
+        inputs: vec![proj],
+        colls: colls.clone(),
+    };
+    let qual = format!("__sq{n}");
+    let mut jcolls = node.colls.clone();
+    jcolls.extend(colls.iter().copied());
+    let left = LNode::take(node);
+    *node = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols: outer_cols,
+            right_cols: (0..k).collect(),
+        },
+        inputs: vec![left, aggn],
+        colls: jcolls,
+    };
+    let joined = |name: String, ty: SqlType, collation: Collation| ScopeCol {
+        qualifier: qual.clone(),
+        name,
+        ty,
+        nullable: true,
+        collation,
+        table: String::new(),
+        origin: None,
+    };
+    for (i, &c) in inner_cols.iter().enumerate() {
+        let ic = &iscope.cols[c];
+        scope
+            .cols
+            .push(joined(format!("__k{i}"), ic.ty.clone(), ic.collation));
+    }
+    scope.cols.push(joined("__v".into(), ty, coll));
+    if single {
+        let count = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        };
+        scope
+            .cols
+            .push(joined("__n".into(), count, Collation::Binary));
+    }
+    qual
 }
