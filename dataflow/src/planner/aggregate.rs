@@ -13,7 +13,7 @@ use super::expr::{
     PostAgg, Scope,
 };
 use super::query::Planner;
-use super::relation::{conjunction, stable, t_is_text};
+use super::relation::{column_collation, conjunction, stable, t_is_text};
 use super::select_state::{Aggregation, Grouping, ReadTimeFinish, SelectState};
 use super::syntax::{has_placeholder, has_subquery};
 use crate::expr::Expr;
@@ -345,14 +345,7 @@ fn read_time_aggregate(
     let scope = &st.scope;
     let mut pre_colls = input.colls();
     let mut pre = std::mem::take(&mut input.pre);
-    let scope_coll = |c: usize| {
-        let sc = &scope.cols[c];
-        if sc.ty.is_text() {
-            sc.collation
-        } else {
-            Collation::Binary
-        }
-    };
+    let scope_coll = |c: usize| column_collation(&scope.cols[c].ty, scope.cols[c].collation);
     let slot_of = |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
         .iter()
         .position(|x| *x == Expr::Column(c))

@@ -27,16 +27,20 @@ pub(super) struct Rel {
     pub(super) cols: Vec<ColInfo>,
 }
 
+/// The collation a column of type `ty` declared with `collation`
+/// compares by: its own for text, bytes for everything else.
+pub(super) fn column_collation(ty: &SqlType, collation: Collation) -> Collation {
+    if ty.is_text() {
+        collation
+    } else {
+        Collation::Binary
+    }
+}
+
 pub(super) fn base_colls(t: &TableSchema) -> Vec<Collation> {
     t.columns
         .iter()
-        .map(|c| {
-            if c.ty.is_text() {
-                c.collation
-            } else {
-                Collation::Binary
-            }
-        })
+        .map(|c| column_collation(&c.ty, c.collation))
         .collect()
 }
 

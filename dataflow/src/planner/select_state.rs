@@ -11,7 +11,7 @@ use ladle_common::{Collation, SqlType};
 use sqlparser::ast;
 
 use super::expr::{collect_aggregates, derived_collation, unsupported, PostAgg, Scope};
-use super::relation::t_is_text;
+use super::relation::{column_collation, t_is_text};
 use crate::expr::Expr;
 use crate::plan::range::RangeIndex;
 use crate::plan::{LNode, ReadAgg, Window};
@@ -120,13 +120,7 @@ impl Frame {
                 colls: scope
                     .cols
                     .iter()
-                    .map(|c| {
-                        if c.ty.is_text() {
-                            c.collation
-                        } else {
-                            Collation::Binary
-                        }
-                    })
+                    .map(|c| column_collation(&c.ty, c.collation))
                     .collect(),
             },
         }
