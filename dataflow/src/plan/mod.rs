@@ -1,5 +1,9 @@
-//! The logical query graph the planner produces (no SQL AST, no state):
-//! lowered into dataflow nodes by [`crate::graph::Graph::install`].
+//! What the planner hands execution (no SQL AST, no state): the logical
+//! query graph ([`LNode`]), lowered into dataflow nodes by
+//! [`crate::graph::Graph::install`], and the specification of the reader
+//! over it ([`PlannedView`], or a [`Constant`] for a query without FROM),
+//! with the read-time work ([`ReadAgg`], [`range`]). The engine executes
+//! these without importing the planner's internals.
 
 pub(crate) mod range;
 

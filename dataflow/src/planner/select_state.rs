@@ -1,9 +1,7 @@
-//! The values the phases of planning one SELECT ([`Planner::select`])
-//! hand each other: the state they build up, GROUP BY's parts, the frame
-//! after aggregation, the compiled select list, and what is left to read
-//! time.
-//!
-//! [`Planner::select`]: super::query::Planner
+//! The values the phases of planning one SELECT (`Planner::select`, in
+//! `select.rs`) hand each other: the state they build up, GROUP BY's
+//! parts, the frame after aggregation, the compiled select list, and what
+//! is left to read time.
 
 use std::collections::HashMap;
 
