@@ -16,9 +16,10 @@ use crate::expr::Expr;
 use crate::graph::{Graph, NodeId};
 use crate::ops::reader::{cmp_rows, Rows};
 use crate::ops::ReaderState;
-use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape, Source};
-use crate::planner::range::RangeIndex;
-use crate::planner::{Count, Planned, PlannedView, Planner};
+use crate::plan::range::RangeIndex;
+use crate::plan::{Constant, Count, Planned, PlannedView, Source};
+use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape};
+use crate::planner::Planner;
 use crate::propagation::{newest_commit, run_worker, Observer, Propagation, TableCounters};
 use crate::rows::ResultRows;
 use crate::{DataflowConfig, DataflowError, OutputColumn, Result, ViewStats};
@@ -111,7 +112,7 @@ const FILL_WAIT_MAX: Duration = Duration::from_secs(30);
 
 enum Target {
     View(Arc<View>),
-    Constant(crate::planner::query::Constant),
+    Constant(Constant),
 }
 
 pub(crate) struct Prepared {
@@ -1341,7 +1342,7 @@ fn inline_params(query: &ast::Query, params: &[Value]) -> ast::Query {
     q
 }
 
-fn constant(c: &crate::planner::query::Constant, slots: &[Value]) -> Result<Vec<Row>> {
+fn constant(c: &Constant, slots: &[Value]) -> Result<Vec<Row>> {
     if let Some(f) = &c.filter {
         if !f.eval_bool(&[], slots).map_err(bad)? {
             return Ok(vec![]);

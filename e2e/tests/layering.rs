@@ -41,14 +41,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "#18: plan.rs uses planner::Count (a plan type defined in planner/query.rs)",
-        &[
-            "dataflow/src/plan.rs",
-            "dataflow/src/planner/pushdown.rs",
-            "dataflow/src/planner/query.rs",
-        ],
-    ),
-    (
         "#18: expr/mod.rs is both the expression types and the evaluator",
         &[
             "dataflow/src/expr/func.rs",

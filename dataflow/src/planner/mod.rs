@@ -59,11 +59,27 @@ pub(crate) fn compile_row_expr(
 pub mod depth;
 pub(crate) mod normalize;
 pub(crate) mod pushdown;
-pub(crate) mod query;
-pub(crate) mod range;
 pub(crate) mod stats;
 
-pub(crate) use query::{Count, Planned, PlannedView, Planner};
+// The planner by clause: `query` is the entry point, `select` the list of
+// the phases of one SELECT (handing each other the values in
+// `select_state`), the others the clauses and subqueries those phases plan.
+mod aggregate;
+mod correlated;
+mod from;
+mod layout;
+mod query;
+mod relation;
+mod scalar_subquery;
+mod select;
+mod select_state;
+mod selection;
+mod set_expr;
+mod subquery;
+mod syntax;
+mod window;
+
+pub(crate) use query::Planner;
 
 /// Parses a stored view definition.
 pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {

@@ -9,19 +9,8 @@ use ladle_common::Value;
 use sqlparser::ast::{self, VisitMut};
 
 use super::expr::literal;
+use crate::plan::Source;
 use crate::Result;
-
-/// Where a parameter slot's value comes from.
-#[derive(Clone, Debug)]
-pub(crate) enum Source {
-    /// The caller's n-th `?`.
-    User(usize),
-    /// A literal extracted from the query text.
-    Literal(Value),
-    /// The elements of a `col IN (...)` list rewritten as `col = ?`: the
-    /// view is keyed by `col` and read once per distinct element.
-    List(Vec<Source>),
-}
 
 pub(crate) struct Normalized {
     /// The query with every parameter as `?N` (N = slot).

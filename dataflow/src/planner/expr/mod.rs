@@ -1,4 +1,8 @@
-//! SQL AST expressions -> Ladle [`Expr`].
+//! SQL AST expressions -> Ladle [`Expr`]: names resolved in a [`Scope`],
+//! literals, columns and functions here, operators and special forms in
+//! [`operators`].
+
+mod operators;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -7,7 +11,7 @@ use ladle_common::{Collation, SqlType, Value};
 use rust_decimal::Decimal;
 use sqlparser::ast;
 
-use crate::expr::{func, ArithOp, CastType, CmpOp, Expr, Func, LogicOp};
+use crate::expr::{func, CastType, Expr, Func};
 use crate::{DataflowError, Result};
 
 /// One column visible to expressions.
@@ -453,276 +457,35 @@ impl<'a> ExprCx<'a> {
         Ok(match e {
             E::Identifier(id) => return self.column(std::slice::from_ref(id)),
             E::CompoundIdentifier(ids) => return self.column(ids),
-            E::Value(v) => match v {
-                ast::Value::Placeholder(p) => match (self.params, placeholder_slot(p)) {
-                    (ParamMode::Slots, Some(n)) => Expr::Param(n),
-                    _ => {
-                        return Err(DataflowError::BadArgument(format!(
-                            "unexpected placeholder {p}"
-                        )))
-                    }
-                },
-                other => Expr::Literal(literal(other)?),
-            },
-            E::TypedString { data_type, value } => {
-                let v = Value::text(value);
-                match data_type {
-                    ast::DataType::Date => Expr::Cast(b(Expr::Literal(v)), CastType::Date),
-                    ast::DataType::Datetime(_) | ast::DataType::Timestamp(..) => {
-                        Expr::Cast(b(Expr::Literal(v)), CastType::DateTime)
-                    }
-                    ast::DataType::Time(..) => Expr::Cast(b(Expr::Literal(v)), CastType::Time),
-                    // `BINARY 'x'`: the string as a binary string, so that
-                    // comparisons with it are bytewise.
-                    ast::DataType::Binary(_) | ast::DataType::Varbinary(_) => {
-                        Expr::Literal(Value::bytes(value.as_bytes()))
-                    }
-                    _ => Expr::Literal(v),
-                }
-            }
-            // `_binary'..'` is a binary string; any other introducer
-            // (`_utf8mb4`, ...) a text one, made of the literal's bytes
-            // when they are UTF-8 (`_utf8mb4 X'C3A9'` is 'é').
+            E::Value(v) => self.value(v)?,
+            E::TypedString { data_type, value } => self.typed_string(data_type, value)?,
             E::IntroducedString { introducer, value } => {
-                let v = literal(value)?;
-                let binary = introducer.eq_ignore_ascii_case("_binary");
-                Expr::Literal(match v {
-                    Value::Text(t) if binary => Value::bytes(t.as_bytes()),
-                    Value::Bytes(b) if !binary => match std::str::from_utf8(&b) {
-                        Ok(t) => Value::text(t),
-                        Err(_) => Value::Bytes(b),
-                    },
-                    other => other,
-                })
+                self.introduced_string(introducer, value)?
             }
             E::Nested(x) => self.compile(x)?,
             E::Collate { expr, .. } => self.compile(expr)?,
-            E::UnaryOp { op, expr } => {
-                let x = match hex_number(expr) {
-                    Some(n) if *op == ast::UnaryOperator::Minus => Expr::Literal(n),
-                    _ => self.compile(expr)?,
-                };
-                match op {
-                    ast::UnaryOperator::Minus => match x {
-                        Expr::Literal(Value::Int(i)) if i != i64::MIN => {
-                            Expr::Literal(Value::Int(-i))
-                        }
-                        Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(-d)),
-                        Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
-                        Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
-                            Expr::Literal(Value::Int(i64::MIN))
-                        }
-                        x => Expr::Neg(b(x)),
-                    },
-                    ast::UnaryOperator::Plus => x,
-                    ast::UnaryOperator::Not => Expr::Not(b(x)),
-                    ast::UnaryOperator::PGBitwiseNot => Expr::BitNot(b(x)),
-                    other => return Err(unsupported(format!("operator {other}"))),
-                }
-            }
-            E::BinaryOp { left, op, right } => {
-                use ast::BinaryOperator as B;
-                let l = self.compile(left)?;
-                if matches!(op, B::Plus | B::Minus) && is_interval(right) {
-                    let ast::Expr::Interval(iv) = strip_nested(right) else {
-                        return Err(DataflowError::Internal("interval expected".into()));
-                    };
-                    let (amount, unit) = self.interval(iv)?;
-                    let amount = if *op == B::Minus {
-                        Expr::Neg(b(amount))
-                    } else {
-                        amount
-                    };
-                    return Ok(Expr::Call(
-                        Func::DateAdd,
-                        vec![l, amount, Expr::Literal(Value::Int(unit))],
-                    ));
-                }
-                let r = self.compile(right)?;
-                // Hex literals are numbers in arithmetic and when compared
-                // with a number.
-                let frame = self.frame_types();
-                let numeric = |x: &Expr| is_numeric_type(&x.result_type(&frame).0);
-                let (l, r) = if is_arith(op) {
-                    (
-                        hex_number(left).map(Expr::Literal).unwrap_or(l),
-                        hex_number(right).map(Expr::Literal).unwrap_or(r),
-                    )
-                } else {
-                    let nl = numeric(&l) && hex_number(left).is_none();
-                    let nr = numeric(&r) && hex_number(right).is_none();
-                    (
-                        hex_number(left)
-                            .filter(|_| nr)
-                            .map(Expr::Literal)
-                            .unwrap_or(l),
-                        hex_number(right)
-                            .filter(|_| nl)
-                            .map(Expr::Literal)
-                            .unwrap_or(r),
-                    )
-                };
-                let (l, r) = if is_arith(op) {
-                    (l, r)
-                } else {
-                    // Literals on both sides: the binary one wins.
-                    let text = |x: &Expr| {
-                        !matches!(x, Expr::Literal(_)) && x.result_type(&frame).0.is_text()
-                    };
-                    let (lt, rt) = (text(&l), text(&r));
-                    (coerce_literal(left, l, rt), coerce_literal(right, r, lt))
-                };
-                // An UNSIGNED column's values are stored as plain integers:
-                // marked unsigned here, so `+ - * DIV` over one give an
-                // unsigned result (below zero: 1690), as in MySQL.
-                let unsigned = |x: Expr| match x.result_type(&frame).0 {
-                    SqlType::Int { unsigned: true, .. } if !matches!(x, Expr::Literal(_)) => {
-                        Expr::Cast(b(x), CastType::Unsigned)
-                    }
-                    _ => x,
-                };
-                let (l, r) = match op {
-                    B::Plus
-                    | B::Minus
-                    | B::Multiply
-                    | B::MyIntegerDivide
-                    | B::DuckIntegerDivide => (unsigned(l), unsigned(r)),
-                    _ => (l, r),
-                };
-                let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
-                let cmp = |o: CmpOp| Expr::Cmp {
-                    op: o,
-                    left: b(l.clone()),
-                    right: b(r.clone()),
-                    collation: self.pair_collation(left, &l, right, &r),
-                };
-                match op {
-                    B::Plus => arith(ArithOp::Add),
-                    B::Minus => arith(ArithOp::Sub),
-                    B::Multiply => arith(ArithOp::Mul),
-                    B::Divide => arith(ArithOp::Div),
-                    B::Modulo => arith(ArithOp::Mod),
-                    B::MyIntegerDivide | B::DuckIntegerDivide => arith(ArithOp::IntDiv),
-                    B::BitwiseAnd => arith(ArithOp::BitAnd),
-                    B::BitwiseOr => arith(ArithOp::BitOr),
-                    B::BitwiseXor | B::PGBitwiseXor => arith(ArithOp::BitXor),
-                    B::PGBitwiseShiftLeft => arith(ArithOp::Shl),
-                    B::PGBitwiseShiftRight => arith(ArithOp::Shr),
-                    B::Eq => cmp(CmpOp::Eq),
-                    B::NotEq => cmp(CmpOp::Ne),
-                    B::Lt => cmp(CmpOp::Lt),
-                    B::LtEq => cmp(CmpOp::Le),
-                    B::Gt => cmp(CmpOp::Gt),
-                    B::GtEq => cmp(CmpOp::Ge),
-                    B::Spaceship => cmp(CmpOp::NullSafeEq),
-                    B::And => Expr::Logic(LogicOp::And, b(l), b(r)),
-                    B::Or | B::StringConcat => Expr::Logic(LogicOp::Or, b(l), b(r)),
-                    B::Xor => Expr::Logic(LogicOp::Xor, b(l), b(r)),
-                    B::Arrow => Expr::Call(Func::JsonExtract, vec![l, r]),
-                    B::LongArrow => Expr::Call(
-                        Func::JsonUnquote,
-                        vec![Expr::Call(Func::JsonExtract, vec![l, r])],
-                    ),
-                    other => return Err(unsupported(format!("operator {other}"))),
-                }
-            }
-            E::IsNull(x) => Expr::IsNull {
-                expr: b(self.compile(x)?),
-                negated: false,
-            },
-            E::IsNotNull(x) => Expr::IsNull {
-                expr: b(self.compile(x)?),
-                negated: true,
-            },
-            E::IsUnknown(x) => Expr::IsNull {
-                expr: b(self.compile(x)?),
-                negated: false,
-            },
-            E::IsNotUnknown(x) => Expr::IsNull {
-                expr: b(self.compile(x)?),
-                negated: true,
-            },
-            E::IsTrue(x) => Expr::IsBool {
-                expr: b(self.compile(x)?),
-                value: true,
-                negated: false,
-            },
-            E::IsNotTrue(x) => Expr::IsBool {
-                expr: b(self.compile(x)?),
-                value: true,
-                negated: true,
-            },
-            E::IsFalse(x) => Expr::IsBool {
-                expr: b(self.compile(x)?),
-                value: false,
-                negated: false,
-            },
-            E::IsNotFalse(x) => Expr::IsBool {
-                expr: b(self.compile(x)?),
-                value: false,
-                negated: true,
-            },
+            E::UnaryOp { op, expr } => self.unary_op(op, expr)?,
+            E::BinaryOp { left, op, right } => self.binary_op(left, op, right)?,
+            E::IsNull(x) | E::IsUnknown(x) => self.is_null(x, false)?,
+            E::IsNotNull(x) | E::IsNotUnknown(x) => self.is_null(x, true)?,
+            E::IsTrue(x) => self.is_bool(x, true, false)?,
+            E::IsNotTrue(x) => self.is_bool(x, true, true)?,
+            E::IsFalse(x) => self.is_bool(x, false, false)?,
+            E::IsNotFalse(x) => self.is_bool(x, false, true)?,
             E::IsDistinctFrom(x, y) | E::IsNotDistinctFrom(x, y) => {
-                let (cx, cy) = (self.compile(x)?, self.compile(y)?);
-                let coll = self.pair_collation(x, &cx, y, &cy);
-                let eq = Expr::Cmp {
-                    op: CmpOp::NullSafeEq,
-                    left: b(cx),
-                    right: b(cy),
-                    collation: coll,
-                };
-                if matches!(e, E::IsDistinctFrom(..)) {
-                    Expr::Not(b(eq))
-                } else {
-                    eq
-                }
+                self.is_distinct_from(x, y, matches!(e, E::IsDistinctFrom(..)))?
             }
             E::InList {
                 expr,
                 list,
                 negated,
-            } => {
-                let members: Vec<&ast::Expr> =
-                    std::iter::once(&**expr).chain(list.iter()).collect();
-                let mut compiled = self.compile_comparison_group(&members)?.into_iter();
-                let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
-                let mut coll = self.collation_of(expr, &x);
-                let text = !matches!(x, Expr::Literal(_))
-                    && x.result_type(&self.frame_types()).0.is_text();
-                let mut items = Vec::new();
-                for (item, c) in list.iter().zip(compiled) {
-                    let c = coerce_literal(item, c, text);
-                    if coll.is_none() {
-                        coll = self.collation_of(item, &c);
-                    }
-                    items.push(c);
-                }
-                Expr::InList {
-                    expr: b(x),
-                    list: items,
-                    negated: *negated,
-                    collation: coll.unwrap_or_default(),
-                }
-            }
+            } => self.in_list(expr, list, *negated)?,
             E::Between {
                 expr,
                 negated,
                 low,
                 high,
-            } => {
-                let [x, lo, hi]: [Expr; 3] = self
-                    .compile_comparison_group(&[expr, low, high])?
-                    .try_into()
-                    .map_err(|_| DataflowError::Internal("BETWEEN operands".into()))?;
-                let coll = self.collation_of(expr, &x).unwrap_or_default();
-                Expr::Between {
-                    expr: b(x),
-                    low: b(lo),
-                    high: b(hi),
-                    negated: *negated,
-                    collation: coll,
-                }
-            }
+            } => self.between(expr, *negated, low, high)?,
             E::Like {
                 negated,
                 any: false,
@@ -736,91 +499,30 @@ impl<'a> ExprCx<'a> {
                 expr,
                 pattern,
                 escape_char,
-            } => {
-                let x = self.compile(expr)?;
-                let p = self.compile(pattern)?;
-                let mut coll = self.pair_collation(expr, &x, pattern, &p);
-                if matches!(e, E::ILike { .. }) {
-                    coll = Collation::GeneralCi;
-                }
-                let escape = match escape_char {
-                    None => '\\',
-                    Some(s) => {
-                        let mut it = s.chars();
-                        match (it.next(), it.next()) {
-                            (Some(c), None) => c,
-                            _ => {
-                                return Err(DataflowError::BadArgument(
-                                    "Incorrect arguments to ESCAPE".into(),
-                                ))
-                            }
-                        }
-                    }
-                };
-                Expr::Like {
-                    expr: b(x),
-                    pattern: b(p),
-                    escape,
-                    negated: *negated,
-                    collation: coll,
-                }
-            }
+            } => self.like(
+                *negated,
+                expr,
+                pattern,
+                escape_char.as_deref(),
+                matches!(e, E::ILike { .. }),
+            )?,
             E::RLike {
                 negated,
                 expr,
                 pattern,
                 ..
-            } => {
-                // `s REGEXP p`: case-insensitive unless the comparison's
-                // collation is binary (`REGEXP BINARY p`, a BINARY column).
-                let x = self.compile(expr)?;
-                let p = self.compile(pattern)?;
-                let types = self.frame_types();
-                let binary = [&x, &p].iter().any(|e| e.result_type(&types).0.is_binary());
-                let mode = match self.pair_collation(expr, &x, pattern, &p) {
-                    _ if binary => "c",
-                    Collation::Binary | Collation::Bin => "c",
-                    Collation::GeneralCi => "i",
-                };
-                let m = Expr::Call(
-                    crate::expr::Func::RegexpLike,
-                    vec![x, p, Expr::Literal(Value::Text(mode.into()))],
-                );
-                if *negated {
-                    Expr::Not(b(m))
-                } else {
-                    m
-                }
-            }
+            } => self.rlike(*negated, expr, pattern)?,
             E::Case {
                 operand,
                 conditions,
                 results,
                 else_result,
-            } => {
-                let op = match operand {
-                    Some(o) => Some(self.compile(o)?),
-                    None => None,
-                };
-                let coll = match (operand, &op) {
-                    (Some(o), Some(c)) => self.collation_of(o, c).unwrap_or_default(),
-                    _ => Collation::GeneralCi,
-                };
-                let mut whens = Vec::new();
-                for (c, r) in conditions.iter().zip(results) {
-                    whens.push((self.compile(c)?, self.compile(r)?));
-                }
-                let otherwise = match else_result {
-                    Some(x) => Some(b(self.compile(x)?)),
-                    None => None,
-                };
-                Expr::Case {
-                    operand: op.map(b),
-                    whens,
-                    otherwise,
-                    collation: coll,
-                }
-            }
+            } => self.case(
+                operand.as_deref(),
+                conditions,
+                results,
+                else_result.as_deref(),
+            )?,
             // CAST(x AS JSON): x read as a JSON document, printed as JSON.
             E::Cast {
                 expr,
@@ -836,25 +538,7 @@ impl<'a> ExprCx<'a> {
                 data_type,
                 format: None,
                 ..
-            } => {
-                let target = cast_type(data_type)?;
-                let numeric = matches!(
-                    target,
-                    CastType::Signed
-                        | CastType::Unsigned
-                        | CastType::Decimal { .. }
-                        | CastType::Double
-                );
-                let x = match hex_number(expr) {
-                    Some(n) if numeric => Expr::Literal(n),
-                    _ => self.compile(expr)?,
-                };
-                let target = match target {
-                    CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
-                    _ => target,
-                };
-                Expr::Cast(b(x), target)
-            }
+            } => self.cast(expr, data_type)?,
             E::Convert {
                 expr,
                 data_type: Some(dt),
@@ -868,17 +552,7 @@ impl<'a> ExprCx<'a> {
                 data_type: None,
                 charset,
                 ..
-            } => {
-                let binary = charset
-                    .as_ref()
-                    .is_some_and(|c| c.to_string().eq_ignore_ascii_case("binary"));
-                let target = if binary {
-                    CastType::Binary
-                } else {
-                    CastType::Char
-                };
-                Expr::Cast(b(self.compile(expr)?), target)
-            }
+            } => self.convert_using(expr, charset.as_ref())?,
             E::Ceil {
                 expr,
                 field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
@@ -892,48 +566,14 @@ impl<'a> ExprCx<'a> {
                 substring_from,
                 substring_for,
                 ..
-            } => {
-                let mut args = vec![self.compile(expr)?];
-                args.push(match substring_from {
-                    Some(f) => self.compile(f)?,
-                    None => Expr::Literal(Value::Int(1)),
-                });
-                if let Some(f) = substring_for {
-                    args.push(self.compile(f)?);
-                }
-                Expr::Call(Func::Substring, args)
-            }
+            } => self.substring(expr, substring_from.as_deref(), substring_for.as_deref())?,
             E::Trim {
                 expr,
                 trim_where,
                 trim_what,
                 trim_characters: None,
-            } => {
-                if trim_what.is_some() {
-                    return Err(unsupported("TRIM(... FROM ...)"));
-                }
-                let f = match trim_where {
-                    None | Some(ast::TrimWhereField::Both) => Func::Trim,
-                    Some(ast::TrimWhereField::Leading) => Func::LTrim,
-                    Some(ast::TrimWhereField::Trailing) => Func::RTrim,
-                };
-                Expr::Call(f, vec![self.compile(expr)?])
-            }
-            E::Extract { field, expr, .. } => {
-                let f = match field {
-                    ast::DateTimeField::Year => Func::Year,
-                    ast::DateTimeField::Month => Func::Month,
-                    ast::DateTimeField::Day => Func::Day,
-                    ast::DateTimeField::Hour => Func::Hour,
-                    ast::DateTimeField::Minute => Func::Minute,
-                    ast::DateTimeField::Second => Func::Second,
-                    ast::DateTimeField::Quarter => Func::Quarter,
-                    ast::DateTimeField::Microsecond => Func::Microsecond,
-                    ast::DateTimeField::Week(None) => Func::Week,
-                    other => return Err(unsupported(format!("EXTRACT({other})"))),
-                };
-                Expr::Call(f, vec![self.compile(expr)?])
-            }
+            } => self.trim(expr, trim_where.as_ref(), trim_what.as_deref())?,
+            E::Extract { field, expr, .. } => self.extract(field, expr)?,
             E::Function(f) => self.function(f)?,
             E::InSubquery { .. } | E::Exists { .. } | E::Subquery(_) => {
                 return Err(unsupported("subquery in this position"))

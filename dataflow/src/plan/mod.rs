@@ -1,12 +1,21 @@
-//! The logical query graph the planner produces (no SQL AST, no state):
-//! lowered into dataflow nodes by [`crate::graph::Graph::install`].
+//! What the planner hands execution (no SQL AST, no state): the logical
+//! query graph ([`LNode`]), lowered into dataflow nodes by
+//! [`crate::graph::Graph::install`], and the specification of the reader
+//! over it ([`PlannedView`], or a [`Constant`] for a query without FROM),
+//! with the read-time work ([`ReadAgg`], [`range`]). The engine executes
+//! these without importing the planner's internals.
+
+pub(crate) mod range;
 
 use std::sync::Arc;
 
-use ladle_common::{Collation, TableSchema};
+use ladle_common::{Collation, Row, SqlType, TableSchema, Value};
 
 use crate::expr::Expr;
+use crate::ops::reader::OrderSpec;
 use crate::ops::{AggSpec, JoinKind};
+use crate::OutputColumn;
+use range::RangeIndex;
 
 #[derive(Clone, Debug)]
 pub(crate) enum LOp {
@@ -67,6 +76,79 @@ impl LNode {
     }
 }
 
+/// A LIMIT/OFFSET value: a constant or a parameter slot.
+#[derive(Clone, Debug)]
+pub(crate) enum Count {
+    Const(u64),
+    Slot(usize),
+}
+
+/// Everything needed to install and read a view.
+#[derive(Clone, Debug)]
+pub(crate) struct PlannedView {
+    /// The plan producing the reader's stored rows.
+    pub plan: LNode,
+    /// Reader key columns (of the stored row).
+    pub key: Vec<usize>,
+    /// Per key column, the parameter slots giving its values (several for IN).
+    pub key_slots: Vec<Vec<usize>>,
+    pub key_names: Vec<String>,
+    pub key_types: Vec<SqlType>,
+    pub order: OrderSpec,
+    pub read_filter: Option<Expr>,
+    /// Output columns computed from the stored row (and parameters).
+    pub output: Vec<Expr>,
+    pub columns: Vec<OutputColumn>,
+    pub limit: Option<Count>,
+    pub offset: Option<Count>,
+    /// Stored row to return for a key with no rows (aggregates without GROUP BY).
+    pub empty_default: Option<Row>,
+    /// Several lookups may return equal rows that DISTINCT must merge.
+    pub dedup: bool,
+    /// Aggregation at read time, after `read_filter` and before
+    /// OFFSET/LIMIT and `output` (see [`ReadAgg`]).
+    pub finish: Option<ReadAgg>,
+    /// A stored column `read_filter` bounds by parameters: the reader
+    /// orders each key's rows by it first, and a read takes only the rows
+    /// between the bounds (see [`range`]).
+    pub range: Option<RangeIndex>,
+}
+
+impl PlannedView {
+    /// The order the reader keeps each key's rows in.
+    pub fn reader_order(&self) -> OrderSpec {
+        match &self.range {
+            Some(r) => r.reader_order(&self.order),
+            None => self.order.clone(),
+        }
+    }
+}
+
+/// A query without FROM: evaluated directly.
+#[derive(Clone, Debug)]
+pub(crate) struct Constant {
+    pub exprs: Vec<Expr>,
+    pub filter: Option<Expr>,
+    pub columns: Vec<OutputColumn>,
+}
+
+pub(crate) enum Planned {
+    View(Box<PlannedView>),
+    Constant(Constant),
+}
+
+/// Where a parameter slot's value comes from.
+#[derive(Clone, Debug)]
+pub(crate) enum Source {
+    /// The caller's n-th `?`.
+    User(usize),
+    /// A literal extracted from the query text.
+    Literal(Value),
+    /// The elements of a `col IN (...)` list rewritten as `col = ?`: the
+    /// view is keyed by `col` and read once per distinct element.
+    List(Vec<Source>),
+}
+
 /// Work done at read time over the rows a reader holds, for queries whose
 /// WHERE has parameters that cannot be reader keys (`score > ?` or
 /// `col IN (?, ?)` with GROUP BY), or whose FROM is a derived table with
@@ -95,8 +177,8 @@ pub(crate) struct ReadAgg {
 #[derive(Clone, Debug)]
 pub(crate) struct Window {
     pub order: crate::ops::reader::OrderSpec,
-    pub offset: Option<crate::planner::Count>,
-    pub limit: Option<crate::planner::Count>,
+    pub offset: Option<Count>,
+    pub limit: Option<Count>,
 }
 
 /// GROUP BY and aggregates at read time.
@@ -115,10 +197,9 @@ pub(crate) struct ReadAggregate {
 }
 
 fn count(
-    c: &Option<crate::planner::Count>,
+    c: &Option<Count>,
     params: &[ladle_common::Value],
 ) -> Result<Option<usize>, crate::expr::EvalError> {
-    use crate::planner::Count;
     Ok(match c {
         None => None,
         Some(Count::Const(n)) => Some(*n as usize),

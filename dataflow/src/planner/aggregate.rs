@@ -1,0 +1,547 @@
+//! GROUP BY and aggregates: the aggregation phase of a SELECT
+//! ([`Planner::aggregation`]), maintained as an aggregate where its state
+//! can be keyed and left to read time otherwise, and each aggregate call
+//! to an [`AggSpec`] over its argument column.
+
+use std::collections::HashMap;
+
+use ladle_common::{Collation, SqlType, Value};
+use sqlparser::ast;
+
+use super::expr::{
+    aggregate_name, collect_bare_columns, derived_collation, norm, unsupported, ExprCx, ParamMode,
+    PostAgg, Scope,
+};
+use super::query::Planner;
+use super::relation::{column_collation, conjunction, stable, t_is_text};
+use super::select_state::{Aggregation, Grouping, ReadTimeFinish, SelectState};
+use super::syntax::{has_placeholder, has_subquery};
+use crate::expr::Expr;
+use crate::ops::{AggKind, AggSpec};
+use crate::plan::range::RangeIndex;
+use crate::plan::{LNode, LOp, ReadAgg, ReadAggregate, Window};
+use crate::{DataflowError, Result};
+/// The aggregate's input row: group columns, then aggregate arguments,
+/// then the bare columns taken as MIN; with each output column's type.
+struct AggregateInput {
+    pre: Vec<Expr>,
+    specs: Vec<AggSpec>,
+    ngroup: usize,
+    /// No GROUP BY: one row even over no input.
+    scalar: bool,
+    out: Vec<(SqlType, bool, Collation)>,
+}
+
+impl AggregateInput {
+    fn colls(&self) -> Vec<Collation> {
+        self.out.iter().map(|o| o.2).collect()
+    }
+
+    fn read_aggregate(self, pre: Option<Vec<Expr>>, colls: &[Collation]) -> ReadAggregate {
+        ReadAggregate {
+            pre,
+            ngroup: self.ngroup,
+            aggs: self.specs,
+            colls: colls[..self.ngroup].to_vec(),
+            scalar: self.scalar,
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// GROUP BY and aggregates: maintained as an aggregate over the FROM
+    /// row where its state can be keyed; otherwise the view keeps the rows
+    /// before aggregation and each read aggregates them.
+    pub(super) fn aggregation(
+        &self,
+        st: &mut SelectState,
+        g: &Grouping,
+        projection: &[ast::SelectItem],
+        s: &ast::Select,
+        q: &ast::Query,
+    ) -> Result<Aggregation> {
+        if !g.aggregated() {
+            return Ok(Aggregation {
+                post: None,
+                key_post: st.key_frame.iter().map(|k| k.0).collect(),
+                empty_default_needed: false,
+                late: None,
+                late_range: None,
+            });
+        }
+        // Parameters that cannot key an aggregate's state (ranges, IN
+        // lists, NOW()): aggregate at read time over the maintained
+        // pre-aggregation rows instead.
+        // An IN list on a GROUP BY column needs no merging: each element's
+        // groups are its own (decided once the group columns are known).
+        let late = st.window.is_some() || !st.read_filters.is_empty();
+        let scope = &st.scope;
+        let row_cx = ExprCx::row(scope);
+        let GroupColumns {
+            exprs: mut gexprs,
+            mut by_text,
+            mut by_col,
+        } = group_exprs(&row_cx, g, projection)?;
+        let late = late
+            || st
+                .key_frame
+                .iter()
+                .any(|k| k.1.len() > 1 && !by_col.contains_key(&k.0));
+        let mut key_post = Vec::new();
+        for (c, _) in st.key_frame.iter().filter(|_| !late) {
+            let pos = match by_col.get(c) {
+                Some(&p) => p,
+                None => {
+                    let p = gexprs.len();
+                    gexprs.push(Expr::Column(*c));
+                    by_col.insert(*c, p);
+                    p
+                }
+            };
+            key_post.push(pos);
+        }
+        let scalar = g.group_by.is_empty() && (late || st.key_frame.is_empty());
+        let empty_default_needed = !late && g.group_by.is_empty() && !st.key_frame.is_empty();
+        let ngroup = gexprs.len();
+        let ftypes = scope.types();
+        let out: Vec<(SqlType, bool, Collation)> = gexprs
+            .iter()
+            .map(|e| {
+                let (t, n) = e.result_type(&ftypes);
+                let coll = derived_collation(e, |c| scope.cols[c].collation);
+                let c = if t_is_text(&t) {
+                    coll
+                } else {
+                    Collation::Binary
+                };
+                (t, n, c)
+            })
+            .collect();
+        let mut input = AggregateInput {
+            pre: gexprs,
+            specs: Vec::new(),
+            ngroup,
+            scalar,
+            out,
+        };
+        for (i, a) in g.aggregates.iter().enumerate() {
+            let (spec, arg, ty) = self.agg_spec(a, &row_cx, ngroup + i)?;
+            input.pre.push(arg);
+            input.specs.push(spec);
+            by_text.insert(norm(a), ngroup + i);
+            input.out.push(ty);
+        }
+        bare_columns_as_min(scope, projection, s, q, &mut input, &mut by_col);
+        let out = input.out.clone();
+        let mut late_range = None;
+        let late = match (late, st.window.clone()) {
+            (true, Some(w)) => Some(aggregate_over_window(st, input, w)?),
+            (true, None) => {
+                let (finish, range) = read_time_aggregate(st, input)?;
+                late_range = range;
+                Some(finish)
+            }
+            (false, _) => {
+                let pre_colls = input.colls();
+                let node = LNode {
+                    op: LOp::Project(input.pre),
+                    inputs: vec![LNode::take(&mut st.node)],
+                    colls: pre_colls.clone(),
+                };
+                st.node = LNode {
+                    op: LOp::Aggregate {
+                        ngroup,
+                        aggs: input.specs,
+                        scalar,
+                    },
+                    inputs: vec![node],
+                    colls: pre_colls,
+                };
+                None
+            }
+        };
+        Ok(Aggregation {
+            post: Some(PostAgg {
+                by_text,
+                by_col,
+                out,
+            }),
+            key_post,
+            empty_default_needed,
+            late,
+            late_range,
+        })
+    }
+}
+
+/// GROUP BY's expressions compiled, and where each is found.
+struct GroupColumns {
+    exprs: Vec<Expr>,
+    /// By its normalized text.
+    by_text: HashMap<String, usize>,
+    /// By its column, for plain columns.
+    by_col: HashMap<usize, usize>,
+}
+
+/// GROUP BY's expressions compiled over the FROM row (a number is a
+/// select-list position, an unknown name a select-list alias), with where
+/// each is found by its text and, for plain columns, by its column.
+fn group_exprs(
+    row_cx: &ExprCx<'_>,
+    g: &Grouping,
+    projection: &[ast::SelectItem],
+) -> Result<GroupColumns> {
+    let mut gexprs: Vec<Expr> = Vec::new();
+    let mut by_text = HashMap::new();
+    let mut by_col = HashMap::new();
+    for e in &g.group_by {
+        let e = match e {
+            ast::Expr::Value(ast::Value::Number(n, _)) => {
+                let p: usize = n
+                    .parse()
+                    .map_err(|_| DataflowError::BadArgument(n.clone()))?;
+                match projection.get(p.wrapping_sub(1)) {
+                    Some(
+                        ast::SelectItem::UnnamedExpr(e)
+                        | ast::SelectItem::ExprWithAlias { expr: e, .. },
+                    ) => e.clone(),
+                    _ => {
+                        return Err(DataflowError::UnknownColumn(
+                            n.clone(),
+                            "group statement".into(),
+                        ))
+                    }
+                }
+            }
+            ast::Expr::Identifier(id)
+                if row_cx.scope.resolve(std::slice::from_ref(id)).is_err() =>
+            {
+                g.aliases
+                    .get(&id.value.to_ascii_lowercase())
+                    .cloned()
+                    .unwrap_or_else(|| e.clone())
+            }
+            other => other.clone(),
+        };
+        if aggregate_name(&e).is_some() {
+            return Err(DataflowError::BadArgument(
+                "Can't group on an aggregate".into(),
+            ));
+        }
+        let x = stable(row_cx.compile(&e)?)?;
+        let i = gexprs.len();
+        by_text.insert(norm(&e), i);
+        if let Expr::Column(c) = x {
+            by_col.entry(c).or_insert(i);
+        }
+        gexprs.push(x);
+    }
+    Ok(GroupColumns {
+        exprs: gexprs,
+        by_text,
+        by_col,
+    })
+}
+
+/// Columns selected, or used by HAVING or ORDER BY, outside any aggregate
+/// and not grouped: MySQL accepts those functionally dependent on the
+/// GROUP BY columns (`SELECT b.id, b.isbn, COUNT(*) ... GROUP BY b.id`),
+/// MariaDB any. Each is taken as MIN: the group's one value when it is
+/// dependent, and one of the group's values (as MariaDB gives) when it is
+/// not.
+fn bare_columns_as_min(
+    scope: &Scope,
+    projection: &[ast::SelectItem],
+    s: &ast::Select,
+    q: &ast::Query,
+    input: &mut AggregateInput,
+    by_col: &mut HashMap<usize, usize>,
+) {
+    let mut bare = Vec::new();
+    for item in projection {
+        if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } =
+            item
+        {
+            collect_bare_columns(e, &mut bare);
+        }
+    }
+    if let Some(h) = &s.having {
+        collect_bare_columns(h, &mut bare);
+    }
+    for o in q.order_by.iter().flat_map(|ob| &ob.exprs) {
+        collect_bare_columns(&o.expr, &mut bare);
+    }
+    for ids in bare {
+        let Ok(c) = scope.resolve(&ids) else { continue };
+        if by_col.contains_key(&c) {
+            continue;
+        }
+        let pos = input.pre.len();
+        let col = &scope.cols[c];
+        let mut spec = AggSpec::new(AggKind::Min, pos);
+        if col.ty.is_text() {
+            spec.collation = col.collation;
+        }
+        input.out.push((col.ty.clone(), true, spec.collation));
+        input.pre.push(Expr::Column(c));
+        input.specs.push(spec);
+        by_col.insert(c, pos);
+    }
+}
+
+/// WHERE's read-time conjuncts compiled over the FROM row, parameters as
+/// slots.
+fn where_cx(scope: &Scope) -> ExprCx<'_> {
+    ExprCx {
+        scope,
+        post: None,
+        params: ParamMode::Slots,
+        proposed: false,
+        aliases: None,
+    }
+}
+
+/// Over a windowed derived table: the view stores the derived table's
+/// rows; each read takes the window, filters and aggregates.
+fn aggregate_over_window(
+    st: &mut SelectState,
+    mut input: AggregateInput,
+    w: Window,
+) -> Result<ReadTimeFinish> {
+    let where_cx = where_cx(&st.scope);
+    let filter = conjunction(
+        st.read_filters
+            .iter()
+            .map(|c| where_cx.compile(c))
+            .collect::<Result<Vec<_>>>()?,
+    );
+    st.read_filters.clear();
+    let colls = input.colls();
+    let pre = std::mem::take(&mut input.pre);
+    let finish = ReadAgg {
+        window: Some(w),
+        filter,
+        aggregate: Some(input.read_aggregate(Some(pre), &colls)),
+        having: None,
+        project: vec![],
+        distinct: false,
+        order: vec![],
+    };
+    Ok(ReadTimeFinish {
+        key: vec![],
+        filter: None,
+        finish,
+    })
+}
+
+/// Parameters the aggregate's state cannot be keyed by: the view stores
+/// the group columns, aggregate arguments, key columns and the columns the
+/// read-time WHERE needs; each read filters (narrowed by the range
+/// parameters returned) and aggregates.
+fn read_time_aggregate(
+    st: &mut SelectState,
+    mut input: AggregateInput,
+) -> Result<(ReadTimeFinish, Option<RangeIndex>)> {
+    let scope = &st.scope;
+    let mut pre_colls = input.colls();
+    let mut pre = std::mem::take(&mut input.pre);
+    let scope_coll = |c: usize| column_collation(&scope.cols[c].ty, scope.cols[c].collation);
+    let slot_of = |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
+        .iter()
+        .position(|x| *x == Expr::Column(c))
+    {
+        Some(p) => p,
+        None => {
+            pre.push(Expr::Column(c));
+            colls.push(scope_coll(c));
+            pre.len() - 1
+        }
+    };
+    let key_pos: Vec<usize> = st
+        .key_frame
+        .iter()
+        .map(|k| slot_of(k.0, &mut pre, &mut pre_colls))
+        .collect();
+    let where_cx = where_cx(scope);
+    let mut rf: Option<Expr> = None;
+    for c in &st.read_filters {
+        let e = where_cx.compile(c)?;
+        let mut map = HashMap::new();
+        for col in e.columns() {
+            map.insert(col, slot_of(col, &mut pre, &mut pre_colls));
+        }
+        let e = e.map_columns(&|c| Expr::Column(*map.get(&c).unwrap_or(&c)));
+        rf = Some(match rf {
+            None => e,
+            Some(prev) => Expr::Logic(crate::expr::LogicOp::And, Box::new(prev), Box::new(e)),
+        });
+    }
+    let range = RangeIndex::of(rf.as_ref(), |p| match pre.get(p) {
+        Some(Expr::Column(c)) => Some((
+            scope.cols[*c].ty.clone(),
+            pre_colls[p],
+            scope.cols[*c].name.clone(),
+        )),
+        _ => None,
+    });
+    st.read_filters.clear();
+    let finish = ReadAgg {
+        window: None,
+        filter: None,
+        aggregate: Some(input.read_aggregate(None, &pre_colls)),
+        having: None,
+        project: vec![],
+        distinct: false,
+        order: vec![],
+    };
+    st.node = LNode {
+        op: LOp::Project(pre),
+        inputs: vec![LNode::take(&mut st.node)],
+        colls: pre_colls,
+    };
+    let finish = ReadTimeFinish {
+        key: key_pos,
+        filter: rf,
+        finish,
+    };
+    Ok((finish, range))
+}
+
+impl Planner<'_> {
+    pub(super) fn agg_spec(
+        &self,
+        a: &ast::Expr,
+        cx: &ExprCx<'_>,
+        out: usize,
+    ) -> Result<(AggSpec, Expr, (SqlType, bool, Collation))> {
+        let ast::Expr::Function(f) = a else {
+            return Err(DataflowError::Internal("not an aggregate".into()));
+        };
+        let name = aggregate_name(a).unwrap_or_default();
+        if f.over.is_some() || f.filter.is_some() {
+            return Err(unsupported("window aggregates"));
+        }
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Err(DataflowError::BadArgument(format!(
+                "{name} needs an argument"
+            )));
+        };
+        let distinct = matches!(
+            list.duplicate_treatment,
+            Some(ast::DuplicateTreatment::Distinct)
+        );
+        let mut separator = ",".to_string();
+        let mut desc = false;
+        for clause in &list.clauses {
+            match clause {
+                ast::FunctionArgumentClause::Separator(v) => {
+                    separator = super::expr::literal(v)?.to_string()
+                }
+                ast::FunctionArgumentClause::OrderBy(obs)
+                    if name == "group_concat" && obs.len() == 1 =>
+                {
+                    let arg = list
+                        .args
+                        .first()
+                        .map(|a| a.to_string().to_ascii_lowercase());
+                    if arg != Some(obs[0].expr.to_string().to_ascii_lowercase()) {
+                        return Err(unsupported("GROUP_CONCAT ordered by another expression"));
+                    }
+                    desc = obs[0].asc == Some(false);
+                }
+                _ => return Err(unsupported(format!("{name} clause {clause}"))),
+            }
+        }
+        if list.args.len() != 1 {
+            return Err(unsupported(format!(
+                "{name} with {} arguments",
+                list.args.len()
+            )));
+        }
+        let arg_ast = match &list.args[0] {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+                if name == "count" && !distinct =>
+            {
+                let spec = AggSpec::new(AggKind::CountStar, out);
+                return Ok((
+                    spec,
+                    Expr::Literal(Value::Int(1)),
+                    (crate::expr::int_of_width(21), false, Collation::Binary),
+                ));
+            }
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
+            other => return Err(unsupported(format!("{name}({other})"))),
+        };
+        if has_placeholder(arg_ast) || has_subquery(arg_ast) {
+            return Err(unsupported("parameters or subqueries in an aggregate"));
+        }
+        let arg = stable(cx.compile(arg_ast)?)?;
+        let ftypes = cx.frame_types();
+        let (aty, nullable) = arg.result_type(&ftypes);
+        let coll = derived_collation(&arg, |c| {
+            cx.scope
+                .cols
+                .get(c)
+                .map(|c| c.collation)
+                .unwrap_or_default()
+        });
+        let kind = match name.as_str() {
+            // MySQL counts a never-NULL argument without evaluating it (so
+            // a value that overflowed in a view is not an error there).
+            "count" if !distinct && !nullable => AggKind::CountStar,
+            "count" => AggKind::Count,
+            "sum" => AggKind::Sum,
+            "avg" => AggKind::Avg,
+            "min" => AggKind::Min,
+            "max" => AggKind::Max,
+            _ => AggKind::GroupConcat,
+        };
+        let mut spec = AggSpec::new(kind, out);
+        spec.distinct = distinct;
+        spec.separator = separator;
+        spec.desc = desc;
+        spec.collation = if t_is_text(&aty) {
+            coll
+        } else {
+            Collation::Binary
+        };
+        spec.float = matches!(aty, SqlType::Float | SqlType::Double) || t_is_text(&aty);
+        spec.scale = match aty {
+            SqlType::Decimal { scale, .. } => u32::from(scale),
+            _ => 0,
+        };
+        let ty = match kind {
+            // MySQL's COUNT is a BIGINT 21 characters wide.
+            AggKind::Count | AggKind::CountStar => {
+                (crate::expr::int_of_width(21), false, Collation::Binary)
+            }
+            AggKind::Sum | AggKind::Avg => {
+                if spec.float {
+                    (SqlType::Double, true, Collation::Binary)
+                } else {
+                    // MySQL's precision: the argument's digits and 22 more
+                    // for SUM, 4 more (as the scale) for AVG.
+                    let digits = match &aty {
+                        SqlType::Decimal { precision, .. } => u32::from(*precision),
+                        t => crate::expr::type_chars(t).saturating_sub(1).max(1),
+                    };
+                    let (more, scale) = match kind {
+                        AggKind::Avg => (4, spec.scale as u8 + 4),
+                        _ => (22, spec.scale as u8),
+                    };
+                    (
+                        SqlType::Decimal {
+                            precision: (digits + more).min(65) as u8,
+                            scale: scale.min(30),
+                        },
+                        true,
+                        Collation::Binary,
+                    )
+                }
+            }
+            AggKind::Min | AggKind::Max => (aty.clone(), true, spec.collation),
+            AggKind::GroupConcat => (SqlType::Text(65535), true, Collation::GeneralCi),
+        };
+        Ok((spec, arg, ty))
+    }
+}

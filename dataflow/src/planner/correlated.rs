@@ -1,0 +1,539 @@
+//! Correlated subqueries: planning a subquery that reads the enclosing
+//! query's columns, and decorrelating it into a join on those columns.
+
+use ladle_common::Collation;
+use sqlparser::ast;
+
+use super::expr::{unsupported, ExprCx, Scope, ScopeCol};
+use super::query::Planner;
+use super::relation::stable;
+use super::syntax::{as_column, as_slot, has_placeholder, has_subquery, number, split_conjuncts};
+use crate::expr::Expr;
+use crate::ops::JoinKind;
+use crate::plan::{LNode, LOp};
+use crate::{DataflowError, Result};
+
+impl Planner<'_> {
+    /// Plans a correlated subquery's FROM and WHERE: every `inner = outer`
+    /// equality becomes a (inner, outer) column pair for the caller's join;
+    /// every other condition filters the inner plan. `context` and
+    /// `non_equality` name the construct in Unsupported errors.
+    pub(super) fn plan_correlated(
+        &self,
+        s: &ast::Select,
+        scope: &Scope,
+        context: &str,
+        non_equality: &str,
+    ) -> Result<Correlated> {
+        self.plan_correlated_params(s, scope, context, non_equality, None)
+    }
+
+    /// [`Self::plan_correlated`], also collecting `inner = ?` conditions
+    /// as (inner column, parameter slot) when `params` is given.
+    pub(super) fn plan_correlated_params(
+        &self,
+        s: &ast::Select,
+        scope: &Scope,
+        context: &str,
+        non_equality: &str,
+        mut params: Option<&mut Vec<(usize, usize)>>,
+    ) -> Result<Correlated> {
+        let mut conj = Vec::new();
+        if let Some(w) = &s.selection {
+            split_conjuncts(w, &mut conj);
+        }
+        let (mut inner, mut iscope) = self.plan_from(&s.from, &mut conj)?;
+        // Subqueries nested in this one that read only its own rows
+        // (numbered apart from the enclosing query's).
+        let mut nested = 1000;
+        let mut outer_cols = Vec::new();
+        let mut inner_cols = Vec::new();
+        let mut residual = Vec::new();
+        for c in conj {
+            if let ast::Expr::BinaryOp {
+                left,
+                op: ast::BinaryOperator::Eq,
+                right,
+            } = &c
+            {
+                if let (Some(a), Some(b)) = (as_column(left), as_column(right)) {
+                    let pick = |x: &[ast::Ident], y: &[ast::Ident]| match (
+                        iscope.resolve(x),
+                        scope.resolve(y),
+                    ) {
+                        (Ok(i), Ok(o)) if iscope.resolve(y).is_err() => Some((i, o)),
+                        _ => None,
+                    };
+                    if let Some((i, o)) = pick(a, b).or_else(|| pick(b, a)) {
+                        inner_cols.push(i);
+                        outer_cols.push(o);
+                        continue;
+                    }
+                }
+            }
+            if let (
+                Some(ps),
+                ast::Expr::BinaryOp {
+                    left,
+                    op: ast::BinaryOperator::Eq,
+                    right,
+                },
+            ) = (params.as_deref_mut(), &c)
+            {
+                let pair = match (as_column(left), as_slot(right)) {
+                    (Some(col), Some(slot)) => Some((col, slot)),
+                    _ => as_column(right).zip(as_slot(left)),
+                };
+                if let Some(i) =
+                    pair.and_then(|(col, slot)| Some((iscope.resolve(col).ok()?, slot)))
+                {
+                    ps.push(i);
+                    continue;
+                }
+            }
+            if has_placeholder(&c) || (has_subquery(&c) && scope_reads_outer(&c, &iscope, scope)) {
+                return Err(unsupported(format!(
+                    "parameters or subqueries inside {context}"
+                )));
+            }
+            // A nested subquery over this one's rows only: planned into
+            // the inner plan as the enclosing WHERE plans its own.
+            let c = if has_subquery(&c) {
+                match self.subquery_condition(c, &mut inner, &mut iscope, &mut nested)? {
+                    Some(c) => c,
+                    None => continue,
+                }
+            } else {
+                c
+            };
+            let e = match ExprCx::row(&iscope).compile(&c).and_then(stable) {
+                Ok(e) => e,
+                Err(DataflowError::UnknownColumn(..)) if scope_reads_outer(&c, &iscope, scope) => {
+                    residual.push(c);
+                    continue;
+                }
+                Err(DataflowError::UnknownColumn(..)) => return Err(unsupported(non_equality)),
+                Err(other) => return Err(other),
+            };
+            let colls = inner.colls.clone();
+            inner = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![inner],
+                colls,
+            };
+        }
+        Ok(Correlated {
+            inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+            residual,
+        })
+    }
+
+    /// A correlated subquery body with conditions other than `inner =
+    /// outer` (`WHERE b.price > p.id * 10`) made uncorrelated: the distinct
+    /// values of the outer columns it reads (D) joined with the inner rows
+    /// on the equalities and filtered by the other conditions. D's columns
+    /// then are the correlation key, equal to the outer columns. Only
+    /// NULL-rejecting conditions (comparisons of columns and arithmetic)
+    /// are taken, so an outer row with a NULL in them matches no inner row
+    /// and the caller's LEFT JOIN (which never matches a NULL key) gives
+    /// the empty subquery's answer, as it should.
+    pub(super) fn decorrelate(
+        &self,
+        outer: &LNode,
+        oscope: &Scope,
+        c: Correlated,
+        n: usize,
+    ) -> Result<Correlated> {
+        let qual = format!("__sqo{n}");
+        let mut o_cols: Vec<usize> = Vec::new();
+        for &o in &c.outer_cols {
+            if !o_cols.contains(&o) {
+                o_cols.push(o);
+            }
+        }
+        let mut conds = Vec::new();
+        for r in &c.residual {
+            let reads_outer = |e: &ast::Expr| outer_columns_read(e, &c.scope, oscope);
+            if !null_rejecting(r, &reads_outer) {
+                return Err(unsupported(format!("the correlated condition {r}")));
+            }
+            let mut r = r.clone();
+            let mut err = None;
+            let _ = ast::visit_expressions_mut(&mut r, |e| {
+                let ids = match e {
+                    ast::Expr::Identifier(id) => vec![id.clone()],
+                    ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+                    _ => return std::ops::ControlFlow::<()>::Continue(()),
+                };
+                if c.scope.resolve(&ids).is_ok() {
+                    return std::ops::ControlFlow::Continue(());
+                }
+                match oscope.resolve(&ids) {
+                    Ok(oc) => {
+                        let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
+                            o_cols.push(oc);
+                            o_cols.len() - 1
+                        });
+                        *e = ast::Expr::CompoundIdentifier(vec![
+                            ast::Ident::new(qual.clone()),
+                            ast::Ident::new(format!("__o{i}")),
+                        ]);
+                    }
+                    Err(e) => err = Some(e),
+                }
+                std::ops::ControlFlow::Continue(())
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            conds.push(r);
+        }
+        let k = o_cols.len();
+        let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
+        let distinct_outer = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(o_cols.iter().map(|&o| Expr::Column(o)).collect()),
+                inputs: vec![outer.clone()],
+                colls: dcolls.clone(),
+            }],
+            colls: dcolls.clone(),
+        };
+        let mut jscope = Scope {
+            cols: o_cols
+                .iter()
+                .enumerate()
+                .map(|(i, &o)| ScopeCol {
+                    qualifier: qual.clone(),
+                    name: format!("__o{i}"),
+                    table: String::new(),
+                    origin: None,
+                    ..oscope.cols[o].clone()
+                })
+                .collect(),
+        };
+        jscope.cols.extend(c.scope.cols.iter().cloned());
+        let mut jcolls = dcolls;
+        jcolls.extend(c.inner.colls.iter().copied());
+        let mut joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: c
+                    .outer_cols
+                    .iter()
+                    .map(|o| o_cols.iter().position(|x| x == o).unwrap_or_default())
+                    .collect(),
+                right_cols: c.inner_cols.clone(),
+            },
+            inputs: vec![distinct_outer, c.inner],
+            colls: jcolls.clone(),
+        };
+        for r in &conds {
+            let e = stable(ExprCx::row(&jscope).compile(r)?)?;
+            joined = LNode {
+                op: LOp::Filter(e),
+                inputs: vec![joined],
+                colls: jcolls.clone(),
+            };
+        }
+        Ok(Correlated {
+            inner: joined,
+            scope: jscope,
+            inner_cols: (0..k).collect(),
+            outer_cols: o_cols,
+            residual: vec![],
+        })
+    }
+}
+
+/// Whether planning a subquery on its own failed because it reads columns
+/// of the enclosing query.
+pub(super) fn correlated<T>(planned: Result<T>) -> bool {
+    matches!(planned, Err(DataflowError::UnknownColumn(..)))
+}
+
+/// `x` with every column qualified by its table in the outer `scope`, so
+/// that inside `sub` it still means the outer row; refused when `sub`
+/// uses the same table name or alias.
+pub(super) fn qualify_outer(x: &ast::Expr, scope: &Scope, sub: &ast::Query) -> Result<ast::Expr> {
+    let ast::SetExpr::Select(s) = &*sub.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let inner_names: Vec<String> = s
+        .from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => Some(
+                alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .or_else(|| name.0.last().map(|i| i.value.clone()))
+                    .unwrap_or_default()
+                    .to_ascii_lowercase(),
+            ),
+            ast::TableFactor::Derived { alias, .. } => {
+                alias.as_ref().map(|a| a.name.value.to_ascii_lowercase())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut x = x.clone();
+    let mut err = None;
+    let _ = ast::visit_expressions_mut(&mut x, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => vec![id.clone()],
+            ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+                err = Some(unsupported("IN over a correlated subquery on a subquery"));
+                return std::ops::ControlFlow::<()>::Continue(());
+            }
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match scope.resolve(&ids) {
+            Ok(c) => {
+                let col = &scope.cols[c];
+                if col.qualifier.is_empty() || inner_names.contains(&col.qualifier) {
+                    err = Some(unsupported(
+                        "IN over a correlated subquery naming an outer table again",
+                    ));
+                } else {
+                    *e = ast::Expr::CompoundIdentifier(vec![
+                        ast::Ident::new(col.qualifier.clone()),
+                        ast::Ident::new(col.name.clone()),
+                    ]);
+                }
+            }
+            Err(e) => err = Some(e),
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    match err {
+        Some(e) => Err(e),
+        None => Ok(x),
+    }
+}
+
+/// `sub` (`SELECT y FROM ... WHERE w`) as `SELECT y FROM ... WHERE (w) AND
+/// cond(y)`, for rewriting `x IN (sub)` into EXISTS forms.
+pub(super) fn subquery_and(
+    sub: &ast::Query,
+    cond: impl Fn(ast::Expr) -> ast::Expr,
+) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("IN over this correlated subquery"));
+    };
+    let y = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            e.clone()
+        }
+        _ => {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ))
+        }
+    };
+    let grouped = !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty());
+    if grouped || s.having.is_some() || q.limit.is_some() || q.offset.is_some() {
+        return Err(unsupported("IN over this correlated subquery"));
+    }
+    let c = cond(ast::Expr::Nested(Box::new(y)));
+    s.selection = Some(match s.selection.take() {
+        Some(w) => ast::Expr::BinaryOp {
+            left: Box::new(ast::Expr::Nested(Box::new(w))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(c),
+        },
+        None => c,
+    });
+    Ok(q)
+}
+
+/// `x IN (SELECT y ... correlated)` as a value, from three EXISTS: 1 when
+/// some `y = x`; else 0 when the subquery is empty; else NULL when `x` or
+/// some `y` is NULL; else 0.
+pub(super) fn correlated_in_value(
+    x: &ast::Expr,
+    sub: &ast::Query,
+    scope: &Scope,
+) -> Result<ast::Expr> {
+    let x = qualify_outer(x, scope, sub)?;
+    let exists = |q: ast::Query| ast::Expr::Exists {
+        subquery: Box::new(q),
+        negated: false,
+    };
+    let matched = exists(subquery_and(sub, |y| ast::Expr::BinaryOp {
+        left: Box::new(y),
+        op: ast::BinaryOperator::Eq,
+        right: Box::new(x.clone()),
+    })?);
+    let any = exists(subquery_and(sub, |_| {
+        ast::Expr::Value(ast::Value::Boolean(true))
+    })?);
+    let null_y = exists(subquery_and(sub, |y| ast::Expr::IsNull(Box::new(y)))?);
+    Ok(ast::Expr::Case {
+        operand: None,
+        conditions: vec![
+            matched,
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Not,
+                expr: Box::new(any),
+            },
+            ast::Expr::BinaryOp {
+                left: Box::new(ast::Expr::IsNull(Box::new(x))),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(null_y),
+            },
+        ],
+        results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+        else_result: Some(Box::new(number("0"))),
+    })
+}
+
+/// Whether `c` reads a column of the outer query: one `inner` does not
+/// have and `outer` does.
+pub(super) fn scope_reads_outer(c: &ast::Expr, inner: &Scope, outer: &Scope) -> bool {
+    !outer_columns_read(c, inner, outer).is_empty()
+}
+
+/// The columns of `outer` that `c` reads (those `inner` does not have),
+/// sorted.
+pub(super) fn outer_columns_read(c: &ast::Expr, inner: &Scope, outer: &Scope) -> Vec<usize> {
+    let mut cols = Vec::new();
+    let _ = ast::visit_expressions(c, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => std::slice::from_ref(id),
+            ast::Expr::CompoundIdentifier(ids) => ids.as_slice(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(ids).is_err() {
+            if let Ok(o) = outer.resolve(ids) {
+                cols.push(o);
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    cols.sort_unstable();
+    cols.dedup();
+    cols
+}
+
+/// Whether a correlated condition is false or NULL whenever a column it
+/// reads is NULL: a comparison of columns, literals, arithmetic and
+/// functions that give NULL for a NULL argument; an AND or OR of such
+/// conditions (each side of an OR reading the same outer columns, as
+/// `reads_outer` lists them). For those, an outer row
+/// whose correlation values include a NULL matches no inner row, which
+/// the decorrelated plan relies on.
+pub(super) fn null_rejecting(
+    e: &ast::Expr,
+    reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>,
+) -> bool {
+    fn strict(e: &ast::Expr) -> bool {
+        use ast::BinaryOperator as B;
+        match e {
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
+                true
+            }
+            ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
+            ast::Expr::Cast { expr, .. } => strict(expr),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+                expr,
+            } => strict(expr),
+            ast::Expr::BinaryOp { left, op, right } => {
+                matches!(
+                    op,
+                    B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
+                ) && strict(left)
+                    && strict(right)
+            }
+            ast::Expr::Function(f) => {
+                let name = f.name.to_string().to_ascii_lowercase();
+                let null_in_null_out = matches!(
+                    name.as_str(),
+                    "year"
+                        | "month"
+                        | "day"
+                        | "dayofmonth"
+                        | "hour"
+                        | "minute"
+                        | "second"
+                        | "date"
+                        | "lower"
+                        | "upper"
+                        | "length"
+                        | "char_length"
+                        | "abs"
+                        | "round"
+                        | "floor"
+                        | "ceil"
+                        | "ceiling"
+                        | "concat"
+                        | "date_format"
+                );
+                let args_strict = match &f.args {
+                    ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
+                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
+                    }),
+                    _ => false,
+                };
+                null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
+            }
+            _ => false,
+        }
+    }
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Nested(x) => null_rejecting(x, reads_outer),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Or,
+            right,
+        } => {
+            // Each side must fail for a NULL in any outer column either reads.
+            reads_outer(left) == reads_outer(right)
+                && null_rejecting(left, reads_outer)
+                && null_rejecting(right, reads_outer)
+        }
+        ast::Expr::BinaryOp {
+            left,
+            op: B::And,
+            right,
+        } => null_rejecting(left, reads_outer) && null_rejecting(right, reads_outer),
+        ast::Expr::BinaryOp {
+            left,
+            op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+            right,
+        } => strict(left) && strict(right),
+        ast::Expr::Between {
+            expr, low, high, ..
+        } => strict(expr) && strict(low) && strict(high),
+        ast::Expr::Like {
+            expr,
+            pattern,
+            escape_char: None,
+            ..
+        } => strict(expr) && strict(pattern),
+        _ => false,
+    }
+}
+
+/// A planned correlated subquery body (see `Planner::plan_correlated`).
+pub(super) struct Correlated {
+    pub(super) inner: LNode,
+    pub(super) scope: Scope,
+    pub(super) inner_cols: Vec<usize>,
+    pub(super) outer_cols: Vec<usize>,
+    /// Conditions reading outer columns other than `inner = outer`
+    /// (`b.price > p.id * 10`), for [`Planner::decorrelate`].
+    pub(super) residual: Vec<ast::Expr>,
+}

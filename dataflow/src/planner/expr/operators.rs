@@ -1,0 +1,479 @@
+//! Operators and special forms compiled: unary and binary operators, IS
+//! DISTINCT FROM, IN lists, BETWEEN, LIKE, REGEXP, CASE, CAST, CONVERT,
+//! SUBSTRING, TRIM, EXTRACT, IS tests, literals and parameters (each an
+//! arm of [`ExprCx::compile`]).
+
+use ladle_common::{Collation, SqlType, Value};
+use sqlparser::ast;
+
+use super::{
+    cast_type, coerce_literal, hex_number, is_arith, is_interval, is_numeric_type, literal,
+    placeholder_slot, strip_nested, unsupported, ExprCx, ParamMode,
+};
+use crate::expr::{ArithOp, CastType, CmpOp, Expr, Func, LogicOp};
+use crate::{DataflowError, Result};
+
+impl ExprCx<'_> {
+    /// A literal, or a parameter where parameters are slots.
+    pub(super) fn value(&self, v: &ast::Value) -> Result<Expr> {
+        Ok(match v {
+            ast::Value::Placeholder(p) => match (self.params, placeholder_slot(p)) {
+                (ParamMode::Slots, Some(n)) => Expr::Param(n),
+                _ => {
+                    return Err(DataflowError::BadArgument(format!(
+                        "unexpected placeholder {p}"
+                    )))
+                }
+            },
+            other => Expr::Literal(literal(other)?),
+        })
+    }
+
+    /// `x IS [NOT] NULL` (and `IS [NOT] UNKNOWN`).
+    pub(super) fn is_null(&self, x: &ast::Expr, negated: bool) -> Result<Expr> {
+        Ok(Expr::IsNull {
+            expr: Box::new(self.compile(x)?),
+            negated,
+        })
+    }
+
+    /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE`.
+    pub(super) fn is_bool(&self, x: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {
+        Ok(Expr::IsBool {
+            expr: Box::new(self.compile(x)?),
+            value,
+            negated,
+        })
+    }
+
+    /// `DATE '...'`, `TIMESTAMP '...'`, `BINARY '...'`: a typed string literal.
+    pub(super) fn typed_string(&self, data_type: &ast::DataType, value: &str) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let v = Value::text(value);
+        Ok(match data_type {
+            ast::DataType::Date => Expr::Cast(b(Expr::Literal(v)), CastType::Date),
+            ast::DataType::Datetime(_) | ast::DataType::Timestamp(..) => {
+                Expr::Cast(b(Expr::Literal(v)), CastType::DateTime)
+            }
+            ast::DataType::Time(..) => Expr::Cast(b(Expr::Literal(v)), CastType::Time),
+            // `BINARY 'x'`: the string as a binary string, so that
+            // comparisons with it are bytewise.
+            ast::DataType::Binary(_) | ast::DataType::Varbinary(_) => {
+                Expr::Literal(Value::bytes(value.as_bytes()))
+            }
+            _ => Expr::Literal(v),
+        })
+    }
+
+    /// `_binary'..'` is a binary string; any other introducer (`_utf8mb4`,
+    /// ...) a text one, made of the literal's bytes when they are UTF-8
+    /// (`_utf8mb4 X'C3A9'` is 'é').
+    pub(super) fn introduced_string(&self, introducer: &str, value: &ast::Value) -> Result<Expr> {
+        let v = literal(value)?;
+        let binary = introducer.eq_ignore_ascii_case("_binary");
+        Ok(Expr::Literal(match v {
+            Value::Text(t) if binary => Value::bytes(t.as_bytes()),
+            Value::Bytes(b) if !binary => match std::str::from_utf8(&b) {
+                Ok(t) => Value::text(t),
+                Err(_) => Value::Bytes(b),
+            },
+            other => other,
+        }))
+    }
+
+    /// `-x`, `+x`, `NOT x`, `~x` (a negated number literal stays a literal).
+    pub(super) fn unary_op(&self, op: &ast::UnaryOperator, expr: &ast::Expr) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let x = match hex_number(expr) {
+            Some(n) if *op == ast::UnaryOperator::Minus => Expr::Literal(n),
+            _ => self.compile(expr)?,
+        };
+        Ok(match op {
+            ast::UnaryOperator::Minus => match x {
+                Expr::Literal(Value::Int(i)) if i != i64::MIN => Expr::Literal(Value::Int(-i)),
+                Expr::Literal(Value::Decimal(d)) => Expr::Literal(Value::Decimal(-d)),
+                Expr::Literal(Value::Double(d)) => Expr::Literal(Value::Double(-d)),
+                Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
+                    Expr::Literal(Value::Int(i64::MIN))
+                }
+                x => Expr::Neg(b(x)),
+            },
+            ast::UnaryOperator::Plus => x,
+            ast::UnaryOperator::Not => Expr::Not(b(x)),
+            ast::UnaryOperator::PGBitwiseNot => Expr::BitNot(b(x)),
+            other => return Err(unsupported(format!("operator {other}"))),
+        })
+    }
+
+    /// Arithmetic, comparisons, logic and the JSON arrows; `x +/- INTERVAL`
+    /// is DATE_ADD.
+    pub(super) fn binary_op(
+        &self,
+        left: &ast::Expr,
+        op: &ast::BinaryOperator,
+        right: &ast::Expr,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        use ast::BinaryOperator as B;
+        let l = self.compile(left)?;
+        if matches!(op, B::Plus | B::Minus) && is_interval(right) {
+            let ast::Expr::Interval(iv) = strip_nested(right) else {
+                return Err(DataflowError::Internal("interval expected".into()));
+            };
+            let (amount, unit) = self.interval(iv)?;
+            let amount = if *op == B::Minus {
+                Expr::Neg(b(amount))
+            } else {
+                amount
+            };
+            return Ok(Expr::Call(
+                Func::DateAdd,
+                vec![l, amount, Expr::Literal(Value::Int(unit))],
+            ));
+        }
+        let r = self.compile(right)?;
+        // Hex literals are numbers in arithmetic and when compared
+        // with a number.
+        let frame = self.frame_types();
+        let numeric = |x: &Expr| is_numeric_type(&x.result_type(&frame).0);
+        let (l, r) = if is_arith(op) {
+            (
+                hex_number(left).map(Expr::Literal).unwrap_or(l),
+                hex_number(right).map(Expr::Literal).unwrap_or(r),
+            )
+        } else {
+            let nl = numeric(&l) && hex_number(left).is_none();
+            let nr = numeric(&r) && hex_number(right).is_none();
+            (
+                hex_number(left)
+                    .filter(|_| nr)
+                    .map(Expr::Literal)
+                    .unwrap_or(l),
+                hex_number(right)
+                    .filter(|_| nl)
+                    .map(Expr::Literal)
+                    .unwrap_or(r),
+            )
+        };
+        let (l, r) = if is_arith(op) {
+            (l, r)
+        } else {
+            // Literals on both sides: the binary one wins.
+            let text =
+                |x: &Expr| !matches!(x, Expr::Literal(_)) && x.result_type(&frame).0.is_text();
+            let (lt, rt) = (text(&l), text(&r));
+            (coerce_literal(left, l, rt), coerce_literal(right, r, lt))
+        };
+        // An UNSIGNED column's values are stored as plain integers:
+        // marked unsigned here, so `+ - * DIV` over one give an
+        // unsigned result (below zero: 1690), as in MySQL.
+        let unsigned = |x: Expr| match x.result_type(&frame).0 {
+            SqlType::Int { unsigned: true, .. } if !matches!(x, Expr::Literal(_)) => {
+                Expr::Cast(b(x), CastType::Unsigned)
+            }
+            _ => x,
+        };
+        let (l, r) = match op {
+            B::Plus | B::Minus | B::Multiply | B::MyIntegerDivide | B::DuckIntegerDivide => {
+                (unsigned(l), unsigned(r))
+            }
+            _ => (l, r),
+        };
+        let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
+        let cmp = |o: CmpOp| Expr::Cmp {
+            op: o,
+            left: b(l.clone()),
+            right: b(r.clone()),
+            collation: self.pair_collation(left, &l, right, &r),
+        };
+        Ok(match op {
+            B::Plus => arith(ArithOp::Add),
+            B::Minus => arith(ArithOp::Sub),
+            B::Multiply => arith(ArithOp::Mul),
+            B::Divide => arith(ArithOp::Div),
+            B::Modulo => arith(ArithOp::Mod),
+            B::MyIntegerDivide | B::DuckIntegerDivide => arith(ArithOp::IntDiv),
+            B::BitwiseAnd => arith(ArithOp::BitAnd),
+            B::BitwiseOr => arith(ArithOp::BitOr),
+            B::BitwiseXor | B::PGBitwiseXor => arith(ArithOp::BitXor),
+            B::PGBitwiseShiftLeft => arith(ArithOp::Shl),
+            B::PGBitwiseShiftRight => arith(ArithOp::Shr),
+            B::Eq => cmp(CmpOp::Eq),
+            B::NotEq => cmp(CmpOp::Ne),
+            B::Lt => cmp(CmpOp::Lt),
+            B::LtEq => cmp(CmpOp::Le),
+            B::Gt => cmp(CmpOp::Gt),
+            B::GtEq => cmp(CmpOp::Ge),
+            B::Spaceship => cmp(CmpOp::NullSafeEq),
+            B::And => Expr::Logic(LogicOp::And, b(l), b(r)),
+            B::Or | B::StringConcat => Expr::Logic(LogicOp::Or, b(l), b(r)),
+            B::Xor => Expr::Logic(LogicOp::Xor, b(l), b(r)),
+            B::Arrow => Expr::Call(Func::JsonExtract, vec![l, r]),
+            B::LongArrow => Expr::Call(
+                Func::JsonUnquote,
+                vec![Expr::Call(Func::JsonExtract, vec![l, r])],
+            ),
+            other => return Err(unsupported(format!("operator {other}"))),
+        })
+    }
+
+    /// `x IS [NOT] DISTINCT FROM y`: NOT `x <=> y` (`x <=> y`).
+    pub(super) fn is_distinct_from(
+        &self,
+        x: &ast::Expr,
+        y: &ast::Expr,
+        distinct: bool,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let (cx, cy) = (self.compile(x)?, self.compile(y)?);
+        let coll = self.pair_collation(x, &cx, y, &cy);
+        let eq = Expr::Cmp {
+            op: CmpOp::NullSafeEq,
+            left: b(cx),
+            right: b(cy),
+            collation: coll,
+        };
+        Ok(if distinct { Expr::Not(b(eq)) } else { eq })
+    }
+
+    /// `x [NOT] IN (a, b, ...)`, compared as one group of values.
+    pub(super) fn in_list(
+        &self,
+        expr: &ast::Expr,
+        list: &[ast::Expr],
+        negated: bool,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let members: Vec<&ast::Expr> = std::iter::once(expr).chain(list.iter()).collect();
+        let mut compiled = self.compile_comparison_group(&members)?.into_iter();
+        let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
+        let mut coll = self.collation_of(expr, &x);
+        let text = !matches!(x, Expr::Literal(_)) && x.result_type(&self.frame_types()).0.is_text();
+        let mut items = Vec::new();
+        for (item, c) in list.iter().zip(compiled) {
+            let c = coerce_literal(item, c, text);
+            if coll.is_none() {
+                coll = self.collation_of(item, &c);
+            }
+            items.push(c);
+        }
+        Ok(Expr::InList {
+            expr: b(x),
+            list: items,
+            negated,
+            collation: coll.unwrap_or_default(),
+        })
+    }
+
+    /// `x [NOT] BETWEEN low AND high`, compared as one group of values.
+    pub(super) fn between(
+        &self,
+        expr: &ast::Expr,
+        negated: bool,
+        low: &ast::Expr,
+        high: &ast::Expr,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let [x, lo, hi]: [Expr; 3] = self
+            .compile_comparison_group(&[expr, low, high])?
+            .try_into()
+            .map_err(|_| DataflowError::Internal("BETWEEN operands".into()))?;
+        let coll = self.collation_of(expr, &x).unwrap_or_default();
+        Ok(Expr::Between {
+            expr: b(x),
+            low: b(lo),
+            high: b(hi),
+            negated,
+            collation: coll,
+        })
+    }
+
+    /// `x [NOT] LIKE p [ESCAPE c]` (ILIKE: case-insensitive).
+    pub(super) fn like(
+        &self,
+        negated: bool,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+        escape_char: Option<&str>,
+        ilike: bool,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let x = self.compile(expr)?;
+        let p = self.compile(pattern)?;
+        let mut coll = self.pair_collation(expr, &x, pattern, &p);
+        if ilike {
+            coll = Collation::GeneralCi;
+        }
+        let escape = match escape_char {
+            None => '\\',
+            Some(s) => {
+                let mut it = s.chars();
+                match (it.next(), it.next()) {
+                    (Some(c), None) => c,
+                    _ => {
+                        return Err(DataflowError::BadArgument(
+                            "Incorrect arguments to ESCAPE".into(),
+                        ))
+                    }
+                }
+            }
+        };
+        Ok(Expr::Like {
+            expr: b(x),
+            pattern: b(p),
+            escape,
+            negated,
+            collation: coll,
+        })
+    }
+
+    /// `s [NOT] REGEXP p`.
+    pub(super) fn rlike(
+        &self,
+        negated: bool,
+        expr: &ast::Expr,
+        pattern: &ast::Expr,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        // `s REGEXP p`: case-insensitive unless the comparison's
+        // collation is binary (`REGEXP BINARY p`, a BINARY column).
+        let x = self.compile(expr)?;
+        let p = self.compile(pattern)?;
+        let types = self.frame_types();
+        let binary = [&x, &p].iter().any(|e| e.result_type(&types).0.is_binary());
+        let mode = match self.pair_collation(expr, &x, pattern, &p) {
+            _ if binary => "c",
+            Collation::Binary | Collation::Bin => "c",
+            Collation::GeneralCi => "i",
+        };
+        let m = Expr::Call(
+            crate::expr::Func::RegexpLike,
+            vec![x, p, Expr::Literal(Value::Text(mode.into()))],
+        );
+        Ok(if negated { Expr::Not(b(m)) } else { m })
+    }
+
+    /// `CASE [x] WHEN ... THEN ... [ELSE ...] END`.
+    pub(super) fn case(
+        &self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::Expr],
+        results: &[ast::Expr],
+        else_result: Option<&ast::Expr>,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let op = match operand {
+            Some(o) => Some(self.compile(o)?),
+            None => None,
+        };
+        let coll = match (operand, &op) {
+            (Some(o), Some(c)) => self.collation_of(o, c).unwrap_or_default(),
+            _ => Collation::GeneralCi,
+        };
+        let mut whens = Vec::new();
+        for (c, r) in conditions.iter().zip(results) {
+            whens.push((self.compile(c)?, self.compile(r)?));
+        }
+        let otherwise = match else_result {
+            Some(x) => Some(b(self.compile(x)?)),
+            None => None,
+        };
+        Ok(Expr::Case {
+            operand: op.map(b),
+            whens,
+            otherwise,
+            collation: coll,
+        })
+    }
+
+    /// `CAST(x AS type)` (hex literals are numbers when cast to one).
+    pub(super) fn cast(&self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let target = cast_type(data_type)?;
+        let numeric = matches!(
+            target,
+            CastType::Signed | CastType::Unsigned | CastType::Decimal { .. } | CastType::Double
+        );
+        let x = match hex_number(expr) {
+            Some(n) if numeric => Expr::Literal(n),
+            _ => self.compile(expr)?,
+        };
+        let target = match target {
+            CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
+            _ => target,
+        };
+        Ok(Expr::Cast(b(x), target))
+    }
+
+    /// `CONVERT(x USING charset)`: USING binary is a binary string, USING
+    /// another character set, text.
+    pub(super) fn convert_using(
+        &self,
+        expr: &ast::Expr,
+        charset: Option<&ast::ObjectName>,
+    ) -> Result<Expr> {
+        let b = |x: Expr| Box::new(x);
+        let binary = charset
+            .as_ref()
+            .is_some_and(|c| c.to_string().eq_ignore_ascii_case("binary"));
+        let target = if binary {
+            CastType::Binary
+        } else {
+            CastType::Char
+        };
+        Ok(Expr::Cast(b(self.compile(expr)?), target))
+    }
+
+    /// `SUBSTRING(x FROM a FOR n)`.
+    pub(super) fn substring(
+        &self,
+        expr: &ast::Expr,
+        substring_from: Option<&ast::Expr>,
+        substring_for: Option<&ast::Expr>,
+    ) -> Result<Expr> {
+        let mut args = vec![self.compile(expr)?];
+        args.push(match substring_from {
+            Some(f) => self.compile(f)?,
+            None => Expr::Literal(Value::Int(1)),
+        });
+        if let Some(f) = substring_for {
+            args.push(self.compile(f)?);
+        }
+        Ok(Expr::Call(Func::Substring, args))
+    }
+
+    /// `TRIM([BOTH | LEADING | TRAILING] x)`.
+    pub(super) fn trim(
+        &self,
+        expr: &ast::Expr,
+        trim_where: Option<&ast::TrimWhereField>,
+        trim_what: Option<&ast::Expr>,
+    ) -> Result<Expr> {
+        if trim_what.is_some() {
+            return Err(unsupported("TRIM(... FROM ...)"));
+        }
+        let f = match trim_where {
+            None | Some(ast::TrimWhereField::Both) => Func::Trim,
+            Some(ast::TrimWhereField::Leading) => Func::LTrim,
+            Some(ast::TrimWhereField::Trailing) => Func::RTrim,
+        };
+        Ok(Expr::Call(f, vec![self.compile(expr)?]))
+    }
+
+    /// `EXTRACT(field FROM x)`.
+    pub(super) fn extract(&self, field: &ast::DateTimeField, expr: &ast::Expr) -> Result<Expr> {
+        let f = match field {
+            ast::DateTimeField::Year => Func::Year,
+            ast::DateTimeField::Month => Func::Month,
+            ast::DateTimeField::Day => Func::Day,
+            ast::DateTimeField::Hour => Func::Hour,
+            ast::DateTimeField::Minute => Func::Minute,
+            ast::DateTimeField::Second => Func::Second,
+            ast::DateTimeField::Quarter => Func::Quarter,
+            ast::DateTimeField::Microsecond => Func::Microsecond,
+            ast::DateTimeField::Week(None) => Func::Week,
+            other => return Err(unsupported(format!("EXTRACT({other})"))),
+        };
+        Ok(Expr::Call(f, vec![self.compile(expr)?]))
+    }
+}

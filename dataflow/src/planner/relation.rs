@@ -1,0 +1,85 @@
+//! A planned relation ([`Rel`]: a plan node and its columns' metadata), the
+//! scope its columns are named by, and small helpers for the plans built
+//! over them.
+
+use ladle_common::{Collation, SqlType, TableSchema};
+
+use super::expr::{unsupported, Scope, ScopeCol};
+use crate::expr::Expr;
+use crate::plan::LNode;
+use crate::BaseColumn;
+use crate::Result;
+
+/// Column metadata of a planned relation.
+#[derive(Clone, Debug)]
+pub(super) struct ColInfo {
+    pub(super) name: String,
+    pub(super) table: String,
+    pub(super) origin: Option<BaseColumn>,
+    pub(super) ty: SqlType,
+    pub(super) nullable: bool,
+    pub(super) coll: Collation,
+}
+
+/// A planned relation (derived table, view, subquery).
+pub(super) struct Rel {
+    pub(super) node: LNode,
+    pub(super) cols: Vec<ColInfo>,
+}
+
+/// The collation a column of type `ty` declared with `collation`
+/// compares by: its own for text, bytes for everything else.
+pub(super) fn column_collation(ty: &SqlType, collation: Collation) -> Collation {
+    if ty.is_text() {
+        collation
+    } else {
+        Collation::Binary
+    }
+}
+
+pub(super) fn base_colls(t: &TableSchema) -> Vec<Collation> {
+    t.columns
+        .iter()
+        .map(|c| column_collation(&c.ty, c.collation))
+        .collect()
+}
+
+/// The AND of `parts` (`None` for none).
+pub(super) fn conjunction(parts: Vec<Expr>) -> Option<Expr> {
+    parts
+        .into_iter()
+        .reduce(|a, b| Expr::Logic(crate::expr::LogicOp::And, Box::new(a), Box::new(b)))
+}
+
+/// Rejects clock/random expressions where their value would be frozen
+/// into maintained state.
+pub(super) fn stable(e: Expr) -> Result<Expr> {
+    if e.is_volatile() {
+        Err(unsupported("NOW()/RAND() inside a maintained view"))
+    } else {
+        Ok(e)
+    }
+}
+
+pub(super) fn t_is_text(t: &SqlType) -> bool {
+    t.is_text()
+}
+
+pub(super) fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
+    let scope = Scope {
+        cols: rel
+            .cols
+            .iter()
+            .map(|c| ScopeCol {
+                qualifier: qualifier.to_ascii_lowercase(),
+                name: c.name.clone(),
+                ty: c.ty.clone(),
+                nullable: c.nullable,
+                collation: c.coll,
+                table: c.table.clone(),
+                origin: c.origin.clone(),
+            })
+            .collect(),
+    };
+    (rel.node, scope)
+}

@@ -1,0 +1,466 @@
+//! Scalar subqueries (`(SELECT agg(x) FROM ... WHERE inner = outer)`) as
+//! LEFT JOINs with an aggregate grouped by the correlation columns: the
+//! subquery's shape ([`ScalarShape`]), its correlation, and the join.
+
+use ladle_common::{Collation, SqlType, Value};
+use sqlparser::ast;
+
+use super::correlated::{scope_reads_outer, Correlated};
+use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
+use super::query::Planner;
+use super::relation::stable;
+use super::syntax::{as_column, call, has_subquery, number};
+use crate::expr::Expr;
+use crate::ops::{AggKind, AggSpec, JoinKind};
+use crate::plan::{LNode, LOp};
+use crate::{DataflowError, Result};
+
+/// The rows of `inner` that come first, per correlation key (`keys`), in
+/// the order `order` (`ORDER BY z1 [DESC], ...`): for each `z` in turn,
+/// its extreme per key (MIN or MAX, maintained) joins back the rows that
+/// have it. Ties remain; `(SELECT y ... LIMIT 1)` takes MAX(y) of them,
+/// one of the rows MySQL may return. Each `z` must be NOT NULL: MIN/MAX
+/// skip NULLs, which MySQL sorts first (ascending) or last (descending).
+pub(super) fn first_in_order(
+    inner: LNode,
+    iscope: &Scope,
+    keys: &[usize],
+    order: &[ast::OrderByExpr],
+) -> Result<LNode> {
+    let width = inner.width();
+    let k = keys.len();
+    let mut rows = inner;
+    for o in order {
+        let z = stable(ExprCx::row(iscope).compile(&o.expr)?)?;
+        let (_, nullable) = z.result_type(&iscope.types());
+        if nullable {
+            return Err(unsupported(
+                "ORDER BY a nullable expression in a scalar subquery with LIMIT 1",
+            ));
+        }
+        let zcoll = match &z {
+            Expr::Column(c) => rows.colls[*c],
+            _ => Collation::GeneralCi,
+        };
+        let mut zcolls = rows.colls.clone();
+        zcolls.push(zcoll);
+        let with_z = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).chain([z]).collect()),
+            inputs: vec![rows],
+            colls: zcolls.clone(),
+        };
+        let mut kcolls: Vec<Collation> = keys.iter().map(|&c| zcolls[c]).collect();
+        kcolls.push(zcoll);
+        let mut spec = AggSpec::new(
+            if o.asc == Some(false) {
+                AggKind::Max
+            } else {
+                AggKind::Min
+            },
+            k,
+        );
+        spec.collation = zcoll;
+        let extreme = LNode {
+            op: LOp::Aggregate {
+                ngroup: k,
+                aggs: vec![spec],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(
+                    keys.iter()
+                        .map(|&c| Expr::Column(c))
+                        .chain([Expr::Column(width)])
+                        .collect(),
+                ),
+                inputs: vec![with_z.clone()],
+                colls: kcolls.clone(),
+            }],
+            colls: kcolls.clone(),
+        };
+        let mut jcolls = zcolls.clone();
+        jcolls.extend(kcolls);
+        let joined = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols: keys.iter().copied().chain([width]).collect(),
+                right_cols: (0..=k).collect(),
+            },
+            inputs: vec![with_z, extreme],
+            colls: jcolls,
+        };
+        rows = LNode {
+            op: LOp::Project((0..width).map(Expr::Column).collect()),
+            colls: zcolls[..width].to_vec(),
+            inputs: vec![joined],
+        };
+    }
+    Ok(rows)
+}
+
+impl Planner<'_> {
+    /// A scalar subquery joined into `node` (LEFT, on its correlation
+    /// columns); returns the expression that reads its value.
+    ///
+    /// Django's forms are taken apart first: `ORDER BY NULL` (or any
+    /// ORDER BY without LIMIT) orders nothing, and `GROUP BY` on the inner side of `inner = outer`
+    /// correlations makes no more than one group per outer row (but no
+    /// group, so NULL, where no row matches: COUNT is then not 0).
+    pub(super) fn scalar_subquery(
+        &self,
+        q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let mut q = q.clone();
+        // Without LIMIT, an order does not change the (one) value.
+        if q.limit.is_none() && q.offset.is_none()
+            || q.order_by.as_ref().is_some_and(|ob| {
+                ob.exprs
+                    .iter()
+                    .all(|o| matches!(o.expr, ast::Expr::Value(ast::Value::Null)))
+            })
+        {
+            q.order_by = None;
+        }
+        let mut grouped = Vec::new();
+        if let ast::SetExpr::Select(s) = &mut *q.body {
+            if let ast::GroupByExpr::Expressions(g, mods) = &mut s.group_by {
+                if mods.is_empty() && s.having.is_none() {
+                    grouped = std::mem::take(g);
+                }
+            }
+        }
+        self.scalar_subquery_grouped(&q, &grouped, node, scope, n)
+    }
+
+    pub(super) fn scalar_subquery_grouped(
+        &self,
+        q: &ast::Query,
+        grouped: &[ast::Expr],
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let ScalarShape {
+            select: s,
+            value: mut agg,
+            top1_desc,
+            first_by,
+            single,
+        } = ScalarShape::of(q)?;
+        let agg_name = aggregate_name(&agg).unwrap_or_default();
+        let mut correlated = self.plan_correlated(
+            s,
+            scope,
+            "a scalar subquery",
+            "correlated condition other than equality",
+        )?;
+        if has_subquery(&agg) {
+            // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
+            // a subquery in the value over the inner rows only joins them.
+            if scope_reads_outer(&agg, &correlated.scope, scope) {
+                return Err(unsupported(
+                    "a subquery reading the outer query inside a scalar subquery's value",
+                ));
+            }
+            let mut nested = 2000;
+            self.rewrite_subqueries(
+                &mut agg,
+                &mut correlated.inner,
+                &mut correlated.scope,
+                &mut nested,
+            )?;
+        }
+        for g in grouped {
+            let by_key = as_column(g)
+                .and_then(|ids| correlated.scope.resolve(ids).ok())
+                .is_some_and(|c| correlated.inner_cols.contains(&c));
+            if !by_key {
+                return Err(unsupported(
+                    "GROUP BY other than the correlation columns in a scalar subquery",
+                ));
+            }
+        }
+        if !correlated.residual.is_empty() {
+            correlated = self.decorrelate(node, scope, correlated, n)?;
+        }
+        let reads_outer = |e: DataflowError, iscope: &Scope| match e {
+            DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, iscope, scope) => {
+                unsupported("a scalar subquery whose value reads the outer query")
+            }
+            other => other,
+        };
+        if let Some(order) = &first_by {
+            correlated.inner = first_in_order(
+                correlated.inner,
+                &correlated.scope,
+                &correlated.inner_cols,
+                order,
+            )
+            .map_err(|e| reads_outer(e, &correlated.scope))?;
+        }
+        // Uncorrelated: a one-row aggregate joined to every row (key []).
+        let k = correlated.inner_cols.len();
+        let iscope = &correlated.scope;
+        let row_cx = ExprCx::row(iscope);
+        let (spec, arg, (ty, _, coll)) = self
+            .agg_spec(&agg, &row_cx, k)
+            .map_err(|e| reads_outer(e, iscope))?;
+        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
+            return Err(unsupported(
+                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
+            ));
+        }
+        let value = ScalarAggregate {
+            spec,
+            arg,
+            ty,
+            coll,
+            single,
+        };
+        let qual = join_scalar_aggregate(node, scope, correlated, value, n);
+        let col = ast::Expr::CompoundIdentifier(vec![
+            ast::Ident::new(qual.clone()),
+            ast::Ident::new("__v"),
+        ]);
+        if single {
+            let n =
+                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
+            return Ok(call(super::expr::SINGLE_ROW_FN, vec![n, col]));
+        }
+        if agg_name == "count" && grouped.is_empty() {
+            // COUNT over no rows is 0, not NULL.
+            return Ok(call("COALESCE", vec![col, number("0")]));
+        }
+        Ok(col)
+    }
+}
+
+/// What a scalar subquery computes: its SELECT, the aggregate giving its
+/// value, and how its ORDER BY ... LIMIT 1 reads.
+struct ScalarShape<'q> {
+    select: &'q ast::Select,
+    /// The aggregate (a bare value `y` becomes MAX(y) or MIN(y)).
+    value: ast::Expr,
+    /// `ORDER BY y [DESC] LIMIT 1` over the value itself: whether DESC.
+    top1_desc: Option<bool>,
+    /// `ORDER BY z... LIMIT 1` over other expressions: the rows first in
+    /// that order are taken first.
+    first_by: Option<Vec<ast::OrderByExpr>>,
+    /// The value is a bare `y` that must come from a single row: the row
+    /// count is computed too, and read time checks it (MySQL error 1242).
+    single: bool,
+}
+
+impl<'q> ScalarShape<'q> {
+    fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
+        let ast::SetExpr::Select(s) = &*q.body else {
+            return Err(unsupported("this scalar subquery"));
+        };
+        let agg = match &s.projection.first() {
+            Some(ast::SelectItem::UnnamedExpr(e))
+            | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => e.clone(),
+            _ => return Err(unsupported("this scalar subquery")),
+        };
+        // `(SELECT y ... ORDER BY y [DESC] LIMIT 1)` is MAX(y) (MIN(y)).
+        let top1_desc = match (&q.order_by, &q.limit, &q.offset) {
+            (Some(ob), Some(ast::Expr::Value(ast::Value::Number(one, _))), None)
+                if one == "1"
+                    && ob.interpolate.is_none()
+                    && ob.exprs.len() == 1
+                    && ob.exprs[0].nulls_first.is_none()
+                    && ob.exprs[0].with_fill.is_none()
+                    && aggregate_name(&agg).is_none()
+                    && norm(&ob.exprs[0].expr) == norm(&agg) =>
+            {
+                Some(ob.exprs[0].asc == Some(false))
+            }
+            _ => None,
+        };
+        // `(SELECT y ... LIMIT 1)` without ORDER BY may give any row's y:
+        // MAX(y) is one of them, and never several rows. With `ORDER BY
+        // z...` the rows first narrow to those first in that order.
+        let limit_one = q.offset.is_none()
+            && matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(one, _))) if one == "1");
+        let first_by = match &q.order_by {
+            Some(ob) if limit_one && top1_desc.is_none() && aggregate_name(&agg).is_none() => {
+                Some(first_by_order(s, ob, &agg)?)
+            }
+            _ => None,
+        };
+        let any_row = limit_one && (q.order_by.is_none() || first_by.is_some());
+        let simple = s.from.len() == 1
+            && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            && s.having.is_none()
+            && s.distinct.is_none()
+            && ((q.order_by.is_none() && q.limit.is_none()) || top1_desc.is_some() || any_row)
+            && s.projection.len() == 1;
+        if !simple {
+            return Err(unsupported("this scalar subquery"));
+        }
+        // Without an aggregate, `(SELECT y ...)` is MAX(y) plus the row
+        // count, which read time checks (MySQL error 1242 for several rows).
+        let (value, single) = match aggregate_name(&agg) {
+            Some(_) => (agg, false),
+            None if any_row => (call("MAX", vec![agg]), false),
+            None => {
+                let extreme = match top1_desc {
+                    Some(false) => "MIN",
+                    _ => "MAX",
+                };
+                (call(extreme, vec![agg]), top1_desc.is_none())
+            }
+        };
+        Ok(ScalarShape {
+            select: s,
+            value,
+            top1_desc,
+            first_by,
+            single,
+        })
+    }
+}
+
+/// `ORDER BY z... LIMIT 1`'s order, with `ORDER BY 1` or the select
+/// list's alias read as the select list's only column.
+fn first_by_order(
+    s: &ast::Select,
+    ob: &ast::OrderBy,
+    value: &ast::Expr,
+) -> Result<Vec<ast::OrderByExpr>> {
+    if ob.interpolate.is_some()
+        || ob
+            .exprs
+            .iter()
+            .any(|o| o.nulls_first.is_some() || o.with_fill.is_some())
+    {
+        return Err(unsupported("this scalar subquery"));
+    }
+    // `ORDER BY 1` or the alias: the select list's only column.
+    let alias = match s.projection.first() {
+        Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+        _ => None,
+    };
+    let mut order = ob.exprs.clone();
+    for o in &mut order {
+        if let ast::Expr::Identifier(id) = &o.expr {
+            if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) {
+                o.expr = value.clone();
+            }
+        }
+        if let ast::Expr::Value(ast::Value::Number(n, _)) = &o.expr {
+            if n != "1" {
+                return Err(DataflowError::UnknownColumn(
+                    n.clone(),
+                    "order clause".into(),
+                ));
+            }
+            o.expr = value.clone();
+        }
+    }
+    Ok(order)
+}
+
+/// A scalar subquery's aggregate over its inner rows.
+struct ScalarAggregate {
+    spec: AggSpec,
+    arg: Expr,
+    ty: SqlType,
+    coll: Collation,
+    /// Also count the rows (see [`ScalarShape::single`]).
+    single: bool,
+}
+
+/// LEFT JOINs `node` with `value` aggregated over the correlated inner rows
+/// grouped by the correlation columns, and names the joined columns in
+/// `scope` (`__sq<n>.__k<i>`, `.__v`, and `.__n` for the row count);
+/// returns the qualifier.
+fn join_scalar_aggregate(
+    node: &mut LNode,
+    scope: &mut Scope,
+    correlated: Correlated,
+    value: ScalarAggregate,
+    n: usize,
+) -> String {
+    let Correlated {
+        inner,
+        scope: iscope,
+        inner_cols,
+        outer_cols,
+        ..
+    } = correlated;
+    let ScalarAggregate {
+        spec,
+        arg,
+        ty,
+        coll,
+        single,
+    } = value;
+    let k = inner_cols.len();
+    let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
+    pre.push(arg);
+    let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
+    colls.push(coll);
+    let mut specs = vec![spec];
+    if single {
+        pre.push(Expr::Literal(Value::Int(1)));
+        colls.push(Collation::Binary);
+        specs.push(AggSpec::new(AggKind::CountStar, k + 1));
+    }
+    let proj = LNode {
+        op: LOp::Project(pre),
+        inputs: vec![inner],
+        colls: colls.clone(),
+    };
+    let aggn = LNode {
+        op: LOp::Aggregate {
+            ngroup: k,
+            aggs: specs,
+            scalar: k == 0,
+        },
+        inputs: vec![proj],
+        colls: colls.clone(),
+    };
+    let qual = format!("__sq{n}");
+    let mut jcolls = node.colls.clone();
+    jcolls.extend(colls.iter().copied());
+    let left = LNode::take(node);
+    *node = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols: outer_cols,
+            right_cols: (0..k).collect(),
+        },
+        inputs: vec![left, aggn],
+        colls: jcolls,
+    };
+    let joined = |name: String, ty: SqlType, collation: Collation| ScopeCol {
+        qualifier: qual.clone(),
+        name,
+        ty,
+        nullable: true,
+        collation,
+        table: String::new(),
+        origin: None,
+    };
+    for (i, &c) in inner_cols.iter().enumerate() {
+        let ic = &iscope.cols[c];
+        scope
+            .cols
+            .push(joined(format!("__k{i}"), ic.ty.clone(), ic.collation));
+    }
+    scope.cols.push(joined("__v".into(), ty, coll));
+    if single {
+        let count = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        };
+        scope
+            .cols
+            .push(joined("__n".into(), count, Collation::Binary));
+    }
+    qual
+}

@@ -1,0 +1,665 @@
+//! Subqueries in conditions and select lists: IN and EXISTS as semi- and
+//! anti-joins, keyed semi-joins for parameterized subqueries, IN over a
+//! value, and the rewriting of subqueries into joined columns.
+
+use ladle_common::{Collation, SqlType, Value};
+use sqlparser::ast;
+
+use super::correlated::{correlated, correlated_in_value, qualify_outer, subquery_and, Correlated};
+use super::expr::{aggregate_name, unsupported, ExprCx, Scope, ScopeCol};
+use super::query::Planner;
+use super::relation::stable;
+use super::syntax::{as_column, call, has_placeholder, has_subquery, number};
+use crate::expr::Expr;
+use crate::ops::{AggKind, AggSpec, JoinKind};
+use crate::plan::{LNode, LOp};
+use crate::{DataflowError, Result};
+
+impl Planner<'_> {
+    pub(super) fn semi_in(
+        &self,
+        node: LNode,
+        scope: &Scope,
+        expr: &ast::Expr,
+        sub: &ast::Query,
+        negated: bool,
+    ) -> Result<LNode> {
+        let col = as_column(expr).ok_or_else(|| unsupported("IN (SELECT ...) on an expression"))?;
+        let c = scope.resolve(col)?;
+        let rel = self.relation(sub)?;
+        if rel.cols.len() != 1 {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ));
+        }
+        let nullable = scope.cols[c].nullable || rel.cols[0].nullable;
+        let kind = if negated {
+            JoinKind::Anti
+        } else {
+            JoinKind::Semi
+        };
+        let colls = node.colls.clone();
+        let sub = rel.node;
+        let joined = LNode {
+            op: LOp::Join {
+                kind,
+                left_cols: vec![c],
+                right_cols: vec![0],
+            },
+            inputs: vec![node, sub.clone()],
+            colls: colls.clone(),
+        };
+        if !negated || !nullable {
+            return Ok(joined);
+        }
+        Ok(not_in_nulls(joined, c, sub))
+    }
+
+    /// `x IN (SELECT y ...)` as a value (in the select list, under OR, on
+    /// an expression), with MySQL's three-valued answer: 1 when some `y`
+    /// equals `x`; else 0 when the subquery is empty; else NULL when `x`
+    /// or some `y` is NULL; else 0. The distinct `y`s join `x` (LEFT), and
+    /// the subquery's row and non-NULL counts join every row (one row, key
+    /// []). The subquery must be uncorrelated.
+    pub(super) fn in_value(
+        &self,
+        x: &ast::Expr,
+        sub: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let rel = match self.relation(sub) {
+            Err(DataflowError::UnknownColumn(..)) => return correlated_in_value(x, sub, scope),
+            r => r?,
+        };
+        if rel.cols.len() != 1 {
+            return Err(DataflowError::BadArgument(
+                "Operand should contain 1 column(s)".into(),
+            ));
+        }
+        let qual = format!("__in{n}");
+        let width = scope.cols.len();
+        // `x` as a column of its own (named here, whatever it is).
+        let xc = width;
+        {
+            let e = stable(ExprCx::row(scope).compile(x)?)?;
+            let (ty, nullable) = e.result_type(&scope.types());
+            let coll = if ty.is_text() {
+                rel.cols[0].coll
+            } else {
+                Collation::Binary
+            };
+            let mut colls = node.colls.clone();
+            colls.push(coll);
+            let inner = LNode::take(node);
+            *node = LNode {
+                op: LOp::Project((0..width).map(Expr::Column).chain([e]).collect()),
+                inputs: vec![inner],
+                colls,
+            };
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: "__x".into(),
+                ty,
+                nullable,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let ycoll = rel.cols[0].coll;
+        let bigint = SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        };
+        // The distinct values: (y, COUNT(*)), grouped by y.
+        let values = LNode {
+            op: LOp::Aggregate {
+                ngroup: 1,
+                aggs: vec![AggSpec::new(AggKind::CountStar, 0)],
+                scalar: false,
+            },
+            inputs: vec![rel.node.clone()],
+            colls: vec![ycoll, Collation::Binary],
+        };
+        let stats = row_counts(rel.node);
+        let mut colls = node.colls.clone();
+        colls.extend([ycoll, Collation::Binary]);
+        let left = LNode::take(node);
+        let with_values = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![xc],
+                right_cols: vec![0],
+            },
+            inputs: vec![left, values],
+            colls: colls.clone(),
+        };
+        colls.extend([Collation::Binary, Collation::Binary]);
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Left,
+                left_cols: vec![],
+                right_cols: vec![],
+            },
+            inputs: vec![with_values, stats],
+            colls,
+        };
+        for (name, ty, coll) in [
+            ("__y", rel.cols[0].ty.clone(), ycoll),
+            ("__m", bigint.clone(), Collation::Binary),
+            ("__rows", bigint.clone(), Collation::Binary),
+            ("__nonnull", bigint, Collation::Binary),
+        ] {
+            scope.cols.push(ScopeCol {
+                qualifier: qual.clone(),
+                name: name.into(),
+                ty,
+                nullable: true,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        }
+        let col = |name: &str| {
+            ast::Expr::CompoundIdentifier(vec![
+                ast::Ident::new(qual.clone()),
+                ast::Ident::new(name),
+            ])
+        };
+        let x_col = col("__x");
+        let is_null = |e: ast::Expr, negated: bool| {
+            if negated {
+                ast::Expr::IsNotNull(Box::new(e))
+            } else {
+                ast::Expr::IsNull(Box::new(e))
+            }
+        };
+        let rows = call("COALESCE", vec![col("__rows"), number("0")]);
+        Ok(ast::Expr::Case {
+            operand: None,
+            conditions: vec![
+                is_null(col("__m"), true),
+                ast::Expr::BinaryOp {
+                    left: Box::new(rows.clone()),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(number("0")),
+                },
+                ast::Expr::BinaryOp {
+                    left: Box::new(is_null(x_col, false)),
+                    op: ast::BinaryOperator::Or,
+                    right: Box::new(ast::Expr::BinaryOp {
+                        left: Box::new(rows),
+                        op: ast::BinaryOperator::Gt,
+                        right: Box::new(col("__nonnull")),
+                    }),
+                },
+            ],
+            results: vec![number("1"), number("0"), ast::Expr::Value(ast::Value::Null)],
+            else_result: Some(Box::new(number("0"))),
+        })
+    }
+
+    /// `x IN (SELECT y ... WHERE col = ? ...)` or `EXISTS (SELECT ... WHERE
+    /// inner = outer AND col = ? ...)`: a semi-join whose right side depends
+    /// on parameters. The right side, projected to (y, correlation columns,
+    /// parameter columns) and made DISTINCT, is inner-joined, and the
+    /// parameter columns become reader keys: for one key value each outer
+    /// row meets at most one right row, so no row is repeated.
+    pub(super) fn keyed_semi(
+        &self,
+        node: &mut LNode,
+        scope: &mut Scope,
+        key_frame: &mut Vec<(usize, Vec<usize>)>,
+        in_expr: Option<&ast::Expr>,
+        sub: &ast::Query,
+        n: usize,
+    ) -> Result<()> {
+        let ast::SetExpr::Select(s) = &*sub.body else {
+            return Err(unsupported("parameters in this subquery"));
+        };
+        if s.from.is_empty()
+            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+            || sub.limit.is_some()
+            || sub.offset.is_some()
+        {
+            return Err(unsupported("parameters in this subquery"));
+        }
+        let mut params = Vec::new();
+        let Correlated {
+            inner,
+            scope: iscope,
+            inner_cols,
+            outer_cols,
+            residual,
+        } = self.plan_correlated_params(
+            s,
+            scope,
+            "a subquery",
+            "correlated condition other than equality",
+            Some(&mut params),
+        )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "parameters in a subquery with a correlated condition other than equality",
+            ));
+        }
+        if params.is_empty() {
+            return Err(unsupported("parameters in a subquery other than col = ?"));
+        }
+        let text_coll =
+            |ty: &SqlType, c: Collation| if ty.is_text() { c } else { Collation::Binary };
+        let mut proj: Vec<Expr> = Vec::new();
+        let mut cols: Vec<ScopeCol> = Vec::new();
+        let mut left_cols = Vec::new();
+        let mut push_inner = |e: Expr, ty: SqlType, coll: Collation, proj: &mut Vec<Expr>| {
+            proj.push(e);
+            cols.push(ScopeCol {
+                qualifier: format!("__sqk{n}"),
+                name: format!("__c{}", proj.len() - 1),
+                ty,
+                nullable: true,
+                collation: coll,
+                table: String::new(),
+                origin: None,
+            });
+        };
+        if let Some(x) = in_expr {
+            let xc = scope.resolve(
+                as_column(x).ok_or_else(|| unsupported("IN (SELECT ...) on an expression"))?,
+            )?;
+            let y_ast = match s.projection.as_slice() {
+                [ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. }] => e,
+                _ => {
+                    return Err(DataflowError::BadArgument(
+                        "Operand should contain 1 column(s)".into(),
+                    ))
+                }
+            };
+            if aggregate_name(y_ast).is_some() || has_subquery(y_ast) || has_placeholder(y_ast) {
+                return Err(unsupported("parameters in this subquery"));
+            }
+            let y = stable(ExprCx::row(&iscope).compile(y_ast)?)?;
+            let (ty, _) = y.result_type(&iscope.types());
+            let coll = match &y {
+                Expr::Column(c) => iscope.cols[*c].collation,
+                _ => Collation::GeneralCi,
+            };
+            push_inner(y, ty.clone(), text_coll(&ty, coll), &mut proj);
+            left_cols.push(xc);
+        }
+        for (&i, &o) in inner_cols.iter().zip(&outer_cols) {
+            let ic = &iscope.cols[i];
+            push_inner(
+                Expr::Column(i),
+                ic.ty.clone(),
+                text_coll(&ic.ty, ic.collation),
+                &mut proj,
+            );
+            left_cols.push(o);
+        }
+        if left_cols.is_empty() {
+            return Err(unsupported("uncorrelated EXISTS"));
+        }
+        let nk = left_cols.len();
+        for &(i, _) in &params {
+            let ic = &iscope.cols[i];
+            push_inner(
+                Expr::Column(i),
+                ic.ty.clone(),
+                text_coll(&ic.ty, ic.collation),
+                &mut proj,
+            );
+        }
+        let rcolls: Vec<Collation> = cols.iter().map(|c| c.collation).collect();
+        let right = LNode {
+            op: LOp::Aggregate {
+                ngroup: proj.len(),
+                aggs: vec![],
+                scalar: false,
+            },
+            inputs: vec![LNode {
+                op: LOp::Project(proj),
+                inputs: vec![inner],
+                colls: rcolls.clone(),
+            }],
+            colls: rcolls.clone(),
+        };
+        let width = scope.cols.len();
+        let mut colls = node.colls.clone();
+        colls.extend(rcolls);
+        let left = LNode::take(node);
+        *node = LNode {
+            op: LOp::Join {
+                kind: JoinKind::Inner,
+                left_cols,
+                right_cols: (0..nk).collect(),
+            },
+            inputs: vec![left, right],
+            colls,
+        };
+        scope.cols.extend(cols);
+        for (j, &(_, slot)) in params.iter().enumerate() {
+            key_frame.push((width + nk + j, vec![slot]));
+        }
+        Ok(())
+    }
+
+    /// Correlated `EXISTS (SELECT ... FROM ... WHERE inner = outer AND ...)`.
+    pub(super) fn semi_exists(
+        &self,
+        node: LNode,
+        scope: &Scope,
+        sub: &ast::Query,
+        negated: bool,
+    ) -> Result<LNode> {
+        let ast::SetExpr::Select(s) = &*sub.body else {
+            return Err(unsupported("EXISTS over this query"));
+        };
+        if s.from.is_empty()
+            || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            || s.having.is_some()
+        {
+            return Err(unsupported("EXISTS over this query"));
+        }
+        let Correlated {
+            inner,
+            inner_cols,
+            outer_cols,
+            residual,
+            ..
+        } = self.plan_correlated(
+            s,
+            scope,
+            "EXISTS",
+            "correlated EXISTS condition other than equality",
+        )?;
+        if !residual.is_empty() {
+            return Err(unsupported(
+                "correlated EXISTS condition other than equality",
+            ));
+        }
+        if outer_cols.is_empty() {
+            return Err(unsupported("uncorrelated EXISTS"));
+        }
+        let kind = if negated {
+            JoinKind::Anti
+        } else {
+            JoinKind::Semi
+        };
+        let colls = node.colls.clone();
+        Ok(LNode {
+            op: LOp::Join {
+                kind,
+                left_cols: outer_cols,
+                right_cols: inner_cols,
+            },
+            inputs: vec![node, inner],
+            colls,
+        })
+    }
+}
+
+/// Replaces `(SELECT agg(x) FROM ... WHERE inner = outer ...)` in a select
+/// list by a column of a LEFT JOIN with that aggregate grouped by the
+/// correlation columns.
+pub(super) struct SubqueryRewriter<'p, 'a> {
+    pub(super) planner: &'p Planner<'a>,
+    pub(super) node: &'p mut LNode,
+    pub(super) scope: &'p mut Scope,
+    pub(super) n: &'p mut usize,
+    pub(super) err: Option<DataflowError>,
+}
+
+impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
+        let planned = match e {
+            ast::Expr::Subquery(q) => self
+                .planner
+                .scalar_subquery(q, self.node, self.scope, *self.n),
+            ast::Expr::Exists { subquery, negated } => {
+                let negated = *negated;
+                exists_as_count(subquery).and_then(|count| {
+                    let n = self
+                        .planner
+                        .scalar_subquery(&count, self.node, self.scope, *self.n)?;
+                    Ok(ast::Expr::BinaryOp {
+                        left: Box::new(n),
+                        op: if negated {
+                            ast::BinaryOperator::Eq
+                        } else {
+                            ast::BinaryOperator::Gt
+                        },
+                        right: Box::new(number("0")),
+                    })
+                })
+            }
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => self
+                .planner
+                .in_value(expr, subquery, self.node, self.scope, *self.n)
+                .map(|v| {
+                    if *negated {
+                        ast::Expr::UnaryOp {
+                            op: ast::UnaryOperator::Not,
+                            expr: Box::new(ast::Expr::Nested(Box::new(v))),
+                        }
+                    } else {
+                        v
+                    }
+                }),
+            _ => return std::ops::ControlFlow::Continue(()),
+        };
+        match planned {
+            Ok(replacement) => {
+                *self.n += 1;
+                *e = replacement;
+                std::ops::ControlFlow::Continue(())
+            }
+            Err(err) => {
+                self.err = Some(err);
+                std::ops::ControlFlow::Break(())
+            }
+        }
+    }
+}
+
+/// `EXISTS (SELECT ... [LIMIT n])` as `(SELECT COUNT(*) ...)`, to compare
+/// with 0: the select list, DISTINCT, GROUP BY without HAVING, ORDER BY and
+/// a LIMIT of at least one row do not change whether a row exists.
+pub(super) fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
+    let mut q = sub.clone();
+    let zero_offset = match &q.offset {
+        None => true,
+        Some(o) => matches!(&o.value, ast::Expr::Value(ast::Value::Number(n, _)) if n == "0"),
+    };
+    match &q.limit {
+        None if zero_offset => {}
+        Some(ast::Expr::Value(ast::Value::Number(n, _)))
+            if zero_offset && n.parse::<u64>().is_ok_and(|n| n > 0) => {}
+        _ => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    }
+    q.limit = None;
+    q.offset = None;
+    q.order_by = None;
+    let ast::SetExpr::Select(s) = &mut *q.body else {
+        return Err(unsupported("EXISTS over this query"));
+    };
+    s.distinct = None;
+    if s.having.is_none() {
+        // Groups exist exactly when rows do.
+        s.group_by = ast::GroupByExpr::Expressions(vec![], vec![]);
+    }
+    let mut count = call("COUNT", vec![]);
+    if let ast::Expr::Function(ast::Function {
+        args: ast::FunctionArguments::List(l),
+        ..
+    }) = &mut count
+    {
+        l.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)];
+    }
+    s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
+    Ok(q)
+}
+
+impl Planner<'_> {
+    /// Replaces every subquery in `e` (scalar, EXISTS, IN) by an expression
+    /// over columns joined into `node` (see [`SubqueryRewriter`]); `n`
+    /// numbers them apart.
+    pub(super) fn rewrite_subqueries(
+        &self,
+        e: &mut ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<()> {
+        let mut rw = SubqueryRewriter {
+            planner: self,
+            node,
+            scope,
+            n,
+            err: None,
+        };
+        let _ = ast::VisitMut::visit(e, &mut rw);
+        rw.err.map_or(Ok(()), Err)
+    }
+
+    /// A WHERE condition with a subquery over `node`: `IN`/`EXISTS` as a
+    /// semi- or anti-join where the shape allows (`None`: the condition is
+    /// planned; a correlated `IN` as `EXISTS`); otherwise the condition with its subqueries joined in as
+    /// values, for the caller to filter on.
+    pub(super) fn subquery_condition(
+        &self,
+        c: ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+    ) -> Result<Option<ast::Expr>> {
+        // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
+        // `EXISTS (SELECT ... WHERE ... AND y = x)`.
+        let c = match c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } if correlated(self.relation(&subquery)) => {
+                if negated {
+                    return Err(unsupported("NOT IN over a correlated subquery"));
+                }
+                let x = qualify_outer(&expr, scope, &subquery)?;
+                ast::Expr::Exists {
+                    subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {
+                        left: Box::new(y),
+                        op: ast::BinaryOperator::Eq,
+                        right: Box::new(x.clone()),
+                    })?),
+                    negated: false,
+                }
+            }
+            c => c,
+        };
+        let semi = match &c {
+            ast::Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => Some(self.semi_in(node.clone(), scope, expr, subquery, *negated)),
+            ast::Expr::Exists { subquery, negated } => {
+                Some(self.semi_exists(node.clone(), scope, subquery, *negated))
+            }
+            _ => None,
+        };
+        match semi {
+            Some(Ok(joined)) => {
+                *node = joined;
+                return Ok(None);
+            }
+            Some(Err(DataflowError::Unsupported(_))) | None => {}
+            Some(Err(e)) => return Err(e),
+        }
+        let mut c = c;
+        self.rewrite_subqueries(&mut c, node, scope, n)?;
+        Ok(Some(c))
+    }
+}
+
+/// The row count and non-NULL count of a one-column `sub`: one row, for
+/// `IN (SELECT ...)`'s NULL rules.
+pub(super) fn row_counts(sub: LNode) -> LNode {
+    LNode {
+        op: LOp::Aggregate {
+            ngroup: 0,
+            aggs: vec![
+                AggSpec::new(AggKind::CountStar, 0),
+                AggSpec::new(AggKind::Count, 0),
+            ],
+            scalar: true,
+        },
+        inputs: vec![sub],
+        colls: vec![Collation::Binary, Collation::Binary],
+    }
+}
+
+/// MySQL's `x NOT IN (SELECT y ...)` over nullable columns: true when the
+/// subquery is empty; otherwise NULL (so not true) when `x` is NULL or any
+/// `y` is NULL, else true exactly when no `y` equals `x`. `anti` is the
+/// anti-join on `x = y` (which passes rows whose `x` is NULL); the subquery's
+/// row count and non-NULL count join in as two columns (one row, key []),
+/// filter, and are projected away.
+pub(super) fn not_in_nulls(anti: LNode, x: usize, sub: LNode) -> LNode {
+    let width = anti.width();
+    let stats_colls = vec![Collation::Binary, Collation::Binary];
+    let stats = row_counts(LNode {
+        op: LOp::Project(vec![Expr::Column(0)]),
+        colls: vec![sub.colls.first().copied().unwrap_or_default()],
+        inputs: vec![sub],
+    });
+    let mut colls = anti.colls.clone();
+    colls.extend(stats_colls);
+    let joined = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols: vec![],
+            right_cols: vec![],
+        },
+        inputs: vec![anti, stats],
+        colls: colls.clone(),
+    };
+    let (rows, non_null) = (Expr::Column(width), Expr::Column(width + 1));
+    let eq = |a: Expr, b: Expr| Expr::Cmp {
+        op: crate::expr::CmpOp::Eq,
+        left: Box::new(a),
+        right: Box::new(b),
+        collation: Collation::Binary,
+    };
+    let and = |a, b| Expr::Logic(crate::expr::LogicOp::And, Box::new(a), Box::new(b));
+    let keep = Expr::Logic(
+        crate::expr::LogicOp::Or,
+        Box::new(eq(rows.clone(), Expr::Literal(Value::Int(0)))),
+        Box::new(and(
+            Expr::IsNull {
+                expr: Box::new(Expr::Column(x)),
+                negated: true,
+            },
+            eq(non_null, rows),
+        )),
+    );
+    let filtered = LNode {
+        op: LOp::Filter(keep),
+        inputs: vec![joined],
+        colls: colls.clone(),
+    };
+    LNode {
+        op: LOp::Project((0..width).map(Expr::Column).collect()),
+        inputs: vec![filtered],
+        colls: colls[..width].to_vec(),
+    }
+}
