@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 
 use crate::error::{self, MysqlCode, ShimError, WireError};
-use crate::exec::{text_column, Output};
+use crate::output::{text_column, Output};
 use crate::session::Session;
 
 /// The catalog meta record holding every stored account.

@@ -15,7 +15,9 @@ use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError};
-use crate::exec::{column, ident, int_column, qualified_name, text_column, word, Engine, Output};
+use crate::exec::Engine;
+use crate::output::{column, int_column, text_column, Output};
+use crate::tokens::{ident, qualified_name, word};
 use crate::session::Session;
 use crate::vars::{self, compare, like, system_variables, truth, EvalContext, EvalError};
 
@@ -773,7 +775,7 @@ pub fn describe(
                     table: table.to_string(),
                 });
             }
-            let q = crate::exec::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
+            let q = crate::sqltext::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
             let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
                 return Err(ShimError::Internal("view probe did not parse".into()));
             };
@@ -1549,7 +1551,7 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
                 "joining information_schema with user tables".into(),
             ));
         }
-        let tname = crate::exec::last_part(name);
+        let tname = crate::sqltext::last_part(name);
         let vt = build_vtable(e, s, &tname)?;
         let q = alias
             .as_ref()
@@ -1635,7 +1637,7 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
                 }
             }
             SelectItem::QualifiedWildcard(q, _) => {
-                let qn = crate::exec::last_part(q);
+                let qn = crate::sqltext::last_part(q);
                 for (i, (qq, n)) in cols.iter().enumerate() {
                     if qq.eq_ignore_ascii_case(&qn) {
                         out_names.push(n.clone());

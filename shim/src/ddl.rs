@@ -15,7 +15,9 @@ use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
-use crate::exec::{ident, qualified_name, word, Engine, Output};
+use crate::exec::Engine;
+use crate::output::Output;
+use crate::tokens::{ident, qualified_name, word};
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::session::Session;
 
@@ -632,7 +634,7 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
     let name = ci
         .name
         .as_ref()
-        .map(crate::exec::last_part)
+        .map(crate::sqltext::last_part)
         .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
     if ci.if_not_exists && schema.index(&name).is_some() {
         s.warn(1061, format!("Duplicate key name '{name}'"));
@@ -879,7 +881,7 @@ pub fn drop(
         }
         ObjectType::Schema => {
             for n in &names {
-                drop_db(e, s, &crate::exec::last_part(n), if_exists)?;
+                drop_db(e, s, &crate::sqltext::last_part(n), if_exists)?;
             }
             Ok(Output::ok())
         }

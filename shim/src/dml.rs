@@ -22,7 +22,8 @@ use crate::ddl::default_value;
 use crate::error::{
     Result, ShimError, WireError, ER_DUP_ENTRY, ER_NO_DEFAULT_FOR_FIELD, ER_OPERAND_COLUMNS,
 };
-use crate::exec::{Engine, Info, Output};
+use crate::exec::Engine;
+use crate::output::{Info, Output};
 use crate::session::{Session, Transaction};
 
 /// The cell at `pos`, or an internal error (never a panic inside a
@@ -150,7 +151,7 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         Some(OnInsert::DuplicateKeyUpdate(assignments)) => assignments
             .iter()
             .filter_map(|a| match &a.target {
-                AssignmentTarget::ColumnName(n) => Some(crate::exec::last_part(n)),
+                AssignmentTarget::ColumnName(n) => Some(crate::sqltext::last_part(n)),
                 AssignmentTarget::Tuple(_) => None,
             })
             .collect(),
@@ -1450,7 +1451,7 @@ fn compile_assignments(
         .iter()
         .map(|a| {
             let name = match &a.target {
-                AssignmentTarget::ColumnName(n) => crate::exec::last_part(n),
+                AssignmentTarget::ColumnName(n) => crate::sqltext::last_part(n),
                 AssignmentTarget::Tuple(_) => {
                     return Err(ShimError::Unsupported("tuple assignment".into()))
                 }
@@ -2602,7 +2603,7 @@ fn incorrect_kind(ty: &SqlType) -> &'static str {
 /// (which the SQL parser does not accept) as the equivalent
 /// `INSERT ... (a, b) VALUES (x, y) ...`; `None` for any other statement.
 pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
-    use crate::exec::word;
+    use crate::tokens::word;
     let mut i = 1;
     while matches!(
         word(t, i).as_deref(),
@@ -2681,7 +2682,7 @@ pub fn render_tokens(toks: &[Token]) -> String {
 /// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
 /// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
 pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
-    use crate::exec::word;
+    use crate::tokens::word;
     let mut end = 1;
     let mut ignore = false;
     while let Some(w) = word(t, end) {
@@ -2794,7 +2795,7 @@ struct ChosenRows {
 /// not accept) into the plain UPDATE text, the ORDER BY text and the LIMIT
 /// text; `None` when the statement has neither clause.
 pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, Option<String>)> {
-    use crate::exec::word;
+    use crate::tokens::word;
     let mut depth = 0usize;
     let mut order_at = None;
     let mut limit_at = None;
@@ -2833,7 +2834,7 @@ pub fn split_returning(t: &[Token]) -> Option<(String, String)> {
             Token::RParen => depth = depth.saturating_sub(1),
             _ => {}
         }
-        depth == 0 && crate::exec::word(t, i).as_deref() == Some("RETURNING")
+        depth == 0 && crate::tokens::word(t, i).as_deref() == Some("RETURNING")
     })?;
     let end = t.len() - usize::from(matches!(t.last(), Some(Token::SemiColon)));
     Some((
@@ -2978,11 +2979,11 @@ mod tests {
 
     #[test]
     fn insert_set_becomes_insert_values() {
-        let t = crate::exec::tokens("INSERT IGNORE INTO d.t SET a = 1, b = CONCAT('x''y', (2)) ON DUPLICATE KEY UPDATE a = 2").unwrap();
+        let t = crate::tokens::tokens("INSERT IGNORE INTO d.t SET a = 1, b = CONCAT('x''y', (2)) ON DUPLICATE KEY UPDATE a = 2").unwrap();
         let sql = rewrite_insert_set(&t).unwrap();
         assert_eq!(sql, "INSERT IGNORE INTO d . t (a, b) VALUES (1, CONCAT ( 'x''y' , ( 2 ) )) ON DUPLICATE KEY UPDATE a = 2");
         assert!(Parser::parse_sql(&MySqlDialect {}, &sql).is_ok());
-        let t = crate::exec::tokens("INSERT INTO t VALUES (1)").unwrap();
+        let t = crate::tokens::tokens("INSERT INTO t VALUES (1)").unwrap();
         assert!(rewrite_insert_set(&t).is_none());
     }
 

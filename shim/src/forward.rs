@@ -24,7 +24,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MysqlCode, WireError, ER_OPTION_PREVENTS_STATEMENT};
-use crate::exec::{Engine, Info, Kind, Output};
+use crate::exec::Engine;
+use crate::output::{Info, Kind, Output};
 use crate::session::{Session, Warning};
 
 /// A cluster node's forwarding: installed on every cluster node.
@@ -286,7 +287,7 @@ fn refused(message: String) -> WireError {
 /// Whether `sql` is an account statement that changes accounts (GRANT,
 /// REVOKE and SET PASSWORD are not of a writing kind).
 fn changes_accounts(sql: &str) -> bool {
-    let (w0, w1) = crate::exec::first_words(sql);
+    let (w0, w1) = crate::tokens::first_words(sql);
     crate::accounts::changes_accounts(&w0, &w1)
 }
 

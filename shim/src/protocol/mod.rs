@@ -25,7 +25,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::error::WireError;
-use crate::exec::Output;
+use crate::output::Output;
 use crate::handler::{Connection, Outcome};
 use crate::tls::{ReadStream, WriteStream};
 use crate::wire::wire_columns;
