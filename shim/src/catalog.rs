@@ -17,8 +17,8 @@ use sqlparser::tokenizer::Token;
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::{column, int_column, text_column, Output};
-use crate::tokens::{ident, qualified_name, word};
 use crate::session::Session;
+use crate::tokens::{ident, qualified_name, word};
 use crate::vars::{self, compare, like, system_variables, truth, EvalContext, EvalError};
 
 enum Filter {
@@ -775,7 +775,8 @@ pub fn describe(
                     table: table.to_string(),
                 });
             }
-            let q = crate::sqltext::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
+            let q =
+                crate::sqltext::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
             let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
                 return Err(ShimError::Internal("view probe did not parse".into()));
             };

@@ -16,10 +16,10 @@ use sqlparser::tokenizer::Token;
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::Engine;
-use crate::output::Output;
-use crate::tokens::{ident, qualified_name, word};
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
+use crate::output::Output;
 use crate::session::Session;
+use crate::tokens::{ident, qualified_name, word};
 
 /// Maps the declared type of column `column` to Ladle's.
 pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {

@@ -6,21 +6,20 @@
 //! parsing. Synchronous (the connection handler runs it on a blocking
 //! thread): storage writes may wait for an fsync.
 
-
 use sqlparser::ast::{self, Statement};
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError, WireError};
+use crate::exec::view_meta_key;
+use crate::exec::Engine;
 use crate::output::{Kind, Output};
+use crate::select::{has_share_mode, select_deadline, strip_share_mode};
 use crate::session::{Session, Transaction};
 use crate::sqltext::{last_part, parse, parse_select_items};
 use crate::tokens::{classify, first_words, qualified_name, tokens, word};
-use crate::{catalog, ddl, dml};
-use crate::select::{has_share_mode, select_deadline, strip_share_mode};
 use crate::transaction::{on_savepoint, set_transaction};
-use crate::exec::view_meta_key;
-use crate::exec::Engine;
+use crate::{catalog, ddl, dml};
 
 impl Engine {
     /// Runs one SQL text (one statement; a trailing `;` is fine; several
@@ -292,7 +291,7 @@ impl Engine {
             ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
             // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
             ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
-                let rest = dml::render_tokens(&t[2..]);
+                let rest = crate::tokens::render_tokens(&t[2..]);
                 let mut last = Output::ok();
                 for stmt in parse(&format!("SET @@global.{rest}"))? {
                     last = self.statement(s, stmt)?;
@@ -342,7 +341,7 @@ impl Engine {
                 let (t, ignore) = dml::strip_update_modifiers(t);
                 let (base, order, limit) = match dml::split_update_order_limit(&t) {
                     Some(split) => split,
-                    None if ignore => (dml::render_tokens(&t), None, None),
+                    None if ignore => (crate::tokens::render_tokens(&t), None, None),
                     None => return Ok(None),
                 };
                 let stmt = parse(&base)?.into_iter().next();

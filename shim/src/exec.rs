@@ -217,7 +217,6 @@ impl Engine {
             _ => Err(ShimError::Parse(format!("bad name {name}"))),
         }
     }
-
 }
 
 /// The catalog meta key holding a named view's definition.

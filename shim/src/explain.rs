@@ -1,16 +1,15 @@
 //! `EXPLAIN`: a view's dataflow graph in the shape the form asks for.
 
-
 use ladle_common::{SqlType, Value};
 use sqlparser::ast::Statement;
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError};
+use crate::exec::Engine;
 use crate::output::{column, Output};
 use crate::session::Session;
 use crate::sqltext::parse;
 use crate::tokens::word;
-use crate::exec::Engine;
 
 impl Engine {
     /// `EXPLAIN [GRAPH | FORMAT=TREE|JSON|TRADITIONAL | EXTENDED |

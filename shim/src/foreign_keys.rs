@@ -442,8 +442,8 @@ fn rows_matching(
             r[c].key_normalized(coll) == k.key_normalized(coll)
         })
     };
-    if crate::dml::transaction_wrote(s, schema.id) {
-        let rows = crate::dml::table_as_transaction_sees(e, s, schema)?;
+    if crate::dml::overlay::transaction_wrote(s, schema.id) {
+        let rows = crate::dml::overlay::table_as_transaction_sees(e, s, schema)?;
         return Ok(rows.into_iter().filter(|r| normalized(r)).collect());
     }
     let found = match index_for(schema, cols) {

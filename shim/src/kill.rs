@@ -1,14 +1,12 @@
 //! `KILL [CONNECTION | QUERY] id` (see [`crate::processes`]).
 
-
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
 use crate::output::Output;
 use crate::session::Session;
 use crate::tokens::word;
-use crate::dml;
-use crate::exec::Engine;
 
 impl Engine {
     /// `KILL [CONNECTION | QUERY] id` (see [`crate::processes`]).
@@ -18,7 +16,7 @@ impl Engine {
             Some("CONNECTION") => (true, 2),
             _ => (true, 1),
         };
-        let text = dml::render_tokens(&t[from..]);
+        let text = crate::tokens::render_tokens(&t[from..]);
         let id = self
             .eval_constant(s, &crate::sqltext::parse_whole_expr(&text)?)?
             .as_i64()

@@ -74,9 +74,9 @@ pub mod session;
 mod set_variable;
 pub mod sqltext;
 pub mod throttle;
+pub mod tls;
 mod tokens;
 mod transaction;
-pub mod tls;
 pub mod update_ignore;
 pub mod vars;
 pub mod wire;
@@ -95,8 +95,8 @@ pub use admin::Admin;
 pub use admission::{Admission, AdmissionSlot};
 pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, SchemaLog};
-pub use output::Output;
 pub use metrics::Metrics;
+pub use output::Output;
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
 /// Front-end settings.

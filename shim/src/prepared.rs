@@ -1,20 +1,21 @@
 //! Prepared statements: PREPARE plans a SELECT once (or keeps the text of
 //! any other statement), EXECUTE binds the parameters and reads.
 
-
 use ladle_common::Value;
 use ladle_dataflow::{OutputColumn, PreparedQuery, ResultRows};
 use sqlparser::ast::Statement;
 use sqlparser::tokenizer::Token;
 
+use crate::catalog;
 use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
 use crate::output::{Kind, Output};
+use crate::select::{
+    has_share_mode, select_deadline, strip_locks, strip_share_mode, takes_read_view,
+};
 use crate::session::{PreparedStatement, Session};
 use crate::sqltext::parse;
 use crate::tokens::{classify, first_words, tokens, word};
-use crate::catalog;
-use crate::select::{has_share_mode, select_deadline, strip_locks, strip_share_mode, takes_read_view};
-use crate::exec::Engine;
 
 impl Engine {
     /// Plans prepared SELECT `id` again from its SQL after DDL, keeping

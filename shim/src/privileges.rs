@@ -15,8 +15,8 @@ use sqlparser::tokenizer::Token;
 use crate::accounts::{self as acc, Grantee, Privs};
 use crate::error::{self, ShimError, WireError};
 use crate::exec::Engine;
-use crate::tokens::{qualified_name, word};
 use crate::session::Session;
+use crate::tokens::{qualified_name, word};
 
 /// One thing a statement needs.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,20 +3,19 @@
 //! the shim answers itself, and a transaction's own writes laid over the
 //! view: [`crate::dml::overlay`]).
 
-
 use ladle_common::{SqlType, Value};
 use ladle_dataflow::{OutputColumn, PreparedQuery, ResultRows};
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 
+use crate::catalog;
+use crate::dispatch::carried_warnings;
 use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
 use crate::output::{Kind, Output};
 use crate::session::Session;
 use crate::sqltext::parse;
 use crate::tokens::classify;
 use crate::vars::{EvalContext, EvalError, ReadConsistency};
-use crate::catalog;
-use crate::dispatch::carried_warnings;
-use crate::exec::Engine;
 
 impl Engine {
     /// A text SELECT answered without blocking: its view is installed (the
@@ -153,11 +152,11 @@ impl Engine {
                     }));
                 }
             }
-            let overlay = crate::dml::snapshot_overlay(self, s, &tables, view)?;
+            let overlay = crate::dml::overlay::snapshot_overlay(self, s, &tables, view)?;
             return Ok(pq.execute_snapshot(params, view, &overlay)?.into());
         }
         if s.in_transaction() {
-            let overlay = crate::dml::transaction_overlay(self, s, &pq.tables())?;
+            let overlay = crate::dml::overlay::transaction_overlay(self, s, &pq.tables())?;
             if !overlay.is_empty() {
                 return Ok(pq.execute_overlay(params, &overlay)?.into());
             }

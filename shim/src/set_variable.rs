@@ -1,17 +1,21 @@
 //! `SET`: session and user variables, and the global security variables.
 
-
 use ladle_common::Value;
 use sqlparser::ast::{self, Expr};
 
 use crate::error::{Result, ShimError, WireError};
-use crate::session::Session;
-use crate::vars::ReadConsistency;
-use crate::transaction::{isolation_level_name, set_next_isolation, set_session_isolation};
 use crate::exec::Engine;
+use crate::session::Session;
+use crate::transaction::{isolation_level_name, set_next_isolation, set_session_isolation};
+use crate::vars::ReadConsistency;
 
 impl Engine {
-    pub(crate) fn set_variable(&self, s: &mut Session, name: &ast::ObjectName, value: &Expr) -> Result<()> {
+    pub(crate) fn set_variable(
+        &self,
+        s: &mut Session,
+        name: &ast::ObjectName,
+        value: &Expr,
+    ) -> Result<()> {
         let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
         let full = parts.join(".");
         // User variable.

@@ -92,6 +92,18 @@ pub fn classify(sql: &str) -> Kind {
     }
 }
 
+/// Tokens (without whitespace) as SQL text again.
+pub fn render_tokens(toks: &[Token]) -> String {
+    toks.iter().map(render_token).collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) fn render_token(t: &Token) -> String {
+    match t {
+        Token::SingleQuotedString(s) => crate::params::quote(s),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::first_words;

@@ -1,14 +1,13 @@
 //! Transactions: START TRANSACTION, COMMIT (with its foreign-key check),
 //! implicit commits, savepoints and the isolation level.
 
-
 use ladle_common::Value;
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
 use crate::output::Output;
 use crate::session::{Session, Transaction};
-use crate::exec::Engine;
 
 impl Engine {
     /// BEGIN / START TRANSACTION: commits the open transaction and opens
@@ -76,7 +75,12 @@ pub(crate) fn on_savepoint(
 /// READ WRITE`: checks the level is one Ladle provides and, for the
 /// session, shows it in `@@transaction_isolation`. (Without SESSION the
 /// level is for the next transaction only; Ladle's one level serves both.)
-pub(crate) fn set_transaction(s: &mut Session, t: &[Token], session: bool, global: bool) -> Result<Output> {
+pub(crate) fn set_transaction(
+    s: &mut Session,
+    t: &[Token],
+    session: bool,
+    global: bool,
+) -> Result<Output> {
     let words: Vec<String> = t
         .iter()
         .filter_map(|tok| match tok {
