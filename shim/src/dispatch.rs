@@ -45,6 +45,58 @@ impl Engine {
         self.settle_statement(s, sql, kind, carried, result)
     }
 
+    /// A text SELECT answered without blocking: its view is installed (the
+    /// same text was read before in this database, or the query has the
+    /// shape of an installed view: [`Engine::installed_select`]), the
+    /// session's transaction (if any) reads the committed state, and the view holds the rows with
+    /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
+    /// [`Engine::execute`] on a blocking thread instead. Lets the
+    /// connection's task answer a repeated query, as
+    /// [`Engine::execute_prepared_cached`] does for prepared ones.
+    pub fn execute_cached(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        // A transaction's reads see its own writes, and under REPEATABLE
+        // READ its snapshot: only one that has written nothing at READ
+        // COMMITTED reads what everyone reads.
+        if classify(sql) != Kind::Select || !self.reads_shared_views_now(s) {
+            return None;
+        }
+        if matches!(
+            crate::sqltext::open_versioned_comments(sql),
+            std::borrow::Cow::Owned(_)
+        ) {
+            return None;
+        }
+        let db = s.database.clone()?;
+        let key = (db, sql.to_string());
+        let cached = self.select_cache.get(&key);
+        let (pq, new) = match cached {
+            Some(pq) => (pq, false),
+            None => (self.installed_select(s, &key.0, sql)?, true),
+        };
+        ladle_dataflow::take_eval_warnings();
+        let start = std::time::Instant::now();
+        let rows = pq.read_cached(&[], self.read_lsn(s))?;
+        if new {
+            self.remember_select(key, &pq);
+        }
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        let result = rows
+            .map(|rows| Output::Rows {
+                columns: pq.columns().to_vec(),
+                rows,
+            })
+            .map_err(|e| WireError::from(ShimError::from(e)));
+        // (The read left the session's warnings alone.)
+        let carried = carried_warnings(s, sql, Kind::Select);
+        Some(self.settle_statement(s, sql, Kind::Select, carried, result))
+    }
+
     /// What every statement leaves in its session besides its result:
     /// ROW_COUNT(), and the warnings SHOW WARNINGS lists (those the
     /// evaluator raised while it ran, or its error). `carried`: the
@@ -100,20 +152,20 @@ impl Engine {
         // Account statements are not DDL to the schema log: replicas must
         // not receive their passwords as statement text.
         let (w0, w1) = first_words(sql);
-        if crate::accounts::is_account_statement(&w0, &w1) {
-            if !crate::accounts::changes_accounts(&w0, &w1) {
-                return Ok(crate::accounts::statement(self, s, sql)?);
+        if crate::account_statements::is_account_statement(&w0, &w1) {
+            if !crate::account_statements::changes_accounts(&w0, &w1) {
+                return Ok(crate::account_statements::statement(self, s, sql)?);
             }
             self.implicit_commit(s)?;
             let Some(log) = self.schema_log.get() else {
-                return Ok(crate::accounts::statement(self, s, sql)?);
+                return Ok(crate::account_statements::statement(self, s, sql)?);
             };
             // A cluster node: as a schema change (only the primary runs
             // it; replicas install the resulting list at this position).
             log.check_writable()
                 .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
             let out = self.storage.fenced(|| {
-                let out = crate::accounts::statement(self, s, sql)?;
+                let out = crate::account_statements::statement(self, s, sql)?;
                 log.record_accounts(&self.accounts.encoded()?);
                 Ok::<_, ShimError>(out)
             })?;

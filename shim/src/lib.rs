@@ -42,6 +42,7 @@
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
+mod account_statements;
 pub mod accounts;
 pub mod admin;
 mod admission;

@@ -188,7 +188,7 @@ impl Engine {
         // Account statements have their own grammar (`'u'@'h'`, which the
         // SQL tokenizer refuses): checked and run at execution.
         let (w0, w1) = first_words(sql);
-        if crate::accounts::is_account_statement(&w0, &w1) {
+        if crate::account_statements::is_account_statement(&w0, &w1) {
             let n = marks.len();
             let id = s.add_statement(PreparedStatement::Other {
                 sql: sql.to_string(),

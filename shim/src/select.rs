@@ -8,68 +8,14 @@ use ladle_dataflow::{OutputColumn, PreparedQuery, ResultRows};
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
 
 use crate::catalog;
-use crate::dispatch::carried_warnings;
 use crate::error::{Result, ShimError, WireError};
 use crate::exec::Engine;
-use crate::output::{Kind, Output};
+use crate::output::Output;
 use crate::session::Session;
 use crate::sqltext::parse;
-use crate::tokens::classify;
 use crate::vars::{EvalContext, EvalError, ReadConsistency};
 
 impl Engine {
-    /// A text SELECT answered without blocking: its view is installed (the
-    /// same text was read before in this database, or the query has the
-    /// shape of an installed view: [`Engine::installed_select`]), the
-    /// session's transaction (if any) reads the committed state, and the view holds the rows with
-    /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
-    /// [`Engine::execute`] on a blocking thread instead. Lets the
-    /// connection's task answer a repeated query, as
-    /// [`Engine::execute_prepared_cached`] does for prepared ones.
-    pub fn execute_cached(
-        &self,
-        s: &mut Session,
-        sql: &str,
-    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
-        // A transaction's reads see its own writes, and under REPEATABLE
-        // READ its snapshot: only one that has written nothing at READ
-        // COMMITTED reads what everyone reads.
-        if classify(sql) != Kind::Select || !self.reads_shared_views_now(s) {
-            return None;
-        }
-        if matches!(
-            crate::sqltext::open_versioned_comments(sql),
-            std::borrow::Cow::Owned(_)
-        ) {
-            return None;
-        }
-        let db = s.database.clone()?;
-        let key = (db, sql.to_string());
-        let cached = self.select_cache.get(&key);
-        let (pq, new) = match cached {
-            Some(pq) => (pq, false),
-            None => (self.installed_select(s, &key.0, sql)?, true),
-        };
-        ladle_dataflow::take_eval_warnings();
-        let start = std::time::Instant::now();
-        let rows = pq.read_cached(&[], self.read_lsn(s))?;
-        if new {
-            self.remember_select(key, &pq);
-        }
-        self.metrics
-            .read_seconds
-            .observe(start.elapsed().as_secs_f64());
-        let result = rows
-            .map(|rows| Output::Rows {
-                columns: pq.columns().to_vec(),
-                rows,
-            })
-            .map_err(|e| WireError::from(ShimError::from(e)));
-        // (The read left the session's warnings alone.)
-        let carried = carried_warnings(s, sql, Kind::Select);
-        Some(self.settle_statement(s, sql, Kind::Select, carried, result))
-    }
-
     /// Whether a read by `s` may be answered from the views at once: not
     /// in a transaction with a view of its own (its writes, or a REPEATABLE
     /// READ snapshot), nor in one the primary runs (a forwarded one), nor
@@ -92,7 +38,12 @@ impl Engine {
     /// read, no constant query the shim answers itself) whose view exists
     /// already. Parses, plans nothing, never blocks; `None` leaves the
     /// statement to [`Engine::execute`].
-    fn installed_select(&self, s: &Session, db: &str, sql: &str) -> Option<PreparedQuery> {
+    pub(crate) fn installed_select(
+        &self,
+        s: &Session,
+        db: &str,
+        sql: &str,
+    ) -> Option<PreparedQuery> {
         if strip_share_mode(sql).is_some() {
             return None;
         }
@@ -113,7 +64,7 @@ impl Engine {
 
     /// Keeps the view `sql` read in the select cache, so that the same text
     /// again skips parsing.
-    fn remember_select(&self, key: (String, String), pq: &PreparedQuery) {
+    pub(crate) fn remember_select(&self, key: (String, String), pq: &PreparedQuery) {
         self.select_cache.insert(key, pq);
     }
 
