@@ -43,44 +43,44 @@
 //! `ladle_storage`'s API.
 
 mod account_statements;
-pub mod accounts;
+mod accounts;
 pub mod admin;
 mod admission;
-pub mod auth;
-pub mod catalog;
-pub mod checks;
-pub mod clock;
-pub mod ddl;
+mod auth;
+mod catalog;
+mod checks;
+mod clock;
+mod ddl;
 mod dispatch;
-pub mod dml;
-pub mod error;
-pub mod exec;
+mod dml;
+mod error;
+mod exec;
 mod explain;
-pub mod foreign_keys;
+mod foreign_keys;
 pub mod forward;
-pub mod handler;
-pub mod impossible;
+mod handler;
+mod impossible;
 mod kill;
-pub mod metrics;
-pub mod net;
+mod metrics;
+mod net;
 mod output;
-pub mod params;
+mod params;
 mod prepared;
-pub mod privileges;
-pub mod processes;
+mod privileges;
+mod processes;
 pub mod protocol;
-pub mod returning;
+mod returning;
 mod select;
 pub mod session;
 mod set_variable;
 pub mod sqltext;
-pub mod throttle;
+mod throttle;
 pub mod tls;
 mod tokens;
 mod transaction;
-pub mod update_ignore;
+mod update_ignore;
 pub mod vars;
-pub mod wire;
+mod wire;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -230,7 +230,8 @@ impl Frontend {
         if self.engine.host_errors.blocked(&host, max_errors) {
             // Refused before the greeting, as MySQL does.
             let message = throttle::HostErrors::blocked_message(&host);
-            let p = net::error_packet(0, 1129, "HY000", &message);
+            let code = error::ER_HOST_IS_BLOCKED;
+            let p = net::error_packet(0, code.errno, code.sqlstate, &message);
             metrics.errors.with_label_values(&["1129"]).inc();
             let _ = stream.write_all(&p).await;
             let _ = stream.shutdown().await;

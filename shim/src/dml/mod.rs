@@ -21,4 +21,3 @@ pub(crate) mod write;
 pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
 pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};
-pub use write::scan_spec;
