@@ -7,7 +7,9 @@
 //! sorted and limited.
 use std::cmp::Ordering;
 
-use ladle_common::{SqlType, Value};
+use std::sync::Arc;
+
+use ladle_common::{SqlType, TableSchema, Value};
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
 
 use super::describe::{column_key, default_text, extra, index_rows};
@@ -181,326 +183,12 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
                 })
                 .collect(),
         },
-        "TABLES" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                rows.push(vec![
-                    def.clone(),
-                    t(&tb.database),
-                    t(&tb.name),
-                    t("BASE TABLE"),
-                    t("InnoDB"),
-                    Value::Int(10),
-                    t("Dynamic"),
-                    Value::UInt(e.storage.estimate_rows(tb.id)),
-                    Value::Null,
-                    t("utf8mb4_general_ci"),
-                    t(""),
-                ]);
-            }
-            for d in &dbs {
-                for v in e.dataflow.named_views(d) {
-                    rows.push(vec![
-                        def.clone(),
-                        t(d),
-                        t(v),
-                        t("VIEW"),
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        t("VIEW"),
-                    ]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "TABLE_CATALOG",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "TABLE_TYPE",
-                    "ENGINE",
-                    "VERSION",
-                    "ROW_FORMAT",
-                    "TABLE_ROWS",
-                    "AUTO_INCREMENT",
-                    "TABLE_COLLATION",
-                    "TABLE_COMMENT",
-                ],
-                rows,
-            }
-        }
-        "COLUMNS" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                for (i, c) in tb.columns.iter().enumerate() {
-                    let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
-                    let dt_prec = if matches!(
-                        c.ty,
-                        SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
-                    ) {
-                        Value::Int(i64::from(c.ty.fsp()))
-                    } else {
-                        Value::Null
-                    };
-                    let (cs, coll) = if c.ty.is_text() {
-                        (t("utf8mb4"), t(c.collation.name()))
-                    } else {
-                        (Value::Null, Value::Null)
-                    };
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&tb.name),
-                        t(&c.name),
-                        Value::Int(i as i64 + 1),
-                        default_text(c),
-                        t(if c.nullable { "YES" } else { "NO" }),
-                        t(dt),
-                        maxlen,
-                        octets,
-                        prec,
-                        scale,
-                        dt_prec,
-                        cs,
-                        coll,
-                        t(c.ty.sql_name()),
-                        t(column_key(&tb, i)),
-                        t(extra(c)),
-                        t("select,insert,update,references"),
-                        t(""),
-                        t(c.default.generation().unwrap_or("")),
-                    ]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "TABLE_CATALOG",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "COLUMN_NAME",
-                    "ORDINAL_POSITION",
-                    "COLUMN_DEFAULT",
-                    "IS_NULLABLE",
-                    "DATA_TYPE",
-                    "CHARACTER_MAXIMUM_LENGTH",
-                    "CHARACTER_OCTET_LENGTH",
-                    "NUMERIC_PRECISION",
-                    "NUMERIC_SCALE",
-                    "DATETIME_PRECISION",
-                    "CHARACTER_SET_NAME",
-                    "COLLATION_NAME",
-                    "COLUMN_TYPE",
-                    "COLUMN_KEY",
-                    "EXTRA",
-                    "PRIVILEGES",
-                    "COLUMN_COMMENT",
-                    "GENERATION_EXPRESSION",
-                ],
-                rows,
-            }
-        }
-        "STATISTICS" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                for (iname, non_unique, seq, col) in index_rows(&tb) {
-                    let c = &tb.columns[col];
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&tb.name),
-                        Value::Int(non_unique),
-                        t(&tb.database),
-                        t(iname),
-                        Value::Int(seq),
-                        t(&c.name),
-                        t("A"),
-                        Value::Int(0),
-                        Value::Null,
-                        Value::Null,
-                        t(if c.nullable { "YES" } else { "" }),
-                        t("BTREE"),
-                        t(""),
-                        t(""),
-                    ]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "TABLE_CATALOG",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "NON_UNIQUE",
-                    "INDEX_SCHEMA",
-                    "INDEX_NAME",
-                    "SEQ_IN_INDEX",
-                    "COLUMN_NAME",
-                    "COLLATION",
-                    "CARDINALITY",
-                    "SUB_PART",
-                    "PACKED",
-                    "NULLABLE",
-                    "INDEX_TYPE",
-                    "COMMENT",
-                    "INDEX_COMMENT",
-                ],
-                rows,
-            }
-        }
-        "KEY_COLUMN_USAGE" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                let mut keys: Vec<(String, Vec<usize>)> = Vec::new();
-                if let Some(pk) = &tb.primary_key {
-                    keys.push(("PRIMARY".into(), pk.clone()));
-                }
-                keys.extend(
-                    tb.indexes
-                        .iter()
-                        .filter(|i| i.unique)
-                        .map(|i| (i.name.clone(), i.columns.clone())),
-                );
-                for (kname, cols) in keys {
-                    for (k, &c) in cols.iter().enumerate() {
-                        rows.push(vec![
-                            def.clone(),
-                            t(&tb.database),
-                            t(&kname),
-                            def.clone(),
-                            t(&tb.database),
-                            t(&tb.name),
-                            t(&tb.columns[c].name),
-                            Value::Int(k as i64 + 1),
-                            Value::Null,
-                            Value::Null,
-                            Value::Null,
-                            Value::Null,
-                        ]);
-                    }
-                }
-                for fk in crate::foreign_keys::of_table(e, tb.id)? {
-                    for (k, (c, p)) in fk.columns.iter().zip(&fk.parent_columns).enumerate() {
-                        rows.push(vec![
-                            def.clone(),
-                            t(&tb.database),
-                            t(&fk.name),
-                            def.clone(),
-                            t(&tb.database),
-                            t(&tb.name),
-                            t(c),
-                            Value::Int(k as i64 + 1),
-                            Value::Int(k as i64 + 1),
-                            t(&fk.parent_database),
-                            t(&fk.parent_table),
-                            t(p),
-                        ]);
-                    }
-                }
-            }
-            VTable {
-                columns: vec![
-                    "CONSTRAINT_CATALOG",
-                    "CONSTRAINT_SCHEMA",
-                    "CONSTRAINT_NAME",
-                    "TABLE_CATALOG",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "COLUMN_NAME",
-                    "ORDINAL_POSITION",
-                    "POSITION_IN_UNIQUE_CONSTRAINT",
-                    "REFERENCED_TABLE_SCHEMA",
-                    "REFERENCED_TABLE_NAME",
-                    "REFERENCED_COLUMN_NAME",
-                ],
-                rows,
-            }
-        }
-        "TABLE_CONSTRAINTS" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                if tb.primary_key.is_some() {
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t("PRIMARY"),
-                        t(&tb.database),
-                        t(&tb.name),
-                        t("PRIMARY KEY"),
-                    ]);
-                }
-                for i in tb.indexes.iter().filter(|i| i.unique) {
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&i.name),
-                        t(&tb.database),
-                        t(&tb.name),
-                        t("UNIQUE"),
-                    ]);
-                }
-                for fk in crate::foreign_keys::of_table(e, tb.id)? {
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&fk.name),
-                        t(&tb.database),
-                        t(&tb.name),
-                        t("FOREIGN KEY"),
-                    ]);
-                }
-                for c in e.checks.for_table(&e.storage, &tb)?.declared() {
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&c.name),
-                        t(&tb.database),
-                        t(&tb.name),
-                        t("CHECK"),
-                    ]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "CONSTRAINT_CATALOG",
-                    "CONSTRAINT_SCHEMA",
-                    "CONSTRAINT_NAME",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "CONSTRAINT_TYPE",
-                ],
-                rows,
-            }
-        }
-        "VIEWS" => {
-            let stats = e.dataflow.view_stats();
-            let mut rows = Vec::new();
-            for d in &dbs {
-                for v in e.dataflow.named_views(d) {
-                    let q = crate::exec::view_definition(&e.storage, d, &v)
-                        .or_else(|| {
-                            stats
-                                .iter()
-                                .find(|s| s.name.eq_ignore_ascii_case(&v))
-                                .map(|s| s.query.clone())
-                        })
-                        .unwrap_or_default();
-                    rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "TABLE_CATALOG",
-                    "TABLE_SCHEMA",
-                    "TABLE_NAME",
-                    "VIEW_DEFINITION",
-                    "CHECK_OPTION",
-                    "IS_UPDATABLE",
-                ],
-                rows,
-            }
-        }
+        "TABLES" => tables_table(e, &dbs, &all_tables, &def),
+        "COLUMNS" => columns_table(&all_tables, &def),
+        "STATISTICS" => statistics_table(&all_tables, &def),
+        "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
+        "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
+        "VIEWS" => views_table(e, &dbs, &def),
         "ROUTINES" => VTable {
             columns: vec![
                 "SPECIFIC_NAME",
@@ -580,44 +268,389 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
             ],
             rows: Vec::new(),
         },
-        "REFERENTIAL_CONSTRAINTS" => {
-            let mut rows = Vec::new();
-            for tb in all_tables() {
-                for fk in crate::foreign_keys::of_table(e, tb.id)? {
-                    rows.push(vec![
-                        def.clone(),
-                        t(&tb.database),
-                        t(&fk.name),
-                        t(&fk.parent_database),
-                        t("PRIMARY"),
-                        t(fk.on_update.sql()),
-                        t(fk.on_delete.sql()),
-                        t(&tb.name),
-                        t(&fk.parent_table),
-                    ]);
-                }
-            }
-            VTable {
-                columns: vec![
-                    "CONSTRAINT_CATALOG",
-                    "CONSTRAINT_SCHEMA",
-                    "CONSTRAINT_NAME",
-                    "UNIQUE_CONSTRAINT_SCHEMA",
-                    "UNIQUE_CONSTRAINT_NAME",
-                    "UPDATE_RULE",
-                    "DELETE_RULE",
-                    "TABLE_NAME",
-                    "REFERENCED_TABLE_NAME",
-                ],
-                rows,
-            }
-        }
+        "REFERENTIAL_CONSTRAINTS" => referential_constraints_table(e, &all_tables, &def)?,
         _ => {
             return Err(ShimError::UnknownTable {
                 database: "information_schema".into(),
                 table: name.to_string(),
             })
         }
+    })
+}
+
+fn tables_table(
+    e: &Engine,
+    dbs: &[String],
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        rows.push(vec![
+            def.clone(),
+            t(&tb.database),
+            t(&tb.name),
+            t("BASE TABLE"),
+            t("InnoDB"),
+            Value::Int(10),
+            t("Dynamic"),
+            Value::UInt(e.storage.estimate_rows(tb.id)),
+            Value::Null,
+            t("utf8mb4_general_ci"),
+            t(""),
+        ]);
+    }
+    for d in dbs {
+        for v in e.dataflow.named_views(d) {
+            rows.push(vec![
+                def.clone(),
+                t(d),
+                t(v),
+                t("VIEW"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                t("VIEW"),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "TABLE_TYPE",
+            "ENGINE",
+            "VERSION",
+            "ROW_FORMAT",
+            "TABLE_ROWS",
+            "AUTO_INCREMENT",
+            "TABLE_COLLATION",
+            "TABLE_COMMENT",
+        ],
+        rows,
+    }
+}
+
+fn columns_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for (i, c) in tb.columns.iter().enumerate() {
+            let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
+            let dt_prec = if matches!(
+                c.ty,
+                SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
+            ) {
+                Value::Int(i64::from(c.ty.fsp()))
+            } else {
+                Value::Null
+            };
+            let (cs, coll) = if c.ty.is_text() {
+                (t("utf8mb4"), t(c.collation.name()))
+            } else {
+                (Value::Null, Value::Null)
+            };
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                t(&c.name),
+                Value::Int(i as i64 + 1),
+                default_text(c),
+                t(if c.nullable { "YES" } else { "NO" }),
+                t(dt),
+                maxlen,
+                octets,
+                prec,
+                scale,
+                dt_prec,
+                cs,
+                coll,
+                t(c.ty.sql_name()),
+                t(column_key(&tb, i)),
+                t(extra(c)),
+                t("select,insert,update,references"),
+                t(""),
+                t(c.default.generation().unwrap_or("")),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "COLUMN_DEFAULT",
+            "IS_NULLABLE",
+            "DATA_TYPE",
+            "CHARACTER_MAXIMUM_LENGTH",
+            "CHARACTER_OCTET_LENGTH",
+            "NUMERIC_PRECISION",
+            "NUMERIC_SCALE",
+            "DATETIME_PRECISION",
+            "CHARACTER_SET_NAME",
+            "COLLATION_NAME",
+            "COLUMN_TYPE",
+            "COLUMN_KEY",
+            "EXTRA",
+            "PRIVILEGES",
+            "COLUMN_COMMENT",
+            "GENERATION_EXPRESSION",
+        ],
+        rows,
+    }
+}
+
+fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for (iname, non_unique, seq, col) in index_rows(&tb) {
+            let c = &tb.columns[col];
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                Value::Int(non_unique),
+                t(&tb.database),
+                t(iname),
+                Value::Int(seq),
+                t(&c.name),
+                t("A"),
+                Value::Int(0),
+                Value::Null,
+                Value::Null,
+                t(if c.nullable { "YES" } else { "" }),
+                t("BTREE"),
+                t(""),
+                t(""),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "NON_UNIQUE",
+            "INDEX_SCHEMA",
+            "INDEX_NAME",
+            "SEQ_IN_INDEX",
+            "COLUMN_NAME",
+            "COLLATION",
+            "CARDINALITY",
+            "SUB_PART",
+            "PACKED",
+            "NULLABLE",
+            "INDEX_TYPE",
+            "COMMENT",
+            "INDEX_COMMENT",
+        ],
+        rows,
+    }
+}
+
+fn key_column_usage_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        let mut keys: Vec<(String, Vec<usize>)> = Vec::new();
+        if let Some(pk) = &tb.primary_key {
+            keys.push(("PRIMARY".into(), pk.clone()));
+        }
+        keys.extend(
+            tb.indexes
+                .iter()
+                .filter(|i| i.unique)
+                .map(|i| (i.name.clone(), i.columns.clone())),
+        );
+        for (kname, cols) in keys {
+            for (k, &c) in cols.iter().enumerate() {
+                rows.push(vec![
+                    def.clone(),
+                    t(&tb.database),
+                    t(&kname),
+                    def.clone(),
+                    t(&tb.database),
+                    t(&tb.name),
+                    t(&tb.columns[c].name),
+                    Value::Int(k as i64 + 1),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                ]);
+            }
+        }
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            for (k, (c, p)) in fk.columns.iter().zip(&fk.parent_columns).enumerate() {
+                rows.push(vec![
+                    def.clone(),
+                    t(&tb.database),
+                    t(&fk.name),
+                    def.clone(),
+                    t(&tb.database),
+                    t(&tb.name),
+                    t(c),
+                    Value::Int(k as i64 + 1),
+                    Value::Int(k as i64 + 1),
+                    t(&fk.parent_database),
+                    t(&fk.parent_table),
+                    t(p),
+                ]);
+            }
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "POSITION_IN_UNIQUE_CONSTRAINT",
+            "REFERENCED_TABLE_SCHEMA",
+            "REFERENCED_TABLE_NAME",
+            "REFERENCED_COLUMN_NAME",
+        ],
+        rows,
+    })
+}
+
+fn table_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        if tb.primary_key.is_some() {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t("PRIMARY"),
+                t(&tb.database),
+                t(&tb.name),
+                t("PRIMARY KEY"),
+            ]);
+        }
+        for i in tb.indexes.iter().filter(|i| i.unique) {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&i.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("UNIQUE"),
+            ]);
+        }
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&fk.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("FOREIGN KEY"),
+            ]);
+        }
+        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&c.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("CHECK"),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "CONSTRAINT_TYPE",
+        ],
+        rows,
+    })
+}
+
+fn views_table(e: &Engine, dbs: &[String], def: &Value) -> VTable {
+    let stats = e.dataflow.view_stats();
+    let mut rows = Vec::new();
+    for d in dbs {
+        for v in e.dataflow.named_views(d) {
+            let q = crate::exec::view_definition(&e.storage, d, &v)
+                .or_else(|| {
+                    stats
+                        .iter()
+                        .find(|s| s.name.eq_ignore_ascii_case(&v))
+                        .map(|s| s.query.clone())
+                })
+                .unwrap_or_default();
+            rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "VIEW_DEFINITION",
+            "CHECK_OPTION",
+            "IS_UPDATABLE",
+        ],
+        rows,
+    }
+}
+
+fn referential_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&fk.name),
+                t(&fk.parent_database),
+                t("PRIMARY"),
+                t(fk.on_update.sql()),
+                t(fk.on_delete.sql()),
+                t(&tb.name),
+                t(&fk.parent_table),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "UNIQUE_CONSTRAINT_SCHEMA",
+            "UNIQUE_CONSTRAINT_NAME",
+            "UPDATE_RULE",
+            "DELETE_RULE",
+            "TABLE_NAME",
+            "REFERENCED_TABLE_NAME",
+        ],
+        rows,
     })
 }
 
