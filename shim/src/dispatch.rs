@@ -387,64 +387,7 @@ impl Engine {
                 dml::truncate(self, s, &name)?;
                 Ok(Some(Output::ok()))
             }
-            ("UPDATE", _) => {
-                // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
-                // IGNORE as the table's name.
-                let (t, ignore) = dml::strip_update_modifiers(t);
-                let (base, order, limit) = match dml::split_update_order_limit(&t) {
-                    Some(split) => split,
-                    None if ignore => (crate::tokens::render_tokens(&t), None, None),
-                    None => return Ok(None),
-                };
-                let stmt = parse(&base)?.into_iter().next();
-                let Some(Statement::Update {
-                    table,
-                    assignments,
-                    from: None,
-                    selection,
-                    ..
-                }) = stmt
-                else {
-                    return Err(ShimError::Unsupported(
-                        "this form of UPDATE ... ORDER BY/LIMIT".into(),
-                    )
-                    .into());
-                };
-                let order_by = match order {
-                    Some(text) => {
-                        let mut parser = crate::sqltext::parser(&text)?;
-                        let mut order = crate::sqltext::contain_parser_panic(|| {
-                            parser.parse_comma_separated(Parser::parse_order_by_expr)
-                        })?;
-                        ladle_dataflow::bound_depth(&mut order).map_err(|_| ShimError::TooDeep)?;
-                        order
-                    }
-                    None => Vec::new(),
-                };
-                let limit = match limit {
-                    Some(text) => {
-                        let x = crate::sqltext::parse_expr(&text)?;
-                        match self.eval_constant(s, &x)?.as_i64() {
-                            Some(n) if n >= 0 => Some(n as u64),
-                            _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
-                        }
-                    }
-                    None => None,
-                };
-                let clauses = dml::UpdateClauses {
-                    order_by: &order_by,
-                    limit,
-                    ignore,
-                };
-                Ok(Some(dml::update(
-                    self,
-                    s,
-                    table,
-                    assignments,
-                    selection,
-                    clauses,
-                )?))
-            }
+            ("UPDATE", _) => self.update_by_keywords(s, t),
             // `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL
             // parser wants RETURNING before ORDER BY, and reads it as the
             // table's alias when there is no WHERE.
@@ -472,6 +415,71 @@ impl Engine {
             ("XA", _) => Err(ShimError::Unsupported(w0).into()),
             _ => Ok(None),
         }
+    }
+
+    /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]`: the
+    /// forms the SQL parser does not read (`None`: a plain UPDATE, left to
+    /// the parser).
+    fn update_by_keywords(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
+        // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
+        // IGNORE as the table's name.
+        let (t, ignore) = dml::strip_update_modifiers(t);
+        let (base, order, limit) = match dml::split_update_order_limit(&t) {
+            Some(split) => split,
+            None if ignore => (crate::tokens::render_tokens(&t), None, None),
+            None => return Ok(None),
+        };
+        let stmt = parse(&base)?.into_iter().next();
+        let Some(Statement::Update {
+            table,
+            assignments,
+            from: None,
+            selection,
+            ..
+        }) = stmt
+        else {
+            return Err(
+                ShimError::Unsupported("this form of UPDATE ... ORDER BY/LIMIT".into()).into(),
+            );
+        };
+        let order_by = match order {
+            Some(text) => {
+                let mut parser = crate::sqltext::parser(&text)?;
+                let mut order = crate::sqltext::contain_parser_panic(|| {
+                    parser.parse_comma_separated(Parser::parse_order_by_expr)
+                })?;
+                ladle_dataflow::bound_depth(&mut order).map_err(|_| ShimError::TooDeep)?;
+                order
+            }
+            None => Vec::new(),
+        };
+        let limit = match limit {
+            Some(text) => {
+                let x = crate::sqltext::parse_expr(&text)?;
+                match self.eval_constant(s, &x)?.as_i64() {
+                    Some(n) if n >= 0 => Some(n as u64),
+                    _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
+                }
+            }
+            None => None,
+        };
+        let clauses = dml::UpdateClauses {
+            order_by: &order_by,
+            limit,
+            ignore,
+        };
+        Ok(Some(dml::update(
+            self,
+            s,
+            table,
+            assignments,
+            selection,
+            clauses,
+        )?))
     }
 
     /// Runs one parsed statement.
