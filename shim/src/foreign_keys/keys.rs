@@ -19,6 +19,8 @@ pub(super) fn meta_key(table: TableId) -> String {
 }
 
 /// What happens to referencing rows when their parent row goes or changes.
+/// (The variants are SQL's own names: NO ACTION is one of them.)
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub enum Action {
     Restrict,
