@@ -10,7 +10,7 @@ use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::Output;
 use crate::session::Session;
-use crate::tokens::{ident, word};
+use crate::tokens::{ident, render_token, word};
 use crate::vars::{like, truth, EvalContext, EvalError};
 
 pub(super) enum Filter {
@@ -46,13 +46,6 @@ pub(super) fn filter_at(t: &[Token], i: usize) -> Result<Filter> {
                 .collect::<Vec<_>>()
                 .join(" ")
         ))),
-    }
-}
-
-pub(super) fn render_token(t: &Token) -> String {
-    match t {
-        Token::SingleQuotedString(s) => crate::params::quote(s),
-        other => other.to_string(),
     }
 }
 
