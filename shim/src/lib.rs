@@ -6,22 +6,25 @@
 //! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
 //! then [`Frontend::serve`] a TCP listener. Each connection is served by
 //! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
-//! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
+//! [`Engine`] on a blocking thread, so an fsync never stalls a tokio
 //! worker and a panic below becomes error 1105 for that client only. The
 //! exception is a prepared SELECT the views answer from memory (every key
 //! cached, no write to wait for): it runs on the connection's task, since
 //! the hand-off would cost more than the read.
 //!
-//! Routing: SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
+//! Routing (`dispatch`, one place: the MySQL forms the SQL parser does not
+//! read by their first words, the rest by the parsed statement; each kind
+//! of statement has its handler module over the statement context, `exec`):
+//! SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
 //! are bound once and executed as reader lookups), except queries without
 //! FROM over session state (`@@version`, `DATABASE()`...), answered here, and
 //! `information_schema` queries, evaluated over virtual tables built from the
-//! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see [`dml`]);
+//! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see `dml`);
 //! transactions buffer them (see [`session::Transaction`]); UPDATE IGNORE
-//! decides which rows keep their keys in [`update_ignore`]. DDL goes to
+//! decides which rows keep their keys in `update_ignore`. DDL goes to
 //! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
-//! constraints are enforced when each statement runs ([`foreign_keys`],
-//! [`checks`]).
+//! constraints are enforced when each statement runs (`foreign_keys`,
+//! `checks`).
 //!
 //! The MySQL protocol is implemented here ([`protocol`]), directly on
 //! tokio's `AsyncRead`/`AsyncWrite`: framing with an explicit read buffer
@@ -35,7 +38,7 @@
 //! packets pointing into a freed buffer), answered commands MySQL leaves
 //! unanswered (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA), answered unknown
 //! commands OK, and panicked on malformed input; owning the protocol makes
-//! each of those a plain local fix. [`wire`] maps Ladle's types and values
+//! each of those a plain local fix. `wire` maps Ladle's types and values
 //! to column definitions and cells; [`sqltext::from_bytes`] turns client
 //! bytes into statement text without losing binary string literals.
 //!
