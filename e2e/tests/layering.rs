@@ -50,27 +50,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "#18: exec.rs both routes statements and supplies the handlers helpers (context + handlers)",
-        &[
-            "shim/src/accounts.rs",
-            "shim/src/admin.rs",
-            "shim/src/alter_table.rs",
-            "shim/src/catalog.rs",
-            "shim/src/clock.rs",
-            "shim/src/ddl.rs",
-            "shim/src/dml.rs",
-            "shim/src/exec.rs",
-            "shim/src/foreign_keys.rs",
-            "shim/src/forward.rs",
-            "shim/src/privileges.rs",
-            "shim/src/processes.rs",
-            "shim/src/returning.rs",
-            "shim/src/session.rs",
-            "shim/src/update_ignore.rs",
-            "shim/src/vars.rs",
-        ],
-    ),
-    (
         "#18: SnapshotError names NodeId, NodeId::new returns SnapshotError",
         &[
             "storage/src/snapshot/error.rs",

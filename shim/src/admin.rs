@@ -15,7 +15,8 @@ use ladle_common::{SqlType, Value};
 use sqlparser::tokenizer::Token;
 
 use crate::error::{WireError, ER_NOT_SUPPORTED_YET, ER_UNKNOWN};
-use crate::exec::{column, int_column, word, Output};
+use crate::output::{column, int_column, Output};
+use crate::tokens::word;
 
 /// What `SNAPSHOT VIEWS` reports.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -15,9 +15,11 @@ use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
-use crate::exec::{ident, qualified_name, word, Engine, Output};
+use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
+use crate::output::Output;
 use crate::session::Session;
+use crate::tokens::{ident, qualified_name, word};
 
 /// Maps the declared type of column `column` to Ladle's.
 pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
@@ -622,7 +624,7 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
     let name = ci
         .name
         .as_ref()
-        .map(crate::exec::last_part)
+        .map(crate::sqltext::last_part)
         .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
     if ci.if_not_exists && schema.index(&name).is_some() {
         s.warn(1061, format!("Duplicate key name '{name}'"));
@@ -703,7 +705,7 @@ pub fn drop(
         }
         ObjectType::Schema => {
             for n in &names {
-                drop_db(e, s, &crate::exec::last_part(n), if_exists)?;
+                drop_db(e, s, &crate::sqltext::last_part(n), if_exists)?;
             }
             Ok(Output::ok())
         }

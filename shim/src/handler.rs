@@ -11,7 +11,8 @@ use ladle_dataflow::OutputColumn;
 use parking_lot::Mutex;
 
 use crate::error::{WireError, ER_UNKNOWN};
-use crate::exec::{Engine, Kind, Output};
+use crate::exec::Engine;
+use crate::output::{Kind, Output};
 use crate::protocol::result::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::session::Session;
 
@@ -486,7 +487,7 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     let crate::session::PreparedStatement::Other { sql, marks } = s.statements.get(&id)? else {
         return None;
     };
-    if !matches!(crate::exec::classify(sql), Kind::Select | Kind::Show) {
+    if !matches!(crate::tokens::classify(sql), Kind::Select | Kind::Show) {
         return None;
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);

@@ -6,22 +6,25 @@
 //! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
 //! then [`Frontend::serve`] a TCP listener. Each connection is served by
 //! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
-//! [`exec::Engine`] on a blocking thread, so an fsync never stalls a tokio
+//! [`Engine`] on a blocking thread, so an fsync never stalls a tokio
 //! worker and a panic below becomes error 1105 for that client only. The
 //! exception is a prepared SELECT the views answer from memory (every key
 //! cached, no write to wait for): it runs on the connection's task, since
 //! the hand-off would cost more than the read.
 //!
-//! Routing: SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
+//! Routing (`dispatch`, one place: the MySQL forms the SQL parser does not
+//! read by their first words, the rest by the parsed statement; each kind
+//! of statement has its handler module over the statement context, `exec`):
+//! SELECTs go to `Dataflow::prepare` + `execute` (prepared SELECTs
 //! are bound once and executed as reader lookups), except queries without
 //! FROM over session state (`@@version`, `DATABASE()`...), answered here, and
 //! `information_schema` queries, evaluated over virtual tables built from the
-//! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see [`dml`]);
+//! catalog. INSERT/UPDATE/DELETE become storage `WriteOp`s (see `dml`);
 //! transactions buffer them (see [`session::Transaction`]); UPDATE IGNORE
-//! decides which rows keep their keys in [`update_ignore`]. DDL goes to
+//! decides which rows keep their keys in `update_ignore`. DDL goes to
 //! storage's catalog and notifies the dataflow. FOREIGN KEY and CHECK
-//! constraints are enforced when each statement runs ([`foreign_keys`],
-//! [`checks`]).
+//! constraints are enforced when each statement runs (`foreign_keys`,
+//! `checks`).
 //!
 //! The MySQL protocol is implemented here ([`protocol`]), directly on
 //! tokio's `AsyncRead`/`AsyncWrite`: framing with an explicit read buffer
@@ -35,44 +38,54 @@
 //! packets pointing into a freed buffer), answered commands MySQL leaves
 //! unanswered (COM_STMT_CLOSE, COM_STMT_SEND_LONG_DATA), answered unknown
 //! commands OK, and panicked on malformed input; owning the protocol makes
-//! each of those a plain local fix. [`wire`] maps Ladle's types and values
+//! each of those a plain local fix. `wire` maps Ladle's types and values
 //! to column definitions and cells; [`sqltext::from_bytes`] turns client
 //! bytes into statement text without losing binary string literals.
 //!
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
-pub mod accounts;
+mod account_statements;
+mod accounts;
 pub mod admin;
 mod admission;
 mod alter;
 mod alter_table;
-pub mod auth;
-pub mod catalog;
-pub mod checks;
-pub mod clock;
-pub mod ddl;
-pub mod dml;
-pub mod error;
-pub mod exec;
-pub mod foreign_keys;
+mod auth;
+mod catalog;
+mod checks;
+mod clock;
+mod ddl;
+mod dispatch;
+mod dml;
+mod error;
+mod exec;
+mod explain;
+mod foreign_keys;
 pub mod forward;
-pub mod handler;
-pub mod impossible;
-pub mod metrics;
-pub mod net;
-pub mod params;
-pub mod privileges;
-pub mod processes;
+mod handler;
+mod impossible;
+mod kill;
+mod metrics;
+mod net;
+mod output;
+mod params;
+mod prepared;
+mod privileges;
+mod processes;
 pub mod protocol;
-pub mod returning;
+mod returning;
+mod select;
 pub mod session;
+mod set_variable;
 pub mod sqltext;
-pub mod throttle;
+mod throttle;
 pub mod tls;
-pub mod update_ignore;
+mod tokens;
+mod transaction;
+mod update_ignore;
 pub mod vars;
-pub mod wire;
+mod wire;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -87,8 +100,9 @@ use tokio::sync::watch;
 pub use admin::Admin;
 pub use admission::{Admission, AdmissionSlot};
 pub use error::{MysqlCode, ShimError};
-pub use exec::{Engine, Output, SchemaLog};
+pub use exec::{Engine, SchemaLog};
 pub use metrics::Metrics;
+pub use output::Output;
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
 /// Front-end settings.
@@ -221,7 +235,8 @@ impl Frontend {
         if self.engine.host_errors.blocked(&host, max_errors) {
             // Refused before the greeting, as MySQL does.
             let message = throttle::HostErrors::blocked_message(&host);
-            let p = net::error_packet(0, 1129, "HY000", &message);
+            let code = error::ER_HOST_IS_BLOCKED;
+            let p = net::error_packet(0, code.errno, code.sqlstate, &message);
             metrics.errors.with_label_values(&["1129"]).inc();
             let _ = stream.write_all(&p).await;
             let _ = stream.shutdown().await;

@@ -14,8 +14,9 @@ use sqlparser::tokenizer::Token;
 
 use crate::accounts::{self as acc, Grantee, Privs};
 use crate::error::{self, ShimError, WireError};
-use crate::exec::{qualified_name, word, Engine};
+use crate::exec::Engine;
 use crate::session::Session;
+use crate::tokens::{qualified_name, word};
 
 /// One thing a statement needs.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,7 +105,7 @@ pub fn check_sql(e: &Engine, s: &Session, sql: &str) -> Result<(), ShimError> {
     let Some(g) = &s.grantee else {
         return Ok(());
     };
-    let t: Vec<Token> = crate::exec::tokens(sql)?
+    let t: Vec<Token> = crate::tokens::tokens(sql)?
         .into_iter()
         .filter(|t| !matches!(t, Token::SemiColon))
         .collect();
@@ -247,7 +248,7 @@ fn needs(s: &Session, sql: &str, t: &[Token]) -> Result<Vec<Need>, ShimError> {
             | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM" | "XA" | "KILL" | "HELP",
             _,
         ) => {}
-        _ => match crate::exec::parse(sql) {
+        _ => match crate::sqltext::parse(sql) {
             Ok(stmts) => {
                 for st in &stmts {
                     statement_needs(s, st, &mut out)?;
@@ -264,7 +265,7 @@ fn database_after(t: &[Token], mut i: usize) -> String {
     while matches!(word(t, i).as_deref(), Some("IF" | "NOT" | "EXISTS")) {
         i += 1;
     }
-    crate::exec::ident(t, i).unwrap_or_default()
+    crate::tokens::ident(t, i).unwrap_or_default()
 }
 
 fn statement_needs(s: &Session, st: &Statement, out: &mut Vec<Need>) -> Result<(), ShimError> {
@@ -414,7 +415,7 @@ fn show_needs(s: &Session, t: &[Token], out: &mut Vec<Need>) -> Result<(), ShimE
         let mut j = i;
         if let Some((db, table)) = qualified_name(t, &mut j) {
             let db = if matches!(word(t, j).as_deref(), Some("FROM" | "IN")) {
-                crate::exec::ident(t, j + 1)
+                crate::tokens::ident(t, j + 1)
             } else {
                 db
             };

@@ -13,7 +13,7 @@ use ladle_dataflow::{compile_row_expr, BaseColumn, OutputColumn, ResultRows, Row
 use sqlparser::ast::{self, SelectItem};
 
 use crate::error::{Result, ShimError};
-use crate::exec::Output;
+use crate::output::Output;
 
 /// A compiled RETURNING list over one table's rows.
 pub struct Returning {
@@ -35,7 +35,7 @@ impl Returning {
                     continue;
                 }
                 SelectItem::QualifiedWildcard(name, _) => {
-                    let named = crate::exec::last_part(name);
+                    let named = crate::sqltext::last_part(name);
                     if !named.eq_ignore_ascii_case(&schema.name) {
                         return Err(ShimError::Dataflow(
                             ladle_dataflow::DataflowError::UnknownTable(named),

@@ -396,6 +396,14 @@ impl Session {
     }
 }
 
+/// The session's account as `CURRENT_USER()` names it.
+pub fn current_user(s: &Session) -> (String, String) {
+    match &s.grantee {
+        Some(g) => (g.user.clone(), g.host.clone()),
+        None => (s.user.clone(), "%".into()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

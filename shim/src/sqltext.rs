@@ -6,7 +6,7 @@
 //! unescaping and unescapes string literals itself ([`unescape_literal`]),
 //! exactly as MySQL does, then hands the tokens to the parser.
 
-use sqlparser::ast::{self, Query, Statement};
+use sqlparser::ast::{self, Query, SelectItem, Statement};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithLocation, Tokenizer, Word};
@@ -884,6 +884,30 @@ fn unescape_bytes(raw: &[u8], quote: u8) -> Vec<u8> {
         }
     }
     out
+}
+
+/// Statements of `sql`, string literals unescaped as MySQL does (see
+/// [`crate::sqltext`]).
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    crate::sqltext::parse_statements(sql)
+}
+
+/// A select list (`*`, `t.*`, expressions with aliases) given as text,
+/// all of it: a RETURNING list the shim split off its statement.
+pub(crate) fn parse_select_items(sql: &str) -> Result<Vec<SelectItem>> {
+    let mut parser = crate::sqltext::parser(sql)?;
+    let mut items = crate::sqltext::contain_parser_panic(|| {
+        let items = parser.parse_comma_separated(Parser::parse_select_item)?;
+        parser.expect_token(&Token::EOF)?;
+        Ok(items)
+    })?;
+    ladle_dataflow::bound_depth(&mut items).map_err(|_| ShimError::TooDeep)?;
+    Ok(items)
+}
+
+/// The last part of a (possibly qualified) name.
+pub fn last_part(n: &ast::ObjectName) -> String {
+    n.0.last().map(|i| i.value.clone()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -99,14 +99,14 @@ pub fn adjust_values(
             continue;
         };
         matched += 1;
-        warnings.extend(crate::dml::adjust_ignored_row(
+        warnings.extend(crate::dml::write::adjust_ignored_row(
             schema, &mut new, matched, true,
         ));
     }
     let adjusting_schema = schema.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         Ok(update(row)?.map(|mut new| {
-            crate::dml::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
+            crate::dml::write::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
             new
         }))
     });

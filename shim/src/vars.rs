@@ -477,7 +477,7 @@ impl EvalContext<'_> {
                 Value::text(format!("{}@{}", s.user, s.host))
             }
             "current_user" => {
-                let (user, host) = crate::accounts::current_user(s);
+                let (user, host) = crate::session::current_user(s);
                 Value::text(format!("{user}@{host}"))
             }
             "connection_id" => Value::Int(i64::from(s.connection_id)),

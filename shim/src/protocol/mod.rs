@@ -25,8 +25,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::error::WireError;
-use crate::exec::Output;
 use crate::handler::{Connection, Outcome};
+use crate::output::Output;
 use crate::tls::{ReadStream, WriteStream};
 use crate::wire::wire_columns;
 use command::Handling;

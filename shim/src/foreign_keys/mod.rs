@@ -32,70 +32,16 @@
 use std::sync::Arc;
 
 use ladle_common::{Row, RowDelta, TableId, TableSchema, Value};
-use ladle_storage::{
-    CommitCheck, IndexRef, ScanSpec, SnapshotReads, Storage, StorageError, WriteOp,
-};
-use parking_lot::RwLock;
-use serde::{Deserialize, Serialize};
-use sqlparser::ast::{self, ReferentialAction};
+use ladle_storage::{CommitCheck, IndexRef, ScanSpec, SnapshotReads, StorageError, WriteOp};
 
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::Engine;
 use crate::session::Session;
 
-/// The catalog meta key prefix for a child table's keys.
-const META_PREFIX: &str = "fk/";
+mod keys;
 
-fn meta_key(table: TableId) -> String {
-    format!("{META_PREFIX}{table}")
-}
-
-/// What happens to referencing rows when their parent row goes or changes.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub enum Action {
-    Restrict,
-    NoAction,
-    Cascade,
-    SetNull,
-}
-
-impl Action {
-    fn from_ast(a: Option<ReferentialAction>) -> Result<Action> {
-        Ok(match a {
-            None | Some(ReferentialAction::Restrict) => Action::Restrict,
-            Some(ReferentialAction::NoAction) => Action::NoAction,
-            Some(ReferentialAction::Cascade) => Action::Cascade,
-            Some(ReferentialAction::SetNull) => Action::SetNull,
-            Some(ReferentialAction::SetDefault) => {
-                return Err(ShimError::Unsupported(
-                    "ON DELETE/UPDATE SET DEFAULT".into(),
-                ))
-            }
-        })
-    }
-
-    pub fn sql(self) -> &'static str {
-        match self {
-            Action::Restrict => "RESTRICT",
-            Action::NoAction => "NO ACTION",
-            Action::Cascade => "CASCADE",
-            Action::SetNull => "SET NULL",
-        }
-    }
-}
-
-/// One FOREIGN KEY of a child table.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct ForeignKey {
-    pub name: String,
-    /// The child's key columns.
-    pub columns: Vec<String>,
-    pub parent_database: String,
-    pub parent_table: String,
-    pub parent_columns: Vec<String>,
-    pub on_delete: Action,
-    pub on_update: Action,
-}
+use keys::meta_key;
+pub use keys::{Action, ForeignKey, ForeignKeyCache, KeyDeclaration};
 
 impl ForeignKey {
     /// Builds a key from its declaration; `existing` names the table's
@@ -138,108 +84,6 @@ impl ForeignKey {
             on_delete: Action::from_ast(on_delete)?,
             on_update: Action::from_ast(on_update)?,
         })
-    }
-
-    /// The `FOREIGN KEY (...) REFERENCES ...` clause as SHOW CREATE TABLE
-    /// and the error messages print it; `qualified` names the parent's
-    /// database.
-    pub fn clause(&self, child_database: &str, qualified: bool) -> String {
-        let cols = |c: &[String]| {
-            c.iter()
-                .map(|x| format!("`{x}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let parent = if qualified || self.parent_database != child_database {
-            format!("`{}`.`{}`", self.parent_database, self.parent_table)
-        } else {
-            format!("`{}`", self.parent_table)
-        };
-        let mut out = format!(
-            "CONSTRAINT `{}` FOREIGN KEY ({}) REFERENCES {parent} ({})",
-            self.name,
-            cols(&self.columns),
-            cols(&self.parent_columns)
-        );
-        if self.on_delete != Action::Restrict {
-            out.push_str(&format!(" ON DELETE {}", self.on_delete.sql()));
-        }
-        if self.on_update != Action::Restrict {
-            out.push_str(&format!(" ON UPDATE {}", self.on_update.sql()));
-        }
-        out
-    }
-}
-
-/// A FOREIGN KEY as CREATE/ALTER TABLE declares it.
-pub struct KeyDeclaration<'a> {
-    pub name: Option<&'a ast::Ident>,
-    pub columns: &'a [ast::Ident],
-    pub parent: &'a ast::ObjectName,
-    pub parent_columns: &'a [ast::Ident],
-    pub on_delete: Option<ReferentialAction>,
-    pub on_update: Option<ReferentialAction>,
-}
-
-impl<'a> KeyDeclaration<'a> {
-    /// The declaration in a table constraint, if it is a FOREIGN KEY.
-    pub fn of_constraint(tc: &'a ast::TableConstraint) -> Option<KeyDeclaration<'a>> {
-        match tc {
-            ast::TableConstraint::ForeignKey {
-                name,
-                columns,
-                foreign_table,
-                referred_columns,
-                on_delete,
-                on_update,
-                ..
-            } => Some(KeyDeclaration {
-                name: name.as_ref(),
-                columns,
-                parent: foreign_table,
-                parent_columns: referred_columns,
-                on_delete: *on_delete,
-                on_update: *on_update,
-            }),
-            _ => None,
-        }
-    }
-}
-
-/// Every key, with the child table it belongs to.
-type AllKeys = Arc<Vec<(TableId, ForeignKey)>>;
-
-/// Every table's keys, loaded from the catalog once and reloaded after a
-/// change.
-#[derive(Default)]
-pub struct ForeignKeyCache {
-    all: RwLock<Option<AllKeys>>,
-}
-
-impl ForeignKeyCache {
-    fn all(&self, storage: &Storage) -> Result<AllKeys> {
-        if let Some(all) = self.all.read().as_ref() {
-            return Ok(all.clone());
-        }
-        let mut all = Vec::new();
-        for (key, bytes) in storage.list_meta(META_PREFIX)? {
-            let Some(id) = key
-                .strip_prefix(META_PREFIX)
-                .and_then(|id| id.parse::<TableId>().ok())
-            else {
-                continue;
-            };
-            let keys: Vec<ForeignKey> = postcard::from_bytes(&bytes)
-                .map_err(|e| ShimError::Internal(format!("bad FOREIGN KEY record: {e}")))?;
-            all.extend(keys.into_iter().map(|k| (id, k)));
-        }
-        let all = Arc::new(all);
-        *self.all.write() = Some(all.clone());
-        Ok(all)
-    }
-
-    fn invalidate(&self) {
-        *self.all.write() = None;
     }
 }
 
@@ -472,8 +316,8 @@ fn rows_matching(
             r[c].key_normalized(coll) == k.key_normalized(coll)
         })
     };
-    if crate::dml::transaction_wrote(s, schema.id) {
-        let rows = crate::dml::table_as_transaction_sees(e, s, schema)?;
+    if crate::dml::overlay::transaction_wrote(s, schema.id) {
+        let rows = crate::dml::overlay::table_as_transaction_sees(e, s, schema)?;
         return Ok(rows.into_iter().filter(|r| normalized(r)).collect());
     }
     let found = match index_for(schema, cols) {

@@ -24,36 +24,13 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{MysqlCode, WireError, ER_OPTION_PREVENTS_STATEMENT};
-use crate::exec::{Engine, Info, Kind, Output};
+use crate::exec::Engine;
+use crate::output::{Info, Kind, Output};
 use crate::session::{Session, Warning};
 
-/// A cluster node's forwarding: installed on every cluster node.
-pub trait Forwarder: Send + Sync {
-    /// Whether writes sent here must run on another node now.
-    fn forwards(&self) -> bool;
-    /// A new link to the primary for one client session.
-    fn open(&self) -> Box<dyn ForwardChannel>;
-    /// Waits (bounded) until this node has applied position `lsn`;
-    /// `Err` says why the read cannot be served yet.
-    fn wait_applied(&self, lsn: Lsn) -> Result<(), String>;
-}
+mod transport;
 
-/// One client session's link to the primary.
-pub trait ForwardChannel: Send {
-    /// Runs an encoded request on the primary. `continuing`: it must run
-    /// in the same primary session as the previous one (an open
-    /// transaction), or not at all.
-    fn call(&mut self, request: &[u8], continuing: bool) -> Result<Vec<u8>, ForwardFailure>;
-}
-
-/// Why a forwarded statement has no answer.
-#[derive(Debug)]
-pub enum ForwardFailure {
-    /// It did not run (no primary, or the session's primary is gone).
-    NotSent(String),
-    /// It may or may not have run.
-    Unknown(String),
-}
+pub use transport::{ForwardChannel, ForwardFailure, Forwarder};
 
 #[derive(Serialize, Deserialize)]
 struct Request {
@@ -286,8 +263,8 @@ fn refused(message: String) -> WireError {
 /// Whether `sql` is an account statement that changes accounts (GRANT,
 /// REVOKE and SET PASSWORD are not of a writing kind).
 fn changes_accounts(sql: &str) -> bool {
-    let (w0, w1) = crate::exec::first_words(sql);
-    crate::accounts::changes_accounts(&w0, &w1)
+    let (w0, w1) = crate::tokens::first_words(sql);
+    crate::account_statements::changes_accounts(&w0, &w1)
 }
 
 /// Whether a statement of this kind changes data or schema.

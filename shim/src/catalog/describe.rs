@@ -1,0 +1,281 @@
+//! How a table is described: `DESCRIBE` / `SHOW COLUMNS` rows, its
+//! indexes, and `SHOW CREATE TABLE` text.
+
+use ladle_common::{ColumnDefault, SqlType, TableSchema, Value};
+use sqlparser::ast::{self};
+
+use super::filter::{db_or, t};
+use crate::error::{Result, ShimError};
+use crate::exec::Engine;
+use crate::output::{text_column, Output};
+use crate::session::Session;
+
+pub(super) fn lookup(e: &Engine, db: &str, table: &str) -> Result<std::sync::Arc<TableSchema>> {
+    e.storage
+        .table(db, table)
+        .ok_or_else(|| ShimError::UnknownTable {
+            database: db.to_string(),
+            table: table.to_string(),
+        })
+}
+
+/// (index name, non_unique, seq_in_index (1-based), column position) for
+/// the primary key and every secondary index.
+pub(super) fn index_rows(schema: &TableSchema) -> Vec<(String, i64, i64, usize)> {
+    let mut out = Vec::new();
+    if let Some(pk) = &schema.primary_key {
+        for (k, &c) in pk.iter().enumerate() {
+            out.push(("PRIMARY".to_string(), 0, k as i64 + 1, c));
+        }
+    }
+    for idx in &schema.indexes {
+        for (k, &c) in idx.columns.iter().enumerate() {
+            out.push((idx.name.clone(), i64::from(!idx.unique), k as i64 + 1, c));
+        }
+    }
+    out
+}
+
+pub(super) fn column_key(schema: &TableSchema, c: usize) -> &'static str {
+    if schema
+        .primary_key
+        .as_ref()
+        .is_some_and(|pk| pk.contains(&c))
+    {
+        "PRI"
+    } else if schema
+        .indexes
+        .iter()
+        .any(|i| i.unique && i.columns.len() == 1 && i.columns[0] == c)
+    {
+        "UNI"
+    } else if schema.indexes.iter().any(|i| i.columns.first() == Some(&c)) {
+        "MUL"
+    } else {
+        ""
+    }
+}
+
+pub(super) fn default_text(c: &ladle_common::ColumnSchema) -> Value {
+    match &c.default {
+        ColumnDefault::None | ColumnDefault::Generated { .. } => Value::Null,
+        ColumnDefault::Value(v) => t(v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string())),
+        ColumnDefault::CurrentTimestamp => t(current_timestamp_text(c)),
+    }
+}
+
+/// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
+/// column of precision n (`current_timestamp()` for 0).
+pub(super) fn current_timestamp_text(c: &ladle_common::ColumnSchema) -> String {
+    match c.ty.fsp() {
+        0 => "current_timestamp()".into(),
+        fsp => format!("current_timestamp({fsp})"),
+    }
+}
+
+pub(super) fn extra(c: &ladle_common::ColumnSchema) -> String {
+    let mut parts = Vec::new();
+    if c.auto_increment {
+        parts.push("auto_increment");
+    }
+    if let ColumnDefault::Generated { stored, .. } = &c.default {
+        parts.push(if *stored {
+            "STORED GENERATED"
+        } else {
+            "VIRTUAL GENERATED"
+        });
+    }
+    let on_update;
+    if c.on_update_current_timestamp {
+        on_update = format!("on update {}", current_timestamp_text(c));
+        parts.push(&on_update);
+    }
+    parts.join(" ")
+}
+
+/// DESCRIBE / SHOW [FULL] COLUMNS. Named views are described from their
+/// result columns.
+pub fn describe(
+    e: &Engine,
+    s: &Session,
+    db: Option<String>,
+    table: &str,
+    full: bool,
+) -> Result<Output> {
+    let db = db_or(s, db)?;
+    let mut rows = Vec::new();
+    match e.storage.table(&db, table) {
+        Some(schema) => {
+            for (i, c) in schema.columns.iter().enumerate() {
+                let mut r = vec![t(&c.name), t(c.ty.sql_name())];
+                if full {
+                    r.push(if c.ty.is_text() {
+                        t(c.collation.name())
+                    } else {
+                        Value::Null
+                    });
+                }
+                r.push(t(if c.nullable { "YES" } else { "NO" }));
+                r.push(t(column_key(&schema, i)));
+                r.push(default_text(c));
+                r.push(t(extra(c)));
+                if full {
+                    r.push(t("select,insert,update,references"));
+                    r.push(t(""));
+                }
+                rows.push(r);
+            }
+        }
+        None => {
+            let is_view = e
+                .dataflow
+                .named_views(&db)
+                .iter()
+                .any(|v| v.eq_ignore_ascii_case(table));
+            if !is_view {
+                return Err(ShimError::UnknownTable {
+                    database: db,
+                    table: table.to_string(),
+                });
+            }
+            let q =
+                crate::sqltext::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
+            let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
+                return Err(ShimError::Internal("view probe did not parse".into()));
+            };
+            let pq = e.dataflow.prepare(&db, &q)?;
+            for c in pq.columns() {
+                let mut r = vec![t(&c.name), t(c.ty.sql_name())];
+                if full {
+                    r.push(Value::Null);
+                }
+                r.extend([
+                    t(if c.nullable { "YES" } else { "NO" }),
+                    t(""),
+                    Value::Null,
+                    t(""),
+                ]);
+                if full {
+                    r.extend([t("select"), t("")]);
+                }
+                rows.push(r);
+            }
+        }
+    }
+    let names: &[&str] = if full {
+        &[
+            "Field",
+            "Type",
+            "Collation",
+            "Null",
+            "Key",
+            "Default",
+            "Extra",
+            "Privileges",
+            "Comment",
+        ]
+    } else {
+        &["Field", "Type", "Null", "Key", "Default", "Extra"]
+    };
+    Ok(Output::Rows {
+        columns: names.iter().map(|n| text_column(n)).collect(),
+        rows: rows.into(),
+    })
+}
+
+pub(super) fn quote_ident(s: &str) -> String {
+    format!("`{}`", s.replace('`', "``"))
+}
+
+/// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
+/// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`.
+pub fn create_table_sql(
+    schema: &TableSchema,
+    checks: &[crate::checks::CheckConstraint],
+    keys: &[crate::foreign_keys::ForeignKey],
+) -> String {
+    let mut lines = Vec::new();
+    for c in &schema.columns {
+        let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
+        if c.ty.is_text() && c.collation != ladle_common::Collation::GeneralCi {
+            l.push_str(&format!(" COLLATE {}", c.collation.name()));
+        }
+        if !c.nullable {
+            l.push_str(" NOT NULL");
+        } else if matches!(c.ty, SqlType::Timestamp { .. }) {
+            // MariaDB spells out NULL for a TIMESTAMP, which once could not be.
+            l.push_str(" NULL");
+        }
+        match &c.default {
+            ColumnDefault::Value(v) => {
+                let numeric = matches!(
+                    v,
+                    Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+                );
+                if numeric {
+                    l.push_str(&format!(" DEFAULT {v}"));
+                } else {
+                    let text = v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string());
+                    l.push_str(&format!(" DEFAULT {}", crate::params::quote(&text)));
+                }
+            }
+            ColumnDefault::CurrentTimestamp => {
+                l.push_str(&format!(" DEFAULT {}", current_timestamp_text(c)))
+            }
+            ColumnDefault::Generated { expr, stored } => l.push_str(&format!(
+                " GENERATED ALWAYS AS ({expr}) {}",
+                if *stored { "STORED" } else { "VIRTUAL" }
+            )),
+            ColumnDefault::None if c.nullable && !c.auto_increment => l.push_str(" DEFAULT NULL"),
+            ColumnDefault::None => {}
+        }
+        if c.on_update_current_timestamp {
+            l.push_str(&format!(" ON UPDATE {}", current_timestamp_text(c)));
+        }
+        if c.auto_increment {
+            l.push_str(" AUTO_INCREMENT");
+        }
+        for check in checks {
+            if check
+                .column
+                .as_deref()
+                .is_some_and(|col| col.eq_ignore_ascii_case(&c.name))
+            {
+                l.push_str(&format!(" CHECK ({})", check.sql));
+            }
+        }
+        lines.push(l);
+    }
+    let cols = |idx: &[usize]| {
+        idx.iter()
+            .map(|&i| quote_ident(&schema.columns[i].name))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if let Some(pk) = &schema.primary_key {
+        lines.push(format!("  PRIMARY KEY ({})", cols(pk)));
+    }
+    for idx in &schema.indexes {
+        let kind = if idx.unique { "UNIQUE KEY" } else { "KEY" };
+        lines.push(format!(
+            "  {kind} {} ({})",
+            quote_ident(&idx.name),
+            cols(&idx.columns)
+        ));
+    }
+    for k in keys {
+        lines.push(format!("  {}", k.clause(&schema.database, false)));
+    }
+    for check in checks.iter().filter(|c| c.column.is_none()) {
+        lines.push(format!(
+            "  CONSTRAINT {} CHECK ({})",
+            quote_ident(&check.name),
+            check.sql
+        ));
+    }
+    format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+        quote_ident(&schema.name),
+        lines.join(",\n")
+    )
+}

@@ -1,0 +1,910 @@
+//! The `information_schema` virtual tables (SCHEMATA, TABLES, COLUMNS,
+//! STATISTICS, KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, VIEWS, plus empty
+//! ROUTINES, TRIGGERS, REFERENTIAL_CONSTRAINTS). Virtual-table queries are
+//! evaluated here: the rows are built from the catalog, joined (inner and
+//! comma joins), filtered and projected by the view engine's evaluator
+//! with the rows' values as literals ([`crate::vars::EvalContext`]), then
+//! sorted and limited.
+use std::cmp::Ordering;
+
+use std::sync::Arc;
+
+use ladle_common::{SqlType, TableSchema, Value};
+use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
+
+use super::describe::{column_key, default_text, extra, index_rows};
+use super::filter::{eval, t};
+use crate::error::{Result, ShimError};
+use crate::exec::Engine;
+use crate::output::{int_column, text_column, Output};
+use crate::session::Session;
+use crate::vars::{self, compare, truth, EvalContext};
+
+// ---------------------------------------------------------------------------
+// information_schema
+
+pub(super) const VIRTUAL_TABLES: &[&str] = &[
+    "SCHEMATA",
+    "TABLES",
+    "COLUMNS",
+    "STATISTICS",
+    "KEY_COLUMN_USAGE",
+    "TABLE_CONSTRAINTS",
+    "VIEWS",
+    "ROUTINES",
+    "TRIGGERS",
+    "REFERENTIAL_CONSTRAINTS",
+    "CHECK_CONSTRAINTS",
+    "FILES",
+    "PROCESSLIST",
+];
+
+/// The connections a session may list: all of them with PROCESS (or as
+/// the superuser), else its user's own.
+pub(super) fn process_rows(e: &Engine, s: &Session, full: bool) -> Vec<Vec<Value>> {
+    let all = crate::privileges::has_global(e, s, crate::accounts::PROCESS);
+    e.processes.rows(&s.user, all, full)
+}
+
+pub(super) fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
+    match name.0.as_slice() {
+        [d, _] => d.value.eq_ignore_ascii_case("information_schema"),
+        [_] => s
+            .database
+            .as_deref()
+            .is_some_and(|d| d.eq_ignore_ascii_case("information_schema")),
+        _ => false,
+    }
+}
+
+/// Whether a SELECT reads information_schema tables.
+pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return false;
+    };
+    sel.from.iter().any(|tw| {
+        std::iter::once(&tw.relation)
+            .chain(tw.joins.iter().map(|j| &j.relation))
+            .any(|f| matches!(f, TableFactor::Table { name, .. } if is_info_schema_name(s, name)))
+    })
+}
+
+/// A virtual table: column names and rows.
+pub(super) struct VTable {
+    columns: Vec<&'static str>,
+    rows: Vec<Vec<Value>>,
+}
+
+pub(super) fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
+    // (DATA_TYPE, CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE)
+    let full = ty.sql_name();
+    let data_type: String = full
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let n = |x: u32| Value::Int(i64::from(x));
+    match ty {
+        SqlType::Char(l) | SqlType::VarChar(l) => (
+            data_type,
+            n(*l),
+            Value::Int(i64::from(*l) * 4),
+            Value::Null,
+            Value::Null,
+        ),
+        SqlType::Text(l) | SqlType::Binary(l) | SqlType::VarBinary(l) | SqlType::Blob(l) => {
+            (data_type, n(*l), n(*l), Value::Null, Value::Null)
+        }
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => {
+            let p = match (bytes, unsigned) {
+                (1, _) => 3,
+                (2, _) => 5,
+                (3, _) => 7,
+                (4, _) => 10,
+                (_, false) => 19,
+                (_, true) => 20,
+            };
+            (
+                data_type,
+                Value::Null,
+                Value::Null,
+                Value::Int(p),
+                Value::Int(0),
+            )
+        }
+        SqlType::Decimal { precision, scale } => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(i64::from(*precision)),
+            Value::Int(i64::from(*scale)),
+        ),
+        SqlType::Float => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(12),
+            Value::Null,
+        ),
+        SqlType::Double => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(22),
+            Value::Null,
+        ),
+        _ => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+            Value::Null,
+        ),
+    }
+}
+
+pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable> {
+    // A stored account sees only what it holds privileges on.
+    let mut dbs = e.storage.databases();
+    dbs.retain(|d| crate::privileges::sees_database(e, s, d));
+    let all_tables = || {
+        dbs.iter()
+            .flat_map(|d| e.storage.tables(d))
+            .filter(|tb| crate::privileges::sees_table(e, s, &tb.database, &tb.name))
+            .collect::<Vec<_>>()
+    };
+    let def = t("def");
+    Ok(match name.to_ascii_uppercase().as_str() {
+        "PROCESSLIST" => VTable {
+            columns: vec![
+                "ID", "USER", "HOST", "DB", "COMMAND", "TIME", "STATE", "INFO",
+            ],
+            rows: process_rows(e, s, true),
+        },
+        "SCHEMATA" => VTable {
+            columns: vec![
+                "CATALOG_NAME",
+                "SCHEMA_NAME",
+                "DEFAULT_CHARACTER_SET_NAME",
+                "DEFAULT_COLLATION_NAME",
+                "SQL_PATH",
+            ],
+            rows: std::iter::once("information_schema".to_string())
+                .chain(dbs.iter().cloned())
+                .map(|d| {
+                    vec![
+                        def.clone(),
+                        t(d),
+                        t("utf8mb4"),
+                        t("utf8mb4_general_ci"),
+                        Value::Null,
+                    ]
+                })
+                .collect(),
+        },
+        "TABLES" => tables_table(e, &dbs, &all_tables, &def),
+        "COLUMNS" => columns_table(&all_tables, &def),
+        "STATISTICS" => statistics_table(&all_tables, &def),
+        "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
+        "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
+        "VIEWS" => views_table(e, &dbs, &def),
+        "ROUTINES" => VTable {
+            columns: vec![
+                "SPECIFIC_NAME",
+                "ROUTINE_CATALOG",
+                "ROUTINE_SCHEMA",
+                "ROUTINE_NAME",
+                "ROUTINE_TYPE",
+                "DATA_TYPE",
+                "ROUTINE_DEFINITION",
+            ],
+            rows: Vec::new(),
+        },
+        // Tablespace files (NDB's): none, as in MariaDB with InnoDB;
+        // mariadb-dump asks.
+        "FILES" => VTable {
+            columns: vec![
+                "FILE_ID",
+                "FILE_NAME",
+                "FILE_TYPE",
+                "TABLESPACE_NAME",
+                "TABLE_CATALOG",
+                "TABLE_SCHEMA",
+                "TABLE_NAME",
+                "LOGFILE_GROUP_NAME",
+                "LOGFILE_GROUP_NUMBER",
+                "ENGINE",
+                "FULLTEXT_KEYS",
+                "DELETED_ROWS",
+                "UPDATE_COUNT",
+                "FREE_EXTENTS",
+                "TOTAL_EXTENTS",
+                "EXTENT_SIZE",
+                "INITIAL_SIZE",
+                "MAXIMUM_SIZE",
+                "AUTOEXTEND_SIZE",
+                "CREATION_TIME",
+                "LAST_UPDATE_TIME",
+                "LAST_ACCESS_TIME",
+                "RECOVER_TIME",
+                "TRANSACTION_COUNTER",
+                "VERSION",
+                "ROW_FORMAT",
+                "TABLE_ROWS",
+                "AVG_ROW_LENGTH",
+                "DATA_LENGTH",
+                "MAX_DATA_LENGTH",
+                "INDEX_LENGTH",
+                "DATA_FREE",
+                "CREATE_TIME",
+                "UPDATE_TIME",
+                "CHECK_TIME",
+                "CHECKSUM",
+                "STATUS",
+                "EXTRA",
+            ],
+            rows: Vec::new(),
+        },
+        "TRIGGERS" => VTable {
+            columns: vec![
+                "TRIGGER_CATALOG",
+                "TRIGGER_SCHEMA",
+                "TRIGGER_NAME",
+                "EVENT_MANIPULATION",
+                "EVENT_OBJECT_SCHEMA",
+                "EVENT_OBJECT_TABLE",
+                "ACTION_STATEMENT",
+            ],
+            rows: Vec::new(),
+        },
+        "CHECK_CONSTRAINTS" => VTable {
+            columns: vec![
+                "CONSTRAINT_CATALOG",
+                "CONSTRAINT_SCHEMA",
+                "TABLE_NAME",
+                "CONSTRAINT_NAME",
+                "CHECK_CLAUSE",
+            ],
+            rows: Vec::new(),
+        },
+        "REFERENTIAL_CONSTRAINTS" => referential_constraints_table(e, &all_tables, &def)?,
+        _ => {
+            return Err(ShimError::UnknownTable {
+                database: "information_schema".into(),
+                table: name.to_string(),
+            })
+        }
+    })
+}
+
+fn tables_table(
+    e: &Engine,
+    dbs: &[String],
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        rows.push(vec![
+            def.clone(),
+            t(&tb.database),
+            t(&tb.name),
+            t("BASE TABLE"),
+            t("InnoDB"),
+            Value::Int(10),
+            t("Dynamic"),
+            Value::UInt(e.storage.estimate_rows(tb.id)),
+            Value::Null,
+            t("utf8mb4_general_ci"),
+            t(""),
+        ]);
+    }
+    for d in dbs {
+        for v in e.dataflow.named_views(d) {
+            rows.push(vec![
+                def.clone(),
+                t(d),
+                t(v),
+                t("VIEW"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                Value::Null,
+                t("VIEW"),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "TABLE_TYPE",
+            "ENGINE",
+            "VERSION",
+            "ROW_FORMAT",
+            "TABLE_ROWS",
+            "AUTO_INCREMENT",
+            "TABLE_COLLATION",
+            "TABLE_COMMENT",
+        ],
+        rows,
+    }
+}
+
+fn columns_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for (i, c) in tb.columns.iter().enumerate() {
+            let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
+            let dt_prec = if matches!(
+                c.ty,
+                SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
+            ) {
+                Value::Int(i64::from(c.ty.fsp()))
+            } else {
+                Value::Null
+            };
+            let (cs, coll) = if c.ty.is_text() {
+                (t("utf8mb4"), t(c.collation.name()))
+            } else {
+                (Value::Null, Value::Null)
+            };
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                t(&c.name),
+                Value::Int(i as i64 + 1),
+                default_text(c),
+                t(if c.nullable { "YES" } else { "NO" }),
+                t(dt),
+                maxlen,
+                octets,
+                prec,
+                scale,
+                dt_prec,
+                cs,
+                coll,
+                t(c.ty.sql_name()),
+                t(column_key(&tb, i)),
+                t(extra(c)),
+                t("select,insert,update,references"),
+                t(""),
+                t(c.default.generation().unwrap_or("")),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "COLUMN_DEFAULT",
+            "IS_NULLABLE",
+            "DATA_TYPE",
+            "CHARACTER_MAXIMUM_LENGTH",
+            "CHARACTER_OCTET_LENGTH",
+            "NUMERIC_PRECISION",
+            "NUMERIC_SCALE",
+            "DATETIME_PRECISION",
+            "CHARACTER_SET_NAME",
+            "COLLATION_NAME",
+            "COLUMN_TYPE",
+            "COLUMN_KEY",
+            "EXTRA",
+            "PRIVILEGES",
+            "COLUMN_COMMENT",
+            "GENERATION_EXPRESSION",
+        ],
+        rows,
+    }
+}
+
+fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for (iname, non_unique, seq, col) in index_rows(&tb) {
+            let c = &tb.columns[col];
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                Value::Int(non_unique),
+                t(&tb.database),
+                t(iname),
+                Value::Int(seq),
+                t(&c.name),
+                t("A"),
+                Value::Int(0),
+                Value::Null,
+                Value::Null,
+                t(if c.nullable { "YES" } else { "" }),
+                t("BTREE"),
+                t(""),
+                t(""),
+            ]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "NON_UNIQUE",
+            "INDEX_SCHEMA",
+            "INDEX_NAME",
+            "SEQ_IN_INDEX",
+            "COLUMN_NAME",
+            "COLLATION",
+            "CARDINALITY",
+            "SUB_PART",
+            "PACKED",
+            "NULLABLE",
+            "INDEX_TYPE",
+            "COMMENT",
+            "INDEX_COMMENT",
+        ],
+        rows,
+    }
+}
+
+fn key_column_usage_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        let mut keys: Vec<(String, Vec<usize>)> = Vec::new();
+        if let Some(pk) = &tb.primary_key {
+            keys.push(("PRIMARY".into(), pk.clone()));
+        }
+        keys.extend(
+            tb.indexes
+                .iter()
+                .filter(|i| i.unique)
+                .map(|i| (i.name.clone(), i.columns.clone())),
+        );
+        for (kname, cols) in keys {
+            for (k, &c) in cols.iter().enumerate() {
+                rows.push(vec![
+                    def.clone(),
+                    t(&tb.database),
+                    t(&kname),
+                    def.clone(),
+                    t(&tb.database),
+                    t(&tb.name),
+                    t(&tb.columns[c].name),
+                    Value::Int(k as i64 + 1),
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                    Value::Null,
+                ]);
+            }
+        }
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            for (k, (c, p)) in fk.columns.iter().zip(&fk.parent_columns).enumerate() {
+                rows.push(vec![
+                    def.clone(),
+                    t(&tb.database),
+                    t(&fk.name),
+                    def.clone(),
+                    t(&tb.database),
+                    t(&tb.name),
+                    t(c),
+                    Value::Int(k as i64 + 1),
+                    Value::Int(k as i64 + 1),
+                    t(&fk.parent_database),
+                    t(&fk.parent_table),
+                    t(p),
+                ]);
+            }
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "COLUMN_NAME",
+            "ORDINAL_POSITION",
+            "POSITION_IN_UNIQUE_CONSTRAINT",
+            "REFERENCED_TABLE_SCHEMA",
+            "REFERENCED_TABLE_NAME",
+            "REFERENCED_COLUMN_NAME",
+        ],
+        rows,
+    })
+}
+
+fn table_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        if tb.primary_key.is_some() {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t("PRIMARY"),
+                t(&tb.database),
+                t(&tb.name),
+                t("PRIMARY KEY"),
+            ]);
+        }
+        for i in tb.indexes.iter().filter(|i| i.unique) {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&i.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("UNIQUE"),
+            ]);
+        }
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&fk.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("FOREIGN KEY"),
+            ]);
+        }
+        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&c.name),
+                t(&tb.database),
+                t(&tb.name),
+                t("CHECK"),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "CONSTRAINT_TYPE",
+        ],
+        rows,
+    })
+}
+
+fn views_table(e: &Engine, dbs: &[String], def: &Value) -> VTable {
+    let stats = e.dataflow.view_stats();
+    let mut rows = Vec::new();
+    for d in dbs {
+        for v in e.dataflow.named_views(d) {
+            let q = crate::exec::view_definition(&e.storage, d, &v)
+                .or_else(|| {
+                    stats
+                        .iter()
+                        .find(|s| s.name.eq_ignore_ascii_case(&v))
+                        .map(|s| s.query.clone())
+                })
+                .unwrap_or_default();
+            rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
+        }
+    }
+    VTable {
+        columns: vec![
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "VIEW_DEFINITION",
+            "CHECK_OPTION",
+            "IS_UPDATABLE",
+        ],
+        rows,
+    }
+}
+
+fn referential_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for fk in crate::foreign_keys::of_table(e, tb.id)? {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&fk.name),
+                t(&fk.parent_database),
+                t("PRIMARY"),
+                t(fk.on_update.sql()),
+                t(fk.on_delete.sql()),
+                t(&tb.name),
+                t(&fk.parent_table),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "CONSTRAINT_NAME",
+            "UNIQUE_CONSTRAINT_SCHEMA",
+            "UNIQUE_CONSTRAINT_NAME",
+            "UPDATE_RULE",
+            "DELETE_RULE",
+            "TABLE_NAME",
+            "REFERENCED_TABLE_NAME",
+        ],
+        rows,
+    })
+}
+
+pub(super) fn is_count(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count"))
+}
+
+/// An output row with the source row it came from.
+pub(super) type OutAndSource = (Vec<Value>, Vec<Value>);
+
+/// Evaluates a SELECT over information_schema tables.
+pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Output> {
+    let SetExpr::Select(sel) = q.body.as_ref() else {
+        return Err(ShimError::Unsupported(
+            "set operations over information_schema".into(),
+        ));
+    };
+    // Sources and join conditions.
+    let mut cols: Vec<(String, String)> = Vec::new();
+    let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
+    let mut conds: Vec<&Expr> = Vec::new();
+    let add = |f: &TableFactor,
+               cols: &mut Vec<(String, String)>,
+               rows: &mut Vec<Vec<Value>>|
+     -> Result<()> {
+        let TableFactor::Table { name, alias, .. } = f else {
+            return Err(ShimError::Unsupported(
+                "derived tables over information_schema".into(),
+            ));
+        };
+        if !is_info_schema_name(s, name) {
+            return Err(ShimError::Unsupported(
+                "joining information_schema with user tables".into(),
+            ));
+        }
+        let tname = crate::sqltext::last_part(name);
+        let vt = build_vtable(e, s, &tname)?;
+        let q = alias
+            .as_ref()
+            .map(|a| a.name.value.clone())
+            .unwrap_or(tname);
+        cols.extend(vt.columns.iter().map(|c| (q.clone(), c.to_string())));
+        let mut out = Vec::with_capacity(rows.len() * vt.rows.len());
+        for l in rows.iter() {
+            for r in &vt.rows {
+                let mut x = l.clone();
+                x.extend(r.iter().cloned());
+                out.push(x);
+            }
+        }
+        *rows = out;
+        Ok(())
+    };
+    for tw in &sel.from {
+        add(&tw.relation, &mut cols, &mut rows)?;
+        for j in &tw.joins {
+            match &j.join_operator {
+                ast::JoinOperator::Inner(ast::JoinConstraint::On(c)) => conds.push(c),
+                ast::JoinOperator::Inner(ast::JoinConstraint::None)
+                | ast::JoinOperator::CrossJoin => {}
+                _ => {
+                    return Err(ShimError::Unsupported(
+                        "outer joins over information_schema".into(),
+                    ))
+                }
+            }
+            add(&j.relation, &mut cols, &mut rows)?;
+        }
+    }
+    if let Some(w) = &sel.selection {
+        conds.push(w);
+    }
+    let mut kept = Vec::new();
+    for r in rows {
+        let ctx = EvalContext {
+            session: s,
+            facts: &e.facts,
+            columns: &cols,
+            row: &r,
+        };
+        let mut ok = true;
+        for c in &conds {
+            if truth(&eval(&ctx, c)?) != Some(true) {
+                ok = false;
+                break;
+            }
+        }
+        if ok {
+            kept.push(r);
+        }
+    }
+    // Projection.
+    if sel.projection.len() == 1 {
+        if let SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } =
+            &sel.projection[0]
+        {
+            if is_count(x) {
+                let name = match &sel.projection[0] {
+                    SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+                    _ => x.to_string(),
+                };
+                return Ok(Output::Rows {
+                    columns: vec![int_column(&name)],
+                    rows: vec![vec![Value::Int(kept.len() as i64)]].into(),
+                });
+            }
+        }
+    }
+    let mut out_names: Vec<String> = Vec::new();
+    let mut projections: Vec<Option<&Expr>> = Vec::new(); // None = source column i
+    let mut source_cols: Vec<usize> = Vec::new();
+    for item in &sel.projection {
+        match item {
+            SelectItem::Wildcard(_) => {
+                for (i, (_, n)) in cols.iter().enumerate() {
+                    out_names.push(n.clone());
+                    projections.push(None);
+                    source_cols.push(i);
+                }
+            }
+            SelectItem::QualifiedWildcard(q, _) => {
+                let qn = crate::sqltext::last_part(q);
+                for (i, (qq, n)) in cols.iter().enumerate() {
+                    if qq.eq_ignore_ascii_case(&qn) {
+                        out_names.push(n.clone());
+                        projections.push(None);
+                        source_cols.push(i);
+                    }
+                }
+            }
+            SelectItem::UnnamedExpr(x) => {
+                out_names.push(match x {
+                    Expr::Identifier(i) => i.value.clone(),
+                    Expr::CompoundIdentifier(ids) => {
+                        ids.last().map(|i| i.value.clone()).unwrap_or_default()
+                    }
+                    other => other.to_string(),
+                });
+                projections.push(Some(x));
+                source_cols.push(0);
+            }
+            SelectItem::ExprWithAlias { expr, alias } => {
+                out_names.push(alias.value.clone());
+                projections.push(Some(expr));
+                source_cols.push(0);
+            }
+        }
+    }
+    let mut result: Vec<(Vec<Value>, Vec<Value>)> = Vec::new(); // (output row, source row)
+    for r in kept {
+        let ctx = EvalContext {
+            session: s,
+            facts: &e.facts,
+            columns: &cols,
+            row: &r,
+        };
+        let mut o = Vec::with_capacity(projections.len());
+        for (p, &sc) in projections.iter().zip(&source_cols) {
+            o.push(match p {
+                None => r[sc].clone(),
+                Some(x) => eval(&ctx, x)?,
+            });
+        }
+        result.push((o, r));
+    }
+    if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
+        let mut seen: Vec<Vec<Value>> = Vec::new();
+        result.retain(|(o, _)| {
+            if seen.contains(o) {
+                false
+            } else {
+                seen.push(o.clone());
+                true
+            }
+        });
+    }
+    // ORDER BY: an ordinal, an output alias, or an expression over the source.
+    if let Some(ob) = &q.order_by {
+        let mut keyed: Vec<(Vec<Value>, OutAndSource)> = Vec::new();
+        for (o, r) in result {
+            let ctx = EvalContext {
+                session: s,
+                facts: &e.facts,
+                columns: &cols,
+                row: &r,
+            };
+            let mut key = Vec::new();
+            for k in &ob.exprs {
+                let v = match &k.expr {
+                    Expr::Value(ast::Value::Number(n, _)) => {
+                        let i: usize = n.parse().unwrap_or(1);
+                        o.get(i.saturating_sub(1)).cloned().unwrap_or(Value::Null)
+                    }
+                    Expr::Identifier(id)
+                        if out_names.iter().any(|n| n.eq_ignore_ascii_case(&id.value)) =>
+                    {
+                        let i = out_names
+                            .iter()
+                            .position(|n| n.eq_ignore_ascii_case(&id.value))
+                            .unwrap_or(0);
+                        o[i].clone()
+                    }
+                    x => eval(&ctx, x)?,
+                };
+                key.push(v);
+            }
+            keyed.push((key, (o, r)));
+        }
+        keyed.sort_by(|a, b| {
+            for (i, k) in ob.exprs.iter().enumerate() {
+                let mut c = if a.0[i].is_null() || b.0[i].is_null() {
+                    a.0[i].cmp(&b.0[i])
+                } else {
+                    compare(&a.0[i], &b.0[i])
+                };
+                if k.asc == Some(false) {
+                    c = c.reverse();
+                }
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            Ordering::Equal
+        });
+        result = keyed.into_iter().map(|(_, x)| x).collect();
+    }
+    let mut out_rows: Vec<Vec<Value>> = result.into_iter().map(|(o, _)| o).collect();
+    if let Some(off) = &q.offset {
+        let n = e.eval_constant(s, &off.value)?.as_i64().unwrap_or(0).max(0) as usize;
+        out_rows.drain(..n.min(out_rows.len()));
+    }
+    if let Some(l) = &q.limit {
+        let n = e.eval_constant(s, l)?.as_i64().unwrap_or(i64::MAX).max(0) as usize;
+        out_rows.truncate(n);
+    }
+    let columns = out_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let is_int = out_rows
+                .iter()
+                .map(|r| &r[i])
+                .find(|v| !v.is_null())
+                .is_some_and(|v| matches!(v, Value::Int(_) | Value::UInt(_)));
+            if is_int {
+                int_column(n)
+            } else {
+                text_column(n)
+            }
+        })
+        .collect();
+    let _ = vars::SERVER_VERSION;
+    Ok(Output::Rows {
+        columns,
+        rows: out_rows.into(),
+    })
+}

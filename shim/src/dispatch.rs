@@ -1,0 +1,692 @@
+//! Statement routing: one SQL text in, one [`Output`] out, through one
+//! list of handlers. A statement is routed by its parsed tree
+//! ([`Engine::statement`]); the MySQL forms the SQL parser does not cover
+//! (SHOW, DESCRIBE, KILL, TRUNCATE without TABLE, UPDATE ... ORDER BY/LIMIT,
+//! ...) are routed by their first words ([`Engine::by_keywords`]) before
+//! parsing. Synchronous (the connection handler runs it on a blocking
+//! thread): storage writes may wait for an fsync.
+
+use sqlparser::ast::{self, Statement};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use crate::error::{Result, ShimError, WireError};
+use crate::exec::view_meta_key;
+use crate::exec::Engine;
+use crate::output::{Kind, Output};
+use crate::select::{has_share_mode, select_deadline, strip_share_mode};
+use crate::session::{Session, Transaction};
+use crate::sqltext::{last_part, parse, parse_select_items};
+use crate::tokens::{classify, first_words, qualified_name, tokens, word};
+use crate::transaction::{on_savepoint, set_transaction};
+use crate::{catalog, ddl, dml};
+
+impl Engine {
+    /// Runs one SQL text (one statement; a trailing `;` is fine; several
+    /// statements run in order and the last one's output is returned).
+    pub fn execute(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
+        let kind = classify(sql);
+        let carried = carried_warnings(s, sql, kind);
+        if self.must_forward(s, kind, sql) {
+            // The primary's answer carries the session's warnings and
+            // ROW_COUNT() as it left them.
+            return (kind, self.forward(s, sql));
+        }
+        // Warnings of an earlier statement run on this thread are not ours.
+        ladle_dataflow::take_eval_warnings();
+        let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
+        let result = self.execute_inner(s, sql, kind);
+        self.settle_statement(s, sql, kind, carried, result)
+    }
+
+    /// A text SELECT answered without blocking: its view is installed (the
+    /// same text was read before in this database, or the query has the
+    /// shape of an installed view: [`Engine::installed_select`]), the
+    /// session's transaction (if any) reads the committed state, and the view holds the rows with
+    /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
+    /// [`Engine::execute`] on a blocking thread instead. Lets the
+    /// connection's task answer a repeated query, as
+    /// [`Engine::execute_prepared_cached`] does for prepared ones.
+    pub fn execute_cached(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        // A transaction's reads see its own writes, and under REPEATABLE
+        // READ its snapshot: only one that has written nothing at READ
+        // COMMITTED reads what everyone reads.
+        if classify(sql) != Kind::Select || !self.reads_shared_views_now(s) {
+            return None;
+        }
+        if matches!(
+            crate::sqltext::open_versioned_comments(sql),
+            std::borrow::Cow::Owned(_)
+        ) {
+            return None;
+        }
+        let db = s.database.clone()?;
+        let key = (db, sql.to_string());
+        let cached = self.select_cache.get(&key);
+        let (pq, new) = match cached {
+            Some(pq) => (pq, false),
+            None => (self.installed_select(s, &key.0, sql)?, true),
+        };
+        ladle_dataflow::take_eval_warnings();
+        let start = std::time::Instant::now();
+        let rows = pq.read_cached(&[], self.read_lsn(s))?;
+        if new {
+            self.remember_select(key, &pq);
+        }
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        let result = rows
+            .map(|rows| Output::Rows {
+                columns: pq.columns().to_vec(),
+                rows,
+            })
+            .map_err(|e| WireError::from(ShimError::from(e)));
+        // (The read left the session's warnings alone.)
+        let carried = carried_warnings(s, sql, Kind::Select);
+        Some(self.settle_statement(s, sql, Kind::Select, carried, result))
+    }
+
+    /// What every statement leaves in its session besides its result:
+    /// ROW_COUNT(), and the warnings SHOW WARNINGS lists (those the
+    /// evaluator raised while it ran, or its error). `carried`: the
+    /// earlier statements' warnings still listed when it started.
+    pub(crate) fn settle_statement(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+        carried: usize,
+        result: std::result::Result<Output, WireError>,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        // ROW_COUNT(): rows the statement changed, -1 for one that returned
+        // rows or failed (MySQL's definition; 0 for DDL and SET).
+        s.row_count = match &result {
+            Ok(Output::Done { affected_rows, .. }) => {
+                i64::try_from(*affected_rows).unwrap_or(i64::MAX)
+            }
+            _ => -1,
+        };
+        let raised = ladle_dataflow::take_eval_warnings();
+        if result.is_ok() && !raised.is_empty() {
+            // A statement with warnings replaces the earlier ones.
+            s.warnings.drain(..carried.min(s.warnings.len()));
+            s.carried_warnings = 0;
+            for (level, code, message) in raised {
+                s.add_warning(level, code, message);
+            }
+        }
+        if let Err(e) = &result {
+            // SHOW WARNINGS after a failed statement lists its error (and
+            // no longer what an earlier statement left).
+            if kind != Kind::Show {
+                s.warnings.drain(..carried.min(s.warnings.len()));
+                s.carried_warnings = 0;
+            }
+            s.add_warning("Error", e.code.errno, e.message.clone());
+            if e.code.errno == crate::error::ER_UNKNOWN.errno {
+                tracing::warn!(connection = s.connection_id, error = %e.message, sql, "statement failed");
+            } else {
+                tracing::debug!(connection = s.connection_id, errno = e.code.errno, error = %e.message, "statement failed");
+            }
+        }
+        (kind, result)
+    }
+
+    fn execute_inner(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+    ) -> std::result::Result<Output, WireError> {
+        // Account statements are not DDL to the schema log: replicas must
+        // not receive their passwords as statement text.
+        let (w0, w1) = first_words(sql);
+        if crate::account_statements::is_account_statement(&w0, &w1) {
+            if !crate::account_statements::changes_accounts(&w0, &w1) {
+                return Ok(crate::account_statements::statement(self, s, sql)?);
+            }
+            self.implicit_commit(s)?;
+            let Some(log) = self.schema_log.get() else {
+                return Ok(crate::account_statements::statement(self, s, sql)?);
+            };
+            // A cluster node: as a schema change (only the primary runs
+            // it; replicas install the resulting list at this position).
+            log.check_writable()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            let out = self.storage.fenced(|| {
+                let out = crate::account_statements::statement(self, s, sql)?;
+                log.record_accounts(&self.accounts.encoded()?);
+                Ok::<_, ShimError>(out)
+            })?;
+            log.acknowledge()
+                .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
+            return Ok(out);
+        }
+        crate::privileges::check_sql(self, s, sql)?;
+        if kind == Kind::Ddl {
+            self.select_cache.invalidate();
+            if let Some(log) = self.schema_log.get() {
+                log.check_writable().map_err(|why| {
+                    ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                })?;
+                let database = s.database.clone();
+                let run = |s: &mut Session| {
+                    let out = self.run_statement(s, sql, kind);
+                    if out.is_ok() {
+                        log.record(database.as_deref(), sql, self.storage.record_carried());
+                    } else if let Err(e) = self.storage.withdraw_record() {
+                        tracing::error!(error = %e, sql, "withdrawing a failed schema change's record");
+                    }
+                    out
+                };
+                let out = match log.prepare(database.as_deref(), sql) {
+                    Some((key, value)) => self.storage.fenced_with_record(&key, &value, || run(s)),
+                    None => self.storage.fenced(|| run(s)),
+                };
+                if out.is_ok() {
+                    log.acknowledge().map_err(|why| {
+                        ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
+                    })?;
+                }
+                return out;
+            }
+        }
+        self.run_statement(s, sql, kind)
+    }
+
+    fn run_statement(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+    ) -> std::result::Result<Output, WireError> {
+        // (In a REPEATABLE READ transaction a locking read is a current
+        // read, which only the parsed statement tells: no cached plan.)
+        let repeatable = s.transaction.as_ref().is_some_and(|t| t.repeatable_read);
+        if kind == Kind::Select && !repeatable {
+            if let Some(db) = &s.database {
+                let hit = self.select_cache.get(&(db.clone(), sql.to_string()));
+                if let Some(pq) = hit {
+                    let start = std::time::Instant::now();
+                    let rows = self.read_rows(s, &pq, &[], false, false)?;
+                    self.metrics
+                        .read_seconds
+                        .observe(start.elapsed().as_secs_f64());
+                    return Ok(Output::Rows {
+                        columns: pq.columns().to_vec(),
+                        rows,
+                    });
+                }
+            }
+        }
+        let toks = tokens(sql)?;
+        let toks: Vec<Token> = toks
+            .into_iter()
+            .filter(|t| !matches!(t, Token::SemiColon))
+            .collect();
+        if toks.is_empty() {
+            return Err(ShimError::Parse("Query was empty".into()).into());
+        }
+        if let Some(out) = crate::admin::route(self.admin.as_ref(), &toks) {
+            return out;
+        }
+        // Statements the shim recognizes from their first words (MySQL
+        // forms the SQL parser does not cover).
+        if let Some(out) = self.by_keywords(s, &toks)? {
+            return Ok(out);
+        }
+        // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
+        // no locks in Ladle, so it is dropped (the read stays a current
+        // read, see `read_rows`).
+        let mut share_mode = false;
+        let unlocked;
+        let sql = match strip_share_mode(sql) {
+            Some(x) if kind == Kind::Select => {
+                share_mode = has_share_mode(sql);
+                unlocked = x;
+                unlocked.as_str()
+            }
+            _ => sql,
+        };
+        let mut stmts = parse(sql)?;
+        if kind == Kind::Select && stmts.len() == 1 {
+            if let Some(Statement::Query(q)) = stmts.pop() {
+                return Ok(self.select_text(s, &q, sql, share_mode)?);
+            }
+        }
+        let mut last = Output::ok();
+        for stmt in stmts {
+            last = self.statement(s, stmt)?;
+        }
+        Ok(last)
+    }
+
+    fn by_keywords(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
+        let w0 = word(t, 0).unwrap_or_default();
+        let w1 = word(t, 1).unwrap_or_default();
+        match (w0.as_str(), w1.as_str()) {
+            ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
+            ("DESCRIBE" | "DESC", _) => {
+                let mut i = 1;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near DESCRIBE".into()))?;
+                Ok(Some(catalog::describe(self, s, db, &table, false)?))
+            }
+            ("EXPLAIN", w)
+                if !matches!(
+                    w,
+                    "SELECT"
+                        | "WITH"
+                        | ""
+                        | "GRAPH"
+                        | "FORMAT"
+                        | "EXTENDED"
+                        | "PARTITIONS"
+                        | "ANALYZE"
+                ) || matches!(t.get(1), Some(Token::Word(w)) if w.quote_style.is_some()) =>
+            {
+                let mut i = 1;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near EXPLAIN".into()))?;
+                Ok(Some(catalog::describe(self, s, db, &table, false)?))
+            }
+            ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
+            ("KILL", _) => Ok(Some(self.kill(s, t)?)),
+            ("FLUSH", "HOSTS") => {
+                self.host_errors.flush();
+                Ok(Some(Output::ok()))
+            }
+            ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
+                Ok(Some(Output::ok()))
+            }
+            // ALTER TABLE t DISABLE|ENABLE KEYS (dumps wrap their INSERTs in
+            // it): a no-op, as for InnoDB, once the table is known.
+            ("ALTER", "TABLE")
+                if t.len() >= 4
+                    && word(t, t.len() - 1).as_deref() == Some("KEYS")
+                    && matches!(word(t, t.len() - 2).as_deref(), Some("DISABLE" | "ENABLE")) =>
+            {
+                let mut i = 2;
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near ALTER TABLE".into()))?;
+                let name = ast::ObjectName(
+                    db.into_iter()
+                        .chain(std::iter::once(table))
+                        .map(ast::Ident::new)
+                        .collect(),
+                );
+                let (db, table) = self.resolve(s, &name)?;
+                if self.storage.table(&db, &table).is_none() {
+                    return Err(ShimError::UnknownTable {
+                        database: db,
+                        table,
+                    }
+                    .into());
+                }
+                Ok(Some(Output::ok()))
+            }
+            // Every other ALTER TABLE, and RENAME TABLE (MySQL forms the
+            // parser does not know).
+            ("ALTER", "TABLE") => {
+                self.implicit_commit(s)?;
+                let sql = crate::tokens::render_tokens(t);
+                Ok(Some(crate::alter_table::alter_statement(self, s, &sql)?))
+            }
+            ("RENAME", "TABLE" | "TABLES") => {
+                self.implicit_commit(s)?;
+                let sql = crate::tokens::render_tokens(t);
+                Ok(Some(crate::alter_table::rename_tables(self, s, &sql)?))
+            }
+            ("SET", "TRANSACTION") => Ok(Some(set_transaction(s, t, false, false)?)),
+            // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
+            ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
+                let rest = crate::tokens::render_tokens(&t[2..]);
+                let mut last = Output::ok();
+                for stmt in parse(&format!("SET @@global.{rest}"))? {
+                    last = self.statement(s, stmt)?;
+                }
+                Ok(Some(last))
+            }
+            // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
+            ("START", "TRANSACTION")
+                if t.iter().any(
+                    |x| matches!(x, Token::Word(w) if w.value.eq_ignore_ascii_case("CONSISTENT")),
+                ) =>
+            {
+                self.start_transaction(s)?;
+                // The read view is taken now, not at the first read (under
+                // READ COMMITTED there is none to take, as in InnoDB).
+                if let Some(tx) = &s.transaction {
+                    tx.read_view(|| self.storage.read_view());
+                }
+                Ok(Some(Output::ok()))
+            }
+            ("SET", "SESSION" | "GLOBAL" | "LOCAL")
+                if word(t, 2).as_deref() == Some("TRANSACTION") =>
+            {
+                Ok(Some(set_transaction(s, t, w1 != "GLOBAL", w1 == "GLOBAL")?))
+            }
+            ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
+            ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
+            ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
+            // TRUNCATE [TABLE] name (the parser wants TABLE).
+            ("TRUNCATE", _) => {
+                let mut i = if w1 == "TABLE" { 2 } else { 1 };
+                let (db, table) = qualified_name(t, &mut i)
+                    .ok_or_else(|| ShimError::Parse("near TRUNCATE".into()))?;
+                self.implicit_commit(s)?;
+                let name = ast::ObjectName(
+                    db.into_iter()
+                        .chain(std::iter::once(table))
+                        .map(ast::Ident::new)
+                        .collect(),
+                );
+                dml::truncate(self, s, &name)?;
+                Ok(Some(Output::ok()))
+            }
+            ("UPDATE", _) => self.update_by_keywords(s, t),
+            // `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL
+            // parser wants RETURNING before ORDER BY, and reads it as the
+            // table's alias when there is no WHERE.
+            ("DELETE", _) => match dml::split_returning(t) {
+                Some((base, items)) => {
+                    let stmt = parse(&base)?.into_iter().next();
+                    let Some(Statement::Delete(mut d)) = stmt else {
+                        return Err(ShimError::Parse("near RETURNING".into()).into());
+                    };
+                    d.returning = Some(parse_select_items(&items)?);
+                    Ok(Some(self.statement(s, Statement::Delete(d))?))
+                }
+                None => Ok(None),
+            },
+            ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
+                Some(sql) => {
+                    let mut last = Output::ok();
+                    for stmt in parse(&sql)? {
+                        last = self.statement(s, stmt)?;
+                    }
+                    Ok(Some(last))
+                }
+                None => Ok(None),
+            },
+            ("XA", _) => Err(ShimError::Unsupported(w0).into()),
+            _ => Ok(None),
+        }
+    }
+
+    /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]`: the
+    /// forms the SQL parser does not read (`None`: a plain UPDATE, left to
+    /// the parser).
+    fn update_by_keywords(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
+        // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
+        // IGNORE as the table's name.
+        let (t, ignore) = dml::strip_update_modifiers(t);
+        let (base, order, limit) = match dml::split_update_order_limit(&t) {
+            Some(split) => split,
+            None if ignore => (crate::tokens::render_tokens(&t), None, None),
+            None => return Ok(None),
+        };
+        let stmt = parse(&base)?.into_iter().next();
+        let Some(Statement::Update {
+            table,
+            assignments,
+            from: None,
+            selection,
+            ..
+        }) = stmt
+        else {
+            return Err(
+                ShimError::Unsupported("this form of UPDATE ... ORDER BY/LIMIT".into()).into(),
+            );
+        };
+        let order_by = match order {
+            Some(text) => {
+                let mut parser = crate::sqltext::parser(&text)?;
+                let mut order = crate::sqltext::contain_parser_panic(|| {
+                    parser.parse_comma_separated(Parser::parse_order_by_expr)
+                })?;
+                ladle_dataflow::bound_depth(&mut order).map_err(|_| ShimError::TooDeep)?;
+                order
+            }
+            None => Vec::new(),
+        };
+        let limit = match limit {
+            Some(text) => {
+                let x = crate::sqltext::parse_expr(&text)?;
+                match self.eval_constant(s, &x)?.as_i64() {
+                    Some(n) if n >= 0 => Some(n as u64),
+                    _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
+                }
+            }
+            None => None,
+        };
+        let clauses = dml::UpdateClauses {
+            order_by: &order_by,
+            limit,
+            ignore,
+        };
+        Ok(Some(dml::update(
+            self,
+            s,
+            table,
+            assignments,
+            selection,
+            clauses,
+        )?))
+    }
+
+    /// Runs one parsed statement.
+    pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
+        match stmt {
+            Statement::Query(q) => self.select(s, &q),
+            // UPDATE ... RETURNING: MariaDB has no such statement (a syntax
+            // error there); refused before it runs.
+            Statement::Update {
+                returning: Some(_), ..
+            } => Err(ShimError::Unsupported("UPDATE ... RETURNING".into())),
+            Statement::Insert(ins) => dml::insert(self, s, ins),
+            Statement::Update {
+                table,
+                assignments,
+                from,
+                selection,
+                ..
+            } => {
+                if from.is_some() {
+                    return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
+                }
+                dml::update(self, s, table, assignments, selection, Default::default())
+            }
+            Statement::Delete(d) => dml::delete(self, s, d),
+            Statement::Truncate { table_names, .. } => {
+                let mut n = 0;
+                for t in table_names {
+                    n += dml::truncate(self, s, &t.name)?;
+                }
+                let _ = n;
+                Ok(Output::ok())
+            }
+            Statement::CreateTable(ct) => {
+                self.implicit_commit(s)?;
+                ddl::create_table(self, s, ct)
+            }
+            Statement::CreateIndex(ci) => {
+                self.implicit_commit(s)?;
+                ddl::create_index(self, s, ci)
+            }
+            Statement::AlterTable {
+                name, operations, ..
+            } => {
+                self.implicit_commit(s)?;
+                let ops = operations.into_iter().map(crate::alter::Op::Parsed);
+                crate::alter_table::alter_table(self, s, &name, ops.collect())
+            }
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => {
+                self.implicit_commit(s)?;
+                ddl::drop(self, s, object_type, if_exists, names)
+            }
+            Statement::CreateView {
+                or_replace,
+                name,
+                query,
+                ..
+            } => {
+                self.implicit_commit(s)?;
+                let (db, view) = self.resolve(s, &name)?;
+                // The dataflow stores and re-parses the query's text.
+                let query = crate::sqltext::display_safe(&query);
+                self.dataflow.create_view(&db, &view, &query, or_replace)?;
+                // The definition text, for SHOW CREATE VIEW and
+                // information_schema.VIEWS.
+                self.storage
+                    .put_meta(&view_meta_key(&db, &view), query.to_string().as_bytes())?;
+                Ok(Output::ok())
+            }
+            Statement::CreateDatabase {
+                db_name,
+                if_not_exists,
+                ..
+            } => {
+                self.storage
+                    .create_database(&last_part(&db_name), if_not_exists)?;
+                Ok(Output::affected(1))
+            }
+            Statement::CreateSchema {
+                schema_name,
+                if_not_exists,
+            } => {
+                self.storage
+                    .create_database(schema_name.to_string().trim_matches('`'), if_not_exists)?;
+                Ok(Output::affected(1))
+            }
+            Statement::Use(u) => {
+                let name = match u {
+                    ast::Use::Object(n) | ast::Use::Database(n) | ast::Use::Schema(n) => {
+                        last_part(&n)
+                    }
+                    _ => return Err(ShimError::Unsupported("this form of USE".into())),
+                };
+                self.use_database(s, &name)?;
+                Ok(Output::ok())
+            }
+            Statement::StartTransaction { .. } => {
+                self.start_transaction(s)?;
+                Ok(Output::ok())
+            }
+            Statement::Commit { .. } => self.commit(s),
+            Statement::Savepoint { name } => {
+                // Outside a transaction a savepoint ends with its statement.
+                if let Some(tx) = &mut s.transaction {
+                    tx.savepoint(&name.value);
+                }
+                Ok(Output::ok())
+            }
+            Statement::ReleaseSavepoint { name } => {
+                on_savepoint(s, name.value, Transaction::release)
+            }
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => on_savepoint(s, name.value, Transaction::rollback_to),
+            Statement::Rollback {
+                savepoint: None, ..
+            } => {
+                s.transaction = None;
+                if !s.autocommit {
+                    s.begin_transaction();
+                }
+                Ok(Output::ok())
+            }
+            Statement::SetNames { .. } | Statement::SetNamesDefault {} => Ok(Output::ok()),
+            Statement::SetTransaction { .. } => Ok(Output::ok()),
+            Statement::SetTimeZone { .. } => Ok(Output::ok()),
+            Statement::SetVariable {
+                variables, value, ..
+            } => {
+                let names: Vec<ast::ObjectName> = match variables {
+                    ast::OneOrManyWithParens::One(n) => vec![n],
+                    ast::OneOrManyWithParens::Many(v) => v,
+                };
+                for (n, v) in names.iter().zip(value.iter()) {
+                    self.set_variable(s, n, v)?;
+                }
+                Ok(Output::ok())
+            }
+            Statement::Kill { .. } => Err(ShimError::Unsupported("KILL".into())),
+            other => Err(ShimError::Unsupported(statement_name(&other))),
+        }
+    }
+
+    /// Switches the session's current database (USE, COM_INIT_DB).
+    pub fn use_database(&self, s: &mut Session, name: &str) -> Result<()> {
+        let known = name.eq_ignore_ascii_case("information_schema")
+            || self.storage.databases().iter().any(|d| d == name);
+        crate::privileges::check_use(self, s, name)?;
+        if !known {
+            return Err(ShimError::UnknownDatabase(name.to_string()));
+        }
+        s.database = Some(name.to_string());
+        Ok(())
+    }
+}
+
+/// The statement kind from its first word (cheap; used for metrics).
+/// Whether a statement of `kind` reads or writes tables, which is when MySQL
+/// clears the warnings of the statement before it. A SELECT without FROM
+/// does not.
+/// How many of the session's warnings a statement starting now keeps:
+/// MySQL keeps the previous statement's warnings through statements that
+/// use no table (`SELECT @@warning_count`, `SET @a = 1`); others clear them.
+/// Also noted in the session: the OK packet counts only the statement's own.
+pub(crate) fn carried_warnings(s: &mut Session, sql: &str, kind: Kind) -> usize {
+    let carried = if kind != Kind::Show && !s.warnings.is_empty() && uses_tables(kind, sql) {
+        s.clear_warnings();
+        0
+    } else {
+        s.warnings.len()
+    };
+    s.carried_warnings = carried;
+    carried
+}
+
+fn uses_tables(kind: Kind, sql: &str) -> bool {
+    match kind {
+        Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl => true,
+        Kind::Select => tokens(sql).map_or(true, |t| {
+            (0..t.len()).any(|i| word(&t, i).as_deref() == Some("FROM"))
+        }),
+        _ => false,
+    }
+}
+
+fn statement_name(s: &Statement) -> String {
+    let text = s.to_string();
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

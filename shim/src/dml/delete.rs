@@ -1,0 +1,248 @@
+//! DELETE (single- and multi-table, with RETURNING) and TRUNCATE.
+
+use std::sync::Arc;
+
+use ladle_common::Row;
+use ladle_dataflow::compile_row_expr;
+use ladle_storage::{RowFilter, ScanSpec, WriteOp};
+use sqlparser::ast::{self, Expr, TableFactor};
+use sqlparser::tokenizer::Token;
+
+use super::overlay::candidate_rows;
+use super::write::{
+    choose_rows, expr_err, identity, identity_columns, inline_subqueries, scan_spec, single_table,
+    submit_with, table, RowCounts,
+};
+use crate::error::{Result, ShimError};
+use crate::exec::Engine;
+use crate::output::Output;
+use crate::session::Session;
+use crate::tokens::render_tokens;
+
+pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+    if let Some(single) = multi_table_delete(e, s, &d)? {
+        d = single;
+    }
+    let returning_items = d.returning.take();
+    if let Some(w) = &mut d.selection {
+        inline_subqueries(e, s, w)?;
+    }
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    if from.len() != 1 || !d.tables.is_empty() || d.using.is_some() {
+        return Err(ShimError::Unsupported("multi-table DELETE".into()));
+    }
+    let schema = table(e, s, single_table(&from[0])?)?;
+    let returning = returning_items
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
+    let limit = match &d.limit {
+        None => None,
+        Some(x) => match e.eval_constant(s, x)?.as_i64() {
+            Some(n) if n >= 0 => Some(n as u64),
+            _ => return Err(ShimError::WrongArguments("LIMIT".into())),
+        },
+    };
+    let pred = d
+        .selection
+        .as_ref()
+        .map(|w| compile_row_expr(w, Some(&schema)))
+        .transpose()?;
+    let scan = scan_spec(&schema, d.selection.as_ref());
+    let chosen =
+        choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?.map(|c| c.set);
+    let ident_cols = identity_columns(&schema);
+    let filter: RowFilter = Arc::new(move |row: &Row| {
+        if let Some(p) = &pred {
+            if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(false);
+            }
+        }
+        if let Some(set) = &chosen {
+            return Ok(set.contains(&identity(row, &ident_cols)));
+        }
+        Ok(true)
+    });
+    let mut deleted = 0;
+    let keyed = crate::foreign_keys::involved(e, &schema)?;
+    let mut gone = Vec::new();
+    let mut returned_rows = Vec::new();
+    if s.in_transaction() || keyed || returning.is_some() {
+        for row in candidate_rows(e, s, &schema, &scan)? {
+            if filter(&row)? {
+                deleted += 1;
+                if returning.is_some() {
+                    returned_rows.push(row.clone());
+                }
+                if keyed {
+                    gone.push((row, None));
+                }
+            }
+        }
+    }
+    // Outside a transaction the write deletes only the rows listed (as
+    // they were read): a row another connection changes in between is
+    // kept, though listed, as Ladle takes no row lock to prevent that.
+    let filter: RowFilter = match &returning {
+        Some(_) if !s.in_transaction() => {
+            let listed: std::collections::HashSet<Row> = returned_rows.iter().cloned().collect();
+            Arc::new(move |row: &Row| Ok(listed.contains(row) && filter(row)?))
+        }
+        _ => filter,
+    };
+    let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
+    let (out, _) = submit_with(
+        e,
+        s,
+        WriteOp::Delete {
+            table: schema.id,
+            scan,
+            filter,
+        },
+        cascades,
+        RowCounts::both(deleted),
+    )?;
+    match returning {
+        Some(r) => r.output(&returned_rows),
+        None => Ok(out),
+    }
+}
+
+/// `DELETE t FROM t JOIN u ON ... WHERE ...` (one target; Django's form
+/// for a delete through a relation) as `DELETE FROM t WHERE pk IN (SELECT
+/// t.pk FROM t JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
+/// uncorrelated subquery in a DELETE. `None` for a single-table DELETE.
+/// Several targets, a target without a one-column primary key, and USING
+/// are refused (1235).
+pub(super) fn multi_table_delete(
+    e: &Engine,
+    s: &Session,
+    d: &ast::Delete,
+) -> Result<Option<ast::Delete>> {
+    let from = match &d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let joined = from.len() > 1 || from.iter().any(|t| !t.joins.is_empty());
+    if d.tables.is_empty() && d.using.is_none() && !joined {
+        return Ok(None);
+    }
+    let unsupported =
+        |what: &str| Err(ShimError::Unsupported(format!("multi-table DELETE {what}")));
+    let target = match d.tables.as_slice() {
+        [t] if d.using.is_none() && d.returning.is_none() && d.limit.is_none() => t,
+        [_] => return unsupported("with USING, RETURNING or LIMIT"),
+        _ => return unsupported("of several tables"),
+    };
+    let target_name = target
+        .0
+        .last()
+        .map(|i| i.value.as_str())
+        .unwrap_or_default();
+    // The target is named by its alias in FROM, or by its table name.
+    let factors = from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)));
+    let mut found = None;
+    for f in factors {
+        if let TableFactor::Table { name, alias, .. } = f {
+            let shown = match alias {
+                Some(a) => a.name.value.as_str(),
+                None => name.0.last().map(|i| i.value.as_str()).unwrap_or_default(),
+            };
+            if shown.eq_ignore_ascii_case(target_name) {
+                found = Some((name.clone(), shown.to_string()));
+                break;
+            }
+        }
+    }
+    let Some((name, shown)) = found else {
+        return Err(ShimError::UnknownTable {
+            database: s.database.clone().unwrap_or_default(),
+            table: target_name.to_string(),
+        });
+    };
+    let schema = table(e, s, &name)?;
+    let pk = match schema.primary_key.as_deref() {
+        Some([c]) => schema.columns[*c].name.clone(),
+        _ => return unsupported("of a table without a one-column primary key"),
+    };
+    let key = |q: &str| Expr::CompoundIdentifier(vec![ast::Ident::new(q), ast::Ident::new(&pk)]);
+    let tables: Vec<String> = from.iter().map(|t| t.to_string()).collect();
+    let select_text = format!("SELECT {} FROM {}", key(&shown), tables.join(", "));
+    let mut select = match sqlparser::parser::Parser::parse_sql(
+        &sqlparser::dialect::MySqlDialect {},
+        &select_text,
+    )
+    .ok()
+    .and_then(|mut v| v.pop())
+    {
+        Some(ast::Statement::Query(q)) => *q,
+        _ => return unsupported("of this FROM clause"),
+    };
+    if let ast::SetExpr::Select(sel) = &mut *select.body {
+        sel.selection = d.selection.clone();
+    }
+    let mut single = d.clone();
+    single.tables = vec![];
+    single.from = ast::FromTable::WithFromKeyword(vec![ast::TableWithJoins {
+        relation: TableFactor::Table {
+            name: name.clone(),
+            alias: None,
+            args: None,
+            with_hints: vec![],
+            version: None,
+            with_ordinality: false,
+            partitions: vec![],
+        },
+        joins: vec![],
+    }]);
+    single.selection = Some(Expr::InSubquery {
+        expr: Box::new(key(&schema.name)),
+        subquery: Box::new(select),
+        negated: false,
+    });
+    Ok(Some(single))
+}
+
+/// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in
+/// MySQL. It is DDL there (never part of a transaction; the caller commits
+/// an open one first), so it writes directly.
+pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u64> {
+    let schema = table(e, s, name)?;
+    crate::foreign_keys::check_parent_removable(e, s, &schema, true)?;
+    let filter: RowFilter = Arc::new(|_| Ok(true));
+    let res = e.storage.write(vec![WriteOp::Delete {
+        table: schema.id,
+        scan: ScanSpec::Full,
+        filter,
+    }])?;
+    s.wrote(res.lsn);
+    e.storage.reset_auto_increment(schema.id)?;
+    Ok(res
+        .ops
+        .into_iter()
+        .next()
+        .map(|r| r.affected_rows)
+        .unwrap_or(0))
+}
+
+/// Splits a statement at its top-level `RETURNING` (MariaDB's, the last
+/// clause) into the text before it and the list after it; `None` without
+/// one.
+pub fn split_returning(t: &[Token]) -> Option<(String, String)> {
+    let mut depth = 0usize;
+    let at = (0..t.len()).find(|&i| {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        depth == 0 && crate::tokens::word(t, i).as_deref() == Some("RETURNING")
+    })?;
+    let end = t.len() - usize::from(matches!(t.last(), Some(Token::SemiColon)));
+    Some((
+        render_tokens(&t[..at]),
+        render_tokens(&t[at + 1..end.max(at + 1)]),
+    ))
+}

@@ -1,0 +1,875 @@
+//! INSERT and REPLACE (with ON DUPLICATE KEY UPDATE, IGNORE and
+//! auto-increment ids) -> storage `WriteOp`s; `INSERT ... SET` rewritten to
+//! `VALUES`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ladle_common::{Row, TableSchema, Value};
+use ladle_storage::{OnConflict, StorageError, WriteOp};
+use sqlparser::ast::{self, AssignmentTarget, OnInsert, SetExpr};
+use sqlparser::tokenizer::Token;
+
+use super::overlay::coerce_lenient;
+use super::transaction_insert::{insert_in_transaction, upsert_keys};
+use super::transaction_keys::TransactionKeys;
+use super::write::{
+    adjust_ignored_values, coerce_row, column_pos, compile_assignments, expr_err, given_value,
+    implicit_default, is_default_keyword, positive_id, slot, submit_with, table, value_of,
+    RowCounts,
+};
+use crate::ddl::default_value;
+use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD};
+use crate::exec::Engine;
+use crate::output::{Info, Output};
+use crate::session::Session;
+use crate::tokens::render_token;
+
+pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
+    let schema = table(e, s, &ins.table_name)?;
+    let returning = ins
+        .returning
+        .take()
+        .map(|items| crate::returning::Returning::compile(&schema, &items))
+        .transpose()?;
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        (0..schema.columns.len()).collect()
+    } else {
+        ins.columns
+            .iter()
+            .map(|c| column_pos(&schema, &c.value, "field list"))
+            .collect::<Result<_>>()?
+    };
+    let source = ins
+        .source
+        .take()
+        .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
+    let mut given: Vec<Vec<Option<Value>>> = Vec::new();
+    // MySQL reports "Records: .." for a multi-row VALUES or a SELECT.
+    let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
+    match source.body.as_ref() {
+        SetExpr::Values(v) => {
+            for row in &v.rows {
+                if row.len() != targets.len() {
+                    return Err(StorageError::ColumnCount.into());
+                }
+                let mut out = Vec::with_capacity(row.len());
+                for x in row {
+                    out.push(if is_default_keyword(x) {
+                        None
+                    } else {
+                        Some(value_of(e, s, x)?)
+                    });
+                }
+                given.push(out);
+            }
+        }
+        _ => {
+            // INSERT ... SELECT: run the query, then insert its rows.
+            let Output::Rows { rows, .. } = e.select_for_write(s, &source)? else {
+                return Err(ShimError::Internal("SELECT produced no rows".into()));
+            };
+            for r in rows.into_vec() {
+                if r.len() != targets.len() {
+                    return Err(StorageError::ColumnCount.into());
+                }
+                given.push(r.into_iter().map(Some).collect());
+            }
+        }
+    }
+    let records = given.len() as u64;
+    // MariaDB counts a column ON DUPLICATE KEY UPDATE assigns as given: an
+    // inserted row gets its implicit default, without 1364.
+    let assigned: Vec<String> = match &ins.on {
+        Some(OnInsert::DuplicateKeyUpdate(assignments)) => assignments
+            .iter()
+            .filter_map(|a| match &a.target {
+                AssignmentTarget::ColumnName(n) => Some(crate::sqltext::last_part(n)),
+                AssignmentTarget::Tuple(_) => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut rows: Vec<Row> = Vec::with_capacity(given.len());
+    for g in given {
+        let mut row: Vec<Option<Value>> = vec![None; schema.columns.len()];
+        for (v, &t) in g.into_iter().zip(&targets) {
+            row[t] = given_value(s, &schema, t, v, ins.ignore)?;
+        }
+        let mut full = Vec::with_capacity(row.len());
+        for (v, col) in row.into_iter().zip(&schema.columns) {
+            full.push(match v {
+                Some(v) => v,
+                None => match default_value(col) {
+                    Some(d) => d,
+                    None if assigned.iter().any(|a| a.eq_ignore_ascii_case(&col.name)) => {
+                        match implicit_default(&col.ty) {
+                            Some(d) => d,
+                            None => {
+                                return Err(StorageError::NoDefault {
+                                    column: col.name.clone(),
+                                }
+                                .into())
+                            }
+                        }
+                    }
+                    // IGNORE gives a NOT NULL column without a default
+                    // its type's implicit default, with a warning.
+                    None => match implicit_default(&col.ty).filter(|_| ins.ignore) {
+                        Some(d) => {
+                            // Once per statement, as MariaDB warns.
+                            if rows.is_empty() {
+                                s.add_warning(
+                                    "Warning",
+                                    ER_NO_DEFAULT_FOR_FIELD.errno,
+                                    format!("Field '{}' doesn't have a default value", col.name),
+                                );
+                            }
+                            d
+                        }
+                        None => {
+                            return Err(StorageError::NoDefault {
+                                column: col.name.clone(),
+                            }
+                            .into())
+                        }
+                    },
+                },
+            });
+        }
+        rows.push(full);
+    }
+    let rules = e.checks.for_table(&e.storage, &schema)?;
+    for row in &mut rows {
+        rules.fill_generated(&schema, row)?;
+    }
+    // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
+    for (i, row) in rows.iter().enumerate() {
+        for (v, col) in row.iter().zip(&schema.columns) {
+            if ladle_common::truncation_note(v, col) {
+                s.add_warning(
+                    "Note",
+                    1265,
+                    format!("Data truncated for column '{}' at row {}", col.name, i + 1),
+                );
+            }
+        }
+    }
+    // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
+    // adjusts them (see `insert_rows`), with no strict checks first.
+    if ins.ignore || !crate::vars::strict_mode(s) {
+        return insert_rows(e, s, &ins, schema, rows, records, many, returning);
+    }
+    // The checks below run a phase at a time over all rows; MariaDB runs
+    // them a row at a time, so when one fails, the error is the first
+    // failing row's first failure.
+    let kept = rows.clone();
+    match insert_rows(e, s, &ins, schema.clone(), rows, records, many, returning) {
+        Err(err) if is_row_error(&err) => {
+            Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
+        }
+        other => other,
+    }
+}
+
+/// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,
+/// duplicate key or foreign key).
+pub(super) fn is_row_error(err: &ShimError) -> bool {
+    matches!(
+        err.mysql_code().errno,
+        1048 | 1062 | 1264 | 1265 | 1292 | 1366 | 1406 | 1452 | 4025
+    )
+}
+
+/// The error MariaDB reports for an INSERT of `rows` (not IGNORE): each row
+/// in order is converted to the column types, checked for NOT NULL and the
+/// CHECK constraints, then against the keys (as the session sees the
+/// table, with the rows before it written) and its foreign keys; the
+/// first failure is the statement's error. None if no row fails.
+pub(super) fn first_row_error(
+    e: &Engine,
+    s: &Session,
+    ins: &ast::Insert,
+    schema: &Arc<TableSchema>,
+    rows: &[Row],
+) -> Result<Option<ShimError>> {
+    let checks = e.checks.for_table(&e.storage, schema)?;
+    let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default())?;
+    let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
+    let fail = |err: ShimError| Ok(Some(err));
+    for row in rows {
+        let row = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(err) => {
+                // MariaDB fills the columns in order: a NULL for an
+                // earlier NOT NULL column fails first.
+                let failing = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .position(|(v, c)| ladle_common::coerce(v, c).is_err())
+                    .unwrap_or(row.len());
+                if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
+                    return fail(null.into());
+                }
+                return fail(err);
+            }
+        };
+        if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
+            return fail(err.into());
+        }
+        if let Err(err) = checks.verify(&row) {
+            return fail(err.into());
+        }
+        let written = match (&on_conflict, keys.first_conflict(&row)) {
+            (OnConflict::Error, Some(_)) => return fail(keys.duplicate_error(&row).into()),
+            (OnConflict::Update(f), Some(existing)) => {
+                let new = match f(&existing, &row).map_err(ShimError::from) {
+                    Ok(new) => new,
+                    Err(err) => return fail(err),
+                };
+                let new = match coerce_row(schema, &new) {
+                    Ok(n) => n,
+                    Err(err) => return fail(err),
+                };
+                if let Err(err) = ladle_storage::check_not_null(schema, &new, true) {
+                    return fail(err.into());
+                }
+                keys.remove_conflicting(&existing);
+                if keys.conflicts(&new) > 0 {
+                    return fail(keys.duplicate_error(&new).into());
+                }
+                if new == existing {
+                    // Left as it was: it still holds its keys.
+                    keys.add(&existing);
+                }
+                (new != existing).then_some(new)
+            }
+            (OnConflict::Replace, Some(_)) => {
+                while let Some(victim) = keys.first_conflict(&row) {
+                    keys.remove_conflicting(&victim);
+                }
+                Some(row)
+            }
+            _ => Some(row),
+        };
+        if let Some(written) = written {
+            if let Some((_, err)) =
+                crate::foreign_keys::orphans(e, s, schema, std::slice::from_ref(&written))?
+                    .into_iter()
+                    .next()
+            {
+                return fail(err);
+            }
+            keys.add(&written);
+        }
+    }
+    Ok(None)
+}
+
+/// The rest of an INSERT once its rows are complete (defaults filled).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn insert_rows(
+    e: &Engine,
+    s: &mut Session,
+    ins: &ast::Insert,
+    schema: Arc<TableSchema>,
+    mut rows: Vec<Row>,
+    records: u64,
+    many: bool,
+    returning: Option<crate::returning::Returning>,
+) -> Result<Output> {
+    // A plain INSERT writes every row it is given, so its RETURNING rows
+    // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
+    // UPDATE return what the write did with each row (see
+    // `OpResult::rows`).
+    let plain = !(ins.ignore || ins.replace_into || ins.on.is_some());
+    // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
+    // adjusts them, but a NULL for a NOT NULL column still fails a
+    // single-row INSERT (MariaDB's rule).
+    if ins.ignore || !crate::vars::strict_mode(s) {
+        adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
+    }
+    // INSERT IGNORE processes every row, so MySQL reports the last one's
+    // explicit id even when a constraint skipped it (see OpResult).
+    let ignore_last_id = match schema.auto_increment_column() {
+        Some(ai) if ins.ignore && rows.iter().all(|r| positive_id(&r[ai]).is_some()) => rows
+            .last()
+            .and_then(|r| ladle_common::coerce(&r[ai], &schema.columns[ai]).ok())
+            .as_ref()
+            .and_then(positive_id),
+        _ => None,
+    };
+    let checks = e.checks.for_table(&e.storage, &schema)?;
+    let upsert_notes = UpsertNotes::default();
+    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes)?;
+    let upserted: Vec<Row> = match &on_conflict {
+        OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
+        _ => Vec::new(),
+    };
+    let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
+    let replacing_keyed =
+        matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
+    if !checks.is_empty() {
+        let given = if replacing_keyed {
+            rows.clone()
+        } else {
+            Vec::new()
+        };
+        rows = match check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict) {
+            Ok(rows) => rows,
+            // An earlier row's replaced row may be referenced (1451).
+            Err(err) if replacing_keyed => {
+                let replaced = replaced_rows(e, s, &schema, &given)?;
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &given, &replaced, err,
+                ));
+            }
+            Err(err) => return Err(err),
+        };
+    }
+    let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
+    if !orphans.is_empty() {
+        rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
+    }
+    // RETURNING reports generated ids, so they are taken now, as a
+    // transaction takes them.
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some() && plain)?;
+    let returned = match &returning {
+        Some(r) if plain => {
+            let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
+            Some(r.output(&stored)?)
+        }
+        _ => None,
+    };
+    let first_generated = schema.auto_increment_column().and_then(|ai| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| r[ai].as_i64())
+    });
+    // REPLACE deletes the rows it replaces, so their referencing rows get
+    // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
+    let cascades = if replacing_keyed {
+        let replaced = replaced_rows(e, s, &schema, &rows)?;
+        let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
+        match crate::foreign_keys::parent_effects(e, s, &schema, &changes) {
+            Ok(cascades) => cascades,
+            Err(err) => {
+                return Err(first_replace_error(
+                    e, s, &schema, &checks, &rows, &replaced, err,
+                ))
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let (out, written) = if s.in_transaction() {
+        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
+        if let Some(tx) = &mut s.transaction {
+            tx.ops.extend(cascades);
+        }
+        out
+    } else {
+        submit_with(
+            e,
+            s,
+            WriteOp::Insert {
+                table: schema.id,
+                rows,
+                on_conflict,
+            },
+            cascades,
+            RowCounts::default(),
+        )?
+    };
+    // A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that
+    // led to the update (after the inserted values' Notes; MariaDB
+    // interleaves them by row).
+    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
+    for (i, row) in upserted.iter().enumerate() {
+        for column in upsert_notes.get(row).into_iter().flatten() {
+            s.add_warning(
+                "Note",
+                1265,
+                format!("Data truncated for column '{column}' at row {}", i + 1),
+            );
+        }
+    }
+    if let Some(result) = returned {
+        if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
+            s.last_insert_id = id as u64;
+        }
+        return Ok(result);
+    }
+    if let Some(r) = &returning {
+        return r.output(&written);
+    }
+    let out = match out {
+        Output::Done {
+            affected_rows,
+            last_insert_id,
+            ..
+        } if many => Output::Done {
+            affected_rows,
+            last_insert_id,
+            info: records_info(records, affected_rows, ins.ignore, replaces),
+        },
+        other => other,
+    };
+    Ok(match (out, ignore_last_id) {
+        (
+            Output::Done {
+                affected_rows,
+                info,
+                ..
+            },
+            Some(id),
+        ) if affected_rows > 0 => Output::Done {
+            affected_rows,
+            last_insert_id: id,
+            info,
+        },
+        (out, _) => out,
+    })
+}
+
+/// The info of a multi-row INSERT that was given `records` rows and
+/// changed `affected`: as MySQL counts duplicates, the rows IGNORE skipped,
+/// or the rows REPLACE deleted / ON DUPLICATE KEY UPDATE changed (each
+/// counts twice in `affected`; an update that changes nothing is not
+/// counted).
+pub(super) fn records_info(records: u64, affected: u64, ignore: bool, replaces: bool) -> Info {
+    let duplicates = if ignore {
+        records.saturating_sub(affected)
+    } else if replaces {
+        affected.saturating_sub(records)
+    } else {
+        0
+    };
+    Info::Records {
+        records,
+        duplicates,
+    }
+}
+
+/// A proposed row as [`UpsertNotes`] holds it: as stored, without its
+/// AUTO_INCREMENT value (storage may generate it after the shim saw it).
+pub(super) fn upsert_note_key(schema: &TableSchema, row: &Row) -> Row {
+    let mut key = coerce_lenient(schema, row);
+    if let Some(v) = schema.auto_increment_column().and_then(|c| key.get_mut(c)) {
+        *v = Value::Null;
+    }
+    key
+}
+
+pub(super) fn conflict_rule(
+    schema: &Arc<TableSchema>,
+    ins: &ast::Insert,
+    checks: &Arc<crate::checks::TableChecks>,
+    notes: &UpsertNotes,
+) -> Result<OnConflict> {
+    Ok(if ins.replace_into {
+        OnConflict::Replace
+    } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
+        let compiled = compile_assignments(schema, assignments)?;
+        let (checks, schema) = (checks.clone(), schema.clone());
+        let notes = notes.clone();
+        let updater: ladle_storage::ConflictUpdater =
+            Arc::new(move |existing: &Row, proposed: &Row| {
+                let mut new = existing.clone();
+                let mut rounded = Vec::new();
+                for (pos, x) in &compiled {
+                    let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
+                    if let Some(c) = schema.columns.get(*pos) {
+                        if ladle_common::truncation_note(&v, c) {
+                            rounded.push(c.name.clone());
+                        }
+                    }
+                    *slot(&mut new, *pos)? = v;
+                }
+                checks.fill_generated(&schema, &mut new)?;
+                checks.verify_uncoerced(&schema, &new)?;
+                // Run again for the same row (a transaction's COMMIT),
+                // the update notes what it noted the first time.
+                notes
+                    .lock()
+                    .insert(upsert_note_key(&schema, proposed), rounded);
+                Ok(new)
+            });
+        OnConflict::Update(updater)
+    } else if ins.ignore {
+        OnConflict::Ignore
+    } else {
+        OnConflict::Error
+    })
+}
+
+/// Inside a transaction the write is buffered until COMMIT, but clients
+/// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
+/// storage for the rows that ask for one (also outside a transaction when
+/// `now`: RETURNING reports them). Says which rows got one.
+pub(super) fn reserve_ids(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &mut [Row],
+    now: bool,
+) -> Result<Vec<bool>> {
+    let mut generated = vec![false; rows.len()];
+    let Some(ai) = schema
+        .auto_increment_column()
+        .filter(|_| now || s.in_transaction())
+    else {
+        return Ok(generated);
+    };
+    let need: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r[ai].is_null() || r[ai].as_i64() == Some(0))
+        .map(|(i, _)| i)
+        .collect();
+    if !need.is_empty() {
+        let first = e
+            .storage
+            .reserve_auto_increment(schema.id, need.len() as u64)?;
+        for (k, &i) in need.iter().enumerate() {
+            let v = first + k as u64;
+            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
+            generated[i] = true;
+        }
+    }
+    Ok(generated)
+}
+
+/// The current rows a REPLACE of `rows` deletes (each row sharing a
+/// PRIMARY or UNIQUE key with one of them), as the session sees the table.
+/// The error a REPLACE on a referenced table that failed with `err` (its
+/// replaced rows fail a FOREIGN KEY, or a row fails a CHECK) reports:
+/// InnoDB takes the rows one at a time, each checked for values that do
+/// not fit (1264, 1406...), then CHECKs (4025), then the rows it replaces
+/// (1451), so the first row failing any of them decides. `replaced` is
+/// [`replaced_rows`]'s answer.
+pub(super) fn first_replace_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: &[Row],
+    replaced: &[ReplacedRow],
+    err: ShimError,
+) -> ShimError {
+    for (i, row) in rows.iter().enumerate() {
+        let coerced = match coerce_row(schema, row) {
+            Ok(r) => r,
+            Err(value_error) => return value_error,
+        };
+        if let Err(check_error) = checks.verify(&coerced) {
+            return check_error.into();
+        }
+        let upto: Vec<(Row, Option<Row>)> = replaced
+            .iter()
+            .filter(|(at, _)| *at <= i)
+            .map(|(_, c)| c.clone())
+            .collect();
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, &upto) {
+            return key_error;
+        }
+    }
+    err
+}
+
+/// The rows a REPLACE of `rows` deletes.
+pub(super) fn replaced_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+) -> Result<Vec<ReplacedRow>> {
+    let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    let mut gone = Vec::new();
+    // Rows this statement wrote itself: replacing one of them deletes no
+    // parent row (an identical row already in the table is one, though).
+    let mut own: Vec<&Row> = Vec::new();
+    for (at, row) in rows.iter().enumerate() {
+        while let Some(victim) = keys.first_conflict(row) {
+            keys.remove_conflicting(&victim);
+            match own.iter().position(|r| **r == victim) {
+                Some(i) => {
+                    own.swap_remove(i);
+                }
+                None => gone.push((at, (victim, None))),
+            }
+        }
+        keys.add(row);
+        own.push(row);
+    }
+    Ok(gone)
+}
+
+/// The rows of an INSERT that reference no parent row, by index in `rows`,
+/// each with its 1452 error. Under ON DUPLICATE KEY UPDATE a row whose key
+/// is taken is not written: the row it updates is checked instead (when
+/// the update changes it), as InnoDB checks what it writes — in and out of
+/// a transaction, so a transaction does not learn of it only at COMMIT.
+pub(super) fn orphan_rows(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<Vec<(usize, ShimError)>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return crate::foreign_keys::orphans(e, s, schema, rows);
+    };
+    if !crate::foreign_keys::involved(e, schema)? {
+        return Ok(Vec::new());
+    }
+    let coerced: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &coerced)?;
+    let mut written: Vec<(usize, Row)> = Vec::with_capacity(rows.len());
+    for (i, r) in coerced.iter().enumerate() {
+        match keys.first_conflict(r) {
+            Some(existing) => {
+                let new = coerce_lenient(schema, &f(&existing, r)?);
+                keys.remove_conflicting(&existing);
+                keys.add(&new);
+                if new != existing {
+                    written.push((i, new));
+                }
+            }
+            None => {
+                keys.add(r);
+                written.push((i, rows[i].clone()));
+            }
+        }
+    }
+    let checked: Vec<Row> = written.iter().map(|(_, r)| r.clone()).collect();
+    Ok(crate::foreign_keys::orphans(e, s, schema, &checked)?
+        .into_iter()
+        .map(|(k, err)| (written[k].0, err))
+        .collect())
+}
+
+/// Rows referencing no parent row (`orphans`, with their 1452 errors):
+/// INSERT IGNORE skips them with a warning; otherwise the statement fails
+/// with the first one's 1452, unless that row or an earlier one fails it
+/// first (a duplicate key: MariaDB checks keys before foreign keys).
+pub(super) fn drop_orphans(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
+    orphans: Vec<(usize, ShimError)>,
+    on_conflict: &OnConflict,
+) -> Result<Vec<Row>> {
+    if matches!(on_conflict, OnConflict::Ignore) {
+        let mut skip = Vec::with_capacity(orphans.len());
+        for (i, err) in orphans {
+            s.add_warning("Warning", err.mysql_code().errno, err.to_string());
+            skip.push(i);
+        }
+        return Ok(rows
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !skip.contains(i))
+            .map(|(_, r)| r)
+            .collect());
+    }
+    let Some((first, err)) = orphans.into_iter().next() else {
+        return Ok(rows);
+    };
+    first_statement_error(e, s, schema, &rows[..=first], on_conflict)?;
+    Err(err)
+}
+
+/// Plays `rows` (in order) against the table's keys as the session sees
+/// it, as the statement will: the first duplicate-key error a plain INSERT
+/// or an ON DUPLICATE KEY UPDATE's changed row meets (or a CHECK the
+/// update fails), if any. For precedence: MariaDB stops at the first
+/// failing row.
+pub(super) fn first_statement_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<()> {
+    let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
+    for r in &rows {
+        match on_conflict {
+            OnConflict::Error => {
+                if keys.conflicts(r) > 0 {
+                    return Err(keys.duplicate_error(r).into());
+                }
+                keys.add(r);
+            }
+            OnConflict::Update(f) => match keys.first_conflict(r) {
+                Some(existing) => {
+                    let new = coerce_lenient(schema, &f(&existing, r)?);
+                    keys.remove_conflicting(&existing);
+                    if keys.conflicts(&new) > 0 {
+                        return Err(keys.duplicate_error(&new).into());
+                    }
+                    keys.add(&new);
+                }
+                None => keys.add(r),
+            },
+            OnConflict::Replace => {
+                while let Some(victim) = keys.first_conflict(r) {
+                    keys.remove_conflicting(&victim);
+                }
+                keys.add(r);
+            }
+            OnConflict::Ignore => {
+                if keys.conflicts(r) == 0 {
+                    keys.add(r);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CHECK constraints on an INSERT's rows, in row order as MariaDB applies
+/// them: a failing row fails the statement with 4025, unless an earlier
+/// row already failed it with a duplicate key (1062) — or, for a
+/// multi-row INSERT IGNORE, is skipped with a warning (a single-row INSERT
+/// IGNORE still fails, MariaDB's rule). Returns the rows to write.
+pub(super) fn check_inserted_rows(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: Vec<Row>,
+    on_conflict: &OnConflict,
+) -> Result<Vec<Row>> {
+    let ignore = matches!(on_conflict, OnConflict::Ignore);
+    let multi = rows.len() > 1;
+    let mut kept = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let Err(failed) = checks.verify_uncoerced(schema, row) else {
+            kept.push(row.clone());
+            continue;
+        };
+        if ignore && multi {
+            s.add_warning(
+                "Warning",
+                crate::error::ER_CONSTRAINT_FAILED.errno,
+                failed.to_string(),
+            );
+            continue;
+        }
+        if !ignore {
+            // An earlier row's failure is the error MariaDB reports.
+            first_statement_error(e, s, schema, &rows[..i], on_conflict)?;
+        }
+        return Err(failed.into());
+    }
+    Ok(kept)
+}
+
+/// `INSERT [IGNORE] [INTO] t SET a = x, b = y [ON DUPLICATE KEY UPDATE ...]`
+/// (which the SQL parser does not accept) as the equivalent
+/// `INSERT ... (a, b) VALUES (x, y) ...`; `None` for any other statement.
+pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
+    use crate::tokens::word;
+    let mut i = 1;
+    while matches!(
+        word(t, i).as_deref(),
+        Some("LOW_PRIORITY" | "DELAYED" | "HIGH_PRIORITY" | "IGNORE" | "INTO")
+    ) {
+        i += 1;
+    }
+    if !matches!(t.get(i), Some(Token::Word(_))) {
+        return None;
+    }
+    i += 1;
+    if matches!(t.get(i), Some(Token::Period)) {
+        i += 2;
+    }
+    if word(t, i).as_deref() != Some("SET") {
+        return None;
+    }
+    let set_at = i;
+    i += 1;
+    let mut assignments: Vec<Vec<&Token>> = vec![Vec::new()];
+    let mut depth = 0usize;
+    while i < t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                assignments.push(Vec::new());
+                i += 1;
+                continue;
+            }
+            _ if depth == 0
+                && word(t, i).as_deref() == Some("ON")
+                && word(t, i + 1).as_deref() == Some("DUPLICATE") =>
+            {
+                break
+            }
+            _ => {}
+        }
+        if let Some(a) = assignments.last_mut() {
+            a.push(&t[i]);
+        }
+        i += 1;
+    }
+    let render = |toks: &[&Token]| {
+        toks.iter()
+            .map(|x| render_token(x))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut cols = Vec::new();
+    let mut vals = Vec::new();
+    for a in &assignments {
+        let eq = a.iter().position(|x| matches!(x, Token::Eq))?;
+        if eq == 0 || eq + 1 >= a.len() {
+            return None;
+        }
+        cols.push(render(&a[..eq]));
+        vals.push(render(&a[eq + 1..]));
+    }
+    let head: Vec<&Token> = t[..set_at].iter().collect();
+    let tail: Vec<&Token> = t[i..].iter().collect();
+    Some(format!(
+        "{} ({}) VALUES ({}) {}",
+        render(&head),
+        cols.join(", "),
+        vals.join(", "),
+        render(&tail)
+    ))
+}
+
+/// What an INSERT does with a row whose key is taken: REPLACE, ON
+/// DUPLICATE KEY UPDATE (whose changed row must pass the table's CHECKs),
+/// IGNORE, or fail.
+/// The columns whose ON DUPLICATE KEY UPDATE value was rounded or cut
+/// (a Note each), by the proposed row (as stored) that led to the update.
+type UpsertNotes = Arc<parking_lot::Mutex<HashMap<Row, Vec<String>>>>;
+
+/// A row a REPLACE deletes: the position of the row replacing it, and the
+/// deleted row as a change (new `None`).
+type ReplacedRow = (usize, (Row, Option<Row>));
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite_insert_set;
+    use sqlparser::dialect::MySqlDialect;
+    use sqlparser::parser::Parser;
+
+    #[test]
+    pub(super) fn insert_set_becomes_insert_values() {
+        let t = crate::tokens::tokens("INSERT IGNORE INTO d.t SET a = 1, b = CONCAT('x''y', (2)) ON DUPLICATE KEY UPDATE a = 2").unwrap();
+        let sql = rewrite_insert_set(&t).unwrap();
+        assert_eq!(sql, "INSERT IGNORE INTO d . t (a, b) VALUES (1, CONCAT ( 'x''y' , ( 2 ) )) ON DUPLICATE KEY UPDATE a = 2");
+        assert!(Parser::parse_sql(&MySqlDialect {}, &sql).is_ok());
+        let t = crate::tokens::tokens("INSERT INTO t VALUES (1)").unwrap();
+        assert!(rewrite_insert_set(&t).is_none());
+    }
+}

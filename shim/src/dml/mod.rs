@@ -1,0 +1,23 @@
+//! INSERT / REPLACE / UPDATE / DELETE / TRUNCATE -> storage `WriteOp`s, one
+//! module per statement over the shared write helpers ([`write`]), and the
+//! transaction overlay ([`overlay`]) reads and foreign-key checks see a
+//! transaction's writes through.
+//!
+//! UPDATE and DELETE read rows through `ScanSpec::Prefix` when the WHERE
+//! clause has `column = literal` conjuncts covering a prefix of the primary
+//! key or of a secondary index (text columns only under a binary collation,
+//! since a case-insensitive match may not share the key's bytes), and
+//! through `ScanSpec::Full` otherwise; the full WHERE is always re-checked
+//! on each row.
+
+mod delete;
+mod insert;
+pub(crate) mod overlay;
+mod transaction_insert;
+mod transaction_keys;
+mod update;
+pub(crate) mod write;
+
+pub use delete::{delete, split_returning, truncate};
+pub use insert::{insert, rewrite_insert_set};
+pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};

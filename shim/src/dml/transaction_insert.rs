@@ -1,0 +1,192 @@
+//! INSERT inside a transaction: rows checked against the transaction's
+//! own keys ([`super::transaction_keys`]) and buffered until commit.
+
+use ladle_common::{Row, TableSchema, Value};
+use ladle_storage::{OnConflict, StorageError, WriteOp};
+
+use super::overlay::coerce_lenient;
+use super::transaction_keys::TransactionKeys;
+use super::write::{coerce_row, positive_id, RowCounts};
+use crate::error::{Result, ER_DUP_ENTRY};
+use crate::exec::Engine;
+use crate::output::{Info, Output};
+use crate::session::Session;
+
+/// [`TransactionKeys`] for an INSERT of `rows`: the current rows holding
+/// their keys and, under ON DUPLICATE KEY UPDATE, the keys the rows they
+/// collide with take when updated (an update can collide with a row no
+/// proposed row shares a key with).
+pub(super) fn upsert_keys<'a>(
+    e: &Engine,
+    s: &Session,
+    schema: &'a TableSchema,
+    rows: &[Row],
+    on_conflict: &OnConflict,
+) -> Result<TransactionKeys<'a>> {
+    let OnConflict::Update(f) = on_conflict else {
+        return TransactionKeys::new(e, s, schema, rows);
+    };
+    let first = TransactionKeys::new(e, s, schema, rows)?;
+    let mut probe = rows.to_vec();
+    for row in rows {
+        if let Some(existing) = first.first_conflict(row) {
+            if let Ok(updated) = f(&existing, row) {
+                probe.push(coerce_lenient(schema, &updated));
+            }
+        }
+    }
+    if probe.len() == rows.len() {
+        return Ok(first);
+    }
+    TransactionKeys::new(e, s, schema, &probe)
+}
+
+/// An INSERT inside a transaction, checked when it is issued (as InnoDB
+/// does) against the table as the transaction sees it: committed rows with
+/// the transaction's earlier writes replayed, plus the statement's own
+/// earlier rows. A duplicate PRIMARY/UNIQUE key fails the statement with
+/// 1062 (the transaction goes on); INSERT IGNORE drops the row with a
+/// warning; REPLACE and ON DUPLICATE KEY UPDATE report the rows they will
+/// replace or update. Only the rows that will be written are buffered, so
+/// COMMIT applies exactly what the statements reported (it still validates
+/// everything against the rows committed by then).
+///
+/// `generated[i]` says whether row `i`'s AUTO_INCREMENT value was reserved
+/// for it (rather than given by the statement). Also returns the rows as
+/// the statement leaves them (see `OpResult::rows`).
+pub(super) fn insert_in_transaction(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
+    on_conflict: OnConflict,
+    generated: Vec<bool>,
+) -> Result<(Output, Vec<Row>)> {
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|r| coerce_row(schema, &r))
+        .collect::<Result<_>>()?;
+    // NOT NULL at the statement (1048 there, as MariaDB), not at COMMIT.
+    for row in &rows {
+        ladle_storage::check_not_null(schema, row, true)?;
+    }
+    let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
+    let mut kept = Vec::with_capacity(rows.len());
+    let mut written = Vec::new();
+    let returns = !matches!(on_conflict, OnConflict::Error);
+    let mut counts = RowCounts::default();
+    let mut first_generated = None;
+    let mut insert_id = 0;
+    let ai = schema.auto_increment_column();
+    // The reserved values go to the rows in order; a row IGNORE skips, or
+    // ON DUPLICATE KEY UPDATE turns into an update, gives its value back to
+    // the next row, as outside a transaction (see storage's `insert`).
+    let mut next_generated = ai.and_then(|c| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| positive_id(&r[c]))
+    });
+    for (mut row, was_generated) in rows.into_iter().zip(generated) {
+        if let (true, Some(c), Some(v)) = (was_generated, ai, next_generated) {
+            row[c] = ladle_common::coerce(&Value::UInt(v), &schema.columns[c])
+                .map_err(StorageError::from)?;
+        }
+        let conflicts = keys.conflicts(&row);
+        let id = ai.and_then(|c| positive_id(&row[c]));
+        match (&on_conflict, conflicts) {
+            (_, 0) => counts = counts.plus(1, 1),
+            (OnConflict::Error, _) => {
+                return Err(keys.duplicate_error(&row).into());
+            }
+            (OnConflict::Ignore, _) => {
+                s.add_warning(
+                    "Warning",
+                    ER_DUP_ENTRY.errno,
+                    keys.duplicate_error(&row).to_string(),
+                );
+                // The last row processed, written or not (as storage).
+                if first_generated.is_none() {
+                    insert_id = id.unwrap_or(insert_id);
+                }
+                continue;
+            }
+            (OnConflict::Replace, n) => counts = counts.plus(1 + n as u64, 1 + n as u64),
+            (OnConflict::Update(f), _) => {
+                // The existing row is updated (COMMIT evaluates the
+                // assignments again against the row as it is then). Its id
+                // is the one reported.
+                if let Some(existing) = keys.first_conflict(&row) {
+                    // Strictly, as the write will be: a value the column
+                    // cannot take fails the statement now, not the COMMIT.
+                    let new = coerce_row(schema, &f(&existing, &row)?)?;
+                    ladle_storage::check_not_null(schema, &new, true)?;
+                    if new == existing {
+                        counts = counts.plus(0, 1);
+                    } else {
+                        counts = counts.plus(2, 2);
+                    }
+                    if first_generated.is_none() {
+                        insert_id = ai
+                            .and_then(|c| positive_id(&existing[c]))
+                            .unwrap_or(insert_id);
+                    }
+                    // The updated row may repeat another row's key (one
+                    // `keys` may not know yet: the row updated was
+                    // inserted by this statement). Learnt while `existing`
+                    // is held, so its older version is not.
+                    keys.learn(
+                        TransactionKeys::new(e, s, schema, std::slice::from_ref(&new))?.rows(),
+                    );
+                    keys.remove_conflicting(&existing);
+                    if keys.conflicts(&new) > 0 {
+                        return Err(keys.duplicate_error(&new).into());
+                    }
+                    keys.add(&new);
+                    written.push(new);
+                }
+                kept.push(row);
+                continue;
+            }
+        }
+        if let (Some(id), false) = (id, was_generated) {
+            e.storage.note_auto_increment(schema.id, id)?;
+        }
+        if was_generated {
+            next_generated = next_generated.map(|v| v + 1);
+        }
+        if was_generated && first_generated.is_none() {
+            first_generated = id;
+            insert_id = id.unwrap_or(0);
+        } else if first_generated.is_none() {
+            insert_id = id.unwrap_or(insert_id);
+        }
+        keys.remove_conflicting(&row);
+        keys.add(&row);
+        if returns {
+            written.push(row.clone());
+        }
+        kept.push(row);
+    }
+    if let Some(id) = first_generated {
+        s.last_insert_id = id;
+    }
+    if first_generated.is_none() && counts.affected == 0 {
+        insert_id = 0;
+    }
+    if !kept.is_empty() {
+        if let Some(tx) = &mut s.transaction {
+            tx.ops.push(WriteOp::Insert {
+                table: schema.id,
+                rows: kept,
+                on_conflict,
+            });
+        }
+    }
+    let out = Output::Done {
+        affected_rows: counts.reported(s),
+        last_insert_id: insert_id,
+        info: Info::None,
+    };
+    Ok((out, written))
+}

@@ -1,0 +1,410 @@
+//! UPDATE (with IGNORE, ORDER BY and LIMIT) -> storage `WriteOp`s.
+
+use std::sync::Arc;
+
+use ladle_common::{Row, TableSchema, Value};
+use ladle_dataflow::compile_row_expr;
+use ladle_storage::{IndexRef, RowUpdater, ScanSpec, WriteOp};
+use sqlparser::ast::{self, Expr};
+use sqlparser::tokenizer::Token;
+
+use super::overlay::{candidate_rows, coerce_lenient, transaction_wrote};
+use super::transaction_keys::TransactionKeys;
+use super::write::{
+    choose_rows, coerce_row, compile_assignments, expr_err, identity, identity_columns,
+    inline_subqueries, scan_spec, single_table, slot, submit_with, table, RowCounts,
+};
+use crate::error::{Result, ShimError};
+use crate::exec::Engine;
+use crate::output::Output;
+use crate::session::Session;
+use crate::tokens::render_tokens;
+
+/// The error of an UPDATE whose row failed with `err` (a CHECK, a value
+/// that does not fit) after `changes` (the rows before it): the first of
+/// those that collides (1062) or fails a FOREIGN KEY, else `err`.
+pub(super) fn first_update_error(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    (changes, in_given_order): (&[(Row, Option<Row>)], bool),
+    keyed: bool,
+    err: ShimError,
+) -> Result<ShimError> {
+    if let Some(duplicate) = first_duplicate(e, s, schema, changes, in_given_order)? {
+        return Ok(duplicate.error(e, s, schema, keyed));
+    }
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        if let Err(key_error) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+            return Ok(key_error);
+        }
+        if let Err(key_error) = crate::foreign_keys::parent_effects(e, s, schema, changes) {
+            return Ok(key_error);
+        }
+    }
+    Ok(err)
+}
+
+/// What an UPDATE says beyond its table, SET and WHERE.
+#[derive(Default)]
+pub struct UpdateClauses<'a> {
+    pub order_by: &'a [ast::OrderByExpr],
+    pub limit: Option<u64>,
+    /// UPDATE IGNORE: see [`crate::update_ignore`].
+    pub ignore: bool,
+}
+
+/// The Notes an UPDATE's assignments raise, gathered as its rows are
+/// visited.
+#[derive(Default)]
+pub(super) struct UpdateNotes {
+    /// Rows the statement changed so far (the "at row" of a note).
+    pub(super) rows_seen: usize,
+    /// (column, row number) of each value rounded or cut.
+    pub(super) found: Vec<(String, usize)>,
+}
+
+pub fn update(
+    e: &Engine,
+    s: &mut Session,
+    target: ast::TableWithJoins,
+    assignments: Vec<ast::Assignment>,
+    selection: Option<Expr>,
+    clauses: UpdateClauses<'_>,
+) -> Result<Output> {
+    let UpdateClauses {
+        order_by,
+        limit,
+        ignore,
+    } = clauses;
+    let schema = table(e, s, single_table(&target)?)?;
+    let mut assignments = assignments;
+    let mut selection = selection;
+    for a in &mut assignments {
+        inline_subqueries(e, s, &mut a.value)?;
+    }
+    if let Some(w) = &mut selection {
+        inline_subqueries(e, s, w)?;
+    }
+    let compiled = compile_assignments(&schema, &assignments)?;
+    let pred = selection
+        .as_ref()
+        .map(|w| compile_row_expr(w, Some(&schema)))
+        .transpose()?;
+    let scan = scan_spec(&schema, selection.as_ref());
+    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
+    let on_update: Vec<usize> = schema
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
+        .map(|(i, _)| i)
+        .collect();
+    let now = crate::ddl::current_timestamp();
+    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    // With ORDER BY the rows are changed, and their keys checked, in its
+    // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts
+    // keys without colliding).
+    let scan = match (&chosen, &schema.primary_key) {
+        (Some(c), Some(pk)) if !order_by.is_empty() && !pk.is_empty() => {
+            ScanSpec::Keys(c.ordered.clone())
+        }
+        _ => scan,
+    };
+    let in_scan_order = matches!(scan, ScanSpec::Keys(_));
+    let chosen = chosen.map(|c| c.set);
+    let ident_cols = identity_columns(&schema);
+    let checks = e.checks.for_table(&e.storage, &schema)?;
+    let checked_schema = schema.clone();
+    // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
+    // (column, row number among the rows the statement changes).
+    let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
+    let noted = notes.clone();
+    let updater: RowUpdater = Arc::new(move |row: &Row| {
+        if let Some(p) = &pred {
+            if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(None);
+            }
+        }
+        if let Some(set) = &chosen {
+            if !set.contains(&identity(row, &ident_cols)) {
+                return Ok(None);
+            }
+        }
+        let mut new = row.clone();
+        for (pos, x) in &compiled {
+            let v = x.eval(&new).map_err(expr_err)?;
+            *slot(&mut new, *pos)? = v;
+        }
+        if new != *row {
+            for &p in &on_update {
+                *slot(&mut new, p)? = now.clone();
+            }
+        }
+        checks.fill_generated(&checked_schema, &mut new)?;
+        checks.verify_uncoerced(&checked_schema, &new)?;
+        let mut noted = noted.lock();
+        noted.rows_seen += 1;
+        for (pos, _) in &compiled {
+            if let (Some(v), Some(c)) = (new.get(*pos), checked_schema.columns.get(*pos)) {
+                if ladle_common::truncation_note(v, c) {
+                    let at_row = noted.rows_seen;
+                    noted.found.push((c.name.clone(), at_row));
+                }
+            }
+        }
+        Ok(Some(new))
+    });
+    // IGNORE, and non-strict `sql_mode` (''), adjust values that do not
+    // fit with a warning; only IGNORE also skips rows that would collide.
+    let lenient = ignore || !crate::vars::strict_mode(s);
+    let updater = if lenient {
+        use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
+        let visited = candidate_rows(e, s, &schema, &scan)?;
+        let (updater, warnings) = adjust_values(&schema, &visited, updater)?;
+        for (code, message) in warnings {
+            s.add_warning("Warning", code, message);
+        }
+        let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
+            Ok(e.storage.lookup(schema.id, index, key)?)
+        };
+        if !ignore {
+            updater
+        } else if transaction_wrote(s, schema.id) {
+            let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
+            skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
+        } else {
+            skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
+        }
+    } else {
+        updater
+    };
+    let mut counts = RowCounts::default();
+    let keyed = crate::foreign_keys::involved(e, &schema)?;
+    let mut changes = Vec::new();
+    if s.in_transaction() || keyed {
+        for row in candidate_rows(e, s, &schema, &scan)? {
+            // Strictly (the write will be), unless IGNORE or a non-strict
+            // sql_mode adjusts it.
+            let updated = updater(&row)
+                .map_err(ShimError::from)
+                .and_then(|new| match new {
+                    Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
+                    Some(new) => coerce_row(&schema, &new).map(Some),
+                    None => Ok(None),
+                });
+            let new = match updated {
+                Ok(new) => new,
+                // The rows before this one were changed first (InnoDB
+                // goes row by row): their own failure comes first.
+                Err(err) => {
+                    let changed = (changes.as_slice(), in_scan_order);
+                    return Err(first_update_error(e, s, &schema, changed, keyed, err)?);
+                }
+            };
+            if let Some(new) = new {
+                counts.found += 1;
+                if new != row {
+                    counts.affected += 1;
+                    changes.push((row, Some(new)));
+                }
+            }
+        }
+    }
+    if s.in_transaction() {
+        for (_, new) in &changes {
+            if let Some(new) = new {
+                ladle_storage::check_not_null(&schema, new, true)?;
+            }
+        }
+    }
+    // Outside a transaction storage finds a duplicate itself, but the
+    // FOREIGN KEY checks below run first, so a keyed table's is found here.
+    if s.in_transaction() || keyed {
+        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes, in_scan_order)? {
+            return Err(duplicate.error(e, s, &schema, keyed));
+        }
+    }
+    let mut cascades = Vec::new();
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        crate::foreign_keys::check_child_rows(e, s, &schema, &new_rows)?;
+        cascades = crate::foreign_keys::parent_effects(e, s, &schema, &changes)?;
+    }
+    // The rows were visited above (the write, or COMMIT, visits them
+    // again): the notes are those of that visit; else of the write's.
+    let visited = s.in_transaction() || keyed;
+    let early = std::mem::take(&mut *notes.lock()).found;
+    let (out, _) = submit_with(
+        e,
+        s,
+        WriteOp::Update {
+            table: schema.id,
+            scan,
+            update: updater,
+        },
+        cascades,
+        counts,
+    )?;
+    let found = if visited {
+        early
+    } else {
+        std::mem::take(&mut *notes.lock()).found
+    };
+    for (column, at_row) in found {
+        s.add_warning(
+            "Note",
+            1265,
+            format!("Data truncated for column '{column}' at row {at_row}"),
+        );
+    }
+    Ok(out)
+}
+
+/// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
+/// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
+pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    use crate::tokens::word;
+    let mut end = 1;
+    let mut ignore = false;
+    while let Some(w) = word(t, end) {
+        match w.as_str() {
+            "LOW_PRIORITY" => {}
+            "IGNORE" => ignore = true,
+            _ => break,
+        }
+        end += 1;
+    }
+    if end == 1 {
+        return (std::borrow::Cow::Borrowed(t), false);
+    }
+    let mut kept = vec![t[0].clone()];
+    kept.extend_from_slice(&t[end..]);
+    (std::borrow::Cow::Owned(kept), ignore)
+}
+
+/// Splits `UPDATE ... [ORDER BY ...] [LIMIT n]` (which the SQL parser does
+/// not accept) into the plain UPDATE text, the ORDER BY text and the LIMIT
+/// text; `None` when the statement has neither clause.
+pub fn split_update_order_limit(t: &[Token]) -> Option<(String, Option<String>, Option<String>)> {
+    use crate::tokens::word;
+    let mut depth = 0usize;
+    let mut order_at = None;
+    let mut limit_at = None;
+    for i in 0..t.len() {
+        match &t[i] {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            _ if depth == 0
+                && word(t, i).as_deref() == Some("ORDER")
+                && word(t, i + 1).as_deref() == Some("BY") =>
+            {
+                order_at = Some(i)
+            }
+            _ if depth == 0 && word(t, i).as_deref() == Some("LIMIT") => limit_at = Some(i),
+            _ => {}
+        }
+    }
+    if order_at.is_none() && limit_at.is_none() {
+        return None;
+    }
+    let render = render_tokens;
+    let base_end = order_at.or(limit_at)?;
+    let order = order_at.map(|o| render(&t[o + 2..limit_at.filter(|l| *l > o).unwrap_or(t.len())]));
+    let limit = limit_at.map(|l| render(&t[l + 1..]));
+    Some((render(&t[..base_end]), order, limit))
+}
+
+/// The first row an UPDATE would fail on with 1062, checked as InnoDB
+/// does: a changed row whose PRIMARY/UNIQUE key repeats another row's (as
+/// the statement sees the table, with the rows before it updated and the
+/// rows after it not yet). Returns the rows changed before it in that
+/// order, the failing row, and the error; None when no row collides.
+pub(super) fn first_duplicate<'c>(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    changes: &'c [(Row, Option<Row>)],
+    in_given_order: bool,
+) -> Result<Option<UpdateDuplicate<'c>>> {
+    let mut key_columns: Vec<usize> = schema.primary_key.clone().unwrap_or_default();
+    for idx in schema.indexes.iter().filter(|i| i.unique) {
+        key_columns.extend(&idx.columns);
+    }
+    // Only a change to a key column can make a duplicate.
+    let rekeyed = |old: &Row, new: &Row| key_columns.iter().any(|&c| old[c] != new[c]);
+    let new_rows: Vec<Row> = changes
+        .iter()
+        .filter_map(|(old, new)| new.as_ref().filter(|n| rekeyed(old, n)).cloned())
+        .collect();
+    if new_rows.is_empty() {
+        return Ok(None);
+    }
+    let mut keys = TransactionKeys::new(e, s, schema, &new_rows)?;
+    // Row by row in primary key order, as InnoDB scans and updates (and as
+    // storage does outside a transaction; the transaction's own rows come
+    // after the committed ones in `changes`): `SET id = id + 1` over ids 1
+    // and 2 fails on the first row, whose new id the second still holds.
+    let mut ordered: Vec<&(Row, Option<Row>)> = changes.iter().collect();
+    if let (Some(pk), false) = (&schema.primary_key, in_given_order) {
+        ordered.sort_by(|(a, _), (b, _)| {
+            pk.iter()
+                .map(|&c| a[c].cmp(&b[c]))
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    for (at, (old, new)) in ordered.iter().enumerate() {
+        let Some(new) = new.as_ref().filter(|n| rekeyed(old, n)) else {
+            continue;
+        };
+        keys.remove_conflicting(old);
+        if keys.conflicts(new) > 0 {
+            return Ok(Some(UpdateDuplicate {
+                before: ordered[..at].to_vec(),
+                failing: ordered[at],
+                error: keys.duplicate_error(new).into(),
+            }));
+        }
+        keys.add(new);
+    }
+    Ok(None)
+}
+
+/// Where an UPDATE fails with 1062 (see [`first_duplicate`]).
+pub(super) struct UpdateDuplicate<'c> {
+    /// The rows changed before the failing one, in the order InnoDB
+    /// changes them.
+    pub(super) before: Vec<&'c (Row, Option<Row>)>,
+    pub(super) failing: &'c (Row, Option<Row>),
+    pub(super) error: ShimError,
+}
+
+impl UpdateDuplicate<'_> {
+    /// The statement's error: InnoDB checks each row's FOREIGN KEYs as it
+    /// changes it, so a row changed before the failing one fails first
+    /// with 1452 (child side) or 1451 (parent side), and the failing row
+    /// itself with 1451 (its referenced key is checked before its new
+    /// entry is inserted) but not 1452 (its new entry goes in first).
+    pub(super) fn error(
+        self,
+        e: &Engine,
+        s: &Session,
+        schema: &TableSchema,
+        keyed: bool,
+    ) -> ShimError {
+        if keyed {
+            let new_rows: Vec<Row> = self.before.iter().filter_map(|(_, n)| n.clone()).collect();
+            if let Err(err) = crate::foreign_keys::check_child_rows(e, s, schema, &new_rows) {
+                return err;
+            }
+            let mut changed: Vec<(Row, Option<Row>)> = self.before.into_iter().cloned().collect();
+            changed.push(self.failing.clone());
+            if let Err(err) = crate::foreign_keys::parent_effects(e, s, schema, &changed) {
+                return err;
+            }
+        }
+        self.error
+    }
+}

@@ -1,0 +1,275 @@
+//! Prepared statements: PREPARE plans a SELECT once (or keeps the text of
+//! any other statement), EXECUTE binds the parameters and reads.
+
+use ladle_common::Value;
+use ladle_dataflow::{OutputColumn, PreparedQuery, ResultRows};
+use sqlparser::ast::Statement;
+use sqlparser::tokenizer::Token;
+
+use crate::catalog;
+use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
+use crate::output::{Kind, Output};
+use crate::select::{
+    has_share_mode, select_deadline, strip_locks, strip_share_mode, takes_read_view,
+};
+use crate::session::{PreparedStatement, Session};
+use crate::sqltext::parse;
+use crate::tokens::{classify, first_words, tokens, word};
+
+impl Engine {
+    /// Plans prepared SELECT `id` again from its SQL after DDL, keeping
+    /// its id (the client's handle) and the session's current database.
+    fn reprepare(&self, s: &mut Session, id: u32, sql: &str) -> Result<PreparedQuery> {
+        let generation = self.select_cache.generation();
+        let parsed = parse(sql)?;
+        let [Statement::Query(q)] = parsed.as_slice() else {
+            return Err(ShimError::Internal(
+                "a prepared SELECT no longer parses as one".into(),
+            ));
+        };
+        let locking = matches!(
+            s.statements.get(&id),
+            Some(PreparedStatement::Select { locking: true, .. })
+        );
+        let q = strip_locks(q);
+        let db = self.query_database(s, &q)?;
+        let query = self.dataflow.prepare(&db, &q)?;
+        s.statements.insert(
+            id,
+            PreparedStatement::Select {
+                query: query.clone(),
+                sql: sql.to_string(),
+                generation,
+                locking,
+            },
+        );
+        Ok(query)
+    }
+
+    /// Runs a prepared statement with its parameter values.
+    /// Prepared SELECT `id` answered only if that needs no blocking: its
+    /// plan is current, the transaction (if any) has written nothing, and
+    /// the view holds every key the read needs, with the writes the read
+    /// must see applied (see [`PreparedQuery::read_cached`]). `None`: run
+    /// [`Engine::execute_prepared`] on a blocking thread instead.
+    pub fn execute_prepared_cached(
+        &self,
+        s: &mut Session,
+        id: u32,
+        params: &[Value],
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        let Some(PreparedStatement::Select {
+            query, generation, ..
+        }) = s.statements.get(&id)
+        else {
+            return None;
+        };
+        if *generation != self.select_cache.generation() || !self.reads_shared_views_now(s) {
+            return None;
+        }
+        let query = query.clone();
+        let start = std::time::Instant::now();
+        let res = query.read_cached(params, self.read_lsn(s))?;
+        s.clear_warnings();
+        Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
+    }
+
+    /// A prepared SELECT's reply: an error is also SHOW WARNINGS' entry.
+    fn finish_read(
+        &self,
+        s: &mut Session,
+        query: &PreparedQuery,
+        start: std::time::Instant,
+        res: Result<ResultRows>,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        let res = res.map_err(WireError::from);
+        s.row_count = -1;
+        if let Err(err) = &res {
+            s.add_warning("Error", err.code.errno, err.message.clone());
+        }
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        (
+            Kind::Select,
+            res.map(|rows| Output::Rows {
+                columns: query.columns().to_vec(),
+                rows,
+            }),
+        )
+    }
+
+    pub fn execute_prepared(
+        &self,
+        s: &mut Session,
+        id: u32,
+        params: &[Value],
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        match s.statements.get(&id) {
+            None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
+            Some(PreparedStatement::Select { sql, .. }) if s.forwarded_transaction => {
+                // The open transaction is the primary's: read there.
+                let marks = crate::params::placeholders(sql);
+                if params.len() != marks.len() {
+                    let e = ShimError::ParamCount {
+                        expected: marks.len(),
+                        got: params.len(),
+                    };
+                    return (Kind::Select, Err(e.into()));
+                }
+                let text = crate::params::substitute(sql, &marks, params);
+                self.execute(s, &text)
+            }
+            Some(PreparedStatement::Select {
+                query,
+                sql,
+                generation,
+                locking,
+            }) => {
+                let locking = *locking;
+                if let Err(e) = crate::privileges::check_sql(self, s, sql) {
+                    return (Kind::Select, Err(e.into()));
+                }
+                let impossible = takes_read_view(s)
+                    && matches!(
+                        parse(sql).as_deref(),
+                        Ok([Statement::Query(q)]) if crate::impossible::select_is_impossible(q, params)
+                    );
+                let query = if *generation == self.select_cache.generation() {
+                    query.clone()
+                } else {
+                    match self.reprepare(s, id, &sql.clone()) {
+                        Ok(q) => q,
+                        Err(e) => return (Kind::Select, Err(e.into())),
+                    }
+                };
+                if params.len() != query.param_count() {
+                    let e = ShimError::ParamCount {
+                        expected: query.param_count(),
+                        got: params.len(),
+                    };
+                    return (Kind::Select, Err(e.into()));
+                }
+                s.clear_warnings();
+                let start = std::time::Instant::now();
+                let _deadline = select_deadline(s);
+                let res = self.read_rows(s, &query, params, locking, impossible);
+                self.finish_read(s, &query, start, res)
+            }
+            Some(PreparedStatement::Other { sql, marks }) => {
+                if params.len() != marks.len() {
+                    let e = ShimError::ParamCount {
+                        expected: marks.len(),
+                        got: params.len(),
+                    };
+                    return (Kind::Other, Err(e.into()));
+                }
+                let text = crate::params::substitute(sql, marks, params);
+                self.execute(s, &text)
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Plans a statement for COM_STMT_PREPARE.
+    pub fn prepare(&self, s: &mut Session, sql: &str) -> Result<(u32, usize, Vec<OutputColumn>)> {
+        let limit = self
+            .facts
+            .security
+            .max_prepared_stmt_count
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if crate::session::prepared_statement_count() as u64 >= limit {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_MAX_PREPARED_STMT_COUNT_REACHED,
+                message: format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: {limit})"
+                ),
+            }));
+        }
+        let opened = crate::sqltext::open_versioned_comments(sql);
+        let sql = opened.as_ref();
+        let unlocked = if classify(sql) == Kind::Select {
+            strip_share_mode(sql)
+        } else {
+            None
+        };
+        let share_mode = unlocked.is_some() && has_share_mode(sql);
+        let sql = unlocked.as_deref().unwrap_or(sql);
+        let marks = crate::params::placeholders(sql);
+        // Account statements have their own grammar (`'u'@'h'`, which the
+        // SQL tokenizer refuses): checked and run at execution.
+        let (w0, w1) = first_words(sql);
+        if crate::account_statements::is_account_statement(&w0, &w1) {
+            let n = marks.len();
+            let id = s.add_statement(PreparedStatement::Other {
+                sql: sql.to_string(),
+                marks,
+            });
+            return Ok((id, n, Vec::new()));
+        }
+        let first = tokens(sql)?;
+        crate::privileges::check_sql(self, s, sql)?;
+        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
+            || matches!(first.first(), Some(Token::LParen));
+        if is_select {
+            if let Ok(stmts) = parse(sql) {
+                if let [Statement::Query(q)] = stmts.as_slice() {
+                    let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
+                    if !session_only && !catalog::is_information_schema_query(s, q) {
+                        let locking = share_mode || !q.locks.is_empty();
+                        let q = strip_locks(q);
+                        let db = self.query_database(s, &q)?;
+                        let generation = self.select_cache.generation();
+                        match self.dataflow.prepare(&db, &q) {
+                            Ok(pq) => {
+                                let cols = pq.columns().to_vec();
+                                let n = pq.param_count();
+                                let id = s.add_statement(PreparedStatement::Select {
+                                    query: pq,
+                                    sql: sql.to_string(),
+                                    generation,
+                                    locking,
+                                });
+                                return Ok((id, n, cols));
+                            }
+                            // A shape the view engine cannot parameterize
+                            // (e.g. a range over `?`): plan it per execution
+                            // with the values substituted as literals.
+                            Err(ladle_dataflow::DataflowError::Unsupported(what)) => {
+                                tracing::debug!(%what, "prepared SELECT re-planned per execution");
+                            }
+                            Err(e) => return Err(e.into()),
+                        }
+                    }
+                }
+            }
+        }
+        // Validate the syntax now with NULLs for the parameters, so a
+        // malformed statement fails at PREPARE as in MySQL.
+        let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
+        if !matches!(
+            word(&first, 0).as_deref(),
+            Some(
+                "SHOW"
+                    | "DESCRIBE"
+                    | "DESC"
+                    | "EXPLAIN"
+                    | "CREATE"
+                    | "DROP"
+                    | "LOCK"
+                    | "UNLOCK"
+                    | "SET"
+            )
+        ) {
+            parse(&probe)?;
+        }
+        let n = marks.len();
+        let id = s.add_statement(PreparedStatement::Other {
+            sql: sql.to_string(),
+            marks,
+        });
+        Ok((id, n, Vec::new()))
+    }
+}

@@ -1,0 +1,167 @@
+//! `SET`: session and user variables, and the global security variables.
+
+use ladle_common::Value;
+use sqlparser::ast::{self, Expr};
+
+use crate::error::{Result, ShimError, WireError};
+use crate::exec::Engine;
+use crate::session::Session;
+use crate::transaction::{isolation_level_name, set_next_isolation, set_session_isolation};
+use crate::vars::ReadConsistency;
+
+impl Engine {
+    pub(crate) fn set_variable(
+        &self,
+        s: &mut Session,
+        name: &ast::ObjectName,
+        value: &Expr,
+    ) -> Result<()> {
+        let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
+        let full = parts.join(".");
+        // User variable.
+        if let Some(u) = full.strip_prefix('@').filter(|u| !u.starts_with('@')) {
+            let v = self.eval_constant(s, value)?;
+            s.user_variables.insert(u.to_ascii_lowercase(), v);
+            return Ok(());
+        }
+        let mut var = full.trim_start_matches("@@").to_ascii_lowercase();
+        for scope in ["session.", "global.", "local."] {
+            if let Some(rest) = var.strip_prefix(scope) {
+                var = rest.to_string();
+            }
+        }
+        let v = match value {
+            // SET x = ON / OFF / DEFAULT / an identifier value.
+            Expr::Identifier(id) if !id.value.starts_with('@') => Value::text(id.value.clone()),
+            other => self.eval_constant(s, other)?,
+        };
+        if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
+            let global = full.to_ascii_lowercase().starts_with("@@global.");
+            return self.set_security_variable(&var, &v, global);
+        }
+        if var == "autocommit" {
+            let on = match &v {
+                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                    "ON" | "1" | "TRUE" => true,
+                    "OFF" | "0" | "FALSE" => false,
+                    _ => return Err(ShimError::WrongValueForVar(var, t.to_string())),
+                },
+                other => crate::vars::truth(other)
+                    .ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
+            };
+            if on && !s.autocommit {
+                // Enabling autocommit commits the open transaction.
+                s.autocommit = true;
+                self.commit(s)?;
+                s.transaction = None;
+            } else if !on && s.autocommit {
+                s.autocommit = false;
+                if s.transaction.is_none() {
+                    s.begin_transaction();
+                }
+            }
+            return Ok(());
+        }
+        if var == "transaction_isolation" || var == "tx_isolation" {
+            let level = match &v {
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => "READ-COMMITTED",
+                Value::Text(t) => isolation_level_name(t)?,
+                other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
+            };
+            // `SET @@transaction_isolation` without a scope is for the next
+            // transaction only (MySQL's special case); the session keeps
+            // its level.
+            let next_only = full.starts_with("@@") && !full.contains('.');
+            if next_only {
+                set_next_isolation(s, level)?;
+            } else {
+                set_session_isolation(s, level);
+            }
+            return Ok(());
+        }
+        if var == ReadConsistency::VARIABLE {
+            if let Value::Text(t) = &v {
+                if let Some(c) = ReadConsistency::parse(t) {
+                    s.variables.insert(var, Value::text(c.as_str()));
+                    return Ok(());
+                }
+            }
+            if !matches!(&v, Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT")) {
+                let shown = v.to_string();
+                return Err(ShimError::WrongValueForVar(var, shown));
+            }
+        }
+        let v = match v {
+            Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
+                s.variables.remove(&var);
+                return Ok(());
+            }
+            other => other,
+        };
+        if let Some(&(_, low, high)) = crate::vars::SESSION_TIMEOUTS.iter().find(|t| t.0 == var) {
+            // Whole seconds, clamped to the variable's range as MySQL does.
+            let secs = match &v {
+                Value::Int(i) => i128::from(*i),
+                Value::UInt(u) => i128::from(*u),
+                other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
+            };
+            let secs = secs.clamp(i128::from(low), i128::from(high)) as i64;
+            s.variables.insert(var, Value::Int(secs));
+            return Ok(());
+        }
+        if var == "connect_timeout" {
+            return Err(ShimError::ReadOnlyVariable(var));
+        }
+        s.variables.insert(var, v);
+        Ok(())
+    }
+
+    /// Evaluates an expression that refers to no table.
+    /// `SET GLOBAL require_secure_transport | max_connect_errors |
+    /// max_prepared_stmt_count = v`
+    /// (SUPER was checked with the statement; see [`crate::privileges`]).
+    fn set_security_variable(&self, var: &str, v: &Value, global: bool) -> Result<()> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !global {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_GLOBAL_VARIABLE,
+                message: format!(
+                    "Variable '{var}' is a GLOBAL variable and should be set with SET GLOBAL"
+                ),
+            }));
+        }
+        let wrong = || ShimError::WrongValueForVar(var.to_string(), v.to_string());
+        let g = &self.facts.security;
+        if var == "require_secure_transport" {
+            let on = match v {
+                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                    "ON" | "TRUE" | "1" => true,
+                    "OFF" | "FALSE" | "0" | "DEFAULT" => false,
+                    _ => return Err(wrong()),
+                },
+                other => crate::vars::truth(other).ok_or_else(wrong)?,
+            };
+            g.require_secure_transport.store(on, SeqCst);
+        } else {
+            let (default, min, max, target) = if var == "max_prepared_stmt_count" {
+                (
+                    crate::vars::MAX_PREPARED_STMT_COUNT_DEFAULT,
+                    0,
+                    1_048_576,
+                    &g.max_prepared_stmt_count,
+                )
+            } else {
+                (100, 1, u64::MAX, &g.max_connect_errors)
+            };
+            let n = match v {
+                Value::Int(i) => u64::try_from(*i).map_err(|_| wrong())?,
+                Value::UInt(u) => *u,
+                Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => default,
+                _ => return Err(wrong()),
+            };
+            // Out-of-range values are clamped, as MySQL does.
+            target.store(n.clamp(min, max), SeqCst);
+        }
+        Ok(())
+    }
+}

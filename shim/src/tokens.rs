@@ -1,0 +1,126 @@
+//! Reading a statement by its tokens: the words the router and the
+//! keyword-form handlers look at (`word`, `ident`, `qualified_name`), the
+//! statement's first words and [`Kind`], and tokens rendered back to text.
+
+use sqlparser::tokenizer::{Token, Word};
+
+use crate::error::Result;
+use crate::output::Kind;
+
+/// Tokens without whitespace and comments.
+pub fn tokens(sql: &str) -> Result<Vec<Token>> {
+    Ok(crate::sqltext::tokenize(sql)?
+        .into_iter()
+        .map(|t| t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect())
+}
+
+/// The upper-cased word at `i`, if that token is a word (quoted or not).
+pub fn word(t: &[Token], i: usize) -> Option<String> {
+    match t.get(i) {
+        Some(Token::Word(Word {
+            value,
+            quote_style: None,
+            ..
+        })) => Some(value.to_ascii_uppercase()),
+        _ => None,
+    }
+}
+
+/// The identifier at `i` (a word, quoted or not).
+pub fn ident(t: &[Token], i: usize) -> Option<String> {
+    match t.get(i) {
+        Some(Token::Word(w)) => Some(w.value.clone()),
+        Some(Token::SingleQuotedString(s)) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// Reads `name` or `db.name` at `*i`, advancing past it.
+pub fn qualified_name(t: &[Token], i: &mut usize) -> Option<(Option<String>, String)> {
+    let first = ident(t, *i)?;
+    *i += 1;
+    if matches!(t.get(*i), Some(Token::Period)) {
+        let second = ident(t, *i + 1)?;
+        *i += 2;
+        Some((Some(first), second))
+    } else {
+        Some((None, first))
+    }
+}
+
+/// The first two words of a statement, upper case (cheap: no tokenizer;
+/// leading comments are skipped).
+pub(crate) fn first_words(sql: &str) -> (String, String) {
+    let mut rest = sql.trim_start();
+    loop {
+        if let Some(after) = rest.strip_prefix("/*") {
+            rest = after.split_once("*/").map_or("", |(_, r)| r);
+        } else if rest.starts_with("--") || rest.starts_with('#') {
+            rest = rest.split_once('\n').map_or("", |(_, r)| r);
+        } else {
+            break;
+        }
+        rest = rest.trim_start();
+    }
+    let mut words = rest
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
+        .filter(|w| !w.is_empty())
+        .map(|w| w.to_ascii_uppercase());
+    let w0 = words.next().unwrap_or_default();
+    let w1 = words.next().unwrap_or_default();
+    (w0, w1)
+}
+
+pub fn classify(sql: &str) -> Kind {
+    let first = sql
+        .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    match first.as_str() {
+        "SELECT" | "WITH" => Kind::Select,
+        "INSERT" | "REPLACE" => Kind::Insert,
+        "UPDATE" => Kind::Update,
+        "DELETE" | "TRUNCATE" => Kind::Delete,
+        "CREATE" | "DROP" | "ALTER" | "RENAME" => Kind::Ddl,
+        "BEGIN" | "START" | "COMMIT" | "ROLLBACK" => Kind::Transaction,
+        "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" => Kind::Show,
+        _ => Kind::Other,
+    }
+}
+
+/// Tokens (without whitespace) as SQL text again.
+pub fn render_tokens(toks: &[Token]) -> String {
+    toks.iter().map(render_token).collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) fn render_token(t: &Token) -> String {
+    match t {
+        Token::SingleQuotedString(s) => crate::params::quote(s),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_words;
+
+    #[test]
+    fn first_words_skip_leading_comments() {
+        let w = |s: &str| first_words(s);
+        assert_eq!(w("CREATE USER 'u'@'%'"), ("CREATE".into(), "USER".into()));
+        assert_eq!(
+            w("/* app */ grant SELECT ON *.* TO u"),
+            ("GRANT".into(), "SELECT".into())
+        );
+        assert_eq!(
+            w("-- note\n  SET PASSWORD = ''"),
+            ("SET".into(), "PASSWORD".into())
+        );
+        assert_eq!(w("# x\nSHOW GRANTS"), ("SHOW".into(), "GRANTS".into()));
+        assert_eq!(w("/* unterminated"), (String::new(), String::new()));
+    }
+}
