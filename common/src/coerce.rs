@@ -388,6 +388,11 @@ pub fn coerce_adjusting(
                 (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
                 _ => None,
             };
+            // A TIMESTAMP holds no zero month or day: the zero timestamp.
+            let prefix = prefix.filter(|p| {
+                !matches!((p, &column.ty), (Value::DateTime(dt), SqlType::Timestamp { .. })
+                    if !crate::is_calendar_date(&dt.date()))
+            });
             match (prefix, &column.ty) {
                 (Some(p), _) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
                 // No time at all: '00:00:00', as MariaDB stores it.
@@ -610,7 +615,41 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
             return d.and_hms_opt(0, 0, 0);
         }
     }
-    None
+    parse_zero_in_date(s)
+}
+
+/// A date with a zero month or day (`2024-00-15`, `2024-02-00 10:00:00`,
+/// `20240200`), which MySQL stores as given (see
+/// [`crate::date_from_parts`]); `None` for anything else.
+fn parse_zero_in_date(s: &str) -> Option<NaiveDateTime> {
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let (date, time) = match s.as_bytes().get(4) {
+        Some(b'-') => s.split_at(s.len().min(10)),
+        _ if s.len() == 8 || s.len() == 14 => s.split_at(8),
+        _ => return None,
+    };
+    let fields: Vec<&str> = if date.len() == 10 {
+        date.split('-').collect()
+    } else {
+        vec![&date[..4], &date[4..6], &date[6..]]
+    };
+    let [y, m, d] = fields[..] else { return None };
+    if ![y, m, d].iter().all(|f| digits(f)) || (m.len(), d.len()) != (2, 2) {
+        return None;
+    }
+    let (m, d): (u32, u32) = (m.parse().ok()?, d.parse().ok()?);
+    if m != 0 && d != 0 {
+        return None;
+    }
+    let date = crate::date_from_parts(y.parse().ok()?, m, d)?;
+    let time = match time.strip_prefix([' ', 'T']) {
+        _ if time.is_empty() => NaiveTime::MIN,
+        Some(t) => ["%H:%M:%S%.f", "%H:%M"]
+            .iter()
+            .find_map(|f| NaiveTime::parse_from_str(t, f).ok())?,
+        None => NaiveTime::parse_from_str(time, "%H%M%S").ok()?,
+    };
+    Some(date.and_time(time))
 }
 
 /// MySQL's zero date or datetime spelled out: `0000-00-00`, with
