@@ -163,6 +163,11 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             if let Some(label) = labels.iter().find(|l| l.eq_ignore_ascii_case(&s)) {
                 return Ok(Value::text(label));
             }
+            // The empty value (index 0), which IGNORE stores for what is no
+            // label; strict mode refuses it before the write (the shim).
+            if s.is_empty() {
+                return Ok(Value::text(""));
+            }
             // An integer selects the n-th label (1-based), as in MySQL.
             if let Some(i) = v.as_i64() {
                 if i >= 1 && (i as usize) <= labels.len() {
@@ -405,6 +410,10 @@ pub fn coerce_adjusting(
                 }
                 (None, _) => Err(err),
             }
+        }
+        // No label: the empty value (index 0), "Data truncated".
+        (CoerceError::Incorrect { .. }, SqlType::Enum(_)) => {
+            Ok((Value::text(""), Some(Adjustment::Truncated)))
         }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);

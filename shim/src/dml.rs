@@ -384,6 +384,11 @@ fn insert_rows(
     // single-row INSERT (MariaDB's rule).
     if ins.ignore || !crate::vars::strict_mode(s) {
         adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
+    } else if let Some(err) = rows
+        .iter()
+        .find_map(|r| refuse_empty_enum(&schema, r, None).err())
+    {
+        return Err(err.into());
     }
     // INSERT IGNORE processes every row, so MySQL reports the last one's
     // explicit id even when a constraint skipped it (see OpResult).
@@ -1770,6 +1775,33 @@ fn replay_noting(
     Ok(rows)
 }
 
+/// Strict mode refuses `''` for an ENUM without that label (1265), though
+/// the write takes it: it is the empty value (index 0) IGNORE and a
+/// non-strict `sql_mode` store for a value that is no label. A value the
+/// row had before (`old`, an UPDATE's) is kept, as MariaDB copies it.
+fn refuse_empty_enum(
+    schema: &TableSchema,
+    row: &Row,
+    old: Option<&Row>,
+) -> std::result::Result<(), StorageError> {
+    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
+        let SqlType::Enum(labels) = &c.ty else {
+            continue;
+        };
+        let empty = matches!(v, Value::Text(t) if t.is_empty());
+        if empty && !labels.iter().any(String::is_empty) && old.and_then(|o| o.get(i)) != Some(v) {
+            return Err(StorageError::BadValue(
+                ladle_common::CoerceError::Incorrect {
+                    ty: "enum".into(),
+                    value: String::new(),
+                    column: c.name.clone(),
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `row` coerced to the table's column types, each value that does not
 /// coerce left as it is (COMMIT will report it).
 fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
@@ -2148,6 +2180,7 @@ pub fn update(
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
+    let strict = !(ignore || !crate::vars::strict_mode(s));
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
     let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
@@ -2175,6 +2208,9 @@ pub fn update(
         }
         checks.fill_generated(&checked_schema, &mut new)?;
         checks.verify_uncoerced(&checked_schema, &new)?;
+        if strict {
+            refuse_empty_enum(&checked_schema, &new, Some(row))?;
+        }
         let mut noted = noted.lock();
         noted.rows_seen += 1;
         for (pos, _) in &compiled {
