@@ -294,7 +294,7 @@ fn first_row_error(
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
     for row in rows {
-        let row = match coerce_row(schema, row) {
+        let row = match coerce_row_strict(schema, row, None) {
             Ok(r) => r,
             Err(err) => {
                 // MariaDB fills the columns in order: a NULL for an
@@ -302,7 +302,9 @@ fn first_row_error(
                 let failing = row
                     .iter()
                     .zip(&schema.columns)
-                    .position(|(v, c)| ladle_common::coerce(v, c).is_err())
+                    .position(|(v, c)| {
+                        empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
+                    })
                     .unwrap_or(row.len());
                 if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
                     return fail(null.into());
@@ -323,7 +325,7 @@ fn first_row_error(
                     Ok(new) => new,
                     Err(err) => return fail(err),
                 };
-                let new = match coerce_row(schema, &new) {
+                let new = match coerce_row_strict(schema, &new, Some(&existing)) {
                     Ok(n) => n,
                     Err(err) => return fail(err),
                 };
@@ -666,8 +668,14 @@ fn first_replace_error(
     replaced: &[ReplacedRow],
     err: ShimError,
 ) -> ShimError {
+    let strict = crate::vars::strict_mode(s);
     for (i, row) in rows.iter().enumerate() {
-        let coerced = match coerce_row(schema, row) {
+        let coerced = if strict {
+            coerce_row_strict(schema, row, None)
+        } else {
+            coerce_row(schema, row)
+        };
+        let coerced = match coerced {
             Ok(r) => r,
             Err(value_error) => return value_error,
         };
@@ -1785,21 +1793,48 @@ fn refuse_empty_enum(
     old: Option<&Row>,
 ) -> std::result::Result<(), StorageError> {
     for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
-        let SqlType::Enum(labels) = &c.ty else {
-            continue;
-        };
-        let empty = matches!(v, Value::Text(t) if t.is_empty());
-        if empty && !labels.iter().any(String::is_empty) && old.and_then(|o| o.get(i)) != Some(v) {
-            return Err(StorageError::BadValue(
-                ladle_common::CoerceError::Incorrect {
-                    ty: "enum".into(),
-                    value: String::new(),
-                    column: c.name.clone(),
-                },
-            ));
-        }
+        empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
     }
     Ok(())
+}
+
+/// [`refuse_empty_enum`] of one value (`old`: the column's value before).
+fn empty_enum_check(
+    v: &Value,
+    c: &ladle_common::ColumnSchema,
+    old: Option<&Value>,
+) -> std::result::Result<(), StorageError> {
+    let SqlType::Enum(labels) = &c.ty else {
+        return Ok(());
+    };
+    let empty = matches!(v, Value::Text(t) if t.is_empty());
+    if empty && !labels.iter().any(String::is_empty) && old != Some(v) {
+        return Err(StorageError::BadValue(
+            ladle_common::CoerceError::Incorrect {
+                ty: "enum".into(),
+                value: String::new(),
+                column: c.name.clone(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// [`coerce_row`] as strict mode writes `row` (replacing `old`, if any):
+/// `''` is refused for an ENUM (see [`refuse_empty_enum`]), column by
+/// column with the other values' errors.
+fn coerce_row_strict(schema: &TableSchema, row: &Row, old: Option<&Row>) -> Result<Row> {
+    if row.len() != schema.columns.len() {
+        return Err(StorageError::ColumnCount.into());
+    }
+    row.iter()
+        .zip(&schema.columns)
+        .enumerate()
+        .map(|(i, (v, c))| {
+            empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
+            Ok(ladle_common::coerce(v, c).map_err(StorageError::from)?)
+        })
+        .collect()
 }
 
 /// `row` coerced to the table's column types, each value that does not
@@ -2258,7 +2293,7 @@ pub fn update(
                 .map_err(ShimError::from)
                 .and_then(|new| match new {
                     Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
-                    Some(new) => coerce_row(&schema, &new).map(Some),
+                    Some(new) => coerce_row_strict(&schema, &new, Some(&row)).map(Some),
                     None => Ok(None),
                 });
             let new = match updated {
