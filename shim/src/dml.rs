@@ -675,10 +675,26 @@ fn first_replace_error(
         } else {
             coerce_row(schema, row)
         };
+        // Columns in order: a NULL for an earlier NOT NULL column first.
         let coerced = match coerced {
             Ok(r) => r,
-            Err(value_error) => return value_error,
+            Err(value_error) => {
+                let failing = row
+                    .iter()
+                    .zip(&schema.columns)
+                    .position(|(v, c)| {
+                        empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
+                    })
+                    .unwrap_or(row.len());
+                return match ladle_storage::check_not_null(schema, &row[..failing], true) {
+                    Err(null) => null.into(),
+                    Ok(()) => value_error,
+                };
+            }
         };
+        if let Err(null) = ladle_storage::check_not_null(schema, &coerced, true) {
+            return null.into();
+        }
         if let Err(check_error) = checks.verify(&coerced) {
             return check_error.into();
         }
