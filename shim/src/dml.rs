@@ -2593,22 +2593,32 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
 /// refuse.
 fn adjust_ignored_values(s: &mut Session, schema: &TableSchema, rows: &mut [Row], nulls: bool) {
     for (i, row) in rows.iter_mut().enumerate() {
-        for (code, message) in adjust_ignored_row(schema, row, i + 1, nulls) {
+        for (code, message) in adjust_ignored_row(schema, row, None, i + 1, nulls) {
             s.add_warning("Warning", code, message);
         }
     }
 }
 
 /// One row of [`adjust_ignored_values`] (row number `at_row` in the
-/// warnings): the warnings (code, message) its adjustments raise.
+/// warnings): the warnings (code, message) its adjustments raise. `old`:
+/// the row an UPDATE changes (a value it keeps raises no warning).
 pub(crate) fn adjust_ignored_row(
     schema: &TableSchema,
     row: &mut Row,
+    old: Option<&Row>,
     at_row: usize,
     nulls: bool,
 ) -> Vec<(u16, String)> {
     let mut warnings = Vec::new();
-    for (v, col) in row.iter_mut().zip(&schema.columns) {
+    for (i, (v, col)) in row.iter_mut().zip(&schema.columns).enumerate() {
+        // '' for an ENUM is its empty value, stored with "Data truncated".
+        if empty_enum_check(v, col, old.and_then(|o| o.get(i))).is_err() {
+            warnings.push((
+                1265,
+                format!("Data truncated for column '{}' at row {at_row}", col.name),
+            ));
+            continue;
+        }
         if v.is_null() {
             if nulls && !col.nullable && !col.auto_increment {
                 if let Some(implicit) = implicit_default(&col.ty) {
@@ -2672,6 +2682,7 @@ fn implicit_default(ty: &SqlType) -> Option<Value> {
         SqlType::Date => Some(Value::zero_date()),
         SqlType::DateTime { .. } => Some(Value::zero_datetime()),
         SqlType::Time { .. } => Some(Value::Time(0)),
+        SqlType::Enum(labels) => labels.first().map(Value::text),
         _ => None,
     }
 }
