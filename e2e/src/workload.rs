@@ -116,7 +116,7 @@ impl Ty {
             Ty::Timestamp(fsp) => format!("TIMESTAMP({fsp})"),
             Ty::Time(fsp) => format!("TIME({fsp})"),
             Ty::Date => "DATE".into(),
-            Ty::Enum => "ENUM('a','b','C')".into(),
+            Ty::Enum => "ENUM('b','a','C')".into(),
         }
     }
 
