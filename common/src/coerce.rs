@@ -382,6 +382,11 @@ pub fn coerce_adjusting(
             | SqlType::Timestamp { .. }
             | SqlType::Time { .. },
         ) => {
+            if let SqlType::Timestamp { fsp } = column.ty {
+                if let Some(zero) = timestamp_past_range(v, fsp) {
+                    return Ok((zero, Some(Adjustment::Clamped)));
+                }
+            }
             if let (Value::Text(s), SqlType::Time { fsp }) = (v, &column.ty) {
                 if let Some(clamped) = time_past_range(s) {
                     let clamped = Value::Time(truncate_micros(clamped, *fsp));
@@ -427,6 +432,27 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// A calendar date and time a TIMESTAMP cannot hold (see
+/// [`timestamp_in_range`]): what MariaDB stores for it with 1264, the zero
+/// timestamp — whose fraction, when the value had one, it keeps and prints
+/// as `1970-01-01 00:00:00.f` (its zero is second 0 of the epoch).
+fn timestamp_past_range(v: &Value, fsp: u8) -> Option<Value> {
+    let dt = match v {
+        Value::Text(s) => parse_datetime_prefix(s)?,
+        Value::DateTime(dt) => *dt,
+        _ => return None,
+    };
+    let dt = truncate_datetime(dt, fsp);
+    if !crate::is_calendar_date(&dt.date()) || timestamp_in_range(dt) {
+        return None;
+    }
+    let micros = dt.and_utc().timestamp_subsec_micros();
+    Some(match micros {
+        0 => Value::zero_datetime(),
+        us => Value::DateTime(chrono::DateTime::from_timestamp(0, us * 1000)?.naive_utc()),
+    })
 }
 
 /// A well-formed time past TIME's range (`'839:00:00'`): the end of the
