@@ -758,7 +758,8 @@ pub struct Workload {
     sessions: Vec<Session>,
     current: usize,
     next_savepoint: usize,
-    /// `LADLE_TXGEN_ZERO_DATES=1`: INSERT IGNORE may store zero dates.
+    /// INSERT IGNORE may store zero dates (and zero timestamps for values
+    /// past TIMESTAMP's range); `LADLE_TXGEN_ZERO_DATES=0` avoids them.
     zero_dates: bool,
     /// Set while an INSERT IGNORE's values are drawn without zero dates.
     avoid_zero_dates: bool,
@@ -793,7 +794,7 @@ impl Workload {
             // Ladle has no zero dates ('0000-00-00'), which INSERT IGNORE
             // stores for an invalid or missing date: a known gap, left out
             // unless asked for, so runs find the rest.
-            zero_dates: std::env::var("LADLE_TXGEN_ZERO_DATES").is_ok_and(|v| v == "1"),
+            zero_dates: std::env::var("LADLE_TXGEN_ZERO_DATES").as_deref() != Ok("0"),
             avoid_zero_dates: false,
         }
     }
