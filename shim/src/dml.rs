@@ -2231,7 +2231,7 @@ pub fn update(
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
-    let strict = !(ignore || !crate::vars::strict_mode(s));
+    let strict = !ignore && crate::vars::strict_mode(s);
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
     let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
