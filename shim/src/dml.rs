@@ -296,21 +296,7 @@ fn first_row_error(
     for row in rows {
         let row = match coerce_row_strict(schema, row, None) {
             Ok(r) => r,
-            Err(err) => {
-                // MariaDB fills the columns in order: a NULL for an
-                // earlier NOT NULL column fails first.
-                let failing = row
-                    .iter()
-                    .zip(&schema.columns)
-                    .position(|(v, c)| {
-                        empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
-                    })
-                    .unwrap_or(row.len());
-                if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
-                    return fail(null.into());
-                }
-                return fail(err);
-            }
+            Err(err) => return fail(null_before_value_error(schema, row, err)),
         };
         if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
             return fail(err.into());
@@ -675,22 +661,9 @@ fn first_replace_error(
         } else {
             coerce_row(schema, row)
         };
-        // Columns in order: a NULL for an earlier NOT NULL column first.
         let coerced = match coerced {
             Ok(r) => r,
-            Err(value_error) => {
-                let failing = row
-                    .iter()
-                    .zip(&schema.columns)
-                    .position(|(v, c)| {
-                        empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
-                    })
-                    .unwrap_or(row.len());
-                return match ladle_storage::check_not_null(schema, &row[..failing], true) {
-                    Err(null) => null.into(),
-                    Ok(()) => value_error,
-                };
-            }
+            Err(value_error) => return null_before_value_error(schema, row, value_error),
         };
         if let Err(null) = ladle_storage::check_not_null(schema, &coerced, true) {
             return null.into();
@@ -1834,6 +1807,23 @@ fn empty_enum_check(
         ));
     }
     Ok(())
+}
+
+/// The error of a row whose values fail to coerce with `value_error`:
+/// MariaDB fills the columns in order, so a NULL for a NOT NULL column
+/// before the failing one fails first (1048).
+fn null_before_value_error(schema: &TableSchema, row: &Row, value_error: ShimError) -> ShimError {
+    let failing = row
+        .iter()
+        .zip(&schema.columns)
+        .position(|(v, c)| {
+            empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
+        })
+        .unwrap_or(row.len());
+    match ladle_storage::check_not_null(schema, &row[..failing], true) {
+        Err(null) => null.into(),
+        Ok(()) => value_error,
+    }
 }
 
 /// [`coerce_row`] as strict mode writes `row` (replacing `old`, if any):
