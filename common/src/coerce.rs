@@ -657,6 +657,10 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
 /// `20240200`), which MySQL stores as given (see
 /// [`crate::date_from_parts`]); `None` for anything else.
 fn parse_zero_in_date(s: &str) -> Option<NaiveDateTime> {
+    // Byte positions below are character positions only in ASCII.
+    if !s.is_ascii() {
+        return None;
+    }
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
     let (date, time) = match s.as_bytes().get(4) {
         Some(b'-') => s.split_at(s.len().min(10)),
@@ -754,6 +758,21 @@ pub fn parse_time(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_in_date_parsing_takes_any_text() {
+        assert!(parse_datetime("2024-00-15").is_some());
+        assert!(parse_datetime("20240200 10:00:00").is_none());
+        for s in [
+            "2020é-00-1",
+            "20é00115",
+            "é2020-00-15",
+            "2020-00-1é",
+            "1234567é",
+        ] {
+            assert_eq!(parse_datetime(s), None, "{s}");
+        }
+    }
 
     #[test]
     fn non_strict_adjustments_match_mysql() {
