@@ -163,6 +163,11 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             if let Some(label) = labels.iter().find(|l| l.eq_ignore_ascii_case(&s)) {
                 return Ok(Value::text(label));
             }
+            // The empty value (index 0), which IGNORE stores for what is no
+            // label; strict mode refuses it before the write (the shim).
+            if s.is_empty() {
+                return Ok(Value::text(""));
+            }
             // An integer selects the n-th label (1-based), as in MySQL.
             if let Some(i) = v.as_i64() {
                 if i >= 1 && (i as usize) <= labels.len() {
@@ -377,6 +382,11 @@ pub fn coerce_adjusting(
             | SqlType::Timestamp { .. }
             | SqlType::Time { .. },
         ) => {
+            if let SqlType::Timestamp { fsp } = column.ty {
+                if let Some(zero) = timestamp_past_range(v, fsp) {
+                    return Ok((zero, Some(Adjustment::Clamped)));
+                }
+            }
             if let (Value::Text(s), SqlType::Time { fsp }) = (v, &column.ty) {
                 if let Some(clamped) = time_past_range(s) {
                     let clamped = Value::Time(truncate_micros(clamped, *fsp));
@@ -388,6 +398,11 @@ pub fn coerce_adjusting(
                 (Value::Text(s), _) => parse_datetime_prefix(s).map(Value::DateTime),
                 _ => None,
             };
+            // A TIMESTAMP holds no zero month or day: the zero timestamp.
+            let prefix = prefix.filter(|p| {
+                !matches!((p, &column.ty), (Value::DateTime(dt), SqlType::Timestamp { .. })
+                    if !crate::is_calendar_date(&dt.date()))
+            });
             match (prefix, &column.ty) {
                 (Some(p), _) => Ok((coerce(&p, column)?, Some(Adjustment::Truncated))),
                 // No time at all: '00:00:00', as MariaDB stores it.
@@ -401,6 +416,10 @@ pub fn coerce_adjusting(
                 (None, _) => Err(err),
             }
         }
+        // No label: the empty value (index 0), "Data truncated".
+        (CoerceError::Incorrect { .. }, SqlType::Enum(_)) => {
+            Ok((Value::text(""), Some(Adjustment::Truncated)))
+        }
         (CoerceError::Incorrect { .. }, _) if numeric => {
             let text = to_text(v);
             match numeric_prefix(&text) {
@@ -413,6 +432,27 @@ pub fn coerce_adjusting(
         }
         _ => Err(err),
     }
+}
+
+/// A calendar date and time a TIMESTAMP cannot hold (see
+/// [`timestamp_in_range`]): what MariaDB stores for it with 1264, the zero
+/// timestamp — whose fraction, when the value had one, it keeps and prints
+/// as `1970-01-01 00:00:00.f` (its zero is second 0 of the epoch).
+fn timestamp_past_range(v: &Value, fsp: u8) -> Option<Value> {
+    let dt = match v {
+        Value::Text(s) => parse_datetime_prefix(s)?,
+        Value::DateTime(dt) => *dt,
+        _ => return None,
+    };
+    let dt = truncate_datetime(dt, fsp);
+    if !crate::is_calendar_date(&dt.date()) || timestamp_in_range(dt) {
+        return None;
+    }
+    let micros = dt.and_utc().timestamp_subsec_micros();
+    Some(match micros {
+        0 => Value::zero_datetime(),
+        us => Value::DateTime(chrono::DateTime::from_timestamp(0, us * 1000)?.naive_utc()),
+    })
 }
 
 /// A well-formed time past TIME's range (`'839:00:00'`): the end of the
@@ -610,7 +650,45 @@ pub fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
             return d.and_hms_opt(0, 0, 0);
         }
     }
-    None
+    parse_zero_in_date(s)
+}
+
+/// A date with a zero month or day (`2024-00-15`, `2024-02-00 10:00:00`,
+/// `20240200`), which MySQL stores as given (see
+/// [`crate::date_from_parts`]); `None` for anything else.
+fn parse_zero_in_date(s: &str) -> Option<NaiveDateTime> {
+    // Byte positions below are character positions only in ASCII.
+    if !s.is_ascii() {
+        return None;
+    }
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    let (date, time) = match s.as_bytes().get(4) {
+        Some(b'-') => s.split_at(s.len().min(10)),
+        _ if s.len() == 8 || s.len() == 14 => s.split_at(8),
+        _ => return None,
+    };
+    let fields: Vec<&str> = if date.len() == 10 {
+        date.split('-').collect()
+    } else {
+        vec![&date[..4], &date[4..6], &date[6..]]
+    };
+    let [y, m, d] = fields[..] else { return None };
+    if ![y, m, d].iter().all(|f| digits(f)) || (m.len(), d.len()) != (2, 2) {
+        return None;
+    }
+    let (m, d): (u32, u32) = (m.parse().ok()?, d.parse().ok()?);
+    if m != 0 && d != 0 {
+        return None;
+    }
+    let date = crate::date_from_parts(y.parse().ok()?, m, d)?;
+    let time = match time.strip_prefix([' ', 'T']) {
+        _ if time.is_empty() => NaiveTime::MIN,
+        Some(t) => ["%H:%M:%S%.f", "%H:%M"]
+            .iter()
+            .find_map(|f| NaiveTime::parse_from_str(t, f).ok())?,
+        None => NaiveTime::parse_from_str(time, "%H%M%S").ok()?,
+    };
+    Some(date.and_time(time))
 }
 
 /// MySQL's zero date or datetime spelled out: `0000-00-00`, with
@@ -680,6 +758,21 @@ pub fn parse_time(s: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_in_date_parsing_takes_any_text() {
+        assert!(parse_datetime("2024-00-15").is_some());
+        assert!(parse_datetime("20240200 10:00:00").is_none());
+        for s in [
+            "2020é-00-1",
+            "20é00115",
+            "é2020-00-15",
+            "2020-00-1é",
+            "1234567é",
+        ] {
+            assert_eq!(parse_datetime(s), None, "{s}");
+        }
+    }
 
     #[test]
     fn non_strict_adjustments_match_mysql() {

@@ -17,7 +17,9 @@ pub use coerce::{
     parse_time, truncate_datetime, truncate_micros, truncation_note, Adjustment, CoerceError,
 };
 pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
-pub use value::{Collation, SqlType, Value, ZERO_DATE};
+pub use value::{
+    date_from_parts, date_parts, is_calendar_date, Collation, SqlType, Value, ZERO_DATE,
+};
 
 /// The largest packet (and so the largest value) Ladle accepts or builds,
 /// reported as `@@max_allowed_packet`: a string function whose result would

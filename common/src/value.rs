@@ -5,7 +5,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
@@ -42,13 +42,60 @@ pub enum Value {
 /// date as MySQL sorts it; it is printed and sent as zeros.
 pub const ZERO_DATE: NaiveDate = NaiveDate::MIN;
 
-/// `YYYY-MM-DD` of `d`, zeros for [`ZERO_DATE`].
-fn date_text(d: &NaiveDate) -> String {
+/// First day (from the common era) of the dates that stand for MySQL's
+/// dates with a zero month or day (`'2024-00-15'`, `'2024-02-00'`), which no
+/// calendar holds but MySQL stores as given (without `NO_ZERO_IN_DATE`):
+/// `y-m-d` is held as chrono's date `PARTIAL_BASE + y*416 + m*32 + d` days,
+/// about 219,000 years BC: after [`ZERO_DATE`], before every date MySQL
+/// reaches. [`date_parts`] reads one back; values compare by their parts.
+const PARTIAL_BASE: i32 = -80_000_000;
+/// Days per year of the partial-date encoding (13 months of 32 days).
+const PARTIAL_YEAR: i32 = 13 * 32;
+
+/// The year, month and day MySQL sees in `d`: zeros for [`ZERO_DATE`], the
+/// given fields for a date with a zero month or day.
+pub fn date_parts(d: &NaiveDate) -> (i32, u32, u32) {
+    use chrono::Datelike;
     if *d == ZERO_DATE {
-        "0000-00-00".into()
-    } else {
-        d.format("%Y-%m-%d").to_string()
+        return (0, 0, 0);
     }
+    let n = d.num_days_from_ce() - PARTIAL_BASE;
+    if (0..10_000 * PARTIAL_YEAR).contains(&n) {
+        let (y, rest) = (n / PARTIAL_YEAR, (n % PARTIAL_YEAR) as u32);
+        return (y, rest / 32, rest % 32);
+    }
+    (d.year(), d.month(), d.day())
+}
+
+/// The date MySQL stores for `y-m-d` (without `NO_ZERO_IN_DATE` and
+/// `NO_ZERO_DATE`): a calendar date, [`ZERO_DATE`] for all zeros, or a
+/// date with a zero month or day (see [`date_parts`]); `None` for what is
+/// no date (`2020-02-30`, month 13).
+pub fn date_from_parts(y: i32, m: u32, d: u32) -> Option<NaiveDate> {
+    if (y, m, d) == (0, 0, 0) {
+        return Some(ZERO_DATE);
+    }
+    if m == 0 || d == 0 {
+        if !(0..=9999).contains(&y) || m > 12 || d > 31 {
+            return None;
+        }
+        let n = PARTIAL_BASE + y * PARTIAL_YEAR + (m * 32 + d) as i32;
+        return NaiveDate::from_num_days_from_ce_opt(n);
+    }
+    NaiveDate::from_ymd_opt(y, m, d)
+}
+
+/// Whether `d` is a calendar date: not [`ZERO_DATE`] nor a date with a zero
+/// month or day, on which MySQL's date functions give NULL.
+pub fn is_calendar_date(d: &NaiveDate) -> bool {
+    let (_, m, day) = date_parts(d);
+    m != 0 && day != 0
+}
+
+/// `YYYY-MM-DD` of `d`, zeros for [`ZERO_DATE`] and zero fields.
+fn date_text(d: &NaiveDate) -> String {
+    let (y, m, day) = date_parts(d);
+    format!("{y:04}-{m:02}-{day:02}")
 }
 
 /// `YYYY-MM-DD HH:MM:SS` of `d` (no fraction), zeros for the zero date.
@@ -153,10 +200,14 @@ impl Value {
             (Decimal(a), Decimal(b)) => a.cmp(b),
             (Text(a), Text(b)) => collation.compare(a, b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
-            (Date(a), Date(b)) => a.cmp(b),
-            (DateTime(a), DateTime(b)) => a.cmp(b),
-            (Date(a), DateTime(b)) => a.and_hms_opt(0, 0, 0).unwrap_or_default().cmp(b),
-            (DateTime(a), Date(b)) => a.cmp(&b.and_hms_opt(0, 0, 0).unwrap_or_default()),
+            (Date(a), Date(b)) => date_parts(a).cmp(&date_parts(b)),
+            (DateTime(a), DateTime(b)) => datetime_key(a).cmp(&datetime_key(b)),
+            (Date(a), DateTime(b)) => {
+                datetime_key(&a.and_time(NaiveTime::MIN)).cmp(&datetime_key(b))
+            }
+            (DateTime(a), Date(b)) => {
+                datetime_key(a).cmp(&datetime_key(&b.and_time(NaiveTime::MIN)))
+            }
             (Time(a), Time(b)) => a.cmp(b),
             (a, b) if a.is_numeric() && b.is_numeric() => cmp_numeric(a, b),
             (a, b) => a.kind_rank().cmp(&b.kind_rank()),
@@ -187,6 +238,11 @@ impl Value {
             _ => self.clone(),
         }
     }
+}
+
+/// A DATETIME's order: its date's fields (see [`date_parts`]), then time.
+fn datetime_key(d: &NaiveDateTime) -> ((i32, u32, u32), NaiveTime) {
+    (date_parts(&d.date()), d.time())
 }
 
 fn cmp_i64_u64(a: i64, b: u64) -> Ordering {
@@ -654,6 +710,42 @@ impl SqlType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_with_zero_fields_round_trip_and_sort_by_their_fields() {
+        let date = |y, m, d| Value::Date(date_from_parts(y, m, d).unwrap());
+        let sorted = [
+            date(0, 0, 0),
+            date(0, 0, 1),
+            date(1999, 12, 31),
+            date(2024, 0, 0),
+            date(2024, 0, 15),
+            date(2024, 1, 1),
+            date(2024, 2, 0),
+            date(2024, 2, 29),
+            date(9999, 12, 0),
+            date(9999, 12, 31),
+        ];
+        for w in sorted.windows(2) {
+            assert_eq!(
+                w[0].cmp_collated(&w[1], Collation::Binary),
+                Ordering::Less,
+                "{w:?}"
+            );
+        }
+        assert_eq!(date(2024, 0, 15).to_string(), "2024-00-15");
+        assert_eq!(date(2024, 2, 0).to_string(), "2024-02-00");
+        assert_eq!(date(0, 0, 0).to_string(), "0000-00-00");
+        for (y, m, d) in [(2024, 0, 31), (0, 12, 0), (9999, 0, 0), (2024, 2, 29)] {
+            let Value::Date(v) = date(y, m, d) else {
+                unreachable!()
+            };
+            assert_eq!(date_parts(&v), (y, m, d));
+        }
+        assert_eq!(date_from_parts(2024, 13, 0), None);
+        assert_eq!(date_from_parts(2024, 2, 30), None);
+        assert!(!is_calendar_date(&date_from_parts(2024, 0, 1).unwrap()));
+    }
 
     #[test]
     fn general_ci_ignores_case_and_trailing_spaces() {

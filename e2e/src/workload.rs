@@ -116,7 +116,7 @@ impl Ty {
             Ty::Timestamp(fsp) => format!("TIMESTAMP({fsp})"),
             Ty::Time(fsp) => format!("TIME({fsp})"),
             Ty::Date => "DATE".into(),
-            Ty::Enum => "ENUM('a','b','C')".into(),
+            Ty::Enum => "ENUM('b','a','C')".into(),
         }
     }
 
@@ -142,22 +142,16 @@ impl Ty {
         matches!(self, Ty::Date | Ty::DateTime(_) | Ty::Timestamp(_))
     }
 
-    /// What INSERT IGNORE may store for a bad value of this type is
-    /// something Ladle cannot hold (a zero date, ENUM's '').
+    /// What INSERT IGNORE may store for a bad value of this type is a zero
+    /// date (see `LADLE_TXGEN_ZERO_DATES`).
     fn ignore_needs_zero(&self) -> bool {
-        self.zero_is_a_date() || matches!(self, Ty::Enum)
+        self.zero_is_a_date()
     }
 
     /// Whether the column takes `lit` as a valid date (always, for types
     /// whose [`Ty::zero_is_a_date`] is false): a real date, and for a
     /// TIMESTAMP within its range.
     fn holds(&self, lit: &Literal) -> bool {
-        if let Ty::Enum = self {
-            // Not a label: IGNORE stores ENUM's error value '', which
-            // Ladle cannot hold either.
-            let label = lit.sql.trim_matches('\'').to_ascii_lowercase();
-            return ["a", "b", "c"].contains(&label.as_str());
-        }
         if !self.zero_is_a_date() {
             return true;
         }
@@ -166,9 +160,10 @@ impl Ty {
             return false;
         }
         match self {
-            // Fixed-width text compares as time.
+            // Fixed-width text compares as time; no zero month or day.
             Ty::Timestamp(_) => {
                 ("1970-01-01 00:00:01"..="2038-01-19 03:14:07.999999").contains(&text)
+                    && !text[..10].contains("-00")
             }
             _ => true,
         }
@@ -301,12 +296,20 @@ impl Ty {
             }
             Ty::DateTime(_) | Ty::Timestamp(_) => {
                 let timestamp = matches!(self, Ty::Timestamp(_));
+                // A zero month or day ('2020-00-15'): a DATETIME holds it,
+                // a TIMESTAMP refuses it.
                 let dates: &[&str] = if edge {
-                    &["2021-02-29", "2020-13-01", "1970-01-01"]
+                    &["2021-02-29", "2020-13-01", "1970-01-01", "2020-00-15"]
                 } else if timestamp {
                     &["2020-01-01", "2020-01-02", "1999-12-31", "2038-01-19"]
                 } else {
-                    &["2020-01-01", "2020-01-02", "1999-12-31", "1000-01-01"]
+                    &[
+                        "2020-01-01",
+                        "2020-01-02",
+                        "1999-12-31",
+                        "1000-01-01",
+                        "2020-02-00",
+                    ]
                 };
                 let date = dates[rng.gen_range(0..dates.len())];
                 let time = ["00:00:00", "12:34:56", "23:59:59", "03:14:07"][rng.gen_range(0..4)];
@@ -337,7 +340,14 @@ impl Ty {
                 let dates: &[&str] = if edge {
                     &["2021-02-29", "2020-02-30"]
                 } else {
-                    &["2020-01-01", "1999-12-31", "2020-02-29", "2000-01-01"]
+                    &[
+                        "2020-01-01",
+                        "1999-12-31",
+                        "2020-02-29",
+                        "2000-01-01",
+                        "2020-00-15",
+                        "2020-02-00",
+                    ]
                 };
                 let date = dates[rng.gen_range(0..dates.len())].to_string();
                 temporal_literal(rng, date)
@@ -491,14 +501,15 @@ fn parse_temporal(text: &str) -> Option<Value> {
         let mut d = date.split('-').map(|p| p.parse::<u32>().ok());
         let (y, mo, da) = (d.next()??, d.next()??, d.next()??);
         let leap = y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+        // A zero month or day is a date MySQL stores as given.
         let days = match mo {
-            1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+            0 | 1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
             2 if leap => 29,
             2 => 28,
             _ => return None,
         };
-        if da == 0 || da > days {
+        if da > days {
             return None;
         }
         let (hms, frac) = match time.split_once('.') {
@@ -747,7 +758,8 @@ pub struct Workload {
     sessions: Vec<Session>,
     current: usize,
     next_savepoint: usize,
-    /// `LADLE_TXGEN_ZERO_DATES=1`: INSERT IGNORE may store zero dates.
+    /// INSERT IGNORE may store zero dates (and zero timestamps for values
+    /// past TIMESTAMP's range); `LADLE_TXGEN_ZERO_DATES=0` avoids them.
     zero_dates: bool,
     /// Set while an INSERT IGNORE's values are drawn without zero dates.
     avoid_zero_dates: bool,
@@ -782,7 +794,7 @@ impl Workload {
             // Ladle has no zero dates ('0000-00-00'), which INSERT IGNORE
             // stores for an invalid or missing date: a known gap, left out
             // unless asked for, so runs find the rest.
-            zero_dates: std::env::var("LADLE_TXGEN_ZERO_DATES").is_ok_and(|v| v == "1"),
+            zero_dates: std::env::var("LADLE_TXGEN_ZERO_DATES").as_deref() != Ok("0"),
             avoid_zero_dates: false,
         }
     }

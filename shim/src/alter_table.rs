@@ -19,8 +19,9 @@ use crate::ddl::{
     column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
 };
 use crate::error::{self, Result, ShimError};
-use crate::exec::{Engine, Output};
+use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
+use crate::output::Output;
 use crate::session::Session;
 
 /// `ALTER TABLE ...` from its text (MySQL's forms sqlparser does not

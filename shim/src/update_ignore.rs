@@ -100,13 +100,17 @@ pub fn adjust_values(
         };
         matched += 1;
         warnings.extend(crate::dml::write::adjust_ignored_row(
-            schema, &mut new, matched, true,
+            schema,
+            &mut new,
+            Some(row),
+            matched,
+            true,
         ));
     }
     let adjusting_schema = schema.clone();
     let updater: RowUpdater = Arc::new(move |row: &Row| {
         Ok(update(row)?.map(|mut new| {
-            crate::dml::write::adjust_ignored_row(&adjusting_schema, &mut new, 0, true);
+            crate::dml::write::adjust_ignored_row(&adjusting_schema, &mut new, Some(row), 0, true);
             new
         }))
     });

@@ -8,7 +8,7 @@
 //! nullability and, for a column passed through from a base table, that
 //! column's keys, AUTO_INCREMENT, default and ON UPDATE as MariaDB's flags.
 
-use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use chrono::{NaiveDateTime, Timelike};
 use ladle_common::{ColumnDefault, SqlType, Value};
 use ladle_dataflow::{BaseColumn, OutputColumn, ResultRows, RowRef};
 
@@ -498,12 +498,13 @@ fn binary_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
 
 fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
     let d = dt.date();
+    let (year, month, day) = ladle_common::date_parts(&d);
     if d == ladle_common::ZERO_DATE {
         // The zero date: no fields at all, as MySQL sends it.
         out.push(0);
         return;
     }
-    let year = u16::try_from(d.year()).unwrap_or(0);
+    let year = u16::try_from(year).unwrap_or(0);
     let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
     let micros = dt.and_utc().timestamp_subsec_micros();
     let len = if date_only || (h, m, s, micros) == (0, 0, 0, 0) {
@@ -515,8 +516,8 @@ fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
     };
     out.push(len);
     out.extend_from_slice(&year.to_le_bytes());
-    out.push(d.month() as u8);
-    out.push(d.day() as u8);
+    out.push(month as u8);
+    out.push(day as u8);
     if len >= 7 {
         out.extend_from_slice(&[h, m, s]);
     }
@@ -654,7 +655,7 @@ fn decode_datetime(b: &[u8]) -> Option<NaiveDateTime> {
         return None;
     }
     let year = i32::from(u16::from_le_bytes([b[0], b[1]]));
-    let date = NaiveDate::from_ymd_opt(year, u32::from(b[2]), u32::from(b[3]))?;
+    let date = ladle_common::date_from_parts(year, u32::from(b[2]), u32::from(b[3]))?;
     let (h, m, sec) = if b.len() >= 7 {
         (u32::from(b[4]), u32::from(b[5]), u32::from(b[6]))
     } else {

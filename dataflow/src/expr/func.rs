@@ -678,14 +678,24 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
         },
         Date => match calendar(&v0) {
             Some(dt) => Value::Date(dt.date()),
-            None if ops::to_datetime(&v0).is_some() => Value::zero_date(),
-            None => Value::Null,
+            // The zero date, or one with a zero month or day: itself.
+            None => ops::to_datetime(&v0).map_or(Value::Null, |dt| Value::Date(dt.date())),
         },
-        // The zero date's fields are zeros.
-        Year | Month | Day | Hour | Minute | Second
-            if ops::to_datetime(&v0).is_some_and(|dt| dt.date() == ladle_common::ZERO_DATE) =>
+        // The zero date's fields are zeros, a zero month or day is 0.
+        Year | Month | Day | Hour | Minute | Second | Quarter
+            if ops::to_datetime(&v0).is_some() && calendar(&v0).is_none() =>
         {
-            Value::Int(0)
+            let dt = ops::to_datetime(&v0).unwrap_or_default();
+            let (y, m, d) = ladle_common::date_parts(&dt.date());
+            Value::Int(i64::from(match f {
+                Year => y as u32,
+                Month => m,
+                Day => d,
+                Quarter => m.div_ceil(3),
+                Hour => dt.hour(),
+                Minute => dt.minute(),
+                _ => dt.second(),
+            }))
         }
         Year | Month | Day | Hour | Minute | Second => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(match f {
@@ -709,7 +719,7 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
             let is_date = matches!(v0, Value::Date(_));
             let Some(dt) = calendar(&v0) else {
-                if v0.is_zero_date() {
+                if ops::to_datetime(&v0).is_some() {
                     super::warn(
                         super::WARN_TRUNCATED_WRONG_VALUE,
                         format!("Incorrect datetime value: '{v0}'"),
@@ -1443,5 +1453,5 @@ fn time_of_day(v: &Value) -> Option<i64> {
 /// `v` as a calendar date and time for a date function: not the zero date
 /// (`0000-00-00`), for which MySQL's date functions give NULL.
 fn calendar(v: &Value) -> Option<chrono::NaiveDateTime> {
-    ops::to_datetime(v).filter(|dt| dt.date() != ladle_common::ZERO_DATE)
+    ops::to_datetime(v).filter(|dt| ladle_common::is_calendar_date(&dt.date()))
 }

@@ -143,11 +143,8 @@ pub(crate) fn value_to_f64(v: &Value) -> Option<f64> {
 }
 
 fn date_number(d: &NaiveDate) -> i64 {
-    use chrono::Datelike;
-    if *d == ladle_common::ZERO_DATE {
-        return 0;
-    }
-    i64::from(d.year()) * 10000 + i64::from(d.month()) * 100 + i64::from(d.day())
+    let (y, m, day) = ladle_common::date_parts(d);
+    i64::from(y) * 10000 + i64::from(m) * 100 + i64::from(day)
 }
 
 fn datetime_number(dt: &NaiveDateTime) -> i64 {
@@ -462,11 +459,15 @@ pub(crate) fn compare(a: &Value, b: &Value, coll: Collation) -> Option<Ordering>
         // ignores what follows a valid value (`'... 03:04:05+00:00'`, with
         // a warning).
         (Date(_) | DateTime(_), Text(s)) => match text_to_datetime(s) {
-            Some(dt) => Some(to_datetime(a)?.cmp(&dt)),
+            Some(dt) => {
+                Some(Value::DateTime(to_datetime(a)?).cmp_collated(&Value::DateTime(dt), coll))
+            }
             None => Some(to_text(a).cmp(&s.to_string())),
         },
         (Text(s), Date(_) | DateTime(_)) => match text_to_datetime(s) {
-            Some(dt) => Some(dt.cmp(&to_datetime(b)?)),
+            Some(dt) => {
+                Some(Value::DateTime(dt).cmp_collated(&Value::DateTime(to_datetime(b)?), coll))
+            }
             None => Some(s.to_string().cmp(&to_text(b))),
         },
         (Time(x), Text(s)) => match ladle_common::parse_time(s) {

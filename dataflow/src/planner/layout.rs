@@ -67,6 +67,15 @@ impl StoredRow {
             .collect();
         let mut order: OrderSpec = Vec::new();
         for (e, desc) in order_exprs {
+            // An ENUM column sorts by its label's index, as in MySQL.
+            let by_index = match e {
+                Expr::Column(c) => match frame.types.get(*c) {
+                    Some((SqlType::Enum(labels), _)) => Some(enum_index(e, labels)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let e = by_index.as_ref().unwrap_or(e);
             let p = slot_of(e, &mut stored);
             order.push((p, *desc, frame.collation_of(e)));
         }
@@ -322,4 +331,33 @@ fn empty_aggregate_row(node: &LNode, stored: &[Expr], agg: &Aggregation) -> Resu
         .iter()
         .map(|e| e.eval(&row).unwrap_or(Value::Null))
         .collect::<Row>())
+}
+
+/// An ENUM value's index in `labels` (1-based, 0 for the empty value, NULL
+/// for NULL): what MySQL sorts an ENUM column by, where Ladle holds the
+/// label.
+fn enum_index(e: &Expr, labels: &[String]) -> Expr {
+    use crate::expr::CmpOp;
+    let mut whens = vec![(
+        Expr::IsNull {
+            expr: Box::new(e.clone()),
+            negated: false,
+        },
+        Expr::Literal(Value::Null),
+    )];
+    for (i, label) in labels.iter().enumerate() {
+        let is_label = Expr::Cmp {
+            op: CmpOp::Eq,
+            left: Box::new(e.clone()),
+            right: Box::new(Expr::Literal(Value::text(label))),
+            collation: Collation::Binary,
+        };
+        whens.push((is_label, Expr::Literal(Value::Int(i as i64 + 1))));
+    }
+    Expr::Case {
+        operand: None,
+        whens,
+        otherwise: Some(Box::new(Expr::Literal(Value::Int(0)))),
+        collation: Collation::Binary,
+    }
 }

@@ -14,9 +14,9 @@ use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
 use super::write::{
-    adjust_ignored_values, coerce_row, column_pos, compile_assignments, expr_err, given_value,
-    implicit_default, is_default_keyword, positive_id, slot, submit_with, table, value_of,
-    RowCounts,
+    adjust_ignored_values, coerce_row, coerce_row_strict, column_pos, compile_assignments,
+    expr_err, given_value, implicit_default, is_default_keyword, null_before_value_error,
+    positive_id, refuse_empty_enum, slot, submit_with, table, value_of, RowCounts,
 };
 use crate::ddl::default_value;
 use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD};
@@ -199,21 +199,9 @@ pub(super) fn first_row_error(
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
     for row in rows {
-        let row = match coerce_row(schema, row) {
+        let row = match coerce_row_strict(schema, row, None) {
             Ok(r) => r,
-            Err(err) => {
-                // MariaDB fills the columns in order: a NULL for an
-                // earlier NOT NULL column fails first.
-                let failing = row
-                    .iter()
-                    .zip(&schema.columns)
-                    .position(|(v, c)| ladle_common::coerce(v, c).is_err())
-                    .unwrap_or(row.len());
-                if let Err(null) = ladle_storage::check_not_null(schema, &row[..failing], true) {
-                    return fail(null.into());
-                }
-                return fail(err);
-            }
+            Err(err) => return fail(null_before_value_error(schema, row, err)),
         };
         if let Err(err) = ladle_storage::check_not_null(schema, &row, true) {
             return fail(err.into());
@@ -228,7 +216,7 @@ pub(super) fn first_row_error(
                     Ok(new) => new,
                     Err(err) => return fail(err),
                 };
-                let new = match coerce_row(schema, &new) {
+                let new = match coerce_row_strict(schema, &new, Some(&existing)) {
                     Ok(n) => n,
                     Err(err) => return fail(err),
                 };
@@ -289,6 +277,11 @@ pub(super) fn insert_rows(
     // single-row INSERT (MariaDB's rule).
     if ins.ignore || !crate::vars::strict_mode(s) {
         adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
+    } else if let Some(err) = rows
+        .iter()
+        .find_map(|r| refuse_empty_enum(&schema, r, None).err())
+    {
+        return Err(err.into());
     }
     // INSERT IGNORE processes every row, so MySQL reports the last one's
     // explicit id even when a constraint skipped it (see OpResult).
@@ -559,11 +552,20 @@ pub(super) fn first_replace_error(
     replaced: &[ReplacedRow],
     err: ShimError,
 ) -> ShimError {
+    let strict = crate::vars::strict_mode(s);
     for (i, row) in rows.iter().enumerate() {
-        let coerced = match coerce_row(schema, row) {
-            Ok(r) => r,
-            Err(value_error) => return value_error,
+        let coerced = if strict {
+            coerce_row_strict(schema, row, None)
+        } else {
+            coerce_row(schema, row)
         };
+        let coerced = match coerced {
+            Ok(r) => r,
+            Err(value_error) => return null_before_value_error(schema, row, value_error),
+        };
+        if let Err(null) = ladle_storage::check_not_null(schema, &coerced, true) {
+            return null.into();
+        }
         if let Err(check_error) = checks.verify(&coerced) {
             return check_error.into();
         }

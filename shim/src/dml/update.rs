@@ -11,8 +11,9 @@ use sqlparser::tokenizer::Token;
 use super::overlay::{candidate_rows, coerce_lenient, transaction_wrote};
 use super::transaction_keys::TransactionKeys;
 use super::write::{
-    choose_rows, coerce_row, compile_assignments, expr_err, identity, identity_columns,
-    inline_subqueries, scan_spec, single_table, slot, submit_with, table, RowCounts,
+    choose_rows, coerce_row_strict, compile_assignments, expr_err, identity, identity_columns,
+    inline_subqueries, refuse_empty_enum, scan_spec, single_table, slot, submit_with, table,
+    RowCounts,
 };
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
@@ -117,6 +118,7 @@ pub fn update(
     let ident_cols = identity_columns(&schema);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let checked_schema = schema.clone();
+    let strict = !ignore && crate::vars::strict_mode(s);
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
     let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
@@ -144,6 +146,9 @@ pub fn update(
         }
         checks.fill_generated(&checked_schema, &mut new)?;
         checks.verify_uncoerced(&checked_schema, &new)?;
+        if strict {
+            refuse_empty_enum(&checked_schema, &new, Some(row))?;
+        }
         let mut noted = noted.lock();
         noted.rows_seen += 1;
         for (pos, _) in &compiled {
@@ -191,7 +196,7 @@ pub fn update(
                 .map_err(ShimError::from)
                 .and_then(|new| match new {
                     Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
-                    Some(new) => coerce_row(&schema, &new).map(Some),
+                    Some(new) => coerce_row_strict(&schema, &new, Some(&row)).map(Some),
                     None => Ok(None),
                 });
             let new = match updated {

@@ -289,22 +289,32 @@ pub(super) fn adjust_ignored_values(
     nulls: bool,
 ) {
     for (i, row) in rows.iter_mut().enumerate() {
-        for (code, message) in adjust_ignored_row(schema, row, i + 1, nulls) {
+        for (code, message) in adjust_ignored_row(schema, row, None, i + 1, nulls) {
             s.add_warning("Warning", code, message);
         }
     }
 }
 
 /// One row of [`adjust_ignored_values`] (row number `at_row` in the
-/// warnings): the warnings (code, message) its adjustments raise.
+/// warnings): the warnings (code, message) its adjustments raise. `old`:
+/// the row an UPDATE changes (a value it keeps raises no warning).
 pub(crate) fn adjust_ignored_row(
     schema: &TableSchema,
     row: &mut Row,
+    old: Option<&Row>,
     at_row: usize,
     nulls: bool,
 ) -> Vec<(u16, String)> {
     let mut warnings = Vec::new();
-    for (v, col) in row.iter_mut().zip(&schema.columns) {
+    for (i, (v, col)) in row.iter_mut().zip(&schema.columns).enumerate() {
+        // '' for an ENUM is its empty value, stored with "Data truncated".
+        if empty_enum_check(v, col, old.and_then(|o| o.get(i))).is_err() {
+            warnings.push((
+                1265,
+                format!("Data truncated for column '{}' at row {at_row}", col.name),
+            ));
+            continue;
+        }
         if v.is_null() {
             if nulls && !col.nullable && !col.auto_increment {
                 if let Some(implicit) = implicit_default(&col.ty) {
@@ -368,6 +378,7 @@ pub(super) fn implicit_default(ty: &SqlType) -> Option<Value> {
         SqlType::Date => Some(Value::zero_date()),
         SqlType::DateTime { .. } => Some(Value::zero_datetime()),
         SqlType::Time { .. } => Some(Value::Time(0)),
+        SqlType::Enum(labels) => labels.first().map(Value::text),
         _ => None,
     }
 }
@@ -545,6 +556,81 @@ pub(super) fn constant(e: &Expr) -> Option<Value> {
         .ok()?
         .eval(&Vec::new())
         .ok()
+}
+
+/// Strict mode refuses `''` for an ENUM without that label (1265), though
+/// the write takes it: it is the empty value (index 0) IGNORE and a
+/// non-strict `sql_mode` store for a value that is no label. A value the
+/// row had before (`old`, an UPDATE's) is kept, as MariaDB copies it.
+pub(super) fn refuse_empty_enum(
+    schema: &TableSchema,
+    row: &Row,
+    old: Option<&Row>,
+) -> std::result::Result<(), StorageError> {
+    for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
+        empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
+    }
+    Ok(())
+}
+
+/// [`refuse_empty_enum`] of one value (`old`: the column's value before).
+pub(super) fn empty_enum_check(
+    v: &Value,
+    c: &ladle_common::ColumnSchema,
+    old: Option<&Value>,
+) -> std::result::Result<(), StorageError> {
+    let SqlType::Enum(labels) = &c.ty else {
+        return Ok(());
+    };
+    let empty = matches!(v, Value::Text(t) if t.is_empty());
+    if empty && !labels.iter().any(String::is_empty) && old != Some(v) {
+        return Err(StorageError::BadValue(
+            ladle_common::CoerceError::Incorrect {
+                ty: "enum".into(),
+                value: String::new(),
+                column: c.name.clone(),
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// The error of a row whose values fail to coerce with `value_error`:
+/// MariaDB fills the columns in order, so a NULL for a NOT NULL column
+/// before the failing one fails first (1048).
+pub(super) fn null_before_value_error(
+    schema: &TableSchema,
+    row: &Row,
+    value_error: ShimError,
+) -> ShimError {
+    let failing = row
+        .iter()
+        .zip(&schema.columns)
+        .position(|(v, c)| {
+            empty_enum_check(v, c, None).is_err() || ladle_common::coerce(v, c).is_err()
+        })
+        .unwrap_or(row.len());
+    match ladle_storage::check_not_null(schema, &row[..failing], true) {
+        Err(null) => null.into(),
+        Ok(()) => value_error,
+    }
+}
+
+/// [`coerce_row`] as strict mode writes `row` (replacing `old`, if any):
+/// `''` is refused for an ENUM (see [`refuse_empty_enum`]), column by
+/// column with the other values' errors.
+pub(super) fn coerce_row_strict(schema: &TableSchema, row: &Row, old: Option<&Row>) -> Result<Row> {
+    if row.len() != schema.columns.len() {
+        return Err(StorageError::ColumnCount.into());
+    }
+    row.iter()
+        .zip(&schema.columns)
+        .enumerate()
+        .map(|(i, (v, c))| {
+            empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
+            Ok(ladle_common::coerce(v, c).map_err(StorageError::from)?)
+        })
+        .collect()
 }
 
 /// A row's values coerced to its table's column types (the error a write
