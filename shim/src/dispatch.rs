@@ -281,6 +281,16 @@ impl Engine {
         let w1 = word(t, 1).unwrap_or_default();
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
+            // `DO expr, ...`: the expressions are evaluated for their
+            // effects (SLEEP, GET_LOCK, `@x := ...`, a subquery's errors)
+            // and no rows are returned.
+            ("DO", _) if t.len() > 1 => {
+                let select = format!("SELECT {}", crate::tokens::render_tokens(&t[1..]));
+                // As a statement of its own, so its warnings replace the
+                // earlier ones as a SELECT's do.
+                self.execute(s, &select).1?;
+                Ok(Some(Output::ok()))
+            }
             ("DESCRIBE" | "DESC", _) => {
                 let mut i = 1;
                 let (db, table) = qualified_name(t, &mut i)
