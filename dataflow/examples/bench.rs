@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ladle_common::{ColumnSchema, IndexSchema, SqlType, TableId, TableSchema, Value};
+use ladle_common::{ColumnSchema, IndexSchema, SqlType, TableSchema, Value};
 use ladle_dataflow::{Dataflow, DataflowConfig};
 use ladle_storage::{OnConflict, Storage, WriteOp};
 use sqlparser::ast;
@@ -49,7 +49,7 @@ fn table(name: &str, cols: &[(&str, SqlType)]) -> TableSchema {
 fn vote_rate(
     df: &Dataflow,
     storage: &Storage,
-    table: TableId,
+    table: &TableSchema,
     vid: &mut i64,
     articles: i64,
     per_write: usize,
@@ -70,7 +70,8 @@ fn vote_rate(
             .collect();
         storage
             .write(vec![WriteOp::Insert {
-                table,
+                table: table.id,
+                schema_version: table.version,
                 rows,
                 on_conflict: OnConflict::Error,
             }])
@@ -147,6 +148,7 @@ fn main() {
         storage
             .write(vec![WriteOp::Insert {
                 table: a.id,
+                schema_version: a.version,
                 rows,
                 on_conflict: OnConflict::Error,
             }])
@@ -167,6 +169,7 @@ fn main() {
         storage
             .write(vec![WriteOp::Insert {
                 table: v.id,
+                schema_version: v.version,
                 rows,
                 on_conflict: OnConflict::Error,
             }])
@@ -176,7 +179,7 @@ fn main() {
     let rate = vote_rate(
         &df,
         &storage,
-        v.id,
+        &v,
         &mut vid,
         articles,
         1,
@@ -219,7 +222,7 @@ fn main() {
         let dur = Duration::from_secs(3);
         let stop = Arc::new(AtomicBool::new(false));
         let writer = with_writer.then(|| {
-            let (storage, stop, table) = (storage.clone(), stop.clone(), v.id);
+            let (storage, stop, table) = (storage.clone(), stop.clone(), v.clone());
             std::thread::spawn(move || {
                 let mut vid = vid;
                 let mut n = 0u64;
@@ -232,7 +235,8 @@ fn main() {
                     ];
                     storage
                         .write(vec![WriteOp::Insert {
-                            table,
+                            table: table.id,
+                            schema_version: table.version,
                             rows: vec![row],
                             on_conflict: OnConflict::Error,
                         }])
@@ -277,9 +281,9 @@ fn main() {
 
     // Write propagation: one vote per write, then batches of 100.
     let secs = Duration::from_secs(3);
-    let rate = vote_rate(&df, &storage, v.id, &mut vid, articles, 1, secs);
+    let rate = vote_rate(&df, &storage, &v, &mut vid, articles, 1, secs);
     println!("write propagation: {rate:.0} single-vote writes/s (all keys cached)");
-    let rate = vote_rate(&df, &storage, v.id, &mut vid, articles, 100, secs);
+    let rate = vote_rate(&df, &storage, &v, &mut vid, articles, 100, secs);
     println!("write propagation: {rate:.0} votes/s in batches of 100");
 
     // Two domains: a second grouped view over Vote that shares no state
@@ -291,7 +295,7 @@ fn main() {
         )
         .expect("prepare");
     other.execute(&[]).expect("read");
-    let rate = vote_rate(&df, &storage, v.id, &mut vid, articles, 100, secs);
+    let rate = vote_rate(&df, &storage, &v, &mut vid, articles, 100, secs);
     println!(
         "write propagation, 2 views in {} domains on {} threads: {rate:.0} votes/s in batches of 100",
         df.domain_count(),

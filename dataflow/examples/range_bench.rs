@@ -86,6 +86,7 @@ fn main() {
         storage
             .write(vec![WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows: chunk
                     .iter()
                     .map(|&i| {

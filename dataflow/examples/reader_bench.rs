@@ -116,6 +116,7 @@ fn main() {
         storage
             .write(vec![WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows: chunk.iter().map(|&i| story(i)).collect(),
                 on_conflict: OnConflict::Error,
             }])
@@ -126,6 +127,7 @@ fn main() {
         storage
             .write(vec![WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows: vec![story(*next)],
                 on_conflict: OnConflict::Error,
             }])

@@ -79,6 +79,7 @@ impl Env {
         self.storage
             .write(vec![WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows,
                 on_conflict: OnConflict::Error,
             }])
@@ -90,6 +91,7 @@ impl Env {
         self.storage
             .write(vec![WriteOp::Delete {
                 table: t.id,
+                schema_version: t.version,
                 scan: ScanSpec::Full,
                 filter,
             }])
@@ -105,6 +107,7 @@ impl Env {
         self.storage
             .write(vec![WriteOp::Update {
                 table: t.id,
+                schema_version: t.version,
                 scan: ScanSpec::Full,
                 update,
             }])

@@ -41,6 +41,7 @@ fn stress(memory_limit: usize) {
     for w in 0..3i64 {
         let (e, stop) = (e.clone(), stop.clone());
         let (vid, aid) = (v.id, a.id);
+        let (v_version, a_version) = (v.version, a.version);
         handles.push(thread::spawn(move || {
             let mut n = 0i64;
             while !stop.load(Ordering::Relaxed) && n < 400 {
@@ -53,6 +54,7 @@ fn stress(memory_limit: usize) {
                 ];
                 let mut ops = vec![WriteOp::Insert {
                     table: vid,
+                    schema_version: v_version,
                     rows: vec![row],
                     on_conflict: OnConflict::Error,
                 }];
@@ -61,6 +63,7 @@ fn stress(memory_limit: usize) {
                     let filter: RowFilter = Arc::new(move |r: &Row| Ok(r[0] == Value::Int(victim)));
                     ops.push(WriteOp::Delete {
                         table: vid,
+                        schema_version: v_version,
                         scan: ScanSpec::Full,
                         filter,
                     });
@@ -74,6 +77,7 @@ fn stress(memory_limit: usize) {
                         });
                     ops.push(WriteOp::Update {
                         table: aid,
+                        schema_version: a_version,
                         scan: ScanSpec::Full,
                         update: up,
                     });
@@ -159,13 +163,14 @@ fn replay_races_write() {
     let q = "SELECT COUNT(*) FROM Vote WHERE article_id = ?";
     for round in 0..30i64 {
         let e2 = e.clone();
-        let vid = v.id;
+        let (vid, v_version) = (v.id, v.version);
         let writer = thread::spawn(move || {
             for n in 0..20i64 {
                 let id = round * 1000 + n;
                 e2.storage
                     .write(vec![WriteOp::Insert {
                         table: vid,
+                        schema_version: v_version,
                         rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                         on_conflict: OnConflict::Error,
                     }])
@@ -226,11 +231,13 @@ fn unlocked_fills_race_writes() {
     for round in 0..30i64 {
         e.insert(&a, vec![r(&[i(round), s("before")])]);
         let (e2, vid, aid) = (e.clone(), v.id, a.id);
+        let (v_version, a_version) = (v.version, a.version);
         let writer = thread::spawn(move || {
             for n in 0..20i64 {
                 let id = round * 1000 + n;
                 let mut ops = vec![WriteOp::Insert {
                     table: vid,
+                    schema_version: v_version,
                     rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                     on_conflict: OnConflict::Error,
                 }];
@@ -239,6 +246,7 @@ fn unlocked_fills_race_writes() {
                     let filter: RowFilter = Arc::new(move |r: &Row| Ok(r[0] == Value::Int(victim)));
                     ops.push(WriteOp::Delete {
                         table: vid,
+                        schema_version: v_version,
                         scan: ScanSpec::Full,
                         filter,
                     });
@@ -250,6 +258,7 @@ fn unlocked_fills_race_writes() {
                     });
                     ops.push(WriteOp::Update {
                         table: aid,
+                        schema_version: a_version,
                         scan: ScanSpec::Full,
                         update: up,
                     });

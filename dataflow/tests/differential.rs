@@ -433,7 +433,11 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
         let mut ops = Vec::new();
         for _ in 0..rng.gen_range(1..4) {
             let on_a = rng.gen_bool(0.6);
-            let (t, width) = if on_a { (a.id, 4) } else { (b.id, 3) };
+            let (t, version, width) = if on_a {
+                (a.id, a.version, 4)
+            } else {
+                (b.id, b.version, 3)
+            };
             match rng.gen_range(0..10) {
                 0..=4 => {
                     let rows = (0..rng.gen_range(1..3))
@@ -451,6 +455,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                         .collect();
                     ops.push(WriteOp::Insert {
                         table: t,
+                        schema_version: version,
                         rows,
                         on_conflict: OnConflict::Ignore,
                     });
@@ -476,6 +481,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                     });
                     ops.push(WriteOp::Update {
                         table: t,
+                        schema_version: version,
                         scan: ScanSpec::Full,
                         update,
                     });
@@ -485,6 +491,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                     let filter: RowFilter = Arc::new(move |r: &Row| Ok(r[0] == Value::Int(target)));
                     ops.push(WriteOp::Delete {
                         table: t,
+                        schema_version: version,
                         scan: ScanSpec::Full,
                         filter,
                     });

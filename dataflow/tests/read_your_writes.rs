@@ -25,13 +25,14 @@ fn a_connection_reads_its_own_writes() {
     let q = e.prepare("SELECT COUNT(*) FROM Vote WHERE article = ?");
     let mut writers = Vec::new();
     for w in 0..4i64 {
-        let (e, q, table) = (e.clone(), q.clone(), t.id);
+        let (e, q, table, version) = (e.clone(), q.clone(), t.id, t.version);
         writers.push(thread::spawn(move || {
             for n in 1..=150i64 {
                 let res = e
                     .storage
                     .write(vec![WriteOp::Insert {
                         table,
+                        schema_version: version,
                         rows: vec![vec![i(w * 1_000_000 + n), i(w)]],
                         on_conflict: OnConflict::Error,
                     }])
@@ -57,7 +58,8 @@ fn execute_reflects_every_acknowledged_write() {
     let acked = Arc::new(std::sync::atomic::AtomicI64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let (e, acked, stop, table) = (e.clone(), acked.clone(), stop.clone(), t.id);
+        let (e, acked, stop, table, version) =
+            (e.clone(), acked.clone(), stop.clone(), t.id, t.version);
         thread::spawn(move || {
             let mut n = 0i64;
             while !stop.load(Ordering::SeqCst) && n < 2_000 {
@@ -65,6 +67,7 @@ fn execute_reflects_every_acknowledged_write() {
                 e.storage
                     .write(vec![WriteOp::Insert {
                         table,
+                        schema_version: version,
                         rows: vec![vec![i(n), i(7)]],
                         on_conflict: OnConflict::Error,
                     }])
@@ -126,6 +129,7 @@ fn cached_reads_answer_hits_only_and_never_miss_a_write() {
             .storage
             .write(vec![WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows: vec![vec![i(n), i(7)]],
                 on_conflict: OnConflict::Error,
             }])

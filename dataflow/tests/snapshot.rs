@@ -130,6 +130,7 @@ fn insert_votes(n: &Node, votes: &TableSchema, ids: std::ops::Range<i64>) {
     n.storage
         .write(vec![WriteOp::Insert {
             table: votes.id,
+            schema_version: votes.version,
             rows: ids.map(vote).collect(),
             on_conflict: OnConflict::Error,
         }])
@@ -214,6 +215,7 @@ fn restart_restores_views_and_replays_later_writes() {
     n.storage
         .write(vec![WriteOp::Delete {
             table: votes.id,
+            schema_version: votes.version,
             scan: ladle_storage::ScanSpec::Full,
             filter: Arc::new(|r: &Row| Ok(r[0] == Value::Int(7) || r[0] == Value::Int(301))),
         }])
@@ -283,6 +285,7 @@ fn set_score(n: &Node, votes: &TableSchema, id: i64, score: i64) {
     n.storage
         .write(vec![WriteOp::Update {
             table: votes.id,
+            schema_version: votes.version,
             scan: ladle_storage::ScanSpec::Full,
             update: Arc::new(move |r: &Row| {
                 Ok((r[0] == Value::Int(id)).then(|| {
@@ -317,6 +320,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                 storage
                     .write(vec![WriteOp::Insert {
                         table: votes.id,
+                        schema_version: votes.version,
                         rows: vec![vote(id)],
                         on_conflict: OnConflict::Error,
                     }])
@@ -325,6 +329,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                 storage
                     .write(vec![WriteOp::Update {
                         table: votes.id,
+                        schema_version: votes.version,
                         scan: ladle_storage::ScanSpec::Full,
                         update: Arc::new(move |r: &Row| {
                             Ok((r[0] == Value::Int(target)).then(|| {
@@ -341,6 +346,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                     storage
                         .write(vec![WriteOp::Delete {
                             table: votes.id,
+                            schema_version: votes.version,
                             scan: ladle_storage::ScanSpec::Full,
                             filter: Arc::new(move |r: &Row| Ok(r[0] == Value::Int(victim))),
                         }])
@@ -577,6 +583,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
     n.storage
         .write(vec![WriteOp::Insert {
             table: votes2.id,
+            schema_version: votes2.version,
             rows: (220..230)
                 .map(|id| {
                     let mut r = vote(id);
@@ -590,6 +597,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
     n.storage
         .write(vec![WriteOp::Insert {
             table: articles.id,
+            schema_version: articles.version,
             rows: vec![r(&[i(3000), s("late")])],
             on_conflict: OnConflict::Error,
         }])
@@ -632,12 +640,14 @@ fn churn(votes: &TableSchema) -> Vec<WriteOp> {
         let id = 1000 + k;
         ops.push(WriteOp::Insert {
             table: votes.id,
+            schema_version: votes.version,
             rows: vec![vote(id)],
             on_conflict: OnConflict::Error,
         });
         let target = (k * 7) % 200;
         ops.push(WriteOp::Update {
             table: votes.id,
+            schema_version: votes.version,
             scan: ladle_storage::ScanSpec::Full,
             update: Arc::new(move |r: &Row| {
                 Ok((r[0] == Value::Int(target)).then(|| {
@@ -652,6 +662,7 @@ fn churn(votes: &TableSchema) -> Vec<WriteOp> {
             let victim = id - 2;
             ops.push(WriteOp::Delete {
                 table: votes.id,
+                schema_version: votes.version,
                 scan: ladle_storage::ScanSpec::Full,
                 filter: Arc::new(move |r: &Row| Ok(r[0] == Value::Int(victim))),
             });

@@ -77,6 +77,7 @@ fn load_votes() -> (Arc<Storage>, Arc<TableSchema>) {
         storage
             .write(vec![WriteOp::Insert {
                 table: votes.id,
+                schema_version: votes.version,
                 rows,
                 on_conflict: OnConflict::Error,
             }])
@@ -140,6 +141,7 @@ fn snapshot_one_million_rows_of_view_state() {
     storage
         .write(vec![WriteOp::Insert {
             table: votes.id,
+            schema_version: votes.version,
             rows,
             on_conflict: OnConflict::Error,
         }])
@@ -252,6 +254,7 @@ fn write_throughput_with_and_without_snapshots() {
                     storage
                         .write(vec![WriteOp::Insert {
                             table: votes.id,
+                            schema_version: votes.version,
                             rows: vec![r(&[i(id), i((id * 97) % ARTICLES), i(id % 7919)])],
                             on_conflict: OnConflict::Error,
                         }])

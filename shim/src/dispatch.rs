@@ -202,7 +202,35 @@ impl Engine {
                 return out;
             }
         }
-        self.run_statement(s, sql, kind)
+        self.run_write_retrying(s, sql, kind)
+    }
+
+    /// [`Engine::run_statement`], run again when an autocommit write met a
+    /// schema change that committed after it read the table's schema
+    /// (storage's 1412: nothing was written). MySQL's metadata lock makes
+    /// the ALTER wait instead; here the statement is built again for the new
+    /// columns. A transaction's writes cannot be rebuilt, so its COMMIT
+    /// reports 1412 as InnoDB does for a stale snapshot.
+    fn run_write_retrying(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+    ) -> std::result::Result<Output, WireError> {
+        const ATTEMPTS: usize = 8;
+        let mut attempt = 1;
+        loop {
+            let out = self.run_statement(s, sql, kind);
+            let retry = matches!(kind, Kind::Insert | Kind::Update | Kind::Delete)
+                && attempt < ATTEMPTS
+                && s.transaction.is_none()
+                && matches!(&out, Err(e) if e.code.errno == crate::error::ER_TABLE_DEF_CHANGED.errno);
+            if !retry {
+                return out;
+            }
+            ladle_dataflow::take_eval_warnings();
+            attempt += 1;
+        }
     }
 
     fn run_statement(

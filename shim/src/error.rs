@@ -262,6 +262,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::RowIsReferenced(_) => ER_ROW_IS_REFERENCED,
         StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
+        StorageError::SchemaChanged { .. } => ER_TABLE_DEF_CHANGED,
         StorageError::Io(_)
         | StorageError::FormatVersion { .. }
         | StorageError::Corruption(_)

@@ -180,11 +180,12 @@ fn durable_inserts(per_thread: usize) {
     let handles: Vec<_> = (0..THREADS)
         .map(|th| {
             let s = Arc::clone(&s);
-            let id = t.id;
+            let (id, version) = (t.id, t.version);
             std::thread::spawn(move || {
                 for k in 0..per_thread {
                     let op = WriteOp::Insert {
                         table: id,
+                        schema_version: version,
                         rows: vec![vote(th as i64, k as i64)],
                         on_conflict: OnConflict::Error,
                     };
@@ -253,6 +254,7 @@ fn load(s: &Storage, t: &TableSchema, rows: usize) -> Duration {
         if batch.len() == 10_000 || k + 1 == rows {
             let op = WriteOp::Insert {
                 table: t.id,
+                schema_version: t.version,
                 rows: std::mem::take(&mut batch),
                 on_conflict: OnConflict::Ignore,
             };
@@ -372,6 +374,7 @@ fn single_writer(n: usize) {
     for k in 0..n {
         let op = WriteOp::Insert {
             table: t.id,
+            schema_version: t.version,
             rows: vec![vote(0, k as i64)],
             on_conflict: OnConflict::Error,
         };

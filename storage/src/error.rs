@@ -58,6 +58,11 @@ pub enum StorageError {
     /// may have lost its leadership): MySQL's 1290, which clients retry.
     #[error("The MySQL server is running with the --read-only option so it cannot execute this statement ({0})")]
     ReadOnly(String),
+    /// A write op was built for an older version of its table's schema (an
+    /// ALTER TABLE or index change committed in between): MySQL's 1412,
+    /// which the caller retries by building the op again.
+    #[error("Table definition has changed, please retry transaction")]
+    SchemaChanged { table: String },
     // --- the environment ---
     #[error("storage I/O error: {0}")]
     Io(String),

@@ -55,16 +55,31 @@ pub enum WriteOp {
     /// (or 0) allocates the next value. Values are coerced to column types.
     Insert {
         table: TableId,
+        /// The table's [`TableSchema::version`] the statement built this op
+        /// for: a commit after a schema change fails with
+        /// [`crate::StorageError::SchemaChanged`] instead of writing rows laid
+        /// out for the old columns.
+        schema_version: u32,
         rows: Vec<Row>,
         on_conflict: OnConflict,
     },
     Update {
         table: TableId,
+        /// The table's [`TableSchema::version`] the statement built this op
+        /// for: a commit after a schema change fails with
+        /// [`crate::StorageError::SchemaChanged`] instead of writing rows laid
+        /// out for the old columns.
+        schema_version: u32,
         scan: ScanSpec,
         update: RowUpdater,
     },
     Delete {
         table: TableId,
+        /// The table's [`TableSchema::version`] the statement built this op
+        /// for: a commit after a schema change fails with
+        /// [`crate::StorageError::SchemaChanged`] instead of writing rows laid
+        /// out for the old columns.
+        schema_version: u32,
         scan: ScanSpec,
         filter: RowFilter,
     },

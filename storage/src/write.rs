@@ -189,6 +189,18 @@ impl Group<'_> {
             })
     }
 
+    /// The table an op writes, as long as its schema is still the version
+    /// the op was built for.
+    fn table_at(&self, id: TableId, schema_version: u32) -> Result<Arc<TableState>> {
+        let t = self.table(id)?;
+        if t.schema.version != schema_version {
+            return Err(StorageError::SchemaChanged {
+                table: t.schema.name.clone(),
+            });
+        }
+        Ok(t)
+    }
+
     /// Applies one caller's ops atomically; `check` (the caller's
     /// [`crate::CommitCheck`]) then sees the result, and an error from it
     /// undoes them.
@@ -224,10 +236,11 @@ impl Group<'_> {
         match op {
             WriteOp::Insert {
                 table,
+                schema_version,
                 rows,
                 on_conflict,
             } => {
-                let t = self.table(table)?;
+                let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
                 let mut next_id = None;
                 for row in rows {
@@ -243,10 +256,11 @@ impl Group<'_> {
             }
             WriteOp::Update {
                 table,
+                schema_version,
                 scan,
                 update,
             } => {
-                let t = self.table(table)?;
+                let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
                 for (pk, old) in self.candidates(&t, &scan)? {
                     let Some(new) = update(&old)? else { continue };
@@ -259,10 +273,11 @@ impl Group<'_> {
             }
             WriteOp::Delete {
                 table,
+                schema_version,
                 scan,
                 filter,
             } => {
-                let t = self.table(table)?;
+                let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
                 for (pk, row) in self.candidates(&t, &scan)? {
                     if filter(&row)? {

@@ -97,6 +97,7 @@ pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output>
         s,
         WriteOp::Delete {
             table: schema.id,
+            schema_version: schema.version,
             scan,
             filter,
         },
@@ -214,6 +215,7 @@ pub fn truncate(e: &Engine, s: &mut Session, name: &ast::ObjectName) -> Result<u
     let filter: RowFilter = Arc::new(|_| Ok(true));
     let res = e.storage.write(vec![WriteOp::Delete {
         table: schema.id,
+        schema_version: schema.version,
         scan: ScanSpec::Full,
         filter,
     }])?;

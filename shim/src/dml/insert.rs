@@ -369,6 +369,7 @@ pub(super) fn insert_rows(
             s,
             WriteOp::Insert {
                 table: schema.id,
+                schema_version: schema.version,
                 rows,
                 on_conflict,
             },

@@ -54,6 +54,7 @@ pub(super) fn replay_noting(
                 table,
                 rows: new,
                 on_conflict,
+                ..
             } if *table == schema.id => {
                 for r in new {
                     let coerced = coerce_lenient(schema, r);

@@ -178,6 +178,7 @@ pub(super) fn insert_in_transaction(
         if let Some(tx) = &mut s.transaction {
             tx.ops.push(WriteOp::Insert {
                 table: schema.id,
+                schema_version: schema.version,
                 rows: kept,
                 on_conflict,
             });

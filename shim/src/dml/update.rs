@@ -246,6 +246,7 @@ pub fn update(
         s,
         WriteOp::Update {
             table: schema.id,
+            schema_version: schema.version,
             scan,
             update: updater,
         },

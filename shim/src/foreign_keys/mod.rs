@@ -723,11 +723,13 @@ fn row_write(table: &TableSchema, old: &Row, new: Option<Row>) -> WriteOp {
     match new {
         None => WriteOp::Delete {
             table: table.id,
+            schema_version: table.version,
             scan,
             filter: Arc::new(move |r: &Row| Ok(*r == target)),
         },
         Some(new) => WriteOp::Update {
             table: table.id,
+            schema_version: table.version,
             scan,
             update: Arc::new(move |r: &Row| Ok((*r == target).then(|| new.clone()))),
         },

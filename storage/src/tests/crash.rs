@@ -89,6 +89,7 @@ fn crash_child() {
                     let ops = vec![
                         WriteOp::Insert {
                             table: votes.id,
+                            schema_version: votes.version,
                             rows: vec![
                                 vec![Value::Null, Value::Int(th), Value::Int(story)],
                                 vec![Value::Null, Value::Int(th), Value::Int(story)],
@@ -97,6 +98,7 @@ fn crash_child() {
                         },
                         WriteOp::Insert {
                             table: log.id,
+                            schema_version: log.version,
                             rows: vec![vec![Value::Int(th), Value::Int(story)]],
                             on_conflict: OnConflict::Error,
                         },
@@ -230,6 +232,7 @@ fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
     let r = s
         .write(vec![WriteOp::Insert {
             table: votes.id,
+            schema_version: votes.version,
             rows: vec![vec![Value::Null, Value::Int(-1), Value::Int(-1)]],
             on_conflict: OnConflict::Error,
         }])
@@ -238,6 +241,7 @@ fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
     // Remove the probe so the next round's invariants hold.
     let del = WriteOp::Delete {
         table: votes.id,
+        schema_version: votes.version,
         scan: crate::ScanSpec::Prefix {
             index: IndexRef::Secondary(votes.indexes[0].id),
             key: vec![Value::Int(-1)],

@@ -168,6 +168,7 @@ pub(crate) fn row(values: &[Value]) -> Row {
 pub(crate) fn insert(table: &TableSchema, rows: Vec<Row>) -> WriteOp {
     WriteOp::Insert {
         table: table.id,
+        schema_version: table.version,
         rows,
         on_conflict: OnConflict::Error,
     }

@@ -77,6 +77,7 @@ fn a_replica_applying_the_log_reaches_the_same_state(kind: Kind) {
     primary
         .write(vec![WriteOp::Update {
             table: u.id,
+            schema_version: u.version,
             scan: ScanSpec::Full,
             update: move_bob,
         }])
@@ -93,11 +94,13 @@ fn a_replica_applying_the_log_reaches_the_same_state(kind: Kind) {
         .write(vec![
             WriteOp::Delete {
                 table: u.id,
+                schema_version: u.version,
                 scan: ScanSpec::Full,
                 filter: ann,
             },
             WriteOp::Delete {
                 table: l.id,
+                schema_version: l.version,
                 scan: ScanSpec::Full,
                 filter: first_x,
             },

@@ -22,6 +22,7 @@ conformance!(
     validation_errors,
     ranges_and_prefixes,
     add_column_pads_old_rows,
+    ops_built_for_an_old_schema_are_refused,
     alter_table_rewrites_rows_in_one_batch,
     create_and_drop_index,
     unique_index_over_duplicates_fails,
@@ -124,6 +125,7 @@ fn auto_increment(kind: Kind) {
     for id in [3, 4, 6, 12] {
         s.write(vec![WriteOp::Delete {
             table: u.id,
+            schema_version: u.version,
             scan: ScanSpec::Full,
             filter: Arc::new(move |r: &Row| Ok(r[0] == i(id))),
         }])
@@ -198,6 +200,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
     .unwrap();
     let ignore = WriteOp::Insert {
         table: u.id,
+        schema_version: u.version,
         rows: vec![row(&[i(1), t("z"), i(9)]), row(&[i(3), t("c"), i(3)])],
         on_conflict: OnConflict::Ignore,
     };
@@ -208,6 +211,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
     // REPLACE conflicting with two rows (id 1 and name 'b') deletes both.
     let replace = WriteOp::Insert {
         table: u.id,
+        schema_version: u.version,
         rows: vec![row(&[i(1), t("b"), i(7)])],
         on_conflict: OnConflict::Replace,
     };
@@ -225,6 +229,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
     });
     let odku = |rows| WriteOp::Insert {
         table: u.id,
+        schema_version: u.version,
         rows,
         on_conflict: OnConflict::Update(Arc::clone(&bump)),
     };
@@ -245,6 +250,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
     let same: crate::ConflictUpdater = Arc::new(|old, _| Ok(old.clone()));
     let unchanged = WriteOp::Insert {
         table: u.id,
+        schema_version: u.version,
         rows: vec![row(&[i(4), t("d"), i(0)])],
         on_conflict: OnConflict::Update(same),
     };
@@ -277,6 +283,7 @@ fn update_and_delete(kind: Kind) {
     });
     let upd = |key: i64| WriteOp::Update {
         table: u.id,
+        schema_version: u.version,
         scan: ScanSpec::Prefix {
             index: IndexRef::Secondary(age),
             key: vec![i(key)],
@@ -297,6 +304,7 @@ fn update_and_delete(kind: Kind) {
         .is_empty());
     let del = WriteOp::Delete {
         table: u.id,
+        schema_version: u.version,
         scan: ScanSpec::Full,
         filter: Arc::new(|r| Ok(r[0].as_i64() > Some(3))),
     };
@@ -327,6 +335,7 @@ fn update_changes_primary_key(kind: Kind) {
     };
     let upd = |from: i64, id: i64| WriteOp::Update {
         table: u.id,
+        schema_version: u.version,
         scan: ScanSpec::Prefix {
             index: IndexRef::Primary,
             key: vec![i(from)],
@@ -381,6 +390,7 @@ fn keyless_duplicates(kind: Kind) {
     let a = l.indexes[0].id;
     let del = WriteOp::Delete {
         table: l.id,
+        schema_version: l.version,
         scan: ScanSpec::Prefix {
             index: IndexRef::Secondary(a),
             key: vec![i(1)],
@@ -405,6 +415,7 @@ fn keyless_duplicates(kind: Kind) {
     s.write(vec![insert(&l, vec![dup.clone()])]).unwrap();
     let upd = WriteOp::Update {
         table: l.id,
+        schema_version: l.version,
         scan: ScanSpec::Full,
         update: Arc::new(|r| {
             Ok((r[1] == Value::text("y")).then(|| vec![Value::Int(3), r[1].clone()]))
@@ -436,6 +447,7 @@ fn group_is_atomic_per_caller(kind: Kind) {
             insert(&u, vec![row(&[i(2), t("b"), i(1)])]),
             WriteOp::Delete {
                 table: u.id,
+                schema_version: u.version,
                 scan: ScanSpec::Prefix {
                     index: IndexRef::Primary,
                     key: vec![i(2)],
@@ -828,6 +840,7 @@ fn observer_sees_commits_and_can_read(kind: Kind) {
         .unwrap();
     let upd = WriteOp::Update {
         table: u.id,
+        schema_version: u.version,
         scan: ScanSpec::Full,
         update: Arc::new(|r| {
             let mut n = r.clone();
@@ -1038,6 +1051,36 @@ fn concurrent_writers(kind: Kind) {
     assert_eq!(all, (1..=400).collect::<Vec<u64>>());
 }
 
+/// A write op carries the schema version its rows were laid out for; after
+/// a schema change the commit refuses it (the caller builds it again)
+/// instead of storing values under the wrong columns.
+fn ops_built_for_an_old_schema_are_refused(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let old = users(s);
+    let new = s.add_column("db", "users", col("score", int())).unwrap();
+    assert_eq!(new.version, old.version + 1);
+    let stale = s.write(vec![insert(&old, vec![row(&[i(1), t("a"), i(1)])])]);
+    assert!(
+        matches!(stale, Err(StorageError::SchemaChanged { ref table }) if table == "users"),
+        "{stale:?}"
+    );
+    let delete = WriteOp::Delete {
+        table: old.id,
+        schema_version: old.version,
+        scan: ScanSpec::Full,
+        filter: Arc::new(|_| Ok(true)),
+    };
+    assert!(matches!(
+        s.write(vec![delete]),
+        Err(StorageError::SchemaChanged { .. })
+    ));
+    assert!(s.scan(old.id).unwrap().is_empty());
+    s.write(vec![insert(&new, vec![row(&[i(1), t("a"), i(1), i(5)])])])
+        .unwrap();
+    assert_eq!(s.scan(new.id).unwrap().len(), 1);
+}
+
 fn panicking_row_function_fails_its_caller_only(kind: Kind) {
     let h = Harness::new(kind);
     let s = &h.storage;
@@ -1046,6 +1089,7 @@ fn panicking_row_function_fails_its_caller_only(kind: Kind) {
         .unwrap();
     let boom = WriteOp::Update {
         table: u.id,
+        schema_version: u.version,
         scan: ScanSpec::Full,
         update: Arc::new(|_| panic!("row function bug (expected by this test)")),
     };
