@@ -12,6 +12,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const DB: &str = "ladle_concurrent";
+const RACE_DB: &str = "ladle_alter_race";
+const WAIT_DB: &str = "ladle_alter_wait";
 const CLIENTS: u64 = 4;
 const OPS_PER_CLIENT: usize = 150;
 
@@ -151,8 +153,8 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
     const WRITERS: i64 = 2;
     const WRITES: i64 = 60;
     const ALTERS: usize = 12;
-    if let Err(e) = fresh_database(url, DB).and_then(|_| {
-        let mut c = connect(url, Some(DB))?;
+    if let Err(e) = fresh_database(url, RACE_DB).and_then(|_| {
+        let mut c = connect(url, Some(RACE_DB))?;
         query_rows(&mut c, "DROP TABLE IF EXISTS moving")?;
         query_rows(
             &mut c,
@@ -165,7 +167,7 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
         let writers: Vec<_> = (0..WRITERS)
             .map(|w| {
                 s.spawn(move || {
-                    let mut conn = match connect(url, Some(DB)) {
+                    let mut conn = match connect(url, Some(RACE_DB)) {
                         Ok(c) => c,
                         Err(e) => return vec![format!("writer {w}: connecting: {e}")],
                     };
@@ -193,7 +195,7 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
             })
             .collect();
         let alterer = s.spawn(move || {
-            let mut conn = match connect(url, Some(DB)) {
+            let mut conn = match connect(url, Some(RACE_DB)) {
                 Ok(c) => c,
                 Err(e) => return vec![format!("alter: connecting: {e}")],
             };
@@ -212,7 +214,7 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
             .flat_map(|h| h.join().unwrap_or_else(|_| vec!["thread panicked".into()]))
             .collect()
     });
-    let check = connect(url, Some(DB))
+    let check = connect(url, Some(RACE_DB))
         .and_then(|mut c| query_rows(&mut c, "SELECT COUNT(*), SUM(b <> 2 * a + 1) FROM moving"));
     let inserts = WRITERS * (WRITES - WRITES / 3);
     match check {
@@ -247,5 +249,87 @@ fn writes_racing_alter_table_land_in_their_columns() {
     let bin = ladle_binary().expect("ladle binary");
     let server = LadleServer::start(&bin).expect("starting ladle");
     failures.extend(writes_racing_alter("ladle", &server.url()));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A schema change waits for the open transaction that wrote its table
+/// (MySQL's metadata lock), so the transaction's COMMIT still applies
+/// every write to the columns it named; with a short `lock_wait_timeout`
+/// the schema change gives up with 1205 instead.
+fn alter_waits_for_transaction(engine: &str, url: &str) -> Vec<String> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let step = |conn: &mut mysql::Conn, sql: &str| -> Result<(), String> {
+        query_rows(conn, sql)
+            .map(|_| ())
+            .map_err(|e| format!("{sql}: {e}"))
+    };
+    let altered = AtomicBool::new(false);
+    let mut failures = Vec::new();
+    let run = std::thread::scope(|scope| -> Result<mysql::Conn, String> {
+        fresh_database(url, WAIT_DB).map_err(|e| e.to_string())?;
+        let mut tx = connect(url, Some(WAIT_DB)).map_err(|e| e.to_string())?;
+        step(
+            &mut tx,
+            "CREATE TABLE held (id BIGINT AUTO_INCREMENT PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL)",
+        )?;
+        step(&mut tx, "BEGIN")?;
+        step(&mut tx, "INSERT INTO held (a, b) VALUES (1, 3)")?;
+        // A short timeout: the schema change gives up (1205).
+        let mut other = connect(url, Some(WAIT_DB)).map_err(|e| e.to_string())?;
+        step(&mut other, "SET SESSION lock_wait_timeout = 1")?;
+        let timed_out = query_rows(
+            &mut other,
+            "ALTER TABLE held MODIFY b BIGINT NOT NULL AFTER id",
+        );
+        if !matches!(&timed_out, Err(mysql::Error::MySqlError(e)) if e.code == 1205) {
+            failures.push(format!(
+                "ALTER beside the open transaction: {timed_out:?}, expected 1205"
+            ));
+        }
+        // A patient one waits until COMMIT.
+        let waiter = scope.spawn(|| {
+            let mut c = connect(url, Some(WAIT_DB)).map_err(|e| e.to_string())?;
+            step(&mut c, "ALTER TABLE held MODIFY b BIGINT NOT NULL AFTER id")?;
+            altered.store(true, Ordering::SeqCst);
+            Ok::<(), String>(())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        step(&mut tx, "INSERT INTO held (b, a) VALUES (5, 2)")?;
+        if altered.load(Ordering::SeqCst) {
+            failures.push("the ALTER did not wait for the transaction".to_string());
+        }
+        step(&mut tx, "COMMIT")?;
+        waiter
+            .join()
+            .unwrap_or_else(|_| Err("panicked".into()))
+            .map_err(|e| format!("the waiting ALTER: {e}"))?;
+        Ok(tx)
+    });
+    match run {
+        Ok(mut conn) => {
+            match query_rows(&mut conn, "SELECT COUNT(*), SUM(b <> 2 * a + 1) FROM held") {
+                Ok((rows, _)) if rows == Some(vec![vec!["2".into(), "0".into()]]) => {}
+                other => failures.push(format!("rows after COMMIT: {other:?}")),
+            }
+        }
+        Err(e) => failures.push(e),
+    }
+    println!("ALTER waits [{engine}]: {} failures", failures.len());
+    failures
+        .into_iter()
+        .map(|f| format!("{engine}: {f}"))
+        .collect()
+}
+
+#[test]
+fn alter_table_waits_for_transactions_that_wrote_it() {
+    let mut failures = Vec::new();
+    match mariadb_url() {
+        Some(url) => failures.extend(alter_waits_for_transaction("mariadb", &url)),
+        None => println!("ALTER waits [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping"),
+    }
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("starting ladle");
+    failures.extend(alter_waits_for_transaction("ladle", &server.url()));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -174,6 +174,13 @@ impl Engine {
             return Ok(out);
         }
         crate::privileges::check_sql(self, s, sql)?;
+        // Held until the statement ends (outside the cluster's write fence:
+        // the transactions it waits for must be able to commit).
+        let _changing = if kind == Kind::Ddl || w0 == "TRUNCATE" {
+            self.lock_schema_change_targets(s, sql)?
+        } else {
+            Vec::new()
+        };
         if kind == Kind::Ddl {
             self.select_cache.invalidate();
             if let Some(log) = self.schema_log.get() {
@@ -205,12 +212,41 @@ impl Engine {
         self.run_write_retrying(s, sql, kind)
     }
 
+    /// Takes the tables a schema change names exclusive (see
+    /// [`crate::metadata_locks`]): it waits for the transactions that wrote
+    /// them. In table-id order, so two schema changes never wait for each
+    /// other in a cycle. A table that does not exist is left to the
+    /// statement to report.
+    fn lock_schema_change_targets(
+        &self,
+        s: &Session,
+        sql: &str,
+    ) -> Result<Vec<crate::metadata_locks::SchemaChangeGuard>> {
+        let Ok(toks) = tokens(sql) else {
+            return Ok(Vec::new());
+        };
+        let mut ids: Vec<ladle_common::TableId> =
+            crate::metadata_locks::schema_change_targets(&toks)
+                .into_iter()
+                .filter_map(|(db, table)| {
+                    let db = db.or_else(|| s.database.clone())?;
+                    self.storage.table(&db, &table).map(|t| t.id)
+                })
+                .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let timeout = crate::vars::lock_wait_timeout(s);
+        ids.into_iter()
+            .map(|id| self.metadata_locks.exclusive(s.connection_id, id, timeout))
+            .collect()
+    }
+
     /// [`Engine::run_statement`], run again when an autocommit write met a
     /// schema change that committed after it read the table's schema
-    /// (storage's 1412: nothing was written). MySQL's metadata lock makes
-    /// the ALTER wait instead; here the statement is built again for the new
-    /// columns. A transaction's writes cannot be rebuilt, so its COMMIT
-    /// reports 1412 as InnoDB does for a stale snapshot.
+    /// (storage's 1412: nothing was written): the statement is built again
+    /// for the new columns. (A transaction holds the tables it wrote
+    /// against schema changes, see [`crate::metadata_locks`], so its
+    /// buffered ops never meet a newer schema at COMMIT.)
     fn run_write_retrying(
         &self,
         s: &mut Session,

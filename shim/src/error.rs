@@ -57,6 +57,10 @@ pub enum ShimError {
         ladle_dataflow::MAX_EXPR_DEPTH
     )]
     TooDeep,
+    /// A metadata lock (see [`crate::metadata_locks`]) not granted within
+    /// `lock_wait_timeout`.
+    #[error("Lock wait timeout exceeded; try restarting transaction")]
+    LockWaitTimeout,
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -211,6 +215,7 @@ impl ShimError {
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
             ShimError::TooDeep => ER_STACK_OVERRUN,
+            ShimError::LockWaitTimeout => ER_LOCK_WAIT_TIMEOUT,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),

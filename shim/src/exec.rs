@@ -41,6 +41,8 @@ pub struct Engine {
     pub checks: crate::checks::CheckCache,
     /// Every table's FOREIGN KEYs.
     pub foreign_keys: crate::foreign_keys::ForeignKeyCache,
+    /// Transactions' and schema changes' holds on tables.
+    pub(crate) metadata_locks: Arc<crate::metadata_locks::MetadataLocks>,
     /// Set on a cluster node: refuses DDL where writes are not taken and
     /// records each schema change for replicas (see [`SchemaLog`]).
     pub schema_log: std::sync::OnceLock<Arc<dyn SchemaLog>>,

@@ -66,6 +66,7 @@ pub mod forward;
 mod handler;
 mod impossible;
 mod kill;
+mod metadata_locks;
 mod metrics;
 mod net;
 mod output;
@@ -147,6 +148,7 @@ impl Frontend {
             select_cache: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
+            metadata_locks: Default::default(),
             schema_log: Default::default(),
             forwarder: Default::default(),
         });

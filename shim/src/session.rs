@@ -78,6 +78,9 @@ pub struct Transaction {
     /// The read view of a REPEATABLE READ transaction, taken at its first
     /// read (a cell because reads borrow the session).
     pub(crate) read_view: std::cell::OnceCell<ladle_storage::ReadView>,
+    /// The tables it has written, held against schema changes until it
+    /// ends: its buffered ops stay valid for their tables' schemas.
+    pub(crate) locks: crate::metadata_locks::TransactionLocks,
 }
 
 /// The rows a transaction's plain INSERTs added to one table, indexed by

@@ -110,12 +110,21 @@ impl Default for Timeouts {
 
 /// The timeout variables a session can set, and their range in seconds
 /// (MySQL's: values outside are clamped).
-pub const SESSION_TIMEOUTS: [(&str, u64, u64); 4] = [
+pub const SESSION_TIMEOUTS: [(&str, u64, u64); 5] = [
+    ("lock_wait_timeout", 1, 31_536_000),
     ("wait_timeout", 1, 31_536_000),
     ("interactive_timeout", 1, 31_536_000),
     ("net_read_timeout", 1, 31_536_000),
     ("net_write_timeout", 1, 31_536_000),
 ];
+
+/// `lock_wait_timeout`'s default: a year, as in MySQL.
+pub const LOCK_WAIT_TIMEOUT: u64 = 31_536_000;
+
+/// How long the session's statements wait for a metadata lock.
+pub fn lock_wait_timeout(session: &Session) -> std::time::Duration {
+    session_timeout(session, "lock_wait_timeout", LOCK_WAIT_TIMEOUT)
+}
 
 /// A session's value of timeout variable `name` (one of
 /// [`SESSION_TIMEOUTS`]): its own `SET`, else `default`.
@@ -256,6 +265,12 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
                     .max_prepared_stmt_count
                     .load(std::sync::atomic::Ordering::SeqCst),
             ),
+        ),
+        // Seconds a schema change waits for transactions using its table
+        // (and they for it): see `metadata_locks`.
+        (
+            "lock_wait_timeout".into(),
+            Value::Int(LOCK_WAIT_TIMEOUT as i64),
         ),
         ("lower_case_table_names".into(), Value::Int(0)),
         (

@@ -163,7 +163,7 @@ pub(super) fn multi_table_delete(
             table: target_name.to_string(),
         });
     };
-    let schema = table(e, s, &name)?;
+    let schema = super::write::lookup_table(e, s, &name)?;
     let pk = match schema.primary_key.as_deref() {
         Some([c]) => schema.columns[*c].name.clone(),
         _ => return unsupported("of a table without a one-column primary key"),

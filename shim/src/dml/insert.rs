@@ -359,9 +359,7 @@ pub(super) fn insert_rows(
     };
     let (out, written) = if s.in_transaction() {
         let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
-        if let Some(tx) = &mut s.transaction {
-            tx.ops.extend(cascades);
-        }
+        super::write::buffer_in_transaction(e, s, cascades)?;
         out
     } else {
         submit_with(

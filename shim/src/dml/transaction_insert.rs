@@ -175,14 +175,13 @@ pub(super) fn insert_in_transaction(
         insert_id = 0;
     }
     if !kept.is_empty() {
-        if let Some(tx) = &mut s.transaction {
-            tx.ops.push(WriteOp::Insert {
-                table: schema.id,
-                schema_version: schema.version,
-                rows: kept,
-                on_conflict,
-            });
-        }
+        let op = WriteOp::Insert {
+            table: schema.id,
+            schema_version: schema.version,
+            rows: kept,
+            on_conflict,
+        };
+        super::write::buffer_in_transaction(e, s, [op])?;
     }
     let out = Output::Done {
         affected_rows: counts.reported(s),

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ladle_common::{Adjustment, Collation, Row, SqlType, TableSchema, Value};
+use ladle_common::{Adjustment, Collation, Row, SqlType, TableId, TableSchema, Value};
 use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
 use ladle_storage::{IndexRef, ScanSpec, StorageError, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, BinaryOperator, Expr, TableFactor};
@@ -34,12 +34,85 @@ pub(super) fn expr_err(e: DataflowError) -> StorageError {
     }
 }
 
-pub(super) fn table(e: &Engine, s: &Session, name: &ast::ObjectName) -> Result<Arc<TableSchema>> {
+/// The table a DML statement writes. Inside a transaction the table is
+/// held first (see [`crate::metadata_locks`]), so the schema returned is
+/// the one its buffered ops will commit against.
+pub(super) fn table(
+    e: &Engine,
+    s: &mut Session,
+    name: &ast::ObjectName,
+) -> Result<Arc<TableSchema>> {
+    let schema = lookup_table(e, s, name)?;
+    if !s.in_transaction() {
+        return Ok(schema);
+    }
+    hold_for_transaction(e, s, schema.id)?;
+    lookup_table(e, s, name)
+}
+
+/// The named table's schema now (nothing held).
+pub(super) fn lookup_table(
+    e: &Engine,
+    s: &Session,
+    name: &ast::ObjectName,
+) -> Result<Arc<TableSchema>> {
     let (db, t) = e.resolve(s, name)?;
     e.storage.table(&db, &t).ok_or(ShimError::UnknownTable {
         database: db,
         table: t,
     })
+}
+
+/// Holds `table` for the session's open transaction (no-op outside one)
+/// against schema changes until the transaction ends.
+pub(crate) fn hold_for_transaction(e: &Engine, s: &mut Session, table: TableId) -> Result<()> {
+    let timeout = crate::vars::lock_wait_timeout(s);
+    let connection = s.connection_id;
+    match &mut s.transaction {
+        Some(tx) => e
+            .metadata_locks
+            .hold_shared(&mut tx.locks, connection, table, timeout),
+        None => Ok(()),
+    }
+}
+
+/// Buffers a statement's `ops` in the session's transaction. Each op's
+/// table is held (see [`crate::metadata_locks`]) and must still have the
+/// schema the op was built for: a schema change that committed before the
+/// hold fails this statement (1412), not the transaction's COMMIT.
+pub(super) fn buffer_in_transaction(
+    e: &Engine,
+    s: &mut Session,
+    ops: impl IntoIterator<Item = WriteOp>,
+) -> Result<()> {
+    let ops: Vec<WriteOp> = ops.into_iter().collect();
+    for op in &ops {
+        let (WriteOp::Insert {
+            table,
+            schema_version,
+            ..
+        }
+        | WriteOp::Update {
+            table,
+            schema_version,
+            ..
+        }
+        | WriteOp::Delete {
+            table,
+            schema_version,
+            ..
+        }) = op;
+        hold_for_transaction(e, s, *table)?;
+        let current = e.storage.table_by_id(*table);
+        if current.as_ref().map(|t| t.version) != Some(*schema_version) {
+            let table = current.map_or_else(|| format!("#{table}"), |t| t.name.clone());
+            return Err(StorageError::SchemaChanged { table }.into());
+        }
+    }
+    if let Some(tx) = &mut s.transaction {
+        tx.ops.extend(ops);
+    }
+    Ok(())
 }
 
 pub(super) fn column_pos(schema: &TableSchema, name: &str, place: &str) -> Result<usize> {
@@ -146,9 +219,8 @@ pub(super) fn submit_with(
         }
     };
     let info_in_transaction = info(in_transaction);
-    if let Some(tx) = &mut s.transaction {
-        tx.ops.push(op);
-        tx.ops.extend(cascades);
+    if s.in_transaction() {
+        buffer_in_transaction(e, s, std::iter::once(op).chain(cascades))?;
         let out = Output::Done {
             affected_rows: in_transaction.reported(s),
             last_insert_id: 0,
