@@ -108,6 +108,8 @@ pub enum Func {
     Unhex,
     DateFormat,
     DayOfWeek,
+    MonthName,
+    DayName,
     DateDiff,
     /// CONVERT_TZ(dt, from, to) between numeric offsets ('+02:00') and
     /// 'SYSTEM' (UTC here). Named zones give NULL, as on a MySQL or
@@ -233,6 +235,8 @@ impl Func {
             "unhex" => (Unhex, 1, 1),
             "date_format" => (DateFormat, 2, 2),
             "dayofweek" => (DayOfWeek, 1, 1),
+            "monthname" => (MonthName, 1, 1),
+            "dayname" => (DayName, 1, 1),
             "datediff" => (DateDiff, 2, 2),
             "convert_tz" => (ConvertTz, 3, 3),
             "json_extract" => (JsonExtract, 2, usize::MAX),
@@ -852,6 +856,19 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                     .fold(0i64, |n, &b| n * 256 + i64::from(b)),
             )
         }
+        // The month's name by the date's fields (`2020-05-00` is May);
+        // NULL for month 0.
+        MonthName => match ops::to_datetime(&v0) {
+            Some(dt) => {
+                let (_, month, _) = ladle_common::date_parts(&dt.date());
+                month_name(month).map_or(Value::Null, Value::text)
+            }
+            None => Value::Null,
+        },
+        DayName => match calendar(&v0) {
+            Some(dt) => Value::text(dt.format("%A").to_string()),
+            None => Value::Null,
+        },
         DayOfWeek => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
@@ -1228,6 +1245,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         },
         Unhex => (SqlType::VarBinary(255), true),
         DateFormat => (text(64), true),
+        MonthName | DayName => (text(9), true),
         DayOfWeek | DateDiff => (
             SqlType::Int {
                 bytes: 4,
