@@ -1451,6 +1451,15 @@ fn range_note(spec: &PlannedView) -> String {
     }
 }
 
+/// The label of an ENUM whose (1-based) index is `n`; `None` for no
+/// label's index.
+fn enum_label_at(labels: &[String], n: f64) -> Option<Value> {
+    if n.fract() != 0.0 || n < 1.0 {
+        return None;
+    }
+    labels.get(n as usize - 1).map(Value::text)
+}
+
 fn numeric_key(t: &ladle_common::SqlType) -> bool {
     use ladle_common::SqlType;
     matches!(
@@ -1514,6 +1523,18 @@ fn read_rows(
                 None => vec![slots.get(*s).cloned().unwrap_or(Value::Null)],
             });
         for raw in raws {
+            // An ENUM compared with a number compares its label's index
+            // (`e = 2` finds the second label), as in MySQL.
+            if let (ladle_common::SqlType::Enum(labels), Some(n)) =
+                (&spec.key_types[i], raw.as_f64())
+            {
+                if let Some(label) = enum_label_at(labels, n) {
+                    if !vals.contains(&label) {
+                        vals.push(label);
+                    }
+                }
+                continue;
+            }
             // A string compared with a number column compares as a number
             // (`'1abc'` and `'01'` equal 1, `'abc'` 0): look that number up.
             let raw = match &raw {

@@ -352,8 +352,15 @@ impl Engine {
                 let select = format!("SELECT {}", crate::tokens::render_tokens(&t[1..]));
                 // As a statement of its own, so its warnings replace the
                 // earlier ones as a SELECT's do.
-                self.execute(s, &select).1?;
-                Ok(Some(Output::ok()))
+                match self.execute(s, &select).1 {
+                    // An error raised while evaluating (not while
+                    // resolving names) is left as an Error-level warning
+                    // and DO succeeds, as in MariaDB (its mysql_do clears
+                    // it); the inner statement already listed it.
+                    Err(e) if is_evaluation_error(e.code.errno) => Ok(Some(Output::ok())),
+                    Err(e) => Err(e),
+                    Ok(_) => Ok(Some(Output::ok())),
+                }
             }
             ("DESCRIBE" | "DESC", _) => {
                 let mut i = 1;
@@ -763,4 +770,15 @@ fn statement_name(s: &Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Whether `errno` is an error a statement raises while it evaluates rows
+/// (a scalar subquery's second row, an out-of-range result), which DO
+/// turns into a warning.
+fn is_evaluation_error(errno: u16) -> bool {
+    [
+        crate::error::ER_SUBQUERY_NO_1_ROW.errno,
+        crate::error::ER_DATA_OUT_OF_RANGE.errno,
+    ]
+    .contains(&errno)
 }

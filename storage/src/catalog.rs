@@ -22,11 +22,16 @@ use crate::table::{TableEntry, TableState};
 /// 3: table records keep integer display widths and fractional-seconds
 /// precisions; a version-2 directory is read through [`v2`] and its table
 /// records rewritten on open.
-pub(crate) const FORMAT_VERSION: u32 = 3;
+/// 4: DATE, DATETIME and TIMESTAMP keys encode the date's fields (the zero
+/// date and `2020-00-15` sort where MySQL sorts them) instead of chrono's
+/// day count; an older directory's keys over such columns are rewritten
+/// on open ([`v3`]).
+pub(crate) const FORMAT_VERSION: u32 = 4;
 /// The oldest version `open` still reads (and upgrades).
 pub(crate) const OLDEST_READABLE_VERSION: u32 = 2;
 
 mod v2;
+pub(crate) mod v3;
 /// Whether new tables store whole rows in secondary entries (the default).
 /// A secondary lookup is then one range scan instead of a scan plus one
 /// primary read per row. Measured on 1M cached vote rows (10 rows per key):

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use ladle_common::{coerce, IndexSchema, Row, TableId, TableSchema, Value};
 use parking_lot::Mutex;
 
+use crate::catalog::v3::rekey_temporal_columns;
 use crate::catalog::{
     encode, load, Building, Catalog, Ids, FORMAT_VERSION, OLDEST_READABLE_VERSION,
 };
@@ -59,8 +60,9 @@ impl Storage {
         let epoch = loaded.epoch + 1;
         let mut batch = Batch::default();
         if loaded.format.is_some_and(|f| f < FORMAT_VERSION) {
-            // Upgrade: every table record in the current encoding, written
-            // in the same batch as the new version number.
+            // Upgrade: every table record in the current encoding, and keys
+            // over temporal columns re-encoded (version 4), written in the
+            // same batch as the new version number.
             for entry in &loaded.tables {
                 batch.put(
                     cf::CATALOG,
@@ -68,6 +70,12 @@ impl Storage {
                     encode(entry)?,
                 );
             }
+            engine.with_consistent(&mut |r| {
+                for entry in &loaded.tables {
+                    rekey_temporal_columns(r, entry, &mut batch)?;
+                }
+                Ok(())
+            })?;
             tracing::info!(
                 from = loaded.format,
                 to = FORMAT_VERSION,

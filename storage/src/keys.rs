@@ -16,8 +16,8 @@
 //! | DECIMAL(p, s) | mantissa at the column's scale as `i128`, sign flipped |
 //! | text | the collation's folded form (`Collation::fold`), escaped |
 //! | bytes | escaped: `00` -> `00 FF`, terminated by `00 01` |
-//! | DATE | days since 0001-01-01 as `i32`, sign flipped |
-//! | DATETIME, TIMESTAMP | microseconds since the epoch as `i64`, sign flipped |
+//! | DATE | its fields as `(year * 13 + month) * 32 + day`, `i64`, sign flipped |
+//! | DATETIME, TIMESTAMP | the DATE number times 86,400,000,000 plus microseconds since midnight, `i64`, sign flipped |
 //! | TIME | microseconds as `i64`, sign flipped |
 //!
 //! Text keys under `GeneralCi` hold the folded string (MariaDB's
@@ -30,7 +30,7 @@
 //! Hidden row ids (tables without a primary key) are `epoch:u64 BE ++
 //! sequence:u64 BE`; change-log keys are the LSN as `u64` big-endian.
 
-use chrono::{DateTime, Datelike, NaiveDate};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use ladle_common::{Collation, ColumnSchema, Lsn, SqlType, Value};
 use rust_decimal::Decimal;
 
@@ -91,8 +91,8 @@ pub(crate) fn encode_value(out: &mut Vec<u8>, v: &Value, column: &ColumnSchema) 
             encode_bytes(out, folded.as_bytes());
         }
         (_, Value::Bytes(b)) => encode_bytes(out, b),
-        (_, Value::Date(d)) => encode_i64(out, i64::from(d.num_days_from_ce())),
-        (_, Value::DateTime(dt)) => encode_i64(out, dt.and_utc().timestamp_micros()),
+        (_, Value::Date(d)) => encode_i64(out, date_number(d)),
+        (_, Value::DateTime(dt)) => encode_i64(out, datetime_number(dt)),
         (_, Value::Time(us)) => encode_i64(out, *us),
         // A value of another kind than the column holds cannot come from the
         // write path (values are coerced first); encode it as its text.
@@ -109,6 +109,50 @@ pub(crate) fn encode_key<'a>(
         encode_value(&mut out, v, c);
     }
     out
+}
+
+/// Microseconds per day.
+const DAY_MICROS: i64 = 86_400_000_000;
+
+/// A date as a number in MySQL's order of dates, which is the order of
+/// their fields: the zero date, and dates with a zero month or day
+/// (`2020-00-15` between `2019-12-31` and `2020-01-01`), fall where MySQL
+/// puts them, which chrono's day count (they are held far in the past, see
+/// [`ladle_common::date_parts`]) would not give.
+fn date_number(d: &NaiveDate) -> i64 {
+    let (y, m, day) = ladle_common::date_parts(d);
+    (i64::from(y) * 13 + i64::from(m)) * 32 + i64::from(day)
+}
+
+fn date_from_number(n: i64) -> Option<NaiveDate> {
+    let (y, rest) = (n.div_euclid(13 * 32), n.rem_euclid(13 * 32));
+    ladle_common::date_from_parts(
+        i32::try_from(y).ok()?,
+        (rest / 32) as u32,
+        (rest % 32) as u32,
+    )
+}
+
+/// A datetime as a number in MySQL's order: its date's number (see
+/// [`date_number`]), then the time of day. Saturates only past the years
+/// chrono reaches and MySQL does not (any year up to about 250,000 fits).
+fn datetime_number(dt: &NaiveDateTime) -> i64 {
+    let t = dt.time();
+    let micros =
+        i64::from(t.num_seconds_from_midnight()) * 1_000_000 + i64::from(t.nanosecond() / 1000);
+    date_number(&dt.date())
+        .saturating_mul(DAY_MICROS)
+        .saturating_add(micros)
+}
+
+fn datetime_from_number(n: i64) -> Option<NaiveDateTime> {
+    let date = date_from_number(n.div_euclid(DAY_MICROS))?;
+    let micros = n.rem_euclid(DAY_MICROS);
+    let time = NaiveTime::from_num_seconds_from_midnight_opt(
+        (micros / 1_000_000) as u32,
+        (micros % 1_000_000) as u32 * 1000,
+    )?;
+    Some(date.and_time(time))
 }
 
 fn encode_i64(out: &mut Vec<u8>, i: i64) {
@@ -155,12 +199,9 @@ pub(crate) fn decode_value(input: &mut &[u8], column: &ColumnSchema) -> Option<V
             let m = (u128::from_be_bytes(take::<16>(input)?) ^ (1u128 << 127)) as i128;
             Value::Decimal(Decimal::try_from_i128_with_scale(m, u32::from(*scale)).ok()?)
         }
-        SqlType::Date => {
-            let days = i32::try_from(decode_i64(input)?).ok()?;
-            Value::Date(NaiveDate::from_num_days_from_ce_opt(days)?)
-        }
+        SqlType::Date => Value::Date(date_from_number(decode_i64(input)?)?),
         SqlType::DateTime { .. } | SqlType::Timestamp { .. } => {
-            Value::DateTime(DateTime::from_timestamp_micros(decode_i64(input)?)?.naive_utc())
+            Value::DateTime(datetime_from_number(decode_i64(input)?)?)
         }
         SqlType::Time { .. } => Value::Time(decode_i64(input)?),
         SqlType::Binary(_) | SqlType::VarBinary(_) | SqlType::Blob(_) => {
@@ -246,7 +287,7 @@ pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::NaiveDateTime;
+    use chrono::DateTime;
     use ladle_common::coerce;
     use proptest::prelude::*;
     use std::cmp::Ordering;
@@ -317,6 +358,16 @@ mod tests {
                     .unwrap_or(NaiveDateTime::MIN)
             )),
             (-3_000_000_000_000i64..3_000_000_000_000).prop_map(Value::Time),
+            // The zero date and dates with a zero month or day, alone and
+            // with a time of day.
+            (0i32..=9999, 0u32..=12, 0u32..=31, 0u32..86_400).prop_map(|(y, m, d, secs)| {
+                let day = if d % 2 == 0 { 0 } else { d };
+                let date = ladle_common::date_from_parts(y, m % 3, day).unwrap_or_default();
+                match NaiveTime::from_num_seconds_from_midnight_opt(secs, 0) {
+                    Some(t) if secs % 2 == 0 => Value::DateTime(date.and_time(t)),
+                    _ => Value::Date(date),
+                }
+            }),
         ]
     }
 
@@ -362,6 +413,27 @@ mod tests {
             prop_assert_eq!(k1.cmp(&k2), expected);
             prop_assert!(k1.starts_with(&encode_key([(&a, c1)])));
         }
+    }
+
+    #[test]
+    fn dates_with_zero_fields_key_between_calendar_dates() {
+        let c = ColumnSchema::new("d", SqlType::Date);
+        let key = |y, m, d| {
+            encode_key([(
+                &Value::Date(ladle_common::date_from_parts(y, m, d).unwrap()),
+                &c,
+            )])
+        };
+        let ordered = [
+            key(0, 0, 0),
+            key(2019, 12, 31),
+            key(2020, 0, 15),
+            key(2020, 1, 1),
+            key(2020, 4, 30),
+            key(2020, 5, 0),
+            key(2020, 5, 1),
+        ];
+        assert!(ordered.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

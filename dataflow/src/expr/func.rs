@@ -108,6 +108,8 @@ pub enum Func {
     Unhex,
     DateFormat,
     DayOfWeek,
+    MonthName,
+    DayName,
     DateDiff,
     /// CONVERT_TZ(dt, from, to) between numeric offsets ('+02:00') and
     /// 'SYSTEM' (UTC here). Named zones give NULL, as on a MySQL or
@@ -233,6 +235,8 @@ impl Func {
             "unhex" => (Unhex, 1, 1),
             "date_format" => (DateFormat, 2, 2),
             "dayofweek" => (DayOfWeek, 1, 1),
+            "monthname" => (MonthName, 1, 1),
+            "dayname" => (DayName, 1, 1),
             "datediff" => (DateDiff, 2, 2),
             "convert_tz" => (ConvertTz, 3, 3),
             "json_extract" => (JsonExtract, 2, usize::MAX),
@@ -767,8 +771,12 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             }
         }
         Rand => Value::Double(rand_f64()),
-        DateFormat => match (calendar(&v0), &vals[1]) {
-            (Some(dt), f) if !f.is_null() => Value::text(date_format(dt, &to_text(f))),
+        // Not `calendar`: MySQL formats the zero date and dates with a
+        // zero month or day by their fields.
+        DateFormat => match (ops::to_datetime(&v0), &vals[1]) {
+            (Some(dt), f) if !f.is_null() => {
+                date_format(dt, &to_text(f)).map_or(Value::Null, Value::text)
+            }
             _ => Value::Null,
         },
         Quarter | Weekday | DayOfYear | Week | YearWeek => match calendar(&v0) {
@@ -848,6 +856,19 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
                     .fold(0i64, |n, &b| n * 256 + i64::from(b)),
             )
         }
+        // The month's name by the date's fields (`2020-05-00` is May);
+        // NULL for month 0.
+        MonthName => match ops::to_datetime(&v0) {
+            Some(dt) => {
+                let (_, month, _) = ladle_common::date_parts(&dt.date());
+                month_name(month).map_or(Value::Null, Value::text)
+            }
+            None => Value::Null,
+        },
+        DayName => match calendar(&v0) {
+            Some(dt) => Value::text(dt.format("%A").to_string()),
+            None => Value::Null,
+        },
         DayOfWeek => match calendar(&v0) {
             Some(dt) => Value::Int(i64::from(dt.weekday().number_from_sunday())),
             None => Value::Null,
@@ -956,8 +977,12 @@ fn unhex(digits: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// MySQL's DATE_FORMAT specifiers.
-fn date_format(dt: NaiveDateTime, f: &str) -> String {
+/// MySQL's DATE_FORMAT specifiers, over the fields MySQL sees (a zero
+/// month or day is printed as given). `None` (NULL) where MySQL gives NULL:
+/// a month or day-of-year name of month 0, a weekday of the zero date.
+fn date_format(dt: NaiveDateTime, f: &str) -> Option<String> {
+    let (year, month, day) = ladle_common::date_parts(&dt.date());
+    let day_number = day_number_date(year, month, day);
     let mut out = String::new();
     let mut it = f.chars();
     while let Some(c) = it.next() {
@@ -970,13 +995,22 @@ fn date_format(dt: NaiveDateTime, f: &str) -> String {
             0 => 12,
             h => h,
         };
+        // Names and ordinals need a month; weekdays and weeks a day number
+        // (MySQL's: `2020-00-15` is 2019-12-15, `2020-05-00` 2020-04-30).
+        let named_month = (month != 0).then_some(dt.date());
+        let weekday_date = if (year, month) == (0, 0) {
+            None
+        } else {
+            day_number
+        };
         let s = match spec {
-            'Y' => format!("{:04}", dt.year()),
-            'y' => format!("{:02}", dt.year() % 100),
-            'm' => format!("{:02}", dt.month()),
-            'c' => dt.month().to_string(),
-            'd' => format!("{:02}", dt.day()),
-            'e' => dt.day().to_string(),
+            'Y' => format!("{year:04}"),
+            'y' => format!("{:02}", year % 100),
+            'm' => format!("{month:02}"),
+            'c' => month.to_string(),
+            'd' => format!("{day:02}"),
+            'e' => day.to_string(),
+            'D' => format!("{day}{}", ordinal_suffix(day)),
             'H' => format!("{:02}", dt.hour()),
             'k' => dt.hour().to_string(),
             'h' | 'I' => format!("{h12:02}"),
@@ -992,17 +1026,80 @@ fn date_format(dt: NaiveDateTime, f: &str) -> String {
                 dt.second(),
                 if dt.hour() < 12 { "AM" } else { "PM" }
             ),
-            'M' => dt.format("%B").to_string(),
-            'b' => dt.format("%b").to_string(),
-            'W' => dt.format("%A").to_string(),
-            'a' => dt.format("%a").to_string(),
-            'j' => format!("{:03}", dt.ordinal()),
-            'w' => dt.weekday().num_days_from_sunday().to_string(),
+            'M' => month_name(month)?.to_string(),
+            'b' => month_name(month)?[..3].to_string(),
+            'j' => {
+                named_month?;
+                let jan1 = chrono::NaiveDate::from_ymd_opt(year, 1, 1)?;
+                format!("{:03}", (day_number? - jan1).num_days() + 1)
+            }
+            'W' => weekday_date?.format("%A").to_string(),
+            'a' => weekday_date?.format("%a").to_string(),
+            'w' => weekday_date?.weekday().num_days_from_sunday().to_string(),
+            'U' | 'u' | 'V' | 'v' => {
+                let mode = match spec {
+                    'U' => 0,
+                    'u' => 1,
+                    'V' => 2,
+                    _ => 3,
+                };
+                format!("{:02}", mysql_week(day_number?, week_mode(mode)).0)
+            }
+            'X' | 'x' => {
+                let mode = if spec == 'X' { 2 } else { 3 };
+                format!(
+                    "{:04}",
+                    mysql_week(day_number?, week_mode(mode) | WEEK_YEAR).1
+                )
+            }
             other => other.to_string(),
         };
         out.push_str(&s);
     }
-    out
+    Some(out)
+}
+
+/// The calendar date MySQL's day number of `year-month-day` falls on, where
+/// a zero day is the month's day before its first and month 0 the 31 days
+/// before January; `None` for the zero date.
+fn day_number_date(year: i32, month: u32, day: u32) -> Option<chrono::NaiveDate> {
+    if (year, month, day) == (0, 0, 0) {
+        return None;
+    }
+    let first = chrono::NaiveDate::from_ymd_opt(year, month.max(1), 1)?;
+    let back = if month == 0 { 31 } else { 0 };
+    first.checked_add_signed(chrono::Duration::days(i64::from(day) - 1 - back))
+}
+
+fn month_name(month: u32) -> Option<&'static str> {
+    const NAMES: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    NAMES
+        .get(usize::try_from(month).ok()?.checked_sub(1)?)
+        .copied()
+}
+
+/// `st`, `nd`, `rd` or `th` after a day of the month (`%D`).
+fn ordinal_suffix(day: u32) -> &'static str {
+    match (day % 10, day % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    }
 }
 
 fn add_months(dt: NaiveDateTime, months: i64) -> Option<NaiveDateTime> {
@@ -1148,6 +1245,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         },
         Unhex => (SqlType::VarBinary(255), true),
         DateFormat => (text(64), true),
+        MonthName | DayName => (text(9), true),
         DayOfWeek | DateDiff => (
             SqlType::Int {
                 bytes: 4,

@@ -79,12 +79,35 @@ fn numeric_prefix_len(t: &str) -> usize {
 /// a note when only spaces follow it, as MariaDB reports them. Leading
 /// spaces are ignored silently.
 fn warn_if_partly_numeric(v: &Value, as_type: &str) {
+    warn_unless_whole(v, as_type, numeric_prefix_len);
+}
+
+/// [`warn_if_partly_numeric`] for a string read as an integer (CAST AS
+/// SIGNED/UNSIGNED): only a sign and digits count (`'1.7'`, `'1e3'` warn).
+fn warn_if_partly_integer(v: &Value) {
+    warn_unless_whole(v, "INTEGER", integer_prefix_len);
+}
+
+/// Length of the integer `t` starts with (sign, digits); 0 for none.
+fn integer_prefix_len(t: &str) -> usize {
+    let sign = usize::from(t.starts_with(['+', '-']));
+    let digits = t[sign..].bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 {
+        0
+    } else {
+        sign + digits
+    }
+}
+
+/// Warns (1292) unless the string `v` is wholly the number `prefix_len`
+/// reads (a note when only spaces follow it).
+fn warn_unless_whole(v: &Value, as_type: &str, prefix_len: fn(&str) -> usize) {
     let text = match v {
         Value::Text(_) | Value::Bytes(_) => to_text(v),
         _ => return,
     };
     let t = text.trim_start();
-    let end = numeric_prefix_len(t);
+    let end = prefix_len(t);
     let rest = &t[end..];
     if end > 0 && rest.is_empty() {
         return;
@@ -622,6 +645,14 @@ fn like_tokens<T: Copy + PartialEq>(
 pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
     if v.is_null() {
         return Ok(Value::Null);
+    }
+    // A string cast to a number warns about what it ignored, as in MySQL
+    // (UNSIGNED goes through SIGNED, so it warns once).
+    match ty {
+        CastType::Signed => warn_if_partly_integer(v),
+        CastType::Decimal { .. } => warn_if_partly_numeric(v, "DECIMAL"),
+        CastType::Double => warn_if_partly_numeric(v, "DOUBLE"),
+        _ => {}
     }
     Ok(match ty {
         CastType::Signed => match to_num(v) {

@@ -476,6 +476,11 @@ impl Planner<'_> {
             return Err(unsupported("parameters or subqueries in an aggregate"));
         }
         let arg = stable(cx.compile(arg_ast)?)?;
+        // SUM and AVG of an ENUM add its indexes, as in MySQL.
+        let arg = match name.as_str() {
+            "sum" | "avg" => cx.enum_as_number(arg),
+            _ => arg,
+        };
         let ftypes = cx.frame_types();
         let (aty, nullable) = arg.result_type(&ftypes);
         let coll = derived_collation(&arg, |c| {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use ladle_common::{Collation, Row, SqlType, Value};
 
-use super::expr::{unsupported, Scope};
+use super::expr::{enum_index, unsupported, Scope};
 use super::select_state::{Aggregation, Frame, ReadTimeFinish, SelectState};
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
@@ -331,33 +331,4 @@ fn empty_aggregate_row(node: &LNode, stored: &[Expr], agg: &Aggregation) -> Resu
         .iter()
         .map(|e| e.eval(&row).unwrap_or(Value::Null))
         .collect::<Row>())
-}
-
-/// An ENUM value's index in `labels` (1-based, 0 for the empty value, NULL
-/// for NULL): what MySQL sorts an ENUM column by, where Ladle holds the
-/// label.
-fn enum_index(e: &Expr, labels: &[String]) -> Expr {
-    use crate::expr::CmpOp;
-    let mut whens = vec![(
-        Expr::IsNull {
-            expr: Box::new(e.clone()),
-            negated: false,
-        },
-        Expr::Literal(Value::Null),
-    )];
-    for (i, label) in labels.iter().enumerate() {
-        let is_label = Expr::Cmp {
-            op: CmpOp::Eq,
-            left: Box::new(e.clone()),
-            right: Box::new(Expr::Literal(Value::text(label))),
-            collation: Collation::Binary,
-        };
-        whens.push((is_label, Expr::Literal(Value::Int(i as i64 + 1))));
-    }
-    Expr::Case {
-        operand: None,
-        whens,
-        otherwise: Some(Box::new(Expr::Literal(Value::Int(0)))),
-        collation: Collation::Binary,
-    }
 }

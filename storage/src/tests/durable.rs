@@ -364,3 +364,151 @@ fn every_byte_value_survives_reopen() {
     .unwrap();
     assert_eq!(sorted(logged), sorted(rows));
 }
+
+/// A DATE/DATETIME key as format version 3 encoded it (chrono's day count,
+/// microseconds since the epoch), an INT key as every version does.
+fn v3_key_value(v: &Value) -> Vec<u8> {
+    use chrono::Datelike;
+    let n = match v {
+        Value::Date(d) => i64::from(d.num_days_from_ce()),
+        Value::DateTime(dt) => dt.and_utc().timestamp_micros(),
+        Value::Int(i) => *i,
+        other => panic!("no v3 key for {other:?}"),
+    };
+    let mut k = vec![0x01];
+    k.extend_from_slice(&((n as u64) ^ (1 << 63)).to_be_bytes());
+    k
+}
+
+#[test]
+fn format_version_3_temporal_keys_are_rewritten() {
+    use crate::cf::{self, catalog_key};
+    use crate::engine::Batch;
+    let h = Harness::new(Kind::Rocks);
+    h.storage.create_database("db", true).unwrap();
+    let schema = TableSchema {
+        id: 0,
+        database: "db".into(),
+        name: "ev".into(),
+        columns: vec![
+            col("d", SqlType::Date).not_null(),
+            col("n", int()),
+            col("at", SqlType::DateTime { fsp: 0 }),
+        ],
+        primary_key: Some(vec![0]),
+        indexes: vec![
+            IndexSchema {
+                id: 0,
+                name: "n".into(),
+                columns: vec![1],
+                unique: false,
+            },
+            IndexSchema {
+                id: 0,
+                name: "at".into(),
+                columns: vec![2],
+                unique: false,
+            },
+        ],
+        version: 1,
+    };
+    let ev = h.storage.create_table(schema, false).unwrap();
+    let date = |y, m, d| Value::Date(ladle_common::date_from_parts(y, m, d).unwrap());
+    let at = |y, m, d| match date(y, m, d) {
+        Value::Date(d) => Value::DateTime(d.and_hms_opt(1, 2, 3).unwrap()),
+        _ => unreachable!(),
+    };
+    let rows = vec![
+        row(&[date(2020, 1, 1), i(1), at(2020, 1, 1)]),
+        row(&[date(2020, 0, 15), i(2), at(2020, 0, 15)]),
+        row(&[date(2019, 12, 31), i(3), at(2019, 12, 31)]),
+    ];
+    h.storage.write(vec![insert(&ev, rows.clone())]).unwrap();
+    // Turn the directory into what version 3 wrote: the same rows under
+    // keys in the old encoding.
+    let e = &h.storage.engine;
+    let (primary, by_n, by_at) = (
+        cf::primary(ev.id),
+        cf::secondary(ev.indexes[0].id),
+        cf::secondary(ev.indexes[1].id),
+    );
+    let mut b = Batch::default();
+    let mut entries: Vec<(String, Vec<u8>, Vec<u8>)> = Vec::new();
+    e.with_consistent(&mut |r| {
+        for family in [&primary, &by_n, &by_at] {
+            r.scan(family, &[], None, &mut |k, v| {
+                entries.push((family.clone(), k.to_vec(), v.to_vec()));
+                Ok(true)
+            })?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    for (family, k, _) in &entries {
+        b.delete(family, k.clone());
+    }
+    let primary_values: Vec<Vec<u8>> = entries
+        .iter()
+        .filter(|(f, ..)| *f == primary)
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    let secondary_value = entries
+        .iter()
+        .find(|(f, ..)| *f == by_n)
+        .map(|(_, _, v)| v.clone())
+        .unwrap();
+    for (value, r) in primary_values.iter().zip([&rows[2], &rows[1], &rows[0]]) {
+        let pk = v3_key_value(&r[0]);
+        b.put(&primary, pk.clone(), value.clone());
+        b.put(
+            &by_n,
+            [v3_key_value(&r[1]), pk.clone()].concat(),
+            secondary_value.clone(),
+        );
+        b.put(
+            &by_at,
+            [v3_key_value(&r[2]), pk].concat(),
+            secondary_value.clone(),
+        );
+    }
+    b.put(cf::CATALOG, catalog_key::FORMAT, 3u32.to_be_bytes());
+    e.write(b, true).unwrap();
+
+    let h = h.reopen();
+    let s = &h.storage;
+    // Primary order is MySQL's date order now, and every index finds
+    // every row under its new key, with no entry left behind.
+    assert_eq!(
+        s.scan(ev.id).unwrap(),
+        vec![rows[2].clone(), rows[1].clone(), rows[0].clone()]
+    );
+    for r in &rows {
+        assert_eq!(
+            s.lookup(ev.id, IndexRef::Primary, &r[..1]).unwrap(),
+            vec![r.clone()]
+        );
+        assert_eq!(
+            s.lookup(ev.id, IndexRef::Secondary(ev.indexes[0].id), &r[1..2])
+                .unwrap(),
+            vec![r.clone()]
+        );
+        assert_eq!(
+            s.lookup(ev.id, IndexRef::Secondary(ev.indexes[1].id), &r[2..3])
+                .unwrap(),
+            vec![r.clone()]
+        );
+    }
+    let mut count = 0;
+    s.engine
+        .with_consistent(&mut |r| {
+            for family in [&primary, &by_n, &by_at] {
+                r.scan(family, &[], None, &mut |_, _| {
+                    count += 1;
+                    Ok(true)
+                })?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(count, 9);
+}

@@ -353,6 +353,35 @@ fn is_numeric_type(t: &SqlType) -> bool {
     )
 }
 
+/// An ENUM value's index in `labels` (1-based, 0 for the empty value, NULL
+/// for NULL): what MySQL sorts an ENUM column by, where Ladle holds the
+/// label.
+pub(crate) fn enum_index(e: &Expr, labels: &[String]) -> Expr {
+    use crate::expr::CmpOp;
+    let mut whens = vec![(
+        Expr::IsNull {
+            expr: Box::new(e.clone()),
+            negated: false,
+        },
+        Expr::Literal(Value::Null),
+    )];
+    for (i, label) in labels.iter().enumerate() {
+        let is_label = Expr::Cmp {
+            op: CmpOp::Eq,
+            left: Box::new(e.clone()),
+            right: Box::new(Expr::Literal(Value::text(label))),
+            collation: Collation::Binary,
+        };
+        whens.push((is_label, Expr::Literal(Value::Int(i as i64 + 1))));
+    }
+    Expr::Case {
+        operand: None,
+        whens,
+        otherwise: Some(Box::new(Expr::Literal(Value::Int(0)))),
+        collation: Collation::Binary,
+    }
+}
+
 /// Parses a `?N` placeholder name into its slot.
 pub(crate) fn placeholder_slot(p: &str) -> Option<usize> {
     p.strip_prefix('?').and_then(|n| n.parse().ok())
@@ -381,6 +410,19 @@ impl<'a> ExprCx<'a> {
                 Some(c) => (c.ty.clone(), c.nullable, c.collation),
                 None => (SqlType::VarChar(255), true, Collation::GeneralCi),
             },
+        }
+    }
+
+    /// `x` as the number MySQL reads in a numeric context (arithmetic,
+    /// CAST to a number, SUM, comparison with a number): an ENUM column's
+    /// label index; anything else unchanged.
+    pub(crate) fn enum_as_number(&self, x: Expr) -> Expr {
+        match &x {
+            Expr::Column(i) => match self.col_info(*i).0 {
+                SqlType::Enum(labels) => enum_index(&x, &labels),
+                _ => x,
+            },
+            _ => x,
         }
     }
 
@@ -624,6 +666,8 @@ impl<'a> ExprCx<'a> {
             .zip(compiled)
             .map(|(a, c)| match hex_number(a) {
                 Some(n) if numeric => Expr::Literal(n),
+                // An ENUM among numbers compares by its index.
+                _ if numeric => self.enum_as_number(c),
                 _ => c,
             })
             .collect())
@@ -763,7 +807,8 @@ impl<'a> ExprCx<'a> {
                 .iter()
                 .map(|a| match hex_number(a) {
                     Some(n) => Ok(Expr::Literal(n)),
-                    None => self.compile(a),
+                    // An ENUM argument is its index, as in arithmetic.
+                    None => self.compile(a).map(|x| self.enum_as_number(x)),
                 })
                 .collect::<Result<_>>()?,
             Func::Greatest | Func::Least => self.compile_comparison_group(&args)?,

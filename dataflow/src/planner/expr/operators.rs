@@ -96,7 +96,7 @@ impl ExprCx<'_> {
                 Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
                     Expr::Literal(Value::Int(i64::MIN))
                 }
-                x => Expr::Neg(b(x)),
+                x => Expr::Neg(b(self.enum_as_number(x))),
             },
             ast::UnaryOperator::Plus => x,
             ast::UnaryOperator::Not => Expr::Not(b(x)),
@@ -154,6 +154,16 @@ impl ExprCx<'_> {
                     .map(Expr::Literal)
                     .unwrap_or(r),
             )
+        };
+        // An ENUM in arithmetic, or compared with a number, is its index.
+        let (l, r) = if is_arith(op) {
+            (self.enum_as_number(l), self.enum_as_number(r))
+        } else if numeric(&r) {
+            (self.enum_as_number(l), r)
+        } else if numeric(&l) {
+            (l, self.enum_as_number(r))
+        } else {
+            (l, r)
         };
         let (l, r) = if is_arith(op) {
             (l, r)
@@ -402,6 +412,7 @@ impl ExprCx<'_> {
             CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
             _ => target,
         };
+        let x = if numeric { self.enum_as_number(x) } else { x };
         Ok(Expr::Cast(b(x), target))
     }
 
