@@ -16,7 +16,14 @@ const TERM_PREFIX: &str = "cluster/term/";
 /// Replays a schema change received from the primary (the server runs it
 /// through the SQL front end, with `database` as the current database).
 pub trait DdlApplier: Send + Sync {
-    fn apply(&self, database: Option<&str>, sql: &str) -> Result<(), String>;
+    /// `settings`: the session variables the primary ran `sql` under, as
+    /// (name, SQL literal) for `SET SESSION name = literal` before it.
+    fn apply(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+    ) -> Result<(), String>;
     /// Installs the primary's whole account list (`state`, the front end's
     /// encoding) and records it for this node's own replicas.
     fn apply_accounts(&self, state: &str) -> Result<(), String>;
@@ -42,7 +49,7 @@ pub(crate) fn apply_replicated(
     let out = if record.accounts {
         applier.apply_accounts(&record.sql)
     } else {
-        applier.apply(record.database.as_deref(), &record.sql)
+        applier.apply(record.database.as_deref(), &record.settings, &record.sql)
     };
     APPLYING.with(|a| a.set(false));
     out
@@ -54,6 +61,13 @@ pub(crate) fn apply_replicated(
 pub struct DdlRecord {
     pub database: Option<String>,
     pub sql: String,
+    /// The session variables that shape what `sql` does (`sql_mode`:
+    /// whether an ALTER truncates a value or fails; `foreign_key_checks`),
+    /// as (name, SQL literal) where the primary's session set them: the
+    /// replica runs `sql` under the same ones, or it could fail (or
+    /// convert differently) where the primary succeeded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings: Vec<(String, String)>,
     /// `sql` is no statement but the primary's whole account list after
     /// an account statement (CREATE USER, GRANT, SET PASSWORD ...), which
     /// replicas install as is: those statements carry passwords, and the
@@ -68,8 +82,16 @@ impl DdlRecord {
         DdlRecord {
             database: database.map(str::to_string),
             sql: sql.to_string(),
+            settings: Vec::new(),
             accounts: false,
         }
+    }
+
+    /// The statement as run under the session `settings` (see
+    /// [`DdlRecord::settings`]).
+    pub fn with_settings(mut self, settings: &[(String, String)]) -> DdlRecord {
+        self.settings = settings.to_vec();
+        self
     }
 
     /// The account list after an account statement.
@@ -77,6 +99,7 @@ impl DdlRecord {
         DdlRecord {
             database: None,
             sql: state.to_string(),
+            settings: Vec::new(),
             accounts: true,
         }
     }

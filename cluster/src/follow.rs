@@ -191,6 +191,7 @@ async fn follow_inner(
                 seq,
                 database,
                 sql,
+                settings,
                 accounts,
                 ..
             } => {
@@ -212,6 +213,7 @@ async fn follow_inner(
                 let record = ddl::DdlRecord {
                     database,
                     sql,
+                    settings,
                     accounts,
                 };
                 let sql_text = if accounts {
@@ -265,12 +267,17 @@ mod tests {
     }
 
     impl DdlApplier for Applier {
-        fn apply(&self, _database: Option<&str>, sql: &str) -> Result<(), String> {
+        fn apply(
+            &self,
+            _database: Option<&str>,
+            _settings: &[(String, String)],
+            sql: &str,
+        ) -> Result<(), String> {
             let node = self.node.lock().clone().expect("node set");
             let writable = node.check_writable().is_ok();
             self.ran.lock().push((sql.to_string(), writable));
             create_t(&self.storage).map_err(|e| e.to_string())?;
-            node.record_ddl(Some("d"), sql, false);
+            node.record_ddl(Some("d"), &[], sql, false);
             Ok(())
         }
 
@@ -351,6 +358,7 @@ mod tests {
                 seq: 0,
                 database: Some("d".into()),
                 sql: "CREATE TABLE t (id INT PRIMARY KEY)".into(),
+                settings: Vec::new(),
                 accounts: false,
             };
             protocol::send(&mut wr, &ddl).await.unwrap();
@@ -363,6 +371,7 @@ mod tests {
                 seq: 1,
                 database: None,
                 sql: "{the account list}".into(),
+                settings: Vec::new(),
                 accounts: true,
             };
             protocol::send(&mut wr, &accounts).await.unwrap();

@@ -449,16 +449,28 @@ impl Node {
 
     /// Records a schema change that just ran here (called by the shim
     /// inside [`Storage::fenced`]): replicas replay it after the current LSN.
-    pub fn record_ddl(&self, database: Option<&str>, sql: &str, carried: bool) {
+    pub fn record_ddl(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+        carried: bool,
+    ) {
         crash_point_after_ddl(sql);
-        self.record_schema(ddl::DdlRecord::statement(database, sql), carried);
+        let record = ddl::DdlRecord::statement(database, sql).with_settings(settings);
+        self.record_schema(record, carried);
     }
 
     /// The meta record (key, value) [`Node::record_ddl`] would write for
     /// `sql` now: the shim has the schema change's own batch carry it, so
     /// a crash keeps both or neither (`Storage::fenced_with_record`).
-    pub fn prepare_ddl(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
-        let record = ddl::DdlRecord::statement(database, sql);
+    pub fn prepare_ddl(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+    ) -> Option<(String, Vec<u8>)> {
+        let record = ddl::DdlRecord::statement(database, sql).with_settings(settings);
         match self.ddl.prepare(self.storage.last_lsn(), &record) {
             Ok(prepared) => Some(prepared),
             Err(e) => {
@@ -629,7 +641,12 @@ mod tests {
     struct NoDdl;
 
     impl DdlApplier for NoDdl {
-        fn apply(&self, _database: Option<&str>, _sql: &str) -> Result<(), String> {
+        fn apply(
+            &self,
+            _database: Option<&str>,
+            _settings: &[(String, String)],
+            _sql: &str,
+        ) -> Result<(), String> {
             Ok(())
         }
 
@@ -668,7 +685,7 @@ mod tests {
             .wait_applied(0, 1, Duration::from_millis(10))
             .expect_err("no schema change was replayed");
         assert!(err.contains("position 0"), "{err}");
-        node.record_ddl(None, "CREATE DATABASE x", false);
+        node.record_ddl(None, &[], "CREATE DATABASE x", false);
         assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
     }
 }

@@ -68,6 +68,9 @@ pub enum ToReplica {
         seq: u32,
         database: Option<String>,
         sql: String,
+        /// The session variables `sql` ran under (see
+        /// `ddl::DdlRecord::settings`).
+        settings: Vec<(String, String)>,
         /// `sql` is the account list, not a statement (see
         /// `ddl::DdlRecord::accounts`).
         accounts: bool,

@@ -240,6 +240,7 @@ async fn send_ddl(
             seq,
             database: record.database,
             sql: record.sql,
+            settings: record.settings,
             accounts: record.accounts,
         };
         protocol::send(wr, &frame).await?;

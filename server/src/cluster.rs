@@ -20,12 +20,23 @@ impl SchemaLog for NodeSchemaLog {
         self.0.check_writable()
     }
 
-    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)> {
-        self.0.prepare_ddl(database, sql)
+    fn prepare(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+    ) -> Option<(String, Vec<u8>)> {
+        self.0.prepare_ddl(database, settings, sql)
     }
 
-    fn record(&self, database: Option<&str>, sql: &str, carried: bool) {
-        self.0.record_ddl(database, sql, carried);
+    fn record(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+        carried: bool,
+    ) {
+        self.0.record_ddl(database, settings, sql, carried);
     }
 
     fn record_accounts(&self, state: &str) {
@@ -43,13 +54,22 @@ impl SchemaLog for NodeSchemaLog {
 pub struct EngineDdlApplier(pub Arc<Engine>);
 
 impl DdlApplier for EngineDdlApplier {
-    fn apply(&self, database: Option<&str>, sql: &str) -> Result<(), String> {
+    fn apply(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+    ) -> Result<(), String> {
         let mut session = Session::new(0, "replication".into(), "localhost".into());
         session.database = database.map(str::to_string);
-        let (_, result) = self.0.execute(&mut session, sql);
-        result
-            .map(|_| ())
-            .map_err(|e| format!("{} ({})", e.message, e.code.errno))
+        let assignments = settings
+            .iter()
+            .map(|(name, literal)| format!("SET SESSION {name} = {literal}"));
+        for statement in assignments.chain(std::iter::once(sql.to_string())) {
+            let (_, result) = self.0.execute(&mut session, &statement);
+            result.map_err(|e| format!("{statement}: {} ({})", e.message, e.code.errno))?;
+        }
+        Ok(())
     }
 
     fn apply_accounts(&self, state: &str) -> Result<(), String> {

@@ -188,16 +188,18 @@ impl Engine {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
                 let database = s.database.clone();
+                let settings = crate::vars::schema_change_settings(s);
                 let run = |s: &mut Session| {
                     let out = self.run_statement(s, sql, kind);
                     if out.is_ok() {
-                        log.record(database.as_deref(), sql, self.storage.record_carried());
+                        let carried = self.storage.record_carried();
+                        log.record(database.as_deref(), &settings, sql, carried);
                     } else if let Err(e) = self.storage.withdraw_record() {
                         tracing::error!(error = %e, sql, "withdrawing a failed schema change's record");
                     }
                     out
                 };
-                let out = match log.prepare(database.as_deref(), sql) {
+                let out = match log.prepare(database.as_deref(), &settings, sql) {
                     Some((key, value)) => self.storage.fenced_with_record(&key, &value, || run(s)),
                     None => self.storage.fenced(|| run(s)),
                 };

@@ -63,11 +63,24 @@ pub trait SchemaLog: Send + Sync {
     /// `database` current): the schema change's own catalog batch carries
     /// it ([`Storage::fenced_with_record`](ladle_storage::Storage::fenced_with_record)),
     /// so a crash cannot keep one without the other.
-    fn prepare(&self, database: Option<&str>, sql: &str) -> Option<(String, Vec<u8>)>;
+    /// `settings`: the session variables `sql` ran under that replicas
+    /// must set too ([`crate::vars::schema_change_settings`]).
+    fn prepare(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+    ) -> Option<(String, Vec<u8>)>;
     /// Called after `sql` changed the schema, before any later write can
     /// commit; `carried`: a catalog write of the change already wrote the
     /// prepared record (else this writes it).
-    fn record(&self, database: Option<&str>, sql: &str, carried: bool);
+    fn record(
+        &self,
+        database: Option<&str>,
+        settings: &[(String, String)],
+        sql: &str,
+        carried: bool,
+    );
     /// Called after an account statement, with the whole account list
     /// ([`crate::accounts::Accounts::encoded`]): replicas install it (the
     /// statement's text, which may hold a password, is never sent).

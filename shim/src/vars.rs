@@ -118,6 +118,27 @@ pub const SESSION_TIMEOUTS: [(&str, u64, u64); 5] = [
     ("net_write_timeout", 1, 31_536_000),
 ];
 
+/// The session variables that change what a schema change does (whether
+/// an ALTER truncates a value or fails, whether a new FOREIGN KEY is checked
+/// against existing rows, how a TIMESTAMP default is read), as (name, SQL
+/// literal) for those this session set: a replica replays the statement
+/// under the same ones.
+pub fn schema_change_settings(session: &Session) -> Vec<(String, String)> {
+    const SHAPING: [&str; 4] = [
+        "sql_mode",
+        "foreign_key_checks",
+        "time_zone",
+        "unique_checks",
+    ];
+    SHAPING
+        .iter()
+        .filter_map(|name| {
+            let value = session.variables.get(*name)?;
+            Some((name.to_string(), crate::params::literal(value)))
+        })
+        .collect()
+}
+
 /// `lock_wait_timeout`'s default: a year, as in MySQL.
 pub const LOCK_WAIT_TIMEOUT: u64 = 31_536_000;
 
