@@ -76,6 +76,15 @@ const CASES: &[&str] = &[
     "DROP DATABASE sec_b",
     "CREATE USER 'sec_other'@'%'",
     "SET GLOBAL max_connect_errors = 100",
+    // Renames need ALTER and DROP on the old name, CREATE and INSERT on
+    // the new one.
+    "CREATE TABLE sec_a.r (id INT PRIMARY KEY)",
+    "RENAME TABLE sec_b.open TO sec_a.stolen",
+    "RENAME TABLE sec_a.r TO sec_b.r",
+    "ALTER TABLE sec_a.r RENAME TO sec_b.r",
+    "RENAME TABLE sec_a.r TO sec_a.r2",
+    "ALTER TABLE sec_a.r2 RENAME AS sec_a.r3",
+    "DROP TABLE sec_a.r3",
     "SELECT id, v FROM sec_a.t ORDER BY id",
 ];
 

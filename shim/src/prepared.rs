@@ -249,7 +249,16 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
-        if !matches!(
+        // ALTER TABLE and RENAME TABLE have Ladle's own grammar.
+        if word(&first, 0).as_deref() == Some("RENAME") {
+            crate::alter::parse_rename(&probe)?;
+        } else if word(&first, 0).as_deref() == Some("ALTER") {
+            if crate::metadata_locks::schema_change_targets(&first).is_empty() {
+                parse(&probe)?;
+            } else {
+                crate::alter::parse(&probe)?;
+            }
+        } else if !matches!(
             word(&first, 0).as_deref(),
             Some(
                 "SHOW"

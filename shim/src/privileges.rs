@@ -235,6 +235,17 @@ fn needs(s: &Session, sql: &str, t: &[Token]) -> Result<Vec<Need>, ShimError> {
                 }
             }
         }
+        ("RENAME", "TABLE" | "TABLES") => rename_table_needs(s, t, &mut out)?,
+        ("ALTER", _) if alter_table_renames(t).is_some() => {
+            if let Some((at, to)) = alter_table_renames(t) {
+                let (mut i, mut j) = (at, to);
+                if let (Some(old), Some(new)) =
+                    (qualified_name(t, &mut i), qualified_name(t, &mut j))
+                {
+                    renamed(s, old, new, &mut out)?;
+                }
+            }
+        }
         ("TRUNCATE", _) => {
             let mut i = if w1 == "TABLE" { 2 } else { 1 };
             if let Some((db, table)) = qualified_name(t, &mut i) {
@@ -338,6 +349,57 @@ fn statement_needs(s: &Session, st: &Statement, out: &mut Vec<Need>) -> Result<(
         _ => {}
     }
     Ok(())
+}
+
+/// A table renamed from `old` to `new` (RENAME TABLE, ALTER TABLE ...
+/// RENAME): as MySQL, ALTER and DROP on the old name, CREATE and INSERT on
+/// the new one (else a user could move a table into a database it may not
+/// write, or out of one it may not drop from).
+fn renamed(
+    s: &Session,
+    (old_db, old): (Option<String>, String),
+    (new_db, new): (Option<String>, String),
+    out: &mut Vec<Need>,
+) -> Result<(), ShimError> {
+    let (old_db, new_db) = (in_db(s, old_db)?, in_db(s, new_db)?);
+    for p in [acc::ALTER, acc::DROP] {
+        out.push(Need::Table(p, old_db.clone(), old.clone()));
+    }
+    for p in [acc::CREATE, acc::INSERT] {
+        out.push(Need::Table(p, new_db.clone(), new.clone()));
+    }
+    Ok(())
+}
+
+/// `RENAME TABLE a TO b [, c TO d ...]`.
+fn rename_table_needs(s: &Session, t: &[Token], out: &mut Vec<Need>) -> Result<(), ShimError> {
+    let mut i = 2;
+    loop {
+        let old = qualified_name(t, &mut i);
+        let to = word(t, i).as_deref() == Some("TO");
+        i += 1;
+        let (Some(old), true, Some(new)) = (old, to, qualified_name(t, &mut i)) else {
+            return Err(ShimError::Parse("near RENAME TABLE's names".into()));
+        };
+        renamed(s, old, new, out)?;
+        if !matches!(t.get(i), Some(Token::Comma)) {
+            return Ok(());
+        }
+        i += 1;
+    }
+}
+
+/// For `ALTER [ONLINE] [IGNORE] TABLE t ... RENAME [TO | AS] u ...`: the
+/// token positions of `t` and of `u` (a RENAME COLUMN / INDEX / KEY renames
+/// no table).
+fn alter_table_renames(t: &[Token]) -> Option<(usize, usize)> {
+    let table = (1..4.min(t.len())).find(|&i| word(t, i).as_deref() == Some("TABLE"))? + 1;
+    let rename = (table..t.len()).find(|&i| {
+        word(t, i).as_deref() == Some("RENAME")
+            && !matches!(word(t, i + 1).as_deref(), Some("COLUMN" | "INDEX" | "KEY"))
+    })?;
+    let to = rename + 1 + usize::from(matches!(word(t, rename + 1).as_deref(), Some("TO" | "AS")));
+    Some((table, to))
 }
 
 /// For text the parser does not read: the statement's target after its
