@@ -32,7 +32,6 @@ use std::time::{Duration, Instant};
 
 use ladle_common::Lsn;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 
 use crate::protocol::{self, ToPrimary, ToReplica};
 use crate::{Node, Role};
@@ -245,7 +244,7 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     let incoming: PathBuf = node.config.data_dir.join(INCOMING);
     let _ = std::fs::remove_dir_all(&incoming);
     std::fs::create_dir_all(&incoming)?;
-    let stream = TcpStream::connect(addr).await?;
+    let stream = crate::protocol::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     let mut rd = tokio::io::BufReader::with_capacity(1 << 20, rd);

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use ladle_common::Lsn;
-use tokio::net::TcpStream;
 
 use crate::protocol::{self, ToPrimary, ToReplica};
 use crate::{ddl, Node, Role};
@@ -48,7 +47,7 @@ enum Handshake {
 
 /// Connects, says where this node stands, and reads the primary's answer.
 async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Handshake> {
-    let stream = TcpStream::connect(addr).await?;
+    let stream = crate::protocol::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
     crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;

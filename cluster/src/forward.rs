@@ -15,14 +15,16 @@
 //! after [`MAX_WAIT`].
 
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ladle_common::Lsn;
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{ToPrimary, ToReplica};
+// (Connecting to the primary, and its answer to the hello, take at most
+// CONNECT_TIMEOUT.)
+use crate::protocol::{ToPrimary, ToReplica, CONNECT_TIMEOUT};
 use crate::{ClusterSecret, Node, Role};
 
 /// The primary's side: opens a SQL session per forwarding connection.
@@ -51,8 +53,6 @@ pub enum ForwardError {
 /// still leads (a statement there waits at most `ack_timeout` for its
 /// replicas, so this is only reached by a stuck primary).
 pub const MAX_WAIT: Duration = Duration::from_secs(30);
-/// Connecting to the primary and its answer to the hello.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How often a wait for an answer checks whether the primary changed.
 const POLL: Duration = Duration::from_millis(50);
 
@@ -235,11 +235,7 @@ impl ForwardClient {
 fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     let fail =
         |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
-    let sock = addr
-        .to_socket_addrs()
-        .map_err(|e| fail(&e))?
-        .next()
-        .ok_or_else(|| fail(&"no address"))?;
+    let sock = crate::protocol::resolve_blocking(addr).map_err(|e| fail(&e))?;
     let mut stream = TcpStream::connect_timeout(&sock, CONNECT_TIMEOUT).map_err(|e| fail(&e))?;
     stream.set_nodelay(true).map_err(|e| fail(&e))?;
     stream

@@ -10,12 +10,59 @@
 //! replica -> primary   Ack { applied } after each entry is persisted
 //! ```
 
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
 use ladle_common::{Lsn, TableDeltas};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Frames larger than this are refused (a bug or a foreign peer).
 const MAX_FRAME: usize = 256 << 20;
+
+/// How long reaching a peer may take, name resolution and TCP connect
+/// together: an unresolvable or partitioned peer fails the attempt (the
+/// caller retries or reports it) instead of holding the caller for the
+/// resolver's and the kernel's own retries (minutes).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Connects to `addr` (`host:port`) within [`CONNECT_TIMEOUT`].
+pub async fn connect(addr: &str) -> std::io::Result<tokio::net::TcpStream> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await {
+        Ok(connected) => connected,
+        Err(_) => Err(timed_out(addr)),
+    }
+}
+
+/// Resolves `addr` (`host:port`) to its first address within
+/// [`CONNECT_TIMEOUT`], for a blocking caller: the lookup runs on its own
+/// thread, abandoned if it does not answer in time.
+pub fn resolve_blocking(addr: &str) -> std::io::Result<SocketAddr> {
+    if let Ok(sock) = addr.parse::<SocketAddr>() {
+        return Ok(sock);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let owned = addr.to_string();
+    std::thread::spawn(move || {
+        let _ = tx.send(owned.to_socket_addrs().map(|mut all| all.next()));
+    });
+    match rx.recv_timeout(CONNECT_TIMEOUT) {
+        Ok(Ok(Some(sock))) => Ok(sock),
+        Ok(Ok(None)) => Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{addr} has no address"),
+        )),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(timed_out(addr)),
+    }
+}
+
+fn timed_out(addr: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("reaching {addr} took over {CONNECT_TIMEOUT:?}"),
+    )
+}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToPrimary {
@@ -155,6 +202,21 @@ pub async fn recv_bounded<T: for<'de> Deserialize<'de>>(
 mod tests {
     use super::*;
     use ladle_common::{RowDelta, Value};
+
+    /// A peer that never answers the SYN (a blackholed address) or a name
+    /// that does not resolve fails the attempt rather than hanging it.
+    #[tokio::test]
+    async fn unreachable_peers_fail_instead_of_hanging() {
+        // 192.0.2.0/24 is TEST-NET-1: never routed (refused or dropped).
+        assert!(connect("192.0.2.1:9").await.is_err());
+        assert!(connect("no-such-host.invalid:9").await.is_err());
+        let blocking = tokio::task::spawn_blocking(|| resolve_blocking("no-such-host.invalid:9"));
+        assert!(blocking.await.unwrap().is_err());
+        assert_eq!(
+            resolve_blocking("127.0.0.1:5").unwrap(),
+            "127.0.0.1:5".parse().unwrap()
+        );
+    }
 
     #[tokio::test]
     async fn frames_round_trip_in_order() {
