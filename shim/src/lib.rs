@@ -79,6 +79,7 @@ mod select;
 pub mod session;
 mod set_variable;
 pub mod sqltext;
+mod table_notes;
 mod throttle;
 pub mod tls;
 mod tokens;
