@@ -291,6 +291,9 @@ impl Engine {
                 self.execute(s, &select).1?;
                 Ok(Some(Output::ok()))
             }
+            ("SELECT", _) if crate::user_assign::assigns(t) => {
+                Ok(Some(self.select_assigning(s, t)?))
+            }
             ("DESCRIBE" | "DESC", _) => {
                 let mut i = 1;
                 let (db, table) = qualified_name(t, &mut i)

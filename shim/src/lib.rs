@@ -85,6 +85,7 @@ pub mod tls;
 mod tokens;
 mod transaction;
 mod update_ignore;
+mod user_assign;
 pub mod vars;
 mod wire;
 

@@ -216,7 +216,13 @@ impl Engine {
         if is_select {
             if let Ok(stmts) = parse(sql) {
                 if let [Statement::Query(q)] = stmts.as_slice() {
-                    let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
+                    let session_only = marks.is_empty() && {
+                        // Answered only to see that it can be: no SLEEP.
+                        s.probing = true;
+                        let answered = self.session_select(s, q);
+                        s.probing = false;
+                        answered?.is_some()
+                    };
                     if !session_only && !catalog::is_information_schema_query(s, q) {
                         let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
@@ -249,7 +255,13 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
-        if !matches!(
+        if crate::user_assign::assigns(&first) {
+            // `@x := ...`, which the SQL parser does not read: its items
+            // are checked now, the rest at execution.
+            if word(&first, 0).as_deref() == Some("SELECT") {
+                crate::user_assign::select_items(&first)?;
+            }
+        } else if !matches!(
             word(&first, 0).as_deref(),
             Some(
                 "SHOW"
