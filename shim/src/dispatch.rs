@@ -353,6 +353,14 @@ impl Engine {
                 }
                 Ok(Some(Output::ok()))
             }
+            ("CREATE", "TABLE" | "TEMPORARY") | ("ALTER", "TABLE")
+                if ddl::declares_functional_index(t) =>
+            {
+                Err(
+                    ShimError::Unsupported("index on expression (functional key part)".into())
+                        .into(),
+                )
+            }
             // Every other ALTER TABLE, and RENAME TABLE (MySQL forms the
             // parser does not know).
             ("ALTER", "TABLE") => {
