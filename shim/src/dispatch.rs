@@ -238,6 +238,15 @@ impl Engine {
         if toks.is_empty() {
             return Err(ShimError::Parse("Query was empty".into()).into());
         }
+        // `SET @x := v` is `SET @x = v` (the parser knows only `=`).
+        let set_text;
+        let (sql, toks) = match crate::user_assign::set_with_equals(&toks) {
+            Some(toks) => {
+                set_text = crate::tokens::render_tokens(&toks);
+                (set_text.as_str(), toks)
+            }
+            None => (sql, toks),
+        };
         if let Some(out) = crate::admin::route(self.admin.as_ref(), &toks) {
             return out;
         }

@@ -24,8 +24,28 @@ pub fn assigns(toks: &[Token]) -> bool {
     toks.iter().any(|t| matches!(t, Token::Assignment))
 }
 
-/// The select-list items of `SELECT item, ...` (`toks` starts at SELECT).
+/// `SET @x := v, ...` with each `:=` written `=`; `None` for any other
+/// statement.
+pub fn set_with_equals(toks: &[Token]) -> Option<Vec<Token>> {
+    let is_set =
+        matches!(toks.first(), Some(Token::Word(w)) if w.value.eq_ignore_ascii_case("SET"));
+    if !is_set || !assigns(toks) {
+        return None;
+    }
+    Some(
+        toks.iter()
+            .map(|t| match t {
+                Token::Assignment => Token::Eq,
+                other => other.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// The select-list items of `SELECT item, ... [FROM DUAL]` (`toks`
+/// starts at SELECT).
 pub fn select_items(toks: &[Token]) -> Result<Vec<Item>> {
+    let toks = without_from_dual(toks);
     let mut items = Vec::new();
     let mut depth = 0usize;
     let mut start = 1;
@@ -45,6 +65,15 @@ pub fn select_items(toks: &[Token]) -> Result<Vec<Item>> {
     }
     items.push(item(&toks[start..])?);
     Ok(items)
+}
+
+/// `toks` without a final `FROM DUAL` (no table at all).
+fn without_from_dual(toks: &[Token]) -> &[Token] {
+    let word = |t: &Token, k: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(k));
+    match toks {
+        [head @ .., from, dual] if word(from, "FROM") && word(dual, "DUAL") => head,
+        _ => toks,
+    }
 }
 
 /// A clause keyword ending the select list: a query over rows.
@@ -101,6 +130,12 @@ mod tests {
         assert!(got[1].variables.is_empty());
         assert_eq!(got.len(), 3);
         assert!(items("SELECT @a := id FROM t").is_err());
+        assert_eq!(items("SELECT @a := 1 FROM DUAL").expect("dual").len(), 1);
+        let set = set_with_equals(&crate::tokens::tokens("SET @a := 1, @b := 2").expect("tokens"));
+        assert_eq!(
+            crate::tokens::render_tokens(&set.expect("a SET")),
+            "SET @a = 1 , @b = 2"
+        );
         assert!(items("SELECT 1 + (@a := 2)").is_err());
     }
 }
