@@ -90,10 +90,14 @@ fn item(toks: &[Token]) -> Result<Item> {
     let mut rest = toks;
     while let [Token::Word(w), Token::Assignment, tail @ ..] = rest {
         let Some(name) = w.value.strip_prefix('@').filter(|n| !n.starts_with('@')) else {
-            return Err(unsupported());
+            // Only a user variable takes `:=` (MySQL: 1064).
+            return Err(misplaced());
         };
         variables.push(name.to_ascii_lowercase());
         rest = tail;
+    }
+    if matches!(rest.first(), Some(Token::Assignment)) {
+        return Err(misplaced());
     }
     if assigns(rest) {
         // `:=` inside an expression, e.g. `1 + (@x := 2)`.
@@ -104,6 +108,10 @@ fn item(toks: &[Token]) -> Result<Item> {
         expr: rest.to_vec(),
         name: crate::tokens::render_tokens(toks),
     })
+}
+
+fn misplaced() -> ShimError {
+    ShimError::Parse("near ':=': only a user variable (@name) is assigned".into())
 }
 
 fn unsupported() -> ShimError {
@@ -136,6 +144,11 @@ mod tests {
             crate::tokens::render_tokens(&set.expect("a SET")),
             "SET @a = 1 , @b = 2"
         );
-        assert!(items("SELECT 1 + (@a := 2)").is_err());
+        assert!(matches!(
+            items("SELECT 1 + (@a := 2)"),
+            Err(ShimError::Unsupported(_))
+        ));
+        assert!(matches!(items("SELECT @@a := 2"), Err(ShimError::Parse(_))));
+        assert!(matches!(items("SELECT := 2"), Err(ShimError::Parse(_))));
     }
 }
