@@ -287,7 +287,8 @@ fn connection_id(c: &mut mysql::Conn) -> u64 {
     rows[0][0].parse().expect("number")
 }
 
-/// KILL QUERY stops a running SELECT (1317) and the connection goes on;
+/// KILL QUERY stops a running SELECT (1317) and the connection goes on,
+/// and cuts a SLEEP short (it returns 1);
 /// KILL closes a connection; a client that goes away stops its statement;
 /// `max_execution_time` stops a SELECT with 3024; SHOW PROCESSLIST lists
 /// real ids, a user only its own, and a user may not kill another's
@@ -337,6 +338,18 @@ fn kill_processlist_and_max_execution_time() {
     let (r, after) = running.join().expect("thread");
     assert_eq!(server_errno(&r.expect_err("interrupted")), Some(1317));
     after.expect("the connection survives KILL QUERY");
+
+    // KILL QUERY cuts a SLEEP short: it returns 1 and no error, as in
+    // MySQL 8 (MariaDB answers 1317).
+    let mut sleeper = connect(&url, None).expect("sleeper");
+    let sleeper_id = connection_id(&mut sleeper);
+    let sleeping = std::thread::spawn(move || query_rows(&mut sleeper, "SELECT SLEEP(600)"));
+    wait_until("the SLEEP shows in PROCESSLIST", || {
+        command_of(&mut root, sleeper_id).as_deref() == Some("Query")
+    });
+    query_rows(&mut root, &format!("KILL QUERY {sleeper_id}")).expect("kill query");
+    let slept = sleeping.join().expect("thread").expect("SLEEP answers");
+    assert_eq!(slept.0.expect("rows"), vec![vec!["1".to_string()]]);
 
     // A user sees only its own connections and may not kill root's.
     let u_url = url.replacen("root@", "u:pw@", 1);

@@ -879,7 +879,8 @@ fn acknowledged_writes_survive_kill_9() {
 
 /// ALTER TABLE's rewrite is durable with its schema: after kill -9 the
 /// table comes back in its new shape (columns, converted values, renamed
-/// table, indexes, constraints), and writes and reads use it.
+/// table, indexes, constraints, comments, a converted collation), and
+/// writes and reads use it.
 #[test]
 fn altered_tables_come_back_altered_after_kill_9() {
     let dir = tempfile::tempdir().unwrap();
@@ -893,6 +894,9 @@ fn altered_tables_come_back_altered_after_kill_9() {
             "SELECT a FROM mig.t WHERE b = 5",
             "ALTER TABLE mig.t DROP COLUMN b, MODIFY a INT NOT NULL FIRST, ADD UNIQUE KEY ua (a), ADD CONSTRAINT small CHECK (a < 100)",
             "RENAME TABLE mig.t TO mig.u",
+            "CREATE TABLE mig.c (id INT PRIMARY KEY, s VARCHAR(5) COMMENT 'col') COMMENT='tbl'",
+            "INSERT INTO mig.c VALUES (1, 'a'), (2, 'A')",
+            "ALTER TABLE mig.c CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
         ] {
             c.query_drop(sql).await.unwrap();
         }
@@ -923,6 +927,21 @@ fn altered_tables_come_back_altered_after_kill_9() {
         c.query_drop("INSERT INTO u VALUES (30, 3)").await.unwrap();
         let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM u").await.unwrap();
         assert_eq!(n, Some(3));
+        let table: Option<(String, String)> = c
+            .query_first("SELECT TABLE_COMMENT, TABLE_COLLATION FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'mig' AND TABLE_NAME = 'c'")
+            .await
+            .unwrap();
+        assert_eq!(table, Some(("tbl".into(), "utf8mb4_bin".into())));
+        let column: Option<(String, String)> = c
+            .query_first("SELECT COLUMN_COMMENT, COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'mig' AND TABLE_NAME = 'c' AND COLUMN_NAME = 's'")
+            .await
+            .unwrap();
+        assert_eq!(column, Some(("col".into(), "utf8mb4_bin".into())));
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM c WHERE s = 'a'")
+            .await
+            .unwrap();
+        assert_eq!(n, Some(1));
     });
 }
 

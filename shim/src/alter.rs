@@ -9,8 +9,8 @@
 use std::ops::ControlFlow;
 
 use ladle_common::{
-    coerce, coerce_adjusting, Adjustment, CoerceError, ColumnDefault, ColumnSchema, IndexSchema,
-    SqlType, TableSchema, Value,
+    coerce, coerce_adjusting, Adjustment, CoerceError, Collation, ColumnDefault, ColumnSchema,
+    IndexSchema, SqlType, TableSchema, Value,
 };
 use sqlparser::ast::{self, AlterTableOperation, Expr, Ident, MySQLColumnPosition};
 use sqlparser::keywords::Keyword;
@@ -30,6 +30,13 @@ pub enum Op {
     Parsed(AlterTableOperation),
     /// `ADD COLUMN IF NOT EXISTS` (MariaDB).
     AddColumnIfNotExists(ast::ColumnDef, Option<MySQLColumnPosition>),
+    /// `MODIFY [COLUMN] def` or `CHANGE [COLUMN] old def`: column `old`
+    /// takes the definition (sqlparser's own forms drop its COLLATE).
+    Redefine {
+        old: String,
+        def: ast::ColumnDef,
+        position: Option<MySQLColumnPosition>,
+    },
     /// `DROP INDEX|KEY [IF EXISTS] name`.
     DropIndex { name: String, if_exists: bool },
     /// `DROP FOREIGN KEY [IF EXISTS] name`.
@@ -47,11 +54,24 @@ pub enum Op {
     RenameTable(ast::ObjectName),
     /// `AUTO_INCREMENT [=] n`.
     AutoIncrement(u64),
-    /// An operation Ladle does not run yet (1235).
-    Unsupported(String),
-    /// A table option with no effect in Ladle (COMMENT, ENGINE, CHARSET,
-    /// ALGORITHM, LOCK, FORCE, ...).
+    /// `COMMENT [=] 'text'`.
+    Comment(String),
+    /// `[DEFAULT] CHARACTER SET|CHARSET [=] x`, `[DEFAULT] COLLATE [=] y`
+    /// (the table's default for columns added later), or with `convert`,
+    /// `CONVERT TO CHARACTER SET x [COLLATE y]` (every text column too).
+    Charset(CharsetSpec),
+    /// A table option with no effect in Ladle (ENGINE, ALGORITHM, LOCK,
+    /// FORCE, ...).
     Ignored,
+}
+
+/// A character set and/or collation an ALTER TABLE names, as written.
+#[derive(Debug, Default, PartialEq)]
+pub struct CharsetSpec {
+    pub charset: Option<String>,
+    pub collation: Option<String>,
+    /// `CONVERT TO`: existing text columns take it too.
+    pub convert: bool,
 }
 
 /// Parses `ALTER [ONLINE] [IGNORE] TABLE name op [, op ...]`.
@@ -234,25 +254,65 @@ fn op(p: &mut Parser) -> std::result::Result<Op, ParserError> {
         || eat_all(p, &["ADD", "IF", "NOT", "EXISTS"])
     {
         let def = p.parse_column_def()?;
-        let position = if eat(p, "FIRST") {
-            Some(MySQLColumnPosition::First)
-        } else if eat(p, "AFTER") {
-            Some(MySQLColumnPosition::After(p.parse_identifier(false)?))
+        return Ok(Op::AddColumnIfNotExists(def, column_position(p)?));
+    }
+    if eat(p, "MODIFY") || is_word(&p.peek_token().token, "CHANGE") {
+        let old = if eat(p, "CHANGE") {
+            eat(p, "COLUMN");
+            Some(ident(p)?)
+        } else {
+            eat(p, "COLUMN");
+            None
+        };
+        let def = p.parse_column_def()?;
+        return Ok(Op::Redefine {
+            old: old.unwrap_or_else(|| def.name.value.clone()),
+            def,
+            position: column_position(p)?,
+        });
+    }
+    if eat_all(p, &["CONVERT", "TO"]) {
+        if !eat_all(p, &["CHARACTER", "SET"]) && !eat(p, "CHARSET") {
+            return p.expected("CHARACTER SET", p.peek_token());
+        }
+        let charset = Some(option_value(p)?);
+        let collation = if eat(p, "COLLATE") {
+            Some(option_value(p)?)
         } else {
             None
         };
-        return Ok(Op::AddColumnIfNotExists(def, position));
-    }
-    if eat(p, "CONVERT") {
-        // Skip to the next operation.
-        while !at_end(p) && p.peek_token().token != Token::Comma {
-            p.next_token();
-        }
-        return Ok(Op::Unsupported(
-            "ALTER TABLE ... CONVERT TO CHARACTER SET".into(),
-        ));
+        return Ok(Op::Charset(CharsetSpec {
+            charset,
+            collation,
+            convert: true,
+        }));
     }
     Ok(Op::Parsed(p.parse_alter_table_operation()?))
+}
+
+/// `FIRST`, `AFTER col` or nothing (the end).
+fn column_position(
+    p: &mut Parser,
+) -> std::result::Result<Option<MySQLColumnPosition>, ParserError> {
+    Ok(if eat(p, "FIRST") {
+        Some(MySQLColumnPosition::First)
+    } else if eat(p, "AFTER") {
+        Some(MySQLColumnPosition::After(p.parse_identifier(false)?))
+    } else {
+        None
+    })
+}
+
+/// A table option's value after its name: `[=] word|'text'`.
+fn option_value(p: &mut Parser) -> std::result::Result<String, ParserError> {
+    let _ = p.consume_token(&Token::Eq);
+    match p.next_token().token {
+        Token::Word(w) => Ok(w.value),
+        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
+        other => Err(ParserError::ParserError(format!(
+            "Expected a table option value, found {other}"
+        ))),
+    }
 }
 
 /// A table option: `[DEFAULT] CHARSET|CHARACTER SET|COLLATE [=] x`,
@@ -262,8 +322,24 @@ fn table_option(p: &mut Parser) -> std::result::Result<Op, ParserError> {
         return Ok(Op::Ignored);
     }
     eat(p, "DEFAULT");
+    if eat_all(p, &["CHARACTER", "SET"]) || eat(p, "CHARSET") {
+        return Ok(Op::Charset(CharsetSpec {
+            charset: Some(option_value(p)?),
+            ..CharsetSpec::default()
+        }));
+    }
+    if eat(p, "COLLATE") {
+        return Ok(Op::Charset(CharsetSpec {
+            collation: Some(option_value(p)?),
+            ..CharsetSpec::default()
+        }));
+    }
+    if eat(p, "COMMENT") {
+        let _ = p.consume_token(&Token::Eq);
+        return Ok(Op::Comment(p.parse_literal_string()?));
+    }
     let auto_increment = eat(p, "AUTO_INCREMENT");
-    if !auto_increment && !eat_all(p, &["CHARACTER", "SET"]) {
+    if !auto_increment {
         p.next_token();
     }
     let _ = p.consume_token(&Token::Eq);
@@ -540,6 +616,19 @@ impl Shape {
         self.schema.columns[at] = column;
     }
 
+    /// CONVERT TO CHARACTER SET: every character column takes `collation`
+    /// (JSON keeps its own, as in MySQL); rows are rewritten under it, so
+    /// a UNIQUE key it makes collide fails the statement (1062).
+    pub fn convert_text_columns(&mut self, collation: Collation) {
+        for (at, column) in self.schema.columns.iter_mut().enumerate() {
+            let character = column.ty.is_text() && column.ty != SqlType::Json;
+            if character && column.collation != collation {
+                column.collation = collation;
+                self.converted[at] = true;
+            }
+        }
+    }
+
     fn in_primary_key(&self, column: usize) -> bool {
         self.schema
             .primary_key
@@ -806,10 +895,22 @@ mod tests {
         ));
         assert!(matches!(&o[4], Op::RenameIndex { from, to } if from == "e" && to == "f"));
         assert!(matches!(&o[5], Op::RenameTable(_)));
-        assert!(matches!(o[6], Op::Ignored));
+        assert!(matches!(&o[6], Op::Comment(c) if c == "x"));
         assert!(matches!(o[7], Op::Ignored));
-        assert!(matches!(o[8], Op::Ignored));
+        assert!(
+            matches!(&o[8], Op::Charset(c) if c.charset.as_deref() == Some("utf8mb4") && !c.convert)
+        );
         assert!(matches!(o[9], Op::AutoIncrement(5)));
+        let o = ops("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin, COLLATE = utf8mb4_general_ci");
+        let convert = CharsetSpec {
+            charset: Some("utf8mb4".into()),
+            collation: Some("utf8mb4_bin".into()),
+            convert: true,
+        };
+        assert!(matches!(&o[0], Op::Charset(c) if *c == convert));
+        assert!(
+            matches!(&o[1], Op::Charset(c) if c.collation.as_deref() == Some("utf8mb4_general_ci"))
+        );
         let o = ops("ALTER TABLE t MODIFY c INT NOT NULL FIRST, CHANGE COLUMN a b TEXT, DROP COLUMN IF EXISTS z, ADD COLUMN IF NOT EXISTS q INT AFTER b");
         assert_eq!(o.len(), 4);
         assert!(matches!(&o[3], Op::AddColumnIfNotExists(d, Some(_)) if d.name.value == "q"));

@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use ladle_common::{ColumnDefault, IndexSchema, Row, TableId, Value};
+use ladle_common::{Collation, ColumnDefault, IndexSchema, Row, TableId, Value};
 use ladle_storage::{StorageError, TableChange};
-use sqlparser::ast::{self, AlterTableOperation, ColumnOption, DataType, TableConstraint};
+use sqlparser::ast::{self, AlterTableOperation, TableConstraint};
 
-use crate::alter::{Op, Shape};
+use crate::alter::{CharsetSpec, Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
 use crate::ddl::{
     column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
@@ -23,6 +23,7 @@ use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::output::Output;
 use crate::session::Session;
+use crate::table_notes::TableNotes;
 
 /// `ALTER TABLE ...` from its text (MySQL's forms sqlparser does not
 /// parse: DROP INDEX, DROP FOREIGN KEY, RENAME INDEX, table options).
@@ -92,6 +93,7 @@ pub fn alter_table(
         added_keys: Vec::new(),
         others: BTreeMap::new(),
         auto_increment: None,
+        notes: crate::table_notes::load(&e.storage, old.id)?,
     };
     for op in ops {
         alter.apply(s, op)?;
@@ -114,6 +116,9 @@ struct Alter<'a> {
     /// Other tables' keys naming this table's new name or columns.
     others: BTreeMap<TableId, Vec<ForeignKey>>,
     auto_increment: Option<u64>,
+    /// The table's comments and default collation as the statement leaves
+    /// them.
+    notes: TableNotes,
 }
 
 impl Alter<'_> {
@@ -141,33 +146,7 @@ impl Alter<'_> {
                 let at = self.shape.column(&old_column_name.value)?;
                 self.rename_column(at, &new_column_name.value)
             }
-            Op::Parsed(A::ChangeColumn {
-                old_name,
-                new_name,
-                data_type,
-                options,
-                column_position,
-            }) => self.redefine(
-                s,
-                &old_name.value,
-                new_name,
-                data_type,
-                options,
-                column_position,
-            ),
-            Op::Parsed(A::ModifyColumn {
-                col_name,
-                data_type,
-                options,
-                column_position,
-            }) => self.redefine(
-                s,
-                &col_name.value.clone(),
-                col_name,
-                data_type,
-                options,
-                column_position,
-            ),
+            Op::Redefine { old, def, position } => self.redefine(s, &old, &def, position),
             Op::Parsed(A::AlterColumn { column_name, op }) => {
                 let at = self.shape.column(&column_name.value)?;
                 let column = &mut self.shape.schema.columns[at];
@@ -232,8 +211,19 @@ impl Alter<'_> {
                 self.auto_increment = Some(n);
                 Ok(())
             }
+            Op::Comment(text) => {
+                self.notes.comment = text;
+                Ok(())
+            }
+            Op::Charset(spec) => {
+                let collation = collation_of(&spec)?;
+                self.notes.collation = collation;
+                if spec.convert {
+                    self.shape.convert_text_columns(collation);
+                }
+                Ok(())
+            }
             Op::Ignored => Ok(()),
-            Op::Unsupported(what) => Err(ShimError::Unsupported(what)),
             Op::Parsed(other) => Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
         }
     }
@@ -252,7 +242,11 @@ impl Alter<'_> {
             }
             return Err(StorageError::ColumnExists(def.name.value.clone()).into());
         }
-        let r = column_def(self.e, s, def)?;
+        let mut r = column_def(self.e, s, def)?;
+        if r.schema.ty.is_text() && !r.explicit_collation {
+            r.schema.collation = self.notes.collation;
+        }
+        self.notes.set_column_comment(&r.schema.name, &r.comment);
         let at = self.shape.add_column(r.schema, position)?;
         self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
     }
@@ -341,6 +335,7 @@ impl Alter<'_> {
                 )));
             }
         }
+        self.notes.set_column_comment(&column, "");
         self.shape.drop_column(at)
     }
 
@@ -375,6 +370,7 @@ impl Alter<'_> {
     fn rename_column(&mut self, at: usize, to: &str) -> Result<()> {
         let from = self.shape.schema.columns[at].name.clone();
         self.shape.rename_column(at, to)?;
+        self.notes.rename_column(&from, to);
         if from == to {
             return Ok(());
         }
@@ -416,29 +412,20 @@ impl Alter<'_> {
         })
     }
 
-    /// MODIFY / CHANGE: column `old_name` takes the new definition (and
-    /// `new_name`), then moves to `position`.
+    /// MODIFY / CHANGE: column `old_name` takes the definition `def` (and
+    /// its name), then moves to `position`.
     fn redefine(
         &mut self,
         s: &mut Session,
         old_name: &str,
-        new_name: ast::Ident,
-        data_type: DataType,
-        options: Vec<ColumnOption>,
+        def: &ast::ColumnDef,
         position: Option<ast::MySQLColumnPosition>,
     ) -> Result<()> {
         let at = self.shape.column(old_name)?;
-        let def = ast::ColumnDef {
-            name: new_name.clone(),
-            data_type,
-            collation: None,
-            options: options
-                .into_iter()
-                .map(|option| ast::ColumnOptionDef { name: None, option })
-                .collect(),
-        };
-        let r = column_def(self.e, s, &def)?;
+        let new_name = &def.name;
+        let r = column_def(self.e, s, def)?;
         self.rename_column(at, &new_name.value)?;
+        self.notes.set_column_comment(&new_name.value, &r.comment);
         self.shape
             .redefine_column(at, r.schema, r.explicit_collation);
         if let Some(p) = &position {
@@ -685,6 +672,7 @@ impl Alter<'_> {
         for (child, keys) in &self.others {
             meta.push(crate::foreign_keys::meta_record(*child, keys)?);
         }
+        meta.push(self.notes.meta_record(id)?);
         let compiled = TableChecks::compile(&shape.schema, shape.checks.clone())?;
         let strict = crate::vars::strict_mode(s);
         let mut warnings = Vec::new();
@@ -720,6 +708,43 @@ impl Alter<'_> {
         e.dataflow.table_changed(t.id);
         Ok(Output::ok())
     }
+}
+
+/// The character sets whose collations Ladle maps onto its own.
+const CHARSETS: &[&str] = &["utf8mb4", "utf8mb3", "utf8", "latin1"];
+
+/// The collation a character set and/or collation name selects: the
+/// collation if named, else the character set's default. Ladle stores
+/// every text as utf8mb4, so a character set only picks the comparison.
+fn collation_of(spec: &CharsetSpec) -> Result<Collation> {
+    if let Some(name) = &spec.collation {
+        let lower = name.to_ascii_lowercase();
+        let known_charset = CHARSETS
+            .iter()
+            .any(|cs| lower.strip_prefix(cs).is_some_and(|r| r.starts_with('_')));
+        return Collation::from_name(name)
+            .filter(|_| known_charset || lower == "binary")
+            .ok_or_else(|| {
+                wire((
+                    error::ER_UNKNOWN_COLLATION,
+                    format!("Unknown collation: '{name}'"),
+                ))
+            });
+    }
+    let name = spec.charset.as_deref().unwrap_or("utf8mb4");
+    if name.eq_ignore_ascii_case("binary") {
+        // MySQL turns text columns into binary string types then.
+        return Err(ShimError::Unsupported("CHARACTER SET binary".into()));
+    }
+    if name.eq_ignore_ascii_case("default") {
+        return Ok(Collation::GeneralCi);
+    }
+    Collation::from_name(name).ok_or_else(|| {
+        wire((
+            error::ER_UNKNOWN_CHARACTER_SET,
+            format!("Unknown character set: '{name}'"),
+        ))
+    })
 }
 
 /// `names` with `from` renamed to `to`.

@@ -1,8 +1,10 @@
 //! DDL: databases, tables (MySQL column types -> `SqlType`), indexes,
 //! DROP (ALTER TABLE is [`crate::alter_table`]'s, over the column
 //! definitions and key naming here). FOREIGN KEY and CHECK constraints are recorded here
-//! and enforced by [`crate::foreign_keys`] and [`crate::checks`]; ENGINE=,
-//! CHARSET=, COMMENT= and other table options are accepted and ignored.
+//! and enforced by [`crate::foreign_keys`] and [`crate::checks`]; the
+//! table's and its columns' COMMENTs and its default collation are kept in
+//! [`crate::table_notes`]; ENGINE= and other table options are accepted and
+//! ignored.
 
 use ladle_common::{
     coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
@@ -19,6 +21,7 @@ use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::output::Output;
 use crate::session::Session;
+use crate::table_notes::TableNotes;
 use crate::tokens::{ident, qualified_name, word};
 
 /// Maps the declared type of column `column` to Ladle's.
@@ -174,6 +177,8 @@ pub(crate) struct ColumnDefResult {
     /// The column names its own CHARACTER SET or COLLATE (the table's
     /// default collation does not apply to it).
     pub(crate) explicit_collation: bool,
+    /// `COMMENT 'text'` ("" for none).
+    pub(crate) comment: String,
     pub(crate) primary: bool,
     pub(crate) unique: bool,
     /// A column-level CHECK condition, as SQL text.
@@ -197,6 +202,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     let mut unique = false;
     let mut check = None;
     let mut references = None;
+    let mut comment = String::new();
     if let Some(c) = &def.collation {
         if let Some(coll) = Collation::from_name(&c.to_string()) {
             col.collation = coll;
@@ -256,7 +262,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
                     on_update: *on_update,
                 })
             }
-            ColumnOption::Comment(_) => {}
+            ColumnOption::Comment(text) => comment = text.clone(),
             ColumnOption::Generated {
                 generation_expr: Some(expr),
                 generation_expr_mode,
@@ -293,6 +299,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     Ok(ColumnDefResult {
         schema: col,
         explicit_collation,
+        comment,
         primary,
         unique,
         check,
@@ -375,6 +382,8 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         let declared = crate::checks::load(&e.storage, src.id)?;
         let t = e.storage.create_table(schema, ct.if_not_exists)?;
         crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
+        let notes = crate::table_notes::load(&e.storage, src.id)?;
+        crate::table_notes::store(&e.storage, t.id, &notes)?;
         e.dataflow.table_changed(t.id);
         return Ok(Output::ok());
     }
@@ -384,9 +393,11 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let mut checks: Vec<CheckConstraint> = Vec::new();
     let mut keys: Vec<ForeignKey> = Vec::new();
     let mut own_collation: Vec<bool> = Vec::new();
+    let mut notes = TableNotes::default();
     for def in &ct.columns {
         let r = column_def(e, s, def)?;
         own_collation.push(r.explicit_collation);
+        notes.set_column_comment(&r.schema.name, &r.comment);
         if columns
             .iter()
             .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
@@ -537,8 +548,12 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
             }
         }
     }
-    if let Some(c) = &ct.collation {
+    if let Some(comment) = &ct.comment {
+        notes.comment = comment_text(comment);
+    }
+    if let Some(c) = ct.collation.as_ref().or(ct.default_charset.as_ref()) {
         if let Some(coll) = Collation::from_name(c) {
+            notes.collation = coll;
             // The table's collation is its columns' default: a column
             // declaring its own keeps it.
             for (col, _) in columns
@@ -572,15 +587,26 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     crate::checks::validate(&schema, &checks)?;
     let created = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
+    crate::table_notes::store(&e.storage, created.id, &notes)?;
     if !keys.is_empty() {
         if let Err(err) = crate::foreign_keys::store(e, s, &created, &keys) {
             // A key naming a missing parent fails CREATE TABLE as a whole.
             let _ = e.storage.drop_table(&created.database, &created.name);
             crate::checks::forget(&e.storage, &e.checks, created.id)?;
+            crate::table_notes::forget(&e.storage, created.id)?;
             return Err(err);
         }
     }
     Ok(Output::ok())
+}
+
+/// The text of a table's `COMMENT [=] 'text'`.
+fn comment_text(c: &ast::CommentDef) -> String {
+    match c {
+        ast::CommentDef::WithEq(t)
+        | ast::CommentDef::WithoutEq(t)
+        | ast::CommentDef::AfterColumnDefsWithoutEq(t) => t.clone(),
+    }
 }
 
 /// For `CREATE TABLE IF NOT EXISTS`: whether the table exists, noting it
@@ -605,6 +631,31 @@ pub(crate) fn existing_table(
             database: db.to_string(),
             table: table.to_string(),
         })
+}
+
+/// Whether a CREATE TABLE or ALTER TABLE declares an index with a
+/// functional key part, `KEY [name] ((expr))` (MySQL 8), which Ladle does
+/// not keep yet: refused as such (1235), where the SQL parser would blame
+/// the syntax (1064).
+pub(crate) fn declares_functional_index(t: &[Token]) -> bool {
+    let is_key_word = |x: Option<&Token>| {
+        matches!(x, Some(Token::Word(w)) if w.quote_style.is_none()
+            && ["KEY", "INDEX", "UNIQUE"].iter().any(|k| w.value.eq_ignore_ascii_case(k)))
+    };
+    (0..t.len()).any(|i| {
+        if !is_key_word(t.get(i)) {
+            return false;
+        }
+        let mut j = i + 1;
+        // The index's name, if it has one.
+        if matches!(t.get(j), Some(Token::Word(_))) && !is_key_word(t.get(j)) {
+            j += 1;
+        }
+        matches!(
+            (t.get(j), t.get(j + 1)),
+            (Some(Token::LParen), Some(Token::LParen))
+        )
+    })
 }
 
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
@@ -662,6 +713,7 @@ pub fn drop(
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => {
                         crate::checks::forget(&e.storage, &e.checks, schema.id)?;
+                        crate::table_notes::forget(&e.storage, schema.id)?;
                         crate::foreign_keys::forget(e, schema.id)?;
                         e.dataflow.table_changed(schema.id)
                     }
@@ -742,6 +794,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
     };
     for t in &dropped {
         crate::checks::forget(&e.storage, &e.checks, t.id)?;
+        crate::table_notes::forget(&e.storage, t.id)?;
         crate::foreign_keys::forget(e, t.id)?;
         e.dataflow.table_changed(t.id);
     }

@@ -304,6 +304,15 @@ impl Engine {
         if toks.is_empty() {
             return Err(ShimError::Parse("Query was empty".into()).into());
         }
+        // `SET @x := v` is `SET @x = v` (the parser knows only `=`).
+        let set_text;
+        let (sql, toks) = match crate::user_assign::set_with_equals(&toks) {
+            Some(toks) => {
+                set_text = crate::tokens::render_tokens(&toks);
+                (set_text.as_str(), toks)
+            }
+            None => (sql, toks),
+        };
         if let Some(out) = crate::admin::route(self.admin.as_ref(), &toks) {
             return out;
         }
@@ -364,6 +373,9 @@ impl Engine {
                     Ok(_) => Ok(Some(Output::ok())),
                 }
             }
+            ("SELECT", _) if crate::user_assign::assigns(t) => {
+                Ok(Some(self.select_assigning(s, t)?))
+            }
             ("DESCRIBE" | "DESC", _) => {
                 let mut i = 1;
                 let (db, table) = qualified_name(t, &mut i)
@@ -422,6 +434,14 @@ impl Engine {
                     .into());
                 }
                 Ok(Some(Output::ok()))
+            }
+            ("CREATE", "TABLE" | "TEMPORARY") | ("ALTER", "TABLE")
+                if ddl::declares_functional_index(t) =>
+            {
+                Err(
+                    ShimError::Unsupported("index on expression (functional key part)".into())
+                        .into(),
+                )
             }
             // Every other ALTER TABLE, and RENAME TABLE (MySQL forms the
             // parser does not know).

@@ -491,13 +491,19 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
         return None;
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);
+    // The probe leaves no trace: warnings, LAST_INSERT_ID, user variables
+    // (`@x := ...`) as they were, and no SLEEP.
     let warnings = std::mem::take(&mut s.warnings);
     let carried = s.carried_warnings;
     let last_insert_id = s.last_insert_id;
+    let user_variables = s.user_variables.clone();
+    s.probing = true;
     let (_, res) = e.execute(s, &probe);
+    s.probing = false;
     s.warnings = warnings;
     s.carried_warnings = carried;
     s.last_insert_id = last_insert_id;
+    s.user_variables = user_variables;
     match res {
         Ok(Output::Rows { columns, .. }) => Some(columns),
         _ => None,

@@ -80,11 +80,13 @@ mod select;
 pub mod session;
 mod set_variable;
 pub mod sqltext;
+mod table_notes;
 mod throttle;
 pub mod tls;
 mod tokens;
 mod transaction;
 mod update_ignore;
+mod user_assign;
 pub mod vars;
 mod wire;
 

@@ -216,7 +216,13 @@ impl Engine {
         if is_select {
             if let Ok(stmts) = parse(sql) {
                 if let [Statement::Query(q)] = stmts.as_slice() {
-                    let session_only = marks.is_empty() && self.session_select(s, q)?.is_some();
+                    let session_only = marks.is_empty() && {
+                        // Answered only to see that it can be: no SLEEP.
+                        s.probing = true;
+                        let answered = self.session_select(s, q);
+                        s.probing = false;
+                        answered?.is_some()
+                    };
                     if !session_only && !catalog::is_information_schema_query(s, q) {
                         let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
@@ -249,8 +255,14 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
-        // ALTER TABLE and RENAME TABLE have Ladle's own grammar.
-        if word(&first, 0).as_deref() == Some("RENAME") {
+        if crate::user_assign::assigns(&first) {
+            // `@x := ...`, which the SQL parser does not read: its items
+            // are checked now, the rest at execution.
+            if word(&first, 0).as_deref() == Some("SELECT") {
+                crate::user_assign::select_items(&first)?;
+            }
+        } else if word(&first, 0).as_deref() == Some("RENAME") {
+            // ALTER TABLE and RENAME TABLE have Ladle's own grammar.
             crate::alter::parse_rename(&probe)?;
         } else if word(&first, 0).as_deref() == Some("ALTER") {
             if crate::metadata_locks::schema_change_targets(&first).is_empty() {

@@ -6,6 +6,7 @@
 use ladle_common::{SqlType, Value};
 use ladle_dataflow::{OutputColumn, PreparedQuery, ResultRows};
 use sqlparser::ast::{self, SelectItem, SetExpr, Statement, TableFactor};
+use sqlparser::tokenizer::Token;
 
 use crate::catalog;
 use crate::error::{Result, ShimError, WireError};
@@ -204,6 +205,38 @@ impl Engine {
     }
 
     pub(crate) fn session_select(&self, s: &mut Session, q: &ast::Query) -> Result<Option<Output>> {
+        self.select_without_table(s, q, &[])
+    }
+
+    /// `SELECT @x := expr, ...` without FROM (MySQL's assignment in a
+    /// select list): items run left to right, each one's assignments seen
+    /// by the items after it. `:=` anywhere else is refused (1235).
+    pub(crate) fn select_assigning(&self, s: &mut Session, toks: &[Token]) -> Result<Output> {
+        let items = crate::user_assign::select_items(toks)?;
+        let sql = format!(
+            "SELECT {}",
+            items
+                .iter()
+                .map(|i| crate::tokens::render_tokens(&i.expr))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let Some(Statement::Query(q)) = parse(&sql)?.into_iter().next() else {
+            return Err(ShimError::Parse(sql));
+        };
+        self.select_without_table(s, &q, &items)?
+            .ok_or_else(|| ShimError::Unsupported("user variable assignment (:=) here".into()))
+    }
+
+    /// A SELECT of constant expressions (no FROM), evaluated here; item
+    /// `i` then assigns its value to `assigning[i]`'s variables, if any.
+    /// `None` when the view engine must answer it.
+    fn select_without_table(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        assigning: &[crate::user_assign::Item],
+    ) -> Result<Option<Output>> {
         let SetExpr::Select(sel) = q.body.as_ref() else {
             return Ok(None);
         };
@@ -214,19 +247,23 @@ impl Engine {
         {
             return Ok(None);
         }
-        let ctx = EvalContext {
-            session: s,
-            facts: &self.facts,
-            columns: &[],
-            row: &[],
-        };
         let mut columns = Vec::new();
         let mut row = Vec::new();
-        for item in &sel.projection {
+        for (i, item) in sel.projection.iter().enumerate() {
+            let assigns = assigning.get(i);
             let (expr, name) = match item {
-                SelectItem::UnnamedExpr(e) => (e, ladle_dataflow::expr_column_name(e)),
+                SelectItem::UnnamedExpr(e) => (
+                    e,
+                    assigns.map_or_else(|| ladle_dataflow::expr_column_name(e), |a| a.name.clone()),
+                ),
                 SelectItem::ExprWithAlias { expr, alias } => (expr, alias.value.clone()),
                 _ => return Ok(None),
+            };
+            let ctx = EvalContext {
+                session: s,
+                facts: &self.facts,
+                columns: &[],
+                row: &[],
             };
             let v = match ctx.eval(expr) {
                 Ok(v) => v,
@@ -268,6 +305,9 @@ impl Engine {
                 ty,
                 nullable: v.is_null(),
             });
+            for var in assigns.iter().flat_map(|a| &a.variables) {
+                s.user_variables.insert(var.clone(), v.clone());
+            }
             row.push(v);
         }
         Ok(Some(Output::Rows {

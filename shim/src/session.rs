@@ -270,6 +270,9 @@ pub struct Session {
     /// WARNINGS through statements that use no table): not the current
     /// statement's, so not in its OK packet's warning count.
     pub carried_warnings: usize,
+    /// The statement runs only so that PREPARE learns its result columns:
+    /// SLEEP does not sleep.
+    pub probing: bool,
     pub statements: PreparedStatements,
     next_statement: u32,
     /// On a cluster replica: this session's link to the primary, opened
@@ -304,6 +307,7 @@ impl Session {
             last_write_lsn: 0,
             warnings: Vec::new(),
             carried_warnings: 0,
+            probing: false,
             statements: PreparedStatements::default(),
             next_statement: 1,
             forward: None,

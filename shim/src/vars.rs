@@ -436,9 +436,37 @@ impl EvalContext<'_> {
         match x {
             Expr::Identifier(id) => self.ident(std::slice::from_ref(id)),
             Expr::CompoundIdentifier(ids) => self.ident(ids),
+            Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("sleep") => self.sleep(f),
             Expr::Function(f) => Ok(self.function(f)),
             _ => Ok(None),
         }
+    }
+
+    /// `SLEEP(seconds)` (statements run on blocking threads): 0 after the
+    /// whole time, 1 when KILL QUERY or the client leaving cut it short,
+    /// as in MySQL; NULL or a negative time sleeps not at all. Another
+    /// argument count is left to the view engine, which refuses it.
+    fn sleep(&self, f: &ast::Function) -> Result<Option<Value>, EvalError> {
+        let ast::FunctionArguments::List(list) = &f.args else {
+            return Ok(None);
+        };
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice()
+        else {
+            return Ok(None);
+        };
+        // As a number, the way MySQL reads it (1292 for '1x').
+        let seconds = self.eval(&Expr::BinaryOp {
+            left: Box::new(arg.clone()),
+            op: ast::BinaryOperator::Plus,
+            right: Box::new(value_expr(&Value::Double(0.0))),
+        })?;
+        let seconds = seconds.as_f64().filter(|s| s.is_finite()).unwrap_or(0.0);
+        if self.session.probing {
+            return Ok(Some(Value::Int(0)));
+        }
+        let interrupted =
+            sleep_unless_interrupted(std::time::Duration::from_secs_f64(seconds.clamp(0.0, 1e9)));
+        Ok(Some(Value::Int(i64::from(interrupted))))
     }
 
     fn ident(&self, ids: &[ast::Ident]) -> Result<Option<Value>, EvalError> {
@@ -521,6 +549,23 @@ impl EvalContext<'_> {
             "row_count" => Value::Int(s.row_count),
             _ => return None,
         })
+    }
+}
+
+/// Sleeps for `d` unless the statement is interrupted first (checked
+/// every few milliseconds); whether it was.
+fn sleep_unless_interrupted(d: std::time::Duration) -> bool {
+    const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+    let end = std::time::Instant::now() + d;
+    loop {
+        if ladle_dataflow::interrupt::check().is_err() {
+            return true;
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        std::thread::sleep(left.min(SLICE));
     }
 }
 

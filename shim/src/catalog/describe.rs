@@ -9,6 +9,7 @@ use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::{text_column, Output};
 use crate::session::Session;
+use crate::table_notes::TableNotes;
 
 pub(super) fn lookup(e: &Engine, db: &str, table: &str) -> Result<std::sync::Arc<TableSchema>> {
     e.storage
@@ -106,6 +107,11 @@ pub fn describe(
     let mut rows = Vec::new();
     match e.storage.table(&db, table) {
         Some(schema) => {
+            let notes = if full {
+                crate::table_notes::load(&e.storage, schema.id)?
+            } else {
+                TableNotes::default()
+            };
             for (i, c) in schema.columns.iter().enumerate() {
                 let mut r = vec![t(&c.name), t(c.ty.sql_name())];
                 if full {
@@ -121,7 +127,7 @@ pub fn describe(
                 r.push(t(extra(c)));
                 if full {
                     r.push(t("select,insert,update,references"));
-                    r.push(t(""));
+                    r.push(t(notes.column_comment(&c.name)));
                 }
                 rows.push(r);
             }
@@ -188,17 +194,23 @@ pub(super) fn quote_ident(s: &str) -> String {
 }
 
 /// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
-/// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`.
+/// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`,
+/// a column's collation only where it differs from the table's.
 pub fn create_table_sql(
     schema: &TableSchema,
     checks: &[crate::checks::CheckConstraint],
     keys: &[crate::foreign_keys::ForeignKey],
+    notes: &TableNotes,
 ) -> String {
     let mut lines = Vec::new();
+    let table_collation = notes.collation.name();
     for c in &schema.columns {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
-        if c.ty.is_text() && c.collation != ladle_common::Collation::GeneralCi {
-            l.push_str(&format!(" COLLATE {}", c.collation.name()));
+        if c.ty.is_text() && c.collation.name() != table_collation {
+            l.push_str(&format!(
+                " CHARACTER SET utf8mb4 COLLATE {}",
+                c.collation.name()
+            ));
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
@@ -234,6 +246,10 @@ pub fn create_table_sql(
         }
         if c.auto_increment {
             l.push_str(" AUTO_INCREMENT");
+        }
+        let comment = notes.column_comment(&c.name);
+        if !comment.is_empty() {
+            l.push_str(&format!(" COMMENT {}", crate::params::quote(comment)));
         }
         for check in checks {
             if check
@@ -273,9 +289,16 @@ pub fn create_table_sql(
             check.sql
         ));
     }
-    format!(
-        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_general_ci",
+    let mut sql = format!(
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={table_collation}",
         quote_ident(&schema.name),
         lines.join(",\n")
-    )
+    );
+    if !notes.comment.is_empty() {
+        sql.push_str(&format!(
+            " COMMENT={}",
+            crate::params::quote(&notes.comment)
+        ));
+    }
+    sql
 }

@@ -183,8 +183,8 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
                 })
                 .collect(),
         },
-        "TABLES" => tables_table(e, &dbs, &all_tables, &def),
-        "COLUMNS" => columns_table(&all_tables, &def),
+        "TABLES" => tables_table(e, &dbs, &all_tables, &def)?,
+        "COLUMNS" => columns_table(e, &all_tables, &def)?,
         "STATISTICS" => statistics_table(&all_tables, &def),
         "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
         "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
@@ -283,9 +283,11 @@ fn tables_table(
     dbs: &[String],
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
     def: &Value,
-) -> VTable {
+) -> Result<VTable> {
+    let notes = crate::table_notes::load_all(&e.storage)?;
     let mut rows = Vec::new();
     for tb in all_tables() {
+        let note = notes.get(&tb.id).cloned().unwrap_or_default();
         rows.push(vec![
             def.clone(),
             t(&tb.database),
@@ -296,8 +298,8 @@ fn tables_table(
             t("Dynamic"),
             Value::UInt(e.storage.estimate_rows(tb.id)),
             Value::Null,
-            t("utf8mb4_general_ci"),
-            t(""),
+            t(note.collation.name()),
+            t(note.comment),
         ]);
     }
     for d in dbs {
@@ -317,7 +319,7 @@ fn tables_table(
             ]);
         }
     }
-    VTable {
+    Ok(VTable {
         columns: vec![
             "TABLE_CATALOG",
             "TABLE_SCHEMA",
@@ -332,12 +334,18 @@ fn tables_table(
             "TABLE_COMMENT",
         ],
         rows,
-    }
+    })
 }
 
-fn columns_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+fn columns_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let notes = crate::table_notes::load_all(&e.storage)?;
     let mut rows = Vec::new();
     for tb in all_tables() {
+        let note = notes.get(&tb.id);
         for (i, c) in tb.columns.iter().enumerate() {
             let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
             let dt_prec = if matches!(
@@ -373,12 +381,12 @@ fn columns_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) ->
                 t(column_key(&tb, i)),
                 t(extra(c)),
                 t("select,insert,update,references"),
-                t(""),
+                t(note.map_or("", |n| n.column_comment(&c.name))),
                 t(c.default.generation().unwrap_or("")),
             ]);
         }
     }
-    VTable {
+    Ok(VTable {
         columns: vec![
             "TABLE_CATALOG",
             "TABLE_SCHEMA",
@@ -403,7 +411,7 @@ fn columns_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) ->
             "GENERATION_EXPRESSION",
         ],
         rows,
-    }
+    })
 }
 
 fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {

@@ -193,6 +193,7 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
                     .cloned()
                     .collect();
                 let keys = crate::foreign_keys::of_table(e, schema.id)?;
+                let notes = crate::table_notes::load(&e.storage, schema.id)?;
                 let cols = vec![
                     text_column("Table"),
                     column("Create Table", SqlType::Text(65535)),
@@ -201,7 +202,7 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
                     columns: cols,
                     rows: vec![vec![
                         t(&schema.name),
-                        t(create_table_sql(&schema, &checks, &keys)),
+                        t(create_table_sql(&schema, &checks, &keys, &notes)),
                     ]]
                     .into(),
                 });
@@ -471,11 +472,13 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
             }
         })
         .collect();
+    let notes = crate::table_notes::load_all(&e.storage)?;
     let rows = e
         .storage
         .tables(&db)
         .iter()
         .map(|tb| {
+            let note = notes.get(&tb.id).cloned().unwrap_or_default();
             vec![
                 t(&tb.name),
                 t("InnoDB"),
@@ -486,8 +489,8 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
                 Value::Int(0),
                 Value::Null,
                 Value::Null,
-                t("utf8mb4_general_ci"),
-                t(""),
+                t(note.collation.name()),
+                t(note.comment),
             ]
         })
         .collect();
