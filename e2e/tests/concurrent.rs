@@ -94,9 +94,9 @@ fn client(url: &str, owner: u64) -> Vec<String> {
     failures
 }
 
-fn run(engine: &str, url: &str) -> Vec<String> {
+fn partitioned_clients(url: &str) -> Vec<String> {
     if let Err(e) = fresh_database(url, DB) {
-        return vec![format!("{engine}: creating database: {e}")];
+        return vec![format!("creating database: {e}")];
     }
     match connect(url, Some(DB)).and_then(|mut c| {
         query_rows(
@@ -105,7 +105,7 @@ fn run(engine: &str, url: &str) -> Vec<String> {
         )
     }) {
         Ok(_) => {}
-        Err(e) => return vec![format!("{engine}: creating table: {e}")],
+        Err(e) => return vec![format!("creating table: {e}")],
     }
     let failures: Vec<String> = std::thread::scope(|s| {
         let handles: Vec<_> = (1..=CLIENTS)
@@ -119,28 +119,36 @@ fn run(engine: &str, url: &str) -> Vec<String> {
             })
             .collect()
     });
-    println!("concurrent [{engine}]: {} mismatches", failures.len());
     failures
-        .into_iter()
-        .map(|f| format!("{engine}: {f}"))
-        .collect()
+}
+
+/// Runs `check` against MariaDB when `LADLE_TEST_MARIADB_URL` is set
+/// (which checks the test itself) and against a fresh Ladle (unless
+/// `LADLE_TEST_SKIP_LADLE`), and fails with every failure either reports.
+fn against_both(what: &str, check: fn(&str) -> Vec<String>) {
+    let mut failures = Vec::new();
+    let mut run = |engine: &str, url: &str| {
+        let found = check(url);
+        println!("{what} [{engine}]: {} failures", found.len());
+        failures.extend(found.into_iter().map(|f| format!("{engine}: {f}")));
+    };
+    match mariadb_url() {
+        Some(url) => run("mariadb", &url),
+        None => println!("{what} [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping MariaDB"),
+    }
+    if std::env::var("LADLE_TEST_SKIP_LADLE").is_ok_and(|v| !v.is_empty() && v != "0") {
+        println!("{what} [ladle]: LADLE_TEST_SKIP_LADLE set; skipping Ladle");
+    } else {
+        let bin = ladle_binary().expect("ladle binary");
+        let server = LadleServer::start(&bin).expect("starting ladle");
+        run("ladle", &server.url());
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
 fn concurrent_clients_read_their_own_writes() {
-    let mut failures = Vec::new();
-    match mariadb_url() {
-        Some(url) => failures.extend(run("mariadb", &url)),
-        None => println!("concurrent [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping MariaDB"),
-    }
-    if std::env::var("LADLE_TEST_SKIP_LADLE").is_ok_and(|v| !v.is_empty() && v != "0") {
-        println!("concurrent [ladle]: LADLE_TEST_SKIP_LADLE set; skipping Ladle");
-    } else {
-        let bin = ladle_binary().expect("ladle binary");
-        let server = LadleServer::start(&bin).expect("starting ladle");
-        failures.extend(run("ladle", &server.url()));
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    against_both("concurrent clients", partitioned_clients);
 }
 
 /// Writers that keep `b = 2a + 1` in every row, while another connection moves
@@ -149,7 +157,7 @@ fn concurrent_clients_read_their_own_writes() {
 /// write built for the old column order was stored under the new one).
 /// MySQL's metadata lock makes each ALTER wait for the statement; Ladle
 /// builds a statement again when an ALTER committed under it.
-fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
+fn writes_racing_alter(url: &str) -> Vec<String> {
     const WRITERS: i64 = 2;
     const WRITES: i64 = 60;
     const ALTERS: usize = 12;
@@ -161,7 +169,7 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
             "CREATE TABLE moving (id BIGINT AUTO_INCREMENT PRIMARY KEY, a BIGINT NOT NULL, b BIGINT NOT NULL)",
         )
     }) {
-        return vec![format!("{engine}: creating table: {e}")];
+        return vec![format!("creating table: {e}")];
     }
     let mut failures: Vec<String> = std::thread::scope(|s| {
         let writers: Vec<_> = (0..WRITERS)
@@ -229,34 +237,19 @@ fn writes_racing_alter(engine: &str, url: &str) -> Vec<String> {
         }
         Err(e) => failures.push(format!("checking: {e}")),
     }
-    println!(
-        "writes racing ALTER [{engine}]: {} failures",
-        failures.len()
-    );
     failures
-        .into_iter()
-        .map(|f| format!("{engine}: {f}"))
-        .collect()
 }
 
 #[test]
 fn writes_racing_alter_table_land_in_their_columns() {
-    let mut failures = Vec::new();
-    match mariadb_url() {
-        Some(url) => failures.extend(writes_racing_alter("mariadb", &url)),
-        None => println!("writes racing ALTER [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping"),
-    }
-    let bin = ladle_binary().expect("ladle binary");
-    let server = LadleServer::start(&bin).expect("starting ladle");
-    failures.extend(writes_racing_alter("ladle", &server.url()));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    against_both("writes racing ALTER", writes_racing_alter);
 }
 
 /// A schema change waits for the open transaction that wrote its table
 /// (MySQL's metadata lock), so the transaction's COMMIT still applies
 /// every write to the columns it named; with a short `lock_wait_timeout`
 /// the schema change gives up with 1205 instead.
-fn alter_waits_for_transaction(engine: &str, url: &str) -> Vec<String> {
+fn alter_waits_for_transaction(url: &str) -> Vec<String> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let step = |conn: &mut mysql::Conn, sql: &str| -> Result<(), String> {
         query_rows(conn, sql)
@@ -314,22 +307,10 @@ fn alter_waits_for_transaction(engine: &str, url: &str) -> Vec<String> {
         }
         Err(e) => failures.push(e),
     }
-    println!("ALTER waits [{engine}]: {} failures", failures.len());
     failures
-        .into_iter()
-        .map(|f| format!("{engine}: {f}"))
-        .collect()
 }
 
 #[test]
 fn alter_table_waits_for_transactions_that_wrote_it() {
-    let mut failures = Vec::new();
-    match mariadb_url() {
-        Some(url) => failures.extend(alter_waits_for_transaction("mariadb", &url)),
-        None => println!("ALTER waits [mariadb]: LADLE_TEST_MARIADB_URL not set; skipping"),
-    }
-    let bin = ladle_binary().expect("ladle binary");
-    let server = LadleServer::start(&bin).expect("starting ladle");
-    failures.extend(alter_waits_for_transaction("ladle", &server.url()));
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    against_both("ALTER waits", alter_waits_for_transaction);
 }
