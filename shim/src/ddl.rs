@@ -635,7 +635,12 @@ pub fn check_engine(s: &mut Session, name: &str, created: Option<&str>) -> Resul
         return Ok(());
     }
     let unknown = format!("Unknown storage engine '{name}'");
-    if crate::vars::sql_mode_has(s, "NO_ENGINE_SUBSTITUTION") {
+    // TRADITIONAL includes NO_ENGINE_SUBSTITUTION (Ladle keeps the mode as
+    // set, unexpanded).
+    let no_substitution = ["NO_ENGINE_SUBSTITUTION", "TRADITIONAL"]
+        .iter()
+        .any(|m| crate::vars::sql_mode_has(s, m));
+    if no_substitution {
         return Err(wire((error::ER_UNKNOWN_STORAGE_ENGINE, unknown)));
     }
     s.add_warning("Warning", 1286, unknown);
