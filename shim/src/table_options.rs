@@ -156,7 +156,7 @@ pub fn option_value(p: &mut Parser) -> ParseResult<String> {
 
 /// One table option (the parser is at a word [`is_table_option`] accepts).
 pub fn table_option(p: &mut Parser) -> ParseResult<TableOption> {
-    eat(p, "DEFAULT");
+    let default = eat(p, "DEFAULT");
     if eat_all(p, &["CHARACTER", "SET"]) || eat(p, "CHARSET") {
         return Ok(TableOption::Charset(CharsetSpec {
             charset: Some(option_value(p)?),
@@ -168,6 +168,10 @@ pub fn table_option(p: &mut Parser) -> ParseResult<TableOption> {
             collation: Some(option_value(p)?),
             ..CharsetSpec::default()
         }));
+    }
+    if default {
+        // DEFAULT only qualifies a character set or collation.
+        return p.expected("CHARACTER SET, CHARSET or COLLATE", p.peek_token());
     }
     if eat(p, "COMMENT") {
         let _ = p.consume_token(&Token::Eq);
