@@ -19,6 +19,8 @@ use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
 use crate::error::{self, Result, ShimError, WireError};
+pub use crate::table_options::CharsetSpec;
+use crate::table_options::{self, eat, eat_all, is_word, option_value, TableOption};
 
 /// One operation of an ALTER TABLE statement.
 // A statement's few operations live as long as the statement: boxing the
@@ -60,18 +62,11 @@ pub enum Op {
     /// (the table's default for columns added later), or with `convert`,
     /// `CONVERT TO CHARACTER SET x [COLLATE y]` (every text column too).
     Charset(CharsetSpec),
-    /// A table option with no effect in Ladle (ENGINE, ALGORITHM, LOCK,
-    /// FORCE, ...).
+    /// `ENGINE [=] name`.
+    Engine(String),
+    /// A table option with no effect in Ladle (ALGORITHM, LOCK, FORCE,
+    /// ROW_FORMAT, ...).
     Ignored,
-}
-
-/// A character set and/or collation an ALTER TABLE names, as written.
-#[derive(Debug, Default, PartialEq)]
-pub struct CharsetSpec {
-    pub charset: Option<String>,
-    pub collation: Option<String>,
-    /// `CONVERT TO`: existing text columns take it too.
-    pub convert: bool,
 }
 
 /// Parses `ALTER [ONLINE] [IGNORE] TABLE name op [, op ...]`.
@@ -127,63 +122,12 @@ fn at_end(p: &mut Parser) -> bool {
     matches!(p.peek_token().token, Token::EOF)
 }
 
-/// Consumes the unquoted word `w` if it comes next.
-fn eat(p: &mut Parser, w: &str) -> bool {
-    if is_word(&p.peek_token().token, w) {
-        p.next_token();
-        return true;
-    }
-    false
-}
-
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-}
-
-/// Consumes the words `ws` if they come next, in order.
-fn eat_all(p: &mut Parser, ws: &[&str]) -> bool {
-    let mut n = 0;
-    for (i, w) in ws.iter().enumerate() {
-        if !is_word(&p.peek_nth_token(i).token, w) {
-            return false;
-        }
-        n += 1;
-    }
-    for _ in 0..n {
-        p.next_token();
-    }
-    true
-}
-
-const TABLE_OPTIONS: &[&str] = &[
-    "COMMENT",
-    "ENGINE",
-    "DEFAULT",
-    "CHARSET",
-    "CHARACTER",
-    "COLLATE",
-    "ALGORITHM",
-    "LOCK",
-    "ROW_FORMAT",
-    "AUTO_INCREMENT",
-    "FORCE",
-    "KEY_BLOCK_SIZE",
-    "STATS_AUTO_RECALC",
-    "STATS_PERSISTENT",
-    "STATS_SAMPLE_PAGES",
-    "PACK_KEYS",
-    "CHECKSUM",
-    "DELAY_KEY_WRITE",
-    "MAX_ROWS",
-    "MIN_ROWS",
-    "AVG_ROW_LENGTH",
-    "PAGE_CHECKSUM",
-    "TRANSACTIONAL",
-];
+/// Words that start an option only ALTER TABLE takes.
+const ALTER_ONLY_OPTIONS: &[&str] = &["ALGORITHM", "LOCK", "FORCE"];
 
 fn is_table_option(p: &Parser) -> bool {
     let t = p.peek_token().token;
-    TABLE_OPTIONS.iter().any(|w| is_word(&t, w))
+    table_options::is_table_option(&t) || ALTER_ONLY_OPTIONS.iter().any(|w| is_word(&t, w))
 }
 
 fn ident(p: &mut Parser) -> std::result::Result<String, ParserError> {
@@ -303,64 +247,23 @@ fn column_position(
     })
 }
 
-/// A table option's value after its name: `[=] word|'text'`.
-fn option_value(p: &mut Parser) -> std::result::Result<String, ParserError> {
-    let _ = p.consume_token(&Token::Eq);
-    match p.next_token().token {
-        Token::Word(w) => Ok(w.value),
-        Token::SingleQuotedString(s) | Token::DoubleQuotedString(s) => Ok(s),
-        other => Err(ParserError::ParserError(format!(
-            "Expected a table option value, found {other}"
-        ))),
-    }
-}
-
-/// A table option: `[DEFAULT] CHARSET|CHARACTER SET|COLLATE [=] x`,
-/// `COMMENT [=] 'text'`, `ENGINE [=] x`, `AUTO_INCREMENT [=] n`, `FORCE`...
+/// A table option (see [`table_options::table_option`]), or `FORCE`,
+/// `ALGORITHM [=] x`, `LOCK [=] x`.
 fn table_option(p: &mut Parser) -> std::result::Result<Op, ParserError> {
     if eat(p, "FORCE") {
         return Ok(Op::Ignored);
     }
-    eat(p, "DEFAULT");
-    if eat_all(p, &["CHARACTER", "SET"]) || eat(p, "CHARSET") {
-        return Ok(Op::Charset(CharsetSpec {
-            charset: Some(option_value(p)?),
-            ..CharsetSpec::default()
-        }));
+    if eat(p, "ALGORITHM") || eat(p, "LOCK") {
+        option_value(p)?;
+        return Ok(Op::Ignored);
     }
-    if eat(p, "COLLATE") {
-        return Ok(Op::Charset(CharsetSpec {
-            collation: Some(option_value(p)?),
-            ..CharsetSpec::default()
-        }));
-    }
-    if eat(p, "COMMENT") {
-        let _ = p.consume_token(&Token::Eq);
-        return Ok(Op::Comment(p.parse_literal_string()?));
-    }
-    let auto_increment = eat(p, "AUTO_INCREMENT");
-    if !auto_increment {
-        p.next_token();
-    }
-    let _ = p.consume_token(&Token::Eq);
-    let value = p.next_token().token;
-    if auto_increment {
-        return match value {
-            Token::Number(n, _) => Ok(Op::AutoIncrement(n.parse().unwrap_or(0))),
-            other => Err(ParserError::ParserError(format!(
-                "Expected a number after AUTO_INCREMENT, found {other}"
-            ))),
-        };
-    }
-    match value {
-        Token::Word(_)
-        | Token::Number(..)
-        | Token::SingleQuotedString(_)
-        | Token::DoubleQuotedString(_) => Ok(Op::Ignored),
-        other => Err(ParserError::ParserError(format!(
-            "Expected a table option value, found {other}"
-        ))),
-    }
+    Ok(match table_options::table_option(p)? {
+        TableOption::Engine(name) => Op::Engine(name),
+        TableOption::AutoIncrement(n) => Op::AutoIncrement(n),
+        TableOption::Comment(text) => Op::Comment(text),
+        TableOption::Charset(spec) => Op::Charset(spec),
+        TableOption::Ignored => Op::Ignored,
+    })
 }
 
 /// A table's new schema, built one ALTER TABLE operation at a time, with
@@ -896,7 +799,7 @@ mod tests {
         assert!(matches!(&o[4], Op::RenameIndex { from, to } if from == "e" && to == "f"));
         assert!(matches!(&o[5], Op::RenameTable(_)));
         assert!(matches!(&o[6], Op::Comment(c) if c == "x"));
-        assert!(matches!(o[7], Op::Ignored));
+        assert!(matches!(&o[7], Op::Engine(e) if e == "InnoDB"));
         assert!(
             matches!(&o[8], Op::Charset(c) if c.charset.as_deref() == Some("utf8mb4") && !c.convert)
         );

@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use ladle_common::{Collation, ColumnDefault, IndexSchema, Row, TableId, Value};
+use ladle_common::{ColumnDefault, IndexSchema, Row, TableId, Value};
 use ladle_storage::{StorageError, TableChange};
 use sqlparser::ast::{self, AlterTableOperation, TableConstraint};
 
-use crate::alter::{CharsetSpec, Op, Shape};
+use crate::alter::{Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
 use crate::ddl::{
     column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
@@ -216,13 +216,14 @@ impl Alter<'_> {
                 Ok(())
             }
             Op::Charset(spec) => {
-                let collation = collation_of(&spec)?;
+                let collation = spec.collation()?;
                 self.notes.collation = collation;
                 if spec.convert {
                     self.shape.convert_text_columns(collation);
                 }
                 Ok(())
             }
+            Op::Engine(name) => crate::ddl::check_engine(s, &name, None),
             Op::Ignored => Ok(()),
             Op::Parsed(other) => Err(ShimError::Unsupported(format!("ALTER TABLE {other}"))),
         }
@@ -703,48 +704,11 @@ impl Alter<'_> {
             s.add_warning("Warning", code, message);
         }
         if let Some(n) = self.auto_increment {
-            e.storage.note_auto_increment(id, n.saturating_sub(1))?;
+            e.storage.raise_auto_increment(id, n)?;
         }
         e.dataflow.table_changed(t.id);
         Ok(Output::ok())
     }
-}
-
-/// The character sets whose collations Ladle maps onto its own.
-const CHARSETS: &[&str] = &["utf8mb4", "utf8mb3", "utf8", "latin1"];
-
-/// The collation a character set and/or collation name selects: the
-/// collation if named, else the character set's default. Ladle stores
-/// every text as utf8mb4, so a character set only picks the comparison.
-fn collation_of(spec: &CharsetSpec) -> Result<Collation> {
-    if let Some(name) = &spec.collation {
-        let lower = name.to_ascii_lowercase();
-        let known_charset = CHARSETS
-            .iter()
-            .any(|cs| lower.strip_prefix(cs).is_some_and(|r| r.starts_with('_')));
-        return Collation::from_name(name)
-            .filter(|_| known_charset || lower == "binary")
-            .ok_or_else(|| {
-                wire((
-                    error::ER_UNKNOWN_COLLATION,
-                    format!("Unknown collation: '{name}'"),
-                ))
-            });
-    }
-    let name = spec.charset.as_deref().unwrap_or("utf8mb4");
-    if name.eq_ignore_ascii_case("binary") {
-        // MySQL turns text columns into binary string types then.
-        return Err(ShimError::Unsupported("CHARACTER SET binary".into()));
-    }
-    if name.eq_ignore_ascii_case("default") {
-        return Ok(Collation::GeneralCi);
-    }
-    Collation::from_name(name).ok_or_else(|| {
-        wire((
-            error::ER_UNKNOWN_CHARACTER_SET,
-            format!("Unknown character set: '{name}'"),
-        ))
-    })
 }
 
 /// `names` with `from` renamed to `to`.

@@ -359,6 +359,9 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     if ct.query.is_some() {
         return Err(ShimError::Unsupported("CREATE TABLE ... SELECT".into()));
     }
+    if let Some(engine) = &ct.engine {
+        check_engine(s, &engine.name, Some(&name))?;
+    }
     if let Some(like) = &ct.like {
         let (ldb, lname) = e.resolve(s, like)?;
         let src = e
@@ -551,18 +554,22 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     if let Some(comment) = &ct.comment {
         notes.comment = comment_text(comment);
     }
-    if let Some(c) = ct.collation.as_ref().or(ct.default_charset.as_ref()) {
-        if let Some(coll) = Collation::from_name(c) {
-            notes.collation = coll;
-            // The table's collation is its columns' default: a column
-            // declaring its own keeps it.
-            for (col, _) in columns
-                .iter_mut()
-                .zip(&own_collation)
-                .filter(|(c, own)| c.ty.is_text() && !**own)
-            {
-                col.collation = coll;
-            }
+    if ct.collation.is_some() || ct.default_charset.is_some() {
+        let spec = crate::table_options::CharsetSpec {
+            charset: ct.default_charset.clone(),
+            collation: ct.collation.clone(),
+            convert: false,
+        };
+        let coll = spec.collation()?;
+        notes.collation = coll;
+        // The table's collation is its columns' default: a column
+        // declaring its own keeps it.
+        for (col, _) in columns
+            .iter_mut()
+            .zip(&own_collation)
+            .filter(|(c, own)| c.ty.is_text() && !**own)
+        {
+            col.collation = coll;
         }
     }
     // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
@@ -588,6 +595,10 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     let created = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
     crate::table_notes::store(&e.storage, created.id, &notes)?;
+    if let Some(n) = ct.auto_increment_offset {
+        // `AUTO_INCREMENT = n`: the first generated value is n.
+        e.storage.raise_auto_increment(created.id, u64::from(n))?;
+    }
     if !keys.is_empty() {
         if let Err(err) = crate::foreign_keys::store(e, s, &created, &keys) {
             // A key naming a missing parent fails CREATE TABLE as a whole.
@@ -598,6 +609,49 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         }
     }
     Ok(Output::ok())
+}
+
+/// Storage engines MySQL and MariaDB ship: a table naming one is created
+/// (Ladle stores every table its own way, SHOW CREATE TABLE says InnoDB).
+const KNOWN_ENGINES: &[&str] = &[
+    "InnoDB",
+    "MyISAM",
+    "MEMORY",
+    "HEAP",
+    "Aria",
+    "CSV",
+    "ARCHIVE",
+    "BLACKHOLE",
+    "MRG_MyISAM",
+    "MERGE",
+];
+
+/// `ENGINE = name`: an engine no server has is error 1286 under
+/// NO_ENGINE_SUBSTITUTION (in the default sql_mode); without it the
+/// statement goes on with a warning, and CREATE TABLE `created` says it
+/// uses the default engine (as MariaDB does).
+pub fn check_engine(s: &mut Session, name: &str, created: Option<&str>) -> Result<()> {
+    if KNOWN_ENGINES.iter().any(|e| e.eq_ignore_ascii_case(name)) {
+        return Ok(());
+    }
+    let unknown = format!("Unknown storage engine '{name}'");
+    // TRADITIONAL includes NO_ENGINE_SUBSTITUTION (Ladle keeps the mode as
+    // set, unexpanded).
+    let no_substitution = ["NO_ENGINE_SUBSTITUTION", "TRADITIONAL"]
+        .iter()
+        .any(|m| crate::vars::sql_mode_has(s, m));
+    if no_substitution {
+        return Err(wire((error::ER_UNKNOWN_STORAGE_ENGINE, unknown)));
+    }
+    s.add_warning("Warning", 1286, unknown);
+    if let Some(table) = created {
+        s.add_warning(
+            "Warning",
+            1266,
+            format!("Using storage engine InnoDB for table '{table}'"),
+        );
+    }
+    Ok(())
 }
 
 /// The text of a table's `COMMENT [=] 'text'`.

@@ -139,6 +139,7 @@ pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_UNKNOWN_CHARACTER_SET: MysqlCode = code(1115, "42000");
 pub const ER_UNKNOWN_COLLATION: MysqlCode = code(1273, "HY000");
+pub const ER_UNKNOWN_STORAGE_ENGINE: MysqlCode = code(1286, "42000");
 pub const ER_CANT_CHANGE_TX_CHARACTERISTICS: MysqlCode = code(1568, "25001");
 pub const ER_TABLE_DEF_CHANGED: MysqlCode = code(1412, "HY000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");

@@ -81,6 +81,7 @@ pub mod session;
 mod set_variable;
 pub mod sqltext;
 mod table_notes;
+mod table_options;
 mod throttle;
 pub mod tls;
 mod tokens;

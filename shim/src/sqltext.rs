@@ -361,7 +361,8 @@ impl sqlparser::dialect::Dialect for MySql {
         &self,
         parser: &mut Parser,
     ) -> Option<std::result::Result<Statement, sqlparser::parser::ParserError>> {
-        MySqlDialect {}.parse_statement(parser)
+        crate::table_options::create_table(parser)
+            .or_else(|| MySqlDialect {}.parse_statement(parser))
     }
     fn require_interval_qualifier(&self) -> bool {
         MySqlDialect {}.require_interval_qualifier()

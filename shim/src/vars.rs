@@ -163,12 +163,18 @@ pub fn session_timeout(session: &Session, name: &str, default: u64) -> std::time
 /// value that does not fit its column fails the write. Otherwise an INSERT
 /// stores what fits, with a warning, as INSERT IGNORE does.
 pub fn strict_mode(session: &Session) -> bool {
+    ["STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"]
+        .iter()
+        .any(|m| sql_mode_has(session, m))
+}
+
+/// Whether the session's `sql_mode` names `mode` (true when it is unset:
+/// the default mode names every mode asked about here).
+pub fn sql_mode_has(session: &Session, mode: &str) -> bool {
     match session.variables.get("sql_mode") {
-        Some(Value::Text(mode)) => mode.split(',').any(|m| {
-            ["STRICT_TRANS_TABLES", "STRICT_ALL_TABLES", "TRADITIONAL"]
-                .iter()
-                .any(|s| m.trim().eq_ignore_ascii_case(s))
-        }),
+        Some(Value::Text(modes)) => modes
+            .split(',')
+            .any(|m| m.trim().eq_ignore_ascii_case(mode)),
         _ => true,
     }
 }

@@ -347,6 +347,28 @@ impl Storage {
             .max()
             .unwrap_or(0);
         let next = largest.saturating_add(1);
+        self.write_auto_increment(table, &mut t.counters.auto_inc.lock(), next)?;
+        Ok(next)
+    }
+
+    /// `AUTO_INCREMENT = next` (CREATE or ALTER TABLE): the next generated
+    /// value becomes at least `next`, durably (a table given a start and
+    /// no rows keeps it across a restart).
+    pub fn raise_auto_increment(&self, table: TableId, next: u64) -> Result<()> {
+        let _guard = self.commit.lock();
+        self.settle_observer();
+        let t = self.table_state(table)?;
+        let mut counter = t.counters.auto_inc.lock();
+        if next <= *counter {
+            return Ok(());
+        }
+        self.write_auto_increment(table, &mut counter, next)
+    }
+
+    /// Records `next` as `table`'s next AUTO_INCREMENT value, in the
+    /// catalog and in its in-memory `counter` (the caller holds the commit
+    /// lock).
+    fn write_auto_increment(&self, table: TableId, counter: &mut u64, next: u64) -> Result<()> {
         let mut batch = Batch::default();
         batch.put(
             cf::CATALOG,
@@ -354,8 +376,14 @@ impl Storage {
             next.to_be_bytes(),
         );
         self.write_catalog(batch)?;
-        *t.counters.auto_inc.lock() = next;
-        Ok(next)
+        *counter = next;
+        Ok(())
+    }
+
+    /// The value `table`'s next generated AUTO_INCREMENT key would take
+    /// (SHOW CREATE TABLE shows it).
+    pub fn next_auto_increment(&self, table: TableId) -> Result<u64> {
+        Ok(*self.table_state(table)?.counters.auto_inc.lock())
     }
 
     pub(crate) fn ddl_drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {

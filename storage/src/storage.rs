@@ -743,7 +743,7 @@ impl Storage {
         self.durability == Durability::Sync
     }
 
-    fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
+    pub(crate) fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
         self.catalog
             .read()
             .tables

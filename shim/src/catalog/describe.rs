@@ -201,6 +201,7 @@ pub fn create_table_sql(
     checks: &[crate::checks::CheckConstraint],
     keys: &[crate::foreign_keys::ForeignKey],
     notes: &TableNotes,
+    next_auto_increment: u64,
 ) -> String {
     let mut lines = Vec::new();
     let table_collation = notes.collation.name();
@@ -289,8 +290,13 @@ pub fn create_table_sql(
             check.sql
         ));
     }
+    // MariaDB shows the counter once it has moved past 1.
+    let auto_increment = match schema.auto_increment_column() {
+        Some(_) if next_auto_increment > 1 => format!(" AUTO_INCREMENT={next_auto_increment}"),
+        _ => String::new(),
+    };
     let mut sql = format!(
-        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={table_collation}",
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB{auto_increment} DEFAULT CHARSET=utf8mb4 COLLATE={table_collation}",
         quote_ident(&schema.name),
         lines.join(",\n")
     );

@@ -194,6 +194,7 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
                     .collect();
                 let keys = crate::foreign_keys::of_table(e, schema.id)?;
                 let notes = crate::table_notes::load(&e.storage, schema.id)?;
+                let next_auto_increment = e.storage.next_auto_increment(schema.id)?;
                 let cols = vec![
                     text_column("Table"),
                     column("Create Table", SqlType::Text(65535)),
@@ -202,7 +203,13 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
                     columns: cols,
                     rows: vec![vec![
                         t(&schema.name),
-                        t(create_table_sql(&schema, &checks, &keys, &notes)),
+                        t(create_table_sql(
+                            &schema,
+                            &checks,
+                            &keys,
+                            &notes,
+                            next_auto_increment,
+                        )),
                     ]]
                     .into(),
                 });

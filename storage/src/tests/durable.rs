@@ -40,6 +40,24 @@ fn rows_catalog_and_lsn_survive_reopen() {
     assert!(l.id > u.id);
 }
 
+/// `CREATE TABLE ... AUTO_INCREMENT = n` on a table with no rows yet:
+/// the start survives a restart; a lower value never moves it back.
+#[test]
+fn raised_auto_increment_survives_reopen() {
+    let h = Harness::new(Kind::Rocks);
+    let u = users(&h.storage);
+    h.storage.raise_auto_increment(u.id, 100).unwrap();
+    h.storage.raise_auto_increment(u.id, 50).unwrap();
+    let h = h.reopen();
+    assert_eq!(h.storage.next_auto_increment(u.id).unwrap(), 100);
+    let r = h
+        .storage
+        .write(vec![insert(&u, vec![row(&[Value::Null, t("a"), i(1)])])])
+        .unwrap();
+    assert_eq!(r.ops[0].last_insert_id, Some(100));
+    assert_eq!(h.storage.next_auto_increment(u.id).unwrap(), 101);
+}
+
 #[test]
 fn keyless_row_ids_do_not_collide_across_opens() {
     let h = Harness::new(Kind::Rocks);
