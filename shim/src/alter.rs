@@ -768,7 +768,7 @@ fn rename_identifier(sql: &str, from: &str, to: &str) -> Result<String> {
         }
         ControlFlow::<()>::Continue(())
     });
-    Ok(expr.to_string())
+    Ok(crate::sqltext::expr_text(&expr))
 }
 
 fn wire(code: error::MysqlCode, message: String) -> ShimError {

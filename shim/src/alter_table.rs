@@ -469,7 +469,7 @@ impl Alter<'_> {
                 }
                 self.shape.checks.push(CheckConstraint {
                     name,
-                    sql: expr.to_string(),
+                    sql: crate::sqltext::expr_text(expr),
                     column: None,
                 });
                 self.shape.checks_added = true;

@@ -247,7 +247,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
-            ColumnOption::Check(expr) => check = Some(expr.to_string()),
+            ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
             ColumnOption::ForeignKey {
                 foreign_table,
                 referred_columns,
@@ -274,7 +274,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
                     Some(ast::GeneratedExpressionMode::Stored)
                 );
                 col.default = ColumnDefault::Generated {
-                    expr: expr.to_string(),
+                    expr: crate::sqltext::expr_text(expr),
                     stored,
                 };
             }
@@ -542,7 +542,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
                 };
                 checks.push(CheckConstraint {
                     name,
-                    sql: expr.to_string(),
+                    sql: crate::sqltext::expr_text(expr),
                     column: None,
                 });
             }

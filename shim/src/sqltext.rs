@@ -6,7 +6,7 @@
 //! unescaping and unescapes string literals itself ([`unescape_literal`]),
 //! exactly as MySQL does, then hands the tokens to the parser.
 
-use sqlparser::ast::{self, Query, SelectItem, Statement};
+use sqlparser::ast::{self, SelectItem, Statement};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::{Token, TokenWithLocation, Tokenizer, Word};
@@ -681,11 +681,12 @@ pub fn unescape_literal(raw: &str, quote: char) -> String {
     out
 }
 
-/// Rewrites `query`'s string literals so that its `Display` text, parsed
-/// again by plain sqlparser (as stored view definitions are), yields the same
-/// values: sqlparser prints literals without escaping backslashes.
-pub fn display_safe(query: &Query) -> Query {
-    let mut q = query.clone();
+/// Rewrites `node`'s string literals so that its `Display` text, parsed
+/// again (as stored view definitions, CHECK constraints and generated
+/// columns are), yields the same values: sqlparser prints literals without
+/// escaping backslashes, which MySQL's string syntax reads as escapes.
+pub fn display_safe<T: ast::VisitMut + Clone>(node: &T) -> T {
+    let mut q = node.clone();
     let _ = ast::visit_expressions_mut(&mut q, |e| {
         if let ast::Expr::Value(
             ast::Value::SingleQuotedString(s)
@@ -700,6 +701,12 @@ pub fn display_safe(query: &Query) -> Query {
         std::ops::ControlFlow::<()>::Continue(())
     });
     q
+}
+
+/// An expression as text that parses back to the same expression (see
+/// [`display_safe`]), for definitions stored as text.
+pub fn expr_text(e: &ast::Expr) -> String {
+    display_safe(e).to_string()
 }
 
 /// Statement text from the bytes a client sent (COM_QUERY,
