@@ -51,9 +51,93 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
             _ => {}
         }
     }
+    bit_value_literals(&mut toks);
     binary_operator_to_cast(&mut toks);
     signed_integer_to_signed(&mut toks);
     Ok(toks)
+}
+
+/// MySQL's bit-value literal `b'0101'` (which sqlparser reads as the
+/// column `b` aliased '0101'). It is a binary string that compares and
+/// computes as a number: beside a comparison or arithmetic operator it
+/// becomes that number (`(price < 1000) = b'1'`, which Django writes for
+/// boolean CHECKs, is `... = 1`; `b'101' + 0` is 5), elsewhere the binary
+/// string of its bits (`SELECT b'1000001'` is 'A').
+fn bit_value_literals(toks: &mut Vec<TokenWithLocation>) {
+    let is_operator = |t: Option<&TokenWithLocation>| {
+        matches!(
+            t.map(|t| &t.token),
+            Some(
+                Token::Eq
+                    | Token::DoubleEq
+                    | Token::Neq
+                    | Token::Lt
+                    | Token::Gt
+                    | Token::LtEq
+                    | Token::GtEq
+                    | Token::Spaceship
+                    | Token::Plus
+                    | Token::Minus
+                    | Token::Mul
+                    | Token::Div
+                    | Token::Mod
+                    | Token::Ampersand
+                    | Token::Pipe
+                    | Token::Caret
+                    | Token::ShiftLeft
+                    | Token::ShiftRight
+            )
+        )
+    };
+    let mut i = 0;
+    while i + 1 < toks.len() {
+        let bits = match (&toks[i].token, &toks[i + 1].token) {
+            (Token::Word(w), Token::SingleQuotedString(s))
+                if w.quote_style.is_none()
+                    && w.value.eq_ignore_ascii_case("b")
+                    && s.len() <= 64
+                    && s.bytes().all(|c| c == b'0' || c == b'1') =>
+            {
+                s.clone()
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        let value = u64::from_str_radix(&bits, 2).unwrap_or(0);
+        let significant = |from: usize, step: isize| {
+            let mut j = from as isize + step;
+            while j >= 0 && (j as usize) < toks.len() {
+                if !matches!(toks[j as usize].token, Token::Whitespace(_)) {
+                    return Some(&toks[j as usize]);
+                }
+                j += step;
+            }
+            None
+        };
+        let numeric = is_operator(significant(i, -1)) || is_operator(significant(i + 1, 1));
+        let (line, column) = (toks[i].location.line, toks[i].location.column);
+        let at = |token| TokenWithLocation::new(token, line, column);
+        let replacement = if numeric {
+            vec![at(Token::Number(value.to_string(), false))]
+        } else {
+            let bytes = bits.len().div_ceil(8);
+            let hex = if bytes == 0 {
+                String::new()
+            } else {
+                format!("{value:0width$X}", width = bytes * 2)
+            };
+            vec![
+                at(Token::make_word("_binary", None)),
+                at(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space)),
+                at(Token::HexStringLiteral(hex)),
+            ]
+        };
+        let n = replacement.len();
+        toks.splice(i..i + 2, replacement);
+        i += n;
+    }
 }
 
 /// `CAST(x AS SIGNED INTEGER)` (MySQL's long form, which Django sends) as
