@@ -279,6 +279,14 @@ fn alter_waits_for_transaction(url: &str) -> Vec<String> {
                 "ALTER beside the open transaction: {timed_out:?}, expected 1205"
             ));
         }
+        // So does dropping the table's database.
+        let drop_db = format!("DROP DATABASE {WAIT_DB}");
+        let timed_out = query_rows(&mut other, &drop_db);
+        if !matches!(&timed_out, Err(mysql::Error::MySqlError(e)) if e.code == 1205) {
+            failures.push(format!(
+                "DROP DATABASE beside the open transaction: {timed_out:?}, expected 1205"
+            ));
+        }
         // A patient one waits until COMMIT.
         let waiter = scope.spawn(|| {
             let mut c = connect(url, Some(WAIT_DB)).map_err(|e| e.to_string())?;

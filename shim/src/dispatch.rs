@@ -235,6 +235,10 @@ impl Engine {
                     self.storage.table(&db, &table).map(|t| t.id)
                 })
                 .collect();
+        // DROP DATABASE drops every table in it.
+        if let Some(db) = crate::metadata_locks::dropped_database(&toks) {
+            ids.extend(self.storage.tables(&db).iter().map(|t| t.id));
+        }
         ids.sort_unstable();
         ids.dedup();
         let timeout = crate::vars::lock_wait_timeout(s);

@@ -4,7 +4,7 @@
 //! so the table's schema must not change in between: a transaction that has
 //! written a table holds it *shared* until it ends, and a schema change of
 //! the table (ALTER TABLE, CREATE/DROP INDEX, RENAME, DROP, TRUNCATE) takes
-//! it *exclusive*, waiting for the other holders to finish (up to
+//! it *exclusive* (DROP DATABASE: all its tables), waiting for the other holders to finish (up to
 //! `lock_wait_timeout`, then 1205). A transaction that meets a schema
 //! change in progress waits for it and then sees the new schema.
 //!
@@ -224,6 +224,17 @@ pub(crate) fn schema_change_targets(t: &[Token]) -> Vec<NamedTable> {
     }
 }
 
+/// The database `DROP {DATABASE | SCHEMA} [IF EXISTS] d` drops, whose
+/// tables it changes.
+pub(crate) fn dropped_database(t: &[Token]) -> Option<String> {
+    let is = |i: usize, w: &str| word(t, i).as_deref() == Some(w);
+    if !(is(0, "DROP") && (is(1, "DATABASE") || is(1, "SCHEMA"))) {
+        return None;
+    }
+    let at = if is(2, "IF") && is(3, "EXISTS") { 4 } else { 2 };
+    crate::tokens::ident(t, at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +268,13 @@ mod tests {
         assert_eq!(targets("TRUNCATE t"), named(&["t"]));
         assert!(targets("CREATE TABLE t (a INT)").is_empty());
         assert!(targets("DROP DATABASE d").is_empty());
+        let tokens = |sql| crate::tokens::tokens(sql).unwrap();
+        assert_eq!(
+            dropped_database(&tokens("DROP DATABASE IF EXISTS `d`")),
+            Some("d".into())
+        );
+        assert_eq!(dropped_database(&tokens("drop schema d")), Some("d".into()));
+        assert_eq!(dropped_database(&tokens("DROP TABLE d")), None);
         assert!(targets("ALTER USER u IDENTIFIED BY 'x'").is_empty());
     }
 
