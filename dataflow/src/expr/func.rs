@@ -147,12 +147,43 @@ pub const UNIT_MONTH: i64 = 6;
 pub const UNIT_QUARTER: i64 = 7;
 pub const UNIT_YEAR: i64 = 8;
 
+/// What looking a function up by name found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    Found(Func),
+    /// A built-in called with too few or too many arguments (MySQL's 1582).
+    WrongArgCount,
+    /// Not a function Ladle knows.
+    Unknown,
+}
+
+/// Built-ins Ladle does not evaluate yet, with their argument counts, so
+/// that a wrong count still gets MySQL's 1582 rather than "unsupported".
+const UNIMPLEMENTED_ARITY: &[(&str, usize, usize)] = &[("sleep", 1, 1)];
+
 impl Func {
     /// Looks a function up by its SQL name and checks the argument count.
-    pub fn by_name(name: &str, nargs: usize) -> Option<Func> {
-        use Func::*;
+    pub fn by_name(name: &str, nargs: usize) -> Lookup {
         let n = name.to_ascii_lowercase();
-        let (f, min, max) = match n.as_str() {
+        let (found, min, max) = match Func::signature(&n) {
+            Some((f, min, max)) => (Some(f), min, max),
+            None => match UNIMPLEMENTED_ARITY.iter().find(|(u, ..)| *u == n) {
+                Some(&(_, min, max)) => (None, min, max),
+                None => return Lookup::Unknown,
+            },
+        };
+        match found {
+            _ if nargs < min || nargs > max => Lookup::WrongArgCount,
+            Some(f) => Lookup::Found(f),
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// A function by its lower-case SQL name, with its least and most
+    /// argument counts.
+    fn signature(n: &str) -> Option<(Func, usize, usize)> {
+        use Func::*;
+        Some(match n {
             "coalesce" => (Coalesce, 1, usize::MAX),
             "ifnull" => (IfNull, 2, 2),
             "nullif" => (NullIf, 2, 2),
@@ -246,11 +277,7 @@ impl Func {
             "json_type" => (JsonType, 1, 1),
             "json_valid" => (JsonValid, 1, 1),
             _ => return None,
-        };
-        if nargs < min || nargs > max {
-            return None;
-        }
-        Some(f)
+        })
     }
 
     pub fn is_volatile(self) -> bool {
