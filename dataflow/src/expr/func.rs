@@ -4,6 +4,7 @@ use chrono::{Datelike, Duration, NaiveDateTime, Timelike, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
+use super::dates;
 use super::ops::{self, to_bytes, to_num, to_text, truth, Num};
 use super::{Ctx, EvalError, EvalResult, Expr};
 use ladle_common::{Collation, SqlType, Value};
@@ -134,6 +135,15 @@ pub enum Func {
     JsonContainsPath,
     JsonType,
     JsonValid,
+    /// TO_DAYS(d), FROM_DAYS(n), TO_SECONDS(d), LAST_DAY(d) (see `dates`).
+    ToDays,
+    FromDays,
+    ToSeconds,
+    LastDay,
+    /// TIMESTAMP(x) or TIMESTAMP(d, t).
+    Timestamp,
+    /// STR_TO_DATE(s, format): DATE, TIME or DATETIME by the format.
+    StrToDate,
 }
 
 /// Interval units for DATE_ADD (the third argument, as an integer code).
@@ -276,6 +286,12 @@ impl Func {
             "json_contains_path" => (JsonContainsPath, 3, usize::MAX),
             "json_type" => (JsonType, 1, 1),
             "json_valid" => (JsonValid, 1, 1),
+            "to_days" => (ToDays, 1, 1),
+            "from_days" => (FromDays, 1, 1),
+            "to_seconds" => (ToSeconds, 1, 1),
+            "last_day" => (LastDay, 1, 1),
+            "timestamp" => (Timestamp, 1, 2),
+            "str_to_date" => (StrToDate, 2, 2),
             _ => return None,
         })
     }
@@ -301,7 +317,7 @@ fn arg(args: &[Expr], i: usize, c: &Ctx<'_>) -> EvalResult {
     }
 }
 
-fn int_arg(v: &Value) -> Option<i64> {
+pub(super) fn int_arg(v: &Value) -> Option<i64> {
     match to_num(v)? {
         Num::Int(i) => Some(i.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64),
         Num::Dec(d) => d.round().to_i64(),
@@ -843,6 +859,15 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             _ => Value::Null,
         },
         TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
+        ToDays => dates::to_days(&v0),
+        FromDays => dates::from_days(&v0),
+        ToSeconds => dates::to_seconds(&v0),
+        LastDay => dates::last_day(&v0),
+        Timestamp => match vals.get(1) {
+            None => dates::timestamp(&v0),
+            Some(t) => dates::timestamp_plus(&v0, t),
+        },
+        StrToDate => dates::str_to_date(&v0, &vals[1], literal(args.get(1)).is_some()),
         // MySQL's whole seconds (MariaDB keeps the fraction).
         TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
         JsonExtract => super::json::extract(&vals)?,
@@ -1364,7 +1389,35 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
-        MakeDate => (SqlType::Date, true),
+        MakeDate | FromDays | LastDay => (SqlType::Date, true),
+        ToDays => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        ToSeconds => (
+            SqlType::Int {
+                bytes: 8,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        Timestamp => (
+            SqlType::DateTime {
+                fsp: args
+                    .iter()
+                    .zip(tys)
+                    .map(|(a, t)| fraction_digits(a, &t.0))
+                    .max()
+                    .unwrap_or(0),
+            },
+            true,
+        ),
+        StrToDate => (dates::str_to_date_type(literal(args.get(1))), true),
         Md5 | Sha1 => (SqlType::VarChar(40), any_null),
         JsonExtract | JsonUnquote => (SqlType::Text(u32::MAX), true),
         JsonContains | JsonContainsPath | JsonValid => (
@@ -1387,12 +1440,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         ),
         TimeOf => (
             SqlType::Time {
-                fsp: match &tys[0].0 {
-                    SqlType::DateTime { fsp }
-                    | SqlType::Timestamp { fsp }
-                    | SqlType::Time { fsp } => *fsp,
-                    _ => 6,
-                },
+                fsp: fraction_digits(&args[0], &tys[0].0),
             },
             true,
         ),
@@ -1579,4 +1627,26 @@ fn time_of_day(v: &Value) -> Option<i64> {
 /// (`0000-00-00`), for which MySQL's date functions give NULL.
 fn calendar(v: &Value) -> Option<chrono::NaiveDateTime> {
     ops::to_datetime(v).filter(|dt| ladle_common::is_calendar_date(&dt.date()))
+}
+
+/// The literal `e` is, if it is one.
+fn literal(e: Option<&Expr>) -> Option<&Value> {
+    match e {
+        Some(Expr::Literal(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Fractional-second digits a temporal argument brings to a result, as
+/// MariaDB counts them: the type's, a string literal's own digits, 6 for
+/// a string column or expression, none for a date or a number.
+fn fraction_digits(arg: &Expr, ty: &SqlType) -> u8 {
+    match (ty, literal(Some(arg))) {
+        (SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp }, _) => *fsp,
+        (_, Some(Value::Text(s))) => s
+            .split_once('.')
+            .map_or(0, |(_, f)| f.trim_end().len().min(6) as u8),
+        (t, None) if t.is_text() || t.is_binary() => 6,
+        _ => 0,
+    }
 }

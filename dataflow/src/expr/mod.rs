@@ -5,6 +5,7 @@
 //! The planner builds these from the SQL AST; operators only ever see this
 //! type.
 
+mod dates;
 pub(crate) mod func;
 mod json;
 mod ops;
