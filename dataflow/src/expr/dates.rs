@@ -3,12 +3,26 @@
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 
-use super::ops::{self, to_text};
 use ladle_common::{SqlType, Value};
 
-/// MySQL's ER_WRONG_VALUE_FOR_TYPE: STR_TO_DATE of a string its format
-/// does not read.
-const WARN_WRONG_VALUE_FOR_FUNCTION: u16 = 1411;
+/// A warning these functions raise; the caller records it with its MySQL
+/// code (this module stays below the evaluator: it imports none of it).
+pub(super) enum DateWarning {
+    /// 1292: a value that is no date or time, or read only in part.
+    Truncated(String),
+    /// 1411: STR_TO_DATE of a string its format does not read.
+    WrongValueForFunction(String),
+}
+
+/// Where a function sends its warnings.
+pub(super) type Warn<'a> = &'a mut dyn FnMut(DateWarning);
+
+/// A function's argument and what it reads as a date and time (the
+/// evaluator's reading: zero dates and zero fields included).
+pub(super) struct DateArg<'a> {
+    pub value: &'a Value,
+    pub datetime: Option<NaiveDateTime>,
+}
 
 /// The last day number FROM_DAYS turns into a date (9999-12-31); below
 /// 366 (year 0) it gives the zero date.
@@ -34,21 +48,22 @@ fn day_number(y: i64, m: i64, d: i64) -> i64 {
 }
 
 /// Warns that `v` is no datetime (1292), as the day-number functions do.
-fn warn_not_datetime(v: &Value) {
-    super::warn(
-        super::WARN_TRUNCATED_WRONG_VALUE,
-        format!("Incorrect datetime value: '{}'", to_text(v)),
-    );
+fn warn_not_datetime(v: &Value, warn: Warn<'_>) {
+    warn(DateWarning::Truncated(format!(
+        "Incorrect datetime value: '{v}'"
+    )));
 }
 
 /// `v` as a calendar datetime. A string or number that is none warns
 /// (1292), the zero date and zero month or day included; a DATE or
 /// DATETIME value holding one is NULL silently, as in MariaDB.
-fn calendar_or_warn(v: &Value) -> Option<NaiveDateTime> {
-    let dt = ops::to_datetime(v).filter(|dt| ladle_common::is_calendar_date(&dt.date()));
-    let typed = matches!(v, Value::Date(_) | Value::DateTime(_));
-    if dt.is_none() && !v.is_null() && !typed {
-        warn_not_datetime(v);
+fn calendar_or_warn(a: &DateArg<'_>, warn: Warn<'_>) -> Option<NaiveDateTime> {
+    let dt = a
+        .datetime
+        .filter(|dt| ladle_common::is_calendar_date(&dt.date()));
+    let typed = matches!(a.value, Value::Date(_) | Value::DateTime(_));
+    if dt.is_none() && !a.value.is_null() && !typed {
+        warn_not_datetime(a.value, warn);
     }
     dt
 }
@@ -71,34 +86,29 @@ fn mysql_day_number(d: NaiveDate) -> i64 {
 }
 
 /// TO_DAYS(d): days since year 0.
-pub(super) fn to_days(v: &Value) -> Value {
-    calendar_or_warn(v).map_or(Value::Null, |dt| Value::Int(mysql_day_number(dt.date())))
+pub(super) fn to_days(a: &DateArg<'_>, warn: Warn<'_>) -> Value {
+    calendar_or_warn(a, warn).map_or(Value::Null, |dt| Value::Int(mysql_day_number(dt.date())))
 }
 
 /// TO_SECONDS(d): seconds since year 0.
-pub(super) fn to_seconds(v: &Value) -> Value {
-    calendar_or_warn(v).map_or(Value::Null, |dt| {
+pub(super) fn to_seconds(a: &DateArg<'_>, warn: Warn<'_>) -> Value {
+    calendar_or_warn(a, warn).map_or(Value::Null, |dt| {
         Value::Int(mysql_day_number(dt.date()) * 86_400 + i64::from(dt.num_seconds_from_midnight()))
     })
 }
 
 /// FROM_DAYS(n): the date of day number `n` (see [`day_number`]); the
-/// zero date outside 0001-01-01 ..= 9999-12-31.
-pub(super) fn from_days(v: &Value) -> Value {
-    if v.is_null() {
-        return Value::Null;
-    }
-    ops::warn_if_partly_integer(v);
-    let n = super::func::int_arg(v).unwrap_or(0);
-    date_of_day_number(n).map_or(Value::zero_date(), Value::Date)
+/// zero date outside 0001-01-01 ..= 9999-12-31 (and for what is no number).
+pub(super) fn from_days(n: Option<i64>) -> Value {
+    date_of_day_number(n.unwrap_or(0)).map_or(Value::zero_date(), Value::Date)
 }
 
 /// LAST_DAY(d): the last day of d's month. A zero month gives NULL but a
 /// zero day does not, and neither warns (MariaDB reads the fields).
-pub(super) fn last_day(v: &Value) -> Value {
-    let Some(dt) = ops::to_datetime(v) else {
-        if !v.is_null() {
-            warn_not_datetime(v);
+pub(super) fn last_day(a: &DateArg<'_>, warn: Warn<'_>) -> Value {
+    let Some(dt) = a.datetime else {
+        if !a.value.is_null() {
+            warn_not_datetime(a.value, warn);
         }
         return Value::Null;
     };
@@ -113,12 +123,12 @@ pub(super) fn last_day(v: &Value) -> Value {
 }
 
 /// TIMESTAMP(x): `x` as a DATETIME, zero dates kept.
-pub(super) fn timestamp(v: &Value) -> Value {
-    match ops::to_datetime(v) {
+pub(super) fn timestamp(a: &DateArg<'_>, warn: Warn<'_>) -> Value {
+    match a.datetime {
         Some(dt) => Value::DateTime(dt),
         None => {
-            if !v.is_null() {
-                warn_not_datetime(v);
+            if !a.value.is_null() {
+                warn_not_datetime(a.value, warn);
             }
             Value::Null
         }
@@ -128,23 +138,22 @@ pub(super) fn timestamp(v: &Value) -> Value {
 /// TIMESTAMP(d, t): the datetime `d` plus the time `t`; NULL past the
 /// calendar (no warning) or for the zero date. A zero month or day counts
 /// by day numbers as MariaDB's does (`2020-02-00` is January 31st).
-pub(super) fn timestamp_plus(d: &Value, t: &Value) -> Value {
-    if d.is_null() || t.is_null() {
+pub(super) fn timestamp_plus(d: &DateArg<'_>, t: &Value, warn: Warn<'_>) -> Value {
+    if d.value.is_null() || t.is_null() {
         return Value::Null;
     }
-    let Some(dt) = ops::to_datetime(d) else {
-        warn_not_datetime(d);
+    let Some(dt) = d.datetime else {
+        warn_not_datetime(d.value, warn);
         return Value::Null;
     };
     let time = match t {
         Value::Time(us) => Some(*us),
-        other => ladle_common::parse_time(&to_text(other)),
+        other => ladle_common::parse_time(&other.to_string()),
     };
     let Some(us) = time else {
-        super::warn(
-            super::WARN_TRUNCATED_WRONG_VALUE,
-            format!("Incorrect INTERVAL DAY TO SECOND value: '{}'", to_text(t)),
-        );
+        warn(DateWarning::Truncated(format!(
+            "Incorrect INTERVAL DAY TO SECOND value: '{t}'"
+        )));
         return Value::Null;
     };
     let (y, m, day) = ladle_common::date_parts(&dt.date());
@@ -325,7 +334,7 @@ pub(super) fn str_to_date_type(format: Option<&Value>) -> SqlType {
     let Some(f) = format.filter(|f| !f.is_null()) else {
         return SqlType::DateTime { fsp: 6 };
     };
-    let (yields, frac) = format_yields(&to_text(f));
+    let (yields, frac) = format_yields(&f.to_string());
     let fsp = if frac { 6 } else { 0 };
     match yields {
         Yields::Date => SqlType::Date,
@@ -338,18 +347,22 @@ pub(super) fn str_to_date_type(format: Option<&Value>) -> SqlType {
 /// match; trailing text other than spaces is ignored with warning 1292.
 /// A format that is no literal always yields a DATETIME (see
 /// [`str_to_date_type`]).
-pub(super) fn str_to_date(s: &Value, format: &Value, literal_format: bool) -> Value {
+pub(super) fn str_to_date(
+    s: &Value,
+    format: &Value,
+    literal_format: bool,
+    warn: Warn<'_>,
+) -> Value {
     if s.is_null() || format.is_null() {
         return Value::Null;
     }
-    let (text, format) = (to_text(s), to_text(format));
+    let (text, format) = (s.to_string(), format.to_string());
     let mut p = Parsed::default();
     let parsed = extract(&text, &format, &mut p).and_then(|rest| Some((rest, resolve(p)?)));
     let Some((rest, (date, time))) = parsed else {
-        super::warn(
-            WARN_WRONG_VALUE_FOR_FUNCTION,
-            format!("Incorrect datetime value: '{text}' for function str_to_date"),
-        );
+        warn(DateWarning::WrongValueForFunction(format!(
+            "Incorrect datetime value: '{text}' for function str_to_date"
+        )));
         return Value::Null;
     };
     let yields = if literal_format {
@@ -363,10 +376,9 @@ pub(super) fn str_to_date(s: &Value, format: &Value, literal_format: bool) -> Va
             Yields::Time => "time",
             Yields::DateTime => "datetime",
         };
-        super::warn(
-            super::WARN_TRUNCATED_WRONG_VALUE,
-            format!("Truncated incorrect {kind} value: '{text}'"),
-        );
+        warn(DateWarning::Truncated(format!(
+            "Truncated incorrect {kind} value: '{text}'"
+        )));
     }
     match yields {
         Yields::Date => Value::Date(date),

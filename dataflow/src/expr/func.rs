@@ -317,7 +317,7 @@ fn arg(args: &[Expr], i: usize, c: &Ctx<'_>) -> EvalResult {
     }
 }
 
-pub(super) fn int_arg(v: &Value) -> Option<i64> {
+fn int_arg(v: &Value) -> Option<i64> {
     match to_num(v)? {
         Num::Int(i) => Some(i.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64),
         Num::Dec(d) => d.round().to_i64(),
@@ -859,15 +859,14 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             _ => Value::Null,
         },
         TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
-        ToDays => dates::to_days(&v0),
-        FromDays => dates::from_days(&v0),
-        ToSeconds => dates::to_seconds(&v0),
-        LastDay => dates::last_day(&v0),
-        Timestamp => match vals.get(1) {
-            None => dates::timestamp(&v0),
-            Some(t) => dates::timestamp_plus(&v0, t),
-        },
-        StrToDate => dates::str_to_date(&v0, &vals[1], literal(args.get(1)).is_some()),
+        ToDays | ToSeconds | LastDay | Timestamp | StrToDate => {
+            date_function(f, args, &vals, &mut record_date_warning)
+        }
+        FromDays if v0.is_null() => Value::Null,
+        FromDays => {
+            ops::warn_if_partly_integer(&v0);
+            dates::from_days(int_arg(&v0))
+        }
         // MySQL's whole seconds (MariaDB keeps the fraction).
         TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
         JsonExtract => super::json::extract(&vals)?,
@@ -1649,4 +1648,33 @@ fn fraction_digits(arg: &Expr, ty: &SqlType) -> u8 {
         (t, None) if t.is_text() || t.is_binary() => 6,
         _ => 0,
     }
+}
+
+/// The date functions of `dates` that read a date argument, given the
+/// evaluator's reading of it.
+fn date_function(f: Func, args: &[Expr], vals: &[Value], warn: dates::Warn<'_>) -> Value {
+    let a = dates::DateArg {
+        value: &vals[0],
+        datetime: ops::to_datetime(&vals[0]),
+    };
+    match (f, vals.get(1)) {
+        (Func::ToDays, _) => dates::to_days(&a, warn),
+        (Func::ToSeconds, _) => dates::to_seconds(&a, warn),
+        (Func::LastDay, _) => dates::last_day(&a, warn),
+        (Func::Timestamp, None) => dates::timestamp(&a, warn),
+        (Func::Timestamp, Some(t)) => dates::timestamp_plus(&a, t, warn),
+        (_, Some(format)) => {
+            dates::str_to_date(&vals[0], format, literal(args.get(1)).is_some(), warn)
+        }
+        (_, None) => Value::Null,
+    }
+}
+
+/// Records a warning of `dates` with its MySQL code.
+fn record_date_warning(w: dates::DateWarning) {
+    let (code, message) = match w {
+        dates::DateWarning::Truncated(m) => (super::WARN_TRUNCATED_WRONG_VALUE, m),
+        dates::DateWarning::WrongValueForFunction(m) => (super::WARN_WRONG_VALUE_FOR_FUNCTION, m),
+    };
+    super::warn(code, message);
 }
