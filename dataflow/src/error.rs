@@ -15,6 +15,10 @@ pub enum DataflowError {
     UnknownTable(String),
     #[error("Incorrect number of arguments: expected {expected}, got {got}")]
     ParamCount { expected: usize, got: usize },
+    /// A built-in function called with the wrong number of arguments
+    /// (MySQL's 1582); holds the name as the call spelled it.
+    #[error("Incorrect parameter count in the call to native function '{0}'")]
+    FunctionParamCount(String),
     #[error("Table '{0}' already exists")]
     ViewExists(String),
     #[error("Unknown view '{0}'")]

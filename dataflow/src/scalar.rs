@@ -29,6 +29,10 @@ impl RowExpr {
             .collect();
         self.expr.result_type(&input)
     }
+    /// The value's type when the expression reads no column (a constant).
+    pub fn constant_type(&self) -> SqlType {
+        self.expr.result_type(&[]).0
+    }
     /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
     /// UPDATE).
     pub fn eval_with_proposed(&self, row: &Row, proposed: &Row) -> Result<Value> {

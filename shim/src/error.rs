@@ -163,6 +163,7 @@ pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
 pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
+pub const ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT: MysqlCode = code(1582, "42000");
 /// MariaDB's ER_CONSTRAINT_FAILED (MySQL 8 says 3819 for the same).
 pub const ER_CONSTRAINT_FAILED: MysqlCode = code(4025, "23000");
 pub const ER_DUP_CONSTRAINT_NAME: MysqlCode = code(1826, "HY000");
@@ -284,6 +285,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::AmbiguousColumn(..) => ER_NON_UNIQ,
         DataflowError::UnknownTable(_) => ER_NO_SUCH_TABLE,
         DataflowError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
+        DataflowError::FunctionParamCount(_) => ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT,
         DataflowError::ViewExists(_) => ER_TABLE_EXISTS,
         DataflowError::UnknownView(_) => ER_UNKNOWN_VIEW,
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,

@@ -265,8 +265,8 @@ impl Engine {
                 columns: &[],
                 row: &[],
             };
-            let v = match ctx.eval(expr) {
-                Ok(v) => v,
+            let (v, declared) = match ctx.eval_typed(expr) {
+                Ok(typed) => typed,
                 // Not a constant expression: a query for the view engine
                 // itself (it reports what it cannot do).
                 Err(EvalError::Compile(_)) => return Ok(None),
@@ -294,8 +294,14 @@ impl Engine {
                 },
                 Value::Bytes(_) => SqlType::VarBinary(65535),
                 Value::Date(_) => SqlType::Date,
-                Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
-                Value::Time(_) => SqlType::Time { fsp: 0 },
+                // The fraction digits the expression declares
+                // (`TIMESTAMP('.. 10:11:12.5')` has one).
+                Value::DateTime(_) => SqlType::DateTime {
+                    fsp: declared_fsp(&declared),
+                },
+                Value::Time(_) => SqlType::Time {
+                    fsp: declared_fsp(&declared),
+                },
                 _ => SqlType::VarChar(255),
             };
             columns.push(OutputColumn {
@@ -415,4 +421,12 @@ pub(crate) fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGu
     let deadline =
         (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms));
     ladle_dataflow::interrupt::watch_deadline(deadline)
+}
+
+/// The fractional-second digits of a temporal type (0 for other types).
+fn declared_fsp(ty: &SqlType) -> u8 {
+    match ty {
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp } => *fsp,
+        _ => 0,
+    }
 }

@@ -8,7 +8,7 @@
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
-use ladle_common::{Collation, Value};
+use ladle_common::{Collation, SqlType, Value};
 use ladle_dataflow::value_expr;
 use sqlparser::ast::{self, Expr};
 
@@ -415,6 +415,11 @@ impl EvalContext<'_> {
     /// the result is compiled and evaluated by the dataflow crate, so a
     /// query without a table answers exactly as a view would.
     pub fn eval(&self, e: &Expr) -> Result<Value, EvalError> {
+        self.eval_typed(e).map(|(v, _)| v)
+    }
+
+    /// [`Self::eval`], and the type the compiled expression declares.
+    pub fn eval_typed(&self, e: &Expr) -> Result<(Value, SqlType), EvalError> {
         let mut resolved = e.clone();
         let mut failure = None;
         let _ = ast::visit_expressions_mut(&mut resolved, |x| {
@@ -433,7 +438,8 @@ impl EvalContext<'_> {
         }
         let compiled =
             ladle_dataflow::compile_row_expr(&resolved, None).map_err(EvalError::Compile)?;
-        compiled.eval(&Vec::new()).map_err(EvalError::Eval)
+        let v = compiled.eval(&Vec::new()).map_err(EvalError::Eval)?;
+        Ok((v, compiled.constant_type()))
     }
 
     /// The value `x` stands for if it is a session reference or a column of

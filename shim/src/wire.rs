@@ -499,15 +499,17 @@ fn binary_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
 fn put_datetime(out: &mut Vec<u8>, dt: &NaiveDateTime, date_only: bool) {
     let d = dt.date();
     let (year, month, day) = ladle_common::date_parts(&d);
-    if d == ladle_common::ZERO_DATE {
-        // The zero date: no fields at all, as MySQL sends it.
+    let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
+    let micros = dt.and_utc().timestamp_subsec_micros();
+    let midnight = (h, m, s, micros) == (0, 0, 0, 0);
+    if d == ladle_common::ZERO_DATE && (date_only || midnight) {
+        // The zero date: no fields at all, as MySQL sends it (a time on
+        // it, `0000-00-00 10:11:00`, is sent with its fields).
         out.push(0);
         return;
     }
     let year = u16::try_from(year).unwrap_or(0);
-    let (h, m, s) = (dt.hour() as u8, dt.minute() as u8, dt.second() as u8);
-    let micros = dt.and_utc().timestamp_subsec_micros();
-    let len = if date_only || (h, m, s, micros) == (0, 0, 0, 0) {
+    let len = if date_only || midnight {
         4
     } else if micros == 0 {
         7

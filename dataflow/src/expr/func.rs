@@ -4,6 +4,7 @@ use chrono::{Datelike, Duration, NaiveDateTime, Timelike, Utc};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
+use super::dates;
 use super::ops::{self, to_bytes, to_num, to_text, truth, Num};
 use super::{Ctx, EvalError, EvalResult, Expr};
 use ladle_common::{Collation, SqlType, Value};
@@ -134,6 +135,15 @@ pub enum Func {
     JsonContainsPath,
     JsonType,
     JsonValid,
+    /// TO_DAYS(d), FROM_DAYS(n), TO_SECONDS(d), LAST_DAY(d) (see `dates`).
+    ToDays,
+    FromDays,
+    ToSeconds,
+    LastDay,
+    /// TIMESTAMP(x) or TIMESTAMP(d, t).
+    Timestamp,
+    /// STR_TO_DATE(s, format): DATE, TIME or DATETIME by the format.
+    StrToDate,
 }
 
 /// Interval units for DATE_ADD (the third argument, as an integer code).
@@ -147,12 +157,43 @@ pub const UNIT_MONTH: i64 = 6;
 pub const UNIT_QUARTER: i64 = 7;
 pub const UNIT_YEAR: i64 = 8;
 
+/// What looking a function up by name found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Lookup {
+    Found(Func),
+    /// A built-in called with too few or too many arguments (MySQL's 1582).
+    WrongArgCount,
+    /// Not a function Ladle knows.
+    Unknown,
+}
+
+/// Built-ins Ladle does not evaluate yet, with their argument counts, so
+/// that a wrong count still gets MySQL's 1582 rather than "unsupported".
+const UNIMPLEMENTED_ARITY: &[(&str, usize, usize)] = &[("sleep", 1, 1)];
+
 impl Func {
     /// Looks a function up by its SQL name and checks the argument count.
-    pub fn by_name(name: &str, nargs: usize) -> Option<Func> {
-        use Func::*;
+    pub fn by_name(name: &str, nargs: usize) -> Lookup {
         let n = name.to_ascii_lowercase();
-        let (f, min, max) = match n.as_str() {
+        let (found, min, max) = match Func::signature(&n) {
+            Some((f, min, max)) => (Some(f), min, max),
+            None => match UNIMPLEMENTED_ARITY.iter().find(|(u, ..)| *u == n) {
+                Some(&(_, min, max)) => (None, min, max),
+                None => return Lookup::Unknown,
+            },
+        };
+        match found {
+            _ if nargs < min || nargs > max => Lookup::WrongArgCount,
+            Some(f) => Lookup::Found(f),
+            None => Lookup::Unknown,
+        }
+    }
+
+    /// A function by its lower-case SQL name, with its least and most
+    /// argument counts.
+    fn signature(n: &str) -> Option<(Func, usize, usize)> {
+        use Func::*;
+        Some(match n {
             "coalesce" => (Coalesce, 1, usize::MAX),
             "ifnull" => (IfNull, 2, 2),
             "nullif" => (NullIf, 2, 2),
@@ -245,12 +286,14 @@ impl Func {
             "json_contains_path" => (JsonContainsPath, 3, usize::MAX),
             "json_type" => (JsonType, 1, 1),
             "json_valid" => (JsonValid, 1, 1),
+            "to_days" => (ToDays, 1, 1),
+            "from_days" => (FromDays, 1, 1),
+            "to_seconds" => (ToSeconds, 1, 1),
+            "last_day" => (LastDay, 1, 1),
+            "timestamp" => (Timestamp, 1, 2),
+            "str_to_date" => (StrToDate, 2, 2),
             _ => return None,
-        };
-        if nargs < min || nargs > max {
-            return None;
-        }
-        Some(f)
+        })
     }
 
     pub fn is_volatile(self) -> bool {
@@ -816,6 +859,14 @@ pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {
             _ => Value::Null,
         },
         TimeOf => time_of_day(&v0).map_or(Value::Null, Value::Time),
+        ToDays | ToSeconds | LastDay | Timestamp | StrToDate => {
+            date_function(f, args, &vals, &mut record_date_warning)
+        }
+        FromDays if v0.is_null() => Value::Null,
+        FromDays => {
+            ops::warn_if_partly_integer(&v0);
+            dates::from_days(int_arg(&v0))
+        }
         // MySQL's whole seconds (MariaDB keeps the fraction).
         TimeToSec => time_of_day(&v0).map_or(Value::Null, |us| Value::Int(us / 1_000_000)),
         JsonExtract => super::json::extract(&vals)?,
@@ -1337,7 +1388,35 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
             },
             true,
         ),
-        MakeDate => (SqlType::Date, true),
+        MakeDate | FromDays | LastDay => (SqlType::Date, true),
+        ToDays => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        ToSeconds => (
+            SqlType::Int {
+                bytes: 8,
+                unsigned: false,
+                display_width: None,
+            },
+            true,
+        ),
+        Timestamp => (
+            SqlType::DateTime {
+                fsp: args
+                    .iter()
+                    .zip(tys)
+                    .map(|(a, t)| fraction_digits(a, &t.0))
+                    .max()
+                    .unwrap_or(0),
+            },
+            true,
+        ),
+        StrToDate => (dates::str_to_date_type(literal(args.get(1))), true),
         Md5 | Sha1 => (SqlType::VarChar(40), any_null),
         JsonExtract | JsonUnquote => (SqlType::Text(u32::MAX), true),
         JsonContains | JsonContainsPath | JsonValid => (
@@ -1360,12 +1439,7 @@ pub(crate) fn result_type(f: Func, args: &[Expr], input: &[(SqlType, bool)]) -> 
         ),
         TimeOf => (
             SqlType::Time {
-                fsp: match &tys[0].0 {
-                    SqlType::DateTime { fsp }
-                    | SqlType::Timestamp { fsp }
-                    | SqlType::Time { fsp } => *fsp,
-                    _ => 6,
-                },
+                fsp: fraction_digits(&args[0], &tys[0].0),
             },
             true,
         ),
@@ -1552,4 +1626,55 @@ fn time_of_day(v: &Value) -> Option<i64> {
 /// (`0000-00-00`), for which MySQL's date functions give NULL.
 fn calendar(v: &Value) -> Option<chrono::NaiveDateTime> {
     ops::to_datetime(v).filter(|dt| ladle_common::is_calendar_date(&dt.date()))
+}
+
+/// The literal `e` is, if it is one.
+fn literal(e: Option<&Expr>) -> Option<&Value> {
+    match e {
+        Some(Expr::Literal(v)) => Some(v),
+        _ => None,
+    }
+}
+
+/// Fractional-second digits a temporal argument brings to a result, as
+/// MariaDB counts them: the type's, a string literal's own digits, 6 for
+/// a string column or expression, none for a date or a number.
+fn fraction_digits(arg: &Expr, ty: &SqlType) -> u8 {
+    match (ty, literal(Some(arg))) {
+        (SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp }, _) => *fsp,
+        (_, Some(Value::Text(s))) => s
+            .split_once('.')
+            .map_or(0, |(_, f)| f.trim_end().len().min(6) as u8),
+        (t, None) if t.is_text() || t.is_binary() => 6,
+        _ => 0,
+    }
+}
+
+/// The date functions of `dates` that read a date argument, given the
+/// evaluator's reading of it.
+fn date_function(f: Func, args: &[Expr], vals: &[Value], warn: dates::Warn<'_>) -> Value {
+    let a = dates::DateArg {
+        value: &vals[0],
+        datetime: ops::to_datetime(&vals[0]),
+    };
+    match (f, vals.get(1)) {
+        (Func::ToDays, _) => dates::to_days(&a, warn),
+        (Func::ToSeconds, _) => dates::to_seconds(&a, warn),
+        (Func::LastDay, _) => dates::last_day(&a, warn),
+        (Func::Timestamp, None) => dates::timestamp(&a, warn),
+        (Func::Timestamp, Some(t)) => dates::timestamp_plus(&a, t, warn),
+        (_, Some(format)) => {
+            dates::str_to_date(&vals[0], format, literal(args.get(1)).is_some(), warn)
+        }
+        (_, None) => Value::Null,
+    }
+}
+
+/// Records a warning of `dates` with its MySQL code.
+fn record_date_warning(w: dates::DateWarning) {
+    let (code, message) = match w {
+        dates::DateWarning::Truncated(m) => (super::WARN_TRUNCATED_WRONG_VALUE, m),
+        dates::DateWarning::WrongValueForFunction(m) => (super::WARN_WRONG_VALUE_FOR_FUNCTION, m),
+    };
+    super::warn(code, message);
 }

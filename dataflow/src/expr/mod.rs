@@ -5,6 +5,7 @@
 //! The planner builds these from the SQL AST; operators only ever see this
 //! type.
 
+mod dates;
 pub(crate) mod func;
 mod json;
 mod ops;
@@ -78,6 +79,10 @@ pub const WARN_DATETIME_FUNCTION_OVERFLOW: u16 = 1441;
 /// default `max_error_count` is 64); evaluation on threads nobody drains
 /// (view maintenance) cannot grow it past this.
 const MAX_WARNINGS: usize = 64;
+
+/// MySQL's ER_WRONG_VALUE_FOR_TYPE: STR_TO_DATE of a string its format
+/// does not read.
+pub const WARN_WRONG_VALUE_FOR_FUNCTION: u16 = 1411;
 
 /// MySQL's ER_TRUNCATED_WRONG_VALUE: a string read as a number, a date or
 /// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).

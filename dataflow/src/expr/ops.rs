@@ -84,7 +84,7 @@ fn warn_if_partly_numeric(v: &Value, as_type: &str) {
 
 /// [`warn_if_partly_numeric`] for a string read as an integer (CAST AS
 /// SIGNED/UNSIGNED): only a sign and digits count (`'1.7'`, `'1e3'` warn).
-fn warn_if_partly_integer(v: &Value) {
+pub(crate) fn warn_if_partly_integer(v: &Value) {
     warn_unless_whole(v, "INTEGER", integer_prefix_len);
 }
 

@@ -11,7 +11,8 @@ use ladle_common::{Collation, SqlType, Value};
 use rust_decimal::Decimal;
 use sqlparser::ast;
 
-use crate::expr::{func, CastType, Expr, Func};
+use crate::expr::func::{self, Lookup};
+use crate::expr::{CastType, Expr, Func};
 use crate::{DataflowError, Result};
 
 /// One column visible to expressions.
@@ -790,8 +791,13 @@ impl<'a> ExprCx<'a> {
         let func = match name.as_str() {
             // The planner's rewrite of a scalar subquery without an aggregate.
             SINGLE_ROW_FN if args.len() == 2 => Func::SingleRow,
-            _ => Func::by_name(&name, args.len())
-                .ok_or_else(|| unsupported(format!("function {name}")))?,
+            _ => match Func::by_name(&name, args.len()) {
+                Lookup::Found(f) => f,
+                Lookup::WrongArgCount => {
+                    return Err(DataflowError::FunctionParamCount(f.name.to_string()))
+                }
+                Lookup::Unknown => return Err(unsupported(format!("function {name}"))),
+            },
         };
         let compiled: Vec<Expr> = match func {
             // Numeric functions read hex literals as numbers.
