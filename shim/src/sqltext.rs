@@ -57,6 +57,31 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     Ok(toks)
 }
 
+/// A comparison, arithmetic or bit operator.
+fn is_operator(t: &Token) -> bool {
+    matches!(
+        t,
+        Token::Eq
+            | Token::DoubleEq
+            | Token::Neq
+            | Token::Lt
+            | Token::Gt
+            | Token::LtEq
+            | Token::GtEq
+            | Token::Spaceship
+            | Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::Mod
+            | Token::Ampersand
+            | Token::Pipe
+            | Token::Caret
+            | Token::ShiftLeft
+            | Token::ShiftRight
+    )
+}
+
 /// MySQL's bit-value literal `b'0101'` (which sqlparser reads as the
 /// column `b` aliased '0101'). It is a binary string that compares and
 /// computes as a number: beside a comparison or arithmetic operator it
@@ -64,31 +89,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
 /// boolean CHECKs, is `... = 1`; `b'101' + 0` is 5), elsewhere the binary
 /// string of its bits (`SELECT b'1000001'` is 'A').
 fn bit_value_literals(toks: &mut Vec<TokenWithLocation>) {
-    let is_operator = |t: Option<&TokenWithLocation>| {
-        matches!(
-            t.map(|t| &t.token),
-            Some(
-                Token::Eq
-                    | Token::DoubleEq
-                    | Token::Neq
-                    | Token::Lt
-                    | Token::Gt
-                    | Token::LtEq
-                    | Token::GtEq
-                    | Token::Spaceship
-                    | Token::Plus
-                    | Token::Minus
-                    | Token::Mul
-                    | Token::Div
-                    | Token::Mod
-                    | Token::Ampersand
-                    | Token::Pipe
-                    | Token::Caret
-                    | Token::ShiftLeft
-                    | Token::ShiftRight
-            )
-        )
-    };
+    let is_operator = |t: Option<&TokenWithLocation>| t.is_some_and(|t| is_operator(&t.token));
     let mut i = 0;
     while i + 1 < toks.len() {
         let bits = match (&toks[i].token, &toks[i + 1].token) {
@@ -246,22 +247,8 @@ fn binary_operator_to_cast(toks: &mut Vec<TokenWithLocation>) {
                     | Keyword::DISTINCT
                     | Keyword::XOR
             ),
-            Some(
-                Token::Eq
-                | Token::DoubleEq
-                | Token::Neq
-                | Token::Lt
-                | Token::Gt
-                | Token::LtEq
-                | Token::GtEq
-                | Token::Spaceship
-                | Token::LParen
-                | Token::Comma
-                | Token::Plus
-                | Token::Minus
-                | Token::Mul
-                | Token::Div,
-            ) => true,
+            Some(Token::LParen | Token::Comma) => true,
+            Some(t) => is_operator(t),
             _ => false,
         };
         let Some(start) = significant(toks, i + 1).filter(|_| is_binary && starts_expression)
