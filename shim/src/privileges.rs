@@ -237,13 +237,10 @@ fn needs(s: &Session, sql: &str, t: &[Token]) -> Result<Vec<Need>, ShimError> {
         }
         ("RENAME", "TABLE" | "TABLES") => rename_table_needs(s, t, &mut out)?,
         ("ALTER", _) if alter_table_renames(t).is_some() => {
-            if let Some((at, to)) = alter_table_renames(t) {
-                let (mut i, mut j) = (at, to);
-                if let (Some(old), Some(new)) =
-                    (qualified_name(t, &mut i), qualified_name(t, &mut j))
-                {
-                    renamed(s, old, new, &mut out)?;
-                }
+            let (mut old_at, mut new_at) = alter_table_renames(t).unwrap_or_default();
+            let old = qualified_name(t, &mut old_at);
+            if let (Some(old), Some(new)) = (old, qualified_name(t, &mut new_at)) {
+                renamed(s, old, new, &mut out)?;
             }
         }
         ("TRUNCATE", _) => {

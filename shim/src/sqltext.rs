@@ -89,7 +89,7 @@ fn is_operator(t: &Token) -> bool {
 /// boolean CHECKs, is `... = 1`; `b'101' + 0` is 5), elsewhere the binary
 /// string of its bits (`SELECT b'1000001'` is 'A').
 fn bit_value_literals(toks: &mut Vec<TokenWithLocation>) {
-    let is_operator = |t: Option<&TokenWithLocation>| t.is_some_and(|t| is_operator(&t.token));
+    let operator = |t: Option<&TokenWithLocation>| t.is_some_and(|t| is_operator(&t.token));
     let mut i = 0;
     while i + 1 < toks.len() {
         let bits = match (&toks[i].token, &toks[i + 1].token) {
@@ -117,7 +117,7 @@ fn bit_value_literals(toks: &mut Vec<TokenWithLocation>) {
             }
             None
         };
-        let numeric = is_operator(significant(i, -1)) || is_operator(significant(i + 1, 1));
+        let numeric = operator(significant(i, -1)) || operator(significant(i + 1, 1));
         let (line, column) = (toks[i].location.line, toks[i].location.column);
         let at = |token| TokenWithLocation::new(token, line, column);
         let replacement = if numeric {

@@ -85,6 +85,26 @@ pub enum WriteOp {
     },
 }
 
+impl WriteOp {
+    /// The table the op writes.
+    pub fn table(&self) -> TableId {
+        match self {
+            WriteOp::Insert { table, .. }
+            | WriteOp::Update { table, .. }
+            | WriteOp::Delete { table, .. } => *table,
+        }
+    }
+
+    /// The [`TableSchema::version`] the op was built for.
+    pub fn schema_version(&self) -> u32 {
+        match self {
+            WriteOp::Insert { schema_version, .. }
+            | WriteOp::Update { schema_version, .. }
+            | WriteOp::Delete { schema_version, .. } => *schema_version,
+        }
+    }
+}
+
 /// The outcome of one [`WriteOp`], with MySQL's counting rules.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OpResult {

@@ -14,13 +14,9 @@ use crate::session::{Session, Transaction};
 
 /// Whether the open transaction wrote `table`.
 pub(crate) fn transaction_wrote(s: &Session, table: ladle_common::TableId) -> bool {
-    s.transaction.as_ref().is_some_and(|tx| {
-        tx.ops.iter().any(|op| match op {
-            WriteOp::Insert { table: t, .. }
-            | WriteOp::Update { table: t, .. }
-            | WriteOp::Delete { table: t, .. } => *t == table,
-        })
-    })
+    s.transaction
+        .as_ref()
+        .is_some_and(|tx| tx.ops.iter().any(|op| op.table() == table))
 }
 
 /// Every row of `schema`'s table as the session sees it: committed rows
@@ -297,11 +293,7 @@ pub(super) fn written_tables(
     };
     let mut out = Vec::new();
     for &t in tables {
-        let written = tx.ops.iter().any(|op| match op {
-            WriteOp::Insert { table, .. }
-            | WriteOp::Update { table, .. }
-            | WriteOp::Delete { table, .. } => *table == t,
-        });
+        let written = tx.ops.iter().any(|op| op.table() == t);
         let Some(schema) = written.then(|| e.storage.table_by_id(t)).flatten() else {
             continue;
         };

@@ -68,11 +68,7 @@ impl<'a> TransactionKeys<'a> {
             .transaction
             .iter()
             .flat_map(|tx| tx.ops.iter())
-            .filter(|op| match op {
-                WriteOp::Insert { table, .. }
-                | WriteOp::Update { table, .. }
-                | WriteOp::Delete { table, .. } => *table == schema.id,
-            })
+            .filter(|op| op.table() == schema.id)
             .collect();
         let only_added = ops.iter().all(|op| {
             matches!(

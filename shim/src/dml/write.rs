@@ -87,24 +87,10 @@ pub(super) fn buffer_in_transaction(
 ) -> Result<()> {
     let ops: Vec<WriteOp> = ops.into_iter().collect();
     for op in &ops {
-        let (WriteOp::Insert {
-            table,
-            schema_version,
-            ..
-        }
-        | WriteOp::Update {
-            table,
-            schema_version,
-            ..
-        }
-        | WriteOp::Delete {
-            table,
-            schema_version,
-            ..
-        }) = op;
-        hold_for_transaction(e, s, *table)?;
-        let current = e.storage.table_by_id(*table);
-        if current.as_ref().map(|t| t.version) != Some(*schema_version) {
+        let table = op.table();
+        hold_for_transaction(e, s, table)?;
+        let current = e.storage.table_by_id(table);
+        if current.as_ref().map(|t| t.version) != Some(op.schema_version()) {
             let table = current.map_or_else(|| format!("#{table}"), |t| t.name.clone());
             return Err(StorageError::SchemaChanged { table }.into());
         }

@@ -574,14 +574,7 @@ pub fn commit_check(e: &Engine, s: &Session, ops: &[WriteOp]) -> Result<Option<C
     if all.is_empty() {
         return Ok(None);
     }
-    let mut written: Vec<TableId> = ops
-        .iter()
-        .map(|op| match op {
-            WriteOp::Insert { table, .. }
-            | WriteOp::Update { table, .. }
-            | WriteOp::Delete { table, .. } => *table,
-        })
-        .collect();
+    let mut written: Vec<TableId> = ops.iter().map(WriteOp::table).collect();
     written.sort_unstable();
     written.dedup();
     let mut keys = Vec::new();
