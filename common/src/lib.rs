@@ -16,7 +16,9 @@ pub use coerce::{
     coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_datetime_prefix_len,
     parse_time, truncate_datetime, truncate_micros, truncation_note, Adjustment, CoerceError,
 };
-pub use schema::{ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema};
+pub use schema::{
+    ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema, HIDDEN_COLUMN_PREFIX,
+};
 pub use value::{
     date_from_parts, date_parts, is_calendar_date, Collation, SqlType, Value, ZERO_DATE,
 };

@@ -74,7 +74,20 @@ impl ColumnSchema {
         self.nullable = false;
         self
     }
+
+    /// Whether this is the hidden generated column behind a functional key
+    /// part (MySQL 8's `KEY idx ((expr))`): named
+    /// `!hidden!<index>!<part>!<n>`, it is indexed like any column but
+    /// left out of `SELECT *`, DESCRIBE and INSERT without a column list.
+    pub fn is_hidden(&self) -> bool {
+        self.name.starts_with(HIDDEN_COLUMN_PREFIX) && self.default.generation().is_some()
+    }
 }
+
+/// How the name of a functional key part's hidden column begins (as in
+/// MySQL; a column name cannot contain `!` unquoted, and Ladle refuses it
+/// quoted too).
+pub const HIDDEN_COLUMN_PREFIX: &str = "!hidden!";
 
 /// A secondary (or unique) index over some columns of a table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

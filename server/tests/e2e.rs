@@ -877,17 +877,29 @@ fn acknowledged_writes_survive_kill_9() {
     });
 }
 
+/// A server on a new data directory that ran `statements`, was killed
+/// with SIGKILL and started again on the same directory.
+fn restarted_after_kill_9(statements: &[&str]) -> (tempfile::TempDir, Server) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut srv = Server::start(dir.path(), &[]);
+    rt().block_on(async {
+        let mut c = srv.conn(None).await;
+        for sql in statements {
+            c.query_drop(*sql).await.unwrap();
+        }
+    });
+    srv.kill9();
+    let srv = Server::start(dir.path(), &[]);
+    (dir, srv)
+}
+
 /// ALTER TABLE's rewrite is durable with its schema: after kill -9 the
 /// table comes back in its new shape (columns, converted values, renamed
 /// table, indexes, constraints, comments, a converted collation), and
 /// writes and reads use it.
 #[test]
 fn altered_tables_come_back_altered_after_kill_9() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut srv = Server::start(dir.path(), &[]);
-    rt().block_on(async {
-        let mut c = srv.conn(None).await;
-        for sql in [
+    let (_dir, srv) = restarted_after_kill_9(&[
             "CREATE DATABASE mig",
             "CREATE TABLE mig.t (id INT PRIMARY KEY, a VARCHAR(10), b INT, KEY by_b (b))",
             "INSERT INTO mig.t VALUES (1, '10', 5), (2, '20', 6)",
@@ -897,12 +909,7 @@ fn altered_tables_come_back_altered_after_kill_9() {
             "CREATE TABLE mig.c (id INT PRIMARY KEY, s VARCHAR(5) COMMENT 'col') COMMENT='tbl'",
             "INSERT INTO mig.c VALUES (1, 'a'), (2, 'A')",
             "ALTER TABLE mig.c CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
-        ] {
-            c.query_drop(sql).await.unwrap();
-        }
-    });
-    srv.kill9();
-    let srv = Server::start(dir.path(), &[]);
+    ]);
     rt().block_on(async {
         let mut c = srv.conn(Some("mig")).await;
         let rows: Vec<(i64, i64)> = c.query("SELECT * FROM u ORDER BY id").await.unwrap();
@@ -942,6 +949,65 @@ fn altered_tables_come_back_altered_after_kill_9() {
             .await
             .unwrap();
         assert_eq!(n, Some(1));
+    });
+}
+
+/// MySQL 8's functional key parts: the hidden column and its index come
+/// back after a restart, still hidden, still enforcing UNIQUE, still
+/// following writes; DROP INDEX after the restart takes the column along.
+#[test]
+fn functional_indexes_come_back_after_kill_9() {
+    let (_dir, srv) = restarted_after_kill_9(&[
+            "CREATE DATABASE fx",
+            "CREATE TABLE fx.t (id INT PRIMARY KEY, weight INT, name VARCHAR(20), KEY k_sum ((weight + id)))",
+            "INSERT INTO fx.t VALUES (1, -5, 'Ann'), (2, 3, 'bob')",
+            "CREATE INDEX idx ON fx.t ((ABS(weight)))",
+            "CREATE UNIQUE INDEX u ON fx.t ((LOWER(name)))",
+    ]);
+    rt().block_on(async {
+        let mut c = srv.conn(Some("fx")).await;
+        let rows: Vec<(i64, i64, String)> = c.query("SELECT * FROM t ORDER BY id").await.unwrap();
+        assert_eq!(rows, vec![(1, -5, "Ann".into()), (2, 3, "bob".into())]);
+        let e = c
+            .query_drop("INSERT INTO t VALUES (3, 1, 'ANN')")
+            .await
+            .unwrap_err();
+        assert_eq!(server_code(e), 1062);
+        c.query_drop("INSERT INTO t VALUES (3, 5, 'Cy')").await.unwrap();
+        let ids: Vec<i64> = c
+            .query("SELECT id FROM t WHERE ABS(weight) = 5 ORDER BY id")
+            .await
+            .unwrap();
+        assert_eq!(ids, vec![1, 3]);
+        let fields: Vec<String> = c
+            .query_map("DESCRIBE t", |r: Row| text_of(&r[0]))
+            .await
+            .unwrap();
+        assert_eq!(fields, vec!["id", "weight", "name"]);
+        let (_, create): (String, String) =
+            c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
+        assert!(create.contains("KEY `idx` ((ABS(weight)))"), "{create}");
+        assert!(create.contains("UNIQUE KEY `u` ((LOWER(name)))"), "{create}");
+        assert!(create.contains("KEY `k_sum` ((weight + id))"), "{create}");
+        assert!(!create.contains("hidden"), "{create}");
+        // Django's introspection: SHOW INDEX names the index, with no
+        // column for the expression and Non_unique 0 for the UNIQUE one.
+        let index: Vec<(String, i64, String)> = c
+            .query_map("SHOW INDEX FROM t", |r: Row| {
+                (text_of(&r[2]), text_of(&r[1]).parse().unwrap(), text_of(&r[4]))
+            })
+            .await
+            .unwrap();
+        assert!(index.contains(&("u".into(), 0, "NULL".into())), "{index:?}");
+        assert!(index.contains(&("idx".into(), 1, "NULL".into())), "{index:?}");
+        c.query_drop("DROP INDEX u ON t").await.unwrap();
+        c.query_drop("INSERT INTO t VALUES (4, 1, 'ANN')").await.unwrap();
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'fx' AND TABLE_NAME = 't'")
+            .await
+            .unwrap();
+        // PRIMARY, k_sum and idx.
+        assert_eq!(n, Some(3));
     });
 }
 

@@ -39,6 +39,9 @@ pub enum Op {
         def: ast::ColumnDef,
         position: Option<MySQLColumnPosition>,
     },
+    /// `ADD [UNIQUE] INDEX|KEY [name] (... (expr) ...)`: an index with a
+    /// functional key part ([`crate::functional_index`]).
+    AddFunctionalIndex(crate::functional_index::IndexDecl),
     /// `DROP INDEX|KEY [IF EXISTS] name`.
     DropIndex { name: String, if_exists: bool },
     /// `DROP FOREIGN KEY [IF EXISTS] name`.
@@ -194,6 +197,12 @@ fn op(p: &mut Parser) -> std::result::Result<Op, ParserError> {
         let _ = eat(p, "TO") || eat(p, "AS");
         return Ok(Op::RenameTable(p.parse_object_name(false)?));
     }
+    if crate::functional_index::at_added_decl(p) {
+        eat(p, "ADD");
+        return Ok(Op::AddFunctionalIndex(crate::functional_index::parse_decl(
+            p,
+        )?));
+    }
     if eat_all(p, &["ADD", "COLUMN", "IF", "NOT", "EXISTS"])
         || eat_all(p, &["ADD", "IF", "NOT", "EXISTS"])
     {
@@ -307,6 +316,7 @@ impl Shape {
     pub fn column(&self, name: &str) -> Result<usize> {
         self.schema
             .column_index(name)
+            .filter(|&c| !self.schema.columns[c].is_hidden())
             .ok_or_else(|| ShimError::UnknownColumn(name.into(), self.schema.name.clone()))
     }
 
@@ -412,6 +422,7 @@ impl Shape {
         {
             return Err(missing_key_column());
         }
+        self.check_no_functional_dependency(&name)?;
         for (i, c) in self.schema.columns.iter().enumerate() {
             if let Some(sql) = c.default.generation() {
                 if i != at && mentions(sql, &name)? {
@@ -472,6 +483,7 @@ impl Shape {
                 format!("Duplicate column name '{to}'"),
             ));
         }
+        self.check_no_functional_dependency(&from)?;
         self.schema.columns[at].name = to.to_string();
         for c in &mut self.schema.columns {
             if let ColumnDefault::Generated { expr, .. } = &mut c.default {
@@ -493,6 +505,27 @@ impl Shape {
                 if check.name.eq_ignore_ascii_case(&from) {
                     check.name = to.to_string();
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// A column a functional key part reads cannot be dropped or renamed
+    /// (MySQL's 3837): the index must go first.
+    fn check_no_functional_dependency(&self, name: &str) -> Result<()> {
+        for c in self.schema.columns.iter().filter(|c| c.is_hidden()) {
+            if c.default
+                .generation()
+                .map(|sql| mentions(sql, name))
+                .transpose()?
+                == Some(true)
+            {
+                return Err(wire(
+                    error::ER_DEPENDENT_BY_FUNCTIONAL_INDEX,
+                    format!(
+                        "Column '{name}' has a functional index dependency and cannot be dropped or renamed."
+                    ),
+                ));
             }
         }
         Ok(())

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 
 use ladle_common::{ColumnDefault, IndexSchema, Row, TableId, Value};
 use ladle_storage::{StorageError, TableChange};
-use sqlparser::ast::{self, AlterTableOperation, TableConstraint};
+use sqlparser::ast::{self, AlterTableOperation, CreateIndex, Expr, TableConstraint};
+use sqlparser::tokenizer::Token;
 
 use crate::alter::{Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
@@ -24,6 +25,7 @@ use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::output::Output;
 use crate::session::Session;
 use crate::table_notes::TableNotes;
+use crate::tokens::{ident, qualified_name, word};
 
 /// `ALTER TABLE ...` from its text (MySQL's forms sqlparser does not
 /// parse: DROP INDEX, DROP FOREIGN KEY, RENAME INDEX, table options).
@@ -101,6 +103,120 @@ pub fn alter_table(
     alter.finish(s, &db, &table)
 }
 
+/// `CREATE [UNIQUE] INDEX name ON t (parts)`: an index over columns is
+/// built in bounded batches; one with `(expr)` parts is ALTER TABLE ADD
+/// INDEX (its hidden columns change the table's shape).
+pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
+    let (db, table) = e.resolve(s, &ci.table_name)?;
+    let schema = existing_table(e, &db, &table)?;
+    // `(expr)` key parts: the index and its hidden columns are added as
+    // ALTER TABLE ... ADD INDEX adds them.
+    if ci.columns.iter().any(|o| matches!(o.expr, Expr::Nested(_))) {
+        use crate::functional_index::{IndexDecl, KeyPart};
+        let name = ci.name.as_ref().map(crate::sqltext::last_part);
+        if let Some(n) = name.as_deref().filter(|n| schema.index(n).is_some()) {
+            if ci.if_not_exists {
+                s.warn(1061, format!("Duplicate key name '{n}'"));
+                return Ok(Output::ok());
+            }
+        }
+        let parts = ci
+            .columns
+            .iter()
+            .map(|o| match &o.expr {
+                Expr::Nested(x) => Ok(KeyPart::Expression(x.clone())),
+                Expr::Identifier(i) => Ok(KeyPart::Column(i.value.clone())),
+                other => Err(ShimError::Unsupported(format!(
+                    "index on expression {other}"
+                ))),
+            })
+            .collect::<Result<_>>()?;
+        let decl = IndexDecl {
+            name,
+            unique: ci.unique,
+            primary: false,
+            parts,
+        };
+        return alter_table(e, s, &ci.table_name, vec![Op::AddFunctionalIndex(decl)]);
+    }
+    let names: Vec<ast::Ident> = ci
+        .columns
+        .iter()
+        .map(|o| match &o.expr {
+            Expr::Identifier(i) => Ok(i.clone()),
+            other => Err(ShimError::Unsupported(format!(
+                "index on expression {other}"
+            ))),
+        })
+        .collect::<Result<_>>()?;
+    let pos = positions(&schema.columns, &names)?;
+    let name = ci
+        .name
+        .as_ref()
+        .map(crate::sqltext::last_part)
+        .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
+    if ci.if_not_exists && schema.index(&name).is_some() {
+        s.warn(1061, format!("Duplicate key name '{name}'"));
+        return Ok(Output::ok());
+    }
+    let t = e.storage.create_index(
+        &db,
+        &table,
+        IndexSchema {
+            id: 0,
+            name,
+            columns: pos,
+            unique: ci.unique,
+        },
+    )?;
+    e.dataflow.table_changed(t.id);
+    Ok(Output::ok())
+}
+
+/// `DROP INDEX name ON table`.
+pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
+    let if_exists = word(t, 2).as_deref() == Some("IF") && word(t, 3).as_deref() == Some("EXISTS");
+    let at = if if_exists { 4 } else { 2 };
+    let name = ident(t, at).ok_or_else(|| ShimError::Parse("near DROP INDEX".into()))?;
+    if word(t, at + 1).as_deref() != Some("ON") {
+        return Err(ShimError::Parse("DROP INDEX needs ON table".into()));
+    }
+    let mut i = at + 2;
+    let (db, table) = qualified_name(t, &mut i)
+        .ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
+    let db = match db {
+        Some(d) => d,
+        None => s.database.clone().ok_or(ShimError::NoDatabase)?,
+    };
+    let found = e.storage.table(&db, &table);
+    let missing = found
+        .as_ref()
+        .is_some_and(|schema| schema.index(&name).is_none());
+    if if_exists && missing {
+        s.warn(
+            error::ER_CANT_DROP_FIELD_OR_KEY.errno,
+            format!("Can't DROP INDEX `{name}`; check that it exists"),
+        );
+        return Ok(Output::ok());
+    }
+    // An index with functional key parts takes its hidden columns along:
+    // a change of the table's shape.
+    let functional = found.is_some_and(|schema| {
+        schema
+            .indexes
+            .iter()
+            .position(|i| i.name.eq_ignore_ascii_case(&name))
+            .is_some_and(|at| !crate::functional_index::hidden_columns_of(&schema, at).is_empty())
+    });
+    if functional {
+        let table = ast::ObjectName(vec![ast::Ident::new(db), ast::Ident::new(table.as_str())]);
+        return alter_table(e, s, &table, vec![Op::DropIndex { name, if_exists }]);
+    }
+    let schema = e.storage.drop_index(&db, &table, &name)?;
+    e.dataflow.table_changed(schema.id);
+    Ok(Output::ok())
+}
+
 /// One ALTER TABLE statement under way: the table's new shape and its
 /// foreign keys.
 struct Alter<'a> {
@@ -175,6 +291,15 @@ impl Alter<'_> {
                 check_only,
             } => self.drop_constraint(s, &name, if_exists, check_only),
             Op::Parsed(A::DropPrimaryKey) => self.shape.drop_primary_key(),
+            Op::AddFunctionalIndex(decl) => {
+                let mut schema = self.shape.schema.clone();
+                let index = crate::functional_index::add_index(&mut schema, &decl)?;
+                let before = self.shape.schema.columns.len();
+                for column in schema.columns.drain(before..) {
+                    self.shape.add_column(column, None)?;
+                }
+                self.shape.add_index(index)
+            }
             Op::DropIndex { name, if_exists } => self.drop_index(s, &name, if_exists),
             Op::DropForeignKey { name, if_exists } => {
                 let before = self.keys.len();
@@ -303,7 +428,11 @@ impl Alter<'_> {
     }
 
     fn drop_column(&mut self, s: &mut Session, name: &str, if_exists: bool) -> Result<()> {
-        let Some(at) = self.shape.schema.column_index(name) else {
+        let schema = &self.shape.schema;
+        let Some(at) = schema
+            .column_index(name)
+            .filter(|&c| !schema.columns[c].is_hidden())
+        else {
             return missing(s, "COLUMN", name, if_exists);
         };
         let column = self.shape.schema.columns[at].name.clone();
@@ -591,7 +720,12 @@ impl Alter<'_> {
                 )));
             }
         }
+        // A functional key part's hidden column goes with its index.
+        let hidden = crate::functional_index::hidden_columns_of(schema, at);
         self.shape.schema.indexes.remove(at);
+        for column in hidden {
+            self.shape.drop_column(column)?;
+        }
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use ladle_common::{
 };
 use ladle_storage::StorageError;
 use sqlparser::ast::{
-    self, ColumnOption, CreateIndex, CreateTable, DataType, Expr, ObjectType, TableConstraint,
+    self, ColumnOption, CreateTable, DataType, Expr, ObjectType, TableConstraint,
 };
 use sqlparser::tokenizer::Token;
 
@@ -22,7 +22,7 @@ use crate::foreign_keys::{ForeignKey, KeyDeclaration};
 use crate::output::Output;
 use crate::session::Session;
 use crate::table_notes::TableNotes;
-use crate::tokens::{ident, qualified_name, word};
+use crate::tokens::{ident, word};
 
 /// Maps the declared type of column `column` to Ladle's.
 pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
@@ -196,6 +196,7 @@ pub(crate) struct ColumnReference {
 }
 
 pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
+    crate::functional_index::check_column_name(&def.name.value)?;
     let ty = map_type(&def.name.value, &def.data_type)?;
     let mut col = ColumnSchema::new(def.name.value.clone(), ty);
     let mut primary = false;
@@ -328,7 +329,7 @@ pub(crate) fn positions(schema_cols: &[ColumnSchema], names: &[ast::Ident]) -> R
         .map(|n| {
             schema_cols
                 .iter()
-                .position(|c| c.name.eq_ignore_ascii_case(&n.value))
+                .position(|c| c.name.eq_ignore_ascii_case(&n.value) && !c.is_hidden())
                 .ok_or_else(|| ShimError::UnknownColumn(n.value.clone(), "table definition".into()))
         })
         .collect()
@@ -345,16 +346,21 @@ pub(crate) fn index_name(
         .first()
         .map(|&i| columns[i].name.clone())
         .unwrap_or_else(|| "idx".into());
-    if !existing.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
-        return base;
-    }
-    (2..)
-        .map(|n| format!("{base}_{n}"))
-        .find(|c| !existing.iter().any(|i| i.name.eq_ignore_ascii_case(c)))
-        .unwrap_or(base)
+    crate::functional_index::free_index_name(existing, base)
 }
 
 pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Output> {
+    create_table_with(e, s, ct, &[])
+}
+
+/// CREATE TABLE, with the indexes with functional key parts its text
+/// declared (taken out of it: sqlparser does not parse them).
+pub fn create_table_with(
+    e: &Engine,
+    s: &mut Session,
+    ct: CreateTable,
+    functional: &[crate::functional_index::IndexDecl],
+) -> Result<Output> {
     let (db, name) = e.resolve(s, &ct.name)?;
     if ct.query.is_some() {
         return Err(ShimError::Unsupported("CREATE TABLE ... SELECT".into()));
@@ -575,8 +581,7 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
     // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
     // when a row collides with several, which key 1062 names.
-    indexes.sort_by_key(|i| key_rank(i, &columns));
-    let schema = TableSchema {
+    let mut schema = TableSchema {
         id: 0,
         database: db.clone(),
         name,
@@ -585,6 +590,18 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
         indexes,
         version: 0,
     };
+    for decl in functional {
+        let index = crate::functional_index::add_index(&mut schema, decl)?;
+        if schema.index(&index.name).is_some() {
+            return Err(wire((
+                error::ER_DUP_KEYNAME,
+                format!("Duplicate key name '{}'", index.name),
+            )));
+        }
+        schema.indexes.push(index);
+    }
+    let columns = &schema.columns;
+    schema.indexes.sort_by_key(|i| key_rank(i, columns));
     if !e.storage.databases().contains(&db) {
         return Err(ShimError::UnknownDatabase(db));
     }
@@ -685,68 +702,6 @@ pub(crate) fn existing_table(
             database: db.to_string(),
             table: table.to_string(),
         })
-}
-
-/// Whether a CREATE TABLE or ALTER TABLE declares an index with a
-/// functional key part, `KEY [name] ((expr))` (MySQL 8), which Ladle does
-/// not keep yet: refused as such (1235), where the SQL parser would blame
-/// the syntax (1064).
-pub(crate) fn declares_functional_index(t: &[Token]) -> bool {
-    let is_key_word = |x: Option<&Token>| {
-        matches!(x, Some(Token::Word(w)) if w.quote_style.is_none()
-            && ["KEY", "INDEX", "UNIQUE"].iter().any(|k| w.value.eq_ignore_ascii_case(k)))
-    };
-    (0..t.len()).any(|i| {
-        if !is_key_word(t.get(i)) {
-            return false;
-        }
-        let mut j = i + 1;
-        // The index's name, if it has one.
-        if matches!(t.get(j), Some(Token::Word(_))) && !is_key_word(t.get(j)) {
-            j += 1;
-        }
-        matches!(
-            (t.get(j), t.get(j + 1)),
-            (Some(Token::LParen), Some(Token::LParen))
-        )
-    })
-}
-
-pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
-    let (db, table) = e.resolve(s, &ci.table_name)?;
-    let schema = existing_table(e, &db, &table)?;
-    let names: Vec<ast::Ident> = ci
-        .columns
-        .iter()
-        .map(|o| match &o.expr {
-            Expr::Identifier(i) => Ok(i.clone()),
-            other => Err(ShimError::Unsupported(format!(
-                "index on expression {other}"
-            ))),
-        })
-        .collect::<Result<_>>()?;
-    let pos = positions(&schema.columns, &names)?;
-    let name = ci
-        .name
-        .as_ref()
-        .map(crate::sqltext::last_part)
-        .unwrap_or_else(|| index_name(&schema.indexes, &schema.columns, &pos));
-    if ci.if_not_exists && schema.index(&name).is_some() {
-        s.warn(1061, format!("Duplicate key name '{name}'"));
-        return Ok(Output::ok());
-    }
-    let t = e.storage.create_index(
-        &db,
-        &table,
-        IndexSchema {
-            id: 0,
-            name,
-            columns: pos,
-            unique: ci.unique,
-        },
-    )?;
-    e.dataflow.table_changed(t.id);
-    Ok(Output::ok())
 }
 
 pub fn drop(
@@ -889,37 +844,6 @@ pub fn drop_database(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output>
     let name = ident(t, i).ok_or_else(|| ShimError::Parse("near DROP DATABASE".into()))?;
     let n = drop_db(e, s, &name, if_exists)?;
     Ok(Output::affected(n))
-}
-
-/// `DROP INDEX name ON table`.
-pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
-    let if_exists = word(t, 2).as_deref() == Some("IF") && word(t, 3).as_deref() == Some("EXISTS");
-    let at = if if_exists { 4 } else { 2 };
-    let name = ident(t, at).ok_or_else(|| ShimError::Parse("near DROP INDEX".into()))?;
-    if word(t, at + 1).as_deref() != Some("ON") {
-        return Err(ShimError::Parse("DROP INDEX needs ON table".into()));
-    }
-    let mut i = at + 2;
-    let (db, table) = qualified_name(t, &mut i)
-        .ok_or_else(|| ShimError::Parse("near DROP INDEX ... ON".into()))?;
-    let db = match db {
-        Some(d) => d,
-        None => s.database.clone().ok_or(ShimError::NoDatabase)?,
-    };
-    let missing = e
-        .storage
-        .table(&db, &table)
-        .is_some_and(|schema| schema.index(&name).is_none());
-    if if_exists && missing {
-        s.warn(
-            error::ER_CANT_DROP_FIELD_OR_KEY.errno,
-            format!("Can't DROP INDEX `{name}`; check that it exists"),
-        );
-        return Ok(Output::ok());
-    }
-    let schema = e.storage.drop_index(&db, &table, &name)?;
-    e.dataflow.table_changed(schema.id);
-    Ok(Output::ok())
 }
 
 /// The value an omitted column gets.

@@ -439,13 +439,15 @@ impl Engine {
                 }
                 Ok(Some(Output::ok()))
             }
-            ("CREATE", "TABLE" | "TEMPORARY") | ("ALTER", "TABLE")
-                if ddl::declares_functional_index(t) =>
-            {
-                Err(
-                    ShimError::Unsupported("index on expression (functional key part)".into())
-                        .into(),
-                )
+            // sqlparser does not parse functional key parts `((expr))`:
+            // CREATE TABLE is parsed without them, then given them.
+            ("CREATE", "TABLE" | "TEMPORARY") if crate::functional_index::declared(t) => {
+                self.implicit_commit(s)?;
+                let (sql, decls) = crate::functional_index::split_create_table(t)?;
+                let Some(Statement::CreateTable(ct)) = parse(&sql)?.into_iter().next() else {
+                    return Err(ShimError::Parse("near CREATE TABLE".into()).into());
+                };
+                Ok(Some(ddl::create_table_with(self, s, ct, &decls)?))
             }
             // Every other ALTER TABLE, and RENAME TABLE (MySQL forms the
             // parser does not know).
@@ -490,7 +492,7 @@ impl Engine {
             }
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
-            ("DROP", "INDEX") => Ok(Some(ddl::drop_index(self, s, t)?)),
+            ("DROP", "INDEX") => Ok(Some(crate::alter_table::drop_index(self, s, t)?)),
             // TRUNCATE [TABLE] name (the parser wants TABLE).
             ("TRUNCATE", _) => {
                 let mut i = if w1 == "TABLE" { 2 } else { 1 };
@@ -638,7 +640,7 @@ impl Engine {
             }
             Statement::CreateIndex(ci) => {
                 self.implicit_commit(s)?;
-                ddl::create_index(self, s, ci)
+                crate::alter_table::create_index(self, s, ci)
             }
             Statement::AlterTable {
                 name, operations, ..

@@ -198,6 +198,14 @@ pub const ER_USER_CREATE_EXISTS: MysqlCode = code(1973, "HY000");
 pub const ER_USER_DROP_EXISTS: MysqlCode = code(1974, "HY000");
 pub const ER_QUERY_TIMEOUT: MysqlCode = code(3024, "HY000");
 pub const ER_SECURE_TRANSPORT_REQUIRED: MysqlCode = code(3159, "HY000");
+pub const ER_WRONG_COLUMN_NAME: MysqlCode = code(1166, "42000");
+// Functional key parts (MySQL 8).
+pub const ER_FUNCTIONAL_INDEX_REF_AUTO_INCREMENT: MysqlCode = code(3754, "HY000");
+pub const ER_FUNCTIONAL_INDEX_PRIMARY_KEY: MysqlCode = code(3756, "HY000");
+pub const ER_FUNCTIONAL_INDEX_ON_LOB: MysqlCode = code(3757, "HY000");
+pub const ER_FUNCTIONAL_INDEX_FUNCTION_IS_NOT_ALLOWED: MysqlCode = code(3758, "HY000");
+pub const ER_FUNCTIONAL_INDEX_ON_FIELD: MysqlCode = code(3762, "HY000");
+pub const ER_DEPENDENT_BY_FUNCTIONAL_INDEX: MysqlCode = code(3837, "HY000");
 
 impl ShimError {
     /// The MySQL error number and SQLSTATE for this error.

@@ -63,6 +63,7 @@ mod exec;
 mod explain;
 mod foreign_keys;
 pub mod forward;
+mod functional_index;
 mod handler;
 mod impossible;
 mod kill;

@@ -96,6 +96,9 @@ impl Returning {
     ) -> Result<()> {
         let table = Arc::new(schema.clone());
         for (column, c) in schema.columns.iter().enumerate() {
+            if c.is_hidden() {
+                continue;
+            }
             let id = ast::Expr::Identifier(ast::Ident::new(c.name.clone()));
             exprs.push(compile_row_expr(&id, Some(schema))?);
             columns.push(OutputColumn {

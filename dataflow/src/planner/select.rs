@@ -251,7 +251,11 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                 };
                 let mut any = false;
                 for (i, c) in scope.cols.iter().enumerate() {
-                    // Columns a subquery joined in (`__sq<n>`) are internal.
+                    // Columns a subquery joined in (`__sq<n>`) are internal;
+                    // a functional key part's hidden column is not shown.
+                    if c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX) {
+                        continue;
+                    }
                     let internal = c.qualifier.starts_with("__sq");
                     if q.as_ref().map_or(!internal, |q| *q == c.qualifier) {
                         any = true;

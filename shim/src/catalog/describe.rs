@@ -113,6 +113,9 @@ pub fn describe(
                 TableNotes::default()
             };
             for (i, c) in schema.columns.iter().enumerate() {
+                if c.is_hidden() {
+                    continue;
+                }
                 let mut r = vec![t(&c.name), t(c.ty.sql_name())];
                 if full {
                     r.push(if c.ty.is_text() {
@@ -205,7 +208,7 @@ pub fn create_table_sql(
 ) -> String {
     let mut lines = Vec::new();
     let table_collation = notes.collation.name();
-    for c in &schema.columns {
+    for c in schema.columns.iter().filter(|c| !c.is_hidden()) {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
         if c.ty.is_text() && c.collation.name() != table_collation {
             l.push_str(&format!(
@@ -263,9 +266,16 @@ pub fn create_table_sql(
         }
         lines.push(l);
     }
+    // A functional key part shows as its expression, `((abs(weight)))`.
     let cols = |idx: &[usize]| {
         idx.iter()
-            .map(|&i| quote_ident(&schema.columns[i].name))
+            .map(|&i| {
+                let c = &schema.columns[i];
+                match crate::functional_index::expression(c) {
+                    Some(sql) => format!("({sql})"),
+                    None => quote_ident(&c.name),
+                }
+            })
             .collect::<Vec<_>>()
             .join(",")
     };

@@ -347,6 +347,9 @@ fn columns_table(
     for tb in all_tables() {
         let note = notes.get(&tb.id);
         for (i, c) in tb.columns.iter().enumerate() {
+            if c.is_hidden() {
+                continue;
+            }
             let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
             let dt_prec = if matches!(
                 c.ty,
@@ -419,6 +422,8 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
     for tb in all_tables() {
         for (iname, non_unique, seq, col) in index_rows(&tb) {
             let c = &tb.columns[col];
+            // A functional key part: no column, its expression instead.
+            let expression = crate::functional_index::expression(c);
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),
@@ -427,7 +432,11 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
                 t(&tb.database),
                 t(iname),
                 Value::Int(seq),
-                t(&c.name),
+                if expression.is_some() {
+                    Value::Null
+                } else {
+                    t(&c.name)
+                },
                 t("A"),
                 Value::Int(0),
                 Value::Null,
@@ -436,6 +445,7 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
                 t("BTREE"),
                 t(""),
                 t(""),
+                expression.map_or(Value::Null, t),
             ]);
         }
     }
@@ -457,6 +467,7 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
             "INDEX_TYPE",
             "COMMENT",
             "INDEX_COMMENT",
+            "EXPRESSION",
         ],
         rows,
     }
@@ -480,7 +491,9 @@ fn key_column_usage_table(
                 .map(|i| (i.name.clone(), i.columns.clone())),
         );
         for (kname, cols) in keys {
-            for (k, &c) in cols.iter().enumerate() {
+            // A functional key part has no column to name (as in MySQL).
+            let named = cols.iter().filter(|&&c| !tb.columns[c].is_hidden());
+            for (k, &c) in named.enumerate() {
                 rows.push(vec![
                     def.clone(),
                     t(&tb.database),

@@ -162,7 +162,12 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
                 Value::Int(non_unique),
                 t(name),
                 Value::Int(seq),
-                t(&c.name),
+                // A functional key part has no column (MySQL 8).
+                if c.is_hidden() {
+                    Value::Null
+                } else {
+                    t(&c.name)
+                },
                 t("A"),
                 Value::Int(0),
                 Value::Null,

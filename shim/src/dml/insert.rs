@@ -33,7 +33,10 @@ pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outpu
         .map(|items| crate::returning::Returning::compile(&schema, &items))
         .transpose()?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
-        (0..schema.columns.len()).collect()
+        // Every column a client sees (not a functional key part's).
+        (0..schema.columns.len())
+            .filter(|&c| !schema.columns[c].is_hidden())
+            .collect()
     } else {
         ins.columns
             .iter()

@@ -1,0 +1,543 @@
+//! Functional key parts (MySQL 8): `KEY idx ((expr))`, `CREATE INDEX idx
+//! ON t ((LOWER(name)), pub_date DESC)`, `ALTER TABLE t ADD UNIQUE
+//! ((a + b))`.
+//!
+//! As in MySQL, each expression part becomes a hidden VIRTUAL generated
+//! column, `!hidden!<index>!<part>!<n>` (see
+//! [`ColumnSchema::is_hidden`]), and the index covers that column like any
+//! other: the generated-column machinery ([`crate::checks`]) computes it
+//! on every write, storage keeps it and enforces a UNIQUE index over it
+//! (1062), and DROP INDEX drops it with the index. It is left out
+//! wherever a table's columns are listed to a client (`SELECT *`,
+//! DESCRIBE, information_schema.COLUMNS, INSERT without a column list);
+//! SHOW CREATE TABLE, SHOW INDEX and information_schema.STATISTICS show
+//! the expression in its place.
+//!
+//! This module parses the declarations and turns them into hidden columns
+//! and an [`IndexSchema`]; CREATE TABLE ([`crate::ddl`]) and ALTER TABLE
+//! ([`crate::alter_table`]) add them to the table they build.
+
+use std::ops::ControlFlow;
+
+use ladle_common::{ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema};
+use sqlparser::ast;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+use crate::error::{self, Result, ShimError, WireError};
+use crate::table_options::{eat, eat_all};
+
+/// One key part of an index declaration.
+#[derive(Clone, Debug)]
+pub enum KeyPart {
+    /// A column (a prefix length or ASC/DESC after it is accepted and
+    /// ignored, as for any Ladle index).
+    Column(String),
+    /// `(expr)`: a functional key part.
+    Expression(Box<ast::Expr>),
+}
+
+/// An index declaration with at least one functional key part.
+#[derive(Clone, Debug)]
+pub struct IndexDecl {
+    pub name: Option<String>,
+    pub unique: bool,
+    /// `PRIMARY KEY ((expr))`: refused (3756).
+    pub primary: bool,
+    pub parts: Vec<KeyPart>,
+}
+
+/// Whether the tokens of a CREATE TABLE or ALTER TABLE declare an index
+/// with a functional key part: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`.
+pub fn declared(t: &[Token]) -> bool {
+    (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| has_expression_part(t, open)))
+}
+
+fn is_key_word(x: Option<&Token>) -> bool {
+    matches!(x, Some(Token::Word(w)) if w.quote_style.is_none()
+        && ["KEY", "INDEX", "UNIQUE"].iter().any(|k| w.value.eq_ignore_ascii_case(k)))
+}
+
+/// If an index's key word is at `i`, the position of its key-part list's
+/// opening parenthesis.
+fn key_list_at(t: &[Token], i: usize) -> Option<usize> {
+    if !is_key_word(t.get(i)) {
+        return None;
+    }
+    let mut j = i + 1;
+    // UNIQUE KEY, UNIQUE INDEX.
+    if is_key_word(t.get(j)) {
+        j += 1;
+    }
+    // The index's name, if it has one.
+    if matches!(t.get(j), Some(Token::Word(_))) {
+        j += 1;
+    }
+    matches!(t.get(j), Some(Token::LParen)).then_some(j)
+}
+
+/// The position of the parenthesis closing the one at `open`.
+fn closing(t: &[Token], open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (k, tok) in t.iter().enumerate().skip(open) {
+        match tok {
+            Token::LParen => depth += 1,
+            Token::RParen => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Whether a part of the key-part list opening at `open` is `(expr)`.
+fn has_expression_part(t: &[Token], open: usize) -> bool {
+    let Some(close) = closing(t, open) else {
+        return false;
+    };
+    let mut depth = 0usize;
+    let mut part_start = true;
+    for tok in &t[open + 1..close] {
+        match tok {
+            Token::LParen if depth == 0 && part_start => return true,
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                part_start = true;
+                continue;
+            }
+            _ => {}
+        }
+        part_start = false;
+    }
+    false
+}
+
+/// Parses `[CONSTRAINT [sym]] {PRIMARY KEY | UNIQUE [INDEX|KEY] | INDEX |
+/// KEY} [name] (part, ...)` and the index options after it (ignored), up
+/// to a top-level comma or the end.
+pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError> {
+    let mut name = None;
+    if eat(p, "CONSTRAINT") && !starts_key(p) {
+        name = Some(p.parse_identifier(false)?.value);
+    }
+    let primary = eat_all(p, &["PRIMARY", "KEY"]);
+    let unique = primary || eat(p, "UNIQUE");
+    let keyword = eat(p, "INDEX") || eat(p, "KEY");
+    if !primary && !unique && !keyword {
+        return p.expected("INDEX, KEY or UNIQUE", p.peek_token());
+    }
+    if !matches!(p.peek_token().token, Token::LParen) {
+        name = Some(p.parse_identifier(false)?.value);
+    }
+    p.expect_token(&Token::LParen)?;
+    let mut parts = Vec::new();
+    loop {
+        if p.consume_token(&Token::LParen) {
+            let expr = p.parse_expr()?;
+            p.expect_token(&Token::RParen)?;
+            parts.push(KeyPart::Expression(Box::new(expr)));
+        } else {
+            let column = p.parse_identifier(false)?.value;
+            // A prefix length.
+            if p.consume_token(&Token::LParen) {
+                p.parse_literal_uint()?;
+                p.expect_token(&Token::RParen)?;
+            }
+            parts.push(KeyPart::Column(column));
+        }
+        let _ = p.parse_one_of_keywords(&[Keyword::ASC, Keyword::DESC]);
+        if !p.consume_token(&Token::Comma) {
+            break;
+        }
+    }
+    p.expect_token(&Token::RParen)?;
+    // Index options (USING BTREE, COMMENT '...', VISIBLE, ...).
+    let mut depth = 0usize;
+    loop {
+        match p.peek_token().token {
+            Token::EOF | Token::SemiColon => break,
+            Token::Comma if depth == 0 => break,
+            Token::RParen if depth == 0 => break,
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            _ => {}
+        }
+        p.next_token();
+    }
+    Ok(IndexDecl {
+        name,
+        unique,
+        primary,
+        parts,
+    })
+}
+
+fn starts_key(p: &Parser) -> bool {
+    let t = p.peek_token().token;
+    ["PRIMARY", "UNIQUE", "INDEX", "KEY"]
+        .iter()
+        .any(|k| crate::table_options::is_word(&t, k))
+}
+
+/// Whether `ADD` is followed by an index declaration with a functional key
+/// part (the parser is at ADD).
+pub fn at_added_decl(p: &Parser) -> bool {
+    let tokens: Vec<Token> = (0..64).map(|n| p.peek_nth_token(n).token).collect();
+    if !matches!(&tokens[0], Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("ADD"))
+    {
+        return false;
+    }
+    let mut i = 1;
+    if matches!(&tokens[i], Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("CONSTRAINT"))
+    {
+        i += 1;
+        if !is_key_word(tokens.get(i)) && !is_primary(tokens.get(i)) {
+            i += 1;
+        }
+    }
+    if is_primary(tokens.get(i)) {
+        i += 1;
+    }
+    key_list_at(&tokens, i).is_some_and(|open| has_expression_part(&tokens, open))
+}
+
+fn is_primary(x: Option<&Token>) -> bool {
+    matches!(x, Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("PRIMARY"))
+}
+
+/// A CREATE TABLE whose element list declares indexes with functional key
+/// parts: the statement's text without those elements, and them.
+pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
+    let open = t
+        .iter()
+        .position(|x| matches!(x, Token::LParen))
+        .ok_or_else(|| ShimError::Parse("near CREATE TABLE".into()))?;
+    let close = closing(t, open).ok_or_else(|| ShimError::Parse("near CREATE TABLE".into()))?;
+    // The elements, split at top-level commas.
+    let mut elements: Vec<(usize, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let mut start = open + 1;
+    for (k, tok) in t.iter().enumerate().take(close).skip(open + 1) {
+        match tok {
+            Token::LParen => depth += 1,
+            Token::RParen => depth -= 1,
+            Token::Comma if depth == 0 => {
+                elements.push((start, k));
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    elements.push((start, close));
+    let mut kept: Vec<Token> = t[..=open].to_vec();
+    let mut decls = Vec::new();
+    for (from, to) in elements {
+        let element = &t[from..to];
+        // `CONSTRAINT [name]` before the key word.
+        let mut i = 0;
+        if matches!(element.first(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("CONSTRAINT"))
+        {
+            i = if is_key_word(element.get(1)) || is_primary(element.get(1)) {
+                1
+            } else {
+                2
+            };
+        }
+        if is_primary(element.get(i)) {
+            i += 1;
+        }
+        if key_list_at(element, i).is_some_and(|o| has_expression_part(element, o)) {
+            let sql = crate::tokens::render_tokens(element);
+            let mut p = crate::sqltext::parser(&sql)?;
+            decls.push(crate::sqltext::contain_parser_panic(|| parse_decl(&mut p))?);
+            continue;
+        }
+        if !matches!(kept.last(), Some(Token::LParen)) {
+            kept.push(Token::Comma);
+        }
+        kept.extend_from_slice(element);
+    }
+    kept.extend_from_slice(&t[close..]);
+    Ok((crate::tokens::render_tokens(&kept), decls))
+}
+
+/// Adds the hidden columns of `decl`'s expression parts to the end of
+/// `schema`'s columns and returns the index over them (not yet added: its
+/// name is checked by the caller). The index's name, if not given, is
+/// MySQL's: `functional_index`, `functional_index_2`, ... (or the first
+/// column's, when the first part is a column).
+pub fn add_index(schema: &mut TableSchema, decl: &IndexDecl) -> Result<IndexSchema> {
+    if decl.primary {
+        return Err(wire(
+            error::ER_FUNCTIONAL_INDEX_PRIMARY_KEY,
+            "The primary key cannot be a functional index".into(),
+        ));
+    }
+    let name = match &decl.name {
+        Some(n) => n.clone(),
+        None => {
+            let base = match decl.parts.first() {
+                Some(KeyPart::Column(c)) => c.clone(),
+                _ => "functional_index".into(),
+            };
+            free_index_name(&schema.indexes, base)
+        }
+    };
+    let mut columns = Vec::new();
+    for (n, part) in decl.parts.iter().enumerate() {
+        let at = match part {
+            KeyPart::Column(c) => schema
+                .column_index(c)
+                .filter(|&i| !schema.columns[i].is_hidden())
+                .ok_or_else(|| ShimError::UnknownColumn(c.clone(), "table definition".into()))?,
+            KeyPart::Expression(e) => {
+                let column = hidden_column(schema, &name, n, e)?;
+                schema.columns.push(column);
+                schema.columns.len() - 1
+            }
+        };
+        columns.push(at);
+    }
+    Ok(IndexSchema {
+        id: 0,
+        name,
+        columns,
+        unique: decl.unique,
+    })
+}
+
+/// Functions whose value is not a function of the row: refused in a
+/// functional key part (3758), as MySQL refuses them.
+const DISALLOWED: &[&str] = &[
+    "RAND",
+    "UUID",
+    "UUID_SHORT",
+    "NOW",
+    "CURRENT_TIMESTAMP",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "SYSDATE",
+    "CURDATE",
+    "CURRENT_DATE",
+    "CURTIME",
+    "CURRENT_TIME",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+    "UNIX_TIMESTAMP",
+    "CONNECTION_ID",
+    "LAST_INSERT_ID",
+    "USER",
+    "CURRENT_USER",
+    "SESSION_USER",
+    "SYSTEM_USER",
+    "DATABASE",
+    "SCHEMA",
+    "FOUND_ROWS",
+    "ROW_COUNT",
+    "SLEEP",
+    "GET_LOCK",
+    "RELEASE_LOCK",
+    "VERSION",
+];
+
+/// The hidden column for expression part `part` of index `index`.
+fn hidden_column(
+    schema: &TableSchema,
+    index: &str,
+    part: usize,
+    e: &ast::Expr,
+) -> Result<ColumnSchema> {
+    let e = strip_nested(e);
+    if matches!(
+        e,
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)
+    ) {
+        return Err(wire(
+            error::ER_FUNCTIONAL_INDEX_ON_FIELD,
+            "Functional index on a column is not supported. Consider using a regular index instead."
+                .into(),
+        ));
+    }
+    let mut disallowed = false;
+    let mut read: Vec<usize> = Vec::new();
+    let _ = ast::visit_expressions(e, |x| {
+        match x {
+            ast::Expr::Function(f) => {
+                let name = crate::sqltext::last_part(&f.name).to_ascii_uppercase();
+                disallowed |= DISALLOWED.contains(&name.as_str());
+            }
+            ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => {
+                disallowed = true
+            }
+            ast::Expr::Identifier(i) if i.value.starts_with('@') => disallowed = true,
+            ast::Expr::Identifier(i) => read.extend(schema.column_index(&i.value)),
+            ast::Expr::CompoundIdentifier(parts) => {
+                read.extend(parts.last().and_then(|i| schema.column_index(&i.value)));
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    if disallowed {
+        return Err(wire(
+            error::ER_FUNCTIONAL_INDEX_FUNCTION_IS_NOT_ALLOWED,
+            format!("Expression of functional index '{index}' contains a disallowed function."),
+        ));
+    }
+    if read.iter().any(|&c| schema.columns[c].auto_increment) {
+        return Err(wire(
+            error::ER_FUNCTIONAL_INDEX_REF_AUTO_INCREMENT,
+            format!("Expression of functional index '{index}' cannot refer to an auto-increment column."),
+        ));
+    }
+    let compiled = ladle_dataflow::compile_row_expr(e, Some(schema))?;
+    let (ty, _) = compiled.result_type(schema);
+    let ty = match ty {
+        SqlType::Text(_) | SqlType::Blob(_) | SqlType::Json => {
+            return Err(wire(
+                error::ER_FUNCTIONAL_INDEX_ON_LOB,
+                "Cannot create a functional index on an expression that returns a BLOB or TEXT. Please consider using CAST.".into(),
+            ))
+        }
+        // LOWER(an ENUM) is any string, not one of the labels.
+        SqlType::Enum(labels) => {
+            SqlType::VarChar(labels.iter().map(|l| l.chars().count() as u32).max().unwrap_or(1))
+        }
+        ty => ty,
+    };
+    let sql = crate::sqltext::expr_text(e);
+    // A text value compares under the collation of the first text column
+    // it reads (MySQL derives it from the arguments).
+    let collation = read
+        .iter()
+        .map(|&c| &schema.columns[c])
+        .find(|c| c.ty.is_text())
+        .map(|c| c.collation);
+    let base = format!("{}{index}!{part}!", ladle_common::HIDDEN_COLUMN_PREFIX);
+    let name = (0..)
+        .map(|n| format!("{base}{n}"))
+        .find(|n| schema.column_index(n).is_none())
+        .unwrap_or(base);
+    let mut column = ColumnSchema::new(name, ty);
+    if let Some(c) = collation.filter(|_| column.ty.is_text()) {
+        column.collation = c;
+    }
+    column.default = ColumnDefault::Generated {
+        expr: sql,
+        stored: false,
+    };
+    Ok(column)
+}
+
+fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
+    while let ast::Expr::Nested(inner) = e {
+        e = inner;
+    }
+    e
+}
+
+/// The hidden columns only index `at` of `schema` covers, highest
+/// position first (DROP INDEX drops them with it).
+pub fn hidden_columns_of(schema: &TableSchema, at: usize) -> Vec<usize> {
+    let mut cols: Vec<usize> = schema.indexes[at]
+        .columns
+        .iter()
+        .copied()
+        .filter(|&c| schema.columns[c].is_hidden())
+        .filter(|c| {
+            !schema
+                .indexes
+                .iter()
+                .enumerate()
+                .any(|(i, x)| i != at && x.columns.contains(c))
+        })
+        .collect();
+    cols.sort_unstable_by(|a, b| b.cmp(a));
+    cols.dedup();
+    cols
+}
+
+/// The expression a hidden column computes, as SHOW CREATE TABLE and
+/// information_schema.STATISTICS show a functional key part.
+pub fn expression(c: &ColumnSchema) -> Option<&str> {
+    if c.is_hidden() {
+        c.default.generation()
+    } else {
+        None
+    }
+}
+
+/// A user column named like a hidden one is refused (1166), so the
+/// prefix only ever means hidden.
+pub fn check_column_name(name: &str) -> Result<()> {
+    if name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX) {
+        return Err(wire(
+            error::ER_WRONG_COLUMN_NAME,
+            format!("Incorrect column name '{name}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// `base`, or `base_2`, `base_3`... when taken.
+pub(crate) fn free_index_name(existing: &[IndexSchema], base: String) -> String {
+    if !existing.iter().any(|i| i.name.eq_ignore_ascii_case(&base)) {
+        return base;
+    }
+    (2..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|c| !existing.iter().any(|i| i.name.eq_ignore_ascii_case(c)))
+        .unwrap_or(base)
+}
+
+fn wire(code: error::MysqlCode, message: String) -> ShimError {
+    ShimError::Wire(WireError { code, message })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(sql: &str) -> Vec<Token> {
+        crate::tokens::tokens(sql).unwrap()
+    }
+
+    #[test]
+    fn declarations_are_found_in_any_part() {
+        assert!(declared(&toks("CREATE TABLE t (a INT, KEY k ((a + 1)))")));
+        assert!(declared(&toks("CREATE TABLE t (a INT, KEY (a, (a + 1)))")));
+        assert!(declared(&toks(
+            "ALTER TABLE t ADD UNIQUE INDEX ((LOWER(a)))"
+        )));
+        assert!(!declared(&toks(
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))"
+        )));
+        assert!(!declared(&toks(
+            "CREATE TABLE t (a INT CHECK ((a + 1) > 0))"
+        )));
+    }
+
+    #[test]
+    fn create_table_keeps_the_other_elements() {
+        let (sql, decls) = split_create_table(&toks(
+            "CREATE TABLE t (a INT, b VARCHAR(5), INDEX ((a + 1)) USING BTREE, KEY kb (b), CONSTRAINT u UNIQUE KEY ((LOWER(b)), a DESC))",
+        ))
+        .unwrap();
+        assert_eq!(decls.len(), 2);
+        assert_eq!(
+            sql.replace(' ', ""),
+            "CREATETABLEt(aINT,bVARCHAR(5),KEYkb(b))"
+        );
+        assert_eq!(decls[1].name.as_deref(), Some("u"));
+        assert!(decls[1].unique);
+        assert!(matches!(&decls[1].parts[1], KeyPart::Column(c) if c == "a"));
+        assert!(decls[0].name.is_none());
+    }
+}
