@@ -346,10 +346,14 @@ fn columns_table(
     let mut rows = Vec::new();
     for tb in all_tables() {
         let note = notes.get(&tb.id);
-        for (i, c) in tb.columns.iter().enumerate() {
-            if c.is_hidden() {
-                continue;
-            }
+        // A functional key part's hidden column is not listed (nor
+        // counted: columns added after it keep consecutive positions).
+        let visible = tb
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| !c.is_hidden());
+        for (ordinal, (i, c)) in visible.enumerate() {
             let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
             let dt_prec = if matches!(
                 c.ty,
@@ -369,7 +373,7 @@ fn columns_table(
                 t(&tb.database),
                 t(&tb.name),
                 t(&c.name),
-                Value::Int(i as i64 + 1),
+                Value::Int(ordinal as i64 + 1),
                 default_text(c),
                 t(if c.nullable { "YES" } else { "NO" }),
                 t(dt),
