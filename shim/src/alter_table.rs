@@ -136,6 +136,7 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
             unique: ci.unique,
             primary: false,
             parts,
+            descending: ci.columns.iter().map(|o| o.asc == Some(false)).collect(),
         };
         return alter_table(e, s, &ci.table_name, vec![Op::AddFunctionalIndex(decl)]);
     }
@@ -159,16 +160,24 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
         s.warn(1061, format!("Duplicate key name '{name}'"));
         return Ok(Output::ok());
     }
+    let descending: Vec<String> = ci
+        .columns
+        .iter()
+        .zip(&names)
+        .filter(|(o, _)| o.asc == Some(false))
+        .map(|(_, n)| n.value.clone())
+        .collect();
     let t = e.storage.create_index(
         &db,
         &table,
         IndexSchema {
             id: 0,
-            name,
+            name: name.clone(),
             columns: pos,
             unique: ci.unique,
         },
     )?;
+    crate::table_notes::update(&e.storage, t.id, |n| n.add_index(&name, &descending))?;
     e.dataflow.table_changed(t.id);
     Ok(Output::ok())
 }
@@ -213,6 +222,7 @@ pub fn drop_index(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output> {
         return alter_table(e, s, &table, vec![Op::DropIndex { name, if_exists }]);
     }
     let schema = e.storage.drop_index(&db, &table, &name)?;
+    crate::table_notes::update(&e.storage, schema.id, |n| n.drop_index(&name))?;
     e.dataflow.table_changed(schema.id);
     Ok(Output::ok())
 }
@@ -295,9 +305,11 @@ impl Alter<'_> {
                 let mut schema = self.shape.schema.clone();
                 let index = crate::functional_index::add_index(&mut schema, &decl)?;
                 let before = self.shape.schema.columns.len();
+                let descending = decl.descending_columns(&schema, &index);
                 for column in schema.columns.drain(before..) {
                     self.shape.add_column(column, None)?;
                 }
+                self.notes.add_index(&index.name, &descending);
                 self.shape.add_index(index)
             }
             Op::DropIndex { name, if_exists } => self.drop_index(s, &name, if_exists),
@@ -327,6 +339,7 @@ impl Alter<'_> {
                     )));
                 };
                 let index = self.shape.schema.indexes.remove(at);
+                self.notes.rename_index(&index.name, &to);
                 self.shape.add_index(IndexSchema { name: to, ..index })
             }
             Op::Parsed(A::RenameTable { table_name }) | Op::RenameTable(table_name) => {
@@ -465,7 +478,7 @@ impl Alter<'_> {
                 )));
             }
         }
-        self.notes.set_column_comment(&column, "");
+        self.notes.drop_column(&column);
         self.shape.drop_column(at)
     }
 
@@ -722,7 +735,8 @@ impl Alter<'_> {
         }
         // A functional key part's hidden column goes with its index.
         let hidden = crate::functional_index::hidden_columns_of(schema, at);
-        self.shape.schema.indexes.remove(at);
+        let index = self.shape.schema.indexes.remove(at);
+        self.notes.drop_index(&index.name);
         for column in hidden {
             self.shape.drop_column(column)?;
         }

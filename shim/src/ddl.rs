@@ -598,6 +598,7 @@ pub fn create_table_with(
                 format!("Duplicate key name '{}'", index.name),
             )));
         }
+        notes.add_index(&index.name, &decl.descending_columns(&schema, &index));
         schema.indexes.push(index);
     }
     let columns = &schema.columns;

@@ -15,7 +15,11 @@
 //!
 //! This module parses the declarations and turns them into hidden columns
 //! and an [`IndexSchema`]; CREATE TABLE ([`crate::ddl`]) and ALTER TABLE
-//! ([`crate::alter_table`]) add them to the table they build.
+//! ([`crate::alter_table`]) add them to the table they build. Declarations
+//! with ASC / DESC key parts (which sqlparser does not read in CREATE
+//! TABLE or ALTER TABLE either) take the same path; a part's order is
+//! noted in the table's notes ([`crate::table_notes`]) for SHOW INDEX,
+//! STATISTICS and SHOW CREATE TABLE.
 
 use std::ops::ControlFlow;
 
@@ -31,14 +35,15 @@ use crate::table_options::{eat, eat_all};
 /// One key part of an index declaration.
 #[derive(Clone, Debug)]
 pub enum KeyPart {
-    /// A column (a prefix length or ASC/DESC after it is accepted and
-    /// ignored, as for any Ladle index).
+    /// A column (a prefix length after it is accepted and ignored, as for
+    /// any Ladle index).
     Column(String),
     /// `(expr)`: a functional key part.
     Expression(Box<ast::Expr>),
 }
 
-/// An index declaration with at least one functional key part.
+/// An index declaration sqlparser does not read: with a functional key
+/// part, or a part declared ASC or DESC.
 #[derive(Clone, Debug)]
 pub struct IndexDecl {
     pub name: Option<String>,
@@ -46,12 +51,29 @@ pub struct IndexDecl {
     /// `PRIMARY KEY ((expr))`: refused (3756).
     pub primary: bool,
     pub parts: Vec<KeyPart>,
+    /// Per part: declared DESC.
+    pub descending: Vec<bool>,
+}
+
+impl IndexDecl {
+    /// The names of `index`'s columns (as [`add_index`] made it from this
+    /// declaration) whose part is DESC.
+    pub fn descending_columns(&self, schema: &TableSchema, index: &IndexSchema) -> Vec<String> {
+        index
+            .columns
+            .iter()
+            .zip(&self.descending)
+            .filter(|(_, desc)| **desc)
+            .map(|(&c, _)| schema.columns[c].name.clone())
+            .collect()
+    }
 }
 
 /// Whether the tokens of a CREATE TABLE or ALTER TABLE declare an index
-/// with a functional key part: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`.
+/// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`
+/// or a key part with ASC or DESC.
 pub fn declared(t: &[Token]) -> bool {
-    (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| has_expression_part(t, open)))
+    (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| needs_decl(t, open, true)))
 }
 
 fn is_key_word(x: Option<&Token>) -> bool {
@@ -95,8 +117,10 @@ fn closing(t: &[Token], open: usize) -> Option<usize> {
     None
 }
 
-/// Whether a part of the key-part list opening at `open` is `(expr)`.
-fn has_expression_part(t: &[Token], open: usize) -> bool {
+/// Whether a part of the key-part list opening at `open` is `(expr)` or,
+/// with `orders`, has ASC or DESC. (A PRIMARY KEY is read here only for
+/// its functional parts, which are refused: sqlparser reads the rest.)
+fn needs_decl(t: &[Token], open: usize, orders: bool) -> bool {
     let Some(close) = closing(t, open) else {
         return false;
     };
@@ -105,6 +129,15 @@ fn has_expression_part(t: &[Token], open: usize) -> bool {
     for tok in &t[open + 1..close] {
         match tok {
             Token::LParen if depth == 0 && part_start => return true,
+            Token::Word(w)
+                if orders
+                    && depth == 0
+                    && w.quote_style.is_none()
+                    && (w.value.eq_ignore_ascii_case("ASC")
+                        || w.value.eq_ignore_ascii_case("DESC")) =>
+            {
+                return true
+            }
             Token::LParen => depth += 1,
             Token::RParen => depth = depth.saturating_sub(1),
             Token::Comma if depth == 0 => {
@@ -137,6 +170,7 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
     }
     p.expect_token(&Token::LParen)?;
     let mut parts = Vec::new();
+    let mut descending = Vec::new();
     loop {
         if p.consume_token(&Token::LParen) {
             let expr = p.parse_expr()?;
@@ -151,7 +185,8 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
             }
             parts.push(KeyPart::Column(column));
         }
-        let _ = p.parse_one_of_keywords(&[Keyword::ASC, Keyword::DESC]);
+        let order = p.parse_one_of_keywords(&[Keyword::ASC, Keyword::DESC]);
+        descending.push(order == Some(Keyword::DESC));
         if !p.consume_token(&Token::Comma) {
             break;
         }
@@ -175,6 +210,7 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
         unique,
         primary,
         parts,
+        descending,
     })
 }
 
@@ -201,10 +237,11 @@ pub fn at_added_decl(p: &Parser) -> bool {
             i += 1;
         }
     }
-    if is_primary(tokens.get(i)) {
+    let primary = is_primary(tokens.get(i));
+    if primary {
         i += 1;
     }
-    key_list_at(&tokens, i).is_some_and(|open| has_expression_part(&tokens, open))
+    key_list_at(&tokens, i).is_some_and(|open| needs_decl(&tokens, open, !primary))
 }
 
 fn is_primary(x: Option<&Token>) -> bool {
@@ -249,10 +286,11 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
                 2
             };
         }
-        if is_primary(element.get(i)) {
+        let primary = is_primary(element.get(i));
+        if primary {
             i += 1;
         }
-        if key_list_at(element, i).is_some_and(|o| has_expression_part(element, o)) {
+        if key_list_at(element, i).is_some_and(|o| needs_decl(element, o, !primary)) {
             let sql = crate::tokens::render_tokens(element);
             let mut p = crate::sqltext::parser(&sql)?;
             decls.push(crate::sqltext::contain_parser_panic(|| parse_decl(&mut p))?);
@@ -516,12 +554,15 @@ mod tests {
         assert!(declared(&toks(
             "ALTER TABLE t ADD UNIQUE INDEX ((LOWER(a)))"
         )));
-        assert!(!declared(&toks(
-            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))"
-        )));
-        assert!(!declared(&toks(
-            "CREATE TABLE t (a INT CHECK ((a + 1) > 0))"
-        )));
+        assert!(declared(&toks("CREATE TABLE t (a INT, KEY k (a DESC))")));
+        let plain = [
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))",
+            "CREATE TABLE t (a INT CHECK ((a + 1) > 0))",
+            "SELECT * FROM t ORDER BY a DESC",
+        ];
+        for sql in plain {
+            assert!(!declared(&toks(sql)), "{sql}");
+        }
     }
 
     #[test]
@@ -538,6 +579,7 @@ mod tests {
         assert_eq!(decls[1].name.as_deref(), Some("u"));
         assert!(decls[1].unique);
         assert!(matches!(&decls[1].parts[1], KeyPart::Column(c) if c == "a"));
+        assert_eq!(decls[1].descending, vec![false, true]);
         assert!(decls[0].name.is_none());
     }
 }

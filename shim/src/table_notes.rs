@@ -30,6 +30,31 @@ pub struct TableNotes {
     pub collation: Collation,
     /// `(column name, comment)` for each column that has a comment.
     column_comments: Vec<(String, String)>,
+    /// `(index name, column name)` for each key part declared DESC (a
+    /// functional key part by its hidden column): shown by SHOW INDEX,
+    /// STATISTICS and SHOW CREATE TABLE. Ladle's indexes are read either
+    /// way, so the order changes no stored key. Kept last: records written
+    /// before it decode as [`TableNotesV1`].
+    descending: Vec<(String, String)>,
+}
+
+/// The record as written before key parts' order was kept.
+#[derive(Deserialize, Serialize)]
+struct TableNotesV1 {
+    comment: String,
+    collation: Collation,
+    column_comments: Vec<(String, String)>,
+}
+
+impl From<TableNotesV1> for TableNotes {
+    fn from(v: TableNotesV1) -> TableNotes {
+        TableNotes {
+            comment: v.comment,
+            collation: v.collation,
+            column_comments: v.column_comments,
+            descending: Vec::new(),
+        }
+    }
 }
 
 impl TableNotes {
@@ -51,11 +76,50 @@ impl TableNotes {
         }
     }
 
-    /// Moves column `from`'s comment to its new name `to`.
+    /// Moves column `from`'s comment (and key parts' order) to its new
+    /// name `to`.
     pub fn rename_column(&mut self, from: &str, to: &str) {
-        for (c, _) in &mut self.column_comments {
+        let parts = self.descending.iter_mut().map(|(_, c)| c);
+        for c in self.column_comments.iter_mut().map(|(c, _)| c).chain(parts) {
             if c.eq_ignore_ascii_case(from) {
                 *c = to.to_string();
+            }
+        }
+    }
+
+    /// Forgets what is noted about a dropped column.
+    pub fn drop_column(&mut self, name: &str) {
+        self.set_column_comment(name, "");
+        self.descending
+            .retain(|(_, c)| !c.eq_ignore_ascii_case(name));
+    }
+
+    /// Whether index `index`'s key part over `column` is DESC.
+    pub fn is_descending(&self, index: &str, column: &str) -> bool {
+        self.descending
+            .iter()
+            .any(|(i, c)| i.eq_ignore_ascii_case(index) && c.eq_ignore_ascii_case(column))
+    }
+
+    /// Records a new index `index`'s DESC key parts (by column name).
+    pub fn add_index(&mut self, index: &str, descending: &[String]) {
+        self.drop_index(index);
+        for c in descending {
+            self.descending.push((index.to_string(), c.clone()));
+        }
+    }
+
+    /// Forgets a dropped index's key parts' order.
+    pub fn drop_index(&mut self, index: &str) {
+        self.descending
+            .retain(|(i, _)| !i.eq_ignore_ascii_case(index));
+    }
+
+    /// Index `from` is now named `to`.
+    pub fn rename_index(&mut self, from: &str, to: &str) {
+        for (i, _) in &mut self.descending {
+            if i.eq_ignore_ascii_case(from) {
+                *i = to.to_string();
             }
         }
     }
@@ -78,6 +142,7 @@ impl TableNotes {
 
 fn decode(bytes: &[u8]) -> Result<TableNotes> {
     postcard::from_bytes(bytes)
+        .or_else(|_| postcard::from_bytes::<TableNotesV1>(bytes).map(TableNotes::from))
         .map_err(|e| ShimError::Internal(format!("bad table notes record: {e}")))
 }
 
@@ -113,8 +178,55 @@ pub fn store(storage: &Storage, table: TableId, notes: &TableNotes) -> Result<()
     Ok(())
 }
 
+/// Changes table `table`'s notes with `f` (for CREATE INDEX and DROP
+/// INDEX, which write no table record).
+pub fn update(storage: &Storage, table: TableId, f: impl FnOnce(&mut TableNotes)) -> Result<()> {
+    let mut notes = load(storage, table)?;
+    let before = notes.clone();
+    f(&mut notes);
+    if notes == before {
+        return Ok(());
+    }
+    match notes.encoded()? {
+        Some(bytes) => storage.put_meta(&meta_key(table), &bytes)?,
+        None => storage.delete_meta(&meta_key(table))?,
+    }
+    Ok(())
+}
+
 /// Forgets a dropped table's notes.
 pub fn forget(storage: &Storage, table: TableId) -> Result<()> {
     storage.delete_meta(&meta_key(table))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_written_before_key_part_orders_still_decode() {
+        let old = TableNotesV1 {
+            comment: "c".into(),
+            collation: Collation::Binary,
+            column_comments: vec![("a".into(), "x".into())],
+        };
+        let notes = decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert_eq!(notes.comment, "c");
+        assert_eq!(notes.column_comment("A"), "x");
+        assert!(!notes.is_descending("i", "a"));
+    }
+
+    #[test]
+    fn key_part_orders_follow_renames_and_drops() {
+        let mut notes = TableNotes::default();
+        notes.add_index("i", &["a".into()]);
+        let again = decode(&notes.encoded().unwrap().unwrap()).unwrap();
+        assert!(again.is_descending("I", "A"));
+        notes.rename_column("a", "b");
+        notes.rename_index("i", "j");
+        assert!(notes.is_descending("j", "b"));
+        notes.drop_index("j");
+        assert_eq!(notes, TableNotes::default());
+    }
 }

@@ -37,6 +37,16 @@ pub(super) fn index_rows(schema: &TableSchema) -> Vec<(String, i64, i64, usize)>
     out
 }
 
+/// SHOW INDEX's and STATISTICS' COLLATION of index `index`'s key part over
+/// `column`: `D` when declared DESC, else `A`.
+pub(super) fn collation_letter(notes: &TableNotes, index: &str, column: &str) -> &'static str {
+    if notes.is_descending(index, column) {
+        "D"
+    } else {
+        "A"
+    }
+}
+
 pub(super) fn column_key(schema: &TableSchema, c: usize) -> &'static str {
     if schema
         .primary_key
@@ -266,28 +276,34 @@ pub fn create_table_sql(
         }
         lines.push(l);
     }
-    // A functional key part shows as its expression, `((abs(weight)))`.
-    let cols = |idx: &[usize]| {
+    // A functional key part shows as its expression, `((abs(weight)))`;
+    // a DESC one with DESC after it.
+    let cols = |index: &str, idx: &[usize]| {
         idx.iter()
             .map(|&i| {
                 let c = &schema.columns[i];
-                match crate::functional_index::expression(c) {
+                let part = match crate::functional_index::expression(c) {
                     Some(sql) => format!("({sql})"),
                     None => quote_ident(&c.name),
+                };
+                if notes.is_descending(index, &c.name) {
+                    format!("{part} DESC")
+                } else {
+                    part
                 }
             })
             .collect::<Vec<_>>()
             .join(",")
     };
     if let Some(pk) = &schema.primary_key {
-        lines.push(format!("  PRIMARY KEY ({})", cols(pk)));
+        lines.push(format!("  PRIMARY KEY ({})", cols("PRIMARY", pk)));
     }
     for idx in &schema.indexes {
         let kind = if idx.unique { "UNIQUE KEY" } else { "KEY" };
         lines.push(format!(
             "  {kind} {} ({})",
             quote_ident(&idx.name),
-            cols(&idx.columns)
+            cols(&idx.name, &idx.columns)
         ));
     }
     for k in keys {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use ladle_common::{SqlType, TableSchema, Value};
 use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
 
-use super::describe::{column_key, default_text, extra, index_rows};
+use super::describe::{collation_letter, column_key, default_text, extra, index_rows};
 use super::filter::{eval, t};
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
@@ -185,7 +185,7 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
         },
         "TABLES" => tables_table(e, &dbs, &all_tables, &def)?,
         "COLUMNS" => columns_table(e, &all_tables, &def)?,
-        "STATISTICS" => statistics_table(&all_tables, &def),
+        "STATISTICS" => statistics_table(e, &all_tables, &def)?,
         "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
         "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
         "VIEWS" => views_table(e, &dbs, &def),
@@ -421,9 +421,16 @@ fn columns_table(
     })
 }
 
-fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value) -> VTable {
+fn statistics_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let notes = crate::table_notes::load_all(&e.storage)?;
+    let none = crate::table_notes::TableNotes::default();
     let mut rows = Vec::new();
     for tb in all_tables() {
+        let note = notes.get(&tb.id).unwrap_or(&none);
         for (iname, non_unique, seq, col) in index_rows(&tb) {
             let c = &tb.columns[col];
             // A functional key part: no column, its expression instead.
@@ -434,14 +441,14 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
                 t(&tb.name),
                 Value::Int(non_unique),
                 t(&tb.database),
-                t(iname),
+                t(&iname),
                 Value::Int(seq),
                 if expression.is_some() {
                     Value::Null
                 } else {
                     t(&c.name)
                 },
-                t("A"),
+                t(collation_letter(note, &iname, &c.name)),
                 Value::Int(0),
                 Value::Null,
                 Value::Null,
@@ -453,7 +460,7 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
             ]);
         }
     }
-    VTable {
+    Ok(VTable {
         columns: vec![
             "TABLE_CATALOG",
             "TABLE_SCHEMA",
@@ -474,7 +481,7 @@ fn statistics_table(all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>, def: &Value)
             "EXPRESSION",
         ],
         rows,
-    }
+    })
 }
 
 fn key_column_usage_table(

@@ -4,7 +4,7 @@
 use ladle_common::{SqlType, Value};
 use sqlparser::tokenizer::Token;
 
-use super::describe::{create_table_sql, describe, index_rows, lookup};
+use super::describe::{collation_letter, create_table_sql, describe, index_rows, lookup};
 use super::filter::{db_or, filter_at, finish, from_db, t};
 use super::information_schema::{process_rows, VIRTUAL_TABLES};
 use crate::error::{Result, ShimError};
@@ -125,6 +125,7 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
         qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW INDEX FROM".into()))?;
     let db = db_or(s, from_db(tk, &mut j).or(qdb))?;
     let schema = lookup(e, &db, &table)?;
+    let notes = crate::table_notes::load(&e.storage, schema.id)?;
     let cols = [
         "Table",
         "Non_unique",
@@ -157,6 +158,7 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
         .into_iter()
         .map(|(name, non_unique, seq, col)| {
             let c = &schema.columns[col];
+            let collation = collation_letter(&notes, &name, &c.name);
             vec![
                 t(&schema.name),
                 Value::Int(non_unique),
@@ -168,7 +170,7 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
                 } else {
                     t(&c.name)
                 },
-                t("A"),
+                t(collation),
                 Value::Int(0),
                 Value::Null,
                 Value::Null,
