@@ -961,7 +961,7 @@ fn functional_indexes_come_back_after_kill_9() {
             "CREATE DATABASE fx",
             "CREATE TABLE fx.t (id INT PRIMARY KEY, weight INT, name VARCHAR(20), KEY k_sum ((weight + id)))",
             "INSERT INTO fx.t VALUES (1, -5, 'Ann'), (2, 3, 'bob')",
-            "CREATE INDEX idx ON fx.t ((ABS(weight)))",
+            "CREATE INDEX idx ON fx.t ((ABS(weight)) DESC)",
             "CREATE UNIQUE INDEX u ON fx.t ((LOWER(name)))",
     ]);
     rt().block_on(async {
@@ -986,20 +986,24 @@ fn functional_indexes_come_back_after_kill_9() {
         assert_eq!(fields, vec!["id", "weight", "name"]);
         let (_, create): (String, String) =
             c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
-        assert!(create.contains("KEY `idx` ((ABS(weight)))"), "{create}");
+        assert!(create.contains("KEY `idx` ((ABS(weight)) DESC)"), "{create}");
         assert!(create.contains("UNIQUE KEY `u` ((LOWER(name)))"), "{create}");
         assert!(create.contains("KEY `k_sum` ((weight + id))"), "{create}");
         assert!(!create.contains("hidden"), "{create}");
         // Django's introspection: SHOW INDEX names the index, with no
-        // column for the expression and Non_unique 0 for the UNIQUE one.
-        let index: Vec<(String, i64, String)> = c
+        // column for the expression, Non_unique 0 for the UNIQUE one and
+        // the DESC part's Collation D.
+        let index: Vec<(String, i64, String, String)> = c
             .query_map("SHOW INDEX FROM t", |r: Row| {
-                (text_of(&r[2]), text_of(&r[1]).parse().unwrap(), text_of(&r[4]))
+                let non_unique = text_of(&r[1]).parse().unwrap();
+                (text_of(&r[2]), non_unique, text_of(&r[4]), text_of(&r[5]))
             })
             .await
             .unwrap();
-        assert!(index.contains(&("u".into(), 0, "NULL".into())), "{index:?}");
-        assert!(index.contains(&("idx".into(), 1, "NULL".into())), "{index:?}");
+        let u = ("u".into(), 0, "NULL".into(), "A".into());
+        let idx = ("idx".into(), 1, "NULL".into(), "D".into());
+        assert!(index.contains(&u), "{index:?}");
+        assert!(index.contains(&idx), "{index:?}");
         c.query_drop("DROP INDEX u ON t").await.unwrap();
         c.query_drop("INSERT INTO t VALUES (4, 1, 'ANN')").await.unwrap();
         let n: Option<i64> = c

@@ -1,6 +1,7 @@
 //! What a table declares that changes no stored value: its COMMENT, its
-//! columns' COMMENTs and its default collation (`DEFAULT CHARSET=` /
-//! `COLLATE=`, which text columns added later get). Kept in one catalog
+//! columns' COMMENTs, its default collation (`DEFAULT CHARSET=` /
+//! `COLLATE=`, which text columns added later get) and which key parts
+//! of its indexes were declared DESC. Kept in one catalog
 //! meta record per table beside the schema, as CHECK constraints are;
 //! ALTER TABLE writes it in its own batch. SHOW CREATE TABLE, SHOW FULL
 //! COLUMNS and information_schema (which ORMs reflect) show it.
