@@ -372,6 +372,18 @@ fn keyed_views(c: &mut Conn) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Kills `srv` with SIGKILL and starts it again on `dir`, checking that
+/// recovery used snapshot `epoch`.
+fn killed_and_restarted_from(mut srv: Ladle, dir: &Path, args: &[&str], epoch: u64) -> Ladle {
+    srv.kill9();
+    let srv = Ladle::start(dir, args, &[]);
+    assert_eq!(
+        srv.recovery_metric("ladle_recovery_epoch"),
+        Some(epoch as f64)
+    );
+    srv
+}
+
 fn data_dir(tmp: &tempfile::TempDir) -> PathBuf {
     tmp.path().join("data")
 }
@@ -393,7 +405,7 @@ fn warm_restart_restores_cached_keys_and_replays_later_writes() {
     let mut world = World::new("warm");
     // Periodic snapshots off: SNAPSHOT VIEWS still takes one.
     let args = ["--snapshot-interval", "0"];
-    let mut srv = loaded(&mut world, &dir, &args);
+    let srv = loaded(&mut world, &dir, &args);
     let mut c = srv.conn();
     world.churn(&mut c, 5, 3);
     world.check(&mut c, "before the snapshot");
@@ -407,13 +419,7 @@ fn warm_restart_restores_cached_keys_and_replays_later_writes() {
     world.vote(&mut c, 150);
     world.churn(&mut c, 11, 8);
     drop(c);
-    srv.kill9();
-
-    let srv = Ladle::start(&dir, &args, &[]);
-    assert_eq!(
-        srv.recovery_metric("ladle_recovery_epoch"),
-        Some(epoch as f64)
-    );
+    let srv = killed_and_restarted_from(srv, &dir, &args, epoch);
     assert!(srv.recovery_metric("ladle_recovery_rows").unwrap_or(0.0) > 0.0);
     let mut c = srv.conn();
     // Restored, not cold: the keyed views hold the keys read before.
@@ -730,7 +736,7 @@ fn long_delta_chains_are_compacted_and_still_recover() {
     let dir = data_dir(&tmp);
     let mut world = World::new("compact");
     let args = ["--snapshot-interval", "0"];
-    let mut srv = loaded(&mut world, &dir, &args);
+    let srv = loaded(&mut world, &dir, &args);
     let mut c = srv.conn();
     snapshot_views(&mut c);
     for round in 0..6 {
@@ -778,13 +784,7 @@ fn long_delta_chains_are_compacted_and_still_recover() {
     world.vote(&mut c, 25);
     world.check(&mut c, "before the restart");
     drop(c);
-    srv.kill9();
-
-    let srv = Ladle::start(&dir, &args, &[]);
-    assert_eq!(
-        srv.recovery_metric("ladle_recovery_epoch"),
-        Some(epoch as f64)
-    );
+    let srv = killed_and_restarted_from(srv, &dir, &args, epoch);
     let mut c = srv.conn();
     world.check(&mut c, "after restarting from compacted chains");
 }
@@ -890,7 +890,7 @@ fn functional_indexes_survive_a_snapshot_and_restart() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = data_dir(&tmp);
     let args = ["--snapshot-interval", "0"];
-    let mut srv = Ladle::start(&dir, &args, &[]);
+    let srv = Ladle::start(&dir, &args, &[]);
     let mut c = Conn::new(srv.opts(None)).unwrap();
     for sql in [
         "CREATE DATABASE lob",
@@ -907,13 +907,7 @@ fn functional_indexes_survive_a_snapshot_and_restart() {
     c.query_drop("INSERT INTO people VALUES (4, 'Dee', 1)")
         .unwrap();
     drop(c);
-    srv.kill9();
-
-    let srv = Ladle::start(&dir, &args, &[]);
-    assert_eq!(
-        srv.recovery_metric("ladle_recovery_epoch"),
-        Some(epoch as f64)
-    );
+    let srv = killed_and_restarted_from(srv, &dir, &args, epoch);
     let mut c = srv.conn();
     let after: Vec<(i64, String, i64)> = c.exec(team, (1,)).unwrap();
     let dee = (4, "Dee".into(), 1);
