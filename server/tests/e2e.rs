@@ -986,9 +986,9 @@ fn functional_indexes_come_back_after_kill_9() {
         assert_eq!(fields, vec!["id", "weight", "name"]);
         let (_, create): (String, String) =
             c.query_first("SHOW CREATE TABLE t").await.unwrap().unwrap();
-        assert!(create.contains("KEY `idx` ((ABS(weight)) DESC)"), "{create}");
-        assert!(create.contains("UNIQUE KEY `u` ((LOWER(name)))"), "{create}");
-        assert!(create.contains("KEY `k_sum` ((weight + id))"), "{create}");
+        assert!(create.contains("KEY `idx` ((abs(`weight`)) DESC)"), "{create}");
+        assert!(create.contains("UNIQUE KEY `u` ((lower(`name`)))"), "{create}");
+        assert!(create.contains("KEY `k_sum` ((`weight` + `id`))"), "{create}");
         assert!(!create.contains("hidden"), "{create}");
         // Django's introspection: SHOW INDEX names the index, with no
         // column for the expression, Non_unique 0 for the UNIQUE one and

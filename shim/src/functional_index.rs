@@ -450,7 +450,7 @@ fn hidden_column(
         }
         ty => ty,
     };
-    let sql = crate::sqltext::expr_text(e);
+    let sql = crate::sqltext::expr_text(&as_mysql_shows(e));
     // A text value compares under the collation of the first text column
     // it reads (MySQL derives it from the arguments).
     let collation = read
@@ -472,6 +472,30 @@ fn hidden_column(
         stored: false,
     };
     Ok(column)
+}
+
+/// `e` as MySQL keeps and shows a functional key part: function names in
+/// lower case, columns quoted (`lower(`name`)`).
+fn as_mysql_shows(e: &ast::Expr) -> ast::Expr {
+    let mut shown = e.clone();
+    let _ = ast::visit_expressions_mut(&mut shown, |x| {
+        match x {
+            ast::Expr::Function(f) => {
+                for part in &mut f.name.0 {
+                    part.value = part.value.to_ascii_lowercase();
+                }
+            }
+            ast::Expr::Identifier(i) => i.quote_style = Some('`'),
+            ast::Expr::CompoundIdentifier(parts) => {
+                for part in parts {
+                    part.quote_style = Some('`');
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    shown
 }
 
 fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
