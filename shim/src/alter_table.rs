@@ -784,6 +784,9 @@ impl Alter<'_> {
         let e = self.e;
         let shape = &mut self.shape;
         shape.check_auto_increment()?;
+        for at in crate::functional_index::retype_hidden(&mut shape.schema)? {
+            shape.converted[at] = true;
+        }
         crate::checks::validate(&shape.schema, &shape.checks)?;
         let columns = shape.schema.columns.clone();
         shape.schema.indexes.sort_by_key(|i| key_rank(i, &columns));

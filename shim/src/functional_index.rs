@@ -435,6 +435,32 @@ fn hidden_column(
             format!("Expression of functional index '{index}' cannot refer to an auto-increment column."),
         ));
     }
+    let (ty, collation) = typed(schema, e, &read)?;
+    let sql = crate::sqltext::expr_text(&as_mysql_shows(e));
+    let base = format!("{}{index}!{part}!", ladle_common::HIDDEN_COLUMN_PREFIX);
+    let name = (0..)
+        .map(|n| format!("{base}{n}"))
+        .find(|n| schema.column_index(n).is_none())
+        .unwrap_or(base);
+    let mut column = ColumnSchema::new(name, ty);
+    if let Some(c) = collation {
+        column.collation = c;
+    }
+    column.default = ColumnDefault::Generated {
+        expr: sql,
+        stored: false,
+    };
+    Ok(column)
+}
+
+/// The type of a hidden column computing `e` over `schema`'s rows (whose
+/// columns `read` it reads), and for text, its collation: that of the
+/// first text column it reads (MySQL derives it from the arguments).
+fn typed(
+    schema: &TableSchema,
+    e: &ast::Expr,
+    read: &[usize],
+) -> Result<(SqlType, Option<ladle_common::Collation>)> {
     let compiled = ladle_dataflow::compile_row_expr(e, Some(schema))?;
     let (ty, _) = compiled.result_type(schema);
     let ty = match ty {
@@ -450,28 +476,43 @@ fn hidden_column(
         }
         ty => ty,
     };
-    let sql = crate::sqltext::expr_text(&as_mysql_shows(e));
-    // A text value compares under the collation of the first text column
-    // it reads (MySQL derives it from the arguments).
     let collation = read
         .iter()
         .map(|&c| &schema.columns[c])
         .find(|c| c.ty.is_text())
-        .map(|c| c.collation);
-    let base = format!("{}{index}!{part}!", ladle_common::HIDDEN_COLUMN_PREFIX);
-    let name = (0..)
-        .map(|n| format!("{base}{n}"))
-        .find(|n| schema.column_index(n).is_none())
-        .unwrap_or(base);
-    let mut column = ColumnSchema::new(name, ty);
-    if let Some(c) = collation.filter(|_| column.ty.is_text()) {
-        column.collation = c;
+        .map(|c| c.collation)
+        .filter(|_| ty.is_text());
+    Ok((ty, collation))
+}
+
+/// After ALTER TABLE changed the columns a functional key part reads
+/// (MODIFY name VARCHAR(30)), its hidden column takes the type the
+/// expression now has, as MySQL re-derives it: the positions of the
+/// hidden columns whose type or collation changed.
+pub fn retype_hidden(schema: &mut TableSchema) -> Result<Vec<usize>> {
+    let mut changed = Vec::new();
+    for at in 0..schema.columns.len() {
+        let Some(sql) = expression(&schema.columns[at]) else {
+            continue;
+        };
+        let e = crate::sqltext::parse_expr(sql)?;
+        let mut read = Vec::new();
+        let _ = ast::visit_expressions(&e, |x| {
+            if let ast::Expr::Identifier(i) = x {
+                read.extend(schema.column_index(&i.value));
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        let (ty, collation) = typed(schema, &e, &read)?;
+        let column = &mut schema.columns[at];
+        let collation = collation.unwrap_or(column.collation);
+        if column.ty != ty || column.collation != collation {
+            column.ty = ty;
+            column.collation = collation;
+            changed.push(at);
+        }
     }
-    column.default = ColumnDefault::Generated {
-        expr: sql,
-        stored: false,
-    };
-    Ok(column)
+    Ok(changed)
 }
 
 /// `e` as MySQL keeps and shows a functional key part: function names in
