@@ -353,8 +353,8 @@ pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Outp
     create_table_with(e, s, ct, &[])
 }
 
-/// CREATE TABLE, with the indexes with functional key parts its text
-/// declared (taken out of it: sqlparser does not parse them).
+/// CREATE TABLE, with the index declarations its text had that sqlparser
+/// does not read (functional or ASC/DESC key parts), taken out of it.
 pub fn create_table_with(
     e: &Engine,
     s: &mut Session,
@@ -578,9 +578,6 @@ pub fn create_table_with(
             col.collation = coll;
         }
     }
-    // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
-    // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
-    // when a row collides with several, which key 1062 names.
     let mut schema = TableSchema {
         id: 0,
         database: db.clone(),
@@ -601,6 +598,9 @@ pub fn create_table_with(
         notes.add_index(&index.name, &decl.descending_columns(&schema, &index));
         schema.indexes.push(index);
     }
+    // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
+    // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
+    // when a row collides with several, which key 1062 names.
     let columns = &schema.columns;
     schema.indexes.sort_by_key(|i| key_rank(i, columns));
     if !e.storage.databases().contains(&db) {

@@ -439,8 +439,9 @@ impl Engine {
                 }
                 Ok(Some(Output::ok()))
             }
-            // sqlparser does not parse functional key parts `((expr))`:
-            // CREATE TABLE is parsed without them, then given them.
+            // sqlparser does not parse functional key parts `((expr))` or
+            // ASC/DESC key parts in CREATE TABLE: it is parsed without
+            // those index declarations, then given them.
             ("CREATE", "TABLE" | "TEMPORARY") if crate::functional_index::declared(t) => {
                 self.implicit_commit(s)?;
                 let (sql, decls) = crate::functional_index::split_create_table(t)?;
