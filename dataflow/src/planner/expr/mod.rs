@@ -44,7 +44,8 @@ impl Scope {
             .collect()
     }
 
-    /// Resolves `[qualifier.]name`.
+    /// Resolves `[qualifier.]name` (never to a functional key part's
+    /// hidden column: a query cannot name it, as in MySQL).
     pub fn resolve(&self, idents: &[ast::Ident]) -> Result<usize> {
         let (qual, name) = match idents {
             [n] => (None, &n.value),
@@ -56,7 +57,9 @@ impl Scope {
             .iter()
             .enumerate()
             .filter(|(_, c)| {
-                c.name.eq_ignore_ascii_case(name) && qual.as_ref().is_none_or(|q| *q == c.qualifier)
+                c.name.eq_ignore_ascii_case(name)
+                    && qual.as_ref().is_none_or(|q| *q == c.qualifier)
+                    && !c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX)
             })
             .map(|(i, _)| i)
             .collect();
