@@ -224,7 +224,18 @@ fn starts_key(p: &Parser) -> bool {
 /// Whether `ADD` is followed by an index declaration with a functional key
 /// part (the parser is at ADD).
 pub fn at_added_decl(p: &Parser) -> bool {
-    let tokens: Vec<Token> = (0..64).map(|n| p.peek_nth_token(n).token).collect();
+    // The rest of the statement (the key-part list may be long).
+    let mut tokens: Vec<Token> = Vec::new();
+    loop {
+        let t = p.peek_nth_token(tokens.len()).token;
+        if t == Token::EOF {
+            break;
+        }
+        tokens.push(t);
+    }
+    if tokens.is_empty() {
+        return false;
+    }
     if !matches!(&tokens[0], Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("ADD"))
     {
         return false;
@@ -628,6 +639,24 @@ mod tests {
         for sql in plain {
             assert!(!declared(&toks(sql)), "{sql}");
         }
+    }
+
+    #[test]
+    fn a_long_added_declaration_is_read_whole() {
+        let sum = (0..100).map(|i| format!("a + {i}")).collect::<Vec<_>>();
+        let sql = format!(
+            "ALTER TABLE t ADD INDEX k (({})), ADD COLUMN b INT",
+            sum.join(" + ")
+        );
+        let mut p = crate::sqltext::parser(&sql).unwrap();
+        for _ in 0..3 {
+            p.next_token();
+        }
+        assert!(at_added_decl(&p));
+        p.next_token();
+        let decl = parse_decl(&mut p).unwrap();
+        assert_eq!(decl.name.as_deref(), Some("k"));
+        assert!(p.consume_token(&Token::Comma));
     }
 
     #[test]
