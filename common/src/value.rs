@@ -524,7 +524,22 @@ impl Collation {
                 .trim_end_matches(' ')
                 .as_bytes()
                 .cmp(b.trim_end_matches(' ').as_bytes()),
-            Collation::GeneralCi => self.fold(a).cmp(&self.fold(b)),
+            // `fold(a).cmp(&fold(b))` without building the two strings
+            // (folded characters compare by code point, as their UTF-8
+            // does), from the first byte where they differ: an identical
+            // prefix folds identically.
+            Collation::GeneralCi => {
+                let (a, b) = (a.trim_end_matches(' '), b.trim_end_matches(' '));
+                let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                let start = (0..=same)
+                    .rev()
+                    .find(|&i| a.is_char_boundary(i))
+                    .unwrap_or(0);
+                a[start..]
+                    .chars()
+                    .map(general_ci_weight)
+                    .cmp(b[start..].chars().map(general_ci_weight))
+            }
         }
     }
 }
@@ -773,6 +788,60 @@ mod tests {
         assert_eq!(ci.compare("\u{1F600}", "\u{1F601}"), Ordering::Equal);
         assert_eq!(ci.fold("é "), "E");
         assert_eq!(ci.fold_char('ÿ'), 'Y');
+    }
+
+    #[test]
+    fn general_ci_compare_orders_as_the_folded_strings_do() {
+        // `compare` skips building the folded strings; it must order
+        // exactly as comparing them would (ASCII, mixed, accents, trailing
+        // spaces, prefixes, characters beyond the BMP).
+        let words = [
+            "",
+            " ",
+            "a",
+            "A ",
+            "ab",
+            "aB",
+            "abc",
+            "abd",
+            "b",
+            "Z",
+            "[",
+            "_",
+            "`",
+            "{",
+            "é",
+            "E",
+            "ea",
+            "éb",
+            "Ä",
+            "straße",
+            "STRASSE",
+            "Æ",
+            "ø",
+            "\u{1F600}",
+            "x\u{1F600}",
+            "zz  ",
+            "\u{7f}",
+            "\u{80}",
+            "ÿ",
+            "aé",
+            "aè",
+            "aÉ",
+            "ae",
+            "éa",
+            "ÉA",
+        ];
+        let ci = Collation::GeneralCi;
+        for a in words {
+            for b in words {
+                assert_eq!(
+                    ci.compare(a, b),
+                    ci.fold(a).cmp(&ci.fold(b)),
+                    "{a:?} vs {b:?}"
+                );
+            }
+        }
     }
 
     #[test]
