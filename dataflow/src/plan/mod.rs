@@ -167,8 +167,9 @@ pub(crate) struct ReadAgg {
     pub having: Option<Expr>,
     /// The row returned onwards (what a maintained view would store).
     pub project: Vec<Expr>,
-    /// SELECT DISTINCT over the projected rows.
-    pub distinct: bool,
+    /// SELECT DISTINCT over the projected rows: the collation of each
+    /// projected column (`'a'` and `'A'` are one row under general_ci).
+    pub distinct: Option<Vec<Collation>>,
     /// ORDER BY over the projected rows.
     pub order: crate::ops::reader::OrderSpec,
 }
@@ -265,8 +266,10 @@ impl ReadAgg {
                 .iter()
                 .map(|e| e.eval_params(&g, params))
                 .collect::<Result<ladle_common::Row, _>>()?;
-            if self.distinct && !seen.insert(row.clone()) {
-                continue;
+            if let Some(colls) = &self.distinct {
+                if !seen.insert(crate::ops::norm_key(&row, colls)) {
+                    continue;
+                }
             }
             out.push(row);
         }

@@ -324,7 +324,7 @@ fn aggregate_over_window(
         aggregate: Some(input.read_aggregate(Some(pre), &colls)),
         having: None,
         project: vec![],
-        distinct: false,
+        distinct: None,
         order: vec![],
     };
     Ok(ReadTimeFinish {
@@ -391,7 +391,7 @@ fn read_time_aggregate(
         aggregate: Some(input.read_aggregate(None, &pre_colls)),
         having: None,
         project: vec![],
-        distinct: false,
+        distinct: None,
         order: vec![],
     };
     st.node = LNode {

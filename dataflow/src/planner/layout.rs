@@ -131,20 +131,20 @@ impl SelectState {
         row: StoredRow,
         columns: Vec<OutputColumn>,
         (limit, offset): Counts,
-        distinct: bool,
+        distinct: Option<Vec<Collation>>,
         agg: Aggregation,
     ) -> Result<PlannedView> {
-        if distinct && row.stored.len() > row.visible_width {
+        if distinct.is_some() && row.stored.len() > row.visible_width {
             return Err(unsupported(
                 "DISTINCT with ORDER BY or filters on columns not selected",
             ));
         }
-        if distinct && row.output.iter().any(|e| !matches!(e, Expr::Column(_))) {
+        if distinct.is_some() && row.output.iter().any(|e| !matches!(e, Expr::Column(_))) {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let mut ra = late.finish;
-        ra.project = row.stored;
         ra.distinct = distinct;
+        ra.project = row.stored;
         ra.order = row.order;
         // A window's rows are kept in its order, so taking it is cheap.
         let ra_window = ra.window.is_some();
@@ -251,7 +251,7 @@ impl SelectState {
                     scalar: false,
                 },
                 inputs: vec![node],
-                colls: stored_colls,
+                colls: stored_colls.clone(),
             };
         }
         let (key_slots, key_names, key_types) = keys(&self.key_frame, &self.scope);
@@ -269,8 +269,16 @@ impl SelectState {
                 filter: None,
                 aggregate: None,
                 having: None,
+                distinct: Some(
+                    output
+                        .iter()
+                        .map(|e| match e {
+                            Expr::Column(c) => stored_colls.get(*c).copied().unwrap_or_default(),
+                            _ => Collation::Binary,
+                        })
+                        .collect(),
+                ),
                 project: output.clone(),
-                distinct: true,
                 order: order_out,
             };
             return Ok(PlannedView {

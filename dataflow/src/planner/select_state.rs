@@ -188,7 +188,7 @@ impl ReadTimeFinish {
                 aggregate: None,
                 having: None,
                 project: vec![],
-                distinct: false,
+                distinct: None,
                 order: vec![],
             },
         }
