@@ -103,6 +103,7 @@ fn main() {
         DataflowConfig {
             memory_limit: 1 << 30,
             domain_threads,
+            ..Default::default()
         },
     )
     .expect("dataflow");

@@ -51,6 +51,7 @@ fn main() {
         DataflowConfig {
             memory_limit: 1 << 32,
             domain_threads: 0,
+            ..Default::default()
         },
     )
     .expect("dataflow");

@@ -212,7 +212,7 @@ impl Dataflow {
             storage.clone(),
             graph.clone(),
             domain_pool,
-            config.memory_limit,
+            &config,
         ));
         let inner = Arc::new(Inner {
             propagation,
@@ -951,9 +951,13 @@ impl Inner {
                 self.propagation
                     .pipeline
                     .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
+                let mark = crate::interrupt::charged();
                 if let Some(rows) = self.fill_unlocked(v, template, keys)? {
                     return Ok(rows);
                 }
+                // The lost attempt's rows are gone: a view of a few hundred
+                // MB must not fail with 1041 because a commit raced it.
+                crate::interrupt::give_back_to(mark);
                 self.fill_stats.conflicts.fetch_add(1, AO::Relaxed);
             }
         }

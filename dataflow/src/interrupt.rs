@@ -121,6 +121,24 @@ pub fn charge_bytes(bytes: usize) -> Result<()> {
     })
 }
 
+/// What the thread's statement has charged so far (0 without a budget): a
+/// mark for [`give_back_to`].
+pub fn charged() -> usize {
+    WATCH.with(|w| w.borrow().memory.as_ref().map_or(0, |b| b.used))
+}
+
+/// Forgets the charges made since `mark` (from [`charged`]): the rows an
+/// abandoned attempt materialized (an optimistic fill that lost a race)
+/// were dropped with it, so a retry starts from what the statement still
+/// holds rather than paying for the same rows twice.
+pub fn give_back_to(mark: usize) {
+    WATCH.with(|w| {
+        if let Some(b) = w.borrow_mut().memory.as_mut() {
+            b.used = b.used.min(mark);
+        }
+    })
+}
+
 /// `Err(Interrupted)` once the thread's flag is set or its deadline passed.
 pub fn check() -> Result<()> {
     WATCH.with(|w| {
@@ -192,5 +210,20 @@ mod tests {
         let _g = watch_memory(one);
         assert!(charge(std::slice::from_ref(&row)).is_ok());
         assert!(charge(std::slice::from_ref(&row)).is_err());
+    }
+
+    #[test]
+    fn an_abandoned_attempt_gives_its_charges_back() {
+        let row: Row = vec![Value::Int(1), Value::Text("x".repeat(100).into())];
+        let one = row_bytes(&row);
+        let _g = watch_memory(one * 3);
+        assert!(charge(std::slice::from_ref(&row)).is_ok());
+        for _attempt in 0..5 {
+            let mark = charged();
+            assert!(charge(&[row.clone(), row.clone()]).is_ok());
+            give_back_to(mark);
+        }
+        assert_eq!(charged(), one);
+        assert!(charge(&[row.clone(), row.clone(), row.clone()]).is_err());
     }
 }

@@ -41,6 +41,7 @@ use ladle_common::{Lsn, TableDeltas, TableId};
 use ladle_storage::{CommitObserver, SnapshotReads, Storage};
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use crate::config::DataflowConfig;
 use crate::graph::{BaseReads, Graph};
 
 /// Queued batches beyond which the committing leader propagates itself.
@@ -146,6 +147,9 @@ pub(crate) struct Propagation {
     pub(crate) pipeline: Arc<Pipeline>,
     /// Workers a batch's domains propagate on (see `graph/domains.rs`).
     domain_pool: rayon::ThreadPool,
+    /// Fewer row deltas than this in a batch: no parallel propagation
+    /// (`DataflowConfig::parallel_min_deltas`).
+    parallel_min_deltas: usize,
     /// The view-state memory limit, enforced after each propagation.
     memory_limit: usize,
     /// Per base table with a view: batches committed and propagated. A
@@ -190,14 +194,15 @@ impl Propagation {
         storage: Arc<Storage>,
         graph: Arc<Mutex<Graph>>,
         domain_pool: rayon::ThreadPool,
-        memory_limit: usize,
+        config: &DataflowConfig,
     ) -> Propagation {
         Propagation {
             storage,
             graph,
             pipeline: Arc::new(Pipeline::default()),
             domain_pool,
-            memory_limit,
+            parallel_min_deltas: config.parallel_min_deltas,
+            memory_limit: config.memory_limit,
             table_commits: RwLock::new(HashMap::new()),
         }
     }
@@ -267,7 +272,8 @@ impl Propagation {
             Some(s) => s,
             None => &*latest,
         };
-        let result = g.on_commit_parallel(&merged, src, &self.domain_pool);
+        let result =
+            g.on_commit_parallel(&merged, src, &self.domain_pool, self.parallel_min_deltas);
         if let Err(e) = result {
             // A failed propagation leaves views unreliable: drop their state
             // so the next reads recompute from storage.

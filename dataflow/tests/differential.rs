@@ -418,6 +418,9 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
     let e = env_with(DataflowConfig {
         memory_limit,
         domain_threads,
+        // Every batch through the pool when it has threads: the parallel
+        // path is what these runs check.
+        parallel_min_deltas: 1,
     });
     let a = e.table(
         "a",
@@ -572,6 +575,7 @@ fn views_sharing_state_share_a_domain() {
     let e = env_with(DataflowConfig {
         memory_limit: 1 << 30,
         domain_threads: 2,
+        ..Default::default()
     });
     let a = e.table("a", &[("id", int()), ("k", int()), ("v", int())]);
     let b = e.table("b", &[("id", int()), ("a_id", int())]);

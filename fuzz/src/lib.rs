@@ -75,6 +75,7 @@ fn start() -> Server {
         DataflowConfig {
             memory_limit: 64 << 20,
             domain_threads: 1,
+            ..Default::default()
         },
     )
     .expect("dataflow");

@@ -102,6 +102,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             DataflowConfig {
                 memory_limit,
                 domain_threads: args.dataflow_threads,
+                ..Default::default()
             },
         )
     })

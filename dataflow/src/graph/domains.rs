@@ -103,15 +103,19 @@ impl Graph {
     }
 
     /// Propagates `changes` like [`Graph::on_commit_with`], the touched
-    /// domains in parallel on `pool`. `src` is read from several threads.
+    /// domains in parallel on `pool` when the batch has at least
+    /// `min_deltas` row deltas (`DataflowConfig::parallel_min_deltas`).
+    /// `src` is read from several threads.
     pub fn on_commit_parallel(
         &mut self,
         changes: &[TableDeltas],
         src: &dyn BaseReads,
         pool: &rayon::ThreadPool,
+        min_deltas: usize,
     ) -> Result<()> {
         let workers = pool.current_num_threads();
-        if workers < 2 || self.detached.is_some() {
+        let rows: usize = changes.iter().map(|c| c.deltas.len()).sum();
+        if workers < 2 || self.detached.is_some() || rows < min_deltas {
             return self.on_commit_with(changes, src);
         }
         let tables: Vec<TableId> = changes.iter().map(|c| c.table).collect();
