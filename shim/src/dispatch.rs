@@ -97,6 +97,25 @@ impl Engine {
         Some(self.settle_statement(s, sql, Kind::Select, carried, result))
     }
 
+    /// BEGIN, START TRANSACTION, COMMIT or ROLLBACK while the session's
+    /// transaction (if any) has written nothing, run on the connection's
+    /// task: there is nothing to persist or wait for, and the hand-off to a
+    /// blocking thread and back cost more than the statement (sysbench
+    /// `oltp_read_only` sends two a transaction). `None`: any other
+    /// statement, a transaction with writes to commit, or one a replica
+    /// forwards to its primary.
+    pub fn transaction_control_inline(
+        &self,
+        s: &mut Session,
+        sql: &str,
+    ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
+        let wrote = s.transaction.as_ref().is_some_and(|tx| !tx.ops.is_empty());
+        if !plain_transaction_control(sql) || wrote || self.must_forward(s, classify(sql), sql) {
+            return None;
+        }
+        Some(self.execute(s, sql))
+    }
+
     /// What every statement leaves in its session besides its result:
     /// ROW_COUNT(), and the warnings SHOW WARNINGS lists (those the
     /// evaluator raised while it ran, or its error). `carried`: the
@@ -810,4 +829,52 @@ fn is_evaluation_error(errno: u16) -> bool {
         crate::error::ER_DATA_OUT_OF_RANGE.errno,
     ]
     .contains(&errno)
+}
+
+/// Whether `sql` is exactly BEGIN, START TRANSACTION, COMMIT or ROLLBACK
+/// (any case and spacing, an optional `;`), with no characteristic (READ
+/// ONLY, WITH CONSISTENT SNAPSHOT, AND CHAIN, WORK, TO SAVEPOINT) that would
+/// need the full statement path.
+fn plain_transaction_control(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .trim()
+        .trim_end_matches(';')
+        .split_ascii_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    matches!(
+        words.as_slice(),
+        ["begin"] | ["start", "transaction"] | ["commit"] | ["rollback"]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_transaction_control;
+
+    #[test]
+    fn only_plain_transaction_control_is_recognised() {
+        for sql in [
+            "BEGIN",
+            "begin;",
+            " Start  Transaction ",
+            "COMMIT",
+            "rollback;",
+        ] {
+            assert!(plain_transaction_control(sql), "{sql}");
+        }
+        for sql in [
+            "START TRANSACTION READ ONLY",
+            "START TRANSACTION WITH CONSISTENT SNAPSHOT",
+            "COMMIT AND CHAIN",
+            "ROLLBACK TO SAVEPOINT a",
+            "COMMIT WORK",
+            "BEGIN WORK",
+            "SELECT 1",
+            "",
+        ] {
+            assert!(!plain_transaction_control(sql), "{sql}");
+        }
+    }
 }

@@ -307,7 +307,10 @@ impl Connection {
                 Err(e) => vec![(Err(e), 0)],
             };
         }
-        if let Some((kind, res)) = self.query_cached(&sql) {
+        if let Some((kind, res)) = self
+            .query_cached(&sql)
+            .or_else(|| self.inline(|e, s| e.transaction_control_inline(s, &sql)))
+        {
             self.record(kind, started.elapsed(), &res);
             return vec![(res, self.warnings())];
         }
@@ -365,7 +368,16 @@ impl Connection {
     /// hand-off to a blocking thread and back costs more than the read.
     pub async fn execute(&self, id: u32, values: Vec<Value>) -> Outcome {
         let started = Instant::now();
-        if let Some((kind, res)) = self.execute_cached(id, &values) {
+        let inline = self.execute_cached(id, &values).or_else(|| {
+            self.inline(|e, s| {
+                let sql = match s.statements.get(&id) {
+                    Some(crate::session::PreparedStatement::Other { sql, .. }) => sql.clone(),
+                    _ => return None,
+                };
+                e.transaction_control_inline(s, &sql)
+            })
+        });
+        if let Some((kind, res)) = inline {
             self.record(kind, started.elapsed(), &res);
             return (res, self.warnings());
         }
