@@ -346,11 +346,20 @@ fn read_time_aggregate(
     let mut pre_colls = input.colls();
     let mut pre = std::mem::take(&mut input.pre);
     let scope_coll = |c: usize| column_collation(&scope.cols[c].ty, scope.cols[c].collation);
+    let ngroup = input.ngroup;
+    // A column already stored as an aggregate's argument (`COUNT(s) ...
+    // WHERE s = ?`) carries the aggregate's collation (binary unless MIN or
+    // MAX); as a key or filter column it compares under its own.
     let slot_of = |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
         .iter()
         .position(|x| *x == Expr::Column(c))
     {
-        Some(p) => p,
+        Some(p) => {
+            if p >= ngroup {
+                colls[p] = scope_coll(c);
+            }
+            p
+        }
         None => {
             pre.push(Expr::Column(c));
             colls.push(scope_coll(c));
