@@ -169,6 +169,9 @@ pub(crate) struct ReadAgg {
     pub project: Vec<Expr>,
     /// SELECT DISTINCT over the projected rows.
     pub distinct: bool,
+    /// Collation of each projected column: DISTINCT merges rows equal
+    /// under it ('a' and 'A' under utf8mb4_general_ci).
+    pub distinct_colls: Vec<Collation>,
     /// ORDER BY over the projected rows.
     pub order: crate::ops::reader::OrderSpec,
 }
@@ -265,7 +268,7 @@ impl ReadAgg {
                 .iter()
                 .map(|e| e.eval_params(&g, params))
                 .collect::<Result<ladle_common::Row, _>>()?;
-            if self.distinct && !seen.insert(row.clone()) {
+            if self.distinct && !seen.insert(crate::ops::norm_key(&row, &self.distinct_colls)) {
                 continue;
             }
             out.push(row);

@@ -325,6 +325,7 @@ fn aggregate_over_window(
         having: None,
         project: vec![],
         distinct: false,
+        distinct_colls: vec![],
         order: vec![],
     };
     Ok(ReadTimeFinish {
@@ -401,6 +402,7 @@ fn read_time_aggregate(
         having: None,
         project: vec![],
         distinct: false,
+        distinct_colls: vec![],
         order: vec![],
     };
     st.node = LNode {

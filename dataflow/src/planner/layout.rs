@@ -217,6 +217,14 @@ impl SelectState {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let stored_colls: Vec<Collation> = stored.iter().map(|e| frame.collation_of(e)).collect();
+        // Each output is a stored column when DISTINCT (checked above).
+        let output_colls: Vec<Collation> = output
+            .iter()
+            .map(|e| match e {
+                Expr::Column(c) => stored_colls.get(*c).copied().unwrap_or(Collation::Binary),
+                _ => Collation::Binary,
+            })
+            .collect();
         let range = RangeIndex::of(read_filter.as_ref(), |c| match stored.get(c) {
             Some(Expr::Column(f)) => Some((
                 frame.types.get(*f)?.0.clone(),
@@ -269,6 +277,7 @@ impl SelectState {
                 filter: None,
                 aggregate: None,
                 having: None,
+                distinct_colls: output_colls,
                 project: output.clone(),
                 distinct: true,
                 order: order_out,

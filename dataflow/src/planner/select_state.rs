@@ -189,6 +189,7 @@ impl ReadTimeFinish {
                 having: None,
                 project: vec![],
                 distinct: false,
+                distinct_colls: vec![],
                 order: vec![],
             },
         }
