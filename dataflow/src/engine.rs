@@ -1709,7 +1709,8 @@ fn read_rows(
         });
         Some(variants.collect())
     });
-    let mut dedup_seen: std::collections::HashSet<&Row> = std::collections::HashSet::new();
+    // DISTINCT merges rows equal under their columns' collations.
+    let mut dedup_seen: std::collections::HashSet<Vec<Value>> = std::collections::HashSet::new();
     for got in &results {
         if got.is_empty() {
             if let Some(d) = &spec.empty_default {
@@ -1742,7 +1743,10 @@ fn read_rows(
                     }
                 }
             }
-            if spec.dedup && keys.len() > 1 && !dedup_seen.insert(r) {
+            if spec.dedup
+                && keys.len() > 1
+                && !dedup_seen.insert(crate::ops::norm_key(r, &spec.plan.colls))
+            {
                 continue;
             }
             rows.push(Cow::Borrowed(r));
@@ -1776,11 +1780,23 @@ fn read_rows(
     if spec.dedup && keys.len() > 1 {
         // DISTINCT over several lookups: stored rows differ in the key
         // column, so merge the output rows, then apply OFFSET/LIMIT.
+        let stored_coll = |i: usize| spec.plan.colls.get(i).copied().unwrap_or_default();
+        let out_colls: Vec<ladle_common::Collation> = match &v.output_columns {
+            Some(cols) => cols.iter().map(|&i| stored_coll(i)).collect(),
+            None => spec
+                .output
+                .iter()
+                .map(|e| match e {
+                    Expr::Column(i) => stored_coll(*i),
+                    _ => ladle_common::Collation::Binary,
+                })
+                .collect(),
+        };
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
         for r in &rows {
             let o = project(r)?;
-            if seen.insert(o.clone()) {
+            if seen.insert(crate::ops::norm_key(&o, &out_colls)) {
                 out.push(o);
             }
         }

@@ -198,7 +198,21 @@ pub fn query_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::
 /// protocol: COM_STMT_PREPARE + COM_STMT_EXECUTE), with binary values
 /// rendered the way the text protocol spells them.
 pub fn exec_rows(conn: &mut Conn, sql: &str) -> Result<StatementResult, mysql::Error> {
-    let result = conn.exec_iter(sql, ())?;
+    exec_rows_with(conn, sql, Vec::new())
+}
+
+/// Like [`exec_rows`], with `params` bound to the statement's `?`s.
+pub fn exec_rows_with(
+    conn: &mut Conn,
+    sql: &str,
+    params: Vec<mysql::Value>,
+) -> Result<StatementResult, mysql::Error> {
+    let params = if params.is_empty() {
+        mysql::Params::Empty
+    } else {
+        mysql::Params::Positional(params)
+    };
+    let result = conn.exec_iter(sql, params)?;
     collect(result)
 }
 

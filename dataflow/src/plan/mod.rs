@@ -167,9 +167,11 @@ pub(crate) struct ReadAgg {
     pub having: Option<Expr>,
     /// The row returned onwards (what a maintained view would store).
     pub project: Vec<Expr>,
-    /// SELECT DISTINCT over the projected rows: the collation of each
-    /// projected column (`'a'` and `'A'` are one row under general_ci).
-    pub distinct: Option<Vec<Collation>>,
+    /// SELECT DISTINCT over the projected rows.
+    pub distinct: bool,
+    /// Collation of each projected column: DISTINCT merges rows equal
+    /// under it ('a' and 'A' under utf8mb4_general_ci).
+    pub distinct_colls: Vec<Collation>,
     /// ORDER BY over the projected rows.
     pub order: crate::ops::reader::OrderSpec,
 }
@@ -266,10 +268,8 @@ impl ReadAgg {
                 .iter()
                 .map(|e| e.eval_params(&g, params))
                 .collect::<Result<ladle_common::Row, _>>()?;
-            if let Some(colls) = &self.distinct {
-                if !seen.insert(crate::ops::norm_key(&row, colls)) {
-                    continue;
-                }
+            if self.distinct && !seen.insert(crate::ops::norm_key(&row, &self.distinct_colls)) {
+                continue;
             }
             out.push(row);
         }

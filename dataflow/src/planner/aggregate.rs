@@ -324,7 +324,8 @@ fn aggregate_over_window(
         aggregate: Some(input.read_aggregate(Some(pre), &colls)),
         having: None,
         project: vec![],
-        distinct: None,
+        distinct: false,
+        distinct_colls: vec![],
         order: vec![],
     };
     Ok(ReadTimeFinish {
@@ -346,11 +347,20 @@ fn read_time_aggregate(
     let mut pre_colls = input.colls();
     let mut pre = std::mem::take(&mut input.pre);
     let scope_coll = |c: usize| column_collation(&scope.cols[c].ty, scope.cols[c].collation);
+    let ngroup = input.ngroup;
+    // A column already stored as an aggregate's argument (`COUNT(s) ...
+    // WHERE s = ?`) carries the aggregate's collation (binary unless MIN or
+    // MAX); as a key or filter column it compares under its own.
     let slot_of = |c: usize, pre: &mut Vec<Expr>, colls: &mut Vec<Collation>| match pre
         .iter()
         .position(|x| *x == Expr::Column(c))
     {
-        Some(p) => p,
+        Some(p) => {
+            if p >= ngroup {
+                colls[p] = scope_coll(c);
+            }
+            p
+        }
         None => {
             pre.push(Expr::Column(c));
             colls.push(scope_coll(c));
@@ -391,7 +401,8 @@ fn read_time_aggregate(
         aggregate: Some(input.read_aggregate(None, &pre_colls)),
         having: None,
         project: vec![],
-        distinct: None,
+        distinct: false,
+        distinct_colls: vec![],
         order: vec![],
     };
     st.node = LNode {

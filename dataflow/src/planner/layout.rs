@@ -131,20 +131,20 @@ impl SelectState {
         row: StoredRow,
         columns: Vec<OutputColumn>,
         (limit, offset): Counts,
-        distinct: Option<Vec<Collation>>,
+        distinct: bool,
         agg: Aggregation,
     ) -> Result<PlannedView> {
-        if distinct.is_some() && row.stored.len() > row.visible_width {
+        if distinct && row.stored.len() > row.visible_width {
             return Err(unsupported(
                 "DISTINCT with ORDER BY or filters on columns not selected",
             ));
         }
-        if distinct.is_some() && row.output.iter().any(|e| !matches!(e, Expr::Column(_))) {
+        if distinct && row.output.iter().any(|e| !matches!(e, Expr::Column(_))) {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let mut ra = late.finish;
-        ra.distinct = distinct;
         ra.project = row.stored;
+        ra.distinct = distinct;
         ra.order = row.order;
         // A window's rows are kept in its order, so taking it is cheap.
         let ra_window = ra.window.is_some();
@@ -217,6 +217,14 @@ impl SelectState {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
         let stored_colls: Vec<Collation> = stored.iter().map(|e| frame.collation_of(e)).collect();
+        // Each output is a stored column when DISTINCT (checked above).
+        let output_colls: Vec<Collation> = output
+            .iter()
+            .map(|e| match e {
+                Expr::Column(c) => stored_colls.get(*c).copied().unwrap_or(Collation::Binary),
+                _ => Collation::Binary,
+            })
+            .collect();
         let range = RangeIndex::of(read_filter.as_ref(), |c| match stored.get(c) {
             Some(Expr::Column(f)) => Some((
                 frame.types.get(*f)?.0.clone(),
@@ -251,7 +259,7 @@ impl SelectState {
                     scalar: false,
                 },
                 inputs: vec![node],
-                colls: stored_colls.clone(),
+                colls: stored_colls,
             };
         }
         let (key_slots, key_names, key_types) = keys(&self.key_frame, &self.scope);
@@ -269,16 +277,9 @@ impl SelectState {
                 filter: None,
                 aggregate: None,
                 having: None,
-                distinct: Some(
-                    output
-                        .iter()
-                        .map(|e| match e {
-                            Expr::Column(c) => stored_colls.get(*c).copied().unwrap_or_default(),
-                            _ => Collation::Binary,
-                        })
-                        .collect(),
-                ),
+                distinct_colls: output_colls,
                 project: output.clone(),
+                distinct: true,
                 order: order_out,
             };
             return Ok(PlannedView {

@@ -80,15 +80,13 @@ impl Planner<'_> {
         }
         let counts = (limit, offset);
         match agg.late.take() {
-            Some(late) => {
-                // DISTINCT at read time dedupes under each column's collation.
-                let distinct = distinct.then(|| {
-                    stored
-                        .stored
-                        .iter()
-                        .map(|e| frame.collation_of(e))
-                        .collect()
-                });
+            Some(mut late) => {
+                // DISTINCT merges projected rows equal under their collations.
+                late.finish.distinct_colls = stored
+                    .stored
+                    .iter()
+                    .map(|e| frame.collation_of(e))
+                    .collect();
                 st.read_time_view(late, stored, p.columns, counts, distinct, agg)
             }
             None => st.maintained_view(stored, p.columns, counts, distinct, agg, &frame),

@@ -188,7 +188,8 @@ impl ReadTimeFinish {
                 aggregate: None,
                 having: None,
                 project: vec![],
-                distinct: None,
+                distinct: false,
+                distinct_colls: vec![],
                 order: vec![],
             },
         }
