@@ -835,7 +835,12 @@ fn is_evaluation_error(errno: u16) -> bool {
 /// (any case and spacing, an optional `;`), with no characteristic (READ
 /// ONLY, WITH CONSISTENT SNAPSHOT, AND CHAIN, WORK, TO SAVEPOINT) that would
 /// need the full statement path.
-fn plain_transaction_control(sql: &str) -> bool {
+pub(crate) fn plain_transaction_control(sql: &str) -> bool {
+    // Every text statement that misses the SELECT cache is asked: the
+    // longest form is 17 characters plus `;` and spaces.
+    if sql.len() > 32 {
+        return false;
+    }
     let words: Vec<String> = sql
         .trim()
         .trim_end_matches(';')

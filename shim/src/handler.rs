@@ -371,7 +371,11 @@ impl Connection {
         let inline = self.execute_cached(id, &values).or_else(|| {
             self.inline(|e, s| {
                 let sql = match s.statements.get(&id) {
-                    Some(crate::session::PreparedStatement::Other { sql, .. }) => sql.clone(),
+                    Some(crate::session::PreparedStatement::Other { sql, .. })
+                        if crate::dispatch::plain_transaction_control(sql) =>
+                    {
+                        sql.clone()
+                    }
                     _ => return None,
                 };
                 e.transaction_control_inline(s, &sql)
