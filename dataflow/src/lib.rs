@@ -111,6 +111,7 @@ mod plan;
 mod planner;
 mod prepared;
 mod propagation;
+mod read;
 mod rows;
 mod scalar;
 mod snapshot;

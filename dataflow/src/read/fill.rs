@@ -1,0 +1,322 @@
+//! Filling reader holes: the upquery of a key a view does not hold,
+//! consistent with the writes propagating meanwhile, and the reads inside
+//! transactions (computed the same way, never cached).
+
+use std::sync::atomic::{AtomicU64, Ordering as AO};
+use std::time::{Duration, Instant};
+
+use ladle_common::Value;
+
+use super::view::{KeysFilling, View};
+use super::{Context, TxRead};
+use crate::graph::Graph;
+use crate::ops::reader::Rows;
+use crate::propagation::newest_commit;
+use crate::{DataflowConfig, DataflowError, Result};
+
+/// How reader misses were filled (see [`Context::fill`]).
+#[derive(Default)]
+pub(crate) struct FillStats {
+    /// Computed outside the locks and installed.
+    pub(crate) unlocked: AtomicU64,
+    /// Computed outside the locks but discarded: a write to one of the
+    /// view's tables committed meanwhile.
+    pub(crate) conflicts: AtomicU64,
+    /// Computed under the commit and graph locks.
+    pub(crate) locked: AtomicU64,
+}
+
+/// Releases the keys a fill claimed, also when it fails or panics.
+struct FillClaim<'a> {
+    filling: &'a KeysFilling,
+    keys: Vec<Vec<Value>>,
+}
+
+impl Drop for FillClaim<'_> {
+    fn drop(&mut self) {
+        let mut keys = self.filling.keys.lock();
+        for k in &self.keys {
+            keys.remove(k);
+        }
+        self.filling.done.notify_all();
+    }
+}
+
+/// How often a read waiting for another read's fill of the same key checks
+/// whether it was interrupted (KILL, a client gone, max_execution_time).
+const FILL_WAIT: Duration = Duration::from_millis(200);
+
+/// How long a read waits for another read's fill of the same key before
+/// filling it itself. The claim ends with the fill (done, failed or
+/// unwound), so this only guards against a fill that never ends: a short
+/// bound made every waiter on a loaded server (a cold start, exactly when
+/// fills are slow) repeat the fill it was waiting for.
+const FILL_WAIT_MAX: Duration = Duration::from_secs(30);
+
+/// An unlocked fill that took this long and lost its race to a write is
+/// not retried unlocked: the next attempt runs under the locks.
+const LONG_FILL: Duration = Duration::from_millis(20);
+
+/// The least a statement may materialize, whatever `--memory-limit`: tiny
+/// limits (tests of constant eviction) still answer ordinary queries.
+const MIN_STATEMENT_MEMORY: usize = 16 << 20;
+
+/// What one statement's reads may materialize (see
+/// [`crate::interrupt::watch_memory`]): half the view-state limit, so view
+/// state plus a statement's rows stay within 1.5 times it.
+fn statement_memory(config: &DataflowConfig) -> usize {
+    (config.memory_limit / 2).max(MIN_STATEMENT_MEMORY)
+}
+
+impl Context<'_> {
+    /// Fills a reader hole by an upquery, consistently with the deltas
+    /// (invariant 4).
+    ///
+    /// First outside the locks, so a miss stalls neither writers nor other
+    /// misses: note the commit counters of the view's tables, pull on a
+    /// detached stateless copy of the view's ancestors (reading the latest
+    /// storage, and the aggregate partitions the real graph has filled,
+    /// each under a brief graph lock), then take the commit and graph locks
+    /// and install the result (the reader key and the aggregate partitions
+    /// computed on the way) only if no counter moved and the partitions read
+    /// are still filled. Storage applies a batch before `on_commit` bumps
+    /// the counters (under the graph lock, before propagating), all inside
+    /// the commit lock, so unchanged counters mean every read saw exactly
+    /// the batches bumped before the fill started (propagated before any of
+    /// its graph reads), the state the graph reflects at install, and no
+    /// delta for the key was dropped meanwhile. Otherwise, or after repeated
+    /// conflicts, it fills under the locks.
+    ///
+    /// `keys` are filled together: one detached copy, one pass under the
+    /// locks, one eviction (a page's IN list misses many keys at once).
+    /// Returns each key's rows, in order.
+    ///
+    /// A key another read is filling is not filled again: this read waits
+    /// (up to [`FILL_WAIT_MAX`]) and takes the rows that fill installed.
+    pub(super) fn fill(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        let mut out: Vec<Option<Rows>> = vec![None; keys.len()];
+        for round in 0..2 {
+            let norm: Vec<Vec<Value>> = keys.iter().map(|k| v.reader.norm(k)).collect();
+            let (mine, theirs): (Vec<usize>, Vec<usize>) = {
+                let mut filling = v.filling.keys.lock();
+                (0..keys.len())
+                    .filter(|&i| out[i].is_none())
+                    .partition(|&i| filling.insert(norm[i].clone()))
+            };
+            if !mine.is_empty() {
+                let _claim = FillClaim {
+                    filling: &v.filling,
+                    keys: mine.iter().map(|&i| norm[i].clone()).collect(),
+                };
+                let holes: Vec<&[Value]> = mine.iter().map(|&i| keys[i]).collect();
+                for (&i, rows) in mine.iter().zip(self.fill_now(v, &holes)?) {
+                    out[i] = Some(rows);
+                }
+            }
+            if theirs.is_empty() {
+                break;
+            }
+            {
+                let give_up = Instant::now() + FILL_WAIT_MAX;
+                let mut filling = v.filling.keys.lock();
+                while theirs.iter().any(|&i| filling.contains(&norm[i])) {
+                    if v.filling.done.wait_for(&mut filling, FILL_WAIT).timed_out() {
+                        crate::interrupt::check()?;
+                        if Instant::now() >= give_up {
+                            break;
+                        }
+                    }
+                }
+            }
+            for &i in &theirs {
+                out[i] = v.reader.get(keys[i]);
+            }
+            if round == 1 {
+                // Still holes (evicted at once, or a slow fill): fill them
+                // here without waiting again.
+                let rest: Vec<usize> = (0..keys.len()).filter(|&i| out[i].is_none()).collect();
+                let holes: Vec<&[Value]> = rest.iter().map(|&i| keys[i]).collect();
+                for (&i, rows) in rest.iter().zip(self.fill_now(v, &holes)?) {
+                    out[i] = Some(rows);
+                }
+                break;
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// Fills `keys` now (see [`Context::fill`]). What the view's expressions
+    /// warn while computing its rows is not the reading statement's (see
+    /// [`crate::expr::without_warnings`]).
+    fn fill_now(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        let _budget = crate::interrupt::watch_memory(statement_memory(self.config));
+        crate::expr::without_warnings(|| self.fill_now_warning_free(v, keys))
+    }
+
+    fn fill_now_warning_free(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let detached = v.detached.get_or_init(|| {
+            let g = self.graph.lock();
+            if v.is_dropped() {
+                return None;
+            }
+            let parent = g.nodes[v.node].parents[0];
+            g.detach(parent, self.graph.clone())
+        });
+        if let Some(template) = detached {
+            for _attempt in 0..2 {
+                // An unlocked fill needs the worker to have applied every
+                // batch of the view's tables; it usually has, or soon will.
+                self.propagation
+                    .pipeline
+                    .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
+                let mark = crate::interrupt::charged();
+                let started = Instant::now();
+                if let Some(rows) = self.fill_unlocked(v, template, keys)? {
+                    return Ok(rows);
+                }
+                // The lost attempt's rows are gone: a view of a few hundred
+                // MB must not fail with 1041 because a commit raced it.
+                crate::interrupt::give_back_to(mark);
+                self.stats.conflicts.fetch_add(1, AO::Relaxed);
+                if started.elapsed() >= LONG_FILL {
+                    // A long fill lost to a write will lose again to the
+                    // next one: doing it twice more (once more unlocked,
+                    // then locked) tripled the Lobsters front page's cold
+                    // fill (1.2 s each) while every reader of it waited.
+                    break;
+                }
+            }
+        }
+        self.fill_locked(v, keys)
+    }
+
+    /// The rows for `key` as a transaction reads them: a pull on a
+    /// detached, stateless copy of the view's ancestors whose base reads
+    /// apply the transaction's overlay, over the latest committed state
+    /// (under the commit lock, so every base read sees the same state) or
+    /// over the transaction's read view (no lock: the view is one state by
+    /// itself). Nothing is cached.
+    pub(super) fn read_overlay(&self, v: &View, key: &[Value], tx: TxRead<'_>) -> Result<Rows> {
+        let pull = || {
+            let mut g = {
+                let g = self.graph.lock();
+                if v.is_dropped() {
+                    return Err(DataflowError::ViewDropped);
+                }
+                let parent = g.nodes[v.node].parents[0];
+                g.detach_with(parent, true, None).ok_or_else(|| {
+                    DataflowError::Unsupported(
+                        "reading this view inside a transaction that wrote to its tables, \
+                         or under REPEATABLE READ"
+                            .into(),
+                    )
+                })?
+            };
+            g.set_overlay(tx.overlay);
+            let root = g.detached_root();
+            let rows = match tx.snapshot {
+                Some(view) => g.pull_from(view, root, &v.spec.key, key)?,
+                None => g.pull(root, &v.spec.key, key)?,
+            };
+            Ok(Rows::from(v.reader.sorted(rows)))
+        };
+        let _budget = crate::interrupt::watch_memory(statement_memory(self.config));
+        // Computing the view's rows: its warnings are not the statement's
+        // (see `crate::expr::without_warnings`).
+        crate::expr::without_warnings(|| match tx.snapshot {
+            Some(_) => pull(),
+            None => self.storage.exclusive(pull),
+        })
+    }
+
+    /// One optimistic fill of `keys` (see [`Context::fill`]); `None` on a
+    /// conflict.
+    fn fill_unlocked(
+        &self,
+        v: &View,
+        template: &Graph,
+        keys: &[&[Value]],
+    ) -> Result<Option<Vec<Rows>>> {
+        let before: Vec<u64> = v
+            .commits
+            .iter()
+            .map(|c| c.committed.load(AO::SeqCst))
+            .collect();
+        // Storage reads below see the latest state: the graph must reflect
+        // it too for the view's tables (aggregate partitions are read from
+        // the graph), and nothing may commit to them until the install.
+        if !v.commits.iter().all(|c| c.caught_up()) {
+            return Ok(None);
+        }
+        let mut g = template.copy_detached();
+        let root = g.detached_root();
+        let mut pulled = Vec::with_capacity(keys.len());
+        for key in keys {
+            // Counted as done, whether or not a conflict discards it.
+            v.reader.upqueries.fetch_add(1, AO::Relaxed);
+            match g.pull(root, &v.spec.key, key) {
+                Ok(rows) => pulled.push(rows),
+                Err(_) if v.is_dropped() => return Err(DataflowError::ViewDropped),
+                Err(e) => return Err(e),
+            }
+        }
+        let fills = g.take_fills();
+        let read = g.take_read();
+        self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            if v.is_dropped() {
+                return Err(DataflowError::ViewDropped);
+            }
+            let moved = v
+                .commits
+                .iter()
+                .zip(&before)
+                .any(|(c, b)| c.committed.load(AO::SeqCst) != *b);
+            if moved || !g.still_filled(&read) {
+                return Ok(None);
+            }
+            // Only holes are filled: a key filled meanwhile (by another
+            // read) keeps its rows, which equal these.
+            g.install_fills(fills);
+            let out = keys
+                .iter()
+                .zip(pulled)
+                .map(|(key, rows)| {
+                    v.reader.get(key).unwrap_or_else(|| {
+                        self.stats.unlocked.fetch_add(1, AO::Relaxed);
+                        v.reader.fill(key, rows)
+                    })
+                })
+                .collect();
+            g.evict(self.config.memory_limit);
+            Ok(Some(out))
+        })
+    }
+
+    /// Fills reader holes under the commit and graph locks.
+    fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        self.storage.exclusive(|| {
+            let mut g = self.graph.lock();
+            if v.is_dropped() {
+                return Err(DataflowError::ViewDropped);
+            }
+            let parent = g.nodes[v.node].parents[0];
+            let mut out = Vec::with_capacity(keys.len());
+            for key in keys {
+                if let Some(rows) = v.reader.get(key) {
+                    out.push(rows);
+                    continue;
+                }
+                self.stats.locked.fetch_add(1, AO::Relaxed);
+                v.reader.upqueries.fetch_add(1, AO::Relaxed);
+                let rows = g.pull(parent, &v.spec.key, key)?;
+                out.push(v.reader.fill(key, rows));
+            }
+            g.evict(self.config.memory_limit);
+            Ok(out)
+        })
+    }
+}
