@@ -36,157 +36,34 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
     if v.is_null() {
         return Ok(Value::Null);
     }
-    let incorrect = || CoerceError::Incorrect {
-        ty: match column.ty {
-            // As MariaDB names them in this message, whatever the precision.
-            SqlType::DateTime { .. } | SqlType::Timestamp { .. } => "datetime".into(),
-            SqlType::Time { .. } => "time".into(),
-            _ => column.ty.sql_name(),
-        },
-        value: v.to_string(),
-        column: column.name.clone(),
-    };
-    let out_of_range = || CoerceError::OutOfRange {
-        column: column.name.clone(),
-    };
-    let too_long = || CoerceError::TooLong {
-        column: column.name.clone(),
-    };
+    let misfit = Misfit { v, column };
     match &column.ty {
         SqlType::Int {
             bytes, unsigned, ..
-        } => {
-            let d = to_decimal(v).ok_or_else(incorrect)?;
-            // MySQL rounds a fractional value assigned to an integer column.
-            let d = d.round();
-            let bits = u32::from(*bytes) * 8;
-            if *unsigned {
-                let max: u128 = (1u128 << bits) - 1;
-                let u = u128::try_from(d).map_err(|_| out_of_range())?;
-                if u > max {
-                    return Err(out_of_range());
-                }
-                Ok(match i64::try_from(u) {
-                    Ok(i) => Value::Int(i),
-                    Err(_) => Value::UInt(u as u64),
-                })
-            } else {
-                let min: i128 = -(1i128 << (bits - 1));
-                let max: i128 = (1i128 << (bits - 1)) - 1;
-                let i = i128::try_from(d).map_err(|_| out_of_range())?;
-                if i < min || i > max {
-                    return Err(out_of_range());
-                }
-                Ok(Value::Int(i as i64))
-            }
-        }
-        SqlType::Year => {
-            let i = to_decimal(v).ok_or_else(incorrect)?.round();
-            let i = i64::try_from(i).map_err(|_| out_of_range())?;
-            match i {
-                0 => Ok(Value::Int(0)),
-                1..=69 => Ok(Value::Int(2000 + i)),
-                70..=99 => Ok(Value::Int(1900 + i)),
-                1901..=2155 => Ok(Value::Int(i)),
-                _ => Err(out_of_range()),
-            }
-        }
+        } => coerce_int(v, *bytes, *unsigned, &misfit),
+        SqlType::Year => coerce_year(v, &misfit),
         SqlType::Float | SqlType::Double => {
             let d = match v {
-                Value::Text(s) => s.trim().parse::<f64>().map_err(|_| incorrect())?,
-                _ => v.as_f64().ok_or_else(incorrect)?,
+                Value::Text(s) => s.trim().parse::<f64>().map_err(|_| misfit.incorrect())?,
+                _ => v.as_f64().ok_or_else(|| misfit.incorrect())?,
             };
             // Stored without the sign of a zero, as MariaDB does (it never
             // returns -0).
             Ok(Value::Double(if d == 0.0 { 0.0 } else { d }))
         }
-        SqlType::Decimal { precision, scale } => {
-            let d = to_decimal(v).ok_or_else(incorrect)?;
-            // Half away from zero, as MariaDB stores it (round_dp would
-            // round half to even: 0.5 into DECIMAL(3,0) gave 0, not 1).
-            let d = d.round_dp_with_strategy(
-                u32::from(*scale),
-                rust_decimal::RoundingStrategy::MidpointAwayFromZero,
-            );
-            let int_digits = u32::from(*precision).saturating_sub(u32::from(*scale));
-            let limit =
-                (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
-            if d.abs() >= limit {
-                return Err(out_of_range());
-            }
-            let mut d = d;
-            d.rescale(u32::from(*scale));
-            Ok(Value::Decimal(d))
-        }
+        SqlType::Decimal { precision, scale } => coerce_decimal(v, *precision, *scale, &misfit),
         SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Text(n) => {
-            let s = match v {
-                // Bytes into a utf8mb4 column: kept if they are UTF-8, else
-                // refused (MariaDB's 1366 in strict mode), never replaced.
-                Value::Bytes(b) => match std::str::from_utf8(b) {
-                    Ok(s) => s.to_string(),
-                    Err(e) => {
-                        return Err(CoerceError::IncorrectString {
-                            value: escape_invalid(&b[e.valid_up_to()..]),
-                            column: column.name.clone(),
-                        })
-                    }
-                },
-                other => to_text(other),
-            };
-            // CHAR drops trailing spaces (it reads back without its pad).
-            let s = match column.ty {
-                SqlType::Char(_) if s.ends_with(' ') => s.trim_end_matches(' ').to_string(),
-                _ => s,
-            };
-            let length = |s: &str| match column.ty {
-                SqlType::Text(_) => s.len(),
-                _ => s.chars().count(),
-            };
-            if length(&s) > *n as usize {
-                // Only spaces past the end: cut, as MariaDB does (with a
-                // note), even in strict mode.
-                let trimmed = s.trim_end_matches(' ');
-                if length(trimmed) > *n as usize {
-                    return Err(too_long());
-                }
-                let mut kept = trimmed.to_string();
-                while length(&kept) < *n as usize {
-                    kept.push(' ');
-                }
-                return Ok(Value::text(kept));
-            }
-            Ok(Value::text(s))
+            coerce_text(v, *n as usize, &misfit)
         }
         SqlType::Json => Ok(Value::text(to_text(v))),
-        SqlType::Enum(labels) => {
-            let s = to_text(v);
-            if let Some(label) = labels.iter().find(|l| l.eq_ignore_ascii_case(&s)) {
-                return Ok(Value::text(label));
-            }
-            // The empty value (index 0), which IGNORE stores for what is no
-            // label; strict mode refuses it before the write (the shim).
-            if s.is_empty() {
-                return Ok(Value::text(""));
-            }
-            // An integer selects the n-th label (1-based), as in MySQL.
-            if let Some(i) = v.as_i64() {
-                if i >= 1 && (i as usize) <= labels.len() {
-                    return Ok(Value::text(&labels[i as usize - 1]));
-                }
-            }
-            Err(CoerceError::Incorrect {
-                ty: "enum".into(),
-                value: s,
-                column: column.name.clone(),
-            })
-        }
+        SqlType::Enum(labels) => coerce_enum(v, labels, column),
         SqlType::Binary(n) | SqlType::VarBinary(n) | SqlType::Blob(n) => {
             let mut b: Vec<u8> = match v {
                 Value::Bytes(b) => b.to_vec(),
                 other => to_text(other).into_bytes(),
             };
             if b.len() > *n as usize {
-                return Err(too_long());
+                return Err(misfit.too_long());
             }
             // BINARY(n) is fixed-length: MySQL pads it with 0x00 bytes.
             if matches!(column.ty, SqlType::Binary(_)) {
@@ -199,43 +76,219 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
             Value::DateTime(dt) => Ok(Value::Date(dt.date())),
             Value::Text(s) => parse_datetime(s)
                 .map(|dt| Value::Date(dt.date()))
-                .ok_or_else(incorrect),
+                .ok_or_else(|| misfit.incorrect()),
             Value::Int(_) | Value::UInt(_) => number_as_datetime(v)
                 .map(|dt| Value::Date(dt.date()))
-                .ok_or_else(incorrect),
-            _ => Err(incorrect()),
+                .ok_or_else(|| misfit.incorrect()),
+            _ => Err(misfit.incorrect()),
         },
-        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => {
-            let dt = match v {
-                Value::DateTime(dt) => truncate_datetime(*dt, *fsp),
-                Value::Date(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
-                Value::Text(s) => parse_datetime(s)
-                    .map(|dt| truncate_datetime(dt, *fsp))
-                    .ok_or_else(incorrect)?,
-                Value::Int(_) | Value::UInt(_) => number_as_datetime(v).ok_or_else(incorrect)?,
-                _ => return Err(incorrect()),
-            };
-            let zero = dt.date() == crate::value::ZERO_DATE;
-            if matches!(column.ty, SqlType::Timestamp { .. }) && !zero && !timestamp_in_range(dt) {
-                return Err(incorrect());
-            }
-            Ok(Value::DateTime(dt))
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => coerce_datetime(v, *fsp, &misfit),
+        SqlType::Time { fsp } => coerce_time(v, *fsp, &misfit),
+    }
+}
+
+/// A value and the column it does not fit: the error to report.
+struct Misfit<'a> {
+    v: &'a Value,
+    column: &'a ColumnSchema,
+}
+
+impl Misfit<'_> {
+    fn incorrect(&self) -> CoerceError {
+        CoerceError::Incorrect {
+            ty: match self.column.ty {
+                // As MariaDB names them in this message, whatever the precision.
+                SqlType::DateTime { .. } | SqlType::Timestamp { .. } => "datetime".into(),
+                SqlType::Time { .. } => "time".into(),
+                _ => self.column.ty.sql_name(),
+            },
+            value: self.v.to_string(),
+            column: self.column.name.clone(),
         }
-        SqlType::Time { fsp } => match v {
-            Value::Time(us) => Ok(Value::Time(truncate_micros(*us, *fsp))),
-            Value::Text(s) => parse_time(s)
-                .map(|us| Value::Time(truncate_micros(us, *fsp)))
-                .ok_or_else(incorrect),
-            Value::Int(i) => {
-                // HHMMSS as an integer.
-                let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
-                if h.abs() > 838 {
-                    return Err(out_of_range());
-                }
-                Ok(Value::Time((h * 3600 + m * 60 + s) * 1_000_000))
+    }
+
+    fn out_of_range(&self) -> CoerceError {
+        CoerceError::OutOfRange {
+            column: self.column.name.clone(),
+        }
+    }
+
+    fn too_long(&self) -> CoerceError {
+        CoerceError::TooLong {
+            column: self.column.name.clone(),
+        }
+    }
+}
+
+/// Into an integer column of `bytes` bytes.
+fn coerce_int(v: &Value, bytes: u8, unsigned: bool, misfit: &Misfit) -> Result<Value, CoerceError> {
+    let d = to_decimal(v).ok_or_else(|| misfit.incorrect())?;
+    // MySQL rounds a fractional value assigned to an integer column.
+    let d = d.round();
+    let bits = u32::from(bytes) * 8;
+    if unsigned {
+        let max: u128 = (1u128 << bits) - 1;
+        let u = u128::try_from(d).map_err(|_| misfit.out_of_range())?;
+        if u > max {
+            return Err(misfit.out_of_range());
+        }
+        Ok(match i64::try_from(u) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::UInt(u as u64),
+        })
+    } else {
+        let min: i128 = -(1i128 << (bits - 1));
+        let max: i128 = (1i128 << (bits - 1)) - 1;
+        let i = i128::try_from(d).map_err(|_| misfit.out_of_range())?;
+        if i < min || i > max {
+            return Err(misfit.out_of_range());
+        }
+        Ok(Value::Int(i as i64))
+    }
+}
+
+/// Into a YEAR: two digits are 1970-2069, 0 stays 0.
+fn coerce_year(v: &Value, misfit: &Misfit) -> Result<Value, CoerceError> {
+    let i = to_decimal(v).ok_or_else(|| misfit.incorrect())?.round();
+    let i = i64::try_from(i).map_err(|_| misfit.out_of_range())?;
+    match i {
+        0 => Ok(Value::Int(0)),
+        1..=69 => Ok(Value::Int(2000 + i)),
+        70..=99 => Ok(Value::Int(1900 + i)),
+        1901..=2155 => Ok(Value::Int(i)),
+        _ => Err(misfit.out_of_range()),
+    }
+}
+
+/// Into a DECIMAL(precision, scale).
+fn coerce_decimal(
+    v: &Value,
+    precision: u8,
+    scale: u8,
+    misfit: &Misfit,
+) -> Result<Value, CoerceError> {
+    let d = to_decimal(v).ok_or_else(|| misfit.incorrect())?;
+    // Half away from zero, as MariaDB stores it (round_dp would
+    // round half to even: 0.5 into DECIMAL(3,0) gave 0, not 1).
+    let d = d.round_dp_with_strategy(
+        u32::from(scale),
+        rust_decimal::RoundingStrategy::MidpointAwayFromZero,
+    );
+    let int_digits = u32::from(precision).saturating_sub(u32::from(scale));
+    let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
+    if d.abs() >= limit {
+        return Err(misfit.out_of_range());
+    }
+    let mut d = d;
+    d.rescale(u32::from(scale));
+    Ok(Value::Decimal(d))
+}
+
+/// Into a CHAR, VARCHAR or TEXT column of length `n` (characters; bytes
+/// for TEXT).
+fn coerce_text(v: &Value, n: usize, misfit: &Misfit) -> Result<Value, CoerceError> {
+    let column = misfit.column;
+    let s = match v {
+        // Bytes into a utf8mb4 column: kept if they are UTF-8, else
+        // refused (MariaDB's 1366 in strict mode), never replaced.
+        Value::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => s.to_string(),
+            Err(e) => {
+                return Err(CoerceError::IncorrectString {
+                    value: escape_invalid(&b[e.valid_up_to()..]),
+                    column: column.name.clone(),
+                })
             }
-            _ => Err(incorrect()),
         },
+        other => to_text(other),
+    };
+    // CHAR drops trailing spaces (it reads back without its pad).
+    let s = match column.ty {
+        SqlType::Char(_) if s.ends_with(' ') => s.trim_end_matches(' ').to_string(),
+        _ => s,
+    };
+    let length = |s: &str| match column.ty {
+        SqlType::Text(_) => s.len(),
+        _ => s.chars().count(),
+    };
+    if length(&s) > n {
+        // Only spaces past the end: cut, as MariaDB does (with a
+        // note), even in strict mode.
+        let trimmed = s.trim_end_matches(' ');
+        if length(trimmed) > n {
+            return Err(misfit.too_long());
+        }
+        let mut kept = trimmed.to_string();
+        while length(&kept) < n {
+            kept.push(' ');
+        }
+        return Ok(Value::text(kept));
+    }
+    Ok(Value::text(s))
+}
+
+/// Into an ENUM of `labels`: a label (any case), the empty value, or a
+/// label's number.
+fn coerce_enum(v: &Value, labels: &[String], column: &ColumnSchema) -> Result<Value, CoerceError> {
+    let s = to_text(v);
+    if let Some(label) = labels.iter().find(|l| l.eq_ignore_ascii_case(&s)) {
+        return Ok(Value::text(label));
+    }
+    // The empty value (index 0), which IGNORE stores for what is no
+    // label; strict mode refuses it before the write (the shim).
+    if s.is_empty() {
+        return Ok(Value::text(""));
+    }
+    // An integer selects the n-th label (1-based), as in MySQL.
+    if let Some(i) = v.as_i64() {
+        if i >= 1 && (i as usize) <= labels.len() {
+            return Ok(Value::text(&labels[i as usize - 1]));
+        }
+    }
+    Err(CoerceError::Incorrect {
+        ty: "enum".into(),
+        value: s,
+        column: column.name.clone(),
+    })
+}
+
+/// Into a DATETIME or TIMESTAMP with `fsp` fractional digits.
+fn coerce_datetime(v: &Value, fsp: u8, misfit: &Misfit) -> Result<Value, CoerceError> {
+    let dt = match v {
+        Value::DateTime(dt) => truncate_datetime(*dt, fsp),
+        Value::Date(d) => d.and_hms_opt(0, 0, 0).unwrap_or_default(),
+        Value::Text(s) => parse_datetime(s)
+            .map(|dt| truncate_datetime(dt, fsp))
+            .ok_or_else(|| misfit.incorrect())?,
+        Value::Int(_) | Value::UInt(_) => {
+            number_as_datetime(v).ok_or_else(|| misfit.incorrect())?
+        }
+        _ => return Err(misfit.incorrect()),
+    };
+    let zero = dt.date() == crate::value::ZERO_DATE;
+    let timestamp = matches!(misfit.column.ty, SqlType::Timestamp { .. });
+    if timestamp && !zero && !timestamp_in_range(dt) {
+        return Err(misfit.incorrect());
+    }
+    Ok(Value::DateTime(dt))
+}
+
+/// Into a TIME with `fsp` fractional digits.
+fn coerce_time(v: &Value, fsp: u8, misfit: &Misfit) -> Result<Value, CoerceError> {
+    match v {
+        Value::Time(us) => Ok(Value::Time(truncate_micros(*us, fsp))),
+        Value::Text(s) => parse_time(s)
+            .map(|us| Value::Time(truncate_micros(us, fsp)))
+            .ok_or_else(|| misfit.incorrect()),
+        Value::Int(i) => {
+            // HHMMSS as an integer.
+            let (h, m, s) = (i / 10000, (i / 100) % 100, i % 100);
+            if h.abs() > 838 {
+                return Err(misfit.out_of_range());
+            }
+            Ok(Value::Time((h * 3600 + m * 60 + s) * 1_000_000))
+        }
+        _ => Err(misfit.incorrect()),
     }
 }
 

@@ -15,14 +15,19 @@
 //! Run `cargo test -p ladle-e2e --test layering -- --nocapture` to print the
 //! circles and the modules that import items defined in a crate root.
 
+mod source;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use petgraph::algo::tarjan_scc;
 use petgraph::graph::{DiGraph, NodeIndex};
 use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
+
+use source::{
+    crate_roots, is_cfg_test, item_attrs, mod_file, rel, workspace_members, workspace_root,
+};
 
 /// Circles that exist today, each with the issue that removes it and why it
 /// exists. Files are relative to the workspace root; each entry is one
@@ -178,67 +183,6 @@ fn circles(graph: &Graph) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn workspace_root() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().map(Path::to_path_buf).unwrap_or(manifest)
-}
-
-/// The `members` of the workspace `Cargo.toml`.
-fn workspace_members(workspace: &Path) -> Vec<String> {
-    let manifest = fs::read_to_string(workspace.join("Cargo.toml")).unwrap_or_default();
-    let members = manifest
-        .lines()
-        .find(|l| l.trim_start().starts_with("members"))
-        .unwrap_or_default();
-    let members: Vec<String> = members
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
-        .collect();
-    assert!(
-        !members.is_empty(),
-        "no workspace members found in Cargo.toml"
-    );
-    members
-}
-
-/// `src/lib.rs`, `src/main.rs` and `src/bin/*.rs`: each is a crate of its own.
-fn crate_roots(dir: &Path) -> Vec<PathBuf> {
-    let src = dir.join("src");
-    let mut roots: Vec<PathBuf> = ["lib.rs", "main.rs"]
-        .iter()
-        .map(|f| src.join(f))
-        .filter(|p| p.exists())
-        .collect();
-    if let Ok(entries) = fs::read_dir(src.join("bin")) {
-        let mut bins: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-            .collect();
-        bins.sort();
-        roots.extend(bins);
-    }
-    roots
-}
-
-fn rel(workspace: &Path, file: &Path) -> String {
-    file.strip_prefix(workspace)
-        .unwrap_or(file)
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        a.path().is_ident("test")
-            || (a.path().is_ident("cfg")
-                && a.meta
-                    .require_list()
-                    .is_ok_and(|l| l.tokens.to_string() == "test"))
-    })
-}
-
 type ModId = usize;
 
 /// file -> files it imports from -> the paths that name them.
@@ -295,10 +239,7 @@ impl ModuleTree {
         dir: PathBuf,
         parent: Option<ModId>,
     ) -> ModId {
-        let text =
-            fs::read_to_string(file).unwrap_or_else(|e| panic!("read {}: {e}", file.display()));
-        let ast =
-            syn::parse_file(&text).unwrap_or_else(|e| panic!("parse {}: {e}", file.display()));
+        let ast = source::parse(file);
         let id = self.new_module(rel(workspace, file), parent);
         self.load_items(workspace, &ast.items, id, &dir);
         id
@@ -329,9 +270,7 @@ impl ModuleTree {
                             child
                         }
                         None => {
-                            let flat = dir.join(format!("{name}.rs"));
-                            let nested = dir.join(&name).join("mod.rs");
-                            let file = if flat.exists() { flat } else { nested };
+                            let file = mod_file(dir, &name);
                             self.load_file(workspace, &file, dir.join(&name), Some(id))
                         }
                     };
@@ -507,27 +446,6 @@ fn use_leaves(
                 use_leaves(t, prefix, out);
             }
         }
-    }
-}
-
-fn item_attrs(item: &syn::Item) -> &[syn::Attribute] {
-    match item {
-        syn::Item::Const(i) => &i.attrs,
-        syn::Item::Enum(i) => &i.attrs,
-        syn::Item::ExternCrate(i) => &i.attrs,
-        syn::Item::Fn(i) => &i.attrs,
-        syn::Item::ForeignMod(i) => &i.attrs,
-        syn::Item::Impl(i) => &i.attrs,
-        syn::Item::Macro(i) => &i.attrs,
-        syn::Item::Mod(i) => &i.attrs,
-        syn::Item::Static(i) => &i.attrs,
-        syn::Item::Struct(i) => &i.attrs,
-        syn::Item::Trait(i) => &i.attrs,
-        syn::Item::TraitAlias(i) => &i.attrs,
-        syn::Item::Type(i) => &i.attrs,
-        syn::Item::Union(i) => &i.attrs,
-        syn::Item::Use(i) => &i.attrs,
-        _ => &[],
     }
 }
 

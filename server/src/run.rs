@@ -73,9 +73,105 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let pending = snapshot_store
         .as_ref()
         .map(|s| (snapshots::begin_recovery(s, &snapshot_metrics), started));
+    let storage = open_storage(&args, &data_dir, durability, started).await?;
+    let dataflow = start_dataflow(&args, &storage).await?;
+    let snapshots = Arc::new(Snapshots::new(
+        snapshot_store,
+        snapshot_metrics,
+        pending,
+        dataflow.clone(),
+        storage.clone(),
+        args.snapshot_interval,
+    ));
+    recover(&snapshots, started).await?;
+    *http_state.dataflow.write() = Some(dataflow.clone());
+
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => {
+            let config = ladle_shim::tls::server_config(cert, key).map_err(anyhow::Error::msg)?;
+            tracing::info!(cert = %cert.display(), "TLS offered to clients");
+            Some(config)
+        }
+        _ => None,
+    };
+    let facts = server_facts(&args, port, &data_dir, tls.is_some());
+    let admin = Arc::new(crate::cluster::ClusterAdmin {
+        snapshots: snapshots.clone(),
+        node: std::sync::OnceLock::new(),
+    });
+    let frontend = Frontend::new(
+        storage.clone(),
+        dataflow.clone(),
+        facts,
+        metrics,
+        admin.clone(),
+        FrontendConfig {
+            user: args.user.clone(),
+            password: args.password.clone(),
+            max_connections: args.max_connections,
+            max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
+            tls,
+        },
+    )
+    .context("loading user accounts")?;
+    if let Some(config) = args.cluster(port).map_err(anyhow::Error::msg)? {
+        let serving = Serving {
+            frontend: &frontend,
+            storage: &storage,
+            snapshots: &snapshots,
+        };
+        join_cluster(config, &args, serving, &admin, &http_state).await?;
+    }
+    let scheduler = snapshots.start_scheduler()?;
+    if snapshots.enabled() {
+        tracing::info!(interval = ?args.snapshot_interval, "view snapshots scheduled");
+    } else {
+        tracing::info!("periodic view snapshots are off (SNAPSHOT VIEWS still takes one)");
+    }
+    http_state.ready.store(true, Ordering::SeqCst);
+    tracing::info!(
+        listen = %args.listen,
+        metrics = %args.metrics_listen,
+        "ready; connect with: mysql -h {} -P {} -u {}{}",
+        args.listen.ip(),
+        port,
+        args.user,
+        if args.password.is_empty() { "" } else { " -p" }
+    );
+
+    let serve = tokio::spawn(frontend.clone().serve(listener, stop_rx.clone()));
+    shutdown_signal().await;
+    tracing::info!("shutting down: no new connections; waiting for running statements");
+    http_state.ready.store(false, Ordering::SeqCst);
+    let _ = stop_tx.send(true);
+    let _ = serve.await;
+    // Connections are drained: save view state for a warm restart.
+    save_for_restart(&snapshots, &storage, scheduler).await;
+    let _ = http_task.await;
+    *http_state.dataflow.write() = None;
+    drop(frontend);
+    drop(snapshots);
+    drop(dataflow);
+    // Storage closes (and flushes) when the last handle drops.
+    let remaining = Arc::strong_count(&storage);
+    if remaining > 1 {
+        tracing::debug!(handles = remaining, "storage still shared at shutdown");
+    }
+    drop(storage);
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Opens storage in `data_dir` on a blocking thread.
+async fn open_storage(
+    args: &Args,
+    data_dir: &std::path::Path,
+    durability: Durability,
+    started: Instant,
+) -> anyhow::Result<Arc<Storage>> {
     tracing::info!(data_dir = %data_dir.display(), durability = ?args.durability, "opening storage");
     let cfg = StorageConfig {
-        data_dir: data_dir.clone(),
+        data_dir: data_dir.to_path_buf(),
         durability,
         block_cache_bytes: 64 << 20,
         wal_dir: None,
@@ -94,14 +190,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         elapsed_ms = started.elapsed().as_millis() as u64,
         "storage opened"
     );
+    Ok(storage)
+}
+
+/// Starts the dataflow over `storage` on a blocking thread.
+async fn start_dataflow(args: &Args, storage: &Arc<Storage>) -> anyhow::Result<Arc<Dataflow>> {
     let memory_limit = usize::try_from(args.memory_limit).unwrap_or(usize::MAX);
+    let domain_threads = args.dataflow_threads;
     let st = storage.clone();
     let dataflow = tokio::task::spawn_blocking(move || {
         Dataflow::new(
             st,
             DataflowConfig {
                 memory_limit,
-                domain_threads: args.dataflow_threads,
+                domain_threads,
                 ..Default::default()
             },
         )
@@ -112,18 +214,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     dataflow.set_view_idle_timeout(
         (!args.view_idle_timeout.is_zero()).then_some(args.view_idle_timeout),
     );
-    let snapshots = Arc::new(Snapshots::new(
-        snapshot_store,
-        snapshot_metrics,
-        pending,
-        dataflow.clone(),
-        storage.clone(),
-        args.snapshot_interval,
-    ));
-    // Warm restart, second half: install the decoded state and replay the
-    // change log after it, on a blocking thread while /health says 503.
-    // Serving starts when it is done, or earlier when it says the views can
-    // answer (interior state still being installed; writes wait for it).
+    Ok(dataflow)
+}
+
+/// Warm restart, second half: install the decoded state and replay the
+/// change log after it, on a blocking thread while /health says 503.
+/// Returns when it is done, or earlier when it says the views can answer
+/// (interior state still being installed; writes wait for it).
+async fn recover(snapshots: &Arc<Snapshots>, started: Instant) -> anyhow::Result<()> {
     let snaps = snapshots.clone();
     let (servable_tx, servable_rx) = tokio::sync::oneshot::channel::<()>();
     let mut recovery = tokio::task::spawn_blocking(move || {
@@ -164,21 +262,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             });
         }
     }
-    *http_state.dataflow.write() = Some(dataflow.clone());
+    Ok(())
+}
 
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => {
-            let config = ladle_shim::tls::server_config(cert, key).map_err(anyhow::Error::msg)?;
-            tracing::info!(cert = %cert.display(), "TLS offered to clients");
-            Some(config)
-        }
-        _ => None,
-    };
-    let facts = ServerFacts {
+/// What the server tells clients about itself (system variables).
+fn server_facts(args: &Args, port: u16, data_dir: &std::path::Path, tls: bool) -> ServerFacts {
+    ServerFacts {
         max_connections: args.max_connections,
         port,
         datadir: data_dir.display().to_string(),
-        tls: tls.is_some(),
+        tls,
         read_consistency: match args.read_consistency {
             ReadConsistencyArg::Session => ReadConsistency::Session,
             ReadConsistencyArg::Strong => ReadConsistency::Strong,
@@ -189,76 +282,65 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             max_connect_errors: args.max_connect_errors.into(),
             ..Default::default()
         }),
-    };
-    let admin = Arc::new(crate::cluster::ClusterAdmin {
-        snapshots: snapshots.clone(),
-        node: std::sync::OnceLock::new(),
-    });
-    let frontend = Frontend::new(
-        storage.clone(),
-        dataflow.clone(),
-        facts,
-        metrics,
-        admin.clone(),
-        FrontendConfig {
-            user: args.user.clone(),
-            password: args.password.clone(),
-            max_connections: args.max_connections,
-            max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
-            tls,
-        },
-    )
-    .context("loading user accounts")?;
-    if let Some(config) = args.cluster(port).map_err(anyhow::Error::msg)? {
-        // Before serving: writes are refused until this node is elected.
-        let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
-        let registry = frontend.engine().metrics.registry.clone();
-        let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)
-            .await
-            .context("joining the cluster")?;
-        let hook = Arc::new(crate::cluster::NodeSchemaLog(node.clone()));
-        if frontend.engine().schema_log.set(hook).is_err() {
-            anyhow::bail!("the schema-change hook was already set");
-        }
-        let target = Arc::new(crate::cluster::EngineForwardTarget(
-            frontend.engine().clone(),
-        ));
-        node.set_forward_target(target);
-        if snapshots.durable() {
-            node.set_view_snapshots(Arc::new(crate::cluster::SnapshotSource(snapshots.clone())));
-        }
-        let forwarder = Arc::new(crate::cluster::NodeForwarder {
-            node: node.clone(),
-            ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),
-        });
-        frontend.engine().set_forwarder(forwarder);
-        let _ = admin.node.set(node.clone());
-        *http_state.cluster.write() = Some(node);
     }
-    let scheduler = snapshots.start_scheduler()?;
-    if snapshots.enabled() {
-        tracing::info!(interval = ?args.snapshot_interval, "view snapshots scheduled");
-    } else {
-        tracing::info!("periodic view snapshots are off (SNAPSHOT VIEWS still takes one)");
-    }
-    http_state.ready.store(true, Ordering::SeqCst);
-    tracing::info!(
-        listen = %args.listen,
-        metrics = %args.metrics_listen,
-        "ready; connect with: mysql -h {} -P {} -u {}{}",
-        args.listen.ip(),
-        port,
-        args.user,
-        if args.password.is_empty() { "" } else { " -p" }
-    );
+}
 
-    let serve = tokio::spawn(frontend.clone().serve(listener, stop_rx.clone()));
-    shutdown_signal().await;
-    tracing::info!("shutting down: no new connections; waiting for running statements");
-    http_state.ready.store(false, Ordering::SeqCst);
-    let _ = stop_tx.send(true);
-    let _ = serve.await;
-    // Connections are drained: save view state for a warm restart.
+/// The parts of a started server a cluster node is wired to.
+struct Serving<'a> {
+    frontend: &'a Frontend,
+    storage: &'a Arc<Storage>,
+    snapshots: &'a Arc<Snapshots>,
+}
+
+/// Joins the cluster before serving (writes are refused until this node
+/// is elected) and wires the node to the engine: schema changes through
+/// its schema log, a replica's writes forwarded, snapshots for bootstrap.
+async fn join_cluster(
+    config: ladle_cluster::ClusterConfig,
+    args: &Args,
+    serving: Serving<'_>,
+    admin: &crate::cluster::ClusterAdmin,
+    http_state: &HttpState,
+) -> anyhow::Result<()> {
+    let Serving {
+        frontend,
+        storage,
+        snapshots,
+    } = serving;
+    let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
+    let registry = frontend.engine().metrics.registry.clone();
+    let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)
+        .await
+        .context("joining the cluster")?;
+    let hook = Arc::new(crate::cluster::NodeSchemaLog(node.clone()));
+    if frontend.engine().schema_log.set(hook).is_err() {
+        anyhow::bail!("the schema-change hook was already set");
+    }
+    let target = Arc::new(crate::cluster::EngineForwardTarget(
+        frontend.engine().clone(),
+    ));
+    node.set_forward_target(target);
+    if snapshots.durable() {
+        node.set_view_snapshots(Arc::new(crate::cluster::SnapshotSource(snapshots.clone())));
+    }
+    let forwarder = Arc::new(crate::cluster::NodeForwarder {
+        node: node.clone(),
+        ryw_timeout: std::time::Duration::from_millis(args.ryw_timeout_ms),
+    });
+    frontend.engine().set_forwarder(forwarder);
+    let _ = admin.node.set(node.clone());
+    *http_state.cluster.write() = Some(node);
+    Ok(())
+}
+
+/// At shutdown, once connections are drained: stops the snapshot
+/// scheduler, takes a final snapshot of view state and flushes table data,
+/// so that the next start is warm and quick.
+async fn save_for_restart(
+    snapshots: &Arc<Snapshots>,
+    storage: &Arc<Storage>,
+    scheduler: snapshots::Scheduler,
+) {
     let snaps = snapshots.clone();
     let storage_for_flush = storage.clone();
     let final_snapshot = tokio::task::spawn_blocking(move || {
@@ -280,19 +362,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     });
     let _ = final_snapshot.await;
-    let _ = http_task.await;
-    *http_state.dataflow.write() = None;
-    drop(frontend);
-    drop(snapshots);
-    drop(dataflow);
-    // Storage closes (and flushes) when the last handle drops.
-    let remaining = Arc::strong_count(&storage);
-    if remaining > 1 {
-        tracing::debug!(handles = remaining, "storage still shared at shutdown");
-    }
-    drop(storage);
-    tracing::info!("stopped");
-    Ok(())
 }
 
 /// Registers the standard `process_*` metrics (`process_cpu_seconds_total`,

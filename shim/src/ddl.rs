@@ -369,215 +369,25 @@ pub fn create_table_with(
         check_engine(s, &engine.name, Some(&name))?;
     }
     if let Some(like) = &ct.like {
-        let (ldb, lname) = e.resolve(s, like)?;
-        let src = e
-            .storage
-            .table(&ldb, &lname)
-            .ok_or(ShimError::UnknownTable {
-                database: ldb,
-                table: lname,
-            })?;
-        let mut schema = (*src).clone();
-        schema.id = 0;
-        schema.database = db;
-        schema.name = name;
-        schema.version = 0;
-        for i in &mut schema.indexes {
-            i.id = 0;
-        }
-        if ct.if_not_exists && table_exists_note(e, s, &schema.database, &schema.name) {
-            return Ok(Output::ok());
-        }
-        let declared = crate::checks::load(&e.storage, src.id)?;
-        let t = e.storage.create_table(schema, ct.if_not_exists)?;
-        crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
-        let notes = crate::table_notes::load(&e.storage, src.id)?;
-        crate::table_notes::store(&e.storage, t.id, &notes)?;
-        e.dataflow.table_changed(t.id);
-        return Ok(Output::ok());
+        return create_table_like(e, s, &ct, db, name, like);
     }
-    let mut columns = Vec::new();
-    let mut primary: Option<Vec<usize>> = None;
-    let mut uniques: Vec<usize> = Vec::new();
-    let mut checks: Vec<CheckConstraint> = Vec::new();
-    let mut keys: Vec<ForeignKey> = Vec::new();
-    let mut own_collation: Vec<bool> = Vec::new();
-    let mut notes = TableNotes::default();
-    for def in &ct.columns {
-        let r = column_def(e, s, def)?;
-        own_collation.push(r.explicit_collation);
-        notes.set_column_comment(&r.schema.name, &r.comment);
-        if columns
-            .iter()
-            .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
-        {
-            return Err(StorageError::ColumnExists(r.schema.name).into());
-        }
-        if r.primary {
-            if primary.is_some() {
-                return Err(ShimError::MultiplePrimaryKey);
-            }
-            primary = Some(vec![columns.len()]);
-        }
-        if r.unique {
-            uniques.push(columns.len());
-        }
-        if let Some(rf) = r.references {
-            let key = ForeignKey::from_ast(
-                e,
-                s,
-                &name,
-                &keys,
-                crate::foreign_keys::KeyDeclaration {
-                    name: None,
-                    columns: std::slice::from_ref(&def.name),
-                    parent: &rf.parent,
-                    parent_columns: &rf.columns,
-                    on_delete: rf.on_delete,
-                    on_update: rf.on_update,
-                },
-            )?;
-            keys.push(key);
-        }
-        if let Some(sql) = r.check {
-            checks.push(CheckConstraint {
-                name: r.schema.name.clone(),
-                sql,
-                column: Some(r.schema.name.clone()),
-            });
-        }
-        columns.push(r.schema);
-    }
-    let mut indexes: Vec<IndexSchema> = Vec::new();
-    for c in &uniques {
-        let name = index_name(&indexes, &columns, &[*c]);
-        indexes.push(IndexSchema {
-            id: 0,
-            name,
-            columns: vec![*c],
-            unique: true,
-        });
-    }
+    let mut draft = TableDraft::declare_columns(e, s, &name, &ct.columns)?;
     for tc in &ct.constraints {
-        match tc {
-            TableConstraint::PrimaryKey { columns: cols, .. } => {
-                if primary.is_some() {
-                    return Err(ShimError::MultiplePrimaryKey);
-                }
-                let pos = positions(&columns, cols)?;
-                for &p in &pos {
-                    columns[p].nullable = false;
-                }
-                primary = Some(pos);
-            }
-            TableConstraint::Unique {
-                name,
-                index_name: iname,
-                columns: cols,
-                ..
-            } => {
-                let pos = positions(&columns, cols)?;
-                let n = iname
-                    .as_ref()
-                    .or(name.as_ref())
-                    .map(|i| i.value.clone())
-                    .unwrap_or_else(|| index_name(&indexes, &columns, &pos));
-                indexes.push(IndexSchema {
-                    id: 0,
-                    name: n,
-                    columns: pos,
-                    unique: true,
-                });
-            }
-            TableConstraint::Index {
-                name,
-                columns: cols,
-                ..
-            } => {
-                let pos = positions(&columns, cols)?;
-                let n = name
-                    .as_ref()
-                    .map(|i| i.value.clone())
-                    .unwrap_or_else(|| index_name(&indexes, &columns, &pos));
-                indexes.push(IndexSchema {
-                    id: 0,
-                    name: n,
-                    columns: pos,
-                    unique: false,
-                });
-            }
-            TableConstraint::ForeignKey {
-                name: kname,
-                columns: cols,
-                ..
-            } => {
-                let Some(decl) = KeyDeclaration::of_constraint(tc) else {
-                    continue;
-                };
-                let key = ForeignKey::from_ast(e, s, &name, &keys, decl)?;
-                // InnoDB indexes the key's columns (named after the
-                // constraint when it has a name) unless an index starts
-                // with them.
-                let pos = positions(&columns, cols)?;
-                let covered = primary.as_ref().is_some_and(|p| p.starts_with(&pos))
-                    || indexes.iter().any(|i| i.columns.starts_with(&pos));
-                if !covered {
-                    let n = match kname {
-                        Some(k)
-                            if !indexes
-                                .iter()
-                                .any(|i| i.name.eq_ignore_ascii_case(&k.value)) =>
-                        {
-                            k.value.clone()
-                        }
-                        _ => index_name(&indexes, &columns, &pos),
-                    };
-                    indexes.push(IndexSchema {
-                        id: 0,
-                        name: n,
-                        columns: pos,
-                        unique: false,
-                    });
-                }
-                keys.push(key);
-            }
-            TableConstraint::Check { name, expr } => {
-                let name = match name {
-                    Some(n) => n.value.clone(),
-                    None => crate::checks::unnamed(&checks),
-                };
-                checks.push(CheckConstraint {
-                    name,
-                    sql: crate::sqltext::expr_text(expr),
-                    column: None,
-                });
-            }
-            TableConstraint::FulltextOrSpatial { .. } => {
-                return Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
-            }
-        }
+        draft.add_constraint(e, s, &name, tc)?;
     }
     if let Some(comment) = &ct.comment {
-        notes.comment = comment_text(comment);
+        draft.notes.comment = comment_text(comment);
     }
-    if ct.collation.is_some() || ct.default_charset.is_some() {
-        let spec = crate::table_options::CharsetSpec {
-            charset: ct.default_charset.clone(),
-            collation: ct.collation.clone(),
-            convert: false,
-        };
-        let coll = spec.collation()?;
-        notes.collation = coll;
-        // The table's collation is its columns' default: a column
-        // declaring its own keeps it.
-        for (col, _) in columns
-            .iter_mut()
-            .zip(&own_collation)
-            .filter(|(c, own)| c.ty.is_text() && !**own)
-        {
-            col.collation = coll;
-        }
-    }
+    draft.apply_table_collation(&ct)?;
+    let TableDraft {
+        columns,
+        primary,
+        indexes,
+        checks,
+        keys,
+        mut notes,
+        ..
+    } = draft;
     let mut schema = TableSchema {
         id: 0,
         database: db.clone(),
@@ -587,17 +397,7 @@ pub fn create_table_with(
         indexes,
         version: 0,
     };
-    for decl in functional {
-        let index = crate::functional_index::add_index(&mut schema, decl)?;
-        if schema.index(&index.name).is_some() {
-            return Err(wire((
-                error::ER_DUP_KEYNAME,
-                format!("Duplicate key name '{}'", index.name),
-            )));
-        }
-        notes.add_index(&index.name, &decl.descending_columns(&schema, &index));
-        schema.indexes.push(index);
-    }
+    add_functional_indexes(&mut schema, &mut notes, functional)?;
     // MariaDB keeps keys in this order (SHOW CREATE TABLE shows it), and
     // checks UNIQUE keys in it: which row ON DUPLICATE KEY UPDATE updates
     // when a row collides with several, which key 1062 names.
@@ -627,6 +427,294 @@ pub fn create_table_with(
         }
     }
     Ok(Output::ok())
+}
+
+/// `CREATE TABLE db.name LIKE like`: `like`'s schema, CHECK constraints and
+/// notes under the new name.
+fn create_table_like(
+    e: &Engine,
+    s: &mut Session,
+    ct: &CreateTable,
+    db: String,
+    name: String,
+    like: &ast::ObjectName,
+) -> Result<Output> {
+    let (ldb, lname) = e.resolve(s, like)?;
+    let src = e
+        .storage
+        .table(&ldb, &lname)
+        .ok_or(ShimError::UnknownTable {
+            database: ldb,
+            table: lname,
+        })?;
+    let mut schema = (*src).clone();
+    schema.id = 0;
+    schema.database = db;
+    schema.name = name;
+    schema.version = 0;
+    for i in &mut schema.indexes {
+        i.id = 0;
+    }
+    if ct.if_not_exists && table_exists_note(e, s, &schema.database, &schema.name) {
+        return Ok(Output::ok());
+    }
+    let declared = crate::checks::load(&e.storage, src.id)?;
+    let t = e.storage.create_table(schema, ct.if_not_exists)?;
+    crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
+    let notes = crate::table_notes::load(&e.storage, src.id)?;
+    crate::table_notes::store(&e.storage, t.id, &notes)?;
+    e.dataflow.table_changed(t.id);
+    Ok(Output::ok())
+}
+
+/// A new table as its CREATE TABLE declares it, column by column and
+/// constraint by constraint, before it becomes a [`TableSchema`].
+struct TableDraft {
+    columns: Vec<ColumnSchema>,
+    primary: Option<Vec<usize>>,
+    indexes: Vec<IndexSchema>,
+    checks: Vec<CheckConstraint>,
+    keys: Vec<ForeignKey>,
+    /// Per column: whether it declares its own collation.
+    own_collation: Vec<bool>,
+    notes: TableNotes,
+}
+
+impl TableDraft {
+    /// The columns of table `name` (its name for the foreign keys they
+    /// declare), with what each declares inline: PRIMARY KEY, UNIQUE,
+    /// REFERENCES, CHECK, COMMENT.
+    fn declare_columns(
+        e: &Engine,
+        s: &Session,
+        name: &str,
+        defs: &[ast::ColumnDef],
+    ) -> Result<TableDraft> {
+        let mut draft = TableDraft {
+            columns: Vec::new(),
+            primary: None,
+            indexes: Vec::new(),
+            checks: Vec::new(),
+            keys: Vec::new(),
+            own_collation: Vec::new(),
+            notes: TableNotes::default(),
+        };
+        let mut uniques: Vec<usize> = Vec::new();
+        for def in defs {
+            let r = column_def(e, s, def)?;
+            draft.own_collation.push(r.explicit_collation);
+            draft.notes.set_column_comment(&r.schema.name, &r.comment);
+            if draft
+                .columns
+                .iter()
+                .any(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(&r.schema.name))
+            {
+                return Err(StorageError::ColumnExists(r.schema.name).into());
+            }
+            if r.primary {
+                if draft.primary.is_some() {
+                    return Err(ShimError::MultiplePrimaryKey);
+                }
+                draft.primary = Some(vec![draft.columns.len()]);
+            }
+            if r.unique {
+                uniques.push(draft.columns.len());
+            }
+            if let Some(rf) = r.references {
+                let key = ForeignKey::from_ast(
+                    e,
+                    s,
+                    name,
+                    &draft.keys,
+                    crate::foreign_keys::KeyDeclaration {
+                        name: None,
+                        columns: std::slice::from_ref(&def.name),
+                        parent: &rf.parent,
+                        parent_columns: &rf.columns,
+                        on_delete: rf.on_delete,
+                        on_update: rf.on_update,
+                    },
+                )?;
+                draft.keys.push(key);
+            }
+            if let Some(sql) = r.check {
+                draft.checks.push(CheckConstraint {
+                    name: r.schema.name.clone(),
+                    sql,
+                    column: Some(r.schema.name.clone()),
+                });
+            }
+            draft.columns.push(r.schema);
+        }
+        for c in &uniques {
+            let name = index_name(&draft.indexes, &draft.columns, &[*c]);
+            draft.indexes.push(IndexSchema {
+                id: 0,
+                name,
+                columns: vec![*c],
+                unique: true,
+            });
+        }
+        Ok(draft)
+    }
+
+    /// Adds one table constraint of table `name`.
+    fn add_constraint(
+        &mut self,
+        e: &Engine,
+        s: &Session,
+        name: &str,
+        tc: &TableConstraint,
+    ) -> Result<()> {
+        match tc {
+            TableConstraint::PrimaryKey { columns: cols, .. } => {
+                if self.primary.is_some() {
+                    return Err(ShimError::MultiplePrimaryKey);
+                }
+                let pos = positions(&self.columns, cols)?;
+                for &p in &pos {
+                    self.columns[p].nullable = false;
+                }
+                self.primary = Some(pos);
+            }
+            TableConstraint::Unique {
+                name,
+                index_name: iname,
+                columns: cols,
+                ..
+            } => {
+                let declared = iname.as_ref().or(name.as_ref());
+                self.add_index(declared, cols, true)?;
+            }
+            TableConstraint::Index {
+                name,
+                columns: cols,
+                ..
+            } => self.add_index(name.as_ref(), cols, false)?,
+            TableConstraint::ForeignKey {
+                name: kname,
+                columns: cols,
+                ..
+            } => {
+                let Some(decl) = KeyDeclaration::of_constraint(tc) else {
+                    return Ok(());
+                };
+                let key = ForeignKey::from_ast(e, s, name, &self.keys, decl)?;
+                self.index_foreign_key(kname.as_ref(), cols)?;
+                self.keys.push(key);
+            }
+            TableConstraint::Check { name, expr } => {
+                let name = match name {
+                    Some(n) => n.value.clone(),
+                    None => crate::checks::unnamed(&self.checks),
+                };
+                self.checks.push(CheckConstraint {
+                    name,
+                    sql: crate::sqltext::expr_text(expr),
+                    column: None,
+                });
+            }
+            TableConstraint::FulltextOrSpatial { .. } => {
+                return Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
+            }
+        }
+        Ok(())
+    }
+
+    /// A UNIQUE or plain index over `cols`, named `declared` or after its
+    /// first column.
+    fn add_index(
+        &mut self,
+        declared: Option<&ast::Ident>,
+        cols: &[ast::Ident],
+        unique: bool,
+    ) -> Result<()> {
+        let pos = positions(&self.columns, cols)?;
+        let n = declared
+            .map(|i| i.value.clone())
+            .unwrap_or_else(|| index_name(&self.indexes, &self.columns, &pos));
+        self.indexes.push(IndexSchema {
+            id: 0,
+            name: n,
+            columns: pos,
+            unique,
+        });
+        Ok(())
+    }
+
+    /// InnoDB indexes a foreign key's columns (named after the constraint
+    /// when it has a name) unless an index starts with them.
+    fn index_foreign_key(&mut self, kname: Option<&ast::Ident>, cols: &[ast::Ident]) -> Result<()> {
+        let pos = positions(&self.columns, cols)?;
+        let covered = self.primary.as_ref().is_some_and(|p| p.starts_with(&pos))
+            || self.indexes.iter().any(|i| i.columns.starts_with(&pos));
+        if covered {
+            return Ok(());
+        }
+        let n = match kname {
+            Some(k)
+                if !self
+                    .indexes
+                    .iter()
+                    .any(|i| i.name.eq_ignore_ascii_case(&k.value)) =>
+            {
+                k.value.clone()
+            }
+            _ => index_name(&self.indexes, &self.columns, &pos),
+        };
+        self.indexes.push(IndexSchema {
+            id: 0,
+            name: n,
+            columns: pos,
+            unique: false,
+        });
+        Ok(())
+    }
+
+    /// The table's `DEFAULT CHARSET`/`COLLATE`: noted as the table's, and
+    /// the collation of its text columns that declare none of their own.
+    fn apply_table_collation(&mut self, ct: &CreateTable) -> Result<()> {
+        if ct.collation.is_none() && ct.default_charset.is_none() {
+            return Ok(());
+        }
+        let spec = crate::table_options::CharsetSpec {
+            charset: ct.default_charset.clone(),
+            collation: ct.collation.clone(),
+            convert: false,
+        };
+        let coll = spec.collation()?;
+        self.notes.collation = coll;
+        for (col, _) in self
+            .columns
+            .iter_mut()
+            .zip(&self.own_collation)
+            .filter(|(c, own)| c.ty.is_text() && !**own)
+        {
+            col.collation = coll;
+        }
+        Ok(())
+    }
+}
+
+/// Adds the functional and ASC/DESC key parts' indexes sqlparser did not
+/// read to `schema`, each one's DESC parts to `notes`.
+fn add_functional_indexes(
+    schema: &mut TableSchema,
+    notes: &mut TableNotes,
+    functional: &[crate::functional_index::IndexDecl],
+) -> Result<()> {
+    for decl in functional {
+        let index = crate::functional_index::add_index(schema, decl)?;
+        if schema.index(&index.name).is_some() {
+            return Err(wire((
+                error::ER_DUP_KEYNAME,
+                format!("Duplicate key name '{}'", index.name),
+            )));
+        }
+        notes.add_index(&index.name, &decl.descending_columns(schema, &index));
+        schema.indexes.push(index);
+    }
+    Ok(())
 }
 
 /// Storage engines MySQL and MariaDB ship: a table naming one is created

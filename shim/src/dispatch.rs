@@ -379,32 +379,11 @@ impl Engine {
         let w1 = word(t, 1).unwrap_or_default();
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
-            // `DO expr, ...`: the expressions are evaluated for their
-            // effects (SLEEP, GET_LOCK, `@x := ...`, a subquery's errors)
-            // and no rows are returned.
-            ("DO", _) if t.len() > 1 => {
-                let select = format!("SELECT {}", crate::tokens::render_tokens(&t[1..]));
-                // As a statement of its own, so its warnings replace the
-                // earlier ones as a SELECT's do.
-                match self.execute(s, &select).1 {
-                    // An error raised while evaluating (not while
-                    // resolving names) is left as an Error-level warning
-                    // and DO succeeds, as in MariaDB (its mysql_do clears
-                    // it); the inner statement already listed it.
-                    Err(e) if is_evaluation_error(e.code.errno) => Ok(Some(Output::ok())),
-                    Err(e) => Err(e),
-                    Ok(_) => Ok(Some(Output::ok())),
-                }
-            }
+            ("DO", _) if t.len() > 1 => self.do_statement(s, t),
             ("SELECT", _) if crate::user_assign::assigns(t) => {
                 Ok(Some(self.select_assigning(s, t)?))
             }
-            ("DESCRIBE" | "DESC", _) => {
-                let mut i = 1;
-                let (db, table) = qualified_name(t, &mut i)
-                    .ok_or_else(|| ShimError::Parse("near DESCRIBE".into()))?;
-                Ok(Some(catalog::describe(self, s, db, &table, false)?))
-            }
+            ("DESCRIBE" | "DESC", _) => Ok(Some(self.describe_named(s, t, "near DESCRIBE")?)),
             ("EXPLAIN", w)
                 if !matches!(
                     w,
@@ -418,10 +397,7 @@ impl Engine {
                         | "ANALYZE"
                 ) || matches!(t.get(1), Some(Token::Word(w)) if w.quote_style.is_some()) =>
             {
-                let mut i = 1;
-                let (db, table) = qualified_name(t, &mut i)
-                    .ok_or_else(|| ShimError::Parse("near EXPLAIN".into()))?;
-                Ok(Some(catalog::describe(self, s, db, &table, false)?))
+                Ok(Some(self.describe_named(s, t, "near EXPLAIN")?))
             }
             ("EXPLAIN", _) => Ok(Some(self.explain_graph(s, t)?)),
             ("KILL", _) => Ok(Some(self.kill(s, t)?)),
@@ -432,31 +408,12 @@ impl Engine {
             ("LOCK" | "UNLOCK" | "FLUSH" | "ANALYZE" | "OPTIMIZE" | "CHECKSUM", _) => {
                 Ok(Some(Output::ok()))
             }
-            // ALTER TABLE t DISABLE|ENABLE KEYS (dumps wrap their INSERTs in
-            // it): a no-op, as for InnoDB, once the table is known.
             ("ALTER", "TABLE")
                 if t.len() >= 4
                     && word(t, t.len() - 1).as_deref() == Some("KEYS")
                     && matches!(word(t, t.len() - 2).as_deref(), Some("DISABLE" | "ENABLE")) =>
             {
-                let mut i = 2;
-                let (db, table) = qualified_name(t, &mut i)
-                    .ok_or_else(|| ShimError::Parse("near ALTER TABLE".into()))?;
-                let name = ast::ObjectName(
-                    db.into_iter()
-                        .chain(std::iter::once(table))
-                        .map(ast::Ident::new)
-                        .collect(),
-                );
-                let (db, table) = self.resolve(s, &name)?;
-                if self.storage.table(&db, &table).is_none() {
-                    return Err(ShimError::UnknownTable {
-                        database: db,
-                        table,
-                    }
-                    .into());
-                }
-                Ok(Some(Output::ok()))
+                Ok(Some(self.toggle_keys(s, t)?))
             }
             // sqlparser does not parse functional key parts `((expr))` or
             // ASC/DESC key parts in CREATE TABLE: it is parsed without
@@ -485,11 +442,7 @@ impl Engine {
             // `SET GLOBAL x = v` (the parser knows only `@@global.x`).
             ("SET", "GLOBAL") if word(t, 2).as_deref() != Some("TRANSACTION") => {
                 let rest = crate::tokens::render_tokens(&t[2..]);
-                let mut last = Output::ok();
-                for stmt in parse(&format!("SET @@global.{rest}"))? {
-                    last = self.statement(s, stmt)?;
-                }
-                Ok(Some(last))
+                Ok(Some(self.run_parsed(s, &format!("SET @@global.{rest}"))?))
             }
             // sqlparser does not know `WITH CONSISTENT SNAPSHOT`.
             ("START", "TRANSACTION")
@@ -497,13 +450,7 @@ impl Engine {
                     |x| matches!(x, Token::Word(w) if w.value.eq_ignore_ascii_case("CONSISTENT")),
                 ) =>
             {
-                self.start_transaction(s)?;
-                // The read view is taken now, not at the first read (under
-                // READ COMMITTED there is none to take, as in InnoDB).
-                if let Some(tx) = &s.transaction {
-                    tx.read_view(|| self.storage.read_view());
-                }
-                Ok(Some(Output::ok()))
+                Ok(Some(self.start_consistent_snapshot(s)?))
             }
             ("SET", "SESSION" | "GLOBAL" | "LOCAL")
                 if word(t, 2).as_deref() == Some("TRANSACTION") =>
@@ -513,49 +460,111 @@ impl Engine {
             ("CREATE", "DATABASE" | "SCHEMA") => Ok(Some(ddl::create_database(self, s, t)?)),
             ("DROP", "DATABASE" | "SCHEMA") => Ok(Some(ddl::drop_database(self, s, t)?)),
             ("DROP", "INDEX") => Ok(Some(crate::alter_table::drop_index(self, s, t)?)),
-            // TRUNCATE [TABLE] name (the parser wants TABLE).
-            ("TRUNCATE", _) => {
-                let mut i = if w1 == "TABLE" { 2 } else { 1 };
-                let (db, table) = qualified_name(t, &mut i)
-                    .ok_or_else(|| ShimError::Parse("near TRUNCATE".into()))?;
-                self.implicit_commit(s)?;
-                let name = ast::ObjectName(
-                    db.into_iter()
-                        .chain(std::iter::once(table))
-                        .map(ast::Ident::new)
-                        .collect(),
-                );
-                dml::truncate(self, s, &name)?;
-                Ok(Some(Output::ok()))
-            }
+            ("TRUNCATE", _) => Ok(Some(self.truncate(s, t, w1 == "TABLE")?)),
             ("UPDATE", _) => self.update_by_keywords(s, t),
-            // `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL
-            // parser wants RETURNING before ORDER BY, and reads it as the
-            // table's alias when there is no WHERE.
-            ("DELETE", _) => match dml::split_returning(t) {
-                Some((base, items)) => {
-                    let stmt = parse(&base)?.into_iter().next();
-                    let Some(Statement::Delete(mut d)) = stmt else {
-                        return Err(ShimError::Parse("near RETURNING".into()).into());
-                    };
-                    d.returning = Some(parse_select_items(&items)?);
-                    Ok(Some(self.statement(s, Statement::Delete(d))?))
-                }
-                None => Ok(None),
-            },
+            ("DELETE", _) => self.delete_returning(s, t),
             ("INSERT" | "REPLACE", _) => match dml::rewrite_insert_set(t) {
-                Some(sql) => {
-                    let mut last = Output::ok();
-                    for stmt in parse(&sql)? {
-                        last = self.statement(s, stmt)?;
-                    }
-                    Ok(Some(last))
-                }
+                Some(sql) => Ok(Some(self.run_parsed(s, &sql)?)),
                 None => Ok(None),
             },
             ("XA", _) => Err(ShimError::Unsupported(w0).into()),
             _ => Ok(None),
         }
+    }
+
+    /// Runs each statement of `sql`: the last one's output.
+    fn run_parsed(&self, s: &mut Session, sql: &str) -> Result<Output> {
+        let mut last = Output::ok();
+        for stmt in parse(sql)? {
+            last = self.statement(s, stmt)?;
+        }
+        Ok(last)
+    }
+
+    /// `DO expr, ...`: the expressions are evaluated for their effects
+    /// (SLEEP, GET_LOCK, `@x := ...`, a subquery's errors) and no rows are
+    /// returned.
+    fn do_statement(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
+        let select = format!("SELECT {}", crate::tokens::render_tokens(&t[1..]));
+        // As a statement of its own, so its warnings replace the
+        // earlier ones as a SELECT's do.
+        match self.execute(s, &select).1 {
+            // An error raised while evaluating (not while
+            // resolving names) is left as an Error-level warning
+            // and DO succeeds, as in MariaDB (its mysql_do clears
+            // it); the inner statement already listed it.
+            Err(e) if is_evaluation_error(e.code.errno) => Ok(Some(Output::ok())),
+            Err(e) => Err(e),
+            Ok(_) => Ok(Some(Output::ok())),
+        }
+    }
+
+    /// `DESCRIBE t` and `EXPLAIN t`: the table named after the first word
+    /// (`near` is the syntax error without one).
+    fn describe_named(&self, s: &mut Session, t: &[Token], near: &str) -> Result<Output> {
+        let mut i = 1;
+        let (db, table) = qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse(near.into()))?;
+        catalog::describe(self, s, db, &table, false)
+    }
+
+    /// ALTER TABLE t DISABLE|ENABLE KEYS (dumps wrap their INSERTs in it):
+    /// a no-op, as for InnoDB, once the table is known.
+    fn toggle_keys(&self, s: &mut Session, t: &[Token]) -> Result<Output> {
+        let mut i = 2;
+        let (db, table) =
+            qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near ALTER TABLE".into()))?;
+        let (db, table) = self.resolve(s, &object_name(db, table))?;
+        if self.storage.table(&db, &table).is_none() {
+            return Err(ShimError::UnknownTable {
+                database: db,
+                table,
+            });
+        }
+        Ok(Output::ok())
+    }
+
+    /// `START TRANSACTION WITH CONSISTENT SNAPSHOT`.
+    fn start_consistent_snapshot(&self, s: &mut Session) -> Result<Output> {
+        self.start_transaction(s)?;
+        // The read view is taken now, not at the first read (under
+        // READ COMMITTED there is none to take, as in InnoDB).
+        if let Some(tx) = &s.transaction {
+            tx.read_view(|| self.storage.read_view());
+        }
+        Ok(Output::ok())
+    }
+
+    /// TRUNCATE [TABLE] name (the parser wants TABLE).
+    fn truncate(&self, s: &mut Session, t: &[Token], table_word: bool) -> Result<Output> {
+        let mut i = if table_word { 2 } else { 1 };
+        let (db, table) =
+            qualified_name(t, &mut i).ok_or_else(|| ShimError::Parse("near TRUNCATE".into()))?;
+        self.implicit_commit(s)?;
+        dml::truncate(self, s, &object_name(db, table))?;
+        Ok(Output::ok())
+    }
+
+    /// `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL parser
+    /// wants RETURNING before ORDER BY, and reads it as the table's alias
+    /// when there is no WHERE (`None`: no RETURNING, left to the parser).
+    fn delete_returning(
+        &self,
+        s: &mut Session,
+        t: &[Token],
+    ) -> std::result::Result<Option<Output>, WireError> {
+        let Some((base, items)) = dml::split_returning(t) else {
+            return Ok(None);
+        };
+        let stmt = parse(&base)?.into_iter().next();
+        let Some(Statement::Delete(mut d)) = stmt else {
+            return Err(ShimError::Parse("near RETURNING".into()).into());
+        };
+        d.returning = Some(parse_select_items(&items)?);
+        Ok(Some(self.statement(s, Statement::Delete(d))?))
     }
 
     /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]`: the
@@ -818,6 +827,16 @@ fn statement_name(s: &Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// The name `[db.]table`.
+fn object_name(db: Option<String>, table: String) -> ast::ObjectName {
+    ast::ObjectName(
+        db.into_iter()
+            .chain(std::iter::once(table))
+            .map(ast::Ident::new)
+            .collect(),
+    )
 }
 
 /// Whether `errno` is an error a statement raises while it evaluates rows

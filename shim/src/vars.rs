@@ -225,14 +225,26 @@ impl ReadConsistency {
 
 /// Every system variable Ladle reports, with its value, in name order.
 pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, Value)> {
+    let mut v = fixed_variables();
+    v.extend(server_variables(facts));
+    v.extend(session_state_variables(session, facts));
+    // Session overrides (SET x = ...) replace defaults or add new names.
+    for (name, value) in &session.variables {
+        match v.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = value.clone(),
+            None => v.push((name.clone(), value.clone())),
+        }
+    }
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// The system variables whose values are the same on every server.
+fn fixed_variables() -> Vec<(String, Value)> {
     let t = |s: &str| Value::text(s);
-    let mut v: Vec<(String, Value)> = vec![
+    vec![
         ("auto_increment_increment".into(), Value::Int(1)),
         ("auto_increment_offset".into(), Value::Int(1)),
-        (
-            "autocommit".into(),
-            Value::Int(i64::from(session.autocommit)),
-        ),
         ("character_set_client".into(), t("utf8mb4")),
         ("character_set_connection".into(), t("utf8mb4")),
         ("character_set_database".into(), t("utf8mb4")),
@@ -242,57 +254,12 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ("collation_connection".into(), t("utf8mb4_general_ci")),
         ("collation_database".into(), t("utf8mb4_general_ci")),
         ("collation_server".into(), t("utf8mb4_general_ci")),
-        (
-            "connect_timeout".into(),
-            Value::Int(facts.timeouts.connect as i64),
-        ),
-        ("datadir".into(), t(&facts.datadir)),
         ("default_storage_engine".into(), t("InnoDB")),
         // Dumps save and restore these around their statements.
         ("foreign_key_checks".into(), Value::Int(1)),
-        (
-            "error_count".into(),
-            Value::Int(
-                session
-                    .warnings
-                    .iter()
-                    .filter(|w| w.level == "Error")
-                    .count() as i64,
-            ),
-        ),
-        (
-            "have_ssl".into(),
-            t(if facts.tls { "YES" } else { "DISABLED" }),
-        ),
         ("hostname".into(), t("localhost")),
-        (
-            "in_transaction".into(),
-            Value::Int(i64::from(session.in_transaction())),
-        ),
         ("init_connect".into(), t("")),
-        (
-            "interactive_timeout".into(),
-            Value::Int(facts.timeouts.interactive as i64),
-        ),
         ("license".into(), t("MIT")),
-        (
-            "max_connect_errors".into(),
-            Value::UInt(
-                facts
-                    .security
-                    .max_connect_errors
-                    .load(std::sync::atomic::Ordering::SeqCst),
-            ),
-        ),
-        (
-            "max_prepared_stmt_count".into(),
-            Value::UInt(
-                facts
-                    .security
-                    .max_prepared_stmt_count
-                    .load(std::sync::atomic::Ordering::SeqCst),
-            ),
-        ),
         // Seconds a schema change waits for transactions using its table
         // (and they for it): see `metadata_locks`.
         (
@@ -306,31 +273,10 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ),
         // Milliseconds a SELECT may run (0: no limit); 3024 past it.
         ("max_execution_time".into(), Value::Int(0)),
-        (
-            "max_connections".into(),
-            Value::Int(facts.max_connections as i64),
-        ),
         ("net_buffer_length".into(), Value::Int(16384)),
-        (
-            ReadConsistency::VARIABLE.into(),
-            t(facts.read_consistency.as_str()),
-        ),
-        (
-            "net_read_timeout".into(),
-            Value::Int(facts.timeouts.net_read as i64),
-        ),
-        (
-            "net_write_timeout".into(),
-            Value::Int(facts.timeouts.net_write as i64),
-        ),
         ("performance_schema".into(), Value::Int(0)),
-        ("port".into(), Value::Int(i64::from(facts.port))),
         ("query_cache_size".into(), Value::Int(0)),
         ("query_cache_type".into(), t("OFF")),
-        (
-            "require_secure_transport".into(),
-            Value::Int(i64::from(facts.secure_transport_required())),
-        ),
         ("socket".into(), Value::Null),
         ("sql_auto_is_null".into(), Value::Int(0)),
         ("sql_notes".into(), Value::Int(1)),
@@ -354,28 +300,95 @@ pub fn system_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, 
         ),
         ("version_compile_machine".into(), t(std::env::consts::ARCH)),
         ("version_compile_os".into(), t(std::env::consts::OS)),
+    ]
+}
+
+/// The system variables this server's configuration sets.
+fn server_variables(facts: &ServerFacts) -> Vec<(String, Value)> {
+    let t = |s: &str| Value::text(s);
+    let security = &facts.security;
+    vec![
         (
-            "wait_timeout".into(),
-            Value::Int(if session.interactive {
-                facts.timeouts.interactive
-            } else {
-                facts.timeouts.wait
-            } as i64),
+            "connect_timeout".into(),
+            Value::Int(facts.timeouts.connect as i64),
         ),
+        ("datadir".into(), t(&facts.datadir)),
+        (
+            "have_ssl".into(),
+            t(if facts.tls { "YES" } else { "DISABLED" }),
+        ),
+        (
+            "interactive_timeout".into(),
+            Value::Int(facts.timeouts.interactive as i64),
+        ),
+        (
+            "max_connect_errors".into(),
+            Value::UInt(
+                security
+                    .max_connect_errors
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
+        ),
+        (
+            "max_prepared_stmt_count".into(),
+            Value::UInt(
+                security
+                    .max_prepared_stmt_count
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
+        ),
+        (
+            "max_connections".into(),
+            Value::Int(facts.max_connections as i64),
+        ),
+        (
+            ReadConsistency::VARIABLE.into(),
+            t(facts.read_consistency.as_str()),
+        ),
+        (
+            "net_read_timeout".into(),
+            Value::Int(facts.timeouts.net_read as i64),
+        ),
+        (
+            "net_write_timeout".into(),
+            Value::Int(facts.timeouts.net_write as i64),
+        ),
+        ("port".into(), Value::Int(i64::from(facts.port))),
+        (
+            "require_secure_transport".into(),
+            Value::Int(i64::from(facts.secure_transport_required())),
+        ),
+    ]
+}
+
+/// The system variables that follow the session's state.
+fn session_state_variables(session: &Session, facts: &ServerFacts) -> Vec<(String, Value)> {
+    let errors = session
+        .warnings
+        .iter()
+        .filter(|w| w.level == "Error")
+        .count();
+    let wait_timeout = if session.interactive {
+        facts.timeouts.interactive
+    } else {
+        facts.timeouts.wait
+    };
+    vec![
+        (
+            "autocommit".into(),
+            Value::Int(i64::from(session.autocommit)),
+        ),
+        ("error_count".into(), Value::Int(errors as i64)),
+        (
+            "in_transaction".into(),
+            Value::Int(i64::from(session.in_transaction())),
+        ),
+        ("wait_timeout".into(), Value::Int(wait_timeout as i64)),
         (
             "warning_count".into(),
             Value::Int(session.warnings.len() as i64),
         ),
-    ];
-    // Session overrides (SET x = ...) replace defaults or add new names.
-    for (name, value) in &session.variables {
-        match v.iter_mut().find(|(n, _)| n == name) {
-            Some(slot) => slot.1 = value.clone(),
-            None => v.push((name.clone(), value.clone())),
-        }
-    }
-    v.sort_by(|a, b| a.0.cmp(&b.0));
-    v
+    ]
 }
 
 /// The value of `@@name` (name without the `@@` and scope), if known.

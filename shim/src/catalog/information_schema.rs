@@ -1,24 +1,18 @@
 //! The `information_schema` virtual tables (SCHEMATA, TABLES, COLUMNS,
 //! STATISTICS, KEY_COLUMN_USAGE, TABLE_CONSTRAINTS, VIEWS, plus empty
-//! ROUTINES, TRIGGERS, REFERENTIAL_CONSTRAINTS). Virtual-table queries are
-//! evaluated here: the rows are built from the catalog, joined (inner and
-//! comma joins), filtered and projected by the view engine's evaluator
-//! with the rows' values as literals ([`crate::vars::EvalContext`]), then
-//! sorted and limited.
-use std::cmp::Ordering;
+//! ROUTINES, TRIGGERS, REFERENTIAL_CONSTRAINTS), their rows built from the
+//! catalog; [`super::virtual_select`] evaluates queries over them.
 
 use std::sync::Arc;
 
 use ladle_common::{SqlType, TableSchema, Value};
-use sqlparser::ast::{self, Expr, SelectItem, SetExpr, TableFactor};
+use sqlparser::ast::{self, SetExpr, TableFactor};
 
 use super::describe::{collation_letter, column_key, default_text, extra, index_rows};
-use super::filter::{eval, t};
+use super::filter::t;
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
-use crate::output::{int_column, text_column, Output};
 use crate::session::Session;
-use crate::vars::{self, compare, truth, EvalContext};
 
 // ---------------------------------------------------------------------------
 // information_schema
@@ -71,8 +65,8 @@ pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
 
 /// A virtual table: column names and rows.
 pub(super) struct VTable {
-    columns: Vec<&'static str>,
-    rows: Vec<Vec<Value>>,
+    pub(super) columns: Vec<&'static str>,
+    pub(super) rows: Vec<Vec<Value>>,
 }
 
 pub(super) fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
@@ -683,260 +677,5 @@ fn referential_constraints_table(
             "REFERENCED_TABLE_NAME",
         ],
         rows,
-    })
-}
-
-pub(super) fn is_count(e: &Expr) -> bool {
-    matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count"))
-}
-
-/// An output row with the source row it came from.
-pub(super) type OutAndSource = (Vec<Value>, Vec<Value>);
-
-/// Evaluates a SELECT over information_schema tables.
-pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Output> {
-    let SetExpr::Select(sel) = q.body.as_ref() else {
-        return Err(ShimError::Unsupported(
-            "set operations over information_schema".into(),
-        ));
-    };
-    // Sources and join conditions.
-    let mut cols: Vec<(String, String)> = Vec::new();
-    let mut rows: Vec<Vec<Value>> = vec![Vec::new()];
-    let mut conds: Vec<&Expr> = Vec::new();
-    let add = |f: &TableFactor,
-               cols: &mut Vec<(String, String)>,
-               rows: &mut Vec<Vec<Value>>|
-     -> Result<()> {
-        let TableFactor::Table { name, alias, .. } = f else {
-            return Err(ShimError::Unsupported(
-                "derived tables over information_schema".into(),
-            ));
-        };
-        if !is_info_schema_name(s, name) {
-            return Err(ShimError::Unsupported(
-                "joining information_schema with user tables".into(),
-            ));
-        }
-        let tname = crate::sqltext::last_part(name);
-        let vt = build_vtable(e, s, &tname)?;
-        let q = alias
-            .as_ref()
-            .map(|a| a.name.value.clone())
-            .unwrap_or(tname);
-        cols.extend(vt.columns.iter().map(|c| (q.clone(), c.to_string())));
-        let mut out = Vec::with_capacity(rows.len() * vt.rows.len());
-        for l in rows.iter() {
-            for r in &vt.rows {
-                let mut x = l.clone();
-                x.extend(r.iter().cloned());
-                out.push(x);
-            }
-        }
-        *rows = out;
-        Ok(())
-    };
-    for tw in &sel.from {
-        add(&tw.relation, &mut cols, &mut rows)?;
-        for j in &tw.joins {
-            match &j.join_operator {
-                ast::JoinOperator::Inner(ast::JoinConstraint::On(c)) => conds.push(c),
-                ast::JoinOperator::Inner(ast::JoinConstraint::None)
-                | ast::JoinOperator::CrossJoin => {}
-                _ => {
-                    return Err(ShimError::Unsupported(
-                        "outer joins over information_schema".into(),
-                    ))
-                }
-            }
-            add(&j.relation, &mut cols, &mut rows)?;
-        }
-    }
-    if let Some(w) = &sel.selection {
-        conds.push(w);
-    }
-    let mut kept = Vec::new();
-    for r in rows {
-        let ctx = EvalContext {
-            session: s,
-            facts: &e.facts,
-            columns: &cols,
-            row: &r,
-        };
-        let mut ok = true;
-        for c in &conds {
-            if truth(&eval(&ctx, c)?) != Some(true) {
-                ok = false;
-                break;
-            }
-        }
-        if ok {
-            kept.push(r);
-        }
-    }
-    // Projection.
-    if sel.projection.len() == 1 {
-        if let SelectItem::UnnamedExpr(x) | SelectItem::ExprWithAlias { expr: x, .. } =
-            &sel.projection[0]
-        {
-            if is_count(x) {
-                let name = match &sel.projection[0] {
-                    SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
-                    _ => x.to_string(),
-                };
-                return Ok(Output::Rows {
-                    columns: vec![int_column(&name)],
-                    rows: vec![vec![Value::Int(kept.len() as i64)]].into(),
-                });
-            }
-        }
-    }
-    let mut out_names: Vec<String> = Vec::new();
-    let mut projections: Vec<Option<&Expr>> = Vec::new(); // None = source column i
-    let mut source_cols: Vec<usize> = Vec::new();
-    for item in &sel.projection {
-        match item {
-            SelectItem::Wildcard(_) => {
-                for (i, (_, n)) in cols.iter().enumerate() {
-                    out_names.push(n.clone());
-                    projections.push(None);
-                    source_cols.push(i);
-                }
-            }
-            SelectItem::QualifiedWildcard(q, _) => {
-                let qn = crate::sqltext::last_part(q);
-                for (i, (qq, n)) in cols.iter().enumerate() {
-                    if qq.eq_ignore_ascii_case(&qn) {
-                        out_names.push(n.clone());
-                        projections.push(None);
-                        source_cols.push(i);
-                    }
-                }
-            }
-            SelectItem::UnnamedExpr(x) => {
-                out_names.push(match x {
-                    Expr::Identifier(i) => i.value.clone(),
-                    Expr::CompoundIdentifier(ids) => {
-                        ids.last().map(|i| i.value.clone()).unwrap_or_default()
-                    }
-                    other => other.to_string(),
-                });
-                projections.push(Some(x));
-                source_cols.push(0);
-            }
-            SelectItem::ExprWithAlias { expr, alias } => {
-                out_names.push(alias.value.clone());
-                projections.push(Some(expr));
-                source_cols.push(0);
-            }
-        }
-    }
-    let mut result: Vec<(Vec<Value>, Vec<Value>)> = Vec::new(); // (output row, source row)
-    for r in kept {
-        let ctx = EvalContext {
-            session: s,
-            facts: &e.facts,
-            columns: &cols,
-            row: &r,
-        };
-        let mut o = Vec::with_capacity(projections.len());
-        for (p, &sc) in projections.iter().zip(&source_cols) {
-            o.push(match p {
-                None => r[sc].clone(),
-                Some(x) => eval(&ctx, x)?,
-            });
-        }
-        result.push((o, r));
-    }
-    if matches!(sel.distinct, Some(ast::Distinct::Distinct)) {
-        let mut seen: Vec<Vec<Value>> = Vec::new();
-        result.retain(|(o, _)| {
-            if seen.contains(o) {
-                false
-            } else {
-                seen.push(o.clone());
-                true
-            }
-        });
-    }
-    // ORDER BY: an ordinal, an output alias, or an expression over the source.
-    if let Some(ob) = &q.order_by {
-        let mut keyed: Vec<(Vec<Value>, OutAndSource)> = Vec::new();
-        for (o, r) in result {
-            let ctx = EvalContext {
-                session: s,
-                facts: &e.facts,
-                columns: &cols,
-                row: &r,
-            };
-            let mut key = Vec::new();
-            for k in &ob.exprs {
-                let v = match &k.expr {
-                    Expr::Value(ast::Value::Number(n, _)) => {
-                        let i: usize = n.parse().unwrap_or(1);
-                        o.get(i.saturating_sub(1)).cloned().unwrap_or(Value::Null)
-                    }
-                    Expr::Identifier(id)
-                        if out_names.iter().any(|n| n.eq_ignore_ascii_case(&id.value)) =>
-                    {
-                        let i = out_names
-                            .iter()
-                            .position(|n| n.eq_ignore_ascii_case(&id.value))
-                            .unwrap_or(0);
-                        o[i].clone()
-                    }
-                    x => eval(&ctx, x)?,
-                };
-                key.push(v);
-            }
-            keyed.push((key, (o, r)));
-        }
-        keyed.sort_by(|a, b| {
-            for (i, k) in ob.exprs.iter().enumerate() {
-                let mut c = if a.0[i].is_null() || b.0[i].is_null() {
-                    a.0[i].cmp(&b.0[i])
-                } else {
-                    compare(&a.0[i], &b.0[i])
-                };
-                if k.asc == Some(false) {
-                    c = c.reverse();
-                }
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            Ordering::Equal
-        });
-        result = keyed.into_iter().map(|(_, x)| x).collect();
-    }
-    let mut out_rows: Vec<Vec<Value>> = result.into_iter().map(|(o, _)| o).collect();
-    if let Some(off) = &q.offset {
-        let n = e.eval_constant(s, &off.value)?.as_i64().unwrap_or(0).max(0) as usize;
-        out_rows.drain(..n.min(out_rows.len()));
-    }
-    if let Some(l) = &q.limit {
-        let n = e.eval_constant(s, l)?.as_i64().unwrap_or(i64::MAX).max(0) as usize;
-        out_rows.truncate(n);
-    }
-    let columns = out_names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let is_int = out_rows
-                .iter()
-                .map(|r| &r[i])
-                .find(|v| !v.is_null())
-                .is_some_and(|v| matches!(v, Value::Int(_) | Value::UInt(_)));
-            if is_int {
-                int_column(n)
-            } else {
-                text_column(n)
-            }
-        })
-        .collect();
-    let _ = vars::SERVER_VERSION;
-    Ok(Output::Rows {
-        columns,
-        rows: out_rows.into(),
     })
 }

@@ -286,16 +286,7 @@ pub(super) fn insert_rows(
     {
         return Err(err.into());
     }
-    // INSERT IGNORE processes every row, so MySQL reports the last one's
-    // explicit id even when a constraint skipped it (see OpResult).
-    let ignore_last_id = match schema.auto_increment_column() {
-        Some(ai) if ins.ignore && rows.iter().all(|r| positive_id(&r[ai]).is_some()) => rows
-            .last()
-            .and_then(|r| ladle_common::coerce(&r[ai], &schema.columns[ai]).ok())
-            .as_ref()
-            .and_then(positive_id),
-        _ => None,
-    };
+    let ignore_last_id = ignore_last_id(ins, &schema, &rows);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let upsert_notes = UpsertNotes::default();
     let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes)?;
@@ -307,22 +298,8 @@ pub(super) fn insert_rows(
     let replacing_keyed =
         matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
     if !checks.is_empty() {
-        let given = if replacing_keyed {
-            rows.clone()
-        } else {
-            Vec::new()
-        };
-        rows = match check_inserted_rows(e, s, &schema, &checks, rows, &on_conflict) {
-            Ok(rows) => rows,
-            // An earlier row's replaced row may be referenced (1451).
-            Err(err) if replacing_keyed => {
-                let replaced = replaced_rows(e, s, &schema, &given)?;
-                return Err(first_replace_error(
-                    e, s, &schema, &checks, &given, &replaced, err,
-                ));
-            }
-            Err(err) => return Err(err),
-        };
+        let conflict = (&on_conflict, replacing_keyed);
+        rows = checked_rows(e, s, &schema, &checks, rows, conflict)?;
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
@@ -344,19 +321,8 @@ pub(super) fn insert_rows(
             .find(|(_, g)| **g)
             .and_then(|(r, _)| r[ai].as_i64())
     });
-    // REPLACE deletes the rows it replaces, so their referencing rows get
-    // the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
     let cascades = if replacing_keyed {
-        let replaced = replaced_rows(e, s, &schema, &rows)?;
-        let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
-        match crate::foreign_keys::parent_effects(e, s, &schema, &changes) {
-            Ok(cascades) => cascades,
-            Err(err) => {
-                return Err(first_replace_error(
-                    e, s, &schema, &checks, &rows, &replaced, err,
-                ))
-            }
-        }
+        replace_cascades(e, s, &schema, &checks, &rows)?
     } else {
         Vec::new()
     };
@@ -378,19 +344,7 @@ pub(super) fn insert_rows(
             RowCounts::default(),
         )?
     };
-    // A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that
-    // led to the update (after the inserted values' Notes; MariaDB
-    // interleaves them by row).
-    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
-    for (i, row) in upserted.iter().enumerate() {
-        for column in upsert_notes.get(row).into_iter().flatten() {
-            s.add_warning(
-                "Note",
-                1265,
-                format!("Data truncated for column '{column}' at row {}", i + 1),
-            );
-        }
-    }
+    note_upserted_values(s, &upsert_notes, &upserted);
     if let Some(result) = returned {
         if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
             s.last_insert_id = id as u64;
@@ -427,6 +381,79 @@ pub(super) fn insert_rows(
         },
         (out, _) => out,
     })
+}
+
+/// INSERT IGNORE processes every row, so MySQL reports the last one's
+/// explicit id even when a constraint skipped it (see OpResult): that id,
+/// when every row gives one.
+fn ignore_last_id(ins: &ast::Insert, schema: &TableSchema, rows: &[Row]) -> Option<u64> {
+    match schema.auto_increment_column() {
+        Some(ai) if ins.ignore && rows.iter().all(|r| positive_id(&r[ai]).is_some()) => rows
+            .last()
+            .and_then(|r| ladle_common::coerce(&r[ai], &schema.columns[ai]).ok())
+            .as_ref()
+            .and_then(positive_id),
+        _ => None,
+    }
+}
+
+/// `rows` past the table's CHECK constraints ([`check_inserted_rows`]);
+/// for a REPLACE on a table with foreign keys (`replacing_keyed`), an
+/// earlier row's replaced row may be referenced (1451) and fail first.
+fn checked_rows(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: Vec<Row>,
+    (on_conflict, replacing_keyed): (&OnConflict, bool),
+) -> Result<Vec<Row>> {
+    let given = if replacing_keyed {
+        rows.clone()
+    } else {
+        Vec::new()
+    };
+    match check_inserted_rows(e, s, schema, checks, rows, on_conflict) {
+        Ok(rows) => Ok(rows),
+        Err(err) if replacing_keyed => {
+            let replaced = replaced_rows(e, s, schema, &given)?;
+            Err(first_replace_error(
+                e, s, schema, checks, &given, &replaced, err,
+            ))
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// REPLACE deletes the rows it replaces, so their referencing rows get
+/// the foreign keys' ON DELETE actions (as InnoDB's REPLACE does).
+fn replace_cascades(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    checks: &crate::checks::TableChecks,
+    rows: &[Row],
+) -> Result<Vec<WriteOp>> {
+    let replaced = replaced_rows(e, s, schema, rows)?;
+    let changes: Vec<(Row, Option<Row>)> = replaced.iter().map(|(_, c)| c.clone()).collect();
+    crate::foreign_keys::parent_effects(e, s, schema, &changes)
+        .map_err(|err| first_replace_error(e, s, schema, checks, rows, &replaced, err))
+}
+
+/// A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that led to
+/// the update (after the inserted values' Notes; MariaDB interleaves them
+/// by row).
+fn note_upserted_values(s: &mut Session, upsert_notes: &UpsertNotes, upserted: &[Row]) {
+    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
+    for (i, row) in upserted.iter().enumerate() {
+        for column in upsert_notes.get(row).into_iter().flatten() {
+            s.add_warning(
+                "Note",
+                1265,
+                format!("Data truncated for column '{column}' at row {}", i + 1),
+            );
+        }
+    }
 }
 
 /// The info of a multi-row INSERT that was given `records` rows and

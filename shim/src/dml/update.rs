@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_dataflow::compile_row_expr;
+use ladle_dataflow::{compile_row_expr, RowExpr};
 use ladle_storage::{IndexRef, RowUpdater, ScanSpec, WriteOp};
 use sqlparser::ast::{self, Expr};
 use sqlparser::tokenizer::Token;
@@ -15,6 +15,7 @@ use super::write::{
     inline_subqueries, refuse_empty_enum, scan_spec, single_table, slot, submit_with, table,
     RowCounts,
 };
+use crate::checks::TableChecks;
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::Output;
@@ -94,14 +95,7 @@ pub fn update(
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, selection.as_ref());
-    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
-    let on_update: Vec<usize> = schema
-        .columns
-        .iter()
-        .enumerate()
-        .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
-        .map(|(i, _)| i)
-        .collect();
+    let on_update = on_update_columns(&schema, &compiled);
     let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     // With ORDER BY the rows are changed, and their keys checked, in its
@@ -114,132 +108,41 @@ pub fn update(
         _ => scan,
     };
     let in_scan_order = matches!(scan, ScanSpec::Keys(_));
-    let chosen = chosen.map(|c| c.set);
-    let ident_cols = identity_columns(&schema);
-    let checks = e.checks.for_table(&e.storage, &schema)?;
-    let checked_schema = schema.clone();
-    let strict = !ignore && crate::vars::strict_mode(s);
+    let change = RowChange {
+        pred,
+        chosen: chosen.map(|c| c.set),
+        ident_cols: identity_columns(&schema),
+        compiled,
+        on_update,
+        now,
+        checks: e.checks.for_table(&e.storage, &schema)?,
+        schema: schema.clone(),
+        strict: !ignore && crate::vars::strict_mode(s),
+    };
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
     let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
-    let noted = notes.clone();
-    let updater: RowUpdater = Arc::new(move |row: &Row| {
-        if let Some(p) = &pred {
-            if !p.eval_predicate(row).map_err(expr_err)? {
-                return Ok(None);
-            }
-        }
-        if let Some(set) = &chosen {
-            if !set.contains(&identity(row, &ident_cols)) {
-                return Ok(None);
-            }
-        }
-        let mut new = row.clone();
-        for (pos, x) in &compiled {
-            let v = x.eval(&new).map_err(expr_err)?;
-            *slot(&mut new, *pos)? = v;
-        }
-        if new != *row {
-            for &p in &on_update {
-                *slot(&mut new, p)? = now.clone();
-            }
-        }
-        checks.fill_generated(&checked_schema, &mut new)?;
-        checks.verify_uncoerced(&checked_schema, &new)?;
-        if strict {
-            refuse_empty_enum(&checked_schema, &new, Some(row))?;
-        }
-        let mut noted = noted.lock();
-        noted.rows_seen += 1;
-        for (pos, _) in &compiled {
-            if let (Some(v), Some(c)) = (new.get(*pos), checked_schema.columns.get(*pos)) {
-                if ladle_common::truncation_note(v, c) {
-                    let at_row = noted.rows_seen;
-                    noted.found.push((c.name.clone(), at_row));
-                }
-            }
-        }
-        Ok(Some(new))
-    });
+    let updater = change.into_updater(notes.clone());
     // IGNORE, and non-strict `sql_mode` (''), adjust values that do not
     // fit with a warning; only IGNORE also skips rows that would collide.
     let lenient = ignore || !crate::vars::strict_mode(s);
     let updater = if lenient {
-        use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
-        let visited = candidate_rows(e, s, &schema, &scan)?;
-        let (updater, warnings) = adjust_values(&schema, &visited, updater)?;
-        for (code, message) in warnings {
-            s.add_warning("Warning", code, message);
-        }
-        let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
-            Ok(e.storage.lookup(schema.id, index, key)?)
-        };
-        if !ignore {
-            updater
-        } else if transaction_wrote(s, schema.id) {
-            let table = candidate_rows(e, s, &schema, &ScanSpec::Full)?;
-            skip_duplicates(&schema, KeyHolders::Rows(&table), visited, updater)?
-        } else {
-            skip_duplicates(&schema, KeyHolders::Lookup(&lookup), visited, updater)?
-        }
+        lenient_updater(e, s, &schema, &scan, updater, ignore)?
     } else {
         updater
     };
-    let mut counts = RowCounts::default();
     let keyed = crate::foreign_keys::involved(e, &schema)?;
-    let mut changes = Vec::new();
-    if s.in_transaction() || keyed {
-        for row in candidate_rows(e, s, &schema, &scan)? {
-            // Strictly (the write will be), unless IGNORE or a non-strict
-            // sql_mode adjusts it.
-            let updated = updater(&row)
-                .map_err(ShimError::from)
-                .and_then(|new| match new {
-                    Some(new) if lenient => Ok(Some(coerce_lenient(&schema, &new))),
-                    Some(new) => coerce_row_strict(&schema, &new, Some(&row)).map(Some),
-                    None => Ok(None),
-                });
-            let new = match updated {
-                Ok(new) => new,
-                // The rows before this one were changed first (InnoDB
-                // goes row by row): their own failure comes first.
-                Err(err) => {
-                    let changed = (changes.as_slice(), in_scan_order);
-                    return Err(first_update_error(e, s, &schema, changed, keyed, err)?);
-                }
-            };
-            if let Some(new) = new {
-                counts.found += 1;
-                if new != row {
-                    counts.affected += 1;
-                    changes.push((row, Some(new)));
-                }
-            }
-        }
-    }
-    if s.in_transaction() {
-        for (_, new) in &changes {
-            if let Some(new) = new {
-                ladle_storage::check_not_null(&schema, new, true)?;
-            }
-        }
-    }
-    // Outside a transaction storage finds a duplicate itself, but the
-    // FOREIGN KEY checks below run first, so a keyed table's is found here.
-    if s.in_transaction() || keyed {
-        if let Some(duplicate) = first_duplicate(e, s, &schema, &changes, in_scan_order)? {
-            return Err(duplicate.error(e, s, &schema, keyed));
-        }
-    }
-    let mut cascades = Vec::new();
-    if keyed {
-        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
-        crate::foreign_keys::check_child_rows(e, s, &schema, &new_rows)?;
-        cascades = crate::foreign_keys::parent_effects(e, s, &schema, &changes)?;
-    }
-    // The rows were visited above (the write, or COMMIT, visits them
-    // again): the notes are those of that visit; else of the write's.
+    // The rows are visited here (the write, or COMMIT, visits them again)
+    // in a transaction or when FOREIGN KEYs need the changes first.
     let visited = s.in_transaction() || keyed;
+    let (counts, changes) = if visited {
+        let order = (in_scan_order, keyed);
+        visit_changes(e, s, &schema, &scan, &updater, lenient, order)?
+    } else {
+        (RowCounts::default(), Vec::new())
+    };
+    let cascades = check_changes(e, s, &schema, &changes, in_scan_order, keyed)?;
+    // The notes are those of the visit above; else of the write's.
     let early = std::mem::take(&mut *notes.lock()).found;
     let (out, _) = submit_with(
         e,
@@ -266,6 +169,194 @@ pub fn update(
         );
     }
     Ok(out)
+}
+
+/// The columns `ON UPDATE CURRENT_TIMESTAMP` sets when a row changes, those
+/// the SET clause assigns left out.
+fn on_update_columns(schema: &TableSchema, compiled: &[(usize, RowExpr)]) -> Vec<usize> {
+    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
+    schema
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(i, c)| c.on_update_current_timestamp && !assigned.contains(i))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// What an UPDATE does to one row: which rows it changes (WHERE, the rows
+/// ORDER BY/LIMIT chose) and how (SET, ON UPDATE columns, generated
+/// columns, CHECKs).
+struct RowChange {
+    pred: Option<RowExpr>,
+    /// The identities of the rows ORDER BY/LIMIT chose, if they did.
+    chosen: Option<std::collections::HashSet<Vec<Value>>>,
+    ident_cols: Vec<usize>,
+    /// (column, SET value).
+    compiled: Vec<(usize, RowExpr)>,
+    on_update: Vec<usize>,
+    now: Value,
+    checks: Arc<TableChecks>,
+    schema: Arc<TableSchema>,
+    /// Strict mode without IGNORE: an empty ENUM value is refused.
+    strict: bool,
+}
+
+impl RowChange {
+    /// The storage updater: a row's new value, `None` for a row the UPDATE
+    /// leaves alone; the values it rounds or cuts are counted in `notes`.
+    fn into_updater(self, notes: Arc<parking_lot::Mutex<UpdateNotes>>) -> RowUpdater {
+        Arc::new(move |row: &Row| {
+            if let Some(p) = &self.pred {
+                if !p.eval_predicate(row).map_err(expr_err)? {
+                    return Ok(None);
+                }
+            }
+            if let Some(set) = &self.chosen {
+                if !set.contains(&identity(row, &self.ident_cols)) {
+                    return Ok(None);
+                }
+            }
+            let mut new = row.clone();
+            for (pos, x) in &self.compiled {
+                let v = x.eval(&new).map_err(expr_err)?;
+                *slot(&mut new, *pos)? = v;
+            }
+            if new != *row {
+                for &p in &self.on_update {
+                    *slot(&mut new, p)? = self.now.clone();
+                }
+            }
+            let schema = &self.schema;
+            self.checks.fill_generated(schema, &mut new)?;
+            self.checks.verify_uncoerced(schema, &new)?;
+            if self.strict {
+                refuse_empty_enum(schema, &new, Some(row))?;
+            }
+            let mut noted = notes.lock();
+            noted.rows_seen += 1;
+            for (pos, _) in &self.compiled {
+                if let (Some(v), Some(c)) = (new.get(*pos), schema.columns.get(*pos)) {
+                    if ladle_common::truncation_note(v, c) {
+                        let at_row = noted.rows_seen;
+                        noted.found.push((c.name.clone(), at_row));
+                    }
+                }
+            }
+            Ok(Some(new))
+        })
+    }
+}
+
+/// `updater` under IGNORE or a non-strict `sql_mode`: values that do not
+/// fit adjusted (with warnings now), and with IGNORE the rows that would
+/// collide skipped.
+fn lenient_updater(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    scan: &ScanSpec,
+    updater: RowUpdater,
+    ignore: bool,
+) -> Result<RowUpdater> {
+    use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
+    let visited = candidate_rows(e, s, schema, scan)?;
+    let (updater, warnings) = adjust_values(schema, &visited, updater)?;
+    for (code, message) in warnings {
+        s.add_warning("Warning", code, message);
+    }
+    let lookup = |index: IndexRef, key: &[Value]| -> Result<Vec<Row>> {
+        Ok(e.storage.lookup(schema.id, index, key)?)
+    };
+    if !ignore {
+        Ok(updater)
+    } else if transaction_wrote(s, schema.id) {
+        let table = candidate_rows(e, s, schema, &ScanSpec::Full)?;
+        skip_duplicates(schema, KeyHolders::Rows(&table), visited, updater)
+    } else {
+        skip_duplicates(schema, KeyHolders::Lookup(&lookup), visited, updater)
+    }
+}
+
+/// A row an UPDATE changed: (old, new).
+type RowChanged = (Row, Option<Row>);
+
+/// Runs `updater` over the rows `scan` visits (as the transaction sees
+/// them), coercing each new row strictly unless `lenient`: the rows found
+/// and changed, and the changes (old, new). `(in_scan_order, keyed)` say
+/// how a failing row's error is chosen ([`first_update_error`]).
+fn visit_changes(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    scan: &ScanSpec,
+    updater: &RowUpdater,
+    lenient: bool,
+    (in_scan_order, keyed): (bool, bool),
+) -> Result<(RowCounts, Vec<RowChanged>)> {
+    let mut counts = RowCounts::default();
+    let mut changes = Vec::new();
+    for row in candidate_rows(e, s, schema, scan)? {
+        // Strictly (the write will be), unless IGNORE or a non-strict
+        // sql_mode adjusts it.
+        let updated = updater(&row)
+            .map_err(ShimError::from)
+            .and_then(|new| match new {
+                Some(new) if lenient => Ok(Some(coerce_lenient(schema, &new))),
+                Some(new) => coerce_row_strict(schema, &new, Some(&row)).map(Some),
+                None => Ok(None),
+            });
+        let new = match updated {
+            Ok(new) => new,
+            // The rows before this one were changed first (InnoDB
+            // goes row by row): their own failure comes first.
+            Err(err) => {
+                let changed = (changes.as_slice(), in_scan_order);
+                return Err(first_update_error(e, s, schema, changed, keyed, err)?);
+            }
+        };
+        if let Some(new) = new {
+            counts.found += 1;
+            if new != row {
+                counts.affected += 1;
+                changes.push((row, Some(new)));
+            }
+        }
+    }
+    Ok((counts, changes))
+}
+
+/// Checks the changes visited before the write: NOT NULL in a
+/// transaction, duplicates, FOREIGN KEYs; the cascades the keys call for.
+fn check_changes(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    changes: &[(Row, Option<Row>)],
+    in_scan_order: bool,
+    keyed: bool,
+) -> Result<Vec<WriteOp>> {
+    if s.in_transaction() {
+        for (_, new) in changes {
+            if let Some(new) = new {
+                ladle_storage::check_not_null(schema, new, true)?;
+            }
+        }
+    }
+    // Outside a transaction storage finds a duplicate itself, but the
+    // FOREIGN KEY checks below run first, so a keyed table's is found here.
+    if s.in_transaction() || keyed {
+        if let Some(duplicate) = first_duplicate(e, s, schema, changes, in_scan_order)? {
+            return Err(duplicate.error(e, s, schema, keyed));
+        }
+    }
+    let mut cascades = Vec::new();
+    if keyed {
+        let new_rows: Vec<Row> = changes.iter().filter_map(|(_, n)| n.clone()).collect();
+        crate::foreign_keys::check_child_rows(e, s, schema, &new_rows)?;
+        cascades = crate::foreign_keys::parent_effects(e, s, schema, changes)?;
+    }
+    Ok(cascades)
 }
 
 /// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether

@@ -1,0 +1,166 @@
+//! The SQL dialect the parser reads: sqlparser's MySQL dialect with
+//! MySQL's shift operators, XOR precedence and set operations in
+//! parentheses.
+
+use sqlparser::ast::{self, Statement};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+/// sqlparser's MySQL dialect with `<<`/`>>` and MySQL's precedence for `XOR`: below the
+/// comparisons and AND, above OR (`a > 1 XOR b > 2` is `(a > 1) XOR (b >
+/// 2)`). sqlparser binds XOR tighter than `>`, which read that as `a > (1
+/// XOR b) > 2`: a wrong answer, not an error. Everything else is
+/// [`MySqlDialect`]'s (it reports itself as that dialect, so the parser's
+/// MySQL-only rules apply).
+#[derive(Debug)]
+pub(super) struct MySql;
+
+/// `<<` and `>>` bind below `+ -` (30) and above `&` (23), as in MySQL;
+/// sqlparser's MySQL dialect does not parse them at all.
+const SHIFT_PRECEDENCE: u8 = 25;
+
+impl sqlparser::dialect::Dialect for MySql {
+    fn dialect(&self) -> std::any::TypeId {
+        std::any::TypeId::of::<MySqlDialect>()
+    }
+    fn is_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_start(ch)
+    }
+    fn is_identifier_part(&self, ch: char) -> bool {
+        MySqlDialect {}.is_identifier_part(ch)
+    }
+    fn is_delimited_identifier_start(&self, ch: char) -> bool {
+        MySqlDialect {}.is_delimited_identifier_start(ch)
+    }
+    fn identifier_quote_style(&self, identifier: &str) -> Option<char> {
+        MySqlDialect {}.identifier_quote_style(identifier)
+    }
+    fn supports_string_literal_backslash_escape(&self) -> bool {
+        MySqlDialect {}.supports_string_literal_backslash_escape()
+    }
+    fn supports_numeric_prefix(&self) -> bool {
+        MySqlDialect {}.supports_numeric_prefix()
+    }
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &ast::Expr,
+        precedence: u8,
+    ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        if let Some(in_union) = in_parenthesized_set_operation(parser, expr) {
+            return Some(Ok(in_union));
+        }
+        let shift = match parser.peek_token().token {
+            Token::ShiftLeft => Some(ast::BinaryOperator::PGBitwiseShiftLeft),
+            Token::ShiftRight => Some(ast::BinaryOperator::PGBitwiseShiftRight),
+            _ => None,
+        };
+        if let Some(op) = shift {
+            parser.next_token();
+            return Some(
+                parser
+                    .parse_subexpr(SHIFT_PRECEDENCE)
+                    .map(|right| ast::Expr::BinaryOp {
+                        left: Box::new(expr.clone()),
+                        op,
+                        right: Box::new(right),
+                    }),
+            );
+        }
+        MySqlDialect {}.parse_infix(parser, expr, precedence)
+    }
+    fn parse_prefix(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
+        // `((SELECT ..) UNION (SELECT ..))` as a value: Django's Subquery
+        // over a combined queryset.
+        if parser.peek_nth_token(0).token != Token::LParen
+            || parser.peek_nth_token(1).token != Token::LParen
+        {
+            return None;
+        }
+        parser
+            .maybe_parse(set_operation_in_parens)
+            .ok()
+            .flatten()
+            .map(|q| Ok(ast::Expr::Subquery(q)))
+    }
+    fn get_next_precedence(
+        &self,
+        parser: &Parser,
+    ) -> Option<std::result::Result<u8, sqlparser::parser::ParserError>> {
+        match parser.peek_token().token {
+            Token::ShiftLeft | Token::ShiftRight => Some(Ok(SHIFT_PRECEDENCE)),
+            _ => None,
+        }
+    }
+    fn parse_statement(
+        &self,
+        parser: &mut Parser,
+    ) -> Option<std::result::Result<Statement, sqlparser::parser::ParserError>> {
+        crate::table_options::create_table(parser)
+            .or_else(|| MySqlDialect {}.parse_statement(parser))
+    }
+    fn require_interval_qualifier(&self) -> bool {
+        MySqlDialect {}.require_interval_qualifier()
+    }
+    fn supports_limit_comma(&self) -> bool {
+        MySqlDialect {}.supports_limit_comma()
+    }
+    fn prec_value(&self, prec: sqlparser::dialect::Precedence) -> u8 {
+        match prec {
+            // Between AND (10) and OR (5).
+            sqlparser::dialect::Precedence::Xor => 7,
+            other => MySqlDialect {}.prec_value(other),
+        }
+    }
+}
+
+/// `x [NOT] IN ((SELECT ..) UNION (SELECT ..))`, as Django writes `__in`
+/// over a combined queryset: sqlparser reads `IN ((` as the start of a
+/// list of values and fails at the UNION. None (the parser where it was)
+/// for anything else.
+fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Option<ast::Expr> {
+    use sqlparser::keywords::Keyword;
+    let is_keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
+    let negated = is_keyword(&parser.peek_nth_token(0).token, Keyword::NOT);
+    let at = usize::from(negated);
+    if !is_keyword(&parser.peek_nth_token(at).token, Keyword::IN)
+        || parser.peek_nth_token(at + 1).token != Token::LParen
+        || parser.peek_nth_token(at + 2).token != Token::LParen
+    {
+        return None;
+    }
+    let subquery = parser
+        .maybe_parse(|p| {
+            if negated {
+                p.expect_keyword(Keyword::NOT)?;
+            }
+            p.expect_keyword(Keyword::IN)?;
+            set_operation_in_parens(p)
+        })
+        .ok()??;
+    Some(ast::Expr::InSubquery {
+        expr: Box::new(expr.clone()),
+        subquery,
+        negated,
+    })
+}
+
+/// `( query )` where the query is a set operation, else an error (for
+/// `maybe_parse` to put the parser back).
+fn set_operation_in_parens(
+    p: &mut Parser,
+) -> std::result::Result<Box<ast::Query>, sqlparser::parser::ParserError> {
+    p.expect_token(&Token::LParen)?;
+    let q = p.parse_query()?;
+    p.expect_token(&Token::RParen)?;
+    match *q.body {
+        ast::SetExpr::SetOperation { .. } => Ok(q),
+        _ => Err(sqlparser::parser::ParserError::ParserError(
+            "not a set operation".into(),
+        )),
+    }
+}

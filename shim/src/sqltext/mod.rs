@@ -1,0 +1,31 @@
+//! SQL text to tokens and statements with MySQL's string-literal rules.
+//!
+//! sqlparser's unescaping turns `'\_'` into `_`, but MySQL keeps the
+//! backslash of `\%` and `\_` in a string literal so that `LIKE 'al\_%'`
+//! matches a literal underscore. So the shim tokenizes without sqlparser's
+//! unescaping and unescapes string literals itself ([`unescape_literal`]),
+//! exactly as MySQL does, then hands the tokens to the parser.
+//!
+//! By concern: [`tokenize`] (text to tokens), [`dialect`] (what the parser
+//! reads beyond sqlparser's MySQL dialect), [`parse`] (statements and
+//! expressions), [`split`] (a multi-statement text, executable comments),
+//! [`literal`] (string literals) and [`bytes`] (text from a client's bytes).
+
+mod bytes;
+mod dialect;
+mod literal;
+mod parse;
+mod split;
+mod tokenize;
+
+pub use bytes::from_bytes;
+pub use literal::{display_safe, expr_text, unescape_literal};
+pub(crate) use parse::parse_select_items;
+pub use parse::{
+    contain_parser_panic, last_part, parse, parse_expr, parse_statements, parse_whole_expr, parser,
+};
+pub use split::{open_versioned_comments, split_statements, COMMENT_VERSION};
+pub use tokenize::tokenize;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! Statements and expressions from SQL text: the parser over the tokens
+//! ([`super::tokenize`]) in Ladle's dialect, nesting bounded, sqlparser's
+//! panics contained.
+
+use sqlparser::ast::{self, SelectItem, Statement};
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::dialect::MySql;
+use super::tokenize::tokenize;
+use crate::error::{Result, ShimError};
+
+/// A parser over `sql` (see [`tokenize`]).
+pub fn parser(sql: &str) -> Result<Parser<'static>> {
+    Ok(Parser::new(&MySql).with_tokens_with_locations(tokenize(sql)?))
+}
+
+/// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
+/// past [`ladle_dataflow::MAX_EXPR_DEPTH`] is refused (MySQL's 1436).
+pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
+    let mut parser = parser(sql)?;
+    let mut stmts = contain_parser_panic(|| parser.parse_statements())?;
+    // Checks every statement (so each too-deep one is made safe to drop).
+    let bounded: Vec<_> = stmts.iter_mut().map(ladle_dataflow::bound_depth).collect();
+    if bounded.iter().any(|b| b.is_err()) {
+        return Err(ShimError::TooDeep);
+    }
+    Ok(stmts)
+}
+
+/// One expression (a stored CHECK, a WHERE of SHOW, ...), bounded as
+/// [`parse_statements`] bounds a statement.
+pub fn parse_expr(sql: &str) -> Result<ast::Expr> {
+    let mut parser = parser(sql)?;
+    let mut e = contain_parser_panic(|| parser.parse_expr())?;
+    ladle_dataflow::bound_depth(&mut e).map_err(|_| ShimError::TooDeep)?;
+    Ok(e)
+}
+
+/// [`parse_expr`] of text that must be one expression and nothing after
+/// it (`KILL 19 21` is MySQL's 1064 near '21', not a kill of 19).
+pub fn parse_whole_expr(sql: &str) -> Result<ast::Expr> {
+    let mut parser = parser(sql)?;
+    let mut e = contain_parser_panic(|| parser.parse_expr())?;
+    let mut rest = String::new();
+    loop {
+        match parser.next_token().token {
+            Token::EOF => break,
+            t => rest.push_str(&t.to_string()),
+        }
+    }
+    if !rest.is_empty() {
+        return Err(ShimError::Parse(format!(
+            "check the manual that corresponds to your MariaDB server version for the right \
+             syntax to use near '{rest}' at line 1"
+        )));
+    }
+    ladle_dataflow::bound_depth(&mut e).map_err(|_| ShimError::TooDeep)?;
+    Ok(e)
+}
+
+thread_local! {
+    /// Set while this thread runs the parser (its panics are answered, not reported).
+    static PARSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `parse`, turning a panic inside sqlparser into a syntax error.
+///
+/// sqlparser 0.52's MySQL dialect unwraps the parse of the operand after
+/// `DIV` (`SELECT 1 DIV`, `1 DIV (2`, a long `DIV` chain past its recursion
+/// limit all panic); the dialect cannot be wrapped (the parser checks its
+/// concrete type), so the panic is contained here, at the one boundary
+/// where it can arise, and answered with error 1064 like any syntax error.
+/// The process-wide panic hook stays quiet for it, and only for it.
+pub fn contain_parser_panic<T>(
+    parse: impl FnOnce() -> std::result::Result<T, sqlparser::parser::ParserError>,
+) -> Result<T> {
+    static QUIET_HOOK: std::sync::Once = std::sync::Once::new();
+    QUIET_HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !PARSING.with(|p| p.get()) {
+                previous(info);
+            }
+        }));
+    });
+    PARSING.with(|p| p.set(true));
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(parse));
+    PARSING.with(|p| p.set(false));
+    match outcome {
+        Ok(parsed) => Ok(parsed?),
+        Err(_) => Err(ShimError::Parse(
+            "the operand after DIV is not a complete expression".into(),
+        )),
+    }
+}
+
+/// Statements of `sql`, string literals unescaped as MySQL does (see
+/// [`crate::sqltext`]).
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    parse_statements(sql)
+}
+
+/// A select list (`*`, `t.*`, expressions with aliases) given as text,
+/// all of it: a RETURNING list the shim split off its statement.
+pub(crate) fn parse_select_items(sql: &str) -> Result<Vec<SelectItem>> {
+    let mut parser = parser(sql)?;
+    let mut items = contain_parser_panic(|| {
+        let items = parser.parse_comma_separated(Parser::parse_select_item)?;
+        parser.expect_token(&Token::EOF)?;
+        Ok(items)
+    })?;
+    ladle_dataflow::bound_depth(&mut items).map_err(|_| ShimError::TooDeep)?;
+    Ok(items)
+}
+
+/// The last part of a (possibly qualified) name.
+pub fn last_part(n: &ast::ObjectName) -> String {
+    n.0.last().map(|i| i.value.clone()).unwrap_or_default()
+}
