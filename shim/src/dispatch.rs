@@ -45,6 +45,31 @@ impl Engine {
         self.settle_statement(s, sql, kind, carried, result)
     }
 
+    /// A prepared write whose values are bound into the tree parsed at
+    /// PREPARE (`bound`, see [`crate::params::ParsedWrite`]): as
+    /// [`Engine::execute`] runs its text, without rendering, tokenizing,
+    /// routing or parsing it again. `sql` is the prepared text (with its
+    /// `?`s), for the privilege check and the session's bookkeeping.
+    pub(crate) fn execute_write(
+        &self,
+        s: &mut Session,
+        sql: &str,
+        kind: Kind,
+        bound: Result<Statement>,
+    ) -> (Kind, std::result::Result<Output, WireError>) {
+        let carried = carried_warnings(s, sql, kind);
+        ladle_dataflow::take_eval_warnings();
+        let result = crate::privileges::check_sql(self, s, sql)
+            .and(bound)
+            .map_err(WireError::from)
+            .and_then(|stmt| {
+                self.run_write_retrying(s, kind, |e, s| {
+                    e.statement(s, stmt.clone()).map_err(WireError::from)
+                })
+            });
+        self.settle_statement(s, sql, kind, carried, result)
+    }
+
     /// A text SELECT answered without blocking: its view is installed (the
     /// same text was read before in this database, or the query has the
     /// shape of an installed view: [`Engine::installed_select`]), the
@@ -230,7 +255,7 @@ impl Engine {
                 return out;
             }
         }
-        self.run_write_retrying(s, sql, kind)
+        self.run_write_retrying(s, kind, |e, s| e.run_statement(s, sql, kind))
     }
 
     /// Takes the tables a schema change names exclusive (see
@@ -275,13 +300,13 @@ impl Engine {
     fn run_write_retrying(
         &self,
         s: &mut Session,
-        sql: &str,
         kind: Kind,
+        mut run: impl FnMut(&Engine, &mut Session) -> std::result::Result<Output, WireError>,
     ) -> std::result::Result<Output, WireError> {
         const ATTEMPTS: usize = 8;
         let mut attempt = 1;
         loop {
-            let out = self.run_statement(s, sql, kind);
+            let out = run(self, s);
             let retry = matches!(kind, Kind::Insert | Kind::Update | Kind::Delete)
                 && attempt < ATTEMPTS
                 && s.transaction.is_none()

@@ -500,7 +500,7 @@ fn warning_count(s: &Session) -> u16 {
 /// found by running it with NULL parameters; `None` if it returns no rows.
 /// The session's warnings and LAST_INSERT_ID are left as they were.
 fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColumn>> {
-    let crate::session::PreparedStatement::Other { sql, marks } = s.statements.get(&id)? else {
+    let crate::session::PreparedStatement::Other { sql, marks, .. } = s.statements.get(&id)? else {
         return None;
     };
     if !matches!(crate::tokens::classify(sql), Kind::Select | Kind::Show) {

@@ -1,10 +1,140 @@
-//! `?` placeholders in SQL text: finding them (outside quotes and comments)
-//! and substituting parameter values as SQL literals, for prepared
-//! statements that are re-planned at each execution (DML, SHOW, SET...).
+//! `?` placeholders of prepared statements: finding them in SQL text
+//! (outside quotes and comments); binding values into a write statement
+//! parsed once at PREPARE ([`ParsedWrite`]); and, for the statements
+//! re-planned at each execution (SHOW, SET, DDL, the MySQL forms the SQL
+//! parser does not read), substituting the values as SQL literals.
 
 use std::fmt::Write;
+use std::ops::ControlFlow;
 
 use ladle_common::Value;
+use sqlparser::ast::{self, Statement};
+
+use crate::error::Result;
+use crate::output::Kind;
+use crate::tokens::{classify, tokens, word};
+use sqlparser::tokenizer::Token;
+
+/// An INSERT, REPLACE, UPDATE or DELETE parsed once at PREPARE, its
+/// placeholders numbered in text order (`?1`, `?2`, ...): each execution
+/// binds the values into a copy of the tree, so no SQL text is rendered,
+/// tokenized, routed or parsed again.
+pub struct ParsedWrite {
+    kind: Kind,
+    stmt: Statement,
+}
+
+impl ParsedWrite {
+    /// `sql` (with `?` at `marks`) parsed for binding, or `None` when it
+    /// must take the text path: another kind of statement, a MySQL form
+    /// the shim rewrites before parsing (`UPDATE IGNORE`, `UPDATE ...
+    /// LIMIT`, `DELETE ... RETURNING`, `INSERT ... SET`), versioned
+    /// comments, or placeholders where the parser wants no expression.
+    pub fn parse(sql: &str, marks: &[usize]) -> Option<ParsedWrite> {
+        let kind = classify(sql);
+        if !matches!(kind, Kind::Insert | Kind::Update | Kind::Delete)
+            || matches!(
+                crate::sqltext::open_versioned_comments(sql),
+                std::borrow::Cow::Owned(_)
+            )
+        {
+            return None;
+        }
+        let toks = tokens(sql).ok()?;
+        if rewritten_before_parsing(&toks) {
+            return None;
+        }
+        let mut numbered = String::with_capacity(sql.len() + 2 * marks.len());
+        let mut last = 0;
+        for (i, m) in marks.iter().enumerate() {
+            numbered.push_str(&sql[last..*m]);
+            let _ = write!(numbered, "?{}", i + 1);
+            last = m + 1;
+        }
+        numbered.push_str(&sql[last..]);
+        let mut stmts = crate::sqltext::parse(&numbered).ok()?;
+        let stmt = match (stmts.pop(), stmts.is_empty()) {
+            (Some(stmt), true) => stmt,
+            _ => return None,
+        };
+        // Every mark must be one expression placeholder, once.
+        let mut seen = vec![false; marks.len()];
+        let mut stray = false;
+        let _ = ast::visit_expressions(&stmt, |e| {
+            if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
+                match placeholder_index(p, marks.len()) {
+                    Some(i) if !seen[i] => seen[i] = true,
+                    _ => stray = true,
+                }
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if stray || seen.contains(&false) {
+            return None;
+        }
+        Some(ParsedWrite { kind, stmt })
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The statement with `values` (one per placeholder, in text order) in
+    /// place of its placeholders, each as the literal the text path would
+    /// have parsed.
+    pub fn bind(&self, values: &[Value]) -> Result<Statement> {
+        let mut stmt = self.stmt.clone();
+        let mut failure = None;
+        let _ = ast::visit_expressions_mut(&mut stmt, |e| {
+            if let ast::Expr::Value(ast::Value::Placeholder(p)) = e {
+                let v = placeholder_index(p, values.len()).map_or(&Value::Null, |i| &values[i]);
+                match literal_expr(v) {
+                    Ok(x) => *e = x,
+                    Err(err) => {
+                        failure = Some(err);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        });
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(stmt),
+        }
+    }
+}
+
+/// The 0-based index of numbered placeholder `?n` among `count`.
+fn placeholder_index(p: &str, count: usize) -> Option<usize> {
+    let n: usize = p.strip_prefix('?')?.parse().ok()?;
+    (1..=count).contains(&n).then(|| n - 1)
+}
+
+/// Whether the dispatcher rewrites this write before the SQL parser reads
+/// it (see `Engine::by_keywords`).
+fn rewritten_before_parsing(t: &[Token]) -> bool {
+    match word(t, 0).as_deref() {
+        Some("UPDATE") => {
+            let (t, ignore) = crate::dml::strip_update_modifiers(t);
+            ignore || crate::dml::split_update_order_limit(&t).is_some()
+        }
+        Some("DELETE") => crate::dml::split_returning(t).is_some(),
+        Some("INSERT" | "REPLACE") => crate::dml::rewrite_insert_set(t).is_some(),
+        _ => true,
+    }
+}
+
+/// `v` as the expression its SQL literal ([`literal`]) parses to.
+fn literal_expr(v: &Value) -> Result<ast::Expr> {
+    Ok(match v {
+        Value::Null => ast::Expr::Value(ast::Value::Null),
+        Value::Int(i) if *i >= 0 => ast::Expr::Value(ast::Value::Number(i.to_string(), false)),
+        Value::UInt(u) => ast::Expr::Value(ast::Value::Number(u.to_string(), false)),
+        Value::Text(t) => ast::Expr::Value(ast::Value::SingleQuotedString(t.to_string())),
+        other => crate::sqltext::parse_expr(&literal(other))?,
+    })
+}
 
 /// Byte offsets of the `?` placeholders in `sql`.
 pub fn placeholders(sql: &str) -> Vec<usize> {
@@ -141,5 +271,64 @@ mod tests {
         assert_eq!(literal(&Value::bytes([0u8, 255])), "X'00ff'");
         assert_eq!(literal(&Value::Double(1.5)), "1.5e0");
         assert_eq!(quote("a\\b"), "'a\\\\b'");
+    }
+
+    #[test]
+    fn bound_writes_parse_as_their_substituted_text() {
+        use std::str::FromStr;
+        let day = chrono::NaiveDate::from_ymd_opt(2024, 2, 29).unwrap();
+        let values = [
+            Value::Null,
+            Value::Int(-3),
+            Value::Int(7),
+            Value::UInt(u64::MAX),
+            Value::Double(1.5),
+            Value::Double(-2e300),
+            Value::Decimal(rust_decimal::Decimal::from_str("-12.50").unwrap()),
+            Value::text("it's \\ a\n'q' ?"),
+            Value::text(""),
+            Value::Bytes(vec![0u8, 255, 39].into()),
+            Value::Bytes(Vec::new().into()),
+            Value::Date(day),
+            Value::DateTime(day.and_hms_micro_opt(1, 2, 3, 4).unwrap()),
+            Value::Time(-3_600_000_001),
+        ];
+        for sql in [
+            "INSERT INTO t (a, b) VALUES (?, ?), (?, ?)",
+            "UPDATE t SET a = ? - ?, b = CASE WHEN ? THEN ? WHEN ? THEN ? ELSE ? END WHERE id = ?",
+            "DELETE FROM t WHERE a IN (?, ?) AND b BETWEEN ? AND ? LIMIT 1",
+            "REPLACE INTO t VALUES (?)",
+            "INSERT INTO t (a) VALUES (?) ON DUPLICATE KEY UPDATE a = ? * 2",
+            "UPDATE t SET a = '?' WHERE b = ? /* ? */",
+        ] {
+            let marks = placeholders(sql);
+            let write = ParsedWrite::parse(sql, &marks).expect(sql);
+            for start in 0..values.len() {
+                let vals: Vec<Value> = (0..marks.len())
+                    .map(|i| values[(start + i) % values.len()].clone())
+                    .collect();
+                let text = substitute(sql, &marks, &vals);
+                let parsed = crate::sqltext::parse(&text).unwrap().pop().unwrap();
+                assert_eq!(write.bind(&vals).unwrap(), parsed, "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn writes_the_dispatcher_rewrites_are_not_bound() {
+        for sql in [
+            "UPDATE IGNORE t SET a = ?",
+            "UPDATE t SET a = ? ORDER BY id LIMIT ?",
+            "INSERT INTO t SET a = ?",
+            "DELETE FROM t WHERE a = ? RETURNING a",
+            "SELECT ?",
+            "SET @x = ?",
+            "INSERT /*!40000 IGNORE */ INTO t VALUES (?)",
+        ] {
+            assert!(
+                ParsedWrite::parse(sql, &placeholders(sql)).is_none(),
+                "{sql}"
+            );
+        }
     }
 }

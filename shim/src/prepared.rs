@@ -157,13 +157,20 @@ impl Engine {
                 let res = self.read_rows(s, &query, params, locking, impossible);
                 self.finish_read(s, &query, start, res)
             }
-            Some(PreparedStatement::Other { sql, marks }) => {
+            Some(PreparedStatement::Other { sql, marks, write }) => {
                 if params.len() != marks.len() {
                     let e = ShimError::ParamCount {
                         expected: marks.len(),
                         got: params.len(),
                     };
                     return (Kind::Other, Err(e.into()));
+                }
+                if let Some(w) = write
+                    .as_ref()
+                    .filter(|w| !self.must_forward(s, w.kind(), sql))
+                {
+                    let (kind, bound, sql) = (w.kind(), w.bind(params), sql.clone());
+                    return self.execute_write(s, &sql, kind, bound);
                 }
                 let text = crate::params::substitute(sql, marks, params);
                 self.execute(s, &text)
@@ -206,6 +213,7 @@ impl Engine {
             let id = s.add_statement(PreparedStatement::Other {
                 sql: sql.to_string(),
                 marks,
+                write: None,
             });
             return Ok((id, n, Vec::new()));
         }
@@ -287,9 +295,11 @@ impl Engine {
             parse(&probe)?;
         }
         let n = marks.len();
+        let write = crate::params::ParsedWrite::parse(sql, &marks);
         let id = s.add_statement(PreparedStatement::Other {
             sql: sql.to_string(),
             marks,
+            write,
         });
         Ok((id, n, Vec::new()))
     }

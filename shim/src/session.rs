@@ -155,9 +155,14 @@ pub enum PreparedStatement {
         /// REPEATABLE READ it reads the latest rows, not the snapshot.
         locking: bool,
     },
-    /// Anything else: re-planned at each execution after the parameter
-    /// values are substituted for the `?` tokens.
-    Other { sql: String, marks: Vec<usize> },
+    /// Anything else. A plain write (`write`) binds the values into the
+    /// tree parsed at PREPARE; the rest is re-planned at each execution
+    /// after the values are substituted for the `?` tokens.
+    Other {
+        sql: String,
+        marks: Vec<usize>,
+        write: Option<crate::params::ParsedWrite>,
+    },
 }
 
 impl PreparedStatement {
@@ -429,6 +434,7 @@ mod tests {
         let id = s.add_statement(PreparedStatement::Other {
             sql: "DO 1".into(),
             marks: Vec::new(),
+            write: None,
         });
         s.reset();
         assert_eq!(
@@ -443,6 +449,7 @@ mod tests {
         let again = s.add_statement(PreparedStatement::Other {
             sql: "DO 1".into(),
             marks: Vec::new(),
+            write: None,
         });
         assert_ne!(again, id);
     }
