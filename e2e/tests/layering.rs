@@ -49,13 +49,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[
             "dataflow/src/expr/ops.rs",
         ],
     ),
-    (
-        "#18: SnapshotError names NodeId, NodeId::new returns SnapshotError",
-        &[
-            "storage/src/snapshot/error.rs",
-            "storage/src/snapshot/mod.rs",
-        ],
-    ),
 ];
 
 /// Crates whose root still defines items that other modules of the crate
