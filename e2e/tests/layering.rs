@@ -27,15 +27,7 @@ use syn::visit::Visit;
 /// Circles that exist today, each with the issue that removes it and why it
 /// exists. Files are relative to the workspace root; each entry is one
 /// strongly connected component of the import graph.
-const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[(
-    "#18: expr/mod.rs is both the expression types and the evaluator",
-    &[
-        "dataflow/src/expr/func.rs",
-        "dataflow/src/expr/json.rs",
-        "dataflow/src/expr/mod.rs",
-        "dataflow/src/expr/ops.rs",
-    ],
-)];
+const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[];
 
 /// Crates whose root still defines items that other modules of the crate
 /// import (the root doubling as the bottom layer), with the issue that
