@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use ladle_common::Lsn;
 use tokio::io::AsyncReadExt;
 
+use crate::node::{Node, Role};
 use crate::protocol::{self, ToPrimary, ToReplica};
-use crate::{Node, Role};
 
 const INCOMING: &str = "bootstrap.incoming";
 /// The view snapshot's files within a bootstrap (a directory of the
@@ -92,14 +92,6 @@ pub fn install_pending(data_dir: &Path, snapshot_dir: &Path) -> anyhow::Result<b
     Ok(true)
 }
 
-/// The server's view snapshots, shipped with a bootstrap checkpoint so
-/// that the new node's views start warm.
-pub trait ViewSnapshotSource: Send + Sync {
-    /// Takes a view snapshot now and links a consistent copy of the whole
-    /// snapshot directory into `into`; returns the snapshot's LSN.
-    fn link_into(&self, into: &Path) -> Result<Lsn, String>;
-}
-
 /// A file name received in a bootstrap: relative, no `..`.
 fn safe_name(name: &str) -> bool {
     !name.is_empty()
@@ -119,7 +111,7 @@ pub(crate) async fn serve(
     mut wr: tokio::net::tcp::OwnedWriteHalf,
 ) -> anyhow::Result<()> {
     if node.role() != Role::Primary {
-        return crate::stream::reject(&mut wr, crate::stream::not_primary(&node), false).await;
+        return protocol::reject(&mut wr, node.not_primary(), false).await;
     }
     let n = node.next_stream.fetch_add(1, Ordering::Relaxed);
     let dir = node.config.data_dir.join(format!("bootstrap-out-{n}"));

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 
 use crate::follow::{self, FollowEnd};
-use crate::{Node, Role};
+use crate::node::{Node, Role};
 
 /// How often the loop looks at etcd.
 const TICK: Duration = Duration::from_millis(100);
@@ -164,10 +164,10 @@ impl Coordinator {
         self.keep_lease().await?;
         self.publish_lease_validity();
         let view = self.read_cluster().await?;
-        let mut listed: Vec<crate::MemberInfo> = view
+        let mut listed: Vec<crate::node::MemberInfo> = view
             .members
             .iter()
-            .map(|m| crate::MemberInfo {
+            .map(|m| crate::node::MemberInfo {
                 node_id: m.node,
                 mysql: m.mysql.clone(),
                 role: m.role.clone(),

@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use ladle_common::Lsn;
 
+use crate::ddl;
+use crate::node::{Node, Role};
 use crate::protocol::{self, ToPrimary, ToReplica};
-use crate::{ddl, Node, Role};
 
 /// How a follow session ended.
 pub(crate) enum FollowEnd {

@@ -24,19 +24,10 @@ use serde::{Deserialize, Serialize};
 
 // (Connecting to the primary, and its answer to the hello, take at most
 // CONNECT_TIMEOUT.)
+use crate::auth::ClusterSecret;
+use crate::hooks::ForwardTarget;
+use crate::node::{Node, Role};
 use crate::protocol::{ToPrimary, ToReplica, CONNECT_TIMEOUT};
-use crate::{ClusterSecret, Node, Role};
-
-/// The primary's side: opens a SQL session per forwarding connection.
-pub trait ForwardTarget: Send + Sync {
-    fn open(&self) -> Box<dyn ForwardedSession>;
-}
-
-/// One forwarded client session on the primary.
-pub trait ForwardedSession: Send {
-    /// Runs one encoded request; returns the encoded answer.
-    fn run(&mut self, request: &[u8]) -> Vec<u8>;
-}
 
 /// Why a forwarded statement has no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -348,7 +339,7 @@ pub(crate) async fn serve(
         None
     };
     if let Some(reason) = refusal {
-        return crate::stream::reject(&mut wr, reason, false).await;
+        return crate::protocol::reject(&mut wr, reason, false).await;
     }
     let target = node.forward_target.get().expect("checked").clone();
     send(&mut wr, &ToReplica::ForwardReady).await?;
@@ -363,7 +354,7 @@ pub(crate) async fn serve(
                 "node {} is no longer the primary of term {term}; retry",
                 node.config.node_id
             );
-            return crate::stream::reject(&mut wr, reason, false).await;
+            return crate::protocol::reject(&mut wr, reason, false).await;
         }
         let schema_before = node.ddl.len();
         let mut s = session.take().expect("session");

@@ -10,7 +10,7 @@ use std::time::Instant;
 use ladle_common::Lsn;
 use ladle_storage::{StorageError, WriteGate};
 
-use crate::{Node, Role};
+use crate::node::{Node, Role};
 
 pub(crate) struct Gate(pub Arc<Node>);
 

@@ -165,6 +165,17 @@ pub async fn send<T: Serialize>(
     w.flush().await
 }
 
+/// Refuses a connection: the first frame it gets (see
+/// [`ToReplica::Reject`]).
+pub(crate) async fn reject(
+    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    reason: String,
+    diverged: bool,
+) -> anyhow::Result<()> {
+    send(wr, &ToReplica::Reject { reason, diverged }).await?;
+    Ok(())
+}
+
 /// Reads one frame; `None` at a clean end of stream.
 pub async fn recv<T: for<'de> Deserialize<'de>>(
     r: &mut (impl AsyncRead + Unpin),

@@ -9,8 +9,8 @@ use ladle_common::{Lsn, TableDeltas};
 use ladle_storage::StorageError;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::node::{Node, ReplicaProgress, Role};
 use crate::protocol::{self, ToPrimary, ToReplica};
-use crate::{Node, ReplicaProgress, Role};
 
 /// Entries read from the change log per round.
 const CHUNK: usize = 256;
@@ -34,21 +34,6 @@ pub(crate) async fn serve(node: Arc<Node>, listener: TcpListener) {
             }
         }
     }
-}
-
-/// Refuses a connection: the first frame it gets (see
-/// [`ToReplica::Reject`]).
-pub(crate) async fn reject(
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    reason: String,
-    diverged: bool,
-) -> anyhow::Result<()> {
-    protocol::send(wr, &ToReplica::Reject { reason, diverged }).await?;
-    Ok(())
-}
-
-pub(crate) fn not_primary(node: &Node) -> String {
-    format!("node {} is not the primary", node.config.node_id)
 }
 
 /// Removes a replica's progress when its stream ends.
@@ -95,7 +80,7 @@ async fn serve_replica(
     };
     let term = node.term();
     if node.role() != Role::Primary {
-        return reject(&mut wr, not_primary(&node), false).await;
+        return protocol::reject(&mut wr, node.not_primary(), false).await;
     }
     let my_last = node.storage.last_lsn();
     if node.history.diverges(last_term, applied, my_last) {
@@ -105,7 +90,7 @@ async fn serve_replica(
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
-        return reject(&mut wr, reason, true).await;
+        return protocol::reject(&mut wr, reason, true).await;
     }
     // Entries the replica lacks that this log no longer keeps: it must be
     // bootstrapped from a checkpoint.
@@ -118,7 +103,7 @@ async fn serve_replica(
             first_kept.map_or("none".to_string(), |f| f.to_string())
         );
         tracing::info!(replica, "{reason}");
-        return reject(&mut wr, reason, true).await;
+        return protocol::reject(&mut wr, reason, true).await;
     }
     let welcome = ToReplica::Welcome {
         term,

@@ -32,42 +32,12 @@ use source::{
 /// Circles that exist today, each with the issue that removes it and why it
 /// exists. Files are relative to the workspace root; each entry is one
 /// strongly connected component of the import graph.
-const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[
-    (
-        "#18: Node and Role defined in the crate root",
-        &[
-            "cluster/src/bootstrap.rs",
-            "cluster/src/coord.rs",
-            "cluster/src/follow.rs",
-            "cluster/src/forward.rs",
-            "cluster/src/gate.rs",
-            "cluster/src/lib.rs",
-            "cluster/src/stream.rs",
-        ],
-    ),
-    (
-        "#18: expr/mod.rs is both the expression types and the evaluator",
-        &[
-            "dataflow/src/expr/func.rs",
-            "dataflow/src/expr/json.rs",
-            "dataflow/src/expr/mod.rs",
-            "dataflow/src/expr/ops.rs",
-        ],
-    ),
-    (
-        "#18: SnapshotError names NodeId, NodeId::new returns SnapshotError",
-        &[
-            "storage/src/snapshot/error.rs",
-            "storage/src/snapshot/mod.rs",
-        ],
-    ),
-];
+const ALLOWED_CIRCLES: &[(&str, &[&str])] = &[];
 
 /// Crates whose root still defines items that other modules of the crate
 /// import (the root doubling as the bottom layer), with the issue that
 /// reduces the root to docs, modules and re-exports.
-const ALLOWED_ROOT_IMPORTS: &[(&str, &str)] =
-    &[("cluster/src/lib.rs", "#18: Node, Role, MemberInfo")];
+const ALLOWED_ROOT_IMPORTS: &[(&str, &str)] = &[];
 
 #[test]
 fn no_new_import_circles() {

@@ -10,8 +10,8 @@
 
 use serde_json::Value as Json;
 
+use super::error::{EvalError, EvalResult};
 use super::ops::to_text;
-use super::{EvalError, EvalResult};
 use ladle_common::Value;
 
 /// One step of a JSON path.

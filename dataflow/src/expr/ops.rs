@@ -8,8 +8,19 @@ use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
-use super::{bool_value, ArithOp, CastType, CmpOp, EvalError, EvalResult};
+use super::error::{out_of_range_in, EvalError, EvalResult};
+use super::tree::{ArithOp, CastType, CmpOp};
+use super::warnings::{note, warn, WARN_TRUNCATED_WRONG_VALUE};
 use ladle_common::{Collation, Value};
+
+/// A truth value as SQL gives it: 1, 0 or NULL.
+pub(crate) fn bool_value(b: Option<bool>) -> Value {
+    match b {
+        None => Value::Null,
+        Some(true) => Value::Int(1),
+        Some(false) => Value::Int(0),
+    }
+}
 
 /// SQL truth: `None` for NULL.
 pub(crate) fn truth(v: &Value) -> Option<bool> {
@@ -114,9 +125,9 @@ fn warn_unless_whole(v: &Value, as_type: &str, prefix_len: fn(&str) -> usize) {
     }
     let message = format!("Truncated incorrect {as_type} value: '{text}'");
     if end > 0 && rest.trim_end().is_empty() {
-        super::note(super::WARN_TRUNCATED_WRONG_VALUE, message);
+        note(WARN_TRUNCATED_WRONG_VALUE, message);
     } else {
-        super::warn(super::WARN_TRUNCATED_WRONG_VALUE, message);
+        warn(WARN_TRUNCATED_WRONG_VALUE, message);
     }
 }
 
@@ -130,8 +141,8 @@ fn text_to_datetime(s: &str) -> Option<NaiveDateTime> {
     let (dt, len) = ladle_common::parse_datetime_prefix_len(s)?;
     // MariaDB names what it read: a date alone, or a date and a time.
     let kind = if len > 10 { "datetime" } else { "date" };
-    super::warn(
-        super::WARN_TRUNCATED_WRONG_VALUE,
+    warn(
+        WARN_TRUNCATED_WRONG_VALUE,
         format!("Truncated incorrect {kind} value: '{s}'"),
     );
     Some(dt)
@@ -290,7 +301,7 @@ pub(crate) fn to_u64_bits(v: &Value) -> u64 {
 pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
     // An overflow marker (see `out_of_range_marker`) stays one.
     for v in [l, r] {
-        if super::out_of_range_in(v).is_some() {
+        if out_of_range_in(v).is_some() {
             return Ok(v.clone());
         }
     }
@@ -302,151 +313,177 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
         (Some(a), Some(b)) => (a, b),
         _ => return Ok(Value::Null),
     };
-    match op {
-        ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr => {
-            let x = to_u64_bits(l);
-            let y = to_u64_bits(r);
-            let v = match op {
-                ArithOp::BitAnd => x & y,
-                ArithOp::BitOr => x | y,
-                ArithOp::BitXor => x ^ y,
-                ArithOp::Shl => x.checked_shl(y as u32).unwrap_or(0),
-                _ => x.checked_shr(y as u32).unwrap_or(0),
-            };
-            return Ok(Value::UInt(v));
-        }
-        _ => {}
+    if let ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr = op {
+        let x = to_u64_bits(l);
+        let y = to_u64_bits(r);
+        let v = match op {
+            ArithOp::BitAnd => x & y,
+            ArithOp::BitOr => x | y,
+            ArithOp::BitXor => x ^ y,
+            ArithOp::Shl => x.checked_shl(y as u32).unwrap_or(0),
+            _ => x.checked_shr(y as u32).unwrap_or(0),
+        };
+        return Ok(Value::UInt(v));
     }
     match (a, b) {
-        (Num::Float(_), _) | (_, Num::Float(_)) => {
-            let (x, y) = (num_f64(a), num_f64(b));
-            match op {
-                ArithOp::Add => float_value(x + y),
-                ArithOp::Sub => float_value(x - y),
-                ArithOp::Mul => float_value(x * y),
-                ArithOp::Div => {
-                    if y == 0.0 {
-                        Ok(Value::Null)
-                    } else {
-                        float_value(x / y)
-                    }
-                }
-                ArithOp::IntDiv => {
-                    if y == 0.0 {
-                        Ok(Value::Null)
-                    } else {
-                        int_value((x / y).trunc() as i128)
-                    }
-                }
-                ArithOp::Mod => {
-                    if y == 0.0 {
-                        Ok(Value::Null)
-                    } else {
-                        float_value(x % y)
-                    }
-                }
-                _ => Ok(Value::Null),
-            }
+        (Num::Float(_), _) | (_, Num::Float(_)) => float_arith(op, num_f64(a), num_f64(b)),
+        (Num::Int(x), Num::Int(y)) => {
+            // An unsigned operand makes the result unsigned, as in MySQL.
+            let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
+            int_arith(op, x, y, unsigned)
         }
-        (Num::Int(x), Num::Int(y)) => match op {
-            ArithOp::Add | ArithOp::Sub | ArithOp::Mul => {
-                let res = match op {
-                    ArithOp::Add => x + y,
-                    ArithOp::Sub => x - y,
-                    _ => x.checked_mul(y).ok_or_else(|| {
-                        EvalError::OutOfRange("BIGINT value is out of range".into())
-                    })?,
-                };
-                // An unsigned operand makes the result unsigned, as in
-                // MySQL: below zero is an error, not a negative number.
-                let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
-                if unsigned {
-                    return u64::try_from(res).map(Value::UInt).map_err(|_| {
-                        EvalError::OutOfRange("BIGINT UNSIGNED value is out of range".into())
-                    });
-                }
-                if i64::try_from(res).is_err() {
-                    return Err(EvalError::OutOfRange("BIGINT value is out of range".into()));
-                }
-                int_value(res)
-            }
-            ArithOp::Div => {
-                if y == 0 {
-                    return Ok(Value::Null);
-                }
-                let (dx, dy) = (
-                    Decimal::from_i128_with_scale(x, 0),
-                    Decimal::from_i128_with_scale(y, 0),
-                );
-                Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
-            }
-            ArithOp::IntDiv => {
-                let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
-                if y == 0 {
-                    Ok(Value::Null)
-                } else if unsigned && x / y < 0 {
-                    Err(EvalError::OutOfRange(
-                        "BIGINT UNSIGNED value is out of range".into(),
-                    ))
-                } else {
-                    int_value(x / y)
-                }
-            }
-            ArithOp::Mod => {
-                if y == 0 {
-                    Ok(Value::Null)
-                } else {
-                    int_value(x % y)
-                }
-            }
+        _ => match (num_dec(a), num_dec(b)) {
+            (Some(x), Some(y)) => decimal_arith(op, x, y),
             _ => Ok(Value::Null),
         },
-        _ => {
-            let (x, y) = match (num_dec(a), num_dec(b)) {
-                (Some(x), Some(y)) => (x, y),
-                _ => return Ok(Value::Null),
-            };
-            match op {
-                ArithOp::Add => x
-                    .checked_add(y)
-                    .map(Value::Decimal)
-                    .ok_or_else(dec_overflow),
-                ArithOp::Sub => x
-                    .checked_sub(y)
-                    .map(Value::Decimal)
-                    .ok_or_else(dec_overflow),
-                ArithOp::Mul => x
-                    .checked_mul(y)
-                    .map(Value::Decimal)
-                    .ok_or_else(dec_overflow),
-                ArithOp::Div => {
-                    if y.is_zero() {
-                        Ok(Value::Null)
-                    } else {
-                        Ok(Value::Decimal(div_decimal(x, y, x.scale() + 4)?))
-                    }
-                }
-                ArithOp::IntDiv => {
-                    if y.is_zero() {
-                        Ok(Value::Null)
-                    } else {
-                        let q = x.checked_div(y).ok_or_else(dec_overflow)?.trunc();
-                        int_value(q.to_i128().ok_or_else(dec_overflow)?)
-                    }
-                }
-                ArithOp::Mod => {
-                    if y.is_zero() {
-                        Ok(Value::Null)
-                    } else {
-                        x.checked_rem(y)
-                            .map(Value::Decimal)
-                            .ok_or_else(dec_overflow)
-                    }
-                }
-                _ => Ok(Value::Null),
+    }
+}
+
+/// Arithmetic with a DOUBLE operand: NULL for a zero divisor.
+fn float_arith(op: ArithOp, x: f64, y: f64) -> EvalResult {
+    match op {
+        ArithOp::Add => float_value(x + y),
+        ArithOp::Sub => float_value(x - y),
+        ArithOp::Mul => float_value(x * y),
+        ArithOp::Div => {
+            if y == 0.0 {
+                Ok(Value::Null)
+            } else {
+                float_value(x / y)
             }
         }
+        ArithOp::IntDiv => {
+            if y == 0.0 {
+                Ok(Value::Null)
+            } else {
+                int_value((x / y).trunc() as i128)
+            }
+        }
+        ArithOp::Mod => {
+            if y == 0.0 {
+                Ok(Value::Null)
+            } else {
+                float_value(x % y)
+            }
+        }
+        _ => Ok(Value::Null),
     }
+}
+
+/// Integer arithmetic (exact, in i128) checked against BIGINT's range, or
+/// BIGINT UNSIGNED's when an operand is `unsigned`.
+fn int_arith(op: ArithOp, x: i128, y: i128, unsigned: bool) -> EvalResult {
+    match op {
+        ArithOp::Add | ArithOp::Sub | ArithOp::Mul => {
+            let res = match op {
+                ArithOp::Add => x + y,
+                ArithOp::Sub => x - y,
+                _ => x
+                    .checked_mul(y)
+                    .ok_or_else(|| EvalError::OutOfRange("BIGINT value is out of range".into()))?,
+            };
+            // Unsigned, below zero is an error, not a negative number.
+            if unsigned {
+                return u64::try_from(res).map(Value::UInt).map_err(|_| {
+                    EvalError::OutOfRange("BIGINT UNSIGNED value is out of range".into())
+                });
+            }
+            if i64::try_from(res).is_err() {
+                return Err(EvalError::OutOfRange("BIGINT value is out of range".into()));
+            }
+            int_value(res)
+        }
+        ArithOp::Div => {
+            if y == 0 {
+                return Ok(Value::Null);
+            }
+            let (dx, dy) = (
+                Decimal::from_i128_with_scale(x, 0),
+                Decimal::from_i128_with_scale(y, 0),
+            );
+            Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
+        }
+        ArithOp::IntDiv => {
+            if y == 0 {
+                Ok(Value::Null)
+            } else if unsigned && x / y < 0 {
+                Err(EvalError::OutOfRange(
+                    "BIGINT UNSIGNED value is out of range".into(),
+                ))
+            } else {
+                int_value(x / y)
+            }
+        }
+        ArithOp::Mod => {
+            if y == 0 {
+                Ok(Value::Null)
+            } else {
+                int_value(x % y)
+            }
+        }
+        _ => Ok(Value::Null),
+    }
+}
+
+/// DECIMAL arithmetic: division gets the dividend's scale + 4.
+fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
+    match op {
+        ArithOp::Add => x
+            .checked_add(y)
+            .map(Value::Decimal)
+            .ok_or_else(dec_overflow),
+        ArithOp::Sub => x
+            .checked_sub(y)
+            .map(Value::Decimal)
+            .ok_or_else(dec_overflow),
+        ArithOp::Mul => x
+            .checked_mul(y)
+            .map(Value::Decimal)
+            .ok_or_else(dec_overflow),
+        ArithOp::Div => {
+            if y.is_zero() {
+                Ok(Value::Null)
+            } else {
+                Ok(Value::Decimal(div_decimal(x, y, x.scale() + 4)?))
+            }
+        }
+        ArithOp::IntDiv => {
+            if y.is_zero() {
+                Ok(Value::Null)
+            } else {
+                let q = x.checked_div(y).ok_or_else(dec_overflow)?.trunc();
+                int_value(q.to_i128().ok_or_else(dec_overflow)?)
+            }
+        }
+        ArithOp::Mod => {
+            if y.is_zero() {
+                Ok(Value::Null)
+            } else {
+                x.checked_rem(y)
+                    .map(Value::Decimal)
+                    .ok_or_else(dec_overflow)
+            }
+        }
+        _ => Ok(Value::Null),
+    }
+}
+
+/// Decimal division with an explicit result scale (AVG).
+pub(crate) fn ops_div(a: Value, b: Value, scale: u32) -> Option<Value> {
+    let x = match a {
+        Value::Decimal(d) => d,
+        Value::Int(i) => rust_decimal::Decimal::from(i),
+        _ => return None,
+    };
+    let y = match b {
+        Value::Decimal(d) => d,
+        Value::Int(i) => rust_decimal::Decimal::from(i),
+        _ => return None,
+    };
+    if y.is_zero() {
+        return None;
+    }
+    div_decimal(x, y, scale).ok().map(Value::Decimal)
 }
 
 /// Division with MySQL's result scale (dividend scale + 4).
@@ -703,8 +740,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
                     } else {
                         "datetime"
                     };
-                    super::warn(
-                        super::WARN_TRUNCATED_WRONG_VALUE,
+                    warn(
+                        WARN_TRUNCATED_WRONG_VALUE,
                         format!("Incorrect {kind} value: '{s}'"),
                     );
                     None

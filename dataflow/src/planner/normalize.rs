@@ -143,24 +143,11 @@ fn is_user_param(e: &ast::Expr) -> bool {
     matches!(e, ast::Expr::Value(ast::Value::Placeholder(p)) if p.starts_with("?u"))
 }
 
+/// Turns the literals of `e` a shared view can take as parameters into
+/// placeholders (collected in `x`), through AND and into the subquery of a
+/// semi-join; `allow_in` lets IN lists take part outside GROUP BY columns.
 fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<()> {
-    match e {
-        ast::Expr::BinaryOp {
-            left,
-            op: ast::BinaryOperator::Eq,
-            right,
-        } => {
-            hex_to_number(left, right, x.cols);
-            hex_to_number(right, left, x.cols);
-        }
-        ast::Expr::InList { expr, list, .. } => {
-            for item in list.iter_mut() {
-                hex_to_number(expr, item, x.cols);
-            }
-        }
-        _ => {}
-    }
-    let lits = &mut x.lits;
+    hex_literals_to_numbers(e, x.cols);
     match e {
         ast::Expr::BinaryOp {
             left,
@@ -174,32 +161,9 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
             left,
             op: ast::BinaryOperator::Eq,
             right,
-        } => {
-            let col_ok = |c: &ast::Expr| {
-                is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
-            };
-            let cols = x.cols;
-            if number_against_text(left, right, cols) || number_against_text(right, left, cols) {
-                return Ok(());
-            }
-            if col_ok(left) && is_plain_literal(right) {
-                take_literal(right, lits)?;
-            } else if col_ok(right) && is_plain_literal(left) {
-                take_literal(left, lits)?;
-            }
-            Ok(())
-        }
+        } => extract_equality(left, right, x),
         ast::Expr::BinaryOp { left, op, right } if x.ranges && is_range_op(op) => {
-            let cols = x.cols;
-            if is_col(left) && is_range_literal(right) && !number_against_text(left, right, cols) {
-                take_literal(right, lits)?;
-            } else if is_col(right)
-                && is_range_literal(left)
-                && !number_against_text(right, left, cols)
-            {
-                take_literal(left, lits)?;
-            }
-            Ok(())
+            extract_range(left, right, x)
         }
         ast::Expr::Between {
             expr,
@@ -213,8 +177,8 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
             && !number_against_text(expr, low, x.cols)
             && !number_against_text(expr, high, x.cols) =>
         {
-            take_literal(low, lits)?;
-            take_literal(high, lits)
+            take_literal(low, &mut x.lits)?;
+            take_literal(high, &mut x.lits)
         }
         ast::Expr::InSubquery {
             subquery,
@@ -224,38 +188,7 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
         | ast::Expr::Exists {
             subquery,
             negated: false,
-        } => {
-            // `col = literal` inside becomes a key of the semi-join (see
-            // `Planner::keyed_semi`), for the shapes that plans.
-            if subquery.limit.is_some() || subquery.offset.is_some() {
-                return Ok(());
-            }
-            if let ast::SetExpr::Select(s) = &mut *subquery.body {
-                // A nested subquery would make the keyed semi-join refuse
-                // what the plain one plans: leave those literals alone.
-                let nested = s.selection.as_ref().is_some_and(|w| {
-                    ast::visit_expressions(w, |e| match e {
-                        ast::Expr::Subquery(_)
-                        | ast::Expr::InSubquery { .. }
-                        | ast::Expr::Exists { .. } => ControlFlow::Break(()),
-                        _ => ControlFlow::Continue(()),
-                    })
-                    .is_break()
-                });
-                if !s.from.is_empty() && !nested && !aggregates(s) {
-                    if let Some(w) = &mut s.selection {
-                        // The outer GROUP BY says nothing about these lists.
-                        let outer = std::mem::take(&mut x.grouped_cols);
-                        let ranges = std::mem::replace(&mut x.ranges, false);
-                        let r = extract(w, x, false);
-                        x.grouped_cols = outer;
-                        x.ranges = ranges;
-                        r?;
-                    }
-                }
-            }
-            Ok(())
-        }
+        } => extract_semi_join(subquery, x),
         ast::Expr::InList { expr, list, .. }
             if list.iter().any(|i| number_against_text(expr, i, x.cols)) =>
         {
@@ -271,31 +204,8 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
             && !list.is_empty()
             && list.iter().all(|i| is_plain_literal(i) || is_user_param(i)) =>
         {
-            // `col IN (a, b, ...)` shares the view of `col = ?`.
-            let mut items = Vec::with_capacity(list.len());
-            for item in list.iter() {
-                match item {
-                    ast::Expr::Value(ast::Value::Placeholder(p)) => {
-                        match p.strip_prefix("?u").and_then(|n| n.parse().ok()) {
-                            Some(n) => items.push(Source::User(n)),
-                            None => {
-                                return Err(crate::DataflowError::Unsupported(format!(
-                                    "placeholder {p}"
-                                )))
-                            }
-                        }
-                    }
-                    ast::Expr::Value(v) => items.push(Source::Literal(literal(v)?)),
-                    _ => {}
-                }
-            }
-            let placeholder = format!("?l{}", x.lists.len());
-            x.lists.push(items);
-            *e = ast::Expr::BinaryOp {
-                left: expr.clone(),
-                op: ast::BinaryOperator::Eq,
-                right: Box::new(ast::Expr::Value(ast::Value::Placeholder(placeholder))),
-            };
+            let keyed = collapse_in_list(expr, list, x)?;
+            *e = keyed;
             Ok(())
         }
         ast::Expr::InList {
@@ -308,7 +218,7 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
         {
             for item in list.iter_mut() {
                 if let ast::Expr::Value(v) = item {
-                    lits.push(literal(v)?);
+                    x.lits.push(literal(v)?);
                 }
                 *item = ast::Expr::Value(ast::Value::Placeholder(LIT.into()));
             }
@@ -316,6 +226,126 @@ fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<(
         }
         _ => Ok(()),
     }
+}
+
+/// Hex literals compared with a numeric column read as numbers (see
+/// [`hex_to_number`]), before they are parameterized.
+fn hex_literals_to_numbers(e: &mut ast::Expr, cols: &ColumnKinds) {
+    match e {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Eq,
+            right,
+        } => {
+            hex_to_number(left, right, cols);
+            hex_to_number(right, left, cols);
+        }
+        ast::Expr::InList { expr, list, .. } => {
+            for item in list.iter_mut() {
+                hex_to_number(expr, item, cols);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `col = literal` (either way round): the literal becomes a parameter,
+/// unless a number is compared with a text column.
+fn extract_equality(
+    left: &mut ast::Expr,
+    right: &mut ast::Expr,
+    x: &mut Extracted<'_>,
+) -> Result<()> {
+    let col_ok = |c: &ast::Expr| {
+        is_col(c) && (!x.qualified_only || matches!(c, ast::Expr::CompoundIdentifier(_)))
+    };
+    let cols = x.cols;
+    if number_against_text(left, right, cols) || number_against_text(right, left, cols) {
+        return Ok(());
+    }
+    if col_ok(left) && is_plain_literal(right) {
+        take_literal(right, &mut x.lits)?;
+    } else if col_ok(right) && is_plain_literal(left) {
+        take_literal(left, &mut x.lits)?;
+    }
+    Ok(())
+}
+
+/// `col < literal` and the other range comparisons (either way round).
+fn extract_range(left: &mut ast::Expr, right: &mut ast::Expr, x: &mut Extracted<'_>) -> Result<()> {
+    let cols = x.cols;
+    if is_col(left) && is_range_literal(right) && !number_against_text(left, right, cols) {
+        take_literal(right, &mut x.lits)?;
+    } else if is_col(right) && is_range_literal(left) && !number_against_text(right, left, cols) {
+        take_literal(left, &mut x.lits)?;
+    }
+    Ok(())
+}
+
+/// `IN (subquery)` and `EXISTS`: `col = literal` inside becomes a key of
+/// the semi-join (see `Planner::keyed_semi`), for the shapes that plans.
+fn extract_semi_join(subquery: &mut ast::Query, x: &mut Extracted<'_>) -> Result<()> {
+    if subquery.limit.is_some() || subquery.offset.is_some() {
+        return Ok(());
+    }
+    if let ast::SetExpr::Select(s) = &mut *subquery.body {
+        // A nested subquery would make the keyed semi-join refuse
+        // what the plain one plans: leave those literals alone.
+        let nested = s.selection.as_ref().is_some_and(|w| {
+            ast::visit_expressions(w, |e| match e {
+                ast::Expr::Subquery(_)
+                | ast::Expr::InSubquery { .. }
+                | ast::Expr::Exists { .. } => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
+            })
+            .is_break()
+        });
+        if !s.from.is_empty() && !nested && !aggregates(s) {
+            if let Some(w) = &mut s.selection {
+                // The outer GROUP BY says nothing about these lists.
+                let outer = std::mem::take(&mut x.grouped_cols);
+                let ranges = std::mem::replace(&mut x.ranges, false);
+                let r = extract(w, x, false);
+                x.grouped_cols = outer;
+                x.ranges = ranges;
+                r?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `col IN (a, b, ...)` shares the view of `col = ?`: the list goes to
+/// `x.lists`, and the returned equality with its placeholder replaces it.
+fn collapse_in_list(
+    expr: &ast::Expr,
+    list: &[ast::Expr],
+    x: &mut Extracted<'_>,
+) -> Result<ast::Expr> {
+    let mut items = Vec::with_capacity(list.len());
+    for item in list.iter() {
+        match item {
+            ast::Expr::Value(ast::Value::Placeholder(p)) => {
+                match p.strip_prefix("?u").and_then(|n| n.parse().ok()) {
+                    Some(n) => items.push(Source::User(n)),
+                    None => {
+                        return Err(crate::DataflowError::Unsupported(format!(
+                            "placeholder {p}"
+                        )))
+                    }
+                }
+            }
+            ast::Expr::Value(v) => items.push(Source::Literal(literal(v)?)),
+            _ => {}
+        }
+    }
+    let placeholder = format!("?l{}", x.lists.len());
+    x.lists.push(items);
+    Ok(ast::Expr::BinaryOp {
+        left: Box::new(expr.clone()),
+        op: ast::BinaryOperator::Eq,
+        right: Box::new(ast::Expr::Value(ast::Value::Placeholder(placeholder))),
+    })
 }
 
 /// Which literals [`normalize`] turns into parameters besides those of

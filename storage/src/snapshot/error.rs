@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::NodeId;
+use super::node_id::{InvalidNodeId, NodeId, MAX_NODE_ID_LEN};
 
 /// Errors of the snapshot store.
 ///
@@ -27,7 +27,7 @@ pub enum SnapshotError {
     NoBase { node: NodeId, epoch: u64 },
     #[error("node {node} of snapshot epoch {epoch} was never finished (its writer panicked)")]
     Unfinished { node: NodeId, epoch: u64 },
-    #[error("invalid snapshot node id {0:?}: must be 1 to {max} bytes", max = super::MAX_NODE_ID_LEN)]
+    #[error("invalid snapshot node id {0:?}: must be 1 to {max} bytes", max = MAX_NODE_ID_LEN)]
     InvalidNodeId(String),
     #[error("invalid snapshot configuration: {0}")]
     InvalidConfig(&'static str),
@@ -49,6 +49,12 @@ pub enum SnapshotError {
 }
 
 pub type Result<T> = std::result::Result<T, SnapshotError>;
+
+impl From<InvalidNodeId> for SnapshotError {
+    fn from(InvalidNodeId(id): InvalidNodeId) -> SnapshotError {
+        SnapshotError::InvalidNodeId(id)
+    }
+}
 
 /// Attaches a path to an I/O error.
 pub(super) trait IoContext<T> {

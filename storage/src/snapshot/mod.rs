@@ -118,6 +118,7 @@
 mod directory;
 mod error;
 mod format;
+mod node_id;
 mod store;
 mod writer;
 
@@ -126,98 +127,17 @@ mod bench;
 #[cfg(test)]
 mod tests;
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 pub use directory::{EpochInfo, RejectedEpoch};
 pub use error::{Result, SnapshotError};
 pub use format::{FileEntry, Manifest, NodeChain};
+pub use node_id::{IntoNodeId, InvalidNodeId, NodeId, MAX_NODE_ID_LEN};
 pub use store::{CompactionStats, LoadedNode, LoadedSnapshot, SnapshotStore};
 pub use writer::{CrashBefore, EpochWriter};
 
 /// Name of the snapshot directory under the server's data directory.
 pub const SNAPSHOT_DIR_NAME: &str = "snapshots";
-
-/// Longest accepted node id, in bytes.
-pub const MAX_NODE_ID_LEN: usize = 512;
-
-/// Identifies one saved unit of state: a materialized node or a shard of one.
-/// Any non-empty string up to [`MAX_NODE_ID_LEN`] bytes; `From<u64>` gives the
-/// decimal form.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct NodeId(String);
-
-impl NodeId {
-    pub fn new(id: impl Into<String>) -> Result<NodeId> {
-        let id = id.into();
-        if id.is_empty() || id.len() > MAX_NODE_ID_LEN {
-            return Err(SnapshotError::InvalidNodeId(id));
-        }
-        Ok(NodeId(id))
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-
-    /// A short, file-name-safe rendering for node file names (the manifest and
-    /// file header carry the real id).
-    fn file_stem(&self) -> String {
-        self.0
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-            .take(32)
-            .collect()
-    }
-}
-
-/// Anything that names a node: `u64`, `&str`, `String` or a [`NodeId`].
-pub trait IntoNodeId {
-    fn into_node_id(self) -> Result<NodeId>;
-}
-
-impl IntoNodeId for NodeId {
-    fn into_node_id(self) -> Result<NodeId> {
-        Ok(self)
-    }
-}
-
-impl IntoNodeId for &NodeId {
-    fn into_node_id(self) -> Result<NodeId> {
-        Ok(self.clone())
-    }
-}
-
-impl IntoNodeId for u64 {
-    fn into_node_id(self) -> Result<NodeId> {
-        Ok(NodeId::from(self))
-    }
-}
-
-impl IntoNodeId for &str {
-    fn into_node_id(self) -> Result<NodeId> {
-        NodeId::new(self)
-    }
-}
-
-impl IntoNodeId for String {
-    fn into_node_id(self) -> Result<NodeId> {
-        NodeId::new(self)
-    }
-}
-
-impl From<u64> for NodeId {
-    fn from(id: u64) -> NodeId {
-        NodeId(id.to_string())
-    }
-}
-
-impl fmt::Display for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 /// Whether a file holds a node's whole state or the changes since the
 /// previous epoch.

@@ -1,0 +1,26 @@
+//! What the server hands the node: the capabilities of the SQL front end
+//! and the dataflow the cluster calls into (schema changes are replayed
+//! through [`DdlApplier`](crate::DdlApplier), in `ddl`).
+
+use std::path::Path;
+
+use ladle_common::Lsn;
+
+/// The primary's side: opens a SQL session per forwarding connection.
+pub trait ForwardTarget: Send + Sync {
+    fn open(&self) -> Box<dyn ForwardedSession>;
+}
+
+/// One forwarded client session on the primary.
+pub trait ForwardedSession: Send {
+    /// Runs one encoded request; returns the encoded answer.
+    fn run(&mut self, request: &[u8]) -> Vec<u8>;
+}
+
+/// The server's view snapshots, shipped with a bootstrap checkpoint so
+/// that the new node's views start warm.
+pub trait ViewSnapshotSource: Send + Sync {
+    /// Takes a view snapshot now and links a consistent copy of the whole
+    /// snapshot directory into `into`; returns the snapshot's LSN.
+    fn link_into(&self, into: &Path) -> Result<Lsn, String>;
+}

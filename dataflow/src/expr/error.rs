@@ -1,0 +1,56 @@
+//! [`EvalError`], and the markers a maintained view stores for a value
+//! whose computation overflowed.
+
+use ladle_common::Value;
+
+/// An evaluation failure (the user's fault).
+#[derive(Clone, Debug, PartialEq)]
+pub enum EvalError {
+    /// A result outside its type's range (integer overflow): MySQL's 1690.
+    OutOfRange(String),
+    /// A scalar subquery without an aggregate found several rows at read
+    /// time: MySQL's 1242.
+    SubqueryRows,
+    /// Any other bad input.
+    Invalid(String),
+}
+
+pub type EvalResult<T = Value> = Result<T, EvalError>;
+
+/// What a maintained view stores for a computed value that overflowed
+/// (MySQL's 1690 in a projection evaluated when a write is propagated):
+/// not NULL, which would be a wrong answer, but a NaN with a payload of
+/// its own per message. No SQL value is a NaN (evaluation refuses
+/// non-finite doubles), a NaN equals only itself under `Value`'s total
+/// order, so an insert and its later delete still cancel out, and
+/// arithmetic carries it (an aggregate over it keeps it). A read that
+/// returns it fails with the error instead ([`out_of_range_in`]).
+const OUT_OF_RANGE_MARKERS: [(u64, &str); 4] = [
+    (0x7ff8_0000_0000_1690, "BIGINT value is out of range"),
+    (
+        0x7ff8_0000_0001_1690,
+        "BIGINT UNSIGNED value is out of range",
+    ),
+    (0x7ff8_0000_0002_1690, "DECIMAL value is out of range"),
+    (0x7ff8_0000_0003_1690, "DOUBLE value is out of range"),
+];
+
+/// The marker standing for an [`EvalError::OutOfRange`] with `message`.
+pub(crate) fn out_of_range_marker(message: &str) -> Value {
+    let bits = OUT_OF_RANGE_MARKERS
+        .iter()
+        .find(|(_, m)| message.starts_with(m))
+        .map_or(OUT_OF_RANGE_MARKERS[0].0, |(b, _)| *b);
+    Value::Double(f64::from_bits(bits))
+}
+
+/// The error message `v` stands for, if it is an out-of-range marker.
+pub(crate) fn out_of_range_in(v: &Value) -> Option<&'static str> {
+    match v {
+        Value::Double(f) if f.is_nan() => OUT_OF_RANGE_MARKERS
+            .iter()
+            .find(|(b, _)| *b == f.to_bits())
+            .map(|(_, m)| *m),
+        _ => None,
+    }
+}

@@ -1,0 +1,179 @@
+//! The result type and nullability of an [`Expr`], as MySQL's result
+//! metadata reports them.
+
+use ladle_common::SqlType;
+
+use super::func;
+use super::tree::{ArithOp, CastType, CmpOp, Expr};
+use super::typing::{
+    expr_chars, expr_precision, int_of_width, is_float, literal_type, type_chars, type_scale,
+    unify_types,
+};
+
+impl Expr {
+    /// The result type and nullability, given the input columns' types.
+    pub fn result_type(&self, input: &[(SqlType, bool)]) -> (SqlType, bool) {
+        use Expr::*;
+        // MySQL types a comparison as INT of display width 1.
+        let boolean = SqlType::Int {
+            bytes: 4,
+            unsigned: false,
+            display_width: Some(1),
+        };
+        match self {
+            Column(i) | Proposed(i) => input
+                .get(*i)
+                .cloned()
+                .unwrap_or((SqlType::VarChar(255), true)),
+            Literal(v) => (literal_type(v), v.is_null()),
+            Param(_) => (SqlType::VarChar(255), true),
+            Neg(e) => match e.result_type(input) {
+                // A BIGINT one character wider (the sign), as MySQL's.
+                (t @ SqlType::Int { .. }, n) => (int_of_width(type_chars(&t) + 1), n),
+                other => other,
+            },
+            Not(e) => (boolean, e.result_type(input).1),
+            BitNot(_) => (
+                SqlType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                    display_width: None,
+                },
+                false,
+            ),
+            Arith(op, l, r) => arith_type(*op, l, r, input),
+            Cmp {
+                op, left, right, ..
+            } => {
+                let n = left.result_type(input).1 || right.result_type(input).1;
+                (boolean, n && *op != CmpOp::NullSafeEq)
+            }
+            Logic(_, l, r) => (boolean, l.result_type(input).1 || r.result_type(input).1),
+            IsNull { .. } | IsBool { .. } => (boolean, false),
+            InList { .. } | Between { .. } | Like { .. } => (boolean, true),
+            Case {
+                whens, otherwise, ..
+            } => {
+                let mut tys: Vec<(SqlType, bool)> =
+                    whens.iter().map(|(_, t)| t.result_type(input)).collect();
+                match otherwise {
+                    Some(o) => tys.push(o.result_type(input)),
+                    None => tys.push((SqlType::VarChar(0), true)),
+                }
+                unify_types(&tys)
+            }
+            Cast(e, t) => cast_type(e, t, input),
+            Call(f, args) => func::result_type(*f, args, input),
+        }
+    }
+}
+
+/// The type of `l op r`: display widths and decimal precisions as MySQL's
+/// metadata gives them.
+fn arith_type(op: ArithOp, l: &Expr, r: &Expr, input: &[(SqlType, bool)]) -> (SqlType, bool) {
+    let (lt, ln) = l.result_type(input);
+    let (rt, rn) = r.result_type(input);
+    let nullable = ln || rn || matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod);
+    // What clients size buffers from.
+    let (lp, rp) = (expr_precision(l, &lt), expr_precision(r, &rt));
+    let (ls, rs) = (u32::from(type_scale(&lt)), u32::from(type_scale(&rt)));
+    let (lw, rw) = (expr_chars(l, &lt), expr_chars(r, &rt));
+    let decimal = |precision: u32, scale: u32| SqlType::Decimal {
+        precision: precision.clamp(1, 65) as u8,
+        scale: scale.min(30) as u8,
+    };
+    let ty = match op {
+        ArithOp::IntDiv => int_of_width(lp.saturating_sub(ls).max(1)),
+        ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr => {
+            SqlType::Int {
+                bytes: 8,
+                unsigned: true,
+                display_width: None,
+            }
+        }
+        ArithOp::Div => {
+            if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
+                SqlType::Double
+            } else {
+                let scale = ls + 4;
+                decimal(lp.saturating_sub(ls) + rs + scale, scale)
+            }
+        }
+        _ => {
+            if is_float(&lt) || is_float(&rt) || lt.is_text() || rt.is_text() {
+                SqlType::Double
+            } else if matches!(lt, SqlType::Decimal { .. }) || matches!(rt, SqlType::Decimal { .. })
+            {
+                match op {
+                    ArithOp::Mul => decimal(lp + rp, ls + rs),
+                    ArithOp::Mod => decimal(lp.max(rp), ls.max(rs)),
+                    _ => {
+                        let scale = ls.max(rs);
+                        let int_part = lp.saturating_sub(ls).max(rp.saturating_sub(rs));
+                        decimal(int_part + scale + 1, scale)
+                    }
+                }
+            } else {
+                let width = match op {
+                    ArithOp::Mul => lw + rw,
+                    ArithOp::Mod => lw.max(rw),
+                    _ => lw.max(rw) + 1,
+                };
+                // An UNSIGNED operand makes it unsigned (the
+                // evaluator's rule, see `ops::arith`).
+                let unsigned = [&lt, &rt]
+                    .iter()
+                    .any(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+                SqlType::Int {
+                    bytes: 8,
+                    unsigned: unsigned && op != ArithOp::Mod,
+                    display_width: Some(width.min(255) as u8),
+                }
+            }
+        }
+    };
+    (ty, nullable)
+}
+
+/// The type of `CAST(e AS t)`.
+fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, bool) {
+    // Once: casts nest in long arithmetic chains (UNSIGNED
+    // operands), so typing the operand twice is exponential.
+    let (et, n) = e.result_type(input);
+    let ty = match t {
+        CastType::Signed => SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        },
+        CastType::Unsigned => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+            // An integer keeps its width (an UNSIGNED column's
+            // operand in arithmetic, see the planner).
+            display_width: match &et {
+                t @ SqlType::Int { .. } => Some(type_chars(t).min(255) as u8),
+                _ => None,
+            },
+        },
+        // As many characters as the value can print as.
+        CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
+        CastType::TemporalChar { .. } => SqlType::VarChar(65535),
+        CastType::Binary => SqlType::VarBinary(65535),
+        CastType::Decimal { precision, scale } => SqlType::Decimal {
+            precision: *precision,
+            scale: *scale,
+        },
+        CastType::Double => SqlType::Double,
+        CastType::Date => SqlType::Date,
+        CastType::DateTime => SqlType::DateTime { fsp: 0 },
+        CastType::Time => SqlType::Time { fsp: 0 },
+    };
+    (
+        ty,
+        n || matches!(
+            t,
+            CastType::Date | CastType::DateTime | CastType::Time | CastType::Char
+        ),
+    )
+}

@@ -1,0 +1,193 @@
+//! MySQL's typing rules shared by expressions and functions: the type of
+//! a literal, the common type of several branches, how many characters a
+//! type prints as.
+
+use ladle_common::{SqlType, Value};
+
+use super::tree::Expr;
+
+pub(super) fn is_float(t: &SqlType) -> bool {
+    matches!(t, SqlType::Float | SqlType::Double)
+}
+
+pub(super) fn type_scale(t: &SqlType) -> u8 {
+    match t {
+        SqlType::Decimal { scale, .. } => *scale,
+        _ => 0,
+    }
+}
+
+/// A signed BIGINT of display width `chars` (MySQL's type for integer
+/// arithmetic, whose width it derives from the operands').
+pub(crate) fn int_of_width(chars: u32) -> SqlType {
+    SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+        display_width: Some(chars.min(255) as u8),
+    }
+}
+
+/// The characters a value of type `t` prints as at most (MySQL's
+/// `max_char_length`, what result metadata reports as the length).
+pub fn type_chars(t: &SqlType) -> u32 {
+    let fraction = |fsp: u8| if fsp == 0 { 0 } else { 1 + u32::from(fsp) };
+    match t {
+        SqlType::Int {
+            bytes,
+            unsigned,
+            display_width,
+        } => u32::from(SqlType::int_display_width(
+            *bytes,
+            *unsigned,
+            *display_width,
+        )),
+        SqlType::Year => 4,
+        SqlType::Float => 12,
+        SqlType::Double => 22,
+        SqlType::Decimal { precision, scale } => u32::from(*precision) + 1 + u32::from(*scale > 0),
+        SqlType::Char(n)
+        | SqlType::VarChar(n)
+        | SqlType::Text(n)
+        | SqlType::Binary(n)
+        | SqlType::VarBinary(n)
+        | SqlType::Blob(n) => *n,
+        SqlType::Json => u32::MAX / 4,
+        SqlType::Enum(labels) => labels
+            .iter()
+            .map(|l| l.chars().count() as u32)
+            .max()
+            .unwrap_or(0),
+        SqlType::Date => 10,
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => 19 + fraction(*fsp),
+        SqlType::Time { fsp } => 10 + fraction(*fsp),
+    }
+}
+
+/// [`type_chars`] of expression `e` of type `t`: a literal number's own.
+pub(super) fn expr_chars(e: &Expr, t: &SqlType) -> u32 {
+    match e {
+        Expr::Literal(v @ (Value::Int(_) | Value::UInt(_))) => v.to_string().len() as u32,
+        _ => type_chars(t),
+    }
+}
+
+/// The decimal digits of a numeric expression `e` of type `t` (MySQL's
+/// `decimal_precision`): a DECIMAL's precision, an integer's digits.
+pub(super) fn expr_precision(e: &Expr, t: &SqlType) -> u32 {
+    match (e, t) {
+        (Expr::Literal(v @ (Value::Int(_) | Value::UInt(_))), _) => {
+            v.to_string().trim_start_matches('-').len() as u32
+        }
+        (_, SqlType::Decimal { precision, .. }) => u32::from(*precision),
+        (_, SqlType::Int { unsigned, .. }) => {
+            type_chars(t).saturating_sub(u32::from(!unsigned)).max(1)
+        }
+        _ => 65,
+    }
+}
+
+/// The type MySQL gives a literal.
+pub fn literal_type(v: &Value) -> SqlType {
+    match v {
+        Value::Null => SqlType::VarChar(0),
+        // INT if it fits, as wide as its digits (MySQL's).
+        Value::Int(i) => SqlType::Int {
+            bytes: if i32::try_from(*i).is_ok() { 4 } else { 8 },
+            unsigned: false,
+            display_width: Some(i.to_string().len() as u8),
+        },
+        Value::UInt(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+            display_width: None,
+        },
+        Value::Double(_) => SqlType::Double,
+        Value::Decimal(d) => SqlType::Decimal {
+            precision: 65.min((d.mantissa().abs().to_string().len() as u8).max(d.scale() as u8)),
+            scale: d.scale() as u8,
+        },
+        Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
+        Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
+        Value::Date(_) => SqlType::Date,
+        Value::DateTime(_) => SqlType::DateTime { fsp: 0 },
+        Value::Time(_) => SqlType::Time { fsp: 0 },
+    }
+}
+
+/// The common type of several branches (CASE, COALESCE, IF, UNION).
+pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
+    let nullable = tys.iter().any(|t| t.1);
+    let non_null: Vec<&SqlType> = tys
+        .iter()
+        .filter(|t| !(t.1 && matches!(t.0, SqlType::VarChar(0))))
+        .map(|t| &t.0)
+        .collect();
+    if non_null.is_empty() {
+        return (SqlType::VarChar(0), true);
+    }
+    if non_null.iter().any(|t| t.is_text() || t.is_binary()) {
+        let len = non_null
+            .iter()
+            .map(|t| match t {
+                SqlType::Json | SqlType::Enum(_) => 64,
+                t if t.is_text() || t.is_binary() => type_chars(t),
+                _ => 64,
+            })
+            .max()
+            .unwrap_or(255);
+        // One binary branch makes the result a binary string (MySQL).
+        if non_null.iter().any(|t| t.is_binary()) {
+            return (SqlType::VarBinary(len), nullable);
+        }
+        return (SqlType::VarChar(len), nullable);
+    }
+    if non_null.iter().all(|t| t.is_integer()) {
+        let unsigned = non_null
+            .iter()
+            .all(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+        let bytes = non_null
+            .iter()
+            .map(|t| match t {
+                SqlType::Int { bytes, .. } => *bytes,
+                _ => 2,
+            })
+            .max()
+            .unwrap_or(8);
+        return (
+            SqlType::Int {
+                bytes,
+                unsigned,
+                display_width: None,
+            },
+            nullable,
+        );
+    }
+    if non_null.iter().any(|t| is_float(t)) {
+        return (SqlType::Double, nullable);
+    }
+    if non_null
+        .iter()
+        .all(|t| t.is_integer() || matches!(t, SqlType::Decimal { .. }))
+    {
+        let scale = non_null.iter().map(|t| type_scale(t)).max().unwrap_or(0);
+        return (
+            SqlType::Decimal {
+                precision: 65,
+                scale,
+            },
+            nullable,
+        );
+    }
+    if non_null.iter().all(|t| **t == *non_null[0]) {
+        return (non_null[0].clone(), nullable);
+    }
+    if non_null.iter().all(|t| {
+        matches!(
+            t,
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
+        )
+    }) {
+        return (SqlType::DateTime { fsp: 0 }, nullable);
+    }
+    (SqlType::VarChar(255), nullable)
+}
