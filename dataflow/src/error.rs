@@ -49,7 +49,7 @@ pub enum DataflowError {
     OutOfMemory { limit: usize },
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
-    Unsupported(String),
+    Unsupported(Gap),
     // --- the environment / other layers ---
     #[error(transparent)]
     Storage(#[from] StorageError),
@@ -67,7 +67,53 @@ impl DataflowError {
     /// freeze their value: the statement can still be answered with its
     /// clock fixed (see the shim's `clock`).
     pub fn is_volatile_refusal(&self) -> bool {
-        matches!(self, DataflowError::Unsupported(what) if what.contains("NOW()/RAND()"))
+        matches!(self, DataflowError::Unsupported(gap) if gap.volatile)
+    }
+}
+
+/// What the view engine cannot do yet (a [`DataflowError::Unsupported`]),
+/// and whether a value that changes between reads (NOW(), RAND()) where a
+/// view would have to hold it is the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Gap {
+    what: String,
+    volatile: bool,
+}
+
+impl Gap {
+    /// A gap caused by NOW()/RAND() where a maintained view would freeze
+    /// their value.
+    pub(crate) fn volatile(what: impl Into<String>) -> Gap {
+        Gap {
+            what: what.into(),
+            volatile: true,
+        }
+    }
+
+    /// What is not supported, as the error message names it.
+    pub fn what(&self) -> &str {
+        &self.what
+    }
+}
+
+impl std::fmt::Display for Gap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl From<String> for Gap {
+    fn from(what: String) -> Gap {
+        Gap {
+            what,
+            volatile: false,
+        }
+    }
+}
+
+impl From<&str> for Gap {
+    fn from(what: &str) -> Gap {
+        Gap::from(what.to_string())
     }
 }
 
@@ -80,5 +126,22 @@ impl From<expr::EvalError> for DataflowError {
             expr::EvalError::SubqueryRows => DataflowError::SubqueryRows,
             expr::EvalError::Invalid(m) => DataflowError::BadArgument(m),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn volatile_refusals_are_told_by_their_type_not_their_text() {
+        let frozen = DataflowError::Unsupported(Gap::volatile("NOW()/RAND() in HAVING"));
+        assert!(frozen.is_volatile_refusal());
+        assert_eq!(
+            frozen.to_string(),
+            "This version of Ladle doesn't yet support 'NOW()/RAND() in HAVING'"
+        );
+        let other = DataflowError::Unsupported("a gap that names NOW()/RAND()".into());
+        assert!(!other.is_volatile_refusal());
     }
 }

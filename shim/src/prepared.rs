@@ -295,7 +295,7 @@ impl Engine {
             parse(&probe)?;
         }
         let n = marks.len();
-        let write = crate::params::ParsedWrite::parse(sql, &marks);
+        let write = crate::params::ParsedWrite::parse(sql, &marks).map(Box::new);
         let id = s.add_statement(PreparedStatement::Other {
             sql: sql.to_string(),
             marks,

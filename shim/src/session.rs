@@ -161,7 +161,7 @@ pub enum PreparedStatement {
     Other {
         sql: String,
         marks: Vec<usize>,
-        write: Option<crate::params::ParsedWrite>,
+        write: Option<Box<crate::params::ParsedWrite>>,
     },
 }
 

@@ -3,7 +3,7 @@
 use ladle_common::{Collation, Value};
 use sqlparser::ast;
 
-use super::expr::{unsupported, ExprCx, Scope};
+use super::expr::{unsupported, volatile, ExprCx, Scope};
 use super::query::Planner;
 use super::relation::{base_colls, rel_scope, stable};
 use super::syntax::{
@@ -251,7 +251,7 @@ impl Planner<'_> {
                     }
                     Err(DataflowError::UnknownColumn(..)) => left_on.push(c),
                     Err(e) => return Err(e),
-                    Ok(_) => return Err(unsupported("parameters or NOW()/RAND() in LEFT JOIN ON")),
+                    Ok(_) => return Err(volatile("parameters or NOW()/RAND() in LEFT JOIN ON")),
                 }
             } else {
                 post.push(c);

@@ -329,9 +329,9 @@ fn collapse_in_list(
                 match p.strip_prefix("?u").and_then(|n| n.parse().ok()) {
                     Some(n) => items.push(Source::User(n)),
                     None => {
-                        return Err(crate::DataflowError::Unsupported(format!(
-                            "placeholder {p}"
-                        )))
+                        return Err(crate::DataflowError::Unsupported(
+                            format!("placeholder {p}").into(),
+                        ))
                     }
                 }
             }
@@ -493,9 +493,9 @@ pub(crate) fn normalize(
         ControlFlow::<()>::Continue(())
     });
     if let Some(p) = bad {
-        return Err(crate::DataflowError::Unsupported(format!(
-            "placeholder {p}"
-        )));
+        return Err(crate::DataflowError::Unsupported(
+            format!("placeholder {p}").into(),
+        ));
     }
     let mut shape = query.clone();
     let _ = shape.visit(&mut Blank);

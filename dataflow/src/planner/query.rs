@@ -8,7 +8,7 @@ use ladle_common::{Collation, Row};
 use ladle_storage::Storage;
 use sqlparser::ast;
 
-use super::expr::{aggregate_name, unsupported, ExprCx, ParamMode, Scope};
+use super::expr::{aggregate_name, unsupported, volatile, ExprCx, ParamMode, Scope};
 use super::relation::{ColInfo, Rel};
 use super::syntax::{is_dual, one_row_from, select_has_subquery};
 use crate::expr::Expr;
@@ -126,9 +126,7 @@ impl Planner<'_> {
                     return Err(unsupported("this derived table"));
                 };
                 if c.exprs.iter().any(|e| e.is_volatile() || e.has_params()) {
-                    return Err(unsupported(
-                        "NOW()/RAND()/parameters in a constant subquery",
-                    ));
+                    return Err(volatile("NOW()/RAND()/parameters in a constant subquery"));
                 }
                 let rows = match &c.filter {
                     Some(f) if !f.eval_bool(&[], &[]).map_err(DataflowError::from)? => {
@@ -190,7 +188,7 @@ impl Planner<'_> {
             pv.plan
         } else {
             if pv.output.iter().any(|e| e.is_volatile() || e.has_params()) {
-                return Err(unsupported("NOW()/RAND() in a subquery"));
+                return Err(volatile("NOW()/RAND() in a subquery"));
             }
             let colls = pv
                 .columns

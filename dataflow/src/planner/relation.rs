@@ -4,7 +4,7 @@
 
 use ladle_common::{Collation, SqlType, TableSchema};
 
-use super::expr::{unsupported, Scope, ScopeCol};
+use super::expr::{volatile, Scope, ScopeCol};
 use crate::expr::Expr;
 use crate::plan::LNode;
 use crate::BaseColumn;
@@ -55,7 +55,7 @@ pub(super) fn conjunction(parts: Vec<Expr>) -> Option<Expr> {
 /// into maintained state.
 pub(super) fn stable(e: Expr) -> Result<Expr> {
     if e.is_volatile() {
-        Err(unsupported("NOW()/RAND() inside a maintained view"))
+        Err(volatile("NOW()/RAND() inside a maintained view"))
     } else {
         Ok(e)
     }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use sqlparser::ast;
 
-use super::expr::{unsupported, ExprCx, ParamMode};
+use super::expr::{unsupported, volatile, ExprCx, ParamMode};
 use super::layout::StoredRow;
 use super::query::Planner;
 use super::relation::conjunction;
@@ -340,7 +340,7 @@ fn having(
     }
     let e = cx_alias.compile(h)?;
     if e.is_volatile() {
-        return Err(unsupported("NOW()/RAND() in HAVING"));
+        return Err(volatile("NOW()/RAND() in HAVING"));
     }
     if let Some(late) = late {
         late.finish.having = Some(e);
@@ -430,7 +430,7 @@ fn order_by(
             other => cx_alias.compile(other)?,
         };
         if e.is_volatile() || e.has_params() {
-            return Err(unsupported("NOW()/RAND()/parameters in ORDER BY"));
+            return Err(volatile("NOW()/RAND()/parameters in ORDER BY"));
         }
         order_exprs.push((e, o.asc == Some(false)));
     }

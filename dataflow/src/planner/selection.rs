@@ -4,7 +4,7 @@
 
 use sqlparser::ast;
 
-use super::expr::{unsupported, ExprCx, Scope};
+use super::expr::{unsupported, volatile, ExprCx, Scope};
 use super::pushdown::filter_below_joins;
 use super::query::Planner;
 use super::select_state::SelectState;
@@ -148,7 +148,7 @@ impl Planner<'_> {
             let e = ExprCx::row(&st.scope).compile(&c)?;
             if e.is_volatile() {
                 if !top {
-                    return Err(unsupported(
+                    return Err(volatile(
                         "NOW()/RAND() or a scalar subquery without an aggregate in a subquery's WHERE",
                     ));
                 }

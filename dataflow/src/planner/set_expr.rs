@@ -4,7 +4,7 @@
 use ladle_common::{Collation, Value};
 use sqlparser::ast;
 
-use super::expr::{derived_collation, unsupported, ExprCx};
+use super::expr::{derived_collation, unsupported, volatile, ExprCx};
 use super::query::Planner;
 use super::relation::{rel_scope, ColInfo, Rel};
 use super::syntax::{as_column, count_of, query_of};
@@ -103,7 +103,7 @@ impl Planner<'_> {
                     None => {
                         let x = ExprCx::row(&scope).compile(&o.expr)?;
                         if x.is_volatile() || x.has_params() {
-                            return Err(unsupported("NOW()/RAND()/parameters in ORDER BY"));
+                            return Err(volatile("NOW()/RAND()/parameters in ORDER BY"));
                         }
                         let coll =
                             derived_collation(&x, |c| colls.get(c).copied().unwrap_or_default());

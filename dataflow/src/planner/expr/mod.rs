@@ -116,7 +116,14 @@ pub(crate) fn norm(e: &ast::Expr) -> String {
 pub(crate) const SINGLE_ROW_FN: &str = "__ladle_single_row";
 
 pub(crate) fn unsupported(what: impl Into<String>) -> DataflowError {
-    DataflowError::Unsupported(what.into())
+    DataflowError::Unsupported(crate::Gap::from(what.into()))
+}
+
+/// [`unsupported`] because of NOW()/RAND() (or parameters beside them)
+/// where a maintained view would freeze their value: the shim answers
+/// such a statement with its clock fixed (`DataflowError::is_volatile_refusal`).
+pub(crate) fn volatile(what: impl Into<String>) -> DataflowError {
+    DataflowError::Unsupported(crate::Gap::volatile(what))
 }
 
 /// The aggregate function name, if `e` is an aggregate call.
@@ -719,9 +726,9 @@ impl<'a> ExprCx<'a> {
             }
         };
         if aggregate_name(&ast::Expr::Function(f.clone())).is_some() {
-            return Err(DataflowError::Unsupported(format!(
-                "aggregate {name} in this position"
-            )));
+            return Err(DataflowError::Unsupported(
+                format!("aggregate {name} in this position").into(),
+            ));
         }
         if name == "values" || name == "value" {
             let [ast::Expr::Identifier(id)] = args.as_slice() else {
