@@ -836,6 +836,35 @@ pub(crate) fn carried_warnings(s: &mut Session, sql: &str, kind: Kind) -> usize 
     carried
 }
 
+/// Whether `sql` is an INSERT, REPLACE, UPDATE or DELETE the SQL parser
+/// reads as written: not one of the forms [`Engine::by_keywords`] rewrites
+/// first (`UPDATE IGNORE`, `UPDATE ... ORDER BY/LIMIT`, `DELETE ...
+/// RETURNING`, `INSERT ... SET`), nor with versioned comments. Such a
+/// prepared write binds its values into its parsed tree
+/// ([`crate::params::ParsedWrite`]).
+pub(crate) fn bindable_write(sql: &str) -> bool {
+    if !matches!(classify(sql), Kind::Insert | Kind::Update | Kind::Delete)
+        || matches!(
+            crate::sqltext::open_versioned_comments(sql),
+            std::borrow::Cow::Owned(_)
+        )
+    {
+        return false;
+    }
+    let Ok(t) = tokens(sql) else {
+        return false;
+    };
+    match word(&t, 0).as_deref() {
+        Some("UPDATE") => {
+            let (t, ignore) = dml::strip_update_modifiers(&t);
+            !ignore && dml::split_update_order_limit(&t).is_none()
+        }
+        Some("DELETE") => dml::split_returning(&t).is_none(),
+        Some("INSERT" | "REPLACE") => dml::rewrite_insert_set(&t).is_none(),
+        _ => false,
+    }
+}
+
 fn uses_tables(kind: Kind, sql: &str) -> bool {
     match kind {
         Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl => true,

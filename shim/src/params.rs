@@ -12,8 +12,6 @@ use sqlparser::ast::{self, Statement};
 
 use crate::error::Result;
 use crate::output::Kind;
-use crate::tokens::{classify, tokens, word};
-use sqlparser::tokenizer::Token;
 
 /// An INSERT, REPLACE, UPDATE or DELETE parsed once at PREPARE, its
 /// placeholders numbered in text order (`?1`, `?2`, ...): each execution
@@ -25,25 +23,12 @@ pub struct ParsedWrite {
 }
 
 impl ParsedWrite {
-    /// `sql` (with `?` at `marks`) parsed for binding, or `None` when it
-    /// must take the text path: another kind of statement, a MySQL form
-    /// the shim rewrites before parsing (`UPDATE IGNORE`, `UPDATE ...
-    /// LIMIT`, `DELETE ... RETURNING`, `INSERT ... SET`), versioned
-    /// comments, or placeholders where the parser wants no expression.
-    pub fn parse(sql: &str, marks: &[usize]) -> Option<ParsedWrite> {
-        let kind = classify(sql);
-        if !matches!(kind, Kind::Insert | Kind::Update | Kind::Delete)
-            || matches!(
-                crate::sqltext::open_versioned_comments(sql),
-                std::borrow::Cow::Owned(_)
-            )
-        {
-            return None;
-        }
-        let toks = tokens(sql).ok()?;
-        if rewritten_before_parsing(&toks) {
-            return None;
-        }
+    /// `sql` (with `?` at `marks`), a write of `kind` the SQL parser reads
+    /// as it is (see `Engine::bindable_write`), parsed for binding; `None`
+    /// when it must take the text path after all: it does not parse as one
+    /// statement, or a placeholder sits where the parser wants no
+    /// expression.
+    pub fn parse(sql: &str, marks: &[usize], kind: Kind) -> Option<ParsedWrite> {
         let mut numbered = String::with_capacity(sql.len() + 2 * marks.len());
         let mut last = 0;
         for (i, m) in marks.iter().enumerate() {
@@ -109,20 +94,6 @@ impl ParsedWrite {
 fn placeholder_index(p: &str, count: usize) -> Option<usize> {
     let n: usize = p.strip_prefix('?')?.parse().ok()?;
     (1..=count).contains(&n).then(|| n - 1)
-}
-
-/// Whether the dispatcher rewrites this write before the SQL parser reads
-/// it (see `Engine::by_keywords`).
-fn rewritten_before_parsing(t: &[Token]) -> bool {
-    match word(t, 0).as_deref() {
-        Some("UPDATE") => {
-            let (t, ignore) = crate::dml::strip_update_modifiers(t);
-            ignore || crate::dml::split_update_order_limit(&t).is_some()
-        }
-        Some("DELETE") => crate::dml::split_returning(t).is_some(),
-        Some("INSERT" | "REPLACE") => crate::dml::rewrite_insert_set(t).is_some(),
-        _ => true,
-    }
 }
 
 /// `v` as the expression its SQL literal ([`literal`]) parses to.
@@ -302,7 +273,8 @@ mod tests {
             "UPDATE t SET a = '?' WHERE b = ? /* ? */",
         ] {
             let marks = placeholders(sql);
-            let write = ParsedWrite::parse(sql, &marks).expect(sql);
+            assert!(crate::dispatch::bindable_write(sql), "{sql}");
+            let write = ParsedWrite::parse(sql, &marks, Kind::Insert).expect(sql);
             for start in 0..values.len() {
                 let vals: Vec<Value> = (0..marks.len())
                     .map(|i| values[(start + i) % values.len()].clone())
@@ -325,10 +297,12 @@ mod tests {
             "SET @x = ?",
             "INSERT /*!40000 IGNORE */ INTO t VALUES (?)",
         ] {
-            assert!(
-                ParsedWrite::parse(sql, &placeholders(sql)).is_none(),
-                "{sql}"
-            );
+            assert!(!crate::dispatch::bindable_write(sql), "{sql}");
         }
+        // Placeholders where the parser wants no expression: the text path.
+        let sql = "INSERT INTO t VALUES (?) ON DUPLICATE KEY UPDATE a = VALUES(a)";
+        assert!(ParsedWrite::parse(sql, &placeholders(sql), Kind::Insert).is_some());
+        let sql = "UPDATE t SET a = ? ?";
+        assert!(ParsedWrite::parse(sql, &placeholders(sql), Kind::Update).is_none());
     }
 }

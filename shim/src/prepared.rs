@@ -295,7 +295,10 @@ impl Engine {
             parse(&probe)?;
         }
         let n = marks.len();
-        let write = crate::params::ParsedWrite::parse(sql, &marks).map(Box::new);
+        let write = crate::dispatch::bindable_write(sql)
+            .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
+            .flatten()
+            .map(Box::new);
         let id = s.add_statement(PreparedStatement::Other {
             sql: sql.to_string(),
             marks,
