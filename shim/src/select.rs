@@ -276,34 +276,7 @@ impl Engine {
                     return Err(ShimError::UnknownColumn(c, "field list".into()))
                 }
             };
-            let ty = match &v {
-                Value::Int(_) => SqlType::Int {
-                    bytes: 8,
-                    unsigned: false,
-                    display_width: None,
-                },
-                Value::UInt(_) => SqlType::Int {
-                    bytes: 8,
-                    unsigned: true,
-                    display_width: None,
-                },
-                Value::Double(_) => SqlType::Double,
-                Value::Decimal(d) => SqlType::Decimal {
-                    precision: 65,
-                    scale: d.scale().min(30) as u8,
-                },
-                Value::Bytes(_) => SqlType::VarBinary(65535),
-                Value::Date(_) => SqlType::Date,
-                // The fraction digits the expression declares
-                // (`TIMESTAMP('.. 10:11:12.5')` has one).
-                Value::DateTime(_) => SqlType::DateTime {
-                    fsp: declared_fsp(&declared),
-                },
-                Value::Time(_) => SqlType::Time {
-                    fsp: declared_fsp(&declared),
-                },
-                _ => SqlType::VarChar(255),
-            };
+            let ty = constant_column_type(&v, &declared);
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
@@ -421,6 +394,42 @@ pub(crate) fn select_deadline(s: &Session) -> ladle_dataflow::interrupt::WatchGu
     let deadline =
         (ms > 0).then(|| std::time::Instant::now() + std::time::Duration::from_millis(ms));
     ladle_dataflow::interrupt::watch_deadline(deadline)
+}
+
+/// The type of a column of a constant SELECT the shim answers, from the
+/// value it computed (the declared type gives the fraction digits): as
+/// MariaDB describes a computed column (BIGINT, DECIMAL(65, s), ...), not
+/// as a literal is typed (`ladle_dataflow`'s literal typing, whose widths
+/// follow the digits).
+fn constant_column_type(v: &Value, declared: &SqlType) -> SqlType {
+    match v {
+        Value::Int(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: false,
+            display_width: None,
+        },
+        Value::UInt(_) => SqlType::Int {
+            bytes: 8,
+            unsigned: true,
+            display_width: None,
+        },
+        Value::Double(_) => SqlType::Double,
+        Value::Decimal(d) => SqlType::Decimal {
+            precision: 65,
+            scale: d.scale().min(30) as u8,
+        },
+        Value::Bytes(_) => SqlType::VarBinary(65535),
+        Value::Date(_) => SqlType::Date,
+        // The fraction digits the expression declares
+        // (`TIMESTAMP('.. 10:11:12.5')` has one).
+        Value::DateTime(_) => SqlType::DateTime {
+            fsp: declared_fsp(declared),
+        },
+        Value::Time(_) => SqlType::Time {
+            fsp: declared_fsp(declared),
+        },
+        _ => SqlType::VarChar(255),
+    }
 }
 
 /// The fractional-second digits of a temporal type (0 for other types).
