@@ -258,6 +258,8 @@ mod tests {
             Value::Decimal(rust_decimal::Decimal::from_str("-12.50").unwrap()),
             Value::text("it's \\ a\n'q' ?"),
             Value::text(""),
+            Value::text("nul \0 tab \t emoji \u{1F600} quote \" back \\ end"),
+            Value::Int(i64::MIN),
             Value::Bytes(vec![0u8, 255, 39].into()),
             Value::Bytes(Vec::new().into()),
             Value::Date(day),
