@@ -90,17 +90,13 @@ impl Expr {
                 high,
                 negated,
                 collation,
-            } => {
-                let v = expr.eval_ctx(c)?;
-                let lo = ops::cmp_op(CmpOp::Ge, &v, &low.eval_ctx(c)?, *collation);
-                let hi = ops::cmp_op(CmpOp::Le, &v, &high.eval_ctx(c)?, *collation);
-                let both = match (truth(&lo), truth(&hi)) {
-                    (Some(false), _) | (_, Some(false)) => Some(false),
-                    (Some(true), Some(true)) => Some(true),
-                    _ => None,
-                };
-                bool_value(both.map(|b| b != *negated))
-            }
+            } => between(
+                expr.eval_ctx(c)?,
+                low.eval_ctx(c)?,
+                high.eval_ctx(c)?,
+                *negated,
+                *collation,
+            ),
             Like {
                 expr,
                 pattern,
@@ -230,4 +226,35 @@ fn case(
         Some(e) => e.eval_ctx(c),
         None => Ok(Value::Null),
     }
+}
+
+/// `v BETWEEN lo AND hi`. The three are compared under one type, as in
+/// MySQL: strings beside a number compare as numbers, all three (pairwise,
+/// `'A' BETWEEN '0' AND 5` would compare 'A' with '0' as strings).
+fn between(v: Value, lo: Value, hi: Value, negated: bool, collation: Collation) -> Value {
+    let values = [&v, &lo, &hi];
+    let number = |x: &&Value| {
+        matches!(
+            x,
+            Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
+        )
+    };
+    let string = |x: &&Value| matches!(x, Value::Text(_) | Value::Bytes(_));
+    let (v, lo, hi) = if values.iter().any(number) && values.iter().any(string) {
+        let as_number = |x: Value| match x {
+            Value::Text(_) | Value::Bytes(_) => ops::string_as_number(&x),
+            other => other,
+        };
+        (as_number(v), as_number(lo), as_number(hi))
+    } else {
+        (v, lo, hi)
+    };
+    let lo = ops::cmp_op(CmpOp::Ge, &v, &lo, collation);
+    let hi = ops::cmp_op(CmpOp::Le, &v, &hi, collation);
+    let both = match (truth(&lo), truth(&hi)) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    };
+    bool_value(both.map(|b| b != negated))
 }
