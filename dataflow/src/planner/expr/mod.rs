@@ -570,12 +570,12 @@ impl<'a> ExprCx<'a> {
                 conditions,
                 results,
                 else_result,
-            } => self.case(
+            } => self.branches_as_decimal(self.case(
                 operand.as_deref(),
                 conditions,
                 results,
                 else_result.as_deref(),
-            )?,
+            )?),
             // CAST(x AS JSON): x read as a JSON document, printed as JSON.
             E::Cast {
                 expr,
@@ -627,12 +627,45 @@ impl<'a> ExprCx<'a> {
                 trim_characters: None,
             } => self.trim(expr, trim_where.as_ref(), trim_what.as_deref())?,
             E::Extract { field, expr, .. } => self.extract(field, expr)?,
-            E::Function(f) => self.function(f)?,
+            E::Function(f) => self.branches_as_decimal(self.function(f)?),
             E::InSubquery { .. } | E::Exists { .. } | E::Subquery(_) => {
                 return Err(unsupported("subquery in this position"))
             }
             other => return Err(unsupported(format!("expression {other}"))),
         })
+    }
+
+    /// CASE, IF, IFNULL and COALESCE return their branches' common type, as
+    /// in MySQL: when that is DECIMAL, a branch of another type or scale is
+    /// converted to it (`COALESCE(2147483648, -0.5)` is `2147483648.0`,
+    /// `CASE ... THEN 4/7 ELSE 1.50 END` is `1.5000`).
+    fn branches_as_decimal(&self, e: Expr) -> Expr {
+        let branches: Vec<&Expr> = match &e {
+            Expr::Case {
+                whens, otherwise, ..
+            } => whens
+                .iter()
+                .map(|(_, then)| then)
+                .chain(otherwise.as_deref())
+                .collect(),
+            Expr::Call(Func::Coalesce | Func::IfNull, args) => args.iter().collect(),
+            Expr::Call(Func::If, args) => args.iter().skip(1).collect(),
+            _ => return e,
+        };
+        let frame = self.frame_types();
+        let SqlType::Decimal { precision, scale } = e.result_type(&frame).0 else {
+            return e;
+        };
+        let conforms = branches.iter().all(|b| match b.result_type(&frame) {
+            (SqlType::Decimal { scale: s, .. }, _) => s == scale,
+            // NULL converts to nothing.
+            (SqlType::VarChar(0), true) => true,
+            _ => false,
+        });
+        if conforms {
+            return e;
+        }
+        Expr::Cast(Box::new(e), CastType::Decimal { precision, scale })
     }
 
     fn column(&self, ids: &[ast::Ident]) -> Result<Expr> {
