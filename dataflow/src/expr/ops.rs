@@ -426,6 +426,20 @@ fn int_arith(op: ArithOp, x: i128, y: i128, unsigned: bool) -> EvalResult {
 }
 
 /// DECIMAL arithmetic: division gets the dividend's scale + 4.
+/// A zero product or remainder keeps the scale MySQL gives the operation
+/// (`0 * -0.5` is `0.0`, `4 % 0.5` is `0.0`): the decimal arithmetic
+/// returns its zero without one.
+fn zero_at_scale(r: Decimal, scale: u32) -> Decimal {
+    let mut r = r;
+    if r.is_zero() && r.scale() < scale {
+        r.rescale(scale.min(MAX_DECIMAL_SCALE));
+    }
+    r
+}
+
+/// The largest scale the decimal type holds.
+const MAX_DECIMAL_SCALE: u32 = 28;
+
 fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
     match op {
         ArithOp::Add => x
@@ -438,7 +452,7 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
             .ok_or_else(dec_overflow),
         ArithOp::Mul => x
             .checked_mul(y)
-            .map(Value::Decimal)
+            .map(|r| Value::Decimal(zero_at_scale(r, x.scale() + y.scale())))
             .ok_or_else(dec_overflow),
         ArithOp::Div => {
             if y.is_zero() {
@@ -460,7 +474,7 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
                 Ok(Value::Null)
             } else {
                 x.checked_rem(y)
-                    .map(Value::Decimal)
+                    .map(|r| Value::Decimal(zero_at_scale(r, x.scale().max(y.scale()))))
                     .ok_or_else(dec_overflow)
             }
         }
