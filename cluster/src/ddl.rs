@@ -103,6 +103,16 @@ impl DdlRecord {
             accounts: true,
         }
     }
+
+    /// What to call it in a log line: the statement, or "the account
+    /// list" (whose text holds password hashes).
+    pub fn what(&self) -> &str {
+        if self.accounts {
+            "the account list"
+        } else {
+            &self.sql
+        }
+    }
 }
 
 /// Every schema change this node ran, by (LSN it follows, sequence).

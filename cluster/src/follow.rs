@@ -285,7 +285,7 @@ mod tests {
             let node = self.node.lock().clone().expect("node set");
             let writable = node.check_writable().is_ok();
             self.ran.lock().push((state.to_string(), writable));
-            node.record_accounts(state);
+            node.record_accounts(state, false);
             Ok(())
         }
     }

@@ -79,13 +79,14 @@ pub struct MemberInfo {
 }
 
 /// Test hook: with `LADLE_TEST_CRASH_AFTER_DDL` set, a schema change
-/// whose text contains it aborts the process (as a kill -9 would) once it
-/// has run, before this node notes its record: the record must already
-/// be durable with the change.
-fn crash_point_after_ddl(sql: &str) {
+/// whose text contains it, or an account list that does (a user's name),
+/// aborts the process (as a kill -9 would) once it has run, before this
+/// node notes its record: the record must already be durable with the
+/// change.
+fn crash_point_after_ddl(text: &str) {
     if let Ok(marker) = std::env::var("LADLE_TEST_CRASH_AFTER_DDL") {
-        if !marker.is_empty() && sql.contains(&marker) {
-            tracing::warn!(sql, "LADLE_TEST_CRASH_AFTER_DDL: aborting");
+        if !marker.is_empty() && text.contains(&marker) {
+            tracing::warn!(%marker, "LADLE_TEST_CRASH_AFTER_DDL: aborting");
             std::process::abort();
         }
     }
@@ -382,10 +383,21 @@ impl Node {
         sql: &str,
     ) -> Option<(String, Vec<u8>)> {
         let record = ddl::DdlRecord::statement(database, sql).with_settings(settings);
-        match self.ddl.prepare(self.storage.last_lsn(), &record) {
+        self.prepare_schema(&record)
+    }
+
+    /// The meta record (key, value) [`Node::record_accounts`] would write
+    /// for the account list `state` now: the shim writes it in the batch
+    /// that stores the list, so a crash keeps both or neither.
+    pub fn prepare_accounts(&self, state: &str) -> Option<(String, Vec<u8>)> {
+        self.prepare_schema(&ddl::DdlRecord::account_list(state))
+    }
+
+    fn prepare_schema(&self, record: &ddl::DdlRecord) -> Option<(String, Vec<u8>)> {
+        match self.ddl.prepare(self.storage.last_lsn(), record) {
             Ok(prepared) => Some(prepared),
             Err(e) => {
-                tracing::error!(error = %e, sql, "encoding a schema change's record failed");
+                tracing::error!(error = %e, what = record.what(), "encoding a schema change's record failed");
                 None
             }
         }
@@ -393,18 +405,16 @@ impl Node {
 
     /// Records the account list after an account statement ran here
     /// (called by the shim inside [`Storage::fenced`]): replicas install
-    /// it after the current LSN, as a schema change.
-    pub fn record_accounts(&self, state: &str) {
-        self.record_schema(ddl::DdlRecord::account_list(state), false);
+    /// it after the current LSN, as a schema change. `carried`: the batch
+    /// that stored the list wrote its record ([`Node::prepare_accounts`]).
+    pub fn record_accounts(&self, state: &str, carried: bool) {
+        crash_point_after_ddl(state);
+        self.record_schema(ddl::DdlRecord::account_list(state), carried);
     }
 
     fn record_schema(&self, record: ddl::DdlRecord, carried: bool) {
         let after = self.storage.last_lsn();
-        let what = if record.accounts {
-            "the account list".to_string()
-        } else {
-            record.sql.clone()
-        };
+        let what = record.what().to_string();
         if let Err(e) = self.ddl.record(&self.storage, after, record, carried) {
             tracing::error!(error = %e, what, "recording a schema change for replicas failed");
         }
@@ -600,5 +610,42 @@ mod tests {
         assert!(err.contains("position 0"), "{err}");
         node.record_ddl(None, &[], "CREATE DATABASE x", false);
         assert!(node.wait_applied(0, 1, Duration::ZERO).is_ok());
+    }
+
+    /// The shim stores an account list and its prepared record in one
+    /// batch, then the node notes it: a crash before the note still leaves
+    /// the record for replicas once the node is back.
+    #[test]
+    fn an_account_lists_record_stored_with_the_list_outlives_a_crash_before_the_note() {
+        let storage = Storage::in_memory();
+        let node = Node::unstarted(storage.clone(), Arc::new(NoDdl));
+        node.record_ddl(None, &[], "CREATE DATABASE x", false);
+        let first = r#"{"version":1,"accounts":["ann"]}"#;
+        let (key, value) = node.prepare_accounts(first).expect("prepared");
+        storage
+            .put_metas(&[("shim/accounts", first.as_bytes()), (&key, &value)])
+            .unwrap();
+        node.record_accounts(first, true);
+        assert_eq!(node.ddl.count_at(0), 2);
+        // The next list: stored with its record, then the node "crashes".
+        let second = r#"{"version":1,"accounts":["ann","bob"]}"#;
+        let (key, value) = node.prepare_accounts(second).expect("prepared");
+        storage
+            .put_metas(&[("shim/accounts", second.as_bytes()), (&key, &value)])
+            .unwrap();
+        let back = ddl::SchemaHistory::load(&storage).unwrap();
+        let lists: Vec<(String, bool)> = back
+            .at(0, 0)
+            .into_iter()
+            .map(|(_, r)| (r.sql, r.accounts))
+            .collect();
+        assert_eq!(
+            lists,
+            vec![
+                ("CREATE DATABASE x".to_string(), false),
+                (first.to_string(), true),
+                (second.to_string(), true)
+            ]
+        );
     }
 }

@@ -39,8 +39,12 @@ impl SchemaLog for NodeSchemaLog {
         self.0.record_ddl(database, settings, sql, carried);
     }
 
-    fn record_accounts(&self, state: &str) {
-        self.0.record_accounts(state);
+    fn prepare_accounts(&self, state: &str) -> Option<(String, Vec<u8>)> {
+        self.0.prepare_accounts(state)
+    }
+
+    fn record_accounts(&self, state: &str, carried: bool) {
+        self.0.record_accounts(state, carried);
     }
 
     fn acknowledge(&self) -> Result<(), String> {

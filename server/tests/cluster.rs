@@ -1042,37 +1042,85 @@ fn a_crash_right_after_a_schema_change_keeps_its_record_for_replicas() {
         mut nodes,
         etcd,
         _temp,
-    }) = fixture("schema-record crash test", 2)
+    }) = primary_crashed_after(
+        "schema-record crash test",
+        &["CREATE DATABASE d"],
+        "CREATE TABLE d.crash_here (id INT PRIMARY KEY)",
+    )
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].args = vec!["--sync-replicas".into(), "0".into()];
-    nodes[0].env = vec![("LADLE_TEST_CRASH_AFTER_DDL".into(), "crash_here".into())];
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    let mut c = Conn::new(nodes[0].opts()).expect("connect");
-    c.query_drop("CREATE DATABASE d").unwrap();
-    assert!(
-        c.query_drop("CREATE TABLE d.crash_here (id INT PRIMARY KEY)")
-            .is_err(),
-        "the node aborts after the CREATE TABLE"
-    );
-    let child = &mut nodes[0].proc.as_mut().expect("started").0;
-    wait_for("node 1 to abort", || child.try_wait().ok().flatten());
-    nodes[0].env.clear();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
     let mut c = Conn::new(nodes[0].opts()).expect("connect again");
     c.query_drop("INSERT INTO d.crash_here VALUES (1), (2)")
         .unwrap();
-    nodes[1].start(&url);
+    nodes[1].start(&etcd.url());
     wait_role(&nodes[1], "replica");
     let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
     wait_for("node 2 to hold the table's rows", || {
         let ids: Vec<i64> = c2.query("SELECT id FROM d.crash_here ORDER BY id").ok()?;
         (ids == vec![1, 2]).then_some(())
     });
+}
+
+/// An account statement and the account list record for replicas are one
+/// batch: the primary aborted (as by kill -9) right after a CREATE USER
+/// stored the new list, before it noted the record (LADLE_TEST_CRASH_AFTER_DDL
+/// matching the user's name in the list), comes back with both, so a
+/// replica that joins later installs the list and the user logs in there.
+/// (With the record written after the list, the replica never got it.)
+#[test]
+fn a_crash_right_after_an_account_statement_keeps_its_record_for_replicas() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = primary_crashed_after(
+        "account-record crash test",
+        &[],
+        "CREATE USER 'crash_here'@'%' IDENTIFIED BY 'crash-password'",
+    )
+    else {
+        return;
+    };
+    nodes[1].start(&etcd.url());
+    wait_role(&nodes[1], "replica");
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to hold the account", || {
+        c2.query::<String, _>("SHOW GRANTS FOR 'crash_here'@'%'")
+            .ok()
+    });
+    let mut user = Conn::new(nodes[1].opts_as("crash_here", "crash-password"))
+        .expect("crash_here logs in on node 2");
+    let me: String = user.query_first("SELECT CURRENT_USER()").unwrap().unwrap();
+    assert_eq!(me, "crash_here@%");
+}
+
+/// Two nodes, the first a primary alone (`--sync-replicas 0`) that ran
+/// `setup`, then aborted (LADLE_TEST_CRASH_AFTER_DDL = "crash_here") right
+/// after `statement`, which names "crash_here", ran and before it noted
+/// the statement's record; restarted, it is the primary again.
+fn primary_crashed_after(test: &str, setup: &[&str], statement: &str) -> Option<Fixture> {
+    let mut f = fixture(test, 2)?;
+    let url = f.etcd.url();
+    let node = &mut f.nodes[0];
+    node.args = vec!["--sync-replicas".into(), "0".into()];
+    node.env = vec![("LADLE_TEST_CRASH_AFTER_DDL".into(), "crash_here".into())];
+    node.start(&url);
+    wait_role(node, "primary");
+    let mut c = Conn::new(node.opts()).expect("connect");
+    for sql in setup {
+        c.query_drop(*sql).unwrap();
+    }
+    assert!(
+        c.query_drop(statement).is_err(),
+        "the node aborts after {statement}"
+    );
+    let child = &mut node.proc.as_mut().expect("started").0;
+    wait_for("node 1 to abort", || child.try_wait().ok().flatten());
+    node.env.clear();
+    node.start(&url);
+    wait_role(node, "primary");
+    Some(f)
 }
 
 /// A replica applies the primary's ALTER TABLE (a row rewrite: dropped,

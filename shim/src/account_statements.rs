@@ -14,23 +14,6 @@ use crate::output::{text_column, Output};
 use crate::session::current_user;
 use crate::session::Session;
 
-impl crate::exec::Engine {
-    /// On a cluster replica: installs the primary's account list (sent
-    /// after each account statement there) and records it for this
-    /// node's own replicas, between the same two LSNs.
-    pub fn install_replicated_accounts(&self, state: &str) -> Result<(), String> {
-        self.storage.fenced(|| {
-            self.accounts
-                .install(&self.storage, state)
-                .map_err(|e| e.to_string())?;
-            if let Some(log) = self.schema_log.get() {
-                log.record_accounts(state);
-            }
-            Ok(())
-        })
-    }
-}
-
 /// A token of an account statement (their grammar is small and sqlparser
 /// knows little of it: `'u'@'h'`, `*.*`, `CREATE USER` as a privilege).
 #[derive(Clone, Debug, PartialEq)]
@@ -394,7 +377,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
     }
     let require_ssl = require_clause(c)?.unwrap_or(false);
     let mut notes = Vec::new();
-    e.accounts.update(&e.storage, |list| {
+    e.update_accounts(|list| {
         let mut failed = Vec::new();
         for (user, host, secret) in specs {
             let exists = e.accounts.is_superuser_name(&user)
@@ -437,7 +420,7 @@ fn drop_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<Ou
         }
     }
     let mut notes = Vec::new();
-    e.accounts.update(&e.storage, |list| {
+    e.update_accounts(|list| {
         let mut failed = Vec::new();
         for (user, host) in names {
             let before = list.len();
@@ -474,7 +457,7 @@ fn rename_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
             break;
         }
     }
-    e.accounts.update(&e.storage, |list| {
+    e.update_accounts(|list| {
         let mut failed = Vec::new();
         for ((fu, fh), (tu, th)) in pairs {
             let taken = e.accounts.is_superuser_name(&tu)
@@ -508,7 +491,7 @@ fn alter_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<O
     if e.accounts.is_superuser_name(&user) {
         return Err(superuser_fixed());
     }
-    let found = e.accounts.update(&e.storage, |list| {
+    let found = e.update_accounts(|list| {
         let Some(a) = list.iter_mut().find(|a| a.user == user && a.host == host) else {
             return Ok(false);
         };
@@ -577,7 +560,7 @@ fn set_password(
     if e.accounts.is_superuser_name(&user) {
         return Err(superuser_fixed());
     }
-    let found = e.accounts.update(&e.storage, |list| {
+    let found = e.update_accounts(|list| {
         match list.iter_mut().find(|a| a.user == user && a.host == host) {
             Some(a) => {
                 secret.set(a);
@@ -740,7 +723,7 @@ fn grant(
             return Err(superuser_fixed());
         }
     }
-    e.accounts.update(&e.storage, |list| {
+    e.update_accounts(|list| {
         for (user, host, auth) in names.iter_mut() {
             if e.accounts.is_superuser_name(user) {
                 continue;

@@ -7,9 +7,11 @@
 //! account is stored in the catalog as one meta record ([`ACCOUNTS_META`],
 //! JSON with its own `version`), written whole by each change with the
 //! catalog's durability (one RocksDB write, so a crash leaves the old or
-//! the new list, never a mix). Passwords are kept only as MySQL's native
-//! hash (`*` and the hex of `SHA1(SHA1(password))`, what `PASSWORD()`
-//! returns), which is all `mysql_native_password` needs to check a login.
+//! the new list, never a mix; on a cluster node the same write holds the
+//! record that hands the new list to replicas, see [`ListRecord`]).
+//! Passwords are kept only as MySQL's native hash (`*` and the hex of
+//! `SHA1(SHA1(password))`, what `PASSWORD()` returns), which is all
+//! `mysql_native_password` needs to check a login.
 //!
 //! Privileges are the ones Ladle enforces (see [`crate::privileges`]):
 //! SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER at global
@@ -419,14 +421,28 @@ impl Accounts {
             .any(|(k, p)| k.starts_with(&prefix) && *p != 0)
     }
 
-    /// Writes `list` to the catalog, then makes it current.
+    /// Writes `list` to the catalog, then makes it current. With a
+    /// `record` (a cluster node), the same batch writes the record that
+    /// hands the list to replicas; the list is not stored without it.
     fn store(
         &self,
         storage: &Storage,
+        record: Option<ListRecord>,
         current: &mut Vec<Account>,
         list: Vec<Account>,
     ) -> Result<(), ShimError> {
-        storage.put_meta(ACCOUNTS_META, &encode(&list)?)?;
+        let bytes = encode(&list)?;
+        match record {
+            None => storage.put_meta(ACCOUNTS_META, &bytes)?,
+            Some(record) => {
+                let state = std::str::from_utf8(&bytes)
+                    .map_err(|e| ShimError::Internal(format!("accounts encoding: {e}")))?;
+                let (key, value) = record(state).ok_or_else(|| {
+                    ShimError::Internal("the account list's record for replicas failed".into())
+                })?;
+                storage.put_metas(&[(ACCOUNTS_META, &bytes), (&key, &value)])?;
+            }
+        }
         *current = list;
         Ok(())
     }
@@ -439,29 +455,42 @@ impl Accounts {
     }
 
     /// Replaces every stored account with `state` (another node's
-    /// [`Accounts::encoded`]) and stores it.
-    pub fn install(&self, storage: &Storage, state: &str) -> Result<(), ShimError> {
+    /// [`Accounts::encoded`]) and stores it (with its `record`, see
+    /// [`ListRecord`]).
+    pub fn install(
+        &self,
+        storage: &Storage,
+        record: Option<ListRecord>,
+        state: &str,
+    ) -> Result<(), ShimError> {
         let list = decode(state.as_bytes())?;
         let mut current = self.list.write();
-        self.store(storage, &mut current, list)
+        self.store(storage, record, &mut current, list)
     }
 
-    /// Applies `change` to a copy of the list and stores the result; the
-    /// list is unchanged if `change` or the write fails.
+    /// Applies `change` to a copy of the list and stores the result (with
+    /// its `record`, see [`ListRecord`]); the list is unchanged if
+    /// `change` or the write fails.
     pub(crate) fn update<T>(
         &self,
         storage: &Storage,
+        record: Option<ListRecord>,
         change: impl FnOnce(&mut Vec<Account>) -> Result<T, ShimError>,
     ) -> Result<T, ShimError> {
         let mut current = self.list.write();
         let mut next = current.clone();
         let out = change(&mut next)?;
         if next != *current {
-            self.store(storage, &mut current, next)?;
+            self.store(storage, record, &mut current, next)?;
         }
         Ok(out)
     }
 }
+
+/// On a cluster node: makes the meta record (key, value) that hands an
+/// encoded account list to replicas (`SchemaLog::prepare_accounts`),
+/// which the batch storing that list writes too; `None` when it cannot.
+pub type ListRecord<'a> = &'a dyn Fn(&str) -> Option<(String, Vec<u8>)>;
 
 fn encode(list: &[Account]) -> Result<Vec<u8>, ShimError> {
     serde_json::to_vec(&Stored {

@@ -208,11 +208,9 @@ impl Engine {
             // it; replicas install the resulting list at this position).
             log.check_writable()
                 .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
-            let out = self.storage.fenced(|| {
-                let out = crate::account_statements::statement(self, s, sql)?;
-                log.record_accounts(&self.accounts.encoded()?);
-                Ok::<_, ShimError>(out)
-            })?;
+            let out = self
+                .storage
+                .fenced(|| self.recorded_account_statement(s, sql, log.as_ref()))?;
             log.acknowledge()
                 .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
             return Ok(out);

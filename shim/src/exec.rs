@@ -81,10 +81,16 @@ pub trait SchemaLog: Send + Sync {
         sql: &str,
         carried: bool,
     );
-    /// Called after an account statement, with the whole account list
-    /// ([`crate::accounts::Accounts::encoded`]): replicas install it (the
-    /// statement's text, which may hold a password, is never sent).
-    fn record_accounts(&self, state: &str);
+    /// The meta record (key, value) that hands the account list `state`
+    /// ([`crate::accounts::Accounts::encoded`]) to replicas now: the batch
+    /// that stores the list carries it, so a crash cannot keep one without
+    /// the other. `None`: it could not be made (the list is not stored).
+    fn prepare_accounts(&self, state: &str) -> Option<(String, Vec<u8>)>;
+    /// Called after an account statement, with the whole account list:
+    /// replicas install it (the statement's text, which may hold a
+    /// password, is never sent). `carried`: the list's own batch already
+    /// wrote the prepared record (else this writes it).
+    fn record_accounts(&self, state: &str, carried: bool);
     /// Called after a recorded schema change, outside the fence: waits
     /// until replicas have it (semi-synchronous DDL); `Err(reason)`
     /// (error 1290) if they did not confirm it.

@@ -45,6 +45,7 @@
 //! This crate must not depend on `rocksdb`; it sees storage only through
 //! `ladle_storage`'s API.
 
+mod account_replication;
 mod account_statements;
 mod accounts;
 pub mod admin;

@@ -286,8 +286,15 @@ impl Storage {
     }
     /// Small metadata records (view definitions, graph) in the catalog.
     pub fn put_meta(&self, key: &str, value: &[u8]) -> Result<()> {
+        self.put_metas(&[(key, value)])
+    }
+    /// Several meta records in one batch, so a crash keeps all of them or
+    /// none (a cluster's account list and its record for replicas).
+    pub fn put_metas(&self, records: &[(&str, &[u8])]) -> Result<()> {
         let mut b = engine::Batch::default();
-        b.put(cf::CATALOG, cf::catalog_key::meta(key), value);
+        for (key, value) in records {
+            b.put(cf::CATALOG, cf::catalog_key::meta(key), *value);
+        }
         attach_record(&mut b);
         self.engine.write(b, self.sync())
     }

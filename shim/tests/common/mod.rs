@@ -34,8 +34,29 @@ pub async fn start_configured(
     password: &str,
 ) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let frontend = frontend(dir.path(), port, tls, max_allowed_packet, password);
+    let (stop, stop_rx) = watch::channel(false);
+    tokio::spawn(frontend.serve(listener, stop_rx));
+    Server {
+        port,
+        _stop: stop,
+        _dir: dir,
+    }
+}
+
+/// A front end over in-memory storage in `dir`, not serving yet (`root`
+/// with `password` is its superuser).
+pub fn frontend(
+    dir: &std::path::Path,
+    port: u16,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    max_allowed_packet: usize,
+    password: &str,
+) -> Arc<Frontend> {
     let cfg = StorageConfig {
-        data_dir: dir.path().to_path_buf(),
+        data_dir: dir.to_path_buf(),
         durability: Durability::Memory,
         block_cache_bytes: 8 << 20,
         wal_dir: None,
@@ -52,15 +73,13 @@ pub async fn start_configured(
         },
     )
     .expect("dataflow");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("addr").port();
-    let frontend = Frontend::new(
+    Frontend::new(
         storage,
         dataflow,
         ServerFacts {
             max_connections: 100,
             port,
-            datadir: dir.path().display().to_string(),
+            datadir: dir.display().to_string(),
             tls: tls.is_some(),
             read_consistency: Default::default(),
             timeouts: Default::default(),
@@ -76,14 +95,7 @@ pub async fn start_configured(
             tls,
         },
     )
-    .expect("frontend");
-    let (stop, stop_rx) = watch::channel(false);
-    tokio::spawn(frontend.serve(listener, stop_rx));
-    Server {
-        port,
-        _stop: stop,
-        _dir: dir,
-    }
+    .expect("frontend")
 }
 
 impl Server {

@@ -991,6 +991,17 @@ fn catalog_and_meta(kind: Kind) {
     );
     s.delete_meta("view/a").unwrap();
     assert_eq!(s.list_meta("").unwrap().len(), 2);
+    s.put_metas(&[("pair/list", b"l"), ("pair/record", b"r")])
+        .unwrap();
+    assert_eq!(
+        s.list_meta("pair/").unwrap(),
+        vec![
+            ("pair/list".into(), b"l".to_vec()),
+            ("pair/record".into(), b"r".to_vec())
+        ]
+    );
+    s.delete_meta("pair/list").unwrap();
+    s.delete_meta("pair/record").unwrap();
     s.write(vec![insert(&u, vec![row(&[i(1), t("a"), i(1)])])])
         .unwrap();
     let dropped = s.drop_table("db", "users").unwrap();
