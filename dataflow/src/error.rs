@@ -32,6 +32,10 @@ pub enum DataflowError {
     /// A scalar subquery returned several rows (MySQL's 1242).
     #[error("Subquery returns more than 1 row")]
     SubqueryRows,
+    /// A call of a function that is no MySQL or MariaDB built-in: MariaDB
+    /// takes the name for a stored function, and there is none (1305).
+    #[error("FUNCTION {0} does not exist")]
+    UnknownFunction(FunctionName),
     /// The read was stopped (see [`interrupt`]): by `KILL` or a client
     /// that went away, or (`timeout`) by `max_execution_time`.
     #[error("{}", if *.timeout {
@@ -68,6 +72,55 @@ impl DataflowError {
     /// clock fixed (see the shim's `clock`).
     pub fn is_volatile_refusal(&self) -> bool {
         matches!(self, DataflowError::Unsupported(gap) if gap.volatile)
+    }
+
+    /// An [`DataflowError::UnknownFunction`] whose name does not say its
+    /// database names `database`'s function, as MariaDB qualifies a
+    /// stored function's name with the current database (`FUNCTION
+    /// db.f does not exist`; `f` alone when none is selected, `None` or
+    /// empty). The first database given sticks; any other error is
+    /// returned as it is.
+    pub fn in_database(self, database: Option<&str>) -> DataflowError {
+        match self {
+            DataflowError::UnknownFunction(f) if !f.settled => {
+                let name = match database {
+                    Some(db) if !db.is_empty() => format!("{db}.{}", f.name),
+                    _ => f.name,
+                };
+                DataflowError::UnknownFunction(FunctionName {
+                    name,
+                    settled: true,
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+/// The name of a called function that does not exist (a
+/// [`DataflowError::UnknownFunction`]), as MariaDB's error names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionName {
+    /// As the call spelled it (`f`, or `db.f`).
+    name: String,
+    /// Whether `name` says its database, or that none is selected: set by
+    /// a call naming its database, or by [`DataflowError::in_database`].
+    settled: bool,
+}
+
+impl FunctionName {
+    /// The name of a call of `parts` (`[f]` or `[db, f]`).
+    pub(crate) fn called(parts: &[String]) -> FunctionName {
+        FunctionName {
+            name: parts.join("."),
+            settled: parts.len() > 1,
+        }
+    }
+}
+
+impl std::fmt::Display for FunctionName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
     }
 }
 
@@ -143,5 +196,19 @@ mod tests {
         );
         let other = DataflowError::Unsupported("a gap that names NOW()/RAND()".into());
         assert!(!other.is_volatile_refusal());
+    }
+
+    #[test]
+    fn an_unknown_function_is_named_in_the_first_database_given() {
+        let bare = || DataflowError::UnknownFunction(FunctionName::called(&["NoSuch".into()]));
+        let named = bare().in_database(Some("d1")).in_database(Some("d2"));
+        assert_eq!(named.to_string(), "FUNCTION d1.NoSuch does not exist");
+        let none = bare().in_database(None).in_database(Some("d2"));
+        assert_eq!(none.to_string(), "FUNCTION NoSuch does not exist");
+        let own = DataflowError::UnknownFunction(FunctionName::called(&["o".into(), "f".into()]));
+        assert_eq!(
+            own.in_database(Some("d1")).to_string(),
+            "FUNCTION o.f does not exist"
+        );
     }
 }

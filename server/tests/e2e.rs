@@ -586,6 +586,58 @@ fn transactions_commit_and_roll_back_atomically() {
     });
 }
 
+/// A PRIMARY KEY declared DESC comes back as declared after a restart
+/// (SHOW INDEX's Collation D, SHOW CREATE TABLE's DESC), still unique,
+/// still read in either order; DROP PRIMARY KEY after the restart takes
+/// the order along.
+#[test]
+fn descending_primary_keys_come_back_after_kill_9() {
+    let (_dir, srv) = restarted_after_kill_9(&[
+        "CREATE DATABASE pk",
+        "CREATE TABLE pk.t (a INT, b INT, v VARCHAR(5), PRIMARY KEY (a, b DESC))",
+        "INSERT INTO pk.t VALUES (1, 1, 'x'), (1, 2, 'y'), (2, 1, 'z')",
+        "CREATE TABLE pk.u (a INT NOT NULL, v INT)",
+        "ALTER TABLE pk.u ADD PRIMARY KEY (a DESC)",
+    ]);
+    rt().block_on(async {
+        let mut c = srv.conn(Some("pk")).await;
+        let index: Vec<(String, String, String)> = c
+            .query_map("SHOW INDEX FROM t", |r: Row| {
+                (text_of(&r[2]), text_of(&r[4]), text_of(&r[5]))
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            index,
+            vec![
+                ("PRIMARY".into(), "a".into(), "A".into()),
+                ("PRIMARY".into(), "b".into(), "D".into()),
+            ]
+        );
+        let (_, create): (String, String) =
+            c.query_first("SHOW CREATE TABLE u").await.unwrap().unwrap();
+        assert!(create.contains("PRIMARY KEY (`a` DESC)"), "{create}");
+        let e = c
+            .query_drop("INSERT INTO t VALUES (1, 2, 'w')")
+            .await
+            .unwrap_err();
+        assert_eq!(server_code(e), 1062);
+        let rows: Vec<(i64, i64)> = c
+            .query("SELECT a, b FROM t ORDER BY a DESC, b DESC")
+            .await
+            .unwrap();
+        assert_eq!(rows, vec![(2, 1), (1, 2), (1, 1)]);
+        c.query_drop("ALTER TABLE u DROP PRIMARY KEY, ADD PRIMARY KEY (a)")
+            .await
+            .unwrap();
+        let collation: Option<String> = c
+            .query_first("SELECT COLLATION FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = 'pk' AND TABLE_NAME = 'u'")
+            .await
+            .unwrap();
+        assert_eq!(collation.as_deref(), Some("A"));
+    });
+}
+
 #[test]
 fn errors_carry_mysql_codes() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use ladle_common::{ColumnDefault, IndexSchema, Row, TableId, Value};
 use ladle_storage::{StorageError, TableChange};
-use sqlparser::ast::{self, AlterTableOperation, CreateIndex, Expr, TableConstraint};
+use sqlparser::ast::{self, AlterTableOperation, CreateIndex, TableConstraint};
 use sqlparser::tokenizer::Token;
 
 use crate::alter::{Op, Shape};
@@ -22,6 +22,7 @@ use crate::ddl::{
 use crate::error::{self, Result, ShimError};
 use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
+use crate::functional_index::{IndexDecl, KeyPart, PRIMARY};
 use crate::output::Output;
 use crate::session::Session;
 use crate::table_notes::TableNotes;
@@ -109,10 +110,14 @@ pub fn alter_table(
 pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Output> {
     let (db, table) = e.resolve(s, &ci.table_name)?;
     let schema = existing_table(e, &db, &table)?;
+    let parts = ci
+        .columns
+        .iter()
+        .map(|o| crate::functional_index::created_part(&o.expr))
+        .collect::<Result<Vec<_>>>()?;
     // `(expr)` key parts: the index and its hidden columns are added as
     // ALTER TABLE ... ADD INDEX adds them.
-    if ci.columns.iter().any(|o| matches!(o.expr, Expr::Nested(_))) {
-        use crate::functional_index::{IndexDecl, KeyPart};
+    if parts.iter().any(|p| matches!(p, KeyPart::Expression(_))) {
         let name = ci.name.as_ref().map(crate::sqltext::last_part);
         if let Some(n) = name.as_deref().filter(|n| schema.index(n).is_some()) {
             if ci.if_not_exists {
@@ -120,17 +125,6 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
                 return Ok(Output::ok());
             }
         }
-        let parts = ci
-            .columns
-            .iter()
-            .map(|o| match &o.expr {
-                Expr::Nested(x) => Ok(KeyPart::Expression(x.clone())),
-                Expr::Identifier(i) => Ok(KeyPart::Column(i.value.clone())),
-                other => Err(ShimError::Unsupported(format!(
-                    "index on expression {other}"
-                ))),
-            })
-            .collect::<Result<_>>()?;
         let decl = IndexDecl {
             name,
             unique: ci.unique,
@@ -140,16 +134,13 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
         };
         return alter_table(e, s, &ci.table_name, vec![Op::AddFunctionalIndex(decl)]);
     }
-    let names: Vec<ast::Ident> = ci
-        .columns
-        .iter()
-        .map(|o| match &o.expr {
-            Expr::Identifier(i) => Ok(i.clone()),
-            other => Err(ShimError::Unsupported(format!(
-                "index on expression {other}"
-            ))),
+    let names: Vec<ast::Ident> = parts
+        .into_iter()
+        .filter_map(|p| match p {
+            KeyPart::Column(c) => Some(ast::Ident::new(c)),
+            KeyPart::Expression(_) => None,
         })
-        .collect::<Result<_>>()?;
+        .collect();
     let pos = positions(&schema.columns, &names)?;
     let name = ci
         .name
@@ -300,12 +291,20 @@ impl Alter<'_> {
                 if_exists,
                 check_only,
             } => self.drop_constraint(s, &name, if_exists, check_only),
-            Op::Parsed(A::DropPrimaryKey) => self.shape.drop_primary_key(),
+            Op::Parsed(A::DropPrimaryKey) => self.drop_primary_key(),
+            Op::AddFunctionalIndex(decl) if decl.primary => {
+                let columns = &self.shape.schema.columns;
+                let pos = crate::functional_index::primary_key(columns, &decl)?;
+                let descending = decl.descending_columns(columns, &pos);
+                self.shape.set_primary_key(pos)?;
+                self.notes.add_index(PRIMARY, &descending);
+                Ok(())
+            }
             Op::AddFunctionalIndex(decl) => {
                 let mut schema = self.shape.schema.clone();
                 let index = crate::functional_index::add_index(&mut schema, &decl)?;
                 let before = self.shape.schema.columns.len();
-                let descending = decl.descending_columns(&schema, &index);
+                let descending = decl.descending_columns(&schema.columns, &index.columns);
                 for column in schema.columns.drain(before..) {
                     self.shape.add_column(column, None)?;
                 }
@@ -694,9 +693,16 @@ impl Alter<'_> {
         missing(s, "CONSTRAINT", name, if_exists)
     }
 
+    /// DROP PRIMARY KEY, and its key parts' order with it.
+    fn drop_primary_key(&mut self) -> Result<()> {
+        self.shape.drop_primary_key()?;
+        self.notes.drop_index(PRIMARY);
+        Ok(())
+    }
+
     fn drop_index(&mut self, s: &mut Session, name: &str, if_exists: bool) -> Result<()> {
-        if name.eq_ignore_ascii_case("PRIMARY") {
-            return self.shape.drop_primary_key();
+        if name.eq_ignore_ascii_case(PRIMARY) {
+            return self.drop_primary_key();
         }
         let schema = &self.shape.schema;
         let Some(at) = schema

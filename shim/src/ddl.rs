@@ -372,6 +372,11 @@ pub fn create_table_with(
         return create_table_like(e, s, &ct, db, name, like);
     }
     let mut draft = TableDraft::declare_columns(e, s, &name, &ct.columns)?;
+    // Before the other constraints, as if in its place: a foreign key
+    // over its columns needs no index of its own.
+    for decl in functional.iter().filter(|d| d.primary) {
+        draft.declare_primary(decl)?;
+    }
     for tc in &ct.constraints {
         draft.add_constraint(e, s, &name, tc)?;
     }
@@ -568,14 +573,8 @@ impl TableDraft {
     ) -> Result<()> {
         match tc {
             TableConstraint::PrimaryKey { columns: cols, .. } => {
-                if self.primary.is_some() {
-                    return Err(ShimError::MultiplePrimaryKey);
-                }
                 let pos = positions(&self.columns, cols)?;
-                for &p in &pos {
-                    self.columns[p].nullable = false;
-                }
-                self.primary = Some(pos);
+                self.set_primary(pos)?;
             }
             TableConstraint::Unique {
                 name,
@@ -618,6 +617,30 @@ impl TableDraft {
                 return Err(ShimError::Unsupported("FULLTEXT/SPATIAL indexes".into()))
             }
         }
+        Ok(())
+    }
+
+    /// The primary key a declaration sqlparser did not read declares
+    /// (with DESC parts), its parts' order noted.
+    fn declare_primary(&mut self, decl: &crate::functional_index::IndexDecl) -> Result<()> {
+        let pos = crate::functional_index::primary_key(&self.columns, decl)?;
+        let descending = decl.descending_columns(&self.columns, &pos);
+        self.set_primary(pos)?;
+        self.notes
+            .add_index(crate::functional_index::PRIMARY, &descending);
+        Ok(())
+    }
+
+    /// Makes the columns at `pos` the primary key (NOT NULL); 1068 if
+    /// there is one.
+    fn set_primary(&mut self, pos: Vec<usize>) -> Result<()> {
+        if self.primary.is_some() {
+            return Err(ShimError::MultiplePrimaryKey);
+        }
+        for &p in &pos {
+            self.columns[p].nullable = false;
+        }
+        self.primary = Some(pos);
         Ok(())
     }
 
@@ -697,13 +720,14 @@ impl TableDraft {
 }
 
 /// Adds the functional and ASC/DESC key parts' indexes sqlparser did not
-/// read to `schema`, each one's DESC parts to `notes`.
+/// read to `schema` (not a PRIMARY KEY: [`TableDraft::declare_primary`]),
+/// each one's DESC parts to `notes`.
 fn add_functional_indexes(
     schema: &mut TableSchema,
     notes: &mut TableNotes,
     functional: &[crate::functional_index::IndexDecl],
 ) -> Result<()> {
-    for decl in functional {
+    for decl in functional.iter().filter(|d| !d.primary) {
         let index = crate::functional_index::add_index(schema, decl)?;
         if schema.index(&index.name).is_some() {
             return Err(wire((
@@ -711,7 +735,10 @@ fn add_functional_indexes(
                 format!("Duplicate key name '{}'", index.name),
             )));
         }
-        notes.add_index(&index.name, &decl.descending_columns(schema, &index));
+        notes.add_index(
+            &index.name,
+            &decl.descending_columns(&schema.columns, &index.columns),
+        );
         schema.indexes.push(index);
     }
     Ok(())

@@ -236,6 +236,16 @@ impl ShimError {
         }
     }
 
+    /// A call of a function that does not exist, named in the session's
+    /// database `database` as MariaDB names it (see
+    /// [`DataflowError::in_database`]); any other error as it is.
+    pub fn in_database(self, database: Option<&str>) -> ShimError {
+        match self {
+            ShimError::Dataflow(e) => ShimError::Dataflow(e.in_database(database)),
+            other => other,
+        }
+    }
+
     /// True for errors that are Ladle's fault or the environment's (logged
     /// at WARN/ERROR rather than DEBUG).
     pub fn is_internal(&self) -> bool {
@@ -299,6 +309,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
+        DataflowError::UnknownFunction(_) => ER_SP_DOES_NOT_EXIST,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
         DataflowError::Interrupted { timeout: true } => ER_QUERY_TIMEOUT,

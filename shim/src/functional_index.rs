@@ -17,9 +17,10 @@
 //! and an [`IndexSchema`]; CREATE TABLE ([`crate::ddl`]) and ALTER TABLE
 //! ([`crate::alter_table`]) add them to the table they build. Declarations
 //! with ASC / DESC key parts (which sqlparser does not read in CREATE
-//! TABLE or ALTER TABLE either) take the same path; a part's order is
-//! noted in the table's notes ([`crate::table_notes`]) for SHOW INDEX,
-//! STATISTICS and SHOW CREATE TABLE.
+//! TABLE or ALTER TABLE either), a PRIMARY KEY's included, take the same
+//! path; a part's order is noted in the table's notes
+//! ([`crate::table_notes`]) for SHOW INDEX, STATISTICS and SHOW CREATE
+//! TABLE.
 
 use std::ops::ControlFlow;
 
@@ -56,15 +57,15 @@ pub struct IndexDecl {
 }
 
 impl IndexDecl {
-    /// The names of `index`'s columns (as [`add_index`] made it from this
-    /// declaration) whose part is DESC.
-    pub fn descending_columns(&self, schema: &TableSchema, index: &IndexSchema) -> Vec<String> {
-        index
-            .columns
+    /// The names of the columns at `positions` (of `columns`: the key
+    /// [`add_index`] or [`primary_key`] made from this declaration) whose
+    /// part is DESC.
+    pub fn descending_columns(&self, columns: &[ColumnSchema], positions: &[usize]) -> Vec<String> {
+        positions
             .iter()
             .zip(&self.descending)
             .filter(|(_, desc)| **desc)
-            .map(|(&c, _)| schema.columns[c].name.clone())
+            .map(|(&c, _)| columns[c].name.clone())
             .collect()
     }
 }
@@ -73,7 +74,7 @@ impl IndexDecl {
 /// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`
 /// or a key part with ASC or DESC.
 pub fn declared(t: &[Token]) -> bool {
-    (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| needs_decl(t, open, true)))
+    (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| needs_decl(t, open)))
 }
 
 fn is_key_word(x: Option<&Token>) -> bool {
@@ -117,10 +118,9 @@ fn closing(t: &[Token], open: usize) -> Option<usize> {
     None
 }
 
-/// Whether a part of the key-part list opening at `open` is `(expr)` or,
-/// with `orders`, has ASC or DESC. (A PRIMARY KEY is read here only for
-/// its functional parts, which are refused: sqlparser reads the rest.)
-fn needs_decl(t: &[Token], open: usize, orders: bool) -> bool {
+/// Whether a part of the key-part list opening at `open` is `(expr)` or
+/// has ASC or DESC.
+fn needs_decl(t: &[Token], open: usize) -> bool {
     let Some(close) = closing(t, open) else {
         return false;
     };
@@ -130,8 +130,7 @@ fn needs_decl(t: &[Token], open: usize, orders: bool) -> bool {
         match tok {
             Token::LParen if depth == 0 && part_start => return true,
             Token::Word(w)
-                if orders
-                    && depth == 0
+                if depth == 0
                     && w.quote_style.is_none()
                     && (w.value.eq_ignore_ascii_case("ASC")
                         || w.value.eq_ignore_ascii_case("DESC")) =>
@@ -214,6 +213,43 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
     })
 }
 
+/// A key part of CREATE INDEX, which sqlparser reads as an expression: a
+/// column, a column with a prefix length (`c(10)`, read as a call, the
+/// length ignored as for any Ladle index), or `(expr)`. Any other
+/// expression (`a + b`, `LOWER(a)`) is MySQL's and MariaDB's syntax error
+/// (1064): an expression key part takes parentheses of its own.
+pub fn created_part(e: &ast::Expr) -> Result<KeyPart> {
+    match e {
+        ast::Expr::Nested(x) => Ok(KeyPart::Expression(x.clone())),
+        ast::Expr::Identifier(i) => Ok(KeyPart::Column(i.value.clone())),
+        ast::Expr::Function(f) if is_prefix_length(f) => {
+            Ok(KeyPart::Column(crate::sqltext::last_part(&f.name)))
+        }
+        other => Err(ShimError::Parse(format!(
+            "check the manual that corresponds to your MariaDB server version for the right \
+             syntax to use near '{other}' at line 1"
+        ))),
+    }
+}
+
+/// Whether a call is `column(length)`.
+fn is_prefix_length(f: &ast::Function) -> bool {
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return false;
+    };
+    f.name.0.len() == 1
+        && f.over.is_none()
+        && f.filter.is_none()
+        && list.duplicate_treatment.is_none()
+        && list.clauses.is_empty()
+        && matches!(
+            list.args.as_slice(),
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+                ast::Expr::Value(ast::Value::Number(..))
+            ))]
+        )
+}
+
 fn starts_key(p: &Parser) -> bool {
     let t = p.peek_token().token;
     ["PRIMARY", "UNIQUE", "INDEX", "KEY"]
@@ -252,7 +288,7 @@ pub fn at_added_decl(p: &Parser) -> bool {
     if primary {
         i += 1;
     }
-    key_list_at(&tokens, i).is_some_and(|open| needs_decl(&tokens, open, !primary))
+    key_list_at(&tokens, i).is_some_and(|open| needs_decl(&tokens, open))
 }
 
 fn is_primary(x: Option<&Token>) -> bool {
@@ -301,7 +337,7 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
         if primary {
             i += 1;
         }
-        if key_list_at(element, i).is_some_and(|o| needs_decl(element, o, !primary)) {
+        if key_list_at(element, i).is_some_and(|o| needs_decl(element, o)) {
             let sql = crate::tokens::render_tokens(element);
             let mut p = crate::sqltext::parser(&sql)?;
             decls.push(crate::sqltext::contain_parser_panic(|| parse_decl(&mut p))?);
@@ -320,12 +356,12 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
 /// `schema`'s columns and returns the index over them (not yet added: its
 /// name is checked by the caller). The index's name, if not given, is
 /// MySQL's: `functional_index`, `functional_index_2`, ... (or the first
-/// column's, when the first part is a column).
+/// column's, when the first part is a column). Not for a PRIMARY KEY
+/// (see [`primary_key`]).
 pub fn add_index(schema: &mut TableSchema, decl: &IndexDecl) -> Result<IndexSchema> {
     if decl.primary {
-        return Err(wire(
-            error::ER_FUNCTIONAL_INDEX_PRIMARY_KEY,
-            "The primary key cannot be a functional index".into(),
+        return Err(ShimError::Internal(
+            "a PRIMARY KEY declaration read as an index".into(),
         ));
     }
     let name = match &decl.name {
@@ -341,10 +377,7 @@ pub fn add_index(schema: &mut TableSchema, decl: &IndexDecl) -> Result<IndexSche
     let mut columns = Vec::new();
     for (n, part) in decl.parts.iter().enumerate() {
         let at = match part {
-            KeyPart::Column(c) => schema
-                .column_index(c)
-                .filter(|&i| !schema.columns[i].is_hidden())
-                .ok_or_else(|| ShimError::UnknownColumn(c.clone(), "table definition".into()))?,
+            KeyPart::Column(c) => column_at(&schema.columns, c)?,
             KeyPart::Expression(e) => {
                 let column = hidden_column(schema, &name, n, e)?;
                 schema.columns.push(column);
@@ -360,6 +393,33 @@ pub fn add_index(schema: &mut TableSchema, decl: &IndexDecl) -> Result<IndexSche
         unique: decl.unique,
     })
 }
+
+/// The positions in `columns` of a `PRIMARY KEY` declaration's columns
+/// (the caller makes them the primary key, and notes its DESC parts under
+/// [`PRIMARY`]): its parts must be columns (3756, as in MySQL).
+pub fn primary_key(columns: &[ColumnSchema], decl: &IndexDecl) -> Result<Vec<usize>> {
+    decl.parts
+        .iter()
+        .map(|part| match part {
+            KeyPart::Column(c) => column_at(columns, c),
+            KeyPart::Expression(_) => Err(wire(
+                error::ER_FUNCTIONAL_INDEX_PRIMARY_KEY,
+                "The primary key cannot be a functional index".into(),
+            )),
+        })
+        .collect()
+}
+
+/// The position of the (visible) column a key part names.
+fn column_at(columns: &[ColumnSchema], column: &str) -> Result<usize> {
+    columns
+        .iter()
+        .position(|c| c.name.eq_ignore_ascii_case(column) && !c.is_hidden())
+        .ok_or_else(|| ShimError::UnknownColumn(column.to_string(), "table definition".into()))
+}
+
+/// The name of the primary key, as SHOW INDEX and the table's notes give it.
+pub const PRIMARY: &str = "PRIMARY";
 
 /// Functions whose value is not a function of the row: refused in a
 /// functional key part (3758), as MySQL refuses them.
@@ -631,6 +691,9 @@ mod tests {
             "ALTER TABLE t ADD UNIQUE INDEX ((LOWER(a)))"
         )));
         assert!(declared(&toks("CREATE TABLE t (a INT, KEY k (a DESC))")));
+        assert!(declared(&toks(
+            "CREATE TABLE t (a INT, PRIMARY KEY (a DESC))"
+        )));
         let plain = [
             "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))",
             "CREATE TABLE t (a INT CHECK ((a + 1) > 0))",
@@ -675,5 +738,33 @@ mod tests {
         assert!(matches!(&decls[1].parts[1], KeyPart::Column(c) if c == "a"));
         assert_eq!(decls[1].descending, vec![false, true]);
         assert!(decls[0].name.is_none());
+    }
+
+    #[test]
+    fn a_descending_primary_key_is_a_declaration() {
+        let (sql, decls) = split_create_table(&toks(
+            "CREATE TABLE t (a INT, b INT, CONSTRAINT pk PRIMARY KEY (a, b DESC), KEY (b))",
+        ))
+        .unwrap();
+        assert_eq!(sql.replace(' ', ""), "CREATETABLEt(aINT,bINT,KEY(b))");
+        assert!(decls[0].primary);
+        assert_eq!(decls[0].descending, vec![false, true]);
+        let (sql, decls) =
+            split_create_table(&toks("CREATE TABLE t (a INT, PRIMARY KEY (a))")).unwrap();
+        assert!(decls.is_empty(), "{sql}");
+    }
+
+    #[test]
+    fn create_index_parts_are_columns_prefixes_or_parenthesized() {
+        let part = |sql: &str| {
+            let e = crate::sqltext::parse_expr(sql).unwrap();
+            created_part(&e).map_err(|e| e.mysql_code().errno)
+        };
+        assert!(matches!(part("a"), Ok(KeyPart::Column(c)) if c == "a"));
+        assert!(matches!(part("c(10)"), Ok(KeyPart::Column(c)) if c == "c"));
+        assert!(matches!(part("(a + b)"), Ok(KeyPart::Expression(_))));
+        for bare in ["a + b", "LOWER(c)", "c(a)", "t.a"] {
+            assert_eq!(part(bare).err(), Some(1064), "{bare}");
+        }
     }
 }

@@ -449,8 +449,8 @@ impl EvalContext<'_> {
         if let Some(err) = failure {
             return Err(err);
         }
-        let compiled =
-            ladle_dataflow::compile_row_expr(&resolved, None).map_err(EvalError::Compile)?;
+        let compiled = ladle_dataflow::compile_row_expr(&resolved, None)
+            .map_err(|e| EvalError::Compile(e.in_database(self.session.database.as_deref())))?;
         let v = compiled.eval(&Vec::new()).map_err(EvalError::Eval)?;
         Ok((v, compiled.constant_type()))
     }

@@ -24,7 +24,15 @@ pub(crate) struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// Plans query `q`. A call of a function that does not exist is named
+    /// in the planner's database, as MariaDB names it (see
+    /// [`DataflowError::in_database`]).
     pub fn plan(&self, q: &ast::Query) -> Result<Planned> {
+        self.plan_query(q)
+            .map_err(|e| e.in_database(Some(self.database)))
+    }
+
+    fn plan_query(&self, q: &ast::Query) -> Result<Planned> {
         if q.with.is_some() {
             return Err(unsupported("WITH"));
         }

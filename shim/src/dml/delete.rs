@@ -19,7 +19,14 @@ use crate::output::Output;
 use crate::session::Session;
 use crate::tokens::render_tokens;
 
-pub fn delete(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+/// DELETE. A call of a function that does not exist is named in the
+/// session's database (1305, see [`crate::error::ShimError::in_database`]).
+pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
+    let db = s.database.clone();
+    delete_rows(e, s, d).map_err(|err| err.in_database(db.as_deref()))
+}
+
+fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
     if let Some(single) = multi_table_delete(e, s, &d)? {
         d = single;
     }

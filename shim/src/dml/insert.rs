@@ -25,7 +25,14 @@ use crate::output::{Info, Output};
 use crate::session::Session;
 use crate::tokens::render_token;
 
-pub fn insert(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
+/// INSERT and REPLACE. A call of a function that does not exist is
+/// named in the session's database (1305, see [`crate::error::ShimError::in_database`]).
+pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
+    let db = s.database.clone();
+    insert_into(e, s, ins).map_err(|err| err.in_database(db.as_deref()))
+}
+
+fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
     let returning = ins
         .returning

@@ -67,7 +67,22 @@ pub(super) struct UpdateNotes {
     pub(super) found: Vec<(String, usize)>,
 }
 
+/// UPDATE of one table. A call of a function that does not exist is
+/// named in the session's database (1305, see [`crate::error::ShimError::in_database`]).
 pub fn update(
+    e: &Engine,
+    s: &mut Session,
+    target: ast::TableWithJoins,
+    assignments: Vec<ast::Assignment>,
+    selection: Option<Expr>,
+    clauses: UpdateClauses<'_>,
+) -> Result<Output> {
+    let db = s.database.clone();
+    update_rows(e, s, target, assignments, selection, clauses)
+        .map_err(|err| err.in_database(db.as_deref()))
+}
+
+fn update_rows(
     e: &Engine,
     s: &mut Session,
     target: ast::TableWithJoins,

@@ -157,7 +157,10 @@ pub enum Lookup {
     Found(Func),
     /// A built-in called with too few or too many arguments (MySQL's 1582).
     WrongArgCount,
-    /// Not a function Ladle knows.
+    /// A MySQL or MariaDB built-in Ladle does not evaluate yet (1235).
+    Unimplemented,
+    /// No built-in has this name (1305: MariaDB looks for a stored
+    /// function of that name).
     Unknown,
 }
 
@@ -166,20 +169,22 @@ pub enum Lookup {
 const UNIMPLEMENTED_ARITY: &[(&str, usize, usize)] = &[("sleep", 1, 1)];
 
 impl Func {
-    /// Looks a function up by its SQL name and checks the argument count.
+    /// Looks a function up by its SQL name (one part: a name with its
+    /// database is never a built-in) and checks the argument count.
     pub fn by_name(name: &str, nargs: usize) -> Lookup {
         let n = name.to_ascii_lowercase();
         let (found, min, max) = match Func::signature(&n) {
             Some((f, min, max)) => (Some(f), min, max),
             None => match UNIMPLEMENTED_ARITY.iter().find(|(u, ..)| *u == n) {
                 Some(&(_, min, max)) => (None, min, max),
+                None if super::builtin_names::is_builtin(&n) => return Lookup::Unimplemented,
                 None => return Lookup::Unknown,
             },
         };
         match found {
             _ if nargs < min || nargs > max => Lookup::WrongArgCount,
             Some(f) => Lookup::Found(f),
-            None => Lookup::Unknown,
+            None => Lookup::Unimplemented,
         }
     }
 

@@ -2,9 +2,11 @@
 //! evaluates and types its own: `control` (COALESCE, IF, NULLIF, GREATEST,
 //! ...), `string`, `numeric`, `datetime` (with `calendar`'s arithmetic) and
 //! `json`. [`Family::of`] is the one table routing a function to its family,
-//! for evaluation and for typing alike.
+//! for evaluation and for typing alike. `builtin_names` lists every MySQL
+//! and MariaDB built-in, evaluated here or not.
 
 mod args;
+mod builtin_names;
 mod calendar;
 mod catalog;
 mod control;
