@@ -42,7 +42,7 @@ fn installed_key(signature: &str) -> String {
 
 /// The engine's state, shared by [`Dataflow`], its prepared queries (weakly)
 /// and the propagation worker.
-pub(crate) struct Inner {
+pub(crate) struct EngineState {
     pub(crate) storage: Arc<Storage>,
     pub(crate) config: DataflowConfig,
     pub(crate) graph: Arc<Mutex<Graph>>,
@@ -82,7 +82,7 @@ pub(crate) struct SnapshotTracker {
 
 /// The view engine. One per server.
 pub struct Dataflow {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<EngineState>,
     /// The propagation worker (see `propagation.rs`), joined on drop.
     worker: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -115,7 +115,7 @@ impl Dataflow {
             domain_pool,
             &config,
         ));
-        let inner = Arc::new(Inner {
+        let inner = Arc::new(EngineState {
             propagation,
             graph,
             snapshots: Mutex::new(Default::default()),
@@ -382,7 +382,7 @@ impl Dataflow {
     }
 }
 
-impl Inner {
+impl EngineState {
     /// The installed view `bind` would choose for `query`, without
     /// installing anything; `None` if it is not installed.
     fn installed_target(&self, database: &str, query: &ast::Query) -> Result<Option<Target>> {
@@ -540,7 +540,7 @@ impl Inner {
         dropped
     }
 
-    /// Runs [`Inner::drop_unused_views`] if an idle timeout passed since
+    /// Runs [`EngineState::drop_unused_views`] if an idle timeout passed since
     /// the previous sweep (one reader wins the race to run it).
     pub(crate) fn sweep_if_due(&self) {
         let every = self.idle_sweep_ms.load(AO::Relaxed);

@@ -168,7 +168,7 @@ impl Graph {
 
     /// A copy of `root` and its ancestors without state (aggregates are all
     /// holes), renumbered so `root` is the last node, for upqueries that run
-    /// without the graph and commit locks (engine.rs: `Inner::fill`). `None`
+    /// without the graph and commit locks (`read::Context::fill`). `None`
     /// when that would be unsound or slow: a reader or removed node on the
     /// way, or an aggregate partitioned by nothing (recomputing it would scan
     /// its whole input on every miss). Pulls on the copy read the aggregate

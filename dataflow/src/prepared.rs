@@ -8,7 +8,7 @@ use ladle_common::{Lsn, Row, TableDeltas, TableId, Value};
 use parking_lot::RwLock;
 use sqlparser::ast;
 
-use crate::engine::{Dataflow, Inner};
+use crate::engine::{Dataflow, EngineState};
 use crate::error::{DataflowError, Result};
 use crate::meta::OutputColumn;
 use crate::plan::Source;
@@ -131,7 +131,7 @@ impl Dataflow {
 /// A query bound to what it reads now (a view, or a constant), and where
 /// each of the view's parameter slots comes from.
 pub(crate) struct Binding {
-    engine: Weak<Inner>,
+    engine: Weak<EngineState>,
     database: String,
     query: ast::Query,
     /// The view and where each of its parameter slots comes from.
@@ -143,7 +143,7 @@ pub(crate) struct Binding {
 impl Binding {
     /// Binds `query` to its view, planning and installing it if needed.
     pub(crate) fn prepare(
-        engine: &Arc<Inner>,
+        engine: &Arc<EngineState>,
         database: &str,
         query: &ast::Query,
     ) -> Result<Binding> {
@@ -154,7 +154,7 @@ impl Binding {
     /// [`Binding::prepare`] if the query's view is installed already; `None`
     /// (nothing planned or installed) otherwise.
     pub(crate) fn prepare_installed(
-        engine: &Arc<Inner>,
+        engine: &Arc<EngineState>,
         database: &str,
         query: &ast::Query,
     ) -> Result<Option<Binding>> {
@@ -164,7 +164,7 @@ impl Binding {
     }
 
     fn new(
-        engine: &Arc<Inner>,
+        engine: &Arc<EngineState>,
         database: &str,
         query: &ast::Query,
         (target, sources, user_params): (Target, Vec<Source>, usize),
