@@ -21,7 +21,9 @@ use super::{Compression, NodeId, SnapshotConfig};
 pub(super) const MANIFEST_NAME: &str = "MANIFEST";
 pub(super) const MANIFEST_TMP_NAME: &str = "MANIFEST.tmp";
 
-pub(super) struct Inner {
+/// What a snapshot store and its epoch writers share: the directory, the
+/// configuration and the published-epoch state.
+pub(super) struct StoreState {
     pub(super) dir: PathBuf,
     pub(super) config: SnapshotConfig,
     pub(super) state: Mutex<State>,
@@ -137,7 +139,7 @@ pub(super) fn resolve(dir: &Path, rel: &str) -> std::result::Result<PathBuf, Str
     }
 }
 
-impl Inner {
+impl StoreState {
     /// Writes a node file, compressing per the configuration, and fsyncs it.
     /// Returns (size, crc32, compression used).
     pub(super) fn write_file(

@@ -12,8 +12,8 @@ use parking_lot::Mutex;
 use tracing::{debug, info, warn};
 
 use super::directory::{
-    epoch_dir_name, parse_epoch_dir, sync_dir, Compacted, EpochInfo, Inner, RejectedEpoch, State,
-    MANIFEST_NAME,
+    epoch_dir_name, parse_epoch_dir, sync_dir, Compacted, EpochInfo, RejectedEpoch, State,
+    StoreState, MANIFEST_NAME,
 };
 use super::error::{IoContext, Result, SnapshotError};
 use super::format::{self, FileEntry, FileMeta, Manifest};
@@ -28,7 +28,7 @@ const LOAD_THREADS: usize = 4;
 /// or recovery threads, never from an async runtime's workers.
 #[derive(Clone)]
 pub struct SnapshotStore {
-    pub(super) inner: Arc<Inner>,
+    pub(super) inner: Arc<StoreState>,
 }
 
 /// One node's verified state: apply `deltas`, in order, on `base`.
@@ -196,7 +196,7 @@ impl SnapshotStore {
         }
 
         let store = SnapshotStore {
-            inner: Arc::new(Inner {
+            inner: Arc::new(StoreState {
                 dir,
                 config,
                 state: Mutex::new(State {
@@ -403,7 +403,7 @@ impl SnapshotStore {
         };
         /// Clears the running flag however compaction ends (a panicking
         /// merge function included).
-        struct Running<'a>(&'a Inner);
+        struct Running<'a>(&'a StoreState);
         impl Drop for Running<'_> {
             fn drop(&mut self) {
                 self.0.state.lock().compaction_running = false;
@@ -540,7 +540,7 @@ impl SnapshotStore {
     }
 }
 
-impl Inner {
+impl StoreState {
     /// Re-reads the epoch's manifest from disk, then reads and verifies every
     /// file it references.
     fn load_epoch(&self, m: &Manifest) -> std::result::Result<LoadedSnapshot, String> {

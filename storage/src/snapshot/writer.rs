@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use tracing::{debug, error, info, warn};
 
 use super::directory::{
-    epoch_dir_name, now_unix_ms, sync_dir, EpochInfo, Inner, MANIFEST_NAME, MANIFEST_TMP_NAME,
+    epoch_dir_name, now_unix_ms, sync_dir, EpochInfo, StoreState, MANIFEST_NAME, MANIFEST_TMP_NAME,
 };
 use super::error::{IoContext, Result, SnapshotError};
 use super::format::{self, FileEntry, FileMeta, Manifest, NodeChain};
@@ -41,7 +41,7 @@ enum Slot {
 /// reference or in an `Arc`); `publish` makes the epoch durable and visible.
 /// Dropping an unpublished writer deletes its files.
 pub struct EpochWriter {
-    inner: Arc<Inner>,
+    inner: Arc<StoreState>,
     epoch: u64,
     lsn: u64,
     graph_version: u64,
@@ -56,7 +56,7 @@ pub struct EpochWriter {
 
 impl EpochWriter {
     pub(super) fn new(
-        inner: Arc<Inner>,
+        inner: Arc<StoreState>,
         epoch: u64,
         lsn: u64,
         graph_version: u64,
