@@ -39,6 +39,12 @@ cargo build --workspace --all-targets
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
 
+# The tests that measure a server's resident memory run alone: beside
+# another test's server, the CPU contention grows the blocking-thread pool
+# and each thread's allocator heap, which skews the growth they bound.
+step "resident-memory tests, one at a time"
+cargo test -p ladle-server --test e2e -- --ignored --test-threads=1
+
 # Opt-in: the instrumented release build of every crate took 44 minutes on
 # a loaded 2-core machine, too much for CI's 90 unless its target dir is warm.
 if [[ "${LADLE_FUZZ:-0}" == 1 ]]; then
