@@ -43,7 +43,9 @@ cargo test --workspace --no-fail-fast
 # another test's server, the CPU contention grows the blocking-thread pool
 # and each thread's allocator heap, which skews the growth they bound.
 step "resident-memory tests, one at a time"
-cargo test -p ladle-server --test e2e -- --ignored --test-threads=1
+# (--workspace: the same feature set as the suite above, so nothing is rebuilt;
+# only the server has a test target named e2e.)
+cargo test --workspace --test e2e -- --ignored --test-threads=1
 
 # Opt-in: the instrumented release build of every crate took 44 minutes on
 # a loaded 2-core machine, too much for CI's 90 unless its target dir is warm.
