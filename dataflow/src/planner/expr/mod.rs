@@ -655,6 +655,10 @@ impl<'a> ExprCx<'a> {
                 format!("aggregate {name} in this position").into(),
             ));
         }
+        // ISNULL(x) is `x IS NULL`.
+        if let ("isnull", [x]) = (name.as_str(), args.as_slice()) {
+            return self.is_null(x, false);
+        }
         if name == "values" || name == "value" {
             let [ast::Expr::Identifier(id)] = args.as_slice() else {
                 return Err(DataflowError::BadArgument(
