@@ -46,25 +46,26 @@ impl Engine {
     }
 
     /// A prepared write whose values are bound into the tree parsed at
-    /// PREPARE (`bound`, see [`crate::params::ParsedWrite`]): as
-    /// [`Engine::execute`] runs its text, without rendering, tokenizing,
-    /// routing or parsing it again. `sql` is the prepared text (with its
-    /// `?`s), for the privilege check and the session's bookkeeping.
+    /// PREPARE (see [`crate::params::ParsedWrite`]): as [`Engine::execute`]
+    /// runs its text, without rendering, tokenizing, routing or parsing it
+    /// again. `sql` is the prepared text (with its `?`s), for the privilege
+    /// check and the session's bookkeeping.
     pub(crate) fn execute_write(
         &self,
         s: &mut Session,
         sql: &str,
-        kind: Kind,
-        bound: Result<Statement>,
+        write: &crate::params::ParsedWrite,
+        params: &[ladle_common::Value],
     ) -> (Kind, std::result::Result<Output, WireError>) {
+        let kind = write.kind();
         let carried = carried_warnings(s, sql, kind);
         ladle_dataflow::take_eval_warnings();
         let result = crate::privileges::check_sql(self, s, sql)
-            .and(bound)
             .map_err(WireError::from)
-            .and_then(|stmt| {
+            .and_then(|()| {
                 self.run_write_retrying(s, kind, |e, s| {
-                    e.statement(s, stmt.clone()).map_err(WireError::from)
+                    let stmt = write.bind(params)?;
+                    e.statement(s, stmt).map_err(WireError::from)
                 })
             });
         self.settle_statement(s, sql, kind, carried, result)

@@ -169,8 +169,8 @@ impl Engine {
                     .as_ref()
                     .filter(|w| !self.must_forward(s, w.kind(), sql))
                 {
-                    let (kind, bound, sql) = (w.kind(), w.bind(params), sql.clone());
-                    return self.execute_write(s, &sql, kind, bound);
+                    let (write, sql) = (std::sync::Arc::clone(w), sql.clone());
+                    return self.execute_write(s, &sql, &write, params);
                 }
                 let text = crate::params::substitute(sql, marks, params);
                 self.execute(s, &text)
@@ -298,7 +298,7 @@ impl Engine {
         let write = crate::dispatch::bindable_write(sql)
             .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
             .flatten()
-            .map(Box::new);
+            .map(std::sync::Arc::new);
         let id = s.add_statement(PreparedStatement::Other {
             sql: sql.to_string(),
             marks,

@@ -161,7 +161,7 @@ pub enum PreparedStatement {
     Other {
         sql: String,
         marks: Vec<usize>,
-        write: Option<Box<crate::params::ParsedWrite>>,
+        write: Option<std::sync::Arc<crate::params::ParsedWrite>>,
     },
 }
 
