@@ -78,17 +78,12 @@ pub(crate) fn lookup_keys(
 ) -> Vec<Vec<Value>> {
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
     for (i, slot_list) in spec.key_slots.iter().enumerate() {
-        let raws = slot_list.iter().flat_map(|s| {
-            // The list's elements, or the slot's one value (no
-            // allocation either way: this runs on every read).
-            let list = lists.iter().find(|l| l.0 == *s);
-            let single = list
-                .is_none()
-                .then(|| slots.get(*s).cloned().unwrap_or(Value::Null));
-            list.into_iter()
-                .flat_map(|l| l.1.iter().cloned())
-                .chain(single)
-        });
+        let raws = slot_list
+            .iter()
+            .flat_map(|s| match lists.iter().find(|l| l.0 == *s) {
+                Some(l) => l.1.clone(),
+                None => vec![slots.get(*s).cloned().unwrap_or(Value::Null)],
+            });
         let vals = key_values(spec, i, raws);
         let mut next = Vec::with_capacity(keys.len() * vals.len());
         for k in &keys {
