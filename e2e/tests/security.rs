@@ -457,3 +457,51 @@ fn revoke_applies_to_statements_prepared_before() {
         }
     }
 }
+
+/// An account statement with trailing junk is a syntax error (1064) that
+/// changes nothing, as in MariaDB (which parses before it executes): no
+/// user created, renamed or dropped, no password or grant changed.
+#[test]
+fn account_statements_with_trailing_junk_change_nothing() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start(&bin).expect("start");
+    let url = server.url();
+    let mut root = connect(&url, None).expect("root");
+    for sql in [
+        "CREATE DATABASE d",
+        "CREATE USER 'kept'@'%' IDENTIFIED BY 'old'",
+    ] {
+        query_rows(&mut root, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    for sql in [
+        "CREATE USER 'made'@'%' IDENTIFIED BY 'x' junk",
+        "ALTER USER 'kept'@'%' IDENTIFIED BY 'new' junk",
+        "SET PASSWORD FOR 'kept'@'%' = PASSWORD('new') junk",
+        "GRANT SELECT ON *.* TO 'kept'@'%' junk",
+        "GRANT SELECT ON d.* TO 'kept'@'%' IDENTIFIED BY 'new' junk",
+        "RENAME USER 'kept'@'%' TO 'renamed'@'%' junk",
+        "DROP USER 'kept'@'%' junk",
+    ] {
+        let e = query_rows(&mut root, sql).expect_err(sql);
+        assert_eq!(server_errno(&e), Some(1064), "{sql}: {e}");
+    }
+    let grants = query_rows(&mut root, "SHOW GRANTS FOR 'kept'@'%'")
+        .expect("kept still exists")
+        .0
+        .expect("rows");
+    assert_eq!(grants.len(), 1, "{grants:?}");
+    assert!(
+        grants[0][0].starts_with("GRANT USAGE ON *.* TO"),
+        "{grants:?}"
+    );
+    for missing in ["'made'@'%'", "'renamed'@'%'"] {
+        let e = query_rows(&mut root, &format!("SHOW GRANTS FOR {missing}")).expect_err(missing);
+        assert_eq!(server_errno(&e), Some(1141), "{missing}: {e}");
+    }
+    let as_kept = |pw: &str| {
+        let u = url.replacen("root@", &format!("kept:{pw}@"), 1);
+        connect(&u, None).map(drop).map_err(|e| server_errno(&e))
+    };
+    assert_eq!(as_kept("old"), Ok(()), "the old password still works");
+    assert_eq!(as_kept("new"), Err(Some(1045)));
+}

@@ -136,6 +136,16 @@ impl Cur {
     fn done(&self) -> bool {
         self.i >= self.t.len()
     }
+    /// The statement ends here, or it is a syntax error: every statement
+    /// checks this before it changes an account, so trailing junk (1064)
+    /// changes nothing, as in MariaDB, which parses before it executes.
+    fn end(&self) -> Result<(), ShimError> {
+        if self.done() {
+            Ok(())
+        } else {
+            Err(self.syntax())
+        }
+    }
     fn syntax(&self) -> ShimError {
         let near = match self.t.get(self.i) {
             None => String::new(),
@@ -376,6 +386,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
         }
     }
     let require_ssl = require_clause(c)?.unwrap_or(false);
+    c.end()?;
     let mut notes = Vec::new();
     e.update_accounts(|list| {
         let mut failed = Vec::new();
@@ -419,6 +430,7 @@ fn drop_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<Ou
             break;
         }
     }
+    c.end()?;
     let mut notes = Vec::new();
     e.update_accounts(|list| {
         let mut failed = Vec::new();
@@ -457,6 +469,7 @@ fn rename_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
             break;
         }
     }
+    c.end()?;
     e.update_accounts(|list| {
         let mut failed = Vec::new();
         for ((fu, fh), (tu, th)) in pairs {
@@ -484,6 +497,7 @@ fn alter_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<O
         None
     };
     let require = require_clause(c)?;
+    c.end()?;
     let own = current_user(s) == (user.clone(), host.clone());
     if !own || require.is_some() {
         need_create_user(e, s)?;
@@ -557,6 +571,7 @@ fn set_password(
     } else {
         Secret::of_hash(&c.string()?)?
     };
+    c.end()?;
     if e.accounts.is_superuser_name(&user) {
         return Err(superuser_fixed());
     }
@@ -684,6 +699,7 @@ fn grant(
     if give && c.eat_all(&["WITH", "GRANT", "OPTION"]) {
         privs |= GRANT_OPTION;
     }
+    c.end()?;
     let allowed = match &lvl {
         Some(Level::Global) | None => GLOBAL_PRIVS | GRANT_OPTION,
         _ => OBJECT_PRIVS | GRANT_OPTION,
