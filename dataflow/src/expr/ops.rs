@@ -426,12 +426,13 @@ fn int_arith(op: ArithOp, x: i128, y: i128, unsigned: bool) -> EvalResult {
 }
 
 /// DECIMAL arithmetic: division gets the dividend's scale + 4.
-/// A zero product or remainder keeps the scale MySQL gives the operation
-/// (`0 * -0.5` is `0.0`, `4 % 0.5` is `0.0`): the decimal arithmetic
-/// returns its zero without one.
-fn zero_at_scale(r: Decimal, scale: u32) -> Decimal {
+/// A result keeps the scale MySQL gives the operation (`0 * -0.5` is
+/// `0.0`, `4 % 0.5` is `0.0`, `1 - 0.0` is `1.0`): the decimal arithmetic
+/// returns a zero product or remainder unscaled, and an operand unchanged
+/// when the other is zero.
+fn at_scale(r: Decimal, scale: u32) -> Decimal {
     let mut r = r;
-    if r.is_zero() && r.scale() < scale {
+    if r.scale() < scale {
         r.rescale(scale.min(MAX_DECIMAL_SCALE));
     }
     r
@@ -444,15 +445,15 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
     match op {
         ArithOp::Add => x
             .checked_add(y)
-            .map(Value::Decimal)
+            .map(|r| Value::Decimal(at_scale(r, x.scale().max(y.scale()))))
             .ok_or_else(dec_overflow),
         ArithOp::Sub => x
             .checked_sub(y)
-            .map(Value::Decimal)
+            .map(|r| Value::Decimal(at_scale(r, x.scale().max(y.scale()))))
             .ok_or_else(dec_overflow),
         ArithOp::Mul => x
             .checked_mul(y)
-            .map(|r| Value::Decimal(zero_at_scale(r, x.scale() + y.scale())))
+            .map(|r| Value::Decimal(at_scale(r, x.scale() + y.scale())))
             .ok_or_else(dec_overflow),
         ArithOp::Div => {
             if y.is_zero() {
@@ -474,7 +475,7 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
                 Ok(Value::Null)
             } else {
                 x.checked_rem(y)
-                    .map(|r| Value::Decimal(zero_at_scale(r, x.scale().max(y.scale()))))
+                    .map(|r| Value::Decimal(at_scale(r, x.scale().max(y.scale()))))
                     .ok_or_else(dec_overflow)
             }
         }

@@ -460,7 +460,7 @@ impl<'a> ExprCx<'a> {
                 conditions,
                 results,
                 else_result,
-            } => self.branches_as_decimal(self.case(
+            } => self.branches_as_common_type(self.case(
                 operand.as_deref(),
                 conditions,
                 results,
@@ -517,7 +517,7 @@ impl<'a> ExprCx<'a> {
                 trim_characters: None,
             } => self.trim(expr, trim_where.as_ref(), trim_what.as_deref())?,
             E::Extract { field, expr, .. } => self.extract(field, expr)?,
-            E::Function(f) => self.branches_as_decimal(self.function(f)?),
+            E::Function(f) => self.branches_as_common_type(self.function(f)?),
             E::InSubquery { .. } | E::Exists { .. } | E::Subquery(_) => {
                 return Err(unsupported("subquery in this position"))
             }
@@ -526,36 +526,57 @@ impl<'a> ExprCx<'a> {
     }
 
     /// CASE, IF, IFNULL and COALESCE return their branches' common type, as
-    /// in MySQL: when that is DECIMAL, a branch of another type or scale is
+    /// in MySQL. When that is DECIMAL, a branch of another type or scale is
     /// converted to it (`COALESCE(2147483648, -0.5)` is `2147483648.0`,
-    /// `CASE ... THEN 4/7 ELSE 1.50 END` is `1.5000`).
-    fn branches_as_decimal(&self, e: Expr) -> Expr {
-        let branches: Vec<&Expr> = match &e {
+    /// `CASE ... THEN 4/7 ELSE 1.50 END` is `1.5000`). When it is a string,
+    /// a number or temporal branch becomes its text (`IF(c, 1, 'a')` is
+    /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
+    /// sorts strings), and any branch becomes bytes when one is binary.
+    fn branches_as_common_type(&self, mut e: Expr) -> Expr {
+        let frame = self.frame_types();
+        let common = e.result_type(&frame).0;
+        let branches: Vec<&mut Expr> = match &mut e {
             Expr::Case {
                 whens, otherwise, ..
             } => whens
-                .iter()
+                .iter_mut()
                 .map(|(_, then)| then)
-                .chain(otherwise.as_deref())
+                .chain(otherwise.as_deref_mut())
                 .collect(),
-            Expr::Call(Func::Coalesce | Func::IfNull, args) => args.iter().collect(),
-            Expr::Call(Func::If, args) => args.iter().skip(1).collect(),
+            Expr::Call(Func::Coalesce | Func::IfNull, args) => args.iter_mut().collect(),
+            Expr::Call(Func::If, args) => args.iter_mut().skip(1).collect(),
             _ => return e,
         };
-        let frame = self.frame_types();
-        let SqlType::Decimal { precision, scale } = e.result_type(&frame).0 else {
-            return e;
-        };
-        let conforms = branches.iter().all(|b| match b.result_type(&frame) {
-            (SqlType::Decimal { scale: s, .. }, _) => s == scale,
-            // NULL converts to nothing.
-            (SqlType::VarChar(0), true) => true,
-            _ => false,
-        });
-        if conforms {
-            return e;
+        match common {
+            SqlType::Decimal { precision, scale } => {
+                let conforms = branches.iter().all(|b| match b.result_type(&frame) {
+                    (SqlType::Decimal { scale: s, .. }, _) => s == scale,
+                    // NULL converts to nothing.
+                    (SqlType::VarChar(0), true) => true,
+                    _ => false,
+                });
+                if conforms {
+                    return e;
+                }
+                Expr::Cast(Box::new(e), CastType::Decimal { precision, scale })
+            }
+            SqlType::VarChar(_) | SqlType::VarBinary(_) => {
+                let binary = common.is_binary();
+                for branch in branches {
+                    let cast = match branch.result_type(&frame) {
+                        // NULL converts to nothing.
+                        (SqlType::VarChar(0), true) => continue,
+                        (t, _) if t.is_binary() || (!binary && t.is_text()) => continue,
+                        _ if binary => CastType::Binary,
+                        _ => self.temporal_text_cast(branch).unwrap_or(CastType::Char),
+                    };
+                    let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
+                    *branch = Expr::Cast(Box::new(inner), cast);
+                }
+                e
+            }
+            _ => e,
         }
-        Expr::Cast(Box::new(e), CastType::Decimal { precision, scale })
     }
 
     fn column(&self, ids: &[ast::Ident]) -> Result<Expr> {
