@@ -17,6 +17,11 @@
 //! Nodes shrunk under [`MAX`]/4 merge with a neighbour when the two fit in
 //! one node, so the tree stays O(log n) deep as rows come and go.
 //!
+//! A leaf holds its rows behind `Arc`s, so copying a leaf on a change
+//! costs [`MAX`] reference counts, not [`MAX`] deep row copies (each a
+//! vector and its strings): measured as most of a sysbench read_write
+//! write's reader work (`Value::clone` and malloc under `remove_rec`).
+//!
 //! Rejected: `imbl::Vector` (an RRB tree: inserting in the middle splits
 //! and re-concatenates the tree, measured at 0.9 ms per row over 40k rows
 //! while another version was held) and `imbl::OrdMap` (no positional
@@ -32,7 +37,7 @@ const MAX: usize = 64;
 
 #[derive(Clone)]
 enum Node {
-    Leaf(Vec<Row>),
+    Leaf(Vec<Arc<Row>>),
     Inner(Vec<Child>),
 }
 
@@ -88,7 +93,7 @@ fn locate(children: &[Child], mut i: usize, at_end: bool) -> (usize, usize) {
     unreachable!("position past the end of a node")
 }
 
-fn insert_rec(node: &mut Node, i: usize, row: Row) -> Option<Child> {
+fn insert_rec(node: &mut Node, i: usize, row: Arc<Row>) -> Option<Child> {
     match node {
         Node::Leaf(rows) => {
             rows.insert(i, row);
@@ -120,7 +125,7 @@ fn insert_rec(node: &mut Node, i: usize, row: Row) -> Option<Child> {
     }
 }
 
-fn remove_rec(node: &mut Node, i: usize) -> Row {
+fn remove_rec(node: &mut Node, i: usize) -> Arc<Row> {
     let children = match node {
         Node::Leaf(rows) => return rows.remove(i),
         Node::Inner(children) => children,
@@ -181,7 +186,7 @@ impl Rows {
         let mut node = &*self.root;
         loop {
             match node {
-                Node::Leaf(rows) => return rows.get(i),
+                Node::Leaf(rows) => return rows.get(i).map(|r| &**r),
                 Node::Inner(children) => {
                     let (ci, off) = locate(children, i, false);
                     node = &children[ci].node;
@@ -194,7 +199,7 @@ impl Rows {
     /// Inserts `row` at position `i` (`i <= len`): O(log n).
     pub fn insert(&mut self, i: usize, row: Row) {
         assert!(i <= self.len, "insert past the end");
-        if let Some(split) = insert_rec(Arc::make_mut(&mut self.root), i, row) {
+        if let Some(split) = insert_rec(Arc::make_mut(&mut self.root), i, Arc::new(row)) {
             let left = std::mem::replace(&mut self.root, Arc::new(Node::Leaf(Vec::new())));
             self.root = Arc::new(Node::Inner(vec![
                 Child {
@@ -208,7 +213,8 @@ impl Rows {
     }
 
     /// Removes and returns the row at position `i` (`i < len`): O(log n).
-    pub fn remove(&mut self, i: usize) -> Row {
+    /// Shared: an older version of the rows may still hold it.
+    pub fn remove(&mut self, i: usize) -> Arc<Row> {
         assert!(i < self.len, "remove past the end");
         let row = remove_rec(Arc::make_mut(&mut self.root), i);
         self.len -= 1;
@@ -321,6 +327,7 @@ impl From<Vec<Row>> for Rows {
     /// Builds the tree bottom-up from full leaves: O(n).
     fn from(rows: Vec<Row>) -> Rows {
         let len = rows.len();
+        let rows: Vec<Arc<Row>> = rows.into_iter().map(Arc::new).collect();
         if len <= MAX {
             return Rows {
                 root: Arc::new(Node::Leaf(rows)),
@@ -330,7 +337,7 @@ impl From<Vec<Row>> for Rows {
         let mut level: Vec<Child> = Vec::with_capacity(len / MAX + 1);
         let mut rows = rows.into_iter().peekable();
         while rows.peek().is_some() {
-            let leaf: Vec<Row> = rows.by_ref().take(MAX).collect();
+            let leaf: Vec<Arc<Row>> = rows.by_ref().take(MAX).collect();
             level.push(Child {
                 len: leaf.len(),
                 node: Arc::new(Node::Leaf(leaf)),
@@ -397,7 +404,7 @@ impl Serialize for Rows {
 pub(crate) struct Iter<'a> {
     /// Per inner level above the leaf, the children still to visit.
     stack: Vec<std::slice::Iter<'a, Child>>,
-    leaf: std::slice::Iter<'a, Row>,
+    leaf: std::slice::Iter<'a, Arc<Row>>,
     /// Rows still to return.
     left: usize,
 }
@@ -412,7 +419,7 @@ impl<'a> Iterator for Iter<'a> {
         loop {
             if let Some(r) = self.leaf.next() {
                 self.left -= 1;
-                return Some(r);
+                return Some(&**r);
             }
             // The next leaf: up to the nearest level with a child left,
             // then down its leftmost path.
@@ -486,7 +493,7 @@ mod tests {
                     rows.insert(i, row(v));
                 } else {
                     let i = rng.gen_range(0..want.len());
-                    assert_eq!(rows.remove(i), want.remove(i));
+                    assert_eq!(*rows.remove(i), want.remove(i));
                 }
                 if step % 97 == 0 {
                     rows.check_invariants();
