@@ -418,9 +418,9 @@ pub fn create_table_with(
     let created = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
     crate::table_notes::store(&e.storage, created.id, &notes)?;
-    if let Some(n) = ct.auto_increment_offset {
+    if let Some(n) = crate::table_options::auto_increment(&ct.table_properties) {
         // `AUTO_INCREMENT = n`: the first generated value is n.
-        e.storage.raise_auto_increment(created.id, u64::from(n))?;
+        e.storage.raise_auto_increment(created.id, n)?;
     }
     if !keys.is_empty() {
         if let Err(err) = crate::foreign_keys::store(e, s, &created, &keys) {

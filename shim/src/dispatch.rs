@@ -394,13 +394,18 @@ impl Engine {
         Ok(last)
     }
 
-    fn by_keywords(
+    pub(crate) fn by_keywords(
         &self,
         s: &mut Session,
         t: &[Token],
     ) -> std::result::Result<Option<Output>, WireError> {
         let w0 = word(t, 0).unwrap_or_default();
         let w1 = word(t, 1).unwrap_or_default();
+        if w0 == "SET" {
+            if let Some(parts) = crate::set_list::split(t) {
+                return Ok(Some(self.set_each(s, &parts)?));
+            }
+        }
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
             ("DO", _) if t.len() > 1 => self.do_statement(s, t),
@@ -497,7 +502,7 @@ impl Engine {
     }
 
     /// Runs each statement of `sql`: the last one's output.
-    fn run_parsed(&self, s: &mut Session, sql: &str) -> Result<Output> {
+    pub(crate) fn run_parsed(&self, s: &mut Session, sql: &str) -> Result<Output> {
         let mut last = Output::ok();
         for stmt in parse(sql)? {
             last = self.statement(s, stmt)?;

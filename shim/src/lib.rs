@@ -80,6 +80,7 @@ pub mod protocol;
 mod returning;
 mod select;
 pub mod session;
+mod set_list;
 mod set_variable;
 pub mod sqltext;
 mod table_notes;
