@@ -230,14 +230,21 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
             show_create_view(e, &db, &view)
         }
         "DATABASE" | "SCHEMA" => {
-            if word(tk, j).as_deref() == Some("IF") {
+            let if_not_exists = word(tk, j).as_deref() == Some("IF");
+            if if_not_exists {
                 j += 3;
             }
             let db = ident(tk, j).ok_or_else(|| ShimError::Parse("SHOW CREATE DATABASE".into()))?;
             if !e.storage.databases().contains(&db) {
                 return Err(ShimError::UnknownDatabase(db));
             }
-            let sql = format!("CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 */");
+            // As MariaDB 10.11 writes it; `mariadb-dump --databases` asks
+            // with IF NOT EXISTS and copies the text into the dump.
+            let sql = format!(
+                "CREATE DATABASE {}{} /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */",
+                if if_not_exists { "/*!32312 IF NOT EXISTS*/ " } else { "" },
+                super::describe::quote_ident(&db)
+            );
             Ok(Output::Rows {
                 columns: vec![text_column("Database"), text_column("Create Database")],
                 rows: vec![vec![t(db), t(sql)]].into(),
