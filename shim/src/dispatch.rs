@@ -30,7 +30,8 @@ impl Engine {
         sql: &str,
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let opened = crate::sqltext::open_versioned_comments(sql);
-        let sql = opened.as_ref();
+        let plain_view = crate::view_options::strip(&opened);
+        let sql = plain_view.as_deref().unwrap_or(&opened);
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {

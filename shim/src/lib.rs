@@ -92,6 +92,7 @@ mod transaction;
 mod update_ignore;
 mod user_assign;
 pub mod vars;
+mod view_options;
 mod wire;
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
