@@ -71,8 +71,8 @@ impl IndexDecl {
 }
 
 /// Whether the tokens of a CREATE TABLE or ALTER TABLE declare an index
-/// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`
-/// or a key part with ASC or DESC.
+/// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`,
+/// a key part with a prefix length, or one with ASC or DESC.
 pub fn declared(t: &[Token]) -> bool {
     (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| needs_decl(t, open)))
 }
@@ -118,36 +118,22 @@ fn closing(t: &[Token], open: usize) -> Option<usize> {
     None
 }
 
-/// Whether a part of the key-part list opening at `open` is `(expr)` or
-/// has ASC or DESC.
+/// Whether a part of the key-part list opening at `open` is `(expr)`, has
+/// a prefix length (`` `name`(191) ``, which every utf8mb4 dump of a long
+/// VARCHAR key has: sqlparser reads neither) or has ASC or DESC.
 fn needs_decl(t: &[Token], open: usize) -> bool {
     let Some(close) = closing(t, open) else {
         return false;
     };
-    let mut depth = 0usize;
-    let mut part_start = true;
-    for tok in &t[open + 1..close] {
-        match tok {
-            Token::LParen if depth == 0 && part_start => return true,
-            Token::Word(w)
-                if depth == 0
-                    && w.quote_style.is_none()
-                    && (w.value.eq_ignore_ascii_case("ASC")
-                        || w.value.eq_ignore_ascii_case("DESC")) =>
-            {
-                return true
-            }
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            Token::Comma if depth == 0 => {
-                part_start = true;
-                continue;
-            }
-            _ => {}
+    // Any parenthesis in the list is an expression part or a prefix length.
+    t[open + 1..close].iter().any(|tok| match tok {
+        Token::LParen => true,
+        Token::Word(w) => {
+            w.quote_style.is_none()
+                && (w.value.eq_ignore_ascii_case("ASC") || w.value.eq_ignore_ascii_case("DESC"))
         }
-        part_start = false;
-    }
-    false
+        _ => false,
+    })
 }
 
 /// Parses `[CONSTRAINT [sym]] {PRIMARY KEY | UNIQUE [INDEX|KEY] | INDEX |
@@ -694,8 +680,15 @@ mod tests {
         assert!(declared(&toks(
             "CREATE TABLE t (a INT, PRIMARY KEY (a DESC))"
         )));
+        // A prefix length, as dumps write them (sqlparser reads none).
+        assert!(declared(&toks(
+            "CREATE TABLE t (a TEXT, KEY k (a), KEY p (`a`(191)))"
+        )));
+        assert!(declared(&toks(
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))"
+        )));
         let plain = [
-            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))",
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a))",
             "CREATE TABLE t (a INT CHECK ((a + 1) > 0))",
             "SELECT * FROM t ORDER BY a DESC",
         ];
