@@ -307,6 +307,10 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
     elements.push((start, close));
     let mut kept: Vec<Token> = t[..=open].to_vec();
     let mut decls = Vec::new();
+    // From the first declaration sqlparser cannot read on, every key is
+    // read here: the keys are added in the order they are declared (which
+    // SHOW CREATE TABLE, and so a dump, keeps).
+    let mut reading = false;
     for (from, to) in elements {
         let element = &t[from..to];
         // `CONSTRAINT [name]` before the key word.
@@ -323,7 +327,11 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
         if primary {
             i += 1;
         }
-        if key_list_at(element, i).is_some_and(|o| needs_decl(element, o)) {
+        let key_list = key_list_at(element, i);
+        let unreadable = key_list.is_some_and(|o| needs_decl(element, o));
+        reading |= unreadable;
+        // (A PRIMARY KEY sqlparser reads stays: it comes first anyway.)
+        if unreadable || (reading && key_list.is_some() && !primary) {
             let sql = crate::tokens::render_tokens(element);
             let mut p = crate::sqltext::parser(&sql)?;
             decls.push(crate::sqltext::contain_parser_panic(|| parse_decl(&mut p))?);
