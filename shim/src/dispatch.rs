@@ -395,7 +395,7 @@ impl Engine {
         Ok(last)
     }
 
-    pub(crate) fn by_keywords(
+    fn by_keywords(
         &self,
         s: &mut Session,
         t: &[Token],

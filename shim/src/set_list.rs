@@ -6,16 +6,19 @@
 //! assignment.
 //!
 //! As in MySQL, a `GLOBAL`/`SESSION`/`LOCAL` modifier applies to the
-//! assignments after it that name none, and when one assignment fails the
-//! statement fails and changes no session or user variable.
+//! assignments after it that name none, every value is evaluated before
+//! any variable is assigned, and when one assignment fails the statement
+//! fails and changes no session or user variable.
 
+use ladle_common::Value;
+use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Token;
 
-use crate::error::{Result, ShimError};
+use crate::error::Result;
 use crate::exec::Engine;
 use crate::output::Output;
 use crate::session::Session;
-use crate::tokens::word;
+use crate::tokens::{render_tokens, word};
 
 const SCOPES: [&str; 3] = ["GLOBAL", "SESSION", "LOCAL"];
 
@@ -87,14 +90,58 @@ fn starts_with_at(p: &[Token]) -> bool {
     matches!(p.first(), Some(Token::Word(w)) if w.value.starts_with('@'))
 }
 
+/// One assignment of a split SET, its value evaluated.
+enum Step<'a> {
+    Assign(ast::ObjectName, Value),
+    /// `NAMES ...`, `CHARACTER SET ...`: run as a statement.
+    Run(&'a [Token]),
+}
+
+/// `SET [scope] name = value` as the name (scope words as `@@scope.`) and
+/// the value's expression; `None` for the other forms.
+fn assignment(part: &[Token]) -> Result<Option<(ast::ObjectName, ast::Expr)>> {
+    let text = match word(part, 1) {
+        Some(w) if SCOPES.contains(&w.as_str()) => format!(
+            "SET @@{}.{}",
+            w.to_ascii_lowercase(),
+            render_tokens(&part[2..])
+        ),
+        _ => render_tokens(part),
+    };
+    Ok(match crate::sqltext::parse(&text)?.pop() {
+        Some(Statement::SetVariable {
+            variables: ast::OneOrManyWithParens::One(name),
+            mut value,
+            ..
+        }) if value.len() == 1 => value.pop().map(|v| (name, v)),
+        _ => None,
+    })
+}
+
 impl Engine {
-    /// Runs each assignment of a split SET (see [`split`]) in order; when
-    /// one fails, the session and user variables are put back as they were.
+    /// Runs a split SET (see [`split`]) as MySQL does: every value is
+    /// evaluated first (`SET @e = 8, @f = @e + 1` gives @f the old @e plus
+    /// one), then the assignments are made in order; when one fails, the
+    /// session and user variables are put back as they were.
     pub(crate) fn set_each(&self, s: &mut Session, parts: &[Vec<Token>]) -> Result<Output> {
+        let mut steps = Vec::with_capacity(parts.len());
+        for p in parts {
+            steps.push(match assignment(p)? {
+                Some((name, expr)) => {
+                    let v = self.variable_value(s, &name, &expr)?;
+                    Step::Assign(name, v)
+                }
+                None => Step::Run(p),
+            });
+        }
         let variables = s.variables.clone();
         let user_variables = s.user_variables.clone();
-        for p in parts {
-            if let Err(e) = self.set_one(s, p) {
+        for step in steps {
+            let done = match step {
+                Step::Assign(name, v) => self.assign_variable(s, &name, v),
+                Step::Run(p) => self.run_parsed(s, &render_tokens(p)).map(|_| ()),
+            };
+            if let Err(e) = done {
                 s.variables = variables;
                 s.user_variables = user_variables;
                 return Err(e);
@@ -102,20 +149,12 @@ impl Engine {
         }
         Ok(Output::ok())
     }
-
-    fn set_one(&self, s: &mut Session, part: &[Token]) -> Result<Output> {
-        match self.by_keywords(s, part) {
-            Ok(Some(out)) => Ok(out),
-            Ok(None) => self.run_parsed(s, &crate::tokens::render_tokens(part)),
-            Err(e) => Err(ShimError::Wire(e)),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::{render_tokens, tokens};
+    use crate::tokens::tokens;
 
     fn parts(sql: &str) -> Option<Vec<String>> {
         split(&tokens(sql).ok()?).map(|v| v.iter().map(|p| render_tokens(p)).collect())
