@@ -625,9 +625,12 @@ impl TableDraft {
     fn declare_primary(&mut self, decl: &crate::functional_index::IndexDecl) -> Result<()> {
         let pos = crate::functional_index::primary_key(&self.columns, decl)?;
         let descending = decl.descending_columns(&self.columns, &pos);
+        let prefixes = decl.prefix_columns(&self.columns, &pos);
         self.set_primary(pos)?;
         self.notes
             .add_index(crate::functional_index::PRIMARY, &descending);
+        self.notes
+            .set_prefixes(crate::functional_index::PRIMARY, &prefixes);
         Ok(())
     }
 
@@ -738,6 +741,10 @@ fn add_functional_indexes(
         notes.add_index(
             &index.name,
             &decl.descending_columns(&schema.columns, &index.columns),
+        );
+        notes.set_prefixes(
+            &index.name,
+            &decl.prefix_columns(&schema.columns, &index.columns),
         );
         schema.indexes.push(index);
     }

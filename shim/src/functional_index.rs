@@ -54,6 +54,10 @@ pub struct IndexDecl {
     pub parts: Vec<KeyPart>,
     /// Per part: declared DESC.
     pub descending: Vec<bool>,
+    /// Per part: the prefix length it was declared with (`c(191)`), kept
+    /// in the table's notes for SHOW CREATE TABLE; the key is on whole
+    /// values.
+    pub prefixes: Vec<Option<u32>>,
 }
 
 impl IndexDecl {
@@ -66,6 +70,20 @@ impl IndexDecl {
             .zip(&self.descending)
             .filter(|(_, desc)| **desc)
             .map(|(&c, _)| columns[c].name.clone())
+            .collect()
+    }
+
+    /// `(column name, length)` of the parts at `positions` (as for
+    /// [`Self::descending_columns`]) declared with a prefix length.
+    pub fn prefix_columns(
+        &self,
+        columns: &[ColumnSchema],
+        positions: &[usize],
+    ) -> Vec<(String, u32)> {
+        positions
+            .iter()
+            .zip(&self.prefixes)
+            .filter_map(|(&c, n)| Some((columns[c].name.clone(), (*n)?)))
             .collect()
     }
 }
@@ -156,19 +174,26 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
     p.expect_token(&Token::LParen)?;
     let mut parts = Vec::new();
     let mut descending = Vec::new();
+    let mut prefixes = Vec::new();
     loop {
         if p.consume_token(&Token::LParen) {
             let expr = p.parse_expr()?;
             p.expect_token(&Token::RParen)?;
             parts.push(KeyPart::Expression(Box::new(expr)));
+            prefixes.push(None);
         } else {
             let column = p.parse_identifier(false)?.value;
             // A prefix length.
+            let mut prefix = None;
             if p.consume_token(&Token::LParen) {
-                p.parse_literal_uint()?;
+                let n = p.parse_literal_uint()?;
+                prefix = Some(u32::try_from(n).map_err(|_| {
+                    ParserError::ParserError(format!("prefix length {n} is out of range"))
+                })?);
                 p.expect_token(&Token::RParen)?;
             }
             parts.push(KeyPart::Column(column));
+            prefixes.push(prefix);
         }
         let order = p.parse_one_of_keywords(&[Keyword::ASC, Keyword::DESC]);
         descending.push(order == Some(Keyword::DESC));
@@ -196,6 +221,7 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
         primary,
         parts,
         descending,
+        prefixes,
     })
 }
 
@@ -215,6 +241,22 @@ pub fn created_part(e: &ast::Expr) -> Result<KeyPart> {
             "check the manual that corresponds to your MariaDB server version for the right \
              syntax to use near '{other}' at line 1"
         ))),
+    }
+}
+
+/// The prefix length of a CREATE INDEX key part `column(length)`, if any.
+pub fn created_prefix(e: &ast::Expr) -> Option<u32> {
+    match e {
+        ast::Expr::Function(f) if is_prefix_length(f) => match &f.args {
+            ast::FunctionArguments::List(list) => match list.args.as_slice() {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(
+                    ast::Value::Number(n, _),
+                )))] => n.parse().ok(),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
     }
 }
 

@@ -284,7 +284,10 @@ pub fn create_table_sql(
                 let c = &schema.columns[i];
                 let part = match crate::functional_index::expression(c) {
                     Some(sql) => format!("({sql})"),
-                    None => quote_ident(&c.name),
+                    None => match notes.prefix(index, &c.name) {
+                        Some(n) => format!("{}({n})", quote_ident(&c.name)),
+                        None => quote_ident(&c.name),
+                    },
                 };
                 if notes.is_descending(index, &c.name) {
                     format!("{part} DESC")

@@ -444,7 +444,8 @@ fn statistics_table(
                 },
                 t(collation_letter(note, &iname, &c.name)),
                 Value::Int(0),
-                Value::Null,
+                note.prefix(&iname, &c.name)
+                    .map_or(Value::Null, |n| Value::Int(i64::from(n))),
                 Value::Null,
                 t(if c.nullable { "YES" } else { "" }),
                 t("BTREE"),

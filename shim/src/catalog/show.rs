@@ -159,6 +159,9 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
         .map(|(name, non_unique, seq, col)| {
             let c = &schema.columns[col];
             let collation = collation_letter(&notes, &name, &c.name);
+            let sub_part = notes
+                .prefix(&name, &c.name)
+                .map_or(Value::Null, |n| Value::Int(i64::from(n)));
             vec![
                 t(&schema.name),
                 Value::Int(non_unique),
@@ -172,7 +175,7 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
                 },
                 t(collation),
                 Value::Int(0),
-                Value::Null,
+                sub_part,
                 Value::Null,
                 t(if c.nullable { "YES" } else { "" }),
                 t("BTREE"),
