@@ -4,8 +4,9 @@ fresh Ladle database and dumped again comes back identical.
 
 The schema is a small application's: INT and BIGINT UNSIGNED AUTO_INCREMENT
 keys (one row with id 0, one id past 2^63), a composite primary key, UNIQUE
-and secondary keys, FOREIGN KEYs (one from a table that sorts before its
-parent), utf8mb4 text with emoji, quotes and backslashes, TEXT, BLOB and
+and secondary keys (some with prefix lengths, one on TEXT), FOREIGN KEYs
+(one from a table that sorts before its parent), generated columns, a
+CHECK constraint, utf8mb4 text with emoji, quotes and backslashes, TEXT, BLOB and
 VARBINARY holding every byte value, DECIMAL, DOUBLE, DATE, DATETIME(6),
 TIME, TIMESTAMP, ENUM, NULLs, defaults, table and column comments, a view.
 
@@ -78,6 +79,22 @@ SCHEMA = [
       big BIGINT UNSIGNED NOT NULL DEFAULT 18446744073709551615,
       PRIMARY KEY (k, part)
     ) ENGINE=InnoDB""",
+    # A TEXT key and a UNIQUE key with prefix lengths, generated columns
+    # and a CHECK constraint. (Their expressions are written as MariaDB
+    # prints them, with quoted names: Ladle keeps an expression as it was
+    # written, MariaDB prints its own normal form.)
+    """CREATE TABLE note (
+      id INT NOT NULL AUTO_INCREMENT,
+      body TEXT NOT NULL,
+      title VARCHAR(300) NOT NULL,
+      karma INT NOT NULL DEFAULT 0,
+      positive INT AS (`karma` > 0) VIRTUAL,
+      doubled BIGINT AS (`karma` * 2) STORED,
+      PRIMARY KEY (id),
+      KEY note_body (body(32)),
+      UNIQUE KEY note_title (title(191), karma),
+      CONSTRAINT karma_floor CHECK (`karma` > -1000)
+    ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4""",
     """CREATE VIEW live_posts AS
       SELECT p.id, p.title, a.handle FROM post p JOIN author a ON a.id = p.author_id
       WHERE p.state = 'live'""",
@@ -123,6 +140,7 @@ DATA = [
      (b"\xff'", 0, b"", b"", 42)),
     ("INSERT INTO blob_store (k, part, data, small, big) VALUES (%s, %s, %s, %s, %s)",
      (b"\\\x00", 7, b"\r\n\x1a", EVERY_BYTE[::-1][:200], 1)),
+    ("INSERT INTO note (body, title, karma) VALUES ('b1', 't1', 5), ('b2', 't2', -5)", None),
 ]
 
 READS = {
@@ -130,6 +148,7 @@ READS = {
     "post": "SELECT * FROM post ORDER BY id",
     "bookmark": "SELECT * FROM bookmark ORDER BY author_id, post_id",
     "blob_store": "SELECT * FROM blob_store ORDER BY k, part",
+    "note": "SELECT * FROM note ORDER BY id",
     "live_posts": "SELECT * FROM live_posts ORDER BY id",
 }
 
