@@ -17,6 +17,11 @@ use crate::tokens::first_words;
 /// The statement without its view options; `None` when it is not a CREATE
 /// VIEW that has some (or they are malformed: the parser then reports it).
 pub fn strip(sql: &str) -> Option<String> {
+    // (Every statement comes here: most leave at this first look.)
+    let start = sql.trim_start().get(..6)?;
+    if !start.eq_ignore_ascii_case("CREATE") {
+        return None;
+    }
     let (w0, w1) = first_words(sql);
     if w0 != "CREATE" || !matches!(w1.as_str(), "ALGORITHM" | "DEFINER" | "SQL" | "OR") {
         return None;
