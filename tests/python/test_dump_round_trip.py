@@ -350,3 +350,17 @@ def test_dump_databases_round_trip_through_mariadb(ladle_server, mariadb_server,
     finally:
         _admin(ladle_server, f"DROP DATABASE IF EXISTS `{db}`")
         _admin(mariadb_server, f"DROP DATABASE IF EXISTS `{db}`")
+
+
+def test_dump_flush_logs(ladle_server):
+    """`mariadb-dump --flush-logs --single-transaction` (a common backup
+    recipe) sends COM_REFRESH, which Ladle refused with 1047: now it is
+    FLUSH LOGS (RELOAD privilege; nothing to flush)."""
+    db = "rtflush_" + uuid.uuid4().hex[:8]
+    _admin(ladle_server, f"CREATE DATABASE `{db}`",
+           f"CREATE TABLE `{db}`.t (id INT PRIMARY KEY)", f"INSERT INTO `{db}`.t VALUES (1)")
+    try:
+        dump = _dump(ladle_server, ["--flush-logs", "--single-transaction"], db)
+        assert b"INSERT INTO `t` VALUES\n(1);" in dump
+    finally:
+        _admin(ladle_server, f"DROP DATABASE IF EXISTS `{db}`")
