@@ -124,8 +124,6 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
     let (qdb, table) =
         qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW INDEX FROM".into()))?;
     let db = db_or(s, from_db(tk, &mut j).or(qdb))?;
-    let schema = lookup(e, &db, &table)?;
-    let notes = crate::table_notes::load(&e.storage, schema.id)?;
     let cols = [
         "Table",
         "Non_unique",
@@ -154,6 +152,18 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
             }
         })
         .collect();
+    // A view has no keys (`mariadb-dump --xml` asks for them).
+    let is_view = || {
+        e.dataflow
+            .named_views(&db)
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(&table))
+    };
+    if e.storage.table(&db, &table).is_none() && is_view() {
+        return finish(e, s, columns, Vec::new(), filter_at(tk, j)?);
+    }
+    let schema = lookup(e, &db, &table)?;
+    let notes = crate::table_notes::load(&e.storage, schema.id)?;
     let rows = index_rows(&schema)
         .into_iter()
         .map(|(name, non_unique, seq, col)| {
@@ -497,7 +507,7 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
         })
         .collect();
     let notes = crate::table_notes::load_all(&e.storage)?;
-    let rows = e
+    let mut rows: Vec<Vec<Value>> = e
         .storage
         .tables(&db)
         .iter()
@@ -518,6 +528,17 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
             ]
         })
         .collect();
+    // Views too, as in MariaDB (`mariadb-dump --xml` reads each one's).
+    for v in e.dataflow.named_views(&db) {
+        let mut row = vec![t(v)];
+        row.extend(std::iter::repeat_n(Value::Null, 9));
+        row.push(t("VIEW"));
+        rows.push(row);
+    }
+    rows.sort_by_key(|r| match &r[0] {
+        Value::Text(name) => name.to_string(),
+        _ => String::new(),
+    });
     finish(e, s, cols, rows, filter_at(tk, j)?)
 }
 
