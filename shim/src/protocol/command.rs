@@ -102,8 +102,9 @@ mod tests {
                 assert_eq!(r.sqlstate.len(), 5);
             }
         }
-        // 14 commands are served; the rest get an error.
-        assert_eq!(refused, 256 - 14);
+        // 15 commands are served; the rest get an error.
+        assert_eq!(refused, 256 - 15);
+        assert_eq!(handling(0x07), Handling::Refresh);
         assert_eq!(handling(0x04), Handling::Refuse(UNKNOWN_COMMAND));
         assert_eq!(handling(0xFF), Handling::Refuse(UNKNOWN_COMMAND));
     }
