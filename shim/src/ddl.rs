@@ -195,6 +195,22 @@ pub(crate) struct ColumnReference {
     pub(crate) on_update: Option<ast::ReferentialAction>,
 }
 
+/// Whether `expr` is `json_valid(column)`.
+fn is_json_valid_of(expr: &ast::Expr, column: &ast::Ident) -> bool {
+    let ast::Expr::Function(f) = expr else {
+        return false;
+    };
+    let ast::FunctionArguments::List(list) = &f.args else {
+        return false;
+    };
+    f.name.to_string().eq_ignore_ascii_case("json_valid")
+        && matches!(
+            list.args.as_slice(),
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Identifier(i)))]
+                if i.value.eq_ignore_ascii_case(&column.value)
+        )
+}
+
 pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Result<ColumnDefResult> {
     crate::functional_index::check_column_name(&def.name.value)?;
     let ty = map_type(&def.name.value, &def.data_type)?;
@@ -248,6 +264,14 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
+            // MariaDB's JSON, as its SHOW CREATE TABLE (and so a dump)
+            // writes it: `longtext ... CHECK (json_valid(`c`))` (Ladle's
+            // JSON checks its values itself).
+            ColumnOption::Check(expr)
+                if col.ty == SqlType::Text(u32::MAX) && is_json_valid_of(expr, &def.name) =>
+            {
+                col.ty = SqlType::Json;
+            }
             ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
             ColumnOption::ForeignKey {
                 foreign_table,
@@ -291,6 +315,10 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     }
     if primary {
         col.nullable = false;
+    }
+    if col.ty == SqlType::Json {
+        // (The `COLLATE utf8mb4_bin` MariaDB writes for it.)
+        col.collation = ColumnSchema::new("", SqlType::Json).collation;
     }
     let explicit_collation = def.collation.is_some()
         || def

@@ -8,7 +8,7 @@ and secondary keys (some with prefix lengths, one on TEXT), FOREIGN KEYs
 (one from a table that sorts before its parent), generated columns, a
 CHECK constraint, utf8mb4 text with emoji, quotes and backslashes, TEXT, BLOB and
 VARBINARY holding every byte value, DECIMAL, DOUBLE, DATE, DATETIME(6),
-TIME, TIMESTAMP, ENUM, NULLs, defaults, table and column comments, a view.
+TIME, TIMESTAMP, ENUM, JSON, NULLs, defaults, table and column comments, a view.
 
 Checked, for each set of mariadb-dump options:
 - every dump and every restore succeeds without a message on stderr;
@@ -25,6 +25,7 @@ installs them with scripts/deps.sh); skipped without them."""
 
 import dataclasses
 import datetime
+import json
 import re
 import shutil
 import subprocess
@@ -57,6 +58,7 @@ SCHEMA = [
       edited DATETIME(6) DEFAULT NULL,
       read_time TIME DEFAULT NULL,
       flags TINYINT(1) NOT NULL DEFAULT 0,
+      meta JSON DEFAULT NULL,
       PRIMARY KEY (id),
       KEY post_author (author_id, published),
       CONSTRAINT post_author_fk FOREIGN KEY (author_id) REFERENCES author (id)
@@ -130,6 +132,7 @@ DATA = [
      " (4, 'Emoji \U0001F389\U0001F389', REPEAT('long text ', 200), 'live', NULL, NULL,"
      "  '2024-02-29', '2024-02-29 00:00:00.000001', '12:34:56', 1)", None),
     ("INSERT INTO post (id, author_id, title) VALUES (18446744073709551000, 0, 'big id')", None),
+    ("UPDATE post SET meta = %s WHERE id = 1", ('{"tags": ["a", "\\u00e9"], "n": 1.5, "q": "\\"x\\""}',)),
     ("INSERT INTO bookmark VALUES (1, 1, DEFAULT), (2, 1, 'x'), (4, 18446744073709551000, NULL)",
      None),
     ("INSERT INTO blob_store (k, part, data, small, big) VALUES (%s, %s, %s, %s, %s)",
@@ -291,9 +294,11 @@ def test_dump_round_trip_through_mariadb(ladle_server, mariadb_server, options):
         assert posts[3][9] == datetime.timedelta(hours=838, minutes=59, seconds=59)
         assert posts[18446744073709551000][1] == 0
         assert [r[0] for r in rows["live_posts"]] == [1, 4]
+        assert json.loads(posts[1][11]) == {"tags": ["a", "\u00e9"], "n": 1.5, "q": '"x"'}
 
-        # The restored counters continue where the original's were, and
-        # the keys hold, on both servers.
+        # The restored counters continue where the original's were, the
+        # keys hold and the JSON column still takes only JSON, on both
+        # servers.
         for server, db in ((mariadb_server, in_mariadb), (ladle_server, back)):
             conn = dataclasses.replace(server, db=db).connect_pymysql(autocommit=True)
             with conn.cursor() as c:
@@ -302,6 +307,9 @@ def test_dump_round_trip_through_mariadb(ladle_server, mariadb_server, options):
                 with pytest.raises(Exception) as err:
                     c.execute("INSERT INTO bookmark VALUES (99, 1, NULL)")
                 assert err.value.args[0] == 1452, server.name
+                with pytest.raises(Exception) as err:
+                    c.execute("UPDATE post SET meta = 'not json' WHERE id = 1")
+                assert err.value.args[0] == 4025, server.name
             conn.close()
     finally:
         _admin(ladle_server, *(f"DROP DATABASE IF EXISTS `{d}`" for d in (origin, back)))
