@@ -56,6 +56,7 @@ mod auth;
 mod catalog;
 mod checks;
 mod clock;
+mod column_types;
 mod ddl;
 mod dispatch;
 mod dml;
