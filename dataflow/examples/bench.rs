@@ -74,6 +74,7 @@ fn vote_rate(
                 schema_version: table.version,
                 rows,
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("w");
         n += per_write;
@@ -152,6 +153,7 @@ fn main() {
                 schema_version: a.version,
                 rows,
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("w");
     }
@@ -173,6 +175,7 @@ fn main() {
                 schema_version: v.version,
                 rows,
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("w");
     }
@@ -240,6 +243,7 @@ fn main() {
                             schema_version: table.version,
                             rows: vec![row],
                             on_conflict: OnConflict::Error,
+                            auto_value_on_zero: true,
                         }])
                         .expect("w");
                     n += 1;

@@ -100,6 +100,7 @@ fn main() {
                     })
                     .collect(),
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("write");
     }

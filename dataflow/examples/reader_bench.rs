@@ -120,6 +120,7 @@ fn main() {
                 schema_version: t.version,
                 rows: chunk.iter().map(|&i| story(i)).collect(),
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("write");
     }
@@ -131,6 +132,7 @@ fn main() {
                 schema_version: t.version,
                 rows: vec![story(*next)],
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .expect("write");
         *next += 1;

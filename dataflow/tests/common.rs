@@ -82,6 +82,7 @@ impl Env {
                 schema_version: t.version,
                 rows,
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .unwrap();
     }

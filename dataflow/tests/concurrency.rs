@@ -57,6 +57,7 @@ fn stress(memory_limit: usize) {
                     schema_version: v_version,
                     rows: vec![row],
                     on_conflict: OnConflict::Error,
+                    auto_value_on_zero: true,
                 }];
                 if n % 5 == 0 {
                     let victim = id - 3;
@@ -173,6 +174,7 @@ fn replay_races_write() {
                         schema_version: v_version,
                         rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                         on_conflict: OnConflict::Error,
+                        auto_value_on_zero: true,
                     }])
                     .unwrap();
             }
@@ -240,6 +242,7 @@ fn unlocked_fills_race_writes() {
                     schema_version: v_version,
                     rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                     on_conflict: OnConflict::Error,
+                    auto_value_on_zero: true,
                 }];
                 if n % 3 == 2 {
                     let victim = id - 1;

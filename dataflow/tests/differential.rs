@@ -461,6 +461,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                         schema_version: version,
                         rows,
                         on_conflict: OnConflict::Ignore,
+                        auto_value_on_zero: true,
                     });
                 }
                 5..=7 => {

@@ -35,6 +35,7 @@ fn a_connection_reads_its_own_writes() {
                         schema_version: version,
                         rows: vec![vec![i(w * 1_000_000 + n), i(w)]],
                         on_conflict: OnConflict::Error,
+                        auto_value_on_zero: true,
                     }])
                     .unwrap();
                 let got = q.execute_after(&[i(w)], res.lsn).unwrap();
@@ -70,6 +71,7 @@ fn execute_reflects_every_acknowledged_write() {
                         schema_version: version,
                         rows: vec![vec![i(n), i(7)]],
                         on_conflict: OnConflict::Error,
+                        auto_value_on_zero: true,
                     }])
                     .unwrap();
                 acked.store(n, Ordering::SeqCst);
@@ -132,6 +134,7 @@ fn cached_reads_answer_hits_only_and_never_miss_a_write() {
                 schema_version: t.version,
                 rows: vec![vec![i(n), i(7)]],
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .unwrap();
         // Either no answer (not applied yet) or one that includes row n.

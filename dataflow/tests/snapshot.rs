@@ -133,6 +133,7 @@ fn insert_votes(n: &Node, votes: &TableSchema, ids: std::ops::Range<i64>) {
             schema_version: votes.version,
             rows: ids.map(vote).collect(),
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         }])
         .unwrap();
 }
@@ -323,6 +324,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                         schema_version: votes.version,
                         rows: vec![vote(id)],
                         on_conflict: OnConflict::Error,
+                        auto_value_on_zero: true,
                     }])
                     .unwrap();
                 let target = (k * 7 + w) % 200;
@@ -592,6 +594,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
                 })
                 .collect(),
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         }])
         .unwrap();
     n.storage
@@ -600,6 +603,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
             schema_version: articles.version,
             rows: vec![r(&[i(3000), s("late")])],
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         }])
         .unwrap();
     let expected = answers(&n);
@@ -643,6 +647,7 @@ fn churn(votes: &TableSchema) -> Vec<WriteOp> {
             schema_version: votes.version,
             rows: vec![vote(id)],
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         });
         let target = (k * 7) % 200;
         ops.push(WriteOp::Update {

@@ -80,6 +80,7 @@ fn load_votes() -> (Arc<Storage>, Arc<TableSchema>) {
                 schema_version: votes.version,
                 rows,
                 on_conflict: OnConflict::Error,
+                auto_value_on_zero: true,
             }])
             .unwrap();
     }
@@ -144,6 +145,7 @@ fn snapshot_one_million_rows_of_view_state() {
             schema_version: votes.version,
             rows,
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         }])
         .unwrap();
     let inc = df.snapshot(&store).unwrap();
@@ -257,6 +259,7 @@ fn write_throughput_with_and_without_snapshots() {
                             schema_version: votes.version,
                             rows: vec![r(&[i(id), i((id * 97) % ARTICLES), i(id % 7919)])],
                             on_conflict: OnConflict::Error,
+                            auto_value_on_zero: true,
                         }])
                         .unwrap();
                     writes.fetch_add(1, Ordering::Relaxed);

@@ -131,6 +131,11 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
             primary: false,
             parts,
             descending: ci.columns.iter().map(|o| o.asc == Some(false)).collect(),
+            prefixes: ci
+                .columns
+                .iter()
+                .map(|o| crate::functional_index::created_prefix(&o.expr))
+                .collect(),
         };
         return alter_table(e, s, &ci.table_name, vec![Op::AddFunctionalIndex(decl)]);
     }
@@ -158,6 +163,17 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
         .filter(|(o, _)| o.asc == Some(false))
         .map(|(_, n)| n.value.clone())
         .collect();
+    let prefixes: Vec<(String, u32)> = ci
+        .columns
+        .iter()
+        .zip(&names)
+        .filter_map(|(o, n)| {
+            Some((
+                n.value.clone(),
+                crate::functional_index::created_prefix(&o.expr)?,
+            ))
+        })
+        .collect();
     let t = e.storage.create_index(
         &db,
         &table,
@@ -168,7 +184,10 @@ pub fn create_index(e: &Engine, s: &mut Session, ci: CreateIndex) -> Result<Outp
             unique: ci.unique,
         },
     )?;
-    crate::table_notes::update(&e.storage, t.id, |n| n.add_index(&name, &descending))?;
+    crate::table_notes::update(&e.storage, t.id, |n| {
+        n.add_index(&name, &descending);
+        n.set_prefixes(&name, &prefixes);
+    })?;
     e.dataflow.table_changed(t.id);
     Ok(Output::ok())
 }
@@ -296,8 +315,10 @@ impl Alter<'_> {
                 let columns = &self.shape.schema.columns;
                 let pos = crate::functional_index::primary_key(columns, &decl)?;
                 let descending = decl.descending_columns(columns, &pos);
+                let prefixes = decl.prefix_columns(columns, &pos);
                 self.shape.set_primary_key(pos)?;
                 self.notes.add_index(PRIMARY, &descending);
+                self.notes.set_prefixes(PRIMARY, &prefixes);
                 Ok(())
             }
             Op::AddFunctionalIndex(decl) => {
@@ -305,10 +326,12 @@ impl Alter<'_> {
                 let index = crate::functional_index::add_index(&mut schema, &decl)?;
                 let before = self.shape.schema.columns.len();
                 let descending = decl.descending_columns(&schema.columns, &index.columns);
+                let prefixes = decl.prefix_columns(&schema.columns, &index.columns);
                 for column in schema.columns.drain(before..) {
                     self.shape.add_column(column, None)?;
                 }
                 self.notes.add_index(&index.name, &descending);
+                self.notes.set_prefixes(&index.name, &prefixes);
                 self.shape.add_index(index)
             }
             Op::DropIndex { name, if_exists } => self.drop_index(s, &name, if_exists),

@@ -1,4 +1,5 @@
-//! DDL: databases, tables (MySQL column types -> `SqlType`), indexes,
+//! DDL: databases, tables (column types -> `SqlType` in
+//! [`crate::column_types`]), indexes,
 //! DROP (ALTER TABLE is [`crate::alter_table`]'s, over the column
 //! definitions and key naming here). FOREIGN KEY and CHECK constraints are recorded here
 //! and enforced by [`crate::foreign_keys`] and [`crate::checks`]; the
@@ -10,12 +11,11 @@ use ladle_common::{
     coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
 };
 use ladle_storage::StorageError;
-use sqlparser::ast::{
-    self, ColumnOption, CreateTable, DataType, Expr, ObjectType, TableConstraint,
-};
+use sqlparser::ast::{self, ColumnOption, CreateTable, Expr, ObjectType, TableConstraint};
 use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
+use crate::column_types::{is_json_valid_of, map_type};
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::Engine;
 use crate::foreign_keys::{ForeignKey, KeyDeclaration};
@@ -23,120 +23,6 @@ use crate::output::Output;
 use crate::session::Session;
 use crate::table_notes::TableNotes;
 use crate::tokens::{ident, word};
-
-/// Maps the declared type of column `column` to Ladle's.
-pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
-    if let DataType::Enum(labels) = dt {
-        return Ok(SqlType::Enum(labels.clone()));
-    }
-    let s = dt.to_string().to_ascii_lowercase();
-    let unsigned = s.contains("unsigned");
-    let base: String = s
-        .chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    let args: Vec<u64> = match (s.find('('), s.find(')')) {
-        (Some(a), Some(b)) if b > a => s[a + 1..b]
-            .split(',')
-            .filter_map(|x| x.trim().parse().ok())
-            .collect(),
-        _ => Vec::new(),
-    };
-    let arg = |i: usize, d: u64| args.get(i).copied().unwrap_or(d);
-    let len = |d: u64| -> u32 { u32::try_from(arg(0, d)).unwrap_or(u32::MAX) };
-    // A display width is kept only when it is not the type's default, so
-    // `INT(11)` and `INT` are the same type (MariaDB shows both as int(11));
-    // 0 means the default too.
-    let display_width = |bytes: u8| -> Result<Option<u8>> {
-        let Some(&w) = args.first() else {
-            return Ok(None);
-        };
-        let w = u8::try_from(w).map_err(|_| {
-            wire((
-                error::ER_TOO_BIG_DISPLAYWIDTH,
-                format!("Display width out of range for '{column}' (max = 255)"),
-            ))
-        })?;
-        let default = SqlType::int_display_width(bytes, unsigned, None);
-        Ok((w != 0 && w != default).then_some(w))
-    };
-    let int = |bytes: u8| -> Result<SqlType> {
-        Ok(SqlType::Int {
-            bytes,
-            unsigned,
-            display_width: display_width(bytes)?,
-        })
-    };
-    let fsp = || -> Result<u8> {
-        match arg(0, 0) {
-            p @ 0..=6 => Ok(p as u8),
-            _ => Err(wire((
-                error::ER_TOO_BIG_PRECISION,
-                format!("Too big precision specified for '{column}'. Maximum is 6"),
-            ))),
-        }
-    };
-    Ok(match base.as_str() {
-        "tinyint" | "int1" => int(1)?,
-        // BOOL is TINYINT(1), as MariaDB shows it.
-        "bool" | "boolean" => SqlType::Int {
-            bytes: 1,
-            unsigned: false,
-            display_width: Some(1),
-        },
-        "smallint" | "int2" => int(2)?,
-        "mediumint" | "int3" | "middleint" => int(3)?,
-        "int" | "integer" | "int4" => int(4)?,
-        "bigint" | "int8" | "serial" => int(8)?,
-        "bit" => SqlType::Int {
-            bytes: 8,
-            unsigned: true,
-            display_width: None,
-        },
-        "float" if arg(0, 0) > 24 => SqlType::Double,
-        "float" | "float4" => SqlType::Float,
-        "double" | "real" | "float8" => SqlType::Double,
-        "decimal" | "numeric" | "dec" | "fixed" => {
-            let p = arg(0, 10).min(65) as u8;
-            let sc = arg(1, 0).min(30) as u8;
-            SqlType::Decimal {
-                precision: p.max(sc).max(1),
-                scale: sc,
-            }
-        }
-        "character" if s.starts_with("character varying") => SqlType::VarChar(len(255)),
-        "char" | "character" | "nchar" => SqlType::Char(len(1)),
-        "varchar" | "nvarchar" | "varcharacter" => {
-            if args.is_empty() {
-                return Err(ShimError::Parse("VARCHAR needs a length".into()));
-            }
-            SqlType::VarChar(len(255))
-        }
-        "tinytext" => SqlType::Text(255),
-        "text" => SqlType::Text(match arg(0, 65535) {
-            0..=255 => 255,
-            256..=65535 => 65535,
-            65536..=16777215 => 16777215,
-            _ => u32::MAX,
-        }),
-        "mediumtext" | "long" => SqlType::Text(16777215),
-        "longtext" => SqlType::Text(u32::MAX),
-        "json" => SqlType::Json,
-        "binary" => SqlType::Binary(len(1)),
-        "varbinary" => SqlType::VarBinary(len(255)),
-        "tinyblob" => SqlType::Blob(255),
-        "blob" | "bytea" => SqlType::Blob(65535),
-        "mediumblob" => SqlType::Blob(16777215),
-        "longblob" => SqlType::Blob(u32::MAX),
-        "date" => SqlType::Date,
-        "datetime" => SqlType::DateTime { fsp: fsp()? },
-        "timestamp" => SqlType::Timestamp { fsp: fsp()? },
-        "time" => SqlType::Time { fsp: fsp()? },
-        "year" => SqlType::Year,
-        "uuid" => SqlType::Char(36),
-        _ => return Err(ShimError::Unsupported(format!("column type {dt}"))),
-    })
-}
 
 fn is_current_timestamp(e: &Expr) -> bool {
     let name = match e {
@@ -248,6 +134,14 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
+            // MariaDB's JSON, as its SHOW CREATE TABLE (and so a dump)
+            // writes it: `longtext ... CHECK (json_valid(`c`))` (Ladle's
+            // JSON checks its values itself).
+            ColumnOption::Check(expr)
+                if col.ty == SqlType::Text(u32::MAX) && is_json_valid_of(expr, &def.name) =>
+            {
+                col.ty = SqlType::Json;
+            }
             ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
             ColumnOption::ForeignKey {
                 foreign_table,
@@ -291,6 +185,10 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     }
     if primary {
         col.nullable = false;
+    }
+    if col.ty == SqlType::Json {
+        // (The `COLLATE utf8mb4_bin` MariaDB writes for it.)
+        col.collation = ColumnSchema::new("", SqlType::Json).collation;
     }
     let explicit_collation = def.collation.is_some()
         || def
@@ -418,9 +316,9 @@ pub fn create_table_with(
     let created = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &created, &checks)?;
     crate::table_notes::store(&e.storage, created.id, &notes)?;
-    if let Some(n) = ct.auto_increment_offset {
+    if let Some(n) = crate::table_options::auto_increment(&ct.table_properties) {
         // `AUTO_INCREMENT = n`: the first generated value is n.
-        e.storage.raise_auto_increment(created.id, u64::from(n))?;
+        e.storage.raise_auto_increment(created.id, n)?;
     }
     if !keys.is_empty() {
         if let Err(err) = crate::foreign_keys::store(e, s, &created, &keys) {
@@ -625,9 +523,12 @@ impl TableDraft {
     fn declare_primary(&mut self, decl: &crate::functional_index::IndexDecl) -> Result<()> {
         let pos = crate::functional_index::primary_key(&self.columns, decl)?;
         let descending = decl.descending_columns(&self.columns, &pos);
+        let prefixes = decl.prefix_columns(&self.columns, &pos);
         self.set_primary(pos)?;
         self.notes
             .add_index(crate::functional_index::PRIMARY, &descending);
+        self.notes
+            .set_prefixes(crate::functional_index::PRIMARY, &prefixes);
         Ok(())
     }
 
@@ -738,6 +639,10 @@ fn add_functional_indexes(
         notes.add_index(
             &index.name,
             &decl.descending_columns(&schema.columns, &index.columns),
+        );
+        notes.set_prefixes(
+            &index.name,
+            &decl.prefix_columns(&schema.columns, &index.columns),
         );
         schema.indexes.push(index);
     }

@@ -30,7 +30,8 @@ impl Engine {
         sql: &str,
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let opened = crate::sqltext::open_versioned_comments(sql);
-        let sql = opened.as_ref();
+        let plain_view = crate::view_options::strip(&opened);
+        let sql = plain_view.as_deref().unwrap_or(&opened);
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {
@@ -401,6 +402,11 @@ impl Engine {
     ) -> std::result::Result<Option<Output>, WireError> {
         let w0 = word(t, 0).unwrap_or_default();
         let w1 = word(t, 1).unwrap_or_default();
+        if w0 == "SET" {
+            if let Some(parts) = crate::set_list::split(t) {
+                return Ok(Some(self.set_each(s, &parts)?));
+            }
+        }
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
             ("DO", _) if t.len() > 1 => self.do_statement(s, t),
@@ -492,12 +498,17 @@ impl Engine {
                 None => Ok(None),
             },
             ("XA", _) => Err(ShimError::Unsupported(w0).into()),
+            // Stored programs (a dump of a database with triggers or
+            // routines has them): refused by name, not as a syntax error.
+            ("CREATE", "TRIGGER" | "PROCEDURE" | "FUNCTION" | "EVENT") => {
+                Err(ShimError::Unsupported(format!("CREATE {w1}")).into())
+            }
             _ => Ok(None),
         }
     }
 
     /// Runs each statement of `sql`: the last one's output.
-    fn run_parsed(&self, s: &mut Session, sql: &str) -> Result<Output> {
+    pub(crate) fn run_parsed(&self, s: &mut Session, sql: &str) -> Result<Output> {
         let mut last = Output::ok();
         for stmt in parse(sql)? {
             last = self.statement(s, stmt)?;

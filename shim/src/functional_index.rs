@@ -54,6 +54,10 @@ pub struct IndexDecl {
     pub parts: Vec<KeyPart>,
     /// Per part: declared DESC.
     pub descending: Vec<bool>,
+    /// Per part: the prefix length it was declared with (`c(191)`), kept
+    /// in the table's notes for SHOW CREATE TABLE; the key is on whole
+    /// values.
+    pub prefixes: Vec<Option<u32>>,
 }
 
 impl IndexDecl {
@@ -68,11 +72,25 @@ impl IndexDecl {
             .map(|(&c, _)| columns[c].name.clone())
             .collect()
     }
+
+    /// `(column name, length)` of the parts at `positions` (as for
+    /// [`Self::descending_columns`]) declared with a prefix length.
+    pub fn prefix_columns(
+        &self,
+        columns: &[ColumnSchema],
+        positions: &[usize],
+    ) -> Vec<(String, u32)> {
+        positions
+            .iter()
+            .zip(&self.prefixes)
+            .filter_map(|(&c, n)| Some((columns[c].name.clone(), (*n)?)))
+            .collect()
+    }
 }
 
 /// Whether the tokens of a CREATE TABLE or ALTER TABLE declare an index
-/// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`
-/// or a key part with ASC or DESC.
+/// sqlparser does not read: `KEY|INDEX|UNIQUE [name] (... (expr) ...)`,
+/// a key part with a prefix length, or one with ASC or DESC.
 pub fn declared(t: &[Token]) -> bool {
     (0..t.len()).any(|i| key_list_at(t, i).is_some_and(|open| needs_decl(t, open)))
 }
@@ -118,36 +136,22 @@ fn closing(t: &[Token], open: usize) -> Option<usize> {
     None
 }
 
-/// Whether a part of the key-part list opening at `open` is `(expr)` or
-/// has ASC or DESC.
+/// Whether a part of the key-part list opening at `open` is `(expr)`, has
+/// a prefix length (`` `name`(191) ``, which every utf8mb4 dump of a long
+/// VARCHAR key has: sqlparser reads neither) or has ASC or DESC.
 fn needs_decl(t: &[Token], open: usize) -> bool {
     let Some(close) = closing(t, open) else {
         return false;
     };
-    let mut depth = 0usize;
-    let mut part_start = true;
-    for tok in &t[open + 1..close] {
-        match tok {
-            Token::LParen if depth == 0 && part_start => return true,
-            Token::Word(w)
-                if depth == 0
-                    && w.quote_style.is_none()
-                    && (w.value.eq_ignore_ascii_case("ASC")
-                        || w.value.eq_ignore_ascii_case("DESC")) =>
-            {
-                return true
-            }
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            Token::Comma if depth == 0 => {
-                part_start = true;
-                continue;
-            }
-            _ => {}
+    // Any parenthesis in the list is an expression part or a prefix length.
+    t[open + 1..close].iter().any(|tok| match tok {
+        Token::LParen => true,
+        Token::Word(w) => {
+            w.quote_style.is_none()
+                && (w.value.eq_ignore_ascii_case("ASC") || w.value.eq_ignore_ascii_case("DESC"))
         }
-        part_start = false;
-    }
-    false
+        _ => false,
+    })
 }
 
 /// Parses `[CONSTRAINT [sym]] {PRIMARY KEY | UNIQUE [INDEX|KEY] | INDEX |
@@ -170,19 +174,26 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
     p.expect_token(&Token::LParen)?;
     let mut parts = Vec::new();
     let mut descending = Vec::new();
+    let mut prefixes = Vec::new();
     loop {
         if p.consume_token(&Token::LParen) {
             let expr = p.parse_expr()?;
             p.expect_token(&Token::RParen)?;
             parts.push(KeyPart::Expression(Box::new(expr)));
+            prefixes.push(None);
         } else {
             let column = p.parse_identifier(false)?.value;
             // A prefix length.
+            let mut prefix = None;
             if p.consume_token(&Token::LParen) {
-                p.parse_literal_uint()?;
+                let n = p.parse_literal_uint()?;
+                prefix = Some(u32::try_from(n).map_err(|_| {
+                    ParserError::ParserError(format!("prefix length {n} is out of range"))
+                })?);
                 p.expect_token(&Token::RParen)?;
             }
             parts.push(KeyPart::Column(column));
+            prefixes.push(prefix);
         }
         let order = p.parse_one_of_keywords(&[Keyword::ASC, Keyword::DESC]);
         descending.push(order == Some(Keyword::DESC));
@@ -210,6 +221,7 @@ pub fn parse_decl(p: &mut Parser) -> std::result::Result<IndexDecl, ParserError>
         primary,
         parts,
         descending,
+        prefixes,
     })
 }
 
@@ -229,6 +241,22 @@ pub fn created_part(e: &ast::Expr) -> Result<KeyPart> {
             "check the manual that corresponds to your MariaDB server version for the right \
              syntax to use near '{other}' at line 1"
         ))),
+    }
+}
+
+/// The prefix length of a CREATE INDEX key part `column(length)`, if any.
+pub fn created_prefix(e: &ast::Expr) -> Option<u32> {
+    match e {
+        ast::Expr::Function(f) if is_prefix_length(f) => match &f.args {
+            ast::FunctionArguments::List(list) => match list.args.as_slice() {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(
+                    ast::Value::Number(n, _),
+                )))] => n.parse().ok(),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -321,6 +349,10 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
     elements.push((start, close));
     let mut kept: Vec<Token> = t[..=open].to_vec();
     let mut decls = Vec::new();
+    // From the first declaration sqlparser cannot read on, every key is
+    // read here: the keys are added in the order they are declared (which
+    // SHOW CREATE TABLE, and so a dump, keeps).
+    let mut reading = false;
     for (from, to) in elements {
         let element = &t[from..to];
         // `CONSTRAINT [name]` before the key word.
@@ -337,7 +369,11 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
         if primary {
             i += 1;
         }
-        if key_list_at(element, i).is_some_and(|o| needs_decl(element, o)) {
+        let key_list = key_list_at(element, i);
+        let unreadable = key_list.is_some_and(|o| needs_decl(element, o));
+        reading |= unreadable;
+        // (A PRIMARY KEY sqlparser reads stays: it comes first anyway.)
+        if unreadable || (reading && key_list.is_some() && !primary) {
             let sql = crate::tokens::render_tokens(element);
             let mut p = crate::sqltext::parser(&sql)?;
             decls.push(crate::sqltext::contain_parser_panic(|| parse_decl(&mut p))?);
@@ -694,8 +730,15 @@ mod tests {
         assert!(declared(&toks(
             "CREATE TABLE t (a INT, PRIMARY KEY (a DESC))"
         )));
+        // A prefix length, as dumps write them (sqlparser reads none).
+        assert!(declared(&toks(
+            "CREATE TABLE t (a TEXT, KEY k (a), KEY p (`a`(191)))"
+        )));
+        assert!(declared(&toks(
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))"
+        )));
         let plain = [
-            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a(10)))",
+            "CREATE TABLE t (a INT, KEY k (a), UNIQUE (a))",
             "CREATE TABLE t (a INT CHECK ((a + 1) > 0))",
             "SELECT * FROM t ORDER BY a DESC",
         ];
@@ -728,15 +771,15 @@ mod tests {
             "CREATE TABLE t (a INT, b VARCHAR(5), INDEX ((a + 1)) USING BTREE, KEY kb (b), CONSTRAINT u UNIQUE KEY ((LOWER(b)), a DESC))",
         ))
         .unwrap();
-        assert_eq!(decls.len(), 2);
-        assert_eq!(
-            sql.replace(' ', ""),
-            "CREATETABLEt(aINT,bVARCHAR(5),KEYkb(b))"
-        );
-        assert_eq!(decls[1].name.as_deref(), Some("u"));
-        assert!(decls[1].unique);
-        assert!(matches!(&decls[1].parts[1], KeyPart::Column(c) if c == "a"));
-        assert_eq!(decls[1].descending, vec![false, true]);
+        // `kb`, after the first declaration, is read here too: keys are
+        // added in their declared order.
+        assert_eq!(decls.len(), 3);
+        assert_eq!(sql.replace(' ', ""), "CREATETABLEt(aINT,bVARCHAR(5))");
+        assert_eq!(decls[1].name.as_deref(), Some("kb"));
+        assert_eq!(decls[2].name.as_deref(), Some("u"));
+        assert!(decls[2].unique);
+        assert!(matches!(&decls[2].parts[1], KeyPart::Column(c) if c == "a"));
+        assert_eq!(decls[2].descending, vec![false, true]);
         assert!(decls[0].name.is_none());
     }
 
@@ -746,8 +789,9 @@ mod tests {
             "CREATE TABLE t (a INT, b INT, CONSTRAINT pk PRIMARY KEY (a, b DESC), KEY (b))",
         ))
         .unwrap();
-        assert_eq!(sql.replace(' ', ""), "CREATETABLEt(aINT,bINT,KEY(b))");
+        assert_eq!(sql.replace(' ', ""), "CREATETABLEt(aINT,bINT)");
         assert!(decls[0].primary);
+        assert!(!decls[1].primary);
         assert_eq!(decls[0].descending, vec![false, true]);
         let (sql, decls) =
             split_create_table(&toks("CREATE TABLE t (a INT, PRIMARY KEY (a))")).unwrap();

@@ -207,8 +207,12 @@ fn needs(s: &Session, sql: &str, t: &[Token]) -> Result<Vec<Need>, ShimError> {
     let w = |i| word(t, i).unwrap_or_default();
     let (w0, w1) = (w(0), w(1));
     let mut out = Vec::new();
+    // `SET a = 1, GLOBAL b = 2` sets b globally (see `set_list`).
     let global_set = w0 == "SET"
         && (w1 == "GLOBAL"
+            || t.windows(2).any(|p| {
+                matches!(p[0], Token::Comma) && word(p, 1).as_deref() == Some("GLOBAL")
+            })
             || t.iter().any(
                 |x| matches!(x, Token::Word(x) if x.value.to_ascii_lowercase().starts_with("@@global")),
             ));

@@ -9,6 +9,15 @@ use crate::session::Session;
 use crate::transaction::{isolation_level_name, set_next_isolation, set_session_isolation};
 use crate::vars::ReadConsistency;
 
+fn full_name(name: &ast::ObjectName) -> String {
+    let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
+    parts.join(".")
+}
+
+fn user_variable(full: &str) -> Option<&str> {
+    full.strip_prefix('@').filter(|u| !u.starts_with('@'))
+}
+
 impl Engine {
     pub(crate) fn set_variable(
         &self,
@@ -16,11 +25,38 @@ impl Engine {
         name: &ast::ObjectName,
         value: &Expr,
     ) -> Result<()> {
-        let parts: Vec<String> = name.0.iter().map(|i| i.value.clone()).collect();
-        let full = parts.join(".");
-        // User variable.
-        if let Some(u) = full.strip_prefix('@').filter(|u| !u.starts_with('@')) {
-            let v = self.eval_constant(s, value)?;
+        let v = self.variable_value(s, name, value)?;
+        self.assign_variable(s, name, v)
+    }
+
+    /// The value `SET name = value` assigns, evaluated now (a SET of
+    /// several assignments evaluates every value before it assigns any).
+    pub(crate) fn variable_value(
+        &self,
+        s: &Session,
+        name: &ast::ObjectName,
+        value: &Expr,
+    ) -> Result<Value> {
+        match value {
+            // SET x = ON / OFF / DEFAULT / an identifier value.
+            Expr::Identifier(id)
+                if !id.value.starts_with('@') && user_variable(&full_name(name)).is_none() =>
+            {
+                Ok(Value::text(id.value.clone()))
+            }
+            other => self.eval_constant(s, other),
+        }
+    }
+
+    /// Assigns `v` (from [`Self::variable_value`]) to variable `name`.
+    pub(crate) fn assign_variable(
+        &self,
+        s: &mut Session,
+        name: &ast::ObjectName,
+        v: Value,
+    ) -> Result<()> {
+        let full = full_name(name);
+        if let Some(u) = user_variable(&full) {
             s.user_variables.insert(u.to_ascii_lowercase(), v);
             return Ok(());
         }
@@ -30,11 +66,6 @@ impl Engine {
                 var = rest.to_string();
             }
         }
-        let v = match value {
-            // SET x = ON / OFF / DEFAULT / an identifier value.
-            Expr::Identifier(id) if !id.value.starts_with('@') => Value::text(id.value.clone()),
-            other => self.eval_constant(s, other)?,
-        };
         if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
             let global = full.to_ascii_lowercase().starts_with("@@global.");
             return self.set_security_variable(&var, &v, global);

@@ -1,7 +1,8 @@
 //! What a table declares that changes no stored value: its COMMENT, its
 //! columns' COMMENTs, its default collation (`DEFAULT CHARSET=` /
-//! `COLLATE=`, which text columns added later get) and which key parts
-//! of its indexes were declared DESC. Kept in one catalog
+//! `COLLATE=`, which text columns added later get), which key parts of
+//! its indexes were declared DESC and which with a prefix length. Kept in
+//! one catalog
 //! meta record per table beside the schema, as CHECK constraints are;
 //! ALTER TABLE writes it in its own batch. SHOW CREATE TABLE, SHOW FULL
 //! COLUMNS and information_schema (which ORMs reflect) show it.
@@ -37,6 +38,33 @@ pub struct TableNotes {
     /// way, so the order changes no stored key. Kept last: records written
     /// before it decode as [`TableNotesV1`].
     descending: Vec<(String, String)>,
+    /// `(index name, column name, length)` for each key part declared with
+    /// a prefix length (`` `name`(191) ``): shown by SHOW CREATE TABLE (a
+    /// dump of a TEXT key needs it back), SHOW INDEX and STATISTICS.
+    /// Ladle keys whole values, so it changes no stored key. Kept last:
+    /// records written before it decode as [`TableNotesV2`].
+    prefixes: Vec<(String, String, u32)>,
+}
+
+/// The record as written before key parts' prefix lengths were kept.
+#[derive(Deserialize, Serialize)]
+struct TableNotesV2 {
+    comment: String,
+    collation: Collation,
+    column_comments: Vec<(String, String)>,
+    descending: Vec<(String, String)>,
+}
+
+impl From<TableNotesV2> for TableNotes {
+    fn from(v: TableNotesV2) -> TableNotes {
+        TableNotes {
+            comment: v.comment,
+            collation: v.collation,
+            column_comments: v.column_comments,
+            descending: v.descending,
+            prefixes: Vec::new(),
+        }
+    }
 }
 
 /// The record as written before key parts' order was kept.
@@ -54,6 +82,7 @@ impl From<TableNotesV1> for TableNotes {
             collation: v.collation,
             column_comments: v.column_comments,
             descending: Vec::new(),
+            prefixes: Vec::new(),
         }
     }
 }
@@ -81,7 +110,9 @@ impl TableNotes {
     /// name `to`.
     pub fn rename_column(&mut self, from: &str, to: &str) {
         let parts = self.descending.iter_mut().map(|(_, c)| c);
-        for c in self.column_comments.iter_mut().map(|(c, _)| c).chain(parts) {
+        let prefixed = self.prefixes.iter_mut().map(|(_, c, _)| c);
+        let comments = self.column_comments.iter_mut().map(|(c, _)| c);
+        for c in comments.chain(parts).chain(prefixed) {
             if c.eq_ignore_ascii_case(from) {
                 *c = to.to_string();
             }
@@ -93,6 +124,8 @@ impl TableNotes {
         self.set_column_comment(name, "");
         self.descending
             .retain(|(_, c)| !c.eq_ignore_ascii_case(name));
+        self.prefixes
+            .retain(|(_, c, _)| !c.eq_ignore_ascii_case(name));
     }
 
     /// Whether index `index`'s key part over `column` is DESC.
@@ -100,6 +133,25 @@ impl TableNotes {
         self.descending
             .iter()
             .any(|(i, c)| i.eq_ignore_ascii_case(index) && c.eq_ignore_ascii_case(column))
+    }
+
+    /// The prefix length index `index`'s key part over `column` was
+    /// declared with, if any.
+    pub fn prefix(&self, index: &str, column: &str) -> Option<u32> {
+        self.prefixes
+            .iter()
+            .find(|(i, c, _)| i.eq_ignore_ascii_case(index) && c.eq_ignore_ascii_case(column))
+            .map(|&(_, _, n)| n)
+    }
+
+    /// Records index `index`'s key parts declared with a prefix length, as
+    /// `(column name, length)` (after [`Self::add_index`]).
+    pub fn set_prefixes(&mut self, index: &str, prefixes: &[(String, u32)]) {
+        self.prefixes
+            .retain(|(i, _, _)| !i.eq_ignore_ascii_case(index));
+        for (c, n) in prefixes {
+            self.prefixes.push((index.to_string(), c.clone(), *n));
+        }
     }
 
     /// Records a new index `index`'s DESC key parts (by column name).
@@ -114,11 +166,14 @@ impl TableNotes {
     pub fn drop_index(&mut self, index: &str) {
         self.descending
             .retain(|(i, _)| !i.eq_ignore_ascii_case(index));
+        self.prefixes
+            .retain(|(i, _, _)| !i.eq_ignore_ascii_case(index));
     }
 
     /// Index `from` is now named `to`.
     pub fn rename_index(&mut self, from: &str, to: &str) {
-        for (i, _) in &mut self.descending {
+        let parts = self.descending.iter_mut().map(|(i, _)| i);
+        for i in parts.chain(self.prefixes.iter_mut().map(|(i, _, _)| i)) {
             if i.eq_ignore_ascii_case(from) {
                 *i = to.to_string();
             }
@@ -143,6 +198,7 @@ impl TableNotes {
 
 fn decode(bytes: &[u8]) -> Result<TableNotes> {
     postcard::from_bytes(bytes)
+        .or_else(|_| postcard::from_bytes::<TableNotesV2>(bytes).map(TableNotes::from))
         .or_else(|_| postcard::from_bytes::<TableNotesV1>(bytes).map(TableNotes::from))
         .map_err(|e| ShimError::Internal(format!("bad table notes record: {e}")))
 }
@@ -228,6 +284,28 @@ mod tests {
         notes.rename_index("i", "j");
         assert!(notes.is_descending("j", "b"));
         notes.drop_index("j");
+        assert_eq!(notes, TableNotes::default());
+    }
+
+    #[test]
+    fn prefix_lengths_are_kept_and_follow_renames_and_drops() {
+        let old = TableNotesV2 {
+            comment: String::new(),
+            collation: Collation::GeneralCi,
+            column_comments: Vec::new(),
+            descending: vec![("i".into(), "a".into())],
+        };
+        let notes = decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert!(notes.is_descending("i", "a") && notes.prefix("i", "a").is_none());
+        let mut notes = TableNotes::default();
+        notes.add_index("i", &[]);
+        notes.set_prefixes("i", &[("a".into(), 191)]);
+        let again = decode(&notes.encoded().unwrap().unwrap()).unwrap();
+        assert_eq!(again.prefix("I", "A"), Some(191));
+        notes.rename_column("a", "b");
+        notes.rename_index("i", "j");
+        assert_eq!(notes.prefix("j", "b"), Some(191));
+        notes.drop_column("b");
         assert_eq!(notes, TableNotes::default());
     }
 }

@@ -7,7 +7,9 @@
 //! only with `=`).
 
 use sqlparser::ast::helpers::stmt_create_table::CreateTableBuilder;
-use sqlparser::ast::{CommentDef, ObjectName, Statement, TableEngine};
+use sqlparser::ast::{
+    self, CommentDef, Expr, Ident, ObjectName, SqlOption, Statement, TableEngine,
+};
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
@@ -202,6 +204,23 @@ pub fn table_option(p: &mut Parser) -> ParseResult<TableOption> {
     }
 }
 
+const AUTO_INCREMENT: &str = "AUTO_INCREMENT";
+
+fn is_auto_increment(o: &SqlOption) -> bool {
+    matches!(o, SqlOption::KeyValue { key, .. } if key.value == AUTO_INCREMENT)
+}
+
+/// The `AUTO_INCREMENT = n` option of a CREATE TABLE [`create_table`] read.
+pub fn auto_increment(properties: &[SqlOption]) -> Option<u64> {
+    properties.iter().find_map(|o| match o {
+        SqlOption::KeyValue {
+            key,
+            value: Expr::Value(ast::Value::Number(n, _)),
+        } if key.value == AUTO_INCREMENT => n.parse().ok(),
+        _ => None,
+    })
+}
+
 /// `CREATE [TEMPORARY] TABLE [IF NOT EXISTS] name (columns) options [AS
 /// query]` with MySQL's table options; `None` (nothing consumed) for the
 /// other CREATE TABLE forms (LIKE, no column list), which sqlparser reads.
@@ -263,12 +282,17 @@ fn with_option(table: CreateTableBuilder, option: TableOption) -> ParseResult<Cr
             name,
             parameters: None,
         })),
+        // Kept as a table property: sqlparser's `auto_increment_offset` is
+        // 32 bits wide, and a BIGINT key's counter (which SHOW CREATE TABLE
+        // and so every dump shows) may be past it.
         TableOption::AutoIncrement(n) => {
-            // sqlparser's field is 32 bits wide.
-            let n = u32::try_from(n).map_err(|_| {
-                ParserError::ParserError(format!("AUTO_INCREMENT {n} is out of range"))
-            })?;
-            table.auto_increment_offset(Some(n))
+            let mut properties = table.table_properties.clone();
+            properties.retain(|o| !is_auto_increment(o));
+            properties.push(SqlOption::KeyValue {
+                key: Ident::new(AUTO_INCREMENT),
+                value: Expr::Value(ast::Value::Number(n.to_string(), false)),
+            });
+            table.table_properties(properties)
         }
         TableOption::Comment(text) => table.comment(Some(CommentDef::WithEq(text))),
         TableOption::Charset(CharsetSpec {
@@ -289,6 +313,8 @@ fn wire(code: error::MysqlCode, message: String) -> ShimError {
 mod tests {
     use sqlparser::ast::Statement;
 
+    use super::auto_increment;
+
     fn create(sql: &str) -> sqlparser::ast::CreateTable {
         match crate::sqltext::parse_statements(sql).unwrap().remove(0) {
             Statement::CreateTable(ct) => ct,
@@ -306,12 +332,24 @@ mod tests {
         assert_eq!(ct.name.to_string(), "d.t");
         assert_eq!(ct.columns.len(), 1);
         assert_eq!(ct.engine.map(|e| e.name).as_deref(), Some("InnoDB"));
-        assert_eq!(ct.auto_increment_offset, Some(9));
+        assert_eq!(auto_increment(&ct.table_properties), Some(9));
         assert_eq!(ct.default_charset.as_deref(), Some("utf8mb4"));
         assert_eq!(ct.collation.as_deref(), Some("utf8mb4_bin"));
         assert_eq!(
             ct.comment,
             Some(sqlparser::ast::CommentDef::WithEq("c".into()))
+        );
+    }
+
+    #[test]
+    fn auto_increment_takes_64_bits_and_the_last_wins() {
+        // As SHOW CREATE TABLE (and so mariadb-dump) shows a BIGINT UNSIGNED
+        // key's counter past 2^32; sqlparser's own field refused it.
+        let ct =
+            create("CREATE TABLE t (a INT) AUTO_INCREMENT=5 AUTO_INCREMENT=18446744073709551001");
+        assert_eq!(
+            auto_increment(&ct.table_properties),
+            Some(18_446_744_073_709_551_001)
         );
     }
 

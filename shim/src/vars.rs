@@ -168,6 +168,18 @@ pub fn strict_mode(session: &Session) -> bool {
         .any(|m| sql_mode_has(session, m))
 }
 
+/// Whether a 0 in an AUTO_INCREMENT column asks for a generated value, as
+/// NULL does: unless `sql_mode` has NO_AUTO_VALUE_ON_ZERO (not in the
+/// default mode; dumps set it so that a row with id 0 keeps it).
+pub fn auto_value_on_zero(session: &Session) -> bool {
+    !matches!(
+        session.variables.get("sql_mode"),
+        Some(Value::Text(modes)) if modes
+            .split(',')
+            .any(|m| m.trim().eq_ignore_ascii_case("NO_AUTO_VALUE_ON_ZERO"))
+    )
+}
+
 /// Whether the session's `sql_mode` names `mode` (true when it is unset:
 /// the default mode names every mode asked about here).
 pub fn sql_mode_has(session: &Session, mode: &str) -> bool {

@@ -188,6 +188,7 @@ fn durable_inserts(per_thread: usize) {
                         schema_version: version,
                         rows: vec![vote(th as i64, k as i64)],
                         on_conflict: OnConflict::Error,
+                        auto_value_on_zero: true,
                     };
                     s.write(vec![op]).expect("insert");
                 }
@@ -257,6 +258,7 @@ fn load(s: &Storage, t: &TableSchema, rows: usize) -> Duration {
                 schema_version: t.version,
                 rows: std::mem::take(&mut batch),
                 on_conflict: OnConflict::Ignore,
+                auto_value_on_zero: true,
             };
             s.write(vec![op]).expect("load");
         }
@@ -377,6 +379,7 @@ fn single_writer(n: usize) {
             schema_version: t.version,
             rows: vec![vote(0, k as i64)],
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         };
         s.write(vec![op]).expect("insert");
     }

@@ -52,7 +52,8 @@ pub enum OnConflict {
 #[derive(Clone)]
 pub enum WriteOp {
     /// Full rows in schema order. `Value::Null` in an AUTO_INCREMENT column
-    /// (or 0) allocates the next value. Values are coerced to column types.
+    /// (or 0, when `auto_value_on_zero`) allocates the next value. Values
+    /// are coerced to column types.
     Insert {
         table: TableId,
         /// The table's [`TableSchema::version`] the statement built this op
@@ -62,6 +63,10 @@ pub enum WriteOp {
         schema_version: u32,
         rows: Vec<Row>,
         on_conflict: OnConflict,
+        /// MySQL's default: a 0 in the AUTO_INCREMENT column generates a
+        /// value; `false` under sql_mode NO_AUTO_VALUE_ON_ZERO (which dumps
+        /// set), where the 0 is stored.
+        auto_value_on_zero: bool,
     },
     Update {
         table: TableId,

@@ -239,12 +239,16 @@ impl Group<'_> {
                 schema_version,
                 rows,
                 on_conflict,
+                auto_value_on_zero,
             } => {
                 let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
-                let mut next_id = None;
+                let mut next = NextId {
+                    value: None,
+                    on_zero: auto_value_on_zero,
+                };
                 for row in rows {
-                    self.insert(&t, row, &on_conflict, &mut result, &mut next_id)?;
+                    self.insert(&t, row, &on_conflict, &mut result, &mut next)?;
                 }
                 // An explicit id is reported only when some row was written
                 // (MySQL's `info.copied`).
@@ -307,7 +311,7 @@ impl Group<'_> {
         }
     }
 
-    /// Inserts one row of a statement. `next_id` is the AUTO_INCREMENT
+    /// Inserts one row of a statement. `next` holds the AUTO_INCREMENT
     /// value the statement hands out next (see [`Self::prepare_insert`]).
     fn insert(
         &mut self,
@@ -315,9 +319,10 @@ impl Group<'_> {
         row: Row,
         on_conflict: &OnConflict,
         result: &mut OpResult,
-        next_id: &mut Option<u64>,
+        next: &mut NextId,
     ) -> Result<()> {
-        let (row, generated) = self.prepare_insert(t, row, next_id)?;
+        let next_id = &mut next.value;
+        let (row, generated) = self.prepare_insert(t, row, next_id, next.on_zero)?;
         let conflicts = self.conflicts(t, &row, None)?;
         // A row IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an
         // update, gives its generated value back to the statement's next
@@ -400,18 +405,20 @@ impl Group<'_> {
     /// The counter moves past one value per row that wants one (InnoDB
     /// reserves as many as the statement has rows); the row takes
     /// `next_id`, the statement's next unused value, which a skipped row
-    /// hands back (see [`Self::insert`]), else the counter's.
+    /// hands back (see [`Self::insert`]), else the counter's. A 0 wants a
+    /// value only `on_zero` (see [`WriteOp::Insert`]).
     fn prepare_insert(
         &mut self,
         t: &TableState,
         row: Row,
         next_id: &mut Option<u64>,
+        on_zero: bool,
     ) -> Result<(Row, Option<u64>)> {
         let mut row = self.coerce_row(t, row)?;
         let mut generated = None;
         if let Some(ai) = t.schema.auto_increment_column() {
             let column = &t.schema.columns[ai];
-            let wants_value = row[ai].is_null() || row[ai].as_i64() == Some(0);
+            let wants_value = row[ai].is_null() || (on_zero && row[ai].as_i64() == Some(0));
             if wants_value {
                 let mut next = t.counters.auto_inc.lock();
                 let reserved = (*next).max(1);
@@ -629,6 +636,14 @@ impl Group<'_> {
         }
         out
     }
+}
+
+/// A statement's AUTO_INCREMENT state while it inserts its rows.
+struct NextId {
+    /// The value it hands out next, once it has handed out one.
+    value: Option<u64>,
+    /// Whether a 0 asks for a value, as NULL does (see [`WriteOp::Insert`]).
+    on_zero: bool,
 }
 
 /// An existing row in the way of a PRIMARY (`key: None`) or UNIQUE key.

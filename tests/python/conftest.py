@@ -117,6 +117,16 @@ def _mariadb_target():
                   u.username or "root", u.password or "")
 
 
+@pytest.fixture(scope="session")
+def mariadb_server():
+    """MariaDB at LADLE_TEST_MARIADB_URL, for tests that need both servers
+    (the test is skipped without it)."""
+    target = _mariadb_target()
+    if target is None:
+        pytest.skip("LADLE_TEST_MARIADB_URL not set")
+    return target
+
+
 def pytest_generate_tests(metafunc):
     if "target" in metafunc.fixturenames:
         metafunc.parametrize("target", ["ladle", "mariadb"], indirect=True)

@@ -220,7 +220,15 @@ pub fn create_table_sql(
     let table_collation = notes.collation.name();
     for c in schema.columns.iter().filter(|c| !c.is_hidden()) {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
-        if c.ty.is_text() && c.collation.name() != table_collation {
+        // JSON as MariaDB writes it, which both servers read back as JSON:
+        // `longtext CHARACTER SET utf8mb4 COLLATE utf8mb4_bin ... CHECK
+        // (json_valid(`c`))` (MySQL would write `json`).
+        let json = c.ty == SqlType::Json;
+        if json {
+            if table_collation != "utf8mb4_bin" {
+                l.push_str(" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
+            }
+        } else if c.ty.is_text() && c.collation.name() != table_collation {
             l.push_str(&format!(
                 " CHARACTER SET utf8mb4 COLLATE {}",
                 c.collation.name()
@@ -265,6 +273,9 @@ pub fn create_table_sql(
         if !comment.is_empty() {
             l.push_str(&format!(" COMMENT {}", crate::params::quote(comment)));
         }
+        if json {
+            l.push_str(&format!(" CHECK (json_valid({}))", quote_ident(&c.name)));
+        }
         for check in checks {
             if check
                 .column
@@ -284,7 +295,10 @@ pub fn create_table_sql(
                 let c = &schema.columns[i];
                 let part = match crate::functional_index::expression(c) {
                     Some(sql) => format!("({sql})"),
-                    None => quote_ident(&c.name),
+                    None => match notes.prefix(index, &c.name) {
+                        Some(n) => format!("{}({n})", quote_ident(&c.name)),
+                        None => quote_ident(&c.name),
+                    },
                 };
                 if notes.is_descending(index, &c.name) {
                     format!("{part} DESC")

@@ -280,8 +280,15 @@ fn tables_table(
 ) -> Result<VTable> {
     let notes = crate::table_notes::load_all(&e.storage)?;
     let mut rows = Vec::new();
+    // Sizes are not measured: 0, as a client adding them up expects a
+    // number (`mariadb-dump --order-by-size` sorts by DATA_LENGTH).
+    let zero = Value::UInt(0);
     for tb in all_tables() {
         let note = notes.get(&tb.id).cloned().unwrap_or_default();
+        let auto_increment = match tb.auto_increment_column() {
+            Some(_) => Value::UInt(e.storage.next_auto_increment(tb.id)?),
+            None => Value::Null,
+        };
         rows.push(vec![
             def.clone(),
             t(&tb.database),
@@ -291,26 +298,29 @@ fn tables_table(
             Value::Int(10),
             t("Dynamic"),
             Value::UInt(e.storage.estimate_rows(tb.id)),
+            zero.clone(),
+            zero.clone(),
+            zero.clone(),
+            zero.clone(),
+            zero.clone(),
+            auto_increment,
+            Value::Null,
+            Value::Null,
             Value::Null,
             t(note.collation.name()),
+            Value::Null,
+            t(""),
             t(note.comment),
+            zero.clone(),
+            t("N"),
         ]);
     }
     for d in dbs {
         for v in e.dataflow.named_views(d) {
-            rows.push(vec![
-                def.clone(),
-                t(d),
-                t(v),
-                t("VIEW"),
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                Value::Null,
-                t("VIEW"),
-            ]);
+            let mut row = vec![def.clone(), t(d), t(v), t("VIEW")];
+            row.extend(std::iter::repeat_n(Value::Null, 16));
+            row.extend([t("VIEW"), Value::Null, Value::Null]);
+            rows.push(row);
         }
     }
     Ok(VTable {
@@ -323,9 +333,21 @@ fn tables_table(
             "VERSION",
             "ROW_FORMAT",
             "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
             "AUTO_INCREMENT",
+            "CREATE_TIME",
+            "UPDATE_TIME",
+            "CHECK_TIME",
             "TABLE_COLLATION",
+            "CHECKSUM",
+            "CREATE_OPTIONS",
             "TABLE_COMMENT",
+            "MAX_INDEX_LENGTH",
+            "TEMPORARY",
         ],
         rows,
     })
@@ -444,7 +466,8 @@ fn statistics_table(
                 },
                 t(collation_letter(note, &iname, &c.name)),
                 Value::Int(0),
-                Value::Null,
+                note.prefix(&iname, &c.name)
+                    .map_or(Value::Null, |n| Value::Int(i64::from(n))),
                 Value::Null,
                 t(if c.nullable { "YES" } else { "" }),
                 t("BTREE"),

@@ -124,8 +124,6 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
     let (qdb, table) =
         qualified_name(tk, &mut j).ok_or_else(|| ShimError::Parse("SHOW INDEX FROM".into()))?;
     let db = db_or(s, from_db(tk, &mut j).or(qdb))?;
-    let schema = lookup(e, &db, &table)?;
-    let notes = crate::table_notes::load(&e.storage, schema.id)?;
     let cols = [
         "Table",
         "Non_unique",
@@ -154,11 +152,26 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
             }
         })
         .collect();
+    // A view has no keys (`mariadb-dump --xml` asks for them).
+    let is_view = || {
+        e.dataflow
+            .named_views(&db)
+            .iter()
+            .any(|v| v.eq_ignore_ascii_case(&table))
+    };
+    if e.storage.table(&db, &table).is_none() && is_view() {
+        return finish(e, s, columns, Vec::new(), filter_at(tk, j)?);
+    }
+    let schema = lookup(e, &db, &table)?;
+    let notes = crate::table_notes::load(&e.storage, schema.id)?;
     let rows = index_rows(&schema)
         .into_iter()
         .map(|(name, non_unique, seq, col)| {
             let c = &schema.columns[col];
             let collation = collation_letter(&notes, &name, &c.name);
+            let sub_part = notes
+                .prefix(&name, &c.name)
+                .map_or(Value::Null, |n| Value::Int(i64::from(n)));
             vec![
                 t(&schema.name),
                 Value::Int(non_unique),
@@ -172,7 +185,7 @@ fn show_index(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Out
                 },
                 t(collation),
                 Value::Int(0),
-                Value::Null,
+                sub_part,
                 Value::Null,
                 t(if c.nullable { "YES" } else { "" }),
                 t("BTREE"),
@@ -230,14 +243,21 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
             show_create_view(e, &db, &view)
         }
         "DATABASE" | "SCHEMA" => {
-            if word(tk, j).as_deref() == Some("IF") {
+            let if_not_exists = word(tk, j).as_deref() == Some("IF");
+            if if_not_exists {
                 j += 3;
             }
             let db = ident(tk, j).ok_or_else(|| ShimError::Parse("SHOW CREATE DATABASE".into()))?;
             if !e.storage.databases().contains(&db) {
                 return Err(ShimError::UnknownDatabase(db));
             }
-            let sql = format!("CREATE DATABASE `{db}` /*!40100 DEFAULT CHARACTER SET utf8mb4 */");
+            // As MariaDB 10.11 writes it; `mariadb-dump --databases` asks
+            // with IF NOT EXISTS and copies the text into the dump.
+            let sql = format!(
+                "CREATE DATABASE {}{} /*!40100 DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci */",
+                if if_not_exists { "/*!32312 IF NOT EXISTS*/ " } else { "" },
+                super::describe::quote_ident(&db)
+            );
             Ok(Output::Rows {
                 columns: vec![text_column("Database"), text_column("Create Database")],
                 rows: vec![vec![t(db), t(sql)]].into(),
@@ -487,7 +507,7 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
         })
         .collect();
     let notes = crate::table_notes::load_all(&e.storage)?;
-    let rows = e
+    let mut rows: Vec<Vec<Value>> = e
         .storage
         .tables(&db)
         .iter()
@@ -508,6 +528,17 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
             ]
         })
         .collect();
+    // Views too, as in MariaDB (`mariadb-dump --xml` reads each one's).
+    for v in e.dataflow.named_views(&db) {
+        let mut row = vec![t(v)];
+        row.extend(std::iter::repeat_n(Value::Null, 9));
+        row.push(t("VIEW"));
+        rows.push(row);
+    }
+    rows.sort_by_key(|r| match &r[0] {
+        Value::Text(name) => name.to_string(),
+        _ => String::new(),
+    });
     finish(e, s, cols, rows, filter_at(tk, j)?)
 }
 

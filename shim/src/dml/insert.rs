@@ -346,6 +346,7 @@ pub(super) fn insert_rows(
                 schema_version: schema.version,
                 rows,
                 on_conflict,
+                auto_value_on_zero: crate::vars::auto_value_on_zero(s),
             },
             cascades,
             RowCounts::default(),
@@ -552,10 +553,11 @@ pub(super) fn reserve_ids(
     else {
         return Ok(generated);
     };
+    let on_zero = crate::vars::auto_value_on_zero(s);
     let need: Vec<usize> = rows
         .iter()
         .enumerate()
-        .filter(|(_, r)| r[ai].is_null() || r[ai].as_i64() == Some(0))
+        .filter(|(_, r)| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
         .map(|(i, _)| i)
         .collect();
     if !need.is_empty() {

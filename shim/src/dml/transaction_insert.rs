@@ -180,6 +180,7 @@ pub(super) fn insert_in_transaction(
             schema_version: schema.version,
             rows: kept,
             on_conflict,
+            auto_value_on_zero: crate::vars::auto_value_on_zero(s),
         };
         super::write::buffer_in_transaction(e, s, [op])?;
     }

@@ -24,6 +24,9 @@ pub enum Handling {
     Query,
     /// COM_STATISTICS: a bare text packet.
     Statistics,
+    /// COM_REFRESH: its FLUSH statement (`mariadb-dump --flush-logs` and
+    /// `mysqladmin flush-logs` send it).
+    Refresh,
     Ping,
     ChangeUser,
     ResetConnection,
@@ -49,6 +52,7 @@ pub fn handling(byte: u8) -> Handling {
         0x01 => Handling::Quit,
         0x02 => Handling::InitDb,
         0x03 => Handling::Query,
+        0x07 => Handling::Refresh,
         0x08 => Handling::Refuse(Refusal {
             errno: 1227,
             sqlstate: "42000",
@@ -78,7 +82,7 @@ pub fn handling(byte: u8) -> Handling {
         0x1C => Handling::StmtFetch,
         0x1F => Handling::ResetConnection,
         // COM_SLEEP, COM_FIELD_LIST (deprecated), COM_CREATE_DB and
-        // COM_DROP_DB (removed), COM_REFRESH, COM_PROCESS_INFO, COM_CONNECT,
+        // COM_DROP_DB (removed), COM_PROCESS_INFO, COM_CONNECT,
         // COM_TIME, COM_DELAYED_INSERT, COM_TABLE_DUMP, COM_CONNECT_OUT,
         // COM_REGISTER_SLAVE, COM_DAEMON, COM_CLONE and every byte above.
         _ => Handling::Refuse(UNKNOWN_COMMAND),
@@ -98,8 +102,9 @@ mod tests {
                 assert_eq!(r.sqlstate.len(), 5);
             }
         }
-        // 14 commands are served; the rest get an error.
-        assert_eq!(refused, 256 - 14);
+        // 15 commands are served; the rest get an error.
+        assert_eq!(refused, 256 - 15);
+        assert_eq!(handling(0x07), Handling::Refresh);
         assert_eq!(handling(0x04), Handling::Refuse(UNKNOWN_COMMAND));
         assert_eq!(handling(0xFF), Handling::Refuse(UNKNOWN_COMMAND));
     }

@@ -422,6 +422,17 @@ impl CommandLoop {
             Handling::Refuse(r) => self.error(r.errno, r.sqlstate, r.message),
             Handling::Ping => self.ok(),
             Handling::Query => self.query(body).await?,
+            // The REFRESH_GRANT bit reloads the grant tables; the others
+            // (logs, tables, hosts, status...) have nothing to flush here.
+            Handling::Refresh => {
+                let grants = body.first().is_some_and(|flags| flags & 0x01 != 0);
+                let sql: &[u8] = if grants {
+                    b"FLUSH PRIVILEGES"
+                } else {
+                    b"FLUSH LOGS"
+                };
+                self.query(sql).await?
+            }
             Handling::InitDb => self.init_db(body).await,
             Handling::Statistics => {
                 let text = self.statistics();

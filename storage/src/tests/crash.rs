@@ -95,12 +95,14 @@ fn crash_child() {
                                 vec![Value::Null, Value::Int(th), Value::Int(story)],
                             ],
                             on_conflict: OnConflict::Error,
+                            auto_value_on_zero: true,
                         },
                         WriteOp::Insert {
                             table: log.id,
                             schema_version: log.version,
                             rows: vec![vec![Value::Int(th), Value::Int(story)]],
                             on_conflict: OnConflict::Error,
+                            auto_value_on_zero: true,
                         },
                     ];
                     let r = s.write(ops).expect("child write");
@@ -235,6 +237,7 @@ fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
             schema_version: votes.version,
             rows: vec![vec![Value::Null, Value::Int(-1), Value::Int(-1)]],
             on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
         }])
         .unwrap();
     assert!(r.ops[0].last_insert_id.unwrap() > max);

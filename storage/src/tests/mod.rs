@@ -171,6 +171,7 @@ pub(crate) fn insert(table: &TableSchema, rows: Vec<Row>) -> WriteOp {
         schema_version: table.version,
         rows,
         on_conflict: OnConflict::Error,
+        auto_value_on_zero: true,
     }
 }
 
