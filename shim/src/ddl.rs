@@ -431,6 +431,10 @@ pub fn create_table_with(
             return Err(err);
         }
     }
+    if ct.temporary {
+        e.temporary_tables
+            .add(&created.database, &created.name, s.connection_id);
+    }
     Ok(Output::ok())
 }
 
@@ -837,6 +841,7 @@ pub fn drop(
                 }
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => {
+                        e.temporary_tables.remove(&db, &t);
                         crate::checks::forget(&e.storage, &e.checks, schema.id)?;
                         crate::table_notes::forget(&e.storage, schema.id)?;
                         crate::foreign_keys::forget(e, schema.id)?;
@@ -917,6 +922,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
         Err(StorageError::NoSuchDatabase(_)) => return Err(wire(error::drop_db_missing(name))),
         Err(other) => return Err(other.into()),
     };
+    e.temporary_tables.remove_database(name);
     for t in &dropped {
         crate::checks::forget(&e.storage, &e.checks, t.id)?;
         crate::table_notes::forget(&e.storage, t.id)?;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use ladle_common::Value;
 use ladle_dataflow::OutputColumn;
 use parking_lot::Mutex;
+use sqlparser::ast;
 
 use crate::error::{WireError, ER_UNKNOWN};
 use crate::exec::Engine;
@@ -43,6 +44,7 @@ impl Drop for Connection {
         // A statement still running stops: nobody waits for its answer.
         self.process.client_gone();
         self.engine.processes.unregister(self.connection_id);
+        self.drop_temporary_tables();
     }
 }
 
@@ -54,6 +56,35 @@ pub struct Prepared {
 }
 
 impl Connection {
+    /// The connection's TEMPORARY tables go with it (off the async worker
+    /// when there is one: dropping a table writes to storage).
+    fn drop_temporary_tables(&self) {
+        let owned = self
+            .engine
+            .temporary_tables
+            .take_owned_by(self.connection_id);
+        if owned.is_empty() {
+            return;
+        }
+        let engine = Arc::clone(&self.engine);
+        let session = Arc::clone(&self.session);
+        let work = move || {
+            let mut s = session.lock();
+            for (db, table) in owned {
+                let name = ast::ObjectName(vec![ast::Ident::new(db), ast::Ident::new(table)]);
+                if let Err(err) =
+                    crate::ddl::drop(&engine, &mut s, ast::ObjectType::Table, true, vec![name])
+                {
+                    tracing::warn!(%err, "dropping a closed connection's temporary table");
+                }
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(work)),
+            Err(_) => work(),
+        }
+    }
+
     pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
         let process = engine.processes.register(connection_id, host.clone());
         Connection {

@@ -84,6 +84,7 @@ mod set_variable;
 pub mod sqltext;
 mod table_notes;
 mod table_options;
+mod temporary_tables;
 mod throttle;
 pub mod tls;
 mod tokens;
@@ -153,6 +154,7 @@ impl Frontend {
             select_cache: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
+            temporary_tables: Default::default(),
             metadata_locks: Default::default(),
             schema_log: Default::default(),
             forwarder: Default::default(),

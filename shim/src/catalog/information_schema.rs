@@ -145,6 +145,8 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     let all_tables = || {
         dbs.iter()
             .flat_map(|d| e.storage.tables(d))
+            // MySQL lists no TEMPORARY table here.
+            .filter(|tb| !e.temporary_tables.contains(&tb.database, &tb.name))
             .filter(|tb| crate::privileges::sees_table(e, s, &tb.database, &tb.name))
             .collect::<Vec<_>>()
     };
