@@ -6,6 +6,7 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
+use super::json_compare;
 use super::{
     cast_type, coerce_literal, hex_number, is_arith, is_interval, is_numeric_type, literal,
     placeholder_slot, strip_nested, unsupported, ExprCx, ParamMode,
@@ -132,6 +133,19 @@ impl ExprCx<'_> {
             ));
         }
         let r = self.compile(right)?;
+        // A JSON value and a string or boolean literal compare as JSON.
+        if matches!(op, B::Eq | B::NotEq) {
+            let as_json = if json_compare::is_json(&l) {
+                json_compare::equals(&l, right)
+            } else if json_compare::is_json(&r) {
+                json_compare::equals(&r, left)
+            } else {
+                None
+            };
+            if let Some(e) = as_json {
+                return Ok(if *op == B::Eq { e } else { Expr::Not(b(e)) });
+            }
+        }
         // Hex literals are numbers in arithmetic and when compared
         // with a number.
         let frame = self.frame_types();
@@ -388,6 +402,35 @@ impl ExprCx<'_> {
             Some(x) => Some(b(self.compile(x)?)),
             None => None,
         };
+        // CASE json WHEN 'text' ...: each WHEN compared as JSON (then the
+        // CASE is a searched one, its operand repeated in each WHEN).
+        let json_op = op.as_ref().filter(|o| json_compare::is_json(o));
+        if let Some(json) = json_op {
+            if conditions
+                .iter()
+                .any(|c| json_compare::equals(json, c).is_some())
+            {
+                let whens = conditions
+                    .iter()
+                    .zip(whens)
+                    .map(|(c, (compiled, then))| {
+                        let test = json_compare::equals(json, c).unwrap_or_else(|| Expr::Cmp {
+                            op: CmpOp::Eq,
+                            left: b(json.clone()),
+                            right: b(compiled),
+                            collation: coll,
+                        });
+                        (test, then)
+                    })
+                    .collect();
+                return Ok(Expr::Case {
+                    operand: None,
+                    whens,
+                    otherwise,
+                    collation: coll,
+                });
+            }
+        }
         Ok(Expr::Case {
             operand: op.map(b),
             whens,
