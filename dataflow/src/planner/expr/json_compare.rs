@@ -1,19 +1,21 @@
-//! A JSON value compared with a SQL string or boolean literal, as MySQL
-//! compares them: the literal becomes a JSON scalar, so `JSON_EXTRACT(..)
-//! = 'null'` holds only for the JSON string "null" (never for the number
-//! 0, which a numeric comparison would equal), and `= TRUE` only for JSON
-//! `true`. SQLAlchemy's JSON index access sends
-//! `CASE JSON_EXTRACT(d, p) WHEN 'null' THEN NULL ... END`.
+//! A JSON value compared with a SQL string or boolean literal, as MySQL's
+//! CASE and SQLAlchemy expect (MariaDB agrees): with a string, the JSON
+//! value's text (a JSON string unquoted) against the string, so
+//! `JSON_EXTRACT(..) = 'null'` holds for JSON null and the string "null"
+//! but never for the number 0 (which a numeric comparison equalled); with
+//! TRUE or FALSE, only JSON `true` or `false`. SQLAlchemy's JSON index
+//! access sends `CASE JSON_EXTRACT(d, p) WHEN 'null' THEN NULL WHEN true
+//! THEN true ELSE false END`.
 //!
 //! Extracted values are plain SQL values here (numbers as numbers, other
 //! JSON as its text), so the comparison is rewritten: with a string,
-//! `JSON_TYPE(j) = 'STRING' AND JSON_UNQUOTE(j) = s`; with a boolean,
-//! `j = 'true'` (or `'false'`) as binary text.
+//! `JSON_UNQUOTE(j) = s`; with a boolean, `j = 'true'` (or `'false'`),
+//! both as binary text.
 
 use ladle_common::{Collation, Value};
 use sqlparser::ast;
 
-use crate::expr::{CmpOp, Expr, Func, LogicOp};
+use crate::expr::{CmpOp, Expr, Func};
 
 /// Whether `e` is a JSON value as MySQL types it (an extraction).
 pub(super) fn is_json(e: &Expr) -> bool {
@@ -46,22 +48,12 @@ fn eq(l: Expr, r: Expr) -> Expr {
     }
 }
 
-/// `json = other` compared as JSON, or None when `other` is not a string
+/// `json = other` compared as described above, or None when `other` is not a string
 /// or boolean literal (then the ordinary comparison applies).
 pub(super) fn equals(json: &Expr, other: &ast::Expr) -> Option<Expr> {
     let text = |s: &str| Expr::Literal(Value::Text(s.into()));
     Some(match scalar(other)? {
-        Scalar::Text(s) => Expr::Logic(
-            LogicOp::And,
-            Box::new(eq(
-                Expr::Call(Func::JsonType, vec![json.clone()]),
-                text("STRING"),
-            )),
-            Box::new(eq(
-                Expr::Call(Func::JsonUnquote, vec![json.clone()]),
-                text(&s),
-            )),
-        ),
+        Scalar::Text(s) => eq(Expr::Call(Func::JsonUnquote, vec![json.clone()]), text(&s)),
         Scalar::Bool(b) => eq(json.clone(), text(if b { "true" } else { "false" })),
     })
 }
