@@ -306,6 +306,9 @@ pub fn create_table_sql(
             cols(&idx.name, &idx.columns)
         ));
     }
+    // By name, as MySQL and MariaDB list them (not in declaration order).
+    let mut keys: Vec<_> = keys.iter().collect();
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
     for k in keys {
         lines.push(format!("  {}", k.clause(&schema.database, false)));
     }
