@@ -268,6 +268,10 @@ impl ExprCx<'_> {
         negated: bool,
     ) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
+        if let Some(rows) = row_in_list(expr, list) {
+            let e = self.compile(&rows)?;
+            return Ok(if negated { Expr::Not(b(e)) } else { e });
+        }
         let members: Vec<&ast::Expr> = std::iter::once(expr).chain(list.iter()).collect();
         let mut compiled = self.compile_comparison_group(&members)?.into_iter();
         let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
@@ -530,4 +534,42 @@ impl ExprCx<'_> {
         };
         Ok(Expr::Call(f, vec![self.compile(expr)?]))
     }
+}
+
+/// `(a, b) IN ((x, y), ...)` as `(a = x AND b = y) OR ...`, which has the
+/// same answer, NULLs included; None unless `expr` and every item are
+/// rows of one width.
+fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
+    let row = |e: &ast::Expr| match e {
+        ast::Expr::Tuple(xs) if xs.len() > 1 => Some(xs.clone()),
+        _ => None,
+    };
+    let left = row(expr)?;
+    let mut any: Option<ast::Expr> = None;
+    for item in list {
+        let right = row(item).filter(|r| r.len() == left.len())?;
+        let all = left
+            .iter()
+            .zip(right)
+            .map(|(l, r)| ast::Expr::BinaryOp {
+                left: Box::new(l.clone()),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(r),
+            })
+            .reduce(|a, e| ast::Expr::BinaryOp {
+                left: Box::new(a),
+                op: ast::BinaryOperator::And,
+                right: Box::new(e),
+            })?;
+        let all = ast::Expr::Nested(Box::new(all));
+        any = Some(match any {
+            None => all,
+            Some(a) => ast::Expr::BinaryOp {
+                left: Box::new(a),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(all),
+            },
+        });
+    }
+    any.map(|e| ast::Expr::Nested(Box::new(e)))
 }
