@@ -56,6 +56,7 @@ mod auth;
 mod catalog;
 mod checks;
 mod clock;
+mod create_table_select;
 mod ddl;
 mod dispatch;
 mod dml;
