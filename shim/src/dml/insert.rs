@@ -60,6 +60,11 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     match source.body.as_ref() {
         SetExpr::Values(v) => {
             for row in &v.rows {
+                // `INSERT INTO t [()] VALUES ()`: every column's default.
+                if row.is_empty() && ins.columns.is_empty() {
+                    given.push(vec![None; targets.len()]);
+                    continue;
+                }
                 if row.len() != targets.len() {
                     return Err(StorageError::ColumnCount.into());
                 }
