@@ -2,7 +2,8 @@
 # Runs SQLAlchemy's dialect compliance suite (test/dialect/test_suite.py from
 # its PyPI sdist, over PyMySQL) against Ladle and MariaDB side by side, and
 # prints passed/failed/errors/skipped per test class for both, then the
-# tests Ladle fails that MariaDB passes.
+# tests Ladle fails that MariaDB passes; then an Alembic autogenerate ->
+# upgrade -> downgrade round trip on each (scripts/alembic_roundtrip.py).
 #
 #   scripts/sqlalchemy.sh                        # the whole suite (about 1 minute a side)
 #   scripts/sqlalchemy.sh -k ComponentReflection # pytest arguments, passed through
@@ -13,10 +14,11 @@
 #   LADLE_FRAMEWORKS_DIR where the venv and the sdist live (default
 #                        ~/.cache/ladle-frameworks; nothing is committed)
 #   SQLALCHEMY_VERSION   the sdist to test (default 2.1.9)
+#   ALEMBIC_VERSION      the Alembic release for the round trip (1.20.1)
 #   SUITE_TIMEOUT        seconds the suite may take on one server (1800)
 #   LADLE_FRAMEWORKS_ONLY=ladle|mariadb  run one side only
 #   LADLE_FRAMEWORKS_STRICT=1  exit 1 when Ladle fails (or errors on) a test
-#                        MariaDB passes (for scripts/test.sh)
+#                        MariaDB passes, or a round-trip step (for scripts/test.sh)
 #
 # Both servers get the URL `mysql+pymysql://root@HOST:PORT/test`; SQLAlchemy
 # picks its MySQL or MariaDB dialect from the server's version string, so
@@ -29,6 +31,7 @@ cd "$(dirname "$0")/.."
 
 WORK="${LADLE_FRAMEWORKS_DIR:-$HOME/.cache/ladle-frameworks}"
 SQLALCHEMY_VERSION="${SQLALCHEMY_VERSION:-2.1.9}"
+ALEMBIC_VERSION="${ALEMBIC_VERSION:-1.20.1}"
 SUITE_TIMEOUT="${SUITE_TIMEOUT:-1800}"
 ONLY="${LADLE_FRAMEWORKS_ONLY:-}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/ladle-target}"
@@ -56,6 +59,12 @@ setup() {
     if ! "$WORK/venv/bin/python" -c 'import pymysql, pytest, typing_extensions' 2>/dev/null; then
         "$WORK/venv/bin/pip" install -q --disable-pip-version-check pymysql 'pytest>=8,<10' typing_extensions
     fi
+    # Alembic without its dependencies: it runs over the sdist's SQLAlchemy
+    # (PYTHONPATH), not a second copy from PyPI.
+    if ! "$WORK/venv/bin/python" -c 'import alembic, mako' 2>/dev/null; then
+        "$WORK/venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+            "alembic==$ALEMBIC_VERSION" Mako MarkupSafe
+    fi
 }
 
 # prepare PORT: the two databases the suite expects.
@@ -79,6 +88,10 @@ run_suite() {
         test/dialect/test_suite.py --dburi "mysql+pymysql://root@127.0.0.1:$port/test?charset=utf8mb4" \
         --maxfail=100000 -p no:cacheprovider -q --junitxml="$out/junit.xml" "${PYTEST_ARGS[@]}" \
         </dev/null >"$out/suite.log" 2>&1) || true
+    # The Alembic round trip, on its own database (scripts/alembic_roundtrip.py).
+    PYTHONPATH="$SQLA/lib" timeout "$SUITE_TIMEOUT" "$WORK/venv/bin/python" \
+        scripts/alembic_roundtrip.py "mysql+pymysql://root@127.0.0.1:$port" \
+        </dev/null >"$out/alembic.log" 2>"$out/alembic.stderr" || true
 }
 
 start_ladle() {
@@ -166,6 +179,21 @@ for cls in classes:
     if ladle is None or maria is None or counts(ladle, cls) != counts(maria, cls):
         print(f"| {cls} | {cell(maria, cls)} | {cell(ladle, cls)} |")
 print(f"| total | {cell(maria)} | {cell(ladle)} |")
+def alembic(server):
+    path = os.path.join(logs, server, "alembic.log")
+    if not os.path.exists(path):
+        return None
+    return [l.rstrip() for l in open(path) if l.strip() and not l.startswith("Generating")]
+alembic_failed = False
+for server in ("mariadb", "ladle"):
+    steps = alembic(server)
+    if steps is None:
+        continue
+    bad = [s for s in steps if not s.endswith("ok") and ": ok (" not in s]
+    print(f"Alembic round trip on {server}: " + (f"{len(steps)} steps ok" if not bad and steps else "; ".join(bad or ["no output"])))
+    if server == "ladle" and (bad or not steps):
+        alembic_failed = True
+strict = os.environ.get("LADLE_FRAMEWORKS_STRICT") == "1" and not os.environ.get("LADLE_FRAMEWORKS_ONLY")
 if ladle is None or maria is None:
     sys.exit(1 if os.environ.get("LADLE_FRAMEWORKS_STRICT") == "1" and not os.environ.get("LADLE_FRAMEWORKS_ONLY") else 0)
 short = sorted(k for k, v in ladle.items() if v in ("failed", "errors") and maria.get(k) == "passed")
@@ -173,6 +201,8 @@ if short:
     print(f"Ladle fails {len(short)} tests MariaDB passes:")
     for k in short:
         print("  " + k)
-    if os.environ.get("LADLE_FRAMEWORKS_STRICT") == "1" and not os.environ.get("LADLE_FRAMEWORKS_ONLY"):
+    if strict:
         sys.exit(1)
+if strict and alembic_failed:
+    sys.exit(1)
 PY
