@@ -270,9 +270,13 @@ impl Alter<'_> {
                 match op {
                     ast::AlterColumnOperation::SetDefault { value } => {
                         column.default = default_of(self.e, s, column, &value)?;
+                        let sql = crate::ddl::default_expression(&value);
+                        self.notes
+                            .set_default_expression(&column_name.value, sql.as_deref());
                     }
                     ast::AlterColumnOperation::DropDefault => {
                         column.default = ColumnDefault::None;
+                        self.notes.set_default_expression(&column_name.value, None);
                     }
                     other => {
                         return Err(ShimError::Parse(format!(
@@ -385,6 +389,8 @@ impl Alter<'_> {
             r.schema.collation = self.notes.collation;
         }
         self.notes.set_column_comment(&r.schema.name, &r.comment);
+        self.notes
+            .set_default_expression(&r.schema.name, r.default_sql.as_deref());
         let at = self.shape.add_column(r.schema, position)?;
         self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
     }
@@ -568,6 +574,8 @@ impl Alter<'_> {
         let r = column_def(self.e, s, def)?;
         self.rename_column(at, &new_name.value)?;
         self.notes.set_column_comment(&new_name.value, &r.comment);
+        self.notes
+            .set_default_expression(&new_name.value, r.default_sql.as_deref());
         self.shape
             .redefine_column(at, r.schema, r.explicit_collation);
         if let Some(p) = &position {

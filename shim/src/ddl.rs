@@ -179,6 +179,9 @@ pub(crate) struct ColumnDefResult {
     pub(crate) explicit_collation: bool,
     /// `COMMENT 'text'` ("" for none).
     pub(crate) comment: String,
+    /// `DEFAULT (expr)` with an expression: its SQL text, which SHOW CREATE
+    /// TABLE shows (the stored default is its value, computed once).
+    pub(crate) default_sql: Option<String>,
     pub(crate) primary: bool,
     pub(crate) unique: bool,
     /// A column-level CHECK condition, as SQL text.
@@ -204,6 +207,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     let mut check = None;
     let mut references = None;
     let mut comment = String::new();
+    let mut default_sql = None;
     if let Some(c) = &def.collation {
         if let Some(coll) = Collation::from_name(&c.to_string()) {
             col.collation = coll;
@@ -216,7 +220,10 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
-            ColumnOption::Default(expr) => col.default = default_of(e, s, &col, expr)?,
+            ColumnOption::Default(expr) => {
+                col.default = default_of(e, s, &col, expr)?;
+                default_sql = default_expression(expr);
+            }
             ColumnOption::Unique { is_primary, .. } => {
                 if *is_primary {
                     primary = true;
@@ -301,11 +308,30 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
         schema: col,
         explicit_collation,
         comment,
+        default_sql,
         primary,
         unique,
         check,
         references,
     })
+}
+
+/// The text of an expression default, `DEFAULT (3 + 5)` (MySQL 8 writes
+/// expression defaults in parentheses): `3 + 5`; None for a literal (even
+/// in parentheses) and CURRENT_TIMESTAMP, whose value is the default.
+pub(crate) fn default_expression(expr: &Expr) -> Option<String> {
+    let ast::Expr::Nested(mut inner) = expr.clone() else {
+        return None;
+    };
+    while let ast::Expr::Nested(x) = *inner {
+        inner = x;
+    }
+    let literal = match inner.as_ref() {
+        ast::Expr::Value(_) => true,
+        ast::Expr::UnaryOp { expr, .. } => matches!(expr.as_ref(), ast::Expr::Value(_)),
+        other => is_current_timestamp(other),
+    };
+    (!literal).then(|| crate::sqltext::expr_text(&inner))
 }
 
 /// Where MariaDB's `sort_keys` puts a secondary key (a stable sort keeps
@@ -513,6 +539,9 @@ impl TableDraft {
             let r = column_def(e, s, def)?;
             draft.own_collation.push(r.explicit_collation);
             draft.notes.set_column_comment(&r.schema.name, &r.comment);
+            draft
+                .notes
+                .set_default_expression(&r.schema.name, r.default_sql.as_deref());
             if draft
                 .columns
                 .iter()

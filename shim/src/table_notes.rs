@@ -34,9 +34,35 @@ pub struct TableNotes {
     /// `(index name, column name)` for each key part declared DESC (a
     /// functional key part by its hidden column): shown by SHOW INDEX,
     /// STATISTICS and SHOW CREATE TABLE. Ladle's indexes are read either
-    /// way, so the order changes no stored key. Kept last: records written
-    /// before it decode as [`TableNotesV1`].
+    /// way, so the order changes no stored key. Records written before it
+    /// decode as [`TableNotesV1`].
     descending: Vec<(String, String)>,
+    /// `(column name, expression text)` for each column whose DEFAULT is an
+    /// expression: SHOW CREATE TABLE shows `DEFAULT (expr)`, as MySQL 8
+    /// and MariaDB do (the column's stored default is its value). Kept
+    /// last: records written before it decode as [`TableNotesV2`].
+    default_expressions: Vec<(String, String)>,
+}
+
+/// The record as written before expression defaults were kept.
+#[derive(Deserialize, Serialize)]
+struct TableNotesV2 {
+    comment: String,
+    collation: Collation,
+    column_comments: Vec<(String, String)>,
+    descending: Vec<(String, String)>,
+}
+
+impl From<TableNotesV2> for TableNotes {
+    fn from(v: TableNotesV2) -> TableNotes {
+        TableNotes {
+            comment: v.comment,
+            collation: v.collation,
+            column_comments: v.column_comments,
+            descending: v.descending,
+            default_expressions: Vec::new(),
+        }
+    }
 }
 
 /// The record as written before key parts' order was kept.
@@ -54,6 +80,7 @@ impl From<TableNotesV1> for TableNotes {
             collation: v.collation,
             column_comments: v.column_comments,
             descending: Vec::new(),
+            default_expressions: Vec::new(),
         }
     }
 }
@@ -77,11 +104,37 @@ impl TableNotes {
         }
     }
 
-    /// Moves column `from`'s comment (and key parts' order) to its new
-    /// name `to`.
+    /// Column `name`'s expression default, as SQL text.
+    pub fn default_expression(&self, name: &str) -> Option<&str> {
+        self.default_expressions
+            .iter()
+            .find(|(c, _)| c.eq_ignore_ascii_case(name))
+            .map(|(_, sql)| sql.as_str())
+    }
+
+    /// Gives column `name` the expression default `sql` (None: its default,
+    /// if any, is a value).
+    pub fn set_default_expression(&mut self, name: &str, sql: Option<&str>) {
+        self.default_expressions
+            .retain(|(c, _)| !c.eq_ignore_ascii_case(name));
+        if let Some(sql) = sql {
+            self.default_expressions
+                .push((name.to_string(), sql.to_string()));
+        }
+    }
+
+    /// Moves column `from`'s comment (key parts' order, expression default)
+    /// to its new name `to`.
     pub fn rename_column(&mut self, from: &str, to: &str) {
         let parts = self.descending.iter_mut().map(|(_, c)| c);
-        for c in self.column_comments.iter_mut().map(|(c, _)| c).chain(parts) {
+        let defaults = self.default_expressions.iter_mut().map(|(c, _)| c);
+        for c in self
+            .column_comments
+            .iter_mut()
+            .map(|(c, _)| c)
+            .chain(parts)
+            .chain(defaults)
+        {
             if c.eq_ignore_ascii_case(from) {
                 *c = to.to_string();
             }
@@ -91,6 +144,7 @@ impl TableNotes {
     /// Forgets what is noted about a dropped column.
     pub fn drop_column(&mut self, name: &str) {
         self.set_column_comment(name, "");
+        self.set_default_expression(name, None);
         self.descending
             .retain(|(_, c)| !c.eq_ignore_ascii_case(name));
     }
@@ -143,6 +197,7 @@ impl TableNotes {
 
 fn decode(bytes: &[u8]) -> Result<TableNotes> {
     postcard::from_bytes(bytes)
+        .or_else(|_| postcard::from_bytes::<TableNotesV2>(bytes).map(TableNotes::from))
         .or_else(|_| postcard::from_bytes::<TableNotesV1>(bytes).map(TableNotes::from))
         .map_err(|e| ShimError::Internal(format!("bad table notes record: {e}")))
 }

@@ -233,6 +233,10 @@ pub fn create_table_sql(
             l.push_str(" NULL");
         }
         match &c.default {
+            _ if notes.default_expression(&c.name).is_some() => {
+                let sql = notes.default_expression(&c.name).unwrap_or_default();
+                l.push_str(&format!(" DEFAULT ({sql})"));
+            }
             ColumnDefault::Value(v) => {
                 let numeric = matches!(
                     v,
