@@ -285,4 +285,24 @@ mod tests {
         notes.drop_index("j");
         assert_eq!(notes, TableNotes::default());
     }
+
+    #[test]
+    fn records_written_before_expression_defaults_still_decode() {
+        let old = TableNotesV2 {
+            comment: "c".into(),
+            collation: Collation::Binary,
+            column_comments: Vec::new(),
+            descending: vec![("i".into(), "a".into())],
+        };
+        let mut notes = decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert!(notes.is_descending("i", "a"));
+        assert_eq!(notes.default_expression("a"), None);
+        notes.set_default_expression("a", Some("3 + 5"));
+        let again = decode(&notes.encoded().unwrap().unwrap()).unwrap();
+        assert_eq!(again.default_expression("A"), Some("3 + 5"));
+        notes.rename_column("a", "b");
+        assert_eq!(notes.default_expression("b"), Some("3 + 5"));
+        notes.drop_column("b");
+        assert_eq!(notes.default_expression("b"), None);
+    }
 }
