@@ -49,6 +49,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     bit_value_literals(&mut toks);
     binary_operator_to_cast(&mut toks);
     signed_integer_to_signed(&mut toks);
+    national_character_types(&mut toks);
     Ok(toks)
 }
 
@@ -158,6 +159,29 @@ fn signed_integer_to_signed(toks: &mut Vec<TokenWithLocation>) {
                 {
                     toks.drain(sg + 1..=int);
                 }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// `NATIONAL CHAR|VARCHAR|CHARACTER` (SQL's national character types,
+/// which SQLAlchemy's NCHAR and NVARCHAR write) without `NATIONAL`, which
+/// sqlparser does not read: every text column here is utf8mb4 already.
+fn national_character_types(toks: &mut Vec<TokenWithLocation>) {
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut i = 0;
+    while i < toks.len() {
+        if is(&toks[i].token, "NATIONAL") {
+            let next =
+                (i + 1..toks.len()).find(|&j| !matches!(toks[j].token, Token::Whitespace(_)));
+            if next.is_some_and(|j| {
+                ["CHAR", "VARCHAR", "CHARACTER"]
+                    .iter()
+                    .any(|w| is(&toks[j].token, w))
+            }) {
+                toks.remove(i);
+                continue;
             }
         }
         i += 1;
