@@ -17,7 +17,7 @@ use sqlparser::tokenizer::Token;
 use crate::alter::{Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
 use crate::ddl::{
-    column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
+    column_def, existing_table, index_name, key_rank, positions, wire, ColumnReference,
 };
 use crate::error::{self, Result, ShimError};
 use crate::exec::Engine;
@@ -269,8 +269,9 @@ impl Alter<'_> {
                 let column = &mut self.shape.schema.columns[at];
                 match op {
                     ast::AlterColumnOperation::SetDefault { value } => {
-                        column.default = default_of(self.e, s, column, &value)?;
-                        let sql = crate::ddl::default_expression(&value);
+                        column.default =
+                            crate::column_default::default_of(self.e, s, column, &value)?;
+                        let sql = crate::column_default::default_expression(&value);
                         self.notes
                             .set_default_expression(&column_name.value, sql.as_deref());
                     }

@@ -7,12 +7,10 @@
 //! ignored.
 
 use ladle_common::{
-    coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
+    Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
 };
 use ladle_storage::StorageError;
-use sqlparser::ast::{
-    self, ColumnOption, CreateTable, DataType, Expr, ObjectType, TableConstraint,
-};
+use sqlparser::ast::{self, ColumnOption, CreateTable, DataType, ObjectType, TableConstraint};
 use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
@@ -138,39 +136,6 @@ pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
     })
 }
 
-fn is_current_timestamp(e: &Expr) -> bool {
-    let name = match e {
-        Expr::Identifier(i) => i.value.to_ascii_lowercase(),
-        Expr::Function(f) => f.name.to_string().to_ascii_lowercase(),
-        Expr::Nested(e) => return is_current_timestamp(e),
-        _ => return false,
-    };
-    matches!(
-        name.as_str(),
-        "current_timestamp" | "now" | "localtime" | "localtimestamp"
-    )
-}
-
-/// A column's DEFAULT `expr`, checked against its type.
-pub(crate) fn default_of(
-    e: &Engine,
-    s: &Session,
-    col: &ColumnSchema,
-    expr: &Expr,
-) -> Result<ColumnDefault> {
-    if is_current_timestamp(expr) {
-        return Ok(ColumnDefault::CurrentTimestamp);
-    }
-    let v = e.eval_constant(s, expr)?;
-    if v.is_null() {
-        return Ok(ColumnDefault::None);
-    }
-    let v = coerce(&v, col).map_err(|_| {
-        ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
-    })?;
-    Ok(ColumnDefault::Value(v))
-}
-
 /// A column definition with its inline key flags.
 pub(crate) struct ColumnDefResult {
     pub(crate) schema: ColumnSchema,
@@ -221,8 +186,8 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
             ColumnOption::Default(expr) => {
-                col.default = default_of(e, s, &col, expr)?;
-                default_sql = default_expression(expr);
+                col.default = crate::column_default::default_of(e, s, &col, expr)?;
+                default_sql = crate::column_default::default_expression(expr);
             }
             ColumnOption::Unique { is_primary, .. } => {
                 if *is_primary {
@@ -252,7 +217,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
                     }
                 }
             }
-            ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
+            ColumnOption::OnUpdate(expr) if crate::column_default::is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
             ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
@@ -314,24 +279,6 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
         check,
         references,
     })
-}
-
-/// The text of an expression default, `DEFAULT (3 + 5)` (MySQL 8 writes
-/// expression defaults in parentheses): `3 + 5`; None for a literal (even
-/// in parentheses) and CURRENT_TIMESTAMP, whose value is the default.
-pub(crate) fn default_expression(expr: &Expr) -> Option<String> {
-    let ast::Expr::Nested(mut inner) = expr.clone() else {
-        return None;
-    };
-    while let ast::Expr::Nested(x) = *inner {
-        inner = x;
-    }
-    let literal = match inner.as_ref() {
-        ast::Expr::Value(_) => true,
-        ast::Expr::UnaryOp { expr, .. } => matches!(expr.as_ref(), ast::Expr::Value(_)),
-        other => is_current_timestamp(other),
-    };
-    (!literal).then(|| crate::sqltext::expr_text(&inner))
 }
 
 /// Where MariaDB's `sort_keys` puts a secondary key (a stable sort keeps

@@ -56,6 +56,7 @@ mod auth;
 mod catalog;
 mod checks;
 mod clock;
+mod column_default;
 mod create_table_select;
 mod ddl;
 mod dispatch;

@@ -451,7 +451,7 @@ fn regexp_replace(vals: &[Value]) -> EvalResult {
     let subject = to_text(&vals[0]);
     let replacement = to_text(&vals[2]);
     with_regex(&to_text(&vals[1]), "", "regexp_replace", |re| {
-        Value::text(re.replace_all(&subject, replacement.as_str()).into_owned())
+        Value::text(re.replace_all(&subject, replacement.as_str()))
     })
 }
 
