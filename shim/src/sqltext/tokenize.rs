@@ -50,6 +50,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     binary_operator_to_cast(&mut toks);
     signed_integer_to_signed(&mut toks);
     national_character_types(&mut toks);
+    from_dual_before_locking_clause(&mut toks);
     Ok(toks)
 }
 
@@ -162,6 +163,38 @@ fn signed_integer_to_signed(toks: &mut Vec<TokenWithLocation>) {
             }
         }
         i += 1;
+    }
+}
+
+/// `SELECT 1 FOR UPDATE` (or `FOR SHARE`) as `SELECT 1 FROM DUAL FOR
+/// UPDATE`: sqlparser reads a FROM-less `FOR` as a column alias. Only in
+/// text with no FROM at all (a statement with one parses as it is).
+fn from_dual_before_locking_clause(toks: &mut Vec<TokenWithLocation>) {
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if toks.iter().any(|t| is(&t.token, "FROM")) {
+        return;
+    }
+    let next = |toks: &[TokenWithLocation], from: usize| {
+        (from..toks.len()).find(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+    };
+    let at = (0..toks.len()).find(|&i| {
+        is(&toks[i].token, "FOR")
+            && next(toks, i + 1)
+                .is_some_and(|j| is(&toks[j].token, "UPDATE") || is(&toks[j].token, "SHARE"))
+    });
+    if let Some(at) = at {
+        let location = toks[at].location;
+        let word = |w: &str| {
+            TokenWithLocation::new(Token::make_word(w, None), location.line, location.column)
+        };
+        let space = || {
+            TokenWithLocation::new(
+                Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                location.line,
+                location.column,
+            )
+        };
+        toks.splice(at..at, [word("FROM"), space(), word("DUAL"), space()]);
     }
 }
 
