@@ -9,7 +9,6 @@ use std::time::Instant;
 use ladle_common::Value;
 use ladle_dataflow::OutputColumn;
 use parking_lot::Mutex;
-use sqlparser::ast;
 
 use crate::error::{WireError, ER_UNKNOWN};
 use crate::exec::Engine;
@@ -56,8 +55,10 @@ pub struct Prepared {
 }
 
 impl Connection {
-    /// The connection's TEMPORARY tables go with it (off the async worker
-    /// when there is one: dropping a table writes to storage).
+    /// The connection's TEMPORARY tables go with it, as a `DROP TEMPORARY
+    /// TABLE` run like a client's (the schema log, the SELECT cache, the
+    /// metadata locks), after its open transaction is rolled back as a
+    /// disconnect rolls it back; off the async worker when there is one.
     fn drop_temporary_tables(&self) {
         let owned = self
             .engine
@@ -70,12 +71,17 @@ impl Connection {
         let session = Arc::clone(&self.session);
         let work = move || {
             let mut s = session.lock();
+            s.transaction = None;
+            s.autocommit = true;
             for (db, table) in owned {
-                let name = ast::ObjectName(vec![ast::Ident::new(db), ast::Ident::new(table)]);
-                if let Err(err) =
-                    crate::ddl::drop(&engine, &mut s, ast::ObjectType::Table, true, vec![name])
-                {
-                    tracing::warn!(%err, "dropping a closed connection's temporary table");
+                let quote = |x: &str| x.replace('`', "``");
+                let sql = format!(
+                    "DROP TEMPORARY TABLE IF EXISTS `{}`.`{}`",
+                    quote(&db),
+                    quote(&table)
+                );
+                if let (_, Err(err)) = engine.execute(&mut s, &sql) {
+                    tracing::warn!(message = %err.message, sql, "dropping a closed connection's temporary table");
                 }
             }
         };
