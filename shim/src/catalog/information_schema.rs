@@ -370,7 +370,11 @@ fn columns_table(
                 t(&tb.name),
                 t(&c.name),
                 Value::Int(ordinal as i64 + 1),
-                default_text(c),
+                // An expression default as MariaDB lists it: `(3 + 5)`.
+                match note.and_then(|n| n.default_expression(&c.name)) {
+                    Some(sql) => t(&format!("({sql})")),
+                    None => default_text(c),
+                },
                 t(if c.nullable { "YES" } else { "NO" }),
                 t(dt),
                 maxlen,
