@@ -372,7 +372,7 @@ fn columns_table(
                 Value::Int(ordinal as i64 + 1),
                 // An expression default as MariaDB lists it: `(3 + 5)`.
                 match note.and_then(|n| n.default_expression(&c.name)) {
-                    Some(sql) => t(&format!("({sql})")),
+                    Some(sql) => t(format!("({sql})")),
                     None => default_text(c),
                 },
                 t(if c.nullable { "YES" } else { "NO" }),
