@@ -13,6 +13,7 @@ defaults not (compare_server_default reports `true()` against the reflected
 `1` as a change on MariaDB too).
 """
 
+import shutil
 import sys
 import tempfile
 import traceback
@@ -185,6 +186,7 @@ def main() -> int:
     step("no difference after downgrade", lambda: no_diff(first))
     step("downgrade to base", lambda: command.downgrade(cfg, "base"))
     step("only alembic_version left", downgraded)
+    shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
 
