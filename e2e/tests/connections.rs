@@ -225,3 +225,47 @@ fn timeouts_are_reported_settable_and_enforced() {
         assert_eq!(scalar(&mut d, "SELECT 2"), "2");
     }
 }
+
+/// A TEMPORARY table goes with the connection that created it: another
+/// connection finds no such table once it has closed (on Ladle the drop
+/// runs just after the close, so it is polled for), and the connection's
+/// open transaction is rolled back, not committed by that drop.
+#[test]
+fn temporary_tables_go_with_their_connection() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut c = connect(&url, None).expect("connect");
+        query_rows(&mut c, "DROP DATABASE IF EXISTS conn_tmp").expect("drop");
+        query_rows(&mut c, "CREATE DATABASE conn_tmp").expect("create");
+        query_rows(&mut c, "CREATE TABLE conn_tmp.base (a INT PRIMARY KEY)").expect("create");
+        query_rows(&mut c, "CREATE TEMPORARY TABLE conn_tmp.t (a INT)").expect("create");
+        query_rows(&mut c, "INSERT INTO conn_tmp.t VALUES (1)").expect("insert");
+        assert_eq!(scalar(&mut c, "SELECT a FROM conn_tmp.t"), "1", "{url}");
+        // Left open: the disconnect rolls it back (dropping the temporary
+        // table must not commit it).
+        query_rows(&mut c, "BEGIN").expect("begin");
+        query_rows(&mut c, "INSERT INTO conn_tmp.base VALUES (1)").expect("insert");
+        drop(c);
+        let mut d = connect(&url, None).expect("connect");
+        let started = std::time::Instant::now();
+        loop {
+            match query_rows(&mut d, "SELECT a FROM conn_tmp.t") {
+                Err(mysql::Error::MySqlError(e)) if e.code == 1146 => break,
+                other => assert!(
+                    started.elapsed() < SANITY,
+                    "{url}: the temporary table outlived its connection: {other:?}"
+                ),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(
+            scalar(&mut d, "SELECT COUNT(*) FROM conn_tmp.base"),
+            "0",
+            "{url}: the closed connection's transaction was committed"
+        );
+        query_rows(&mut d, "DROP DATABASE conn_tmp").expect("drop");
+    }
+}

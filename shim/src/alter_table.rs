@@ -17,7 +17,7 @@ use sqlparser::tokenizer::Token;
 use crate::alter::{Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
 use crate::ddl::{
-    column_def, default_of, existing_table, index_name, key_rank, positions, wire, ColumnReference,
+    column_def, existing_table, index_name, key_rank, positions, wire, ColumnReference,
 };
 use crate::error::{self, Result, ShimError};
 use crate::exec::Engine;
@@ -288,10 +288,15 @@ impl Alter<'_> {
                 let column = &mut self.shape.schema.columns[at];
                 match op {
                     ast::AlterColumnOperation::SetDefault { value } => {
-                        column.default = default_of(self.e, s, column, &value)?;
+                        column.default =
+                            crate::column_default::default_of(self.e, s, column, &value)?;
+                        let sql = crate::column_default::default_expression(&value);
+                        self.notes
+                            .set_default_expression(&column_name.value, sql.as_deref());
                     }
                     ast::AlterColumnOperation::DropDefault => {
                         column.default = ColumnDefault::None;
+                        self.notes.set_default_expression(&column_name.value, None);
                     }
                     other => {
                         return Err(ShimError::Parse(format!(
@@ -408,6 +413,8 @@ impl Alter<'_> {
             r.schema.collation = self.notes.collation;
         }
         self.notes.set_column_comment(&r.schema.name, &r.comment);
+        self.notes
+            .set_default_expression(&r.schema.name, r.default_sql.as_deref());
         let at = self.shape.add_column(r.schema, position)?;
         self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
     }
@@ -591,6 +598,8 @@ impl Alter<'_> {
         let r = column_def(self.e, s, def)?;
         self.rename_column(at, &new_name.value)?;
         self.notes.set_column_comment(&new_name.value, &r.comment);
+        self.notes
+            .set_default_expression(&new_name.value, r.default_sql.as_deref());
         self.shape
             .redefine_column(at, r.schema, r.explicit_collation);
         if let Some(p) = &position {

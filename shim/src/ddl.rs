@@ -8,10 +8,10 @@
 //! ignored.
 
 use ladle_common::{
-    coerce, Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
+    Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
 };
 use ladle_storage::StorageError;
-use sqlparser::ast::{self, ColumnOption, CreateTable, Expr, ObjectType, TableConstraint};
+use sqlparser::ast::{self, ColumnOption, CreateTable, ObjectType, TableConstraint};
 use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
@@ -24,39 +24,6 @@ use crate::session::Session;
 use crate::table_notes::TableNotes;
 use crate::tokens::{ident, word};
 
-fn is_current_timestamp(e: &Expr) -> bool {
-    let name = match e {
-        Expr::Identifier(i) => i.value.to_ascii_lowercase(),
-        Expr::Function(f) => f.name.to_string().to_ascii_lowercase(),
-        Expr::Nested(e) => return is_current_timestamp(e),
-        _ => return false,
-    };
-    matches!(
-        name.as_str(),
-        "current_timestamp" | "now" | "localtime" | "localtimestamp"
-    )
-}
-
-/// A column's DEFAULT `expr`, checked against its type.
-pub(crate) fn default_of(
-    e: &Engine,
-    s: &Session,
-    col: &ColumnSchema,
-    expr: &Expr,
-) -> Result<ColumnDefault> {
-    if is_current_timestamp(expr) {
-        return Ok(ColumnDefault::CurrentTimestamp);
-    }
-    let v = e.eval_constant(s, expr)?;
-    if v.is_null() {
-        return Ok(ColumnDefault::None);
-    }
-    let v = coerce(&v, col).map_err(|_| {
-        ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
-    })?;
-    Ok(ColumnDefault::Value(v))
-}
-
 /// A column definition with its inline key flags.
 pub(crate) struct ColumnDefResult {
     pub(crate) schema: ColumnSchema,
@@ -65,6 +32,9 @@ pub(crate) struct ColumnDefResult {
     pub(crate) explicit_collation: bool,
     /// `COMMENT 'text'` ("" for none).
     pub(crate) comment: String,
+    /// `DEFAULT (expr)` with an expression: its SQL text, which SHOW CREATE
+    /// TABLE shows (the stored default is its value, computed once).
+    pub(crate) default_sql: Option<String>,
     pub(crate) primary: bool,
     pub(crate) unique: bool,
     /// A column-level CHECK condition, as SQL text.
@@ -90,6 +60,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     let mut check = None;
     let mut references = None;
     let mut comment = String::new();
+    let mut default_sql = None;
     if let Some(c) = &def.collation {
         if let Some(coll) = Collation::from_name(&c.to_string()) {
             col.collation = coll;
@@ -102,7 +73,10 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
         match &opt.option {
             ColumnOption::Null => col.nullable = true,
             ColumnOption::NotNull => col.nullable = false,
-            ColumnOption::Default(expr) => col.default = default_of(e, s, &col, expr)?,
+            ColumnOption::Default(expr) => {
+                col.default = crate::column_default::default_of(e, s, &col, expr)?;
+                default_sql = crate::column_default::default_expression(expr);
+            }
             ColumnOption::Unique { is_primary, .. } => {
                 if *is_primary {
                     primary = true;
@@ -131,7 +105,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
                     }
                 }
             }
-            ColumnOption::OnUpdate(expr) if is_current_timestamp(expr) => {
+            ColumnOption::OnUpdate(expr) if crate::column_default::is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
             }
             // MariaDB's JSON, as its SHOW CREATE TABLE (and so a dump)
@@ -199,6 +173,7 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
         schema: col,
         explicit_collation,
         comment,
+        default_sql,
         primary,
         unique,
         check,
@@ -329,6 +304,10 @@ pub fn create_table_with(
             return Err(err);
         }
     }
+    if ct.temporary {
+        e.temporary_tables
+            .add(&created.database, &created.name, s.connection_id);
+    }
     Ok(Output::ok())
 }
 
@@ -407,6 +386,9 @@ impl TableDraft {
             let r = column_def(e, s, def)?;
             draft.own_collation.push(r.explicit_collation);
             draft.notes.set_column_comment(&r.schema.name, &r.comment);
+            draft
+                .notes
+                .set_default_expression(&r.schema.name, r.default_sql.as_deref());
             if draft
                 .columns
                 .iter()
@@ -742,6 +724,7 @@ pub fn drop(
                 }
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => {
+                        e.temporary_tables.remove(&db, &t);
                         crate::checks::forget(&e.storage, &e.checks, schema.id)?;
                         crate::table_notes::forget(&e.storage, schema.id)?;
                         crate::foreign_keys::forget(e, schema.id)?;
@@ -822,6 +805,7 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
         Err(StorageError::NoSuchDatabase(_)) => return Err(wire(error::drop_db_missing(name))),
         Err(other) => return Err(other.into()),
     };
+    e.temporary_tables.remove_database(name);
     for t in &dropped {
         crate::checks::forget(&e.storage, &e.checks, t.id)?;
         crate::table_notes::forget(&e.storage, t.id)?;

@@ -700,7 +700,7 @@ impl Engine {
             }
             Statement::CreateTable(ct) => {
                 self.implicit_commit(s)?;
-                ddl::create_table(self, s, ct)
+                crate::create_table_select::create_table_select(self, s, ct)
             }
             Statement::CreateIndex(ci) => {
                 self.implicit_commit(s)?;

@@ -41,6 +41,8 @@ pub struct Engine {
     pub checks: crate::checks::CheckCache,
     /// Every table's FOREIGN KEYs.
     pub foreign_keys: crate::foreign_keys::ForeignKeyCache,
+    /// TEMPORARY tables and the connections that own them.
+    pub temporary_tables: crate::temporary_tables::TemporaryTables,
     /// Transactions' and schema changes' holds on tables.
     pub(crate) metadata_locks: Arc<crate::metadata_locks::MetadataLocks>,
     /// Set on a cluster node: refuses DDL where writes are not taken and

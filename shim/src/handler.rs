@@ -43,6 +43,7 @@ impl Drop for Connection {
         // A statement still running stops: nobody waits for its answer.
         self.process.client_gone();
         self.engine.processes.unregister(self.connection_id);
+        self.drop_temporary_tables();
     }
 }
 
@@ -54,6 +55,42 @@ pub struct Prepared {
 }
 
 impl Connection {
+    /// The connection's TEMPORARY tables go with it, as a `DROP TEMPORARY
+    /// TABLE` run like a client's (the schema log, the SELECT cache, the
+    /// metadata locks), after its open transaction is rolled back as a
+    /// disconnect rolls it back; off the async worker when there is one.
+    fn drop_temporary_tables(&self) {
+        let owned = self
+            .engine
+            .temporary_tables
+            .take_owned_by(self.connection_id);
+        if owned.is_empty() {
+            return;
+        }
+        let engine = Arc::clone(&self.engine);
+        let session = Arc::clone(&self.session);
+        let work = move || {
+            let mut s = session.lock();
+            s.transaction = None;
+            s.autocommit = true;
+            for (db, table) in owned {
+                let quote = |x: &str| x.replace('`', "``");
+                let sql = format!(
+                    "DROP TEMPORARY TABLE IF EXISTS `{}`.`{}`",
+                    quote(&db),
+                    quote(&table)
+                );
+                if let (_, Err(err)) = engine.execute(&mut s, &sql) {
+                    tracing::warn!(message = %err.message, sql, "dropping a closed connection's temporary table");
+                }
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(work)),
+            Err(_) => work(),
+        }
+    }
+
     pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
         let process = engine.processes.register(connection_id, host.clone());
         Connection {

@@ -56,7 +56,9 @@ mod auth;
 mod catalog;
 mod checks;
 mod clock;
+mod column_default;
 mod column_types;
+mod create_table_select;
 mod ddl;
 mod dispatch;
 mod dml;
@@ -86,6 +88,7 @@ mod set_variable;
 pub mod sqltext;
 mod table_notes;
 mod table_options;
+mod temporary_tables;
 mod throttle;
 pub mod tls;
 mod tokens;
@@ -156,6 +159,7 @@ impl Frontend {
             select_cache: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
+            temporary_tables: Default::default(),
             metadata_locks: Default::default(),
             schema_log: Default::default(),
             forwarder: Default::default(),

@@ -35,18 +35,24 @@ pub struct TableNotes {
     /// `(index name, column name)` for each key part declared DESC (a
     /// functional key part by its hidden column): shown by SHOW INDEX,
     /// STATISTICS and SHOW CREATE TABLE. Ladle's indexes are read either
-    /// way, so the order changes no stored key. Kept last: records written
-    /// before it decode as [`TableNotesV1`].
+    /// way, so the order changes no stored key. Records written before it
+    /// decode as [`TableNotesV1`].
     descending: Vec<(String, String)>,
     /// `(index name, column name, length)` for each key part declared with
     /// a prefix length (`` `name`(191) ``): shown by SHOW CREATE TABLE (a
     /// dump of a TEXT key needs it back), SHOW INDEX and STATISTICS.
-    /// Ladle keys whole values, so it changes no stored key. Kept last:
-    /// records written before it decode as [`TableNotesV2`].
+    /// Ladle keys whole values, so it changes no stored key.
     prefixes: Vec<(String, String, u32)>,
+    /// `(column name, expression text)` for each column whose DEFAULT is an
+    /// expression: SHOW CREATE TABLE shows `DEFAULT (expr)`, as MySQL 8
+    /// and MariaDB do (the column's stored default is its value).
+    /// It and `prefixes` were added together (no record holds one without
+    /// the other): records written before them decode as [`TableNotesV2`].
+    default_expressions: Vec<(String, String)>,
 }
 
-/// The record as written before key parts' prefix lengths were kept.
+/// The record as written before key parts' prefix lengths and expression
+/// defaults were kept.
 #[derive(Deserialize, Serialize)]
 struct TableNotesV2 {
     comment: String,
@@ -63,6 +69,7 @@ impl From<TableNotesV2> for TableNotes {
             column_comments: v.column_comments,
             descending: v.descending,
             prefixes: Vec::new(),
+            default_expressions: Vec::new(),
         }
     }
 }
@@ -83,6 +90,7 @@ impl From<TableNotesV1> for TableNotes {
             column_comments: v.column_comments,
             descending: Vec::new(),
             prefixes: Vec::new(),
+            default_expressions: Vec::new(),
         }
     }
 }
@@ -106,13 +114,33 @@ impl TableNotes {
         }
     }
 
-    /// Moves column `from`'s comment (and key parts' order) to its new
-    /// name `to`.
+    /// Column `name`'s expression default, as SQL text.
+    pub fn default_expression(&self, name: &str) -> Option<&str> {
+        self.default_expressions
+            .iter()
+            .find(|(c, _)| c.eq_ignore_ascii_case(name))
+            .map(|(_, sql)| sql.as_str())
+    }
+
+    /// Gives column `name` the expression default `sql` (None: its default,
+    /// if any, is a value).
+    pub fn set_default_expression(&mut self, name: &str, sql: Option<&str>) {
+        self.default_expressions
+            .retain(|(c, _)| !c.eq_ignore_ascii_case(name));
+        if let Some(sql) = sql {
+            self.default_expressions
+                .push((name.to_string(), sql.to_string()));
+        }
+    }
+
+    /// Moves column `from`'s comment (key parts' order, expression default)
+    /// to its new name `to`.
     pub fn rename_column(&mut self, from: &str, to: &str) {
         let parts = self.descending.iter_mut().map(|(_, c)| c);
         let prefixed = self.prefixes.iter_mut().map(|(_, c, _)| c);
+        let defaults = self.default_expressions.iter_mut().map(|(c, _)| c);
         let comments = self.column_comments.iter_mut().map(|(c, _)| c);
-        for c in comments.chain(parts).chain(prefixed) {
+        for c in comments.chain(parts).chain(prefixed).chain(defaults) {
             if c.eq_ignore_ascii_case(from) {
                 *c = to.to_string();
             }
@@ -122,6 +150,7 @@ impl TableNotes {
     /// Forgets what is noted about a dropped column.
     pub fn drop_column(&mut self, name: &str) {
         self.set_column_comment(name, "");
+        self.set_default_expression(name, None);
         self.descending
             .retain(|(_, c)| !c.eq_ignore_ascii_case(name));
         self.prefixes
@@ -307,5 +336,25 @@ mod tests {
         assert_eq!(notes.prefix("j", "b"), Some(191));
         notes.drop_column("b");
         assert_eq!(notes, TableNotes::default());
+    }
+
+    #[test]
+    fn records_written_before_expression_defaults_still_decode() {
+        let old = TableNotesV2 {
+            comment: "c".into(),
+            collation: Collation::Binary,
+            column_comments: Vec::new(),
+            descending: vec![("i".into(), "a".into())],
+        };
+        let mut notes = decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert!(notes.is_descending("i", "a"));
+        assert_eq!(notes.default_expression("a"), None);
+        notes.set_default_expression("a", Some("3 + 5"));
+        let again = decode(&notes.encoded().unwrap().unwrap()).unwrap();
+        assert_eq!(again.default_expression("A"), Some("3 + 5"));
+        notes.rename_column("a", "b");
+        assert_eq!(notes.default_expression("b"), Some("3 + 5"));
+        notes.drop_column("b");
+        assert_eq!(notes.default_expression("b"), None);
     }
 }

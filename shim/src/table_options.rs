@@ -249,13 +249,21 @@ fn column_list_follows(p: &Parser, mut at: usize) -> bool {
     if p.peek_nth_token(at + 1).token == Token::Period {
         at += 2;
     }
-    p.peek_nth_token(at + 1).token == Token::LParen && !word_at(at + 2, "LIKE")
+    let next = &p.peek_nth_token(at + 1).token;
+    (*next == Token::LParen && !word_at(at + 2, "LIKE"))
+        // `name [options] [AS] SELECT ...` (sqlparser wants AS).
+        || is_word(next, "SELECT")
+        || (is_table_option(next) && !is_word(next, "AS"))
 }
 
 fn create_table_body(p: &mut Parser, temporary: bool) -> ParseResult<Statement> {
     let if_not_exists = eat_all(p, &["IF", "NOT", "EXISTS"]);
     let name: ObjectName = p.parse_object_name(false)?;
-    let (columns, constraints) = p.parse_columns()?;
+    let (columns, constraints) = if p.peek_token().token == Token::LParen {
+        p.parse_columns()?
+    } else {
+        (Vec::new(), Vec::new())
+    };
     let mut table = CreateTableBuilder::new(name)
         .temporary(temporary)
         .if_not_exists(if_not_exists)

@@ -735,7 +735,9 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             let d = match to_num(v) {
                 Some(Num::Float(f)) => match v {
                     Value::Text(s) => text_to_decimal(s).or_else(|| Decimal::try_from(f).ok()),
-                    _ => Decimal::try_from(f).ok(),
+                    // From the double's shortest round-trip digits, as
+                    // MySQL does (`try_from` keeps about 15 of them).
+                    _ => text_to_decimal(&f.to_string()).or_else(|| Decimal::try_from(f).ok()),
                 },
                 Some(n) => num_dec(n),
                 None => None,

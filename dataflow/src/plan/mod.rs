@@ -206,8 +206,8 @@ fn count(
     Ok(match c {
         None => None,
         Some(Count::Const(n)) => Some(*n as usize),
-        Some(Count::Slot(s)) => match params.get(*s).and_then(|v| v.as_i64()) {
-            Some(n) if n >= 0 => Some(n as usize),
+        Some(Count::Slot(s)) => match params.get(*s).and_then(count_of) {
+            Some(n) => Some(n),
             _ => {
                 return Err(crate::expr::EvalError::Invalid(
                     "LIMIT must be a non-negative integer".into(),
@@ -215,6 +215,15 @@ fn count(
             }
         },
     })
+}
+
+/// A LIMIT or OFFSET value as a count: any non-negative integer, up to
+/// 18446744073709551615 (what ORMs write for "no limit" after an OFFSET).
+pub(crate) fn count_of(v: &ladle_common::Value) -> Option<usize> {
+    match v {
+        ladle_common::Value::UInt(u) => Some(usize::try_from(*u).unwrap_or(usize::MAX)),
+        other => other.as_i64().and_then(|n| usize::try_from(n).ok()),
+    }
 }
 
 impl ReadAgg {

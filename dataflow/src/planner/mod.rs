@@ -66,6 +66,7 @@ pub(crate) mod stats;
 // `select_state`), the others the clauses and subqueries those phases plan.
 mod aggregate;
 mod correlated;
+mod cte;
 mod from;
 mod layout;
 mod query;

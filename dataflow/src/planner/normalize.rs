@@ -411,6 +411,9 @@ pub(crate) fn normalize(
     });
     // LIMIT/OFFSET placeholders are visited too (they are expressions).
     let user_params = n;
+    // WITH: each CTE inlined where it is read (after the placeholders are
+    // named in text order).
+    super::cte::inline_ctes(&mut query)?;
     // 2. Literals in top-level equalities of a plain SELECT become slots.
     let mut x = Extracted {
         lits: Vec::new(),

@@ -261,8 +261,8 @@ fn count(c: &Option<Count>, slots: &[Value]) -> Result<Option<usize>> {
         None => None,
         Some(Count::Const(n)) => Some(*n as usize),
         Some(Count::Slot(s)) => match slots.get(*s) {
-            Some(v) => match v.as_i64() {
-                Some(i) if i >= 0 => Some(i as usize),
+            Some(v) => match crate::plan::count_of(v) {
+                Some(n) => Some(n),
                 _ => match v {
                     Value::Text(t) => Some(
                         t.trim()

@@ -241,6 +241,10 @@ pub fn create_table_sql(
             l.push_str(" NULL");
         }
         match &c.default {
+            _ if notes.default_expression(&c.name).is_some() => {
+                let sql = notes.default_expression(&c.name).unwrap_or_default();
+                l.push_str(&format!(" DEFAULT ({sql})"));
+            }
             ColumnDefault::Value(v) => {
                 let numeric = matches!(
                     v,
@@ -320,6 +324,9 @@ pub fn create_table_sql(
             cols(&idx.name, &idx.columns)
         ));
     }
+    // By name, as MySQL and MariaDB list them (not in declaration order).
+    let mut keys: Vec<_> = keys.iter().collect();
+    keys.sort_by(|a, b| a.name.cmp(&b.name));
     for k in keys {
         lines.push(format!("  {}", k.clause(&schema.database, false)));
     }

@@ -145,6 +145,8 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     let all_tables = || {
         dbs.iter()
             .flat_map(|d| e.storage.tables(d))
+            // MySQL lists no TEMPORARY table here.
+            .filter(|tb| !e.temporary_tables.contains(&tb.database, &tb.name))
             .filter(|tb| crate::privileges::sees_table(e, s, &tb.database, &tb.name))
             .collect::<Vec<_>>()
     };
@@ -390,7 +392,11 @@ fn columns_table(
                 t(&tb.name),
                 t(&c.name),
                 Value::Int(ordinal as i64 + 1),
-                default_text(c),
+                // An expression default as MariaDB lists it: `(3 + 5)`.
+                match note.and_then(|n| n.default_expression(&c.name)) {
+                    Some(sql) => t(format!("({sql})")),
+                    None => default_text(c),
+                },
                 t(if c.nullable { "YES" } else { "NO" }),
                 t(dt),
                 maxlen,

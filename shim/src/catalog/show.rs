@@ -511,6 +511,7 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
         .storage
         .tables(&db)
         .iter()
+        .filter(|tb| !e.temporary_tables.contains(&db, &tb.name))
         .map(|tb| {
             let note = notes.get(&tb.id).cloned().unwrap_or_default();
             vec![
@@ -606,6 +607,7 @@ pub(super) fn table_list(e: &Engine, db: &str) -> Result<Vec<Vec<Value>>> {
         .storage
         .tables(db)
         .iter()
+        .filter(|tb| !e.temporary_tables.contains(db, &tb.name))
         .map(|tb| vec![t(&tb.name), t("BASE TABLE")])
         .collect();
     rows.extend(

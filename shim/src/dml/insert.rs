@@ -32,6 +32,38 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
     insert_into(e, s, ins).map_err(|err| err.in_database(db.as_deref()))
 }
 
+/// A VALUES list's rows of `width` values each (`None` for DEFAULT);
+/// `no_columns`: the statement names no columns, so `VALUES ()` is a row
+/// of every column's default.
+fn values_rows(
+    e: &Engine,
+    s: &mut Session,
+    v: &ast::Values,
+    no_columns: bool,
+    width: usize,
+) -> Result<Vec<Vec<Option<Value>>>> {
+    let mut given = Vec::with_capacity(v.rows.len());
+    for row in &v.rows {
+        if row.is_empty() && no_columns {
+            given.push(vec![None; width]);
+            continue;
+        }
+        if row.len() != width {
+            return Err(StorageError::ColumnCount.into());
+        }
+        let mut out = Vec::with_capacity(row.len());
+        for x in row {
+            out.push(if is_default_keyword(x) {
+                None
+            } else {
+                Some(value_of(e, s, x)?)
+            });
+        }
+        given.push(out);
+    }
+    Ok(given)
+}
+
 fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
     let schema = table(e, s, &ins.table_name)?;
     let returning = ins
@@ -59,20 +91,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
-            for row in &v.rows {
-                if row.len() != targets.len() {
-                    return Err(StorageError::ColumnCount.into());
-                }
-                let mut out = Vec::with_capacity(row.len());
-                for x in row {
-                    out.push(if is_default_keyword(x) {
-                        None
-                    } else {
-                        Some(value_of(e, s, x)?)
-                    });
-                }
-                given.push(out);
-            }
+            given = values_rows(e, s, v, ins.columns.is_empty(), targets.len())?;
         }
         _ => {
             // INSERT ... SELECT: run the query, then insert its rows.

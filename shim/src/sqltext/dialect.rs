@@ -20,6 +20,12 @@ pub(super) struct MySql;
 /// sqlparser's MySQL dialect does not parse them at all.
 const SHIFT_PRECEDENCE: u8 = 25;
 
+/// `col->'$.p'` and `col->>'$.p'` bind tighter than any other operator,
+/// as in MySQL: `data->'$.t' = 'y'` compares the extracted value
+/// (sqlparser's own precedence for them, below `=`, read `data -> ('$.t'
+/// = 'y')`: a wrong answer, not an error).
+const ARROW_PRECEDENCE: u8 = 45;
+
 impl sqlparser::dialect::Dialect for MySql {
     fn dialect(&self) -> std::any::TypeId {
         std::any::TypeId::of::<MySqlDialect>()
@@ -93,6 +99,7 @@ impl sqlparser::dialect::Dialect for MySql {
     ) -> Option<std::result::Result<u8, sqlparser::parser::ParserError>> {
         match parser.peek_token().token {
             Token::ShiftLeft | Token::ShiftRight => Some(Ok(SHIFT_PRECEDENCE)),
+            Token::Arrow | Token::LongArrow => Some(Ok(ARROW_PRECEDENCE)),
             _ => None,
         }
     }

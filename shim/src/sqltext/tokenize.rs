@@ -49,6 +49,8 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     bit_value_literals(&mut toks);
     binary_operator_to_cast(&mut toks);
     signed_integer_to_signed(&mut toks);
+    national_character_types(&mut toks);
+    from_dual_before_locking_clause(&mut toks);
     Ok(toks)
 }
 
@@ -158,6 +160,61 @@ fn signed_integer_to_signed(toks: &mut Vec<TokenWithLocation>) {
                 {
                     toks.drain(sg + 1..=int);
                 }
+            }
+        }
+        i += 1;
+    }
+}
+
+/// `SELECT 1 FOR UPDATE` (or `FOR SHARE`) as `SELECT 1 FROM DUAL FOR
+/// UPDATE`: sqlparser reads a FROM-less `FOR` as a column alias. Only in
+/// text with no FROM at all (a statement with one parses as it is).
+fn from_dual_before_locking_clause(toks: &mut Vec<TokenWithLocation>) {
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    if toks.iter().any(|t| is(&t.token, "FROM")) {
+        return;
+    }
+    let next = |toks: &[TokenWithLocation], from: usize| {
+        (from..toks.len()).find(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+    };
+    let at = (0..toks.len()).find(|&i| {
+        is(&toks[i].token, "FOR")
+            && next(toks, i + 1)
+                .is_some_and(|j| is(&toks[j].token, "UPDATE") || is(&toks[j].token, "SHARE"))
+    });
+    if let Some(at) = at {
+        let location = toks[at].location;
+        let word = |w: &str| {
+            TokenWithLocation::new(Token::make_word(w, None), location.line, location.column)
+        };
+        let space = || {
+            TokenWithLocation::new(
+                Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+                location.line,
+                location.column,
+            )
+        };
+        toks.splice(at..at, [word("FROM"), space(), word("DUAL"), space()]);
+    }
+}
+
+/// `NATIONAL CHAR|VARCHAR|CHARACTER` (SQL's national character types,
+/// which SQLAlchemy's NCHAR and NVARCHAR write) without `NATIONAL`, which
+/// sqlparser does not read: every text column here is utf8mb4 already.
+fn national_character_types(toks: &mut Vec<TokenWithLocation>) {
+    let is = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let mut i = 0;
+    while i < toks.len() {
+        if is(&toks[i].token, "NATIONAL") {
+            let next =
+                (i + 1..toks.len()).find(|&j| !matches!(toks[j].token, Token::Whitespace(_)));
+            if next.is_some_and(|j| {
+                ["CHAR", "VARCHAR", "CHARACTER"]
+                    .iter()
+                    .any(|w| is(&toks[j].token, w))
+            }) {
+                toks.remove(i);
+                continue;
             }
         }
         i += 1;

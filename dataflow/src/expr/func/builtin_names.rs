@@ -52,7 +52,7 @@ mod tests {
             "json_arrayagg",
             "st_astext",
             "uuid",
-            "regexp_replace",
+            "regexp_substr",
         ] {
             assert_eq!(Func::by_name(gap, 1), Lookup::Unimplemented, "{gap}");
         }

@@ -73,6 +73,8 @@ pub enum Func {
     /// newline; the last of c/i wins). `s REGEXP p` compiles to it with the
     /// comparison's collation as the default.
     RegexpLike,
+    /// REGEXP_REPLACE(s, pattern, replacement).
+    RegexpReplace,
     /// QUARTER, WEEKDAY (0 = Monday), DAYOFYEAR, MICROSECOND.
     Quarter,
     Weekday,
@@ -252,6 +254,7 @@ impl Func {
             "radians" => (Radians, 1, 1),
             "pi" => (Pi, 0, 0),
             "regexp_like" => (RegexpLike, 2, 3),
+            "regexp_replace" => (RegexpReplace, 3, 3),
             "quarter" => (Quarter, 1, 1),
             "weekday" => (Weekday, 1, 1),
             "dayofyear" => (DayOfYear, 1, 1),

@@ -45,8 +45,8 @@ impl Family {
             Coalesce | IfNull | If | SingleRow => Family::Control,
             NullIf | Greatest | Least => Family::Comparison,
             Concat | ConcatWs | Lower | Upper | Length | CharLength | Substring | Left | Right
-            | Trim | LTrim | RTrim | Replace | RegexpLike | Md5 | Sha1 | Sha2 | Ord | Locate
-            | Instr | Repeat | Reverse | Lpad | Rpad | Hex | Unhex => Family::String,
+            | Trim | LTrim | RTrim | Replace | RegexpLike | RegexpReplace | Md5 | Sha1 | Sha2
+            | Ord | Locate | Instr | Repeat | Reverse | Lpad | Rpad | Hex | Unhex => Family::String,
             Abs | Round | Truncate | Floor | Ceil | Rand | Sign | Mod | Pow | Sqrt | Sin | Cos
             | Tan | Cot | Asin | Acos | Atan | Exp | Ln | Log | Log2 | Log10 | Degrees
             | Radians | Pi => Family::Numeric,

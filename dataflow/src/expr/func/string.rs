@@ -117,6 +117,7 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
         Lpad | Rpad => pad(f, vals, &v0)?,
         Locate | Instr => locate(f, vals)?,
         RegexpLike => regexp_like(vals)?,
+        RegexpReplace => regexp_replace(vals)?,
         Md5 | Sha1 | Sha2 | Ord if v0.is_null() => Value::Null,
         Md5 | Sha1 | Sha2 => digest(f, vals, &v0),
         Ord => ord(&v0),
@@ -179,6 +180,7 @@ pub(super) fn result_type(f: Func, tys: &[(SqlType, bool)]) -> (SqlType, bool) {
             },
             any_null,
         ),
+        RegexpReplace => (SqlType::Text(u32::MAX), any_null),
         RegexpLike => (
             SqlType::Int {
                 bytes: 4,
@@ -434,24 +436,49 @@ fn regexp_like(vals: &[Value]) -> EvalResult {
         return Ok(Value::Null);
     }
     let subject = to_text(&vals[0]);
-    let pattern = to_text(&vals[1]);
     let mode = vals.get(2).map(to_text).unwrap_or_default();
-    // A view evaluates one pattern for row after row: the last one built
-    // (per thread) is kept.
+    with_regex(&to_text(&vals[1]), &mode, "regexp_like", |re| {
+        Value::Int(re.is_match(&subject) as i64)
+    })
+}
+
+/// REGEXP_REPLACE(s, pattern, replacement): every match replaced (`$1`
+/// names a group, as in MySQL), case-insensitive as REGEXP_LIKE is.
+fn regexp_replace(vals: &[Value]) -> EvalResult {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let subject = to_text(&vals[0]);
+    let replacement = to_text(&vals[2]);
+    with_regex(&to_text(&vals[1]), "", "regexp_replace", |re| {
+        Value::text(re.replace_all(&subject, replacement.as_str()))
+    })
+}
+
+/// `f` over the compiled `pattern` under MySQL match type `mode`. A view
+/// evaluates one pattern for row after row: the last one built (per
+/// thread) is kept.
+fn with_regex(
+    pattern: &str,
+    mode: &str,
+    function: &str,
+    f: impl FnOnce(&regex::Regex) -> Value,
+) -> EvalResult {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(String, String, regex::Regex)>> =
             const { std::cell::RefCell::new(None) };
     }
+    let mut f = Some(f);
     let cached = LAST.with(|l| {
         l.borrow()
             .as_ref()
-            .filter(|(p, m, _)| *p == pattern && *m == mode)
-            .map(|(_, _, re)| re.is_match(&subject))
+            .filter(|(p, m, _)| p == pattern && m == mode)
+            .and_then(|(_, _, re)| f.take().map(|f| f(re)))
     });
-    if let Some(hit) = cached {
-        return Ok(Value::Int(hit as i64));
+    if let Some(v) = cached {
+        return Ok(v);
     }
-    let mut b = regex::RegexBuilder::new(&pattern);
+    let mut b = regex::RegexBuilder::new(pattern);
     b.case_insensitive(true);
     for c in mode.chars() {
         match c {
@@ -461,16 +488,16 @@ fn regexp_like(vals: &[Value]) -> EvalResult {
             'n' => b.dot_matches_new_line(true),
             'u' => &mut b,
             _ => {
-                return Err(EvalError::Invalid(
-                    "Incorrect arguments to regexp_like".into(),
-                ))
+                return Err(EvalError::Invalid(format!(
+                    "Incorrect arguments to {function}"
+                )))
             }
         };
     }
     let re = b
         .build()
         .map_err(|e| EvalError::Invalid(format!("Regex error '{e}'")))?;
-    let hit = re.is_match(&subject);
-    LAST.with(|l| *l.borrow_mut() = Some((pattern, mode, re)));
-    Ok(Value::Int(hit as i64))
+    let v = f.take().map_or(Value::Null, |f| f(&re));
+    LAST.with(|l| *l.borrow_mut() = Some((pattern.to_string(), mode.to_string(), re)));
+    Ok(v)
 }

@@ -2,6 +2,7 @@
 //! literals, columns and functions here, operators and special forms in
 //! [`operators`].
 
+mod json_compare;
 mod operators;
 mod walk;
 

@@ -6,6 +6,7 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
+use super::json_compare;
 use super::{
     cast_type, coerce_literal, hex_number, is_arith, is_interval, is_numeric_type, literal,
     placeholder_slot, strip_nested, unsupported, ExprCx, ParamMode,
@@ -132,6 +133,19 @@ impl ExprCx<'_> {
             ));
         }
         let r = self.compile(right)?;
+        // A JSON value and a string or boolean literal compare as JSON.
+        if matches!(op, B::Eq | B::NotEq) {
+            let as_json = if json_compare::is_json(&l) {
+                json_compare::equals(&l, right)
+            } else if json_compare::is_json(&r) {
+                json_compare::equals(&r, left)
+            } else {
+                None
+            };
+            if let Some(e) = as_json {
+                return Ok(if *op == B::Eq { e } else { Expr::Not(b(e)) });
+            }
+        }
         // Hex literals are numbers in arithmetic and when compared
         // with a number.
         let frame = self.frame_types();
@@ -254,6 +268,10 @@ impl ExprCx<'_> {
         negated: bool,
     ) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
+        if let Some(rows) = row_in_list(expr, list) {
+            let e = self.compile(&rows)?;
+            return Ok(if negated { Expr::Not(b(e)) } else { e });
+        }
         let members: Vec<&ast::Expr> = std::iter::once(expr).chain(list.iter()).collect();
         let mut compiled = self.compile_comparison_group(&members)?.into_iter();
         let x = compiled.next().unwrap_or(Expr::Literal(Value::Null));
@@ -388,6 +406,35 @@ impl ExprCx<'_> {
             Some(x) => Some(b(self.compile(x)?)),
             None => None,
         };
+        // CASE json WHEN 'text' ...: each WHEN compared as JSON (then the
+        // CASE is a searched one, its operand repeated in each WHEN).
+        let json_op = op.as_ref().filter(|o| json_compare::is_json(o));
+        if let Some(json) = json_op {
+            if conditions
+                .iter()
+                .any(|c| json_compare::equals(json, c).is_some())
+            {
+                let whens = conditions
+                    .iter()
+                    .zip(whens)
+                    .map(|(c, (compiled, then))| {
+                        let test = json_compare::equals(json, c).unwrap_or_else(|| Expr::Cmp {
+                            op: CmpOp::Eq,
+                            left: b(json.clone()),
+                            right: b(compiled),
+                            collation: coll,
+                        });
+                        (test, then)
+                    })
+                    .collect();
+                return Ok(Expr::Case {
+                    operand: None,
+                    whens,
+                    otherwise,
+                    collation: coll,
+                });
+            }
+        }
         Ok(Expr::Case {
             operand: op.map(b),
             whens,
@@ -487,4 +534,42 @@ impl ExprCx<'_> {
         };
         Ok(Expr::Call(f, vec![self.compile(expr)?]))
     }
+}
+
+/// `(a, b) IN ((x, y), ...)` as `(a = x AND b = y) OR ...`, which has the
+/// same answer, NULLs included; None unless `expr` and every item are
+/// rows of one width.
+fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
+    let row = |e: &ast::Expr| match e {
+        ast::Expr::Tuple(xs) if xs.len() > 1 => Some(xs.clone()),
+        _ => None,
+    };
+    let left = row(expr)?;
+    let mut any: Option<ast::Expr> = None;
+    for item in list {
+        let right = row(item).filter(|r| r.len() == left.len())?;
+        let all = left
+            .iter()
+            .zip(right)
+            .map(|(l, r)| ast::Expr::BinaryOp {
+                left: Box::new(l.clone()),
+                op: ast::BinaryOperator::Eq,
+                right: Box::new(r),
+            })
+            .reduce(|a, e| ast::Expr::BinaryOp {
+                left: Box::new(a),
+                op: ast::BinaryOperator::And,
+                right: Box::new(e),
+            })?;
+        let all = ast::Expr::Nested(Box::new(all));
+        any = Some(match any {
+            None => all,
+            Some(a) => ast::Expr::BinaryOp {
+                left: Box::new(a),
+                op: ast::BinaryOperator::Or,
+                right: Box::new(all),
+            },
+        });
+    }
+    any.map(|e| ast::Expr::Nested(Box::new(e)))
 }
