@@ -16,12 +16,14 @@ fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
   cargo install cargo-fuzz --locked
 fi
+# Outside the clone, so a fresh checkout (CI) reuses the instrumented build.
+FUZZ_TARGET_DIR="${LADLE_FUZZ_TARGET_DIR:-$HOME/.cache/ladle-fuzz-target}"
 # The run grows a private copy of the corpus: the committed one stays small.
 work="$(mktemp -d /tmp/ladle-fuzz.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 for target in sql_frontend wire_commands; do
   mkdir -p "$work/$target"
   echo "fuzzing $target for ${SECONDS_PER_TARGET}s"
-  cargo +nightly fuzz run --fuzz-dir fuzz "$target" "$work/$target" "fuzz/corpus/$target" -- \
+  cargo +nightly fuzz run --fuzz-dir fuzz --target-dir "$FUZZ_TARGET_DIR" "$target" "$work/$target" "fuzz/corpus/$target" -- \
     -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=4096 -timeout=30 -print_final_stats=1
 done
