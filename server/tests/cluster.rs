@@ -1173,6 +1173,34 @@ fn a_replica_applies_the_primarys_alter_table() {
         let rows: Vec<(i64, String)> = c2.query("SELECT * FROM mig.s ORDER BY id").ok()?;
         (rows == vec![(1, "abc".to_string()), (2, "xyz".to_string())]).then_some(())
     });
+    metrics_show_roles_positions_and_lag(&nodes[0], &nodes[1]);
+}
+
+/// `/metrics` of a settled primary and its replica (issue #16,
+/// "Observable"): each node's role and the same term, the applied
+/// positions equal, the primary's acknowledged position at its last write
+/// (the last statement was an INSERT), the replica's lag (entries and
+/// seconds) 0, and the election the primary won.
+fn metrics_show_roles_positions_and_lag(primary: &Node, replica: &Node) {
+    let role = |n: &Node, r: &str| metric(n, &format!("ladle_cluster_role{{role=\"{r}\"}}"));
+    assert_eq!(role(primary, "primary"), Some(1.0));
+    assert_eq!(role(primary, "replica"), Some(0.0));
+    assert_eq!(role(replica, "replica"), Some(1.0));
+    let term = metric(primary, "ladle_cluster_term").expect("term");
+    assert!(term >= 1.0, "term {term}");
+    assert_eq!(metric(replica, "ladle_cluster_term"), Some(term));
+    assert!(metric(primary, "ladle_cluster_elections_won_total").is_some_and(|e| e >= 1.0));
+    let lag = format!("{{replica=\"{}\"}}", replica.id);
+    let settled = wait_for("the metrics to show the replica caught up", || {
+        let applied = metric(primary, "ladle_cluster_applied_lsn")?;
+        let settled = applied > 0.0
+            && metric(replica, "ladle_cluster_applied_lsn")? == applied
+            && metric(primary, "ladle_cluster_acknowledged_lsn")? == applied
+            && metric(primary, &format!("ladle_cluster_replica_lag_entries{lag}"))? == 0.0
+            && metric(primary, &format!("ladle_cluster_replica_lag_seconds{lag}"))? == 0.0;
+        settled.then_some(applied)
+    });
+    eprintln!("metrics: term {term}, applied = acknowledged = {settled}, lag 0");
 }
 
 /// Without --etcd a server is a single node, as before: /health says "ok",
