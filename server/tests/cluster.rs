@@ -634,6 +634,22 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                     partitioned_acks, 0,
                     "the cut-off primary acknowledged writes"
                 );
+                // Its lease is gone (another node leads): it refuses a
+                // write at once with 1290 and keeps serving reads of what
+                // it holds (issue #16, "etcd unreachable").
+                let mut cut_off =
+                    Conn::new(nodes[p].opts()).expect("the cut-off primary's clients");
+                let count: Option<i64> = cut_off
+                    .query_first("SELECT COUNT(*) FROM jepsen.rows")
+                    .expect("a read on the cut-off primary");
+                assert!(count.is_some_and(|c| c > 0), "{count:?}");
+                let refused_at = Instant::now();
+                let refused = cut_off.query_drop("INSERT INTO jepsen.rows VALUES (-1, 0, 'cut')");
+                assert_eq!(errno(refused), 1290);
+                assert!(
+                    refused_at.elapsed() < Duration::from_secs(1),
+                    "a refusal, not a wait"
+                );
                 drop(cut);
             }
             Fault::RestartEtcd => {
