@@ -14,8 +14,10 @@
 //! The connector checks `Proven` too, so a node that does not hold the
 //! secret cannot pose as a primary and feed entries to a replica. Fresh
 //! nonces on both sides keep a recorded exchange from being replayed.
-//! What follows the handshake is not encrypted: the link belongs on the
-//! cluster's private network (docs/cluster.md).
+//! Both sides then derive the connection's two keys from the secret and
+//! the nonces, and every later frame is encrypted and authenticated with
+//! them (`seal`): what follows the handshake can be neither read nor
+//! altered nor taken over by a man in the middle.
 
 use std::path::Path;
 use std::time::Duration;
@@ -25,6 +27,7 @@ use ring::rand::{SecureRandom, SystemRandom};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::protocol::{self, ToPrimary, ToReplica};
+use crate::seal::SessionKeys;
 
 /// The shortest secret accepted (bytes): shorter ones can be guessed.
 pub const MIN_SECRET_LEN: usize = 16;
@@ -37,6 +40,10 @@ pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const MAX_AUTH_FRAME: usize = 1024;
 const CONNECTOR_LABEL: &[u8] = b"ladle-replication/connector\0";
 const LISTENER_LABEL: &[u8] = b"ladle-replication/listener\0";
+/// Key of the frames the listener sends (derived, never sent).
+const LISTENER_KEY_LABEL: &[u8] = b"ladle-replication/key/listener-to-connector\0";
+/// Key of the frames the connector sends.
+const CONNECTOR_KEY_LABEL: &[u8] = b"ladle-replication/key/connector-to-listener\0";
 
 /// The secret every node of a cluster holds (`--cluster-secret-file` or
 /// `LADLE_CLUSTER_SECRET`).
@@ -87,6 +94,24 @@ impl ClusterSecret {
         hmac::verify(&self.0, &msg, mac).is_ok()
     }
 
+    /// One side's keys for the connection whose handshake used these
+    /// nonces: HMAC-SHA256 of the secret, a direction label and both nonces
+    /// (32 bytes: a ChaCha20-Poly1305 key).
+    fn session_keys(
+        &self,
+        listener_nonce: &[u8],
+        connector_nonce: &[u8],
+        listener: bool,
+    ) -> Result<SessionKeys, String> {
+        let from_listener = self.mac(LISTENER_KEY_LABEL, listener_nonce, connector_nonce);
+        let from_connector = self.mac(CONNECTOR_KEY_LABEL, listener_nonce, connector_nonce);
+        if listener {
+            SessionKeys::new(&from_listener, &from_connector)
+        } else {
+            SessionKeys::new(&from_connector, &from_listener)
+        }
+    }
+
     /// The listener's first frame, and its nonce to check the proof with.
     pub(crate) fn challenge(&self) -> Result<(ToReplica, Vec<u8>), String> {
         let nonce = nonce()?;
@@ -99,13 +124,14 @@ impl ClusterSecret {
     }
 
     /// The listener checks the connector's answer to its challenge
-    /// `listener_nonce`; returns its own proof to send back. `Err` says why
-    /// it is refused (for the log).
+    /// `listener_nonce`; returns its own proof to send back and the
+    /// listener's keys for the connection. `Err` says why it is refused
+    /// (for the log).
     pub(crate) fn check_proof(
         &self,
         listener_nonce: &[u8],
         answer: Option<ToPrimary>,
-    ) -> Result<ToReplica, String> {
+    ) -> Result<(ToReplica, SessionKeys), String> {
         match answer {
             Some(ToPrimary::Proof { nonce, mac }) => {
                 if nonce.len() != NONCE_LEN
@@ -113,9 +139,10 @@ impl ClusterSecret {
                 {
                     return Err("wrong cluster secret".into());
                 }
-                Ok(ToReplica::Proven {
+                let proven = ToReplica::Proven {
                     mac: self.mac(LISTENER_LABEL, &nonce, listener_nonce),
-                })
+                };
+                Ok((proven, self.session_keys(listener_nonce, &nonce, true)?))
             }
             Some(other) => Err(format!(
                 "no proof of the cluster secret (first frame: {})",
@@ -149,18 +176,19 @@ impl ClusterSecret {
         })
     }
 
-    /// The connector checks the listener's answer to its proof.
+    /// The connector checks the listener's answer to its proof; returns
+    /// the connector's keys for the connection.
     pub(crate) fn check_proven(
         &self,
         listener_nonce: &[u8],
         my_nonce: &[u8],
         answer: Option<ToReplica>,
-    ) -> Result<(), String> {
+    ) -> Result<SessionKeys, String> {
         match answer {
             Some(ToReplica::Proven { mac })
                 if self.verify(LISTENER_LABEL, my_nonce, listener_nonce, &mac) =>
             {
-                Ok(())
+                self.session_keys(listener_nonce, my_nonce, false)
             }
             Some(ToReplica::Proven { .. }) => {
                 Err("the peer does not hold the cluster secret (wrong proof)".into())
@@ -200,13 +228,14 @@ fn frame_name(frame: &ToPrimary) -> &'static str {
     }
 }
 
-/// The listener's side, within [`AUTH_TIMEOUT`]. On `Err` the peer has
-/// been told it is refused; the caller logs the reason and closes.
+/// The listener's side, within [`AUTH_TIMEOUT`]; returns the keys every
+/// later frame is sealed with. On `Err` the peer has been told it is
+/// refused; the caller logs the reason and closes.
 pub(crate) async fn accept(
     secret: &ClusterSecret,
     rd: &mut (impl AsyncRead + Unpin),
     wr: &mut (impl AsyncWrite + Unpin),
-) -> Result<(), String> {
+) -> Result<SessionKeys, String> {
     let exchange = async {
         let (challenge, listener_nonce) = secret.challenge()?;
         protocol::send(wr, &challenge)
@@ -216,7 +245,12 @@ pub(crate) async fn accept(
             .await
             .map_err(|e| format!("no proof of the cluster secret ({e})"))?;
         match secret.check_proof(&listener_nonce, answer) {
-            Ok(proven) => protocol::send(wr, &proven).await.map_err(|e| e.to_string()),
+            Ok((proven, keys)) => {
+                protocol::send(wr, &proven)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                Ok(keys)
+            }
             Err(why) => {
                 let refusal = ToReplica::Reject {
                     reason: format!("the replication listener refused the connection: {why}"),
@@ -233,12 +267,13 @@ pub(crate) async fn accept(
 }
 
 /// The connector's side (replication stream, bootstrap), within
-/// [`AUTH_TIMEOUT`]: `Err` when either side fails to prove the secret.
+/// [`AUTH_TIMEOUT`]: `Err` when either side fails to prove the secret;
+/// returns the keys every later frame is sealed with.
 pub(crate) async fn connect(
     secret: &ClusterSecret,
     rd: &mut (impl AsyncRead + Unpin),
     wr: &mut (impl AsyncWrite + Unpin),
-) -> anyhow::Result<()> {
+) -> anyhow::Result<SessionKeys> {
     let exchange = async {
         let challenge = protocol::recv_bounded::<ToReplica>(rd, MAX_AUTH_FRAME)
             .await
@@ -253,7 +288,7 @@ pub(crate) async fn connect(
         secret.check_proven(&proving.listener_nonce, &proving.my_nonce, answer)
     };
     match tokio::time::timeout(AUTH_TIMEOUT, exchange).await {
-        Ok(Ok(())) => Ok(()),
+        Ok(Ok(keys)) => Ok(keys),
         Ok(Err(why)) => anyhow::bail!("replication authentication failed: {why}"),
         Err(_) => anyhow::bail!("replication authentication failed: no answer in time"),
     }
@@ -280,7 +315,7 @@ mod tests {
     async fn handshake(
         listener: ClusterSecret,
         connector: ClusterSecret,
-    ) -> (Result<(), String>, anyhow::Result<()>) {
+    ) -> (Result<SessionKeys, String>, anyhow::Result<SessionKeys>) {
         let (mut a, mut b) = tokio::io::duplex(4096);
         let (mut ard, mut awr) = tokio::io::split(&mut a);
         let (mut brd, mut bwr) = tokio::io::split(&mut b);
@@ -293,11 +328,16 @@ mod tests {
     #[tokio::test]
     async fn both_sides_must_hold_the_same_secret() {
         let (l, c) = handshake(secret("the cluster secret"), secret("the cluster secret")).await;
-        assert_eq!(l, Ok(()));
-        assert!(c.is_ok(), "{c:?}");
+        let mut l = l.expect("accepted");
+        let mut c = c.expect("connected");
+        // Both sides derived the same two keys, one per direction.
+        let sealed = l.sealer.seal(b"an entry".to_vec()).unwrap();
+        assert_eq!(c.opener.open(sealed).unwrap(), b"an entry");
+        let sealed = c.sealer.seal(b"an ack".to_vec()).unwrap();
+        assert_eq!(l.opener.open(sealed).unwrap(), b"an ack");
 
         let (l, c) = handshake(secret("the cluster secret"), secret("another secret!!")).await;
-        assert_eq!(l, Err("wrong cluster secret".to_string()));
+        assert_eq!(l.err(), Some("wrong cluster secret".to_string()));
         let c = c.expect_err("refused").to_string();
         assert!(
             c.contains("refused the connection: wrong cluster secret"),
@@ -322,13 +362,71 @@ mod tests {
         };
         let (accepted, answer) = tokio::join!(accept(&listener, &mut ard, &mut awr), peer);
         assert_eq!(
-            accepted,
-            Err("no proof of the cluster secret (first frame: BootstrapHello)".to_string())
+            accepted.err(),
+            Some("no proof of the cluster secret (first frame: BootstrapHello)".to_string())
         );
         assert!(
             matches!(answer, Some(ToReplica::Reject { ref reason, .. }) if reason.contains("refused")),
             "{answer:?}"
         );
+    }
+
+    async fn write_raw(w: &mut (impl AsyncWrite + Unpin), frame: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        w.write_all(&(frame.len() as u32).to_be_bytes())
+            .await
+            .unwrap();
+        w.write_all(frame).await.unwrap();
+    }
+
+    /// A relay between a replica and the primary (a man in the middle) that
+    /// passes the handshake on sees no frame's content afterwards, and a
+    /// frame it injects ends the connection instead of being acted on.
+    #[tokio::test]
+    async fn a_man_in_the_middle_reads_nothing_and_cannot_inject() {
+        let s = secret("the cluster secret");
+        let (mut l_io, mut to_l) = tokio::io::duplex(1 << 16);
+        let (mut c_io, mut to_c) = tokio::io::duplex(1 << 16);
+        let (mut l_rd, mut l_wr) = tokio::io::split(&mut l_io);
+        let (mut c_rd, mut c_wr) = tokio::io::split(&mut c_io);
+        let relay = async {
+            // Challenge, Proof, Proven: passed on unchanged.
+            for from_listener in [true, false, true] {
+                let (src, dst) = if from_listener {
+                    (&mut to_l, &mut to_c)
+                } else {
+                    (&mut to_c, &mut to_l)
+                };
+                let frame = protocol::read_bytes(src, 1 << 20).await.unwrap().unwrap();
+                write_raw(dst, &frame).await;
+            }
+        };
+        let (l_keys, c_keys, ()) = tokio::join!(
+            accept(&s, &mut l_rd, &mut l_wr),
+            connect(&s, &mut c_rd, &mut c_wr),
+            relay
+        );
+        let (mut listener, _) = protocol::sealed(l_rd, l_wr, l_keys.expect("accepted"));
+        let (_, mut connector) = protocol::sealed(c_rd, c_wr, c_keys.expect("connected"));
+
+        let statement = ToPrimary::Forward {
+            request: b"INSERT INTO payroll VALUES (1)".to_vec(),
+        };
+        connector.send(&statement).await.unwrap();
+        let on_the_wire = protocol::read_bytes(&mut to_c, 1 << 20)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!on_the_wire.windows(7).any(|w| w == b"payroll"));
+        write_raw(&mut to_l, &on_the_wire).await;
+        assert_eq!(listener.recv::<ToPrimary>().await.unwrap(), Some(statement));
+
+        // A frame the relay makes up (in clear, as before sealing) is refused.
+        protocol::send(&mut to_l, &ToPrimary::Ack { applied: 1 << 40 })
+            .await
+            .unwrap();
+        let err = listener.recv::<ToPrimary>().await.expect_err("forged");
+        assert!(err.to_string().contains("integrity check"), "{err}");
     }
 
     /// A listener that does not hold the secret cannot pose as a primary:

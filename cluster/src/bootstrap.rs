@@ -108,10 +108,10 @@ fn sync_dir(dir: &Path) -> std::io::Result<()> {
 pub(crate) async fn serve(
     node: Arc<Node>,
     replica: u64,
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut wr: crate::protocol::TcpWriter,
 ) -> anyhow::Result<()> {
     if node.role() != Role::Primary {
-        return protocol::reject(&mut wr, node.not_primary(), false).await;
+        return wr.reject(node.not_primary(), false).await;
     }
     let n = node.next_stream.fetch_add(1, Ordering::Relaxed);
     let dir = node.config.data_dir.join(format!("bootstrap-out-{n}"));
@@ -161,7 +161,8 @@ pub(crate) async fn serve(
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&views);
     let (files, bytes) = sent?;
-    protocol::send(&mut wr, &ToReplica::BootstrapDone { lsn, files, bytes }).await?;
+    wr.send(&ToReplica::BootstrapDone { lsn, files, bytes })
+        .await?;
     node.metrics.bootstraps_sent.inc();
     tracing::info!(
         replica,
@@ -180,7 +181,7 @@ pub(crate) async fn serve(
 async fn stream_dir(
     dir: &Path,
     prefix: &str,
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    wr: &mut crate::protocol::TcpWriter,
 ) -> anyhow::Result<(u32, u64)> {
     let mut files = 0u32;
     let mut bytes = 0u64;
@@ -208,14 +209,11 @@ async fn stream_dir(
             if n == 0 && offset > 0 {
                 break;
             }
-            protocol::send(
-                wr,
-                &ToReplica::BootstrapFile {
-                    name: name.clone(),
-                    offset,
-                    data,
-                },
-            )
+            wr.send(&ToReplica::BootstrapFile {
+                name: name.clone(),
+                offset,
+                data,
+            })
             .await?;
             offset += n as u64;
             if n == 0 {
@@ -240,19 +238,17 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     stream.set_nodelay(true)?;
     let (rd, mut wr) = stream.into_split();
     let mut rd = tokio::io::BufReader::with_capacity(1 << 20, rd);
-    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
-    protocol::send(
-        &mut wr,
-        &ToPrimary::BootstrapHello {
-            node: node.config.node_id,
-        },
-    )
+    let keys = crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
+    let (mut rd, mut wr) = protocol::sealed(rd, wr, keys);
+    wr.send(&ToPrimary::BootstrapHello {
+        node: node.config.node_id,
+    })
     .await?;
     let mut open: Option<(String, std::fs::File)> = None;
     // Directories made for the files (synced with the files).
     let mut dirs: Vec<PathBuf> = Vec::new();
     let (lsn, files, bytes) = loop {
-        let frame = tokio::time::timeout(SILENCE, protocol::recv::<ToReplica>(&mut rd))
+        let frame = tokio::time::timeout(SILENCE, rd.recv::<ToReplica>())
             .await
             .map_err(|_| anyhow::anyhow!("the primary went silent during the bootstrap"))??;
         match frame {

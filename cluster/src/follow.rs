@@ -39,8 +39,11 @@ const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2)
 
 enum Handshake {
     Accepted {
-        rd: tokio::net::tcp::OwnedReadHalf,
-        wr: tokio::net::tcp::OwnedWriteHalf,
+        /// Buffered: whether another frame is already here decides when
+        /// to sync.
+        /// Boxed: the keys make the halves large.
+        rd: Box<protocol::FrameReader<tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>>>,
+        wr: Box<protocol::FrameWriter<tokio::net::tcp::OwnedWriteHalf>>,
         applied: ladle_common::Lsn,
     },
     Refused(FollowEnd),
@@ -51,7 +54,9 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
     let stream = crate::protocol::connect(addr).await?;
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
-    crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
+    let keys = crate::auth::connect(&node.config.secret, &mut rd, &mut wr).await?;
+    let rd = tokio::io::BufReader::with_capacity(1 << 16, rd);
+    let (mut rd, mut wr) = protocol::sealed(rd, wr, keys);
     // What the primary is told is persisted here: entries applied unsynced
     // by an earlier stream are made durable first.
     let applied = sync_applied(node, 0).await?;
@@ -61,8 +66,8 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
         ddl_seq: node.ddl.count_at(applied),
         last_term: node.history.last_term(),
     };
-    protocol::send(&mut wr, &hello).await?;
-    match protocol::recv::<ToReplica>(&mut rd).await? {
+    wr.send(&hello).await?;
+    match rd.recv::<ToReplica>().await? {
         Some(ToReplica::Welcome {
             term: their_term,
             history,
@@ -85,7 +90,11 @@ async fn handshake(node: &Arc<Node>, addr: &str, term: u64) -> anyhow::Result<Ha
         }
         other => anyhow::bail!("unexpected first frame from the primary: {other:?}"),
     }
-    Ok(Handshake::Accepted { rd, wr, applied })
+    Ok(Handshake::Accepted {
+        rd: Box::new(rd),
+        wr: Box::new(wr),
+        applied,
+    })
 }
 
 /// Makes every applied entry durable (if some after `synced` may not be);
@@ -129,17 +138,15 @@ async fn follow_inner(
         },
         _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
     };
-    let (rd, mut wr, applied) = match handshake {
-        Handshake::Accepted { rd, wr, applied } => (rd, wr, applied),
+    let (mut rd, mut wr, applied) = match handshake {
+        Handshake::Accepted { rd, wr, applied } => (*rd, *wr, applied),
         Handshake::Refused(end) => return Ok(end),
     };
-    // Buffered: whether another frame is already here decides when to sync.
-    let mut rd = tokio::io::BufReader::with_capacity(1 << 16, rd);
     let mut synced = applied;
     tracing::info!(primary = addr, term, applied, "following the primary");
     loop {
         let received = tokio::select! {
-            r = protocol::recv::<ToReplica>(&mut rd) => r?,
+            r = rd.recv::<ToReplica>() => r?,
             _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
         };
         let Some(frame) = received else {
@@ -173,7 +180,7 @@ async fn follow_inner(
                 // More frames already received: apply this one without a
                 // WAL sync; the last of the run syncs them all and is
                 // acknowledged (a replica group-commits a backlog).
-                let last_of_run = rd.buffer().is_empty();
+                let last_of_run = rd.get_ref().buffer().is_empty();
                 let storage = node.storage.clone();
                 tokio::task::spawn_blocking(move || {
                     storage.apply_replicated(lsn, changes, last_of_run)
@@ -183,7 +190,7 @@ async fn follow_inner(
                 node.history.note(&node.storage, term, lsn)?;
                 if last_of_run {
                     synced = lsn;
-                    protocol::send(&mut wr, &ToPrimary::Ack { applied: lsn }).await?;
+                    wr.send(&ToPrimary::Ack { applied: lsn }).await?;
                 }
             }
             ToReplica::Ddl {
@@ -231,12 +238,12 @@ async fn follow_inner(
                     after,
                     count: next + 1,
                 };
-                protocol::send(&mut wr, &ack).await?;
+                wr.send(&ack).await?;
             }
             ToReplica::Heartbeat { last, .. } => {
                 node.primary_last.store(last, Ordering::Release);
                 synced = sync_applied(node, synced).await?;
-                protocol::send(&mut wr, &ToPrimary::Ack { applied: synced }).await?;
+                wr.send(&ToPrimary::Ack { applied: synced }).await?;
             }
             other => anyhow::bail!("unexpected frame from the primary: {other:?}"),
         }
@@ -343,15 +350,16 @@ mod tests {
             let (stream, _) = listener.accept().await.unwrap();
             let (mut rd, mut wr) = stream.into_split();
             let secret = ClusterSecret::new(b"the test cluster secret").unwrap();
-            crate::auth::accept(&secret, &mut rd, &mut wr)
+            let keys = crate::auth::accept(&secret, &mut rd, &mut wr)
                 .await
                 .unwrap();
-            let hello = protocol::recv::<ToPrimary>(&mut rd).await.unwrap();
+            let (mut rd, mut wr) = protocol::sealed(rd, wr, keys);
+            let hello = rd.recv::<ToPrimary>().await.unwrap();
             let welcome = ToReplica::Welcome {
                 term: 5,
                 history: vec![(5, 1)],
             };
-            protocol::send(&mut wr, &welcome).await.unwrap();
+            wr.send(&welcome).await.unwrap();
             let ddl = ToReplica::Ddl {
                 term: 5,
                 after: 0,
@@ -361,9 +369,9 @@ mod tests {
                 settings: Vec::new(),
                 accounts: false,
             };
-            protocol::send(&mut wr, &ddl).await.unwrap();
+            wr.send(&ddl).await.unwrap();
             // The replay is acknowledged (semi-synchronous DDL).
-            let mut acks = vec![protocol::recv::<ToPrimary>(&mut rd).await.unwrap()];
+            let mut acks = vec![rd.recv::<ToPrimary>().await.unwrap()];
             // So is an account list (installed, not run as SQL).
             let accounts = ToReplica::Ddl {
                 term: 5,
@@ -374,17 +382,13 @@ mod tests {
                 settings: Vec::new(),
                 accounts: true,
             };
-            protocol::send(&mut wr, &accounts).await.unwrap();
-            acks.push(protocol::recv::<ToPrimary>(&mut rd).await.unwrap());
+            wr.send(&accounts).await.unwrap();
+            acks.push(rd.recv::<ToPrimary>().await.unwrap());
             for lsn in 1..=2 {
-                protocol::send(&mut wr, &entry(5, lsn, table, lsn as i64))
-                    .await
-                    .unwrap();
-                acks.push(protocol::recv::<ToPrimary>(&mut rd).await.unwrap());
+                wr.send(&entry(5, lsn, table, lsn as i64)).await.unwrap();
+                acks.push(rd.recv::<ToPrimary>().await.unwrap());
             }
-            protocol::send(&mut wr, &entry(4, 3, table, 3))
-                .await
-                .unwrap();
+            wr.send(&entry(4, 3, table, 3)).await.unwrap();
             (hello, acks)
         });
         let (_stop_tx, stop) = tokio::sync::watch::channel(false);

@@ -28,6 +28,7 @@ use crate::auth::ClusterSecret;
 use crate::hooks::ForwardTarget;
 use crate::node::{Node, Role};
 use crate::protocol::{ToPrimary, ToReplica, CONNECT_TIMEOUT};
+use crate::seal::{Opener, Sealer, SessionKeys};
 
 /// Why a forwarded statement has no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub struct ForwardClient {
 struct Conn {
     term: u64,
     stream: TcpStream,
+    /// Every frame after the handshake is sealed (`seal`).
+    keys: SessionKeys,
 }
 
 impl Node {
@@ -165,6 +168,7 @@ impl ForwardClient {
         let conn = self.conn.as_mut().expect("connected");
         let sent = write_frame(
             &mut conn.stream,
+            Some(&mut conn.keys.sealer),
             &ToPrimary::Forward {
                 request: request.to_vec(),
             },
@@ -177,7 +181,7 @@ impl ForwardClient {
             )));
         }
         let started = Instant::now();
-        let answer = read_frame(&mut conn.stream, || {
+        let answer = read_frame(&mut conn.stream, Some(&mut conn.keys.opener), || {
             if node.term() != term || node.role() == Role::Primary {
                 Some("the primary changed while the statement ran".to_string())
             } else if started.elapsed() > MAX_WAIT {
@@ -233,17 +237,17 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
         .set_write_timeout(Some(CONNECT_TIMEOUT))
         .map_err(|e| fail(&e))?;
     let started = Instant::now();
-    authenticate(&node.config.secret, &mut stream, started).map_err(|e| fail(&e))?;
+    let mut keys = authenticate(&node.config.secret, &mut stream, started).map_err(|e| fail(&e))?;
     let hello = ToPrimary::ForwardHello {
         node: node.config.node_id,
         term,
     };
-    write_frame(&mut stream, &hello).map_err(|e| fail(&e))?;
-    let answer = read_frame(&mut stream, || {
+    write_frame(&mut stream, Some(&mut keys.sealer), &hello).map_err(|e| fail(&e))?;
+    let answer = read_frame(&mut stream, Some(&mut keys.opener), || {
         (started.elapsed() > CONNECT_TIMEOUT).then(|| "no answer to the hello".to_string())
     });
     match answer {
-        Ok(ToReplica::ForwardReady) => Ok(Conn { term, stream }),
+        Ok(ToReplica::ForwardReady) => Ok(Conn { term, stream, keys }),
         Ok(ToReplica::Reject { reason, .. }) => Err(format!("{reason}; retry")),
         Ok(other) => Err(fail(&format!("unexpected frame {other:?}"))),
         Err(e) => Err(fail(&e)),
@@ -251,29 +255,38 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
 }
 
 /// The connector's side of the cluster-secret handshake (`auth::connect`,
-/// blocking), within `auth::AUTH_TIMEOUT` of `started`.
+/// blocking), within `auth::AUTH_TIMEOUT` of `started`; returns the
+/// connection's keys.
 fn authenticate(
     secret: &ClusterSecret,
     stream: &mut TcpStream,
     started: Instant,
-) -> Result<(), String> {
+) -> Result<SessionKeys, String> {
     let give_up = || {
         (started.elapsed() > crate::auth::AUTH_TIMEOUT)
             .then(|| "no answer to the authentication".to_string())
     };
-    let challenge = read_frame(stream, give_up)?;
+    let challenge = read_frame(stream, None, give_up)?;
     let proving = secret.prove(Some(challenge))?;
-    write_frame(stream, &proving.proof).map_err(|e| e.to_string())?;
-    let answer = read_frame(stream, give_up)?;
+    write_frame(stream, None, &proving.proof).map_err(|e| e.to_string())?;
+    let answer = read_frame(stream, None, give_up)?;
     secret
         .check_proven(&proving.listener_nonce, &proving.my_nonce, Some(answer))
         .map_err(|why| format!("replication authentication failed: {why}"))
 }
 
-/// Writes one frame (as `protocol::send`, blocking).
-fn write_frame<T: Serialize>(w: &mut TcpStream, frame: &T) -> std::io::Result<()> {
-    let bytes = postcard::to_stdvec(frame)
+/// Writes one frame (as `FrameWriter::send`, or in clear as
+/// `protocol::send` without a sealer; blocking).
+fn write_frame<T: Serialize>(
+    w: &mut TcpStream,
+    sealer: Option<&mut Sealer>,
+    frame: &T,
+) -> std::io::Result<()> {
+    let mut bytes = postcard::to_stdvec(frame)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    if let Some(sealer) = sealer {
+        bytes = sealer.seal(bytes)?;
+    }
     let len = u32::try_from(bytes.len())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
     let mut buf = Vec::with_capacity(4 + bytes.len());
@@ -283,10 +296,12 @@ fn write_frame<T: Serialize>(w: &mut TcpStream, frame: &T) -> std::io::Result<()
     w.flush()
 }
 
-/// Reads one frame, asking `give_up` every [`POLL`] while none has come
-/// whole (a partial frame is kept across the checks).
+/// Reads one frame (opened with `opener`, or in clear without one),
+/// asking `give_up` every [`POLL`] while none has come whole (a partial
+/// frame is kept across the checks).
 fn read_frame<T: for<'de> Deserialize<'de>>(
     r: &mut TcpStream,
+    opener: Option<&mut Opener>,
     mut give_up: impl FnMut() -> Option<String>,
 ) -> Result<T, String> {
     r.set_read_timeout(Some(POLL)).map_err(|e| e.to_string())?;
@@ -296,7 +311,12 @@ fn read_frame<T: for<'de> Deserialize<'de>>(
         if buf.len() >= 4 {
             let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
             if buf.len() >= 4 + len {
-                return postcard::from_bytes(&buf[4..4 + len]).map_err(|e| e.to_string());
+                buf.truncate(4 + len);
+                let mut bytes = buf.split_off(4);
+                if let Some(opener) = opener {
+                    bytes = opener.open(bytes).map_err(|e| e.to_string())?;
+                }
+                return postcard::from_bytes(&bytes).map_err(|e| e.to_string());
             }
         }
         match r.read(&mut chunk) {
@@ -324,10 +344,9 @@ pub(crate) async fn serve(
     node: Arc<Node>,
     replica: u64,
     term: u64,
-    mut rd: tokio::net::tcp::OwnedReadHalf,
-    mut wr: tokio::net::tcp::OwnedWriteHalf,
+    mut rd: crate::protocol::TcpReader,
+    mut wr: crate::protocol::TcpWriter,
 ) -> anyhow::Result<()> {
-    use crate::protocol::{recv, send};
     let refusal = if node.role() != Role::Primary || node.term() != term {
         Some(format!(
             "node {} is not the primary of term {term}",
@@ -339,13 +358,13 @@ pub(crate) async fn serve(
         None
     };
     if let Some(reason) = refusal {
-        return crate::protocol::reject(&mut wr, reason, false).await;
+        return wr.reject(reason, false).await;
     }
     let target = node.forward_target.get().expect("checked").clone();
-    send(&mut wr, &ToReplica::ForwardReady).await?;
+    wr.send(&ToReplica::ForwardReady).await?;
     tracing::debug!(replica, term, "forwarding session opened");
     let mut session = Some(target.open());
-    while let Some(frame) = recv::<ToPrimary>(&mut rd).await? {
+    while let Some(frame) = rd.recv::<ToPrimary>().await? {
         let ToPrimary::Forward { request } = frame else {
             anyhow::bail!("unexpected frame on a forwarding connection: {frame:?}");
         };
@@ -354,7 +373,7 @@ pub(crate) async fn serve(
                 "node {} is no longer the primary of term {term}; retry",
                 node.config.node_id
             );
-            return crate::protocol::reject(&mut wr, reason, false).await;
+            return wr.reject(reason, false).await;
         }
         let schema_before = node.ddl.len();
         let mut s = session.take().expect("session");
@@ -371,7 +390,7 @@ pub(crate) async fn serve(
             ddl_seq: node.ddl.count_at(lsn),
             schema_changed: node.ddl.len() != schema_before,
         };
-        send(&mut wr, &answer).await?;
+        wr.send(&answer).await?;
     }
     Ok(())
 }

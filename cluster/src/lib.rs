@@ -37,6 +37,7 @@ mod gate;
 mod hooks;
 mod node;
 pub mod protocol;
+mod seal;
 mod start;
 mod stream;
 

@@ -148,6 +148,7 @@ pub(crate) struct NodeMetrics {
     pub(crate) role: IntGaugeVec,
     pub(crate) term: IntGauge,
     pub(crate) applied: IntGauge,
+    pub(crate) acknowledged: IntGauge,
     pub(crate) replica_lag: IntGaugeVec,
     pub(crate) replica_lag_seconds: prometheus::GaugeVec,
     pub(crate) elections: IntCounter,
@@ -168,6 +169,11 @@ impl NodeMetrics {
             applied: IntGauge::new(
                 "ladle_cluster_applied_lsn",
                 "the newest change-log position applied here",
+            )?,
+            acknowledged: IntGauge::new(
+                "ladle_cluster_acknowledged_lsn",
+                "the newest change-log position this node acknowledged to a client while \
+                 primary (--sync-replicas replicas held it)",
             )?,
             replica_lag: IntGaugeVec::new(
                 Opts::new(
@@ -217,6 +223,7 @@ impl NodeMetrics {
         registry.register(Box::new(m.bootstraps_sent.clone()))?;
         registry.register(Box::new(m.term.clone()))?;
         registry.register(Box::new(m.applied.clone()))?;
+        registry.register(Box::new(m.acknowledged.clone()))?;
         registry.register(Box::new(m.replica_lag.clone()))?;
         registry.register(Box::new(m.replica_lag_seconds.clone()))?;
         registry.register(Box::new(m.elections.clone()))?;
@@ -502,6 +509,9 @@ impl Node {
         self.metrics.term.set(self.term() as i64);
         let applied = self.applied();
         self.metrics.applied.set(applied as i64);
+        self.metrics
+            .acknowledged
+            .set(self.acknowledged.load(Ordering::Acquire) as i64);
         self.metrics.replica_lag.reset();
         self.metrics.replica_lag_seconds.reset();
         if role == Role::Primary {

@@ -1,7 +1,8 @@
 //! The replication connection: length-prefixed postcard frames over TCP.
 //!
 //! Every connection opens with the cluster-secret handshake (`auth`:
-//! `Challenge`, `Proof`, `Proven`); then:
+//! `Challenge`, `Proof`, `Proven`, in clear); every later frame is sealed
+//! with the connection's keys (`seal`: [`FrameReader`], [`FrameWriter`]):
 //!
 //! ```text
 //! replica -> primary   Hello { node, applied, ddl_seq, last_term }
@@ -15,6 +16,8 @@ use std::time::Duration;
 
 use ladle_common::{Lsn, TableDeltas};
 use serde::{Deserialize, Serialize};
+
+use crate::seal::{Opener, Sealer, SessionKeys, TAG_LEN};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Frames larger than this are refused (a bug or a foreign peer).
@@ -151,7 +154,8 @@ pub enum ToReplica {
     Proven { mac: Vec<u8> },
 }
 
-/// Writes one frame.
+/// Writes one frame in clear (the handshake; sealed frames go through
+/// [`FrameWriter`]).
 pub async fn send<T: Serialize>(
     w: &mut (impl AsyncWrite + Unpin),
     frame: &T,
@@ -165,18 +169,8 @@ pub async fn send<T: Serialize>(
     w.flush().await
 }
 
-/// Refuses a connection: the first frame it gets (see
-/// [`ToReplica::Reject`]).
-pub(crate) async fn reject(
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
-    reason: String,
-    diverged: bool,
-) -> anyhow::Result<()> {
-    send(wr, &ToReplica::Reject { reason, diverged }).await?;
-    Ok(())
-}
-
-/// Reads one frame; `None` at a clean end of stream.
+/// Reads one frame in clear (the handshake; sealed frames come through
+/// [`FrameReader`]); `None` at a clean end of stream.
 pub async fn recv<T: for<'de> Deserialize<'de>>(
     r: &mut (impl AsyncRead + Unpin),
 ) -> std::io::Result<Option<T>> {
@@ -189,6 +183,19 @@ pub async fn recv_bounded<T: for<'de> Deserialize<'de>>(
     r: &mut (impl AsyncRead + Unpin),
     max: usize,
 ) -> std::io::Result<Option<T>> {
+    let Some(buf) = read_bytes(r, max).await? else {
+        return Ok(None);
+    };
+    postcard::from_bytes(&buf)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// One length-prefixed frame's bytes (at most `max`), `None` at a clean end.
+pub(crate) async fn read_bytes(
+    r: &mut (impl AsyncRead + Unpin),
+    max: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len).await {
         Ok(_) => {}
@@ -204,9 +211,84 @@ pub async fn recv_bounded<T: for<'de> Deserialize<'de>>(
     }
     let mut buf = vec![0u8; len];
     r.read_exact(&mut buf).await?;
-    postcard::from_bytes(&buf)
-        .map(Some)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    Ok(Some(buf))
+}
+
+/// The sending half of an authenticated connection: every frame is
+/// encrypted and authenticated (`seal`) before it is written.
+pub struct FrameWriter<W> {
+    inner: W,
+    sealer: Sealer,
+}
+
+impl<W: AsyncWrite + Unpin> FrameWriter<W> {
+    pub(crate) fn new(inner: W, sealer: Sealer) -> FrameWriter<W> {
+        FrameWriter { inner, sealer }
+    }
+
+    /// Writes one sealed frame: its length, then the sealed bytes.
+    pub async fn send<T: Serialize>(&mut self, frame: &T) -> std::io::Result<()> {
+        let bytes = postcard::to_stdvec(frame)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        let sealed = self.sealer.seal(bytes)?;
+        let len = u32::try_from(sealed.len())
+            .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
+        self.inner.write_all(&len.to_be_bytes()).await?;
+        self.inner.write_all(&sealed).await?;
+        self.inner.flush().await
+    }
+
+    /// Sends `Reject` (the peer is refused; the connection ends).
+    pub(crate) async fn reject(&mut self, reason: String, diverged: bool) -> anyhow::Result<()> {
+        self.send(&ToReplica::Reject { reason, diverged }).await?;
+        Ok(())
+    }
+}
+
+/// The sealed sending half of a TCP replication connection.
+pub(crate) type TcpWriter = FrameWriter<tokio::net::tcp::OwnedWriteHalf>;
+/// The sealed receiving half of a TCP replication connection.
+pub(crate) type TcpReader = FrameReader<tokio::net::tcp::OwnedReadHalf>;
+
+/// The receiving half of an authenticated connection: a frame that fails
+/// its integrity check is an error (the connection ends).
+pub struct FrameReader<R> {
+    inner: R,
+    opener: Opener,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub(crate) fn new(inner: R, opener: Opener) -> FrameReader<R> {
+        FrameReader { inner, opener }
+    }
+
+    /// What is read from (to see whether more bytes are buffered).
+    pub(crate) fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// The next frame, `None` at a clean end of the stream.
+    pub async fn recv<T: for<'de> Deserialize<'de>>(&mut self) -> std::io::Result<Option<T>> {
+        let Some(sealed) = read_bytes(&mut self.inner, MAX_FRAME + TAG_LEN).await? else {
+            return Ok(None);
+        };
+        let bytes = self.opener.open(sealed)?;
+        postcard::from_bytes(&bytes)
+            .map(Some)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}
+
+/// Both halves of a connection, sealed with one side's `keys`.
+pub(crate) fn sealed<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    rd: R,
+    wr: W,
+    keys: SessionKeys,
+) -> (FrameReader<R>, FrameWriter<W>) {
+    (
+        FrameReader::new(rd, keys.opener),
+        FrameWriter::new(wr, keys.sealer),
+    )
 }
 
 #[cfg(test)]

@@ -55,12 +55,16 @@ async fn serve_replica(
 ) -> anyhow::Result<()> {
     stream.set_nodelay(true)?;
     let (mut rd, mut wr) = stream.into_split();
-    if let Err(why) = crate::auth::accept(&node.config.secret, &mut rd, &mut wr).await {
-        node.metrics.auth_refused.inc();
-        tracing::warn!(%peer, "replication connection refused: {why}");
-        return Ok(());
-    }
-    let (replica, applied, ddl_seq, last_term) = match protocol::recv(&mut rd).await? {
+    let keys = match crate::auth::accept(&node.config.secret, &mut rd, &mut wr).await {
+        Ok(keys) => keys,
+        Err(why) => {
+            node.metrics.auth_refused.inc();
+            tracing::warn!(%peer, "replication connection refused: {why}");
+            return Ok(());
+        }
+    };
+    let (mut rd, mut wr) = protocol::sealed(rd, wr, keys);
+    let (replica, applied, ddl_seq, last_term) = match rd.recv().await? {
         Some(ToPrimary::Hello {
             node,
             applied,
@@ -80,7 +84,7 @@ async fn serve_replica(
     };
     let term = node.term();
     if node.role() != Role::Primary {
-        return protocol::reject(&mut wr, node.not_primary(), false).await;
+        return wr.reject(node.not_primary(), false).await;
     }
     let my_last = node.storage.last_lsn();
     if node.history.diverges(last_term, applied, my_last) {
@@ -90,7 +94,7 @@ async fn serve_replica(
             node.config.node_id
         );
         tracing::warn!(replica, "{reason}");
-        return protocol::reject(&mut wr, reason, true).await;
+        return wr.reject(reason, true).await;
     }
     // Entries the replica lacks that this log no longer keeps: it must be
     // bootstrapped from a checkpoint.
@@ -103,13 +107,13 @@ async fn serve_replica(
             first_kept.map_or("none".to_string(), |f| f.to_string())
         );
         tracing::info!(replica, "{reason}");
-        return protocol::reject(&mut wr, reason, true).await;
+        return wr.reject(reason, true).await;
     }
     let welcome = ToReplica::Welcome {
         term,
         history: node.history.all(),
     };
-    protocol::send(&mut wr, &welcome).await?;
+    wr.send(&welcome).await?;
     tracing::info!(replica, applied, term, "replica connected");
 
     let stream_id = node.next_stream.fetch_add(1, Ordering::Relaxed);
@@ -129,7 +133,7 @@ async fn serve_replica(
     let acks = {
         let node = node.clone();
         tokio::spawn(async move {
-            while let Ok(Some(frame)) = protocol::recv::<ToPrimary>(&mut rd).await {
+            while let Ok(Some(frame)) = rd.recv::<ToPrimary>().await {
                 let mut replicas = node.replicas.lock();
                 let Some((_, p)) = replicas.iter_mut().find(|(id, _)| *id == stream_id) else {
                     break;
@@ -154,7 +158,7 @@ async fn serve_replica(
 /// replica goes away.
 async fn send_log(
     node: &Arc<Node>,
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    wr: &mut protocol::TcpWriter,
     term: u64,
     mut lsn: Lsn,
     mut ddl_seq: u32,
@@ -175,7 +179,7 @@ async fn send_log(
                 term,
                 last: node.storage.last_lsn(),
             };
-            protocol::send(wr, &hb).await?;
+            wr.send(&hb).await?;
             let _ = tokio::time::timeout(HEARTBEAT, committed.changed()).await;
             continue;
         }
@@ -186,14 +190,7 @@ async fn send_log(
                      the replica must be re-bootstrapped",
                     lsn + 1
                 );
-                protocol::send(
-                    wr,
-                    &ToReplica::Reject {
-                        reason: reason.clone(),
-                        diverged: false,
-                    },
-                )
-                .await?;
+                wr.reject(reason.clone(), false).await?;
                 anyhow::bail!(reason);
             }
             let entry = ToReplica::Entry {
@@ -201,7 +198,7 @@ async fn send_log(
                 lsn: entry_lsn,
                 changes,
             };
-            protocol::send(wr, &entry).await?;
+            wr.send(&entry).await?;
             lsn = entry_lsn;
             ddl_seq = send_ddl(node, wr, term, lsn, 0).await?;
         }
@@ -212,7 +209,7 @@ async fn send_log(
 /// sequence number there.
 async fn send_ddl(
     node: &Node,
-    wr: &mut tokio::net::tcp::OwnedWriteHalf,
+    wr: &mut protocol::TcpWriter,
     term: u64,
     after: Lsn,
     from: u32,
@@ -228,7 +225,7 @@ async fn send_ddl(
             settings: record.settings,
             accounts: record.accounts,
         };
-        protocol::send(wr, &frame).await?;
+        wr.send(&frame).await?;
         next = seq + 1;
     }
     Ok(next)

@@ -12,7 +12,7 @@ use crate::stats::{round3, Latencies};
 use crate::windows::{WindowRecorder, WindowSummary};
 use anyhow::{bail, Context, Result};
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row, TxOpts};
+use mysql_async::{Conn, Opts, Row, TxOpts};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -81,6 +81,12 @@ pub struct VoteArgs {
     /// Write the report here as JSON.
     #[arg(long)]
     pub json: Option<std::path::PathBuf>,
+    /// Another node of a cluster (same user and database; repeatable):
+    /// connections are spread over --url and these, and a connection
+    /// whose node goes away (a lost connection, not an SQL error) moves on
+    /// to the next node that answers.
+    #[arg(long = "also-url")]
+    pub also_urls: Vec<String>,
     #[command(flatten)]
     pub cpu: CpuArgs,
 }
@@ -106,6 +112,9 @@ pub struct VoteReport {
     pub write_p95_ms: f64,
     pub write_p99_ms: f64,
     pub first_error: Option<String>,
+    /// Connections that moved to another node (or back to the same one)
+    /// after theirs was lost.
+    pub reconnects: u64,
     /// Server CPU ms per operation completed in the measured interval
     /// (null when the server's CPU is not visible).
     pub server_cpu_ms_per_op: Option<f64>,
@@ -245,6 +254,7 @@ struct Tally {
     writes: Latencies,
     errors: u64,
     first_error: Option<String>,
+    reconnects: u64,
 }
 
 impl Tally {
@@ -252,6 +262,7 @@ impl Tally {
         self.reads.merge(&other.reads);
         self.writes.merge(&other.writes);
         self.errors += other.errors;
+        self.reconnects += other.reconnects;
         self.first_error = self.first_error.take().or(other.first_error);
     }
 }
@@ -297,8 +308,38 @@ async fn write(
     }
 }
 
-/// Runs operations back to back on one connection until the plan's end.
-async fn run_connection(mut conn: Conn, plan: &Plan, mut rng: StdRng) -> Tally {
+/// How long connecting to one node may take before the next is tried.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A connection to the first of `nodes` that answers, from `first` on
+/// (wrapping), and its index; `None` once every node has been tried.
+async fn connect_from(nodes: &[Opts], first: usize) -> Option<(Conn, usize)> {
+    for k in 0..nodes.len() {
+        let i = (first + k) % nodes.len();
+        if let Ok(Ok(conn)) =
+            tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(nodes[i].clone())).await
+        {
+            return Some((conn, i));
+        }
+    }
+    None
+}
+
+/// Whether `e` lost the connection (its node went away) rather than
+/// being an answer from the server.
+fn connection_lost(e: &mysql_async::Error) -> bool {
+    !matches!(e, mysql_async::Error::Server(_))
+}
+
+/// Runs operations back to back on one connection until the plan's end;
+/// a lost connection moves on to the next of `nodes` that answers.
+async fn run_connection(
+    mut conn: Conn,
+    mut node: usize,
+    nodes: &[Opts],
+    plan: &Plan,
+    mut rng: StdRng,
+) -> Tally {
     let mut t = Tally::default();
     loop {
         let begin = Instant::now();
@@ -321,18 +362,32 @@ async fn run_connection(mut conn: Conn, plan: &Plan, mut rng: StdRng) -> Tally {
             Ok(()) => plan.windows.record(done, done - begin),
             Err(_) => plan.windows.error(done),
         }
-        if done < plan.measure_from || done > plan.end {
-            continue;
-        }
-        match res {
-            Ok(()) if is_read => t.reads.record(done - begin),
-            Ok(()) => t.writes.record(done - begin),
-            Err(e) => {
-                t.errors += 1;
-                if t.first_error.is_none() {
-                    let what = if is_read { "read" } else { "write" };
-                    t.first_error = Some(format!("{what} failed: {e}"));
+        let lost = res.as_ref().err().is_some_and(connection_lost);
+        if done >= plan.measure_from && done <= plan.end {
+            match res {
+                Ok(()) if is_read => t.reads.record(done - begin),
+                Ok(()) => t.writes.record(done - begin),
+                Err(e) => {
+                    t.errors += 1;
+                    if t.first_error.is_none() {
+                        let what = if is_read { "read" } else { "write" };
+                        t.first_error = Some(format!("{what} failed: {e}"));
+                    }
                 }
+            }
+        }
+        if lost {
+            // The next node first (a dead one refuses or times out).
+            loop {
+                if Instant::now() >= plan.end {
+                    return t;
+                }
+                if let Some((c, i)) = connect_from(nodes, node + 1).await {
+                    (conn, node) = (c, i);
+                    t.reconnects += 1;
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }
@@ -360,9 +415,20 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
     if args.distribution == Distribution::Zipf && zipf.is_none() {
         bail!("--zipf-s must be positive");
     }
+    // Connection i starts on node i (mod the node count), or the next
+    // one that answers.
+    let mut nodes = vec![opts.clone()];
+    for url in &args.also_urls {
+        nodes.push(parse_url(url)?.0);
+    }
+    let nodes = Arc::new(nodes);
     let mut conns = Vec::new();
-    for _ in 0..args.connections.max(1) {
-        conns.push(connect(&opts).await?);
+    for i in 0..args.connections.max(1) {
+        let (conn, node) = match connect_from(&nodes, i % nodes.len()).await {
+            Some(found) => found,
+            None => (connect(&opts).await?, 0),
+        };
+        conns.push((conn, node));
     }
     let start = Instant::now();
     let warmup = Duration::from_secs_f64(args.warmup.max(0.0));
@@ -382,11 +448,12 @@ pub async fn run(args: &VoteArgs) -> Result<VoteReport> {
         async move { meter.measure_between(plan.measure_from, plan.end).await }
     });
     let mut tasks = Vec::new();
-    for (i, conn) in conns.into_iter().enumerate() {
+    for (i, (conn, node)) in conns.into_iter().enumerate() {
         let rng = StdRng::seed_from_u64(args.seed.wrapping_add(1 + i as u64));
         let plan = Arc::clone(&plan);
+        let nodes = Arc::clone(&nodes);
         tasks.push(tokio::spawn(async move {
-            run_connection(conn, &plan, rng).await
+            run_connection(conn, node, &nodes, &plan, rng).await
         }));
     }
     let mut tally = Tally::default();
@@ -429,6 +496,7 @@ fn build_report(
         write_p95_ms: w.p95_ms,
         write_p99_ms: w.p99_ms,
         first_error: tally.first_error,
+        reconnects: tally.reconnects,
         server_cpu_ms_per_op: cpu.server_ms_per(ops),
         client_cpu_ms_per_op: cpu.client_ms_per(ops),
         windows,
@@ -439,7 +507,7 @@ fn build_report(
 pub fn render(r: &VoteReport) -> String {
     let cpu = crate::cpu::cpu_line("op", r.server_cpu_ms_per_op, r.client_cpu_ms_per_op);
     format!(
-        "vote ({} queries, {} articles, {:.0}% reads, {:?}, {} connections): {:.1} ops/s\n{cpu}  reads  {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  writes {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  errors {}{}\n",
+        "vote ({} queries, {} articles, {:.0}% reads, {:?}, {} connections): {:.1} ops/s\n{cpu}  reads  {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  writes {:8}  p50 {:.2} ms  p95 {:.2} ms  p99 {:.2} ms\n  errors {}{}{}\n",
         r.queries.name(),
         r.articles,
         r.read_fraction * 100.0,
@@ -455,7 +523,12 @@ pub fn render(r: &VoteReport) -> String {
         r.write_p95_ms,
         r.write_p99_ms,
         r.errors,
-        r.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default()
+        r.first_error.as_ref().map(|e| format!(" (first: {e})")).unwrap_or_default(),
+        if r.reconnects > 0 {
+            format!("\n  reconnects {} (to the next node after a lost connection)", r.reconnects)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -522,6 +595,7 @@ mod tests {
             write_p95_ms: 3.0,
             write_p99_ms: 4.0,
             first_error: None,
+            reconnects: 0,
             server_cpu_ms_per_op: Some(0.05),
             client_cpu_ms_per_op: Some(0.02),
             windows: Vec::new(),

@@ -99,6 +99,7 @@ async fn vote_benchmark_runs() {
         prime: true,
         seed: 1,
         json: None,
+        also_urls: Vec::new(),
         queries: Variant::Natural,
         cpu: CpuArgs::default(),
     };
@@ -125,4 +126,88 @@ async fn vote_benchmark_runs() {
         .await
         .unwrap();
     assert_eq!(counters, counted);
+}
+
+/// A vote run whose node goes away mid-run (a proxy in front of the
+/// endpoint closes every connection and stops listening, as a killed
+/// cluster node does) moves those connections to the next node
+/// (`--also-url`: here the endpoint itself) and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vote_connections_move_to_the_next_node_when_theirs_goes_away() {
+    let Some(url) = url() else { return };
+    let (opts, db_name) = db::parse_url(&url).unwrap();
+    // Its own database (the other vote test primes `<db>_vote` meanwhile);
+    // TCP only: a client that moved to the server's Unix socket would not
+    // notice the proxy go away.
+    let direct = url.replacen(&format!("/{db_name}"), &format!("/{db_name}_vote_moves"), 1);
+    let direct = if direct.contains('?') {
+        format!("{direct}&prefer_socket=false")
+    } else {
+        format!("{direct}?prefer_socket=false")
+    };
+    let endpoint = format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let proxied = direct.replacen(
+        &endpoint,
+        &format!("127.0.0.1:{}", listener.local_addr().unwrap().port()),
+        1,
+    );
+    assert_ne!(proxied, direct);
+    let (cut_tx, cut_rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        let mut cut = cut_rx.clone();
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((mut client, _)) = accepted else { return };
+                    let (endpoint, mut cut) = (endpoint.clone(), cut_rx.clone());
+                    tokio::spawn(async move {
+                        let Ok(mut server) = tokio::net::TcpStream::connect(&endpoint).await else {
+                            return;
+                        };
+                        tokio::select! {
+                            _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                            _ = cut.wait_for(|c| *c) => {}
+                        }
+                    });
+                }
+                // Returning drops the listener: the port refuses.
+                _ = cut.wait_for(|c| *c) => return,
+            }
+        }
+    });
+    let args = vote::VoteArgs {
+        url: direct.clone(),
+        articles: 200,
+        prime_votes: Some(400),
+        read_fraction: 0.5,
+        distribution: vote::Distribution::Uniform,
+        zipf_s: 1.08,
+        connections: 4,
+        runtime: 0.5,
+        warmup: 0.0,
+        prime: true,
+        seed: 1,
+        json: None,
+        also_urls: Vec::new(),
+        queries: Variant::Natural,
+        cpu: CpuArgs::default(),
+    };
+    vote::run(&args).await.unwrap();
+    // Connections 0 and 2 start on the proxy, 1 and 3 on the endpoint.
+    let args = vote::VoteArgs {
+        url: proxied,
+        also_urls: vec![direct],
+        prime: false,
+        runtime: 3.0,
+        ..args
+    };
+    let run = tokio::spawn(async move { vote::run(&args).await });
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    cut_tx.send(true).unwrap();
+    let rep = run.await.unwrap().unwrap();
+    assert!(rep.reconnects >= 2, "{rep:?}");
+    // One error per lost connection (the operation in flight), no more.
+    assert!(rep.errors <= 2, "{rep:?}");
+    assert!(rep.reads > 0 && rep.writes > 0, "{rep:?}");
 }

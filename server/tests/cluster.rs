@@ -634,6 +634,22 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
                     partitioned_acks, 0,
                     "the cut-off primary acknowledged writes"
                 );
+                // Its lease is gone (another node leads): it refuses a
+                // write at once with 1290 and keeps serving reads of what
+                // it holds (issue #16, "etcd unreachable").
+                let mut cut_off =
+                    Conn::new(nodes[p].opts()).expect("the cut-off primary's clients");
+                let count: Option<i64> = cut_off
+                    .query_first("SELECT COUNT(*) FROM jepsen.rows")
+                    .expect("a read on the cut-off primary");
+                assert!(count.is_some_and(|c| c > 0), "{count:?}");
+                let refused_at = Instant::now();
+                let refused = cut_off.query_drop("INSERT INTO jepsen.rows VALUES (-1, 0, 'cut')");
+                assert_eq!(errno(refused), 1290);
+                assert!(
+                    refused_at.elapsed() < Duration::from_secs(1),
+                    "a refusal, not a wait"
+                );
                 drop(cut);
             }
             Fault::RestartEtcd => {
@@ -1173,6 +1189,34 @@ fn a_replica_applies_the_primarys_alter_table() {
         let rows: Vec<(i64, String)> = c2.query("SELECT * FROM mig.s ORDER BY id").ok()?;
         (rows == vec![(1, "abc".to_string()), (2, "xyz".to_string())]).then_some(())
     });
+    metrics_show_roles_positions_and_lag(&nodes[0], &nodes[1]);
+}
+
+/// `/metrics` of a settled primary and its replica (issue #16,
+/// "Observable"): each node's role and the same term, the applied
+/// positions equal, the primary's acknowledged position at its last write
+/// (the last statement was an INSERT), the replica's lag (entries and
+/// seconds) 0, and the election the primary won.
+fn metrics_show_roles_positions_and_lag(primary: &Node, replica: &Node) {
+    let role = |n: &Node, r: &str| metric(n, &format!("ladle_cluster_role{{role=\"{r}\"}}"));
+    assert_eq!(role(primary, "primary"), Some(1.0));
+    assert_eq!(role(primary, "replica"), Some(0.0));
+    assert_eq!(role(replica, "replica"), Some(1.0));
+    let term = metric(primary, "ladle_cluster_term").expect("term");
+    assert!(term >= 1.0, "term {term}");
+    assert_eq!(metric(replica, "ladle_cluster_term"), Some(term));
+    assert!(metric(primary, "ladle_cluster_elections_won_total").is_some_and(|e| e >= 1.0));
+    let lag = format!("{{replica=\"{}\"}}", replica.id);
+    let settled = wait_for("the metrics to show the replica caught up", || {
+        let applied = metric(primary, "ladle_cluster_applied_lsn")?;
+        let settled = applied > 0.0
+            && metric(replica, "ladle_cluster_applied_lsn")? == applied
+            && metric(primary, "ladle_cluster_acknowledged_lsn")? == applied
+            && metric(primary, &format!("ladle_cluster_replica_lag_entries{lag}"))? == 0.0
+            && metric(primary, &format!("ladle_cluster_replica_lag_seconds{lag}"))? == 0.0;
+        settled.then_some(applied)
+    });
+    eprintln!("metrics: term {term}, applied = acknowledged = {settled}, lag 0");
 }
 
 /// Without --etcd a server is a single node, as before: /health says "ok",
