@@ -125,7 +125,9 @@ pub use meta::{BaseColumn, OutputColumn, ViewStats};
 pub use planner::depth::{bound_depth, TooDeep, MAX_EXPR_DEPTH, THREAD_STACK_BYTES};
 pub use prepared::PreparedQuery;
 pub use rows::{ResultRows, RowRef};
-pub use scalar::{compare_values, compile_row_expr, like_text, value_truth, RowExpr};
+pub use scalar::{
+    compare_values, compile_row_expr, like_text, mark_where_is_null, value_truth, RowExpr,
+};
 pub use snapshot::{
     CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,
     SnapshotStats, SnapshotStore,

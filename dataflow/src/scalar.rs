@@ -66,6 +66,14 @@ pub fn like_text(s: &str, pattern: &str, collation: Collation) -> bool {
     expr::like(s, pattern, '\\', collation)
 }
 
+/// Marks the row-deciding `col IS NULL` tests of an UPDATE's or DELETE's
+/// WHERE `e`, which then match the zero date on a NOT NULL DATE or DATETIME
+/// column, as a SELECT's WHERE does (MySQL's rule; see the planner's
+/// `zero_date` module). Before [`compile_row_expr`] and any index choice.
+pub fn mark_where_is_null(e: &mut ast::Expr) {
+    planner::zero_date::mark_condition(e);
+}
+
 /// Compiles `expr` over the columns of `table` (or over no columns when
 /// `table` is `None`, e.g. INSERT VALUES). Placeholders are an error: the
 /// caller substitutes parameter values into the AST first.

@@ -32,6 +32,7 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
     }
     let returning_items = d.returning.take();
     if let Some(w) = &mut d.selection {
+        ladle_dataflow::mark_where_is_null(w);
         inline_subqueries(e, s, w)?;
     }
     let from = match &d.from {

@@ -102,6 +102,7 @@ fn update_rows(
         inline_subqueries(e, s, &mut a.value)?;
     }
     if let Some(w) = &mut selection {
+        ladle_dataflow::mark_where_is_null(w);
         inline_subqueries(e, s, w)?;
     }
     let compiled = compile_assignments(&schema, &assignments)?;

@@ -649,6 +649,11 @@ impl<'a> ExprCx<'a> {
     }
 
     fn function(&self, f: &ast::Function) -> Result<Expr> {
+        if let [name] = &f.name.0[..] {
+            if name.value == super::zero_date::MARKED_IS_NULL {
+                return self.where_is_null(f);
+            }
+        }
         // As MariaDB resolves it: `abs`(x) is ABS(x), `db`.f(x) is no built-in.
         let parts: Vec<String> = f.name.0.iter().map(|i| i.value.clone()).collect();
         let name = parts.join(".").to_ascii_lowercase();

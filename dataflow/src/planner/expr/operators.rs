@@ -38,6 +38,36 @@ impl ExprCx<'_> {
         })
     }
 
+    /// A WHERE's marked `col IS NULL` (see [`super::super::zero_date`]):
+    /// the zero date on a NOT NULL DATE or DATETIME column, else IS NULL.
+    pub(super) fn where_is_null(&self, f: &ast::Function) -> Result<Expr> {
+        let x = match &f.args {
+            ast::FunctionArguments::List(l) => match &l.args[..] {
+                [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => x,
+                _ => return Err(unsupported("a marked IS NULL of several arguments")),
+            },
+            _ => return Err(unsupported("a marked IS NULL without arguments")),
+        };
+        let col = self.compile(x)?;
+        let zero = match (&col, col.result_type(&self.frame_types())) {
+            (Expr::Column(_), (SqlType::Date, false)) => Some(Value::zero_date()),
+            (Expr::Column(_), (SqlType::DateTime { .. }, false)) => Some(Value::zero_datetime()),
+            _ => None,
+        };
+        Ok(match zero {
+            Some(z) => Expr::Cmp {
+                op: CmpOp::Eq,
+                left: Box::new(col),
+                right: Box::new(Expr::Literal(z)),
+                collation: Collation::default(),
+            },
+            None => Expr::IsNull {
+                expr: Box::new(col),
+                negated: false,
+            },
+        })
+    }
+
     /// `x IS [NOT] TRUE` / `x IS [NOT] FALSE`.
     pub(super) fn is_bool(&self, x: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {
         Ok(Expr::IsBool {
