@@ -155,6 +155,53 @@ fn normalize(outcome: Outcome) -> Outcome {
     }
 }
 
+/// Whether two outcomes agree: equal, or result sets that differ only in
+/// DOUBLE/FLOAT cells within 1e-12 of each other (relative). A SUM or AVG
+/// of doubles depends on the order it adds them in: MariaDB adds in scan
+/// order, Ladle's maintained sum in the order the writes came (compensated,
+/// so the error stays in the last digits however many writes it sees).
+fn same_outcome(a: &Outcome, b: &Outcome) -> bool {
+    use mysql::consts::ColumnType;
+    if a == b {
+        return true;
+    }
+    let (
+        Outcome::Rows {
+            types: ta,
+            rows: ra,
+        },
+        Outcome::Rows {
+            types: tb,
+            rows: rb,
+        },
+    ) = (a, b)
+    else {
+        return false;
+    };
+    let float = |v: &mysql::Value| match v {
+        mysql::Value::Double(d) => Some(*d),
+        mysql::Value::Float(f) => Some(f64::from(*f)),
+        mysql::Value::Bytes(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+        _ => None,
+    };
+    let close = |x: &mysql::Value, y: &mysql::Value| match (float(x), float(y)) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-12 * x.abs().max(y.abs()),
+        _ => false,
+    };
+    ta == tb
+        && ra.len() == rb.len()
+        && ra.iter().zip(rb).all(|(x, y)| {
+            x.len() == y.len()
+                && x.iter().zip(y).zip(ta).all(|((u, v), t)| {
+                    u == v
+                        || (matches!(
+                            t,
+                            ColumnType::MYSQL_TYPE_DOUBLE | ColumnType::MYSQL_TYPE_FLOAT
+                        ) && close(u, v))
+                })
+        })
+}
+
 fn setup(conn: &mut Conn, seed: u64) -> Result<(), String> {
     for sql in session_setup(seed) {
         conn.query_drop(&sql).map_err(|e| format!("{sql}: {e}"))?;
@@ -223,7 +270,7 @@ fn run_steps(run: &Run<'_>, steps: &[Step]) -> (Option<(usize, Outcome, Outcome)
             refused.push(i);
             continue;
         }
-        if maria != ours {
+        if !same_outcome(&maria, &ours) {
             found = Some((i, maria, ours));
             break;
         }
