@@ -38,10 +38,6 @@ LADLE_BIN="${LADLE_BIN:-$CARGO_TARGET_DIR/debug/ladle}"
 
 log() { echo "frameworks.sh: $*" >&2; }
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
 setup() {
     # mysqlclient builds against the MariaDB client headers found by pkg-config.
     if ! pkg-config --exists libmariadb 2>/dev/null; then
@@ -132,42 +128,14 @@ print(ran, ran - failed - errors - skipped - expected, failed, errors, skipped)
 PY
 }
 
-start_ladle() {
-    if [[ ! -x "$LADLE_BIN" ]]; then
-        log "building the ladle binary"
-        cargo build -q -p ladle-server --bin ladle
-    fi
-    LADLE_DATA="$(mktemp -d /tmp/ladle-frameworks-data.XXXXXX)"
-    LADLE_PORT="$(free_port)"
-    "$LADLE_BIN" --listen "127.0.0.1:$LADLE_PORT" --metrics-listen "127.0.0.1:$(free_port)" \
-        --data-dir "$LADLE_DATA" --durability async --snapshot-interval 0 \
-        >"$WORK/logs/ladle-server.log" 2>&1 &
-    LADLE_PID=$!
-    for _ in $(seq 1 100); do
-        if "$WORK/venv/bin/python" -c "import MySQLdb; MySQLdb.connect(host='127.0.0.1', port=$LADLE_PORT, user='root')" 2>/dev/null; then
-            return
-        fi
-        sleep 0.3
-    done
-    log "ladle did not accept connections; see $WORK/logs/ladle-server.log"
-    exit 1
-}
-
-stop_servers() {
-    if [[ -n "${LADLE_PID:-}" ]]; then kill "$LADLE_PID" 2>/dev/null || true; wait "$LADLE_PID" 2>/dev/null || true; fi
-    [[ -n "${LADLE_DATA:-}" ]] && rm -rf "$LADLE_DATA"
-    if [[ -n "${MARIADB_STATE:-}" ]]; then
-        LADLE_MARIADB_STATE="$MARIADB_STATE" scripts/mariadb.sh stop >/dev/null 2>&1 || true
-        rm -rf "$MARIADB_STATE"
-    fi
-}
+source scripts/lib/side-by-side-servers.sh
 trap stop_servers EXIT
 
 setup
 mkdir -p "$WORK/logs"
 pids=()
 if [[ "$ONLY" != mariadb ]]; then
-    start_ladle
+    start_ladle "$WORK/logs" MySQLdb
     log "Ladle on port $LADLE_PORT ($LADLE_BIN)"
     run_modules ladle "$LADLE_PORT" &
     pids+=($!)
