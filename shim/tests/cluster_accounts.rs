@@ -98,9 +98,14 @@ fn an_account_list_is_stored_with_its_record_for_replicas() {
     assert_eq!(noted(), vec![]);
     assert_eq!(meta(storage, RECORD).as_deref(), Some(list.as_str()));
 
-    // A statement that fails after storing its list (trailing words are
-    // refused only then): whatever this node stores is recorded.
+    // Trailing words are a syntax error found before anything is stored:
+    // the list and its record stay, nothing is noted.
     assert!(run("ALTER USER 'ann'@'%' IDENTIFIED BY 'other-pw' junk").is_err());
+    assert_eq!(meta(storage, ACCOUNTS).as_deref(), Some(list.as_str()));
+    assert_eq!(meta(storage, RECORD).as_deref(), Some(list.as_str()));
+    assert_eq!(noted(), vec![]);
+    // A statement that changes the list stores it with its record.
+    run("ALTER USER 'ann'@'%' IDENTIFIED BY 'other-pw'").unwrap();
     let changed = meta(storage, ACCOUNTS).expect("the list is stored");
     assert_ne!(changed, list);
     assert_eq!(meta(storage, RECORD).as_deref(), Some(changed.as_str()));
