@@ -71,8 +71,9 @@ pub struct Transaction {
     /// from `ops` when used; a cell because checks read the session.
     pub(crate) added_keys: std::cell::RefCell<HashMap<ladle_common::TableId, AddedKeys>>,
     /// Savepoints in the order they were set: name (compared without
-    /// case, as MySQL does) and how many ops the buffer held then.
-    savepoints: Vec<(String, usize)>,
+    /// case, as MySQL does), how many ops the buffer held then, and
+    /// whether the transaction had neither written nor read then.
+    savepoints: Vec<(String, usize, bool)>,
     /// REPEATABLE READ: reads come from `read_view`.
     pub repeatable_read: bool,
     /// The read view of a REPEATABLE READ transaction, taken at its first
@@ -107,19 +108,28 @@ impl Transaction {
     /// moves here.
     pub fn savepoint(&mut self, name: &str) {
         self.savepoints
-            .retain(|(n, _)| !n.eq_ignore_ascii_case(name));
-        self.savepoints.push((name.to_string(), self.ops.len()));
+            .retain(|(n, _, _)| !n.eq_ignore_ascii_case(name));
+        let untouched = self.ops.is_empty() && self.read_view.get().is_none();
+        self.savepoints
+            .push((name.to_string(), self.ops.len(), untouched));
     }
 
     /// ROLLBACK TO SAVEPOINT: undoes the ops after `name`, which stays set
-    /// (the savepoints after it are gone). False if there is no such
-    /// savepoint.
+    /// (the savepoints after it are gone). Back to a savepoint set before
+    /// the transaction wrote or read anything, the REPEATABLE READ view
+    /// goes too, so the next read takes a new one: InnoDB had not begun
+    /// its transaction there and rolls all of it back (MariaDB 10.11
+    /// shows a row committed after the first read). False if there is no
+    /// such savepoint.
     pub fn rollback_to(&mut self, name: &str) -> bool {
         let Some(i) = self.position(name) else {
             return false;
         };
-        let len = self.savepoints[i].1;
+        let (_, len, untouched) = self.savepoints[i];
         self.ops.truncate(len);
+        if untouched {
+            self.read_view.take();
+        }
         // The index of added rows may hold rows of the undone ops.
         self.added_keys.borrow_mut().clear();
         self.savepoints.truncate(i + 1);
@@ -138,7 +148,7 @@ impl Transaction {
     fn position(&self, name: &str) -> Option<usize> {
         self.savepoints
             .iter()
-            .rposition(|(n, _)| n.eq_ignore_ascii_case(name))
+            .rposition(|(n, _, _)| n.eq_ignore_ascii_case(name))
     }
 }
 
