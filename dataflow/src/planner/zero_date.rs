@@ -20,11 +20,8 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, VisitMut, VisitorMut};
 
+use super::expr::MARKED_IS_NULL;
 use super::syntax::call;
-
-/// The name a marked test is called by: not one a statement can write
-/// unquoted, so no query meets it by accident.
-pub(crate) const MARKED_IS_NULL: &str = "ladle where is null";
 
 /// Marks the `IS NULL` tests of every WHERE in `q` (subqueries and derived
 /// tables included) that decide which rows are kept.

@@ -17,6 +17,11 @@ use crate::expr::func::{self, Lookup};
 use crate::expr::{CastType, Expr, Func};
 use crate::{DataflowError, FunctionName, Result};
 
+/// The name the planner calls a WHERE's row-deciding `col IS NULL` by
+/// (see `planner::zero_date`, which marks them; [`ExprCx::compile`] reads
+/// them): not one a statement can write unquoted.
+pub(crate) const MARKED_IS_NULL: &str = "ladle where is null";
+
 pub(crate) use walk::{
     aggregate_name, collect_aggregates, collect_bare_columns, norm, visit_children,
 };
@@ -650,7 +655,7 @@ impl<'a> ExprCx<'a> {
 
     fn function(&self, f: &ast::Function) -> Result<Expr> {
         if let [name] = &f.name.0[..] {
-            if name.value == super::zero_date::MARKED_IS_NULL {
+            if name.value == MARKED_IS_NULL {
                 return self.where_is_null(f);
             }
         }
