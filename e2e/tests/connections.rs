@@ -294,7 +294,7 @@ fn temporary_tables_are_invisible_to_other_connections() {
         query_rows(&mut c, "CREATE DATABASE conn_iso").expect("create");
         query_rows(&mut c, "USE conn_iso").expect("use");
         query_rows(&mut c, "CREATE TABLE base (a INT)").expect("create");
-        query_rows(&mut c, "CREATE TEMPORARY TABLE t (a INT)").expect("create");
+        query_rows(&mut c, "CREATE TEMPORARY TABLE t (a INT PRIMARY KEY)").expect("create");
         query_rows(&mut c, "INSERT INTO t VALUES (1)").expect("insert");
         for _ in 0..2 {
             assert_eq!(scalar(&mut c, "SELECT a FROM t"), "1", "{url}");
@@ -315,6 +315,7 @@ fn temporary_tables_are_invisible_to_other_connections() {
             "ALTER TABLE t ADD COLUMN b INT",
             "CREATE INDEX i ON t (a)",
             "CREATE VIEW v AS SELECT a FROM t",
+            "CREATE TABLE l LIKE t",
         ] {
             assert_eq!(error_code(&mut d, sql), 1146, "{url}: {sql}");
         }
@@ -340,6 +341,11 @@ fn temporary_tables_are_invisible_to_other_connections() {
             1352,
             "{url}"
         );
+        // Nor can a FOREIGN KEY name it as its parent, from any connection.
+        for conn in [&mut c, &mut d] {
+            let sql = "CREATE TABLE ch (x INT, FOREIGN KEY (x) REFERENCES t (a))";
+            assert_eq!(error_code(conn, sql), 1005, "{url}");
+        }
         query_rows(&mut c, "DROP TEMPORARY TABLE t").expect("drop");
         query_rows(&mut c, "DROP DATABASE conn_iso").expect("drop");
     }

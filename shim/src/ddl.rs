@@ -330,6 +330,7 @@ fn create_table_like(
     let src = e
         .storage
         .table(&ldb, &lname)
+        .filter(|_| !e.temporary_tables.foreign(&ldb, &lname, s.connection_id))
         .ok_or(ShimError::UnknownTable {
             database: ldb,
             table: lname,
