@@ -99,7 +99,7 @@ impl Engine {
         }
         // The cache is shared: a text naming another connection's
         // TEMPORARY table is refused on the blocking path.
-        if self.temporary_tables.any_foreign(s.connection_id)
+        if self.temporary_tables.foreign_named_in(s.connection_id, sql)
             && crate::privileges::check_sql(self, s, sql).is_err()
         {
             return None;

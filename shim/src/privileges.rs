@@ -102,7 +102,7 @@ pub fn check_use(e: &Engine, s: &Session, db: &str) -> Result<(), ShimError> {
 /// each time a prepared statement executes); `Ok` at once for the
 /// superuser.
 pub fn check_sql(e: &Engine, s: &Session, sql: &str) -> Result<(), ShimError> {
-    let foreign = e.temporary_tables.any_foreign(s.connection_id);
+    let foreign = e.temporary_tables.foreign_named_in(s.connection_id, sql);
     if s.grantee.is_none() && !foreign {
         return Ok(());
     }

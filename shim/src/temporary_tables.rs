@@ -81,12 +81,26 @@ impl TemporaryTables {
         !owners.is_empty() && owners.contains_key(&(db.to_string(), table.to_string()))
     }
 
-    /// Whether some other connection than `connection` has a temporary
-    /// table (statements of `connection` must then be checked against
-    /// them; cheap when there is none).
-    pub fn any_foreign(&self, connection: u32) -> bool {
+    /// Whether `sql` may name a temporary table of another connection than
+    /// `connection` (its name is in the text, ASCII case aside, or holds a
+    /// quote a quoted name would double): only then must the statement's
+    /// tables be checked, a parse the common statement is spared.
+    pub fn foreign_named_in(&self, connection: u32, sql: &str) -> bool {
         let owners = self.owners.lock();
-        !owners.is_empty() && owners.values().any(|e| e.owner != connection)
+        if owners.is_empty() {
+            return false;
+        }
+        let mut lower = None;
+        owners.iter().any(|((_, table), e)| {
+            if e.owner == connection {
+                return false;
+            }
+            if table.contains(['`', '"']) {
+                return true;
+            }
+            let text = lower.get_or_insert_with(|| sql.to_ascii_lowercase());
+            text.contains(&table.to_ascii_lowercase())
+        })
     }
 
     /// Whether `db`.`table` is another connection's temporary table, which
@@ -140,10 +154,11 @@ mod tests {
         t.add("d", "b", 2, 11);
         assert!(t.contains("d", "a") && !t.contains("d", "c"));
         assert!(t.foreign("d", "a", 2) && !t.foreign("d", "a", 1));
-        assert!(t.any_foreign(1) && t.any_foreign(2) && t.any_foreign(3));
+        assert!(t.foreign_named_in(2, "SELECT * FROM `A`") && !t.foreign_named_in(1, "SELECT a"));
+        assert!(!t.foreign_named_in(2, "SELECT 1"));
         assert_eq!(t.take_owned_by(1), vec![("d".to_string(), "a".to_string())]);
         assert!(t.take_owned_by(1).is_empty());
-        assert!(!t.any_foreign(2));
+        assert!(!t.foreign_named_in(2, "SELECT a FROM a"));
         t.rename(("d", "b"), ("e", "c"));
         assert!(t.foreign("e", "c", 1) && !t.contains("d", "b"));
         assert_eq!(t.remove_database("e"), vec![11]);
