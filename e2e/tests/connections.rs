@@ -269,3 +269,129 @@ fn temporary_tables_go_with_their_connection() {
         query_rows(&mut d, "DROP DATABASE conn_tmp").expect("drop");
     }
 }
+
+/// The MySQL error code of `sql` on `c` (panics if it succeeds).
+fn error_code(c: &mut mysql::Conn, sql: &str) -> u16 {
+    match query_rows(c, sql) {
+        Err(mysql::Error::MySqlError(e)) => e.code,
+        other => panic!("{sql}: expected an error, got {other:?}"),
+    }
+}
+
+/// A TEMPORARY table is its own connection's: every other connection gets
+/// 1146 for any statement naming it (1051 for DROP TABLE), a prepared
+/// statement included and a SELECT the owner's repeated text cached; and
+/// no view may be built over it (1352 for its owner).
+#[test]
+fn temporary_tables_are_invisible_to_other_connections() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut c = connect(&url, None).expect("connect");
+        query_rows(&mut c, "DROP DATABASE IF EXISTS conn_iso").expect("drop");
+        query_rows(&mut c, "CREATE DATABASE conn_iso").expect("create");
+        query_rows(&mut c, "USE conn_iso").expect("use");
+        query_rows(&mut c, "CREATE TABLE base (a INT)").expect("create");
+        query_rows(&mut c, "CREATE TEMPORARY TABLE t (a INT PRIMARY KEY)").expect("create");
+        query_rows(&mut c, "INSERT INTO t VALUES (1)").expect("insert");
+        for _ in 0..2 {
+            assert_eq!(scalar(&mut c, "SELECT a FROM t"), "1", "{url}");
+        }
+        let mut d = connect(&url, Some("conn_iso")).expect("connect");
+        for sql in [
+            "SELECT a FROM t",
+            "SELECT a FROM conn_iso.t",
+            "SELECT COUNT(*) FROM base JOIN t ON base.a = t.a",
+            "INSERT INTO t VALUES (2)",
+            "INSERT INTO base SELECT a FROM t",
+            "UPDATE t SET a = 3",
+            "DELETE FROM t",
+            "TRUNCATE TABLE t",
+            "SHOW CREATE TABLE t",
+            "SHOW COLUMNS FROM t",
+            "DESCRIBE t",
+            "ALTER TABLE t ADD COLUMN b INT",
+            "CREATE INDEX i ON t (a)",
+            "CREATE VIEW v AS SELECT a FROM t",
+            "CREATE TABLE l LIKE t",
+        ] {
+            assert_eq!(error_code(&mut d, sql), 1146, "{url}: {sql}");
+        }
+        use mysql::prelude::Queryable;
+        match d.prep("SELECT a FROM t WHERE a = ?") {
+            Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1146, "{url}"),
+            other => panic!("{url}: prepared over another's temporary table: {other:?}"),
+        }
+        assert_eq!(error_code(&mut d, "DROP TABLE t"), 1051, "{url}");
+        query_rows(&mut d, "DROP TABLE IF EXISTS t").expect("drop if exists");
+        // The owner's table is untouched.
+        assert_eq!(scalar(&mut c, "SELECT COUNT(*) FROM t"), "1", "{url}");
+        assert_eq!(scalar(&mut c, "SELECT SUM(a) FROM t"), "1", "{url}");
+        assert_eq!(
+            scalar(&mut c, "SELECT COUNT(*) FROM base"),
+            "0",
+            "{url}: another connection wrote through the temporary table"
+        );
+        let cols = query_rows(&mut c, "SHOW COLUMNS FROM t").expect("columns");
+        assert_eq!(cols.0.expect("rows").len(), 1, "{url}");
+        assert_eq!(
+            error_code(&mut c, "CREATE VIEW v AS SELECT a FROM t"),
+            1352,
+            "{url}"
+        );
+        // Nor can a FOREIGN KEY name it as its parent, from any connection.
+        for conn in [&mut c, &mut d] {
+            let sql = "CREATE TABLE ch (x INT, FOREIGN KEY (x) REFERENCES t (a))";
+            assert_eq!(error_code(conn, sql), 1005, "{url}");
+        }
+        query_rows(&mut c, "DROP TEMPORARY TABLE t").expect("drop");
+        query_rows(&mut c, "DROP DATABASE conn_iso").expect("drop");
+    }
+}
+
+/// A TEMPORARY table does not survive a server restart (here kill -9
+/// while its connection is open): the restarted server has no such table,
+/// the base table beside it is kept, and the name is free again (a base
+/// table made under it survives the next restart).
+#[test]
+fn temporary_tables_do_not_survive_a_restart() {
+    let bin = ladle_binary().expect("ladle binary");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = LadleServer::start_in(&bin, dir.path(), "sync", &[]).expect("start");
+    let mut c = connect(&server.url(), None).expect("connect");
+    for sql in [
+        "CREATE DATABASE d",
+        "CREATE TABLE d.base (a INT)",
+        "INSERT INTO d.base VALUES (7)",
+        "CREATE TEMPORARY TABLE d.t (a INT)",
+        "INSERT INTO d.t VALUES (1)",
+        "CREATE TEMPORARY TABLE d.before (a INT)",
+        "ALTER TABLE d.before RENAME TO d.renamed",
+        "CREATE TEMPORARY TABLE d.gone (a INT)",
+        "DROP TEMPORARY TABLE d.gone",
+    ] {
+        query_rows(&mut c, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    drop(server); // SIGKILL, `c` still open
+    drop(c);
+    let server = LadleServer::start_in(&bin, dir.path(), "sync", &[]).expect("restart");
+    let mut c = connect(&server.url(), None).expect("connect");
+    for table in ["t", "renamed", "before", "gone"] {
+        assert_eq!(
+            error_code(&mut c, &format!("SELECT * FROM d.{table}")),
+            1146,
+            "d.{table} survived the restart"
+        );
+    }
+    assert_eq!(scalar(&mut c, "SELECT a FROM d.base"), "7");
+    query_rows(&mut c, "CREATE TABLE d.t (b INT)").expect("the name is free");
+    query_rows(&mut c, "INSERT INTO d.t VALUES (2)").expect("insert");
+    drop(server);
+    drop(c);
+    let server = LadleServer::start_in(&bin, dir.path(), "sync", &[]).expect("restart");
+    let mut c = connect(&server.url(), None).expect("connect");
+    assert_eq!(scalar(&mut c, "SELECT b FROM d.t"), "2");
+    assert_eq!(scalar(&mut c, "SELECT a FROM d.base"), "7");
+}

@@ -121,6 +121,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             snapshots: &snapshots,
         };
         join_cluster(config, &args, serving, &admin, &http_state).await?;
+    } else {
+        drop_leftover_temporary_tables(&frontend).await?;
     }
     let scheduler = snapshots.start_scheduler()?;
     if snapshots.enabled() {
@@ -159,6 +161,19 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     drop(storage);
     tracing::info!("stopped");
+    Ok(())
+}
+
+/// TEMPORARY tables went with the connections of the last run (a cluster
+/// node leaves its own to the primary's schema changes).
+async fn drop_leftover_temporary_tables(frontend: &Arc<Frontend>) -> anyhow::Result<()> {
+    let engine = frontend.engine().clone();
+    let dropped = tokio::task::spawn_blocking(move || engine.drop_leftover_temporary_tables())
+        .await?
+        .context("dropping TEMPORARY tables of the last run")?;
+    if dropped > 0 {
+        tracing::info!(dropped, "dropped TEMPORARY tables left by the last run");
+    }
     Ok(())
 }
 

@@ -101,7 +101,15 @@ pub fn alter_table(
     for op in ops {
         alter.apply(s, op)?;
     }
-    alter.finish(s, &db, &table)
+    let out = alter.finish(s, &db, &table)?;
+    // A renamed TEMPORARY table stays temporary (and its connection's).
+    if e.temporary_tables.contains(&db, &table) {
+        if let Some(now) = e.storage.table_by_id(old.id) {
+            e.temporary_tables
+                .rename((&db, &table), (&now.database, &now.name));
+        }
+    }
+    Ok(out)
 }
 
 /// `CREATE [UNIQUE] INDEX name ON t (parts)`: an index over columns is

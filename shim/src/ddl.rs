@@ -305,8 +305,13 @@ pub fn create_table_with(
         }
     }
     if ct.temporary {
-        e.temporary_tables
-            .add(&created.database, &created.name, s.connection_id);
+        crate::temporary_tables::record(&e.storage, created.id)?;
+        e.temporary_tables.add(
+            &created.database,
+            &created.name,
+            s.connection_id,
+            created.id,
+        );
     }
     Ok(Output::ok())
 }
@@ -325,6 +330,7 @@ fn create_table_like(
     let src = e
         .storage
         .table(&ldb, &lname)
+        .filter(|_| !e.temporary_tables.foreign(&ldb, &lname, s.connection_id))
         .ok_or(ShimError::UnknownTable {
             database: ldb,
             table: lname,
@@ -719,12 +725,20 @@ pub fn drop(
             let mut missing = Vec::new();
             for n in &names {
                 let (db, t) = e.resolve(s, n)?;
+                // Another connection's temporary table is not there for
+                // this one (MySQL's 1051, or a note with IF EXISTS).
+                if e.temporary_tables.foreign(&db, &t, s.connection_id) {
+                    missing.push(format!("{db}.{t}"));
+                    continue;
+                }
                 if let Some(schema) = e.storage.table(&db, &t) {
                     crate::foreign_keys::check_parent_removable(e, s, &schema, false)?;
                 }
                 match e.storage.drop_table(&db, &t) {
                     Ok(schema) => {
-                        e.temporary_tables.remove(&db, &t);
+                        if let Some(id) = e.temporary_tables.remove(&db, &t) {
+                            crate::temporary_tables::forget(&e.storage, id)?;
+                        }
                         crate::checks::forget(&e.storage, &e.checks, schema.id)?;
                         crate::table_notes::forget(&e.storage, schema.id)?;
                         crate::foreign_keys::forget(e, schema.id)?;
@@ -805,7 +819,9 @@ fn drop_db(e: &Engine, s: &mut Session, name: &str, if_exists: bool) -> Result<u
         Err(StorageError::NoSuchDatabase(_)) => return Err(wire(error::drop_db_missing(name))),
         Err(other) => return Err(other.into()),
     };
-    e.temporary_tables.remove_database(name);
+    for id in e.temporary_tables.remove_database(name) {
+        crate::temporary_tables::forget(&e.storage, id)?;
+    }
     for t in &dropped {
         crate::checks::forget(&e.storage, &e.checks, t.id)?;
         crate::table_notes::forget(&e.storage, t.id)?;

@@ -97,6 +97,13 @@ impl Engine {
         ) {
             return None;
         }
+        // The cache is shared: a text naming another connection's
+        // TEMPORARY table is refused on the blocking path.
+        if self.temporary_tables.foreign_named_in(s.connection_id, sql)
+            && crate::privileges::check_sql(self, s, sql).is_err()
+        {
+            return None;
+        }
         let db = s.database.clone()?;
         let key = (db, sql.to_string());
         let cached = self.select_cache.get(&key);
@@ -730,6 +737,7 @@ impl Engine {
             } => {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
+                crate::temporary_cleanup::check_view_query(self, &db, &query)?;
                 // The dataflow stores and re-parses the query's text.
                 let query = crate::sqltext::display_safe(&query);
                 self.dataflow.create_view(&db, &view, &query, or_replace)?;

@@ -161,6 +161,7 @@ pub const ER_OUT_OF_RESOURCES: MysqlCode = code(1041, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
+pub const ER_VIEW_SELECT_TMPTABLE: MysqlCode = code(1352, "HY000");
 pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
 pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
 pub const ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT: MysqlCode = code(1582, "42000");

@@ -88,6 +88,7 @@ mod set_variable;
 pub mod sqltext;
 mod table_notes;
 mod table_options;
+mod temporary_cleanup;
 mod temporary_tables;
 mod throttle;
 pub mod tls;

@@ -102,14 +102,26 @@ pub fn check_use(e: &Engine, s: &Session, db: &str) -> Result<(), ShimError> {
 /// each time a prepared statement executes); `Ok` at once for the
 /// superuser.
 pub fn check_sql(e: &Engine, s: &Session, sql: &str) -> Result<(), ShimError> {
-    let Some(g) = &s.grantee else {
+    let foreign = e.temporary_tables.foreign_named_in(s.connection_id, sql);
+    if s.grantee.is_none() && !foreign {
         return Ok(());
-    };
+    }
     let t: Vec<Token> = crate::tokens::tokens(sql)?
         .into_iter()
         .filter(|t| !matches!(t, Token::SemiColon))
         .collect();
-    for need in needs(s, sql, &t)? {
+    let needs = needs(s, sql, &t);
+    if foreign {
+        // (For the superuser, a statement whose tables are not found is
+        // left to fail as it does.)
+        if let Ok(needs) = &needs {
+            temporary_tables_hidden(e, s, &t, needs)?;
+        }
+    }
+    let Some(g) = &s.grantee else {
+        return Ok(());
+    };
+    for need in needs? {
         match need {
             Need::Global(p) => {
                 if e.accounts.global(g) & p == 0 {
@@ -128,6 +140,33 @@ pub fn check_sql(e: &Engine, s: &Session, sql: &str) -> Result<(), ShimError> {
                 if e.accounts.privileges(g, &db, Some(&table)) & p == 0 {
                     return Err(table_denied(s, acc::privilege_name(p), &db, &table));
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Another connection's TEMPORARY table does not exist for this one:
+/// 1146 for a statement naming it (as MySQL), but for the table a CREATE
+/// makes (left to fail as the name is taken) and the tables DROP TABLE
+/// drops (1051 there, see [`crate::ddl::drop`]).
+fn temporary_tables_hidden(
+    e: &Engine,
+    s: &Session,
+    t: &[Token],
+    needs: &[Need],
+) -> Result<(), ShimError> {
+    let dropping = word(t, 0).as_deref() == Some("DROP");
+    for need in needs {
+        if let Need::Table(p, db, table) = need {
+            if *p == acc::CREATE || dropping && *p == acc::DROP {
+                continue;
+            }
+            if e.temporary_tables.foreign(db, table, s.connection_id) {
+                return Err(ShimError::UnknownTable {
+                    database: db.clone(),
+                    table: table.clone(),
+                });
             }
         }
     }

@@ -281,9 +281,16 @@ fn positions(schema: &TableSchema, cols: &[String]) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// The key's parent table; a TEMPORARY one cannot be a parent (as in
+/// MariaDB: the key would outlive it, and reach it from other
+/// connections).
 fn parent_schema(e: &Engine, child: &TableSchema, k: &ForeignKey) -> Result<Arc<TableSchema>> {
     e.storage
         .table(&k.parent_database, &k.parent_table)
+        .filter(|_| {
+            !e.temporary_tables
+                .contains(&k.parent_database, &k.parent_table)
+        })
         .ok_or_else(|| {
             wire(
                 error::ER_CANT_CREATE_TABLE,
