@@ -223,7 +223,8 @@ pub(super) fn first_row_error(
     rows: &[Row],
 ) -> Result<Option<ShimError>> {
     let checks = e.checks.for_table(&e.storage, schema)?;
-    let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default())?;
+    let strict = !ins.ignore && crate::vars::strict_mode(s);
+    let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default(), strict)?;
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
@@ -315,7 +316,8 @@ pub(super) fn insert_rows(
     let ignore_last_id = ignore_last_id(ins, &schema, &rows);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let upsert_notes = UpsertNotes::default();
-    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes)?;
+    let strict = !ins.ignore && crate::vars::strict_mode(s);
+    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes, strict)?;
     let upserted: Vec<Row> = match &on_conflict {
         OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
         _ => Vec::new(),
@@ -517,6 +519,7 @@ pub(super) fn conflict_rule(
     ins: &ast::Insert,
     checks: &Arc<crate::checks::TableChecks>,
     notes: &UpsertNotes,
+    strict: bool,
 ) -> Result<OnConflict> {
     Ok(if ins.replace_into {
         OnConflict::Replace
@@ -539,6 +542,11 @@ pub(super) fn conflict_rule(
                 }
                 checks.fill_generated(&schema, &mut new)?;
                 checks.verify_uncoerced(&schema, &new)?;
+                // Strict mode refuses an ENUM's empty value here too (1265),
+                // as an UPDATE does.
+                if strict {
+                    refuse_empty_enum(&schema, &new, Some(existing))?;
+                }
                 // Run again for the same row (a transaction's COMMIT),
                 // the update notes what it noted the first time.
                 notes
