@@ -114,6 +114,15 @@ async fn serve_replica(
         history: node.history.all(),
     };
     wr.send(&welcome).await?;
+    // Where the primary stands, before any entry: a replica far behind
+    // reports itself catching-up from the start (it learned the primary's
+    // position only from the entries it received, so a joiner 1,130
+    // entries behind called itself a replica while it replayed them).
+    wr.send(&ToReplica::Heartbeat {
+        term,
+        last: node.storage.last_lsn(),
+    })
+    .await?;
     tracing::info!(replica, applied, term, "replica connected");
 
     let stream_id = node.next_stream.fetch_add(1, Ordering::Relaxed);
