@@ -268,3 +268,95 @@ async fn read_entries(
 }
 
 const CHUNK_FULL: &str = "replication chunk full";
+
+#[cfg(test)]
+mod tests {
+    use ladle_common::{ColumnSchema, RowDelta, SqlType, TableDeltas, TableSchema, Value};
+    use ladle_storage::Storage;
+
+    use super::*;
+    use crate::DdlApplier;
+
+    struct NoDdl;
+
+    impl DdlApplier for NoDdl {
+        fn apply(
+            &self,
+            _database: Option<&str>,
+            _settings: &[(String, String)],
+            _sql: &str,
+        ) -> Result<(), String> {
+            Ok(())
+        }
+
+        fn apply_accounts(&self, _state: &str) -> Result<(), String> {
+            Ok(())
+        }
+    }
+
+    /// A primary holding three entries tells a replica that has none where
+    /// it stands before it streams the first entry, so the replica reports
+    /// itself catching-up from the start (it knew the primary's position
+    /// only from the entries it had received).
+    #[tokio::test]
+    async fn a_replica_learns_the_primarys_position_before_any_entry() {
+        let storage = Storage::in_memory();
+        storage.create_database("d", false).unwrap();
+        let int = SqlType::Int {
+            bytes: 4,
+            unsigned: false,
+            display_width: None,
+        };
+        let table = storage
+            .create_table(
+                TableSchema {
+                    id: 0,
+                    database: "d".into(),
+                    name: "t".into(),
+                    columns: vec![ColumnSchema::new("id", int).not_null()],
+                    primary_key: Some(vec![0]),
+                    indexes: Vec::new(),
+                    version: 1,
+                },
+                false,
+            )
+            .unwrap()
+            .id;
+        for lsn in 1..=3 {
+            let changes = vec![TableDeltas {
+                table,
+                deltas: vec![RowDelta::Insert(vec![Value::Int(lsn as i64)])],
+            }];
+            storage.apply_replicated(lsn, changes, false).unwrap();
+        }
+        let node = Node::unstarted(storage.clone(), Arc::new(NoDdl));
+        node.term.store(1, Ordering::Release);
+        node.set_role(Role::Primary);
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(serve(node.clone(), listener));
+
+        let stream = TcpStream::connect(addr).await.unwrap();
+        let (mut rd, mut wr) = stream.into_split();
+        let keys = crate::auth::connect(&node.config.secret, &mut rd, &mut wr)
+            .await
+            .unwrap();
+        let (mut rd, mut wr) = protocol::sealed(rd, wr, keys);
+        wr.send(&ToPrimary::Hello {
+            node: 3,
+            applied: 0,
+            ddl_seq: 0,
+            last_term: 0,
+        })
+        .await
+        .unwrap();
+        let welcome = rd.recv::<ToReplica>().await.unwrap();
+        assert!(
+            matches!(welcome, Some(ToReplica::Welcome { term: 1, .. })),
+            "{welcome:?}"
+        );
+        let first = rd.recv::<ToReplica>().await.unwrap();
+        assert_eq!(first, Some(ToReplica::Heartbeat { term: 1, last: 3 }));
+        server.abort();
+    }
+}
