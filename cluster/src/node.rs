@@ -566,12 +566,14 @@ impl Node {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::time::Duration;
 
     use super::*;
 
-    struct NoDdl;
+    /// A schema-change applier that applies nothing: for tests of nodes
+    /// that replay no DDL.
+    pub(crate) struct NoDdl;
 
     impl DdlApplier for NoDdl {
         fn apply(

@@ -275,24 +275,7 @@ mod tests {
     use ladle_storage::Storage;
 
     use super::*;
-    use crate::DdlApplier;
-
-    struct NoDdl;
-
-    impl DdlApplier for NoDdl {
-        fn apply(
-            &self,
-            _database: Option<&str>,
-            _settings: &[(String, String)],
-            _sql: &str,
-        ) -> Result<(), String> {
-            Ok(())
-        }
-
-        fn apply_accounts(&self, _state: &str) -> Result<(), String> {
-            Ok(())
-        }
-    }
+    use crate::node::tests::NoDdl;
 
     /// A primary holding three entries tells a replica that has none where
     /// it stands before it streams the first entry, so the replica reports

@@ -331,30 +331,14 @@ pub fn split_create_table(t: &[Token]) -> Result<(String, Vec<IndexDecl>)> {
         .position(|x| matches!(x, Token::LParen))
         .ok_or_else(|| ShimError::Parse("near CREATE TABLE".into()))?;
     let close = closing(t, open).ok_or_else(|| ShimError::Parse("near CREATE TABLE".into()))?;
-    // The elements, split at top-level commas.
-    let mut elements: Vec<(usize, usize)> = Vec::new();
-    let mut depth = 0usize;
-    let mut start = open + 1;
-    for (k, tok) in t.iter().enumerate().take(close).skip(open + 1) {
-        match tok {
-            Token::LParen => depth += 1,
-            Token::RParen => depth -= 1,
-            Token::Comma if depth == 0 => {
-                elements.push((start, k));
-                start = k + 1;
-            }
-            _ => {}
-        }
-    }
-    elements.push((start, close));
+    let elements = crate::tokens::top_level_parts(&t[open + 1..close]);
     let mut kept: Vec<Token> = t[..=open].to_vec();
     let mut decls = Vec::new();
     // From the first declaration sqlparser cannot read on, every key is
     // read here: the keys are added in the order they are declared (which
     // SHOW CREATE TABLE, and so a dump, keeps).
     let mut reading = false;
-    for (from, to) in elements {
-        let element = &t[from..to];
+    for element in elements {
         // `CONSTRAINT [name]` before the key word.
         let mut i = 0;
         if matches!(element.first(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("CONSTRAINT"))

@@ -29,21 +29,7 @@ pub fn split(toks: &[Token]) -> Option<Vec<Vec<Token>>> {
     if word(toks, 0).as_deref() != Some("SET") {
         return None;
     }
-    let mut parts = Vec::new();
-    let mut depth = 0usize;
-    let mut start = 1;
-    for (i, t) in toks.iter().enumerate().skip(1) {
-        match t {
-            Token::LParen => depth += 1,
-            Token::RParen => depth = depth.saturating_sub(1),
-            Token::Comma if depth == 0 => {
-                parts.push(&toks[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&toks[start..]);
+    let parts = crate::tokens::top_level_parts(&toks[1..]);
     if parts.len() < 2 || !parts.iter().all(|p| is_assignment(p)) {
         return None;
     }

@@ -92,6 +92,27 @@ pub fn classify(sql: &str) -> Kind {
     }
 }
 
+/// The comma-separated parts of `toks` (a comma inside parentheses
+/// separates nothing); one empty part for no tokens.
+pub(crate) fn top_level_parts(toks: &[Token]) -> Vec<&[Token]> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, t) in toks.iter().enumerate() {
+        match t {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                parts.push(&toks[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&toks[start..]);
+    parts
+}
+
 /// Tokens (without whitespace) as SQL text again.
 pub fn render_tokens(toks: &[Token]) -> String {
     toks.iter().map(render_token).collect::<Vec<_>>().join(" ")

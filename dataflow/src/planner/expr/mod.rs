@@ -539,6 +539,12 @@ impl<'a> ExprCx<'a> {
     /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
     /// sorts strings), and any branch becomes bytes when one is binary.
     fn branches_as_common_type(&self, mut e: Expr) -> Expr {
+        if !matches!(
+            &e,
+            Expr::Case { .. } | Expr::Call(Func::Coalesce | Func::IfNull | Func::If, _)
+        ) {
+            return e;
+        }
         let frame = self.frame_types();
         let common = e.result_type(&frame).0;
         let branches: Vec<&mut Expr> = match &mut e {
