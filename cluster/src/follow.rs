@@ -34,6 +34,23 @@ pub(crate) async fn follow(
     }
 }
 
+/// The most received entries applied together (see the `Entry` arm of
+/// [`follow_inner`]).
+const MAX_RUN: usize = 256;
+
+/// Whether `buf` begins with a whole length-prefixed frame, so reading it
+/// cannot wait on the network (a paused primary must not hold a replica
+/// outside its `stop` check).
+fn whole_frame_buffered(buf: &[u8]) -> bool {
+    match buf.get(..4) {
+        Some(len) => {
+            let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+            buf.len() - 4 >= len
+        }
+        None => false,
+    }
+}
+
 /// A primary answers the handshake within this.
 const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -144,10 +161,15 @@ async fn follow_inner(
     };
     let mut synced = applied;
     tracing::info!(primary = addr, term, applied, "following the primary");
+    // A frame read ahead while gathering a run of entries, handled next.
+    let mut next: Option<ToReplica> = None;
     loop {
-        let received = tokio::select! {
-            r = rd.recv::<ToReplica>() => r?,
-            _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
+        let received = match next.take() {
+            Some(frame) => Some(frame),
+            None => tokio::select! {
+                r = rd.recv::<ToReplica>() => r?,
+                _ = stop.wait_for(|s| *s) => return Ok(FollowEnd::Retry("stopped".into())),
+            },
         };
         let Some(frame) = received else {
             return Ok(FollowEnd::Retry("the primary closed the stream".into()));
@@ -174,23 +196,49 @@ async fn follow_inner(
         }
         match frame {
             ToReplica::Entry { lsn, changes, .. } => {
-                if let Some(delay) = apply_delay() {
-                    tokio::time::sleep(delay).await;
+                // The entries already received after this one are applied
+                // with it, on one blocking thread, and only the last is
+                // synced and acknowledged (a replica group-commits a
+                // backlog): one hand-off per entry made the replica, not
+                // the WAL syncs, the limit of a synchronous primary's write
+                // rate.
+                let mut run = vec![(lsn, changes)];
+                while run.len() < MAX_RUN && whole_frame_buffered(rd.get_ref().buffer()) {
+                    match rd.recv::<ToReplica>().await? {
+                        Some(ToReplica::Entry {
+                            term: t,
+                            lsn,
+                            changes,
+                        }) if t == term => run.push((lsn, changes)),
+                        other => {
+                            // Another kind of frame, another term's entry
+                            // (refused when its turn comes), or the end.
+                            next = other;
+                            break;
+                        }
+                    }
                 }
-                // More frames already received: apply this one without a
-                // WAL sync; the last of the run syncs them all and is
-                // acknowledged (a replica group-commits a backlog).
-                let last_of_run = rd.get_ref().buffer().is_empty();
+                let first = run[0].0;
+                let last = run[run.len() - 1].0;
+                let sync = next.is_none() && rd.get_ref().buffer().is_empty();
+                if let Some(delay) = apply_delay() {
+                    tokio::time::sleep(delay * run.len() as u32).await;
+                }
                 let storage = node.storage.clone();
                 tokio::task::spawn_blocking(move || {
-                    storage.apply_replicated(lsn, changes, last_of_run)
+                    let n = run.len();
+                    run.into_iter()
+                        .enumerate()
+                        .try_for_each(|(i, (lsn, changes))| {
+                            storage.apply_replicated(lsn, changes, sync && i + 1 == n)
+                        })
                 })
                 .await??;
-                node.primary_last.fetch_max(lsn, Ordering::AcqRel);
-                node.history.note(&node.storage, term, lsn)?;
-                if last_of_run {
-                    synced = lsn;
-                    wr.send(&ToPrimary::Ack { applied: lsn }).await?;
+                node.primary_last.fetch_max(last, Ordering::AcqRel);
+                node.history.note(&node.storage, term, first)?;
+                if sync {
+                    synced = last;
+                    wr.send(&ToPrimary::Ack { applied: last }).await?;
                 }
             }
             ToReplica::Ddl {
