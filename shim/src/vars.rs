@@ -158,6 +158,10 @@ pub fn session_timeout(session: &Session, name: &str, default: u64) -> std::time
     std::time::Duration::from_secs(secs.max(1))
 }
 
+/// MySQL 8's default `@@cte_max_recursion_depth` (iterations of a
+/// recursive CTE).
+pub(crate) const DEFAULT_CTE_MAX_RECURSION_DEPTH: i64 = 1000;
+
 /// Whether the session's `sql_mode` is strict (STRICT_TRANS_TABLES or
 /// STRICT_ALL_TABLES, or TRADITIONAL which includes them; the default): a
 /// value that does not fit its column fails the write. Otherwise an INSERT
@@ -267,6 +271,11 @@ fn fixed_variables() -> Vec<(String, Value)> {
         ("collation_database".into(), t("utf8mb4_general_ci")),
         ("collation_server".into(), t("utf8mb4_general_ci")),
         ("default_storage_engine".into(), t("InnoDB")),
+        // Iterations a recursive CTE may take (3636 past them).
+        (
+            "cte_max_recursion_depth".into(),
+            Value::Int(DEFAULT_CTE_MAX_RECURSION_DEPTH),
+        ),
         // Dumps save and restore these around their statements.
         ("foreign_key_checks".into(), Value::Int(1)),
         ("hostname".into(), t("localhost")),
