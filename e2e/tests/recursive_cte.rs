@@ -37,7 +37,7 @@ fn server() -> (LadleServer, mysql::Conn) {
 
 #[test]
 fn recursion_stops_at_cte_max_recursion_depth() {
-    let (_server, mut c) = server();
+    let (ladle, mut c) = server();
     assert_eq!(scalar(&mut c, "SELECT @@cte_max_recursion_depth"), "1000");
     // 999 iterations add rows, the 1000th adds none: within the limit.
     assert_eq!(scalar(&mut c, &series(1000)), "1000");
@@ -64,6 +64,18 @@ fn recursion_stops_at_cte_max_recursion_depth() {
         matches!(e, mysql::Error::MySqlError(ref m) if m.code == 3636),
         "{e:?}"
     );
+    // SET GLOBAL: a new connection takes it; one with its own value keeps it.
+    query_rows(&mut c, "SET GLOBAL cte_max_recursion_depth = 20").expect("set global");
+    let mut d = connect(&ladle.url(), Some("rec")).expect("connect");
+    assert_eq!(scalar(&mut d, "SELECT @@cte_max_recursion_depth"), "20");
+    assert_eq!(error(&mut d, &series(21)).0, 3636);
+    assert_eq!(scalar(&mut c, &series(40)), "40");
+    query_rows(&mut c, "SET GLOBAL cte_max_recursion_depth = DEFAULT").expect("set global");
+    assert_eq!(scalar(&mut d, "SELECT @@cte_max_recursion_depth"), "1000");
+    // Out of range: clamped, as in MySQL.
+    query_rows(&mut d, "SET SESSION cte_max_recursion_depth = -5").expect("set");
+    assert_eq!(scalar(&mut d, "SELECT @@cte_max_recursion_depth"), "0");
+    assert_eq!(error(&mut d, &series(2)).0, 3636);
 }
 
 #[test]

@@ -184,7 +184,7 @@ impl Run<'_> {
         let mut seen = Seen::new(&schema, parts.distinct);
         let mut work = seen.keep_new(convert(s, &schema, anchor_rows)?);
         let mut all = work.clone();
-        let limit = max_depth(s);
+        let limit = crate::vars::cte_max_recursion_depth(s, &self.e.facts);
         let step = self.query_of(&cte.query, parts.recursive);
         let step = rename(step, &name, &self.hidden_ref(&schema));
         let step = self.prepare(self.bound(step))?;
@@ -408,15 +408,6 @@ fn inserts(table: TableId, rows: &[Row]) -> TableDeltas {
 
 fn wire(code: MysqlCode, message: String) -> ShimError {
     ShimError::Wire(WireError { code, message })
-}
-
-/// The session's `@@cte_max_recursion_depth`.
-fn max_depth(s: &Session) -> u64 {
-    match s.variables.get("cte_max_recursion_depth") {
-        Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
-        Some(Value::UInt(n)) => *n,
-        _ => crate::vars::DEFAULT_CTE_MAX_RECURSION_DEPTH as u64,
-    }
 }
 
 /// `rows` converted to the hidden table's column types, as an INSERT

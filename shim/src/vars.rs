@@ -32,6 +32,43 @@ pub struct ServerFacts {
     pub timeouts: Timeouts,
     /// Server-wide settings root may change at runtime (`SET GLOBAL`).
     pub security: std::sync::Arc<SecurityGlobals>,
+    /// Global values of session variables (`SET GLOBAL`).
+    pub globals: std::sync::Arc<GlobalVariables>,
+}
+
+/// The global values of session variables that `SET GLOBAL` changes: a
+/// session that has not set its own value reads the global one.
+#[derive(Debug)]
+pub struct GlobalVariables {
+    /// `cte_max_recursion_depth`: iterations a recursive CTE may take.
+    pub cte_max_recursion_depth: std::sync::atomic::AtomicU64,
+}
+
+impl Default for GlobalVariables {
+    fn default() -> GlobalVariables {
+        GlobalVariables {
+            cte_max_recursion_depth: DEFAULT_CTE_MAX_RECURSION_DEPTH.into(),
+        }
+    }
+}
+
+/// MySQL 8's default `@@cte_max_recursion_depth` (iterations of a
+/// recursive CTE).
+pub const DEFAULT_CTE_MAX_RECURSION_DEPTH: u64 = 1000;
+
+/// The largest `@@cte_max_recursion_depth` (MySQL's).
+pub(crate) const MAX_CTE_MAX_RECURSION_DEPTH: u64 = 4_294_967_295;
+
+/// The session's `@@cte_max_recursion_depth`: its own `SET`, else the
+/// global value.
+pub(crate) fn cte_max_recursion_depth(session: &Session, facts: &ServerFacts) -> u64 {
+    match session.variables.get("cte_max_recursion_depth") {
+        Some(Value::UInt(n)) => *n,
+        _ => facts
+            .globals
+            .cte_max_recursion_depth
+            .load(std::sync::atomic::Ordering::SeqCst),
+    }
 }
 
 impl ServerFacts {
@@ -158,10 +195,6 @@ pub fn session_timeout(session: &Session, name: &str, default: u64) -> std::time
     std::time::Duration::from_secs(secs.max(1))
 }
 
-/// MySQL 8's default `@@cte_max_recursion_depth` (iterations of a
-/// recursive CTE).
-pub(crate) const DEFAULT_CTE_MAX_RECURSION_DEPTH: i64 = 1000;
-
 /// Whether the session's `sql_mode` is strict (STRICT_TRANS_TABLES or
 /// STRICT_ALL_TABLES, or TRADITIONAL which includes them; the default): a
 /// value that does not fit its column fails the write. Otherwise an INSERT
@@ -271,11 +304,6 @@ fn fixed_variables() -> Vec<(String, Value)> {
         ("collation_database".into(), t("utf8mb4_general_ci")),
         ("collation_server".into(), t("utf8mb4_general_ci")),
         ("default_storage_engine".into(), t("InnoDB")),
-        // Iterations a recursive CTE may take (3636 past them).
-        (
-            "cte_max_recursion_depth".into(),
-            Value::Int(DEFAULT_CTE_MAX_RECURSION_DEPTH),
-        ),
         // Dumps save and restore these around their statements.
         ("foreign_key_checks".into(), Value::Int(1)),
         ("hostname".into(), t("localhost")),
@@ -332,6 +360,16 @@ fn server_variables(facts: &ServerFacts) -> Vec<(String, Value)> {
         (
             "connect_timeout".into(),
             Value::Int(facts.timeouts.connect as i64),
+        ),
+        // Iterations a recursive CTE may take (3636 past them).
+        (
+            "cte_max_recursion_depth".into(),
+            Value::UInt(
+                facts
+                    .globals
+                    .cte_max_recursion_depth
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
         ),
         ("datadir".into(), t(&facts.datadir)),
         (
@@ -654,6 +692,7 @@ mod tests {
             read_consistency: ReadConsistency::Session,
             timeouts: Default::default(),
             security: Default::default(),
+            globals: Default::default(),
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),
