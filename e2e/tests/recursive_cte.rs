@@ -118,6 +118,18 @@ fn restrictions_give_mysqls_errors() {
     ] {
         assert_eq!(error(&mut c, &w(body)).0, code, "{body}");
     }
+    // Computed per execution only where a statement reads it: not in a
+    // view, nor nested in a derived table (1235; MySQL allows both).
+    let series = "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3) \
+                  SELECT n FROM c";
+    let view = format!("CREATE VIEW v AS {series}");
+    assert_eq!(error(&mut c, &view).0, 1235);
+    let derived = format!("SELECT * FROM ({series}) AS d");
+    assert_eq!(error(&mut c, &derived).0, 1235);
+    // In a DELETE's subquery it is read like any SELECT.
+    query_rows(&mut c, "INSERT INTO t VALUES (1), (5)").expect("insert");
+    query_rows(&mut c, &format!("DELETE FROM t WHERE a IN ({series})")).expect("delete");
+    assert_eq!(scalar(&mut c, "SELECT GROUP_CONCAT(a) FROM t"), "5");
     // The anchor's type bounds the recursive rows (strict mode).
     let grow = "WITH RECURSIVE s (t) AS (SELECT 'a' UNION ALL SELECT CONCAT(t, 'a') FROM s \
                 WHERE LENGTH(t) < 4) SELECT t FROM s";

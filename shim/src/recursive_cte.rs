@@ -96,8 +96,10 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         q.with = Some(with);
         return e.select(s, &q);
     }
-    let db = match &s.database {
-        Some(d) => d.clone(),
+    // The hidden tables live in the current database, else in the first
+    // one the query names.
+    let db = match s.database.clone().or_else(|| first_database(&q, &with)) {
+        Some(d) => d,
         None => return Err(ShimError::NoDatabase),
     };
     let _budget = e.dataflow.watch_statement_memory();
@@ -491,8 +493,16 @@ struct Parts {
 impl Parts {
     fn split(name: &str, body: &ast::Query) -> Result<Parts> {
         let mut branches = Vec::new();
-        let mut distinct = false;
-        flatten(&body.body, &mut branches, &mut distinct);
+        let mut quantifiers = Quantifiers::default();
+        flatten(&body.body, &mut branches, &mut quantifiers);
+        if quantifiers.all && quantifiers.distinct {
+            // MySQL dedups the branches up to the last UNION DISTINCT
+            // only; MariaDB refuses the mix, as Ladle does.
+            return Err(ShimError::Unsupported(
+                "mix of UNION ALL and UNION DISTINCT in a recursive Common Table Expression".into(),
+            ));
+        }
+        let distinct = quantifiers.distinct;
         if branches.len() < 2 {
             return Err(wire(
                 ER_CTE_RECURSIVE_REQUIRES_UNION,
@@ -533,9 +543,15 @@ impl Parts {
     }
 }
 
-/// The branches of a UNION chain, left to right; `distinct` set if any
-/// of its UNIONs is DISTINCT (the default).
-fn flatten(e: &SetExpr, out: &mut Vec<SetExpr>, distinct: &mut bool) {
+/// Which UNIONs a chain has: ALL, DISTINCT (the default).
+#[derive(Default)]
+struct Quantifiers {
+    all: bool,
+    distinct: bool,
+}
+
+/// The branches of a UNION chain, left to right, and its UNIONs' kinds.
+fn flatten(e: &SetExpr, out: &mut Vec<SetExpr>, quantifiers: &mut Quantifiers) {
     match e {
         SetExpr::SetOperation {
             op: ast::SetOperator::Union,
@@ -543,11 +559,13 @@ fn flatten(e: &SetExpr, out: &mut Vec<SetExpr>, distinct: &mut bool) {
             left,
             right,
         } => {
-            if !matches!(set_quantifier, ast::SetQuantifier::All) {
-                *distinct = true;
+            if matches!(set_quantifier, ast::SetQuantifier::All) {
+                quantifiers.all = true;
+            } else {
+                quantifiers.distinct = true;
             }
-            flatten(left, out, distinct);
-            flatten(right, out, distinct);
+            flatten(left, out, quantifiers);
+            flatten(right, out, quantifiers);
         }
         other => out.push(other.clone()),
     }
@@ -694,6 +712,21 @@ impl VisitorMut for Counter<'_> {
     }
 }
 
+/// The database of the first qualified table `q` or `with` names.
+fn first_database(q: &ast::Query, with: &ast::With) -> Option<String> {
+    let mut found = None;
+    let mut probe = q.clone();
+    probe.with = Some(with.clone());
+    let _ = ast::visit_relations(&probe, |name| match name.0.as_slice() {
+        [db, _] => {
+            found = Some(db.value.clone());
+            ControlFlow::Break(())
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    found
+}
+
 /// Whether query `q` names table `name` (unqualified) anywhere.
 fn names_table(q: &ast::Query, name: &str) -> bool {
     let mut c = Counter { name, count: 0 };
@@ -764,7 +797,7 @@ mod tests {
     fn splits_anchor_from_recursive_branches() {
         let p = Parts::split(
             "c",
-            &cte_body("WITH RECURSIVE c AS (SELECT 1 UNION SELECT 2 UNION ALL SELECT n + 1 FROM c) SELECT * FROM c"),
+            &cte_body("WITH RECURSIVE c AS (SELECT 1 UNION SELECT 2 UNION SELECT n + 1 FROM c) SELECT * FROM c"),
         )
         .unwrap();
         assert!(p.distinct);
@@ -799,6 +832,10 @@ mod tests {
         );
         assert_eq!(
             split_err(&w("SELECT 1 UNION ALL SELECT DISTINCT n FROM c")),
+            1235
+        );
+        assert_eq!(
+            split_err(&w("SELECT 1 UNION SELECT 2 UNION ALL SELECT n FROM c")),
             1235
         );
         assert_eq!(

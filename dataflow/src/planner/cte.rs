@@ -5,7 +5,8 @@
 //! of its own. A CTE that names itself reads the table of that name, as
 //! in MySQL without RECURSIVE. A top-level `WITH RECURSIVE` is computed
 //! per execution by the shim, which hands the planner only non-recursive
-//! CTEs; one nested in a subquery or derived table is refused (1235).
+//! CTEs; one in a view, EXPLAIN, subquery or derived table is refused
+//! (1235).
 
 use std::ops::ControlFlow;
 
@@ -20,7 +21,9 @@ pub(crate) fn inline_ctes(q: &mut ast::Query) -> Result<()> {
         return inline_nested(q, &[]);
     };
     if with.recursive {
-        return Err(unsupported("WITH RECURSIVE in a subquery or derived table"));
+        return Err(unsupported(
+            "WITH RECURSIVE in a view, EXPLAIN, subquery or derived table",
+        ));
     }
     let mut defs: Vec<Definition> = Vec::new();
     for cte in with.cte_tables {
