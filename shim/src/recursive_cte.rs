@@ -22,6 +22,8 @@
 //!    row. The views made over hidden tables and the tables themselves
 //!    are dropped when the statement ends, also on error.
 //!
+//! Not on a cluster node (1235): its tables are the schema log's.
+//!
 //! MySQL's restrictions on the recursive branches give MySQL's errors:
 //! 3573 (no UNION), 3574 (anchor not first), 3575 (aggregation, window
 //! functions, GROUP BY), 3576 (the CTE on the inner side of an outer
@@ -95,6 +97,14 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         with.recursive = false;
         q.with = Some(with);
         return e.select(s, &q);
+    }
+    if e.schema_log.get().is_some() {
+        // A cluster node's tables are the schema log's: replicas replay
+        // each one at the primary's position, and a hidden table made
+        // outside it would put the nodes' catalogs apart.
+        return Err(ShimError::Unsupported(
+            "WITH RECURSIVE on a cluster node".into(),
+        ));
     }
     // The hidden tables live in the current database, else in the first
     // one the query names.
@@ -185,6 +195,7 @@ impl Run<'_> {
         let schema = self.create_hidden(s, &columns, &names)?;
         let mut seen = Seen::new(&schema, parts.distinct);
         let mut work = seen.keep_new(convert(s, &schema, anchor_rows)?);
+        ladle_dataflow::interrupt::charge(&work)?;
         let mut all = work.clone();
         let limit = crate::vars::cte_max_recursion_depth(s, &self.e.facts);
         let step = self.query_of(&cte.query, parts.recursive);
