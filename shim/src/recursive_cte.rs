@@ -227,15 +227,14 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// `body` (a CTE's or the outer query's, as a query with `template`'s
-    /// other clauses cleared) preceded by the non-recursive CTEs so far.
+    /// `body` as a query with `template`'s (a CTE body's) WITH and
+    /// without its ORDER BY and LIMIT.
     fn query_of(&self, template: &ast::Query, body: SetExpr) -> ast::Query {
         let mut q = template.clone();
         q.body = Box::new(body);
         q.order_by = None;
         q.limit = None;
         q.offset = None;
-        q.with = None;
         q
     }
 
@@ -286,9 +285,14 @@ impl Run<'_> {
     /// recursive CTE it names reading its hidden table.
     fn bound(&self, mut q: ast::Query) -> ast::Query {
         if !self.plain.is_empty() {
+            // The CTE body's own WITH (if any) after them: its names are
+            // the nearer ones.
+            let own = q.with.take();
+            let mut cte_tables = self.plain.clone();
+            cte_tables.extend(own.iter().flat_map(|w| w.cte_tables.iter().cloned()));
             q.with = Some(ast::With {
-                recursive: false,
-                cte_tables: self.plain.clone(),
+                recursive: own.is_some_and(|w| w.recursive),
+                cte_tables,
             });
         }
         for h in &self.hidden {
@@ -577,6 +581,15 @@ fn flatten(e: &SetExpr, out: &mut Vec<SetExpr>, quantifiers: &mut Quantifiers) {
             }
             flatten(left, out, quantifiers);
             flatten(right, out, quantifiers);
+        }
+        // A parenthesized branch: `(SELECT ...) UNION ALL (SELECT ...)`.
+        SetExpr::Query(q)
+            if q.with.is_none()
+                && q.order_by.is_none()
+                && q.limit.is_none()
+                && q.offset.is_none() =>
+        {
+            flatten(&q.body, out, quantifiers)
         }
         other => out.push(other.clone()),
     }
