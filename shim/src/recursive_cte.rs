@@ -194,7 +194,7 @@ impl Run<'_> {
         };
         let schema = self.create_hidden(s, &columns, &names)?;
         let mut seen = Seen::new(&schema, parts.distinct);
-        let mut work = seen.keep_new(convert(s, &schema, anchor_rows)?);
+        let mut work = seen.keep_new(convert(s, &schema, anchor_rows, 0)?);
         ladle_dataflow::interrupt::charge(&work)?;
         let mut all = work.clone();
         let limit = crate::vars::cte_max_recursion_depth(s, &self.e.facts);
@@ -215,7 +215,7 @@ impl Run<'_> {
             }
             ladle_dataflow::interrupt::check()?;
             let rows = self.execute(s, &step, Some((schema.id, &work)))?;
-            work = seen.keep_new(convert(s, &schema, rows)?);
+            work = seen.keep_new(convert(s, &schema, rows, all.len())?);
             ladle_dataflow::interrupt::charge(&work)?;
             all.extend(work.iter().cloned());
         }
@@ -429,8 +429,14 @@ fn wire(code: MysqlCode, message: String) -> ShimError {
 
 /// `rows` converted to the hidden table's column types, as an INSERT
 /// converts them: in strict mode a value that does not fit is the error
-/// the INSERT would fail with; otherwise it is adjusted, with a warning.
-fn convert(s: &mut Session, schema: &TableSchema, rows: Vec<Row>) -> Result<Vec<Row>> {
+/// the INSERT would fail with; otherwise it is adjusted, with a warning
+/// numbering the row after the `before` rows the CTE holds already.
+fn convert(
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
+    before: usize,
+) -> Result<Vec<Row>> {
     let strict = crate::vars::strict_mode(s);
     let mut out = Vec::with_capacity(rows.len());
     for (i, mut row) in rows.into_iter().enumerate() {
@@ -439,7 +445,7 @@ fn convert(s: &mut Session, schema: &TableSchema, rows: Vec<Row>) -> Result<Vec<
         }
         if !strict {
             for (code, message) in
-                crate::dml::write::adjust_ignored_row(schema, &mut row, None, i + 1, true)
+                crate::dml::write::adjust_ignored_row(schema, &mut row, None, before + i + 1, true)
             {
                 s.add_warning("Warning", code, message);
             }
