@@ -72,6 +72,13 @@ fn recursion_stops_at_cte_max_recursion_depth() {
     assert_eq!(scalar(&mut c, &series(40)), "40");
     query_rows(&mut c, "SET GLOBAL cte_max_recursion_depth = DEFAULT").expect("set global");
     assert_eq!(scalar(&mut d, "SELECT @@cte_max_recursion_depth"), "1000");
+    // With no iteration limit, max_execution_time stops it (3024).
+    query_rows(&mut d, "SET SESSION cte_max_recursion_depth = 4294967295").expect("set");
+    query_rows(&mut d, "SET SESSION max_execution_time = 300").expect("set");
+    let endless =
+        "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT COUNT(*) FROM c";
+    assert_eq!(error(&mut d, endless).0, 3024);
+    query_rows(&mut d, "SET SESSION max_execution_time = 0").expect("set");
     // Out of range: clamped, as in MySQL.
     query_rows(&mut d, "SET SESSION cte_max_recursion_depth = -5").expect("set");
     assert_eq!(scalar(&mut d, "SELECT @@cte_max_recursion_depth"), "0");
