@@ -346,6 +346,15 @@ impl Dataflow {
         self.inner.config.memory_limit
     }
 
+    /// Until the guard is dropped, the reads of this thread's statement
+    /// share one working-set budget (what one read may materialize; see
+    /// [`crate::interrupt::watch_memory`]), to which the caller charges
+    /// the rows it holds between reads ([`crate::interrupt::charge`]): a
+    /// statement made of many reads, such as a recursive CTE's iterations.
+    pub fn watch_statement_memory(&self) -> crate::interrupt::WatchGuard {
+        crate::interrupt::watch_memory(crate::read::statement_memory(&self.inner.config))
+    }
+
     /// How reader misses were filled so far: (outside the locks, discarded
     /// because a write to the view's tables raced them, under the locks).
     pub fn fill_stats(&self) -> (u64, u64, u64) {

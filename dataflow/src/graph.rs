@@ -63,7 +63,31 @@ macro_rules! base_reads_by_inherent_methods {
     )*};
 }
 
-base_reads_by_inherent_methods!(Storage, ladle_storage::ReadView, SnapshotReads<'_>);
+base_reads_by_inherent_methods!(Storage, SnapshotReads<'_>);
+
+/// A REPEATABLE READ transaction's read view. A table created after the
+/// view was taken has no rows in it: the shim refuses to read such a table
+/// in the view (1412), except a statement's own scratch tables (a
+/// recursive CTE's), whose rows all come from the overlay.
+impl BaseReads for ladle_storage::ReadView {
+    fn lookup(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        key: &[Value],
+    ) -> Result<Vec<Row>, StorageError> {
+        if self.schema(table).is_none() {
+            return Ok(Vec::new());
+        }
+        ladle_storage::ReadView::lookup(self, table, index, key)
+    }
+    fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
+        if self.schema(table).is_none() {
+            return Ok(Vec::new());
+        }
+        ladle_storage::ReadView::scan(self, table)
+    }
+}
 
 pub(crate) struct Node {
     pub op: Op,

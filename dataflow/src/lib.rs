@@ -68,8 +68,10 @@
 //! `planner::stats`), HAVING; DISTINCT; ORDER BY/LIMIT/OFFSET (limit
 //! applied at read over the full per-key result; LIMIT/OFFSET literals are
 //! parameters, so every page reads one view); UNION [ALL], INTERSECT and
-//! EXCEPT (both sides tagged, grouped by all columns); derived tables
-//! and named views; IN/EXISTS subqueries as semi/anti-joins (`NOT IN` with
+//! EXCEPT (both sides tagged, grouped by all columns); derived tables,
+//! non-recursive WITH (inlined as derived tables; a top-level WITH
+//! RECURSIVE is the shim's, computed per execution over hidden tables
+//! whose rows a read takes as an overlay) and named views; IN/EXISTS subqueries as semi/anti-joins (`NOT IN` with
 //! MySQL's NULL rules; `col = ?` inside keys the view through a DISTINCT
 //! inner join; a correlated `x IN` as EXISTS); scalar subqueries as LEFT
 //! joins with aggregates grouped by the correlation columns (without an

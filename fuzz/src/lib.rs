@@ -99,6 +99,7 @@ fn start() -> Server {
             read_consistency: Default::default(),
             timeouts: Default::default(),
             security: Default::default(),
+            globals: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),

@@ -297,6 +297,7 @@ fn server_facts(args: &Args, port: u16, data_dir: &std::path::Path, tls: bool) -
             max_connect_errors: args.max_connect_errors.into(),
             ..Default::default()
         }),
+        globals: Default::default(),
     }
 }
 

@@ -1190,6 +1190,14 @@ fn a_replica_applies_the_primarys_alter_table() {
         (rows == vec![(1, "abc".to_string()), (2, "xyz".to_string())]).then_some(())
     });
     metrics_show_roles_positions_and_lag(&nodes[0], &nodes[1]);
+    // WITH RECURSIVE would make a hidden table outside the schema log:
+    // refused on every cluster node, never answered from diverging
+    // catalogs.
+    let recursive = "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 3) \
+                     SELECT n FROM c";
+    for conn in [&mut c, &mut c2] {
+        assert_eq!(errno(conn.query_drop(recursive)), 1235);
+    }
 }
 
 /// `/metrics` of a settled primary and its replica (issue #16,

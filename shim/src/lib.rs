@@ -80,6 +80,7 @@ mod prepared;
 mod privileges;
 mod processes;
 pub mod protocol;
+mod recursive_cte;
 mod returning;
 mod select;
 pub mod session;

@@ -122,6 +122,10 @@ impl Engine {
                 return Err(ShimError::WrongValueForVar(var, shown));
             }
         }
+        if var == "cte_max_recursion_depth" {
+            let global = full.to_ascii_lowercase().starts_with("@@global.");
+            return self.set_cte_max_recursion_depth(s, v, global);
+        }
         let v = match v {
             Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
                 s.variables.remove(&var);
@@ -144,6 +148,33 @@ impl Engine {
             return Err(ShimError::ReadOnlyVariable(var));
         }
         s.variables.insert(var, v);
+        Ok(())
+    }
+
+    /// `SET [GLOBAL|SESSION] cte_max_recursion_depth = n`: clamped to
+    /// 0..=4294967295 as MySQL does; DEFAULT is the global value for the
+    /// session, 1000 for the global.
+    fn set_cte_max_recursion_depth(&self, s: &mut Session, v: Value, global: bool) -> Result<()> {
+        let var = "cte_max_recursion_depth";
+        let max = crate::vars::MAX_CTE_MAX_RECURSION_DEPTH;
+        let n = match &v {
+            Value::Int(i) => (*i).clamp(0, max as i64) as u64,
+            Value::UInt(u) => (*u).min(max),
+            Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
+                if !global {
+                    s.variables.remove(var);
+                    return Ok(());
+                }
+                crate::vars::DEFAULT_CTE_MAX_RECURSION_DEPTH
+            }
+            other => return Err(ShimError::WrongValueForVar(var.into(), other.to_string())),
+        };
+        if global {
+            let g = &self.facts.globals.cte_max_recursion_depth;
+            g.store(n, std::sync::atomic::Ordering::SeqCst);
+        } else {
+            s.variables.insert(var.into(), Value::UInt(n));
+        }
         Ok(())
     }
 

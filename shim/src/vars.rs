@@ -32,6 +32,43 @@ pub struct ServerFacts {
     pub timeouts: Timeouts,
     /// Server-wide settings root may change at runtime (`SET GLOBAL`).
     pub security: std::sync::Arc<SecurityGlobals>,
+    /// Global values of session variables (`SET GLOBAL`).
+    pub globals: std::sync::Arc<GlobalVariables>,
+}
+
+/// The global values of session variables that `SET GLOBAL` changes: a
+/// session that has not set its own value reads the global one.
+#[derive(Debug)]
+pub struct GlobalVariables {
+    /// `cte_max_recursion_depth`: iterations a recursive CTE may take.
+    pub cte_max_recursion_depth: std::sync::atomic::AtomicU64,
+}
+
+impl Default for GlobalVariables {
+    fn default() -> GlobalVariables {
+        GlobalVariables {
+            cte_max_recursion_depth: DEFAULT_CTE_MAX_RECURSION_DEPTH.into(),
+        }
+    }
+}
+
+/// MySQL 8's default `@@cte_max_recursion_depth` (iterations of a
+/// recursive CTE).
+pub const DEFAULT_CTE_MAX_RECURSION_DEPTH: u64 = 1000;
+
+/// The largest `@@cte_max_recursion_depth` (MySQL's).
+pub(crate) const MAX_CTE_MAX_RECURSION_DEPTH: u64 = 4_294_967_295;
+
+/// The session's `@@cte_max_recursion_depth`: its own `SET`, else the
+/// global value.
+pub(crate) fn cte_max_recursion_depth(session: &Session, facts: &ServerFacts) -> u64 {
+    match session.variables.get("cte_max_recursion_depth") {
+        Some(Value::UInt(n)) => *n,
+        _ => facts
+            .globals
+            .cte_max_recursion_depth
+            .load(std::sync::atomic::Ordering::SeqCst),
+    }
 }
 
 impl ServerFacts {
@@ -323,6 +360,16 @@ fn server_variables(facts: &ServerFacts) -> Vec<(String, Value)> {
         (
             "connect_timeout".into(),
             Value::Int(facts.timeouts.connect as i64),
+        ),
+        // Iterations a recursive CTE may take (3636 past them).
+        (
+            "cte_max_recursion_depth".into(),
+            Value::UInt(
+                facts
+                    .globals
+                    .cte_max_recursion_depth
+                    .load(std::sync::atomic::Ordering::SeqCst),
+            ),
         ),
         ("datadir".into(), t(&facts.datadir)),
         (
@@ -645,6 +692,7 @@ mod tests {
             read_consistency: ReadConsistency::Session,
             timeouts: Default::default(),
             security: Default::default(),
+            globals: Default::default(),
         };
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),

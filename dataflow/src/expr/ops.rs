@@ -726,6 +726,13 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             other => other,
         },
         CastType::Char => Value::text(to_text(v)),
+        CastType::CharN(n) => {
+            let text = to_text(v);
+            match text.char_indices().nth(*n as usize) {
+                Some((cut, _)) => Value::text(&text[..cut]),
+                None => Value::text(text),
+            }
+        }
         CastType::TemporalChar { fsp } => match v.temporal_text(*fsp) {
             Some(text) => Value::text(text),
             None => Value::text(to_text(v)),

@@ -158,6 +158,7 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
         },
         // As many characters as the value can print as.
         CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
+        CastType::CharN(n) => SqlType::VarChar(*n),
         CastType::TemporalChar { .. } => SqlType::VarChar(65535),
         CastType::Binary => SqlType::VarBinary(65535),
         CastType::Decimal { precision, scale } => SqlType::Decimal {
@@ -173,7 +174,11 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
         ty,
         n || matches!(
             t,
-            CastType::Date | CastType::DateTime | CastType::Time | CastType::Char
+            CastType::Date
+                | CastType::DateTime
+                | CastType::Time
+                | CastType::Char
+                | CastType::CharN(_)
         ),
     )
 }

@@ -47,6 +47,9 @@ pub enum CastType {
     Signed,
     Unsigned,
     Char,
+    /// `CHAR(n)`: at most `n` characters (longer text is cut), typed
+    /// `VARCHAR(n)`.
+    CharN(u32),
     /// CHAR of a DATETIME/TIMESTAMP/TIME of precision `fsp`: as MariaDB
     /// prints it, with exactly `fsp` fractional digits (`.500` for (3)).
     TemporalChar {

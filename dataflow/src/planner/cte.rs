@@ -3,7 +3,10 @@
 //! `SELECT ... FROM (q) AS a`, each reference to `a` in a FROM clause
 //! (of the query, its subqueries and later CTEs) becoming a derived table
 //! of its own. A CTE that names itself reads the table of that name, as
-//! in MySQL without RECURSIVE. `WITH RECURSIVE` is refused (1235).
+//! in MySQL without RECURSIVE. A top-level `WITH RECURSIVE` is computed
+//! per execution by the shim, which hands the planner only non-recursive
+//! CTEs; one in a view, EXPLAIN, subquery or derived table is refused
+//! (1235).
 
 use std::ops::ControlFlow;
 
@@ -18,7 +21,9 @@ pub(crate) fn inline_ctes(q: &mut ast::Query) -> Result<()> {
         return inline_nested(q, &[]);
     };
     if with.recursive {
-        return Err(unsupported("WITH RECURSIVE"));
+        return Err(unsupported(
+            "WITH RECURSIVE in a view, EXPLAIN, subquery or derived table",
+        ));
     }
     let mut defs: Vec<Definition> = Vec::new();
     for cte in with.cte_tables {

@@ -64,7 +64,7 @@ const MIN_STATEMENT_MEMORY: usize = 16 << 20;
 /// What one statement's reads may materialize (see
 /// [`crate::interrupt::watch_memory`]): half the view-state limit, so view
 /// state plus a statement's rows stay within 1.5 times it.
-fn statement_memory(config: &DataflowConfig) -> usize {
+pub(crate) fn statement_memory(config: &DataflowConfig) -> usize {
     (config.memory_limit / 2).max(MIN_STATEMENT_MEMORY)
 }
 

@@ -34,7 +34,7 @@ use ladle_common::{Row, TableDeltas, Value};
 use ladle_storage::Storage;
 use parking_lot::Mutex;
 
-pub(crate) use fill::FillStats;
+pub(crate) use fill::{statement_memory, FillStats};
 pub(crate) use keys::{bind_slots, numeric_key, numeric_param_on_text_key};
 pub(crate) use view::{KeysFilling, Target, View};
 

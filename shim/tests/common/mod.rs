@@ -84,6 +84,7 @@ pub fn frontend(
             read_consistency: Default::default(),
             timeouts: Default::default(),
             security: Default::default(),
+            globals: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),

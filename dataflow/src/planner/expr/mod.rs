@@ -864,6 +864,12 @@ pub(crate) fn cast_type(t: &ast::DataType) -> Result<CastType> {
         | D::SmallInt(_)
         | D::MediumInt(_) => CastType::Signed,
         D::UnsignedInt(_) | D::UnsignedInteger(_) | D::UnsignedBigInt(_) => CastType::Unsigned,
+        D::Char(Some(ast::CharacterLength::IntegerLength { length, .. }))
+        | D::Varchar(Some(ast::CharacterLength::IntegerLength { length, .. }))
+        | D::Character(Some(ast::CharacterLength::IntegerLength { length, .. }))
+        | D::Nvarchar(Some(ast::CharacterLength::IntegerLength { length, .. })) => {
+            CastType::CharN(u32::try_from(*length).unwrap_or(u32::MAX))
+        }
         D::Char(_) | D::Varchar(_) | D::Text | D::String(_) | D::Nvarchar(_) | D::Character(_) => {
             CastType::Char
         }
