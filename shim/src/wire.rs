@@ -568,12 +568,18 @@ fn int_text(neg: bool, mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[at..]
 }
 
+/// A FLOAT as MariaDB prints it (`my_gcvt` for a float): rounded to 6
+/// significant digits (`FLT_DIG`), then written as a DOUBLE is
+/// (positionally from 1e-15 to 1e15, else in exponent form): 12345678 is
+/// `12345700`, 1e17 `1e17`, 3.14159265 `3.14159` (Ladle had written all
+/// of a float's digits, and integers past 1e15 positionally).
 fn format_float(f: f32) -> String {
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e7 {
-        format!("{}", f as i64)
-    } else {
-        format!("{f}")
+    let d = f64::from(f);
+    if !d.is_finite() {
+        return format!("{f}");
     }
+    let rounded = format!("{d:.5e}").parse::<f64>().unwrap_or(d);
+    Value::Double(rounded).to_string()
 }
 
 /// Decodes one binary-protocol parameter value of type `coltype` from `c`.
