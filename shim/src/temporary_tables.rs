@@ -1,15 +1,15 @@
 //! TEMPORARY tables: which connection created each one.
 //!
-//! Ladle keeps a temporary table as an ordinary table under its own name,
-//! but, as MySQL does, lists it nowhere (SHOW TABLES, SHOW TABLE STATUS,
+//! Ladle keeps a temporary table as an ordinary table under a name of its
+//! connection's ([`crate::temporary_names`]: two connections may each have
+//! a `t`, and it shadows a base table `t` for its connection), but, as
+//! MySQL does, lists it nowhere (SHOW TABLES, SHOW TABLE STATUS,
 //! `information_schema`), lets no other connection reach it (1146, see
 //! [`crate::privileges::check_sql`]; DROP TABLE: 1051), nor any view
 //! (1352) and drops it when
 //! the connection that created it ends. Each one is also recorded in the
 //! catalog ([`record`]), so that a server restart, clean or not, drops it
-//! ([`crate::temporary_cleanup`]). Known gaps: it does not
-//! shadow a base table of the same name, and another connection cannot
-//! create a table (temporary or not) of the same name while it exists.
+//! ([`crate::temporary_cleanup`]).
 
 use std::collections::HashMap;
 
@@ -111,6 +111,23 @@ impl TemporaryTables {
             && owners
                 .get(&(db.to_string(), table.to_string()))
                 .is_some_and(|e| e.owner != connection)
+    }
+
+    /// Connection `owner`'s temporary tables: (database, name as the
+    /// connection names it; see [`crate::temporary_names`]).
+    pub fn owned_by(&self, owner: u32) -> Vec<crate::temporary_names::Owned> {
+        let owners = self.owners.lock();
+        if owners.is_empty() {
+            return Vec::new();
+        }
+        owners
+            .iter()
+            .filter(|(_, e)| e.owner == owner)
+            .map(|((db, t), _)| {
+                let name = crate::temporary_names::visible_name(owner, t);
+                (db.clone(), name.to_string())
+            })
+            .collect()
     }
 
     /// Connection `owner`'s temporary tables, forgotten here: it has ended
