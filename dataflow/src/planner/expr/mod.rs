@@ -305,6 +305,20 @@ impl<'a> ExprCx<'a> {
         }
     }
 
+    /// Whether frame column `i` reads a base column declared NOT NULL
+    /// (nullable here only because an outer join may find no row).
+    fn outer_joined_not_null(&self, i: usize) -> bool {
+        if self.post.is_some() {
+            return false;
+        }
+        self.scope
+            .cols
+            .get(i)
+            .and_then(|c| c.origin.as_ref())
+            .and_then(|o| o.table.columns.get(o.column))
+            .is_some_and(|c| !c.nullable)
+    }
+
     fn col_info(&self, i: usize) -> (SqlType, bool, Collation) {
         match self.post {
             Some(p) => {
