@@ -420,6 +420,12 @@ fn temporary_tables_are_per_connection_and_shadow_base_tables() {
             "{url}: {}",
             create[0][1]
         );
+        // LIKE copies the temporary t; RENAME TABLE keeps it temporary.
+        for sql in ["CREATE TEMPORARY TABLE l LIKE t", "RENAME TABLE l TO m"] {
+            query_rows(&mut c, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        assert_eq!(scalar(&mut c, "SELECT COUNT(*) FROM m"), "0", "{url}");
+        assert_eq!(error_code(&mut d, "SELECT * FROM m"), 1146, "{url}");
         let tables = query_rows(&mut c, "SHOW TABLES")
             .expect("show")
             .0

@@ -8,7 +8,8 @@
 //!
 //! The rewrite works on tokens: a name in a table position (after FROM,
 //! JOIN, UPDATE, INTO, TABLE, `DROP TABLE IF EXISTS`, DESCRIBE, `CREATE
-//! INDEX .. ON`, `CREATE TABLE .. LIKE`, lists of those), and `t.` column
+//! INDEX .. ON`, `CREATE TABLE .. LIKE`, `RENAME TABLE a TO b`, a
+//! multi-table DELETE's targets and USING, lists of those), and `t.` column
 //! qualifiers unless `t` is also an alias in the statement. The target of
 //! `CREATE TEMPORARY TABLE` always gets the connection's name; that of a
 //! plain `CREATE TABLE` never does (it makes a base table beside the
@@ -215,6 +216,11 @@ impl Scan<'_> {
                 }
                 "TABLE" | "TABLES" => Some(Target::Existing),
                 "DESCRIBE" | "DESC" | "EXPLAIN" if k == 0 => Some(Target::Existing),
+                // A multi-table DELETE's targets: `DELETE t FROM ...`.
+                "DELETE" if k == 0 && self.keyword(1).as_deref() != Some("FROM") => {
+                    Some(Target::Existing)
+                }
+                "USING" if first == "DELETE" => Some(Target::Existing),
                 "ON" if index => Some(Target::Existing),
                 "LIKE" if creating && seen_table => Some(Target::Existing),
                 "RENAME" if altered_temporary => {
@@ -253,6 +259,18 @@ impl Scan<'_> {
                 if word == "TABLE" && first == "ALTER" && renamed {
                     altered_temporary = true;
                 }
+                // `RENAME TABLE a TO b`: b is temporary if a is.
+                if first == "RENAME" && self.keyword(k).as_deref() == Some("TO") {
+                    k += 1;
+                    let to = if renamed {
+                        Target::NewTemporary
+                    } else {
+                        Target::NewBase
+                    };
+                    if self.table_name(&mut k, to).is_none() {
+                        break;
+                    }
+                }
                 self.skip_alias(&mut k);
                 if matches!(self.token(k), Some(Token::Comma)) && word != "INTO" {
                     k += 1;
@@ -269,7 +287,7 @@ impl Scan<'_> {
     /// otherwise whether it was rewritten.
     fn table_name(&mut self, k: &mut usize, target: Target) -> Option<bool> {
         let first = self.ident(*k)?.to_string();
-        let (db, name, at) = if self.is_period(*k + 1) {
+        let (db, name, at) = if self.is_period(*k + 1) && self.ident(*k + 2).is_some() {
             let name = self.ident(*k + 2)?.to_string();
             *k += 3;
             (Some(first), name, *k - 1)
@@ -436,6 +454,18 @@ mod tests {
         assert_eq!(
             rw("ALTER TABLE t RENAME TO u"),
             "ALTER TABLE `#tmp#7#t` RENAME TO `#tmp#7#u`"
+        );
+        assert_eq!(
+            rw("RENAME TABLE b TO c, t TO u"),
+            "RENAME TABLE b TO c, `#tmp#7#t` TO `#tmp#7#u`"
+        );
+        assert_eq!(
+            rw("DELETE t.* FROM t JOIN b ON t.a = b.a"),
+            "DELETE `#tmp#7#t`.* FROM `#tmp#7#t` JOIN b ON `#tmp#7#t`.a = b.a"
+        );
+        assert_eq!(
+            rw("DELETE FROM t USING t, b"),
+            "DELETE FROM `#tmp#7#t` USING `#tmp#7#t`, b"
         );
     }
 
