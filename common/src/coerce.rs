@@ -175,9 +175,14 @@ fn coerce_decimal(
         rust_decimal::RoundingStrategy::MidpointAwayFromZero,
     );
     let int_digits = u32::from(precision).saturating_sub(u32::from(scale));
-    let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
-    if d.abs() >= limit {
-        return Err(misfit.out_of_range());
+    // Past 28 integer digits every DECIMAL here fits (its largest,
+    // 79228162514264337593543950335, has 29); 10^29 does not exist here
+    // (the saturated limit refused that largest value).
+    if int_digits <= 28 {
+        let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc * Decimal::TEN);
+        if d.abs() >= limit {
+            return Err(misfit.out_of_range());
+        }
     }
     let mut d = d;
     d.rescale(u32::from(scale));
