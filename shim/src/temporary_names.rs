@@ -427,6 +427,10 @@ mod tests {
     fn table_positions_are_rewritten() {
         assert_eq!(rw("SELECT a FROM t"), "SELECT a FROM `#tmp#7#t`");
         assert_eq!(
+            rw("SELECT 'é', \"ü\"\n  FROM\tt -- t\n WHERE a = 't'"),
+            "SELECT 'é', \"ü\"\n  FROM\t`#tmp#7#t` -- t\n WHERE a = 't'"
+        );
+        assert_eq!(
             rw("SELECT t.a, x.t FROM base AS x JOIN t ON x.a = t.a WHERE t = 1"),
             "SELECT `#tmp#7#t`.a, x.t FROM base AS x JOIN `#tmp#7#t` ON x.a = `#tmp#7#t`.a WHERE t = 1"
         );
