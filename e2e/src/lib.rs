@@ -285,6 +285,14 @@ fn render_typed(v: &mysql::Value, ty: Option<(mysql::consts::ColumnType, u8)>) -
             let hours = u32::from(h) + days * 24;
             format!("{sign}{hours:02}:{mi:02}:{s:02}{}", fraction(us))
         }
+        // A DOUBLE of fixed decimals (ROUND(x, 2)), as the text protocol
+        // writes it.
+        mysql::Value::Double(d) => match ty {
+            Some((T::MYSQL_TYPE_DOUBLE, decimals @ 0..=30)) => {
+                format!("{d:.*}", usize::from(decimals))
+            }
+            _ => render_value(v),
+        },
         _ => render_value(v),
     }
 }

@@ -311,6 +311,9 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
         .iter()
         .map(|c| {
             let mut d = column_def(&c.name, &c.table, &c.ty);
+            if let (SqlType::Double, Some(n)) = (&c.ty, c.decimals) {
+                d.decimals = n.min(NOT_FIXED_DEC - 1);
+            }
             if !c.nullable {
                 d.flags |= flags::NOT_NULL;
             }
@@ -439,6 +442,12 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
         Value::Text(s) => put_lenenc_bytes(out, s.as_bytes()),
         Value::Double(d) if c.coltype == types::FLOAT => {
             put_lenenc_bytes(out, format_float(*d as f32).as_bytes())
+        }
+        // A DOUBLE of fixed decimals (ROUND(x, 2)) is written positionally
+        // with them, as MariaDB's `%.*f`: 100000000000000000.00.
+        Value::Double(d) if c.coltype == types::DOUBLE && c.decimals < NOT_FIXED_DEC => {
+            let text = format!("{d:.*}", usize::from(c.decimals));
+            put_lenenc_bytes(out, text.as_bytes())
         }
         Value::DateTime(_) | Value::Time(_)
             if matches!(c.coltype, types::DATETIME | types::TIMESTAMP | types::TIME) =>
@@ -757,6 +766,7 @@ mod tests {
                 display_width: None,
             },
             nullable: false,
+            decimals: None,
         }];
         let r = rows(vec![
             vec![Value::Int(1)],
@@ -827,6 +837,7 @@ mod tests {
                     display_width: None,
                 },
                 nullable: true,
+                decimals: None,
             },
             OutputColumn {
                 name: "b".into(),
@@ -838,6 +849,7 @@ mod tests {
                     display_width: None,
                 },
                 nullable: true,
+                decimals: None,
             },
             OutputColumn {
                 name: "s".into(),
@@ -845,6 +857,7 @@ mod tests {
                 origin: None,
                 ty: SqlType::VarChar(10),
                 nullable: true,
+                decimals: None,
             },
         ];
         let r = rows(vec![vec![Value::Int(-2), Value::Null, Value::text("hi")]]);
