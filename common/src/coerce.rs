@@ -47,6 +47,18 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
                 Value::Text(s) => s.trim().parse::<f64>().map_err(|_| misfit.incorrect())?,
                 _ => v.as_f64().ok_or_else(|| misfit.incorrect())?,
             };
+            // A FLOAT holds a single-precision float, as in MariaDB: 0.1 is
+            // stored as 0.10000000149011612 (so `f = 0.1` is false there
+            // too) and past 3.4e38 is out of range (Ladle had kept the
+            // double: 1e39 stored, 123456789 read back as given).
+            let d = if column.ty == SqlType::Float {
+                if d.abs() > f64::from(f32::MAX) {
+                    return Err(misfit.out_of_range());
+                }
+                f64::from(d as f32)
+            } else {
+                d
+            };
             // Stored without the sign of a zero, as MariaDB does (it never
             // returns -0).
             Ok(Value::Double(if d == 0.0 { 0.0 } else { d }))
@@ -175,9 +187,14 @@ fn coerce_decimal(
         rust_decimal::RoundingStrategy::MidpointAwayFromZero,
     );
     let int_digits = u32::from(precision).saturating_sub(u32::from(scale));
-    let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc.saturating_mul(Decimal::TEN));
-    if d.abs() >= limit {
-        return Err(misfit.out_of_range());
+    // Past 28 integer digits every DECIMAL here fits (its largest,
+    // 79228162514264337593543950335, has 29); 10^29 does not exist here
+    // (the saturated limit refused that largest value).
+    if int_digits <= 28 {
+        let limit = (0..int_digits).fold(Decimal::ONE, |acc, _| acc * Decimal::TEN);
+        if d.abs() >= limit {
+            return Err(misfit.out_of_range());
+        }
     }
     let mut d = d;
     d.rescale(u32::from(scale));
@@ -393,6 +410,14 @@ pub fn coerce_adjusting(
                 coerce(&Value::Decimal(largest), column)?,
                 Some(Adjustment::Clamped),
             ))
+        }
+        (CoerceError::OutOfRange { .. }, SqlType::Float) => {
+            let negative = match v {
+                Value::Text(s) => s.trim().starts_with('-'),
+                other => other.as_f64().is_some_and(|x| x < 0.0),
+            };
+            let end = if negative { f32::MIN } else { f32::MAX };
+            Ok((Value::Double(f64::from(end)), Some(Adjustment::Clamped)))
         }
         (CoerceError::TooLong { .. }, SqlType::Char(n) | SqlType::VarChar(n)) => {
             let cut: String = to_text(v).chars().take(*n as usize).collect();

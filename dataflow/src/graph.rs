@@ -174,7 +174,8 @@ impl Graph {
     // ------------------------------------------------------- detached pulls
 
     /// Whether `n` or an ancestor computes values (a projection with an
-    /// expression), whose overflow markers a read must look for.
+    /// expression, an exact SUM or AVG), whose overflow markers a read must
+    /// look for.
     pub fn computes_values(&self, n: NodeId) -> bool {
         let mut stack = vec![n];
         let mut seen = HashSet::new();
@@ -182,8 +183,10 @@ impl Graph {
             if !seen.insert(n) {
                 continue;
             }
-            if matches!(&self.nodes[n].op, Op::Project(p) if p.computes()) {
-                return true;
+            match &self.nodes[n].op {
+                Op::Project(p) if p.computes() => return true,
+                Op::Aggregate(a) if a.may_overflow() => return true,
+                _ => {}
             }
             stack.extend(self.nodes[n].parents.iter().copied());
         }

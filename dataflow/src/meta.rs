@@ -17,6 +17,10 @@ pub struct OutputColumn {
     pub origin: Option<BaseColumn>,
     pub ty: SqlType,
     pub nullable: bool,
+    /// A DOUBLE result's fixed number of decimals (`ROUND(x, 2)`: 2;
+    /// `FLOOR(x)`: 0), which its text shows positionally as MariaDB does
+    /// (`100000000000000000.00`, not `1e17`); `None`: not fixed.
+    pub decimals: Option<u8>,
 }
 
 /// A base table's column, as a result column's provenance: MySQL result

@@ -67,3 +67,45 @@ pub fn expr_column_name(expr: &ast::Expr) -> String {
     });
     plain.to_string()
 }
+
+/// The fixed decimals MariaDB gives a DOUBLE select-list expression:
+/// ROUND(x) and FLOOR/CEILING(x) 0, ROUND(x, n) and TRUNCATE(x, n) n (0
+/// for a negative n); `None` for any other (shown in its shortest form).
+pub fn fixed_decimals(e: &ast::Expr) -> Option<u8> {
+    fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
+        while let ast::Expr::Nested(x) = e {
+            e = x;
+        }
+        e
+    }
+    let f = match strip_nested(e) {
+        ast::Expr::Function(f) => f,
+        // sqlparser's own nodes for FLOOR(x) and CEIL(x).
+        ast::Expr::Floor { .. } | ast::Expr::Ceil { .. } => return Some(0),
+        _ => return None,
+    };
+    let [name] = &f.name.0[..] else {
+        return None;
+    };
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return None;
+    };
+    let places = |a: &ast::FunctionArg| -> Option<u8> {
+        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) = a else {
+            return None;
+        };
+        match strip_nested(x) {
+            ast::Expr::Value(ast::Value::Number(n, _)) => n.parse::<u8>().ok().filter(|&n| n <= 30),
+            ast::Expr::UnaryOp {
+                op: ast::UnaryOperator::Minus,
+                expr,
+            } if matches!(strip_nested(expr), ast::Expr::Value(ast::Value::Number(..))) => Some(0),
+            _ => None,
+        }
+    };
+    match (name.value.to_ascii_lowercase().as_str(), &l.args[..]) {
+        ("round" | "floor" | "ceil" | "ceiling", [_]) => Some(0),
+        ("round" | "truncate", [_, n]) => places(n),
+        _ => None,
+    }
+}

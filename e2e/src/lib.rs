@@ -158,10 +158,17 @@ pub fn render_value(v: &mysql::Value) -> String {
         mysql::Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
         mysql::Value::Int(i) => i.to_string(),
         mysql::Value::UInt(u) => u.to_string(),
-        mysql::Value::Float(f) => f.to_string(),
+        mysql::Value::Float(f) => float_text(*f),
         mysql::Value::Double(d) => double_text(*d),
         other => other.as_sql(true).trim_matches('\'').to_string(),
     }
+}
+
+/// A binary-protocol FLOAT spelled as MariaDB's text protocol spells it:
+/// rounded to 6 significant digits, then as a DOUBLE.
+fn float_text(f: f32) -> String {
+    let d = f64::from(f);
+    double_text(format!("{d:.5e}").parse().unwrap_or(d))
 }
 
 /// A binary-protocol DOUBLE spelled as MariaDB's text protocol spells it:
@@ -278,6 +285,14 @@ fn render_typed(v: &mysql::Value, ty: Option<(mysql::consts::ColumnType, u8)>) -
             let hours = u32::from(h) + days * 24;
             format!("{sign}{hours:02}:{mi:02}:{s:02}{}", fraction(us))
         }
+        // A DOUBLE of fixed decimals (ROUND(x, 2)), as the text protocol
+        // writes it.
+        mysql::Value::Double(d) => match ty {
+            Some((T::MYSQL_TYPE_DOUBLE, decimals @ 0..=30)) => {
+                format!("{d:.*}", usize::from(decimals))
+            }
+            _ => render_value(v),
+        },
         _ => render_value(v),
     }
 }

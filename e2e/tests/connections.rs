@@ -351,6 +351,108 @@ fn temporary_tables_are_invisible_to_other_connections() {
     }
 }
 
+/// TEMPORARY table names are per connection, as in MySQL: two connections
+/// may each have a `t`, and a connection's `t` shadows the base table `t`
+/// for that connection only (reads, a prepared read, writes, SHOW CREATE
+/// TABLE, errors naming it; DROP TABLE drops the temporary one first);
+/// SHOW TABLES lists only the base table. Ladle had refused the second
+/// `t` (1050) and read the base table through the name.
+#[test]
+fn temporary_tables_are_per_connection_and_shadow_base_tables() {
+    use mysql::prelude::Queryable;
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut c = connect(&url, None).expect("connect");
+        query_rows(&mut c, "DROP DATABASE IF EXISTS conn_shadow").expect("drop");
+        query_rows(&mut c, "CREATE DATABASE conn_shadow").expect("create");
+        query_rows(&mut c, "USE conn_shadow").expect("use");
+        let mut d = connect(&url, Some("conn_shadow")).expect("connect");
+        let mut e = connect(&url, Some("conn_shadow")).expect("connect");
+        for sql in [
+            "CREATE TABLE t (a INT)",
+            "INSERT INTO t VALUES (10)",
+            "CREATE TEMPORARY TABLE t (a INT PRIMARY KEY)",
+            "INSERT INTO t VALUES (1)",
+        ] {
+            query_rows(&mut c, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        for sql in [
+            "CREATE TEMPORARY TABLE t (b INT)",
+            "INSERT INTO t VALUES (2)",
+        ] {
+            query_rows(&mut d, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        for _ in 0..2 {
+            assert_eq!(scalar(&mut c, "SELECT a FROM t"), "1", "{url}");
+            assert_eq!(scalar(&mut d, "SELECT b FROM t"), "2", "{url}");
+            assert_eq!(scalar(&mut e, "SELECT a FROM t"), "10", "{url}");
+        }
+        query_rows(&mut c, "UPDATE t SET a = a + 1").expect("update");
+        assert_eq!(
+            scalar(&mut c, "SELECT t.a FROM conn_shadow.t WHERE t.a > 0"),
+            "2",
+            "{url}"
+        );
+        assert_eq!(
+            scalar(&mut c, "SELECT COUNT(*) FROM t AS x JOIN t ON x.a = t.a"),
+            "1",
+            "{url}"
+        );
+        let got: Option<i64> = c
+            .exec_first("SELECT a FROM t WHERE a = ?", (2,))
+            .expect("exec");
+        assert_eq!(got, Some(2), "{url}: prepared read");
+        assert_eq!(
+            scalar(&mut e, "SELECT a FROM t"),
+            "10",
+            "{url}: base untouched"
+        );
+        let create = query_rows(&mut c, "SHOW CREATE TABLE t")
+            .expect("show")
+            .0
+            .expect("rows");
+        assert_eq!(create[0][0], "t", "{url}");
+        assert!(
+            create[0][1].starts_with("CREATE TEMPORARY TABLE `t` (\n  `a` int(11) NOT NULL,"),
+            "{url}: {}",
+            create[0][1]
+        );
+        // LIKE copies the temporary t; RENAME TABLE keeps it temporary.
+        for sql in ["CREATE TEMPORARY TABLE l LIKE t", "RENAME TABLE l TO m"] {
+            query_rows(&mut c, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        assert_eq!(scalar(&mut c, "SELECT COUNT(*) FROM m"), "0", "{url}");
+        assert_eq!(error_code(&mut d, "SELECT * FROM m"), 1146, "{url}");
+        let tables = query_rows(&mut c, "SHOW TABLES")
+            .expect("show")
+            .0
+            .expect("rows");
+        assert_eq!(tables, vec![vec!["t".to_string()]], "{url}");
+        match query_rows(&mut c, "CREATE TEMPORARY TABLE t (z INT)") {
+            Err(mysql::Error::MySqlError(err)) => {
+                assert_eq!(
+                    (err.code, err.message.as_str()),
+                    (1050, "Table 't' already exists"),
+                    "{url}"
+                )
+            }
+            other => panic!("{url}: a second temporary t: {other:?}"),
+        }
+        // DROP TABLE drops the temporary table first, then the base one.
+        query_rows(&mut c, "DROP TABLE t").expect("drop");
+        assert_eq!(scalar(&mut c, "SELECT a FROM t"), "10", "{url}");
+        assert_eq!(scalar(&mut d, "SELECT b FROM t"), "2", "{url}");
+        query_rows(&mut d, "DROP TABLE t").expect("drop");
+        query_rows(&mut d, "DROP TABLE t").expect("drop");
+        assert_eq!(error_code(&mut e, "SELECT a FROM t"), 1146, "{url}");
+        assert_eq!(error_code(&mut c, "DROP TEMPORARY TABLE t"), 1051, "{url}");
+        query_rows(&mut c, "DROP DATABASE conn_shadow").expect("drop");
+    }
+}
+
 /// A TEMPORARY table does not survive a server restart (here kill -9
 /// while its connection is open): the restarted server has no such table,
 /// the base table beside it is kept, and the name is free again (a base

@@ -327,6 +327,17 @@ fn create_table_like(
     like: &ast::ObjectName,
 ) -> Result<Output> {
     let (ldb, lname) = e.resolve(s, like)?;
+    // `CREATE TEMPORARY TABLE t LIKE t`: MariaDB's 1066 (the name is the
+    // connection's temporary table and the base table at once).
+    if ct.temporary
+        && ldb == db
+        && crate::temporary_names::visible_name(s.connection_id, &name) == lname
+    {
+        return Err(ShimError::Wire(WireError {
+            code: error::ER_NONUNIQ_TABLE,
+            message: format!("Not unique table/alias: '{lname}'"),
+        }));
+    }
     let src = e
         .storage
         .table(&ldb, &lname)
@@ -351,6 +362,11 @@ fn create_table_like(
     crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
     let notes = crate::table_notes::load(&e.storage, src.id)?;
     crate::table_notes::store(&e.storage, t.id, &notes)?;
+    if ct.temporary {
+        crate::temporary_tables::record(&e.storage, t.id)?;
+        e.temporary_tables
+            .add(&t.database, &t.name, s.connection_id, t.id);
+    }
     e.dataflow.table_changed(t.id);
     Ok(Output::ok())
 }

@@ -32,6 +32,8 @@ impl Engine {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let plain_view = crate::view_options::strip(&opened);
         let sql = plain_view.as_deref().unwrap_or(&opened);
+        let temporary = self.temporary_names(s, sql);
+        let sql = temporary.as_deref().unwrap_or(sql);
         let kind = classify(sql);
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {
@@ -42,8 +44,18 @@ impl Engine {
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
-        let result = self.execute_inner(s, sql, kind);
+        let mut result = self.execute_inner(s, sql, kind);
+        if temporary.is_some() {
+            result = crate::temporary_names::shown(s.connection_id, sql, result);
+        }
         self.settle_statement(s, sql, kind, carried, result)
+    }
+
+    /// `sql` naming the session's TEMPORARY tables by their stored names
+    /// (see [`crate::temporary_names`]), or `None` if it names none.
+    pub(crate) fn temporary_names(&self, s: &Session, sql: &str) -> Option<String> {
+        let owned = self.temporary_tables.owned_by(s.connection_id);
+        crate::temporary_names::rewrite(sql, s.database.as_deref(), s.connection_id, &owned)
     }
 
     /// A prepared write whose values are bound into the tree parsed at
@@ -98,10 +110,14 @@ impl Engine {
             return None;
         }
         // The cache is shared: a text naming another connection's
-        // TEMPORARY table is refused on the blocking path.
+        // TEMPORARY table is refused on the blocking path, and one naming
+        // the session's own is rewritten there.
         if self.temporary_tables.foreign_named_in(s.connection_id, sql)
             && crate::privileges::check_sql(self, s, sql).is_err()
         {
+            return None;
+        }
+        if self.temporary_names(s, sql).is_some() {
             return None;
         }
         let db = s.database.clone()?;

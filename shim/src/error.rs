@@ -112,6 +112,7 @@ pub const ER_BAD_DB: MysqlCode = code(1049, "42000");
 pub const ER_TABLE_EXISTS: MysqlCode = code(1050, "42S01");
 pub const ER_BAD_TABLE: MysqlCode = code(1051, "42S02");
 pub const ER_NON_UNIQ: MysqlCode = code(1052, "23000");
+pub const ER_NONUNIQ_TABLE: MysqlCode = code(1066, "42000");
 pub const ER_BAD_FIELD: MysqlCode = code(1054, "42S22");
 pub const ER_DUP_FIELDNAME: MysqlCode = code(1060, "42S21");
 pub const ER_DUP_KEYNAME: MysqlCode = code(1061, "42000");
@@ -375,6 +376,7 @@ mod tests {
             ER_TABLE_EXISTS,
             ER_BAD_TABLE,
             ER_NON_UNIQ,
+            ER_NONUNIQ_TABLE,
             ER_BAD_FIELD,
             ER_DUP_FIELDNAME,
             ER_DUP_KEYNAME,

@@ -90,6 +90,7 @@ pub mod sqltext;
 mod table_notes;
 mod table_options;
 mod temporary_cleanup;
+mod temporary_names;
 mod temporary_tables;
 mod throttle;
 pub mod tls;

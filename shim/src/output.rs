@@ -104,6 +104,7 @@ pub fn column(name: &str, ty: SqlType) -> OutputColumn {
         origin: None,
         ty,
         nullable: true,
+        decimals: None,
     }
 }
 

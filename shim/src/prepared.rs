@@ -196,7 +196,8 @@ impl Engine {
             }));
         }
         let opened = crate::sqltext::open_versioned_comments(sql);
-        let sql = opened.as_ref();
+        let temporary = self.temporary_names(s, &opened);
+        let sql = temporary.as_deref().unwrap_or(opened.as_ref());
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {

@@ -73,6 +73,7 @@ impl Returning {
                         origin,
                         ty,
                         nullable,
+                        decimals: None,
                     }
                 }
                 _ => OutputColumn {
@@ -81,6 +82,7 @@ impl Returning {
                     origin: None,
                     ty,
                     nullable,
+                    decimals: None,
                 },
             };
             columns.push(column);
@@ -110,6 +112,7 @@ impl Returning {
                 }),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
+                decimals: None,
             });
         }
         Ok(())

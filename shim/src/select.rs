@@ -281,12 +281,17 @@ impl Engine {
                 }
             };
             let ty = constant_column_type(&v, &declared);
+            let decimals = match ty {
+                SqlType::Double => ladle_dataflow::fixed_decimals(expr),
+                _ => None,
+            };
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
                 origin: None,
                 ty,
                 nullable: v.is_null(),
+                decimals,
             });
             for var in assigns.iter().flat_map(|a| &a.variables) {
                 s.user_variables.insert(var.clone(), v.clone());

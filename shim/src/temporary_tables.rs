@@ -1,17 +1,18 @@
 //! TEMPORARY tables: which connection created each one.
 //!
-//! Ladle keeps a temporary table as an ordinary table under its own name,
-//! but, as MySQL does, lists it nowhere (SHOW TABLES, SHOW TABLE STATUS,
+//! Ladle keeps a temporary table as an ordinary table under a name of its
+//! connection's ([`crate::temporary_names`]: two connections may each have
+//! a `t`, and it shadows a base table `t` for its connection), but, as
+//! MySQL does, lists it nowhere (SHOW TABLES, SHOW TABLE STATUS,
 //! `information_schema`), lets no other connection reach it (1146, see
 //! [`crate::privileges::check_sql`]; DROP TABLE: 1051), nor any view
 //! (1352) and drops it when
 //! the connection that created it ends. Each one is also recorded in the
 //! catalog ([`record`]), so that a server restart, clean or not, drops it
-//! ([`crate::temporary_cleanup`]). Known gaps: it does not
-//! shadow a base table of the same name, and another connection cannot
-//! create a table (temporary or not) of the same name while it exists.
+//! ([`crate::temporary_cleanup`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use ladle_common::TableId;
 use ladle_storage::Storage;
@@ -33,26 +34,39 @@ struct Entry {
 #[derive(Default)]
 pub struct TemporaryTables {
     owners: Mutex<HashMap<(String, String), Entry>>,
+    /// Whether `owners` holds any: every statement asks (a connection's
+    /// own names, another's), most while there are none, without the lock.
+    any: AtomicBool,
 }
 
 impl TemporaryTables {
+    fn none(&self) -> bool {
+        !self.any.load(Ordering::Acquire)
+    }
+
+    fn note_len(&self, owners: &HashMap<(String, String), Entry>) {
+        self.any.store(!owners.is_empty(), Ordering::Release);
+    }
+
     /// Records `db`.`table` (table `id`) as connection `owner`'s temporary
     /// table.
     pub fn add(&self, db: &str, table: &str, owner: u32, id: TableId) {
-        self.owners
-            .lock()
-            .insert((db.to_string(), table.to_string()), Entry { owner, id });
+        let mut owners = self.owners.lock();
+        owners.insert((db.to_string(), table.to_string()), Entry { owner, id });
+        self.note_len(&owners);
     }
 
     /// Forgets `db`.`table` (dropped): its id if it was temporary.
     pub fn remove(&self, db: &str, table: &str) -> Option<TableId> {
-        let mut owners = self.owners.lock();
-        if owners.is_empty() {
+        if self.none() {
             return None;
         }
-        owners
+        let mut owners = self.owners.lock();
+        let id = owners
             .remove(&(db.to_string(), table.to_string()))
-            .map(|e| e.id)
+            .map(|e| e.id);
+        self.note_len(&owners);
+        id
     }
 
     /// Renamed (same table id, same owner).
@@ -66,17 +80,22 @@ impl TemporaryTables {
     /// Forgets every temporary table of database `db` (dropped): their ids.
     pub fn remove_database(&self, db: &str) -> Vec<TableId> {
         let mut ids = Vec::new();
-        self.owners.lock().retain(|(d, _), e| {
+        let mut owners = self.owners.lock();
+        owners.retain(|(d, _), e| {
             if d == db {
                 ids.push(e.id);
             }
             d != db
         });
+        self.note_len(&owners);
         ids
     }
 
     /// Whether `db`.`table` is a temporary table (hidden from listings).
     pub fn contains(&self, db: &str, table: &str) -> bool {
+        if self.none() {
+            return false;
+        }
         let owners = self.owners.lock();
         !owners.is_empty() && owners.contains_key(&(db.to_string(), table.to_string()))
     }
@@ -86,6 +105,9 @@ impl TemporaryTables {
     /// quote a quoted name would double): only then must the statement's
     /// tables be checked, a parse the common statement is spared.
     pub fn foreign_named_in(&self, connection: u32, sql: &str) -> bool {
+        if self.none() {
+            return false;
+        }
         let owners = self.owners.lock();
         if owners.is_empty() {
             return false;
@@ -106,11 +128,34 @@ impl TemporaryTables {
     /// Whether `db`.`table` is another connection's temporary table, which
     /// `connection` must not see.
     pub fn foreign(&self, db: &str, table: &str, connection: u32) -> bool {
+        if self.none() {
+            return false;
+        }
         let owners = self.owners.lock();
         !owners.is_empty()
             && owners
                 .get(&(db.to_string(), table.to_string()))
                 .is_some_and(|e| e.owner != connection)
+    }
+
+    /// Connection `owner`'s temporary tables: (database, name as the
+    /// connection names it; see [`crate::temporary_names`]).
+    pub fn owned_by(&self, owner: u32) -> Vec<crate::temporary_names::Owned> {
+        if self.none() {
+            return Vec::new();
+        }
+        let owners = self.owners.lock();
+        if owners.is_empty() {
+            return Vec::new();
+        }
+        owners
+            .iter()
+            .filter(|(_, e)| e.owner == owner)
+            .map(|((db, t), _)| {
+                let name = crate::temporary_names::visible_name(owner, t);
+                (db.clone(), name.to_string())
+            })
+            .collect()
     }
 
     /// Connection `owner`'s temporary tables, forgotten here: it has ended
@@ -125,6 +170,7 @@ impl TemporaryTables {
         for k in &mine {
             owners.remove(k);
         }
+        self.note_len(&owners);
         mine
     }
 }

@@ -311,6 +311,9 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
         .iter()
         .map(|c| {
             let mut d = column_def(&c.name, &c.table, &c.ty);
+            if let (SqlType::Double, Some(n)) = (&c.ty, c.decimals) {
+                d.decimals = n.min(NOT_FIXED_DEC - 1);
+            }
             if !c.nullable {
                 d.flags |= flags::NOT_NULL;
             }
@@ -440,6 +443,12 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
         Value::Double(d) if c.coltype == types::FLOAT => {
             put_lenenc_bytes(out, format_float(*d as f32).as_bytes())
         }
+        // A DOUBLE of fixed decimals (ROUND(x, 2)) is written positionally
+        // with them, as MariaDB's `%.*f`: 100000000000000000.00.
+        Value::Double(d) if c.coltype == types::DOUBLE && c.decimals < NOT_FIXED_DEC => {
+            let text = format!("{d:.*}", usize::from(c.decimals));
+            put_lenenc_bytes(out, text.as_bytes())
+        }
         Value::DateTime(_) | Value::Time(_)
             if matches!(c.coltype, types::DATETIME | types::TIMESTAMP | types::TIME) =>
         {
@@ -568,12 +577,18 @@ fn int_text(neg: bool, mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[at..]
 }
 
+/// A FLOAT as MariaDB prints it (`my_gcvt` for a float): rounded to 6
+/// significant digits (`FLT_DIG`), then written as a DOUBLE is
+/// (positionally from 1e-15 to 1e15, else in exponent form): 12345678 is
+/// `12345700`, 1e17 `1e17`, 3.14159265 `3.14159` (Ladle had written all
+/// of a float's digits, and integers past 1e15 positionally).
 fn format_float(f: f32) -> String {
-    if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e7 {
-        format!("{}", f as i64)
-    } else {
-        format!("{f}")
+    let d = f64::from(f);
+    if !d.is_finite() {
+        return format!("{f}");
     }
+    let rounded = format!("{d:.5e}").parse::<f64>().unwrap_or(d);
+    Value::Double(rounded).to_string()
 }
 
 /// Decodes one binary-protocol parameter value of type `coltype` from `c`.
@@ -751,6 +766,7 @@ mod tests {
                 display_width: None,
             },
             nullable: false,
+            decimals: None,
         }];
         let r = rows(vec![
             vec![Value::Int(1)],
@@ -821,6 +837,7 @@ mod tests {
                     display_width: None,
                 },
                 nullable: true,
+                decimals: None,
             },
             OutputColumn {
                 name: "b".into(),
@@ -832,6 +849,7 @@ mod tests {
                     display_width: None,
                 },
                 nullable: true,
+                decimals: None,
             },
             OutputColumn {
                 name: "s".into(),
@@ -839,6 +857,7 @@ mod tests {
                 origin: None,
                 ty: SqlType::VarChar(10),
                 nullable: true,
+                decimals: None,
             },
         ];
         let r = rows(vec![vec![Value::Int(-2), Value::Null, Value::text("hi")]]);

@@ -483,24 +483,6 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
     }
 }
 
-/// Decimal division with an explicit result scale (AVG).
-pub(crate) fn ops_div(a: Value, b: Value, scale: u32) -> Option<Value> {
-    let x = match a {
-        Value::Decimal(d) => d,
-        Value::Int(i) => rust_decimal::Decimal::from(i),
-        _ => return None,
-    };
-    let y = match b {
-        Value::Decimal(d) => d,
-        Value::Int(i) => rust_decimal::Decimal::from(i),
-        _ => return None,
-    };
-    if y.is_zero() {
-        return None;
-    }
-    div_decimal(x, y, scale).ok().map(Value::Decimal)
-}
-
 /// Division with MySQL's result scale (dividend scale + 4).
 pub(crate) fn div_decimal(x: Decimal, y: Decimal, scale: u32) -> EvalResult<Decimal> {
     let q = x.checked_div(y).ok_or_else(dec_overflow)?;

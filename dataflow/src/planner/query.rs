@@ -91,12 +91,17 @@ impl Planner<'_> {
             }
             let c = cx.compile(e)?;
             let (ty, nullable) = c.result_type(&[]);
+            let decimals = match ty {
+                ladle_common::SqlType::Double => crate::fixed_decimals(e),
+                _ => None,
+            };
             columns.push(OutputColumn {
                 name,
                 table: String::new(),
                 origin: None,
                 ty,
                 nullable,
+                decimals,
             });
             exprs.push(c);
         }

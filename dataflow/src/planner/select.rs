@@ -19,6 +19,7 @@ use super::syntax::{as_column, count_of, has_subquery, split_conjuncts};
 use crate::expr::Expr;
 use crate::plan::{LNode, LOp, PlannedView};
 use crate::{DataflowError, OutputColumn, Result};
+use ladle_common::SqlType;
 
 impl Planner<'_> {
     /// Plans one SELECT; `top` when it is the query itself (not a
@@ -274,6 +275,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                             origin: c.origin.clone(),
                             ty: c.ty.clone(),
                             nullable: c.nullable,
+                            decimals: None,
                         });
                     }
                 }
@@ -304,12 +306,17 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                 if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                     aliases.insert(alias.value.to_ascii_lowercase(), c.clone());
                 }
+                let decimals = match ty {
+                    SqlType::Double => crate::fixed_decimals(e),
+                    _ => None,
+                };
                 columns.push(OutputColumn {
                     name,
                     table,
                     origin,
                     ty,
                     nullable,
+                    decimals,
                 });
                 visible.push(c);
             }

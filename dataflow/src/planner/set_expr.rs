@@ -130,6 +130,7 @@ impl Planner<'_> {
                 origin: c.origin.clone(),
                 ty: c.ty.clone(),
                 nullable: c.nullable,
+                decimals: None,
             })
             .collect();
         Ok(PlannedView {

@@ -6,15 +6,17 @@
 //! '0000-00-00' by using ... WHERE date_column IS NULL"). Only where the
 //! test decides which rows a WHERE keeps: the top of the condition and
 //! under AND, OR and parentheses; in a select list, inside IF(), `= TRUE`
-//! or XOR it is a plain IS NULL (MariaDB 10.11, checked case by case), and
-//! a column an outer join can make NULL is nullable, so an anti-join's
-//! `b.col IS NULL` keeps its meaning.
+//! or XOR it is a plain IS NULL (MariaDB 10.11, checked case by case). On
+//! the side an outer join may find no row for, a column declared NOT NULL
+//! is NULL for the missing row or the zero date of a matched one, as in
+//! MariaDB (an anti-join's `b.col IS NULL` keeps the missing rows).
 //!
 //! The statement's WHERE clauses are marked before planning (the user's
 //! text only: IS NULL tests the planner writes itself, as in NOT IN's
 //! rewrite, are never marked); the expression compiler, which knows the
-//! column's type, turns a marked test into `col = <zero date>` or leaves
-//! it an IS NULL.
+//! column's type, turns a marked test into `col = <zero date>` (`col IS
+//! NULL OR col = <zero date>` on an outer join's side) or leaves it an IS
+//! NULL.
 
 use std::ops::ControlFlow;
 

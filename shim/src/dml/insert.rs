@@ -202,11 +202,13 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
 }
 
 /// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,
-/// duplicate key or foreign key).
+/// duplicate key, foreign key, or an ON DUPLICATE KEY UPDATE expression out
+/// of range: a later row's update may be evaluated before an earlier row's
+/// value is checked, e.g. when foreign keys look at what the update writes).
 pub(super) fn is_row_error(err: &ShimError) -> bool {
     matches!(
         err.mysql_code().errno,
-        1048 | 1062 | 1264 | 1265 | 1292 | 1366 | 1406 | 1452 | 4025
+        1048 | 1062 | 1264 | 1265 | 1292 | 1366 | 1406 | 1452 | 1690 | 4025
     )
 }
 

@@ -230,6 +230,7 @@ fn decode(answer: Result<Answer, Failure>) -> Result<Output, WireError> {
                     }),
                     ty: c.ty,
                     nullable: c.nullable,
+                    decimals: None,
                 })
                 .collect(),
             rows: rows.into(),

@@ -48,7 +48,7 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
                 Some(v) => int_arg(v).unwrap_or(0),
                 None => 0,
             };
-            round(&v0, places, f == Truncate)?
+            positive_zero(round(&v0, places, f == Truncate)?)
         }
         Floor | Ceil => {
             match to_num(&v0) {
@@ -60,7 +60,9 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
                         EvalError::OutOfRange("BIGINT value is out of range".into())
                     })?)?
                 }
-                Some(Num::Float(x)) => Value::Double(if f == Floor { x.floor() } else { x.ceil() }),
+                Some(Num::Float(x)) => {
+                    positive_zero(Value::Double(if f == Floor { x.floor() } else { x.ceil() }))
+                }
             }
         }
         Mod => ops::arith(ArithOp::Mod, &v0, &vals[1])?,
@@ -244,4 +246,14 @@ fn math(f: Func, xs: &[f64]) -> EvalResult {
         )));
     }
     Ok(Value::Double(r))
+}
+
+/// A DOUBLE zero without its sign: MariaDB's ROUND, TRUNCATE, FLOOR and
+/// CEILING of a small negative number give 0, not -0 (in text with fixed
+/// decimals, `0`, not `-0`).
+fn positive_zero(v: Value) -> Value {
+    match v {
+        Value::Double(x) => Value::Double(if x == 0.0 { 0.0 } else { x }),
+        other => other,
+    }
 }

@@ -207,9 +207,16 @@ fn number(s: &str) -> Result<Value> {
     if let Ok(u) = s.parse::<u64>() {
         return Ok(Value::UInt(u));
     }
-    Decimal::from_str(s)
-        .map(Value::Decimal)
-        .map_err(|_| DataflowError::BadArgument(s.into()))
+    // An integer past what a DECIMAL holds here (29 digits; MariaDB's 65):
+    // out of range, as a sum past it is (it was 1210, "Incorrect
+    // parameter").
+    Decimal::from_str(s).map(Value::Decimal).map_err(|_| {
+        if s.bytes().all(|b| b.is_ascii_digit()) {
+            DataflowError::OutOfRange("DECIMAL value is out of range".into())
+        } else {
+            DataflowError::BadArgument(s.into())
+        }
+    })
 }
 
 /// A hex literal (`X'41'`, `0x41`) read as the number MySQL makes of it in
@@ -303,6 +310,20 @@ impl<'a> ExprCx<'a> {
             proposed: false,
             aliases: None,
         }
+    }
+
+    /// Whether frame column `i` reads a base column declared NOT NULL
+    /// (nullable here only because an outer join may find no row).
+    fn outer_joined_not_null(&self, i: usize) -> bool {
+        if self.post.is_some() {
+            return false;
+        }
+        self.scope
+            .cols
+            .get(i)
+            .and_then(|c| c.origin.as_ref())
+            .and_then(|o| o.table.columns.get(o.column))
+            .is_some_and(|c| !c.nullable)
     }
 
     fn col_info(&self, i: usize) -> (SqlType, bool, Collation) {

@@ -40,6 +40,9 @@ impl ExprCx<'_> {
 
     /// A WHERE's marked `col IS NULL` (see [`super::super::zero_date`]):
     /// the zero date on a NOT NULL DATE or DATETIME column, else IS NULL.
+    /// A column declared NOT NULL that an outer join makes nullable is
+    /// NULL (no matching row) or the zero date (a matched one), as in
+    /// MariaDB.
     pub(super) fn where_is_null(&self, f: &ast::Function) -> Result<Expr> {
         let x = match &f.args {
             ast::FunctionArguments::List(l) => match &l.args[..] {
@@ -49,22 +52,35 @@ impl ExprCx<'_> {
             _ => return Err(unsupported("a marked IS NULL without arguments")),
         };
         let col = self.compile(x)?;
-        let zero = match (&col, col.result_type(&self.frame_types())) {
-            (Expr::Column(_), (SqlType::Date, false)) => Some(Value::zero_date()),
-            (Expr::Column(_), (SqlType::DateTime { .. }, false)) => Some(Value::zero_datetime()),
+        let (ty, nullable) = col.result_type(&self.frame_types());
+        let zero = match (&col, ty) {
+            (Expr::Column(_), SqlType::Date) => Some(Value::zero_date()),
+            (Expr::Column(_), SqlType::DateTime { .. }) => Some(Value::zero_datetime()),
             _ => None,
         };
-        Ok(match zero {
-            Some(z) => Expr::Cmp {
-                op: CmpOp::Eq,
-                left: Box::new(col),
-                right: Box::new(Expr::Literal(z)),
-                collation: Collation::default(),
-            },
-            None => Expr::IsNull {
-                expr: Box::new(col),
-                negated: false,
-            },
+        let declared_not_null = match &col {
+            Expr::Column(i) if nullable => self.outer_joined_not_null(*i),
+            _ => !nullable,
+        };
+        let is_null = || Expr::IsNull {
+            expr: Box::new(col.clone()),
+            negated: false,
+        };
+        Ok(match zero.filter(|_| declared_not_null) {
+            Some(z) => {
+                let is_zero = Expr::Cmp {
+                    op: CmpOp::Eq,
+                    left: Box::new(col.clone()),
+                    right: Box::new(Expr::Literal(z)),
+                    collation: Collation::default(),
+                };
+                if nullable {
+                    Expr::Logic(LogicOp::Or, Box::new(is_null()), Box::new(is_zero))
+                } else {
+                    is_zero
+                }
+            }
+            None => is_null(),
         })
     }
 

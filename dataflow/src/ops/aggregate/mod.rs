@@ -18,6 +18,10 @@ use ladle_common::{Collation, Row, RowDelta, Value};
 use rust_decimal::Decimal;
 use serde::{Deserialize, Serialize};
 
+mod exact_sum;
+
+use exact_sum::ExactSum;
+
 use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
 use crate::expr::ArithOp;
 
@@ -89,7 +93,9 @@ impl Multiset {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 enum Acc {
     Count(i64),
-    /// Sum of exact values and of doubles; `n` non-NULL inputs.
+    /// Sum of exact values and of doubles; `n` non-NULL inputs. Only
+    /// restored from snapshots taken before `ExactSum` and `FloatSum`
+    /// existed (an exact one turns into `ExactSum` at its next input).
     Sum {
         exact: Decimal,
         float: f64,
@@ -117,6 +123,10 @@ enum Acc {
         comp: f64,
         n: i64,
     },
+    /// SUM/AVG of integers and DECIMALs, exact past the DECIMAL range (see
+    /// [`ExactSum`]): a narrower sum had silently stopped adding the value
+    /// that overflowed it. (Last, so earlier snapshots still decode.)
+    ExactSum(ExactSum),
 }
 
 /// Adds `x` to the compensated sum `(sum, comp)` (Neumaier): `comp` keeps
@@ -194,6 +204,14 @@ impl Aggregate {
         );
         a.key = self.key.clone();
         a
+    }
+
+    /// Whether an output value may be an overflow marker (an exact SUM or
+    /// AVG past the DECIMAL range), which a read must look for.
+    pub fn may_overflow(&self) -> bool {
+        self.aggs
+            .iter()
+            .any(|a| matches!(a.kind, AggKind::Sum | AggKind::Avg) && !a.float)
     }
 
     pub fn state_bytes(&self) -> usize {
@@ -283,11 +301,7 @@ impl Aggregate {
                     comp: 0.0,
                     n: 0,
                 },
-                AggKind::Sum | AggKind::Avg if !a.distinct => Acc::Sum {
-                    exact: Decimal::ZERO,
-                    float: 0.0,
-                    n: 0,
-                },
+                AggKind::Sum | AggKind::Avg if !a.distinct => Acc::ExactSum(ExactSum::new(a.scale)),
                 _ => Acc::Set(Multiset::default()),
             })
             .collect();
@@ -321,31 +335,29 @@ impl Aggregate {
                 }
                 other => other,
             };
+            if let Acc::Sum { exact, n, .. } = acc {
+                if !a.float {
+                    let s = ExactSum::of(*exact, *n);
+                    *acc = Acc::ExactSum(s);
+                }
+            }
             match acc {
                 Acc::Count(c) => {
                     if a.kind == AggKind::CountStar || !v.is_null() {
                         *c += sign;
                     }
                 }
-                Acc::Sum { exact, float, n } => {
+                Acc::Sum { float, n, .. } => {
                     if v.is_null() {
                         continue;
                     }
                     *n += sign;
-                    if a.float {
-                        *float += sign as f64 * crate::expr::value_to_f64(&v).unwrap_or(0.0);
-                    } else {
-                        let d = match &v {
-                            Value::Int(i) => Decimal::from(*i),
-                            Value::UInt(u) => Decimal::from(*u),
-                            Value::Decimal(d) => *d,
-                            other => {
-                                Decimal::try_from(crate::expr::value_to_f64(other).unwrap_or(0.0))
-                                    .unwrap_or_default()
-                            }
-                        };
-                        let s = Decimal::from(sign);
-                        *exact = exact.checked_add(d * s).unwrap_or(*exact);
+                    // Exact ones became `ExactSum` above.
+                    *float += sign as f64 * crate::expr::value_to_f64(&v).unwrap_or(0.0);
+                }
+                Acc::ExactSum(s) => {
+                    if !v.is_null() {
+                        s.add(exact_value(&v), sign);
                     }
                 }
                 Acc::Set(m) => {
@@ -375,16 +387,23 @@ impl Aggregate {
         for (a, acc) in self.aggs.iter().zip(&g.accs) {
             row.push(match (a.kind, acc) {
                 (_, Acc::Count(c)) => Value::Int(*c),
-                (AggKind::Sum, Acc::Sum { exact, float, n }) => {
-                    if *n == 0 {
-                        Value::Null
-                    } else if a.float {
-                        Value::Double(*float)
-                    } else {
-                        Value::Decimal(with_scale(*exact, a.scale))
+                (_, Acc::Sum { exact, n, .. }) if !a.float => {
+                    let s = ExactSum::of(*exact, *n);
+                    match a.kind {
+                        AggKind::Sum => s.sum(a.scale),
+                        _ => s.avg(a.scale + 4),
                     }
                 }
-                (_, Acc::Sum { exact, float, n }) => avg(a, *n, *exact, *float),
+                (AggKind::Sum, Acc::Sum { float, n, .. }) => {
+                    if *n == 0 {
+                        Value::Null
+                    } else {
+                        Value::Double(*float)
+                    }
+                }
+                (_, Acc::Sum { float, n, .. }) => float_avg(*n, *float),
+                (AggKind::Sum, Acc::ExactSum(s)) => s.sum(a.scale),
+                (_, Acc::ExactSum(s)) => s.avg(a.scale + 4),
                 (AggKind::Sum, Acc::FloatSum { sum, comp, n }) => {
                     if *n == 0 {
                         Value::Null
@@ -392,7 +411,7 @@ impl Aggregate {
                         Value::Double(sum + comp)
                     }
                 }
-                (_, Acc::FloatSum { sum, comp, n }) => avg(a, *n, Decimal::ZERO, sum + comp),
+                (_, Acc::FloatSum { sum, comp, n }) => float_avg(*n, sum + comp),
                 (_, Acc::Set(m)) => set_output(a, m),
                 (_, Acc::Overflowed { .. }) => {
                     crate::expr::out_of_range_marker("BIGINT value is out of range")
@@ -535,16 +554,22 @@ fn partition_bytes(part: &Partition) -> usize {
         .sum::<usize>()
 }
 
-fn avg(a: &AggSpec, n: i64, exact: Decimal, float: f64) -> Value {
+fn float_avg(n: i64, sum: f64) -> Value {
     if n == 0 {
         return Value::Null;
     }
-    if a.float {
-        return Value::Double(float / n as f64);
-    }
-    match crate::expr::ops_div(Value::Decimal(exact), Value::Int(n), a.scale + 4) {
-        Some(v) => v,
-        None => Value::Null,
+    Value::Double(sum / n as f64)
+}
+
+/// A SUM/AVG input of an exact type as a DECIMAL.
+fn exact_value(v: &Value) -> Decimal {
+    match v {
+        Value::Int(i) => Decimal::from(*i),
+        Value::UInt(u) => Decimal::from(*u),
+        Value::Decimal(d) => *d,
+        other => {
+            Decimal::try_from(crate::expr::value_to_f64(other).unwrap_or(0.0)).unwrap_or_default()
+        }
     }
 }
 
@@ -563,7 +588,7 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
             .map(|(v, _)| v.clone())
             .unwrap_or(Value::Null),
         AggKind::Count => Value::Int(m.items.len() as i64),
-        AggKind::Sum | AggKind::Avg => {
+        AggKind::Sum | AggKind::Avg if a.float => {
             if m.items.is_empty() {
                 return Value::Null;
             }
@@ -571,21 +596,22 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
             for (v, _) in m.items.values() {
                 acc = crate::expr::arith_values(ArithOp::Add, &acc, v).unwrap_or(Value::Null);
             }
+            let sum = crate::expr::value_to_f64(&acc).unwrap_or(0.0);
             if a.kind == AggKind::Sum {
-                if a.float {
-                    Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0))
-                } else {
-                    match acc {
-                        Value::Int(i) => Value::Decimal(with_scale(Decimal::from(i), a.scale)),
-                        Value::Decimal(d) => Value::Decimal(with_scale(d, a.scale)),
-                        other => other,
-                    }
-                }
-            } else if a.float {
-                Value::Double(crate::expr::value_to_f64(&acc).unwrap_or(0.0) / m.items.len() as f64)
+                Value::Double(sum)
             } else {
-                crate::expr::ops_div(acc, Value::Int(m.items.len() as i64), a.scale + 4)
-                    .unwrap_or(Value::Null)
+                Value::Double(sum / m.items.len() as f64)
+            }
+        }
+        AggKind::Sum | AggKind::Avg => {
+            let mut s = ExactSum::new(a.scale);
+            for (v, _) in m.items.values() {
+                s.add(exact_value(v), 1);
+            }
+            if a.kind == AggKind::Sum {
+                s.sum(a.scale)
+            } else {
+                s.avg(a.scale + 4)
             }
         }
         AggKind::GroupConcat => {
@@ -640,15 +666,6 @@ impl fmt::Display for Aggregate {
             )
         }
     }
-}
-
-/// A DECIMAL sum shown with its column's scale, as MariaDB shows it (a
-/// sum that comes to zero had lost it: `0` for `0.0000`).
-fn with_scale(mut d: Decimal, scale: u32) -> Decimal {
-    if d.scale() < scale {
-        d.rescale(scale);
-    }
-    d
 }
 
 #[cfg(test)]
