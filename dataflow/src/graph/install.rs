@@ -156,6 +156,7 @@ impl Graph {
                 funcs,
                 offset,
                 limit,
+                frame,
             } => {
                 let mut w = Window::try_new(
                     partition.clone(),
@@ -166,6 +167,7 @@ impl Graph {
                     self.nodes[parents[0]].colls.clone(),
                 )?;
                 w.key = t.state_key.clone();
+                w.frame = frame.clone();
                 Op::Window(Box::new(w))
             }
             LOp::Values(rows) => Op::Values(rows.clone()),

@@ -26,7 +26,7 @@ pub(crate) use join::{Join, JoinKind};
 pub(crate) use project::Project;
 pub(crate) use reader::{Reader, ReaderState};
 pub(crate) use union::Union;
-pub(crate) use window::{WinFn, Window};
+pub(crate) use window::{Bound, Frame, WinFn, Window};
 
 /// The closed set of operators a node can hold.
 pub(crate) enum Op {

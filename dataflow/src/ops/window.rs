@@ -53,6 +53,27 @@ pub(crate) enum WinFn {
     },
 }
 
+/// An explicit frame's bound: a row count (ROWS) or a distance in the
+/// ORDER BY value (RANGE).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Bound {
+    UnboundedPreceding,
+    Preceding(f64),
+    CurrentRow,
+    Following(f64),
+    UnboundedFollowing,
+}
+
+/// An explicit window frame (`ROWS|RANGE BETWEEN start AND end`) for the
+/// aggregate functions; RANGE with a distance needs one ORDER BY value,
+/// a number.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Frame {
+    pub rows: bool,
+    pub start: Bound,
+    pub end: Bound,
+}
+
 /// One ORDER BY value as the ordered state keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct SortVal {
@@ -139,6 +160,8 @@ pub(crate) struct Window {
     pub colls: Vec<Collation>,
     /// Input columns partitioning the state (a subset of `partition`).
     pub key: Vec<usize>,
+    /// The aggregates' explicit frame (default: MySQL's, see [`WinFn::Agg`]).
+    pub frame: Option<Frame>,
     /// Computes the `Agg` functions (their specs, in order).
     aggs: Aggregate,
     /// Normalized state key -> partition; copy-on-write so a snapshot
@@ -193,6 +216,7 @@ impl Window {
             limit,
             colls,
             key: vec![],
+            frame: None,
             aggs: Aggregate::new(0, specs, vec![], true),
             state: HashMap::new(),
             bytes: 0,
@@ -210,6 +234,7 @@ impl Window {
             limit: self.limit,
             colls: self.colls.clone(),
             key: self.key.clone(),
+            frame: self.frame.clone(),
             aggs: self.aggs.stateless_copy(),
             state: HashMap::new(),
             bytes: 0,
@@ -298,8 +323,19 @@ impl Window {
             .map_or(usize::MAX, |l| self.offset.saturating_add(l))
     }
 
-    /// How many rows before a changed one read it (LEAD's offset).
+    /// How many rows before a changed one's peer group read it (LEAD's
+    /// offset, a frame reaching past the current row).
     fn max_lead(&self) -> usize {
+        let frame = match &self.frame {
+            Some(f) if self.funcs.iter().any(|f| matches!(f, WinFn::Agg(_))) => {
+                match (&f.end, f.rows) {
+                    (Bound::CurrentRow | Bound::Preceding(_) | Bound::UnboundedPreceding, _) => 0,
+                    (Bound::Following(n), true) => *n as usize,
+                    _ => usize::MAX,
+                }
+            }
+            _ => 0,
+        };
         self.funcs
             .iter()
             .map(|f| match f {
@@ -308,8 +344,80 @@ impl Window {
                 } => *offset,
                 _ => 0,
             })
+            .chain([frame])
             .max()
             .unwrap_or(0)
+    }
+
+    /// The rows `[lo, hi)` of the frame of the row at `p`, whose peers are
+    /// `[i, j)`.
+    fn frame_range(
+        &self,
+        f: &Frame,
+        rows: &[&Entry],
+        p: usize,
+        i: usize,
+        j: usize,
+    ) -> (usize, usize) {
+        let n = rows.len();
+        let count = |d: f64| d as usize;
+        let lo = match f.start {
+            Bound::UnboundedPreceding => 0,
+            Bound::UnboundedFollowing => n,
+            Bound::CurrentRow if f.rows => p,
+            Bound::CurrentRow => i,
+            Bound::Preceding(d) if f.rows => p.saturating_sub(count(d)),
+            Bound::Following(d) if f.rows => p.saturating_add(count(d)),
+            Bound::Preceding(d) => self.range_edge(rows, p, -d, true).unwrap_or(i),
+            Bound::Following(d) => self.range_edge(rows, p, d, true).unwrap_or(i),
+        };
+        let hi = match f.end {
+            Bound::UnboundedPreceding => 0,
+            Bound::UnboundedFollowing => n,
+            Bound::CurrentRow if f.rows => p + 1,
+            Bound::CurrentRow => j,
+            Bound::Preceding(d) if f.rows => (p + 1).saturating_sub(count(d)),
+            Bound::Following(d) if f.rows => p.saturating_add(count(d)).saturating_add(1),
+            Bound::Preceding(d) => self.range_edge(rows, p, -d, false).unwrap_or(j),
+            Bound::Following(d) => self.range_edge(rows, p, d, false).unwrap_or(j),
+        };
+        let lo = lo.min(n);
+        (lo, hi.min(n).max(lo))
+    }
+
+    /// RANGE: the first row (`start`) or one past the last row whose ORDER
+    /// BY value is within `delta` of row `p`'s, in the order's direction;
+    /// `None` when `p`'s value is NULL (its frame is its peers).
+    fn range_edge(&self, rows: &[&Entry], p: usize, delta: f64, start: bool) -> Option<usize> {
+        let desc = self.order.first().is_some_and(|o| o.1);
+        let pos = |e: &Entry| -> f64 {
+            match e.sort.first().map(|s| &s.v) {
+                None | Some(Value::Null) => {
+                    if desc {
+                        f64::INFINITY
+                    } else {
+                        f64::NEG_INFINITY
+                    }
+                }
+                Some(v) => {
+                    let x = crate::expr::value_to_f64(v).unwrap_or(0.0);
+                    if desc {
+                        -x
+                    } else {
+                        x
+                    }
+                }
+            }
+        };
+        if matches!(rows[p].sort.first().map(|s| &s.v), None | Some(Value::Null)) {
+            return None;
+        }
+        let t = pos(rows[p]) + delta;
+        Some(if start {
+            rows.partition_point(|q| pos(q) < t)
+        } else {
+            rows.partition_point(|q| pos(q) <= t)
+        })
     }
 
     /// A partition holding `rows`; charged to the state's bytes.
@@ -396,7 +504,7 @@ impl Window {
             }
             dense += 1;
             let rank = i as i64 + 1;
-            if let Some(g) = &mut acc {
+            if let (Some(g), None) = (&mut acc, &self.frame) {
                 for r in &rows[i..j] {
                     self.aggs.accumulate(g, &r.row);
                 }
@@ -405,6 +513,15 @@ impl Window {
                 }
             }
             for (p, r) in rows.iter().enumerate().take(j.min(end)).skip(i.max(start)) {
+                if let (Some(_), Some(f)) = (&acc, &self.frame) {
+                    // An explicit frame: its rows aggregated afresh.
+                    let (lo, hi) = self.frame_range(f, &rows, p, i, j);
+                    let mut g = self.aggs.accumulator();
+                    for q in &rows[lo..hi] {
+                        self.aggs.accumulate(&mut g, &q.row);
+                    }
+                    agg_vals = self.aggs.values(&g);
+                }
                 let mut row = r.row.clone();
                 let mut next_agg = agg_vals.iter();
                 for f in &self.funcs {
@@ -655,6 +772,15 @@ impl fmt::Display for Window {
                 write!(f, "{}", self.offset.saturating_add(l))?;
             }
         }
+        if let Some(fr) = &self.frame {
+            write!(
+                f,
+                " {} {:?}..{:?}",
+                if fr.rows { "ROWS" } else { "RANGE" },
+                fr.start,
+                fr.end
+            )?;
+        }
         write!(f, ", state keyed by {:?}", self.key)
     }
 }
@@ -793,6 +919,47 @@ mod tests {
             &mut h,
             "+ a 2 6",
             "- a 1 5 NULL 7\n+ a 1 5 NULL 6\n+ a 2 6 5 7\n- a 3 7 5 0\n+ a 3 7 6 0",
+        );
+    }
+
+    #[test]
+    fn explicit_frames_aggregate_their_rows() {
+        // SUM over ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING.
+        let mut w = window(vec![WinFn::Agg(AggSpec::new(AggKind::Sum, 2))], 0, None);
+        w.frame = Some(Frame {
+            rows: true,
+            start: Bound::Preceding(1.0),
+            end: Bound::Following(1.0),
+        });
+        let mut h = Harness::new(checked(w));
+        assert_emits(
+            &mut h,
+            "+ a 1 1\n+ a 2 10\n+ a 3 100",
+            "+ a 1 1 11\n+ a 2 10 111\n+ a 3 100 110",
+        );
+        // A row at the end changes its neighbour's frame too.
+        assert_emits(
+            &mut h,
+            "+ a 4 1000",
+            "- a 3 100 110\n+ a 3 100 1110\n+ a 4 1000 1100",
+        );
+        // MAX over RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING (values 1..4).
+        let mut w = window(vec![WinFn::Agg(AggSpec::new(AggKind::Max, 2))], 0, None);
+        w.frame = Some(Frame {
+            rows: false,
+            start: Bound::CurrentRow,
+            end: Bound::Following(1.0),
+        });
+        let mut h = Harness::new(checked(w));
+        assert_emits(
+            &mut h,
+            "+ a 1 5\n+ a 1 2\n+ a 3 7",
+            "+ a 1 5 5\n+ a 1 2 5\n+ a 3 7 7",
+        );
+        assert_emits(
+            &mut h,
+            "+ a 2 9",
+            "- a 1 5 5\n+ a 1 5 9\n- a 1 2 5\n+ a 1 2 9\n+ a 2 9 9",
         );
     }
 

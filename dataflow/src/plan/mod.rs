@@ -13,7 +13,7 @@ use ladle_common::{Collation, Row, SqlType, TableSchema, Value};
 
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
-use crate::ops::{AggSpec, JoinKind, WinFn};
+use crate::ops::{AggSpec, Frame, JoinKind, WinFn};
 use crate::OutputColumn;
 use range::RangeIndex;
 
@@ -43,6 +43,8 @@ pub(crate) enum LOp {
         funcs: Vec<WinFn>,
         offset: usize,
         limit: Option<usize>,
+        /// The aggregates' explicit frame.
+        frame: Option<Frame>,
     },
     /// Constant rows (a FROM-less SELECT inside a UNION).
     Values(Vec<ladle_common::Row>),

@@ -261,6 +261,7 @@ fn top_k(mut pv: PlannedView) -> Result<PlannedView> {
             funcs: vec![],
             offset,
             limit,
+            frame: None,
         },
         inputs: vec![LNode::take(&mut pv.plan)],
         colls,

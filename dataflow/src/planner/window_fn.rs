@@ -16,7 +16,8 @@ use super::select_state::{Frame, SelectState};
 use super::syntax::has_subquery;
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
-use crate::ops::{AggKind, WinFn};
+use crate::ops::Frame as WindowFrame;
+use crate::ops::{AggKind, Bound, WinFn};
 use crate::plan::{LNode, LOp};
 use crate::{DataflowError, Result};
 
@@ -29,6 +30,7 @@ struct WindowPlan {
     text: String,
     partition: Vec<usize>,
     order: OrderSpec,
+    frame: Option<WindowFrame>,
     /// The function and its result column (named by the call's index).
     funcs: Vec<(WinFn, ScopeCol)>,
 }
@@ -153,14 +155,11 @@ impl Planner<'_> {
                     Some(ast::WindowType::WindowSpec(w)) if w.window_name.is_none() => w,
                     _ => return Err(unsupported("named windows")),
                 };
-                if spec.window_frame.is_some() {
-                    return Err(unsupported("window frames (ROWS/RANGE BETWEEN ...)"));
-                }
                 if f.filter.is_some() || f.null_treatment.is_some() || !f.within_group.is_empty() {
                     return Err(unsupported(format!("{f}")));
                 }
                 let text = format!(
-                    "{:?}|{:?}",
+                    "{:?}|{:?}|{:?}",
                     spec.partition_by
                         .iter()
                         .map(|e| e.to_string())
@@ -168,7 +167,8 @@ impl Planner<'_> {
                     spec.order_by
                         .iter()
                         .map(|e| e.to_string())
-                        .collect::<Vec<_>>()
+                        .collect::<Vec<_>>(),
+                    spec.window_frame.as_ref().map(|f| format!("{f:?}"))
                 );
                 let w = match windows.iter().position(|w| w.text == text) {
                     Some(w) => w,
@@ -195,10 +195,15 @@ impl Planner<'_> {
                             let c = place(e, width, &mut extra);
                             order.push((c, o.asc == Some(false), coll));
                         }
+                        let window_frame = match &spec.window_frame {
+                            Some(f) => Some(frame_of(f, &order, &cx)?),
+                            None => None,
+                        };
                         windows.push(WindowPlan {
                             text,
                             partition,
                             order,
+                            frame: window_frame,
                             funcs: Vec::new(),
                         });
                         windows.len() - 1
@@ -392,6 +397,7 @@ fn add_window_nodes(
                 funcs,
                 offset: 0,
                 limit: None,
+                frame: w.frame,
             },
             inputs: vec![LNode::take(&mut st.node)],
             colls,
@@ -440,4 +446,60 @@ fn rewrite_calls(
         replace_calls(&mut o.expr, calls);
     }
     Ok((s2, q2))
+}
+
+/// An explicit frame: ROWS or RANGE, its bounds' offsets constants (RANGE
+/// with an offset over one numeric ORDER BY value).
+fn frame_of(f: &ast::WindowFrame, order: &OrderSpec, cx: &ExprCx<'_>) -> Result<WindowFrame> {
+    let rows = match f.units {
+        ast::WindowFrameUnits::Rows => true,
+        ast::WindowFrameUnits::Range => false,
+        ast::WindowFrameUnits::Groups => return Err(unsupported("GROUPS window frames")),
+    };
+    let offset = |e: &ast::Expr| -> Result<f64> {
+        let x = cx.compile(e)?;
+        if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
+            return Err(unsupported("a window frame offset that is not a constant"));
+        }
+        let v = x.eval(&[]).map_err(DataflowError::from)?;
+        let n = crate::expr::value_to_f64(&v).filter(|n| *n >= 0.0 && !v.is_null());
+        match n {
+            Some(n) if !rows || n.fract() == 0.0 => Ok(n),
+            _ => Err(DataflowError::BadArgument(format!(
+                "Window frame offset {v} is not a non-negative {}",
+                if rows { "integer" } else { "number" }
+            ))),
+        }
+    };
+    let bound = |b: &ast::WindowFrameBound, start: bool| -> Result<Bound> {
+        Ok(match b {
+            ast::WindowFrameBound::CurrentRow => Bound::CurrentRow,
+            ast::WindowFrameBound::Preceding(None) if start => Bound::UnboundedPreceding,
+            ast::WindowFrameBound::Following(None) if !start => Bound::UnboundedFollowing,
+            ast::WindowFrameBound::Preceding(None) | ast::WindowFrameBound::Following(None) => {
+                return Err(DataflowError::BadArgument(format!(
+                    "Window frame bound {b} is not allowed there"
+                )))
+            }
+            ast::WindowFrameBound::Preceding(Some(e)) => Bound::Preceding(offset(e)?),
+            ast::WindowFrameBound::Following(Some(e)) => Bound::Following(offset(e)?),
+        })
+    };
+    let frame = WindowFrame {
+        rows,
+        start: bound(&f.start_bound, true)?,
+        end: match &f.end_bound {
+            Some(b) => bound(b, false)?,
+            None => Bound::CurrentRow,
+        },
+    };
+    let offsets = [&frame.start, &frame.end]
+        .iter()
+        .any(|b| matches!(b, Bound::Preceding(_) | Bound::Following(_)));
+    if !rows && offsets && order.len() != 1 {
+        return Err(unsupported(
+            "a RANGE frame with an offset over other than one ORDER BY value",
+        ));
+    }
+    Ok(frame)
 }
