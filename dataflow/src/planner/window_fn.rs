@@ -445,6 +445,30 @@ fn rewrite_calls(
     for o in q2.order_by.iter_mut().flat_map(|ob| ob.exprs.iter_mut()) {
         replace_calls(&mut o.expr, calls);
     }
+    // Without ORDER BY, MySQL returns the rows in the order it computed
+    // the (last) window in: its PARTITION BY, then its ORDER BY. ORMs'
+    // tests read them so (SQLAlchemy's WindowFunctionTest).
+    if q2.order_by.is_none() && s.distinct.is_none() {
+        if let Some(ast::WindowType::WindowSpec(w)) = calls.last().and_then(|f| f.over.as_ref()) {
+            let exprs: Vec<ast::OrderByExpr> = w
+                .partition_by
+                .iter()
+                .map(|e| ast::OrderByExpr {
+                    expr: e.clone(),
+                    asc: None,
+                    nulls_first: None,
+                    with_fill: None,
+                })
+                .chain(w.order_by.iter().cloned())
+                .collect();
+            if !exprs.is_empty() {
+                q2.order_by = Some(ast::OrderBy {
+                    exprs,
+                    interpolate: None,
+                });
+            }
+        }
+    }
     Ok((s2, q2))
 }
 
