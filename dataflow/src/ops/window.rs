@@ -51,6 +51,34 @@ pub(crate) enum WinFn {
         lead: bool,
         default: Value,
     },
+    /// FIRST_VALUE (`nth` 1), NTH_VALUE (`nth`) or LAST_VALUE
+    /// (`from_last`, `nth` 1) of input column `col` over the frame (the
+    /// default frame, or the window's explicit one); NULL past its edge.
+    Nth {
+        col: usize,
+        nth: usize,
+        from_last: bool,
+    },
+    /// (RANK - 1) / (rows - 1), 0 for a partition of one row.
+    PercentRank,
+    /// Rows up to and including the current row's peers / rows.
+    CumeDist,
+    /// The current row's bucket of `n` nearly equal ones (the first
+    /// `rows % n` one row larger).
+    Ntile(usize),
+}
+
+impl WinFn {
+    /// Whether its value depends on the partition's size (every row
+    /// changes when a row comes or goes).
+    fn reads_size(&self) -> bool {
+        matches!(self, WinFn::PercentRank | WinFn::CumeDist | WinFn::Ntile(_))
+    }
+
+    /// Whether it reads the frame.
+    fn framed(&self) -> bool {
+        matches!(self, WinFn::Agg(_) | WinFn::Nth { .. })
+    }
 }
 
 /// An explicit frame's bound: a row count (ROWS) or a distance in the
@@ -327,13 +355,11 @@ impl Window {
     /// offset, a frame reaching past the current row).
     fn max_lead(&self) -> usize {
         let frame = match &self.frame {
-            Some(f) if self.funcs.iter().any(|f| matches!(f, WinFn::Agg(_))) => {
-                match (&f.end, f.rows) {
-                    (Bound::CurrentRow | Bound::Preceding(_) | Bound::UnboundedPreceding, _) => 0,
-                    (Bound::Following(n), true) => *n as usize,
-                    _ => usize::MAX,
-                }
-            }
+            Some(f) if self.funcs.iter().any(WinFn::framed) => match (&f.end, f.rows) {
+                (Bound::CurrentRow | Bound::Preceding(_) | Bound::UnboundedPreceding, _) => 0,
+                (Bound::Following(n), true) => *n as usize,
+                _ => usize::MAX,
+            },
             _ => 0,
         };
         self.funcs
@@ -345,6 +371,12 @@ impl Window {
                 _ => 0,
             })
             .chain([frame])
+            .chain(
+                self.funcs
+                    .iter()
+                    .filter(|f| f.reads_size())
+                    .map(|_| usize::MAX),
+            )
             .max()
             .unwrap_or(0)
     }
@@ -546,6 +578,30 @@ impl Window {
                                 None => default.clone(),
                             }
                         }
+                        WinFn::Nth {
+                            col,
+                            nth,
+                            from_last,
+                        } => {
+                            let (lo, hi) = match &self.frame {
+                                Some(f) => self.frame_range(f, &rows, p, i, j),
+                                None => (0, j),
+                            };
+                            let q = if *from_last {
+                                hi.checked_sub(*nth).filter(|q| *q >= lo)
+                            } else {
+                                lo.checked_add(nth - 1).filter(|q| *q < hi)
+                            };
+                            q.and_then(|q| rows[q].row.get(*col).cloned())
+                                .unwrap_or(Value::Null)
+                        }
+                        WinFn::PercentRank => Value::Double(if rows.len() > 1 {
+                            (rank - 1) as f64 / (rows.len() - 1) as f64
+                        } else {
+                            0.0
+                        }),
+                        WinFn::CumeDist => Value::Double(j as f64 / rows.len() as f64),
+                        WinFn::Ntile(n) => Value::Int(ntile(p, rows.len(), *n) as i64),
                     });
                 }
                 out.push(row);
@@ -723,6 +779,19 @@ impl Window {
     }
 }
 
+/// NTILE(n): the 1-based bucket of position `p` of `len` rows, the first
+/// `len % n` buckets one row larger.
+fn ntile(p: usize, len: usize, n: usize) -> usize {
+    let n = n.max(1);
+    let (size, extra) = (len / n, len % n);
+    let big = extra * (size + 1);
+    if p < big {
+        p / (size + 1) + 1
+    } else {
+        extra + (p - big) / size.max(1) + 1
+    }
+}
+
 fn entry_bytes(e: &Entry) -> usize {
     row_bytes(&e.row) + 24 * e.sort.len() + 48
 }
@@ -755,6 +824,17 @@ impl fmt::Display for Window {
                 WinFn::Shift {
                     col, offset, lead, ..
                 } => format!("{}(#{col}, {offset})", if *lead { "LEAD" } else { "LAG" }),
+                WinFn::Nth {
+                    col,
+                    nth,
+                    from_last,
+                } => format!(
+                    "{}(#{col}, {nth})",
+                    if *from_last { "NTH_LAST" } else { "NTH" }
+                ),
+                WinFn::PercentRank => "PERCENT_RANK".into(),
+                WinFn::CumeDist => "CUME_DIST".into(),
+                WinFn::Ntile(n) => format!("NTILE({n})"),
             })
             .collect();
         write!(
@@ -960,6 +1040,44 @@ mod tests {
             &mut h,
             "+ a 2 9",
             "- a 1 5 5\n+ a 1 5 9\n- a 1 2 5\n+ a 1 2 9\n+ a 2 9 9",
+        );
+    }
+
+    #[test]
+    fn value_and_distribution_functions() {
+        let w = window(
+            vec![
+                WinFn::Nth {
+                    col: 2,
+                    nth: 1,
+                    from_last: false,
+                },
+                WinFn::Nth {
+                    col: 2,
+                    nth: 1,
+                    from_last: true,
+                },
+                WinFn::Ntile(2),
+            ],
+            0,
+            None,
+        );
+        let mut h = Harness::new(checked(w));
+        // LAST_VALUE over the default frame is the last peer's.
+        assert_emits(
+            &mut h,
+            "+ a 1 x\n+ a 2 y\n+ a 2 z",
+            "+ a 1 x x x 1\n+ a 2 y x z 1\n+ a 2 z x z 2",
+        );
+        // A new first row changes every FIRST_VALUE and NTILE.
+        assert_emits(
+            &mut h,
+            "+ a 0 w",
+            "+ a 0 w w w 1\n- a 1 x x x 1\n+ a 1 x w x 1\n- a 2 y x z 1\n+ a 2 y w z 2\n- a 2 z x z 2\n+ a 2 z w z 2",
+        );
+        assert_eq!(
+            (0..7).map(|p| ntile(p, 7, 3)).collect::<Vec<_>>(),
+            vec![1, 1, 1, 2, 2, 3, 3]
         );
     }
 

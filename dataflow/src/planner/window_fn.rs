@@ -281,63 +281,44 @@ impl Planner<'_> {
                 // A window of a row is never empty, but MIN/SUM of NULLs is NULL.
                 Ok((WinFn::Agg(spec), ty, nullable, coll))
             }
-            "lag" | "lead" => {
-                let expr_of = |a: &ast::FunctionArg| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-                    other => Err(unsupported(format!("{name}({other})"))),
+            "lag" | "lead" => shift_call(&name, &args, cx, frame, width, extra),
+            "first_value" | "last_value" | "nth_value" => {
+                nth_call(&name, &args, cx, frame, width, extra)
+            }
+            "percent_rank" | "cume_dist" => {
+                if !args.is_empty() {
+                    return Err(DataflowError::BadArgument(format!(
+                        "{} takes no arguments",
+                        name.to_ascii_uppercase()
+                    )));
+                }
+                let func = if name == "percent_rank" {
+                    WinFn::PercentRank
+                } else {
+                    WinFn::CumeDist
                 };
-                let (arg, offset, default) = match args.as_slice() {
-                    [a] => (expr_of(a)?, None, None),
-                    [a, o] => (expr_of(a)?, Some(expr_of(o)?), None),
-                    [a, o, d] => (expr_of(a)?, Some(expr_of(o)?), Some(expr_of(d)?)),
-                    _ => {
-                        return Err(DataflowError::BadArgument(format!(
-                            "Incorrect parameter count in the call to native function '{}'",
-                            name.to_ascii_uppercase()
-                        )))
-                    }
-                };
-                let arg = stable(cx.compile(&arg)?)?;
-                let (ty, _) = arg.result_type(&frame.types);
-                let coll = frame.collation_of(&arg);
-                let constant = |e: &ast::Expr| -> Result<Value> {
-                    let x = cx.compile(e)?;
-                    if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
-                        return Err(unsupported(format!(
-                            "{} with a non-constant offset or default",
-                            name.to_ascii_uppercase()
-                        )));
-                    }
-                    x.eval(&[]).map_err(DataflowError::from)
-                };
-                let offset = match offset {
-                    None => 1,
-                    Some(o) => match constant(&o)?.as_i64() {
-                        Some(n) if n >= 0 => n as usize,
-                        _ => {
-                            return Err(DataflowError::BadArgument(format!(
-                                "Incorrect arguments to {}",
-                                name.to_ascii_uppercase()
-                            )))
-                        }
-                    },
-                };
-                let default = match default {
-                    None => Value::Null,
-                    Some(d) => constant(&d)?,
-                };
-                let col = place(arg, width, extra);
                 Ok((
-                    WinFn::Shift {
-                        col,
-                        offset,
-                        lead: name == "lead",
-                        default,
-                    },
-                    ty,
-                    true,
-                    coll,
+                    func,
+                    ladle_common::SqlType::Double,
+                    false,
+                    Collation::Binary,
                 ))
+            }
+            "ntile" => {
+                let n = match args.as_slice() {
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
+                        constant_arg(cx, e, &name)?.as_i64()
+                    }
+                    _ => None,
+                };
+                match n {
+                    Some(n) if n >= 1 => {
+                        Ok((WinFn::Ntile(n as usize), bigint, false, Collation::Binary))
+                    }
+                    _ => Err(DataflowError::BadArgument(
+                        "Incorrect arguments to NTILE".into(),
+                    )),
+                }
             }
             other => Err(unsupported(format!(
                 "window function {}",
@@ -526,4 +507,130 @@ fn frame_of(f: &ast::WindowFrame, order: &OrderSpec, cx: &ExprCx<'_>) -> Result<
         ));
     }
     Ok(frame)
+}
+
+/// A window function's constant argument (NTILE's buckets, NTH_VALUE's N).
+fn constant_arg(cx: &ExprCx<'_>, e: &ast::Expr, name: &str) -> Result<Value> {
+    let x = cx.compile(e)?;
+    if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
+        return Err(unsupported(format!(
+            "{} with a non-constant argument",
+            name.to_ascii_uppercase()
+        )));
+    }
+    x.eval(&[]).map_err(DataflowError::from)
+}
+
+/// LAG or LEAD: its column, constant offset and default.
+fn shift_call(
+    name: &str,
+    args: &[&ast::FunctionArg],
+    cx: &ExprCx<'_>,
+    frame: &Frame,
+    width: usize,
+    extra: &mut Vec<Expr>,
+) -> Result<(WinFn, ladle_common::SqlType, bool, Collation)> {
+    let expr_of = |a: &ast::FunctionArg| match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+        other => Err(unsupported(format!("{name}({other})"))),
+    };
+    let (arg, offset, default) = match args {
+        [a] => (expr_of(a)?, None, None),
+        [a, o] => (expr_of(a)?, Some(expr_of(o)?), None),
+        [a, o, d] => (expr_of(a)?, Some(expr_of(o)?), Some(expr_of(d)?)),
+        _ => {
+            return Err(DataflowError::BadArgument(format!(
+                "Incorrect parameter count in the call to native function '{}'",
+                name.to_ascii_uppercase()
+            )))
+        }
+    };
+    let arg = stable(cx.compile(&arg)?)?;
+    let (ty, _) = arg.result_type(&frame.types);
+    let coll = frame.collation_of(&arg);
+    let constant = |e: &ast::Expr| -> Result<Value> {
+        let x = cx.compile(e)?;
+        if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
+            return Err(unsupported(format!(
+                "{} with a non-constant offset or default",
+                name.to_ascii_uppercase()
+            )));
+        }
+        x.eval(&[]).map_err(DataflowError::from)
+    };
+    let offset = match offset {
+        None => 1,
+        Some(o) => match constant(&o)?.as_i64() {
+            Some(n) if n >= 0 => n as usize,
+            _ => {
+                return Err(DataflowError::BadArgument(format!(
+                    "Incorrect arguments to {}",
+                    name.to_ascii_uppercase()
+                )))
+            }
+        },
+    };
+    let default = match default {
+        None => Value::Null,
+        Some(d) => constant(&d)?,
+    };
+    let col = place(arg, width, extra);
+    Ok((
+        WinFn::Shift {
+            col,
+            offset,
+            lead: name == "lead",
+            default,
+        },
+        ty,
+        true,
+        coll,
+    ))
+}
+
+/// FIRST_VALUE, LAST_VALUE or NTH_VALUE: its column and N.
+fn nth_call(
+    name: &str,
+    args: &[&ast::FunctionArg],
+    cx: &ExprCx<'_>,
+    frame: &Frame,
+    width: usize,
+    extra: &mut Vec<Expr>,
+) -> Result<(WinFn, ladle_common::SqlType, bool, Collation)> {
+    let expr_of = |a: &ast::FunctionArg| match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+        other => Err(unsupported(format!("{name}({other})"))),
+    };
+    let (arg, nth) = match (name, args) {
+        ("nth_value", [a, n]) => (expr_of(a)?, Some(expr_of(n)?)),
+        ("first_value" | "last_value", [a]) => (expr_of(a)?, None),
+        _ => {
+            return Err(DataflowError::BadArgument(format!(
+                "Incorrect parameter count in the call to native function '{}'",
+                name.to_ascii_uppercase()
+            )))
+        }
+    };
+    let nth = match nth {
+        None => 1,
+        Some(n) => match constant_arg(cx, &n, name)?.as_i64() {
+            Some(n) if n >= 1 => n as usize,
+            _ => {
+                return Err(DataflowError::BadArgument(format!(
+                    "Incorrect arguments to {}",
+                    name.to_ascii_uppercase()
+                )))
+            }
+        },
+    };
+    let arg = stable(cx.compile(&arg)?)?;
+    let (ty, _) = arg.result_type(&frame.types);
+    let coll = frame.collation_of(&arg);
+    let col = place(arg, width, extra);
+    let func = WinFn::Nth {
+        col,
+        nth,
+        from_last: name == "last_value",
+    };
+    Ok((func, ty, true, coll))
 }
