@@ -139,6 +139,7 @@ struct Detached {
 pub(crate) enum CapturedState {
     Reader(ops::Captured<ops::reader::Rows, Vec<RowDelta>>),
     Aggregate(ops::Captured<ops::aggregate::Partition, ops::aggregate::GroupPatch>),
+    Window(ops::Captured<ops::window::Partition, Vec<RowDelta>>),
 }
 
 /// A stateful node's state as restored from a snapshot.
@@ -147,6 +148,8 @@ pub(crate) enum RestoredState {
     Reader(Vec<(Vec<Value>, Vec<Row>, bool)>),
     /// Partition key -> partition.
     Aggregate(Vec<(Vec<Value>, ops::aggregate::Partition)>),
+    /// State key -> the partition's input rows.
+    Window(Vec<(Vec<Value>, Vec<Row>)>),
 }
 
 /// The stable id of a node with structural signature `text`.
@@ -227,7 +230,7 @@ impl Graph {
         let mut nodes = Vec::with_capacity(ids.len());
         for &n in &ids {
             let node = &self.nodes[n];
-            if !allow_scans && matches!(&node.op, Op::Aggregate(a) if a.key.is_empty()) {
+            if !allow_scans && node.op.state_key().is_some_and(|k| k.is_empty()) {
                 return None;
             }
             let parents = node
@@ -356,9 +359,8 @@ impl Graph {
     /// Whether every partition in `read` (from [`Graph::take_read`] on a
     /// detached copy) is still filled (not evicted since).
     pub fn still_filled(&self, read: &[(NodeId, Vec<Value>)]) -> bool {
-        read.iter().all(|(n, sk)| {
-            matches!(self.nodes.get(*n).map(|n| &n.op), Some(Op::Aggregate(a)) if a.is_filled(sk))
-        })
+        read.iter()
+            .all(|(n, sk)| self.nodes.get(*n).is_some_and(|n| n.op.is_filled(sk)))
     }
 
     /// Fills the aggregate partitions a detached pull computed, where they
@@ -367,9 +369,9 @@ impl Graph {
     /// inputs are exactly what a pull here would read.
     pub fn install_fills(&mut self, fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>) {
         for (n, sk, input) in fills {
-            if let Some(Op::Aggregate(a)) = self.nodes.get_mut(n).map(|n| &mut n.op) {
-                if a.lookup(&sk).is_none() {
-                    a.fill(&sk, input);
+            if let Some(node) = self.nodes.get_mut(n) {
+                if node.op.state_key().is_some() && !node.op.is_filled(&sk) {
+                    node.op.fill_partition(&sk, input);
                 }
             }
         }

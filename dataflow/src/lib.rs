@@ -8,12 +8,12 @@
 //!  SQL AST --planner--> query graph (plan::LNode) --install--> dataflow nodes --> readers
 //!                                                   (nodes shared by signature)
 //!  write: Storage::write -> on_commit: queue (lsn, deltas) -> ack
-//!         worker: snapshot at X -> merged batches <= X -> Base -> Filter/Project/Join/Aggregate -> Reader
+//!         worker: snapshot at X -> merged batches <= X -> Base -> Filter/Project/Join/Aggregate/Window -> Reader
 //!                                                        (deltas for holes are dropped)
 //!  read:  PreparedQuery::execute -> reader hit -> rows (read_after: the reader's own rows, shared)
 //!                                -> miss -> upquery: pull(key) through the ancestors,
 //!                                   down to storage lookups; fills the holes on the path
-//!  evict: least recently used reader keys; then aggregate state, clearing its descendants
+//!  evict: least recently used reader keys; then aggregate or window state, clearing its descendants
 //!  snapshot: under the commit lock, Arc references to the partitions changed since the
 //!            last epoch -> serialized into `SnapshotStore` files after the lock is released
 //!  recover:  newest verified epoch -> restore nodes by stable id -> replay the change log
@@ -48,11 +48,13 @@
 //! replay never races a delta. Reader hits take no lock: readers publish
 //! each batch as a new version of a persistent map (`ops/reader/`).
 //!
-//! Partial state: readers and aggregates hold some keys (complete results)
+//! Partial state: readers, aggregates and windows (rows kept in order per
+//! partition: window functions, top-k) hold some keys (complete results)
 //! and holes. Deltas for holes are dropped; a fill computes the key from the
 //! nearest ancestor that holds it (ultimately storage index lookups/scans),
 //! filling state on the way, so a filled key's dependencies are filled too.
-//! Evicting an aggregate's state clears every node downstream of it.
+//! Evicting an aggregate's (or a window's) state clears every node
+//! downstream of it.
 //!
 //! Joins are maintained per join key: for each key a batch touches, both
 //! inputs are looked up as they are after the batch, the rows before it are

@@ -48,6 +48,11 @@ const VIEWS: &[&str] = &[
     // order matters: restored rows must come back sorted
     "SELECT id, score FROM votes WHERE article = ? ORDER BY score DESC, id LIMIT 5",
     "SELECT id, usr, score FROM votes ORDER BY usr, score DESC, id",
+    // windows: partial (keyed by the parameter), full, and a top-k whose
+    // one large partition is saved as the row deltas applied inside it
+    "SELECT id, usr, ROW_NUMBER() OVER (PARTITION BY usr ORDER BY score DESC, id) AS rn FROM votes WHERE article = ?",
+    "SELECT id, SUM(score) OVER (PARTITION BY article ORDER BY id) AS s FROM votes",
+    "SELECT a.id, t.id FROM articles a JOIN (SELECT id, article FROM votes ORDER BY score DESC, id LIMIT 7) t ON t.article = a.id",
 ];
 
 struct Node {

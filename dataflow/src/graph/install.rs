@@ -7,7 +7,7 @@ use ladle_common::Collation;
 
 use super::{choose_index, split_cols, stable_id, Graph, Node, NodeId};
 use crate::ops::{
-    self, Aggregate, Filter, Join, JoinKind, Op, Project, Reader, ReaderState, Union,
+    self, Aggregate, Filter, Join, JoinKind, Op, Project, Reader, ReaderState, Union, Window,
 };
 use crate::plan::{LNode, LOp};
 use crate::Result;
@@ -66,48 +66,7 @@ impl Graph {
                 ids.push(id);
                 continue;
             }
-            let op = match &t.op {
-                LOp::Base(s) => {
-                    self.schemas.insert(s.id, s.clone());
-                    Op::Base {
-                        table: s.id,
-                        name: s.name.clone(),
-                    }
-                }
-                LOp::Filter(e) => Op::Filter(Filter::new(e.clone())),
-                LOp::Project(es) => Op::Project(Project::new(es.clone())),
-                LOp::Join {
-                    kind,
-                    left_cols,
-                    right_cols,
-                } => {
-                    let lc = &self.nodes[parents[0]].colls;
-                    Op::Join(Join {
-                        kind: *kind,
-                        left_cols: left_cols.clone(),
-                        right_cols: right_cols.clone(),
-                        colls: left_cols
-                            .iter()
-                            .map(|&c| lc.get(c).copied().unwrap_or_default())
-                            .collect(),
-                        right_width: self.nodes[parents[1]].colls.len(),
-                        drives: t.drives.clone(),
-                    })
-                }
-                LOp::Aggregate {
-                    ngroup,
-                    aggs,
-                    scalar,
-                } => {
-                    let mut a = Aggregate::new(*ngroup, aggs.clone(), t.colls.clone(), *scalar);
-                    a.key = t.state_key.clone();
-                    Op::Aggregate(a)
-                }
-                LOp::Values(rows) => Op::Values(rows.clone()),
-                LOp::Union => Op::Union(Union {
-                    inputs: parents.len(),
-                }),
-            };
+            let op = self.new_op(t, &parents)?;
             let id = self.nodes.len();
             for &p in &parents {
                 self.nodes[p].children.push(id);
@@ -150,6 +109,72 @@ impl Graph {
             users: 1,
         });
         Ok((id, shared))
+    }
+
+    /// The operator (with empty state) of plan node `t` over `parents`.
+    fn new_op(&mut self, t: &Tmp, parents: &[NodeId]) -> Result<Op> {
+        Ok(match &t.op {
+            LOp::Base(s) => {
+                self.schemas.insert(s.id, s.clone());
+                Op::Base {
+                    table: s.id,
+                    name: s.name.clone(),
+                }
+            }
+            LOp::Filter(e) => Op::Filter(Filter::new(e.clone())),
+            LOp::Project(es) => Op::Project(Project::new(es.clone())),
+            LOp::Join {
+                kind,
+                left_cols,
+                right_cols,
+            } => {
+                let lc = &self.nodes[parents[0]].colls;
+                Op::Join(Join {
+                    kind: *kind,
+                    left_cols: left_cols.clone(),
+                    right_cols: right_cols.clone(),
+                    colls: left_cols
+                        .iter()
+                        .map(|&c| lc.get(c).copied().unwrap_or_default())
+                        .collect(),
+                    right_width: self.nodes[parents[1]].colls.len(),
+                    drives: t.drives.clone(),
+                })
+            }
+            LOp::Aggregate {
+                ngroup,
+                aggs,
+                scalar,
+            } => {
+                let mut a = Aggregate::new(*ngroup, aggs.clone(), t.colls.clone(), *scalar);
+                a.key = t.state_key.clone();
+                Op::Aggregate(a)
+            }
+            LOp::Window {
+                partition,
+                order,
+                funcs,
+                offset,
+                limit,
+                frame,
+            } => {
+                let mut w = Window::try_new(
+                    partition.clone(),
+                    order.clone(),
+                    funcs.clone(),
+                    *offset,
+                    *limit,
+                    self.nodes[parents[0]].colls.clone(),
+                )?;
+                w.key = t.state_key.clone();
+                w.frame = frame.clone();
+                Op::Window(Box::new(w))
+            }
+            LOp::Values(rows) => Op::Values(rows.clone()),
+            LOp::Union => Op::Union(Union {
+                inputs: parents.len(),
+            }),
+        })
     }
 
     /// Removes a reader and every node no other view uses.
@@ -270,6 +295,16 @@ fn decide_key(t: &Tmp, reqs: &[Vec<usize>]) -> Vec<usize> {
                 vec![]
             }
         }
+        LOp::Window { partition, .. } => {
+            if reqs.len() == 1
+                && !reqs[0].is_empty()
+                && reqs[0].iter().all(|c| partition.contains(c))
+            {
+                reqs[0].clone()
+            } else {
+                vec![]
+            }
+        }
         _ => vec![],
     }
 }
@@ -299,7 +334,7 @@ fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usi
                 }
             }
         }
-        LOp::Aggregate { .. } => out.push((0, state_key.to_vec())),
+        LOp::Aggregate { .. } | LOp::Window { .. } => out.push((0, state_key.to_vec())),
         LOp::Join {
             kind,
             left_cols,
@@ -387,6 +422,9 @@ fn selective(tmp: &[Tmp], i: usize, cols: &[usize]) -> bool {
         }
         LOp::Aggregate { ngroup, .. } => {
             cols.iter().all(|c| c < ngroup) && selective(tmp, t.parents[0], cols)
+        }
+        LOp::Window { partition, .. } => {
+            cols.iter().all(|c| partition.contains(c)) && selective(tmp, t.parents[0], cols)
         }
         LOp::Values(_) => false,
     }

@@ -111,6 +111,7 @@ impl Graph {
             Op::Project(p) => p.on_input(per.swap_remove(0)),
             Op::Union(u) => Ok(u.on_input(per)),
             Op::Aggregate(a) => Ok(a.on_input(per.swap_remove(0))),
+            Op::Window(w) => Ok(w.on_input(per.swap_remove(0))),
             Op::Reader(r) => {
                 r.on_input(per.swap_remove(0));
                 Ok(vec![])

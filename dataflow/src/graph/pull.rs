@@ -59,7 +59,7 @@ impl Graph {
                 let j = j.clone();
                 self.pull_join(src, n, &j, cols, key)
             }
-            Op::Aggregate(_) => Ok(self
+            Op::Aggregate(_) | Op::Window(_) => Ok(self
                 .pull_aggregate(src, n, cols, std::slice::from_ref(&key.to_vec()))?
                 .pop()
                 .unwrap_or_default()),
@@ -104,7 +104,7 @@ impl Graph {
                 let u = u.clone();
                 u.pull_keys(keys.len(), |i| self.pull_keys(src, parents[i], cols, keys))
             }
-            Op::Aggregate(_) => self.pull_aggregate(src, n, cols, keys),
+            Op::Aggregate(_) | Op::Window(_) => self.pull_aggregate(src, n, cols, keys),
             _ => self.pull_each(src, n, cols, keys),
         }
     }
@@ -122,7 +122,7 @@ impl Graph {
             .collect()
     }
 
-    /// Rows of aggregate node `n` for each of `keys`, filling the partitions
+    /// Rows of aggregate (or window) node `n` for each of `keys`, filling the partitions
     /// it lacks from one pull of its input (shared with the real graph's
     /// state when this is a detached copy).
     fn pull_aggregate(
@@ -134,10 +134,10 @@ impl Graph {
     ) -> Result<Vec<Vec<Row>>> {
         let parent = self.nodes[n].parents[0];
         let colls = self.nodes[n].colls.clone();
-        let Op::Aggregate(a) = &self.nodes[n].op else {
+        let Some(state_key) = self.nodes[n].op.state_key() else {
             return Err(DataflowError::Internal(format!("n{n} is not an aggregate")));
         };
-        let state_key = a.key.clone();
+        let state_key = state_key.to_vec();
         let mut out: Vec<Option<Vec<Row>>> = Vec::with_capacity(keys.len());
         let mut state_keys = Vec::with_capacity(keys.len());
         let mut missing: HashSet<Vec<Value>> = HashSet::new();
@@ -181,10 +181,8 @@ impl Graph {
             if let Some(d) = &mut self.detached {
                 d.fills.push((d.real[n], sk.clone(), input.clone()));
             }
-            if let Op::Aggregate(a) = &mut self.nodes[n].op {
-                let rows = a.fill(&sk, input);
-                filled.insert(sk, rows);
-            }
+            let rows = self.nodes[n].op.fill_partition(&sk, input);
+            filled.insert(sk, rows);
         }
         Ok(out
             .into_iter()
@@ -200,20 +198,17 @@ impl Graph {
             .collect())
     }
 
-    /// Aggregate `n`'s filled partition `sk`: its own, or (in a detached
+    /// Aggregate (or window) `n`'s filled partition `sk`: its own, or (in a detached
     /// copy) the real graph's, read under that graph's lock.
     fn aggregate_state(&self, n: NodeId, sk: &[Value]) -> Option<Vec<Row>> {
-        let Op::Aggregate(a) = &self.nodes[n].op else {
-            return None;
-        };
-        if let Some(rows) = a.lookup(sk) {
+        if let Some(rows) = self.nodes[n].op.lookup_partition(sk) {
             return Some(rows);
         }
         let d = self.detached.as_ref()?;
         let real = d.real_graph.as_ref()?;
         match real.lock().nodes.get(d.real[n]).map(|x| &x.op) {
-            Some(Op::Aggregate(real)) => real.lookup(sk),
-            _ => None,
+            Some(real) => real.lookup_partition(sk),
+            None => None,
         }
     }
 

@@ -20,6 +20,7 @@ impl Graph {
             if !incremental(&n.stable) {
                 match &mut n.op {
                     Op::Aggregate(a) => a.mark_all_dirty(),
+                    Op::Window(w) => w.mark_all_dirty(),
                     Op::Reader(r) => r.shared.mark_all_dirty(),
                     _ => {}
                 }
@@ -28,6 +29,7 @@ impl Graph {
                 Op::Aggregate(a) => {
                     out.push((n.stable.clone(), CapturedState::Aggregate(a.capture())))
                 }
+                Op::Window(w) => out.push((n.stable.clone(), CapturedState::Window(w.capture()))),
                 Op::Reader(r) => {
                     out.push((n.stable.clone(), CapturedState::Reader(r.shared.capture())))
                 }
@@ -37,11 +39,12 @@ impl Graph {
         out
     }
 
-    /// How many live stateful nodes (aggregates and readers) there are.
+    /// How many live stateful nodes (aggregates, windows and readers)
+    /// there are.
     pub fn stateful_nodes(&self) -> usize {
         self.nodes
             .iter()
-            .filter(|n| matches!(n.op, Op::Aggregate(_) | Op::Reader(_)))
+            .filter(|n| matches!(n.op, Op::Aggregate(_) | Op::Window(_) | Op::Reader(_)))
             .count()
     }
 
@@ -50,6 +53,7 @@ impl Graph {
         for n in &mut self.nodes {
             match &mut n.op {
                 Op::Aggregate(a) => a.mark_all_dirty(),
+                Op::Window(w) => w.mark_all_dirty(),
                 Op::Reader(r) => r.shared.mark_all_dirty(),
                 _ => {}
             }
@@ -94,6 +98,13 @@ impl Graph {
                     }
                     _ => false,
                 },
+                Op::Window(w) => match states.remove(&stable) {
+                    Some(RestoredState::Window(parts)) if parents_complete => {
+                        w.restore(parts);
+                        true
+                    }
+                    _ => false,
+                },
                 Op::Reader(r) => match states.remove(&stable) {
                     Some(RestoredState::Reader(entries)) if parents_complete => {
                         r.shared.restore(entries);
@@ -104,7 +115,10 @@ impl Graph {
                 Op::Removed => continue,
                 _ => parents_complete,
             };
-            let stateful = matches!(self.nodes[i].op, Op::Aggregate(_) | Op::Reader(_));
+            let stateful = matches!(
+                self.nodes[i].op,
+                Op::Aggregate(_) | Op::Window(_) | Op::Reader(_)
+            );
             if stateful {
                 if ok {
                     restored.push(stable);
@@ -132,6 +146,7 @@ impl Graph {
             }
             match (&mut node.op, states.remove(&node.stable)) {
                 (Op::Aggregate(a), Some(RestoredState::Aggregate(parts))) => a.restore(parts),
+                (Op::Window(w), Some(RestoredState::Window(parts))) => w.restore(parts),
                 (Op::Reader(r), Some(RestoredState::Reader(entries))) => r.shared.restore(entries),
                 _ => {
                     self.clear_all();
@@ -177,13 +192,14 @@ impl Graph {
                 total = total.saturating_sub(freed);
             }
         }
-        // Interior state: clear the largest aggregates and their dependents.
+        // Interior state: clear the largest aggregates (or windows) and
+        // their dependents.
         while total > target {
             let Some((n, b)) = self
                 .nodes
                 .iter()
                 .enumerate()
-                .filter(|(_, n)| matches!(n.op, Op::Aggregate(_)))
+                .filter(|(_, n)| matches!(n.op, Op::Aggregate(_) | Op::Window(_)))
                 .map(|(i, n)| (i, n.op.state_bytes()))
                 .max_by_key(|x| x.1)
             else {
@@ -203,6 +219,7 @@ impl Graph {
         for n in &mut self.nodes {
             match &mut n.op {
                 Op::Aggregate(a) => a.clear(),
+                Op::Window(w) => w.clear(),
                 Op::Reader(r) => r.shared.clear(),
                 _ => {}
             }
@@ -219,6 +236,7 @@ impl Graph {
             seen.push(x);
             match &mut self.nodes[x].op {
                 Op::Aggregate(a) => a.clear(),
+                Op::Window(w) => w.clear(),
                 Op::Reader(r) => r.shared.clear(),
                 _ => {}
             }
@@ -233,6 +251,7 @@ impl Graph {
     pub fn node_state(&self, n: NodeId) -> (usize, usize) {
         match &self.nodes[n].op {
             Op::Aggregate(a) => (a.filled_keys(), a.state_bytes()),
+            Op::Window(w) => (w.filled_keys(), w.state_bytes()),
             _ => (0, 0),
         }
     }

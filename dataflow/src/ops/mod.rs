@@ -11,6 +11,7 @@ pub(crate) mod join;
 pub(crate) mod project;
 pub(crate) mod reader;
 pub(crate) mod union;
+pub(crate) mod window;
 
 #[cfg(test)]
 pub(crate) mod harness;
@@ -25,6 +26,7 @@ pub(crate) use join::{Join, JoinKind};
 pub(crate) use project::Project;
 pub(crate) use reader::{Reader, ReaderState};
 pub(crate) use union::Union;
+pub(crate) use window::{Bound, Frame, WinFn, Window};
 
 /// The closed set of operators a node can hold.
 pub(crate) enum Op {
@@ -38,6 +40,8 @@ pub(crate) enum Op {
     Join(Join),
     Aggregate(Aggregate),
     Union(Union),
+    /// Rows kept in order per partition: window functions and top-k.
+    Window(Box<Window>),
     Reader(Reader),
     /// Constant rows: never changes.
     Values(Vec<Row>),
@@ -59,10 +63,50 @@ impl Op {
             Op::Project(p) => Op::Project(p.clone()),
             Op::Join(j) => Op::Join(j.clone()),
             Op::Aggregate(a) => Op::Aggregate(a.stateless_copy()),
+            Op::Window(w) => Op::Window(Box::new(w.stateless_copy())),
             Op::Union(u) => Op::Union(Union { inputs: u.inputs }),
             Op::Values(rows) => Op::Values(rows.clone()),
             Op::Reader(_) | Op::Removed => return None,
         })
+    }
+
+    /// The columns partitioning a partially stateful interior node's state
+    /// (an aggregate or a window); `None` for other nodes.
+    pub fn state_key(&self) -> Option<&[usize]> {
+        match self {
+            Op::Aggregate(a) => Some(&a.key),
+            Op::Window(w) => Some(&w.key),
+            _ => None,
+        }
+    }
+
+    /// A partially stateful node's output rows for state partition `sk`,
+    /// or `None` for a hole (or another kind of node).
+    pub fn lookup_partition(&self, sk: &[Value]) -> Option<Vec<Row>> {
+        match self {
+            Op::Aggregate(a) => a.lookup(sk),
+            Op::Window(w) => w.lookup(sk),
+            _ => None,
+        }
+    }
+
+    /// Whether state partition `sk` of a partially stateful node is filled.
+    pub fn is_filled(&self, sk: &[Value]) -> bool {
+        match self {
+            Op::Aggregate(a) => a.is_filled(sk),
+            Op::Window(w) => w.is_filled(sk),
+            _ => false,
+        }
+    }
+
+    /// Fills state partition `sk` from its input rows; returns its output
+    /// rows (nothing for a node without partial state).
+    pub fn fill_partition(&mut self, sk: &[Value], input: Vec<Row>) -> Vec<Row> {
+        match self {
+            Op::Aggregate(a) => a.fill(sk, input),
+            Op::Window(w) => w.fill(sk, input),
+            _ => vec![],
+        }
     }
 
     /// One-line description for EXPLAIN.
@@ -74,6 +118,7 @@ impl Op {
             Op::Join(j) => j.to_string(),
             Op::Aggregate(a) => a.to_string(),
             Op::Union(u) => u.to_string(),
+            Op::Window(w) => w.to_string(),
             Op::Reader(r) => r.to_string(),
             Op::Values(rows) => format!("Values ({} rows)", rows.len()),
             Op::Removed => "Removed".into(),
@@ -84,6 +129,7 @@ impl Op {
     pub fn state_bytes(&self) -> usize {
         match self {
             Op::Aggregate(a) => a.state_bytes(),
+            Op::Window(w) => w.state_bytes(),
             Op::Reader(r) => r.shared.bytes(),
             _ => 0,
         }

@@ -13,7 +13,7 @@ use ladle_common::{Collation, Row, SqlType, TableSchema, Value};
 
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
-use crate::ops::{AggSpec, JoinKind};
+use crate::ops::{AggSpec, Frame, JoinKind, WinFn};
 use crate::OutputColumn;
 use range::RangeIndex;
 
@@ -34,6 +34,18 @@ pub(crate) enum LOp {
         scalar: bool,
     },
     Union,
+    /// Each partition's rows in ORDER BY order: the input's columns, then
+    /// one per window function; only positions `[offset, offset + limit)`
+    /// of each partition pass (see [`crate::ops::Window`]).
+    Window {
+        partition: Vec<usize>,
+        order: OrderSpec,
+        funcs: Vec<WinFn>,
+        offset: usize,
+        limit: Option<usize>,
+        /// The aggregates' explicit frame.
+        frame: Option<Frame>,
+    },
     /// Constant rows (a FROM-less SELECT inside a UNION).
     Values(Vec<ladle_common::Row>),
 }

@@ -79,6 +79,7 @@ mod set_expr;
 mod subquery;
 mod syntax;
 mod window;
+mod window_fn;
 pub(crate) mod zero_date;
 
 pub(crate) use query::Planner;

@@ -12,7 +12,7 @@ use super::expr::{aggregate_name, unsupported, volatile, ExprCx, ParamMode, Scop
 use super::relation::{ColInfo, Rel};
 use super::syntax::{is_dual, one_row_from, select_has_subquery};
 use crate::expr::Expr;
-use crate::plan::{Constant, LNode, LOp, Planned};
+use crate::plan::{Constant, Count, LNode, LOp, Planned, PlannedView};
 use crate::{DataflowError, OutputColumn, Result};
 
 pub(crate) struct Planner<'a> {
@@ -132,9 +132,12 @@ impl Planner<'_> {
             views: self.views,
             depth: self.depth + 1,
         };
+        let limited = q.limit.is_some() || q.offset.is_some();
         let pv = match &*q.body {
+            // ORDER BY ... LIMIT planned as at the top, then maintained by a
+            // top-k window below.
             ast::SetExpr::Select(s) if !s.from.is_empty() && !is_dual(s) => {
-                sub.select(s, q, false)?
+                sub.select(s, q, limited)?
             }
             ast::SetExpr::Select(s) => {
                 // A FROM-less SELECT: one constant row.
@@ -189,11 +192,12 @@ impl Planner<'_> {
         };
         if !pv.key.is_empty()
             || pv.read_filter.is_some()
-            || pv.limit.is_some()
-            || pv.offset.is_some()
+            || pv.finish.is_some()
+            || pv.empty_default.is_some()
         {
             return Err(unsupported("LIMIT or parameters in a subquery"));
         }
+        let pv = top_k(pv)?;
         let identity = pv
             .output
             .iter()
@@ -238,4 +242,36 @@ impl Planner<'_> {
             .collect();
         Ok(Rel { node, cols })
     }
+}
+
+/// A subquery's ORDER BY ... LIMIT/OFFSET as a top-k [`LOp::Window`] over
+/// its stored rows (one partition: the whole result), so only the rows
+/// inside the limit flow on and a change lets at most one in and one out.
+fn top_k(mut pv: PlannedView) -> Result<PlannedView> {
+    if pv.limit.is_none() && pv.offset.is_none() {
+        return Ok(pv);
+    }
+    let constant = |c: &Option<Count>| match c {
+        None => Ok(None),
+        Some(Count::Const(n)) => Ok(Some(usize::try_from(*n).unwrap_or(usize::MAX))),
+        Some(Count::Slot(_)) => Err(unsupported("a parameter as LIMIT in a subquery")),
+    };
+    let limit = constant(&pv.limit)?;
+    let offset = constant(&pv.offset)?.unwrap_or(0);
+    let colls = pv.plan.colls.clone();
+    pv.plan = LNode {
+        op: LOp::Window {
+            partition: vec![],
+            order: std::mem::take(&mut pv.order),
+            funcs: vec![],
+            offset,
+            limit,
+            frame: None,
+        },
+        inputs: vec![LNode::take(&mut pv.plan)],
+        colls,
+    };
+    pv.limit = None;
+    pv.offset = None;
+    Ok(pv)
 }

@@ -1,7 +1,7 @@
 //! One SELECT planned as the list of its phases ([`Planner::select`]):
-//! FROM, WHERE, subqueries in the other clauses, GROUP BY and aggregates,
-//! projection, HAVING, read-time filters, ORDER BY/LIMIT, then the stored
-//! row and the reader's keys. The phases hand each other a
+//! FROM, WHERE, window functions, subqueries in the other clauses, GROUP
+//! BY and aggregates, projection, HAVING, read-time filters, ORDER
+//! BY/LIMIT, then the stored row and the reader's keys. The phases hand each other a
 //! [`SelectState`] (see [`super::select_state`]); each phase is a function
 //! of its own, in the module of its clause.
 
@@ -36,9 +36,16 @@ impl Planner<'_> {
         }
         let (mut st, conj) = self.select_from(s, top)?;
         self.select_where(&mut st, conj, top)?;
+        // Window functions: columns of window nodes over FROM and WHERE.
+        let windowed = self.window_functions(&mut st, s, q)?;
+        let (s, q) = match &windowed {
+            Some((s, q)) => (s, q),
+            None => (s, q),
+        };
         let (projection, s, q) = self.clause_subqueries(&mut st, s, q)?;
         let grouping = Grouping::of(&projection, &s, &q)?;
-        if !grouping.aggregated() && !distinct && st.window.is_none() {
+        // (A key narrowed at read time would filter after the windows.)
+        if !grouping.aggregated() && !distinct && st.window.is_none() && windowed.is_none() {
             st.narrow_by_index_prefix();
         }
         let mut agg = self.aggregation(&mut st, &grouping, &projection, &s, &q)?;

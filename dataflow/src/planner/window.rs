@@ -1,5 +1,8 @@
 //! A derived table's ORDER BY ... LIMIT window (`FROM (SELECT ... ORDER BY
-//! ... LIMIT n) d`), kept whole by the view and taken at read time.
+//! ... LIMIT n) d`) as the only FROM item of the query, kept whole by the
+//! view and taken at read time. Elsewhere (joined with other tables, in a
+//! UNION branch, nested) such a subquery is a relation whose LIMIT a top-k
+//! [`crate::ops::Window`] maintains (see `query.rs`).
 
 use ladle_common::SqlType;
 use sqlparser::ast;
@@ -37,9 +40,8 @@ impl Planner<'_> {
             return Ok(None);
         }
         if !top || !joins.is_empty() {
-            return Err(unsupported(
-                "LIMIT in a subquery (other than the only FROM item)",
-            ));
+            // Planned as a relation: a top-k window node.
+            return Ok(None);
         }
         let Some(alias) = alias else {
             return Err(DataflowError::BadArgument(

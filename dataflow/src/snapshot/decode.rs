@@ -237,6 +237,7 @@ impl Decoding {
                 let (kind, partitions) = match &state {
                     RestoredState::Reader(keys) => ("reader", keys.len()),
                     RestoredState::Aggregate(parts) => ("aggregate", parts.len()),
+                    RestoredState::Window(parts) => ("window", parts.len()),
                 };
                 tracing::info!(
                     node = %n.node,

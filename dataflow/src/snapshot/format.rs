@@ -34,6 +34,9 @@ pub(super) struct EpochMeta {
 pub(super) const FORMAT: u8 = 3;
 pub(super) const KIND_READER: u8 = 0;
 pub(super) const KIND_AGGREGATE: u8 = 1;
+/// A window's state partitions, each saved as its input rows. (A new
+/// kind, so snapshots written before windows existed still decode.)
+pub(super) const KIND_WINDOW: u8 = 2;
 
 /// A node file's payload (postcard): partitions saved whole, changes inside
 /// partitions the previous state holds, and partitions that became holes. A
@@ -147,6 +150,28 @@ impl SavedPartition for Partition {
     }
     fn rows(&self) -> u64 {
         self.len() as u64
+    }
+}
+
+/// A window's state partition as saved: its input rows (the ordered state
+/// is rebuilt from them on restore); a patch is the row deltas applied
+/// since the previous epoch, as for a reader key.
+#[derive(Serialize, Deserialize)]
+#[serde(transparent)]
+pub(super) struct WindowRows(pub(super) Vec<Row>);
+
+impl SavedPartition for WindowRows {
+    type Patch = Vec<RowDelta>;
+    type Saved = Vec<Row>;
+    const KIND: u8 = KIND_WINDOW;
+    fn from_saved(saved: Vec<Row>) -> WindowRows {
+        WindowRows(saved)
+    }
+    fn apply(&mut self, patch: Vec<RowDelta>) {
+        self.0.apply(patch);
+    }
+    fn rows(&self) -> u64 {
+        self.0.len() as u64
     }
 }
 
@@ -311,6 +336,12 @@ pub(super) fn decode_node(n: &LoadedNode) -> std::result::Result<(RestoredState,
             let parts = parts.into_iter().map(|(k, p, _)| (k, p)).collect();
             Ok((RestoredState::Aggregate(parts), rows))
         }
+        KIND_WINDOW => {
+            let parts = apply_chain::<WindowRows>(&n.base, &deltas)?;
+            let rows = parts.iter().map(|p| p.1.rows()).sum();
+            let parts = parts.into_iter().map(|(k, p, _)| (k, p.0)).collect();
+            Ok((RestoredState::Window(parts), rows))
+        }
         k => Err(format!("unknown node state kind {k}")),
     }
 }
@@ -337,6 +368,7 @@ pub(super) fn merge_blobs(base: &[u8], deltas: &[&[u8]]) -> Vec<u8> {
     let merged = match blob_kind(base) {
         Ok(KIND_READER) => full::<Vec<Row>>(base, deltas),
         Ok(KIND_AGGREGATE) => full::<Partition>(base, deltas),
+        Ok(KIND_WINDOW) => full::<WindowRows>(base, deltas),
         Ok(_) if deltas.is_empty() => Ok(base.to_vec()),
         Ok(k) => Err(format!("unknown node state kind {k}")),
         Err(e) => Err(e),

@@ -16,7 +16,7 @@ use crate::{Dataflow, DataflowError, Result};
 use super::format::{
     capture_rows, encode_capture, encode_err, log_truncated_below, merge_blobs, snap_err,
     storage_id, table_versions, EpochMeta, SavedPartition, KIND_AGGREGATE, KIND_READER,
-    LOG_TRUNCATED_META, TABLES_NODE,
+    KIND_WINDOW, LOG_TRUNCATED_META, TABLES_NODE,
 };
 use super::{SnapshotStats, COMPACT_CHAIN_LEN, MAX_CHAIN_LEN};
 
@@ -180,6 +180,12 @@ impl Dataflow {
                     !c.is_empty(),
                     capture_rows(c, |p| p.rows(), |groups| groups.len() as u64),
                     encode_capture(KIND_AGGREGATE, c)?,
+                ),
+                CapturedState::Window(c) => (
+                    c.full,
+                    !c.is_empty(),
+                    capture_rows(c, |p| p.len() as u64, |log| log.len() as u64),
+                    encode_capture(KIND_WINDOW, c)?,
                 ),
             };
             stats.nodes += 1;

@@ -421,6 +421,24 @@ impl Aggregate {
         row
     }
 
+    /// An empty accumulator for one running group (window aggregates feed
+    /// it row by row with [`Aggregate::accumulate`]).
+    pub fn accumulator(&self) -> Group {
+        self.new_group(vec![])
+    }
+
+    /// Adds `row` (laid out as this aggregate's input) to `g`.
+    pub fn accumulate(&self, g: &mut Group, row: &[Value]) {
+        self.apply(g, row, 1);
+    }
+
+    /// The aggregate values of `g` after its group columns.
+    pub fn values(&self, g: &Group) -> Row {
+        let mut row = self.output(g);
+        row.drain(..g.rep.len().min(row.len()));
+        row
+    }
+
     /// The output row of a group over no rows (scalar aggregates).
     pub fn empty_row(&self) -> Row {
         let g = self.new_group(vec![Value::Null; self.ngroup]);
