@@ -40,10 +40,10 @@ cargo build --workspace --all-targets
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
 
-# The tests that measure a server's resident memory run alone: beside
-# another test's server, the CPU contention grows the blocking-thread pool
-# and each thread's allocator heap, which skews the growth they bound.
-step "resident-memory tests, one at a time"
+# The tests that measure a server's resident memory and threads run alone:
+# beside another test's server, the CPU contention skews what they bound
+# (the thread test brings its own contention, two spinning threads).
+step "resident-memory and thread tests, one at a time"
 # (--workspace: the same feature set as the suite above, so nothing is rebuilt;
 # only the server has a test target named e2e.)
 cargo test --workspace --test e2e -- --ignored --test-threads=1
