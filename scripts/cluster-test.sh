@@ -100,8 +100,12 @@ status() {
       [[ "${BASH_REMATCH[2]}" == - && "${BASH_REMATCH[5]}" == - ]] ||
         fail "a down node with a pid or a position: '$line'"
     else
-      [[ "${BASH_REMATCH[2]}" == "$(cat "$DATA/node$i/pid")" ]] && running "${BASH_REMATCH[2]}" ||
-        fail "node $i's pid is not its running process: '$line'"
+      [[ "${BASH_REMATCH[2]}" == "$(cat "$DATA/node$i/pid")" ]] ||
+        fail "node $i's pid is not the one it was started with: '$line'"
+      # (The killed node may have died since status looked: for a moment
+      # after kill -9 it is still listed, as catching-up.)
+      [[ "$i" == "${killed_node:-}" ]] || running "${BASH_REMATCH[2]}" ||
+        fail "node $i's pid is not a running process: '$line'"
     fi
   done <<<"$out"
   ((i == 3)) || fail "status has $i lines, not 3: $out"
@@ -170,6 +174,7 @@ say "${#acked[@]} rows written through the primary and both replicas, read back 
 
 # 3. kill -9 of the primary.
 killed=$(now_ms)
+killed_node=$old
 kill -9 "$(cat "$DATA/node$old/pid")"
 new_primary() {
   local s p
@@ -191,7 +196,9 @@ write_and_read "$other" 451 50
 say "all ${#acked[@]} acknowledged rows on the new primary and the surviving replica"
 
 # 4. Down, and nothing left.
+stopping=$(now_ms)
 scripts/cluster.sh down
+say "down took $(($(now_ms) - stopping)) ms"
 for pid in "${pids[@]}"; do
   running "$pid" && fail "process $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-80)) outlived cluster.sh down"
 done
