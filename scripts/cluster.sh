@@ -20,7 +20,17 @@ cd "$(dirname "$0")/.."
 DATA=${LADLE_CLUSTER_DATA:-$PWD/cluster-data}
 ETCD_URL=http://127.0.0.1:2379
 
-alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A process that runs: a killed node whose parent (this script, gone since
+# `up`) cannot reap it stays a zombie until init does, seconds later on
+# some machines, and is down already.
+alive() {
+  [[ -f "$1" ]] || return 1
+  local pid state
+  pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null || return 1
+  state=$(sed -n 's/^[0-9]* (.*) \(.\) .*/\1/p' "/proc/$pid/stat" 2>/dev/null || true)
+  [[ "$state" != Z ]]
+}
 
 node_ids() {
   local d

@@ -6,11 +6,12 @@
 # (the TLS test client, mysql_async native-tls), Python venv, and Go with
 # Debian's go-sql-driver/mysql (the Go database/sql client test), etcd
 # (the cluster's coordination service: scripts/cluster.sh, the `cluster`
-# test) and protoc (etcd-client generates its gRPC code at build time).
+# test) and protoc (etcd-client generates its gRPC code at build time), and
+# curl (scripts/cluster.sh reads each node's /health with it).
 # Usage: scripts/deps.sh [--no-mariadb]
 set -euo pipefail
 
-want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv protobuf-compiler etcd-server)
+want=(clang libclang-dev librocksdb-dev pkg-config libssl-dev python3-venv protobuf-compiler etcd-server curl)
 if [[ "${1:-}" != "--no-mariadb" ]]; then
   # The test suite's clients: MariaDB (the oracle), Go's database/sql
   # driver (tests/go, run by tests/python/test_go_client.py).

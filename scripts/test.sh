@@ -40,13 +40,25 @@ cargo build --workspace --all-targets
 step "cargo test --workspace"
 cargo test --workspace --no-fail-fast
 
-# The tests that measure a server's resident memory run alone: beside
-# another test's server, the CPU contention grows the blocking-thread pool
-# and each thread's allocator heap, which skews the growth they bound.
-step "resident-memory tests, one at a time"
+# The tests that measure a server's resident memory and threads run alone:
+# beside another test's server, the CPU contention skews what they bound
+# (the thread test brings its own contention, two spinning threads).
+step "resident-memory and thread tests, one at a time"
 # (--workspace: the same feature set as the suite above, so nothing is rebuilt;
 # only the server has a test target named e2e.)
 cargo test --workspace --test e2e -- --ignored --test-threads=1
+
+# scripts/cluster.sh's contract (3 nodes, writes through each, kill -9 of
+# the primary, down): a step of its own, as it takes the script's fixed
+# ports (etcd 2379-2380, nodes 3311-3313, 6041-6043, 7311-7313), which
+# nothing else here uses (the other tests' servers and MariaDB take free
+# ephemeral ports), and it must run beside no other test's load.
+step "scripts/cluster.sh: up 3, failover, down"
+if command -v mariadb >/dev/null; then
+  LADLE_BIN="$CARGO_TARGET_DIR/debug/ladle" scripts/cluster-test.sh
+else
+  echo "skipped: no mariadb client (LADLE_SKIP_MARIADB=1 installs none)"
+fi
 
 # Bounded fuzzing: on by default in CI (30 s per target from the committed
 # corpus; the instrumented build takes about 6 minutes cold on the 2-core

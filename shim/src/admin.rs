@@ -58,7 +58,7 @@ pub struct ClusterMember {
 }
 
 /// Server operations the shim exposes as statements. Implementations block
-/// (they run on the statement's blocking thread) and report failures as
+/// (they run on the statement's thread) and report failures as
 /// text for the client.
 pub trait Admin: Send + Sync {
     /// Takes a snapshot of view state now and waits for it to be published.

@@ -89,7 +89,7 @@ impl Engine {
     /// shape of an installed view: [`Engine::installed_select`]), the
     /// session's transaction (if any) reads the committed state, and the view holds the rows with
     /// the writes the read must see (see [`PreparedQuery::read_cached`]). `None`: run
-    /// [`Engine::execute`] on a blocking thread instead. Lets the
+    /// [`Engine::execute`] on a statement thread instead. Lets the
     /// connection's task answer a repeated query, as
     /// [`Engine::execute_prepared_cached`] does for prepared ones.
     pub fn execute_cached(
@@ -150,7 +150,7 @@ impl Engine {
     /// BEGIN, START TRANSACTION, COMMIT or ROLLBACK while the session's
     /// transaction (if any) has written nothing, run on the connection's
     /// task: there is nothing to persist or wait for, and the hand-off to a
-    /// blocking thread and back cost more than the statement (sysbench
+    /// statement thread and back cost more than the statement (sysbench
     /// `oltp_read_only` sends two a transaction). `None`: any other
     /// statement, a transaction with writes to commit, or one a replica
     /// forwards to its primary.

@@ -1,5 +1,5 @@
 //! One connection's engine side: its session, and each command's work
-//! handed to the [`Engine`] on a blocking thread (a cached prepared read
+//! handed to the [`Engine`] on a statement thread (a cached prepared read
 //! runs in place), with panics in lower layers turned into error 1105. The protocol layer ([`crate::protocol`])
 //! decodes commands, calls these methods and writes the replies.
 
@@ -15,6 +15,7 @@ use crate::exec::Engine;
 use crate::output::{Kind, Output};
 use crate::protocol::result::{SERVER_STATUS_AUTOCOMMIT, SERVER_STATUS_IN_TRANS};
 use crate::session::Session;
+use crate::statement_threads::Aborted;
 
 /// A connection's timeouts, as [`Connection::timeouts`] reads them.
 #[derive(Clone, Copy, Debug)]
@@ -222,7 +223,8 @@ impl Connection {
             .inc();
     }
 
-    /// Runs `f` on a blocking thread; a panic becomes error 1105.
+    /// Runs `f` on a statement thread ([`crate::statement_threads`]); a
+    /// panic becomes error 1105.
     async fn run<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Engine, &mut Session) -> (Kind, Result<T, WireError>) + Send + 'static,
@@ -230,7 +232,7 @@ impl Connection {
         let engine = self.engine.clone();
         let session = self.session.clone();
         let interrupt = self.process.interrupt.clone();
-        let task = tokio::task::spawn_blocking(move || {
+        let task = crate::statement_threads::global().run(move || {
             let _inflight = engine.inflight_guard();
             let _watch = ladle_dataflow::interrupt::watch_flag(interrupt);
             let mut s = session.lock();
@@ -238,15 +240,14 @@ impl Connection {
         });
         match task.await {
             Ok(r) => r,
-            Err(e) => {
-                let what = if e.is_panic() {
-                    "a panic in the query engine"
-                } else {
-                    "a cancelled task"
+            Err(aborted) => {
+                let what = match &aborted {
+                    Aborted::Panic(_) => "a panic in the query engine",
+                    Aborted::NoThread => "no thread to run it on",
                 };
                 tracing::error!(
                     connection = self.connection_id,
-                    "statement aborted by {what}"
+                    "statement aborted by {what}: {aborted}"
                 );
                 (
                     Kind::Other,
@@ -402,7 +403,7 @@ impl Connection {
 
     /// Runs prepared statement `id` with `values`. A SELECT the views can
     /// answer from memory is answered here, on the connection's task: a
-    /// hand-off to a blocking thread and back costs more than the read.
+    /// hand-off to a statement thread and back costs more than the read.
     pub async fn execute(&self, id: u32, values: Vec<Value>) -> Outcome {
         let started = Instant::now();
         let inline = self.execute_cached(id, &values).or_else(|| {

@@ -6,8 +6,9 @@
 //! Entry point: [`Frontend`]: build it over a `Storage` and a `Dataflow`,
 //! then [`Frontend::serve`] a TCP listener. Each connection is served by
 //! [`protocol::serve`] over a `handler::Connection`; every statement runs synchronously in
-//! [`Engine`] on a blocking thread, so an fsync never stalls a tokio
-//! worker and a panic below becomes error 1105 for that client only. The
+//! [`Engine`] on a statement thread (`statement_threads`: a pool with as
+//! many threads as statements run at once), so an fsync never stalls a
+//! tokio worker and a panic below becomes error 1105 for that client only. The
 //! exception is a prepared SELECT the views answer from memory (every key
 //! cached, no write to wait for): it runs on the connection's task, since
 //! the hand-off would cost more than the read.
@@ -87,6 +88,7 @@ pub mod session;
 mod set_list;
 mod set_variable;
 pub mod sqltext;
+mod statement_threads;
 mod table_notes;
 mod table_options;
 mod temporary_cleanup;
@@ -216,7 +218,7 @@ impl Frontend {
         }
         drop(listener);
         tasks.shutdown().await;
-        // Statements run on blocking threads and finish even when their
+        // Statements run on statement threads and finish even when their
         // connection is gone; wait for them before storage is dropped.
         while self.engine.inflight.load(Ordering::SeqCst) > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -32,6 +32,7 @@ pub struct Metrics {
     propagation_backlog: IntGauge,
     propagation_lag: IntGauge,
     views: IntGauge,
+    statement_threads: IntGauge,
     started: Instant,
 }
 
@@ -123,6 +124,11 @@ impl Metrics {
         .expect("static metric definition");
         let views =
             IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
+        let statement_threads = IntGauge::new(
+            "ladle_statement_threads",
+            "Threads statements run on, busy or idle (as many as statements ran at once lately)",
+        )
+        .expect("static metric definition");
         let propagation_backlog = IntGauge::new(
             "ladle_propagation_backlog_batches",
             "Committed write batches not yet propagated into the views",
@@ -154,6 +160,7 @@ impl Metrics {
             Box::new(propagation_backlog.clone()),
             Box::new(propagation_lag.clone()),
             Box::new(views.clone()),
+            Box::new(statement_threads.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -179,6 +186,7 @@ impl Metrics {
             propagation_backlog,
             propagation_lag,
             views,
+            statement_threads,
             started: Instant::now(),
         }
     }
@@ -200,6 +208,8 @@ impl Metrics {
 
     /// The Prometheus text exposition, with view gauges refreshed.
     pub fn render(&self, dataflow: Option<&Dataflow>) -> String {
+        self.statement_threads
+            .set(i64::try_from(crate::statement_threads::global().threads()).unwrap_or(i64::MAX));
         if let Some(df) = dataflow {
             let stats = df.view_stats();
             self.view_memory.reset();

@@ -52,7 +52,7 @@ impl Engine {
     /// plan is current, the transaction (if any) has written nothing, and
     /// the view holds every key the read needs, with the writes the read
     /// must see applied (see [`PreparedQuery::read_cached`]). `None`: run
-    /// [`Engine::execute_prepared`] on a blocking thread instead.
+    /// [`Engine::execute_prepared`] on a statement thread instead.
     pub fn execute_prepared_cached(
         &self,
         s: &mut Session,

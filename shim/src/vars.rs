@@ -526,7 +526,7 @@ impl EvalContext<'_> {
         }
     }
 
-    /// `SLEEP(seconds)` (statements run on blocking threads): 0 after the
+    /// `SLEEP(seconds)` (statements run on statement threads): 0 after the
     /// whole time, 1 when KILL QUERY or the client leaving cut it short,
     /// as in MySQL; NULL or a negative time sleeps not at all. Another
     /// argument count is left to the view engine, which refuses it.
