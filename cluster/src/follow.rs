@@ -5,11 +5,15 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use ladle_common::Lsn;
+use ladle_common::{Lsn, TableDeltas};
 
 use crate::ddl;
 use crate::node::{Node, Role};
 use crate::protocol::{self, ToPrimary, ToReplica};
+
+/// The primary's frames, buffered: whether another frame is already here
+/// decides when to sync.
+type FrameReader = protocol::FrameReader<tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>>;
 
 /// How a follow session ended.
 pub(crate) enum FollowEnd {
@@ -38,6 +42,53 @@ pub(crate) async fn follow(
 /// [`follow_inner`]).
 const MAX_RUN: usize = 256;
 
+/// A received entry (`lsn`, `changes`) and the entries of `term` already
+/// received after it, up to [`MAX_RUN`]; the first other frame read (of
+/// another kind or term, or the end of the stream: `None`) comes back to be
+/// handled next.
+async fn gather_run(
+    rd: &mut FrameReader,
+    term: u64,
+    lsn: Lsn,
+    changes: Vec<TableDeltas>,
+) -> anyhow::Result<(Vec<(Lsn, Vec<TableDeltas>)>, Option<ToReplica>)> {
+    let mut run = vec![(lsn, changes)];
+    while run.len() < MAX_RUN && whole_frame_buffered(rd.get_ref().buffer()) {
+        match rd.recv::<ToReplica>().await? {
+            Some(ToReplica::Entry {
+                term: t,
+                lsn,
+                changes,
+            }) if t == term => run.push((lsn, changes)),
+            other => return Ok((run, other)),
+        }
+    }
+    Ok((run, None))
+}
+
+/// Applies a run of entries in order on one blocking thread, syncing the
+/// WAL with the last when `sync`.
+async fn apply_run(
+    node: &Arc<Node>,
+    run: Vec<(Lsn, Vec<TableDeltas>)>,
+    sync: bool,
+) -> anyhow::Result<()> {
+    if let Some(delay) = apply_delay() {
+        tokio::time::sleep(delay * run.len() as u32).await;
+    }
+    let storage = node.storage.clone();
+    tokio::task::spawn_blocking(move || {
+        let n = run.len();
+        run.into_iter()
+            .enumerate()
+            .try_for_each(|(i, (lsn, changes))| {
+                storage.apply_replicated(lsn, changes, sync && i + 1 == n)
+            })
+    })
+    .await??;
+    Ok(())
+}
+
 /// Whether `buf` begins with a whole length-prefixed frame, so reading it
 /// cannot wait on the network (a paused primary must not hold a replica
 /// outside its `stop` check).
@@ -59,7 +110,7 @@ enum Handshake {
         /// Buffered: whether another frame is already here decides when
         /// to sync.
         /// Boxed: the keys make the halves large.
-        rd: Box<protocol::FrameReader<tokio::io::BufReader<tokio::net::tcp::OwnedReadHalf>>>,
+        rd: Box<FrameReader>,
         wr: Box<protocol::FrameWriter<tokio::net::tcp::OwnedWriteHalf>>,
         applied: ladle_common::Lsn,
     },
@@ -202,38 +253,12 @@ async fn follow_inner(
                 // backlog): one hand-off per entry made the replica, not
                 // the WAL syncs, the limit of a synchronous primary's write
                 // rate.
-                let mut run = vec![(lsn, changes)];
-                while run.len() < MAX_RUN && whole_frame_buffered(rd.get_ref().buffer()) {
-                    match rd.recv::<ToReplica>().await? {
-                        Some(ToReplica::Entry {
-                            term: t,
-                            lsn,
-                            changes,
-                        }) if t == term => run.push((lsn, changes)),
-                        other => {
-                            // Another kind of frame, another term's entry
-                            // (refused when its turn comes), or the end.
-                            next = other;
-                            break;
-                        }
-                    }
-                }
+                let (run, ahead) = gather_run(&mut rd, term, lsn, changes).await?;
+                next = ahead;
                 let first = run[0].0;
                 let last = run[run.len() - 1].0;
                 let sync = next.is_none() && rd.get_ref().buffer().is_empty();
-                if let Some(delay) = apply_delay() {
-                    tokio::time::sleep(delay * run.len() as u32).await;
-                }
-                let storage = node.storage.clone();
-                tokio::task::spawn_blocking(move || {
-                    let n = run.len();
-                    run.into_iter()
-                        .enumerate()
-                        .try_for_each(|(i, (lsn, changes))| {
-                            storage.apply_replicated(lsn, changes, sync && i + 1 == n)
-                        })
-                })
-                .await??;
+                apply_run(node, run, sync).await?;
                 node.primary_last.fetch_max(last, Ordering::AcqRel);
                 node.history.note(&node.storage, term, first)?;
                 if sync {
