@@ -52,6 +52,16 @@ pub struct ColumnSchema {
 }
 
 impl ColumnSchema {
+    /// How the column's values compare: by its collation when it holds
+    /// text, byte for byte otherwise.
+    pub fn compare_collation(&self) -> Collation {
+        if self.ty.is_text() {
+            self.collation
+        } else {
+            Collation::Binary
+        }
+    }
+
     /// A nullable column with no default and the default collation.
     pub fn new(name: impl Into<String>, ty: SqlType) -> ColumnSchema {
         let collation = if ty.is_binary() {

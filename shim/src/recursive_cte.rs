@@ -473,13 +473,7 @@ impl Seen {
             colls: schema
                 .columns
                 .iter()
-                .map(|c| {
-                    if c.ty.is_text() {
-                        c.collation
-                    } else {
-                        Collation::Binary
-                    }
-                })
+                .map(|c| c.compare_collation())
                 .collect(),
             keys: distinct.then(HashSet::new),
         }

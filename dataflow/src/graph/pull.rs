@@ -364,18 +364,7 @@ impl Graph {
             .or_else(|| self.storage.table_by_id(table));
         let colls: Vec<Collation> = schema
             .as_ref()
-            .map(|s| {
-                s.columns
-                    .iter()
-                    .map(|c| {
-                        if c.ty.is_text() {
-                            c.collation
-                        } else {
-                            Collation::Binary
-                        }
-                    })
-                    .collect()
-            })
+            .map(|s| s.columns.iter().map(|c| c.compare_collation()).collect())
             .unwrap_or_default();
         let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
