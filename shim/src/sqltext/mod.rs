@@ -13,6 +13,7 @@
 
 mod bytes;
 mod dialect;
+mod index_hints;
 mod literal;
 mod parse;
 mod split;

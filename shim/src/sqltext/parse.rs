@@ -7,12 +7,14 @@ use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use super::dialect::MySql;
+use super::index_hints::strip_index_hints;
 use super::tokenize::tokenize;
 use crate::error::{Result, ShimError};
 
-/// A parser over `sql` (see [`tokenize`]).
+/// A parser over `sql` (see [`tokenize`]), index hints left out (see
+/// [`strip_index_hints`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    Ok(Parser::new(&MySql).with_tokens_with_locations(tokenize(sql)?))
+    Ok(Parser::new(&MySql).with_tokens_with_locations(strip_index_hints(tokenize(sql)?)))
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
