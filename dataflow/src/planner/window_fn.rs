@@ -307,7 +307,7 @@ impl Planner<'_> {
             "ntile" => {
                 let n = match args.as_slice() {
                     [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
-                        constant_arg(cx, e, &name)?.as_i64()
+                        constant_arg(cx, e, &name, "argument")?.as_i64()
                     }
                     _ => None,
                 };
@@ -315,9 +315,7 @@ impl Planner<'_> {
                     Some(n) if n >= 1 => {
                         Ok((WinFn::Ntile(n as usize), bigint, false, Collation::Binary))
                     }
-                    _ => Err(DataflowError::BadArgument(
-                        "Incorrect arguments to NTILE".into(),
-                    )),
+                    _ => Err(incorrect_arguments("ntile")),
                 }
             }
             other => Err(unsupported(format!(
@@ -509,16 +507,42 @@ fn frame_of(f: &ast::WindowFrame, order: &OrderSpec, cx: &ExprCx<'_>) -> Result<
     Ok(frame)
 }
 
-/// A window function's constant argument (NTILE's buckets, NTH_VALUE's N).
-fn constant_arg(cx: &ExprCx<'_>, e: &ast::Expr, name: &str) -> Result<Value> {
+/// A window function's constant argument (NTILE's buckets, NTH_VALUE's N,
+/// LAG/LEAD's offset and default); `what` names it in the refusal of a
+/// non-constant one.
+fn constant_arg(cx: &ExprCx<'_>, e: &ast::Expr, name: &str, what: &str) -> Result<Value> {
     let x = cx.compile(e)?;
     if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
         return Err(unsupported(format!(
-            "{} with a non-constant argument",
+            "{} with a non-constant {what}",
             name.to_ascii_uppercase()
         )));
     }
     x.eval(&[]).map_err(DataflowError::from)
+}
+
+/// A window function's argument, an expression (not `*` or a named one).
+fn unnamed_arg(name: &str, a: &ast::FunctionArg) -> Result<ast::Expr> {
+    match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+        other => Err(unsupported(format!("{name}({other})"))),
+    }
+}
+
+/// MySQL's error for a call with the wrong number of arguments.
+fn parameter_count(name: &str) -> DataflowError {
+    DataflowError::BadArgument(format!(
+        "Incorrect parameter count in the call to native function '{}'",
+        name.to_ascii_uppercase()
+    ))
+}
+
+/// MySQL's error for an argument out of its range (a negative offset).
+fn incorrect_arguments(name: &str) -> DataflowError {
+    DataflowError::BadArgument(format!(
+        "Incorrect arguments to {}",
+        name.to_ascii_uppercase()
+    ))
 }
 
 /// LAG or LEAD: its column, constant offset and default.
@@ -530,44 +554,22 @@ fn shift_call(
     width: usize,
     extra: &mut Vec<Expr>,
 ) -> Result<(WinFn, ladle_common::SqlType, bool, Collation)> {
-    let expr_of = |a: &ast::FunctionArg| match a {
-        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-        other => Err(unsupported(format!("{name}({other})"))),
-    };
+    let expr_of = |a: &ast::FunctionArg| unnamed_arg(name, a);
     let (arg, offset, default) = match args {
         [a] => (expr_of(a)?, None, None),
         [a, o] => (expr_of(a)?, Some(expr_of(o)?), None),
         [a, o, d] => (expr_of(a)?, Some(expr_of(o)?), Some(expr_of(d)?)),
-        _ => {
-            return Err(DataflowError::BadArgument(format!(
-                "Incorrect parameter count in the call to native function '{}'",
-                name.to_ascii_uppercase()
-            )))
-        }
+        _ => return Err(parameter_count(name)),
     };
     let arg = stable(cx.compile(&arg)?)?;
     let (ty, _) = arg.result_type(&frame.types);
     let coll = frame.collation_of(&arg);
-    let constant = |e: &ast::Expr| -> Result<Value> {
-        let x = cx.compile(e)?;
-        if !x.columns().is_empty() || x.has_params() || x.is_volatile() {
-            return Err(unsupported(format!(
-                "{} with a non-constant offset or default",
-                name.to_ascii_uppercase()
-            )));
-        }
-        x.eval(&[]).map_err(DataflowError::from)
-    };
+    let constant = |e: &ast::Expr| constant_arg(cx, e, name, "offset or default");
     let offset = match offset {
         None => 1,
         Some(o) => match constant(&o)?.as_i64() {
             Some(n) if n >= 0 => n as usize,
-            _ => {
-                return Err(DataflowError::BadArgument(format!(
-                    "Incorrect arguments to {}",
-                    name.to_ascii_uppercase()
-                )))
-            }
+            _ => return Err(incorrect_arguments(name)),
         },
     };
     let default = match default {
@@ -597,30 +599,17 @@ fn nth_call(
     width: usize,
     extra: &mut Vec<Expr>,
 ) -> Result<(WinFn, ladle_common::SqlType, bool, Collation)> {
-    let expr_of = |a: &ast::FunctionArg| match a {
-        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
-        other => Err(unsupported(format!("{name}({other})"))),
-    };
+    let expr_of = |a: &ast::FunctionArg| unnamed_arg(name, a);
     let (arg, nth) = match (name, args) {
         ("nth_value", [a, n]) => (expr_of(a)?, Some(expr_of(n)?)),
         ("first_value" | "last_value", [a]) => (expr_of(a)?, None),
-        _ => {
-            return Err(DataflowError::BadArgument(format!(
-                "Incorrect parameter count in the call to native function '{}'",
-                name.to_ascii_uppercase()
-            )))
-        }
+        _ => return Err(parameter_count(name)),
     };
     let nth = match nth {
         None => 1,
-        Some(n) => match constant_arg(cx, &n, name)?.as_i64() {
+        Some(n) => match constant_arg(cx, &n, name, "argument")?.as_i64() {
             Some(n) if n >= 1 => n as usize,
-            _ => {
-                return Err(DataflowError::BadArgument(format!(
-                    "Incorrect arguments to {}",
-                    name.to_ascii_uppercase()
-                )))
-            }
+            _ => return Err(incorrect_arguments(name)),
         },
     };
     let arg = stable(cx.compile(&arg)?)?;
