@@ -315,6 +315,42 @@ impl Propagation {
         }
     }
 
+    /// Runs `f` under the graph lock with the graph caught up to a fresh
+    /// snapshot of storage, which `f` reads base tables from: storage and
+    /// the graph agree for `f` as inside [`Storage::exclusive`], but commits
+    /// go on meanwhile (queued for the worker), so a long `f` (a cold fill
+    /// of a 40k-row view) does not stall every writer. `Ok(None)`, without
+    /// running `f`, when the graph had already gone past the snapshot (a
+    /// settle or a full backlog propagated from the latest storage).
+    pub(crate) fn at_snapshot<R>(
+        &self,
+        f: impl FnOnce(&mut Graph, &SnapshotReads<'_>) -> R,
+    ) -> ladle_storage::Result<Option<R>> {
+        let pipeline = &self.pipeline;
+        self.storage.with_snapshot(|snap| {
+            {
+                // The snapshot may hold a batch whose `on_commit` has not
+                // queued it yet (it does so right after the write, inside
+                // the same commit): wait for it.
+                let mut b = pipeline.backlog.lock();
+                while b.pushed < snap.lsn() && !b.shutdown {
+                    pipeline
+                        .pushed_cv
+                        .wait_for(&mut b, Duration::from_millis(10));
+                }
+                if b.shutdown {
+                    return None;
+                }
+            }
+            let mut g = self.graph.lock();
+            self.apply_backlog(&mut g, Some(snap));
+            // Every batch up to the snapshot is applied now (each was
+            // queued, and the queue holds none of them); one past it was
+            // applied from a newer state than the snapshot's.
+            (pipeline.applied() <= snap.lsn()).then(|| f(&mut g, snap))
+        })
+    }
+
     /// Propagates every queued batch now, under the commit lock.
     pub(crate) fn settle(&self) {
         self.storage.exclusive(|| ());
@@ -360,22 +396,7 @@ pub(crate) fn run_worker(propagation: Weak<Propagation>, pipeline: Arc<Pipeline>
         let Some(inner) = propagation.upgrade() else {
             return;
         };
-        let ran = inner.storage.with_snapshot(|snap| {
-            {
-                // The snapshot may hold a batch whose `on_commit` has not
-                // queued it yet (it does so right after the write, inside
-                // the same commit): wait for it.
-                let mut b = pipeline.backlog.lock();
-                while b.pushed < snap.lsn() && !b.shutdown {
-                    pipeline
-                        .pushed_cv
-                        .wait_for(&mut b, Duration::from_millis(10));
-                }
-            }
-            let mut g = inner.graph.lock();
-            inner.apply_backlog(&mut g, Some(snap));
-        });
-        if let Err(e) = ran {
+        if let Err(e) = inner.at_snapshot(|_, _| ()) {
             // Could not take a snapshot: propagate under the commit lock.
             tracing::error!("propagation snapshot failed: {e}; settling under the commit lock");
             inner.settle();

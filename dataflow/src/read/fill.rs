@@ -9,7 +9,7 @@ use ladle_common::Value;
 
 use super::view::{KeysFilling, View};
 use super::{Context, TxRead};
-use crate::graph::Graph;
+use crate::graph::{BaseReads, Graph};
 use crate::ops::reader::Rows;
 use crate::propagation::newest_commit;
 use crate::{DataflowConfig, DataflowError, Result};
@@ -296,27 +296,55 @@ impl Context<'_> {
         })
     }
 
-    /// Fills reader holes under the commit and graph locks.
+    /// Fills reader holes under the graph lock, reading a storage snapshot
+    /// the graph is caught up to, so writers commit meanwhile (their
+    /// batches wait for the propagation worker); under the commit lock too
+    /// if the graph keeps running ahead of the snapshots taken.
     fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
+        for _attempt in 0..3 {
+            let filled = self
+                .propagation
+                .at_snapshot(|g, snap| self.fill_in_graph(g, snap, v, keys));
+            match filled {
+                Ok(Some(rows)) => return rows,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!("fill snapshot failed: {e}; filling under the commit lock");
+                    break;
+                }
+            }
+        }
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
-            if v.is_dropped() {
-                return Err(DataflowError::ViewDropped);
-            }
-            let parent = g.nodes[v.node].parents[0];
-            let mut out = Vec::with_capacity(keys.len());
-            for key in keys {
-                if let Some(rows) = v.reader.get(key) {
-                    out.push(rows);
-                    continue;
-                }
-                self.stats.locked.fetch_add(1, AO::Relaxed);
-                v.reader.upqueries.fetch_add(1, AO::Relaxed);
-                let rows = g.pull(parent, &v.spec.key, key)?;
-                out.push(v.reader.fill(key, rows));
-            }
-            g.evict(self.config.memory_limit);
-            Ok(out)
+            self.fill_in_graph(&mut g, self.storage, v, keys)
         })
+    }
+
+    /// Fills reader holes by pulls on the real graph, reading base tables
+    /// from `src`, which the graph must agree with (the caller's locks).
+    fn fill_in_graph(
+        &self,
+        g: &mut Graph,
+        src: &dyn BaseReads,
+        v: &View,
+        keys: &[&[Value]],
+    ) -> Result<Vec<Rows>> {
+        if v.is_dropped() {
+            return Err(DataflowError::ViewDropped);
+        }
+        let parent = g.nodes[v.node].parents[0];
+        let mut out = Vec::with_capacity(keys.len());
+        for key in keys {
+            if let Some(rows) = v.reader.get(key) {
+                out.push(rows);
+                continue;
+            }
+            self.stats.locked.fetch_add(1, AO::Relaxed);
+            v.reader.upqueries.fetch_add(1, AO::Relaxed);
+            let rows = g.pull_from(src, parent, &v.spec.key, key)?;
+            out.push(v.reader.fill(key, rows));
+        }
+        g.evict(self.config.memory_limit);
+        Ok(out)
     }
 }
