@@ -319,19 +319,23 @@ impl Propagation {
     /// snapshot of storage, which `f` reads base tables from: storage and
     /// the graph agree for `f` as inside [`Storage::exclusive`], but commits
     /// go on meanwhile (queued for the worker), so a long `f` (a cold fill
-    /// of a 40k-row view) does not stall every writer. `Ok(None)`, without
-    /// running `f`, when the graph had already gone past the snapshot (a
-    /// settle or a full backlog propagated from the latest storage).
+    /// of a 40k-row view) does not stall every writer.
+    ///
+    /// The snapshot is taken under the graph lock: nothing newer than it can
+    /// be applied before `f` runs (taken before the lock, the worker could
+    /// apply a newer snapshot's batches first, and under steady writes it
+    /// usually did). `Ok(None)`, without running `f`, at shutdown.
     pub(crate) fn at_snapshot<R>(
         &self,
         f: impl FnOnce(&mut Graph, &SnapshotReads<'_>) -> R,
     ) -> ladle_storage::Result<Option<R>> {
         let pipeline = &self.pipeline;
+        let mut g = self.graph.lock();
         self.storage.with_snapshot(|snap| {
             {
                 // The snapshot may hold a batch whose `on_commit` has not
                 // queued it yet (it does so right after the write, inside
-                // the same commit): wait for it.
+                // the same commit, without the graph lock): wait for it.
                 let mut b = pipeline.backlog.lock();
                 while b.pushed < snap.lsn() && !b.shutdown {
                     pipeline
@@ -342,12 +346,8 @@ impl Propagation {
                     return None;
                 }
             }
-            let mut g = self.graph.lock();
             self.apply_backlog(&mut g, Some(snap));
-            // Every batch up to the snapshot is applied now (each was
-            // queued, and the queue holds none of them); one past it was
-            // applied from a newer state than the snapshot's.
-            (pipeline.applied() <= snap.lsn()).then(|| f(&mut g, snap))
+            Some(f(&mut g, snap))
         })
     }
 

@@ -298,21 +298,16 @@ impl Context<'_> {
 
     /// Fills reader holes under the graph lock, reading a storage snapshot
     /// the graph is caught up to, so writers commit meanwhile (their
-    /// batches wait for the propagation worker); under the commit lock too
-    /// if the graph keeps running ahead of the snapshots taken.
+    /// batches wait for the propagation worker); under the commit lock if
+    /// no snapshot can be taken.
     fn fill_locked(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
-        for _attempt in 0..3 {
-            let filled = self
-                .propagation
-                .at_snapshot(|g, snap| self.fill_in_graph(g, snap, v, keys));
-            match filled {
-                Ok(Some(rows)) => return rows,
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::warn!("fill snapshot failed: {e}; filling under the commit lock");
-                    break;
-                }
-            }
+        match self
+            .propagation
+            .at_snapshot(|g, snap| self.fill_in_graph(g, snap, v, keys))
+        {
+            Ok(Some(rows)) => return rows,
+            Ok(None) => {}
+            Err(e) => tracing::warn!("fill snapshot failed: {e}; filling under the commit lock"),
         }
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
