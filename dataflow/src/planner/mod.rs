@@ -68,6 +68,7 @@ mod aggregate;
 mod correlated;
 mod cte;
 mod from;
+mod grouped_window;
 mod layout;
 mod query;
 mod relation;

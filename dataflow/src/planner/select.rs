@@ -26,6 +26,10 @@ impl Planner<'_> {
     /// subquery, derived table or view), the only place parameters may key
     /// the view or be read at read time.
     pub(super) fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
+        // Windows beside GROUP BY: over a derived table of the groups.
+        if let Some((s, q)) = super::grouped_window::grouped_windows(s, q)? {
+            return self.select(&s, &q, top);
+        }
         let distinct = supported_select(s)?;
         if super::stats::select_has_statistic(s, q) {
             // VAR_POP and the others become COUNT/SUM arithmetic, typed by
