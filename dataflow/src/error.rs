@@ -51,6 +51,10 @@ pub enum DataflowError {
          (half of --memory-limit); narrow it, or raise --memory-limit"
     )]
     OutOfMemory { limit: usize },
+    /// A WINDOW clause or an OVER naming a window that MySQL refuses
+    /// (3579-3583, 3591).
+    #[error(transparent)]
+    NamedWindow(#[from] NamedWindowError),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(Gap),
@@ -122,6 +126,32 @@ impl std::fmt::Display for FunctionName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name)
     }
+}
+
+/// How a named window (`WINDOW w AS (...)`, `OVER w`, `OVER (w ORDER BY
+/// c)`) is wrong, with MySQL's message for each.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NamedWindowError {
+    /// An OVER or a window definition names no window of the WINDOW
+    /// clause (3579).
+    #[error("Window name '{0}' is not defined.")]
+    NoSuchWindow(String),
+    /// Window definitions refer to each other in a cycle (3580).
+    #[error("There is a circularity in the window dependency graph.")]
+    Circularity,
+    /// A window that refines another names its own PARTITION BY (3581).
+    #[error("A window which depends on another cannot define partitioning.")]
+    ChildPartitioning,
+    /// The window another refines has a frame (3582).
+    #[error("Window '{0}' has a frame definition, so cannot be referenced by another window.")]
+    InheritFrame(String),
+    /// A window and the one it refines both have ORDER BY (3583): the
+    /// refining window, then the refined one.
+    #[error("Window '{0}' cannot inherit '{1}' since both contain an ORDER BY clause.")]
+    RedefineOrderBy(String, String),
+    /// The WINDOW clause defines a name twice (3591).
+    #[error("Window '{0}' is defined twice.")]
+    DuplicateName(String),
 }
 
 /// What the view engine cannot do yet (a [`DataflowError::Unsupported`]),

@@ -70,6 +70,7 @@ mod cte;
 mod from;
 mod grouped_window;
 mod layout;
+mod named_window;
 mod query;
 mod relation;
 mod scalar_subquery;

@@ -26,6 +26,10 @@ impl Planner<'_> {
     /// subquery, derived table or view), the only place parameters may key
     /// the view or be read at read time.
     pub(super) fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
+        // OVER w and OVER (w ...): the window spelled out, WINDOW gone.
+        if let Some((s, q)) = super::named_window::resolve_named_windows(s, q)? {
+            return self.select(&s, &q, top);
+        }
         // Windows beside GROUP BY: over a derived table of the groups.
         if let Some((s, q)) = super::grouped_window::grouped_windows(s, q)? {
             return self.select(&s, &q, top);
@@ -238,6 +242,7 @@ fn supported_select(s: &ast::Select) -> Result<bool> {
     {
         return Err(unsupported("CLUSTER/DISTRIBUTE/SORT BY/QUALIFY"));
     }
+    // (A WINDOW clause is spelled out into its calls before this.)
     if !s.named_window.is_empty() || s.connect_by.is_some() {
         return Err(unsupported("WINDOW/CONNECT BY"));
     }
