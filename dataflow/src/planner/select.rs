@@ -135,6 +135,7 @@ impl Planner<'_> {
             key_conjuncts: Vec::new(),
             read_filters: Vec::new(),
             narrowed_slot: None,
+            never_null: Vec::new(),
         };
         Ok((st, conj))
     }

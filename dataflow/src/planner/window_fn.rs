@@ -365,6 +365,12 @@ fn add_window_nodes(
         let mut colls = st.node.colls.clone();
         let mut funcs = Vec::new();
         for (f, col) in w.funcs {
+            if let WinFn::Agg(spec) = &f {
+                let arg_null = st.scope.cols.get(spec.col).is_none_or(|c| c.nullable);
+                if col.nullable && !arg_null && holds_current_row(w.frame.as_ref()) {
+                    st.never_null.push(st.scope.cols.len());
+                }
+            }
             colls.push(col.collation);
             funcs.push(f);
             st.scope.cols.push(col);
@@ -382,6 +388,16 @@ fn add_window_nodes(
             colls,
         };
     }
+}
+
+/// Whether every row's frame holds the row itself (so an aggregate over
+/// it of a value never NULL is never NULL): the default frame does, an
+/// explicit one unless it starts after the row or ends before it.
+fn holds_current_row(frame: Option<&WindowFrame>) -> bool {
+    frame.is_none_or(|f| {
+        !matches!(f.start, Bound::Following(n) if n > 0.0)
+            && !matches!(f.end, Bound::Preceding(n) if n > 0.0)
+    })
 }
 
 /// The SELECT and query with each window call replaced by its column (an
