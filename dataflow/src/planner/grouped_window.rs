@@ -155,6 +155,27 @@ pub(super) fn grouped_windows(
         projection.push(ast::SelectItem::ExprWithAlias { expr, alias: name });
     }
     let mut outer_q = q.clone();
+    if let (None, None, ast::GroupByExpr::Expressions(g, _)) =
+        (&q.order_by, &s.distinct, &s.group_by)
+    {
+        // Without ORDER BY, MariaDB returns the groups in GROUP BY's
+        // order, windows or not (not in the windows' order, as it does
+        // the rows of a query without GROUP BY).
+        if !g.is_empty() {
+            outer_q.order_by = Some(ast::OrderBy {
+                exprs: g
+                    .iter()
+                    .map(|e| ast::OrderByExpr {
+                        expr: e.clone(),
+                        asc: None,
+                        nulls_first: None,
+                        with_fill: None,
+                    })
+                    .collect(),
+                interpolate: None,
+            });
+        }
+    }
     for o in outer_q.order_by.iter_mut().flat_map(|o| o.exprs.iter_mut()) {
         let keep = match &o.expr {
             // A position or a name of the select list: the outer query's.
@@ -305,7 +326,7 @@ mod tests {
             "SELECT __wgrp.y AS y, 1 + ROW_NUMBER() OVER (PARTITION BY __wgrp.y ORDER BY \
              __wgrp.__wg1 ROWS 1 PRECEDING) AS 1 + ROW_NUMBER() OVER (PARTITION BY YEAR(d) \
              ORDER BY MAX(x) ROWS 1 PRECEDING) FROM (SELECT YEAR(d) AS y, MAX(x) AS __wg1 \
-             FROM t GROUP BY y HAVING y > 2000) AS __wgrp"
+             FROM t GROUP BY y HAVING y > 2000) AS __wgrp ORDER BY y"
         );
     }
 
@@ -320,7 +341,7 @@ mod tests {
             "SELECT __wgrp.__wg0 AS dept, RANK() OVER (ORDER BY __wgrp.__wg1) AS \
              RANK() OVER (ORDER BY SUM(x)) FROM (SELECT dept AS __wg0, SUM(x) AS __wg1, \
              region AS __wg2, t.kind AS __wg3 FROM t WHERE y > 2 GROUP BY dept, region, t.kind) \
-             AS __wgrp WHERE __wgrp.__wg2 = ?0 AND __wgrp.__wg3 = ?1"
+             AS __wgrp WHERE __wgrp.__wg2 = ?0 AND __wgrp.__wg3 = ?1 ORDER BY dept"
         );
         // Without GROUP BY no rows still make a row: the filter stays.
         assert_eq!(
