@@ -51,10 +51,11 @@ pub enum DataflowError {
          (half of --memory-limit); narrow it, or raise --memory-limit"
     )]
     OutOfMemory { limit: usize },
-    /// A WINDOW clause or an OVER naming a window that MySQL refuses
-    /// (3579-3583, 3591).
+    /// A window MySQL refuses: a WINDOW clause or an OVER naming a window
+    /// wrongly (3579-3583, 3591), a window function out of place (3593,
+    /// 3594).
     #[error(transparent)]
-    NamedWindow(#[from] NamedWindowError),
+    Window(#[from] WindowError),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(Gap),
@@ -128,10 +129,11 @@ impl std::fmt::Display for FunctionName {
     }
 }
 
-/// How a named window (`WINDOW w AS (...)`, `OVER w`, `OVER (w ORDER BY
-/// c)`) is wrong, with MySQL's message for each.
+/// How a window is wrong: a named one (`WINDOW w AS (...)`, `OVER w`,
+/// `OVER (w ORDER BY c)`), or a window function where none may be; with
+/// MySQL's message for each.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum NamedWindowError {
+pub enum WindowError {
     /// An OVER or a window definition names no window of the WINDOW
     /// clause (3579).
     #[error("Window name '{0}' is not defined.")]
@@ -152,6 +154,14 @@ pub enum NamedWindowError {
     /// The WINDOW clause defines a name twice (3591).
     #[error("Window '{0}' is defined twice.")]
     DuplicateName(String),
+    /// A window function (named) in WHERE, GROUP BY or HAVING, or in the
+    /// arguments of an aggregate or of another window function (3593; the
+    /// stray quote is MySQL's).
+    #[error("You cannot use the window function '{0}' in this context.'")]
+    InvalidUse(String),
+    /// A window function in a window's PARTITION BY or ORDER BY (3594).
+    #[error("You cannot nest a window function in the specification of window '{0}'.")]
+    NestedInSpec(String),
 }
 
 /// What the view engine cannot do yet (a [`DataflowError::Unsupported`]),

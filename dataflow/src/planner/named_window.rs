@@ -14,7 +14,7 @@ use sqlparser::ast;
 
 use super::expr::unsupported;
 use super::syntax::visit_shallow_mut;
-use crate::{NamedWindowError, Result};
+use crate::{Result, WindowError};
 
 /// How MySQL names an unnamed window in its errors.
 const UNNAMED: &str = "<unnamed window>";
@@ -29,7 +29,7 @@ impl<'a> Definitions<'a> {
         let mut defs: Vec<(&ast::Ident, &ast::NamedWindowExpr)> = Vec::new();
         for ast::NamedWindowDefinition(name, expr) in &s.named_window {
             if defs.iter().any(|(n, _)| same(n, name)) {
-                return Err(NamedWindowError::DuplicateName(name.value.clone()).into());
+                return Err(WindowError::DuplicateName(name.value.clone()).into());
             }
             defs.push((name, expr));
         }
@@ -40,11 +40,11 @@ impl<'a> Definitions<'a> {
     /// `path` holds the definitions being resolved (a cycle's members).
     fn resolve(&self, name: &ast::Ident, path: &mut Vec<String>) -> Result<ast::WindowSpec> {
         let Some((own, expr)) = self.defs.iter().find(|(n, _)| same(n, name)) else {
-            return Err(NamedWindowError::NoSuchWindow(name.value.clone()).into());
+            return Err(WindowError::NoSuchWindow(name.value.clone()).into());
         };
         let key = own.value.to_ascii_lowercase();
         if path.contains(&key) {
-            return Err(NamedWindowError::Circularity.into());
+            return Err(WindowError::Circularity.into());
         }
         path.push(key);
         let spec = match expr {
@@ -71,17 +71,15 @@ impl<'a> Definitions<'a> {
         };
         let base = self.resolve(base_name, path)?;
         if !spec.partition_by.is_empty() {
-            return Err(NamedWindowError::ChildPartitioning.into());
+            return Err(WindowError::ChildPartitioning.into());
         }
         if base.window_frame.is_some() {
-            return Err(NamedWindowError::InheritFrame(base_name.value.clone()).into());
+            return Err(WindowError::InheritFrame(base_name.value.clone()).into());
         }
         if !spec.order_by.is_empty() && !base.order_by.is_empty() {
-            return Err(NamedWindowError::RedefineOrderBy(
-                own.to_string(),
-                base_name.value.clone(),
-            )
-            .into());
+            return Err(
+                WindowError::RedefineOrderBy(own.to_string(), base_name.value.clone()).into(),
+            );
         }
         Ok(ast::WindowSpec {
             window_name: None,
@@ -232,10 +230,10 @@ mod tests {
     #[test]
     fn mysql_refuses_what_mysql_refuses() {
         let err = |sql: &str| match resolved(sql) {
-            Err(DataflowError::NamedWindow(e)) => e,
+            Err(DataflowError::Window(e)) => e,
             other => panic!("{sql}: {other:?}"),
         };
-        use NamedWindowError as E;
+        use WindowError as E;
         assert_eq!(
             err("SELECT RANK() OVER x FROM t WINDOW w AS ()"),
             E::NoSuchWindow("x".into())
