@@ -51,6 +51,11 @@ pub enum DataflowError {
          (half of --memory-limit); narrow it, or raise --memory-limit"
     )]
     OutOfMemory { limit: usize },
+    /// A window MySQL refuses: a WINDOW clause or an OVER naming a window
+    /// wrongly (3579-3583, 3591), a window function out of place (3593,
+    /// 3594).
+    #[error(transparent)]
+    Window(#[from] WindowError),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(Gap),
@@ -122,6 +127,41 @@ impl std::fmt::Display for FunctionName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name)
     }
+}
+
+/// How a window is wrong: a named one (`WINDOW w AS (...)`, `OVER w`,
+/// `OVER (w ORDER BY c)`), or a window function where none may be; with
+/// MySQL's message for each.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WindowError {
+    /// An OVER or a window definition names no window of the WINDOW
+    /// clause (3579).
+    #[error("Window name '{0}' is not defined.")]
+    NoSuchWindow(String),
+    /// Window definitions refer to each other in a cycle (3580).
+    #[error("There is a circularity in the window dependency graph.")]
+    Circularity,
+    /// A window that refines another names its own PARTITION BY (3581).
+    #[error("A window which depends on another cannot define partitioning.")]
+    ChildPartitioning,
+    /// The window another refines has a frame (3582).
+    #[error("Window '{0}' has a frame definition, so cannot be referenced by another window.")]
+    InheritFrame(String),
+    /// A window and the one it refines both have ORDER BY (3583): the
+    /// refining window, then the refined one.
+    #[error("Window '{0}' cannot inherit '{1}' since both contain an ORDER BY clause.")]
+    RedefineOrderBy(String, String),
+    /// The WINDOW clause defines a name twice (3591).
+    #[error("Window '{0}' is defined twice.")]
+    DuplicateName(String),
+    /// A window function (named) in WHERE, GROUP BY or HAVING, or in the
+    /// arguments of an aggregate or of another window function (3593; the
+    /// stray quote is MySQL's).
+    #[error("You cannot use the window function '{0}' in this context.'")]
+    InvalidUse(String),
+    /// A window function in a window's PARTITION BY or ORDER BY (3594).
+    #[error("You cannot nest a window function in the specification of window '{0}'.")]
+    NestedInSpec(String),
 }
 
 /// What the view engine cannot do yet (a [`DataflowError::Unsupported`]),

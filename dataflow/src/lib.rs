@@ -123,7 +123,7 @@ mod sql_ast;
 
 pub use config::DataflowConfig;
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
-pub use error::{DataflowError, FunctionName, Gap, Result};
+pub use error::{DataflowError, FunctionName, Gap, Result, WindowError};
 pub use expr::take_warnings as take_eval_warnings;
 pub use meta::{BaseColumn, OutputColumn, ViewStats};
 pub use planner::depth::{bound_depth, TooDeep, MAX_EXPR_DEPTH, THREAD_STACK_BYTES};

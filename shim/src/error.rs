@@ -3,7 +3,7 @@
 //! error numbers.
 
 use ladle_common::CoerceError;
-use ladle_dataflow::DataflowError;
+use ladle_dataflow::{DataflowError, WindowError};
 use ladle_storage::StorageError;
 
 /// Errors the front end reports, by whose fault they are.
@@ -167,6 +167,15 @@ pub const ER_MULTIPLE_PRI_KEY: MysqlCode = code(1068, "42000");
 pub const ER_SP_DOES_NOT_EXIST: MysqlCode = code(1305, "42000");
 pub const ER_WRONG_PARAMCOUNT_TO_NATIVE_FCT: MysqlCode = code(1582, "42000");
 /// MariaDB's ER_CONSTRAINT_FAILED (MySQL 8 says 3819 for the same).
+// Windows: MySQL 8's codes (MariaDB's 4009-4015 and 4074 say the same).
+pub const ER_WINDOW_NO_SUCH_WINDOW: MysqlCode = code(3579, "HY000");
+pub const ER_WINDOW_CIRCULARITY_IN_WINDOW_GRAPH: MysqlCode = code(3580, "HY000");
+pub const ER_WINDOW_NO_CHILD_PARTITIONING: MysqlCode = code(3581, "HY000");
+pub const ER_WINDOW_NO_INHERIT_FRAME: MysqlCode = code(3582, "HY000");
+pub const ER_WINDOW_NO_REDEFINE_ORDER_BY: MysqlCode = code(3583, "HY000");
+pub const ER_WINDOW_DUPLICATE_NAME: MysqlCode = code(3591, "HY000");
+pub const ER_WINDOW_INVALID_WINDOW_FUNC_USE: MysqlCode = code(3593, "HY000");
+pub const ER_WINDOW_NESTED_WINDOW_FUNC_USE_IN_WINDOW_SPEC: MysqlCode = code(3594, "HY000");
 pub const ER_CONSTRAINT_FAILED: MysqlCode = code(4025, "23000");
 pub const ER_DUP_CONSTRAINT_NAME: MysqlCode = code(1826, "HY000");
 /// A value other than DEFAULT (or NULL) written to a generated column: an
@@ -316,8 +325,22 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
         DataflowError::Interrupted { timeout: true } => ER_QUERY_TIMEOUT,
         DataflowError::OutOfMemory { .. } => ER_OUT_OF_RESOURCES,
+        DataflowError::Window(w) => window_code(w),
         DataflowError::Storage(s) => storage_code(s),
         DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
+    }
+}
+
+fn window_code(e: &WindowError) -> MysqlCode {
+    match e {
+        WindowError::NoSuchWindow(_) => ER_WINDOW_NO_SUCH_WINDOW,
+        WindowError::Circularity => ER_WINDOW_CIRCULARITY_IN_WINDOW_GRAPH,
+        WindowError::ChildPartitioning => ER_WINDOW_NO_CHILD_PARTITIONING,
+        WindowError::InheritFrame(_) => ER_WINDOW_NO_INHERIT_FRAME,
+        WindowError::RedefineOrderBy(..) => ER_WINDOW_NO_REDEFINE_ORDER_BY,
+        WindowError::DuplicateName(_) => ER_WINDOW_DUPLICATE_NAME,
+        WindowError::InvalidUse(_) => ER_WINDOW_INVALID_WINDOW_FUNC_USE,
+        WindowError::NestedInSpec(_) => ER_WINDOW_NESTED_WINDOW_FUNC_USE_IN_WINDOW_SPEC,
     }
 }
 

@@ -9,6 +9,7 @@ use super::correlated::{scope_reads_outer, Correlated};
 use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
+use super::select_state::SelectState;
 use super::syntax::{as_column, call, has_subquery, number};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};
@@ -143,20 +144,27 @@ impl Planner<'_> {
         scope: &mut Scope,
         n: usize,
     ) -> Result<ast::Expr> {
-        let ScalarShape {
-            select: s,
-            value: mut agg,
-            top1_desc,
-            first_by,
-            single,
-        } = ScalarShape::of(q)?;
-        let agg_name = aggregate_name(&agg).unwrap_or_default();
+        let shape = ScalarShape::of(q)?;
         let mut correlated = self.plan_correlated(
-            s,
+            shape.select,
             scope,
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        // Window calls: columns of the inner rows, partitioned by the
+        // correlation columns (each outer row sees its own rows only).
+        let windowed = self.correlated_windows(shape.select, q, &mut correlated)?;
+        let ScalarShape {
+            select: _,
+            value: mut agg,
+            top1_desc,
+            first_by,
+            single,
+        } = match &windowed {
+            Some(q) => ScalarShape::of(q)?,
+            None => shape,
+        };
+        let agg_name = aggregate_name(&agg).unwrap_or_default();
         if has_subquery(&agg) {
             // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
             // a subquery in the value over the inner rows only joins them.
@@ -235,6 +243,54 @@ impl Planner<'_> {
             return Ok(call("COALESCE", vec![col, number("0")]));
         }
         Ok(col)
+    }
+}
+
+impl Planner<'_> {
+    /// The window calls of a correlated scalar subquery `q` (over `s`)
+    /// planned over its inner rows, each window partitioned by the
+    /// correlation columns too; returns `q` with each call replaced by its
+    /// column, or `None` when it has none.
+    fn correlated_windows(
+        &self,
+        s: &ast::Select,
+        q: &ast::Query,
+        correlated: &mut Correlated,
+    ) -> Result<Option<ast::Query>> {
+        let mut st = SelectState {
+            node: LNode::take(&mut correlated.inner),
+            scope: std::mem::take(&mut correlated.scope),
+            window: None,
+            nsub: 0,
+            key_frame: correlated.inner_cols.iter().map(|&c| (c, vec![])).collect(),
+            key_conjuncts: Vec::new(),
+            read_filters: Vec::new(),
+            narrowed_slot: None,
+            never_null: Vec::new(),
+        };
+        let planned = self.window_functions(&mut st, s, q);
+        // What the ORDER BY ... LIMIT 1 reads may rely on the never-NULL
+        // ones (this scope is never a result's metadata).
+        for &c in &st.never_null {
+            st.scope.cols[c].nullable = false;
+        }
+        correlated.inner = st.node;
+        correlated.scope = st.scope;
+        let Some((s2, mut q2)) = planned? else {
+            return Ok(None);
+        };
+        if !correlated.residual.is_empty() {
+            return Err(unsupported(
+                "window functions in a scalar subquery correlated other than by equality",
+            ));
+        }
+        // Without LIMIT the order changes nothing (see `scalar_subquery`),
+        // and no order is made up for the windows' sake.
+        if q.order_by.is_none() {
+            q2.order_by = None;
+        }
+        *q2.body = ast::SetExpr::Select(Box::new(s2));
+        Ok(Some(q2))
     }
 }
 

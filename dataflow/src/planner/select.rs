@@ -26,6 +26,15 @@ impl Planner<'_> {
     /// subquery, derived table or view), the only place parameters may key
     /// the view or be read at read time.
     pub(super) fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
+        // OVER w and OVER (w ...): the window spelled out, WINDOW gone.
+        if let Some((s, q)) = super::named_window::resolve_named_windows(s, q)? {
+            return self.select(&s, &q, top);
+        }
+        super::window_fn::misplaced_window_calls(s, q)?;
+        // Windows beside GROUP BY: over a derived table of the groups.
+        if let Some((s, q)) = super::grouped_window::grouped_windows(s, q)? {
+            return self.select(&s, &q, top);
+        }
         let distinct = supported_select(s)?;
         if super::stats::select_has_statistic(s, q) {
             // VAR_POP and the others become COUNT/SUM arithmetic, typed by
@@ -34,7 +43,11 @@ impl Planner<'_> {
             let (s, q) = super::stats::expand_in_select(s, q, &from_scope)?;
             return self.select(&s, &q, top);
         }
-        let (mut st, conj) = self.select_from(s, top)?;
+        // A derived table with LIMIT is taken at read time, after which
+        // no window could be maintained: under windows it is a relation
+        // (a top-k node).
+        let read_time_limit = top && !super::window_fn::has_window_calls(s, q);
+        let (mut st, conj) = self.select_from(s, read_time_limit)?;
         self.select_where(&mut st, conj, top)?;
         // Window functions: columns of window nodes over FROM and WHERE.
         let windowed = self.window_functions(&mut st, s, q)?;
@@ -102,8 +115,13 @@ impl Planner<'_> {
     }
 
     /// FROM: the relation WHERE and the rest are planned over, and WHERE's
-    /// conjuncts not taken as join conditions.
-    fn select_from(&self, s: &ast::Select, top: bool) -> Result<(SelectState, Vec<ast::Expr>)> {
+    /// conjuncts not taken as join conditions; `read_time_limit`: a
+    /// derived table with LIMIT may be taken at read time.
+    fn select_from(
+        &self,
+        s: &ast::Select,
+        read_time_limit: bool,
+    ) -> Result<(SelectState, Vec<ast::Expr>)> {
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -111,7 +129,7 @@ impl Planner<'_> {
         // FROM (SELECT ... ORDER BY ... LIMIT n) d: the view keeps the
         // derived table's full ordered result; each read takes its window,
         // then evaluates this query over it.
-        let (node, scope, window) = match self.windowed_derived(s, top)? {
+        let (node, scope, window) = match self.windowed_derived(s, read_time_limit)? {
             Some((n, sc, w)) => (n, sc, Some(w)),
             None => {
                 let (n, sc) = self.plan_from(&s.from, &mut conj)?;
@@ -127,6 +145,7 @@ impl Planner<'_> {
             key_conjuncts: Vec::new(),
             read_filters: Vec::new(),
             narrowed_slot: None,
+            never_null: Vec::new(),
         };
         Ok((st, conj))
     }
@@ -234,6 +253,7 @@ fn supported_select(s: &ast::Select) -> Result<bool> {
     {
         return Err(unsupported("CLUSTER/DISTRIBUTE/SORT BY/QUALIFY"));
     }
+    // (A WINDOW clause is spelled out into its calls before this.)
     if !s.named_window.is_empty() || s.connect_by.is_some() {
         return Err(unsupported("WINDOW/CONNECT BY"));
     }

@@ -41,6 +41,11 @@ pub(super) struct SelectState {
     /// [`super::selection::index_prefix_key`]: an IN list bound to it is
     /// read as one narrowing per element.
     pub(super) narrowed_slot: Option<usize>,
+    /// Columns of `scope` typed nullable (as MySQL reports them) whose
+    /// values are never NULL: window aggregates of a NOT NULL value over
+    /// a frame holding the current row. What must not meet a NULL (a
+    /// scalar subquery's `ORDER BY ... LIMIT 1`) may rely on them.
+    pub(super) never_null: Vec<usize>,
 }
 
 /// GROUP BY's expressions, the aggregate calls of the select list, HAVING

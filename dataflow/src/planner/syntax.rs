@@ -1,6 +1,8 @@
 //! Small questions about, and builders of, SQL AST nodes: conjuncts,
 //! placeholders, subqueries, bare columns, LIMIT counts.
 
+use std::ops::ControlFlow;
+
 use ladle_common::Value;
 use sqlparser::ast;
 
@@ -238,4 +240,58 @@ pub(super) fn links(c: &ast::Expr, a: &Scope, b: &Scope) -> bool {
         }
     }
     false
+}
+
+/// Calls `f` on `e` and each expression inside it, parents before their
+/// children, never inside a subquery (its names are its own); the
+/// children visited are those of what `f` leaves in place.
+pub(super) fn visit_shallow_mut<E>(
+    e: &mut ast::Expr,
+    f: impl FnMut(&mut ast::Expr) -> ControlFlow<E>,
+) -> ControlFlow<E> {
+    struct Shallow<F, E> {
+        depth: usize,
+        f: F,
+        _break: std::marker::PhantomData<E>,
+    }
+    impl<E, F: FnMut(&mut ast::Expr) -> ControlFlow<E>> ast::VisitorMut for Shallow<F, E> {
+        type Break = E;
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<E> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<E> {
+            self.depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> ControlFlow<E> {
+            if self.depth == 0 {
+                (self.f)(e)
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    ast::VisitMut::visit(
+        e,
+        &mut Shallow {
+            depth: 0,
+            f,
+            _break: std::marker::PhantomData,
+        },
+    )
+}
+
+/// Whether some expression inside `e` (outside subqueries) passes `test`.
+pub(super) fn any_shallow(e: &ast::Expr, mut test: impl FnMut(&ast::Expr) -> bool) -> bool {
+    // The walk is written once, over a copy (expressions are small).
+    let mut copy = e.clone();
+    visit_shallow_mut(&mut copy, |x| {
+        if test(x) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
 }

@@ -19,7 +19,7 @@ use crate::ops::reader::OrderSpec;
 use crate::ops::Frame as WindowFrame;
 use crate::ops::{AggKind, Bound, WinFn};
 use crate::plan::{LNode, LOp};
-use crate::{DataflowError, Result};
+use crate::{DataflowError, Result, WindowError};
 
 /// Qualifier of the columns window functions add (hidden from `*`, as
 /// every `__sq` column is).
@@ -48,6 +48,105 @@ fn collect_calls(e: &ast::Expr, calls: &mut Vec<ast::Function>) {
         }
         ControlFlow::<()>::Continue(())
     });
+}
+
+/// Whether the select list or ORDER BY of `s` (in `q`) calls a window
+/// function.
+pub(super) fn has_window_calls(s: &ast::Select, q: &ast::Query) -> bool {
+    let mut calls = Vec::new();
+    for item in &s.projection {
+        if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } =
+            item
+        {
+            collect_calls(e, &mut calls);
+        }
+    }
+    for o in q.order_by.iter().flat_map(|ob| &ob.exprs) {
+        collect_calls(&o.expr, &mut calls);
+    }
+    !calls.is_empty()
+}
+
+/// The name of a window function called in `e` (outside subqueries).
+fn window_call_in(e: &ast::Expr) -> Option<String> {
+    let mut name = None;
+    super::syntax::any_shallow(e, |x| match x {
+        ast::Expr::Function(f) if f.over.is_some() => {
+            name = Some(f.name.to_string().to_ascii_lowercase());
+            true
+        }
+        _ => false,
+    });
+    name
+}
+
+/// The expressions a call passes as arguments.
+fn call_args(f: &ast::Function) -> impl Iterator<Item = &ast::Expr> {
+    let args = match &f.args {
+        ast::FunctionArguments::List(l) => l.args.as_slice(),
+        _ => &[],
+    };
+    args.iter().filter_map(|a| match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))
+        | ast::FunctionArg::Named {
+            arg: ast::FunctionArgExpr::Expr(e),
+            ..
+        } => Some(e),
+        _ => None,
+    })
+}
+
+/// Refuses window functions where MySQL does (3593): in WHERE, GROUP BY
+/// or HAVING, or inside an aggregate's or a window function's arguments;
+/// and inside a window's PARTITION BY or ORDER BY (3594).
+pub(super) fn misplaced_window_calls(s: &ast::Select, q: &ast::Query) -> Result<()> {
+    let group_by = match &s.group_by {
+        ast::GroupByExpr::Expressions(g, _) => g.as_slice(),
+        ast::GroupByExpr::All(_) => &[],
+    };
+    let misused = |name: String| DataflowError::from(WindowError::InvalidUse(name));
+    for e in s.selection.iter().chain(group_by).chain(&s.having) {
+        if let Some(name) = window_call_in(e) {
+            return Err(misused(name));
+        }
+    }
+    let items = s.projection.iter().filter_map(|i| match i {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
+    });
+    let order = q.order_by.iter().flat_map(|ob| &ob.exprs).map(|o| &o.expr);
+    for e in items.chain(order) {
+        let mut found = None;
+        super::syntax::any_shallow(e, |x| {
+            let ast::Expr::Function(f) = x else {
+                return false;
+            };
+            if f.over.is_none() && super::expr::aggregate_name(x).is_none() {
+                return false;
+            }
+            found = call_args(f).find_map(window_call_in).map(misused);
+            if let (None, Some(ast::WindowType::WindowSpec(w))) = (&found, &f.over) {
+                let spec = w
+                    .partition_by
+                    .iter()
+                    .chain(w.order_by.iter().map(|o| &o.expr));
+                if spec.clone().any(|e| window_call_in(e).is_some()) {
+                    let window = w.window_name.as_ref().map(|n| n.value.clone());
+                    found = Some(
+                        WindowError::NestedInSpec(
+                            window.unwrap_or_else(|| "<unnamed window>".into()),
+                        )
+                        .into(),
+                    );
+                }
+            }
+            found.is_some()
+        });
+        if let Some(e) = found {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 /// `e` with each window call replaced by its column; whether any was.
@@ -365,6 +464,12 @@ fn add_window_nodes(
         let mut colls = st.node.colls.clone();
         let mut funcs = Vec::new();
         for (f, col) in w.funcs {
+            if let WinFn::Agg(spec) = &f {
+                let arg_null = st.scope.cols.get(spec.col).is_none_or(|c| c.nullable);
+                if col.nullable && !arg_null && holds_current_row(w.frame.as_ref()) {
+                    st.never_null.push(st.scope.cols.len());
+                }
+            }
             colls.push(col.collation);
             funcs.push(f);
             st.scope.cols.push(col);
@@ -382,6 +487,16 @@ fn add_window_nodes(
             colls,
         };
     }
+}
+
+/// Whether every row's frame holds the row itself (so an aggregate over
+/// it of a value never NULL is never NULL): the default frame does, an
+/// explicit one unless it starts after the row or ends before it.
+fn holds_current_row(frame: Option<&WindowFrame>) -> bool {
+    frame.is_none_or(|f| {
+        !matches!(f.start, Bound::Following(n) if n > 0.0)
+            && !matches!(f.end, Bound::Preceding(n) if n > 0.0)
+    })
 }
 
 /// The SELECT and query with each window call replaced by its column (an
