@@ -145,6 +145,15 @@ impl RocksEngine {
         };
         let db = match first {
             Ok(db) => db,
+            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption && table_file_damage(&e) => {
+                return Err(StorageError::Corruption(format!(
+                    "a table file in {} is damaged ({}); refusing to start, as it holds \
+                     committed rows that cannot be read. Restore the data directory from a \
+                     backup (--wal-recovery does not apply: the write-ahead log is intact)",
+                    path.display(),
+                    e.into_string()
+                )));
+            }
             Err(e) if e.kind() == rocksdb::ErrorKind::Corruption => {
                 let wal = opts.wal_dir.unwrap_or(path);
                 if opts.wal_recovery == crate::WalRecovery::AbsoluteConsistency {
@@ -175,6 +184,17 @@ impl RocksEngine {
             cfs: parking_lot::Mutex::new(names.into_iter().collect()),
         })
     }
+}
+
+/// Whether a corruption found while opening is in a table file (`.sst`)
+/// or the file list (`MANIFEST`), not in the write-ahead log: RocksDB names
+/// the damaged file in the message for those, and no WAL recovery mode
+/// gets past them (a truncated table file was reported as a damaged WAL,
+/// with advice to start with --wal-recovery point-in-time, which then
+/// failed the same way).
+fn table_file_damage(e: &rocksdb::Error) -> bool {
+    let msg = e.as_ref();
+    msg.contains(".sst") || msg.contains("MANIFEST-")
 }
 
 /// Bytes of write-ahead log (`.log`) files in `dir`.
