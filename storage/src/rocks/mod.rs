@@ -166,12 +166,15 @@ impl RocksEngine {
                         e.into_string()
                     )));
                 }
+                let kept = keep_damaged_wal(wal, path.parent().unwrap_or(path));
                 tracing::warn!(
                     wal = %wal.display(),
                     damage = %e.clone().into_string(),
                     wal_bytes = wal_bytes(wal),
+                    kept = %kept,
                     "write-ahead log damaged: recovering to the last consistent point \
-                     (--wal-recovery point-in-time); writes after the damaged record are dropped"
+                     (--wal-recovery point-in-time); writes after the damaged record are dropped \
+                     (the damaged log is kept as it was, see `kept`)"
                 );
                 db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
                 Db::open_cf_descriptors(&db_opts, path, descriptors()).map_err(io)?
@@ -195,6 +198,32 @@ impl RocksEngine {
 fn table_file_damage(e: &rocksdb::Error) -> bool {
     let msg = e.as_ref();
     msg.contains(".sst") || msg.contains("MANIFEST-")
+}
+
+/// Copies the write-ahead log files of `wal` into a new directory
+/// `damaged-wal-<unix seconds>` under `under` before a point-in-time
+/// recovery drops what follows the damage, so the dropped writes stay on
+/// disk for the operator (RocksDB reuses or deletes the originals). The
+/// copy's path, or why there is none.
+fn keep_damaged_wal(wal: &Path, under: &Path) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let to = under.join(format!("damaged-wal-{secs}"));
+    let copy = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&to)?;
+        for entry in std::fs::read_dir(wal)?.flatten() {
+            let p = entry.path();
+            if p.extension().is_some_and(|x| x == "log") {
+                std::fs::copy(&p, to.join(entry.file_name()))?;
+            }
+        }
+        Ok(())
+    };
+    match copy() {
+        Ok(()) => to.display().to_string(),
+        Err(e) => format!("not kept: copying to {} failed: {e}", to.display()),
+    }
 }
 
 /// Bytes of write-ahead log (`.log`) files in `dir`.
