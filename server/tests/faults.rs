@@ -39,14 +39,34 @@ struct Ladle {
 impl Ladle {
     /// Starts ladle over `dir` and waits for `/health` 200.
     fn start(dir: &Path, args: &[&str]) -> Ladle {
+        Ladle::start_with_output(dir, args, None)
+    }
+
+    /// As [`Ladle::start`], its log (stdout and stderr) written to `log`.
+    fn start_logged(dir: &Path, args: &[&str], log: &Path) -> Ladle {
+        Ladle::start_with_output(dir, args, Some(log))
+    }
+
+    fn start_with_output(dir: &Path, args: &[&str], log: Option<&Path>) -> Ladle {
         // Ports are picked free and released before ladle binds them:
         // another process may take one in between, so try new ones.
         for _ in 0..5 {
             let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
+            let (out, err) = match log {
+                Some(path) => {
+                    let f = std::fs::File::create(path).expect("log file");
+                    (
+                        Stdio::from(f.try_clone().expect("log file")),
+                        Stdio::from(f),
+                    )
+                }
+                None => (Stdio::null(), Stdio::null()),
+            };
             cmd.args(args)
                 .env("LADLE_PASSWORD", "")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+                .env("LADLE_LOG", "info")
+                .stdout(out)
+                .stderr(err);
             let mut child = cmd.spawn().expect("spawn ladle");
             let deadline = Instant::now() + Duration::from_secs(120);
             while Instant::now() < deadline {
@@ -438,7 +458,8 @@ fn a_damaged_table_block_gets_1034_and_other_tables_go_on() {
     }
     std::fs::write(&sst, &bytes).unwrap();
 
-    let server = Ladle::start(&data, &["--durability", "sync"]);
+    let log = dir.path().join("after.log");
+    let server = Ladle::start_logged(&data, &["--durability", "sync"], &log);
     let mut c = server.conn();
     match c.query_drop("SELECT SUM(LENGTH(v)) FROM f.src") {
         Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1034, "{e}"),
@@ -462,4 +483,12 @@ fn a_damaged_table_block_gets_1034_and_other_tables_go_on() {
         count(&mut c, "SELECT COUNT(*) FROM f.other WHERE id = 1"),
         1
     );
+    // Said once at error level, with what to do.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let errors: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("ERROR") && l.contains("storage corruption"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{text}");
+    assert!(errors[0].contains("restore the data"), "{text}");
 }

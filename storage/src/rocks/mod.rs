@@ -52,13 +52,33 @@ pub(crate) struct RocksEngine {
 
 fn io(e: rocksdb::Error) -> StorageError {
     match e.kind() {
-        rocksdb::ErrorKind::Corruption => StorageError::Corruption(e.into_string()),
+        rocksdb::ErrorKind::Corruption => {
+            report_corruption(e.as_ref());
+            StorageError::Corruption(e.into_string())
+        }
         _ if e.as_ref().contains("No space left on device") => StorageError::DiskFull {
             path: e.into_string(),
             available: 0,
             reserve: 0,
         },
         _ => StorageError::Io(e.into_string()),
+    }
+}
+
+/// Logs the first corruption RocksDB reports in this process at error
+/// level, with what to do: the statements that meet it only log warnings,
+/// and once a compaction has met a damaged block RocksDB refuses every
+/// write until the data directory is repaired. Once, as every later
+/// statement that meets it reports it again.
+fn report_corruption(damage: &str) {
+    static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !REPORTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::error!(
+            damage,
+            "storage corruption: a data file failed its checksum; reads of it fail with \
+             1034 and RocksDB may refuse all writes. Stop the server and restore the data \
+             directory from a backup (docs/operations.md, damaged table files)"
+        );
     }
 }
 
