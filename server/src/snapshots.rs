@@ -9,6 +9,7 @@
 //! thread, never on a tokio worker. One snapshot runs at a time; a failed
 //! snapshot is logged and counted, and the next interval tries again.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -165,6 +166,12 @@ pub struct Snapshots {
     manual_lsn: Mutex<Option<u64>>,
     /// Recovery begun before storage opened, and since when.
     pending: Mutex<Option<(PendingRecovery, Instant)>>,
+    /// Set by a recovery that replayed change-log batches (a start after a
+    /// crash): the scheduler's first snapshot is then taken at once, not
+    /// one interval later, so the next restart does not replay them again.
+    /// Without it a server killed more often than the interval replayed
+    /// a change log that grew with every restart.
+    snapshot_due: AtomicBool,
 }
 
 impl Snapshots {
@@ -187,6 +194,7 @@ impl Snapshots {
             running: Mutex::new(()),
             manual_lsn: Mutex::new(None),
             pending: Mutex::new(pending),
+            snapshot_due: AtomicBool::new(false),
         };
         me.refresh_store_gauges();
         me
@@ -249,6 +257,9 @@ impl Snapshots {
         m.recovery_nodes_cold.set(stats.nodes_cold as i64);
         m.recovery_replayed_batches
             .set(stats.replayed_batches as i64);
+        if stats.replayed_batches > 0 {
+            self.snapshot_due.store(true, Ordering::SeqCst);
+        }
         m.recovery_rejected_epochs.set(stats.rejected.len() as i64);
         // Set last: a non-zero `ladle_recovery_seconds` says every
         // recovery metric above is final (a warm start serves, and /health
@@ -450,7 +461,14 @@ impl Snapshots {
             }
             self.refresh_age();
             if self.enabled() {
-                if last_snapshot.elapsed() >= self.interval {
+                let after_replay = self.snapshot_due.swap(false, Ordering::SeqCst);
+                if after_replay || last_snapshot.elapsed() >= self.interval {
+                    if after_replay {
+                        tracing::info!(
+                            "taking a snapshot now: recovery replayed the change log, \
+                             which the next restart would replay again"
+                        );
+                    }
                     // Failures are logged and counted inside; try again next interval.
                     let _ = self.take(Trigger::Scheduled);
                     last_snapshot = Instant::now();

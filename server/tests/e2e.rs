@@ -1404,6 +1404,20 @@ fn a_damaged_wal_refuses_to_start_unless_recovery_is_asked_for() {
     // Recovery stopped at the damage: the rows after it are gone (which is
     // why it takes the operator's word).
     assert!(rows < 500, "{rows} rows");
+    // The damaged log is kept, byte for byte, beside the database.
+    let kept: Vec<_> = std::fs::read_dir(&data)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("damaged-wal-"))
+        })
+        .collect();
+    assert_eq!(kept.len(), 1, "{output}");
+    let copy = kept[0].join(wal.file_name().unwrap());
+    assert_eq!(std::fs::read(&copy).ok(), Some(bytes), "{}", copy.display());
+    assert!(output.contains(&kept[0].display().to_string()), "{output}");
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -158,6 +158,10 @@ pub const ER_LOCK_WAIT_TIMEOUT: MysqlCode = code(1205, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
+/// Stored data failed its checksum or would not decode: what MySQL and
+/// MariaDB answer when a table's pages are found corrupt (InnoDB's
+/// DB_CORRUPTION becomes HA_ERR_CRASHED, reported as ER_NOT_KEYFILE).
+pub const ER_NOT_KEYFILE: MysqlCode = code(1034, "HY000");
 pub const ER_OUT_OF_RESOURCES: MysqlCode = code(1041, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -301,10 +305,10 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::SchemaChanged { .. } => ER_TABLE_DEF_CHANGED,
-        StorageError::Io(_)
-        | StorageError::FormatVersion { .. }
-        | StorageError::Corruption(_)
-        | StorageError::Internal(_) => ER_UNKNOWN,
+        StorageError::Corruption(_) => ER_NOT_KEYFILE,
+        StorageError::Io(_) | StorageError::FormatVersion { .. } | StorageError::Internal(_) => {
+            ER_UNKNOWN
+        }
     }
 }
 

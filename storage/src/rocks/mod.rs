@@ -52,13 +52,33 @@ pub(crate) struct RocksEngine {
 
 fn io(e: rocksdb::Error) -> StorageError {
     match e.kind() {
-        rocksdb::ErrorKind::Corruption => StorageError::Corruption(e.into_string()),
+        rocksdb::ErrorKind::Corruption => {
+            report_corruption(e.as_ref());
+            StorageError::Corruption(e.into_string())
+        }
         _ if e.as_ref().contains("No space left on device") => StorageError::DiskFull {
             path: e.into_string(),
             available: 0,
             reserve: 0,
         },
         _ => StorageError::Io(e.into_string()),
+    }
+}
+
+/// Logs the first corruption RocksDB reports in this process at error
+/// level, with what to do: the statements that meet it only log warnings,
+/// and once a compaction has met a damaged block RocksDB refuses every
+/// write until the data directory is repaired. Once, as every later
+/// statement that meets it reports it again.
+fn report_corruption(damage: &str) {
+    static REPORTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !REPORTED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::error!(
+            damage,
+            "storage corruption: a data file failed its checksum; reads of it fail with \
+             1034 and RocksDB may refuse all writes. Stop the server and restore the data \
+             directory from a backup (docs/operations.md, damaged table files)"
+        );
     }
 }
 
@@ -145,6 +165,15 @@ impl RocksEngine {
         };
         let db = match first {
             Ok(db) => db,
+            Err(e) if e.kind() == rocksdb::ErrorKind::Corruption && table_file_damage(&e) => {
+                return Err(StorageError::Corruption(format!(
+                    "a table file in {} is damaged ({}); refusing to start, as it holds \
+                     committed rows that cannot be read. Restore the data directory from a \
+                     backup (--wal-recovery does not apply: the write-ahead log is intact)",
+                    path.display(),
+                    e.into_string()
+                )));
+            }
             Err(e) if e.kind() == rocksdb::ErrorKind::Corruption => {
                 let wal = opts.wal_dir.unwrap_or(path);
                 if opts.wal_recovery == crate::WalRecovery::AbsoluteConsistency {
@@ -157,12 +186,15 @@ impl RocksEngine {
                         e.into_string()
                     )));
                 }
+                let kept = keep_damaged_wal(wal, path.parent().unwrap_or(path));
                 tracing::warn!(
                     wal = %wal.display(),
                     damage = %e.clone().into_string(),
                     wal_bytes = wal_bytes(wal),
+                    kept = %kept,
                     "write-ahead log damaged: recovering to the last consistent point \
-                     (--wal-recovery point-in-time); writes after the damaged record are dropped"
+                     (--wal-recovery point-in-time); writes after the damaged record are dropped \
+                     (the damaged log is kept as it was, see `kept`)"
                 );
                 db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
                 Db::open_cf_descriptors(&db_opts, path, descriptors()).map_err(io)?
@@ -174,6 +206,43 @@ impl RocksEngine {
             cache,
             cfs: parking_lot::Mutex::new(names.into_iter().collect()),
         })
+    }
+}
+
+/// Whether a corruption found while opening is in a table file (`.sst`)
+/// or the file list (`MANIFEST`), not in the write-ahead log: RocksDB names
+/// the damaged file in the message for those, and no WAL recovery mode
+/// gets past them (a truncated table file was reported as a damaged WAL,
+/// with advice to start with --wal-recovery point-in-time, which then
+/// failed the same way).
+fn table_file_damage(e: &rocksdb::Error) -> bool {
+    let msg = e.as_ref();
+    msg.contains(".sst") || msg.contains("MANIFEST-")
+}
+
+/// Copies the write-ahead log files of `wal` into a new directory
+/// `damaged-wal-<unix seconds>` under `under` before a point-in-time
+/// recovery drops what follows the damage, so the dropped writes stay on
+/// disk for the operator (RocksDB reuses or deletes the originals). The
+/// copy's path, or why there is none.
+fn keep_damaged_wal(wal: &Path, under: &Path) -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let to = under.join(format!("damaged-wal-{secs}"));
+    let copy = || -> std::io::Result<()> {
+        std::fs::create_dir_all(&to)?;
+        for entry in std::fs::read_dir(wal)?.flatten() {
+            let p = entry.path();
+            if p.extension().is_some_and(|x| x == "log") {
+                std::fs::copy(&p, to.join(entry.file_name()))?;
+            }
+        }
+        Ok(())
+    };
+    match copy() {
+        Ok(()) => to.display().to_string(),
+        Err(e) => format!("not kept: copying to {} failed: {e}", to.display()),
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ladle_common::{IndexSchema, SqlType, TableSchema, Value};
 
 use super::*;
-use crate::{IndexRef, OnConflict, Storage, WriteOp};
+use crate::{IndexRef, OnConflict, Storage, StorageConfig, StorageError, WalRecovery, WriteOp};
 
 const DIR_ENV: &str = "LADLE_CRASH_CHILD_DIR";
 const ROUND_ENV: &str = "LADLE_CRASH_CHILD_ROUND";
@@ -298,4 +298,54 @@ fn a_torn_last_wal_record_is_dropped_on_open() {
         "{} rows of {written}",
         rows.len()
     );
+}
+
+/// A damaged table file (`.sst`) is not a damaged write-ahead log: the
+/// store refuses to open and says which it is, whatever `--wal-recovery`
+/// says (it was reported as a damaged WAL, with advice to recover to the
+/// last consistent point, which then failed on the same file).
+#[test]
+fn a_truncated_table_file_refuses_to_open_and_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+        let (votes, _) = tables(&s);
+        let rows = (0..2_000)
+            .map(|k| vec![Value::Null, Value::Int(k % 7), Value::Int(k)])
+            .collect();
+        s.write(vec![WriteOp::Insert {
+            table: votes.id,
+            schema_version: votes.version,
+            rows,
+            on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
+        }])
+        .expect("write");
+        s.flush().expect("flush");
+    }
+    let sst = std::fs::read_dir(dir.path().join("db"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a table file");
+    let len = std::fs::metadata(&sst).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&sst).unwrap();
+    f.set_len(len / 2).unwrap();
+    drop(f);
+    for recovery in [WalRecovery::AbsoluteConsistency, WalRecovery::PointInTime] {
+        let cfg = StorageConfig {
+            wal_recovery: recovery,
+            ..config(dir.path(), Durability::Sync)
+        };
+        let msg = match Storage::open(cfg) {
+            Err(e @ StorageError::Corruption(_)) => e.to_string(),
+            Err(e) => panic!("{recovery:?}: not a corruption: {e}"),
+            Ok(_) => panic!("{recovery:?}: opened over a truncated table file"),
+        };
+        assert!(msg.contains("a table file"), "{recovery:?}: {msg}");
+        assert!(msg.contains(&sst.display().to_string()), "{msg}");
+        assert!(!msg.contains("write-ahead log in"), "{msg}");
+    }
 }
