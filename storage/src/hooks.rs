@@ -25,6 +25,19 @@ pub trait CommitObserver: Send + Sync {
     /// The batch is handed over: storage no longer needs it.
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>);
 
+    /// Called as [`CommitObserver::on_commit`] for a run of batches a
+    /// replica wrote together ([`Storage::apply_replicated_run`](crate::Storage::apply_replicated_run)),
+    /// in LSN order: storage already holds the whole run, never the state
+    /// between two of its batches. The default tells them one by one,
+    /// which is right for an observer that does not read storage; one that
+    /// does (the dataflow, whose joins look up their other input) must
+    /// treat the run as one batch against the state after the last.
+    fn on_commit_run(&self, entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        for (lsn, changes) in entries {
+            self.on_commit(lsn, changes);
+        }
+    }
+
     /// Called with the commit lock held, before [`Storage::exclusive`](crate::Storage::exclusive) runs
     /// its closure and before every schema change: an observer that
     /// processes batches after `on_commit` returns (asynchronously) must
