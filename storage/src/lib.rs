@@ -53,7 +53,9 @@
 //! and decides when a committed one may be acknowledged (a replica refuses
 //! them, a primary waits for its synchronous replicas);
 //! [`Storage::apply_replicated_run`] writes a run of a primary's change-log
-//! entries at the same LSNs as one batch; [`Storage::fenced`] lets a schema change and its record sit
+//! entries at the same LSNs as one batch; [`Storage::create_local_table`]
+//! makes a scratch table outside the ids replicas assign in step;
+//! [`Storage::fenced`] lets a schema change and its record sit
 //! between two LSNs; [`Storage::set_log_floor`] keeps log entries replicas
 //! need.
 //!

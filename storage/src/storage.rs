@@ -218,6 +218,17 @@ impl Storage {
     ) -> Result<Arc<TableSchema>> {
         self.ddl_create_table(schema, if_not_exists)
     }
+    /// Creates a table only this node has, for as long as this open lasts
+    /// or until it is dropped ([`Storage::drop_table`]): a statement's
+    /// scratch table (a recursive CTE's). Its ids come from a range of
+    /// their own, so the ids later CREATE TABLEs get are the same on every
+    /// node of a cluster (each replays the same schema changes), and
+    /// nothing of it is written to the catalog: a crash leaves at most its
+    /// empty column family, which the next open drops. Writes to it are
+    /// not replicated; it is meant to stay empty.
+    pub fn create_local_table(&self, schema: TableSchema) -> Result<Arc<TableSchema>> {
+        self.ddl_create_local_table(schema)
+    }
     pub fn drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
         self.ddl_drop_table(database, table)
     }

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ladle_common::{Lsn, TableDeltas, Value};
+use ladle_common::{Lsn, TableDeltas, TableSchema, Value};
 use parking_lot::Mutex;
 
 use super::*;
@@ -15,6 +15,7 @@ conformance!(
     a_replica_applying_the_log_reaches_the_same_state,
     a_replicated_entry_must_be_the_next_one,
     a_run_of_replicated_entries_is_written_whole_or_not_at_all,
+    a_local_table_moves_no_id_a_replicated_schema_change_gets,
     the_gate_refuses_writes_and_withholds_acknowledgements,
     the_log_floor_keeps_what_replicas_need,
     a_fenced_closure_can_write,
@@ -310,6 +311,53 @@ fn a_run_of_replicated_entries_is_written_whole_or_not_at_all(kind: Kind) {
             sorted(r.storage.scan(u.id).unwrap()),
             sorted(primary.scan(u.id).unwrap())
         );
+    }
+}
+
+/// A local table (a recursive CTE's scratch table on a cluster node) is a
+/// table like any other while it lives, but the tables created after it
+/// get the ids they get on a node that never had it, and nothing of it
+/// outlives a reopen.
+fn a_local_table_moves_no_id_a_replicated_schema_change_gets(kind: Kind) {
+    let (a, b) = (Harness::new(kind), Harness::new(kind));
+    let (s, other) = (&a.storage, &b.storage);
+    users(s);
+    users(other);
+    let scratch = TableSchema {
+        id: 0,
+        database: "db".into(),
+        name: "scratch".into(),
+        columns: vec![col("n", int())],
+        primary_key: None,
+        indexes: vec![ladle_common::IndexSchema {
+            id: 0,
+            name: "n".into(),
+            columns: vec![0],
+            unique: false,
+        }],
+        version: 0,
+    };
+    let local = s.create_local_table(scratch.clone()).unwrap();
+    assert_eq!(s.table("db", "scratch").map(|t| t.id), Some(local.id));
+    assert!(s.scan(local.id).unwrap().is_empty());
+    let taken = s.create_local_table(scratch.clone());
+    assert!(
+        matches!(taken, Err(StorageError::TableExists(_))),
+        "{taken:?}"
+    );
+    // The next table (and its index) has the ids it has on the other node.
+    let (here, there) = (keyless(s), keyless(other));
+    assert_eq!(here.id, there.id);
+    assert_eq!(here.indexes[0].id, there.indexes[0].id);
+    assert!(local.id > here.id && local.indexes[0].id > here.indexes[0].id);
+    s.drop_table("db", "scratch").unwrap();
+    assert!(s.table("db", "scratch").is_none());
+    let again = s.create_local_table(scratch).unwrap();
+    assert_ne!(again.id, local.id, "a local id is not reused in one open");
+    if matches!(kind, Kind::Rocks) {
+        let a = a.reopen();
+        assert!(a.storage.table("db", "scratch").is_none(), "not persisted");
+        assert_eq!(a.storage.table("db", "log").map(|t| t.id), Some(here.id));
     }
 }
 
