@@ -1191,6 +1191,57 @@ fn a_replica_applies_the_primarys_alter_table() {
     });
     metrics_show_roles_positions_and_lag(&nodes[0], &nodes[1]);
     recursive_ctes_run_on_the_primary_and_on_a_replica(&mut c, &mut c2);
+    forwarded_statements_run_on_statement_threads(&nodes[0], &nodes[1]);
+}
+
+/// Statements a replica forwards run on the primary's statement threads
+/// (`ladle-statement`), as its own clients' statements do, not on tokio's
+/// blocking pool (the `ladle-worker` threads), which grows past the
+/// statements in flight under a contended CPU: while four forwarded
+/// SLEEPs run at once (each in a transaction with a write, so its reads go
+/// to the primary too), the primary has at least four statement threads
+/// (its own clients here ran one statement at a time).
+fn forwarded_statements_run_on_statement_threads(primary: &Node, replica: &Node) {
+    const SESSIONS: usize = 4;
+    let pid = primary.proc.as_ref().expect("a running primary").0.id();
+    let statement_threads = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .expect("the primary's threads")
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim_end() == "ladle-statement")
+            .count()
+    };
+    let barrier = Arc::new(std::sync::Barrier::new(SESSIONS + 1));
+    let sessions: Vec<_> = (0..SESSIONS)
+        .map(|k| {
+            let (opts, barrier) = (replica.opts(), barrier.clone());
+            std::thread::spawn(move || {
+                let mut c = Conn::new(opts).expect("connect to the replica");
+                c.query_drop("BEGIN").unwrap();
+                c.query_drop(format!("INSERT INTO mig.s VALUES ({}, 'f')", 100 + k))
+                    .unwrap();
+                barrier.wait();
+                let slept: Option<i64> = c.query_first("SELECT SLEEP(2)").unwrap();
+                c.query_drop("ROLLBACK").unwrap();
+                slept
+            })
+        })
+        .collect();
+    barrier.wait();
+    let most = (0..15)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            statement_threads()
+        })
+        .max()
+        .unwrap_or(0);
+    for s in sessions {
+        assert_eq!(s.join().expect("a forwarding session"), Some(0));
+    }
+    assert!(
+        most >= SESSIONS,
+        "{most} statement threads on the primary while {SESSIONS} forwarded statements ran"
+    );
 }
 
 /// WITH RECURSIVE on a cluster (`primary`, and `replica` following it):
