@@ -21,7 +21,8 @@ pub type CommitCheck =
 pub trait CommitObserver: Send + Sync {
     /// Called inside the commit critical section, after the batch is in
     /// RocksDB (and synced under `Durability::Sync`), before the writers are
-    /// acknowledged. Reads of storage from inside see the batch applied.
+    /// acknowledged and before [`Storage::last_lsn`](crate::Storage::last_lsn)
+    /// moves to `lsn`. Reads of storage from inside see the batch applied.
     /// The batch is handed over: storage no longer needs it.
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>);
 

@@ -899,7 +899,6 @@ impl Storage {
         let Some(lsn) = newest else {
             return Ok(());
         };
-        self.last_lsn.store(lsn, Ordering::Release);
         for td in entries.iter().flat_map(|(_, changes)| changes) {
             if let Some(t) = tables.get(&td.table) {
                 let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
@@ -913,6 +912,10 @@ impl Storage {
                 Err(entries) => o.on_commit_run(entries),
             }
         }
+        // Only now: a reader that finds the position here (a replica's
+        // read after its session's forwarded write) then waits for views
+        // the observer has been told of, never for ones it has not.
+        self.last_lsn.store(lsn, Ordering::Release);
         Ok(())
     }
 

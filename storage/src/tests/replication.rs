@@ -16,6 +16,7 @@ conformance!(
     a_replicated_entry_must_be_the_next_one,
     a_run_of_replicated_entries_is_written_whole_or_not_at_all,
     a_local_table_moves_no_id_a_replicated_schema_change_gets,
+    the_applied_position_moves_once_the_observer_is_told,
     the_gate_refuses_writes_and_withholds_acknowledgements,
     the_log_floor_keeps_what_replicas_need,
     a_fenced_closure_can_write,
@@ -359,6 +360,61 @@ fn a_local_table_moves_no_id_a_replicated_schema_change_gets(kind: Kind) {
         assert!(a.storage.table("db", "scratch").is_none(), "not persisted");
         assert_eq!(a.storage.table("db", "log").map(|t| t.id), Some(here.id));
     }
+}
+
+/// The position storage shows (`last_lsn`) while it tells its observer.
+#[derive(Default)]
+struct Positions {
+    storage: Mutex<Option<std::sync::Weak<Storage>>>,
+    seen: Mutex<Vec<Lsn>>,
+}
+
+impl Positions {
+    fn note(&self) {
+        let storage = self.storage.lock().as_ref().and_then(|w| w.upgrade());
+        self.seen
+            .lock()
+            .push(storage.map_or(Lsn::MAX, |s| s.last_lsn()));
+    }
+}
+
+impl CommitObserver for Positions {
+    fn on_commit(&self, _lsn: Lsn, _changes: Vec<TableDeltas>) {
+        self.note();
+    }
+
+    fn on_commit_run(&self, _entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        self.note();
+    }
+}
+
+/// A replica's applied position (what a read after the session's
+/// forwarded write waits for, before it waits for the views) moves past a
+/// run, or an entry, only once the observer (the dataflow) has been told
+/// of it: the observer still sees the position before it.
+fn the_applied_position_moves_once_the_observer_is_told(kind: Kind) {
+    let (p, r) = (Harness::new(kind), Harness::new(kind));
+    let (u, _) = (users(&p.storage), users(&r.storage));
+    for n in 1..=3 {
+        p.storage
+            .write(vec![insert(
+                &u,
+                vec![row(&[i(n), t(&format!("n{n}")), i(0)])],
+            )])
+            .unwrap();
+    }
+    let log = log_of(&p.storage);
+    let positions = Arc::new(Positions::default());
+    *positions.storage.lock() = Some(Arc::downgrade(&r.storage));
+    r.storage.set_commit_observer(positions.clone());
+    r.storage
+        .apply_replicated_run(log[..2].to_vec(), true)
+        .unwrap();
+    r.storage
+        .apply_replicated(3, log[2].1.clone(), true)
+        .unwrap();
+    assert_eq!(*positions.seen.lock(), vec![0, 2]);
+    assert_eq!(r.storage.last_lsn(), 3);
 }
 
 /// A gate that admits writes or not, and acknowledges them or not.
