@@ -66,8 +66,9 @@ async fn gather_run(
     Ok((run, None))
 }
 
-/// Applies a run of entries in order on one blocking thread, syncing the
-/// WAL with the last when `sync`.
+/// Applies a run of entries on one blocking thread as one storage write
+/// ([`Storage::apply_replicated_run`](ladle_storage::Storage::apply_replicated_run):
+/// one RocksDB batch, one dataflow batch), syncing the WAL when `sync`.
 async fn apply_run(
     node: &Arc<Node>,
     run: Vec<(Lsn, Vec<TableDeltas>)>,
@@ -77,15 +78,7 @@ async fn apply_run(
         tokio::time::sleep(delay * run.len() as u32).await;
     }
     let storage = node.storage.clone();
-    tokio::task::spawn_blocking(move || {
-        let n = run.len();
-        run.into_iter()
-            .enumerate()
-            .try_for_each(|(i, (lsn, changes))| {
-                storage.apply_replicated(lsn, changes, sync && i + 1 == n)
-            })
-    })
-    .await??;
+    tokio::task::spawn_blocking(move || storage.apply_replicated_run(run, sync)).await??;
     Ok(())
 }
 
@@ -248,11 +241,14 @@ async fn follow_inner(
         match frame {
             ToReplica::Entry { lsn, changes, .. } => {
                 // The entries already received after this one are applied
-                // with it, on one blocking thread, and only the last is
-                // synced and acknowledged (a replica group-commits a
-                // backlog): one hand-off per entry made the replica, not
-                // the WAL syncs, the limit of a synchronous primary's write
-                // rate.
+                // with it, on one blocking thread, as one storage write
+                // (one RocksDB batch, at most one WAL sync, one dataflow
+                // batch), and only the last is acknowledged (a replica
+                // group-commits a backlog): one hand-off per entry made the
+                // replica, not the WAL syncs, the limit of a synchronous
+                // primary's write rate. The run is all or nothing, so what
+                // is acknowledged and what views show never covers part
+                // of it.
                 let (run, ahead) = gather_run(&mut rd, term, lsn, changes).await?;
                 next = ahead;
                 let first = run[0].0;

@@ -339,7 +339,8 @@ fn read_frame<T: for<'de> Deserialize<'de>>(
 }
 
 /// The primary's side of one forwarding connection: one SQL session,
-/// statements run in order on a blocking thread.
+/// statements run in order, each on a statement thread of the front end
+/// ([`ForwardTarget::run`]).
 pub(crate) async fn serve(
     node: Arc<Node>,
     replica: u64,
@@ -376,12 +377,11 @@ pub(crate) async fn serve(
             return wr.reject(reason, false).await;
         }
         let schema_before = node.ddl.len();
-        let mut s = session.take().expect("session");
-        let (s, response) = tokio::task::spawn_blocking(move || {
-            let response = s.run(&request);
-            (s, response)
-        })
-        .await?;
+        let s = session.take().expect("session");
+        let (s, response) = target
+            .run(s, request)
+            .await
+            .map_err(|why| anyhow::anyhow!("a forwarded statement failed: {why}"))?;
         session = Some(s);
         let lsn = node.storage.last_lsn();
         let answer = ToReplica::Forwarded {

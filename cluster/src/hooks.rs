@@ -2,13 +2,25 @@
 //! and the dataflow the cluster calls into (schema changes are replayed
 //! through [`DdlApplier`](crate::DdlApplier), in `ddl`).
 
+use std::future::Future;
 use std::path::Path;
+use std::pin::Pin;
 
 use ladle_common::Lsn;
+
+/// A forwarded statement's run ([`ForwardTarget::run`]): the session back
+/// with its answer, or why there is none (the session is then gone).
+pub type ForwardedRun =
+    Pin<Box<dyn Future<Output = Result<(Box<dyn ForwardedSession>, Vec<u8>), String>> + Send>>;
 
 /// The primary's side: opens a SQL session per forwarding connection.
 pub trait ForwardTarget: Send + Sync {
     fn open(&self) -> Box<dyn ForwardedSession>;
+
+    /// Runs `request` in `session` ([`ForwardedSession::run`], which
+    /// blocks) on the threads the front end runs its own clients'
+    /// statements on, never on an async worker.
+    fn run(&self, session: Box<dyn ForwardedSession>, request: Vec<u8>) -> ForwardedRun;
 }
 
 /// One forwarded client session on the primary.

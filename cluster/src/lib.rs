@@ -46,5 +46,5 @@ pub use bootstrap::install_pending as install_pending_bootstrap;
 pub use config::ClusterConfig;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError};
-pub use hooks::{ForwardTarget, ForwardedSession, ViewSnapshotSource};
+pub use hooks::{ForwardTarget, ForwardedRun, ForwardedSession, ViewSnapshotSource};
 pub use node::{MemberInfo, Node, ReplicaProgress, Role};

@@ -226,15 +226,20 @@ impl<W: AsyncWrite + Unpin> FrameWriter<W> {
         FrameWriter { inner, sealer }
     }
 
-    /// Writes one sealed frame: its length, then the sealed bytes.
+    /// Writes one sealed frame, its length then the sealed bytes, in one
+    /// write: with TCP_NODELAY two writes went out as two packets, and a
+    /// replica that had read only the length took the frame for one not yet
+    /// arrived, ending its run of entries there (and syncing).
     pub async fn send<T: Serialize>(&mut self, frame: &T) -> std::io::Result<()> {
         let bytes = postcard::to_stdvec(frame)
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
         let sealed = self.sealer.seal(bytes)?;
         let len = u32::try_from(sealed.len())
             .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
-        self.inner.write_all(&len.to_be_bytes()).await?;
-        self.inner.write_all(&sealed).await?;
+        let mut whole = Vec::with_capacity(4 + sealed.len());
+        whole.extend_from_slice(&len.to_be_bytes());
+        whole.extend_from_slice(&sealed);
+        self.inner.write_all(&whole).await?;
         self.inner.flush().await
     }
 
@@ -333,5 +338,49 @@ mod tests {
             Some(ToReplica::Heartbeat { term: 3, last: 42 })
         );
         assert_eq!(recv::<ToReplica>(&mut b).await.unwrap(), None);
+    }
+
+    /// Records the size of each write it is given.
+    #[derive(Default)]
+    struct Writes(Vec<usize>);
+
+    impl AsyncWrite for Writes {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.0.push(buf.len());
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// A sealed frame goes out in one write, so a reader never holds its
+    /// length without its body because the two went out apart (a replica
+    /// ends a run of entries at a frame not whole in its buffer).
+    #[tokio::test]
+    async fn a_sealed_frame_is_one_write() {
+        let keys = crate::seal::SessionKeys::new(&[1; 32], &[2; 32]).unwrap();
+        let mut wr = FrameWriter::new(Writes::default(), keys.sealer);
+        let hb = ToReplica::Heartbeat { term: 3, last: 42 };
+        wr.send(&hb).await.unwrap();
+        wr.send(&hb).await.unwrap();
+        let writes = &wr.inner.0;
+        assert_eq!(writes.len(), 2, "{writes:?}");
+        assert!(writes.iter().all(|&n| n > 4), "{writes:?}");
     }
 }

@@ -163,26 +163,45 @@ pub(crate) struct Observer(pub Weak<Propagation>);
 
 impl CommitObserver for Observer {
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>) {
-        let Some(inner) = self.0.upgrade() else {
-            return;
-        };
-        inner.count_commit(lsn, &changes);
-        let backlog_full = {
-            let mut b = inner.pipeline.backlog.lock();
-            b.batches.push_back((lsn, changes));
-            b.pushed = lsn;
-            b.batches.len() >= MAX_BACKLOG
-        };
-        inner.pipeline.pushed_cv.notify_all();
-        if backlog_full {
-            // Still inside the commit lock: storage is at `lsn`.
-            let mut g = inner.graph.lock();
-            inner.apply_backlog(&mut g, None);
-        }
+        self.queue(vec![(lsn, changes)]);
+    }
+
+    /// The run is queued under one lock, so the worker, whose snapshot
+    /// holds all of it, never propagates part of it against that state.
+    fn on_commit_run(&self, entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        self.queue(entries);
     }
 
     fn settle(&self) {
         if let Some(inner) = self.0.upgrade() {
+            let mut g = inner.graph.lock();
+            inner.apply_backlog(&mut g, None);
+        }
+    }
+}
+
+impl Observer {
+    /// Queues committed batches (in LSN order, storage at the last) for
+    /// the worker; past [`MAX_BACKLOG`] propagates the backlog here.
+    fn queue(&self, entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        let Some(inner) = self.0.upgrade() else {
+            return;
+        };
+        for (lsn, changes) in &entries {
+            inner.count_commit(*lsn, changes);
+        }
+        let backlog_full = {
+            let mut b = inner.pipeline.backlog.lock();
+            for (lsn, changes) in entries {
+                b.pushed = lsn;
+                b.batches.push_back((lsn, changes));
+            }
+            b.batches.len() >= MAX_BACKLOG
+        };
+        inner.pipeline.pushed_cv.notify_all();
+        if backlog_full {
+            // Still inside the commit lock: storage is at the last batch
+            // queued, and every batch up to it is queued.
             let mut g = inner.graph.lock();
             inner.apply_backlog(&mut g, None);
         }

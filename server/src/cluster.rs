@@ -172,6 +172,20 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
             session,
         })
     }
+
+    /// On the front end's statement threads, as a client's statement here
+    /// (tokio's blocking pool grows past the statements in flight under a
+    /// contended CPU: see `ladle_shim::run_on_statement_thread`).
+    fn run(
+        &self,
+        mut session: Box<dyn ladle_cluster::ForwardedSession>,
+        request: Vec<u8>,
+    ) -> ladle_cluster::ForwardedRun {
+        Box::pin(ladle_shim::run_on_statement_thread(move || {
+            let response = session.run(&request);
+            (session, response)
+        }))
+    }
 }
 
 struct ForwardedEngineSession {

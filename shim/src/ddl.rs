@@ -222,6 +222,18 @@ pub(crate) fn index_name(
     crate::functional_index::free_index_name(existing, base)
 }
 
+/// The columns CREATE TABLE makes of `defs` for table `name` (what they
+/// declare besides, keys or checks, is left out), for a table made outside
+/// CREATE TABLE: a recursive CTE's.
+pub(crate) fn declared_columns(
+    e: &Engine,
+    s: &Session,
+    name: &str,
+    defs: &[ast::ColumnDef],
+) -> Result<Vec<ColumnSchema>> {
+    Ok(TableDraft::declare_columns(e, s, name, defs)?.columns)
+}
+
 pub fn create_table(e: &Engine, s: &mut Session, ct: CreateTable) -> Result<Output> {
     create_table_with(e, s, ct, &[])
 }

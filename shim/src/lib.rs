@@ -122,6 +122,21 @@ pub use metrics::Metrics;
 pub use output::Output;
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
+/// Runs `f` on a statement thread, as the front end runs its clients'
+/// statements (`statement_threads`: the pool grows to the statements in
+/// flight and no further, also under a contended CPU, where tokio's
+/// blocking pool grows past them), for statements the server runs for
+/// others: those a replica forwards. `Err`: `f` panicked, or no thread
+/// could be started.
+pub async fn run_on_statement_thread<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::result::Result<T, String> {
+    statement_threads::global()
+        .run(f)
+        .await
+        .map_err(|aborted| aborted.to_string())
+}
+
 /// Front-end settings.
 #[derive(Clone, Debug)]
 pub struct FrontendConfig {

@@ -22,7 +22,12 @@
 //!    row. The views made over hidden tables and the tables themselves
 //!    are dropped when the statement ends, also on error.
 //!
-//! Not on a cluster node (1235): its tables are the schema log's.
+//! The hidden tables are local tables (`Storage::create_local_table`:
+//! in the node's memory only, with ids of their own), so on a cluster node
+//! they leave the catalog the schema log keeps in step on every node as it
+//! was: a replica answers from its own applied data; a write with a
+//! recursive CTE (INSERT ... WITH RECURSIVE) is forwarded to the primary
+//! as any write, and computed there.
 //!
 //! MySQL's restrictions on the recursive branches give MySQL's errors:
 //! 3573 (no UNION), 3574 (anchor not first), 3575 (aggregation, window
@@ -98,14 +103,6 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         q.with = Some(with);
         return e.select(s, &q);
     }
-    if e.schema_log.get().is_some() {
-        // A cluster node's tables are the schema log's: replicas replay
-        // each one at the primary's position, and a hidden table made
-        // outside it would put the nodes' catalogs apart.
-        return Err(ShimError::Unsupported(
-            "WITH RECURSIVE on a cluster node".into(),
-        ));
-    }
     // The hidden tables live in the current database, else in the first
     // one the query names.
     let db = match s.database.clone().or_else(|| first_database(&q, &with)) {
@@ -122,7 +119,7 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         views: Vec::new(),
     };
     let out = run.answer(s, with.cte_tables, q);
-    run.clean_up(s);
+    run.clean_up();
     out
 }
 
@@ -247,7 +244,10 @@ impl Run<'_> {
     }
 
     /// Creates a hidden table with the anchor's column types (every column
-    /// nullable) and `names`.
+    /// nullable) and `names`: a local table (in this node's memory only,
+    /// with ids of its own: a cluster's nodes, which assign table ids in
+    /// step by replaying the same schema changes, stay in step), private
+    /// to the session as a TEMPORARY table is.
     fn create_hidden(
         &mut self,
         s: &mut Session,
@@ -261,21 +261,28 @@ impl Run<'_> {
             .zip(names)
             .map(|(c, name)| format!("`{}` {} NULL", name.replace('`', "``"), c.ty.sql_name()))
             .collect();
-        let sql = format!(
-            "CREATE TEMPORARY TABLE `{}`.`{table}` ({})",
-            self.db.replace('`', "``"),
-            defs.join(", ")
-        );
+        // The column types as CREATE TABLE reads them.
+        let sql = format!("CREATE TEMPORARY TABLE `{table}` ({})", defs.join(", "));
         let Some(Statement::CreateTable(ct)) = crate::sqltext::parse(&sql)?.into_iter().next()
         else {
             return Err(ShimError::Parse(sql));
         };
-        crate::ddl::create_table(self.e, s, ct)?;
-        let schema = self
-            .e
-            .storage
-            .table(&self.db, &table)
-            .ok_or_else(|| ShimError::Internal(format!("hidden table {table} vanished")))?;
+        let schema = TableSchema {
+            id: 0,
+            database: self.db.clone(),
+            name: table.clone(),
+            columns: crate::ddl::declared_columns(self.e, s, &table, &ct.columns)?,
+            primary_key: None,
+            indexes: Vec::new(),
+            version: 0,
+        };
+        if !self.e.storage.databases().contains(&self.db) {
+            return Err(ShimError::UnknownDatabase(self.db.clone()));
+        }
+        let schema = self.e.storage.create_local_table(schema)?;
+        self.e
+            .temporary_tables
+            .add(&self.db, &table, s.connection_id, schema.id);
         // Dropped at the end, also when the CTE fails below.
         self.created.push((table, schema.id));
         Ok(schema)
@@ -384,18 +391,17 @@ impl Run<'_> {
     }
 
     /// Drops the views over hidden tables and the tables.
-    fn clean_up(&mut self, s: &mut Session) {
+    fn clean_up(&mut self) {
         for pq in self.views.drain(..) {
             self.e.dataflow.discard(&pq);
         }
-        for (table, _) in self.created.drain(..) {
-            let name = ast::ObjectName(vec![
-                ast::Ident::new(self.db.clone()),
-                ast::Ident::new(table.clone()),
-            ]);
-            if let Err(err) = crate::ddl::drop(self.e, s, ast::ObjectType::Table, true, vec![name])
-            {
-                tracing::warn!(%table, %err, "dropping a recursive CTE's table failed");
+        for (table, id) in self.created.drain(..) {
+            self.e.temporary_tables.remove(&self.db, &table);
+            match self.e.storage.drop_table(&self.db, &table) {
+                Ok(_) => self.e.dataflow.table_changed(id),
+                Err(err) => {
+                    tracing::warn!(%table, %err, "dropping a recursive CTE's table failed")
+                }
             }
         }
     }

@@ -64,7 +64,16 @@ pub(crate) struct Catalog {
     pub tables: Arc<HashMap<TableId, Arc<TableState>>>,
     pub names: BTreeMap<(String, String), TableId>,
     pub(crate) ids: Ids,
+    /// Local tables created in this open (not persisted; see
+    /// [`LOCAL_IDS`]).
+    pub(crate) locals: u64,
 }
+
+/// Table and index ids of local tables (`Storage::create_local_table`)
+/// start here, far above any id the persisted counters ([`Ids`]) reach,
+/// so the ids every node of a cluster assigns in step by replaying the
+/// same schema changes never move because of them.
+pub(crate) const LOCAL_IDS: u64 = 1 << 40;
 
 pub(crate) fn encode<T: Serialize>(v: &T) -> Result<Vec<u8>> {
     postcard::to_stdvec(v)

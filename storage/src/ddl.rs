@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 
 use crate::catalog::v3::rekey_temporal_columns;
 use crate::catalog::{
-    encode, load, Building, Catalog, Ids, FORMAT_VERSION, OLDEST_READABLE_VERSION,
+    encode, load, Building, Catalog, Ids, FORMAT_VERSION, LOCAL_IDS, OLDEST_READABLE_VERSION,
 };
 use crate::cf::{self, catalog_key};
 use crate::config::Durability;
@@ -320,6 +320,59 @@ impl Storage {
         Ok(schema)
     }
 
+    /// A table in the in-memory catalog only (see
+    /// [`Storage::create_local_table`]): ids from [`LOCAL_IDS`] up, its
+    /// column families created, no catalog record written.
+    pub(crate) fn ddl_create_local_table(
+        &self,
+        mut schema: TableSchema,
+    ) -> Result<Arc<TableSchema>> {
+        validate_schema(&schema)?;
+        let key = (schema.database.clone(), schema.name.clone());
+        {
+            // Checked here and again when it is added; the families are
+            // created in between, without holding up catalog readers.
+            let mut c = self.catalog.write();
+            local_table_free(&c, &key)?;
+            let mut next = || {
+                c.locals += 1;
+                LOCAL_IDS + c.locals
+            };
+            schema.id = next();
+            for index in &mut schema.indexes {
+                index.id = next();
+            }
+        }
+        let families: Vec<String> = std::iter::once(cf::primary(schema.id))
+            .chain(schema.indexes.iter().map(|i| cf::secondary(i.id)))
+            .collect();
+        for name in &families {
+            self.engine.create_cf(name, CfKind::Index)?;
+        }
+        let entry = TableEntry {
+            pads: vec![Value::Null; schema.columns.len()],
+            secondary_full_row: self.secondary_full_row.load(Ordering::Relaxed),
+            schema,
+        };
+        let counters = Arc::new(TableCounters {
+            auto_inc: Mutex::new(1),
+            rows: AtomicI64::new(0),
+        });
+        let state = Arc::new(TableState::new(entry, counters));
+        let schema = Arc::clone(&state.schema);
+        let mut c = self.catalog.write();
+        if let Err(e) = local_table_free(&c, &key) {
+            drop(c);
+            for name in &families {
+                self.engine.drop_cf(name)?;
+            }
+            return Err(e);
+        }
+        Arc::make_mut(&mut c.tables).insert(schema.id, state);
+        c.names.insert(key, schema.id);
+        Ok(schema)
+    }
+
     /// Restarts `table`'s AUTO_INCREMENT counter after its rows are gone
     /// (TRUNCATE TABLE): the next value is one past the largest value still
     /// in the table, 1 when it is empty. Runs under the commit lock, so no
@@ -390,10 +443,12 @@ impl Storage {
         let _guard = self.commit.lock();
         self.settle_observer();
         let t = self.lookup_table(database, table)?;
-        let mut batch = Batch::default();
-        batch.delete(cf::CATALOG, catalog_key::table(t.schema.id));
-        batch.delete(cf::CATALOG, catalog_key::auto_inc(t.schema.id));
-        self.write_catalog(batch)?;
+        if t.schema.id < LOCAL_IDS {
+            let mut batch = Batch::default();
+            batch.delete(cf::CATALOG, catalog_key::table(t.schema.id));
+            batch.delete(cf::CATALOG, catalog_key::auto_inc(t.schema.id));
+            self.write_catalog(batch)?;
+        }
         {
             let mut c = self.catalog.write();
             Arc::make_mut(&mut c.tables).remove(&t.schema.id);
@@ -615,6 +670,17 @@ fn check_index_columns(schema: &TableSchema, index: &IndexSchema) -> Result<()> 
                 index.name
             )));
         }
+    }
+    Ok(())
+}
+
+/// Whether database `key.0` exists and has no table `key.1`.
+fn local_table_free(c: &Catalog, key: &(String, String)) -> Result<()> {
+    if !c.databases.contains(&key.0) {
+        return Err(StorageError::NoSuchDatabase(key.0.clone()));
+    }
+    if c.names.contains_key(key) {
+        return Err(StorageError::TableExists(key.1.clone()));
     }
     Ok(())
 }

@@ -21,9 +21,23 @@ pub type CommitCheck =
 pub trait CommitObserver: Send + Sync {
     /// Called inside the commit critical section, after the batch is in
     /// RocksDB (and synced under `Durability::Sync`), before the writers are
-    /// acknowledged. Reads of storage from inside see the batch applied.
+    /// acknowledged and before [`Storage::last_lsn`](crate::Storage::last_lsn)
+    /// moves to `lsn`. Reads of storage from inside see the batch applied.
     /// The batch is handed over: storage no longer needs it.
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>);
+
+    /// Called as [`CommitObserver::on_commit`] for a run of batches a
+    /// replica wrote together ([`Storage::apply_replicated_run`](crate::Storage::apply_replicated_run)),
+    /// in LSN order: storage already holds the whole run, never the state
+    /// between two of its batches. The default tells them one by one,
+    /// which is right for an observer that does not read storage; one that
+    /// does (the dataflow, whose joins look up their other input) must
+    /// treat the run as one batch against the state after the last.
+    fn on_commit_run(&self, entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        for (lsn, changes) in entries {
+            self.on_commit(lsn, changes);
+        }
+    }
 
     /// Called with the commit lock held, before [`Storage::exclusive`](crate::Storage::exclusive) runs
     /// its closure and before every schema change: an observer that

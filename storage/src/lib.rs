@@ -52,8 +52,10 @@
 //! Cluster hooks (unused on a single node): a [`WriteGate`] admits writes
 //! and decides when a committed one may be acknowledged (a replica refuses
 //! them, a primary waits for its synchronous replicas);
-//! [`Storage::apply_replicated`] writes a primary's change-log entry at the
-//! same LSN; [`Storage::fenced`] lets a schema change and its record sit
+//! [`Storage::apply_replicated_run`] writes a run of a primary's change-log
+//! entries at the same LSNs as one batch; [`Storage::create_local_table`]
+//! makes a scratch table outside the ids replicas assign in step;
+//! [`Storage::fenced`] lets a schema change and its record sit
 //! between two LSNs; [`Storage::set_log_floor`] keeps log entries replicas
 //! need.
 //!

@@ -218,6 +218,17 @@ impl Storage {
     ) -> Result<Arc<TableSchema>> {
         self.ddl_create_table(schema, if_not_exists)
     }
+    /// Creates a table only this node has, for as long as this open lasts
+    /// or until it is dropped ([`Storage::drop_table`]): a statement's
+    /// scratch table (a recursive CTE's). Its ids come from a range of
+    /// their own, so the ids later CREATE TABLEs get are the same on every
+    /// node of a cluster (each replays the same schema changes), and
+    /// nothing of it is written to the catalog: a crash leaves at most its
+    /// empty column family, which the next open drops. Writes to it are
+    /// not replicated; it is meant to stay empty.
+    pub fn create_local_table(&self, schema: TableSchema) -> Result<Arc<TableSchema>> {
+        self.ddl_create_local_table(schema)
+    }
     pub fn drop_table(&self, database: &str, table: &str) -> Result<Arc<TableSchema>> {
         self.ddl_drop_table(database, table)
     }
@@ -683,28 +694,56 @@ impl Storage {
     /// the next one here. Bypasses the write gate; the observer (the
     /// dataflow) is told as for a local commit, so views stay current.
     /// `sync` false leaves the write-ahead log unsynced (the next synced
-    /// write, or [`Storage::sync_wal`], makes it durable): a replica syncs
-    /// once for a run of entries it acknowledges together.
+    /// write, or [`Storage::sync_wal`], makes it durable). A run of entries
+    /// is better applied with [`Storage::apply_replicated_run`].
     pub fn apply_replicated(&self, lsn: Lsn, changes: Vec<TableDeltas>, sync: bool) -> Result<()> {
+        self.apply_replicated_run(vec![(lsn, changes)], sync)
+    }
+
+    /// Applies a run of batches another node committed, the first at the
+    /// next LSN here and each at the LSN after the one before, as ONE
+    /// engine batch: every entry's rows, index entries and AUTO_INCREMENT
+    /// counters and every entry logged at its own LSN, written with at most
+    /// one WAL sync (`sync`). So a crash keeps the whole run or none of it
+    /// (the last LSN is in the same batch), and an entry that cannot be
+    /// applied fails the run with nothing written. The observer is told
+    /// every entry, in order, once the run is written
+    /// ([`CommitObserver::on_commit_run`]): storage never holds a state
+    /// between two entries of the run.
+    pub fn apply_replicated_run(
+        &self,
+        entries: Vec<(Lsn, Vec<TableDeltas>)>,
+        sync: bool,
+    ) -> Result<()> {
         let _commit = self.commit.lock();
         let last = self.last_lsn();
-        if lsn != last.saturating_add(1) || changes.is_empty() {
-            return Err(StorageError::Internal(format!(
-                "replicated entry {lsn} does not follow {last}"
-            )));
+        let mut expected = last;
+        for (lsn, changes) in &entries {
+            expected = expected.saturating_add(1);
+            if *lsn != expected || changes.is_empty() {
+                return Err(StorageError::Internal(format!(
+                    "replicated entry {lsn} does not follow {}",
+                    expected - 1
+                )));
+            }
+        }
+        if entries.is_empty() {
+            return Ok(());
         }
         let tables = self.catalog.read().tables.clone();
         let mut batch = engine::Batch::default();
         let mut auto_inc = HashMap::new();
         self.engine.with_consistent(&mut |base| {
             let mut g = self.group(base, &tables);
-            g.apply_deltas(&changes)?;
+            for (_, changes) in &entries {
+                g.apply_deltas(changes)?;
+            }
             auto_inc = std::mem::take(&mut g.auto_inc);
+            batch = engine::Batch::default();
             std::mem::take(&mut g.overlay).into_batch(&mut batch);
             Ok(())
         })?;
-        self.persist_batch(batch, &auto_inc, changes, &tables, sync && self.sync())?;
-        Ok(())
+        self.persist_entries(batch, &auto_inc, entries, &tables, sync && self.sync())
     }
 
     /// Drops log entries with LSN < `below` (and at most up to the floor
@@ -811,12 +850,33 @@ impl Storage {
     /// of. Called with the commit lock held.
     fn persist_batch(
         &self,
-        mut batch: engine::Batch,
+        batch: engine::Batch,
         auto_inc: &HashMap<TableId, u64>,
         changes: Vec<TableDeltas>,
         tables: &HashMap<TableId, Arc<TableState>>,
         sync: bool,
     ) -> Result<Lsn> {
+        let entries = if changes.is_empty() {
+            Vec::new()
+        } else {
+            vec![(self.last_lsn() + 1, changes)]
+        };
+        self.persist_entries(batch, auto_inc, entries, tables, sync)?;
+        Ok(self.last_lsn())
+    }
+
+    /// Writes `batch`, the AUTO_INCREMENT counters and `entries` (each
+    /// logged at its LSN, consecutive after the last one here) as one
+    /// engine write, then moves the last LSN and tells the observer. Called
+    /// with the commit lock held.
+    fn persist_entries(
+        &self,
+        mut batch: engine::Batch,
+        auto_inc: &HashMap<TableId, u64>,
+        entries: Vec<(Lsn, Vec<TableDeltas>)>,
+        tables: &HashMap<TableId, Arc<TableState>>,
+        sync: bool,
+    ) -> Result<()> {
         for (table, next) in auto_inc {
             batch.put(
                 cf::CATALOG,
@@ -824,31 +884,39 @@ impl Storage {
                 next.to_be_bytes(),
             );
         }
-        let mut lsn = self.last_lsn();
-        if !changes.is_empty() {
-            lsn += 1;
-            let bytes = postcard::to_stdvec(&changes)
+        for (lsn, changes) in &entries {
+            let bytes = postcard::to_stdvec(changes)
                 .map_err(|e| StorageError::Internal(format!("encoding the change log: {e}")))?;
-            batch.put(cf::CHANGE_LOG, keys::lsn_key(lsn), bytes);
+            batch.put(cf::CHANGE_LOG, keys::lsn_key(*lsn), bytes);
+        }
+        let newest = entries.last().map(|(lsn, _)| *lsn);
+        if let Some(lsn) = newest {
             batch.put(cf::CATALOG, cf::catalog_key::LSN, keys::lsn_key(lsn));
         }
         if !batch.is_empty() {
             self.engine.write(batch, sync)?;
         }
-        if !changes.is_empty() {
-            self.last_lsn.store(lsn, Ordering::Release);
-            for td in &changes {
-                if let Some(t) = tables.get(&td.table) {
-                    let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
-                    t.counters.rows.fetch_add(delta, Ordering::Relaxed);
-                }
-            }
-            let observer = self.observer.read().clone();
-            if let Some(o) = observer {
-                o.on_commit(lsn, changes);
+        let Some(lsn) = newest else {
+            return Ok(());
+        };
+        for td in entries.iter().flat_map(|(_, changes)| changes) {
+            if let Some(t) = tables.get(&td.table) {
+                let delta: i64 = td.deltas.iter().map(|d| d.sign()).sum();
+                t.counters.rows.fetch_add(delta, Ordering::Relaxed);
             }
         }
-        Ok(lsn)
+        let observer = self.observer.read().clone();
+        if let Some(o) = observer {
+            match <[_; 1]>::try_from(entries) {
+                Ok([(lsn, changes)]) => o.on_commit(lsn, changes),
+                Err(entries) => o.on_commit_run(entries),
+            }
+        }
+        // Only now: a reader that finds the position here (a replica's
+        // read after its session's forwarded write) then waits for views
+        // the observer has been told of, never for ones it has not.
+        self.last_lsn.store(lsn, Ordering::Release);
+        Ok(())
     }
 
     /// Leader side of group commit: applies every caller's ops, writes one

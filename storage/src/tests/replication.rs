@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use ladle_common::{Lsn, TableDeltas, Value};
+use ladle_common::{Lsn, TableDeltas, TableSchema, Value};
 use parking_lot::Mutex;
 
 use super::*;
@@ -14,19 +14,28 @@ use crate::{CommitObserver, IndexRef, ScanSpec, StorageError, WriteGate};
 conformance!(
     a_replica_applying_the_log_reaches_the_same_state,
     a_replicated_entry_must_be_the_next_one,
+    a_run_of_replicated_entries_is_written_whole_or_not_at_all,
+    a_local_table_moves_no_id_a_replicated_schema_change_gets,
+    the_applied_position_moves_once_the_observer_is_told,
     the_gate_refuses_writes_and_withholds_acknowledgements,
     the_log_floor_keeps_what_replicas_need,
     a_fenced_closure_can_write,
     a_record_attached_to_a_schema_change_is_in_its_batch,
 );
 
-/// Records what the observer is told.
+/// Records what the observer is told, and the length of each run it is
+/// told at once.
 #[derive(Default)]
-struct Told(Mutex<Vec<(Lsn, Vec<TableDeltas>)>>);
+struct Told(Mutex<Vec<(Lsn, Vec<TableDeltas>)>>, Mutex<Vec<usize>>);
 
 impl CommitObserver for Told {
     fn on_commit(&self, lsn: Lsn, changes: Vec<TableDeltas>) {
         self.0.lock().push((lsn, changes));
+    }
+
+    fn on_commit_run(&self, entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        self.1.lock().push(entries.len());
+        self.0.lock().extend(entries);
     }
 }
 
@@ -176,6 +185,236 @@ fn a_replicated_entry_must_be_the_next_one(kind: Kind) {
     assert!(matches!(again, Err(StorageError::Internal(_))), "{again:?}");
     assert_eq!(r.storage.last_lsn(), 1);
     assert_eq!(r.storage.scan(u.id).unwrap().len(), 1);
+}
+
+/// A replica applies the entries it has received together as one write:
+/// later entries of the run see the earlier ones (an update and a delete
+/// of rows inserted in the same run), the run is all or nothing (an entry
+/// that cannot be applied, or a gap, leaves no entry of it written, and
+/// the observer told nothing), and the observer is told the whole run at
+/// once, every entry at its LSN.
+fn a_run_of_replicated_entries_is_written_whole_or_not_at_all(kind: Kind) {
+    let (p, r) = (Harness::new(kind), Harness::new(kind));
+    let (primary, replica) = (&p.storage, &r.storage);
+    let (u, l) = (users(primary), keyless(primary));
+    let (ru, rl) = (users(replica), keyless(replica));
+    assert_eq!((u.id, l.id), (ru.id, rl.id));
+    let told = Arc::new(Told::default());
+    replica.set_commit_observer(told.clone());
+    let null = Value::Null;
+    let ann_bob = vec![
+        row(&[null.clone(), t("ann"), i(30)]),
+        row(&[null.clone(), t("bob"), i(40)]),
+    ];
+    primary.write(vec![insert(&u, ann_bob)]).unwrap();
+    let move_bob: crate::RowUpdater = Arc::new(|row| {
+        Ok((row[1] == Value::text("bob")).then(|| vec![i(20), row[1].clone(), i(41)]))
+    });
+    primary
+        .write(vec![WriteOp::Update {
+            table: u.id,
+            schema_version: u.version,
+            scan: ScanSpec::Full,
+            update: move_bob,
+        }])
+        .unwrap();
+    let dup = row(&[i(1), t("x")]);
+    primary
+        .write(vec![insert(&l, vec![dup.clone(), dup.clone()])])
+        .unwrap();
+    let ann: crate::RowFilter = Arc::new(|row| Ok(row[1] == Value::text("ann")));
+    let one_x = Arc::new(AtomicU64::new(0));
+    let first_x: crate::RowFilter = Arc::new(move |row| {
+        Ok(row[1] == Value::text("x") && one_x.fetch_add(1, Ordering::SeqCst) == 0)
+    });
+    primary
+        .write(vec![
+            WriteOp::Delete {
+                table: u.id,
+                schema_version: u.version,
+                scan: ScanSpec::Full,
+                filter: ann,
+            },
+            WriteOp::Delete {
+                table: l.id,
+                schema_version: l.version,
+                scan: ScanSpec::Full,
+                filter: first_x,
+            },
+        ])
+        .unwrap();
+    let log = log_of(primary);
+    assert_eq!(log.len(), 4);
+
+    // An entry that matches nothing here (a keyless delete of a row never
+    // inserted) third in the run: nothing of the run is written.
+    let mut bad = log[..2].to_vec();
+    bad.push((
+        3,
+        vec![TableDeltas {
+            table: l.id,
+            deltas: vec![ladle_common::RowDelta::Delete(row(&[i(9), t("never")]))],
+        }],
+    ));
+    let failed = replica.apply_replicated_run(bad, true);
+    assert!(
+        matches!(failed, Err(StorageError::Corruption(_))),
+        "{failed:?}"
+    );
+    // A gap inside the run: refused before anything is applied.
+    let gap = replica.apply_replicated_run(vec![log[0].clone(), log[2].clone()], true);
+    assert!(matches!(gap, Err(StorageError::Internal(_))), "{gap:?}");
+    assert_eq!(replica.last_lsn(), 0);
+    assert!(replica.scan(u.id).unwrap().is_empty());
+    assert!(replica.scan(l.id).unwrap().is_empty());
+    assert!(
+        log_of(replica).is_empty(),
+        "no entry of a failed run is logged"
+    );
+    assert!(
+        told.0.lock().is_empty(),
+        "the observer is told no failed run"
+    );
+
+    replica.apply_replicated_run(log.clone(), true).unwrap();
+    assert_eq!(replica.last_lsn(), 4);
+    assert_eq!(log_of(replica), log, "each entry logged at its own LSN");
+    assert_eq!(*told.0.lock(), log, "the observer is told every entry");
+    assert_eq!(*told.1.lock(), vec![4], "at once");
+    for table in [u.id, l.id] {
+        assert_eq!(
+            sorted(replica.scan(table).unwrap()),
+            sorted(primary.scan(table).unwrap())
+        );
+    }
+    let age = u.indexes.iter().find(|x| x.name == "age").unwrap().id;
+    for a in [30, 40, 41] {
+        assert_eq!(
+            replica
+                .lookup(u.id, IndexRef::Secondary(age), &[i(a)])
+                .unwrap(),
+            primary
+                .lookup(u.id, IndexRef::Secondary(age), &[i(a)])
+                .unwrap(),
+            "age {a}"
+        );
+    }
+    assert_eq!(
+        replica.reserve_auto_increment(u.id, 1).unwrap(),
+        primary.reserve_auto_increment(u.id, 1).unwrap()
+    );
+    if matches!(kind, Kind::Rocks) {
+        // The run's last position was written with it.
+        let r = r.reopen();
+        assert_eq!(r.storage.last_lsn(), 4);
+        assert_eq!(log_of(&r.storage), log);
+        assert_eq!(
+            sorted(r.storage.scan(u.id).unwrap()),
+            sorted(primary.scan(u.id).unwrap())
+        );
+    }
+}
+
+/// A local table (a recursive CTE's scratch table on a cluster node) is a
+/// table like any other while it lives, but the tables created after it
+/// get the ids they get on a node that never had it, and nothing of it
+/// outlives a reopen.
+fn a_local_table_moves_no_id_a_replicated_schema_change_gets(kind: Kind) {
+    let (a, b) = (Harness::new(kind), Harness::new(kind));
+    let (s, other) = (&a.storage, &b.storage);
+    users(s);
+    users(other);
+    let scratch = TableSchema {
+        id: 0,
+        database: "db".into(),
+        name: "scratch".into(),
+        columns: vec![col("n", int())],
+        primary_key: None,
+        indexes: vec![ladle_common::IndexSchema {
+            id: 0,
+            name: "n".into(),
+            columns: vec![0],
+            unique: false,
+        }],
+        version: 0,
+    };
+    let local = s.create_local_table(scratch.clone()).unwrap();
+    assert_eq!(s.table("db", "scratch").map(|t| t.id), Some(local.id));
+    assert!(s.scan(local.id).unwrap().is_empty());
+    let taken = s.create_local_table(scratch.clone());
+    assert!(
+        matches!(taken, Err(StorageError::TableExists(_))),
+        "{taken:?}"
+    );
+    // The next table (and its index) has the ids it has on the other node.
+    let (here, there) = (keyless(s), keyless(other));
+    assert_eq!(here.id, there.id);
+    assert_eq!(here.indexes[0].id, there.indexes[0].id);
+    assert!(local.id > here.id && local.indexes[0].id > here.indexes[0].id);
+    s.drop_table("db", "scratch").unwrap();
+    assert!(s.table("db", "scratch").is_none());
+    let again = s.create_local_table(scratch).unwrap();
+    assert_ne!(again.id, local.id, "a local id is not reused in one open");
+    if matches!(kind, Kind::Rocks) {
+        let a = a.reopen();
+        assert!(a.storage.table("db", "scratch").is_none(), "not persisted");
+        assert_eq!(a.storage.table("db", "log").map(|t| t.id), Some(here.id));
+    }
+}
+
+/// The position storage shows (`last_lsn`) while it tells its observer.
+#[derive(Default)]
+struct Positions {
+    storage: Mutex<Option<std::sync::Weak<Storage>>>,
+    seen: Mutex<Vec<Lsn>>,
+}
+
+impl Positions {
+    fn note(&self) {
+        let storage = self.storage.lock().as_ref().and_then(|w| w.upgrade());
+        self.seen
+            .lock()
+            .push(storage.map_or(Lsn::MAX, |s| s.last_lsn()));
+    }
+}
+
+impl CommitObserver for Positions {
+    fn on_commit(&self, _lsn: Lsn, _changes: Vec<TableDeltas>) {
+        self.note();
+    }
+
+    fn on_commit_run(&self, _entries: Vec<(Lsn, Vec<TableDeltas>)>) {
+        self.note();
+    }
+}
+
+/// A replica's applied position (what a read after the session's
+/// forwarded write waits for, before it waits for the views) moves past a
+/// run, or an entry, only once the observer (the dataflow) has been told
+/// of it: the observer still sees the position before it.
+fn the_applied_position_moves_once_the_observer_is_told(kind: Kind) {
+    let (p, r) = (Harness::new(kind), Harness::new(kind));
+    let (u, _) = (users(&p.storage), users(&r.storage));
+    for n in 1..=3 {
+        p.storage
+            .write(vec![insert(
+                &u,
+                vec![row(&[i(n), t(&format!("n{n}")), i(0)])],
+            )])
+            .unwrap();
+    }
+    let log = log_of(&p.storage);
+    let positions = Arc::new(Positions::default());
+    *positions.storage.lock() = Some(Arc::downgrade(&r.storage));
+    r.storage.set_commit_observer(positions.clone());
+    r.storage
+        .apply_replicated_run(log[..2].to_vec(), true)
+        .unwrap();
+    r.storage
+        .apply_replicated(3, log[2].1.clone(), true)
+        .unwrap();
+    assert_eq!(*positions.seen.lock(), vec![0, 2]);
+    assert_eq!(r.storage.last_lsn(), 3);
 }
 
 /// A gate that admits writes or not, and acknowledges them or not.
