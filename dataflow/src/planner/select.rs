@@ -313,8 +313,12 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                 if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                     aliases.insert(alias.value.to_ascii_lowercase(), c.clone());
                 }
+                // A grouped expression reads its group's column: its
+                // decimals are then the text's own (`ROUND(x, 1)`).
                 let decimals = match ty {
-                    SqlType::Double => crate::fixed_decimals(e),
+                    SqlType::Double => c
+                        .fixed_decimals(&frame.types)
+                        .or_else(|| crate::sql_ast::fixed_decimals(e)),
                     _ => None,
                 };
                 columns.push(OutputColumn {
