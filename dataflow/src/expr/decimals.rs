@@ -48,7 +48,7 @@ impl Expr {
                     .map(|e| e.decimals(input)),
             ),
             Cast(_, t) => match t {
-                CastType::Decimal { scale, .. } => *scale,
+                CastType::Decimal { scale, .. } | CastType::Shown { scale } => *scale,
                 CastType::Signed
                 | CastType::Unsigned
                 | CastType::Date
