@@ -20,6 +20,11 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
     Ok(match f {
         Abs => match to_num(&v0) {
             None => Value::Null,
+            // A signed BIGINT stays signed: ABS(-9223372036854775808) is
+            // out of its range, as in MariaDB (1690), not 2^63.
+            Some(Num::Int(i)) if matches!(v0, Value::Int(_)) && i.abs() > i128::from(i64::MAX) => {
+                return Err(EvalError::OutOfRange("BIGINT value is out of range".into()))
+            }
             Some(Num::Int(i)) => ops::int_value(i.abs())?,
             Some(Num::Dec(d)) => Value::Decimal(d.abs()),
             Some(Num::Float(x)) => Value::Double(x.abs()),
