@@ -273,7 +273,11 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                         continue;
                     }
                     let internal = c.qualifier.starts_with("__sq");
-                    if q.as_ref().map_or(!internal, |q| *q == c.qualifier) {
+                    // `*` shows a USING column once (the left side's).
+                    let merged = scope.coalesced.contains(&i);
+                    if q.as_ref()
+                        .map_or(!internal && !merged, |q| *q == c.qualifier)
+                    {
                         any = true;
                         visible.push(Expr::Column(i));
                         columns.push(OutputColumn {

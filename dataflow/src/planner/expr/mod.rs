@@ -45,6 +45,10 @@ pub(crate) struct ScopeCol {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scope {
     pub cols: Vec<ScopeCol>,
+    /// Positions of the right side's columns a `JOIN .. USING (c)` merged
+    /// into the left side's `c`: an unqualified `c` and `*` mean the left
+    /// one only, as in MySQL (a qualified `t.c` or `t.*` still names it).
+    pub coalesced: Vec<usize>,
 }
 
 impl Scope {
@@ -67,9 +71,11 @@ impl Scope {
             .cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
+            .filter(|(i, c)| {
                 c.name.eq_ignore_ascii_case(name)
-                    && qual.as_ref().is_none_or(|q| *q == c.qualifier)
+                    && qual
+                        .as_ref()
+                        .map_or(!self.coalesced.contains(i), |q| *q == c.qualifier)
                     && !c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX)
             })
             .map(|(i, _)| i)
