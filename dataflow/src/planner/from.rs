@@ -124,11 +124,12 @@ impl Planner<'_> {
                 ast::JoinConstraint::On(e) => split_conjuncts(&e, &mut conj),
                 ast::JoinConstraint::Using(ids) => {
                     for id in ids {
-                        let lq = scope
+                        let (lpos, lq) = scope
                             .cols
                             .iter()
-                            .find(|c| c.name.eq_ignore_ascii_case(&id.value))
-                            .map(|c| c.qualifier.clone())
+                            .enumerate()
+                            .find(|(_, c)| c.name.eq_ignore_ascii_case(&id.value))
+                            .map(|(i, c)| (i, c.qualifier.clone()))
                             .ok_or_else(|| {
                                 DataflowError::UnknownColumn(id.value.clone(), "from clause".into())
                             })?;
@@ -142,7 +143,7 @@ impl Planner<'_> {
                                 .cols
                                 .iter()
                                 .position(|c| c.name.eq_ignore_ascii_case(&id.value))
-                                .map(|i| scope.cols.len() + i),
+                                .map(|i| (lpos, scope.cols.len() + i)),
                         );
                         conj.push(ast::Expr::BinaryOp {
                             left: Box::new(ast::Expr::CompoundIdentifier(vec![

@@ -266,18 +266,19 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     _ => None,
                 };
                 let mut any = false;
-                for (i, c) in scope.cols.iter().enumerate() {
+                let order = match &q {
+                    None => scope.wildcard_order(),
+                    Some(_) => (0..scope.cols.len()).collect(),
+                };
+                for i in order {
+                    let c = &scope.cols[i];
                     // Columns a subquery joined in (`__sq<n>`) are internal;
                     // a functional key part's hidden column is not shown.
                     if c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX) {
                         continue;
                     }
                     let internal = c.qualifier.starts_with("__sq");
-                    // `*` shows a USING column once (the left side's).
-                    let merged = scope.coalesced.contains(&i);
-                    if q.as_ref()
-                        .map_or(!internal && !merged, |q| *q == c.qualifier)
-                    {
+                    if q.as_ref().map_or(!internal, |q| *q == c.qualifier) {
                         any = true;
                         visible.push(Expr::Column(i));
                         columns.push(OutputColumn {

@@ -45,10 +45,11 @@ pub(crate) struct ScopeCol {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scope {
     pub cols: Vec<ScopeCol>,
-    /// Positions of the right side's columns a `JOIN .. USING (c)` merged
-    /// into the left side's `c`: an unqualified `c` and `*` mean the left
-    /// one only, as in MySQL (a qualified `t.c` or `t.*` still names it).
-    pub coalesced: Vec<usize>,
+    /// (left, right) positions of the columns a `JOIN .. USING (c)`
+    /// merged: an unqualified `c` means the left one only,
+    /// and `*` shows it once, first, as in MySQL (a qualified `t.c` or
+    /// `t.*` still names the right one).
+    pub coalesced: Vec<(usize, usize)>,
 }
 
 impl Scope {
@@ -75,7 +76,9 @@ impl Scope {
                 c.name.eq_ignore_ascii_case(name)
                     && qual
                         .as_ref()
-                        .map_or(!self.coalesced.contains(i), |q| *q == c.qualifier)
+                        .map_or(!self.coalesced.iter().any(|&(_, r)| r == *i), |q| {
+                            *q == c.qualifier
+                        })
                     && !c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX)
             })
             .map(|(i, _)| i)
@@ -90,6 +93,26 @@ impl Scope {
             0 => Err(DataflowError::UnknownColumn(full, "field list".into())),
             _ => Err(DataflowError::AmbiguousColumn(full, "field list".into())),
         }
+    }
+}
+
+impl Scope {
+    /// The positions an unqualified `*` shows, in order: a USING join's
+    /// merged columns first (once, the left side's, in its order), then
+    /// every other.
+    pub fn wildcard_order(&self) -> Vec<usize> {
+        // The merged columns in the left side's order (MariaDB's, not the
+        // USING list's).
+        let mut order: Vec<usize> = self.coalesced.iter().map(|&(l, _)| l).collect();
+        order.sort_unstable();
+        order.dedup();
+        let first = order.len();
+        for i in 0..self.cols.len() {
+            if !order[..first].contains(&i) && !self.coalesced.iter().any(|&(_, r)| r == i) {
+                order.push(i);
+            }
+        }
+        order
     }
 }
 
