@@ -136,4 +136,4 @@ pub use snapshot::{
     CompactionStats, DecodedSnapshot, RecoveryProgress, RecoveryStats, SnapshotConfig,
     SnapshotStats, SnapshotStore,
 };
-pub use sql_ast::{expr_column_name, fixed_decimals, value_expr};
+pub use sql_ast::{expr_column_name, value_expr};

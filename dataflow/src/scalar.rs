@@ -33,6 +33,11 @@ impl RowExpr {
     pub fn constant_type(&self) -> SqlType {
         self.expr.result_type(&[]).0
     }
+    /// The decimals a DOUBLE result is shown with when the expression reads
+    /// no column (`ROUND(1.25e0, 1) + 0`: 1), `None` if not fixed.
+    pub fn constant_decimals(&self) -> Option<u8> {
+        self.expr.fixed_decimals(&[])
+    }
     /// Evaluates with `VALUES(col)` referring to `proposed` (ON DUPLICATE KEY
     /// UPDATE).
     pub fn eval_with_proposed(&self, row: &Row, proposed: &Row) -> Result<Value> {

@@ -68,9 +68,11 @@ pub fn expr_column_name(expr: &ast::Expr) -> String {
     plain.to_string()
 }
 
-/// The fixed decimals MariaDB gives a DOUBLE select-list expression:
-/// ROUND(x) and FLOOR/CEILING(x) 0, ROUND(x, n) and TRUNCATE(x, n) n (0
-/// for a negative n); `None` for any other (shown in its shortest form).
+/// The fixed decimals MariaDB gives a DOUBLE select-list expression by its
+/// text alone: ROUND(x) and FLOOR/CEILING(x) 0, ROUND(x, n) and
+/// TRUNCATE(x, n) n (0 for a negative n); `None` for any other. For an
+/// item that reads its group's column (`GROUP BY ROUND(x, 1)`), where
+/// `Expr::fixed_decimals` sees only that column.
 pub fn fixed_decimals(e: &ast::Expr) -> Option<u8> {
     fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
         while let ast::Expr::Nested(x) = e {

@@ -478,6 +478,90 @@ fn temporary_tables_are_per_connection_and_shadow_base_tables() {
     }
 }
 
+/// Statements prepared before a TEMPORARY table of their table's name is
+/// made read and write it once it is, and the base table again once it is
+/// dropped, as MySQL re-prepares them; a prepared write over the temporary
+/// table goes back to the base table after DROP TEMPORARY TABLE. The
+/// temporary name is also reached without INTO (`INSERT t VALUES`,
+/// `REPLACE t VALUES`), by `SHOW INDEX IN t` (whose rows name `t`) and as a
+/// multi-table DELETE's target. Ladle had kept the text rewritten at
+/// PREPARE (reading the base table, or a dropped temporary one: 1146),
+/// written `INSERT t` / `REPLACE t` and read `SHOW INDEX IN t` through the
+/// base table, shown the stored name in SHOW KEYS, and refused the DELETE.
+#[test]
+fn temporary_tables_reach_prepared_statements_and_every_statement_form() {
+    use mysql::prelude::Queryable;
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    let mut urls = vec![server.url()];
+    urls.extend(mariadb_url());
+    for url in urls {
+        let mut c = connect(&url, None).expect("connect");
+        for sql in [
+            "DROP DATABASE IF EXISTS conn_reprep",
+            "CREATE DATABASE conn_reprep",
+            "USE conn_reprep",
+            "CREATE TABLE t (id INT PRIMARY KEY, v INT)",
+            "INSERT INTO t VALUES (1, 10)",
+            "CREATE TABLE u (id INT PRIMARY KEY)",
+            "INSERT INTO u VALUES (1), (2)",
+        ] {
+            query_rows(&mut c, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        let mut other = connect(&url, Some("conn_reprep")).expect("connect");
+        let count = c.prep("SELECT COUNT(*) FROM t").expect("prepare");
+        let sum = c
+            .prep("SELECT SUM(v) FROM t WHERE id > ?")
+            .expect("prepare");
+        let insert = c.prep("INSERT INTO t VALUES (?, ?)").expect("prepare");
+        let read = |c: &mut mysql::Conn, stmt: &mysql::Statement| -> Option<i64> {
+            c.exec_first(stmt, ()).expect("exec")
+        };
+        assert_eq!(read(&mut c, &count), Some(1), "{url}");
+        query_rows(
+            &mut c,
+            "CREATE TEMPORARY TABLE t (id INT PRIMARY KEY, v INT)",
+        )
+        .expect("create");
+        assert_eq!(read(&mut c, &count), Some(0), "{url}: read the base table");
+        c.exec_drop(&insert, (5, 50)).expect("insert");
+        for sql in ["INSERT t VALUES (6, 60)", "REPLACE t VALUES (7, 70)"] {
+            query_rows(&mut c, sql).unwrap_or_else(|err| panic!("{url}: {sql}: {err}"));
+        }
+        assert_eq!(read(&mut c, &count), Some(3), "{url}");
+        let got: Option<i64> = c.exec_first(&sum, (5,)).expect("exec");
+        assert_eq!(got, Some(130), "{url}");
+        assert_eq!(
+            scalar(&mut other, "SELECT COUNT(*) FROM t"),
+            "1",
+            "{url}: base"
+        );
+        let index = query_rows(&mut c, "SHOW INDEX IN t")
+            .expect("show")
+            .0
+            .expect("rows");
+        assert_eq!((index.len(), index[0][0].as_str()), (1, "t"), "{url}");
+        let keys = query_rows(&mut c, "SHOW KEYS FROM t")
+            .expect("show")
+            .0
+            .expect("rows");
+        assert_eq!(keys[0][0], "t", "{url}");
+        query_rows(&mut c, "DELETE t FROM t JOIN u ON t.id = u.id + 4").expect("delete");
+        assert_eq!(
+            scalar(&mut c, "SELECT GROUP_CONCAT(id ORDER BY id) FROM t"),
+            "7",
+            "{url}"
+        );
+        query_rows(&mut c, "DROP TEMPORARY TABLE t").expect("drop");
+        assert_eq!(read(&mut c, &count), Some(1), "{url}: the base table again");
+        c.exec_drop(&insert, (2, 20)).expect("insert");
+        let got: Option<i64> = c.exec_first(&sum, (0,)).expect("exec");
+        assert_eq!(got, Some(30), "{url}");
+        assert_eq!(scalar(&mut other, "SELECT COUNT(*) FROM t"), "2", "{url}");
+        query_rows(&mut c, "DROP DATABASE conn_reprep").expect("drop");
+    }
+}
+
 /// A TEMPORARY table does not survive a server restart (here kill -9
 /// while its connection is open): the restarted server has no such table,
 /// the base table beside it is kept, and the name is free again (a base

@@ -22,7 +22,8 @@ impl Engine {
     /// its id (the client's handle) and the session's current database.
     fn reprepare(&self, s: &mut Session, id: u32, sql: &str) -> Result<PreparedQuery> {
         let generation = self.select_cache.generation();
-        let parsed = parse(sql)?;
+        let bound = self.temporary_names(s, sql);
+        let parsed = parse(bound.as_deref().unwrap_or(sql))?;
         let [Statement::Query(q)] = parsed.as_slice() else {
             return Err(ShimError::Internal(
                 "a prepared SELECT no longer parses as one".into(),
@@ -128,7 +129,10 @@ impl Engine {
                 locking,
             }) => {
                 let locking = *locking;
-                if let Err(e) = crate::privileges::check_sql(self, s, sql) {
+                let bound = self.temporary_names(s, sql);
+                if let Err(e) =
+                    crate::privileges::check_sql(self, s, bound.as_deref().unwrap_or(sql))
+                {
                     return (Kind::Select, Err(e.into()));
                 }
                 let impossible = takes_read_view(s)
@@ -157,7 +161,12 @@ impl Engine {
                 let res = self.read_rows(s, &query, params, locking, impossible);
                 self.finish_read(s, &query, start, res)
             }
-            Some(PreparedStatement::Other { sql, marks, write }) => {
+            Some(PreparedStatement::Other {
+                sql,
+                marks,
+                write,
+                bound,
+            }) => {
                 if params.len() != marks.len() {
                     let e = ShimError::ParamCount {
                         expected: marks.len(),
@@ -165,11 +174,15 @@ impl Engine {
                     };
                     return (Kind::Other, Err(e.into()));
                 }
+                // The tree was parsed with the TEMPORARY tables the session
+                // had at PREPARE: used only while it has them still.
+                let now = write.as_ref().and(self.temporary_names(s, sql));
                 if let Some(w) = write
                     .as_ref()
-                    .filter(|w| !self.must_forward(s, w.kind(), sql))
+                    .filter(|w| now == *bound && !self.must_forward(s, w.kind(), sql))
                 {
-                    let (write, sql) = (std::sync::Arc::clone(w), sql.clone());
+                    let sql = now.unwrap_or_else(|| sql.clone());
+                    let write = std::sync::Arc::clone(w);
                     return self.execute_write(s, &sql, &write, params);
                 }
                 let text = crate::params::substitute(sql, marks, params);
@@ -205,6 +218,14 @@ impl Engine {
         };
         let share_mode = unlocked.is_some() && has_share_mode(sql);
         let sql = unlocked.as_deref().unwrap_or(sql);
+        // What is kept to run again: the text as the client named its
+        // tables (TEMPORARY ones are found again at each planning).
+        let named = match (&temporary, &unlocked) {
+            (None, _) => sql.to_string(),
+            (Some(_), None) => opened.to_string(),
+            (Some(_), Some(_)) => strip_share_mode(&opened).unwrap_or_else(|| opened.to_string()),
+        };
+        let bound = temporary.as_ref().map(|_| sql.to_string());
         let marks = crate::params::placeholders(sql);
         // Account statements have their own grammar (`'u'@'h'`, which the
         // SQL tokenizer refuses): checked and run at execution.
@@ -215,6 +236,7 @@ impl Engine {
                 sql: sql.to_string(),
                 marks,
                 write: None,
+                bound: None,
             });
             return Ok((id, n, Vec::new()));
         }
@@ -243,7 +265,7 @@ impl Engine {
                                 let n = pq.param_count();
                                 let id = s.add_statement(PreparedStatement::Select {
                                     query: pq,
-                                    sql: sql.to_string(),
+                                    sql: named,
                                     generation,
                                     locking,
                                 });
@@ -300,10 +322,15 @@ impl Engine {
             .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
             .flatten()
             .map(std::sync::Arc::new);
+        let marks = match bound {
+            Some(_) => crate::params::placeholders(&named),
+            None => marks,
+        };
         let id = s.add_statement(PreparedStatement::Other {
-            sql: sql.to_string(),
+            sql: named,
             marks,
             write,
+            bound,
         });
         Ok((id, n, Vec::new()))
     }

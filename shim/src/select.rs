@@ -269,7 +269,7 @@ impl Engine {
                 columns: &[],
                 row: &[],
             };
-            let (v, declared) = match ctx.eval_typed(expr) {
+            let (v, declared, fixed) = match ctx.eval_typed(expr) {
                 Ok(typed) => typed,
                 // Not a constant expression: a query for the view engine
                 // itself (it reports what it cannot do).
@@ -282,7 +282,7 @@ impl Engine {
             };
             let ty = constant_column_type(&v, &declared);
             let decimals = match ty {
-                SqlType::Double => ladle_dataflow::fixed_decimals(expr),
+                SqlType::Double => fixed,
                 _ => None,
             };
             columns.push(OutputColumn {

@@ -156,7 +156,9 @@ impl Transaction {
 pub enum PreparedStatement {
     /// A SELECT bound to a dataflow view; executes as a reader lookup.
     /// Bound under DDL `generation` (see `exec::SelectCache`): after DDL
-    /// it is planned again from `sql`.
+    /// it is planned again from `sql`, the text as the client sent it, so
+    /// that its names reach the TEMPORARY tables the session has then (see
+    /// `crate::temporary_names`; creating or dropping one is DDL).
     Select {
         query: PreparedQuery,
         sql: String,
@@ -166,12 +168,17 @@ pub enum PreparedStatement {
         locking: bool,
     },
     /// Anything else. A plain write (`write`) binds the values into the
-    /// tree parsed at PREPARE; the rest is re-planned at each execution
-    /// after the values are substituted for the `?` tokens.
+    /// tree parsed at PREPARE from the text its TEMPORARY table names were
+    /// rewritten to then (`bound`: `None` if none were), used while that
+    /// rewrite is still the session's; the rest (and such a write once the
+    /// session's TEMPORARY tables changed) is re-planned at each execution
+    /// after the values are substituted for the `?` tokens of `sql`, the
+    /// text as the client sent it.
     Other {
         sql: String,
         marks: Vec<usize>,
         write: Option<std::sync::Arc<crate::params::ParsedWrite>>,
+        bound: Option<String>,
     },
 }
 
@@ -445,6 +452,7 @@ mod tests {
             sql: "DO 1".into(),
             marks: Vec::new(),
             write: None,
+            bound: None,
         });
         s.reset();
         assert_eq!(
@@ -460,6 +468,7 @@ mod tests {
             sql: "DO 1".into(),
             marks: Vec::new(),
             write: None,
+            bound: None,
         });
         assert_ne!(again, id);
     }

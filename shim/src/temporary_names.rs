@@ -181,6 +181,17 @@ impl Scan<'_> {
         }
     }
 
+    /// Whether INTO comes at `k`, past INSERT's and REPLACE's modifiers.
+    fn has_into_at(&self, mut k: usize) -> bool {
+        while matches!(
+            self.keyword(k).as_deref(),
+            Some("IGNORE" | "LOW_PRIORITY" | "DELAYED" | "HIGH_PRIORITY")
+        ) {
+            k += 1;
+        }
+        self.keyword(k).as_deref() == Some("INTO")
+    }
+
     fn is_period(&self, k: usize) -> bool {
         matches!(self.token(k), Some(Token::Period))
     }
@@ -216,6 +227,11 @@ impl Scan<'_> {
                 }
                 "TABLE" | "TABLES" => Some(Target::Existing),
                 "DESCRIBE" | "DESC" | "EXPLAIN" if k == 0 => Some(Target::Existing),
+                // `INSERT t VALUES ...`, `REPLACE LOW_PRIORITY t ...`: the
+                // table without INTO (with INTO, INTO opens it).
+                "INSERT" | "REPLACE" if k == 0 && !self.has_into_at(1) => Some(Target::Existing),
+                // `SHOW COLUMNS IN t`, `SHOW INDEX IN t`.
+                "IN" if first == "SHOW" => Some(Target::Existing),
                 // A multi-table DELETE's targets: `DELETE t FROM ...`.
                 "DELETE" if k == 0 && self.keyword(1).as_deref() != Some("FROM") => {
                     Some(Target::Existing)
@@ -365,8 +381,8 @@ impl Scan<'_> {
 }
 
 /// A statement's result with the session's TEMPORARY tables named as it
-/// names them: in an error message, and in SHOW CREATE TABLE (which says
-/// TEMPORARY, as MariaDB's does).
+/// names them: in an error message, in SHOW's rows (SHOW INDEX's table),
+/// and in SHOW CREATE TABLE (which says TEMPORARY, as MariaDB's does).
 pub(crate) fn shown(
     owner: u32,
     sql: &str,
@@ -378,9 +394,7 @@ pub(crate) fn shown(
             e.message = visible_text(owner, &e.message);
             Err(e)
         }
-        Ok(Output::Rows { columns, rows })
-            if crate::tokens::first_words(sql) == ("SHOW".into(), "CREATE".into()) =>
-        {
+        Ok(Output::Rows { columns, rows }) if crate::tokens::first_words(sql).0 == "SHOW" => {
             let rows: Vec<ladle_common::Row> = rows
                 .iter()
                 .map(|r| {
@@ -447,6 +461,20 @@ mod tests {
         assert_eq!(rw("DESCRIBE t"), "DESCRIBE `#tmp#7#t`");
         assert_eq!(rw("SHOW CREATE TABLE t"), "SHOW CREATE TABLE `#tmp#7#t`");
         assert_eq!(rw("SHOW COLUMNS FROM t"), "SHOW COLUMNS FROM `#tmp#7#t`");
+        assert_eq!(rw("SHOW INDEX IN t"), "SHOW INDEX IN `#tmp#7#t`");
+        assert_eq!(rw("INSERT t VALUES (1)"), "INSERT `#tmp#7#t` VALUES (1)");
+        assert_eq!(
+            rw("REPLACE LOW_PRIORITY t VALUES (1)"),
+            "REPLACE LOW_PRIORITY `#tmp#7#t` VALUES (1)"
+        );
+        assert_eq!(
+            rw("INSERT IGNORE INTO t SELECT a FROM t"),
+            "INSERT IGNORE INTO `#tmp#7#t` SELECT a FROM `#tmp#7#t`"
+        );
+        assert_eq!(
+            rw("SELECT REPLACE(t, 'a', 'b') FROM u"),
+            "SELECT REPLACE(t, 'a', 'b') FROM u"
+        );
         assert_eq!(
             rw("CREATE INDEX i ON t (a)"),
             "CREATE INDEX i ON `#tmp#7#t` (a)"

@@ -487,11 +487,12 @@ impl EvalContext<'_> {
     /// the result is compiled and evaluated by the dataflow crate, so a
     /// query without a table answers exactly as a view would.
     pub fn eval(&self, e: &Expr) -> Result<Value, EvalError> {
-        self.eval_typed(e).map(|(v, _)| v)
+        self.eval_typed(e).map(|(v, _, _)| v)
     }
 
-    /// [`Self::eval`], and the type the compiled expression declares.
-    pub fn eval_typed(&self, e: &Expr) -> Result<(Value, SqlType), EvalError> {
+    /// [`Self::eval`], the type the compiled expression declares and the
+    /// decimals a DOUBLE result of it is shown with (`None`: not fixed).
+    pub fn eval_typed(&self, e: &Expr) -> Result<(Value, SqlType, Option<u8>), EvalError> {
         let mut resolved = e.clone();
         let mut failure = None;
         let _ = ast::visit_expressions_mut(&mut resolved, |x| {
@@ -511,7 +512,7 @@ impl EvalContext<'_> {
         let compiled = ladle_dataflow::compile_row_expr(&resolved, None)
             .map_err(|e| EvalError::Compile(e.in_database(self.session.database.as_deref())))?;
         let v = compiled.eval(&Vec::new()).map_err(EvalError::Eval)?;
-        Ok((v, compiled.constant_type()))
+        Ok((v, compiled.constant_type(), compiled.constant_decimals()))
     }
 
     /// The value `x` stands for if it is a session reference or a column of

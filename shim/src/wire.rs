@@ -436,6 +436,16 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
     let mut digits = [0u8; 20];
     match v {
         Value::Null => out.push(0xFB),
+        // A DOUBLE of fixed decimals whose value came out as another
+        // number (GREATEST(ROUND(x, 1), 2) picked the 2): shown as that
+        // DOUBLE, 2.0, as MariaDB converts it.
+        Value::Int(_) | Value::UInt(_) | Value::Decimal(_)
+            if c.coltype == types::DOUBLE && c.decimals < NOT_FIXED_DEC =>
+        {
+            let d = v.as_f64().unwrap_or_default();
+            let text = format!("{d:.*}", usize::from(c.decimals));
+            put_lenenc_bytes(out, text.as_bytes())
+        }
         Value::Int(i) => put_lenenc_bytes(out, int_text(*i < 0, i.unsigned_abs(), &mut digits)),
         Value::UInt(u) => put_lenenc_bytes(out, int_text(false, *u, &mut digits)),
         Value::Bytes(b) => put_lenenc_bytes(out, b),

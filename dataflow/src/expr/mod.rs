@@ -15,9 +15,11 @@
 //! - `ops.rs`: value-level operations (conversions, arithmetic, comparison,
 //!   LIKE, CAST); `json.rs`, `dates.rs`: JSON and date helpers.
 //! - `func/`: the scalar functions, one file per family.
-//! - `eval.rs`, `result_type.rs`: evaluating an [`Expr`] and typing it.
+//! - `eval.rs`, `result_type.rs`, `decimals.rs`: evaluating an [`Expr`],
+//!   typing it, and the decimals a DOUBLE result of it is shown with.
 
 mod dates;
+mod decimals;
 mod error;
 mod eval;
 pub(crate) mod func;

@@ -401,7 +401,7 @@ fn int_arith(op: ArithOp, x: i128, y: i128, unsigned: bool) -> EvalResult {
                 Decimal::from_i128_with_scale(x, 0),
                 Decimal::from_i128_with_scale(y, 0),
             );
-            Ok(Value::Decimal(div_decimal(dx, dy, 4)?))
+            Ok(Value::Decimal(div_exact(dx, dy)?))
         }
         ArithOp::IntDiv => {
             if y == 0 {
@@ -459,7 +459,7 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
             if y.is_zero() {
                 Ok(Value::Null)
             } else {
-                Ok(Value::Decimal(div_decimal(x, y, x.scale() + 4)?))
+                Ok(Value::Decimal(div_exact(x, y)?))
             }
         }
         ArithOp::IntDiv => {
@@ -484,11 +484,31 @@ fn decimal_arith(op: ArithOp, x: Decimal, y: Decimal) -> EvalResult {
 }
 
 /// Division with MySQL's result scale (dividend scale + 4).
-pub(crate) fn div_decimal(x: Decimal, y: Decimal, scale: u32) -> EvalResult<Decimal> {
+/// `d` rounded (half away from zero) or padded to `scale` digits.
+fn at_shown_scale(d: Decimal, scale: u32) -> Decimal {
+    let scale = scale.min(MAX_DECIMAL_SCALE);
+    let mut r = d.round_dp_with_strategy(scale, RoundingStrategy::MidpointAwayFromZero);
+    r.rescale(scale);
+    r
+}
+
+/// The digits MariaDB's decimal division keeps (`do_div_mod`): each
+/// operand's scale rounded up to whole 9-digit words, the increment (4)
+/// less what that rounding added, the sum rounded up to words again
+/// (`1.50 / 2.25` keeps 18, `1 / 3` 9); the quotient is truncated there
+/// and shown with the dividend's scale + 4 only where it leaves
+/// arithmetic ([`CastType::Shown`]).
+fn quotient_scale(x: &Decimal, y: &Decimal) -> u32 {
+    let words = |digits: u32| digits.div_ceil(9) * 9;
+    let (fx, fy) = (words(x.scale()), words(y.scale()));
+    let increment = 4u32.saturating_sub((fx - x.scale()) + (fy - y.scale()));
+    words(fx + fy + increment).min(MAX_DECIMAL_SCALE)
+}
+
+/// `x / y` with MariaDB's internal digits (see [`quotient_scale`]).
+fn div_exact(x: Decimal, y: Decimal) -> EvalResult<Decimal> {
     let q = x.checked_div(y).ok_or_else(dec_overflow)?;
-    let mut q = q.round_dp_with_strategy(scale.min(28), RoundingStrategy::MidpointAwayFromZero);
-    q.rescale(scale.min(28));
-    Ok(q)
+    Ok(q.round_dp_with_strategy(quotient_scale(&x, &y), RoundingStrategy::ToZero))
 }
 
 pub(crate) fn to_datetime(v: &Value) -> Option<NaiveDateTime> {
@@ -738,6 +758,10 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             Value::Decimal(d)
         }
         CastType::Double => Value::Double(value_to_f64(v).unwrap_or(0.0)),
+        CastType::Shown { scale } => match v {
+            Value::Decimal(d) => Value::Decimal(at_shown_scale(*d, u32::from(*scale))),
+            other => other.clone(),
+        },
         CastType::Date | CastType::DateTime => {
             let dt = match v {
                 Value::Text(s) => text_to_datetime(s).or_else(|| {

@@ -161,6 +161,7 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
         CastType::CharN(n) => SqlType::VarChar(*n),
         CastType::TemporalChar { .. } => SqlType::VarChar(65535),
         CastType::Binary => SqlType::VarBinary(65535),
+        CastType::Shown { .. } => et.clone(),
         CastType::Decimal { precision, scale } => SqlType::Decimal {
             precision: *precision,
             scale: *scale,

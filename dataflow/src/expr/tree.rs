@@ -64,6 +64,15 @@ pub enum CastType {
     DateTime,
     Time,
     Binary,
+    /// Not SQL's: a DECIMAL quotient, or arithmetic over one, rounded
+    /// (half away from zero) or padded to the scale its type shows, as
+    /// MariaDB rounds such a value where it leaves arithmetic (`a / b * 100`
+    /// multiplies the quotient's full digits; the product is shown with
+    /// `b`'s scale + 4). The planner puts it over the outermost arithmetic
+    /// only (see `planner::expr::operators`); any other value passes.
+    Shown {
+        scale: u8,
+    },
 }
 
 /// A compiled scalar expression.

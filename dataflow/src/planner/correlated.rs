@@ -218,6 +218,7 @@ impl Planner<'_> {
                     ..oscope.cols[o].clone()
                 })
                 .collect(),
+            coalesced: Vec::new(),
         };
         jscope.cols.extend(c.scope.cols.iter().cloned());
         let mut jcolls = dcolls;

@@ -118,15 +118,18 @@ impl Planner<'_> {
                 }
             };
             let mut conj = Vec::new();
+            // The right side's USING columns, merged into the left side's.
+            let mut merged = Vec::new();
             match constraint {
                 ast::JoinConstraint::On(e) => split_conjuncts(&e, &mut conj),
                 ast::JoinConstraint::Using(ids) => {
                     for id in ids {
-                        let lq = scope
+                        let (lpos, lq) = scope
                             .cols
                             .iter()
-                            .find(|c| c.name.eq_ignore_ascii_case(&id.value))
-                            .map(|c| c.qualifier.clone())
+                            .enumerate()
+                            .find(|(_, c)| c.name.eq_ignore_ascii_case(&id.value))
+                            .map(|(i, c)| (i, c.qualifier.clone()))
                             .ok_or_else(|| {
                                 DataflowError::UnknownColumn(id.value.clone(), "from clause".into())
                             })?;
@@ -135,6 +138,13 @@ impl Planner<'_> {
                             .first()
                             .map(|c| c.qualifier.clone())
                             .unwrap_or_default();
+                        merged.extend(
+                            rscope
+                                .cols
+                                .iter()
+                                .position(|c| c.name.eq_ignore_ascii_case(&id.value))
+                                .map(|i| (lpos, scope.cols.len() + i)),
+                        );
                         conj.push(ast::Expr::BinaryOp {
                             left: Box::new(ast::Expr::CompoundIdentifier(vec![
                                 ast::Ident::new(lq),
@@ -171,7 +181,8 @@ impl Planner<'_> {
                 where_conj.extend(params);
                 conj = rest;
             }
-            let (n, s) = self.join(node, scope, rnode, rscope, kind, conj)?;
+            let (n, mut s) = self.join(node, scope, rnode, rscope, kind, conj)?;
+            s.coalesced.extend(merged);
             node = n;
             scope = s;
         }

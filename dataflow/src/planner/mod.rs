@@ -40,6 +40,7 @@ fn row_scope(t: &TableSchema, qualifier: &str) -> Scope {
                 origin: None,
             })
             .collect(),
+        coalesced: Vec::new(),
     }
 }
 

@@ -92,7 +92,7 @@ impl Planner<'_> {
             let c = cx.compile(e)?;
             let (ty, nullable) = c.result_type(&[]);
             let decimals = match ty {
-                ladle_common::SqlType::Double => crate::fixed_decimals(e),
+                ladle_common::SqlType::Double => c.fixed_decimals(&[]),
                 _ => None,
             };
             columns.push(OutputColumn {

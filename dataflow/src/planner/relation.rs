@@ -80,6 +80,7 @@ pub(super) fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
                 origin: c.origin.clone(),
             })
             .collect(),
+        coalesced: Vec::new(),
     };
     (rel.node, scope)
 }

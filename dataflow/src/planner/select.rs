@@ -286,7 +286,12 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     _ => None,
                 };
                 let mut any = false;
-                for (i, c) in scope.cols.iter().enumerate() {
+                let order = match &q {
+                    None => scope.wildcard_order(),
+                    Some(_) => (0..scope.cols.len()).collect(),
+                };
+                for i in order {
+                    let c = &scope.cols[i];
                     // Columns a subquery joined in (`__sq<n>`) are internal;
                     // a functional key part's hidden column is not shown.
                     if c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX) {
@@ -333,8 +338,12 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                 if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                     aliases.insert(alias.value.to_ascii_lowercase(), c.clone());
                 }
+                // A grouped expression reads its group's column: its
+                // decimals are then the text's own (`ROUND(x, 1)`).
                 let decimals = match ty {
-                    SqlType::Double => crate::fixed_decimals(e),
+                    SqlType::Double => c
+                        .fixed_decimals(&frame.types)
+                        .or_else(|| crate::sql_ast::fixed_decimals(e)),
                     _ => None,
                 };
                 columns.push(OutputColumn {

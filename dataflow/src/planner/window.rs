@@ -124,6 +124,13 @@ impl Planner<'_> {
             offset: pv.offset.clone(),
             limit: pv.limit.clone(),
         };
-        Ok(Some((pv.plan, Scope { cols }, window)))
+        Ok(Some((
+            pv.plan,
+            Scope {
+                cols,
+                coalesced: Vec::new(),
+            },
+            window,
+        )))
     }
 }

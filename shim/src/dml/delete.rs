@@ -176,7 +176,13 @@ pub(super) fn multi_table_delete(
         Some([c]) => schema.columns[*c].name.clone(),
         _ => return unsupported("of a table without a one-column primary key"),
     };
-    let key = |q: &str| Expr::CompoundIdentifier(vec![ast::Ident::new(q), ast::Ident::new(&pk)]);
+    // Quoted: a TEMPORARY table's stored name (`#tmp#7#t`) is no bare word.
+    let key = |q: &str| {
+        Expr::CompoundIdentifier(vec![
+            ast::Ident::with_quote('`', q),
+            ast::Ident::with_quote('`', &pk),
+        ])
+    };
     let tables: Vec<String> = from.iter().map(|t| t.to_string()).collect();
     let select_text = format!("SELECT {} FROM {}", key(&shown), tables.join(", "));
     let mut select = match sqlparser::parser::Parser::parse_sql(

@@ -4,6 +4,7 @@
 
 use sqlparser::ast::{self, Statement};
 use sqlparser::dialect::MySqlDialect;
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
@@ -62,6 +63,29 @@ impl sqlparser::dialect::Dialect for MySql {
             Token::ShiftRight => Some(ast::BinaryOperator::PGBitwiseShiftRight),
             _ => None,
         };
+        // `DIV` and `MOD` bind as `*` and `/`, left to right: `7 DIV 2 * 3`
+        // is 9, `7 DIV 2 = 3` true. sqlparser's MySQL dialect parsed a whole
+        // expression after DIV (`7 DIV (2 * 3)`, `7 DIV (2 = 3)`: wrong
+        // answers, not errors; `8 DIV 2 DIV 2` a syntax error), and no
+        // `MOD` operator.
+        let word = match &parser.peek_token().token {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.keyword),
+            _ => None,
+        };
+        let op = match word {
+            Some(Keyword::DIV) => Some(ast::BinaryOperator::MyIntegerDivide),
+            Some(Keyword::MOD) => Some(ast::BinaryOperator::Modulo),
+            _ => None,
+        };
+        if let Some(op) = op {
+            parser.next_token();
+            let prec = self.prec_value(sqlparser::dialect::Precedence::MulDivModOp);
+            return Some(parser.parse_subexpr(prec).map(|right| ast::Expr::BinaryOp {
+                left: Box::new(expr.clone()),
+                op,
+                right: Box::new(right),
+            }));
+        }
         if let Some(op) = shift {
             parser.next_token();
             return Some(
@@ -100,6 +124,9 @@ impl sqlparser::dialect::Dialect for MySql {
         match parser.peek_token().token {
             Token::ShiftLeft | Token::ShiftRight => Some(Ok(SHIFT_PRECEDENCE)),
             Token::Arrow | Token::LongArrow => Some(Ok(ARROW_PRECEDENCE)),
+            Token::Word(w) if w.quote_style.is_none() && w.keyword == Keyword::MOD => Some(Ok(
+                self.prec_value(sqlparser::dialect::Precedence::MulDivModOp),
+            )),
             _ => None,
         }
     }

@@ -70,9 +70,10 @@ thread_local! {
 ///
 /// sqlparser 0.52's MySQL dialect unwraps the parse of the operand after
 /// `DIV` (`SELECT 1 DIV`, `1 DIV (2`, a long `DIV` chain past its recursion
-/// limit all panic); the dialect cannot be wrapped (the parser checks its
-/// concrete type), so the panic is contained here, at the one boundary
-/// where it can arise, and answered with error 1064 like any syntax error.
+/// limit all panic). Ladle's dialect now parses `DIV` itself (see
+/// `dialect.rs`), so that path is not taken; the containment stays as the
+/// net for any other panic of the parser, at the one boundary where it can
+/// arise, answered with error 1064 like any syntax error.
 /// The process-wide panic hook stays quiet for it, and only for it.
 pub fn contain_parser_panic<T>(
     parse: impl FnOnce() -> std::result::Result<T, sqlparser::parser::ParserError>,

@@ -20,6 +20,11 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
     Ok(match f {
         Abs => match to_num(&v0) {
             None => Value::Null,
+            // A signed BIGINT stays signed: ABS(-9223372036854775808) is
+            // out of its range, as in MariaDB (1690), not 2^63.
+            Some(Num::Int(i)) if matches!(v0, Value::Int(_)) && i.abs() > i128::from(i64::MAX) => {
+                return Err(EvalError::OutOfRange("BIGINT value is out of range".into()))
+            }
             Some(Num::Int(i)) => ops::int_value(i.abs())?,
             Some(Num::Dec(d)) => Value::Decimal(d.abs()),
             Some(Num::Float(x)) => Value::Double(x.abs()),
@@ -193,13 +198,45 @@ fn round(v: &Value, places: i64, truncate: bool) -> EvalResult {
                     .ok_or_else(|| EvalError::OutOfRange("DECIMAL value is out of range".into()))?
             }
         }
-        Some(Num::Float(x)) => {
-            let p = 10f64.powi(places.clamp(-300, 300) as i32);
-            let y = x * p;
-            let r = if truncate { y.trunc() } else { y.round() };
-            Value::Double(r / p)
-        }
+        Some(Num::Float(x)) => Value::Double(round_double(x, places, truncate)),
     })
+}
+
+/// ROUND/TRUNCATE of a DOUBLE as MariaDB's `my_double_round`: scaled by
+/// the power of ten, rounded to the nearest integer with ties to even
+/// (C's `rint`: ROUND(2.5e0) is 2, ROUND(1.2345e0, 3) is 1.234) or
+/// truncated, and scaled back; a scaling past DOUBLE's range leaves the
+/// value (or 0 for negative places).
+fn round_double(x: f64, places: i64, truncate: bool) -> f64 {
+    let digits = places.unsigned_abs().min(400);
+    // Exact for every power of ten a DOUBLE holds, as MariaDB's table
+    // (products of powers up to 10^22 are exact).
+    let scale: f64 = if digits <= 22 {
+        10f64.powi(digits as i32)
+    } else {
+        format!("1e{digits}").parse().unwrap_or(f64::INFINITY)
+    };
+    let whole = |y: f64| {
+        if truncate {
+            y.trunc()
+        } else {
+            y.round_ties_even()
+        }
+    };
+    if places < 0 {
+        if scale.is_infinite() {
+            0.0
+        } else {
+            whole(x / scale) * scale
+        }
+    } else {
+        let y = x * scale;
+        if y.is_infinite() {
+            x
+        } else {
+            whole(y) / scale
+        }
+    }
 }
 
 /// The trigonometric, exponential and logarithmic functions, as MariaDB

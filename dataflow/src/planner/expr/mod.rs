@@ -45,6 +45,11 @@ pub(crate) struct ScopeCol {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scope {
     pub cols: Vec<ScopeCol>,
+    /// (left, right) positions of the columns a `JOIN .. USING (c)`
+    /// merged: an unqualified `c` means the left one only,
+    /// and `*` shows it once, first, as in MySQL (a qualified `t.c` or
+    /// `t.*` still names the right one).
+    pub coalesced: Vec<(usize, usize)>,
 }
 
 impl Scope {
@@ -67,9 +72,13 @@ impl Scope {
             .cols
             .iter()
             .enumerate()
-            .filter(|(_, c)| {
+            .filter(|(i, c)| {
                 c.name.eq_ignore_ascii_case(name)
-                    && qual.as_ref().is_none_or(|q| *q == c.qualifier)
+                    && qual
+                        .as_ref()
+                        .map_or(!self.coalesced.iter().any(|&(_, r)| r == *i), |q| {
+                            *q == c.qualifier
+                        })
                     && !c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX)
             })
             .map(|(i, _)| i)
@@ -84,6 +93,26 @@ impl Scope {
             0 => Err(DataflowError::UnknownColumn(full, "field list".into())),
             _ => Err(DataflowError::AmbiguousColumn(full, "field list".into())),
         }
+    }
+}
+
+impl Scope {
+    /// The positions an unqualified `*` shows, in order: a USING join's
+    /// merged columns first (once, the left side's, in its order), then
+    /// every other.
+    pub fn wildcard_order(&self) -> Vec<usize> {
+        // The merged columns in the left side's order (MariaDB's, not the
+        // USING list's).
+        let mut order: Vec<usize> = self.coalesced.iter().map(|&(l, _)| l).collect();
+        order.sort_unstable();
+        order.dedup();
+        let first = order.len();
+        for i in 0..self.cols.len() {
+            if !order[..first].contains(&i) && !self.coalesced.iter().any(|&(_, r)| r == i) {
+                order.push(i);
+            }
+        }
+        order
     }
 }
 

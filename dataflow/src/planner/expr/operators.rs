@@ -143,6 +143,9 @@ impl ExprCx<'_> {
                 Expr::Literal(Value::UInt(u)) if u == 1u64 << 63 => {
                     Expr::Literal(Value::Int(i64::MIN))
                 }
+                // The negated quotient keeps its digits for arithmetic
+                // over it (`-(a / b) * 3`), see `shown_arith`.
+                Expr::Cast(q, shown @ CastType::Shown { .. }) => Expr::Cast(b(Expr::Neg(q)), shown),
                 x => Expr::Neg(b(self.enum_as_number(x))),
             },
             ast::UnaryOperator::Plus => x,
@@ -249,7 +252,7 @@ impl ExprCx<'_> {
             }
             _ => (l, r),
         };
-        let arith = |o: ArithOp| Expr::Arith(o, b(l.clone()), b(r.clone()));
+        let arith = |o: ArithOp| shown_arith(o, l.clone(), r.clone(), &frame);
         let cmp = |o: CmpOp| Expr::Cmp {
             op: o,
             left: b(l.clone()),
@@ -618,4 +621,24 @@ fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
         });
     }
     any.map(|e| ast::Expr::Nested(Box::new(e)))
+}
+
+/// `l o r`, a DECIMAL quotient's full digits kept where arithmetic uses
+/// them, as MariaDB keeps them (`a / b * 100`, `a / b / c`): the operands
+/// lose their [`CastType::Shown`] rounding, and the result, if it has a
+/// quotient in it and is a DECIMAL, is rounded to the scale its type shows.
+fn shown_arith(o: ArithOp, l: Expr, r: Expr, frame: &[(SqlType, bool)]) -> Expr {
+    let unshown = |x: Expr| match x {
+        Expr::Cast(inner, CastType::Shown { .. }) => (*inner, true),
+        other => (other, false),
+    };
+    let ((l, exact_l), (r, exact_r)) = (unshown(l), unshown(r));
+    let e = Expr::Arith(o, Box::new(l), Box::new(r));
+    if o != ArithOp::Div && !exact_l && !exact_r {
+        return e;
+    }
+    match e.result_type(frame).0 {
+        SqlType::Decimal { scale, .. } => Expr::Cast(Box::new(e), CastType::Shown { scale }),
+        _ => e,
+    }
 }
