@@ -21,7 +21,7 @@ use sqlparser::ast;
 
 use super::expr::{aggregate_name, norm, unsupported};
 use super::syntax::{
-    any_shallow, as_column, as_slot, query_of, split_conjuncts, visit_shallow_mut,
+    any_shallow, as_column, as_slot, order_by_item, query_of, split_conjuncts, visit_shallow_mut,
 };
 use crate::Result;
 
@@ -163,15 +163,7 @@ pub(super) fn grouped_windows(
         // the rows of a query without GROUP BY).
         if !g.is_empty() {
             outer_q.order_by = Some(ast::OrderBy {
-                exprs: g
-                    .iter()
-                    .map(|e| ast::OrderByExpr {
-                        expr: e.clone(),
-                        asc: None,
-                        nulls_first: None,
-                        with_fill: None,
-                    })
-                    .collect(),
+                exprs: g.iter().map(order_by_item).collect(),
                 interpolate: None,
             });
         }

@@ -10,6 +10,16 @@ use super::expr::{literal, placeholder_slot, unsupported, Scope};
 use crate::plan::Count;
 use crate::{DataflowError, Result};
 
+/// `e` as an ORDER BY item with no direction of its own (ascending).
+pub(super) fn order_by_item(e: &ast::Expr) -> ast::OrderByExpr {
+    ast::OrderByExpr {
+        expr: e.clone(),
+        asc: None,
+        nulls_first: None,
+        with_fill: None,
+    }
+}
+
 pub(super) fn split_conjuncts(e: &ast::Expr, out: &mut Vec<ast::Expr>) {
     match e {
         ast::Expr::BinaryOp {

@@ -13,7 +13,7 @@ use super::expr::{unsupported, ExprCx, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
 use super::select_state::{Frame, SelectState};
-use super::syntax::has_subquery;
+use super::syntax::{has_subquery, order_by_item};
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
 use crate::ops::Frame as WindowFrame;
@@ -547,12 +547,7 @@ fn rewrite_calls(
             let exprs: Vec<ast::OrderByExpr> = w
                 .partition_by
                 .iter()
-                .map(|e| ast::OrderByExpr {
-                    expr: e.clone(),
-                    asc: None,
-                    nulls_first: None,
-                    with_fill: None,
-                })
+                .map(order_by_item)
                 .chain(w.order_by.iter().cloned())
                 .collect();
             if !exprs.is_empty() {
