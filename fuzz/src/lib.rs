@@ -100,6 +100,7 @@ fn start() -> Server {
             timeouts: Default::default(),
             security: Default::default(),
             globals: Default::default(),
+            rsa_key_paths: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),
@@ -109,6 +110,7 @@ fn start() -> Server {
             max_connections: 100,
             max_allowed_packet: 1 << 20,
             tls: None,
+            rsa_keys: None,
         },
     )
     .expect("front end");

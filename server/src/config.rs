@@ -116,6 +116,11 @@ pub struct Args {
     /// TLS private key (PEM) for --tls-cert.
     #[arg(long, env = "LADLE_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
+    /// RSA private key (PEM, PKCS#8 or PKCS#1) for `caching_sha2_password`
+    /// logins over plaintext; default: `private_key.pem` in the data
+    /// directory, generated (with `public_key.pem`) at first start.
+    #[arg(long, env = "LADLE_RSA_PRIVATE_KEY")]
+    pub rsa_private_key: Option<PathBuf>,
     /// Refuse logins over plaintext with error 3159 (needs --tls-cert;
     /// `SET GLOBAL require_secure_transport` changes it at runtime).
     #[arg(long, env = "LADLE_REQUIRE_SECURE_TRANSPORT")]

@@ -94,7 +94,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let facts = server_facts(&args, port, &data_dir, tls.is_some());
+    let rsa_keys = load_rsa_keys(&data_dir, args.rsa_private_key.clone()).await?;
+    let facts = server_facts(&args, port, &data_dir, tls.is_some(), &rsa_keys);
     let admin = Arc::new(crate::cluster::ClusterAdmin {
         snapshots: snapshots.clone(),
         node: std::sync::OnceLock::new(),
@@ -111,6 +112,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             max_connections: args.max_connections,
             max_allowed_packet: ladle_shim::vars::MAX_ALLOWED_PACKET as usize,
             tls,
+            rsa_keys: Some(rsa_keys),
         },
     )
     .context("loading user accounts")?;
@@ -162,6 +164,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(storage);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The key pair for `caching_sha2_password` logins over plaintext:
+/// `--rsa-private-key`, else the data directory's (generated at first
+/// start, off the async workers: 2048-bit generation takes a moment).
+async fn load_rsa_keys(
+    data_dir: &std::path::Path,
+    configured: Option<std::path::PathBuf>,
+) -> anyhow::Result<Arc<ladle_shim::rsa_keys::RsaKeyPair>> {
+    let dir = data_dir.to_path_buf();
+    let keys = tokio::task::spawn_blocking(move || {
+        ladle_shim::rsa_keys::RsaKeyPair::load_or_generate(&dir, configured.as_deref())
+    })
+    .await?
+    .map_err(anyhow::Error::msg)?;
+    tracing::info!(
+        private_key = %keys.private_key_path().display(),
+        "RSA key pair for caching_sha2_password over plaintext"
+    );
+    Ok(Arc::new(keys))
 }
 
 /// TEMPORARY tables went with the connections of the last run (a cluster
@@ -281,7 +303,13 @@ async fn recover(snapshots: &Arc<Snapshots>, started: Instant) -> anyhow::Result
 }
 
 /// What the server tells clients about itself (system variables).
-fn server_facts(args: &Args, port: u16, data_dir: &std::path::Path, tls: bool) -> ServerFacts {
+fn server_facts(
+    args: &Args,
+    port: u16,
+    data_dir: &std::path::Path,
+    tls: bool,
+    rsa_keys: &ladle_shim::rsa_keys::RsaKeyPair,
+) -> ServerFacts {
     ServerFacts {
         max_connections: args.max_connections,
         port,
@@ -298,6 +326,13 @@ fn server_facts(args: &Args, port: u16, data_dir: &std::path::Path, tls: bool) -
             ..Default::default()
         }),
         globals: Default::default(),
+        rsa_key_paths: (
+            rsa_keys.private_key_path().display().to_string(),
+            rsa_keys
+                .public_key_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
     }
 }
 

@@ -5,9 +5,9 @@
 use ladle_common::Value;
 
 use crate::accounts::{
-    hash_bytes, native_hash, no_such_user_row, sha2_hash, wire, Account, Privs, ALTER, CREATE,
-    CREATE_USER, DELETE, DROP, GLOBAL_PRIVS, GRANT_OPTION, INDEX, INSERT, NAMES, OBJECT_PRIVS,
-    PROCESS, RELOAD, SELECT, SUPER, UPDATE,
+    hash_bytes, native_hash, no_such_user_row, sha2_hash, wire, Account, AuthPlugin, Privs, ALTER,
+    CREATE, CREATE_USER, DELETE, DROP, GLOBAL_PRIVS, GRANT_OPTION, INDEX, INSERT, NAMES,
+    OBJECT_PRIVS, PROCESS, RELOAD, SELECT, SUPER, UPDATE,
 };
 use crate::error::{self, ShimError};
 use crate::output::{text_column, Output};
@@ -208,6 +208,9 @@ fn quoted(user: &str, host: &str) -> String {
 struct Secret {
     auth: String,
     sha2: String,
+    /// `IDENTIFIED WITH plugin`; `None` keeps the account's plugin (a new
+    /// account gets the native one).
+    plugin: Option<AuthPlugin>,
 }
 
 impl Secret {
@@ -215,6 +218,7 @@ impl Secret {
         Secret {
             auth: native_hash(pw.as_bytes()),
             sha2: sha2_hash(pw.as_bytes()),
+            plugin: None,
         }
     }
 
@@ -225,6 +229,7 @@ impl Secret {
             Ok(Secret {
                 auth: h.to_ascii_uppercase(),
                 sha2: String::new(),
+                plugin: None,
             })
         } else {
             Err(wire(
@@ -237,6 +242,14 @@ impl Secret {
     fn set(self, a: &mut Account) {
         a.auth = self.auth;
         a.sha2 = self.sha2;
+        if let Some(plugin) = self.plugin {
+            a.plugin = plugin;
+        }
+    }
+
+    fn with_plugin(mut self, plugin: AuthPlugin) -> Secret {
+        self.plugin = Some(plugin);
+        self
     }
 }
 
@@ -252,13 +265,19 @@ fn password_clause(c: &mut Cur) -> Result<Secret, ShimError> {
                 "authentication plugin '{plugin}' (mysql_native_password and caching_sha2_password are)"
             )));
         }
-        if c.eat("BY") {
-            return Ok(Secret::of_password(&c.string()?));
-        }
-        if native && c.eat("AS") {
-            return Secret::of_hash(&c.string()?);
-        }
-        return Secret::of_hash("");
+        let plugin = if native {
+            AuthPlugin::NativePassword
+        } else {
+            AuthPlugin::CachingSha2Password
+        };
+        let secret = if c.eat("BY") {
+            Secret::of_password(&c.string()?)
+        } else if native && c.eat("AS") {
+            Secret::of_hash(&c.string()?)?
+        } else {
+            Secret::of_hash("")?
+        };
+        return Ok(secret.with_plugin(plugin));
     }
     c.expect("BY")?;
     if c.eat("PASSWORD") {
@@ -409,6 +428,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
                 host,
                 auth: secret.auth,
                 sha2: secret.sha2,
+                plugin: secret.plugin.unwrap_or_default(),
                 require_ssl,
                 ..Account::default()
             });

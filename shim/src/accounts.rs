@@ -96,6 +96,9 @@ pub struct Account {
     /// fast authentication; empty when only the native hash was given.
     #[serde(default)]
     pub sha2: String,
+    /// The account's authentication plugin (`IDENTIFIED WITH`).
+    #[serde(default)]
+    pub plugin: AuthPlugin,
     /// `REQUIRE SSL`: logins over plaintext are refused (3159).
     pub require_ssl: bool,
     pub global: Privs,
@@ -103,6 +106,32 @@ pub struct Account {
     pub databases: BTreeMap<String, Privs>,
     /// `db.table` (lower case) -> privileges.
     pub tables: BTreeMap<String, Privs>,
+}
+
+/// An account's authentication plugin: how its logins are checked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthPlugin {
+    /// `mysql_native_password`: a client that starts with another plugin
+    /// is answered by `caching_sha2_password`'s fast authentication when
+    /// that proves the password, else switched to this one.
+    #[default]
+    #[serde(rename = "mysql_native_password")]
+    NativePassword,
+    /// `caching_sha2_password`, as MySQL 8 runs it: fast authentication
+    /// against the cache of passwords proven since start-up, else full
+    /// authentication (the password in clear over TLS, or RSA-encrypted).
+    #[serde(rename = "caching_sha2_password")]
+    CachingSha2Password,
+}
+
+impl AuthPlugin {
+    /// The plugin's name, as clients and `mysql.user` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            AuthPlugin::NativePassword => "mysql_native_password",
+            AuthPlugin::CachingSha2Password => "caching_sha2_password",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -132,6 +161,35 @@ pub struct Accounts {
     root_user: String,
     pub(crate) root_password: String,
     pub(crate) list: RwLock<Vec<Account>>,
+    /// `caching_sha2_password`'s cache: the accounts whose password a full
+    /// authentication proved since start-up (see [`Sha2Cache`]).
+    sha2_cache: Sha2Cache,
+}
+
+/// `caching_sha2_password`'s cache, as MySQL keeps it: for each account
+/// (user, host) that passed full authentication since start-up, the
+/// native hash it had then and `SHA256(SHA256(password))` of the password
+/// it proved. Fast authentication needs an entry whose native hash is
+/// still the account's (a changed password, a dropped and re-created
+/// account, misses), so no statement has to invalidate it. Memory only:
+/// after a restart each account's first login is a full one.
+#[derive(Default)]
+struct Sha2Cache(parking_lot::Mutex<std::collections::HashMap<(String, String), (String, String)>>);
+
+impl Sha2Cache {
+    /// The proven SHA-256 hash for `a`, if its password is unchanged since.
+    fn proven(&self, a: &Account) -> Option<String> {
+        let cache = self.0.lock();
+        let (auth, sha2) = cache.get(&(a.user.clone(), a.host.clone()))?;
+        (*auth == a.auth).then(|| sha2.clone())
+    }
+
+    fn insert(&self, a: &Account, password: &[u8]) {
+        self.0.lock().insert(
+            (a.user.clone(), a.host.clone()),
+            (a.auth.clone(), sha2_hash(password)),
+        );
+    }
 }
 
 /// MySQL's native password hash of `password` (`PASSWORD()`), empty for
@@ -268,6 +326,20 @@ fn specificity(pattern: &str) -> u8 {
     }
 }
 
+/// The account `user` logs in as from `host`: the most specific host
+/// pattern that matches.
+fn best_match<'a>(list: &'a [Account], user: &str, host: &str) -> Option<&'a Account> {
+    list.iter()
+        .filter(|a| a.user == user && host_matches(&a.host, host))
+        .max_by_key(|a| specificity(&a.host))
+}
+
+/// Whether `a` and `b` are equal, in time that depends on their lengths
+/// only (password hashes are compared here).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 pub(crate) fn wire(code: MysqlCode, message: String) -> ShimError {
     ShimError::Wire(WireError { code, message })
 }
@@ -296,6 +368,7 @@ impl Accounts {
             root_user: root_user.to_string(),
             root_password: root_password.to_string(),
             list: RwLock::new(list),
+            sha2_cache: Sha2Cache::default(),
         })
     }
 
@@ -305,6 +378,7 @@ impl Accounts {
             root_user: root_user.to_string(),
             root_password: root_password.to_string(),
             list: RwLock::new(Vec::new()),
+            sha2_cache: Sha2Cache::default(),
         }
     }
 
@@ -350,6 +424,60 @@ impl Accounts {
         })
     }
 
+    /// The plugin of the account `user` from `host` would log in as: the
+    /// native one for the superuser and for an unknown user (whose login
+    /// fails whatever it sends).
+    pub fn plugin(&self, user: &[u8], host: &str) -> AuthPlugin {
+        if user == self.root_user.as_bytes() {
+            return AuthPlugin::NativePassword;
+        }
+        let Ok(user) = std::str::from_utf8(user) else {
+            return AuthPlugin::NativePassword;
+        };
+        let list = self.list.read();
+        best_match(&list, user, host).map_or(AuthPlugin::NativePassword, |a| a.plugin)
+    }
+
+    /// `caching_sha2_password`'s fast authentication of a
+    /// `caching_sha2_password` account: `None` when the cache holds no
+    /// proof of its current password or the response does not match it,
+    /// where MySQL asks for full authentication.
+    pub fn authenticate_cached(
+        &self,
+        user: &[u8],
+        host: &str,
+        nonce: &[u8],
+        response: &[u8],
+    ) -> Option<Login> {
+        if response.is_empty() {
+            return None;
+        }
+        self.login(user, host, |_, a| {
+            let proven = a.and_then(|a| self.sha2_cache.proven(a));
+            proven.is_some_and(|hash| verify_sha2(&hash, nonce, response))
+        })
+    }
+
+    /// `caching_sha2_password`'s full authentication: `password` came in
+    /// clear (over TLS, or RSA-decrypted). A success is cached for the
+    /// account's next fast authentication.
+    pub fn authenticate_password(&self, user: &[u8], host: &str, password: &[u8]) -> Option<Login> {
+        self.login(user, host, |root, a| match a {
+            None => constant_time_eq(root.as_bytes(), password),
+            Some(a) => {
+                let proven = if a.sha2.is_empty() {
+                    constant_time_eq(native_hash(password).as_bytes(), a.auth.as_bytes())
+                } else {
+                    constant_time_eq(sha2_hash(password).as_bytes(), a.sha2.as_bytes())
+                };
+                if proven && !password.is_empty() {
+                    self.sha2_cache.insert(a, password);
+                }
+                proven
+            }
+        })
+    }
+
     /// The login of `user` from `host` if `proves` accepts it: called
     /// with the superuser's password and `None`, or with the stored
     /// account of the most specific matching host.
@@ -367,10 +495,7 @@ impl Accounts {
         }
         let user = std::str::from_utf8(user).ok()?;
         let list = self.list.read();
-        let account = list
-            .iter()
-            .filter(|a| a.user == user && host_matches(&a.host, host))
-            .max_by_key(|a| specificity(&a.host))?;
+        let account = best_match(&list, user, host)?;
         proves(&self.root_password, Some(account)).then(|| Login {
             grantee: Some(Grantee {
                 user: account.user.clone(),

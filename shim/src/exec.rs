@@ -23,6 +23,9 @@ pub struct Engine {
     pub storage: Arc<Storage>,
     /// User accounts and their privileges (see [`crate::accounts`]).
     pub accounts: crate::accounts::Accounts,
+    /// The RSA key pair for `caching_sha2_password`'s full authentication
+    /// over plaintext (`None`: such logins are refused; TLS ones work).
+    pub rsa_keys: Option<Arc<crate::rsa_keys::RsaKeyPair>>,
     /// Failed logins per host (`max_connect_errors`, `FLUSH HOSTS`).
     pub host_errors: crate::throttle::HostErrors,
     /// Open connections (`SHOW PROCESSLIST`, `KILL`).

@@ -156,6 +156,53 @@ impl Connection {
         Some(self.admit(user, Some(login), auth_response, secure))
     }
 
+    /// The authentication plugin `user` logs in with from this host.
+    pub fn account_plugin(&self, user: &[u8]) -> crate::accounts::AuthPlugin {
+        self.engine.accounts.plugin(user, &self.host)
+    }
+
+    /// `caching_sha2_password`'s fast authentication of an account of that
+    /// plugin; `None` when the cache cannot prove the password (the caller
+    /// asks for full authentication).
+    pub fn authenticate_cached_sha2(
+        &self,
+        user: &[u8],
+        auth_response: &[u8],
+        secure: bool,
+    ) -> Option<Result<(), WireError>> {
+        let login = self.engine.accounts.authenticate_cached(
+            user,
+            &self.host,
+            &self.scramble,
+            auth_response,
+        )?;
+        Some(self.admit(user, Some(login), auth_response, secure))
+    }
+
+    /// `caching_sha2_password`'s full authentication with the password in
+    /// clear; `None` when the client sent none that could be read (over
+    /// plaintext without RSA, a ciphertext that does not decrypt), which
+    /// is refused as a wrong password is.
+    pub fn authenticate_password(
+        &self,
+        user: &[u8],
+        password: Option<&[u8]>,
+        secure: bool,
+    ) -> Result<(), WireError> {
+        let login = password.and_then(|pw| {
+            self.engine
+                .accounts
+                .authenticate_password(user, &self.host, pw)
+        });
+        // "using password: YES" unless an empty one was sent.
+        let used = if password.is_some_and(|p| p.is_empty()) {
+            &b""[..]
+        } else {
+            &b"?"[..]
+        };
+        self.admit(user, login, used, secure)
+    }
+
     /// Makes the session `login`'s, or says why not.
     fn admit(
         &self,

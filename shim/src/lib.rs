@@ -83,6 +83,7 @@ mod processes;
 pub mod protocol;
 mod recursive_cte;
 mod returning;
+pub mod rsa_keys;
 mod select;
 pub mod session;
 mod set_list;
@@ -146,6 +147,9 @@ pub struct FrontendConfig {
     pub max_allowed_packet: usize,
     /// Offer TLS with this configuration (see [`tls::server_config`]).
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// The key pair for `caching_sha2_password` over plaintext (see
+    /// [`rsa_keys::RsaKeyPair::load_or_generate`]).
+    pub rsa_keys: Option<Arc<rsa_keys::RsaKeyPair>>,
 }
 
 /// Accepts MySQL connections and serves them.
@@ -168,6 +172,7 @@ impl Frontend {
         let accounts = accounts::Accounts::load(&storage, &config.user, &config.password)?;
         let engine = Arc::new(Engine {
             accounts,
+            rsa_keys: config.rsa_keys.clone(),
             host_errors: Default::default(),
             processes: Default::default(),
             storage,

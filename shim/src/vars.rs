@@ -34,6 +34,9 @@ pub struct ServerFacts {
     pub security: std::sync::Arc<SecurityGlobals>,
     /// Global values of session variables (`SET GLOBAL`).
     pub globals: std::sync::Arc<GlobalVariables>,
+    /// `caching_sha2_password_private_key_path` and `..._public_key_path`:
+    /// the RSA key pair's files (empty where there is none).
+    pub rsa_key_paths: (String, String),
 }
 
 /// The global values of session variables that `SET GLOBAL` changes: a
@@ -371,6 +374,14 @@ fn server_variables(facts: &ServerFacts) -> Vec<(String, Value)> {
                     .load(std::sync::atomic::Ordering::SeqCst),
             ),
         ),
+        (
+            "caching_sha2_password_private_key_path".into(),
+            t(&facts.rsa_key_paths.0),
+        ),
+        (
+            "caching_sha2_password_public_key_path".into(),
+            t(&facts.rsa_key_paths.1),
+        ),
         ("datadir".into(), t(&facts.datadir)),
         (
             "have_ssl".into(),
@@ -694,7 +705,12 @@ mod tests {
             timeouts: Default::default(),
             security: Default::default(),
             globals: Default::default(),
+            rsa_key_paths: ("/d/private_key.pem".into(), String::new()),
         };
+        assert_eq!(
+            system_variable(&s, &facts, "caching_sha2_password_private_key_path"),
+            Some(Value::text("/d/private_key.pem"))
+        );
         assert_eq!(
             system_variable(&s, &facts, "AUTOCOMMIT"),
             Some(Value::Int(1))

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{raw_login, read_packet, start, start_with, write_packet};
+use common::{raw_login, read_packet, self_signed, start, start_with, write_packet};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 
@@ -130,47 +130,6 @@ async fn unknown_statement_ids_get_1243_and_the_connection_lives_on() {
     write_packet(&mut s, 0, b"\x03SELECT 42").await;
     let (_, column_count) = read_packet(&mut s).await;
     assert_eq!(column_count, vec![1]);
-}
-
-/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
-fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::BigNum;
-    use openssl::ec::{EcGroup, EcKey};
-    use openssl::hash::MessageDigest;
-    use openssl::nid::Nid;
-    use openssl::pkey::PKey;
-    use openssl::x509::extension::SubjectAlternativeName;
-    use openssl::x509::{X509NameBuilder, X509};
-
-    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
-    let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_text("CN", "ladle-test").unwrap();
-    let name = name.build();
-    let mut b = X509::builder().unwrap();
-    b.set_version(2).unwrap();
-    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
-        .unwrap();
-    b.set_subject_name(&name).unwrap();
-    b.set_issuer_name(&name).unwrap();
-    b.set_pubkey(&key).unwrap();
-    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
-        .unwrap();
-    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
-        .unwrap();
-    let san = SubjectAlternativeName::new()
-        .ip("127.0.0.1")
-        .dns("localhost")
-        .build(&b.x509v3_context(None, None))
-        .unwrap();
-    b.append_extension(san).unwrap();
-    b.sign(&key, MessageDigest::sha256()).unwrap();
-    let cert = dir.join("cert.pem");
-    let key_path = dir.join("key.pem");
-    std::fs::write(&cert, b.build().to_pem().unwrap()).unwrap();
-    std::fs::write(&key_path, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
-    (cert, key_path)
 }
 
 /// The error number a failed connection attempt got from the server.
@@ -700,97 +659,6 @@ async fn hosts_with_many_failed_logins_are_blocked_until_flush_hosts() {
         .await
         .unwrap();
     assert_eq!(max, Some(3));
-}
-
-/// The 20-byte scramble of a HandshakeV10 greeting.
-fn greeting_scramble(g: &[u8]) -> Vec<u8> {
-    let version_end = 1 + g[1..].iter().position(|&b| b == 0).expect("version");
-    let part1 = version_end + 1 + 4;
-    let mut s = g[part1..part1 + 8].to_vec();
-    // filler, capabilities (2), collation, status (2), capabilities (2),
-    // auth data length, 10 reserved bytes.
-    let part2 = part1 + 8 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
-    s.extend_from_slice(&g[part2..part2 + 12]);
-    s
-}
-
-/// A `caching_sha2_password` login as a MySQL 8 client sends it.
-async fn sha2_login(port: u16, user: &str, password: &str) -> (u8, Vec<Vec<u8>>) {
-    use sha2::{Digest, Sha256};
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .expect("connect");
-    let (_, greeting) = common::read_packet(&mut s).await;
-    let nonce = greeting_scramble(&greeting);
-    let s1 = Sha256::digest(password.as_bytes());
-    let s2 = Sha256::digest(s1);
-    let mix = Sha256::new()
-        .chain_update(s2)
-        .chain_update(&nonce)
-        .finalize();
-    let response: Vec<u8> = s1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect();
-    // CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH.
-    let caps: u32 = 0x0000_0200 | 0x0000_8000 | 0x0008_0000;
-    let mut p = caps.to_le_bytes().to_vec();
-    p.extend_from_slice(&(16u32 << 20).to_le_bytes());
-    p.push(45);
-    p.extend_from_slice(&[0; 23]);
-    p.extend_from_slice(user.as_bytes());
-    p.push(0);
-    p.push(response.len() as u8);
-    p.extend_from_slice(&response);
-    p.extend_from_slice(b"caching_sha2_password\0");
-    write_packet(&mut s, 1, &p).await;
-    // Every packet up to the OK or error.
-    let mut replies = Vec::new();
-    loop {
-        let (seq, reply) = common::read_packet(&mut s).await;
-        let last = reply[0] == 0x00 || reply[0] == 0xFF || reply[0] == 0xFE;
-        replies.push(reply);
-        if last {
-            return (seq, replies);
-        }
-    }
-}
-
-/// `caching_sha2_password` (MySQL 8's default) is answered by its fast
-/// authentication, without a switch to the native plugin, for the
-/// superuser and for accounts given a password in clear; a response that
-/// does not prove the password (a wrong one, an account stored with a
-/// native hash only) is switched to `mysql_native_password`, as MySQL asks
-/// for full authentication then.
-#[tokio::test]
-async fn caching_sha2_password_fast_authentication() {
-    let server = common::start_configured(None, 16 << 20, "rootpw").await;
-    let mut admin = Conn::new(server.opts().pass(Some("rootpw")))
-        .await
-        .expect("root");
-    admin
-        .query_drop("CREATE USER 's2'@'%' IDENTIFIED WITH caching_sha2_password BY 'pw2'")
-        .await
-        .unwrap();
-    admin
-        .query_drop(
-            "CREATE USER 'nat'@'%' IDENTIFIED BY PASSWORD '*7B9EBEED26AA52ED10C0F549FA863F13C39E0209'",
-        )
-        .await
-        .unwrap();
-    for (user, pw) in [("root", "rootpw"), ("s2", "pw2")] {
-        let (seq, replies) = sha2_login(server.port, user, pw).await;
-        assert_eq!(replies.len(), 2, "{user}: {replies:?}");
-        assert_eq!(replies[0], vec![0x01, 0x03], "fast_auth_success");
-        assert_eq!(replies[1][0], 0x00, "OK");
-        assert_eq!(seq, 3);
-    }
-    for (user, pw) in [("s2", "wrong"), ("nat", "p")] {
-        let (_, replies) = sha2_login(server.port, user, pw).await;
-        assert_eq!(replies.len(), 1);
-        assert!(
-            replies[0].starts_with(b"\xFEmysql_native_password\0"),
-            "{user}: AuthSwitchRequest expected, got {:?}",
-            replies[0]
-        );
-    }
 }
 
 /// Statements that use no table (BEGIN, COMMIT, SET, SELECT 1, ...) keep

@@ -34,3 +34,26 @@ def test_go_database_sql(target, go_client):
     run = subprocess.run([str(go_client), dsn], capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_go_caching_sha2_password_account(ladle_server, go_client):
+    """go-sql-driver/mysql as an account IDENTIFIED WITH
+    caching_sha2_password (Ladle only: MariaDB has no server side for it):
+    switched to that plugin, its first login is a full authentication over
+    plaintext (it asks for the server's RSA public key and sends the
+    password encrypted), the pool's later connections are fast."""
+    import pymysql
+
+    root = pymysql.connect(host=ladle_server.host, port=ladle_server.port, user="root",
+                           password="", connect_timeout=10)
+    with root.cursor() as c:
+        c.execute("CREATE USER 'go8'@'%' IDENTIFIED WITH caching_sha2_password BY 'go-pw'")
+        c.execute("GRANT ALL ON *.* TO 'go8'@'%'")
+    root.close()
+    dsn = f"go8:go-pw@tcp({ladle_server.host}:{ladle_server.port})/"
+    run = subprocess.run([str(go_client), dsn], capture_output=True, text=True, timeout=120,
+                         stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stdout + run.stderr
+    wrong = subprocess.run([str(go_client), dsn.replace("go-pw", "nope")], capture_output=True,
+                           text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert wrong.returncode != 0 and "1045" in wrong.stdout + wrong.stderr, wrong.stdout + wrong.stderr

@@ -283,7 +283,11 @@ fn show_variables(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result
 
 fn show_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Output> {
     let m = &e.metrics;
+    // The public key a caching_sha2_password client may ask for (MySQL's
+    // status variable; empty without a key pair).
+    let public_key = e.rsa_keys.as_ref().map_or("", |k| k.public_pem());
     let rows = vec![
+        vec![t("Caching_sha2_password_rsa_public_key"), t(public_key)],
         vec![t("Connections"), t(m.connections_total.get().to_string())],
         vec![
             t("Prepared_stmt_count"),

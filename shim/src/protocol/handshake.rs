@@ -1,6 +1,6 @@
-//! The connection phase: the server's greeting (HandshakeV10), the
-//! client's handshake response (or SSL request), and the switch to
-//! `mysql_native_password` for clients that start with another plugin.
+//! The connection phase's messages: the server's greeting (HandshakeV10),
+//! the client's handshake response (or SSL request), AuthSwitchRequest and
+//! AuthMoreData (the exchange itself is [`super::login`]).
 
 use super::codec::{Cursor, Decoded, Malformed};
 
@@ -41,12 +41,17 @@ pub const SERVER_CAPABILITIES: u32 = CLIENT_LONG_PASSWORD
     | CLIENT_DEPRECATE_EOF;
 
 pub const NATIVE_PASSWORD: &str = "mysql_native_password";
-/// MySQL 8's default plugin: answered by its fast authentication when the
-/// account has a SHA-256 hash, else switched to the native plugin.
+/// MySQL 8's default plugin (see [`super::login`]).
 pub const CACHING_SHA2_PASSWORD: &str = "caching_sha2_password";
 /// AuthMoreData of `caching_sha2_password`: fast authentication succeeded
 /// (an OK packet follows).
 pub const FAST_AUTH_SUCCESS: [u8; 2] = [0x01, 0x03];
+/// AuthMoreData of `caching_sha2_password`: the client must send its
+/// password (in clear over TLS, else RSA-encrypted).
+pub const PERFORM_FULL_AUTHENTICATION: [u8; 2] = [0x01, 0x04];
+/// A `caching_sha2_password` client's request for the server's RSA public
+/// key (the whole packet).
+pub const REQUEST_PUBLIC_KEY: u8 = 0x02;
 
 /// utf8mb4_general_ci, the collation the greeting announces.
 pub const GREETING_COLLATION: u8 = 45;
@@ -150,13 +155,21 @@ impl HandshakeResponse {
     }
 }
 
-/// AuthSwitchRequest to `mysql_native_password` with `scramble`.
-pub fn auth_switch_request(scramble: &[u8; 20]) -> Vec<u8> {
+/// AuthSwitchRequest to `plugin` with `scramble`.
+pub fn auth_switch_request(plugin: &str, scramble: &[u8; 20]) -> Vec<u8> {
     let mut p = vec![0xFE];
-    p.extend_from_slice(NATIVE_PASSWORD.as_bytes());
+    p.extend_from_slice(plugin.as_bytes());
     p.push(0);
     p.extend_from_slice(scramble);
     p.push(0);
+    p
+}
+
+/// AuthMoreData: `data` for the client's authentication plugin.
+pub fn auth_more_data(data: &[u8]) -> Vec<u8> {
+    let mut p = Vec::with_capacity(1 + data.len());
+    p.push(0x01);
+    p.extend_from_slice(data);
     p
 }
 

@@ -1,5 +1,6 @@
 //! The MySQL client/server protocol, owned here rather than borrowed from a
-//! library: the connection phase ([`handshake`]), framing ([`packet`]),
+//! library: the connection phase ([`handshake`], and [`login`] for the
+//! authentication exchange), framing ([`packet`]),
 //! encodings ([`codec`]), the command table ([`command`]), replies
 //! ([`result`]) and prepared-statement messages ([`stmt`]). This module is
 //! the connection loop: read a packet, dispatch its command, write the
@@ -13,6 +14,7 @@
 pub mod codec;
 pub mod command;
 pub mod handshake;
+mod login;
 pub mod packet;
 pub mod result;
 pub mod stmt;
@@ -203,34 +205,17 @@ async fn handshake(
     };
     // CLIENT_INTERACTIVE is the client's to say (not offered by us).
     let caps = hello.capabilities & (server_caps | handshake::CLIENT_INTERACTIVE);
-    let fast = if hello.auth_plugin == handshake::CACHING_SHA2_PASSWORD.as_bytes() {
-        conn.authenticate_sha2(&hello.user, &hello.auth_response, secure)
-    } else {
-        None
-    };
-    let login = match fast {
-        Some(Ok(())) => {
-            writer.packet(&handshake::FAST_AUTH_SUCCESS);
-            Ok(())
-        }
-        Some(Err(e)) => Err(e),
-        None => {
-            let mut auth_response = hello.auth_response.clone();
-            if !hello.uses_native_password() {
-                // Ask for a mysql_native_password response to the same scramble.
-                writer.packet(&handshake::auth_switch_request(&scramble));
-                writer.flush().await?;
-                match reader.next().await {
-                    Ok(Some(p)) => {
-                        writer.set_seq(p.seq.wrapping_add(1));
-                        auth_response = p.payload;
-                    }
-                    _ => return Ok(None),
-                }
-            }
-            conn.authenticate(&hello.user, &auth_response, secure)
-        }
-    };
+    let login = login::Exchange {
+        reader: &mut reader,
+        writer: &mut writer,
+        conn,
+        secure,
+        // The whole phase is bounded by connect_timeout too.
+        write_limit: settings.connect_timeout,
+        read_limit: settings.connect_timeout,
+    }
+    .authenticate(&hello.user, &hello.auth_plugin, hello.auth_response.clone())
+    .await?;
     if let Err(e) = login {
         result::error(&mut writer, e.code.errno, e.code.sqlstate, &e.message);
         writer.flush().await?;
@@ -563,34 +548,32 @@ impl CommandLoop {
             self.malformed();
             return Ok(true);
         };
-        let mut auth_response = request.auth_response.clone();
-        let native = request.auth_plugin.is_empty()
-            || request.auth_plugin == handshake::NATIVE_PASSWORD.as_bytes();
-        if !native {
-            self.writer
-                .packet(&handshake::auth_switch_request(&self.conn.scramble()));
-            let limits = self.conn.timeouts();
-            flush_within(&mut self.writer, limits.write).await?;
-            let Ok(next) = tokio::time::timeout(limits.read, self.reader.next()).await else {
-                return Ok(false);
-            };
-            match next {
-                Ok(Some(p)) => {
-                    self.writer.set_seq(p.seq.wrapping_add(1));
-                    auth_response = p.payload;
-                }
-                _ => return Ok(false),
-            }
-        }
         // The session is reset whatever the outcome: a failed change closes
         // the connection anyway.
         self.reset();
-        if let Err(e) = self
-            .conn
-            .authenticate(&request.user, &auth_response, self.secure)
-        {
-            self.wire_error(&e);
-            return Ok(false);
+        let limits = self.conn.timeouts();
+        let verdict = login::Exchange {
+            reader: &mut self.reader,
+            writer: &mut self.writer,
+            conn: &self.conn,
+            secure: self.secure,
+            write_limit: limits.write,
+            read_limit: limits.read,
+        }
+        .authenticate(
+            &request.user,
+            &request.auth_plugin,
+            request.auth_response.clone(),
+        )
+        .await;
+        match verdict {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                self.wire_error(&e);
+                return Ok(false);
+            }
+            // The client left or stopped answering: close.
+            Err(_) => return Ok(false),
         }
         if !request.database.is_empty() {
             let name = String::from_utf8_lossy(&request.database).into_owned();

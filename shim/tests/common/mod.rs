@@ -85,6 +85,7 @@ pub fn frontend(
             timeouts: Default::default(),
             security: Default::default(),
             globals: Default::default(),
+            rsa_key_paths: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),
@@ -94,9 +95,21 @@ pub fn frontend(
             max_connections: 100,
             max_allowed_packet,
             tls,
+            rsa_keys: Some(rsa_keys()),
         },
     )
     .expect("frontend")
+}
+
+/// One RSA key pair for every front end of a test binary (generating one
+/// takes a moment).
+pub fn rsa_keys() -> Arc<ladle_shim::rsa_keys::RsaKeyPair> {
+    static KEYS: std::sync::OnceLock<Arc<ladle_shim::rsa_keys::RsaKeyPair>> =
+        std::sync::OnceLock::new();
+    KEYS.get_or_init(|| {
+        Arc::new(ladle_shim::rsa_keys::RsaKeyPair::ephemeral().expect("RSA key pair"))
+    })
+    .clone()
 }
 
 impl Server {
@@ -156,4 +169,45 @@ pub async fn write_packet(s: &mut tokio::net::TcpStream, seq: u8, payload: &[u8]
     let mut p = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, seq];
     p.extend_from_slice(payload);
     s.write_all(&p).await.expect("write");
+}
+
+/// A self-signed certificate for 127.0.0.1 and its key, as PEM files.
+pub fn self_signed(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    use openssl::asn1::Asn1Time;
+    use openssl::bn::BigNum;
+    use openssl::ec::{EcGroup, EcKey};
+    use openssl::hash::MessageDigest;
+    use openssl::nid::Nid;
+    use openssl::pkey::PKey;
+    use openssl::x509::extension::SubjectAlternativeName;
+    use openssl::x509::{X509NameBuilder, X509};
+
+    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap();
+    let key = PKey::from_ec_key(EcKey::generate(&group).unwrap()).unwrap();
+    let mut name = X509NameBuilder::new().unwrap();
+    name.append_entry_by_text("CN", "ladle-test").unwrap();
+    let name = name.build();
+    let mut b = X509::builder().unwrap();
+    b.set_version(2).unwrap();
+    b.set_serial_number(&BigNum::from_u32(1).unwrap().to_asn1_integer().unwrap())
+        .unwrap();
+    b.set_subject_name(&name).unwrap();
+    b.set_issuer_name(&name).unwrap();
+    b.set_pubkey(&key).unwrap();
+    b.set_not_before(&Asn1Time::days_from_now(0).unwrap())
+        .unwrap();
+    b.set_not_after(&Asn1Time::days_from_now(2).unwrap())
+        .unwrap();
+    let san = SubjectAlternativeName::new()
+        .ip("127.0.0.1")
+        .dns("localhost")
+        .build(&b.x509v3_context(None, None))
+        .unwrap();
+    b.append_extension(san).unwrap();
+    b.sign(&key, MessageDigest::sha256()).unwrap();
+    let cert = dir.join("cert.pem");
+    let key_path = dir.join("key.pem");
+    std::fs::write(&cert, b.build().to_pem().unwrap()).unwrap();
+    std::fs::write(&key_path, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
+    (cert, key_path)
 }
