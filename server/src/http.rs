@@ -1,5 +1,6 @@
 //! A tiny HTTP/1.1 responder for `/metrics` (Prometheus text format) and
-//! `/health` (200 when ready, 503 while starting or recovering).
+//! `/health` (200 when ready, 503 while starting or recovering, or while
+//! storage refuses every write after a background error).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +19,8 @@ pub struct HttpState {
     pub dataflow: RwLock<Option<Arc<Dataflow>>>,
     /// Set on a cluster node: `/health` names its role.
     pub cluster: RwLock<Option<Arc<ladle_cluster::Node>>>,
+    /// Whether storage takes writes (see [`StorageHealth`]).
+    pub storage: crate::storage_health::StorageHealth,
 }
 
 pub async fn serve(
@@ -89,6 +92,8 @@ async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Resul
     let path = parts.next().unwrap_or("").split('?').next().unwrap_or("");
     let (status, ctype, body) = match (method, path) {
         ("GET" | "HEAD", "/metrics") => {
+            // Refreshes ladle_storage_background_error.
+            state.storage.writes_stopped().await;
             let df = state.dataflow.read().clone();
             (
                 "200 OK",
@@ -98,7 +103,18 @@ async fn respond(mut stream: TcpStream, state: Arc<HttpState>) -> std::io::Resul
         }
         ("GET" | "HEAD", "/health") => {
             let node = state.cluster.read().clone();
-            if let (true, Some(node)) = (state.ready.load(Ordering::SeqCst), node) {
+            let stopped = if state.ready.load(Ordering::SeqCst) {
+                state.storage.writes_stopped().await
+            } else {
+                None
+            };
+            if let Some(reason) = stopped {
+                (
+                    "503 Service Unavailable",
+                    "text/plain",
+                    format!("storage refuses writes: {reason}\n"),
+                )
+            } else if let (true, Some(node)) = (state.ready.load(Ordering::SeqCst), node) {
                 cluster_health(&node)
             } else if state.ready.load(Ordering::SeqCst) {
                 ("200 OK", "text/plain", "ok\n".to_string())

@@ -8,6 +8,7 @@ mod config;
 mod http;
 mod run;
 mod snapshots;
+mod storage_health;
 
 use clap::Parser;
 

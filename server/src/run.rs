@@ -34,6 +34,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         ready: false.into(),
         dataflow: RwLock::new(None),
         cluster: RwLock::new(None),
+        storage: crate::storage_health::StorageHealth::new(&metrics.registry)?,
     });
     let http_listener = TcpListener::bind(args.metrics_listen)
         .await
@@ -74,6 +75,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .as_ref()
         .map(|s| (snapshots::begin_recovery(s, &snapshot_metrics), started));
     let storage = open_storage(&args, &data_dir, durability, started).await?;
+    http_state.storage.watch(&storage);
     let dataflow = start_dataflow(&args, &storage).await?;
     let snapshots = Arc::new(Snapshots::new(
         snapshot_store,

@@ -95,6 +95,18 @@ pub(crate) trait KvEngine: Send + Sync {
     /// Writes a consistent copy of the database into the new directory
     /// `dir` (RocksDB: a checkpoint, SST files hard-linked).
     fn checkpoint(&self, dir: &std::path::Path) -> Result<()>;
+    /// Why the engine refuses every write, when a background job (a
+    /// compaction meeting a damaged block, a failed flush) stopped them;
+    /// `None` while writes are taken.
+    fn background_error(&self) -> Option<String> {
+        None
+    }
+    /// Compacts every column family (tests: makes a compaction meet what
+    /// is on disk now).
+    #[cfg(test)]
+    fn compact(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// What a column family holds, so an engine can tune it.

@@ -79,6 +79,7 @@ mod config;
 mod ddl;
 mod engine;
 mod error;
+mod health;
 mod hooks;
 mod keys;
 mod memory;

@@ -442,6 +442,45 @@ impl KvEngine for RocksEngine {
         }))
     }
 
+    fn background_error(&self) -> Option<String> {
+        // RocksDB counts background (flush, compaction) errors; only when
+        // there was one, ask whether writes are stopped by it: an empty
+        // write, which does nothing (no WAL record, no sequence number)
+        // but meets the error RocksDB holds. `no_slowdown`: a write stall
+        // is not an error here, and /health must not wait on one.
+        let errors = self
+            .db
+            .property_int_value("rocksdb.background-errors")
+            .ok()
+            .flatten()
+            .unwrap_or(0);
+        if errors == 0 {
+            return None;
+        }
+        let mut probe = WriteOptions::default();
+        probe.disable_wal(true);
+        probe.set_no_slowdown(true);
+        match self.db.write_opt(WriteBatch::default(), &probe) {
+            Ok(()) => None,
+            Err(e) if e.kind() == rocksdb::ErrorKind::Incomplete => None,
+            Err(e) => Some(e.into_string()),
+        }
+    }
+
+    #[cfg(test)]
+    fn compact(&self) -> Result<()> {
+        // Forced: a lone file would otherwise be moved down unread.
+        let mut opts = rocksdb::CompactOptions::default();
+        opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
+        for name in self.cf_names() {
+            if let Some(h) = self.db.cf_handle(&name) {
+                self.db
+                    .compact_range_cf_opt(&h, None::<&[u8]>, None::<&[u8]>, &opts);
+            }
+        }
+        Ok(())
+    }
+
     fn estimate_keys(&self, cf_name: &str) -> u64 {
         let Some(cf) = self.db.cf_handle(cf_name) else {
             return 0;

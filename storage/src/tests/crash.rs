@@ -349,3 +349,86 @@ fn a_truncated_table_file_refuses_to_open_and_is_named() {
         assert!(!msg.contains("write-ahead log in"), "{msg}");
     }
 }
+
+/// One single-row insert into `votes` per call: one write batch each.
+fn insert_vote(s: &Storage, votes: &TableSchema, story: i64) -> crate::Result<()> {
+    s.write(vec![WriteOp::Insert {
+        table: votes.id,
+        schema_version: votes.version,
+        rows: vec![vec![Value::Null, Value::Int(1), Value::Int(story)]],
+        on_conflict: OnConflict::Error,
+        auto_value_on_zero: true,
+    }])
+    .map(|_| ())
+}
+
+/// The largest file with extension `ext` in `dir`.
+fn largest(dir: &std::path::Path, ext: &str) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .unwrap_or_else(|| panic!("a .{ext} file in {}", dir.display()))
+}
+
+/// Flips 16 bytes in the middle of `file`.
+fn damage_middle(file: &std::path::Path) {
+    let mut bytes = std::fs::read(file).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 16] {
+        *b ^= 0xFF;
+    }
+    std::fs::write(file, &bytes).unwrap();
+}
+
+/// A compaction that meets a damaged block stops every write (RocksDB's
+/// background error): `background_error` says so and why, and writes to
+/// any table fail with the corruption (1034 for a client), where before
+/// the compaction it said nothing.
+#[test]
+fn a_compaction_over_a_damaged_block_is_a_background_error() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+        let (votes, _) = tables(&s);
+        let rows = (0..5_000)
+            .map(|k| vec![Value::Null, Value::Int(k % 7), Value::Int(k)])
+            .collect();
+        s.write(vec![WriteOp::Insert {
+            table: votes.id,
+            schema_version: votes.version,
+            rows,
+            on_conflict: OnConflict::Error,
+            auto_value_on_zero: true,
+        }])
+        .expect("write");
+        s.flush().expect("flush");
+        assert_eq!(s.background_error(), None);
+    }
+    damage_middle(&largest(&dir.path().join("db"), "sst"));
+    let s = Storage::open(config(dir.path(), Durability::Sync)).expect("reopen");
+    let votes = s.table("crash", "votes").expect("votes");
+    let log = s.table("crash", "log").expect("log");
+    s.compact().expect("compact");
+    let why = s
+        .background_error()
+        .expect("writes stopped after the compaction met the damage");
+    assert!(why.contains("Corruption"), "{why}");
+    // Every write is refused, to any table, as a corruption.
+    let refused = s.write(vec![WriteOp::Insert {
+        table: log.id,
+        schema_version: log.version,
+        rows: vec![vec![Value::Int(1), Value::Int(2)]],
+        on_conflict: OnConflict::Error,
+        auto_value_on_zero: true,
+    }]);
+    assert!(
+        matches!(refused, Err(StorageError::Corruption(_))),
+        "{refused:?}"
+    );
+    assert!(insert_vote(&s, &votes, 1).is_err());
+    // Asking again is stable (the probe writes nothing).
+    assert_eq!(s.background_error(), Some(why));
+}
