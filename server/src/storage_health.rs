@@ -1,7 +1,9 @@
 //! The storage engine's health as `/health` and `/metrics` report it:
 //! a background error that stops every write (RocksDB: a compaction that
 //! met a damaged block; `/health` answers 503 with the reason, the gauge
-//! `ladle_storage_background_error` is 1).
+//! `ladle_storage_background_error` is 1), and what a point-in-time WAL
+//! recovery dropped at start-up (`ladle_wal_recovery_dropped_records`,
+//! `..._writes`, `..._bytes`; 0 when nothing was).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -17,6 +19,9 @@ pub struct StorageHealth {
     background_error: IntGauge,
     /// The stop was logged (once per process).
     reported: AtomicBool,
+    wal_dropped_records: IntGauge,
+    wal_dropped_writes: IntGauge,
+    wal_dropped_bytes: IntGauge,
 }
 
 impl StorageHealth {
@@ -36,12 +41,30 @@ impl StorageHealth {
                  refuses every write",
             )?,
             reported: AtomicBool::new(false),
+            wal_dropped_records: gauge(
+                "ladle_wal_recovery_dropped_records",
+                "Write batches (commits) a point-in-time WAL recovery dropped at start-up",
+            )?,
+            wal_dropped_writes: gauge(
+                "ladle_wal_recovery_dropped_writes",
+                "Key writes in the batches a point-in-time WAL recovery dropped at start-up",
+            )?,
+            wal_dropped_bytes: gauge(
+                "ladle_wal_recovery_dropped_bytes",
+                "Bytes of write-ahead log a point-in-time WAL recovery dropped at start-up",
+            )?,
         })
     }
 
-    /// Watches `storage` from now on.
+    /// Watches `storage` from now on, and reports what opening it dropped.
     pub fn watch(&self, storage: &Arc<Storage>) {
         *self.storage.write() = Arc::downgrade(storage);
+        if let Some(r) = storage.wal_recovery() {
+            let set = |g: &IntGauge, v: u64| g.set(i64::try_from(v).unwrap_or(i64::MAX));
+            set(&self.wal_dropped_records, r.dropped_records);
+            set(&self.wal_dropped_writes, r.dropped_writes);
+            set(&self.wal_dropped_bytes, r.dropped_bytes);
+        }
     }
 
     /// Why storage refuses every write, checked now (and the gauge set);

@@ -1399,7 +1399,7 @@ fn a_damaged_wal_refuses_to_start_unless_recovery_is_asked_for() {
         "{output}"
     );
 
-    let (status, output, mut child, port, _) =
+    let (status, output, mut child, port, metrics_port) =
         start_or_refuse(&data, &["--wal-recovery", "point-in-time"]);
     assert_eq!(
         status, None,
@@ -1423,6 +1423,29 @@ fn a_damaged_wal_refuses_to_start_unless_recovery_is_asked_for() {
     // Recovery stopped at the damage: the rows after it are gone (which is
     // why it takes the operator's word).
     assert!(rows < 500, "{rows} rows");
+    // What was dropped is counted, in the log and as metrics: a write
+    // batch per INSERT after the last consistent point (the damaged one
+    // too, unless its framing was hit).
+    let metrics = http_get(metrics_port, "/metrics").unwrap_or_default();
+    let gauge = |name: &str| -> i64 {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name} ")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics:\n{metrics}"))
+    };
+    let dropped = gauge("ladle_wal_recovery_dropped_records");
+    // (A view snapshot's own records may fall after the damage too.)
+    assert!(
+        (499..=520).contains(&(rows + dropped)),
+        "{rows} rows kept, {dropped} batches counted as dropped"
+    );
+    assert!(gauge("ladle_wal_recovery_dropped_bytes") > 0);
+    assert!(gauge("ladle_wal_recovery_dropped_writes") >= dropped);
+    assert!(
+        output.contains(&format!("dropped_records={dropped}")),
+        "{output}"
+    );
     // The damaged log is kept, byte for byte, beside the database.
     let kept: Vec<_> = std::fs::read_dir(&data)
         .unwrap()

@@ -101,6 +101,10 @@ pub(crate) trait KvEngine: Send + Sync {
     fn background_error(&self) -> Option<String> {
         None
     }
+    /// What opening dropped, after a point-in-time WAL recovery.
+    fn wal_recovery(&self) -> Option<crate::rocks::WalRecoveryReport> {
+        None
+    }
     /// Compacts every column family (tests: makes a compaction meet what
     /// is on disk now).
     #[cfg(test)]

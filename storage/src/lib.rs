@@ -98,6 +98,7 @@ pub use ops::{
     ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,
     WriteOp, WriteResult,
 };
+pub use rocks::WalRecoveryReport;
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};
 pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};

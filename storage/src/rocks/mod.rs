@@ -6,6 +6,8 @@
 //! for ordered scans). Long-lived snapshots live on their own thread because
 //! a RocksDB snapshot borrows the `DB` and this crate forbids `unsafe`.
 
+mod wal_scan;
+
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use rocksdb::{
 use crate::engine::{Batch, BatchOp, CfKind, KvEngine, KvRead, KvSnapshot, ScanFn, SnapshotJob};
 use crate::{cf, keys};
 use crate::{Result, StorageError};
+pub use wal_scan::WalRecoveryReport;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
@@ -48,6 +51,8 @@ pub(crate) struct RocksEngine {
     cache: Cache,
     /// Names of the column families that exist.
     cfs: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+    /// What opening dropped, after a point-in-time WAL recovery.
+    wal_recovery: Option<WalRecoveryReport>,
 }
 
 fn io(e: rocksdb::Error) -> StorageError {
@@ -163,6 +168,7 @@ impl RocksEngine {
             }
             other => other,
         };
+        let mut wal_recovery = None;
         let db = match first {
             Ok(db) => db,
             Err(e) if e.kind() == rocksdb::ErrorKind::Corruption && table_file_damage(&e) => {
@@ -196,8 +202,27 @@ impl RocksEngine {
                      (--wal-recovery point-in-time); writes after the damaged record are dropped \
                      (the damaged log is kept as it was, see `kept`)"
                 );
+                // Read before RocksDB recovers (it may reuse or delete the
+                // files), compared with where it got to after.
+                let before = wal_scan::WalContents::read(wal);
                 db_opts.set_wal_recovery_mode(DBRecoveryMode::PointInTime);
-                Db::open_cf_descriptors(&db_opts, path, descriptors()).map_err(io)?
+                let db = Db::open_cf_descriptors(&db_opts, path, descriptors()).map_err(io)?;
+                let report = before.dropped_after(db.latest_sequence_number());
+                tracing::warn!(
+                    dropped_records = report.dropped_records,
+                    dropped_writes = report.dropped_writes,
+                    dropped_bytes = report.dropped_bytes,
+                    recovered_sequence = report.recovered_sequence,
+                    wal_bytes = report.wal_bytes,
+                    kept = %kept,
+                    "write-ahead log recovered to the last consistent point: dropped {} write \
+                     batches ({} key writes, {} bytes of log) after it",
+                    report.dropped_records,
+                    report.dropped_writes,
+                    report.dropped_bytes
+                );
+                wal_recovery = Some(report);
+                db
             }
             Err(e) => return Err(io(e)),
         };
@@ -205,6 +230,7 @@ impl RocksEngine {
             db: Arc::new(db),
             cache,
             cfs: parking_lot::Mutex::new(names.into_iter().collect()),
+            wal_recovery,
         })
     }
 }
@@ -465,6 +491,10 @@ impl KvEngine for RocksEngine {
             Err(e) if e.kind() == rocksdb::ErrorKind::Incomplete => None,
             Err(e) => Some(e.into_string()),
         }
+    }
+
+    fn wal_recovery(&self) -> Option<WalRecoveryReport> {
+        self.wal_recovery.clone()
     }
 
     #[cfg(test)]

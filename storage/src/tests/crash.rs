@@ -432,3 +432,54 @@ fn a_compaction_over_a_damaged_block_is_a_background_error() {
     // Asking again is stable (the probe writes nothing).
     assert_eq!(s.background_error(), Some(why));
 }
+
+/// A point-in-time WAL recovery says what it dropped: the write batches
+/// after the last consistent point (one per commit here), their writes
+/// and bytes; every acknowledged batch is either still there or counted.
+#[test]
+fn a_point_in_time_recovery_counts_what_it_dropped() {
+    const COMMITS: usize = 400;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let s = Storage::open(config(dir.path(), Durability::Sync)).expect("open");
+        let (votes, _) = tables(&s);
+        // Opening with an intact WAL reports nothing.
+        assert_eq!(s.wal_recovery(), None);
+        for k in 0..COMMITS {
+            insert_vote(&s, &votes, k as i64).expect("write");
+        }
+        // Dropped without a clean close: the WAL holds the commits.
+    }
+    let wal = largest(&dir.path().join("db"), "log");
+    let wal_len = std::fs::metadata(&wal).unwrap().len();
+    damage_middle(&wal);
+    let cfg = StorageConfig {
+        wal_recovery: WalRecovery::PointInTime,
+        ..config(dir.path(), Durability::Sync)
+    };
+    let s = Storage::open(cfg).expect("point-in-time recovery");
+    let votes = s.table("crash", "votes").expect("votes kept");
+    let kept = s.scan(votes.id).unwrap().len();
+    let report = s.wal_recovery().expect("a recovery report");
+    println!("{kept} of {COMMITS} commits kept; {report:?}");
+    assert!(kept < COMMITS, "{kept} rows kept: the damage was not met");
+    // Each commit is one batch: kept + dropped covers every commit (the
+    // damaged batch itself may be too damaged to count).
+    let dropped = usize::try_from(report.dropped_records).unwrap();
+    assert!(
+        kept + dropped == COMMITS || kept + dropped + 1 == COMMITS,
+        "{kept} kept + {dropped} dropped != {COMMITS}: {report:?}"
+    );
+    // A row, its secondary index entry and its change-log entry: writes
+    // per batch are the same for every commit.
+    assert_eq!(report.dropped_writes % report.dropped_records.max(1), 0);
+    assert!(
+        report.dropped_writes >= report.dropped_records,
+        "{report:?}"
+    );
+    assert!(
+        report.dropped_bytes > 0 && report.dropped_bytes < report.wal_bytes,
+        "{report:?}"
+    );
+    assert!(report.wal_bytes >= wal_len, "{report:?}");
+}
