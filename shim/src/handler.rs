@@ -135,7 +135,7 @@ impl Connection {
             self.engine
                 .accounts
                 .authenticate(user, &self.host, &self.scramble, auth_response);
-        self.admit(user, login, auth_response, secure)
+        self.admit(user, login, !auth_response.is_empty(), secure)
     }
 
     /// [`Connection::authenticate`] for a `caching_sha2_password` fast
@@ -153,7 +153,7 @@ impl Connection {
             &self.scramble,
             auth_response,
         )?;
-        Some(self.admit(user, Some(login), auth_response, secure))
+        Some(self.admit(user, Some(login), !auth_response.is_empty(), secure))
     }
 
     /// The authentication plugin `user` logs in with from this host.
@@ -176,7 +176,7 @@ impl Connection {
             &self.scramble,
             auth_response,
         )?;
-        Some(self.admit(user, Some(login), auth_response, secure))
+        Some(self.admit(user, Some(login), !auth_response.is_empty(), secure))
     }
 
     /// `caching_sha2_password`'s full authentication with the password in
@@ -195,12 +195,8 @@ impl Connection {
                 .authenticate_password(user, &self.host, pw)
         });
         // "using password: YES" unless an empty one was sent.
-        let used = if password.is_some_and(|p| p.is_empty()) {
-            &b""[..]
-        } else {
-            &b"?"[..]
-        };
-        self.admit(user, login, used, secure)
+        let used_password = !matches!(password, Some(p) if p.is_empty());
+        self.admit(user, login, used_password, secure)
     }
 
     /// Makes the session `login`'s, or says why not.
@@ -208,7 +204,7 @@ impl Connection {
         &self,
         user: &[u8],
         login: Option<crate::accounts::Login>,
-        auth_response: &[u8],
+        used_password: bool,
         secure: bool,
     ) -> Result<(), WireError> {
         let refusal = match login {
@@ -235,11 +231,7 @@ impl Connection {
                 "Access denied for user '{}'@'{}' (using password: {})",
                 String::from_utf8_lossy(user),
                 self.host,
-                if auth_response.is_empty() {
-                    "NO"
-                } else {
-                    "YES"
-                }
+                if used_password { "YES" } else { "NO" }
             ),
         });
         if refusal.code == crate::error::ER_ACCESS_DENIED {

@@ -137,7 +137,11 @@ impl Exchange<'_> {
                 .packet(&auth_more_data(keys.public_pem().as_bytes()));
             packet = self.next_packet().await?;
         }
-        Ok(keys.decrypt_password(&packet, &self.conn.scramble()))
+        // RSA decryption is a millisecond of CPU: off the async workers.
+        let scramble = self.conn.scramble();
+        let password =
+            tokio::task::spawn_blocking(move || keys.decrypt_password(&packet, &scramble)).await;
+        Ok(password.ok().flatten())
     }
 
     /// Asks the client to answer the connection's scramble with `plugin`;
