@@ -162,6 +162,9 @@ pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 /// MariaDB answer when a table's pages are found corrupt (InnoDB's
 /// DB_CORRUPTION becomes HA_ERR_CRASHED, reported as ER_NOT_KEYFILE).
 pub const ER_NOT_KEYFILE: MysqlCode = code(1034, "HY000");
+/// "Got error N from storage engine": storage refuses writes after a
+/// background error that is not a corruption.
+pub const ER_GET_ERRNO: MysqlCode = code(1030, "HY000");
 pub const ER_OUT_OF_RESOURCES: MysqlCode = code(1041, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
@@ -306,6 +309,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::SchemaChanged { .. } => ER_TABLE_DEF_CHANGED,
         StorageError::Corruption(_) => ER_NOT_KEYFILE,
+        StorageError::WritesStopped(_) => ER_GET_ERRNO,
         StorageError::Io(_) | StorageError::FormatVersion { .. } | StorageError::Internal(_) => {
             ER_UNKNOWN
         }
@@ -452,5 +456,12 @@ mod tests {
         let long = ShimError::from(CoerceError::TooLong { column: "c".into() });
         assert_eq!(long.mysql_code().errno, 1406);
         assert_eq!(ShimError::Parse("x".into()).mysql_code().errno, 1064);
+        // Writes refused after a storage background error: a corruption is
+        // 1034, anything else 1030 (not 1105, "unknown error").
+        let corrupt = ShimError::Storage(StorageError::Corruption("block".into()));
+        assert_eq!(corrupt.mysql_code(), code(1034, "HY000"));
+        let stopped = ShimError::Storage(StorageError::WritesStopped("IO error".into()));
+        assert_eq!(stopped.mysql_code(), code(1030, "HY000"));
+        assert!(stopped.to_string().starts_with("Got error 1 "), "{stopped}");
     }
 }

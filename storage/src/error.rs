@@ -70,6 +70,11 @@ pub enum StorageError {
     FormatVersion { found: u32, expected: u32 },
     #[error("corruption: {0}")]
     Corruption(String),
+    /// The engine refuses every write after a background error (a failed
+    /// flush or compaction) that is not a corruption: MySQL's 1030, until
+    /// a restart. (A corruption stays 1034.)
+    #[error("Got error 1 \"storage refuses writes after a background error: {0}\" from storage engine RocksDB")]
+    WritesStopped(String),
     /// The data directory's file system is (nearly) full: MySQL's 1021.
     #[error(
         "Disk full ({path}); {available} bytes free, {reserve} kept in reserve: \

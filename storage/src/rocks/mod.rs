@@ -87,6 +87,21 @@ fn report_corruption(damage: &str) {
     }
 }
 
+impl RocksEngine {
+    /// A refused write's error: a corruption or a full disk as any I/O;
+    /// other errors while a background error stops every write say so
+    /// (1030 for the client, where a plain I/O error is 1105).
+    fn write_error(&self, e: rocksdb::Error) -> StorageError {
+        match io(e) {
+            StorageError::Io(message) => match self.background_error() {
+                Some(why) => StorageError::WritesStopped(why),
+                None => StorageError::Io(message),
+            },
+            other => other,
+        }
+    }
+}
+
 fn missing(cf: &str) -> StorageError {
     StorageError::Internal(format!("column family {cf} does not exist"))
 }
@@ -412,7 +427,7 @@ impl KvEngine for RocksEngine {
         }
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
-        self.db.write_opt(wb, &wo).map_err(io)
+        self.db.write_opt(wb, &wo).map_err(|e| self.write_error(e))
     }
 
     fn sync_wal(&self) -> Result<()> {
