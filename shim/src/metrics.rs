@@ -18,6 +18,9 @@ pub struct Metrics {
     pub connections: IntGauge,
     pub connections_total: IntCounter,
     pub connections_refused: IntCounter,
+    /// Successful logins by how the password was proven (see
+    /// [`LOGIN_METHODS`]).
+    pub logins: IntCounterVec,
     pub commit_seconds: Histogram,
     pub read_seconds: Histogram,
     view_memory: IntGaugeVec,
@@ -34,6 +37,27 @@ pub struct Metrics {
     views: IntGauge,
     statement_threads: IntGauge,
     started: Instant,
+}
+
+/// The `method` label of `ladle_logins_total`: a `mysql_native_password`
+/// scramble, `caching_sha2_password`'s fast authentication, or its full
+/// authentication with the password over TLS or RSA-encrypted.
+pub const LOGIN_METHODS: [&str; 4] = ["native", "sha2_fast", "sha2_full_tls", "sha2_full_rsa"];
+
+/// `ladle_logins_total`, every method listed from the start (at 0).
+fn login_counter() -> IntCounterVec {
+    let logins = IntCounterVec::new(
+        Opts::new(
+            "ladle_logins_total",
+            "Successful logins, by how the password was proven",
+        ),
+        &["method"],
+    )
+    .expect("static metric definition");
+    for method in LOGIN_METHODS {
+        logins.with_label_values(&[method]);
+    }
+    logins
 }
 
 fn buckets() -> Vec<f64> {
@@ -70,6 +94,7 @@ impl Metrics {
         let connections_total =
             IntCounter::new("ladle_connections_total", "Client connections accepted")
                 .expect("static metric definition");
+        let logins = login_counter();
         let connections_refused = IntCounter::new(
             "ladle_connections_refused_total",
             "Connections refused (1040)",
@@ -146,6 +171,7 @@ impl Metrics {
             Box::new(connections.clone()),
             Box::new(connections_total.clone()),
             Box::new(connections_refused.clone()),
+            Box::new(logins.clone()),
             Box::new(commit_seconds.clone()),
             Box::new(read_seconds.clone()),
             Box::new(view_memory.clone()),
@@ -172,6 +198,7 @@ impl Metrics {
             connections,
             connections_total,
             connections_refused,
+            logins,
             commit_seconds,
             read_seconds,
             view_memory,

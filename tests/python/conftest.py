@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ class Target:
     user: str = "root"
     password: str = ""
     db: str = ""
+    # Ladle's /metrics and /health port (0 for MariaDB).
+    metrics_port: int = 0
 
     def connect_pymysql(self, **kw):
         return pymysql.connect(host=self.host, port=self.port, user=self.user,
@@ -54,6 +57,13 @@ def ladle_binary():
         subprocess.run(["cargo", "build", "-p", "ladle-server", "--bin", "ladle"],
                        cwd=ROOT, check=True, stdin=subprocess.DEVNULL)
     return binary
+
+
+def ladle_logins(metrics_port):
+    """ladle_logins_total by method, from a ladle's /metrics."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read()
+    pattern = r'^ladle_logins_total\{method="([a-z0-9_]+)"\} (\d+)$'
+    return {m[0]: int(m[1]) for m in re.findall(pattern, body.decode(), re.M)}
 
 
 def _wait_ready(port, proc, log_path, timeout=60):
@@ -100,7 +110,7 @@ def ladle_server():
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
     try:
-        yield Target("ladle", "127.0.0.1", port)
+        yield Target("ladle", "127.0.0.1", port, metrics_port=metrics)
     finally:
         proc.kill()
         proc.wait()

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from conftest import _free_port, _wait_ready, ladle_binary
+from conftest import _free_port, _wait_ready, ladle_binary, ladle_logins
 
 
 def _self_signed(directory):
@@ -65,7 +65,7 @@ def tls_ladle():
             for user, pw in [("plain8", "pw-plain"), ("tls8", "pw-tls"), ("known8", "pw-known")]:
                 c.execute(f"CREATE USER '{user}'@'%' IDENTIFIED WITH caching_sha2_password BY '{pw}'")
         root.close()
-        yield port, str(cert), data
+        yield port, str(cert), data, metrics
     finally:
         proc.kill()
         proc.wait()
@@ -80,17 +80,20 @@ def _current_user(conn):
 
 
 def test_rsa_full_authentication_then_fast(tls_ladle):
-    port, _, _ = tls_ladle
+    port, _, _, metrics = tls_ladle
     # PyMySQL keeps the public key it asked for: only a full login over
     # plaintext asks; the next one is fast and needs none. (PyMySQL
     # prefers TLS when the server offers it: plaintext is asked for.)
-    for attempt, asked in (("full", True), ("fast", False)):
+    for attempt, asked, method in (("full", True, "sha2_full_rsa"), ("fast", False, "sha2_fast")):
+        before = ladle_logins(metrics)
         conn = pymysql.connect(host="127.0.0.1", port=port, user="plain8", password="pw-plain",
                                ssl_disabled=True)
         assert _current_user(conn) == "plain8@%", attempt
         key = conn.server_public_key or b""
         assert key.startswith(b"-----BEGIN PUBLIC KEY-----") == asked, (attempt, key)
         conn.close()
+        after = ladle_logins(metrics)
+        assert after[method] == before[method] + 1, (attempt, before, after)
     with pytest.raises(pymysql.err.OperationalError) as refused:
         pymysql.connect(host="127.0.0.1", port=port, user="plain8", password="wrong",
                         ssl_disabled=True)
@@ -98,7 +101,8 @@ def test_rsa_full_authentication_then_fast(tls_ladle):
 
 
 def test_tls_full_authentication_sends_the_password_in_clear(tls_ladle):
-    port, ca, _ = tls_ladle
+    port, ca, _, metrics = tls_ladle
+    before = ladle_logins(metrics)
     conn = pymysql.connect(host="127.0.0.1", port=port, user="tls8", password="pw-tls",
                            ssl={"ca": ca})
     assert _current_user(conn) == "tls8@%"
@@ -106,13 +110,15 @@ def test_tls_full_authentication_sends_the_password_in_clear(tls_ladle):
     assert isinstance(conn._sock, ssl.SSLSocket)
     assert conn.server_public_key is None
     conn.close()
+    after = ladle_logins(metrics)
+    assert after["sha2_full_tls"] == before["sha2_full_tls"] + 1, (before, after)
 
 
 def test_server_public_key_from_status_and_variables(tls_ladle):
     """A client given the public key beforehand (PyMySQL's
     server_public_key) encrypts without asking for it; the key is what
     SHOW STATUS shows and what the data directory holds."""
-    port, _, data = tls_ladle
+    port, _, data, _ = tls_ladle
     root = pymysql.connect(host="127.0.0.1", port=port, user="root", password="")
     with root.cursor() as c:
         c.execute("SHOW STATUS LIKE 'Caching_sha2_password_rsa_public_key'")

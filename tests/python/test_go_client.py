@@ -44,6 +44,8 @@ def test_go_caching_sha2_password_account(ladle_server, go_client):
     password encrypted), the pool's later connections are fast."""
     import pymysql
 
+    from conftest import ladle_logins
+
     root = pymysql.connect(host=ladle_server.host, port=ladle_server.port, user="root",
                            password="", connect_timeout=10)
     with root.cursor() as c:
@@ -51,9 +53,15 @@ def test_go_caching_sha2_password_account(ladle_server, go_client):
         c.execute("GRANT ALL ON *.* TO 'go8'@'%'")
     root.close()
     dsn = f"go8:go-pw@tcp({ladle_server.host}:{ladle_server.port})/"
+    before = ladle_logins(ladle_server.metrics_port)
     run = subprocess.run([str(go_client), dsn], capture_output=True, text=True, timeout=120,
                          stdin=subprocess.DEVNULL)
     assert run.returncode == 0, run.stdout + run.stderr
+    after = ladle_logins(ladle_server.metrics_port)
+    # Not switched to the native plugin: RSA full authentication first
+    # (more than one if the pool dialled at once), then fast.
+    assert after["sha2_full_rsa"] > before["sha2_full_rsa"], (before, after)
+    assert after["native"] == before["native"], (before, after)
     wrong = subprocess.run([str(go_client), dsn.replace("go-pw", "nope")], capture_output=True,
                            text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert wrong.returncode != 0 and "1045" in wrong.stdout + wrong.stderr, wrong.stdout + wrong.stderr

@@ -70,7 +70,7 @@ impl Exchange<'_> {
             match self.conn.authenticate_sha2(user, &response, self.secure) {
                 Some(Ok(())) => {
                     self.writer.packet(&FAST_AUTH_SUCCESS);
-                    return Ok(Ok(()));
+                    return Ok(self.counted(Ok(()), "sha2_fast"));
                 }
                 Some(Err(e)) => return Ok(Err(e)),
                 None => {}
@@ -82,7 +82,8 @@ impl Exchange<'_> {
             // A mysql_native_password response to the same scramble.
             self.switch_to(NATIVE_PASSWORD).await?
         };
-        Ok(self.conn.authenticate(user, &response, self.secure))
+        let verdict = self.conn.authenticate(user, &response, self.secure);
+        Ok(self.counted(verdict, "native"))
     }
 
     async fn caching_sha2(
@@ -110,13 +111,28 @@ impl Exchange<'_> {
             if verdict.is_ok() {
                 self.writer.packet(&FAST_AUTH_SUCCESS);
             }
-            return Ok(verdict);
+            return Ok(self.counted(verdict, "sha2_fast"));
         }
         self.writer.packet(&PERFORM_FULL_AUTHENTICATION);
         let password = self.full_authentication().await?;
-        Ok(self
+        let verdict = self
             .conn
-            .authenticate_password(user, password.as_deref(), self.secure))
+            .authenticate_password(user, password.as_deref(), self.secure);
+        let method = if self.secure {
+            "sha2_full_tls"
+        } else {
+            "sha2_full_rsa"
+        };
+        Ok(self.counted(verdict, method))
+    }
+
+    /// Counts a successful login in `ladle_logins_total` by `method`.
+    fn counted(&self, verdict: Result<(), WireError>, method: &str) -> Result<(), WireError> {
+        if verdict.is_ok() {
+            let logins = &self.conn.engine().metrics.logins;
+            logins.with_label_values(&[method]).inc();
+        }
+        verdict
     }
 
     /// The password the client sends after "perform full authentication";
