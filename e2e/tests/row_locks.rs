@@ -1,0 +1,325 @@
+//! Row locks with two (or more) connections: `SELECT ... FOR UPDATE` /
+//! `FOR SHARE` block other transactions' locking reads and writes of the
+//! same rows until COMMIT / ROLLBACK / disconnect; `innodb_lock_wait_timeout`
+//! (1205), `NOWAIT`, `SKIP LOCKED`, deadlocks (1213, the victim rolled
+//! back), and the lost-update pattern (N threads incrementing a counter
+//! through SELECT ... FOR UPDATE + UPDATE must lose nothing).
+//!
+//! Each scenario runs against Ladle (spawned) and, when
+//! `LADLE_TEST_MARIADB_URL` is set, against MariaDB too, so the scenarios
+//! themselves are checked against the oracle. Both sessions run at READ
+//! COMMITTED (Ladle's default; MariaDB's REPEATABLE READ adds gap locks).
+
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ladle_e2e::{connect, fresh_database, ladle_binary, mariadb_url, LadleServer};
+use mysql::prelude::Queryable;
+use mysql::Conn;
+
+const DB: &str = "ladle_row_locks";
+
+/// Long enough that a statement still running after it is blocked.
+const BLOCKED: Duration = Duration::from_millis(700);
+/// Long enough for a statement unblocked to finish, even on a busy machine.
+const PROCEEDS: Duration = Duration::from_secs(20);
+
+fn session(url: &str) -> Conn {
+    let mut c = connect(url, Some(DB)).expect("connect");
+    c.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .expect("isolation");
+    c
+}
+
+fn errno(r: Result<(), mysql::Error>) -> Option<u16> {
+    match r {
+        Ok(()) => None,
+        Err(mysql::Error::MySqlError(e)) => Some(e.code),
+        Err(e) => panic!("not a server error: {e}"),
+    }
+}
+
+fn balance(c: &mut Conn, sql: &str) -> i64 {
+    c.query_first::<i64, _>(sql).expect("read").expect("a row")
+}
+
+/// A fresh `acct` table (ids 1..=3, balance 100 each) named `table`.
+fn accounts(url: &str, table: &str) {
+    let mut c = session(url);
+    c.query_drop(format!("DROP TABLE IF EXISTS {table}"))
+        .unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {table} (id INT PRIMARY KEY, bal INT NOT NULL)"
+    ))
+    .unwrap();
+    c.query_drop(format!(
+        "INSERT INTO {table} VALUES (1, 100), (2, 100), (3, 100)"
+    ))
+    .unwrap();
+}
+
+/// Runs `sql` on `c` in a thread; the receiver gets its outcome (errno).
+fn spawn_statement(mut c: Conn, sql: String) -> mpsc::Receiver<(Option<u16>, Conn)> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let r = errno(c.query_drop(&sql));
+        let _ = tx.send((r, c));
+    });
+    rx
+}
+
+fn block_then_proceed(url: &str) {
+    accounts(url, "a1");
+    let mut a = session(url);
+    let mut b = session(url);
+    a.query_drop("BEGIN").unwrap();
+    assert_eq!(
+        balance(&mut a, "SELECT bal FROM a1 WHERE id = 1 FOR UPDATE"),
+        100
+    );
+    b.query_drop("BEGIN").unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let start = Instant::now();
+        let bal = balance(&mut b, "SELECT bal FROM a1 WHERE id = 1 FOR UPDATE");
+        tx.send(start.elapsed()).unwrap();
+        b.query_drop("COMMIT").unwrap();
+        bal
+    });
+    assert!(
+        rx.recv_timeout(BLOCKED).is_err(),
+        "{url}: the second FOR UPDATE did not wait"
+    );
+    // Another row is free.
+    let mut c = session(url);
+    c.query_drop("BEGIN").unwrap();
+    assert_eq!(
+        balance(&mut c, "SELECT bal FROM a1 WHERE id = 2 FOR UPDATE"),
+        100
+    );
+    c.query_drop("COMMIT").unwrap();
+    a.query_drop("UPDATE a1 SET bal = 90 WHERE id = 1").unwrap();
+    a.query_drop("COMMIT").unwrap();
+    rx.recv_timeout(PROCEEDS).expect("proceeds after COMMIT");
+    // A current read: it sees the committed 90.
+    assert_eq!(waiter.join().unwrap(), 90, "{url}");
+}
+
+/// `share`: the shared-lock clause B uses (MariaDB 10.11 has no `FOR SHARE`).
+fn shared_locks(url: &str, share: &str) {
+    accounts(url, "a2");
+    let mut a = session(url);
+    let mut b = session(url);
+    a.query_drop("BEGIN").unwrap();
+    b.query_drop("BEGIN").unwrap();
+    a.query_drop("SELECT bal FROM a2 WHERE id = 1 LOCK IN SHARE MODE")
+        .unwrap();
+    // Shared with shared: no wait.
+    b.query_drop(format!("SELECT bal FROM a2 WHERE id = 1 {share}"))
+        .unwrap();
+    b.query_drop("COMMIT").unwrap();
+    // An autocommit UPDATE of the row waits for the shared lock.
+    let c = session(url);
+    let rx = spawn_statement(c, "UPDATE a2 SET bal = bal + 1 WHERE id = 1".into());
+    assert!(
+        rx.recv_timeout(BLOCKED).is_err(),
+        "{url}: UPDATE did not wait"
+    );
+    a.query_drop("COMMIT").unwrap();
+    let (r, _) = rx.recv_timeout(PROCEEDS).expect("UPDATE proceeds");
+    assert_eq!(r, None);
+    assert_eq!(balance(&mut a, "SELECT bal FROM a2 WHERE id = 1"), 101);
+}
+
+fn timeout_rolls_back_the_statement_only(url: &str) {
+    accounts(url, "a3");
+    let mut a = session(url);
+    let mut b = session(url);
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("SELECT * FROM a3 WHERE id = 1 FOR UPDATE")
+        .unwrap();
+    b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
+    b.query_drop("BEGIN").unwrap();
+    b.query_drop("UPDATE a3 SET bal = bal + 5 WHERE id = 2")
+        .unwrap();
+    let start = Instant::now();
+    let r = errno(b.query_drop("SELECT * FROM a3 WHERE id = 1 FOR UPDATE"));
+    assert_eq!(r, Some(1205), "{url}");
+    assert!(
+        start.elapsed() >= Duration::from_millis(900),
+        "{url}: too soon"
+    );
+    // An UPDATE of the locked row times out too.
+    let r = errno(b.query_drop("UPDATE a3 SET bal = 0 WHERE id = 1"));
+    assert_eq!(r, Some(1205), "{url}");
+    // The transaction goes on: its earlier write commits.
+    b.query_drop("COMMIT").unwrap();
+    a.query_drop("ROLLBACK").unwrap();
+    assert_eq!(balance(&mut a, "SELECT bal FROM a3 WHERE id = 2"), 105);
+    assert_eq!(balance(&mut a, "SELECT bal FROM a3 WHERE id = 1"), 100);
+}
+
+fn nowait_and_skip_locked(url: &str, nowait_errno: &[u16]) {
+    accounts(url, "a4");
+    let mut a = session(url);
+    let mut b = session(url);
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("SELECT * FROM a4 WHERE id = 2 FOR UPDATE")
+        .unwrap();
+    b.query_drop("BEGIN").unwrap();
+    let start = Instant::now();
+    let r = errno(b.query_drop("SELECT * FROM a4 WHERE id = 2 FOR UPDATE NOWAIT"));
+    assert!(
+        r.is_some_and(|e| nowait_errno.contains(&e)),
+        "{url}: NOWAIT gave {r:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{url}: NOWAIT waited"
+    );
+    let ids: Vec<i64> = b
+        .query("SELECT id FROM a4 WHERE id <= 3 ORDER BY id FOR UPDATE SKIP LOCKED")
+        .unwrap();
+    assert_eq!(ids, vec![1, 3], "{url}");
+    // B now holds 1 and 3: A cannot take them without waiting.
+    let r = errno(a.query_drop("SELECT * FROM a4 WHERE id = 3 FOR UPDATE NOWAIT"));
+    assert!(r.is_some_and(|e| nowait_errno.contains(&e)), "{url}: {r:?}");
+    b.query_drop("COMMIT").unwrap();
+    a.query_drop("COMMIT").unwrap();
+}
+
+fn deadlock_rolls_back_the_victim(url: &str) {
+    accounts(url, "a5");
+    let mut a = session(url);
+    let mut b = session(url);
+    a.query_drop("BEGIN").unwrap();
+    b.query_drop("BEGIN").unwrap();
+    a.query_drop("UPDATE a5 SET bal = bal + 1 WHERE id = 1")
+        .unwrap();
+    b.query_drop("UPDATE a5 SET bal = bal + 10 WHERE id = 2")
+        .unwrap();
+    let rx = spawn_statement(a, "SELECT * FROM a5 WHERE id = 2 FOR UPDATE".into());
+    assert!(rx.recv_timeout(BLOCKED).is_err(), "{url}: A did not wait");
+    let rb = errno(b.query_drop("SELECT * FROM a5 WHERE id = 1 FOR UPDATE"));
+    // One of the two is the victim (1213); the other gets its row.
+    let (ra, mut a) = rx.recv_timeout(PROCEEDS).expect("A returns");
+    let mut outcomes = [ra, rb];
+    outcomes.sort();
+    assert_eq!(outcomes, [None, Some(1213)], "{url}: A {ra:?}, B {rb:?}");
+    // The victim's transaction is rolled back; the survivor commits.
+    a.query_drop("COMMIT").unwrap();
+    b.query_drop("COMMIT").unwrap();
+    let one = balance(&mut a, "SELECT bal FROM a5 WHERE id = 1");
+    let two = balance(&mut a, "SELECT bal FROM a5 WHERE id = 2");
+    let expected = if rb.is_some() { (101, 100) } else { (100, 110) };
+    assert_eq!((one, two), expected, "{url}");
+}
+
+fn released_at_rollback_and_disconnect(url: &str) {
+    accounts(url, "a6");
+    for end in ["ROLLBACK", "disconnect"] {
+        let mut a = session(url);
+        a.query_drop("BEGIN").unwrap();
+        a.query_drop("SELECT * FROM a6 WHERE id = 1 FOR UPDATE")
+            .unwrap();
+        a.query_drop("SAVEPOINT s").unwrap();
+        a.query_drop("UPDATE a6 SET bal = 0 WHERE id = 3").unwrap();
+        // ROLLBACK TO SAVEPOINT keeps the locks (as InnoDB).
+        a.query_drop("ROLLBACK TO SAVEPOINT s").unwrap();
+        let mut b = session(url);
+        b.query_drop("BEGIN").unwrap();
+        let rx = spawn_statement(b, "UPDATE a6 SET bal = bal + 1 WHERE id IN (1, 3)".into());
+        assert!(
+            rx.recv_timeout(BLOCKED).is_err(),
+            "{url}: no wait before {end}"
+        );
+        if end == "ROLLBACK" {
+            a.query_drop("ROLLBACK").unwrap();
+        } else {
+            drop(a);
+        }
+        let (r, mut b) = rx.recv_timeout(PROCEEDS).expect("proceeds");
+        assert_eq!(r, None, "{url} after {end}");
+        b.query_drop("COMMIT").unwrap();
+    }
+    let mut c = session(url);
+    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 1"), 102);
+    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 3"), 102);
+}
+
+/// `threads` connections each add 1 `rounds` times through SELECT ... FOR
+/// UPDATE, a value computed by the client, and UPDATE: nothing is lost.
+fn no_lost_updates(url: &str, threads: usize, rounds: usize) {
+    accounts(url, "a7");
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let url = url.to_string();
+            thread::spawn(move || {
+                let mut c = session(&url);
+                for _ in 0..rounds {
+                    c.query_drop("BEGIN").unwrap();
+                    let bal = balance(&mut c, "SELECT bal FROM a7 WHERE id = 1 FOR UPDATE");
+                    c.query_drop(format!("UPDATE a7 SET bal = {} WHERE id = 1", bal + 1))
+                        .unwrap();
+                    c.query_drop("COMMIT").unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let mut c = session(url);
+    let expected = 100 + (threads * rounds) as i64;
+    assert_eq!(
+        balance(&mut c, "SELECT bal FROM a7 WHERE id = 1"),
+        expected,
+        "{url}"
+    );
+}
+
+/// What differs between the servers: MySQL 8.0's spellings (Ladle's) or
+/// MariaDB's.
+struct Dialect {
+    share: &'static str,
+    nowait_errno: &'static [u16],
+}
+
+fn all_scenarios(url: &str, dialect: &Dialect) {
+    let nowait_errno = dialect.nowait_errno;
+    fresh_database(url, DB).expect("fresh database");
+    let timed = |name: &str, f: &dyn Fn()| {
+        let start = Instant::now();
+        f();
+        eprintln!("{url}: {name} {:?}", start.elapsed());
+    };
+    timed("block_then_proceed", &|| block_then_proceed(url));
+    timed("shared_locks", &|| shared_locks(url, dialect.share));
+    timed("timeout", &|| timeout_rolls_back_the_statement_only(url));
+    timed("nowait_skip_locked", &|| {
+        nowait_and_skip_locked(url, nowait_errno)
+    });
+    timed("deadlock", &|| deadlock_rolls_back_the_victim(url));
+    timed("released", &|| released_at_rollback_and_disconnect(url));
+    timed("no_lost_updates", &|| no_lost_updates(url, 4, 15));
+}
+
+#[test]
+fn row_locks_block_like_innodb() {
+    if let Some(maria) = mariadb_url() {
+        // MariaDB answers NOWAIT with 1205; MySQL 8.0 (and Ladle) with 3572.
+        let mariadb = Dialect {
+            share: "LOCK IN SHARE MODE",
+            nowait_errno: &[1205, 3572],
+        };
+        all_scenarios(&maria, &mariadb);
+    }
+    let bin = ladle_binary().expect("ladle binary");
+    let ladle = LadleServer::start(&bin).expect("ladle starts");
+    let mysql8 = Dialect {
+        share: "FOR SHARE",
+        nowait_errno: &[3572],
+    };
+    all_scenarios(&ladle.url(), &mysql8);
+}
