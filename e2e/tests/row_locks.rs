@@ -279,11 +279,88 @@ fn no_lost_updates(url: &str, threads: usize, rounds: usize) {
     );
 }
 
+/// A locking read over a join locks the rows of both tables (`OF t`, where
+/// the server has it, only t's); a prepared locking read (binary protocol)
+/// waits too; a table without a primary key is locked by whole rows.
+fn joins_prepared_and_keyless(url: &str, of: bool) {
+    let mut a = session(url);
+    for ddl in [
+        "DROP TABLE IF EXISTS o8, c8, k8",
+        "CREATE TABLE c8 (id INT PRIMARY KEY, name VARCHAR(10))",
+        "CREATE TABLE o8 (id INT PRIMARY KEY, cid INT)",
+        "CREATE TABLE k8 (a INT, b VARCHAR(5))",
+        "INSERT INTO c8 VALUES (1, 'x'), (2, 'y')",
+        "INSERT INTO o8 VALUES (1, 1), (2, 2)",
+        "INSERT INTO k8 VALUES (1, 'p'), (2, 'q')",
+    ] {
+        a.query_drop(ddl).unwrap();
+    }
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop(
+        "SELECT o8.id, c8.name FROM o8 JOIN c8 ON c8.id = o8.cid WHERE o8.id = 1 FOR UPDATE",
+    )
+    .unwrap();
+    let rx = spawn_statement(session(url), "UPDATE c8 SET name = 'z' WHERE id = 1".into());
+    assert!(
+        rx.recv_timeout(BLOCKED).is_err(),
+        "{url}: joined row not locked"
+    );
+    // The other customer is free.
+    session(url)
+        .query_drop("UPDATE c8 SET name = 'w' WHERE id = 2")
+        .unwrap();
+    a.query_drop("COMMIT").unwrap();
+    assert_eq!(rx.recv_timeout(PROCEEDS).expect("proceeds").0, None);
+    if of {
+        a.query_drop("BEGIN").unwrap();
+        a.query_drop(
+            "SELECT o8.id FROM o8 JOIN c8 ON c8.id = o8.cid WHERE o8.id = 1 FOR UPDATE OF o8",
+        )
+        .unwrap();
+        session(url)
+            .query_drop("UPDATE c8 SET name = 'v' WHERE id = 1")
+            .unwrap();
+        let mut b = session(url);
+        b.query_drop("BEGIN").unwrap();
+        let r = errno(b.query_drop("SELECT * FROM o8 WHERE id = 1 FOR UPDATE NOWAIT"));
+        assert_eq!(r, Some(3572), "{url}: OF o8 did not lock o8");
+        a.query_drop("COMMIT").unwrap();
+    }
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("SELECT * FROM k8 WHERE a = 1 FOR UPDATE")
+        .unwrap();
+    let mut b = session(url);
+    b.query_drop("BEGIN").unwrap();
+    let (tx, rx) = mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let r: Option<String> = b
+            .exec_first("SELECT b FROM k8 WHERE a = ? FOR UPDATE", (1,))
+            .unwrap();
+        tx.send(()).unwrap();
+        b.query_drop("COMMIT").unwrap();
+        r
+    });
+    assert!(
+        rx.recv_timeout(BLOCKED).is_err(),
+        "{url}: prepared read did not wait"
+    );
+    // The other row of the keyless table is free.
+    session(url)
+        .query_drop("UPDATE k8 SET b = 'r' WHERE a = 2")
+        .unwrap();
+    a.query_drop("UPDATE k8 SET b = 's' WHERE a = 1").unwrap();
+    a.query_drop("COMMIT").unwrap();
+    rx.recv_timeout(PROCEEDS).expect("proceeds");
+    assert_eq!(waiter.join().unwrap().as_deref(), Some("s"), "{url}");
+}
+
 /// What differs between the servers: MySQL 8.0's spellings (Ladle's) or
 /// MariaDB's.
 struct Dialect {
     share: &'static str,
     nowait_errno: &'static [u16],
+    /// `FOR UPDATE OF t` (MySQL 8.0; not MariaDB 10.11).
+    of: bool,
 }
 
 fn all_scenarios(url: &str, dialect: &Dialect) {
@@ -302,6 +379,9 @@ fn all_scenarios(url: &str, dialect: &Dialect) {
     });
     timed("deadlock", &|| deadlock_rolls_back_the_victim(url));
     timed("released", &|| released_at_rollback_and_disconnect(url));
+    timed("joins_prepared_keyless", &|| {
+        joins_prepared_and_keyless(url, dialect.of)
+    });
     timed("no_lost_updates", &|| no_lost_updates(url, 4, 15));
 }
 
@@ -312,6 +392,7 @@ fn row_locks_block_like_innodb() {
         let mariadb = Dialect {
             share: "LOCK IN SHARE MODE",
             nowait_errno: &[1205, 3572],
+            of: false,
         };
         all_scenarios(&maria, &mariadb);
     }
@@ -320,6 +401,7 @@ fn row_locks_block_like_innodb() {
     let mysql8 = Dialect {
         share: "FOR SHARE",
         nowait_errno: &[3572],
+        of: true,
     };
     all_scenarios(&ladle.url(), &mysql8);
 }
