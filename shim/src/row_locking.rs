@@ -170,7 +170,7 @@ impl Engine {
             // A write that committed without seeing these locks (its
             // check ran before they were taken) may still be finishing:
             // wait for it, so that the read after sees it.
-            self.storage.fenced(|| ());
+            self.storage.await_writes_in_flight();
         }
         Ok(locked)
     }
