@@ -325,6 +325,18 @@ fn joins_prepared_and_keyless(url: &str, of: bool) {
         let r = errno(b.query_drop("SELECT * FROM o8 WHERE id = 1 FOR UPDATE NOWAIT"));
         assert_eq!(r, Some(3572), "{url}: OF o8 did not lock o8");
         a.query_drop("COMMIT").unwrap();
+        b.query_drop("COMMIT").unwrap();
+        // A list after OF (as Django writes it) locks each table named.
+        a.query_drop("BEGIN").unwrap();
+        a.query_drop(
+            "SELECT o8.id FROM o8 JOIN c8 ON c8.id = o8.cid WHERE o8.id = 1 FOR UPDATE OF o8, c8",
+        )
+        .unwrap();
+        b.query_drop("BEGIN").unwrap();
+        let r = errno(b.query_drop("SELECT * FROM c8 WHERE id = 1 FOR UPDATE NOWAIT"));
+        assert_eq!(r, Some(3572), "{url}: OF o8, c8 did not lock c8");
+        a.query_drop("COMMIT").unwrap();
+        b.query_drop("COMMIT").unwrap();
     }
     a.query_drop("BEGIN").unwrap();
     a.query_drop("SELECT * FROM k8 WHERE a = 1 FOR UPDATE")

@@ -37,36 +37,45 @@ pub(crate) struct LockRequest {
     mode: Mode,
     nowait: bool,
     skip_locked: bool,
-    /// `OF t, ...`: only these tables (by alias or name).
-    of: Option<String>,
+    /// `OF t, ...`: only these tables (by alias or name, lower-case).
+    of: Option<Vec<String>>,
 }
 
 impl LockRequest {
-    /// The request of `q`'s locking clause, or `LOCK IN SHARE MODE`
-    /// (`share_mode`); `None` for a plain read.
+    /// The request of `q`'s locking clauses, or `LOCK IN SHARE MODE`
+    /// (`share_mode`); `None` for a plain read. Several clauses (`FOR
+    /// UPDATE OF a FOR SHARE OF b`, or a list after OF, see
+    /// `sqltext::tokenize`) lock the tables they name in the strongest
+    /// mode any asks for.
     pub(crate) fn of_query(q: &ast::Query, share_mode: bool) -> Option<LockRequest> {
-        match q.locks.first() {
-            Some(clause) => Some(LockRequest {
-                mode: match clause.lock_type {
-                    ast::LockType::Update => Mode::Exclusive,
-                    ast::LockType::Share => Mode::Shared,
-                },
-                nowait: matches!(clause.nonblock, Some(ast::NonBlock::Nowait)),
-                skip_locked: matches!(clause.nonblock, Some(ast::NonBlock::SkipLocked)),
-                of: clause
-                    .of
-                    .as_ref()
-                    .and_then(|n| n.0.last())
-                    .map(|i| i.value.to_ascii_lowercase()),
-            }),
-            None if share_mode => Some(LockRequest {
+        if q.locks.is_empty() {
+            return share_mode.then_some(LockRequest {
                 mode: Mode::Shared,
                 nowait: false,
                 skip_locked: false,
                 of: None,
-            }),
-            None => None,
+            });
         }
+        let any = |f: &dyn Fn(&ast::LockClause) -> bool| q.locks.iter().any(f);
+        let of = q
+            .locks
+            .iter()
+            .map(|c| {
+                c.of.as_ref()
+                    .and_then(|n| n.0.last())
+                    .map(|i| i.value.to_ascii_lowercase())
+            })
+            .collect::<Option<Vec<String>>>();
+        Some(LockRequest {
+            mode: if any(&|c| matches!(c.lock_type, ast::LockType::Update)) {
+                Mode::Exclusive
+            } else {
+                Mode::Shared
+            },
+            nowait: any(&|c| matches!(c.nonblock, Some(ast::NonBlock::Nowait))),
+            skip_locked: any(&|c| matches!(c.nonblock, Some(ast::NonBlock::SkipLocked))),
+            of,
+        })
     }
 }
 
@@ -254,8 +263,11 @@ impl Engine {
                 Some(a) => vec![a.name.clone()],
                 None => name.0.clone(),
             };
-            let shown = qualifier.last().map(|i| i.value.to_ascii_lowercase());
-            if request.of.is_some() && request.of != shown {
+            let shown = qualifier
+                .last()
+                .map(|i| i.value.to_ascii_lowercase())
+                .unwrap_or_default();
+            if request.of.as_ref().is_some_and(|of| !of.contains(&shown)) {
                 continue;
             }
             if let Some(schema) = self.storage.table(&table_db, &table.value) {
