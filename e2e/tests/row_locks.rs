@@ -1,6 +1,6 @@
 //! Row locks with two (or more) connections: `SELECT ... FOR UPDATE` /
 //! `FOR SHARE` block other transactions' locking reads and writes of the
-//! same rows until COMMIT / ROLLBACK / disconnect; `innodb_lock_wait_timeout`
+//! same rows until COMMIT / ROLLBACK / disconnect / KILL; `innodb_lock_wait_timeout`
 //! (1205), `NOWAIT`, `SKIP LOCKED`, deadlocks (1213, the victim rolled
 //! back), and the lost-update pattern (N threads incrementing a counter
 //! through SELECT ... FOR UPDATE + UPDATE must lose nothing).
@@ -216,9 +216,9 @@ fn deadlock_rolls_back_the_victim(url: &str) {
     assert_eq!((one, two), expected, "{url}");
 }
 
-fn released_at_rollback_and_disconnect(url: &str) {
+fn released_at_rollback_disconnect_and_kill(url: &str) {
     accounts(url, "a6");
-    for end in ["ROLLBACK", "disconnect"] {
+    for end in ["ROLLBACK", "disconnect", "KILL"] {
         let mut a = session(url);
         a.query_drop("BEGIN").unwrap();
         a.query_drop("SELECT * FROM a6 WHERE id = 1 FOR UPDATE")
@@ -234,18 +234,20 @@ fn released_at_rollback_and_disconnect(url: &str) {
             rx.recv_timeout(BLOCKED).is_err(),
             "{url}: no wait before {end}"
         );
-        if end == "ROLLBACK" {
-            a.query_drop("ROLLBACK").unwrap();
-        } else {
-            drop(a);
+        match end {
+            "ROLLBACK" => a.query_drop("ROLLBACK").unwrap(),
+            "KILL" => session(url)
+                .query_drop(format!("KILL {}", a.connection_id()))
+                .unwrap(),
+            _ => drop(a),
         }
         let (r, mut b) = rx.recv_timeout(PROCEEDS).expect("proceeds");
         assert_eq!(r, None, "{url} after {end}");
         b.query_drop("COMMIT").unwrap();
     }
     let mut c = session(url);
-    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 1"), 102);
-    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 3"), 102);
+    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 1"), 103);
+    assert_eq!(balance(&mut c, "SELECT bal FROM a6 WHERE id = 3"), 103);
 }
 
 /// `threads` connections each add 1 `rounds` times through SELECT ... FOR
@@ -364,6 +366,27 @@ fn joins_prepared_and_keyless(url: &str, of: bool) {
     a.query_drop("COMMIT").unwrap();
     rx.recv_timeout(PROCEEDS).expect("proceeds");
     assert_eq!(waiter.join().unwrap().as_deref(), Some("s"), "{url}");
+    // Equal new rows of a keyless table are different rows: no wait. The
+    // same new primary key waits for the first inserter (then 1062).
+    a.query_drop("BEGIN").unwrap();
+    a.query_drop("INSERT INTO k8 VALUES (9, 'n')").unwrap();
+    a.query_drop("INSERT INTO c8 VALUES (9, 'n')").unwrap();
+    let mut b = session(url);
+    b.query_drop("BEGIN").unwrap();
+    let rx = spawn_statement(b, "INSERT INTO k8 VALUES (9, 'n')".into());
+    let (r, b) = rx
+        .recv_timeout(BLOCKED)
+        .expect("{url}: a keyless insert waited");
+    assert_eq!(r, None);
+    let rx = spawn_statement(b, "INSERT INTO c8 VALUES (9, 'm')".into());
+    assert!(
+        rx.recv_timeout(BLOCKED).is_err(),
+        "{url}: same key did not wait"
+    );
+    a.query_drop("COMMIT").unwrap();
+    let (r, mut b) = rx.recv_timeout(PROCEEDS).expect("proceeds");
+    assert_eq!(r, Some(1062), "{url}");
+    b.query_drop("COMMIT").unwrap();
 }
 
 /// What differs between the servers: MySQL 8.0's spellings (Ladle's) or
@@ -390,7 +413,9 @@ fn all_scenarios(url: &str, dialect: &Dialect) {
         nowait_and_skip_locked(url, nowait_errno)
     });
     timed("deadlock", &|| deadlock_rolls_back_the_victim(url));
-    timed("released", &|| released_at_rollback_and_disconnect(url));
+    timed("released", &|| {
+        released_at_rollback_disconnect_and_kill(url)
+    });
     timed("joins_prepared_keyless", &|| {
         joins_prepared_and_keyless(url, dialect.of)
     });

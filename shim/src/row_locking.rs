@@ -102,6 +102,10 @@ impl LockedTable {
     }
 }
 
+fn has_primary_key(schema: &TableSchema) -> bool {
+    schema.primary_key.as_ref().is_some_and(|pk| !pk.is_empty())
+}
+
 /// The columns naming a row: the primary key, else every column.
 pub(crate) fn identity_columns(schema: &TableSchema) -> Vec<usize> {
     match &schema.primary_key {
@@ -288,9 +292,15 @@ impl Engine {
                 continue;
             };
             match op {
-                WriteOp::Insert { rows, .. } => {
-                    keys.extend(rows.iter().map(|r| row_key(&schema, r)));
+                // A new row of a table with a primary key (another
+                // transaction inserting the same key waits, as InnoDB's
+                // duplicate check does); without one, new rows are no
+                // other transaction's business.
+                WriteOp::Insert { rows, .. } if has_primary_key(&schema) => {
+                    let new_keys = rows.iter().map(|r| row_key(&schema, r));
+                    keys.extend(new_keys.filter(|k| !k.key.iter().any(Value::is_null)));
                 }
+                WriteOp::Insert { .. } => {}
                 WriteOp::Update { scan, update, .. } => {
                     for row in crate::dml::candidate_rows(self, s, &schema, scan)? {
                         if let Ok(Some(new)) = update(&row) {
