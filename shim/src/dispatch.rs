@@ -332,6 +332,8 @@ impl Engine {
         const LOCK_ATTEMPTS: usize = 64;
         let mut attempt = 1;
         let mut lock_attempt = 1;
+        // (Left set only by a statement that did not come through here.)
+        s.rerun_for_row_locks = false;
         let out = loop {
             let out = run(self, s);
             let rerun = std::mem::take(&mut s.rerun_for_row_locks) && out.is_err();
