@@ -139,6 +139,30 @@ fn timeout_rolls_back_the_statement_only(url: &str) {
     a.query_drop("BEGIN").unwrap();
     a.query_drop("SELECT * FROM a3 WHERE id = 1 FOR UPDATE")
         .unwrap();
+    let default: Option<i64> = b.query_first("SELECT @@innodb_lock_wait_timeout").unwrap();
+    assert_eq!(default, Some(50), "{url}");
+    // KILL QUERY ends a wait (1317); the transaction goes on.
+    b.query_drop("BEGIN").unwrap();
+    let rx = spawn_statement(b, "SELECT * FROM a3 WHERE id = 1 FOR UPDATE".into());
+    thread::sleep(Duration::from_millis(300));
+    let (r, mut b) = {
+        let mut killer = session(url);
+        let ids: Vec<(u64, Option<String>)> = killer
+            .query("SELECT ID, INFO FROM information_schema.PROCESSLIST")
+            .unwrap();
+        let id = ids
+            .iter()
+            .find(|(_, info)| {
+                info.as_deref()
+                    .is_some_and(|i| i.contains("a3 WHERE id = 1"))
+            })
+            .map(|(id, _)| *id)
+            .expect("the waiting statement in the process list");
+        killer.query_drop(format!("KILL QUERY {id}")).unwrap();
+        rx.recv_timeout(PROCEEDS).expect("KILL QUERY ends the wait")
+    };
+    assert_eq!(r, Some(1317), "{url}");
+    b.query_drop("ROLLBACK").unwrap();
     b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
     b.query_drop("BEGIN").unwrap();
     b.query_drop("UPDATE a3 SET bal = bal + 5 WHERE id = 2")
