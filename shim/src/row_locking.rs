@@ -179,12 +179,6 @@ impl Engine {
                 Err(e) => return Err(e),
             }
         }
-        if locked.fresh {
-            // A write that committed without seeing these locks (its
-            // check ran before they were taken) may still be finishing:
-            // wait for it, so that the read after sees it.
-            self.storage.await_writes_in_flight();
-        }
         Ok(locked)
     }
 
@@ -213,6 +207,7 @@ impl Engine {
         } else {
             None
         };
+        let mut fresh = false;
         for _ in 0..ATTEMPTS {
             let rows = self.read_rows(s, &pq, &[], true, false)?.into_vec();
             let mut keys = Vec::new();
@@ -231,7 +226,14 @@ impl Engine {
                 }
             }
             let locked = self.lock_rows(s, keys, request.mode, wait)?;
+            fresh |= locked.fresh;
             if !locked.waited {
+                if fresh {
+                    // A write whose commit check ran before these locks
+                    // were taken may still be finishing: the read after
+                    // must see it.
+                    self.storage.await_writes_in_flight();
+                }
                 return skip_filter(&tables, &locked.skipped);
             }
         }
