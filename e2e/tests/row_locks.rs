@@ -413,6 +413,13 @@ fn joins_prepared_and_keyless(url: &str, of: bool) {
     b.query_drop("COMMIT").unwrap();
 }
 
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// What differs between the servers: MySQL 8.0's spellings (Ladle's) or
 /// MariaDB's.
 struct Dialect {
@@ -443,7 +450,11 @@ fn all_scenarios(url: &str, dialect: &Dialect) {
     timed("joins_prepared_keyless", &|| {
         joins_prepared_and_keyless(url, dialect.of)
     });
-    timed("no_lost_updates", &|| no_lost_updates(url, 4, 15));
+    // `LADLE_LOCK_THREADS` x `LADLE_LOCK_ROUNDS` (default 4 x 15): a
+    // long run sets them higher.
+    let threads = env_or("LADLE_LOCK_THREADS", 4);
+    let rounds = env_or("LADLE_LOCK_ROUNDS", 15);
+    timed("no_lost_updates", &|| no_lost_updates(url, threads, rounds));
 }
 
 #[test]
