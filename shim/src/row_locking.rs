@@ -4,13 +4,17 @@
 //! - a locking read (`FOR UPDATE`: exclusive; `FOR SHARE`, `LOCK IN SHARE
 //!   MODE`: shared) locks the rows its FROM reads from each base table it
 //!   names directly (joined ones too; `OF t` narrows them), found by the
-//!   same FROM and WHERE projected to the tables' primary keys; when a lock
-//!   had to wait it looks again (the rows may have changed), and the read
-//!   itself runs after, over the latest rows (a current read). Rows of
-//!   derived tables and subqueries are not locked;
+//!   same FROM and WHERE projected to the tables' primary keys (whole rows
+//!   of a table without one; a view like any read's); when a lock had to
+//!   wait it looks again (the rows may have changed). Having taken new
+//!   locks it waits for the commits in flight (one whose check ran before
+//!   the locks existed), and the read itself runs after, over the latest
+//!   rows (a current read). Rows of derived tables and subqueries are not
+//!   locked;
 //! - a write inside a transaction locks, exclusive, the rows its ops change
-//!   (their identities before and after) and the rows it inserts, when the
-//!   statement buffers them; if a lock had to wait the statement runs again;
+//!   (their identities before and after) and the primary keys it inserts,
+//!   when the statement buffers them; if a lock had to wait the statement
+//!   runs again;
 //! - every commit (autocommit statements and COMMIT) checks, under the
 //!   commit lock, that no other connection holds a row it changes; if one
 //!   does, nothing is written, the statement waits for that lock and runs
