@@ -413,6 +413,41 @@ fn joins_prepared_and_keyless(url: &str, of: bool) {
     b.query_drop("COMMIT").unwrap();
 }
 
+/// The key a locking read finds (through a view) and the key a write
+/// changes (a stored row) name the same row for keys of every kind: an
+/// UPDATE of a row locked FOR UPDATE times out (1205).
+fn keys_of_every_kind(url: &str) {
+    let mut a = session(url);
+    for ddl in [
+        "DROP TABLE IF EXISTS ku, km, kt, ks",
+        "CREATE TABLE ku (id BIGINT UNSIGNED PRIMARY KEY, n INT)",
+        "CREATE TABLE km (id DECIMAL(10, 2) PRIMARY KEY, n INT)",
+        "CREATE TABLE kt (id DATETIME PRIMARY KEY, n INT)",
+        "CREATE TABLE ks (id VARCHAR(10) PRIMARY KEY, n INT)",
+        "INSERT INTO ku VALUES (18446744073709551615, 0)",
+        "INSERT INTO km VALUES (1.50, 0)",
+        "INSERT INTO kt VALUES ('2020-01-01 10:00:00', 0)",
+        "INSERT INTO ks VALUES ('abc', 0)",
+    ] {
+        a.query_drop(ddl).unwrap();
+    }
+    let mut b = session(url);
+    b.query_drop("SET innodb_lock_wait_timeout = 1").unwrap();
+    for (table, key) in [
+        ("ku", "18446744073709551615"),
+        ("km", "1.5"),
+        ("kt", "'2020-01-01 10:00:00'"),
+        ("ks", "'ABC'"),
+    ] {
+        a.query_drop("BEGIN").unwrap();
+        a.query_drop(format!("SELECT * FROM {table} WHERE id = {key} FOR UPDATE"))
+            .unwrap();
+        let r = errno(b.query_drop(format!("UPDATE {table} SET n = 1 WHERE id = {key}")));
+        assert_eq!(r, Some(1205), "{url}: {table} {key}");
+        a.query_drop("COMMIT").unwrap();
+    }
+}
+
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -450,6 +485,7 @@ fn all_scenarios(url: &str, dialect: &Dialect) {
     timed("joins_prepared_keyless", &|| {
         joins_prepared_and_keyless(url, dialect.of)
     });
+    timed("keys_of_every_kind", &|| keys_of_every_kind(url));
     // `LADLE_LOCK_THREADS` x `LADLE_LOCK_ROUNDS` (default 4 x 15): a
     // long run sets them higher.
     let threads = env_or("LADLE_LOCK_THREADS", 4);
