@@ -1520,6 +1520,29 @@ fn a_replica_forwards_writes_and_reads_its_own() {
         .expect("prepare a read");
     let seen: Option<u64> = forwarded.exec_first(&read, (40,)).expect("read it back");
     assert_eq!(seen, Some(id), "the prepared read saw the forwarded write");
+    // A locking read through the replica locks the row on the primary,
+    // and the rest of its transaction runs there until COMMIT.
+    forwarded.query_drop("BEGIN").unwrap();
+    let v: Option<String> = forwarded
+        .query_first("SELECT v FROM fwd.t_fwd WHERE n = 40 FOR UPDATE")
+        .expect("a forwarded locking read");
+    assert_eq!(v.as_deref(), Some("p"));
+    direct.query_drop("BEGIN").unwrap();
+    let nowait = direct.query_drop("SELECT v FROM fwd.t_fwd WHERE n = 40 FOR UPDATE NOWAIT");
+    assert_eq!(
+        errno(nowait),
+        3572,
+        "the replica's lock is held on the primary"
+    );
+    direct.query_drop("ROLLBACK").unwrap();
+    forwarded
+        .query_drop("UPDATE fwd.t_fwd SET v = 'q' WHERE n = 40")
+        .unwrap();
+    forwarded.query_drop("COMMIT").unwrap();
+    let v: Option<String> = direct
+        .query_first("SELECT v FROM fwd.t_fwd WHERE n = 40 FOR UPDATE NOWAIT")
+        .expect("released at the forwarded COMMIT");
+    assert_eq!(v.as_deref(), Some("q"));
     let answered = metric(
         &nodes[2],
         "ladle_cluster_forwarded_total{outcome=\"answered\"}",

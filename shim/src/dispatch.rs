@@ -327,19 +327,34 @@ impl Engine {
         mut run: impl FnMut(&Engine, &mut Session) -> std::result::Result<Output, WireError>,
     ) -> std::result::Result<Output, WireError> {
         const ATTEMPTS: usize = 8;
+        // A write that waited for a row lock runs again with the lock held
+        // (see `crate::row_locking`); each run waits for another lock.
+        const LOCK_ATTEMPTS: usize = 64;
         let mut attempt = 1;
-        loop {
+        let mut lock_attempt = 1;
+        // (Left set only by a statement that did not come through here.)
+        s.rerun_for_row_locks = false;
+        let out = loop {
             let out = run(self, s);
+            let rerun = std::mem::take(&mut s.rerun_for_row_locks) && out.is_err();
+            if rerun && lock_attempt < LOCK_ATTEMPTS {
+                ladle_dataflow::take_eval_warnings();
+                lock_attempt += 1;
+                continue;
+            }
             let retry = matches!(kind, Kind::Insert | Kind::Update | Kind::Delete)
                 && attempt < ATTEMPTS
                 && s.transaction.is_none()
                 && matches!(&out, Err(e) if e.code.errno == crate::error::ER_TABLE_DEF_CHANGED.errno);
             if !retry {
-                return out;
+                break out;
             }
             ladle_dataflow::take_eval_warnings();
             attempt += 1;
-        }
+        };
+        // An autocommit statement's row locks end with it.
+        s.statement_locks.release();
+        out
     }
 
     fn run_statement(

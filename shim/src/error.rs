@@ -61,6 +61,20 @@ pub enum ShimError {
     /// `lock_wait_timeout`.
     #[error("Lock wait timeout exceeded; try restarting transaction")]
     LockWaitTimeout,
+    /// A row lock request closed a cycle of waits (see
+    /// [`crate::row_locks`]): its transaction is rolled back.
+    #[error("Deadlock found when trying to get lock; try restarting transaction")]
+    Deadlock,
+    /// A `NOWAIT` locking read met a row another transaction holds.
+    #[error(
+        "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set."
+    )]
+    LockNowait,
+    /// A write waited for a row lock, so the rows it had found may have
+    /// changed: the statement runs again (never sent to a client unless it
+    /// keeps happening; see `dispatch::run_write_retrying`).
+    #[error("Lock wait timeout exceeded; try restarting transaction")]
+    RetryAfterRowLock,
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -155,6 +169,10 @@ pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
 /// Also a replica's read that waited too long for the session's own
 /// forwarded write (clients retry 1205).
 pub const ER_LOCK_WAIT_TIMEOUT: MysqlCode = code(1205, "HY000");
+/// A row lock wait that would close a cycle (the transaction is rolled back).
+pub const ER_LOCK_DEADLOCK: MysqlCode = code(1213, "40001");
+/// MySQL 8.0's `NOWAIT` refusal (MariaDB sends 1205 instead).
+pub const ER_LOCK_NOWAIT: MysqlCode = code(3572, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
@@ -245,7 +263,9 @@ impl ShimError {
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
             ShimError::TooDeep => ER_STACK_OVERRUN,
-            ShimError::LockWaitTimeout => ER_LOCK_WAIT_TIMEOUT,
+            ShimError::LockWaitTimeout | ShimError::RetryAfterRowLock => ER_LOCK_WAIT_TIMEOUT,
+            ShimError::Deadlock => ER_LOCK_DEADLOCK,
+            ShimError::LockNowait => ER_LOCK_NOWAIT,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),
@@ -308,6 +328,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::DiskFull { .. } => ER_DISK_FULL,
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::SchemaChanged { .. } => ER_TABLE_DEF_CHANGED,
+        StorageError::RowLocked => ER_LOCK_WAIT_TIMEOUT,
         StorageError::Corruption(_) => ER_NOT_KEYFILE,
         StorageError::WritesStopped(_) => ER_GET_ERRNO,
         StorageError::Io(_) | StorageError::FormatVersion { .. } | StorageError::Internal(_) => {

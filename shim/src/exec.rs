@@ -48,6 +48,8 @@ pub struct Engine {
     pub temporary_tables: crate::temporary_tables::TemporaryTables,
     /// Transactions' and schema changes' holds on tables.
     pub(crate) metadata_locks: Arc<crate::metadata_locks::MetadataLocks>,
+    /// Transactions' and statements' locks on rows (see [`crate::row_locks`]).
+    pub(crate) row_locks: Arc<crate::row_locks::RowLocks>,
     /// Set on a cluster node: refuses DDL where writes are not taken and
     /// records each schema change for replicas (see [`SchemaLog`]).
     pub schema_log: std::sync::OnceLock<Arc<dyn SchemaLog>>,

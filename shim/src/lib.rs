@@ -83,6 +83,8 @@ mod processes;
 pub mod protocol;
 mod recursive_cte;
 mod returning;
+mod row_locking;
+mod row_locks;
 pub mod rsa_keys;
 mod select;
 pub mod session;
@@ -186,6 +188,7 @@ impl Frontend {
             foreign_keys: Default::default(),
             temporary_tables: Default::default(),
             metadata_locks: Default::default(),
+            row_locks: Default::default(),
             schema_log: Default::default(),
             forwarder: Default::default(),
         });

@@ -61,7 +61,10 @@ impl Engine {
         params: &[Value],
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
         let Some(PreparedStatement::Select {
-            query, generation, ..
+            query,
+            generation,
+            locking: false,
+            ..
         }) = s.statements.get(&id)
         else {
             return None;
@@ -109,8 +112,12 @@ impl Engine {
     ) -> (Kind, std::result::Result<Output, WireError>) {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
-            Some(PreparedStatement::Select { sql, .. }) if s.forwarded_transaction => {
-                // The open transaction is the primary's: read there.
+            Some(PreparedStatement::Select { sql, locking, .. })
+                if s.forwarded_transaction || *locking =>
+            {
+                // The open transaction is the primary's: read there. A
+                // locking read runs as text: its rows are locked first
+                // (see `crate::row_locking`).
                 let marks = crate::params::placeholders(sql);
                 if params.len() != marks.len() {
                     let e = ShimError::ParamCount {
@@ -119,7 +126,13 @@ impl Engine {
                     };
                     return (Kind::Select, Err(e.into()));
                 }
-                let text = crate::params::substitute(sql, &marks, params);
+                let mut text = crate::params::substitute(sql, &marks, params);
+                // `LOCK IN SHARE MODE` was cut from the kept text.
+                let share_mode = *locking
+                    && matches!(parse(sql).as_deref(), Ok([Statement::Query(q)]) if q.locks.is_empty());
+                if share_mode {
+                    text.push_str(" LOCK IN SHARE MODE");
+                }
                 self.execute(s, &text)
             }
             Some(PreparedStatement::Select {

@@ -113,7 +113,13 @@ impl Engine {
                 return Ok(pq.execute_overlay(params, &overlay)?.into());
             }
         }
-        Ok(pq.read_after(params, self.read_lsn(s))?)
+        // A locking read is a current read: every acknowledged write.
+        let lsn = if locking {
+            ladle_common::Lsn::MAX
+        } else {
+            self.read_lsn(s)
+        };
+        Ok(pq.read_after(params, lsn)?)
     }
 
     /// The writes a read by `s` must see: up to the session's last write
@@ -173,23 +179,53 @@ impl Engine {
         if catalog::is_information_schema_query(s, q) {
             return catalog::information_schema_select(self, s, q);
         }
-        let q = strip_locks(q);
+        // (A write's own SELECT, `locking` without text, reads without row
+        // locks, as InnoDB's READ COMMITTED INSERT ... SELECT does.)
+        let request = crate::row_locking::LockRequest::of_query(q, locking && sql.is_some());
+        let mut q = strip_locks(q);
         if q.with.as_ref().is_some_and(|w| w.recursive) {
             // Computed per execution, not a view (see the module).
             return crate::recursive_cte::select(self, s, &q);
         }
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
+        if let Some(request) = &request {
+            // Row locks first; the read below then sees the latest rows.
+            if let Some(skip) = self.lock_read_rows(s, &q, &db, request)? {
+                q = crate::row_locking::with_filter(&q, skip);
+            }
+        }
+        let out = self.read_selected(s, &q, &db, sql.filter(|_| request.is_none()), locking);
+        if !s.in_transaction() {
+            s.statement_locks.release();
+        }
+        let rows = out?;
+        self.metrics
+            .read_seconds
+            .observe(start.elapsed().as_secs_f64());
+        Ok(rows)
+    }
+
+    /// The rows of `q` for `s` (see [`Engine::read_rows`]); the view is
+    /// remembered for text `sql`, if given.
+    fn read_selected(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        db: &str,
+        sql: Option<&str>,
+        locking: bool,
+    ) -> Result<Output> {
         // A view with the clock fixed answers this statement only: it is
         // dropped after the read, not remembered for the text.
-        let (pq, clock_fixed) = match self.dataflow.prepare(&db, &q) {
-            Err(err) if err.is_volatile_refusal() => match crate::clock::fix_clock(self, s, &q)? {
-                Some(fixed) => (self.dataflow.prepare(&db, &fixed)?, true),
+        let (pq, clock_fixed) = match self.dataflow.prepare(db, q) {
+            Err(err) if err.is_volatile_refusal() => match crate::clock::fix_clock(self, s, q)? {
+                Some(fixed) => (self.dataflow.prepare(db, &fixed)?, true),
                 None => return Err(err.into()),
             },
             other => (other?, false),
         };
-        let impossible = takes_read_view(s) && crate::impossible::select_is_impossible(&q, &[]);
+        let impossible = takes_read_view(s) && crate::impossible::select_is_impossible(q, &[]);
         let rows = self.read_rows(s, &pq, &[], locking, impossible);
         if clock_fixed {
             // Its literals are this moment's: no later statement reads it.
@@ -199,9 +235,6 @@ impl Engine {
         if let (Some(sql), Some(current), false) = (sql, &s.database, clock_fixed) {
             self.remember_select((current.clone(), sql.to_string()), &pq);
         }
-        self.metrics
-            .read_seconds
-            .observe(start.elapsed().as_secs_f64());
         Ok(Output::Rows {
             columns: pq.columns().to_vec(),
             rows,

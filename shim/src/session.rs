@@ -55,9 +55,14 @@ use ladle_storage::WriteOp;
 /// or altered since the read view was taken fails the read with 1412
 /// ("Table definition has changed"), as InnoDB does for a new table
 /// (MariaDB reads an instantly added column as NULL instead). SERIALIZABLE is
-/// refused: InnoDB gives it by turning every read into a locking read, and
-/// Ladle takes no row locks, so it could not prevent the anomalies (write
-/// skew) SERIALIZABLE rules out.
+/// refused: InnoDB gives it by turning every read into a locking read with
+/// gap locks, which Ladle does not take, so it could not prevent the
+/// anomalies (write skew, phantoms) SERIALIZABLE rules out.
+///
+/// Row locks (`crate::row_locks`, taken as `crate::row_locking` says):
+/// locking reads lock the rows they read, the transaction's writes the rows
+/// they change or insert, each when its statement runs; `row_locks` holds
+/// them until the transaction ends (dropped with it).
 ///
 /// Savepoints mark a length of the op buffer: `ROLLBACK TO SAVEPOINT`
 /// truncates the buffer to it (the statements after it are undone, the
@@ -82,6 +87,9 @@ pub struct Transaction {
     /// The tables it has written, held against schema changes until it
     /// ends: its buffered ops stay valid for their tables' schemas.
     pub(crate) locks: crate::metadata_locks::TransactionLocks,
+    /// The rows it has locked (locking reads, its writes), held until it
+    /// ends, as InnoDB holds them: `ROLLBACK TO SAVEPOINT` keeps them.
+    pub(crate) row_locks: crate::row_locks::HeldLocks,
 }
 
 /// The rows a transaction's plain INSERTs added to one table, indexed by
@@ -307,6 +315,12 @@ pub struct Session {
     /// primary): it never forwards them on, even if the node was demoted
     /// meanwhile (its writes then get 1290).
     pub serves_forwarded: bool,
+    /// The row locks the running statement took outside a transaction
+    /// (an autocommit locking read or write): released when it ends.
+    pub(crate) statement_locks: crate::row_locks::HeldLocks,
+    /// The running write waited for a row lock after it had found its
+    /// rows: it runs again (see `crate::row_locking`).
+    pub(crate) rerun_for_row_locks: bool,
 }
 
 impl Session {
@@ -335,6 +349,8 @@ impl Session {
             forward: None,
             forwarded_transaction: false,
             serves_forwarded: false,
+            statement_locks: crate::row_locks::HeldLocks::new(connection_id),
+            rerun_for_row_locks: false,
         }
     }
 
@@ -389,12 +405,22 @@ impl Session {
         };
         self.transaction = Some(Transaction {
             repeatable_read: level == "REPEATABLE-READ",
+            row_locks: crate::row_locks::HeldLocks::new(self.connection_id),
             ..Transaction::default()
         });
     }
 
     pub fn in_transaction(&self) -> bool {
         self.transaction.is_some()
+    }
+
+    /// Where the running statement's row locks go: the open transaction's
+    /// (held until it ends), else the statement's own.
+    pub(crate) fn row_locks_mut(&mut self) -> &mut crate::row_locks::HeldLocks {
+        match &mut self.transaction {
+            Some(tx) => &mut tx.row_locks,
+            None => &mut self.statement_locks,
+        }
     }
 
     /// Records a Note (SHOW WARNINGS level `Note`), e.g. for `DROP TABLE IF

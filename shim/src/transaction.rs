@@ -31,11 +31,11 @@ impl Engine {
         if !s.autocommit {
             s.begin_transaction();
         }
-        if let Some(tx) = tx {
+        if let Some(mut tx) = tx {
             if !tx.ops.is_empty() {
                 let start = std::time::Instant::now();
                 let check = crate::foreign_keys::commit_check(self, s, &tx.ops)?;
-                let res = self.storage.write_checked(tx.ops, check)?;
+                let res = self.commit_locked(s, &mut tx, check)?;
                 s.wrote(res.lsn);
                 self.metrics
                     .commit_seconds
@@ -46,6 +46,37 @@ impl Engine {
             }
         }
         Ok(Output::ok())
+    }
+
+    /// Writes transaction `tx`'s ops with `check` (the FOREIGN KEY one)
+    /// and the row lock check: a row it changes that another transaction
+    /// holds (one its statements did not lock: an UPDATE's WHERE matching
+    /// it only now) is waited for, and the commit tried again. The ops are
+    /// kept for that only while some row is locked.
+    fn commit_locked(
+        &self,
+        s: &Session,
+        tx: &mut Transaction,
+        check: Option<ladle_storage::CommitCheck>,
+    ) -> Result<ladle_storage::WriteResult> {
+        let blocked = std::sync::Arc::default();
+        let check = self.row_lock_check(s, check, &blocked);
+        loop {
+            let again = self.row_locks.any_held().then(|| tx.ops.clone());
+            let ops = std::mem::take(&mut tx.ops);
+            match self.storage.write_checked(ops, check.clone()) {
+                Err(ladle_storage::StorageError::RowLocked) => {
+                    let (Some(ops), Some(row)) = (again, blocked.lock().take()) else {
+                        return Err(ShimError::LockWaitTimeout);
+                    };
+                    let wait = crate::row_locks::Wait::Block(crate::row_locking::lock_wait(s));
+                    let mode = crate::row_locks::Mode::Exclusive;
+                    self.row_locks.lock(&mut tx.row_locks, row, mode, wait)?;
+                    tx.ops = ops;
+                }
+                other => return Ok(other?),
+            }
+        }
     }
 
     /// DDL commits an open transaction first, as in MySQL.
@@ -145,9 +176,9 @@ pub(crate) fn set_next_isolation(s: &mut Session, level: &'static str) -> Result
 /// The `@@transaction_isolation` spelling of an isolation level Ladle
 /// provides (see `session::Transaction`): READ COMMITTED (which also
 /// satisfies READ UNCOMMITTED) and REPEATABLE READ (one read view per
-/// transaction). SERIALIZABLE needs locking reads (no write skew), which
-/// Ladle does not take, so it is refused rather than accepted and not
-/// given.
+/// transaction). SERIALIZABLE needs every read to lock, with gap locks (no
+/// write skew, no phantoms), which Ladle does not take, so it is refused
+/// rather than accepted and not given.
 pub(crate) fn isolation_level_name(level: &str) -> Result<&'static str> {
     match level.to_ascii_uppercase().replace(['-', '_'], " ").trim() {
         "READ COMMITTED" => Ok("READ-COMMITTED"),

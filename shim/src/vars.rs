@@ -150,8 +150,9 @@ impl Default for Timeouts {
 
 /// The timeout variables a session can set, and their range in seconds
 /// (MySQL's: values outside are clamped).
-pub const SESSION_TIMEOUTS: [(&str, u64, u64); 5] = [
+pub const SESSION_TIMEOUTS: [(&str, u64, u64); 6] = [
     ("lock_wait_timeout", 1, 31_536_000),
+    ("innodb_lock_wait_timeout", 1, 1_073_741_824),
     ("wait_timeout", 1, 31_536_000),
     ("interactive_timeout", 1, 31_536_000),
     ("net_read_timeout", 1, 31_536_000),
@@ -178,6 +179,10 @@ pub fn schema_change_settings(session: &Session) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// `innodb_lock_wait_timeout`'s default (seconds a row lock request
+/// waits; see [`crate::row_locks`]): 50, as in InnoDB.
+pub const INNODB_LOCK_WAIT_TIMEOUT: u64 = 50;
 
 /// `lock_wait_timeout`'s default: a year, as in MySQL.
 pub const LOCK_WAIT_TIMEOUT: u64 = 31_536_000;
@@ -311,6 +316,11 @@ fn fixed_variables() -> Vec<(String, Value)> {
         ("foreign_key_checks".into(), Value::Int(1)),
         ("hostname".into(), t("localhost")),
         ("init_connect".into(), t("")),
+        // Seconds a row lock request waits: see `row_locks`.
+        (
+            "innodb_lock_wait_timeout".into(),
+            Value::Int(INNODB_LOCK_WAIT_TIMEOUT as i64),
+        ),
         ("license".into(), t("MIT")),
         // Seconds a schema change waits for transactions using its table
         // (and they for it): see `metadata_locks`.

@@ -63,6 +63,11 @@ pub enum StorageError {
     /// which the caller retries by building the op again.
     #[error("Table definition has changed, please retry transaction")]
     SchemaChanged { table: String },
+    /// A caller's [`CommitCheck`] found a row the write changes held by
+    /// another connection (a row lock the caller keeps): nothing was
+    /// written; the caller waits for it and writes again.
+    #[error("Lock wait timeout exceeded; try restarting transaction")]
+    RowLocked,
     // --- the environment ---
     #[error("storage I/O error: {0}")]
     Io(String),

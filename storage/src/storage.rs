@@ -368,6 +368,14 @@ impl Storage {
         *self.gate.write() = Some(gate);
     }
 
+    /// Waits for the writes in progress to be acknowledged (a no-op inside
+    /// [`Storage::fenced`], where none is).
+    pub fn await_writes_in_flight(&self) {
+        if !IN_FENCE.with(|f| f.get()) {
+            drop(self.fence.write());
+        }
+    }
+
     /// Runs `f` while no write is in progress or starts (writes made by `f`
     /// itself go through): a schema change run inside, and whatever `f`
     /// records about it, sit between two LSNs.

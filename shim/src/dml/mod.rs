@@ -20,4 +20,5 @@ pub(crate) mod write;
 
 pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
+pub(crate) use overlay::candidate_rows;
 pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};

@@ -385,7 +385,7 @@ pub(super) fn transaction_rows(
 /// The rows an UPDATE/DELETE considers: committed rows, or inside a
 /// transaction the table as the transaction's buffered ops leave it (so
 /// counts and ORDER BY ... LIMIT see the transaction's own writes).
-pub(super) fn candidate_rows(
+pub(crate) fn candidate_rows(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,

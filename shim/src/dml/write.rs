@@ -95,6 +95,7 @@ pub(super) fn buffer_in_transaction(
             return Err(StorageError::SchemaChanged { table }.into());
         }
     }
+    e.lock_written_rows(s, &ops)?;
     if let Some(tx) = &mut s.transaction {
         tx.ops.extend(ops);
     }
@@ -219,7 +220,17 @@ pub(super) fn submit_with(
     let mut ops = vec![op];
     ops.extend(cascades);
     let check = crate::foreign_keys::commit_check(e, s, &ops)?;
-    let res = e.storage.write_checked(ops, check)?;
+    // Rows another transaction holds stop the write: it waits for them and
+    // the statement runs again (see `crate::row_locking`).
+    let blocked = Arc::default();
+    let check = e.row_lock_check(s, check, &blocked);
+    let res = match e.storage.write_checked(ops, check) {
+        Err(StorageError::RowLocked) => {
+            e.wait_for_blocked(s, &blocked)?;
+            return Err(crate::row_locking::rerun(s));
+        }
+        other => other?,
+    };
     s.wrote(res.lsn);
     e.metrics
         .commit_seconds

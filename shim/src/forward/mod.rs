@@ -268,6 +268,22 @@ fn changes_accounts(sql: &str) -> bool {
     crate::account_statements::changes_accounts(&w0, &w1)
 }
 
+/// Whether a SELECT locks rows (`FOR UPDATE`, `FOR SHARE`, `LOCK IN
+/// SHARE MODE`): the locks are the primary's (see [`crate::row_locks`]).
+fn locking_read(kind: Kind, sql: &str) -> bool {
+    if kind != Kind::Select {
+        return false;
+    }
+    let Ok(t) = crate::tokens::tokens(sql) else {
+        return false;
+    };
+    let word = |i: usize| crate::tokens::word(&t, i);
+    (0..t.len()).any(|i| {
+        word(i).as_deref() == Some("FOR")
+            && matches!(word(i + 1).as_deref(), Some("UPDATE" | "SHARE"))
+    }) || crate::select::has_share_mode(sql)
+}
+
 /// Whether a statement of this kind changes data or schema.
 fn writes(kind: Kind) -> bool {
     matches!(kind, Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl)
@@ -287,7 +303,9 @@ impl Engine {
             None => false,
             Some(_) if s.serves_forwarded => false,
             Some(_) if s.forwarded_transaction => true,
-            Some(f) => (writes(kind) || changes_accounts(sql)) && f.forwards(),
+            Some(f) => {
+                (writes(kind) || changes_accounts(sql) || locking_read(kind, sql)) && f.forwards()
+            }
         }
     }
 
@@ -382,7 +400,11 @@ impl Engine {
                     row_count: s.row_count,
                     last_write_lsn: s.last_write_lsn,
                     in_transaction: s.in_transaction(),
-                    transaction_wrote: s.transaction.as_ref().is_some_and(|t| !t.ops.is_empty()),
+                    // Row locks held there keep the session there too.
+                    transaction_wrote: s
+                        .transaction
+                        .as_ref()
+                        .is_some_and(|t| !t.ops.is_empty() || !t.row_locks.is_empty()),
                 }
             }
             Err(e) => Response {

@@ -243,3 +243,33 @@ fn display_safe_round_trips_backslashes() {
     let again = Parser::parse_sql(&MySqlDialect {}, &text).unwrap();
     assert_eq!(again[0].to_string(), Statement::Query(q).to_string());
 }
+
+/// The locking clauses of the one query `sql` parses to.
+fn locking_clauses(sql: &str) -> Vec<String> {
+    match parse(sql).unwrap().as_slice() {
+        [Statement::Query(q)] => q.locks.iter().map(ToString::to_string).collect(),
+        other => panic!("not one query: {other:?}"),
+    }
+}
+
+#[test]
+fn a_list_after_for_update_of_is_one_clause_per_table() {
+    assert_eq!(
+        locking_clauses(
+            "SELECT * FROM a JOIN d.b ON a.x = b.x WHERE a.id = 1 FOR UPDATE OF a, d.b SKIP LOCKED"
+        ),
+        [
+            "FOR UPDATE OF a SKIP LOCKED",
+            "FOR UPDATE OF d.b SKIP LOCKED"
+        ]
+    );
+    // One table, or none, parses as it is.
+    assert_eq!(
+        locking_clauses("SELECT * FROM a FOR SHARE OF a NOWAIT"),
+        ["FOR SHARE OF a NOWAIT"]
+    );
+    assert_eq!(
+        locking_clauses("SELECT * FROM a FOR UPDATE"),
+        ["FOR UPDATE"]
+    );
+}

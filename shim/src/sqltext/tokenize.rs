@@ -51,6 +51,7 @@ pub fn tokenize(sql: &str) -> Result<Vec<TokenWithLocation>> {
     signed_integer_to_signed(&mut toks);
     national_character_types(&mut toks);
     from_dual_before_locking_clause(&mut toks);
+    locking_clause_per_table(&mut toks);
     Ok(toks)
 }
 
@@ -195,6 +196,79 @@ fn from_dual_before_locking_clause(toks: &mut Vec<TokenWithLocation>) {
             )
         };
         toks.splice(at..at, [word("FROM"), space(), word("DUAL"), space()]);
+    }
+}
+
+/// `FOR UPDATE OF a, b NOWAIT` (MySQL's list of tables; Django sends it)
+/// as `FOR UPDATE OF a NOWAIT FOR UPDATE OF b NOWAIT`: sqlparser reads one
+/// table after OF, and one locking clause per table means the same.
+fn locking_clause_per_table(toks: &mut Vec<TokenWithLocation>) {
+    let is = |t: &TokenWithLocation, w: &str| matches!(&t.token, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    // The indexes of the tokens that are not whitespace.
+    let sig: Vec<usize> = (0..toks.len())
+        .filter(|&i| !matches!(toks[i].token, Token::Whitespace(_)))
+        .collect();
+    let mut n = 0;
+    while n + 3 < sig.len() {
+        let (f, kind, of) = (sig[n], sig[n + 1], sig[n + 2]);
+        if !(is(&toks[f], "FOR")
+            && (is(&toks[kind], "UPDATE") || is(&toks[kind], "SHARE"))
+            && is(&toks[of], "OF"))
+        {
+            n += 1;
+            continue;
+        }
+        // Names: words joined by periods, separated by commas.
+        let mut names: Vec<Vec<TokenWithLocation>> = vec![Vec::new()];
+        let mut m = n + 3;
+        while let Some(&at) = sig.get(m) {
+            let last = names.last().and_then(|x| x.last()).map(|t| &t.token);
+            match (&toks[at].token, last) {
+                (Token::Word(_), None | Some(Token::Period)) => {}
+                (Token::Period, Some(Token::Word(_))) => {}
+                (Token::Comma, Some(Token::Word(_))) => {
+                    names.push(Vec::new());
+                    m += 1;
+                    continue;
+                }
+                _ => break,
+            }
+            if let Some(name) = names.last_mut() {
+                name.push(toks[at].clone());
+            }
+            m += 1;
+        }
+        if names.len() < 2 || names.iter().any(Vec::is_empty) {
+            n += 1;
+            continue;
+        }
+        let mut tail: Vec<TokenWithLocation> = Vec::new();
+        if sig.get(m).is_some_and(|&at| is(&toks[at], "NOWAIT")) {
+            tail.push(toks[sig[m]].clone());
+            m += 1;
+        } else if sig.get(m).is_some_and(|&at| is(&toks[at], "SKIP"))
+            && sig.get(m + 1).is_some_and(|&at| is(&toks[at], "LOCKED"))
+        {
+            tail.extend([toks[sig[m]].clone(), toks[sig[m + 1]].clone()]);
+            m += 2;
+        }
+        let location = toks[f].location;
+        let space = TokenWithLocation::new(
+            Token::Whitespace(sqlparser::tokenizer::Whitespace::Space),
+            location.line,
+            location.column,
+        );
+        let mut clauses = Vec::new();
+        for name in names {
+            let words = [toks[f].clone(), toks[kind].clone(), toks[of].clone()];
+            for t in words.into_iter().chain(name).chain(tail.iter().cloned()) {
+                clauses.push(t);
+                clauses.push(space.clone());
+            }
+        }
+        let end = sig.get(m - 1).map_or(toks.len(), |&at| at + 1);
+        toks.splice(f..end, clauses);
+        return;
     }
 }
 
