@@ -17,6 +17,7 @@ mod index_hints;
 mod literal;
 mod parse;
 mod split;
+mod straight_join;
 mod tokenize;
 
 pub use bytes::from_bytes;

@@ -8,13 +8,16 @@ use sqlparser::tokenizer::Token;
 
 use super::dialect::MySql;
 use super::index_hints::strip_index_hints;
+use super::straight_join::read_straight_join;
 use super::tokenize::tokenize;
 use crate::error::{Result, ShimError};
 
 /// A parser over `sql` (see [`tokenize`]), index hints left out (see
-/// [`strip_index_hints`]).
+/// [`strip_index_hints`]) and `STRAIGHT_JOIN` read as MySQL does (see
+/// [`read_straight_join`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    Ok(Parser::new(&MySql).with_tokens_with_locations(strip_index_hints(tokenize(sql)?)))
+    let toks = read_straight_join(strip_index_hints(tokenize(sql)?));
+    Ok(Parser::new(&MySql).with_tokens_with_locations(toks))
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
