@@ -30,6 +30,10 @@ pub enum ShimError {
     UnknownStatement(u32),
     #[error("Multiple primary key defined")]
     MultiplePrimaryKey,
+    /// A clause the statement form does not take (MySQL's multi-table
+    /// UPDATE with ORDER BY or LIMIT: "UPDATE", "ORDER BY").
+    #[error("Incorrect usage of {0} and {1}")]
+    WrongUsage(&'static str, &'static str),
     #[error("Unknown system variable '{0}'")]
     UnknownVariable(String),
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
@@ -235,6 +239,7 @@ impl ShimError {
             ShimError::UnknownStatement(_) => ER_UNKNOWN_STMT_HANDLER,
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
             ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
+            ShimError::WrongUsage(..) => ER_WRONG_USAGE,
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
             ShimError::ReadOnlyVariable(_) => ER_VARIABLE_IS_READONLY,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,

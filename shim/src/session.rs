@@ -136,6 +136,28 @@ impl Transaction {
         true
     }
 
+    /// A transaction of one statement (READ COMMITTED), which an
+    /// autocommit statement of several writes runs in to be atomic.
+    pub(crate) fn for_statement() -> Transaction {
+        Transaction::default()
+    }
+
+    /// How many ops the buffer holds: where a statement's own ops start.
+    pub(crate) fn statement_mark(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Undoes the ops after `mark` ([`Transaction::statement_mark`]): a
+    /// failed statement of several writes leaves the transaction as it
+    /// was before it, as InnoDB rolls back the statement.
+    pub(crate) fn undo_statement(&mut self, mark: usize) {
+        if self.ops.len() > mark {
+            self.ops.truncate(mark);
+            // The index of added rows may hold rows of the undone ops.
+            self.added_keys.borrow_mut().clear();
+        }
+    }
+
     /// RELEASE SAVEPOINT: forgets `name` and the savepoints after it.
     pub fn release(&mut self, name: &str) -> bool {
         let Some(i) = self.position(name) else {

@@ -650,6 +650,52 @@ async fn ok_info_and_row_count_match_mariadb() {
         .unwrap();
 }
 
+/// A multi-table UPDATE's OK packet (affected rows, "Rows matched: N
+/// Changed: M") and ROW_COUNT() are MariaDB's: a row the join matches
+/// several times counts once, an unchanged one is matched not changed; in
+/// and out of a transaction.
+#[tokio::test]
+async fn multi_table_update_counts_match_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_multi").await else {
+        return;
+    };
+    maria.query_drop("DROP TABLE IF EXISTS a, b").await.unwrap();
+    let steps = [
+        "CREATE TABLE a (id INT PRIMARY KEY, x INT)",
+        "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y INT, z INT)",
+        "INSERT INTO a VALUES (1, 0), (2, 0), (3, 0)",
+        "INSERT INTO b VALUES (10, 1, 5, 0), (11, 1, 5, 0), (12, 2, 7, 0), (13, 9, 1, 0)",
+        "UPDATE a JOIN b ON a.id = b.aid SET a.x = b.y, b.z = 1 WHERE b.y > 0",
+        "UPDATE a JOIN b ON a.id = b.aid SET a.x = b.y, b.z = 1 WHERE b.y > 0",
+        "UPDATE a, b SET a.x = a.x + 1 WHERE a.id = b.aid",
+        "UPDATE a LEFT JOIN b ON a.id = b.aid SET a.x = COALESCE(b.y, -1), b.z = 2",
+        "UPDATE a JOIN b ON a.id = b.aid SET b.z = 3 WHERE a.id = 99",
+        "BEGIN",
+        "UPDATE a, b SET a.x = 0, b.z = 0 WHERE a.id = b.aid",
+        "ROLLBACK",
+        "UPDATE a STRAIGHT_JOIN b ON a.id = b.aid SET b.z = b.z + 1",
+    ];
+    for sql in steps {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(sql).await.unwrap();
+            let info = c.info().into_owned();
+            let affected = c.affected_rows();
+            let row_count: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.unwrap();
+            seen.push((affected, info, row_count));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (ours, MariaDB's)");
+    }
+    for c in [&mut ladle, &mut maria] {
+        let rows: Vec<(i64, i64)> = c.query("SELECT id, z FROM b ORDER BY id").await.unwrap();
+        assert_eq!(rows, vec![(10, 3), (11, 3), (12, 3), (13, 0)]);
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_multi")
+        .await
+        .unwrap();
+}
+
 /// `max_connect_errors`: failed logins in a row from a host block it
 /// (1129, before the greeting, whatever the password) until `FLUSH
 /// HOSTS`, which needs RELOAD; a successful login resets the count.
