@@ -432,6 +432,9 @@ impl Engine {
         }
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
+            ("PREPARE", _) => Ok(Some(self.sql_prepare(s, t)?)),
+            ("EXECUTE", _) => Ok(Some(self.sql_execute(s, t)?)),
+            ("DEALLOCATE" | "DROP", "PREPARE") => Ok(Some(self.sql_deallocate(s, t)?)),
             ("DO", _) if t.len() > 1 => self.do_statement(s, t),
             ("SELECT", _) if crate::user_assign::assigns(t) => {
                 Ok(Some(self.select_assigning(s, t)?))

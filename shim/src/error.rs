@@ -28,6 +28,17 @@ pub enum ShimError {
     ParamCount { expected: usize, got: usize },
     #[error("Unknown prepared statement handler ({0}) given to mysqld_stmt_execute")]
     UnknownStatement(u32),
+    /// A name no SQL PREPARE gave the session (`given_to`: "EXECUTE",
+    /// "DEALLOCATE PREPARE").
+    #[error("Unknown prepared statement handler ({name}) given to {given_to}")]
+    UnknownStatementName {
+        name: String,
+        given_to: &'static str,
+    },
+    /// A statement SQL PREPARE does not take (PREPARE, EXECUTE,
+    /// DEALLOCATE PREPARE themselves).
+    #[error("This command is not supported in the prepared statement protocol yet")]
+    NotPreparable,
     #[error("Multiple primary key defined")]
     MultiplePrimaryKey,
     /// A clause the statement form does not take (MySQL's multi-table
@@ -138,6 +149,7 @@ pub const ER_NET_PACKET_TOO_LARGE: MysqlCode = code(1153, "08S01");
 pub const ER_TOO_BIG_ROWSIZE: MysqlCode = code(1118, "42000");
 pub const ER_UNKNOWN_SYSTEM_VARIABLE: MysqlCode = code(1193, "HY000");
 pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
+pub const ER_UNSUPPORTED_PS: MysqlCode = code(1295, "HY000");
 pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
@@ -236,7 +248,10 @@ impl ShimError {
             ShimError::UnknownTable { .. } => ER_NO_SUCH_TABLE,
             ShimError::UnknownColumn(..) => ER_BAD_FIELD,
             ShimError::WrongArguments(_) | ShimError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
-            ShimError::UnknownStatement(_) => ER_UNKNOWN_STMT_HANDLER,
+            ShimError::UnknownStatement(_) | ShimError::UnknownStatementName { .. } => {
+                ER_UNKNOWN_STMT_HANDLER
+            }
+            ShimError::NotPreparable => ER_UNSUPPORTED_PS,
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
             ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
             ShimError::WrongUsage(..) => ER_WRONG_USAGE,
@@ -424,6 +439,7 @@ mod tests {
             ER_TOO_BIG_ROWSIZE,
             ER_UNKNOWN_SYSTEM_VARIABLE,
             ER_UNKNOWN_STMT_HANDLER,
+            ER_UNSUPPORTED_PS,
             ER_WRONG_ARGUMENTS,
             ER_WRONG_VALUE_FOR_VAR,
             ER_NOT_SUPPORTED_YET,

@@ -87,6 +87,7 @@ mod select;
 pub mod session;
 mod set_list;
 mod set_variable;
+mod sql_prepare;
 pub mod sqltext;
 mod statement_threads;
 mod table_notes;

@@ -318,6 +318,10 @@ pub struct Session {
     /// SLEEP does not sleep.
     pub probing: bool,
     pub statements: PreparedStatements,
+    /// SQL PREPARE's names (lower-cased: MySQL's are case-insensitive) ->
+    /// their ids in `statements`. A new session (disconnect, reset,
+    /// change user) has none.
+    pub statement_names: HashMap<String, u32>,
     next_statement: u32,
     /// On a cluster replica: this session's link to the primary, opened
     /// by its first forwarded statement (see `crate::forward`).
@@ -353,6 +357,7 @@ impl Session {
             carried_warnings: 0,
             probing: false,
             statements: PreparedStatements::default(),
+            statement_names: HashMap::new(),
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,

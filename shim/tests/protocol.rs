@@ -313,6 +313,11 @@ async fn assert_fresh_session(c: &mut Conn, other: &mut Conn) {
         .await
         .unwrap();
     assert_eq!(vars, vec![(None, 1, 0)]);
+    // SQL PREPARE's statements are gone (1243).
+    match c.query_drop("EXECUTE sq USING 1").await {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1243, "{e:?}"),
+        other => panic!("EXECUTE of a freed statement: {other:?}"),
+    }
     // The abandoned transaction's row was rolled back, not committed.
     for conn in [c, other] {
         let n: Vec<i64> = conn.query("SELECT COUNT(*) FROM r").await.unwrap();
@@ -322,6 +327,9 @@ async fn assert_fresh_session(c: &mut Conn, other: &mut Conn) {
 
 async fn dirty_session(c: &mut Conn) {
     c.query_drop("SET @x = 1").await.unwrap();
+    c.query_drop("PREPARE sq FROM 'SELECT ?'").await.unwrap();
+    let one: Vec<i64> = c.query("EXECUTE sq USING 1").await.unwrap();
+    assert_eq!(one, vec![1]);
     c.query_drop("INSERT INTO seq (v) VALUES (1)")
         .await
         .unwrap();
