@@ -30,7 +30,50 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     if bounded.iter().any(|b| b.is_err()) {
         return Err(ShimError::TooDeep);
     }
+    refuse_bare_window_names(&stmts)?;
     Ok(stmts)
+}
+
+/// MySQL's WINDOW clause defines a window only in parentheses (`WINDOW
+/// w2 AS (w1)`); sqlparser also reads BigQuery's `WINDOW w2 AS w1`, which
+/// is MySQL's 1064 near the name, used or not.
+fn refuse_bare_window_names(stmts: &[Statement]) -> Result<()> {
+    use sqlparser::ast::{NamedWindowDefinition, NamedWindowExpr, SetExpr, Visit, Visitor};
+    use std::ops::ControlFlow;
+    fn bare(body: &SetExpr) -> Option<String> {
+        match body {
+            SetExpr::Select(select) => {
+                select
+                    .named_window
+                    .iter()
+                    .find_map(|NamedWindowDefinition(_, expr)| match expr {
+                        NamedWindowExpr::NamedWindow(name) => Some(name.value.clone()),
+                        NamedWindowExpr::WindowSpec(_) => None,
+                    })
+            }
+            SetExpr::SetOperation { left, right, .. } => bare(left).or_else(|| bare(right)),
+            _ => None,
+        }
+    }
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = String;
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<String> {
+            match bare(&q.body) {
+                Some(name) => ControlFlow::Break(name),
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    for stmt in stmts {
+        if let ControlFlow::Break(name) = stmt.visit(&mut Finder) {
+            return Err(ShimError::Parse(format!(
+                "check the manual that corresponds to your MariaDB server version for the \
+                 right syntax to use near '{name}' at line 1"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One expression (a stored CHECK, a WHERE of SHOW, ...), bounded as
