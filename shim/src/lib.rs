@@ -83,6 +83,7 @@ mod processes;
 pub mod protocol;
 mod recursive_cte;
 mod returning;
+mod rollup;
 mod select;
 pub mod session;
 mod set_list;

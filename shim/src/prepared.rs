@@ -254,7 +254,11 @@ impl Engine {
                         s.probing = false;
                         answered?.is_some()
                     };
-                    if !session_only && !catalog::is_information_schema_query(s, q) {
+                    // WITH ROLLUP is merged per execution (`crate::rollup`).
+                    if !session_only
+                        && !catalog::is_information_schema_query(s, q)
+                        && !crate::rollup::is_rollup(q)
+                    {
                         let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;

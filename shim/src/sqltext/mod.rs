@@ -19,6 +19,7 @@ mod parse;
 mod split;
 mod straight_join;
 mod tokenize;
+mod with_rollup;
 
 pub use bytes::from_bytes;
 pub use literal::{display_safe, expr_text, unescape_literal};

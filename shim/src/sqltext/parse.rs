@@ -10,13 +10,15 @@ use super::dialect::MySql;
 use super::index_hints::strip_index_hints;
 use super::straight_join::read_straight_join;
 use super::tokenize::tokenize;
+use super::with_rollup::read_with_rollup;
 use crate::error::{Result, ShimError};
 
 /// A parser over `sql` (see [`tokenize`]), index hints left out (see
-/// [`strip_index_hints`]) and `STRAIGHT_JOIN` read as MySQL does (see
-/// [`read_straight_join`]).
+/// [`strip_index_hints`]), `STRAIGHT_JOIN` read as MySQL does (see
+/// [`read_straight_join`]) and `WITH ROLLUP` as a rollup list (see
+/// [`read_with_rollup`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    let toks = read_straight_join(strip_index_hints(tokenize(sql)?));
+    let toks = read_with_rollup(read_straight_join(strip_index_hints(tokenize(sql)?)));
     Ok(Parser::new(&MySql).with_tokens_with_locations(toks))
 }
 
