@@ -698,6 +698,28 @@ async fn multi_table_update_counts_match_mariadb() {
         let rows: Vec<(i64, i64)> = c.query("SELECT id, z FROM b ORDER BY id").await.unwrap();
         assert_eq!(rows, vec![(10, 3), (11, 3), (12, 3), (13, 0)]);
     }
+    // As a server-side prepared statement, and through SQL PREPARE.
+    let mut seen = Vec::new();
+    for c in [&mut ladle, &mut maria] {
+        c.exec_drop(
+            "UPDATE a JOIN b ON a.id = b.aid SET b.z = ?, a.x = ? WHERE a.id = ?",
+            (7, 8, 1),
+        )
+        .await
+        .unwrap();
+        let first = (c.affected_rows(), c.info().into_owned());
+        c.query_drop(
+            "PREPARE mu FROM 'UPDATE a, b SET b.z = b.z + ? WHERE a.id = b.aid AND a.id = ?'",
+        )
+        .await
+        .unwrap();
+        c.query_drop("EXECUTE mu USING 1, 2").await.unwrap();
+        let second = (c.affected_rows(), c.info().into_owned());
+        let rows: Vec<(i64, i64)> = c.query("SELECT id, z FROM b ORDER BY id").await.unwrap();
+        seen.push((first, second, rows));
+    }
+    assert_eq!(seen[0], seen[1], "prepared: (ours, MariaDB's)");
+    assert_eq!(seen[1].2, vec![(10, 7), (11, 7), (12, 4), (13, 0)]);
     maria
         .query_drop("DROP DATABASE ladle_proto_multi")
         .await
