@@ -191,6 +191,16 @@ fn update_targets(
             continue;
         }
         let schema = target.schema;
+        // A keyed table's matched rows are read by key, in key order (as
+        // InnoDB changes them); another's by a scan.
+        let scan = match &schema.primary_key {
+            Some(pk) if !pk.is_empty() => {
+                let mut keys: Vec<Vec<Value>> = by_row.keys().cloned().collect();
+                keys.sort();
+                ScanSpec::Keys(keys)
+            }
+            _ => ScanSpec::Full,
+        };
         let change = RowChange {
             pred: None,
             chosen: None,
@@ -213,7 +223,7 @@ fn update_targets(
                     changed: c,
                 },
             ..
-        } = write_update(e, s, &schema, ScanSpec::Full, change, ignore)?
+        } = write_update(e, s, &schema, scan, change, ignore)?
         {
             affected_rows += a;
             matched += m;
