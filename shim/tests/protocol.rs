@@ -720,6 +720,21 @@ async fn multi_table_update_counts_match_mariadb() {
     }
     assert_eq!(seen[0], seen[1], "prepared: (ours, MariaDB's)");
     assert_eq!(seen[1].2, vec![(10, 7), (11, 7), (12, 4), (13, 0)]);
+    // A SET column no table has, or several have: MariaDB's errors.
+    for sql in [
+        "UPDATE a JOIN b ON a.id = b.aid SET id = 1",
+        "UPDATE a JOIN b ON a.id = b.aid SET c.x = 1",
+        "UPDATE a, b SET a.nope = 1",
+    ] {
+        let mut errors = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            match c.query_drop(sql).await {
+                Err(mysql_async::Error::Server(e)) => errors.push((e.code, e.message)),
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+        assert_eq!(errors[0], errors[1], "{sql}: (ours, MariaDB's)");
+    }
     maria
         .query_drop("DROP DATABASE ladle_proto_multi")
         .await

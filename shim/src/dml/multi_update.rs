@@ -314,7 +314,7 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
             .map(|p| p.value.as_str())
             .collect::<Vec<_>>()
             .join(".");
-        let unknown = || ShimError::UnknownColumn(written.clone(), "field list".into());
+        let unknown = || ShimError::UnknownColumn(written.clone(), "SET".into());
         let has_column = |i: &usize| {
             schemas[*i]
                 .as_ref()
@@ -333,7 +333,7 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
             _ if qualifier.is_empty() => {
                 return Err(ladle_dataflow::DataflowError::AmbiguousColumn(
                     column.value.clone(),
-                    "field list".into(),
+                    "SET".into(),
                 )
                 .into())
             }
@@ -381,8 +381,8 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
 /// generated column takes only DEFAULT (which leaves it to its
 /// expression), any other value is 1906.
 fn assign(target: &mut Target, column: &Ident, a: &Assignment, written: &str) -> Result<()> {
-    let pos = column_pos(&target.schema, &column.value, "field list")
-        .map_err(|_| ShimError::UnknownColumn(written.to_string(), "field list".into()))?;
+    let pos = column_pos(&target.schema, &column.value, "SET")
+        .map_err(|_| ShimError::UnknownColumn(written.to_string(), "SET".into()))?;
     let generated = target.schema.columns.get(pos);
     if generated.is_some_and(|c| c.default.generation().is_some()) {
         if is_default_keyword(&a.value) {
