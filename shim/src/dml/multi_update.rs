@@ -9,7 +9,8 @@
 //! references and WHERE computes the identity (primary key, else every
 //! column) of each row the join matches with the values its SET clause
 //! gives it there. Every SELECT runs before any row changes, so each
-//! value is computed from the table as it was (MySQL gives no order for a
+//! value is computed from the rows as they were, as MariaDB does (`SET
+//! a.x = a.x + 1, a.y = a.x` gives y the old x; MySQL gives no order for a
 //! multi-table UPDATE's assignments). A row the join matches several times
 //! is changed once, with the values of one of its matches, and counted
 //! once, as in MySQL. The writes of all targets are one transaction: a
