@@ -32,19 +32,28 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     if bounded.iter().any(|b| b.is_err()) {
         return Err(ShimError::TooDeep);
     }
-    refuse_bare_window_names(&stmts)?;
+    refuse_other_dialects(&stmts)?;
     Ok(stmts)
 }
 
-/// MySQL's WINDOW clause defines a window only in parentheses (`WINDOW
-/// w2 AS (w1)`); sqlparser also reads BigQuery's `WINDOW w2 AS w1`, which
-/// is MySQL's 1064 near the name, used or not.
-fn refuse_bare_window_names(stmts: &[Statement]) -> Result<()> {
-    use sqlparser::ast::{NamedWindowDefinition, NamedWindowExpr, SetExpr, Visit, Visitor};
+/// Forms sqlparser reads for other dialects that MySQL's grammar lacks,
+/// each MySQL's 1064 near the text given: BigQuery's `WINDOW w2 AS w1`
+/// (MySQL defines a window only in parentheses, `WINDOW w2 AS (w1)`),
+/// used or not, and PostgreSQL's empty grouping `GROUP BY ()` (the
+/// dialect reads GROUP BY forms for `WITH ROLLUP`, see `with_rollup.rs`).
+fn refuse_other_dialects(stmts: &[Statement]) -> Result<()> {
+    use sqlparser::ast::{
+        GroupByExpr, NamedWindowDefinition, NamedWindowExpr, SetExpr, Visit, Visitor,
+    };
     use std::ops::ControlFlow;
     fn bare(body: &SetExpr) -> Option<String> {
         match body {
             SetExpr::Select(select) => {
+                let empty_group = matches!(&select.group_by, GroupByExpr::Expressions(g, _)
+                    if g.iter().any(|e| matches!(e, ast::Expr::Tuple(t) if t.is_empty())));
+                if empty_group {
+                    return Some(")".into());
+                }
                 select
                     .named_window
                     .iter()

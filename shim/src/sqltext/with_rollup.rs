@@ -9,6 +9,7 @@ use sqlparser::tokenizer::{Token, TokenWithLocation, Whitespace};
 /// (list)`; a WITH ROLLUP not after a GROUP BY list is left for the
 /// parser to refuse.
 pub(super) fn read_with_rollup(mut toks: Vec<TokenWithLocation>) -> Vec<TokenWithLocation> {
+    quote_written_group_by_forms(&mut toks);
     let mut i = 0;
     while i < toks.len() {
         if is_word(&toks[i].token, "WITH") {
@@ -32,6 +33,35 @@ pub(super) fn read_with_rollup(mut toks: Vec<TokenWithLocation>) -> Vec<TokenWit
         i += 1;
     }
     toks
+}
+
+/// `GROUP BY ROLLUP (...)`, `CUBE (...)` and `GROUPING SETS` as written
+/// are not MySQL's: their first word is quoted, so the parser reads a call
+/// of a function that does not exist, or fails at SETS, as MariaDB does
+/// (only `WITH ROLLUP` becomes a rollup list).
+fn quote_written_group_by_forms(toks: &mut [TokenWithLocation]) {
+    for i in 0..toks.len() {
+        if !is_word(&toks[i].token, "BY") {
+            continue;
+        }
+        let group = (0..i)
+            .rev()
+            .find(|&k| !matches!(toks[k].token, Token::Whitespace(_)));
+        if !group.is_some_and(|g| is_word(&toks[g].token, "GROUP")) {
+            continue;
+        }
+        if let Some(next) = next_solid(toks, i + 1) {
+            if let Token::Word(w) = &mut toks[next].token {
+                let form = ["ROLLUP", "CUBE", "GROUPING"]
+                    .iter()
+                    .any(|f| w.value.eq_ignore_ascii_case(f));
+                if form && w.quote_style.is_none() {
+                    w.quote_style = Some('`');
+                    w.keyword = sqlparser::keywords::Keyword::NoKeyword;
+                }
+            }
+        }
+    }
 }
 
 fn is_word(t: &Token, w: &str) -> bool {
@@ -93,5 +123,10 @@ mod tests {
         );
         // No GROUP BY list: left alone.
         assert_eq!(read("WITH ROLLUP"), "WITH ROLLUP");
+        // The other dialects' forms are not read as such.
+        assert_eq!(
+            read("SELECT a FROM t GROUP BY rollup(a)"),
+            "SELECT a FROM t GROUP BY `rollup`(a)"
+        );
     }
 }
