@@ -447,6 +447,9 @@ impl Engine {
         }
         match (w0.as_str(), w1.as_str()) {
             ("SHOW", _) => Ok(Some(catalog::show(self, s, t)?)),
+            ("PREPARE", _) => Ok(Some(self.sql_prepare(s, t)?)),
+            ("EXECUTE", _) => Ok(Some(self.sql_execute(s, t)?)),
+            ("DEALLOCATE" | "DROP", "PREPARE") => Ok(Some(self.sql_deallocate(s, t)?)),
             ("DO", _) if t.len() > 1 => self.do_statement(s, t),
             ("SELECT", _) if crate::user_assign::assigns(t) => {
                 Ok(Some(self.select_assigning(s, t)?))
@@ -640,9 +643,9 @@ impl Engine {
         Ok(Some(self.statement(s, Statement::Delete(d))?))
     }
 
-    /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]`: the
-    /// forms the SQL parser does not read (`None`: a plain UPDATE, left to
-    /// the parser).
+    /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]` and
+    /// multi-table UPDATE: the forms the SQL parser does not read (`None`:
+    /// a plain UPDATE, left to the parser).
     fn update_by_keywords(
         &self,
         s: &mut Session,
@@ -651,6 +654,10 @@ impl Engine {
         // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
         // IGNORE as the table's name.
         let (t, ignore) = dml::strip_update_modifiers(t);
+        if dml::is_multi_table_update(&t) {
+            let update = dml::parse_multi_update(&crate::tokens::render_tokens(&t))?;
+            return Ok(Some(dml::multi_update(self, s, update, ignore)?));
+        }
         let (base, order, limit) = match dml::split_update_order_limit(&t) {
             Some(split) => split,
             None if ignore => (crate::tokens::render_tokens(&t), None, None),
@@ -705,6 +712,25 @@ impl Engine {
         )?))
     }
 
+    /// A parsed UPDATE: of one table, or of the tables its JOINs name.
+    fn parsed_update(
+        &self,
+        s: &mut Session,
+        table: ast::TableWithJoins,
+        assignments: Vec<ast::Assignment>,
+        selection: Option<ast::Expr>,
+    ) -> Result<Output> {
+        if table.joins.is_empty() {
+            return dml::update(self, s, table, assignments, selection, Default::default());
+        }
+        let update = dml::MultiUpdate {
+            tables: vec![table],
+            assignments,
+            selection,
+        };
+        dml::multi_update(self, s, update, false)
+    }
+
     /// Runs one parsed statement.
     pub fn statement(&self, s: &mut Session, stmt: Statement) -> Result<Output> {
         match stmt {
@@ -725,7 +751,7 @@ impl Engine {
                 if from.is_some() {
                     return Err(ShimError::Unsupported("UPDATE ... FROM".into()));
                 }
-                dml::update(self, s, table, assignments, selection, Default::default())
+                self.parsed_update(s, table, assignments, selection)
             }
             Statement::Delete(d) => dml::delete(self, s, d),
             Statement::Truncate { table_names, .. } => {
@@ -887,8 +913,8 @@ pub(crate) fn carried_warnings(s: &mut Session, sql: &str, kind: Kind) -> usize 
 
 /// Whether `sql` is an INSERT, REPLACE, UPDATE or DELETE the SQL parser
 /// reads as written: not one of the forms [`Engine::by_keywords`] rewrites
-/// first (`UPDATE IGNORE`, `UPDATE ... ORDER BY/LIMIT`, `DELETE ...
-/// RETURNING`, `INSERT ... SET`), nor with versioned comments. Such a
+/// first (`UPDATE IGNORE`, multi-table UPDATE, `UPDATE ... ORDER BY/LIMIT`,
+/// `DELETE ... RETURNING`, `INSERT ... SET`), nor with versioned comments. Such a
 /// prepared write binds its values into its parsed tree
 /// ([`crate::params::ParsedWrite`]).
 pub(crate) fn bindable_write(sql: &str) -> bool {
@@ -906,7 +932,9 @@ pub(crate) fn bindable_write(sql: &str) -> bool {
     match word(&t, 0).as_deref() {
         Some("UPDATE") => {
             let (t, ignore) = dml::strip_update_modifiers(&t);
-            !ignore && dml::split_update_order_limit(&t).is_none()
+            !ignore
+                && !dml::is_multi_table_update(&t)
+                && dml::split_update_order_limit(&t).is_none()
         }
         Some("DELETE") => dml::split_returning(&t).is_none(),
         Some("INSERT" | "REPLACE") => dml::rewrite_insert_set(&t).is_none(),

@@ -28,8 +28,23 @@ pub enum ShimError {
     ParamCount { expected: usize, got: usize },
     #[error("Unknown prepared statement handler ({0}) given to mysqld_stmt_execute")]
     UnknownStatement(u32),
+    /// A name no SQL PREPARE gave the session (`given_to`: "EXECUTE",
+    /// "DEALLOCATE PREPARE").
+    #[error("Unknown prepared statement handler ({name}) given to {given_to}")]
+    UnknownStatementName {
+        name: String,
+        given_to: &'static str,
+    },
+    /// A statement SQL PREPARE does not take (PREPARE, EXECUTE,
+    /// DEALLOCATE PREPARE themselves).
+    #[error("This command is not supported in the prepared statement protocol yet")]
+    NotPreparable,
     #[error("Multiple primary key defined")]
     MultiplePrimaryKey,
+    /// A clause the statement form does not take (MySQL's multi-table
+    /// UPDATE with ORDER BY or LIMIT: "UPDATE", "ORDER BY").
+    #[error("Incorrect usage of {0} and {1}")]
+    WrongUsage(&'static str, &'static str),
     #[error("Unknown system variable '{0}'")]
     UnknownVariable(String),
     #[error("Variable '{0}' can't be set to the value of '{1}'")]
@@ -148,6 +163,7 @@ pub const ER_NET_PACKET_TOO_LARGE: MysqlCode = code(1153, "08S01");
 pub const ER_TOO_BIG_ROWSIZE: MysqlCode = code(1118, "42000");
 pub const ER_UNKNOWN_SYSTEM_VARIABLE: MysqlCode = code(1193, "HY000");
 pub const ER_UNKNOWN_STMT_HANDLER: MysqlCode = code(1243, "HY000");
+pub const ER_UNSUPPORTED_PS: MysqlCode = code(1295, "HY000");
 pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
@@ -253,9 +269,13 @@ impl ShimError {
             ShimError::UnknownTable { .. } => ER_NO_SUCH_TABLE,
             ShimError::UnknownColumn(..) => ER_BAD_FIELD,
             ShimError::WrongArguments(_) | ShimError::ParamCount { .. } => ER_WRONG_ARGUMENTS,
-            ShimError::UnknownStatement(_) => ER_UNKNOWN_STMT_HANDLER,
+            ShimError::UnknownStatement(_) | ShimError::UnknownStatementName { .. } => {
+                ER_UNKNOWN_STMT_HANDLER
+            }
+            ShimError::NotPreparable => ER_UNSUPPORTED_PS,
             ShimError::UnknownVariable(_) => ER_UNKNOWN_SYSTEM_VARIABLE,
             ShimError::MultiplePrimaryKey => ER_MULTIPLE_PRI_KEY,
+            ShimError::WrongUsage(..) => ER_WRONG_USAGE,
             ShimError::WrongValueForVar(..) => ER_WRONG_VALUE_FOR_VAR,
             ShimError::ReadOnlyVariable(_) => ER_VARIABLE_IS_READONLY,
             ShimError::AccessDenied { .. } => ER_ACCESS_DENIED,
@@ -444,6 +464,7 @@ mod tests {
             ER_TOO_BIG_ROWSIZE,
             ER_UNKNOWN_SYSTEM_VARIABLE,
             ER_UNKNOWN_STMT_HANDLER,
+            ER_UNSUPPORTED_PS,
             ER_WRONG_ARGUMENTS,
             ER_WRONG_VALUE_FOR_VAR,
             ER_NOT_SUPPORTED_YET,

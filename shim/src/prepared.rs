@@ -267,7 +267,11 @@ impl Engine {
                         s.probing = false;
                         answered?.is_some()
                     };
-                    if !session_only && !catalog::is_information_schema_query(s, q) {
+                    // WITH ROLLUP is merged per execution (`crate::rollup`).
+                    if !session_only
+                        && !catalog::is_information_schema_query(s, q)
+                        && !crate::rollup::is_rollup(q)
+                    {
                         let locking = share_mode || !q.locks.is_empty();
                         let q = strip_locks(q);
                         let db = self.query_database(s, &q)?;
@@ -299,37 +303,7 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
-        if crate::user_assign::assigns(&first) {
-            // `@x := ...`, which the SQL parser does not read: its items
-            // are checked now, the rest at execution.
-            if word(&first, 0).as_deref() == Some("SELECT") {
-                crate::user_assign::select_items(&first)?;
-            }
-        } else if word(&first, 0).as_deref() == Some("RENAME") {
-            // ALTER TABLE and RENAME TABLE have Ladle's own grammar.
-            crate::alter::parse_rename(&probe)?;
-        } else if word(&first, 0).as_deref() == Some("ALTER") {
-            if crate::metadata_locks::schema_change_targets(&first).is_empty() {
-                parse(&probe)?;
-            } else {
-                crate::alter::parse(&probe)?;
-            }
-        } else if !matches!(
-            word(&first, 0).as_deref(),
-            Some(
-                "SHOW"
-                    | "DESCRIBE"
-                    | "DESC"
-                    | "EXPLAIN"
-                    | "CREATE"
-                    | "DROP"
-                    | "LOCK"
-                    | "UNLOCK"
-                    | "SET"
-            )
-        ) {
-            parse(&probe)?;
-        }
+        check_syntax(&first, &probe)?;
         let n = marks.len();
         let write = crate::dispatch::bindable_write(sql)
             .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
@@ -347,4 +321,49 @@ impl Engine {
         });
         Ok((id, n, Vec::new()))
     }
+}
+
+/// Checks at PREPARE the syntax of a statement that is not a planned
+/// SELECT (`first`: its tokens; `probe`: its text with NULL for each
+/// `?`), each form by the grammar that reads it at execution.
+fn check_syntax(first: &[Token], probe: &str) -> Result<()> {
+    if crate::user_assign::assigns(first) {
+        // `@x := ...`, which the SQL parser does not read: its items
+        // are checked now, the rest at execution.
+        if word(first, 0).as_deref() == Some("SELECT") {
+            crate::user_assign::select_items(first)?;
+        }
+    } else if word(first, 0).as_deref() == Some("UPDATE")
+        && crate::dml::is_multi_table_update(&crate::dml::strip_update_modifiers(first).0)
+    {
+        // The comma form has Ladle's own reading (see `dml::multi_update`).
+        let probe = tokens(probe)?;
+        let (t, _) = crate::dml::strip_update_modifiers(&probe);
+        crate::dml::parse_multi_update(&crate::tokens::render_tokens(&t))?;
+    } else if word(first, 0).as_deref() == Some("RENAME") {
+        // ALTER TABLE and RENAME TABLE have Ladle's own grammar.
+        crate::alter::parse_rename(probe)?;
+    } else if word(first, 0).as_deref() == Some("ALTER") {
+        if crate::metadata_locks::schema_change_targets(first).is_empty() {
+            parse(probe)?;
+        } else {
+            crate::alter::parse(probe)?;
+        }
+    } else if !matches!(
+        word(first, 0).as_deref(),
+        Some(
+            "SHOW"
+                | "DESCRIBE"
+                | "DESC"
+                | "EXPLAIN"
+                | "CREATE"
+                | "DROP"
+                | "LOCK"
+                | "UNLOCK"
+                | "SET"
+        )
+    ) {
+        parse(probe)?;
+    }
+    Ok(())
 }

@@ -89,6 +89,18 @@ const HIDDEN_PREFIX: &str = "__ladle_cte_";
 
 /// Answers `q`, whose WITH is RECURSIVE.
 pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Output> {
+    select_homed(e, s, q, None)
+}
+
+/// [`select`] for a statement that also names database `home` outside
+/// `q` (`INSERT INTO db.t WITH RECURSIVE ...`): the hidden tables may live
+/// there when there is no current database and `q` names none.
+pub(crate) fn select_homed(
+    e: &Engine,
+    s: &mut Session,
+    q: &ast::Query,
+    home: Option<String>,
+) -> Result<Output> {
     let mut q = q.clone();
     let Some(mut with) = q.with.take() else {
         return e.select(s, &q);
@@ -104,8 +116,13 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         return e.select(s, &q);
     }
     // The hidden tables live in the current database, else in the first
-    // one the query names.
-    let db = match s.database.clone().or_else(|| first_database(&q, &with)) {
+    // one the query names, else in the statement's `home`.
+    let db = match s
+        .database
+        .clone()
+        .or_else(|| first_database(&q, &with))
+        .or(home)
+    {
         Some(d) => d,
         None => return Err(ShimError::NoDatabase),
     };

@@ -187,6 +187,10 @@ impl Engine {
             // Computed per execution, not a view (see the module).
             return crate::recursive_cte::select(self, s, &q);
         }
+        if crate::rollup::is_rollup(&q) {
+            // Merged per execution from one view per level (see the module).
+            return crate::rollup::select(self, s, &q);
+        }
         let db = self.query_database(s, &q)?;
         let start = std::time::Instant::now();
         if let Some(request) = &request {

@@ -144,6 +144,28 @@ impl Transaction {
         true
     }
 
+    /// A transaction of one statement (READ COMMITTED), which an
+    /// autocommit statement of several writes runs in to be atomic.
+    pub(crate) fn for_statement() -> Transaction {
+        Transaction::default()
+    }
+
+    /// How many ops the buffer holds: where a statement's own ops start.
+    pub(crate) fn statement_mark(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Undoes the ops after `mark` ([`Transaction::statement_mark`]): a
+    /// failed statement of several writes leaves the transaction as it
+    /// was before it, as InnoDB rolls back the statement.
+    pub(crate) fn undo_statement(&mut self, mark: usize) {
+        if self.ops.len() > mark {
+            self.ops.truncate(mark);
+            // The index of added rows may hold rows of the undone ops.
+            self.added_keys.borrow_mut().clear();
+        }
+    }
+
     /// RELEASE SAVEPOINT: forgets `name` and the savepoints after it.
     pub fn release(&mut self, name: &str) -> bool {
         let Some(i) = self.position(name) else {
@@ -304,6 +326,10 @@ pub struct Session {
     /// SLEEP does not sleep.
     pub probing: bool,
     pub statements: PreparedStatements,
+    /// SQL PREPARE's names (lower-cased: MySQL's are case-insensitive) ->
+    /// their ids in `statements`. A new session (disconnect, reset,
+    /// change user) has none.
+    pub statement_names: HashMap<String, u32>,
     next_statement: u32,
     /// On a cluster replica: this session's link to the primary, opened
     /// by its first forwarded statement (see `crate::forward`).
@@ -345,6 +371,7 @@ impl Session {
             carried_warnings: 0,
             probing: false,
             statements: PreparedStatements::default(),
+            statement_names: HashMap::new(),
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,

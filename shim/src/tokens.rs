@@ -85,6 +85,8 @@ pub fn classify(sql: &str) -> Kind {
         "INSERT" | "REPLACE" => Kind::Insert,
         "UPDATE" => Kind::Update,
         "DELETE" | "TRUNCATE" => Kind::Delete,
+        // DROP PREPARE frees a session's prepared statement: no schema change.
+        "DROP" if first_words(sql).1 == "PREPARE" => Kind::Other,
         "CREATE" | "DROP" | "ALTER" | "RENAME" => Kind::Ddl,
         "BEGIN" | "START" | "COMMIT" | "ROLLBACK" => Kind::Transaction,
         "SHOW" | "DESCRIBE" | "DESC" | "EXPLAIN" => Kind::Show,

@@ -272,6 +272,11 @@ async fn assert_fresh_session(c: &mut Conn, other: &mut Conn) {
         .await
         .unwrap();
     assert_eq!(vars, vec![(None, 1, 0)]);
+    // SQL PREPARE's statements are gone (1243).
+    match c.query_drop("EXECUTE sq USING 1").await {
+        Err(mysql_async::Error::Server(e)) => assert_eq!(e.code, 1243, "{e:?}"),
+        other => panic!("EXECUTE of a freed statement: {other:?}"),
+    }
     // The abandoned transaction's row was rolled back, not committed.
     for conn in [c, other] {
         let n: Vec<i64> = conn.query("SELECT COUNT(*) FROM r").await.unwrap();
@@ -281,6 +286,9 @@ async fn assert_fresh_session(c: &mut Conn, other: &mut Conn) {
 
 async fn dirty_session(c: &mut Conn) {
     c.query_drop("SET @x = 1").await.unwrap();
+    c.query_drop("PREPARE sq FROM 'SELECT ?'").await.unwrap();
+    let one: Vec<i64> = c.query("EXECUTE sq USING 1").await.unwrap();
+    assert_eq!(one, vec![1]);
     c.query_drop("INSERT INTO seq (v) VALUES (1)")
         .await
         .unwrap();
@@ -605,6 +613,89 @@ async fn ok_info_and_row_count_match_mariadb() {
         .any(|i| i.contains("Rows matched: 3  Changed: 0")));
     maria
         .query_drop("DROP DATABASE ladle_proto_info")
+        .await
+        .unwrap();
+}
+
+/// A multi-table UPDATE's OK packet (affected rows, "Rows matched: N
+/// Changed: M") and ROW_COUNT() are MariaDB's: a row the join matches
+/// several times counts once, an unchanged one is matched not changed; in
+/// and out of a transaction.
+#[tokio::test]
+async fn multi_table_update_counts_match_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_multi").await else {
+        return;
+    };
+    maria.query_drop("DROP TABLE IF EXISTS a, b").await.unwrap();
+    let steps = [
+        "CREATE TABLE a (id INT PRIMARY KEY, x INT)",
+        "CREATE TABLE b (id INT PRIMARY KEY, aid INT, y INT, z INT)",
+        "INSERT INTO a VALUES (1, 0), (2, 0), (3, 0)",
+        "INSERT INTO b VALUES (10, 1, 5, 0), (11, 1, 5, 0), (12, 2, 7, 0), (13, 9, 1, 0)",
+        "UPDATE a JOIN b ON a.id = b.aid SET a.x = b.y, b.z = 1 WHERE b.y > 0",
+        "UPDATE a JOIN b ON a.id = b.aid SET a.x = b.y, b.z = 1 WHERE b.y > 0",
+        "UPDATE a, b SET a.x = a.x + 1 WHERE a.id = b.aid",
+        "UPDATE a LEFT JOIN b ON a.id = b.aid SET a.x = COALESCE(b.y, -1), b.z = 2",
+        "UPDATE a JOIN b ON a.id = b.aid SET b.z = 3 WHERE a.id = 99",
+        "BEGIN",
+        "UPDATE a, b SET a.x = 0, b.z = 0 WHERE a.id = b.aid",
+        "ROLLBACK",
+        "UPDATE a STRAIGHT_JOIN b ON a.id = b.aid SET b.z = b.z + 1",
+    ];
+    for sql in steps {
+        let mut seen = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            c.query_drop(sql).await.unwrap();
+            let info = c.info().into_owned();
+            let affected = c.affected_rows();
+            let row_count: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.unwrap();
+            seen.push((affected, info, row_count));
+        }
+        assert_eq!(seen[0], seen[1], "{sql}: (ours, MariaDB's)");
+    }
+    for c in [&mut ladle, &mut maria] {
+        let rows: Vec<(i64, i64)> = c.query("SELECT id, z FROM b ORDER BY id").await.unwrap();
+        assert_eq!(rows, vec![(10, 3), (11, 3), (12, 3), (13, 0)]);
+    }
+    // As a server-side prepared statement, and through SQL PREPARE.
+    let mut seen = Vec::new();
+    for c in [&mut ladle, &mut maria] {
+        c.exec_drop(
+            "UPDATE a JOIN b ON a.id = b.aid SET b.z = ?, a.x = ? WHERE a.id = ?",
+            (7, 8, 1),
+        )
+        .await
+        .unwrap();
+        let first = (c.affected_rows(), c.info().into_owned());
+        c.query_drop(
+            "PREPARE mu FROM 'UPDATE a, b SET b.z = b.z + ? WHERE a.id = b.aid AND a.id = ?'",
+        )
+        .await
+        .unwrap();
+        c.query_drop("EXECUTE mu USING 1, 2").await.unwrap();
+        let second = (c.affected_rows(), c.info().into_owned());
+        let rows: Vec<(i64, i64)> = c.query("SELECT id, z FROM b ORDER BY id").await.unwrap();
+        seen.push((first, second, rows));
+    }
+    assert_eq!(seen[0], seen[1], "prepared: (ours, MariaDB's)");
+    assert_eq!(seen[1].2, vec![(10, 7), (11, 7), (12, 4), (13, 0)]);
+    // A SET column no table has, or several have: MariaDB's errors.
+    for sql in [
+        "UPDATE a JOIN b ON a.id = b.aid SET id = 1",
+        "UPDATE a JOIN b ON a.id = b.aid SET c.x = 1",
+        "UPDATE a, b SET a.nope = 1",
+    ] {
+        let mut errors = Vec::new();
+        for c in [&mut ladle, &mut maria] {
+            match c.query_drop(sql).await {
+                Err(mysql_async::Error::Server(e)) => errors.push((e.code, e.message)),
+                other => panic!("{sql}: {other:?}"),
+            }
+        }
+        assert_eq!(errors[0], errors[1], "{sql}: (ours, MariaDB's)");
+    }
+    maria
+        .query_drop("DROP DATABASE ladle_proto_multi")
         .await
         .unwrap();
 }

@@ -95,7 +95,16 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         }
         _ => {
             // INSERT ... SELECT: run the query, then insert its rows.
-            let Output::Rows { rows, .. } = e.select_for_write(s, &source)? else {
+            let recursive = source.with.as_ref().is_some_and(|w| w.recursive);
+            let selected = if recursive && s.database.is_none() {
+                // With no current database its hidden tables may live in
+                // the target's (MySQL needs none for them).
+                let (home, _) = e.resolve(s, &ins.table_name)?;
+                crate::recursive_cte::select_homed(e, s, &source, Some(home))?
+            } else {
+                e.select_for_write(s, &source)?
+            };
+            let Output::Rows { rows, .. } = selected else {
                 return Err(ShimError::Internal("SELECT produced no rows".into()));
             };
             for r in rows.into_vec() {

@@ -1,5 +1,6 @@
 //! INSERT / REPLACE / UPDATE / DELETE / TRUNCATE -> storage `WriteOp`s, one
-//! module per statement over the shared write helpers ([`write`]), and the
+//! module per statement (multi-table UPDATE in its own, over UPDATE's
+//! write path) over the shared write helpers ([`write`]), and the
 //! transaction overlay ([`overlay`]) reads and foreign-key checks see a
 //! transaction's writes through.
 //!
@@ -12,6 +13,7 @@
 
 mod delete;
 mod insert;
+mod multi_update;
 pub(crate) mod overlay;
 mod transaction_insert;
 mod transaction_keys;
@@ -21,4 +23,5 @@ pub(crate) mod write;
 pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
 pub(crate) use overlay::candidate_rows;
+pub use multi_update::{is_multi_table_update, multi_update, parse_multi_update, MultiUpdate};
 pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};

@@ -111,7 +111,8 @@ fn update_rows(
         .map(|w| compile_row_expr(w, Some(&schema)))
         .transpose()?;
     let scan = scan_spec(&schema, selection.as_ref());
-    let on_update = on_update_columns(&schema, &compiled);
+    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
+    let on_update = on_update_columns(&schema, &assigned);
     let now = crate::ddl::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     // With ORDER BY the rows are changed, and their keys checked, in its
@@ -123,18 +124,33 @@ fn update_rows(
         }
         _ => scan,
     };
-    let in_scan_order = matches!(scan, ScanSpec::Keys(_));
     let change = RowChange {
         pred,
         chosen: chosen.map(|c| c.set),
         ident_cols: identity_columns(&schema),
-        compiled,
+        values: SetValues::Exprs(compiled),
         on_update,
         now,
         checks: e.checks.for_table(&e.storage, &schema)?,
         schema: schema.clone(),
         strict: !ignore && crate::vars::strict_mode(s),
     };
+    write_update(e, s, &schema, scan, change, ignore)
+}
+
+/// Writes the rows `change` changes among those `scan` visits: the
+/// single-table write path every UPDATE goes through (multi-table ones
+/// once per target, see [`super::multi_update`]): values that do not
+/// fit, duplicates, FOREIGN KEYs, CHECKs, the Notes and the counts.
+pub(super) fn write_update(
+    e: &Engine,
+    s: &mut Session,
+    schema: &Arc<TableSchema>,
+    scan: ScanSpec,
+    change: RowChange,
+    ignore: bool,
+) -> Result<Output> {
+    let in_scan_order = matches!(scan, ScanSpec::Keys(_));
     // Assigned values a Note reports (a DECIMAL rounded, spaces cut), as
     // (column, row number among the rows the statement changes).
     let notes: Arc<parking_lot::Mutex<UpdateNotes>> = Arc::default();
@@ -143,21 +159,21 @@ fn update_rows(
     // fit with a warning; only IGNORE also skips rows that would collide.
     let lenient = ignore || !crate::vars::strict_mode(s);
     let updater = if lenient {
-        lenient_updater(e, s, &schema, &scan, updater, ignore)?
+        lenient_updater(e, s, schema, &scan, updater, ignore)?
     } else {
         updater
     };
-    let keyed = crate::foreign_keys::involved(e, &schema)?;
+    let keyed = crate::foreign_keys::involved(e, schema)?;
     // The rows are visited here (the write, or COMMIT, visits them again)
     // in a transaction or when FOREIGN KEYs need the changes first.
     let visited = s.in_transaction() || keyed;
     let (counts, changes) = if visited {
         let order = (in_scan_order, keyed);
-        visit_changes(e, s, &schema, &scan, &updater, lenient, order)?
+        visit_changes(e, s, schema, &scan, &updater, lenient, order)?
     } else {
         (RowCounts::default(), Vec::new())
     };
-    let cascades = check_changes(e, s, &schema, &changes, in_scan_order, keyed)?;
+    let cascades = check_changes(e, s, schema, &changes, in_scan_order, keyed)?;
     // The notes are those of the visit above; else of the write's.
     let early = std::mem::take(&mut *notes.lock()).found;
     let (out, _) = submit_with(
@@ -189,8 +205,7 @@ fn update_rows(
 
 /// The columns `ON UPDATE CURRENT_TIMESTAMP` sets when a row changes, those
 /// the SET clause assigns left out.
-fn on_update_columns(schema: &TableSchema, compiled: &[(usize, RowExpr)]) -> Vec<usize> {
-    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
+pub(super) fn on_update_columns(schema: &TableSchema, assigned: &[usize]) -> Vec<usize> {
     schema
         .columns
         .iter()
@@ -201,27 +216,52 @@ fn on_update_columns(schema: &TableSchema, compiled: &[(usize, RowExpr)]) -> Vec
 }
 
 /// What an UPDATE does to one row: which rows it changes (WHERE, the rows
-/// ORDER BY/LIMIT chose) and how (SET, ON UPDATE columns, generated
-/// columns, CHECKs).
-struct RowChange {
-    pred: Option<RowExpr>,
+/// ORDER BY/LIMIT chose, the rows a join matched) and how (SET, ON UPDATE
+/// columns, generated columns, CHECKs).
+pub(super) struct RowChange {
+    pub(super) pred: Option<RowExpr>,
     /// The identities of the rows ORDER BY/LIMIT chose, if they did.
-    chosen: Option<std::collections::HashSet<Vec<Value>>>,
-    ident_cols: Vec<usize>,
-    /// (column, SET value).
-    compiled: Vec<(usize, RowExpr)>,
-    on_update: Vec<usize>,
-    now: Value,
-    checks: Arc<TableChecks>,
-    schema: Arc<TableSchema>,
+    pub(super) chosen: Option<std::collections::HashSet<Vec<Value>>>,
+    /// The columns `identity` is taken from (see [`super::write::identity`]).
+    pub(super) ident_cols: Vec<usize>,
+    pub(super) values: SetValues,
+    pub(super) on_update: Vec<usize>,
+    pub(super) now: Value,
+    pub(super) checks: Arc<TableChecks>,
+    pub(super) schema: Arc<TableSchema>,
     /// Strict mode without IGNORE: an empty ENUM value is refused.
-    strict: bool,
+    pub(super) strict: bool,
+}
+
+/// Where the new values of an UPDATE's SET columns come from.
+pub(super) enum SetValues {
+    /// (column, SET value) evaluated on the row, left to right (a later
+    /// value sees an earlier assignment, as in MySQL's single-table UPDATE).
+    Exprs(Vec<(usize, RowExpr)>),
+    /// A multi-table UPDATE's values, computed over the join before any
+    /// row changes: per row identity, the values of `columns` (in order).
+    /// A row not in `by_row` is one the join did not match: left alone.
+    Joined {
+        columns: Vec<usize>,
+        by_row: std::collections::HashMap<Vec<Value>, Vec<Value>>,
+    },
+}
+
+impl SetValues {
+    /// The columns the SET clause assigns.
+    pub(super) fn columns(&self) -> Vec<usize> {
+        match self {
+            SetValues::Exprs(compiled) => compiled.iter().map(|(p, _)| *p).collect(),
+            SetValues::Joined { columns, .. } => columns.clone(),
+        }
+    }
 }
 
 impl RowChange {
     /// The storage updater: a row's new value, `None` for a row the UPDATE
     /// leaves alone; the values it rounds or cuts are counted in `notes`.
     fn into_updater(self, notes: Arc<parking_lot::Mutex<UpdateNotes>>) -> RowUpdater {
+        let assigned = self.values.columns();
         Arc::new(move |row: &Row| {
             if let Some(p) = &self.pred {
                 if !p.eval_predicate(row).map_err(expr_err)? {
@@ -234,9 +274,21 @@ impl RowChange {
                 }
             }
             let mut new = row.clone();
-            for (pos, x) in &self.compiled {
-                let v = x.eval(&new).map_err(expr_err)?;
-                *slot(&mut new, *pos)? = v;
+            match &self.values {
+                SetValues::Exprs(compiled) => {
+                    for (pos, x) in compiled {
+                        let v = x.eval(&new).map_err(expr_err)?;
+                        *slot(&mut new, *pos)? = v;
+                    }
+                }
+                SetValues::Joined { columns, by_row } => {
+                    let Some(values) = by_row.get(&identity(row, &self.ident_cols)) else {
+                        return Ok(None);
+                    };
+                    for (pos, v) in columns.iter().zip(values) {
+                        *slot(&mut new, *pos)? = v.clone();
+                    }
+                }
             }
             if new != *row {
                 for &p in &self.on_update {
@@ -251,7 +303,7 @@ impl RowChange {
             }
             let mut noted = notes.lock();
             noted.rows_seen += 1;
-            for (pos, _) in &self.compiled {
+            for pos in &assigned {
                 if let (Some(v), Some(c)) = (new.get(*pos), schema.columns.get(*pos)) {
                     if ladle_common::truncation_note(v, c) {
                         let at_row = noted.rows_seen;

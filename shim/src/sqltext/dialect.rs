@@ -49,6 +49,11 @@ impl sqlparser::dialect::Dialect for MySql {
     fn supports_numeric_prefix(&self) -> bool {
         MySqlDialect {}.supports_numeric_prefix()
     }
+    /// `GROUP BY ROLLUP (...)`: what `WITH ROLLUP` is given to the parser
+    /// as (see `with_rollup.rs`).
+    fn supports_group_by_expr(&self) -> bool {
+        true
+    }
     fn parse_infix(
         &self,
         parser: &mut Parser,

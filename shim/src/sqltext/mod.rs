@@ -17,7 +17,9 @@ mod index_hints;
 mod literal;
 mod parse;
 mod split;
+mod straight_join;
 mod tokenize;
+mod with_rollup;
 
 pub use bytes::from_bytes;
 pub use literal::{display_safe, expr_text, unescape_literal};

@@ -8,13 +8,18 @@ use sqlparser::tokenizer::Token;
 
 use super::dialect::MySql;
 use super::index_hints::strip_index_hints;
+use super::straight_join::read_straight_join;
 use super::tokenize::tokenize;
+use super::with_rollup::read_with_rollup;
 use crate::error::{Result, ShimError};
 
 /// A parser over `sql` (see [`tokenize`]), index hints left out (see
-/// [`strip_index_hints`]).
+/// [`strip_index_hints`]), `STRAIGHT_JOIN` read as MySQL does (see
+/// [`read_straight_join`]) and `WITH ROLLUP` as a rollup list (see
+/// [`read_with_rollup`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
-    Ok(Parser::new(&MySql).with_tokens_with_locations(strip_index_hints(tokenize(sql)?)))
+    let toks = read_with_rollup(read_straight_join(strip_index_hints(tokenize(sql)?)));
+    Ok(Parser::new(&MySql).with_tokens_with_locations(toks))
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
@@ -27,7 +32,59 @@ pub fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     if bounded.iter().any(|b| b.is_err()) {
         return Err(ShimError::TooDeep);
     }
+    refuse_other_dialects(&stmts)?;
     Ok(stmts)
+}
+
+/// Forms sqlparser reads for other dialects that MySQL's grammar lacks,
+/// each MySQL's 1064 near the text given: BigQuery's `WINDOW w2 AS w1`
+/// (MySQL defines a window only in parentheses, `WINDOW w2 AS (w1)`),
+/// used or not, and PostgreSQL's empty grouping `GROUP BY ()` (the
+/// dialect reads GROUP BY forms for `WITH ROLLUP`, see `with_rollup.rs`).
+fn refuse_other_dialects(stmts: &[Statement]) -> Result<()> {
+    use sqlparser::ast::{
+        GroupByExpr, NamedWindowDefinition, NamedWindowExpr, SetExpr, Visit, Visitor,
+    };
+    use std::ops::ControlFlow;
+    fn bare(body: &SetExpr) -> Option<String> {
+        match body {
+            SetExpr::Select(select) => {
+                let empty_group = matches!(&select.group_by, GroupByExpr::Expressions(g, _)
+                    if g.iter().any(|e| matches!(e, ast::Expr::Tuple(t) if t.is_empty())));
+                if empty_group {
+                    return Some(")".into());
+                }
+                select
+                    .named_window
+                    .iter()
+                    .find_map(|NamedWindowDefinition(_, expr)| match expr {
+                        NamedWindowExpr::NamedWindow(name) => Some(name.value.clone()),
+                        NamedWindowExpr::WindowSpec(_) => None,
+                    })
+            }
+            SetExpr::SetOperation { left, right, .. } => bare(left).or_else(|| bare(right)),
+            _ => None,
+        }
+    }
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = String;
+        fn pre_visit_query(&mut self, q: &ast::Query) -> ControlFlow<String> {
+            match bare(&q.body) {
+                Some(name) => ControlFlow::Break(name),
+                None => ControlFlow::Continue(()),
+            }
+        }
+    }
+    for stmt in stmts {
+        if let ControlFlow::Break(name) = stmt.visit(&mut Finder) {
+            return Err(ShimError::Parse(format!(
+                "check the manual that corresponds to your MariaDB server version for the \
+                 right syntax to use near '{name}' at line 1"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One expression (a stored CHECK, a WHERE of SHOW, ...), bounded as

@@ -1,0 +1,471 @@
+//! Multi-table UPDATE: `UPDATE a JOIN b ON ... SET a.x = b.y, b.z = 1
+//! WHERE ...` and the comma form `UPDATE a, b SET ... WHERE a.id = b.aid`
+//! (any join MySQL's table references allow, LEFT JOIN included).
+//!
+//! The statement is run as one write per target table through the
+//! single-table write path ([`super::update::write_update`]), so keys,
+//! CHECKs, FOREIGN KEYs, IGNORE and the counts are those of a plain
+//! UPDATE. First, for each target, a SELECT over the statement's table
+//! references and WHERE computes the identity (primary key, else every
+//! column) of each row the join matches with the values its SET clause
+//! gives it there. Every SELECT runs before any row changes, so each
+//! value is computed from the rows as they were, as MariaDB does (`SET
+//! a.x = a.x + 1, a.y = a.x` gives y the old x; MySQL gives no order for a
+//! multi-table UPDATE's assignments). A row the join matches several times
+//! is changed once, with the values of one of its matches, and counted
+//! once, as in MySQL. The writes of all targets are one transaction: a
+//! statement that fails changes nothing (outside a transaction, its own
+//! one is rolled back; inside one, its ops are undone).
+//!
+//! MySQL refuses ORDER BY and LIMIT here (1221); MariaDB 10.11 takes them
+//! but counts and changes rows inconsistently, so Ladle gives MySQL's error.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ladle_common::{TableSchema, Value};
+use ladle_storage::ScanSpec;
+use sqlparser::ast::{
+    self, Assignment, AssignmentTarget, Expr, Ident, ObjectName, SelectItem, SetExpr, TableFactor,
+    TableWithJoins,
+};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::Parser;
+use sqlparser::tokenizer::Token;
+
+use super::update::{on_update_columns, write_update, RowChange, SetValues};
+use super::write::{column_pos, identity_columns, is_default_keyword, lookup_table, table};
+use crate::error::{Result, ShimError};
+use crate::exec::Engine;
+use crate::output::{Info, Output};
+use crate::session::{Session, Transaction};
+
+/// A multi-table UPDATE as parsed.
+pub struct MultiUpdate {
+    /// The table references (the comma form's items; one for a JOIN form).
+    pub tables: Vec<TableWithJoins>,
+    pub assignments: Vec<Assignment>,
+    pub selection: Option<Expr>,
+}
+
+/// Whether `t` (an UPDATE's tokens, its modifiers left out) names several
+/// tables before SET: a comma or a join at the top level.
+pub fn is_multi_table_update(t: &[Token]) -> bool {
+    use crate::tokens::word;
+    let mut depth = 0usize;
+    for (i, tok) in t.iter().enumerate().skip(1) {
+        match tok {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => return true,
+            Token::Word(_) if depth == 0 => match word(t, i).as_deref() {
+                Some("SET") => return false,
+                Some("JOIN" | "STRAIGHT_JOIN") => return true,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parses `UPDATE refs SET assignments [WHERE cond]` (the modifiers left
+/// out); ORDER BY or LIMIT after it is MySQL's 1221.
+pub fn parse_multi_update(sql: &str) -> Result<MultiUpdate> {
+    let mut parser = crate::sqltext::parser(sql)?;
+    let (tables, assignments, selection, next) = crate::sqltext::contain_parser_panic(|| {
+        parser.expect_keyword(Keyword::UPDATE)?;
+        let tables = parser.parse_comma_separated(Parser::parse_table_and_joins)?;
+        parser.expect_keyword(Keyword::SET)?;
+        let assignments = parser.parse_comma_separated(Parser::parse_assignment)?;
+        let selection = match parser.parse_keyword(Keyword::WHERE) {
+            true => Some(parser.parse_expr()?),
+            false => None,
+        };
+        let _ = parser.consume_token(&Token::SemiColon);
+        Ok((tables, assignments, selection, parser.peek_token().token))
+    })?;
+    match next {
+        Token::EOF => {}
+        Token::Word(w) if w.keyword == Keyword::ORDER => {
+            return Err(ShimError::WrongUsage("UPDATE", "ORDER BY"))
+        }
+        Token::Word(w) if w.keyword == Keyword::LIMIT => {
+            return Err(ShimError::WrongUsage("UPDATE", "LIMIT"))
+        }
+        other => {
+            return Err(ShimError::Parse(format!(
+                "check the manual that corresponds to your MariaDB server version for the \
+                 right syntax to use near '{other}' at line 1"
+            )))
+        }
+    }
+    let mut update = MultiUpdate {
+        tables,
+        assignments,
+        selection,
+    };
+    let bounded = [
+        ladle_dataflow::bound_depth(&mut update.tables),
+        ladle_dataflow::bound_depth(&mut update.assignments),
+        ladle_dataflow::bound_depth(&mut update.selection),
+    ];
+    if bounded.iter().any(|b| b.is_err()) {
+        return Err(ShimError::TooDeep);
+    }
+    Ok(update)
+}
+
+/// Runs a multi-table UPDATE (`ignore`: UPDATE IGNORE). A call of a
+/// function that does not exist is named in the session's database.
+pub fn multi_update(
+    e: &Engine,
+    s: &mut Session,
+    update: MultiUpdate,
+    ignore: bool,
+) -> Result<Output> {
+    let db = s.database.clone();
+    in_one_transaction(e, s, |e, s| update_targets(e, s, &update, ignore))
+        .map_err(|err| err.in_database(db.as_deref()))
+}
+
+/// Runs `run` so that its writes are atomic: in the session's transaction
+/// (undone if it fails), else in a transaction of its own, committed when
+/// it succeeds.
+fn in_one_transaction(
+    e: &Engine,
+    s: &mut Session,
+    run: impl FnOnce(&Engine, &mut Session) -> Result<Output>,
+) -> Result<Output> {
+    let own = !s.in_transaction();
+    if own {
+        s.transaction = Some(Transaction::for_statement());
+    }
+    let mark = s
+        .transaction
+        .as_ref()
+        .map_or(0, Transaction::statement_mark);
+    match run(e, s) {
+        Ok(out) => {
+            if own {
+                e.commit(s)?;
+            }
+            Ok(out)
+        }
+        Err(err) => {
+            if own {
+                s.transaction = None;
+            } else if let Some(tx) = s.transaction.as_mut() {
+                tx.undo_statement(mark);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// A table of the statement's references that SET assigns to.
+struct Target {
+    /// How the statement names it (alias, else its name as written).
+    qualifier: Vec<Ident>,
+    schema: Arc<TableSchema>,
+    /// The columns assigned, and their values (in SET's order).
+    columns: Vec<usize>,
+    values: Vec<Expr>,
+}
+
+/// Computes every target's changes over the join, then writes them.
+fn update_targets(
+    e: &Engine,
+    s: &mut Session,
+    update: &MultiUpdate,
+    ignore: bool,
+) -> Result<Output> {
+    let targets = targets(e, s, update)?;
+    let mut changes = Vec::with_capacity(targets.len());
+    for target in &targets {
+        changes.push(joined_values(e, s, update, target)?);
+    }
+    let (mut affected_rows, mut matched, mut changed) = (0, 0, 0);
+    let now = crate::ddl::current_timestamp();
+    for (target, by_row) in targets.into_iter().zip(changes) {
+        if by_row.is_empty() {
+            continue;
+        }
+        let schema = target.schema;
+        // A keyed table's matched rows are read by key, in key order (as
+        // InnoDB changes them); another's by a scan.
+        let scan = match &schema.primary_key {
+            Some(pk) if !pk.is_empty() => {
+                let mut keys: Vec<Vec<Value>> = by_row.keys().cloned().collect();
+                keys.sort();
+                ScanSpec::Keys(keys)
+            }
+            _ => ScanSpec::Full,
+        };
+        let change = RowChange {
+            pred: None,
+            chosen: None,
+            ident_cols: identity_columns(&schema),
+            on_update: on_update_columns(&schema, &target.columns),
+            values: SetValues::Joined {
+                columns: target.columns,
+                by_row,
+            },
+            now: now.clone(),
+            checks: e.checks.for_table(&e.storage, &schema)?,
+            schema: schema.clone(),
+            strict: !ignore && crate::vars::strict_mode(s),
+        };
+        if let Output::Done {
+            affected_rows: a,
+            info:
+                Info::Matched {
+                    matched: m,
+                    changed: c,
+                },
+            ..
+        } = write_update(e, s, &schema, scan, change, ignore)?
+        {
+            affected_rows += a;
+            matched += m;
+            changed += c;
+        }
+    }
+    Ok(Output::Done {
+        affected_rows,
+        last_insert_id: 0,
+        info: Info::Matched { matched, changed },
+    })
+}
+
+/// A base table of the statement's references: how it is named there
+/// (alias, else its name as written) and its name.
+struct Named {
+    qualifier: Vec<Ident>,
+    name: ObjectName,
+}
+
+fn named_tables(tables: &[TableWithJoins]) -> Vec<Named> {
+    fn walk(f: &TableFactor, out: &mut Vec<Named>) {
+        match f {
+            TableFactor::Table { name, alias, .. } => out.push(Named {
+                qualifier: match alias {
+                    Some(a) => vec![a.name.clone()],
+                    None => name.0.clone(),
+                },
+                name: name.clone(),
+            }),
+            TableFactor::NestedJoin {
+                table_with_joins, ..
+            } => walk_all(std::slice::from_ref(table_with_joins), out),
+            _ => {}
+        }
+    }
+    fn walk_all(tables: &[TableWithJoins], out: &mut Vec<Named>) {
+        for t in tables {
+            walk(&t.relation, out);
+            for j in &t.joins {
+                walk(&j.relation, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk_all(tables, &mut out);
+    out
+}
+
+/// Whether `qualifier` (as a column reference writes it: `t`, `db.t`)
+/// names `table`.
+fn names(table: &Named, qualifier: &[Ident]) -> bool {
+    let same = |a: &[Ident], b: &[Ident]| {
+        a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
+    };
+    same(&table.qualifier, qualifier)
+        || (table.qualifier.len() == 1 && same(&table.name.0, qualifier))
+        || (table.qualifier.len() == 2 && same(&table.qualifier[1..], qualifier))
+}
+
+/// The tables SET assigns to, in the order SET first names them, each
+/// with its columns and values. A column named without its table must be
+/// in exactly one table (1054, 1052 as MySQL).
+fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Target>> {
+    let named = named_tables(&update.tables);
+    // Views and missing tables have no schema here; the SELECT over the
+    // references reports a missing one.
+    let schemas: Vec<Option<Arc<TableSchema>>> = named
+        .iter()
+        .map(|n| lookup_table(e, s, &n.name).ok())
+        .collect();
+    let mut targets: Vec<(usize, Target)> = Vec::new();
+    for a in &update.assignments {
+        let parts = match &a.target {
+            AssignmentTarget::ColumnName(n) => &n.0,
+            AssignmentTarget::Tuple(_) => {
+                return Err(ShimError::Unsupported("tuple assignment".into()))
+            }
+        };
+        let (column, qualifier) = parts
+            .split_last()
+            .ok_or_else(|| ShimError::Parse("near SET".into()))?;
+        let written = parts
+            .iter()
+            .map(|p| p.value.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
+        let unknown = || ShimError::UnknownColumn(written.clone(), "SET".into());
+        let has_column = |i: &usize| {
+            schemas[*i]
+                .as_ref()
+                .is_some_and(|sc| sc.column_index(&column.value).is_some())
+        };
+        let found: Vec<usize> = if qualifier.is_empty() {
+            (0..named.len()).filter(has_column).collect()
+        } else {
+            (0..named.len())
+                .filter(|&i| names(&named[i], qualifier))
+                .collect()
+        };
+        let at = match found.as_slice() {
+            [] => return Err(unknown()),
+            [one] => *one,
+            _ if qualifier.is_empty() => {
+                return Err(ladle_dataflow::DataflowError::AmbiguousColumn(
+                    column.value.clone(),
+                    "SET".into(),
+                )
+                .into())
+            }
+            _ => {
+                return Err(ShimError::Unsupported(
+                    "multi-table UPDATE naming one table twice".into(),
+                ))
+            }
+        };
+        let pos = match targets.iter().position(|(i, _)| *i == at) {
+            Some(pos) => pos,
+            None => {
+                // A target's schema is held for the transaction the write
+                // runs in, as a single-table UPDATE's is.
+                let schema = table(e, s, &named[at].name)?;
+                let qualifier = named[at].qualifier.clone();
+                targets.push((
+                    at,
+                    Target {
+                        qualifier,
+                        schema,
+                        columns: Vec::new(),
+                        values: Vec::new(),
+                    },
+                ));
+                targets.len() - 1
+            }
+        };
+        assign(&mut targets[pos].1, column, a, &written)?;
+    }
+    let same_table = targets.iter().enumerate().any(|(i, (_, a))| {
+        targets[i + 1..]
+            .iter()
+            .any(|(_, b)| a.schema.id == b.schema.id)
+    });
+    if same_table {
+        return Err(ShimError::Unsupported(
+            "multi-table UPDATE of one table under two names".into(),
+        ));
+    }
+    Ok(targets.into_iter().map(|(_, t)| t).collect())
+}
+
+/// Adds `a` (assigning `column`) to `target`'s columns and values: a
+/// generated column takes only DEFAULT (which leaves it to its
+/// expression), any other value is 1906.
+fn assign(target: &mut Target, column: &Ident, a: &Assignment, written: &str) -> Result<()> {
+    let pos = column_pos(&target.schema, &column.value, "SET")
+        .map_err(|_| ShimError::UnknownColumn(written.to_string(), "SET".into()))?;
+    let generated = target.schema.columns.get(pos);
+    if generated.is_some_and(|c| c.default.generation().is_some()) {
+        if is_default_keyword(&a.value) {
+            return Ok(());
+        }
+        return Err(ShimError::Wire(crate::checks::generated_value_given(
+            &target.schema,
+            &column.value,
+        )));
+    }
+    if is_default_keyword(&a.value) {
+        return Err(ShimError::Unsupported(
+            "DEFAULT in a multi-table UPDATE".into(),
+        ));
+    }
+    target.columns.push(pos);
+    target.values.push(a.value.clone());
+    Ok(())
+}
+
+/// Per row of `target` the join matches: its identity -> the values SET
+/// gives it (those of the first match the SELECT returns). Rows a LEFT
+/// JOIN made up for the target (a NULL primary key) match nothing.
+fn joined_values(
+    e: &Engine,
+    s: &mut Session,
+    update: &MultiUpdate,
+    target: &Target,
+) -> Result<HashMap<Vec<Value>, Vec<Value>>> {
+    let ident_cols = identity_columns(&target.schema);
+    let column_ref = |pos: usize| -> Result<Expr> {
+        let c = target
+            .schema
+            .columns
+            .get(pos)
+            .ok_or_else(|| ShimError::Internal(format!("no column {pos}")))?;
+        let mut parts = target.qualifier.clone();
+        parts.push(Ident::with_quote('`', c.name.clone()));
+        Ok(Expr::CompoundIdentifier(parts))
+    };
+    let mut items = Vec::new();
+    for &c in &ident_cols {
+        items.push(column_ref(c)?);
+    }
+    items.extend(target.values.iter().cloned());
+    let query = join_query(items, update)?;
+    let rows = match e.select_for_write(s, &query)? {
+        Output::Rows { rows, .. } => rows.into_vec(),
+        _ => return Err(ShimError::Internal("multi-table UPDATE's join".into())),
+    };
+    let keyed = target.schema.primary_key.is_some();
+    let n = ident_cols.len();
+    let mut by_row = HashMap::new();
+    for row in rows {
+        let (ident, values) = row.split_at(n.min(row.len()));
+        if keyed && ident.iter().any(|v| matches!(v, Value::Null)) {
+            continue;
+        }
+        by_row
+            .entry(ident.to_vec())
+            .or_insert_with(|| values.to_vec());
+    }
+    Ok(by_row)
+}
+
+/// `SELECT items FROM <the statement's references> WHERE <its WHERE>`,
+/// each item named apart (`c0`, `c1`, ...).
+fn join_query(items: Vec<Expr>, update: &MultiUpdate) -> Result<ast::Query> {
+    let mut parser = crate::sqltext::parser("SELECT 1")?;
+    let mut query = crate::sqltext::contain_parser_panic(|| parser.parse_query())?;
+    let SetExpr::Select(select) = query.body.as_mut() else {
+        return Err(ShimError::Internal("SELECT 1 parsed as no SELECT".into()));
+    };
+    select.projection = items
+        .into_iter()
+        .enumerate()
+        .map(|(i, expr)| SelectItem::ExprWithAlias {
+            expr,
+            alias: Ident::new(format!("c{i}")),
+        })
+        .collect();
+    select.from = update.tables.clone();
+    select.selection = update.selection.clone();
+    Ok(*query)
+}
