@@ -71,6 +71,7 @@ pub mod forward;
 mod functional_index;
 mod handler;
 mod impossible;
+mod index_hint_check;
 mod kill;
 mod metadata_locks;
 mod metrics;

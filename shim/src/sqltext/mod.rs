@@ -21,6 +21,7 @@ mod tokenize;
 
 pub use bytes::from_bytes;
 pub use literal::{display_safe, expr_text, unescape_literal};
+pub use index_hints::{index_hints, IndexHint};
 pub(crate) use parse::parse_select_items;
 pub use parse::{
     contain_parser_panic, last_part, parse, parse_expr, parse_statements, parse_whole_expr, parser,
