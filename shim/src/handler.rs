@@ -94,13 +94,11 @@ impl Connection {
 
     pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
         let process = engine.processes.register(connection_id, host.clone());
+        let mut session = Session::new(connection_id, String::new(), host.clone());
+        engine.facts.globals.start_session(&mut session);
         Connection {
             process,
-            session: Arc::new(Mutex::new(Session::new(
-                connection_id,
-                String::new(),
-                host.clone(),
-            ))),
+            session: Arc::new(Mutex::new(session)),
             host,
             engine,
             scramble: crate::auth::random_scramble(),
@@ -524,7 +522,9 @@ impl Connection {
     }
 
     pub fn reset(&self) {
-        self.session.lock().reset();
+        let mut s = self.session.lock();
+        s.reset();
+        self.engine.facts.globals.start_session(&mut s);
     }
 }
 
