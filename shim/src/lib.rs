@@ -83,6 +83,7 @@ mod privileges;
 mod processes;
 pub mod protocol;
 mod recursive_cte;
+mod result_names;
 mod returning;
 mod select;
 pub mod session;
@@ -178,6 +179,7 @@ impl Frontend {
             admin,
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
+            result_names: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
             temporary_tables: Default::default(),

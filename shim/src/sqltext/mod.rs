@@ -9,19 +9,22 @@
 //! By concern: [`tokenize`] (text to tokens), [`dialect`] (what the parser
 //! reads beyond sqlparser's MySQL dialect), [`parse`] (statements and
 //! expressions), [`split`] (a multi-statement text, executable comments),
-//! [`literal`] (string literals) and [`bytes`] (text from a client's bytes).
+//! [`literal`] (string literals), [`bytes`] (text from a client's bytes)
+//! and [`item_names`] (the names of result columns without an alias).
 
 mod bytes;
 mod dialect;
 mod index_hints;
+mod item_names;
 mod literal;
 mod parse;
 mod split;
 mod tokenize;
 
 pub use bytes::from_bytes;
-pub use literal::{display_safe, expr_text, unescape_literal};
 pub use index_hints::{index_hints, IndexHint};
+pub use item_names::{select_item_names, ItemNames};
+pub use literal::{display_safe, expr_text, unescape_literal};
 pub(crate) use parse::parse_select_items;
 pub use parse::{
     contain_parser_panic, last_part, parse, parse_expr, parse_statements, parse_whole_expr, parser,
