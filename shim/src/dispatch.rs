@@ -35,6 +35,15 @@ impl Engine {
         let temporary = self.temporary_names(s, sql);
         let sql = temporary.as_deref().unwrap_or(sql);
         let kind = classify(sql);
+        // The columns of a view or table made from a SELECT are named as
+        // MySQL names its items (`a+1`), not as the parser prints them.
+        let aliased = match first_words(sql) {
+            (w0, w1) if w0 == "CREATE" && matches!(&*w1, "VIEW" | "OR" | "TABLE" | "TEMPORARY") => {
+                crate::sqltext::with_item_aliases(sql)
+            }
+            _ => None,
+        };
+        let sql = aliased.as_deref().unwrap_or(sql);
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {
             // The primary's answer carries the session's warnings and

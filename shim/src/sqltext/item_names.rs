@@ -91,6 +91,36 @@ pub fn select_item_names(sql: &str) -> Option<ItemNames> {
     Some(names)
 }
 
+/// `sql`, a CREATE VIEW or CREATE TABLE ... SELECT, with each item of its
+/// query's select list that has no alias given its MySQL name as one
+/// (`a+1` becomes ``a+1 AS `a+1` ``), so that the view's or table's
+/// columns are named as MariaDB names them (it stores the aliases too:
+/// SHOW CREATE VIEW shows them); `None` when there is none to give.
+pub fn with_item_aliases(sql: &str) -> Option<String> {
+    let spans = select_item_spans(sql, true)?;
+    let mut out = String::with_capacity(sql.len() + 32);
+    let mut copied = 0;
+    for (s, e) in spans {
+        let text = &sql[s..e];
+        let item = crate::sqltext::parse_select_items(text)
+            .ok()
+            .filter(|items| items.len() == 1)
+            .and_then(|mut items| items.pop());
+        let Some(SelectItem::UnnamedExpr(x)) = item else {
+            continue;
+        };
+        let Some(name) = unaliased_name(&x, text) else {
+            continue;
+        };
+        out.push_str(&sql[copied..e]);
+        out.push_str(" AS `");
+        out.push_str(&name.replace('`', "``"));
+        out.push('`');
+        copied = e;
+    }
+    (copied > 0).then(|| out + &sql[copied..])
+}
+
 /// The name of select item `e` without an alias, written as `text`;
 /// `None` for a bare column reference, which the view names already.
 fn unaliased_name(e: &ast::Expr, text: &str) -> Option<String> {
@@ -246,6 +276,19 @@ fn quoted_end(b: &[u8], i: usize) -> Option<usize> {
 /// first token to its last; `None` if `sql` is not a single SELECT
 /// (possibly under WITH or in parentheses).
 fn select_item_texts(sql: &str) -> Option<Vec<String>> {
+    let spans = select_item_spans(sql, false)?;
+    Some(
+        spans
+            .into_iter()
+            .map(|(s, e)| sql[s..e].to_string())
+            .collect(),
+    )
+}
+
+/// The byte ranges of [`select_item_texts`]; with `anywhere`, of the
+/// first SELECT outside parentheses after any words (the query of a
+/// CREATE VIEW or CREATE TABLE ... SELECT).
+fn select_item_spans(sql: &str, anywhere: bool) -> Option<Vec<(usize, usize)>> {
     let ps = pieces(sql)?;
     let solid: Vec<usize> = (0..ps.len())
         .filter(|&k| !matches!(ps[k].0, Piece::Space | Piece::Comment))
@@ -262,7 +305,7 @@ fn select_item_texts(sql: &str) -> Option<Vec<String>> {
     {
         return None;
     }
-    let (select_at, base) = find_select(&ps, &solid, word)?;
+    let (select_at, base) = find_select(&ps, &solid, word, anywhere)?;
     let mut k = select_at + 1;
     while k < ps.len()
         && (matches!(ps[k].0, Piece::Space | Piece::Comment)
@@ -295,12 +338,7 @@ fn select_item_texts(sql: &str) -> Option<Vec<String>> {
         }
     }
     items.push(span?);
-    Some(
-        items
-            .into_iter()
-            .map(|(s, e)| sql[s..e].to_string())
-            .collect(),
-    )
+    Some(items)
 }
 
 /// The piece of the main SELECT keyword and the parenthesis depth of its
@@ -311,8 +349,9 @@ fn find_select(
     ps: &[(Piece, usize, usize)],
     solid: &[usize],
     word: impl Fn(usize) -> Option<String>,
+    anywhere: bool,
 ) -> Option<(usize, usize)> {
-    let with = word(*solid.first()?).as_deref() == Some("WITH");
+    let with = anywhere || word(*solid.first()?).as_deref() == Some("WITH");
     let mut depth = 0usize;
     for &k in solid {
         match (&ps[k].0, word(k).as_deref()) {
@@ -364,6 +403,23 @@ mod tests {
         assert!(select_item_texts("SHOW TABLES").is_none());
         assert!(select_item_texts("SELECT 'open").is_none());
         assert!(select_item_texts("SELECT /*!50000 1 */").is_none());
+    }
+
+    #[test]
+    fn views_and_tables_from_a_select_get_the_names_as_aliases() {
+        assert_eq!(
+            with_item_aliases("CREATE VIEW v (x) AS SELECT a+1, b, c AS d, 'q' FROM t").as_deref(),
+            Some("CREATE VIEW v (x) AS SELECT a+1 AS `a+1`, b, c AS d, 'q' AS `q` FROM t")
+        );
+        assert_eq!(
+            with_item_aliases("CREATE TABLE t2 AS SELECT `x`*2 FROM t").as_deref(),
+            Some("CREATE TABLE t2 AS SELECT `x`*2 AS ```x``*2` FROM t")
+        );
+        assert_eq!(
+            with_item_aliases("CREATE VIEW v AS SELECT a, b FROM t"),
+            None
+        );
+        assert_eq!(with_item_aliases("CREATE TABLE t (a INT)"), None);
     }
 
     #[test]

@@ -23,7 +23,7 @@ mod tokenize;
 
 pub use bytes::from_bytes;
 pub use index_hints::{index_hints, IndexHint};
-pub use item_names::{select_item_names, ItemNames};
+pub use item_names::{select_item_names, with_item_aliases, ItemNames};
 pub use literal::{display_safe, expr_text, unescape_literal};
 pub(crate) use parse::parse_select_items;
 pub use parse::{
