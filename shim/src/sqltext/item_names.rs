@@ -71,11 +71,7 @@ pub fn select_item_names(sql: &str) -> Option<ItemNames> {
     let texts = select_item_texts(sql)?;
     let mut names = ItemNames::default();
     for text in texts {
-        let item = crate::sqltext::parse_select_items(&text)
-            .ok()
-            .filter(|items| items.len() == 1)
-            .and_then(|mut items| items.pop());
-        let name = match item {
+        let name = match parse_item(&text) {
             Some(SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)) => {
                 names.trailing = Some(Vec::new());
                 continue;
@@ -102,11 +98,7 @@ pub fn with_item_aliases(sql: &str) -> Option<String> {
     let mut copied = 0;
     for (s, e) in spans {
         let text = &sql[s..e];
-        let item = crate::sqltext::parse_select_items(text)
-            .ok()
-            .filter(|items| items.len() == 1)
-            .and_then(|mut items| items.pop());
-        let Some(SelectItem::UnnamedExpr(x)) = item else {
+        let Some(SelectItem::UnnamedExpr(x)) = parse_item(text) else {
             continue;
         };
         let Some(name) = unaliased_name(&x, text) else {
@@ -119,6 +111,12 @@ pub fn with_item_aliases(sql: &str) -> Option<String> {
         copied = e;
     }
     (copied > 0).then(|| out + &sql[copied..])
+}
+
+/// The one select item `text` holds, if it parses as one.
+fn parse_item(text: &str) -> Option<SelectItem> {
+    let mut items = crate::sqltext::parse_select_items(text).ok()?;
+    (items.len() == 1).then(|| items.pop()).flatten()
 }
 
 /// The name of select item `e` without an alias, written as `text`;
