@@ -35,6 +35,15 @@ impl Engine {
         let temporary = self.temporary_names(s, sql);
         let sql = temporary.as_deref().unwrap_or(sql);
         let kind = classify(sql);
+        // The columns of a view or table made from a SELECT are named as
+        // MySQL names its items (`a+1`), not as the parser prints them.
+        let aliased = match first_words(sql) {
+            (w0, w1) if w0 == "CREATE" && matches!(&*w1, "VIEW" | "OR" | "TABLE" | "TEMPORARY") => {
+                crate::sqltext::with_item_aliases(sql)
+            }
+            _ => None,
+        };
+        let sql = aliased.as_deref().unwrap_or(sql);
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {
             // The primary's answer carries the session's warnings and
@@ -44,7 +53,13 @@ impl Engine {
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
-        let mut result = self.execute_inner(s, sql, kind);
+        let mut result = match kind {
+            Kind::Select | Kind::Update | Kind::Delete => self
+                .check_index_hints(s, sql)
+                .map_err(WireError::from)
+                .and_then(|()| self.execute_inner(s, sql, kind)),
+            _ => self.execute_inner(s, sql, kind),
+        };
         if temporary.is_some() {
             result = crate::temporary_names::shown(s.connection_id, sql, result);
         }
@@ -125,7 +140,11 @@ impl Engine {
         let cached = self.select_cache.get(&key);
         let (pq, new) = match cached {
             Some(pq) => (pq, false),
-            None => (self.installed_select(s, &key.0, sql)?, true),
+            // (A text that fails the hint check gets its error there.)
+            None => {
+                self.check_index_hints(s, sql).ok()?;
+                (self.installed_select(s, &key.0, sql)?, true)
+            }
         };
         ladle_dataflow::take_eval_warnings();
         let start = std::time::Instant::now();

@@ -40,6 +40,9 @@ pub struct Engine {
     /// Text SELECTs already bound to a view, by (database, SQL text), so a
     /// repeated ad-hoc query skips parsing and planning. Cleared by any DDL.
     pub select_cache: SelectCache,
+    /// Result-column names decided by each SELECT's text (see
+    /// [`crate::result_names`]).
+    pub(crate) result_names: crate::result_names::ResultNames,
     /// Compiled CHECK constraints per table.
     pub checks: crate::checks::CheckCache,
     /// Every table's FOREIGN KEYs.

@@ -94,13 +94,11 @@ impl Connection {
 
     pub fn new(engine: Arc<Engine>, connection_id: u32, host: String) -> Connection {
         let process = engine.processes.register(connection_id, host.clone());
+        let mut session = Session::new(connection_id, String::new(), host.clone());
+        engine.facts.globals.start_session(&mut session);
         Connection {
             process,
-            session: Arc::new(Mutex::new(Session::new(
-                connection_id,
-                String::new(),
-                host.clone(),
-            ))),
+            session: Arc::new(Mutex::new(session)),
             host,
             engine,
             scramble: crate::auth::random_scramble(),
@@ -363,7 +361,10 @@ impl Connection {
                     let mut outcomes = Vec::new();
                     for piece in crate::sqltext::split_statements(&sql) {
                         let started = Instant::now();
-                        let (kind, res) = e.execute(s, piece);
+                        let (kind, mut res) = e.execute(s, piece);
+                        if let Ok(out) = &mut res {
+                            e.result_names.apply(piece, out);
+                        }
                         let failed = res.is_err();
                         outcomes.push((kind, started.elapsed(), res, warning_count(s)));
                         if failed {
@@ -384,14 +385,25 @@ impl Connection {
                 Err(e) => vec![(Err(e), 0)],
             };
         }
-        if let Some((kind, res)) = self
+        if let Some((kind, mut res)) = self
             .query_cached(&sql)
             .or_else(|| self.inline(|e, s| e.transaction_control_inline(s, &sql)))
         {
             self.record(kind, started.elapsed(), &res);
+            if let Ok(out) = &mut res {
+                self.engine.result_names.apply(&sql, out);
+            }
             return vec![(res, self.warnings())];
         }
-        let (kind, res) = self.run(move |e, s| e.execute(s, &sql)).await;
+        let (kind, res) = self
+            .run(move |e, s| {
+                let (kind, mut res) = e.execute(s, &sql);
+                if let Ok(out) = &mut res {
+                    e.result_names.apply(&sql, out);
+                }
+                (kind, res)
+            })
+            .await;
         self.record(kind, started.elapsed(), &res);
         vec![(res, self.warnings())]
     }
@@ -415,6 +427,7 @@ impl Connection {
                     if columns.is_empty() {
                         columns = probe_columns(e, s, id).unwrap_or_default();
                     }
+                    e.result_names.apply_to_columns(&sql, &mut columns);
                     Prepared {
                         id,
                         params,
@@ -458,8 +471,9 @@ impl Connection {
                 e.transaction_control_inline(s, &sql)
             })
         });
-        if let Some((kind, res)) = inline {
+        if let Some((kind, mut res)) = inline {
             self.record(kind, started.elapsed(), &res);
+            self.name_prepared_result(id, &mut res);
             return (res, self.warnings());
         }
         let text = match self.session.lock().statements.get(&id) {
@@ -473,7 +487,25 @@ impl Connection {
             .await;
         self.process.end(self.session.lock().database.clone());
         self.record(kind, started.elapsed(), &res);
+        let mut res = res;
+        self.name_prepared_result(id, &mut res);
         (res, self.warnings())
+    }
+
+    /// Names the columns of prepared statement `id`'s result as its text
+    /// does (see [`crate::result_names`]).
+    fn name_prepared_result(&self, id: u32, res: &mut Result<Output, WireError>) {
+        let Ok(out) = res else {
+            return;
+        };
+        let s = self.session.lock();
+        if let Some(
+            crate::session::PreparedStatement::Select { sql, .. }
+            | crate::session::PreparedStatement::Other { sql, .. },
+        ) = s.statements.get(&id)
+        {
+            self.engine.result_names.apply(sql, out);
+        }
     }
 
     /// [`Engine::execute_prepared_cached`], with a panic turned into error
@@ -563,7 +595,9 @@ impl Connection {
     }
 
     pub fn reset(&self) {
-        self.session.lock().reset();
+        let mut s = self.session.lock();
+        s.reset();
+        self.engine.facts.globals.start_session(&mut s);
     }
 }
 

@@ -71,6 +71,7 @@ pub mod forward;
 mod functional_index;
 mod handler;
 mod impossible;
+mod index_hint_check;
 mod kill;
 mod metadata_locks;
 mod metrics;
@@ -82,6 +83,7 @@ mod privileges;
 mod processes;
 pub mod protocol;
 mod recursive_cte;
+mod result_names;
 mod returning;
 mod rollup;
 mod row_locking;
@@ -186,6 +188,7 @@ impl Frontend {
             admin,
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
+            result_names: Default::default(),
             checks: Default::default(),
             foreign_keys: Default::default(),
             temporary_tables: Default::default(),

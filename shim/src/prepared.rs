@@ -224,6 +224,9 @@ impl Engine {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let temporary = self.temporary_names(s, &opened);
         let sql = temporary.as_deref().unwrap_or(opened.as_ref());
+        if classify(sql) == Kind::Select {
+            self.check_index_hints(s, sql)?;
+        }
         let unlocked = if classify(sql) == Kind::Select {
             strip_share_mode(sql)
         } else {

@@ -1,4 +1,5 @@
-//! `SET`: session and user variables, and the global security variables.
+//! `SET`: session and user variables, and global variables (`SET GLOBAL`
+//! changes `@@global.x` and the sessions that start after it).
 
 use ladle_common::Value;
 use sqlparser::ast::{self, Expr};
@@ -66,8 +67,8 @@ impl Engine {
                 var = rest.to_string();
             }
         }
+        let global = full.to_ascii_lowercase().starts_with("@@global.");
         if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
-            let global = full.to_ascii_lowercase().starts_with("@@global.");
             return self.set_security_variable(&var, &v, global);
         }
         if var == "autocommit" {
@@ -75,11 +76,18 @@ impl Engine {
                 Value::Text(t) => match t.to_ascii_uppercase().as_str() {
                     "ON" | "1" | "TRUE" => true,
                     "OFF" | "0" | "FALSE" => false,
+                    "DEFAULT" if global => true,
                     _ => return Err(ShimError::WrongValueForVar(var, t.to_string())),
                 },
                 other => crate::vars::truth(other)
                     .ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
             };
+            if global {
+                // For the sessions that start from now on.
+                let globals = &self.facts.globals;
+                globals.set(&var, (!on).then_some(Value::Int(0)));
+                return Ok(());
+            }
             if on && !s.autocommit {
                 // Enabling autocommit commits the open transaction.
                 s.autocommit = true;
@@ -103,7 +111,13 @@ impl Engine {
             // transaction only (MySQL's special case); the session keeps
             // its level.
             let next_only = full.starts_with("@@") && !full.contains('.');
-            if next_only {
+            if global {
+                let level = Some(Value::text(level));
+                self.facts
+                    .globals
+                    .set("transaction_isolation", level.clone());
+                self.facts.globals.set("tx_isolation", level);
+            } else if next_only {
                 set_next_isolation(s, level)?;
             } else {
                 set_session_isolation(s, level);
@@ -113,7 +127,11 @@ impl Engine {
         if var == ReadConsistency::VARIABLE {
             if let Value::Text(t) = &v {
                 if let Some(c) = ReadConsistency::parse(t) {
-                    s.variables.insert(var, Value::text(c.as_str()));
+                    if global {
+                        self.facts.globals.set(&var, Some(Value::text(c.as_str())));
+                    } else {
+                        s.variables.insert(var, Value::text(c.as_str()));
+                    }
                     return Ok(());
                 }
             }
@@ -123,12 +141,15 @@ impl Engine {
             }
         }
         if var == "cte_max_recursion_depth" {
-            let global = full.to_ascii_lowercase().starts_with("@@global.");
             return self.set_cte_max_recursion_depth(s, v, global);
         }
         let v = match v {
             Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT") => {
-                s.variables.remove(&var);
+                if global {
+                    self.facts.globals.set(&var, None);
+                } else {
+                    s.variables.remove(&var);
+                }
                 return Ok(());
             }
             other => other,
@@ -141,13 +162,23 @@ impl Engine {
                 other => return Err(ShimError::WrongValueForVar(var, other.to_string())),
             };
             let secs = secs.clamp(i128::from(low), i128::from(high)) as i64;
-            s.variables.insert(var, Value::Int(secs));
+            if global {
+                self.facts.globals.set(&var, Some(Value::Int(secs)));
+            } else {
+                s.variables.insert(var, Value::Int(secs));
+            }
             return Ok(());
         }
         if var == "connect_timeout" {
             return Err(ShimError::ReadOnlyVariable(var));
         }
-        s.variables.insert(var, v);
+        if global {
+            // `@@global.x` and the sessions that start from now on; this
+            // one keeps its value (MySQL's).
+            self.facts.globals.set(&var, Some(v));
+        } else {
+            s.variables.insert(var, v);
+        }
         Ok(())
     }
 

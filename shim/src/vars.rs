@@ -6,6 +6,7 @@
 //! answers never differ from a view's.
 
 use std::cmp::Ordering;
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use ladle_common::{Collation, SqlType, Value};
@@ -39,19 +40,63 @@ pub struct ServerFacts {
     pub rsa_key_paths: (String, String),
 }
 
-/// The global values of session variables that `SET GLOBAL` changes: a
-/// session that has not set its own value reads the global one.
+/// The global values of session variables that `SET GLOBAL` changes. As
+/// in MySQL a session starts with the global values of the moment
+/// ([`GlobalVariables::start_session`]); a later `SET GLOBAL` changes
+/// `@@global.x` and the sessions that start after it, not the running
+/// ones (`cte_max_recursion_depth` excepted: a session that has not set
+/// its own reads the global one).
 #[derive(Debug)]
 pub struct GlobalVariables {
     /// `cte_max_recursion_depth`: iterations a recursive CTE may take.
     pub cte_max_recursion_depth: std::sync::atomic::AtomicU64,
+    /// Every other variable `SET GLOBAL` gave a value, by lower-case name
+    /// (the rest keep their defaults).
+    values: parking_lot::Mutex<BTreeMap<String, Value>>,
 }
 
 impl Default for GlobalVariables {
     fn default() -> GlobalVariables {
         GlobalVariables {
             cte_max_recursion_depth: DEFAULT_CTE_MAX_RECURSION_DEPTH.into(),
+            values: Default::default(),
         }
+    }
+}
+
+impl GlobalVariables {
+    /// `SET GLOBAL name = v` (`None`: `= DEFAULT`).
+    pub(crate) fn set(&self, name: &str, v: Option<Value>) {
+        let mut values = self.values.lock();
+        match v {
+            Some(v) => values.insert(name.to_string(), v),
+            None => values.remove(name),
+        };
+    }
+
+    /// The values `SET GLOBAL` gave, by name.
+    pub(crate) fn values(&self) -> BTreeMap<String, Value> {
+        self.values.lock().clone()
+    }
+
+    /// A new (or reset) session's variables: the global values of now.
+    pub fn start_session(&self, s: &mut Session) {
+        let values = self.values();
+        if values.is_empty() {
+            return;
+        }
+        if let Some(v) = values.get("autocommit") {
+            if truth(v) == Some(false) {
+                s.autocommit = false;
+                if s.transaction.is_none() {
+                    s.begin_transaction();
+                }
+            }
+        }
+        s.variables = values
+            .into_iter()
+            .filter(|(n, _)| n != "autocommit")
+            .collect();
     }
 }
 
@@ -480,6 +525,25 @@ pub fn system_variable(session: &Session, facts: &ServerFacts, name: &str) -> Op
         .map(|(_, v)| v)
 }
 
+/// Every system variable's global value (`@@global.x`, SHOW GLOBAL
+/// VARIABLES): a new session's values.
+pub fn global_system_variables(facts: &ServerFacts) -> Vec<(String, Value)> {
+    let mut fresh = Session::new(0, String::new(), String::new());
+    facts.globals.start_session(&mut fresh);
+    // (A session's own values of `in_transaction` and the like.)
+    fresh.transaction = None;
+    system_variables(&fresh, facts)
+}
+
+/// The value of `@@global.name`, if known.
+pub fn global_system_variable(facts: &ServerFacts, name: &str) -> Option<Value> {
+    let name = name.to_ascii_lowercase();
+    global_system_variables(facts)
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, v)| v)
+}
+
 /// What an expression may refer to while the shim evaluates it.
 pub struct EvalContext<'a> {
     pub session: &'a Session,
@@ -579,18 +643,21 @@ impl EvalContext<'_> {
         let first = &ids[0].value;
         if let Some(var) = first.strip_prefix("@@") {
             // @@x, @@session.x, @@global.x, @@local.x
-            let name = if ids.len() > 1
+            let (scope, name) = if ids.len() > 1
                 && ["session", "global", "local"].contains(&var.to_ascii_lowercase().as_str())
             {
-                ids[1].value.clone()
-            } else if let Some((_scope, n)) = var.split_once('.') {
-                n.to_string()
+                (var, ids[1].value.clone())
+            } else if let Some((scope, n)) = var.split_once('.') {
+                (scope, n.to_string())
             } else {
-                var.to_string()
+                ("", var.to_string())
             };
-            return system_variable(self.session, self.facts, &name)
-                .map(Some)
-                .ok_or(EvalError::UnknownVariable(name));
+            let value = if scope.eq_ignore_ascii_case("global") {
+                global_system_variable(self.facts, &name)
+            } else {
+                system_variable(self.session, self.facts, &name)
+            };
+            return value.map(Some).ok_or(EvalError::UnknownVariable(name));
         }
         if let Some(var) = first.strip_prefix('@') {
             return Ok(Some(

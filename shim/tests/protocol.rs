@@ -887,6 +887,85 @@ const COMPUTED: &[&str] = &[
     "IF(i > 0, i, bi)",
 ];
 
+/// The column names a prepared statement announces, and those its
+/// execution (without parameters) returns.
+async fn prepared_names(c: &mut Conn, sql: &str) -> (Vec<String>, Vec<String>) {
+    let stmt = c.prep(sql).await.unwrap();
+    let announced: Vec<String> = stmt
+        .columns()
+        .iter()
+        .map(|c| c.name_str().into_owned())
+        .collect();
+    let result = c.exec_iter(&stmt, ()).await.unwrap();
+    let executed: Vec<String> = result
+        .columns()
+        .map(|cols| cols.iter().map(|c| c.name_str().into_owned()).collect())
+        .unwrap_or_default();
+    drop(result.drop_result().await);
+    (announced, executed)
+}
+
+/// Result columns without an alias are named by the statement's own text
+/// of the item, as MariaDB names them (spaces and inner comments kept,
+/// 255 characters at most; a lone string by its value, NULL and TRUE by
+/// the keyword, `(a)` by the column), over the text protocol and in a
+/// prepared statement's announced and executed columns. Texts of one
+/// shape written differently share a view, yet each keeps its names.
+#[tokio::test]
+async fn column_names_are_the_items_text_like_mariadb() {
+    let Some((_server, mut ladle, mut maria)) = ladle_and_mariadb("ladle_proto_names").await else {
+        return;
+    };
+    for c in [&mut ladle, &mut maria] {
+        c.query_drop("DROP TABLE IF EXISTS named").await.unwrap();
+        c.query_drop("CREATE TABLE named (id INT PRIMARY KEY, a INT, x DOUBLE)")
+            .await
+            .unwrap();
+        c.query_drop("INSERT INTO named VALUES (1, 2, 0.5), (2, 3, 1.25)")
+            .await
+            .unwrap();
+    }
+    let long = vec!["a"; 150].join(" + ");
+    let texts = [
+        "SELECT round(a,1)+0 FROM named".to_string(),
+        "SELECT round(a, 1) + 0 FROM named".to_string(),
+        "SELECT a  +  1, (a+1), (a), ((named.a)), a AS al, a+1 al2 FROM named WHERE id = 1"
+            .to_string(),
+        "SELECT a /* note */ + 2, CONCAT( 'x' , a ) FROM named WHERE id = 2".to_string(),
+        "SELECT 1+1, 'a', NULL, -1, true, 1.50, COUNT( * ), sum(x) FROM named".to_string(),
+        "SELECT *, a*2 FROM named".to_string(),
+        "select 1+1, 'a', NULL, -1".to_string(),
+        "(SELECT a*3 FROM named WHERE id = 1) UNION (SELECT 1)".to_string(),
+        format!("SELECT {long} FROM named"),
+    ];
+    let names = |meta: Vec<(String, u8, u16, u32, u8, u16)>| -> Vec<String> {
+        meta.into_iter().map(|m| m.0).collect()
+    };
+    let mut differ = Vec::new();
+    for sql in &texts {
+        let ours = names(metadata(&mut ladle, sql).await);
+        let theirs = names(metadata(&mut maria, sql).await);
+        if ours != theirs {
+            differ.push(("text", sql.clone(), ours, theirs));
+        }
+        let ours = prepared_names(&mut ladle, sql).await;
+        let theirs = prepared_names(&mut maria, sql).await;
+        if ours != theirs {
+            differ.push((
+                "prepared",
+                sql.clone(),
+                [ours.0, ours.1].concat(),
+                [theirs.0, theirs.1].concat(),
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "(ours, MariaDB's): {differ:#?}");
+    maria
+        .query_drop("DROP DATABASE ladle_proto_names")
+        .await
+        .unwrap();
+}
+
 /// A statement's warnings do not depend on whether its view was cached: a
 /// read that fills a view (cold) reports what a read of the filled view
 /// (warm) does, inside a transaction too. A SELECT's own warnings (one

@@ -36,7 +36,9 @@ mod tests;
 pub use error::EvalError;
 pub(crate) use error::{out_of_range_in, out_of_range_marker};
 pub use func::Func;
-pub(crate) use ops::{arith as arith_values, compare, like, string_as_number, truth, value_to_f64};
+pub(crate) use ops::{
+    arith as arith_values, compare, like, quotient_digits, string_as_number, truth, value_to_f64,
+};
 pub use tree::{ArithOp, CastType, CmpOp, Expr, LogicOp};
 pub(crate) use typing::int_of_width;
 pub use typing::{type_chars, unify_types};

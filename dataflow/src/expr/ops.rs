@@ -499,9 +499,15 @@ fn at_shown_scale(d: Decimal, scale: u32) -> Decimal {
 /// and shown with the dividend's scale + 4 only where it leaves
 /// arithmetic ([`CastType::Shown`]).
 fn quotient_scale(x: &Decimal, y: &Decimal) -> u32 {
+    quotient_digits(x.scale(), y.scale())
+}
+
+/// [`quotient_scale`] of a dividend of scale `sx` by a divisor of scale
+/// `sy` (AVG divides its sum by a count: `quotient_digits(s, 0)`).
+pub(crate) fn quotient_digits(sx: u32, sy: u32) -> u32 {
     let words = |digits: u32| digits.div_ceil(9) * 9;
-    let (fx, fy) = (words(x.scale()), words(y.scale()));
-    let increment = 4u32.saturating_sub((fx - x.scale()) + (fy - y.scale()));
+    let (fx, fy) = (words(sx), words(sy));
+    let increment = 4u32.saturating_sub((fx - sx) + (fy - sy));
     words(fx + fy + increment).min(MAX_DECIMAL_SCALE)
 }
 

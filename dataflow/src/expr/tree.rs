@@ -70,6 +70,9 @@ pub enum CastType {
     /// multiplies the quotient's full digits; the product is shown with
     /// `b`'s scale + 4). The planner puts it over the outermost arithmetic
     /// only (see `planner::expr::operators`); any other value passes.
+    /// Over an aggregate's column it also rounds an exact AVG's quotient
+    /// digits, and on a DOUBLE it carries the decimals the value is shown
+    /// with (`SUM(ROUND(x, 1))`: 1), see `planner::aggregate`.
     Shown {
         scale: u8,
     },

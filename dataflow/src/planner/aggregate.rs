@@ -16,7 +16,7 @@ use super::query::Planner;
 use super::relation::{column_collation, conjunction, stable, t_is_text};
 use super::select_state::{Aggregation, Grouping, ReadTimeFinish, SelectState};
 use super::syntax::{has_placeholder, has_subquery};
-use crate::expr::Expr;
+use crate::expr::{CastType, Expr};
 use crate::ops::{AggKind, AggSpec};
 use crate::plan::range::RangeIndex;
 use crate::plan::{LNode, LOp, ReadAgg, ReadAggregate, Window};
@@ -124,8 +124,30 @@ impl Planner<'_> {
             scalar,
             out,
         };
+        let mut shown = HashMap::new();
         for (i, a) in g.aggregates.iter().enumerate() {
-            let (spec, arg, ty) = self.agg_spec(a, &row_cx, ngroup + i)?;
+            let (mut spec, arg, ty) = self.agg_spec(a, &row_cx, ngroup + i)?;
+            spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
+            // Without GROUP BY, SUM, AVG, MIN and MAX of a quotient take
+            // its full digits (`SUM(a / b)`), shown rounded after (see
+            // `shown_decimals`); grouped, MariaDB aggregates the rounded
+            // quotient its temporary table holds.
+            let (arg, exact) = match arg {
+                Expr::Cast(inner, CastType::Shown { .. })
+                    if g.group_by.is_empty()
+                        && matches!(
+                            spec.kind,
+                            AggKind::Sum | AggKind::Avg | AggKind::Min | AggKind::Max
+                        )
+                        && matches!(ty.0, SqlType::Decimal { .. }) =>
+                {
+                    (*inner, true)
+                }
+                other => (other, false),
+            };
+            if let Some(d) = shown_decimals(&spec, &arg, &ty.0, exact, &ftypes) {
+                shown.insert(ngroup + i, d);
+            }
             input.pre.push(arg);
             input.specs.push(spec);
             by_text.insert(norm(a), ngroup + i);
@@ -165,12 +187,42 @@ impl Planner<'_> {
                 by_text,
                 by_col,
                 out,
+                shown,
             }),
             key_post,
             empty_default_needed,
             late,
             late_range,
         })
+    }
+}
+
+/// The decimals an aggregate's value is shown with where it leaves
+/// arithmetic ([`CastType::Shown`] over its column), as MariaDB shows it:
+/// AVG of an exact argument keeps its quotient's digits for arithmetic
+/// and shows its type's scale, and so do SUM, MIN and MAX of a quotient
+/// (`exact`: the argument's full digits); SUM, MIN and MAX of a DOUBLE
+/// with fixed decimals (`SUM(ROUND(x, 1))`) show the argument's, AVG 4
+/// more. `None`: the column's value is shown as it is.
+fn shown_decimals(
+    spec: &AggSpec,
+    arg: &Expr,
+    out: &SqlType,
+    exact: bool,
+    frame: &[(SqlType, bool)],
+) -> Option<u8> {
+    match (spec.kind, out) {
+        (AggKind::Avg, SqlType::Decimal { scale, .. }) if spec.exact_avg => Some(*scale),
+        (_, SqlType::Decimal { scale, .. }) if exact => Some(*scale),
+        (AggKind::Sum | AggKind::Avg | AggKind::Min | AggKind::Max, SqlType::Double) => {
+            if !matches!(arg.result_type(frame).0, SqlType::Double | SqlType::Float) {
+                return None;
+            }
+            let d = arg.fixed_decimals(frame)?;
+            let d = if spec.kind == AggKind::Avg { d + 4 } else { d };
+            Some(d).filter(|&d| d <= 30)
+        }
+        _ => None,
     }
 }
 

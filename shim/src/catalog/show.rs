@@ -18,12 +18,15 @@ use crate::vars::system_variables;
 pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
     let mut i = 1;
     let mut full = false;
+    let mut global = false;
     while matches!(
         word(tk, i).as_deref(),
         Some("FULL" | "EXTENDED" | "GLOBAL" | "SESSION" | "LOCAL")
     ) {
-        if word(tk, i).as_deref() == Some("FULL") {
-            full = true;
+        match word(tk, i).as_deref() {
+            Some("FULL") => full = true,
+            Some("GLOBAL") => global = true,
+            _ => {}
         }
         i += 1;
     }
@@ -35,7 +38,7 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
         "COLUMNS" | "FIELDS" => show_columns(e, s, tk, i, full),
         "INDEX" | "INDEXES" | "KEYS" => show_index(e, s, tk, i),
         "CREATE" => show_create(e, s, tk, i),
-        "VARIABLES" => show_variables(e, s, tk, i),
+        "VARIABLES" => show_variables(e, s, tk, i, global),
         "STATUS" => show_status(e, s, tk, i),
         // SHOW COUNT(*) WARNINGS | ERRORS
         "COUNT"
@@ -267,8 +270,21 @@ fn show_create(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
     }
 }
 
-fn show_variables(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Output> {
-    let rows = system_variables(s, &e.facts)
+/// SHOW [GLOBAL | SESSION] VARIABLES: the session's values, or with
+/// GLOBAL those a new session would start with.
+fn show_variables(
+    e: &Engine,
+    s: &mut Session,
+    tk: &[Token],
+    i: usize,
+    global: bool,
+) -> Result<Output> {
+    let values = if global {
+        crate::vars::global_system_variables(&e.facts)
+    } else {
+        system_variables(s, &e.facts)
+    };
+    let rows = values
         .into_iter()
         .map(|(n, v)| vec![t(n), t(v.to_string())])
         .collect();

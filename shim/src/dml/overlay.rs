@@ -414,6 +414,23 @@ pub(crate) fn candidate_rows(
                 .collect();
             Ok(keys.iter().filter_map(|k| by_key.remove(k)).collect())
         }
+        // In primary key order, as storage (and InnoDB) scans the table:
+        // the transaction's own inserts among the committed rows, so that
+        // a statement over several rows fails on the row InnoDB fails on
+        // first (an out-of-range value before a later row's CHECK).
+        (ScanSpec::Full, Some(pk)) => {
+            let mut rows = rows;
+            rows.sort_by(|a, b| {
+                pk.iter()
+                    .map(|&c| {
+                        let coll = schema.columns[c].compare_collation();
+                        a[c].cmp_collated(&b[c], coll)
+                    })
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            Ok(rows)
+        }
         _ => Ok(rows),
     }
 }

@@ -2,8 +2,9 @@
 //! `IGNORE INDEX (c) USE INDEX ()`), which sqlparser 0.52 does not read.
 //! They steer InnoDB's choice of index and never change an answer, and
 //! Ladle answers from views it plans itself, so the parser is given the
-//! statement without them. (MySQL refuses a hint naming an index the
-//! table lacks, 1176; Ladle does not check the names.)
+//! statement without them. The names they give are still checked as
+//! MySQL checks them (1176 for an index the table lacks): [`index_hints`]
+//! lists them with the table each is for.
 
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithLocation, Whitespace};
@@ -30,6 +31,111 @@ pub(super) fn strip_index_hints(mut toks: Vec<TokenWithLocation>) -> Vec<TokenWi
         }
     }
     toks
+}
+
+/// One hint's index names and the table reference it follows.
+#[derive(Debug, PartialEq)]
+pub struct IndexHint {
+    /// The table's name as written: one part, or `db.table`.
+    pub table: Vec<String>,
+    /// The reference's alias, if it has one (MySQL's errors name it).
+    pub alias: Option<String>,
+    /// The index names, as written (`PRIMARY` included).
+    pub names: Vec<String>,
+}
+
+/// The index hints of `sql` (none if it does not tokenize).
+pub fn index_hints(sql: &str) -> Vec<IndexHint> {
+    let Ok(toks) = super::tokenize(sql) else {
+        return Vec::new();
+    };
+    let mut hints = Vec::new();
+    let mut i = 0;
+    while let Some(mut start) = next_hint(&toks, i) {
+        let target = hinted_table(&toks, start);
+        // A table's hints: one, or several in a row.
+        loop {
+            let Some(end) = hint_end(&toks, start) else {
+                return hints;
+            };
+            let open = (start..end).find(|&k| toks[k].token == Token::LParen);
+            let names = open
+                .map(|o| {
+                    toks[o..end]
+                        .iter()
+                        .filter_map(|t| word_value(&t.token))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some((table, alias)) = &target {
+                hints.push(IndexHint {
+                    table: table.clone(),
+                    alias: alias.clone(),
+                    names,
+                });
+            }
+            i = end;
+            match next_solid(&toks, end).filter(|&h| is_hint_start(&toks, h)) {
+                Some(h) => start = h,
+                None => break,
+            }
+        }
+    }
+    hints
+}
+
+fn word_value(t: &Token) -> Option<String> {
+    match t {
+        Token::Word(w) => Some(w.value.clone()),
+        _ => None,
+    }
+}
+
+/// Words that come before a table name, never as one.
+const BEFORE_TABLE: [&str; 8] = [
+    "FROM",
+    "JOIN",
+    "UPDATE",
+    "STRAIGHT_JOIN",
+    "INTO",
+    "LOW_PRIORITY",
+    "IGNORE",
+    "QUICK",
+];
+
+/// The table reference before the hint at `hint` (possibly after an
+/// earlier hint of the same table): `db.t`, `t`, `t AS a` or `t a`.
+fn hinted_table(toks: &[TokenWithLocation], hint: usize) -> Option<(Vec<String>, Option<String>)> {
+    let prev = |j: usize| {
+        (0..j)
+            .rev()
+            .find(|&k| !matches!(toks[k].token, Token::Whitespace(_)))
+    };
+    let last = prev(hint)?;
+    let before = prev(last);
+    let qualified_at = |end: usize| {
+        let mut parts = vec![word_value(&toks[end].token)?];
+        let mut j = end;
+        while let Some(dot) = prev(j).filter(|&d| toks[d].token == Token::Period) {
+            j = prev(dot)?;
+            parts.insert(0, word_value(&toks[j].token)?);
+        }
+        Some(parts)
+    };
+    match before.map(|b| &toks[b].token) {
+        Some(Token::Word(w)) if w.quote_style.is_none() && w.keyword == Keyword::AS => {
+            let alias = word_value(&toks[last].token);
+            Some((qualified_at(prev(before?)?)?, alias))
+        }
+        Some(Token::Word(w))
+            if w.quote_style.is_some()
+                || !BEFORE_TABLE.contains(&w.value.to_ascii_uppercase().as_str()) =>
+        {
+            let alias = word_value(&toks[last].token);
+            Some((qualified_at(before?)?, alias))
+        }
+        _ => Some((qualified_at(last)?, None)),
+    }
 }
 
 /// `USE|FORCE|IGNORE` followed by `INDEX|KEY` at `j`.

@@ -9,11 +9,13 @@
 //! By concern: [`tokenize`] (text to tokens), [`dialect`] (what the parser
 //! reads beyond sqlparser's MySQL dialect), [`parse`] (statements and
 //! expressions), [`split`] (a multi-statement text, executable comments),
-//! [`literal`] (string literals) and [`bytes`] (text from a client's bytes).
+//! [`literal`] (string literals), [`bytes`] (text from a client's bytes)
+//! and [`item_names`] (the names of result columns without an alias).
 
 mod bytes;
 mod dialect;
 mod index_hints;
+mod item_names;
 mod literal;
 mod parse;
 mod split;
@@ -22,6 +24,8 @@ mod tokenize;
 mod with_rollup;
 
 pub use bytes::from_bytes;
+pub use index_hints::{index_hints, IndexHint};
+pub use item_names::{select_item_names, with_item_aliases, ItemNames};
 pub use literal::{display_safe, expr_text, unescape_literal};
 pub(crate) use parse::parse_select_items;
 pub use parse::{

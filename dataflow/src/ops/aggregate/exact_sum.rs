@@ -119,6 +119,35 @@ impl ExactSum {
     }
 }
 
+impl ExactSum {
+    /// AVG as MariaDB divides (see [`crate::expr::quotient_digits`]): the
+    /// mean truncated to the digits a DECIMAL quotient keeps (9 for a sum
+    /// of scale 0 to 5), which arithmetic over the AVG uses (`AVG(a) * 3`
+    /// of 1, 2, 10 is 12.999999999, shown 13.0000); the planner shows it
+    /// rounded to `arg_scale + 4` where it leaves arithmetic. Where those
+    /// digits do not fit, the mean rounded to `arg_scale + 4`.
+    pub fn avg_exact(&self, arg_scale: u32) -> Value {
+        let shown = arg_scale + 4;
+        if self.n == 0 || self.lost {
+            return self.avg(shown);
+        }
+        let digits = crate::expr::quotient_digits(arg_scale, 0).min(MAX_SCALE);
+        let n = i128::from(self.n);
+        let mean = if digits >= self.scale {
+            self.units
+                .checked_mul(pow10(digits - self.scale))
+                .map(|u| u / n)
+        } else {
+            n.checked_mul(pow10(self.scale - digits))
+                .map(|d| self.units / d)
+        };
+        match mean.map(|m| decimal(m, digits, shown)) {
+            Some(v @ Value::Decimal(_)) => v,
+            _ => self.avg(shown),
+        }
+    }
+}
+
 fn pow10(k: u32) -> i128 {
     10i128.pow(k)
 }
@@ -189,6 +218,25 @@ mod tests {
         s.add(big, -1);
         assert_eq!(shown(s.sum(0)), "7");
         assert_eq!(shown(s.avg(4)), "7.0000");
+    }
+
+    #[test]
+    fn exact_avg_keeps_the_quotient_digits() {
+        let mut s = ExactSum::new(0);
+        for v in ["1", "2", "10"] {
+            s.add(dec(v), 1);
+        }
+        assert_eq!(shown(s.avg_exact(0)), "4.333333333");
+        let mut d = ExactSum::new(3);
+        for v in ["1.500", "2.250", "3.125"] {
+            d.add(dec(v), 1);
+        }
+        assert_eq!(shown(d.avg_exact(3)), "2.291666666");
+        // A whole mean still shows the AVG's decimals.
+        let mut w = ExactSum::new(0);
+        w.add(dec("2"), 2);
+        assert_eq!(shown(w.avg_exact(0)), "2.0000");
+        assert_eq!(shown(ExactSum::new(0).avg_exact(0)), "NULL");
     }
 
     #[test]

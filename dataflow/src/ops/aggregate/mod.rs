@@ -51,6 +51,10 @@ pub(crate) struct AggSpec {
     pub desc: bool,
     /// Collation of the argument (MIN/MAX of text, DISTINCT).
     pub collation: Collation,
+    /// AVG of an exact argument gives the quotient's full digits
+    /// ([`ExactSum::avg_exact`]) for the planner to round where they are
+    /// shown; otherwise the mean rounded to `scale + 4`.
+    pub exact_avg: bool,
 }
 
 impl AggSpec {
@@ -64,6 +68,16 @@ impl AggSpec {
             separator: ",".into(),
             desc: false,
             collation: Collation::Binary,
+            exact_avg: false,
+        }
+    }
+
+    /// AVG of the exact sum `s`: see [`AggSpec::exact_avg`].
+    fn avg_of(&self, s: &ExactSum) -> Value {
+        if self.exact_avg {
+            s.avg_exact(self.scale)
+        } else {
+            s.avg(self.scale + 4)
         }
     }
 }
@@ -391,7 +405,7 @@ impl Aggregate {
                     let s = ExactSum::of(*exact, *n);
                     match a.kind {
                         AggKind::Sum => s.sum(a.scale),
-                        _ => s.avg(a.scale + 4),
+                        _ => a.avg_of(&s),
                     }
                 }
                 (AggKind::Sum, Acc::Sum { float, n, .. }) => {
@@ -403,7 +417,7 @@ impl Aggregate {
                 }
                 (_, Acc::Sum { float, n, .. }) => float_avg(*n, *float),
                 (AggKind::Sum, Acc::ExactSum(s)) => s.sum(a.scale),
-                (_, Acc::ExactSum(s)) => s.avg(a.scale + 4),
+                (_, Acc::ExactSum(s)) => a.avg_of(s),
                 (AggKind::Sum, Acc::FloatSum { sum, comp, n }) => {
                     if *n == 0 {
                         Value::Null
@@ -629,7 +643,7 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
             if a.kind == AggKind::Sum {
                 s.sum(a.scale)
             } else {
-                s.avg(a.scale + 4)
+                a.avg_of(&s)
             }
         }
         AggKind::GroupConcat => {

@@ -125,6 +125,10 @@ pub(crate) struct PostAgg {
     pub by_col: HashMap<usize, usize>,
     /// Output column types.
     pub out: Vec<(SqlType, bool, Collation)>,
+    /// Aggregate output columns read as `Cast(Column, Shown { scale })`:
+    /// an exact AVG's quotient digits, shown rounded where they leave
+    /// arithmetic, and DOUBLE aggregates with fixed decimals.
+    pub shown: HashMap<usize, u8>,
 }
 
 /// How placeholders are treated.
@@ -444,7 +448,12 @@ impl<'a> ExprCx<'a> {
         use ast::Expr as E;
         if let Some(post) = self.post {
             if let Some(&i) = post.by_text.get(&norm(e)) {
-                return Ok(Expr::Column(i));
+                return Ok(match post.shown.get(&i) {
+                    Some(&scale) => {
+                        Expr::Cast(Box::new(Expr::Column(i)), CastType::Shown { scale })
+                    }
+                    None => Expr::Column(i),
+                });
             }
             if aggregate_name(e).is_some() {
                 return Err(DataflowError::Internal(format!(
@@ -555,11 +564,11 @@ impl<'a> ExprCx<'a> {
             E::Ceil {
                 expr,
                 field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
-            } => Expr::Call(Func::Ceil, vec![self.compile(expr)?]),
+            } => Expr::Call(Func::Ceil, vec![self.exact_decimal(self.compile(expr)?)]),
             E::Floor {
                 expr,
                 field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime),
-            } => Expr::Call(Func::Floor, vec![self.compile(expr)?]),
+            } => Expr::Call(Func::Floor, vec![self.exact_decimal(self.compile(expr)?)]),
             E::Substring {
                 expr,
                 substring_from,
@@ -826,14 +835,7 @@ impl<'a> ExprCx<'a> {
             | Func::Sign
             | Func::Mod
             | Func::Pow
-            | Func::Sqrt => args
-                .iter()
-                .map(|a| match hex_number(a) {
-                    Some(n) => Ok(Expr::Literal(n)),
-                    // An ENUM argument is its index, as in arithmetic.
-                    None => self.compile(a).map(|x| self.enum_as_number(x)),
-                })
-                .collect::<Result<_>>()?,
+            | Func::Sqrt => self.numeric_args(func, &args)?,
             Func::Greatest | Func::Least => self.compile_comparison_group(&args)?,
             _ => args
                 .iter()

@@ -492,6 +492,43 @@ impl ExprCx<'_> {
         })
     }
 
+    /// `e` without the [`CastType::Shown`] rounding of a DECIMAL quotient
+    /// (or arithmetic over one): what a numeric function reads, as
+    /// MariaDB's functions read a quotient's full digits (`ROUND(a / b,
+    /// 10)` rounds 0.333333333; `FLOOR(a / b * 3)` floors 0.999999999).
+    pub(super) fn exact_decimal(&self, e: Expr) -> Expr {
+        match e {
+            Expr::Cast(inner, CastType::Shown { .. })
+                if matches!(
+                    inner.result_type(&self.frame_types()).0,
+                    SqlType::Decimal { .. }
+                ) =>
+            {
+                *inner
+            }
+            other => other,
+        }
+    }
+
+    /// The arguments of a numeric function: a hex literal is a number, an
+    /// ENUM its index (as in arithmetic), and a quotient its full digits
+    /// where the function's result has decimals of its own (ABS and MOD
+    /// show the argument's).
+    pub(super) fn numeric_args(&self, func: Func, args: &[&ast::Expr]) -> Result<Vec<Expr>> {
+        args.iter()
+            .map(|a| {
+                let x = match hex_number(a) {
+                    Some(n) => Expr::Literal(n),
+                    None => self.enum_as_number(self.compile(a)?),
+                };
+                Ok(match func {
+                    Func::Abs | Func::Mod => x,
+                    _ => self.exact_decimal(x),
+                })
+            })
+            .collect()
+    }
+
     /// `CAST(x AS type)` (hex literals are numbers when cast to one).
     pub(super) fn cast(&self, expr: &ast::Expr, data_type: &ast::DataType) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
@@ -508,7 +545,13 @@ impl ExprCx<'_> {
             CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
             _ => target,
         };
-        let x = if numeric { self.enum_as_number(x) } else { x };
+        // A number cast reads a quotient's full digits (`CAST(a / b AS
+        // DECIMAL(20, 12))`); a string cast its shown ones.
+        let x = if numeric {
+            self.exact_decimal(self.enum_as_number(x))
+        } else {
+            x
+        };
         Ok(Expr::Cast(b(x), target))
     }
 
@@ -628,8 +671,14 @@ fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
 /// lose their [`CastType::Shown`] rounding, and the result, if it has a
 /// quotient in it and is a DECIMAL, is rounded to the scale its type shows.
 fn shown_arith(o: ArithOp, l: Expr, r: Expr, frame: &[(SqlType, bool)]) -> Expr {
+    // (A DOUBLE passes its Shown unchanged: it carries the decimals
+    // the value is shown with, `SUM(ROUND(x, 1)) + 0`.)
     let unshown = |x: Expr| match x {
-        Expr::Cast(inner, CastType::Shown { .. }) => (*inner, true),
+        Expr::Cast(inner, CastType::Shown { .. })
+            if matches!(inner.result_type(frame).0, SqlType::Decimal { .. }) =>
+        {
+            (*inner, true)
+        }
         other => (other, false),
     };
     let ((l, exact_l), (r, exact_r)) = (unshown(l), unshown(r));
