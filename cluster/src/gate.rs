@@ -10,6 +10,7 @@ use std::time::Instant;
 use ladle_common::Lsn;
 use ladle_storage::{StorageError, WriteGate};
 
+use crate::ack_wait::Confirmation;
 use crate::node::{Node, Role};
 
 pub(crate) struct Gate(pub Arc<Node>);
@@ -24,45 +25,30 @@ impl WriteGate for Gate {
         node.note_commit(lsn);
         node.committed.send_replace(node.storage.last_lsn());
         let term = node.term();
+        let demoted = || node.role() != Role::Primary || node.term() != term;
         let needed = node.config.sync_replicas;
         let deadline = Instant::now() + node.config.ack_timeout;
-        let mut replicas = node.replicas.lock();
-        loop {
-            if node.role() != Role::Primary || node.term() != term {
-                break;
-            }
-            // Distinct nodes: a replica that reconnected may still have its
-            // old stream registered.
-            let mut persisted: Vec<u64> = replicas
-                .iter()
-                .filter(|(_, p)| p.acked >= lsn)
-                .map(|(_, p)| p.node_id)
-                .collect();
-            persisted.sort_unstable();
-            persisted.dedup();
-            let persisted = persisted.len();
-            if persisted >= needed {
-                drop(replicas);
-                // The lease is checked after the replicas answered: if it
-                // is valid now, no other node can have been elected yet.
-                if node.lease_valid() {
-                    node.acknowledged.fetch_max(lsn, Ordering::AcqRel);
-                    return Ok(());
-                }
-                break;
-            }
-            if node.acked.wait_until(&mut replicas, deadline).timed_out() {
-                node.metrics.not_acknowledged.inc();
-                return Err(StorageError::ReadOnly(format!(
-                    "committed at position {lsn} but not acknowledged: \
-                     {needed} synchronous replica(s) did not confirm it in time"
-                )));
-            }
+        let confirmation = if needed == 0 {
+            Confirmation::Confirmed
+        } else {
+            node.ack_waiters.wait(lsn, deadline, demoted)
+        };
+        // The lease is checked after the replicas answered: if it is valid
+        // now, no other node can have been elected yet.
+        if confirmation == Confirmation::Confirmed && !demoted() && node.lease_valid() {
+            node.acknowledged.fetch_max(lsn, Ordering::AcqRel);
+            return Ok(());
         }
         node.metrics.not_acknowledged.inc();
-        Err(StorageError::ReadOnly(format!(
-            "committed at position {lsn} but not acknowledged: this node may no \
-             longer be the primary; retry"
-        )))
+        Err(StorageError::ReadOnly(match confirmation {
+            Confirmation::TimedOut => format!(
+                "committed at position {lsn} but not acknowledged: \
+                 {needed} synchronous replica(s) did not confirm it in time"
+            ),
+            _ => format!(
+                "committed at position {lsn} but not acknowledged: this node may no \
+                 longer be the primary; retry"
+            ),
+        }))
     }
 }

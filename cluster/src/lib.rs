@@ -26,6 +26,7 @@
 //! [`DdlApplier`] (replays a schema change) and [`Node::check_writable`] /
 //! [`Node::record_ddl`] (the shim's schema-log hook).
 
+mod ack_wait;
 mod auth;
 mod bootstrap;
 mod config;

@@ -17,6 +17,10 @@ use crate::config::ClusterConfig;
 use crate::ddl::{self, DdlApplier};
 use crate::hooks::{ForwardTarget, ViewSnapshotSource};
 
+/// Change-log entries kept in memory for the replication streams (about
+/// a second of writes at a primary's full rate).
+const RECENT_LOG_ENTRIES: usize = 4096;
+
 /// What a node is doing now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
@@ -124,8 +128,11 @@ pub struct Node {
     pub(crate) lease_valid_until: Mutex<Option<Instant>>,
     /// Replicas connected to this primary, by connection.
     pub(crate) replicas: Mutex<Vec<(u64, ReplicaProgress)>>,
-    /// Signalled when a replica acknowledges or the role changes.
+    /// Signalled when a replica acknowledges or the role changes (schema
+    /// changes wait on it; writes wait in `ack_waiters`).
     pub(crate) acked: Condvar,
+    /// Writes waiting for the synchronous replicas to confirm them.
+    pub(crate) ack_waiters: crate::ack_wait::AckWaiters,
     /// The newest LSN committed here; streams to replicas wait on it.
     pub(crate) committed: tokio::sync::watch::Sender<Lsn>,
     /// The primary's last LSN as a replica last heard it.
@@ -266,6 +273,8 @@ impl Node {
         registry: &Registry,
     ) -> anyhow::Result<Arc<Node>> {
         let (committed, _) = tokio::sync::watch::channel(storage.last_lsn());
+        // What replication streams send next is read from memory.
+        storage.keep_recent_log(RECENT_LOG_ENTRIES);
         let node = Node {
             config,
             ddl: ddl::SchemaHistory::load(&storage)?,
@@ -282,6 +291,7 @@ impl Node {
             lease_valid_until: Mutex::new(None),
             replicas: Mutex::new(Vec::new()),
             acked: Condvar::new(),
+            ack_waiters: Default::default(),
             committed,
             primary_last: AtomicU64::new(0),
             acknowledged: AtomicU64::new(0),
@@ -488,6 +498,7 @@ impl Node {
             // Writers waiting for acknowledgements re-check their role.
             let _guard = self.replicas.lock();
             self.acked.notify_all();
+            self.ack_waiters.wake_all();
         }
         self.refresh_metrics();
     }

@@ -154,6 +154,9 @@ async fn serve_replica(
                     }
                     _ => break,
                 }
+                let needed = node.config.sync_replicas;
+                node.ack_waiters
+                    .confirm(crate::ack_wait::confirmed_by(&replicas, needed));
                 node.acked.notify_all();
             }
         })
@@ -240,12 +243,16 @@ async fn send_ddl(
     Ok(next)
 }
 
-/// Up to [`CHUNK`] change-log entries after `after` (read on a blocking
-/// thread: RocksDB).
+/// Up to [`CHUNK`] change-log entries after `after`: from memory when they
+/// are recent (a replica keeping up), else read on a blocking thread
+/// (RocksDB).
 async fn read_entries(
     node: &Arc<Node>,
     after: Lsn,
 ) -> anyhow::Result<Vec<(Lsn, Vec<TableDeltas>)>> {
+    if let Some(recent) = node.storage.read_recent_log(after, CHUNK) {
+        return Ok(recent?);
+    }
     let storage = node.storage.clone();
     let entries = tokio::task::spawn_blocking(move || {
         let mut out = Vec::new();

@@ -85,6 +85,7 @@ mod keys;
 mod memory;
 mod ops;
 mod read;
+mod recent_log;
 mod rocks;
 mod storage;
 mod table;
@@ -99,7 +100,7 @@ pub use ops::{
     WriteOp, WriteResult,
 };
 pub use rocks::WalRecoveryReport;
-pub use storage::{set_secondary_full_row_for_new_tables, Storage};
+pub use storage::{set_secondary_full_row_for_new_tables, LogEntry, Storage};
 pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};
 pub use write::check_not_null;

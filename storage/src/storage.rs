@@ -53,7 +53,13 @@ pub struct Storage {
     /// Change-log entries above this LSN are kept by `truncate_log` (a
     /// replica still needs them). `u64::MAX`: no such floor.
     log_floor: AtomicU64,
+    /// The newest change-log entries in memory (a cluster node's; see
+    /// [`Storage::keep_recent_log`]).
+    recent_log: crate::recent_log::RecentLog,
 }
+
+/// A change-log entry: its LSN and the row changes committed there.
+pub type LogEntry = (Lsn, Vec<TableDeltas>);
 
 thread_local! {
     /// Set while this thread runs inside [`Storage::fenced`]: its own
@@ -126,6 +132,7 @@ impl Storage {
             gate: RwLock::new(None),
             fence: RwLock::new(()),
             log_floor: AtomicU64::new(u64::MAX),
+            recent_log: Default::default(),
             secondary_full_row: AtomicBool::new(
                 catalog::SECONDARY_FULL_ROW.load(Ordering::Relaxed),
             ),
@@ -697,6 +704,36 @@ impl Storage {
             }
         }
     }
+
+    /// Keeps the newest `entries` change-log entries in memory from now on
+    /// (0: none), for [`Storage::read_recent_log`].
+    pub fn keep_recent_log(&self, entries: usize) {
+        self.recent_log.set_capacity(entries);
+    }
+
+    /// Up to `max` change-log entries after `after`, as [`Storage::read_log`]
+    /// gives them, if they are all among those kept in memory (see
+    /// [`Storage::keep_recent_log`]); `None` when they must be read from
+    /// storage. Never touches the disk.
+    pub fn read_recent_log(
+        &self,
+        after: Lsn,
+        max: usize,
+    ) -> Option<Result<Vec<LogEntry>>> {
+        let kept = self.recent_log.read(after, max)?;
+        Some(
+            kept.into_iter()
+                .map(|(lsn, bytes)| {
+                    postcard::from_bytes(&bytes)
+                        .map(|deltas| (lsn, deltas))
+                        .map_err(|e| {
+                            StorageError::Corruption(format!("change-log entry {lsn}: {e}"))
+                        })
+                })
+                .collect(),
+        )
+    }
+
     /// Applies a batch another node committed (a replica following its
     /// primary): the same row changes, logged at the same LSN, which must be
     /// the next one here. Bypasses the write gate; the observer (the
@@ -892,9 +929,13 @@ impl Storage {
                 next.to_be_bytes(),
             );
         }
+        let mut recent = Vec::new();
         for (lsn, changes) in &entries {
             let bytes = postcard::to_stdvec(changes)
                 .map_err(|e| StorageError::Internal(format!("encoding the change log: {e}")))?;
+            if self.recent_log.enabled() {
+                recent.push((*lsn, std::sync::Arc::from(bytes.as_slice())));
+            }
             batch.put(cf::CHANGE_LOG, keys::lsn_key(*lsn), bytes);
         }
         let newest = entries.last().map(|(lsn, _)| *lsn);
@@ -903,6 +944,9 @@ impl Storage {
         }
         if !batch.is_empty() {
             self.engine.write(batch, sync)?;
+        }
+        if !recent.is_empty() {
+            self.recent_log.push(recent);
         }
         let Some(lsn) = newest else {
             return Ok(());
