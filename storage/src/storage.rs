@@ -715,11 +715,7 @@ impl Storage {
     /// gives them, if they are all among those kept in memory (see
     /// [`Storage::keep_recent_log`]); `None` when they must be read from
     /// storage. Never touches the disk.
-    pub fn read_recent_log(
-        &self,
-        after: Lsn,
-        max: usize,
-    ) -> Option<Result<Vec<LogEntry>>> {
+    pub fn read_recent_log(&self, after: Lsn, max: usize) -> Option<Result<Vec<LogEntry>>> {
         let kept = self.recent_log.read(after, max)?;
         Some(
             kept.into_iter()

@@ -22,6 +22,6 @@ pub(crate) mod write;
 
 pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
-pub(crate) use overlay::candidate_rows;
 pub use multi_update::{is_multi_table_update, multi_update, parse_multi_update, MultiUpdate};
+pub(crate) use overlay::candidate_rows;
 pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};
