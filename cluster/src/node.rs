@@ -486,8 +486,13 @@ impl Node {
                 "cluster role changed"
             );
             // Writers waiting for acknowledgements re-check their role.
-            let _guard = self.replicas.lock();
-            self.acked.notify_all();
+            {
+                let _guard = self.replicas.lock();
+                self.acked.notify_all();
+            }
+            if let Some(applier) = self.applier.get() {
+                applier.role_changed(role);
+            }
         }
         self.refresh_metrics();
     }

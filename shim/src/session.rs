@@ -307,6 +307,11 @@ pub struct Session {
     /// primary): it never forwards them on, even if the node was demoted
     /// meanwhile (its writes then get 1290).
     pub serves_forwarded: bool,
+    /// The server's own session (a replica's replay of the primary's
+    /// schema changes, the cleanup of TEMPORARY tables): its statements
+    /// name TEMPORARY tables by their stored names (`#tmp#5#t`), which are
+    /// the same on every node, and are never rewritten for it.
+    pub names_stored_tables: bool,
 }
 
 impl Session {
@@ -335,6 +340,7 @@ impl Session {
             forward: None,
             forwarded_transaction: false,
             serves_forwarded: false,
+            names_stored_tables: false,
         }
     }
 
