@@ -491,7 +491,7 @@ impl Node {
                 self.acked.notify_all();
             }
             if let Some(applier) = self.applier.get() {
-                applier.role_changed(role);
+                applier.role_changed(role == Role::Primary);
             }
         }
         self.refresh_metrics();

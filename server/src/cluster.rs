@@ -84,9 +84,8 @@ impl DdlApplier for EngineDdlApplier {
 
     /// Elected, the node drops the TEMPORARY tables no live session owns
     /// (their sessions were on the old primary), through the schema log.
-    fn role_changed(&self, role: ladle_cluster::Role) {
-        self.0
-            .temporary_tables_follow_role(role == ladle_cluster::Role::Primary);
+    fn role_changed(&self, primary: bool) {
+        self.0.temporary_tables_follow_role(primary);
     }
 }
 

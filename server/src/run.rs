@@ -124,7 +124,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             storage: &storage,
             snapshots: &snapshots,
         };
-        hold_leftover_temporary_tables(&frontend).await?;
         join_cluster(config, &args, serving, &admin, &http_state).await?;
     } else {
         drop_leftover_temporary_tables(&frontend).await?;
@@ -205,7 +204,7 @@ async fn drop_leftover_temporary_tables(frontend: &Arc<Frontend>) -> anyhow::Res
 /// A cluster node leaves the TEMPORARY tables of the last run hidden
 /// until it or another node, elected, drops them through the schema log
 /// (see `Engine::temporary_tables_follow_role`).
-async fn hold_leftover_temporary_tables(frontend: &Arc<Frontend>) -> anyhow::Result<()> {
+async fn hold_leftover_temporary_tables(frontend: &Frontend) -> anyhow::Result<()> {
     let engine = frontend.engine().clone();
     let held = tokio::task::spawn_blocking(move || engine.hold_leftover_temporary_tables())
         .await?
@@ -378,6 +377,7 @@ async fn join_cluster(
         storage,
         snapshots,
     } = serving;
+    hold_leftover_temporary_tables(frontend).await?;
     let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
     let registry = frontend.engine().metrics.registry.clone();
     let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)
