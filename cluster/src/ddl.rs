@@ -27,6 +27,10 @@ pub trait DdlApplier: Send + Sync {
     /// Installs the primary's whole account list (`state`, the front end's
     /// encoding) and records it for this node's own replicas.
     fn apply_accounts(&self, state: &str) -> Result<(), String>;
+    /// This node's role changed; `primary`: it is now the primary (and
+    /// already takes writes). Must return quickly; the server drops the
+    /// TEMPORARY tables no live session owns when it is elected.
+    fn role_changed(&self, _primary: bool) {}
 }
 
 thread_local! {

@@ -496,9 +496,14 @@ impl Node {
                 "cluster role changed"
             );
             // Writers waiting for acknowledgements re-check their role.
-            let _guard = self.replicas.lock();
-            self.acked.notify_all();
-            self.ack_waiters.wake_all();
+            {
+                let _guard = self.replicas.lock();
+                self.acked.notify_all();
+                self.ack_waiters.wake_all();
+            }
+            if let Some(applier) = self.applier.get() {
+                applier.role_changed(role == Role::Primary);
+            }
         }
         self.refresh_metrics();
     }

@@ -65,6 +65,8 @@ impl DdlApplier for EngineDdlApplier {
         sql: &str,
     ) -> Result<(), String> {
         let mut session = Session::new(0, "replication".into(), "localhost".into());
+        // The primary's text names TEMPORARY tables as stored.
+        session.names_stored_tables = true;
         session.database = database.map(str::to_string);
         let assignments = settings
             .iter()
@@ -78,6 +80,12 @@ impl DdlApplier for EngineDdlApplier {
 
     fn apply_accounts(&self, state: &str) -> Result<(), String> {
         self.0.install_replicated_accounts(state)
+    }
+
+    /// Elected, the node drops the TEMPORARY tables no live session owns
+    /// (their sessions were on the old primary), through the schema log.
+    fn role_changed(&self, primary: bool) {
+        self.0.temporary_tables_follow_role(primary);
     }
 }
 
@@ -165,7 +173,10 @@ pub struct EngineForwardTarget(pub Arc<Engine>);
 
 impl ladle_cluster::ForwardTarget for EngineForwardTarget {
     fn open(&self) -> Box<dyn ladle_cluster::ForwardedSession> {
-        let mut session = Session::new(0, "forwarded".into(), "replica".into());
+        // A connection id of its own: it names the session's TEMPORARY
+        // tables (`#tmp#<id>#t`), apart from every other session's.
+        let id = self.0.new_connection_id();
+        let mut session = Session::new(id, "forwarded".into(), "replica".into());
         session.serves_forwarded = true;
         Box::new(ForwardedEngineSession {
             engine: self.0.clone(),
@@ -191,6 +202,18 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
 struct ForwardedEngineSession {
     engine: Arc<Engine>,
     session: Session,
+}
+
+impl Drop for ForwardedEngineSession {
+    /// The replica's client is gone (or its link): its TEMPORARY tables
+    /// here go with it.
+    fn drop(&mut self) {
+        let ended = std::mem::replace(
+            &mut self.session,
+            Session::new(0, String::new(), String::new()),
+        );
+        self.engine.end_forwarded_session(ended);
+    }
 }
 
 impl ladle_cluster::ForwardedSession for ForwardedEngineSession {

@@ -189,7 +189,7 @@ async fn load_rsa_keys(
 }
 
 /// TEMPORARY tables went with the connections of the last run (a cluster
-/// node leaves its own to the primary's schema changes).
+/// node holds its own: see [`hold_leftover_temporary_tables`]).
 async fn drop_leftover_temporary_tables(frontend: &Arc<Frontend>) -> anyhow::Result<()> {
     let engine = frontend.engine().clone();
     let dropped = tokio::task::spawn_blocking(move || engine.drop_leftover_temporary_tables())
@@ -197,6 +197,23 @@ async fn drop_leftover_temporary_tables(frontend: &Arc<Frontend>) -> anyhow::Res
         .context("dropping TEMPORARY tables of the last run")?;
     if dropped > 0 {
         tracing::info!(dropped, "dropped TEMPORARY tables left by the last run");
+    }
+    Ok(())
+}
+
+/// A cluster node leaves the TEMPORARY tables of the last run hidden
+/// until it or another node, elected, drops them through the schema log
+/// (see `Engine::temporary_tables_follow_role`).
+async fn hold_leftover_temporary_tables(frontend: &Frontend) -> anyhow::Result<()> {
+    let engine = frontend.engine().clone();
+    let held = tokio::task::spawn_blocking(move || engine.hold_leftover_temporary_tables())
+        .await?
+        .context("reading the TEMPORARY tables of the last run")?;
+    if held > 0 {
+        tracing::info!(
+            held,
+            "TEMPORARY tables of the last run wait for an elected node to drop them"
+        );
     }
     Ok(())
 }
@@ -360,6 +377,7 @@ async fn join_cluster(
         storage,
         snapshots,
     } = serving;
+    hold_leftover_temporary_tables(frontend).await?;
     let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
     let registry = frontend.engine().metrics.registry.clone();
     let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)

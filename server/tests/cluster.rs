@@ -1883,3 +1883,130 @@ fn walk_size(dir: &std::path::Path) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// The names of database `db`'s tables `node` lists to a client, in
+/// SHOW TABLES and in `information_schema.tables`, sorted.
+fn listed_tables(node: &Node, db: &str) -> Option<(Vec<String>, Vec<String>)> {
+    let mut c = Conn::new(node.opts()).ok()?;
+    let mut shown: Vec<String> = c.query(format!("SHOW TABLES FROM {db}")).ok()?;
+    let mut schema: Vec<String> = c
+        .query(format!(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = '{db}'"
+        ))
+        .ok()?;
+    shown.sort();
+    schema.sort();
+    Some((shown, schema))
+}
+
+/// TEMPORARY tables across a failover (issue #16). Two clients of the
+/// replica each create a temporary `u` (forwarded: each forwarding
+/// session on the primary has a connection id of its own, so neither gets
+/// 1050), a client of the primary creates a temporary `t`; the primary is
+/// killed (-9). The new primary drops every temporary table through the
+/// schema log (no live session owns one: their sessions were on the dead
+/// primary), so no node keeps one: not the new primary, and not the old
+/// one once it is back as a replica and has applied the drops, even after
+/// a restart (each node's registry of temporary tables is in memory, and
+/// a restarted node listed what it still held). The replica's client
+/// whose forwarding session died gets 1146 for its `u`, as after a
+/// reconnect in MySQL, and a new session on the new primary with any
+/// connection id creates its own `t`, empty. WITH RECURSIVE still runs on
+/// both nodes after the failover; a restart of the whole cluster brings
+/// back no temporary table either.
+#[test]
+fn temporary_tables_do_not_outlive_a_failover() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("temporary tables failover test", 2)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    // Alone after the failover, the new primary must acknowledge writes.
+    for node in nodes.iter_mut() {
+        node.args = vec!["--sync-replicas".into(), "0".into()];
+    }
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut p = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    for sql in [
+        "CREATE DATABASE d",
+        "CREATE TABLE d.base (id INT PRIMARY KEY)",
+        "USE d",
+        "CREATE TEMPORARY TABLE t (a INT)",
+        "INSERT INTO t VALUES (1)",
+    ] {
+        p.query_drop(sql).unwrap();
+    }
+    let mut r1 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let mut r2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    for r in [&mut r1, &mut r2] {
+        wait_for("node 2 to hold database d", || r.query_drop("USE d").ok());
+        r.query_drop("CREATE TEMPORARY TABLE u (a INT)")
+            .expect("each forwarded session has a temporary u of its own");
+        r.query_drop("INSERT INTO u VALUES (2)").unwrap();
+    }
+    p.query_drop("INSERT INTO base VALUES (1)").unwrap();
+    let before = (vec!["base".to_string()], vec!["base".to_string()]);
+    wait_for("node 2 to apply everything", || {
+        let mut c = Conn::new(nodes[1].opts()).ok()?;
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM d.base").ok()?;
+        (n == Some(1)).then_some(())
+    });
+    assert_eq!(listed_tables(&nodes[1], "d"), Some(before.clone()));
+
+    nodes[0].kill9();
+    wait_role(&nodes[1], "primary");
+    let errno_of = |r: &mut Conn, sql: &str| errno(r.query_drop(sql));
+    assert_eq!(errno_of(&mut r1, "INSERT INTO u VALUES (3)"), 1146);
+    assert_eq!(errno_of(&mut r2, "SELECT * FROM u"), 1146);
+    // Node 2's connection ids, from 1: one of them is t's owner's on node 1.
+    for _ in 0..4 {
+        let mut c = Conn::new(nodes[1].opts()).expect("connect to node 2");
+        c.query_drop("USE d").unwrap();
+        wait_for("a temporary t of this session's own", || {
+            c.query_drop("CREATE TEMPORARY TABLE t (a INT)").ok()
+        });
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").unwrap();
+        assert_eq!(n, Some(0), "a new session sees no old rows");
+    }
+    assert_eq!(listed_tables(&nodes[1], "d"), Some(before.clone()));
+
+    // The old primary comes back as a replica and applies the drops.
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "replica");
+    let mut q = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    q.query_drop("INSERT INTO d.base VALUES (2)").unwrap();
+    wait_for("node 1 to drop the temporary tables", || {
+        let mut c = Conn::new(nodes[0].opts()).ok()?;
+        let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM d.base").ok()?;
+        (n == Some(2) && listed_tables(&nodes[0], "d")? == before).then_some(())
+    });
+    // WITH RECURSIVE (local scratch tables) on the new primary and on the
+    // old one, now its replica.
+    q.query_drop("CREATE DATABASE mig").unwrap();
+    let mut r = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    recursive_ctes_run_on_the_primary_and_on_a_replica(&mut q, &mut r);
+    // A restart of the whole cluster keeps none either.
+    for node in nodes.iter_mut() {
+        node.kill9();
+    }
+    for node in nodes.iter_mut() {
+        node.start(&url);
+    }
+    let leader = wait_for("a primary", || primary(&nodes));
+    for node in &nodes {
+        wait_for("each node to list d's tables", || {
+            (listed_tables(node, "d")? == before).then_some(())
+        });
+    }
+    let mut c = Conn::new(nodes[leader].opts()).expect("connect to the primary");
+    c.query_drop("CREATE TEMPORARY TABLE d.t (a INT)").unwrap();
+    let n: Option<i64> = c.query_first("SELECT COUNT(*) FROM d.t").unwrap();
+    assert_eq!(n, Some(0));
+}

@@ -32,8 +32,6 @@ impl Engine {
         let opened = crate::sqltext::open_versioned_comments(sql);
         let plain_view = crate::view_options::strip(&opened);
         let sql = plain_view.as_deref().unwrap_or(&opened);
-        let temporary = self.temporary_names(s, sql);
-        let sql = temporary.as_deref().unwrap_or(sql);
         let kind = classify(sql);
         // The columns of a view or table made from a SELECT are named as
         // MySQL names its items (`a+1`), not as the parser prints them.
@@ -47,9 +45,13 @@ impl Engine {
         let carried = carried_warnings(s, sql, kind);
         if self.must_forward(s, kind, sql) {
             // The primary's answer carries the session's warnings and
-            // ROW_COUNT() as it left them.
+            // ROW_COUNT() as it left them. The text goes as the client
+            // wrote it: the session there owns the TEMPORARY tables it
+            // names, under its own connection id.
             return (kind, self.forward(s, sql));
         }
+        let temporary = self.temporary_names(s, sql);
+        let sql = temporary.as_deref().unwrap_or(sql);
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
@@ -69,6 +71,9 @@ impl Engine {
     /// `sql` naming the session's TEMPORARY tables by their stored names
     /// (see [`crate::temporary_names`]), or `None` if it names none.
     pub(crate) fn temporary_names(&self, s: &Session, sql: &str) -> Option<String> {
+        if s.names_stored_tables {
+            return None;
+        }
         let owned = self.temporary_tables.owned_by(s.connection_id);
         crate::temporary_names::rewrite(sql, s.database.as_deref(), s.connection_id, &owned)
     }
@@ -273,6 +278,10 @@ impl Engine {
                 log.check_writable().map_err(|why| {
                     ShimError::Storage(ladle_storage::StorageError::ReadOnly(why))
                 })?;
+                if !s.names_stored_tables && crate::temporary_names::creates_temporary(sql) {
+                    // A new primary first drops its predecessor's.
+                    self.temporary_tables.await_creates();
+                }
                 let database = s.database.clone();
                 let settings = crate::vars::schema_change_settings(s);
                 let run = |s: &mut Session| {

@@ -59,6 +59,11 @@ pub struct Engine {
     /// Set on a cluster node: writes sent here while it is not the
     /// primary run there ([`crate::forward`]).
     pub forwarder: std::sync::OnceLock<Arc<dyn crate::forward::Forwarder>>,
+    /// The next connection id: clients' connections and, on a cluster's
+    /// primary, the sessions replicas forward statements to (a connection
+    /// id names its TEMPORARY tables, so no two sessions share one). 0 is
+    /// the server's own sessions' (schema-log replay, cleanup).
+    pub(crate) next_connection_id: std::sync::atomic::AtomicU32,
 }
 
 /// A cluster node's view of schema changes. Replicas need the primary's
@@ -200,6 +205,11 @@ impl Drop for InflightGuard<'_> {
 }
 
 impl Engine {
+    /// A connection id no other session of this process has (from 1).
+    pub fn new_connection_id(&self) -> u32 {
+        self.next_connection_id.fetch_add(1, AtomicOrdering::SeqCst)
+    }
+
     pub fn inflight_guard(&self) -> InflightGuard<'_> {
         self.inflight.fetch_add(1, AtomicOrdering::SeqCst);
         InflightGuard(&self.inflight)

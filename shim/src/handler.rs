@@ -61,10 +61,7 @@ impl Connection {
     /// metadata locks), after its open transaction is rolled back as a
     /// disconnect rolls it back; off the async worker when there is one.
     fn drop_temporary_tables(&self) {
-        let owned = self
-            .engine
-            .temporary_tables
-            .take_owned_by(self.connection_id);
+        let owned = self.engine.temporary_tables.stored_by(self.connection_id);
         if owned.is_empty() {
             return;
         }
@@ -72,19 +69,7 @@ impl Connection {
         let session = Arc::clone(&self.session);
         let work = move || {
             let mut s = session.lock();
-            s.transaction = None;
-            s.autocommit = true;
-            for (db, table) in owned {
-                let quote = |x: &str| x.replace('`', "``");
-                let sql = format!(
-                    "DROP TEMPORARY TABLE IF EXISTS `{}`.`{}`",
-                    quote(&db),
-                    quote(&table)
-                );
-                if let (_, Err(err)) = engine.execute(&mut s, &sql) {
-                    tracing::warn!(message = %err.message, sql, "dropping a closed connection's temporary table");
-                }
-            }
+            engine.drop_ended_sessions_tables(&mut s, owned);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => drop(rt.spawn_blocking(work)),

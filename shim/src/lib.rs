@@ -162,7 +162,6 @@ pub struct FrontendConfig {
 pub struct Frontend {
     engine: Arc<Engine>,
     config: FrontendConfig,
-    next_id: AtomicU32,
     admission: Arc<Admission>,
 }
 
@@ -196,6 +195,7 @@ impl Frontend {
             row_locks: Default::default(),
             schema_log: Default::default(),
             forwarder: Default::default(),
+            next_connection_id: AtomicU32::new(1),
         });
         let admission = Arc::new(Admission::new(
             config.max_connections,
@@ -204,7 +204,6 @@ impl Frontend {
         Ok(Arc::new(Frontend {
             engine,
             config,
-            next_id: AtomicU32::new(1),
             admission,
         }))
     }
@@ -289,7 +288,7 @@ impl Frontend {
             let _ = stream.shutdown().await;
             return;
         }
-        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        let id = self.engine.new_connection_id();
         let conn = handler::Connection::new(self.engine.clone(), id, host);
         let settings = protocol::Settings {
             max_allowed_packet: self.config.max_allowed_packet,

@@ -347,6 +347,11 @@ pub struct Session {
     /// The running write waited for a row lock after it had found its
     /// rows: it runs again (see `crate::row_locking`).
     pub(crate) rerun_for_row_locks: bool,
+    /// The server's own session (a replica's replay of the primary's
+    /// schema changes, the cleanup of TEMPORARY tables): its statements
+    /// name TEMPORARY tables by their stored names (`#tmp#5#t`), which are
+    /// the same on every node, and are never rewritten for it.
+    pub names_stored_tables: bool,
 }
 
 impl Session {
@@ -378,6 +383,7 @@ impl Session {
             serves_forwarded: false,
             statement_locks: crate::row_locks::HeldLocks::new(connection_id),
             rerun_for_row_locks: false,
+            names_stored_tables: false,
         }
     }
 

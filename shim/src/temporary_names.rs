@@ -102,6 +102,11 @@ pub fn rewrite(sql: &str, db: Option<&str>, owner: u32, owned: &[Owned]) -> Opti
     Some(out)
 }
 
+/// Whether `sql` is a CREATE TEMPORARY TABLE.
+pub(crate) fn creates_temporary(sql: &str) -> bool {
+    starts_with_words(sql, &["CREATE", "TEMPORARY"])
+}
+
 fn starts_with_words(sql: &str, words: &[&str]) -> bool {
     let mut rest = sql.split_whitespace();
     words

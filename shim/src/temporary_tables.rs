@@ -37,7 +37,15 @@ pub struct TemporaryTables {
     /// Whether `owners` holds any: every statement asks (a connection's
     /// own names, another's), most while there are none, without the lock.
     any: AtomicBool,
+    /// Set on a cluster node until, primary, it has dropped the temporary
+    /// tables no live session owns ([`crate::temporary_cleanup`]): a new
+    /// session may get the connection id of a dead one, and so its stored
+    /// names, so CREATE TEMPORARY TABLE waits for the drops.
+    creates_held: AtomicBool,
 }
+
+/// How long CREATE TEMPORARY TABLE waits for a new primary's cleanup.
+const CREATES_HELD_AT_MOST: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl TemporaryTables {
     fn none(&self) -> bool {
@@ -158,20 +166,43 @@ impl TemporaryTables {
             .collect()
     }
 
-    /// Connection `owner`'s temporary tables, forgotten here: it has ended
-    /// and the caller drops them.
-    pub fn take_owned_by(&self, owner: u32) -> Vec<(String, String)> {
-        let mut owners = self.owners.lock();
-        let mine: Vec<_> = owners
+    /// The connection owning temporary table `id`, if it is one here (0:
+    /// the server's own sessions', which own none that a client uses).
+    pub fn owner_of(&self, id: TableId) -> Option<u32> {
+        let owners = self.owners.lock();
+        owners.values().find(|e| e.id == id).map(|e| e.owner)
+    }
+
+    /// CREATE TEMPORARY TABLE waits from now until [`Self::release_creates`].
+    pub fn hold_creates(&self) {
+        self.creates_held.store(true, Ordering::Release);
+    }
+
+    pub fn release_creates(&self) {
+        self.creates_held.store(false, Ordering::Release);
+    }
+
+    /// Waits (bounded) while CREATE TEMPORARY TABLE is held.
+    pub fn await_creates(&self) {
+        let start = std::time::Instant::now();
+        while self.creates_held.load(Ordering::Acquire) && start.elapsed() < CREATES_HELD_AT_MOST {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Connection `owner`'s temporary tables by their stored names: it has
+    /// ended and the caller drops them (each stays listed here, hidden,
+    /// until its DROP forgets it).
+    pub fn stored_by(&self, owner: u32) -> Vec<(String, String)> {
+        if self.none() {
+            return Vec::new();
+        }
+        let owners = self.owners.lock();
+        owners
             .iter()
             .filter(|(_, e)| e.owner == owner)
             .map(|(k, _)| k.clone())
-            .collect();
-        for k in &mine {
-            owners.remove(k);
-        }
-        self.note_len(&owners);
-        mine
+            .collect()
     }
 }
 
@@ -194,7 +225,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn owned_tables_are_taken_once() {
+    fn owned_tables_are_listed_until_dropped() {
         let t = TemporaryTables::default();
         t.add("d", "a", 1, 10);
         t.add("d", "b", 2, 11);
@@ -202,12 +233,47 @@ mod tests {
         assert!(t.foreign("d", "a", 2) && !t.foreign("d", "a", 1));
         assert!(t.foreign_named_in(2, "SELECT * FROM `A`") && !t.foreign_named_in(1, "SELECT a"));
         assert!(!t.foreign_named_in(2, "SELECT 1"));
-        assert_eq!(t.take_owned_by(1), vec![("d".to_string(), "a".to_string())]);
-        assert!(t.take_owned_by(1).is_empty());
+        assert_eq!(t.stored_by(1), vec![("d".to_string(), "a".to_string())]);
+        assert_eq!(t.remove("d", "a"), Some(10));
+        assert!(t.stored_by(1).is_empty());
         assert!(!t.foreign_named_in(2, "SELECT a FROM a"));
         t.rename(("d", "b"), ("e", "c"));
         assert!(t.foreign("e", "c", 1) && !t.contains("d", "b"));
         assert_eq!(t.remove_database("e"), vec![11]);
         assert!(!t.contains("e", "c"));
+    }
+
+    #[test]
+    fn owners_are_found_by_table_id() {
+        let t = TemporaryTables::default();
+        t.add("d", "#tmp#4#a", 4, 10);
+        t.add("d", "#tmp#5#a", 0, 11);
+        assert_eq!(t.owner_of(10), Some(4));
+        assert_eq!(t.owner_of(11), Some(0));
+        assert_eq!(t.owner_of(12), None);
+    }
+
+    #[test]
+    fn held_creates_wait_until_released() {
+        let t = std::sync::Arc::new(TemporaryTables::default());
+        let started = std::time::Instant::now();
+        t.await_creates();
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        t.hold_creates();
+        let releaser = {
+            let t = t.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+                t.release_creates();
+            })
+        };
+        t.await_creates();
+        let waited = started.elapsed();
+        assert!(
+            waited >= std::time::Duration::from_millis(200),
+            "{waited:?}"
+        );
+        assert!(waited < CREATES_HELD_AT_MOST, "{waited:?}");
+        releaser.join().unwrap();
     }
 }
