@@ -14,8 +14,6 @@ use std::time::Instant;
 use ladle_common::Lsn;
 use parking_lot::Mutex;
 
-use crate::node::ReplicaProgress;
-
 /// How a wait for confirmation ended.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Confirmation {
@@ -95,11 +93,12 @@ impl AckWaiters {
     }
 }
 
-/// The newest LSN that `needed` distinct replicas have all persisted (a
-/// replica that reconnected may still have its old stream listed); 0 when
-/// fewer are connected, or none are needed (nothing waits then).
-pub(crate) fn confirmed_by(replicas: &[(u64, ReplicaProgress)], needed: usize) -> Lsn {
-    let mut newest: Vec<(u64, Lsn)> = replicas.iter().map(|(_, p)| (p.node_id, p.acked)).collect();
+/// The newest LSN that `needed` distinct replicas have all persisted, from
+/// each replica stream's (node id, acknowledged LSN) (a replica that
+/// reconnected may still have its old stream listed); 0 when fewer are
+/// connected, or none are needed (nothing waits then).
+pub(crate) fn confirmed_by(acks: impl IntoIterator<Item = (u64, Lsn)>, needed: usize) -> Lsn {
+    let mut newest: Vec<(u64, Lsn)> = acks.into_iter().collect();
     newest.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     newest.dedup_by_key(|(node, _)| *node);
     let mut acked: Vec<Lsn> = newest.into_iter().map(|(_, lsn)| lsn).collect();
@@ -117,26 +116,14 @@ mod tests {
 
     use super::*;
 
-    fn progress(node_id: u64, acked: Lsn) -> ReplicaProgress {
-        ReplicaProgress {
-            node_id,
-            acked,
-            schema: (0, 0),
-        }
-    }
-
     #[test]
     fn the_confirmed_position_counts_distinct_replicas() {
         // Node 2's old stream (acked 9) and its new one (acked 4): one node.
-        let replicas = [
-            (1, progress(2, 9)),
-            (2, progress(3, 5)),
-            (3, progress(2, 4)),
-        ];
-        assert_eq!(confirmed_by(&replicas, 1), 9);
-        assert_eq!(confirmed_by(&replicas, 2), 5);
-        assert_eq!(confirmed_by(&replicas, 3), 0);
-        assert_eq!(confirmed_by(&replicas, 0), 0);
+        let acks = [(2, 9), (3, 5), (2, 4)];
+        assert_eq!(confirmed_by(acks, 1), 9);
+        assert_eq!(confirmed_by(acks, 2), 5);
+        assert_eq!(confirmed_by(acks, 3), 0);
+        assert_eq!(confirmed_by(acks, 0), 0);
     }
 
     #[test]

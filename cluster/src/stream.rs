@@ -155,8 +155,9 @@ async fn serve_replica(
                     _ => break,
                 }
                 let needed = node.config.sync_replicas;
+                let acks = replicas.iter().map(|(_, p)| (p.node_id, p.acked));
                 node.ack_waiters
-                    .confirm(crate::ack_wait::confirmed_by(&replicas, needed));
+                    .confirm(crate::ack_wait::confirmed_by(acks, needed));
                 node.acked.notify_all();
             }
         })

@@ -7,7 +7,6 @@
 //! thread): storage writes may wait for an fsync.
 
 use sqlparser::ast::{self, Statement};
-use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError, WireError};
@@ -16,7 +15,7 @@ use crate::exec::Engine;
 use crate::output::{Kind, Output};
 use crate::select::{has_share_mode, select_deadline, strip_share_mode};
 use crate::session::{Session, Transaction};
-use crate::sqltext::{last_part, parse, parse_select_items};
+use crate::sqltext::{last_part, parse};
 use crate::tokens::{classify, first_words, qualified_name, tokens, word};
 use crate::transaction::{on_savepoint, set_transaction};
 use crate::{catalog, ddl, dml};
@@ -650,113 +649,6 @@ impl Engine {
         self.implicit_commit(s)?;
         dml::truncate(self, s, &object_name(db, table))?;
         Ok(Output::ok())
-    }
-
-    /// `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL parser
-    /// wants RETURNING before ORDER BY, and reads it as the table's alias
-    /// when there is no WHERE (`None`: no RETURNING, left to the parser).
-    fn delete_returning(
-        &self,
-        s: &mut Session,
-        t: &[Token],
-    ) -> std::result::Result<Option<Output>, WireError> {
-        let Some((base, items)) = dml::split_returning(t) else {
-            return Ok(None);
-        };
-        let stmt = parse(&base)?.into_iter().next();
-        let Some(Statement::Delete(mut d)) = stmt else {
-            return Err(ShimError::Parse("near RETURNING".into()).into());
-        };
-        d.returning = Some(parse_select_items(&items)?);
-        Ok(Some(self.statement(s, Statement::Delete(d))?))
-    }
-
-    /// `UPDATE [LOW_PRIORITY] [IGNORE] ... [ORDER BY ...] [LIMIT n]` and
-    /// multi-table UPDATE: the forms the SQL parser does not read (`None`:
-    /// a plain UPDATE, left to the parser).
-    fn update_by_keywords(
-        &self,
-        s: &mut Session,
-        t: &[Token],
-    ) -> std::result::Result<Option<Output>, WireError> {
-        // `UPDATE [LOW_PRIORITY] [IGNORE] t ...`: sqlparser would read
-        // IGNORE as the table's name.
-        let (t, ignore) = dml::strip_update_modifiers(t);
-        if dml::is_multi_table_update(&t) {
-            let update = dml::parse_multi_update(&crate::tokens::render_tokens(&t))?;
-            return Ok(Some(dml::multi_update(self, s, update, ignore)?));
-        }
-        let (base, order, limit) = match dml::split_update_order_limit(&t) {
-            Some(split) => split,
-            None if ignore => (crate::tokens::render_tokens(&t), None, None),
-            None => return Ok(None),
-        };
-        let stmt = parse(&base)?.into_iter().next();
-        let Some(Statement::Update {
-            table,
-            assignments,
-            from: None,
-            selection,
-            ..
-        }) = stmt
-        else {
-            return Err(
-                ShimError::Unsupported("this form of UPDATE ... ORDER BY/LIMIT".into()).into(),
-            );
-        };
-        let order_by = match order {
-            Some(text) => {
-                let mut parser = crate::sqltext::parser(&text)?;
-                let mut order = crate::sqltext::contain_parser_panic(|| {
-                    parser.parse_comma_separated(Parser::parse_order_by_expr)
-                })?;
-                ladle_dataflow::bound_depth(&mut order).map_err(|_| ShimError::TooDeep)?;
-                order
-            }
-            None => Vec::new(),
-        };
-        let limit = match limit {
-            Some(text) => {
-                let x = crate::sqltext::parse_expr(&text)?;
-                match self.eval_constant(s, &x)?.as_i64() {
-                    Some(n) if n >= 0 => Some(n as u64),
-                    _ => return Err(ShimError::WrongArguments("LIMIT".into()).into()),
-                }
-            }
-            None => None,
-        };
-        let clauses = dml::UpdateClauses {
-            order_by: &order_by,
-            limit,
-            ignore,
-        };
-        Ok(Some(dml::update(
-            self,
-            s,
-            table,
-            assignments,
-            selection,
-            clauses,
-        )?))
-    }
-
-    /// A parsed UPDATE: of one table, or of the tables its JOINs name.
-    fn parsed_update(
-        &self,
-        s: &mut Session,
-        table: ast::TableWithJoins,
-        assignments: Vec<ast::Assignment>,
-        selection: Option<ast::Expr>,
-    ) -> Result<Output> {
-        if table.joins.is_empty() {
-            return dml::update(self, s, table, assignments, selection, Default::default());
-        }
-        let update = dml::MultiUpdate {
-            tables: vec![table],
-            assignments,
-            selection,
-        };
-        dml::multi_update(self, s, update, false)
     }
 
     /// Runs one parsed statement.

@@ -704,31 +704,10 @@ fn check_recursive_branch(name: &str, b: &SetExpr) -> Result<()> {
 
 /// Whether `sel` calls an aggregate or window function.
 fn aggregates(sel: &ast::Select) -> bool {
-    const AGGREGATES: &[&str] = &[
-        "COUNT",
-        "SUM",
-        "AVG",
-        "MIN",
-        "MAX",
-        "GROUP_CONCAT",
-        "BIT_AND",
-        "BIT_OR",
-        "BIT_XOR",
-        "STD",
-        "STDDEV",
-        "STDDEV_POP",
-        "STDDEV_SAMP",
-        "VARIANCE",
-        "VAR_POP",
-        "VAR_SAMP",
-        "JSON_ARRAYAGG",
-        "JSON_OBJECTAGG",
-    ];
     let mut found = false;
     let _ = ast::visit_expressions(sel, |e| {
         if let ast::Expr::Function(f) = e {
-            let n = f.name.to_string().to_ascii_uppercase();
-            if f.over.is_some() || AGGREGATES.contains(&n.as_str()) {
+            if f.over.is_some() || crate::sqltext::is_aggregate_function(&f.name) {
                 found = true;
                 return ControlFlow::Break(());
             }

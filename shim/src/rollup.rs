@@ -241,28 +241,7 @@ fn null_rolled(e: &mut Expr, rolled: &[Expr]) {
 /// An aggregate call (whose arguments are the group's rows, not its
 /// key): rolled-up columns inside it keep their values.
 fn is_aggregate(x: &Expr) -> bool {
-    const AGGREGATES: [&str; 18] = [
-        "COUNT",
-        "SUM",
-        "AVG",
-        "MIN",
-        "MAX",
-        "GROUP_CONCAT",
-        "BIT_AND",
-        "BIT_OR",
-        "BIT_XOR",
-        "STD",
-        "STDDEV",
-        "STDDEV_POP",
-        "STDDEV_SAMP",
-        "VAR_POP",
-        "VAR_SAMP",
-        "VARIANCE",
-        "JSON_ARRAYAGG",
-        "JSON_OBJECTAGG",
-    ];
-    matches!(x, Expr::Function(f) if f.over.is_none()
-        && AGGREGATES.iter().any(|a| crate::sqltext::last_part(&f.name).eq_ignore_ascii_case(a)))
+    matches!(x, Expr::Function(f) if f.over.is_none() && crate::sqltext::is_aggregate_function(&f.name))
 }
 
 #[cfg(test)]

@@ -74,6 +74,7 @@ pub mod snapshot;
 
 mod catalog;
 mod cf;
+mod change_log;
 mod commit;
 mod config;
 mod ddl;
@@ -92,6 +93,7 @@ mod table;
 mod view;
 mod write;
 
+pub use change_log::LogEntry;
 pub use config::{Durability, StorageConfig, WalRecovery};
 pub use error::{Result, StorageError};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
@@ -100,7 +102,7 @@ pub use ops::{
     WriteOp, WriteResult,
 };
 pub use rocks::WalRecoveryReport;
-pub use storage::{set_secondary_full_row_for_new_tables, LogEntry, Storage};
+pub use storage::{set_secondary_full_row_for_new_tables, Storage};
 pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};
 pub use write::check_not_null;

@@ -11,6 +11,7 @@
 //! through `ScanSpec::Full` otherwise; the full WHERE is always re-checked
 //! on each row.
 
+mod by_keywords;
 mod delete;
 mod insert;
 mod multi_update;

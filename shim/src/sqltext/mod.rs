@@ -29,7 +29,8 @@ pub use item_names::{select_item_names, with_item_aliases, ItemNames};
 pub use literal::{display_safe, expr_text, unescape_literal};
 pub(crate) use parse::parse_select_items;
 pub use parse::{
-    contain_parser_panic, last_part, parse, parse_expr, parse_statements, parse_whole_expr, parser,
+    contain_parser_panic, is_aggregate_function, last_part, parse, parse_expr, parse_statements,
+    parse_whole_expr, parser,
 };
 pub use split::{open_versioned_comments, split_statements, COMMENT_VERSION};
 pub use tokenize::tokenize;

@@ -174,6 +174,36 @@ pub(crate) fn parse_select_items(sql: &str) -> Result<Vec<SelectItem>> {
     Ok(items)
 }
 
+/// MySQL's aggregate functions (outside an OVER clause).
+const AGGREGATE_FUNCTIONS: [&str; 18] = [
+    "COUNT",
+    "SUM",
+    "AVG",
+    "MIN",
+    "MAX",
+    "GROUP_CONCAT",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "JSON_ARRAYAGG",
+    "JSON_OBJECTAGG",
+];
+
+/// Whether the function `name` (its last part, any case) is an aggregate.
+pub fn is_aggregate_function(name: &ast::ObjectName) -> bool {
+    let name = last_part(name);
+    AGGREGATE_FUNCTIONS
+        .iter()
+        .any(|a| name.eq_ignore_ascii_case(a))
+}
+
 /// The last part of a (possibly qualified) name.
 pub fn last_part(n: &ast::ObjectName) -> String {
     n.0.last().map(|i| i.value.clone()).unwrap_or_default()
