@@ -569,19 +569,30 @@ fn transactions_commit_and_roll_back_atomically() {
             .await
             .unwrap_err();
         assert_eq!(server_code(e), 1062);
-        // ... and one that appears only at COMMIT (a concurrent writer took
-        // the key) fails the COMMIT, which then applies nothing.
+        // ... and a concurrent writer of a key the transaction inserted
+        // waits for its row lock, as in InnoDB (1205 past
+        // innodb_lock_wait_timeout), then finds the key taken once the
+        // transaction committed (1062).
         c.query_drop("INSERT INTO acct VALUES (5, 5)")
             .await
             .unwrap();
         other
-            .query_drop("INSERT INTO acct VALUES (5, 9)")
+            .query_drop("SET innodb_lock_wait_timeout = 1")
             .await
             .unwrap();
-        let e = c.query_drop("COMMIT").await.unwrap_err();
+        let e = other
+            .query_drop("INSERT INTO acct VALUES (5, 9)")
+            .await
+            .unwrap_err();
+        assert_eq!(server_code(e), 1205);
+        c.query_drop("COMMIT").await.unwrap();
+        let e = other
+            .query_drop("INSERT INTO acct VALUES (5, 9)")
+            .await
+            .unwrap_err();
         assert_eq!(server_code(e), 1062);
         other
-            .query_drop("DELETE FROM acct WHERE id = 5")
+            .query_drop("DELETE FROM acct WHERE id IN (3, 5)")
             .await
             .unwrap();
         c.query_drop("SET autocommit = 1").await.unwrap();
