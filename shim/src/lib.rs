@@ -214,6 +214,9 @@ impl Frontend {
 
     /// Accepts connections until `shutdown` turns true, then closes open
     /// connections and waits for statements already executing to finish.
+    /// Repeated reads are parsed and answered on the calling runtime's
+    /// threads, so give them [`ladle_dataflow::THREAD_STACK_BYTES`] stacks
+    /// (as `ladle` does): a long operator chain nests as deep as it is long.
     pub async fn serve(
         self: Arc<Frontend>,
         listener: TcpListener,

@@ -276,12 +276,6 @@ impl HeldLocks {
     }
 }
 
-impl Default for HeldLocks {
-    fn default() -> Self {
-        HeldLocks::new(0)
-    }
-}
-
 impl Drop for HeldLocks {
     fn drop(&mut self) {
         self.release();

@@ -67,7 +67,6 @@ use ladle_storage::WriteOp;
 /// Savepoints mark a length of the op buffer: `ROLLBACK TO SAVEPOINT`
 /// truncates the buffer to it (the statements after it are undone, the
 /// ones before it and the transaction stay), as InnoDB does.
-#[derive(Default)]
 pub struct Transaction {
     pub ops: Vec<WriteOp>,
     /// Per table, an index of the rows this transaction's plain INSERTs
@@ -144,10 +143,25 @@ impl Transaction {
         true
     }
 
+    /// A READ COMMITTED transaction of connection `connection_id`. Its row
+    /// locks are the connection's: a lock held under another owner would
+    /// block the connection's own commit. (So no `Default`.)
+    pub(crate) fn new(connection_id: u32) -> Transaction {
+        Transaction {
+            ops: Vec::new(),
+            added_keys: Default::default(),
+            savepoints: Vec::new(),
+            repeatable_read: false,
+            read_view: Default::default(),
+            locks: Default::default(),
+            row_locks: crate::row_locks::HeldLocks::new(connection_id),
+        }
+    }
+
     /// A transaction of one statement (READ COMMITTED), which an
     /// autocommit statement of several writes runs in to be atomic.
-    pub(crate) fn for_statement() -> Transaction {
-        Transaction::default()
+    pub(crate) fn for_statement(connection_id: u32) -> Transaction {
+        Transaction::new(connection_id)
     }
 
     /// How many ops the buffer holds: where a statement's own ops start.
@@ -438,8 +452,7 @@ impl Session {
         };
         self.transaction = Some(Transaction {
             repeatable_read: level == "REPEATABLE-READ",
-            row_locks: crate::row_locks::HeldLocks::new(self.connection_id),
-            ..Transaction::default()
+            ..Transaction::new(self.connection_id)
         });
     }
 
@@ -501,7 +514,7 @@ mod tests {
         let mut s = Session::new(7, "root".into(), "h".into());
         s.database = Some("db".into());
         s.autocommit = false;
-        s.transaction = Some(Transaction::default());
+        s.transaction = Some(Transaction::new(7));
         s.variables.insert("sql_mode".into(), Value::text(""));
         s.user_variables.insert("x".into(), Value::Int(1));
         s.last_insert_id = 9;

@@ -61,6 +61,7 @@ impl Engine {
     ) -> Result<ladle_storage::WriteResult> {
         let blocked = std::sync::Arc::default();
         let check = self.row_lock_check(s, check, &blocked);
+        let mut last_blocked = None;
         loop {
             let again = self.row_locks.any_held().then(|| tx.ops.clone());
             let ops = std::mem::take(&mut tx.ops);
@@ -69,6 +70,16 @@ impl Engine {
                     let (Some(ops), Some(row)) = (again, blocked.lock().take()) else {
                         return Err(ShimError::LockWaitTimeout);
                     };
+                    // Once locked here, a row cannot block again unless
+                    // its lock is held under another owner than the
+                    // session's: fail rather than spin.
+                    if last_blocked.as_ref() == Some(&row) {
+                        return Err(ShimError::Internal(format!(
+                            "row lock held under another owner than connection {}",
+                            s.connection_id
+                        )));
+                    }
+                    last_blocked = Some(row.clone());
                     let wait = crate::row_locks::Wait::Block(crate::row_locking::lock_wait(s));
                     let mode = crate::row_locks::Mode::Exclusive;
                     self.row_locks.lock(&mut tx.row_locks, row, mode, wait)?;

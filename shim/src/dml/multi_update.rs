@@ -139,7 +139,7 @@ fn in_one_transaction(
 ) -> Result<Output> {
     let own = !s.in_transaction();
     if own {
-        s.transaction = Some(Transaction::for_statement());
+        s.transaction = Some(Transaction::for_statement(s.connection_id));
     }
     let mark = s
         .transaction

@@ -34,11 +34,26 @@ pub async fn start_configured(
     password: &str,
 ) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.set_nonblocking(true).expect("nonblocking");
     let port = listener.local_addr().expect("addr").port();
     let frontend = frontend(dir.path(), port, tls, max_allowed_packet, password);
     let (stop, stop_rx) = watch::channel(false);
-    tokio::spawn(frontend.serve(listener, stop_rx));
+    // On a runtime of its own, built as the server builds its own: the
+    // front end runs cached reads on the runtime's threads, which need the
+    // server's stack size (a test's thread has 2 MB).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(ladle_dataflow::THREAD_STACK_BYTES)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    std::thread::spawn(move || {
+        runtime.block_on(async move {
+            let listener = TcpListener::from_std(listener).expect("listener");
+            frontend.serve(listener, stop_rx).await;
+        });
+    });
     Server {
         port,
         _stop: stop,
