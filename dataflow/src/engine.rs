@@ -19,6 +19,7 @@ use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape};
 use crate::planner::Planner;
 use crate::propagation::{run_worker, Observer, Propagation};
 use crate::read::{self, numeric_key, FillStats, KeysFilling, Target, View};
+use crate::variants::LiteralVariants;
 use crate::{DataflowConfig, DataflowError, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
@@ -63,6 +64,10 @@ pub(crate) struct EngineState {
     idle_sweep_ms: AtomicU64,
     /// When the previous idle sweep ran (ms since `started`).
     last_sweep_ms: AtomicU64,
+    /// The installed views of each query shape by its literals (see
+    /// `variants.rs`), and how many were dropped to bound them.
+    variants: LiteralVariants,
+    variant_evictions: AtomicU64,
 }
 
 /// How long a view may go unread before it is dropped (between this and
@@ -128,6 +133,8 @@ impl Dataflow {
             started: Instant::now(),
             idle_sweep_ms: AtomicU64::new(DEFAULT_VIEW_IDLE_TIMEOUT.as_millis() as u64),
             last_sweep_ms: AtomicU64::new(0),
+            variants: LiteralVariants::default(),
+            variant_evictions: AtomicU64::new(0),
         });
         for (k, v) in storage.list_meta(VIEW_META)? {
             let rest = &k[VIEW_META.len()..];
@@ -339,6 +346,13 @@ impl Dataflow {
     /// counted per view ([`ViewStats::evicted_keys`]).
     pub fn interior_evictions(&self) -> u64 {
         self.inner.graph.lock().interior_evictions
+    }
+
+    /// Views dropped since start because their query shape had
+    /// [`MAX_LITERAL_VARIANTS`](crate::MAX_LITERAL_VARIANTS) others
+    /// installed for other literal values (see `variants.rs`).
+    pub fn variant_evictions(&self) -> u64 {
+        self.inner.variant_evictions.load(AO::Relaxed)
     }
 
     /// The view-state limit (`--memory-limit`).
@@ -712,6 +726,15 @@ impl EngineState {
             views.insert(signature.to_string(), v.clone());
             Ok((v, true))
         })?;
+        if installed {
+            let victims = self.variants.installed(database, q, &view);
+            if !victims.is_empty() {
+                let dropped =
+                    self.drop_views_where(|v| victims.iter().any(|x| std::ptr::eq(v, &**x)));
+                self.variant_evictions
+                    .fetch_add(dropped.len() as u64, AO::Relaxed);
+            }
+        }
         if let (true, Some(origin)) = (installed, origin) {
             let record = InstalledView {
                 database: database.to_string(),

@@ -120,6 +120,7 @@ mod rows;
 mod scalar;
 mod snapshot;
 mod sql_ast;
+mod variants;
 
 pub use config::DataflowConfig;
 pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
@@ -137,3 +138,4 @@ pub use snapshot::{
     SnapshotStats, SnapshotStore,
 };
 pub use sql_ast::{expr_column_name, value_expr};
+pub use variants::MAX_LITERAL_VARIANTS;

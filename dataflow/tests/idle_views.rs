@@ -111,3 +111,46 @@ fn reads_sweep_after_the_idle_timeout() {
     e.df.set_view_idle_timeout(None);
     assert_eq!(by_id.execute(&[i(2)]).unwrap(), vec![vec![i(20)]]);
 }
+
+/// Literals that cannot become parameters (a LIKE pattern, a function's
+/// argument) install a view per value; one shape keeps at most
+/// `MAX_LITERAL_VARIANTS` of them, dropping one nobody read lately, and
+/// every value is still answered right, the dropped ones included.
+#[test]
+fn one_shape_keeps_a_bounded_number_of_literal_variants() {
+    let e = setup();
+    let t = e.storage.table(DB, "t").unwrap();
+    e.insert(&t, (3..60).map(|k| r(&[i(k), i(k * 10)])).collect());
+    let substring = |n: i64| format!("SELECT SUBSTRING(CAST(x AS CHAR), {n}) FROM t WHERE id = 12");
+    let kept = "SELECT COUNT(*) FROM t WHERE x > 5 AND id LIKE '1%'";
+    assert_eq!(e.prepare(kept).execute(&[]).unwrap(), vec![vec![i(11)]]);
+    for round in 0..3 {
+        for n in 1..=40 {
+            let got = e.prepare(&substring(n)).execute(&[]).unwrap();
+            let want = "120".get(n as usize - 1..).unwrap_or("");
+            assert_eq!(
+                got,
+                vec![vec![ladle_common::Value::text(want)]],
+                "SUBSTRING(.., {n}), round {round}"
+            );
+            // Read between the variants: the CLOCK sweep keeps it.
+            assert_eq!(e.prepare(kept).execute(&[]).unwrap(), vec![vec![i(11)]]);
+        }
+    }
+    let installed = views(&e);
+    let variants = installed.iter().filter(|q| q.contains("SUBSTRING")).count();
+    assert!(
+        variants <= ladle_dataflow::MAX_LITERAL_VARIANTS,
+        "{variants} variants installed: {installed:#?}"
+    );
+    assert!(
+        installed.iter().any(|q| q.contains("LIKE")),
+        "{installed:#?}"
+    );
+    let least = 40 - ladle_dataflow::MAX_LITERAL_VARIANTS as u64;
+    assert!(
+        e.df.variant_evictions() >= least,
+        "{}",
+        e.df.variant_evictions()
+    );
+}

@@ -31,6 +31,7 @@ pub struct Metrics {
     view_evictions: IntGaugeVec,
     view_fills: IntGaugeVec,
     interior_evictions: IntGauge,
+    variant_evictions: IntGauge,
     memory_limit: IntGauge,
     propagation_backlog: IntGauge,
     propagation_lag: IntGauge,
@@ -128,16 +129,26 @@ impl Metrics {
             "ladle_view_evicted_keys",
             "Keys evicted from each view to stay under --memory-limit",
         );
-        let interior_evictions = IntGauge::new(
+        // The plain gauges, registered as they are made.
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("static metric definition");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("metric names are unique");
+            g
+        };
+        let interior_evictions = gauge(
             "ladle_interior_evictions",
             "Times --memory-limit cleared an interior node's state (and its dependents)",
-        )
-        .expect("static metric definition");
-        let memory_limit = IntGauge::new(
+        );
+        let variant_evictions = gauge(
+            "ladle_view_variant_evictions",
+            "Views dropped because their query shape had too many others installed for other literal values",
+        );
+        let memory_limit = gauge(
             "ladle_memory_limit_bytes",
             "--memory-limit: view state is evicted past it, and one statement may hold half of it",
-        )
-        .expect("static metric definition");
+        );
         let view_fills = IntGaugeVec::new(
             Opts::new(
                 "ladle_view_fills",
@@ -147,23 +158,19 @@ impl Metrics {
             &["path"],
         )
         .expect("static metric definition");
-        let views =
-            IntGauge::new("ladle_views", "Installed views").expect("static metric definition");
-        let statement_threads = IntGauge::new(
+        let views = gauge("ladle_views", "Installed views");
+        let statement_threads = gauge(
             "ladle_statement_threads",
             "Threads statements run on, busy or idle (as many as statements ran at once lately)",
-        )
-        .expect("static metric definition");
-        let propagation_backlog = IntGauge::new(
+        );
+        let propagation_backlog = gauge(
             "ladle_propagation_backlog_batches",
             "Committed write batches not yet propagated into the views",
-        )
-        .expect("static metric definition");
-        let propagation_lag = IntGauge::new(
+        );
+        let propagation_lag = gauge(
             "ladle_propagation_lag_lsn",
             "LSNs between the newest commit and what every view reflects",
-        )
-        .expect("static metric definition");
+        );
         for c in [
             Box::new(queries.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(query_seconds.clone()),
@@ -181,12 +188,6 @@ impl Metrics {
             Box::new(view_upqueries.clone()),
             Box::new(view_evictions.clone()),
             Box::new(view_fills.clone()),
-            Box::new(interior_evictions.clone()),
-            Box::new(memory_limit.clone()),
-            Box::new(propagation_backlog.clone()),
-            Box::new(propagation_lag.clone()),
-            Box::new(views.clone()),
-            Box::new(statement_threads.clone()),
         ] {
             registry.register(c).expect("metric names are unique");
         }
@@ -209,6 +210,7 @@ impl Metrics {
             view_evictions,
             view_fills,
             interior_evictions,
+            variant_evictions,
             memory_limit,
             propagation_backlog,
             propagation_lag,
@@ -248,6 +250,8 @@ impl Metrics {
             self.views.set(stats.len() as i64);
             self.interior_evictions
                 .set(i64::try_from(df.interior_evictions()).unwrap_or(i64::MAX));
+            self.variant_evictions
+                .set(i64::try_from(df.variant_evictions()).unwrap_or(i64::MAX));
             self.memory_limit
                 .set(i64::try_from(df.memory_limit()).unwrap_or(i64::MAX));
             let (unlocked, conflicts, locked) = df.fill_stats();
