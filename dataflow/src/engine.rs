@@ -20,7 +20,7 @@ use crate::planner::Planner;
 use crate::propagation::{run_worker, Observer, Propagation};
 use crate::read::{self, numeric_key, FillStats, KeysFilling, Target, View};
 use crate::variants::LiteralVariants;
-use crate::{DataflowConfig, DataflowError, Result, ViewStats};
+use crate::{DataflowConfig, DataflowError, OutputColumn, Result, ViewStats};
 
 const VIEW_META: &str = "dataflow/view/";
 /// Every installed view, so a restart rebuilds the same graph (and snapshots
@@ -296,6 +296,20 @@ impl Dataflow {
         }
     }
 
+    /// The result columns of `query`: its installed view's, else those
+    /// of its plan. Installs nothing (a catalog listing every view's
+    /// columns must not install them all).
+    pub fn query_columns(&self, database: &str, query: &ast::Query) -> Result<Vec<OutputColumn>> {
+        Ok(match self.inner.installed_target(database, query)? {
+            Some(Target::View(v)) => v.spec.columns.clone(),
+            Some(Target::Constant(c)) => c.columns.clone(),
+            None => match self.inner.plan_uninstalled(database, query)? {
+                Planned::View(v) => v.columns,
+                Planned::Constant(c) => c.columns,
+            },
+        })
+    }
+
     /// Drops every view no query read since the previous call (or since
     /// it was installed), and its catalog record; returns how many. A
     /// prepared query over a dropped view reinstalls it on its next execute
@@ -472,30 +486,7 @@ impl EngineState {
     /// EXPLAIN GRAPH of a view that is not installed (see
     /// [`Dataflow::explain_graph`]); the view is planned as `bind` would.
     fn explain_uninstalled(&self, database: &str, query: &ast::Query) -> Result<String> {
-        let col_kinds = self.column_kinds(database, query);
-        let mut failure = None;
-        let mut planned = None;
-        for shape in Shape::PREFERENCE {
-            let norm = normalize(database, query, shape, &col_kinds)?;
-            match self.plan(database, &norm.query) {
-                Ok(Planned::View(v)) if !lists_readable(&norm, Some(&v)) => {}
-                Ok(p) => {
-                    planned = Some(p);
-                    break;
-                }
-                Err(e) => failure = Some(e),
-            }
-        }
-        let planned = match (planned, failure) {
-            (Some(p), _) => p,
-            (None, Some(e)) => return Err(e),
-            (None, None) => {
-                return Err(DataflowError::Internal(
-                    "no parameterization of the query planned".into(),
-                ))
-            }
-        };
-        let spec = match planned {
+        let spec = match self.plan_uninstalled(database, query)? {
             Planned::Constant(_) => return Ok("Constant (no FROM): evaluated directly\n".into()),
             Planned::View(v) => v,
         };
@@ -510,6 +501,31 @@ impl EngineState {
             range_note(&spec),
             text
         ))
+    }
+
+    /// `query` planned as `bind` would plan it, without installing it.
+    fn plan_uninstalled(&self, database: &str, query: &ast::Query) -> Result<Planned> {
+        let col_kinds = self.column_kinds(database, query);
+        let mut failure = None;
+        let mut planned = None;
+        for shape in Shape::PREFERENCE {
+            let norm = normalize(database, query, shape, &col_kinds)?;
+            match self.plan(database, &norm.query) {
+                Ok(Planned::View(v)) if !lists_readable(&norm, Some(&v)) => {}
+                Ok(p) => {
+                    planned = Some(p);
+                    break;
+                }
+                Err(e) => failure = Some(e),
+            }
+        }
+        match (planned, failure) {
+            (Some(p), _) => Ok(p),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(DataflowError::Internal(
+                "no parameterization of the query planned".into(),
+            )),
+        }
     }
 
     /// Drops the view `target` reads (see [`Dataflow::discard`]).

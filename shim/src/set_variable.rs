@@ -71,6 +71,14 @@ impl Engine {
         if crate::vars::SECURITY_VARIABLES.contains(&var.as_str()) {
             return self.set_security_variable(&var, &v, global);
         }
+        if global && crate::vars::SESSION_ONLY_VARIABLES.contains(&var.as_str()) {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_LOCAL_VARIABLE,
+                message: format!(
+                    "Variable '{var}' is a SESSION variable and can't be used with SET GLOBAL"
+                ),
+            }));
+        }
         if var == "autocommit" {
             let on = match &v {
                 Value::Text(t) => match t.to_ascii_uppercase().as_str() {

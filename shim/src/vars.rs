@@ -156,6 +156,18 @@ impl Default for SecurityGlobals {
 /// MySQL's and MariaDB's default `max_prepared_stmt_count`.
 pub const MAX_PREPARED_STMT_COUNT_DEFAULT: u64 = 16_382;
 
+/// Variables with no global value: `SET GLOBAL` of one is 1228, as in
+/// MySQL (they describe one session's statements).
+pub const SESSION_ONLY_VARIABLES: [&str; 7] = [
+    "identity",
+    "insert_id",
+    "last_insert_id",
+    "pseudo_thread_id",
+    "rand_seed1",
+    "rand_seed2",
+    "timestamp",
+];
+
 /// The global variables of [`SecurityGlobals`], by name.
 pub const SECURITY_VARIABLES: [&str; 3] = [
     "max_connect_errors",

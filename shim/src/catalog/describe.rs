@@ -157,13 +157,7 @@ pub fn describe(
                     table: table.to_string(),
                 });
             }
-            let q =
-                crate::sqltext::parse(&format!("SELECT * FROM `{}`", table.replace('`', "``")))?;
-            let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
-                return Err(ShimError::Internal("view probe did not parse".into()));
-            };
-            let pq = e.dataflow.prepare(&db, &q)?;
-            for c in pq.columns() {
+            for c in view_columns(e, &db, table)? {
                 let mut r = vec![t(&c.name), t(c.ty.sql_name())];
                 if full {
                     r.push(Value::Null);
@@ -200,6 +194,20 @@ pub fn describe(
         columns: names.iter().map(|n| text_column(n)).collect(),
         rows: rows.into(),
     })
+}
+
+/// The result columns of named view `view` of `db` (planned, not
+/// installed).
+pub(super) fn view_columns(
+    e: &Engine,
+    db: &str,
+    view: &str,
+) -> Result<Vec<ladle_dataflow::OutputColumn>> {
+    let q = crate::sqltext::parse(&format!("SELECT * FROM {}", quote_ident(view)))?;
+    let Some(ast::Statement::Query(q)) = q.into_iter().next() else {
+        return Err(ShimError::Internal("view probe did not parse".into()));
+    };
+    Ok(e.dataflow.query_columns(db, &q)?)
 }
 
 pub(super) fn quote_ident(s: &str) -> String {

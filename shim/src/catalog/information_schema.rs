@@ -180,7 +180,7 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
                 .collect(),
         },
         "TABLES" => tables_table(e, &dbs, &all_tables, &def)?,
-        "COLUMNS" => columns_table(e, &all_tables, &def)?,
+        "COLUMNS" => columns_table(e, s, &dbs, &all_tables, &def)?,
         "STATISTICS" => statistics_table(e, &all_tables, &def)?,
         "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
         "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
@@ -357,6 +357,8 @@ fn tables_table(
 
 fn columns_table(
     e: &Engine,
+    s: &Session,
+    dbs: &[String],
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
     def: &Value,
 ) -> Result<VTable> {
@@ -372,21 +374,7 @@ fn columns_table(
             .enumerate()
             .filter(|(_, c)| !c.is_hidden());
         for (ordinal, (i, c)) in visible.enumerate() {
-            let (dt, maxlen, octets, prec, scale) = type_parts(&c.ty);
-            let dt_prec = if matches!(
-                c.ty,
-                SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
-            ) {
-                Value::Int(i64::from(c.ty.fsp()))
-            } else {
-                Value::Null
-            };
-            let (cs, coll) = if c.ty.is_text() {
-                (t("utf8mb4"), t(c.collation.name()))
-            } else {
-                (Value::Null, Value::Null)
-            };
-            rows.push(vec![
+            let mut row = vec![
                 def.clone(),
                 t(&tb.database),
                 t(&tb.name),
@@ -398,21 +386,48 @@ fn columns_table(
                     None => default_text(c),
                 },
                 t(if c.nullable { "YES" } else { "NO" }),
-                t(dt),
-                maxlen,
-                octets,
-                prec,
-                scale,
-                dt_prec,
-                cs,
-                coll,
-                t(c.ty.sql_name()),
+            ];
+            row.extend(type_columns(&c.ty, c.collation.name()));
+            row.extend([
                 t(column_key(&tb, i)),
                 t(extra(c)),
                 t("select,insert,update,references"),
                 t(note.map_or("", |n| n.column_comment(&c.name))),
                 t(c.default.generation().unwrap_or("")),
             ]);
+            rows.push(row);
+        }
+    }
+    // Named views list their result columns, as in MariaDB (a view that
+    // no longer plans lists none).
+    for d in dbs {
+        for v in e.dataflow.named_views(d) {
+            if !crate::privileges::sees_table(e, s, d, &v) {
+                continue;
+            }
+            let Ok(columns) = super::describe::view_columns(e, d, &v) else {
+                continue;
+            };
+            for (ordinal, c) in columns.iter().enumerate() {
+                let mut row = vec![
+                    def.clone(),
+                    t(d),
+                    t(&v),
+                    t(&c.name),
+                    Value::Int(ordinal as i64 + 1),
+                    Value::Null,
+                    t(if c.nullable { "YES" } else { "NO" }),
+                ];
+                row.extend(type_columns(&c.ty, "utf8mb4_general_ci"));
+                row.extend([
+                    t(""),
+                    t(""),
+                    t("select,insert,update,references"),
+                    t(""),
+                    t(""),
+                ]);
+                rows.push(row);
+            }
         }
     }
     Ok(VTable {
@@ -441,6 +456,36 @@ fn columns_table(
         ],
         rows,
     })
+}
+
+/// COLUMNS' type-dependent values of a column of type `ty` (collated by
+/// `collation` if text): DATA_TYPE through COLUMN_TYPE.
+fn type_columns(ty: &SqlType, collation: &str) -> [Value; 9] {
+    let (dt, maxlen, octets, prec, scale) = type_parts(ty);
+    let dt_prec = if matches!(
+        ty,
+        SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. }
+    ) {
+        Value::Int(i64::from(ty.fsp()))
+    } else {
+        Value::Null
+    };
+    let (cs, coll) = if ty.is_text() {
+        (t("utf8mb4"), t(collation))
+    } else {
+        (Value::Null, Value::Null)
+    };
+    [
+        t(dt),
+        maxlen,
+        octets,
+        prec,
+        scale,
+        dt_prec,
+        cs,
+        coll,
+        t(ty.sql_name()),
+    ]
 }
 
 fn statistics_table(
