@@ -103,6 +103,7 @@
 //! expression (`expr`) and plan types. This crate must not depend on the
 //! shim or on RocksDB.
 
+pub mod clock;
 mod config;
 mod engine;
 mod error;

@@ -915,7 +915,10 @@ pub fn default_value(col: &ColumnSchema) -> Option<Value> {
 /// column keeps as many fractional digits as its precision (coercion
 /// truncates, so DATETIME gets whole seconds, DATETIME(6) all six).
 pub fn current_timestamp() -> Value {
-    let now = chrono::Local::now().naive_local();
+    let now = chrono::DateTime::from_timestamp_micros(ladle_dataflow::clock::now_micros())
+        .unwrap_or_default()
+        .with_timezone(&chrono::Local)
+        .naive_local();
     Value::DateTime(ladle_common::truncate_datetime(now, 6))
 }
 

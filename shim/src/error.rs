@@ -239,6 +239,7 @@ pub const ER_NONEXISTING_GRANT: MysqlCode = code(1141, "42000");
 pub const ER_TABLEACCESS_DENIED: MysqlCode = code(1142, "42000");
 pub const ER_NONEXISTING_TABLE_GRANT: MysqlCode = code(1147, "42000");
 pub const ER_LOCAL_VARIABLE: MysqlCode = code(1228, "HY000");
+pub const ER_WRONG_TYPE_FOR_VAR: MysqlCode = code(1232, "42000");
 pub const ER_GLOBAL_VARIABLE: MysqlCode = code(1229, "HY000");
 pub const ER_MAX_PREPARED_STMT_COUNT_REACHED: MysqlCode = code(1461, "42000");
 pub const ER_WRONG_USAGE: MysqlCode = code(1221, "HY000");

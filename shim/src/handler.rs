@@ -258,6 +258,7 @@ impl Connection {
             let _inflight = engine.inflight_guard();
             let _watch = ladle_dataflow::interrupt::watch_flag(interrupt);
             let mut s = session.lock();
+            let _clock = ladle_dataflow::clock::fix(crate::vars::fixed_clock(&s));
             f(&engine, &mut s)
         });
         match task.await {
@@ -512,6 +513,7 @@ impl Connection {
         let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let _inflight = self.engine.inflight_guard();
             let mut s = self.session.lock();
+            let _clock = ladle_dataflow::clock::fix(crate::vars::fixed_clock(&s));
             f(&self.engine, &mut s)
         }));
         attempt.unwrap_or_else(|_| {

@@ -80,34 +80,7 @@ impl Engine {
             }));
         }
         if var == "autocommit" {
-            let on = match &v {
-                Value::Text(t) => match t.to_ascii_uppercase().as_str() {
-                    "ON" | "1" | "TRUE" => true,
-                    "OFF" | "0" | "FALSE" => false,
-                    "DEFAULT" if global => true,
-                    _ => return Err(ShimError::WrongValueForVar(var, t.to_string())),
-                },
-                other => crate::vars::truth(other)
-                    .ok_or_else(|| ShimError::WrongValueForVar(var.clone(), "NULL".into()))?,
-            };
-            if global {
-                // For the sessions that start from now on.
-                let globals = &self.facts.globals;
-                globals.set(&var, (!on).then_some(Value::Int(0)));
-                return Ok(());
-            }
-            if on && !s.autocommit {
-                // Enabling autocommit commits the open transaction.
-                s.autocommit = true;
-                self.commit(s)?;
-                s.transaction = None;
-            } else if !on && s.autocommit {
-                s.autocommit = false;
-                if s.transaction.is_none() {
-                    s.begin_transaction();
-                }
-            }
-            return Ok(());
+            return self.set_autocommit(s, &v, global);
         }
         if var == "transaction_isolation" || var == "tx_isolation" {
             let level = match &v {
@@ -148,6 +121,24 @@ impl Engine {
                 return Err(ShimError::WrongValueForVar(var, shown));
             }
         }
+        if var == "timestamp" && !global {
+            let default = matches!(&v, Value::Text(t) if t.eq_ignore_ascii_case("DEFAULT"));
+            let setting = if default {
+                None
+            } else {
+                crate::vars::timestamp_setting(&v).ok_or_else(|| {
+                    ShimError::Wire(WireError {
+                        code: crate::error::ER_WRONG_TYPE_FOR_VAR,
+                        message: format!("Incorrect argument type to variable '{var}'"),
+                    })
+                })?
+            };
+            match setting {
+                Some(secs) => s.variables.insert(var, secs),
+                None => s.variables.remove(&var),
+            };
+            return Ok(());
+        }
         if var == "cte_max_recursion_depth" {
             return self.set_cte_max_recursion_depth(s, v, global);
         }
@@ -186,6 +177,40 @@ impl Engine {
             self.facts.globals.set(&var, Some(v));
         } else {
             s.variables.insert(var, v);
+        }
+        Ok(())
+    }
+
+    /// `SET [GLOBAL] autocommit = v`: enabling it commits the open
+    /// transaction; disabling it opens one.
+    fn set_autocommit(&self, s: &mut Session, v: &Value, global: bool) -> Result<()> {
+        let var = "autocommit";
+        let on = match v {
+            Value::Text(t) => match t.to_ascii_uppercase().as_str() {
+                "ON" | "1" | "TRUE" => true,
+                "OFF" | "0" | "FALSE" => false,
+                "DEFAULT" if global => true,
+                _ => return Err(ShimError::WrongValueForVar(var.into(), t.to_string())),
+            },
+            other => crate::vars::truth(other)
+                .ok_or_else(|| ShimError::WrongValueForVar(var.into(), "NULL".into()))?,
+        };
+        if global {
+            // For the sessions that start from now on.
+            let globals = &self.facts.globals;
+            globals.set(var, (!on).then_some(Value::Int(0)));
+            return Ok(());
+        }
+        if on && !s.autocommit {
+            // Enabling autocommit commits the open transaction.
+            s.autocommit = true;
+            self.commit(s)?;
+            s.transaction = None;
+        } else if !on && s.autocommit {
+            s.autocommit = false;
+            if s.transaction.is_none() {
+                s.begin_transaction();
+            }
         }
         Ok(())
     }

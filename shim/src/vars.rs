@@ -520,12 +520,58 @@ fn session_state_variables(session: &Session, facts: &ServerFacts) -> Vec<(Strin
             "in_transaction".into(),
             Value::Int(i64::from(session.in_transaction())),
         ),
+        ("timestamp".into(), timestamp_variable()),
         ("wait_timeout".into(), Value::Int(wait_timeout as i64)),
         (
             "warning_count".into(),
             Value::Int(session.warnings.len() as i64),
         ),
     ]
+}
+
+/// `@@timestamp`: the seconds since the Unix epoch the session fixed its
+/// clock at (`SET timestamp = n`), or the real clock's; to the
+/// microsecond, as MariaDB shows it.
+fn timestamp_variable() -> Value {
+    let micros = ladle_dataflow::clock::now_micros();
+    Value::Decimal(rust_decimal::Decimal::new(micros, 6))
+}
+
+/// The instant (microseconds since the Unix epoch) the session fixed its
+/// clock at with `SET timestamp = n`, if it did: NOW() and its kin read it
+/// in the session's statements (see [`ladle_dataflow::clock`]).
+pub fn fixed_clock(session: &Session) -> Option<i64> {
+    match session.variables.get("timestamp")? {
+        Value::Decimal(d) => (*d * rust_decimal::Decimal::from(1_000_000))
+            .trunc()
+            .try_into()
+            .ok(),
+        _ => None,
+    }
+}
+
+/// `SET timestamp = v`'s value as the session keeps it: seconds to the
+/// microsecond (at most 2147483647, MariaDB's bound), or `None` for 0 or
+/// less (the real clock again, as in MariaDB); `None` if `v` is no number
+/// (1232).
+pub fn timestamp_setting(v: &Value) -> Option<Option<Value>> {
+    use rust_decimal::prelude::FromPrimitive;
+    let secs = match v {
+        Value::Int(i) => rust_decimal::Decimal::from(*i),
+        Value::UInt(u) => rust_decimal::Decimal::from(*u),
+        Value::Decimal(d) => *d,
+        Value::Double(f) => rust_decimal::Decimal::from_f64(*f)?,
+        Value::Text(t) => t.trim().parse().ok()?,
+        _ => return None,
+    };
+    if secs.is_sign_negative() || secs.is_zero() {
+        return Some(None);
+    }
+    let mut secs = secs
+        .min(rust_decimal::Decimal::from(2_147_483_647))
+        .round_dp(6);
+    secs.rescale(6);
+    Some(Some(Value::Decimal(secs)))
 }
 
 /// The value of `@@name` (name without the `@@` and scope), if known.

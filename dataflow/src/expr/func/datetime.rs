@@ -3,7 +3,7 @@
 //! `expr::dates` (TO_DAYS, STR_TO_DATE, ...); calendar arithmetic is in
 //! `calendar`.
 
-use chrono::{Datelike, Duration, NaiveDateTime, Timelike, Utc};
+use chrono::{Datelike, Duration, NaiveDateTime, Timelike};
 use ladle_common::{SqlType, Value};
 
 use super::args::{int_arg, literal, null_in};
@@ -346,7 +346,7 @@ fn make_date(v0: &Value, n: &Value) -> Value {
 }
 
 fn now() -> NaiveDateTime {
-    let n = Utc::now().naive_utc();
+    let n = crate::clock::now_utc();
     n.with_nanosecond(0).unwrap_or(n)
 }
 
