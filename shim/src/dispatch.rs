@@ -136,7 +136,7 @@ impl Engine {
         {
             return None;
         }
-        if self.temporary_names(s, sql).is_some() {
+        if self.temporary_names(s, sql).is_some() || self.must_forward(s, Kind::Select, sql) {
             return None;
         }
         let db = s.database.clone()?;

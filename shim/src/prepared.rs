@@ -257,9 +257,15 @@ impl Engine {
             return Ok((id, n, Vec::new()));
         }
         let first = tokens(sql)?;
-        crate::privileges::check_sql(self, s, sql)?;
-        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
-            || matches!(first.first(), Some(Token::LParen));
+        // Naming the session's TEMPORARY tables on the primary (a
+        // replica's client): checked and planned there, at each execution.
+        let on_primary = self.names_temporary_on_primary(s, sql);
+        if !on_primary {
+            crate::privileges::check_sql(self, s, sql)?;
+        }
+        let is_select = !on_primary
+            && (matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
+                || matches!(first.first(), Some(Token::LParen)));
         if is_select {
             if let Ok(stmts) = parse(sql) {
                 if let [Statement::Query(q)] = stmts.as_slice() {
@@ -308,7 +314,7 @@ impl Engine {
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
         check_syntax(&first, &probe)?;
         let n = marks.len();
-        let write = crate::dispatch::bindable_write(sql)
+        let write = (!on_primary && crate::dispatch::bindable_write(sql))
             .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
             .flatten()
             .map(std::sync::Arc::new);
