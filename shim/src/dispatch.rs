@@ -129,14 +129,15 @@ impl Engine {
             return None;
         }
         // The cache is shared: a text naming another connection's
-        // TEMPORARY table is refused on the blocking path, and one naming
-        // the session's own is rewritten there.
+        // TEMPORARY table is refused on the blocking path, one naming
+        // the session's own is rewritten there, and one naming those it
+        // has on a cluster's primary is forwarded there.
         if self.temporary_tables.foreign_named_in(s.connection_id, sql)
             && crate::privileges::check_sql(self, s, sql).is_err()
         {
             return None;
         }
-        if self.temporary_names(s, sql).is_some() || self.must_forward(s, Kind::Select, sql) {
+        if self.temporary_names(s, sql).is_some() || self.names_temporary_on_primary(s, sql) {
             return None;
         }
         let db = s.database.clone()?;

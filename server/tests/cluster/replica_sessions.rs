@@ -139,6 +139,14 @@ const SCRIPT: &[&str] = &[
     "SET @k = 7",
     "INSERT INTO {T}_b VALUES (@k, CONCAT('n', @k))",
     "SELECT * FROM {T}_b WHERE id = @k",
+    // A TEMPORARY table shadows a base table of its name, also for a
+    // text the replica answered from its views before.
+    "SELECT COUNT(*) FROM {T}_b",
+    "SELECT COUNT(*) FROM {T}_b",
+    "CREATE TEMPORARY TABLE {T}_b (id INT)",
+    "SELECT COUNT(*) FROM {T}_b",
+    "DROP TEMPORARY TABLE {T}_b",
+    "SELECT COUNT(*) FROM {T}_b",
     "INSERT INTO {T} (v, n) VALUES ('last', 200)",
     "SELECT LAST_INSERT_ID() = (SELECT MAX(id) FROM {T})",
 ];
@@ -233,7 +241,7 @@ fn a_replicas_client_runs_statements_as_on_the_primary() {
 
 /// COM_STMT_PREPARE / COM_STMT_EXECUTE writes through the replica: the
 /// same affected rows and insert ids as on the primary, and the next
-/// (prepared) read sees each write.
+/// (prepared) read sees each write; a TEMPORARY table's too.
 fn binary_protocol_writes(direct: &mut Conn, forwarded: &mut Conn) {
     let run = |c: &mut Conn, table: &str| -> Vec<String> {
         let mut seen = Vec::new();
@@ -264,6 +272,15 @@ fn binary_protocol_writes(direct: &mut Conn, forwarded: &mut Conn) {
         c.exec_drop(&del, (302,)).unwrap();
         let v: Option<String> = c.exec_first(&read, (302,)).unwrap();
         seen.push(format!("delete affected={} read={v:?}", c.affected_rows()));
+        // The session's TEMPORARY table, which lives on the primary.
+        c.query_drop("CREATE TEMPORARY TABLE rep.u4 (a INT)")
+            .unwrap();
+        let ins = c.prep("INSERT INTO rep.u4 VALUES (?)").unwrap();
+        let read = c.prep("SELECT a FROM rep.u4 WHERE a = ?").unwrap();
+        c.exec_drop(&ins, (7,)).unwrap();
+        let affected = c.affected_rows();
+        let a: Option<i64> = c.exec_first(&read, (7,)).unwrap();
+        seen.push(format!("temporary insert affected={affected} read={a:?}"));
         seen
     };
     let want = run(direct, "t_direct");
