@@ -62,14 +62,17 @@ impl Engine {
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
         let Some(PreparedStatement::Select {
             query,
+            sql,
             generation,
             locking: false,
-            ..
         }) = s.statements.get(&id)
         else {
             return None;
         };
-        if *generation != self.select_cache.generation() || !self.reads_shared_views_now(s) {
+        if *generation != self.select_cache.generation()
+            || !self.reads_shared_views_now(s)
+            || self.names_temporary_on_primary(s, sql)
+        {
             return None;
         }
         let query = query.clone();
@@ -113,11 +116,14 @@ impl Engine {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
             Some(PreparedStatement::Select { sql, locking, .. })
-                if s.forwarded_transaction || *locking =>
+                if s.forwarded_transaction
+                    || *locking
+                    || self.names_temporary_on_primary(s, sql) =>
             {
-                // The open transaction is the primary's: read there. A
-                // locking read runs as text: its rows are locked first
-                // (see `crate::row_locking`).
+                // The open transaction is the primary's, or a TEMPORARY
+                // table it names (planned here as the base table it
+                // shadows): read there. A locking read runs as text: its
+                // rows are locked first (see `crate::row_locking`).
                 let marks = crate::params::placeholders(sql);
                 if params.len() != marks.len() {
                     let e = ShimError::ParamCount {
