@@ -236,7 +236,7 @@ impl Engine {
         (kind, result)
     }
 
-    fn execute_inner(
+    pub(crate) fn execute_inner(
         &self,
         s: &mut Session,
         sql: &str,
@@ -265,6 +265,11 @@ impl Engine {
             return Ok(out);
         }
         crate::privileges::check_sql(self, s, sql)?;
+        if kind == Kind::Ddl && self.schema_log.get().is_some() {
+            if let Some(out) = crate::create_table_select::in_steps(self, s, sql)? {
+                return Ok(out);
+            }
+        }
         // Held until the statement ends (outside the cluster's write fence:
         // the transactions it waits for must be able to commit).
         let _changing = if kind == Kind::Ddl || w0 == "TRUNCATE" {

@@ -147,6 +147,11 @@ const SCRIPT: &[&str] = &[
     "SELECT COUNT(*) FROM {T}_b",
     "DROP TEMPORARY TABLE {T}_b",
     "SELECT COUNT(*) FROM {T}_b",
+    "CREATE TABLE {T}_c AS SELECT id, w FROM {T}_b WHERE id < 4",
+    "SELECT * FROM {T}_c ORDER BY id",
+    "CREATE TEMPORARY TABLE u7 AS SELECT id * 2 AS d FROM {T}_b",
+    "SELECT COUNT(*), SUM(d) FROM u7",
+    "CREATE TABLE {T}_d AS SELECT id DIV 0 AS x FROM {T}_b",
     "CREATE TEMPORARY TABLE u5 LIKE {T}_b",
     "INSERT INTO u5 SELECT * FROM {T}_b WHERE id < 4",
     "CREATE TEMPORARY TABLE u6 LIKE {T}_b",
@@ -242,7 +247,7 @@ fn a_replicas_client_runs_statements_as_on_the_primary() {
     // Every write through the replica is committed: another session on
     // the primary reads the same rows in both tables.
     let mut other = Conn::new(nodes[0].opts()).expect("connect to the primary");
-    for table in ["{T}", "{T}_b"] {
+    for table in ["{T}", "{T}_b", "{T}_c"] {
         let mut rows = |name: &str| -> Vec<mysql::Row> {
             let sql = format!(
                 "SELECT * FROM rep.{} ORDER BY id",
