@@ -33,6 +33,9 @@ use mysql::{Conn, Opts, OptsBuilder};
 mod common;
 use common::{free_port, http_get};
 
+#[path = "cluster/replica_sessions.rs"]
+mod replica_sessions;
+
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 /// Every test node's cluster secret (LADLE_CLUSTER_SECRET), unless a test
 /// gives one another.

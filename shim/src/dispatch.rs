@@ -129,14 +129,15 @@ impl Engine {
             return None;
         }
         // The cache is shared: a text naming another connection's
-        // TEMPORARY table is refused on the blocking path, and one naming
-        // the session's own is rewritten there.
+        // TEMPORARY table is refused on the blocking path, one naming
+        // the session's own is rewritten there, and one naming those it
+        // has on a cluster's primary is forwarded there.
         if self.temporary_tables.foreign_named_in(s.connection_id, sql)
             && crate::privileges::check_sql(self, s, sql).is_err()
         {
             return None;
         }
-        if self.temporary_names(s, sql).is_some() {
+        if self.temporary_names(s, sql).is_some() || self.names_temporary_on_primary(s, sql) {
             return None;
         }
         let db = s.database.clone()?;
@@ -235,7 +236,7 @@ impl Engine {
         (kind, result)
     }
 
-    fn execute_inner(
+    pub(crate) fn execute_inner(
         &self,
         s: &mut Session,
         sql: &str,
@@ -264,6 +265,11 @@ impl Engine {
             return Ok(out);
         }
         crate::privileges::check_sql(self, s, sql)?;
+        if kind == Kind::Ddl && self.schema_log.get().is_some() {
+            if let Some(out) = crate::create_table_select::in_steps(self, s, sql)? {
+                return Ok(out);
+            }
+        }
         // Held until the statement ends (outside the cluster's write fence:
         // the transactions it waits for must be able to commit).
         let _changing = if kind == Kind::Ddl || w0 == "TRUNCATE" {

@@ -62,14 +62,17 @@ impl Engine {
     ) -> Option<(Kind, std::result::Result<Output, WireError>)> {
         let Some(PreparedStatement::Select {
             query,
+            sql,
             generation,
             locking: false,
-            ..
         }) = s.statements.get(&id)
         else {
             return None;
         };
-        if *generation != self.select_cache.generation() || !self.reads_shared_views_now(s) {
+        if *generation != self.select_cache.generation()
+            || !self.reads_shared_views_now(s)
+            || self.names_temporary_on_primary(s, sql)
+        {
             return None;
         }
         let query = query.clone();
@@ -113,11 +116,14 @@ impl Engine {
         match s.statements.get(&id) {
             None => (Kind::Other, Err(ShimError::UnknownStatement(id).into())),
             Some(PreparedStatement::Select { sql, locking, .. })
-                if s.forwarded_transaction || *locking =>
+                if s.forwarded_transaction
+                    || *locking
+                    || self.names_temporary_on_primary(s, sql) =>
             {
-                // The open transaction is the primary's: read there. A
-                // locking read runs as text: its rows are locked first
-                // (see `crate::row_locking`).
+                // The open transaction is the primary's, or a TEMPORARY
+                // table it names (planned here as the base table it
+                // shadows): read there. A locking read runs as text: its
+                // rows are locked first (see `crate::row_locking`).
                 let marks = crate::params::placeholders(sql);
                 if params.len() != marks.len() {
                     let e = ShimError::ParamCount {
@@ -257,9 +263,15 @@ impl Engine {
             return Ok((id, n, Vec::new()));
         }
         let first = tokens(sql)?;
-        crate::privileges::check_sql(self, s, sql)?;
-        let is_select = matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
-            || matches!(first.first(), Some(Token::LParen));
+        // Naming the session's TEMPORARY tables on the primary (a
+        // replica's client): checked and planned there, at each execution.
+        let on_primary = self.names_temporary_on_primary(s, sql);
+        if !on_primary {
+            crate::privileges::check_sql(self, s, sql)?;
+        }
+        let is_select = !on_primary
+            && (matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
+                || matches!(first.first(), Some(Token::LParen)));
         if is_select {
             if let Ok(stmts) = parse(sql) {
                 if let [Statement::Query(q)] = stmts.as_slice() {
@@ -308,7 +320,7 @@ impl Engine {
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
         check_syntax(&first, &probe)?;
         let n = marks.len();
-        let write = crate::dispatch::bindable_write(sql)
+        let write = (!on_primary && crate::dispatch::bindable_write(sql))
             .then(|| crate::params::ParsedWrite::parse(sql, &marks, classify(sql)))
             .flatten()
             .map(std::sync::Arc::new);

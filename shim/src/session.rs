@@ -121,6 +121,17 @@ impl Transaction {
             .push((name.to_string(), self.ops.len(), untouched));
     }
 
+    /// Whether it holds anything its later statements must see or
+    /// release: writes, row locks, a REPEATABLE READ view.
+    pub(crate) fn holds_anything(&self) -> bool {
+        !self.ops.is_empty() || !self.row_locks.is_empty() || self.read_view.get().is_some()
+    }
+
+    /// The savepoints set, oldest first.
+    pub fn savepoint_names(&self) -> impl Iterator<Item = &str> {
+        self.savepoints.iter().map(|(name, _, _)| name.as_str())
+    }
+
     /// ROLLBACK TO SAVEPOINT: undoes the ops after `name`, which stays set
     /// (the savepoints after it are gone). Back to a savepoint set before
     /// the transaction wrote or read anything, the REPEATABLE READ view
@@ -348,9 +359,15 @@ pub struct Session {
     /// On a cluster replica: this session's link to the primary, opened
     /// by its first forwarded statement (see `crate::forward`).
     pub forward: Option<Box<dyn crate::forward::ForwardChannel>>,
-    /// A transaction with writes is open on the primary: every statement
-    /// goes there until it ends.
+    /// The session's transaction is open on the primary and holds writes,
+    /// row locks or a read view there: every statement goes there until
+    /// it ends (see `crate::forward`).
     pub forwarded_transaction: bool,
+    /// On a cluster replica: the TEMPORARY tables this session has on the
+    /// primary (they were created there, by forwarded statements), as the
+    /// primary's session last listed them: statements naming one run
+    /// there.
+    pub primary_temporary_tables: Vec<crate::temporary_names::Owned>,
     /// This session runs statements forwarded by a replica (on the
     /// primary): it never forwards them on, even if the node was demoted
     /// meanwhile (its writes then get 1290).
@@ -394,6 +411,7 @@ impl Session {
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,
+            primary_temporary_tables: Vec::new(),
             serves_forwarded: false,
             statement_locks: crate::row_locks::HeldLocks::new(connection_id),
             rerun_for_row_locks: false,

@@ -102,6 +102,13 @@ pub fn rewrite(sql: &str, db: Option<&str>, owner: u32, owned: &[Owned]) -> Opti
     Some(out)
 }
 
+/// Whether `sql` names one of the temporary tables `owned` in a table
+/// position, as [`rewrite`] finds them (`db`: the session's database; a
+/// CREATE TEMPORARY TABLE always counts: its target is one).
+pub fn names_any(sql: &str, db: Option<&str>, owned: &[Owned]) -> bool {
+    !owned.is_empty() && rewrite(sql, db, 0, owned).is_some()
+}
+
 /// Whether `sql` is a CREATE TEMPORARY TABLE.
 pub(crate) fn creates_temporary(sql: &str) -> bool {
     starts_with_words(sql, &["CREATE", "TEMPORARY"])
@@ -440,6 +447,17 @@ mod tests {
 
     fn rw(sql: &str) -> String {
         rewrite(sql, Some("d"), 7, &owned()).unwrap_or_else(|| sql.to_string())
+    }
+
+    #[test]
+    fn names_any_finds_the_tables_in_table_positions_only() {
+        let named = |sql: &str, db: Option<&str>| names_any(sql, db, &owned());
+        assert!(named("SELECT * FROM t", Some("d")));
+        assert!(named("SELECT x.a FROM base x JOIN d.t ON 1", None));
+        assert!(named("SHOW CREATE TABLE t", Some("d")));
+        assert!(!named("SELECT * FROM t", Some("other")));
+        assert!(!named("SELECT t FROM base WHERE a = 't'", Some("d")));
+        assert!(!names_any("SELECT * FROM t", Some("d"), &[]));
     }
 
     #[test]

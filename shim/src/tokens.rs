@@ -50,9 +50,8 @@ pub fn qualified_name(t: &[Token], i: &mut usize) -> Option<(Option<String>, Str
     }
 }
 
-/// The first two words of a statement, upper case (cheap: no tokenizer;
-/// leading comments are skipped).
-pub(crate) fn first_words(sql: &str) -> (String, String) {
+/// `sql` from its first word on: past leading whitespace and comments.
+fn past_leading_comments(sql: &str) -> &str {
     let mut rest = sql.trim_start();
     loop {
         if let Some(after) = rest.strip_prefix("/*") {
@@ -64,7 +63,13 @@ pub(crate) fn first_words(sql: &str) -> (String, String) {
         }
         rest = rest.trim_start();
     }
-    let mut words = rest
+    rest
+}
+
+/// The first two words of a statement, upper case (cheap: no tokenizer;
+/// leading comments are skipped).
+pub(crate) fn first_words(sql: &str) -> (String, String) {
+    let mut words = past_leading_comments(sql)
         .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
         .filter(|w| !w.is_empty())
         .map(|w| w.to_ascii_uppercase());
@@ -74,7 +79,9 @@ pub(crate) fn first_words(sql: &str) -> (String, String) {
 }
 
 pub fn classify(sql: &str) -> Kind {
-    let first = sql
+    // (A comment before a write must not hide it: a replica forwards
+    // statements by their kind.)
+    let first = past_leading_comments(sql)
         .trim_start_matches(|c: char| c.is_whitespace() || c == '(')
         .split(|c: char| !c.is_ascii_alphabetic())
         .next()
@@ -145,5 +152,15 @@ mod tests {
         );
         assert_eq!(w("# x\nSHOW GRANTS"), ("SHOW".into(), "GRANTS".into()));
         assert_eq!(w("/* unterminated"), (String::new(), String::new()));
+    }
+
+    #[test]
+    fn a_statement_is_of_its_kind_after_leading_comments() {
+        use super::classify;
+        use crate::output::Kind;
+        assert_eq!(classify("/* app */ INSERT INTO t VALUES (1)"), Kind::Insert);
+        assert_eq!(classify("-- note\nUPDATE t SET a = 1"), Kind::Update);
+        assert_eq!(classify("# x\n /* y */ (SELECT 1)"), Kind::Select);
+        assert_eq!(classify("/* unterminated"), Kind::Other);
     }
 }

@@ -14,6 +14,25 @@ use crate::session::Session;
 use crate::tokens::{ident, qualified_name, word};
 use crate::vars::system_variables;
 
+/// Whether `SHOW <what> ...` lists what the catalog holds (databases,
+/// tables and their columns, indexes, definitions, status).
+fn reads_catalog(what: &str) -> bool {
+    matches!(
+        what,
+        "DATABASES"
+            | "SCHEMAS"
+            | "TABLES"
+            | "COLUMNS"
+            | "FIELDS"
+            | "INDEX"
+            | "INDEXES"
+            | "KEYS"
+            | "CREATE"
+            | "VIEWS"
+            | "TABLE"
+    )
+}
+
 /// SHOW statements.
 pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
     let mut i = 1;
@@ -32,6 +51,11 @@ pub fn show(e: &Engine, s: &mut Session, tk: &[Token]) -> Result<Output> {
     }
     let what = word(tk, i).unwrap_or_default();
     i += 1;
+    if reads_catalog(&what) {
+        // As a read of a table: after the session's writes made on a
+        // cluster's primary (row counts, AUTO_INCREMENT, schema).
+        e.await_session_writes(s).map_err(ShimError::Wire)?;
+    }
     match what.as_str() {
         "DATABASES" | "SCHEMAS" => show_databases(e, s, tk, i),
         "TABLES" => show_tables(e, s, tk, i, full),

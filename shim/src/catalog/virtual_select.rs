@@ -33,6 +33,9 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         ));
     };
     let s: &Session = s;
+    // As a read of a table: after the session's writes made on a
+    // cluster's primary (TABLE_ROWS, AUTO_INCREMENT, schema).
+    e.await_session_writes(s).map_err(ShimError::Wire)?;
     let mut source = Source::join(e, s, sel)?;
     let kept = source.take_matching(e, s)?;
     if let Some(count) = count_only(sel, kept.len()) {

@@ -1,10 +1,12 @@
 //! Write forwarding (cluster replicas): a statement that writes, sent to a
 //! node that is not the primary, runs on the primary in a session that
 //! mirrors the client's, and its outcome (rows, affected rows, insert id,
-//! info, warnings, error) comes back unchanged. Once a forwarded statement
-//! leaves a transaction with writes open on the primary, every statement
-//! of the session goes there until that transaction ends (its reads must
-//! see its writes). Reads after a forwarded write wait until this node has
+//! info, warnings, error) comes back unchanged. So does a statement naming
+//! one of the session's TEMPORARY tables, which live there. Once a
+//! forwarded statement leaves a transaction with writes (or row locks, or
+//! a read view) open on the primary, every statement of the session goes
+//! there until that transaction ends (its reads must see its writes), but
+//! PREPARE, EXECUTE and DEALLOCATE, whose names are the session's here. Reads after a forwarded write wait until this node has
 //! applied the write's position (read-your-writes, bounded by the
 //! [`Forwarder`]'s timeout).
 //!
@@ -39,10 +41,29 @@ struct Request {
     /// accounts) and answers CURRENT_USER() as here.
     identity: Identity,
     state: State,
-    /// Open a transaction first (the client opened one here): its
-    /// isolation is REPEATABLE READ.
-    begin: Option<bool>,
+    transaction: ClientTransaction,
     sql: String,
+}
+
+/// The client's transaction, which the primary's session takes on before
+/// the statement runs.
+#[derive(Serialize, Deserialize)]
+enum ClientTransaction {
+    /// None: a transaction the primary's session still has is one an
+    /// earlier statement opened there and left idle (no writes, locks or
+    /// read view: else the client would be continuing it), which the
+    /// client has ended since; it goes.
+    None,
+    /// Opened here: the primary's session opens one (REPEATABLE READ or
+    /// not) in place of any idle one, with the savepoints the client set,
+    /// oldest first (all before any write: every write of the transaction
+    /// runs there).
+    Open {
+        repeatable_read: bool,
+        savepoints: Vec<String>,
+    },
+    /// The one open on the primary (see [`Response::transaction_holds`]).
+    Continuing,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -61,9 +82,14 @@ struct Response {
     /// The session's newest committed write on the primary.
     last_write_lsn: Lsn,
     /// Whether the primary's session has a transaction open, and whether
-    /// that transaction holds writes.
+    /// that transaction holds anything a later statement of it must see
+    /// or release there (writes, row locks, a REPEATABLE READ view): then
+    /// the session's statements go there until it ends.
     in_transaction: bool,
-    transaction_wrote: bool,
+    transaction_holds: bool,
+    /// The primary session's TEMPORARY tables (database, name as the
+    /// client names it): the session's statements naming one go there.
+    temporary_tables: Vec<crate::temporary_names::Owned>,
 }
 
 /// The session state a forwarded statement carries both ways.
@@ -284,6 +310,53 @@ fn locking_read(kind: Kind, sql: &str) -> bool {
     }) || crate::select::has_share_mode(sql)
 }
 
+/// The primary's side: the forwarding session `s` takes on the client's
+/// transaction (see [`ClientTransaction`]).
+fn take_on(s: &mut Session, transaction: ClientTransaction) {
+    match transaction {
+        ClientTransaction::Continuing => {}
+        ClientTransaction::None => s.transaction = None,
+        ClientTransaction::Open {
+            repeatable_read,
+            savepoints,
+        } => {
+            s.transaction = None;
+            s.next_isolation = Some(if repeatable_read {
+                "REPEATABLE-READ"
+            } else {
+                "READ-COMMITTED"
+            });
+            s.begin_transaction();
+            if let Some(t) = s.transaction.as_mut() {
+                for name in &savepoints {
+                    t.savepoint(name);
+                }
+            }
+        }
+    }
+}
+
+/// Whether `sql` is PREPARE, EXECUTE or DEALLOCATE: the session's
+/// prepared statements are its own, here; the statement EXECUTE runs is
+/// routed by itself.
+fn names_prepared_statement(sql: &str) -> bool {
+    match crate::tokens::first_words(sql) {
+        (w0, _) if matches!(w0.as_str(), "PREPARE" | "EXECUTE" | "DEALLOCATE") => true,
+        (w0, w1) => w0 == "DROP" && w1 == "PREPARE",
+    }
+}
+
+/// Whether `sql` names one of the TEMPORARY tables `s` has on the
+/// primary.
+fn names_primary_temporary(s: &Session, sql: &str) -> bool {
+    !s.primary_temporary_tables.is_empty()
+        && crate::temporary_names::names_any(
+            sql,
+            s.database.as_deref(),
+            &s.primary_temporary_tables,
+        )
+}
+
 /// Whether a statement of this kind changes data or schema.
 fn writes(kind: Kind) -> bool {
     matches!(kind, Kind::Insert | Kind::Update | Kind::Delete | Kind::Ddl)
@@ -296,17 +369,31 @@ impl Engine {
     }
 
     /// Whether `s`'s statement of `kind` runs on the primary instead of
-    /// here: a write on a node that is not the primary, or anything while
-    /// the session's transaction with writes is open there.
+    /// here: on a node that is not the primary, a write, a locking read,
+    /// or a statement naming one of the session's TEMPORARY tables (they
+    /// live there); anything while the session's transaction is open
+    /// there, but PREPARE, EXECUTE and DEALLOCATE (see
+    /// [`names_prepared_statement`]).
     pub(crate) fn must_forward(&self, s: &Session, kind: Kind, sql: &str) -> bool {
         match self.forwarder.get() {
             None => false,
             Some(_) if s.serves_forwarded => false,
-            Some(_) if s.forwarded_transaction => true,
+            Some(_) if s.forwarded_transaction => !names_prepared_statement(sql),
             Some(f) => {
-                (writes(kind) || changes_accounts(sql) || locking_read(kind, sql)) && f.forwards()
+                (writes(kind)
+                    || changes_accounts(sql)
+                    || locking_read(kind, sql)
+                    || names_primary_temporary(s, sql))
+                    && f.forwards()
             }
         }
+    }
+
+    /// Whether `sql` names a TEMPORARY table of `s` that lives on the
+    /// primary (`s` is a replica's client's): PREPARE keeps its text,
+    /// planned nowhere here, and each execution runs there.
+    pub(crate) fn names_temporary_on_primary(&self, s: &Session, sql: &str) -> bool {
+        self.forwarder.get().is_some() && !s.serves_forwarded && names_primary_temporary(s, sql)
     }
 
     /// Runs `sql` on the primary for `s` (see the module documentation).
@@ -315,9 +402,13 @@ impl Engine {
             return Err(refused("no primary to forward to".into()));
         };
         let continuing = s.forwarded_transaction;
-        let begin = match &s.transaction {
-            Some(t) if !continuing => Some(t.repeatable_read),
-            _ => None,
+        let transaction = match &s.transaction {
+            _ if continuing => ClientTransaction::Continuing,
+            Some(t) => ClientTransaction::Open {
+                repeatable_read: t.repeatable_read,
+                savepoints: t.savepoint_names().map(str::to_string).collect(),
+            },
+            None => ClientTransaction::None,
         };
         let request = Request {
             identity: Identity {
@@ -326,7 +417,7 @@ impl Engine {
                 grantee: s.grantee.as_ref().map(|g| (g.user.clone(), g.host.clone())),
             },
             state: State::of(s),
-            begin,
+            transaction,
             sql: sql.to_string(),
         };
         let bytes = postcard::to_stdvec(&request)
@@ -346,7 +437,10 @@ impl Engine {
                 let message = match failure {
                     ForwardFailure::NotSent(why) => why,
                     ForwardFailure::Unknown(why) => {
+                        // (With the primary's session, its TEMPORARY
+                        // tables.)
                         s.forward = None;
+                        s.primary_temporary_tables.clear();
                         why
                     }
                 };
@@ -355,12 +449,14 @@ impl Engine {
         };
         let response: Response = postcard::from_bytes(&reply).map_err(|e| {
             s.forward = None;
+            s.primary_temporary_tables.clear();
             refused(format!("could not decode the primary's answer: {e}"))
         })?;
         response.state.install(s);
         s.row_count = response.row_count;
         s.wrote(response.last_write_lsn);
-        s.forwarded_transaction = response.transaction_wrote;
+        s.forwarded_transaction = response.transaction_holds;
+        s.primary_temporary_tables = response.temporary_tables;
         // The client's transaction state follows the primary's (status
         // flags; the ops are the primary's).
         match (response.in_transaction, s.transaction.is_some()) {
@@ -383,16 +479,7 @@ impl Engine {
                     .grantee
                     .map(|(user, host)| crate::accounts::Grantee { user, host });
                 req.state.install(s);
-                if let Some(repeatable) = req.begin {
-                    if !s.in_transaction() {
-                        s.next_isolation = Some(if repeatable {
-                            "REPEATABLE-READ"
-                        } else {
-                            "READ-COMMITTED"
-                        });
-                        s.begin_transaction();
-                    }
-                }
+                take_on(s, req.transaction);
                 let (_, outcome) = self.execute(s, &req.sql);
                 Response {
                     outcome: encode(&outcome),
@@ -400,11 +487,8 @@ impl Engine {
                     row_count: s.row_count,
                     last_write_lsn: s.last_write_lsn,
                     in_transaction: s.in_transaction(),
-                    // Row locks held there keep the session there too.
-                    transaction_wrote: s
-                        .transaction
-                        .as_ref()
-                        .is_some_and(|t| !t.ops.is_empty() || !t.row_locks.is_empty()),
+                    transaction_holds: s.transaction.as_ref().is_some_and(|t| t.holds_anything()),
+                    temporary_tables: self.temporary_tables.owned_by(s.connection_id),
                 }
             }
             Err(e) => Response {
@@ -417,7 +501,8 @@ impl Engine {
                 row_count: -1,
                 last_write_lsn: s.last_write_lsn,
                 in_transaction: s.in_transaction(),
-                transaction_wrote: false,
+                transaction_holds: false,
+                temporary_tables: self.temporary_tables.owned_by(s.connection_id),
             },
         };
         postcard::to_stdvec(&response).unwrap_or_default()
