@@ -113,7 +113,7 @@ fn update_rows(
     let scan = scan_spec(&schema, selection.as_ref());
     let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
     let on_update = on_update_columns(&schema, &assigned);
-    let now = crate::ddl::current_timestamp();
+    let now = crate::column_default::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     // With ORDER BY the rows are changed, and their keys checked, in its
     // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts
