@@ -65,6 +65,7 @@ fn values_rows(
 }
 
 fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
+    super::through_view::insert_into_base(e, s, &mut ins)?;
     let schema = table(e, s, &ins.table_name)?;
     let returning = ins
         .returning

@@ -125,6 +125,16 @@ pub fn multi_update(
     ignore: bool,
 ) -> Result<Output> {
     let db = s.database.clone();
+    let mut update = update;
+    super::through_view::merge_target_views(
+        e,
+        s,
+        (
+            &mut update.tables,
+            &mut update.assignments,
+            &mut update.selection,
+        ),
+    )?;
     in_one_transaction(e, s, |e, s| update_targets(e, s, &update, ignore))
         .map_err(|err| err.in_database(db.as_deref()))
 }

@@ -95,9 +95,23 @@ fn update_rows(
         limit,
         ignore,
     } = clauses;
-    let schema = table(e, s, single_table(&target)?)?;
+    let mut target = target;
     let mut assignments = assignments;
     let mut selection = selection;
+    let name = single_table(&target)?.clone();
+    if let Some(view) = super::through_view::view_of_table(e, s, &name, "UPDATE")? {
+        let written = match &target.relation {
+            ast::TableFactor::Table {
+                alias: Some(alias), ..
+            } => ast::ObjectName(vec![alias.name.clone()]),
+            _ => name,
+        };
+        selection = view.update(&written, &mut assignments, selection)?;
+        if let ast::TableFactor::Table { name, .. } = &mut target.relation {
+            *name = view.base;
+        }
+    }
+    let schema = table(e, s, single_table(&target)?)?;
     for a in &mut assignments {
         inline_subqueries(e, s, &mut a.value)?;
     }
