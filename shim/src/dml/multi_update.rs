@@ -290,12 +290,7 @@ fn named_tables(tables: &[TableWithJoins]) -> Vec<Named> {
 /// Whether `qualifier` (as a column reference writes it: `t`, `db.t`)
 /// names `table`.
 fn names(table: &Named, qualifier: &[Ident]) -> bool {
-    let same = |a: &[Ident], b: &[Ident]| {
-        a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
-    };
+    let same = super::write::same_name;
     same(&table.qualifier, qualifier)
         || (!table.aliased && table.qualifier.len() == 2 && same(&table.qualifier[1..], qualifier))
 }

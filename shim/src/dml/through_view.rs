@@ -318,12 +318,7 @@ impl ViewOfTable {
 /// Whether `qualifier` (as a column reference writes it) names the table
 /// or view written `name`.
 fn names(name: &ObjectName, qualifier: &[Ident]) -> bool {
-    let same = |a: &[Ident], b: &[Ident]| {
-        a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
-    };
+    let same = super::write::same_name;
     same(&name.0, qualifier) || (name.0.len() == 2 && same(&name.0[1..], qualifier))
 }
 

@@ -102,6 +102,15 @@ pub(super) fn buffer_in_transaction(
     Ok(())
 }
 
+/// Whether two names as written (`db.t`, `t`, an alias) are the same,
+/// part by part, in any case.
+pub(super) fn same_name(a: &[ast::Ident], b: &[ast::Ident]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
+}
+
 pub(super) fn column_pos(schema: &TableSchema, name: &str, place: &str) -> Result<usize> {
     schema
         .column_index(name)
