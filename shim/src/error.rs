@@ -104,6 +104,9 @@ pub enum ShimError {
         view: String,
         statement: &'static str,
     },
+    /// A write to a view's computed column.
+    #[error("Column '{0}' is not updatable")]
+    ColumnNotUpdatable(String),
     /// An INSERT through a view that is not insertable-into.
     #[error("The target table {0} of the INSERT is not insertable-into")]
     ViewNotInsertable(String),
@@ -187,6 +190,7 @@ pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_NON_UPDATABLE_TABLE: MysqlCode = code(1288, "HY000");
 pub const ER_NON_INSERTABLE_TABLE: MysqlCode = code(1471, "HY000");
+pub const ER_NONUPDATEABLE_COLUMN: MysqlCode = code(1348, "HY000");
 pub const ER_MULTI_UPDATE_KEY_CONFLICT: MysqlCode = code(1706, "HY000");
 pub const ER_UNKNOWN_CHARACTER_SET: MysqlCode = code(1115, "42000");
 pub const ER_UNKNOWN_COLLATION: MysqlCode = code(1273, "HY000");
@@ -309,6 +313,7 @@ impl ShimError {
             ShimError::KeyUpdateUnderTwoNames(..) => ER_MULTI_UPDATE_KEY_CONFLICT,
             ShimError::ViewNotUpdatable { .. } => ER_NON_UPDATABLE_TABLE,
             ShimError::ViewNotInsertable(_) => ER_NON_INSERTABLE_TABLE,
+            ShimError::ColumnNotUpdatable(_) => ER_NONUPDATEABLE_COLUMN,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),
@@ -498,6 +503,10 @@ mod tests {
             ER_DATA_TOO_LONG,
             ER_UNKNOWN_VIEW,
             ER_MULTIPLE_PRI_KEY,
+            ER_NON_UPDATABLE_TABLE,
+            ER_NON_INSERTABLE_TABLE,
+            ER_NONUPDATEABLE_COLUMN,
+            ER_MULTI_UPDATE_KEY_CONFLICT,
         ];
         for c in all {
             assert_eq!(c.sqlstate.len(), 5, "errno {}", c.errno);

@@ -18,15 +18,9 @@ use sqlparser::ast::{
     self, Assignment, AssignmentTarget, Expr, Ident, ObjectName, SelectItem, SetExpr, TableFactor,
 };
 
-use crate::error::{Result, ShimError, WireError};
+use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::session::Session;
-
-/// `Column '%s' is not updatable`.
-const ER_NONUPDATEABLE_COLUMN: crate::error::MysqlCode = crate::error::MysqlCode {
-    errno: 1348,
-    sqlstate: "HY000",
-};
 
 /// An updatable view over one base table.
 pub(super) struct ViewOfTable {
@@ -199,10 +193,7 @@ impl ViewOfTable {
     fn base_column(&self, name: &str, place: &str) -> Result<Ident> {
         match self.column(name) {
             Some(Expr::Identifier(i)) => Ok(i.clone()),
-            Some(_) => Err(ShimError::Wire(WireError {
-                code: ER_NONUPDATEABLE_COLUMN,
-                message: format!("Column '{name}' is not updatable"),
-            })),
+            Some(_) => Err(ShimError::ColumnNotUpdatable(name.into())),
             None => Err(ShimError::UnknownColumn(name.into(), place.into())),
         }
     }
