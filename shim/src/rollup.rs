@@ -11,6 +11,10 @@
 //! one after its group). LIMIT/OFFSET apply to the merged rows. No input
 //! row, no super-aggregate row. ORDER BY with ROLLUP is MariaDB's 1221.
 //! The result metadata is level n's.
+//!
+//! Inside a derived table, a subquery or a view, where no order is kept,
+//! the levels are instead one UNION ALL, an ordinary maintained query
+//! ([`expand_nested`]).
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
