@@ -7,9 +7,7 @@
 //! [`crate::table_notes`]; ENGINE= and other table options are accepted and
 //! ignored.
 
-use ladle_common::{
-    Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema, Value,
-};
+use ladle_common::{Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema};
 use ladle_storage::StorageError;
 use sqlparser::ast::{self, ColumnOption, CreateTable, ObjectType, TableConstraint};
 use sqlparser::tokenizer::Token;
@@ -893,33 +891,6 @@ pub fn drop_database(e: &Engine, s: &mut Session, t: &[Token]) -> Result<Output>
     let name = ident(t, i).ok_or_else(|| ShimError::Parse("near DROP DATABASE".into()))?;
     let n = drop_db(e, s, &name, if_exists)?;
     Ok(Output::affected(n))
-}
-
-/// The value an omitted column gets.
-pub fn default_value(col: &ColumnSchema) -> Option<Value> {
-    match &col.default {
-        ColumnDefault::Value(v) => Some(v.clone()),
-        ColumnDefault::CurrentTimestamp => Some(current_timestamp()),
-        // Computed once the row's other columns are known.
-        ColumnDefault::Generated { .. } => Some(Value::Null),
-        ColumnDefault::None if col.nullable || col.auto_increment => Some(Value::Null),
-        // An ENUM NOT NULL defaults to its first label (MariaDB).
-        ColumnDefault::None => match &col.ty {
-            SqlType::Enum(labels) => labels.first().map(Value::text),
-            _ => None,
-        },
-    }
-}
-
-/// CURRENT_TIMESTAMP as a column value: local time in microseconds; a
-/// column keeps as many fractional digits as its precision (coercion
-/// truncates, so DATETIME gets whole seconds, DATETIME(6) all six).
-pub fn current_timestamp() -> Value {
-    let now = chrono::DateTime::from_timestamp_micros(ladle_dataflow::clock::now_micros())
-        .unwrap_or_default()
-        .with_timezone(&chrono::Local)
-        .naive_local();
-    Value::DateTime(ladle_common::truncate_datetime(now, 6))
 }
 
 #[cfg(test)]

@@ -720,6 +720,9 @@ impl Engine {
             } => {
                 self.implicit_commit(s)?;
                 let (db, view) = self.resolve(s, &name)?;
+                // A view WITH ROLLUP is the UNION ALL of its levels.
+                let mut query = query;
+                crate::rollup::expand_nested(&mut query, true)?;
                 crate::temporary_cleanup::check_view_query(self, &db, &query)?;
                 // The dataflow stores and re-parses the query's text.
                 let query = crate::sqltext::display_safe(&query);

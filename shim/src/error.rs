@@ -90,6 +90,26 @@ pub enum ShimError {
     /// keeps happening; see `dispatch::run_write_retrying`).
     #[error("Lock wait timeout exceeded; try restarting transaction")]
     RetryAfterRowLock,
+    /// A multi-table UPDATE changing a table under two names, one of
+    /// which assigns its primary key (the names in FROM's order).
+    #[error(
+        "Primary key/partition key update is not allowed since the table is updated both as \
+         '{0}' and '{1}'"
+    )]
+    KeyUpdateUnderTwoNames(String, String),
+    /// An UPDATE or DELETE (`statement`) through a view that is not
+    /// updatable (aggregates, DISTINCT, UNION, no table...).
+    #[error("The target table {view} of the {statement} is not updatable")]
+    ViewNotUpdatable {
+        view: String,
+        statement: &'static str,
+    },
+    /// A write to a view's computed column.
+    #[error("Column '{0}' is not updatable")]
+    ColumnNotUpdatable(String),
+    /// An INSERT through a view that is not insertable-into.
+    #[error("The target table {0} of the INSERT is not insertable-into")]
+    ViewNotInsertable(String),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -168,6 +188,10 @@ pub const ER_WRONG_ARGUMENTS: MysqlCode = code(1210, "HY000");
 pub const ER_WRONG_VALUE_FOR_VAR: MysqlCode = code(1231, "42000");
 pub const ER_VARIABLE_IS_READONLY: MysqlCode = code(1238, "HY000");
 pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
+pub const ER_NON_UPDATABLE_TABLE: MysqlCode = code(1288, "HY000");
+pub const ER_NON_INSERTABLE_TABLE: MysqlCode = code(1471, "HY000");
+pub const ER_NONUPDATEABLE_COLUMN: MysqlCode = code(1348, "HY000");
+pub const ER_MULTI_UPDATE_KEY_CONFLICT: MysqlCode = code(1706, "HY000");
 pub const ER_UNKNOWN_CHARACTER_SET: MysqlCode = code(1115, "42000");
 pub const ER_UNKNOWN_COLLATION: MysqlCode = code(1273, "HY000");
 pub const ER_UNKNOWN_STORAGE_ENGINE: MysqlCode = code(1286, "42000");
@@ -288,6 +312,10 @@ impl ShimError {
             ShimError::LockWaitTimeout | ShimError::RetryAfterRowLock => ER_LOCK_WAIT_TIMEOUT,
             ShimError::Deadlock => ER_LOCK_DEADLOCK,
             ShimError::LockNowait => ER_LOCK_NOWAIT,
+            ShimError::KeyUpdateUnderTwoNames(..) => ER_MULTI_UPDATE_KEY_CONFLICT,
+            ShimError::ViewNotUpdatable { .. } => ER_NON_UPDATABLE_TABLE,
+            ShimError::ViewNotInsertable(_) => ER_NON_INSERTABLE_TABLE,
+            ShimError::ColumnNotUpdatable(_) => ER_NONUPDATEABLE_COLUMN,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),
@@ -477,6 +505,10 @@ mod tests {
             ER_DATA_TOO_LONG,
             ER_UNKNOWN_VIEW,
             ER_MULTIPLE_PRI_KEY,
+            ER_NON_UPDATABLE_TABLE,
+            ER_NON_INSERTABLE_TABLE,
+            ER_NONUPDATEABLE_COLUMN,
+            ER_MULTI_UPDATE_KEY_CONFLICT,
         ];
         for c in all {
             assert_eq!(c.sqlstate.len(), 5, "errno {}", c.errno);

@@ -33,7 +33,8 @@ impl Engine {
             s.statements.get(&id),
             Some(PreparedStatement::Select { locking: true, .. })
         );
-        let q = strip_locks(q);
+        let mut q = strip_locks(q);
+        crate::rollup::expand_nested(&mut q, false)?;
         let db = self.query_database(s, &q)?;
         let query = self.dataflow.prepare(&db, &q)?;
         s.statements.insert(
@@ -288,7 +289,8 @@ impl Engine {
                         && !crate::rollup::is_rollup(q)
                     {
                         let locking = share_mode || !q.locks.is_empty();
-                        let q = strip_locks(q);
+                        let mut q = strip_locks(q);
+                        crate::rollup::expand_nested(&mut q, false)?;
                         let db = self.query_database(s, &q)?;
                         let generation = self.select_cache.generation();
                         match self.dataflow.prepare(&db, &q) {

@@ -11,6 +11,10 @@
 //! one after its group). LIMIT/OFFSET apply to the merged rows. No input
 //! row, no super-aggregate row. ORDER BY with ROLLUP is MariaDB's 1221.
 //! The result metadata is level n's.
+//!
+//! Inside a derived table, a subquery or a view, where no order is kept,
+//! the levels are instead one UNION ALL, an ordinary maintained query
+//! ([`expand_nested`]).
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
@@ -91,6 +95,100 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
         columns,
         rows: rows.into(),
     })
+}
+
+/// `q` with each SELECT grouped WITH ROLLUP inside it (a derived table,
+/// a subquery; with `whole`, `q` itself too) as the UNION ALL of its
+/// levels: an ordinary query, kept as one maintained view, whose rows
+/// come in no particular order (as a derived table's). Level 0 keeps
+/// only a total over some rows (no input row, no super-aggregate row).
+/// A LIMIT there would need the merged order (1235); ORDER BY is 1221.
+pub(crate) fn expand_nested(q: &mut ast::Query, whole: bool) -> Result<()> {
+    struct Expander {
+        depth: usize,
+        whole: bool,
+        failed: Option<ShimError>,
+    }
+    impl VisitorMut for Expander {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+            self.depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+            self.depth -= 1;
+            if (self.depth > 0 || self.whole) && is_rollup(q) {
+                match union_of_levels(q) {
+                    Ok(union) => *q = union,
+                    Err(err) => {
+                        self.failed = Some(err);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut expander = Expander {
+        depth: 0,
+        whole,
+        failed: None,
+    };
+    let _ = q.visit(&mut expander);
+    expander.failed.map_or(Ok(()), Err)
+}
+
+/// `q`, a SELECT grouped WITH ROLLUP, as the UNION ALL of its levels
+/// (see [`expand_nested`]).
+fn union_of_levels(q: &ast::Query) -> Result<ast::Query> {
+    if q.order_by.is_some() {
+        return Err(ShimError::WrongUsage("CUBE/ROLLUP", "ORDER BY"));
+    }
+    if q.limit.is_some() || q.offset.is_some() {
+        return Err(ShimError::Unsupported(
+            "LIMIT with ROLLUP in a derived table or a view".into(),
+        ));
+    }
+    let SetExpr::Select(select) = q.body.as_ref() else {
+        return Err(ShimError::Internal("ROLLUP of no SELECT".into()));
+    };
+    let groups = rollup_columns(select)
+        .ok_or_else(|| ShimError::Internal("ROLLUP without its list".into()))?;
+    let n = groups.len();
+    let mut union: Option<SetExpr> = None;
+    for level in (0..=n).rev() {
+        let mut branch = *level_query(q, select, &groups, level).body;
+        if let SetExpr::Select(sel) = &mut branch {
+            // The group values only the merge needs.
+            sel.projection
+                .truncate(sel.projection.len().saturating_sub(n));
+            if level == 0 {
+                let some_rows = crate::sqltext::parse_expr("COUNT(*) > 0")?;
+                sel.having = Some(match sel.having.take() {
+                    Some(h) => Expr::BinaryOp {
+                        left: Box::new(Expr::Nested(Box::new(h))),
+                        op: ast::BinaryOperator::And,
+                        right: Box::new(some_rows),
+                    },
+                    None => some_rows,
+                });
+            }
+        }
+        union = Some(match union {
+            None => branch,
+            Some(left) => SetExpr::SetOperation {
+                op: ast::SetOperator::Union,
+                set_quantifier: ast::SetQuantifier::All,
+                left: Box::new(left),
+                right: Box::new(branch),
+            },
+        });
+    }
+    let mut out = q.clone();
+    if let Some(body) = union {
+        out.body = Box::new(body);
+    }
+    Ok(out)
 }
 
 /// A LIMIT or OFFSET value.
@@ -269,6 +367,25 @@ mod tests {
             "SELECT a, NULL, SUM(b), CONCAT(a, NULL), a AS __ladle_rollup_0, \
              NULL AS __ladle_rollup_1 FROM t GROUP BY a"
         );
+    }
+
+    #[test]
+    fn a_nested_rollup_is_the_union_of_its_levels() {
+        let mut q = query(
+            "SELECT * FROM (SELECT a, SUM(b) s FROM t GROUP BY a WITH ROLLUP HAVING s > 1) d",
+        );
+        expand_nested(&mut q, false).expect("expands");
+        assert_eq!(
+            q.to_string(),
+            "SELECT * FROM (SELECT a, SUM(b) AS s FROM t GROUP BY a HAVING s > 1 \
+             UNION ALL SELECT NULL, SUM(b) AS s FROM t HAVING (s > 1) AND COUNT(*) > 0) AS d"
+        );
+        // The whole SELECT is left to `select` unless asked.
+        let mut whole = query("SELECT a FROM t GROUP BY a WITH ROLLUP");
+        expand_nested(&mut whole, false).expect("expands");
+        assert!(is_rollup(&whole));
+        expand_nested(&mut whole, true).expect("expands");
+        assert!(!is_rollup(&whole));
     }
 
     #[test]

@@ -187,6 +187,9 @@ impl Engine {
             // Computed per execution, not a view (see the module).
             return crate::recursive_cte::select(self, s, &q);
         }
+        // A ROLLUP in a derived table or subquery is a UNION ALL of its
+        // levels; one over the whole SELECT is merged per execution.
+        crate::rollup::expand_nested(&mut q, false)?;
         if crate::rollup::is_rollup(&q) {
             // Merged per execution from one view per level (see the module).
             return crate::rollup::select(self, s, &q);

@@ -30,6 +30,7 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
     if let Some(single) = multi_table_delete(e, s, &d)? {
         d = single;
     }
+    through_view(e, s, &mut d)?;
     let returning_items = d.returning.take();
     if let Some(w) = &mut d.selection {
         ladle_dataflow::mark_where_is_null(w);
@@ -124,6 +125,28 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
 /// uncorrelated subquery in a DELETE. `None` for a single-table DELETE.
 /// Several targets, a target without a one-column primary key, and USING
 /// are refused (1235).
+/// A DELETE from a view as a DELETE from its base table (see
+/// [`super::through_view`]).
+fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
+    let from = match &mut d.from {
+        ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+    };
+    let [only] = from.as_mut_slice() else {
+        return Ok(());
+    };
+    let ast::TableFactor::Table { name, .. } = &mut only.relation else {
+        return Ok(());
+    };
+    if !only.joins.is_empty() || !d.tables.is_empty() {
+        return Ok(());
+    }
+    if let Some(view) = super::through_view::view_of_table(e, s, name, "DELETE")? {
+        d.selection = view.where_over_base(name, d.selection.take())?;
+        *name = view.base;
+    }
+    Ok(())
+}
+
 pub(super) fn multi_table_delete(
     e: &Engine,
     s: &Session,

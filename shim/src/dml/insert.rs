@@ -18,7 +18,7 @@ use super::write::{
     expr_err, given_value, implicit_default, is_default_keyword, null_before_value_error,
     positive_id, refuse_empty_enum, slot, submit_with, table, value_of, RowCounts,
 };
-use crate::ddl::default_value;
+use crate::column_default::default_value;
 use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD};
 use crate::exec::Engine;
 use crate::output::{Info, Output};
@@ -65,6 +65,7 @@ fn values_rows(
 }
 
 fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
+    super::through_view::insert_into_base(e, s, &mut ins)?;
     let schema = table(e, s, &ins.table_name)?;
     let returning = ins
         .returning

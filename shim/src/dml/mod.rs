@@ -16,6 +16,7 @@ mod delete;
 mod insert;
 mod multi_update;
 pub(crate) mod overlay;
+mod through_view;
 mod transaction_insert;
 mod transaction_keys;
 mod update;

@@ -125,6 +125,16 @@ pub fn multi_update(
     ignore: bool,
 ) -> Result<Output> {
     let db = s.database.clone();
+    let mut update = update;
+    super::through_view::merge_target_views(
+        e,
+        s,
+        (
+            &mut update.tables,
+            &mut update.assignments,
+            &mut update.selection,
+        ),
+    )?;
     in_one_transaction(e, s, |e, s| update_targets(e, s, &update, ignore))
         .map_err(|err| err.in_database(db.as_deref()))
 }
@@ -186,7 +196,7 @@ fn update_targets(
         changes.push(joined_values(e, s, update, target)?);
     }
     let (mut affected_rows, mut matched, mut changed) = (0, 0, 0);
-    let now = crate::ddl::current_timestamp();
+    let now = crate::column_default::current_timestamp();
     for (target, by_row) in targets.into_iter().zip(changes) {
         if by_row.is_empty() {
             continue;
@@ -243,6 +253,8 @@ fn update_targets(
 struct Named {
     qualifier: Vec<Ident>,
     name: ObjectName,
+    /// Given an alias, a table is named by the alias only.
+    aliased: bool,
 }
 
 fn named_tables(tables: &[TableWithJoins]) -> Vec<Named> {
@@ -254,6 +266,7 @@ fn named_tables(tables: &[TableWithJoins]) -> Vec<Named> {
                     None => name.0.clone(),
                 },
                 name: name.clone(),
+                aliased: alias.is_some(),
             }),
             TableFactor::NestedJoin {
                 table_with_joins, ..
@@ -277,28 +290,88 @@ fn named_tables(tables: &[TableWithJoins]) -> Vec<Named> {
 /// Whether `qualifier` (as a column reference writes it: `t`, `db.t`)
 /// names `table`.
 fn names(table: &Named, qualifier: &[Ident]) -> bool {
-    let same = |a: &[Ident], b: &[Ident]| {
-        a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
-    };
+    let same = super::write::same_name;
     same(&table.qualifier, qualifier)
-        || (table.qualifier.len() == 1 && same(&table.name.0, qualifier))
-        || (table.qualifier.len() == 2 && same(&table.qualifier[1..], qualifier))
+        || (!table.aliased && table.qualifier.len() == 2 && same(&table.qualifier[1..], qualifier))
 }
 
-/// The tables SET assigns to, in the order SET first names them, each
-/// with its columns and values. A column named without its table must be
-/// in exactly one table (1054, 1052 as MySQL).
+/// The statement's tables with their schemas (None for a view or a
+/// missing table: the SELECT over the references reports a missing one).
+struct References {
+    named: Vec<Named>,
+    schemas: Vec<Option<Arc<TableSchema>>>,
+}
+
+impl References {
+    fn new(e: &Engine, s: &Session, update: &MultiUpdate) -> References {
+        let named = named_tables(&update.tables);
+        let schemas = named
+            .iter()
+            .map(|n| lookup_table(e, s, &n.name).ok())
+            .collect();
+        References { named, schemas }
+    }
+
+    /// The table (its place in FROM) a column reference `parts` (`c`,
+    /// `t.c`) in `place` names. A column named without its table must be
+    /// in exactly one table (1054, 1052 as MySQL).
+    fn table_of(&self, parts: &[Ident], place: &str) -> Result<usize> {
+        let (column, qualifier) = parts
+            .split_last()
+            .ok_or_else(|| ShimError::Parse(format!("near {place}")))?;
+        let written = parts
+            .iter()
+            .map(|p| p.value.as_str())
+            .collect::<Vec<_>>()
+            .join(".");
+        let has_column = |i: &usize| {
+            self.schemas[*i]
+                .as_ref()
+                .is_some_and(|sc| sc.column_index(&column.value).is_some())
+        };
+        let found: Vec<usize> = match qualifier.is_empty() {
+            true => (0..self.named.len()).filter(has_column).collect(),
+            false => (0..self.named.len())
+                .filter(|&i| names(&self.named[i], qualifier))
+                .collect(),
+        };
+        match found.as_slice() {
+            [] => Err(ShimError::UnknownColumn(written, place.into())),
+            [one] => Ok(*one),
+            _ if qualifier.is_empty() => Err(ladle_dataflow::DataflowError::AmbiguousColumn(
+                column.value.clone(),
+                place.into(),
+            )
+            .into()),
+            // Two tables under one name: the SELECT's 1066.
+            _ => Err(ShimError::Wire(crate::error::WireError {
+                code: crate::error::ER_NONUNIQ_TABLE,
+                message: format!("Not unique table/alias: '{}'", last_name(qualifier)),
+            })),
+        }
+    }
+
+    /// The column a reference `parts` names (see [`Self::table_of`]).
+    fn column_of(&self, parts: &[Ident], place: &str) -> Result<ladle_common::ColumnSchema> {
+        let at = self.table_of(parts, place)?;
+        let name = parts.last().map_or("", |p| p.value.as_str());
+        self.schemas[at]
+            .as_ref()
+            .and_then(|sc| sc.columns.get(sc.column_index(name)?).cloned())
+            .ok_or_else(|| ShimError::UnknownColumn(name.into(), place.into()))
+    }
+}
+
+/// How MariaDB's messages name a table reference: by its last part.
+fn last_name(parts: &[Ident]) -> String {
+    parts.last().map_or("", |p| p.value.as_str()).to_string()
+}
+
+/// The tables SET assigns to, in FROM's order (the order MariaDB writes
+/// them in: where one table is changed under two names, the later name's
+/// values are the ones left), each with its columns and values.
 fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Target>> {
-    let named = named_tables(&update.tables);
-    // Views and missing tables have no schema here; the SELECT over the
-    // references reports a missing one.
-    let schemas: Vec<Option<Arc<TableSchema>>> = named
-        .iter()
-        .map(|n| lookup_table(e, s, &n.name).ok())
-        .collect();
+    let refs = References::new(e, s, update);
     let mut targets: Vec<(usize, Target)> = Vec::new();
     for a in &update.assignments {
         let parts = match &a.target {
@@ -307,50 +380,14 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
                 return Err(ShimError::Unsupported("tuple assignment".into()))
             }
         };
-        let (column, qualifier) = parts
-            .split_last()
-            .ok_or_else(|| ShimError::Parse("near SET".into()))?;
-        let written = parts
-            .iter()
-            .map(|p| p.value.as_str())
-            .collect::<Vec<_>>()
-            .join(".");
-        let unknown = || ShimError::UnknownColumn(written.clone(), "SET".into());
-        let has_column = |i: &usize| {
-            schemas[*i]
-                .as_ref()
-                .is_some_and(|sc| sc.column_index(&column.value).is_some())
-        };
-        let found: Vec<usize> = if qualifier.is_empty() {
-            (0..named.len()).filter(has_column).collect()
-        } else {
-            (0..named.len())
-                .filter(|&i| names(&named[i], qualifier))
-                .collect()
-        };
-        let at = match found.as_slice() {
-            [] => return Err(unknown()),
-            [one] => *one,
-            _ if qualifier.is_empty() => {
-                return Err(ladle_dataflow::DataflowError::AmbiguousColumn(
-                    column.value.clone(),
-                    "SET".into(),
-                )
-                .into())
-            }
-            _ => {
-                return Err(ShimError::Unsupported(
-                    "multi-table UPDATE naming one table twice".into(),
-                ))
-            }
-        };
+        let at = refs.table_of(parts, "SET")?;
         let pos = match targets.iter().position(|(i, _)| *i == at) {
             Some(pos) => pos,
             None => {
                 // A target's schema is held for the transaction the write
                 // runs in, as a single-table UPDATE's is.
-                let schema = table(e, s, &named[at].name)?;
-                let qualifier = named[at].qualifier.clone();
+                let schema = table(e, s, &refs.named[at].name)?;
+                let qualifier = refs.named[at].qualifier.clone();
                 targets.push((
                     at,
                     Target {
@@ -363,30 +400,55 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
                 targets.len() - 1
             }
         };
-        assign(&mut targets[pos].1, column, a, &written)?;
+        let mut value = a.value.clone();
+        crate::column_default::replace_default_calls(&mut value, &|p| refs.column_of(p, "SET"))?;
+        assign(&mut targets[pos].1, parts, value)?;
     }
-    let same_table = targets.iter().enumerate().any(|(i, (_, a))| {
-        targets[i + 1..]
-            .iter()
-            .any(|(_, b)| a.schema.id == b.schema.id)
-    });
-    if same_table {
-        return Err(ShimError::Unsupported(
-            "multi-table UPDATE of one table under two names".into(),
-        ));
-    }
-    Ok(targets.into_iter().map(|(_, t)| t).collect())
+    targets.sort_by_key(|(at, _)| *at);
+    let targets: Vec<Target> = targets.into_iter().map(|(_, t)| t).collect();
+    check_one_table_twice(&targets)?;
+    Ok(targets)
 }
 
-/// Adds `a` (assigning `column`) to `target`'s columns and values: a
-/// generated column takes only DEFAULT (which leaves it to its
-/// expression), any other value is 1906.
-fn assign(target: &mut Target, column: &Ident, a: &Assignment, written: &str) -> Result<()> {
-    let pos = column_pos(&target.schema, &column.value, "SET")
-        .map_err(|_| ShimError::UnknownColumn(written.to_string(), "SET".into()))?;
-    let generated = target.schema.columns.get(pos);
-    if generated.is_some_and(|c| c.default.generation().is_some()) {
-        if is_default_keyword(&a.value) {
+/// A table changed under two names: MariaDB's 1706 when either assigns
+/// its primary key. Without a primary key a row is identified by all its
+/// columns, which the first name's write may change under the second's.
+fn check_one_table_twice(targets: &[Target]) -> Result<()> {
+    for (i, a) in targets.iter().enumerate() {
+        for b in targets[i + 1..]
+            .iter()
+            .filter(|b| b.schema.id == a.schema.id)
+        {
+            let Some(pk) = a.schema.primary_key.as_ref().filter(|pk| !pk.is_empty()) else {
+                return Err(ShimError::Unsupported(
+                    "multi-table UPDATE of a table without a primary key under two names".into(),
+                ));
+            };
+            if a.columns.iter().chain(&b.columns).any(|c| pk.contains(c)) {
+                return Err(ShimError::KeyUpdateUnderTwoNames(
+                    last_name(&a.qualifier),
+                    last_name(&b.qualifier),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Adds an assignment of `value` to column `parts` to `target`'s columns
+/// and values: `DEFAULT` is the column's default; a generated column
+/// takes only DEFAULT (which leaves it to its expression), any other
+/// value is 1906.
+fn assign(target: &mut Target, parts: &[Ident], value: Expr) -> Result<()> {
+    let written = || {
+        let names: Vec<&str> = parts.iter().map(|p| p.value.as_str()).collect();
+        ShimError::UnknownColumn(names.join("."), "SET".into())
+    };
+    let column = parts.last().ok_or_else(written)?;
+    let pos = column_pos(&target.schema, &column.value, "SET").map_err(|_| written())?;
+    let schema_column = &target.schema.columns[pos];
+    if schema_column.default.generation().is_some() {
+        if is_default_keyword(&value) {
             return Ok(());
         }
         return Err(ShimError::Wire(crate::checks::generated_value_given(
@@ -394,13 +456,12 @@ fn assign(target: &mut Target, column: &Ident, a: &Assignment, written: &str) ->
             &column.value,
         )));
     }
-    if is_default_keyword(&a.value) {
-        return Err(ShimError::Unsupported(
-            "DEFAULT in a multi-table UPDATE".into(),
-        ));
-    }
+    let value = match is_default_keyword(&value) {
+        true => crate::column_default::default_literal(schema_column)?,
+        false => value,
+    };
     target.columns.push(pos);
-    target.values.push(a.value.clone());
+    target.values.push(value);
     Ok(())
 }
 

@@ -95,9 +95,23 @@ fn update_rows(
         limit,
         ignore,
     } = clauses;
-    let schema = table(e, s, single_table(&target)?)?;
+    let mut target = target;
     let mut assignments = assignments;
     let mut selection = selection;
+    let name = single_table(&target)?.clone();
+    if let Some(view) = super::through_view::view_of_table(e, s, &name, "UPDATE")? {
+        let written = match &target.relation {
+            ast::TableFactor::Table {
+                alias: Some(alias), ..
+            } => ast::ObjectName(vec![alias.name.clone()]),
+            _ => name,
+        };
+        selection = view.update(&written, &mut assignments, selection)?;
+        if let ast::TableFactor::Table { name, .. } = &mut target.relation {
+            *name = view.base;
+        }
+    }
+    let schema = table(e, s, single_table(&target)?)?;
     for a in &mut assignments {
         inline_subqueries(e, s, &mut a.value)?;
     }
@@ -113,7 +127,7 @@ fn update_rows(
     let scan = scan_spec(&schema, selection.as_ref());
     let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
     let on_update = on_update_columns(&schema, &assigned);
-    let now = crate::ddl::current_timestamp();
+    let now = crate::column_default::current_timestamp();
     let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
     // With ORDER BY the rows are changed, and their keys checked, in its
     // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts

@@ -102,6 +102,15 @@ pub(super) fn buffer_in_transaction(
     Ok(())
 }
 
+/// Whether two names as written (`db.t`, `t`, an alias) are the same,
+/// part by part, in any case.
+pub(super) fn same_name(a: &[ast::Ident], b: &[ast::Ident]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x.value.eq_ignore_ascii_case(&y.value))
+}
+
 pub(super) fn column_pos(schema: &TableSchema, name: &str, place: &str) -> Result<usize> {
     schema
         .column_index(name)
@@ -748,10 +757,31 @@ pub(super) fn compile_assignments(
                     schema, &name,
                 )));
             }
-            Ok(Some((pos, compile_row_expr(&a.value, Some(schema))?)))
+            let value = with_defaults(schema, pos, &a.value)?;
+            Ok(Some((pos, compile_row_expr(&value, Some(schema))?)))
         })
         .filter_map(Result::transpose)
         .collect()
+}
+
+/// `value`, a SET value for column `pos`, with `DEFAULT` and
+/// `DEFAULT(col)` replaced by the defaults they stand for.
+pub(super) fn with_defaults(schema: &TableSchema, pos: usize, value: &Expr) -> Result<Expr> {
+    use crate::column_default::{default_literal, replace_default_calls};
+    if is_default_keyword(value) {
+        let column = schema
+            .columns
+            .get(pos)
+            .ok_or_else(|| ShimError::Internal(format!("no column {pos}")))?;
+        return default_literal(column);
+    }
+    let mut value = value.clone();
+    replace_default_calls(&mut value, &|parts| {
+        let name = parts.last().map_or("", |p| p.value.as_str());
+        let pos = column_pos(schema, name, "field list")?;
+        Ok(schema.columns[pos].clone())
+    })?;
+    Ok(value)
 }
 
 #[cfg(test)]

@@ -9,6 +9,8 @@
 use sqlparser::keywords::Keyword;
 use sqlparser::tokenizer::{Token, TokenWithLocation, Whitespace};
 
+use super::token_walk::{next_solid, prev_solid};
+
 /// `toks` with every index hint turned into whitespace.
 pub(super) fn strip_index_hints(mut toks: Vec<TokenWithLocation>) -> Vec<TokenWithLocation> {
     let mut i = 0;
@@ -106,11 +108,7 @@ const BEFORE_TABLE: [&str; 8] = [
 /// The table reference before the hint at `hint` (possibly after an
 /// earlier hint of the same table): `db.t`, `t`, `t AS a` or `t a`.
 fn hinted_table(toks: &[TokenWithLocation], hint: usize) -> Option<(Vec<String>, Option<String>)> {
-    let prev = |j: usize| {
-        (0..j)
-            .rev()
-            .find(|&k| !matches!(toks[k].token, Token::Whitespace(_)))
-    };
+    let prev = |j: usize| prev_solid(toks, j);
     let last = prev(hint)?;
     let before = prev(last);
     let qualified_at = |end: usize| {
@@ -147,11 +145,6 @@ fn is_hint_start(toks: &[TokenWithLocation], j: usize) -> bool {
         keyword(toks, next_solid(toks, j + 1)),
         Some(Keyword::INDEX | Keyword::KEY)
     )
-}
-
-/// The first non-whitespace token at or after `i`.
-fn next_solid(toks: &[TokenWithLocation], i: usize) -> Option<usize> {
-    (i..toks.len()).find(|&j| !matches!(toks[j].token, Token::Whitespace(_)))
 }
 
 fn keyword(toks: &[TokenWithLocation], i: Option<usize>) -> Option<Keyword> {

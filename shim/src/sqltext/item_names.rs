@@ -16,6 +16,8 @@
 use ladle_dataflow::OutputColumn;
 use sqlparser::ast::{self, SelectItem};
 
+use super::token_walk::SELECT_MODIFIERS;
+
 /// MariaDB's longest item name, in characters.
 const MAX_NAME_CHARS: usize = 255;
 
@@ -168,21 +170,6 @@ const LIST_END: [&str; 14] = [
     "PROCEDURE",
 ];
 
-/// Words between SELECT and its first item.
-const SELECT_OPTIONS: [&str; 11] = [
-    "ALL",
-    "DISTINCT",
-    "DISTINCTROW",
-    "HIGH_PRIORITY",
-    "STRAIGHT_JOIN",
-    "SQL_SMALL_RESULT",
-    "SQL_BIG_RESULT",
-    "SQL_BUFFER_RESULT",
-    "SQL_CACHE",
-    "SQL_NO_CACHE",
-    "SQL_CALC_FOUND_ROWS",
-];
-
 /// One lexical piece of the text, as far as splitting a select list
 /// needs: comments, quoted text, words, and single characters.
 #[derive(Debug, PartialEq)]
@@ -307,7 +294,7 @@ fn select_item_spans(sql: &str, anywhere: bool) -> Option<Vec<(usize, usize)>> {
     let mut k = select_at + 1;
     while k < ps.len()
         && (matches!(ps[k].0, Piece::Space | Piece::Comment)
-            || word(k).is_some_and(|w| SELECT_OPTIONS.contains(&&*w)))
+            || word(k).is_some_and(|w| w == "STRAIGHT_JOIN" || SELECT_MODIFIERS.contains(&&*w)))
     {
         k += 1;
     }

@@ -20,6 +20,7 @@ mod literal;
 mod parse;
 mod split;
 mod straight_join;
+mod token_walk;
 mod tokenize;
 mod with_rollup;
 

@@ -8,6 +8,8 @@
 
 use sqlparser::tokenizer::{Token, TokenWithLocation, Whitespace};
 
+use super::token_walk::{is_word, SELECT_MODIFIERS};
+
 /// `toks` with each unquoted `STRAIGHT_JOIN` read as MySQL does: blank
 /// after `SELECT` and its other modifiers, `JOIN` elsewhere.
 pub(super) fn read_straight_join(mut toks: Vec<TokenWithLocation>) -> Vec<TokenWithLocation> {
@@ -34,27 +36,13 @@ pub(super) fn read_straight_join(mut toks: Vec<TokenWithLocation>) -> Vec<TokenW
 }
 
 fn is_straight_join(t: &Token) -> bool {
-    matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("STRAIGHT_JOIN"))
+    is_word(t, "STRAIGHT_JOIN")
 }
 
 /// `SELECT` or one of its modifiers: a `STRAIGHT_JOIN` after it is the
 /// SELECT modifier.
 fn is_select_modifier_slot(t: &Token) -> bool {
-    const SLOTS: [&str; 11] = [
-        "SELECT",
-        "ALL",
-        "DISTINCT",
-        "DISTINCTROW",
-        "HIGH_PRIORITY",
-        "SQL_SMALL_RESULT",
-        "SQL_BIG_RESULT",
-        "SQL_BUFFER_RESULT",
-        "SQL_CACHE",
-        "SQL_NO_CACHE",
-        "SQL_CALC_FOUND_ROWS",
-    ];
-    matches!(t, Token::Word(w) if w.quote_style.is_none()
-        && SLOTS.iter().any(|s| w.value.eq_ignore_ascii_case(s)))
+    is_word(t, "SELECT") || SELECT_MODIFIERS.iter().any(|m| is_word(t, m))
 }
 
 #[cfg(test)]
@@ -63,13 +51,7 @@ mod tests {
 
     fn read(sql: &str) -> String {
         let toks = crate::sqltext::tokenize(sql).expect("tokenizes");
-        read_straight_join(toks)
-            .into_iter()
-            .map(|t| t.token.to_string())
-            .collect::<String>()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
+        super::super::token_walk::rendered(read_straight_join(toks))
     }
 
     #[test]

@@ -5,6 +5,8 @@
 
 use sqlparser::tokenizer::{Token, TokenWithLocation, Whitespace};
 
+use super::token_walk::{is_word, next_solid, prev_solid};
+
 /// `toks` with each `GROUP BY list WITH ROLLUP` as `GROUP BY ROLLUP
 /// (list)`; a WITH ROLLUP not after a GROUP BY list is left for the
 /// parser to refuse.
@@ -44,9 +46,7 @@ fn quote_written_group_by_forms(toks: &mut [TokenWithLocation]) {
         if !is_word(&toks[i].token, "BY") {
             continue;
         }
-        let group = (0..i)
-            .rev()
-            .find(|&k| !matches!(toks[k].token, Token::Whitespace(_)));
+        let group = prev_solid(toks, i);
         if !group.is_some_and(|g| is_word(&toks[g].token, "GROUP")) {
             continue;
         }
@@ -64,19 +64,11 @@ fn quote_written_group_by_forms(toks: &mut [TokenWithLocation]) {
     }
 }
 
-fn is_word(t: &Token, w: &str) -> bool {
-    matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w))
-}
-
-fn next_solid(toks: &[TokenWithLocation], i: usize) -> Option<usize> {
-    (i..toks.len()).find(|&j| !matches!(toks[j].token, Token::Whitespace(_)))
-}
-
 /// The `BY` of the `GROUP BY` whose list ends at `end`, at the same
 /// parenthesis depth, if the list is not empty.
 fn group_by_before(toks: &[TokenWithLocation], end: usize) -> Option<usize> {
     let mut depth = 0usize;
-    let mut prev_solid: Option<usize> = None;
+    let mut solid_after: Option<usize> = None;
     for j in (0..end).rev() {
         match &toks[j].token {
             Token::Whitespace(_) => continue,
@@ -84,14 +76,13 @@ fn group_by_before(toks: &[TokenWithLocation], end: usize) -> Option<usize> {
             Token::LParen if depth == 0 => return None,
             Token::LParen => depth -= 1,
             t if depth == 0 && is_word(t, "BY") => {
-                let group = (0..j)
-                    .rev()
-                    .find(|&k| !matches!(toks[k].token, Token::Whitespace(_)))?;
-                return (is_word(&toks[group].token, "GROUP") && prev_solid.is_some()).then_some(j);
+                let group = prev_solid(toks, j)?;
+                return (is_word(&toks[group].token, "GROUP") && solid_after.is_some())
+                    .then_some(j);
             }
             _ => {}
         }
-        prev_solid = Some(j);
+        solid_after = Some(j);
     }
     None
 }
@@ -102,13 +93,7 @@ mod tests {
 
     fn read(sql: &str) -> String {
         let toks = crate::sqltext::tokenize(sql).expect("tokenizes");
-        read_with_rollup(toks)
-            .into_iter()
-            .map(|t| t.token.to_string())
-            .collect::<String>()
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
+        super::super::token_walk::rendered(read_with_rollup(toks))
     }
 
     #[test]
