@@ -332,6 +332,29 @@ fn password_clause(c: &mut Cur) -> Result<Secret, ShimError> {
     Ok(Secret::of_password(&c.string()?))
 }
 
+/// The account options MySQL 8's `SHOW CREATE USER` prints after REQUIRE,
+/// at their defaults (`PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD
+/// HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE
+/// CURRENT DEFAULT`), so that its output restores; any other value (an
+/// expiry, ACCOUNT LOCK) is refused, not ignored.
+fn default_account_options(c: &mut Cur) -> Result<(), ShimError> {
+    const DEFAULTS: [&[&str]; 5] = [
+        &["PASSWORD", "EXPIRE", "DEFAULT"],
+        &["ACCOUNT", "UNLOCK"],
+        &["PASSWORD", "HISTORY", "DEFAULT"],
+        &["PASSWORD", "REUSE", "INTERVAL", "DEFAULT"],
+        &["PASSWORD", "REQUIRE", "CURRENT", "DEFAULT"],
+    ];
+    while c.is("PASSWORD") || c.is("ACCOUNT") {
+        if !DEFAULTS.iter().any(|option| c.eat_all(option)) {
+            return Err(ShimError::Unsupported(
+                "password and account options other than their defaults".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `REQUIRE SSL | NONE` (X509 and the rest are not supported).
 fn require_clause(c: &mut Cur) -> Result<Option<bool>, ShimError> {
     if !c.eat("REQUIRE") {
@@ -466,6 +489,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
         }
     }
     let require_ssl = require_clause(c)?.unwrap_or(false);
+    default_account_options(c)?;
     c.end()?;
     let mut notes = Vec::new();
     e.update_accounts(|list| {
@@ -579,6 +603,7 @@ fn alter_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<O
         None
     };
     let require = require_clause(c)?;
+    default_account_options(c)?;
     c.end()?;
     let own = current_user(s) == (user.clone(), host.clone());
     if !own || require.is_some() {

@@ -380,6 +380,30 @@ async fn accounts_restore_from_mysqls_stored_form() {
         )
     );
 
+    // What MySQL 8's SHOW CREATE USER prints whole (the account options at
+    // their defaults) restores too; other options are refused, not ignored.
+    admin
+        .query_drop(format!(
+            "CREATE USER `mysql8`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '{DUMPED_HASH}' \
+             REQUIRE NONE PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD HISTORY DEFAULT \
+             PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT"
+        ))
+        .await
+        .unwrap();
+    let (_, last) = login(server.port, "mysql8", "dump-pw").await;
+    assert!(is_ok(&last), "{last:?}");
+    for option in ["ACCOUNT LOCK", "PASSWORD EXPIRE INTERVAL 90 DAY"] {
+        let refused = admin
+            .query_drop(format!("CREATE USER 'opt'@'%' {option}"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, mysql_async::Error::Server(_)),
+            "{refused:?}"
+        );
+        assert!(admin.query_drop("SHOW CREATE USER opt").await.is_err());
+    }
+
     // The same hash in hex (how MySQL prints a salt with unprintable
     // bytes) is read as the string.
     let hex: String = DUMPED_HASH.bytes().map(|b| format!("{b:02X}")).collect();
