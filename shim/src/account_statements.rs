@@ -1,16 +1,16 @@
 //! The account statements: `CREATE USER`, `DROP USER`, `RENAME USER`,
-//! `ALTER USER`, `SET PASSWORD`, `GRANT`, `REVOKE` and `SHOW GRANTS`, parsed
-//! by their own small grammar and applied to [`crate::accounts::Accounts`].
-
-use ladle_common::Value;
+//! `ALTER USER`, `SET PASSWORD`, `GRANT`, `REVOKE`, `SHOW GRANTS` and `SHOW
+//! CREATE USER`, parsed by their own small grammar and applied to
+//! [`crate::accounts::Accounts`] (the SHOW ones render in
+//! [`crate::show_accounts`]).
 
 use crate::accounts::{
     hash_bytes, native_hash, no_such_user_row, sha2_hash, wire, Account, AuthPlugin, Privs, ALTER,
-    CREATE, CREATE_USER, DELETE, DROP, GLOBAL_PRIVS, GRANT_OPTION, INDEX, INSERT, NAMES,
-    OBJECT_PRIVS, PROCESS, RELOAD, SELECT, SUPER, UPDATE,
+    CREATE, CREATE_USER, DELETE, DROP, GLOBAL_PRIVS, GRANT_OPTION, INDEX, INSERT, OBJECT_PRIVS,
+    PROCESS, RELOAD, SELECT, SUPER, UPDATE,
 };
 use crate::error::{self, ShimError};
-use crate::output::{text_column, Output};
+use crate::output::Output;
 use crate::session::current_user;
 use crate::session::Session;
 
@@ -167,6 +167,24 @@ impl Cur {
             _ => Err(self.syntax()),
         }
     }
+    /// A hash after `AS`: a 'string', or `0x...` hex (how MySQL prints a
+    /// `$A$` hash whose salt has unprintable bytes).
+    fn hash_literal(&mut self) -> Result<String, ShimError> {
+        if let Some(Lex::Word(w)) = self.t.get(self.i) {
+            let hex = w.strip_prefix("0x").or_else(|| w.strip_prefix("0X"));
+            let bytes = hex.and_then(|h| {
+                (0..h.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(h.get(i..i + 2)?, 16).ok())
+                    .collect::<Option<Vec<u8>>>()
+            });
+            if let Some(text) = bytes.and_then(|b| String::from_utf8(b).ok()) {
+                self.i += 1;
+                return Ok(text);
+            }
+        }
+        self.string()
+    }
     fn string(&mut self) -> Result<String, ShimError> {
         match self.t.get(self.i).cloned() {
             Some(Lex::Str(s)) => {
@@ -204,10 +222,12 @@ fn quoted(user: &str, host: &str) -> String {
 }
 
 /// What `IDENTIFIED ...` / `SET PASSWORD = ...` gave: the native hash,
-/// and the `caching_sha2_password` one when the password itself was given.
+/// and the `caching_sha2_password` ones when the password itself was
+/// given (or only MySQL's stored form, from `AS '$A$...'`).
 struct Secret {
     auth: String,
     sha2: String,
+    sha2_crypt: String,
     /// `IDENTIFIED WITH plugin`; `None` keeps the account's plugin (a new
     /// account gets the native one).
     plugin: Option<AuthPlugin>,
@@ -218,7 +238,26 @@ impl Secret {
         Secret {
             auth: native_hash(pw.as_bytes()),
             sha2: sha2_hash(pw.as_bytes()),
+            sha2_crypt: crate::sha2_crypt::generate(pw.as_bytes()),
             plugin: None,
+        }
+    }
+
+    /// MySQL's stored `caching_sha2_password` form given literally (`AS
+    /// '$A$005$...'`, or empty): neither other hash can be derived from it.
+    fn of_sha2_crypt(h: &str) -> Result<Secret, ShimError> {
+        if h.is_empty() || crate::sha2_crypt::is_stored_form(h) {
+            Ok(Secret {
+                auth: String::new(),
+                sha2: String::new(),
+                sha2_crypt: h.to_string(),
+                plugin: None,
+            })
+        } else {
+            Err(wire(
+                error::ER_PASSWORD_FORMAT,
+                "The password hash doesn't have the expected format.".into(),
+            ))
         }
     }
 
@@ -229,6 +268,7 @@ impl Secret {
             Ok(Secret {
                 auth: h.to_ascii_uppercase(),
                 sha2: String::new(),
+                sha2_crypt: String::new(),
                 plugin: None,
             })
         } else {
@@ -242,6 +282,7 @@ impl Secret {
     fn set(self, a: &mut Account) {
         a.auth = self.auth;
         a.sha2 = self.sha2;
+        a.sha2_crypt = self.sha2_crypt;
         if let Some(plugin) = self.plugin {
             a.plugin = plugin;
         }
@@ -272,8 +313,13 @@ fn password_clause(c: &mut Cur) -> Result<Secret, ShimError> {
         };
         let secret = if c.eat("BY") {
             Secret::of_password(&c.string()?)
-        } else if native && c.eat("AS") {
-            Secret::of_hash(&c.string()?)?
+        } else if c.eat("AS") {
+            let hash = c.hash_literal()?;
+            if native {
+                Secret::of_hash(&hash)?
+            } else {
+                Secret::of_sha2_crypt(&hash)?
+            }
         } else {
             Secret::of_hash("")?
         };
@@ -284,6 +330,29 @@ fn password_clause(c: &mut Cur) -> Result<Secret, ShimError> {
         return Secret::of_hash(&c.string()?);
     }
     Ok(Secret::of_password(&c.string()?))
+}
+
+/// The account options MySQL 8's `SHOW CREATE USER` prints after REQUIRE,
+/// at their defaults (`PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD
+/// HISTORY DEFAULT PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE
+/// CURRENT DEFAULT`), so that its output restores; any other value (an
+/// expiry, ACCOUNT LOCK) is refused, not ignored.
+fn default_account_options(c: &mut Cur) -> Result<(), ShimError> {
+    const DEFAULTS: [&[&str]; 5] = [
+        &["PASSWORD", "EXPIRE", "DEFAULT"],
+        &["ACCOUNT", "UNLOCK"],
+        &["PASSWORD", "HISTORY", "DEFAULT"],
+        &["PASSWORD", "REUSE", "INTERVAL", "DEFAULT"],
+        &["PASSWORD", "REQUIRE", "CURRENT", "DEFAULT"],
+    ];
+    while c.is("PASSWORD") || c.is("ACCOUNT") {
+        if !DEFAULTS.iter().any(|option| c.eat_all(option)) {
+            return Err(ShimError::Unsupported(
+                "password and account options other than their defaults".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `REQUIRE SSL | NONE` (X509 and the rest are not supported).
@@ -302,20 +371,23 @@ fn require_clause(c: &mut Cur) -> Result<Option<bool>, ShimError> {
     }
 }
 
-/// Whether `sql` is an account statement [`statement`] runs.
-/// Whether an account statement changes accounts (all but SHOW GRANTS).
-pub fn changes_accounts(w0: &str, w1: &str) -> bool {
-    is_account_statement(w0, w1) && w0 != "SHOW"
+/// Whether `sql` is an account statement that changes accounts (all but
+/// SHOW GRANTS and SHOW CREATE USER).
+pub fn changes_accounts(sql: &str) -> bool {
+    is_account_statement(sql) && crate::tokens::first_words(sql).0 != "SHOW"
 }
 
-pub fn is_account_statement(w0: &str, w1: &str) -> bool {
+/// Whether `sql` is an account statement [`statement`] runs.
+pub fn is_account_statement(sql: &str) -> bool {
+    let words = crate::tokens::leading_words(sql, 3);
+    let word = |i: usize| words.get(i).map_or("", String::as_str);
     matches!(
-        (w0, w1),
+        (word(0), word(1)),
         ("CREATE" | "DROP" | "ALTER" | "RENAME", "USER")
             | ("GRANT" | "REVOKE", _)
             | ("SET", "PASSWORD")
             | ("SHOW", "GRANTS")
-    )
+    ) || (word(0), word(1), word(2)) == ("SHOW", "CREATE", "USER")
 }
 
 /// Runs an account statement (see [`is_account_statement`]).
@@ -332,7 +404,19 @@ pub fn statement(e: &crate::exec::Engine, s: &mut Session, sql: &str) -> Result<
         ("RENAME", "USER") => need_create_user(e, s).and_then(|()| rename_user(e, s, &mut c)),
         ("ALTER", "USER") => alter_user(e, s, &mut c),
         ("SET", "PASSWORD") => set_password(e, s, &mut c),
-        ("SHOW", "GRANTS") => show_grants(e, s, &mut c),
+        ("SHOW", "GRANTS") => {
+            let (user, host) = if c.eat("FOR") {
+                c.account(s)?
+            } else {
+                current_user(s)
+            };
+            crate::show_accounts::show_grants(e, s, user, host)
+        }
+        ("SHOW", "CREATE") => {
+            c.expect("USER")?;
+            let (user, host) = c.account(s)?;
+            crate::show_accounts::show_create_user(e, s, user, host)
+        }
         ("GRANT", _) => grant(e, s, &mut c, true),
         ("REVOKE", _) => grant(e, s, &mut c, false),
         _ => Err(c.syntax()),
@@ -405,6 +489,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
         }
     }
     let require_ssl = require_clause(c)?.unwrap_or(false);
+    default_account_options(c)?;
     c.end()?;
     let mut notes = Vec::new();
     e.update_accounts(|list| {
@@ -428,6 +513,7 @@ fn create_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<
                 host,
                 auth: secret.auth,
                 sha2: secret.sha2,
+                sha2_crypt: secret.sha2_crypt,
                 plugin: secret.plugin.unwrap_or_default(),
                 require_ssl,
                 ..Account::default()
@@ -517,6 +603,7 @@ fn alter_user(e: &crate::exec::Engine, s: &mut Session, c: &mut Cur) -> Result<O
         None
     };
     let require = require_clause(c)?;
+    default_account_options(c)?;
     c.end()?;
     let own = current_user(s) == (user.clone(), host.clone());
     if !own || require.is_some() {
@@ -865,143 +952,4 @@ fn apply(a: &mut Account, lvl: &Option<Level>, privs: Privs, give: bool) -> Resu
     a.databases.retain(|_, p| *p != 0);
     a.tables.retain(|_, p| *p != 0);
     Ok(())
-}
-
-/// `Privs` as MariaDB lists them (`ALL PRIVILEGES` when every one the
-/// level allows is there), without GRANT OPTION.
-fn render_privs(p: Privs, all: Privs) -> String {
-    let p = p & !GRANT_OPTION;
-    if p == 0 {
-        return "USAGE".into();
-    }
-    if p & all == all {
-        return "ALL PRIVILEGES".into();
-    }
-    NAMES
-        .iter()
-        .filter(|(b, _)| p & b != 0)
-        .map(|(_, n)| *n)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The lines of SHOW GRANTS for one account.
-fn grant_lines(a: &Account) -> Vec<String> {
-    let to = format!("`{}`@`{}`", a.user, a.host);
-    let with = |p: Privs| {
-        if p & GRANT_OPTION != 0 {
-            " WITH GRANT OPTION"
-        } else {
-            ""
-        }
-    };
-    let mut first = format!(
-        "GRANT {} ON *.* TO {to}",
-        render_privs(a.global, GLOBAL_PRIVS)
-    );
-    if !a.auth.is_empty() {
-        first.push_str(&format!(" IDENTIFIED BY PASSWORD '{}'", a.auth));
-    }
-    if a.require_ssl {
-        first.push_str(" REQUIRE SSL");
-    }
-    first.push_str(with(a.global));
-    let mut lines = vec![first];
-    for (db, p) in &a.databases {
-        lines.push(format!(
-            "GRANT {} ON `{db}`.* TO {to}{}",
-            render_privs(*p, OBJECT_PRIVS),
-            with(*p)
-        ));
-    }
-    for (key, p) in &a.tables {
-        let (db, t) = key.split_once('.').unwrap_or(("", key));
-        lines.push(format!(
-            "GRANT {} ON `{db}`.`{t}` TO {to}{}",
-            render_privs(*p, OBJECT_PRIVS),
-            with(*p)
-        ));
-    }
-    lines
-}
-
-/// `SHOW GRANTS [FOR account | FOR CURRENT_USER[()]]`.
-fn show_grants(e: &crate::exec::Engine, s: &Session, c: &mut Cur) -> Result<Output, ShimError> {
-    let (user, host) = if c.eat("FOR") {
-        c.account(s)?
-    } else {
-        current_user(s)
-    };
-    if (user.clone(), host.clone()) != current_user(s) {
-        if let Some(g) = &s.grantee {
-            if e.accounts.privileges(g, "mysql", None) & SELECT == 0 {
-                return Err(wire(
-                    error::ER_DBACCESS_DENIED,
-                    format!(
-                        "Access denied for user '{}'@'{}' to database 'mysql'",
-                        g.user, g.host
-                    ),
-                ));
-            }
-        }
-    }
-    let lines = if e.accounts.is_superuser_name(&user) {
-        let mut line = format!("GRANT ALL PRIVILEGES ON *.* TO `{user}`@`%`");
-        let hash = native_hash(e.accounts.root_password.as_bytes());
-        if !hash.is_empty() {
-            line.push_str(&format!(" IDENTIFIED BY PASSWORD '{hash}'"));
-        }
-        line.push_str(" WITH GRANT OPTION");
-        vec![line]
-    } else {
-        let list = e.accounts.list.read();
-        match list.iter().find(|a| a.user == user && a.host == host) {
-            Some(a) => grant_lines(a),
-            None => {
-                return Err(wire(
-                    error::ER_NONEXISTING_GRANT,
-                    format!("There is no such grant defined for user '{user}' on host '{host}'"),
-                ))
-            }
-        }
-    };
-    Ok(Output::Rows {
-        columns: vec![text_column(&format!("Grants for {user}@{host}"))],
-        rows: lines
-            .into_iter()
-            .map(|l| vec![Value::text(l)])
-            .collect::<Vec<_>>()
-            .into(),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grants_render_as_mariadb() {
-        let mut a = Account {
-            user: "ua".into(),
-            host: "localhost".into(),
-            auth: native_hash(b"x"),
-            ..Account::default()
-        };
-        a.databases.insert("a".into(), OBJECT_PRIVS | GRANT_OPTION);
-        a.databases.insert(
-            "b".into(),
-            SELECT | UPDATE | DELETE | CREATE | DROP | INDEX | ALTER,
-        );
-        a.tables.insert("a.t".into(), SELECT | INSERT);
-        // SHOW GRANTS FOR ua@localhost in MariaDB 10.11 after the same grants.
-        assert_eq!(
-            grant_lines(&a),
-            vec![
-                "GRANT USAGE ON *.* TO `ua`@`localhost` IDENTIFIED BY PASSWORD '*B69027D44F6E5EDC07F1AEAD1477967B16F28227'",
-                "GRANT ALL PRIVILEGES ON `a`.* TO `ua`@`localhost` WITH GRANT OPTION",
-                "GRANT SELECT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER ON `b`.* TO `ua`@`localhost`",
-                "GRANT SELECT, INSERT ON `a`.`t` TO `ua`@`localhost`",
-            ]
-        );
-    }
 }

@@ -9,9 +9,12 @@
 //! catalog's durability (one RocksDB write, so a crash leaves the old or
 //! the new list, never a mix; on a cluster node the same write holds the
 //! record that hands the new list to replicas, see [`ListRecord`]).
-//! Passwords are kept only as MySQL's native hash (`*` and the hex of
-//! `SHA1(SHA1(password))`, what `PASSWORD()` returns), which is all
-//! `mysql_native_password` needs to check a login.
+//! Passwords are kept only as hashes: MySQL's native one (`*` and the hex
+//! of `SHA1(SHA1(password))`, what `PASSWORD()` returns), which is all
+//! `mysql_native_password` needs to check a login; `SHA256(SHA256(pw))`
+//! for `caching_sha2_password`'s fast authentication when the password was
+//! given in clear; and MySQL's stored `caching_sha2_password` form
+//! ([`crate::sha2_crypt`]), which a dump's `AS '$A$005$...'` gives.
 //!
 //! Privileges are the ones Ladle enforces (see [`crate::privileges`]):
 //! SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER at global
@@ -96,6 +99,12 @@ pub struct Account {
     /// fast authentication; empty when only the native hash was given.
     #[serde(default)]
     pub sha2: String,
+    /// MySQL's stored `caching_sha2_password` form (`$A$005$` + salt +
+    /// SHA-256 crypt digest, see [`crate::sha2_crypt`]), or empty (no
+    /// password, or an account stored before this field existed or given
+    /// only a native hash).
+    #[serde(default)]
+    pub sha2_crypt: String,
     /// The account's authentication plugin (`IDENTIFIED WITH`).
     #[serde(default)]
     pub plugin: AuthPlugin,
@@ -106,6 +115,37 @@ pub struct Account {
     pub databases: BTreeMap<String, Privs>,
     /// `db.table` (lower case) -> privileges.
     pub tables: BTreeMap<String, Privs>,
+}
+
+impl Account {
+    /// Every stored hash of the password, joined: it changes when the
+    /// password does (what [`Sha2Cache`] entries are checked against).
+    fn credential(&self) -> String {
+        format!("{}\n{}\n{}", self.auth, self.sha2, self.sha2_crypt)
+    }
+
+    /// Whether `password` (in clear) is the account's, by the cheapest
+    /// stored hash that can tell.
+    fn proves_password(&self, password: &[u8]) -> bool {
+        if !self.sha2.is_empty() {
+            constant_time_eq(sha2_hash(password).as_bytes(), self.sha2.as_bytes())
+        } else if !self.sha2_crypt.is_empty() {
+            crate::sha2_crypt::verify(&self.sha2_crypt, password)
+        } else {
+            constant_time_eq(native_hash(password).as_bytes(), self.auth.as_bytes())
+        }
+    }
+
+    /// The `SHA256(SHA256(password))` `caching_sha2_password`'s fast
+    /// authentication checks against: the stored one for a native
+    /// account, the one a full authentication proved since start-up
+    /// (`cache`) for a `caching_sha2_password` account, as MySQL does.
+    fn fast_auth_hash(&self, cache: &Sha2Cache) -> Option<String> {
+        match self.plugin {
+            AuthPlugin::NativePassword => Some(self.sha2.clone()),
+            AuthPlugin::CachingSha2Password => cache.proven(self),
+        }
+    }
 }
 
 /// An account's authentication plugin: how its logins are checked.
@@ -168,11 +208,12 @@ pub struct Accounts {
 
 /// `caching_sha2_password`'s cache, as MySQL keeps it: for each account
 /// (user, host) that passed full authentication since start-up, the
-/// native hash it had then and `SHA256(SHA256(password))` of the password
-/// it proved. Fast authentication needs an entry whose native hash is
-/// still the account's (a changed password, a dropped and re-created
-/// account, misses), so no statement has to invalidate it. Memory only:
-/// after a restart each account's first login is a full one.
+/// stored hashes it had then ([`Account::credential`]) and
+/// `SHA256(SHA256(password))` of the password it proved. Fast
+/// authentication needs an entry whose hashes are still the account's (a
+/// changed password, a dropped and re-created account, misses), so no
+/// statement has to invalidate it. Memory only: after a restart each
+/// account's first login is a full one.
 #[derive(Default)]
 struct Sha2Cache(parking_lot::Mutex<std::collections::HashMap<(String, String), (String, String)>>);
 
@@ -180,14 +221,14 @@ impl Sha2Cache {
     /// The proven SHA-256 hash for `a`, if its password is unchanged since.
     fn proven(&self, a: &Account) -> Option<String> {
         let cache = self.0.lock();
-        let (auth, sha2) = cache.get(&(a.user.clone(), a.host.clone()))?;
-        (*auth == a.auth).then(|| sha2.clone())
+        let (credential, sha2) = cache.get(&(a.user.clone(), a.host.clone()))?;
+        (*credential == a.credential()).then(|| sha2.clone())
     }
 
     fn insert(&self, a: &Account, password: &[u8]) {
         self.0.lock().insert(
             (a.user.clone(), a.host.clone()),
-            (a.auth.clone(), sha2_hash(password)),
+            (a.credential(), sha2_hash(password)),
         );
     }
 }
@@ -396,16 +437,23 @@ impl Accounts {
     ) -> Option<Login> {
         self.login(user, host, |root, a| match a {
             None => crate::auth::verify(root.as_bytes(), scramble, response),
-            Some(a) => verify_hash(&a.auth, scramble, response),
+            // An account known only by its `$A$` form has no native hash
+            // to check against (its empty `auth` is not "no password").
+            Some(a) => {
+                (!a.auth.is_empty() || a.sha2_crypt.is_empty())
+                    && verify_hash(&a.auth, scramble, response)
+            }
         })
     }
 
     /// Checks a `caching_sha2_password` fast-authentication response of
-    /// `user` from `host`. `None` when it does not prove the password (a
-    /// wrong one, an unknown user, an account stored with a native hash
-    /// only, which has no SHA-256 hash): as MySQL asks for full
-    /// authentication then, the caller asks the client for a
-    /// `mysql_native_password` response, which decides.
+    /// `user` from `host` against the account's SHA-256 hash
+    /// ([`Account::fast_auth_hash`]; the superuser's from its password).
+    /// `None` when it does not prove the password (a wrong one, an unknown
+    /// user, a native account stored with a native hash only, a
+    /// `caching_sha2_password` account not proven since start-up): the
+    /// caller asks for what decides, a `mysql_native_password` response
+    /// for a native account, full authentication for the other.
     pub fn authenticate_sha2(
         &self,
         user: &[u8],
@@ -414,13 +462,16 @@ impl Accounts {
         response: &[u8],
     ) -> Option<Login> {
         // Some clients (MariaDB Connector/C) send no response at first and
-        // wait to be asked: they are asked for a native one.
+        // wait to be asked.
         if response.is_empty() {
             return None;
         }
-        self.login(user, host, |root, a| match a {
-            None => verify_sha2(&sha2_hash(root.as_bytes()), nonce, response),
-            Some(a) => verify_sha2(&a.sha2, nonce, response),
+        self.login(user, host, |root, a| {
+            let hash = match a {
+                None => Some(sha2_hash(root.as_bytes())),
+                Some(a) => a.fast_auth_hash(&self.sha2_cache),
+            };
+            hash.is_some_and(|hash| verify_sha2(&hash, nonce, response))
         })
     }
 
@@ -438,26 +489,6 @@ impl Accounts {
         best_match(&list, user, host).map_or(AuthPlugin::NativePassword, |a| a.plugin)
     }
 
-    /// `caching_sha2_password`'s fast authentication of a
-    /// `caching_sha2_password` account: `None` when the cache holds no
-    /// proof of its current password or the response does not match it,
-    /// where MySQL asks for full authentication.
-    pub fn authenticate_cached(
-        &self,
-        user: &[u8],
-        host: &str,
-        nonce: &[u8],
-        response: &[u8],
-    ) -> Option<Login> {
-        if response.is_empty() {
-            return None;
-        }
-        self.login(user, host, |_, a| {
-            let proven = a.and_then(|a| self.sha2_cache.proven(a));
-            proven.is_some_and(|hash| verify_sha2(&hash, nonce, response))
-        })
-    }
-
     /// `caching_sha2_password`'s full authentication: `password` came in
     /// clear (over TLS, or RSA-decrypted). A success is cached for the
     /// account's next fast authentication.
@@ -465,11 +496,7 @@ impl Accounts {
         self.login(user, host, |root, a| match a {
             None => constant_time_eq(root.as_bytes(), password),
             Some(a) => {
-                let proven = if a.sha2.is_empty() {
-                    constant_time_eq(native_hash(password).as_bytes(), a.auth.as_bytes())
-                } else {
-                    constant_time_eq(sha2_hash(password).as_bytes(), a.sha2.as_bytes())
-                };
+                let proven = a.proves_password(password);
                 if proven && !password.is_empty() {
                     self.sha2_cache.insert(a, password);
                 }

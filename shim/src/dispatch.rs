@@ -244,9 +244,9 @@ impl Engine {
     ) -> std::result::Result<Output, WireError> {
         // Account statements are not DDL to the schema log: replicas must
         // not receive their passwords as statement text.
-        let (w0, w1) = first_words(sql);
-        if crate::account_statements::is_account_statement(&w0, &w1) {
-            if !crate::account_statements::changes_accounts(&w0, &w1) {
+        let (w0, _) = first_words(sql);
+        if crate::account_statements::is_account_statement(sql) {
+            if !crate::account_statements::changes_accounts(sql) {
                 return Ok(crate::account_statements::statement(self, s, sql)?);
             }
             self.implicit_commit(s)?;

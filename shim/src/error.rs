@@ -270,6 +270,8 @@ pub const ER_WRONG_USAGE: MysqlCode = code(1221, "HY000");
 pub const ER_SPECIFIC_ACCESS_DENIED: MysqlCode = code(1227, "42000");
 pub const ER_QUERY_INTERRUPTED: MysqlCode = code(1317, "70100");
 pub const ER_PASSWD_LENGTH: MysqlCode = code(1372, "HY000");
+/// MySQL 8's ER_PASSWORD_FORMAT: an `AS` hash its plugin cannot read.
+pub const ER_PASSWORD_FORMAT: MysqlCode = code(1827, "HY000");
 pub const ER_CANNOT_USER: MysqlCode = code(1396, "HY000");
 pub const ER_CONNECTION_KILLED: MysqlCode = code(1927, "70100");
 pub const ER_USER_CREATE_EXISTS: MysqlCode = code(1973, "HY000");

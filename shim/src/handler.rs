@@ -122,8 +122,9 @@ impl Connection {
     }
 
     /// [`Connection::authenticate`] for a `caching_sha2_password` fast
-    /// authentication response; `None` when it does not prove the password
-    /// (the caller switches the client to `mysql_native_password`).
+    /// authentication response (of either plugin's account, see
+    /// `Accounts::authenticate_sha2`); `None` when it does not prove the
+    /// password (the caller asks for what decides).
     pub fn authenticate_sha2(
         &self,
         user: &[u8],
@@ -142,24 +143,6 @@ impl Connection {
     /// The authentication plugin `user` logs in with from this host.
     pub fn account_plugin(&self, user: &[u8]) -> crate::accounts::AuthPlugin {
         self.engine.accounts.plugin(user, &self.host)
-    }
-
-    /// `caching_sha2_password`'s fast authentication of an account of that
-    /// plugin; `None` when the cache cannot prove the password (the caller
-    /// asks for full authentication).
-    pub fn authenticate_cached_sha2(
-        &self,
-        user: &[u8],
-        auth_response: &[u8],
-        secure: bool,
-    ) -> Option<Result<(), WireError>> {
-        let login = self.engine.accounts.authenticate_cached(
-            user,
-            &self.host,
-            &self.scramble,
-            auth_response,
-        )?;
-        Some(self.admit(user, Some(login), !auth_response.is_empty(), secure))
     }
 
     /// `caching_sha2_password`'s full authentication with the password in

@@ -93,6 +93,8 @@ mod select;
 pub mod session;
 mod set_list;
 mod set_variable;
+mod sha2_crypt;
+mod show_accounts;
 mod sql_prepare;
 pub mod sqltext;
 mod statement_threads;

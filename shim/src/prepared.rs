@@ -15,7 +15,7 @@ use crate::select::{
 };
 use crate::session::{PreparedStatement, Session};
 use crate::sqltext::parse;
-use crate::tokens::{classify, first_words, tokens, word};
+use crate::tokens::{classify, tokens, word};
 
 impl Engine {
     /// Plans prepared SELECT `id` again from its SQL after DDL, keeping
@@ -252,8 +252,7 @@ impl Engine {
         let marks = crate::params::placeholders(sql);
         // Account statements have their own grammar (`'u'@'h'`, which the
         // SQL tokenizer refuses): checked and run at execution.
-        let (w0, w1) = first_words(sql);
-        if crate::account_statements::is_account_statement(&w0, &w1) {
+        if crate::account_statements::is_account_statement(sql) {
             let n = marks.len();
             let id = s.add_statement(PreparedStatement::Other {
                 sql: sql.to_string(),

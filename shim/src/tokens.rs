@@ -69,13 +69,20 @@ fn past_leading_comments(sql: &str) -> &str {
 /// The first two words of a statement, upper case (cheap: no tokenizer;
 /// leading comments are skipped).
 pub(crate) fn first_words(sql: &str) -> (String, String) {
-    let mut words = past_leading_comments(sql)
-        .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
-        .filter(|w| !w.is_empty())
-        .map(|w| w.to_ascii_uppercase());
+    let mut words = leading_words(sql, 2).into_iter();
     let w0 = words.next().unwrap_or_default();
     let w1 = words.next().unwrap_or_default();
     (w0, w1)
+}
+
+/// Up to `n` first words of a statement, upper case, as [`first_words`].
+pub(crate) fn leading_words(sql: &str, n: usize) -> Vec<String> {
+    past_leading_comments(sql)
+        .split(|c: char| !c.is_ascii_alphabetic() && c != '_')
+        .filter(|w| !w.is_empty())
+        .take(n)
+        .map(|w| w.to_ascii_uppercase())
+        .collect()
 }
 
 pub fn classify(sql: &str) -> Kind {

@@ -334,3 +334,132 @@ async fn mysql_async_logs_in_over_plaintext_and_tls() {
     assert_eq!(who.as_deref(), Some("s2@%"));
     c.disconnect().await.unwrap();
 }
+
+/// MySQL's stored `caching_sha2_password` form of `dump-pw`: `$A$005$`, a
+/// 20-byte salt, and the SHA-256 crypt digest (Drepper's algorithm, 5,000
+/// rounds, the whole 20-byte salt as MySQL's `my_crypt_genhash` uses it).
+/// Computed outside Ladle by an independent implementation of that
+/// algorithm, checked against Drepper's published `$5$` vectors.
+const DUMPED_HASH: &str = "$A$005$Ladle+MySQL/salt:20!Un0MIQKiw3ltlfkK8OUS/9aMtLog0QMHc0FLdboNmcB";
+
+async fn show_create_user(admin: &mut Conn, account: &str) -> String {
+    let row: Option<String> = admin
+        .query_first(format!("SHOW CREATE USER {account}"))
+        .await
+        .unwrap();
+    row.expect("one row")
+}
+
+/// An account restored from MySQL's stored form (what `SHOW CREATE USER`
+/// and dumps print) logs in with its password, full authentication first,
+/// then fast; `SHOW CREATE USER` prints the form back, and an account made
+/// with a password in clear prints one that restores it.
+#[tokio::test]
+async fn accounts_restore_from_mysqls_stored_form() {
+    let server = common::start_configured(None, 16 << 20, "rootpw").await;
+    let mut admin = admin(&server).await;
+    admin
+        .query_drop(format!(
+            "CREATE USER 'dumped'@'%' IDENTIFIED WITH 'caching_sha2_password' AS '{DUMPED_HASH}'"
+        ))
+        .await
+        .unwrap();
+    let (first, last) = login(server.port, "dumped", "dump-px").await;
+    assert_eq!(first, PERFORM_FULL_AUTHENTICATION);
+    assert_eq!(error_code(&last), 1045);
+    let (first, last) = login(server.port, "dumped", "dump-pw").await;
+    assert_eq!(first, PERFORM_FULL_AUTHENTICATION, "nothing cached yet");
+    assert!(is_ok(&last), "{last:?}");
+    let (first, last) = login(server.port, "dumped", "dump-pw").await;
+    assert_eq!(first, FAST_AUTH_SUCCESS, "cached by the full login");
+    assert!(is_ok(&last), "{last:?}");
+    assert_eq!(
+        show_create_user(&mut admin, "'dumped'@'%'").await,
+        format!(
+            "CREATE USER `dumped`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '{DUMPED_HASH}'"
+        )
+    );
+
+    // What MySQL 8's SHOW CREATE USER prints whole (the account options at
+    // their defaults) restores too; other options are refused, not ignored.
+    admin
+        .query_drop(format!(
+            "CREATE USER `mysql8`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '{DUMPED_HASH}' \
+             REQUIRE NONE PASSWORD EXPIRE DEFAULT ACCOUNT UNLOCK PASSWORD HISTORY DEFAULT \
+             PASSWORD REUSE INTERVAL DEFAULT PASSWORD REQUIRE CURRENT DEFAULT"
+        ))
+        .await
+        .unwrap();
+    let (_, last) = login(server.port, "mysql8", "dump-pw").await;
+    assert!(is_ok(&last), "{last:?}");
+    for option in ["ACCOUNT LOCK", "PASSWORD EXPIRE INTERVAL 90 DAY"] {
+        let refused = admin
+            .query_drop(format!("CREATE USER 'opt'@'%' {option}"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&refused, mysql_async::Error::Server(_)),
+            "{refused:?}"
+        );
+        assert!(admin.query_drop("SHOW CREATE USER opt").await.is_err());
+    }
+
+    // The same hash in hex (how MySQL prints a salt with unprintable
+    // bytes) is read as the string.
+    let hex: String = DUMPED_HASH.bytes().map(|b| format!("{b:02X}")).collect();
+    admin
+        .query_drop(format!(
+            "CREATE USER 'hexed'@'%' IDENTIFIED WITH caching_sha2_password AS 0x{hex}"
+        ))
+        .await
+        .unwrap();
+    let (_, last) = login(server.port, "hexed", "dump-pw").await;
+    assert!(is_ok(&last), "{last:?}");
+
+    // BY 'pw2' prints a `$A$` form of its own; dropping the account and
+    // running what was printed restores a login with the same password.
+    let shown = show_create_user(&mut admin, "s2").await;
+    assert!(
+        shown.starts_with(
+            "CREATE USER `s2`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '$A$005$"
+        ),
+        "{shown}"
+    );
+    admin.query_drop("DROP USER s2").await.unwrap();
+    admin.query_drop(&shown).await.unwrap();
+    assert_eq!(show_create_user(&mut admin, "s2").await, shown);
+    let (first, last) = login(server.port, "s2", "pw2").await;
+    assert_eq!(first, PERFORM_FULL_AUTHENTICATION);
+    assert!(is_ok(&last), "{last:?}");
+
+    // A hash MySQL could not have stored is refused (MySQL's 1827).
+    let bad = admin
+        .query_drop("CREATE USER 'bad'@'%' IDENTIFIED WITH caching_sha2_password AS '$A$005$short'")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&bad, mysql_async::Error::Server(e) if e.code == 1827),
+        "{bad:?}"
+    );
+    // A native account's stored form, as MariaDB prints it.
+    admin
+        .query_drop(
+            "CREATE USER 'nat'@'localhost' IDENTIFIED WITH mysql_native_password \
+             AS '*D821809F681A40A6E379B50D0463EFAE20BDD122' REQUIRE SSL",
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        show_create_user(&mut admin, "nat@localhost").await,
+        "CREATE USER `nat`@`localhost` IDENTIFIED BY PASSWORD \
+         '*D821809F681A40A6E379B50D0463EFAE20BDD122' REQUIRE SSL"
+    );
+    let missing = admin
+        .query_drop("SHOW CREATE USER nobody")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&missing, mysql_async::Error::Server(e) if e.code == 1133),
+        "{missing:?}"
+    );
+}

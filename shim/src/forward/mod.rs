@@ -290,8 +290,7 @@ fn refused(message: String) -> WireError {
 /// Whether `sql` is an account statement that changes accounts (GRANT,
 /// REVOKE and SET PASSWORD are not of a writing kind).
 fn changes_accounts(sql: &str) -> bool {
-    let (w0, w1) = crate::tokens::first_words(sql);
-    crate::account_statements::changes_accounts(&w0, &w1)
+    crate::account_statements::changes_accounts(sql)
 }
 
 /// Whether a SELECT locks rows (`FOR UPDATE`, `FOR SHARE`, `LOCK IN

@@ -104,10 +104,7 @@ impl Exchange<'_> {
                 .conn
                 .authenticate_password(user, Some(&b""[..]), self.secure));
         }
-        if let Some(verdict) = self
-            .conn
-            .authenticate_cached_sha2(user, &response, self.secure)
-        {
+        if let Some(verdict) = self.conn.authenticate_sha2(user, &response, self.secure) {
             if verdict.is_ok() {
                 self.writer.packet(&FAST_AUTH_SUCCESS);
             }
