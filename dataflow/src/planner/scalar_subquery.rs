@@ -213,9 +213,12 @@ impl Planner<'_> {
         let k = correlated.inner_cols.len();
         let iscope = &correlated.scope;
         let row_cx = ExprCx::row(iscope);
-        let (spec, arg, (ty, _, coll)) = self
+        let (mut spec, arg, (ty, _, coll)) = self
             .agg_spec(&agg, &row_cx, k)
             .map_err(|e| reads_outer(e, iscope))?;
+        // An AVG of an exact argument keeps its quotient's digits for the
+        // outer query's arithmetic, as MariaDB's does (see `ScopeCol::shown`).
+        spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
@@ -459,6 +462,7 @@ fn join_scalar_aggregate(
     pre.push(arg);
     let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
     colls.push(coll);
+    let spec_exact_avg = spec.exact_avg;
     let mut specs = vec![spec];
     if single {
         pre.push(Expr::Literal(Value::Int(1)));
@@ -500,6 +504,7 @@ fn join_scalar_aggregate(
         collation,
         table: String::new(),
         origin: None,
+        shown: None,
     };
     for (i, &c) in inner_cols.iter().enumerate() {
         let ic = &iscope.cols[c];
@@ -507,7 +512,14 @@ fn join_scalar_aggregate(
             .cols
             .push(joined(format!("__k{i}"), ic.ty.clone(), ic.collation));
     }
-    scope.cols.push(joined("__v".into(), ty, coll));
+    let shown = match (&ty, spec_exact_avg) {
+        (SqlType::Decimal { scale, .. }, true) => Some(*scale),
+        _ => None,
+    };
+    scope.cols.push(ScopeCol {
+        shown,
+        ..joined("__v".into(), ty, coll)
+    });
     if single {
         let count = SqlType::Int {
             bytes: 8,
