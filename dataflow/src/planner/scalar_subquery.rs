@@ -216,9 +216,11 @@ impl Planner<'_> {
         let (mut spec, arg, (ty, _, coll)) = self
             .agg_spec(&agg, &row_cx, k)
             .map_err(|e| reads_outer(e, iscope))?;
-        // An AVG of an exact argument keeps its quotient's digits for the
-        // outer query's arithmetic, as MariaDB's does (see `ScopeCol::shown`).
-        spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
+        // The outer query reads the value as a top-level aggregate's
+        // (an AVG's quotient digits, see `ScopeCol::shown`); uncorrelated,
+        // it aggregates a quotient's full digits, as an ungrouped one does.
+        let (arg, shown) =
+            super::aggregate::exact_reading(&mut spec, arg, &ty, k == 0, &iscope.types());
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
@@ -230,6 +232,7 @@ impl Planner<'_> {
             ty,
             coll,
             single,
+            shown,
         };
         let qual = join_scalar_aggregate(node, scope, correlated, value, n);
         let col = ast::Expr::CompoundIdentifier(vec![
@@ -430,6 +433,8 @@ struct ScalarAggregate {
     coll: Collation,
     /// Also count the rows (see [`ScalarShape::single`]).
     single: bool,
+    /// The decimals the value is shown with (`ScopeCol::shown`).
+    shown: Option<u8>,
 }
 
 /// LEFT JOINs `node` with `value` aggregated over the correlated inner rows
@@ -456,13 +461,13 @@ fn join_scalar_aggregate(
         ty,
         coll,
         single,
+        shown,
     } = value;
     let k = inner_cols.len();
     let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
     pre.push(arg);
     let mut colls: Vec<Collation> = inner_cols.iter().map(|&c| inner.colls[c]).collect();
     colls.push(coll);
-    let spec_exact_avg = spec.exact_avg;
     let mut specs = vec![spec];
     if single {
         pre.push(Expr::Literal(Value::Int(1)));
@@ -512,10 +517,6 @@ fn join_scalar_aggregate(
             .cols
             .push(joined(format!("__k{i}"), ic.ty.clone(), ic.collation));
     }
-    let shown = match (&ty, spec_exact_avg) {
-        (SqlType::Decimal { scale, .. }, true) => Some(*scale),
-        _ => None,
-    };
     scope.cols.push(ScopeCol {
         shown,
         ..joined("__v".into(), ty, coll)

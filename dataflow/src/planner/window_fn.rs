@@ -310,9 +310,15 @@ impl Planner<'_> {
                 };
                 let (func, ty, nullable, collation) =
                     self.window_call(f, &cx, frame, width, &mut extra)?;
-                let shown = match (&func, &ty) {
-                    (WinFn::Agg(spec), SqlType::Decimal { scale, .. }) if spec.exact_avg => {
-                        Some(*scale)
+                let shown = match &func {
+                    WinFn::Agg(spec) => {
+                        let arg = match spec.col.checked_sub(width) {
+                            Some(x) => extra.get(x).cloned(),
+                            None => Some(Expr::Column(spec.col)),
+                        };
+                        arg.and_then(|arg| {
+                            super::aggregate::shown_decimals(spec, &arg, &ty, false, &frame.types)
+                        })
                     }
                     _ => None,
                 };
@@ -381,7 +387,7 @@ impl Planner<'_> {
                 plain.over = None;
                 let (mut spec, arg, (ty, nullable, coll)) =
                     self.agg_spec(&ast::Expr::Function(plain), cx, 0)?;
-                // The quotient's digits, read through `ScopeCol::shown`.
+                // An AVG's quotient digits, read through `ScopeCol::shown`.
                 spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
                 if spec.kind != AggKind::CountStar {
                     spec.col = place(arg, width, extra);

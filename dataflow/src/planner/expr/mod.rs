@@ -805,12 +805,11 @@ impl<'a> ExprCx<'a> {
                 .collect(),
             _ => compiled,
         };
-        // ABS of a quotient keeps its digits (`ABS(AVG(a)) * 3`).
-        if let (Func::Abs, [arg]) = (func, compiled.as_slice()) {
-            if let (true, Expr::Cast(q, shown)) = (self.is_shown(arg), arg) {
-                let abs = Expr::Call(Func::Abs, vec![(**q).clone()]);
-                return Ok(Expr::Cast(Box::new(abs), shown.clone()));
-            }
+        if matches!(
+            func,
+            Func::Abs | Func::Greatest | Func::Least | Func::Mod | Func::NullIf
+        ) {
+            return Ok(self.quotient_passed_through(func, compiled));
         }
         Ok(Expr::Call(func, compiled))
     }

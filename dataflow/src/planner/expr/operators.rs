@@ -595,6 +595,28 @@ impl ExprCx<'_> {
             if matches!(q.result_type(&self.frame_types()).0, SqlType::Decimal { .. }))
     }
 
+    /// `func(args)` for a function whose value keeps its arguments' digits
+    /// (ABS, GREATEST, LEAST, NULLIF; MOD's remainder): a quotient's digits
+    /// pass through (`ABS(AVG(a)) * 3`, `MOD(AVG(a), 2) * 3`, as MariaDB's),
+    /// shown at the result's scale.
+    pub(super) fn quotient_passed_through(&self, func: Func, mut args: Vec<Expr>) -> Expr {
+        if !args.iter().any(|a| self.is_shown(a)) {
+            return Expr::Call(func, args);
+        }
+        for a in &mut args {
+            if self.is_shown(a) {
+                if let Expr::Cast(q, _) = std::mem::replace(a, Expr::Literal(Value::Null)) {
+                    *a = *q;
+                }
+            }
+        }
+        let call = Expr::Call(func, args);
+        match call.result_type(&self.frame_types()).0 {
+            SqlType::Decimal { scale, .. } => Expr::Cast(Box::new(call), CastType::Shown { scale }),
+            _ => call,
+        }
+    }
+
     /// The arguments of a numeric function: a hex literal is a number, an
     /// ENUM its index (as in arithmetic), and a quotient its full digits
     /// where the function's result has decimals of its own (ABS and MOD
