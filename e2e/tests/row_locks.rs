@@ -305,6 +305,91 @@ fn no_lost_updates(url: &str, threads: usize, rounds: usize) {
     );
 }
 
+/// A `counter` table (ids 1..=3, n 0) and `src` (the same ids, step 1),
+/// named `{prefix}_counter` and `{prefix}_src`.
+fn counters(url: &str, prefix: &str) {
+    let mut c = session(url);
+    for (table, value) in [("counter", "n"), ("src", "step")] {
+        c.query_drop(format!("DROP TABLE IF EXISTS {prefix}_{table}"))
+            .unwrap();
+        c.query_drop(format!(
+            "CREATE TABLE {prefix}_{table} (id INT PRIMARY KEY, {value} INT NOT NULL)"
+        ))
+        .unwrap();
+    }
+    c.query_drop(format!(
+        "INSERT INTO {prefix}_counter VALUES (1, 0), (2, 0), (3, 0)"
+    ))
+    .unwrap();
+    c.query_drop(format!(
+        "INSERT INTO {prefix}_src VALUES (1, 1), (2, 1), (3, 1)"
+    ))
+    .unwrap();
+}
+
+/// `threads` connections each run, `rounds` times (autocommit), a
+/// multi-table UPDATE adding `src.step` to `counter.n`: the UPDATE locks
+/// the rows it changes before it computes their values, so nothing is lost.
+fn multi_table_no_lost_updates(url: &str, threads: usize, rounds: usize) {
+    counters(url, "m7");
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let url = url.to_string();
+            thread::spawn(move || {
+                let mut c = session(&url);
+                for _ in 0..rounds {
+                    c.query_drop(
+                        "UPDATE m7_counter c JOIN m7_src s ON s.id = c.id \
+                         SET c.n = c.n + s.step WHERE c.id <= 2",
+                    )
+                    .unwrap();
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let mut c = session(url);
+    let expected = (threads * rounds) as i64;
+    for id in [1, 2] {
+        let sql = format!("SELECT n FROM m7_counter WHERE id = {id}");
+        assert_eq!(balance(&mut c, &sql), expected, "{url}: id {id}");
+    }
+    assert_eq!(balance(&mut c, "SELECT n FROM m7_counter WHERE id = 3"), 0);
+}
+
+/// Two transactions' multi-table UPDATEs taking rows in opposite orders:
+/// one is the deadlock's victim (1213, rolled back), the other proceeds.
+fn multi_table_deadlock(url: &str) {
+    counters(url, "m8");
+    let mut a = session(url);
+    let mut b = session(url);
+    let update = |id: i32| {
+        format!(
+            "UPDATE m8_counter c JOIN m8_src s ON s.id = c.id \
+             SET c.n = c.n + s.step WHERE c.id = {id}"
+        )
+    };
+    a.query_drop("BEGIN").unwrap();
+    b.query_drop("BEGIN").unwrap();
+    a.query_drop(update(1)).unwrap();
+    b.query_drop(update(2)).unwrap();
+    let rx = spawn_statement(a, update(2));
+    assert!(rx.recv_timeout(BLOCKED).is_err(), "{url}: A did not wait");
+    let rb = errno(b.query_drop(update(1)));
+    let (ra, mut a) = rx.recv_timeout(PROCEEDS).expect("A returns");
+    let mut outcomes = [ra, rb];
+    outcomes.sort();
+    assert_eq!(outcomes, [None, Some(1213)], "{url}: A {ra:?}, B {rb:?}");
+    a.query_drop("COMMIT").unwrap();
+    b.query_drop("COMMIT").unwrap();
+    let one = balance(&mut a, "SELECT n FROM m8_counter WHERE id = 1");
+    let two = balance(&mut a, "SELECT n FROM m8_counter WHERE id = 2");
+    // The survivor changed both rows; the victim's change is rolled back.
+    assert_eq!((one, two), (1, 1), "{url}");
+}
+
 /// A locking read over a join locks the rows of both tables (`OF t`, where
 /// the server has it, only t's); a prepared locking read (binary protocol)
 /// waits too; a table without a primary key is locked by whole rows.
@@ -491,6 +576,10 @@ fn all_scenarios(url: &str, dialect: &Dialect) {
     let threads = env_or("LADLE_LOCK_THREADS", 4);
     let rounds = env_or("LADLE_LOCK_ROUNDS", 15);
     timed("no_lost_updates", &|| no_lost_updates(url, threads, rounds));
+    timed("multi_table_no_lost_updates", &|| {
+        multi_table_no_lost_updates(url, threads, rounds)
+    });
+    timed("multi_table_deadlock", &|| multi_table_deadlock(url));
 }
 
 #[test]

@@ -83,10 +83,11 @@ impl LockRequest {
     }
 }
 
-/// A table a locking read locks: how the query names it, and its schema.
-struct LockedTable {
-    qualifier: Vec<ast::Ident>,
-    schema: Arc<TableSchema>,
+/// A table whose rows a statement locks: how its query names it (alias,
+/// else name as written), and its schema.
+pub(crate) struct LockedTable {
+    pub qualifier: Vec<ast::Ident>,
+    pub schema: Arc<TableSchema>,
 }
 
 impl LockedTable {
@@ -200,10 +201,6 @@ impl Engine {
         if tables.is_empty() {
             return Ok(None);
         }
-        let Some(keys_query) = keys_query(q, &tables) else {
-            return Ok(None);
-        };
-        let pq = self.dataflow.prepare(db, &keys_query)?;
         let wait = if request.nowait {
             Some(Wait::Nowait)
         } else if request.skip_locked {
@@ -211,25 +208,51 @@ impl Engine {
         } else {
             None
         };
+        let skipped = self.lock_rows_read_by(s, q, db, &tables, request.mode, wait)?;
+        skip_filter(&tables, &skipped)
+    }
+
+    /// Locks, in `mode`, the rows of `tables` (as `q` names them) that
+    /// `q`'s FROM and WHERE visit; when a lock had to wait, looks again
+    /// (the rows may have changed). Having taken new locks it waits for the
+    /// commits in flight, so that a read after sees the latest rows.
+    /// Returns the rows `SKIP LOCKED` skipped.
+    pub(crate) fn lock_rows_read_by(
+        &self,
+        s: &mut Session,
+        q: &ast::Query,
+        db: &str,
+        tables: &[LockedTable],
+        mode: Mode,
+        wait: Option<Wait>,
+    ) -> Result<Vec<RowKey>> {
+        let Some(keys_query) = keys_query(q, tables) else {
+            return Ok(Vec::new());
+        };
+        let pq = self.dataflow.prepare(db, &keys_query)?;
         let mut fresh = false;
         for _ in 0..ATTEMPTS {
             let rows = self.read_rows(s, &pq, &[], true, false)?.into_vec();
             let mut keys = Vec::new();
             for row in &rows {
                 let mut at = 0;
-                for t in &tables {
+                for t in tables {
                     let n = identity_columns(&t.schema).len();
-                    keys.push(RowKey {
-                        table: t.schema.id,
-                        key: row
-                            .get(at..at + n)
-                            .map(<[Value]>::to_vec)
-                            .unwrap_or_default(),
-                    });
+                    let key = row
+                        .get(at..at + n)
+                        .map(<[Value]>::to_vec)
+                        .unwrap_or_default();
                     at += n;
+                    // A keyed table's row an outer join made up is no row.
+                    if !(has_primary_key(&t.schema) && key.iter().any(Value::is_null)) {
+                        keys.push(RowKey {
+                            table: t.schema.id,
+                            key,
+                        });
+                    }
                 }
             }
-            let locked = self.lock_rows(s, keys, request.mode, wait)?;
+            let locked = self.lock_rows(s, keys, mode, wait)?;
             fresh |= locked.fresh;
             if !locked.waited {
                 if fresh {
@@ -238,7 +261,7 @@ impl Engine {
                     // must see it.
                     self.storage.await_writes_in_flight();
                 }
-                return skip_filter(&tables, &locked.skipped);
+                return Ok(locked.skipped);
             }
         }
         Err(ShimError::LockWaitTimeout)

@@ -127,25 +127,9 @@ impl Planner<'_> {
         let mut shown = HashMap::new();
         for (i, a) in g.aggregates.iter().enumerate() {
             let (mut spec, arg, ty) = self.agg_spec(a, &row_cx, ngroup + i)?;
-            spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
-            // Without GROUP BY, SUM, AVG, MIN and MAX of a quotient take
-            // its full digits (`SUM(a / b)`), shown rounded after (see
-            // `shown_decimals`); grouped, MariaDB aggregates the rounded
-            // quotient its temporary table holds.
-            let (arg, exact) = match arg {
-                Expr::Cast(inner, CastType::Shown { .. })
-                    if g.group_by.is_empty()
-                        && matches!(
-                            spec.kind,
-                            AggKind::Sum | AggKind::Avg | AggKind::Min | AggKind::Max
-                        )
-                        && matches!(ty.0, SqlType::Decimal { .. }) =>
-                {
-                    (*inner, true)
-                }
-                other => (other, false),
-            };
-            if let Some(d) = shown_decimals(&spec, &arg, &ty.0, exact, &ftypes) {
+            let (arg, shown_at) =
+                exact_reading(&mut spec, arg, &ty.0, g.group_by.is_empty(), &ftypes);
+            if let Some(d) = shown_at {
                 shown.insert(ngroup + i, d);
             }
             input.pre.push(arg);
@@ -197,6 +181,37 @@ impl Planner<'_> {
     }
 }
 
+/// How an aggregate (`spec`, of type `out`) reads its argument `arg`, and
+/// the decimals its value is shown with (see [`shown_decimals`]): AVG of
+/// an exact argument gives the quotient's digits; `ungrouped` (no GROUP
+/// BY), SUM, AVG, MIN and MAX of a quotient take its full digits (`SUM(a /
+/// b)`), shown rounded after; grouped, MariaDB aggregates the rounded
+/// quotient its temporary table holds.
+pub(super) fn exact_reading(
+    spec: &mut AggSpec,
+    arg: Expr,
+    out: &SqlType,
+    ungrouped: bool,
+    frame: &[(SqlType, bool)],
+) -> (Expr, Option<u8>) {
+    spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
+    let (arg, exact) = match arg {
+        Expr::Cast(inner, CastType::Shown { .. })
+            if ungrouped
+                && matches!(
+                    spec.kind,
+                    AggKind::Sum | AggKind::Avg | AggKind::Min | AggKind::Max
+                )
+                && matches!(out, SqlType::Decimal { .. }) =>
+        {
+            (*inner, true)
+        }
+        other => (other, false),
+    };
+    let shown = shown_decimals(spec, &arg, out, exact, frame);
+    (arg, shown)
+}
+
 /// The decimals an aggregate's value is shown with where it leaves
 /// arithmetic ([`CastType::Shown`] over its column), as MariaDB shows it:
 /// AVG of an exact argument keeps its quotient's digits for arithmetic
@@ -204,7 +219,7 @@ impl Planner<'_> {
 /// (`exact`: the argument's full digits); SUM, MIN and MAX of a DOUBLE
 /// with fixed decimals (`SUM(ROUND(x, 1))`) show the argument's, AVG 4
 /// more. `None`: the column's value is shown as it is.
-fn shown_decimals(
+pub(super) fn shown_decimals(
     spec: &AggSpec,
     arg: &Expr,
     out: &SqlType,

@@ -215,6 +215,7 @@ impl Planner<'_> {
                     name: format!("__o{i}"),
                     table: String::new(),
                     origin: None,
+                    shown: None,
                     ..oscope.cols[o].clone()
                 })
                 .collect(),

@@ -78,6 +78,7 @@ pub(super) fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
                 collation: c.coll,
                 table: c.table.clone(),
                 origin: c.origin.clone(),
+                shown: None,
             })
             .collect(),
         coalesced: Vec::new(),

@@ -213,9 +213,14 @@ impl Planner<'_> {
         let k = correlated.inner_cols.len();
         let iscope = &correlated.scope;
         let row_cx = ExprCx::row(iscope);
-        let (spec, arg, (ty, _, coll)) = self
+        let (mut spec, arg, (ty, _, coll)) = self
             .agg_spec(&agg, &row_cx, k)
             .map_err(|e| reads_outer(e, iscope))?;
+        // The outer query reads the value as a top-level aggregate's
+        // (an AVG's quotient digits, see `ScopeCol::shown`); uncorrelated,
+        // it aggregates a quotient's full digits, as an ungrouped one does.
+        let (arg, shown) =
+            super::aggregate::exact_reading(&mut spec, arg, &ty, k == 0, &iscope.types());
         if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
             return Err(unsupported(
                 "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
@@ -227,6 +232,7 @@ impl Planner<'_> {
             ty,
             coll,
             single,
+            shown,
         };
         let qual = join_scalar_aggregate(node, scope, correlated, value, n);
         let col = ast::Expr::CompoundIdentifier(vec![
@@ -427,6 +433,8 @@ struct ScalarAggregate {
     coll: Collation,
     /// Also count the rows (see [`ScalarShape::single`]).
     single: bool,
+    /// The decimals the value is shown with (`ScopeCol::shown`).
+    shown: Option<u8>,
 }
 
 /// LEFT JOINs `node` with `value` aggregated over the correlated inner rows
@@ -453,6 +461,7 @@ fn join_scalar_aggregate(
         ty,
         coll,
         single,
+        shown,
     } = value;
     let k = inner_cols.len();
     let mut pre: Vec<Expr> = inner_cols.iter().map(|&c| Expr::Column(c)).collect();
@@ -500,6 +509,7 @@ fn join_scalar_aggregate(
         collation,
         table: String::new(),
         origin: None,
+        shown: None,
     };
     for (i, &c) in inner_cols.iter().enumerate() {
         let ic = &iscope.cols[c];
@@ -507,7 +517,10 @@ fn join_scalar_aggregate(
             .cols
             .push(joined(format!("__k{i}"), ic.ty.clone(), ic.collation));
     }
-    scope.cols.push(joined("__v".into(), ty, coll));
+    scope.cols.push(ScopeCol {
+        shown,
+        ..joined("__v".into(), ty, coll)
+    });
     if single {
         let count = SqlType::Int {
             bytes: 8,

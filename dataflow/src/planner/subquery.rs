@@ -106,6 +106,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                shown: None,
             });
         }
         let ycoll = rel.cols[0].coll;
@@ -161,6 +162,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                shown: None,
             });
         }
         let col = |name: &str| {
@@ -265,6 +267,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                shown: None,
             });
         };
         if let Some(x) = in_expr {

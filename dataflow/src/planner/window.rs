@@ -100,6 +100,7 @@ impl Planner<'_> {
                             collation: coll,
                             table: oc.table.clone(),
                             origin: oc.origin.clone(),
+                            shown: None,
                         }
                     }
                     None => ScopeCol {
@@ -115,6 +116,7 @@ impl Planner<'_> {
                         collation: coll,
                         table: String::new(),
                         origin: None,
+                        shown: None,
                     },
                 }
             })

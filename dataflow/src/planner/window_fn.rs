@@ -6,7 +6,7 @@
 
 use std::ops::ControlFlow;
 
-use ladle_common::{Collation, Value};
+use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
 use super::expr::{unsupported, ExprCx, ScopeCol};
@@ -310,6 +310,18 @@ impl Planner<'_> {
                 };
                 let (func, ty, nullable, collation) =
                     self.window_call(f, &cx, frame, width, &mut extra)?;
+                let shown = match &func {
+                    WinFn::Agg(spec) => {
+                        let arg = match spec.col.checked_sub(width) {
+                            Some(x) => extra.get(x).cloned(),
+                            None => Some(Expr::Column(spec.col)),
+                        };
+                        arg.and_then(|arg| {
+                            super::aggregate::shown_decimals(spec, &arg, &ty, false, &frame.types)
+                        })
+                    }
+                    _ => None,
+                };
                 windows[w].funcs.push((
                     func,
                     ScopeCol {
@@ -320,6 +332,7 @@ impl Planner<'_> {
                         collation,
                         table: String::new(),
                         origin: None,
+                        shown,
                     },
                 ));
             }
@@ -374,6 +387,8 @@ impl Planner<'_> {
                 plain.over = None;
                 let (mut spec, arg, (ty, nullable, coll)) =
                     self.agg_spec(&ast::Expr::Function(plain), cx, 0)?;
+                // An AVG's quotient digits, read through `ScopeCol::shown`.
+                spec.exact_avg = spec.kind == AggKind::Avg && !spec.float;
                 if spec.kind != AggKind::CountStar {
                     spec.col = place(arg, width, extra);
                 }
@@ -396,12 +411,7 @@ impl Planner<'_> {
                 } else {
                     WinFn::CumeDist
                 };
-                Ok((
-                    func,
-                    ladle_common::SqlType::Double,
-                    false,
-                    Collation::Binary,
-                ))
+                Ok((func, SqlType::Double, false, Collation::Binary))
             }
             "ntile" => {
                 let n = match args.as_slice() {
@@ -450,6 +460,7 @@ fn add_window_nodes(
                 collation,
                 table: String::new(),
                 origin: None,
+                shown: None,
             });
         }
         st.node = LNode {

@@ -317,18 +317,13 @@ pub(super) fn insert_rows(
     // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
     // adjusts them, but a NULL for a NOT NULL column still fails a
     // single-row INSERT (MariaDB's rule).
-    if ins.ignore || !crate::vars::strict_mode(s) {
+    let strict = !ins.ignore && crate::vars::strict_mode(s);
+    if !strict {
         adjust_ignored_values(s, &schema, &mut rows, ins.ignore || many);
-    } else if let Some(err) = rows
-        .iter()
-        .find_map(|r| refuse_empty_enum(&schema, r, None).err())
-    {
-        return Err(err.into());
     }
     let ignore_last_id = ignore_last_id(ins, &schema, &rows);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let upsert_notes = UpsertNotes::default();
-    let strict = !ins.ignore && crate::vars::strict_mode(s);
     let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes, strict)?;
     let upserted: Vec<Row> = match &on_conflict {
         OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
@@ -337,6 +332,24 @@ pub(super) fn insert_rows(
     let replaces = !matches!(on_conflict, OnConflict::Error | OnConflict::Ignore);
     let replacing_keyed =
         matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
+    let empty_enum = strict
+        .then(|| {
+            rows.iter()
+                .find_map(|r| refuse_empty_enum(&schema, r, None).err())
+        })
+        .flatten();
+    if let Some(err) = empty_enum {
+        // A REPLACE takes its rows in order: an earlier row's replaced row
+        // may be referenced (1451) and fail first.
+        if replacing_keyed {
+            let replaced = replaced_rows(e, s, &schema, &rows)?;
+            let err = err.into();
+            return Err(first_replace_error(
+                e, s, &schema, &checks, &rows, &replaced, err,
+            ));
+        }
+        return Err(err.into());
+    }
     if !checks.is_empty() {
         let conflict = (&on_conflict, replacing_keyed);
         rows = checked_rows(e, s, &schema, &checks, rows, conflict)?;

@@ -38,6 +38,8 @@ use super::write::{column_pos, identity_columns, is_default_keyword, lookup_tabl
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::{Info, Output};
+use crate::row_locking::LockedTable;
+use crate::row_locks::Mode;
 use crate::session::{Session, Transaction};
 
 /// A multi-table UPDATE as parsed.
@@ -191,6 +193,7 @@ fn update_targets(
     ignore: bool,
 ) -> Result<Output> {
     let targets = targets(e, s, update)?;
+    lock_targets(e, s, update, &targets)?;
     let mut changes = Vec::with_capacity(targets.len());
     for target in &targets {
         changes.push(joined_values(e, s, update, target)?);
@@ -246,6 +249,31 @@ fn update_targets(
         last_insert_id: 0,
         info: Info::Matched { matched, changed },
     })
+}
+
+/// Locks, exclusive, the rows of the targets the join matches, before
+/// their values are computed: as InnoDB locks the rows an UPDATE reads, so
+/// the values are computed from the latest rows and no other transaction
+/// changes those rows before this one ends (two concurrent `SET c.n = c.n
+/// + s.step` both count).
+fn lock_targets(
+    e: &Engine,
+    s: &mut Session,
+    update: &MultiUpdate,
+    targets: &[Target],
+) -> Result<()> {
+    let tables: Vec<LockedTable> = targets
+        .iter()
+        .map(|t| LockedTable {
+            qualifier: t.qualifier.clone(),
+            schema: Arc::clone(&t.schema),
+        })
+        .collect();
+    // (The keys query replaces the select list.)
+    let query = join_query(Vec::new(), update)?;
+    let db = e.query_database(s, &query)?;
+    e.lock_rows_read_by(s, &query, &db, &tables, Mode::Exclusive, None)?;
+    Ok(())
 }
 
 /// A base table of the statement's references: how it is named there

@@ -39,6 +39,11 @@ pub(crate) struct ScopeCol {
     pub table: String,
     /// The base column it reads unchanged, for result metadata.
     pub origin: Option<crate::BaseColumn>,
+    /// A DECIMAL holding a quotient's full digits (an exact AVG of a
+    /// scalar subquery or a window), read as `Cast(Column, Shown { scale
+    /// })`: arithmetic and numeric functions take the digits, a shown
+    /// value is rounded to `scale` (see [`CastType::Shown`]).
+    pub shown: Option<u8>,
 }
 
 /// The columns of a relation in FROM (after joins).
@@ -590,66 +595,6 @@ impl<'a> ExprCx<'a> {
         })
     }
 
-    /// CASE, IF, IFNULL and COALESCE return their branches' common type, as
-    /// in MySQL. When that is DECIMAL, a branch of another type or scale is
-    /// converted to it (`COALESCE(2147483648, -0.5)` is `2147483648.0`,
-    /// `CASE ... THEN 4/7 ELSE 1.50 END` is `1.5000`). When it is a string,
-    /// a number or temporal branch becomes its text (`IF(c, 1, 'a')` is
-    /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
-    /// sorts strings), and any branch becomes bytes when one is binary.
-    fn branches_as_common_type(&self, mut e: Expr) -> Expr {
-        if !matches!(
-            &e,
-            Expr::Case { .. } | Expr::Call(Func::Coalesce | Func::IfNull | Func::If, _)
-        ) {
-            return e;
-        }
-        let frame = self.frame_types();
-        let common = e.result_type(&frame).0;
-        let branches: Vec<&mut Expr> = match &mut e {
-            Expr::Case {
-                whens, otherwise, ..
-            } => whens
-                .iter_mut()
-                .map(|(_, then)| then)
-                .chain(otherwise.as_deref_mut())
-                .collect(),
-            Expr::Call(Func::Coalesce | Func::IfNull, args) => args.iter_mut().collect(),
-            Expr::Call(Func::If, args) => args.iter_mut().skip(1).collect(),
-            _ => return e,
-        };
-        match common {
-            SqlType::Decimal { precision, scale } => {
-                let conforms = branches.iter().all(|b| match b.result_type(&frame) {
-                    (SqlType::Decimal { scale: s, .. }, _) => s == scale,
-                    // NULL converts to nothing.
-                    (SqlType::VarChar(0), true) => true,
-                    _ => false,
-                });
-                if conforms {
-                    return e;
-                }
-                Expr::Cast(Box::new(e), CastType::Decimal { precision, scale })
-            }
-            SqlType::VarChar(_) | SqlType::VarBinary(_) => {
-                let binary = common.is_binary();
-                for branch in branches {
-                    let cast = match branch.result_type(&frame) {
-                        // NULL converts to nothing.
-                        (SqlType::VarChar(0), true) => continue,
-                        (t, _) if t.is_binary() || (!binary && t.is_text()) => continue,
-                        _ if binary => CastType::Binary,
-                        _ => self.temporal_text_cast(branch).unwrap_or(CastType::Char),
-                    };
-                    let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
-                    *branch = Expr::Cast(Box::new(inner), cast);
-                }
-                e
-            }
-            _ => e,
-        }
-    }
-
     fn column(&self, ids: &[ast::Ident]) -> Result<Expr> {
         if let (Some(aliases), [one]) = (self.aliases, ids) {
             let key = one.value.to_ascii_lowercase();
@@ -660,10 +605,14 @@ impl<'a> ExprCx<'a> {
             }
         }
         let i = self.scope.resolve(ids)?;
+        let read = |c: usize| match self.scope.cols[i].shown {
+            Some(scale) => Expr::Cast(Box::new(Expr::Column(c)), CastType::Shown { scale }),
+            None => Expr::Column(c),
+        };
         match self.post {
-            None => Ok(Expr::Column(i)),
+            None => Ok(read(i)),
             Some(p) => match p.by_col.get(&i) {
-                Some(&o) => Ok(Expr::Column(o)),
+                Some(&o) => Ok(read(o)),
                 None => Err(unsupported(format!(
                     "column '{}' that is not in GROUP BY",
                     ids.iter()
@@ -856,6 +805,12 @@ impl<'a> ExprCx<'a> {
                 .collect(),
             _ => compiled,
         };
+        if matches!(
+            func,
+            Func::Abs | Func::Greatest | Func::Least | Func::Mod | Func::NullIf
+        ) {
+            return Ok(self.quotient_passed_through(func, compiled));
+        }
         Ok(Expr::Call(func, compiled))
     }
 }

@@ -510,6 +510,113 @@ impl ExprCx<'_> {
         }
     }
 
+    /// CASE, IF, IFNULL and COALESCE return their branches' common type, as
+    /// in MySQL. When that is DECIMAL, a branch of another type or scale is
+    /// converted to it (`COALESCE(2147483648, -0.5)` is `2147483648.0`,
+    /// `CASE ... THEN 4/7 ELSE 1.50 END` is `1.5000`). When it is a string,
+    /// a number or temporal branch becomes its text (`IF(c, 1, 'a')` is
+    /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
+    /// sorts strings), and any branch becomes bytes when one is binary.
+    pub(super) fn branches_as_common_type(&self, mut e: Expr) -> Expr {
+        if !matches!(
+            &e,
+            Expr::Case { .. } | Expr::Call(Func::Coalesce | Func::IfNull | Func::If, _)
+        ) {
+            return e;
+        }
+        let frame = self.frame_types();
+        let common = e.result_type(&frame).0;
+        let branches: Vec<&mut Expr> = match &mut e {
+            Expr::Case {
+                whens, otherwise, ..
+            } => whens
+                .iter_mut()
+                .map(|(_, then)| then)
+                .chain(otherwise.as_deref_mut())
+                .collect(),
+            Expr::Call(Func::Coalesce | Func::IfNull, args) => args.iter_mut().collect(),
+            Expr::Call(Func::If, args) => args.iter_mut().skip(1).collect(),
+            _ => return e,
+        };
+        match common {
+            SqlType::Decimal { precision, scale } if branches.iter().any(|b| self.is_shown(b)) => {
+                // A quotient's digits pass through (`COALESCE(AVG(a), 0) *
+                // 3` multiplies them, as MariaDB's does); the other
+                // branches convert, and the value is shown at `scale`.
+                for branch in branches {
+                    let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
+                    *branch = match inner {
+                        Expr::Cast(q, CastType::Shown { .. }) => *q,
+                        other => match other.result_type(&frame) {
+                            (SqlType::Decimal { .. }, _) | (SqlType::VarChar(0), true) => other,
+                            _ => {
+                                Expr::Cast(Box::new(other), CastType::Decimal { precision, scale })
+                            }
+                        },
+                    };
+                }
+                Expr::Cast(Box::new(e), CastType::Shown { scale })
+            }
+            SqlType::Decimal { precision, scale } => {
+                let conforms = branches.iter().all(|b| match b.result_type(&frame) {
+                    (SqlType::Decimal { scale: s, .. }, _) => s == scale,
+                    // NULL converts to nothing.
+                    (SqlType::VarChar(0), true) => true,
+                    _ => false,
+                });
+                if conforms {
+                    return e;
+                }
+                Expr::Cast(Box::new(e), CastType::Decimal { precision, scale })
+            }
+            SqlType::VarChar(_) | SqlType::VarBinary(_) => {
+                let binary = common.is_binary();
+                for branch in branches {
+                    let cast = match branch.result_type(&frame) {
+                        // NULL converts to nothing.
+                        (SqlType::VarChar(0), true) => continue,
+                        (t, _) if t.is_binary() || (!binary && t.is_text()) => continue,
+                        _ if binary => CastType::Binary,
+                        _ => self.temporal_text_cast(branch).unwrap_or(CastType::Char),
+                    };
+                    let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
+                    *branch = Expr::Cast(Box::new(inner), cast);
+                }
+                e
+            }
+            _ => e,
+        }
+    }
+
+    /// Whether `e` is a DECIMAL quotient's full digits read as shown
+    /// ([`CastType::Shown`]).
+    pub(super) fn is_shown(&self, e: &Expr) -> bool {
+        matches!(e, Expr::Cast(q, CastType::Shown { .. })
+            if matches!(q.result_type(&self.frame_types()).0, SqlType::Decimal { .. }))
+    }
+
+    /// `func(args)` for a function whose value keeps its arguments' digits
+    /// (ABS, GREATEST, LEAST, NULLIF; MOD's remainder): a quotient's digits
+    /// pass through (`ABS(AVG(a)) * 3`, `MOD(AVG(a), 2) * 3`, as MariaDB's),
+    /// shown at the result's scale.
+    pub(super) fn quotient_passed_through(&self, func: Func, mut args: Vec<Expr>) -> Expr {
+        if !args.iter().any(|a| self.is_shown(a)) {
+            return Expr::Call(func, args);
+        }
+        for a in &mut args {
+            if self.is_shown(a) {
+                if let Expr::Cast(q, _) = std::mem::replace(a, Expr::Literal(Value::Null)) {
+                    *a = *q;
+                }
+            }
+        }
+        let call = Expr::Call(func, args);
+        match call.result_type(&self.frame_types()).0 {
+            SqlType::Decimal { scale, .. } => Expr::Cast(Box::new(call), CastType::Shown { scale }),
+            _ => call,
+        }
+    }
+
     /// The arguments of a numeric function: a hex literal is a number, an
     /// ENUM its index (as in arithmetic), and a quotient its full digits
     /// where the function's result has decimals of its own (ABS and MOD
