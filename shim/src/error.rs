@@ -137,7 +137,11 @@ impl From<CoerceError> for ShimError {
 
 impl From<sqlparser::parser::ParserError> for ShimError {
     fn from(e: sqlparser::parser::ParserError) -> ShimError {
-        ShimError::Parse(e.to_string())
+        match e {
+            // Nesting past what the parser allows: MySQL's 1436.
+            sqlparser::parser::ParserError::RecursionLimitExceeded => ShimError::TooDeep,
+            e => ShimError::Parse(e.to_string()),
+        }
     }
 }
 

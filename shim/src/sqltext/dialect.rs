@@ -82,6 +82,9 @@ impl sqlparser::dialect::Dialect for MySql {
             Some(Keyword::MOD) => Some(ast::BinaryOperator::Modulo),
             _ => None,
         };
+        if (op.is_some() || shift.is_some()) && too_deep_on_the_left(expr) {
+            return Some(Err(sqlparser::parser::ParserError::RecursionLimitExceeded));
+        }
         if let Some(op) = op {
             parser.next_token();
             let prec = self.prec_value(sqlparser::dialect::Precedence::MulDivModOp);
@@ -161,6 +164,21 @@ impl sqlparser::dialect::Dialect for MySql {
 /// over a combined queryset: sqlparser reads `IN ((` as the start of a
 /// list of values and fails at the UNION. None (the parser where it was)
 /// for anything else.
+/// Whether `expr`'s chain of left operands is past
+/// [`ladle_dataflow::MAX_EXPR_DEPTH`]. An operator this dialect parses
+/// gets its left operand by reference and must copy it, so a chain of n
+/// DIVs would copy O(n^2) nodes (a 2,400-term chain: seconds) before the
+/// depth bound refuses the statement: it is refused here, before the copy.
+fn too_deep_on_the_left(mut expr: &ast::Expr) -> bool {
+    for _ in 0..ladle_dataflow::MAX_EXPR_DEPTH {
+        match expr {
+            ast::Expr::BinaryOp { left, .. } => expr = left,
+            _ => return false,
+        }
+    }
+    true
+}
+
 fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Option<ast::Expr> {
     use sqlparser::keywords::Keyword;
     let is_keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
