@@ -371,6 +371,27 @@ impl Etcd {
     }
 }
 
+/// Starts `nodes`: the first elected primary, the second its synchronous
+/// replica, the third a replica applying each entry 300 ms late (a read
+/// there that did not wait for the session's writes would be stale); returns
+/// connections to the primary and to the late replica.
+fn start_with_a_late_replica(nodes: &mut [Node], etcd_url: &str) -> (Conn, Conn) {
+    nodes[0].start(etcd_url);
+    wait_role(&nodes[0], "primary");
+    nodes[2]
+        .env
+        .push(("LADLE_REPLICATION_APPLY_DELAY_MS".into(), "300".into()));
+    for n in &mut nodes[1..] {
+        n.start(etcd_url);
+    }
+    for n in &nodes[1..] {
+        wait_role(n, "replica");
+    }
+    let direct = Conn::new(nodes[0].opts()).expect("connect to the primary");
+    let late = Conn::new(nodes[2].opts()).expect("connect to the late replica");
+    (direct, late)
+}
+
 /// Waits until `node`'s /health reports `role`.
 fn wait_role(node: &Node, role: &str) {
     wait_for(&format!("node {} to be {role}", node.id), || {
@@ -1435,21 +1456,7 @@ fn a_replica_forwards_writes_and_reads_its_own() {
     let etcd = start_etcd(root);
     let url = etcd.url();
     let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, root)).collect();
-    // Node 1 alone is elected; node 2 is the synchronous replica, node 3 a
-    // slow one the client uses.
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[2]
-        .env
-        .push(("LADLE_REPLICATION_APPLY_DELAY_MS".into(), "300".into()));
-    for n in &mut nodes[1..] {
-        n.start(&url);
-    }
-    for n in &nodes[1..] {
-        wait_role(n, "replica");
-    }
-    let mut direct = Conn::new(nodes[0].opts()).expect("connect to the primary");
-    let mut forwarded = Conn::new(nodes[2].opts()).expect("connect to the slow replica");
+    let (mut direct, mut forwarded) = start_with_a_late_replica(&mut nodes, &url);
     // DDL through the replica; its next statement sees the new schema.
     for ddl in [
         "CREATE DATABASE fwd",

@@ -10,7 +10,7 @@
 use mysql::prelude::*;
 use mysql::Conn;
 
-use super::{etcd_installed, metric, start_etcd, test_dir, transcript, wait_role, Node};
+use super::{etcd_installed, metric, start_etcd, test_dir, transcript, Node};
 
 /// The forwarded statements the replica has had answered.
 const ANSWERED: &str = "ladle_cluster_forwarded_total{outcome=\"answered\"}";
@@ -189,21 +189,7 @@ fn a_replicas_client_runs_statements_as_on_the_primary() {
     let etcd = start_etcd(temp.path());
     let url = etcd.url();
     let mut nodes: Vec<Node> = (1..=3).map(|id| Node::new(id, temp.path())).collect();
-    // Node 1 the primary, node 2 its synchronous replica, node 3 a late
-    // one the client uses (a read that did not wait would be stale).
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[2]
-        .env
-        .push(("LADLE_REPLICATION_APPLY_DELAY_MS".into(), "300".into()));
-    for n in &mut nodes[1..] {
-        n.start(&url);
-    }
-    for n in &nodes[1..] {
-        wait_role(n, "replica");
-    }
-    let mut direct = Conn::new(nodes[0].opts()).expect("connect to the primary");
-    let mut forwarded = Conn::new(nodes[2].opts()).expect("connect to the late replica");
+    let (mut direct, mut forwarded) = super::start_with_a_late_replica(&mut nodes, &url);
     direct.query_drop("CREATE DATABASE rep").unwrap();
     for table in ["t_direct", "t_fwd"] {
         direct
