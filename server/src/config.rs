@@ -81,6 +81,11 @@ pub struct Args {
     /// Memory for view state before eviction, in bytes (K, M, G suffixes).
     #[arg(long, env = "LADLE_MEMORY_LIMIT", default_value = "1G", value_parser = parse_bytes)]
     pub memory_limit: u64,
+    /// RocksDB's block cache for the tables, in bytes (K, M, G suffixes):
+    /// a table read that misses it decompresses a block from the OS page
+    /// cache.
+    #[arg(long, env = "LADLE_BLOCK_CACHE", default_value = "64M", value_parser = parse_bytes)]
+    pub block_cache: u64,
     /// How often to snapshot view state (e.g. 60s, 5m; 0 = off).
     #[arg(long, env = "LADLE_SNAPSHOT_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub snapshot_interval: Duration,

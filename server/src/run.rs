@@ -229,7 +229,7 @@ async fn open_storage(
     let cfg = StorageConfig {
         data_dir: data_dir.to_path_buf(),
         durability,
-        block_cache_bytes: 64 << 20,
+        block_cache_bytes: usize::try_from(args.block_cache).unwrap_or(usize::MAX),
         wal_dir: None,
         async_flush_interval: Duration::from_millis(5),
         disk_reserve: args.disk_reserve,
