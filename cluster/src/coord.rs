@@ -544,6 +544,14 @@ impl Coordinator {
                 Ok(FollowEnd::Retry(reason)) => {
                     tracing::info!(%reason, "replication stream ended; reconnecting");
                 }
+                Ok(FollowEnd::ApplyFailed(reason)) => {
+                    self.node.metrics.apply_failures.inc();
+                    tracing::warn!(
+                        %reason,
+                        "a replicated entry could not be applied here; reconnecting to try it \
+                         again (if this repeats, the replica is stuck behind it)"
+                    );
+                }
                 Err(e) => tracing::warn!(error = %e, "replication task failed"),
             }
         }

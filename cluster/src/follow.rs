@@ -19,8 +19,33 @@ type FrameReader = protocol::FrameReader<tokio::io::BufReader<tokio::net::tcp::O
 pub(crate) enum FollowEnd {
     /// The connection failed or the primary went away: try again.
     Retry(String),
+    /// An entry (row changes or a schema change) could not be applied
+    /// here. Tried again after a reconnect like [`FollowEnd::Retry`], but
+    /// said loudly: the same entry comes again, so a replica that keeps
+    /// ending this way is stuck.
+    ApplyFailed(String),
     /// This node has entries the primary never had.
     Diverged(String),
+}
+
+/// An entry the primary sent that this node could not apply.
+#[derive(Debug)]
+struct ApplyFailed(String);
+
+impl std::fmt::Display for ApplyFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ApplyFailed {}
+
+/// How a follow session that failed with `e` ended.
+fn end_of(e: anyhow::Error) -> FollowEnd {
+    match e.downcast_ref::<ApplyFailed>() {
+        Some(failed) => FollowEnd::ApplyFailed(failed.0.clone()),
+        None => FollowEnd::Retry(format!("{e:#}")),
+    }
 }
 
 /// Follows the primary of `term` at `addr` until the stream ends.
@@ -34,7 +59,7 @@ pub(crate) async fn follow(
 ) -> FollowEnd {
     match follow_inner(&node, &addr, term, &mut stop).await {
         Ok(end) => end,
-        Err(e) => FollowEnd::Retry(format!("{e:#}")),
+        Err(e) => end_of(e),
     }
 }
 
@@ -254,7 +279,9 @@ async fn follow_inner(
                 let first = run[0].0;
                 let last = run[run.len() - 1].0;
                 let sync = next.is_none() && rd.get_ref().buffer().is_empty();
-                apply_run(node, run, sync).await?;
+                apply_run(node, run, sync).await.map_err(|e| {
+                    ApplyFailed(format!("applying entries {first}..={last}: {e:#}"))
+                })?;
                 node.primary_last.fetch_max(last, Ordering::AcqRel);
                 node.history.note(&node.storage, term, first)?;
                 if sync {
@@ -299,9 +326,12 @@ async fn follow_inner(
                 };
                 tokio::task::spawn_blocking(move || ddl::apply_replicated(&applier, &record))
                     .await?
-                    .map_err(|e| anyhow::anyhow!("replaying `{sql_text}` failed: {e}"))?;
+                    .map_err(|e| ApplyFailed(format!("replaying `{sql_text}` failed: {e}")))?;
                 if node.ddl.count_at(after) != next + 1 {
-                    anyhow::bail!("replaying `{sql_text}` recorded no schema change");
+                    return Err(ApplyFailed(format!(
+                        "replaying `{sql_text}` recorded no schema change"
+                    ))
+                    .into());
                 }
                 let ack = ToPrimary::SchemaAck {
                     after,
@@ -333,6 +363,17 @@ mod tests {
 
     use super::*;
     use crate::{ClusterSecret, DdlApplier};
+
+    /// An entry that could not be applied ends the session as
+    /// `ApplyFailed` (logged as a warning and counted), anything else as
+    /// `Retry`, however deep in the error's context it was.
+    #[test]
+    fn a_failed_apply_is_told_from_a_lost_connection() {
+        let failed = anyhow::Error::from(ApplyFailed("entry 7: disk".into())).context("following");
+        assert!(matches!(end_of(failed), FollowEnd::ApplyFailed(r) if r == "entry 7: disk"));
+        let lost = anyhow::anyhow!("connection reset");
+        assert!(matches!(end_of(lost), FollowEnd::Retry(r) if r.contains("reset")));
+    }
 
     /// Runs replicated schema changes against storage directly, noting
     /// whether the node let them through.
@@ -484,6 +525,7 @@ mod tests {
         match end {
             FollowEnd::Retry(reason) => assert!(reason.contains("term 4"), "{reason}"),
             FollowEnd::Diverged(reason) => panic!("diverged: {reason}"),
+            FollowEnd::ApplyFailed(reason) => panic!("apply failed: {reason}"),
         }
         assert_eq!(storage.last_lsn(), 2, "the stale entry was not applied");
         let t = storage.table("d", "t").expect("replayed table");

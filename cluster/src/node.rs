@@ -160,6 +160,7 @@ pub(crate) struct NodeMetrics {
     pub(crate) replica_lag_seconds: prometheus::GaugeVec,
     pub(crate) elections: IntCounter,
     pub(crate) not_acknowledged: IntCounter,
+    pub(crate) apply_failures: IntCounter,
     pub(crate) forwarded: IntCounterVec,
     pub(crate) bootstraps_sent: IntCounter,
     pub(crate) auth_refused: IntCounter,
@@ -201,6 +202,11 @@ impl NodeMetrics {
                 "ladle_cluster_elections_won_total",
                 "elections this node won",
             )?,
+            apply_failures: IntCounter::new(
+                "ladle_cluster_apply_failures_total",
+                "replicated entries (row or schema changes) this replica could not apply; \
+                 each is tried again after a reconnect, so a rising count means it is stuck",
+            )?,
             not_acknowledged: IntCounter::new(
                 "ladle_cluster_writes_not_acknowledged_total",
                 "writes committed here whose acknowledgement was refused \
@@ -235,6 +241,7 @@ impl NodeMetrics {
         registry.register(Box::new(m.replica_lag_seconds.clone()))?;
         registry.register(Box::new(m.elections.clone()))?;
         registry.register(Box::new(m.not_acknowledged.clone()))?;
+        registry.register(Box::new(m.apply_failures.clone()))?;
         Ok(m)
     }
 }
