@@ -28,6 +28,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::protocol::{self, ToPrimary, ToReplica};
 use crate::seal::SessionKeys;
+use crate::version;
 
 /// The shortest secret accepted (bytes): shorter ones can be guessed.
 pub const MIN_SECRET_LEN: usize = 16;
@@ -228,49 +229,116 @@ fn frame_name(frame: &ToPrimary) -> &'static str {
     }
 }
 
-/// The listener's side, within [`AUTH_TIMEOUT`]; returns the keys every
-/// later frame is sealed with. On `Err` the peer has been told it is
-/// refused; the caller logs the reason and closes.
+/// Why the listener refused a connection (the peer has been told, or
+/// closed).
+#[derive(Debug)]
+pub(crate) enum Refused {
+    /// No or a wrong proof of the cluster secret.
+    Secret(String),
+    /// The peer speaks another protocol version (`version`), or its
+    /// version frame was broken.
+    Version(version::Refusal),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::Secret(why) => f.write_str(why),
+            Refused::Version(why) => why.fmt(f),
+        }
+    }
+}
+
+/// The listener's side, within [`AUTH_TIMEOUT`]: the secret, then the
+/// protocol version ([`version::ours`]); returns the keys every later
+/// frame is sealed with. On `Err` the peer has been told it is refused;
+/// the caller logs the reason and closes.
 pub(crate) async fn accept(
     secret: &ClusterSecret,
     rd: &mut (impl AsyncRead + Unpin),
     wr: &mut (impl AsyncWrite + Unpin),
-) -> Result<SessionKeys, String> {
+) -> Result<SessionKeys, Refused> {
+    accept_as(secret, version::ours(), rd, wr).await
+}
+
+/// [`accept`] speaking protocol version `ours`.
+async fn accept_as(
+    secret: &ClusterSecret,
+    ours: u32,
+    rd: &mut (impl AsyncRead + Unpin),
+    wr: &mut (impl AsyncWrite + Unpin),
+) -> Result<SessionKeys, Refused> {
     let exchange = async {
-        let (challenge, listener_nonce) = secret.challenge()?;
-        protocol::send(wr, &challenge)
+        let mut keys = accept_secret(secret, rd, wr)
             .await
-            .map_err(|e| e.to_string())?;
-        let answer = protocol::recv_bounded::<ToPrimary>(rd, MAX_AUTH_FRAME)
-            .await
-            .map_err(|e| format!("no proof of the cluster secret ({e})"))?;
-        match secret.check_proof(&listener_nonce, answer) {
-            Ok((proven, keys)) => {
-                protocol::send(wr, &proven)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                Ok(keys)
-            }
-            Err(why) => {
-                let refusal = ToReplica::Reject {
-                    reason: format!("the replication listener refused the connection: {why}"),
-                    diverged: false,
-                };
-                let _ = protocol::send(wr, &refusal).await;
-                Err(why)
-            }
-        }
+            .map_err(Refused::Secret)?;
+        // The peer's version first, then ours (even when they differ: the
+        // peer logs both too). Strictly one frame each way in turn: a
+        // blocking connector reads no further than the frame it waits for.
+        let theirs = protocol::read_bytes(rd, MAX_AUTH_FRAME).await;
+        let ours_sealed = version::sealed_frame(&mut keys, ours);
+        let sent = match ours_sealed {
+            Ok(frame) => protocol::write_bytes(wr, &frame).await,
+            Err(e) => Err(e),
+        };
+        let theirs = theirs.map_err(|e| Refused::Version(version::Refusal::Broken(e)))?;
+        version::check(&mut keys, theirs, ours).map_err(Refused::Version)?;
+        sent.map_err(|e| Refused::Version(version::Refusal::Broken(e)))?;
+        Ok(keys)
     };
     tokio::time::timeout(AUTH_TIMEOUT, exchange)
         .await
-        .map_err(|_| "no proof of the cluster secret in time".to_string())?
+        .map_err(|_| Refused::Secret("no proof of the cluster secret in time".to_string()))?
+}
+
+/// The cluster-secret half of [`accept`].
+async fn accept_secret(
+    secret: &ClusterSecret,
+    rd: &mut (impl AsyncRead + Unpin),
+    wr: &mut (impl AsyncWrite + Unpin),
+) -> Result<SessionKeys, String> {
+    let (challenge, listener_nonce) = secret.challenge()?;
+    protocol::send(wr, &challenge)
+        .await
+        .map_err(|e| e.to_string())?;
+    let answer = protocol::recv_bounded::<ToPrimary>(rd, MAX_AUTH_FRAME)
+        .await
+        .map_err(|e| format!("no proof of the cluster secret ({e})"))?;
+    match secret.check_proof(&listener_nonce, answer) {
+        Ok((proven, keys)) => {
+            protocol::send(wr, &proven)
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(keys)
+        }
+        Err(why) => {
+            let refusal = ToReplica::Reject {
+                reason: format!("the replication listener refused the connection: {why}"),
+                diverged: false,
+            };
+            let _ = protocol::send(wr, &refusal).await;
+            Err(why)
+        }
+    }
 }
 
 /// The connector's side (replication stream, bootstrap), within
-/// [`AUTH_TIMEOUT`]: `Err` when either side fails to prove the secret;
-/// returns the keys every later frame is sealed with.
+/// [`AUTH_TIMEOUT`]: `Err` when either side fails to prove the secret, or
+/// when the two speak different protocol versions (a
+/// [`VersionMismatch`](version::VersionMismatch) error); returns the keys
+/// every later frame is sealed with.
 pub(crate) async fn connect(
     secret: &ClusterSecret,
+    rd: &mut (impl AsyncRead + Unpin),
+    wr: &mut (impl AsyncWrite + Unpin),
+) -> anyhow::Result<SessionKeys> {
+    connect_as(secret, version::ours(), rd, wr).await
+}
+
+/// [`connect`] speaking protocol version `ours`.
+async fn connect_as(
+    secret: &ClusterSecret,
+    ours: u32,
     rd: &mut (impl AsyncRead + Unpin),
     wr: &mut (impl AsyncWrite + Unpin),
 ) -> anyhow::Result<SessionKeys> {
@@ -287,10 +355,28 @@ pub(crate) async fn connect(
             .map_err(|e| e.to_string())?;
         secret.check_proven(&proving.listener_nonce, &proving.my_nonce, answer)
     };
-    match tokio::time::timeout(AUTH_TIMEOUT, exchange).await {
-        Ok(Ok(keys)) => Ok(keys),
+    let mut keys = match tokio::time::timeout(AUTH_TIMEOUT, exchange).await {
+        Ok(Ok(keys)) => keys,
         Ok(Err(why)) => anyhow::bail!("replication authentication failed: {why}"),
         Err(_) => anyhow::bail!("replication authentication failed: no answer in time"),
+    };
+    let versions = async {
+        let frame = version::sealed_frame(&mut keys, ours).map_err(version::Refusal::Broken)?;
+        // A listener of a build from before the exchange closes instead
+        // of answering: that reads as no version.
+        let theirs = match protocol::write_bytes(wr, &frame).await {
+            Ok(()) => protocol::read_bytes(rd, MAX_AUTH_FRAME)
+                .await
+                .unwrap_or(None),
+            Err(_) => None,
+        };
+        version::check(&mut keys, theirs, ours)
+    };
+    match tokio::time::timeout(AUTH_TIMEOUT, versions).await {
+        Ok(Ok(())) => Ok(keys),
+        Ok(Err(version::Refusal::Mismatch(m))) => Err(anyhow::Error::new(m)),
+        Ok(Err(broken)) => anyhow::bail!("replication authentication failed: {broken}"),
+        Err(_) => anyhow::bail!("replication authentication failed: no version in time"),
     }
 }
 
@@ -315,7 +401,7 @@ mod tests {
     async fn handshake(
         listener: ClusterSecret,
         connector: ClusterSecret,
-    ) -> (Result<SessionKeys, String>, anyhow::Result<SessionKeys>) {
+    ) -> (Result<SessionKeys, Refused>, anyhow::Result<SessionKeys>) {
         let (mut a, mut b) = tokio::io::duplex(4096);
         let (mut ard, mut awr) = tokio::io::split(&mut a);
         let (mut brd, mut bwr) = tokio::io::split(&mut b);
@@ -337,12 +423,70 @@ mod tests {
         assert_eq!(l.opener.open(sealed).unwrap(), b"an ack");
 
         let (l, c) = handshake(secret("the cluster secret"), secret("another secret!!")).await;
-        assert_eq!(l.err(), Some("wrong cluster secret".to_string()));
+        assert_eq!(
+            l.err().map(|e| e.to_string()),
+            Some("wrong cluster secret".to_string())
+        );
         let c = c.expect_err("refused").to_string();
         assert!(
             c.contains("refused the connection: wrong cluster secret"),
             "{c}"
         );
+    }
+
+    /// Two builds speaking different protocol versions refuse each other
+    /// right after the secret, both naming both versions, before any other
+    /// frame is read; one from before versions (it sends its hello where
+    /// the version belongs) is refused the same way.
+    #[tokio::test]
+    async fn different_protocol_versions_refuse_each_other() {
+        let s = secret("the cluster secret");
+        let (mut a, mut b) = tokio::io::duplex(4096);
+        let (mut ard, mut awr) = tokio::io::split(&mut a);
+        let (mut brd, mut bwr) = tokio::io::split(&mut b);
+        let (l, c) = tokio::join!(
+            accept_as(&s, 7, &mut ard, &mut awr),
+            connect_as(&s, 8, &mut brd, &mut bwr)
+        );
+        let l = l.expect_err("listener refuses").to_string();
+        assert!(
+            l.contains("this node speaks version 7, the peer version 8"),
+            "{l}"
+        );
+        let c = c.expect_err("connector refuses");
+        let mismatch = c.downcast_ref::<version::VersionMismatch>();
+        assert_eq!(
+            mismatch,
+            Some(&version::VersionMismatch {
+                ours: 8,
+                theirs: Some(7)
+            })
+        );
+
+        // A connector from before versions: its sealed Hello comes where
+        // the version frame belongs.
+        let (mut a, mut b) = tokio::io::duplex(4096);
+        let (mut ard, mut awr) = tokio::io::split(&mut a);
+        let old_connector = async {
+            let (mut rd, mut wr) = tokio::io::split(&mut b);
+            let challenge = protocol::recv::<ToReplica>(&mut rd).await.unwrap();
+            let proving = s.prove(challenge).unwrap();
+            protocol::send(&mut wr, &proving.proof).await.unwrap();
+            let proven = protocol::recv::<ToReplica>(&mut rd).await.unwrap();
+            let keys = s
+                .check_proven(&proving.listener_nonce, &proving.my_nonce, proven)
+                .unwrap();
+            let (_, mut wr) = protocol::sealed(rd, wr, keys);
+            let hello = ToPrimary::BootstrapHello { node: 4 };
+            wr.send(&hello).await.unwrap();
+        };
+        let (l, ()) = tokio::join!(accept_as(&s, 7, &mut ard, &mut awr), old_connector);
+        let l = l.expect_err("refused").to_string();
+        assert!(l.contains("the peer sent no version"), "{l}");
+
+        // The same version passes, and the connection goes on sealed.
+        let (l, c) = handshake(s.clone(), s).await;
+        assert!(l.is_ok() && c.is_ok());
     }
 
     /// A peer that skips the handshake (an old node, or anyone who reached
@@ -362,7 +506,7 @@ mod tests {
         };
         let (accepted, answer) = tokio::join!(accept(&listener, &mut ard, &mut awr), peer);
         assert_eq!(
-            accepted.err(),
+            accepted.err().map(|e| e.to_string()),
             Some("no proof of the cluster secret (first frame: BootstrapHello)".to_string())
         );
         assert!(
@@ -390,8 +534,9 @@ mod tests {
         let (mut l_rd, mut l_wr) = tokio::io::split(&mut l_io);
         let (mut c_rd, mut c_wr) = tokio::io::split(&mut c_io);
         let relay = async {
-            // Challenge, Proof, Proven: passed on unchanged.
-            for from_listener in [true, false, true] {
+            // Challenge, Proof, Proven, then the two versions: passed on
+            // unchanged.
+            for from_listener in [true, false, true, false, true] {
                 let (src, dst) = if from_listener {
                     (&mut to_l, &mut to_c)
                 } else {

@@ -47,6 +47,10 @@ pub(crate) struct Member {
     pub role: String,
     /// Has entries no primary had: takes no part in elections.
     pub diverged: bool,
+    /// The replication protocol version it speaks (`version`); 0 from a
+    /// build from before versions, which did not publish one.
+    #[serde(default)]
+    pub protocol: u32,
 }
 
 /// The leader key's value.
@@ -172,6 +176,7 @@ impl Coordinator {
                 mysql: m.mysql.clone(),
                 role: m.role.clone(),
                 applied: m.applied,
+                protocol: m.protocol,
             })
             .collect();
         listed.sort_by_key(|m| m.node_id);
@@ -389,6 +394,7 @@ impl Coordinator {
             following: self.follower.as_ref().map(|f| f.term),
             role: node.role().as_str().to_string(),
             diverged: self.diverged,
+            protocol: crate::version::ours(),
         };
         let stale = match &self.published {
             Some((last, at)) => *last != record || at.elapsed() >= node.config.lease_ttl / 3,
@@ -512,6 +518,7 @@ impl Coordinator {
                             tracing::error!(error = %e, "could not restart over the checkpoint");
                         }
                         Err(e) => {
+                            node.note_link_error(&e);
                             tracing::warn!(error = %format!("{e:#}"), "re-bootstrap failed; will retry");
                             tokio::time::sleep(Duration::from_secs(1)).await;
                         }

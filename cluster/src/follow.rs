@@ -59,7 +59,10 @@ pub(crate) async fn follow(
 ) -> FollowEnd {
     match follow_inner(&node, &addr, term, &mut stop).await {
         Ok(end) => end,
-        Err(e) => end_of(e),
+        Err(e) => {
+            node.note_link_error(&e);
+            end_of(e)
+        }
     }
 }
 

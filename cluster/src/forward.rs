@@ -24,11 +24,11 @@ use serde::{Deserialize, Serialize};
 
 // (Connecting to the primary, and its answer to the hello, take at most
 // CONNECT_TIMEOUT.)
-use crate::auth::ClusterSecret;
 use crate::hooks::ForwardTarget;
 use crate::node::{Node, Role};
 use crate::protocol::{ToPrimary, ToReplica, CONNECT_TIMEOUT};
 use crate::seal::{Opener, Sealer, SessionKeys};
+use crate::version;
 
 /// Why a forwarded statement has no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,7 +237,7 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
         .set_write_timeout(Some(CONNECT_TIMEOUT))
         .map_err(|e| fail(&e))?;
     let started = Instant::now();
-    let mut keys = authenticate(&node.config.secret, &mut stream, started).map_err(|e| fail(&e))?;
+    let mut keys = authenticate(node, &mut stream, started).map_err(|e| fail(&e))?;
     let hello = ToPrimary::ForwardHello {
         node: node.config.node_id,
         term,
@@ -254,11 +254,11 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     }
 }
 
-/// The connector's side of the cluster-secret handshake (`auth::connect`,
-/// blocking), within `auth::AUTH_TIMEOUT` of `started`; returns the
-/// connection's keys.
+/// The connector's side of the cluster-secret handshake and the protocol
+/// version exchange (`auth::connect`, blocking), within
+/// `auth::AUTH_TIMEOUT` of `started`; returns the connection's keys.
 fn authenticate(
-    secret: &ClusterSecret,
+    node: &Node,
     stream: &mut TcpStream,
     started: Instant,
 ) -> Result<SessionKeys, String> {
@@ -266,13 +266,38 @@ fn authenticate(
         (started.elapsed() > crate::auth::AUTH_TIMEOUT)
             .then(|| "no answer to the authentication".to_string())
     };
+    let secret = &node.config.secret;
     let challenge = read_frame(stream, None, give_up)?;
     let proving = secret.prove(Some(challenge))?;
     write_frame(stream, None, &proving.proof).map_err(|e| e.to_string())?;
     let answer = read_frame(stream, None, give_up)?;
-    secret
+    let mut keys = secret
         .check_proven(&proving.listener_nonce, &proving.my_nonce, Some(answer))
-        .map_err(|why| format!("replication authentication failed: {why}"))
+        .map_err(|why| format!("replication authentication failed: {why}"))?;
+    exchange_versions(stream, &mut keys, give_up).map_err(|refusal| match refusal {
+        version::Refusal::Mismatch(m) => {
+            node.metrics.protocol_mismatches.inc();
+            m.to_string()
+        }
+        broken => format!("replication authentication failed: {broken}"),
+    })?;
+    Ok(keys)
+}
+
+/// The connector's side of the protocol version exchange (as
+/// `auth::connect`, blocking): this side's version, then the listener's.
+fn exchange_versions(
+    stream: &mut TcpStream,
+    keys: &mut SessionKeys,
+    give_up: impl FnMut() -> Option<String>,
+) -> Result<(), version::Refusal> {
+    let ours = version::ours();
+    let frame = version::sealed_frame(keys, ours).map_err(version::Refusal::Broken)?;
+    write_bytes(stream, &frame).map_err(version::Refusal::Broken)?;
+    // A listener of a build from before the exchange closes instead of
+    // answering: that reads as no version.
+    let theirs = read_bytes(stream, give_up).ok();
+    version::check(keys, theirs, ours)
 }
 
 /// Writes one frame (as `FrameWriter::send`, or in clear as
@@ -287,11 +312,16 @@ fn write_frame<T: Serialize>(
     if let Some(sealer) = sealer {
         bytes = sealer.seal(bytes)?;
     }
+    write_bytes(w, &bytes)
+}
+
+/// Writes `bytes` as one length-prefixed frame (blocking).
+fn write_bytes(w: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
     let mut buf = Vec::with_capacity(4 + bytes.len());
     buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(&bytes);
+    buf.extend_from_slice(bytes);
     w.write_all(&buf)?;
     w.flush()
 }
@@ -302,8 +332,22 @@ fn write_frame<T: Serialize>(
 fn read_frame<T: for<'de> Deserialize<'de>>(
     r: &mut TcpStream,
     opener: Option<&mut Opener>,
-    mut give_up: impl FnMut() -> Option<String>,
+    give_up: impl FnMut() -> Option<String>,
 ) -> Result<T, String> {
+    let mut bytes = read_bytes(r, give_up)?;
+    if let Some(opener) = opener {
+        bytes = opener.open(bytes).map_err(|e| e.to_string())?;
+    }
+    postcard::from_bytes(&bytes).map_err(|e| e.to_string())
+}
+
+/// One length-prefixed frame's bytes, as [`read_frame`] waits for them.
+/// Reads no further than the frame (the link carries one request or
+/// answer at a time, so nothing follows it yet).
+fn read_bytes(
+    r: &mut TcpStream,
+    mut give_up: impl FnMut() -> Option<String>,
+) -> Result<Vec<u8>, String> {
     r.set_read_timeout(Some(POLL)).map_err(|e| e.to_string())?;
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 64 << 10];
@@ -312,11 +356,7 @@ fn read_frame<T: for<'de> Deserialize<'de>>(
             let len = u32::from_be_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
             if buf.len() >= 4 + len {
                 buf.truncate(4 + len);
-                let mut bytes = buf.split_off(4);
-                if let Some(opener) = opener {
-                    bytes = opener.open(bytes).map_err(|e| e.to_string())?;
-                }
-                return postcard::from_bytes(&bytes).map_err(|e| e.to_string());
+                return Ok(buf.split_off(4));
             }
         }
         match r.read(&mut chunk) {

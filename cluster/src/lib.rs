@@ -41,6 +41,7 @@ pub mod protocol;
 mod seal;
 mod start;
 mod stream;
+mod version;
 
 pub use auth::ClusterSecret;
 pub use bootstrap::install_pending as install_pending_bootstrap;
@@ -49,3 +50,4 @@ pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError};
 pub use hooks::{ForwardTarget, ForwardedRun, ForwardedSession, ViewSnapshotSource};
 pub use node::{MemberInfo, Node, ReplicaProgress, Role};
+pub use version::{VersionMismatch, PROTOCOL_VERSION};

@@ -80,6 +80,8 @@ pub struct MemberInfo {
     /// Its role, as it published it ([`Role::as_str`]).
     pub role: String,
     pub applied: Lsn,
+    /// The replication protocol version it speaks (0: not published).
+    pub protocol: u32,
 }
 
 /// Test hook: with `LADLE_TEST_CRASH_AFTER_DDL` set, a schema change
@@ -164,6 +166,7 @@ pub(crate) struct NodeMetrics {
     pub(crate) forwarded: IntCounterVec,
     pub(crate) bootstraps_sent: IntCounter,
     pub(crate) auth_refused: IntCounter,
+    pub(crate) protocol_mismatches: IntCounter,
 }
 
 impl NodeMetrics {
@@ -229,8 +232,14 @@ impl NodeMetrics {
                 "ladle_cluster_auth_refused_total",
                 "replication connections refused: no or wrong proof of the cluster secret",
             )?,
+            protocol_mismatches: IntCounter::new(
+                "ladle_cluster_protocol_mismatches_total",
+                "replication connections (from or to this node) ended because the two \
+                 nodes speak different replication protocol versions",
+            )?,
         };
         registry.register(Box::new(m.role.clone()))?;
+        registry.register(Box::new(m.protocol_mismatches.clone()))?;
         registry.register(Box::new(m.auth_refused.clone()))?;
         registry.register(Box::new(m.forwarded.clone()))?;
         registry.register(Box::new(m.bootstraps_sent.clone()))?;
@@ -485,6 +494,16 @@ impl Node {
                      replica(s) did not replay it in time"
                 ));
             }
+        }
+    }
+
+    /// Counts a connection to a peer that `e` ended because the two speak
+    /// different protocol versions (`version`).
+    pub(crate) fn note_link_error(&self, e: &anyhow::Error) {
+        if e.downcast_ref::<crate::version::VersionMismatch>()
+            .is_some()
+        {
+            self.metrics.protocol_mismatches.inc();
         }
     }
 

@@ -1,8 +1,10 @@
 //! The replication connection: length-prefixed postcard frames over TCP.
 //!
 //! Every connection opens with the cluster-secret handshake (`auth`:
-//! `Challenge`, `Proof`, `Proven`, in clear); every later frame is sealed
-//! with the connection's keys (`seal`: [`FrameReader`], [`FrameWriter`]):
+//! `Challenge`, `Proof`, `Proven`, in clear), then each side's protocol
+//! version (`version`, sealed; the connection ends when they differ);
+//! every later frame is sealed with the connection's keys (`seal`:
+//! [`FrameReader`], [`FrameWriter`]):
 //!
 //! ```text
 //! replica -> primary   Hello { node, applied, ddl_seq, last_term }
@@ -162,10 +164,19 @@ pub async fn send<T: Serialize>(
 ) -> std::io::Result<()> {
     let bytes = postcard::to_stdvec(frame)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    write_bytes(w, &bytes).await
+}
+
+/// Writes `bytes` as one length-prefixed frame (already encoded, and
+/// sealed if it must be).
+pub(crate) async fn write_bytes(
+    w: &mut (impl AsyncWrite + Unpin),
+    bytes: &[u8],
+) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len())
         .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "frame too large"))?;
     w.write_all(&len.to_be_bytes()).await?;
-    w.write_all(&bytes).await?;
+    w.write_all(bytes).await?;
     w.flush().await
 }
 

@@ -58,7 +58,10 @@ async fn serve_replica(
     let keys = match crate::auth::accept(&node.config.secret, &mut rd, &mut wr).await {
         Ok(keys) => keys,
         Err(why) => {
-            node.metrics.auth_refused.inc();
+            match why {
+                crate::auth::Refused::Secret(_) => node.metrics.auth_refused.inc(),
+                crate::auth::Refused::Version(_) => node.metrics.protocol_mismatches.inc(),
+            }
             tracing::warn!(%peer, "replication connection refused: {why}");
             return Ok(());
         }

@@ -122,6 +122,7 @@ impl Admin for ClusterAdmin {
                 mysql: m.mysql,
                 role: m.role,
                 applied: m.applied,
+                protocol: m.protocol,
             })
             .collect())
     }

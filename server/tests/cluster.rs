@@ -35,6 +35,8 @@ use common::{free_port, http_get};
 
 #[path = "cluster/replica_sessions.rs"]
 mod replica_sessions;
+#[path = "cluster/versions.rs"]
+mod versions;
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 /// Every test node's cluster secret (LADLE_CLUSTER_SECRET), unless a test
@@ -789,12 +791,14 @@ fn kill_9_of_the_primary_loses_no_acknowledged_write() {
     for n in &nodes {
         let mut c = Conn::new(n.opts()).expect("connect");
         let members = wait_for("SHOW CLUSTER to list every settled member", || {
-            let rows: Vec<(u64, String, String, u64, u64)> = c.query("SHOW CLUSTER").ok()?;
+            let rows: Vec<(u64, String, String, u64, u64, u32)> = c.query("SHOW CLUSTER").ok()?;
             (rows.len() == NODES && rows.iter().all(|r| r.3 == final_position)).then_some(rows)
         });
         let primaries = members.iter().filter(|r| r.2 == "primary").count();
         assert_eq!(primaries, 1, "node {}: SHOW CLUSTER {members:?}", n.id);
         assert!(members.iter().all(|r| r.4 == 0), "{members:?}");
+        let protocol = ladle_cluster::PROTOCOL_VERSION;
+        assert!(members.iter().all(|r| r.5 == protocol), "{members:?}");
     }
     let mut ms: Vec<u128> = failovers.iter().map(Duration::as_millis).collect();
     ms.sort_unstable();

@@ -4,7 +4,8 @@
 //!   (epoch, lsn, nodes, nodes_written, bytes_written, capture_ms, total_ms).
 //! - `SHOW SNAPSHOTS`: the retained snapshot epochs, oldest first.
 //! - `SHOW CLUSTER`: the cluster's members as etcd last listed them (node,
-//!   MySQL address, role, applied position, entries behind the primary).
+//!   MySQL address, role, applied position, entries behind the primary,
+//!   replication protocol version).
 //!
 //! The shim does not know how the server schedules or stores snapshots: the
 //! server implements [`Admin`] and hands it to [`crate::Frontend::new`].
@@ -55,6 +56,9 @@ pub struct ClusterMember {
     pub applied: u64,
     /// Entries behind the primary (0 for the primary).
     pub behind: u64,
+    /// The replication protocol version it speaks (nodes of different
+    /// versions do not replicate to each other).
+    pub protocol: u32,
 }
 
 /// Server operations the shim exposes as statements. Implementations block
@@ -188,6 +192,7 @@ fn show_cluster(admin: &dyn Admin) -> Result<Output, WireError> {
         column("role", SqlType::VarChar(16)),
         int_column("applied"),
         int_column("behind"),
+        int_column("protocol"),
     ];
     let rows = members
         .into_iter()
@@ -198,6 +203,7 @@ fn show_cluster(admin: &dyn Admin) -> Result<Output, WireError> {
                 Value::text(&m.role),
                 Value::UInt(m.applied),
                 Value::UInt(m.behind),
+                Value::UInt(u64::from(m.protocol)),
             ]
         })
         .collect();
