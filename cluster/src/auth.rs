@@ -226,6 +226,7 @@ fn frame_name(frame: &ToPrimary) -> &'static str {
         ToPrimary::Forward { .. } => "Forward",
         ToPrimary::BootstrapHello { .. } => "BootstrapHello",
         ToPrimary::Proof { .. } => "Proof",
+        ToPrimary::Kill { .. } => "Kill",
     }
 }
 

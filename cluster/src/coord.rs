@@ -176,6 +176,7 @@ impl Coordinator {
                 mysql: m.mysql.clone(),
                 role: m.role.clone(),
                 applied: m.applied,
+                replication: m.replication.clone(),
                 protocol: m.protocol,
             })
             .collect();

@@ -258,7 +258,8 @@ async fn follow_inner(
             | ToReplica::BootstrapFile { .. }
             | ToReplica::BootstrapDone { .. }
             | ToReplica::Challenge { .. }
-            | ToReplica::Proven { .. } => 0,
+            | ToReplica::Proven { .. }
+            | ToReplica::Killed { .. } => 0,
         };
         if frame_term != term || node.term() != term {
             return Ok(FollowEnd::Retry(format!(

@@ -230,14 +230,8 @@ impl ForwardClient {
 fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     let fail =
         |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
-    let sock = crate::protocol::resolve_blocking(addr).map_err(|e| fail(&e))?;
-    let mut stream = TcpStream::connect_timeout(&sock, CONNECT_TIMEOUT).map_err(|e| fail(&e))?;
-    stream.set_nodelay(true).map_err(|e| fail(&e))?;
-    stream
-        .set_write_timeout(Some(CONNECT_TIMEOUT))
-        .map_err(|e| fail(&e))?;
     let started = Instant::now();
-    let mut keys = authenticate(node, &mut stream, started).map_err(|e| fail(&e))?;
+    let (mut stream, mut keys) = open_link(node, addr, started).map_err(|e| fail(&e))?;
     let hello = ToPrimary::ForwardHello {
         node: node.config.node_id,
         term,
@@ -252,6 +246,25 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
         Ok(other) => Err(fail(&format!("unexpected frame {other:?}"))),
         Err(e) => Err(fail(&e)),
     }
+}
+
+/// A blocking connection to the replication listener at `addr`,
+/// authenticated (the secret, then the protocol version) within
+/// `auth::AUTH_TIMEOUT` of `started`, with its keys.
+pub(crate) fn open_link(
+    node: &Node,
+    addr: &str,
+    started: Instant,
+) -> Result<(TcpStream, SessionKeys), String> {
+    let sock = crate::protocol::resolve_blocking(addr).map_err(|e| e.to_string())?;
+    let mut stream =
+        TcpStream::connect_timeout(&sock, CONNECT_TIMEOUT).map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(CONNECT_TIMEOUT))
+        .map_err(|e| e.to_string())?;
+    let keys = authenticate(node, &mut stream, started)?;
+    Ok((stream, keys))
 }
 
 /// The connector's side of the cluster-secret handshake and the protocol
@@ -302,7 +315,7 @@ fn exchange_versions(
 
 /// Writes one frame (as `FrameWriter::send`, or in clear as
 /// `protocol::send` without a sealer; blocking).
-fn write_frame<T: Serialize>(
+pub(crate) fn write_frame<T: Serialize>(
     w: &mut TcpStream,
     sealer: Option<&mut Sealer>,
     frame: &T,
@@ -329,7 +342,7 @@ fn write_bytes(w: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
 /// Reads one frame (opened with `opener`, or in clear without one),
 /// asking `give_up` every [`POLL`] while none has come whole (a partial
 /// frame is kept across the checks).
-fn read_frame<T: for<'de> Deserialize<'de>>(
+pub(crate) fn read_frame<T: for<'de> Deserialize<'de>>(
     r: &mut TcpStream,
     opener: Option<&mut Opener>,
     give_up: impl FnMut() -> Option<String>,

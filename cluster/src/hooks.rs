@@ -8,6 +8,8 @@ use std::pin::Pin;
 
 use ladle_common::Lsn;
 
+use crate::protocol::KillOutcome;
+
 /// A forwarded statement's run ([`ForwardTarget::run`]): the session back
 /// with its answer, or why there is none (the session is then gone).
 pub type ForwardedRun =
@@ -21,6 +23,11 @@ pub trait ForwardTarget: Send + Sync {
     /// blocks) on the threads the front end runs its own clients'
     /// statements on, never on an async worker.
     fn run(&self, session: Box<dyn ForwardedSession>, request: Vec<u8>) -> ForwardedRun;
+
+    /// KILL [QUERY] (`connection`) of this node's client connection `id`,
+    /// sent from another node by `user` (`any`: who holds SUPER). Quick
+    /// (it flags the connection), so it runs on the async worker.
+    fn kill(&self, id: u64, user: &str, any: bool, connection: bool) -> KillOutcome;
 }
 
 /// One forwarded client session on the primary.

@@ -36,6 +36,7 @@ mod follow;
 mod forward;
 mod gate;
 mod hooks;
+mod kill;
 mod node;
 pub mod protocol;
 mod seal;

@@ -80,6 +80,8 @@ pub struct MemberInfo {
     /// Its role, as it published it ([`Role::as_str`]).
     pub role: String,
     pub applied: Lsn,
+    /// Its replication listener (where a KILL of its connections goes).
+    pub replication: String,
     /// The replication protocol version it speaks (0: not published).
     pub protocol: u32,
 }

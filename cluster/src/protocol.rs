@@ -96,6 +96,26 @@ pub enum ToPrimary {
     /// The connector's answer to [`ToReplica::Challenge`]: its own nonce
     /// and the HMAC proving it holds the cluster secret (see `auth`).
     Proof { nonce: Vec<u8>, mac: Vec<u8> },
+    /// First and only frame of a kill connection (see `kill`): KILL
+    /// [QUERY] (`connection`) of the listener's connection `id`, sent by
+    /// `user` (`any`: who holds SUPER) on another node.
+    Kill {
+        id: u64,
+        user: String,
+        any: bool,
+        connection: bool,
+    },
+}
+
+/// What a KILL sent from another node did ([`ToReplica::Killed`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KillOutcome {
+    /// The statement, or the connection, is killed.
+    Done,
+    /// The node has no such connection.
+    Unknown,
+    /// Another user's connection, and the sender lacks SUPER.
+    NotOwner,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -154,6 +174,8 @@ pub enum ToReplica {
     Challenge { nonce: Vec<u8> },
     /// The proof was right; the listener's own proof of the secret.
     Proven { mac: Vec<u8> },
+    /// The answer to [`ToPrimary::Kill`].
+    Killed { outcome: KillOutcome },
 }
 
 /// Writes one frame in clear (the handshake; sealed frames go through

@@ -83,6 +83,14 @@ async fn serve_replica(
         Some(ToPrimary::BootstrapHello { node: replica }) => {
             return crate::bootstrap::serve(node, replica, wr).await;
         }
+        Some(ToPrimary::Kill {
+            id,
+            user,
+            any,
+            connection,
+        }) => {
+            return crate::kill::serve(&node, id, &user, any, connection, wr).await;
+        }
         _ => anyhow::bail!("the replica did not say hello"),
     };
     let term = node.term();

@@ -19,7 +19,10 @@ use crate::seal::SessionKeys;
 /// [`ToReplica`](crate::protocol::ToReplica) and every encoding carried in
 /// them, forwarded statements' requests and answers included). Builds from
 /// before the exchange existed speak none (shown as 0).
-pub const PROTOCOL_VERSION: u32 = 1;
+///
+/// 1: the first versioned frames. 2: `ToPrimary::Kill` and
+/// `ToReplica::Killed` (KILL of another node's connection).
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Test hook: `LADLE_TEST_PROTOCOL_VERSION` makes this node claim another
 /// version (a node of another build, for the cluster tests).

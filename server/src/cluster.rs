@@ -8,7 +8,7 @@ use std::time::Duration;
 use ladle_cluster::{DdlApplier, ForwardClient, ForwardError, Node};
 use ladle_common::Lsn;
 use ladle_shim::admin::{ClusterMember, RetainedSnapshot, SnapshotTaken};
-use ladle_shim::forward::{ForwardChannel, ForwardFailure, Forwarder};
+use ladle_shim::forward::{ForwardChannel, ForwardFailure, Forwarder, KillOutcome};
 use ladle_shim::session::Session;
 use ladle_shim::{Admin, Engine, SchemaLog};
 
@@ -150,6 +150,25 @@ impl Forwarder for NodeForwarder {
     fn wait_applied(&self, lsn: Lsn) -> Result<(), String> {
         self.node.wait_applied(lsn, 0, self.ryw_timeout)
     }
+
+    fn kill(
+        &self,
+        node: u32,
+        id: u64,
+        user: &str,
+        any: bool,
+        connection: bool,
+    ) -> Result<KillOutcome, String> {
+        use ladle_cluster::protocol::KillOutcome as Sent;
+        let outcome = self
+            .node
+            .kill_on(u64::from(node), id, user, any, connection)?;
+        Ok(match outcome {
+            Sent::Done => KillOutcome::Done,
+            Sent::Unknown => KillOutcome::Unknown,
+            Sent::NotOwner => KillOutcome::NotOwner,
+        })
+    }
 }
 
 struct Channel {
@@ -197,6 +216,21 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
             let response = session.run(&request);
             (session, response)
         }))
+    }
+
+    fn kill(
+        &self,
+        id: u64,
+        user: &str,
+        any: bool,
+        connection: bool,
+    ) -> ladle_cluster::protocol::KillOutcome {
+        use ladle_cluster::protocol::KillOutcome as Answer;
+        match self.0.kill_local(id, user, any, connection) {
+            KillOutcome::Done => Answer::Done,
+            KillOutcome::Unknown => Answer::Unknown,
+            KillOutcome::NotOwner => Answer::NotOwner,
+        }
     }
 }
 

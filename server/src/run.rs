@@ -378,6 +378,11 @@ async fn join_cluster(
         snapshots,
     } = serving;
     hold_leftover_temporary_tables(frontend).await?;
+    // Connection ids carry the node's id from the first client on.
+    frontend
+        .engine()
+        .set_connection_node(config.node_id)
+        .map_err(anyhow::Error::msg)?;
     let applier = Arc::new(crate::cluster::EngineDdlApplier(frontend.engine().clone()));
     let registry = frontend.engine().metrics.registry.clone();
     let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)

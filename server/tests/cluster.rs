@@ -33,6 +33,8 @@ use mysql::{Conn, Opts, OptsBuilder};
 mod common;
 use common::{free_port, http_get};
 
+#[path = "cluster/kill.rs"]
+mod kill;
 #[path = "cluster/replica_sessions.rs"]
 mod replica_sessions;
 #[path = "cluster/versions.rs"]

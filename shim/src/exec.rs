@@ -14,6 +14,7 @@ use ladle_storage::Storage;
 use sqlparser::ast::{self, Expr, SetExpr, TableFactor};
 
 use crate::error::{Result, ShimError};
+use crate::forward::KillOutcome;
 use crate::metrics::Metrics;
 use crate::session::Session;
 use crate::vars::{EvalContext, EvalError, ServerFacts};
@@ -64,6 +65,9 @@ pub struct Engine {
     /// id names its TEMPORARY tables, so no two sessions share one). 0 is
     /// the server's own sessions' (schema-log replay, cleanup).
     pub(crate) next_connection_id: std::sync::atomic::AtomicU32,
+    /// The cluster node id whose connection ids this process gives out
+    /// (0: a single node), see [`crate::connection_node`].
+    pub(crate) connection_node: std::sync::atomic::AtomicU32,
 }
 
 /// A cluster node's view of schema changes. Replicas need the primary's
@@ -205,9 +209,50 @@ impl Drop for InflightGuard<'_> {
 }
 
 impl Engine {
-    /// A connection id no other session of this process has (from 1).
+    /// A connection id no other session of this process has (from 1);
+    /// in a cluster, no other session of the cluster has: the node's id
+    /// in its high bits (see [`crate::connection_node`]).
     pub fn new_connection_id(&self) -> u32 {
-        self.next_connection_id.fetch_add(1, AtomicOrdering::SeqCst)
+        let node = self.connection_node.load(AtomicOrdering::SeqCst);
+        if node == 0 {
+            return self.next_connection_id.fetch_add(1, AtomicOrdering::SeqCst);
+        }
+        loop {
+            // Wrapping within the node's range (0 is never an id).
+            let local = self.next_connection_id.fetch_add(1, AtomicOrdering::SeqCst)
+                & crate::processes::LOCAL_ID_MASK;
+            if local != 0 {
+                return (node << crate::processes::NODE_SHIFT) | local;
+            }
+        }
+    }
+
+    /// Makes this process give out cluster node `node`'s connection ids
+    /// (before any client connects). `Err` when `node` does not fit the
+    /// ids' high bits.
+    pub fn set_connection_node(&self, node: u64) -> std::result::Result<(), String> {
+        let fits = u32::try_from(node)
+            .ok()
+            .filter(|n| (1..=crate::processes::MAX_NODE).contains(n));
+        let Some(node) = fits else {
+            return Err(format!(
+                "node id {node}: a cluster node id is 1 to {} (it makes up the high bits of \
+                 the node's connection ids)",
+                crate::processes::MAX_NODE
+            ));
+        };
+        self.connection_node.store(node, AtomicOrdering::SeqCst);
+        Ok(())
+    }
+
+    /// KILL [QUERY] (`connection`) of this node's connection `id`, as
+    /// `user` (`any`: it holds SUPER): for a KILL sent from another node.
+    pub fn kill_local(&self, id: u64, user: &str, any: bool, connection: bool) -> KillOutcome {
+        match self.processes.kill(id, user, any, connection) {
+            Ok(()) => KillOutcome::Done,
+            Err(crate::processes::KillError::Unknown) => KillOutcome::Unknown,
+            Err(crate::processes::KillError::NotOwner) => KillOutcome::NotOwner,
+        }
     }
 
     pub fn inflight_guard(&self) -> InflightGuard<'_> {

@@ -129,6 +129,7 @@ pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, SchemaLog};
 pub use metrics::Metrics;
 pub use output::Output;
+pub use processes::connection_node;
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
 /// Runs `f` on a statement thread, as the front end runs its clients'
@@ -198,6 +199,7 @@ impl Frontend {
             schema_log: Default::default(),
             forwarder: Default::default(),
             next_connection_id: AtomicU32::new(1),
+            connection_node: AtomicU32::new(0),
         });
         let admission = Arc::new(Admission::new(
             config.max_connections,

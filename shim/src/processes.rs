@@ -95,6 +95,22 @@ impl Process {
     }
 }
 
+/// In a cluster, a connection id's high bits are the id of the node that
+/// gave it out (1 to [`MAX_NODE`]), the rest its own count: ids are unique
+/// across the cluster, and a KILL of another node's connection knows where
+/// to go. Ids stay 32-bit (the handshake carries 4 bytes).
+pub(crate) const NODE_SHIFT: u32 = 24;
+/// The node's own count in a connection id.
+pub(crate) const LOCAL_ID_MASK: u32 = (1 << NODE_SHIFT) - 1;
+/// The largest node id that fits a connection id's high bits.
+pub(crate) const MAX_NODE: u32 = u32::MAX >> NODE_SHIFT;
+
+/// The cluster node that gave out connection `id` (0: none, a single
+/// node's id).
+pub fn connection_node(id: u64) -> u32 {
+    u32::try_from(id).map_or(0, |id| id >> NODE_SHIFT)
+}
+
 /// Every open connection, by id.
 #[derive(Default)]
 pub struct Processes {
@@ -183,5 +199,25 @@ impl Processes {
                 ])
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cluster node's connection ids name it in their top 8 bits; a
+    /// single node's small ids name none.
+    #[test]
+    fn connection_ids_name_their_node() {
+        assert_eq!(connection_node((2 << NODE_SHIFT) | 1), 2);
+        assert_eq!(
+            connection_node((255 << NODE_SHIFT) | LOCAL_ID_MASK as u64),
+            255
+        );
+        assert_eq!(connection_node(7), 0);
+        // Beyond 32 bits: no node (the KILL is then an unknown id).
+        assert_eq!(connection_node(1 << 40), 0);
+        assert_eq!(MAX_NODE, 255);
     }
 }

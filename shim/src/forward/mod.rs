@@ -32,7 +32,7 @@ use crate::session::{Session, Warning};
 
 mod transport;
 
-pub use transport::{ForwardChannel, ForwardFailure, Forwarder};
+pub use transport::{ForwardChannel, ForwardFailure, Forwarder, KillOutcome};
 
 #[derive(Serialize, Deserialize)]
 struct Request {

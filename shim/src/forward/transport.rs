@@ -13,6 +13,29 @@ pub trait Forwarder: Send + Sync {
     /// Waits (bounded) until this node has applied position `lsn`;
     /// `Err` says why the read cannot be served yet.
     fn wait_applied(&self, lsn: Lsn) -> Result<(), String>;
+    /// `KILL [QUERY]` (`connection`) of connection `id`, which cluster
+    /// node `node` gave out (see [`crate::connection_node`]), run on that
+    /// node as `user` (`any`: the killer holds SUPER). `Err`: the node
+    /// could not be asked (gone, unreachable).
+    fn kill(
+        &self,
+        node: u32,
+        id: u64,
+        user: &str,
+        any: bool,
+        connection: bool,
+    ) -> Result<KillOutcome, String>;
+}
+
+/// What a KILL did on the node that owns the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillOutcome {
+    /// Killed (the statement, or the connection).
+    Done,
+    /// No such connection there (1094).
+    Unknown,
+    /// Another user's connection, and the killer lacks SUPER (1095).
+    NotOwner,
 }
 
 /// One client session's link to the primary.
