@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+/// The largest cluster node id (connection ids keep 8 bits for it).
+const MAX_NODE_ID: u64 = 255;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum DurabilityArg {
     /// fsync the write-ahead log before acknowledging a write.
@@ -157,7 +160,8 @@ pub struct Args {
     /// it the server is a single node.
     #[arg(long, env = "LADLE_ETCD", requires = "node_id")]
     pub etcd: Option<String>,
-    /// This node's id in the cluster (unique).
+    /// This node's id in the cluster (unique, 1 to 255: it makes up the
+    /// top bits of the node's connection ids).
     #[arg(long, env = "LADLE_NODE_ID", requires = "etcd")]
     pub node_id: Option<u64>,
     /// Replicas that must persist a write before the primary acknowledges
@@ -287,13 +291,20 @@ impl Args {
                 .map_err(|e| format!("LADLE_CLUSTER_SECRET: {e}"))?,
             (None, None) => return Err("a cluster node needs the cluster secret".into()),
         };
+        let node_id = self.node_id.unwrap_or(0);
+        if !(1..=MAX_NODE_ID).contains(&node_id) {
+            return Err(format!(
+                "--node-id {node_id}: a cluster node id is 1 to {MAX_NODE_ID} (it makes up the \
+                 top 8 bits of the node's connection ids, unique across the cluster)"
+            ));
+        }
         Ok(Some(ladle_cluster::ClusterConfig {
             etcd: etcd
                 .split(',')
                 .map(|e| e.trim().to_string())
                 .filter(|e| !e.is_empty())
                 .collect(),
-            node_id: self.node_id.unwrap_or(0),
+            node_id,
             mysql_addr: match &self.advertise {
                 Some(host) => format!("{host}:{mysql_port}"),
                 None => SocketAddr::new(self.listen.ip(), mysql_port).to_string(),
@@ -433,6 +444,18 @@ mod tests {
             .expect("a cluster node");
         assert_eq!(c.mysql_addr, "127.0.0.1:3307");
         assert_eq!(c.advertise, None);
+    }
+
+    #[test]
+    fn a_cluster_node_id_is_1_to_255() {
+        for (id, ok) in [("0", false), ("1", true), ("255", true), ("256", false)] {
+            let mut a = Args::parse_from(["ladle", "--etcd", "http://e:2379", "--node-id", id]);
+            a.cluster_secret = Some("a secret of the cluster".into());
+            match a.cluster(3307) {
+                Ok(c) => assert!(ok && c.is_some(), "--node-id {id}"),
+                Err(e) => assert!(!ok && e.contains("is 1 to 255"), "--node-id {id}: {e}"),
+            }
+        }
     }
 
     #[test]
