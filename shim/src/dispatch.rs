@@ -51,6 +51,10 @@ impl Engine {
         }
         let temporary = self.temporary_names(s, sql);
         let sql = temporary.as_deref().unwrap_or(sql);
+        // WITH CHECK OPTION, which the parser does not read, is recorded
+        // once the view is made.
+        let checked = crate::view_check_option::split(sql);
+        let sql = checked.as_ref().map_or(sql, |c| c.rest.as_str());
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
@@ -63,6 +67,13 @@ impl Engine {
         };
         if temporary.is_some() {
             result = crate::temporary_names::shown(s.connection_id, sql, result);
+        }
+        if let Some(c) = &checked {
+            result = result.and_then(|out| {
+                crate::view_check_option::record(self, s, c)
+                    .map(|()| out)
+                    .map_err(WireError::from)
+            });
         }
         self.settle_statement(s, sql, kind, carried, result)
     }
@@ -731,6 +742,7 @@ impl Engine {
                 // information_schema.VIEWS.
                 self.storage
                     .put_meta(&view_meta_key(&db, &view), query.to_string().as_bytes())?;
+                crate::view_check_option::forget(&self.storage, &db, &view)?;
                 Ok(Output::ok())
             }
             Statement::CreateDatabase {

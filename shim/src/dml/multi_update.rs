@@ -226,6 +226,7 @@ fn update_targets(
             },
             now: now.clone(),
             checks: e.checks.for_table(&e.storage, &schema)?,
+            view_check: None,
             schema: schema.clone(),
             strict: !ignore && crate::vars::strict_mode(s),
         };

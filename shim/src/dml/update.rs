@@ -67,9 +67,10 @@ pub(super) struct UpdateNotes {
     pub(super) found: Vec<(String, usize)>,
 }
 
-/// UPDATE of one table. A call of a function that does not exist is
-/// named in the session's database (1305, see [`crate::error::ShimError::in_database`]).
-pub fn update(
+/// UPDATE of one table (a join view's is run before, see
+/// [`super::update`]). A call of a function that does not exist is named
+/// in the session's database (1305, see [`crate::error::ShimError::in_database`]).
+pub(super) fn update(
     e: &Engine,
     s: &mut Session,
     target: ast::TableWithJoins,
@@ -99,6 +100,7 @@ fn update_rows(
     let mut assignments = assignments;
     let mut selection = selection;
     let name = single_table(&target)?.clone();
+    let mut through = None;
     if let Some(view) = super::through_view::view_of_table(e, s, &name, "UPDATE")? {
         let written = match &target.relation {
             ast::TableFactor::Table {
@@ -106,12 +108,20 @@ fn update_rows(
             } => ast::ObjectName(vec![alias.name.clone()]),
             _ => name,
         };
+        if view.join.is_some() {
+            // Run as a multi-table UPDATE before this (see `super::update`).
+            return Err(ShimError::Internal(
+                "a join view's single-table UPDATE".into(),
+            ));
+        }
         selection = view.update(&written, &mut assignments, selection)?;
         if let ast::TableFactor::Table { name, .. } = &mut target.relation {
-            *name = view.base;
+            *name = view.base.clone();
         }
+        through = Some(view);
     }
     let schema = table(e, s, single_table(&target)?)?;
+    let view_check = super::view_check::ViewCheck::of(through.as_ref(), &schema)?;
     for a in &mut assignments {
         inline_subqueries(e, s, &mut a.value)?;
     }
@@ -146,6 +156,7 @@ fn update_rows(
         on_update,
         now,
         checks: e.checks.for_table(&e.storage, &schema)?,
+        view_check,
         schema: schema.clone(),
         strict: !ignore && crate::vars::strict_mode(s),
     };
@@ -242,6 +253,8 @@ pub(super) struct RowChange {
     pub(super) on_update: Vec<usize>,
     pub(super) now: Value,
     pub(super) checks: Arc<TableChecks>,
+    /// The CHECK OPTION of the view the UPDATE writes through, if any.
+    pub(super) view_check: Option<Arc<super::view_check::ViewCheck>>,
     pub(super) schema: Arc<TableSchema>,
     /// Strict mode without IGNORE: an empty ENUM value is refused.
     pub(super) strict: bool,
@@ -312,6 +325,9 @@ impl RowChange {
             let schema = &self.schema;
             self.checks.fill_generated(schema, &mut new)?;
             self.checks.verify_uncoerced(schema, &new)?;
+            if let Some(check) = &self.view_check {
+                check.verify(schema, &new)?;
+            }
             if self.strict {
                 refuse_empty_enum(schema, &new, Some(row))?;
             }
