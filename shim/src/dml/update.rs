@@ -272,7 +272,18 @@ pub(super) enum SetValues {
         columns: Vec<usize>,
         by_row: std::collections::HashMap<Vec<Value>, Vec<Value>>,
     },
+    /// A table without a primary key changed under several names: each
+    /// name's [`SetValues::Joined`] (columns, by_row), applied in turn to
+    /// the rows it matched, all keyed by the row as it was (a later name's
+    /// values left, as in MariaDB).
+    JoinedSteps(Vec<JoinedStep>),
 }
+
+/// One name's columns and values of a [`SetValues::JoinedSteps`].
+pub(super) type JoinedStep = (
+    Vec<usize>,
+    std::collections::HashMap<Vec<Value>, Vec<Value>>,
+);
 
 impl SetValues {
     /// The columns the SET clause assigns.
@@ -280,6 +291,12 @@ impl SetValues {
         match self {
             SetValues::Exprs(compiled) => compiled.iter().map(|(p, _)| *p).collect(),
             SetValues::Joined { columns, .. } => columns.clone(),
+            SetValues::JoinedSteps(steps) => {
+                let mut all: Vec<usize> = steps.iter().flat_map(|(c, _)| c.clone()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
         }
     }
 }
@@ -314,6 +331,21 @@ impl RowChange {
                     };
                     for (pos, v) in columns.iter().zip(values) {
                         *slot(&mut new, *pos)? = v.clone();
+                    }
+                }
+                SetValues::JoinedSteps(steps) => {
+                    let id = identity(row, &self.ident_cols);
+                    let mut matched = false;
+                    for (columns, by_row) in steps {
+                        if let Some(values) = by_row.get(&id) {
+                            matched = true;
+                            for (pos, v) in columns.iter().zip(values) {
+                                *slot(&mut new, *pos)? = v.clone();
+                            }
+                        }
+                    }
+                    if !matched {
+                        return Ok(None);
                     }
                 }
             }
