@@ -33,6 +33,7 @@ pub(super) fn update_join_view(
     if view.join.is_none() {
         return Ok(None);
     }
+    super::through_view::refuse_join_check(&view)?;
     if !clauses.order_by.is_empty() || clauses.limit.is_some() {
         let clause = if clauses.order_by.is_empty() {
             "LIMIT"

@@ -231,9 +231,11 @@ pub(super) fn insert_into_base(
         return Ok(None);
     };
     if view.join.is_some() {
-        // Into one of its tables, which may be a view.
+        refuse_join_check(&view)?;
+        // Into one of its tables, which may be a view (whose own CHECK
+        // OPTION applies).
         insert_into_table(&view, ins)?;
-        return Ok(insert_into_base(e, s, ins)?.or(Some(view)));
+        return insert_into_base(e, s, ins);
     }
     let written = ins.table_name.clone();
     if let Some(ast::OnInsert::DuplicateKeyUpdate(assignments)) = &mut ins.on {
@@ -248,6 +250,18 @@ pub(super) fn insert_into_base(
     ins.columns = view.insert_columns(&ins.columns)?;
     ins.table_name = view.base.clone();
     Ok(Some(view))
+}
+
+/// A write through a join view WITH CHECK OPTION (here or under it),
+/// which would need the joined row checked: a known gap (1235; MySQL
+/// checks it, 1369).
+pub(super) fn refuse_join_check(view: &ViewOfTable) -> Result<()> {
+    match view.checks.is_empty() {
+        true => Ok(()),
+        false => Err(ShimError::Unsupported(
+            "a write through a view over a join WITH CHECK OPTION".into(),
+        )),
+    }
 }
 
 /// Whether `x` is computed from one row: no aggregate, window function
