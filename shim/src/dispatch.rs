@@ -51,10 +51,6 @@ impl Engine {
         }
         let temporary = self.temporary_names(s, sql);
         let sql = temporary.as_deref().unwrap_or(sql);
-        // WITH CHECK OPTION, which the parser does not read, is recorded
-        // once the view is made.
-        let checked = crate::view_check_option::split(sql);
-        let sql = checked.as_ref().map_or(sql, |c| c.rest.as_str());
         // Warnings of an earlier statement run on this thread are not ours.
         ladle_dataflow::take_eval_warnings();
         let _deadline = (kind == Kind::Select).then(|| select_deadline(s));
@@ -67,13 +63,6 @@ impl Engine {
         };
         if temporary.is_some() {
             result = crate::temporary_names::shown(s.connection_id, sql, result);
-        }
-        if let Some(c) = &checked {
-            result = result.and_then(|out| {
-                crate::view_check_option::record(self, s, c)
-                    .map(|()| out)
-                    .map_err(WireError::from)
-            });
         }
         self.settle_statement(s, sql, kind, carried, result)
     }
@@ -275,7 +264,10 @@ impl Engine {
                 .map_err(|why| ShimError::Storage(ladle_storage::StorageError::ReadOnly(why)))?;
             return Ok(out);
         }
-        crate::privileges::check_sql(self, s, sql)?;
+        // (The parser does not read a view's WITH CHECK OPTION.)
+        let checked = crate::view_check_option::split(sql);
+        let unchecked = checked.as_ref().map_or(sql, |c| c.rest.as_str());
+        crate::privileges::check_sql(self, s, unchecked)?;
         if kind == Kind::Ddl && self.schema_log.get().is_some() {
             if let Some(out) = crate::create_table_select::in_steps(self, s, sql)? {
                 return Ok(out);
@@ -425,6 +417,13 @@ impl Engine {
                     });
                 }
             }
+        }
+        // WITH CHECK OPTION, which the parser does not read, is recorded
+        // once the view is made (the schema log keeps the whole text).
+        if let Some(c) = crate::view_check_option::split(sql) {
+            let out = self.run_statement(s, &c.rest, kind)?;
+            crate::view_check_option::record(self, s, &c)?;
+            return Ok(out);
         }
         let toks = tokens(sql)?;
         let toks: Vec<Token> = toks
