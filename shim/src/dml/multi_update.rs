@@ -33,7 +33,9 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
+use super::through_view::ViewOfTable;
 use super::update::{on_update_columns, write_update, JoinedStep, RowChange, SetValues};
+use super::view_check::ViewCheck;
 use super::write::{column_pos, identity_columns, is_default_keyword, lookup_table, table};
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
@@ -128,7 +130,7 @@ pub fn multi_update(
 ) -> Result<Output> {
     let db = s.database.clone();
     let mut update = update;
-    super::through_view::merge_target_views(
+    let checked = super::through_view::merge_target_views(
         e,
         s,
         (
@@ -137,8 +139,10 @@ pub fn multi_update(
             &mut update.selection,
         ),
     )?;
-    in_one_transaction(e, s, |e, s| update_targets(e, s, &update, ignore))
-        .map_err(|err| err.in_database(db.as_deref()))
+    in_one_transaction(e, s, |e, s| {
+        update_targets(e, s, (&update, &checked), ignore)
+    })
+    .map_err(|err| err.in_database(db.as_deref()))
 }
 
 /// Runs `run` so that its writes are atomic: in the session's transaction
@@ -186,10 +190,12 @@ struct Target {
 }
 
 /// Computes every target's changes over the join, then writes them.
+/// `checked`: the targets that are views WITH CHECK OPTION (see
+/// [`super::through_view::merge_target_views`]).
 fn update_targets(
     e: &Engine,
     s: &mut Session,
-    update: &MultiUpdate,
+    (update, checked): (&MultiUpdate, &[(Vec<Ident>, ViewOfTable)]),
     ignore: bool,
 ) -> Result<Output> {
     let targets = targets(e, s, update)?;
@@ -200,7 +206,7 @@ fn update_targets(
     }
     let (mut affected_rows, mut matched, mut changed) = (0, 0, 0);
     let now = crate::column_default::current_timestamp();
-    for write in one_write_per_table(targets, changes) {
+    for write in one_write_per_table(targets, changes, checked)? {
         if write.steps.iter().all(|(_, by_row)| by_row.is_empty()) {
             continue;
         }
@@ -233,7 +239,7 @@ fn update_targets(
             values,
             now: now.clone(),
             checks: e.checks.for_table(&e.storage, &schema)?,
-            view_check: None,
+            view_check: write.view_check,
             schema: schema.clone(),
             strict: !ignore && crate::vars::strict_mode(s),
         };
@@ -277,14 +283,23 @@ fn update_targets(
 struct TableWrite {
     schema: Arc<TableSchema>,
     steps: Vec<JoinedStep>,
+    /// The CHECK OPTION of the view the table is written through, if any
+    /// (of the first such name).
+    view_check: Option<Arc<ViewCheck>>,
 }
 
 fn one_write_per_table(
     targets: Vec<Target>,
     changes: Vec<HashMap<Vec<Value>, Vec<Value>>>,
-) -> Vec<TableWrite> {
+    checked: &[(Vec<Ident>, ViewOfTable)],
+) -> Result<Vec<TableWrite>> {
     let mut writes: Vec<TableWrite> = Vec::new();
     for (target, by_row) in targets.into_iter().zip(changes) {
+        let view = checked
+            .iter()
+            .find(|(q, _)| super::write::same_name(q, &target.qualifier))
+            .map(|(_, view)| view);
+        let view_check = ViewCheck::of(view, &target.schema)?;
         let keyless = target
             .schema
             .primary_key
@@ -294,14 +309,18 @@ fn one_write_per_table(
             .iter_mut()
             .find(|w| keyless && w.schema.id == target.schema.id);
         match same {
-            Some(w) => w.steps.push((target.columns, by_row)),
+            Some(w) => {
+                w.steps.push((target.columns, by_row));
+                w.view_check = w.view_check.take().or(view_check);
+            }
             None => writes.push(TableWrite {
                 schema: target.schema,
                 steps: vec![(target.columns, by_row)],
+                view_check,
             }),
         }
     }
-    writes
+    Ok(writes)
 }
 
 /// (matched, changed) of a table without a primary key changed under

@@ -461,7 +461,9 @@ pub(super) fn names(name: &ObjectName, qualifier: &[Ident]) -> bool {
 /// becomes its base table under the view's name (its alias, else its
 /// name), the statement's references to the view's columns the
 /// expressions they stand for, and the view's WHERE part of the
-/// statement's. A view only read stays as it is.
+/// statement's. A view only read stays as it is. Returns the merged
+/// views WITH CHECK OPTION, under the names the statement now gives their
+/// base tables.
 pub(super) fn merge_target_views(
     e: &Engine,
     s: &Session,
@@ -470,7 +472,7 @@ pub(super) fn merge_target_views(
         &mut [Assignment],
         &mut Option<Expr>,
     ),
-) -> Result<()> {
+) -> Result<Vec<(Vec<Ident>, ViewOfTable)>> {
     let assigned: Vec<Vec<Ident>> = assignments
         .iter()
         .filter_map(|a| match &a.target {
@@ -554,7 +556,8 @@ pub(super) fn merge_target_views(
         }
         *selection = view.both(own, Some(qualifier));
     }
-    Ok(())
+    merged.retain(|(_, view)| !view.checks.is_empty());
+    Ok(merged)
 }
 
 /// A join's ON condition.
