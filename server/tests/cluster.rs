@@ -1205,6 +1205,9 @@ fn a_replica_applies_the_primarys_alter_table() {
         "ALTER TABLE mig.s MODIFY v VARCHAR(3)",
         "SET SESSION sql_mode = DEFAULT",
         "INSERT INTO mig.s VALUES (2, 'xyz')",
+        // A view's CHECK OPTION, which the shim takes off the text before
+        // parsing, reaches the replica too.
+        "CREATE VIEW mig.big AS SELECT id, a FROM mig.u WHERE a > 5 WITH LOCAL CHECK OPTION",
     ] {
         c.query_drop(sql).unwrap();
     }
@@ -1219,6 +1222,17 @@ fn a_replica_applies_the_primarys_alter_table() {
         let rows: Vec<(i64, String)> = c2.query("SELECT * FROM mig.s ORDER BY id").ok()?;
         (rows == vec![(1, "abc".to_string()), (2, "xyz".to_string())]).then_some(())
     });
+    wait_for("node 2 to know the view's CHECK OPTION", || {
+        let option: Option<String> = c2
+            .query_first(
+                "SELECT CHECK_OPTION FROM information_schema.VIEWS WHERE TABLE_NAME = 'big'",
+            )
+            .ok()?;
+        (option.as_deref() == Some("LOCAL")).then_some(())
+    });
+    // Written through the replica (forwarded), the check holds.
+    let refused = c2.query_drop("INSERT INTO mig.big VALUES (4, 1)");
+    assert_eq!(errno(refused), 1369);
     metrics_show_roles_positions_and_lag(&nodes[0], &nodes[1]);
     recursive_ctes_run_on_the_primary_and_on_a_replica(&mut c, &mut c2);
     forwarded_statements_run_on_statement_threads(&nodes[0], &nodes[1]);

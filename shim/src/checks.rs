@@ -178,7 +178,7 @@ pub fn generated_value_given(schema: &TableSchema, column: &str) -> crate::error
 }
 
 /// `row` converted to the column types where its values convert.
-fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
+pub(crate) fn coerce_lenient(schema: &TableSchema, row: &Row) -> Row {
     row.iter()
         .zip(&schema.columns)
         .map(|(v, c)| ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone()))

@@ -3,7 +3,8 @@
 //! no keys, defaults or AUTO_INCREMENT, as MySQL copies none of those
 //! from an expression), filled as by `INSERT INTO t SELECT ...`. When the
 //! rows cannot be written the table is dropped again, as in MySQL.
-//! Declaring columns beside the SELECT is refused (1235). On a cluster's
+//! Columns and keys declared beside the SELECT are merged with its
+//! columns by name, as MySQL does ([`merged_columns`]). On a cluster's
 //! primary it runs in steps that each replicate ([`in_steps`]).
 
 use sqlparser::ast::{self, CreateTable, Statement};
@@ -33,7 +34,7 @@ pub(crate) fn in_steps(
     let [Statement::CreateTable(ct)] = parsed.as_mut_slice() else {
         return Ok(None);
     };
-    if ct.query.is_none() || !ct.columns.is_empty() || !ct.constraints.is_empty() {
+    if ct.query.is_none() || ct.like.is_some() {
         return Ok(None);
     }
     let (db, name) = e.resolve(s, &ct.name)?;
@@ -43,10 +44,11 @@ pub(crate) fn in_steps(
     let Some(query) = ct.query.take() else {
         return Ok(None);
     };
-    ct.columns = result_columns(e, s, &query)?;
+    let selected = result_columns(e, s, &query)?;
+    let insert = insert_select(&db, &name, &selected, &query);
+    ct.columns = merged_columns(std::mem::take(&mut ct.columns), selected);
     let create = Statement::CreateTable(ct.clone()).to_string();
     e.execute_inner(s, &create, Kind::Ddl)?;
-    let insert = format!("INSERT INTO {} {query}", qualified(&db, &name));
     match e.execute_inner(s, &insert, Kind::Insert) {
         Ok(out) => Ok(Some(out)),
         Err(err) => {
@@ -82,13 +84,49 @@ fn result_columns(e: &Engine, s: &mut Session, query: &ast::Query) -> Result<Vec
     }
 }
 
+/// The columns of a table declared with columns `declared` and made from
+/// a query with result columns `selected`, as MySQL merges them: the
+/// declared columns the query has not, then the query's columns in its
+/// order, each as declared if it is (MySQL's "columns named only in the
+/// CREATE TABLE part come first").
+fn merged_columns(
+    declared: Vec<ast::ColumnDef>,
+    selected: Vec<ast::ColumnDef>,
+) -> Vec<ast::ColumnDef> {
+    let same =
+        |a: &ast::ColumnDef, b: &ast::ColumnDef| a.name.value.eq_ignore_ascii_case(&b.name.value);
+    let mut merged: Vec<ast::ColumnDef> = declared
+        .iter()
+        .filter(|d| !selected.iter().any(|c| same(c, d)))
+        .cloned()
+        .collect();
+    for c in selected {
+        match declared.iter().find(|d| same(d, &c)) {
+            Some(d) => merged.push(d.clone()),
+            None => merged.push(c),
+        }
+    }
+    merged
+}
+
+/// `INSERT INTO db.name (the query's columns) query`: the rows of a
+/// table made from `query`, whose result columns are `selected`.
+fn insert_select(db: &str, name: &str, selected: &[ast::ColumnDef], query: &ast::Query) -> String {
+    let columns: Vec<String> = selected
+        .iter()
+        .map(|c| format!("`{}`", c.name.value.replace('`', "``")))
+        .collect();
+    let table = qualified(db, name);
+    format!("INSERT INTO {table} ({}) {query}", columns.join(", "))
+}
+
 pub fn create_table_select(e: &Engine, s: &mut Session, mut ct: CreateTable) -> Result<Output> {
     let Some(query) = ct.query.take() else {
         return crate::ddl::create_table(e, s, ct);
     };
-    if !ct.columns.is_empty() || !ct.constraints.is_empty() || ct.like.is_some() {
+    if ct.like.is_some() {
         return Err(ShimError::Unsupported(
-            "CREATE TABLE with columns and a SELECT".into(),
+            "CREATE TABLE with LIKE and a SELECT".into(),
         ));
     }
     let (db, name) = e.resolve(s, &ct.name)?;
@@ -97,10 +135,12 @@ pub fn create_table_select(e: &Engine, s: &mut Session, mut ct: CreateTable) -> 
         s.warn(1050, format!("Table '{name}' already exists"));
         return Ok(Output::ok());
     }
-    // The declared name and table options; the columns from the query.
-    ct.columns = result_columns(e, s, &query)?;
+    // The declared name, keys and table options; the columns declared
+    // and the query's.
+    let selected = result_columns(e, s, &query)?;
+    let insert = insert_select(&db, &name, &selected, &query);
+    ct.columns = merged_columns(std::mem::take(&mut ct.columns), selected);
     crate::ddl::create_table(e, s, ct.clone())?;
-    let insert = format!("INSERT INTO {} {query}", qualified(&db, &name));
     let filled = match parse(&insert)?.into_iter().next() {
         Some(Statement::Insert(ins)) => crate::dml::insert(e, s, ins),
         _ => Err(ShimError::Parse(insert)),

@@ -802,6 +802,7 @@ pub fn drop(
                 e.dataflow.drop_view(&db, &v, if_exists)?;
                 e.storage
                     .delete_meta(&crate::exec::view_meta_key(&db, &v))?;
+                crate::view_check_option::forget(&e.storage, &db, &v)?;
             }
             if !missing.is_empty() {
                 s.warn(4092, format!("Unknown VIEW: '{}'", missing.join(",")));

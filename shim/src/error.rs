@@ -110,6 +110,21 @@ pub enum ShimError {
     /// An INSERT through a view that is not insertable-into.
     #[error("The target table {0} of the INSERT is not insertable-into")]
     ViewNotInsertable(String),
+    /// A write through a join view changing columns of several of its
+    /// tables (`db.view`).
+    #[error("Can not modify more than one base table through a join view '{0}'")]
+    JoinViewManyTables(String),
+    /// An INSERT into a join view naming no columns (`db.view`).
+    #[error("Can not insert into join view '{0}' without fields list")]
+    JoinViewNoFieldList(String),
+    /// A DELETE from a join view (`db.view`).
+    #[error("Can not delete from join view '{0}'")]
+    JoinViewDelete(String),
+    /// A row written through a view WITH CHECK OPTION that the view (or,
+    /// CASCADED, a view under it) would not show (`db.view`, as MySQL
+    /// writes it).
+    #[error("CHECK OPTION failed '{0}'")]
+    ViewCheckFailed(String),
     // --- a known gap ---
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
@@ -195,6 +210,10 @@ pub const ER_NOT_SUPPORTED_YET: MysqlCode = code(1235, "42000");
 pub const ER_NON_UPDATABLE_TABLE: MysqlCode = code(1288, "HY000");
 pub const ER_NON_INSERTABLE_TABLE: MysqlCode = code(1471, "HY000");
 pub const ER_NONUPDATEABLE_COLUMN: MysqlCode = code(1348, "HY000");
+pub const ER_VIEW_MULTIUPDATE: MysqlCode = code(1393, "HY000");
+pub const ER_VIEW_NO_INSERT_FIELD_LIST: MysqlCode = code(1394, "HY000");
+pub const ER_VIEW_DELETE_MERGE_VIEW: MysqlCode = code(1395, "HY000");
+pub const ER_VIEW_CHECK_FAILED: MysqlCode = code(1369, "44000");
 pub const ER_MULTI_UPDATE_KEY_CONFLICT: MysqlCode = code(1706, "HY000");
 pub const ER_UNKNOWN_CHARACTER_SET: MysqlCode = code(1115, "42000");
 pub const ER_UNKNOWN_COLLATION: MysqlCode = code(1273, "HY000");
@@ -322,6 +341,10 @@ impl ShimError {
             ShimError::ViewNotUpdatable { .. } => ER_NON_UPDATABLE_TABLE,
             ShimError::ViewNotInsertable(_) => ER_NON_INSERTABLE_TABLE,
             ShimError::ColumnNotUpdatable(_) => ER_NONUPDATEABLE_COLUMN,
+            ShimError::JoinViewManyTables(_) => ER_VIEW_MULTIUPDATE,
+            ShimError::JoinViewNoFieldList(_) => ER_VIEW_NO_INSERT_FIELD_LIST,
+            ShimError::JoinViewDelete(_) => ER_VIEW_DELETE_MERGE_VIEW,
+            ShimError::ViewCheckFailed(_) => ER_VIEW_CHECK_FAILED,
             ShimError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
             ShimError::Storage(e) => storage_code(e),
             ShimError::Dataflow(e) => dataflow_code(e),
@@ -379,6 +402,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
         StorageError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
+        StorageError::ViewCheckFailed(_) => ER_VIEW_CHECK_FAILED,
         StorageError::NoReferencedRow(_) => ER_NO_REFERENCED_ROW,
         StorageError::RowIsReferenced(_) => ER_ROW_IS_REFERENCED,
         StorageError::DiskFull { .. } => ER_DISK_FULL,
@@ -514,6 +538,10 @@ mod tests {
             ER_NON_UPDATABLE_TABLE,
             ER_NON_INSERTABLE_TABLE,
             ER_NONUPDATEABLE_COLUMN,
+            ER_VIEW_MULTIUPDATE,
+            ER_VIEW_NO_INSERT_FIELD_LIST,
+            ER_VIEW_DELETE_MERGE_VIEW,
+            ER_VIEW_CHECK_FAILED,
             ER_MULTI_UPDATE_KEY_CONFLICT,
         ];
         for c in all {

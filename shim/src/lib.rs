@@ -110,6 +110,7 @@ mod transaction;
 mod update_ignore;
 mod user_assign;
 pub mod vars;
+mod view_check_option;
 mod view_options;
 mod wire;
 

@@ -14,7 +14,7 @@
 //!
 //! Inside a derived table, a subquery or a view, where no order is kept,
 //! the levels are instead one UNION ALL, an ordinary maintained query
-//! ([`expand_nested`]).
+//! ([`expand_nested`]); with a LIMIT, one ordered by the merge order.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
@@ -102,7 +102,8 @@ pub(crate) fn select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Outp
 /// levels: an ordinary query, kept as one maintained view, whose rows
 /// come in no particular order (as a derived table's). Level 0 keeps
 /// only a total over some rows (no input row, no super-aggregate row).
-/// A LIMIT there would need the merged order (1235); ORDER BY is 1221.
+/// With a LIMIT the union is read in the merged order ([`in_merge_order`]);
+/// ORDER BY is 1221.
 pub(crate) fn expand_nested(q: &mut ast::Query, whole: bool) -> Result<()> {
     struct Expander {
         depth: usize,
@@ -144,11 +145,7 @@ fn union_of_levels(q: &ast::Query) -> Result<ast::Query> {
     if q.order_by.is_some() {
         return Err(ShimError::WrongUsage("CUBE/ROLLUP", "ORDER BY"));
     }
-    if q.limit.is_some() || q.offset.is_some() {
-        return Err(ShimError::Unsupported(
-            "LIMIT with ROLLUP in a derived table or a view".into(),
-        ));
-    }
+    let limited = q.limit.is_some() || q.offset.is_some();
     let SetExpr::Select(select) = q.body.as_ref() else {
         return Err(ShimError::Internal("ROLLUP of no SELECT".into()));
     };
@@ -159,9 +156,22 @@ fn union_of_levels(q: &ast::Query) -> Result<ast::Query> {
     for level in (0..=n).rev() {
         let mut branch = *level_query(q, select, &groups, level).body;
         if let SetExpr::Select(sel) = &mut branch {
-            // The group values only the merge needs.
-            sel.projection
-                .truncate(sel.projection.len().saturating_sub(n));
+            if limited {
+                // Which group columns this level rolls up, for the order.
+                for i in 0..n {
+                    sel.projection.push(SelectItem::ExprWithAlias {
+                        expr: Expr::Value(ast::Value::Number(
+                            u8::from(level <= i).to_string(),
+                            false,
+                        )),
+                        alias: ast::Ident::new(format!("__ladle_rolled_{i}")),
+                    });
+                }
+            } else {
+                // The group values only the merge needs.
+                sel.projection
+                    .truncate(sel.projection.len().saturating_sub(n));
+            }
             if level == 0 {
                 let some_rows = crate::sqltext::parse_expr("COUNT(*) > 0")?;
                 sel.having = Some(match sel.having.take() {
@@ -188,7 +198,56 @@ fn union_of_levels(q: &ast::Query) -> Result<ast::Query> {
     if let Some(body) = union {
         out.body = Box::new(body);
     }
+    if limited {
+        out.limit = None;
+        out.offset = None;
+        return in_merge_order(out, select, n, q);
+    }
     Ok(out)
+}
+
+/// `union` (the levels of `q`, whose SELECT is `select` with `n` group
+/// columns, each level with its group values and which of them it rolls
+/// up as hidden columns) as `SELECT items FROM (union) ORDER BY <the
+/// merge order> LIMIT ...`, `q`'s LIMIT and OFFSET taken from the rows
+/// in MariaDB's order (see [`merge_order`]).
+fn in_merge_order(
+    union: ast::Query,
+    select: &ast::Select,
+    n: usize,
+    q: &ast::Query,
+) -> Result<ast::Query> {
+    let mut names = Vec::new();
+    for item in &select.projection {
+        let name = match item {
+            SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+            SelectItem::UnnamedExpr(x) => ladle_dataflow::expr_column_name(x),
+            _ => {
+                return Err(ShimError::Unsupported(
+                    "LIMIT with ROLLUP and * in a derived table or a view".into(),
+                ))
+            }
+        };
+        names.push(format!("`__ladle_levels`.`{}`", name.replace('`', "``")));
+    }
+    let order: Vec<String> = (0..n)
+        .map(|i| format!("`__ladle_rolled_{i}`, `__ladle_rollup_{i}`"))
+        .collect();
+    let mut text = format!(
+        "SELECT {} FROM ({union}) AS `__ladle_levels` ORDER BY {}",
+        names.join(", "),
+        order.join(", ")
+    );
+    if let Some(limit) = &q.limit {
+        text.push_str(&format!(" LIMIT {limit}"));
+    }
+    if let Some(offset) = &q.offset {
+        text.push_str(&format!(" {offset}"));
+    }
+    match crate::sqltext::parse(&text)?.into_iter().next() {
+        Some(ast::Statement::Query(ordered)) => Ok(*ordered),
+        _ => Err(ShimError::Internal("ROLLUP levels in order".into())),
+    }
 }
 
 /// A LIMIT or OFFSET value.

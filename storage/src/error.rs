@@ -54,6 +54,11 @@ pub enum StorageError {
         database: String,
         table: String,
     },
+    /// The caller's row function found a row written through a view WITH
+    /// CHECK OPTION that the view would not show (MySQL's 1369; the view
+    /// as `db.view`).
+    #[error("CHECK OPTION failed '{0}'")]
+    ViewCheckFailed(String),
     /// This node does not take writes now (a replica, or a primary that
     /// may have lost its leadership): MySQL's 1290, which clients retry.
     #[error("The MySQL server is running with the --read-only option so it cannot execute this statement ({0})")]

@@ -701,7 +701,9 @@ fn views_table(e: &Engine, dbs: &[String], def: &Value) -> VTable {
                         .map(|s| s.query.clone())
                 })
                 .unwrap_or_default();
-            rows.push(vec![def.clone(), t(d), t(v), t(q), t("NONE"), t("NO")]);
+            let check = crate::view_check_option::check_option(&e.storage, d, &v)
+                .map_or("NONE", |c| c.as_str());
+            rows.push(vec![def.clone(), t(d), t(v), t(q), t(check), t("NO")]);
         }
     }
     VTable {

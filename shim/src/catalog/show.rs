@@ -619,7 +619,10 @@ pub(super) fn show_create_view(e: &Engine, db: &str, name: &str) -> Result<Outpu
     });
     match (is_named, query) {
         (true, q) => {
-            let sql = format!("CREATE VIEW `{name}` AS {}", q.unwrap_or_default());
+            let mut sql = format!("CREATE VIEW `{name}` AS {}", q.unwrap_or_default());
+            if let Some(c) = crate::view_check_option::check_option(&e.storage, db, name) {
+                sql.push_str(&format!(" WITH {} CHECK OPTION", c.as_str()));
+            }
             Ok(Output::Rows {
                 columns: vec![
                     text_column("View"),

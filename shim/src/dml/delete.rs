@@ -141,6 +141,9 @@ fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
         return Ok(());
     }
     if let Some(view) = super::through_view::view_of_table(e, s, name, "DELETE")? {
+        if view.join.is_some() {
+            return Err(ShimError::JoinViewDelete(view.name));
+        }
         d.selection = view.where_over_base(name, d.selection.take())?;
         *name = view.base;
     }

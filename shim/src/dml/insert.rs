@@ -65,8 +65,9 @@ fn values_rows(
 }
 
 fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Output> {
-    super::through_view::insert_into_base(e, s, &mut ins)?;
+    let view = super::through_view::insert_into_base(e, s, &mut ins)?;
     let schema = table(e, s, &ins.table_name)?;
+    let view_check = super::view_check::ViewCheck::of(view.as_ref(), &schema)?;
     let returning = ins
         .returning
         .take()
@@ -181,6 +182,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     let rules = e.checks.for_table(&e.storage, &schema)?;
     for row in &mut rows {
         rules.fill_generated(&schema, row)?;
+        super::view_check::verify(view_check.as_deref(), &schema, row)?;
     }
     // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
     for (i, row) in rows.iter().enumerate() {

@@ -14,16 +14,36 @@
 mod by_keywords;
 mod delete;
 mod insert;
+mod join_view;
 mod multi_update;
 pub(crate) mod overlay;
 mod through_view;
 mod transaction_insert;
 mod transaction_keys;
 mod update;
+mod view_check;
 pub(crate) mod write;
 
 pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
 pub use multi_update::{is_multi_table_update, multi_update, parse_multi_update, MultiUpdate};
 pub(crate) use overlay::candidate_rows;
-pub use update::{split_update_order_limit, strip_update_modifiers, update, UpdateClauses};
+pub use update::{split_update_order_limit, strip_update_modifiers, UpdateClauses};
+
+/// UPDATE of one table, or of one view: a view over a join as the
+/// multi-table UPDATE it stands for ([`join_view`]), any other through
+/// [`update::update`].
+pub fn update(
+    e: &crate::exec::Engine,
+    s: &mut crate::session::Session,
+    target: sqlparser::ast::TableWithJoins,
+    assignments: Vec<sqlparser::ast::Assignment>,
+    selection: Option<sqlparser::ast::Expr>,
+    clauses: UpdateClauses<'_>,
+) -> crate::error::Result<crate::output::Output> {
+    let statement = (assignments.as_slice(), &selection);
+    if let Some(out) = join_view::update_join_view(e, s, &target, statement, &clauses)? {
+        return Ok(out);
+    }
+    update::update(e, s, target, assignments, selection, clauses)
+}

@@ -33,7 +33,9 @@ use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
 use sqlparser::tokenizer::Token;
 
-use super::update::{on_update_columns, write_update, RowChange, SetValues};
+use super::through_view::ViewOfTable;
+use super::update::{on_update_columns, write_update, JoinedStep, RowChange, SetValues};
+use super::view_check::ViewCheck;
 use super::write::{column_pos, identity_columns, is_default_keyword, lookup_table, table};
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
@@ -128,7 +130,7 @@ pub fn multi_update(
 ) -> Result<Output> {
     let db = s.database.clone();
     let mut update = update;
-    super::through_view::merge_target_views(
+    let checked = super::through_view::merge_target_views(
         e,
         s,
         (
@@ -137,8 +139,10 @@ pub fn multi_update(
             &mut update.selection,
         ),
     )?;
-    in_one_transaction(e, s, |e, s| update_targets(e, s, &update, ignore))
-        .map_err(|err| err.in_database(db.as_deref()))
+    in_one_transaction(e, s, |e, s| {
+        update_targets(e, s, (&update, &checked), ignore)
+    })
+    .map_err(|err| err.in_database(db.as_deref()))
 }
 
 /// Runs `run` so that its writes are atomic: in the session's transaction
@@ -186,10 +190,12 @@ struct Target {
 }
 
 /// Computes every target's changes over the join, then writes them.
+/// `checked`: the targets that are views WITH CHECK OPTION (see
+/// [`super::through_view::merge_target_views`]).
 fn update_targets(
     e: &Engine,
     s: &mut Session,
-    update: &MultiUpdate,
+    (update, checked): (&MultiUpdate, &[(Vec<Ident>, ViewOfTable)]),
     ignore: bool,
 ) -> Result<Output> {
     let targets = targets(e, s, update)?;
@@ -200,32 +206,40 @@ fn update_targets(
     }
     let (mut affected_rows, mut matched, mut changed) = (0, 0, 0);
     let now = crate::column_default::current_timestamp();
-    for (target, by_row) in targets.into_iter().zip(changes) {
-        if by_row.is_empty() {
+    for write in one_write_per_table(targets, changes, checked)? {
+        if write.steps.iter().all(|(_, by_row)| by_row.is_empty()) {
             continue;
         }
-        let schema = target.schema;
+        let schema = write.schema;
+        // Counted per name, as MariaDB writes each name in turn.
+        let counted = (write.steps.len() > 1).then(|| counts_per_name(&schema, &write.steps));
         // A keyed table's matched rows are read by key, in key order (as
         // InnoDB changes them); another's by a scan.
-        let scan = match &schema.primary_key {
-            Some(pk) if !pk.is_empty() => {
+        let scan = match (&schema.primary_key, write.steps.as_slice()) {
+            (Some(pk), [(_, by_row)]) if !pk.is_empty() => {
                 let mut keys: Vec<Vec<Value>> = by_row.keys().cloned().collect();
                 keys.sort();
                 ScanSpec::Keys(keys)
             }
             _ => ScanSpec::Full,
         };
+        let mut steps = write.steps;
+        let values = match steps.len() {
+            1 => {
+                let (columns, by_row) = steps.remove(0);
+                SetValues::Joined { columns, by_row }
+            }
+            _ => SetValues::JoinedSteps(steps),
+        };
         let change = RowChange {
             pred: None,
             chosen: None,
             ident_cols: identity_columns(&schema),
-            on_update: on_update_columns(&schema, &target.columns),
-            values: SetValues::Joined {
-                columns: target.columns,
-                by_row,
-            },
+            on_update: on_update_columns(&schema, &values.columns()),
+            values,
             now: now.clone(),
             checks: e.checks.for_table(&e.storage, &schema)?,
+            view_check: write.view_check,
             schema: schema.clone(),
             strict: !ignore && crate::vars::strict_mode(s),
         };
@@ -239,9 +253,20 @@ fn update_targets(
             ..
         } = write_update(e, s, &schema, scan, change, ignore)?
         {
-            affected_rows += a;
-            matched += m;
-            changed += c;
+            match counted {
+                // Affected rows are the changed ones, or the matched ones
+                // for a client that asks for found rows.
+                Some((m, c)) => {
+                    affected_rows += if s.found_rows { m } else { c };
+                    matched += m;
+                    changed += c;
+                }
+                None => {
+                    affected_rows += a;
+                    matched += m;
+                    changed += c;
+                }
+            }
         }
     }
     Ok(Output::Done {
@@ -249,6 +274,85 @@ fn update_targets(
         last_insert_id: 0,
         info: Info::Matched { matched, changed },
     })
+}
+
+/// The writes of an UPDATE's targets: one per target, but one per table
+/// without a primary key changed under several names, its names' values
+/// applied in turn (a row is identified by all its columns, which the
+/// first name's write would change under the second's).
+struct TableWrite {
+    schema: Arc<TableSchema>,
+    steps: Vec<JoinedStep>,
+    /// The CHECK OPTION of the view the table is written through, if any
+    /// (of the first such name).
+    view_check: Option<Arc<ViewCheck>>,
+}
+
+fn one_write_per_table(
+    targets: Vec<Target>,
+    changes: Vec<HashMap<Vec<Value>, Vec<Value>>>,
+    checked: &[(Vec<Ident>, ViewOfTable)],
+) -> Result<Vec<TableWrite>> {
+    let mut writes: Vec<TableWrite> = Vec::new();
+    for (target, by_row) in targets.into_iter().zip(changes) {
+        let view = checked
+            .iter()
+            .find(|(q, _)| super::write::same_name(q, &target.qualifier))
+            .map(|(_, view)| view);
+        let view_check = ViewCheck::of(view, &target.schema)?;
+        let keyless = target
+            .schema
+            .primary_key
+            .as_ref()
+            .is_none_or(|pk| pk.is_empty());
+        let same = writes
+            .iter_mut()
+            .find(|w| keyless && w.schema.id == target.schema.id);
+        match same {
+            Some(w) => {
+                w.steps.push((target.columns, by_row));
+                w.view_check = w.view_check.take().or(view_check);
+            }
+            None => writes.push(TableWrite {
+                schema: target.schema,
+                steps: vec![(target.columns, by_row)],
+                view_check,
+            }),
+        }
+    }
+    Ok(writes)
+}
+
+/// (matched, changed) of a table without a primary key changed under
+/// several names, counted as MariaDB counts writing each name in turn: a
+/// row each time a name matches it, and changed each time that name's
+/// values differ from the row as the names before it left it.
+fn counts_per_name(schema: &TableSchema, steps: &[JoinedStep]) -> (u64, u64) {
+    let mut rows: Vec<&Vec<Value>> = steps.iter().flat_map(|(_, b)| b.keys()).collect();
+    rows.sort();
+    rows.dedup();
+    let (mut matched, mut changed) = (0, 0);
+    for original in rows {
+        // Without a primary key the identity is the whole row.
+        let mut row = original.clone();
+        for (columns, by_row) in steps {
+            let Some(values) = by_row.get(original) else {
+                continue;
+            };
+            matched += 1;
+            let mut new = row.clone();
+            for (&pos, v) in columns.iter().zip(values) {
+                if let (Some(slot), Some(c)) = (new.get_mut(pos), schema.columns.get(pos)) {
+                    *slot = ladle_common::coerce(v, c).unwrap_or_else(|_| v.clone());
+                }
+            }
+            if new != row {
+                changed += 1;
+            }
+            row = new;
+        }
+    }
+    (matched, changed)
 }
 
 /// Locks, exclusive, the rows of the targets the join matches, before
@@ -439,18 +543,16 @@ fn targets(e: &Engine, s: &mut Session, update: &MultiUpdate) -> Result<Vec<Targ
 }
 
 /// A table changed under two names: MariaDB's 1706 when either assigns
-/// its primary key. Without a primary key a row is identified by all its
-/// columns, which the first name's write may change under the second's.
+/// its primary key.
 fn check_one_table_twice(targets: &[Target]) -> Result<()> {
     for (i, a) in targets.iter().enumerate() {
         for b in targets[i + 1..]
             .iter()
             .filter(|b| b.schema.id == a.schema.id)
         {
+            // Without one, the names' writes are one (see `one_write_per_table`).
             let Some(pk) = a.schema.primary_key.as_ref().filter(|pk| !pk.is_empty()) else {
-                return Err(ShimError::Unsupported(
-                    "multi-table UPDATE of a table without a primary key under two names".into(),
-                ));
+                continue;
             };
             if a.columns.iter().chain(&b.columns).any(|c| pk.contains(c)) {
                 return Err(ShimError::KeyUpdateUnderTwoNames(

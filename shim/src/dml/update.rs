@@ -67,9 +67,10 @@ pub(super) struct UpdateNotes {
     pub(super) found: Vec<(String, usize)>,
 }
 
-/// UPDATE of one table. A call of a function that does not exist is
-/// named in the session's database (1305, see [`crate::error::ShimError::in_database`]).
-pub fn update(
+/// UPDATE of one table (a join view's is run before, see
+/// [`super::update`]). A call of a function that does not exist is named
+/// in the session's database (1305, see [`crate::error::ShimError::in_database`]).
+pub(super) fn update(
     e: &Engine,
     s: &mut Session,
     target: ast::TableWithJoins,
@@ -99,6 +100,7 @@ fn update_rows(
     let mut assignments = assignments;
     let mut selection = selection;
     let name = single_table(&target)?.clone();
+    let mut through = None;
     if let Some(view) = super::through_view::view_of_table(e, s, &name, "UPDATE")? {
         let written = match &target.relation {
             ast::TableFactor::Table {
@@ -106,12 +108,20 @@ fn update_rows(
             } => ast::ObjectName(vec![alias.name.clone()]),
             _ => name,
         };
+        if view.join.is_some() {
+            // Run as a multi-table UPDATE before this (see `super::update`).
+            return Err(ShimError::Internal(
+                "a join view's single-table UPDATE".into(),
+            ));
+        }
         selection = view.update(&written, &mut assignments, selection)?;
         if let ast::TableFactor::Table { name, .. } = &mut target.relation {
-            *name = view.base;
+            *name = view.base.clone();
         }
+        through = Some(view);
     }
     let schema = table(e, s, single_table(&target)?)?;
+    let view_check = super::view_check::ViewCheck::of(through.as_ref(), &schema)?;
     for a in &mut assignments {
         inline_subqueries(e, s, &mut a.value)?;
     }
@@ -146,6 +156,7 @@ fn update_rows(
         on_update,
         now,
         checks: e.checks.for_table(&e.storage, &schema)?,
+        view_check,
         schema: schema.clone(),
         strict: !ignore && crate::vars::strict_mode(s),
     };
@@ -242,6 +253,8 @@ pub(super) struct RowChange {
     pub(super) on_update: Vec<usize>,
     pub(super) now: Value,
     pub(super) checks: Arc<TableChecks>,
+    /// The CHECK OPTION of the view the UPDATE writes through, if any.
+    pub(super) view_check: Option<Arc<super::view_check::ViewCheck>>,
     pub(super) schema: Arc<TableSchema>,
     /// Strict mode without IGNORE: an empty ENUM value is refused.
     pub(super) strict: bool,
@@ -259,7 +272,18 @@ pub(super) enum SetValues {
         columns: Vec<usize>,
         by_row: std::collections::HashMap<Vec<Value>, Vec<Value>>,
     },
+    /// A table without a primary key changed under several names: each
+    /// name's [`SetValues::Joined`] (columns, by_row), applied in turn to
+    /// the rows it matched, all keyed by the row as it was (a later name's
+    /// values left, as in MariaDB).
+    JoinedSteps(Vec<JoinedStep>),
 }
+
+/// One name's columns and values of a [`SetValues::JoinedSteps`].
+pub(super) type JoinedStep = (
+    Vec<usize>,
+    std::collections::HashMap<Vec<Value>, Vec<Value>>,
+);
 
 impl SetValues {
     /// The columns the SET clause assigns.
@@ -267,6 +291,12 @@ impl SetValues {
         match self {
             SetValues::Exprs(compiled) => compiled.iter().map(|(p, _)| *p).collect(),
             SetValues::Joined { columns, .. } => columns.clone(),
+            SetValues::JoinedSteps(steps) => {
+                let mut all: Vec<usize> = steps.iter().flat_map(|(c, _)| c.clone()).collect();
+                all.sort_unstable();
+                all.dedup();
+                all
+            }
         }
     }
 }
@@ -303,6 +333,21 @@ impl RowChange {
                         *slot(&mut new, *pos)? = v.clone();
                     }
                 }
+                SetValues::JoinedSteps(steps) => {
+                    let id = identity(row, &self.ident_cols);
+                    let mut matched = false;
+                    for (columns, by_row) in steps {
+                        if let Some(values) = by_row.get(&id) {
+                            matched = true;
+                            for (pos, v) in columns.iter().zip(values) {
+                                *slot(&mut new, *pos)? = v.clone();
+                            }
+                        }
+                    }
+                    if !matched {
+                        return Ok(None);
+                    }
+                }
             }
             if new != *row {
                 for &p in &self.on_update {
@@ -312,6 +357,9 @@ impl RowChange {
             let schema = &self.schema;
             self.checks.fill_generated(schema, &mut new)?;
             self.checks.verify_uncoerced(schema, &new)?;
+            if let Some(check) = &self.view_check {
+                check.verify(schema, &new)?;
+            }
             if self.strict {
                 refuse_empty_enum(schema, &new, Some(row))?;
             }
