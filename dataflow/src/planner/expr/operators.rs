@@ -517,6 +517,7 @@ impl ExprCx<'_> {
     /// a number or temporal branch becomes its text (`IF(c, 1, 'a')` is
     /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
     /// sorts strings), and any branch becomes bytes when one is binary.
+    /// When it is DATETIME, a DATE branch becomes a DATETIME.
     pub(super) fn branches_as_common_type(&self, mut e: Expr) -> Expr {
         if !matches!(
             &e,
@@ -581,6 +582,16 @@ impl ExprCx<'_> {
                     };
                     let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
                     *branch = Expr::Cast(Box::new(inner), cast);
+                }
+                e
+            }
+            SqlType::DateTime { .. } => {
+                // A DATE branch beside a DATETIME one is its midnight.
+                for branch in branches {
+                    if matches!(branch.result_type(&frame).0, SqlType::Date) {
+                        let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
+                        *branch = Expr::Cast(Box::new(inner), CastType::DateTime);
+                    }
                 }
                 e
             }
