@@ -156,7 +156,7 @@ impl ExprCx<'_> {
     }
 
     /// Arithmetic, comparisons, logic and the JSON arrows; `x +/- INTERVAL`
-    /// is DATE_ADD.
+    /// and `INTERVAL + x` are DATE_ADD.
     pub(super) fn binary_op(
         &self,
         left: &ast::Expr,
@@ -165,6 +165,11 @@ impl ExprCx<'_> {
     ) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
         use ast::BinaryOperator as B;
+        // `INTERVAL n unit + x` is `x + INTERVAL n unit` (MySQL's; Django
+        // writes `end < INTERVAL 0 MICROSECOND + start`).
+        if *op == B::Plus && is_interval(left) && !is_interval(right) {
+            return self.binary_op(right, op, left);
+        }
         let l = self.compile(left)?;
         if matches!(op, B::Plus | B::Minus) && is_interval(right) {
             let ast::Expr::Interval(iv) = strip_nested(right) else {
