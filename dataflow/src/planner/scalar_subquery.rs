@@ -10,7 +10,7 @@ use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
 use super::select_state::SelectState;
-use super::syntax::{as_column, call, has_subquery, number};
+use super::syntax::{as_column, call, has_subquery, number, select_from};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp};
@@ -107,7 +107,34 @@ impl Planner<'_> {
     /// ORDER BY without LIMIT) orders nothing, and `GROUP BY` on the inner side of `inner = outer`
     /// correlations makes no more than one group per outer row (but no
     /// group, so NULL, where no row matches: COUNT is then not 0).
+    ///
+    /// An uncorrelated subquery of a shape the join cannot take (GROUP BY
+    /// a column, LIMIT with OFFSET, a UNION) is read through a derived
+    /// table: `(SELECT __sqd.__v FROM (q) AS __sqd)`, whose rows the
+    /// derived table's own plan maintains.
     pub(super) fn scalar_subquery(
+        &self,
+        q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let (saved_node, saved_scope) = (node.clone(), scope.clone());
+        match self.scalar_subquery_joined(q, node, scope, n) {
+            Err(DataflowError::Unsupported(why)) => {
+                let Some(derived) = over_derived(q).filter(|_| self.relation(q).is_ok()) else {
+                    return Err(DataflowError::Unsupported(why));
+                };
+                *node = saved_node;
+                *scope = saved_scope;
+                self.scalar_subquery_joined(&derived, node, scope, n)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Self::scalar_subquery`] as a join of the subquery's own rows.
+    fn scalar_subquery_joined(
         &self,
         q: &ast::Query,
         node: &mut LNode,
@@ -532,4 +559,47 @@ fn join_scalar_aggregate(
             .push(joined("__n".into(), count, Collation::Binary));
     }
     qual
+}
+
+/// `(SELECT __sqd.__v FROM (q) AS __sqd)`, `q`'s one column named `__v`
+/// (in its first SELECT, which names a UNION's columns); `None` when `q`
+/// is not a query of one column.
+fn over_derived(q: &ast::Query) -> Option<ast::Query> {
+    let mut inner = q.clone();
+    let mut body = &mut *inner.body;
+    loop {
+        match body {
+            ast::SetExpr::Select(_) => break,
+            ast::SetExpr::SetOperation { left, .. } => body = &mut **left,
+            ast::SetExpr::Query(q) => body = &mut *q.body,
+            _ => return None,
+        }
+    }
+    let ast::SetExpr::Select(s) = body else {
+        return None;
+    };
+    let expr = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            e.clone()
+        }
+        _ => return None,
+    };
+    s.projection = vec![ast::SelectItem::ExprWithAlias {
+        expr,
+        alias: ast::Ident::new("__v"),
+    }];
+    let from = ast::TableWithJoins {
+        relation: ast::TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(inner),
+            alias: Some(ast::TableAlias {
+                name: ast::Ident::new("__sqd"),
+                columns: vec![],
+            }),
+        },
+        joins: vec![],
+    };
+    let value =
+        ast::Expr::CompoundIdentifier(vec![ast::Ident::new("__sqd"), ast::Ident::new("__v")]);
+    Some(select_from(value, from))
 }
