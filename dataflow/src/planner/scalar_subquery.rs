@@ -178,6 +178,9 @@ impl Planner<'_> {
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        // Correlated on a key of its one table, the subquery has one row
+        // at most: no row count to check at read time.
+        let at_most_one_row = keyed_by_unique(&correlated.inner, &correlated.inner_cols);
         // Window calls: columns of the inner rows, partitioned by the
         // correlation columns (each outer row sees its own rows only).
         let windowed = self.correlated_windows(shape.select, q, &mut correlated)?;
@@ -191,6 +194,7 @@ impl Planner<'_> {
             Some(q) => ScalarShape::of(q)?,
             None => shape,
         };
+        let single = single && !at_most_one_row;
         let agg_name = aggregate_name(&agg).unwrap_or_default();
         if has_subquery(&agg) {
             // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
@@ -325,6 +329,22 @@ impl Planner<'_> {
         *q2.body = ast::SetExpr::Select(Box::new(s2));
         Ok(Some(q2))
     }
+}
+
+/// Whether `inner` is one table's rows (filtered) and `cols` cover its
+/// primary key or a UNIQUE index, so that equal values in them pick one
+/// row at most.
+fn keyed_by_unique(inner: &LNode, cols: &[usize]) -> bool {
+    let mut base = inner;
+    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
+        base = input;
+    }
+    let LOp::Base(t) = &base.op else {
+        return false;
+    };
+    let covered = |key: &[usize]| !key.is_empty() && key.iter().all(|c| cols.contains(c));
+    t.primary_key.as_deref().is_some_and(covered)
+        || t.indexes.iter().any(|i| i.unique && covered(&i.columns))
 }
 
 /// What a scalar subquery computes: its SELECT, the aggregate giving its
