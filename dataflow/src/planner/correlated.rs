@@ -153,6 +153,7 @@ impl Planner<'_> {
         oscope: &Scope,
         c: Correlated,
         n: usize,
+        value: Option<&mut ast::Expr>,
     ) -> Result<Correlated> {
         let qual = format!("__sqo{n}");
         let mut o_cols: Vec<usize> = Vec::new();
@@ -167,42 +168,18 @@ impl Planner<'_> {
             if !null_rejecting(r, &reads_outer) {
                 return Err(unsupported(format!("the correlated condition {r}")));
             }
-            let nested = has_subquery(r);
-            if nested {
+            if has_subquery(r) {
                 outer_references_unambiguous(r, &c.scope, oscope)?;
             }
             let mut r = r.clone();
-            let mut err = None;
-            let _ = ast::visit_expressions_mut(&mut r, |e| {
-                let ids = match e {
-                    ast::Expr::Identifier(id) => vec![id.clone()],
-                    ast::Expr::CompoundIdentifier(ids) => ids.clone(),
-                    _ => return std::ops::ControlFlow::<()>::Continue(()),
-                };
-                if c.scope.resolve(&ids).is_ok() {
-                    return std::ops::ControlFlow::Continue(());
-                }
-                match oscope.resolve(&ids) {
-                    Ok(oc) => {
-                        let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
-                            o_cols.push(oc);
-                            o_cols.len() - 1
-                        });
-                        *e = ast::Expr::CompoundIdentifier(vec![
-                            ast::Ident::new(qual.clone()),
-                            ast::Ident::new(format!("__o{i}")),
-                        ]);
-                    }
-                    // A nested subquery's own column.
-                    Err(_) if nested => {}
-                    Err(e) => err = Some(e),
-                }
-                std::ops::ControlFlow::Continue(())
-            });
-            if let Some(e) = err {
-                return Err(e);
-            }
+            rewrite_outer_refs(&mut r, &c.scope, oscope, &qual, &mut o_cols)?;
             conds.push(r);
+        }
+        if let Some(v) = value {
+            if has_subquery(v) {
+                outer_references_unambiguous(v, &c.scope, oscope)?;
+            }
+            rewrite_outer_refs(v, &c.scope, oscope, &qual, &mut o_cols)?;
         }
         let k = o_cols.len();
         let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
@@ -278,6 +255,48 @@ impl Planner<'_> {
             residual: vec![],
         })
     }
+}
+
+/// `e` with each column of the outer query (`outer`, not `inner`) read as
+/// the distinct outer values' column `qual.__o<i>`, `i` its place in
+/// `o_cols` (added there when new). Names a nested subquery resolves
+/// itself are left alone.
+fn rewrite_outer_refs(
+    e: &mut ast::Expr,
+    inner: &Scope,
+    outer: &Scope,
+    qual: &str,
+    o_cols: &mut Vec<usize>,
+) -> Result<()> {
+    let nested = has_subquery(e);
+    let mut err = None;
+    let _ = ast::visit_expressions_mut(e, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => vec![id.clone()],
+            ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(&ids).is_ok() {
+            return std::ops::ControlFlow::Continue(());
+        }
+        match outer.resolve(&ids) {
+            Ok(oc) => {
+                let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
+                    o_cols.push(oc);
+                    o_cols.len() - 1
+                });
+                *e = ast::Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(qual),
+                    ast::Ident::new(format!("__o{i}")),
+                ]);
+            }
+            // A nested subquery's own column.
+            Err(_) if nested => {}
+            Err(e) => err = Some(e),
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    err.map_or(Ok(()), Err)
 }
 
 /// Whether planning a subquery on its own failed because it reads columns
@@ -458,6 +477,108 @@ pub(super) fn outer_columns_read(c: &ast::Expr, inner: &Scope, outer: &Scope) ->
     cols
 }
 
+/// Whether `e` is NULL whenever a column it reads is NULL: columns,
+/// literals, arithmetic and functions that give NULL for a NULL argument.
+fn strict(e: &ast::Expr) -> bool {
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => true,
+        ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
+        ast::Expr::Cast { expr, .. } => strict(expr),
+        ast::Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            strict(expr)
+                && substring_from.as_deref().is_none_or(strict)
+                && substring_for.as_deref().is_none_or(strict)
+        }
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+            expr,
+        } => strict(expr),
+        ast::Expr::BinaryOp { left, op, right } => {
+            matches!(
+                op,
+                B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
+            ) && strict(left)
+                && strict(right)
+        }
+        ast::Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            let null_in_null_out = matches!(
+                name.as_str(),
+                "year"
+                    | "month"
+                    | "day"
+                    | "dayofmonth"
+                    | "hour"
+                    | "minute"
+                    | "second"
+                    | "date"
+                    | "lower"
+                    | "upper"
+                    | "length"
+                    | "char_length"
+                    | "abs"
+                    | "round"
+                    | "floor"
+                    | "ceil"
+                    | "ceiling"
+                    | "concat"
+                    | "date_format"
+                    | "replace"
+                    | "left"
+                    | "right"
+                    | "substr"
+                    | "trim"
+                    | "ltrim"
+                    | "rtrim"
+            );
+            let args_strict = match &f.args {
+                ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
+                    matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
+                }),
+                _ => false,
+            };
+            null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
+        }
+        _ => false,
+    }
+}
+
+/// Whether a scalar subquery's value `agg` (an aggregate over the inner
+/// rows) is NULL, or a COUNT 0, for an outer row with a NULL in a column
+/// it reads (`reads_outer`): its argument is [`strict`], or a subquery
+/// that is then empty ([`nested_null_rejecting`]).
+pub(super) fn value_null_for_null_outer(
+    agg: &ast::Expr,
+    reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>,
+) -> bool {
+    let ast::Expr::Function(f) = agg else {
+        return false;
+    };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return false;
+    };
+    let arg = match l.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => strip_parens(x),
+        _ => return false,
+    };
+    let value_ok = match arg {
+        ast::Expr::Subquery(q) => nested_null_rejecting(q, reads_outer),
+        x => strict(x),
+    };
+    matches!(name.as_str(), "max" | "min" | "sum" | "avg" | "count")
+        && l.duplicate_treatment.is_none()
+        && f.over.is_none()
+        && f.filter.is_none()
+        && value_ok
+}
+
 /// Whether a correlated condition is false or NULL whenever a column it
 /// reads is NULL: a comparison of columns, literals, arithmetic and
 /// functions that give NULL for a NULL argument; an AND or OR of such
@@ -469,77 +590,6 @@ pub(super) fn null_rejecting(
     e: &ast::Expr,
     reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>,
 ) -> bool {
-    fn strict(e: &ast::Expr) -> bool {
-        use ast::BinaryOperator as B;
-        match e {
-            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
-                true
-            }
-            ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
-            ast::Expr::Cast { expr, .. } => strict(expr),
-            ast::Expr::Substring {
-                expr,
-                substring_from,
-                substring_for,
-                ..
-            } => {
-                strict(expr)
-                    && substring_from.as_deref().is_none_or(strict)
-                    && substring_for.as_deref().is_none_or(strict)
-            }
-            ast::Expr::UnaryOp {
-                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
-                expr,
-            } => strict(expr),
-            ast::Expr::BinaryOp { left, op, right } => {
-                matches!(
-                    op,
-                    B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
-                ) && strict(left)
-                    && strict(right)
-            }
-            ast::Expr::Function(f) => {
-                let name = f.name.to_string().to_ascii_lowercase();
-                let null_in_null_out = matches!(
-                    name.as_str(),
-                    "year"
-                        | "month"
-                        | "day"
-                        | "dayofmonth"
-                        | "hour"
-                        | "minute"
-                        | "second"
-                        | "date"
-                        | "lower"
-                        | "upper"
-                        | "length"
-                        | "char_length"
-                        | "abs"
-                        | "round"
-                        | "floor"
-                        | "ceil"
-                        | "ceiling"
-                        | "concat"
-                        | "date_format"
-                        | "replace"
-                        | "left"
-                        | "right"
-                        | "substr"
-                        | "trim"
-                        | "ltrim"
-                        | "rtrim"
-                );
-                let args_strict = match &f.args {
-                    ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
-                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
-                    }),
-                    _ => false,
-                };
-                null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
-            }
-            _ => false,
-        }
-    }
     use ast::BinaryOperator as B;
     match e {
         ast::Expr::Nested(x) => null_rejecting(x, reads_outer),

@@ -5,7 +5,9 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
-use super::correlated::{scope_reads_outer, Correlated};
+use super::correlated::{
+    outer_columns_read, scope_reads_outer, value_null_for_null_outer, Correlated,
+};
 use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
@@ -196,6 +198,19 @@ impl Planner<'_> {
         };
         let single = single && !at_most_one_row;
         let agg_name = aggregate_name(&agg).unwrap_or_default();
+        // A value reading the outer row (`(SELECT o.x + U0.y FROM U0 ...)`,
+        // or through a nested subquery): computed over the outer query's
+        // distinct values, when it is NULL (a COUNT 0) for a NULL in them,
+        // as an outer row with one then joins no group.
+        if scope_reads_outer(&agg, &correlated.scope, scope) {
+            let reads_outer = |e: &ast::Expr| outer_columns_read(e, &correlated.scope, scope);
+            if !grouped.is_empty() || !value_null_for_null_outer(&agg, &reads_outer) {
+                return Err(unsupported(
+                    "a scalar subquery whose value reads the outer query",
+                ));
+            }
+            correlated = self.decorrelate(node, scope, correlated, n, Some(&mut agg))?;
+        }
         if has_subquery(&agg) {
             // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
             // a subquery in the value over the inner rows only joins them.
@@ -223,7 +238,7 @@ impl Planner<'_> {
             }
         }
         if !correlated.residual.is_empty() {
-            correlated = self.decorrelate(node, scope, correlated, n)?;
+            correlated = self.decorrelate(node, scope, correlated, n, None)?;
         }
         let reads_outer = |e: DataflowError, iscope: &Scope| match e {
             DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, iscope, scope) => {
@@ -382,7 +397,7 @@ impl<'q> ScalarShape<'q> {
                     && ob.exprs[0].nulls_first.is_none()
                     && ob.exprs[0].with_fill.is_none()
                     && aggregate_name(&agg).is_none()
-                    && norm(&ob.exprs[0].expr) == norm(&agg) =>
+                    && orders_by_value(s, &ob.exprs[0].expr, &agg) =>
             {
                 Some(ob.exprs[0].asc == Some(false))
             }
@@ -429,6 +444,22 @@ impl<'q> ScalarShape<'q> {
             first_by,
             single,
         })
+    }
+}
+
+/// Whether `ORDER BY o` orders by the select list's only value: `o` is
+/// that expression, `1` or its alias (Django's `ORDER BY 1 DESC`).
+fn orders_by_value(s: &ast::Select, o: &ast::Expr, value: &ast::Expr) -> bool {
+    let alias = match s.projection.first() {
+        Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+        _ => None,
+    };
+    match o {
+        ast::Expr::Value(ast::Value::Number(n, _)) => n == "1",
+        ast::Expr::Identifier(id) if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) => {
+            true
+        }
+        o => norm(o) == norm(value),
     }
 }
 
