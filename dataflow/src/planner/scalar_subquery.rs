@@ -154,6 +154,9 @@ impl Planner<'_> {
         {
             q.order_by = None;
         }
+        if let Some(rows) = self.groups_of_one_row(&q) {
+            q = rows;
+        }
         let mut grouped = Vec::new();
         if let ast::SetExpr::Select(s) = &mut *q.body {
             if let ast::GroupByExpr::Expressions(g, mods) = &mut s.group_by {
@@ -163,6 +166,59 @@ impl Planner<'_> {
             }
         }
         self.scalar_subquery_grouped(&q, &grouped, node, scope, n)
+    }
+
+    /// `(SELECT agg(..) FROM t ... GROUP BY <a key of t> [HAVING h] LIMIT
+    /// 1)` (Django's `.values(pk).annotate(..)[:1]`): each group is one
+    /// row, so it reads as `(SELECT <agg of that row> FROM t WHERE ... AND
+    /// <h of that row> LIMIT 1)`, any row's value. COUNT, MIN and MAX
+    /// only (a one-row SUM or AVG has a type of its own); `None` for
+    /// other shapes.
+    fn groups_of_one_row(&self, q: &ast::Query) -> Option<ast::Query> {
+        let one = matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(n, _))) if n == "1");
+        let ast::SetExpr::Select(s) = &*q.body else {
+            return None;
+        };
+        let ast::GroupByExpr::Expressions(g, mods) = &s.group_by else {
+            return None;
+        };
+        if !one || q.offset.is_some() || q.order_by.is_some() || g.is_empty() || !mods.is_empty() {
+            return None;
+        }
+        if s.from.len() != 1 || !s.from[0].joins.is_empty() || s.distinct.is_some() {
+            return None;
+        }
+        let (node, scope) = self.plan_from(&s.from, &mut Vec::new()).ok()?;
+        let cols = g
+            .iter()
+            .map(|e| scope.resolve(as_column(e)?).ok())
+            .collect::<Option<Vec<usize>>>()?;
+        if !keyed_by_unique(&node, &cols) {
+            return None;
+        }
+        let mut s2 = s.clone();
+        for item in &mut s2.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => *e = aggregates_of_one_row(e)?,
+                _ => return None,
+            }
+        }
+        if let Some(h) = s2.having.take() {
+            let h = aggregates_of_one_row(&h)?;
+            s2.selection = Some(match s2.selection.take() {
+                Some(w) => ast::Expr::BinaryOp {
+                    left: Box::new(ast::Expr::Nested(Box::new(w))),
+                    op: ast::BinaryOperator::And,
+                    right: Box::new(ast::Expr::Nested(Box::new(h))),
+                },
+                None => h,
+            });
+        }
+        s2.group_by = ast::GroupByExpr::Expressions(vec![], vec![]);
+        let mut q2 = q.clone();
+        *q2.body = ast::SetExpr::Select(s2);
+        Some(q2)
     }
 
     pub(super) fn scalar_subquery_grouped(
@@ -344,6 +400,57 @@ impl Planner<'_> {
         *q2.body = ast::SetExpr::Select(Box::new(s2));
         Ok(Some(q2))
     }
+}
+
+/// `e` with each aggregate over one row replaced by its value there:
+/// COUNT(*) is 1, COUNT(x) whether x is not NULL, MIN(x) and MAX(x) are
+/// x; `None` when `e` has another aggregate.
+fn aggregates_of_one_row(e: &ast::Expr) -> Option<ast::Expr> {
+    let mut e = e.clone();
+    let mut other = false;
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        let Some(name) = aggregate_name(x) else {
+            return std::ops::ControlFlow::<()>::Continue(());
+        };
+        let ast::Expr::Function(f) = &*x else {
+            other = true;
+            return std::ops::ControlFlow::Break(());
+        };
+        let arg = match &f.args {
+            ast::FunctionArguments::List(l)
+                if l.duplicate_treatment.is_none() && f.filter.is_none() && f.over.is_none() =>
+            {
+                match l.args.as_slice() {
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] => None,
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a))] => Some(a.clone()),
+                    _ => {
+                        other = true;
+                        return std::ops::ControlFlow::Break(());
+                    }
+                }
+            }
+            _ => {
+                other = true;
+                return std::ops::ControlFlow::Break(());
+            }
+        };
+        *x = match (name.as_str(), arg) {
+            ("count", None) => number("1"),
+            ("count", Some(a)) => ast::Expr::Case {
+                operand: None,
+                conditions: vec![ast::Expr::IsNull(Box::new(a))],
+                results: vec![number("0")],
+                else_result: Some(Box::new(number("1"))),
+            },
+            ("min" | "max", Some(a)) => ast::Expr::Nested(Box::new(a)),
+            _ => {
+                other = true;
+                return std::ops::ControlFlow::Break(());
+            }
+        };
+        std::ops::ControlFlow::Continue(())
+    });
+    (!other).then_some(e)
 }
 
 /// Whether `inner` is one table's rows (filtered) and `cols` cover its
