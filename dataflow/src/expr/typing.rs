@@ -181,13 +181,34 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
     if non_null.iter().all(|t| **t == *non_null[0]) {
         return (non_null[0].clone(), nullable);
     }
-    if non_null.iter().all(|t| {
+    match temporal_common_type(&non_null) {
+        Some(t) => (t, nullable),
+        None => (SqlType::VarChar(255), nullable),
+    }
+}
+
+/// The common type of temporal branches, as MySQL's: TIMEs make a TIME,
+/// TIMESTAMPs a TIMESTAMP, and DATEs, DATETIMEs and TIMESTAMPs together a
+/// DATETIME, each of the largest fractional-seconds precision among them.
+/// `None` for other mixes (a TIME beside a DATE: MySQL dates it today,
+/// Ladle makes it a string).
+fn temporal_common_type(tys: &[&SqlType]) -> Option<SqlType> {
+    let fsp_of = |t: &SqlType| match t {
+        SqlType::Time { fsp } | SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => *fsp,
+        _ => 0,
+    };
+    let fsp = tys.iter().map(|t| fsp_of(t)).max().unwrap_or(0);
+    if tys.iter().all(|t| matches!(t, SqlType::Time { .. })) {
+        return Some(SqlType::Time { fsp });
+    }
+    if tys.iter().all(|t| matches!(t, SqlType::Timestamp { .. })) {
+        return Some(SqlType::Timestamp { fsp });
+    }
+    let dated = |t: &&SqlType| {
         matches!(
             t,
             SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }
         )
-    }) {
-        return (SqlType::DateTime { fsp: 0 }, nullable);
-    }
-    (SqlType::VarChar(255), nullable)
+    };
+    tys.iter().all(dated).then_some(SqlType::DateTime { fsp })
 }

@@ -4,7 +4,7 @@
 use ladle_common::Collation;
 use sqlparser::ast;
 
-use super::expr::{unsupported, ExprCx, Scope, ScopeCol};
+use super::expr::{collect_aggregates, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
 use super::syntax::{as_column, as_slot, has_placeholder, has_subquery, number, split_conjuncts};
@@ -91,10 +91,17 @@ impl Planner<'_> {
                     continue;
                 }
             }
-            if has_placeholder(&c) || (has_subquery(&c) && scope_reads_outer(&c, &iscope, scope)) {
+            if has_placeholder(&c) {
                 return Err(unsupported(format!(
                     "parameters or subqueries inside {context}"
                 )));
+            }
+            // A nested subquery reading the enclosing query (Django's
+            // OuterRef(OuterRef(..))): `decorrelate` plans it over the
+            // enclosing query's distinct values.
+            if has_subquery(&c) && scope_reads_outer(&c, &iscope, scope) {
+                residual.push(c);
+                continue;
             }
             // A nested subquery over this one's rows only: planned into
             // the inner plan as the enclosing WHERE plans its own.
@@ -146,6 +153,7 @@ impl Planner<'_> {
         oscope: &Scope,
         c: Correlated,
         n: usize,
+        value: Option<&mut ast::Expr>,
     ) -> Result<Correlated> {
         let qual = format!("__sqo{n}");
         let mut o_cols: Vec<usize> = Vec::new();
@@ -160,36 +168,18 @@ impl Planner<'_> {
             if !null_rejecting(r, &reads_outer) {
                 return Err(unsupported(format!("the correlated condition {r}")));
             }
-            let mut r = r.clone();
-            let mut err = None;
-            let _ = ast::visit_expressions_mut(&mut r, |e| {
-                let ids = match e {
-                    ast::Expr::Identifier(id) => vec![id.clone()],
-                    ast::Expr::CompoundIdentifier(ids) => ids.clone(),
-                    _ => return std::ops::ControlFlow::<()>::Continue(()),
-                };
-                if c.scope.resolve(&ids).is_ok() {
-                    return std::ops::ControlFlow::Continue(());
-                }
-                match oscope.resolve(&ids) {
-                    Ok(oc) => {
-                        let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
-                            o_cols.push(oc);
-                            o_cols.len() - 1
-                        });
-                        *e = ast::Expr::CompoundIdentifier(vec![
-                            ast::Ident::new(qual.clone()),
-                            ast::Ident::new(format!("__o{i}")),
-                        ]);
-                    }
-                    Err(e) => err = Some(e),
-                }
-                std::ops::ControlFlow::Continue(())
-            });
-            if let Some(e) = err {
-                return Err(e);
+            if has_subquery(r) {
+                outer_references_unambiguous(r, &c.scope, oscope)?;
             }
+            let mut r = r.clone();
+            rewrite_outer_refs(&mut r, &c.scope, oscope, &qual, &mut o_cols)?;
             conds.push(r);
+        }
+        if let Some(v) = value {
+            if has_subquery(v) {
+                outer_references_unambiguous(v, &c.scope, oscope)?;
+            }
+            rewrite_outer_refs(v, &c.scope, oscope, &qual, &mut o_cols)?;
         }
         let k = o_cols.len();
         let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
@@ -237,12 +227,24 @@ impl Planner<'_> {
             inputs: vec![distinct_outer, c.inner],
             colls: jcolls.clone(),
         };
-        for r in &conds {
-            let e = stable(ExprCx::row(&jscope).compile(r)?)?;
+        // Nested subqueries now read D's columns: planned over the join as
+        // a WHERE plans its own (numbered apart from the inner ones).
+        let mut nested = 4000;
+        for r in conds {
+            let r = if has_subquery(&r) {
+                match self.subquery_condition(r, &mut joined, &mut jscope, &mut nested)? {
+                    Some(r) => r,
+                    None => continue,
+                }
+            } else {
+                r
+            };
+            let e = stable(ExprCx::row(&jscope).compile(&r)?)?;
+            let colls = joined.colls.clone();
             joined = LNode {
                 op: LOp::Filter(e),
                 inputs: vec![joined],
-                colls: jcolls.clone(),
+                colls,
             };
         }
         Ok(Correlated {
@@ -253,6 +255,48 @@ impl Planner<'_> {
             residual: vec![],
         })
     }
+}
+
+/// `e` with each column of the outer query (`outer`, not `inner`) read as
+/// the distinct outer values' column `qual.__o<i>`, `i` its place in
+/// `o_cols` (added there when new). Names a nested subquery resolves
+/// itself are left alone.
+fn rewrite_outer_refs(
+    e: &mut ast::Expr,
+    inner: &Scope,
+    outer: &Scope,
+    qual: &str,
+    o_cols: &mut Vec<usize>,
+) -> Result<()> {
+    let nested = has_subquery(e);
+    let mut err = None;
+    let _ = ast::visit_expressions_mut(e, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => vec![id.clone()],
+            ast::Expr::CompoundIdentifier(ids) => ids.clone(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(&ids).is_ok() {
+            return std::ops::ControlFlow::Continue(());
+        }
+        match outer.resolve(&ids) {
+            Ok(oc) => {
+                let i = o_cols.iter().position(|&x| x == oc).unwrap_or_else(|| {
+                    o_cols.push(oc);
+                    o_cols.len() - 1
+                });
+                *e = ast::Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(qual),
+                    ast::Ident::new(format!("__o{i}")),
+                ]);
+            }
+            // A nested subquery's own column.
+            Err(_) if nested => {}
+            Err(e) => err = Some(e),
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    err.map_or(Ok(()), Err)
 }
 
 /// Whether planning a subquery on its own failed because it reads columns
@@ -268,25 +312,7 @@ pub(super) fn qualify_outer(x: &ast::Expr, scope: &Scope, sub: &ast::Query) -> R
     let ast::SetExpr::Select(s) = &*sub.body else {
         return Err(unsupported("IN over this correlated subquery"));
     };
-    let inner_names: Vec<String> = s
-        .from
-        .iter()
-        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
-        .filter_map(|f| match f {
-            ast::TableFactor::Table { name, alias, .. } => Some(
-                alias
-                    .as_ref()
-                    .map(|a| a.name.value.clone())
-                    .or_else(|| name.0.last().map(|i| i.value.clone()))
-                    .unwrap_or_default()
-                    .to_ascii_lowercase(),
-            ),
-            ast::TableFactor::Derived { alias, .. } => {
-                alias.as_ref().map(|a| a.name.value.to_ascii_lowercase())
-            }
-            _ => None,
-        })
-        .collect();
+    let inner_names = from_names(s);
     let mut x = x.clone();
     let mut err = None;
     let _ = ast::visit_expressions_mut(&mut x, |e| {
@@ -321,6 +347,29 @@ pub(super) fn qualify_outer(x: &ast::Expr, scope: &Scope, sub: &ast::Query) -> R
         Some(e) => Err(e),
         None => Ok(x),
     }
+}
+
+/// The names (lower-cased tables or aliases) a SELECT's FROM gives its
+/// relations.
+fn from_names(s: &ast::Select) -> Vec<String> {
+    s.from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .filter_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => Some(
+                alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .or_else(|| name.0.last().map(|i| i.value.clone()))
+                    .unwrap_or_default()
+                    .to_ascii_lowercase(),
+            ),
+            ast::TableFactor::Derived { alias, .. } => {
+                alias.as_ref().map(|a| a.name.value.to_ascii_lowercase())
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// `sub` (`SELECT y FROM ... WHERE w`) as `SELECT y FROM ... WHERE (w) AND
@@ -428,6 +477,108 @@ pub(super) fn outer_columns_read(c: &ast::Expr, inner: &Scope, outer: &Scope) ->
     cols
 }
 
+/// Whether `e` is NULL whenever a column it reads is NULL: columns,
+/// literals, arithmetic and functions that give NULL for a NULL argument.
+fn strict(e: &ast::Expr) -> bool {
+    use ast::BinaryOperator as B;
+    match e {
+        ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => true,
+        ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
+        ast::Expr::Cast { expr, .. } => strict(expr),
+        ast::Expr::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            strict(expr)
+                && substring_from.as_deref().is_none_or(strict)
+                && substring_for.as_deref().is_none_or(strict)
+        }
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
+            expr,
+        } => strict(expr),
+        ast::Expr::BinaryOp { left, op, right } => {
+            matches!(
+                op,
+                B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
+            ) && strict(left)
+                && strict(right)
+        }
+        ast::Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            let null_in_null_out = matches!(
+                name.as_str(),
+                "year"
+                    | "month"
+                    | "day"
+                    | "dayofmonth"
+                    | "hour"
+                    | "minute"
+                    | "second"
+                    | "date"
+                    | "lower"
+                    | "upper"
+                    | "length"
+                    | "char_length"
+                    | "abs"
+                    | "round"
+                    | "floor"
+                    | "ceil"
+                    | "ceiling"
+                    | "concat"
+                    | "date_format"
+                    | "replace"
+                    | "left"
+                    | "right"
+                    | "substr"
+                    | "trim"
+                    | "ltrim"
+                    | "rtrim"
+            );
+            let args_strict = match &f.args {
+                ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
+                    matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
+                }),
+                _ => false,
+            };
+            null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
+        }
+        _ => false,
+    }
+}
+
+/// Whether a scalar subquery's value `agg` (an aggregate over the inner
+/// rows) is NULL, or a COUNT 0, for an outer row with a NULL in a column
+/// it reads (`reads_outer`): its argument is [`strict`], or a subquery
+/// that is then empty ([`nested_null_rejecting`]).
+pub(super) fn value_null_for_null_outer(
+    agg: &ast::Expr,
+    reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>,
+) -> bool {
+    let ast::Expr::Function(f) = agg else {
+        return false;
+    };
+    let name = f.name.to_string().to_ascii_lowercase();
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return false;
+    };
+    let arg = match l.args.as_slice() {
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))] => strip_parens(x),
+        _ => return false,
+    };
+    let value_ok = match arg {
+        ast::Expr::Subquery(q) => nested_null_rejecting(q, reads_outer),
+        x => strict(x),
+    };
+    matches!(name.as_str(), "max" | "min" | "sum" | "avg" | "count")
+        && l.duplicate_treatment.is_none()
+        && f.over.is_none()
+        && f.filter.is_none()
+        && value_ok
+}
+
 /// Whether a correlated condition is false or NULL whenever a column it
 /// reads is NULL: a comparison of columns, literals, arithmetic and
 /// functions that give NULL for a NULL argument; an AND or OR of such
@@ -439,60 +590,6 @@ pub(super) fn null_rejecting(
     e: &ast::Expr,
     reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>,
 ) -> bool {
-    fn strict(e: &ast::Expr) -> bool {
-        use ast::BinaryOperator as B;
-        match e {
-            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Value(_) => {
-                true
-            }
-            ast::Expr::Nested(x) | ast::Expr::Extract { expr: x, .. } => strict(x),
-            ast::Expr::Cast { expr, .. } => strict(expr),
-            ast::Expr::UnaryOp {
-                op: ast::UnaryOperator::Minus | ast::UnaryOperator::Plus,
-                expr,
-            } => strict(expr),
-            ast::Expr::BinaryOp { left, op, right } => {
-                matches!(
-                    op,
-                    B::Plus | B::Minus | B::Multiply | B::Divide | B::Modulo | B::MyIntegerDivide
-                ) && strict(left)
-                    && strict(right)
-            }
-            ast::Expr::Function(f) => {
-                let name = f.name.to_string().to_ascii_lowercase();
-                let null_in_null_out = matches!(
-                    name.as_str(),
-                    "year"
-                        | "month"
-                        | "day"
-                        | "dayofmonth"
-                        | "hour"
-                        | "minute"
-                        | "second"
-                        | "date"
-                        | "lower"
-                        | "upper"
-                        | "length"
-                        | "char_length"
-                        | "abs"
-                        | "round"
-                        | "floor"
-                        | "ceil"
-                        | "ceiling"
-                        | "concat"
-                        | "date_format"
-                );
-                let args_strict = match &f.args {
-                    ast::FunctionArguments::List(l) => l.args.iter().all(|a| {
-                        matches!(a, ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x)) if strict(x))
-                    }),
-                    _ => false,
-                };
-                null_in_null_out && f.over.is_none() && f.filter.is_none() && args_strict
-            }
-            _ => false,
-        }
-    }
     use ast::BinaryOperator as B;
     match e {
         ast::Expr::Nested(x) => null_rejecting(x, reads_outer),
@@ -525,8 +622,114 @@ pub(super) fn null_rejecting(
             escape_char: None,
             ..
         } => strict(expr) && strict(pattern),
+        // NOT of a comparison is NULL for a NULL operand too.
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Not,
+            expr,
+        } => match strip_parens(expr) {
+            ast::Expr::BinaryOp {
+                left,
+                op: B::Eq | B::NotEq | B::Lt | B::LtEq | B::Gt | B::GtEq,
+                right,
+            } => strict(left) && strict(right),
+            _ => false,
+        },
+        ast::Expr::Exists {
+            subquery,
+            negated: false,
+        } => nested_null_rejecting(subquery, reads_outer),
+        ast::Expr::InSubquery {
+            expr,
+            subquery,
+            negated: false,
+        } => {
+            (reads_outer(expr).is_empty() || strict(expr))
+                && nested_null_rejecting(subquery, reads_outer)
+        }
         _ => false,
     }
+}
+
+fn strip_parens(e: &ast::Expr) -> &ast::Expr {
+    match e {
+        ast::Expr::Nested(x) => strip_parens(x),
+        other => other,
+    }
+}
+
+/// Whether a nested subquery under EXISTS or IN is empty when a column of
+/// the outer query it reads is NULL: it reads them only in WHERE
+/// conjuncts that are [`null_rejecting`], and has no aggregate, GROUP BY
+/// or HAVING (a COUNT over no rows is a row).
+fn nested_null_rejecting(q: &ast::Query, reads_outer: &dyn Fn(&ast::Expr) -> Vec<usize>) -> bool {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    let plain = matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        && s.having.is_none()
+        && s.projection.iter().all(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut aggs = Vec::new();
+                collect_aggregates(e, &mut aggs);
+                aggs.is_empty() && reads_outer(e).is_empty()
+            }
+            _ => true,
+        });
+    let joins_read_outer = s.from.iter().flat_map(|t| &t.joins).any(|j| {
+        let constraint = match &j.join_operator {
+            ast::JoinOperator::Inner(c)
+            | ast::JoinOperator::LeftOuter(c)
+            | ast::JoinOperator::RightOuter(c) => c,
+            _ => return true,
+        };
+        matches!(constraint, ast::JoinConstraint::On(e) if !reads_outer(e).is_empty())
+    });
+    let mut conj = Vec::new();
+    if let Some(w) = &s.selection {
+        split_conjuncts(w, &mut conj);
+    }
+    plain
+        && !joins_read_outer
+        && conj
+            .iter()
+            .all(|c| reads_outer(c).is_empty() || null_rejecting(c, reads_outer))
+}
+
+/// Refuses a correlated condition with nested subqueries whose outer
+/// references might be the nested queries' own columns: an unqualified
+/// one, or one qualified by a name a nested FROM uses too.
+fn outer_references_unambiguous(r: &ast::Expr, inner: &Scope, outer: &Scope) -> Result<()> {
+    let mut nested_names = Vec::new();
+    let _ = ast::visit_expressions(r, |e| {
+        if let ast::Expr::Subquery(q)
+        | ast::Expr::Exists { subquery: q, .. }
+        | ast::Expr::InSubquery { subquery: q, .. } = e
+        {
+            if let ast::SetExpr::Select(s) = &*q.body {
+                nested_names.extend(from_names(s));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    let mut ambiguous = false;
+    let _ = ast::visit_expressions(r, |e| {
+        let ids = match e {
+            ast::Expr::Identifier(id) => std::slice::from_ref(id),
+            ast::Expr::CompoundIdentifier(ids) => ids.as_slice(),
+            _ => return std::ops::ControlFlow::<()>::Continue(()),
+        };
+        if inner.resolve(ids).is_err() && outer.resolve(ids).is_ok() {
+            ambiguous |= ids.len() < 2
+                || nested_names.contains(&ids[ids.len() - 2].value.to_ascii_lowercase());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    if ambiguous {
+        return Err(unsupported(
+            "a nested subquery naming the outer query's columns unqualified or by its own table names",
+        ));
+    }
+    Ok(())
 }
 
 /// A planned correlated subquery body (see `Planner::plan_correlated`).

@@ -61,6 +61,21 @@ impl Planner<'_> {
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
                 self.plan_query(inner)
             }
+            // `(SELECT ...) ORDER BY .. LIMIT ..` over a parenthesized
+            // query that orders and limits nothing itself: the outer
+            // clauses are the inner query's.
+            ast::SetExpr::Query(inner)
+                if inner.order_by.is_none()
+                    && inner.limit.is_none()
+                    && inner.offset.is_none()
+                    && inner.with.is_none() =>
+            {
+                let mut merged = (**inner).clone();
+                merged.order_by = q.order_by.clone();
+                merged.limit = q.limit.clone();
+                merged.offset = q.offset.clone();
+                self.plan_query(&merged)
+            }
             ast::SetExpr::SetOperation { .. } => Ok(Planned::View(Box::new(self.union(q)?))),
             other => Err(unsupported(format!("query body {other}"))),
         }

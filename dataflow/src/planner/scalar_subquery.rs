@@ -5,12 +5,14 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
-use super::correlated::{scope_reads_outer, Correlated};
+use super::correlated::{
+    outer_columns_read, scope_reads_outer, value_null_for_null_outer, Correlated,
+};
 use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::stable;
 use super::select_state::SelectState;
-use super::syntax::{as_column, call, has_subquery, number};
+use super::syntax::{as_column, call, has_subquery, number, select_from};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp};
@@ -107,7 +109,34 @@ impl Planner<'_> {
     /// ORDER BY without LIMIT) orders nothing, and `GROUP BY` on the inner side of `inner = outer`
     /// correlations makes no more than one group per outer row (but no
     /// group, so NULL, where no row matches: COUNT is then not 0).
+    ///
+    /// An uncorrelated subquery of a shape the join cannot take (GROUP BY
+    /// a column, LIMIT with OFFSET, a UNION) is read through a derived
+    /// table: `(SELECT __sqd.__v FROM (q) AS __sqd)`, whose rows the
+    /// derived table's own plan maintains.
     pub(super) fn scalar_subquery(
+        &self,
+        q: &ast::Query,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
+        let (saved_node, saved_scope) = (node.clone(), scope.clone());
+        match self.scalar_subquery_joined(q, node, scope, n) {
+            Err(DataflowError::Unsupported(why)) => {
+                let Some(derived) = over_derived(q).filter(|_| self.relation(q).is_ok()) else {
+                    return Err(DataflowError::Unsupported(why));
+                };
+                *node = saved_node;
+                *scope = saved_scope;
+                self.scalar_subquery_joined(&derived, node, scope, n)
+            }
+            other => other,
+        }
+    }
+
+    /// [`Self::scalar_subquery`] as a join of the subquery's own rows.
+    fn scalar_subquery_joined(
         &self,
         q: &ast::Query,
         node: &mut LNode,
@@ -125,6 +154,9 @@ impl Planner<'_> {
         {
             q.order_by = None;
         }
+        if let Some(rows) = self.groups_of_one_row(&q) {
+            q = rows;
+        }
         let mut grouped = Vec::new();
         if let ast::SetExpr::Select(s) = &mut *q.body {
             if let ast::GroupByExpr::Expressions(g, mods) = &mut s.group_by {
@@ -134,6 +166,59 @@ impl Planner<'_> {
             }
         }
         self.scalar_subquery_grouped(&q, &grouped, node, scope, n)
+    }
+
+    /// `(SELECT agg(..) FROM t ... GROUP BY <a key of t> [HAVING h] LIMIT
+    /// 1)` (Django's `.values(pk).annotate(..)[:1]`): each group is one
+    /// row, so it reads as `(SELECT <agg of that row> FROM t WHERE ... AND
+    /// <h of that row> LIMIT 1)`, any row's value. COUNT, MIN and MAX
+    /// only (a one-row SUM or AVG has a type of its own); `None` for
+    /// other shapes.
+    fn groups_of_one_row(&self, q: &ast::Query) -> Option<ast::Query> {
+        let one = matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(n, _))) if n == "1");
+        let ast::SetExpr::Select(s) = &*q.body else {
+            return None;
+        };
+        let ast::GroupByExpr::Expressions(g, mods) = &s.group_by else {
+            return None;
+        };
+        if !one || q.offset.is_some() || q.order_by.is_some() || g.is_empty() || !mods.is_empty() {
+            return None;
+        }
+        if s.from.len() != 1 || !s.from[0].joins.is_empty() || s.distinct.is_some() {
+            return None;
+        }
+        let (node, scope) = self.plan_from(&s.from, &mut Vec::new()).ok()?;
+        let cols = g
+            .iter()
+            .map(|e| scope.resolve(as_column(e)?).ok())
+            .collect::<Option<Vec<usize>>>()?;
+        if !keyed_by_unique(&node, &cols) {
+            return None;
+        }
+        let mut s2 = s.clone();
+        for item in &mut s2.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e)
+                | ast::SelectItem::ExprWithAlias { expr: e, .. } => *e = aggregates_of_one_row(e)?,
+                _ => return None,
+            }
+        }
+        if let Some(h) = s2.having.take() {
+            let h = aggregates_of_one_row(&h)?;
+            s2.selection = Some(match s2.selection.take() {
+                Some(w) => ast::Expr::BinaryOp {
+                    left: Box::new(ast::Expr::Nested(Box::new(w))),
+                    op: ast::BinaryOperator::And,
+                    right: Box::new(ast::Expr::Nested(Box::new(h))),
+                },
+                None => h,
+            });
+        }
+        s2.group_by = ast::GroupByExpr::Expressions(vec![], vec![]);
+        let mut q2 = q.clone();
+        *q2.body = ast::SetExpr::Select(s2);
+        Some(q2)
     }
 
     pub(super) fn scalar_subquery_grouped(
@@ -151,6 +236,9 @@ impl Planner<'_> {
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        // Correlated on a key of its one table, the subquery has one row
+        // at most: no row count to check at read time.
+        let at_most_one_row = keyed_by_unique(&correlated.inner, &correlated.inner_cols);
         // Window calls: columns of the inner rows, partitioned by the
         // correlation columns (each outer row sees its own rows only).
         let windowed = self.correlated_windows(shape.select, q, &mut correlated)?;
@@ -164,7 +252,21 @@ impl Planner<'_> {
             Some(q) => ScalarShape::of(q)?,
             None => shape,
         };
+        let single = single && !at_most_one_row;
         let agg_name = aggregate_name(&agg).unwrap_or_default();
+        // A value reading the outer row (`(SELECT o.x + U0.y FROM U0 ...)`,
+        // or through a nested subquery): computed over the outer query's
+        // distinct values, when it is NULL (a COUNT 0) for a NULL in them,
+        // as an outer row with one then joins no group.
+        if scope_reads_outer(&agg, &correlated.scope, scope) {
+            let reads_outer = |e: &ast::Expr| outer_columns_read(e, &correlated.scope, scope);
+            if !grouped.is_empty() || !value_null_for_null_outer(&agg, &reads_outer) {
+                return Err(unsupported(
+                    "a scalar subquery whose value reads the outer query",
+                ));
+            }
+            correlated = self.decorrelate(node, scope, correlated, n, Some(&mut agg))?;
+        }
         if has_subquery(&agg) {
             // `(SELECT EXISTS(SELECT ... WHERE U0.x = V0.id) FROM V0 ...)`:
             // a subquery in the value over the inner rows only joins them.
@@ -192,7 +294,7 @@ impl Planner<'_> {
             }
         }
         if !correlated.residual.is_empty() {
-            correlated = self.decorrelate(node, scope, correlated, n)?;
+            correlated = self.decorrelate(node, scope, correlated, n, None)?;
         }
         let reads_outer = |e: DataflowError, iscope: &Scope| match e {
             DataflowError::UnknownColumn(..) if scope_reads_outer(&agg, iscope, scope) => {
@@ -300,6 +402,73 @@ impl Planner<'_> {
     }
 }
 
+/// `e` with each aggregate over one row replaced by its value there:
+/// COUNT(*) is 1, COUNT(x) whether x is not NULL, MIN(x) and MAX(x) are
+/// x; `None` when `e` has another aggregate.
+fn aggregates_of_one_row(e: &ast::Expr) -> Option<ast::Expr> {
+    let mut e = e.clone();
+    let mut other = false;
+    let _ = ast::visit_expressions_mut(&mut e, |x| {
+        let Some(name) = aggregate_name(x) else {
+            return std::ops::ControlFlow::<()>::Continue(());
+        };
+        let ast::Expr::Function(f) = &*x else {
+            other = true;
+            return std::ops::ControlFlow::Break(());
+        };
+        let arg = match &f.args {
+            ast::FunctionArguments::List(l)
+                if l.duplicate_treatment.is_none() && f.filter.is_none() && f.over.is_none() =>
+            {
+                match l.args.as_slice() {
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] => None,
+                    [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(a))] => Some(a.clone()),
+                    _ => {
+                        other = true;
+                        return std::ops::ControlFlow::Break(());
+                    }
+                }
+            }
+            _ => {
+                other = true;
+                return std::ops::ControlFlow::Break(());
+            }
+        };
+        *x = match (name.as_str(), arg) {
+            ("count", None) => number("1"),
+            ("count", Some(a)) => ast::Expr::Case {
+                operand: None,
+                conditions: vec![ast::Expr::IsNull(Box::new(a))],
+                results: vec![number("0")],
+                else_result: Some(Box::new(number("1"))),
+            },
+            ("min" | "max", Some(a)) => ast::Expr::Nested(Box::new(a)),
+            _ => {
+                other = true;
+                return std::ops::ControlFlow::Break(());
+            }
+        };
+        std::ops::ControlFlow::Continue(())
+    });
+    (!other).then_some(e)
+}
+
+/// Whether `inner` is one table's rows (filtered) and `cols` cover its
+/// primary key or a UNIQUE index, so that equal values in them pick one
+/// row at most.
+fn keyed_by_unique(inner: &LNode, cols: &[usize]) -> bool {
+    let mut base = inner;
+    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
+        base = input;
+    }
+    let LOp::Base(t) = &base.op else {
+        return false;
+    };
+    let covered = |key: &[usize]| !key.is_empty() && key.iter().all(|c| cols.contains(c));
+    t.primary_key.as_deref().is_some_and(covered)
+        || t.indexes.iter().any(|i| i.unique && covered(&i.columns))
+}
+
 /// What a scalar subquery computes: its SELECT, the aggregate giving its
 /// value, and how its ORDER BY ... LIMIT 1 reads.
 struct ScalarShape<'q> {
@@ -335,7 +504,7 @@ impl<'q> ScalarShape<'q> {
                     && ob.exprs[0].nulls_first.is_none()
                     && ob.exprs[0].with_fill.is_none()
                     && aggregate_name(&agg).is_none()
-                    && norm(&ob.exprs[0].expr) == norm(&agg) =>
+                    && orders_by_value(s, &ob.exprs[0].expr, &agg) =>
             {
                 Some(ob.exprs[0].asc == Some(false))
             }
@@ -382,6 +551,22 @@ impl<'q> ScalarShape<'q> {
             first_by,
             single,
         })
+    }
+}
+
+/// Whether `ORDER BY o` orders by the select list's only value: `o` is
+/// that expression, `1` or its alias (Django's `ORDER BY 1 DESC`).
+fn orders_by_value(s: &ast::Select, o: &ast::Expr, value: &ast::Expr) -> bool {
+    let alias = match s.projection.first() {
+        Some(ast::SelectItem::ExprWithAlias { alias, .. }) => Some(&alias.value),
+        _ => None,
+    };
+    match o {
+        ast::Expr::Value(ast::Value::Number(n, _)) => n == "1",
+        ast::Expr::Identifier(id) if alias.is_some_and(|a| a.eq_ignore_ascii_case(&id.value)) => {
+            true
+        }
+        o => norm(o) == norm(value),
     }
 }
 
@@ -532,4 +717,47 @@ fn join_scalar_aggregate(
             .push(joined("__n".into(), count, Collation::Binary));
     }
     qual
+}
+
+/// `(SELECT __sqd.__v FROM (q) AS __sqd)`, `q`'s one column named `__v`
+/// (in its first SELECT, which names a UNION's columns); `None` when `q`
+/// is not a query of one column.
+fn over_derived(q: &ast::Query) -> Option<ast::Query> {
+    let mut inner = q.clone();
+    let mut body = &mut *inner.body;
+    loop {
+        match body {
+            ast::SetExpr::Select(_) => break,
+            ast::SetExpr::SetOperation { left, .. } => body = &mut **left,
+            ast::SetExpr::Query(q) => body = &mut *q.body,
+            _ => return None,
+        }
+    }
+    let ast::SetExpr::Select(s) = body else {
+        return None;
+    };
+    let expr = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            e.clone()
+        }
+        _ => return None,
+    };
+    s.projection = vec![ast::SelectItem::ExprWithAlias {
+        expr,
+        alias: ast::Ident::new("__v"),
+    }];
+    let from = ast::TableWithJoins {
+        relation: ast::TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(inner),
+            alias: Some(ast::TableAlias {
+                name: ast::Ident::new("__sqd"),
+                columns: vec![],
+            }),
+        },
+        joins: vec![],
+    };
+    let value =
+        ast::Expr::CompoundIdentifier(vec![ast::Ident::new("__sqd"), ast::Ident::new("__v")]);
+    Some(select_from(value, from))
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use sqlparser::ast;
 
-use super::expr::{unsupported, volatile, ExprCx, ParamMode};
+use super::expr::{norm, unsupported, volatile, ExprCx, ParamMode};
 use super::layout::StoredRow;
 use super::query::Planner;
 use super::relation::conjunction;
@@ -230,6 +230,17 @@ impl Planner<'_> {
             }
             let mut q2 = q.clone();
             for o in q2.order_by.iter_mut().flat_map(|ob| &mut ob.exprs) {
+                // The select list's own subquery (Django orders by an
+                // annotation by repeating it): its joined column, which a
+                // DISTINCT's rows carry.
+                let selected = s
+                    .projection
+                    .iter()
+                    .position(|item| item_expr(item).is_some_and(|e| norm(e) == norm(&o.expr)));
+                if let Some(e) = selected.and_then(|i| item_expr(&projection[i])) {
+                    o.expr = e.clone();
+                    continue;
+                }
                 self.rewrite_subqueries(&mut o.expr, &mut st.node, &mut st.scope, &mut st.nsub)?;
             }
             Cow::Owned(q2)
@@ -237,6 +248,14 @@ impl Planner<'_> {
             Cow::Borrowed(q)
         };
         Ok((projection, s, q))
+    }
+}
+
+/// The expression of a select-list item (not a `*`).
+fn item_expr(item: &ast::SelectItem) -> Option<&ast::Expr> {
+    match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+        _ => None,
     }
 }
 

@@ -1,14 +1,14 @@
 //! Set operations: UNION [ALL], INTERSECT and EXCEPT, and the ORDER BY and
 //! LIMIT over their result.
 
-use ladle_common::{Collation, Value};
+use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
 use super::expr::{derived_collation, unsupported, volatile, ExprCx};
 use super::query::Planner;
 use super::relation::{rel_scope, ColInfo, Rel};
 use super::syntax::{as_column, count_of, query_of};
-use crate::expr::{unify_types, Expr};
+use crate::expr::{unify_types, CastType, Expr};
 use crate::ops::{AggKind, AggSpec};
 use crate::plan::{LNode, LOp, PlannedView};
 use crate::{DataflowError, OutputColumn, Result};
@@ -27,6 +27,7 @@ impl Planner<'_> {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
                 let cols = set_operation_columns(&l, &r)?;
+                let (l, r) = (dates_as_datetimes(l, &cols), dates_as_datetimes(r, &cols));
                 let width = cols.len();
                 let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
                 let mut node = LNode {
@@ -62,6 +63,7 @@ impl Planner<'_> {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
                 let cols = set_operation_columns(&l, &r)?;
+                let (l, r) = (dates_as_datetimes(l, &cols), dates_as_datetimes(r, &cols));
                 let node = intersect_or_except(
                     l.node,
                     r.node,
@@ -178,6 +180,35 @@ pub(super) fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
         }
     }
     Ok(cols)
+}
+
+/// One side of a set operation whose DATE columns are DATETIME in the
+/// result (`SELECT d ... UNION SELECT dt ...`): those columns converted to
+/// midnight, so the result holds DATETIMEs and a DATE equals its midnight
+/// in a distinct UNION, as in MySQL.
+fn dates_as_datetimes(side: Rel, cols: &[ColInfo]) -> Rel {
+    let converts = |i: usize| {
+        matches!(side.cols[i].ty, SqlType::Date) && matches!(cols[i].ty, SqlType::DateTime { .. })
+    };
+    if !(0..cols.len()).any(converts) {
+        return side;
+    }
+    let exprs = (0..cols.len())
+        .map(|i| match converts(i) {
+            true => Expr::Cast(Box::new(Expr::Column(i)), CastType::DateTime),
+            false => Expr::Column(i),
+        })
+        .collect();
+    let colls = side.node.colls.clone();
+    let node = LNode {
+        op: LOp::Project(exprs),
+        inputs: vec![side.node],
+        colls,
+    };
+    Rel {
+        node,
+        cols: side.cols,
+    }
 }
 
 /// `L INTERSECT R` / `L EXCEPT R` (distinct): both sides' rows tagged 1

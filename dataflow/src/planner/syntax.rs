@@ -180,9 +180,35 @@ pub(super) fn query_of(body: ast::SetExpr) -> ast::Query {
     }
 }
 
+/// `SELECT value FROM from`, nothing else.
+pub(super) fn select_from(value: ast::Expr, from: ast::TableWithJoins) -> ast::Query {
+    let mut q = select_one();
+    if let ast::SetExpr::Select(s) = &mut *q.body {
+        s.projection = vec![ast::SelectItem::UnnamedExpr(value)];
+        s.from = vec![from];
+    }
+    q
+}
+
 /// `FROM (SELECT 1) AS __ladle_one`: one constant row.
 pub(super) fn one_row_from() -> ast::TableWithJoins {
-    let one = query_of(ast::SetExpr::Select(Box::new(ast::Select {
+    let one = select_one();
+    ast::TableWithJoins {
+        relation: ast::TableFactor::Derived {
+            lateral: false,
+            subquery: Box::new(one),
+            alias: Some(ast::TableAlias {
+                name: ast::Ident::new("__ladle_one"),
+                columns: vec![],
+            }),
+        },
+        joins: vec![],
+    }
+}
+
+/// `SELECT 1`.
+fn select_one() -> ast::Query {
+    query_of(ast::SetExpr::Select(Box::new(ast::Select {
         distinct: None,
         top: None,
         top_before_distinct: false,
@@ -202,18 +228,7 @@ pub(super) fn one_row_from() -> ast::TableWithJoins {
         window_before_qualify: false,
         value_table_mode: None,
         connect_by: None,
-    })));
-    ast::TableWithJoins {
-        relation: ast::TableFactor::Derived {
-            lateral: false,
-            subquery: Box::new(one),
-            alias: Some(ast::TableAlias {
-                name: ast::Ident::new("__ladle_one"),
-                columns: vec![],
-            }),
-        },
-        joins: vec![],
-    }
+    })))
 }
 
 /// `FROM DUAL` (MySQL's dummy table) without joins.

@@ -15,8 +15,9 @@ use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
 use super::write::{
     adjust_ignored_values, coerce_row, coerce_row_strict, column_pos, compile_assignments,
-    expr_err, given_value, implicit_default, is_default_keyword, null_before_value_error,
-    positive_id, refuse_empty_enum, slot, submit_with, table, value_of, RowCounts,
+    expr_err, given_value, has_subquery, implicit_default, is_default_keyword,
+    null_before_value_error, positive_id, refuse_empty_enum, slot, submit_with, table, value_of,
+    value_with_subqueries, RowCounts,
 };
 use crate::column_default::default_value;
 use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD};
@@ -55,6 +56,8 @@ fn values_rows(
         for x in row {
             out.push(if is_default_keyword(x) {
                 None
+            } else if has_subquery(x) {
+                Some(value_with_subqueries(e, s, x, v.rows.len())?)
             } else {
                 Some(value_of(e, s, x)?)
             });

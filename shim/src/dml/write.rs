@@ -318,6 +318,37 @@ pub(super) fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) ->
     }
 }
 
+/// Whether `x` holds a subquery (scalar, IN or EXISTS).
+pub(super) fn has_subquery(x: &Expr) -> bool {
+    ast::visit_expressions(x, |e| match e {
+        Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+            std::ops::ControlFlow::Break(())
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+/// A VALUES expression with subqueries (Django's
+/// `create(n=Subquery(...))`): each evaluated once, before the row is
+/// inserted, as in UPDATE. Only in a one-row VALUES: MySQL evaluates a
+/// later row's subqueries after the earlier rows are in.
+pub(super) fn value_with_subqueries(
+    e: &Engine,
+    s: &mut Session,
+    x: &Expr,
+    rows: usize,
+) -> Result<Value> {
+    if rows > 1 {
+        return Err(ShimError::Unsupported(
+            "subqueries in a VALUES list of several rows".into(),
+        ));
+    }
+    let mut x = x.clone();
+    inline_subqueries(e, s, &mut x)?;
+    value_of(e, s, &x)
+}
+
 pub(super) fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Vec<Row>> {
     match e.select_for_write(s, q) {
         Ok(Output::Rows { rows, .. }) => Ok(rows.into_vec()),

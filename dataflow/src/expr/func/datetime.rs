@@ -239,9 +239,20 @@ pub(super) fn result_type(f: Func, args: &[Expr], tys: &[(SqlType, bool)]) -> (S
             },
             true,
         ),
-        DateAdd => match tys[0].0 {
+        DateAdd => match &tys[0].0 {
             SqlType::Date => (SqlType::Date, true),
-            _ => (SqlType::DateTime { fsp: 0 }, true),
+            // The DATETIME keeps its fraction (`dt6 + INTERVAL 1 DAY` is
+            // DATETIME(6)); a MICROSECOND interval adds one.
+            t => {
+                let fsp = match t {
+                    SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => *fsp,
+                    _ => 0,
+                };
+                let micro =
+                    matches!(literal(args.get(2)), Some(v) if v.as_i64() == Some(UNIT_MICROSECOND));
+                let fsp = if micro { 6 } else { fsp };
+                (SqlType::DateTime { fsp }, true)
+            }
         },
         _ => unreachable!("{f:?} is not a date or time function"),
     }

@@ -156,7 +156,7 @@ impl ExprCx<'_> {
     }
 
     /// Arithmetic, comparisons, logic and the JSON arrows; `x +/- INTERVAL`
-    /// is DATE_ADD.
+    /// and `INTERVAL + x` are DATE_ADD.
     pub(super) fn binary_op(
         &self,
         left: &ast::Expr,
@@ -165,6 +165,11 @@ impl ExprCx<'_> {
     ) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
         use ast::BinaryOperator as B;
+        // `INTERVAL n unit + x` is `x + INTERVAL n unit` (MySQL's; Django
+        // writes `end < INTERVAL 0 MICROSECOND + start`).
+        if *op == B::Plus && is_interval(left) && !is_interval(right) {
+            return self.binary_op(right, op, left);
+        }
         let l = self.compile(left)?;
         if matches!(op, B::Plus | B::Minus) && is_interval(right) {
             let ast::Expr::Interval(iv) = strip_nested(right) else {
@@ -517,6 +522,7 @@ impl ExprCx<'_> {
     /// a number or temporal branch becomes its text (`IF(c, 1, 'a')` is
     /// `'1'`, so `IF(..) / 4` is DOUBLE arithmetic and `ORDER BY IF(..)`
     /// sorts strings), and any branch becomes bytes when one is binary.
+    /// When it is DATETIME, a DATE branch becomes a DATETIME.
     pub(super) fn branches_as_common_type(&self, mut e: Expr) -> Expr {
         if !matches!(
             &e,
@@ -581,6 +587,16 @@ impl ExprCx<'_> {
                     };
                     let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
                     *branch = Expr::Cast(Box::new(inner), cast);
+                }
+                e
+            }
+            SqlType::DateTime { .. } => {
+                // A DATE branch beside a DATETIME one is its midnight.
+                for branch in branches {
+                    if matches!(branch.result_type(&frame).0, SqlType::Date) {
+                        let inner = std::mem::replace(branch, Expr::Literal(Value::Null));
+                        *branch = Expr::Cast(Box::new(inner), CastType::DateTime);
+                    }
                 }
                 e
             }
