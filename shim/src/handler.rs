@@ -44,6 +44,11 @@ impl Drop for Connection {
         // A statement still running stops: nobody waits for its answer.
         self.process.client_gone();
         self.engine.processes.unregister(self.connection_id);
+        // Its named locks go with it, as in MySQL.
+        self.engine
+            .facts
+            .named_locks
+            .release_all(self.connection_id);
         self.drop_temporary_tables();
     }
 }
@@ -567,6 +572,11 @@ impl Connection {
     pub fn reset(&self) {
         let mut s = self.session.lock();
         s.reset();
+        // COM_RESET_CONNECTION and COM_CHANGE_USER release the named locks.
+        self.engine
+            .facts
+            .named_locks
+            .release_all(self.connection_id);
         self.engine.facts.globals.start_session(&mut s);
     }
 }
