@@ -1,7 +1,9 @@
 //! Write forwarding (cluster replicas): a statement that writes, sent to a
 //! node that is not the primary, runs on the primary in a session that
 //! mirrors the client's, and its outcome (rows, affected rows, insert id,
-//! info, warnings, error) comes back unchanged. So does a statement naming
+//! info, warnings, error) comes back unchanged. So does a statement calling
+//! a named lock function (GET_LOCK and kin: the locks are the primary's,
+//! held in the forwarding session there, so cluster-wide), and one naming
 //! one of the session's TEMPORARY tables, which live there. Once a
 //! forwarded statement leaves a transaction with writes (or row locks, or
 //! a read view) open on the primary, every statement of the session goes
@@ -309,6 +311,30 @@ fn locking_read(kind: Kind, sql: &str) -> bool {
     }) || crate::select::has_share_mode(sql)
 }
 
+/// Whether `sql` calls a named lock function (GET_LOCK and kin): the
+/// locks are the primary's, held in the forwarding session there, so that
+/// they exclude each other across the cluster.
+fn calls_named_lock(sql: &str) -> bool {
+    const NAMES: [&str; 5] = [
+        "GET_LOCK",
+        "RELEASE_LOCK",
+        "IS_FREE_LOCK",
+        "IS_USED_LOCK",
+        "RELEASE_ALL_LOCKS",
+    ];
+    // (Most statements name no lock: no tokenizing for them.)
+    if !sql.to_ascii_uppercase().contains("LOCK") {
+        return false;
+    }
+    let Ok(t) = crate::tokens::tokens(sql) else {
+        return false;
+    };
+    (0..t.len()).any(|i| {
+        crate::tokens::word(&t, i).is_some_and(|w| NAMES.contains(&w.as_str()))
+            && matches!(t.get(i + 1), Some(sqlparser::tokenizer::Token::LParen))
+    })
+}
+
 /// The primary's side: the forwarding session `s` takes on the client's
 /// transaction (see [`ClientTransaction`]).
 fn take_on(s: &mut Session, transaction: ClientTransaction) {
@@ -369,7 +395,7 @@ impl Engine {
 
     /// Whether `s`'s statement of `kind` runs on the primary instead of
     /// here: on a node that is not the primary, a write, a locking read,
-    /// or a statement naming one of the session's TEMPORARY tables (they
+    /// a call of a named lock function, or a statement naming one of the session's TEMPORARY tables (they
     /// live there); anything while the session's transaction is open
     /// there, but PREPARE, EXECUTE and DEALLOCATE (see
     /// [`names_prepared_statement`]).
@@ -382,6 +408,7 @@ impl Engine {
                 (writes(kind)
                     || changes_accounts(sql)
                     || locking_read(kind, sql)
+                    || calls_named_lock(sql)
                     || names_primary_temporary(s, sql))
                     && f.forwards()
             }
