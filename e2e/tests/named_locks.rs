@@ -2,8 +2,8 @@
 //! `tests/sql/compat/named_locks.test`): another session's lock makes
 //! GET_LOCK wait until its timeout (0) or the release (1); a wait that would
 //! close a circle is refused with 3058; KILL QUERY cuts a wait short (NULL)
-//! and the connection goes on; a connection's locks go when it closes or
-//! is reset (COM_RESET_CONNECTION).
+//! and the connection goes on; a connection's locks go when it closes, is
+//! killed (even while waiting) or is reset (COM_RESET_CONNECTION).
 
 use std::time::{Duration, Instant};
 
@@ -108,6 +108,31 @@ fn named_locks_exclude_other_sessions_until_released() {
     let waiting = in_thread(b, "SELECT GET_LOCK('q', 60)");
     wait_for_waiter(&mut a, &b_id);
     drop(a);
-    let (got, _b) = waiting.join().expect("thread");
+    let (got, mut b) = waiting.join().expect("thread");
     assert_eq!(got, "1");
+
+    // KILL of a connection waiting while it holds a lock: both the lock
+    // it held and the one it waited for (released at that moment) end up
+    // free, not taken by the dead connection.
+    let mut c = connect(&url, None).expect("c");
+    let c_id = scalar(&mut c, "SELECT CONNECTION_ID()");
+    assert_eq!(scalar(&mut c, "SELECT GET_LOCK('held', 0)"), "1");
+    let waiting = std::thread::spawn(move || query_rows(&mut c, "SELECT GET_LOCK('q', -1)"));
+    wait_for_waiter(&mut b, &c_id);
+    query_rows(&mut b, &format!("KILL {c_id}")).expect("kill");
+    assert_eq!(scalar(&mut b, "SELECT RELEASE_LOCK('q')"), "1");
+    let _ = waiting.join().expect("thread");
+    let start = Instant::now();
+    while scalar(&mut b, "SELECT IS_FREE_LOCK('held') + IS_FREE_LOCK('q')") != "2" {
+        assert!(
+            start.elapsed() < SANITY,
+            "the killed connection kept a lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        scalar(&mut b, "SELECT IS_FREE_LOCK('held') + IS_FREE_LOCK('q')"),
+        "2"
+    );
 }

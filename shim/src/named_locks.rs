@@ -119,6 +119,11 @@ impl NamedLocks {
         timeout: Option<Duration>,
         interrupted: impl Fn() -> bool,
     ) -> Acquired {
+        // (A stopped statement takes nothing, not even a free lock: its
+        // connection may already have released what it held for good.)
+        if interrupted() {
+            return Acquired::Interrupted;
+        }
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut table = self.table.lock();
         if table.try_take(owner, key) {
@@ -129,11 +134,11 @@ impl NamedLocks {
         }
         table.waiting.insert(owner, key.to_string());
         let outcome = loop {
-            if table.try_take(owner, key) {
-                break Acquired::Granted;
-            }
             if interrupted() {
                 break Acquired::Interrupted;
+            }
+            if table.try_take(owner, key) {
+                break Acquired::Granted;
             }
             let slice = match deadline {
                 Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -254,6 +259,8 @@ mod tests {
         assert_eq!(locks.acquire(1, "c", None, never), Acquired::Granted);
         assert_eq!(locks.acquire(1, "c", None, never), Acquired::Granted);
         assert_eq!(locks.release_all(1), 3);
+        assert_eq!(locks.holder("b"), None);
+        assert_eq!(locks.acquire(1, "b", None, || true), Acquired::Interrupted);
         assert_eq!(locks.holder("b"), None);
     }
 
