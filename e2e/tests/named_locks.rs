@@ -3,7 +3,7 @@
 //! GET_LOCK wait until its timeout (0) or the release (1); a wait that would
 //! close a circle is refused with 3058; KILL QUERY cuts a wait short (NULL)
 //! and the connection goes on; a connection's locks go when it closes, is
-//! killed (even while waiting) or is reset (COM_RESET_CONNECTION).
+//! killed (even while waiting) or is reset (COM_RESET_CONNECTION, COM_CHANGE_USER).
 
 use std::time::{Duration, Instant};
 
@@ -102,6 +102,12 @@ fn named_locks_exclude_other_sessions_until_released() {
         scalar(&mut b, "SELECT IS_FREE_LOCK('p') + IS_FREE_LOCK('m')"),
         "2"
     );
+
+    // So does COM_CHANGE_USER.
+    assert_eq!(scalar(&mut a, "SELECT GET_LOCK('u', 0)"), "1");
+    a.change_user(mysql::ChangeUserOpts::default())
+        .expect("change user");
+    assert_eq!(scalar(&mut b, "SELECT IS_FREE_LOCK('u')"), "1");
 
     // A connection's end releases its locks, and a waiter gets them.
     assert_eq!(scalar(&mut a, "SELECT GET_LOCK('q', 0)"), "1");
