@@ -454,7 +454,8 @@ impl Engine {
         let bytes = postcard::to_stdvec(&request)
             .map_err(|e| refused(format!("could not encode a forwarded statement: {e}")))?;
         let channel = s.forward.get_or_insert_with(|| forwarder.open());
-        let reply = match channel.call(&bytes, continuing) {
+        // A named lock's wait there is as long as its timeout.
+        let reply = match channel.call(&bytes, continuing, calls_named_lock(sql)) {
             Ok(reply) => reply,
             Err(failure) => {
                 if continuing {
