@@ -109,14 +109,17 @@ impl ForwardClient {
     /// primary it used last (an open transaction): it is sent only there.
     /// A schema change's answer returns once this node has replayed it
     /// too (bounded by `schema_wait`), so the session's next statement
-    /// here sees the new schema.
+    /// here sees the new schema. `patient`: the statement may rightly wait
+    /// on the primary longer than [`MAX_WAIT`] (a named lock's timeout), so
+    /// only a change of primary ends the wait for its answer.
     pub fn call(
         &mut self,
         request: &[u8],
         continuing: bool,
         schema_wait: Duration,
+        patient: bool,
     ) -> Result<Vec<u8>, ForwardError> {
-        let out = self.call_inner(request, continuing, schema_wait);
+        let out = self.call_inner(request, continuing, schema_wait, patient);
         let outcome = match &out {
             Ok(_) => "answered",
             Err(ForwardError::NotSent(_)) => "not_sent",
@@ -135,6 +138,7 @@ impl ForwardClient {
         request: &[u8],
         continuing: bool,
         schema_wait: Duration,
+        patient: bool,
     ) -> Result<Vec<u8>, ForwardError> {
         let node = self.node.clone();
         if node.role() == Role::Primary {
@@ -184,7 +188,7 @@ impl ForwardClient {
         let answer = read_frame(&mut conn.stream, Some(&mut conn.keys.opener), || {
             if node.term() != term || node.role() == Role::Primary {
                 Some("the primary changed while the statement ran".to_string())
-            } else if started.elapsed() > MAX_WAIT {
+            } else if !patient && started.elapsed() > MAX_WAIT {
                 Some(format!(
                     "the primary did not answer in {} s",
                     MAX_WAIT.as_secs()

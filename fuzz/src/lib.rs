@@ -101,6 +101,7 @@ fn start() -> Server {
             security: Default::default(),
             globals: Default::default(),
             rsa_key_paths: Default::default(),
+            named_locks: Default::default(),
         },
         Arc::new(Metrics::new()),
         Arc::new(ladle_shim::admin::NoAdmin),

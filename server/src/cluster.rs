@@ -177,9 +177,14 @@ struct Channel {
 }
 
 impl ForwardChannel for Channel {
-    fn call(&mut self, request: &[u8], continuing: bool) -> Result<Vec<u8>, ForwardFailure> {
+    fn call(
+        &mut self,
+        request: &[u8],
+        continuing: bool,
+        patient: bool,
+    ) -> Result<Vec<u8>, ForwardFailure> {
         self.client
-            .call(request, continuing, self.schema_wait)
+            .call(request, continuing, self.schema_wait, patient)
             .map_err(|e| match e {
                 ForwardError::NotSent(why) => ForwardFailure::NotSent(why),
                 ForwardError::Unknown(why) => ForwardFailure::Unknown(why),

@@ -352,6 +352,7 @@ fn server_facts(
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
         ),
+        named_locks: Default::default(),
     }
 }
 

@@ -35,6 +35,8 @@ use common::{free_port, http_get};
 
 #[path = "cluster/kill.rs"]
 mod kill;
+#[path = "cluster/named_locks.rs"]
+mod named_locks;
 #[path = "cluster/replica_sessions.rs"]
 mod replica_sessions;
 #[path = "cluster/versions.rs"]

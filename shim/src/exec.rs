@@ -274,6 +274,7 @@ impl Engine {
                 Err(ShimError::UnknownColumn(c, "field list".into()))
             }
             Err(EvalError::Compile(err) | EvalError::Eval(err)) => Err(err.into()),
+            Err(EvalError::Refused(err)) => Err(ShimError::Wire(err)),
         }
     }
 

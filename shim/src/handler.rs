@@ -44,6 +44,7 @@ impl Drop for Connection {
         // A statement still running stops: nobody waits for its answer.
         self.process.client_gone();
         self.engine.processes.unregister(self.connection_id);
+        self.release_named_locks();
         self.drop_temporary_tables();
     }
 }
@@ -70,6 +71,29 @@ impl Connection {
         let work = move || {
             let mut s = session.lock();
             engine.drop_ended_sessions_tables(&mut s, owned);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn_blocking(work)),
+            Err(_) => work(),
+        }
+    }
+
+    /// The connection's named locks go with it, as in MySQL. A statement
+    /// still running (it holds the session) may take one after a release
+    /// here (it stops at its next look at the interrupt flag, set above),
+    /// so they are released again once it has ended.
+    fn release_named_locks(&self) {
+        let id = self.connection_id;
+        let idle = self.session.try_lock();
+        self.engine.facts.named_locks.release_all(id);
+        if idle.is_some() {
+            return;
+        }
+        let engine = Arc::clone(&self.engine);
+        let session = Arc::clone(&self.session);
+        let work = move || {
+            let _ended = session.lock();
+            engine.facts.named_locks.release_all(id);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => drop(rt.spawn_blocking(work)),
@@ -567,6 +591,11 @@ impl Connection {
     pub fn reset(&self) {
         let mut s = self.session.lock();
         s.reset();
+        // COM_RESET_CONNECTION and COM_CHANGE_USER release the named locks.
+        self.engine
+            .facts
+            .named_locks
+            .release_all(self.connection_id);
         self.engine.facts.globals.start_session(&mut s);
     }
 }

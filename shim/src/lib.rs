@@ -75,6 +75,7 @@ mod index_hint_check;
 mod kill;
 mod metadata_locks;
 mod metrics;
+pub mod named_locks;
 mod net;
 mod output;
 mod params;

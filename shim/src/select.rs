@@ -315,6 +315,7 @@ impl Engine {
                 // itself (it reports what it cannot do).
                 Err(EvalError::Compile(_)) => return Ok(None),
                 Err(EvalError::Eval(err)) => return Err(err.into()),
+                Err(EvalError::Refused(err)) => return Err(ShimError::Wire(err)),
                 Err(EvalError::UnknownVariable(n)) => return Err(ShimError::UnknownVariable(n)),
                 Err(EvalError::UnknownColumn(c)) => {
                     return Err(ShimError::UnknownColumn(c, "field list".into()))

@@ -130,9 +130,11 @@ impl Engine {
     }
 
     /// A session a replica's client forwarded statements to (on the
-    /// primary) has ended: its TEMPORARY tables go with it, as a client
+    /// primary) has ended: its named locks and TEMPORARY tables go with it, as a client
     /// connection's do; off the async worker when there is one.
     pub fn end_forwarded_session(self: &Arc<Self>, mut s: Session) {
+        // Its named locks (taken for the replica's client) go too.
+        self.facts.named_locks.release_all(s.connection_id);
         let owned = self.temporary_tables.stored_by(s.connection_id);
         if owned.is_empty() {
             return;

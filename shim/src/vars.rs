@@ -38,6 +38,8 @@ pub struct ServerFacts {
     /// `caching_sha2_password_private_key_path` and `..._public_key_path`:
     /// the RSA key pair's files (empty where there is none).
     pub rsa_key_paths: (String, String),
+    /// The server's named locks (`GET_LOCK` and kin).
+    pub named_locks: std::sync::Arc<crate::named_locks::NamedLocks>,
 }
 
 /// The global values of session variables that `SET GLOBAL` changes. As
@@ -621,6 +623,8 @@ pub enum EvalError {
     Eval(ladle_dataflow::DataflowError),
     UnknownColumn(String),
     UnknownVariable(String),
+    /// A MySQL error of its own (a named lock's 3057 or 3058).
+    Refused(crate::error::WireError),
 }
 
 impl EvalContext<'_> {
@@ -665,6 +669,7 @@ impl EvalContext<'_> {
             Expr::Identifier(id) => self.ident(std::slice::from_ref(id)),
             Expr::CompoundIdentifier(ids) => self.ident(ids),
             Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("sleep") => self.sleep(f),
+            Expr::Function(f) if is_lock_function(f) => self.lock_function(f),
             Expr::Function(f) => Ok(self.function(f)),
             _ => Ok(None),
         }
@@ -695,6 +700,75 @@ impl EvalContext<'_> {
         let interrupted =
             sleep_unless_interrupted(std::time::Duration::from_secs_f64(seconds.clamp(0.0, 1e9)));
         Ok(Some(Value::Int(i64::from(interrupted))))
+    }
+
+    /// `GET_LOCK(name, timeout)`, `RELEASE_LOCK(name)`,
+    /// `IS_FREE_LOCK(name)`, `IS_USED_LOCK(name)` and
+    /// `RELEASE_ALL_LOCKS()` (see [`crate::named_locks`]) for this
+    /// session's connection. A prepared statement's probe takes no lock.
+    fn lock_function(&self, f: &ast::Function) -> Result<Option<Value>, EvalError> {
+        use crate::named_locks::{deadlock_error, lock_key, wait_for, Acquired};
+        let name = f.name.to_string().to_ascii_lowercase();
+        let args = match &f.args {
+            ast::FunctionArguments::List(list) => list.args.as_slice(),
+            _ => &[],
+        };
+        let arity = if name == "get_lock" {
+            2
+        } else {
+            usize::from(name != "release_all_locks")
+        };
+        let mut values = Vec::with_capacity(args.len());
+        for arg in args {
+            let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+                return Ok(None);
+            };
+            values.push(self.eval(e)?);
+        }
+        if values.len() != arity {
+            let error = ladle_dataflow::DataflowError::FunctionParamCount(f.name.to_string());
+            return Err(EvalError::Eval(error));
+        }
+        let locks = &self.facts.named_locks;
+        let me = self.session.connection_id;
+        if name == "release_all_locks" {
+            let released = if self.session.probing {
+                0
+            } else {
+                locks.release_all(me)
+            };
+            return Ok(Some(Value::Int(
+                i64::try_from(released).unwrap_or(i64::MAX),
+            )));
+        }
+        let key = lock_key(&values[0]).map_err(EvalError::Refused)?;
+        let holder = || {
+            locks
+                .holder(&key)
+                .map_or(Value::Null, |c| Value::Int(i64::from(c)))
+        };
+        Ok(Some(match name.as_str() {
+            _ if self.session.probing => Value::Null,
+            "is_used_lock" => holder(),
+            "is_free_lock" => Value::Int(i64::from(locks.holder(&key).is_none())),
+            "release_lock" => locks
+                .release(me, &key)
+                .map_or(Value::Null, |r| Value::Int(r.into())),
+            _ => {
+                // As a number, the way MySQL reads it.
+                let seconds = match &values[1] {
+                    Value::Null => None,
+                    v => Some(v.as_f64().unwrap_or(0.0)),
+                };
+                let interrupted = || ladle_dataflow::interrupt::check().is_err();
+                match locks.acquire(me, &key, wait_for(seconds), interrupted) {
+                    Acquired::Granted => Value::Int(1),
+                    Acquired::TimedOut => Value::Int(0),
+                    Acquired::Interrupted => Value::Null,
+                    Acquired::Deadlock => return Err(EvalError::Refused(deadlock_error())),
+                }
+            }
+        }))
     }
 
     fn ident(&self, ids: &[ast::Ident]) -> Result<Option<Value>, EvalError> {
@@ -783,6 +857,19 @@ impl EvalContext<'_> {
     }
 }
 
+/// Whether `f` calls one of the named lock functions.
+fn is_lock_function(f: &ast::Function) -> bool {
+    const NAMES: [&str; 5] = [
+        "get_lock",
+        "release_lock",
+        "is_free_lock",
+        "is_used_lock",
+        "release_all_locks",
+    ];
+    let name = f.name.to_string();
+    NAMES.iter().any(|n| name.eq_ignore_ascii_case(n))
+}
+
 /// Sleeps for `d` unless the statement is interrupted first (checked
 /// every few milliseconds); whether it was.
 fn sleep_unless_interrupted(d: std::time::Duration) -> bool {
@@ -841,6 +928,7 @@ mod tests {
             security: Default::default(),
             globals: Default::default(),
             rsa_key_paths: ("/d/private_key.pem".into(), String::new()),
+            named_locks: Default::default(),
         };
         assert_eq!(
             system_variable(&s, &facts, "caching_sha2_password_private_key_path"),

@@ -94,6 +94,7 @@ pub(super) fn eval(ctx: &EvalContext<'_>, x: &Expr) -> Result<Value> {
             "expression {x} on a catalog table"
         ))),
         Err(EvalError::Eval(err)) => Err(err.into()),
+        Err(EvalError::Refused(err)) => Err(ShimError::Wire(err)),
     }
 }
 

@@ -1,7 +1,9 @@
 //! Write forwarding (cluster replicas): a statement that writes, sent to a
 //! node that is not the primary, runs on the primary in a session that
 //! mirrors the client's, and its outcome (rows, affected rows, insert id,
-//! info, warnings, error) comes back unchanged. So does a statement naming
+//! info, warnings, error) comes back unchanged. So does a statement calling
+//! a named lock function (GET_LOCK and kin: the locks are the primary's,
+//! held in the forwarding session there, so cluster-wide), and one naming
 //! one of the session's TEMPORARY tables, which live there. Once a
 //! forwarded statement leaves a transaction with writes (or row locks, or
 //! a read view) open on the primary, every statement of the session goes
@@ -309,6 +311,35 @@ fn locking_read(kind: Kind, sql: &str) -> bool {
     }) || crate::select::has_share_mode(sql)
 }
 
+/// Whether `sql` calls a named lock function (GET_LOCK and kin): the
+/// locks are the primary's, held in the forwarding session there, so that
+/// they exclude each other across the cluster.
+fn calls_named_lock(sql: &str) -> bool {
+    const NAMES: [&str; 5] = [
+        "GET_LOCK",
+        "RELEASE_LOCK",
+        "IS_FREE_LOCK",
+        "IS_USED_LOCK",
+        "RELEASE_ALL_LOCKS",
+    ];
+    // (Most statements name no lock: no tokenizing, no copy for them; a
+    // replica's every read passes here.)
+    if !sql
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"LOCK"))
+    {
+        return false;
+    }
+    let Ok(t) = crate::tokens::tokens(sql) else {
+        return false;
+    };
+    (0..t.len()).any(|i| {
+        crate::tokens::word(&t, i).is_some_and(|w| NAMES.contains(&w.as_str()))
+            && matches!(t.get(i + 1), Some(sqlparser::tokenizer::Token::LParen))
+    })
+}
+
 /// The primary's side: the forwarding session `s` takes on the client's
 /// transaction (see [`ClientTransaction`]).
 fn take_on(s: &mut Session, transaction: ClientTransaction) {
@@ -369,7 +400,7 @@ impl Engine {
 
     /// Whether `s`'s statement of `kind` runs on the primary instead of
     /// here: on a node that is not the primary, a write, a locking read,
-    /// or a statement naming one of the session's TEMPORARY tables (they
+    /// a call of a named lock function, or a statement naming one of the session's TEMPORARY tables (they
     /// live there); anything while the session's transaction is open
     /// there, but PREPARE, EXECUTE and DEALLOCATE (see
     /// [`names_prepared_statement`]).
@@ -382,6 +413,7 @@ impl Engine {
                 (writes(kind)
                     || changes_accounts(sql)
                     || locking_read(kind, sql)
+                    || calls_named_lock(sql)
                     || names_primary_temporary(s, sql))
                     && f.forwards()
             }
@@ -422,7 +454,8 @@ impl Engine {
         let bytes = postcard::to_stdvec(&request)
             .map_err(|e| refused(format!("could not encode a forwarded statement: {e}")))?;
         let channel = s.forward.get_or_insert_with(|| forwarder.open());
-        let reply = match channel.call(&bytes, continuing) {
+        // A named lock's wait there is as long as its timeout.
+        let reply = match channel.call(&bytes, continuing, calls_named_lock(sql)) {
             Ok(reply) => reply,
             Err(failure) => {
                 if continuing {
@@ -526,5 +559,23 @@ impl Engine {
                     s.last_write_lsn
                 ),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::calls_named_lock;
+
+    /// A call of a lock function is forwarded; the name in a string, as a
+    /// column name or LOCK TABLES is not a call.
+    #[test]
+    fn a_named_lock_call_is_recognised_by_its_tokens() {
+        assert!(calls_named_lock("SELECT GET_LOCK('a', 10)"));
+        assert!(calls_named_lock("do release_all_locks ()"));
+        assert!(calls_named_lock("SELECT 1 + Is_Used_Lock(@n)"));
+        assert!(!calls_named_lock("SELECT 'GET_LOCK(1)'"));
+        assert!(!calls_named_lock("SELECT get_lock FROM t"));
+        assert!(!calls_named_lock("LOCK TABLES t READ"));
+        assert!(!calls_named_lock("SELECT 1"));
     }
 }

@@ -42,8 +42,15 @@ pub enum KillOutcome {
 pub trait ForwardChannel: Send {
     /// Runs an encoded request on the primary. `continuing`: it must run
     /// in the same primary session as the previous one (an open
-    /// transaction), or not at all.
-    fn call(&mut self, request: &[u8], continuing: bool) -> Result<Vec<u8>, ForwardFailure>;
+    /// transaction), or not at all. `patient`: it may wait on the primary
+    /// for as long as it says (a named lock's timeout), not the cluster's
+    /// bound for a stuck primary.
+    fn call(
+        &mut self,
+        request: &[u8],
+        continuing: bool,
+        patient: bool,
+    ) -> Result<Vec<u8>, ForwardFailure>;
 }
 
 /// Why a forwarded statement has no answer.

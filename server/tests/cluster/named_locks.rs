@@ -1,0 +1,119 @@
+//! Named locks across the cluster: a statement calling GET_LOCK or kin on
+//! a replica runs on the primary, so the lock is held in the forwarding
+//! session there and excludes every other node's clients too; it goes when
+//! the replica's client does.
+
+use mysql::prelude::*;
+use mysql::Conn;
+
+use super::{fixture, wait_for, wait_role, Fixture};
+
+/// The bits of a connection id below the node id.
+const NODE_SHIFT: u32 = 24;
+
+/// GET_LOCK through node 2 (a replica) makes GET_LOCK of the same name
+/// through node 1 (the primary) time out (0), and through another node 2
+/// connection too; IS_USED_LOCK names the forwarding session (node 1's id
+/// range); a waiter on node 1 gets it when node 2's client releases it,
+/// and node 2's client closing releases what it holds.
+#[test]
+fn a_named_lock_taken_on_a_replica_excludes_the_primary() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("cluster named lock test", 2)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let lock = |c: &mut Conn, sql: &str| -> Option<i64> {
+        c.query_first(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap()
+    };
+
+    assert_eq!(lock(&mut c2, "SELECT GET_LOCK('migrate', 0)"), Some(1));
+    assert_eq!(lock(&mut c1, "SELECT GET_LOCK('migrate', 0)"), Some(0));
+    let holder = lock(&mut c1, "SELECT IS_USED_LOCK('migrate')").expect("held");
+    assert_eq!(
+        holder >> NODE_SHIFT,
+        1,
+        "the forwarding session's id {holder}"
+    );
+    let mut c3 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    assert_eq!(lock(&mut c3, "SELECT GET_LOCK('migrate', 0)"), Some(0));
+
+    // Node 1 waits; node 2's release hands it over.
+    let waiter = std::thread::spawn(move || {
+        let got: Option<i64> = c1
+            .query_first("SELECT GET_LOCK('migrate', 60)")
+            .unwrap()
+            .unwrap();
+        (got, c1)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(lock(&mut c2, "SELECT RELEASE_LOCK('migrate')"), Some(1));
+    let (got, mut c1) = waiter.join().expect("the waiter");
+    assert_eq!(got, Some(1));
+    assert_eq!(lock(&mut c3, "SELECT IS_FREE_LOCK('migrate')"), Some(0));
+
+    // Node 2's client leaving releases its locks on the primary.
+    assert_eq!(lock(&mut c3, "SELECT GET_LOCK('other', 0)"), Some(1));
+    assert_eq!(lock(&mut c1, "SELECT GET_LOCK('other', 0)"), Some(0));
+    drop(c3);
+    wait_for("node 2's client's lock to go with it", || {
+        (lock(&mut c1, "SELECT GET_LOCK('other', 0)") == Some(1)).then_some(())
+    });
+}
+
+/// A replica's client waiting in GET_LOCK longer than the 30 s a
+/// forwarded statement's answer is otherwise waited for gets the lock when
+/// it is released (before: "the primary did not answer in 30 s", the link
+/// dropped, and with it the forwarding session holding the client's other
+/// locks).
+#[test]
+fn a_forwarded_lock_wait_outlasts_the_forwarding_bound() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("cluster long named lock wait test", 2)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    wait_role(&nodes[1], "replica");
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    // (The client waits longer than the fixture's 20 s read timeout.)
+    let patient = mysql::OptsBuilder::from_opts(nodes[1].opts())
+        .read_timeout(Some(std::time::Duration::from_secs(90)));
+    let mut c2 = Conn::new(patient).expect("connect to node 2");
+    let one = |c: &mut Conn, sql: &str| -> Option<i64> {
+        c.query_first(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap()
+    };
+    assert_eq!(one(&mut c1, "SELECT GET_LOCK('long', 0)"), Some(1));
+    assert_eq!(one(&mut c2, "SELECT GET_LOCK('mine', 0)"), Some(1));
+    let waiter = std::thread::spawn(move || {
+        let got: Result<Option<i64>, _> = c2.query_first("SELECT GET_LOCK('long', 120)");
+        (got, c2)
+    });
+    // (The bound, the cluster crate's `forward::MAX_WAIT`, is 30 s.)
+    std::thread::sleep(std::time::Duration::from_secs(33));
+    assert_eq!(one(&mut c1, "SELECT RELEASE_LOCK('long')"), Some(1));
+    let (got, mut c2) = waiter.join().expect("the waiter");
+    assert_eq!(got.expect("GET_LOCK answers"), Some(1));
+    // Still the same forwarding session: the earlier lock is still held.
+    assert_eq!(one(&mut c2, "SELECT RELEASE_LOCK('mine')"), Some(1));
+}
