@@ -76,6 +76,7 @@ fn name_view_columns(
     }
     let names: Vec<String> = list.iter().map(|c| c.name.value.clone()).collect();
     check_distinct(&names)?;
+    expand_lone_wildcard(query, &planned);
     if !alias_select_items(query, &names) {
         // `*` or a UNION: rename the result through a derived table,
         // whose own column names must then be distinct.
@@ -98,6 +99,27 @@ fn check_distinct(names: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A plain SELECT of a lone `*` selects its columns `planned` by name
+/// instead (when they are distinct), so that the column list can alias
+/// them and the view stays one a write can go through.
+fn expand_lone_wildcard(query: &mut ast::Query, planned: &[String]) {
+    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+        return;
+    };
+    let lone_star = matches!(
+        select.projection.as_slice(),
+        [ast::SelectItem::Wildcard(options)] if *options == Default::default()
+    );
+    if lone_star && check_distinct(planned).is_ok() {
+        select.projection = planned
+            .iter()
+            .map(|p| {
+                ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(ast::Ident::with_quote('`', p)))
+            })
+            .collect();
+    }
 }
 
 /// Gives the items of a plain SELECT without `*` the aliases `names`;
