@@ -10,7 +10,6 @@ use sqlparser::ast::{self, Statement};
 use sqlparser::tokenizer::Token;
 
 use crate::error::{Result, ShimError, WireError};
-use crate::exec::view_meta_key;
 use crate::exec::Engine;
 use crate::output::{Kind, Output};
 use crate::select::{has_share_mode, select_deadline, strip_share_mode};
@@ -725,24 +724,12 @@ impl Engine {
             Statement::CreateView {
                 or_replace,
                 name,
+                columns,
                 query,
                 ..
             } => {
                 self.implicit_commit(s)?;
-                let (db, view) = self.resolve(s, &name)?;
-                // A view WITH ROLLUP is the UNION ALL of its levels.
-                let mut query = query;
-                crate::rollup::expand_nested(&mut query, true)?;
-                crate::temporary_cleanup::check_view_query(self, &db, &query)?;
-                // The dataflow stores and re-parses the query's text.
-                let query = crate::sqltext::display_safe(&query);
-                self.dataflow.create_view(&db, &view, &query, or_replace)?;
-                // The definition text, for SHOW CREATE VIEW and
-                // information_schema.VIEWS.
-                self.storage
-                    .put_meta(&view_meta_key(&db, &view), query.to_string().as_bytes())?;
-                crate::view_check_option::forget(&self.storage, &db, &view)?;
-                Ok(Output::ok())
+                self.create_view(s, &name, &columns, *query, or_replace)
             }
             Statement::CreateDatabase {
                 db_name,

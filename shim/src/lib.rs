@@ -60,6 +60,7 @@ mod clock;
 mod column_default;
 mod column_types;
 mod create_table_select;
+mod create_view;
 mod ddl;
 mod dispatch;
 mod dml;

@@ -150,11 +150,16 @@ fn grant_lines(a: &Account) -> Vec<String> {
         "GRANT {} ON *.* TO {to}",
         render_privs(a.global, GLOBAL_PRIVS)
     );
-    if !a.auth.is_empty() {
-        first.push_str(&format!(" IDENTIFIED BY PASSWORD '{}'", a.auth));
-    }
-    if a.require_ssl {
-        first.push_str(" REQUIRE SSL");
+    // A caching_sha2_password account is MySQL 8's, whose SHOW GRANTS
+    // says nothing of the password or REQUIRE (GRANT takes neither there;
+    // SHOW CREATE USER carries both). A native one prints as MariaDB's.
+    if a.plugin != AuthPlugin::CachingSha2Password {
+        if !a.auth.is_empty() {
+            first.push_str(&format!(" IDENTIFIED BY PASSWORD '{}'", a.auth));
+        }
+        if a.require_ssl {
+            first.push_str(" REQUIRE SSL");
+        }
     }
     first.push_str(with(a.global));
     let mut lines = vec![first];
@@ -235,6 +240,33 @@ mod tests {
                 "GRANT SELECT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER ON `b`.* TO `ua`@`localhost`",
                 "GRANT SELECT, INSERT ON `a`.`t` TO `ua`@`localhost`",
             ]
+        );
+    }
+
+    #[test]
+    fn grants_of_a_caching_sha2_account_render_as_mysql_8() {
+        // A password given `BY` keeps a native hash beside the SHA-256
+        // one; MySQL 8.0's SHOW GRANTS prints neither, nor REQUIRE.
+        let mut a = Account {
+            user: "uc".into(),
+            host: "%".into(),
+            auth: native_hash(b"pw"),
+            sha2_crypt: "$A$005$salt".into(),
+            plugin: AuthPlugin::CachingSha2Password,
+            require_ssl: true,
+            ..Account::default()
+        };
+        a.databases.insert("a".into(), SELECT);
+        assert_eq!(
+            grant_lines(&a),
+            vec![
+                "GRANT USAGE ON *.* TO `uc`@`%`",
+                "GRANT SELECT ON `a`.* TO `uc`@`%`",
+            ]
+        );
+        assert_eq!(
+            create_user_line(&a),
+            "CREATE USER `uc`@`%` IDENTIFIED WITH 'caching_sha2_password' AS '$A$005$salt' REQUIRE SSL"
         );
     }
 

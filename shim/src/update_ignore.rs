@@ -14,14 +14,18 @@
 //! the walk costs O(rows visited), not O(table).
 //! (A write by another connection between this walk and the statement's
 //! own can still make the statement fail with 1062.)
+//!
+//! A row written through a view WITH CHECK OPTION that the view would no
+//! longer show keeps its old values too, with warning 1369 (MySQL's rule,
+//! and MariaDB's).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_storage::{IndexRef, RowUpdater};
+use ladle_storage::{IndexRef, RowUpdater, StorageError};
 
-use crate::error::Result;
+use crate::error::{Result, ER_VIEW_CHECK_FAILED};
 
 /// The rows of a table an index finds for a key value.
 pub type IndexLookup<'a> = &'a dyn Fn(IndexRef, &[Value]) -> Result<Vec<Row>>;
@@ -115,6 +119,30 @@ pub fn adjust_values(
         }))
     });
     Ok((updater, warnings))
+}
+
+/// `update` leaving as it was (matched, not changed) each row whose new
+/// version a view's CHECK OPTION refuses. Also returns the warnings (code,
+/// message) that raises over `visited` (the rows the write visits, in its
+/// order), once per row.
+pub fn skip_view_check_failures(
+    visited: &[Row],
+    update: RowUpdater,
+) -> (RowUpdater, Vec<(u16, String)>) {
+    let warnings = visited
+        .iter()
+        .filter_map(|row| match update(row) {
+            Err(e @ StorageError::ViewCheckFailed(_)) => {
+                Some((ER_VIEW_CHECK_FAILED.errno, e.to_string()))
+            }
+            _ => None,
+        })
+        .collect();
+    let updater: RowUpdater = Arc::new(move |row: &Row| match update(row) {
+        Err(StorageError::ViewCheckFailed(_)) => Ok(Some(row.clone())),
+        other => other,
+    });
+    (updater, warnings)
 }
 
 /// `update` (already adjusting values, see [`adjust_values`]) with

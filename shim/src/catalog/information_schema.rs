@@ -184,7 +184,7 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
         "STATISTICS" => statistics_table(e, &all_tables, &def)?,
         "KEY_COLUMN_USAGE" => key_column_usage_table(e, &all_tables, &def)?,
         "TABLE_CONSTRAINTS" => table_constraints_table(e, &all_tables, &def)?,
-        "VIEWS" => views_table(e, &dbs, &def),
+        "VIEWS" => views_table(e, s, &dbs, &def),
         "ROUTINES" => VTable {
             columns: vec![
                 "SPECIFIC_NAME",
@@ -688,7 +688,7 @@ fn table_constraints_table(
     })
 }
 
-fn views_table(e: &Engine, dbs: &[String], def: &Value) -> VTable {
+fn views_table(e: &Engine, s: &Session, dbs: &[String], def: &Value) -> VTable {
     let stats = e.dataflow.view_stats();
     let mut rows = Vec::new();
     for d in dbs {
@@ -703,7 +703,12 @@ fn views_table(e: &Engine, dbs: &[String], def: &Value) -> VTable {
                 .unwrap_or_default();
             let check = crate::view_check_option::check_option(&e.storage, d, &v)
                 .map_or("NONE", |c| c.as_str());
-            rows.push(vec![def.clone(), t(d), t(v), t(q), t(check), t("NO")]);
+            let updatable = if crate::dml::is_updatable(e, s, d, &v) {
+                "YES"
+            } else {
+                "NO"
+            };
+            rows.push(vec![def.clone(), t(d), t(&v), t(q), t(check), t(updatable)]);
         }
     }
     VTable {

@@ -20,7 +20,7 @@ use super::write::{
     value_with_subqueries, RowCounts,
 };
 use crate::column_default::default_value;
-use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD};
+use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD, ER_VIEW_CHECK_FAILED};
 use crate::exec::Engine;
 use crate::output::{Info, Output};
 use crate::session::Session;
@@ -182,11 +182,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         }
         rows.push(full);
     }
-    let rules = e.checks.for_table(&e.storage, &schema)?;
-    for row in &mut rows {
-        rules.fill_generated(&schema, row)?;
-        super::view_check::verify(view_check.as_deref(), &schema, row)?;
-    }
+    let rows = view_checked_rows(e, s, &ins, &schema, view_check.as_deref(), rows)?;
     // Rounded DECIMALs and trailing spaces cut: a Note each, as MariaDB.
     for (i, row) in rows.iter().enumerate() {
         for (v, col) in row.iter().zip(&schema.columns) {
@@ -214,6 +210,33 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         }
         other => other,
     }
+}
+
+/// `rows` with their generated columns filled, each checked against the
+/// CHECK OPTION of the view `ins` writes through (if any): under IGNORE a
+/// row the view would not show is dropped with warning 1369, as MySQL and
+/// MariaDB drop it; otherwise it is the statement's error.
+fn view_checked_rows(
+    e: &Engine,
+    s: &mut Session,
+    ins: &ast::Insert,
+    schema: &TableSchema,
+    view_check: Option<&super::view_check::ViewCheck>,
+    rows: Vec<Row>,
+) -> Result<Vec<Row>> {
+    let rules = e.checks.for_table(&e.storage, schema)?;
+    let mut kept = Vec::with_capacity(rows.len());
+    for mut row in rows {
+        rules.fill_generated(schema, &mut row)?;
+        match super::view_check::verify(view_check, schema, &row) {
+            Ok(()) => kept.push(row),
+            Err(err @ StorageError::ViewCheckFailed(_)) if ins.ignore => {
+                s.add_warning("Warning", ER_VIEW_CHECK_FAILED.errno, err.to_string());
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Ok(kept)
 }
 
 /// An error one row of an INSERT can fail with (a value, NOT NULL, CHECK,

@@ -28,6 +28,7 @@ pub use delete::{delete, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
 pub use multi_update::{is_multi_table_update, multi_update, parse_multi_update, MultiUpdate};
 pub(crate) use overlay::candidate_rows;
+pub(crate) use through_view::is_updatable;
 pub use update::{split_update_order_limit, strip_update_modifiers, UpdateClauses};
 
 /// UPDATE of one table, or of one view: a view over a join as the

@@ -144,6 +144,19 @@ pub(super) fn view_in(
     Ok(Some(merged.with_check(check, own)))
 }
 
+/// information_schema.VIEWS.IS_UPDATABLE of view `db.view`: whether an
+/// UPDATE can write through it and at least one of its columns is a base
+/// column (MySQL's rule; a view of computed columns only is NO).
+pub(crate) fn is_updatable(e: &Engine, s: &Session, db: &str, view: &str) -> bool {
+    match view_in(e, s, (db, view), "UPDATE", 0) {
+        Ok(Some(v)) => v
+            .columns
+            .iter()
+            .any(|(_, x)| matches!(x, Expr::Identifier(_) | Expr::CompoundIdentifier(_))),
+        _ => false,
+    }
+}
+
 /// A view `name` selecting from the one base table `schema` (in `db`),
 /// and its own WHERE over it.
 fn over_table(

@@ -389,9 +389,17 @@ fn lenient_updater(
     updater: RowUpdater,
     ignore: bool,
 ) -> Result<RowUpdater> {
-    use crate::update_ignore::{adjust_values, skip_duplicates, KeyHolders};
+    use crate::update_ignore::{
+        adjust_values, skip_duplicates, skip_view_check_failures, KeyHolders,
+    };
     let visited = candidate_rows(e, s, schema, scan)?;
-    let (updater, warnings) = adjust_values(schema, &visited, updater)?;
+    let (updater, mut warnings) = if ignore {
+        skip_view_check_failures(&visited, updater)
+    } else {
+        (updater, Vec::new())
+    };
+    let (updater, adjusted) = adjust_values(schema, &visited, updater)?;
+    warnings.extend(adjusted);
     for (code, message) in warnings {
         s.add_warning("Warning", code, message);
     }
