@@ -854,6 +854,22 @@ fn fixture(test: &str, count: usize) -> Option<Fixture> {
     })
 }
 
+/// A [`fixture`] of two nodes, started: node 1 the primary, node 2 its
+/// replica (where most two-node tests begin).
+fn primary_and_replica(test: &str) -> Option<Fixture> {
+    let mut f = fixture(test, 2)?;
+    let url = f.etcd.url();
+    f.nodes[0].start(&url);
+    wait_role(&f.nodes[0], "primary");
+    f.nodes[1].start(&url);
+    wait_role(&f.nodes[1], "replica");
+    Some(f)
+}
+
+/// The bits of a connection id below the id of the node that gave it out
+/// (a node's connection ids are `node << 24 | n`).
+const NODE_SHIFT: u32 = 24;
+
 /// The replication listener reads nothing before its peer proves it holds
 /// the cluster secret: a node started with another secret can neither
 /// follow the primary nor forward a write to it (1290), a connection that
@@ -1179,18 +1195,13 @@ fn primary_crashed_after(test: &str, setup: &[&str], statement: &str) -> Option<
 #[test]
 fn a_replica_applies_the_primarys_alter_table() {
     let Some(Fixture {
-        mut nodes,
-        etcd,
+        nodes,
+        etcd: _etcd,
         _temp,
-    }) = fixture("ALTER TABLE replication test", 2)
+    }) = primary_and_replica("ALTER TABLE replication test")
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    wait_role(&nodes[1], "replica");
     let mut c = Conn::new(nodes[0].opts()).expect("connect");
     for sql in [
         "CREATE DATABASE mig",

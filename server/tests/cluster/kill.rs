@@ -7,10 +7,7 @@ use std::time::{Duration, Instant};
 use mysql::prelude::*;
 use mysql::Conn;
 
-use super::{errno, fixture, wait_for, wait_role, Fixture};
-
-/// The bits of a connection id below the node id.
-const NODE_SHIFT: u32 = 24;
+use super::{errno, primary_and_replica, wait_for, Fixture, NODE_SHIFT};
 
 /// Connection ids of node 1 and node 2 carry their node ids; KILL QUERY
 /// sent to node 1 stops a SLEEP running on node 2 (1 back at once), KILL
@@ -20,18 +17,13 @@ const NODE_SHIFT: u32 = 24;
 #[test]
 fn kill_reaches_a_connection_on_another_node() {
     let Some(Fixture {
-        mut nodes,
-        etcd,
+        nodes,
+        etcd: _etcd,
         _temp,
-    }) = fixture("cluster KILL test", 2)
+    }) = primary_and_replica("cluster KILL test")
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    wait_role(&nodes[1], "replica");
     let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
     // Node 1 sends a KILL where its last view of the members says.
     wait_for("node 1 to list node 2", || {

@@ -6,10 +6,7 @@
 use mysql::prelude::*;
 use mysql::Conn;
 
-use super::{fixture, wait_for, wait_role, Fixture};
-
-/// The bits of a connection id below the node id.
-const NODE_SHIFT: u32 = 24;
+use super::{primary_and_replica, wait_for, Fixture, NODE_SHIFT};
 
 /// GET_LOCK through node 2 (a replica) makes GET_LOCK of the same name
 /// through node 1 (the primary) time out (0), and through another node 2
@@ -19,18 +16,13 @@ const NODE_SHIFT: u32 = 24;
 #[test]
 fn a_named_lock_taken_on_a_replica_excludes_the_primary() {
     let Some(Fixture {
-        mut nodes,
-        etcd,
+        nodes,
+        etcd: _etcd,
         _temp,
-    }) = fixture("cluster named lock test", 2)
+    }) = primary_and_replica("cluster named lock test")
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    wait_role(&nodes[1], "replica");
     let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
     let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
     let lock = |c: &mut Conn, sql: &str| -> Option<i64> {
@@ -81,18 +73,13 @@ fn a_named_lock_taken_on_a_replica_excludes_the_primary() {
 #[test]
 fn a_forwarded_lock_wait_outlasts_the_forwarding_bound() {
     let Some(Fixture {
-        mut nodes,
-        etcd,
+        nodes,
+        etcd: _etcd,
         _temp,
-    }) = fixture("cluster long named lock wait test", 2)
+    }) = primary_and_replica("cluster long named lock wait test")
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    wait_role(&nodes[1], "replica");
     let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
     // (The client waits longer than the fixture's 20 s read timeout.)
     let patient = mysql::OptsBuilder::from_opts(nodes[1].opts())
