@@ -341,7 +341,18 @@ impl Etcd {
         format!("http://127.0.0.1:{}", self.node_ports[id - 1])
     }
 
+    /// Starts etcd on its ports (the same ones again on a restart).
     fn start(&mut self) {
+        assert!(
+            self.try_start(),
+            "etcd exited before answering (see {})",
+            self.dir.join("etcd.log").display()
+        );
+    }
+
+    /// Spawns etcd and waits until it answers: `false` if it exited first
+    /// (one of its ports was taken meanwhile, see [`start_etcd`]).
+    fn try_start(&mut self) -> bool {
         let url = self.url();
         let listen: Vec<String> = std::iter::once(self.client)
             .chain(self.node_ports.iter().copied())
@@ -371,9 +382,13 @@ impl Etcd {
             .expect("spawn etcd");
         self.proc = Some(Proc(child));
         let client = self.client;
+        let proc = &mut self.proc.as_mut().expect("just spawned").0;
         wait_for("etcd to answer", || {
-            http_get(client, "/health").filter(|r| r.contains("true"))
-        });
+            if http_get(client, "/health").is_some_and(|r| r.contains("true")) {
+                return Some(true);
+            }
+            matches!(proc.try_wait(), Ok(Some(_))).then_some(false)
+        })
     }
 }
 
@@ -1426,16 +1441,28 @@ fn test_dir() -> tempfile::TempDir {
 }
 
 /// etcd on free loopback ports under `root`, started.
+/// etcd on fresh loopback ports. A port [`free_port`] found free can be
+/// taken before etcd binds it (another test's server, or any outgoing
+/// connection's ephemeral port: the tests run side by side); etcd then
+/// exits, and is started again on other ports with a fresh data directory.
 fn start_etcd(root: &std::path::Path) -> Etcd {
-    let mut etcd = Etcd {
-        dir: root.to_path_buf(),
-        client: free_port(),
-        node_ports: (0..NODES).map(|_| free_port()).collect(),
-        peer: free_port(),
-        proc: None,
-    };
-    etcd.start();
-    etcd
+    for _ in 0..5 {
+        let _ = std::fs::remove_dir_all(root.join("etcd"));
+        let mut etcd = Etcd {
+            dir: root.to_path_buf(),
+            client: free_port(),
+            node_ports: (0..NODES).map(|_| free_port()).collect(),
+            peer: free_port(),
+            proc: None,
+        };
+        if etcd.try_start() {
+            return etcd;
+        }
+    }
+    panic!(
+        "etcd did not start on five sets of free ports (see {})",
+        root.join("etcd.log").display()
+    );
 }
 
 /// Everything a statement answered, as one line: the rows, or affected
