@@ -47,6 +47,12 @@ fn meta_key(db: &str, view: &str) -> String {
 /// the option; `None` for any other statement.
 pub fn split(sql: &str) -> Option<Split> {
     let body = sql.trim_end().trim_end_matches(';').trim_end();
+    // Every statement passes here: most end in anything but OPTION, and
+    // leave before any allocation.
+    let tail = body.len().saturating_sub(6);
+    if !body.as_bytes()[tail..].eq_ignore_ascii_case(b"OPTION") {
+        return None;
+    }
     let mut rest = body;
     let mut words = Vec::new();
     while words.len() < 4 {
