@@ -39,6 +39,8 @@ mod kill;
 mod named_locks;
 #[path = "cluster/replica_sessions.rs"]
 mod replica_sessions;
+#[path = "cluster/start_up.rs"]
+mod start_up;
 #[path = "cluster/versions.rs"]
 mod versions;
 
@@ -183,6 +185,16 @@ struct Node {
     /// Extra environment and flags for the next start.
     env: Vec<(String, String)>,
     args: Vec<String>,
+    /// Whether it has been started (a restart keeps its ports).
+    started: bool,
+}
+
+/// How a node's first start went ([`Node::await_bound`]).
+enum Bound {
+    /// It holds its ports (or exited for another reason: the test sees it).
+    Yes,
+    /// It exited because one of its ports was taken.
+    PortTaken,
 }
 
 impl Node {
@@ -197,11 +209,78 @@ impl Node {
             proc: None,
             env: Vec::new(),
             args: Vec::new(),
+            started: false,
         }
     }
 
-    /// Starts the node in the cluster at `etcd`, or as a single node.
+    /// Starts the node in the cluster at `etcd`, or as a single node. A
+    /// port [`free_port`] found free can be taken before the node binds it
+    /// (the tests run side by side, and outgoing connections take
+    /// ephemeral ports too); the node then exits, and on its first start
+    /// it is started again on fresh ports with a fresh data directory (up
+    /// to five times; the failed attempts' logs are kept beside its log).
+    /// A restart keeps its ports.
     fn start_with(&mut self, etcd: Option<&str>) {
+        if self.started {
+            self.spawn(etcd);
+            return;
+        }
+        self.started = true;
+        let mut first_failure = None;
+        for attempt in 1..=5 {
+            let from = std::fs::metadata(&self.log).map_or(0, |m| m.len());
+            self.spawn(etcd);
+            if let Bound::Yes = self.await_bound(from) {
+                return;
+            }
+            self.proc = None;
+            let failed = self
+                .log
+                .with_file_name(format!("node{}.port-taken-{attempt}.log", self.id));
+            let _ = std::fs::rename(&self.log, &failed);
+            first_failure.get_or_insert(failed);
+            let _ = std::fs::remove_dir_all(&self.data);
+            self.port = free_port();
+            self.metrics_port = free_port();
+            self.replication_port = free_port();
+        }
+        panic!(
+            "node {} did not start on five sets of free ports (the first failure's log: {})",
+            self.id,
+            first_failure.expect("failed").display()
+        );
+    }
+
+    /// Waits until the node just spawned has bound its ports (its log,
+    /// from byte `from`, says it started) or has exited; a port taken
+    /// before it bound it shows as "Address already in use" in its log.
+    fn await_bound(&mut self, from: u64) -> Bound {
+        let log = self.log.clone();
+        let since_spawn = || {
+            let text = std::fs::read(&log).unwrap_or_default();
+            let from = usize::try_from(from).unwrap_or(0).min(text.len());
+            String::from_utf8_lossy(&text[from..]).into_owned()
+        };
+        let proc = &mut self.proc.as_mut().expect("just spawned").0;
+        wait_for(&format!("node {} to bind its ports", self.id), || {
+            let exited = matches!(proc.try_wait(), Ok(Some(_)));
+            let text = since_spawn();
+            if text.contains("cluster node started") || text.contains("ready; connect with") {
+                return Some(Bound::Yes);
+            }
+            if !exited {
+                return None;
+            }
+            Some(if text.contains("Address already in use") {
+                Bound::PortTaken
+            } else {
+                Bound::Yes
+            })
+        })
+    }
+
+    /// Spawns the node on its ports.
+    fn spawn(&mut self, etcd: Option<&str>) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
