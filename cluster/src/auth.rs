@@ -227,6 +227,7 @@ fn frame_name(frame: &ToPrimary) -> &'static str {
         ToPrimary::BootstrapHello { .. } => "BootstrapHello",
         ToPrimary::Proof { .. } => "Proof",
         ToPrimary::Kill { .. } => "Kill",
+        ToPrimary::Cancel => "Cancel",
     }
 }
 

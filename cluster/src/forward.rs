@@ -12,10 +12,15 @@
 //! statement's blocking thread) and never waits unboundedly: it gives up
 //! when this node sees another primary elected (the outcome is then
 //! unknown, as for a semi-sync write whose acknowledgement was lost) or
-//! after [`MAX_WAIT`].
+//! after [`MAX_WAIT`]. A client killed while its statement runs there
+//! sends [`ToPrimary::Cancel`] on the same connection: the primary stops
+//! the statement as a local KILL QUERY would, and its answer (1317, or
+//! GET_LOCK's NULL) comes back as usual; a connection that closes stops
+//! its running statement too.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -112,14 +117,18 @@ impl ForwardClient {
     /// here sees the new schema. `patient`: the statement may rightly wait
     /// on the primary longer than [`MAX_WAIT`] (a named lock's timeout), so
     /// only a change of primary ends the wait for its answer.
+    /// `interrupted` says whether the client's statement was killed: the
+    /// primary is then told to stop it ([`ToPrimary::Cancel`]), and its
+    /// answer is waited for at most [`MAX_WAIT`] more.
     pub fn call(
         &mut self,
         request: &[u8],
         continuing: bool,
         schema_wait: Duration,
         patient: bool,
+        interrupted: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, ForwardError> {
-        let out = self.call_inner(request, continuing, schema_wait, patient);
+        let out = self.call_inner(request, continuing, schema_wait, patient, interrupted);
         let outcome = match &out {
             Ok(_) => "answered",
             Err(ForwardError::NotSent(_)) => "not_sent",
@@ -139,6 +148,7 @@ impl ForwardClient {
         continuing: bool,
         schema_wait: Duration,
         patient: bool,
+        interrupted: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, ForwardError> {
         let node = self.node.clone();
         if node.role() == Role::Primary {
@@ -170,6 +180,16 @@ impl ForwardClient {
             self.conn = Some(connect(&node, term, &addr).map_err(ForwardError::NotSent)?);
         }
         let conn = self.conn.as_mut().expect("connected");
+        // (The cancel is written while the answer is read.)
+        let mut canceller = match conn.stream.try_clone() {
+            Ok(stream) => stream,
+            Err(e) => {
+                self.conn = None;
+                return Err(ForwardError::NotSent(format!(
+                    "the link to the primary failed: {e}; retry"
+                )));
+            }
+        };
         let sent = write_frame(
             &mut conn.stream,
             Some(&mut conn.keys.sealer),
@@ -185,17 +205,26 @@ impl ForwardClient {
             )));
         }
         let started = Instant::now();
+        let mut cancelled: Option<Instant> = None;
+        let sealer = &mut conn.keys.sealer;
         let answer = read_frame(&mut conn.stream, Some(&mut conn.keys.opener), || {
             if node.term() != term || node.role() == Role::Primary {
-                Some("the primary changed while the statement ran".to_string())
-            } else if !patient && started.elapsed() > MAX_WAIT {
-                Some(format!(
-                    "the primary did not answer in {} s",
-                    MAX_WAIT.as_secs()
-                ))
-            } else {
-                None
+                return Some("the primary changed while the statement ran".to_string());
             }
+            if cancelled.is_none() && interrupted() {
+                cancelled = Some(Instant::now());
+                if let Err(e) = write_frame(&mut canceller, Some(&mut *sealer), &ToPrimary::Cancel)
+                {
+                    return Some(format!(
+                        "the statement was killed, and telling the primary failed: {e}"
+                    ));
+                }
+            }
+            // Once cancelled, the primary answers as soon as the statement
+            // stops.
+            let waited = cancelled.map_or(started.elapsed(), |at| at.elapsed());
+            ((!patient || cancelled.is_some()) && waited > MAX_WAIT)
+                .then(|| format!("the primary did not answer in {} s", MAX_WAIT.as_secs()))
         });
         match answer {
             Ok(ToReplica::Forwarded {
@@ -397,12 +426,14 @@ fn read_bytes(
 
 /// The primary's side of one forwarding connection: one SQL session,
 /// statements run in order, each on a statement thread of the front end
-/// ([`ForwardTarget::run`]).
+/// ([`ForwardTarget::run`]). Frames are read by a task of their own, so
+/// that a [`ToPrimary::Cancel`], or the connection closing, stops the
+/// statement running meanwhile (its interrupt flag).
 pub(crate) async fn serve(
     node: Arc<Node>,
     replica: u64,
     term: u64,
-    mut rd: crate::protocol::TcpReader,
+    rd: crate::protocol::TcpReader,
     mut wr: crate::protocol::TcpWriter,
 ) -> anyhow::Result<()> {
     let refusal = if node.role() != Role::Primary || node.term() != term {
@@ -421,33 +452,72 @@ pub(crate) async fn serve(
     let target = node.forward_target.get().expect("checked").clone();
     wr.send(&ToReplica::ForwardReady).await?;
     tracing::debug!(replica, term, "forwarding session opened");
+    let interrupt = Arc::new(AtomicBool::new(false));
+    let (requests, mut incoming) = tokio::sync::mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_requests(rd, requests, interrupt.clone()));
     let mut session = Some(target.open());
-    while let Some(frame) = rd.recv::<ToPrimary>().await? {
-        let ToPrimary::Forward { request } = frame else {
-            anyhow::bail!("unexpected frame on a forwarding connection: {frame:?}");
-        };
-        if node.role() != Role::Primary || node.term() != term {
-            let reason = format!(
-                "node {} is no longer the primary of term {term}; retry",
-                node.config.node_id
-            );
-            return wr.reject(reason, false).await;
+    let served = async {
+        while let Some(request) = incoming.recv().await {
+            if node.role() != Role::Primary || node.term() != term {
+                let reason = format!(
+                    "node {} is no longer the primary of term {term}; retry",
+                    node.config.node_id
+                );
+                return wr.reject(reason, false).await;
+            }
+            let schema_before = node.ddl.len();
+            let s = session.take().expect("session");
+            let (s, response) = target
+                .run(s, request, interrupt.clone())
+                .await
+                .map_err(|why| anyhow::anyhow!("a forwarded statement failed: {why}"))?;
+            session = Some(s);
+            let lsn = node.storage.last_lsn();
+            let answer = ToReplica::Forwarded {
+                response,
+                lsn,
+                ddl_seq: node.ddl.count_at(lsn),
+                schema_changed: node.ddl.len() != schema_before,
+            };
+            wr.send(&answer).await?;
         }
-        let schema_before = node.ddl.len();
-        let s = session.take().expect("session");
-        let (s, response) = target
-            .run(s, request)
-            .await
-            .map_err(|why| anyhow::anyhow!("a forwarded statement failed: {why}"))?;
-        session = Some(s);
-        let lsn = node.storage.last_lsn();
-        let answer = ToReplica::Forwarded {
-            response,
-            lsn,
-            ddl_seq: node.ddl.count_at(lsn),
-            schema_changed: node.ddl.len() != schema_before,
-        };
-        wr.send(&answer).await?;
+        Ok::<(), anyhow::Error>(())
     }
-    Ok(())
+    .await;
+    reader.abort();
+    served
+}
+
+/// The forwarding connection's frames: each statement to `requests`, in
+/// order; a [`ToPrimary::Cancel`] sets `interrupt` (cleared as the next
+/// statement is passed on: a cancel is only ever sent while its statement
+/// runs, and the link keeps frames in order). The end of the connection
+/// (or a frame that has no place here) sets it too: the replica's client
+/// is gone, and so is the running statement's reader.
+async fn read_requests(
+    mut rd: crate::protocol::TcpReader,
+    requests: tokio::sync::mpsc::UnboundedSender<Vec<u8>>,
+    interrupt: Arc<AtomicBool>,
+) {
+    loop {
+        match rd.recv::<ToPrimary>().await {
+            Ok(Some(ToPrimary::Forward { request })) => {
+                interrupt.store(false, Ordering::SeqCst);
+                if requests.send(request).is_err() {
+                    return;
+                }
+            }
+            Ok(Some(ToPrimary::Cancel)) => interrupt.store(true, Ordering::SeqCst),
+            Ok(Some(other)) => {
+                tracing::warn!(frame = ?other, "unexpected frame on a forwarding connection");
+                break;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                tracing::debug!(error = %e, "a forwarding connection failed");
+                break;
+            }
+        }
+    }
+    interrupt.store(true, Ordering::SeqCst);
 }

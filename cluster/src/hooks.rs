@@ -5,6 +5,8 @@
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use ladle_common::Lsn;
 
@@ -21,8 +23,15 @@ pub trait ForwardTarget: Send + Sync {
 
     /// Runs `request` in `session` ([`ForwardedSession::run`], which
     /// blocks) on the threads the front end runs its own clients'
-    /// statements on, never on an async worker.
-    fn run(&self, session: Box<dyn ForwardedSession>, request: Vec<u8>) -> ForwardedRun;
+    /// statements on, never on an async worker. The statement stops (as
+    /// a killed one) once `interrupt` is set: the replica's client was
+    /// killed or is gone.
+    fn run(
+        &self,
+        session: Box<dyn ForwardedSession>,
+        request: Vec<u8>,
+        interrupt: Arc<AtomicBool>,
+    ) -> ForwardedRun;
 
     /// KILL [QUERY] (`connection`) of this node's client connection `id`,
     /// sent from another node by `user` (`any`: who holds SUPER). Quick

@@ -105,6 +105,11 @@ pub enum ToPrimary {
         any: bool,
         connection: bool,
     },
+    /// On a forwarding connection, while its statement runs: the replica's
+    /// client was killed (KILL QUERY or KILL CONNECTION) or went away; the
+    /// statement stops as a local one would (1317, GET_LOCK NULL, SLEEP
+    /// 1) and is answered as usual.
+    Cancel,
 }
 
 /// What a KILL sent from another node did ([`ToReplica::Killed`]).

@@ -21,8 +21,9 @@ use crate::seal::SessionKeys;
 /// before the exchange existed speak none (shown as 0).
 ///
 /// 1: the first versioned frames. 2: `ToPrimary::Kill` and
-/// `ToReplica::Killed` (KILL of another node's connection).
-pub const PROTOCOL_VERSION: u32 = 2;
+/// `ToReplica::Killed` (KILL of another node's connection). 3:
+/// `ToPrimary::Cancel` (KILL of a forwarded statement).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Test hook: `LADLE_TEST_PROTOCOL_VERSION` makes this node claim another
 /// version (a node of another build, for the cluster tests).

@@ -182,9 +182,10 @@ impl ForwardChannel for Channel {
         request: &[u8],
         continuing: bool,
         patient: bool,
+        interrupted: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, ForwardFailure> {
         self.client
-            .call(request, continuing, self.schema_wait, patient)
+            .call(request, continuing, self.schema_wait, patient, interrupted)
             .map_err(|e| match e {
                 ForwardError::NotSent(why) => ForwardFailure::NotSent(why),
                 ForwardError::Unknown(why) => ForwardFailure::Unknown(why),
@@ -211,13 +212,16 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
 
     /// On the front end's statement threads, as a client's statement here
     /// (tokio's blocking pool grows past the statements in flight under a
-    /// contended CPU: see `ladle_shim::run_on_statement_thread`).
+    /// contended CPU: see `ladle_shim::run_on_statement_thread`), watching
+    /// `interrupt` as a client's statement watches its KILL flag.
     fn run(
         &self,
         mut session: Box<dyn ladle_cluster::ForwardedSession>,
         request: Vec<u8>,
+        interrupt: Arc<std::sync::atomic::AtomicBool>,
     ) -> ladle_cluster::ForwardedRun {
         Box::pin(ladle_shim::run_on_statement_thread(move || {
+            let _watch = ladle_dataflow::interrupt::watch_flag(interrupt);
             let response = session.run(&request);
             (session, response)
         }))

@@ -91,3 +91,103 @@ fn kill_reaches_a_connection_on_another_node() {
         .unwrap();
     assert!(!ids.contains(&id2), "{ids:?}");
 }
+
+/// KILL QUERY of a replica's client whose statement was forwarded stops
+/// it on the primary too, whichever node the KILL is sent to: an UPDATE
+/// waiting there for a row lock ends with 1317 and never runs once the
+/// lock is freed, and a GET_LOCK waiting there returns NULL and does not
+/// take the lock once it is released (before: the replica's client waited
+/// on, and the primary's forwarding session went on waiting, then wrote
+/// the row or took the lock). The client's connection and its forwarding
+/// session live on.
+#[test]
+fn kill_query_stops_a_forwarded_statement_on_the_primary() {
+    let Some(Fixture {
+        nodes,
+        etcd: _etcd,
+        _temp,
+    }) = primary_and_replica("cluster KILL of a forwarded statement test")
+    else {
+        return;
+    };
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    for sql in [
+        "CREATE DATABASE fk",
+        "CREATE TABLE fk.t (id INT PRIMARY KEY, v INT)",
+        "INSERT INTO fk.t VALUES (1, 0)",
+    ] {
+        c1.query_drop(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let id2: u64 = c2.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
+    let running = |what: &str| {
+        wait_for(&format!("node 2 to run {what}"), || {
+            let rows: Vec<(u64, Option<String>)> = Conn::new(nodes[1].opts())
+                .ok()?
+                .query("SELECT ID, INFO FROM information_schema.PROCESSLIST")
+                .ok()?;
+            rows.iter()
+                .any(|(id, info)| *id == id2 && info.as_deref().is_some_and(|i| i.contains(what)))
+                .then_some(())
+        });
+        // (Forwarded, and waiting on the primary.)
+        std::thread::sleep(Duration::from_millis(500));
+    };
+
+    // A forwarded UPDATE waits for node 1's row lock; KILL QUERY sent to
+    // node 2 ends it on both nodes.
+    c1.query_drop("BEGIN").unwrap();
+    c1.query_drop("SELECT * FROM fk.t WHERE id = 1 FOR UPDATE")
+        .unwrap();
+    let writer = std::thread::spawn(move || {
+        let started = Instant::now();
+        let r = c2.query_drop("UPDATE fk.t SET v = 1 WHERE id = 1");
+        (r, started.elapsed(), c2)
+    });
+    running("UPDATE fk.t");
+    let mut killer = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    killer
+        .query_drop(format!("KILL QUERY {id2}"))
+        .expect("KILL QUERY");
+    let (r, took, mut c2) = writer.join().expect("the writer");
+    assert_eq!(errno(r), 1317, "the forwarded UPDATE is interrupted");
+    assert!(took < Duration::from_secs(15), "it ended after {took:?}");
+    c1.query_drop("COMMIT").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let v: Option<i64> = c1
+        .query_first("SELECT v FROM fk.t WHERE id = 1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(v, Some(0), "the killed UPDATE did not run on the primary");
+
+    // A forwarded GET_LOCK waits for node 1's lock; KILL QUERY sent to
+    // node 1 ends it with NULL, and it takes nothing once released.
+    let one = |c: &mut Conn, sql: &str| -> Option<i64> {
+        c.query_first(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap()
+    };
+    assert_eq!(one(&mut c1, "SELECT GET_LOCK('fk', 0)"), Some(1));
+    assert_eq!(one(&mut c2, "SELECT GET_LOCK('mine', 0)"), Some(1));
+    let waiter = std::thread::spawn(move || {
+        let started = Instant::now();
+        let got: Result<Option<Option<i64>>, _> = c2.query_first("SELECT GET_LOCK('fk', 100)");
+        (got, started.elapsed(), c2)
+    });
+    running("GET_LOCK('fk'");
+    c1.query_drop(format!("KILL QUERY {id2}"))
+        .expect("KILL QUERY through node 1");
+    let (got, took, mut c2) = waiter.join().expect("the waiter");
+    assert_eq!(got.expect("GET_LOCK answers"), Some(None), "NULL, as MySQL");
+    assert!(took < Duration::from_secs(15), "it ended after {took:?}");
+    assert_eq!(one(&mut c1, "SELECT RELEASE_LOCK('fk')"), Some(1));
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        one(&mut c1, "SELECT IS_FREE_LOCK('fk')"),
+        Some(1),
+        "the killed GET_LOCK took nothing on the primary"
+    );
+    // The same connection and forwarding session go on.
+    assert_eq!(one(&mut c2, "SELECT RELEASE_LOCK('mine')"), Some(1));
+    assert_eq!(one(&mut c2, "SELECT GET_LOCK('fk', 0)"), Some(1));
+}

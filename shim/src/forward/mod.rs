@@ -454,8 +454,16 @@ impl Engine {
         let bytes = postcard::to_stdvec(&request)
             .map_err(|e| refused(format!("could not encode a forwarded statement: {e}")))?;
         let channel = s.forward.get_or_insert_with(|| forwarder.open());
+        // A KILL of the client's statement (not max_execution_time, which
+        // the primary applies itself) stops it there.
+        let interrupted = || {
+            matches!(
+                ladle_dataflow::interrupt::check(),
+                Err(ladle_dataflow::DataflowError::Interrupted { timeout: false })
+            )
+        };
         // A named lock's wait there is as long as its timeout.
-        let reply = match channel.call(&bytes, continuing, calls_named_lock(sql)) {
+        let reply = match channel.call(&bytes, continuing, calls_named_lock(sql), &interrupted) {
             Ok(reply) => reply,
             Err(failure) => {
                 if continuing {

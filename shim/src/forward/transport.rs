@@ -44,12 +44,15 @@ pub trait ForwardChannel: Send {
     /// in the same primary session as the previous one (an open
     /// transaction), or not at all. `patient`: it may wait on the primary
     /// for as long as it says (a named lock's timeout), not the cluster's
-    /// bound for a stuck primary.
+    /// bound for a stuck primary. `interrupted`: whether the client's
+    /// statement was killed meanwhile (the primary is then told to stop
+    /// it, and answers as a killed statement does).
     fn call(
         &mut self,
         request: &[u8],
         continuing: bool,
         patient: bool,
+        interrupted: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, ForwardFailure>;
 }
 
