@@ -260,6 +260,45 @@ impl ForwardClient {
     }
 }
 
+impl ForwardClient {
+    /// Why this session's link to the primary, and the primary's session
+    /// behind it (its named locks), is known to be gone: never opened or
+    /// dropped after a failure, its primary no longer leads, or the
+    /// primary closed it (it died). `None` while it is usable. Cheap (one
+    /// non-blocking peek).
+    pub fn lost(&self) -> Option<String> {
+        let Some(conn) = &self.conn else {
+            return Some("the link to the primary was dropped".into());
+        };
+        if self.node.term() != conn.term {
+            return Some(format!(
+                "the primary of term {} no longer leads (term {} now)",
+                conn.term,
+                self.node.term()
+            ));
+        }
+        closed(&conn.stream).map(|why| format!("the primary closed the link ({why})"))
+    }
+}
+
+/// Whether the peer has closed `stream` (end of stream or an error), as a
+/// non-blocking peek sees it.
+fn closed(stream: &TcpStream) -> Option<String> {
+    if let Err(e) = stream.set_nonblocking(true) {
+        return Some(e.to_string());
+    }
+    let seen = stream.peek(&mut [0u8; 1]);
+    let restored = stream.set_nonblocking(false);
+    match seen {
+        Ok(0) => Some("end of stream".into()),
+        Ok(_) => restored.err().map(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+            restored.err().map(|e| e.to_string())
+        }
+        Err(e) => Some(e.to_string()),
+    }
+}
+
 fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     let fail =
         |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");

@@ -191,6 +191,10 @@ impl ForwardChannel for Channel {
                 ForwardError::Unknown(why) => ForwardFailure::Unknown(why),
             })
     }
+
+    fn lost(&self) -> Option<String> {
+        self.client.lost()
+    }
 }
 
 /// The primary runs each forwarding connection's statements in a session

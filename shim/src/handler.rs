@@ -329,10 +329,35 @@ impl Connection {
     /// statement of the text runs and has its outcome, up to the first
     /// error, as in MySQL.
     pub async fn query(&self, sql: String, multi: bool) -> Vec<Outcome> {
+        if let Some(lost) = self.forwarded_locks_lost() {
+            return vec![(Err(lost), 0)];
+        }
         self.process.begin(&sql);
         let outcomes = self.query_inner(sql, multi).await;
         self.process.end(self.session.lock().database.clone());
         outcomes
+    }
+
+    /// On a cluster replica, when the named locks the session held through
+    /// the primary were lost with the link to it (the primary died or lost
+    /// its lead): the statement gets 1927 saying so and the connection
+    /// closes after it, as a MySQL client's connection ends with the
+    /// server that held its locks (see docs/cluster.md).
+    fn forwarded_locks_lost(&self) -> Option<WireError> {
+        let why = self.engine.forwarded_locks_lost(&mut self.session.lock())?;
+        tracing::warn!(
+            connection = self.connection_id,
+            reason = %why,
+            "a session's named locks on the primary were lost; closing its connection"
+        );
+        self.process.close_after_reply();
+        Some(WireError {
+            code: crate::error::ER_CONNECTION_KILLED,
+            message: format!(
+                "Connection was killed: the named locks this session held (on the primary) \
+                 were lost: {why}"
+            ),
+        })
     }
 
     /// The process of this connection (`SHOW PROCESSLIST`, `KILL`).
@@ -450,6 +475,9 @@ impl Connection {
     /// answer from memory is answered here, on the connection's task: a
     /// hand-off to a statement thread and back costs more than the read.
     pub async fn execute(&self, id: u32, values: Vec<Value>) -> Outcome {
+        if let Some(lost) = self.forwarded_locks_lost() {
+            return (Err(lost), 0);
+        }
         let started = Instant::now();
         let inline = self.execute_cached(id, &values).or_else(|| {
             self.inline(|e, s| {

@@ -189,6 +189,11 @@ impl NamedLocks {
         released
     }
 
+    /// Whether connection `owner` holds any lock.
+    pub fn holds_any(&self, owner: u32) -> bool {
+        self.table.lock().held.values().any(|(h, _)| *h == owner)
+    }
+
     /// The connection holding `key` (`IS_USED_LOCK`, `IS_FREE_LOCK`).
     pub fn holder(&self, key: &str) -> Option<u32> {
         self.table.lock().held.get(key).map(|(holder, _)| *holder)

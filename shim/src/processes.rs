@@ -81,6 +81,13 @@ impl Process {
         self.killed.load(Ordering::SeqCst)
     }
 
+    /// The connection closes once the statement's answer is sent (its
+    /// session lost what it held elsewhere, see
+    /// `Connection::forwarded_locks_lost`).
+    pub(crate) fn close_after_reply(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+    }
+
     /// The client went away: its running statement stops.
     pub fn client_gone(&self) {
         self.interrupt.store(true, Ordering::SeqCst);

@@ -363,6 +363,10 @@ pub struct Session {
     /// row locks or a read view there: every statement goes there until
     /// it ends (see `crate::forward`).
     pub forwarded_transaction: bool,
+    /// The session's forwarding session on the primary holds named locks
+    /// (as its last answer said): if the link breaks, they are lost, and
+    /// the client is told (see `Engine::forwarded_locks_lost`).
+    pub forwarded_named_locks: bool,
     /// On a cluster replica: the TEMPORARY tables this session has on the
     /// primary (they were created there, by forwarded statements), as the
     /// primary's session last listed them: statements naming one run
@@ -411,6 +415,7 @@ impl Session {
             next_statement: 1,
             forward: None,
             forwarded_transaction: false,
+            forwarded_named_locks: false,
             primary_temporary_tables: Vec::new(),
             serves_forwarded: false,
             statement_locks: crate::row_locks::HeldLocks::new(connection_id),

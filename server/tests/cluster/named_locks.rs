@@ -6,7 +6,9 @@
 use mysql::prelude::*;
 use mysql::Conn;
 
-use super::{primary_and_replica, wait_for, Fixture, NODE_SHIFT};
+use super::{
+    errno, fixture, primary, primary_and_replica, wait_for, wait_role, Fixture, NODE_SHIFT,
+};
 
 /// GET_LOCK through node 2 (a replica) makes GET_LOCK of the same name
 /// through node 1 (the primary) time out (0), and through another node 2
@@ -103,4 +105,66 @@ fn a_forwarded_lock_wait_outlasts_the_forwarding_bound() {
     assert_eq!(got.expect("GET_LOCK answers"), Some(1));
     // Still the same forwarding session: the earlier lock is still held.
     assert_eq!(one(&mut c2, "SELECT RELEASE_LOCK('mine')"), Some(1));
+}
+
+/// A replica's client holding named locks (in its forwarding session on
+/// the primary) when the primary dies: its next statement gets 1927 and
+/// its connection closes, as a MySQL client's connection ends with the
+/// server holding its locks (before: it went on, silently without its
+/// locks, which the new primary grants to others). A client of the same
+/// node that held none goes on, and the locks are free on the new primary.
+#[test]
+fn a_replicas_client_loses_its_connection_with_its_locks_in_a_failover() {
+    let Some(Fixture {
+        mut nodes,
+        etcd,
+        _temp,
+    }) = fixture("cluster named locks failover test", 3)
+    else {
+        return;
+    };
+    let url = etcd.url();
+    nodes[0].start(&url);
+    wait_role(&nodes[0], "primary");
+    nodes[1].start(&url);
+    nodes[2].start(&url);
+    wait_role(&nodes[1], "replica");
+    wait_role(&nodes[2], "replica");
+    let one = |c: &mut Conn, sql: &str| -> Option<i64> {
+        c.query_first(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap()
+    };
+    // A holder on each replica (either may be elected), and a client
+    // that holds none.
+    let mut holders: Vec<Conn> = (1..3)
+        .map(|i| Conn::new(nodes[i].opts()).expect("connect to a replica"))
+        .collect();
+    for (i, c) in holders.iter_mut().enumerate() {
+        let sql = format!("SELECT GET_LOCK('held{i}', 0)");
+        assert_eq!(one(c, &sql), Some(1));
+    }
+    let mut bystander = Conn::new(nodes[2].opts()).expect("connect to node 3");
+    assert_eq!(one(&mut bystander, "SELECT IS_FREE_LOCK('held0')"), Some(0));
+
+    nodes[0].kill9();
+    let new = wait_for("a new primary", || primary(&nodes[1..]));
+    for (i, c) in holders.iter_mut().enumerate() {
+        assert_eq!(
+            errno(c.query_drop("SELECT 1")),
+            1927,
+            "node {}'s client that held a lock",
+            i + 2
+        );
+        assert!(
+            c.query_drop("SELECT 1").is_err(),
+            "its connection is closed"
+        );
+    }
+    assert_eq!(one(&mut bystander, "SELECT 1"), Some(1));
+    let mut c = Conn::new(nodes[new + 1].opts()).expect("connect to the new primary");
+    for i in 0..2 {
+        let sql = format!("SELECT GET_LOCK('held{i}', 0)");
+        assert_eq!(one(&mut c, &sql), Some(1), "the lock is free");
+    }
 }

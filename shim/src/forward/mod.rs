@@ -92,6 +92,8 @@ struct Response {
     /// The primary session's TEMPORARY tables (database, name as the
     /// client names it): the session's statements naming one go there.
     temporary_tables: Vec<crate::temporary_names::Owned>,
+    /// Whether the primary's session holds named locks.
+    named_locks: bool,
 }
 
 /// The session state a forwarded statement carries both ways.
@@ -497,6 +499,7 @@ impl Engine {
         s.wrote(response.last_write_lsn);
         s.forwarded_transaction = response.transaction_holds;
         s.primary_temporary_tables = response.temporary_tables;
+        s.forwarded_named_locks = response.named_locks;
         // The client's transaction state follows the primary's (status
         // flags; the ops are the primary's).
         match (response.in_transaction, s.transaction.is_some()) {
@@ -529,6 +532,7 @@ impl Engine {
                     in_transaction: s.in_transaction(),
                     transaction_holds: s.transaction.as_ref().is_some_and(|t| t.holds_anything()),
                     temporary_tables: self.temporary_tables.owned_by(s.connection_id),
+                    named_locks: self.facts.named_locks.holds_any(s.connection_id),
                 }
             }
             Err(e) => Response {
@@ -543,9 +547,29 @@ impl Engine {
                 in_transaction: s.in_transaction(),
                 transaction_holds: false,
                 temporary_tables: self.temporary_tables.owned_by(s.connection_id),
+                named_locks: self.facts.named_locks.holds_any(s.connection_id),
             },
         };
         postcard::to_stdvec(&response).unwrap_or_default()
+    }
+
+    /// Why the named locks `s` held through the primary are gone, if they
+    /// are: the link to the primary broke (the primary died, lost its
+    /// lead, or the link failed), and the primary's session that held them
+    /// with it. MySQL loses a connection's locks only with the connection,
+    /// so the caller ends the client's connection (see docs/cluster.md).
+    /// Cheap when the session holds none.
+    pub(crate) fn forwarded_locks_lost(&self, s: &mut Session) -> Option<String> {
+        if !s.forwarded_named_locks {
+            return None;
+        }
+        let why = match &s.forward {
+            None => "the link to the primary was dropped".to_string(),
+            Some(channel) => channel.lost()?,
+        };
+        s.forwarded_named_locks = false;
+        s.forward = None;
+        Some(why)
     }
 
     /// Read-your-writes across nodes: before `s` reads here, this node

@@ -54,6 +54,11 @@ pub trait ForwardChannel: Send {
         patient: bool,
         interrupted: &dyn Fn() -> bool,
     ) -> Result<Vec<u8>, ForwardFailure>;
+
+    /// Why the link, and the primary's session behind it, is known to be
+    /// gone (the primary died or no longer leads, or the link failed);
+    /// `None` while usable.
+    fn lost(&self) -> Option<String>;
 }
 
 /// Why a forwarded statement has no answer.
