@@ -191,3 +191,67 @@ fn kill_query_stops_a_forwarded_statement_on_the_primary() {
     assert_eq!(one(&mut c2, "SELECT RELEASE_LOCK('mine')"), Some(1));
     assert_eq!(one(&mut c2, "SELECT GET_LOCK('fk', 0)"), Some(1));
 }
+
+/// KILL CONNECTION (sent to node 1) of a node 2 client waiting in a
+/// forwarded GET_LOCK closes the connection, and its forwarding session on
+/// the primary takes nothing once the lock is released, and goes with the
+/// lock the client held (before: it went on waiting there and took it).
+#[test]
+fn kill_connection_ends_a_forwarded_lock_wait_on_the_primary() {
+    let Some(Fixture {
+        nodes,
+        etcd: _etcd,
+        _temp,
+    }) = primary_and_replica("cluster KILL CONNECTION of a forwarded lock wait test")
+    else {
+        return;
+    };
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let id2: u64 = c2.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
+    let one = |c: &mut Conn, sql: &str| -> Option<i64> {
+        c.query_first(sql)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .unwrap()
+    };
+    assert_eq!(one(&mut c2, "SELECT GET_LOCK('held', 0)"), Some(1));
+    assert_eq!(one(&mut c1, "SELECT GET_LOCK('wanted', 0)"), Some(1));
+    let waiter = std::thread::spawn(move || {
+        // (NULL, as a local KILL of a waiting GET_LOCK answers, or a
+        // closed connection.)
+        let _ = c2.query_drop("SELECT GET_LOCK('wanted', 100)");
+        c2
+    });
+    wait_for("node 2 to run the GET_LOCK", || {
+        let rows: Vec<(u64, Option<String>)> = Conn::new(nodes[1].opts())
+            .ok()?
+            .query("SELECT ID, INFO FROM information_schema.PROCESSLIST")
+            .ok()?;
+        rows.iter()
+            .any(|(id, info)| *id == id2 && info.as_deref().is_some_and(|i| i.contains("wanted")))
+            .then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    c1.query_drop(format!("KILL {id2}"))
+        .expect("KILL CONNECTION through node 1");
+    let started = Instant::now();
+    let mut c2 = waiter.join().expect("the waiter");
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "it ended after {:?}",
+        started.elapsed()
+    );
+    wait_for("node 2's connection to be closed", || {
+        c2.query_drop("SELECT 1").is_err().then_some(())
+    });
+    assert_eq!(one(&mut c1, "SELECT RELEASE_LOCK('wanted')"), Some(1));
+    wait_for("the killed connection's lock to go", || {
+        (one(&mut c1, "SELECT IS_FREE_LOCK('held')") == Some(1)).then_some(())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        one(&mut c1, "SELECT IS_FREE_LOCK('wanted')"),
+        Some(1),
+        "the killed connection's GET_LOCK took nothing on the primary"
+    );
+}
