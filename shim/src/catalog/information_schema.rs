@@ -51,7 +51,9 @@ pub(super) fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
     }
 }
 
-/// Whether a SELECT reads information_schema tables.
+/// Whether a SELECT reads information_schema tables, directly or through
+/// a derived table (`SELECT ... FROM (SELECT ... FROM
+/// information_schema.tables ...) t`, as ActiveRecord lists tables).
 pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return false;
@@ -59,7 +61,11 @@ pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
     sel.from.iter().any(|tw| {
         std::iter::once(&tw.relation)
             .chain(tw.joins.iter().map(|j| &j.relation))
-            .any(|f| matches!(f, TableFactor::Table { name, .. } if is_info_schema_name(s, name)))
+            .any(|f| match f {
+                TableFactor::Table { name, .. } => is_info_schema_name(s, name),
+                TableFactor::Derived { subquery, .. } => is_information_schema_query(s, subquery),
+                _ => false,
+            })
     })
 }
 
