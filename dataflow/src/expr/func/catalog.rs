@@ -131,6 +131,10 @@ pub enum Func {
     JsonContainsPath,
     JsonType,
     JsonValid,
+    /// JSON_LENGTH(doc[, path]), JSON_KEYS(doc[, path]), JSON_DEPTH(doc).
+    JsonLength,
+    JsonKeys,
+    JsonDepth,
     /// TO_DAYS(d), FROM_DAYS(n), TO_SECONDS(d), LAST_DAY(d) (see `dates`).
     ToDays,
     FromDays,
@@ -288,6 +292,9 @@ impl Func {
             "json_contains_path" => (JsonContainsPath, 3, usize::MAX),
             "json_type" => (JsonType, 1, 1),
             "json_valid" => (JsonValid, 1, 1),
+            "json_length" => (JsonLength, 1, 2),
+            "json_keys" => (JsonKeys, 1, 2),
+            "json_depth" => (JsonDepth, 1, 1),
             "to_days" => (ToDays, 1, 1),
             "from_days" => (FromDays, 1, 1),
             "to_seconds" => (ToSeconds, 1, 1),

@@ -55,9 +55,8 @@ impl Family {
             | Microsecond | Week | YearWeek | MakeDate | TimeOf | TimeToSec | DateFormat
             | DayOfWeek | MonthName | DayName | DateDiff | ConvertTz | TimestampDiff | ToDays
             | FromDays | ToSeconds | LastDay | Timestamp | StrToDate => Family::DateTime,
-            JsonExtract | JsonUnquote | JsonContains | JsonContainsPath | JsonType | JsonValid => {
-                Family::Json
-            }
+            JsonExtract | JsonUnquote | JsonContains | JsonContainsPath | JsonType | JsonValid
+            | JsonLength | JsonKeys | JsonDepth => Family::Json,
         }
     }
 }
