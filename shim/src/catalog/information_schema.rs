@@ -260,16 +260,7 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
             ],
             rows: Vec::new(),
         },
-        "CHECK_CONSTRAINTS" => VTable {
-            columns: vec![
-                "CONSTRAINT_CATALOG",
-                "CONSTRAINT_SCHEMA",
-                "TABLE_NAME",
-                "CONSTRAINT_NAME",
-                "CHECK_CLAUSE",
-            ],
-            rows: Vec::new(),
-        },
+        "CHECK_CONSTRAINTS" => check_constraints_table(e, &all_tables, &def)?,
         "REFERENTIAL_CONSTRAINTS" => referential_constraints_table(e, &all_tables, &def)?,
         _ => {
             return Err(ShimError::UnknownTable {
@@ -277,6 +268,43 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
                 table: name.to_string(),
             })
         }
+    })
+}
+
+/// MariaDB's CHECK_CONSTRAINTS: each declared check, its LEVEL (Column for
+/// one declared on a column) and its clause as MariaDB shows it.
+fn check_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                t(&c.name),
+                t(if c.column.is_some() {
+                    "Column"
+                } else {
+                    "Table"
+                }),
+                t(crate::checks::shown_clause(&c.sql)),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "TABLE_NAME",
+            "CONSTRAINT_NAME",
+            "LEVEL",
+            "CHECK_CLAUSE",
+        ],
+        rows,
     })
 }
 
@@ -476,7 +504,10 @@ fn type_columns(ty: &SqlType, collation: &str) -> [Value; 9] {
     } else {
         Value::Null
     };
-    let (cs, coll) = if ty.is_text() {
+    let (cs, coll) = if *ty == SqlType::Json {
+        // MariaDB's JSON is LONGTEXT COLLATE utf8mb4_bin (SHOW CREATE TABLE).
+        (t("utf8mb4"), t("utf8mb4_bin"))
+    } else if ty.is_text() {
         (t("utf8mb4"), t(collation))
     } else {
         (Value::Null, Value::Null)
