@@ -7,6 +7,8 @@
 pub enum Func {
     Coalesce,
     IfNull,
+    /// FIELD(x, a, b, ...): the 1-based position of x in the list, else 0.
+    Field,
     NullIf,
     If,
     Concat,
@@ -202,6 +204,7 @@ impl Func {
             "coalesce" => (Coalesce, 1, usize::MAX),
             "ifnull" => (IfNull, 2, 2),
             "nullif" => (NullIf, 2, 2),
+            "field" => (Field, 2, usize::MAX),
             "if" => (If, 3, 3),
             "concat" => (Concat, 1, usize::MAX),
             "concat_ws" => (ConcatWs, 2, usize::MAX),
