@@ -232,16 +232,19 @@ pub fn load(storage: &Storage, table: TableId) -> Result<Vec<CheckConstraint>> {
     }
 }
 
-/// A check's condition as MariaDB shows it in information_schema: columns
-/// quoted, function names and keywords in lower case (`abs(`a`) > 0 and
-/// `b` <> 'x'`); the text as kept when it does not parse.
+/// A check's condition as information_schema.CHECK_CONSTRAINTS shows it:
+/// in parentheses, as MySQL 8.0 (which Ladle announces itself as) does and
+/// ActiveRecord strips; inside them as MariaDB writes it, columns quoted,
+/// function names and keywords in lower case (`(abs(`a`) > 0 and `b` <>
+/// 'x')`); the text as kept when it does not parse.
 pub fn shown_clause(sql: &str) -> String {
     let Ok(expr) = crate::sqltext::parse_expr(sql) else {
-        return sql.to_string();
+        return format!("({sql})");
     };
     let text = crate::functional_index::as_mysql_shows(&expr).to_string();
     // Lower-case the bare words: what is quoted (columns, strings) stays.
-    let mut out = String::with_capacity(text.len());
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('(');
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for c in text.chars() {
@@ -264,6 +267,7 @@ pub fn shown_clause(sql: &str) -> String {
             }
         }
     }
+    out.push(')');
     out
 }
 
