@@ -43,6 +43,7 @@ require_relative "checks_schema"
 require_relative "checks_data"
 require_relative "checks_queries"
 require_relative "checks_more"
+require_relative "checks_extra"
 require_relative "checks_migrate_down"
 
 _, failed = Checks.run(FILTER)
