@@ -90,3 +90,45 @@ check "migrate: FULLTEXT index and MATCH ... AGAINST" do
     conn.remove_index :stories, name: "stories_fulltext" if conn.index_name_exists?(:stories, "stories_fulltext")
   end
 end
+
+check "prepared statements: writes and reads with typed binds" do
+  klass = Class.new(ActiveRecord::Base) do
+    self.table_name = "users"
+    attribute :settings, :json
+    def self.name = "PreparedUser"
+  end
+  klass.establish_connection(CONFIG.merge(prepared_statements: true))
+  begin
+    at = T0 + 7777.654321
+    u = klass.create!(username: "prep", email: nil, karma: -3, is_admin: true, settings: { "k" => [1, "two"] },
+                      created_at: at, updated_at: at)
+    u.update!(karma: 4, email: "p@example.com")
+    {
+      "row" => klass.where(id: u.id).pluck(:username, :email, :karma, :is_admin, :settings, :created_at),
+      "by_time" => klass.where(created_at: at).pluck(:username),
+      "by_bool" => klass.where(is_admin: true, username: "prep").count,
+      "by_range" => klass.where(karma: 0..5, username: "prep").count,
+      "hotness" => Story.connection_pool == klass.connection_pool ? nil : klass.connection.select_all(
+        klass.sanitize_sql(["SELECT short_id FROM stories WHERE hotness > ? ORDER BY id", BigDecimal("12.3")])
+      ).rows
+    }
+  ensure
+    klass.remove_connection
+  end
+end
+
+check "affected rows: ActiveRecord counts matched rows (FOUND_ROWS)" do
+  title = Story.find_by!(short_id: "a1").title
+  {
+    "same_value" => Story.where(short_id: "a1").update_all(title: title),
+    "changed" => Story.where(short_id: %w[a1 b1]).update_all(["upvotes = upvotes + ?", 1]),
+    "none" => Story.where(short_id: "nope").update_all(upvotes: 0)
+  }
+end
+
+check "connection: verify!, reconnect!, disconnect! and a new connection" do
+  conn.verify!
+  conn.reconnect!
+  ActiveRecord::Base.connection_pool.disconnect!
+  { "active" => conn.active?, "count" => Story.count, "mode" => conn.select_value("SELECT @@SESSION.sql_mode").include?("STRICT_ALL_TABLES") }
+end
