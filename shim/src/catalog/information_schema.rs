@@ -271,8 +271,12 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     })
 }
 
-/// MariaDB's CHECK_CONSTRAINTS: each declared check, its LEVEL (Column for
-/// one declared on a column) and its clause as MariaDB shows it.
+/// MariaDB's CHECK_CONSTRAINTS: each table-level check (LEVEL Table) and
+/// its clause. Checks declared on a column are left out: Ladle names them
+/// after their column, as MariaDB does, and a MySQL client (Ladle says it
+/// is MySQL 8.0, which names them `<table>_chk_<n>`) takes a check named
+/// after its one column for an unnamed one and drops it under a name of
+/// its own (Django: `DROP CHECK __unnamed_constraint_1__`, 1091).
 fn check_constraints_table(
     e: &Engine,
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
@@ -280,17 +284,14 @@ fn check_constraints_table(
 ) -> Result<VTable> {
     let mut rows = Vec::new();
     for tb in all_tables() {
-        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
+        let checks = e.checks.for_table(&e.storage, &tb)?;
+        for c in checks.declared().filter(|c| c.column.is_none()) {
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),
                 t(&tb.name),
                 t(&c.name),
-                t(if c.column.is_some() {
-                    "Column"
-                } else {
-                    "Table"
-                }),
+                t("Table"),
                 t(crate::checks::shown_clause(&c.sql)),
             ]);
         }
