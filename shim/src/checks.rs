@@ -232,6 +232,45 @@ pub fn load(storage: &Storage, table: TableId) -> Result<Vec<CheckConstraint>> {
     }
 }
 
+/// A check's condition as information_schema.CHECK_CONSTRAINTS shows it:
+/// in parentheses, as MySQL 8.0 (which Ladle announces itself as) does and
+/// ActiveRecord strips; inside them as MariaDB writes it, columns quoted,
+/// function names and keywords in lower case (`(abs(`a`) > 0 and `b` <>
+/// 'x')`); the text as kept when it does not parse.
+pub fn shown_clause(sql: &str) -> String {
+    let Ok(expr) = crate::sqltext::parse_expr(sql) else {
+        return format!("({sql})");
+    };
+    let text = crate::functional_index::as_mysql_shows(&expr).to_string();
+    // Lower-case the bare words: what is quoted (columns, strings) stays.
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('(');
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in text.chars() {
+        match quote {
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q != '`' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                }
+                out.push(c);
+            }
+            None => {
+                if matches!(c, '\'' | '"' | '`') {
+                    quote = Some(c);
+                }
+                out.push(c.to_ascii_lowercase());
+            }
+        }
+    }
+    out.push(')');
+    out
+}
+
 /// Compiles each check against `schema` (an unknown column fails here, as
 /// in MariaDB), before the table or constraint is created.
 pub fn validate(schema: &TableSchema, checks: &[CheckConstraint]) -> Result<()> {

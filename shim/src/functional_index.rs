@@ -608,7 +608,7 @@ pub fn retype_hidden(schema: &mut TableSchema) -> Result<Vec<usize>> {
 
 /// `e` as MySQL keeps and shows a functional key part: function names in
 /// lower case, columns quoted (`lower(`name`)`).
-fn as_mysql_shows(e: &ast::Expr) -> ast::Expr {
+pub(crate) fn as_mysql_shows(e: &ast::Expr) -> ast::Expr {
     let mut shown = e.clone();
     let _ = ast::visit_expressions_mut(&mut shown, |x| {
         match x {

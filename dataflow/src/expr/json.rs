@@ -1,6 +1,7 @@
 //! JSON functions over JSON text (the JSON type stores text, as MariaDB's
 //! does): JSON_EXTRACT and `->`, JSON_UNQUOTE and `->>`, JSON_CONTAINS,
-//! JSON_CONTAINS_PATH, JSON_TYPE and JSON_VALID, with MySQL's path
+//! JSON_CONTAINS_PATH, JSON_TYPE, JSON_VALID, JSON_LENGTH, JSON_KEYS and
+//! JSON_DEPTH, with MySQL's path
 //! language (`$`, `.key`, `."quoted key"`, `.*`, `[n]`, `[*]`).
 //!
 //! Documents are parsed with serde_json (keys kept in document order) and
@@ -330,6 +331,75 @@ pub(super) fn valid(v: &Value) -> Value {
         return Value::Null;
     }
     Value::Int(i64::from(document(v).is_some()))
+}
+
+/// The one value a path without wildcards reaches in `doc` (MySQL's error
+/// 3149 for a wildcard where one value is needed), or None.
+fn at_path<'a>(doc: &'a Json, path: Option<&Value>) -> Result<Option<&'a Json>, EvalError> {
+    let Some(path) = path else {
+        return Ok(Some(doc));
+    };
+    let p = parse_path(&to_text(path))?;
+    if p.wildcard {
+        return Err(EvalError::Invalid(
+            "In this situation, path expressions may not contain the * and ** tokens or an array range."
+                .into(),
+        ));
+    }
+    let mut found = Vec::new();
+    select(doc, &p.steps, &mut found);
+    Ok(found.first().copied())
+}
+
+/// JSON_LENGTH(doc[, path]): an array's elements, an object's keys, 1 for
+/// a scalar; NULL when the path reaches nothing.
+pub(super) fn length(vals: &[Value]) -> EvalResult {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let Some(doc) = vals.first().and_then(document) else {
+        return Ok(Value::Null);
+    };
+    Ok(match at_path(&doc, vals.get(1))? {
+        None => Value::Null,
+        Some(Json::Array(a)) => Value::Int(a.len() as i64),
+        Some(Json::Object(m)) => Value::Int(m.len() as i64),
+        Some(_) => Value::Int(1),
+    })
+}
+
+/// JSON_KEYS(doc[, path]): an object's keys as a JSON array, in document
+/// order (MariaDB's); NULL for anything else.
+pub(super) fn keys(vals: &[Value]) -> EvalResult {
+    if vals.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let Some(doc) = vals.first().and_then(document) else {
+        return Ok(Value::Null);
+    };
+    Ok(match at_path(&doc, vals.get(1))? {
+        Some(Json::Object(m)) => text_of(&Json::Array(
+            m.keys().map(|k| Json::String(k.clone())).collect(),
+        )),
+        _ => Value::Null,
+    })
+}
+
+/// JSON_DEPTH(doc): 1 for a scalar or an empty array or object, else one
+/// more than its deepest element.
+pub(super) fn depth(v: &Value) -> Value {
+    fn of(v: &Json) -> i64 {
+        let inner = match v {
+            Json::Array(a) => a.iter().map(of).max(),
+            Json::Object(m) => m.values().map(of).max(),
+            _ => None,
+        };
+        inner.map_or(1, |d| d + 1)
+    }
+    if v.is_null() {
+        return Value::Null;
+    }
+    document(v).map_or(Value::Null, |d| Value::Int(of(&d)))
 }
 
 #[cfg(test)]

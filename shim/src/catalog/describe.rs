@@ -128,7 +128,10 @@ pub fn describe(
                 }
                 let mut r = vec![t(&c.name), t(c.ty.sql_name())];
                 if full {
-                    r.push(if c.ty.is_text() {
+                    r.push(if c.ty == SqlType::Json {
+                        // As SHOW CREATE TABLE writes it (MariaDB's JSON).
+                        t("utf8mb4_bin")
+                    } else if c.ty.is_text() {
                         t(c.collation.name())
                     } else {
                         Value::Null

@@ -51,7 +51,9 @@ pub(super) fn is_info_schema_name(s: &Session, name: &ast::ObjectName) -> bool {
     }
 }
 
-/// Whether a SELECT reads information_schema tables.
+/// Whether a SELECT reads information_schema tables, directly or through
+/// a derived table (`SELECT ... FROM (SELECT ... FROM
+/// information_schema.tables ...) t`, as ActiveRecord lists tables).
 pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return false;
@@ -59,7 +61,11 @@ pub fn is_information_schema_query(s: &Session, q: &ast::Query) -> bool {
     sel.from.iter().any(|tw| {
         std::iter::once(&tw.relation)
             .chain(tw.joins.iter().map(|j| &j.relation))
-            .any(|f| matches!(f, TableFactor::Table { name, .. } if is_info_schema_name(s, name)))
+            .any(|f| match f {
+                TableFactor::Table { name, .. } => is_info_schema_name(s, name),
+                TableFactor::Derived { subquery, .. } => is_information_schema_query(s, subquery),
+                _ => false,
+            })
     })
 }
 
@@ -254,16 +260,7 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
             ],
             rows: Vec::new(),
         },
-        "CHECK_CONSTRAINTS" => VTable {
-            columns: vec![
-                "CONSTRAINT_CATALOG",
-                "CONSTRAINT_SCHEMA",
-                "TABLE_NAME",
-                "CONSTRAINT_NAME",
-                "CHECK_CLAUSE",
-            ],
-            rows: Vec::new(),
-        },
+        "CHECK_CONSTRAINTS" => check_constraints_table(e, &all_tables, &def)?,
         "REFERENTIAL_CONSTRAINTS" => referential_constraints_table(e, &all_tables, &def)?,
         _ => {
             return Err(ShimError::UnknownTable {
@@ -271,6 +268,44 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
                 table: name.to_string(),
             })
         }
+    })
+}
+
+/// MariaDB's CHECK_CONSTRAINTS: each table-level check (LEVEL Table) and
+/// its clause. Checks declared on a column are left out: Ladle names them
+/// after their column, as MariaDB does, and a MySQL client (Ladle says it
+/// is MySQL 8.0, which names them `<table>_chk_<n>`) takes a check named
+/// after its one column for an unnamed one and drops it under a name of
+/// its own (Django: `DROP CHECK __unnamed_constraint_1__`, 1091).
+fn check_constraints_table(
+    e: &Engine,
+    all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
+    def: &Value,
+) -> Result<VTable> {
+    let mut rows = Vec::new();
+    for tb in all_tables() {
+        let checks = e.checks.for_table(&e.storage, &tb)?;
+        for c in checks.declared().filter(|c| c.column.is_none()) {
+            rows.push(vec![
+                def.clone(),
+                t(&tb.database),
+                t(&tb.name),
+                t(&c.name),
+                t("Table"),
+                t(crate::checks::shown_clause(&c.sql)),
+            ]);
+        }
+    }
+    Ok(VTable {
+        columns: vec![
+            "CONSTRAINT_CATALOG",
+            "CONSTRAINT_SCHEMA",
+            "TABLE_NAME",
+            "CONSTRAINT_NAME",
+            "LEVEL",
+            "CHECK_CLAUSE",
+        ],
+        rows,
     })
 }
 
@@ -470,7 +505,10 @@ fn type_columns(ty: &SqlType, collation: &str) -> [Value; 9] {
     } else {
         Value::Null
     };
-    let (cs, coll) = if ty.is_text() {
+    let (cs, coll) = if *ty == SqlType::Json {
+        // MariaDB's JSON is LONGTEXT COLLATE utf8mb4_bin (SHOW CREATE TABLE).
+        (t("utf8mb4"), t("utf8mb4_bin"))
+    } else if ty.is_text() {
         (t("utf8mb4"), t(collation))
     } else {
         (Value::Null, Value::Null)

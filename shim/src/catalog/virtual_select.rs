@@ -16,7 +16,7 @@ use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::{int_column, text_column, Output};
 use crate::session::Session;
-use crate::vars::{self, compare, truth, EvalContext};
+use crate::vars::{compare, truth, EvalContext};
 
 fn is_count(e: &Expr) -> bool {
     matches!(e, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("count"))
@@ -27,15 +27,26 @@ type OutAndSource = (Vec<Value>, Vec<Value>);
 
 /// Evaluates a SELECT over information_schema tables.
 pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) -> Result<Output> {
+    let s: &Session = s;
+    // As a read of a table: after the session's writes made on a
+    // cluster's primary (TABLE_ROWS, AUTO_INCREMENT, schema).
+    e.await_session_writes(s).map_err(ShimError::Wire)?;
+    let (names, rows) = select_rows(e, s, q)?;
+    let columns = result_columns(&names, &rows);
+    Ok(Output::Rows {
+        columns,
+        rows: rows.into(),
+    })
+}
+
+/// The result of a SELECT over information_schema tables (or derived
+/// tables over them): the output columns' names and the rows.
+fn select_rows(e: &Engine, s: &Session, q: &ast::Query) -> Result<(Vec<String>, Vec<Vec<Value>>)> {
     let SetExpr::Select(sel) = q.body.as_ref() else {
         return Err(ShimError::Unsupported(
             "set operations over information_schema".into(),
         ));
     };
-    let s: &Session = s;
-    // As a read of a table: after the session's writes made on a
-    // cluster's primary (TABLE_ROWS, AUTO_INCREMENT, schema).
-    e.await_session_writes(s).map_err(ShimError::Wire)?;
     let mut source = Source::join(e, s, sel)?;
     let kept = source.take_matching(e, s)?;
     if let Some(count) = count_only(sel, kept.len()) {
@@ -66,12 +77,7 @@ pub fn information_schema_select(e: &Engine, s: &mut Session, q: &ast::Query) ->
         let n = e.eval_constant(s, l)?.as_i64().unwrap_or(i64::MAX).max(0) as usize;
         out_rows.truncate(n);
     }
-    let columns = result_columns(&projection.out_names, &out_rows);
-    let _ = vars::SERVER_VERSION;
-    Ok(Output::Rows {
-        columns,
-        rows: out_rows.into(),
-    })
+    Ok((projection.out_names, out_rows))
 }
 
 /// The rows of a SELECT's FROM clause over information_schema tables (their
@@ -82,6 +88,8 @@ struct Source<'q> {
     cols: Vec<(String, String)>,
     rows: Vec<Vec<Value>>,
     conds: Vec<&'q Expr>,
+    /// Pairs of columns that must be equal: a `JOIN ... USING (c)`'s.
+    same: Vec<(usize, usize)>,
 }
 
 impl<'q> Source<'q> {
@@ -90,12 +98,20 @@ impl<'q> Source<'q> {
             cols: Vec::new(),
             rows: vec![Vec::new()],
             conds: Vec::new(),
+            same: Vec::new(),
         };
         for tw in &sel.from {
             source.add(e, s, &tw.relation)?;
             for j in &tw.joins {
+                let left_width = source.cols.len();
+                source.add(e, s, &j.relation)?;
                 match &j.join_operator {
                     ast::JoinOperator::Inner(ast::JoinConstraint::On(c)) => source.conds.push(c),
+                    ast::JoinOperator::Inner(ast::JoinConstraint::Using(names)) => {
+                        for name in names {
+                            source.using(left_width, &name.value)?;
+                        }
+                    }
                     ast::JoinOperator::Inner(ast::JoinConstraint::None)
                     | ast::JoinOperator::CrossJoin => {}
                     _ => {
@@ -104,7 +120,6 @@ impl<'q> Source<'q> {
                         ))
                     }
                 }
-                source.add(e, s, &j.relation)?;
             }
         }
         if let Some(w) = &sel.selection {
@@ -113,29 +128,70 @@ impl<'q> Source<'q> {
         Ok(source)
     }
 
-    /// Crosses the rows so far with the information_schema table `f` names.
-    fn add(&mut self, e: &Engine, s: &Session, f: &TableFactor) -> Result<()> {
-        let TableFactor::Table { name, alias, .. } = f else {
-            return Err(ShimError::Unsupported(
-                "derived tables over information_schema".into(),
+    /// `USING (name)` of a join whose right side starts at column
+    /// `left_width`: the column of that name on each side must be equal.
+    fn using(&mut self, left_width: usize, name: &str) -> Result<()> {
+        let find =
+            |cols: &[(String, String)]| cols.iter().position(|(_, c)| c.eq_ignore_ascii_case(name));
+        let (Some(l), Some(r)) = (
+            find(&self.cols[..left_width]),
+            find(&self.cols[left_width..]),
+        ) else {
+            return Err(ShimError::UnknownColumn(
+                name.to_string(),
+                "from clause".into(),
             ));
         };
-        if !is_info_schema_name(s, name) {
-            return Err(ShimError::Unsupported(
-                "joining information_schema with user tables".into(),
-            ));
-        }
-        let tname = crate::sqltext::last_part(name);
-        let vt = build_vtable(e, s, &tname)?;
-        let q = alias
-            .as_ref()
-            .map(|a| a.name.value.clone())
-            .unwrap_or(tname);
+        self.same.push((l, left_width + r));
+        Ok(())
+    }
+
+    /// Crosses the rows so far with the information_schema table `f` names,
+    /// or with a derived table over information_schema tables.
+    fn add(&mut self, e: &Engine, s: &Session, f: &TableFactor) -> Result<()> {
+        let (q, columns, rows) = match f {
+            TableFactor::Table { name, alias, .. } => {
+                if !is_info_schema_name(s, name) {
+                    return Err(ShimError::Unsupported(
+                        "joining information_schema with user tables".into(),
+                    ));
+                }
+                let tname = crate::sqltext::last_part(name);
+                let vt = build_vtable(e, s, &tname)?;
+                let q = alias
+                    .as_ref()
+                    .map(|a| a.name.value.clone())
+                    .unwrap_or(tname);
+                (
+                    q,
+                    vt.columns.iter().map(|c| c.to_string()).collect(),
+                    vt.rows,
+                )
+            }
+            TableFactor::Derived {
+                subquery,
+                alias: Some(alias),
+                ..
+            } => {
+                let (names, rows) = select_rows(e, s, subquery)?;
+                let names = if alias.columns.is_empty() {
+                    names
+                } else {
+                    alias.columns.iter().map(|c| c.value.clone()).collect()
+                };
+                (alias.name.value.clone(), names, rows)
+            }
+            _ => {
+                return Err(ShimError::Unsupported(
+                    "this table expression over information_schema".into(),
+                ))
+            }
+        };
         self.cols
-            .extend(vt.columns.iter().map(|c| (q.clone(), c.to_string())));
-        let mut out = Vec::with_capacity(self.rows.len() * vt.rows.len());
+            .extend(columns.into_iter().map(|c| (q.clone(), c)));
+        let mut out = Vec::with_capacity(self.rows.len() * rows.len());
         for l in self.rows.iter() {
-            for r in &vt.rows {
+            for r in &rows {
                 let mut x = l.clone();
                 x.extend(r.iter().cloned());
                 out.push(x);
@@ -155,7 +211,10 @@ impl<'q> Source<'q> {
                 columns: &self.cols,
                 row: &r,
             };
-            let mut ok = true;
+            let mut ok = self
+                .same
+                .iter()
+                .all(|&(a, b)| !r[a].is_null() && compare(&r[a], &r[b]) == Ordering::Equal);
             for c in &self.conds {
                 if truth(&eval(&ctx, c)?) != Some(true) {
                     ok = false;
@@ -171,7 +230,7 @@ impl<'q> Source<'q> {
 }
 
 /// `SELECT COUNT(*)` (the only item): its one row, counting `rows`.
-fn count_only(sel: &ast::Select, rows: usize) -> Option<Output> {
+fn count_only(sel: &ast::Select, rows: usize) -> Option<(Vec<String>, Vec<Vec<Value>>)> {
     let [item] = sel.projection.as_slice() else {
         return None;
     };
@@ -185,10 +244,7 @@ fn count_only(sel: &ast::Select, rows: usize) -> Option<Output> {
         SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
         _ => x.to_string(),
     };
-    Some(Output::Rows {
-        columns: vec![int_column(&name)],
-        rows: vec![vec![Value::Int(rows as i64)]].into(),
-    })
+    Some((vec![name], vec![vec![Value::Int(rows as i64)]]))
 }
 
 /// A select list over the source's columns: each output column's name and

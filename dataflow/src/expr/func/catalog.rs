@@ -7,6 +7,8 @@
 pub enum Func {
     Coalesce,
     IfNull,
+    /// FIELD(x, a, b, ...): the 1-based position of x in the list, else 0.
+    Field,
     NullIf,
     If,
     Concat,
@@ -131,6 +133,10 @@ pub enum Func {
     JsonContainsPath,
     JsonType,
     JsonValid,
+    /// JSON_LENGTH(doc[, path]), JSON_KEYS(doc[, path]), JSON_DEPTH(doc).
+    JsonLength,
+    JsonKeys,
+    JsonDepth,
     /// TO_DAYS(d), FROM_DAYS(n), TO_SECONDS(d), LAST_DAY(d) (see `dates`).
     ToDays,
     FromDays,
@@ -198,6 +204,7 @@ impl Func {
             "coalesce" => (Coalesce, 1, usize::MAX),
             "ifnull" => (IfNull, 2, 2),
             "nullif" => (NullIf, 2, 2),
+            "field" => (Field, 2, usize::MAX),
             "if" => (If, 3, 3),
             "concat" => (Concat, 1, usize::MAX),
             "concat_ws" => (ConcatWs, 2, usize::MAX),
@@ -288,6 +295,9 @@ impl Func {
             "json_contains_path" => (JsonContainsPath, 3, usize::MAX),
             "json_type" => (JsonType, 1, 1),
             "json_valid" => (JsonValid, 1, 1),
+            "json_length" => (JsonLength, 1, 2),
+            "json_keys" => (JsonKeys, 1, 2),
+            "json_depth" => (JsonDepth, 1, 1),
             "to_days" => (ToDays, 1, 1),
             "from_days" => (FromDays, 1, 1),
             "to_seconds" => (ToSeconds, 1, 1),

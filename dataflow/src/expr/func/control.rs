@@ -1,6 +1,6 @@
 //! Control flow and comparison functions: COALESCE, IFNULL, IF and a
 //! scalar subquery's single row evaluate only the arguments they need;
-//! NULLIF, GREATEST and LEAST compare their evaluated arguments.
+//! NULLIF, GREATEST, LEAST and FIELD compare their evaluated arguments.
 
 use ladle_common::{Collation, SqlType, Value};
 
@@ -82,6 +82,12 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
             }
             best
         }
+        Field => {
+            let at = vals[1..].iter().position(|v| {
+                ops::compare(&v0, v, Collation::GeneralCi) == Some(std::cmp::Ordering::Equal)
+            });
+            Value::Int(at.map_or(0, |i| i as i64 + 1))
+        }
         _ => unreachable!("{f:?} is not a comparison function"),
     })
 }
@@ -101,6 +107,14 @@ pub(super) fn result_type(f: Func, tys: &[(SqlType, bool)]) -> (SqlType, bool) {
             (t, tys.get(1).map(|t| t.1).unwrap_or(true))
         }
         NullIf => (tys[0].0.clone(), true),
+        Field => (
+            SqlType::Int {
+                bytes: 4,
+                unsigned: false,
+                display_width: None,
+            },
+            false,
+        ),
         If => unify_types(&tys[1..]),
         Greatest | Least => {
             let (t, _) = unify_types(tys);

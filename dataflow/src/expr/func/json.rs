@@ -17,6 +17,9 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
         JsonContainsPath => json::contains_path(vals)?,
         JsonType => json::type_of(&v0),
         JsonValid => json::valid(&v0),
+        JsonLength => json::length(vals)?,
+        JsonKeys => json::keys(vals)?,
+        JsonDepth => json::depth(&v0),
         _ => unreachable!("{f:?} is not a JSON function"),
     })
 }
@@ -25,8 +28,8 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
 pub(super) fn result_type(f: Func) -> (SqlType, bool) {
     use Func::*;
     match f {
-        JsonExtract | JsonUnquote => (SqlType::Text(u32::MAX), true),
-        JsonContains | JsonContainsPath | JsonValid => (
+        JsonExtract | JsonUnquote | JsonKeys => (SqlType::Text(u32::MAX), true),
+        JsonContains | JsonContainsPath | JsonValid | JsonLength | JsonDepth => (
             SqlType::Int {
                 bytes: 4,
                 unsigned: false,

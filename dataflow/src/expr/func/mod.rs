@@ -43,7 +43,7 @@ impl Family {
         use Func::*;
         match f {
             Coalesce | IfNull | If | SingleRow => Family::Control,
-            NullIf | Greatest | Least => Family::Comparison,
+            NullIf | Greatest | Least | Field => Family::Comparison,
             Concat | ConcatWs | Lower | Upper | Length | CharLength | Substring | Left | Right
             | Trim | LTrim | RTrim | Replace | RegexpLike | RegexpReplace | Md5 | Sha1 | Sha2
             | Ord | Locate | Instr | Repeat | Reverse | Lpad | Rpad | Hex | Unhex => Family::String,
@@ -55,9 +55,8 @@ impl Family {
             | Microsecond | Week | YearWeek | MakeDate | TimeOf | TimeToSec | DateFormat
             | DayOfWeek | MonthName | DayName | DateDiff | ConvertTz | TimestampDiff | ToDays
             | FromDays | ToSeconds | LastDay | Timestamp | StrToDate => Family::DateTime,
-            JsonExtract | JsonUnquote | JsonContains | JsonContainsPath | JsonType | JsonValid => {
-                Family::Json
-            }
+            JsonExtract | JsonUnquote | JsonContains | JsonContainsPath | JsonType | JsonValid
+            | JsonLength | JsonKeys | JsonDepth => Family::Json,
         }
     }
 }
