@@ -42,6 +42,15 @@ pub(crate) trait BaseReads: Sync {
         key: &[Value],
     ) -> Result<Vec<Row>, StorageError>;
     fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError>;
+    /// [`BaseReads::lookup`] for each of `keys`.
+    fn lookup_many(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>, StorageError> {
+        keys.iter().map(|k| self.lookup(table, index, k)).collect()
+    }
 }
 
 /// Each source's own `lookup` and `scan` serve as its base reads.
@@ -58,6 +67,14 @@ macro_rules! base_reads_by_inherent_methods {
             }
             fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
                 <$source>::scan(self, table)
+            }
+            fn lookup_many(
+                &self,
+                table: TableId,
+                index: IndexRef,
+                keys: &[Vec<Value>],
+            ) -> Result<Vec<Vec<Row>>, StorageError> {
+                <$source>::lookup_many(self, table, index, keys)
             }
         }
     )*};

@@ -13,6 +13,8 @@
 //! 3. Full scan throughput.
 //! 4. The replay (secondary lookup) path with primary-key-only secondary
 //!    entries versus whole-row entries.
+//! 5. A page's worth of secondary keys looked up one by one versus in one
+//!    batched lookup (`Storage::lookup_many`, one iterator for all).
 //!
 //! `LADLE_BENCH_DIR` picks the directory (default: the system temp dir);
 //! `LADLE_BENCH_ROUNDS`, `LADLE_BENCH_WRITES` (per thread), `LADLE_BENCH_ROWS`
@@ -345,6 +347,39 @@ fn reads(rows: usize, lookups: usize) {
                 rate(lookups, d),
                 found as f64 / lookups as f64,
                 (thread_cpu_seconds() - cpu) * 1e6 / lookups as f64,
+            );
+        }
+    }
+
+    // A page's misses: 51 stories' votes at once (the front page's IN
+    // list), asked one key at a time or in one batched lookup.
+    const PAGE: usize = 51;
+    for round in 0..2 {
+        for batched in [false, true] {
+            let cpu = thread_cpu_seconds();
+            let start = Instant::now();
+            let mut found = 0usize;
+            let index = IndexRef::Secondary(pk_only.indexes[0].id);
+            for _ in 0..lookups / PAGE {
+                let keys: Vec<Vec<Value>> = (0..PAGE)
+                    .map(|_| vec![Value::Int(rng.gen_range(0..stories))])
+                    .collect();
+                found += if batched {
+                    let rows = s.lookup_many(pk_only.id, index, &keys).expect("lookup");
+                    rows.iter().map(Vec::len).sum::<usize>()
+                } else {
+                    keys.iter()
+                        .map(|k| s.lookup(pk_only.id, index, k).expect("lookup").len())
+                        .sum::<usize>()
+                };
+            }
+            let asked = lookups / PAGE * PAGE;
+            println!(
+                "{PAGE} secondary keys per call, {} (round {round})  {} ({:.1} rows/key, {:.1} us CPU/key)",
+                if batched { "batched   " } else { "one by one" },
+                rate(asked, start.elapsed()),
+                found as f64 / asked.max(1) as f64,
+                (thread_cpu_seconds() - cpu) * 1e6 / asked.max(1) as f64,
             );
         }
     }

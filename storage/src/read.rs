@@ -45,6 +45,60 @@ pub(crate) fn lookup(
     scan_index(r, t, index, &prefix, upper.as_deref())
 }
 
+/// [`lookup`] for each of `keys`, from one scan of the index over all of
+/// them (one RocksDB iterator; see [`KvRead::scan_prefixes`]).
+pub(crate) fn lookup_many(
+    r: &dyn KvRead,
+    t: &TableState,
+    index: IndexRef,
+    keys: &[Vec<Value>],
+) -> Result<Vec<Vec<KeyedRow>>> {
+    let mut out: Vec<Vec<KeyedRow>> = vec![Vec::new(); keys.len()];
+    let Some(columns) = t.index_columns(index) else {
+        return Ok(out);
+    };
+    // Keys that cannot be coerced to the columns' types match nothing.
+    let (asked, prefixes): (Vec<usize>, Vec<Vec<u8>>) = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| Some((i, t.encode_lookup_key(columns, k)?)))
+        .unzip();
+    let full_primary = |k: &Vec<Value>| !columns.is_empty() && k.len() == columns.len();
+    if index == IndexRef::Primary && asked.iter().all(|&i| full_primary(&keys[i])) {
+        for (i, pk) in asked.into_iter().zip(prefixes) {
+            if let Some(row) = get_row(r, t, &pk)? {
+                out[i].push((pk, row));
+            }
+        }
+        return Ok(out);
+    }
+    let mut pks: Vec<(usize, Vec<u8>)> = Vec::new();
+    match index {
+        IndexRef::Primary => r.scan_prefixes(t.primary_cf(), &prefixes, &mut |p, k, v| {
+            out[asked[p]].push((k.to_vec(), t.decode_row(v)?));
+            Ok(())
+        })?,
+        IndexRef::Secondary(_) => {
+            r.scan_prefixes(&t.index_cf(index), &prefixes, &mut |p, _, v| {
+                match parse_secondary_value(v)? {
+                    SecondaryValue::Pk(pk) => pks.push((asked[p], pk.to_vec())),
+                    SecondaryValue::PkAndRow(pk, row) => {
+                        out[asked[p]].push((pk.to_vec(), t.decode_row(row)?))
+                    }
+                }
+                Ok(())
+            })?
+        }
+    }
+    for (i, pk) in pks {
+        // As in `scan_index`: a consistent read always finds the row.
+        if let Some(row) = get_row(r, t, &pk)? {
+            out[i].push((pk, row));
+        }
+    }
+    Ok(out)
+}
+
 /// Rows whose index key lies between the bounds (prefix semantics: a bound
 /// with fewer values than columns covers every key starting with it).
 pub(crate) fn range(

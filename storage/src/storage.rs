@@ -559,6 +559,22 @@ impl Storage {
         }
         self.read_latest(|r| read::lookup(r, &t, index, key))
     }
+    /// [`Storage::lookup`] for each of `keys`, read from one consistent
+    /// state with one index scan: a fill asks for many keys at once.
+    pub fn lookup_many(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let t = self.table_state(table)?;
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out = read::lookup_many(r, &t, index, keys)?;
+            Ok(())
+        })?;
+        out.into_iter().map(strip_keys).collect()
+    }
     /// Rows whose `index` key lies between the bounds (ordered scan).
     pub fn range(
         &self,

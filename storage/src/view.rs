@@ -33,6 +33,20 @@ impl SnapshotReads<'_> {
         strip_keys(read::lookup(self.reader, &t, index, key)?)
     }
 
+    /// [`SnapshotReads::lookup`] for each of `keys`, from one index scan.
+    pub fn lookup_many(
+        &self,
+        table: TableId,
+        index: IndexRef,
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let t = self.table(table)?;
+        read::lookup_many(self.reader, &t, index, keys)?
+            .into_iter()
+            .map(strip_keys)
+            .collect()
+    }
+
     /// Every row, in primary-key order.
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
         let t = self.table(table)?;

@@ -19,6 +19,31 @@ impl Graph {
         self.pull_from(&*storage, n, cols, key)
     }
 
+    /// [`Graph::pull`] for each of `keys`, computed together: a reader's
+    /// misses for an IN list share their base lookups (see
+    /// [`Graph::pull_keys`]).
+    pub fn pull_many(
+        &mut self,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let storage = self.storage.clone();
+        self.pull_many_from(&*storage, n, cols, keys)
+    }
+
+    /// [`Graph::pull_many`] reading base tables from `src`.
+    pub fn pull_many_from(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        crate::interrupt::check()?;
+        self.pull_keys(src, n, cols, keys)
+    }
+
     /// [`Graph::pull`] reading base tables from `src` (a propagation
     /// snapshot, or a transaction's read view).
     pub fn pull_from(
@@ -74,7 +99,9 @@ impl Graph {
     /// authors): filters, projections and unions pass the whole set down,
     /// an aggregate fills its missing partitions from one pull, and a base
     /// table answers from one scan grouped by key (a hash join's build side)
-    /// when that reads fewer rows than the lookups would seek.
+    /// when that reads fewer rows than the lookups would seek, otherwise
+    /// from one batched lookup (one storage snapshot and index iterator:
+    /// a page's IN list misses dozens of keys).
     fn pull_keys(
         &mut self,
         src: &dyn BaseReads,
@@ -82,8 +109,7 @@ impl Graph {
         cols: &[usize],
         keys: &[Vec<Value>],
     ) -> Result<Vec<Vec<Row>>> {
-        let few = keys.len() < SCAN_MIN_KEYS;
-        if few || keys.iter().any(|k| k.iter().any(Value::is_null)) {
+        if keys.len() < 2 || keys.iter().any(|k| k.iter().any(Value::is_null)) {
             return self.pull_each(src, n, cols, keys);
         }
         let parents = self.nodes[n].parents.clone();
@@ -321,31 +347,75 @@ impl Graph {
             });
         let scan_rows = self.storage.estimate_rows(table);
         if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
-            return keys
-                .iter()
-                .map(|k| self.base_rows(src, table, cols, k))
-                .collect();
+            return self.base_rows_looked_up(src, table, cols, keys);
         }
-        let binary = vec![Collation::Binary; cols.len()];
-        let mut slot: HashMap<Vec<Value>, usize> = HashMap::with_capacity(keys.len());
+        // The keys are integers (checked above), so each is grouped by its
+        // numeric value: no per-row key vectors, collation or `Value`
+        // comparisons (the front page's cold fill groups 360k votes).
+        let mut slot: HashMap<IntKey, usize> = HashMap::with_capacity(keys.len());
+        let mut first_asked = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
-            slot.entry(ops::norm_key(k, &binary)).or_insert(i);
+            let first = match IntKey::of(k.iter()) {
+                Some(key) => *slot.entry(key).or_insert(i),
+                None => i,
+            };
+            first_asked.push(first);
         }
         let mut out = vec![Vec::new(); keys.len()];
         for row in self.base_rows(src, table, &[], &[])? {
-            let k = project_cols(&row, cols);
-            if let Some(&i) = slot.get(&ops::norm_key(&k, &binary)) {
+            // A NULL (or a non-integer) key column matches no key.
+            let Some(key) = IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)))
+            else {
+                continue;
+            };
+            if let Some(&i) = slot.get(&key) {
                 out[i].push(row);
             }
         }
         // A key asked twice gets its first asking's rows.
-        for (i, k) in keys.iter().enumerate() {
-            let first = slot[&ops::norm_key(k, &binary)];
+        for (i, &first) in first_asked.iter().enumerate() {
             if first != i {
                 out[i] = out[first].clone();
             }
         }
         Ok(out)
+    }
+
+    /// [`Graph::base_rows`] for each of `keys`, from one lookup of all of
+    /// them where an index serves `cols` (one storage snapshot and one
+    /// index scan instead of one per key).
+    fn base_rows_looked_up(
+        &self,
+        src: &dyn BaseReads,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let schema = self.base_schema(table);
+        let chosen = schema.as_ref().and_then(|s| choose_index(s, cols));
+        let (Some((index, perm)), false) = (chosen, cols.is_empty()) else {
+            return keys
+                .iter()
+                .map(|k| self.base_rows(src, table, cols, k))
+                .collect();
+        };
+        let colls = compare_collations(schema.as_deref());
+        let index_keys: Vec<Vec<Value>> = keys
+            .iter()
+            .map(|key| perm.iter().map(|&i| key[i].clone()).collect())
+            .collect();
+        let found = src.lookup_many(table, index, &index_keys)?;
+        keys.iter()
+            .zip(found)
+            .map(|(key, rows)| self.as_of_batch(table, cols, key, &colls, rows))
+            .collect()
+    }
+
+    fn base_schema(&self, table: TableId) -> Option<std::sync::Arc<ladle_common::TableSchema>> {
+        self.schemas
+            .get(&table)
+            .cloned()
+            .or_else(|| self.storage.table_by_id(table))
     }
 
     /// Base table rows with `cols == key`, as of the batch position being
@@ -357,29 +427,35 @@ impl Graph {
         cols: &[usize],
         key: &[Value],
     ) -> Result<Vec<Row>> {
-        let schema = self
-            .schemas
-            .get(&table)
-            .cloned()
-            .or_else(|| self.storage.table_by_id(table));
-        let colls: Vec<Collation> = schema
-            .as_ref()
-            .map(|s| s.columns.iter().map(|c| c.compare_collation()).collect())
-            .unwrap_or_default();
-        let mut rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
+        let schema = self.base_schema(table);
+        let colls = compare_collations(schema.as_deref());
+        let rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
                 let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
                 src.lookup(table, index, &k)?
             }
             _ => src.scan(table)?,
         };
+        self.as_of_batch(table, cols, key, &colls, rows)
+    }
+
+    /// Storage's `rows` for `cols == key` (an index lookup may return more:
+    /// a prefix, or another collation's equal), less the pending deltas.
+    fn as_of_batch(
+        &self,
+        table: TableId,
+        cols: &[usize],
+        key: &[Value],
+        colls: &[Collation],
+        mut rows: Vec<Row>,
+    ) -> Result<Vec<Row>> {
         if !cols.is_empty() {
-            rows.retain(|r| key_matches(r, cols, key, &colls));
+            rows.retain(|r| key_matches(r, cols, key, colls));
         }
         if let Some(p) = self.pending.get(&table) {
             let matching: Vec<&RowDelta> = p
                 .iter()
-                .filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, &colls))
+                .filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, colls))
                 .collect();
             rows = ops::undo(rows, &matching);
         }
@@ -388,9 +464,39 @@ impl Graph {
     }
 }
 
-/// Fewer keys than this are pulled one by one: grouping a scan pays off
-/// only for many.
-const SCAN_MIN_KEYS: usize = 16;
+/// An integer key's numeric value: signed and unsigned values compare as
+/// numbers do (the key `1` finds a BIGINT UNSIGNED column's 1).
+#[derive(PartialEq, Eq, Hash)]
+enum IntKey {
+    One(i128),
+    Many(Vec<i128>),
+}
+
+impl IntKey {
+    /// `None` unless every value is an integer.
+    fn of<'a>(values: impl ExactSizeIterator<Item = &'a Value>) -> Option<IntKey> {
+        let int = |v: &Value| match v {
+            Value::Int(i) => Some(i128::from(*i)),
+            Value::UInt(u) => Some(i128::from(*u)),
+            _ => None,
+        };
+        if values.len() == 1 {
+            let mut values = values;
+            return values.next().and_then(int).map(IntKey::One);
+        }
+        values
+            .map(int)
+            .collect::<Option<Vec<_>>>()
+            .map(IntKey::Many)
+    }
+}
+
+/// Comparison collations of a base table's columns (none: unknown table).
+fn compare_collations(schema: Option<&ladle_common::TableSchema>) -> Vec<Collation> {
+    schema
+        .map(|s| s.columns.iter().map(|c| c.compare_collation()).collect())
+        .unwrap_or_default()
+}
 
 /// How many scanned rows one index lookup costs (a RocksDB seek and
 /// iterator set-up against decoding one row in sequence). A base table

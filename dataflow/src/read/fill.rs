@@ -253,16 +253,14 @@ impl Context<'_> {
         }
         let mut g = template.copy_detached();
         let root = g.detached_root();
-        let mut pulled = Vec::with_capacity(keys.len());
-        for key in keys {
-            // Counted as done, whether or not a conflict discards it.
-            v.reader.upqueries.fetch_add(1, AO::Relaxed);
-            match g.pull(root, &v.spec.key, key) {
-                Ok(rows) => pulled.push(rows),
-                Err(_) if v.is_dropped() => return Err(DataflowError::ViewDropped),
-                Err(e) => return Err(e),
-            }
-        }
+        // Counted as done, whether or not a conflict discards them.
+        v.reader.upqueries.fetch_add(keys.len() as u64, AO::Relaxed);
+        let owned: Vec<Vec<Value>> = keys.iter().map(|k| k.to_vec()).collect();
+        let pulled = match g.pull_many(root, &v.spec.key, &owned) {
+            Ok(rows) => rows,
+            Err(_) if v.is_dropped() => return Err(DataflowError::ViewDropped),
+            Err(e) => return Err(e),
+        };
         let fills = g.take_fills();
         let read = g.take_read();
         self.storage.exclusive(|| {
@@ -328,18 +326,27 @@ impl Context<'_> {
             return Err(DataflowError::ViewDropped);
         }
         let parent = g.nodes[v.node].parents[0];
-        let mut out = Vec::with_capacity(keys.len());
-        for key in keys {
-            if let Some(rows) = v.reader.get(key) {
-                out.push(rows);
-                continue;
+        let mut out: Vec<Option<Rows>> = keys.iter().map(|k| v.reader.get(k)).collect();
+        let holes: Vec<Vec<Value>> = keys
+            .iter()
+            .zip(&out)
+            .filter(|(_, rows)| rows.is_none())
+            .map(|(k, _)| k.to_vec())
+            .collect();
+        self.stats.locked.fetch_add(holes.len() as u64, AO::Relaxed);
+        v.reader
+            .upqueries
+            .fetch_add(holes.len() as u64, AO::Relaxed);
+        let mut pulled = g
+            .pull_many_from(src, parent, &v.spec.key, &holes)?
+            .into_iter();
+        for (key, slot) in keys.iter().zip(&mut out) {
+            if slot.is_none() {
+                let rows = pulled.next().unwrap_or_default();
+                *slot = Some(v.reader.fill(key, rows));
             }
-            self.stats.locked.fetch_add(1, AO::Relaxed);
-            v.reader.upqueries.fetch_add(1, AO::Relaxed);
-            let rows = g.pull_from(src, parent, &v.spec.key, key)?;
-            out.push(v.reader.fill(key, rows));
         }
         g.evict(self.config.memory_limit);
-        Ok(out)
+        Ok(out.into_iter().flatten().collect())
     }
 }

@@ -18,7 +18,9 @@ use rocksdb::{
     WriteBatch, WriteOptions,
 };
 
-use crate::engine::{Batch, BatchOp, CfKind, KvEngine, KvRead, KvSnapshot, ScanFn, SnapshotJob};
+use crate::engine::{
+    Batch, BatchOp, CfKind, KvEngine, KvRead, KvSnapshot, PrefixScanFn, ScanFn, SnapshotJob,
+};
 use crate::{cf, keys};
 use crate::{Result, StorageError};
 pub use wal_scan::WalRecoveryReport;
@@ -374,6 +376,42 @@ impl KvRead for SnapReader<'_> {
             it.next();
         }
         it.status().map_err(io)
+    }
+
+    fn scan_prefixes(
+        &self,
+        cf_name: &str,
+        prefixes: &[Vec<u8>],
+        f: PrefixScanFn<'_>,
+    ) -> Result<()> {
+        let cf = self.db.cf_handle(cf_name).ok_or_else(|| missing(cf_name))?;
+        let mut ro = ReadOptions::default();
+        // One iterator for every prefix, so no upper bound: each prefix's
+        // run ends at the first key not starting with it. Prefix mode (the
+        // bloom filters) only if every prefix covers the extractor's.
+        if prefixes.iter().all(|p| p.len() >= PREFIX_LEN) {
+            ro.set_prefix_same_as_start(true);
+        } else {
+            ro.set_total_order_seek(true);
+        }
+        // Seeks in key order move the iterator forward through the same
+        // blocks instead of back and forth.
+        let mut order: Vec<usize> = (0..prefixes.len()).collect();
+        order.sort_by(|&a, &b| prefixes[a].cmp(&prefixes[b]));
+        let mut it: DBRawIteratorWithThreadMode<Db> = self.snap.raw_iterator_cf_opt(&cf, ro);
+        for i in order {
+            let prefix = &prefixes[i];
+            it.seek(prefix);
+            while let Some((k, v)) = it.item() {
+                if !k.starts_with(prefix) {
+                    break;
+                }
+                f(i, k, v)?;
+                it.next();
+            }
+            it.status().map_err(io)?;
+        }
+        Ok(())
     }
 }
 
