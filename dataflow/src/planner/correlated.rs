@@ -155,8 +155,22 @@ impl Planner<'_> {
         n: usize,
         value: Option<&mut ast::Expr>,
     ) -> Result<Correlated> {
+        self.decorrelate_over(outer, oscope, c, n, value, Vec::new())
+    }
+
+    /// [`Self::decorrelate`] with D's columns starting with `o_cols` (the
+    /// outer columns several subqueries share a key on), then the others
+    /// `c` reads.
+    pub(super) fn decorrelate_over(
+        &self,
+        outer: &LNode,
+        oscope: &Scope,
+        c: Correlated,
+        n: usize,
+        value: Option<&mut ast::Expr>,
+        mut o_cols: Vec<usize>,
+    ) -> Result<Correlated> {
         let qual = format!("__sqo{n}");
-        let mut o_cols: Vec<usize> = Vec::new();
         for &o in &c.outer_cols {
             if !o_cols.contains(&o) {
                 o_cols.push(o);

@@ -124,11 +124,19 @@ impl Planner<'_> {
         let (saved_node, saved_scope) = (node.clone(), scope.clone());
         match self.scalar_subquery_joined(q, node, scope, n) {
             Err(DataflowError::Unsupported(why)) => {
-                let Some(derived) = over_derived(q).filter(|_| self.relation(q).is_ok()) else {
-                    return Err(DataflowError::Unsupported(why));
-                };
                 *node = saved_node;
                 *scope = saved_scope;
+                let planned_alone = self.relation(q);
+                if matches!(&*q.body, ast::SetExpr::SetOperation { .. })
+                    && matches!(planned_alone, Err(DataflowError::UnknownColumn(..)))
+                {
+                    // Its branches read the outer query: each planned over
+                    // the outer values it reads (see `scalar_union`).
+                    return self.scalar_subquery_union(q, node, scope, n);
+                }
+                let Some(derived) = over_derived(q).filter(|_| planned_alone.is_ok()) else {
+                    return Err(DataflowError::Unsupported(why));
+                };
                 self.scalar_subquery_joined(&derived, node, scope, n)
             }
             other => other,
@@ -230,12 +238,28 @@ impl Planner<'_> {
         n: usize,
     ) -> Result<ast::Expr> {
         let shape = ScalarShape::of(q)?;
-        let mut correlated = self.plan_correlated(
+        let correlated = self.plan_correlated(
             shape.select,
             scope,
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        self.scalar_of_rows(q, shape, grouped, correlated, node, scope, n)
+    }
+
+    /// The value of scalar subquery `q` (of shape `shape`) over its planned
+    /// rows `correlated`, joined into `node`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scalar_of_rows(
+        &self,
+        q: &ast::Query,
+        shape: ScalarShape<'_>,
+        grouped: &[ast::Expr],
+        mut correlated: Correlated,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
         // Correlated on a key of its one table, the subquery has one row
         // at most: no row count to check at read time.
         let at_most_one_row = keyed_by_unique(&correlated.inner, &correlated.inner_cols);
@@ -471,7 +495,7 @@ fn keyed_by_unique(inner: &LNode, cols: &[usize]) -> bool {
 
 /// What a scalar subquery computes: its SELECT, the aggregate giving its
 /// value, and how its ORDER BY ... LIMIT 1 reads.
-struct ScalarShape<'q> {
+pub(super) struct ScalarShape<'q> {
     select: &'q ast::Select,
     /// The aggregate (a bare value `y` becomes MAX(y) or MIN(y)).
     value: ast::Expr,
@@ -486,7 +510,7 @@ struct ScalarShape<'q> {
 }
 
 impl<'q> ScalarShape<'q> {
-    fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
+    pub(super) fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
         let ast::SetExpr::Select(s) = &*q.body else {
             return Err(unsupported("this scalar subquery"));
         };
