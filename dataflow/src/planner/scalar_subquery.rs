@@ -662,6 +662,7 @@ fn join_scalar_aggregate(
         scope: iscope,
         inner_cols,
         outer_cols,
+        null_safe,
         ..
     } = correlated;
     let ScalarAggregate {
@@ -698,18 +699,6 @@ fn join_scalar_aggregate(
         colls: colls.clone(),
     };
     let qual = format!("__sq{n}");
-    let mut jcolls = node.colls.clone();
-    jcolls.extend(colls.iter().copied());
-    let left = LNode::take(node);
-    *node = LNode {
-        op: LOp::Join {
-            kind: JoinKind::Left,
-            left_cols: outer_cols,
-            right_cols: (0..k).collect(),
-        },
-        inputs: vec![left, aggn],
-        colls: jcolls,
-    };
     let joined = |name: String, ty: SqlType, collation: Collation| ScopeCol {
         qualifier: qual.clone(),
         name,
@@ -719,6 +708,30 @@ fn join_scalar_aggregate(
         table: String::new(),
         origin: None,
         shown: None,
+    };
+    // Keys where NULL meets NULL: compared as (IS NULL, value or 0) pairs
+    // computed on both sides (hidden columns).
+    let (mut left_cols, mut right_cols) = (outer_cols, (0..k).collect::<Vec<usize>>());
+    for (i, &p) in null_safe.iter().enumerate() {
+        let oc = &scope.cols[left_cols[p]];
+        let (ty, coll) = (oc.ty.clone(), oc.collation);
+        scope
+            .cols
+            .push(joined(format!("__nf{i}"), int8(), Collation::Binary));
+        scope.cols.push(joined(format!("__nv{i}"), ty, coll));
+    }
+    let left = null_safe_keys(LNode::take(node), &mut left_cols, &null_safe);
+    let right = null_safe_keys(aggn, &mut right_cols, &null_safe);
+    let mut jcolls = left.colls.clone();
+    jcolls.extend(right.colls.iter().copied());
+    *node = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols,
+            right_cols,
+        },
+        inputs: vec![left, right],
+        colls: jcolls,
     };
     for (i, &c) in inner_cols.iter().enumerate() {
         let ic = &iscope.cols[c];
@@ -731,16 +744,62 @@ fn join_scalar_aggregate(
         ..joined("__v".into(), ty, coll)
     });
     if single {
-        let count = SqlType::Int {
-            bytes: 8,
-            unsigned: false,
-            display_width: None,
-        };
         scope
             .cols
-            .push(joined("__n".into(), count, Collation::Binary));
+            .push(joined("__n".into(), int8(), Collation::Binary));
+    }
+    for (i, &p) in null_safe.iter().enumerate() {
+        let ic = &iscope.cols[inner_cols[p]];
+        let (ty, coll) = (ic.ty.clone(), ic.collation);
+        scope
+            .cols
+            .push(joined(format!("__mf{i}"), int8(), Collation::Binary));
+        scope.cols.push(joined(format!("__mv{i}"), ty, coll));
     }
     qual
+}
+
+fn int8() -> SqlType {
+    SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+        display_width: None,
+    }
+}
+
+/// `node` with two columns after its own for each key position `p` in
+/// `null_safe` (of `keys`, its join columns): whether `keys[p]` is NULL,
+/// and its value or 0 when it is. `keys[p]` then names the second, and the
+/// first joins the key: a join on them matches NULL with NULL.
+fn null_safe_keys(node: LNode, keys: &mut Vec<usize>, null_safe: &[usize]) -> LNode {
+    if null_safe.is_empty() {
+        return node;
+    }
+    let width = node.width();
+    let mut exprs: Vec<Expr> = (0..width).map(Expr::Column).collect();
+    let mut colls = node.colls.clone();
+    for &p in null_safe {
+        let c = keys[p];
+        let is_null = Expr::IsNull {
+            expr: Box::new(Expr::Column(c)),
+            negated: false,
+        };
+        exprs.push(is_null.clone());
+        exprs.push(Expr::Case {
+            operand: None,
+            whens: vec![(is_null, Expr::Literal(Value::Int(0)))],
+            otherwise: Some(Box::new(Expr::Column(c))),
+            collation: node.colls[c],
+        });
+        colls.extend([Collation::Binary, node.colls[c]]);
+        keys[p] = exprs.len() - 1;
+        keys.push(exprs.len() - 2);
+    }
+    LNode {
+        op: LOp::Project(exprs),
+        inputs: vec![node],
+        colls,
+    }
 }
 
 /// `(SELECT __sqd.__v FROM (q) AS __sqd)`, `q`'s one column named `__v`

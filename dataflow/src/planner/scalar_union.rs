@@ -77,7 +77,7 @@ impl Planner<'_> {
         let mut rels = Vec::new();
         for (c, mut value) in planned {
             let d = self.decorrelate_over(node, scope, c, n, Some(&mut value), o_cols.clone())?;
-            if d.outer_cols != o_cols {
+            if d.outer_cols != o_cols || !d.null_safe.is_empty() {
                 return Err(unsupported("this scalar subquery over a UNION"));
             }
             rels.push(branch_rel(d, &value, k)?);
@@ -91,6 +91,7 @@ impl Planner<'_> {
             inner_cols: (0..k).collect(),
             outer_cols: o_cols,
             residual: Vec::new(),
+            null_safe: Vec::new(),
         };
         let over = over_rows(q, name.as_deref())?;
         let shape = ScalarShape::of(&over)?;
