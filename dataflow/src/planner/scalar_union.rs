@@ -12,7 +12,7 @@
 use ladle_common::Collation;
 use sqlparser::ast;
 
-use super::correlated::{outer_columns_read, Correlated};
+use super::correlated::{null_rejecting, outer_columns_read, Correlated};
 use super::expr::{collect_aggregates, derived_collation, unsupported, ExprCx, Scope};
 use super::query::Planner;
 use super::relation::{rel_scope, stable, ColInfo, Rel};
@@ -56,28 +56,29 @@ impl Planner<'_> {
             }
             planned.push((c, value));
         }
-        // An outer row with a NULL in D's columns joins no value: right
-        // only when every SELECT is then empty, so each must compare every
-        // nullable one in a condition (its equalities, or the conditions
-        // `decorrelate` takes, which are NULL-rejecting).
-        for &o in &o_cols {
-            let rejected = |(c, _): &(Correlated, ast::Expr)| {
-                c.outer_cols.contains(&o)
-                    || c.residual
-                        .iter()
-                        .any(|r| outer_columns_read(r, &c.scope, scope).contains(&o))
-            };
-            if scope.cols[o].nullable && !planned.iter().all(rejected) {
-                return Err(unsupported(
-                    "a scalar subquery over a UNION whose SELECTs do not all compare a nullable outer column",
-                ));
-            }
-        }
+        // An outer row with a NULL in a column every SELECT compares in a
+        // NULL-rejecting condition (an equality, `U0.v < o.c`) has no rows;
+        // another nullable column's NULL may still give some (`a = o.x
+        // UNION ... b < o.y` for a NULL y), so there D's NULL row must meet
+        // the outer NULL (`null_safe`, see `decorrelate`).
+        let null_safe: Vec<usize> = (0..o_cols.len())
+            .filter(|&i| {
+                let o = o_cols[i];
+                let rejected = |(c, _): &(Correlated, ast::Expr)| {
+                    let reads = |e: &ast::Expr| outer_columns_read(e, &c.scope, scope);
+                    c.outer_cols.contains(&o)
+                        || c.residual
+                            .iter()
+                            .any(|r| reads(r).contains(&o) && null_rejecting(r, &reads))
+                };
+                scope.cols[o].nullable && !planned.iter().all(rejected)
+            })
+            .collect();
         let k = o_cols.len();
         let mut rels = Vec::new();
         for (c, mut value) in planned {
             let d = self.decorrelate_over(node, scope, c, n, Some(&mut value), o_cols.clone())?;
-            if d.outer_cols != o_cols || !d.null_safe.is_empty() {
+            if d.outer_cols != o_cols {
                 return Err(unsupported("this scalar subquery over a UNION"));
             }
             rels.push(branch_rel(d, &value, k)?);
@@ -91,7 +92,7 @@ impl Planner<'_> {
             inner_cols: (0..k).collect(),
             outer_cols: o_cols,
             residual: Vec::new(),
-            null_safe: Vec::new(),
+            null_safe,
         };
         let over = over_rows(q, name.as_deref())?;
         let shape = ScalarShape::of(&over)?;
