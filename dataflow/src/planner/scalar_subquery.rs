@@ -123,6 +123,17 @@ impl Planner<'_> {
     ) -> Result<ast::Expr> {
         let (saved_node, saved_scope) = (node.clone(), scope.clone());
         match self.scalar_subquery_joined(q, node, scope, n) {
+            // `(SELECT x FROM (<reads the outer row>) u ORDER BY x LIMIT 1)`
+            // (MySQL 8.0.14's outer references in a derived table): the
+            // derived table's query with that ORDER BY and LIMIT.
+            Err(DataflowError::UnknownColumn(..)) if self.lift_derived(q).is_some() => {
+                *node = saved_node;
+                *scope = saved_scope;
+                let lifted = self
+                    .lift_derived(q)
+                    .ok_or_else(|| unsupported("this scalar subquery"))?;
+                self.scalar_subquery(&lifted, node, scope, n)
+            }
             Err(DataflowError::Unsupported(why)) => {
                 *node = saved_node;
                 *scope = saved_scope;
@@ -347,17 +358,16 @@ impl Planner<'_> {
         // it aggregates a quotient's full digits, as an ungrouped one does.
         let (arg, shown) =
             super::aggregate::exact_reading(&mut spec, arg, &ty, k == 0, &iscope.types());
-        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
-            return Err(unsupported(
-                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
-            ));
-        }
+        // `ORDER BY y LIMIT 1` over a nullable y: MySQL sorts NULL first,
+        // which MIN skips; whether some y is NULL is kept beside it.
+        let nulls_first = top1_desc == Some(false) && arg.result_type(&iscope.types()).1;
         let value = ScalarAggregate {
             spec,
             arg,
             ty,
             coll,
             single,
+            nulls_first,
             shown,
         };
         let qual = join_scalar_aggregate(node, scope, correlated, value, n);
@@ -365,6 +375,20 @@ impl Planner<'_> {
             ast::Ident::new(qual.clone()),
             ast::Ident::new("__v"),
         ]);
+        if nulls_first {
+            let z =
+                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__z")]);
+            return Ok(ast::Expr::Case {
+                operand: None,
+                conditions: vec![ast::Expr::BinaryOp {
+                    left: Box::new(z),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(number("1")),
+                }],
+                results: vec![ast::Expr::Value(ast::Value::Null)],
+                else_result: Some(Box::new(col)),
+            });
+        }
         if single {
             let n =
                 ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
@@ -642,6 +666,9 @@ struct ScalarAggregate {
     coll: Collation,
     /// Also count the rows (see [`ScalarShape::single`]).
     single: bool,
+    /// Also whether some argument is NULL (`__z`: the value is then NULL,
+    /// first in ascending order).
+    nulls_first: bool,
     /// The decimals the value is shown with (`ScopeCol::shown`).
     shown: Option<u8>,
 }
@@ -671,6 +698,7 @@ fn join_scalar_aggregate(
         ty,
         coll,
         single,
+        nulls_first,
         shown,
     } = value;
     let k = inner_cols.len();
@@ -683,6 +711,15 @@ fn join_scalar_aggregate(
         pre.push(Expr::Literal(Value::Int(1)));
         colls.push(Collation::Binary);
         specs.push(AggSpec::new(AggKind::CountStar, k + 1));
+    }
+    if nulls_first {
+        let is_null = Expr::IsNull {
+            expr: Box::new(pre[k].clone()),
+            negated: false,
+        };
+        pre.push(is_null);
+        colls.push(Collation::Binary);
+        specs.push(AggSpec::new(AggKind::Max, pre.len() - 1));
     }
     let proj = LNode {
         op: LOp::Project(pre),
@@ -747,6 +784,11 @@ fn join_scalar_aggregate(
         scope
             .cols
             .push(joined("__n".into(), int8(), Collation::Binary));
+    }
+    if nulls_first {
+        scope
+            .cols
+            .push(joined("__z".into(), int8(), Collation::Binary));
     }
     for (i, &p) in null_safe.iter().enumerate() {
         let ic = &iscope.cols[inner_cols[p]];

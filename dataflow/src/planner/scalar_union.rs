@@ -297,3 +297,82 @@ fn over_rows(q: &ast::Query, name: Option<&str>) -> Result<ast::Query> {
     }
     Ok(over)
 }
+
+impl Planner<'_> {
+    /// [`lift_derived`] (a method, so that `scalar_subquery` calls it
+    /// without importing this module, which imports it).
+    pub(super) fn lift_derived(&self, q: &ast::Query) -> Option<ast::Query> {
+        lift_derived(q)
+    }
+}
+
+/// `(SELECT x FROM (q2) AS u [ORDER BY x] [LIMIT ..])` as `q2` with that
+/// ORDER BY and LIMIT, when `x` is `q2`'s one column and the outer SELECT
+/// does nothing else; `None` otherwise.
+fn lift_derived(q: &ast::Query) -> Option<ast::Query> {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return None;
+    };
+    let [ast::TableWithJoins {
+        relation:
+            ast::TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias: Some(alias),
+            },
+        joins,
+    }] = s.from.as_slice()
+    else {
+        return None;
+    };
+    let plain = joins.is_empty()
+        && alias.columns.is_empty()
+        && s.selection.is_none()
+        && s.having.is_none()
+        && s.distinct.is_none()
+        && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, m) if g.is_empty() && m.is_empty())
+        && subquery.order_by.is_none()
+        && subquery.limit.is_none()
+        && subquery.offset.is_none()
+        && subquery.with.is_none();
+    let mut selects = Vec::new();
+    if !plain || leaves(&subquery.body, &mut selects).is_err() {
+        return None;
+    }
+    let name = value_name(selects[0])?;
+    // `x`, `u.x` or `*` naming the derived table's one column.
+    let names_it = |e: &ast::Expr| match as_column(e) {
+        Some([col]) => col.value.eq_ignore_ascii_case(&name),
+        Some([table, col]) => {
+            table.value.eq_ignore_ascii_case(&alias.name.value)
+                && col.value.eq_ignore_ascii_case(&name)
+        }
+        _ => false,
+    };
+    let one_column = selects[0].projection.len() == 1;
+    let selected = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            names_it(e)
+        }
+        [ast::SelectItem::Wildcard(_)] => true,
+        _ => false,
+    };
+    if !one_column || !selected {
+        return None;
+    }
+    let mut lifted = (**subquery).clone();
+    if let Some(ob) = &q.order_by {
+        let mut ob = ob.clone();
+        for o in &mut ob.exprs {
+            if names_it(&o.expr) {
+                o.expr = ast::Expr::Identifier(ast::Ident::new(name.clone()));
+            } else if !matches!(&o.expr, ast::Expr::Value(ast::Value::Number(p, _)) if p == "1") {
+                return None;
+            }
+        }
+        lifted.order_by = Some(ob);
+    }
+    lifted.limit = q.limit.clone();
+    lifted.offset = q.offset.clone();
+    Some(lifted)
+}
