@@ -2,7 +2,8 @@
 //! checked as MySQL checks them: distinct, ignoring case (1060, so `SELECT *` over two tables
 //! that share a column name is refused), and a column list as long as the
 //! select list (1353). A column list's names become the select items'
-//! aliases, so the stored definition carries them.
+//! aliases (a UNION's first SELECT's, `*` spelled out first), so the
+//! stored definition carries them, as MySQL's does.
 
 use sqlparser::ast;
 
@@ -77,7 +78,12 @@ fn name_view_columns(
     let names: Vec<String> = list.iter().map(|c| c.name.value.clone()).collect();
     check_distinct(&names)?;
     expand_lone_wildcard(query, &planned);
-    if !alias_select_items(query, &names) {
+    if let Some(first) = first_select(&mut query.body) {
+        spell_out_wildcards(e, db, first)?;
+    }
+    if alias_select_items(query, &names) {
+        rename_order_by(query, &planned, &names);
+    } else {
         // `*` or a UNION: rename the result through a derived table,
         // whose own column names must then be distinct.
         check_distinct(&planned)?;
@@ -122,10 +128,129 @@ fn expand_lone_wildcard(query: &mut ast::Query, planned: &[String]) {
     }
 }
 
-/// Gives the items of a plain SELECT without `*` the aliases `names`;
-/// false (and `query` untouched) for any other query.
+/// The first SELECT of a query body: a set operation's names its columns.
+fn first_select(body: &mut ast::SetExpr) -> Option<&mut ast::Select> {
+    match body {
+        ast::SetExpr::Select(s) => Some(s),
+        ast::SetExpr::SetOperation { left, .. } => first_select(left),
+        ast::SetExpr::Query(q) => first_select(&mut q.body),
+        _ => None,
+    }
+}
+
+/// Replaces each `*` and `t.*` of `select` (in `db`) by the columns it
+/// selects, each qualified by its table, so that a column list can alias
+/// them one by one. Leaves `select` as it is when its FROM merges columns
+/// (`USING`, `NATURAL`) or a `*` names no table of it.
+fn spell_out_wildcards(e: &Engine, db: &str, select: &mut ast::Select) -> Result<()> {
+    let has_wildcard = select.projection.iter().any(|item| {
+        matches!(
+            item,
+            ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+        )
+    });
+    if !has_wildcard {
+        return Ok(());
+    }
+    let mut relations = Vec::new();
+    for twj in &select.from {
+        relations.push(&twj.relation);
+        for j in &twj.joins {
+            let merges = match &j.join_operator {
+                ast::JoinOperator::Inner(c)
+                | ast::JoinOperator::LeftOuter(c)
+                | ast::JoinOperator::RightOuter(c) => {
+                    matches!(
+                        c,
+                        ast::JoinConstraint::Using(_) | ast::JoinConstraint::Natural
+                    )
+                }
+                ast::JoinOperator::CrossJoin => false,
+                _ => true,
+            };
+            if merges {
+                return Ok(());
+            }
+            relations.push(&j.relation);
+        }
+    }
+    // Each relation's qualifier and columns, in FROM order.
+    let mut columns: Vec<(Vec<ast::Ident>, Vec<String>)> = Vec::new();
+    for r in relations {
+        let qualifier = match r {
+            ast::TableFactor::Table { alias: Some(a), .. }
+            | ast::TableFactor::Derived { alias: Some(a), .. } => vec![a.name.clone()],
+            ast::TableFactor::Table { name, .. } => name.0.clone(),
+            _ => return Ok(()),
+        };
+        let mut star = match crate::sqltext::parse("SELECT * FROM __ladle_view_star")?
+            .into_iter()
+            .next()
+        {
+            Some(ast::Statement::Query(q)) => *q,
+            _ => return Err(ShimError::Internal("SELECT * did not parse".into())),
+        };
+        if let ast::SetExpr::Select(s) = star.body.as_mut() {
+            s.from[0].relation = r.clone();
+        }
+        let names = e.dataflow.query_columns(db, &star)?;
+        columns.push((qualifier, names.into_iter().map(|c| c.name).collect()));
+    }
+    let column = |q: &[ast::Ident], name: &str| {
+        let mut ids = q.to_vec();
+        ids.push(ast::Ident::with_quote('`', name));
+        ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(ids))
+    };
+    let mut items = Vec::new();
+    for item in std::mem::take(&mut select.projection) {
+        match &item {
+            ast::SelectItem::Wildcard(o) if *o == Default::default() => {
+                for (q, names) in &columns {
+                    items.extend(names.iter().map(|n| column(q, n)));
+                }
+            }
+            ast::SelectItem::QualifiedWildcard(name, o) if *o == Default::default() => {
+                let same = |q: &[ast::Ident]| {
+                    q.last().map(|i| i.value.to_lowercase())
+                        == name.0.last().map(|i| i.value.to_lowercase())
+                };
+                let Some((q, names)) = columns.iter().find(|(q, _)| same(q)) else {
+                    items.push(item);
+                    continue;
+                };
+                items.extend(names.iter().map(|n| column(q, n)));
+            }
+            _ => items.push(item),
+        }
+    }
+    select.projection = items;
+    Ok(())
+}
+
+/// A set operation's ORDER BY naming a column by its first SELECT's name
+/// (`planned`) names it by its alias in `names` once those items are
+/// aliased.
+fn rename_order_by(query: &mut ast::Query, planned: &[String], names: &[String]) {
+    if !matches!(query.body.as_ref(), ast::SetExpr::SetOperation { .. }) {
+        return;
+    }
+    for o in query.order_by.iter_mut().flat_map(|ob| ob.exprs.iter_mut()) {
+        if let ast::Expr::Identifier(id) = &o.expr {
+            if let Some(i) = planned
+                .iter()
+                .position(|p| p.eq_ignore_ascii_case(&id.value))
+            {
+                o.expr = ast::Expr::Identifier(ast::Ident::with_quote('`', &names[i]));
+            }
+        }
+    }
+}
+
+/// Gives the items of a query's first SELECT, when it has no `*`, the
+/// aliases `names` (a set operation's column names are its first
+/// SELECT's); false (and `query` untouched) for any other query.
 fn alias_select_items(query: &mut ast::Query, names: &[String]) -> bool {
-    let ast::SetExpr::Select(select) = query.body.as_mut() else {
+    let Some(select) = first_select(query.body.as_mut()) else {
         return false;
     };
     let plain = select.projection.iter().all(|item| {

@@ -226,6 +226,9 @@ impl Engine {
                 s.carried_warnings = 0;
             }
             s.add_warning("Error", e.code.errno, e.message.clone());
+            if !s.probing {
+                crate::refused::note(s.connection_id, sql, e);
+            }
             if e.code.errno == crate::error::ER_UNKNOWN.errno {
                 tracing::warn!(connection = s.connection_id, error = %e.message, sql, "statement failed");
             } else {

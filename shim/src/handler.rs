@@ -453,6 +453,7 @@ impl Connection {
                     }
                 });
                 if let Err(err) = &r {
+                    crate::refused::note(s.connection_id, &sql, err);
                     // The error replaces what SHOW WARNINGS listed.
                     s.clear_warnings();
                     s.add_warning("Error", err.code.errno, err.message.clone());

@@ -85,6 +85,7 @@ mod privileges;
 mod processes;
 pub mod protocol;
 mod recursive_cte;
+mod refused;
 mod result_names;
 mod returning;
 mod rollup;

@@ -25,7 +25,14 @@ pub type EvalResult<T = Value> = Result<T, EvalError>;
 /// order, so an insert and its later delete still cancel out, and
 /// arithmetic carries it (an aggregate over it keeps it). A read that
 /// returns it fails with the error instead ([`out_of_range_in`]).
-const OUT_OF_RANGE_MARKERS: [(u64, &str); 4] = [
+///
+/// Two more stand for [`EvalError::SubqueryRows`] (MySQL's 1242): a scalar
+/// subquery's value computed while a write propagates, from several rows
+/// ([`subquery_rows_marker`]), and the same value once MySQL would have
+/// evaluated it whether or not the query reads it (a GROUP BY key or an
+/// aggregate's argument: [`subquery_rows_evaluated`]); a read returning
+/// either fails with 1242.
+const OUT_OF_RANGE_MARKERS: [(u64, &str); 6] = [
     (0x7ff8_0000_0000_1690, "BIGINT value is out of range"),
     (
         0x7ff8_0000_0001_1690,
@@ -33,7 +40,40 @@ const OUT_OF_RANGE_MARKERS: [(u64, &str); 4] = [
     ),
     (0x7ff8_0000_0002_1690, "DECIMAL value is out of range"),
     (0x7ff8_0000_0003_1690, "DOUBLE value is out of range"),
+    (0x7ff8_0000_0000_1242, SUBQUERY_ROWS),
+    (EVALUATED_ROWS, SUBQUERY_ROWS),
 ];
+
+/// The bits of [`subquery_rows_evaluated`].
+const EVALUATED_ROWS: u64 = 0x7ff8_0000_0001_1242;
+
+/// The message of the marker for [`EvalError::SubqueryRows`].
+pub(crate) const SUBQUERY_ROWS: &str = "Subquery returns more than 1 row";
+
+/// The marker standing for an [`EvalError::SubqueryRows`].
+pub(crate) fn subquery_rows_marker() -> Value {
+    out_of_range_marker(SUBQUERY_ROWS)
+}
+
+/// `v` as MySQL would have computed it even for a query that does not
+/// read it: a subquery's several-rows marker becomes the evaluated one
+/// (which a projection dropping it keeps, see `ops::Project`).
+pub(crate) fn evaluated(v: Value) -> Value {
+    match out_of_range_in(&v) {
+        Some(SUBQUERY_ROWS) => subquery_rows_evaluated(),
+        _ => v,
+    }
+}
+
+/// The evaluated several-rows marker (see [`evaluated`]).
+pub(crate) fn subquery_rows_evaluated() -> Value {
+    Value::Double(f64::from_bits(EVALUATED_ROWS))
+}
+
+/// Whether `v` is [`subquery_rows_evaluated`].
+pub(crate) fn is_evaluated_rows(v: &Value) -> bool {
+    matches!(v, Value::Double(f) if f.to_bits() == EVALUATED_ROWS)
+}
 
 /// The marker standing for an [`EvalError::OutOfRange`] with `message`.
 pub(crate) fn out_of_range_marker(message: &str) -> Value {

@@ -34,7 +34,10 @@ mod warnings;
 mod tests;
 
 pub use error::EvalError;
-pub(crate) use error::{out_of_range_in, out_of_range_marker};
+pub(crate) use error::{
+    evaluated, is_evaluated_rows, out_of_range_in, out_of_range_marker, subquery_rows_evaluated,
+    subquery_rows_marker, SUBQUERY_ROWS,
+};
 pub use func::Func;
 pub(crate) use ops::{
     arith as arith_values, compare, like, quotient_digits, string_as_number, truth, value_to_f64,

@@ -162,6 +162,21 @@ impl Expr {
         v
     }
 
+    /// [`Self::is_volatile`] but for a scalar subquery's row-count check
+    /// ([`Func::SingleRow`]), which a projection that maintains state may
+    /// compute (several rows become a marker a read fails on).
+    pub fn is_volatile_besides_single_row(&self) -> bool {
+        let mut v = false;
+        self.walk(&mut |e| {
+            if let Expr::Call(f, _) = e {
+                if f.is_volatile() && *f != Func::SingleRow {
+                    v = true;
+                }
+            }
+        });
+        v
+    }
+
     pub fn has_params(&self) -> bool {
         let mut v = false;
         self.walk(&mut |e| {

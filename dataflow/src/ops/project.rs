@@ -21,10 +21,16 @@ impl Project {
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
         // Never an error, so that an insert and its later delete always
         // project alike: an overflow becomes its marker (a read returning
-        // it fails with 1690), any other failure NULL.
+        // it fails with 1690), so do a scalar subquery's several rows
+        // (1242), any other failure NULL.
         let has_marker = row
             .iter()
             .any(|v| crate::expr::out_of_range_in(v).is_some());
+        if has_marker {
+            if let Some(m) = self.dropped_subquery_rows(row) {
+                return vec![m; self.exprs.len()];
+            }
+        }
         self.exprs
             .iter()
             .map(|e| {
@@ -44,10 +50,27 @@ impl Project {
                     Err(crate::expr::EvalError::OutOfRange(m)) => {
                         crate::expr::out_of_range_marker(&m)
                     }
+                    // A scalar subquery's several rows (1242 when read).
+                    Err(crate::expr::EvalError::SubqueryRows) => {
+                        crate::expr::subquery_rows_marker()
+                    }
                     Err(_) => ladle_common::Value::Null,
                 }
             })
             .collect()
+    }
+
+    /// A scalar subquery's several-rows marker MySQL evaluated whether or
+    /// not it is read (a GROUP BY key, an aggregate: see
+    /// `expr::evaluated`) in a column of `row` that no output reads: the
+    /// statement fails (1242) even when the outer query reads another. The
+    /// whole output row then is that marker, for the read to fail on (an
+    /// aggregate keeps it, COUNT(*) too).
+    fn dropped_subquery_rows(&self, row: &[Value]) -> Option<Value> {
+        let read: Vec<usize> = self.exprs.iter().flat_map(|e| e.columns()).collect();
+        row.iter().enumerate().find_map(|(i, v)| {
+            (crate::expr::is_evaluated_rows(v) && !read.contains(&i)).then(|| v.clone())
+        })
     }
 
     /// Whether some output column is computed (not a copy of an input
@@ -146,6 +169,25 @@ mod tests {
         ]);
         let mut h = Harness::new(move |_, d| p.on_input(d).unwrap());
         assert_emits(&mut h, "+ 1 a\n- 2 b", "+ a 2\n- b 3");
+    }
+
+    #[test]
+    fn a_scalar_subquerys_several_rows_project_to_their_marker() {
+        use crate::expr::{subquery_rows_evaluated, Func, SUBQUERY_ROWS};
+        let single = Expr::Call(Func::SingleRow, vec![Expr::Column(0), Expr::Column(1)]);
+        let p = Project::new(vec![single, Expr::Column(2)]);
+        let one = p.apply(&[Value::Int(1), Value::Int(7), Value::Int(0)]);
+        assert_eq!(one, vec![Value::Int(7), Value::Int(0)]);
+        let many = p.apply(&[Value::Int(2), Value::Int(7), Value::Int(0)]);
+        assert_eq!(crate::expr::out_of_range_in(&many[0]), Some(SUBQUERY_ROWS));
+        assert_eq!(many[1], Value::Int(0));
+        // Dropped: the unevaluated marker goes, the evaluated one (a GROUP
+        // BY key's) takes the whole row.
+        let drop = Project::new(vec![Expr::Column(1)]);
+        let lazy = crate::expr::subquery_rows_marker();
+        assert_eq!(drop.apply(&[lazy, Value::Int(3)]), vec![Value::Int(3)]);
+        let row = drop.apply(&[subquery_rows_evaluated(), Value::Int(3)]);
+        assert!(crate::expr::is_evaluated_rows(&row[0]), "{row:?}");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::expr::{
     PostAgg, Scope,
 };
 use super::query::Planner;
-use super::relation::{column_collation, conjunction, stable, t_is_text};
+use super::relation::{column_collation, conjunction, stored, t_is_text};
 use super::select_state::{Aggregation, Grouping, ReadTimeFinish, SelectState};
 use super::syntax::{has_placeholder, has_subquery};
 use crate::expr::{CastType, Expr};
@@ -295,7 +295,7 @@ fn group_exprs(
                 "Can't group on an aggregate".into(),
             ));
         }
-        let x = stable(row_cx.compile(&e)?)?;
+        let x = stored(row_cx.compile(&e)?)?;
         let i = gexprs.len();
         by_text.insert(norm(&e), i);
         if let Expr::Column(c) = x {
@@ -553,7 +553,7 @@ impl Planner<'_> {
         if has_placeholder(arg_ast) || has_subquery(arg_ast) {
             return Err(unsupported("parameters or subqueries in an aggregate"));
         }
-        let arg = stable(cx.compile(arg_ast)?)?;
+        let arg = stored(cx.compile(arg_ast)?)?;
         // SUM and AVG of an ENUM add its indexes, as in MySQL.
         let arg = match name.as_str() {
             "sum" | "avg" => cx.enum_as_number(arg),

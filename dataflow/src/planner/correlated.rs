@@ -135,6 +135,7 @@ impl Planner<'_> {
             inner_cols,
             outer_cols,
             residual,
+            null_safe: Vec::new(),
         })
     }
 
@@ -142,11 +143,14 @@ impl Planner<'_> {
     /// outer` (`WHERE b.price > p.id * 10`) made uncorrelated: the distinct
     /// values of the outer columns it reads (D) joined with the inner rows
     /// on the equalities and filtered by the other conditions. D's columns
-    /// then are the correlation key, equal to the outer columns. Only
-    /// NULL-rejecting conditions (comparisons of columns and arithmetic)
-    /// are taken, so an outer row with a NULL in them matches no inner row
-    /// and the caller's LEFT JOIN (which never matches a NULL key) gives
-    /// the empty subquery's answer, as it should.
+    /// then are the correlation key, equal to the outer columns. After a
+    /// NULL-rejecting condition (comparisons of columns and arithmetic)
+    /// an outer row with a NULL in what it reads matches no inner row, and
+    /// the caller's LEFT JOIN (which never matches a NULL key) gives the
+    /// empty subquery's answer, as it should. A nullable column read only
+    /// by other conditions (`NOT EXISTS (.. WHERE x = o.c)`, true for a
+    /// NULL) is listed in `null_safe`: D's row with its NULL holds that
+    /// outer row's inner rows, and the caller joins NULL to it.
     pub(super) fn decorrelate(
         &self,
         outer: &LNode,
@@ -155,18 +159,37 @@ impl Planner<'_> {
         n: usize,
         value: Option<&mut ast::Expr>,
     ) -> Result<Correlated> {
+        self.decorrelate_over(outer, oscope, c, n, value, Vec::new())
+    }
+
+    /// [`Self::decorrelate`] with D's columns starting with `o_cols` (the
+    /// outer columns several subqueries share a key on), then the others
+    /// `c` reads.
+    pub(super) fn decorrelate_over(
+        &self,
+        outer: &LNode,
+        oscope: &Scope,
+        c: Correlated,
+        n: usize,
+        value: Option<&mut ast::Expr>,
+        mut o_cols: Vec<usize>,
+    ) -> Result<Correlated> {
         let qual = format!("__sqo{n}");
-        let mut o_cols: Vec<usize> = Vec::new();
         for &o in &c.outer_cols {
             if !o_cols.contains(&o) {
                 o_cols.push(o);
             }
         }
         let mut conds = Vec::new();
+        // Outer columns a NULL in which may still let inner rows through
+        // (`NOT EXISTS (.. WHERE x = o.c)`), and those it never does.
+        let (mut sensitive, mut rejected) = (Vec::new(), Vec::new());
         for r in &c.residual {
             let reads_outer = |e: &ast::Expr| outer_columns_read(e, &c.scope, oscope);
-            if !null_rejecting(r, &reads_outer) {
-                return Err(unsupported(format!("the correlated condition {r}")));
+            if null_rejecting(r, &reads_outer) {
+                rejected.extend(reads_outer(r));
+            } else {
+                sensitive.extend(reads_outer(r));
             }
             if has_subquery(r) {
                 outer_references_unambiguous(r, &c.scope, oscope)?;
@@ -182,6 +205,15 @@ impl Planner<'_> {
             rewrite_outer_refs(v, &c.scope, oscope, &qual, &mut o_cols)?;
         }
         let k = o_cols.len();
+        let null_safe = (0..k)
+            .filter(|&i| {
+                let o = o_cols[i];
+                oscope.cols[o].nullable
+                    && sensitive.contains(&o)
+                    && !rejected.contains(&o)
+                    && !c.outer_cols.contains(&o)
+            })
+            .collect();
         let dcolls: Vec<Collation> = o_cols.iter().map(|&o| outer.colls[o]).collect();
         let distinct_outer = LNode {
             op: LOp::Aggregate {
@@ -253,6 +285,7 @@ impl Planner<'_> {
             inner_cols: (0..k).collect(),
             outer_cols: o_cols,
             residual: vec![],
+            null_safe,
         })
     }
 }
@@ -741,4 +774,8 @@ pub(super) struct Correlated {
     /// Conditions reading outer columns other than `inner = outer`
     /// (`b.price > p.id * 10`), for [`Planner::decorrelate`].
     pub(super) residual: Vec<ast::Expr>,
+    /// Positions in the key (`inner_cols`, `outer_cols`) where an outer
+    /// NULL must meet the inner rows of NULL (D's NULL row, see
+    /// [`Planner::decorrelate`]) instead of none.
+    pub(super) null_safe: Vec<usize>,
 }

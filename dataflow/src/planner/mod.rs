@@ -76,6 +76,7 @@ mod named_window;
 mod query;
 mod relation;
 mod scalar_subquery;
+mod scalar_union;
 mod select;
 mod select_state;
 mod selection;

@@ -222,7 +222,11 @@ impl Planner<'_> {
         let node = if identity {
             pv.plan
         } else {
-            if pv.output.iter().any(|e| e.is_volatile() || e.has_params()) {
+            if pv
+                .output
+                .iter()
+                .any(|e| e.is_volatile_besides_single_row() || e.has_params())
+            {
                 return Err(volatile("NOW()/RAND() in a subquery"));
             }
             let colls = pv

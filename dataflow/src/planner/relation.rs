@@ -61,6 +61,17 @@ pub(super) fn stable(e: Expr) -> Result<Expr> {
     }
 }
 
+/// [`stable`] for an expression a projection computes into maintained
+/// state: a scalar subquery's row-count check may be there (a value from
+/// several rows is stored as a marker that fails the read with 1242).
+pub(super) fn stored(e: Expr) -> Result<Expr> {
+    if e.is_volatile_besides_single_row() {
+        Err(volatile("NOW()/RAND() inside a maintained view"))
+    } else {
+        Ok(e)
+    }
+}
+
 pub(super) fn t_is_text(t: &SqlType) -> bool {
     t.is_text()
 }

@@ -123,12 +123,31 @@ impl Planner<'_> {
     ) -> Result<ast::Expr> {
         let (saved_node, saved_scope) = (node.clone(), scope.clone());
         match self.scalar_subquery_joined(q, node, scope, n) {
-            Err(DataflowError::Unsupported(why)) => {
-                let Some(derived) = over_derived(q).filter(|_| self.relation(q).is_ok()) else {
-                    return Err(DataflowError::Unsupported(why));
-                };
+            // `(SELECT x FROM (<reads the outer row>) u ORDER BY x LIMIT 1)`
+            // (MySQL 8.0.14's outer references in a derived table): the
+            // derived table's query with that ORDER BY and LIMIT.
+            Err(DataflowError::UnknownColumn(..)) if self.lift_derived(q).is_some() => {
                 *node = saved_node;
                 *scope = saved_scope;
+                let lifted = self
+                    .lift_derived(q)
+                    .ok_or_else(|| unsupported("this scalar subquery"))?;
+                self.scalar_subquery(&lifted, node, scope, n)
+            }
+            Err(DataflowError::Unsupported(why)) => {
+                *node = saved_node;
+                *scope = saved_scope;
+                let planned_alone = self.relation(q);
+                if matches!(&*q.body, ast::SetExpr::SetOperation { .. })
+                    && matches!(planned_alone, Err(DataflowError::UnknownColumn(..)))
+                {
+                    // Its branches read the outer query: each planned over
+                    // the outer values it reads (see `scalar_union`).
+                    return self.scalar_subquery_union(q, node, scope, n);
+                }
+                let Some(derived) = over_derived(q).filter(|_| planned_alone.is_ok()) else {
+                    return Err(DataflowError::Unsupported(why));
+                };
                 self.scalar_subquery_joined(&derived, node, scope, n)
             }
             other => other,
@@ -230,12 +249,28 @@ impl Planner<'_> {
         n: usize,
     ) -> Result<ast::Expr> {
         let shape = ScalarShape::of(q)?;
-        let mut correlated = self.plan_correlated(
+        let correlated = self.plan_correlated(
             shape.select,
             scope,
             "a scalar subquery",
             "correlated condition other than equality",
         )?;
+        self.scalar_of_rows(q, shape, grouped, correlated, node, scope, n)
+    }
+
+    /// The value of scalar subquery `q` (of shape `shape`) over its planned
+    /// rows `correlated`, joined into `node`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn scalar_of_rows(
+        &self,
+        q: &ast::Query,
+        shape: ScalarShape<'_>,
+        grouped: &[ast::Expr],
+        mut correlated: Correlated,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: usize,
+    ) -> Result<ast::Expr> {
         // Correlated on a key of its one table, the subquery has one row
         // at most: no row count to check at read time.
         let at_most_one_row = keyed_by_unique(&correlated.inner, &correlated.inner_cols);
@@ -323,17 +358,16 @@ impl Planner<'_> {
         // it aggregates a quotient's full digits, as an ungrouped one does.
         let (arg, shown) =
             super::aggregate::exact_reading(&mut spec, arg, &ty, k == 0, &iscope.types());
-        if top1_desc == Some(false) && arg.result_type(&iscope.types()).1 {
-            return Err(unsupported(
-                "ORDER BY ... ASC LIMIT 1 over a nullable expression in a scalar subquery",
-            ));
-        }
+        // `ORDER BY y LIMIT 1` over a nullable y: MySQL sorts NULL first,
+        // which MIN skips; whether some y is NULL is kept beside it.
+        let nulls_first = top1_desc == Some(false) && arg.result_type(&iscope.types()).1;
         let value = ScalarAggregate {
             spec,
             arg,
             ty,
             coll,
             single,
+            nulls_first,
             shown,
         };
         let qual = join_scalar_aggregate(node, scope, correlated, value, n);
@@ -341,6 +375,20 @@ impl Planner<'_> {
             ast::Ident::new(qual.clone()),
             ast::Ident::new("__v"),
         ]);
+        if nulls_first {
+            let z =
+                ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__z")]);
+            return Ok(ast::Expr::Case {
+                operand: None,
+                conditions: vec![ast::Expr::BinaryOp {
+                    left: Box::new(z),
+                    op: ast::BinaryOperator::Eq,
+                    right: Box::new(number("1")),
+                }],
+                results: vec![ast::Expr::Value(ast::Value::Null)],
+                else_result: Some(Box::new(col)),
+            });
+        }
         if single {
             let n =
                 ast::Expr::CompoundIdentifier(vec![ast::Ident::new(qual), ast::Ident::new("__n")]);
@@ -471,7 +519,7 @@ fn keyed_by_unique(inner: &LNode, cols: &[usize]) -> bool {
 
 /// What a scalar subquery computes: its SELECT, the aggregate giving its
 /// value, and how its ORDER BY ... LIMIT 1 reads.
-struct ScalarShape<'q> {
+pub(super) struct ScalarShape<'q> {
     select: &'q ast::Select,
     /// The aggregate (a bare value `y` becomes MAX(y) or MIN(y)).
     value: ast::Expr,
@@ -486,7 +534,7 @@ struct ScalarShape<'q> {
 }
 
 impl<'q> ScalarShape<'q> {
-    fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
+    pub(super) fn of(q: &'q ast::Query) -> Result<ScalarShape<'q>> {
         let ast::SetExpr::Select(s) = &*q.body else {
             return Err(unsupported("this scalar subquery"));
         };
@@ -618,6 +666,9 @@ struct ScalarAggregate {
     coll: Collation,
     /// Also count the rows (see [`ScalarShape::single`]).
     single: bool,
+    /// Also whether some argument is NULL (`__z`: the value is then NULL,
+    /// first in ascending order).
+    nulls_first: bool,
     /// The decimals the value is shown with (`ScopeCol::shown`).
     shown: Option<u8>,
 }
@@ -638,6 +689,7 @@ fn join_scalar_aggregate(
         scope: iscope,
         inner_cols,
         outer_cols,
+        null_safe,
         ..
     } = correlated;
     let ScalarAggregate {
@@ -646,6 +698,7 @@ fn join_scalar_aggregate(
         ty,
         coll,
         single,
+        nulls_first,
         shown,
     } = value;
     let k = inner_cols.len();
@@ -658,6 +711,15 @@ fn join_scalar_aggregate(
         pre.push(Expr::Literal(Value::Int(1)));
         colls.push(Collation::Binary);
         specs.push(AggSpec::new(AggKind::CountStar, k + 1));
+    }
+    if nulls_first {
+        let is_null = Expr::IsNull {
+            expr: Box::new(pre[k].clone()),
+            negated: false,
+        };
+        pre.push(is_null);
+        colls.push(Collation::Binary);
+        specs.push(AggSpec::new(AggKind::Max, pre.len() - 1));
     }
     let proj = LNode {
         op: LOp::Project(pre),
@@ -674,18 +736,6 @@ fn join_scalar_aggregate(
         colls: colls.clone(),
     };
     let qual = format!("__sq{n}");
-    let mut jcolls = node.colls.clone();
-    jcolls.extend(colls.iter().copied());
-    let left = LNode::take(node);
-    *node = LNode {
-        op: LOp::Join {
-            kind: JoinKind::Left,
-            left_cols: outer_cols,
-            right_cols: (0..k).collect(),
-        },
-        inputs: vec![left, aggn],
-        colls: jcolls,
-    };
     let joined = |name: String, ty: SqlType, collation: Collation| ScopeCol {
         qualifier: qual.clone(),
         name,
@@ -695,6 +745,30 @@ fn join_scalar_aggregate(
         table: String::new(),
         origin: None,
         shown: None,
+    };
+    // Keys where NULL meets NULL: compared as (IS NULL, value or 0) pairs
+    // computed on both sides (hidden columns).
+    let (mut left_cols, mut right_cols) = (outer_cols, (0..k).collect::<Vec<usize>>());
+    for (i, &p) in null_safe.iter().enumerate() {
+        let oc = &scope.cols[left_cols[p]];
+        let (ty, coll) = (oc.ty.clone(), oc.collation);
+        scope
+            .cols
+            .push(joined(format!("__nf{i}"), int8(), Collation::Binary));
+        scope.cols.push(joined(format!("__nv{i}"), ty, coll));
+    }
+    let left = null_safe_keys(LNode::take(node), &mut left_cols, &null_safe);
+    let right = null_safe_keys(aggn, &mut right_cols, &null_safe);
+    let mut jcolls = left.colls.clone();
+    jcolls.extend(right.colls.iter().copied());
+    *node = LNode {
+        op: LOp::Join {
+            kind: JoinKind::Left,
+            left_cols,
+            right_cols,
+        },
+        inputs: vec![left, right],
+        colls: jcolls,
     };
     for (i, &c) in inner_cols.iter().enumerate() {
         let ic = &iscope.cols[c];
@@ -707,16 +781,67 @@ fn join_scalar_aggregate(
         ..joined("__v".into(), ty, coll)
     });
     if single {
-        let count = SqlType::Int {
-            bytes: 8,
-            unsigned: false,
-            display_width: None,
-        };
         scope
             .cols
-            .push(joined("__n".into(), count, Collation::Binary));
+            .push(joined("__n".into(), int8(), Collation::Binary));
+    }
+    if nulls_first {
+        scope
+            .cols
+            .push(joined("__z".into(), int8(), Collation::Binary));
+    }
+    for (i, &p) in null_safe.iter().enumerate() {
+        let ic = &iscope.cols[inner_cols[p]];
+        let (ty, coll) = (ic.ty.clone(), ic.collation);
+        scope
+            .cols
+            .push(joined(format!("__mf{i}"), int8(), Collation::Binary));
+        scope.cols.push(joined(format!("__mv{i}"), ty, coll));
     }
     qual
+}
+
+fn int8() -> SqlType {
+    SqlType::Int {
+        bytes: 8,
+        unsigned: false,
+        display_width: None,
+    }
+}
+
+/// `node` with two columns after its own for each key position `p` in
+/// `null_safe` (of `keys`, its join columns): whether `keys[p]` is NULL,
+/// and its value or 0 when it is. `keys[p]` then names the second, and the
+/// first joins the key: a join on them matches NULL with NULL.
+fn null_safe_keys(node: LNode, keys: &mut Vec<usize>, null_safe: &[usize]) -> LNode {
+    if null_safe.is_empty() {
+        return node;
+    }
+    let width = node.width();
+    let mut exprs: Vec<Expr> = (0..width).map(Expr::Column).collect();
+    let mut colls = node.colls.clone();
+    for &p in null_safe {
+        let c = keys[p];
+        let is_null = Expr::IsNull {
+            expr: Box::new(Expr::Column(c)),
+            negated: false,
+        };
+        exprs.push(is_null.clone());
+        exprs.push(Expr::Case {
+            operand: None,
+            whens: vec![(is_null, Expr::Literal(Value::Int(0)))],
+            otherwise: Some(Box::new(Expr::Column(c))),
+            collation: node.colls[c],
+        });
+        colls.extend([Collation::Binary, node.colls[c]]);
+        keys[p] = exprs.len() - 1;
+        keys.push(exprs.len() - 2);
+    }
+    LNode {
+        op: LOp::Project(exprs),
+        inputs: vec![node],
+        colls,
+    }
 }
 
 /// `(SELECT __sqd.__v FROM (q) AS __sqd)`, `q`'s one column named `__v`

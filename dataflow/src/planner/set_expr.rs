@@ -186,7 +186,7 @@ pub(super) fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
 /// result (`SELECT d ... UNION SELECT dt ...`): those columns converted to
 /// midnight, so the result holds DATETIMEs and a DATE equals its midnight
 /// in a distinct UNION, as in MySQL.
-fn dates_as_datetimes(side: Rel, cols: &[ColInfo]) -> Rel {
+pub(super) fn dates_as_datetimes(side: Rel, cols: &[ColInfo]) -> Rel {
     let converts = |i: usize| {
         matches!(side.cols[i].ty, SqlType::Date) && matches!(cols[i].ty, SqlType::DateTime { .. })
     };

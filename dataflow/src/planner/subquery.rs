@@ -237,6 +237,7 @@ impl Planner<'_> {
             inner_cols,
             outer_cols,
             residual,
+            ..
         } = self.plan_correlated_params(
             s,
             scope,

@@ -118,6 +118,9 @@ pub(crate) fn read(
     if v.computes {
         for row in rows.iter() {
             if let Some(m) = row.iter().find_map(crate::expr::out_of_range_in) {
+                if m == crate::expr::SUBQUERY_ROWS {
+                    return Err(DataflowError::SubqueryRows);
+                }
                 return Err(DataflowError::OutOfRange(m.to_string()));
             }
         }

@@ -141,6 +141,13 @@ enum Acc {
     /// [`ExactSum`]): a narrower sum had silently stopped adding the value
     /// that overflowed it. (Last, so earlier snapshots still decode.)
     ExactSum(ExactSum),
+    /// [`Acc::Overflowed`] for the markers of a scalar subquery's several
+    /// rows (`expr::subquery_rows_marker`): the read fails with 1242.
+    /// (Last, so earlier snapshots still decode.)
+    ManyRows {
+        inner: Box<Acc>,
+        markers: i64,
+    },
 }
 
 /// Adds `x` to the compensated sum `(sum, comp)` (Neumaier): `comp` keeps
@@ -326,9 +333,14 @@ impl Aggregate {
         g.rows += sign;
         for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
             let v = row.get(a.col).cloned().unwrap_or(Value::Null);
-            let marker = a.kind != AggKind::CountStar && crate::expr::out_of_range_in(&v).is_some();
+            // COUNT(*) reads no value, but keeps a scalar subquery's
+            // several rows (a row made of that marker, see `Project`).
+            let marker = match crate::expr::out_of_range_in(&v) {
+                Some(m) => a.kind != AggKind::CountStar || m == crate::expr::SUBQUERY_ROWS,
+                None => false,
+            };
             let acc = match acc {
-                Acc::Overflowed { inner, markers } => {
+                Acc::Overflowed { inner, markers } | Acc::ManyRows { inner, markers } => {
                     if marker {
                         *markers += sign;
                         if *markers == 0 {
@@ -340,10 +352,17 @@ impl Aggregate {
                     inner.as_mut()
                 }
                 _ if marker => {
-                    let inner = std::mem::replace(acc, Acc::Count(0));
-                    *acc = Acc::Overflowed {
-                        inner: Box::new(inner),
-                        markers: sign,
+                    let inner = Box::new(std::mem::replace(acc, Acc::Count(0)));
+                    *acc = if crate::expr::out_of_range_in(&v) == Some(crate::expr::SUBQUERY_ROWS) {
+                        Acc::ManyRows {
+                            inner,
+                            markers: sign,
+                        }
+                    } else {
+                        Acc::Overflowed {
+                            inner,
+                            markers: sign,
+                        }
                     };
                     continue;
                 }
@@ -391,13 +410,14 @@ impl Aggregate {
                         (*sum, *comp) = (0.0, 0.0);
                     }
                 }
-                Acc::Overflowed { .. } => {}
+                Acc::Overflowed { .. } | Acc::ManyRows { .. } => {}
             }
         }
     }
 
     fn output(&self, g: &Group) -> Row {
-        let mut row: Row = g.rep.clone();
+        // A GROUP BY key MySQL computed for every row.
+        let mut row: Row = g.rep.iter().cloned().map(crate::expr::evaluated).collect();
         for (a, acc) in self.aggs.iter().zip(&g.accs) {
             row.push(match (a.kind, acc) {
                 (_, Acc::Count(c)) => Value::Int(*c),
@@ -430,6 +450,7 @@ impl Aggregate {
                 (_, Acc::Overflowed { .. }) => {
                     crate::expr::out_of_range_marker("BIGINT value is out of range")
                 }
+                (_, Acc::ManyRows { .. }) => crate::expr::subquery_rows_evaluated(),
             });
         }
         row
