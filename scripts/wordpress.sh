@@ -40,9 +40,11 @@ setup() {
     [[ -d $WP/wp-content/themes/twentytwentythree ]] || missing+=(wordpress-theme-twentytwentythree)
     command -v php >/dev/null || missing+=(php-cli)
     if command -v php >/dev/null; then
-        php -m | grep -qx mysqli || missing+=(php-mysql)
-        php -m | grep -qx xml || missing+=(php-xml)  # XML-RPC parses with ext/xml
-        php -m | grep -qx mbstring || missing+=(php-mbstring)
+        local modules
+        modules="$(php -m)"
+        grep -qx mysqli <<<"$modules" || missing+=(php-mysql)
+        grep -qx xml <<<"$modules" || missing+=(php-xml) # XML-RPC parses with ext/xml
+        grep -qx mbstring <<<"$modules" || missing+=(php-mbstring)
     else
         missing+=(php-mysql php-xml php-mbstring)
     fi

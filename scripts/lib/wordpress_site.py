@@ -13,6 +13,7 @@ comparing.
 """
 
 import difflib
+import http.cookiejar as http_cookiejar
 import json
 import os
 import re
@@ -20,7 +21,7 @@ import sys
 import urllib.parse
 import urllib.request
 import xmlrpc.client
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 ADMIN, PASSWORD = "admin", "ladle-wp-admin-pass"
 CATEGORIES = ["News", "Engineering", "Releases", "Community"]
@@ -59,7 +60,8 @@ def post_text(i):
 
 def populate(url):
     """20 posts, each in one or two categories with two or three tags; comments
-    (some threaded) on every third post. Returns the ids WordPress gave."""
+    (some threaded) on every third post; then an edit and two deletions.
+    Returns the ids WordPress gave."""
     rpc = xmlrpc.client.ServerProxy(url + "/xmlrpc.php", allow_none=True)
     start = datetime(2024, 1, 3, 9, 30)
     posts, comments = [], []
@@ -88,6 +90,15 @@ def populate(url):
                 })
                 parent = int(cid)
                 comments.append(int(cid))
+    # Edits as an author makes them: new terms and title for one post
+    # (its old category and tag links must go), one post to the trash,
+    # one comment deleted.
+    rpc.wp.editPost(1, ADMIN, PASSWORD, posts[1], {
+        "post_title": "Post 2, edited",
+        "terms_names": {"category": ["Releases"], "post_tag": ["cache", "views"]},
+    })
+    rpc.wp.deletePost(1, ADMIN, PASSWORD, posts[4])
+    rpc.wp.deleteComment(1, ADMIN, PASSWORD, comments[1])
     return {"posts": posts, "comments": comments}
 
 
@@ -100,38 +111,115 @@ def category_id(url, name):
 
 
 def pages(url, ids):
+    """Page name -> (path, a text the page must show: its content is there,
+    not an empty list both sites would agree on)."""
     cat = category_id(url, "Engineering")
     with_comments = ids["posts"][COMMENTS_EVERY * 2]
     return {
-        "front": "/",
-        "front-page-2": "/?paged=2",
-        "category-archive": f"/?cat={cat}",
-        "tag-archive": "/?tag=mysql",
-        "date-archive": "/?m=202402",
-        "search": "/?s=dataflow",
-        "rss-feed": "/?feed=rss2",
-        "comments-feed": "/?feed=comments-rss2",
-        "single-post-with-comments": f"/?p={with_comments}",
+        "front": ("/", "Post 20: "),
+        "front-page-2": ("/?paged=2", "Post 2, edited"),
+        "category-archive": (f"/?cat={cat}", "Post 18: "),
+        "tag-archive": ("/?tag=mysql", "Post 16: "),
+        "date-archive": ("/?m=202402", "Post 9: "),
+        "search": ("/?s=dataflow", "Post 19: "),
+        "rss-feed": ("/?feed=rss2", "Post 12: "),
+        "comments-feed": ("/?feed=comments-rss2", "Comment 3 on post 19"),
+        "single-post-with-comments": (f"/?p={with_comments}", "Comment 2 on post 7"),
+        "author-archive": ("/?author=1", "Post 20: "),
+        "sample-page": ("/?page_id=2", "This is an example page"),
+        "atom-feed": ("/?feed=atom", "Post 20: "),
+        "category-feed": (f"/?feed=rss2&cat={cat}", "Post 18: "),
+        "not-found": ("/?p=999999", "not found"),
     }
+
+
+# Admin screens a logged-in author opens (compared with their nonces,
+# times and obfuscated e-mail addresses normalised).
+ADMIN_PAGES = {
+    "admin-dashboard": "/wp-admin/index.php",
+    "admin-posts": "/wp-admin/edit.php",
+    "admin-posts-by-month": "/wp-admin/edit.php?m=202402&cat=0",
+    "admin-trash": "/wp-admin/edit.php?post_status=trash&post_type=post",
+    "admin-categories": "/wp-admin/edit-tags.php?taxonomy=category",
+    "admin-tags": "/wp-admin/edit-tags.php?taxonomy=post_tag",
+    "admin-comments": "/wp-admin/edit-comments.php",
+    "admin-users": "/wp-admin/users.php",
+    "admin-pages": "/wp-admin/edit.php?post_type=page",
+    "admin-search-posts": "/wp-admin/edit.php?s=dataflow&post_status=all&post_type=post",
+    "admin-posts-by-category": "/wp-admin/edit.php?category_name=engineering",
+    "admin-pending-comments": "/wp-admin/edit-comments.php?comment_status=all&p=1",
+    "admin-settings": "/wp-admin/options-general.php",
+    "admin-export": "/wp-admin/export.php",
+    "admin-media": "/wp-admin/upload.php?mode=list",
+}
+
+
+def admin_pages(url, out):
+    """Logs in through wp-login.php and fetches the admin screens."""
+    jar = http_cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener.addheaders = [("User-Agent", "ladle-wordpress-check")]
+    opener.open(url + "/wp-login.php", timeout=120).read()
+    form = urllib.parse.urlencode({"log": ADMIN, "pwd": PASSWORD, "wp-submit": "Log In",
+                                   "redirect_to": url + "/wp-admin/", "testcookie": "1"})
+    opener.open(url + "/wp-login.php", form.encode(), timeout=120).read()
+    for name, path in ADMIN_PAGES.items():
+        try:
+            with opener.open(url + path, timeout=120) as resp:
+                status, body = resp.status, resp.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            status, body = err.code, err.read().decode("utf-8", "replace")
+        if "wp-login.php" in body[:2000] and "loginform" in body:
+            status = "not logged in"
+        with open(os.path.join(out, name + ".html"), "w") as f:
+            f.write(f"HTTP {status} {path}\n{body}")
 
 
 def build(url, out):
     os.makedirs(out, exist_ok=True)
     install(url)
     ids = populate(url)
-    with open(os.path.join(out, "ids.json"), "w") as f:
-        json.dump(ids, f)
-    for name, path in pages(url, ids).items():
+    missing = []
+    for name, (path, marker) in pages(url, ids).items():
         status, body = http(url + path)
+        if marker not in body:
+            missing.append(f"{name}: no '{marker}'")
         with open(os.path.join(out, name + ".html"), "w") as f:
             f.write(f"HTTP {status} {path}\n{body}")
+    admin_pages(url, out)
+    with open(os.path.join(out, "missing.json"), "w") as f:
+        json.dump(missing, f)
+
+
+def run_day_patterns():
+    """Timestamps of today (UTC), as WordPress prints them: what install
+    time gave the first post and comment, and what differs between sites
+    by the second. The content this script creates is dated 2024."""
+    now = datetime.now(timezone.utc)
+    days = {now, now - timedelta(hours=1)}  # a run that crosses midnight
+    pats = []
+    for d in days:
+        pats.append(d.strftime("%Y-%m-%d") + r"[T ]\d\d:\d\d:\d\d(?:[+-]\d\d:\d\d)?")
+        pats.append(d.strftime("%a, %d %b %Y") + r" \d\d:\d\d:\d\d [+-]\d{4}")
+        pats.append(d.strftime("%B ") + str(d.day) + d.strftime(", %Y") + r"(?: at \d{1,2}:\d\d [ap]m)?")
+        pats.append(d.strftime("%Y/%m/%d") + r" at \d{1,2}:\d\d [ap]m")
+    return re.compile("|".join(pats))
 
 
 def normalise(text):
-    text = re.sub(r"127\.0\.0\.1:\d+", "HOST", text)
+    text = re.sub(r"127\.0\.0\.1(?::|%3A)\d+", "HOST", text)
+    text = run_day_patterns().sub("RUN-TIME", text)
     text = re.sub(r"(nonce[\"'_a-zA-Z]*[\"']?\s*[:=]\s*[\"']?)[0-9a-f]{10}", r"\1NONCE", text)
     text = re.sub(r"_wpnonce=[0-9a-f]{10}", "_wpnonce=NONCE", text)
     text = re.sub(r"<lastBuildDate>[^<]*</lastBuildDate>", "<lastBuildDate/>", text)
+    # Admin screens: nonces are ten hex digits wherever they appear (form
+    # fields, scripts' settings, links), and the page's own time.
+    text = re.sub(r"(?<![0-9A-Za-z])[0-9a-f]{10}(?![0-9A-Za-z])", "NONCE", text)
+    text = re.sub(r'"time":"\d+"', '"time":"T"', text)
+    # Quick edit's time fields (of the post install made, and of now).
+    text = re.sub(r'(<div class="(?:hh|mn|ss)">|name="(?:hh|mn|ss)" value=")\d\d', r"\1NN", text)
+    # antispambot() writes e-mail addresses with random character references.
+    text = re.sub(r"&#0*(\d+);", lambda m: chr(int(m.group(1))), text)
     return text
 
 
@@ -152,11 +240,19 @@ def compare(a, b, diffs):
             f.write("\n".join(diff) + "\n")
         changed = sum(1 for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---"))
         rows.append((name[:-5], "differ", f"{changed} lines, {diffs}/{name[:-5]}.diff"))
+    # A page without its content matches nothing, even if both lack it.
+    for side in (a, b):
+        for gap in json.load(open(os.path.join(side, "missing.json"))):
+            name = gap.split(":")[0]
+            for i, row in enumerate(rows):
+                if row[0] == name:
+                    differ += row[1] == "match"
+                    rows[i] = (name, "empty", f"{os.path.basename(side)}: {gap}")
     print("| page | MariaDB vs Ladle | |")
     print("|---|---|---|")
     for row in rows:
         print("| " + " | ".join(row) + " |")
-    print(f"pages matching: {len(rows) - differ} of {len(rows)}")
+    print(f"pages matching: {sum(r[1] == 'match' for r in rows)} of {len(rows)}")
     return differ
 
 
