@@ -2,7 +2,7 @@
 
     wordpress_site.py build URL OUT        install, create content, fetch pages into OUT
     wordpress_site.py compare A B DIFFS    per-page match/differ table of two OUT dirs
-    wordpress_site.py errors LOG...        the failed queries in WordPress debug logs
+    wordpress_site.py errors LADLE_LOG MARIADB_LOG OUT   failed queries of both sites
 
 Everything goes through WordPress as a user or client would: the install is the
 wp-admin/install.php?step=2 form, content is created over XML-RPC (wp.newPost,
@@ -99,7 +99,33 @@ def populate(url):
     })
     rpc.wp.deletePost(1, ADMIN, PASSWORD, posts[4])
     rpc.wp.deleteComment(1, ADMIN, PASSWORD, comments[1])
-    return {"posts": posts, "comments": comments}
+    # A sticky post (first on the front page), a draft, a post scheduled
+    # for later, a page with a child page.
+    rpc.wp.editPost(1, ADMIN, PASSWORD, posts[2], {"sticky": True})
+    for status, title in (("draft", "A draft"), ("future", "Scheduled")):
+        rpc.wp.newPost(1, ADMIN, PASSWORD, {
+            "post_type": "post", "post_status": status, "post_title": title,
+            "post_content": post_text(3),
+            "post_date_gmt": xmlrpc.client.DateTime(datetime(2099, 1, 1, 12, 0)),
+        })
+    parent = rpc.wp.newPost(1, ADMIN, PASSWORD, {
+        "post_type": "page", "post_status": "publish", "post_title": "About",
+        "post_content": post_text(4), "post_date_gmt": xmlrpc.client.DateTime(start),
+    })
+    rpc.wp.newPost(1, ADMIN, PASSWORD, {
+        "post_type": "page", "post_status": "publish", "post_title": "Team",
+        "post_parent": int(parent), "post_content": post_text(5),
+        "post_date_gmt": xmlrpc.client.DateTime(start),
+    })
+    # A visitor's comment through the post's form (held for moderation).
+    status, body = http(url + "/wp-comments-post.php", {
+        "comment_post_ID": posts[COMMENTS_EVERY * 2], "comment_parent": "0",
+        "comment": "A visitor writes: does it answer as mysql answers?",
+        "author": "Visitor", "email": "visitor@example.com", "url": "", "submit": "Post Comment",
+    })
+    if status != 200:
+        raise SystemExit(f"the visitor's comment failed at {url}: HTTP {status}\n{body[:2000]}")
+    return {"posts": posts, "comments": comments, "page": int(parent)}
 
 
 def category_id(url, name):
@@ -130,6 +156,7 @@ def pages(url, ids):
         "atom-feed": ("/?feed=atom", "Post 20: "),
         "category-feed": (f"/?feed=rss2&cat={cat}", "Post 18: "),
         "not-found": ("/?p=999999", "not found"),
+        "child-page": (f"/?page_id={ids['page'] + 1}", "Team"),
     }
 
 
@@ -147,7 +174,11 @@ ADMIN_PAGES = {
     "admin-pages": "/wp-admin/edit.php?post_type=page",
     "admin-search-posts": "/wp-admin/edit.php?s=dataflow&post_status=all&post_type=post",
     "admin-posts-by-category": "/wp-admin/edit.php?category_name=engineering",
-    "admin-pending-comments": "/wp-admin/edit-comments.php?comment_status=all&p=1",
+    "admin-pending-comments": "/wp-admin/edit-comments.php?comment_status=moderated",
+    "admin-post-comments": "/wp-admin/edit-comments.php?comment_status=all&p=1",
+    "admin-drafts": "/wp-admin/edit.php?post_status=draft&post_type=post",
+    "admin-scheduled": "/wp-admin/edit.php?post_status=future&post_type=post",
+    "admin-sticky": "/wp-admin/edit.php?show_sticky=1",
     "admin-settings": "/wp-admin/options-general.php",
     "admin-export": "/wp-admin/export.php",
     "admin-media": "/wp-admin/upload.php?mode=list",
@@ -256,29 +287,52 @@ def compare(a, b, diffs):
     return differ
 
 
-ERROR = re.compile(r"WordPress database error (.*?) for query (.*) made by (.*)$", re.S)
+# Logged by the mu-plugin scripts/wordpress.sh installs: every failed query,
+# also those wpdb was told not to report.
+ERROR = re.compile(r"Failed query: (.*?) for query (.*) \(end\)$", re.S)
 ENTRY = re.compile(r"^\[\d\d-\w+-\d{4} [\d:]+ UTC\] ", re.M)
 
 
-def errors(logs):
-    """Prints each distinct failed query (error, query shape) with its count,
-    then the total. Log entries span lines (queries keep their newlines)."""
+def failed_queries(log):
+    """(error, query shape) -> how many times, from one site's debug log."""
     seen = {}
-    for log in logs:
-        if not os.path.exists(log):
+    if not os.path.exists(log):
+        return seen
+    for entry in ENTRY.split(open(log, errors="replace").read()):
+        m = ERROR.match(entry.strip())
+        if not m:
             continue
-        for entry in ENTRY.split(open(log, errors="replace").read()):
-            m = ERROR.match(entry.strip())
-            if not m:
-                continue
-            query = " ".join(m.group(2).split())
-            shape = re.sub(r"\b\d+\b", "N", re.sub(r"'(?:[^'\\]|\\.)*'", "'?'", query))[:400]
-            key = (m.group(1)[:200], shape)
-            seen[key] = seen.get(key, 0) + 1
-    total = sum(seen.values())
-    for (err, shape), n in sorted(seen.items(), key=lambda kv: -kv[1]):
-        print(f"  {n:4d}  {err}\n        {shape}")
-    return total
+        query = " ".join(m.group(2).split())
+        shape = re.sub(r"\b\d+\b", "N", re.sub(r"'(?:[^'\\]|\\.)*'", "'?'", query))[:400]
+        key = (m.group(1)[:200], shape)
+        seen[key] = seen.get(key, 0) + 1
+    return seen
+
+
+def errors(ladle_log, mariadb_log, out):
+    """Writes each side's failed queries to OUT/<side>-errors.txt, prints
+    the totals and the failures Ladle has beyond MariaDB's (a query shape
+    failing more often, with the same error or another); returns how many."""
+    sides = {"ladle": failed_queries(ladle_log), "mariadb": failed_queries(mariadb_log)}
+    for side, seen in sides.items():
+        with open(os.path.join(out, f"{side}-errors.txt"), "w") as f:
+            for (err, shape), n in sorted(seen.items(), key=lambda kv: -kv[1]):
+                f.write(f"{n:5d}  {err}\n       {shape}\n")
+    by_shape = {}
+    for (_, shape), n in sides["mariadb"].items():
+        by_shape[shape] = by_shape.get(shape, 0) + n
+    extra = []
+    for (err, shape), n in sorted(sides["ladle"].items(), key=lambda kv: -kv[1]):
+        excess = min(n, max(0, n - by_shape.get(shape, 0)))
+        by_shape[shape] = max(0, by_shape.get(shape, 0) - n)
+        if excess:
+            extra.append((excess, err, shape))
+    total = {side: sum(seen.values()) for side, seen in sides.items()}
+    print(f"failed queries (also those WordPress suppresses): MariaDB {total['mariadb']}, "
+          f"Ladle {total['ladle']}, Ladle beyond MariaDB {sum(e[0] for e in extra)}")
+    for n, err, shape in extra:
+        print(f"  {n:5d}  {err}\n         {shape[:300]}")
+    return sum(e[0] for e in extra)
 
 
 def main(argv):
@@ -287,7 +341,7 @@ def main(argv):
     elif argv[:1] == ["compare"]:
         sys.exit(1 if compare(argv[1], argv[2], argv[3]) else 0)
     elif argv[:1] == ["errors"]:
-        print(errors(argv[1:]))
+        sys.exit(1 if errors(argv[1], argv[2], argv[3]) else 0)
     else:
         raise SystemExit(__doc__)
 
