@@ -185,8 +185,8 @@ ADMIN_PAGES = {
 }
 
 
-def admin_pages(url, out):
-    """Logs in through wp-login.php and fetches the admin screens."""
+def login(url):
+    """An opener logged in through wp-login.php (its cookie jar)."""
     jar = http_cookiejar.CookieJar()
     opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
     opener.addheaders = [("User-Agent", "ladle-wordpress-check")]
@@ -194,6 +194,54 @@ def admin_pages(url, out):
     form = urllib.parse.urlencode({"log": ADMIN, "pwd": PASSWORD, "wp-submit": "Log In",
                                    "redirect_to": url + "/wp-admin/", "testcookie": "1"})
     opener.open(url + "/wp-login.php", form.encode(), timeout=120).read()
+    return opener
+
+
+def pretty_permalinks(url, opener):
+    """Switches to /%year%/%monthnum%/%day%/%postname%/ through the
+    Permalink Settings form (php -S sends unknown paths to index.php)."""
+    body = opener.open(url + "/wp-admin/options-permalink.php", timeout=120).read().decode()
+    nonce = re.search(r'name="_wpnonce" value="([0-9a-f]+)"', body)
+    if not nonce:
+        raise SystemExit(f"no permalink settings form at {url}")
+    form = urllib.parse.urlencode({
+        "_wpnonce": nonce.group(1), "_wp_http_referer": "/wp-admin/options-permalink.php",
+        "selection": "custom", "permalink_structure": "/%year%/%monthnum%/%day%/%postname%/",
+        "category_base": "", "tag_base": "", "submit": "Save Changes",
+    })
+    opener.open(url + "/wp-admin/options-permalink.php", form.encode(), timeout=120).read()
+
+
+def pretty_pages(ids):
+    """Pages under pretty permalinks (a plain ?p= link is redirected)."""
+    return {
+        "pretty-front-page-2": ("/page/2/", "Post 2, edited"),
+        "pretty-category": ("/category/engineering/", "Post 18: "),
+        "pretty-tag": ("/tag/mysql/", "Post 16: "),
+        "pretty-month": ("/2024/02/", "Post 9: "),
+        "pretty-day": ("/2024/02/08/", "Post 10: "),
+        "pretty-author": ("/author/admin/", "Post 20: "),
+        "pretty-feed": ("/feed/", "Post 12: "),
+        "pretty-search": ("/search/dataflow/", "Post 19: "),
+        "pretty-child-page": ("/about/team/", "Team"),
+        "pretty-post-redirected": (f"/?p={ids['posts'][COMMENTS_EVERY * 2]}", "Comment 2 on post 7"),
+    }
+
+
+def fetch(url, out, pages):
+    """Writes each page into OUT; returns the pages without their text."""
+    missing = []
+    for name, (path, marker) in pages.items():
+        status, body = http(url + path)
+        if marker not in body:
+            missing.append(f"{name}: no '{marker}'")
+        with open(os.path.join(out, name + ".html"), "w") as f:
+            f.write(f"HTTP {status} {path}\n{body}")
+    return missing
+
+
+def admin_pages(opener, url, out):
+    """Fetches the admin screens as the logged-in author."""
     for name, path in ADMIN_PAGES.items():
         try:
             with opener.open(url + path, timeout=120) as resp:
@@ -210,14 +258,11 @@ def build(url, out):
     os.makedirs(out, exist_ok=True)
     install(url)
     ids = populate(url)
-    missing = []
-    for name, (path, marker) in pages(url, ids).items():
-        status, body = http(url + path)
-        if marker not in body:
-            missing.append(f"{name}: no '{marker}'")
-        with open(os.path.join(out, name + ".html"), "w") as f:
-            f.write(f"HTTP {status} {path}\n{body}")
-    admin_pages(url, out)
+    missing = fetch(url, out, pages(url, ids))
+    opener = login(url)
+    admin_pages(opener, url, out)
+    pretty_permalinks(url, opener)
+    missing += fetch(url, out, pretty_pages(ids))
     with open(os.path.join(out, "missing.json"), "w") as f:
         json.dump(missing, f)
 
