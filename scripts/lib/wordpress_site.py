@@ -112,9 +112,20 @@ def populate(url):
         "post_type": "page", "post_status": "publish", "post_title": "About",
         "post_content": post_text(4), "post_date_gmt": xmlrpc.client.DateTime(start),
     })
-    rpc.wp.newPost(1, ADMIN, PASSWORD, {
+    child = rpc.wp.newPost(1, ADMIN, PASSWORD, {
         "post_type": "page", "post_status": "publish", "post_title": "Team",
         "post_parent": int(parent), "post_content": post_text(5),
+        "post_date_gmt": xmlrpc.client.DateTime(start),
+    })
+    # A page of the blocks that query on their own: archives by month,
+    # categories with counts, a tag cloud, latest posts and comments, and
+    # the calendar of February 2024 (its month is the page's query).
+    blocks = ["archives {\"showPostCounts\":true}", "categories {\"showPostCounts\":true}",
+              "tag-cloud", "latest-posts {\"postsToShow\":5}",
+              "latest-comments {\"commentsToShow\":5}", "calendar", "page-list"]
+    widgets = rpc.wp.newPost(1, ADMIN, PASSWORD, {
+        "post_type": "page", "post_status": "publish", "post_title": "Widgets",
+        "post_content": "\n".join(f"<!-- wp:{b} /-->" for b in blocks),
         "post_date_gmt": xmlrpc.client.DateTime(start),
     })
     # A visitor's comment through the post's form (held for moderation).
@@ -125,7 +136,7 @@ def populate(url):
     })
     if status != 200:
         raise SystemExit(f"the visitor's comment failed at {url}: HTTP {status}\n{body[:2000]}")
-    return {"posts": posts, "comments": comments, "page": int(parent)}
+    return {"posts": posts, "comments": comments, "child": int(child), "widgets": int(widgets)}
 
 
 def category_id(url, name):
@@ -156,7 +167,8 @@ def pages(url, ids):
         "atom-feed": ("/?feed=atom", "Post 20: "),
         "category-feed": (f"/?feed=rss2&cat={cat}", "Post 18: "),
         "not-found": ("/?p=999999", "not found"),
-        "child-page": (f"/?page_id={ids['page'] + 1}", "Team"),
+        "child-page": (f"/?page_id={ids['child']}", "Team"),
+        "blocks-page": (f"/?page_id={ids['widgets']}", "February 2024"),
     }
 
 
