@@ -2,18 +2,22 @@
 # WordPress (Debian's `wordpress` package, unchanged, served by `php -S`) on
 # Ladle and on MariaDB side by side: installs each site through
 # wp-admin/install.php, creates 20 posts with categories, tags and comments
-# over XML-RPC, fetches the front page, archives, a search, the feeds and a
-# post with comments, and compares the two sites' HTML. Prints a per-page
-# match/differ table and every query WordPress logged as failed on each side.
+# over XML-RPC (then edits and deletions), fetches the front page,
+# archives, a search, the feeds, posts and pages, REST and XML-RPC reads
+# and admin screens, with plain and pretty permalinks, and compares the
+# two sites' answers (scripts/lib/wordpress_site.py drives the sites).
+# Prints a per-page match/differ table (diffs written to the run
+# directory) and the failed queries Ladle has beyond MariaDB's.
 #
 #   scripts/wordpress.sh
 #
 # Environment:
 #   LADLE_BIN            the ladle binary (default: the debug build in
 #                        $CARGO_TARGET_DIR, built if missing)
-#   LADLE_WORDPRESS_DIR  where pages, diffs and logs go (default
-#                        ~/.cache/ladle-wordpress/<run>; the last run is
-#                        linked as ~/.cache/ladle-wordpress/latest)
+#   LADLE_WORDPRESS_DIR  where runs' pages, diffs and logs go (default
+#                        ~/.cache/ladle-wordpress, one run-* directory per
+#                        run, the last five kept, the newest linked as
+#                        latest)
 #   LADLE_WORDPRESS_STRICT=1  exit 1 when a page differs or Ladle logs a
 #                        failed query MariaDB does not (for scripts/test.sh)
 #
@@ -167,6 +171,8 @@ trap cleanup EXIT
 setup
 mkdir -p "$RUN"
 ln -sfn "$RUN" "$BASE/latest"
+# Keep the last five runs (each about 4 MB of pages).
+find "$BASE" -maxdepth 1 -name 'run-*' -type d | sort | head -n -5 | xargs -r rm -rf
 started=$SECONDS
 
 LADLE_DATA="$(mktemp -d /tmp/ladle-wordpress-data.XXXXXX)"
