@@ -455,14 +455,15 @@ impl Engine {
         if let Some(out) = self.by_keywords(s, &toks)? {
             return Ok(out);
         }
-        // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
-        // no locks in Ladle, so it is dropped (the read stays a current
-        // read, see `read_rows`).
+        // SQL_CALC_FOUND_ROWS: two reads (see `crate::found_rows`).
         if kind == Kind::Select {
             if let Some(plain) = crate::found_rows::strip_calc(sql) {
                 return self.select_calc_found_rows(s, &plain);
             }
         }
+        // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
+        // no locks in Ladle, so it is dropped (the read stays a current
+        // read, see `read_rows`).
         let mut share_mode = false;
         let unlocked;
         let sql = match strip_share_mode(sql) {

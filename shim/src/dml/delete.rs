@@ -152,12 +152,6 @@ fn delete_several(e: &Engine, s: &mut Session, mut singles: Vec<ast::Delete>) ->
     })
 }
 
-/// `DELETE t FROM t JOIN u ON ... WHERE ...` (Django's form for a delete
-/// through a relation) as `DELETE FROM t WHERE pk IN (SELECT t.pk FROM t
-/// JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
-/// uncorrelated subquery in a DELETE; one such DELETE per target. `None`
-/// for a single-table DELETE. A target without a one-column primary key,
-/// USING, RETURNING and LIMIT are refused (1235).
 /// A DELETE from a view as a DELETE from its base table (see
 /// [`super::through_view`]).
 fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
@@ -183,6 +177,12 @@ fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
     Ok(())
 }
 
+/// `DELETE t FROM t JOIN u ON ... WHERE ...` (Django's form for a delete
+/// through a relation) as `DELETE FROM t WHERE pk IN (SELECT t.pk FROM t
+/// JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
+/// uncorrelated subquery in a DELETE; one such DELETE per target. `None`
+/// for a single-table DELETE. A target without a one-column primary key,
+/// USING, RETURNING and LIMIT are refused (1235).
 pub(super) fn multi_table_delete(
     e: &Engine,
     s: &Session,
