@@ -53,6 +53,7 @@ setup() {
         missing+=(php-mysql php-xml php-mbstring)
     fi
     command -v mariadb >/dev/null || missing+=(mariadb-client)
+    command -v curl >/dev/null || missing+=(curl)
     if [[ ${#missing[@]} -gt 0 ]]; then
         log "installing ${missing[*]} with apt-get"
         apt-get -o DPkg::Lock::Timeout=600 update -qq </dev/null >&2
