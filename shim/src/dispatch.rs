@@ -209,6 +209,12 @@ impl Engine {
             }
             _ => -1,
         };
+        // FOUND_ROWS(): a SELECT's rows (without its LIMIT under
+        // SQL_CALC_FOUND_ROWS); other statements leave it.
+        let calc = s.calc_found_rows.take();
+        if let (Kind::Select, Ok(Output::Rows { rows, .. })) = (kind, &result) {
+            s.found_rows_count = calc.unwrap_or(rows.len() as u64);
+        }
         let raised = ladle_dataflow::take_eval_warnings();
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
@@ -451,6 +457,12 @@ impl Engine {
         // forms the SQL parser does not cover).
         if let Some(out) = self.by_keywords(s, &toks)? {
             return Ok(out);
+        }
+        // SQL_CALC_FOUND_ROWS: two reads (see `crate::found_rows`).
+        if kind == Kind::Select {
+            if let Some(plain) = crate::found_rows::strip_calc(sql) {
+                return self.select_calc_found_rows(s, &plain);
+            }
         }
         // `LOCK IN SHARE MODE` (MySQL 5 spelling of FOR SHARE): reads take
         // no locks in Ladle, so it is dropped (the read stays a current

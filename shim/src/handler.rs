@@ -647,8 +647,9 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);
     // The probe leaves no trace: warnings, LAST_INSERT_ID, user variables
-    // (`@x := ...`) as they were, and no SLEEP.
+    // (`@x := ...`), FOUND_ROWS() as they were, and no SLEEP.
     let warnings = std::mem::take(&mut s.warnings);
+    let found_rows = s.found_rows_count;
     let carried = s.carried_warnings;
     let last_insert_id = s.last_insert_id;
     let user_variables = s.user_variables.clone();
@@ -659,6 +660,7 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     s.carried_warnings = carried;
     s.last_insert_id = last_insert_id;
     s.user_variables = user_variables;
+    s.found_rows_count = found_rows;
     match res {
         Ok(Output::Rows { columns, .. }) => Some(columns),
         _ => None,

@@ -69,6 +69,7 @@ mod exec;
 mod explain;
 mod foreign_keys;
 pub mod forward;
+mod found_rows;
 mod functional_index;
 mod handler;
 mod impossible;

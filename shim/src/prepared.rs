@@ -93,8 +93,9 @@ impl Engine {
     ) -> (Kind, std::result::Result<Output, WireError>) {
         let res = res.map_err(WireError::from);
         s.row_count = -1;
-        if let Err(err) = &res {
-            s.add_warning("Error", err.code.errno, err.message.clone());
+        match &res {
+            Ok(rows) => s.found_rows_count = rows.len() as u64,
+            Err(err) => s.add_warning("Error", err.code.errno, err.message.clone()),
         }
         self.metrics
             .read_seconds
@@ -269,7 +270,10 @@ impl Engine {
         if !on_primary {
             crate::privileges::check_sql(self, s, sql)?;
         }
+        // SQL_CALC_FOUND_ROWS runs two reads: by text at each execution.
+        let calc = crate::found_rows::strip_calc(sql).is_some();
         let is_select = !on_primary
+            && !calc
             && (matches!(word(&first, 0).as_deref(), Some("SELECT" | "WITH"))
                 || matches!(first.first(), Some(Token::LParen)));
         if is_select {
@@ -319,6 +323,7 @@ impl Engine {
         // Validate the syntax now with NULLs for the parameters, so a
         // malformed statement fails at PREPARE as in MySQL.
         let probe = crate::params::substitute(sql, &marks, &vec![Value::Null; marks.len()]);
+        let probe = crate::found_rows::strip_calc(&probe).unwrap_or(probe);
         check_syntax(&first, &probe)?;
         let n = marks.len();
         let write = (!on_primary && crate::dispatch::bindable_write(sql))

@@ -336,6 +336,13 @@ pub struct Session {
     /// What `ROW_COUNT()` returns: the previous statement's changed rows,
     /// -1 after a SELECT or an error.
     pub row_count: i64,
+    /// What `FOUND_ROWS()` returns: the rows the last SELECT returned, or
+    /// for a `SELECT SQL_CALC_FOUND_ROWS` those it would have returned
+    /// without its LIMIT.
+    pub found_rows_count: u64,
+    /// The count a `SELECT SQL_CALC_FOUND_ROWS` running now leaves for
+    /// `FOUND_ROWS()` (taken when the statement settles).
+    pub calc_found_rows: Option<u64>,
     /// LSN of this connection's newest committed write: its reads wait
     /// until views reflect it (read-your-writes).
     pub last_write_lsn: Lsn,
@@ -406,6 +413,8 @@ impl Session {
             user_variables: HashMap::new(),
             last_insert_id: 0,
             row_count: -1,
+            found_rows_count: 0,
+            calc_found_rows: None,
             last_write_lsn: 0,
             warnings: Vec::new(),
             carried_warnings: 0,

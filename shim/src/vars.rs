@@ -852,6 +852,7 @@ impl EvalContext<'_> {
             "connection_id" => Value::Int(i64::from(s.connection_id)),
             "last_insert_id" => Value::UInt(s.last_insert_id),
             "row_count" => Value::Int(s.row_count),
+            "found_rows" => Value::UInt(s.found_rows_count),
             _ => return None,
         })
     }

@@ -289,7 +289,10 @@ impl ReadAgg {
                 .iter()
                 .map(|e| e.eval_params(&g, params))
                 .collect::<Result<ladle_common::Row, _>>()?;
-            if self.distinct && !seen.insert(crate::ops::norm_key(&row, &self.distinct_colls)) {
+            // DISTINCT compares the selected columns: those after them
+            // are ORDER BY columns not selected.
+            let selected = &row[..self.distinct_colls.len().min(row.len())];
+            if self.distinct && !seen.insert(crate::ops::norm_key(selected, &self.distinct_colls)) {
                 continue;
             }
             out.push(row);

@@ -82,6 +82,7 @@ impl Planner<'_> {
             mut by_text,
             mut by_col,
         } = group_exprs(&row_cx, g, projection)?;
+        functionally_dependent(scope, &mut gexprs, &mut by_col);
         let late = late
             || st
                 .key_frame
@@ -248,6 +249,52 @@ struct GroupColumns {
     by_text: HashMap<String, usize>,
     /// By its column, for plain columns.
     by_col: HashMap<usize, usize>,
+}
+
+/// Adds to the group key every column of a table whose primary key is
+/// grouped (each plain GROUP BY column): such columns have one value per
+/// group, so MySQL lets the select list, HAVING and ORDER BY name them
+/// (`SELECT t.* ... GROUP BY t.id`, as WordPress sends), and grouping by
+/// them too changes no group.
+fn functionally_dependent(
+    scope: &Scope,
+    gexprs: &mut Vec<Expr>,
+    by_col: &mut HashMap<usize, usize>,
+) {
+    let mut tables: Vec<&str> = scope.cols.iter().map(|c| c.qualifier.as_str()).collect();
+    tables.dedup();
+    for q in tables {
+        let cols: Vec<(usize, &crate::BaseColumn)> = scope
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.qualifier == q)
+            .filter_map(|(i, c)| Some((i, c.origin.as_ref()?)))
+            .collect();
+        let Some((_, first)) = cols.first() else {
+            continue;
+        };
+        let table = &first.table;
+        let Some(pk) = table.primary_key.as_deref().filter(|pk| !pk.is_empty()) else {
+            continue;
+        };
+        let same_table = cols
+            .iter()
+            .all(|(_, b)| std::sync::Arc::ptr_eq(&b.table, table));
+        let grouped = |k: &usize| {
+            cols.iter()
+                .any(|(i, b)| b.column == *k && by_col.contains_key(i))
+        };
+        if !same_table || !pk.iter().all(grouped) {
+            continue;
+        }
+        for (i, _) in cols {
+            if let std::collections::hash_map::Entry::Vacant(e) = by_col.entry(i) {
+                e.insert(gexprs.len());
+                gexprs.push(Expr::Column(i));
+            }
+        }
+    }
 }
 
 /// GROUP BY's expressions compiled over the FROM row (a number is a

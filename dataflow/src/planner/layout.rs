@@ -204,15 +204,6 @@ impl SelectState {
         // rows.
         let distinct_at_read =
             distinct && (stored.len() > visible_width + key.len() || read_filter.is_some());
-        if distinct_at_read
-            && order
-                .iter()
-                .any(|(slot, ..)| !output.contains(&Expr::Column(*slot)))
-        {
-            return Err(unsupported(
-                "DISTINCT with ORDER BY on columns not selected",
-            ));
-        }
         if distinct && output.iter().any(|e| !matches!(e, Expr::Column(_))) {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
@@ -264,12 +255,21 @@ impl SelectState {
         }
         let (key_slots, key_names, key_types) = keys(&self.key_frame, &self.scope);
         if distinct_at_read {
-            // Each ORDER BY slot is a selected column (checked above).
+            // An ORDER BY column not selected (WordPress' `SELECT DISTINCT
+            // t.term_id ... ORDER BY t.name`, which MariaDB accepts) is
+            // carried after the selected ones: DISTINCT compares only
+            // those (`distinct_colls`), each distinct row keeping the first
+            // row's value to sort by, and the view's output drops it.
+            let mut project = output.clone();
             let order_out = order
                 .iter()
-                .filter_map(|&(slot, desc, coll)| {
-                    let at = output.iter().position(|e| *e == Expr::Column(slot))?;
-                    Some((at, desc, coll))
+                .map(|&(slot, desc, coll)| {
+                    let at = project.iter().position(|e| *e == Expr::Column(slot));
+                    let at = at.unwrap_or_else(|| {
+                        project.push(Expr::Column(slot));
+                        project.len() - 1
+                    });
+                    (at, desc, coll)
                 })
                 .collect();
             let finish = ReadAgg {
@@ -278,7 +278,7 @@ impl SelectState {
                 aggregate: None,
                 having: None,
                 distinct_colls: output_colls,
-                project: output.clone(),
+                project,
                 distinct: true,
                 order: order_out,
             };

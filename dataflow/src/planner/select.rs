@@ -293,9 +293,6 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
     for item in projection {
         match item {
             ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
-                if cx.post.is_some() {
-                    return Err(unsupported("* with GROUP BY"));
-                }
                 let q = match item {
                     ast::SelectItem::QualifiedWildcard(n, _) => Some(
                         n.0.last()
@@ -319,7 +316,16 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     let internal = c.qualifier.starts_with("__sq");
                     if q.as_ref().map_or(!internal, |q| *q == c.qualifier) {
                         any = true;
-                        visible.push(Expr::Column(i));
+                        // Grouped, each column is read as its name would
+                        // be (`SELECT t.* ... GROUP BY t.id`: determined by
+                        // the key, as MySQL reads it).
+                        visible.push(match cx.post {
+                            Some(_) => cx.compile(&ast::Expr::CompoundIdentifier(vec![
+                                ast::Ident::new(c.qualifier.clone()),
+                                ast::Ident::new(c.name.clone()),
+                            ]))?,
+                            None => Expr::Column(i),
+                        });
                         columns.push(OutputColumn {
                             name: c.name.clone(),
                             table: c.table.clone(),

@@ -27,8 +27,19 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
 }
 
 fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
-    if let Some(single) = multi_table_delete(e, s, &d)? {
-        d = single;
+    if let Some(mut singles) = multi_table_delete(e, s, &d)? {
+        match singles.pop() {
+            Some(single) if singles.is_empty() => d = single,
+            Some(last) => {
+                singles.push(last);
+                return delete_several(e, s, singles);
+            }
+            None => {
+                return Err(ShimError::Unsupported(
+                    "multi-table DELETE of no table".into(),
+                ))
+            }
+        }
     }
     through_view(e, s, &mut d)?;
     let returning_items = d.returning.take();
@@ -119,12 +130,28 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
     }
 }
 
-/// `DELETE t FROM t JOIN u ON ... WHERE ...` (one target; Django's form
-/// for a delete through a relation) as `DELETE FROM t WHERE pk IN (SELECT
-/// t.pk FROM t JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
-/// uncorrelated subquery in a DELETE. `None` for a single-table DELETE.
-/// Several targets, a target without a one-column primary key, and USING
-/// are refused (1235).
+/// `DELETE a, b FROM t a, t b WHERE ...` (several targets; WordPress
+/// deletes expired transients with their timeouts so): every target's
+/// rows are chosen (its subquery run) before any row is deleted, then the
+/// deletes run as one transaction (the session's, else one of their own),
+/// counted together as in MySQL.
+fn delete_several(e: &Engine, s: &mut Session, mut singles: Vec<ast::Delete>) -> Result<Output> {
+    for d in &mut singles {
+        if let Some(w) = &mut d.selection {
+            inline_subqueries(e, s, w)?;
+        }
+    }
+    super::multi_update::in_one_transaction(e, s, |e, s| {
+        let mut total = 0;
+        for d in singles {
+            if let Output::Done { affected_rows, .. } = delete_rows(e, s, d)? {
+                total += affected_rows;
+            }
+        }
+        Ok(Output::affected(total))
+    })
+}
+
 /// A DELETE from a view as a DELETE from its base table (see
 /// [`super::through_view`]).
 fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
@@ -150,11 +177,17 @@ fn through_view(e: &Engine, s: &Session, d: &mut ast::Delete) -> Result<()> {
     Ok(())
 }
 
+/// `DELETE t FROM t JOIN u ON ... WHERE ...` (Django's form for a delete
+/// through a relation) as `DELETE FROM t WHERE pk IN (SELECT t.pk FROM t
+/// JOIN u ON ... WHERE ...)`, whose subquery runs first, as any
+/// uncorrelated subquery in a DELETE; one such DELETE per target. `None`
+/// for a single-table DELETE. A target without a one-column primary key,
+/// USING, RETURNING and LIMIT are refused (1235).
 pub(super) fn multi_table_delete(
     e: &Engine,
     s: &Session,
     d: &ast::Delete,
-) -> Result<Option<ast::Delete>> {
+) -> Result<Option<Vec<ast::Delete>>> {
     let from = match &d.from {
         ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
     };
@@ -162,13 +195,33 @@ pub(super) fn multi_table_delete(
     if d.tables.is_empty() && d.using.is_none() && !joined {
         return Ok(None);
     }
+    if d.using.is_some() || d.returning.is_some() || d.limit.is_some() {
+        return Err(ShimError::Unsupported(
+            "multi-table DELETE with USING, RETURNING or LIMIT".into(),
+        ));
+    }
+    if d.tables.is_empty() {
+        return Err(ShimError::Unsupported(
+            "multi-table DELETE without target tables".into(),
+        ));
+    }
+    d.tables
+        .iter()
+        .map(|t| delete_of_target(e, s, d, from, t))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// The single-table DELETE of one target of a multi-table DELETE.
+fn delete_of_target(
+    e: &Engine,
+    s: &Session,
+    d: &ast::Delete,
+    from: &[ast::TableWithJoins],
+    target: &ast::ObjectName,
+) -> Result<ast::Delete> {
     let unsupported =
         |what: &str| Err(ShimError::Unsupported(format!("multi-table DELETE {what}")));
-    let target = match d.tables.as_slice() {
-        [t] if d.using.is_none() && d.returning.is_none() && d.limit.is_none() => t,
-        [_] => return unsupported("with USING, RETURNING or LIMIT"),
-        _ => return unsupported("of several tables"),
-    };
     let target_name = target
         .0
         .last()
@@ -243,7 +296,7 @@ pub(super) fn multi_table_delete(
         subquery: Box::new(select),
         negated: false,
     });
-    Ok(Some(single))
+    Ok(single)
 }
 
 /// TRUNCATE TABLE: every row deleted and AUTO_INCREMENT restarted, as in

@@ -148,7 +148,7 @@ pub fn multi_update(
 /// Runs `run` so that its writes are atomic: in the session's transaction
 /// (undone if it fails), else in a transaction of its own, committed when
 /// it succeeds.
-fn in_one_transaction(
+pub(super) fn in_one_transaction(
     e: &Engine,
     s: &mut Session,
     run: impl FnOnce(&Engine, &mut Session) -> Result<Output>,
