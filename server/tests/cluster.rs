@@ -951,12 +951,22 @@ fn fixture(test: &str, count: usize) -> Option<Fixture> {
 /// A [`fixture`] of two nodes, started: node 1 the primary, node 2 its
 /// replica (where most two-node tests begin).
 fn primary_and_replica(test: &str) -> Option<Fixture> {
-    let mut f = fixture(test, 2)?;
+    primary_and_replicas(test, 2)
+}
+
+/// `n` nodes, node 1 the primary (started first, so it wins the first
+/// election) and the others its replicas.
+fn primary_and_replicas(test: &str, n: usize) -> Option<Fixture> {
+    let mut f = fixture(test, n)?;
     let url = f.etcd.url();
     f.nodes[0].start(&url);
     wait_role(&f.nodes[0], "primary");
-    f.nodes[1].start(&url);
-    wait_role(&f.nodes[1], "replica");
+    for node in &mut f.nodes[1..] {
+        node.start(&url);
+    }
+    for node in &f.nodes[1..] {
+        wait_role(node, "replica");
+    }
     Some(f)
 }
 
@@ -1081,20 +1091,12 @@ fn errno(result: Result<(), mysql::Error>) -> u16 {
 fn accounts_log_in_on_every_node_with_the_same_privileges_after_failover_too() {
     let Some(Fixture {
         mut nodes,
-        etcd,
+        etcd: _etcd,
         _temp,
-    }) = fixture("accounts test", 3)
+    }) = primary_and_replicas("accounts test", 3)
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    nodes[2].start(&url);
-    for n in &nodes[1..] {
-        wait_role(n, "replica");
-    }
     let mut c = Conn::new(nodes[0].opts()).expect("connect to the primary");
     for sql in [
         "CREATE DATABASE acc",

@@ -7,7 +7,7 @@ use mysql::prelude::*;
 use mysql::Conn;
 
 use super::{
-    errno, fixture, primary, primary_and_replica, wait_for, wait_role, Fixture, NODE_SHIFT,
+    errno, primary, primary_and_replica, primary_and_replicas, wait_for, Fixture, NODE_SHIFT,
 };
 
 /// GET_LOCK through node 2 (a replica) makes GET_LOCK of the same name
@@ -117,19 +117,12 @@ fn a_forwarded_lock_wait_outlasts_the_forwarding_bound() {
 fn a_replicas_client_loses_its_connection_with_its_locks_in_a_failover() {
     let Some(Fixture {
         mut nodes,
-        etcd,
+        etcd: _etcd,
         _temp,
-    }) = fixture("cluster named locks failover test", 3)
+    }) = primary_and_replicas("cluster named locks failover test", 3)
     else {
         return;
     };
-    let url = etcd.url();
-    nodes[0].start(&url);
-    wait_role(&nodes[0], "primary");
-    nodes[1].start(&url);
-    nodes[2].start(&url);
-    wait_role(&nodes[1], "replica");
-    wait_role(&nodes[2], "replica");
     let one = |c: &mut Conn, sql: &str| -> Option<i64> {
         c.query_first(sql)
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
