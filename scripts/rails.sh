@@ -44,39 +44,7 @@ setup() {
     fi
 }
 
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-start_ladle() {
-    if [[ ! -x "$LADLE_BIN" ]]; then
-        log "building the ladle binary"
-        cargo build -q -p ladle-server --bin ladle
-    fi
-    LADLE_DATA="$(mktemp -d /tmp/ladle-rails-data.XXXXXX)"
-    LADLE_PORT="$(free_port)"
-    "$LADLE_BIN" --listen "127.0.0.1:$LADLE_PORT" --metrics-listen "127.0.0.1:$(free_port)" \
-        --data-dir "$LADLE_DATA" --durability async --snapshot-interval 0 \
-        >"$WORK/ladle-server.log" 2>&1 &
-    LADLE_PID=$!
-    for _ in $(seq 1 100); do
-        if mariadb -h 127.0.0.1 -P "$LADLE_PORT" -u root -e 'SELECT 1' >/dev/null 2>&1; then
-            return
-        fi
-        sleep 0.3
-    done
-    log "ladle did not accept connections; see $WORK/ladle-server.log"
-    exit 1
-}
-
-stop_servers() {
-    if [[ -n "${LADLE_PID:-}" ]]; then kill "$LADLE_PID" 2>/dev/null || true; wait "$LADLE_PID" 2>/dev/null || true; fi
-    [[ -n "${LADLE_DATA:-}" ]] && rm -rf "$LADLE_DATA"
-    if [[ -n "${MARIADB_STATE:-}" ]]; then
-        LADLE_MARIADB_STATE="$MARIADB_STATE" scripts/mariadb.sh stop >/dev/null 2>&1 || true
-        rm -rf "$MARIADB_STATE"
-    fi
-}
+source scripts/lib/side-by-side-servers.sh
 
 # run_checks SERVER PORT: the checks' output in $WORK/SERVER.out.
 run_checks() {
@@ -88,7 +56,7 @@ trap stop_servers EXIT
 setup
 rm -rf "$WORK"
 mkdir -p "$WORK"
-start_ladle
+start_ladle "$WORK" mariadb
 log "Ladle on port $LADLE_PORT ($LADLE_BIN)"
 MARIADB_STATE="$(mktemp -d /tmp/ladle-rails-mariadb.XXXXXX)"
 url="$(LADLE_MARIADB_STATE="$MARIADB_STATE" scripts/mariadb.sh start)"

@@ -1,6 +1,7 @@
-# Sourced by scripts/frameworks.sh and scripts/sqlalchemy.sh: a fresh Ladle
-# for a framework's suite, and the clean-up of both servers. The caller
-# defines log, free_port, LADLE_BIN, WORK (its venv) and MARIADB_STATE.
+# Sourced by scripts/frameworks.sh, scripts/sqlalchemy.sh and
+# scripts/rails.sh: a fresh Ladle for a framework's suite, and the clean-up
+# of both servers. The caller defines log, LADLE_BIN, WORK (its venv, for a
+# Python driver) and MARIADB_STATE.
 
 free_port() {
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -8,7 +9,8 @@ free_port() {
 
 # start_ladle LOG_DIR DRIVER: starts $LADLE_BIN on a fresh data directory
 # (LADLE_DATA, LADLE_PORT, LADLE_PID) and waits until the Python DB-API
-# module DRIVER (MySQLdb, pymysql) connects.
+# module DRIVER (MySQLdb, pymysql) connects, or with DRIVER `mariadb`,
+# the mariadb command-line client.
 start_ladle() {
     local log_dir=$1 driver=$2
     if [[ ! -x "$LADLE_BIN" ]]; then
@@ -22,7 +24,11 @@ start_ladle() {
         >"$log_dir/ladle-server.log" 2>&1 &
     LADLE_PID=$!
     for _ in $(seq 1 100); do
-        if "$WORK/venv/bin/python" -c "import $driver; $driver.connect(host='127.0.0.1', port=$LADLE_PORT, user='root')" 2>/dev/null; then
+        if [[ "$driver" == mariadb ]]; then
+            if mariadb -h 127.0.0.1 -P "$LADLE_PORT" -u root -e 'SELECT 1' >/dev/null 2>&1; then
+                return
+            fi
+        elif "$WORK/venv/bin/python" -c "import $driver; $driver.connect(host='127.0.0.1', port=$LADLE_PORT, user='root')" 2>/dev/null; then
             return
         fi
         sleep 0.3
