@@ -29,19 +29,7 @@ impl Graph {
         keys: &[Vec<Value>],
     ) -> Result<Vec<Vec<Row>>> {
         let storage = self.storage.clone();
-        self.pull_many_from(&*storage, n, cols, keys)
-    }
-
-    /// [`Graph::pull_many`] reading base tables from `src`.
-    pub fn pull_many_from(
-        &mut self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        cols: &[usize],
-        keys: &[Vec<Value>],
-    ) -> Result<Vec<Vec<Row>>> {
-        crate::interrupt::check()?;
-        self.pull_keys(src, n, cols, keys)
+        self.pull_keys(&*storage, n, cols, keys)
     }
 
     /// [`Graph::pull`] reading base tables from `src` (a propagation
@@ -102,13 +90,14 @@ impl Graph {
     /// when that reads fewer rows than the lookups would seek, otherwise
     /// from one batched lookup (one storage snapshot and index iterator:
     /// a page's IN list misses dozens of keys).
-    fn pull_keys(
+    pub(crate) fn pull_keys(
         &mut self,
         src: &dyn BaseReads,
         n: NodeId,
         cols: &[usize],
         keys: &[Vec<Value>],
     ) -> Result<Vec<Vec<Row>>> {
+        crate::interrupt::check()?;
         if keys.len() < 2 || keys.iter().any(|k| k.iter().any(Value::is_null)) {
             return self.pull_each(src, n, cols, keys);
         }

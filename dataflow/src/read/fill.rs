@@ -337,9 +337,7 @@ impl Context<'_> {
         v.reader
             .upqueries
             .fetch_add(holes.len() as u64, AO::Relaxed);
-        let mut pulled = g
-            .pull_many_from(src, parent, &v.spec.key, &holes)?
-            .into_iter();
+        let mut pulled = g.pull_keys(src, parent, &v.spec.key, &holes)?.into_iter();
         for (key, slot) in keys.iter().zip(&mut out) {
             if slot.is_none() {
                 let rows = pulled.next().unwrap_or_default();
