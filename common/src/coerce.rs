@@ -745,7 +745,9 @@ fn parse_zero_in_date(s: &str) -> Option<NaiveDateTime> {
         _ if s.len() == 8 || s.len() == 14 => s.split_at(8),
         _ => return None,
     };
-    let fields: Vec<&str> = if date.len() == 10 {
+    // A dashed date shorter than 10 bytes (`2024-`) splits into the wrong
+    // number of fields; only the undashed forms are cut by position.
+    let fields: Vec<&str> = if date.as_bytes().get(4) == Some(&b'-') {
         date.split('-').collect()
     } else {
         vec![&date[..4], &date[4..6], &date[6..]]
@@ -847,6 +849,12 @@ mod tests {
             "é2020-00-15",
             "2020-00-1é",
             "1234567é",
+            // Found by fuzzing: a dashed date cut short panicked slicing it.
+            "2024-",
+            "2024-0",
+            "2024-00",
+            "2024-00-1",
+            "2024--",
         ] {
             assert_eq!(parse_datetime(s), None, "{s}");
         }
