@@ -505,7 +505,10 @@ pub(crate) async fn serve(
                 return wr.reject(reason, false).await;
             }
             let schema_before = node.ddl.len();
-            let s = session.take().expect("session");
+            // Put back after every statement; a failed one ends the loop.
+            let Some(s) = session.take() else {
+                anyhow::bail!("the forwarding session was lost");
+            };
             let (s, response) = target
                 .run(s, request, interrupt.clone())
                 .await
