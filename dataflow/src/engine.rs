@@ -85,6 +85,22 @@ pub(crate) struct SnapshotTracker {
     pub(crate) last: Option<(u64, HashSet<String>)>,
 }
 
+/// How reader misses were filled since start, in keys (see
+/// [`Dataflow::fill_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FillCounts {
+    /// Computed outside the commit and graph locks and installed.
+    pub unlocked: u64,
+    /// Computed outside the locks but discarded: a write to one of the
+    /// view's tables committed meanwhile.
+    pub conflicts: u64,
+    /// Computed under the graph lock.
+    pub locked: u64,
+    /// Of `unlocked`: installed by an attempt that held the writers of the
+    /// view's tables, after a long attempt lost to a write.
+    pub held: u64,
+}
+
 /// The view engine. One per server.
 pub struct Dataflow {
     pub(crate) inner: Arc<EngineState>,
@@ -383,15 +399,15 @@ impl Dataflow {
         crate::interrupt::watch_memory(crate::read::statement_memory(&self.inner.config))
     }
 
-    /// How reader misses were filled so far: (outside the locks, discarded
-    /// because a write to the view's tables raced them, under the locks).
-    pub fn fill_stats(&self) -> (u64, u64, u64) {
+    /// How reader misses were filled so far.
+    pub fn fill_stats(&self) -> FillCounts {
         let s = &self.inner.fill_stats;
-        (
-            s.unlocked.load(AO::Relaxed),
-            s.conflicts.load(AO::Relaxed),
-            s.locked.load(AO::Relaxed),
-        )
+        FillCounts {
+            unlocked: s.unlocked.load(AO::Relaxed),
+            conflicts: s.conflicts.load(AO::Relaxed),
+            locked: s.locked.load(AO::Relaxed),
+            held: s.held.load(AO::Relaxed),
+        }
     }
 
     /// How many domains the graph has: parts below the base tables that

@@ -124,7 +124,7 @@ mod sql_ast;
 mod variants;
 
 pub use config::DataflowConfig;
-pub use engine::{Dataflow, DEFAULT_VIEW_IDLE_TIMEOUT};
+pub use engine::{Dataflow, FillCounts, DEFAULT_VIEW_IDLE_TIMEOUT};
 pub use error::{DataflowError, FunctionName, Gap, Result, WindowError};
 pub use expr::take_warnings as take_eval_warnings;
 pub use meta::{BaseColumn, OutputColumn, ViewStats};

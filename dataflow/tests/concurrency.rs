@@ -317,7 +317,7 @@ fn unlocked_fills_race_writes() {
             "shared count, round {round}"
         );
     }
-    let (unlocked, _conflicts, _locked) = e.df.fill_stats();
+    let unlocked = e.df.fill_stats().unlocked;
     assert!(unlocked > 0, "no miss was filled outside the locks");
 }
 
@@ -413,6 +413,63 @@ fn a_locked_fill_at_a_snapshot_stays_exact_under_racing_writes() {
     }
     // An aggregate over the whole table has no detached copy: its fills
     // run locked.
-    let (_unlocked, _conflicts, locked) = e.df.fill_stats();
+    let locked = e.df.fill_stats().locked;
     assert!(locked > 0, "no fill ran under the locks");
+}
+
+/// A long fill with a detached copy that loses its race to a writer runs
+/// once more outside the locks while the writers of the view's tables wait
+/// (`Storage::hold_writes`), instead of under the graph lock: the retry is
+/// installed ("held"), the writer goes on afterwards, and the view stays
+/// exact (the rows the writer committed before and after the hold reach it).
+#[test]
+fn a_long_fill_raced_by_a_writer_holds_the_writers_for_its_retry() {
+    let e = Arc::new(env(1 << 30));
+    let a = e.table("a", &[("id", int())]);
+    let t = e.table("t", &[("id", int()), ("k", int())]);
+    e.insert(&a, (0..7).map(|n| vec![i(n)]).collect());
+    // Long enough that a fill outlasts a write (about 0.3-1 s in a debug
+    // build), short enough to end within the writers' longest wait (2 s).
+    e.insert(&t, (0..20_000).map(|n| vec![i(n), i(n % 7)]).collect());
+    for round in 0..3i64 {
+        // A new view each round, so each round fills.
+        let q = e.prepare(&format!(
+            "SELECT a.id, v.n, {round} FROM a LEFT JOIN \
+             (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS v ON v.k = a.id"
+        ));
+        let read_done = Arc::new(AtomicBool::new(false));
+        let commits = Arc::new(AtomicUsize::new(0));
+        let writer = {
+            let (e, t, read_done, commits) =
+                (e.clone(), t.clone(), read_done.clone(), commits.clone());
+            thread::spawn(move || {
+                let mut n = 1_000_000 * (round + 1);
+                while !read_done.load(Ordering::SeqCst) {
+                    e.insert(&t, vec![vec![i(n), i(n % 7)]]);
+                    commits.fetch_add(1, Ordering::SeqCst);
+                    n += 1;
+                }
+            })
+        };
+        while commits.load(Ordering::SeqCst) < 2 {
+            thread::yield_now();
+        }
+        let rows = q.execute(&[]).unwrap();
+        read_done.store(true, Ordering::SeqCst);
+        writer.join().unwrap();
+        assert_eq!(rows.len(), 7, "round {round}");
+        let total: i64 = q
+            .execute(&[])
+            .unwrap()
+            .iter()
+            .map(|r| r[1].as_i64().unwrap())
+            .sum();
+        assert_eq!(
+            total as usize,
+            e.storage.scan(t.id).unwrap().len(),
+            "round {round}"
+        );
+    }
+    let fills = e.df.fill_stats();
+    assert!(fills.held > 0, "no retry held the writers: {fills:?}");
 }

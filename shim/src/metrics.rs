@@ -153,7 +153,8 @@ impl Metrics {
             Opts::new(
                 "ladle_view_fills",
                 "Reader misses filled since start, by path: unlocked (outside the commit lock), \
-                 conflict (an unlocked fill discarded because a write raced it), locked",
+                 conflict (an unlocked fill discarded because a write raced it), locked, \
+                 held (of unlocked: a retry that held the writers of the view's tables)",
             ),
             &["path"],
         )
@@ -254,11 +255,12 @@ impl Metrics {
                 .set(i64::try_from(df.variant_evictions()).unwrap_or(i64::MAX));
             self.memory_limit
                 .set(i64::try_from(df.memory_limit()).unwrap_or(i64::MAX));
-            let (unlocked, conflicts, locked) = df.fill_stats();
+            let fills = df.fill_stats();
             for (path, n) in [
-                ("unlocked", unlocked),
-                ("conflict", conflicts),
-                ("locked", locked),
+                ("unlocked", fills.unlocked),
+                ("conflict", fills.conflicts),
+                ("locked", fills.locked),
+                ("held", fills.held),
             ] {
                 self.view_fills.with_label_values(&[path]).set(n as i64);
             }

@@ -92,6 +92,7 @@ mod storage;
 mod table;
 mod view;
 mod write;
+mod write_hold;
 
 pub use change_log::LogEntry;
 pub use config::{Durability, StorageConfig, WalRecovery};
@@ -106,6 +107,7 @@ pub use storage::{set_secondary_full_row_for_new_tables, Storage};
 pub use table::pad_value as added_column_value;
 pub use view::{ReadView, SnapshotReads};
 pub use write::check_not_null;
+pub use write_hold::WriteHold;
 
 #[cfg(test)]
 mod tests;

@@ -56,6 +56,8 @@ pub struct Storage {
     /// The newest change-log entries in memory (a cluster node's; see
     /// [`Storage::keep_recent_log`]).
     pub(crate) recent_log: crate::recent_log::RecentLog,
+    /// Tables whose writes wait briefly (see [`Storage::hold_writes`]).
+    pub(crate) write_holds: crate::write_hold::WriteHolds,
 }
 
 thread_local! {
@@ -130,6 +132,7 @@ impl Storage {
             fence: RwLock::new(()),
             log_floor: AtomicU64::new(u64::MAX),
             recent_log: Default::default(),
+            write_holds: Default::default(),
             secondary_full_row: AtomicBool::new(
                 catalog::SECONDARY_FULL_ROW.load(Ordering::Relaxed),
             ),
@@ -358,6 +361,9 @@ impl Storage {
             g.admit()?;
         }
         let result = {
+            // Until the batch is committed (not acknowledged): a hold waits
+            // for exactly the writes that could still move its tables.
+            let _writing = self.write_holds.enter(&ops);
             let _fence = (!IN_FENCE.with(|f| f.get())).then(|| self.fence.read());
             self.write_queued(ops, check)?
         };

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering as AO};
 use std::time::{Duration, Instant};
 
-use ladle_common::Value;
+use ladle_common::{TableId, Value};
 
 use super::view::{KeysFilling, View};
 use super::{Context, TxRead};
@@ -24,6 +24,9 @@ pub(crate) struct FillStats {
     pub(crate) conflicts: AtomicU64,
     /// Computed under the commit and graph locks.
     pub(crate) locked: AtomicU64,
+    /// Of `unlocked`: installed by a second attempt that held the writers
+    /// of the view's tables after a long first attempt lost to a write.
+    pub(crate) held: AtomicU64,
 }
 
 /// Releases the keys a fill claimed, also when it fails or panics.
@@ -166,6 +169,7 @@ impl Context<'_> {
             g.detach(parent, self.graph.clone())
         });
         if let Some(template) = detached {
+            let mut hold = None;
             for _attempt in 0..2 {
                 // An unlocked fill needs the worker to have applied every
                 // batch of the view's tables; it usually has, or soon will.
@@ -175,18 +179,27 @@ impl Context<'_> {
                 let mark = crate::interrupt::charged();
                 let started = Instant::now();
                 if let Some(rows) = self.fill_unlocked(v, template, keys)? {
+                    if hold.is_some() {
+                        self.stats.held.fetch_add(keys.len() as u64, AO::Relaxed);
+                    }
                     return Ok(rows);
                 }
                 // The lost attempt's rows are gone: a view of a few hundred
                 // MB must not fail with 1041 because a commit raced it.
                 crate::interrupt::give_back_to(mark);
                 self.stats.conflicts.fetch_add(1, AO::Relaxed);
+                if hold.is_some() {
+                    break;
+                }
                 if started.elapsed() >= LONG_FILL {
                     // A long fill lost to a write will lose again to the
-                    // next one: doing it twice more (once more unlocked,
-                    // then locked) tripled the Lobsters front page's cold
-                    // fill (1.2 s each) while every reader of it waited.
-                    break;
+                    // next one. Computing it under the graph lock instead
+                    // stalled every other miss and every view update for
+                    // its length (the Lobsters front page's cold fill, 1 s
+                    // and more); holding the writers of the view's tables
+                    // for one more attempt delays only them.
+                    let tables: Vec<TableId> = v.commits.iter().map(|c| c.table).collect();
+                    hold = Some(self.storage.hold_writes(&tables));
                 }
             }
         }
