@@ -11,6 +11,14 @@
 //! (woken if idle). A client that goes away while its statement runs sets
 //! the flag too. A user may kill only its own connections unless it holds
 //! SUPER (1095 otherwise); an unknown id is 1094.
+//!
+//! On a cluster's primary, each session a replica's client forwards its
+//! statements to is listed too ([`Processes::register_forwarded`]): its
+//! Host names the replica and the client (`replica-2/<client id>@<host>`),
+//! KILL QUERY of it stops its statement here (the replica's client gets
+//! the answer: 1317), and KILL CONNECTION of it is sent on to the client's
+//! connection on the replica (`Engine::kill_local`), which closes as a
+//! local KILL closes it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,10 +41,21 @@ struct State {
     since: Instant,
 }
 
+/// The replica's client a forwarded session serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForwardedFrom {
+    /// The replica's node id.
+    pub node: u32,
+    /// The client's connection id there.
+    pub client: u64,
+}
+
 /// One connection.
 pub struct Process {
     pub id: u32,
     pub host: String,
+    /// A forwarded session's client (`None`: a client of this node).
+    pub forwarded: Option<ForwardedFrom>,
     state: Mutex<State>,
     /// Set by KILL (QUERY or CONNECTION) or a client gone away; cleared
     /// when the next statement starts.
@@ -52,6 +71,27 @@ impl Process {
     pub fn begin(&self, sql: &str) {
         self.interrupt.store(self.killed(), Ordering::SeqCst);
         let mut s = self.state.lock();
+        s.command = "Query";
+        s.info = Some(sql.to_string());
+        s.since = Instant::now();
+    }
+
+    /// A forwarded statement starts, run as `user` in `db`. The interrupt
+    /// flag is the forwarding connection's to clear (as each statement
+    /// arrives): a cancel may come before the statement's thread starts.
+    pub fn begin_forwarded(
+        &self,
+        user: &str,
+        grantee: Option<Grantee>,
+        db: Option<String>,
+        sql: &str,
+    ) {
+        let mut s = self.state.lock();
+        if s.user != user {
+            s.user = user.to_string();
+        }
+        s.grantee = grantee;
+        s.db = db;
         s.command = "Query";
         s.info = Some(sql.to_string());
         s.since = Instant::now();
@@ -93,7 +133,9 @@ impl Process {
         self.interrupt.store(true, Ordering::SeqCst);
     }
 
-    fn kill(&self, connection: bool) {
+    /// KILL [QUERY] (`connection`): the statement stops, and with
+    /// `connection` the connection closes.
+    pub(crate) fn kill(&self, connection: bool) {
         if connection {
             self.killed.store(true, Ordering::SeqCst);
             self.wake.notify_one();
@@ -135,11 +177,37 @@ pub enum KillError {
 impl Processes {
     /// Registers connection `id` from `host` (before it has logged in).
     pub fn register(&self, id: u32, host: String) -> Arc<Process> {
+        self.insert(id, host, None, "unauthenticated user".into())
+    }
+
+    /// Registers the forwarded session `id` of `from`'s client, who logged
+    /// in there as `user` from `host` (idle).
+    pub fn register_forwarded(
+        &self,
+        id: u32,
+        from: ForwardedFrom,
+        user: String,
+        host: &str,
+    ) -> Arc<Process> {
+        let shown = format!("replica-{}/{}@{host}", from.node, from.client);
+        let p = self.insert(id, shown, Some(from), user);
+        p.state.lock().command = "Sleep";
+        p
+    }
+
+    fn insert(
+        &self,
+        id: u32,
+        host: String,
+        forwarded: Option<ForwardedFrom>,
+        user: String,
+    ) -> Arc<Process> {
         let p = Arc::new(Process {
             id,
             host,
+            forwarded,
             state: Mutex::new(State {
-                user: "unauthenticated user".into(),
+                user,
                 grantee: None,
                 db: None,
                 command: "Connect",
@@ -160,6 +228,17 @@ impl Processes {
 
     /// KILL [QUERY] `id` by `user` (`any`: it holds SUPER).
     pub fn kill(&self, id: u64, user: &str, any: bool, connection: bool) -> Result<(), KillError> {
+        self.killable(id, user, any)?.kill(connection);
+        Ok(())
+    }
+
+    /// Connection `id`, if `user` (`any`: it holds SUPER) may kill it.
+    pub(crate) fn killable(
+        &self,
+        id: u64,
+        user: &str,
+        any: bool,
+    ) -> Result<Arc<Process>, KillError> {
         let p = u32::try_from(id)
             .ok()
             .and_then(|id| self.map.lock().get(&id).cloned())
@@ -167,8 +246,7 @@ impl Processes {
         if !any && p.state.lock().user != user {
             return Err(KillError::NotOwner);
         }
-        p.kill(connection);
-        Ok(())
+        Ok(p)
     }
 
     /// Rows of the listing (Id, User, Host, db, Command, Time, State,
