@@ -305,4 +305,47 @@ mod tests {
         assert_eq!(connection_node(1 << 40), 0);
         assert_eq!(MAX_NODE, 255);
     }
+
+    /// A forwarded session is listed under its replica and client, idle
+    /// until a statement starts; starting one leaves its interrupt flag
+    /// as the forwarding connection set it (a cancel that came before the
+    /// statement's thread started is kept, where a local client's
+    /// statement start clears a stale KILL QUERY); only its user kills it.
+    #[test]
+    fn a_forwarded_session_is_listed_under_its_replica_and_client() {
+        let processes = Processes::default();
+        let from = ForwardedFrom {
+            node: 2,
+            client: (2 << NODE_SHIFT) | 5,
+        };
+        let id = (1 << NODE_SHIFT) | 9;
+        let p = processes.register_forwarded(id, from, "app".into(), "10.0.0.5");
+        assert_eq!(p.forwarded, Some(from));
+        let row = |processes: &Processes| -> Vec<String> {
+            let rows = processes.rows("root", true, true);
+            assert_eq!(rows.len(), 1);
+            rows[0].iter().map(Value::to_string).collect()
+        };
+        let listed = row(&processes);
+        assert_eq!(listed[0], id.to_string());
+        assert_eq!(listed[1], "app");
+        assert_eq!(listed[2], "replica-2/33554437@10.0.0.5");
+        assert_eq!((&*listed[4], &*listed[7]), ("Sleep", "NULL"));
+
+        p.interrupt.store(true, Ordering::SeqCst);
+        p.begin_forwarded("app", None, Some("d".into()), "UPDATE t SET v = 1");
+        assert!(p.interrupt.load(Ordering::SeqCst), "the cancel is kept");
+        let listed = row(&processes);
+        assert_eq!(listed[3], "d");
+        assert_eq!((&*listed[4], &*listed[6]), ("Query", "executing"));
+        assert_eq!(listed[7], "UPDATE t SET v = 1");
+
+        assert!(matches!(
+            processes.killable(u64::from(id), "other", false),
+            Err(KillError::NotOwner)
+        ));
+        assert!(processes.killable(u64::from(id), "app", false).is_ok());
+        processes.unregister(id);
+        assert!(processes.rows("root", true, true).is_empty());
+    }
 }
