@@ -33,6 +33,15 @@ fn processes(c: &mut Conn) -> Vec<Row> {
     .expect("PROCESSLIST")
 }
 
+/// Waits until the node `c` is connected to lists both nodes (a KILL is
+/// sent on where its last view of the members says).
+fn await_both_listed(c: &mut Conn) {
+    wait_for("the node to list both nodes", || {
+        let rows: Vec<(u64, String, String, u64, u64, u32)> = c.query("SHOW CLUSTER").ok()?;
+        (rows.len() == 2).then_some(())
+    });
+}
+
 /// The primary's row for the forwarded session of node 2's client
 /// `client` (its Host names both).
 fn forwarded_row(c: &mut Conn, client: u64) -> Option<Row> {
@@ -47,8 +56,9 @@ fn forwarded_row(c: &mut Conn, client: u64) -> Option<Row> {
 /// id on the primary ends the forwarded UPDATE waiting there for a row
 /// lock with 1317 on the replica's client, whose connection goes on; KILL
 /// of its id (sent to node 2: the id names the primary) closes the
-/// client's connection on node 2, and the row goes, with the named lock
-/// the session held (IS_USED_LOCK named the row's id). Another user
+/// client's connection on node 2 (it holds no named lock whose loss would
+/// close it), and the row goes (IS_USED_LOCK named its id while the
+/// session held a lock). Another user
 /// neither sees the row nor may kill it (1095). Before: the primary
 /// listed no forwarding session, and a KILL of its id was 1094.
 #[test]
@@ -71,6 +81,7 @@ fn a_forwarded_session_is_listed_and_killed_on_the_primary() {
     }
     c1.query_drop("CREATE USER app IDENTIFIED BY 'app-pw'")
         .unwrap();
+    await_both_listed(&mut c1);
     let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
     let id2: u64 = c2.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
     wait_for("node 2 to have the table", || {
@@ -151,6 +162,13 @@ fn a_forwarded_session_is_listed_and_killed_on_the_primary() {
     });
     assert_eq!(idle.0, fid, "the same forwarding session: {idle:?}");
     assert_eq!(idle.7, None, "no statement runs: {idle:?}");
+    // (Without its named lock, the client's connection closes below only
+    // because node 2 was told to close it.)
+    let released: Option<i64> = c2
+        .query_first("SELECT RELEASE_LOCK('held')")
+        .unwrap()
+        .unwrap();
+    assert_eq!(released, Some(1));
 
     // KILL (CONNECTION) of the row, sent to node 2 (the id names node 1),
     // while the UPDATE waits again: the client's connection on node 2
@@ -171,18 +189,15 @@ fn a_forwarded_session_is_listed_and_killed_on_the_primary() {
     wait_for("node 2's connection to be closed", || {
         c2.query_drop("SELECT 1").is_err().then_some(())
     });
-    let on_2: Vec<u64> = killer
-        .query("SELECT ID FROM information_schema.PROCESSLIST")
-        .unwrap();
-    assert!(!on_2.contains(&id2), "{on_2:?}");
+    wait_for("node 2 to drop the killed connection", || {
+        let on_2: Vec<u64> = killer
+            .query("SELECT ID FROM information_schema.PROCESSLIST")
+            .ok()?;
+        (!on_2.contains(&id2)).then_some(())
+    });
     wait_for("node 1 to drop the forwarded session", || {
         forwarded_row(&mut c1, id2).is_none().then_some(())
     });
-    let free: Option<i64> = c1
-        .query_first("SELECT IS_FREE_LOCK('held')")
-        .unwrap()
-        .unwrap();
-    assert_eq!(free, Some(1), "its named lock went with it");
     assert_eq!(errno(c1.query_drop(format!("KILL QUERY {fid}"))), 1094);
     c1.query_drop("COMMIT").unwrap();
     let v: Option<i64> = c1
@@ -248,4 +263,52 @@ fn max_execution_time_stops_a_forwarded_select() {
         .unwrap();
     assert_eq!(v.as_deref(), Some("z"));
     c2.query_drop("ROLLBACK").unwrap();
+}
+
+/// KILL of a forwarded session whose replica cannot be told (node 2 is
+/// stopped, SIGSTOP, while node 1 lists it) still ends it on the primary:
+/// the KILL answers once the attempt to reach node 2 gives up, the row goes with the named lock
+/// the session held, and once node 2 runs again its client learns at its
+/// next statement that its locks were lost (1927, as for any lost link to
+/// the primary) and its connection closes.
+#[test]
+fn a_forwarded_session_whose_replica_is_unreachable_is_killed_on_the_primary() {
+    let Some(Fixture {
+        nodes,
+        etcd: _etcd,
+        _temp,
+    }) = primary_and_replica("cluster KILL of a forwarded session of a stopped replica test")
+    else {
+        return;
+    };
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    await_both_listed(&mut c1);
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let id2: u64 = c2.query_first("SELECT CONNECTION_ID()").unwrap().unwrap();
+    let held: Option<i64> = c2
+        .query_first("SELECT GET_LOCK('held', 0)")
+        .unwrap()
+        .unwrap();
+    assert_eq!(held, Some(1));
+    let fid = wait_for("node 1 to list the forwarded session", || {
+        forwarded_row(&mut c1, id2).map(|r| r.0)
+    });
+    super::signal(&nodes[1], "-STOP");
+    let started = Instant::now();
+    let killed = c1.query_drop(format!("KILL {fid}"));
+    let took = started.elapsed();
+    super::signal(&nodes[1], "-CONT");
+    killed.expect("KILL of the forwarded session");
+    eprintln!("KILL of a stopped replica's forwarded session answered in {took:?}");
+    assert!(took < Duration::from_secs(20), "KILL took {took:?}");
+    wait_for("node 1 to drop the forwarded session", || {
+        forwarded_row(&mut c1, id2).is_none().then_some(())
+    });
+    let free: Option<i64> = c1
+        .query_first("SELECT IS_FREE_LOCK('held')")
+        .unwrap()
+        .unwrap();
+    assert_eq!(free, Some(1), "its named lock went with it");
+    assert_eq!(errno(c2.query_drop("SELECT 1")), 1927, "locks lost");
+    assert!(c2.query_drop("SELECT 1").is_err(), "the connection closed");
 }
