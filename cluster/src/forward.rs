@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 // CONNECT_TIMEOUT.)
 use crate::hooks::ForwardTarget;
 use crate::node::{Node, Role};
-use crate::protocol::{ToPrimary, ToReplica, CONNECT_TIMEOUT};
+use crate::protocol::{ForwardedClient, ToPrimary, ToReplica, CONNECT_TIMEOUT};
 use crate::seal::{Opener, Sealer, SessionKeys};
 use crate::version;
 
@@ -56,6 +56,8 @@ const POLL: Duration = Duration::from_millis(50);
 /// A client session's link to the primary, opened on first use.
 pub struct ForwardClient {
     node: Arc<Node>,
+    /// Whose session it is (each hello names it).
+    client: ForwardedClient,
     conn: Option<Conn>,
 }
 
@@ -67,10 +69,11 @@ struct Conn {
 }
 
 impl Node {
-    /// A forwarding link for one client session (connects on first call).
-    pub fn forward_client(self: &Arc<Node>) -> ForwardClient {
+    /// A forwarding link for `client`'s session (connects on first call).
+    pub fn forward_client(self: &Arc<Node>, client: ForwardedClient) -> ForwardClient {
         ForwardClient {
             node: self.clone(),
+            client,
             conn: None,
         }
     }
@@ -177,7 +180,8 @@ impl ForwardClient {
                     "the link to the primary was lost; the open transaction was lost".into(),
                 ));
             }
-            self.conn = Some(connect(&node, term, &addr).map_err(ForwardError::NotSent)?);
+            let conn = connect(&node, term, &addr, &self.client).map_err(ForwardError::NotSent)?;
+            self.conn = Some(conn);
         }
         let conn = self.conn.as_mut().expect("connected");
         // (The cancel is written while the answer is read.)
@@ -299,7 +303,7 @@ fn closed(stream: &TcpStream) -> Option<String> {
     }
 }
 
-fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
+fn connect(node: &Node, term: u64, addr: &str, client: &ForwardedClient) -> Result<Conn, String> {
     let fail =
         |e: &dyn std::fmt::Display| format!("the primary at {addr} is unreachable: {e}; retry");
     let started = Instant::now();
@@ -307,6 +311,7 @@ fn connect(node: &Node, term: u64, addr: &str) -> Result<Conn, String> {
     let hello = ToPrimary::ForwardHello {
         node: node.config.node_id,
         term,
+        client: client.clone(),
     };
     write_frame(&mut stream, Some(&mut keys.sealer), &hello).map_err(|e| fail(&e))?;
     let answer = read_frame(&mut stream, Some(&mut keys.opener), || {
@@ -463,15 +468,23 @@ fn read_bytes(
     }
 }
 
+/// How often an idle forwarding session checks whether it was killed on
+/// the primary (see [`serve`]).
+const KILLED_POLL: Duration = Duration::from_millis(200);
+
 /// The primary's side of one forwarding connection: one SQL session,
 /// statements run in order, each on a statement thread of the front end
 /// ([`ForwardTarget::run`]). Frames are read by a task of their own, so
 /// that a [`ToPrimary::Cancel`], or the connection closing, stops the
-/// statement running meanwhile (its interrupt flag).
+/// statement running meanwhile (the session's interrupt flag, which a
+/// KILL QUERY of the session here sets too). A session killed here
+/// ([`ForwardedSession::killed`](crate::ForwardedSession::killed)) closes
+/// the connection once its statement has answered, or at once when idle.
 pub(crate) async fn serve(
     node: Arc<Node>,
     replica: u64,
     term: u64,
+    client: ForwardedClient,
     rd: crate::protocol::TcpReader,
     mut wr: crate::protocol::TcpWriter,
 ) -> anyhow::Result<()> {
@@ -490,13 +503,33 @@ pub(crate) async fn serve(
     }
     let target = node.forward_target.get().expect("checked").clone();
     wr.send(&ToReplica::ForwardReady).await?;
-    tracing::debug!(replica, term, "forwarding session opened");
-    let interrupt = Arc::new(AtomicBool::new(false));
+    tracing::debug!(
+        replica,
+        term,
+        client = client.connection,
+        "forwarding session opened"
+    );
+    let opened = target.open(replica, &client);
+    let interrupt = opened.interrupt();
+    let mut session = Some(opened);
     let (requests, mut incoming) = tokio::sync::mpsc::unbounded_channel();
     let reader = tokio::spawn(read_requests(rd, requests, interrupt.clone()));
-    let mut session = Some(target.open());
+    let killed =
+        |s: &Option<Box<dyn crate::ForwardedSession>>| s.as_ref().is_some_and(|s| s.killed());
     let served = async {
-        while let Some(request) = incoming.recv().await {
+        loop {
+            let request = tokio::select! {
+                request = incoming.recv() => match request {
+                    Some(request) => request,
+                    None => break,
+                },
+                () = tokio::time::sleep(KILLED_POLL) => {
+                    if killed(&session) {
+                        break;
+                    }
+                    continue;
+                }
+            };
             if node.role() != Role::Primary || node.term() != term {
                 let reason = format!(
                     "node {} is no longer the primary of term {term}; retry",
@@ -522,6 +555,14 @@ pub(crate) async fn serve(
                 schema_changed: node.ddl.len() != schema_before,
             };
             wr.send(&answer).await?;
+            if killed(&session) {
+                tracing::info!(
+                    replica,
+                    client = client.connection,
+                    "forwarding session killed"
+                );
+                break;
+            }
         }
         Ok::<(), anyhow::Error>(())
     }

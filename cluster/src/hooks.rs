@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ladle_common::Lsn;
 
-use crate::protocol::KillOutcome;
+use crate::protocol::{ForwardedClient, KillOutcome};
 
 /// A forwarded statement's run ([`ForwardTarget::run`]): the session back
 /// with its answer, or why there is none (the session is then gone).
@@ -19,7 +19,9 @@ pub type ForwardedRun =
 
 /// The primary's side: opens a SQL session per forwarding connection.
 pub trait ForwardTarget: Send + Sync {
-    fn open(&self) -> Box<dyn ForwardedSession>;
+    /// A session for `client` of node `replica` (listed in this node's
+    /// process list under both, until it is dropped).
+    fn open(&self, replica: u64, client: &ForwardedClient) -> Box<dyn ForwardedSession>;
 
     /// Runs `request` in `session` ([`ForwardedSession::run`], which
     /// blocks) on the threads the front end runs its own clients'
@@ -34,8 +36,9 @@ pub trait ForwardTarget: Send + Sync {
     ) -> ForwardedRun;
 
     /// KILL [QUERY] (`connection`) of this node's client connection `id`,
-    /// sent from another node by `user` (`any`: who holds SUPER). Quick
-    /// (it flags the connection), so it runs on the async worker.
+    /// sent from another node by `user` (`any`: who holds SUPER). May
+    /// block for a few seconds (a KILL CONNECTION of a forwarded session
+    /// is sent on to its replica), so it runs off the async workers.
     fn kill(&self, id: u64, user: &str, any: bool, connection: bool) -> KillOutcome;
 }
 
@@ -43,6 +46,14 @@ pub trait ForwardTarget: Send + Sync {
 pub trait ForwardedSession: Send {
     /// Runs one encoded request; returns the encoded answer.
     fn run(&mut self, request: &[u8]) -> Vec<u8>;
+
+    /// The flag its statements stop at (a KILL QUERY of the session here,
+    /// or the replica's cancel).
+    fn interrupt(&self) -> Arc<AtomicBool>;
+
+    /// Whether the session was killed here (KILL CONNECTION whose replica
+    /// could not be told): its forwarding connection is to close.
+    fn killed(&self) -> bool;
 }
 
 /// The server's view snapshots, shipped with a bootstrap checkpoint so

@@ -73,7 +73,12 @@ pub(crate) async fn serve(
             .reject("this node takes no KILL yet (starting)".into(), false)
             .await;
     };
-    let outcome = target.kill(id, user, any, connection);
+    // (Off the async workers: a KILL CONNECTION of a forwarded session is
+    // sent on to its replica, which takes a connection of its own.)
+    let (target, killer) = (target.clone(), user.to_string());
+    let outcome = tokio::task::spawn_blocking(move || target.kill(id, &killer, any, connection))
+        .await
+        .map_err(|e| anyhow::anyhow!("a KILL from another node failed: {e}"))?;
     tracing::info!(id, user, connection, ?outcome, "KILL from another node");
     wr.send(&ToReplica::Killed { outcome }).await?;
     Ok(())

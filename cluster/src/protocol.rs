@@ -86,8 +86,13 @@ pub enum ToPrimary {
     /// `after` (semi-synchronous DDL).
     SchemaAck { after: Lsn, count: u32 },
     /// First frame of a forwarding connection (see `forward`): one client
-    /// session of node `node`, which takes the primary of `term` to lead.
-    ForwardHello { node: u64, term: u64 },
+    /// session of node `node`, which takes the primary of `term` to lead;
+    /// `client` says whose (the primary's process list shows it).
+    ForwardHello {
+        node: u64,
+        term: u64,
+        client: ForwardedClient,
+    },
     /// One statement of that session, encoded by the SQL front end.
     Forward { request: Vec<u8> },
     /// First frame of a bootstrap connection: node `node` asks for a copy
@@ -110,6 +115,19 @@ pub enum ToPrimary {
     /// statement stops as a local one would (1317, GET_LOCK NULL, SLEEP
     /// 1) and is answered as usual.
     Cancel,
+}
+
+/// The replica's client a forwarding connection serves, as its
+/// [`ToPrimary::ForwardHello`] names it: the primary lists the session
+/// under it, and sends a KILL CONNECTION of the session on to it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForwardedClient {
+    /// The client's connection id on the replica.
+    pub connection: u64,
+    /// The account name it logged in with.
+    pub user: String,
+    /// The host it connected from (as the replica's process list shows it).
+    pub host: String,
 }
 
 /// What a KILL sent from another node did ([`ToReplica::Killed`]).

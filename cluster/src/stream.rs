@@ -77,8 +77,9 @@ async fn serve_replica(
         Some(ToPrimary::ForwardHello {
             node: replica,
             term,
+            client,
         }) => {
-            return crate::forward::serve(node, replica, term, rd, wr).await;
+            return crate::forward::serve(node, replica, term, client, rd, wr).await;
         }
         Some(ToPrimary::BootstrapHello { node: replica }) => {
             return crate::bootstrap::serve(node, replica, wr).await;

@@ -23,8 +23,10 @@ use crate::seal::SessionKeys;
 /// 1: the first versioned frames. 2: `ToPrimary::Kill` and
 /// `ToReplica::Killed` (KILL of another node's connection). 3:
 /// `ToPrimary::Cancel` (KILL of a forwarded statement). 4: a forwarded
-/// statement's answer says whether the session holds named locks.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// statement's answer says whether the session holds named locks. 5:
+/// `ToPrimary::ForwardHello` names the replica's client (the primary's
+/// process list shows forwarded sessions).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// Test hook: `LADLE_TEST_PROTOCOL_VERSION` makes this node claim another
 /// version (a node of another build, for the cluster tests).

@@ -140,9 +140,14 @@ impl Forwarder for NodeForwarder {
         self.node.forwards_writes()
     }
 
-    fn open(&self) -> Box<dyn ForwardChannel> {
+    fn open(&self, connection: u32, user: &str, host: &str) -> Box<dyn ForwardChannel> {
+        let client = ladle_cluster::protocol::ForwardedClient {
+            connection: u64::from(connection),
+            user: user.to_string(),
+            host: host.to_string(),
+        };
         Box::new(Channel {
-            client: self.node.forward_client(),
+            client: self.node.forward_client(client),
             schema_wait: self.ryw_timeout,
         })
     }
@@ -202,15 +207,30 @@ impl ForwardChannel for Channel {
 pub struct EngineForwardTarget(pub Arc<Engine>);
 
 impl ladle_cluster::ForwardTarget for EngineForwardTarget {
-    fn open(&self) -> Box<dyn ladle_cluster::ForwardedSession> {
+    fn open(
+        &self,
+        replica: u64,
+        client: &ladle_cluster::protocol::ForwardedClient,
+    ) -> Box<dyn ladle_cluster::ForwardedSession> {
         // A connection id of its own: it names the session's TEMPORARY
-        // tables (`#tmp#<id>#t`), apart from every other session's.
+        // tables (`#tmp#<id>#t`), apart from every other session's, and
+        // its row in this node's process list.
         let id = self.0.new_connection_id();
-        let mut session = Session::new(id, "forwarded".into(), "replica".into());
+        let mut session = Session::new(id, client.user.clone(), "replica".into());
         session.serves_forwarded = true;
+        let from = ladle_shim::ForwardedFrom {
+            // (Node ids are 1 to 255: see `Engine::set_connection_node`.)
+            node: u32::try_from(replica).unwrap_or(u32::MAX),
+            client: client.connection,
+        };
+        let process =
+            self.0
+                .processes
+                .register_forwarded(id, from, client.user.clone(), &client.host);
         Box::new(ForwardedEngineSession {
             engine: self.0.clone(),
             session,
+            process,
         })
     }
 
@@ -250,12 +270,15 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
 struct ForwardedEngineSession {
     engine: Arc<Engine>,
     session: Session,
+    /// The session in this node's process list.
+    process: Arc<ladle_shim::Process>,
 }
 
 impl Drop for ForwardedEngineSession {
-    /// The replica's client is gone (or its link): its TEMPORARY tables
-    /// here go with it.
+    /// The replica's client is gone (or its link): its row in the process
+    /// list and its TEMPORARY tables here go with it.
     fn drop(&mut self) {
+        self.engine.processes.unregister(self.process.id);
         let ended = std::mem::replace(
             &mut self.session,
             Session::new(0, String::new(), String::new()),
@@ -267,7 +290,16 @@ impl Drop for ForwardedEngineSession {
 impl ladle_cluster::ForwardedSession for ForwardedEngineSession {
     fn run(&mut self, request: &[u8]) -> Vec<u8> {
         let _inflight = self.engine.inflight_guard();
-        self.engine.serve_forwarded(&mut self.session, request)
+        self.engine
+            .serve_forwarded(&mut self.session, &self.process, request)
+    }
+
+    fn interrupt(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.process.interrupt.clone()
+    }
+
+    fn killed(&self) -> bool {
+        self.process.killed()
     }
 }
 

@@ -33,6 +33,8 @@ use mysql::{Conn, Opts, OptsBuilder};
 mod common;
 use common::{free_port, http_get};
 
+#[path = "cluster/forwarded_sessions.rs"]
+mod forwarded_sessions;
 #[path = "cluster/kill.rs"]
 mod kill;
 #[path = "cluster/named_locks.rs"]

@@ -246,13 +246,35 @@ impl Engine {
     }
 
     /// KILL [QUERY] (`connection`) of this node's connection `id`, as
-    /// `user` (`any`: it holds SUPER): for a KILL sent from another node.
+    /// `user` (`any`: it holds SUPER): for a KILL sent here or from
+    /// another node. KILL CONNECTION of a session forwarded here from a
+    /// replica is sent on to its client's connection there (blocking,
+    /// bounded): the client's connection closes as a local KILL closes
+    /// it, and with it the forwarding session here; killed here only when
+    /// the replica cannot be told (the session's link then closes).
     pub fn kill_local(&self, id: u64, user: &str, any: bool, connection: bool) -> KillOutcome {
-        match self.processes.kill(id, user, any, connection) {
-            Ok(()) => KillOutcome::Done,
-            Err(crate::processes::KillError::Unknown) => KillOutcome::Unknown,
-            Err(crate::processes::KillError::NotOwner) => KillOutcome::NotOwner,
+        let p = match self.processes.killable(id, user, any) {
+            Ok(p) => p,
+            Err(crate::processes::KillError::Unknown) => return KillOutcome::Unknown,
+            Err(crate::processes::KillError::NotOwner) => return KillOutcome::NotOwner,
+        };
+        let forwarder = self.forwarder.get();
+        if let (true, Some(from), Some(forwarder)) = (connection, p.forwarded, forwarder) {
+            // (The owner check is done, here, as the same user.)
+            match forwarder.kill(from.node, from.client, user, true, true) {
+                Ok(KillOutcome::Done) => return KillOutcome::Done,
+                outcome => tracing::warn!(
+                    id,
+                    node = from.node,
+                    client = from.client,
+                    ?outcome,
+                    "KILL of a forwarded session: its client on the replica was not killed; \
+                     closing the forwarding session here"
+                ),
+            }
         }
+        p.kill(connection);
+        KillOutcome::Done
     }
 
     pub fn inflight_guard(&self) -> InflightGuard<'_> {

@@ -134,7 +134,7 @@ pub use error::{MysqlCode, ShimError};
 pub use exec::{Engine, SchemaLog};
 pub use metrics::Metrics;
 pub use output::Output;
-pub use processes::connection_node;
+pub use processes::{connection_node, ForwardedFrom, Process};
 pub use vars::{ReadConsistency, ServerFacts, Timeouts};
 
 /// Runs `f` on a statement thread, as the front end runs its clients'

@@ -11,6 +11,14 @@
 //! (woken if idle). A client that goes away while its statement runs sets
 //! the flag too. A user may kill only its own connections unless it holds
 //! SUPER (1095 otherwise); an unknown id is 1094.
+//!
+//! On a cluster's primary, each session a replica's client forwards its
+//! statements to is listed too ([`Processes::register_forwarded`]): its
+//! Host names the replica and the client (`replica-2/<client id>@<host>`),
+//! KILL QUERY of it stops its statement here (the replica's client gets
+//! the answer: 1317), and KILL CONNECTION of it is sent on to the client's
+//! connection on the replica (`Engine::kill_local`), which closes as a
+//! local KILL closes it.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,10 +41,21 @@ struct State {
     since: Instant,
 }
 
+/// The replica's client a forwarded session serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForwardedFrom {
+    /// The replica's node id.
+    pub node: u32,
+    /// The client's connection id there.
+    pub client: u64,
+}
+
 /// One connection.
 pub struct Process {
     pub id: u32,
     pub host: String,
+    /// A forwarded session's client (`None`: a client of this node).
+    pub forwarded: Option<ForwardedFrom>,
     state: Mutex<State>,
     /// Set by KILL (QUERY or CONNECTION) or a client gone away; cleared
     /// when the next statement starts.
@@ -52,6 +71,27 @@ impl Process {
     pub fn begin(&self, sql: &str) {
         self.interrupt.store(self.killed(), Ordering::SeqCst);
         let mut s = self.state.lock();
+        s.command = "Query";
+        s.info = Some(sql.to_string());
+        s.since = Instant::now();
+    }
+
+    /// A forwarded statement starts, run as `user` in `db`. The interrupt
+    /// flag is the forwarding connection's to clear (as each statement
+    /// arrives): a cancel may come before the statement's thread starts.
+    pub fn begin_forwarded(
+        &self,
+        user: &str,
+        grantee: Option<Grantee>,
+        db: Option<String>,
+        sql: &str,
+    ) {
+        let mut s = self.state.lock();
+        if s.user != user {
+            s.user = user.to_string();
+        }
+        s.grantee = grantee;
+        s.db = db;
         s.command = "Query";
         s.info = Some(sql.to_string());
         s.since = Instant::now();
@@ -93,7 +133,9 @@ impl Process {
         self.interrupt.store(true, Ordering::SeqCst);
     }
 
-    fn kill(&self, connection: bool) {
+    /// KILL [QUERY] (`connection`): the statement stops, and with
+    /// `connection` the connection closes.
+    pub(crate) fn kill(&self, connection: bool) {
         if connection {
             self.killed.store(true, Ordering::SeqCst);
             self.wake.notify_one();
@@ -135,11 +177,37 @@ pub enum KillError {
 impl Processes {
     /// Registers connection `id` from `host` (before it has logged in).
     pub fn register(&self, id: u32, host: String) -> Arc<Process> {
+        self.insert(id, host, None, "unauthenticated user".into())
+    }
+
+    /// Registers the forwarded session `id` of `from`'s client, who logged
+    /// in there as `user` from `host` (idle).
+    pub fn register_forwarded(
+        &self,
+        id: u32,
+        from: ForwardedFrom,
+        user: String,
+        host: &str,
+    ) -> Arc<Process> {
+        let shown = format!("replica-{}/{}@{host}", from.node, from.client);
+        let p = self.insert(id, shown, Some(from), user);
+        p.state.lock().command = "Sleep";
+        p
+    }
+
+    fn insert(
+        &self,
+        id: u32,
+        host: String,
+        forwarded: Option<ForwardedFrom>,
+        user: String,
+    ) -> Arc<Process> {
         let p = Arc::new(Process {
             id,
             host,
+            forwarded,
             state: Mutex::new(State {
-                user: "unauthenticated user".into(),
+                user,
                 grantee: None,
                 db: None,
                 command: "Connect",
@@ -160,6 +228,17 @@ impl Processes {
 
     /// KILL [QUERY] `id` by `user` (`any`: it holds SUPER).
     pub fn kill(&self, id: u64, user: &str, any: bool, connection: bool) -> Result<(), KillError> {
+        self.killable(id, user, any)?.kill(connection);
+        Ok(())
+    }
+
+    /// Connection `id`, if `user` (`any`: it holds SUPER) may kill it.
+    pub(crate) fn killable(
+        &self,
+        id: u64,
+        user: &str,
+        any: bool,
+    ) -> Result<Arc<Process>, KillError> {
         let p = u32::try_from(id)
             .ok()
             .and_then(|id| self.map.lock().get(&id).cloned())
@@ -167,8 +246,7 @@ impl Processes {
         if !any && p.state.lock().user != user {
             return Err(KillError::NotOwner);
         }
-        p.kill(connection);
-        Ok(())
+        Ok(p)
     }
 
     /// Rows of the listing (Id, User, Host, db, Command, Time, State,
@@ -226,5 +304,48 @@ mod tests {
         // Beyond 32 bits: no node (the KILL is then an unknown id).
         assert_eq!(connection_node(1 << 40), 0);
         assert_eq!(MAX_NODE, 255);
+    }
+
+    /// A forwarded session is listed under its replica and client, idle
+    /// until a statement starts; starting one leaves its interrupt flag
+    /// as the forwarding connection set it (a cancel that came before the
+    /// statement's thread started is kept, where a local client's
+    /// statement start clears a stale KILL QUERY); only its user kills it.
+    #[test]
+    fn a_forwarded_session_is_listed_under_its_replica_and_client() {
+        let processes = Processes::default();
+        let from = ForwardedFrom {
+            node: 2,
+            client: (2 << NODE_SHIFT) | 5,
+        };
+        let id = (1 << NODE_SHIFT) | 9;
+        let p = processes.register_forwarded(id, from, "app".into(), "10.0.0.5");
+        assert_eq!(p.forwarded, Some(from));
+        let row = |processes: &Processes| -> Vec<String> {
+            let rows = processes.rows("root", true, true);
+            assert_eq!(rows.len(), 1);
+            rows[0].iter().map(Value::to_string).collect()
+        };
+        let listed = row(&processes);
+        assert_eq!(listed[0], id.to_string());
+        assert_eq!(listed[1], "app");
+        assert_eq!(listed[2], "replica-2/33554437@10.0.0.5");
+        assert_eq!((&*listed[4], &*listed[7]), ("Sleep", "NULL"));
+
+        p.interrupt.store(true, Ordering::SeqCst);
+        p.begin_forwarded("app", None, Some("d".into()), "UPDATE t SET v = 1");
+        assert!(p.interrupt.load(Ordering::SeqCst), "the cancel is kept");
+        let listed = row(&processes);
+        assert_eq!(listed[3], "d");
+        assert_eq!((&*listed[4], &*listed[6]), ("Query", "executing"));
+        assert_eq!(listed[7], "UPDATE t SET v = 1");
+
+        assert!(matches!(
+            processes.killable(u64::from(id), "other", false),
+            Err(KillError::NotOwner)
+        ));
+        assert!(processes.killable(u64::from(id), "app", false).is_ok());
+        processes.unregister(id);
+        assert!(processes.rows("root", true, true).is_empty());
     }
 }

@@ -455,9 +455,16 @@ impl Engine {
         };
         let bytes = postcard::to_stdvec(&request)
             .map_err(|e| refused(format!("could not encode a forwarded statement: {e}")))?;
-        let channel = s.forward.get_or_insert_with(|| forwarder.open());
-        // A KILL of the client's statement (not max_execution_time, which
-        // the primary applies itself) stops it there.
+        let (id, user, host) = (s.connection_id, s.user.clone(), s.host.clone());
+        let channel = s
+            .forward
+            .get_or_insert_with(|| forwarder.open(id, &user, &host));
+        // A KILL of the client's statement stops it there. Not
+        // max_execution_time: the primary applies the session's own (its
+        // variables go with the request), as to any SELECT it runs, so a
+        // SELECT is timed where it runs, with no cancel frame to race its
+        // answer, and a deadline that passes while the link is slow still
+        // answers 3024 from the primary, never a 1290 from here.
         let interrupted = || {
             matches!(
                 ladle_dataflow::interrupt::check(),
@@ -511,8 +518,14 @@ impl Engine {
     }
 
     /// The primary's side: runs one forwarded request in `s` (this
-    /// forwarding connection's session) and encodes the answer.
-    pub fn serve_forwarded(&self, s: &mut Session, request: &[u8]) -> Vec<u8> {
+    /// forwarding connection's session, listed as `process`) and encodes
+    /// the answer.
+    pub fn serve_forwarded(
+        &self,
+        s: &mut Session,
+        process: &crate::processes::Process,
+        request: &[u8],
+    ) -> Vec<u8> {
         let response = match postcard::from_bytes::<Request>(request) {
             Ok(req) => {
                 s.user = req.identity.user;
@@ -523,7 +536,10 @@ impl Engine {
                     .map(|(user, host)| crate::accounts::Grantee { user, host });
                 req.state.install(s);
                 take_on(s, req.transaction);
+                let db = s.database.clone();
+                process.begin_forwarded(&s.user, s.grantee.clone(), db, &req.sql);
                 let (_, outcome) = self.execute(s, &req.sql);
+                process.end(s.database.clone());
                 Response {
                     outcome: encode(&outcome),
                     state: State::of(s),

@@ -8,8 +8,10 @@ use ladle_common::Lsn;
 pub trait Forwarder: Send + Sync {
     /// Whether writes sent here must run on another node now.
     fn forwards(&self) -> bool;
-    /// A new link to the primary for one client session.
-    fn open(&self) -> Box<dyn ForwardChannel>;
+    /// A new link to the primary for the session of client connection
+    /// `connection`, logged in as `user` from `host` (the primary lists
+    /// the session under them).
+    fn open(&self, connection: u32, user: &str, host: &str) -> Box<dyn ForwardChannel>;
     /// Waits (bounded) until this node has applied position `lsn`;
     /// `Err` says why the read cannot be served yet.
     fn wait_applied(&self, lsn: Lsn) -> Result<(), String>;
