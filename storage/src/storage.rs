@@ -595,7 +595,12 @@ impl Storage {
     /// Every row, in primary-key order.
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
         let t = self.table_state(table)?;
-        self.read_latest(|r| read::scan_all(r, &t))
+        let mut out = Vec::new();
+        self.engine.with_consistent(&mut |r| {
+            out = read::scan_rows(r, &t)?;
+            Ok(())
+        })?;
+        Ok(out)
     }
     pub fn estimate_rows(&self, table: TableId) -> u64 {
         match self.table_state(table) {

@@ -50,7 +50,7 @@ impl SnapshotReads<'_> {
     /// Every row, in primary-key order.
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
         let t = self.table(table)?;
-        strip_keys(read::scan_all(self.reader, &t)?)
+        read::scan_rows(self.reader, &t)
     }
 
     fn table(&self, id: TableId) -> Result<Arc<TableState>> {
