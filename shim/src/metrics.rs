@@ -152,9 +152,8 @@ impl Metrics {
         let view_fills = IntGaugeVec::new(
             Opts::new(
                 "ladle_view_fills",
-                "Reader misses filled since start, by path: unlocked (outside the commit lock), \
-                 conflict (an unlocked fill discarded because a write raced it), locked, \
-                 held (of unlocked: a retry that held the writers of the view's tables)",
+                "Reader misses filled since start, by path: unlocked, conflict (discarded: a write \
+                 raced it), locked, held (of unlocked: a retry that held the view's writers)",
             ),
             &["path"],
         )

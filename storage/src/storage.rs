@@ -23,6 +23,7 @@ use crate::hooks::{CommitCheck, CommitObserver, WriteGate};
 use crate::ops::{IndexRef, OpResult, WriteOp, WriteResult};
 use crate::table::TableState;
 use crate::view::{strip_keys, ReadView, SnapshotReads};
+use crate::write_hold::{WriteHold, WriteHolds};
 use crate::{cf, keys, memory, read, rocks, write};
 
 /// The storage engine: one per server.
@@ -57,7 +58,7 @@ pub struct Storage {
     /// [`Storage::keep_recent_log`]).
     pub(crate) recent_log: crate::recent_log::RecentLog,
     /// Tables whose writes wait briefly (see [`Storage::hold_writes`]).
-    pub(crate) write_holds: crate::write_hold::WriteHolds,
+    pub(crate) write_holds: WriteHolds,
 }
 
 thread_local! {
@@ -371,6 +372,19 @@ impl Storage {
             g.acknowledge(result.lsn)?;
         }
         Ok(result)
+    }
+
+    /// Makes writes to `tables` wait until the returned hold is dropped
+    /// (each write at most a couple of seconds; DDL is not held), once the
+    /// writes to them in progress have finished. For a reader fill that
+    /// lost its race to a write once and must run again: holding the
+    /// view's writers for the length of one fill costs a few writes a
+    /// delay, where recomputing it under the graph lock stalled every
+    /// reader miss and view update meanwhile. The holder must still
+    /// validate what it read: a write that cascades into a held table is
+    /// not held, nor one that outwaited its bound.
+    pub fn hold_writes(&self, tables: &[TableId]) -> WriteHold<'_> {
+        self.write_holds.hold(tables)
     }
 
     /// Installs the cluster's write gate (see [`WriteGate`]).

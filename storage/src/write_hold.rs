@@ -1,4 +1,5 @@
-//! Brief holds on writes to some tables (see [`Storage::hold_writes`]).
+//! Brief holds on writes to some tables (see
+//! [`Storage::hold_writes`](crate::Storage::hold_writes)).
 //!
 //! A hold is a scheduling hint, never a correctness device: a write that
 //! waited its bound goes ahead, and a write that slips past a hold (it
@@ -13,7 +14,6 @@ use ladle_common::TableId;
 use parking_lot::{Condvar, Mutex};
 
 use crate::ops::WriteOp;
-use crate::storage::Storage;
 
 /// The longest a write waits for a hold on its tables: about the longest
 /// reader fill seen (the Lobsters front page's cold fill, ~1.5 s on a
@@ -86,7 +86,7 @@ impl Drop for WriteHold<'_> {
 impl WriteHolds {
     /// Holds `tables`, then waits (at most [`MAX_WRITE_WAIT`]) for the
     /// writes to them already in progress.
-    fn hold(&self, tables: &[TableId]) -> WriteHold<'_> {
+    pub(crate) fn hold(&self, tables: &[TableId]) -> WriteHold<'_> {
         let mut t = self.tables.lock();
         for table in tables {
             *t.held.entry(*table).or_default() += 1;
@@ -130,68 +130,5 @@ impl WriteHolds {
             holds: self,
             tables,
         }
-    }
-}
-
-impl Storage {
-    /// Makes writes to `tables` wait until the returned hold is dropped
-    /// (each write at most a couple of seconds; DDL is not held), once the
-    /// writes to them in progress have finished. For a
-    /// reader fill that lost its race to a write once and must run again:
-    /// holding the view's writers for the length of one fill costs a few
-    /// writes a delay, where recomputing it under the graph lock stalled
-    /// every reader miss and view update meanwhile. The holder must still
-    /// validate what it read: a write that began before the hold, or that
-    /// cascades into a held table, is not held.
-    pub fn hold_writes(&self, tables: &[TableId]) -> WriteHold<'_> {
-        self.write_holds.hold(tables)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
-    use std::thread;
-    use std::time::Duration;
-
-    use super::*;
-    use crate::tests::{i, insert, row, t, users};
-
-    /// A write to a held table waits until the hold ends; a write to
-    /// another table does not; a write that outwaits the bound goes ahead.
-    #[test]
-    fn writes_to_a_held_table_wait_for_the_hold() {
-        let s = Storage::in_memory();
-        let users = users(&s);
-        let other = {
-            let mut schema = (*users).clone();
-            schema.name = "other".into();
-            schema.id = 0;
-            s.create_table(schema, false).expect("create other")
-        };
-        let hold = s.hold_writes(&[users.id]);
-        let done = Arc::new(AtomicBool::new(false));
-        let writer = {
-            let (s, users, done) = (s.clone(), users.clone(), done.clone());
-            thread::spawn(move || {
-                s.write(vec![insert(&users, vec![row(&[i(1), t("a"), i(1)])])])
-                    .expect("held write");
-                done.store(true, Ordering::SeqCst);
-            })
-        };
-        s.write(vec![insert(&other, vec![row(&[i(1), t("a"), i(1)])])])
-            .expect("a write to a table nobody holds");
-        thread::sleep(Duration::from_millis(200));
-        assert!(!done.load(Ordering::SeqCst), "the held write went ahead");
-        drop(hold);
-        writer.join().expect("writer");
-        assert!(done.load(Ordering::SeqCst));
-
-        let _forever = s.hold_writes(&[users.id]);
-        let started = Instant::now();
-        s.write(vec![insert(&users, vec![row(&[i(2), t("b"), i(2)])])])
-            .expect("a write past its wait");
-        assert!(started.elapsed() >= MAX_WRITE_WAIT);
     }
 }

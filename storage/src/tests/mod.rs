@@ -21,6 +21,7 @@ macro_rules! conformance {
 
 mod crash;
 mod durable;
+mod holds;
 mod replication;
 mod suite;
 
