@@ -369,11 +369,13 @@ impl Planner<'_> {
             || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
             || s.having.is_some()
             || !limit_keeps_exists(sub)
+            || aggregates_one_row(sub)
         {
             return Err(unsupported("EXISTS over this query"));
         }
         let Correlated {
             inner,
+            scope: iscope,
             inner_cols,
             outer_cols,
             residual,
@@ -384,6 +386,7 @@ impl Planner<'_> {
             "EXISTS",
             "correlated EXISTS condition other than equality",
         )?;
+        check_exists_list(s, &iscope, scope)?;
         if !residual.is_empty() {
             return Err(unsupported(
                 "correlated EXISTS condition other than equality",
@@ -430,24 +433,35 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
                 .scalar_subquery(q, self.node, self.scope, *self.n),
             ast::Expr::Exists { subquery, negated } => {
                 let negated = *negated;
-                exists_as_count(subquery).and_then(|count| {
-                    // `LIMIT 0`: no row, ever.
-                    let Some((count, offset)) = count else {
-                        return Ok(number(if negated { "1" } else { "0" }));
-                    };
-                    let n = self
+                let checked = match &*subquery.body {
+                    ast::SetExpr::Select(s) if !s.from.is_empty() => self
                         .planner
-                        .scalar_subquery(&count, self.node, self.scope, *self.n)?;
-                    Ok(ast::Expr::BinaryOp {
-                        left: Box::new(n),
-                        op: if negated {
-                            ast::BinaryOperator::LtEq
-                        } else {
-                            ast::BinaryOperator::Gt
-                        },
-                        right: Box::new(number(&offset.to_string())),
+                        .plan_from(&s.from, &mut Vec::new())
+                        .and_then(|(_, iscope)| check_exists_list(s, &iscope, self.scope)),
+                    _ => Ok(()),
+                };
+                checked
+                    .and_then(|()| exists_as_count(subquery))
+                    .and_then(|count| {
+                        let (count, offset) = match count {
+                            ExistsAs::Count(count, offset) => (count, offset),
+                            ExistsAs::Always(exists) => {
+                                return Ok(number(if exists != negated { "1" } else { "0" }))
+                            }
+                        };
+                        let n = self
+                            .planner
+                            .scalar_subquery(&count, self.node, self.scope, *self.n)?;
+                        Ok(ast::Expr::BinaryOp {
+                            left: Box::new(n),
+                            op: if negated {
+                                ast::BinaryOperator::LtEq
+                            } else {
+                                ast::BinaryOperator::Gt
+                            },
+                            right: Box::new(number(&offset.to_string())),
+                        })
                     })
-                })
             }
             ast::Expr::InSubquery {
                 expr,
@@ -483,12 +497,12 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
 }
 
 /// `EXISTS (SELECT ... [LIMIT n [OFFSET k]])` as `(SELECT COUNT(*) ...) >
-/// k`: the query and `k`, `None` for `LIMIT 0` (never a row). The select
+/// k`: the query and `k` (or a constant, see [`ExistsAs`]). The select
 /// list, DISTINCT, GROUP BY without HAVING, ORDER BY and a LIMIT of at
 /// least one row do not change whether a row exists; past an OFFSET they
 /// may (the rows counted must be the subquery's), so with one the
 /// subquery must be a plain SELECT ... FROM ... WHERE.
-pub(super) fn exists_as_count(sub: &ast::Query) -> Result<Option<(ast::Query, u64)>> {
+pub(super) fn exists_as_count(sub: &ast::Query) -> Result<ExistsAs> {
     let mut q = sub.clone();
     let literal = |x: Option<&ast::Expr>| match x {
         Some(ast::Expr::Value(ast::Value::Number(n, _))) => n.parse::<u64>().ok(),
@@ -502,9 +516,13 @@ pub(super) fn exists_as_count(sub: &ast::Query) -> Result<Option<(ast::Query, u6
     };
     match (&q.limit, literal(q.limit.as_ref())) {
         (None, _) => {}
-        (Some(_), Some(0)) => return Ok(None),
+        (Some(_), Some(0)) => return Ok(ExistsAs::Always(false)),
         (Some(_), Some(_)) => {}
         (Some(_), None) => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    }
+    if aggregates_one_row(&q) {
+        // One row, whatever it aggregates (even over no row).
+        return Ok(ExistsAs::Always(offset == 0));
     }
     if offset > 0 && !counts_its_rows(&q) {
         return Err(unsupported("OFFSET inside EXISTS over this query"));
@@ -529,7 +547,60 @@ pub(super) fn exists_as_count(sub: &ast::Query) -> Result<Option<(ast::Query, u6
         l.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)];
     }
     s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
-    Ok(Some((q, offset)))
+    Ok(ExistsAs::Count(Box::new(q), offset))
+}
+
+/// What `EXISTS (sub)` is (see [`exists_as_count`]).
+pub(super) enum ExistsAs {
+    /// The same for every row: `LIMIT 0` never has a row, an aggregate
+    /// without GROUP BY always one.
+    Always(bool),
+    /// `(count) > k`.
+    Count(Box<ast::Query>, u64),
+}
+
+/// MySQL's 1054 for a column of an EXISTS subquery's select list that
+/// neither its FROM (`inner`) nor the enclosing query (`outer`) has: the
+/// list is never read otherwise, and a statement with a mistyped column
+/// must not run (a DELETE would delete rows).
+fn check_exists_list(s: &ast::Select, inner: &Scope, outer: &Scope) -> Result<()> {
+    for item in &s.projection {
+        let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) =
+            item
+        else {
+            continue;
+        };
+        let mut columns = Vec::new();
+        super::expr::collect_bare_columns(e, &mut columns);
+        for ids in columns {
+            if inner.resolve(&ids).is_err() && outer.resolve(&ids).is_err() {
+                let name: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+                return Err(DataflowError::UnknownColumn(
+                    name.join("."),
+                    "field list".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `q` is a SELECT that aggregates without GROUP BY or HAVING:
+/// exactly one row, even over no row.
+fn aggregates_one_row(q: &ast::Query) -> bool {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        && s.having.is_none()
+        && s.projection.iter().any(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut aggregates = Vec::new();
+                super::expr::collect_aggregates(e, &mut aggregates);
+                !aggregates.is_empty()
+            }
+            _ => false,
+        })
 }
 
 /// Whether `COUNT(*)` in place of `q`'s select list counts `q`'s rows: a
