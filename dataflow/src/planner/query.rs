@@ -31,6 +31,7 @@ impl Planner<'_> {
         // The user's WHERE clauses, before the planner writes its own tests.
         let mut q = q.clone();
         super::zero_date::mark_query(&mut q);
+        super::syntax::refuse_limited_in(&q)?;
         self.plan_query(&q)
             .map_err(|e| e.in_database(Some(self.database)))
     }

@@ -287,6 +287,16 @@ impl Planner<'_> {
             Some(q) => ScalarShape::of(q)?,
             None => shape,
         };
+        // `(SELECT y ... LIMIT 1)` without ORDER BY (Django's `[:1]`):
+        // MariaDB returns the first row it reads, in primary key order when
+        // it scans one table (also within one value of a secondary key);
+        // the same row here, when the subquery reads one table.
+        let first_by = match first_by {
+            None if windowed.is_none() && unordered_limit_one(q) => {
+                primary_key_order(&correlated.scope)
+            }
+            other => other,
+        };
         let single = single && !at_most_one_row;
         let agg_name = aggregate_name(&agg).unwrap_or_default();
         // A value reading the outer row (`(SELECT o.x + U0.y FROM U0 ...)`,
@@ -616,6 +626,55 @@ fn orders_by_value(s: &ast::Select, o: &ast::Expr, value: &ast::Expr) -> bool {
         }
         o => norm(o) == norm(value),
     }
+}
+
+/// Whether `q` is `SELECT y ... LIMIT 1` without ORDER BY, OFFSET or an
+/// aggregate.
+fn unordered_limit_one(q: &ast::Query) -> bool {
+    let one = matches!(&q.limit, Some(ast::Expr::Value(ast::Value::Number(n, _))) if n == "1");
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    let plain = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => {
+            aggregate_name(e).is_none()
+        }
+        _ => false,
+    };
+    one && plain && q.order_by.is_none() && q.offset.is_none()
+}
+
+/// The primary key of the one base table `scope` reads, as an ORDER BY;
+/// `None` when it reads several (or a column of no table) or the table
+/// has none.
+fn primary_key_order(scope: &Scope) -> Option<Vec<ast::OrderByExpr>> {
+    let table = &scope.cols.first()?.origin.as_ref()?.table;
+    let one_table = scope.cols.iter().all(|c| {
+        c.origin
+            .as_ref()
+            .is_some_and(|o| std::sync::Arc::ptr_eq(&o.table, table))
+    });
+    let pk = table.primary_key.as_ref().filter(|pk| !pk.is_empty())?;
+    if !one_table {
+        return None;
+    }
+    pk.iter()
+        .map(|&column| {
+            let c = scope
+                .cols
+                .iter()
+                .find(|c| c.origin.as_ref().is_some_and(|o| o.column == column))?;
+            Some(ast::OrderByExpr {
+                expr: ast::Expr::CompoundIdentifier(vec![
+                    ast::Ident::new(c.qualifier.clone()),
+                    ast::Ident::new(c.name.clone()),
+                ]),
+                asc: None,
+                nulls_first: None,
+                with_fill: None,
+            })
+        })
+        .collect()
 }
 
 /// `ORDER BY z... LIMIT 1`'s order, with `ORDER BY 1` or the select

@@ -364,14 +364,18 @@ impl Planner<'_> {
         let ast::SetExpr::Select(s) = &*sub.body else {
             return Err(unsupported("EXISTS over this query"));
         };
+        // (A LIMIT 0 or an OFFSET: counted, see `exists_as_count`.)
         if s.from.is_empty()
             || !matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
             || s.having.is_some()
+            || !limit_keeps_exists(sub)
+            || aggregates_one_row(sub)
         {
             return Err(unsupported("EXISTS over this query"));
         }
         let Correlated {
             inner,
+            scope: iscope,
             inner_cols,
             outer_cols,
             residual,
@@ -382,6 +386,7 @@ impl Planner<'_> {
             "EXISTS",
             "correlated EXISTS condition other than equality",
         )?;
+        check_exists_list(s, &iscope, scope)?;
         if !residual.is_empty() {
             return Err(unsupported(
                 "correlated EXISTS condition other than equality",
@@ -428,20 +433,35 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
                 .scalar_subquery(q, self.node, self.scope, *self.n),
             ast::Expr::Exists { subquery, negated } => {
                 let negated = *negated;
-                exists_as_count(subquery).and_then(|count| {
-                    let n = self
+                let checked = match &*subquery.body {
+                    ast::SetExpr::Select(s) if !s.from.is_empty() => self
                         .planner
-                        .scalar_subquery(&count, self.node, self.scope, *self.n)?;
-                    Ok(ast::Expr::BinaryOp {
-                        left: Box::new(n),
-                        op: if negated {
-                            ast::BinaryOperator::Eq
-                        } else {
-                            ast::BinaryOperator::Gt
-                        },
-                        right: Box::new(number("0")),
+                        .plan_from(&s.from, &mut Vec::new())
+                        .and_then(|(_, iscope)| check_exists_list(s, &iscope, self.scope)),
+                    _ => Ok(()),
+                };
+                checked
+                    .and_then(|()| exists_as_count(subquery))
+                    .and_then(|count| {
+                        let (count, offset) = match count {
+                            ExistsAs::Count(count, offset) => (count, offset),
+                            ExistsAs::Always(exists) => {
+                                return Ok(number(if exists != negated { "1" } else { "0" }))
+                            }
+                        };
+                        let n = self
+                            .planner
+                            .scalar_subquery(&count, self.node, self.scope, *self.n)?;
+                        Ok(ast::Expr::BinaryOp {
+                            left: Box::new(n),
+                            op: if negated {
+                                ast::BinaryOperator::LtEq
+                            } else {
+                                ast::BinaryOperator::Gt
+                            },
+                            right: Box::new(number(&offset.to_string())),
+                        })
                     })
-                })
             }
             ast::Expr::InSubquery {
                 expr,
@@ -476,20 +496,36 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     }
 }
 
-/// `EXISTS (SELECT ... [LIMIT n])` as `(SELECT COUNT(*) ...)`, to compare
-/// with 0: the select list, DISTINCT, GROUP BY without HAVING, ORDER BY and
-/// a LIMIT of at least one row do not change whether a row exists.
-pub(super) fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
+/// `EXISTS (SELECT ... [LIMIT n [OFFSET k]])` as `(SELECT COUNT(*) ...) >
+/// k`: the query and `k` (or a constant, see [`ExistsAs`]). The select
+/// list, DISTINCT, GROUP BY without HAVING, ORDER BY and a LIMIT of at
+/// least one row do not change whether a row exists; past an OFFSET they
+/// may (the rows counted must be the subquery's), so with one the
+/// subquery must be a plain SELECT ... FROM ... WHERE.
+pub(super) fn exists_as_count(sub: &ast::Query) -> Result<ExistsAs> {
     let mut q = sub.clone();
-    let zero_offset = match &q.offset {
-        None => true,
-        Some(o) => matches!(&o.value, ast::Expr::Value(ast::Value::Number(n, _)) if n == "0"),
+    let literal = |x: Option<&ast::Expr>| match x {
+        Some(ast::Expr::Value(ast::Value::Number(n, _))) => n.parse::<u64>().ok(),
+        _ => None,
     };
-    match &q.limit {
-        None if zero_offset => {}
-        Some(ast::Expr::Value(ast::Value::Number(n, _)))
-            if zero_offset && n.parse::<u64>().is_ok_and(|n| n > 0) => {}
-        _ => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    let offset = match &q.offset {
+        None => 0,
+        Some(o) => {
+            literal(Some(&o.value)).ok_or_else(|| unsupported("LIMIT or OFFSET inside EXISTS"))?
+        }
+    };
+    match (&q.limit, literal(q.limit.as_ref())) {
+        (None, _) => {}
+        (Some(_), Some(0)) => return Ok(ExistsAs::Always(false)),
+        (Some(_), Some(_)) => {}
+        (Some(_), None) => return Err(unsupported("LIMIT or OFFSET inside EXISTS")),
+    }
+    if aggregates_one_row(&q) {
+        // One row, whatever it aggregates (even over no row).
+        return Ok(ExistsAs::Always(offset == 0));
+    }
+    if offset > 0 && !counts_its_rows(&q) {
+        return Err(unsupported("OFFSET inside EXISTS over this query"));
     }
     q.limit = None;
     q.offset = None;
@@ -511,7 +547,90 @@ pub(super) fn exists_as_count(sub: &ast::Query) -> Result<ast::Query> {
         l.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)];
     }
     s.projection = vec![ast::SelectItem::UnnamedExpr(count)];
-    Ok(q)
+    Ok(ExistsAs::Count(Box::new(q), offset))
+}
+
+/// What `EXISTS (sub)` is (see [`exists_as_count`]).
+pub(super) enum ExistsAs {
+    /// The same for every row: `LIMIT 0` never has a row, an aggregate
+    /// without GROUP BY always one.
+    Always(bool),
+    /// `(count) > k`.
+    Count(Box<ast::Query>, u64),
+}
+
+/// MySQL's 1054 for a column of an EXISTS subquery's select list that
+/// neither its FROM (`inner`) nor the enclosing query (`outer`) has: the
+/// list is never read otherwise, and a statement with a mistyped column
+/// must not run (a DELETE would delete rows).
+fn check_exists_list(s: &ast::Select, inner: &Scope, outer: &Scope) -> Result<()> {
+    for item in &s.projection {
+        let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) =
+            item
+        else {
+            continue;
+        };
+        let mut columns = Vec::new();
+        super::expr::collect_bare_columns(e, &mut columns);
+        for ids in columns {
+            if inner.resolve(&ids).is_err() && outer.resolve(&ids).is_err() {
+                let name: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+                return Err(DataflowError::UnknownColumn(
+                    name.join("."),
+                    "field list".into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `q` is a SELECT that aggregates without GROUP BY or HAVING:
+/// exactly one row, even over no row.
+fn aggregates_one_row(q: &ast::Query) -> bool {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        && s.having.is_none()
+        && s.projection.iter().any(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut aggregates = Vec::new();
+                super::expr::collect_aggregates(e, &mut aggregates);
+                !aggregates.is_empty()
+            }
+            _ => false,
+        })
+}
+
+/// Whether `COUNT(*)` in place of `q`'s select list counts `q`'s rows: a
+/// SELECT without DISTINCT, grouping, HAVING or aggregates.
+fn counts_its_rows(q: &ast::Query) -> bool {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return false;
+    };
+    s.distinct.is_none()
+        && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+        && s.having.is_none()
+        && s.projection.iter().all(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                let mut aggregates = Vec::new();
+                super::expr::collect_aggregates(e, &mut aggregates);
+                aggregates.is_empty()
+            }
+            _ => true,
+        })
+}
+
+/// Whether `EXISTS (sub)` is `EXISTS` over `sub` without its ORDER BY and
+/// LIMIT: a LIMIT of at least one row and no OFFSET.
+pub(super) fn limit_keeps_exists(sub: &ast::Query) -> bool {
+    let positive = |x: &ast::Expr| matches!(x, ast::Expr::Value(ast::Value::Number(n, _)) if n.parse::<u64>().is_ok_and(|n| n > 0));
+    let no_offset = match &sub.offset {
+        None => true,
+        Some(o) => matches!(&o.value, ast::Expr::Value(ast::Value::Number(n, _)) if n == "0"),
+    };
+    no_offset && sub.limit.as_ref().is_none_or(positive)
 }
 
 impl Planner<'_> {
@@ -547,17 +666,31 @@ impl Planner<'_> {
         scope: &mut Scope,
         n: &mut usize,
     ) -> Result<Option<ast::Expr>> {
+        // `x NOT IN (SELECT y ... WHERE <reads the outer row>)` is NULL,
+        // not true, for an outer row whose `x` or some `y` is NULL (unless
+        // its subquery is empty): no anti-join says that, so it is filtered
+        // on its three-valued answer, computed as a value (see
+        // `correlated_in_value`).
+        if let ast::Expr::InSubquery {
+            subquery,
+            negated: true,
+            ..
+        } = &c
+        {
+            if correlated(self.relation(subquery)) {
+                let mut c = c;
+                self.rewrite_subqueries(&mut c, node, scope, n)?;
+                return Ok(Some(c));
+            }
+        }
         // `x IN (SELECT y ... WHERE <reads the outer row>)` filters as
         // `EXISTS (SELECT ... WHERE ... AND y = x)`.
         let c = match c {
             ast::Expr::InSubquery {
                 expr,
                 subquery,
-                negated,
+                negated: false,
             } if correlated(self.relation(&subquery)) => {
-                if negated {
-                    return Err(unsupported("NOT IN over a correlated subquery"));
-                }
                 let x = qualify_outer(&expr, scope, &subquery)?;
                 ast::Expr::Exists {
                     subquery: Box::new(subquery_and(&subquery, |y| ast::Expr::BinaryOp {

@@ -61,9 +61,9 @@ pub(super) fn has_placeholder(e: &ast::Expr) -> bool {
 pub(super) fn columns_qualified(e: &ast::Expr) -> bool {
     !ast::visit_expressions(e, |x| {
         if matches!(x, ast::Expr::Identifier(_)) {
-            std::ops::ControlFlow::Break(())
+            ControlFlow::Break(())
         } else {
-            std::ops::ControlFlow::Continue(())
+            ControlFlow::Continue(())
         }
     })
     .is_break()
@@ -73,9 +73,9 @@ pub(super) fn columns_qualified(e: &ast::Expr) -> bool {
 pub(super) fn has_placeholder_deep(e: &ast::Expr) -> bool {
     ast::visit_expressions(e, |x| {
         if let ast::Expr::Value(ast::Value::Placeholder(_)) = x {
-            std::ops::ControlFlow::Break(())
+            ControlFlow::Break(())
         } else {
-            std::ops::ControlFlow::Continue(())
+            ControlFlow::Continue(())
         }
     })
     .is_break()
@@ -319,4 +319,29 @@ pub(super) fn any_shallow(e: &ast::Expr, mut test: impl FnMut(&ast::Expr) -> boo
         }
     })
     .is_break()
+}
+
+/// MariaDB's 1235 for `x IN (SELECT ... LIMIT n)` (and `= ANY`, `> ALL`,
+/// `SOME`): a subquery of those may not limit its rows (a derived table
+/// inside it may).
+pub(super) fn refuse_limited_in(q: &ast::Query) -> Result<()> {
+    let limited = |sub: &ast::Query| sub.limit.is_some() || sub.offset.is_some();
+    let found = ast::visit_expressions(q, |e| {
+        let refused = match e {
+            ast::Expr::InSubquery { subquery, .. } => limited(subquery),
+            ast::Expr::AnyOp { right, .. } | ast::Expr::AllOp { right, .. } => {
+                matches!(&**right, ast::Expr::Subquery(sub) if limited(sub))
+            }
+            _ => false,
+        };
+        if refused {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    match found {
+        ControlFlow::Break(()) => Err(unsupported("LIMIT & IN/ALL/ANY/SOME subquery")),
+        ControlFlow::Continue(()) => Ok(()),
+    }
 }

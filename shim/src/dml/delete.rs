@@ -10,8 +10,8 @@ use sqlparser::tokenizer::Token;
 
 use super::overlay::candidate_rows;
 use super::write::{
-    choose_rows, expr_err, identity, identity_columns, inline_subqueries, scan_spec, single_table,
-    submit_with, table, RowCounts,
+    choose_rows, expr_err, has_subquery, identity, identity_columns, inline_subqueries, scan_spec,
+    single_table, submit_with, table, RowCounts,
 };
 use crate::error::{Result, ShimError};
 use crate::exec::Engine;
@@ -64,18 +64,38 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
             _ => return Err(ShimError::WrongArguments("LIMIT".into())),
         },
     };
-    let pred = d
-        .selection
-        .as_ref()
-        .map(|w| compile_row_expr(w, Some(&schema)))
-        .transpose()?;
-    let scan = scan_spec(&schema, d.selection.as_ref());
-    let chosen =
-        choose_rows(e, s, &schema, &scan, pred.as_ref(), &d.order_by, limit)?.map(|c| c.set);
+    // Subqueries left read the row: computed per row (see `super::correlated`).
+    let (pred, per_row, scan) = match &d.selection {
+        Some(w) if has_subquery(w) => {
+            let rows = super::correlated::per_row(e, s, &from[0], &schema, &[], Some(w))?;
+            let scan = rows.scan(&schema, Some(w));
+            (None, Some(Arc::new(rows)), scan)
+        }
+        w => (
+            w.as_ref()
+                .map(|w| compile_row_expr(w, Some(&schema)))
+                .transpose()?,
+            None,
+            scan_spec(&schema, w.as_ref()),
+        ),
+    };
+    let matches = |row: &Row| -> Result<bool> {
+        match (&pred, &per_row) {
+            (Some(p), _) => Ok(p.eval_predicate(row)?),
+            (None, Some(rows)) => Ok(rows.matches(row)?),
+            (None, None) => Ok(true),
+        }
+    };
+    let chosen = choose_rows(e, s, &schema, &scan, &matches, &d.order_by, limit)?.map(|c| c.set);
     let ident_cols = identity_columns(&schema);
     let filter: RowFilter = Arc::new(move |row: &Row| {
         if let Some(p) = &pred {
             if !p.eval_predicate(row).map_err(expr_err)? {
+                return Ok(false);
+            }
+        }
+        if let Some(rows) = &per_row {
+            if !rows.matches(row).map_err(expr_err)? {
                 return Ok(false);
             }
         }

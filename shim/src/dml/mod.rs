@@ -12,6 +12,7 @@
 //! on each row.
 
 mod by_keywords;
+mod correlated;
 mod delete;
 mod insert;
 mod join_view;

@@ -11,9 +11,9 @@ use sqlparser::tokenizer::Token;
 use super::overlay::{candidate_rows, coerce_lenient, transaction_wrote};
 use super::transaction_keys::TransactionKeys;
 use super::write::{
-    choose_rows, coerce_row_strict, compile_assignments, expr_err, identity, identity_columns,
-    inline_subqueries, refuse_empty_enum, scan_spec, single_table, slot, submit_with, table,
-    RowCounts,
+    choose_rows, coerce_row_strict, compile_assignments, expr_err, has_subquery, identity,
+    identity_columns, inline_subqueries, refuse_empty_enum, scan_spec, single_table, slot,
+    submit_with, table, RowCounts,
 };
 use crate::checks::TableChecks;
 use crate::error::{Result, ShimError};
@@ -129,16 +129,36 @@ fn update_rows(
         ladle_dataflow::mark_where_is_null(w);
         inline_subqueries(e, s, w)?;
     }
-    let compiled = compile_assignments(&schema, &assignments)?;
-    let pred = selection
-        .as_ref()
-        .map(|w| compile_row_expr(w, Some(&schema)))
-        .transpose()?;
-    let scan = scan_spec(&schema, selection.as_ref());
-    let assigned: Vec<usize> = compiled.iter().map(|(p, _)| *p).collect();
-    let on_update = on_update_columns(&schema, &assigned);
+    // Subqueries left read the row: computed per row (see `super::correlated`).
+    let correlated = assignments.iter().any(|a| has_subquery(&a.value))
+        || selection.as_ref().is_some_and(has_subquery);
+    let (values, pred, scan) = if correlated {
+        let rows =
+            super::correlated::per_row(e, s, &target, &schema, &assignments, selection.as_ref())?;
+        let scan = rows.scan(&schema, selection.as_ref());
+        (SetValues::PerRow(rows), None, scan)
+    } else {
+        let compiled = compile_assignments(&schema, &assignments)?;
+        let pred = selection
+            .as_ref()
+            .map(|w| compile_row_expr(w, Some(&schema)))
+            .transpose()?;
+        (
+            SetValues::Exprs(compiled),
+            pred,
+            scan_spec(&schema, selection.as_ref()),
+        )
+    };
+    let on_update = on_update_columns(&schema, &values.columns());
     let now = crate::column_default::current_timestamp();
-    let chosen = choose_rows(e, s, &schema, &scan, pred.as_ref(), order_by, limit)?;
+    let matches = |row: &Row| -> Result<bool> {
+        match (&pred, &values) {
+            (Some(p), _) => Ok(p.eval_predicate(row)?),
+            (None, SetValues::PerRow(rows)) => Ok(rows.matches(row)?),
+            (None, _) => Ok(true),
+        }
+    };
+    let chosen = choose_rows(e, s, &schema, &scan, &matches, order_by, limit)?;
     // With ORDER BY the rows are changed, and their keys checked, in its
     // order, as InnoDB does (`SET id = id + 1 ORDER BY id DESC` shifts
     // keys without colliding).
@@ -152,7 +172,7 @@ fn update_rows(
         pred,
         chosen: chosen.map(|c| c.set),
         ident_cols: identity_columns(&schema),
-        values: SetValues::Exprs(compiled),
+        values,
         on_update,
         now,
         checks: e.checks.for_table(&e.storage, &schema)?,
@@ -272,6 +292,10 @@ pub(super) enum SetValues {
         columns: Vec<usize>,
         by_row: std::collections::HashMap<Vec<Value>, Vec<Value>>,
     },
+    /// A single-table UPDATE with correlated subqueries: each matched
+    /// row's WHERE and SET, its subquery values in place; a row without
+    /// is not matched.
+    PerRow(super::correlated::PerRow),
     /// A table without a primary key changed under several names: each
     /// name's [`SetValues::Joined`] (columns, by_row), applied in turn to
     /// the rows it matched, all keyed by the row as it was (a later name's
@@ -291,6 +315,7 @@ impl SetValues {
         match self {
             SetValues::Exprs(compiled) => compiled.iter().map(|(p, _)| *p).collect(),
             SetValues::Joined { columns, .. } => columns.clone(),
+            SetValues::PerRow(rows) => rows.columns().to_vec(),
             SetValues::JoinedSteps(steps) => {
                 let mut all: Vec<usize> = steps.iter().flat_map(|(c, _)| c.clone()).collect();
                 all.sort_unstable();
@@ -321,6 +346,20 @@ impl RowChange {
             match &self.values {
                 SetValues::Exprs(compiled) => {
                     for (pos, x) in compiled {
+                        let v = x.eval(&new).map_err(expr_err)?;
+                        *slot(&mut new, *pos)? = v;
+                    }
+                }
+                SetValues::PerRow(rows) => {
+                    let Some(exprs) = rows.of(row) else {
+                        return Ok(None);
+                    };
+                    if let Some(p) = &exprs.pred {
+                        if !p.eval_predicate(row).map_err(expr_err)? {
+                            return Ok(None);
+                        }
+                    }
+                    for (pos, x) in &exprs.set {
                         let v = x.eval(&new).map_err(expr_err)?;
                         *slot(&mut new, *pos)? = v;
                     }

@@ -267,7 +267,9 @@ pub(super) fn submit_with(
 /// once, before any row is visited (as MySQL does), and puts their values in
 /// their place: a scalar subquery becomes its value (NULL for no row, 1242
 /// for several), `x [NOT] IN (subquery)` a list of values, `[NOT] EXISTS` a
-/// boolean. A correlated subquery does not plan on its own and is refused.
+/// boolean. A correlated subquery does not plan on its own: it is left in
+/// place, for [`super::correlated`] (an INSERT refuses it). An IN
+/// subquery with a LIMIT is MariaDB's 1235.
 pub(super) fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) -> Result<()> {
     use std::ops::ControlFlow;
     let mut failure = None;
@@ -278,6 +280,13 @@ pub(super) fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) ->
                 1 => one_column(&rows[0]).map(ladle_dataflow::value_expr),
                 _ => Err(DataflowError::SubqueryRows.into()),
             }),
+            Expr::InSubquery { subquery, .. }
+                if subquery.limit.is_some() || subquery.offset.is_some() =>
+            {
+                Err(ShimError::Unsupported(
+                    "LIMIT & IN/ALL/ANY/SOME subquery".into(),
+                ))
+            }
             Expr::InSubquery {
                 expr: lhs,
                 subquery,
@@ -306,6 +315,8 @@ pub(super) fn inline_subqueries(e: &Engine, s: &mut Session, expr: &mut Expr) ->
                 *x = v;
                 ControlFlow::Continue(())
             }
+            // Reads the statement's row: left for the per-row SELECT.
+            Err(ShimError::Dataflow(DataflowError::UnknownColumn(..))) => ControlFlow::Continue(()),
             Err(err) => {
                 failure = Some(err);
                 ControlFlow::Break(())
@@ -346,6 +357,11 @@ pub(super) fn value_with_subqueries(
     }
     let mut x = x.clone();
     inline_subqueries(e, s, &mut x)?;
+    if has_subquery(&x) {
+        return Err(ShimError::Unsupported(
+            "correlated subquery in INSERT".into(),
+        ));
+    }
     value_of(e, s, &x)
 }
 
@@ -355,10 +371,8 @@ pub(super) fn subquery_rows(e: &Engine, s: &mut Session, q: &ast::Query) -> Resu
         Ok(_) => Err(ShimError::Unsupported(
             "this subquery in UPDATE/DELETE".into(),
         )),
-        // Columns of the updated table: a correlated subquery.
-        Err(ShimError::Dataflow(DataflowError::UnknownColumn(..))) => Err(ShimError::Unsupported(
-            "correlated subquery in UPDATE/DELETE".into(),
-        )),
+        // (Columns of the updated table, UnknownColumn: a correlated
+        // subquery; see `inline_subqueries`.)
         Err(err) => Err(err),
     }
 }
@@ -524,7 +538,7 @@ pub(super) fn choose_rows(
     s: &Session,
     schema: &TableSchema,
     scan: &ScanSpec,
-    pred: Option<&RowExpr>,
+    matches: &dyn Fn(&Row) -> Result<bool>,
     order_by: &[ast::OrderByExpr],
     limit: Option<u64>,
 ) -> Result<Option<ChosenRows>> {
@@ -543,10 +557,8 @@ pub(super) fn choose_rows(
     let rows = candidate_rows(e, s, schema, scan)?;
     let mut keyed: Vec<(Vec<Value>, Row)> = Vec::new();
     for r in rows {
-        if let Some(p) = pred {
-            if !p.eval_predicate(&r)? {
-                continue;
-            }
+        if !matches(&r)? {
+            continue;
         }
         let k = keys
             .iter()
