@@ -95,7 +95,7 @@ mod write;
 
 pub use change_log::LogEntry;
 pub use config::{Durability, StorageConfig, WalRecovery};
-pub use error::{Result, StorageError};
+pub use error::{Result, StorageError, ValueMisfit};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
     ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,
