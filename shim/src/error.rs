@@ -225,6 +225,8 @@ pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
+pub const ER_WRONG_FIELD_WITH_GROUP: MysqlCode = code(1055, "42000");
+pub const ER_MIX_OF_GROUP_FUNC_AND_FIELDS: MysqlCode = code(1140, "42000");
 // MariaDB's SQLSTATE for 1366 (MySQL 8 sends HY000).
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "22007");
 /// A cluster replica, or a primary that may have lost its leadership,
@@ -511,6 +513,8 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
+        DataflowError::NotInGroupBy(_) => ER_WRONG_FIELD_WITH_GROUP,
+        DataflowError::MixOfGroupColumns => ER_MIX_OF_GROUP_FUNC_AND_FIELDS,
         DataflowError::UnknownFunction(_) => ER_SP_DOES_NOT_EXIST,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,
