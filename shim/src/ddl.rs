@@ -519,6 +519,18 @@ impl TableDraft {
                     Some(n) => n.value.clone(),
                     None => crate::checks::unnamed(&self.checks),
                 };
+                // Column checks are named after their column (MariaDB's
+                // 1826 for `a INT CHECK (..), CONSTRAINT a CHECK (..)`).
+                if self
+                    .checks
+                    .iter()
+                    .any(|c| c.name.eq_ignore_ascii_case(&name))
+                {
+                    return Err(wire((
+                        error::ER_DUP_CONSTRAINT_NAME,
+                        format!("Duplicate CHECK constraint name '{name}'"),
+                    )));
+                }
                 self.checks.push(CheckConstraint {
                     name,
                     sql: crate::sqltext::expr_text(expr),
