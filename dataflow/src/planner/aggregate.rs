@@ -86,6 +86,7 @@ impl Planner<'_> {
         if self.full_group_by {
             check_full_group_by(scope, g, projection, s, (&by_col, &by_text))?;
         }
+        check_having_columns(scope, g, projection, s, (&by_col, &by_text))?;
         let late = late
             || st
                 .key_frame
@@ -485,6 +486,60 @@ fn check_full_group_by(
             "{}.{written}.{name}",
             origin.table.database
         )));
+    }
+    Ok(())
+}
+
+/// A column HAVING reads outside aggregates must be grouped (or
+/// determined by a grouped primary key: MySQL's rule, which MariaDB does
+/// not have) or selected, by name, alias or `*`: MariaDB's 1054 "Unknown
+/// column 'c' in 'HAVING'" otherwise (Ladle read it as the group's MIN).
+fn check_having_columns(
+    scope: &Scope,
+    g: &Grouping,
+    projection: &[ast::SelectItem],
+    s: &ast::Select,
+    (by_col, by_text): (&HashMap<usize, usize>, &HashMap<String, usize>),
+) -> Result<()> {
+    let Some(having) = &s.having else {
+        return Ok(());
+    };
+    let mut bare = Vec::new();
+    full_group_by_columns(having, by_text, &mut bare);
+    let mut selected = std::collections::HashSet::new();
+    for item in projection {
+        let names = match item {
+            ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(id))
+            | ast::SelectItem::ExprWithAlias {
+                expr: ast::Expr::Identifier(id),
+                ..
+            } => vec![vec![id.clone()]],
+            ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(ids))
+            | ast::SelectItem::ExprWithAlias {
+                expr: ast::Expr::CompoundIdentifier(ids),
+                ..
+            } => vec![ids.clone()],
+            _ => wildcard_columns(scope, item),
+        };
+        selected.extend(names.iter().filter_map(|ids| scope.resolve(ids).ok()));
+    }
+    for ids in bare {
+        if let [one] = &ids[..] {
+            if g.aliases.contains_key(&one.value.to_ascii_lowercase()) {
+                continue;
+            }
+        }
+        let Ok(c) = scope.resolve(&ids) else { continue };
+        // (A subquery the planner joined in, `__sq<n>`, is its own.)
+        let internal = scope.cols[c].qualifier.starts_with("__");
+        if internal || by_col.contains_key(&c) || selected.contains(&c) {
+            continue;
+        }
+        let name: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+        return Err(DataflowError::UnknownColumn(
+            name.join("."),
+            "HAVING".into(),
+        ));
     }
     Ok(())
 }
