@@ -114,6 +114,14 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             {
                 col.ty = SqlType::Json;
             }
+            // One CHECK a column, as MariaDB's grammar takes it (a second
+            // is 1064 there; Ladle kept only the last one).
+            ColumnOption::Check(_) if check.is_some() => {
+                return Err(ShimError::Parse(format!(
+                    "a second CHECK on column '{}' (one CHECK per column)",
+                    def.name.value
+                )));
+            }
             ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
             ColumnOption::ForeignKey {
                 foreign_table,
