@@ -211,6 +211,7 @@ impl Dataflow {
                 database,
                 views: &named,
                 depth: 0,
+                full_group_by: false,
             };
             p.plan(query)?;
         }
@@ -324,6 +325,25 @@ impl Dataflow {
                 Planned::Constant(c) => c.columns,
             },
         })
+    }
+
+    /// Refuses `query` as `sql_mode=ONLY_FULL_GROUP_BY` does (1055, 1140:
+    /// see [`DataflowError::NotInGroupBy`]); any other error is left for
+    /// the read to report. Plans the query; installs nothing.
+    pub fn check_full_group_by(&self, database: &str, query: &ast::Query) -> Result<()> {
+        let named = self.inner.named.read();
+        let planned = Planner {
+            storage: &self.inner.storage,
+            database,
+            views: &named,
+            depth: 0,
+            full_group_by: true,
+        }
+        .plan(query);
+        match planned {
+            Err(e @ (DataflowError::NotInGroupBy(_) | DataflowError::MixOfGroupColumns)) => Err(e),
+            _ => Ok(()),
+        }
     }
 
     /// Drops every view no query read since the previous call (or since
@@ -495,6 +515,7 @@ impl EngineState {
             database,
             views: &named,
             depth: 0,
+            full_group_by: false,
         }
         .plan(q)
     }

@@ -29,6 +29,14 @@ pub enum DataflowError {
     /// of range`), MySQL's 1690.
     #[error("{0}")]
     OutOfRange(String),
+    /// Under `sql_mode=ONLY_FULL_GROUP_BY`, a select-list column that is
+    /// neither grouped nor aggregated (1055), named `db.table.column`.
+    #[error("'{0}' isn't in GROUP BY")]
+    NotInGroupBy(String),
+    /// Under `sql_mode=ONLY_FULL_GROUP_BY`, aggregates beside a bare column
+    /// without GROUP BY (1140).
+    #[error("Mixing of GROUP columns (MIN(),MAX(),COUNT(),...) with no GROUP columns is illegal if there is no GROUP BY clause")]
+    MixOfGroupColumns,
     /// A scalar subquery returned several rows (MySQL's 1242).
     #[error("Subquery returns more than 1 row")]
     SubqueryRows,

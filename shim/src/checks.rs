@@ -134,6 +134,40 @@ impl TableChecks {
         self.checks.iter().map(|(c, _)| c)
     }
 
+    /// The checks information_schema lists (CHECK_CONSTRAINTS and
+    /// TABLE_CONSTRAINTS), as MariaDB 10.11 lists them: each column's
+    /// checks first, in column order (a JSON column's implicit
+    /// `json_valid` check unless a check is declared on the column, which
+    /// takes its place in MariaDB), then the table-level checks in
+    /// declaration order. Each with whether it is a column's.
+    pub fn listed(&self, schema: &TableSchema) -> Vec<(&CheckConstraint, bool)> {
+        let mut out = Vec::new();
+        for col in &schema.columns {
+            let on = |c: &&CheckConstraint| {
+                c.column
+                    .as_deref()
+                    .is_some_and(|n| n.eq_ignore_ascii_case(&col.name))
+            };
+            let declared: Vec<&CheckConstraint> = self.declared().filter(on).collect();
+            if declared.is_empty() {
+                out.extend(
+                    self.implicit
+                        .iter()
+                        .map(|(c, _)| c)
+                        .filter(on)
+                        .map(|c| (c, true)),
+                );
+            }
+            out.extend(declared.into_iter().map(|c| (c, true)));
+        }
+        out.extend(
+            self.declared()
+                .filter(|c| c.column.is_none())
+                .map(|c| (c, false)),
+        );
+        out
+    }
+
     pub fn is_empty(&self) -> bool {
         self.checks.is_empty() && self.implicit.is_empty()
     }
@@ -235,8 +269,9 @@ pub fn load(storage: &Storage, table: TableId) -> Result<Vec<CheckConstraint>> {
 /// A check's condition as information_schema.CHECK_CONSTRAINTS shows it:
 /// in parentheses, as MySQL 8.0 (which Ladle announces itself as) does and
 /// ActiveRecord strips; inside them as MariaDB writes it, columns quoted,
-/// function names and keywords in lower case (`(abs(`a`) > 0 and `b` <>
-/// 'x')`); the text as kept when it does not parse.
+/// function names and keywords in lower case, no space after a comma
+/// (`(abs(`a`) > 0 and `b` in ('x','y'))`); the text as kept when it does
+/// not parse. SHOW CREATE TABLE shows it so too, after CHECK.
 pub fn shown_clause(sql: &str) -> String {
     let Ok(expr) = crate::sqltext::parse_expr(sql) else {
         return format!("({sql})");
@@ -259,6 +294,9 @@ pub fn shown_clause(sql: &str) -> String {
                 }
                 out.push(c);
             }
+            // MariaDB writes a list's commas with no space after them
+            // (`coalesce(`a`,'x') in ('a','b')`).
+            None if c == ' ' && out.ends_with(',') => {}
             None => {
                 if matches!(c, '\'' | '"' | '`') {
                     quote = Some(c);

@@ -114,6 +114,14 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             {
                 col.ty = SqlType::Json;
             }
+            // One CHECK a column, as MariaDB's grammar takes it (a second
+            // is 1064 there; Ladle kept only the last one).
+            ColumnOption::Check(_) if check.is_some() => {
+                return Err(ShimError::Parse(format!(
+                    "a second CHECK on column '{}' (one CHECK per column)",
+                    def.name.value
+                )));
+            }
             ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
             ColumnOption::ForeignKey {
                 foreign_table,
@@ -519,6 +527,18 @@ impl TableDraft {
                     Some(n) => n.value.clone(),
                     None => crate::checks::unnamed(&self.checks),
                 };
+                // Column checks are named after their column (MariaDB's
+                // 1826 for `a INT CHECK (..), CONSTRAINT a CHECK (..)`).
+                if self
+                    .checks
+                    .iter()
+                    .any(|c| c.name.eq_ignore_ascii_case(&name))
+                {
+                    return Err(wire((
+                        error::ER_DUP_CONSTRAINT_NAME,
+                        format!("Duplicate CHECK constraint name '{name}'"),
+                    )));
+                }
                 self.checks.push(CheckConstraint {
                     name,
                     sql: crate::sqltext::expr_text(expr),

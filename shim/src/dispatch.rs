@@ -410,7 +410,7 @@ impl Engine {
         // (In a REPEATABLE READ transaction a locking read is a current
         // read, which only the parsed statement tells: no cached plan.)
         let repeatable = s.transaction.as_ref().is_some_and(|t| t.repeatable_read);
-        if kind == Kind::Select && !repeatable {
+        if kind == Kind::Select && !repeatable && !crate::vars::only_full_group_by(s) {
             if let Some(db) = &s.database {
                 let hit = self.select_cache.get(&(db.clone(), sql.to_string()));
                 if let Some(pq) = hit {

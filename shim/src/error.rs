@@ -2,7 +2,7 @@
 //! MySQL error number and SQLSTATE a client expects. No other module picks
 //! error numbers.
 
-use ladle_common::CoerceError;
+use ladle_common::{CoerceError, SqlType};
 use ladle_dataflow::{DataflowError, WindowError};
 use ladle_storage::StorageError;
 
@@ -129,7 +129,7 @@ pub enum ShimError {
     #[error("This version of Ladle doesn't yet support '{0}'")]
     Unsupported(String),
     // --- other layers ---
-    #[error(transparent)]
+    #[error("{}", storage_message(.0))]
     Storage(#[from] StorageError),
     #[error(transparent)]
     Dataflow(#[from] DataflowError),
@@ -225,7 +225,10 @@ pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
 pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
-pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "HY000");
+pub const ER_WRONG_FIELD_WITH_GROUP: MysqlCode = code(1055, "42000");
+pub const ER_MIX_OF_GROUP_FUNC_AND_FIELDS: MysqlCode = code(1140, "42000");
+// MariaDB's SQLSTATE for 1366 (MySQL 8 sends HY000).
+pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "22007");
 /// A cluster replica, or a primary that may have lost its leadership,
 /// refuses writes (as a server started with --read-only): retryable.
 pub const ER_OPTION_PREVENTS_STATEMENT: MysqlCode = code(1290, "HY000");
@@ -311,6 +314,16 @@ pub const ER_FUNCTIONAL_INDEX_ON_FIELD: MysqlCode = code(3762, "HY000");
 pub const ER_DEPENDENT_BY_FUNCTIONAL_INDEX: MysqlCode = code(3837, "HY000");
 
 impl ShimError {
+    /// This error, met in row `row` (from 1) of a statement's rows: a
+    /// value that does not fit its column names the row, as MariaDB's
+    /// message does (see [`StorageError::at_row`]).
+    pub fn at_row(self, row: usize) -> ShimError {
+        match self {
+            ShimError::Storage(e) => ShimError::Storage(e.at_row(row)),
+            other => other,
+        }
+    }
+
     /// The MySQL error number and SQLSTATE for this error.
     pub fn mysql_code(&self) -> MysqlCode {
         match self {
@@ -390,6 +403,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         ) => ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
         StorageError::BadValue(CoerceError::OutOfRange { .. }) => ER_WARN_DATA_OUT_OF_RANGE,
         StorageError::BadValue(CoerceError::TooLong { .. }) => ER_DATA_TOO_LONG,
+        StorageError::BadValueAt(m) => misfit_wording(m).0,
         StorageError::RowTooLarge { .. } => ER_TOO_BIG_ROWSIZE,
         StorageError::NoSuchDatabase(_) => ER_BAD_DB,
         StorageError::DatabaseExists(_) => ER_DB_CREATE_EXISTS,
@@ -417,6 +431,76 @@ fn storage_code(e: &StorageError) -> MysqlCode {
     }
 }
 
+/// A storage error's message: MariaDB's for a value that does not fit
+/// its column in a row a statement writes (see [`misfit_wording`]).
+fn storage_message(e: &StorageError) -> String {
+    match e {
+        StorageError::BadValueAt(m) => misfit_wording(m).1,
+        other => other.to_string(),
+    }
+}
+
+/// MariaDB's strict-mode error for a value that does not fit its column,
+/// naming the statement's row: a number beyond the column's range 1264, a
+/// string too long 1406, a number with trailing junk (`'1x'`) or no label
+/// of an ENUM 1265, a bad date or time 1292 and any other incorrect value
+/// 1366 (these two name the column `db`.`table`.`column`).
+fn misfit_wording(m: &ladle_storage::ValueMisfit) -> (MysqlCode, String) {
+    let row = m.row;
+    let column = &m.column.name;
+    let qualified = format!("`{}`.`{}`.`{column}`", m.database, m.table);
+    let numeric = matches!(
+        m.column.ty,
+        SqlType::Int { .. }
+            | SqlType::Year
+            | SqlType::Decimal { .. }
+            | SqlType::Float
+            | SqlType::Double
+    );
+    let truncated = || {
+        numeric
+            && matches!(
+                ladle_common::coerce_adjusting(&m.value, &m.column),
+                Ok((_, Some(ladle_common::Adjustment::Truncated)))
+            )
+    };
+    match &m.error {
+        CoerceError::OutOfRange { .. } => (
+            ER_WARN_DATA_OUT_OF_RANGE,
+            format!("Out of range value for column '{column}' at row {row}"),
+        ),
+        CoerceError::TooLong { .. } => (
+            ER_DATA_TOO_LONG,
+            format!("Data too long for column '{column}' at row {row}"),
+        ),
+        CoerceError::Incorrect { ty, .. } if ty == "enum" || truncated() => (
+            ER_WARN_DATA_TRUNCATED,
+            format!("Data truncated for column '{column}' at row {row}"),
+        ),
+        CoerceError::Incorrect { ty, value, .. } => {
+            let (code, kind) = match &m.column.ty {
+                SqlType::Date
+                | SqlType::DateTime { .. }
+                | SqlType::Timestamp { .. }
+                | SqlType::Time { .. } => (ER_TRUNCATED_WRONG_VALUE, ty.as_str()),
+                SqlType::Int { .. } | SqlType::Year => {
+                    (ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, "integer")
+                }
+                SqlType::Decimal { .. } => (ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, "decimal"),
+                SqlType::Float | SqlType::Double => (ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, "double"),
+                _ => (ER_TRUNCATED_WRONG_VALUE_FOR_FIELD, ty.as_str()),
+            };
+            let message =
+                format!("Incorrect {kind} value: '{value}' for column {qualified} at row {row}");
+            (code, message)
+        }
+        CoerceError::IncorrectString { value, .. } => (
+            ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+            format!("Incorrect string value: '{value}' for column {qualified} at row {row}"),
+        ),
+    }
+}
+
 fn dataflow_code(e: &DataflowError) -> MysqlCode {
     match e {
         DataflowError::UnknownColumn(..) => ER_BAD_FIELD,
@@ -429,6 +513,8 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
+        DataflowError::NotInGroupBy(_) => ER_WRONG_FIELD_WITH_GROUP,
+        DataflowError::MixOfGroupColumns => ER_MIX_OF_GROUP_FUNC_AND_FIELDS,
         DataflowError::UnknownFunction(_) => ER_SP_DOES_NOT_EXIST,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,

@@ -83,6 +83,21 @@ impl Engine {
         Some(self.finish_read(s, &query, start, res.map_err(ShimError::from)))
     }
 
+    /// sql_mode=ONLY_FULL_GROUP_BY at an execution of prepared SELECT
+    /// `sql`: the mode may have changed since PREPARE (or the client's
+    /// statement cache prepared it under another), and MariaDB checks it at
+    /// each execution.
+    fn check_full_group_by_text(&self, s: &Session, sql: &str) -> Result<()> {
+        let bound = self.temporary_names(s, sql);
+        if let Ok([Statement::Query(q)]) = parse(bound.as_deref().unwrap_or(sql)).as_deref() {
+            let mut q = strip_locks(q);
+            crate::rollup::expand_nested(&mut q, false)?;
+            let db = self.query_database(s, &q)?;
+            self.dataflow.check_full_group_by(&db, &q)?;
+        }
+        Ok(())
+    }
+
     /// A prepared SELECT's reply: an error is also SHOW WARNINGS' entry.
     fn finish_read(
         &self,
@@ -155,6 +170,11 @@ impl Engine {
                     crate::privileges::check_sql(self, s, bound.as_deref().unwrap_or(sql))
                 {
                     return (Kind::Select, Err(e.into()));
+                }
+                if crate::vars::only_full_group_by(s) {
+                    if let Err(e) = self.check_full_group_by_text(s, sql) {
+                        return (Kind::Select, Err(e.into()));
+                    }
                 }
                 let impossible = takes_read_view(s)
                     && matches!(
@@ -295,6 +315,9 @@ impl Engine {
                         let mut q = strip_locks(q);
                         crate::rollup::expand_nested(&mut q, false)?;
                         let db = self.query_database(s, &q)?;
+                        if crate::vars::only_full_group_by(s) {
+                            self.dataflow.check_full_group_by(&db, &q)?;
+                        }
                         let generation = self.select_cache.generation();
                         match self.dataflow.prepare(&db, &q) {
                             Ok(pq) => {

@@ -24,7 +24,8 @@ impl Engine {
     /// stored account (its privileges are checked at each statement on the
     /// blocking path, so a REVOKE applies to statements prepared before).
     pub(crate) fn reads_shared_views_now(&self, s: &Session) -> bool {
-        if s.grantee.is_some() {
+        // (A shared view was checked for no session's ONLY_FULL_GROUP_BY.)
+        if s.grantee.is_some() || crate::vars::only_full_group_by(s) {
             return false;
         }
         let own_view = s
@@ -223,6 +224,9 @@ impl Engine {
         sql: Option<&str>,
         locking: bool,
     ) -> Result<Output> {
+        if crate::vars::only_full_group_by(s) {
+            self.dataflow.check_full_group_by(db, q)?;
+        }
         // A view with the clock fixed answers this statement only: it is
         // dropped after the read, not remembered for the text.
         let (pq, clock_fixed) = match self.dataflow.prepare(db, q) {

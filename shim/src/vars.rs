@@ -284,6 +284,18 @@ pub fn auto_value_on_zero(session: &Session) -> bool {
     )
 }
 
+/// Whether the session's `sql_mode` has ONLY_FULL_GROUP_BY (not in
+/// MariaDB's default mode): a grouped select list may then read only
+/// grouped or aggregated columns (see `Dataflow::check_full_group_by`).
+pub fn only_full_group_by(session: &Session) -> bool {
+    matches!(
+        session.variables.get("sql_mode"),
+        Some(Value::Text(modes)) if modes
+            .split(',')
+            .any(|m| m.trim().eq_ignore_ascii_case("ONLY_FULL_GROUP_BY"))
+    )
+}
+
 /// Whether the session's `sql_mode` names `mode` (true when it is unset:
 /// the default mode names every mode asked about here).
 pub fn sql_mode_has(session: &Session, mode: &str) -> bool {

@@ -1,6 +1,6 @@
 //! The crate's one error type, by whose fault an error is.
 
-use ladle_common::TableId;
+use ladle_common::{CoerceError, ColumnSchema, TableId, Value};
 
 /// Errors, by whose fault they are. The shim maps each to a MySQL error code.
 #[derive(Clone, Debug, thiserror::Error)]
@@ -14,6 +14,10 @@ pub enum StorageError {
     NoDefault { column: String },
     #[error(transparent)]
     BadValue(#[from] ladle_common::CoerceError),
+    /// A value that does not fit its column in one row of a write op: the
+    /// shim words MariaDB's message, which names the row, from it.
+    #[error("{} at row {}", .0.error, .0.row)]
+    BadValueAt(Box<ValueMisfit>),
     #[error("Row size too large ({size} bytes, limit {limit})")]
     RowTooLarge { size: usize, limit: usize },
     #[error("Unknown database '{0}'")]
@@ -98,6 +102,35 @@ pub enum StorageError {
     // --- our bug ---
     #[error("internal storage error: {0}")]
     Internal(String),
+}
+
+/// A value that does not fit its column, where a write op met it.
+#[derive(Clone, Debug)]
+pub struct ValueMisfit {
+    pub error: CoerceError,
+    /// The value as the op gave it.
+    pub value: Value,
+    pub column: ColumnSchema,
+    pub database: String,
+    pub table: String,
+    /// The row's number (from 1) among an INSERT's rows, or among the rows
+    /// an UPDATE changes, in the order it meets them; 0 until the op's
+    /// row loop numbers it.
+    pub row: usize,
+}
+
+impl StorageError {
+    /// This error, met in row `row` of a write op: a value that does not
+    /// fit its column is numbered (see [`ValueMisfit::row`]).
+    pub fn at_row(self, row: usize) -> StorageError {
+        match self {
+            StorageError::BadValueAt(mut m) => {
+                m.row = row;
+                StorageError::BadValueAt(m)
+            }
+            other => other,
+        }
+    }
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

@@ -96,7 +96,7 @@ mod write_hold;
 
 pub use change_log::LogEntry;
 pub use config::{Durability, StorageConfig, WalRecovery};
-pub use error::{Result, StorageError};
+pub use error::{Result, StorageError, ValueMisfit};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
     ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,

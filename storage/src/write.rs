@@ -16,7 +16,7 @@ use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Val
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
 use crate::table::{now, TableState};
-use crate::{IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, WriteOp};
+use crate::{IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, ValueMisfit, WriteOp};
 
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
 pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
@@ -247,8 +247,9 @@ impl Group<'_> {
                     value: None,
                     on_zero: auto_value_on_zero,
                 };
-                for row in rows {
-                    self.insert(&t, row, &on_conflict, &mut result, &mut next)?;
+                for (i, row) in rows.into_iter().enumerate() {
+                    self.insert(&t, row, &on_conflict, &mut result, &mut next)
+                        .map_err(|e| e.at_row(i + 1))?;
                 }
                 // An explicit id is reported only when some row was written
                 // (MySQL's `info.copied`).
@@ -267,9 +268,18 @@ impl Group<'_> {
                 let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
                 for (pk, old) in self.candidates(&t, &scan)? {
-                    let Some(new) = update(&old)? else { continue };
+                    let numbered = |e: StorageError| e.at_row(result.found_rows as usize + 1);
+                    let Some(new) = update(&old).map_err(numbered)? else {
+                        continue;
+                    };
                     result.found_rows += 1;
-                    if self.update_row(&t, &pk, &old, new)? {
+                    // Numbered among the rows the UPDATE matches (MariaDB
+                    // counts the rows its access path reads: the same
+                    // where an index or range finds exactly those).
+                    let changed = self
+                        .update_row(&t, &pk, &old, new)
+                        .map_err(|e| e.at_row(result.found_rows as usize))?;
+                    if changed {
                         result.affected_rows += 1;
                     }
                 }
@@ -456,7 +466,18 @@ impl Group<'_> {
         }
         row.iter()
             .zip(&t.schema.columns)
-            .map(|(v, c)| coerce(v, c).map_err(StorageError::from))
+            .map(|(v, c)| {
+                coerce(v, c).map_err(|error| {
+                    StorageError::BadValueAt(Box::new(ValueMisfit {
+                        error,
+                        value: v.clone(),
+                        column: c.clone(),
+                        database: t.schema.database.clone(),
+                        table: t.schema.name.clone(),
+                        row: 0,
+                    }))
+                })
+            })
             .collect()
     }
 

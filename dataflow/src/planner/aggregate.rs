@@ -9,8 +9,8 @@ use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
 use super::expr::{
-    aggregate_name, collect_bare_columns, derived_collation, norm, unsupported, ExprCx, ParamMode,
-    PostAgg, Scope,
+    aggregate_name, collect_bare_columns, derived_collation, norm, unsupported, visit_children,
+    ExprCx, ParamMode, PostAgg, Scope,
 };
 use super::query::Planner;
 use super::relation::{column_collation, conjunction, stored, t_is_text};
@@ -83,6 +83,10 @@ impl Planner<'_> {
             mut by_col,
         } = group_exprs(&row_cx, g, projection)?;
         functionally_dependent(scope, &mut gexprs, &mut by_col);
+        if self.full_group_by {
+            check_full_group_by(scope, g, projection, s, (&by_col, &by_text))?;
+        }
+        check_having_columns(scope, g, projection, s, (&by_col, &by_text))?;
         let late = late
             || st
                 .key_frame
@@ -357,12 +361,18 @@ fn group_exprs(
     })
 }
 
-/// Columns selected, or used by HAVING or ORDER BY, outside any aggregate
-/// and not grouped: MySQL accepts those functionally dependent on the
-/// GROUP BY columns (`SELECT b.id, b.isbn, COUNT(*) ... GROUP BY b.id`),
-/// MariaDB any. Each is taken as MIN: the group's one value when it is
-/// dependent, and one of the group's values (as MariaDB gives) when it is
-/// not.
+/// Columns selected (by name or `*`), or used by HAVING or ORDER BY,
+/// outside any aggregate and not grouped: MySQL accepts those functionally
+/// dependent on the GROUP BY columns (`SELECT b.id, b.isbn, COUNT(*) ...
+/// GROUP BY b.id`), MariaDB (without ONLY_FULL_GROUP_BY) any, as
+/// ANY_VALUE(column). Each is taken as MIN: the group's one value when it
+/// is dependent, and one of the group's values (as MariaDB gives) when it
+/// is not. MIN rather than the value of the group's first row (MariaDB's
+/// pick): the aggregate operator already maintains MIN under inserts and
+/// deletes, and it does not depend on the order rows arrive in, so a view
+/// gives the same answer after a restart, a replay or on a replica, where
+/// "first" would differ. (Two such columns may then come from different
+/// rows of the group; MariaDB leaves which row unspecified too.)
 fn bare_columns_as_min(
     scope: &Scope,
     projection: &[ast::SelectItem],
@@ -373,10 +383,11 @@ fn bare_columns_as_min(
 ) {
     let mut bare = Vec::new();
     for item in projection {
-        if let ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } =
-            item
-        {
-            collect_bare_columns(e, &mut bare);
+        match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                collect_bare_columns(e, &mut bare)
+            }
+            _ => bare.extend(wildcard_columns(scope, item)),
         }
     }
     if let Some(h) = &s.having {
@@ -401,6 +412,171 @@ fn bare_columns_as_min(
         input.specs.push(spec);
         by_col.insert(c, pos);
     }
+}
+
+/// The columns `*` or `t.*` (`item`) selects, as `t.column` names; none
+/// for any other item.
+fn wildcard_columns(scope: &Scope, item: &ast::SelectItem) -> Vec<Vec<ast::Ident>> {
+    let q = match item {
+        ast::SelectItem::QualifiedWildcard(n, _) => Some(
+            n.0.last()
+                .map(|i| i.value.to_ascii_lowercase())
+                .unwrap_or_default(),
+        ),
+        ast::SelectItem::Wildcard(_) => None,
+        _ => return Vec::new(),
+    };
+    scope
+        .cols
+        .iter()
+        .filter(|c| !c.name.starts_with(ladle_common::HIDDEN_COLUMN_PREFIX))
+        .filter(|c| match &q {
+            Some(q) => *q == c.qualifier,
+            None => !c.qualifier.starts_with("__sq"),
+        })
+        .map(|c| {
+            vec![
+                ast::Ident::new(c.qualifier.clone()),
+                ast::Ident::new(c.name.clone()),
+            ]
+        })
+        .collect()
+}
+
+/// `sql_mode=ONLY_FULL_GROUP_BY` as MariaDB 10.11 applies it: a column the
+/// select list reads outside an aggregate (and outside ANY_VALUE) must be
+/// grouped, else 1055 names it `db.table.column` (the table as FROM writes
+/// it); without GROUP BY, beside an aggregate, 1140. ORDER BY is not
+/// checked (MariaDB does not). A column determined by a grouped primary
+/// key passes, as MySQL's functional dependence lets it (MariaDB refuses
+/// it: Ladle takes MySQL's side, so as not to refuse what MySQL 8, whose
+/// default mode this is, accepts). Columns of a derived table or view are
+/// not checked (MariaDB merges those into the outer query).
+fn check_full_group_by(
+    scope: &Scope,
+    g: &Grouping,
+    projection: &[ast::SelectItem],
+    s: &ast::Select,
+    (by_col, by_text): (&HashMap<usize, usize>, &HashMap<String, usize>),
+) -> Result<()> {
+    let mut bare = Vec::new();
+    for item in projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                full_group_by_columns(e, by_text, &mut bare)
+            }
+            _ => bare.extend(wildcard_columns(scope, item)),
+        }
+    }
+    for ids in bare {
+        let Ok(c) = scope.resolve(&ids) else { continue };
+        if by_col.contains_key(&c) {
+            continue;
+        }
+        if g.group_by.is_empty() {
+            return Err(DataflowError::MixOfGroupColumns);
+        }
+        let col = &scope.cols[c];
+        let Some(origin) = &col.origin else { continue };
+        let Some(written) = written_qualifier(s, &col.qualifier) else {
+            continue;
+        };
+        let name = &origin.table.columns[origin.column].name;
+        return Err(DataflowError::NotInGroupBy(format!(
+            "{}.{written}.{name}",
+            origin.table.database
+        )));
+    }
+    Ok(())
+}
+
+/// A column HAVING reads outside aggregates must be grouped (or
+/// determined by a grouped primary key: MySQL's rule, which MariaDB does
+/// not have) or selected, by name, alias or `*`: MariaDB's 1054 "Unknown
+/// column 'c' in 'HAVING'" otherwise (Ladle read it as the group's MIN).
+fn check_having_columns(
+    scope: &Scope,
+    g: &Grouping,
+    projection: &[ast::SelectItem],
+    s: &ast::Select,
+    (by_col, by_text): (&HashMap<usize, usize>, &HashMap<String, usize>),
+) -> Result<()> {
+    let Some(having) = &s.having else {
+        return Ok(());
+    };
+    let mut bare = Vec::new();
+    full_group_by_columns(having, by_text, &mut bare);
+    let mut selected = std::collections::HashSet::new();
+    for item in projection {
+        let names = match item {
+            ast::SelectItem::UnnamedExpr(ast::Expr::Identifier(id))
+            | ast::SelectItem::ExprWithAlias {
+                expr: ast::Expr::Identifier(id),
+                ..
+            } => vec![vec![id.clone()]],
+            ast::SelectItem::UnnamedExpr(ast::Expr::CompoundIdentifier(ids))
+            | ast::SelectItem::ExprWithAlias {
+                expr: ast::Expr::CompoundIdentifier(ids),
+                ..
+            } => vec![ids.clone()],
+            _ => wildcard_columns(scope, item),
+        };
+        selected.extend(names.iter().filter_map(|ids| scope.resolve(ids).ok()));
+    }
+    for ids in bare {
+        if let [one] = &ids[..] {
+            if g.aliases.contains_key(&one.value.to_ascii_lowercase()) {
+                continue;
+            }
+        }
+        let Ok(c) = scope.resolve(&ids) else { continue };
+        // (A subquery the planner joined in, `__sq<n>`, is its own.)
+        let internal = scope.cols[c].qualifier.starts_with("__");
+        if internal || by_col.contains_key(&c) || selected.contains(&c) {
+            continue;
+        }
+        let name: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+        return Err(DataflowError::UnknownColumn(
+            name.join("."),
+            "HAVING".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The columns `e` reads outside aggregates, ANY_VALUE and expressions
+/// grouped by (`by_text`: `SELECT a + 1 ... GROUP BY a + 1`).
+fn full_group_by_columns(
+    e: &ast::Expr,
+    by_text: &HashMap<String, usize>,
+    out: &mut Vec<Vec<ast::Ident>>,
+) {
+    match e {
+        _ if aggregate_name(e).is_some() || by_text.contains_key(&norm(e)) => {}
+        ast::Expr::Function(f)
+            if f.name.0.len() == 1 && f.name.0[0].value.eq_ignore_ascii_case("any_value") => {}
+        ast::Expr::Identifier(id) => out.push(vec![id.clone()]),
+        ast::Expr::CompoundIdentifier(ids) => out.push(ids.clone()),
+        _ => visit_children(e, &mut |c| full_group_by_columns(c, by_text, out)),
+    }
+}
+
+/// The table name or alias (as FROM writes it) that `qualifier` (lower
+/// case) is.
+fn written_qualifier(s: &ast::Select, qualifier: &str) -> Option<String> {
+    s.from
+        .iter()
+        .flat_map(|t| std::iter::once(&t.relation).chain(t.joins.iter().map(|j| &j.relation)))
+        .find_map(|f| match f {
+            ast::TableFactor::Table { name, alias, .. } => {
+                let written = match alias {
+                    Some(a) => a.name.value.clone(),
+                    None => name.0.last()?.value.clone(),
+                };
+                (written.to_ascii_lowercase() == qualifier).then_some(written)
+            }
+            _ => None,
+        })
 }
 
 /// WHERE's read-time conjuncts compiled over the FROM row, parameters as

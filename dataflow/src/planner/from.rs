@@ -53,6 +53,7 @@ impl Planner<'_> {
                         database: &db,
                         views: self.views,
                         depth: self.depth + 1,
+                        full_group_by: self.full_group_by,
                     };
                     if sub.depth > 16 {
                         return Err(unsupported("views nested this deeply"));

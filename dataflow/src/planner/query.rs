@@ -21,6 +21,9 @@ pub(crate) struct Planner<'a> {
     /// Named views: (database, lower-case name) -> SQL text.
     pub views: &'a HashMap<(String, String), String>,
     pub depth: usize,
+    /// Plan as `sql_mode=ONLY_FULL_GROUP_BY` reads a grouped select list
+    /// (see [`crate::Dataflow::check_full_group_by`]).
+    pub full_group_by: bool,
 }
 
 impl Planner<'_> {
@@ -147,6 +150,7 @@ impl Planner<'_> {
             database: self.database,
             views: self.views,
             depth: self.depth + 1,
+            full_group_by: self.full_group_by,
         };
         let limited = q.limit.is_some() || q.offset.is_some();
         let pv = match &*q.body {

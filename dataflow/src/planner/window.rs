@@ -59,6 +59,7 @@ impl Planner<'_> {
             database: self.database,
             views: self.views,
             depth: self.depth + 1,
+            full_group_by: self.full_group_by,
         };
         let pv = sub.select(inner_s, subquery, true)?;
         if !pv.key.is_empty()

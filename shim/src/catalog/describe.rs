@@ -220,6 +220,26 @@ pub(super) fn quote_ident(s: &str) -> String {
 /// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
 /// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`,
 /// a column's collation only where it differs from the table's.
+/// The CHECKs SHOW CREATE TABLE writes after column `name`, as MariaDB
+/// writes them (see [`crate::checks::shown_clause`]); a JSON column's
+/// implicit `json_valid` unless a check is declared on it, which takes its
+/// place in MariaDB.
+fn column_checks(name: &str, json: bool, checks: &[crate::checks::CheckConstraint]) -> String {
+    let declared: Vec<String> = checks
+        .iter()
+        .filter(|c| {
+            c.column
+                .as_deref()
+                .is_some_and(|col| col.eq_ignore_ascii_case(name))
+        })
+        .map(|c| format!(" CHECK {}", crate::checks::shown_clause(&c.sql)))
+        .collect();
+    if json && declared.is_empty() {
+        return format!(" CHECK (json_valid({}))", quote_ident(name));
+    }
+    declared.concat()
+}
+
 pub fn create_table_sql(
     schema: &TableSchema,
     checks: &[crate::checks::CheckConstraint],
@@ -288,18 +308,7 @@ pub fn create_table_sql(
         if !comment.is_empty() {
             l.push_str(&format!(" COMMENT {}", crate::params::quote(comment)));
         }
-        if json {
-            l.push_str(&format!(" CHECK (json_valid({}))", quote_ident(&c.name)));
-        }
-        for check in checks {
-            if check
-                .column
-                .as_deref()
-                .is_some_and(|col| col.eq_ignore_ascii_case(&c.name))
-            {
-                l.push_str(&format!(" CHECK ({})", check.sql));
-            }
-        }
+        l.push_str(&column_checks(&c.name, json, checks));
         lines.push(l);
     }
     // A functional key part shows as its expression, `((abs(weight)))`;
@@ -343,9 +352,9 @@ pub fn create_table_sql(
     }
     for check in checks.iter().filter(|c| c.column.is_none()) {
         lines.push(format!(
-            "  CONSTRAINT {} CHECK ({})",
+            "  CONSTRAINT {} CHECK {}",
             quote_ident(&check.name),
-            check.sql
+            crate::checks::shown_clause(&check.sql)
         ));
     }
     // MariaDB shows the counter once it has moved past 1.

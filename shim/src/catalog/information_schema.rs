@@ -271,12 +271,13 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     })
 }
 
-/// MariaDB's CHECK_CONSTRAINTS: each table-level check (LEVEL Table) and
-/// its clause. Checks declared on a column are left out: Ladle names them
-/// after their column, as MariaDB does, and a MySQL client (Ladle says it
-/// is MySQL 8.0, which names them `<table>_chk_<n>`) takes a check named
-/// after its one column for an unnamed one and drops it under a name of
-/// its own (Django: `DROP CHECK __unnamed_constraint_1__`, 1091).
+/// MariaDB's CHECK_CONSTRAINTS: a table's column checks (LEVEL Column,
+/// named after the column, as MariaDB 10.11 names them), then its
+/// table-level checks (LEVEL Table), each with its clause (see
+/// [`crate::checks::TableChecks::listed`]). A MySQL client that introspects them (Ladle
+/// says it is MySQL 8.0, which names them `<table>_chk_<n>`) may take a
+/// check named after its one column for an unnamed one (Django's
+/// `__unnamed_constraint_<n>__`), as it does against MariaDB.
 fn check_constraints_table(
     e: &Engine,
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
@@ -285,13 +286,14 @@ fn check_constraints_table(
     let mut rows = Vec::new();
     for tb in all_tables() {
         let checks = e.checks.for_table(&e.storage, &tb)?;
-        for c in checks.declared().filter(|c| c.column.is_none()) {
+        for (c, on_column) in checks.listed(&tb) {
+            let level = if on_column { "Column" } else { "Table" };
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),
                 t(&tb.name),
                 t(&c.name),
-                t("Table"),
+                t(level),
                 t(crate::checks::shown_clause(&c.sql)),
             ]);
         }
@@ -702,7 +704,7 @@ fn table_constraints_table(
                 t("FOREIGN KEY"),
             ]);
         }
-        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
+        for (c, _) in e.checks.for_table(&e.storage, &tb)?.listed(&tb) {
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),

@@ -268,7 +268,8 @@ pub(super) fn first_row_error(
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
     let fail = |err: ShimError| Ok(Some(err));
-    for row in rows {
+    for (i, row) in rows.iter().enumerate() {
+        let fail = |err: ShimError| fail(err.at_row(i + 1));
         let row = match coerce_row_strict(schema, row, None) {
             Ok(r) => r,
             Err(err) => return fail(null_before_value_error(schema, row, err)),
@@ -362,8 +363,11 @@ pub(super) fn insert_rows(
         matches!(on_conflict, OnConflict::Replace) && crate::foreign_keys::involved(e, &schema)?;
     let empty_enum = strict
         .then(|| {
-            rows.iter()
-                .find_map(|r| refuse_empty_enum(&schema, r, None).err())
+            rows.iter().enumerate().find_map(|(i, r)| {
+                refuse_empty_enum(&schema, r, None)
+                    .err()
+                    .map(|e| e.at_row(i + 1))
+            })
         })
         .flatten();
     if let Some(err) = empty_enum {
@@ -679,7 +683,9 @@ pub(super) fn first_replace_error(
         };
         let coerced = match coerced {
             Ok(r) => r,
-            Err(value_error) => return null_before_value_error(schema, row, value_error),
+            Err(value_error) => {
+                return null_before_value_error(schema, row, value_error).at_row(i + 1)
+            }
         };
         if let Err(null) = ladle_storage::check_not_null(schema, &coerced, true) {
             return null.into();

@@ -64,7 +64,8 @@ pub(super) fn insert_in_transaction(
 ) -> Result<(Output, Vec<Row>)> {
     let rows: Vec<Row> = rows
         .into_iter()
-        .map(|r| coerce_row(schema, &r))
+        .enumerate()
+        .map(|(i, r)| coerce_row(schema, &r).map_err(|e| e.at_row(i + 1)))
         .collect::<Result<_>>()?;
     // NOT NULL at the statement (1048 there, as MariaDB), not at COMMIT.
     for row in &rows {
@@ -87,7 +88,7 @@ pub(super) fn insert_in_transaction(
             .find(|(_, g)| **g)
             .and_then(|(r, _)| positive_id(&r[c]))
     });
-    for (mut row, was_generated) in rows.into_iter().zip(generated) {
+    for (i, (mut row, was_generated)) in rows.into_iter().zip(generated).enumerate() {
         if let (true, Some(c), Some(v)) = (was_generated, ai, next_generated) {
             row[c] = ladle_common::coerce(&Value::UInt(v), &schema.columns[c])
                 .map_err(StorageError::from)?;
@@ -119,7 +120,8 @@ pub(super) fn insert_in_transaction(
                 if let Some(existing) = keys.first_conflict(&row) {
                     // Strictly, as the write will be: a value the column
                     // cannot take fails the statement now, not the COMMIT.
-                    let new = coerce_row(schema, &f(&existing, &row)?)?;
+                    let new =
+                        coerce_row(schema, &f(&existing, &row)?).map_err(|e| e.at_row(i + 1))?;
                     ladle_storage::check_not_null(schema, &new, true)?;
                     if new == existing {
                         counts = counts.plus(0, 1);

@@ -480,7 +480,10 @@ fn visit_changes(
             .map_err(ShimError::from)
             .and_then(|new| match new {
                 Some(new) if lenient => Ok(Some(coerce_lenient(schema, &new))),
-                Some(new) => coerce_row_strict(schema, &new, Some(&row)).map(Some),
+                // Numbered among the rows matched, as storage numbers them.
+                Some(new) => coerce_row_strict(schema, &new, Some(&row))
+                    .map(Some)
+                    .map_err(|e| e.at_row(counts.found as usize + 1)),
                 None => Ok(None),
             });
         let new = match updated {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ladle_common::{Adjustment, Collation, Row, SqlType, TableId, TableSchema, Value};
 use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
-use ladle_storage::{IndexRef, ScanSpec, StorageError, WriteOp};
+use ladle_storage::{IndexRef, ScanSpec, StorageError, ValueMisfit, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, BinaryOperator, Expr, TableFactor};
 
 use super::overlay::candidate_rows;
@@ -690,7 +690,7 @@ pub(super) fn refuse_empty_enum(
     old: Option<&Row>,
 ) -> std::result::Result<(), StorageError> {
     for (i, (v, c)) in row.iter().zip(&schema.columns).enumerate() {
-        empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
+        empty_enum_check(v, c, old.and_then(|o| o.get(i))).map_err(|e| misfit(schema, v, c, e))?;
     }
     Ok(())
 }
@@ -749,10 +749,33 @@ pub(super) fn coerce_row_strict(schema: &TableSchema, row: &Row, old: Option<&Ro
         .zip(&schema.columns)
         .enumerate()
         .map(|(i, (v, c))| {
-            empty_enum_check(v, c, old.and_then(|o| o.get(i)))?;
-            Ok(ladle_common::coerce(v, c).map_err(StorageError::from)?)
+            empty_enum_check(v, c, old.and_then(|o| o.get(i)))
+                .map_err(|e| misfit(schema, v, c, e))?;
+            Ok(ladle_common::coerce(v, c).map_err(|e| misfit(schema, v, c, e.into()))?)
         })
         .collect()
+}
+
+/// A value of `schema`'s column `c` that does not fit it (`e`), with what
+/// MariaDB's message names (the row is numbered by the caller's loop: see
+/// [`ShimError::at_row`]).
+fn misfit(
+    schema: &TableSchema,
+    v: &Value,
+    c: &ladle_common::ColumnSchema,
+    e: StorageError,
+) -> StorageError {
+    match e {
+        StorageError::BadValue(error) => StorageError::BadValueAt(Box::new(ValueMisfit {
+            error,
+            value: v.clone(),
+            column: c.clone(),
+            database: schema.database.clone(),
+            table: schema.name.clone(),
+            row: 0,
+        })),
+        other => other,
+    }
 }
 
 /// A row's values coerced to its table's column types (the error a write
@@ -763,7 +786,7 @@ pub(super) fn coerce_row(schema: &TableSchema, row: &Row) -> Result<Row> {
     }
     row.iter()
         .zip(&schema.columns)
-        .map(|(v, c)| ladle_common::coerce(v, c).map_err(|e| StorageError::from(e).into()))
+        .map(|(v, c)| ladle_common::coerce(v, c).map_err(|e| misfit(schema, v, c, e.into()).into()))
         .collect()
 }
 

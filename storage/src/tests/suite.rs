@@ -542,14 +542,14 @@ fn validation_errors(kind: Kind) {
     ));
     assert!(matches!(
         s.write(vec![insert(&u, vec![row(&[i(1), t("a"), t("old")])])]),
-        Err(StorageError::BadValue(_))
+        Err(StorageError::BadValueAt(_))
     ));
     assert!(matches!(
         s.write(vec![insert(
             &u,
             vec![row(&[i(1), t(&"x".repeat(21)), i(1)])]
         )]),
-        Err(StorageError::BadValue(_))
+        Err(StorageError::BadValueAt(_))
     ));
     // Values are coerced on the way in.
     s.write(vec![insert(

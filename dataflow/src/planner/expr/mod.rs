@@ -667,6 +667,40 @@ impl<'a> ExprCx<'a> {
         Ok((self.compile(&iv.value)?, unit))
     }
 
+    /// The calls compiled as forms of their own: ANY_VALUE(x) (MySQL's;
+    /// MariaDB 10.11 has none) is x (grouped, a column it reads is read as
+    /// any other bare column, the group's MIN: see `planner::aggregate`;
+    /// sql_mode=ONLY_FULL_GROUP_BY lets it through); ISNULL(x) is `x IS
+    /// NULL`; VALUES(column) is the row an upsert proposes. `None`: any
+    /// other call.
+    fn special_form(
+        &self,
+        f: &ast::Function,
+        name: &str,
+        args: &[&ast::Expr],
+    ) -> Result<Option<Expr>> {
+        match (name, args) {
+            ("any_value", [x]) => return self.compile(x).map(Some),
+            ("any_value", _) => return Err(DataflowError::FunctionParamCount(f.name.to_string())),
+            ("isnull", [x]) => return self.is_null(x, false).map(Some),
+            _ => {}
+        }
+        if name == "values" || name == "value" {
+            let [ast::Expr::Identifier(id)] = args else {
+                return Err(DataflowError::BadArgument(
+                    "VALUES() takes a column name".into(),
+                ));
+            };
+            if !self.proposed {
+                return Ok(Some(Expr::Literal(Value::Null)));
+            }
+            return Ok(Some(Expr::Proposed(
+                self.scope.resolve(std::slice::from_ref(id))?,
+            )));
+        }
+        Ok(None)
+    }
+
     fn function(&self, f: &ast::Function) -> Result<Expr> {
         if let [name] = &f.name.0[..] {
             if name.value == MARKED_IS_NULL {
@@ -701,22 +735,8 @@ impl<'a> ExprCx<'a> {
                 format!("aggregate {name} in this position").into(),
             ));
         }
-        // ISNULL(x) is `x IS NULL`.
-        if let ("isnull", [x]) = (name.as_str(), args.as_slice()) {
-            return self.is_null(x, false);
-        }
-        if name == "values" || name == "value" {
-            let [ast::Expr::Identifier(id)] = args.as_slice() else {
-                return Err(DataflowError::BadArgument(
-                    "VALUES() takes a column name".into(),
-                ));
-            };
-            if !self.proposed {
-                return Ok(Expr::Literal(Value::Null));
-            }
-            return Ok(Expr::Proposed(
-                self.scope.resolve(std::slice::from_ref(id))?,
-            ));
+        if let Some(x) = self.special_form(f, &name, &args)? {
+            return Ok(x);
         }
         if name == "date_add" || name == "date_sub" || name == "adddate" || name == "subdate" {
             if let [d, ast::Expr::Interval(iv)] = args.as_slice() {
