@@ -53,9 +53,8 @@ const READ_WAIT: Duration = Duration::from_secs(2);
 
 /// Per base table: batches committed and batches propagated that touched
 /// it, and the LSN of the newest such commit.
+#[derive(Default)]
 pub(crate) struct TableCounters {
-    /// The table counted.
-    pub table: TableId,
     /// Bumped inside the commit lock when the batch is queued.
     pub committed: AtomicU64,
     /// Bumped under the graph lock when the batch is propagated.
@@ -65,15 +64,6 @@ pub(crate) struct TableCounters {
 }
 
 impl TableCounters {
-    fn new(table: TableId) -> TableCounters {
-        TableCounters {
-            table,
-            committed: AtomicU64::new(0),
-            applied: AtomicU64::new(0),
-            last_lsn: AtomicU64::new(0),
-        }
-    }
-
     /// Storage and the graph agree on this table (as of the reads).
     pub fn caught_up(&self) -> bool {
         // Committed first: the counters only grow and applied <= committed,
@@ -242,11 +232,7 @@ impl Propagation {
         let mut all = self.table_commits.write();
         tables
             .iter()
-            .map(|t| {
-                all.entry(*t)
-                    .or_insert_with(|| Arc::new(TableCounters::new(*t)))
-                    .clone()
-            })
+            .map(|t| all.entry(*t).or_default().clone())
             .collect()
     }
 
