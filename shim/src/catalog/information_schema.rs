@@ -271,13 +271,15 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     })
 }
 
-/// MariaDB's CHECK_CONSTRAINTS: a table's column checks (LEVEL Column,
-/// named after the column, as MariaDB 10.11 names them), then its
-/// table-level checks (LEVEL Table), each with its clause (see
-/// [`crate::checks::TableChecks::listed`]). A MySQL client that introspects them (Ladle
-/// says it is MySQL 8.0, which names them `<table>_chk_<n>`) may take a
-/// check named after its one column for an unnamed one (Django's
-/// `__unnamed_constraint_<n>__`), as it does against MariaDB.
+/// MariaDB's CHECK_CONSTRAINTS: each table-level check (LEVEL Table) and
+/// its clause. Checks on a column (declared, or a JSON column's implicit
+/// one) are left out, where MariaDB 10.11 lists them named after their
+/// column: Ladle says it is MySQL 8.0 (which names them
+/// `<table>_chk_<n>`), so a MySQL client takes a check named after its one
+/// column for an unnamed one and drops it under a name of its own
+/// (Django's `ALTER TABLE .. DROP CHECK __unnamed_constraint_1__`: 1091,
+/// a migration that changes a PositiveIntegerField's type fails; against
+/// MariaDB Django sends `DROP CONSTRAINT IF EXISTS`).
 fn check_constraints_table(
     e: &Engine,
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
@@ -286,14 +288,17 @@ fn check_constraints_table(
     let mut rows = Vec::new();
     for tb in all_tables() {
         let checks = e.checks.for_table(&e.storage, &tb)?;
-        for (c, on_column) in checks.listed(&tb) {
-            let level = if on_column { "Column" } else { "Table" };
+        for (c, _) in checks
+            .listed(&tb)
+            .into_iter()
+            .filter(|(_, on_column)| !on_column)
+        {
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),
                 t(&tb.name),
                 t(&c.name),
-                t(level),
+                t("Table"),
                 t(crate::checks::shown_clause(&c.sql)),
             ]);
         }
