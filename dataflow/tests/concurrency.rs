@@ -361,6 +361,42 @@ fn concurrent_misses_on_one_key_fill_it_once() {
     );
 }
 
+/// A thread inserting rows `(n, n % 7)` into a table, from `n = first`,
+/// one commit at a time, until stopped: the writes a fill races.
+struct RacingWriter {
+    done: Arc<AtomicBool>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl RacingWriter {
+    /// Returns once the writer has committed twice (a loaded machine may
+    /// start the thread late), so the read that follows races it.
+    fn start(e: &Arc<Env>, t: &Arc<ladle_common::TableSchema>, first: i64) -> RacingWriter {
+        let done = Arc::new(AtomicBool::new(false));
+        let commits = Arc::new(AtomicUsize::new(0));
+        let thread = {
+            let (e, t, done, commits) = (e.clone(), t.clone(), done.clone(), commits.clone());
+            thread::spawn(move || {
+                let mut n = first;
+                while !done.load(Ordering::SeqCst) {
+                    e.insert(&t, vec![vec![i(n), i(n % 7)]]);
+                    commits.fetch_add(1, Ordering::SeqCst);
+                    n += 1;
+                }
+            })
+        };
+        while commits.load(Ordering::SeqCst) < 2 {
+            thread::yield_now();
+        }
+        RacingWriter { done, thread }
+    }
+
+    fn stop(self) {
+        self.done.store(true, Ordering::SeqCst);
+        self.thread.join().unwrap();
+    }
+}
+
 /// A fill under the locks (one that lost its race to writes, or a view with
 /// no detached copy) holds the graph lock and reads a storage snapshot the
 /// graph is caught up to, while writers keep committing (it held the commit
@@ -376,28 +412,9 @@ fn a_locked_fill_at_a_snapshot_stays_exact_under_racing_writes() {
     for round in 0..3i64 {
         // A new view each round, so each round fills.
         let q = e.prepare(&format!("SELECT k, COUNT(*), {round} FROM t GROUP BY k"));
-        let read_done = Arc::new(AtomicBool::new(false));
-        let commits = Arc::new(AtomicUsize::new(0));
-        let writer = {
-            let (e, t, read_done, commits) =
-                (e.clone(), t.clone(), read_done.clone(), commits.clone());
-            thread::spawn(move || {
-                let mut n = 1_000_000 * (round + 1);
-                while !read_done.load(Ordering::SeqCst) {
-                    e.insert(&t, vec![vec![i(n), i(n % 7)]]);
-                    commits.fetch_add(1, Ordering::SeqCst);
-                    n += 1;
-                }
-            })
-        };
-        // The writer is committing before the read starts (a loaded
-        // machine may start the thread late).
-        while commits.load(Ordering::SeqCst) < 2 {
-            thread::yield_now();
-        }
+        let writer = RacingWriter::start(&e, &t, 1_000_000 * (round + 1));
         let rows = q.execute(&[]).unwrap();
-        read_done.store(true, Ordering::SeqCst);
-        writer.join().unwrap();
+        writer.stop();
         assert_eq!(rows.len(), 7, "round {round}");
         let total: i64 = q
             .execute(&[])
@@ -437,26 +454,9 @@ fn a_long_fill_raced_by_a_writer_holds_the_writers_for_its_retry() {
             "SELECT a.id, v.n, {round} FROM a LEFT JOIN \
              (SELECT k, COUNT(*) AS n FROM t GROUP BY k) AS v ON v.k = a.id"
         ));
-        let read_done = Arc::new(AtomicBool::new(false));
-        let commits = Arc::new(AtomicUsize::new(0));
-        let writer = {
-            let (e, t, read_done, commits) =
-                (e.clone(), t.clone(), read_done.clone(), commits.clone());
-            thread::spawn(move || {
-                let mut n = 1_000_000 * (round + 1);
-                while !read_done.load(Ordering::SeqCst) {
-                    e.insert(&t, vec![vec![i(n), i(n % 7)]]);
-                    commits.fetch_add(1, Ordering::SeqCst);
-                    n += 1;
-                }
-            })
-        };
-        while commits.load(Ordering::SeqCst) < 2 {
-            thread::yield_now();
-        }
+        let writer = RacingWriter::start(&e, &t, 1_000_000 * (round + 1));
         let rows = q.execute(&[]).unwrap();
-        read_done.store(true, Ordering::SeqCst);
-        writer.join().unwrap();
+        writer.stop();
         assert_eq!(rows.len(), 7, "round {round}");
         let total: i64 = q
             .execute(&[])
@@ -484,27 +484,11 @@ fn a_keyless_fill_over_large_tables_holds_the_writers_from_its_first_attempt() {
     let t = e.table("t", &[("id", int()), ("k", int())]);
     e.insert(&t, (0..101_000).map(|n| vec![i(n), i(n % 7)]).collect());
     let q = e.prepare("SELECT id, k FROM t WHERE k >= 0");
-    let read_done = Arc::new(AtomicBool::new(false));
-    let commits = Arc::new(AtomicUsize::new(0));
-    let writer = {
-        let (e, t, read_done, commits) = (e.clone(), t.clone(), read_done.clone(), commits.clone());
-        thread::spawn(move || {
-            let mut n = 1_000_000;
-            while !read_done.load(Ordering::SeqCst) {
-                e.insert(&t, vec![vec![i(n), i(n % 7)]]);
-                commits.fetch_add(1, Ordering::SeqCst);
-                n += 1;
-            }
-        })
-    };
-    while commits.load(Ordering::SeqCst) < 2 {
-        thread::yield_now();
-    }
+    let writer = RacingWriter::start(&e, &t, 1_000_000);
     let before = e.df.fill_stats();
     let rows = q.execute(&[]).unwrap();
     let after = e.df.fill_stats();
-    read_done.store(true, Ordering::SeqCst);
-    writer.join().unwrap();
+    writer.stop();
     assert!(rows.len() >= 101_000);
     assert_eq!(
         q.execute(&[]).unwrap().len(),

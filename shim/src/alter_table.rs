@@ -633,21 +633,7 @@ impl Alter<'_> {
                 self.add_index(name.as_ref(), columns, false)
             }
             TableConstraint::Check { name, expr } => {
-                let name = match name {
-                    Some(n) => n.value.clone(),
-                    None => crate::checks::unnamed(&self.shape.checks),
-                };
-                if self
-                    .shape
-                    .checks
-                    .iter()
-                    .any(|c| c.name.eq_ignore_ascii_case(&name))
-                {
-                    return Err(wire((
-                        error::ER_DUP_CONSTRAINT_NAME,
-                        format!("Duplicate CHECK constraint name '{name}'"),
-                    )));
-                }
+                let name = crate::checks::table_check_name(&self.shape.checks, name.as_ref())?;
                 self.shape.checks.push(CheckConstraint {
                     name,
                     sql: crate::sqltext::expr_text(expr),

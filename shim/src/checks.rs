@@ -363,6 +363,27 @@ pub fn forget(storage: &Storage, cache: &CheckCache, table: TableId) -> Result<(
     Ok(())
 }
 
+/// The name a table check declared as `name` (if named) takes beside
+/// `existing` (column checks are named after their column): 1826
+/// "Duplicate CHECK constraint name" if another check has it (MariaDB's
+/// answer to `a INT CHECK (..), CONSTRAINT a CHECK (..)`).
+pub fn table_check_name(
+    existing: &[CheckConstraint],
+    name: Option<&sqlparser::ast::Ident>,
+) -> Result<String> {
+    let name = match name {
+        Some(n) => n.value.clone(),
+        None => unnamed(existing),
+    };
+    if existing.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+        return Err(crate::ddl::wire((
+            crate::error::ER_DUP_CONSTRAINT_NAME,
+            format!("Duplicate CHECK constraint name '{name}'"),
+        )));
+    }
+    Ok(name)
+}
+
 /// The next free `CONSTRAINT_<n>` name for an unnamed table check.
 pub fn unnamed(existing: &[CheckConstraint]) -> String {
     (1..)

@@ -523,22 +523,7 @@ impl TableDraft {
                 self.keys.push(key);
             }
             TableConstraint::Check { name, expr } => {
-                let name = match name {
-                    Some(n) => n.value.clone(),
-                    None => crate::checks::unnamed(&self.checks),
-                };
-                // Column checks are named after their column (MariaDB's
-                // 1826 for `a INT CHECK (..), CONSTRAINT a CHECK (..)`).
-                if self
-                    .checks
-                    .iter()
-                    .any(|c| c.name.eq_ignore_ascii_case(&name))
-                {
-                    return Err(wire((
-                        error::ER_DUP_CONSTRAINT_NAME,
-                        format!("Duplicate CHECK constraint name '{name}'"),
-                    )));
-                }
+                let name = crate::checks::table_check_name(&self.checks, name.as_ref())?;
                 self.checks.push(CheckConstraint {
                     name,
                     sql: crate::sqltext::expr_text(expr),

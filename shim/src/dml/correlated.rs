@@ -125,7 +125,7 @@ pub(super) fn per_row(
     }
     let nulls = vec![Value::Null; subqueries.len()];
     items.extend(subqueries);
-    let query = select_over(items, target, selection)?;
+    let query = select_over(items, vec![target.clone()], selection.cloned())?;
     let rows = match e.select_for_write(s, &query)? {
         Output::Rows { rows, .. } => rows.into_vec(),
         _ => return Err(ShimError::Internal("an UPDATE/DELETE's subqueries".into())),
@@ -224,11 +224,13 @@ fn with_values(x: &Expr, values: &[Value]) -> Expr {
     x
 }
 
-/// `SELECT items FROM target WHERE selection`, each item named apart.
-fn select_over(
+/// `SELECT items FROM from WHERE selection`, each item named apart (`c0`,
+/// `c1`, ...): the one query that reads what an UPDATE or DELETE needs
+/// per row (here, and for multi-table UPDATE).
+pub(super) fn select_over(
     items: Vec<Expr>,
-    target: &TableWithJoins,
-    selection: Option<&Expr>,
+    from: Vec<TableWithJoins>,
+    selection: Option<Expr>,
 ) -> Result<ast::Query> {
     let mut parser = crate::sqltext::parser("SELECT 1")?;
     let mut query = crate::sqltext::contain_parser_panic(|| parser.parse_query())?;
@@ -243,8 +245,8 @@ fn select_over(
             alias: Ident::new(format!("c{i}")),
         })
         .collect();
-    select.from = vec![target.clone()];
-    select.selection = selection.cloned();
+    select.from = from;
+    select.selection = selection;
     Ok(*query)
 }
 

@@ -26,8 +26,7 @@ use std::sync::Arc;
 use ladle_common::{TableSchema, Value};
 use ladle_storage::ScanSpec;
 use sqlparser::ast::{
-    self, Assignment, AssignmentTarget, Expr, Ident, ObjectName, SelectItem, SetExpr, TableFactor,
-    TableWithJoins,
+    self, Assignment, AssignmentTarget, Expr, Ident, ObjectName, TableFactor, TableWithJoins,
 };
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
@@ -643,20 +642,5 @@ fn joined_values(
 /// `SELECT items FROM <the statement's references> WHERE <its WHERE>`,
 /// each item named apart (`c0`, `c1`, ...).
 fn join_query(items: Vec<Expr>, update: &MultiUpdate) -> Result<ast::Query> {
-    let mut parser = crate::sqltext::parser("SELECT 1")?;
-    let mut query = crate::sqltext::contain_parser_panic(|| parser.parse_query())?;
-    let SetExpr::Select(select) = query.body.as_mut() else {
-        return Err(ShimError::Internal("SELECT 1 parsed as no SELECT".into()));
-    };
-    select.projection = items
-        .into_iter()
-        .enumerate()
-        .map(|(i, expr)| SelectItem::ExprWithAlias {
-            expr,
-            alias: Ident::new(format!("c{i}")),
-        })
-        .collect();
-    select.from = update.tables.clone();
-    select.selection = update.selection.clone();
-    Ok(*query)
+    super::correlated::select_over(items, update.tables.clone(), update.selection.clone())
 }
