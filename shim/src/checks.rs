@@ -376,10 +376,10 @@ pub fn table_check_name(
         None => unnamed(existing),
     };
     if existing.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
-        return Err(crate::ddl::wire((
-            crate::error::ER_DUP_CONSTRAINT_NAME,
-            format!("Duplicate CHECK constraint name '{name}'"),
-        )));
+        return Err(ShimError::Wire(crate::error::WireError {
+            code: crate::error::ER_DUP_CONSTRAINT_NAME,
+            message: format!("Duplicate CHECK constraint name '{name}'"),
+        }));
     }
     Ok(name)
 }
