@@ -473,27 +473,3 @@ fn a_long_fill_raced_by_a_writer_holds_the_writers_for_its_retry() {
     let fills = e.df.fill_stats();
     assert!(fills.held > 0, "no retry held the writers: {fills:?}");
 }
-
-/// A view with no key over large tables (every row under one entry, as a
-/// front page) holds the writers of its tables from its first fill
-/// attempt: a write racing it waits instead of costing the fill a second
-/// run, and the view stays exact.
-#[test]
-fn a_keyless_fill_over_large_tables_holds_the_writers_from_its_first_attempt() {
-    let e = Arc::new(env(1 << 30));
-    let t = e.table("t", &[("id", int()), ("k", int())]);
-    e.insert(&t, (0..101_000).map(|n| vec![i(n), i(n % 7)]).collect());
-    let q = e.prepare("SELECT id, k FROM t WHERE k >= 0");
-    let writer = RacingWriter::start(&e, &t, 1_000_000);
-    let before = e.df.fill_stats();
-    let rows = q.execute(&[]).unwrap();
-    let after = e.df.fill_stats();
-    writer.stop();
-    assert!(rows.len() >= 101_000);
-    assert_eq!(
-        q.execute(&[]).unwrap().len(),
-        e.storage.scan(t.id).unwrap().len()
-    );
-    assert_eq!(after.held - before.held, 1, "{before:?} -> {after:?}");
-    assert_eq!(after.conflicts, before.conflicts, "{before:?} -> {after:?}");
-}

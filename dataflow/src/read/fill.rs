@@ -60,10 +60,6 @@ const FILL_WAIT_MAX: Duration = Duration::from_secs(30);
 /// not retried unlocked: the next attempt runs under the locks.
 const LONG_FILL: Duration = Duration::from_millis(20);
 
-/// Rows in a keyless view's tables above which its fill is taken to be
-/// long (see [`Context::fills_by_scanning`]).
-const LARGE_SCAN_ROWS: u64 = 100_000;
-
 /// The least a statement may materialize, whatever `--memory-limit`: tiny
 /// limits (tests of constant eviction) still answer ordinary queries.
 const MIN_STATEMENT_MEMORY: usize = 16 << 20;
@@ -173,9 +169,7 @@ impl Context<'_> {
             g.detach(parent, self.graph.clone())
         });
         if let Some(template) = detached {
-            let mut hold = self
-                .fills_by_scanning(v)
-                .then(|| self.storage.hold_writes(&v.tables));
+            let mut hold = None;
             for _attempt in 0..2 {
                 // An unlocked fill needs the worker to have applied every
                 // batch of the view's tables; it usually has, or soon will.
@@ -209,22 +203,6 @@ impl Context<'_> {
             }
         }
         self.fill_locked(v, keys)
-    }
-
-    /// Whether a fill of `v` scans large tables: a view with no key (one
-    /// entry holding every row, such as a front page listing every story
-    /// with its vote and comment counts) over tables of more than
-    /// [`LARGE_SCAN_ROWS`] rows. Such a fill takes long enough (the
-    /// Lobsters front page's, ~1 s on a cold start) that a write to its
-    /// tables almost always lands meanwhile, so it holds their writers
-    /// from its first attempt instead of losing one.
-    fn fills_by_scanning(&self, v: &View) -> bool {
-        v.spec.key.is_empty()
-            && v.tables
-                .iter()
-                .map(|&t| self.storage.estimate_rows(t))
-                .sum::<u64>()
-                > LARGE_SCAN_ROWS
     }
 
     /// The rows for `key` as a transaction reads them: a pull on a
