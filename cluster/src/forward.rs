@@ -559,7 +559,7 @@ pub(crate) async fn serve(
                 tracing::info!(
                     replica,
                     client = client.connection,
-                    "forwarding session killed"
+                    "forwarding session ended here (killed, or refused a place)"
                 );
                 break;
             }

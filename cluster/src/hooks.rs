@@ -52,7 +52,8 @@ pub trait ForwardedSession: Send {
     fn interrupt(&self) -> Arc<AtomicBool>;
 
     /// Whether the session was killed here (KILL CONNECTION whose replica
-    /// could not be told): its forwarding connection is to close.
+    /// could not be told), or refused a place under `max_connections`
+    /// (its answer said so): its forwarding connection is to close.
     fn killed(&self) -> bool;
 }
 

@@ -223,14 +223,25 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
             node: u32::try_from(replica).unwrap_or(u32::MAX),
             client: client.connection,
         };
-        let process =
-            self.0
-                .processes
-                .register_forwarded(id, from, client.user.clone(), &client.host);
+        // Listed only once it holds a place, as a client's connection.
+        let admitted = self.0.admit_forwarded().map(|place| Admitted {
+            process: self.0.processes.register_forwarded(
+                id,
+                from,
+                client.user.clone(),
+                &client.host,
+            ),
+            _place: place,
+        });
+        let interrupt = admitted
+            .as_ref()
+            .map_or_else(Default::default, |a| a.process.interrupt.clone());
         Box::new(ForwardedEngineSession {
             engine: self.0.clone(),
             session,
-            process,
+            admitted,
+            interrupt,
+            refusal_sent: false,
         })
     }
 
@@ -270,15 +281,30 @@ impl ladle_cluster::ForwardTarget for EngineForwardTarget {
 struct ForwardedEngineSession {
     engine: Arc<Engine>,
     session: Session,
-    /// The session in this node's process list.
+    /// `None`: every place under `max_connections` was taken; each request
+    /// is answered 1040 and the forwarding connection closes.
+    admitted: Option<Admitted>,
+    /// The flag its statements stop at (its process's, once admitted).
+    interrupt: Arc<std::sync::atomic::AtomicBool>,
+    /// A refused session's 1040 was given: it ends (not before, so that
+    /// its first request is answered however late it comes).
+    refusal_sent: bool,
+}
+
+/// A forwarded session's place under `max_connections` and its row in
+/// this node's process list.
+struct Admitted {
     process: Arc<ladle_shim::Process>,
+    _place: ladle_shim::AdmissionSlot,
 }
 
 impl Drop for ForwardedEngineSession {
     /// The replica's client is gone (or its link): its row in the process
-    /// list and its TEMPORARY tables here go with it.
+    /// list, its place and its TEMPORARY tables here go with it.
     fn drop(&mut self) {
-        self.engine.processes.unregister(self.process.id);
+        if let Some(admitted) = &self.admitted {
+            self.engine.processes.unregister(admitted.process.id);
+        }
         let ended = std::mem::replace(
             &mut self.session,
             Session::new(0, String::new(), String::new()),
@@ -290,16 +316,28 @@ impl Drop for ForwardedEngineSession {
 impl ladle_cluster::ForwardedSession for ForwardedEngineSession {
     fn run(&mut self, request: &[u8]) -> Vec<u8> {
         let _inflight = self.engine.inflight_guard();
-        self.engine
-            .serve_forwarded(&mut self.session, &self.process, request)
+        match &self.admitted {
+            Some(admitted) => {
+                self.engine
+                    .serve_forwarded(&mut self.session, &admitted.process, request)
+            }
+            None => {
+                self.refusal_sent = true;
+                self.engine.refuse_forwarded(&mut self.session, request)
+            }
+        }
     }
 
     fn interrupt(&self) -> Arc<std::sync::atomic::AtomicBool> {
-        self.process.interrupt.clone()
+        self.interrupt.clone()
     }
 
+    /// A session refused a place ends after its answer, as a killed one.
     fn killed(&self) -> bool {
-        self.process.killed()
+        match &self.admitted {
+            Some(admitted) => admitted.process.killed(),
+            None => self.refusal_sent,
+        }
     }
 }
 

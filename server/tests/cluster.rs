@@ -959,7 +959,12 @@ fn primary_and_replica(test: &str) -> Option<Fixture> {
 /// `n` nodes, node 1 the primary (started first, so it wins the first
 /// election) and the others its replicas.
 fn primary_and_replicas(test: &str, n: usize) -> Option<Fixture> {
-    let mut f = fixture(test, n)?;
+    fixture(test, n).map(started)
+}
+
+/// The [`fixture`]'s nodes started (with the flags each was given): node
+/// 1 the primary, the others its replicas.
+fn started(mut f: Fixture) -> Fixture {
     let url = f.etcd.url();
     f.nodes[0].start(&url);
     wait_role(&f.nodes[0], "primary");
@@ -969,7 +974,7 @@ fn primary_and_replicas(test: &str, n: usize) -> Option<Fixture> {
     for node in &f.nodes[1..] {
         wait_role(node, "replica");
     }
-    Some(f)
+    f
 }
 
 /// The bits of a connection id below the id of the node that gave it out

@@ -34,6 +34,9 @@ pub struct Engine {
     pub dataflow: Arc<Dataflow>,
     pub facts: ServerFacts,
     pub metrics: Arc<Metrics>,
+    /// Places under `max_connections`: this node's clients and, on a
+    /// cluster's primary, the sessions replicas forward to.
+    pub admission: Arc<crate::Admission>,
     /// Server operations behind `SNAPSHOT VIEWS` / `SHOW SNAPSHOTS`.
     pub admin: Arc<dyn crate::admin::Admin>,
     /// Statements executing right now (shutdown waits for zero).

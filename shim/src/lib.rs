@@ -170,7 +170,6 @@ pub struct FrontendConfig {
 pub struct Frontend {
     engine: Arc<Engine>,
     config: FrontendConfig,
-    admission: Arc<Admission>,
 }
 
 impl Frontend {
@@ -183,6 +182,7 @@ impl Frontend {
         config: FrontendConfig,
     ) -> Result<Arc<Frontend>, ShimError> {
         let accounts = accounts::Accounts::load(&storage, &config.user, &config.password)?;
+        let admission = Arc::new(Admission::new(config.max_connections, metrics.clone()));
         let engine = Arc::new(Engine {
             accounts,
             rsa_keys: config.rsa_keys.clone(),
@@ -192,6 +192,7 @@ impl Frontend {
             dataflow,
             facts,
             metrics,
+            admission,
             admin,
             inflight: AtomicUsize::new(0),
             select_cache: Default::default(),
@@ -206,15 +207,7 @@ impl Frontend {
             next_connection_id: AtomicU32::new(1),
             connection_node: AtomicU32::new(0),
         });
-        let admission = Arc::new(Admission::new(
-            config.max_connections,
-            engine.metrics.clone(),
-        ));
-        Ok(Arc::new(Frontend {
-            engine,
-            config,
-            admission,
-        }))
+        Ok(Arc::new(Frontend { engine, config }))
     }
 
     pub fn engine(&self) -> &Arc<Engine> {
@@ -269,8 +262,8 @@ impl Frontend {
         let metrics = self.engine.metrics.clone();
         // Refused before the greeting when already full (cheap); else the
         // place is taken once the client has authenticated.
-        if self.admission.full() {
-            self.admission.refused();
+        if self.engine.admission.full() {
+            self.engine.admission.refused();
             let p = net::error_packet(0, 1040, "08004", "Too many connections");
             let _ = stream.write_all(&p).await;
             let _ = stream.shutdown().await;
@@ -306,7 +299,7 @@ impl Frontend {
             max_allowed_packet: self.config.max_allowed_packet,
             tls: self.config.tls.clone(),
             connect_timeout: Duration::from_secs(self.engine.facts.timeouts.connect.max(1)),
-            admission: self.admission.clone(),
+            admission: self.engine.admission.clone(),
         };
         tracing::debug!(connection = id, "connected");
         protocol::serve(stream, conn, &settings).await;

@@ -15,7 +15,12 @@ pub struct Metrics {
     pub queries: IntCounterVec,
     pub query_seconds: HistogramVec,
     pub errors: IntCounterVec,
+    /// Connections holding a place under `max_connections`: clients,
+    /// and on a cluster's primary the sessions replicas forward to
+    /// (`Threads_connected`).
     pub connections: IntGauge,
+    /// The most `connections` ever open at once (`Max_used_connections`).
+    pub connections_max_used: IntGauge,
     pub connections_total: IntCounter,
     pub connections_refused: IntCounter,
     /// Successful logins by how the password was proven (see
@@ -44,6 +49,38 @@ pub struct Metrics {
 /// scramble, `caching_sha2_password`'s fast authentication, or its full
 /// authentication with the password over TLS or RSA-encrypted.
 pub const LOGIN_METHODS: [&str; 4] = ["native", "sha2_fast", "sha2_full_tls", "sha2_full_rsa"];
+
+/// The connection metrics, registered: `ladle_connections` (open now),
+/// `_max_used` (the most at once), `_total` (accepted) and
+/// `_refused_total` (1040).
+fn connection_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounter, IntCounter) {
+    let connections = IntGauge::new(
+        "ladle_connections",
+        "Open connections: clients, and sessions replicas forward to this primary",
+    )
+    .expect("static metric definition");
+    let max_used = IntGauge::new(
+        "ladle_connections_max_used",
+        "The most connections open at once since start (Max_used_connections)",
+    )
+    .expect("static metric definition");
+    let total = IntCounter::new("ladle_connections_total", "Client connections accepted")
+        .expect("static metric definition");
+    let refused = IntCounter::new(
+        "ladle_connections_refused_total",
+        "Connections refused (1040)",
+    )
+    .expect("static metric definition");
+    for c in [
+        Box::new(connections.clone()) as Box<dyn Collector>,
+        Box::new(max_used.clone()),
+        Box::new(total.clone()),
+        Box::new(refused.clone()),
+    ] {
+        registry.register(c).expect("metric names are unique");
+    }
+    (connections, max_used, total, refused)
+}
 
 /// `ladle_logins_total`, every method listed from the start (at 0).
 fn login_counter() -> IntCounterVec {
@@ -90,17 +127,9 @@ impl Metrics {
             &["code"],
         )
         .expect("static metric definition");
-        let connections = IntGauge::new("ladle_connections", "Open client connections")
-            .expect("static metric definition");
-        let connections_total =
-            IntCounter::new("ladle_connections_total", "Client connections accepted")
-                .expect("static metric definition");
+        let (connections, connections_max_used, connections_total, connections_refused) =
+            connection_metrics(&registry);
         let logins = login_counter();
-        let connections_refused = IntCounter::new(
-            "ladle_connections_refused_total",
-            "Connections refused (1040)",
-        )
-        .expect("static metric definition");
         let commit_seconds = Histogram::with_opts(
             HistogramOpts::new(
                 "ladle_commit_duration_seconds",
@@ -175,9 +204,6 @@ impl Metrics {
             Box::new(queries.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(query_seconds.clone()),
             Box::new(errors.clone()),
-            Box::new(connections.clone()),
-            Box::new(connections_total.clone()),
-            Box::new(connections_refused.clone()),
             Box::new(logins.clone()),
             Box::new(commit_seconds.clone()),
             Box::new(read_seconds.clone()),
@@ -197,6 +223,7 @@ impl Metrics {
             query_seconds,
             errors,
             connections,
+            connections_max_used,
             connections_total,
             connections_refused,
             logins,

@@ -3,14 +3,15 @@
 //! client, db, Command, Time, State, Info), a KILL of that row's id ends
 //! its statement or its client's connection as a local KILL would, and
 //! `max_execution_time` stops a forwarded SELECT as it stops one on a
-//! single node (3024).
+//! single node (3024); and each is a connection of the primary's
+//! (Threads_connected, Max_used_connections, `--max-connections`).
 
 use std::time::{Duration, Instant};
 
 use mysql::prelude::*;
 use mysql::Conn;
 
-use super::{errno, primary_and_replica, wait_for, Fixture};
+use super::{errno, fixture, metric, primary_and_replica, started, wait_for, Fixture};
 
 /// One row of `information_schema.PROCESSLIST`.
 type Row = (
@@ -311,4 +312,113 @@ fn a_forwarded_session_whose_replica_is_unreachable_is_killed_on_the_primary() {
     assert_eq!(free, Some(1), "its named lock went with it");
     assert_eq!(errno(c2.query_drop("SELECT 1")), 1927, "locks lost");
     assert!(c2.query_drop("SELECT 1").is_err(), "the connection closed");
+}
+
+/// A status variable of the node `c` is connected to (`global`: SHOW
+/// GLOBAL STATUS, else SHOW STATUS).
+fn status(c: &mut Conn, name: &str, global: bool) -> u64 {
+    let scope = if global { "GLOBAL " } else { "" };
+    let row: Option<(String, String)> = c
+        .query_first(format!("SHOW {scope}STATUS LIKE '{name}'"))
+        .unwrap_or_else(|e| panic!("SHOW STATUS {name}: {e}"));
+    let (_, value) = row.unwrap_or_else(|| panic!("no status variable {name}"));
+    value
+        .parse()
+        .unwrap_or_else(|e| panic!("{name} = {value}: {e}"))
+}
+
+/// A replica's forwarded session is a connection of the primary's, as a
+/// MySQL operator expects (it holds locks, a transaction and memory
+/// there): it counts in the primary's Threads_connected (SHOW STATUS and
+/// SHOW GLOBAL STATUS), Max_used_connections and `ladle_connections`
+/// gauge, and takes a place under its `--max-connections`. With every
+/// place taken, a replica's client's write gets 1040 "Too many
+/// connections" at once (it did not run; the client's connection goes on,
+/// and the same write succeeds once a place is free), as does a direct
+/// login. The place is given back when the replica's client leaves.
+/// Before: the primary counted only its own clients, and the forwarded
+/// write ran past the limit.
+#[test]
+fn forwarded_sessions_count_as_connections_of_the_primary() {
+    let Some(mut f) = fixture("cluster forwarded sessions as connections test", 2) else {
+        return;
+    };
+    f.nodes[0].args = vec!["--max-connections".into(), "3".into()];
+    let Fixture {
+        nodes,
+        etcd: _etcd,
+        _temp,
+    } = started(f);
+    let connected = |c: &mut Conn| {
+        let session = status(c, "Threads_connected", false);
+        let global = status(c, "Threads_connected", true);
+        assert_eq!(session, global, "SHOW STATUS and SHOW GLOBAL STATUS");
+        global
+    };
+    let gauge = |name: &str| metric(&nodes[0], &format!("{name} ")).expect(name);
+    let mut c1 = Conn::new(nodes[0].opts()).expect("connect to node 1");
+    for sql in [
+        "CREATE DATABASE fc",
+        "CREATE TABLE fc.t (id INT PRIMARY KEY)",
+    ] {
+        c1.query_drop(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    assert_eq!(connected(&mut c1), 1, "the primary's own client");
+    let mut c2 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    wait_for("node 2 to have the table", || {
+        c2.query_drop("SELECT * FROM fc.t").ok()
+    });
+    c2.query_drop("INSERT INTO fc.t VALUES (1)")
+        .expect("a forwarded write");
+    assert_eq!(connected(&mut c1), 2, "with the forwarded session");
+    assert_eq!(status(&mut c1, "Max_used_connections", true), 2);
+    assert_eq!(gauge("ladle_connections"), 2.0);
+    assert_eq!(gauge("ladle_connections_max_used"), 2.0);
+
+    // The last place, taken by a direct client: a new login and a new
+    // forwarded session are both refused.
+    let c1b = Conn::new(nodes[0].opts()).expect("the third connection");
+    assert_eq!(connected(&mut c1), 3);
+    let refused_before = gauge("ladle_connections_refused_total");
+    match Conn::new(nodes[0].opts()) {
+        Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1040, "{e}"),
+        other => panic!("a fourth login: {other:?}"),
+    }
+    let mut c3 = Conn::new(nodes[1].opts()).expect("connect to node 2");
+    let started_at = Instant::now();
+    let write = c3.query_drop("INSERT INTO fc.t VALUES (2)");
+    assert_eq!(errno(write), 1040, "a forwarded session past the limit");
+    assert!(
+        started_at.elapsed() < Duration::from_secs(5),
+        "refused after {:?}",
+        started_at.elapsed()
+    );
+    assert_eq!(
+        gauge("ladle_connections_refused_total"),
+        refused_before + 2.0
+    );
+    let one: Option<i64> = c3.query_first("SELECT 1").expect("the client goes on");
+    assert_eq!(one, Some(1));
+    assert_eq!(connected(&mut c1), 3, "the refused session holds no place");
+    let rows: Vec<i64> = c1.query("SELECT id FROM fc.t").unwrap();
+    assert_eq!(rows, vec![1], "the refused write did not run");
+
+    // A place freed: the same client's write is taken.
+    drop(c1b);
+    wait_for("the primary to release the direct client's place", || {
+        (status(&mut c1, "Threads_connected", true) == 2).then_some(())
+    });
+    c3.query_drop("INSERT INTO fc.t VALUES (2)")
+        .expect("the write once a place is free");
+    assert_eq!(connected(&mut c1), 3);
+    assert_eq!(status(&mut c1, "Max_used_connections", false), 3);
+    // The replica's clients leave: their forwarded sessions' places go.
+    drop(c2);
+    drop(c3);
+    wait_for(
+        "the primary to release the forwarded sessions' places",
+        || (status(&mut c1, "Threads_connected", true) == 1).then_some(()),
+    );
+    assert_eq!(gauge("ladle_connections"), 1.0);
+    assert_eq!(gauge("ladle_connections_max_used"), 3.0);
 }

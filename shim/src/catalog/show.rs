@@ -330,6 +330,10 @@ fn show_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
         vec![t("Caching_sha2_password_rsa_public_key"), t(public_key)],
         vec![t("Connections"), t(m.connections_total.get().to_string())],
         vec![
+            t("Max_used_connections"),
+            t(m.connections_max_used.get().to_string()),
+        ],
+        vec![
             t("Prepared_stmt_count"),
             t(crate::session::prepared_statement_count().to_string()),
         ],

@@ -27,7 +27,7 @@ use ladle_dataflow::{BaseColumn, OutputColumn};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{MysqlCode, WireError, ER_OPTION_PREVENTS_STATEMENT};
+use crate::error::{MysqlCode, WireError, ER_CON_COUNT, ER_OPTION_PREVENTS_STATEMENT};
 use crate::exec::Engine;
 use crate::output::{Info, Kind, Output};
 use crate::session::{Session, Warning};
@@ -501,6 +501,12 @@ impl Engine {
             s.primary_temporary_tables.clear();
             refused(format!("could not decode the primary's answer: {e}"))
         })?;
+        if matches!(&response.outcome, Err(f) if f.errno == ER_CON_COUNT.errno) {
+            // Only a session refused a place there is answered 1040
+            // ([`Engine::refuse_forwarded`]); the primary closes it, and
+            // the next statement asks for a place again.
+            s.forward = None;
+        }
         response.state.install(s);
         s.row_count = response.row_count;
         s.wrote(response.last_write_lsn);
@@ -517,6 +523,16 @@ impl Engine {
         decode(response.outcome)
     }
 
+    /// The primary's side: a place under `max_connections` for a session
+    /// a replica forwards statements to (as a client's connection here
+    /// takes one: it holds locks, a transaction and memory here), counted
+    /// in `Connections`; `None` when every place is taken (its statements
+    /// are then answered by [`Engine::refuse_forwarded`]).
+    pub fn admit_forwarded(&self) -> Option<crate::AdmissionSlot> {
+        self.metrics.connections_total.inc();
+        self.admission.admit()
+    }
+
     /// The primary's side: runs one forwarded request in `s` (this
     /// forwarding connection's session, listed as `process`) and encodes
     /// the answer.
@@ -525,6 +541,38 @@ impl Engine {
         s: &mut Session,
         process: &crate::processes::Process,
         request: &[u8],
+    ) -> Vec<u8> {
+        self.answer_forwarded(s, request, |s, sql| {
+            let db = s.database.clone();
+            process.begin_forwarded(&s.user, s.grantee.clone(), db, sql);
+            let (_, outcome) = self.execute(s, sql);
+            process.end(s.database.clone());
+            outcome
+        })
+    }
+
+    /// The primary's side: the answer to a request of a forwarding session
+    /// refused a place ([`Engine::admit_forwarded`]): 1040 "Too many
+    /// connections", the statement not run. The replica drops the session
+    /// on this answer, and its client's next statement asks for a place
+    /// again.
+    pub fn refuse_forwarded(&self, s: &mut Session, request: &[u8]) -> Vec<u8> {
+        self.answer_forwarded(s, request, |s, _| {
+            s.row_count = -1;
+            Err(WireError {
+                code: ER_CON_COUNT,
+                message: "Too many connections".into(),
+            })
+        })
+    }
+
+    /// Decodes a forwarded request into `s`, runs its statement with `run`
+    /// and encodes the answer with the session's state after it.
+    fn answer_forwarded(
+        &self,
+        s: &mut Session,
+        request: &[u8],
+        run: impl FnOnce(&mut Session, &str) -> Result<Output, WireError>,
     ) -> Vec<u8> {
         let response = match postcard::from_bytes::<Request>(request) {
             Ok(req) => {
@@ -536,10 +584,7 @@ impl Engine {
                     .map(|(user, host)| crate::accounts::Grantee { user, host });
                 req.state.install(s);
                 take_on(s, req.transaction);
-                let db = s.database.clone();
-                process.begin_forwarded(&s.user, s.grantee.clone(), db, &req.sql);
-                let (_, outcome) = self.execute(s, &req.sql);
-                process.end(s.database.clone());
+                let outcome = run(s, &req.sql);
                 Response {
                     outcome: encode(&outcome),
                     state: State::of(s),
