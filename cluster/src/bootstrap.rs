@@ -299,17 +299,31 @@ pub(crate) async fn fetch(node: &Arc<Node>, addr: &str) -> anyhow::Result<Lsn> {
     Ok(lsn)
 }
 
+/// The arguments [`restart_self`] runs the binary with, when set.
+static RESTART_ARGS: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
+
+/// The arguments (without the program) a restart after a bootstrap runs
+/// with instead of this process's own: the server's, with the addresses
+/// its listeners bound, so that a node started on port 0 comes back on
+/// the same ports (its peers and clients know those). Set once.
+pub fn set_restart_args(args: Vec<std::ffi::OsString>) {
+    let _ = RESTART_ARGS.set(args);
+}
+
 /// Replaces this process with a fresh run of the same binary and
-/// arguments (same pid; open files and sockets are close-on-exec), which
-/// installs the received checkpoint before opening storage.
+/// arguments (same pid; open files and sockets are close-on-exec; see
+/// [`set_restart_args`]), which installs the received checkpoint before
+/// opening storage.
 pub(crate) fn restart_self() -> anyhow::Error {
     use std::os::unix::process::CommandExt;
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => return e.into(),
     };
-    let err = std::process::Command::new(exe)
-        .args(std::env::args_os().skip(1))
-        .exec();
+    let args = RESTART_ARGS
+        .get()
+        .cloned()
+        .unwrap_or_else(|| std::env::args_os().skip(1).collect());
+    let err = std::process::Command::new(exe).args(args).exec();
     anyhow::anyhow!("restarting after the bootstrap failed: {err}")
 }

@@ -45,7 +45,7 @@ mod stream;
 mod version;
 
 pub use auth::ClusterSecret;
-pub use bootstrap::install_pending as install_pending_bootstrap;
+pub use bootstrap::{install_pending as install_pending_bootstrap, set_restart_args};
 pub use config::ClusterConfig;
 pub use ddl::DdlApplier;
 pub use forward::{ForwardClient, ForwardError};

@@ -323,6 +323,12 @@ impl Node {
         Ok(Arc::new(node))
     }
 
+    /// The address the replication listener bound (its port picked by
+    /// the system when configured as 0).
+    pub fn replication_listen(&self) -> std::net::SocketAddr {
+        self.config.replication_listen
+    }
+
     /// The replication address published in etcd (see
     /// [`ClusterConfig::advertise`]).
     pub(crate) fn replication_addr(&self) -> String {

@@ -15,10 +15,11 @@
 //! This crate depends on no Ladle crate: it speaks only the wire protocol.
 
 pub mod exact;
+pub mod ports;
 pub mod workload;
 
 use std::fmt;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -390,13 +391,6 @@ impl sqllogictest::DB for MysqlDb {
     }
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released; a race with another
-/// process is possible but harmless in practice).
-pub fn free_port() -> std::io::Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    Ok(listener.local_addr()?.port())
-}
-
 /// Where the `ladle` binary is: `$LADLE_BIN`, else `<target>/debug/ladle`
 /// next to this test executable (`<target>/debug/deps/<test>`).
 ///
@@ -491,36 +485,17 @@ impl LadleServer {
     }
 
     /// Spawns `bin` over `<root>/data` (kept after the server ends, so a
-    /// second server can recover from it) with `--durability durability`;
-    /// the log goes to `<root>/ladle-<port>.log`.
+    /// second server can recover from it) with `--durability durability`,
+    /// on ports it picks itself ([`ports`]); the log goes to
+    /// `<root>/ladle-<n>.log`, one per start.
     pub fn start_in(
         bin: &Path,
         root: &Path,
         durability: &str,
         extra: &[&str],
     ) -> Result<Self, HarnessError> {
-        // A port is picked free and released before the server binds it, so
-        // another process (often a client's ephemeral port) can take it in
-        // between; start again on new ports when that happens.
-        let mut attempts = 0;
-        loop {
-            attempts += 1;
-            match Self::spawn_on_free_ports(bin, root, durability, extra) {
-                Err(e) if attempts < 5 && e.0.contains("Address already in use") => continue,
-                result => return result,
-            }
-        }
-    }
-
-    fn spawn_on_free_ports(
-        bin: &Path,
-        root: &Path,
-        durability: &str,
-        extra: &[&str],
-    ) -> Result<Self, HarnessError> {
-        let port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
-        let metrics_port = free_port().map_err(|e| HarnessError(format!("free port: {e}")))?;
-        let log_path = root.join(format!("ladle-{port}.log"));
+        let starts = std::fs::read_dir(root).map_or(0, |d| d.count());
+        let log_path = root.join(format!("ladle-{starts}.log"));
         let log =
             std::fs::File::create(&log_path).map_err(|e| HarnessError(format!("log file: {e}")))?;
         let log_err = log
@@ -532,13 +507,10 @@ impl LadleServer {
                 command.arg("--memory-limit").arg(limit.trim());
             }
         }
-        let child = command
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
+        let ports_file = ports::on_any_ports(&mut command, root.join("ladle.ports"));
+        let mut child = command
             .arg("--data-dir")
             .arg(root.join("data"))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{metrics_port}"))
             .arg("--durability")
             .arg(durability)
             .args(extra)
@@ -547,12 +519,16 @@ impl LadleServer {
             .stderr(log_err)
             .spawn()
             .map_err(|e| HarnessError(format!("spawning {}: {e}", bin.display())))?;
+        let bound = ports_file.wait(&mut child, Duration::from_secs(60));
         let mut server = LadleServer {
             child,
-            port,
+            port: 0,
             _owned_dir: None,
             log_path,
         };
+        server.port = bound
+            .map_err(|e| HarnessError(format!("{e}; log:\n{}", server.log_tail())))?
+            .mysql;
         server.wait_ready()?;
         Ok(server)
     }

@@ -146,7 +146,7 @@ fn for_each_mod_file(items: &[syn::Item], dir: &Path, f: &mut dyn FnMut(&Path, &
         let name = m.ident.to_string();
         match &m.content {
             Some((_, inner)) => for_each_mod_file(inner, &dir.join(&name), f),
-            None => f(&mod_file(dir, &name), &dir.join(&name)),
+            None => f(&mod_file(dir, m), &dir.join(&name)),
         }
     }
 }

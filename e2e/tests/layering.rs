@@ -240,7 +240,7 @@ impl ModuleTree {
                             child
                         }
                         None => {
-                            let file = mod_file(dir, &name);
+                            let file = mod_file(dir, m);
                             self.load_file(workspace, &file, dir.join(&name), Some(id))
                         }
                     };

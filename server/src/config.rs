@@ -41,7 +41,9 @@ pub enum ReadConsistencyArg {
 /// Ladle: a MySQL-compatible database that answers reads from incrementally
 /// maintained views.
 #[derive(Clone, Debug, Parser)]
-#[command(name = "ladle", version, about)]
+// (A flag given twice takes its last value: a cluster node's restart
+// after a bootstrap appends the addresses it bound, see `ports`.)
+#[command(name = "ladle", version, about, args_override_self = true)]
 pub struct Args {
     /// Address for MySQL clients.
     #[arg(long, env = "LADLE_LISTEN", default_value = "127.0.0.1:3307")]
@@ -52,6 +54,13 @@ pub struct Args {
     /// Address for HTTP /metrics (Prometheus) and /health.
     #[arg(long, env = "LADLE_METRICS_LISTEN", default_value = "127.0.0.1:6034")]
     pub metrics_listen: SocketAddr,
+    /// Once the listeners are bound, write their addresses to this file:
+    /// `mysql=ADDR` and `metrics=ADDR` lines, and `replication=ADDR` on a
+    /// cluster node (replaced whole; a single node writes it before
+    /// recovery, a cluster node once it has joined). How a script or a test
+    /// learns the ports of `--listen 127.0.0.1:0` (port 0: any free one).
+    #[arg(long, env = "LADLE_PORTS_FILE")]
+    pub ports_file: Option<PathBuf>,
     /// The user clients log in as.
     #[arg(long, env = "LADLE_USER", default_value = "root")]
     pub user: String,

@@ -6,6 +6,7 @@
 mod cluster;
 mod config;
 mod http;
+mod ports;
 mod run;
 mod snapshots;
 mod storage_health;

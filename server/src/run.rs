@@ -39,19 +39,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let http_listener = TcpListener::bind(args.metrics_listen)
         .await
         .with_context(|| format!("binding metrics address {}", args.metrics_listen))?;
+    let metrics_addr = http_listener
+        .local_addr()
+        .context("the metrics listener's address")?;
     let http_task = tokio::spawn(http::serve(
         http_listener,
         http_state.clone(),
         stop_rx.clone(),
     ));
 
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("binding {}", args.listen))?;
-    let port = listener
-        .local_addr()
-        .map(|a| a.port())
-        .unwrap_or(args.listen.port());
+    let (listener, mut bound) = bind_mysql(&args, metrics_addr).await?;
+    let port = bound.mysql.port();
 
     let durability = match args.durability {
         DurabilityArg::Sync => Durability::Sync,
@@ -124,7 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             storage: &storage,
             snapshots: &snapshots,
         };
-        join_cluster(config, &args, serving, &admin, &http_state).await?;
+        join_cluster(config, &args, serving, &admin, &http_state, &mut bound).await?;
     } else {
         drop_leftover_temporary_tables(&frontend).await?;
     }
@@ -136,8 +134,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     http_state.ready.store(true, Ordering::SeqCst);
     tracing::info!(
-        listen = %args.listen,
-        metrics = %args.metrics_listen,
+        listen = %bound.mysql,
+        metrics = %bound.metrics,
         "ready; connect with: mysql -h {} -P {} -u {}{}",
         args.listen.ip(),
         port,
@@ -166,6 +164,29 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(storage);
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Binds the MySQL listener (`--listen`); what is bound so far, with the
+/// metrics listener's address, which a single node publishes now (its
+/// listeners are all bound; a cluster node does once it has joined).
+async fn bind_mysql(
+    args: &Args,
+    metrics: std::net::SocketAddr,
+) -> anyhow::Result<(TcpListener, crate::ports::Bound)> {
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let bound = crate::ports::Bound {
+        mysql: listener
+            .local_addr()
+            .context("the MySQL listener's address")?,
+        metrics,
+        replication: None,
+    };
+    if args.etcd.is_none() {
+        bound.publish(args.ports_file.as_deref())?;
+    }
+    Ok((listener, bound))
 }
 
 /// The key pair for `caching_sha2_password` logins over plaintext:
@@ -372,6 +393,7 @@ async fn join_cluster(
     serving: Serving<'_>,
     admin: &crate::cluster::ClusterAdmin,
     http_state: &HttpState,
+    bound: &mut crate::ports::Bound,
 ) -> anyhow::Result<()> {
     let Serving {
         frontend,
@@ -389,6 +411,8 @@ async fn join_cluster(
     let node = ladle_cluster::Node::start(config, storage.clone(), applier, &registry)
         .await
         .context("joining the cluster")?;
+    bound.replication = Some(node.replication_listen());
+    bound.publish(args.ports_file.as_deref())?;
     let hook = Arc::new(crate::cluster::NodeSchemaLog(node.clone()));
     if frontend.engine().schema_log.set(hook).is_err() {
         anyhow::bail!("the schema-change hook was already set");

@@ -31,7 +31,7 @@ use mysql::{Conn, Opts, OptsBuilder};
 // Not every helper is used by every test binary.
 #[allow(dead_code)]
 mod common;
-use common::{free_port, http_get};
+use common::{http_get, ports};
 
 #[path = "cluster/forwarded_sessions.rs"]
 mod forwarded_sessions;
@@ -191,21 +191,14 @@ struct Node {
     started: bool,
 }
 
-/// How a node's first start went ([`Node::await_bound`]).
-enum Bound {
-    /// It holds its ports (or exited for another reason: the test sees it).
-    Yes,
-    /// It exited because one of its ports was taken.
-    PortTaken,
-}
-
 impl Node {
     fn new(id: usize, root: &std::path::Path) -> Node {
         Node {
             id,
-            port: free_port(),
-            metrics_port: free_port(),
-            replication_port: free_port(),
+            // (Known once it has started: see `start_with`.)
+            port: 0,
+            metrics_port: 0,
+            replication_port: 0,
             data: root.join(format!("node{id}")),
             log: root.join(format!("node{id}.log")),
             proc: None,
@@ -215,85 +208,45 @@ impl Node {
         }
     }
 
-    /// Starts the node in the cluster at `etcd`, or as a single node. A
-    /// port [`free_port`] found free can be taken before the node binds it
-    /// (the tests run side by side, and outgoing connections take
-    /// ephemeral ports too); the node then exits, and on its first start
-    /// it is started again on fresh ports with a fresh data directory (up
-    /// to five times; the failed attempts' logs are kept beside its log).
-    /// A restart keeps its ports.
+    /// Starts the node in the cluster at `etcd`, or as a single node. Its
+    /// first start binds ports the system picks (port 0), read back from
+    /// its ports file ([`ports`]): a port found free by the test and
+    /// handed over could be taken by another process before the node bound
+    /// it (the tests run side by side). A restart keeps its ports.
     fn start_with(&mut self, etcd: Option<&str>) {
-        if self.started {
-            self.spawn(etcd);
-            return;
-        }
+        let first = !self.started;
         self.started = true;
-        let mut first_failure = None;
-        for attempt in 1..=5 {
-            let from = std::fs::metadata(&self.log).map_or(0, |m| m.len());
-            self.spawn(etcd);
-            if let Bound::Yes = self.await_bound(from) {
-                return;
-            }
-            self.proc = None;
-            let failed = self
-                .log
-                .with_file_name(format!("node{}.port-taken-{attempt}.log", self.id));
-            let _ = std::fs::rename(&self.log, &failed);
-            first_failure.get_or_insert(failed);
-            let _ = std::fs::remove_dir_all(&self.data);
-            self.port = free_port();
-            self.metrics_port = free_port();
-            self.replication_port = free_port();
-        }
-        panic!(
-            "node {} did not start on five sets of free ports (the first failure's log: {})",
-            self.id,
-            first_failure.expect("failed").display()
-        );
-    }
-
-    /// Waits until the node just spawned has bound its ports (its log,
-    /// from byte `from`, says it started) or has exited; a port taken
-    /// before it bound it shows as "Address already in use" in its log.
-    fn await_bound(&mut self, from: u64) -> Bound {
-        let log = self.log.clone();
-        let since_spawn = || {
-            let text = std::fs::read(&log).unwrap_or_default();
-            let from = usize::try_from(from).unwrap_or(0).min(text.len());
-            String::from_utf8_lossy(&text[from..]).into_owned()
+        let ports = self.spawn(etcd, first);
+        let Some(ports) = ports else {
+            return;
         };
         let proc = &mut self.proc.as_mut().expect("just spawned").0;
-        wait_for(&format!("node {} to bind its ports", self.id), || {
-            let exited = matches!(proc.try_wait(), Ok(Some(_)));
-            let text = since_spawn();
-            if text.contains("cluster node started") || text.contains("ready; connect with") {
-                return Some(Bound::Yes);
-            }
-            if !exited {
-                return None;
-            }
-            Some(if text.contains("Address already in use") {
-                Bound::PortTaken
-            } else {
-                Bound::Yes
-            })
-        })
+        let bound = ports
+            .wait(proc, PATIENCE)
+            .unwrap_or_else(|e| panic!("node {}: {e}; log:\n{}", self.id, self.log_tail()));
+        self.port = bound.mysql;
+        self.metrics_port = bound.metrics;
+        self.replication_port = bound.replication.unwrap_or(0);
     }
 
-    /// Spawns the node on its ports.
-    fn spawn(&mut self, etcd: Option<&str>) {
+    /// Spawns the node: on its ports, or (`first`) on ports it picks,
+    /// then said in the ports file returned.
+    fn spawn(&mut self, etcd: Option<&str>, first: bool) -> Option<ports::PortsFile> {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.log)
             .expect("node log");
         let mut cmd = Command::new(BIN);
-        cmd.arg("--listen")
-            .arg(format!("127.0.0.1:{}", self.port))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{}", self.metrics_port))
-            .arg("--data-dir")
+        let ports_file = self.log.with_extension("ports");
+        let ports = first.then(|| ports::on_any_ports(&mut cmd, ports_file));
+        if !first {
+            cmd.arg("--listen")
+                .arg(format!("127.0.0.1:{}", self.port))
+                .arg("--metrics-listen")
+                .arg(format!("127.0.0.1:{}", self.metrics_port));
+        }
+        cmd.arg("--data-dir")
             .arg(&self.data)
             .env_remove("LADLE_ETCD")
             .env_remove("LADLE_SNAPSHOT_INTERVAL")
@@ -305,17 +258,21 @@ impl Node {
                 .arg(etcd)
                 .arg("--node-id")
                 .arg(self.id.to_string())
-                .arg("--replication-listen")
-                .arg(format!("127.0.0.1:{}", self.replication_port))
                 .env("LADLE_CLUSTER_SECRET", SECRET)
                 // No view snapshots: the periodic trim truncates the change
                 // log to what the members still need.
                 .arg("--snapshot-interval")
                 .arg("0");
         }
+        if let (Some(_), false) = (etcd, first) {
+            // (The first start's follows --listen: 127.0.0.1, port 0.)
+            cmd.arg("--replication-listen")
+                .arg(format!("127.0.0.1:{}", self.replication_port));
+        }
         cmd.args(&self.args);
         cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
         self.proc = Some(Proc(cmd.spawn().expect("spawn ladle")));
+        ports
     }
 
     fn start(&mut self, etcd: &str) {
@@ -1528,11 +1485,20 @@ fn test_dir() -> tempfile::TempDir {
     temp
 }
 
-/// etcd on free loopback ports under `root`, started.
-/// etcd on fresh loopback ports. A port [`free_port`] found free can be
-/// taken before etcd binds it (another test's server, or any outgoing
-/// connection's ephemeral port: the tests run side by side); etcd then
-/// exits, and is started again on other ports with a fresh data directory.
+/// A loopback port free right now (etcd's: it cannot say which port 0
+/// gave it, so it is handed ports found free; see [`start_etcd`]).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+/// etcd on fresh loopback ports under `root`, started. A port
+/// [`free_port`] found free can be taken before etcd binds it (another
+/// test's server, or any outgoing connection's ephemeral port: the tests
+/// run side by side); etcd then exits, and is started again on other
+/// ports with a fresh data directory.
 fn start_etcd(root: &std::path::Path) -> Etcd {
     for _ in 0..5 {
         let _ = std::fs::remove_dir_all(root.join("etcd"));

@@ -12,7 +12,7 @@ use mysql_async::prelude::*;
 use mysql_async::{Conn, Opts, OptsBuilder, Row, Value as MyValue};
 
 mod common;
-use common::{free_port, http_get, ladle_command};
+use common::{http_get, ladle_command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ladle");
 
@@ -38,39 +38,36 @@ impl Server {
     }
 
     fn start_full(dir: &Path, extra: &[&str], password: &str, env: &[(&str, &str)]) -> Server {
-        // Ports are picked free and released before the server binds them, so
-        // another process can take one in between; the server then exits at
-        // once and starts again on new ports.
-        for _ in 0..5 {
-            let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
-            cmd.args(extra)
-                .env("LADLE_PASSWORD", password)
-                .envs(env.iter().copied())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let mut s = Server {
-                child: cmd.spawn().expect("spawn ladle"),
-                port,
-                metrics_port,
-                password: password.to_string(),
-            };
-            if s.wait_ready() {
-                return s;
-            }
-        }
-        panic!("server exited during start-up five times");
+        let (mut cmd, ports) = ladle_command(BIN, dir);
+        cmd.args(extra)
+            .env("LADLE_PASSWORD", password)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn ladle");
+        let bound = ports
+            .wait(&mut child, Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut s = Server {
+            child,
+            port: bound.mysql,
+            metrics_port: bound.metrics,
+            password: password.to_string(),
+        };
+        s.wait_ready();
+        s
     }
 
-    /// Waits for `/health` 200; false if the server exited first.
-    fn wait_ready(&mut self) -> bool {
+    /// Waits for `/health` 200.
+    fn wait_ready(&mut self) {
         for _ in 0..600 {
             if let Some(body) = http_get(self.metrics_port, "/health") {
                 if body.starts_with("HTTP/1.1 200") {
-                    return true;
+                    return;
                 }
             }
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return false;
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the server exited during start-up ({status})");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -197,9 +194,9 @@ fn empty_password_is_refused_off_loopback() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(BIN)
         .arg("--listen")
-        .arg(format!("0.0.0.0:{}", free_port()))
+        .arg("0.0.0.0:0")
         .arg("--metrics-listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("127.0.0.1:0")
         .arg("--data-dir")
         .arg(dir.path())
         .env_remove("LADLE_PASSWORD")
@@ -496,9 +493,9 @@ fn a_second_server_on_the_same_data_directory_is_refused() {
     let _first = Server::start(dir.path(), &["--durability", "memory"]);
     let out = Command::new(BIN)
         .arg("--listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("127.0.0.1:0")
         .arg("--metrics-listen")
-        .arg(format!("127.0.0.1:{}", free_port()))
+        .arg("127.0.0.1:0")
         .arg("--data-dir")
         .arg(dir.path())
         .arg("--durability")
@@ -808,6 +805,36 @@ fn password_is_checked() {
             .into();
         assert_eq!(server_code(Conn::new(opts).await.unwrap_err()), 1045);
     });
+}
+
+/// Two servers started at the same moment, both asked for port 0 (the
+/// same "port"), both serve: each binds a port of its own and says which
+/// in its `--ports-file` (each answers `@@port` with the MySQL port it
+/// reported, and /health on the metrics port it reported). Before: there
+/// was no way to learn a port 0 server's ports (`--ports-file` was
+/// refused), so harnesses handed servers ports found free, which another
+/// process could take before the server bound them.
+#[test]
+fn servers_started_at_once_on_port_zero_both_serve() {
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let servers: Vec<Server> = std::thread::scope(|s| {
+        let starts: Vec<_> = dirs
+            .iter()
+            .map(|d| s.spawn(|| Server::start(d.path(), &["--durability", "memory"])))
+            .collect();
+        starts.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_ne!(servers[0].port, servers[1].port);
+    assert_ne!(servers[0].metrics_port, servers[1].metrics_port);
+    for srv in &servers {
+        let health = http_get(srv.metrics_port, "/health").unwrap_or_default();
+        assert!(health.starts_with("HTTP/1.1 200"), "{health}");
+        let port: Option<u16> = rt().block_on(async {
+            let mut c = srv.conn(None).await;
+            c.query_first("SELECT @@port").await.unwrap()
+        });
+        assert_eq!(port, Some(srv.port), "the port it reported");
+    }
 }
 
 #[test]
@@ -1337,8 +1364,8 @@ fn newest_wal(dir: &Path) -> std::path::PathBuf {
 /// its output. The server, if started, is left running in the returned
 /// child.
 fn start_or_refuse(dir: &Path, extra: &[&str]) -> (Option<i32>, String, Child, u16, u16) {
-    let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
-    let out_path = dir.with_extension(format!("{port}.out"));
+    let (mut cmd, ports) = ladle_command(BIN, dir);
+    let out_path = dir.with_extension("out");
     let out = std::fs::File::create(&out_path).expect("output file");
     let err = out.try_clone().expect("output file");
     let mut child = cmd
@@ -1350,6 +1377,9 @@ fn start_or_refuse(dir: &Path, extra: &[&str]) -> (Option<i32>, String, Child, u
         .spawn()
         .expect("spawn ladle");
     let read = || std::fs::read_to_string(&out_path).unwrap_or_default();
+    // (A refusal may come before the listeners are bound: no ports then.)
+    let bound = ports.wait(&mut child, Duration::from_secs(60)).ok();
+    let (port, metrics_port) = bound.map_or((0, 0), |b| (b.mysql, b.metrics));
     for _ in 0..1200 {
         if let Ok(Some(status)) = child.try_wait() {
             return (

@@ -50,48 +50,49 @@ impl Ladle {
     }
 
     fn start_with_output(dir: &Path, args: &[&str], log: Option<&Path>) -> Ladle {
-        // Ports are picked free and released before ladle binds them:
-        // another process may take one in between, so try new ones.
-        for _ in 0..5 {
-            let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
-            let (out, err) = match log {
-                Some(path) => {
-                    let f = std::fs::File::create(path).expect("log file");
-                    (
-                        Stdio::from(f.try_clone().expect("log file")),
-                        Stdio::from(f),
-                    )
-                }
-                None => (Stdio::null(), Stdio::null()),
-            };
-            cmd.args(args)
-                .env("LADLE_PASSWORD", "")
-                .env("LADLE_LOG", "info")
-                .stdout(out)
-                .stderr(err);
-            let mut child = cmd.spawn().expect("spawn ladle");
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while Instant::now() < deadline {
-                // Serving; over a damaged table file storage may already
-                // refuse writes (503 with the reason), which the test sees.
-                let serving = |b: &String| {
-                    b.starts_with("HTTP/1.1 200") || b.contains("storage refuses writes")
-                };
-                if http_get(metrics_port, "/health").is_some_and(|b| serving(&b)) {
-                    return Ladle {
-                        child,
-                        port,
-                        metrics_port,
-                    };
-                }
-                if let Ok(Some(_)) = child.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
+        let (mut cmd, ports) = ladle_command(BIN, dir);
+        let (out, err) = match log {
+            Some(path) => {
+                let f = std::fs::File::create(path).expect("log file");
+                (
+                    Stdio::from(f.try_clone().expect("log file")),
+                    Stdio::from(f),
+                )
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            None => (Stdio::null(), Stdio::null()),
+        };
+        cmd.args(args)
+            .env("LADLE_PASSWORD", "")
+            .env("LADLE_LOG", "info")
+            .stdout(out)
+            .stderr(err);
+        let mut child = cmd.spawn().expect("spawn ladle");
+        let bound = ports
+            .wait(&mut child, Duration::from_secs(120))
+            .unwrap_or_else(|e| panic!("ladle over {}: {e}", dir.display()));
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while Instant::now() < deadline {
+            // Serving; over a damaged table file storage may already
+            // refuse writes (503 with the reason), which the test sees.
+            let serving =
+                |b: &String| b.starts_with("HTTP/1.1 200") || b.contains("storage refuses writes");
+            if http_get(bound.metrics, "/health").is_some_and(|b| serving(&b)) {
+                return Ladle {
+                    child,
+                    port: bound.mysql,
+                    metrics_port: bound.metrics,
+                };
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "ladle over {} exited during start-up ({status})",
+                    dir.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
+        let _ = child.kill();
+        let _ = child.wait();
         panic!("ladle did not start over {}", dir.display());
     }
 

@@ -40,15 +40,9 @@ impl Ladle {
     /// Starts ladle and waits until `/health` says 200. Every non-200
     /// answer seen on the way must be 503 (recovering).
     fn start(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
-        // Ports are picked free and released before ladle binds them, so
-        // another process can take one in between: start again on new ports.
-        for _ in 0..5 {
-            let mut l = Ladle::spawn(dir, args, env);
-            if l.wait_ready() {
-                return l;
-            }
-        }
-        panic!("ladle lost its ports to another process five times");
+        let mut l = Ladle::spawn(dir, args, env);
+        l.wait_ready();
+        l
     }
 
     fn spawn(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Ladle {
@@ -56,7 +50,7 @@ impl Ladle {
         let n = std::fs::read_dir(logs).map(|d| d.count()).unwrap_or(0);
         let log = logs.join(format!("ladle-{n}.log"));
         let file = std::fs::File::create(&log).expect("log file");
-        let (mut cmd, port, metrics_port) = ladle_command(BIN, dir);
+        let (mut cmd, ports) = ladle_command(BIN, dir);
         cmd.args(args)
             .env_remove("LADLE_SNAPSHOT_CRASH")
             .env_remove("LADLE_SNAPSHOT_INTERVAL")
@@ -66,28 +60,30 @@ impl Ladle {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let child = cmd.spawn().expect("spawn ladle");
+        let mut child = cmd.spawn().expect("spawn ladle");
+        let bound = ports
+            .wait(&mut child, Duration::from_secs(60))
+            .unwrap_or_else(|e| {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("{e}; log:\n{text}")
+            });
         Ladle {
             child,
-            port,
-            metrics_port,
+            port: bound.mysql,
+            metrics_port: bound.metrics,
             log,
         }
     }
 
-    /// Waits for `/health` 200; false if ladle exited because a port it
-    /// was given was taken.
-    fn wait_ready(&mut self) -> bool {
+    /// Waits for `/health` 200.
+    fn wait_ready(&mut self) {
         for _ in 0..1200 {
             if let Ok(Some(_)) = self.child.try_wait() {
-                if self.log_text().contains("Address already in use") {
-                    return false;
-                }
                 panic!("ladle exited during start-up; log:\n{}", self.log_text());
             }
             if let Some(resp) = http_get(self.metrics_port, "/health") {
                 if resp.starts_with("HTTP/1.1 200") {
-                    return true;
+                    return;
                 }
                 assert!(
                     resp.starts_with("HTTP/1.1 503"),

@@ -50,13 +50,29 @@ pub fn crate_roots(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The file of `mod name;` declared by a module whose `mod` files live in
-/// `dir`: `dir/name.rs`, else `dir/name/mod.rs`.
-pub fn mod_file(dir: &Path, name: &str) -> PathBuf {
+/// `dir`: its `#[path = "..."]` (relative to `dir`; a crate root's or
+/// `mod.rs`'s, as the compiler reads it there), else `dir/name.rs`, else
+/// `dir/name/mod.rs`.
+pub fn mod_file(dir: &Path, m: &syn::ItemMod) -> PathBuf {
+    let path = m.attrs.iter().find_map(|a| match &a.meta {
+        syn::Meta::NameValue(nv) if nv.path.is_ident("path") => match &nv.value {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Some(s.value()),
+            _ => None,
+        },
+        _ => None,
+    });
+    if let Some(path) = path {
+        return dir.join(path);
+    }
+    let name = m.ident.to_string();
     let flat = dir.join(format!("{name}.rs"));
     if flat.exists() {
         flat
     } else {
-        dir.join(name).join("mod.rs")
+        dir.join(&name).join("mod.rs")
     }
 }
 

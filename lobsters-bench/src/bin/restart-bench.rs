@@ -31,9 +31,15 @@
 //! MySQL protocol and HTTP `/health` to the server, like the other
 //! benchmarks of this crate.
 
+// The harnesses' one way to start `ladle` (this crate depends on no Ladle
+// crate, so the plain-std file is compiled in here; not all of it is used).
+#[allow(dead_code)]
+#[path = "../../../e2e/src/ports.rs"]
+mod ports;
+
 use std::collections::HashMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -191,10 +197,6 @@ struct Report {
     large_state: LargeState,
 }
 
-fn free_port() -> Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 fn http_get(port: u16, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
@@ -213,19 +215,17 @@ struct Ladle {
 }
 
 impl Ladle {
+    /// Starts `bin` over `dir` on ports it picks itself ([`ports`]),
+    /// returning once it listens (before recovery).
     fn spawn(bin: &Path, dir: &Path, interval: &str) -> Result<Ladle> {
-        let port = free_port()?;
-        let metrics_port = free_port()?;
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(dir.with_extension("log"))?;
         let started = Instant::now();
-        let child = Command::new(bin)
-            .arg("--listen")
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--metrics-listen")
-            .arg(format!("127.0.0.1:{metrics_port}"))
+        let mut cmd = Command::new(bin);
+        let ports_file = ports::on_any_ports(&mut cmd, dir.with_extension("ports"));
+        let mut child = cmd
             .arg("--data-dir")
             .arg(dir)
             .arg("--snapshot-interval")
@@ -238,10 +238,13 @@ impl Ladle {
             .stderr(log)
             .spawn()
             .with_context(|| format!("starting {}", bin.display()))?;
+        let bound = ports_file
+            .wait(&mut child, Duration::from_secs(60))
+            .map_err(anyhow::Error::msg)?;
         Ok(Ladle {
             child,
-            port,
-            metrics_port,
+            port: bound.mysql,
+            metrics_port: bound.metrics,
             started,
         })
     }

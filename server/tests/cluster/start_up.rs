@@ -1,40 +1,58 @@
-//! The tests' own start-up: a node's ports are found free ([`free_port`])
-//! before it binds them, and another process (the tests run side by side)
-//! can take one meanwhile.
+//! The tests' own start-up: a node's first start binds ports the system
+//! picks (port 0) and says which in its ports file (`--ports-file`), so no
+//! port handed over by a test can be taken before the node binds it.
 
-use std::net::TcpListener;
+use std::collections::BTreeSet;
 
-use super::{fixture, wait_role, Fixture};
+use mysql::Conn;
 
-/// A node whose port was taken before its first start binds it exits
-/// ("Address already in use") and is started again on fresh ports with a
-/// fresh data directory; the failed attempt's log is kept beside its log.
-/// Before: the node exited and the test waited 60 s for its role, then
-/// failed.
+use super::{fixture, primary, wait_for, Fixture};
+
+/// Two nodes started at the same moment both serve, each on ports of its
+/// own (MySQL, metrics, replication) as its ports file says, one the
+/// primary and one its replica; a restart keeps them. Before: each start
+/// was handed ports found free and released, which the other start, or
+/// any process, could take first; the node exited ("Address already in
+/// use") and the harness started it again on other ports with a fresh
+/// data directory (up to five times).
 #[test]
-fn a_node_whose_port_was_taken_starts_on_fresh_ports() {
+fn nodes_started_at_once_serve_on_ports_they_picked() {
     let Some(Fixture {
         mut nodes,
         etcd,
         _temp,
-    }) = fixture("cluster start-up on a taken port test", 1)
+    }) = fixture("cluster start-up on ports the nodes pick test", 2)
     else {
         return;
     };
-    let node = &mut nodes[0];
-    // The port bound last, once storage is open: the retry starts over.
-    let taken = node.replication_port;
-    let _holder = TcpListener::bind(("127.0.0.1", taken)).expect("take the port");
-    node.start(&etcd.url());
-    wait_role(node, "primary");
-    assert_ne!(node.replication_port, taken, "started on a fresh port");
-    let failed = node.log.with_file_name("node1.port-taken-1.log");
-    let text = std::fs::read_to_string(&failed).expect("the failed start's log");
-    assert!(text.contains("Address already in use"), "{text}");
+    let url = etcd.url();
+    std::thread::scope(|s| {
+        for node in nodes.iter_mut() {
+            let url = &url;
+            s.spawn(move || node.start(url));
+        }
+    });
+    let mut seen = BTreeSet::new();
+    for node in &nodes {
+        for port in [node.port, node.metrics_port, node.replication_port] {
+            assert_ne!(port, 0, "node {} said its ports", node.id);
+            assert!(seen.insert(port), "port {port} bound twice");
+        }
+    }
+    let p = wait_for("a primary", || primary(&nodes));
+    wait_for("the other node to follow it", || {
+        matches!(nodes[1 - p].health(), Some((r, _)) if r == "replica").then_some(())
+    });
+    for node in &nodes {
+        Conn::new(node.opts()).expect("each node serves MySQL on its port");
+    }
     // A restart keeps its ports.
+    let node = &mut nodes[1 - p];
     let ports = (node.port, node.metrics_port, node.replication_port);
     node.kill9();
-    node.start(&etcd.url());
-    wait_role(node, "primary");
+    node.start(&url);
+    wait_for("the restarted node to follow", || {
+        matches!(node.health(), Some((r, _)) if r == "replica").then_some(())
+    });
     assert_eq!((node.port, node.metrics_port, node.replication_port), ports);
 }

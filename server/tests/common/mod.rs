@@ -1,31 +1,23 @@
 //! Helpers shared by the end-to-end test binaries that spawn `ladle`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// A loopback port free right now (the server binds it shortly after).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
+// The harnesses' one way to start `ladle` on ports it picks itself (the
+// e2e crate's; compiled in here, as the server does not depend on it).
+#[path = "../../../e2e/src/ports.rs"]
+pub mod ports;
 
-/// A `bin` command serving `dir` on fresh loopback ports, with the MySQL
-/// and metrics ports.
-pub fn ladle_command(bin: &str, dir: &Path) -> (Command, u16, u16) {
-    let (port, metrics_port) = (free_port(), free_port());
+/// A `bin` command serving `dir` on loopback ports it picks itself, and
+/// where it says which ([`ports::PortsFile::wait`] once spawned).
+pub fn ladle_command(bin: &str, dir: &Path) -> (Command, ports::PortsFile) {
     let mut cmd = Command::new(bin);
-    cmd.arg("--listen")
-        .arg(format!("127.0.0.1:{port}"))
-        .arg("--metrics-listen")
-        .arg(format!("127.0.0.1:{metrics_port}"))
-        .arg("--data-dir")
-        .arg(dir);
-    (cmd, port, metrics_port)
+    let ports = ports::on_any_ports(&mut cmd, dir.join("ladle.ports"));
+    cmd.arg("--data-dir").arg(dir);
+    (cmd, ports)
 }
 
 /// One HTTP/1.1 GET against the metrics listener; the raw response.
