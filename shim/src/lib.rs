@@ -262,14 +262,17 @@ impl Frontend {
         let metrics = self.engine.metrics.clone();
         // Refused before the greeting when already full (cheap); else the
         // place is taken once the client has authenticated.
+        // Every attempt counts in Connections, and a refused one in
+        // Aborted_connects, as MariaDB counts them.
+        metrics.connections_total.inc();
         if self.engine.admission.full() {
             self.engine.admission.refused();
+            metrics.connections_aborted.inc();
             let p = net::error_packet(0, 1040, "08004", "Too many connections");
             let _ = stream.write_all(&p).await;
             let _ = stream.shutdown().await;
             return;
         }
-        metrics.connections_total.inc();
         let _ = stream.set_nodelay(true);
         // A loopback client is `localhost`, as MySQL names it.
         let host = match stream.peer_addr() {

@@ -21,8 +21,13 @@ pub struct Metrics {
     pub connections: IntGauge,
     /// The most `connections` ever open at once (`Max_used_connections`).
     pub connections_max_used: IntGauge,
+    /// Connection attempts, successful or not (`Connections`).
     pub connections_total: IntCounter,
     pub connections_refused: IntCounter,
+    /// Attempts that failed before the connection was established (a
+    /// wrong password, an unknown database, a malformed handshake, a
+    /// client gone or too slow, 1040; `Aborted_connects`).
+    pub connections_aborted: IntCounter,
     /// Successful logins by how the password was proven (see
     /// [`LOGIN_METHODS`]).
     pub logins: IntCounterVec,
@@ -50,36 +55,54 @@ pub struct Metrics {
 /// authentication with the password over TLS or RSA-encrypted.
 pub const LOGIN_METHODS: [&str; 4] = ["native", "sha2_fast", "sha2_full_tls", "sha2_full_rsa"];
 
+/// The connection metrics (see [`Metrics`]' fields of the same names).
+struct ConnectionMetrics {
+    open: IntGauge,
+    max_used: IntGauge,
+    total: IntCounter,
+    refused: IntCounter,
+    aborted: IntCounter,
+}
+
 /// The connection metrics, registered: `ladle_connections` (open now),
-/// `_max_used` (the most at once), `_total` (accepted) and
-/// `_refused_total` (1040).
-fn connection_metrics(registry: &Registry) -> (IntGauge, IntGauge, IntCounter, IntCounter) {
-    let connections = IntGauge::new(
-        "ladle_connections",
-        "Open connections: clients, and sessions replicas forward to this primary",
-    )
-    .expect("static metric definition");
-    let max_used = IntGauge::new(
-        "ladle_connections_max_used",
-        "The most connections open at once since start (Max_used_connections)",
-    )
-    .expect("static metric definition");
-    let total = IntCounter::new("ladle_connections_total", "Client connections accepted")
-        .expect("static metric definition");
-    let refused = IntCounter::new(
-        "ladle_connections_refused_total",
-        "Connections refused (1040)",
-    )
-    .expect("static metric definition");
+/// `_max_used` (the most at once), `_total` (attempts), `_refused_total`
+/// (1040) and `_aborted_total` (failed before they were established).
+fn connection_metrics(registry: &Registry) -> ConnectionMetrics {
+    let gauge = |name: &str, help: &str| IntGauge::new(name, help).expect("static metric");
+    let counter = |name: &str, help: &str| IntCounter::new(name, help).expect("static metric");
+    let m = ConnectionMetrics {
+        open: gauge(
+            "ladle_connections",
+            "Open connections: clients, and sessions replicas forward to this primary",
+        ),
+        max_used: gauge(
+            "ladle_connections_max_used",
+            "The most connections open at once since start (Max_used_connections)",
+        ),
+        total: counter(
+            "ladle_connections_total",
+            "Connection attempts, successful or not (Connections)",
+        ),
+        refused: counter(
+            "ladle_connections_refused_total",
+            "Connections refused (1040)",
+        ),
+        aborted: counter(
+            "ladle_connections_aborted_total",
+            "Connection attempts that failed before the connection was established \
+             (Aborted_connects)",
+        ),
+    };
     for c in [
-        Box::new(connections.clone()) as Box<dyn Collector>,
-        Box::new(max_used.clone()),
-        Box::new(total.clone()),
-        Box::new(refused.clone()),
+        Box::new(m.open.clone()) as Box<dyn Collector>,
+        Box::new(m.max_used.clone()),
+        Box::new(m.total.clone()),
+        Box::new(m.refused.clone()),
+        Box::new(m.aborted.clone()),
     ] {
         registry.register(c).expect("metric names are unique");
     }
-    (connections, max_used, total, refused)
+    m
 }
 
 /// `ladle_logins_total`, every method listed from the start (at 0).
@@ -127,8 +150,7 @@ impl Metrics {
             &["code"],
         )
         .expect("static metric definition");
-        let (connections, connections_max_used, connections_total, connections_refused) =
-            connection_metrics(&registry);
+        let connection = connection_metrics(&registry);
         let logins = login_counter();
         let commit_seconds = Histogram::with_opts(
             HistogramOpts::new(
@@ -222,10 +244,11 @@ impl Metrics {
             queries,
             query_seconds,
             errors,
-            connections,
-            connections_max_used,
-            connections_total,
-            connections_refused,
+            connections: connection.open,
+            connections_max_used: connection.max_used,
+            connections_total: connection.total,
+            connections_refused: connection.refused,
+            connections_aborted: connection.aborted,
             logins,
             commit_seconds,
             read_seconds,

@@ -327,6 +327,10 @@ fn show_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Result<Ou
     // status variable; empty without a key pair).
     let public_key = e.rsa_keys.as_ref().map_or("", |k| k.public_pem());
     let rows = vec![
+        vec![
+            t("Aborted_connects"),
+            t(m.connections_aborted.get().to_string()),
+        ],
         vec![t("Caching_sha2_password_rsa_public_key"), t(public_key)],
         vec![t("Connections"), t(m.connections_total.get().to_string())],
         vec![

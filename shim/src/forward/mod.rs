@@ -527,10 +527,15 @@ impl Engine {
     /// a replica forwards statements to (as a client's connection here
     /// takes one: it holds locks, a transaction and memory here), counted
     /// in `Connections`; `None` when every place is taken (its statements
-    /// are then answered by [`Engine::refuse_forwarded`]).
+    /// are then answered by [`Engine::refuse_forwarded`]; counted in
+    /// `Aborted_connects`, as a client's refusal).
     pub fn admit_forwarded(&self) -> Option<crate::AdmissionSlot> {
         self.metrics.connections_total.inc();
-        self.admission.admit()
+        let place = self.admission.admit();
+        if place.is_none() {
+            self.metrics.connections_aborted.inc();
+        }
+        place
     }
 
     /// The primary's side: runs one forwarded request in `s` (this

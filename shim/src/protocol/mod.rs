@@ -69,12 +69,15 @@ type Writer = PacketWriter<WriteStream>;
 pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
     let id = conn.connection_id();
     let shaken = tokio::time::timeout(settings.connect_timeout, handshake(stream, &conn, settings));
+    // A failed attempt, 1040 included, counts as MariaDB counts it.
+    let aborted = || conn.engine().metrics.connections_aborted.inc();
     let Ok(shaken) = shaken.await else {
         // MySQL closes the connection without a reply, as here.
         tracing::debug!(
             connection = id,
             "handshake not finished within connect_timeout"
         );
+        aborted();
         return;
     };
     match shaken {
@@ -102,8 +105,14 @@ pub async fn serve(stream: TcpStream, conn: Connection, settings: &Settings) {
                 Err(e) => tracing::debug!(connection = id, error = %e, "connection closed"),
             }
         }
-        Ok(None) => tracing::debug!(connection = id, "handshake refused"),
-        Err(e) => tracing::debug!(connection = id, error = %e, "handshake failed"),
+        Ok(None) => {
+            aborted();
+            tracing::debug!(connection = id, "handshake refused");
+        }
+        Err(e) => {
+            aborted();
+            tracing::debug!(connection = id, error = %e, "handshake failed");
+        }
     }
 }
 
