@@ -597,15 +597,26 @@ fn check_changes(
 /// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
 /// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
 pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    strip_modifiers(t, &["LOW_PRIORITY", "IGNORE"])
+}
+
+/// `DELETE [LOW_PRIORITY] [QUICK] [IGNORE] ...` without its modifiers, and
+/// whether IGNORE was among them (QUICK is an index-merging hint of MyISAM).
+pub fn strip_delete_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    strip_modifiers(t, &["LOW_PRIORITY", "QUICK", "IGNORE"])
+}
+
+/// A statement without the `modifiers` after its first word, and whether
+/// IGNORE was among them.
+fn strip_modifiers<'t>(
+    t: &'t [Token],
+    modifiers: &[&str],
+) -> (std::borrow::Cow<'t, [Token]>, bool) {
     use crate::tokens::word;
     let mut end = 1;
     let mut ignore = false;
-    while let Some(w) = word(t, end) {
-        match w.as_str() {
-            "LOW_PRIORITY" => {}
-            "IGNORE" => ignore = true,
-            _ => break,
-        }
+    while let Some(w) = word(t, end).filter(|w| modifiers.contains(&w.as_str())) {
+        ignore |= w == "IGNORE";
         end += 1;
     }
     if end == 1 {
