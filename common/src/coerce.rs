@@ -5,6 +5,7 @@ use std::str::FromStr;
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 
+use crate::bit::BitMisfit;
 use crate::{ColumnSchema, SqlType, Value};
 
 /// Why a value does not fit a column. The front end maps these to MySQL
@@ -96,6 +97,10 @@ pub fn coerce(v: &Value, column: &ColumnSchema) -> Result<Value, CoerceError> {
         },
         SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => coerce_datetime(v, *fsp, &misfit),
         SqlType::Time { fsp } => coerce_time(v, *fsp, &misfit),
+        SqlType::Bit(width) => crate::bit::bit_value(v, *width).map_err(|why| match why {
+            BitMisfit::TooLong => misfit.too_long(),
+            BitMisfit::Negative => misfit.out_of_range(),
+        }),
     }
 }
 
@@ -156,6 +161,22 @@ fn coerce_int(v: &Value, bytes: u8, unsigned: bool, misfit: &Misfit) -> Result<V
             return Err(misfit.out_of_range());
         }
         Ok(Value::Int(i as i64))
+    }
+}
+
+/// The end of an integer column's range (`bytes` bytes) nearest to `v`,
+/// a number beyond it.
+fn int_range_end(v: &Value, bytes: u8, unsigned: bool) -> Value {
+    let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
+    let bits = u32::from(bytes) * 8;
+    match (unsigned, negative) {
+        (true, true) => Value::Int(0),
+        (true, false) => match i64::try_from((1u128 << bits) - 1) {
+            Ok(i) => Value::Int(i),
+            Err(_) => Value::UInt(u64::MAX),
+        },
+        (false, true) => Value::Int((-(1i128 << (bits - 1))) as i64),
+        (false, false) => Value::Int(((1i128 << (bits - 1)) - 1) as i64),
     }
 }
 
@@ -381,20 +402,10 @@ pub fn coerce_adjusting(
             SqlType::Int {
                 bytes, unsigned, ..
             },
-        ) => {
-            let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
-            let bits = u32::from(*bytes) * 8;
-            let end = match (unsigned, negative) {
-                (true, true) => Value::Int(0),
-                (true, false) => match i64::try_from((1u128 << bits) - 1) {
-                    Ok(i) => Value::Int(i),
-                    Err(_) => Value::UInt(u64::MAX),
-                },
-                (false, true) => Value::Int((-(1i128 << (bits - 1))) as i64),
-                (false, false) => Value::Int(((1i128 << (bits - 1)) - 1) as i64),
-            };
-            Ok((end, Some(Adjustment::Clamped)))
-        }
+        ) => Ok((
+            int_range_end(v, *bytes, *unsigned),
+            Some(Adjustment::Clamped),
+        )),
         (CoerceError::OutOfRange { .. }, SqlType::Decimal { precision, scale }) => {
             let negative = to_decimal(v).is_some_and(|d| d.is_sign_negative());
             // The largest value: precision nines with `scale` decimals.
@@ -418,6 +429,16 @@ pub fn coerce_adjusting(
             };
             let end = if negative { f32::MIN } else { f32::MAX };
             Ok((Value::Double(f64::from(end)), Some(Adjustment::Clamped)))
+        }
+        // Every bit set (0 for a negative DECIMAL), "Out of range", as
+        // MariaDB's non-strict mode stores it.
+        (CoerceError::TooLong { .. } | CoerceError::OutOfRange { .. }, SqlType::Bit(width)) => {
+            let why = match err {
+                CoerceError::OutOfRange { .. } => BitMisfit::Negative,
+                _ => BitMisfit::TooLong,
+            };
+            let clamped = crate::bit::bit_clamped(*width, why);
+            Ok((clamped, Some(Adjustment::Clamped)))
         }
         (CoerceError::TooLong { .. }, SqlType::Char(n) | SqlType::VarChar(n)) => {
             let cut: String = to_text(v).chars().take(*n as usize).collect();

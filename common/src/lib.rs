@@ -7,11 +7,13 @@
 //! how values compare (including string collations, see [`Value::cmp_collated`])
 //! and how a value is coerced into a column's type ([`coerce`]).
 
+mod bit;
 mod coerce;
 mod general_ci_weights;
 mod schema;
 mod value;
 
+pub use bit::{bit_bytes, bit_literal, MAX_BIT_WIDTH};
 pub use coerce::{
     coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_datetime_prefix_len,
     parse_time, truncate_datetime, truncate_micros, truncation_note, Adjustment, CoerceError,

@@ -607,11 +607,14 @@ pub enum SqlType {
     /// ENUM('a', 'b', ...): stored as its label text.
     Enum(Vec<String>),
     Json,
+    /// BIT(n), 1 <= n <= 64: held as the unsigned number of its bits (see
+    /// `bit.rs`). Last, so that catalogs written before it read as before.
+    Bit(u8),
 }
 
 impl SqlType {
     pub fn is_integer(&self) -> bool {
-        matches!(self, SqlType::Int { .. } | SqlType::Year)
+        matches!(self, SqlType::Int { .. } | SqlType::Year | SqlType::Bit(_))
     }
 
     pub fn is_text(&self) -> bool {
@@ -718,6 +721,7 @@ impl SqlType {
                 format!("enum({})", quoted.join(","))
             }
             SqlType::Json => "longtext".into(),
+            SqlType::Bit(n) => format!("bit({n})"),
         }
     }
 }

@@ -10,7 +10,7 @@ use ladle_common::{coerce, ColumnDefault, ColumnSchema, SqlType, Value};
 use ladle_storage::StorageError;
 use sqlparser::ast::{self, Expr, Ident};
 
-use crate::error::{Result, ShimError};
+use crate::error::{Result, ShimError, WireError};
 use crate::exec::Engine;
 use crate::session::Session;
 
@@ -43,7 +43,10 @@ pub(crate) fn default_of(
         return Ok(ColumnDefault::None);
     }
     let v = coerce(&v, col).map_err(|_| {
-        ShimError::WrongArguments(format!("Invalid default value for '{}'", col.name))
+        ShimError::Wire(WireError {
+            code: crate::error::ER_INVALID_DEFAULT,
+            message: format!("Invalid default value for '{}'", col.name),
+        })
     })?;
     Ok(ColumnDefault::Value(v))
 }

@@ -72,10 +72,19 @@ pub fn map_type(column: &str, dt: &DataType) -> Result<SqlType> {
         "mediumint" | "int3" | "middleint" => int(3)?,
         "int" | "integer" | "int4" => int(4)?,
         "bigint" | "int8" | "serial" => int(8)?,
-        "bit" => SqlType::Int {
-            bytes: 8,
-            unsigned: true,
-            display_width: None,
+        // BIT(0) is BIT(1), as in MariaDB.
+        "bit" => match arg(0, 1) {
+            0 => SqlType::Bit(1),
+            n @ 1..=64 => SqlType::Bit(n as u8),
+            _ => {
+                return Err(wire((
+                    error::ER_TOO_BIG_DISPLAYWIDTH,
+                    format!(
+                        "Display width out of range for '{column}' (max = {})",
+                        ladle_common::MAX_BIT_WIDTH
+                    ),
+                )))
+            }
         },
         "float" if arg(0, 0) > 24 => SqlType::Double,
         "float" | "float4" => SqlType::Float,

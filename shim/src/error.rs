@@ -279,6 +279,7 @@ pub const ER_WRONG_FK_DEF: MysqlCode = code(1239, "42000");
 pub const ER_CANT_CREATE_TABLE: MysqlCode = code(1005, "HY000");
 pub const ER_TOO_BIG_PRECISION: MysqlCode = code(1426, "42000");
 pub const ER_TOO_BIG_DISPLAYWIDTH: MysqlCode = code(1439, "42000");
+pub const ER_INVALID_DEFAULT: MysqlCode = code(1067, "42000");
 // Accounts, privileges and connections.
 pub const ER_DBACCESS_DENIED: MysqlCode = code(1044, "42000");
 pub const ER_NO_SUCH_THREAD: MysqlCode = code(1094, "HY000");
@@ -453,6 +454,7 @@ fn misfit_wording(m: &ladle_storage::ValueMisfit) -> (MysqlCode, String) {
         m.column.ty,
         SqlType::Int { .. }
             | SqlType::Year
+            | SqlType::Bit(_)
             | SqlType::Decimal { .. }
             | SqlType::Float
             | SqlType::Double

@@ -99,6 +99,7 @@ mod set_list;
 mod set_variable;
 mod sha2_crypt;
 mod show_accounts;
+mod sql_mode;
 mod sql_prepare;
 pub mod sqltext;
 mod statement_threads;

@@ -171,6 +171,11 @@ impl Engine {
         if var == "connect_timeout" {
             return Err(ShimError::ReadOnlyVariable(var));
         }
+        let v = if var == "sql_mode" {
+            crate::sql_mode::canonical_sql_mode(&v)?
+        } else {
+            v
+        };
         if global {
             // `@@global.x` and the sessions that start from now on; this
             // one keeps its value (MySQL's).

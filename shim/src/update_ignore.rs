@@ -17,7 +17,8 @@
 //!
 //! A row written through a view WITH CHECK OPTION that the view would no
 //! longer show keeps its old values too, with warning 1369 (MySQL's rule,
-//! and MariaDB's).
+//! and MariaDB's); so does one whose new version fails a FOREIGN KEY,
+//! without a warning (`dml::update`, which can ask the keys).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

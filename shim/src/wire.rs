@@ -227,6 +227,11 @@ pub fn column_def(name: &str, table: &str, ty: &SqlType) -> ColumnDef {
             decimals = *fsp;
             (TIME, 10 + fraction_len(*fsp))
         }
+        // Sent as its bytes (see `text_cell`), as MariaDB sends a BIT column.
+        SqlType::Bit(n) => {
+            f |= flags::UNSIGNED;
+            (BIT, u64::from(*n))
+        }
     };
     ColumnDef {
         table: table.to_string(),
@@ -310,7 +315,17 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
     let mut out: Vec<ColumnDef> = cols
         .iter()
         .map(|c| {
-            let mut d = column_def(&c.name, &c.table, &c.ty);
+            // Only a table's BIT column goes out as bytes; a value computed
+            // from one (MAX(b), COALESCE(b, 0)) is a number, as in MariaDB.
+            let ty = match (&c.ty, &c.origin) {
+                (SqlType::Bit(_), None) => SqlType::Int {
+                    bytes: 8,
+                    unsigned: true,
+                    display_width: None,
+                },
+                (ty, _) => ty.clone(),
+            };
+            let mut d = column_def(&c.name, &c.table, &ty);
             if let (SqlType::Double, Some(n)) = (&c.ty, c.decimals) {
                 d.decimals = n.min(NOT_FIXED_DEC - 1);
             }
@@ -436,6 +451,10 @@ fn text_cell(out: &mut Vec<u8>, c: &ColumnDef, v: &Value) {
     let mut digits = [0u8; 20];
     match v {
         Value::Null => out.push(0xFB),
+        Value::Int(_) | Value::UInt(_) if c.coltype == types::BIT => {
+            let bytes = ladle_common::bit_bytes(v, c.length as u8).unwrap_or_default();
+            put_lenenc_bytes(out, &bytes)
+        }
         // A DOUBLE of fixed decimals whose value came out as another
         // number (GREATEST(ROUND(x, 1), 2) picked the 2): shown as that
         // DOUBLE, 2.0, as MariaDB converts it.

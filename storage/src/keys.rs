@@ -45,7 +45,7 @@ pub(crate) fn encode_value(out: &mut Vec<u8>, v: &Value, column: &ColumnSchema) 
     }
     out.push(VALUE_TAG);
     match (&column.ty, v) {
-        (SqlType::Int { unsigned: true, .. }, _) => {
+        (SqlType::Int { unsigned: true, .. } | SqlType::Bit(_), _) => {
             let u = match v {
                 Value::UInt(u) => *u,
                 Value::Int(i) => *i as u64,
@@ -182,7 +182,7 @@ pub(crate) fn decode_value(input: &mut &[u8], column: &ColumnSchema) -> Option<V
         return None;
     }
     let v = match &column.ty {
-        SqlType::Int { unsigned: true, .. } => {
+        SqlType::Int { unsigned: true, .. } | SqlType::Bit(_) => {
             let u = u64::from_be_bytes(take::<8>(input)?);
             match i64::try_from(u) {
                 Ok(i) => Value::Int(i),

@@ -202,7 +202,7 @@ pub fn pad_value(column: &ladle_common::ColumnSchema) -> Value {
 
 fn implicit_default(ty: &SqlType) -> Value {
     match ty {
-        SqlType::Int { .. } | SqlType::Year => Value::Int(0),
+        SqlType::Int { .. } | SqlType::Year | SqlType::Bit(_) => Value::Int(0),
         SqlType::Float | SqlType::Double => Value::Double(0.0),
         SqlType::Decimal { scale, .. } => {
             Value::Decimal(rust_decimal::Decimal::new(0, u32::from(*scale)))

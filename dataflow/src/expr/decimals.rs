@@ -66,7 +66,7 @@ impl Expr {
 /// The decimals of a value of type `t`.
 fn type_decimals(t: &SqlType) -> u8 {
     match t {
-        SqlType::Int { .. } | SqlType::Year | SqlType::Date => 0,
+        SqlType::Int { .. } | SqlType::Year | SqlType::Bit(_) | SqlType::Date => 0,
         SqlType::Decimal { scale, .. } => *scale,
         SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } | SqlType::Time { fsp } => *fsp,
         _ => NOT_FIXED,

@@ -42,6 +42,11 @@ pub fn type_chars(t: &SqlType) -> u32 {
             *display_width,
         )),
         SqlType::Year => 4,
+        // The digits of its largest value (b + 0 prints them).
+        SqlType::Bit(n) => match n {
+            64.. => 20,
+            n => (1u64 << n).saturating_sub(1).to_string().len() as u32,
+        },
         SqlType::Float => 12,
         SqlType::Double => 22,
         SqlType::Decimal { precision, scale } => u32::from(*precision) + 1 + u32::from(*scale > 0),

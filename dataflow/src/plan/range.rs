@@ -43,6 +43,7 @@ impl Class {
         match ty {
             SqlType::Int { .. }
             | SqlType::Year
+            | SqlType::Bit(_)
             | SqlType::Decimal { .. }
             | SqlType::Float
             | SqlType::Double => Some(Class::Number),

@@ -178,6 +178,7 @@ pub(crate) fn numeric_key(t: &SqlType) -> bool {
         t,
         SqlType::Int { .. }
             | SqlType::Year
+            | SqlType::Bit(_)
             | SqlType::Decimal { .. }
             | SqlType::Float
             | SqlType::Double

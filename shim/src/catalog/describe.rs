@@ -70,9 +70,18 @@ pub(super) fn column_key(schema: &TableSchema, c: usize) -> &'static str {
 pub(super) fn default_text(c: &ladle_common::ColumnSchema) -> Value {
     match &c.default {
         ColumnDefault::None | ColumnDefault::Generated { .. } => Value::Null,
-        ColumnDefault::Value(v) => t(v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string())),
+        ColumnDefault::Value(v) => t(bit_default(c, v)
+            .or_else(|| v.temporal_text(c.ty.fsp()))
+            .unwrap_or_else(|| v.to_string())),
         ColumnDefault::CurrentTimestamp => t(current_timestamp_text(c)),
     }
+}
+
+/// A BIT column's default `v` as MariaDB shows it: `b'101'`.
+fn bit_default(c: &ladle_common::ColumnSchema, v: &Value) -> Option<String> {
+    matches!(c.ty, SqlType::Bit(_))
+        .then(|| ladle_common::bit_literal(v))
+        .flatten()
 }
 
 /// `current_timestamp(n)` as MariaDB shows a DEFAULT or ON UPDATE of a
@@ -281,7 +290,9 @@ pub fn create_table_sql(
                     v,
                     Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_)
                 );
-                if numeric {
+                if let Some(bits) = bit_default(c, v) {
+                    l.push_str(&format!(" DEFAULT {bits}"));
+                } else if numeric {
                     l.push_str(&format!(" DEFAULT {v}"));
                 } else {
                     let text = v.temporal_text(c.ty.fsp()).unwrap_or_else(|| v.to_string());

@@ -120,6 +120,14 @@ pub(super) fn type_parts(ty: &SqlType) -> (String, Value, Value, Value, Value) {
             Value::Int(i64::from(*precision)),
             Value::Int(i64::from(*scale)),
         ),
+        // MariaDB's: the width, no scale.
+        SqlType::Bit(width) => (
+            data_type,
+            Value::Null,
+            Value::Null,
+            Value::Int(i64::from(*width)),
+            Value::Null,
+        ),
         SqlType::Float => (
             data_type,
             Value::Null,

@@ -1,5 +1,6 @@
 //! The UPDATE and DELETE forms the SQL parser does not read, routed here
-//! by their first words (`DELETE ... RETURNING` after ORDER BY/LIMIT,
+//! by their first words (`DELETE [LOW_PRIORITY] [QUICK] [IGNORE]`,
+//! `DELETE ... RETURNING` after ORDER BY/LIMIT,
 //! `UPDATE [LOW_PRIORITY] [IGNORE] ... ORDER BY/LIMIT`, multi-table
 //! UPDATE), and a parsed UPDATE sent to the one-table or multi-table path.
 
@@ -14,17 +15,33 @@ use crate::session::Session;
 use crate::sqltext::{parse, parse_select_items};
 
 impl Engine {
-    /// `DELETE ... [ORDER BY ...] [LIMIT n] RETURNING ...`: the SQL parser
-    /// wants RETURNING before ORDER BY, and reads it as the table's alias
-    /// when there is no WHERE (`None`: no RETURNING, left to the parser).
+    /// `DELETE [LOW_PRIORITY] [QUICK] [IGNORE] ...` and `DELETE ... [ORDER
+    /// BY ...] [LIMIT n] RETURNING ...`: the SQL parser reads a modifier as
+    /// a table's name, wants RETURNING before ORDER BY, and reads it as the
+    /// table's alias when there is no WHERE (`None`: neither, left to the
+    /// parser).
     pub(crate) fn delete_returning(
         &self,
         s: &mut Session,
         t: &[Token],
     ) -> std::result::Result<Option<Output>, WireError> {
-        let Some((base, items)) = super::split_returning(t) else {
-            return Ok(None);
+        // `DELETE [LOW_PRIORITY] [QUICK] [IGNORE] FROM t`: sqlparser would
+        // read the modifiers as a table's name.
+        let (t, ignore) = super::strip_delete_modifiers(t);
+        let Some((base, items)) = super::split_returning(&t) else {
+            if !matches!(t, std::borrow::Cow::Owned(_)) {
+                return Ok(None);
+            }
+            let stmt = parse(&crate::tokens::render_tokens(&t))?.into_iter().next();
+            let Some(Statement::Delete(d)) = stmt else {
+                return Err(ShimError::Parse("near DELETE".into()).into());
+            };
+            return Ok(Some(super::delete_ignore(self, s, d, ignore)?));
         };
+        if ignore {
+            let refused = "RETURNING with IGNORE".to_string();
+            return Err(ShimError::Unsupported(refused).into());
+        }
         let stmt = parse(&base)?.into_iter().next();
         let Some(Statement::Delete(mut d)) = stmt else {
             return Err(ShimError::Parse("near RETURNING".into()).into());

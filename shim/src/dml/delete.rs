@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::Row;
+use ladle_common::{Row, TableSchema, Value};
 use ladle_dataflow::compile_row_expr;
 use ladle_storage::{RowFilter, ScanSpec, WriteOp};
 use sqlparser::ast::{self, Expr, TableFactor};
@@ -22,11 +22,17 @@ use crate::tokens::render_tokens;
 /// DELETE. A call of a function that does not exist is named in the
 /// session's database (1305, see [`crate::error::ShimError::in_database`]).
 pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
-    let db = s.database.clone();
-    delete_rows(e, s, d).map_err(|err| err.in_database(db.as_deref()))
+    delete_ignore(e, s, d, false)
 }
 
-fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output> {
+/// DELETE, with IGNORE if `ignore`: a row a child row still references
+/// is kept, with warning 1451, and the others are deleted (MariaDB's).
+pub fn delete_ignore(e: &Engine, s: &mut Session, d: ast::Delete, ignore: bool) -> Result<Output> {
+    let db = s.database.clone();
+    delete_rows(e, s, d, ignore).map_err(|err| err.in_database(db.as_deref()))
+}
+
+fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) -> Result<Output> {
     if let Some(mut singles) = multi_table_delete(e, s, &d)? {
         match singles.pop() {
             Some(single) if singles.is_empty() => d = single,
@@ -121,6 +127,15 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
             }
         }
     }
+    let filter: RowFilter = if ignore && keyed {
+        let referenced = referenced_rows(e, s, &schema, &mut gone)?;
+        deleted -= referenced.len() as u64;
+        let ident_cols = identity_columns(&schema);
+        let kept: std::collections::HashSet<Vec<Value>> = referenced.into_iter().collect();
+        Arc::new(move |row: &Row| Ok(!kept.contains(&identity(row, &ident_cols)) && filter(row)?))
+    } else {
+        filter
+    };
     // Outside a transaction the write deletes only the rows listed (as
     // they were read): a row another connection changes in between is
     // kept, though listed, as Ladle takes no row lock to prevent that.
@@ -150,6 +165,33 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete) -> Result<Output
     }
 }
 
+/// DELETE IGNORE's rule: takes out of `gone` (rows to delete, as (row,
+/// None)) each row a child row still references, with warning 1451, and
+/// returns their identities. Each row is checked alone, against the
+/// tables as the statement found them.
+fn referenced_rows(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    gone: &mut Vec<(Row, Option<Row>)>,
+) -> Result<Vec<Vec<Value>>> {
+    let ident_cols = identity_columns(schema);
+    let mut referenced = Vec::new();
+    let mut kept = Vec::new();
+    for change in gone.drain(..) {
+        match crate::foreign_keys::parent_effects(e, s, schema, std::slice::from_ref(&change)) {
+            Err(err) if err.mysql_code().errno == crate::error::ER_ROW_IS_REFERENCED.errno => {
+                s.add_warning("Warning", err.mysql_code().errno, err.to_string());
+                referenced.push(identity(&change.0, &ident_cols));
+            }
+            Err(err) => return Err(err),
+            Ok(_) => kept.push(change),
+        }
+    }
+    *gone = kept;
+    Ok(referenced)
+}
+
 /// `DELETE a, b FROM t a, t b WHERE ...` (several targets; WordPress
 /// deletes expired transients with their timeouts so): every target's
 /// rows are chosen (its subquery run) before any row is deleted, then the
@@ -164,7 +206,7 @@ fn delete_several(e: &Engine, s: &mut Session, mut singles: Vec<ast::Delete>) ->
     super::multi_update::in_one_transaction(e, s, |e, s| {
         let mut total = 0;
         for d in singles {
-            if let Output::Done { affected_rows, .. } = delete_rows(e, s, d)? {
+            if let Output::Done { affected_rows, .. } = delete_rows(e, s, d, false)? {
                 total += affected_rows;
             }
         }

@@ -25,12 +25,14 @@ mod update;
 mod view_check;
 pub(crate) mod write;
 
-pub use delete::{delete, split_returning, truncate};
+pub use delete::{delete, delete_ignore, split_returning, truncate};
 pub use insert::{insert, rewrite_insert_set};
 pub use multi_update::{is_multi_table_update, multi_update, parse_multi_update, MultiUpdate};
 pub(crate) use overlay::candidate_rows;
 pub(crate) use through_view::is_updatable;
-pub use update::{split_update_order_limit, strip_update_modifiers, UpdateClauses};
+pub use update::{
+    split_update_order_limit, strip_delete_modifiers, strip_update_modifiers, UpdateClauses,
+};
 
 /// UPDATE of one table, or of one view: a view over a join as the
 /// multi-table UPDATE it stands for ([`join_view`]), any other through

@@ -446,13 +446,68 @@ fn lenient_updater(
         Ok(e.storage.lookup(schema.id, index, key)?)
     };
     if !ignore {
-        Ok(updater)
-    } else if transaction_wrote(s, schema.id) {
+        return Ok(updater);
+    }
+    let updater = if crate::foreign_keys::involved(e, schema)? {
+        skip_foreign_key_failures(e, s, schema, &visited, updater)?
+    } else {
+        updater
+    };
+    if transaction_wrote(s, schema.id) {
         let table = candidate_rows(e, s, schema, &ScanSpec::Full)?;
         skip_duplicates(schema, KeyHolders::Rows(&table), visited, updater)
     } else {
         skip_duplicates(schema, KeyHolders::Lookup(&lookup), visited, updater)
     }
+}
+
+/// UPDATE IGNORE's rule for FOREIGN KEYs: `update` leaving as it was
+/// (matched, not changed, no warning: MariaDB's) each row of `visited`
+/// whose new version has no parent row (1452) or whose old key a child
+/// row still references (1451). Each row is checked alone, against the
+/// table as the statement found it.
+fn skip_foreign_key_failures(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    visited: &[Row],
+    update: RowUpdater,
+) -> Result<RowUpdater> {
+    use crate::error::{ER_NO_REFERENCED_ROW, ER_ROW_IS_REFERENCED};
+    let ident_cols = identity_columns(schema);
+    let mut refused = std::collections::HashSet::new();
+    for row in visited {
+        let Some(new) = update(row)? else { continue };
+        if new == *row {
+            continue;
+        }
+        let checked =
+            crate::foreign_keys::check_child_rows(e, s, schema, std::slice::from_ref(&new))
+                .and_then(move |()| {
+                    crate::foreign_keys::parent_effects(e, s, schema, &[(row.clone(), Some(new))])
+                });
+        match checked {
+            Ok(_) => {}
+            Err(err)
+                if [ER_NO_REFERENCED_ROW, ER_ROW_IS_REFERENCED]
+                    .iter()
+                    .any(|c| c.errno == err.mysql_code().errno) =>
+            {
+                refused.insert(identity(row, &ident_cols));
+            }
+            Err(err) => return Err(err),
+        }
+    }
+    if refused.is_empty() {
+        return Ok(update);
+    }
+    Ok(Arc::new(move |row: &Row| {
+        if refused.contains(&identity(row, &ident_cols)) {
+            Ok(Some(row.clone()))
+        } else {
+            update(row)
+        }
+    }))
 }
 
 /// A row an UPDATE changed: (old, new).
@@ -542,15 +597,26 @@ fn check_changes(
 /// `UPDATE [LOW_PRIORITY] [IGNORE] ...` without its modifiers, and whether
 /// IGNORE was among them (LOW_PRIORITY means nothing without table locks).
 pub fn strip_update_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    strip_modifiers(t, &["LOW_PRIORITY", "IGNORE"])
+}
+
+/// `DELETE [LOW_PRIORITY] [QUICK] [IGNORE] ...` without its modifiers, and
+/// whether IGNORE was among them (QUICK is an index-merging hint of MyISAM).
+pub fn strip_delete_modifiers(t: &[Token]) -> (std::borrow::Cow<'_, [Token]>, bool) {
+    strip_modifiers(t, &["LOW_PRIORITY", "QUICK", "IGNORE"])
+}
+
+/// A statement without the `modifiers` after its first word, and whether
+/// IGNORE was among them.
+fn strip_modifiers<'t>(
+    t: &'t [Token],
+    modifiers: &[&str],
+) -> (std::borrow::Cow<'t, [Token]>, bool) {
     use crate::tokens::word;
     let mut end = 1;
     let mut ignore = false;
-    while let Some(w) = word(t, end) {
-        match w.as_str() {
-            "LOW_PRIORITY" => {}
-            "IGNORE" => ignore = true,
-            _ => break,
-        }
+    while let Some(w) = word(t, end).filter(|w| modifiers.contains(&w.as_str())) {
+        ignore |= w == "IGNORE";
         end += 1;
     }
     if end == 1 {

@@ -492,7 +492,7 @@ pub(crate) fn adjust_ignored_row(
 /// out: the write refuses the NULL).
 pub(super) fn implicit_default(ty: &SqlType) -> Option<Value> {
     match ty {
-        SqlType::Int { .. } | SqlType::Year => Some(Value::Int(0)),
+        SqlType::Int { .. } | SqlType::Year | SqlType::Bit(_) => Some(Value::Int(0)),
         SqlType::Float | SqlType::Double => Some(Value::Double(0.0)),
         SqlType::Decimal { .. } => Some(Value::Decimal(rust_decimal::Decimal::ZERO)),
         SqlType::Char(_) | SqlType::VarChar(_) | SqlType::Text(_) | SqlType::Json => {

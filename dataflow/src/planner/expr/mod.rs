@@ -299,6 +299,7 @@ fn is_numeric_type(t: &SqlType) -> bool {
         t,
         SqlType::Int { .. }
             | SqlType::Year
+            | SqlType::Bit(_)
             | SqlType::Float
             | SqlType::Double
             | SqlType::Decimal { .. }
