@@ -532,12 +532,10 @@ impl Shape {
     }
 
     /// Replaces column `at`'s definition (MODIFY / CHANGE): its values are
-    /// converted to the new one when its type or constraints differ.
-    pub fn redefine_column(&mut self, at: usize, mut column: ColumnSchema, own_collation: bool) {
+    /// converted to the new one when its type, collation or constraints
+    /// differ.
+    pub fn redefine_column(&mut self, at: usize, mut column: ColumnSchema) {
         let old = &self.schema.columns[at];
-        if column.ty.is_text() && old.ty.is_text() && !own_collation {
-            column.collation = old.collation;
-        }
         let same_values = old.ty == column.ty
             && old.collation == column.collation
             && (column.nullable || !old.nullable)
@@ -554,15 +552,20 @@ impl Shape {
 
     /// CONVERT TO CHARACTER SET: every character column takes `collation`
     /// (JSON keeps its own, as in MySQL); rows are rewritten under it, so
-    /// a UNIQUE key it makes collide fails the statement (1062).
-    pub fn convert_text_columns(&mut self, collation: Collation) {
+    /// a UNIQUE key it makes collide fails the statement (1062). The
+    /// positions of the character columns.
+    pub fn convert_text_columns(&mut self, collation: Collation) -> Vec<usize> {
+        let mut character_columns = Vec::new();
         for (at, column) in self.schema.columns.iter_mut().enumerate() {
-            let character = column.ty.is_text() && column.ty != SqlType::Json;
-            if character && column.collation != collation {
-                column.collation = collation;
-                self.converted[at] = true;
+            if column.ty.is_text() && column.ty != SqlType::Json {
+                character_columns.push(at);
+                if column.collation != collation {
+                    column.collation = collation;
+                    self.converted[at] = true;
+                }
             }
         }
+        character_columns
     }
 
     fn in_primary_key(&self, column: usize) -> bool {

@@ -17,7 +17,8 @@ use sqlparser::tokenizer::Token;
 use crate::alter::{Op, Shape};
 use crate::checks::{CheckConstraint, TableChecks};
 use crate::ddl::{
-    column_def, existing_table, index_name, key_rank, positions, wire, ColumnReference,
+    column_def, existing_table, index_name, key_rank, positions, wire, ColumnCheck,
+    ColumnDefResult, ColumnReference,
 };
 use crate::error::{self, Result, ShimError};
 use crate::exec::Engine;
@@ -390,9 +391,12 @@ impl Alter<'_> {
             }
             Op::Charset(spec) => {
                 let collation = spec.collation()?;
-                self.notes.collation = collation;
+                self.notes.set_collation(&collation);
                 if spec.convert {
-                    self.shape.convert_text_columns(collation);
+                    for at in self.shape.convert_text_columns(collation.compare) {
+                        let column = &self.shape.schema.columns[at].name;
+                        self.notes.set_column_collation(column, Some(&collation));
+                    }
                 }
                 Ok(())
             }
@@ -417,14 +421,24 @@ impl Alter<'_> {
             return Err(StorageError::ColumnExists(def.name.value.clone()).into());
         }
         let mut r = column_def(self.e, s, def)?;
-        if r.schema.ty.is_text() && !r.explicit_collation {
-            r.schema.collation = self.notes.collation;
-        }
+        self.take_table_collation(&mut r);
         self.notes.set_column_comment(&r.schema.name, &r.comment);
         self.notes
             .set_default_expression(&r.schema.name, r.default_sql.as_deref());
         let at = self.shape.add_column(r.schema, position)?;
         self.column_constraints(s, at, r.primary, r.unique, r.check, r.references)
+    }
+
+    /// Column definition `r` (ADD, MODIFY, CHANGE) without a collation of
+    /// its own takes the table's, if it holds text; its collation's name
+    /// is noted.
+    fn take_table_collation(&mut self, r: &mut ColumnDefResult) {
+        if r.schema.ty.is_text() && r.collation.is_none() {
+            r.schema.collation = self.notes.collation;
+            r.collation = Some(self.notes.named_collation());
+        }
+        self.notes
+            .set_column_collation(&r.schema.name, r.collation.as_ref());
     }
 
     /// A column definition's inline PRIMARY KEY, UNIQUE, CHECK and
@@ -435,7 +449,7 @@ impl Alter<'_> {
         at: usize,
         primary: bool,
         unique: bool,
-        check: Option<String>,
+        check: Option<ColumnCheck>,
         references: Option<ColumnReference>,
     ) -> Result<()> {
         let name = self.shape.schema.columns[at].name.clone();
@@ -452,10 +466,12 @@ impl Alter<'_> {
                 unique: true,
             })?;
         }
-        if let Some(sql) = check {
+        if let Some(check) = check {
+            let table = &self.shape.schema.name;
+            let declared = check.name.as_deref();
             self.shape.checks.push(CheckConstraint {
-                name: name.clone(),
-                sql,
+                name: crate::checks::table_check_name(table, &self.shape.checks, declared)?,
+                sql: check.sql,
                 column: Some(name.clone()),
             });
             self.shape.checks_added = true;
@@ -603,13 +619,15 @@ impl Alter<'_> {
     ) -> Result<()> {
         let at = self.shape.column(old_name)?;
         let new_name = &def.name;
-        let r = column_def(self.e, s, def)?;
+        let mut r = column_def(self.e, s, def)?;
         self.rename_column(at, &new_name.value)?;
         self.notes.set_column_comment(&new_name.value, &r.comment);
         self.notes
             .set_default_expression(&new_name.value, r.default_sql.as_deref());
-        self.shape
-            .redefine_column(at, r.schema, r.explicit_collation);
+        // MODIFY without a collation gives the column the table's, as
+        // MySQL does (Django sends it to take a column's collation away).
+        self.take_table_collation(&mut r);
+        self.shape.redefine_column(at, r.schema);
         if let Some(p) = &position {
             self.shape.move_column(at, p)?;
         }
@@ -633,9 +651,10 @@ impl Alter<'_> {
                 self.add_index(name.as_ref(), columns, false)
             }
             TableConstraint::Check { name, expr } => {
-                let name = crate::checks::table_check_name(&self.shape.checks, name.as_ref())?;
+                let table = &self.shape.schema.name;
+                let declared = name.as_ref().map(|n| n.value.as_str());
                 self.shape.checks.push(CheckConstraint {
-                    name,
+                    name: crate::checks::table_check_name(table, &self.shape.checks, declared)?,
                     sql: crate::sqltext::expr_text(expr),
                     column: None,
                 });
@@ -804,6 +823,9 @@ impl Alter<'_> {
             {
                 repoint(k);
             }
+        }
+        if crate::checks::rename_generated(&mut self.shape.checks, &old_name, &name) {
+            self.shape.checks_changed = true;
         }
         self.shape.schema.database = db;
         self.shape.schema.name = name;

@@ -34,12 +34,14 @@ fn meta_key(table: TableId) -> String {
 /// One CHECK constraint as declared.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CheckConstraint {
-    /// The constraint name: given, `CONSTRAINT_<n>` for an unnamed table
-    /// check, or the column's name for a column check (MariaDB's naming).
+    /// The constraint name: given, or `<table>_chk_<n>` for an unnamed
+    /// check, column- or table-level (MySQL 8.0's naming; see
+    /// [`table_check_name`]). Tables created before carry MariaDB's
+    /// (`CONSTRAINT_<n>`, a column check its column's name).
     pub name: String,
     /// The condition, as SQL text.
     pub sql: String,
-    /// Declared on this column (shown inline by SHOW CREATE TABLE).
+    /// Declared on this column (dropped with it).
     pub column: Option<String>,
 }
 
@@ -129,43 +131,13 @@ impl TableChecks {
         Ok(())
     }
 
-    /// The checks as declared, in declaration order.
+    /// The checks as declared, in declaration order: what
+    /// information_schema (CHECK_CONSTRAINTS, TABLE_CONSTRAINTS) and SHOW
+    /// CREATE TABLE list, as MySQL 8.0 does. A JSON column's implicit
+    /// `json_valid` check is not one (MySQL's JSON is a type of its own;
+    /// MariaDB 10.11 lists it, named after the column).
     pub fn declared(&self) -> impl Iterator<Item = &CheckConstraint> {
         self.checks.iter().map(|(c, _)| c)
-    }
-
-    /// The checks information_schema lists (CHECK_CONSTRAINTS and
-    /// TABLE_CONSTRAINTS), as MariaDB 10.11 lists them: each column's
-    /// checks first, in column order (a JSON column's implicit
-    /// `json_valid` check unless a check is declared on the column, which
-    /// takes its place in MariaDB), then the table-level checks in
-    /// declaration order. Each with whether it is a column's.
-    pub fn listed(&self, schema: &TableSchema) -> Vec<(&CheckConstraint, bool)> {
-        let mut out = Vec::new();
-        for col in &schema.columns {
-            let on = |c: &&CheckConstraint| {
-                c.column
-                    .as_deref()
-                    .is_some_and(|n| n.eq_ignore_ascii_case(&col.name))
-            };
-            let declared: Vec<&CheckConstraint> = self.declared().filter(on).collect();
-            if declared.is_empty() {
-                out.extend(
-                    self.implicit
-                        .iter()
-                        .map(|(c, _)| c)
-                        .filter(on)
-                        .map(|c| (c, true)),
-                );
-            }
-            out.extend(declared.into_iter().map(|c| (c, true)));
-        }
-        out.extend(
-            self.declared()
-                .filter(|c| c.column.is_none())
-                .map(|c| (c, false)),
-        );
-        out
     }
 
     pub fn is_empty(&self) -> bool {
@@ -363,17 +335,21 @@ pub fn forget(storage: &Storage, cache: &CheckCache, table: TableId) -> Result<(
     Ok(())
 }
 
-/// The name a table check declared as `name` (if named) takes beside
-/// `existing` (column checks are named after their column): 1826
-/// "Duplicate CHECK constraint name" if another check has it (MariaDB's
-/// answer to `a INT CHECK (..), CONSTRAINT a CHECK (..)`).
+/// The name a check of table `table` declared as `name` (if named) takes
+/// beside `existing`: 1826 "Duplicate CHECK constraint name" if another
+/// check has it (MariaDB's code; MySQL 8.0's is 3822). An unnamed one,
+/// column- or table-level, is `<table>_chk_<n>` as in MySQL 8.0, n one
+/// more than the highest such n the table has. (MySQL numbers a CREATE
+/// TABLE's unnamed checks in the order they are written; Ladle numbers
+/// its columns' first, then the table-level ones.)
 pub fn table_check_name(
+    table: &str,
     existing: &[CheckConstraint],
-    name: Option<&sqlparser::ast::Ident>,
+    name: Option<&str>,
 ) -> Result<String> {
     let name = match name {
-        Some(n) => n.value.clone(),
-        None => unnamed(existing),
+        Some(n) => n.to_string(),
+        None => unnamed(table, existing),
     };
     if existing.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
         return Err(ShimError::Wire(crate::error::WireError {
@@ -384,10 +360,82 @@ pub fn table_check_name(
     Ok(name)
 }
 
-/// The next free `CONSTRAINT_<n>` name for an unnamed table check.
-pub fn unnamed(existing: &[CheckConstraint]) -> String {
-    (1..)
-        .map(|n| format!("CONSTRAINT_{n}"))
-        .find(|n| !existing.iter().any(|c| c.name.eq_ignore_ascii_case(n)))
-        .unwrap_or_default()
+/// The name MySQL 8.0 gives the next unnamed check of table `table`.
+fn unnamed(table: &str, existing: &[CheckConstraint]) -> String {
+    let last = existing
+        .iter()
+        .filter_map(|c| generated_ordinal(table, &c.name))
+        .max()
+        .unwrap_or(0);
+    format!("{table}_chk_{}", last + 1)
+}
+
+/// n if `name` is a name MySQL generates for table `table`'s checks,
+/// `<table>_chk_<n>`.
+fn generated_ordinal(table: &str, name: &str) -> Option<u64> {
+    let prefix = format!("{table}_chk_");
+    let head = name.get(..prefix.len())?;
+    let digits = &name[prefix.len()..];
+    if !head.eq_ignore_ascii_case(&prefix) || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
+/// Table `from` is now `to`: its checks' generated names follow (MySQL
+/// 8.0 renames `from_chk_<n>` to `to_chk_<n>`). Whether any changed.
+pub fn rename_generated(checks: &mut [CheckConstraint], from: &str, to: &str) -> bool {
+    let mut changed = false;
+    for c in checks {
+        if let Some(n) = generated_ordinal(from, &c.name) {
+            c.name = format!("{to}_chk_{n}");
+            changed = true;
+        }
+    }
+    changed
+}
+
+/// `checks` as `CREATE TABLE table LIKE ..` copies them: every name
+/// generated anew, `<table>_chk_1` on, as MySQL 8.0 does.
+pub fn regenerated(table: &str, checks: Vec<CheckConstraint>) -> Vec<CheckConstraint> {
+    checks
+        .into_iter()
+        .zip(1..)
+        .map(|(c, n)| CheckConstraint {
+            name: format!("{table}_chk_{n}"),
+            ..c
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(name: &str) -> CheckConstraint {
+        CheckConstraint {
+            name: name.into(),
+            sql: "a > 0".into(),
+            column: None,
+        }
+    }
+
+    #[test]
+    fn unnamed_checks_are_numbered_after_the_highest_generated_name() {
+        assert_eq!(table_check_name("t", &[], None).unwrap(), "t_chk_1");
+        let existing = [check("T_chk_4"), check("t_chk_x"), check("u_chk_9")];
+        assert_eq!(table_check_name("t", &existing, None).unwrap(), "t_chk_5");
+        assert!(table_check_name("t", &existing, Some("t_CHK_4")).is_err());
+    }
+
+    #[test]
+    fn generated_names_follow_the_table() {
+        let mut checks = vec![check("t_chk_2"), check("mine"), check("t_chk_")];
+        assert!(rename_generated(&mut checks, "t", "u"));
+        let names: Vec<_> = checks.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["u_chk_2", "mine", "t_chk_"]);
+        let copied = regenerated("v", checks);
+        let names: Vec<_> = copied.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["v_chk_1", "v_chk_2", "v_chk_3"]);
+    }
 }

@@ -7,12 +7,13 @@
 //! [`crate::table_notes`]; ENGINE= and other table options are accepted and
 //! ignored.
 
-use ladle_common::{Collation, ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema};
+use ladle_common::{ColumnDefault, ColumnSchema, IndexSchema, SqlType, TableSchema};
 use ladle_storage::StorageError;
 use sqlparser::ast::{self, ColumnOption, CreateTable, ObjectType, TableConstraint};
 use sqlparser::tokenizer::Token;
 
 use crate::checks::CheckConstraint;
+use crate::collation_names::NamedCollation;
 use crate::column_types::{is_json_valid_of, map_type};
 use crate::error::{self, Result, ShimError, WireError};
 use crate::exec::Engine;
@@ -25,9 +26,9 @@ use crate::tokens::{ident, word};
 /// A column definition with its inline key flags.
 pub(crate) struct ColumnDefResult {
     pub(crate) schema: ColumnSchema,
-    /// The column names its own CHARACTER SET or COLLATE (the table's
-    /// default collation does not apply to it).
-    pub(crate) explicit_collation: bool,
+    /// The collation the column's own CHARACTER SET or COLLATE names (the
+    /// table's default collation does not apply to it).
+    pub(crate) collation: Option<NamedCollation>,
     /// `COMMENT 'text'` ("" for none).
     pub(crate) comment: String,
     /// `DEFAULT (expr)` with an expression: its SQL text, which SHOW CREATE
@@ -35,10 +36,17 @@ pub(crate) struct ColumnDefResult {
     pub(crate) default_sql: Option<String>,
     pub(crate) primary: bool,
     pub(crate) unique: bool,
-    /// A column-level CHECK condition, as SQL text.
-    pub(crate) check: Option<String>,
+    /// A column-level CHECK.
+    pub(crate) check: Option<ColumnCheck>,
     /// A column-level REFERENCES (MariaDB honours it as a FOREIGN KEY).
     pub(crate) references: Option<ColumnReference>,
+}
+
+/// `[CONSTRAINT name] CHECK (condition)` on a column.
+pub(crate) struct ColumnCheck {
+    pub(crate) name: Option<String>,
+    /// The condition, as SQL text.
+    pub(crate) sql: String,
 }
 
 /// `REFERENCES parent (cols) [ON DELETE ..] [ON UPDATE ..]` on a column.
@@ -59,11 +67,11 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     let mut references = None;
     let mut comment = String::new();
     let mut default_sql = None;
-    if let Some(c) = &def.collation {
-        if let Some(coll) = Collation::from_name(&c.to_string()) {
-            col.collation = coll;
-        }
-    }
+    let mut collation = def
+        .collation
+        .as_ref()
+        .map(|c| crate::collation_names::by_name(&crate::sqltext::last_part(c)))
+        .transpose()?;
     if matches!(col.ty, SqlType::Timestamp { .. }) {
         // Ladle does not emulate explicit_defaults_for_timestamp=OFF.
     }
@@ -97,11 +105,8 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
             // names one (`CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`, as
             // mariadb-dump writes every column off the table's default).
             ColumnOption::CharacterSet(cs) if def.collation.is_none() => {
-                if let Some(coll) = Collation::from_name(&cs.to_string()) {
-                    if col.collation != Collation::Binary || !col.ty.is_binary() {
-                        col.collation = coll;
-                    }
-                }
+                let named = crate::collation_names::of_charset(&crate::sqltext::last_part(cs))?;
+                collation = Some(named);
             }
             ColumnOption::OnUpdate(expr) if crate::column_default::is_current_timestamp(expr) => {
                 col.on_update_current_timestamp = true;
@@ -122,7 +127,12 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
                     def.name.value
                 )));
             }
-            ColumnOption::Check(expr) => check = Some(crate::sqltext::expr_text(expr)),
+            ColumnOption::Check(expr) => {
+                check = Some(ColumnCheck {
+                    name: opt.name.as_ref().map(|n| n.value.clone()),
+                    sql: crate::sqltext::expr_text(expr),
+                })
+            }
             ColumnOption::ForeignKey {
                 foreign_table,
                 referred_columns,
@@ -168,16 +178,13 @@ pub(crate) fn column_def(e: &Engine, s: &Session, def: &ast::ColumnDef) -> Resul
     }
     if col.ty == SqlType::Json {
         // (The `COLLATE utf8mb4_bin` MariaDB writes for it.)
-        col.collation = ColumnSchema::new("", SqlType::Json).collation;
+        collation = None;
+    } else if let Some(c) = collation.as_ref().filter(|_| !col.ty.is_binary()) {
+        col.collation = c.compare;
     }
-    let explicit_collation = def.collation.is_some()
-        || def
-            .options
-            .iter()
-            .any(|o| matches!(o.option, ColumnOption::CharacterSet(_)));
     Ok(ColumnDefResult {
         schema: col,
-        explicit_collation,
+        collation,
         comment,
         default_sql,
         primary,
@@ -375,7 +382,8 @@ fn create_table_like(
     if ct.if_not_exists && table_exists_note(e, s, &schema.database, &schema.name) {
         return Ok(Output::ok());
     }
-    let declared = crate::checks::load(&e.storage, src.id)?;
+    let declared =
+        crate::checks::regenerated(&schema.name, crate::checks::load(&e.storage, src.id)?);
     let t = e.storage.create_table(schema, ct.if_not_exists)?;
     crate::checks::store(&e.storage, &e.checks, &t, &declared)?;
     let notes = crate::table_notes::load(&e.storage, src.id)?;
@@ -424,7 +432,10 @@ impl TableDraft {
         let mut uniques: Vec<usize> = Vec::new();
         for def in defs {
             let r = column_def(e, s, def)?;
-            draft.own_collation.push(r.explicit_collation);
+            draft.own_collation.push(r.collation.is_some());
+            draft
+                .notes
+                .set_column_collation(&r.schema.name, r.collation.as_ref());
             draft.notes.set_column_comment(&r.schema.name, &r.comment);
             draft
                 .notes
@@ -462,10 +473,11 @@ impl TableDraft {
                 )?;
                 draft.keys.push(key);
             }
-            if let Some(sql) = r.check {
+            if let Some(check) = r.check {
+                let declared = check.name.as_deref();
                 draft.checks.push(CheckConstraint {
-                    name: r.schema.name.clone(),
-                    sql,
+                    name: crate::checks::table_check_name(name, &draft.checks, declared)?,
+                    sql: check.sql,
                     column: Some(r.schema.name.clone()),
                 });
             }
@@ -522,10 +534,13 @@ impl TableDraft {
                 self.index_foreign_key(kname.as_ref(), cols)?;
                 self.keys.push(key);
             }
-            TableConstraint::Check { name, expr } => {
-                let name = crate::checks::table_check_name(&self.checks, name.as_ref())?;
+            TableConstraint::Check {
+                name: declared,
+                expr,
+            } => {
+                let declared = declared.as_ref().map(|n| n.value.as_str());
                 self.checks.push(CheckConstraint {
-                    name,
+                    name: crate::checks::table_check_name(name, &self.checks, declared)?,
                     sql: crate::sqltext::expr_text(expr),
                     column: None,
                 });
@@ -626,14 +641,15 @@ impl TableDraft {
             convert: false,
         };
         let coll = spec.collation()?;
-        self.notes.collation = coll;
+        self.notes.set_collation(&coll);
         for (col, _) in self
             .columns
             .iter_mut()
             .zip(&self.own_collation)
             .filter(|(c, own)| c.ty.is_text() && !**own)
         {
-            col.collation = coll;
+            col.collation = coll.compare;
+            self.notes.set_column_collation(&col.name, Some(&coll));
         }
         Ok(())
     }

@@ -57,6 +57,7 @@ mod auth;
 mod catalog;
 mod checks;
 mod clock;
+mod collation_names;
 mod column_default;
 mod column_types;
 mod create_table_select;

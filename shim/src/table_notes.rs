@@ -9,10 +9,11 @@
 
 use std::collections::HashMap;
 
-use ladle_common::{Collation, TableId};
+use ladle_common::{Collation, ColumnSchema, TableId};
 use ladle_storage::Storage;
 use serde::{Deserialize, Serialize};
 
+use crate::collation_names::NamedCollation;
 use crate::error::{Result, ShimError};
 
 const PREFIX: &str = "notes/";
@@ -49,6 +50,41 @@ pub struct TableNotes {
     /// It and `prefixes` were added together (no record holds one without
     /// the other): records written before them decode as [`TableNotesV2`].
     default_expressions: Vec<(String, String)>,
+    /// The name of the table's default collation where it is not
+    /// `collation`'s own (`utf8mb3_esperanto_ci`, compared as
+    /// `utf8mb4_general_ci`; see [`crate::collation_names`]).
+    collation_name: Option<String>,
+    /// `(column name, collation name)` for each text column declared with
+    /// a collation whose name is not its comparison's own. It and
+    /// `collation_name` were added together: records written before them
+    /// decode as [`TableNotesV3`].
+    column_collations: Vec<(String, String)>,
+}
+
+/// The record as written before collations' names were kept.
+#[derive(Deserialize, Serialize)]
+struct TableNotesV3 {
+    comment: String,
+    collation: Collation,
+    column_comments: Vec<(String, String)>,
+    descending: Vec<(String, String)>,
+    prefixes: Vec<(String, String, u32)>,
+    default_expressions: Vec<(String, String)>,
+}
+
+impl From<TableNotesV3> for TableNotes {
+    fn from(v: TableNotesV3) -> TableNotes {
+        TableNotes {
+            comment: v.comment,
+            collation: v.collation,
+            column_comments: v.column_comments,
+            descending: v.descending,
+            prefixes: v.prefixes,
+            default_expressions: v.default_expressions,
+            collation_name: None,
+            column_collations: Vec::new(),
+        }
+    }
 }
 
 /// The record as written before key parts' prefix lengths and expression
@@ -63,14 +99,14 @@ struct TableNotesV2 {
 
 impl From<TableNotesV2> for TableNotes {
     fn from(v: TableNotesV2) -> TableNotes {
-        TableNotes {
+        TableNotes::from(TableNotesV3 {
             comment: v.comment,
             collation: v.collation,
             column_comments: v.column_comments,
             descending: v.descending,
             prefixes: Vec::new(),
             default_expressions: Vec::new(),
-        }
+        })
     }
 }
 
@@ -84,18 +120,63 @@ struct TableNotesV1 {
 
 impl From<TableNotesV1> for TableNotes {
     fn from(v: TableNotesV1) -> TableNotes {
-        TableNotes {
+        TableNotes::from(TableNotesV2 {
             comment: v.comment,
             collation: v.collation,
             column_comments: v.column_comments,
             descending: Vec::new(),
-            prefixes: Vec::new(),
-            default_expressions: Vec::new(),
-        }
+        })
     }
 }
 
 impl TableNotes {
+    /// The name of the table's default collation, as declared.
+    pub fn collation_name(&self) -> &str {
+        self.collation_name
+            .as_deref()
+            .unwrap_or(self.collation.name())
+    }
+
+    /// Makes `collation` the table's default collation.
+    pub fn set_collation(&mut self, collation: &NamedCollation) {
+        self.collation = collation.compare;
+        self.collation_name =
+            Some(collation.name.clone()).filter(|n| n != collation.compare.name());
+    }
+
+    /// The table's default collation, by name.
+    pub fn named_collation(&self) -> NamedCollation {
+        NamedCollation {
+            name: self.collation_name().to_string(),
+            compare: self.collation,
+        }
+    }
+
+    /// The name of text column `column`'s collation, as declared (or taken
+    /// from the table's default); `None` for a column that holds no text.
+    pub fn column_collation<'a>(&'a self, column: &'a ColumnSchema) -> Option<&'a str> {
+        if !column.ty.is_text() {
+            return None;
+        }
+        let declared = self
+            .column_collations
+            .iter()
+            .find(|(c, _)| c.eq_ignore_ascii_case(&column.name))
+            .map(|(_, n)| n.as_str());
+        Some(declared.unwrap_or(column.collation.name()))
+    }
+
+    /// Records the name of column `name`'s collation (`None`: its
+    /// comparison's own name).
+    pub fn set_column_collation(&mut self, name: &str, collation: Option<&NamedCollation>) {
+        self.column_collations
+            .retain(|(c, _)| !c.eq_ignore_ascii_case(name));
+        if let Some(c) = collation.filter(|c| c.name != c.compare.name()) {
+            self.column_collations
+                .push((name.to_string(), c.name.clone()));
+        }
+    }
+
     /// Column `name`'s comment ("" for none).
     pub fn column_comment(&self, name: &str) -> &str {
         self.column_comments
@@ -133,14 +214,16 @@ impl TableNotes {
         }
     }
 
-    /// Moves column `from`'s comment (key parts' order, expression default)
-    /// to its new name `to`.
+    /// Moves column `from`'s comment (key parts' order, expression default,
+    /// collation name) to its new name `to`.
     pub fn rename_column(&mut self, from: &str, to: &str) {
         let parts = self.descending.iter_mut().map(|(_, c)| c);
         let prefixed = self.prefixes.iter_mut().map(|(_, c, _)| c);
         let defaults = self.default_expressions.iter_mut().map(|(c, _)| c);
         let comments = self.column_comments.iter_mut().map(|(c, _)| c);
-        for c in comments.chain(parts).chain(prefixed).chain(defaults) {
+        let collations = self.column_collations.iter_mut().map(|(c, _)| c);
+        let all = comments.chain(parts).chain(prefixed).chain(defaults);
+        for c in all.chain(collations) {
             if c.eq_ignore_ascii_case(from) {
                 *c = to.to_string();
             }
@@ -151,6 +234,7 @@ impl TableNotes {
     pub fn drop_column(&mut self, name: &str) {
         self.set_column_comment(name, "");
         self.set_default_expression(name, None);
+        self.set_column_collation(name, None);
         self.descending
             .retain(|(_, c)| !c.eq_ignore_ascii_case(name));
         self.prefixes
@@ -227,6 +311,7 @@ impl TableNotes {
 
 fn decode(bytes: &[u8]) -> Result<TableNotes> {
     postcard::from_bytes(bytes)
+        .or_else(|_| postcard::from_bytes::<TableNotesV3>(bytes).map(TableNotes::from))
         .or_else(|_| postcard::from_bytes::<TableNotesV2>(bytes).map(TableNotes::from))
         .or_else(|_| postcard::from_bytes::<TableNotesV1>(bytes).map(TableNotes::from))
         .map_err(|e| ShimError::Internal(format!("bad table notes record: {e}")))
@@ -356,5 +441,41 @@ mod tests {
         assert_eq!(notes.default_expression("b"), Some("3 + 5"));
         notes.drop_column("b");
         assert_eq!(notes.default_expression("b"), None);
+    }
+
+    #[test]
+    fn collation_names_are_kept_and_follow_renames_and_drops() {
+        let old = TableNotesV3 {
+            comment: "c".into(),
+            collation: Collation::Bin,
+            column_comments: Vec::new(),
+            descending: Vec::new(),
+            prefixes: Vec::new(),
+            default_expressions: vec![("a".into(), "1".into())],
+        };
+        let notes = decode(&postcard::to_allocvec(&old).unwrap()).unwrap();
+        assert_eq!(notes.collation_name(), "utf8mb4_bin");
+        assert_eq!(notes.default_expression("a"), Some("1"));
+        let mut notes = TableNotes::default();
+        let esperanto = crate::collation_names::by_name("utf8_esperanto_ci").unwrap();
+        notes.set_collation(&esperanto);
+        notes.set_column_collation("a", Some(&esperanto));
+        let again = decode(&notes.encoded().unwrap().unwrap()).unwrap();
+        assert_eq!(again.collation_name(), "utf8mb3_esperanto_ci");
+        let column = ColumnSchema::new("A", ladle_common::SqlType::VarChar(5));
+        assert_eq!(
+            again.column_collation(&column),
+            Some("utf8mb3_esperanto_ci")
+        );
+        notes.rename_column("a", "b");
+        let column = ColumnSchema::new("b", ladle_common::SqlType::VarChar(5));
+        assert_eq!(
+            notes.column_collation(&column),
+            Some("utf8mb3_esperanto_ci")
+        );
+        notes.drop_column("b");
+        assert_eq!(notes.column_collation(&column), Some("utf8mb4_general_ci"));
+        let int = ColumnSchema::new("i", ladle_common::SqlType::Double);
+        assert_eq!(notes.column_collation(&int), None);
     }
 }

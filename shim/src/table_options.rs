@@ -13,9 +13,9 @@ use sqlparser::ast::{
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::Token;
 
-use ladle_common::Collation;
+use crate::collation_names::NamedCollation;
 
-use crate::error::{self, Result, ShimError, WireError};
+use crate::error::{Result, ShimError};
 
 type ParseResult<T> = std::result::Result<T, ParserError>;
 
@@ -44,43 +44,24 @@ pub struct CharsetSpec {
     pub convert: bool,
 }
 
-/// The character sets whose collations Ladle maps onto its own.
-const CHARSETS: &[&str] = &["utf8mb4", "utf8mb3", "utf8", "latin1"];
-
 /// The collation a character set and/or collation name selects: the
-/// collation if named, else the character set's default. Ladle stores
-/// every text as utf8mb4, so a character set only picks the comparison.
+/// collation if named, else the character set's default (see
+/// [`crate::collation_names`]). Ladle stores every text as utf8mb4, so a
+/// character set only picks the comparison.
 impl CharsetSpec {
-    pub fn collation(&self) -> Result<Collation> {
-        let spec = self;
-        if let Some(name) = &spec.collation {
-            let lower = name.to_ascii_lowercase();
-            let known_charset = CHARSETS
-                .iter()
-                .any(|cs| lower.strip_prefix(cs).is_some_and(|r| r.starts_with('_')));
-            return Collation::from_name(name)
-                .filter(|_| known_charset || lower == "binary")
-                .ok_or_else(|| {
-                    wire(
-                        error::ER_UNKNOWN_COLLATION,
-                        format!("Unknown collation: '{name}'"),
-                    )
-                });
+    pub fn collation(&self) -> Result<NamedCollation> {
+        if let Some(name) = &self.collation {
+            return crate::collation_names::by_name(name);
         }
-        let name = spec.charset.as_deref().unwrap_or("utf8mb4");
+        let name = self.charset.as_deref().unwrap_or("utf8mb4");
         if name.eq_ignore_ascii_case("binary") {
             // MySQL turns text columns into binary string types then.
             return Err(ShimError::Unsupported("CHARACTER SET binary".into()));
         }
         if name.eq_ignore_ascii_case("default") {
-            return Ok(Collation::GeneralCi);
+            return crate::collation_names::of_charset("utf8mb4");
         }
-        Collation::from_name(name).ok_or_else(|| {
-            wire(
-                error::ER_UNKNOWN_CHARACTER_SET,
-                format!("Unknown character set: '{name}'"),
-            )
-        })
+        crate::collation_names::of_charset(name)
     }
 }
 
@@ -311,10 +292,6 @@ fn with_option(table: CreateTableBuilder, option: TableOption) -> ParseResult<Cr
         },
         TableOption::Ignored => table,
     })
-}
-
-fn wire(code: error::MysqlCode, message: String) -> ShimError {
-    ShimError::Wire(WireError { code, message })
 }
 
 #[cfg(test)]

@@ -140,8 +140,8 @@ pub fn describe(
                     r.push(if c.ty == SqlType::Json {
                         // As SHOW CREATE TABLE writes it (MariaDB's JSON).
                         t("utf8mb4_bin")
-                    } else if c.ty.is_text() {
-                        t(c.collation.name())
+                    } else if let Some(name) = notes.column_collation(c) {
+                        t(name)
                     } else {
                         Value::Null
                     });
@@ -226,29 +226,13 @@ pub(super) fn quote_ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
-/// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it):
-/// column CHECKs inline, table CHECKs as `CONSTRAINT name CHECK (...)`,
-/// a column's collation only where it differs from the table's.
-/// The CHECKs SHOW CREATE TABLE writes after column `name`, as MariaDB
-/// writes them (see [`crate::checks::shown_clause`]); a JSON column's
-/// implicit `json_valid` unless a check is declared on it, which takes its
-/// place in MariaDB.
-fn column_checks(name: &str, json: bool, checks: &[crate::checks::CheckConstraint]) -> String {
-    let declared: Vec<String> = checks
-        .iter()
-        .filter(|c| {
-            c.column
-                .as_deref()
-                .is_some_and(|col| col.eq_ignore_ascii_case(name))
-        })
-        .map(|c| format!(" CHECK {}", crate::checks::shown_clause(&c.sql)))
-        .collect();
-    if json && declared.is_empty() {
-        return format!(" CHECK (json_valid({}))", quote_ident(name));
-    }
-    declared.concat()
-}
-
+/// SHOW CREATE TABLE text, in MariaDB's layout (SQLAlchemy parses it),
+/// a column's collation only where it differs from the table's; CHECK
+/// constraints where MySQL 8.0 writes them (Ladle announces itself as
+/// MySQL 8.0 and names them so): every one after the keys, by name, none
+/// inline on its column. The condition is in one pair of parentheses, as
+/// MariaDB writes it (MySQL 8.0 adds a second), so that a dump of Ladle's
+/// dumps the same bytes after a trip through MariaDB.
 pub fn create_table_sql(
     schema: &TableSchema,
     checks: &[crate::checks::CheckConstraint],
@@ -257,7 +241,7 @@ pub fn create_table_sql(
     next_auto_increment: u64,
 ) -> String {
     let mut lines = Vec::new();
-    let table_collation = notes.collation.name();
+    let table_collation = notes.collation_name();
     for c in schema.columns.iter().filter(|c| !c.is_hidden()) {
         let mut l = format!("  {} {}", quote_ident(&c.name), c.ty.sql_name());
         // JSON as MariaDB writes it, which both servers read back as JSON:
@@ -268,11 +252,9 @@ pub fn create_table_sql(
             if table_collation != "utf8mb4_bin" {
                 l.push_str(" CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
             }
-        } else if c.ty.is_text() && c.collation.name() != table_collation {
-            l.push_str(&format!(
-                " CHARACTER SET utf8mb4 COLLATE {}",
-                c.collation.name()
-            ));
+        } else if let Some(name) = notes.column_collation(c).filter(|n| *n != table_collation) {
+            let charset = name.split('_').next().unwrap_or(name);
+            l.push_str(&format!(" CHARACTER SET {charset} COLLATE {name}"));
         }
         if !c.nullable {
             l.push_str(" NOT NULL");
@@ -319,7 +301,10 @@ pub fn create_table_sql(
         if !comment.is_empty() {
             l.push_str(&format!(" COMMENT {}", crate::params::quote(comment)));
         }
-        l.push_str(&column_checks(&c.name, json, checks));
+        if json {
+            // MariaDB's JSON is LONGTEXT with this check.
+            l.push_str(&format!(" CHECK (json_valid({}))", quote_ident(&c.name)));
+        }
         lines.push(l);
     }
     // A functional key part shows as its expression, `((abs(weight)))`;
@@ -361,7 +346,9 @@ pub fn create_table_sql(
     for k in keys {
         lines.push(format!("  {}", k.clause(&schema.database, false)));
     }
-    for check in checks.iter().filter(|c| c.column.is_none()) {
+    let mut checks: Vec<_> = checks.iter().collect();
+    checks.sort_by(|a, b| a.name.cmp(&b.name));
+    for check in checks {
         lines.push(format!(
             "  CONSTRAINT {} CHECK {}",
             quote_ident(&check.name),
@@ -373,8 +360,9 @@ pub fn create_table_sql(
         Some(_) if next_auto_increment > 1 => format!(" AUTO_INCREMENT={next_auto_increment}"),
         _ => String::new(),
     };
+    let table_charset = table_collation.split('_').next().unwrap_or("utf8mb4");
     let mut sql = format!(
-        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB{auto_increment} DEFAULT CHARSET=utf8mb4 COLLATE={table_collation}",
+        "CREATE TABLE {} (\n{}\n) ENGINE=InnoDB{auto_increment} DEFAULT CHARSET={table_charset} COLLATE={table_collation}",
         quote_ident(&schema.name),
         lines.join(",\n")
     );

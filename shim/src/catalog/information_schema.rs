@@ -279,15 +279,11 @@ pub(super) fn build_vtable(e: &Engine, s: &Session, name: &str) -> Result<VTable
     })
 }
 
-/// MariaDB's CHECK_CONSTRAINTS: each table-level check (LEVEL Table) and
-/// its clause. Checks on a column (declared, or a JSON column's implicit
-/// one) are left out, where MariaDB 10.11 lists them named after their
-/// column: Ladle says it is MySQL 8.0 (which names them
-/// `<table>_chk_<n>`), so a MySQL client takes a check named after its one
-/// column for an unnamed one and drops it under a name of its own
-/// (Django's `ALTER TABLE .. DROP CHECK __unnamed_constraint_1__`: 1091,
-/// a migration that changes a PositiveIntegerField's type fails; against
-/// MariaDB Django sends `DROP CONSTRAINT IF EXISTS`).
+/// CHECK_CONSTRAINTS: every declared check (MySQL 8.0's columns, with
+/// MariaDB's TABLE_NAME and LEVEL besides). Listed as MySQL 8.0 names
+/// them, unnamed ones `<table>_chk_<n>`: a MySQL client (Django) takes a
+/// check named after its one column for an unnamed one and drops it under
+/// a name of its own (MariaDB names a column's check after the column).
 fn check_constraints_table(
     e: &Engine,
     all_tables: &dyn Fn() -> Vec<Arc<TableSchema>>,
@@ -296,17 +292,18 @@ fn check_constraints_table(
     let mut rows = Vec::new();
     for tb in all_tables() {
         let checks = e.checks.for_table(&e.storage, &tb)?;
-        for (c, _) in checks
-            .listed(&tb)
-            .into_iter()
-            .filter(|(_, on_column)| !on_column)
-        {
+        for c in checks.declared() {
+            let level = if c.column.is_some() {
+                "Column"
+            } else {
+                "Table"
+            };
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),
                 t(&tb.name),
                 t(&c.name),
-                t("Table"),
+                t(level),
                 t(crate::checks::shown_clause(&c.sql)),
             ]);
         }
@@ -359,7 +356,7 @@ fn tables_table(
             Value::Null,
             Value::Null,
             Value::Null,
-            t(note.collation.name()),
+            t(note.collation_name()),
             Value::Null,
             t(""),
             t(note.comment),
@@ -437,7 +434,8 @@ fn columns_table(
                 },
                 t(if c.nullable { "YES" } else { "NO" }),
             ];
-            row.extend(type_columns(&c.ty, c.collation.name()));
+            let collation = note.and_then(|n| n.column_collation(c));
+            row.extend(type_columns(&c.ty, collation.unwrap_or(c.collation.name())));
             row.extend([
                 t(column_key(&tb, i)),
                 t(extra(c)),
@@ -717,7 +715,7 @@ fn table_constraints_table(
                 t("FOREIGN KEY"),
             ]);
         }
-        for (c, _) in e.checks.for_table(&e.storage, &tb)?.listed(&tb) {
+        for c in e.checks.for_table(&e.storage, &tb)?.declared() {
             rows.push(vec![
                 def.clone(),
                 t(&tb.database),

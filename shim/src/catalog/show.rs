@@ -576,7 +576,7 @@ fn show_table_status(e: &Engine, s: &mut Session, tk: &[Token], i: usize) -> Res
                 Value::Int(0),
                 Value::Null,
                 Value::Null,
-                t(note.collation.name()),
+                t(note.collation_name()),
                 t(note.comment),
             ]
         })
