@@ -10,6 +10,7 @@
 mod bit;
 mod coerce;
 mod general_ci_weights;
+mod row_columns;
 mod schema;
 mod value;
 
@@ -18,6 +19,7 @@ pub use coerce::{
     coerce, coerce_adjusting, parse_datetime, parse_datetime_prefix, parse_datetime_prefix_len,
     parse_time, truncate_datetime, truncate_micros, truncation_note, Adjustment, CoerceError,
 };
+pub use row_columns::RowColumns;
 pub use schema::{
     ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema, HIDDEN_COLUMN_PREFIX,
 };

@@ -23,6 +23,7 @@ use parking_lot::Mutex;
 use crate::ops::{self, Op};
 use crate::Result;
 
+mod columns;
 mod domains;
 mod install;
 mod propagate;
@@ -42,6 +43,11 @@ pub(crate) trait BaseReads: Sync {
         key: &[Value],
     ) -> Result<Vec<Row>, StorageError>;
     fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError>;
+    /// [`BaseReads::scan`] decoding only the columns `keep` marks: the
+    /// others come back NULL. No default: a caller takes rows out of the
+    /// result by equality with rows narrowed the same way, so a source
+    /// returning whole rows here would be wrong, not slow.
+    fn scan_columns(&self, table: TableId, keep: &[bool]) -> Result<Vec<Row>, StorageError>;
     /// [`BaseReads::lookup`] for each of `keys`.
     fn lookup_many(
         &self,
@@ -67,6 +73,13 @@ macro_rules! base_reads_by_inherent_methods {
             }
             fn scan(&self, table: TableId) -> Result<Vec<Row>, StorageError> {
                 <$source>::scan(self, table)
+            }
+            fn scan_columns(
+                &self,
+                table: TableId,
+                keep: &[bool],
+            ) -> Result<Vec<Row>, StorageError> {
+                <$source>::scan_columns(self, table, Some(keep))
             }
             fn lookup_many(
                 &self,
@@ -103,6 +116,12 @@ impl BaseReads for ladle_storage::ReadView {
             return Ok(Vec::new());
         }
         ladle_storage::ReadView::scan(self, table)
+    }
+    fn scan_columns(&self, table: TableId, keep: &[bool]) -> Result<Vec<Row>, StorageError> {
+        if self.schema(table).is_none() {
+            return Ok(Vec::new());
+        }
+        ladle_storage::ReadView::scan_columns(self, table, Some(keep))
     }
 }
 

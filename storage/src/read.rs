@@ -140,14 +140,18 @@ pub(crate) fn range(
 }
 
 /// Every row in primary-key order, without the keys: what a full scan's
-/// readers (the dataflow's fills) need, without a key copy per row.
-pub(crate) fn scan_rows(r: &dyn KvRead, t: &TableState) -> Result<Vec<Row>> {
+/// readers (the dataflow's fills) need, without a key copy per row. With
+/// `keep`, only the columns it marks are decoded (the rest are NULL).
+pub(crate) fn scan_rows(r: &dyn KvRead, t: &TableState, keep: Option<&[bool]>) -> Result<Vec<Row>> {
     // Sized by the row count (approximate after a restart, so capped):
     // a 360k-row scan otherwise copies its vector about 19 times growing.
     let estimate = t.counters.rows.load(std::sync::atomic::Ordering::Relaxed);
     let mut out = Vec::with_capacity(estimate.clamp(0, 1 << 22) as usize);
     r.scan(t.primary_cf(), &[], None, &mut |_, v| {
-        out.push(t.decode_row(v)?);
+        out.push(match keep {
+            Some(keep) => t.decode_columns(v, keep)?,
+            None => t.decode_row(v)?,
+        });
         Ok(true)
     })?;
     Ok(out)

@@ -608,10 +608,15 @@ impl Storage {
     }
     /// Every row, in primary-key order.
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        self.scan_columns(table, None)
+    }
+    /// [`Storage::scan`] decoding only the columns `keep` marks (the
+    /// others are NULL), as a fill that needs few columns asks.
+    pub fn scan_columns(&self, table: TableId, keep: Option<&[bool]>) -> Result<Vec<Row>> {
         let t = self.table_state(table)?;
         let mut out = Vec::new();
         self.engine.with_consistent(&mut |r| {
-            out = read::scan_rows(r, &t)?;
+            out = read::scan_rows(r, &t, keep)?;
             Ok(())
         })?;
         Ok(out)

@@ -8,7 +8,9 @@
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
-use ladle_common::{coerce, ColumnDefault, IndexSchema, Row, SqlType, TableSchema, Value};
+use ladle_common::{
+    coerce, ColumnDefault, IndexSchema, Row, RowColumns, SqlType, TableSchema, Value,
+};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
@@ -130,9 +132,25 @@ impl TableState {
 
     /// Decodes a stored row, padding columns added after it was written.
     pub fn decode_row(&self, bytes: &[u8]) -> Result<Row> {
-        let mut row: Row = postcard::from_bytes(bytes).map_err(|e| {
-            StorageError::Corruption(format!("row of table {}: {e}", self.schema.name))
-        })?;
+        let row: Row = postcard::from_bytes(bytes).map_err(|e| self.corrupt_row(e))?;
+        Ok(self.pad_row(row))
+    }
+
+    /// [`TableState::decode_row`] keeping only the columns `keep` marks
+    /// (the others read as NULL): a scan's reader that needs few columns
+    /// does not allocate the rest.
+    pub fn decode_columns(&self, bytes: &[u8], keep: &[bool]) -> Result<Row> {
+        let mut de = postcard::Deserializer::from_bytes(bytes);
+        let row = serde::de::DeserializeSeed::deserialize(RowColumns { keep }, &mut de)
+            .map_err(|e| self.corrupt_row(e))?;
+        Ok(self.pad_row(row))
+    }
+
+    fn corrupt_row(&self, e: postcard::Error) -> StorageError {
+        StorageError::Corruption(format!("row of table {}: {e}", self.schema.name))
+    }
+
+    fn pad_row(&self, mut row: Row) -> Row {
         if row.len() < self.schema.columns.len() {
             let start = row.len();
             row.extend(
@@ -140,7 +158,7 @@ impl TableState {
                     .map(|i| self.entry.pads.get(i).cloned().unwrap_or(Value::Null)),
             );
         }
-        Ok(row)
+        row
     }
 
     /// Bytes of a row's non-BLOB/TEXT content, for the row size limit.

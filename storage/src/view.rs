@@ -49,8 +49,13 @@ impl SnapshotReads<'_> {
 
     /// Every row, in primary-key order.
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        self.scan_columns(table, None)
+    }
+
+    /// [`SnapshotReads::scan`] decoding only the columns `keep` marks.
+    pub fn scan_columns(&self, table: TableId, keep: Option<&[bool]>) -> Result<Vec<Row>> {
         let t = self.table(table)?;
-        read::scan_rows(self.reader, &t)
+        read::scan_rows(self.reader, &t, keep)
     }
 
     fn table(&self, id: TableId) -> Result<Arc<TableState>> {
@@ -79,12 +84,19 @@ impl ReadView {
     pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
         let t = self.table(table)?;
         let key = key.to_vec();
-        self.run(move |r| read::lookup(r, &t, index, &key))
+        self.run(move |r| strip_keys(read::lookup(r, &t, index, &key)?))
     }
 
     pub fn scan(&self, table: TableId) -> Result<Vec<Row>> {
+        self.scan_columns(table, None)
+    }
+
+    /// [`ReadView::scan`] decoding only the columns `keep` marks (the
+    /// others are NULL).
+    pub fn scan_columns(&self, table: TableId, keep: Option<&[bool]>) -> Result<Vec<Row>> {
         let t = self.table(table)?;
-        self.run(move |r| read::scan_all(r, &t))
+        let keep = keep.map(<[bool]>::to_vec);
+        self.run(move |r| read::scan_rows(r, &t, keep.as_deref()))
     }
 
     /// The schema `table` had when the view was taken (`None`: it did not
@@ -104,7 +116,15 @@ impl ReadView {
         let t = self.table(table)?;
         let lower = owned_bound(lower);
         let upper = owned_bound(upper);
-        self.run(move |r| read::range(r, &t, index, as_ref_bound(&lower), as_ref_bound(&upper)))
+        self.run(move |r| {
+            strip_keys(read::range(
+                r,
+                &t,
+                index,
+                as_ref_bound(&lower),
+                as_ref_bound(&upper),
+            )?)
+        })
     }
 
     fn table(&self, id: TableId) -> Result<Arc<TableState>> {
@@ -113,16 +133,14 @@ impl ReadView {
 
     fn run(
         &self,
-        job: impl FnOnce(&dyn engine::KvRead) -> Result<Vec<read::KeyedRow>> + Send + 'static,
+        job: impl FnOnce(&dyn engine::KvRead) -> Result<Vec<Row>> + Send + 'static,
     ) -> Result<Vec<Row>> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.snapshot.run(Box::new(move |r| {
             let _ = tx.send(job(r));
         }));
-        let rows = rx
-            .recv()
-            .map_err(|_| StorageError::Internal("snapshot reader is gone".into()))??;
-        Ok(rows.into_iter().map(|(_, row)| row).collect())
+        rx.recv()
+            .map_err(|_| StorageError::Internal("snapshot reader is gone".into()))?
     }
 }
 

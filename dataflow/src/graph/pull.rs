@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
 
+use super::columns::narrowed;
 use super::{choose_index, split_cols, BaseReads, Graph, NodeId};
 use crate::ops::{self, key_matches, project_cols, Join, Op};
 use crate::{DataflowError, Result};
@@ -48,7 +49,7 @@ impl Graph {
         let parents = self.nodes[n].parents.clone();
         let colls = self.nodes[n].colls.clone();
         match &self.nodes[n].op {
-            Op::Base { table, .. } => self.base_rows(src, *table, cols, key),
+            Op::Base { table, .. } => self.base_rows(src, n, *table, cols, key),
             Op::Values(rows) => Ok(rows
                 .iter()
                 .filter(|r| key_matches(r, cols, key, &colls))
@@ -103,7 +104,7 @@ impl Graph {
         }
         let parents = self.nodes[n].parents.clone();
         match &self.nodes[n].op {
-            Op::Base { table, .. } => self.base_rows_for_keys(src, *table, cols, keys),
+            Op::Base { table, .. } => self.base_rows_for_keys(src, n, *table, cols, keys),
             Op::Filter(f) => {
                 let f = f.clone();
                 Ok(f.pull_keys(self.pull_keys(src, parents[0], cols, keys)?))
@@ -317,6 +318,7 @@ impl Graph {
     fn base_rows_for_keys(
         &self,
         src: &dyn BaseReads,
+        n: NodeId,
         table: TableId,
         cols: &[usize],
         keys: &[Vec<Value>],
@@ -336,7 +338,7 @@ impl Graph {
             });
         let scan_rows = self.storage.estimate_rows(table);
         if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
-            return self.base_rows_looked_up(src, table, cols, keys);
+            return self.base_rows_looked_up(src, n, table, cols, keys);
         }
         // The keys are integers (checked above), so each is grouped by its
         // numeric value: no per-row key vectors, collation or `Value`
@@ -351,7 +353,8 @@ impl Graph {
             first_asked.push(first);
         }
         let mut out = vec![Vec::new(); keys.len()];
-        for row in self.base_rows(src, table, &[], &[])? {
+        let (rows, keep) = self.scan_read_columns(src, n, table, cols)?;
+        for row in self.as_of_batch(table, &[], &[], &[], rows, keep.as_deref())? {
             // A NULL (or a non-integer) key column matches no key.
             let Some(key) = IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)))
             else {
@@ -376,6 +379,7 @@ impl Graph {
     fn base_rows_looked_up(
         &self,
         src: &dyn BaseReads,
+        n: NodeId,
         table: TableId,
         cols: &[usize],
         keys: &[Vec<Value>],
@@ -385,7 +389,7 @@ impl Graph {
         let (Some((index, perm)), false) = (chosen, cols.is_empty()) else {
             return keys
                 .iter()
-                .map(|k| self.base_rows(src, table, cols, k))
+                .map(|k| self.base_rows(src, n, table, cols, k))
                 .collect();
         };
         let colls = compare_collations(schema.as_deref());
@@ -396,7 +400,7 @@ impl Graph {
         let found = src.lookup_many(table, index, &index_keys)?;
         keys.iter()
             .zip(found)
-            .map(|(key, rows)| self.as_of_batch(table, cols, key, &colls, rows))
+            .map(|(key, rows)| self.as_of_batch(table, cols, key, &colls, rows, None))
             .collect()
     }
 
@@ -412,24 +416,56 @@ impl Graph {
     fn base_rows(
         &self,
         src: &dyn BaseReads,
+        n: NodeId,
         table: TableId,
         cols: &[usize],
         key: &[Value],
     ) -> Result<Vec<Row>> {
         let schema = self.base_schema(table);
         let colls = compare_collations(schema.as_deref());
-        let rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
+        let (rows, keep) = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
                 let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
-                src.lookup(table, index, &k)?
+                (src.lookup(table, index, &k)?, None)
             }
-            _ => src.scan(table)?,
+            _ => self.scan_read_columns(src, n, table, cols)?,
         };
-        self.as_of_batch(table, cols, key, &colls, rows)
+        self.as_of_batch(table, cols, key, &colls, rows, keep.as_deref())
+    }
+
+    /// Every row of base node `n` (table `table`), in a detached copy
+    /// decoding only the columns the nodes above it read and `cols` (see
+    /// [`Graph::columns_read`]); the columns kept, where not all.
+    fn scan_read_columns(
+        &self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        table: TableId,
+        cols: &[usize],
+    ) -> Result<(Vec<Row>, Option<Vec<bool>>)> {
+        // Only a detached copy's pulls (fills) narrow: the real graph's
+        // also propagate, and a join there compares the rows it pulls with
+        // the batch's deltas, which hold every column.
+        let keep = match self.detached {
+            Some(_) => self.columns_read(n),
+            None => None,
+        };
+        let Some(mut keep) = keep else {
+            return Ok((src.scan(table)?, None));
+        };
+        for &c in cols {
+            if let Some(k) = keep.get_mut(c) {
+                *k = true;
+            }
+        }
+        let rows = src.scan_columns(table, &keep)?;
+        Ok((rows, Some(keep)))
     }
 
     /// Storage's `rows` for `cols == key` (an index lookup may return more:
     /// a prefix, or another collation's equal), less the pending deltas.
+    /// `keep`: the columns `rows` were read with (the others NULL), which
+    /// the deltas are narrowed to before they are taken out.
     fn as_of_batch(
         &self,
         table: TableId,
@@ -437,6 +473,7 @@ impl Graph {
         key: &[Value],
         colls: &[Collation],
         mut rows: Vec<Row>,
+        keep: Option<&[bool]>,
     ) -> Result<Vec<Row>> {
         if !cols.is_empty() {
             rows.retain(|r| key_matches(r, cols, key, colls));
@@ -446,7 +483,14 @@ impl Graph {
                 .iter()
                 .filter(|d| cols.is_empty() || key_matches(d.row(), cols, key, colls))
                 .collect();
-            rows = ops::undo(rows, &matching);
+            rows = match keep {
+                None => ops::undo(rows, &matching),
+                Some(keep) => {
+                    let narrowed: Vec<RowDelta> =
+                        matching.iter().map(|d| narrowed(d, keep)).collect();
+                    ops::undo(rows, &narrowed.iter().collect::<Vec<_>>())
+                }
+            };
         }
         crate::interrupt::charge(&rows)?;
         Ok(rows)
