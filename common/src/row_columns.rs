@@ -9,7 +9,10 @@ use std::fmt;
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
-use crate::{Row, Value};
+use crate::value::Value;
+
+/// A row, as `crate::Row` names it (the alias lives in the crate root).
+type Row = Vec<Value>;
 
 /// Deserializes a [`Row`] (as serde writes `Vec<Value>`) keeping column `i`
 /// only where `keep[i]` is true; columns past `keep`'s end are kept.
@@ -78,7 +81,7 @@ mod tests {
     use serde::de::DeserializeSeed;
 
     use super::RowColumns;
-    use crate::Value;
+    use crate::value::Value;
 
     /// One value of every variant: if `Value` gains or reorders one,
     /// `SkippedValue` must follow, or skipping misreads what comes after.
