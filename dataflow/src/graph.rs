@@ -48,14 +48,32 @@ pub(crate) trait BaseReads: Sync {
     /// result by equality with rows narrowed the same way, so a source
     /// returning whole rows here would be wrong, not slow.
     fn scan_columns(&self, table: TableId, keep: &[bool]) -> Result<Vec<Row>, StorageError>;
-    /// [`BaseReads::lookup`] for each of `keys`.
+    /// [`BaseReads::lookup`] for each of `keys`; with `keep`, the columns
+    /// it leaves out come back NULL, exactly (see `scan_columns`).
     fn lookup_many(
         &self,
         table: TableId,
         index: IndexRef,
         keys: &[Vec<Value>],
+        keep: Option<&[bool]>,
     ) -> Result<Vec<Vec<Row>>, StorageError> {
-        keys.iter().map(|k| self.lookup(table, index, k)).collect()
+        let narrow = |mut row: Row| {
+            if let Some(keep) = keep {
+                for (v, _) in row.iter_mut().zip(keep).filter(|(_, k)| !**k) {
+                    *v = Value::Null;
+                }
+            }
+            row
+        };
+        keys.iter()
+            .map(|k| {
+                Ok(self
+                    .lookup(table, index, k)?
+                    .into_iter()
+                    .map(narrow)
+                    .collect())
+            })
+            .collect()
     }
 }
 
@@ -86,8 +104,9 @@ macro_rules! base_reads_by_inherent_methods {
                 table: TableId,
                 index: IndexRef,
                 keys: &[Vec<Value>],
+                keep: Option<&[bool]>,
             ) -> Result<Vec<Vec<Row>>, StorageError> {
-                <$source>::lookup_many(self, table, index, keys)
+                <$source>::lookup_many(self, table, index, keys, keep)
             }
         }
     )*};

@@ -1,5 +1,6 @@
-//! A fill's full scans decode only the columns the nodes above them read (a
-//! grouped count over comments reads `story_id`, not the comment's text).
+//! A fill's full scans and index lookups decode only the columns the nodes
+//! above them read (a grouped count over comments reads `story_id`, not the
+//! comment's text).
 //! Rows a scan must take out or add (a transaction's own writes, read
 //! through its overlay) are narrowed the same way, or a deleted row would
 //! still be counted; and the graph's own pulls while a commit propagates,
@@ -7,8 +8,10 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::*;
-use ladle_common::{Row, RowDelta, TableDeltas, Value};
+use ladle_common::{IndexSchema, Row, RowDelta, TableDeltas, TableSchema, Value};
 use ladle_storage::{OnConflict, WriteOp};
 
 fn insert(t: &ladle_common::TableSchema, rows: Vec<Row>) -> WriteOp {
@@ -101,6 +104,58 @@ fn a_transaction_reads_its_own_deletes_and_inserts_through_a_narrowed_scan() {
         e.q("SELECT sid, COUNT(*) FROM c GROUP BY sid", &[]).len(),
         5
     );
+}
+
+#[test]
+fn a_transaction_reads_its_own_writes_through_narrowed_lookups() {
+    let e = env(1 << 30);
+    e.table("c", &[("id", int()), ("sid", int()), ("body", text())]);
+    // An index on `sid`: a partition is filled by looking its key up.
+    let c = index_on(&e, "c", 1);
+    let committed: Vec<Row> = (0..200).map(|n| vec![i(n), i(n % 50), body(n)]).collect();
+    e.insert(&c, committed.clone());
+    // The transaction deleted two of story 1's comments (of 4), changed
+    // the text of one of story 2's, and added one to story 7.
+    let mut changed = committed[2].clone();
+    changed[2] = body(1000);
+    let overlay = [TableDeltas {
+        table: c.id,
+        deltas: vec![
+            RowDelta::Delete(committed[1].clone()),
+            RowDelta::Delete(committed[51].clone()),
+            RowDelta::Delete(committed[2].clone()),
+            RowDelta::Insert(changed),
+            RowDelta::Insert(vec![i(1000), i(7), body(1000)]),
+        ],
+    }];
+    // One key (a point lookup) and many (one batched lookup).
+    let one = e.prepare("SELECT sid, COUNT(*) FROM c WHERE sid = ? GROUP BY sid");
+    for (sid, count) in [(1, "2"), (2, "4"), (7, "5")] {
+        let rows = one.execute_overlay(&[i(sid)], &overlay).unwrap();
+        assert_eq!(render(rows, false), v(&[&format!("{sid} {count}")]));
+    }
+    let many = e.prepare("SELECT sid, COUNT(*) FROM c WHERE sid IN (?, ?, ?, ?) GROUP BY sid");
+    let rows = many
+        .execute_overlay(&[i(1), i(2), i(7), i(8)], &overlay)
+        .unwrap();
+    assert_eq!(render(rows, false), v(&["1 2", "2 4", "7 5", "8 4"]));
+    // Nothing of it was committed.
+    assert_eq!(e.q("SELECT COUNT(*) FROM c WHERE sid = 1", &[]), v(&["4"]));
+}
+
+fn index_on(e: &Env, table: &str, col: usize) -> Arc<TableSchema> {
+    e.storage
+        .create_index(
+            DB,
+            table,
+            IndexSchema {
+                id: 0,
+                name: format!("by_{col}"),
+                columns: vec![col],
+                unique: false,
+            },
+        )
+        .unwrap()
 }
 
 fn s_(n: i64) -> Value {

@@ -365,7 +365,9 @@ fn reads(rows: usize, lookups: usize) {
                     .map(|_| vec![Value::Int(rng.gen_range(0..stories))])
                     .collect();
                 found += if batched {
-                    let rows = s.lookup_many(pk_only.id, index, &keys).expect("lookup");
+                    let rows = s
+                        .lookup_many(pk_only.id, index, &keys, None)
+                        .expect("lookup");
                     rows.iter().map(Vec::len).sum::<usize>()
                 } else {
                     keys.iter()

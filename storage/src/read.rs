@@ -15,8 +15,18 @@ pub(crate) type KeyedRow = (Vec<u8>, Row);
 
 /// The row stored under primary key `pk`.
 pub(crate) fn get_row(r: &dyn KvRead, t: &TableState, pk: &[u8]) -> Result<Option<Row>> {
+    get_row_columns(r, t, pk, None)
+}
+
+/// [`get_row`] decoding only the columns `keep` marks, where given.
+fn get_row_columns(
+    r: &dyn KvRead,
+    t: &TableState,
+    pk: &[u8],
+    keep: Option<&[bool]>,
+) -> Result<Option<Row>> {
     match r.get(t.primary_cf(), pk)? {
-        Some(bytes) => Ok(Some(t.decode_row(&bytes)?)),
+        Some(bytes) => Ok(Some(t.decode(&bytes, keep)?)),
         None => Ok(None),
     }
 }
@@ -46,12 +56,14 @@ pub(crate) fn lookup(
 }
 
 /// [`lookup`] for each of `keys`, from one scan of the index over all of
-/// them (one RocksDB iterator; see [`KvRead::scan_prefixes`]).
+/// them (one RocksDB iterator; see [`KvRead::scan_prefixes`]). With
+/// `keep`, only the columns it marks are decoded (the rest are NULL).
 pub(crate) fn lookup_many(
     r: &dyn KvRead,
     t: &TableState,
     index: IndexRef,
     keys: &[Vec<Value>],
+    keep: Option<&[bool]>,
 ) -> Result<Vec<Vec<KeyedRow>>> {
     let mut out: Vec<Vec<KeyedRow>> = vec![Vec::new(); keys.len()];
     let Some(columns) = t.index_columns(index) else {
@@ -66,7 +78,7 @@ pub(crate) fn lookup_many(
     let full_primary = |k: &Vec<Value>| !columns.is_empty() && k.len() == columns.len();
     if index == IndexRef::Primary && asked.iter().all(|&i| full_primary(&keys[i])) {
         for (i, pk) in asked.into_iter().zip(prefixes) {
-            if let Some(row) = get_row(r, t, &pk)? {
+            if let Some(row) = get_row_columns(r, t, &pk, keep)? {
                 out[i].push((pk, row));
             }
         }
@@ -75,7 +87,7 @@ pub(crate) fn lookup_many(
     let mut pks: Vec<(usize, Vec<u8>)> = Vec::new();
     match index {
         IndexRef::Primary => r.scan_prefixes(t.primary_cf(), &prefixes, &mut |p, k, v| {
-            out[asked[p]].push((k.to_vec(), t.decode_row(v)?));
+            out[asked[p]].push((k.to_vec(), t.decode(v, keep)?));
             Ok(())
         })?,
         IndexRef::Secondary(_) => {
@@ -83,7 +95,7 @@ pub(crate) fn lookup_many(
                 match parse_secondary_value(v)? {
                     SecondaryValue::Pk(pk) => pks.push((asked[p], pk.to_vec())),
                     SecondaryValue::PkAndRow(pk, row) => {
-                        out[asked[p]].push((pk.to_vec(), t.decode_row(row)?))
+                        out[asked[p]].push((pk.to_vec(), t.decode(row, keep)?))
                     }
                 }
                 Ok(())
@@ -92,7 +104,7 @@ pub(crate) fn lookup_many(
     }
     for (i, pk) in pks {
         // As in `scan_index`: a consistent read always finds the row.
-        if let Some(row) = get_row(r, t, &pk)? {
+        if let Some(row) = get_row_columns(r, t, &pk, keep)? {
             out[i].push((pk, row));
         }
     }
@@ -148,10 +160,7 @@ pub(crate) fn scan_rows(r: &dyn KvRead, t: &TableState, keep: Option<&[bool]>) -
     let estimate = t.counters.rows.load(std::sync::atomic::Ordering::Relaxed);
     let mut out = Vec::with_capacity(estimate.clamp(0, 1 << 22) as usize);
     r.scan(t.primary_cf(), &[], None, &mut |_, v| {
-        out.push(match keep {
-            Some(keep) => t.decode_columns(v, keep)?,
-            None => t.decode_row(v)?,
-        });
+        out.push(t.decode(v, keep)?);
         Ok(true)
     })?;
     Ok(out)

@@ -580,17 +580,19 @@ impl Storage {
         self.read_latest(|r| read::lookup(r, &t, index, key))
     }
     /// [`Storage::lookup`] for each of `keys`, read from one consistent
-    /// state with one index scan: a fill asks for many keys at once.
+    /// state with one index scan: a fill asks for many keys at once. With
+    /// `keep`, only the columns it marks are decoded (the others are NULL).
     pub fn lookup_many(
         &self,
         table: TableId,
         index: IndexRef,
         keys: &[Vec<Value>],
+        keep: Option<&[bool]>,
     ) -> Result<Vec<Vec<Row>>> {
         let t = self.table_state(table)?;
         let mut out = Vec::new();
         self.engine.with_consistent(&mut |r| {
-            out = read::lookup_many(r, &t, index, keys)?;
+            out = read::lookup_many(r, &t, index, keys, keep)?;
             Ok(())
         })?;
         out.into_iter().map(strip_keys).collect()

@@ -133,7 +133,16 @@ impl TableState {
     /// Decodes a stored row, padding columns added after it was written.
     pub fn decode_row(&self, bytes: &[u8]) -> Result<Row> {
         let row: Row = postcard::from_bytes(bytes).map_err(|e| self.corrupt_row(e))?;
-        Ok(self.pad_row(row))
+        Ok(self.pad_row(row, None))
+    }
+
+    /// [`TableState::decode_columns`] where `keep` is given, else
+    /// [`TableState::decode_row`].
+    pub fn decode(&self, bytes: &[u8], keep: Option<&[bool]>) -> Result<Row> {
+        match keep {
+            Some(keep) => self.decode_columns(bytes, keep),
+            None => self.decode_row(bytes),
+        }
     }
 
     /// [`TableState::decode_row`] keeping only the columns `keep` marks
@@ -143,20 +152,25 @@ impl TableState {
         let mut de = postcard::Deserializer::from_bytes(bytes);
         let row = serde::de::DeserializeSeed::deserialize(RowColumns { keep }, &mut de)
             .map_err(|e| self.corrupt_row(e))?;
-        Ok(self.pad_row(row))
+        Ok(self.pad_row(row, Some(keep)))
     }
 
     fn corrupt_row(&self, e: postcard::Error) -> StorageError {
         StorageError::Corruption(format!("row of table {}: {e}", self.schema.name))
     }
 
-    fn pad_row(&self, mut row: Row) -> Row {
+    /// Pads a row written before columns were added with their values; a
+    /// column `keep` leaves out is NULL there too, as in the rest of a
+    /// narrowed row (rows are compared with deltas narrowed the same way).
+    fn pad_row(&self, mut row: Row, keep: Option<&[bool]>) -> Row {
         if row.len() < self.schema.columns.len() {
             let start = row.len();
-            row.extend(
-                (start..self.schema.columns.len())
-                    .map(|i| self.entry.pads.get(i).cloned().unwrap_or(Value::Null)),
-            );
+            row.extend((start..self.schema.columns.len()).map(
+                |i| match keep.and_then(|k| k.get(i)) {
+                    Some(false) => Value::Null,
+                    _ => self.entry.pads.get(i).cloned().unwrap_or(Value::Null),
+                },
+            ));
         }
         row
     }

@@ -33,15 +33,17 @@ impl SnapshotReads<'_> {
         strip_keys(read::lookup(self.reader, &t, index, key)?)
     }
 
-    /// [`SnapshotReads::lookup`] for each of `keys`, from one index scan.
+    /// [`SnapshotReads::lookup`] for each of `keys`, from one index scan,
+    /// decoding only the columns `keep` marks where given.
     pub fn lookup_many(
         &self,
         table: TableId,
         index: IndexRef,
         keys: &[Vec<Value>],
+        keep: Option<&[bool]>,
     ) -> Result<Vec<Vec<Row>>> {
         let t = self.table(table)?;
-        read::lookup_many(self.reader, &t, index, keys)?
+        read::lookup_many(self.reader, &t, index, keys, keep)?
             .into_iter()
             .map(strip_keys)
             .collect()

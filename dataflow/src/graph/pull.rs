@@ -397,10 +397,11 @@ impl Graph {
             .iter()
             .map(|key| perm.iter().map(|&i| key[i].clone()).collect())
             .collect();
-        let found = src.lookup_many(table, index, &index_keys)?;
+        let keep = self.read_columns(n, cols);
+        let found = src.lookup_many(table, index, &index_keys, keep.as_deref())?;
         keys.iter()
             .zip(found)
-            .map(|(key, rows)| self.as_of_batch(table, cols, key, &colls, rows, None))
+            .map(|(key, rows)| self.as_of_batch(table, cols, key, &colls, rows, keep.as_deref()))
             .collect()
     }
 
@@ -423,19 +424,29 @@ impl Graph {
     ) -> Result<Vec<Row>> {
         let schema = self.base_schema(table);
         let colls = compare_collations(schema.as_deref());
-        let (rows, keep) = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
+        let keep = self.read_columns(n, cols);
+        let rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
                 let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
-                (src.lookup(table, index, &k)?, None)
+                match keep.as_deref() {
+                    None => src.lookup(table, index, &k)?,
+                    Some(keep) => {
+                        let mut found = src.lookup_many(table, index, &[k], Some(keep))?;
+                        found.pop().unwrap_or_default()
+                    }
+                }
             }
-            _ => self.scan_read_columns(src, n, table, cols)?,
+            _ => match keep.as_deref() {
+                None => src.scan(table)?,
+                Some(keep) => src.scan_columns(table, keep)?,
+            },
         };
         self.as_of_batch(table, cols, key, &colls, rows, keep.as_deref())
     }
 
     /// Every row of base node `n` (table `table`), in a detached copy
-    /// decoding only the columns the nodes above it read and `cols` (see
-    /// [`Graph::columns_read`]); the columns kept, where not all.
+    /// decoding only the columns [`Graph::read_columns`] keeps; the
+    /// columns kept, where not all.
     fn scan_read_columns(
         &self,
         src: &dyn BaseReads,
@@ -443,23 +454,27 @@ impl Graph {
         table: TableId,
         cols: &[usize],
     ) -> Result<(Vec<Row>, Option<Vec<bool>>)> {
+        match self.read_columns(n, cols) {
+            None => Ok((src.scan(table)?, None)),
+            Some(keep) => Ok((src.scan_columns(table, &keep)?, Some(keep))),
+        }
+    }
+
+    /// The columns a read of base node `n` by `cols` must decode: those
+    /// the nodes above it read (see [`Graph::columns_read`]) and `cols`;
+    /// `None` for all.
+    fn read_columns(&self, n: NodeId, cols: &[usize]) -> Option<Vec<bool>> {
         // Only a detached copy's pulls (fills) narrow: the real graph's
         // also propagate, and a join there compares the rows it pulls with
         // the batch's deltas, which hold every column.
-        let keep = match self.detached {
-            Some(_) => self.columns_read(n),
-            None => None,
-        };
-        let Some(mut keep) = keep else {
-            return Ok((src.scan(table)?, None));
-        };
+        self.detached.as_ref()?;
+        let mut keep = self.columns_read(n)?;
         for &c in cols {
             if let Some(k) = keep.get_mut(c) {
                 *k = true;
             }
         }
-        let rows = src.scan_columns(table, &keep)?;
-        Ok((rows, Some(keep)))
+        Some(keep)
     }
 
     /// Storage's `rows` for `cols == key` (an index lookup may return more:
