@@ -9,6 +9,7 @@
 
 mod bit;
 mod coerce;
+mod date_text;
 mod general_ci_weights;
 mod row_columns;
 mod schema;

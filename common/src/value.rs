@@ -29,9 +29,9 @@ pub enum Value {
     Text(Arc<str>),
     /// BINARY, VARBINARY, BLOB.
     Bytes(Arc<[u8]>),
-    Date(NaiveDate),
+    Date(#[serde(deserialize_with = "crate::date_text::date")] NaiveDate),
     /// DATETIME and TIMESTAMP (no time zone: session time zone is UTC).
-    DateTime(NaiveDateTime),
+    DateTime(#[serde(deserialize_with = "crate::date_text::datetime")] NaiveDateTime),
     /// TIME as signed microseconds (MySQL's range is +-838:59:59).
     Time(i64),
 }
