@@ -202,3 +202,119 @@ fn run(memory_limit: usize) {
         }
     }
 }
+
+/// A join looked up by many keys at once (an IN list, or a grouped view's
+/// cold partitions) pulls its keyed input for all of them and its other
+/// input once for all their join keys: each key still gets exactly its
+/// own rows, with NULL join keys extended (LEFT) or dropped, join keys
+/// shared between keys, and keys asked twice.
+#[test]
+fn join_looked_up_by_many_keys_at_once() {
+    let e = env(1 << 30);
+    e.table(
+        "taggings",
+        &[("id", int()), ("story_id", int()), ("tag_id", int())],
+    );
+    e.table("stories", &[("id", int()), ("user_id", int())]);
+    index(&e, "taggings", "t_story", 1);
+    let taggings = index(&e, "taggings", "t_tag", 2);
+    let stories = index(&e, "stories", "s_user", 1);
+    let mut rng = StdRng::seed_from_u64(11);
+    e.insert(
+        &stories,
+        (0..30).map(|k| r(&[i(k), small(&mut rng, 7)])).collect(),
+    );
+    e.insert(
+        &taggings,
+        (0..120)
+            .map(|k| r(&[i(k), small(&mut rng, 34), small(&mut rng, 9)]))
+            .collect(),
+    );
+    // (query, brute force over (taggings, stories), key column and output
+    // columns in the brute-force row)
+    type Brute = fn(&[Row], &[Row]) -> Vec<Row>;
+    let shapes: Vec<(&str, Brute, usize, [usize; 2])> = vec![
+        (
+            "SELECT t.id, s.id FROM taggings t LEFT JOIN stories s ON s.id = t.story_id \
+             WHERE t.tag_id IN (?, ?, ?, ?)",
+            |t, s| join(t, s, 1, 0, true, 2),
+            2,
+            [0, 3],
+        ),
+        (
+            "SELECT t.id, s.id FROM taggings t JOIN stories s ON s.id = t.story_id \
+             WHERE s.user_id IN (?, ?, ?, ?)",
+            |t, s| join(t, s, 1, 0, false, 2),
+            4,
+            [0, 3],
+        ),
+        (
+            "SELECT s.id, t.id FROM stories s LEFT JOIN taggings t ON t.story_id = s.id \
+             WHERE t.tag_id IN (?, ?, ?, ?)",
+            |t, s| join(s, t, 0, 1, true, 3),
+            4,
+            [0, 2],
+        ),
+        (
+            "SELECT s.id, t.id FROM stories s JOIN taggings t ON t.story_id = s.id \
+             WHERE s.user_id IN (?, ?, ?, ?)",
+            |t, s| join(s, t, 0, 1, false, 3),
+            1,
+            [0, 2],
+        ),
+    ];
+    let prepared: Vec<_> = shapes.iter().map(|(q, ..)| e.prepare(q)).collect();
+    // Counts per key over the same join: its cold partitions are pulled
+    // through the join together.
+    let counts = e.prepare(
+        "SELECT t.tag_id, COUNT(s.id), COUNT(*) FROM taggings t \
+         LEFT JOIN stories s ON s.id = t.story_id WHERE t.tag_id IN (?, ?, ?) GROUP BY t.tag_id",
+    );
+    for step in 0..30 {
+        let (t, s) = (rows(&e, &taggings), rows(&e, &stories));
+        for ((q, brute, key, out), p) in shapes.iter().zip(&prepared) {
+            let full = brute(&t, &s);
+            // Keys repeated, absent and shared.
+            let params: Vec<Value> = (0..4).map(|_| i(rng.gen_range(0..7))).collect();
+            let want: Vec<Row> = full
+                .iter()
+                .filter(|r| params.contains(&r[*key]))
+                .map(|r| out.iter().map(|&c| r[c].clone()).collect())
+                .collect();
+            let got = p.execute(&params).unwrap();
+            assert_eq!(
+                render(got, false),
+                render(want, false),
+                "step {step}: {q} with {params:?}"
+            );
+        }
+        let params: Vec<Value> = (0..3).map(|_| i(rng.gen_range(0..9))).collect();
+        let joined = join(&t, &s, 1, 0, true, 2);
+        let mut want = Vec::new();
+        for tag in 0..9 {
+            let rows: Vec<&Row> = joined.iter().filter(|r| r[2] == i(tag)).collect();
+            if !rows.is_empty() && params.contains(&i(tag)) {
+                let matched = rows.iter().filter(|r| !r[3].is_null()).count() as i64;
+                want.push(r(&[i(tag), i(matched), i(rows.len() as i64)]));
+            }
+        }
+        let got = counts.execute(&params).unwrap();
+        assert_eq!(
+            render(got, false),
+            render(want, false),
+            "step {step}: counts {params:?}"
+        );
+        // Change both tables.
+        let k = 1000 + step as i64;
+        e.insert(
+            &taggings,
+            vec![r(&[i(k), small(&mut rng, 30), small(&mut rng, 9)])],
+        );
+        let st = rng.gen_range(0..30);
+        let user = small(&mut rng, 7);
+        e.delete_where(&stories, move |r| r[0] == i(st));
+        e.insert(&stories, vec![r(&[i(st), user])]);
+        let gone = rng.gen_range(0..120);
+        e.delete_where(&taggings, move |r| r[0] == i(gone));
+    }
+}

@@ -121,8 +121,96 @@ impl Graph {
                 u.pull_keys(keys.len(), |i| self.pull_keys(src, parents[i], cols, keys))
             }
             Op::Aggregate(_) | Op::Window(_) => self.pull_aggregate(src, n, cols, keys),
+            Op::Join(j) => {
+                let j = j.clone();
+                self.pull_join_keys(src, n, &j, cols, keys)
+            }
             _ => self.pull_each(src, n, cols, keys),
         }
+    }
+
+    /// [`Graph::pull_join`] for each of `keys`, where every key column is
+    /// on one input (a story page's comments joined with their authors,
+    /// looked up by story for an IN list or a cold aggregate's partitions):
+    /// that input is pulled for all keys at once, then the other input once
+    /// for every distinct join key of all of them, instead of both once per
+    /// key. Keys on both inputs are pulled one by one.
+    fn pull_join_keys(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        j: &Join,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let (l, r) = (self.nodes[n].parents[0], self.nodes[n].parents[1]);
+        let lw = self.nodes[l].colls.len();
+        let outer = matches!(j.kind, ops::JoinKind::Inner | ops::JoinKind::Left);
+        if cols.iter().all(|&c| c < lw) {
+            let per_key = self.pull_keys(src, l, cols, keys)?;
+            return self.join_each(src, j, r, per_key, JoinSide::Left);
+        }
+        if outer && cols.iter().all(|&c| c >= lw) {
+            let rcols: Vec<usize> = cols.iter().map(|&c| c - lw).collect();
+            let per_key = self.pull_keys(src, r, &rcols, keys)?;
+            return self.join_each(src, j, l, per_key, JoinSide::Right);
+        }
+        self.pull_each(src, n, cols, keys)
+    }
+
+    /// Joins each of `per_key` (rows of the join's `side` input) with their
+    /// matches in `other` (the other input), pulling `other` once for every
+    /// distinct join key of all of them. As [`Graph::join_from_left`] and
+    /// [`Graph::join_from_right`] give for each alone: left rows with a
+    /// NULL join key are NULL-extended (LEFT joins), right ones dropped.
+    fn join_each(
+        &mut self,
+        src: &dyn BaseReads,
+        j: &Join,
+        other: NodeId,
+        per_key: Vec<Vec<Row>>,
+        side: JoinSide,
+    ) -> Result<Vec<Vec<Row>>> {
+        let (own_cols, other_cols) = match side {
+            JoinSide::Left => (&j.left_cols, &j.right_cols),
+            JoinSide::Right => (&j.right_cols, &j.left_cols),
+        };
+        let grouped: Vec<_> = per_key
+            .into_iter()
+            .map(|rows| group_by_join_key(rows, own_cols, &j.colls))
+            .collect();
+        // Every distinct join key, and where each key's groups find theirs.
+        let mut all_keys: Vec<Vec<Value>> = Vec::new();
+        let mut slot: HashMap<Vec<Value>, usize> = HashMap::new();
+        let slots: Vec<Vec<usize>> = grouped
+            .iter()
+            .map(|(join_keys, _, _)| {
+                join_keys
+                    .iter()
+                    .map(|k| {
+                        *slot.entry(ops::norm_key(k, &j.colls)).or_insert_with(|| {
+                            all_keys.push(k.clone());
+                            all_keys.len() - 1
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let matches = self.pull_keys(src, other, other_cols, &all_keys)?;
+        grouped
+            .into_iter()
+            .zip(slots)
+            .map(|((_, own_groups, nulls), slots)| {
+                let other_groups = slots.iter().map(|&i| matches[i].as_slice());
+                let own_groups = own_groups.iter().map(Vec::as_slice);
+                match side {
+                    JoinSide::Left => {
+                        join_groups(j, own_groups.zip(other_groups), j.join_rows(&nulls, &[]))
+                    }
+                    JoinSide::Right => join_groups(j, other_groups.zip(own_groups), Vec::new()),
+                }
+            })
+            .collect()
     }
 
     /// [`Graph::pull_keys`] one key at a time.
@@ -293,7 +381,7 @@ impl Graph {
         let rrows = self.pull_from(src, r, rcols, rkey)?;
         let (keys, right_groups, _) = group_by_join_key(rrows, &j.right_cols, &j.colls);
         let left_groups = self.pull_keys(src, l, &j.left_cols, &keys)?;
-        join_groups(j, &left_groups, &right_groups, Vec::new())
+        join_groups(j, pairs(&left_groups, &right_groups), Vec::new())
     }
 
     /// Joins `left_rows` with their right matches, pulling the right input
@@ -307,7 +395,11 @@ impl Graph {
     ) -> Result<Vec<Row>> {
         let (keys, left_groups, nulls) = group_by_join_key(left_rows, &j.left_cols, &j.colls);
         let right_groups = self.pull_keys(src, r, &j.right_cols, &keys)?;
-        join_groups(j, &left_groups, &right_groups, j.join_rows(&nulls, &[]))
+        join_groups(
+            j,
+            pairs(&left_groups, &right_groups),
+            j.join_rows(&nulls, &[]),
+        )
     }
 
     /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
@@ -583,16 +675,32 @@ fn group_by_join_key(
     (keys, groups, nulls)
 }
 
+/// Which input of a join.
+#[derive(Clone, Copy)]
+enum JoinSide {
+    Left,
+    Right,
+}
+
+/// Left and right groups paired by position.
+fn pairs<'a>(
+    left: &'a [Vec<Row>],
+    right: &'a [Vec<Row>],
+) -> impl Iterator<Item = (&'a [Row], &'a [Row])> {
+    left.iter()
+        .map(Vec::as_slice)
+        .zip(right.iter().map(Vec::as_slice))
+}
+
 /// Appends to `out` the join of each pair of matching left and right
 /// groups, charging each product to the statement's working set before it
 /// is built (see [`crate::interrupt::charge_bytes`]).
-fn join_groups(
+fn join_groups<'a>(
     j: &Join,
-    left_groups: &[Vec<Row>],
-    right_groups: &[Vec<Row>],
+    groups: impl Iterator<Item = (&'a [Row], &'a [Row])>,
     mut out: Vec<Row>,
 ) -> Result<Vec<Row>> {
-    for (ls, rs) in left_groups.iter().zip(right_groups) {
+    for (ls, rs) in groups {
         crate::interrupt::check()?;
         crate::interrupt::charge_bytes(j.output_bytes_bound(ls, rs))?;
         out.extend(j.join_rows(ls, rs));
