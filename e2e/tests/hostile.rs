@@ -60,6 +60,7 @@ fn cases() -> Vec<(String, Outcome)> {
     let ands = chain(3000, |i| format!("id <> {}", i + 1000), " AND ");
     let in_list = chain(100_000, |i| i.to_string(), ",");
     let in_strings = chain(100_000, |i| format!("'s{i}'"), ",");
+    let in_rows = chain(20_000, |i| format!("({i}, 's{i}')"), ",");
     let plus = |n| format!("SELECT 1{}", "+1".repeat(n));
     let ids = |r: std::ops::Range<u32>| r.map(|i| vec![i.to_string()]).collect();
     vec![
@@ -110,6 +111,24 @@ fn cases() -> Vec<(String, Outcome)> {
         (
             format!("SELECT id FROM t WHERE id IN ({in_list}) ORDER BY id"),
             Outcome::Rows(ids(0..10)),
+        ),
+        // A row IN list is planned as an OR of ANDs, built after the
+        // parsed chains were balanced: 5,000 rows overflowed the stack.
+        (
+            format!("SELECT COUNT(*) FROM t WHERE (id, s) IN ({in_rows})"),
+            Outcome::Rows(vec![vec!["10".into()]]),
+        ),
+        (
+            format!("SELECT id FROM t WHERE (id, s) NOT IN ({in_rows}) OR id = 4"),
+            Outcome::Rows(vec![vec!["4".into()]]),
+        ),
+        (
+            format!("UPDATE t SET n = n + 1 WHERE (id, s) IN ({in_rows})"),
+            Outcome::Affected(10),
+        ),
+        (
+            format!("UPDATE t SET n = n - 1 WHERE (id, s) IN ({in_rows})"),
+            Outcome::Affected(10),
         ),
         (
             format!("SELECT id FROM t WHERE NOT ({ors}) OR id = 3"),

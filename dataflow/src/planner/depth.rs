@@ -119,8 +119,9 @@ fn rebalance(e: &mut Expr) {
     *e = balanced(operands, &op);
 }
 
-/// A balanced tree of `op` over `operands` (at least one).
-fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
+/// A balanced tree of `op` over `operands` (at least one), operands in
+/// order: `log2(n)` levels deep.
+pub(crate) fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
     if operands.len() == 1 {
         return operands.pop().unwrap_or(Expr::Value(ast::Value::Null));
     }
