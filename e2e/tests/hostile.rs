@@ -216,6 +216,29 @@ fn deep_and_oversized_statements_get_answers_not_crashes() {
             assert!(same, "mariadb: {}: {theirs:?}", head(&sql));
         }
     }
+    // Set operations chain as deep as the statement says (sqlparser builds
+    // them left-deep): 20,000 UNION ALLs overflowed a worker's stack and
+    // aborted the server. Ladle refuses past MAX_SET_DEPTH (MariaDB has no
+    // such bound: compared with Ladle only).
+    let unions = |n: usize| chain(n, |i| format!("SELECT {i} AS x"), " UNION ALL ");
+    for (sql, expected) in [
+        (
+            format!("SELECT COUNT(*) FROM ({}) d", unions(20_000)),
+            Outcome::Error(1436),
+        ),
+        (unions(20_000), Outcome::Error(1436)),
+        (
+            format!("INSERT INTO t (id) {}", unions(20_000)),
+            Outcome::Error(1436),
+        ),
+        (
+            format!("SELECT COUNT(*), SUM(x) FROM ({}) d", unions(4000)),
+            Outcome::Rows(vec![vec!["4000".into(), "7998000".into()]]),
+        ),
+    ] {
+        assert_eq!(run(&mut ladle, &sql), expected, "ladle: {}", head(&sql));
+        assert!(server.is_alive(), "{}", server.log_tail());
+    }
     // The same shapes as server-side prepared statements (COM_STMT_PREPARE).
     let ors = chain(3000, |i| format!("id = {i}"), " OR ");
     let sql = format!("SELECT id FROM t WHERE {ors} ORDER BY id");

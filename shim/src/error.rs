@@ -64,12 +64,14 @@ pub enum ShimError {
     NoSuchSavepoint(String),
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
     PacketTooLarge,
-    /// An expression nested deeper than Ladle evaluates (MariaDB refuses a
-    /// chain of 1,000 `+` with the same error).
+    /// An expression or a chain of set operations nested deeper than
+    /// Ladle evaluates (MariaDB refuses a chain of 1,000 `+` with the same
+    /// error).
     #[error(
-        "Thread stack overrun: an expression is nested more than {} levels deep; \
-         use IN (...) or fewer terms",
-        ladle_dataflow::MAX_EXPR_DEPTH
+        "Thread stack overrun: an expression is nested more than {} levels deep, \
+         or a UNION more than {}; use IN (...) or fewer terms",
+        ladle_dataflow::MAX_EXPR_DEPTH,
+        ladle_dataflow::MAX_SET_DEPTH
     )]
     TooDeep,
     /// A metadata lock (see [`crate::metadata_locks`]) not granted within
