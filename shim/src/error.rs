@@ -295,6 +295,8 @@ pub const ER_LOCAL_VARIABLE: MysqlCode = code(1228, "HY000");
 pub const ER_WRONG_TYPE_FOR_VAR: MysqlCode = code(1232, "42000");
 pub const ER_GLOBAL_VARIABLE: MysqlCode = code(1229, "HY000");
 pub const ER_MAX_PREPARED_STMT_COUNT_REACHED: MysqlCode = code(1461, "42000");
+/// More placeholders than COM_STMT_PREPARE's reply can count (65,535).
+pub const ER_PS_MANY_PARAM: MysqlCode = code(1390, "HY000");
 pub const ER_WRONG_USAGE: MysqlCode = code(1221, "HY000");
 pub const ER_SPECIFIC_ACCESS_DENIED: MysqlCode = code(1227, "42000");
 pub const ER_QUERY_INTERRUPTED: MysqlCode = code(1317, "70100");
