@@ -33,6 +33,10 @@ pub use value::{
 /// be longer returns NULL with warning 1301, as in MySQL.
 pub const MAX_ALLOWED_PACKET: u64 = 64 * 1024 * 1024;
 
+/// The most bytes a GROUP_CONCAT result holds (MariaDB's default
+/// `group_concat_max_len`); the rest is cut off, never half a character.
+pub const GROUP_CONCAT_MAX_LEN: usize = 1 << 20;
+
 /// A row: one value per column, in schema order.
 pub type Row = Vec<Value>;
 

@@ -64,12 +64,14 @@ pub enum ShimError {
     NoSuchSavepoint(String),
     #[error("Got a packet bigger than 'max_allowed_packet' bytes")]
     PacketTooLarge,
-    /// An expression nested deeper than Ladle evaluates (MariaDB refuses a
-    /// chain of 1,000 `+` with the same error).
+    /// An expression or a chain of set operations nested deeper than
+    /// Ladle evaluates (MariaDB refuses a chain of 1,000 `+` with the same
+    /// error).
     #[error(
-        "Thread stack overrun: an expression is nested more than {} levels deep; \
-         use IN (...) or fewer terms",
-        ladle_dataflow::MAX_EXPR_DEPTH
+        "Thread stack overrun: an expression is nested more than {} levels deep, \
+         or a UNION more than {}; use IN (...) or fewer terms",
+        ladle_dataflow::MAX_EXPR_DEPTH,
+        ladle_dataflow::MAX_SET_DEPTH
     )]
     TooDeep,
     /// A metadata lock (see [`crate::metadata_locks`]) not granted within
@@ -293,6 +295,8 @@ pub const ER_LOCAL_VARIABLE: MysqlCode = code(1228, "HY000");
 pub const ER_WRONG_TYPE_FOR_VAR: MysqlCode = code(1232, "42000");
 pub const ER_GLOBAL_VARIABLE: MysqlCode = code(1229, "HY000");
 pub const ER_MAX_PREPARED_STMT_COUNT_REACHED: MysqlCode = code(1461, "42000");
+/// More placeholders than COM_STMT_PREPARE's reply can count (65,535).
+pub const ER_PS_MANY_PARAM: MysqlCode = code(1390, "HY000");
 pub const ER_WRONG_USAGE: MysqlCode = code(1221, "HY000");
 pub const ER_SPECIFIC_ACCESS_DENIED: MysqlCode = code(1227, "42000");
 pub const ER_QUERY_INTERRUPTED: MysqlCode = code(1317, "70100");

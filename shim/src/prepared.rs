@@ -271,6 +271,14 @@ impl Engine {
         };
         let bound = temporary.as_ref().map(|_| sql.to_string());
         let marks = crate::params::placeholders(sql);
+        // The reply counts parameters in 16 bits: past that the client
+        // would read a wrong count and lose its place in the stream.
+        if marks.len() > usize::from(u16::MAX) {
+            return Err(ShimError::Wire(WireError {
+                code: crate::error::ER_PS_MANY_PARAM,
+                message: "Prepared statement contains too many placeholders".into(),
+            }));
+        }
         // Account statements have their own grammar (`'u'@'h'`, which the
         // SQL tokenizer refuses): checked and run at execution.
         if crate::account_statements::is_account_statement(sql) {

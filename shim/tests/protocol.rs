@@ -1027,3 +1027,38 @@ async fn view_reads_warn_alike_cold_and_warm() {
         assert_eq!(counts[0], counts[1], "{sql}: (Ladle, MariaDB)");
     }
 }
+
+/// COM_STMT_PREPARE's reply counts parameters in 16 bits: 65,535
+/// placeholders prepare (and the connection stays in step), 65,536 are
+/// MySQL's 1390. Ladle had answered with a count of 65,535 and then sent
+/// 65,536 parameter definitions, so the client read the last one as the
+/// next reply.
+#[tokio::test]
+async fn too_many_placeholders_are_refused_and_the_stream_stays_in_step() {
+    let server = start().await;
+    let mut c = server.connect().await;
+    c.query_drop("CREATE TABLE p (id INT PRIMARY KEY)")
+        .await
+        .unwrap();
+    let marks = |n: usize| vec!["?"; n].join(",");
+    let most = c
+        .prep(format!("SELECT id FROM p WHERE id IN ({})", marks(65_535)))
+        .await
+        .expect("65,535 placeholders");
+    assert_eq!(most.num_params(), 65_535);
+    match c
+        .prep(format!("SELECT id FROM p WHERE id IN ({})", marks(65_536)))
+        .await
+    {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 1390);
+            assert_eq!(
+                e.message,
+                "Prepared statement contains too many placeholders"
+            );
+        }
+        other => panic!("expected 1390, got {other:?}"),
+    }
+    let one: Option<u8> = c.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}

@@ -29,6 +29,16 @@ pub const MAX_EXPR_DEPTH: usize = 512;
 /// pool). Reserved address space; pages are touched only when used.
 pub const THREAD_STACK_BYTES: usize = 64 << 20;
 
+/// The deepest nesting of set operations accepted (`SELECT ... UNION ALL
+/// SELECT ...` n times nests n - 1 levels; a parenthesized query one more).
+/// sqlparser reads a chain in a loop but builds it left-deep, and the passes
+/// over a query (visits, clones, planning) recurse through it: 20,000
+/// `UNION ALL`s overflowed a worker's stack in a clone (the server
+/// aborted). The chain is not reassociated (UNION and UNION ALL mixed do
+/// not associate); past this it gets MySQL's 1436, as a too deep
+/// expression does.
+pub const MAX_SET_DEPTH: usize = 4096;
+
 /// Chains shorter than this keep the parser's shape.
 const REBALANCE_FROM: usize = 16;
 
@@ -73,6 +83,57 @@ impl VisitorMut for Bounder {
     fn post_visit_expr(&mut self, _e: &mut Expr) -> ControlFlow<()> {
         self.depth -= 1;
         ControlFlow::Continue(())
+    }
+
+    /// Before the visit descends into the query's body (recursively).
+    fn pre_visit_query(&mut self, q: &mut ast::Query) -> ControlFlow<()> {
+        if set_depth(&q.body) > MAX_SET_DEPTH {
+            self.too_deep = true;
+            let empty = ast::SetExpr::Values(ast::Values {
+                explicit_row: false,
+                rows: Vec::new(),
+            });
+            dismantle_set(std::mem::replace(&mut *q.body, empty));
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// How deep set operations and parenthesized queries nest in `body`,
+/// measured without recursion.
+fn set_depth(body: &ast::SetExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(body, 0)];
+    while let Some((n, d)) = stack.pop() {
+        deepest = deepest.max(d);
+        match n {
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                stack.push((left, d + 1));
+                stack.push((right, d + 1));
+            }
+            ast::SetExpr::Query(q) => stack.push((&q.body, d + 1)),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Drops a set expression without recursing through its chain; each
+/// SELECT's own expressions are bounded (and so safe to drop) first.
+fn dismantle_set(body: ast::SetExpr) {
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        match n {
+            ast::SetExpr::SetOperation { left, right, .. } => {
+                stack.push(*left);
+                stack.push(*right);
+            }
+            ast::SetExpr::Query(q) => stack.push(*q.body),
+            ast::SetExpr::Select(mut s) => {
+                let _ = bound_depth(&mut *s);
+            }
+            other => drop(other),
+        }
     }
 }
 
@@ -119,8 +180,9 @@ fn rebalance(e: &mut Expr) {
     *e = balanced(operands, &op);
 }
 
-/// A balanced tree of `op` over `operands` (at least one).
-fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
+/// A balanced tree of `op` over `operands` (at least one), operands in
+/// order: `log2(n)` levels deep.
+pub(crate) fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
     if operands.len() == 1 {
         return operands.pop().unwrap_or(Expr::Value(ast::Value::Null));
     }
@@ -245,6 +307,33 @@ mod tests {
         let before = s.clone();
         bound_depth(&mut s).expect("within bounds");
         assert_eq!(s, before);
+    }
+
+    #[test]
+    fn a_long_union_chain_is_refused_and_drops_safely() {
+        let chain = |n: usize| {
+            (0..n)
+                .map(|i| format!("SELECT {i}"))
+                .collect::<Vec<_>>()
+                .join(" UNION ALL ")
+        };
+        // 100,000 levels: dropping or visiting this recursively would
+        // overflow a 2 MiB test thread's stack.
+        let mut s = parse(&format!("SELECT COUNT(*) FROM ({}) d", chain(100_000)));
+        assert_eq!(bound_depth(&mut s), Err(TooDeep));
+        drop(s);
+        let mut s = parse(&chain(100_000));
+        assert_eq!(bound_depth(&mut s), Err(TooDeep));
+        drop(s);
+        // At the bound: accepted (visited on a statement thread's stack).
+        let ok = chain(MAX_SET_DEPTH + 1);
+        let within = std::thread::Builder::new()
+            .stack_size(THREAD_STACK_BYTES)
+            .spawn(move || bound_depth(&mut parse(&ok)))
+            .expect("spawn")
+            .join()
+            .expect("join");
+        assert_eq!(within, Ok(()));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! number, an ENUM's number is its label, nothing inexact is looked up).
 
 use std::cmp::Ordering;
+use std::collections::HashSet;
 
 use ladle_common::{coerce, Collation, ColumnSchema, SqlType, Value};
 
@@ -109,12 +110,13 @@ fn key_values(spec: &PlannedView, i: usize, raws: impl Iterator<Item = Value>) -
         .copied()
         .unwrap_or_default();
     let mut vals: Vec<Value> = Vec::new();
+    let mut seen: HashSet<Value> = HashSet::new();
     for raw in raws {
         // An ENUM compared with a number compares its label's index
         // (`e = 2` finds the second label), as in MySQL.
         if let (SqlType::Enum(labels), Some(n)) = (ty, raw.as_f64()) {
             if let Some(label) = enum_label_at(labels, n) {
-                if !vals.contains(&label) {
+                if seen.insert(label.key_normalized(coll)) {
                     vals.push(label);
                 }
             }
@@ -127,11 +129,11 @@ fn key_values(spec: &PlannedView, i: usize, raws: impl Iterator<Item = Value>) -
             let exact =
                 crate::expr::compare(&raw, &x, Collation::GeneralCi) == Some(Ordering::Equal);
             // Elements equal under the key's collation are read once:
-            // `IN (1, 1)` returns each row once.
-            let dup = vals
-                .iter()
-                .any(|y| crate::expr::compare(y, &x, coll) == Some(Ordering::Equal));
-            if !x.is_null() && exact && !dup {
+            // `IN (1, 1)` returns each row once. Every value here has the
+            // key column's type, so equal under the collation is equal
+            // once normalized: a hash set, not a scan of the values so far
+            // (100,000 strings were 5 * 10^9 comparisons: no answer).
+            if !x.is_null() && exact && seen.insert(x.key_normalized(coll)) {
                 vals.push(x);
             }
         }

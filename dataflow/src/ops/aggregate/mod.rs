@@ -671,22 +671,49 @@ fn set_output(a: &AggSpec, m: &Multiset) -> Value {
             if m.items.is_empty() {
                 return Value::Null;
             }
-            let mut parts: Vec<String> = Vec::new();
             let iter: Box<dyn Iterator<Item = &(Value, i64)>> = if a.desc {
                 Box::new(m.items.values().rev())
             } else {
                 Box::new(m.items.values())
             };
-            for (v, n) in iter {
-                let times = if a.distinct { 1 } else { *n };
-                for _ in 0..times {
-                    parts.push(v.to_string());
-                }
-            }
-            Value::text(parts.join(&a.separator))
+            Value::text(group_concat(iter, a.distinct, &a.separator))
         }
         AggKind::CountStar => Value::Int(0),
     }
+}
+
+/// The values joined by `separator` (each as often as it occurs, once if
+/// `distinct`), cut at [`ladle_common::GROUP_CONCAT_MAX_LEN`] bytes as MariaDB cuts it:
+/// built no further than that, however many rows the group has.
+fn group_concat<'a>(
+    items: impl Iterator<Item = &'a (Value, i64)>,
+    distinct: bool,
+    separator: &str,
+) -> String {
+    let max = ladle_common::GROUP_CONCAT_MAX_LEN;
+    let mut out = String::new();
+    let mut first = true;
+    'items: for (v, n) in items {
+        let times = if distinct { 1 } else { *n };
+        for _ in 0..times {
+            if !first {
+                out.push_str(separator);
+            }
+            first = false;
+            out.push_str(&v.to_string());
+            if out.len() >= max {
+                break 'items;
+            }
+        }
+    }
+    if out.len() > max {
+        let cut = (0..=max)
+            .rev()
+            .find(|&i| out.is_char_boundary(i))
+            .unwrap_or(0);
+        out.truncate(cut);
+    }
+    out
 }
 
 impl fmt::Display for Aggregate {
@@ -839,6 +866,25 @@ mod tests {
         let mut h = Harness::new(move |_, d| a.on_input(d));
         assert_emits(&mut h, "+ 4", "- 0 NULL\n+ 1 4");
         assert_emits(&mut h, "- 4", "- 1 4\n+ 0 NULL");
+    }
+
+    #[test]
+    fn group_concat_stops_at_its_maximum_length() {
+        let max = ladle_common::GROUP_CONCAT_MAX_LEN;
+        // A billion copies of one value: built only as far as the cut.
+        let many = [(Value::text("ab"), 1_000_000_000)];
+        let s = group_concat(many.iter(), false, ",");
+        assert_eq!(s.len(), max);
+        assert!(s.starts_with("ab,ab,"));
+        assert_eq!(group_concat(many.iter(), true, ","), "ab");
+        // A two-byte character across the cut is left out whole.
+        // (The second copy starts at an odd byte: max itself is inside
+        // one of its characters.)
+        let wide = [(Value::text("é".repeat(max / 4)), 3)];
+        let s = group_concat(wide.iter(), false, ",");
+        assert_eq!(s.len(), max - 1);
+        assert_eq!(s.matches(',').count(), 1);
+        assert!(s.ends_with('é'));
     }
 
     #[test]

@@ -753,14 +753,17 @@ impl ExprCx<'_> {
 
 /// `(a, b) IN ((x, y), ...)` as `(a = x AND b = y) OR ...`, which has the
 /// same answer, NULLs included; None unless `expr` and every item are
-/// rows of one width.
+/// rows of one width. The `OR`s form a balanced tree: this runs after
+/// [`bound_depth`](crate::planner::depth::bound_depth) rebalanced the
+/// parsed chains, and a left-deep chain of 5,000 rows overflowed the
+/// statement thread's stack in `compile` (the server aborted).
 fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
     let row = |e: &ast::Expr| match e {
         ast::Expr::Tuple(xs) if xs.len() > 1 => Some(xs.clone()),
         _ => None,
     };
     let left = row(expr)?;
-    let mut any: Option<ast::Expr> = None;
+    let mut any = Vec::with_capacity(list.len());
     for item in list {
         let right = row(item).filter(|r| r.len() == left.len())?;
         let all = left
@@ -776,17 +779,13 @@ fn row_in_list(expr: &ast::Expr, list: &[ast::Expr]) -> Option<ast::Expr> {
                 op: ast::BinaryOperator::And,
                 right: Box::new(e),
             })?;
-        let all = ast::Expr::Nested(Box::new(all));
-        any = Some(match any {
-            None => all,
-            Some(a) => ast::Expr::BinaryOp {
-                left: Box::new(a),
-                op: ast::BinaryOperator::Or,
-                right: Box::new(all),
-            },
-        });
+        any.push(ast::Expr::Nested(Box::new(all)));
     }
-    any.map(|e| ast::Expr::Nested(Box::new(e)))
+    if any.is_empty() {
+        return None;
+    }
+    let any = crate::planner::depth::balanced(any, &ast::BinaryOperator::Or);
+    Some(ast::Expr::Nested(Box::new(any)))
 }
 
 /// `l o r`, a DECIMAL quotient's full digits kept where arithmetic uses
