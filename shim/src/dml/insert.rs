@@ -10,6 +10,7 @@ use ladle_storage::{OnConflict, StorageError, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, OnInsert, SetExpr};
 use sqlparser::tokenizer::Token;
 
+use super::insert_ids::{reserve_ids, RowSource};
 use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
@@ -92,8 +93,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .take()
         .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
-    // MySQL reports "Records: .." for a multi-row VALUES or a SELECT.
-    let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
+    let src = RowSource::of(&source.body);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
             given = values_rows(e, s, v, ins.columns.is_empty(), targets.len())?;
@@ -198,13 +198,13 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
     // adjusts them (see `insert_rows`), with no strict checks first.
     if ins.ignore || !crate::vars::strict_mode(s) {
-        return insert_rows(e, s, &ins, schema, rows, records, many, returning);
+        return insert_rows(e, s, &ins, schema, rows, records, src, returning);
     }
     // The checks below run a phase at a time over all rows; MariaDB runs
     // them a row at a time, so when one fails, the error is the first
     // failing row's first failure.
     let kept = rows.clone();
-    match insert_rows(e, s, &ins, schema.clone(), rows, records, many, returning) {
+    match insert_rows(e, s, &ins, schema.clone(), rows, records, src, returning) {
         Err(err) if is_row_error(&err) => {
             Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
         }
@@ -335,9 +335,10 @@ pub(super) fn insert_rows(
     schema: Arc<TableSchema>,
     mut rows: Vec<Row>,
     records: u64,
-    many: bool,
+    src: RowSource,
     returning: Option<crate::returning::Returning>,
 ) -> Result<Output> {
+    let many = src != RowSource::OneRow;
     // A plain INSERT writes every row it is given, so its RETURNING rows
     // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
     // UPDATE return what the write did with each row (see
@@ -412,7 +413,14 @@ pub(super) fn insert_rows(
         Vec::new()
     };
     let (out, written) = if s.in_transaction() {
-        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
+        let out = insert_in_transaction(
+            e,
+            s,
+            &schema,
+            rows,
+            on_conflict,
+            (generated, src.id_batches()),
+        )?;
         super::write::buffer_in_transaction(e, s, cascades)?;
         out
     } else {
@@ -425,6 +433,7 @@ pub(super) fn insert_rows(
                 rows,
                 on_conflict,
                 auto_value_on_zero: crate::vars::auto_value_on_zero(s),
+                id_batches: src.id_batches(),
             },
             cascades,
             RowCounts::default(),
@@ -617,44 +626,6 @@ pub(super) fn conflict_rule(
     } else {
         OnConflict::Error
     })
-}
-
-/// Inside a transaction the write is buffered until COMMIT, but clients
-/// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
-/// storage for the rows that ask for one (also outside a transaction when
-/// `now`: RETURNING reports them). Says which rows got one.
-pub(super) fn reserve_ids(
-    e: &Engine,
-    s: &Session,
-    schema: &TableSchema,
-    rows: &mut [Row],
-    now: bool,
-) -> Result<Vec<bool>> {
-    let mut generated = vec![false; rows.len()];
-    let Some(ai) = schema
-        .auto_increment_column()
-        .filter(|_| now || s.in_transaction())
-    else {
-        return Ok(generated);
-    };
-    let on_zero = crate::vars::auto_value_on_zero(s);
-    let need: Vec<usize> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
-        .map(|(i, _)| i)
-        .collect();
-    if !need.is_empty() {
-        let first = e
-            .storage
-            .reserve_auto_increment(schema.id, need.len() as u64)?;
-        for (k, &i) in need.iter().enumerate() {
-            let v = first + k as u64;
-            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
-            generated[i] = true;
-        }
-    }
-    Ok(generated)
 }
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
