@@ -61,6 +61,11 @@ pub enum IdBatches {
     /// later one holds one per row not yet written.
     #[default]
     PerRow,
+    /// As [`IdBatches::PerRow`] for a VALUES list of this many rows, some
+    /// of which the front end may have dropped before the write (INSERT
+    /// IGNORE skipping a row that fails a CHECK or FOREIGN KEY): the first
+    /// batch holds one value per listed row, as MariaDB's.
+    Listed(u64),
     /// The row count is unknown (INSERT ... SELECT): batches of 1, 2, 4,
     /// 8... values, at most [`IdBatches::MAX`] each.
     Growing,
@@ -71,10 +76,12 @@ impl IdBatches {
     pub const MAX: u64 = 65535;
 
     /// The size of the statement's batch number `taken` (0 for the
-    /// first) for an op of `rows` rows.
+    /// first) for an op of `rows` rows (later batches are sized by
+    /// [`crate::IdAllocator`] while the first one's rows last).
     pub fn size(self, taken: u32, rows: usize) -> u64 {
         match self {
             IdBatches::PerRow if taken == 0 => (rows as u64).max(1),
+            IdBatches::Listed(n) if taken == 0 => n.max(1),
             _ => 1u64.checked_shl(taken).unwrap_or(Self::MAX).min(Self::MAX),
         }
     }

@@ -6,11 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_storage::{OnConflict, StorageError, WriteOp};
+use ladle_storage::{IdBatches, OnConflict, StorageError, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, OnInsert, SetExpr};
 use sqlparser::tokenizer::Token;
 
-use super::insert_ids::{reserve_ids, RowSource};
+use super::insert_ids::{reserve_ids, use_up_ids, RowSource};
 use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
@@ -339,6 +339,7 @@ pub(super) fn insert_rows(
     returning: Option<crate::returning::Returning>,
 ) -> Result<Output> {
     let many = src != RowSource::OneRow;
+    let batches = src.id_batches(records);
     // A plain INSERT writes every row it is given, so its RETURNING rows
     // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
     // UPDATE return what the write did with each row (see
@@ -367,11 +368,12 @@ pub(super) fn insert_rows(
             rows.iter().enumerate().find_map(|(i, r)| {
                 refuse_empty_enum(&schema, r, None)
                     .err()
-                    .map(|e| e.at_row(i + 1))
+                    .map(|e| (i, e.at_row(i + 1)))
             })
         })
         .flatten();
-    if let Some(err) = empty_enum {
+    if let Some((i, err)) = empty_enum {
+        use_up_ids(e, s, &schema, &rows[..i], batches)?;
         // A REPLACE takes its rows in order: an earlier row's replaced row
         // may be referenced (1451) and fail first.
         if replacing_keyed {
@@ -385,11 +387,11 @@ pub(super) fn insert_rows(
     }
     if !checks.is_empty() {
         let conflict = (&on_conflict, replacing_keyed);
-        rows = checked_rows(e, s, &schema, &checks, rows, conflict)?;
+        rows = checked_rows(e, s, &schema, &checks, rows, (conflict, batches))?;
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
-        rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
+        rows = drop_orphans(e, s, &schema, rows, orphans, (&on_conflict, batches))?;
     }
     // RETURNING reports generated ids, so they are taken now, as a
     // transaction takes them.
@@ -413,14 +415,7 @@ pub(super) fn insert_rows(
         Vec::new()
     };
     let (out, written) = if s.in_transaction() {
-        let out = insert_in_transaction(
-            e,
-            s,
-            &schema,
-            rows,
-            on_conflict,
-            (generated, src.id_batches()),
-        )?;
+        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
         out
     } else {
@@ -433,7 +428,7 @@ pub(super) fn insert_rows(
                 rows,
                 on_conflict,
                 auto_value_on_zero: crate::vars::auto_value_on_zero(s),
-                id_batches: src.id_batches(),
+                id_batches: batches,
             },
             cascades,
             RowCounts::default(),
@@ -501,14 +496,14 @@ fn checked_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    (on_conflict, replacing_keyed): (&OnConflict, bool),
+    ((on_conflict, replacing_keyed), batches): ((&OnConflict, bool), IdBatches),
 ) -> Result<Vec<Row>> {
     let given = if replacing_keyed {
         rows.clone()
     } else {
         Vec::new()
     };
-    match check_inserted_rows(e, s, schema, checks, rows, on_conflict) {
+    match check_inserted_rows(e, s, schema, checks, rows, (on_conflict, batches)) {
         Ok(rows) => Ok(rows),
         Err(err) if replacing_keyed => {
             let replaced = replaced_rows(e, s, schema, &given)?;
@@ -759,7 +754,7 @@ pub(super) fn drop_orphans(
     schema: &TableSchema,
     rows: Vec<Row>,
     orphans: Vec<(usize, ShimError)>,
-    on_conflict: &OnConflict,
+    (on_conflict, batches): (&OnConflict, IdBatches),
 ) -> Result<Vec<Row>> {
     if matches!(on_conflict, OnConflict::Ignore) {
         let mut skip = Vec::with_capacity(orphans.len());
@@ -777,7 +772,10 @@ pub(super) fn drop_orphans(
     let Some((first, err)) = orphans.into_iter().next() else {
         return Ok(rows);
     };
-    first_statement_error(e, s, schema, &rows[..=first], on_conflict)?;
+    let earlier = first_statement_error(e, s, schema, &rows[..=first], on_conflict);
+    // The row took its value before its parent was looked for.
+    use_up_ids(e, s, schema, &rows[..=first], batches)?;
+    earlier?;
     Err(err)
 }
 
@@ -841,7 +839,7 @@ pub(super) fn check_inserted_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    on_conflict: &OnConflict,
+    (on_conflict, batches): (&OnConflict, IdBatches),
 ) -> Result<Vec<Row>> {
     let ignore = matches!(on_conflict, OnConflict::Ignore);
     let multi = rows.len() > 1;
@@ -859,6 +857,8 @@ pub(super) fn check_inserted_rows(
             );
             continue;
         }
+        // The rows before it took their values; it fails before it does.
+        use_up_ids(e, s, schema, &rows[..i], batches)?;
         if !ignore {
             // An earlier row's failure is the error MariaDB reports.
             first_statement_error(e, s, schema, &rows[..i], on_conflict)?;

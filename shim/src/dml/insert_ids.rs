@@ -4,6 +4,7 @@
 //! ([`reserve_ids`]).
 
 use ladle_common::{Row, TableSchema, Value};
+use ladle_storage::{IdAllocator, IdBatches};
 use sqlparser::ast::SetExpr;
 
 use crate::error::Result;
@@ -31,12 +32,13 @@ impl RowSource {
         }
     }
 
-    /// How the statement reserves AUTO_INCREMENT values: InnoDB's batches
-    /// of 1, 2, 4... for a SELECT, one per row for a VALUES list.
-    pub(super) fn id_batches(self) -> ladle_storage::IdBatches {
+    /// How a statement of `records` rows reserves AUTO_INCREMENT values:
+    /// InnoDB's batches of 1, 2, 4... for a SELECT, one per row for a
+    /// VALUES list.
+    pub(super) fn id_batches(self, records: u64) -> IdBatches {
         match self {
-            RowSource::Select => ladle_storage::IdBatches::Growing,
-            RowSource::OneRow | RowSource::Rows => ladle_storage::IdBatches::PerRow,
+            RowSource::Select => IdBatches::Growing,
+            RowSource::OneRow | RowSource::Rows => IdBatches::Listed(records),
         }
     }
 }
@@ -87,4 +89,38 @@ pub(super) fn reserve_ids(
         }
     }
     Ok(generated)
+}
+
+/// The AUTO_INCREMENT values `rows` (the statement's rows before the one
+/// that failed, and that one if it failed after taking its value) used
+/// up, when the statement failed in the front end before its write: a
+/// CHECK (4025) or a value fails before a row takes a value, a FOREIGN
+/// KEY (1452) after. MariaDB's rows had taken them (see
+/// [`ladle_storage::IdBatches`]), so the counter moves as their write
+/// would have moved it.
+pub(super) fn use_up_ids(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &[Row],
+    batches: IdBatches,
+) -> Result<()> {
+    let Some(ai) = schema.auto_increment_column() else {
+        return Ok(());
+    };
+    let on_zero = crate::vars::auto_value_on_zero(s);
+    let mut ids = IdAllocator::new(batches, rows.len());
+    for r in rows {
+        if r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)) {
+            ids.take(|at_least, size| {
+                e.storage
+                    .reserve_auto_increment_batch(schema.id, at_least, size)
+            })?;
+        } else if let Some(explicit) = super::write::positive_id(&r[ai]) {
+            ids.follow(explicit);
+            e.storage.note_auto_increment(schema.id, explicit)?;
+        }
+        ids.row_done();
+    }
+    Ok(())
 }
