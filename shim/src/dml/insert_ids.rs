@@ -95,7 +95,8 @@ pub(super) fn reserve_ids(
 /// that failed, and that one if it failed after taking its value) used
 /// up, when the statement failed in the front end before its write: a
 /// CHECK (4025) or a value fails before a row takes a value, a FOREIGN
-/// KEY (1452) after. MariaDB's rows had taken them (see
+/// KEY (1452) after; a row among them whose values fail ends the
+/// statement there. MariaDB's rows had taken them (see
 /// [`ladle_storage::IdBatches`]), so the counter moves as their write
 /// would have moved it.
 pub(super) fn use_up_ids(
@@ -109,8 +110,19 @@ pub(super) fn use_up_ids(
         return Ok(());
     };
     let on_zero = crate::vars::auto_value_on_zero(s);
+    let strict = crate::vars::strict_mode(s);
     let mut ids = IdAllocator::new(batches, rows.len());
     for r in rows {
+        // A row whose values do not fit (strict mode) or break NOT NULL
+        // fails the statement first, before it takes a value.
+        let fits = if strict {
+            super::write::coerce_row_strict(schema, r, None)
+        } else {
+            super::write::coerce_row(schema, r)
+        };
+        if !fits.is_ok_and(|row| ladle_storage::check_not_null(schema, &row, true).is_ok()) {
+            break;
+        }
         if r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)) {
             ids.take(|at_least, size| {
                 e.storage
