@@ -373,7 +373,7 @@ pub(super) fn insert_rows(
         })
         .flatten();
     if let Some((i, err)) = empty_enum {
-        use_up_ids(e, s, &schema, &rows[..i], batches)?;
+        use_up_ids(e, s, &schema, (&rows[..i], None), batches)?;
         // A REPLACE takes its rows in order: an earlier row's replaced row
         // may be referenced (1451) and fail first.
         if replacing_keyed {
@@ -774,7 +774,7 @@ pub(super) fn drop_orphans(
     };
     let earlier = first_statement_error(e, s, schema, &rows[..=first], on_conflict);
     // The row took its value before its parent was looked for.
-    use_up_ids(e, s, schema, &rows[..=first], batches)?;
+    use_up_ids(e, s, schema, (&rows[..first], rows.get(first)), batches)?;
     earlier?;
     Err(err)
 }
@@ -858,7 +858,7 @@ pub(super) fn check_inserted_rows(
             continue;
         }
         // The rows before it took their values; it fails before it does.
-        use_up_ids(e, s, schema, &rows[..i], batches)?;
+        use_up_ids(e, s, schema, (&rows[..i], None), batches)?;
         if !ignore {
             // An earlier row's failure is the error MariaDB reports.
             first_statement_error(e, s, schema, &rows[..i], on_conflict)?;

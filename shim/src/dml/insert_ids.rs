@@ -91,19 +91,19 @@ pub(super) fn reserve_ids(
     Ok(generated)
 }
 
-/// The AUTO_INCREMENT values `rows` (the statement's rows before the one
-/// that failed, and that one if it failed after taking its value) used
-/// up, when the statement failed in the front end before its write: a
-/// CHECK (4025) or a value fails before a row takes a value, a FOREIGN
-/// KEY (1452) after; a row among them whose values fail ends the
-/// statement there. MariaDB's rows had taken them (see
-/// [`ladle_storage::IdBatches`]), so the counter moves as their write
-/// would have moved it.
+/// The AUTO_INCREMENT values used up when a statement failed in the
+/// front end, before its write: `written` (the rows before the failing
+/// one) took theirs, and so did `failed`, the failing row, when it fails
+/// after taking its value (a FOREIGN KEY, 1452; a CHECK, 4025, or a value
+/// fails before). A row among them whose values fail ends the statement
+/// there. MariaDB's rows had taken them (see [`ladle_storage::IdBatches`]),
+/// so the counter moves as their write would have moved it: an explicit
+/// value of a written row moves it too, the failing row's does not.
 pub(super) fn use_up_ids(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
-    rows: &[Row],
+    (written, failed): (&[Row], Option<&Row>),
     batches: IdBatches,
 ) -> Result<()> {
     let Some(ai) = schema.auto_increment_column() else {
@@ -111,8 +111,9 @@ pub(super) fn use_up_ids(
     };
     let on_zero = crate::vars::auto_value_on_zero(s);
     let strict = crate::vars::strict_mode(s);
-    let mut ids = IdAllocator::new(batches, rows.len());
-    for r in rows {
+    let mut ids = IdAllocator::new(batches, written.len());
+    let rows = written.iter().map(|r| (r, true));
+    for (r, was_written) in rows.chain(failed.map(|r| (r, false))) {
         // A row whose values do not fit (strict mode) or break NOT NULL
         // fails the statement first, before it takes a value.
         let fits = if strict {
@@ -130,7 +131,9 @@ pub(super) fn use_up_ids(
             })?;
         } else if let Some(explicit) = super::write::positive_id(&r[ai]) {
             ids.follow(explicit);
-            e.storage.note_auto_increment(schema.id, explicit)?;
+            if was_written {
+                e.storage.note_auto_increment(schema.id, explicit)?;
+            }
         }
         ids.row_done();
     }
