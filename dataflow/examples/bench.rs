@@ -75,6 +75,7 @@ fn vote_rate(
                 rows,
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("w");
         n += per_write;
@@ -154,6 +155,7 @@ fn main() {
                 rows,
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("w");
     }
@@ -176,6 +178,7 @@ fn main() {
                 rows,
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("w");
     }
@@ -244,6 +247,7 @@ fn main() {
                             rows: vec![row],
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
+                            id_batches: ladle_storage::IdBatches::PerRow,
                         }])
                         .expect("w");
                     n += 1;

@@ -101,6 +101,7 @@ fn main() {
                     .collect(),
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("write");
     }

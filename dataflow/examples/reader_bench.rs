@@ -121,6 +121,7 @@ fn main() {
                 rows: chunk.iter().map(|&i| story(i)).collect(),
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("write");
     }
@@ -133,6 +134,7 @@ fn main() {
                 rows: vec![story(*next)],
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .expect("write");
         *next += 1;

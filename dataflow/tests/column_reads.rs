@@ -21,6 +21,7 @@ fn insert(t: &ladle_common::TableSchema, rows: Vec<Row>) -> WriteOp {
         rows,
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
+        id_batches: ladle_storage::IdBatches::PerRow,
     }
 }
 

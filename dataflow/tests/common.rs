@@ -83,6 +83,7 @@ impl Env {
                 rows,
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .unwrap();
     }

@@ -58,6 +58,7 @@ fn stress(memory_limit: usize) {
                     rows: vec![row],
                     on_conflict: OnConflict::Error,
                     auto_value_on_zero: true,
+                    id_batches: ladle_storage::IdBatches::PerRow,
                 }];
                 if n % 5 == 0 {
                     let victim = id - 3;
@@ -175,6 +176,7 @@ fn replay_races_write() {
                         rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     }])
                     .unwrap();
             }
@@ -243,6 +245,7 @@ fn unlocked_fills_race_writes() {
                     rows: vec![vec![Value::Int(id), Value::Int(round), Value::Int(n)]],
                     on_conflict: OnConflict::Error,
                     auto_value_on_zero: true,
+                    id_batches: ladle_storage::IdBatches::PerRow,
                 }];
                 if n % 3 == 2 {
                     let victim = id - 1;

@@ -462,6 +462,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                         rows,
                         on_conflict: OnConflict::Ignore,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     });
                 }
                 5..=7 => {

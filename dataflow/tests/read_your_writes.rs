@@ -36,6 +36,7 @@ fn a_connection_reads_its_own_writes() {
                         rows: vec![vec![i(w * 1_000_000 + n), i(w)]],
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     }])
                     .unwrap();
                 let got = q.execute_after(&[i(w)], res.lsn).unwrap();
@@ -72,6 +73,7 @@ fn execute_reflects_every_acknowledged_write() {
                         rows: vec![vec![i(n), i(7)]],
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     }])
                     .unwrap();
                 acked.store(n, Ordering::SeqCst);
@@ -135,6 +137,7 @@ fn cached_reads_answer_hits_only_and_never_miss_a_write() {
                 rows: vec![vec![i(n), i(7)]],
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .unwrap();
         // Either no answer (not applied yet) or one that includes row n.

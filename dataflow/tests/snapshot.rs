@@ -139,6 +139,7 @@ fn insert_votes(n: &Node, votes: &TableSchema, ids: std::ops::Range<i64>) {
             rows: ids.map(vote).collect(),
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         }])
         .unwrap();
 }
@@ -330,6 +331,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                         rows: vec![vote(id)],
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     }])
                     .unwrap();
                 let target = (k * 7 + w) % 200;
@@ -600,6 +602,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
                 .collect(),
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         }])
         .unwrap();
     n.storage
@@ -609,6 +612,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
             rows: vec![r(&[i(3000), s("late")])],
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         }])
         .unwrap();
     let expected = answers(&n);
@@ -653,6 +657,7 @@ fn churn(votes: &TableSchema) -> Vec<WriteOp> {
             rows: vec![vote(id)],
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         });
         let target = (k * 7) % 200;
         ops.push(WriteOp::Update {

@@ -81,6 +81,7 @@ fn load_votes() -> (Arc<Storage>, Arc<TableSchema>) {
                 rows,
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             }])
             .unwrap();
     }
@@ -146,6 +147,7 @@ fn snapshot_one_million_rows_of_view_state() {
             rows,
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         }])
         .unwrap();
     let inc = df.snapshot(&store).unwrap();
@@ -260,6 +262,7 @@ fn write_throughput_with_and_without_snapshots() {
                             rows: vec![r(&[i(id), i((id * 97) % ARTICLES), i(id % 7919)])],
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
+                            id_batches: ladle_storage::IdBatches::PerRow,
                         }])
                         .unwrap();
                     writes.fetch_add(1, Ordering::Relaxed);

@@ -647,9 +647,11 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     }
     let probe = crate::params::substitute(sql, marks, &vec![Value::Null; marks.len()]);
     // The probe leaves no trace: warnings, LAST_INSERT_ID, user variables
-    // (`@x := ...`), FOUND_ROWS() as they were, and no SLEEP.
+    // (`@x := ...`), FOUND_ROWS() and ROW_COUNT() as they were, and no
+    // SLEEP.
     let warnings = std::mem::take(&mut s.warnings);
     let found_rows = s.found_rows_count;
+    let row_count = s.row_count;
     let carried = s.carried_warnings;
     let last_insert_id = s.last_insert_id;
     let user_variables = s.user_variables.clone();
@@ -661,6 +663,7 @@ fn probe_columns(e: &Engine, s: &mut Session, id: u32) -> Option<Vec<OutputColum
     s.last_insert_id = last_insert_id;
     s.user_variables = user_variables;
     s.found_rows_count = found_rows;
+    s.row_count = row_count;
     match res {
         Ok(Output::Rows { columns, .. }) => Some(columns),
         _ => None,

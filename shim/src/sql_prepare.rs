@@ -88,6 +88,14 @@ impl Engine {
             return Err(ShimError::WrongArguments("EXECUTE".into()));
         }
         let (_, out) = self.execute_prepared(s, id, &values);
+        if let Err(err) = &out {
+            // The run listed its error for SHOW WARNINGS; the EXECUTE
+            // lists it again when it settles (MariaDB lists it once).
+            let last = s.warnings.last();
+            if last.is_some_and(|w| w.level == "Error" && w.code == err.code.errno) {
+                s.warnings.pop();
+            }
+        }
         out.map_err(ShimError::Wire)
     }
 

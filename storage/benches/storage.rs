@@ -191,6 +191,7 @@ fn durable_inserts(per_thread: usize) {
                         rows: vec![vote(th as i64, k as i64)],
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
+                        id_batches: ladle_storage::IdBatches::PerRow,
                     };
                     s.write(vec![op]).expect("insert");
                 }
@@ -261,6 +262,7 @@ fn load(s: &Storage, t: &TableSchema, rows: usize) -> Duration {
                 rows: std::mem::take(&mut batch),
                 on_conflict: OnConflict::Ignore,
                 auto_value_on_zero: true,
+                id_batches: ladle_storage::IdBatches::PerRow,
             };
             s.write(vec![op]).expect("load");
         }
@@ -417,6 +419,7 @@ fn single_writer(n: usize) {
             rows: vec![vote(0, k as i64)],
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: ladle_storage::IdBatches::PerRow,
         };
         s.write(vec![op]).expect("insert");
     }

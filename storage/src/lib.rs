@@ -59,10 +59,13 @@
 //! between two LSNs; [`Storage::set_log_floor`] keeps log entries replicas
 //! need.
 //!
-//! AUTO_INCREMENT: the next value is written in the same batch as the rows
-//! that used it, so a crash can never hand out a committed value again
-//! (values given to callers whose ops failed may be reused; they were never
-//! visible). No pre-allocated ranges are needed, and a restart leaves no gap.
+//! AUTO_INCREMENT: an INSERT reserves values in batches as InnoDB does
+//! ([`IdBatches`], [`IdAllocator`]); the counter past the batch is written
+//! in the same batch as the rows that used it, so a crash can never hand
+//! out a committed value again. Values a failed or ending statement
+//! reserved and did not keep stay used up while the server runs (a gap, as
+//! in MariaDB); a restart may hand them out again (they were never
+//! visible).
 //!
 //! Limits: a row's non-BLOB/TEXT/JSON content is limited to 64 KiB
 //! ([`StorageError::RowTooLarge`]). DDL (including index builds) holds the
@@ -72,6 +75,7 @@
 
 pub mod snapshot;
 
+mod auto_inc;
 mod catalog;
 mod cf;
 mod change_log;
@@ -94,13 +98,14 @@ mod view;
 mod write;
 mod write_hold;
 
+pub use auto_inc::IdAllocator;
 pub use change_log::LogEntry;
 pub use config::{Durability, StorageConfig, WalRecovery};
 pub use error::{Result, StorageError, ValueMisfit};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
-    ConflictUpdater, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec, TableChange,
-    WriteOp, WriteResult,
+    ConflictUpdater, IdBatches, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec,
+    TableChange, WriteOp, WriteResult,
 };
 pub use rocks::WalRecoveryReport;
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};

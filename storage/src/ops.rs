@@ -48,6 +48,45 @@ pub enum OnConflict {
     Update(ConflictUpdater),
 }
 
+/// How an INSERT reserves AUTO_INCREMENT values, as MariaDB's handler
+/// asks InnoDB for them (`innodb_autoinc_lock_mode=1`): a row that wants a
+/// value takes the next one of the statement's current batch; when the
+/// batch is used up, the table's counter moves past a new batch. Values a
+/// batch reserved and no written row kept (the statement failed, or ended
+/// early) are gone, as in MariaDB: a failed statement leaves a gap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IdBatches {
+    /// The statement's row count is known (a VALUES list): the first batch
+    /// holds one value per row of the op; when explicit ids overtook it, a
+    /// later one holds one per row not yet written.
+    #[default]
+    PerRow,
+    /// As [`IdBatches::PerRow`] for a VALUES list of this many rows, some
+    /// of which the front end may have dropped before the write (INSERT
+    /// IGNORE skipping a row that fails a CHECK or FOREIGN KEY): the first
+    /// batch holds one value per listed row, as MariaDB's.
+    Listed(u64),
+    /// The row count is unknown (INSERT ... SELECT): batches of 1, 2, 4,
+    /// 8... values, at most [`IdBatches::MAX`] each.
+    Growing,
+}
+
+impl IdBatches {
+    /// The largest batch (MariaDB's `AUTO_INC_DEFAULT_NB_MAX`).
+    pub const MAX: u64 = 65535;
+
+    /// The size of the statement's batch number `taken` (0 for the
+    /// first) for an op of `rows` rows (later batches are sized by
+    /// [`crate::IdAllocator`] while the first one's rows last).
+    pub fn size(self, taken: u32, rows: usize) -> u64 {
+        match self {
+            IdBatches::PerRow if taken == 0 => (rows as u64).max(1),
+            IdBatches::Listed(n) if taken == 0 => n.max(1),
+            _ => 1u64.checked_shl(taken).unwrap_or(Self::MAX).min(Self::MAX),
+        }
+    }
+}
+
 /// One statement's effect, resolved and validated inside the commit.
 #[derive(Clone)]
 pub enum WriteOp {
@@ -67,6 +106,9 @@ pub enum WriteOp {
         /// value; `false` under sql_mode NO_AUTO_VALUE_ON_ZERO (which dumps
         /// set), where the 0 is stored.
         auto_value_on_zero: bool,
+        /// How the statement reserves the AUTO_INCREMENT values it
+        /// generates (what the next id after a statement shows).
+        id_batches: IdBatches,
     },
     Update {
         table: TableId,

@@ -642,6 +642,21 @@ impl Storage {
         *next = first.saturating_add(n);
         Ok(first)
     }
+    /// Moves `table`'s in-memory AUTO_INCREMENT counter past a batch of
+    /// `size` values starting at the larger of it and `at_least`, and
+    /// returns the batch's first value: [`crate::IdAllocator::take`]'s
+    /// `reserve` for a transaction's INSERT (see
+    /// [`Self::reserve_auto_increment`]).
+    pub fn reserve_auto_increment_batch(
+        &self,
+        table: TableId,
+        at_least: u64,
+        size: u64,
+    ) -> Result<u64> {
+        let t = self.table_state(table)?;
+        let mut counter = t.counters.auto_inc.lock();
+        Ok(crate::auto_inc::reserve_batch(&mut counter, at_least, size))
+    }
     /// Advances `table`'s in-memory AUTO_INCREMENT counter past `used`, an
     /// explicit value a transaction's INSERT gave, so later generated
     /// values do not collide with it (MySQL moves the counter when the

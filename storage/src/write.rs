@@ -13,10 +13,13 @@ use std::sync::Arc;
 
 use ladle_common::{coerce, Row, RowDelta, TableDeltas, TableId, TableSchema, Value};
 
+use crate::auto_inc::{reserve_batch, IdAllocator};
 use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
 use crate::table::{now, TableState};
-use crate::{IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, ValueMisfit, WriteOp};
+use crate::{
+    IdBatches, IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, ValueMisfit, WriteOp,
+};
 
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
 pub(crate) const ROW_SIZE_LIMIT: usize = 65_535;
@@ -240,11 +243,12 @@ impl Group<'_> {
                 rows,
                 on_conflict,
                 auto_value_on_zero,
+                id_batches,
             } => {
                 let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
                 let mut next = NextId {
-                    value: None,
+                    ids: IdAllocator::new(id_batches, rows.len()),
                     on_zero: auto_value_on_zero,
                 };
                 for (i, row) in rows.into_iter().enumerate() {
@@ -331,15 +335,27 @@ impl Group<'_> {
         result: &mut OpResult,
         next: &mut NextId,
     ) -> Result<()> {
-        let next_id = &mut next.value;
-        let (row, generated) = self.prepare_insert(t, row, next_id, next.on_zero)?;
+        let (row, generated) = self.prepare_insert(t, row, next)?;
         let conflicts = self.conflicts(t, &row, None)?;
         // A row IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an
         // update, gives its generated value back to the statement's next
         // row (InnoDB's restore_auto_increment); the counter still moved.
         if let (Some(g), false) = (generated, conflicts.is_empty()) {
             if matches!(on_conflict, OnConflict::Ignore | OnConflict::Update(_)) {
-                *next_id = Some(g);
+                next.ids.give_back(g);
+            }
+        }
+        // An explicit value moves the counter once its row is written;
+        // InnoDB also moves it for a duplicate under REPLACE or INSERT ...
+        // SELECT (its `set_max_autoinc`), not under INSERT, IGNORE or ON
+        // DUPLICATE KEY UPDATE.
+        if generated.is_none()
+            && (conflicts.is_empty()
+                || matches!(on_conflict, OnConflict::Replace)
+                || next.ids.batches() == IdBatches::Growing)
+        {
+            if let Some(ai) = t.schema.auto_increment_column() {
+                self.bump_auto_inc(t, &row[ai]);
             }
         }
         // The row whose AUTO_INCREMENT value the OK packet may report, and
@@ -410,40 +426,36 @@ impl Group<'_> {
         Ok(())
     }
 
-    /// Coerces, fills AUTO_INCREMENT and checks NOT NULL and size. Returns
-    /// the row and the value generated for it, if any.
-    /// The counter moves past one value per row that wants one (InnoDB
-    /// reserves as many as the statement has rows); the row takes
-    /// `next_id`, the statement's next unused value, which a skipped row
-    /// hands back (see [`Self::insert`]), else the counter's. A 0 wants a
-    /// value only `on_zero` (see [`WriteOp::Insert`]).
+    /// Coerces, checks NOT NULL, fills AUTO_INCREMENT and checks size.
+    /// Returns the row and the value generated for it, if any. As in
+    /// MariaDB, a row whose values do not fit or break NOT NULL fails
+    /// before it takes a value (the handler reserves one in `write_row`);
+    /// the value comes from the statement's batch ([`IdAllocator::take`]).
+    /// A 0 wants a value only `on_zero` (see [`WriteOp::Insert`]).
     fn prepare_insert(
         &mut self,
         t: &TableState,
         row: Row,
-        next_id: &mut Option<u64>,
-        on_zero: bool,
+        next: &mut NextId,
     ) -> Result<(Row, Option<u64>)> {
         let mut row = self.coerce_row(t, row)?;
+        check_not_null(&t.schema, &row, true)?;
         let mut generated = None;
         if let Some(ai) = t.schema.auto_increment_column() {
             let column = &t.schema.columns[ai];
-            let wants_value = row[ai].is_null() || (on_zero && row[ai].as_i64() == Some(0));
+            let wants_value = row[ai].is_null() || (next.on_zero && row[ai].as_i64() == Some(0));
             if wants_value {
-                let mut next = t.counters.auto_inc.lock();
-                let reserved = (*next).max(1);
-                let v = next_id.filter(|&n| n <= reserved).unwrap_or(reserved);
+                let mut counter = t.counters.auto_inc.lock();
+                let v = next.ids.take(|at_least, size| {
+                    Ok::<_, StorageError>(reserve_batch(&mut counter, at_least, size))
+                })?;
+                self.auto_inc.insert(t.schema.id, *counter);
                 row[ai] = coerce(&Value::UInt(v), column)?;
-                *next = reserved + 1;
-                self.auto_inc.insert(t.schema.id, *next);
-                *next_id = Some(v + 1);
                 generated = Some(v);
-            } else {
-                self.bump_auto_inc(t, &row[ai]);
-                if let (Some(n), Some(explicit)) = (*next_id, positive(&row[ai])) {
-                    *next_id = Some(n.max(explicit.saturating_add(1)));
-                }
+            } else if let Some(explicit) = positive(&row[ai]) {
+                next.ids.follow(explicit);
             }
+            next.ids.row_done();
         }
         self.check_row(t, &row)?;
         Ok((row, generated))
@@ -661,8 +673,7 @@ impl Group<'_> {
 
 /// A statement's AUTO_INCREMENT state while it inserts its rows.
 struct NextId {
-    /// The value it hands out next, once it has handed out one.
-    value: Option<u64>,
+    ids: IdAllocator,
     /// Whether a 0 asks for a value, as NULL does (see [`WriteOp::Insert`]).
     on_zero: bool,
 }

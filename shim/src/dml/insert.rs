@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_storage::{OnConflict, StorageError, WriteOp};
+use ladle_storage::{IdBatches, OnConflict, StorageError, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, OnInsert, SetExpr};
 use sqlparser::tokenizer::Token;
 
+use super::insert_ids::{reserve_ids, use_up_ids, RowSource};
 use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
@@ -92,8 +93,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .take()
         .ok_or_else(|| ShimError::Unsupported("INSERT without VALUES".into()))?;
     let mut given: Vec<Vec<Option<Value>>> = Vec::new();
-    // MySQL reports "Records: .." for a multi-row VALUES or a SELECT.
-    let many = !matches!(source.body.as_ref(), SetExpr::Values(v) if v.rows.len() == 1);
+    let src = RowSource::of(&source.body);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
             given = values_rows(e, s, v, ins.columns.is_empty(), targets.len())?;
@@ -198,13 +198,13 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
     // adjusts them (see `insert_rows`), with no strict checks first.
     if ins.ignore || !crate::vars::strict_mode(s) {
-        return insert_rows(e, s, &ins, schema, rows, records, many, returning);
+        return insert_rows(e, s, &ins, schema, rows, records, src, returning);
     }
     // The checks below run a phase at a time over all rows; MariaDB runs
     // them a row at a time, so when one fails, the error is the first
     // failing row's first failure.
     let kept = rows.clone();
-    match insert_rows(e, s, &ins, schema.clone(), rows, records, many, returning) {
+    match insert_rows(e, s, &ins, schema.clone(), rows, records, src, returning) {
         Err(err) if is_row_error(&err) => {
             Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
         }
@@ -335,9 +335,11 @@ pub(super) fn insert_rows(
     schema: Arc<TableSchema>,
     mut rows: Vec<Row>,
     records: u64,
-    many: bool,
+    src: RowSource,
     returning: Option<crate::returning::Returning>,
 ) -> Result<Output> {
+    let many = src != RowSource::OneRow;
+    let batches = src.id_batches(records);
     // A plain INSERT writes every row it is given, so its RETURNING rows
     // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
     // UPDATE return what the write did with each row (see
@@ -366,11 +368,12 @@ pub(super) fn insert_rows(
             rows.iter().enumerate().find_map(|(i, r)| {
                 refuse_empty_enum(&schema, r, None)
                     .err()
-                    .map(|e| e.at_row(i + 1))
+                    .map(|e| (i, e.at_row(i + 1)))
             })
         })
         .flatten();
-    if let Some(err) = empty_enum {
+    if let Some((i, err)) = empty_enum {
+        use_up_ids(e, s, &schema, (&rows[..i], None), batches)?;
         // A REPLACE takes its rows in order: an earlier row's replaced row
         // may be referenced (1451) and fail first.
         if replacing_keyed {
@@ -384,11 +387,11 @@ pub(super) fn insert_rows(
     }
     if !checks.is_empty() {
         let conflict = (&on_conflict, replacing_keyed);
-        rows = checked_rows(e, s, &schema, &checks, rows, conflict)?;
+        rows = checked_rows(e, s, &schema, &checks, rows, (conflict, batches))?;
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
-        rows = drop_orphans(e, s, &schema, rows, orphans, &on_conflict)?;
+        rows = drop_orphans(e, s, &schema, rows, orphans, (&on_conflict, batches))?;
     }
     // RETURNING reports generated ids, so they are taken now, as a
     // transaction takes them.
@@ -412,7 +415,7 @@ pub(super) fn insert_rows(
         Vec::new()
     };
     let (out, written) = if s.in_transaction() {
-        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, generated)?;
+        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
         out
     } else {
@@ -425,6 +428,7 @@ pub(super) fn insert_rows(
                 rows,
                 on_conflict,
                 auto_value_on_zero: crate::vars::auto_value_on_zero(s),
+                id_batches: batches,
             },
             cascades,
             RowCounts::default(),
@@ -492,14 +496,14 @@ fn checked_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    (on_conflict, replacing_keyed): (&OnConflict, bool),
+    ((on_conflict, replacing_keyed), batches): ((&OnConflict, bool), IdBatches),
 ) -> Result<Vec<Row>> {
     let given = if replacing_keyed {
         rows.clone()
     } else {
         Vec::new()
     };
-    match check_inserted_rows(e, s, schema, checks, rows, on_conflict) {
+    match check_inserted_rows(e, s, schema, checks, rows, (on_conflict, batches)) {
         Ok(rows) => Ok(rows),
         Err(err) if replacing_keyed => {
             let replaced = replaced_rows(e, s, schema, &given)?;
@@ -617,44 +621,6 @@ pub(super) fn conflict_rule(
     } else {
         OnConflict::Error
     })
-}
-
-/// Inside a transaction the write is buffered until COMMIT, but clients
-/// (ORMs) need generated keys now: reserves AUTO_INCREMENT values from
-/// storage for the rows that ask for one (also outside a transaction when
-/// `now`: RETURNING reports them). Says which rows got one.
-pub(super) fn reserve_ids(
-    e: &Engine,
-    s: &Session,
-    schema: &TableSchema,
-    rows: &mut [Row],
-    now: bool,
-) -> Result<Vec<bool>> {
-    let mut generated = vec![false; rows.len()];
-    let Some(ai) = schema
-        .auto_increment_column()
-        .filter(|_| now || s.in_transaction())
-    else {
-        return Ok(generated);
-    };
-    let on_zero = crate::vars::auto_value_on_zero(s);
-    let need: Vec<usize> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
-        .map(|(i, _)| i)
-        .collect();
-    if !need.is_empty() {
-        let first = e
-            .storage
-            .reserve_auto_increment(schema.id, need.len() as u64)?;
-        for (k, &i) in need.iter().enumerate() {
-            let v = first + k as u64;
-            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
-            generated[i] = true;
-        }
-    }
-    Ok(generated)
 }
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
@@ -788,7 +754,7 @@ pub(super) fn drop_orphans(
     schema: &TableSchema,
     rows: Vec<Row>,
     orphans: Vec<(usize, ShimError)>,
-    on_conflict: &OnConflict,
+    (on_conflict, batches): (&OnConflict, IdBatches),
 ) -> Result<Vec<Row>> {
     if matches!(on_conflict, OnConflict::Ignore) {
         let mut skip = Vec::with_capacity(orphans.len());
@@ -806,7 +772,10 @@ pub(super) fn drop_orphans(
     let Some((first, err)) = orphans.into_iter().next() else {
         return Ok(rows);
     };
-    first_statement_error(e, s, schema, &rows[..=first], on_conflict)?;
+    let earlier = first_statement_error(e, s, schema, &rows[..=first], on_conflict);
+    // The row took its value before its parent was looked for.
+    use_up_ids(e, s, schema, (&rows[..first], rows.get(first)), batches)?;
+    earlier?;
     Err(err)
 }
 
@@ -870,7 +839,7 @@ pub(super) fn check_inserted_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    on_conflict: &OnConflict,
+    (on_conflict, batches): (&OnConflict, IdBatches),
 ) -> Result<Vec<Row>> {
     let ignore = matches!(on_conflict, OnConflict::Ignore);
     let multi = rows.len() > 1;
@@ -888,6 +857,8 @@ pub(super) fn check_inserted_rows(
             );
             continue;
         }
+        // The rows before it took their values; it fails before it does.
+        use_up_ids(e, s, schema, (&rows[..i], None), batches)?;
         if !ignore {
             // An earlier row's failure is the error MariaDB reports.
             first_statement_error(e, s, schema, &rows[..i], on_conflict)?;

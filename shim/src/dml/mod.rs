@@ -15,6 +15,7 @@ mod by_keywords;
 mod correlated;
 mod delete;
 mod insert;
+mod insert_ids;
 mod join_view;
 mod multi_update;
 pub(crate) mod overlay;

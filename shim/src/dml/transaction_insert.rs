@@ -2,7 +2,7 @@
 //! own keys ([`super::transaction_keys`]) and buffered until commit.
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_storage::{OnConflict, StorageError, WriteOp};
+use ladle_storage::{IdAllocator, IdBatches, OnConflict, StorageError, WriteOp};
 
 use super::overlay::coerce_lenient;
 use super::transaction_keys::TransactionKeys;
@@ -51,26 +51,20 @@ pub(super) fn upsert_keys<'a>(
 /// COMMIT applies exactly what the statements reported (it still validates
 /// everything against the rows committed by then).
 ///
-/// `generated[i]` says whether row `i`'s AUTO_INCREMENT value was reserved
-/// for it (rather than given by the statement). Also returns the rows as
-/// the statement leaves them (see `OpResult::rows`).
+/// `generated[i]` says whether row `i` wants an AUTO_INCREMENT value
+/// (rather than giving one): reserved for it already (RETURNING reports
+/// it), or taken here, reserved as `id_batches` says ([`RowIds`]). Also
+/// returns the rows as the statement leaves them (see `OpResult::rows`).
 pub(super) fn insert_in_transaction(
     e: &Engine,
     s: &mut Session,
     schema: &TableSchema,
     rows: Vec<Row>,
     on_conflict: OnConflict,
-    generated: Vec<bool>,
+    (generated, id_batches): (Vec<bool>, IdBatches),
 ) -> Result<(Output, Vec<Row>)> {
-    let rows: Vec<Row> = rows
-        .into_iter()
-        .enumerate()
-        .map(|(i, r)| coerce_row(schema, &r).map_err(|e| e.at_row(i + 1)))
-        .collect::<Result<_>>()?;
-    // NOT NULL at the statement (1048 there, as MariaDB), not at COMMIT.
-    for row in &rows {
-        ladle_storage::check_not_null(schema, row, true)?;
-    }
+    let statement_rows = rows.len();
+    let (rows, failure) = checked_rows(schema, &rows);
     let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
     let mut written = Vec::new();
@@ -79,20 +73,9 @@ pub(super) fn insert_in_transaction(
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
-    // The reserved values go to the rows in order; a row IGNORE skips, or
-    // ON DUPLICATE KEY UPDATE turns into an update, gives its value back to
-    // the next row, as outside a transaction (see storage's `insert`).
-    let mut next_generated = ai.and_then(|c| {
-        rows.iter()
-            .zip(&generated)
-            .find(|(_, g)| **g)
-            .and_then(|(r, _)| positive_id(&r[c]))
-    });
+    let mut ids = RowIds::new(e, schema, &rows, &generated, (id_batches, statement_rows));
     for (i, (mut row, was_generated)) in rows.into_iter().zip(generated).enumerate() {
-        if let (true, Some(c), Some(v)) = (was_generated, ai, next_generated) {
-            row[c] = ladle_common::coerce(&Value::UInt(v), &schema.columns[c])
-                .map_err(StorageError::from)?;
-        }
+        let taken = ids.fill(&mut row, was_generated)?;
         let conflicts = keys.conflicts(&row);
         let id = ai.and_then(|c| positive_id(&row[c]));
         match (&on_conflict, conflicts) {
@@ -106,6 +89,7 @@ pub(super) fn insert_in_transaction(
                     ER_DUP_ENTRY.errno,
                     keys.duplicate_error(&row).to_string(),
                 );
+                ids.skipped(taken);
                 // The last row processed, written or not (as storage).
                 if first_generated.is_none() {
                     insert_id = id.unwrap_or(insert_id);
@@ -147,6 +131,7 @@ pub(super) fn insert_in_transaction(
                     keys.add(&new);
                     written.push(new);
                 }
+                ids.skipped(taken);
                 kept.push(row);
                 continue;
             }
@@ -154,9 +139,7 @@ pub(super) fn insert_in_transaction(
         if let (Some(id), false) = (id, was_generated) {
             e.storage.note_auto_increment(schema.id, id)?;
         }
-        if was_generated {
-            next_generated = next_generated.map(|v| v + 1);
-        }
+        ids.written(was_generated, taken);
         if was_generated && first_generated.is_none() {
             first_generated = id;
             insert_id = id.unwrap_or(0);
@@ -169,6 +152,9 @@ pub(super) fn insert_in_transaction(
             written.push(row.clone());
         }
         kept.push(row);
+    }
+    if let Some(err) = failure {
+        return Err(err);
     }
     if let Some(id) = first_generated {
         s.last_insert_id = id;
@@ -183,6 +169,7 @@ pub(super) fn insert_in_transaction(
             rows: kept,
             on_conflict,
             auto_value_on_zero: crate::vars::auto_value_on_zero(s),
+            id_batches: IdBatches::PerRow,
         };
         super::write::buffer_in_transaction(e, s, [op])?;
     }
@@ -192,4 +179,111 @@ pub(super) fn insert_in_transaction(
         info: Info::None,
     };
     Ok((out, written))
+}
+
+/// `rows` converted to the column types and checked for NOT NULL (1048 at
+/// the statement, as MariaDB, not at COMMIT), up to the first that fails,
+/// and that row's error. MariaDB checks them a row at a time, before the
+/// row takes an AUTO_INCREMENT value: the rows before the failing one are
+/// still taken in turn (their ids used up, a key error first).
+fn checked_rows(schema: &TableSchema, rows: &[Row]) -> (Vec<Row>, Option<crate::error::ShimError>) {
+    let mut checked = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        let row = coerce_row(schema, r).map_err(|e| e.at_row(i + 1));
+        match row.and_then(|row| {
+            ladle_storage::check_not_null(schema, &row, true)?;
+            Ok(row)
+        }) {
+            Ok(row) => checked.push(row),
+            Err(err) => return (checked, Some(err)),
+        }
+    }
+    (checked, None)
+}
+
+/// The AUTO_INCREMENT values an INSERT in a transaction gives the rows that
+/// want one, in order. Values reserved before (RETURNING reported them)
+/// go to the rows in turn; otherwise each is taken from storage as its
+/// commit would take it (InnoDB's batches, see [`IdAllocator`]). A row
+/// IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an update, gives its
+/// value back to the next row, as outside a transaction (see storage's
+/// `insert`).
+struct RowIds<'a> {
+    e: &'a Engine,
+    schema: &'a TableSchema,
+    /// The next value reserved before, if any were.
+    reserved: Option<u64>,
+    ids: IdAllocator,
+}
+
+impl<'a> RowIds<'a> {
+    fn new(
+        e: &'a Engine,
+        schema: &'a TableSchema,
+        rows: &[Row],
+        generated: &[bool],
+        (batches, statement_rows): (IdBatches, usize),
+    ) -> Self {
+        let reserved = schema.auto_increment_column().and_then(|c| {
+            rows.iter()
+                .zip(generated)
+                .find(|(_, g)| **g)
+                .and_then(|(r, _)| positive_id(&r[c]))
+        });
+        RowIds {
+            e,
+            schema,
+            reserved,
+            ids: IdAllocator::new(batches, statement_rows),
+        }
+    }
+
+    /// Gives `row` its value if it `wants` one; the value taken from
+    /// storage for it, if it was (for [`Self::skipped`] and
+    /// [`Self::written`]).
+    fn fill(&mut self, row: &mut Row, wants: bool) -> Result<Option<u64>> {
+        let Some(c) = self.schema.auto_increment_column() else {
+            return Ok(None);
+        };
+        let given = positive_id(&row[c]);
+        if !wants {
+            if let Some(explicit) = given {
+                self.ids.follow(explicit);
+            }
+            self.ids.row_done();
+            return Ok(None);
+        }
+        let (v, taken) = match given {
+            Some(_) => (self.reserved, None),
+            None => {
+                let (e, table) = (self.e, self.schema.id);
+                let v = self.ids.take(|at_least, size| {
+                    e.storage
+                        .reserve_auto_increment_batch(table, at_least, size)
+                })?;
+                (Some(v), Some(v))
+            }
+        };
+        self.ids.row_done();
+        if let Some(v) = v {
+            row[c] = ladle_common::coerce(&Value::UInt(v), &self.schema.columns[c])
+                .map_err(StorageError::from)?;
+        }
+        Ok(taken)
+    }
+
+    /// The row [`Self::fill`] took `taken` for was not written.
+    fn skipped(&mut self, taken: Option<u64>) {
+        if let Some(v) = taken {
+            self.ids.give_back(v);
+        }
+    }
+
+    /// The row, which `wanted` a value, was written: a value reserved
+    /// before is used up.
+    fn written(&mut self, wanted: bool, taken: Option<u64>) {
+        if wanted && taken.is_none() {
+            self.reserved = self.reserved.map(|v| v + 1);
+        }
+    }
 }

@@ -96,6 +96,7 @@ fn crash_child() {
                             ],
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
+                            id_batches: crate::IdBatches::PerRow,
                         },
                         WriteOp::Insert {
                             table: log.id,
@@ -103,6 +104,7 @@ fn crash_child() {
                             rows: vec![vec![Value::Int(th), Value::Int(story)]],
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
+                            id_batches: crate::IdBatches::PerRow,
                         },
                     ];
                     let r = s.write(ops).expect("child write");
@@ -238,6 +240,7 @@ fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
             rows: vec![vec![Value::Null, Value::Int(-1), Value::Int(-1)]],
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: crate::IdBatches::PerRow,
         }])
         .unwrap();
     assert!(r.ops[0].last_insert_id.unwrap() > max);
@@ -272,6 +275,7 @@ fn a_torn_last_wal_record_is_dropped_on_open() {
                 rows: vec![vec![Value::Null, Value::Int(1), Value::Int(k)]],
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
+                id_batches: crate::IdBatches::PerRow,
             }])
             .expect("write");
         }
@@ -319,6 +323,7 @@ fn a_truncated_table_file_refuses_to_open_and_is_named() {
             rows,
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: crate::IdBatches::PerRow,
         }])
         .expect("write");
         s.flush().expect("flush");
@@ -358,6 +363,7 @@ fn insert_vote(s: &Storage, votes: &TableSchema, story: i64) -> crate::Result<()
         rows: vec![vec![Value::Null, Value::Int(1), Value::Int(story)]],
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     }])
     .map(|_| ())
 }
@@ -402,6 +408,7 @@ fn a_compaction_over_a_damaged_block_is_a_background_error() {
             rows,
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
+            id_batches: crate::IdBatches::PerRow,
         }])
         .expect("write");
         s.flush().expect("flush");
@@ -423,6 +430,7 @@ fn a_compaction_over_a_damaged_block_is_a_background_error() {
         rows: vec![vec![Value::Int(1), Value::Int(2)]],
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     }]);
     assert!(
         matches!(refused, Err(StorageError::Corruption(_))),

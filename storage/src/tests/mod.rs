@@ -173,6 +173,7 @@ pub(crate) fn insert(table: &TableSchema, rows: Vec<Row>) -> WriteOp {
         rows,
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     }
 }
 

@@ -284,6 +284,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows: vec![row(&[i(1), t("z"), i(9)]), row(&[i(3), t("c"), i(3)])],
         on_conflict: OnConflict::Ignore,
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     };
     let ignored = s.write(vec![ignore]).unwrap().ops.remove(0);
     assert_eq!(ignored.affected_rows, 1);
@@ -296,6 +297,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows: vec![row(&[i(1), t("b"), i(7)])],
         on_conflict: OnConflict::Replace,
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     };
     let replaced = s.write(vec![replace]).unwrap().ops.remove(0);
     assert_eq!(replaced.affected_rows, 3);
@@ -315,6 +317,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows,
         on_conflict: OnConflict::Update(Arc::clone(&bump)),
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     };
     let updated = s
         .write(vec![odku(vec![row(&[i(3), t("q"), i(0)])])])
@@ -337,6 +340,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         rows: vec![row(&[i(4), t("d"), i(0)])],
         on_conflict: OnConflict::Update(same),
         auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
     };
     let found = s.write(vec![unchanged]).unwrap().ops.remove(0);
     assert_eq!(found.affected_rows, 0);

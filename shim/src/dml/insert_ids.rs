@@ -1,0 +1,141 @@
+//! AUTO_INCREMENT for an INSERT in the front end: how the statement's
+//! values are reserved ([`RowSource::id_batches`]), and the values taken
+//! before the write when the statement must report them early
+//! ([`reserve_ids`]).
+
+use ladle_common::{Row, TableSchema, Value};
+use ladle_storage::{IdAllocator, IdBatches};
+use sqlparser::ast::SetExpr;
+
+use crate::error::Result;
+use crate::exec::Engine;
+use crate::session::Session;
+
+/// Where an INSERT's rows come from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum RowSource {
+    /// A VALUES list of one row.
+    OneRow,
+    /// A VALUES list of several rows: MySQL reports "Records: ..".
+    Rows,
+    /// A SELECT: "Records: .." too, and a row count unknown in advance.
+    Select,
+}
+
+impl RowSource {
+    /// Where the rows of an INSERT whose source is `body` come from.
+    pub(super) fn of(body: &SetExpr) -> Self {
+        match body {
+            SetExpr::Values(v) if v.rows.len() == 1 => RowSource::OneRow,
+            SetExpr::Values(_) => RowSource::Rows,
+            _ => RowSource::Select,
+        }
+    }
+
+    /// How a statement of `records` rows reserves AUTO_INCREMENT values:
+    /// InnoDB's batches of 1, 2, 4... for a SELECT, one per row for a
+    /// VALUES list.
+    pub(super) fn id_batches(self, records: u64) -> IdBatches {
+        match self {
+            RowSource::Select => IdBatches::Growing,
+            RowSource::OneRow | RowSource::Rows => IdBatches::Listed(records),
+        }
+    }
+}
+
+/// Inside a transaction the write is buffered until COMMIT, but clients
+/// (ORMs) need generated keys now: says which rows ask for an
+/// AUTO_INCREMENT value, which
+/// [`super::transaction_insert::insert_in_transaction`] takes for them.
+/// When `now` (RETURNING reports them, in a transaction or not), reserves
+/// the values from storage here and fills them in.
+pub(super) fn reserve_ids(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    rows: &mut [Row],
+    now: bool,
+) -> Result<Vec<bool>> {
+    let mut generated = vec![false; rows.len()];
+    let Some(ai) = schema
+        .auto_increment_column()
+        .filter(|_| now || s.in_transaction())
+    else {
+        return Ok(generated);
+    };
+    let on_zero = crate::vars::auto_value_on_zero(s);
+    let need: Vec<usize> = rows
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
+        .map(|(i, _)| i)
+        .collect();
+    if !now {
+        // Inside a transaction: `insert_in_transaction` takes them a row at
+        // a time, as a commit would.
+        for i in need {
+            generated[i] = true;
+        }
+        return Ok(generated);
+    }
+    if !need.is_empty() {
+        let first = e
+            .storage
+            .reserve_auto_increment(schema.id, need.len() as u64)?;
+        for (k, &i) in need.iter().enumerate() {
+            let v = first + k as u64;
+            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
+            generated[i] = true;
+        }
+    }
+    Ok(generated)
+}
+
+/// The AUTO_INCREMENT values used up when a statement failed in the
+/// front end, before its write: `written` (the rows before the failing
+/// one) took theirs, and so did `failed`, the failing row, when it fails
+/// after taking its value (a FOREIGN KEY, 1452; a CHECK, 4025, or a value
+/// fails before). A row among them whose values fail ends the statement
+/// there. MariaDB's rows had taken them (see [`ladle_storage::IdBatches`]),
+/// so the counter moves as their write would have moved it: an explicit
+/// value of a written row moves it too, the failing row's does not.
+pub(super) fn use_up_ids(
+    e: &Engine,
+    s: &Session,
+    schema: &TableSchema,
+    (written, failed): (&[Row], Option<&Row>),
+    batches: IdBatches,
+) -> Result<()> {
+    let Some(ai) = schema.auto_increment_column() else {
+        return Ok(());
+    };
+    let on_zero = crate::vars::auto_value_on_zero(s);
+    let strict = crate::vars::strict_mode(s);
+    let mut ids = IdAllocator::new(batches, written.len());
+    let rows = written.iter().map(|r| (r, true));
+    for (r, was_written) in rows.chain(failed.map(|r| (r, false))) {
+        // A row whose values do not fit (strict mode) or break NOT NULL
+        // fails the statement first, before it takes a value.
+        let fits = if strict {
+            super::write::coerce_row_strict(schema, r, None)
+        } else {
+            super::write::coerce_row(schema, r)
+        };
+        if !fits.is_ok_and(|row| ladle_storage::check_not_null(schema, &row, true).is_ok()) {
+            break;
+        }
+        if r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)) {
+            ids.take(|at_least, size| {
+                e.storage
+                    .reserve_auto_increment_batch(schema.id, at_least, size)
+            })?;
+        } else if let Some(explicit) = super::write::positive_id(&r[ai]) {
+            ids.follow(explicit);
+            if was_written {
+                e.storage.note_auto_increment(schema.id, explicit)?;
+            }
+        }
+        ids.row_done();
+    }
+    Ok(())
+}
