@@ -325,17 +325,31 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
         };
         return Ok(Value::UInt(v));
     }
-    match (a, b) {
+    // An unsigned operand makes the result unsigned, as in MySQL.
+    let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
+    let result = match (a, b) {
         (Num::Float(_), _) | (_, Num::Float(_)) => float_arith(op, num_f64(a), num_f64(b)),
-        (Num::Int(x), Num::Int(y)) => {
-            // An unsigned operand makes the result unsigned, as in MySQL.
-            let unsigned = matches!(l, Value::UInt(_)) || matches!(r, Value::UInt(_));
-            int_arith(op, x, y, unsigned)
-        }
+        (Num::Int(x), Num::Int(y)) => int_arith(op, x, y, unsigned),
         _ => match (num_dec(a), num_dec(b)) {
             (Some(x), Some(y)) => decimal_arith(op, x, y),
             _ => Ok(Value::Null),
         },
+    };
+    match (op, result) {
+        (ArithOp::IntDiv, Ok(q)) if !unsigned => signed_quotient(q),
+        (_, result) => result,
+    }
+}
+
+/// A DIV of signed operands is a BIGINT: a quotient past its range (only
+/// `-9223372036854775808 DIV -1` among integers; any DOUBLE or DECIMAL
+/// past it) is 1690, as in MySQL, not the unsigned number.
+fn signed_quotient(q: Value) -> EvalResult {
+    match q {
+        Value::UInt(u) if i64::try_from(u).is_err() => {
+            Err(EvalError::OutOfRange("BIGINT value is out of range".into()))
+        }
+        q => Ok(q),
     }
 }
 
