@@ -8,22 +8,8 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
-use ladle_common::{IndexSchema, Row, RowDelta, TableDeltas, TableSchema, Value};
-use ladle_storage::{OnConflict, WriteOp};
-
-fn insert(t: &ladle_common::TableSchema, rows: Vec<Row>) -> WriteOp {
-    WriteOp::Insert {
-        table: t.id,
-        schema_version: t.version,
-        rows,
-        on_conflict: OnConflict::Error,
-        auto_value_on_zero: true,
-        id_batches: ladle_storage::IdBatches::PerRow,
-    }
-}
+use ladle_common::{Row, RowDelta, TableDeltas, Value};
 
 #[test]
 fn a_commit_writing_both_sides_of_a_join_stays_exact() {
@@ -59,8 +45,8 @@ fn a_commit_writing_both_sides_of_a_join_stays_exact() {
         let id = 5 + round;
         e.storage
             .write(vec![
-                insert(&s, vec![vec![i(id), s_(id)]]),
-                insert(
+                insert_op(&s, vec![vec![i(id), s_(id)]]),
+                insert_op(
                     &c,
                     (0..3)
                         .map(|k| vec![i(100 + 10 * id + k), i(id), body(k)])
@@ -112,7 +98,7 @@ fn a_transaction_reads_its_own_writes_through_narrowed_lookups() {
     let e = env(1 << 30);
     e.table("c", &[("id", int()), ("sid", int()), ("body", text())]);
     // An index on `sid`: a partition is filled by looking its key up.
-    let c = index_on(&e, "c", 1);
+    let c = e.index("c", "by_sid", 1);
     let committed: Vec<Row> = (0..200).map(|n| vec![i(n), i(n % 50), body(n)]).collect();
     e.insert(&c, committed.clone());
     // The transaction deleted two of story 1's comments (of 4), changed
@@ -142,21 +128,6 @@ fn a_transaction_reads_its_own_writes_through_narrowed_lookups() {
     assert_eq!(render(rows, false), v(&["1 2", "2 4", "7 5", "8 4"]));
     // Nothing of it was committed.
     assert_eq!(e.q("SELECT COUNT(*) FROM c WHERE sid = 1", &[]), v(&["4"]));
-}
-
-fn index_on(e: &Env, table: &str, col: usize) -> Arc<TableSchema> {
-    e.storage
-        .create_index(
-            DB,
-            table,
-            IndexSchema {
-                id: 0,
-                name: format!("by_{col}"),
-                columns: vec![col],
-                unique: false,
-            },
-        )
-        .unwrap()
 }
 
 fn s_(n: i64) -> Value {

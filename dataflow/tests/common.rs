@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use ladle_common::{ColumnSchema, Row, SqlType, TableSchema, Value};
+use ladle_common::{ColumnSchema, IndexSchema, Row, SqlType, TableSchema, Value};
 use ladle_dataflow::{Dataflow, DataflowConfig, PreparedQuery};
 use ladle_storage::{OnConflict, RowFilter, RowUpdater, ScanSpec, Storage, WriteOp};
 use sqlparser::ast;
@@ -56,6 +56,18 @@ pub fn parse(sql: &str) -> ast::Query {
     }
 }
 
+/// The write inserting `rows` into `t` (to combine with others in one commit).
+pub fn insert_op(t: &TableSchema, rows: Vec<Row>) -> WriteOp {
+    WriteOp::Insert {
+        table: t.id,
+        schema_version: t.version,
+        rows,
+        on_conflict: OnConflict::Error,
+        auto_value_on_zero: true,
+        id_batches: ladle_storage::IdBatches::PerRow,
+    }
+}
+
 impl Env {
     /// Creates `name` with the given columns; the first is the primary key.
     pub fn table(&self, name: &str, cols: &[(&str, SqlType)]) -> Arc<TableSchema> {
@@ -76,16 +88,23 @@ impl Env {
     }
 
     pub fn insert(&self, t: &TableSchema, rows: Vec<Row>) {
+        self.storage.write(vec![insert_op(t, rows)]).unwrap();
+    }
+
+    /// Adds a one-column index `name` on column `col` of `table`.
+    pub fn index(&self, table: &str, name: &str, col: usize) -> Arc<TableSchema> {
         self.storage
-            .write(vec![WriteOp::Insert {
-                table: t.id,
-                schema_version: t.version,
-                rows,
-                on_conflict: OnConflict::Error,
-                auto_value_on_zero: true,
-                id_batches: ladle_storage::IdBatches::PerRow,
-            }])
-            .unwrap();
+            .create_index(
+                DB,
+                table,
+                IndexSchema {
+                    id: 0,
+                    name: name.into(),
+                    columns: vec![col],
+                    unique: false,
+                },
+            )
+            .unwrap()
     }
 
     pub fn delete_where(&self, t: &TableSchema, f: impl Fn(&Row) -> bool + Send + Sync + 'static) {

@@ -4,27 +4,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use common::*;
-use ladle_common::{IndexSchema, Row, TableSchema, Value};
+use ladle_common::{Row, TableSchema, Value};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-
-fn index(e: &Env, t: &str, name: &str, col: usize) -> Arc<TableSchema> {
-    e.storage
-        .create_index(
-            DB,
-            t,
-            IndexSchema {
-                id: 0,
-                name: name.into(),
-                columns: vec![col],
-                unique: false,
-            },
-        )
-        .unwrap()
-}
 
 fn rows(e: &Env, t: &TableSchema) -> Vec<Row> {
     e.storage.scan(t.id).unwrap()
@@ -76,9 +59,9 @@ fn run(memory_limit: usize) {
         &[("id", int()), ("story_id", int()), ("tag_id", int())],
     );
     e.table("stories", &[("id", int()), ("user_id", int())]);
-    index(&e, "taggings", "t_story", 1);
-    let taggings = index(&e, "taggings", "t_tag", 2);
-    let stories = index(&e, "stories", "s_user", 1);
+    e.index("taggings", "t_story", 1);
+    let taggings = e.index("taggings", "t_tag", 2);
+    let stories = e.index("stories", "s_user", 1);
     let mut rng = StdRng::seed_from_u64(7);
     e.insert(&tags, (0..8).map(|k| r(&[i(k), i(k % 2)])).collect());
     e.insert(
@@ -216,9 +199,9 @@ fn join_looked_up_by_many_keys_at_once() {
         &[("id", int()), ("story_id", int()), ("tag_id", int())],
     );
     e.table("stories", &[("id", int()), ("user_id", int())]);
-    index(&e, "taggings", "t_story", 1);
-    let taggings = index(&e, "taggings", "t_tag", 2);
-    let stories = index(&e, "stories", "s_user", 1);
+    e.index("taggings", "t_story", 1);
+    let taggings = e.index("taggings", "t_tag", 2);
+    let stories = e.index("stories", "s_user", 1);
     let mut rng = StdRng::seed_from_u64(11);
     e.insert(
         &stories,

@@ -6,7 +6,7 @@ use std::ops::Bound;
 
 use ladle_common::{Row, Value};
 
-use crate::engine::KvRead;
+use crate::engine::{KvEngine, KvRead};
 use crate::keys::prefix_successor;
 use crate::table::{parse_secondary_value, SecondaryValue, TableState};
 use crate::{IndexRef, Result};
@@ -29,6 +29,31 @@ fn get_row_columns(
         Some(bytes) => Ok(Some(t.decode(&bytes, keep)?)),
         None => Ok(None),
     }
+}
+
+/// A lookup of one full primary key, as one point read of the latest
+/// state: no snapshot needed. `None` for any other lookup.
+pub(crate) fn point_read(
+    engine: &dyn KvEngine,
+    t: &TableState,
+    index: IndexRef,
+    key: &[Value],
+    keep: Option<&[bool]>,
+) -> Result<Option<Vec<Row>>> {
+    let (IndexRef::Primary, Some(pk)) = (index, &t.schema.primary_key) else {
+        return Ok(None);
+    };
+    if pk.is_empty() || key.len() != pk.len() {
+        return Ok(None);
+    }
+    // A key that cannot be coerced to the columns' types matches nothing.
+    let Some(k) = t.encode_lookup_key(pk, key) else {
+        return Ok(Some(Vec::new()));
+    };
+    Ok(Some(match engine.get_latest(t.primary_cf(), &k)? {
+        Some(bytes) => vec![t.decode(&bytes, keep)?],
+        None => Vec::new(),
+    }))
 }
 
 /// Rows whose index key starts with `key`.

@@ -565,20 +565,12 @@ impl Storage {
     /// coerced matches nothing.
     pub fn lookup(&self, table: TableId, index: IndexRef, key: &[Value]) -> Result<Vec<Row>> {
         let t = self.table_state(table)?;
-        // A full primary key is one point read: no snapshot needed.
-        if let (IndexRef::Primary, Some(pk)) = (index, &t.schema.primary_key) {
-            if !pk.is_empty() && key.len() == pk.len() {
-                let Some(k) = t.encode_lookup_key(pk, key) else {
-                    return Ok(Vec::new());
-                };
-                return match self.engine.get_latest(t.primary_cf(), &k)? {
-                    Some(bytes) => Ok(vec![t.decode_row(&bytes)?]),
-                    None => Ok(Vec::new()),
-                };
-            }
+        if let Some(rows) = read::point_read(&*self.engine, &t, index, key, None)? {
+            return Ok(rows);
         }
         self.read_latest(|r| read::lookup(r, &t, index, key))
     }
+
     /// [`Storage::lookup`] for each of `keys`, read from one consistent
     /// state with one index scan: a fill asks for many keys at once. With
     /// `keep`, only the columns it marks are decoded (the others are NULL).
@@ -590,6 +582,11 @@ impl Storage {
         keep: Option<&[bool]>,
     ) -> Result<Vec<Vec<Row>>> {
         let t = self.table_state(table)?;
+        if let [key] = keys {
+            if let Some(rows) = read::point_read(&*self.engine, &t, index, key, keep)? {
+                return Ok(vec![rows]);
+            }
+        }
         let mut out = Vec::new();
         self.engine.with_consistent(&mut |r| {
             out = read::lookup_many(r, &t, index, keys, keep)?;

@@ -520,13 +520,8 @@ impl Graph {
         let rows = match schema.as_ref().and_then(|s| choose_index(s, cols)) {
             Some((index, perm)) if !cols.is_empty() => {
                 let k: Vec<Value> = perm.iter().map(|&i| key[i].clone()).collect();
-                match keep.as_deref() {
-                    None => src.lookup(table, index, &k)?,
-                    Some(keep) => {
-                        let mut found = src.lookup_many(table, index, &[k], Some(keep))?;
-                        found.pop().unwrap_or_default()
-                    }
-                }
+                let mut found = src.lookup_many(table, index, &[k], keep.as_deref())?;
+                found.pop().unwrap_or_default()
             }
             _ => match keep.as_deref() {
                 None => src.scan(table)?,

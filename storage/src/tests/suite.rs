@@ -120,6 +120,8 @@ fn lookup_many_answers_as_lookups_do(kind: Kind) {
             vec![vec![t("NAME77")], vec![t("late")], vec![t("nobody")]],
         ),
         (IndexRef::Primary, vec![]),
+        // One full primary key: a point read.
+        (IndexRef::Primary, vec![vec![i(900)]]),
     ];
     for (index, keys) in cases {
         let each: Vec<Vec<Row>> = keys
