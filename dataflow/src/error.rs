@@ -37,6 +37,9 @@ pub enum DataflowError {
     /// without GROUP BY (1140).
     #[error("Mixing of GROUP columns (MIN(),MAX(),COUNT(),...) with no GROUP columns is illegal if there is no GROUP BY clause")]
     MixOfGroupColumns,
+    /// One SELECT's FROM clause joins more than 61 tables (MySQL's 1116).
+    #[error("Too many tables; MariaDB can only use 61 tables in a join")]
+    TooManyTables,
     /// A scalar subquery returned several rows (MySQL's 1242).
     #[error("Subquery returns more than 1 row")]
     SubqueryRows,

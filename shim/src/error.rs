@@ -222,6 +222,7 @@ pub const ER_UNKNOWN_COLLATION: MysqlCode = code(1273, "HY000");
 pub const ER_UNKNOWN_STORAGE_ENGINE: MysqlCode = code(1286, "42000");
 pub const ER_CANT_CHANGE_TX_CHARACTERISTICS: MysqlCode = code(1568, "25001");
 pub const ER_TABLE_DEF_CHANGED: MysqlCode = code(1412, "HY000");
+pub const ER_TOO_MANY_TABLES: MysqlCode = code(1116, "HY000");
 pub const ER_SUBQUERY_NO_1_ROW: MysqlCode = code(1242, "21000");
 pub const ER_OPERAND_COLUMNS: MysqlCode = code(1241, "21000");
 pub const ER_WARN_DATA_OUT_OF_RANGE: MysqlCode = code(1264, "22003");
@@ -519,6 +520,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
+        DataflowError::TooManyTables => ER_TOO_MANY_TABLES,
         DataflowError::NotInGroupBy(_) => ER_WRONG_FIELD_WITH_GROUP,
         DataflowError::MixOfGroupColumns => ER_MIX_OF_GROUP_FUNC_AND_FIELDS,
         DataflowError::UnknownFunction(_) => ER_SP_DOES_NOT_EXIST,

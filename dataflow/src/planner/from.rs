@@ -311,6 +311,9 @@ impl Planner<'_> {
         from: &[ast::TableWithJoins],
         where_conj: &mut Vec<ast::Expr>,
     ) -> Result<(LNode, Scope)> {
+        if from.iter().map(tables_joined).sum::<usize>() > MAX_TABLES_JOINED {
+            return Err(DataflowError::TooManyTables);
+        }
         let (mut node, mut scope) = self.plan_from_item(&from[0], where_conj)?;
         for item in &from[1..] {
             let (rn, rs) = self.plan_from_item(item, where_conj)?;
@@ -323,6 +326,28 @@ impl Planner<'_> {
         }
         Ok((node, scope))
     }
+}
+
+/// MariaDB's `MAX_TABLES`: the most tables one SELECT's FROM clause may
+/// join (1116 past it).
+const MAX_TABLES_JOINED: usize = 61;
+
+/// The tables `item` joins, as MariaDB counts them against
+/// [`MAX_TABLES_JOINED`]: a parenthesized join's tables one by one, a
+/// derived table (or table function) as one.
+fn tables_joined(item: &ast::TableWithJoins) -> usize {
+    let factor = |tf: &ast::TableFactor| match tf {
+        ast::TableFactor::NestedJoin {
+            table_with_joins, ..
+        } => tables_joined(table_with_joins),
+        _ => 1,
+    };
+    factor(&item.relation)
+        + item
+            .joins
+            .iter()
+            .map(|j| factor(&j.relation))
+            .sum::<usize>()
 }
 
 /// `L LEFT JOIN R ON <equalities> AND <conditions on both sides>`, from
