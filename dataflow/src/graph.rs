@@ -188,6 +188,10 @@ struct Detached {
     /// Partitions of the real graph the pulls read: the filled reader key
     /// depends on them, so they must still be filled when it is installed.
     read: Vec<(NodeId, Vec<Value>)>,
+    /// [`Graph::columns_read`] of every node, computed on the first base
+    /// read (a copy's nodes never change): once per base read, it walked
+    /// the whole copy, quadratic in a union of thousands of SELECTs.
+    columns_read: std::sync::OnceLock<Option<Vec<Option<Vec<bool>>>>>,
 }
 
 /// A stateful node's captured state (see [`Graph::capture`]).
@@ -274,9 +278,10 @@ impl Graph {
         real_graph: Option<Arc<Mutex<Graph>>>,
     ) -> Option<Graph> {
         let mut ids = Vec::new();
+        let mut seen = HashSet::new();
         let mut stack = vec![root];
         while let Some(n) = stack.pop() {
-            if !ids.contains(&n) {
+            if seen.insert(n) {
                 ids.push(n);
                 stack.extend(self.nodes[n].parents.iter().copied());
             }
@@ -323,6 +328,7 @@ impl Graph {
                 fills: Vec::new(),
                 real_graph,
                 read: Vec::new(),
+                columns_read: std::sync::OnceLock::new(),
             }),
             interior_evictions: 0,
         })
@@ -350,6 +356,7 @@ impl Graph {
                 fills: Vec::new(),
                 real_graph: d.real_graph.clone(),
                 read: Vec::new(),
+                columns_read: d.columns_read.clone(),
             }),
         )
     }

@@ -58,8 +58,19 @@ impl Reads {
 
 impl Graph {
     /// The columns of node `n` that some node above it reads (`true` at
-    /// each), or `None` when every column is (or might be) read.
+    /// each), or `None` when every column is (or might be) read. A
+    /// detached copy computes every node's once (see `Detached`).
     pub(super) fn columns_read(&self, n: NodeId) -> Option<Vec<bool>> {
+        let all = match &self.detached {
+            Some(d) => d.columns_read.get_or_init(|| self.all_columns_read()),
+            None => return self.all_columns_read()?.into_iter().nth(n)?,
+        };
+        all.as_ref()?.get(n)?.clone()
+    }
+
+    /// [`Graph::columns_read`] of every node, in one walk from the roots
+    /// down; `None` for a shape the walk does not reason about.
+    fn all_columns_read(&self) -> Option<Vec<Option<Vec<bool>>>> {
         let len = self.nodes.len();
         let mut consumed = vec![false; len];
         for (c, node) in self.nodes.iter().enumerate() {
@@ -87,7 +98,7 @@ impl Graph {
                 }
             })
             .collect();
-        for c in (n + 1..len).rev() {
+        for c in (0..len).rev() {
             let node = &self.nodes[c];
             if matches!(node.op, Op::Removed) {
                 continue;
@@ -98,10 +109,15 @@ impl Graph {
                 reads[p].add(read);
             }
         }
-        match &reads[n] {
-            Reads::Some(read) if read.iter().any(|r| !r) => Some(read.clone()),
-            _ => None,
-        }
+        Some(
+            reads
+                .into_iter()
+                .map(|r| match r {
+                    Reads::Some(read) if read.iter().any(|r| !r) => Some(read),
+                    _ => None,
+                })
+                .collect(),
+        )
     }
 
     /// What node `c` reads of its parent `i` (`width` columns wide) when its
