@@ -139,6 +139,13 @@ pub fn give_back_to(mark: usize) {
     })
 }
 
+/// The interrupt flag this thread's statement watches, if any: for work
+/// the statement hands to another thread (a write's row functions, which
+/// run inside a group commit, maybe on another statement's thread).
+pub fn flag() -> Option<Arc<AtomicBool>> {
+    WATCH.with(|w| w.borrow().flag.clone())
+}
+
 /// `Err(Interrupted)` once the thread's flag is set or its deadline passed.
 pub fn check() -> Result<()> {
     WATCH.with(|w| {

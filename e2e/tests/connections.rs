@@ -606,3 +606,85 @@ fn temporary_tables_do_not_survive_a_restart() {
     assert_eq!(scalar(&mut c, "SELECT b FROM d.t"), "2");
     assert_eq!(scalar(&mut c, "SELECT a FROM d.base"), "7");
 }
+
+/// The COMMAND of connection `id` in `information_schema.PROCESSLIST`
+/// (`None`: not listed).
+fn command_of(c: &mut mysql::Conn, id: &str) -> Option<String> {
+    let sql = format!("SELECT COMMAND FROM information_schema.PROCESSLIST WHERE ID = {id}");
+    let rows = query_rows(c, &sql).expect("processlist").0;
+    rows.unwrap_or_default()
+        .into_iter()
+        .next()
+        .map(|r| r[0].clone())
+}
+
+/// A client that goes away while its statement runs stops the statement,
+/// as a KILL QUERY stops it: a SELECT counting high in a recursive CTE, an
+/// UPDATE and a DELETE whose WHERE costs milliseconds a row (minutes in
+/// all) leave the process list within seconds, and the UPDATE's and
+/// DELETE's rows are as they were (nothing of them is written). An UPDATE
+/// or DELETE ran on to its end before: the row functions inside the write
+/// never looked at the interrupt flag. Ladle only: MariaDB 10.11 notices a
+/// gone client only when it next writes to it (its abandoned recursive
+/// CTE ran on past 10 s).
+#[test]
+fn an_abandoned_statement_stops_and_writes_nothing() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    let url = server.url();
+    const ROWS: usize = 20_000;
+    // Within seconds: the statements would run for minutes.
+    const STOPS_WITHIN: Duration = Duration::from_secs(10);
+    let slow_where = "LENGTH(REPEAT('x', 10000000)) > 0";
+    let statements = [
+        "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c \
+         WHERE n < 1000000000) SELECT COUNT(*) FROM c"
+            .to_string(),
+        format!("UPDATE conn_gone.t SET v = v + 1 WHERE {slow_where}"),
+        format!("DELETE FROM conn_gone.t WHERE {slow_where}"),
+    ];
+    {
+        let mut root = connect(&url, None).expect("connect");
+        query_rows(&mut root, "DROP DATABASE IF EXISTS conn_gone").expect("drop");
+        query_rows(&mut root, "CREATE DATABASE conn_gone").expect("create");
+        query_rows(
+            &mut root,
+            "CREATE TABLE conn_gone.t (id INT PRIMARY KEY, v INT)",
+        )
+        .expect("create");
+        let values: Vec<String> = (0..ROWS).map(|i| format!("({i}, 0)")).collect();
+        let insert = format!("INSERT INTO conn_gone.t VALUES {}", values.join(","));
+        query_rows(&mut root, &insert).expect("insert");
+        let opts = mysql::OptsBuilder::from_opts(ladle_e2e::opts(&url, None).expect("opts"))
+            .read_timeout(Some(Duration::from_secs(1)));
+        for sql in &statements {
+            let mut impatient = mysql::Conn::new(opts.clone()).expect("connect");
+            let id = scalar(&mut impatient, "SELECT CONNECTION_ID()");
+            query_rows(
+                &mut impatient,
+                "SET SESSION cte_max_recursion_depth = 4294967295",
+            )
+            .expect("set");
+            let r = query_rows(&mut impatient, sql);
+            assert!(r.is_err(), "{url}: {sql}: answered within the read timeout");
+            drop(impatient);
+            let gone = std::time::Instant::now();
+            while command_of(&mut root, &id).is_some() {
+                assert!(
+                    gone.elapsed() < STOPS_WITHIN,
+                    "{url}: {sql}: still running {STOPS_WITHIN:?} after its client went away"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert_eq!(
+                scalar(
+                    &mut root,
+                    "SELECT CONCAT(COUNT(*), ' ', SUM(v)) FROM conn_gone.t"
+                ),
+                format!("{ROWS} 0"),
+                "{url}: {sql}: the abandoned statement wrote rows"
+            );
+        }
+        query_rows(&mut root, "DROP DATABASE conn_gone").expect("drop");
+    }
+}

@@ -429,6 +429,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ReadOnly(_) => ER_OPTION_PREVENTS_STATEMENT,
         StorageError::SchemaChanged { .. } => ER_TABLE_DEF_CHANGED,
         StorageError::RowLocked => ER_LOCK_WAIT_TIMEOUT,
+        StorageError::Interrupted => ER_QUERY_INTERRUPTED,
         StorageError::Corruption(_) => ER_NOT_KEYFILE,
         StorageError::WritesStopped(_) => ER_GET_ERRNO,
         StorageError::Io(_) | StorageError::FormatVersion { .. } | StorageError::Internal(_) => {

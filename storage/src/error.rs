@@ -77,6 +77,11 @@ pub enum StorageError {
     /// written; the caller waits for it and writes again.
     #[error("Lock wait timeout exceeded; try restarting transaction")]
     RowLocked,
+    /// A caller's row function found its statement interrupted (KILL
+    /// QUERY, KILL CONNECTION, its client gone): nothing was written.
+    /// MySQL's 1317.
+    #[error("Query execution was interrupted")]
+    Interrupted,
     // --- the environment ---
     #[error("storage I/O error: {0}")]
     Io(String),

@@ -73,6 +73,7 @@ mod from;
 mod grouped_window;
 mod layout;
 mod named_window;
+mod or_in;
 mod query;
 mod relation;
 mod scalar_subquery;

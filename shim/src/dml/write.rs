@@ -29,6 +29,7 @@ pub(super) fn slot(row: &mut Row, pos: usize) -> Result<&mut Value, StorageError
 pub(super) fn expr_err(e: DataflowError) -> StorageError {
     match e {
         DataflowError::Storage(s) => s,
+        DataflowError::Interrupted { timeout: false } => StorageError::Interrupted,
         DataflowError::OutOfRange(m) => StorageError::OutOfRange(m),
         other => StorageError::Expression(other.to_string()),
     }
@@ -227,7 +228,7 @@ pub(super) fn submit_with(
         return Ok((out, OpResult::default()));
     }
     let start = std::time::Instant::now();
-    let mut ops = vec![op];
+    let mut ops = vec![interruptible(op)];
     ops.extend(cascades);
     let check = crate::foreign_keys::commit_check(e, s, &ops)?;
     // Rows another transaction holds stop the write: it waits for them and
@@ -262,6 +263,53 @@ pub(super) fn submit_with(
         info: info(counts),
     };
     Ok((out, r))
+}
+
+/// `op`, whose row functions end the write with 1317 (nothing written)
+/// once its statement is interrupted (KILL QUERY, the client gone), as
+/// MariaDB's row loop notices a kill. They run inside the commit, maybe on
+/// another statement's thread (group commit), so they watch the
+/// statement's flag itself rather than the thread's.
+fn interruptible(op: WriteOp) -> WriteOp {
+    use std::sync::atomic::Ordering;
+    let Some(flag) = ladle_dataflow::interrupt::flag() else {
+        return op;
+    };
+    match op {
+        WriteOp::Update {
+            table,
+            schema_version,
+            scan,
+            update,
+        } => WriteOp::Update {
+            table,
+            schema_version,
+            scan,
+            update: Arc::new(move |row: &Row| {
+                if flag.load(Ordering::Relaxed) {
+                    return Err(StorageError::Interrupted);
+                }
+                update(row)
+            }),
+        },
+        WriteOp::Delete {
+            table,
+            schema_version,
+            scan,
+            filter,
+        } => WriteOp::Delete {
+            table,
+            schema_version,
+            scan,
+            filter: Arc::new(move |row: &Row| {
+                if flag.load(Ordering::Relaxed) {
+                    return Err(StorageError::Interrupted);
+                }
+                filter(row)
+            }),
+        },
+        insert @ WriteOp::Insert { .. } => insert,
+    }
 }
 
 /// Evaluates the uncorrelated subqueries of an UPDATE/DELETE expression
@@ -558,6 +606,7 @@ pub(super) fn choose_rows(
     let rows = candidate_rows(e, s, schema, scan)?;
     let mut keyed: Vec<(Vec<Value>, Row)> = Vec::new();
     for r in rows {
+        ladle_dataflow::interrupt::check()?;
         if !matches(&r)? {
             continue;
         }
