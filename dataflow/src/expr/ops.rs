@@ -760,6 +760,16 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             None => Value::text(to_text(v)),
         },
         CastType::Binary => Value::bytes(to_bytes(v)),
+        CastType::BitBytes { width } => {
+            let n = match v {
+                // A BIT(64) value past BIGINT's range is held as UInt.
+                Value::Int(i) => *i as u64,
+                Value::UInt(u) => *u,
+                other => return Ok(other.clone()),
+            };
+            let len = usize::from(width.div_ceil(8)).clamp(1, 8);
+            Value::bytes(&n.to_be_bytes()[8 - len..])
+        }
         CastType::Decimal { scale, .. } => {
             let d = match to_num(v) {
                 Some(Num::Float(f)) => match v {

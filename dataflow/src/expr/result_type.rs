@@ -160,7 +160,12 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
         CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
         CastType::CharN(n) => SqlType::VarChar(*n),
         CastType::TemporalChar { .. } => SqlType::VarChar(65535),
-        CastType::Binary => SqlType::VarBinary(65535),
+        // Bytes cast to bytes keep their length (a BIT's, see BitBytes).
+        CastType::Binary => match et {
+            SqlType::VarBinary(n) => SqlType::VarBinary(n),
+            _ => SqlType::VarBinary(65535),
+        },
+        CastType::BitBytes { width } => SqlType::VarBinary(u32::from(*width)),
         CastType::Shown { .. } => et.clone(),
         CastType::Decimal { precision, scale } => SqlType::Decimal {
             precision: *precision,

@@ -64,6 +64,13 @@ pub enum CastType {
     DateTime,
     Time,
     Binary,
+    /// Not SQL's: a BIT(`width`) value as a string context reads it (its
+    /// bytes: the number's last ceil(width / 8) bytes, big-endian), typed
+    /// `VARBINARY(width)` as in MariaDB. The planner puts it over a BIT
+    /// operand of a string function or a cast to a string.
+    BitBytes {
+        width: u8,
+    },
     /// Not SQL's: a DECIMAL quotient, or arithmetic over one, rounded
     /// (half away from zero) or padded to the scale its type shows, as
     /// MariaDB rounds such a value where it leaves arithmetic (`a / b * 100`

@@ -61,6 +61,21 @@ impl Family {
     }
 }
 
+impl Func {
+    /// Whether `f` reads its argument at `position` as a string (a BIT
+    /// argument there is its bytes, see the planner). HEX reads a BIT's
+    /// number; a length, position or count argument is a number.
+    pub(crate) fn reads_string_at(self, position: usize) -> bool {
+        match self {
+            Func::Hex => false,
+            Func::Sha2 | Func::Substring | Func::Left | Func::Right | Func::Repeat => position == 0,
+            Func::Locate => position < 2,
+            Func::Lpad | Func::Rpad => position != 1,
+            _ => Family::of(self) == Family::String,
+        }
+    }
+}
+
 /// Evaluates `f` over `args`: the control functions evaluate the arguments
 /// they need, every other function all of them, in order, first.
 pub(crate) fn call(f: Func, args: &[Expr], c: &Ctx<'_>) -> EvalResult {

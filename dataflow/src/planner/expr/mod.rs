@@ -821,10 +821,17 @@ impl<'a> ExprCx<'a> {
                 .into_iter()
                 .map(|a| match self.temporal_text_cast(&a) {
                     Some(cast) => Expr::Cast(Box::new(a), cast),
-                    None => a,
+                    None => self.bit_as_bytes(a),
                 })
                 .collect(),
-            _ => compiled,
+            _ => compiled
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| match func.reads_string_at(i) {
+                    true => self.bit_as_bytes(a),
+                    false => a,
+                })
+                .collect(),
         };
         if matches!(
             func,
@@ -837,6 +844,15 @@ impl<'a> ExprCx<'a> {
 }
 
 impl ExprCx<'_> {
+    /// `x`, or its bytes when it is a BIT (what a string function or a
+    /// cast to a string reads of it, see [`CastType::BitBytes`]).
+    pub(super) fn bit_as_bytes(&self, x: Expr) -> Expr {
+        match x.result_type(&self.frame_types()).0 {
+            SqlType::Bit(width) => Expr::Cast(Box::new(x), CastType::BitBytes { width }),
+            _ => x,
+        }
+    }
+
     /// The cast printing `x` as MariaDB does in a string context when it
     /// is a DATETIME/TIMESTAMP/TIME of declared precision n (exactly n
     /// fractional digits); `None` for other types.

@@ -668,6 +668,10 @@ impl ExprCx<'_> {
             CastType::Char => self.temporal_text_cast(&x).unwrap_or(target),
             _ => target,
         };
+        let x = match target {
+            CastType::Char | CastType::CharN(_) | CastType::Binary => self.bit_as_bytes(x),
+            _ => x,
+        };
         // A number cast reads a quotient's full digits (`CAST(a / b AS
         // DECIMAL(20, 12))`); a string cast its shown ones.
         let x = if numeric {
@@ -694,7 +698,10 @@ impl ExprCx<'_> {
         } else {
             CastType::Char
         };
-        Ok(Expr::Cast(b(self.compile(expr)?), target))
+        Ok(Expr::Cast(
+            b(self.bit_as_bytes(self.compile(expr)?)),
+            target,
+        ))
     }
 
     /// `SUBSTRING(x FROM a FOR n)`.
