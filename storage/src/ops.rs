@@ -186,10 +186,6 @@ pub struct OpResult {
     /// left (changed or not); nothing for a row IGNORE skipped. What
     /// MariaDB's `RETURNING` of those statements lists.
     pub rows: Vec<Row>,
-    /// For an INSERT: the AUTO_INCREMENT value generated for each row it
-    /// wrote that asked for one, in row order (with `rows`, or the rows a
-    /// plain INSERT's caller has, what `RETURNING` lists).
-    pub generated: Vec<u64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -414,9 +414,6 @@ impl Group<'_> {
                 }
             }
         };
-        if let Some(g) = generated.filter(|_| inserted) {
-            result.generated.push(g);
-        }
         if result.last_insert_id.is_none() {
             match generated.filter(|_| inserted) {
                 Some(g) => {

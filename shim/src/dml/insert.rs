@@ -393,25 +393,31 @@ pub(super) fn insert_rows(
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, (&on_conflict, batches))?;
     }
-    let generated = reserve_ids(s, &schema, &rows);
-    // A plain INSERT's RETURNING lists its rows as given (coerced), with
-    // the ids the write generated for them, taken as any INSERT's are.
-    let given = (returning.is_some() && plain && !s.in_transaction())
-        .then(|| rows.iter().map(|r| coerce_lenient(&schema, r)).collect());
+    // RETURNING reports generated ids, so they are taken now, as a
+    // transaction takes them.
+    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some() && plain)?;
+    let returned = match &returning {
+        Some(r) if plain => {
+            let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
+            Some(r.output(&stored)?)
+        }
+        _ => None,
+    };
+    let first_generated = schema.auto_increment_column().and_then(|ai| {
+        rows.iter()
+            .zip(&generated)
+            .find(|(_, g)| **g)
+            .and_then(|(r, _)| r[ai].as_i64())
+    });
     let cascades = if replacing_keyed {
         replace_cascades(e, s, &schema, &checks, &rows)?
     } else {
         Vec::new()
     };
     let (out, written) = if s.in_transaction() {
-        let (out, rows) =
-            insert_in_transaction(e, s, &schema, rows, on_conflict, (generated, batches))?;
+        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
-        let written = ladle_storage::OpResult {
-            rows,
-            ..Default::default()
-        };
-        (out, written)
+        out
     } else {
         submit_with(
             e,
@@ -429,18 +435,14 @@ pub(super) fn insert_rows(
         )?
     };
     note_upserted_values(s, &upsert_notes, &upserted);
+    if let Some(result) = returned {
+        if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
+            s.last_insert_id = id as u64;
+        }
+        return Ok(result);
+    }
     if let Some(r) = &returning {
-        return match given {
-            Some(given) => {
-                let on_zero = crate::vars::auto_value_on_zero(s);
-                r.output(&with_generated_ids(
-                    &schema,
-                    given,
-                    (&written.generated, on_zero),
-                ))
-            }
-            None => r.output(&written.rows),
-        };
+        return r.output(&written);
     }
     let out = match out {
         Output::Done {
@@ -469,30 +471,6 @@ pub(super) fn insert_rows(
         },
         (out, _) => out,
     })
-}
-
-/// `rows`, a plain INSERT's rows as written, with the AUTO_INCREMENT
-/// values the write generated (`ids`, in order) in the rows that asked for
-/// one (a NULL, or a 0 the write took as asking).
-fn with_generated_ids(
-    schema: &TableSchema,
-    mut rows: Vec<Row>,
-    (ids, on_zero): (&[u64], bool),
-) -> Vec<Row> {
-    let Some(ai) = schema.auto_increment_column() else {
-        return rows;
-    };
-    let mut ids = ids.iter();
-    for r in &mut rows {
-        if !(r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0))) {
-            continue;
-        }
-        if let Some(&id) = ids.next() {
-            r[ai] = ladle_common::coerce(&Value::UInt(id), &schema.columns[ai])
-                .unwrap_or(Value::UInt(id));
-        }
-    }
-    rows
 }
 
 /// INSERT IGNORE processes every row, so MySQL reports the last one's

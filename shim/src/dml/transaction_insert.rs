@@ -52,9 +52,9 @@ pub(super) fn upsert_keys<'a>(
 /// everything against the rows committed by then).
 ///
 /// `generated[i]` says whether row `i` wants an AUTO_INCREMENT value
-/// (rather than giving one), taken here, reserved as `id_batches` says
-/// ([`RowIds`]). Also returns the rows as the statement leaves them (see
-/// `OpResult::rows`; every row written, for RETURNING).
+/// (rather than giving one): reserved for it already (RETURNING reports
+/// it), or taken here, reserved as `id_batches` says ([`RowIds`]). Also
+/// returns the rows as the statement leaves them (see `OpResult::rows`).
 pub(super) fn insert_in_transaction(
     e: &Engine,
     s: &mut Session,
@@ -68,11 +68,12 @@ pub(super) fn insert_in_transaction(
     let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
     let mut written = Vec::new();
+    let returns = !matches!(on_conflict, OnConflict::Error);
     let mut counts = RowCounts::default();
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
-    let mut ids = RowIds::new(e, schema, (id_batches, statement_rows));
+    let mut ids = RowIds::new(e, schema, &rows, &generated, (id_batches, statement_rows));
     for (i, (mut row, was_generated)) in rows.into_iter().zip(generated).enumerate() {
         let taken = ids.fill(&mut row, was_generated)?;
         let conflicts = keys.conflicts(&row);
@@ -138,6 +139,7 @@ pub(super) fn insert_in_transaction(
         if let (Some(id), false) = (id, was_generated) {
             e.storage.note_auto_increment(schema.id, id)?;
         }
+        ids.written(was_generated, taken);
         if was_generated && first_generated.is_none() {
             first_generated = id;
             insert_id = id.unwrap_or(0);
@@ -146,7 +148,9 @@ pub(super) fn insert_in_transaction(
         }
         keys.remove_conflicting(&row);
         keys.add(&row);
-        written.push(row.clone());
+        if returns {
+            written.push(row.clone());
+        }
         kept.push(row);
     }
     if let Some(err) = failure {
@@ -198,14 +202,17 @@ fn checked_rows(schema: &TableSchema, rows: &[Row]) -> (Vec<Row>, Option<crate::
 }
 
 /// The AUTO_INCREMENT values an INSERT in a transaction gives the rows that
-/// want one, in order, each taken from storage as its commit would take
-/// it (InnoDB's batches, see [`IdAllocator`]). A row
+/// want one, in order. Values reserved before (RETURNING reported them)
+/// go to the rows in turn; otherwise each is taken from storage as its
+/// commit would take it (InnoDB's batches, see [`IdAllocator`]). A row
 /// IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an update, gives its
 /// value back to the next row, as outside a transaction (see storage's
 /// `insert`).
 struct RowIds<'a> {
     e: &'a Engine,
     schema: &'a TableSchema,
+    /// The next value reserved before, if any were.
+    reserved: Option<u64>,
     ids: IdAllocator,
 }
 
@@ -213,11 +220,20 @@ impl<'a> RowIds<'a> {
     fn new(
         e: &'a Engine,
         schema: &'a TableSchema,
+        rows: &[Row],
+        generated: &[bool],
         (batches, statement_rows): (IdBatches, usize),
     ) -> Self {
+        let reserved = schema.auto_increment_column().and_then(|c| {
+            rows.iter()
+                .zip(generated)
+                .find(|(_, g)| **g)
+                .and_then(|(r, _)| positive_id(&r[c]))
+        });
         RowIds {
             e,
             schema,
+            reserved,
             ids: IdAllocator::new(batches, statement_rows),
         }
     }
@@ -237,21 +253,37 @@ impl<'a> RowIds<'a> {
             self.ids.row_done();
             return Ok(None);
         }
-        let (e, table) = (self.e, self.schema.id);
-        let v = self.ids.take(|at_least, size| {
-            e.storage
-                .reserve_auto_increment_batch(table, at_least, size)
-        })?;
+        let (v, taken) = match given {
+            Some(_) => (self.reserved, None),
+            None => {
+                let (e, table) = (self.e, self.schema.id);
+                let v = self.ids.take(|at_least, size| {
+                    e.storage
+                        .reserve_auto_increment_batch(table, at_least, size)
+                })?;
+                (Some(v), Some(v))
+            }
+        };
         self.ids.row_done();
-        row[c] = ladle_common::coerce(&Value::UInt(v), &self.schema.columns[c])
-            .map_err(StorageError::from)?;
-        Ok(Some(v))
+        if let Some(v) = v {
+            row[c] = ladle_common::coerce(&Value::UInt(v), &self.schema.columns[c])
+                .map_err(StorageError::from)?;
+        }
+        Ok(taken)
     }
 
     /// The row [`Self::fill`] took `taken` for was not written.
     fn skipped(&mut self, taken: Option<u64>) {
         if let Some(v) = taken {
             self.ids.give_back(v);
+        }
+    }
+
+    /// The row, which `wanted` a value, was written: a value reserved
+    /// before is used up.
+    fn written(&mut self, wanted: bool, taken: Option<u64>) {
+        if wanted && taken.is_none() {
+            self.reserved = self.reserved.map(|v| v + 1);
         }
     }
 }

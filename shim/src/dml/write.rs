@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use ladle_common::{Adjustment, Collation, Row, SqlType, TableId, TableSchema, Value};
 use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
-use ladle_storage::{IndexRef, OpResult, ScanSpec, StorageError, ValueMisfit, WriteOp};
+use ladle_storage::{IndexRef, ScanSpec, StorageError, ValueMisfit, WriteOp};
 use sqlparser::ast::{self, AssignmentTarget, BinaryOperator, Expr, TableFactor};
 
 use super::overlay::candidate_rows;
@@ -196,15 +196,14 @@ impl RowCounts {
 /// (reporting `in_transaction`, its counts computed when it ran), with
 /// `cascades` (foreign key actions) written after it in the same atomic
 /// batch; the statement reports `op`'s counts.
-/// Also returns the op's [`OpResult`] (rows and generated ids; empty
-/// inside a transaction).
+/// Also returns the op's `OpResult::rows` (none inside a transaction).
 pub(super) fn submit_with(
     e: &Engine,
     s: &mut Session,
     op: WriteOp,
     cascades: Vec<WriteOp>,
     in_transaction: RowCounts,
-) -> Result<(Output, OpResult)> {
+) -> Result<(Output, Vec<Row>)> {
     // An UPDATE reports the rows it matched and changed.
     let is_update = matches!(op, WriteOp::Update { .. });
     let info = |c: RowCounts| {
@@ -225,7 +224,7 @@ pub(super) fn submit_with(
             last_insert_id: 0,
             info: info_in_transaction,
         };
-        return Ok((out, OpResult::default()));
+        return Ok((out, Vec::new()));
     }
     let start = std::time::Instant::now();
     let mut ops = vec![interruptible(op)];
@@ -246,11 +245,11 @@ pub(super) fn submit_with(
     e.metrics
         .commit_seconds
         .observe(start.elapsed().as_secs_f64());
-    let mut r = res.ops.into_iter().next().unwrap_or_default();
+    let r = res.ops.into_iter().next().unwrap_or_default();
     if let Some(id) = r.last_insert_id {
         s.last_insert_id = id;
     }
-    for duplicate in std::mem::take(&mut r.ignored) {
+    for duplicate in r.ignored {
         s.add_warning("Warning", ER_DUP_ENTRY.errno, duplicate);
     }
     let counts = RowCounts {
@@ -262,7 +261,7 @@ pub(super) fn submit_with(
         last_insert_id: r.insert_id,
         info: info(counts),
     };
-    Ok((out, r))
+    Ok((out, r.rows))
 }
 
 /// `op`, whose row functions end the write with 1317 (nothing written)
