@@ -73,7 +73,6 @@ mod from;
 mod grouped_window;
 mod layout;
 mod named_window;
-mod or_in;
 mod query;
 mod relation;
 mod scalar_subquery;

@@ -147,9 +147,6 @@ fn is_user_param(e: &ast::Expr) -> bool {
 /// placeholders (collected in `x`), through AND and into the subquery of a
 /// semi-join; `allow_in` lets IN lists take part outside GROUP BY columns.
 fn extract(e: &mut ast::Expr, x: &mut Extracted<'_>, allow_in: bool) -> Result<()> {
-    if let Some(list) = super::or_in::or_as_in_list(e) {
-        *e = list;
-    }
     hex_literals_to_numbers(e, x.cols);
     match e {
         ast::Expr::BinaryOp {
