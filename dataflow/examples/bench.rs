@@ -76,6 +76,7 @@ fn vote_rate(
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("w");
         n += per_write;
@@ -156,6 +157,7 @@ fn main() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("w");
     }
@@ -179,6 +181,7 @@ fn main() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("w");
     }
@@ -248,6 +251,7 @@ fn main() {
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
                             id_batches: ladle_storage::IdBatches::PerRow,
+                            returning: None,
                         }])
                         .expect("w");
                     n += 1;

@@ -102,6 +102,7 @@ fn main() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("write");
     }

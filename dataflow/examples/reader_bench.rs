@@ -122,6 +122,7 @@ fn main() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("write");
     }
@@ -135,6 +136,7 @@ fn main() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("write");
         *next += 1;

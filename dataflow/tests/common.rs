@@ -65,6 +65,7 @@ pub fn insert_op(t: &TableSchema, rows: Vec<Row>) -> WriteOp {
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
         id_batches: ladle_storage::IdBatches::PerRow,
+        returning: None,
     }
 }
 

@@ -59,6 +59,7 @@ fn stress(memory_limit: usize) {
                     on_conflict: OnConflict::Error,
                     auto_value_on_zero: true,
                     id_batches: ladle_storage::IdBatches::PerRow,
+                    returning: None,
                 }];
                 if n % 5 == 0 {
                     let victim = id - 3;
@@ -177,6 +178,7 @@ fn replay_races_write() {
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     }])
                     .unwrap();
             }
@@ -246,6 +248,7 @@ fn unlocked_fills_race_writes() {
                     on_conflict: OnConflict::Error,
                     auto_value_on_zero: true,
                     id_batches: ladle_storage::IdBatches::PerRow,
+                    returning: None,
                 }];
                 if n % 3 == 2 {
                     let victim = id - 1;

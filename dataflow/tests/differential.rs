@@ -463,6 +463,7 @@ fn run(seed: u64, steps: usize, memory_limit: usize, domain_threads: usize) {
                         on_conflict: OnConflict::Ignore,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     });
                 }
                 5..=7 => {

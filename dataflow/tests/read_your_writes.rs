@@ -37,6 +37,7 @@ fn a_connection_reads_its_own_writes() {
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     }])
                     .unwrap();
                 let got = q.execute_after(&[i(w)], res.lsn).unwrap();
@@ -74,6 +75,7 @@ fn execute_reflects_every_acknowledged_write() {
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     }])
                     .unwrap();
                 acked.store(n, Ordering::SeqCst);
@@ -138,6 +140,7 @@ fn cached_reads_answer_hits_only_and_never_miss_a_write() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .unwrap();
         // Either no answer (not applied yet) or one that includes row n.

@@ -140,6 +140,7 @@ fn insert_votes(n: &Node, votes: &TableSchema, ids: std::ops::Range<i64>) {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         }])
         .unwrap();
 }
@@ -332,6 +333,7 @@ fn consistent_cut_under_concurrent_writes_across_diamonds() {
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     }])
                     .unwrap();
                 let target = (k * 7 + w) % 200;
@@ -603,6 +605,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         }])
         .unwrap();
     n.storage
@@ -613,6 +616,7 @@ fn add_column_after_a_snapshot_leaves_its_views_cold_but_correct() {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         }])
         .unwrap();
     let expected = answers(&n);
@@ -658,6 +662,7 @@ fn churn(votes: &TableSchema) -> Vec<WriteOp> {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         });
         let target = (k * 7) % 200;
         ops.push(WriteOp::Update {

@@ -82,6 +82,7 @@ fn load_votes() -> (Arc<Storage>, Arc<TableSchema>) {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             }])
             .unwrap();
     }
@@ -148,6 +149,7 @@ fn snapshot_one_million_rows_of_view_state() {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         }])
         .unwrap();
     let inc = df.snapshot(&store).unwrap();
@@ -263,6 +265,7 @@ fn write_throughput_with_and_without_snapshots() {
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
                             id_batches: ladle_storage::IdBatches::PerRow,
+                            returning: None,
                         }])
                         .unwrap();
                     writes.fetch_add(1, Ordering::Relaxed);

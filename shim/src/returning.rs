@@ -121,18 +121,24 @@ impl Returning {
     /// The result set for `rows` (as the table holds them: coerced to its
     /// column types).
     pub fn output(&self, rows: &[Row]) -> Result<Output> {
-        let mut out = Vec::with_capacity(rows.len());
-        for row in rows {
-            let values = self
-                .exprs
-                .iter()
-                .map(|x| x.eval(row))
-                .collect::<std::result::Result<Row, _>>()?;
-            out.push(values);
-        }
-        Ok(Output::Rows {
+        let listed = rows.iter().map(|r| self.values(r)).collect::<Result<_>>()?;
+        Ok(self.result(listed))
+    }
+
+    /// The values listed for `row` (as the table holds it).
+    pub fn values(&self, row: &Row) -> Result<Row> {
+        Ok(self
+            .exprs
+            .iter()
+            .map(|x| x.eval(row))
+            .collect::<std::result::Result<Row, _>>()?)
+    }
+
+    /// The result set of rows whose [`Self::values`] were taken already.
+    pub fn result(&self, listed: Vec<Row>) -> Output {
+        Output::Rows {
             columns: self.columns.clone(),
-            rows: ResultRows::from(out),
-        })
+            rows: ResultRows::from(listed),
+        }
     }
 }

@@ -192,6 +192,7 @@ fn durable_inserts(per_thread: usize) {
                         on_conflict: OnConflict::Error,
                         auto_value_on_zero: true,
                         id_batches: ladle_storage::IdBatches::PerRow,
+                        returning: None,
                     };
                     s.write(vec![op]).expect("insert");
                 }
@@ -263,6 +264,7 @@ fn load(s: &Storage, t: &TableSchema, rows: usize) -> Duration {
                 on_conflict: OnConflict::Ignore,
                 auto_value_on_zero: true,
                 id_batches: ladle_storage::IdBatches::PerRow,
+                returning: None,
             };
             s.write(vec![op]).expect("load");
         }
@@ -420,6 +422,7 @@ fn single_writer(n: usize) {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: ladle_storage::IdBatches::PerRow,
+            returning: None,
         };
         s.write(vec![op]).expect("insert");
     }

@@ -104,8 +104,8 @@ pub use config::{Durability, StorageConfig, WalRecovery};
 pub use error::{Result, StorageError, ValueMisfit};
 pub use hooks::{CommitCheck, CommitObserver, WriteGate};
 pub use ops::{
-    ConflictUpdater, IdBatches, IndexRef, OnConflict, OpResult, RowFilter, RowUpdater, ScanSpec,
-    TableChange, WriteOp, WriteResult,
+    ConflictUpdater, IdBatches, IndexRef, OnConflict, OpResult, RowFilter, RowReturning,
+    RowUpdater, ScanSpec, TableChange, WriteOp, WriteResult,
 };
 pub use rocks::WalRecoveryReport;
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};

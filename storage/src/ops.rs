@@ -35,6 +35,10 @@ pub type RowFilter = Arc<dyn Fn(&Row) -> Result<bool> + Send + Sync>;
 pub type RowUpdater = Arc<dyn Fn(&Row) -> Result<Option<Row>> + Send + Sync>;
 /// ON DUPLICATE KEY UPDATE: `(existing, proposed) -> new row`.
 pub type ConflictUpdater = Arc<dyn Fn(&Row, &Row) -> Result<Row> + Send + Sync>;
+/// An INSERT's RETURNING: `(row, generated) -> the values listed for it`,
+/// for each row the op leaves in the table, as stored, with the
+/// AUTO_INCREMENT value the op generated for it, if it did.
+pub type RowReturning = Arc<dyn Fn(&Row, Option<u64>) -> Result<Row> + Send + Sync>;
 
 /// What an INSERT does when it meets an existing PRIMARY/UNIQUE key.
 #[derive(Clone)]
@@ -109,6 +113,11 @@ pub enum WriteOp {
         /// How the statement reserves the AUTO_INCREMENT values it
         /// generates (what the next id after a statement shows).
         id_batches: IdBatches,
+        /// RETURNING, called inside the commit for each row as the op
+        /// leaves it in the table, in order (see [`OpResult::rows`]), as
+        /// MariaDB's row loop evaluates it: an error fails the op there,
+        /// before its later rows, and nothing of it is written.
+        returning: Option<RowReturning>,
     },
     Update {
         table: TableId,
@@ -179,12 +188,11 @@ pub struct OpResult {
     /// ("Duplicate entry '1' for key 'PRIMARY'"), which the front end
     /// reports as warnings.
     pub ignored: Vec<String>,
-    /// For an INSERT with IGNORE, REPLACE or ON DUPLICATE KEY UPDATE (a
-    /// plain INSERT's caller has its rows already): the row each input row
-    /// left in the table, in order — the row written (coerced, its
-    /// AUTO_INCREMENT value filled), or the row an ON DUPLICATE KEY UPDATE
-    /// left (changed or not); nothing for a row IGNORE skipped. What
-    /// MariaDB's `RETURNING` of those statements lists.
+    /// For an INSERT with `returning`: what it gave for each row the op
+    /// left in the table, in order: the row written (coerced, its
+    /// AUTO_INCREMENT value filled; under REPLACE the new row), or the row
+    /// an ON DUPLICATE KEY UPDATE left (changed or not); nothing for a row
+    /// IGNORE skipped. What MariaDB's `RETURNING` lists.
     pub rows: Vec<Row>,
 }
 

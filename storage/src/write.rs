@@ -18,7 +18,8 @@ use crate::engine::{Batch, KvRead, ScanFn};
 use crate::read::{self, KeyedRow};
 use crate::table::{now, TableState};
 use crate::{
-    IdBatches, IndexRef, OnConflict, OpResult, Result, ScanSpec, StorageError, ValueMisfit, WriteOp,
+    IdBatches, IndexRef, OnConflict, OpResult, Result, RowReturning, ScanSpec, StorageError,
+    ValueMisfit, WriteOp,
 };
 
 /// Rows bigger than this (not counting BLOB/TEXT/JSON content) are refused.
@@ -244,6 +245,7 @@ impl Group<'_> {
                 on_conflict,
                 auto_value_on_zero,
                 id_batches,
+                returning,
             } => {
                 let t = self.table_at(table, schema_version)?;
                 let mut result = OpResult::default();
@@ -251,8 +253,9 @@ impl Group<'_> {
                     ids: IdAllocator::new(id_batches, rows.len()),
                     on_zero: auto_value_on_zero,
                 };
+                let rules = (&on_conflict, returning.as_ref());
                 for (i, row) in rows.into_iter().enumerate() {
-                    self.insert(&t, row, &on_conflict, &mut result, &mut next)
+                    self.insert(&t, row, rules, &mut result, &mut next)
                         .map_err(|e| e.at_row(i + 1))?;
                 }
                 // An explicit id is reported only when some row was written
@@ -325,13 +328,15 @@ impl Group<'_> {
         }
     }
 
-    /// Inserts one row of a statement. `next` holds the AUTO_INCREMENT
-    /// value the statement hands out next (see [`Self::prepare_insert`]).
+    /// Inserts one row of a statement and lists it with `returning` (see
+    /// [`WriteOp::Insert`]; its error fails the op). `next` holds the
+    /// AUTO_INCREMENT value the statement hands out next (see
+    /// [`Self::prepare_insert`]).
     fn insert(
         &mut self,
         t: &TableState,
         row: Row,
-        on_conflict: &OnConflict,
+        (on_conflict, returning): (&OnConflict, Option<&RowReturning>),
         result: &mut OpResult,
         next: &mut NextId,
     ) -> Result<()> {
@@ -360,12 +365,9 @@ impl Group<'_> {
         }
         // The row whose AUTO_INCREMENT value the OK packet may report, and
         // whether the generated value (if any) was used by a written row.
-        let returns = !matches!(on_conflict, OnConflict::Error);
         let (written, inserted) = if conflicts.is_empty() {
             let id = auto_inc_value(t, &row);
-            if returns {
-                result.rows.push(row.clone());
-            }
+            list(returning, &row, generated, &mut result.rows)?;
             self.insert_new(t, row)?;
             result.affected_rows += 1;
             (id, true)
@@ -388,7 +390,7 @@ impl Group<'_> {
                             .push((t.schema.id, RowDelta::Delete(c.row.clone())));
                     }
                     let id = auto_inc_value(t, &row);
-                    result.rows.push(row.clone());
+                    list(returning, &row, generated, &mut result.rows)?;
                     self.insert_new(t, row)?;
                     result.affected_rows += 1 + conflicts.len() as u64;
                     (id, true)
@@ -399,10 +401,11 @@ impl Group<'_> {
                     let id = auto_inc_value(t, &new);
                     let changed = self.update_row(t, &c.pk, &c.row, new)?;
                     // The row as the update left it: the delta it pushed.
-                    result.rows.push(match self.deltas.last() {
-                        Some((_, RowDelta::Insert(stored))) if changed => stored.clone(),
-                        _ => c.row.clone(),
-                    });
+                    let left = match self.deltas.last() {
+                        Some((_, RowDelta::Insert(stored))) if changed => stored,
+                        _ => &c.row,
+                    };
+                    list(returning, left, None, &mut result.rows)?;
                     if changed {
                         result.affected_rows += 2;
                     } else {
@@ -722,6 +725,20 @@ pub fn check_not_null(schema: &TableSchema, row: &[Value], to_generate: bool) ->
                 column: c.name.clone(),
             });
         }
+    }
+    Ok(())
+}
+
+/// Lists `row` (as the insert left it; `generated`: the AUTO_INCREMENT
+/// value generated for it, if any) with the op's `returning`, if it has one.
+fn list(
+    returning: Option<&RowReturning>,
+    row: &Row,
+    generated: Option<u64>,
+    listed: &mut Vec<Row>,
+) -> Result<()> {
+    if let Some(f) = returning {
+        listed.push(f(row, generated)?);
     }
     Ok(())
 }

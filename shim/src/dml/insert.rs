@@ -11,6 +11,7 @@ use sqlparser::ast::{self, AssignmentTarget, OnInsert, SetExpr};
 use sqlparser::tokenizer::Token;
 
 use super::insert_ids::{reserve_ids, use_up_ids, RowSource};
+use super::insert_returning::InsertReturning;
 use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
@@ -76,7 +77,8 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .returning
         .take()
         .map(|items| crate::returning::Returning::compile(&schema, &items))
-        .transpose()?;
+        .transpose()?
+        .map(InsertReturning::new);
     let targets: Vec<usize> = if ins.columns.is_empty() {
         // Every column a client sees (not a functional key part's).
         (0..schema.columns.len())
@@ -198,14 +200,16 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
     // adjusts them (see `insert_rows`), with no strict checks first.
     if ins.ignore || !crate::vars::strict_mode(s) {
-        return insert_rows(e, s, &ins, schema, rows, records, src, returning);
+        return insert_rows(e, s, &ins, schema, rows, records, src, returning.as_ref());
     }
     // The checks below run a phase at a time over all rows; MariaDB runs
     // them a row at a time, so when one fails, the error is the first
     // failing row's first failure.
     let kept = rows.clone();
+    let returning = returning.as_ref();
     match insert_rows(e, s, &ins, schema.clone(), rows, records, src, returning) {
-        Err(err) if is_row_error(&err) => {
+        // RETURNING fails the row it lists, before any later row's error.
+        Err(err) if is_row_error(&err) && !returning.is_some_and(|r| r.failed_statement()) => {
             Err(first_row_error(e, s, &ins, &schema, &kept)?.unwrap_or(err))
         }
         other => other,
@@ -336,15 +340,10 @@ pub(super) fn insert_rows(
     mut rows: Vec<Row>,
     records: u64,
     src: RowSource,
-    returning: Option<crate::returning::Returning>,
+    returning: Option<&InsertReturning>,
 ) -> Result<Output> {
     let many = src != RowSource::OneRow;
     let batches = src.id_batches(records);
-    // A plain INSERT writes every row it is given, so its RETURNING rows
-    // are known before the write; IGNORE, REPLACE and ON DUPLICATE KEY
-    // UPDATE return what the write did with each row (see
-    // `OpResult::rows`).
-    let plain = !(ins.ignore || ins.replace_into || ins.on.is_some());
     // Outside strict mode (`sql_mode=''`) values are adjusted as IGNORE
     // adjusts them, but a NULL for a NOT NULL column still fails a
     // single-row INSERT (MariaDB's rule).
@@ -393,56 +392,40 @@ pub(super) fn insert_rows(
     if !orphans.is_empty() {
         rows = drop_orphans(e, s, &schema, rows, orphans, (&on_conflict, batches))?;
     }
-    // RETURNING reports generated ids, so they are taken now, as a
-    // transaction takes them.
-    let generated = reserve_ids(e, s, &schema, &mut rows, returning.is_some() && plain)?;
-    let returned = match &returning {
-        Some(r) if plain => {
-            let stored: Vec<Row> = rows.iter().map(|r| coerce_lenient(&schema, r)).collect();
-            Some(r.output(&stored)?)
-        }
-        _ => None,
-    };
-    let first_generated = schema.auto_increment_column().and_then(|ai| {
-        rows.iter()
-            .zip(&generated)
-            .find(|(_, g)| **g)
-            .and_then(|(r, _)| r[ai].as_i64())
-    });
+    let generated = reserve_ids(s, &schema, &rows);
     let cascades = if replacing_keyed {
         replace_cascades(e, s, &schema, &checks, &rows)?
     } else {
         Vec::new()
     };
-    let (out, written) = if s.in_transaction() {
-        let out = insert_in_transaction(e, s, &schema, rows, on_conflict, (generated, batches))?;
+    let (out, listed) = if s.in_transaction() {
+        let rules = (on_conflict, returning);
+        let (out, listed) =
+            insert_in_transaction(e, s, &schema, rows, rules, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
-        out
+        (out, returning.map(|r| r.result(listed)))
     } else {
-        submit_with(
-            e,
-            s,
-            WriteOp::Insert {
-                table: schema.id,
-                schema_version: schema.version,
-                rows,
-                on_conflict,
-                auto_value_on_zero: crate::vars::auto_value_on_zero(s),
-                id_batches: batches,
-            },
-            cascades,
-            RowCounts::default(),
-        )?
+        let op = WriteOp::Insert {
+            table: schema.id,
+            schema_version: schema.version,
+            rows,
+            on_conflict,
+            auto_value_on_zero: crate::vars::auto_value_on_zero(s),
+            id_batches: batches,
+            returning: returning.map(InsertReturning::row_function),
+        };
+        match (
+            submit_with(e, s, op, cascades, RowCounts::default()),
+            returning,
+        ) {
+            (Ok((out, listed)), r) => (out, r.map(|r| r.result(listed))),
+            (Err(err), Some(r)) => return Err(r.failed(s, err)),
+            (Err(err), None) => return Err(err),
+        }
     };
     note_upserted_values(s, &upsert_notes, &upserted);
-    if let Some(result) = returned {
-        if let Some(id) = first_generated.filter(|_| !s.in_transaction()) {
-            s.last_insert_id = id as u64;
-        }
+    if let Some(result) = listed {
         return Ok(result);
-    }
-    if let Some(r) = &returning {
-        return r.output(&written);
     }
     let out = match out {
         Output::Done {

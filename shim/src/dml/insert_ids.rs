@@ -1,9 +1,9 @@
 //! AUTO_INCREMENT for an INSERT in the front end: how the statement's
-//! values are reserved ([`RowSource::id_batches`]), and the values taken
-//! before the write when the statement must report them early
-//! ([`reserve_ids`]).
+//! values are reserved ([`RowSource::id_batches`]), and which rows take
+//! one inside a transaction, where the statement reports them before the
+//! write ([`reserve_ids`]).
 
-use ladle_common::{Row, TableSchema, Value};
+use ladle_common::{Row, TableSchema};
 use ladle_storage::{IdAllocator, IdBatches};
 use sqlparser::ast::SetExpr;
 
@@ -44,51 +44,21 @@ impl RowSource {
 }
 
 /// Inside a transaction the write is buffered until COMMIT, but clients
-/// (ORMs) need generated keys now: says which rows ask for an
+/// (ORMs, RETURNING) need generated keys now: says which rows ask for an
 /// AUTO_INCREMENT value, which
-/// [`super::transaction_insert::insert_in_transaction`] takes for them.
-/// When `now` (RETURNING reports them, in a transaction or not), reserves
-/// the values from storage here and fills them in.
-pub(super) fn reserve_ids(
-    e: &Engine,
-    s: &Session,
-    schema: &TableSchema,
-    rows: &mut [Row],
-    now: bool,
-) -> Result<Vec<bool>> {
-    let mut generated = vec![false; rows.len()];
+/// [`super::transaction_insert::insert_in_transaction`] takes for them as
+/// a commit would (none outside a transaction: the write takes them).
+pub(super) fn reserve_ids(s: &Session, schema: &TableSchema, rows: &[Row]) -> Vec<bool> {
     let Some(ai) = schema
         .auto_increment_column()
-        .filter(|_| now || s.in_transaction())
+        .filter(|_| s.in_transaction())
     else {
-        return Ok(generated);
+        return vec![false; rows.len()];
     };
     let on_zero = crate::vars::auto_value_on_zero(s);
-    let need: Vec<usize> = rows
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
-        .map(|(i, _)| i)
-        .collect();
-    if !now {
-        // Inside a transaction: `insert_in_transaction` takes them a row at
-        // a time, as a commit would.
-        for i in need {
-            generated[i] = true;
-        }
-        return Ok(generated);
-    }
-    if !need.is_empty() {
-        let first = e
-            .storage
-            .reserve_auto_increment(schema.id, need.len() as u64)?;
-        for (k, &i) in need.iter().enumerate() {
-            let v = first + k as u64;
-            rows[i][ai] = i64::try_from(v).map(Value::Int).unwrap_or(Value::UInt(v));
-            generated[i] = true;
-        }
-    }
-    Ok(generated)
+    rows.iter()
+        .map(|r| r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)))
+        .collect()
 }
 
 /// The AUTO_INCREMENT values used up when a statement failed in the

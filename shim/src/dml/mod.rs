@@ -16,6 +16,7 @@ mod correlated;
 mod delete;
 mod insert;
 mod insert_ids;
+mod insert_returning;
 mod join_view;
 mod multi_update;
 pub(crate) mod overlay;

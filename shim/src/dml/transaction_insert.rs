@@ -4,6 +4,7 @@
 use ladle_common::{Row, TableSchema, Value};
 use ladle_storage::{IdAllocator, IdBatches, OnConflict, StorageError, WriteOp};
 
+use super::insert_returning::InsertReturning;
 use super::overlay::coerce_lenient;
 use super::transaction_keys::TransactionKeys;
 use super::write::{coerce_row, positive_id, RowCounts};
@@ -52,28 +53,28 @@ pub(super) fn upsert_keys<'a>(
 /// everything against the rows committed by then).
 ///
 /// `generated[i]` says whether row `i` wants an AUTO_INCREMENT value
-/// (rather than giving one): reserved for it already (RETURNING reports
-/// it), or taken here, reserved as `id_batches` says ([`RowIds`]). Also
-/// returns the rows as the statement leaves them (see `OpResult::rows`).
+/// (rather than giving one), taken here, reserved as `id_batches` says
+/// ([`RowIds`]). Also returns what `returning` lists for each row as the
+/// statement leaves it (see `OpResult::rows`), evaluated as the row is
+/// taken: one that fails fails the statement, which buffers nothing.
 pub(super) fn insert_in_transaction(
     e: &Engine,
     s: &mut Session,
     schema: &TableSchema,
     rows: Vec<Row>,
-    on_conflict: OnConflict,
+    (on_conflict, returning): (OnConflict, Option<&InsertReturning>),
     (generated, id_batches): (Vec<bool>, IdBatches),
 ) -> Result<(Output, Vec<Row>)> {
     let statement_rows = rows.len();
     let (rows, failure) = checked_rows(schema, &rows);
     let mut keys = upsert_keys(e, s, schema, &rows, &on_conflict)?;
     let mut kept = Vec::with_capacity(rows.len());
-    let mut written = Vec::new();
-    let returns = !matches!(on_conflict, OnConflict::Error);
+    let mut listed = Vec::new();
     let mut counts = RowCounts::default();
     let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
-    let mut ids = RowIds::new(e, schema, &rows, &generated, (id_batches, statement_rows));
+    let mut ids = RowIds::new(e, schema, (id_batches, statement_rows));
     for (i, (mut row, was_generated)) in rows.into_iter().zip(generated).enumerate() {
         let taken = ids.fill(&mut row, was_generated)?;
         let conflicts = keys.conflicts(&row);
@@ -129,7 +130,7 @@ pub(super) fn insert_in_transaction(
                         return Err(keys.duplicate_error(&new).into());
                     }
                     keys.add(&new);
-                    written.push(new);
+                    list(s, returning, &new, (&mut listed, first_generated))?;
                 }
                 ids.skipped(taken);
                 kept.push(row);
@@ -139,7 +140,6 @@ pub(super) fn insert_in_transaction(
         if let (Some(id), false) = (id, was_generated) {
             e.storage.note_auto_increment(schema.id, id)?;
         }
-        ids.written(was_generated, taken);
         if was_generated && first_generated.is_none() {
             first_generated = id;
             insert_id = id.unwrap_or(0);
@@ -148,9 +148,7 @@ pub(super) fn insert_in_transaction(
         }
         keys.remove_conflicting(&row);
         keys.add(&row);
-        if returns {
-            written.push(row.clone());
-        }
+        list(s, returning, &row, (&mut listed, first_generated))?;
         kept.push(row);
     }
     if let Some(err) = failure {
@@ -170,6 +168,7 @@ pub(super) fn insert_in_transaction(
             on_conflict,
             auto_value_on_zero: crate::vars::auto_value_on_zero(s),
             id_batches: IdBatches::PerRow,
+            returning: None,
         };
         super::write::buffer_in_transaction(e, s, [op])?;
     }
@@ -178,7 +177,21 @@ pub(super) fn insert_in_transaction(
         last_insert_id: insert_id,
         info: Info::None,
     };
-    Ok((out, written))
+    Ok((out, listed))
+}
+
+/// Adds what `returning` lists for `row` to `listed` (see
+/// [`InsertReturning::values_in_transaction`]).
+fn list(
+    s: &mut Session,
+    returning: Option<&InsertReturning>,
+    row: &Row,
+    (listed, first_generated): (&mut Vec<Row>, Option<u64>),
+) -> Result<()> {
+    if let Some(returning) = returning {
+        listed.push(returning.values_in_transaction(s, row, first_generated)?);
+    }
+    Ok(())
 }
 
 /// `rows` converted to the column types and checked for NOT NULL (1048 at
@@ -202,17 +215,14 @@ fn checked_rows(schema: &TableSchema, rows: &[Row]) -> (Vec<Row>, Option<crate::
 }
 
 /// The AUTO_INCREMENT values an INSERT in a transaction gives the rows that
-/// want one, in order. Values reserved before (RETURNING reported them)
-/// go to the rows in turn; otherwise each is taken from storage as its
-/// commit would take it (InnoDB's batches, see [`IdAllocator`]). A row
+/// want one, in order, each taken from storage as its commit would take
+/// it (InnoDB's batches, see [`IdAllocator`]). A row
 /// IGNORE skips, or ON DUPLICATE KEY UPDATE turns into an update, gives its
 /// value back to the next row, as outside a transaction (see storage's
 /// `insert`).
 struct RowIds<'a> {
     e: &'a Engine,
     schema: &'a TableSchema,
-    /// The next value reserved before, if any were.
-    reserved: Option<u64>,
     ids: IdAllocator,
 }
 
@@ -220,20 +230,11 @@ impl<'a> RowIds<'a> {
     fn new(
         e: &'a Engine,
         schema: &'a TableSchema,
-        rows: &[Row],
-        generated: &[bool],
         (batches, statement_rows): (IdBatches, usize),
     ) -> Self {
-        let reserved = schema.auto_increment_column().and_then(|c| {
-            rows.iter()
-                .zip(generated)
-                .find(|(_, g)| **g)
-                .and_then(|(r, _)| positive_id(&r[c]))
-        });
         RowIds {
             e,
             schema,
-            reserved,
             ids: IdAllocator::new(batches, statement_rows),
         }
     }
@@ -253,37 +254,21 @@ impl<'a> RowIds<'a> {
             self.ids.row_done();
             return Ok(None);
         }
-        let (v, taken) = match given {
-            Some(_) => (self.reserved, None),
-            None => {
-                let (e, table) = (self.e, self.schema.id);
-                let v = self.ids.take(|at_least, size| {
-                    e.storage
-                        .reserve_auto_increment_batch(table, at_least, size)
-                })?;
-                (Some(v), Some(v))
-            }
-        };
+        let (e, table) = (self.e, self.schema.id);
+        let v = self.ids.take(|at_least, size| {
+            e.storage
+                .reserve_auto_increment_batch(table, at_least, size)
+        })?;
         self.ids.row_done();
-        if let Some(v) = v {
-            row[c] = ladle_common::coerce(&Value::UInt(v), &self.schema.columns[c])
-                .map_err(StorageError::from)?;
-        }
-        Ok(taken)
+        row[c] = ladle_common::coerce(&Value::UInt(v), &self.schema.columns[c])
+            .map_err(StorageError::from)?;
+        Ok(Some(v))
     }
 
     /// The row [`Self::fill`] took `taken` for was not written.
     fn skipped(&mut self, taken: Option<u64>) {
         if let Some(v) = taken {
             self.ids.give_back(v);
-        }
-    }
-
-    /// The row, which `wanted` a value, was written: a value reserved
-    /// before is used up.
-    fn written(&mut self, wanted: bool, taken: Option<u64>) {
-        if wanted && taken.is_none() {
-            self.reserved = self.reserved.map(|v| v + 1);
         }
     }
 }

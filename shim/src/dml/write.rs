@@ -196,7 +196,8 @@ impl RowCounts {
 /// (reporting `in_transaction`, its counts computed when it ran), with
 /// `cascades` (foreign key actions) written after it in the same atomic
 /// batch; the statement reports `op`'s counts.
-/// Also returns the op's `OpResult::rows` (none inside a transaction).
+/// Also returns the op's `OpResult::rows` (what an INSERT's RETURNING
+/// listed; none inside a transaction).
 pub(super) fn submit_with(
     e: &Engine,
     s: &mut Session,

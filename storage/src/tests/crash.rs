@@ -97,6 +97,7 @@ fn crash_child() {
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
                             id_batches: crate::IdBatches::PerRow,
+                            returning: None,
                         },
                         WriteOp::Insert {
                             table: log.id,
@@ -105,6 +106,7 @@ fn crash_child() {
                             on_conflict: OnConflict::Error,
                             auto_value_on_zero: true,
                             id_batches: crate::IdBatches::PerRow,
+                            returning: None,
                         },
                     ];
                     let r = s.write(ops).expect("child write");
@@ -241,6 +243,7 @@ fn verify(dir: &std::path::Path, acked: &[(i64, i64, u64)]) {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: crate::IdBatches::PerRow,
+            returning: None,
         }])
         .unwrap();
     assert!(r.ops[0].last_insert_id.unwrap() > max);
@@ -276,6 +279,7 @@ fn a_torn_last_wal_record_is_dropped_on_open() {
                 on_conflict: OnConflict::Error,
                 auto_value_on_zero: true,
                 id_batches: crate::IdBatches::PerRow,
+                returning: None,
             }])
             .expect("write");
         }
@@ -324,6 +328,7 @@ fn a_truncated_table_file_refuses_to_open_and_is_named() {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: crate::IdBatches::PerRow,
+            returning: None,
         }])
         .expect("write");
         s.flush().expect("flush");
@@ -364,6 +369,7 @@ fn insert_vote(s: &Storage, votes: &TableSchema, story: i64) -> crate::Result<()
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: None,
     }])
     .map(|_| ())
 }
@@ -409,6 +415,7 @@ fn a_compaction_over_a_damaged_block_is_a_background_error() {
             on_conflict: OnConflict::Error,
             auto_value_on_zero: true,
             id_batches: crate::IdBatches::PerRow,
+            returning: None,
         }])
         .expect("write");
         s.flush().expect("flush");
@@ -431,6 +438,7 @@ fn a_compaction_over_a_damaged_block_is_a_background_error() {
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: None,
     }]);
     assert!(
         matches!(refused, Err(StorageError::Corruption(_))),

@@ -174,6 +174,7 @@ pub(crate) fn insert(table: &TableSchema, rows: Vec<Row>) -> WriteOp {
         on_conflict: OnConflict::Error,
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: None,
     }
 }
 

@@ -35,6 +35,7 @@ conformance!(
     panicking_row_function_fails_its_caller_only,
     exclusive_sees_what_observers_were_told,
     commit_check_sees_the_write_and_fails_its_caller_only,
+    returning_lists_rows_and_its_error_fails_the_op,
 );
 
 fn insert_lookup_scan(kind: Kind) {
@@ -280,6 +281,8 @@ fn insert_ignore_replace_odku(kind: Kind) {
         vec![row(&[i(1), t("a"), i(1)]), row(&[i(2), t("b"), i(2)])],
     )])
     .unwrap();
+    // RETURNING that lists each row as stored.
+    let as_stored: crate::RowReturning = Arc::new(|r, _| Ok(r.clone()));
     let ignore = WriteOp::Insert {
         table: u.id,
         schema_version: u.version,
@@ -287,6 +290,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         on_conflict: OnConflict::Ignore,
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: Some(Arc::clone(&as_stored)),
     };
     let ignored = s.write(vec![ignore]).unwrap().ops.remove(0);
     assert_eq!(ignored.affected_rows, 1);
@@ -300,6 +304,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         on_conflict: OnConflict::Replace,
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: Some(Arc::clone(&as_stored)),
     };
     let replaced = s.write(vec![replace]).unwrap().ops.remove(0);
     assert_eq!(replaced.affected_rows, 3);
@@ -320,6 +325,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         on_conflict: OnConflict::Update(Arc::clone(&bump)),
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: Some(Arc::clone(&as_stored)),
     };
     let updated = s
         .write(vec![odku(vec![row(&[i(3), t("q"), i(0)])])])
@@ -343,6 +349,7 @@ fn insert_ignore_replace_odku(kind: Kind) {
         on_conflict: OnConflict::Update(same),
         auto_value_on_zero: true,
         id_batches: crate::IdBatches::PerRow,
+        returning: Some(Arc::clone(&as_stored)),
     };
     let found = s.write(vec![unchanged]).unwrap().ops.remove(0);
     assert_eq!(found.affected_rows, 0);
@@ -1290,4 +1297,54 @@ fn commit_check_sees_the_write_and_fails_its_caller_only(kind: Kind) {
     )
     .unwrap();
     assert_eq!(s.scan(u.id).unwrap().len(), 2);
+}
+
+fn returning_lists_rows_and_its_error_fails_the_op(kind: Kind) {
+    let h = Harness::new(kind);
+    let s = &h.storage;
+    let u = users(s);
+    // Lists (id, generated id); fails on a row aged 99.
+    let returning: crate::RowReturning = Arc::new(|r, generated| {
+        if r[2] == i(99) {
+            return Err(StorageError::OutOfRange("age 99".into()));
+        }
+        Ok(vec![
+            r[0].clone(),
+            generated.map_or(Value::Null, Value::UInt),
+        ])
+    });
+    let op = |rows| WriteOp::Insert {
+        table: u.id,
+        schema_version: u.version,
+        rows,
+        on_conflict: OnConflict::Error,
+        auto_value_on_zero: true,
+        id_batches: crate::IdBatches::PerRow,
+        returning: Some(Arc::clone(&returning)),
+    };
+    let listed = s
+        .write(vec![op(vec![
+            row(&[Value::Null, t("a"), i(1)]),
+            row(&[i(7), t("b"), i(1)]),
+        ])])
+        .unwrap()
+        .ops
+        .remove(0);
+    assert_eq!(
+        listed.rows,
+        vec![vec![i(1), Value::UInt(1)], vec![i(7), Value::Null]]
+    );
+    // The second row's RETURNING fails: the first row is not written.
+    let r = s.write(vec![op(vec![
+        row(&[Value::Null, t("c"), i(1)]),
+        row(&[Value::Null, t("d"), i(99)]),
+    ])]);
+    assert!(matches!(r, Err(StorageError::OutOfRange(m)) if m == "age 99"));
+    assert_eq!(s.scan(u.id).unwrap().len(), 2);
+    // Its values were used up, as a failed INSERT's are.
+    let next = s.write(vec![op(vec![row(&[Value::Null, t("e"), i(1)])])]);
+    assert_eq!(
+        next.unwrap().ops[0].rows,
+        vec![vec![i(10), Value::UInt(10)]]
+    );
 }
