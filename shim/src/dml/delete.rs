@@ -147,6 +147,10 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) ->
         _ => filter,
     };
     let cascades = crate::foreign_keys::parent_effects(e, s, &schema, &gone)?;
+    // The rows are known before the write: a RETURNING that fails for one
+    // fails the statement with nothing deleted, as in MariaDB (whose row
+    // loop rolls the statement back).
+    let listed = returning.map(|r| r.output(&returned_rows)).transpose()?;
     let (out, _) = submit_with(
         e,
         s,
@@ -159,10 +163,7 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) ->
         cascades,
         RowCounts::both(deleted),
     )?;
-    match returning {
-        Some(r) => r.output(&returned_rows),
-        None => Ok(out),
-    }
+    Ok(listed.unwrap_or(out))
 }
 
 /// DELETE IGNORE's rule: takes out of `gone` (rows to delete, as (row,
