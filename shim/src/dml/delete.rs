@@ -116,6 +116,9 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) ->
     let mut returned_rows = Vec::new();
     if s.in_transaction() || keyed || returning.is_some() {
         for row in candidate_rows(e, s, &schema, &scan)? {
+            // Stopped by KILL QUERY or a gone client (1317) before
+            // anything is buffered or written.
+            ladle_dataflow::interrupt::check()?;
             if filter(&row)? {
                 deleted += 1;
                 if returning.is_some() {
