@@ -329,12 +329,9 @@ fn delete_of_target(
     };
     let tables: Vec<String> = from.iter().map(|t| t.to_string()).collect();
     let select_text = format!("SELECT {} FROM {}", key(&shown), tables.join(", "));
-    let mut select = match sqlparser::parser::Parser::parse_sql(
-        &sqlparser::dialect::MySqlDialect {},
-        &select_text,
-    )
-    .ok()
-    .and_then(|mut v| v.pop())
+    let mut select = match ladle_dataflow::parse_sql(&select_text)
+        .ok()
+        .and_then(|mut v| v.pop())
     {
         Some(ast::Statement::Query(q)) => *q,
         _ => return unsupported("of this FROM clause"),

@@ -19,7 +19,9 @@ use crate::error::{Result, ShimError};
 /// [`read_with_rollup`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
     let toks = read_with_rollup(read_straight_join(strip_index_hints(tokenize(sql)?)));
-    Ok(Parser::new(&MySql).with_tokens_with_locations(toks))
+    Ok(Parser::new(&MySql)
+        .with_recursion_limit(ladle_dataflow::MAX_PARSE_DEPTH)
+        .with_tokens_with_locations(toks))
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
