@@ -10,6 +10,7 @@
 //! MariaDB, whose outcome must match), `LADLE_FUZZ_STATEMENTS` (default
 //! 3,000), `LADLE_FUZZ_SHAPES` (default 60) and `LADLE_FUZZ_SEED`.
 
+use ladle_e2e::memory::{MemoryWatch, HOSTILE_RSS_BOUND};
 use ladle_e2e::{connect, fresh_database, ladle_binary, mariadb_url, query_rows, LadleServer};
 use mysql::Conn;
 use rand::rngs::StdRng;
@@ -26,12 +27,25 @@ enum Outcome {
 }
 
 fn run(conn: &mut Conn, sql: &str) -> Outcome {
+    try_run(conn, sql).unwrap_or_else(|e| panic!("{}: connection-level failure: {e}", head(sql)))
+}
+
+/// A statement's outcome, or the connection-level failure.
+fn try_run(conn: &mut Conn, sql: &str) -> Result<Outcome, mysql::Error> {
     match query_rows(conn, sql) {
-        Ok((Some(rows), _)) => Outcome::Rows(rows),
-        Ok((None, n)) => Outcome::Affected(n),
-        Err(mysql::Error::MySqlError(e)) => Outcome::Error(e.code),
-        Err(e) => panic!("{}: connection-level failure: {e}", head(sql)),
+        Ok((Some(rows), _)) => Ok(Outcome::Rows(rows)),
+        Ok((None, n)) => Ok(Outcome::Affected(n)),
+        Err(mysql::Error::MySqlError(e)) => Ok(Outcome::Error(e.code)),
+        Err(e) => Err(e),
     }
+}
+
+/// [`run`] against a Ladle under `memory`: a server killed for passing its
+/// RSS bound fails the test naming the statement, not as a lost connection.
+fn run_watched(conn: &mut Conn, sql: &str, memory: &MemoryWatch) -> Outcome {
+    let got = try_run(conn, sql);
+    memory.assert_within(head(sql));
+    got.unwrap_or_else(|e| panic!("{}: connection-level failure: {e}", head(sql)))
 }
 
 fn head(sql: &str) -> &str {
@@ -214,10 +228,11 @@ fn cases() -> Vec<(String, Outcome)> {
 fn deep_and_oversized_statements_get_answers_not_crashes() {
     let bin = ladle_binary().expect("ladle binary");
     let mut server = LadleServer::start(&bin).expect("start ladle");
+    let memory = server.watch_memory(HOSTILE_RSS_BOUND);
     let mut ladle = setup(&server.url());
     let mut mariadb = mariadb_url().map(|url| setup(&url));
     for (sql, expected) in cases() {
-        let got = run(&mut ladle, &sql);
+        let got = run_watched(&mut ladle, &sql, &memory);
         assert!(
             server.is_alive(),
             "ladle died on {}; log:\n{}",
@@ -257,7 +272,8 @@ fn deep_and_oversized_statements_get_answers_not_crashes() {
             Outcome::Rows(vec![vec!["4000".into(), "7998000".into()]]),
         ),
     ] {
-        assert_eq!(run(&mut ladle, &sql), expected, "ladle: {}", head(&sql));
+        let got = run_watched(&mut ladle, &sql, &memory);
+        assert_eq!(got, expected, "ladle: {}", head(&sql));
         assert!(server.is_alive(), "{}", server.log_tail());
     }
     // The same shapes as server-side prepared statements (COM_STMT_PREPARE).
@@ -467,9 +483,12 @@ fn random_hostile_statements_never_take_the_server_down() {
     }
     let mut rng = StdRng::seed_from_u64(seed);
     let mut errors = 0usize;
+    let memory = server.watch_memory(HOSTILE_RSS_BOUND);
     for i in 0..count {
         let sql = statement(&mut rng);
-        match query_rows(&mut conn, &sql) {
+        let result = query_rows(&mut conn, &sql);
+        memory.assert_within(&format!("statement {i} (seed {seed}): {}", head(&sql)));
+        match result {
             Ok(_) => {}
             Err(mysql::Error::MySqlError(_)) => errors += 1,
             Err(e) => panic!(
@@ -659,6 +678,7 @@ fn random_statement_shapes_never_take_the_server_down() {
     let bin = ladle_binary().expect("ladle binary");
     let mut server = LadleServer::start(&bin).expect("start ladle");
     let mut conn = setup(&server.url());
+    let memory = server.watch_memory(HOSTILE_RSS_BOUND);
     let mut rng = StdRng::seed_from_u64(seed);
     const SIZES: &[usize] = &[1, 15, 16, 17, 300, 511, 512, 513, 4095, 4097, 6000, 20_000];
     let (mut answered, mut refused) = (0usize, 0usize);
@@ -672,7 +692,9 @@ fn random_statement_shapes_never_take_the_server_down() {
             4 => format!("SELECT COUNT(*) FROM (SELECT id FROM t WHERE {cond}) d"),
             _ => format!("SELECT ({cond}) FROM t WHERE id = 1"),
         };
-        match query_rows(&mut conn, &sql) {
+        let result = query_rows(&mut conn, &sql);
+        memory.assert_within(&format!("shape {i} (seed {seed}): {}", head(&sql)));
+        match result {
             Ok(_) => answered += 1,
             Err(mysql::Error::MySqlError(e)) => {
                 // Refusals are the depth bounds' 1436, nothing else.
@@ -747,4 +769,31 @@ fn deep_nesting_in_a_view_survives_a_restart() {
     assert!(server.is_alive(), "{}", server.log_tail());
     let log = std::fs::read_to_string(server.log_path()).unwrap_or_default();
     assert!(!log.contains("panic"), "panics in the log");
+}
+
+/// The memory bound of these tests works: a server past its bound is
+/// killed at once and the watch says so (here with a bound below what any
+/// server holds, so that no statement has to allocate gigabytes).
+#[test]
+fn a_server_past_its_memory_bound_is_killed_and_reported() {
+    let bin = ladle_binary().expect("ladle binary");
+    let mut server = LadleServer::start(&bin).expect("start ladle");
+    let rss = ladle_e2e::memory::rss_bytes(server.pid()).expect("the server's RSS");
+    assert!(rss > 1 << 20 && rss < HOSTILE_RSS_BOUND, "{rss} bytes");
+    let within = server.watch_memory(HOSTILE_RSS_BOUND);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert!(!within.breached() && within.peak() >= 1 << 20);
+    within.assert_within("an idle server");
+    drop(within);
+    let memory = server.watch_memory(rss / 2);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.is_alive() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(!server.is_alive(), "the server was not killed");
+    assert!(memory.breached());
+    let reported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        memory.assert_within("SELECT 1")
+    }));
+    assert!(reported.is_err(), "a breach fails the test");
 }
