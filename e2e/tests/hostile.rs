@@ -82,11 +82,21 @@ fn cases() -> Vec<(String, Outcome)> {
         " UNION ALL ",
     );
     let plus = |n| format!("SELECT 1{}", "+1".repeat(n));
+    let derived = |n: usize| {
+        let from = "(SELECT * FROM ".repeat(n);
+        format!("SELECT * FROM {from}(SELECT 1 AS x) d{}", ") d".repeat(n))
+    };
     let ids = |r: std::ops::Range<u32>| r.map(|i| vec![i.to_string()]).collect();
     vec![
         (plus(2000), Outcome::Error(1436)),
         (plus(200_000), Outcome::Error(1436)),
         (plus(300), Outcome::Rows(vec![vec!["301".into()]])),
+        // Nested derived tables: within the parser's recursion limit, 700
+        // overflowed a statement thread's stack (the server aborted);
+        // past 63 nested queries MariaDB's 1473, before parsing.
+        (derived(700), Outcome::Error(1473)),
+        (derived(64), Outcome::Error(1473)),
+        (derived(2), Outcome::Rows(vec![vec!["1".into()]])),
         // DIV, MOD and shifts are parsed by Ladle's dialect, which copied
         // the chain so far at each operator: 100,000 terms never finished.
         (
