@@ -128,7 +128,10 @@ pub use engine::{Dataflow, FillCounts, DEFAULT_VIEW_IDLE_TIMEOUT};
 pub use error::{DataflowError, FunctionName, Gap, Result, WindowError};
 pub use expr::take_warnings as take_eval_warnings;
 pub use meta::{BaseColumn, OutputColumn, ViewStats};
-pub use planner::depth::{bound_depth, TooDeep, MAX_EXPR_DEPTH, MAX_SET_DEPTH, THREAD_STACK_BYTES};
+pub use planner::depth::{
+    bound_depth, parse_sql, TooDeep, MAX_EXPR_DEPTH, MAX_PARSE_DEPTH, MAX_SET_DEPTH,
+    THREAD_STACK_BYTES,
+};
 pub use prepared::PreparedQuery;
 pub use rows::{ResultRows, RowRef};
 pub use scalar::{

@@ -15,6 +15,7 @@
 //! This crate depends on no Ladle crate: it speaks only the wire protocol.
 
 pub mod exact;
+pub mod memory;
 pub mod ports;
 pub mod workload;
 
@@ -568,6 +569,17 @@ impl LadleServer {
     /// The MySQL port.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the server once its resident memory passes `bound` bytes
+    /// (see [`memory::MemoryWatch`]), until the watch is dropped.
+    pub fn watch_memory(&self, bound: u64) -> memory::MemoryWatch {
+        memory::MemoryWatch::start(self.pid(), bound)
     }
 
     /// Whether the process is still running.

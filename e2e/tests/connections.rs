@@ -688,3 +688,106 @@ fn an_abandoned_statement_stops_and_writes_nothing() {
         query_rows(&mut root, "DROP DATABASE conn_gone").expect("drop");
     }
 }
+
+/// An UPDATE or DELETE inside an explicit transaction (its rows are
+/// visited when it runs, and its write buffered until COMMIT) stops on
+/// KILL QUERY with 1317 and leaves the transaction as it was before the
+/// statement, still open: the transaction's earlier write stays and
+/// commits, nothing of the killed statement does (InnoDB rolls back only
+/// the statement). A client gone during such a statement stops it too,
+/// and its transaction is rolled back. Both ran on to their end before
+/// (the visit never looked at the interrupt flag). The KILL QUERY half
+/// runs against MariaDB too when it is given.
+#[test]
+fn a_statement_in_a_transaction_stops_on_kill_and_on_disconnect() {
+    let bin = ladle_binary().expect("ladle binary");
+    let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
+    const ROWS: usize = 20_000;
+    const STOPS_WITHIN: Duration = Duration::from_secs(10);
+    // Milliseconds a row on both (minutes in all); MariaDB computes a
+    // constant WHERE once, so this one reads the row.
+    let slow_where = "LENGTH(REPEAT(id, 2000000)) > 0";
+    let statements = [
+        format!("UPDATE conn_tx.t SET v = v + 1 WHERE {slow_where}"),
+        format!("DELETE FROM conn_tx.t WHERE {slow_where}"),
+    ];
+    let totals = "SELECT CONCAT(COUNT(*), ' ', SUM(v)) FROM conn_tx.t";
+    let urls: Vec<String> = std::iter::once(server.url()).chain(mariadb_url()).collect();
+    for url in &urls {
+        let mut root = connect(url, None).expect("connect");
+        query_rows(&mut root, "DROP DATABASE IF EXISTS conn_tx").expect("drop");
+        query_rows(&mut root, "CREATE DATABASE conn_tx").expect("create");
+        query_rows(
+            &mut root,
+            "CREATE TABLE conn_tx.t (id INT PRIMARY KEY, v INT)",
+        )
+        .expect("create");
+        let values: Vec<String> = (0..ROWS).map(|i| format!("({i}, 0)")).collect();
+        let insert = format!("INSERT INTO conn_tx.t VALUES {}", values.join(","));
+        query_rows(&mut root, &insert).expect("insert");
+        for sql in &statements {
+            let mut tx = connect(url, None).expect("connect");
+            let id = scalar(&mut tx, "SELECT CONNECTION_ID()");
+            query_rows(&mut tx, "BEGIN").expect("begin");
+            query_rows(&mut tx, "UPDATE conn_tx.t SET v = 7 WHERE id = 0").expect("write");
+            let killer = {
+                let (url, id) = (url.clone(), id.clone());
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(500));
+                    let mut c = connect(&url, None).expect("connect");
+                    query_rows(&mut c, &format!("KILL QUERY {id}")).expect("kill");
+                })
+            };
+            let started = std::time::Instant::now();
+            match query_rows(&mut tx, sql) {
+                Err(mysql::Error::MySqlError(e)) => assert_eq!(e.code, 1317, "{url}: {sql}"),
+                other => panic!("{url}: {sql}: {other:?}"),
+            }
+            assert!(
+                started.elapsed() < STOPS_WITHIN,
+                "{url}: {sql}: stopped only after {:?}",
+                started.elapsed()
+            );
+            killer.join().expect("killer");
+            let in_tx = format!("{ROWS} 7");
+            assert_eq!(
+                scalar(&mut tx, totals),
+                in_tx,
+                "{url}: {sql}: in the transaction"
+            );
+            assert_eq!(
+                scalar(&mut root, totals),
+                format!("{ROWS} 0"),
+                "{url}: {sql}"
+            );
+            query_rows(&mut tx, "COMMIT").expect("commit");
+            assert_eq!(scalar(&mut root, totals), in_tx, "{url}: {sql}: committed");
+            query_rows(&mut root, "UPDATE conn_tx.t SET v = 0").expect("reset");
+        }
+        if *url != server.url() {
+            continue;
+        }
+        // A client gone (Ladle only: MariaDB notices it only when it
+        // next writes to the client).
+        let opts = mysql::OptsBuilder::from_opts(ladle_e2e::opts(url, None).expect("opts"))
+            .read_timeout(Some(Duration::from_secs(1)));
+        for sql in &statements {
+            let mut impatient = mysql::Conn::new(opts.clone()).expect("connect");
+            let id = scalar(&mut impatient, "SELECT CONNECTION_ID()");
+            query_rows(&mut impatient, "BEGIN").expect("begin");
+            query_rows(&mut impatient, "UPDATE conn_tx.t SET v = 7 WHERE id = 0").expect("write");
+            assert!(query_rows(&mut impatient, sql).is_err(), "{sql}: answered");
+            drop(impatient);
+            let gone = std::time::Instant::now();
+            while command_of(&mut root, &id).is_some() {
+                assert!(
+                    gone.elapsed() < STOPS_WITHIN,
+                    "{sql}: still running {STOPS_WITHIN:?} after its client went away"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert_eq!(scalar(&mut root, totals), format!("{ROWS} 0"), "{sql}");
+        }
+        query_rows(&mut root, "DROP DATABASE conn_tx").expect("drop");
+    }
+}

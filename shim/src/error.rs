@@ -74,6 +74,10 @@ pub enum ShimError {
         ladle_dataflow::MAX_SET_DEPTH
     )]
     TooDeep,
+    /// Queries nested in parentheses deeper than
+    /// [`crate::sqltext::MAX_SELECT_NESTING`] (MariaDB's error and bound).
+    #[error("Too high level of nesting for select")]
+    TooManyNestedSelects,
     /// A metadata lock (see [`crate::metadata_locks`]) not granted within
     /// `lock_wait_timeout`.
     #[error("Lock wait timeout exceeded; try restarting transaction")]
@@ -254,6 +258,7 @@ pub const ER_NOT_KEYFILE: MysqlCode = code(1034, "HY000");
 pub const ER_GET_ERRNO: MysqlCode = code(1030, "HY000");
 pub const ER_OUT_OF_RESOURCES: MysqlCode = code(1041, "HY000");
 pub const ER_STACK_OVERRUN: MysqlCode = code(1436, "HY000");
+pub const ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT: MysqlCode = code(1473, "HY000");
 pub const ER_DATA_TOO_LONG: MysqlCode = code(1406, "22001");
 pub const ER_UNKNOWN_VIEW: MysqlCode = code(1347, "HY000");
 pub const ER_VIEW_SELECT_TMPTABLE: MysqlCode = code(1352, "HY000");
@@ -353,6 +358,7 @@ impl ShimError {
             ShimError::NoSuchSavepoint(_) => ER_SP_DOES_NOT_EXIST,
             ShimError::PacketTooLarge => ER_NET_PACKET_TOO_LARGE,
             ShimError::TooDeep => ER_STACK_OVERRUN,
+            ShimError::TooManyNestedSelects => ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT,
             ShimError::LockWaitTimeout | ShimError::RetryAfterRowLock => ER_LOCK_WAIT_TIMEOUT,
             ShimError::Deadlock => ER_LOCK_DEADLOCK,
             ShimError::LockNowait => ER_LOCK_NOWAIT,

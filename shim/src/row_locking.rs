@@ -332,6 +332,8 @@ impl Engine {
                 WriteOp::Insert { .. } => {}
                 WriteOp::Update { scan, update, .. } => {
                     for row in crate::dml::candidate_rows(self, s, &schema, scan)? {
+                        // The row functions run again here: as stoppable.
+                        ladle_dataflow::interrupt::check()?;
                         if let Ok(Some(new)) = update(&row) {
                             keys.push(row_key(&schema, &row));
                             keys.push(row_key(&schema, &new));
@@ -340,6 +342,7 @@ impl Engine {
                 }
                 WriteOp::Delete { scan, filter, .. } => {
                     for row in crate::dml::candidate_rows(self, s, &schema, scan)? {
+                        ladle_dataflow::interrupt::check()?;
                         if filter(&row).unwrap_or(false) {
                             keys.push(row_key(&schema, &row));
                         }

@@ -91,7 +91,7 @@ pub(crate) use query::Planner;
 
 /// Parses a stored view definition.
 pub(crate) fn parse_query(sql: &str) -> Result<ast::Query> {
-    let stmts = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, sql)
+    let stmts = depth::parse_sql(sql)
         .map_err(|e| crate::DataflowError::Internal(format!("stored view does not parse: {e}")))?;
     match stmts.into_iter().next() {
         Some(ast::Statement::Query(mut q)) => {

@@ -127,6 +127,7 @@ fn expansion(stat: Stat, f: &ast::Function, scope: &Scope) -> Result<Option<ast:
         }
     };
     let parsed = Parser::new(&MySqlDialect {})
+        .with_recursion_limit(super::depth::MAX_PARSE_DEPTH)
         .try_with_sql(&text)
         .and_then(|mut p| p.parse_expr())
         .map_err(|e| crate::DataflowError::Internal(format!("statistics rewrite: {e}")))?;

@@ -116,6 +116,9 @@ fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) ->
     let mut returned_rows = Vec::new();
     if s.in_transaction() || keyed || returning.is_some() {
         for row in candidate_rows(e, s, &schema, &scan)? {
+            // Stopped by KILL QUERY or a gone client (1317) before
+            // anything is buffered or written.
+            ladle_dataflow::interrupt::check()?;
             if filter(&row)? {
                 deleted += 1;
                 if returning.is_some() {
@@ -327,12 +330,9 @@ fn delete_of_target(
     };
     let tables: Vec<String> = from.iter().map(|t| t.to_string()).collect();
     let select_text = format!("SELECT {} FROM {}", key(&shown), tables.join(", "));
-    let mut select = match sqlparser::parser::Parser::parse_sql(
-        &sqlparser::dialect::MySqlDialect {},
-        &select_text,
-    )
-    .ok()
-    .and_then(|mut v| v.pop())
+    let mut select = match ladle_dataflow::parse_sql(&select_text)
+        .ok()
+        .and_then(|mut v| v.pop())
     {
         Some(ast::Statement::Query(q)) => *q,
         _ => return unsupported("of this FROM clause"),

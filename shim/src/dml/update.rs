@@ -529,6 +529,9 @@ fn visit_changes(
     let mut counts = RowCounts::default();
     let mut changes = Vec::new();
     for row in candidate_rows(e, s, schema, scan)? {
+        // KILL QUERY or the client gone: 1317, nothing of this statement
+        // buffered (the transaction's earlier writes stay, as in InnoDB).
+        ladle_dataflow::interrupt::check()?;
         // Strictly (the write will be), unless IGNORE or a non-strict
         // sql_mode adjusts it.
         let updated = updater(&row)

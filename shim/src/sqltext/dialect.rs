@@ -60,8 +60,10 @@ impl sqlparser::dialect::Dialect for MySql {
         expr: &ast::Expr,
         precedence: u8,
     ) -> Option<std::result::Result<ast::Expr, sqlparser::parser::ParserError>> {
-        if let Some(in_union) = in_parenthesized_set_operation(parser, expr) {
-            return Some(Ok(in_union));
+        match in_parenthesized_set_operation(parser, expr) {
+            Ok(Some(in_union)) => return Some(Ok(in_union)),
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
         }
         let shift = match parser.peek_token().token {
             Token::ShiftLeft => Some(ast::BinaryOperator::PGBitwiseShiftLeft),
@@ -116,14 +118,15 @@ impl sqlparser::dialect::Dialect for MySql {
         // over a combined queryset.
         if parser.peek_nth_token(0).token != Token::LParen
             || parser.peek_nth_token(1).token != Token::LParen
+            || !query_after_parentheses(parser)
         {
             return None;
         }
-        parser
-            .maybe_parse(set_operation_in_parens)
-            .ok()
-            .flatten()
-            .map(|q| Ok(ast::Expr::Subquery(q)))
+        // Too deep is 1436 here, not a reason to read the text another way.
+        match parser.maybe_parse(set_operation_in_parens) {
+            Ok(q) => q.map(|q| Ok(ast::Expr::Subquery(q))),
+            Err(e) => Some(Err(e)),
+        }
     }
     fn get_next_precedence(
         &self,
@@ -160,10 +163,6 @@ impl sqlparser::dialect::Dialect for MySql {
     }
 }
 
-/// `x [NOT] IN ((SELECT ..) UNION (SELECT ..))`, as Django writes `__in`
-/// over a combined queryset: sqlparser reads `IN ((` as the start of a
-/// list of values and fails at the UNION. None (the parser where it was)
-/// for anything else.
 /// Whether `expr`'s chain of left operands is past
 /// [`ladle_dataflow::MAX_EXPR_DEPTH`]. An operator this dialect parses
 /// gets its left operand by reference and must copy it, so a chain of n
@@ -179,7 +178,15 @@ fn too_deep_on_the_left(mut expr: &ast::Expr) -> bool {
     true
 }
 
-fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Option<ast::Expr> {
+/// `x [NOT] IN ((SELECT ..) UNION (SELECT ..))`, as Django writes `__in`
+/// over a combined queryset: sqlparser reads `IN ((` as the start of a
+/// list of values and fails at the UNION. None (the parser where it was)
+/// for anything else.
+/// Too deep (sqlparser's recursion limit) is an error, not None.
+fn in_parenthesized_set_operation(
+    parser: &mut Parser,
+    expr: &ast::Expr,
+) -> std::result::Result<Option<ast::Expr>, sqlparser::parser::ParserError> {
     use sqlparser::keywords::Keyword;
     let is_keyword = |t: &Token, k: Keyword| matches!(t, Token::Word(w) if w.keyword == k);
     let negated = is_keyword(&parser.peek_nth_token(0).token, Keyword::NOT);
@@ -188,22 +195,41 @@ fn in_parenthesized_set_operation(parser: &mut Parser, expr: &ast::Expr) -> Opti
         || parser.peek_nth_token(at + 1).token != Token::LParen
         || parser.peek_nth_token(at + 2).token != Token::LParen
     {
-        return None;
+        return Ok(None);
     }
-    let subquery = parser
-        .maybe_parse(|p| {
-            if negated {
-                p.expect_keyword(Keyword::NOT)?;
-            }
-            p.expect_keyword(Keyword::IN)?;
-            set_operation_in_parens(p)
-        })
-        .ok()??;
-    Some(ast::Expr::InSubquery {
+    let subquery = parser.maybe_parse(|p| {
+        if negated {
+            p.expect_keyword(Keyword::NOT)?;
+        }
+        p.expect_keyword(Keyword::IN)?;
+        set_operation_in_parens(p)
+    })?;
+    Ok(subquery.map(|subquery| ast::Expr::InSubquery {
         expr: Box::new(expr.clone()),
         subquery,
         negated,
-    })
+    }))
+}
+
+/// Whether a query (`SELECT`, `WITH`, `VALUES`, `TABLE`) starts after the
+/// parentheses the parser is at: only then can they hold a set operation.
+/// Without it, each `((` of `((((1))))` parsed everything inside as a query
+/// first (quadratic in the nesting, each try as deep as the nesting).
+/// Stepped over and back (`peek_nth_token(n)` walks n tokens each time:
+/// 4,000 parentheses took 85 s), and no further than the parser could
+/// recurse (past that it refuses the text either way).
+fn query_after_parentheses(parser: &mut Parser) -> bool {
+    let mut taken = 1;
+    while parser.next_token().token == Token::LParen && taken <= ladle_dataflow::MAX_PARSE_DEPTH {
+        taken += 1;
+    }
+    parser.prev_token();
+    let query = matches!(&parser.peek_token().token, Token::Word(w)
+        if matches!(w.keyword, Keyword::SELECT | Keyword::WITH | Keyword::VALUES | Keyword::TABLE));
+    for _ in 1..taken {
+        parser.prev_token();
+    }
+    query
 }
 
 /// `( query )` where the query is a set operation, else an error (for

@@ -31,7 +31,7 @@ pub use literal::{display_safe, expr_text, unescape_literal};
 pub(crate) use parse::parse_select_items;
 pub use parse::{
     contain_parser_panic, is_aggregate_function, last_part, parse, parse_expr, parse_statements,
-    parse_whole_expr, parser,
+    parse_whole_expr, parser, MAX_SELECT_NESTING,
 };
 pub use split::{open_versioned_comments, split_statements, COMMENT_VERSION};
 pub use tokenize::tokenize;

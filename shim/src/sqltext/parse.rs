@@ -3,8 +3,9 @@
 //! panics contained.
 
 use sqlparser::ast::{self, SelectItem, Statement};
+use sqlparser::keywords::Keyword;
 use sqlparser::parser::Parser;
-use sqlparser::tokenizer::Token;
+use sqlparser::tokenizer::{Token, TokenWithLocation};
 
 use super::dialect::MySql;
 use super::index_hints::strip_index_hints;
@@ -19,7 +20,51 @@ use crate::error::{Result, ShimError};
 /// [`read_with_rollup`]).
 pub fn parser(sql: &str) -> Result<Parser<'static>> {
     let toks = read_with_rollup(read_straight_join(strip_index_hints(tokenize(sql)?)));
-    Ok(Parser::new(&MySql).with_tokens_with_locations(toks))
+    refuse_nested_selects(&toks)?;
+    Ok(Parser::new(&MySql)
+        .with_recursion_limit(ladle_dataflow::MAX_PARSE_DEPTH)
+        .with_tokens_with_locations(toks))
+}
+
+/// How deep queries may nest in parentheses (`(SELECT (SELECT ...))`,
+/// derived tables, `EXISTS (SELECT ...)`); past it, MariaDB's error 1473.
+/// MariaDB's bound is 63, but planning nested EXISTS subqueries doubles
+/// per level in Ladle (debug build: 12 levels 0.8 s, 16 levels 29 s, 17
+/// over a minute, never stopped by KILL) and the planner refuses views
+/// and derived tables nested past 16 anyway.
+pub const MAX_SELECT_NESTING: usize = 16;
+
+/// Refuses text whose queries nest in parentheses deeper than
+/// [`MAX_SELECT_NESTING`] (MariaDB's 1473), before the parser recurses
+/// through them. A nested query is the parser's deepest recursion per
+/// level (about 110 KiB of stack in a debug build): within its recursion
+/// limit ([`ladle_dataflow::MAX_PARSE_DEPTH`]), 700 nested derived tables
+/// overflowed a statement thread's stack and aborted the server.
+fn refuse_nested_selects(toks: &[TokenWithLocation]) -> Result<()> {
+    let mut toks = toks
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .peekable();
+    // Per open parenthesis, whether a query starts inside it.
+    let mut open: Vec<bool> = Vec::new();
+    let mut queries = 0usize;
+    while let Some(t) = toks.next() {
+        match t {
+            Token::LParen => {
+                let query = matches!(toks.peek(), Some(Token::Word(w))
+                    if matches!(w.keyword, Keyword::SELECT | Keyword::WITH));
+                queries += usize::from(query);
+                if queries > MAX_SELECT_NESTING {
+                    return Err(ShimError::TooManyNestedSelects);
+                }
+                open.push(query);
+            }
+            Token::RParen => queries -= usize::from(open.pop().unwrap_or(false)),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Every statement in `sql`, long `AND`/`OR` chains rebalanced; nesting
