@@ -175,13 +175,42 @@ pub(crate) struct Graph {
     pub interior_evictions: u64,
 }
 
+/// A state partition an aggregate or window node filled, moved from a
+/// detached copy's node to the real one (see [`Graph::install_fills`]).
+pub(crate) enum FilledPartition {
+    Aggregate(Arc<ops::aggregate::Partition>),
+    Window(Arc<ops::window::Partition>),
+}
+
+impl FilledPartition {
+    /// Node `op`'s filled state partition `sk`, shared; `None` for a hole
+    /// (or a node of another kind).
+    pub(crate) fn of(op: &Op, sk: &[Value]) -> Option<FilledPartition> {
+        match op {
+            Op::Aggregate(a) => a.partition(sk).map(FilledPartition::Aggregate),
+            Op::Window(w) => w.partition(sk).map(FilledPartition::Window),
+            _ => None,
+        }
+    }
+
+    /// Installs it as partition `sk` of `op`, a copy of the node that
+    /// filled it; a node of another kind is left alone.
+    fn install(self, op: &mut Op, sk: &[Value]) {
+        match (op, self) {
+            (Op::Aggregate(a), FilledPartition::Aggregate(p)) => a.install(sk, p),
+            (Op::Window(w), FilledPartition::Window(p)) => w.install(sk, p),
+            _ => {}
+        }
+    }
+}
+
 /// What a detached copy of a view's ancestors knows about the real graph.
 struct Detached {
     /// Real node id of each copied node (copies are renumbered densely).
     real: Vec<NodeId>,
     /// Aggregate partitions the pulls filled: (real node, partition key,
-    /// input rows), to install in the real graph with [`Graph::install_fills`].
-    fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>,
+    /// the partition), to install in the real graph with [`Graph::install_fills`].
+    fills: Vec<(NodeId, Vec<Value>, FilledPartition)>,
     /// The real graph: aggregate partitions filled there are read from it
     /// (under its lock, briefly) instead of recomputed from storage.
     real_graph: Option<Arc<Mutex<Graph>>>,
@@ -402,7 +431,7 @@ impl Graph {
     }
 
     /// The aggregate partitions pulls on this detached copy filled.
-    pub fn take_fills(&mut self) -> Vec<(NodeId, Vec<Value>, Vec<Row>)> {
+    pub fn take_fills(&mut self) -> Vec<(NodeId, Vec<Value>, FilledPartition)> {
         self.detached
             .as_mut()
             .map(|d| std::mem::take(&mut d.fills))
@@ -429,11 +458,15 @@ impl Graph {
     /// are still holes. Sound only when no batch touching the tables below
     /// them committed since the pull started reading storage: then the
     /// inputs are exactly what a pull here would read.
-    pub fn install_fills(&mut self, fills: Vec<(NodeId, Vec<Value>, Vec<Row>)>) {
-        for (n, sk, input) in fills {
+    ///
+    /// The partitions themselves move: computing them again here, under the
+    /// commit and graph locks, held up every write and every other fill's
+    /// install (a cold front page's 80k partitions, 9% of its fill).
+    pub fn install_fills(&mut self, fills: Vec<(NodeId, Vec<Value>, FilledPartition)>) {
+        for (n, sk, part) in fills {
             if let Some(node) = self.nodes.get_mut(n) {
                 if node.op.state_key().is_some() && !node.op.is_filled(&sk) {
-                    node.op.fill_partition(&sk, input);
+                    part.install(&mut node.op, &sk);
                 }
             }
         }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
 
 use super::columns::narrowed;
-use super::{choose_index, split_cols, BaseReads, Graph, NodeId};
+use super::{choose_index, split_cols, BaseReads, FilledPartition, Graph, NodeId};
 use crate::ops::{self, key_matches, project_cols, Join, Op};
 use crate::{DataflowError, Result};
 
@@ -282,10 +282,12 @@ impl Graph {
         let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
         let mut filled: HashMap<Vec<Value>, Vec<Row>> = HashMap::with_capacity(inputs.len());
         for (sk, input) in missing_keys.into_iter().zip(inputs) {
-            if let Some(d) = &mut self.detached {
-                d.fills.push((d.real[n], sk.clone(), input.clone()));
-            }
             let rows = self.nodes[n].op.fill_partition(&sk, input);
+            if let Some(d) = &mut self.detached {
+                if let Some(part) = FilledPartition::of(&self.nodes[n].op, &sk) {
+                    d.fills.push((d.real[n], sk.clone(), part));
+                }
+            }
             filled.insert(sk, rows);
         }
         Ok(out

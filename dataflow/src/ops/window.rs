@@ -756,6 +756,24 @@ impl Window {
         out
     }
 
+    /// State partition `key` as filled here, shared (see [`Window::install`]).
+    pub fn partition(&self, key: &[Value]) -> Option<Arc<Partition>> {
+        let colls: Vec<Collation> = self.key.iter().map(|&c| self.coll(c)).collect();
+        self.state.get(&norm_key(key, &colls)).cloned()
+    }
+
+    /// Installs state partition `key` as a copy of this node computed it
+    /// from the same input ([`Window::fill`] on a detached copy).
+    pub fn install(&mut self, key: &[Value], part: Arc<Partition>) {
+        let colls: Vec<Collation> = self.key.iter().map(|&c| self.coll(c)).collect();
+        let pk = norm_key(key, &colls);
+        self.bytes += partition_bytes(&part);
+        self.dirty.mark(&pk, self.state.len() + 1);
+        if let Some(old) = self.state.insert(pk, part) {
+            self.bytes = self.bytes.saturating_sub(partition_bytes(&old));
+        }
+    }
+
     /// Checks the state's bookkeeping (tests).
     #[cfg(test)]
     fn check_invariants(&self) {

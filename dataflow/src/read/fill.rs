@@ -60,6 +60,9 @@ const FILL_WAIT_MAX: Duration = Duration::from_secs(30);
 /// not retried unlocked: the next attempt runs under the locks.
 const LONG_FILL: Duration = Duration::from_millis(20);
 
+/// A fill at least this long is logged (see [`Context::fill_now`]).
+const SLOW_FILL: Duration = Duration::from_millis(100);
+
 /// The least a statement may materialize, whatever `--memory-limit`: tiny
 /// limits (tests of constant eviction) still answer ordinary queries.
 const MIN_STATEMENT_MEMORY: usize = 16 << 20;
@@ -153,7 +156,21 @@ impl Context<'_> {
     /// [`crate::expr::without_warnings`]).
     fn fill_now(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
         let _budget = crate::interrupt::watch_memory(statement_memory(self.config));
-        crate::expr::without_warnings(|| self.fill_now_warning_free(v, keys))
+        let started = Instant::now();
+        let rows = crate::expr::without_warnings(|| self.fill_now_warning_free(v, keys))?;
+        let elapsed = started.elapsed();
+        if elapsed >= SLOW_FILL {
+            // Every read of these keys waited this long (a cold start's
+            // front page): the log says which view to look at.
+            tracing::info!(
+                view = %v.name,
+                keys = keys.len(),
+                rows = rows.iter().map(|r| r.len()).sum::<usize>(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "slow fill"
+            );
+        }
+        Ok(rows)
     }
 
     fn fill_now_warning_free(&self, v: &View, keys: &[&[Value]]) -> Result<Vec<Rows>> {
@@ -275,6 +292,9 @@ impl Context<'_> {
         };
         let fills = g.take_fills();
         let read = g.take_read();
+        // The installed partitions are shared with the copy until it goes:
+        // an update after the install would copy each one it touches.
+        drop(g);
         self.storage.exclusive(|| {
             let mut g = self.graph.lock();
             if v.is_dropped() {

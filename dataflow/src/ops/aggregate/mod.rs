@@ -589,13 +589,30 @@ impl Aggregate {
         if self.scalar && part.is_empty() {
             part.insert(vec![], self.new_group(vec![]));
         }
-        self.bytes += partition_bytes(&part);
         let out = part.values().map(|g| self.output(g)).collect();
+        self.install_normalized(pk, Arc::new(part));
+        out
+    }
+
+    /// Partition `key` as filled here, shared (see [`Aggregate::install`]).
+    pub fn partition(&self, key: &[Value]) -> Option<Arc<Partition>> {
+        self.state.get(&norm_key(key, &self.key_colls())).cloned()
+    }
+
+    /// Installs partition `key` as a copy of this node computed it from
+    /// the same input ([`Aggregate::fill`] on a detached copy): the same
+    /// state a fill here would build, without building it again.
+    pub fn install(&mut self, key: &[Value], part: Arc<Partition>) {
+        let pk = norm_key(key, &self.key_colls());
+        self.install_normalized(pk, part);
+    }
+
+    fn install_normalized(&mut self, pk: Vec<Value>, part: Arc<Partition>) {
+        self.bytes += partition_bytes(&part);
         self.dirty.mark(&pk, self.state.len() + 1);
-        if let Some(old) = self.state.insert(pk, Arc::new(part)) {
+        if let Some(old) = self.state.insert(pk, part) {
             self.bytes = self.bytes.saturating_sub(partition_bytes(&old));
         }
-        out
     }
 }
 
