@@ -645,16 +645,7 @@ fn an_abandoned_statement_stops_and_writes_nothing() {
     ];
     {
         let mut root = connect(&url, None).expect("connect");
-        query_rows(&mut root, "DROP DATABASE IF EXISTS conn_gone").expect("drop");
-        query_rows(&mut root, "CREATE DATABASE conn_gone").expect("create");
-        query_rows(
-            &mut root,
-            "CREATE TABLE conn_gone.t (id INT PRIMARY KEY, v INT)",
-        )
-        .expect("create");
-        let values: Vec<String> = (0..ROWS).map(|i| format!("({i}, 0)")).collect();
-        let insert = format!("INSERT INTO conn_gone.t VALUES {}", values.join(","));
-        query_rows(&mut root, &insert).expect("insert");
+        fresh_table_of_zeros(&mut root, "conn_gone", ROWS);
         let opts = mysql::OptsBuilder::from_opts(ladle_e2e::opts(&url, None).expect("opts"))
             .read_timeout(Some(Duration::from_secs(1)));
         for sql in &statements {
@@ -715,16 +706,7 @@ fn a_statement_in_a_transaction_stops_on_kill_and_on_disconnect() {
     let urls: Vec<String> = std::iter::once(server.url()).chain(mariadb_url()).collect();
     for url in &urls {
         let mut root = connect(url, None).expect("connect");
-        query_rows(&mut root, "DROP DATABASE IF EXISTS conn_tx").expect("drop");
-        query_rows(&mut root, "CREATE DATABASE conn_tx").expect("create");
-        query_rows(
-            &mut root,
-            "CREATE TABLE conn_tx.t (id INT PRIMARY KEY, v INT)",
-        )
-        .expect("create");
-        let values: Vec<String> = (0..ROWS).map(|i| format!("({i}, 0)")).collect();
-        let insert = format!("INSERT INTO conn_tx.t VALUES {}", values.join(","));
-        query_rows(&mut root, &insert).expect("insert");
+        fresh_table_of_zeros(&mut root, "conn_tx", ROWS);
         for sql in &statements {
             let mut tx = connect(url, None).expect("connect");
             let id = scalar(&mut tx, "SELECT CONNECTION_ID()");
@@ -790,4 +772,22 @@ fn a_statement_in_a_transaction_stops_on_kill_and_on_disconnect() {
         }
         query_rows(&mut root, "DROP DATABASE conn_tx").expect("drop");
     }
+}
+
+/// A new database `db` holding table `t (id INT PRIMARY KEY, v INT)` with
+/// `rows` rows, ids 0.. and every `v` 0: what a slow statement works on.
+fn fresh_table_of_zeros(root: &mut mysql::Conn, db: &str, rows: usize) {
+    query_rows(root, &format!("DROP DATABASE IF EXISTS {db}")).expect("drop");
+    query_rows(root, &format!("CREATE DATABASE {db}")).expect("create");
+    query_rows(
+        root,
+        &format!("CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT)"),
+    )
+    .expect("create");
+    let values: Vec<String> = (0..rows).map(|i| format!("({i}, 0)")).collect();
+    query_rows(
+        root,
+        &format!("INSERT INTO {db}.t VALUES {}", values.join(",")),
+    )
+    .expect("insert");
 }
