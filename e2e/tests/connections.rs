@@ -634,7 +634,6 @@ fn an_abandoned_statement_stops_and_writes_nothing() {
     let url = server.url();
     const ROWS: usize = 20_000;
     // Within seconds: the statements would run for minutes.
-    const STOPS_WITHIN: Duration = Duration::from_secs(10);
     let slow_where = "LENGTH(REPEAT('x', 10000000)) > 0";
     let statements = [
         "WITH RECURSIVE c (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c \
@@ -659,14 +658,7 @@ fn an_abandoned_statement_stops_and_writes_nothing() {
             let r = query_rows(&mut impatient, sql);
             assert!(r.is_err(), "{url}: {sql}: answered within the read timeout");
             drop(impatient);
-            let gone = std::time::Instant::now();
-            while command_of(&mut root, &id).is_some() {
-                assert!(
-                    gone.elapsed() < STOPS_WITHIN,
-                    "{url}: {sql}: still running {STOPS_WITHIN:?} after its client went away"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_until_stopped(&mut root, &id, &format!("{url}: {sql}"));
             assert_eq!(
                 scalar(
                     &mut root,
@@ -694,7 +686,6 @@ fn a_statement_in_a_transaction_stops_on_kill_and_on_disconnect() {
     let bin = ladle_binary().expect("ladle binary");
     let server = LadleServer::start_with(&bin, &[]).expect("start ladle");
     const ROWS: usize = 20_000;
-    const STOPS_WITHIN: Duration = Duration::from_secs(10);
     // Milliseconds a row on both (minutes in all); MariaDB computes a
     // constant WHERE once, so this one reads the row.
     let slow_where = "LENGTH(REPEAT(id, 2000000)) > 0";
@@ -760,14 +751,7 @@ fn a_statement_in_a_transaction_stops_on_kill_and_on_disconnect() {
             query_rows(&mut impatient, "UPDATE conn_tx.t SET v = 7 WHERE id = 0").expect("write");
             assert!(query_rows(&mut impatient, sql).is_err(), "{sql}: answered");
             drop(impatient);
-            let gone = std::time::Instant::now();
-            while command_of(&mut root, &id).is_some() {
-                assert!(
-                    gone.elapsed() < STOPS_WITHIN,
-                    "{sql}: still running {STOPS_WITHIN:?} after its client went away"
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            wait_until_stopped(&mut root, &id, sql);
             assert_eq!(scalar(&mut root, totals), format!("{ROWS} 0"), "{sql}");
         }
         query_rows(&mut root, "DROP DATABASE conn_tx").expect("drop");
@@ -790,4 +774,20 @@ fn fresh_table_of_zeros(root: &mut mysql::Conn, db: &str, rows: usize) {
         &format!("INSERT INTO {db}.t VALUES {}", values.join(",")),
     )
     .expect("insert");
+}
+
+/// How soon a statement whose client went away (or was killed) must stop.
+const STOPS_WITHIN: Duration = Duration::from_secs(10);
+
+/// Waits for connection `id`'s statement (`what`) to stop after its client
+/// went away; fails past `STOPS_WITHIN`.
+fn wait_until_stopped(root: &mut mysql::Conn, id: &str, what: &str) {
+    let gone = std::time::Instant::now();
+    while command_of(root, id).is_some() {
+        assert!(
+            gone.elapsed() < STOPS_WITHIN,
+            "{what}: still running {STOPS_WITHIN:?} after its client went away"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
