@@ -414,14 +414,13 @@ pub(super) fn insert_rows(
             id_batches: batches,
             returning: returning.map(InsertReturning::row_function),
         };
-        match (
-            submit_with(e, s, op, cascades, RowCounts::default()),
-            returning,
-        ) {
-            (Ok((out, listed)), r) => (out, r.map(|r| r.result(listed))),
-            (Err(err), Some(r)) => return Err(r.failed(s, err)),
-            (Err(err), None) => return Err(err),
-        }
+        let (out, listed) = submit_with(e, s, op, cascades, RowCounts::default()).map_err(
+            |err| match returning {
+                Some(r) => r.failed(s, err),
+                None => err,
+            },
+        )?;
+        (out, returning.map(|r| r.result(listed)))
     };
     note_upserted_values(s, &upsert_notes, &upserted);
     if let Some(result) = listed {
