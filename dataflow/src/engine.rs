@@ -99,6 +99,9 @@ pub struct FillCounts {
     /// Of `unlocked`: installed by an attempt that held the writers of the
     /// view's tables, after a long attempt lost to a write.
     pub held: u64,
+    /// Of `conflicts`: stopped when the write committed instead of
+    /// finishing first (see [`crate::interrupt::watch_lost`]).
+    pub stopped: u64,
 }
 
 /// The view engine. One per server.
@@ -427,6 +430,7 @@ impl Dataflow {
             conflicts: s.conflicts.load(AO::Relaxed),
             locked: s.locked.load(AO::Relaxed),
             held: s.held.load(AO::Relaxed),
+            stopped: s.stopped.load(AO::Relaxed),
         }
     }
 

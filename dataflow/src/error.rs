@@ -77,6 +77,11 @@ pub enum DataflowError {
     /// read is planned again. Never reaches a client.
     #[error("view dropped while being read")]
     ViewDropped,
+    /// An optimistic fill stopped because a write raced it (see
+    /// [`crate::interrupt::watch_lost`]): the fill is retried. Never
+    /// reaches a client.
+    #[error("fill lost to a concurrent write")]
+    FillLost,
     // --- our bug ---
     #[error("internal dataflow error: {0}")]
     Internal(String),

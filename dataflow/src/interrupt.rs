@@ -12,8 +12,12 @@
 //! [`DataflowError::OutOfMemory`] (MySQL's 1041) instead of growing the
 //! process until the kernel kills it. The charge is cumulative over the
 //! statement, an upper bound on what it holds at once.
+//!
+//! An optimistic fill also ends early once it is known to be lost
+//! ([`watch_lost`]): a write it would have to discard committed meanwhile.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,6 +32,8 @@ struct Watch {
     flag: Option<Arc<AtomicBool>>,
     deadline: Option<Instant>,
     memory: Option<Budget>,
+    /// Whether the work under way is already lost (see [`watch_lost`]).
+    lost: Option<Rc<dyn Fn() -> bool>>,
 }
 
 /// A statement's working-set budget and what it has charged so far.
@@ -49,6 +55,7 @@ enum Restore {
     Deadline(Option<Instant>),
     /// The budget this guard installed ends.
     Memory,
+    Lost(Option<Rc<dyn Fn() -> bool>>),
     Nothing,
 }
 
@@ -60,6 +67,7 @@ impl Drop for WatchGuard {
                 Restore::Flag(flag) => w.flag = flag.take(),
                 Restore::Deadline(deadline) => w.deadline = *deadline,
                 Restore::Memory => w.memory = None,
+                Restore::Lost(lost) => w.lost = lost.take(),
                 Restore::Nothing => {}
             }
         });
@@ -81,6 +89,17 @@ pub fn watch_deadline(deadline: Option<Instant>) -> WatchGuard {
             deadline,
         )))
     })
+}
+
+/// Until the guard is dropped, reads on this thread end with
+/// [`DataflowError::FillLost`] once `lost` says their result will be
+/// discarded anyway: an optimistic fill a write raced (see
+/// `read::fill`). A cold fill of a whole view takes seconds, and under a
+/// write load some write always commits meanwhile; finishing it would
+/// spend those seconds for nothing before the retry.
+pub fn watch_lost(lost: impl Fn() -> bool + 'static) -> WatchGuard {
+    let lost: Rc<dyn Fn() -> bool> = Rc::new(lost);
+    WATCH.with(|w| WatchGuard(Restore::Lost(w.borrow_mut().lost.replace(lost))))
 }
 
 /// Until the guard is dropped, reads on this thread may materialize
@@ -146,9 +165,11 @@ pub fn flag() -> Option<Arc<AtomicBool>> {
     WATCH.with(|w| w.borrow().flag.clone())
 }
 
-/// `Err(Interrupted)` once the thread's flag is set or its deadline passed.
+/// `Err(Interrupted)` once the thread's flag is set or its deadline
+/// passed; `Err(FillLost)` once the work is known to be lost (see
+/// [`watch_lost`]).
 pub fn check() -> Result<()> {
-    WATCH.with(|w| {
+    let lost = WATCH.with(|w| {
         let w = w.borrow();
         if w.flag.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
             return Err(DataflowError::Interrupted { timeout: false });
@@ -156,14 +177,33 @@ pub fn check() -> Result<()> {
         if w.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(DataflowError::Interrupted { timeout: true });
         }
-        Ok(())
-    })
+        Ok(w.lost.clone())
+    })?;
+    // Called outside the borrow: the test may itself read (it must not,
+    // but a re-entrant borrow would panic rather than deadlock).
+    match lost {
+        Some(lost) if lost() => Err(DataflowError::FillLost),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use ladle_common::Value;
+
+    #[test]
+    fn a_lost_fill_stops_at_the_next_check_while_watched() {
+        let lost = Arc::new(AtomicBool::new(false));
+        {
+            let seen = lost.clone();
+            let _g = watch_lost(move || seen.load(Ordering::SeqCst));
+            assert!(check().is_ok());
+            lost.store(true, Ordering::SeqCst);
+            assert!(matches!(check(), Err(DataflowError::FillLost)));
+        }
+        assert!(check().is_ok(), "the watch ends with its guard");
+    }
 
     #[test]
     fn flags_and_deadlines_stop_reads_while_watched() {

@@ -478,4 +478,7 @@ fn a_long_fill_raced_by_a_writer_holds_the_writers_for_its_retry() {
     }
     let fills = e.df.fill_stats();
     assert!(fills.held > 0, "no retry held the writers: {fills:?}");
+    // The lost attempts stopped when the write came instead of finishing
+    // the whole fill for nothing.
+    assert!(fills.stopped > 0, "no lost fill stopped early: {fills:?}");
 }

@@ -537,7 +537,9 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::OutOfMemory { .. } => ER_OUT_OF_RESOURCES,
         DataflowError::Window(w) => window_code(w),
         DataflowError::Storage(s) => storage_code(s),
-        DataflowError::ViewDropped | DataflowError::Internal(_) => ER_UNKNOWN,
+        DataflowError::ViewDropped | DataflowError::FillLost | DataflowError::Internal(_) => {
+            ER_UNKNOWN
+        }
     }
 }
 

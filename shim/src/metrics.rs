@@ -204,7 +204,8 @@ impl Metrics {
             Opts::new(
                 "ladle_view_fills",
                 "Reader misses filled since start, by path: unlocked, conflict (discarded: a write \
-                 raced it), locked, held (of unlocked: a retry that held the view's writers)",
+                 raced it), locked, held (of unlocked: a retry that held the view's writers), \
+                 stopped (of conflict: stopped when the write came, not at the install)",
             ),
             &["path"],
         )
@@ -310,6 +311,7 @@ impl Metrics {
                 ("conflict", fills.conflicts),
                 ("locked", fills.locked),
                 ("held", fills.held),
+                ("stopped", fills.stopped),
             ] {
                 self.view_fills.with_label_values(&[path]).set(n as i64);
             }

@@ -3,6 +3,7 @@
 //! transactions (computed the same way, never cached).
 
 use std::sync::atomic::{AtomicU64, Ordering as AO};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ladle_common::Value;
@@ -11,7 +12,7 @@ use super::view::{KeysFilling, View};
 use super::{Context, TxRead};
 use crate::graph::{BaseReads, Graph};
 use crate::ops::reader::Rows;
-use crate::propagation::newest_commit;
+use crate::propagation::{newest_commit, TableCounters};
 use crate::{DataflowConfig, DataflowError, Result};
 
 /// How reader misses were filled (see [`Context::fill`]).
@@ -27,6 +28,8 @@ pub(crate) struct FillStats {
     /// Of `unlocked`: installed by a second attempt that held the writers
     /// of the view's tables after a long first attempt lost to a write.
     pub(crate) held: AtomicU64,
+    /// Of `conflicts`: stopped when the write committed, not at the install.
+    pub(crate) stopped: AtomicU64,
 }
 
 /// Releases the keys a fill claimed, also when it fails or panics.
@@ -72,6 +75,27 @@ const MIN_STATEMENT_MEMORY: usize = 16 << 20;
 /// state plus a statement's rows stay within 1.5 times it.
 pub(crate) fn statement_memory(config: &DataflowConfig) -> usize {
     (config.memory_limit / 2).max(MIN_STATEMENT_MEMORY)
+}
+
+/// How one optimistic fill ended (see [`Context::fill`]).
+enum Attempt {
+    /// Installed: each key's rows.
+    Filled(Vec<Rows>),
+    /// Discarded: a write to one of the view's tables committed meanwhile;
+    /// `stopped_early` if the fill stopped when it did rather than at the
+    /// install (see [`crate::interrupt::watch_lost`]).
+    Lost { stopped_early: bool },
+}
+
+/// Whether any of `tables` committed since their counters read `before`.
+fn moved_since(tables: &[Arc<TableCounters>], before: Vec<u64>) -> impl Fn() -> bool + 'static {
+    let tables = tables.to_vec();
+    move || {
+        tables
+            .iter()
+            .zip(&before)
+            .any(|(c, b)| c.committed.load(AO::SeqCst) != *b)
+    }
 }
 
 impl Context<'_> {
@@ -195,11 +219,17 @@ impl Context<'_> {
                     .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
                 let mark = crate::interrupt::charged();
                 let started = Instant::now();
-                if let Some(rows) = self.fill_unlocked(v, template, keys)? {
-                    if hold.is_some() {
-                        self.stats.held.fetch_add(keys.len() as u64, AO::Relaxed);
+                let lost = match self.fill_unlocked(v, template, keys)? {
+                    Attempt::Filled(rows) => {
+                        if hold.is_some() {
+                            self.stats.held.fetch_add(keys.len() as u64, AO::Relaxed);
+                        }
+                        return Ok(rows);
                     }
-                    return Ok(rows);
+                    Attempt::Lost { stopped_early } => stopped_early,
+                };
+                if lost {
+                    self.stats.stopped.fetch_add(1, AO::Relaxed);
                 }
                 // The lost attempt's rows are gone: a view of a few hundred
                 // MB must not fail with 1041 because a commit raced it.
@@ -208,13 +238,14 @@ impl Context<'_> {
                 if hold.is_some() {
                     break;
                 }
-                if started.elapsed() >= LONG_FILL {
+                if lost || started.elapsed() >= LONG_FILL {
                     // A long fill lost to a write will lose again to the
                     // next one. Computing it under the graph lock instead
                     // stalled every other miss and every view update for
                     // its length (the Lobsters front page's cold fill, 1 s
                     // and more); holding the writers of the view's tables
-                    // for one more attempt delays only them.
+                    // for one more attempt delays only them. A fill that
+                    // stopped when the write came was still running: long.
                     hold = Some(self.storage.hold_writes(&v.tables));
                 }
             }
@@ -261,14 +292,8 @@ impl Context<'_> {
         })
     }
 
-    /// One optimistic fill of `keys` (see [`Context::fill`]); `None` on a
-    /// conflict.
-    fn fill_unlocked(
-        &self,
-        v: &View,
-        template: &Graph,
-        keys: &[&[Value]],
-    ) -> Result<Option<Vec<Rows>>> {
+    /// One optimistic fill of `keys` (see [`Context::fill`]).
+    fn fill_unlocked(&self, v: &View, template: &Graph, keys: &[&[Value]]) -> Result<Attempt> {
         let before: Vec<u64> = v
             .commits
             .iter()
@@ -278,15 +303,26 @@ impl Context<'_> {
         // it too for the view's tables (aggregate partitions are read from
         // the graph), and nothing may commit to them until the install.
         if !v.commits.iter().all(|c| c.caught_up()) {
-            return Ok(None);
+            return Ok(Attempt::Lost {
+                stopped_early: false,
+            });
         }
         let mut g = template.copy_detached();
         let root = g.detached_root();
         // Counted as done, whether or not a conflict discards them.
         v.reader.upqueries.fetch_add(keys.len() as u64, AO::Relaxed);
         let owned: Vec<Vec<Value>> = keys.iter().map(|k| k.to_vec()).collect();
-        let pulled = match g.pull_many(root, &v.spec.key, &owned) {
+        let pulled = {
+            let _lost = crate::interrupt::watch_lost(moved_since(&v.commits, before.clone()));
+            g.pull_many(root, &v.spec.key, &owned)
+        };
+        let pulled = match pulled {
             Ok(rows) => rows,
+            Err(DataflowError::FillLost) => {
+                return Ok(Attempt::Lost {
+                    stopped_early: true,
+                })
+            }
             Err(_) if v.is_dropped() => return Err(DataflowError::ViewDropped),
             Err(e) => return Err(e),
         };
@@ -300,13 +336,10 @@ impl Context<'_> {
             if v.is_dropped() {
                 return Err(DataflowError::ViewDropped);
             }
-            let moved = v
-                .commits
-                .iter()
-                .zip(&before)
-                .any(|(c, b)| c.committed.load(AO::SeqCst) != *b);
-            if moved || !g.still_filled(&read) {
-                return Ok(None);
+            if moved_since(&v.commits, before)() || !g.still_filled(&read) {
+                return Ok(Attempt::Lost {
+                    stopped_early: false,
+                });
             }
             // Only holes are filled: a key filled meanwhile (by another
             // read) keeps its rows, which equal these.
@@ -322,7 +355,7 @@ impl Context<'_> {
                 })
                 .collect();
             g.evict(self.config.memory_limit);
-            Ok(Some(out))
+            Ok(Attempt::Filled(out))
         })
     }
 
