@@ -84,7 +84,8 @@ impl<K: Hash + Eq, V: Clone> Memo<K, V> {
         if let Some(answer) = self.answers.borrow().get(&key) {
             return answer.clone();
         }
-        // A long planning stops at KILL QUERY as a long read does.
+        // KILL QUERY stops a long planning here, between the subqueries
+        // it plans, as it stops a long read.
         crate::interrupt::check()?;
         // (Not borrowed while planning: `plan` asks for the plans below.)
         let answer = plan();
