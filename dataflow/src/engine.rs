@@ -16,7 +16,7 @@ use crate::expr::Expr;
 use crate::graph::Graph;
 use crate::plan::{Planned, PlannedView, Source};
 use crate::planner::normalize::{normalize, ColumnKinds, Normalized, Shape};
-use crate::planner::Planner;
+use crate::planner::{PlanMemo, Planner};
 use crate::propagation::{run_worker, Observer, Propagation};
 use crate::read::{self, numeric_key, FillStats, KeysFilling, Target, View};
 use crate::variants::LiteralVariants;
@@ -215,6 +215,7 @@ impl Dataflow {
                 views: &named,
                 depth: 0,
                 full_group_by: false,
+                memo: &PlanMemo::default(),
             };
             p.plan(query)?;
         }
@@ -341,6 +342,7 @@ impl Dataflow {
             views: &named,
             depth: 0,
             full_group_by: true,
+            memo: &PlanMemo::default(),
         }
         .plan(query);
         match planned {
@@ -520,6 +522,7 @@ impl EngineState {
             views: &named,
             depth: 0,
             full_group_by: false,
+            memo: &PlanMemo::default(),
         }
         .plan(q)
     }

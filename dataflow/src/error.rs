@@ -4,7 +4,8 @@ use ladle_storage::StorageError;
 
 use crate::expr;
 
-#[derive(Debug, thiserror::Error)]
+// (Clone: a planned subquery's refusal is remembered, see `planner::memo`.)
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum DataflowError {
     // --- the user's fault ---
     #[error("Unknown column '{0}' in '{1}'")]

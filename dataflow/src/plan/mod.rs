@@ -76,6 +76,20 @@ impl LNode {
         self.colls.len()
     }
 
+    /// Whether the tree has more than `limit` nodes (counting no further).
+    pub fn has_more_nodes_than(&self, limit: usize) -> bool {
+        let mut stack = vec![self];
+        let mut count = 0;
+        while let Some(n) = stack.pop() {
+            count += 1;
+            if count > limit {
+                return true;
+            }
+            stack.extend(&n.inputs);
+        }
+        false
+    }
+
     pub fn tables(&self, out: &mut Vec<u64>) {
         if let LOp::Base(t) = &self.op {
             if !out.contains(&t.id) {

@@ -5,8 +5,8 @@ use ladle_common::Collation;
 use sqlparser::ast;
 
 use super::expr::{collect_aggregates, unsupported, ExprCx, Scope, ScopeCol};
-use super::query::Planner;
-use super::relation::stable;
+use super::query::{bounded, Planner};
+use super::relation::{stable, Correlated, PlannedBody};
 use super::syntax::{as_column, as_slot, has_placeholder, has_subquery, number, split_conjuncts};
 use crate::expr::Expr;
 use crate::ops::JoinKind;
@@ -29,15 +29,45 @@ impl Planner<'_> {
     }
 
     /// [`Self::plan_correlated`], also collecting `inner = ?` conditions
-    /// as (inner column, parameter slot) when `params` is given.
+    /// as (inner column, parameter slot) when `params` is given. Each body
+    /// is planned once for the statement (see [`PlanMemo`](super::PlanMemo)).
     pub(super) fn plan_correlated_params(
         &self,
         s: &ast::Select,
         scope: &Scope,
         context: &str,
         non_equality: &str,
-        mut params: Option<&mut Vec<(usize, usize)>>,
+        params: Option<&mut Vec<(usize, usize)>>,
     ) -> Result<Correlated> {
+        let with_params = params.is_some();
+        let body = self
+            .memo
+            .body(self.database, self.depth, s, scope, with_params, || {
+                let body = self.plan_body(s, scope, with_params)?;
+                if let PlannedBody::Planned(c, _) = &body {
+                    bounded(&c.inner)?;
+                }
+                Ok(body)
+            })?;
+        match body {
+            PlannedBody::Planned(correlated, found) => {
+                if let Some(params) = params {
+                    params.extend(found);
+                }
+                Ok(*correlated)
+            }
+            PlannedBody::Parameters => Err(unsupported(format!(
+                "parameters or subqueries inside {context}"
+            ))),
+            PlannedBody::NonEquality => Err(unsupported(non_equality)),
+        }
+    }
+
+    /// [`Self::plan_correlated_params`] for every construct: its refusals
+    /// name none.
+    fn plan_body(&self, s: &ast::Select, scope: &Scope, with_params: bool) -> Result<PlannedBody> {
+        let mut found = Vec::new();
+        let mut params = with_params.then_some(&mut found);
         let mut conj = Vec::new();
         if let Some(w) = &s.selection {
             split_conjuncts(w, &mut conj);
@@ -92,9 +122,7 @@ impl Planner<'_> {
                 }
             }
             if has_placeholder(&c) {
-                return Err(unsupported(format!(
-                    "parameters or subqueries inside {context}"
-                )));
+                return Ok(PlannedBody::Parameters);
             }
             // A nested subquery reading the enclosing query (Django's
             // OuterRef(OuterRef(..))): `decorrelate` plans it over the
@@ -119,7 +147,7 @@ impl Planner<'_> {
                     residual.push(c);
                     continue;
                 }
-                Err(DataflowError::UnknownColumn(..)) => return Err(unsupported(non_equality)),
+                Err(DataflowError::UnknownColumn(..)) => return Ok(PlannedBody::NonEquality),
                 Err(other) => return Err(other),
             };
             let colls = inner.colls.clone();
@@ -129,14 +157,15 @@ impl Planner<'_> {
                 colls,
             };
         }
-        Ok(Correlated {
+        let correlated = Correlated {
             inner,
             scope: iscope,
             inner_cols,
             outer_cols,
             residual,
             null_safe: Vec::new(),
-        })
+        };
+        Ok(PlannedBody::Planned(Box::new(correlated), found))
     }
 
     /// A correlated subquery body with conditions other than `inner =
@@ -763,19 +792,4 @@ fn outer_references_unambiguous(r: &ast::Expr, inner: &Scope, outer: &Scope) -> 
         ));
     }
     Ok(())
-}
-
-/// A planned correlated subquery body (see `Planner::plan_correlated`).
-pub(super) struct Correlated {
-    pub(super) inner: LNode,
-    pub(super) scope: Scope,
-    pub(super) inner_cols: Vec<usize>,
-    pub(super) outer_cols: Vec<usize>,
-    /// Conditions reading outer columns other than `inner = outer`
-    /// (`b.price > p.id * 10`), for [`Planner::decorrelate`].
-    pub(super) residual: Vec<ast::Expr>,
-    /// Positions in the key (`inner_cols`, `outer_cols`) where an outer
-    /// NULL must meet the inner rows of NULL (D's NULL row, see
-    /// [`Planner::decorrelate`]) instead of none.
-    pub(super) null_safe: Vec<usize>,
 }

@@ -48,17 +48,7 @@ impl Planner<'_> {
                 let key = (db.to_ascii_lowercase(), table.to_ascii_lowercase());
                 if let Some(sql) = self.views.get(&key) {
                     let q = super::parse_query(sql)?;
-                    let sub = Planner {
-                        storage: self.storage,
-                        database: &db,
-                        views: self.views,
-                        depth: self.depth + 1,
-                        full_group_by: self.full_group_by,
-                    };
-                    if sub.depth > 16 {
-                        return Err(unsupported("views nested this deeply"));
-                    }
-                    let rel = sub.relation(&q)?;
+                    let rel = self.relation_in(&db, &q)?;
                     return Ok(rel_scope(rel, &qualifier));
                 }
                 Err(DataflowError::UnknownTable(format!("{db}.{table}")))

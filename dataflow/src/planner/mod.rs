@@ -72,6 +72,7 @@ mod cte;
 mod from;
 mod grouped_window;
 mod layout;
+mod memo;
 mod named_window;
 mod query;
 mod relation;
@@ -87,6 +88,7 @@ mod window;
 mod window_fn;
 pub(crate) mod zero_date;
 
+pub(crate) use memo::PlanMemo;
 pub(crate) use query::Planner;
 
 /// Parses a stored view definition.

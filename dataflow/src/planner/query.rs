@@ -9,11 +9,38 @@ use ladle_storage::Storage;
 use sqlparser::ast;
 
 use super::expr::{aggregate_name, unsupported, volatile, ExprCx, ParamMode, Scope};
+use super::memo::PlanMemo;
 use super::relation::{ColInfo, Rel};
 use super::syntax::{is_dual, one_row_from, select_has_subquery};
 use crate::expr::Expr;
 use crate::plan::{Constant, Count, LNode, LOp, Planned, PlannedView};
 use crate::{DataflowError, OutputColumn, Result};
+
+/// How deep relations (derived tables, views, IN lists) may nest in one
+/// plan, each a level of the planner's recursion. Nesting in a statement's
+/// text is bounded before this (MariaDB's 63, the shim's
+/// `MAX_SELECT_NESTING`); views, each parsed on its own, nest only here.
+pub(crate) const MAX_RELATION_DEPTH: usize = 128;
+
+/// The most nodes a plan may have. A subquery's plan is in the plan tree
+/// once per use (installing shares equal nodes): IN read as a value and
+/// NOT IN over nullable columns read theirs twice, a correlated NOT IN
+/// more, so each level of such nesting multiplies the tree (32 levels of
+/// IN in a select list, or 8 of correlated NOT IN, exhausted the server's
+/// memory). Past this the statement is refused instead: IN values nest to
+/// 13 levels, correlated NOT IN to 4 (MariaDB: 63). 4,096 UNION branches
+/// take some 20,000 nodes.
+pub(crate) const MAX_PLAN_NODES: usize = 100_000;
+
+/// Refuses a plan of more than [`MAX_PLAN_NODES`] nodes.
+pub(super) fn bounded(plan: &LNode) -> Result<()> {
+    if plan.has_more_nodes_than(MAX_PLAN_NODES) {
+        return Err(unsupported(
+            "a plan this large (IN subqueries read as values, nested this deeply)",
+        ));
+    }
+    Ok(())
+}
 
 pub(crate) struct Planner<'a> {
     pub storage: &'a Storage,
@@ -24,6 +51,9 @@ pub(crate) struct Planner<'a> {
     /// Plan as `sql_mode=ONLY_FULL_GROUP_BY` reads a grouped select list
     /// (see [`crate::Dataflow::check_full_group_by`]).
     pub full_group_by: bool,
+    /// The statement's subqueries planned so far, shared with the
+    /// planners of its nested queries.
+    pub memo: &'a PlanMemo,
 }
 
 impl Planner<'_> {
@@ -35,8 +65,11 @@ impl Planner<'_> {
         let mut q = q.clone();
         super::zero_date::mark_query(&mut q);
         super::syntax::refuse_limited_in(&q)?;
-        self.plan_query(&q)
-            .map_err(|e| e.in_database(Some(self.database)))
+        let planned = self.plan_query(&q);
+        if let Ok(Planned::View(v)) = &planned {
+            bounded(&v.plan)?;
+        }
+        planned.map_err(|e| e.in_database(Some(self.database)))
     }
 
     fn plan_query(&self, q: &ast::Query) -> Result<Planned> {
@@ -140,28 +173,51 @@ impl Planner<'_> {
         }))
     }
 
-    /// A subquery used as a relation (derived table, view, IN list).
-    pub(super) fn relation(&self, q: &ast::Query) -> Result<Rel> {
-        if self.depth > 16 {
+    /// The planner of a relation nested in this one (a derived table, a
+    /// view, an IN list), planned in `database`; refused past
+    /// [`MAX_RELATION_DEPTH`].
+    pub(super) fn nested<'s>(&'s self, database: &'s str) -> Result<Planner<'s>> {
+        if self.depth >= MAX_RELATION_DEPTH {
             return Err(unsupported("views nested this deeply"));
         }
-        let sub = Planner {
+        Ok(Planner {
             storage: self.storage,
-            database: self.database,
+            database,
             views: self.views,
             depth: self.depth + 1,
             full_group_by: self.full_group_by,
-        };
+            memo: self.memo,
+        })
+    }
+
+    /// A subquery used as a relation (derived table, IN list), planned
+    /// once for the statement (see [`PlanMemo`]).
+    pub(super) fn relation(&self, q: &ast::Query) -> Result<Rel> {
+        self.relation_in(self.database, q)
+    }
+
+    /// [`Self::relation`] of a query whose names are those of `database`
+    /// (a view's).
+    pub(super) fn relation_in(&self, database: &str, q: &ast::Query) -> Result<Rel> {
+        self.memo.relation(database, self.depth, q, || {
+            let rel = self.nested(database)?.plan_relation(q)?;
+            bounded(&rel.node)?;
+            Ok(rel)
+        })
+    }
+
+    /// Plans `q` as a relation at this planner's depth.
+    fn plan_relation(&self, q: &ast::Query) -> Result<Rel> {
         let limited = q.limit.is_some() || q.offset.is_some();
         let pv = match &*q.body {
             // ORDER BY ... LIMIT planned as at the top, then maintained by a
             // top-k window below.
             ast::SetExpr::Select(s) if !s.from.is_empty() && !is_dual(s) => {
-                sub.select(s, q, limited)?
+                self.select(s, q, limited)?
             }
             ast::SetExpr::Select(s) => {
                 // A FROM-less SELECT: one constant row.
-                let Planned::Constant(c) = sub.constant(s, q)? else {
+                let Planned::Constant(c) = self.constant(s, q)? else {
                     return Err(unsupported("this derived table"));
                 };
                 if c.exprs.iter().any(|e| e.is_volatile() || e.has_params()) {
@@ -205,9 +261,9 @@ impl Planner<'_> {
                 });
             }
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
-                return sub.relation(inner)
+                return self.plan_relation(inner)
             }
-            ast::SetExpr::SetOperation { .. } => sub.union(q)?,
+            ast::SetExpr::SetOperation { .. } => self.union(q)?,
             _ => return Err(unsupported("this derived table")),
         };
         if !pv.key.is_empty()

@@ -1,8 +1,9 @@
-//! A planned relation ([`Rel`]: a plan node and its columns' metadata), the
-//! scope its columns are named by, and small helpers for the plans built
-//! over them.
+//! A planned relation ([`Rel`]: a plan node and its columns' metadata) and
+//! a planned correlated subquery body ([`Correlated`]), the scope their
+//! columns are named by, and small helpers for the plans built over them.
 
 use ladle_common::{Collation, SqlType, TableSchema};
+use sqlparser::ast;
 
 use super::expr::{volatile, Scope, ScopeCol};
 use crate::expr::Expr;
@@ -22,9 +23,40 @@ pub(super) struct ColInfo {
 }
 
 /// A planned relation (derived table, view, subquery).
+#[derive(Clone)]
 pub(super) struct Rel {
     pub(super) node: LNode,
     pub(super) cols: Vec<ColInfo>,
+}
+
+/// A correlated subquery's body as planned once, whatever construct asks
+/// (the refusals that name the construct are left to the asker).
+#[derive(Clone)]
+pub(super) enum PlannedBody {
+    /// The body, and its `inner = ?` conditions as (inner column,
+    /// parameter slot) when they were asked for.
+    Planned(Box<Correlated>, Vec<(usize, usize)>),
+    /// A condition with a parameter the body cannot key on.
+    Parameters,
+    /// A condition reading the outer query other than `inner = outer`
+    /// that the body cannot take as a residual.
+    NonEquality,
+}
+
+/// A planned correlated subquery body (see `Planner::plan_correlated`).
+#[derive(Clone)]
+pub(super) struct Correlated {
+    pub(super) inner: LNode,
+    pub(super) scope: Scope,
+    pub(super) inner_cols: Vec<usize>,
+    pub(super) outer_cols: Vec<usize>,
+    /// Conditions reading outer columns other than `inner = outer`
+    /// (`b.price > p.id * 10`), for `Planner::decorrelate`.
+    pub(super) residual: Vec<ast::Expr>,
+    /// Positions in the key (`inner_cols`, `outer_cols`) where an outer
+    /// NULL must meet the inner rows of NULL (D's NULL row, see
+    /// `Planner::decorrelate`) instead of none.
+    pub(super) null_safe: Vec<usize>,
 }
 
 /// The collation a column of type `ty` declared with `collation`

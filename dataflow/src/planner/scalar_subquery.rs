@@ -5,12 +5,10 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
-use super::correlated::{
-    outer_columns_read, scope_reads_outer, value_null_for_null_outer, Correlated,
-};
+use super::correlated::{outer_columns_read, scope_reads_outer, value_null_for_null_outer};
 use super::expr::{aggregate_name, norm, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
-use super::relation::stable;
+use super::relation::{stable, Correlated};
 use super::select_state::SelectState;
 use super::syntax::{as_column, call, has_subquery, number, select_from};
 use crate::expr::Expr;

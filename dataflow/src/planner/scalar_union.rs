@@ -12,10 +12,10 @@
 use ladle_common::Collation;
 use sqlparser::ast;
 
-use super::correlated::{null_rejecting, outer_columns_read, Correlated};
+use super::correlated::{null_rejecting, outer_columns_read};
 use super::expr::{collect_aggregates, derived_collation, unsupported, ExprCx, Scope};
 use super::query::Planner;
-use super::relation::{rel_scope, stable, ColInfo, Rel};
+use super::relation::{rel_scope, stable, ColInfo, Correlated, Rel};
 use super::scalar_subquery::ScalarShape;
 use super::set_expr::{dates_as_datetimes, intersect_or_except};
 use super::syntax::{as_column, has_subquery, one_row_from, select_from};

@@ -5,10 +5,10 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
-use super::correlated::{correlated, correlated_in_value, qualify_outer, subquery_and, Correlated};
+use super::correlated::{correlated, correlated_in_value, qualify_outer, subquery_and};
 use super::expr::{aggregate_name, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
-use super::relation::stable;
+use super::relation::{stable, Correlated};
 use super::syntax::{as_column, call, has_placeholder, has_subquery, number};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};

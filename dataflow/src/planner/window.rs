@@ -54,14 +54,9 @@ impl Planner<'_> {
         if inner_s.from.is_empty() || is_dual(inner_s) {
             return Err(unsupported("LIMIT in a subquery without FROM"));
         }
-        let sub = Planner {
-            storage: self.storage,
-            database: self.database,
-            views: self.views,
-            depth: self.depth + 1,
-            full_group_by: self.full_group_by,
-        };
-        let pv = sub.select(inner_s, subquery, true)?;
+        let pv = self
+            .nested(self.database)?
+            .select(inner_s, subquery, true)?;
         if !pv.key.is_empty()
             || pv.read_filter.is_some()
             || pv.finish.is_some()

@@ -27,7 +27,7 @@ pub(crate) use walk::{
 };
 
 /// One column visible to expressions.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ScopeCol {
     /// Lower-cased table name or alias qualifying the column.
     pub qualifier: String,
@@ -47,7 +47,7 @@ pub(crate) struct ScopeCol {
 }
 
 /// The columns of a relation in FROM (after joins).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Scope {
     pub cols: Vec<ScopeCol>,
     /// (left, right) positions of the columns a `JOIN .. USING (c)`
