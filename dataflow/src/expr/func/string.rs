@@ -108,11 +108,16 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
                 return Ok(Value::Null);
             }
             let n = int_arg(&vals[1]).unwrap_or(0).max(0) as u128;
-            let s = to_text(&v0);
+            // A binary string repeats byte for byte (as text, a byte that
+            // is not UTF-8 would change).
+            let s = to_bytes(&v0);
             if too_large(f, s.len() as u128 * n) {
                 return Ok(Value::Null);
             }
-            Value::text(s.repeat(n as usize))
+            match v0 {
+                Value::Bytes(_) => Value::bytes(s.repeat(n as usize)),
+                _ => Value::text(to_text(&v0).repeat(n as usize)),
+            }
         }
         Lpad | Rpad => pad(f, vals, &v0)?,
         Locate | Instr => locate(f, vals)?,
@@ -143,7 +148,11 @@ pub(super) fn result_type(f: Func, tys: &[(SqlType, bool)]) -> (SqlType, bool) {
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
-            let binary = matches!(f, Concat | ConcatWs) && tys.iter().any(|t| t.0.is_binary());
+            let binary = match f {
+                Concat | ConcatWs => tys.iter().any(|t| t.0.is_binary()),
+                Repeat => tys[0].0.is_binary(),
+                _ => false,
+            };
             (
                 if binary {
                     SqlType::VarBinary(n.max(1))
