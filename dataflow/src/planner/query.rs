@@ -121,6 +121,7 @@ impl Planner<'_> {
                 ty,
                 nullable,
                 decimals,
+                stored: false,
             });
             exprs.push(c);
         }

@@ -333,6 +333,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                             ty: c.ty.clone(),
                             nullable: c.nullable,
                             decimals: None,
+                            stored: false,
                         });
                     }
                 }
@@ -378,6 +379,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     ty,
                     nullable,
                     decimals,
+                    stored: false,
                 });
                 visible.push(c);
             }
