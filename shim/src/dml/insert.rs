@@ -403,8 +403,13 @@ pub(super) fn insert_rows(
         let (out, listed) =
             insert_in_transaction(e, s, &schema, rows, rules, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
-        (out, returning.map(|r| r.result(listed)))
+        (out, returning.and_then(|r| r.result(listed)))
     } else {
+        // Without RETURNING, several rows' write still reports the first
+        // value a row took: LAST_INSERT_ID() if a later row fails it.
+        let ids_only = InsertReturning::ids_only();
+        let watched = returning
+            .or_else(|| (many && schema.auto_increment_column().is_some()).then_some(&ids_only));
         let op = WriteOp::Insert {
             table: schema.id,
             schema_version: schema.version,
@@ -412,15 +417,14 @@ pub(super) fn insert_rows(
             on_conflict,
             auto_value_on_zero: crate::vars::auto_value_on_zero(s),
             id_batches: batches,
-            returning: returning.map(InsertReturning::row_function),
+            returning: watched.map(InsertReturning::row_function),
         };
-        let (out, listed) = submit_with(e, s, op, cascades, RowCounts::default()).map_err(
-            |err| match returning {
+        let (out, listed) =
+            submit_with(e, s, op, cascades, RowCounts::default()).map_err(|err| match watched {
                 Some(r) => r.failed(s, err),
                 None => err,
-            },
-        )?;
-        (out, returning.map(|r| r.result(listed)))
+            })?;
+        (out, returning.and_then(|r| r.result(listed)))
     };
     note_upserted_values(s, &upsert_notes, &upserted);
     if let Some(result) = listed {
