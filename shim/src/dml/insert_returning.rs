@@ -94,9 +94,11 @@ impl InsertReturning {
         seen.error.take().unwrap_or(err)
     }
 
-    /// What RETURNING lists for `row`, which a statement inside a
-    /// transaction takes (its caller moves `LAST_INSERT_ID()` if it fails).
-    pub(super) fn values_in_transaction(&self, row: &Row) -> Result<Row> {
+    /// What RETURNING lists for `row`, evaluated by the statement rather
+    /// than the write: for a row a statement inside a transaction takes,
+    /// or one written before the row that fails the statement in the
+    /// front end (the caller moves `LAST_INSERT_ID()` if it fails).
+    pub(super) fn values_of(&self, row: &Row) -> Result<Row> {
         let Some(returning) = &self.returning else {
             return Ok(Row::new());
         };

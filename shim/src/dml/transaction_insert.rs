@@ -199,10 +199,10 @@ fn take_rows(
 }
 
 /// Adds what `returning` lists for `row` to `listed` (see
-/// [`InsertReturning::values_in_transaction`]).
+/// [`InsertReturning::values_of`]).
 fn list(returning: Option<&InsertReturning>, row: &Row, listed: &mut Vec<Row>) -> Result<()> {
     if let Some(returning) = returning {
-        listed.push(returning.values_in_transaction(row)?);
+        listed.push(returning.values_of(row)?);
     }
     Ok(())
 }
