@@ -133,8 +133,7 @@ impl Planner<'_> {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 decimals: None,
-                // MariaDB's temporary table holds the rows.
-                stored: true,
+                stored: c.stored,
             })
             .collect();
         Ok(PlannedView {
@@ -175,8 +174,10 @@ pub(super) fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
         c.ty = t;
         c.nullable = n;
         c.table = String::new();
-        // MariaDB sends no key flags for a UNION's columns.
+        // MariaDB sends no key flags for a UNION's columns, and holds its
+        // rows in a temporary table.
         c.origin = None;
+        c.stored = true;
         if c.ty.is_text() {
             c.coll = Collation::GeneralCi;
         }

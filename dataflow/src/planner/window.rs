@@ -101,6 +101,7 @@ impl Planner<'_> {
                             collation: coll,
                             table: oc.table.clone(),
                             origin: oc.origin.clone(),
+                            stored: oc.stored,
                             shown: None,
                         }
                     }
@@ -117,6 +118,7 @@ impl Planner<'_> {
                         collation: coll,
                         table: String::new(),
                         origin: None,
+                        stored: false,
                         shown: None,
                     },
                 }
