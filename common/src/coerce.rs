@@ -6,6 +6,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 
 use crate::bit::BitMisfit;
+use crate::utf8::utf8_replacing_invalid;
 use crate::{ColumnSchema, SqlType, Value};
 
 /// Why a value does not fit a column. The front end maps these to MySQL
@@ -469,7 +470,8 @@ pub fn coerce_adjusting(
             let Value::Bytes(b) = v else {
                 return Err(err);
             };
-            let (replaced, _) = coerce_adjusting(&Value::text(replace_invalid(b)), column)?;
+            let (replaced, _) =
+                coerce_adjusting(&Value::text(utf8_replacing_invalid(b).0), column)?;
             Ok((replaced, Some(Adjustment::Replaced)))
         }
         // A date or time followed by something else keeps the date or time
@@ -698,26 +700,6 @@ fn escape_invalid(b: &[u8]) -> String {
             }
         })
         .collect()
-}
-
-/// `b` as text with every invalid UTF-8 sequence replaced by `?`, as
-/// MariaDB stores such bytes in non-strict mode.
-fn replace_invalid(mut b: &[u8]) -> String {
-    let mut out = String::new();
-    loop {
-        match std::str::from_utf8(b) {
-            Ok(s) => {
-                out.push_str(s);
-                return out;
-            }
-            Err(e) => {
-                let (valid, rest) = b.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                out.push('?');
-                b = &rest[e.error_len().unwrap_or(rest.len())..];
-            }
-        }
-    }
 }
 
 fn to_text(v: &Value) -> String {

@@ -13,6 +13,7 @@ mod date_text;
 mod general_ci_weights;
 mod row_columns;
 mod schema;
+mod utf8;
 mod value;
 
 pub use bit::{bit_bytes, bit_literal, MAX_BIT_WIDTH};
@@ -24,6 +25,7 @@ pub use row_columns::RowColumns;
 pub use schema::{
     ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema, HIDDEN_COLUMN_PREFIX,
 };
+pub use utf8::utf8_replacing_invalid;
 pub use value::{
     date_from_parts, date_parts, is_calendar_date, Collation, SqlType, Value, ZERO_DATE,
 };

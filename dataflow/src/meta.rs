@@ -21,6 +21,12 @@ pub struct OutputColumn {
     /// `FLOOR(x)`: 0), which its text shows positionally as MariaDB does
     /// (`100000000000000000.00`, not `1e17`); `None`: not fixed.
     pub decimals: Option<u8>,
+    /// Whether the value is held as a table's column holds it though it
+    /// has no `origin`: a UNION's column (MariaDB's temporary table).
+    /// Such a BIT value goes out as its bytes, as a base column's does; an
+    /// expression's (`MAX(b)`, `IFNULL(b, b)`) as its number, as MariaDB
+    /// sends them.
+    pub stored: bool,
 }
 
 /// A base table's column, as a result column's provenance: MySQL result

@@ -105,6 +105,7 @@ pub fn column(name: &str, ty: SqlType) -> OutputColumn {
         ty,
         nullable: true,
         decimals: None,
+        stored: false,
     }
 }
 

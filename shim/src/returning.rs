@@ -74,6 +74,7 @@ impl Returning {
                         ty,
                         nullable,
                         decimals: None,
+                        stored: false,
                     }
                 }
                 _ => OutputColumn {
@@ -83,6 +84,7 @@ impl Returning {
                     ty,
                     nullable,
                     decimals: None,
+                    stored: false,
                 },
             };
             columns.push(column);
@@ -113,6 +115,7 @@ impl Returning {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 decimals: None,
+                stored: false,
             });
         }
         Ok(())

@@ -337,6 +337,7 @@ impl Engine {
                 ty,
                 nullable: v.is_null(),
                 decimals,
+                stored: false,
             });
             for var in assigns.iter().flat_map(|a| &a.variables) {
                 s.user_variables.insert(var.clone(), v.clone());

@@ -296,7 +296,11 @@ fn base_column_flags(base: &BaseColumn) -> u16 {
 /// may print 23 characters.
 fn computed_column(d: &mut ColumnDef) {
     if d.charset == BINARY_COLLATION {
-        if !matches!(d.coltype, types::STRING | types::VAR_STRING | types::BLOB) {
+        // A BIT here is a UNION's column, flagged as a table's.
+        let flagged_as_table = matches!(d.coltype, types::BIT);
+        if !matches!(d.coltype, types::STRING | types::VAR_STRING | types::BLOB)
+            && !flagged_as_table
+        {
             d.flags |= flags::BINARY;
         }
         if d.coltype == types::DOUBLE {
@@ -315,10 +319,11 @@ pub fn wire_columns(cols: &[OutputColumn], rows: &ResultRows) -> Vec<ColumnDef> 
     let mut out: Vec<ColumnDef> = cols
         .iter()
         .map(|c| {
-            // Only a table's BIT column goes out as bytes; a value computed
-            // from one (MAX(b), COALESCE(b, 0)) is a number, as in MariaDB.
+            // Only a table's (or a UNION's) BIT column goes out as bytes;
+            // a value computed from one (MAX(b), IFNULL(b, b)) is a number,
+            // as in MariaDB.
             let ty = match (&c.ty, &c.origin) {
-                (SqlType::Bit(_), None) => SqlType::Int {
+                (SqlType::Bit(_), None) if !c.stored => SqlType::Int {
                     bytes: 8,
                     unsigned: true,
                     display_width: None,
@@ -796,6 +801,7 @@ mod tests {
             },
             nullable: false,
             decimals: None,
+            stored: false,
         }];
         let r = rows(vec![
             vec![Value::Int(1)],
@@ -867,6 +873,7 @@ mod tests {
                 },
                 nullable: true,
                 decimals: None,
+                stored: false,
             },
             OutputColumn {
                 name: "b".into(),
@@ -879,6 +886,7 @@ mod tests {
                 },
                 nullable: true,
                 decimals: None,
+                stored: false,
             },
             OutputColumn {
                 name: "s".into(),
@@ -887,6 +895,7 @@ mod tests {
                 ty: SqlType::VarChar(10),
                 nullable: true,
                 decimals: None,
+                stored: false,
             },
         ];
         let r = rows(vec![vec![Value::Int(-2), Value::Null, Value::text("hi")]]);

@@ -18,6 +18,7 @@
 //! - `eval.rs`, `result_type.rs`, `decimals.rs`: evaluating an [`Expr`],
 //!   typing it, and the decimals a DOUBLE result of it is shown with.
 
+mod char_cast;
 mod dates;
 mod decimals;
 mod error;

@@ -8,6 +8,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
+use super::char_cast::cast_to_char;
 use super::error::{out_of_range_in, EvalError, EvalResult};
 use super::tree::{ArithOp, CastType, CmpOp};
 use super::warnings::{note, warn, WARN_TRUNCATED_WRONG_VALUE};
@@ -747,14 +748,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             Value::Int(i) => Value::UInt(i as u64),
             other => other,
         },
-        CastType::Char => Value::text(to_text(v)),
-        CastType::CharN(n) => {
-            let text = to_text(v);
-            match text.char_indices().nth(*n as usize) {
-                Some((cut, _)) => Value::text(&text[..cut]),
-                None => Value::text(text),
-            }
-        }
+        CastType::Char => cast_to_char(v, None),
+        CastType::CharN(n) => cast_to_char(v, Some(*n as usize)),
         CastType::TemporalChar { fsp } => match v.temporal_text(*fsp) {
             Some(text) => Value::text(text),
             None => Value::text(to_text(v)),

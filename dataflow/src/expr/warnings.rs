@@ -20,6 +20,10 @@ pub const WARN_WRONG_VALUE_FOR_FUNCTION: u16 = 1411;
 /// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).
 pub const WARN_TRUNCATED_WRONG_VALUE: u16 = 1292;
 
+/// MySQL's ER_INVALID_CHARACTER_STRING: bytes cast to a character set
+/// they are not valid in (each bad byte became `?`).
+pub const WARN_INVALID_CHARACTER_STRING: u16 = 1300;
+
 /// One condition raised by evaluation: level (`Warning` or `Note`), MySQL
 /// code, message, as SHOW WARNINGS lists it.
 pub type EvalWarning = (&'static str, u16, String);

@@ -266,6 +266,7 @@ impl Planner<'_> {
                     name: format!("__o{i}"),
                     table: String::new(),
                     origin: None,
+                    stored: false,
                     shown: None,
                     ..oscope.cols[o].clone()
                 })

@@ -38,6 +38,7 @@ fn row_scope(t: &TableSchema, qualifier: &str) -> Scope {
                 collation: c.collation,
                 table: t.name.clone(),
                 origin: None,
+                stored: false,
                 shown: None,
             })
             .collect(),

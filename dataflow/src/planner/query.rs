@@ -154,6 +154,7 @@ impl Planner<'_> {
                 ty,
                 nullable,
                 decimals,
+                stored: false,
             });
             exprs.push(c);
         }
@@ -241,6 +242,7 @@ impl Planner<'_> {
                         name: o.name.clone(),
                         table: String::new(),
                         origin: None,
+                        stored: false,
                         ty: o.ty.clone(),
                         nullable: o.nullable,
                         coll: if o.ty.is_text() {
@@ -315,6 +317,7 @@ impl Planner<'_> {
                 name: c.name.clone(),
                 table: c.table.clone(),
                 origin: c.origin.clone(),
+                stored: c.stored,
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 coll: *coll,

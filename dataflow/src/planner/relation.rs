@@ -17,6 +17,8 @@ pub(super) struct ColInfo {
     pub(super) name: String,
     pub(super) table: String,
     pub(super) origin: Option<BaseColumn>,
+    /// Held as a table's column holds it (see `OutputColumn::stored`).
+    pub(super) stored: bool,
     pub(super) ty: SqlType,
     pub(super) nullable: bool,
     pub(super) coll: Collation,
@@ -121,6 +123,7 @@ pub(super) fn rel_scope(rel: Rel, qualifier: &str) -> (LNode, Scope) {
                 collation: c.coll,
                 table: c.table.clone(),
                 origin: c.origin.clone(),
+                stored: c.stored,
                 shown: None,
             })
             .collect(),

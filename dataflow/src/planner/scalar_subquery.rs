@@ -801,6 +801,7 @@ fn join_scalar_aggregate(
         collation,
         table: String::new(),
         origin: None,
+        stored: false,
         shown: None,
     };
     // Keys where NULL meets NULL: compared as (IS NULL, value or 0) pairs

@@ -17,9 +17,9 @@ use super::expr::{collect_aggregates, derived_collation, unsupported, ExprCx, Sc
 use super::query::Planner;
 use super::relation::{rel_scope, stable, ColInfo, Correlated, Rel};
 use super::scalar_subquery::ScalarShape;
-use super::set_expr::{dates_as_datetimes, intersect_or_except};
+use super::set_expr::{as_result_types, intersect_or_except, set_operation_type};
 use super::syntax::{as_column, has_subquery, one_row_from, select_from};
-use crate::expr::{unify_types, Expr};
+use crate::expr::Expr;
 use crate::plan::{LNode, LOp};
 use crate::{DataflowError, Result};
 
@@ -173,6 +173,7 @@ fn branch_rel(d: Correlated, value: &ast::Expr, k: usize) -> Result<Rel> {
             name: c.name.clone(),
             table: String::new(),
             origin: None,
+            stored: false,
             ty: c.ty.clone(),
             nullable: c.nullable,
             coll: c.collation,
@@ -183,6 +184,7 @@ fn branch_rel(d: Correlated, value: &ast::Expr, k: usize) -> Result<Rel> {
         name: VALUE.into(),
         table: String::new(),
         origin: None,
+        stored: false,
         ty,
         nullable,
         coll,
@@ -219,7 +221,7 @@ fn combine(e: &ast::SetExpr, rels: &mut impl Iterator<Item = Rel>, k: usize) -> 
     let l = combine(left, rels, k)?;
     let r = combine(right, rels, k)?;
     let mut cols = l.cols.clone();
-    let (ty, nullable) = unify_types(&[
+    let (ty, nullable) = set_operation_type(&[
         (l.cols[k].ty.clone(), l.cols[k].nullable),
         (r.cols[k].ty.clone(), r.cols[k].nullable),
     ]);
@@ -228,7 +230,7 @@ fn combine(e: &ast::SetExpr, rels: &mut impl Iterator<Item = Rel>, k: usize) -> 
     if cols[k].ty.is_text() {
         cols[k].coll = Collation::GeneralCi;
     }
-    let (l, r) = (dates_as_datetimes(l, &cols), dates_as_datetimes(r, &cols));
+    let (l, r) = (as_result_types(l, &cols), as_result_types(r, &cols));
     let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
     let all = matches!(quantifier, ast::SetQuantifier::All);
     let distinct = matches!(

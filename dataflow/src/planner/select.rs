@@ -333,6 +333,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                             ty: c.ty.clone(),
                             nullable: c.nullable,
                             decimals: None,
+                            stored: c.stored,
                         });
                     }
                 }
@@ -360,6 +361,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     .map(|i| scope.cols[i].table.clone())
                     .unwrap_or_default();
                 let origin = base.and_then(|i| scope.cols[i].origin.clone());
+                let stored = base.is_some_and(|i| scope.cols[i].stored);
                 if let ast::SelectItem::ExprWithAlias { alias, .. } = item {
                     aliases.insert(alias.value.to_ascii_lowercase(), c.clone());
                 }
@@ -378,6 +380,7 @@ fn project(cx: &ExprCx<'_>, projection: &[ast::SelectItem], frame: &Frame) -> Re
                     ty,
                     nullable,
                     decimals,
+                    stored,
                 });
                 visible.push(c);
             }

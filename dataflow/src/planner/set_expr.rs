@@ -8,7 +8,7 @@ use super::expr::{derived_collation, unsupported, volatile, ExprCx};
 use super::query::Planner;
 use super::relation::{rel_scope, ColInfo, Rel};
 use super::syntax::{as_column, count_of, query_of};
-use crate::expr::{unify_types, CastType, Expr};
+use crate::expr::{type_chars, unify_types, CastType, Expr};
 use crate::ops::{AggKind, AggSpec};
 use crate::plan::{LNode, LOp, PlannedView};
 use crate::{DataflowError, OutputColumn, Result};
@@ -27,7 +27,7 @@ impl Planner<'_> {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
                 let cols = set_operation_columns(&l, &r)?;
-                let (l, r) = (dates_as_datetimes(l, &cols), dates_as_datetimes(r, &cols));
+                let (l, r) = (as_result_types(l, &cols), as_result_types(r, &cols));
                 let width = cols.len();
                 let colls: Vec<Collation> = cols.iter().map(|c| c.coll).collect();
                 let mut node = LNode {
@@ -63,7 +63,7 @@ impl Planner<'_> {
                 let l = self.set_expr(left)?;
                 let r = self.set_expr(right)?;
                 let cols = set_operation_columns(&l, &r)?;
-                let (l, r) = (dates_as_datetimes(l, &cols), dates_as_datetimes(r, &cols));
+                let (l, r) = (as_result_types(l, &cols), as_result_types(r, &cols));
                 let node = intersect_or_except(
                     l.node,
                     r.node,
@@ -133,6 +133,7 @@ impl Planner<'_> {
                 ty: c.ty.clone(),
                 nullable: c.nullable,
                 decimals: None,
+                stored: c.stored,
             })
             .collect();
         Ok(PlannedView {
@@ -169,12 +170,14 @@ pub(super) fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
             (l.cols[i].ty.clone(), l.cols[i].nullable),
             (r.cols[i].ty.clone(), r.cols[i].nullable),
         ];
-        let (t, n) = unify_types(&tys);
+        let (t, n) = set_operation_type(&tys);
         c.ty = t;
         c.nullable = n;
         c.table = String::new();
-        // MariaDB sends no key flags for a UNION's columns.
+        // MariaDB sends no key flags for a UNION's columns, and holds its
+        // rows in a temporary table.
         c.origin = None;
+        c.stored = true;
         if c.ty.is_text() {
             c.coll = Collation::GeneralCi;
         }
@@ -182,21 +185,53 @@ pub(super) fn set_operation_columns(l: &Rel, r: &Rel) -> Result<Vec<ColInfo>> {
     Ok(cols)
 }
 
-/// One side of a set operation whose DATE columns are DATETIME in the
-/// result (`SELECT d ... UNION SELECT dt ...`): those columns converted to
-/// midnight, so the result holds DATETIMEs and a DATE equals its midnight
-/// in a distinct UNION, as in MySQL.
-pub(super) fn dates_as_datetimes(side: Rel, cols: &[ColInfo]) -> Rel {
-    let converts = |i: usize| {
-        matches!(side.cols[i].ty, SqlType::Date) && matches!(cols[i].ty, SqlType::DateTime { .. })
+/// The type of a set operation's column whose sides have types `tys`
+/// (type, nullable): MariaDB holds the rows in a temporary table, so BIT
+/// sides make a BIT as wide as the widest (sent as its bytes), and BIT
+/// beside any other type a binary string of the BIT's digits (`b'1000001'
+/// UNION 5` is `'65'`, `'5'`); else the common type of [`unify_types`].
+pub(super) fn set_operation_type(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
+    let nullable = tys.iter().any(|t| t.1);
+    // A NULL literal's side takes any type.
+    let typed = || tys.iter().filter(|t| !(t.1 && t.0 == SqlType::VarChar(0)));
+    let bit_width = |t: &SqlType| match t {
+        SqlType::Bit(n) => Some(*n),
+        _ => None,
     };
-    if !(0..cols.len()).any(converts) {
+    if !typed().any(|t| bit_width(&t.0).is_some()) {
+        return unify_types(tys);
+    }
+    if let Some(widths) = typed()
+        .map(|t| bit_width(&t.0))
+        .collect::<Option<Vec<u8>>>()
+    {
+        return (
+            SqlType::Bit(widths.into_iter().max().unwrap_or(1)),
+            nullable,
+        );
+    }
+    let chars = typed().map(|t| type_chars(&t.0)).max().unwrap_or(1);
+    (SqlType::VarBinary(chars), nullable)
+}
+
+/// One side of a set operation as the result's column types hold it: a
+/// DATE column that is DATETIME in the result (`SELECT d ... UNION SELECT
+/// dt ...`) converted to midnight, so a DATE equals its midnight in a
+/// distinct UNION, as in MySQL; a BIT column that is a binary string in
+/// the result, its digits (see [`set_operation_type`]).
+pub(super) fn as_result_types(side: Rel, cols: &[ColInfo]) -> Rel {
+    let conversion = |i: usize| match (&side.cols[i].ty, &cols[i].ty) {
+        (SqlType::Date, SqlType::DateTime { .. }) => Some(CastType::DateTime),
+        (SqlType::Bit(_), SqlType::VarBinary(_)) => Some(CastType::Binary),
+        _ => None,
+    };
+    if !(0..cols.len()).any(|i| conversion(i).is_some()) {
         return side;
     }
     let exprs = (0..cols.len())
-        .map(|i| match converts(i) {
-            true => Expr::Cast(Box::new(Expr::Column(i)), CastType::DateTime),
-            false => Expr::Column(i),
+        .map(|i| match conversion(i) {
+            Some(to) => Expr::Cast(Box::new(Expr::Column(i)), to),
+            None => Expr::Column(i),
         })
         .collect();
     let colls = side.node.colls.clone();

@@ -106,6 +106,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                stored: false,
                 shown: None,
             });
         }
@@ -162,6 +163,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                stored: false,
                 shown: None,
             });
         }
@@ -268,6 +270,7 @@ impl Planner<'_> {
                 collation: coll,
                 table: String::new(),
                 origin: None,
+                stored: false,
                 shown: None,
             });
         };

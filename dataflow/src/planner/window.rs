@@ -96,6 +96,7 @@ impl Planner<'_> {
                             collation: coll,
                             table: oc.table.clone(),
                             origin: oc.origin.clone(),
+                            stored: oc.stored,
                             shown: None,
                         }
                     }
@@ -112,6 +113,7 @@ impl Planner<'_> {
                         collation: coll,
                         table: String::new(),
                         origin: None,
+                        stored: false,
                         shown: None,
                     },
                 }

@@ -332,6 +332,7 @@ impl Planner<'_> {
                         collation,
                         table: String::new(),
                         origin: None,
+                        stored: false,
                         shown,
                     },
                 ));
@@ -460,6 +461,7 @@ fn add_window_nodes(
                 collation,
                 table: String::new(),
                 origin: None,
+                stored: false,
                 shown: None,
             });
         }

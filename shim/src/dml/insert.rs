@@ -385,12 +385,13 @@ pub(super) fn insert_rows(
         return Err(err.into());
     }
     if !checks.is_empty() {
-        let conflict = (&on_conflict, replacing_keyed);
+        let conflict = (&on_conflict, returning, replacing_keyed);
         rows = checked_rows(e, s, &schema, &checks, rows, (conflict, batches))?;
     }
     let orphans = orphan_rows(e, s, &schema, &rows, &on_conflict)?;
     if !orphans.is_empty() {
-        rows = drop_orphans(e, s, &schema, rows, orphans, (&on_conflict, batches))?;
+        let rules = (&on_conflict, returning);
+        rows = drop_orphans(e, s, &schema, rows, orphans, (rules, batches))?;
     }
     let generated = reserve_ids(s, &schema, &rows);
     let cascades = if replacing_keyed {
@@ -403,8 +404,13 @@ pub(super) fn insert_rows(
         let (out, listed) =
             insert_in_transaction(e, s, &schema, rows, rules, (generated, batches))?;
         super::write::buffer_in_transaction(e, s, cascades)?;
-        (out, returning.map(|r| r.result(listed)))
+        (out, returning.and_then(|r| r.result(listed)))
     } else {
+        // Without RETURNING, several rows' write still reports the first
+        // value a row took: LAST_INSERT_ID() if a later row fails it.
+        let ids_only = InsertReturning::ids_only();
+        let watched = returning
+            .or_else(|| (many && schema.auto_increment_column().is_some()).then_some(&ids_only));
         let op = WriteOp::Insert {
             table: schema.id,
             schema_version: schema.version,
@@ -412,15 +418,14 @@ pub(super) fn insert_rows(
             on_conflict,
             auto_value_on_zero: crate::vars::auto_value_on_zero(s),
             id_batches: batches,
-            returning: returning.map(InsertReturning::row_function),
+            returning: watched.map(InsertReturning::row_function),
         };
-        let (out, listed) = submit_with(e, s, op, cascades, RowCounts::default()).map_err(
-            |err| match returning {
+        let (out, listed) =
+            submit_with(e, s, op, cascades, RowCounts::default()).map_err(|err| match watched {
                 Some(r) => r.failed(s, err),
                 None => err,
-            },
-        )?;
-        (out, returning.map(|r| r.result(listed)))
+            })?;
+        (out, returning.and_then(|r| r.result(listed)))
     };
     note_upserted_values(s, &upsert_notes, &upserted);
     if let Some(result) = listed {
@@ -478,14 +483,18 @@ fn checked_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    ((on_conflict, replacing_keyed), batches): ((&OnConflict, bool), IdBatches),
+    ((on_conflict, returning, replacing_keyed), batches): (
+        (&OnConflict, Option<&InsertReturning>, bool),
+        IdBatches,
+    ),
 ) -> Result<Vec<Row>> {
     let given = if replacing_keyed {
         rows.clone()
     } else {
         Vec::new()
     };
-    match check_inserted_rows(e, s, schema, checks, rows, (on_conflict, batches)) {
+    let rules = (on_conflict, returning);
+    match check_inserted_rows(e, s, schema, checks, rows, (rules, batches)) {
         Ok(rows) => Ok(rows),
         Err(err) if replacing_keyed => {
             let replaced = replaced_rows(e, s, schema, &given)?;
@@ -736,7 +745,7 @@ pub(super) fn drop_orphans(
     schema: &TableSchema,
     rows: Vec<Row>,
     orphans: Vec<(usize, ShimError)>,
-    (on_conflict, batches): (&OnConflict, IdBatches),
+    ((on_conflict, returning), batches): ((&OnConflict, Option<&InsertReturning>), IdBatches),
 ) -> Result<Vec<Row>> {
     if matches!(on_conflict, OnConflict::Ignore) {
         let mut skip = Vec::with_capacity(orphans.len());
@@ -754,34 +763,43 @@ pub(super) fn drop_orphans(
     let Some((first, err)) = orphans.into_iter().next() else {
         return Ok(rows);
     };
-    let earlier = first_statement_error(e, s, schema, &rows[..=first], on_conflict);
     // The row took its value before its parent was looked for.
-    use_up_ids(e, s, schema, (&rows[..first], rows.get(first)), batches)?;
-    earlier?;
+    let written = use_up_ids(e, s, schema, (&rows[..first], rows.get(first)), batches)?;
+    let rules = (on_conflict, returning);
+    first_statement_error(e, s, schema, (&written, rows.get(first)), rules)?;
     Err(err)
 }
 
-/// Plays `rows` (in order) against the table's keys as the session sees
-/// it, as the statement will: the first duplicate-key error a plain INSERT
-/// or an ON DUPLICATE KEY UPDATE's changed row meets (or a CHECK the
-/// update fails), if any. For precedence: MariaDB stops at the first
-/// failing row.
+/// Plays the rows before the one that fails the statement in the front
+/// end (`written`, with the AUTO_INCREMENT values they took) and that row
+/// (`failing`, if its keys are checked before its failure), in order,
+/// against the table's keys as the session sees them, as the statement
+/// will: the first duplicate-key error a plain INSERT or an ON DUPLICATE
+/// KEY UPDATE's changed row meets (or a CHECK the update fails), or the
+/// error of a written row's RETURNING, if any. For precedence: MariaDB
+/// stops at the first failing row, and evaluates a row's RETURNING once
+/// it wrote the row.
 pub(super) fn first_statement_error(
     e: &Engine,
     s: &Session,
     schema: &TableSchema,
-    rows: &[Row],
-    on_conflict: &OnConflict,
+    (written, failing): (&[Row], Option<&Row>),
+    (on_conflict, returning): (&OnConflict, Option<&InsertReturning>),
 ) -> Result<()> {
-    let rows: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
+    let rows: Vec<Row> = written
+        .iter()
+        .chain(failing)
+        .map(|r| coerce_lenient(schema, r))
+        .collect();
     let mut keys = TransactionKeys::new(e, s, schema, &rows)?;
-    for r in &rows {
-        match on_conflict {
+    for (i, r) in rows.iter().enumerate() {
+        let left = match on_conflict {
             OnConflict::Error => {
                 if keys.conflicts(r) > 0 {
                     return Err(keys.duplicate_error(r).into());
                 }
                 keys.add(r);
+                Some(r.clone())
             }
             OnConflict::Update(f) => match keys.first_conflict(r) {
                 Some(existing) => {
@@ -791,20 +809,27 @@ pub(super) fn first_statement_error(
                         return Err(keys.duplicate_error(&new).into());
                     }
                     keys.add(&new);
+                    Some(new)
                 }
-                None => keys.add(r),
+                None => {
+                    keys.add(r);
+                    Some(r.clone())
+                }
             },
             OnConflict::Replace => {
                 while let Some(victim) = keys.first_conflict(r) {
                     keys.remove_conflicting(&victim);
                 }
                 keys.add(r);
+                Some(r.clone())
             }
-            OnConflict::Ignore => {
-                if keys.conflicts(r) == 0 {
-                    keys.add(r);
-                }
-            }
+            OnConflict::Ignore => (keys.conflicts(r) == 0).then(|| {
+                keys.add(r);
+                r.clone()
+            }),
+        };
+        if let (Some(left), Some(returning), true) = (left, returning, i < written.len()) {
+            returning.values_of(&left)?;
         }
     }
     Ok(())
@@ -821,7 +846,7 @@ pub(super) fn check_inserted_rows(
     schema: &TableSchema,
     checks: &crate::checks::TableChecks,
     rows: Vec<Row>,
-    (on_conflict, batches): (&OnConflict, IdBatches),
+    ((on_conflict, returning), batches): ((&OnConflict, Option<&InsertReturning>), IdBatches),
 ) -> Result<Vec<Row>> {
     let ignore = matches!(on_conflict, OnConflict::Ignore);
     let multi = rows.len() > 1;
@@ -840,10 +865,11 @@ pub(super) fn check_inserted_rows(
             continue;
         }
         // The rows before it took their values; it fails before it does.
-        use_up_ids(e, s, schema, (&rows[..i], None), batches)?;
+        let written = use_up_ids(e, s, schema, (&rows[..i], None), batches)?;
         if !ignore {
             // An earlier row's failure is the error MariaDB reports.
-            first_statement_error(e, s, schema, &rows[..i], on_conflict)?;
+            let rules = (on_conflict, returning);
+            first_statement_error(e, s, schema, (&written, None), rules)?;
         }
         return Err(failed.into());
     }

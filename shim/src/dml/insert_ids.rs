@@ -3,7 +3,7 @@
 //! one inside a transaction, where the statement reports them before the
 //! write ([`reserve_ids`]).
 
-use ladle_common::{Row, TableSchema};
+use ladle_common::{Row, TableSchema, Value};
 use ladle_storage::{IdAllocator, IdBatches};
 use sqlparser::ast::SetExpr;
 
@@ -68,22 +68,27 @@ pub(super) fn reserve_ids(s: &Session, schema: &TableSchema, rows: &[Row]) -> Ve
 /// fails before). A row among them whose values fail ends the statement
 /// there. MariaDB's rows had taken them (see [`ladle_storage::IdBatches`]),
 /// so the counter moves as their write would have moved it: an explicit
-/// value of a written row moves it too, the failing row's does not.
+/// value of a written row moves it too, the failing row's does not. The
+/// first value a written row took is `LAST_INSERT_ID()` after the failed
+/// statement, as in MariaDB (its `first_successful_insert_id_in_cur_stmt`).
+/// Returns the written rows with the values they took.
 pub(super) fn use_up_ids(
     e: &Engine,
-    s: &Session,
+    s: &mut Session,
     schema: &TableSchema,
     (written, failed): (&[Row], Option<&Row>),
     batches: IdBatches,
-) -> Result<()> {
+) -> Result<Vec<Row>> {
+    let mut with_ids = written.to_vec();
     let Some(ai) = schema.auto_increment_column() else {
-        return Ok(());
+        return Ok(with_ids);
     };
     let on_zero = crate::vars::auto_value_on_zero(s);
     let strict = crate::vars::strict_mode(s);
     let mut ids = IdAllocator::new(batches, written.len());
+    let mut first_written = None;
     let rows = written.iter().map(|r| (r, true));
-    for (r, was_written) in rows.chain(failed.map(|r| (r, false))) {
+    for (i, (r, was_written)) in rows.chain(failed.map(|r| (r, false))).enumerate() {
         // A row whose values do not fit (strict mode) or break NOT NULL
         // fails the statement first, before it takes a value.
         let fits = if strict {
@@ -95,10 +100,14 @@ pub(super) fn use_up_ids(
             break;
         }
         if r[ai].is_null() || (on_zero && r[ai].as_i64() == Some(0)) {
-            ids.take(|at_least, size| {
+            let id = ids.take(|at_least, size| {
                 e.storage
                     .reserve_auto_increment_batch(schema.id, at_least, size)
             })?;
+            if was_written {
+                first_written.get_or_insert(id);
+                with_ids[i][ai] = Value::UInt(id);
+            }
         } else if let Some(explicit) = super::write::positive_id(&r[ai]) {
             ids.follow(explicit);
             if was_written {
@@ -107,5 +116,8 @@ pub(super) fn use_up_ids(
         }
         ids.row_done();
     }
-    Ok(())
+    if let Some(id) = first_written {
+        s.last_insert_id = id;
+    }
+    Ok(with_ids)
 }

@@ -62,8 +62,30 @@ pub(super) fn insert_in_transaction(
     s: &mut Session,
     schema: &TableSchema,
     rows: Vec<Row>,
+    rules: (OnConflict, Option<&InsertReturning>),
+    ids: (Vec<bool>, IdBatches),
+) -> Result<(Output, Vec<Row>)> {
+    let mut first_generated = None;
+    let taken = take_rows(e, s, schema, rows, rules, ids, &mut first_generated);
+    // The first value a row the statement took generated, whether the
+    // statement then fails or not (MariaDB's
+    // `first_successful_insert_id_in_cur_stmt`).
+    if let Some(id) = first_generated {
+        s.last_insert_id = id;
+    }
+    taken
+}
+
+/// [`insert_in_transaction`]'s row loop; `first_generated`: the first
+/// AUTO_INCREMENT value a row it took was given.
+fn take_rows(
+    e: &Engine,
+    s: &mut Session,
+    schema: &TableSchema,
+    rows: Vec<Row>,
     (on_conflict, returning): (OnConflict, Option<&InsertReturning>),
     (generated, id_batches): (Vec<bool>, IdBatches),
+    first_generated: &mut Option<u64>,
 ) -> Result<(Output, Vec<Row>)> {
     let statement_rows = rows.len();
     let (rows, failure) = checked_rows(schema, &rows);
@@ -71,7 +93,6 @@ pub(super) fn insert_in_transaction(
     let mut kept = Vec::with_capacity(rows.len());
     let mut listed = Vec::new();
     let mut counts = RowCounts::default();
-    let mut first_generated = None;
     let mut insert_id = 0;
     let ai = schema.auto_increment_column();
     let mut ids = RowIds::new(e, schema, (id_batches, statement_rows));
@@ -130,7 +151,7 @@ pub(super) fn insert_in_transaction(
                         return Err(keys.duplicate_error(&new).into());
                     }
                     keys.add(&new);
-                    list(s, returning, &new, (&mut listed, first_generated))?;
+                    list(returning, &new, &mut listed)?;
                 }
                 ids.skipped(taken);
                 kept.push(row);
@@ -141,21 +162,18 @@ pub(super) fn insert_in_transaction(
             e.storage.note_auto_increment(schema.id, id)?;
         }
         if was_generated && first_generated.is_none() {
-            first_generated = id;
+            *first_generated = id;
             insert_id = id.unwrap_or(0);
         } else if first_generated.is_none() {
             insert_id = id.unwrap_or(insert_id);
         }
         keys.remove_conflicting(&row);
         keys.add(&row);
-        list(s, returning, &row, (&mut listed, first_generated))?;
+        list(returning, &row, &mut listed)?;
         kept.push(row);
     }
     if let Some(err) = failure {
         return Err(err);
-    }
-    if let Some(id) = first_generated {
-        s.last_insert_id = id;
     }
     if first_generated.is_none() && counts.affected == 0 {
         insert_id = 0;
@@ -181,15 +199,10 @@ pub(super) fn insert_in_transaction(
 }
 
 /// Adds what `returning` lists for `row` to `listed` (see
-/// [`InsertReturning::values_in_transaction`]).
-fn list(
-    s: &mut Session,
-    returning: Option<&InsertReturning>,
-    row: &Row,
-    (listed, first_generated): (&mut Vec<Row>, Option<u64>),
-) -> Result<()> {
+/// [`InsertReturning::values_of`]).
+fn list(returning: Option<&InsertReturning>, row: &Row, listed: &mut Vec<Row>) -> Result<()> {
     if let Some(returning) = returning {
-        listed.push(returning.values_in_transaction(s, row, first_generated)?);
+        listed.push(returning.values_of(row)?);
     }
     Ok(())
 }

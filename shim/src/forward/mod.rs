@@ -261,6 +261,7 @@ fn decode(answer: Result<Answer, Failure>) -> Result<Output, WireError> {
                     ty: c.ty,
                     nullable: c.nullable,
                     decimals: None,
+                    stored: false,
                 })
                 .collect(),
             rows: rows.into(),

@@ -26,6 +26,19 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
         }
         Lower => Value::text(to_text(&v0).to_lowercase()),
         Upper => Value::text(to_text(&v0).to_uppercase()),
+        // A binary string is trimmed of its space bytes, byte for byte.
+        Trim | LTrim | RTrim if matches!(v0, Value::Bytes(_)) => {
+            let b = to_bytes(&v0);
+            let start = match f {
+                RTrim => 0,
+                _ => b.iter().position(|&x| x != b' ').unwrap_or(b.len()),
+            };
+            let end = match f {
+                LTrim => b.len(),
+                _ => b.iter().rposition(|&x| x != b' ').map_or(start, |i| i + 1),
+            };
+            Value::bytes(&b[start..end.max(start)])
+        }
         Trim => Value::text(to_text(&v0).trim_matches(' ')),
         LTrim => Value::text(to_text(&v0).trim_start_matches(' ')),
         RTrim => Value::text(to_text(&v0).trim_end_matches(' ')),
@@ -108,11 +121,16 @@ pub(super) fn call(f: Func, vals: &[Value], v0: Value) -> EvalResult {
                 return Ok(Value::Null);
             }
             let n = int_arg(&vals[1]).unwrap_or(0).max(0) as u128;
-            let s = to_text(&v0);
+            // A binary string repeats byte for byte (as text, a byte that
+            // is not UTF-8 would change).
+            let s = to_bytes(&v0);
             if too_large(f, s.len() as u128 * n) {
                 return Ok(Value::Null);
             }
-            Value::text(s.repeat(n as usize))
+            match v0 {
+                Value::Bytes(_) => Value::bytes(s.repeat(n as usize)),
+                _ => Value::text(to_text(&v0).repeat(n as usize)),
+            }
         }
         Lpad | Rpad => pad(f, vals, &v0)?,
         Locate | Instr => locate(f, vals)?,
@@ -143,7 +161,10 @@ pub(super) fn result_type(f: Func, tys: &[(SqlType, bool)]) -> (SqlType, bool) {
                     _ => 64,
                 })
                 .fold(0u32, |a, b| a.saturating_add(b));
-            let binary = matches!(f, Concat | ConcatWs) && tys.iter().any(|t| t.0.is_binary());
+            let binary = match f {
+                Repeat => tys[0].0.is_binary(),
+                _ => tys.iter().any(|t| t.0.is_binary()),
+            };
             (
                 if binary {
                     SqlType::VarBinary(n.max(1))
@@ -249,6 +270,26 @@ fn replace(f: Func, vals: &[Value], v0: &Value) -> EvalResult {
     if null_in(vals) {
         return Ok(Value::Null);
     }
+    // With a binary string among them, bytes are replaced (text would
+    // change a byte that is not UTF-8).
+    if vals.iter().any(|v| matches!(v, Value::Bytes(_))) {
+        let (hay, from, to) = (to_bytes(v0), to_bytes(&vals[1]), to_bytes(&vals[2]));
+        let hits = byte_matches(&hay, &from);
+        let bytes =
+            hay.len() as u128 - (hits.len() * from.len()) as u128 + (hits.len() * to.len()) as u128;
+        if too_large(f, bytes) {
+            return Ok(Value::Null);
+        }
+        let mut out = Vec::with_capacity(bytes as usize);
+        let mut at = 0;
+        for hit in hits {
+            out.extend_from_slice(&hay[at..hit]);
+            out.extend_from_slice(&to);
+            at = hit + from.len();
+        }
+        out.extend_from_slice(&hay[at..]);
+        return Ok(Value::bytes(out));
+    }
     let from = to_text(&vals[1]);
     let hay = to_text(v0);
     if from.is_empty() {
@@ -263,38 +304,67 @@ fn replace(f: Func, vals: &[Value], v0: &Value) -> EvalResult {
     Ok(Value::text(hay.replace(&from, &to)))
 }
 
+/// Where `needle` starts in `hay`, left to right, not overlapping; none
+/// for an empty needle.
+fn byte_matches(hay: &[u8], needle: &[u8]) -> Vec<usize> {
+    let mut hits = Vec::new();
+    let mut at = 0;
+    while !needle.is_empty() && at + needle.len() <= hay.len() {
+        if hay[at..].starts_with(needle) {
+            hits.push(at);
+            at += needle.len();
+        } else {
+            at += 1;
+        }
+    }
+    hits
+}
+
 /// LPAD and RPAD(`v0`, length, padding): cut to the length when longer.
+/// With a binary string among them, in bytes.
 fn pad(f: Func, vals: &[Value], v0: &Value) -> EvalResult {
     if null_in(vals) {
         return Ok(Value::Null);
     }
-    let s: Vec<char> = to_text(v0).chars().collect();
     let n = int_arg(&vals[1]).unwrap_or(0);
     if n < 0 {
         return Ok(Value::Null);
     }
-    let pad: Vec<char> = to_text(&vals[2]).chars().collect();
-    if s.len() as i64 >= n {
-        return Ok(Value::text(s[..n as usize].iter().collect::<String>()));
-    }
-    if pad.is_empty() {
-        return Ok(Value::Null);
-    }
-    let body_bytes: u128 = s.iter().map(|c| c.len_utf8() as u128).sum();
-    if too_large(
-        f,
-        body_bytes + cycled_bytes(&pad, (n as u128) - s.len() as u128),
-    ) {
-        return Ok(Value::Null);
-    }
     let n = n as usize;
-    let fill: String = pad.iter().cycle().take(n - s.len()).collect();
-    let body: String = s.iter().collect();
-    Ok(Value::text(if f == Func::Lpad {
-        fill + &body
+    if matches!(v0, Value::Bytes(_)) || matches!(vals[2], Value::Bytes(_)) {
+        let (s, pad) = (to_bytes(v0), to_bytes(&vals[2]));
+        if s.len() < n && (pad.is_empty() || too_large(f, n as u128)) {
+            return Ok(Value::Null);
+        }
+        return Ok(Value::bytes(padded(&s, &pad, n, f == Func::Lpad)));
+    }
+    let s: Vec<char> = to_text(v0).chars().collect();
+    let pad: Vec<char> = to_text(&vals[2]).chars().collect();
+    if s.len() < n {
+        if pad.is_empty() {
+            return Ok(Value::Null);
+        }
+        let body_bytes: u128 = s.iter().map(|c| c.len_utf8() as u128).sum();
+        if too_large(f, body_bytes + cycled_bytes(&pad, (n - s.len()) as u128)) {
+            return Ok(Value::Null);
+        }
+    }
+    let out = padded(&s, &pad, n, f == Func::Lpad);
+    Ok(Value::text(out.into_iter().collect::<String>()))
+}
+
+/// `s` cut or padded to `n` units (characters or bytes) with `pad`
+/// repeated, on the left or the right; `pad` is not empty when needed.
+fn padded<T: Clone>(s: &[T], pad: &[T], n: usize, left: bool) -> Vec<T> {
+    if s.len() >= n {
+        return s[..n].to_vec();
+    }
+    let fill = pad.iter().cycle().take(n - s.len()).cloned();
+    if left {
+        fill.chain(s.iter().cloned()).collect()
     } else {
-        body + &fill
-    }))
+        s.iter().cloned().chain(fill).collect()
+    }
 }
 
 /// LOCATE(needle, haystack) and INSTR(haystack, needle): the 1-based

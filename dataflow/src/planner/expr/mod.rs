@@ -39,6 +39,8 @@ pub(crate) struct ScopeCol {
     pub table: String,
     /// The base column it reads unchanged, for result metadata.
     pub origin: Option<crate::BaseColumn>,
+    /// Held as a table's column holds it (see `OutputColumn::stored`).
+    pub stored: bool,
     /// A DECIMAL holding a quotient's full digits (an exact AVG of a
     /// scalar subquery or a window), read as `Cast(Column, Shown { scale
     /// })`: arithmetic and numeric functions take the digits, a shown
