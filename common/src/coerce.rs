@@ -6,7 +6,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use rust_decimal::Decimal;
 
 use crate::bit::BitMisfit;
-use crate::utf8::utf8_replacing_invalid;
+use crate::utf8::{escaped_bytes, utf8_replacing_invalid};
 use crate::{ColumnSchema, SqlType, Value};
 
 /// Why a value does not fit a column. The front end maps these to MySQL
@@ -688,18 +688,9 @@ fn to_decimal(v: &Value) -> Option<Decimal> {
 }
 
 /// Up to 6 bytes as MariaDB shows the bad part of an incorrect string
-/// value: printable ASCII as is, other bytes as `\xHH`.
+/// value (see [`escaped_bytes`]).
 fn escape_invalid(b: &[u8]) -> String {
-    b.iter()
-        .take(6)
-        .map(|&x| {
-            if x.is_ascii_graphic() || x == b' ' {
-                char::from(x).to_string()
-            } else {
-                format!("\\x{x:02X}")
-            }
-        })
-        .collect()
+    escaped_bytes(&b[..b.len().min(6)])
 }
 
 fn to_text(v: &Value) -> String {

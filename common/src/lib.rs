@@ -25,7 +25,7 @@ pub use row_columns::RowColumns;
 pub use schema::{
     ColumnDefault, ColumnSchema, IndexSchema, TableId, TableSchema, HIDDEN_COLUMN_PREFIX,
 };
-pub use utf8::utf8_replacing_invalid;
+pub use utf8::{escaped_bytes, utf8_replacing_invalid};
 pub use value::{
     date_from_parts, date_parts, is_calendar_date, Collation, SqlType, Value, ZERO_DATE,
 };

@@ -2,7 +2,7 @@
 //! a character set: each byte that does not begin a valid character
 //! becomes `?` (so `x'E28242'`, a cut-off `€` before `B`, is `??B`), and
 //! the rest is kept byte for byte. Never U+FFFD: a client would read three
-//! bytes MariaDB never sends.
+//! bytes MariaDB never sends. Also bytes as MariaDB's messages show them.
 
 /// `b` as text, every byte that does not begin a valid UTF-8 character
 /// replaced by `?`; with the position of the first such byte, if any.
@@ -26,6 +26,20 @@ pub fn utf8_replacing_invalid(mut b: &[u8]) -> (String, Option<usize>) {
             }
         }
     }
+}
+
+/// Bytes as MariaDB's messages show them: printable ASCII as is, any
+/// other byte as `\xHH`.
+pub fn escaped_bytes(b: &[u8]) -> String {
+    let mut shown = String::with_capacity(b.len());
+    for &byte in b {
+        if (0x20..=0x7E).contains(&byte) {
+            shown.push(char::from(byte));
+        } else {
+            shown.push_str(&format!("\\x{byte:02X}"));
+        }
+    }
+    shown
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! as utf8mb4 as MariaDB converts it (each invalid byte `?`, warning 1300),
 //! and CHAR(n)'s cut (warning 1292), both warnings in MariaDB's words.
 
-use ladle_common::{utf8_replacing_invalid, Value};
+use ladle_common::{escaped_bytes, utf8_replacing_invalid, Value};
 
 use super::warnings::{warn, WARN_INVALID_CHARACTER_STRING, WARN_TRUNCATED_WRONG_VALUE};
 
@@ -43,18 +43,11 @@ pub(crate) fn cast_to_char(v: &Value, chars: Option<usize>) -> Value {
 const INVALID_STRING_SHOWN: usize = 64;
 const TRUNCATED_VALUE_SHOWN: usize = 128;
 
-/// Bytes as MariaDB's messages show them: printable ASCII as is, any other
-/// byte as `\xHH`; past `limit` characters, the first `limit - 3` and
-/// `...` (which may cut a `\xHH` short, as MariaDB does).
+/// Bytes as MariaDB's messages show them ([`escaped_bytes`]); past
+/// `limit` characters, the first `limit - 3` and `...` (which may cut a
+/// `\xHH` short, as MariaDB does).
 fn shown_bytes(b: &[u8], limit: usize) -> String {
-    let mut shown = String::new();
-    for &byte in b {
-        if (0x20..=0x7E).contains(&byte) {
-            shown.push(char::from(byte));
-        } else {
-            shown.push_str(&format!("\\x{byte:02X}"));
-        }
-    }
+    let mut shown = escaped_bytes(b);
     if shown.len() > limit {
         shown.truncate(limit - 3);
         shown.push_str("...");
