@@ -219,7 +219,7 @@ impl Context<'_> {
                     .wait_applied(newest_commit(&v.commits), Duration::from_millis(100));
                 let mark = crate::interrupt::charged();
                 let started = Instant::now();
-                let lost = match self.fill_unlocked(v, template, keys)? {
+                let stopped_early = match self.fill_unlocked(v, template, keys)? {
                     Attempt::Filled(rows) => {
                         if hold.is_some() {
                             self.stats.held.fetch_add(keys.len() as u64, AO::Relaxed);
@@ -228,7 +228,7 @@ impl Context<'_> {
                     }
                     Attempt::Lost { stopped_early } => stopped_early,
                 };
-                if lost {
+                if stopped_early {
                     self.stats.stopped.fetch_add(1, AO::Relaxed);
                 }
                 // The lost attempt's rows are gone: a view of a few hundred
@@ -238,7 +238,7 @@ impl Context<'_> {
                 if hold.is_some() {
                     break;
                 }
-                if lost || started.elapsed() >= LONG_FILL {
+                if stopped_early || started.elapsed() >= LONG_FILL {
                     // A long fill lost to a write will lose again to the
                     // next one. Computing it under the graph lock instead
                     // stalled every other miss and every view update for
