@@ -109,6 +109,7 @@ mod engine;
 mod error;
 mod expr;
 mod graph;
+mod hash;
 pub mod interrupt;
 mod meta;
 mod ops;

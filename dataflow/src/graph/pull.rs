@@ -2,9 +2,9 @@
 //! where the node has it, otherwise computed from its parents and filling
 //! the node's state on the way.
 
-use std::collections::{HashMap, HashSet};
-
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
+
+use crate::hash::{HashMap, HashSet};
 
 use super::columns::narrowed;
 use super::{choose_index, split_cols, BaseReads, FilledPartition, Graph, NodeId};
@@ -181,7 +181,7 @@ impl Graph {
             .collect();
         // Every distinct join key, and where each key's groups find theirs.
         let mut all_keys: Vec<Vec<Value>> = Vec::new();
-        let mut slot: HashMap<Vec<Value>, usize> = HashMap::new();
+        let mut slot: HashMap<Vec<Value>, usize> = HashMap::default();
         let slots: Vec<Vec<usize>> = grouped
             .iter()
             .map(|(join_keys, _, _)| {
@@ -244,7 +244,7 @@ impl Graph {
         let state_key = state_key.to_vec();
         let mut out: Vec<Option<Vec<Row>>> = Vec::with_capacity(keys.len());
         let mut state_keys = Vec::with_capacity(keys.len());
-        let mut missing: HashSet<Vec<Value>> = HashSet::new();
+        let mut missing: HashSet<Vec<Value>> = HashSet::default();
         let mut missing_keys: Vec<Vec<Value>> = Vec::new();
         for key in keys {
             // Values of the state key for this lookup.
@@ -280,7 +280,8 @@ impl Graph {
             state_keys.push(sk);
         }
         let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
-        let mut filled: HashMap<Vec<Value>, Vec<Row>> = HashMap::with_capacity(inputs.len());
+        let mut filled: HashMap<Vec<Value>, Vec<Row>> =
+            HashMap::with_capacity_and_hasher(inputs.len(), Default::default());
         for (sk, input) in missing_keys.into_iter().zip(inputs) {
             let rows = self.nodes[n].op.fill_partition(&sk, input);
             if let Some(d) = &mut self.detached {
@@ -437,7 +438,8 @@ impl Graph {
         // The keys are integers (checked above), so each is grouped by its
         // numeric value: no per-row key vectors, collation or `Value`
         // comparisons (the front page's cold fill groups 360k votes).
-        let mut slot: HashMap<IntKey, usize> = HashMap::with_capacity(keys.len());
+        let mut slot: HashMap<IntKey, usize> =
+            HashMap::with_capacity_and_hasher(keys.len(), Default::default());
         let mut first_asked = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
             let first = match IntKey::of(k.iter()) {
@@ -652,7 +654,7 @@ fn group_by_join_key(
 ) -> (Vec<Vec<Value>>, Vec<Vec<Row>>, Vec<Row>) {
     let mut keys = Vec::new();
     let mut groups: Vec<Vec<Row>> = Vec::new();
-    let mut index: HashMap<Vec<Value>, usize> = HashMap::new();
+    let mut index: HashMap<Vec<Value>, usize> = HashMap::default();
     let mut nulls = Vec::new();
     for row in rows {
         let key = project_cols(&row, cols);

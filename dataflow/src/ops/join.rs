@@ -6,12 +6,12 @@
 //! `R_old`), and the output delta is `join(L_new, R_new) - join(L_old,
 //! R_old)`. This is exact for self-joins and for batches touching both sides.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use ladle_common::{Collation, Row, RowDelta, Value};
 
 use super::{diff_rows, norm_key, project_cols, row_bytes, undo};
+use crate::hash::HashMap;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum JoinKind {
@@ -56,7 +56,7 @@ impl Join {
         right: &'a [RowDelta],
     ) -> (Vec<KeyedDeltas<'a>>, Vec<&'a RowDelta>) {
         let mut order: Vec<Vec<Value>> = Vec::new();
-        let mut map: HashMap<Vec<Value>, KeyedDeltas<'a>> = HashMap::new();
+        let mut map: HashMap<Vec<Value>, KeyedDeltas<'a>> = HashMap::default();
         let mut null_left = Vec::new();
         for (side, deltas, cols) in [(0, left, &self.left_cols), (1, right, &self.right_cols)] {
             for d in deltas {

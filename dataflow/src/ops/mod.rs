@@ -16,9 +16,9 @@ pub(crate) mod window;
 #[cfg(test)]
 pub(crate) mod harness;
 
-use std::collections::HashMap;
-
 use ladle_common::{Collation, Row, RowDelta, TableId, Value};
+
+use crate::hash::HashMap;
 
 pub(crate) use aggregate::{AggKind, AggSpec, Aggregate};
 pub(crate) use filter::Filter;
@@ -183,7 +183,7 @@ pub(crate) fn key_matches(
 
 /// Multiset difference `new - old` as deltas (deletions first).
 pub(crate) fn diff_rows(old: Vec<Row>, new: Vec<Row>) -> Vec<RowDelta> {
-    let mut counts: HashMap<Row, i64> = HashMap::new();
+    let mut counts: HashMap<Row, i64> = HashMap::default();
     for r in old {
         *counts.entry(r).or_insert(0) -= 1;
     }
@@ -248,7 +248,7 @@ pub(crate) enum Changed<S> {
 impl<S> Default for DirtyKeys<S> {
     fn default() -> DirtyKeys<S> {
         DirtyKeys {
-            keys: HashMap::new(),
+            keys: HashMap::default(),
             all: true,
         }
     }
@@ -310,7 +310,7 @@ impl<S: Default> DirtyKeys<S> {
 
     pub fn mark_all(&mut self) {
         self.all = true;
-        self.keys = HashMap::new();
+        self.keys = HashMap::default();
     }
 
     /// Hands over the changes and starts tracking afresh (nothing changed).
@@ -327,7 +327,7 @@ impl<S: Default> DirtyKeys<S> {
     /// State was replaced by a snapshot's: nothing changed relative to it.
     pub fn reset_clean(&mut self) {
         self.all = false;
-        self.keys = HashMap::new();
+        self.keys = HashMap::default();
     }
 }
 

@@ -21,7 +21,7 @@
 //! one leaves it.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -31,6 +31,7 @@ use serde::{Serialize, Serializer};
 use super::aggregate::AggSpec;
 use super::reader::OrderSpec;
 use super::{diff_rows, norm_key, project_cols, row_bytes, Aggregate, Captured, DirtyKeys};
+use crate::hash::HashMap;
 
 /// One window function, computed over the rows of the current row's
 /// partition in ORDER BY order.
@@ -246,7 +247,7 @@ impl Window {
             key: vec![],
             frame: None,
             aggs: Aggregate::new(0, specs, vec![], true),
-            state: HashMap::new(),
+            state: HashMap::default(),
             bytes: 0,
             dirty: DirtyKeys::default(),
         })
@@ -264,7 +265,7 @@ impl Window {
             key: self.key.clone(),
             frame: self.frame.clone(),
             aggs: self.aggs.stateless_copy(),
-            state: HashMap::new(),
+            state: HashMap::default(),
             bytes: 0,
             dirty: DirtyKeys::default(),
         }
@@ -614,7 +615,7 @@ impl Window {
     pub fn on_input(&mut self, deltas: Vec<RowDelta>) -> Vec<RowDelta> {
         // Per touched window partition: its smallest changed ORDER BY values.
         let mut touched: Vec<(Vec<Value>, Vec<Value>, Vec<SortVal>)> = Vec::new();
-        let mut index: HashMap<(Vec<Value>, Vec<Value>), usize> = HashMap::new();
+        let mut index: HashMap<(Vec<Value>, Vec<Value>), usize> = HashMap::default();
         let mut kept = Vec::with_capacity(deltas.len());
         for d in deltas {
             let sk = self.state_key_of(d.row());

@@ -132,7 +132,7 @@ impl SavedPartition for Partition {
     type Saved = Vec<(Vec<Value>, Group)>;
     const KIND: u8 = KIND_AGGREGATE;
     fn from_saved(saved: Vec<(Vec<Value>, Group)>) -> Partition {
-        let mut part = Partition::with_capacity(saved.len());
+        let mut part = Partition::with_capacity_and_hasher(saved.len(), Default::default());
         part.extend(saved);
         part
     }

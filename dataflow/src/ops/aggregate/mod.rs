@@ -10,7 +10,7 @@
 //! holds every group with that key. MIN/MAX/GROUP_CONCAT keep a multiset of
 //! values per group so deleting the current extreme is exact.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -24,6 +24,7 @@ use exact_sum::ExactSum;
 
 use super::{norm_key, project_cols, row_bytes, Captured, DirtyKeys};
 use crate::expr::ArithOp;
+use crate::hash::{HashMap, HashSet};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum AggKind {
@@ -209,7 +210,7 @@ impl Aggregate {
             colls,
             key: vec![],
             scalar,
-            state: HashMap::new(),
+            state: HashMap::default(),
             bytes: 0,
             dirty: DirtyKeys::default(),
         }
@@ -485,7 +486,7 @@ impl Aggregate {
         let gcolls = self.group_colls();
         // group key -> (partition, old output)
         let mut touched: Vec<(Vec<Value>, Vec<Value>, Option<Row>)> = Vec::new();
-        let mut seen: HashMap<(Vec<Value>, Vec<Value>), ()> = HashMap::new();
+        let mut seen: HashMap<(Vec<Value>, Vec<Value>), ()> = HashMap::default();
         for d in deltas {
             let row = d.row();
             let pk = self.partition_of(row);
@@ -578,7 +579,7 @@ impl Aggregate {
     pub fn fill(&mut self, key: &[Value], rows: Vec<Row>) -> Vec<Row> {
         let pk = norm_key(key, &self.key_colls());
         let gcolls = self.group_colls();
-        let mut part: HashMap<Vec<Value>, Group> = HashMap::new();
+        let mut part: HashMap<Vec<Value>, Group> = HashMap::default();
         for row in &rows {
             let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
             let g = part
