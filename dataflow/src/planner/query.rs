@@ -85,7 +85,9 @@ impl Planner<'_> {
             return self.plan_query(&q);
         }
         match &*q.body {
-            ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self.constant(s, q),
+            ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self
+                .constant(s, q)
+                .map_err(|e| super::clause::name_the_clause(e, s, q)),
             ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
                 self.plan_query(inner)
