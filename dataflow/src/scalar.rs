@@ -29,9 +29,10 @@ impl RowExpr {
             .collect();
         self.expr.result_type(&input)
     }
-    /// The value's type when the expression reads no column (a constant).
-    pub fn constant_type(&self) -> SqlType {
-        self.expr.result_type(&[]).0
+    /// The value's type, and whether it may be NULL, when the expression
+    /// reads no column (a constant).
+    pub fn constant_type(&self) -> (SqlType, bool) {
+        self.expr.result_type(&[])
     }
     /// The decimals a DOUBLE result is shown with when the expression reads
     /// no column (`ROUND(1.25e0, 1) + 0`: 1), `None` if not fixed.

@@ -630,7 +630,8 @@ pub(crate) fn as_mysql_shows(e: &ast::Expr) -> ast::Expr {
     shown
 }
 
-fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
+/// `e` inside its parentheses.
+pub(crate) fn strip_nested(mut e: &ast::Expr) -> &ast::Expr {
     while let ast::Expr::Nested(inner) = e {
         e = inner;
     }

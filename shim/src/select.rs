@@ -313,7 +313,7 @@ impl Engine {
                 columns: &[],
                 row: &[],
             };
-            let (v, declared, fixed) = match ctx.eval_typed(expr) {
+            let typed = match ctx.eval_typed(expr) {
                 Ok(typed) => typed,
                 // Not a constant expression: a query for the view engine
                 // itself (it reports what it cannot do).
@@ -325,7 +325,21 @@ impl Engine {
                     return Err(ShimError::UnknownColumn(c, "field list".into()))
                 }
             };
-            let ty = constant_column_type(&v, &declared);
+            let crate::vars::Typed {
+                value: v,
+                ty: declared,
+                nullable,
+                decimals: fixed,
+            } = typed;
+            // A CAST is typed as it says (`DECIMAL(5,2)`, `CHAR`: as many
+            // characters as its value may print as), as MariaDB types it.
+            let (ty, nullable) = match crate::functional_index::strip_nested(expr) {
+                ast::Expr::Cast { .. }
+                | ast::Expr::Convert {
+                    data_type: Some(_), ..
+                } => (declared, nullable || v.is_null()),
+                _ => (constant_column_type(&v, &declared), v.is_null()),
+            };
             let decimals = match ty {
                 SqlType::Double => fixed,
                 _ => None,
@@ -335,7 +349,7 @@ impl Engine {
                 table: String::new(),
                 origin: None,
                 ty,
-                nullable: v.is_null(),
+                nullable,
                 decimals,
                 stored: false,
             });

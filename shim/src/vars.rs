@@ -639,6 +639,17 @@ pub enum EvalError {
     Refused(crate::error::WireError),
 }
 
+/// A constant expression's value and what its compiled expression
+/// declares of it.
+pub struct Typed {
+    pub value: Value,
+    pub ty: SqlType,
+    /// Whether the type may be NULL (whatever this value is).
+    pub nullable: bool,
+    /// The decimals a DOUBLE result is shown with (`None`: not fixed).
+    pub decimals: Option<u8>,
+}
+
 impl EvalContext<'_> {
     /// Evaluates `e` with the one expression evaluator the views use:
     /// session references (`@@x`, `@x`, DATABASE(), USER(), ...) and the
@@ -646,12 +657,11 @@ impl EvalContext<'_> {
     /// the result is compiled and evaluated by the dataflow crate, so a
     /// query without a table answers exactly as a view would.
     pub fn eval(&self, e: &Expr) -> Result<Value, EvalError> {
-        self.eval_typed(e).map(|(v, _, _)| v)
+        self.eval_typed(e).map(|t| t.value)
     }
 
-    /// [`Self::eval`], the type the compiled expression declares and the
-    /// decimals a DOUBLE result of it is shown with (`None`: not fixed).
-    pub fn eval_typed(&self, e: &Expr) -> Result<(Value, SqlType, Option<u8>), EvalError> {
+    /// [`Self::eval`], with what the compiled expression declares of it.
+    pub fn eval_typed(&self, e: &Expr) -> Result<Typed, EvalError> {
         let mut resolved = e.clone();
         let mut failure = None;
         let _ = ast::visit_expressions_mut(&mut resolved, |x| {
@@ -670,8 +680,14 @@ impl EvalContext<'_> {
         }
         let compiled = ladle_dataflow::compile_row_expr(&resolved, None)
             .map_err(|e| EvalError::Compile(e.in_database(self.session.database.as_deref())))?;
-        let v = compiled.eval(&Vec::new()).map_err(EvalError::Eval)?;
-        Ok((v, compiled.constant_type(), compiled.constant_decimals()))
+        let value = compiled.eval(&Vec::new()).map_err(EvalError::Eval)?;
+        let (ty, nullable) = compiled.constant_type();
+        Ok(Typed {
+            value,
+            ty,
+            nullable,
+            decimals: compiled.constant_decimals(),
+        })
     }
 
     /// The value `x` stands for if it is a session reference or a column of

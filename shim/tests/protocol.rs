@@ -467,6 +467,10 @@ async fn column_metadata_matches_mariadb() {
         "SELECT keyed.id, pair.x, pair.y FROM keyed LEFT JOIN pair ON pair.x = keyed.id",
         "SELECT c FROM keyed GROUP BY c",
         "SELECT * FROM (SELECT id, a FROM keyed) AS derived",
+        // Constants the shim answers without a view: a CAST is typed as
+        // it says (Ladle said DECIMAL(65, s) and VARCHAR(255) NOT NULL).
+        "SELECT CAST(1.5 AS DECIMAL(5,2)), CAST(-1 AS DECIMAL(3,0)), (CAST(2 AS DECIMAL(10,1)))",
+        "SELECT CAST(NULL AS DECIMAL(4,1)), CAST(12 AS DATE)",
     ] {
         let ours = metadata(&mut ladle, sql).await;
         let theirs = metadata(&mut maria, sql).await;

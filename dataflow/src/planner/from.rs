@@ -240,6 +240,12 @@ impl Planner<'_> {
         let mut left_on = Vec::new();
         for c in rest {
             if kind == JoinKind::Left {
+                // A name both sides have is ambiguous, though the right
+                // side alone would take it.
+                if let Err(e @ DataflowError::AmbiguousColumn(..)) = ExprCx::row(&scope).compile(&c)
+                {
+                    return Err(e);
+                }
                 // Conditions on the right side alone filter it before the join.
                 let cx = ExprCx::row(&rs);
                 match cx.compile(&c) {

@@ -68,6 +68,7 @@ pub(crate) mod stats;
 // the phases of one SELECT (handing each other the values in
 // `select_state`), the others the clauses and subqueries those phases plan.
 mod aggregate;
+mod clause;
 mod correlated;
 mod cte;
 mod from;

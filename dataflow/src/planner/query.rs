@@ -81,19 +81,13 @@ impl Planner<'_> {
         if q.fetch.is_some() || !q.limit_by.is_empty() {
             return Err(unsupported("FETCH/LIMIT BY"));
         }
+        if let Some(q) = over_one_row(q) {
+            return self.plan_query(&q);
+        }
         match &*q.body {
-            ast::SetExpr::Select(s)
-                if (s.from.is_empty() || is_dual(s)) && select_has_subquery(s) =>
-            {
-                // `SELECT (SELECT ...)`, `SELECT x IN (SELECT ...)`: over
-                // one constant row, planned as any SELECT with a FROM.
-                let mut q = q.clone();
-                if let ast::SetExpr::Select(s) = &mut *q.body {
-                    s.from = vec![one_row_from()];
-                }
-                self.plan_query(&q)
-            }
-            ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self.constant(s, q),
+            ast::SetExpr::Select(s) if s.from.is_empty() || is_dual(s) => self
+                .constant(s, q)
+                .map_err(|e| super::clause::name_the_clause(e, s, q)),
             ast::SetExpr::Select(s) => Ok(Planned::View(Box::new(self.select(s, q, true)?))),
             ast::SetExpr::Query(inner) if q.order_by.is_none() && q.limit.is_none() => {
                 self.plan_query(inner)
@@ -209,6 +203,9 @@ impl Planner<'_> {
 
     /// Plans `q` as a relation at this planner's depth.
     fn plan_relation(&self, q: &ast::Query) -> Result<Rel> {
+        if let Some(q) = over_one_row(q) {
+            return self.plan_relation(&q);
+        }
         let limited = q.limit.is_some() || q.offset.is_some();
         let pv = match &*q.body {
             // ORDER BY ... LIMIT planned as at the top, then maintained by a
@@ -357,4 +354,20 @@ fn top_k(mut pv: PlannedView) -> Result<PlannedView> {
     pv.limit = None;
     pv.offset = None;
     Ok(pv)
+}
+
+/// `SELECT (SELECT ...)`, `SELECT x IN (SELECT ...)` without FROM: the
+/// query over one constant row, planned as any SELECT with a FROM.
+fn over_one_row(q: &ast::Query) -> Option<ast::Query> {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return None;
+    };
+    if !(s.from.is_empty() || is_dual(s)) || !select_has_subquery(s) {
+        return None;
+    }
+    let mut q = q.clone();
+    if let ast::SetExpr::Select(s) = &mut *q.body {
+        s.from = vec![one_row_from()];
+    }
+    Some(q)
 }

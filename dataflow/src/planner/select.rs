@@ -26,6 +26,12 @@ impl Planner<'_> {
     /// subquery, derived table or view), the only place parameters may key
     /// the view or be read at read time.
     pub(super) fn select(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
+        self.select_phases(s, q, top)
+            .map_err(|e| super::clause::name_the_clause(e, s, q))
+    }
+
+    /// [`Self::select`], its errors' columns not yet placed in a clause.
+    fn select_phases(&self, s: &ast::Select, q: &ast::Query, top: bool) -> Result<PlannedView> {
         // OVER w and OVER (w ...): the window spelled out, WINDOW gone.
         if let Some((s, q)) = super::named_window::resolve_named_windows(s, q)? {
             return self.select(&s, &q, top);

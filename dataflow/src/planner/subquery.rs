@@ -9,7 +9,7 @@ use super::correlated::{correlated, correlated_in_value, qualify_outer, subquery
 use super::expr::{aggregate_name, unsupported, ExprCx, Scope, ScopeCol};
 use super::query::Planner;
 use super::relation::{stable, Correlated};
-use super::syntax::{as_column, call, has_placeholder, has_subquery, number};
+use super::syntax::{as_column, call, has_placeholder, has_subquery, is_dual, number};
 use crate::expr::Expr;
 use crate::ops::{AggKind, AggSpec, JoinKind};
 use crate::plan::{LNode, LOp};
@@ -430,6 +430,15 @@ pub(super) struct SubqueryRewriter<'p, 'a> {
 impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     type Break = ();
     fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
+        // `(SELECT x)`: `x`, whose own subqueries are visited next.
+        let value = match e {
+            ast::Expr::Subquery(q) => from_less_value(q).cloned(),
+            _ => None,
+        };
+        if let Some(x) = value {
+            *e = ast::Expr::Nested(Box::new(x));
+            return std::ops::ControlFlow::Continue(());
+        }
         let planned = match e {
             ast::Expr::Subquery(q) => self
                 .planner
@@ -497,6 +506,34 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
             }
         }
     }
+}
+
+/// The value `e` of a scalar subquery `(SELECT e)` that reads no table
+/// and filters, groups, orders and limits nothing: it is `e` over the
+/// enclosing row, as MySQL resolves `e`'s columns there. Not with an
+/// aggregate or window call, which would count that row alone.
+fn from_less_value(q: &ast::Query) -> Option<&ast::Expr> {
+    let ast::SetExpr::Select(s) = &*q.body else {
+        return None;
+    };
+    let e = match s.projection.as_slice() {
+        [ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }] => e,
+        _ => return None,
+    };
+    let plain = q.with.is_none()
+        && q.order_by.is_none()
+        && q.limit.is_none()
+        && q.offset.is_none()
+        && q.fetch.is_none()
+        && q.locks.is_empty()
+        && (s.from.is_empty() || is_dual(s))
+        && s.selection.is_none()
+        && matches!(&s.group_by, ast::GroupByExpr::Expressions(g, m) if g.is_empty() && m.is_empty())
+        && s.having.is_none()
+        && s.into.is_none();
+    let mut aggregates = Vec::new();
+    super::expr::collect_aggregates(e, &mut aggregates);
+    (plain && aggregates.is_empty() && !super::window_fn::has_window_calls(s, q)).then_some(e)
 }
 
 /// `EXISTS (SELECT ... [LIMIT n [OFFSET k]])` as `(SELECT COUNT(*) ...) >

@@ -13,6 +13,7 @@ use ladle_common::{Collation, SqlType, Value};
 use rust_decimal::Decimal;
 use sqlparser::ast;
 
+use super::clause::FIELD_LIST;
 use crate::expr::func::{self, Lookup};
 use crate::expr::{CastType, Expr, Func};
 use crate::{DataflowError, FunctionName, Result};
@@ -97,8 +98,8 @@ impl Scope {
             .join(".");
         match hits.len() {
             1 => Ok(hits[0]),
-            0 => Err(DataflowError::UnknownColumn(full, "field list".into())),
-            _ => Err(DataflowError::AmbiguousColumn(full, "field list".into())),
+            0 => Err(DataflowError::UnknownColumn(full, FIELD_LIST.into())),
+            _ => Err(DataflowError::AmbiguousColumn(full, FIELD_LIST.into())),
         }
     }
 }
