@@ -124,8 +124,14 @@ impl std::borrow::Borrow<[Value]> for Key {
 /// Normalized key -> entry. Thin `Arc`s keep the node copies a write makes
 /// cheap and the nodes under 1 KiB: glibc serves larger blocks from its
 /// large bins, consolidating freed small blocks first, which made fills
-/// about twice as slow.
-type Map = imbl::HashMap<Key, Arc<Entry>>;
+/// about twice as slow. Hashed with foldhash, as the engine's other hot
+/// maps are (see [`crate::hash`]): every read hit hashes its key.
+type Map = imbl::GenericHashMap<
+    Key,
+    Arc<Entry>,
+    foldhash::fast::RandomState,
+    imbl::shared_ptr::DefaultSharedPtr,
+>;
 
 /// Gives a value cache lines of its own, so that writes to its neighbours
 /// (counters, the writer lock) do not evict it from other cores' caches.
@@ -188,7 +194,7 @@ pub(crate) struct ReaderState {
 impl ReaderState {
     pub fn new(key_colls: Vec<Collation>, order: OrderSpec) -> ReaderState {
         ReaderState {
-            map: CachePadded(ArcSwap::from_pointee(Map::new())),
+            map: CachePadded(ArcSwap::from_pointee(Map::default())),
             writer: Mutex::new(DirtyKeys::default()),
             key_colls,
             order,
@@ -386,7 +392,7 @@ impl ReaderState {
             if !map.is_empty() {
                 dirty.mark_all();
             }
-            *map = Map::new();
+            *map = Map::default();
             *bytes = 0;
             ((), true)
         })
