@@ -61,9 +61,11 @@ impl Graph {
             }
             Op::Project(p) => {
                 let p = p.clone();
-                p.pull(cols, key, &colls, |c, k| {
+                let rows = p.pull(cols, key, &colls, |c, k| {
                     self.pull_from(src, parents[0], c, k)
-                })
+                })?;
+                crate::interrupt::charge_bytes(p.computed_bytes(&rows))?;
+                Ok(rows)
             }
             Op::Union(u) => {
                 let u = u.clone();
@@ -112,7 +114,12 @@ impl Graph {
             Op::Project(p) => {
                 let p = p.clone();
                 match p.pull_keys(cols, keys, |c, k| self.pull_keys(src, parents[0], c, k)) {
-                    Some(per_key) => per_key,
+                    Some(per_key) => {
+                        let per_key = per_key?;
+                        let bytes = per_key.iter().map(|rows| p.computed_bytes(rows)).sum();
+                        crate::interrupt::charge_bytes(bytes)?;
+                        Ok(per_key)
+                    }
                     None => self.pull_each(src, n, cols, keys),
                 }
             }
@@ -282,6 +289,7 @@ impl Graph {
         let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
         let mut filled: HashMap<Vec<Value>, Vec<Row>> = HashMap::with_capacity(inputs.len());
         for (sk, input) in missing_keys.into_iter().zip(inputs) {
+            crate::interrupt::charge_bytes(self.nodes[n].op.fill_bytes_bound(&input))?;
             let rows = self.nodes[n].op.fill_partition(&sk, input);
             if let Some(d) = &mut self.detached {
                 if let Some(part) = FilledPartition::of(&self.nodes[n].op, &sk) {
@@ -290,16 +298,30 @@ impl Graph {
             }
             filled.insert(sk, rows);
         }
+        // A filled partition is moved to the last key reading it, cloned
+        // for the others (rows 5,000 columns wide are 120 KB each).
+        let mut readers: HashMap<&[Value], usize> = HashMap::new();
+        for (rows, sk) in out.iter().zip(&state_keys) {
+            if rows.is_none() {
+                *readers.entry(sk.as_slice()).or_default() += 1;
+            }
+        }
         Ok(out
             .into_iter()
             .zip(keys)
             .zip(&state_keys)
             .map(|((rows, key), sk)| {
-                rows.or_else(|| filled.get(sk).cloned())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|r| key_matches(r, cols, key, &colls))
-                    .collect()
+                rows.or_else(|| match readers.get_mut(sk.as_slice()) {
+                    Some(left) if *left > 1 => {
+                        *left -= 1;
+                        filled.get(sk).cloned()
+                    }
+                    _ => filled.remove(sk),
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| key_matches(r, cols, key, &colls))
+                .collect()
             })
             .collect())
     }
