@@ -429,8 +429,9 @@ impl Graph {
     /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
     /// is small next to them are answered from one scan grouped by key:
     /// a scanned row costs a fraction of an index seek. Only integer key
-    /// columns are grouped so: their normalized values compare exactly as
-    /// a lookup does (text would need the collation's padding rules).
+    /// columns are grouped so here: their values compare exactly as a
+    /// lookup does; text keys are grouped (by collation-normalized value)
+    /// only where no index serves them ([`Graph::text_keys_scanned`]).
     fn base_rows_for_keys(
         &self,
         src: &dyn BaseReads,
@@ -459,10 +460,30 @@ impl Graph {
         // The keys are integers (checked above), so each is grouped by its
         // numeric value: no per-row key vectors, collation or `Value`
         // comparisons (the front page's cold fill groups 360k votes).
-        let mut slot: HashMap<IntKey, usize> = HashMap::with_capacity(keys.len());
+        let every = |k: &[Value]| IntKey::of(k.iter());
+        let of_row =
+            |row: &[Value]| IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)));
+        self.scan_grouped(src, n, table, cols, keys, every, of_row)
+    }
+
+    /// [`Graph::base_rows`] for each of `keys` from one scan of `table`,
+    /// each row going to the key `of_row` gives it (`of_key` gives the
+    /// asked keys theirs; `None`, as for a NULL, matches nothing).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_grouped<K: std::hash::Hash + Eq>(
+        &self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+        of_key: impl Fn(&[Value]) -> Option<K>,
+        of_row: impl Fn(&[Value]) -> Option<K>,
+    ) -> Result<Vec<Vec<Row>>> {
+        let mut slot: HashMap<K, usize> = HashMap::with_capacity(keys.len());
         let mut first_asked = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
-            let first = match IntKey::of(k.iter()) {
+            let first = match of_key(k) {
                 Some(key) => *slot.entry(key).or_insert(i),
                 None => i,
             };
@@ -471,12 +492,7 @@ impl Graph {
         let mut out = vec![Vec::new(); keys.len()];
         let (rows, keep) = self.scan_read_columns(src, n, table, cols)?;
         for row in self.as_of_batch(table, &[], &[], &[], rows, keep.as_deref())? {
-            // A NULL (or a non-integer) key column matches no key.
-            let Some(key) = IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)))
-            else {
-                continue;
-            };
-            if let Some(&i) = slot.get(&key) {
+            if let Some(&i) = of_row(&row).and_then(|key| slot.get(&key)) {
                 out[i].push(row);
             }
         }
@@ -487,6 +503,46 @@ impl Graph {
             }
         }
         Ok(out)
+    }
+
+    /// Text `keys` of text columns `cols` that no index serves, from one
+    /// scan grouped by each key's value as its collation compares it,
+    /// instead of a scan per key (100,000 strings in an IN list were
+    /// 100,000 scans); `None` for other keys.
+    fn text_keys_scanned(
+        &self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+        schema: Option<&ladle_common::TableSchema>,
+    ) -> Option<Result<Vec<Vec<Row>>>> {
+        let schema = schema?;
+        let text = cols.iter().enumerate().all(|(i, &c)| {
+            schema.columns.get(c).is_some_and(|col| col.ty.is_text())
+                && keys
+                    .iter()
+                    .all(|k| matches!(k.get(i), Some(Value::Text(_))))
+        });
+        if !text || cols.is_empty() || keys.len() < 2 {
+            return None;
+        }
+        let colls: Vec<Collation> = cols
+            .iter()
+            .map(|&c| schema.columns[c].compare_collation())
+            .collect();
+        let normalized = |vals: &mut dyn Iterator<Item = Option<&Value>>| {
+            vals.zip(&colls)
+                .map(|(v, &coll)| match v {
+                    Some(v @ Value::Text(_)) => Some(v.key_normalized(coll)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<Value>>>()
+        };
+        let of_key = |k: &[Value]| normalized(&mut k.iter().map(Some));
+        let of_row = |row: &[Value]| normalized(&mut cols.iter().map(|&c| row.get(c)));
+        Some(self.scan_grouped(src, n, table, cols, keys, of_key, of_row))
     }
 
     /// [`Graph::base_rows`] for each of `keys`, from one lookup of all of
@@ -503,6 +559,10 @@ impl Graph {
         let schema = self.base_schema(table);
         let chosen = schema.as_ref().and_then(|s| choose_index(s, cols));
         let (Some((index, perm)), false) = (chosen, cols.is_empty()) else {
+            if let Some(rows) = self.text_keys_scanned(src, n, table, cols, keys, schema.as_deref())
+            {
+                return rows;
+            }
             return keys
                 .iter()
                 .map(|k| self.base_rows(src, n, table, cols, k))
