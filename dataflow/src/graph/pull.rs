@@ -61,9 +61,11 @@ impl Graph {
             }
             Op::Project(p) => {
                 let p = p.clone();
-                p.pull(cols, key, &colls, |c, k| {
+                let rows = p.pull(cols, key, &colls, |c, k| {
                     self.pull_from(src, parents[0], c, k)
-                })
+                })?;
+                crate::interrupt::charge_bytes(p.computed_bytes(&rows))?;
+                Ok(rows)
             }
             Op::Union(u) => {
                 let u = u.clone();
@@ -112,7 +114,12 @@ impl Graph {
             Op::Project(p) => {
                 let p = p.clone();
                 match p.pull_keys(cols, keys, |c, k| self.pull_keys(src, parents[0], c, k)) {
-                    Some(per_key) => per_key,
+                    Some(per_key) => {
+                        let per_key = per_key?;
+                        let bytes = per_key.iter().map(|rows| p.computed_bytes(rows)).sum();
+                        crate::interrupt::charge_bytes(bytes)?;
+                        Ok(per_key)
+                    }
                     None => self.pull_each(src, n, cols, keys),
                 }
             }
@@ -283,6 +290,7 @@ impl Graph {
         let mut filled: HashMap<Vec<Value>, Vec<Row>> =
             HashMap::with_capacity_and_hasher(inputs.len(), Default::default());
         for (sk, input) in missing_keys.into_iter().zip(inputs) {
+            crate::interrupt::charge_bytes(self.nodes[n].op.fill_bytes_bound(&input))?;
             let rows = self.nodes[n].op.fill_partition(&sk, input);
             if let Some(d) = &mut self.detached {
                 if let Some(part) = FilledPartition::of(&self.nodes[n].op, &sk) {
@@ -291,16 +299,30 @@ impl Graph {
             }
             filled.insert(sk, rows);
         }
+        // A filled partition is moved to the last key reading it, cloned
+        // for the others (rows 5,000 columns wide are 120 KB each).
+        let mut readers: HashMap<&[Value], usize> = HashMap::default();
+        for (rows, sk) in out.iter().zip(&state_keys) {
+            if rows.is_none() {
+                *readers.entry(sk.as_slice()).or_default() += 1;
+            }
+        }
         Ok(out
             .into_iter()
             .zip(keys)
             .zip(&state_keys)
             .map(|((rows, key), sk)| {
-                rows.or_else(|| filled.get(sk).cloned())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|r| key_matches(r, cols, key, &colls))
-                    .collect()
+                rows.or_else(|| match readers.get_mut(sk.as_slice()) {
+                    Some(left) if *left > 1 => {
+                        *left -= 1;
+                        filled.get(sk).cloned()
+                    }
+                    _ => filled.remove(sk),
+                })
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| key_matches(r, cols, key, &colls))
+                .collect()
             })
             .collect())
     }
@@ -408,8 +430,9 @@ impl Graph {
     /// [`Graph::base_rows`] for each of `keys`. Many keys over a table that
     /// is small next to them are answered from one scan grouped by key:
     /// a scanned row costs a fraction of an index seek. Only integer key
-    /// columns are grouped so: their normalized values compare exactly as
-    /// a lookup does (text would need the collation's padding rules).
+    /// columns are grouped so here: their values compare exactly as a
+    /// lookup does; text keys are grouped (by collation-normalized value)
+    /// only where no index serves them ([`Graph::text_keys_scanned`]).
     fn base_rows_for_keys(
         &self,
         src: &dyn BaseReads,
@@ -438,11 +461,31 @@ impl Graph {
         // The keys are integers (checked above), so each is grouped by its
         // numeric value: no per-row key vectors, collation or `Value`
         // comparisons (the front page's cold fill groups 360k votes).
-        let mut slot: HashMap<IntKey, usize> =
+        let every = |k: &[Value]| IntKey::of(k.iter());
+        let of_row =
+            |row: &[Value]| IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)));
+        self.scan_grouped(src, n, table, cols, keys, every, of_row)
+    }
+
+    /// [`Graph::base_rows`] for each of `keys` from one scan of `table`,
+    /// each row going to the key `of_row` gives it (`of_key` gives the
+    /// asked keys theirs; `None`, as for a NULL, matches nothing).
+    #[allow(clippy::too_many_arguments)]
+    fn scan_grouped<K: std::hash::Hash + Eq>(
+        &self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+        of_key: impl Fn(&[Value]) -> Option<K>,
+        of_row: impl Fn(&[Value]) -> Option<K>,
+    ) -> Result<Vec<Vec<Row>>> {
+        let mut slot: HashMap<K, usize> =
             HashMap::with_capacity_and_hasher(keys.len(), Default::default());
         let mut first_asked = Vec::with_capacity(keys.len());
         for (i, k) in keys.iter().enumerate() {
-            let first = match IntKey::of(k.iter()) {
+            let first = match of_key(k) {
                 Some(key) => *slot.entry(key).or_insert(i),
                 None => i,
             };
@@ -451,12 +494,7 @@ impl Graph {
         let mut out = vec![Vec::new(); keys.len()];
         let (rows, keep) = self.scan_read_columns(src, n, table, cols)?;
         for row in self.as_of_batch(table, &[], &[], &[], rows, keep.as_deref())? {
-            // A NULL (or a non-integer) key column matches no key.
-            let Some(key) = IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)))
-            else {
-                continue;
-            };
-            if let Some(&i) = slot.get(&key) {
+            if let Some(&i) = of_row(&row).and_then(|key| slot.get(&key)) {
                 out[i].push(row);
             }
         }
@@ -467,6 +505,46 @@ impl Graph {
             }
         }
         Ok(out)
+    }
+
+    /// Text `keys` of text columns `cols` that no index serves, from one
+    /// scan grouped by each key's value as its collation compares it,
+    /// instead of a scan per key (100,000 strings in an IN list were
+    /// 100,000 scans); `None` for other keys.
+    fn text_keys_scanned(
+        &self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        table: TableId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+        schema: Option<&ladle_common::TableSchema>,
+    ) -> Option<Result<Vec<Vec<Row>>>> {
+        let schema = schema?;
+        let text = cols.iter().enumerate().all(|(i, &c)| {
+            schema.columns.get(c).is_some_and(|col| col.ty.is_text())
+                && keys
+                    .iter()
+                    .all(|k| matches!(k.get(i), Some(Value::Text(_))))
+        });
+        if !text || cols.is_empty() || keys.len() < 2 {
+            return None;
+        }
+        let colls: Vec<Collation> = cols
+            .iter()
+            .map(|&c| schema.columns[c].compare_collation())
+            .collect();
+        let normalized = |vals: &mut dyn Iterator<Item = Option<&Value>>| {
+            vals.zip(&colls)
+                .map(|(v, &coll)| match v {
+                    Some(v @ Value::Text(_)) => Some(v.key_normalized(coll)),
+                    _ => None,
+                })
+                .collect::<Option<Vec<Value>>>()
+        };
+        let of_key = |k: &[Value]| normalized(&mut k.iter().map(Some));
+        let of_row = |row: &[Value]| normalized(&mut cols.iter().map(|&c| row.get(c)));
+        Some(self.scan_grouped(src, n, table, cols, keys, of_key, of_row))
     }
 
     /// [`Graph::base_rows`] for each of `keys`, from one lookup of all of
@@ -483,6 +561,10 @@ impl Graph {
         let schema = self.base_schema(table);
         let chosen = schema.as_ref().and_then(|s| choose_index(s, cols));
         let (Some((index, perm)), false) = (chosen, cols.is_empty()) else {
+            if let Some(rows) = self.text_keys_scanned(src, n, table, cols, keys, schema.as_deref())
+            {
+                return rows;
+            }
             return keys
                 .iter()
                 .map(|k| self.base_rows(src, n, table, cols, k))

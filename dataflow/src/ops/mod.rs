@@ -109,6 +109,16 @@ impl Op {
         }
     }
 
+    /// What filling a partition from `input` may hold beyond the input
+    /// (see [`Op::fill_partition`]), charged to the statement before the
+    /// fill (see `interrupt::charge`).
+    pub fn fill_bytes_bound(&self, input: &[Row]) -> usize {
+        match self {
+            Op::Aggregate(a) => a.fill_bytes_bound(input),
+            _ => 0,
+        }
+    }
+
     /// One-line description for EXPLAIN.
     pub fn describe(&self) -> String {
         match self {
@@ -138,16 +148,16 @@ impl Op {
 
 /// Approximate heap size of a row.
 pub(crate) fn row_bytes(r: &[Value]) -> usize {
-    48 + r
-        .iter()
-        .map(|v| {
-            24 + match v {
-                Value::Text(s) => s.len() + 16,
-                Value::Bytes(b) => b.len() + 16,
-                _ => 0,
-            }
-        })
-        .sum::<usize>()
+    48 + r.iter().map(value_bytes).sum::<usize>()
+}
+
+/// Approximate heap size of one value in a row.
+pub(crate) fn value_bytes(v: &Value) -> usize {
+    24 + match v {
+        Value::Text(s) => s.len() + 16,
+        Value::Bytes(b) => b.len() + 16,
+        _ => 0,
+    }
 }
 
 /// A hash key that agrees with SQL equality under the columns' collations.

@@ -116,6 +116,26 @@ impl Project {
         self.exprs.iter().any(|e| !matches!(e, Expr::Column(_)))
     }
 
+    /// Approximate heap size of the values `rows` (this node's output)
+    /// hold in computed columns: what projecting them added to the input,
+    /// whose values the pull that read it already charged (see
+    /// `interrupt::charge`). A projection of 5,000 expressions over a
+    /// three-column table materializes rows 1,600 times as wide.
+    pub fn computed_bytes(&self, rows: &[Row]) -> usize {
+        let computed: Vec<usize> = (0..self.exprs.len())
+            .filter(|&i| self.source(i).is_none())
+            .collect();
+        rows.iter()
+            .map(|r| {
+                computed
+                    .iter()
+                    .filter_map(|&i| r.get(i))
+                    .map(super::value_bytes)
+                    .sum::<usize>()
+            })
+            .sum()
+    }
+
     /// Output column `col` if it is a plain copy of an input column.
     pub fn source(&self, col: usize) -> Option<usize> {
         match self.exprs.get(col) {

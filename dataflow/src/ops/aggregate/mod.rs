@@ -10,6 +10,7 @@
 //! holds every group with that key. MIN/MAX/GROUP_CONCAT keep a multiset of
 //! values per group so deleting the current extreme is exact.
 
+use std::collections::hash_map::Entry;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
@@ -580,12 +581,23 @@ impl Aggregate {
         let pk = norm_key(key, &self.key_colls());
         let gcolls = self.group_colls();
         let mut part: HashMap<Vec<Value>, Group> = HashMap::default();
-        for row in &rows {
-            let gk = norm_key(&row[..self.ngroup.min(row.len())], &gcolls);
-            let g = part
-                .entry(gk)
-                .or_insert_with(|| self.new_group(row[..self.ngroup.min(row.len())].to_vec()));
-            self.apply(g, row, 1);
+        // Each input row is dropped once added, and the first of a group
+        // becomes its representative: a fill holds its input or its
+        // groups, not both (rows of 5,000 group columns are 120 KB).
+        for mut row in rows {
+            let ngroup = self.ngroup.min(row.len());
+            let gk = norm_key(&row[..ngroup], &gcolls);
+            match part.entry(gk) {
+                Entry::Occupied(mut g) => self.apply(g.get_mut(), &row, 1),
+                Entry::Vacant(slot) => {
+                    let mut g = self.new_group(vec![]);
+                    self.apply(&mut g, &row, 1);
+                    row.truncate(ngroup);
+                    row.shrink_to_fit();
+                    g.rep = row;
+                    slot.insert(g);
+                }
+            }
         }
         if self.scalar && part.is_empty() {
             part.insert(vec![], self.new_group(vec![]));
@@ -593,6 +605,16 @@ impl Aggregate {
         let out = part.values().map(|g| self.output(g)).collect();
         self.install_normalized(pk, Arc::new(part));
         out
+    }
+
+    /// At most what [`Aggregate::fill`] builds from `rows` beyond them:
+    /// each group holds its group columns twice (as found and normalized)
+    /// and its output row once more; every row may be a group of its own.
+    /// 5,000 GROUP BY expressions over 1,000 rows are 360 MB.
+    pub fn fill_bytes_bound(&self, rows: &[Row]) -> usize {
+        rows.iter()
+            .map(|r| 3 * row_bytes(&r[..self.ngroup.min(r.len())]) + 64 * self.aggs.len())
+            .sum()
     }
 
     /// Partition `key` as filled here, shared (see [`Aggregate::install`]).
@@ -620,8 +642,8 @@ impl Aggregate {
 /// Approximate heap size of a partition (memory accounting).
 fn partition_bytes(part: &Partition) -> usize {
     64 + part
-        .values()
-        .map(|g| row_bytes(&g.rep) + 32 * g.accs.len())
+        .iter()
+        .map(|(key, g)| row_bytes(key) + row_bytes(&g.rep) + 32 * g.accs.len())
         .sum::<usize>()
 }
 
