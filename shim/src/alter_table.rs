@@ -37,12 +37,51 @@ pub fn alter_statement(e: &Engine, s: &mut Session, sql: &str) -> Result<Output>
 }
 
 /// `RENAME TABLE a TO b [, c TO d ...]`, one pair after another (so
-/// `a TO tmp, b TO a, tmp TO b` swaps two tables).
+/// `a TO tmp, b TO a, tmp TO b` swaps two tables). As in MariaDB, the
+/// statement renames all or nothing: every pair is checked against the
+/// names the pairs before it leave (a missing source 1146, a taken
+/// target 1050, also `a TO a`) before any is renamed.
 pub fn rename_tables(e: &Engine, s: &mut Session, sql: &str) -> Result<Output> {
-    for (from, to) in crate::alter::parse_rename(sql)? {
+    let pairs = crate::alter::parse_rename(sql)?;
+    check_renames(e, s, &pairs)?;
+    for (from, to) in pairs {
         alter_table(e, s, &from, vec![Op::RenameTable(to)])?;
     }
     Ok(Output::ok())
+}
+
+/// The errors [`rename_tables`]' pairs would meet, found before any is
+/// renamed.
+fn check_renames(
+    e: &Engine,
+    s: &Session,
+    pairs: &[(ast::ObjectName, ast::ObjectName)],
+) -> Result<()> {
+    // The names the pairs so far took away and brought.
+    let mut gone: Vec<(String, String)> = Vec::new();
+    let mut taken: Vec<(String, String)> = Vec::new();
+    let exists = |gone: &[(String, String)], taken: &[(String, String)], n: &(String, String)| {
+        taken.contains(n) || (!gone.contains(n) && e.storage.table(&n.0, &n.1).is_some())
+    };
+    for (from, to) in pairs {
+        let from = e.resolve(s, from)?;
+        let to = e.resolve(s, to)?;
+        if !exists(&gone, &taken, &from) {
+            let (database, table) = from;
+            return Err(ShimError::UnknownTable { database, table });
+        }
+        if exists(&gone, &taken, &to) {
+            return Err(StorageError::TableExists(to.1).into());
+        }
+        if !e.storage.databases().contains(&to.0) {
+            return Err(ShimError::UnknownDatabase(to.0));
+        }
+        taken.retain(|n| *n != from);
+        gone.push(from);
+        gone.retain(|n| *n != to);
+        taken.push(to);
+    }
+    Ok(())
 }
 
 /// ALTER TABLE: every operation is applied to the table's new shape

@@ -80,6 +80,7 @@ mod metadata_locks;
 mod metrics;
 pub mod named_locks;
 mod net;
+mod out_of_range;
 mod output;
 mod params;
 mod prepared;

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema};
-use ladle_dataflow::{compile_row_expr, BaseColumn, OutputColumn, ResultRows, RowExpr};
+use ladle_dataflow::{
+    compile_row_expr, BaseColumn, DataflowError, OutputColumn, ResultRows, RowExpr,
+};
 use sqlparser::ast::{self, SelectItem};
 
 use crate::error::{Result, ShimError};
@@ -19,6 +21,10 @@ use crate::output::Output;
 pub struct Returning {
     columns: Vec<OutputColumn>,
     exprs: Vec<RowExpr>,
+    /// Each expression as written (`None`: a column of `*`), for the text
+    /// of its 1690.
+    written: Vec<Option<ast::Expr>>,
+    schema: Arc<TableSchema>,
 }
 
 impl Returning {
@@ -28,10 +34,12 @@ impl Returning {
     pub fn compile(schema: &TableSchema, items: &[SelectItem]) -> Result<Returning> {
         let mut columns = Vec::new();
         let mut exprs = Vec::new();
+        let mut written = Vec::new();
         for item in items {
             let (expr, alias) = match item {
                 SelectItem::Wildcard(_) => {
                     Self::all_columns(schema, &mut columns, &mut exprs)?;
+                    written.resize(exprs.len(), None);
                     continue;
                 }
                 SelectItem::QualifiedWildcard(name, _) => {
@@ -42,6 +50,7 @@ impl Returning {
                         ));
                     }
                     Self::all_columns(schema, &mut columns, &mut exprs)?;
+                    written.resize(exprs.len(), None);
                     continue;
                 }
                 SelectItem::UnnamedExpr(e) => (e, None),
@@ -89,8 +98,14 @@ impl Returning {
             };
             columns.push(column);
             exprs.push(compiled);
+            written.push(Some(expr.clone()));
         }
-        Ok(Returning { columns, exprs })
+        Ok(Returning {
+            columns,
+            exprs,
+            written,
+            schema: Arc::new(schema.clone()),
+        })
     }
 
     fn all_columns(
@@ -133,8 +148,33 @@ impl Returning {
         Ok(self
             .exprs
             .iter()
-            .map(|x| x.eval(row))
+            .zip(&self.written)
+            .map(|(x, w)| {
+                x.eval(row)
+                    .map_err(|e| self.out_of_range_in(e, w.as_ref(), row))
+            })
             .collect::<std::result::Result<Row, _>>()?)
+    }
+
+    /// 1690's text as MariaDB's: `BIGINT value is out of range in
+    /// '`db`.`t`.`v` + 1'`, naming the innermost operation of `written`
+    /// that overflows over `row`, its columns qualified by database and
+    /// table. (Only operators, literals and columns are written so.)
+    fn out_of_range_in(
+        &self,
+        e: DataflowError,
+        written: Option<&ast::Expr>,
+        row: &Row,
+    ) -> DataflowError {
+        match (e, written) {
+            (DataflowError::OutOfRange(m), Some(w)) if !m.contains(" in '") => {
+                match crate::out_of_range::failing_operation(w, &self.schema, row) {
+                    Some(text) => DataflowError::OutOfRange(format!("{m} in '{text}'")),
+                    None => DataflowError::OutOfRange(m),
+                }
+            }
+            (e, _) => e,
+        }
     }
 
     /// The result set of rows whose [`Self::values`] were taken already.

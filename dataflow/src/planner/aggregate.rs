@@ -493,7 +493,8 @@ fn check_full_group_by(
 /// A column HAVING reads outside aggregates must be grouped (or
 /// determined by a grouped primary key: MySQL's rule, which MariaDB does
 /// not have) or selected, by name, alias or `*`: MariaDB's 1054 "Unknown
-/// column 'c' in 'HAVING'" otherwise (Ladle read it as the group's MIN).
+/// column 'c' in 'HAVING'" otherwise (Ladle read it as the group's MIN),
+/// also for a name ambiguous among the tables.
 fn check_having_columns(
     scope: &Scope,
     g: &Grouping,
@@ -529,7 +530,21 @@ fn check_having_columns(
                 continue;
             }
         }
-        let Ok(c) = scope.resolve(&ids) else { continue };
+        let c = match scope.resolve(&ids) {
+            Ok(c) => c,
+            // Ambiguous in FROM and no column of the name selected or
+            // grouped (one would be read: see `planner::select_names`):
+            // MariaDB finds no such column. (Several stay ambiguous.)
+            Err(DataflowError::AmbiguousColumn(name, _))
+                if !scope.cols.iter().enumerate().any(|(c, col)| {
+                    col.name.eq_ignore_ascii_case(&name)
+                        && (by_col.contains_key(&c) || selected.contains(&c))
+                }) =>
+            {
+                return Err(DataflowError::UnknownColumn(name, "HAVING".into()))
+            }
+            Err(_) => continue,
+        };
         // (A subquery the planner joined in, `__sq<n>`, is its own.)
         let internal = scope.cols[c].qualifier.starts_with("__");
         if internal || by_col.contains_key(&c) || selected.contains(&c) {

@@ -81,6 +81,7 @@ mod relation;
 mod scalar_subquery;
 mod scalar_union;
 mod select;
+mod select_names;
 mod select_state;
 mod selection;
 mod set_expr;

@@ -136,6 +136,10 @@ impl Planner<'_> {
                 *node = saved_node;
                 *scope = saved_scope;
                 let planned_alone = self.relation(q);
+                if let Err(e @ DataflowError::AmbiguousColumn(..)) = planned_alone {
+                    // Its own name error, not a shape Ladle lacks.
+                    return Err(e);
+                }
                 if matches!(&*q.body, ast::SetExpr::SetOperation { .. })
                     && matches!(planned_alone, Err(DataflowError::UnknownColumn(..)))
                 {

@@ -61,6 +61,13 @@ impl Planner<'_> {
             Some((s, q)) => (s, q),
             None => (s, q),
         };
+        // ORDER BY, GROUP BY and HAVING names ambiguous in FROM that the
+        // select list selects once.
+        let named = super::select_names::select_list_names(s, q, &st.scope);
+        let (s, q) = match &named {
+            Some((s, q)) => (s, q),
+            None => (s, q),
+        };
         let (projection, s, q) = self.clause_subqueries(&mut st, s, q)?;
         let grouping = Grouping::of(&projection, &s, &q)?;
         // (A key narrowed at read time would filter after the windows.)
