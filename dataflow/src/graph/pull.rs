@@ -106,7 +106,13 @@ impl Graph {
         }
         let parents = self.nodes[n].parents.clone();
         match &self.nodes[n].op {
-            Op::Base { table, .. } => self.base_rows_for_keys(src, n, *table, cols, keys),
+            Op::Base { table, .. } => self.base_rows_for_keys(KeysRead {
+                src,
+                n,
+                table: *table,
+                cols,
+                keys,
+            }),
             Op::Filter(f) => {
                 let f = f.clone();
                 Ok(f.pull_keys(self.pull_keys(src, parents[0], cols, keys)?))
@@ -433,14 +439,10 @@ impl Graph {
     /// columns are grouped so here: their values compare exactly as a
     /// lookup does; text keys are grouped (by collation-normalized value)
     /// only where no index serves them ([`Graph::text_keys_scanned`]).
-    fn base_rows_for_keys(
-        &self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        table: TableId,
-        cols: &[usize],
-        keys: &[Vec<Value>],
-    ) -> Result<Vec<Vec<Row>>> {
+    fn base_rows_for_keys(&self, read: KeysRead<'_>) -> Result<Vec<Vec<Row>>> {
+        let KeysRead {
+            table, cols, keys, ..
+        } = read;
         let integer_keys = self
             .schemas
             .get(&table)
@@ -456,7 +458,7 @@ impl Graph {
             });
         let scan_rows = self.storage.estimate_rows(table);
         if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
-            return self.base_rows_looked_up(src, n, table, cols, keys);
+            return self.base_rows_looked_up(read);
         }
         // The keys are integers (checked above), so each is grouped by its
         // numeric value: no per-row key vectors, collation or `Value`
@@ -464,23 +466,19 @@ impl Graph {
         let every = |k: &[Value]| IntKey::of(k.iter());
         let of_row =
             |row: &[Value]| IntKey::of(cols.iter().map(|&c| row.get(c).unwrap_or(&Value::Null)));
-        self.scan_grouped(src, n, table, cols, keys, every, of_row)
+        self.scan_grouped(read, every, of_row)
     }
 
     /// [`Graph::base_rows`] for each of `keys` from one scan of `table`,
     /// each row going to the key `of_row` gives it (`of_key` gives the
     /// asked keys theirs; `None`, as for a NULL, matches nothing).
-    #[allow(clippy::too_many_arguments)]
     fn scan_grouped<K: std::hash::Hash + Eq>(
         &self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        table: TableId,
-        cols: &[usize],
-        keys: &[Vec<Value>],
+        read: KeysRead<'_>,
         of_key: impl Fn(&[Value]) -> Option<K>,
         of_row: impl Fn(&[Value]) -> Option<K>,
     ) -> Result<Vec<Vec<Row>>> {
+        let keys = read.keys;
         let mut slot: HashMap<K, usize> =
             HashMap::with_capacity_and_hasher(keys.len(), Default::default());
         let mut first_asked = Vec::with_capacity(keys.len());
@@ -492,8 +490,8 @@ impl Graph {
             first_asked.push(first);
         }
         let mut out = vec![Vec::new(); keys.len()];
-        let (rows, keep) = self.scan_read_columns(src, n, table, cols)?;
-        for row in self.as_of_batch(table, &[], &[], &[], rows, keep.as_deref())? {
+        let (rows, keep) = self.scan_read_columns(read.src, read.n, read.table, read.cols)?;
+        for row in self.as_of_batch(read.table, &[], &[], &[], rows, keep.as_deref())? {
             if let Some(&i) = of_row(&row).and_then(|key| slot.get(&key)) {
                 out[i].push(row);
             }
@@ -513,13 +511,10 @@ impl Graph {
     /// 100,000 scans); `None` for other keys.
     fn text_keys_scanned(
         &self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        table: TableId,
-        cols: &[usize],
-        keys: &[Vec<Value>],
+        read: KeysRead<'_>,
         schema: Option<&ladle_common::TableSchema>,
     ) -> Option<Result<Vec<Vec<Row>>>> {
+        let KeysRead { cols, keys, .. } = read;
         let schema = schema?;
         let text = cols.iter().enumerate().all(|(i, &c)| {
             schema.columns.get(c).is_some_and(|col| col.ty.is_text())
@@ -544,25 +539,24 @@ impl Graph {
         };
         let of_key = |k: &[Value]| normalized(&mut k.iter().map(Some));
         let of_row = |row: &[Value]| normalized(&mut cols.iter().map(|&c| row.get(c)));
-        Some(self.scan_grouped(src, n, table, cols, keys, of_key, of_row))
+        Some(self.scan_grouped(read, of_key, of_row))
     }
 
     /// [`Graph::base_rows`] for each of `keys`, from one lookup of all of
     /// them where an index serves `cols` (one storage snapshot and one
     /// index scan instead of one per key).
-    fn base_rows_looked_up(
-        &self,
-        src: &dyn BaseReads,
-        n: NodeId,
-        table: TableId,
-        cols: &[usize],
-        keys: &[Vec<Value>],
-    ) -> Result<Vec<Vec<Row>>> {
+    fn base_rows_looked_up(&self, read: KeysRead<'_>) -> Result<Vec<Vec<Row>>> {
+        let KeysRead {
+            src,
+            n,
+            table,
+            cols,
+            keys,
+        } = read;
         let schema = self.base_schema(table);
         let chosen = schema.as_ref().and_then(|s| choose_index(s, cols));
         let (Some((index, perm)), false) = (chosen, cols.is_empty()) else {
-            if let Some(rows) = self.text_keys_scanned(src, n, table, cols, keys, schema.as_deref())
-            {
+            if let Some(rows) = self.text_keys_scanned(read, schema.as_deref()) {
                 return rows;
             }
             return keys
@@ -754,6 +748,17 @@ fn group_by_join_key(
         }
     }
     (keys, groups, nulls)
+}
+
+/// One batched read of a base table: the rows of base node `n` (of
+/// `table`) whose `cols` equal each of `keys`, read from `src`.
+#[derive(Clone, Copy)]
+struct KeysRead<'a> {
+    src: &'a dyn BaseReads,
+    n: NodeId,
+    table: TableId,
+    cols: &'a [usize],
+    keys: &'a [Vec<Value>],
 }
 
 /// Which input of a join.
