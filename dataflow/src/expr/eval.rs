@@ -51,7 +51,7 @@ impl Expr {
                 Some(p) => p.get(*i).cloned().unwrap_or(Value::Null),
                 None => Value::Null,
             },
-            Neg(e) => ops::negate(&e.eval_ctx(c)?)?,
+            Neg(e) => ops::negate(&e.eval_ctx(c)?, || e.reads_no_row())?,
             Not(e) => bool_value(truth(&e.eval_ctx(c)?).map(|b| !b)),
             BitNot(e) => match e.eval_ctx(c)? {
                 Value::Null => Value::Null,

@@ -276,15 +276,20 @@ fn dec_overflow() -> EvalError {
     EvalError::OutOfRange("DECIMAL value is out of range".into())
 }
 
-pub(crate) fn negate(v: &Value) -> EvalResult {
+/// `-v`; `constant` says whether the negated expression reads no row,
+/// asked only when the result leaves BIGINT's range.
+pub(crate) fn negate(v: &Value, constant: impl FnOnce() -> bool) -> EvalResult {
     match to_num(v) {
         None => Ok(Value::Null),
-        // Past BIGINT's range the negation is a DECIMAL, as in MariaDB:
-        // `-(-9223372036854775808)` is 9223372036854775808.
-        Some(Num::Int(i)) => Ok(match i64::try_from(-i) {
-            Ok(n) => Value::Int(n),
-            Err(_) => Value::Decimal(Decimal::from_i128_with_scale(-i, 0)),
-        }),
+        // Past BIGINT's range the negation of a constant is a DECIMAL, as
+        // in MariaDB: `-(-9223372036854775808)` is 9223372036854775808;
+        // of a column's value (BIGINT's least, a large BIGINT UNSIGNED) it
+        // is 1690.
+        Some(Num::Int(i)) => match i64::try_from(-i) {
+            Ok(n) => Ok(Value::Int(n)),
+            Err(_) if constant() => Ok(Value::Decimal(Decimal::from_i128_with_scale(-i, 0))),
+            Err(_) => Err(EvalError::OutOfRange("BIGINT value is out of range".into())),
+        },
         Some(Num::Dec(d)) => Ok(Value::Decimal(-d)),
         Some(Num::Float(f)) => float_value(-f),
     }

@@ -194,6 +194,15 @@ impl Expr {
         v
     }
 
+    /// Whether the expression reads nothing of the row (no column, nor
+    /// ON DUPLICATE KEY UPDATE's proposed row): a literal, a parameter,
+    /// or a function of those.
+    pub fn reads_no_row(&self) -> bool {
+        let mut reads = false;
+        self.walk(&mut |e| reads |= matches!(e, Expr::Column(_) | Expr::Proposed(_)));
+        !reads
+    }
+
     /// Input columns the expression reads.
     pub fn columns(&self) -> Vec<usize> {
         let mut out = Vec::new();
