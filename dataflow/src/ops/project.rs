@@ -125,6 +125,9 @@ impl Project {
         let computed: Vec<usize> = (0..self.exprs.len())
             .filter(|&i| self.source(i).is_none())
             .collect();
+        if computed.is_empty() {
+            return 0;
+        }
         rows.iter()
             .map(|r| {
                 computed

@@ -28,6 +28,16 @@ pub(super) fn select_list_names(
     q: &ast::Query,
     scope: &Scope,
 ) -> Option<(ast::Select, ast::Query)> {
+    // A name is ambiguous only where two FROM columns share it: most
+    // SELECTs have none, and are not copied here.
+    let mut seen = crate::hash::HashSet::default();
+    if scope
+        .cols
+        .iter()
+        .all(|c| seen.insert(c.name.to_ascii_lowercase()))
+    {
+        return None;
+    }
     let names = SelectNames { s, scope };
     let (mut s2, mut q2) = (s.clone(), q.clone());
     let mut changed = false;
