@@ -479,7 +479,7 @@ impl EngineState {
         let col_kinds = self.column_kinds(database, query);
         for shape in Shape::PREFERENCE {
             let norm = normalize(database, query, shape, &col_kinds)?;
-            let Some(v) = self.views.read().get(&norm.signature).cloned() else {
+            let Some(v) = self.installed_view(&norm) else {
                 continue;
             };
             if lists_readable(&norm, Some(&v.spec)) {
@@ -487,6 +487,16 @@ impl EngineState {
             }
         }
         Ok(None)
+    }
+
+    /// The installed view answering `norm`: the one keeping only as many
+    /// rows per key as its reads take, else the one keeping them all.
+    fn installed_view(&self, norm: &Normalized) -> Option<Arc<View>> {
+        let views = self.views.read();
+        norm.top_k
+            .and_then(|k| views.get(&top_k_signature_of(&norm.signature, k)))
+            .or_else(|| views.get(&norm.signature))
+            .cloned()
     }
 
     /// The columns of the base tables `query` names, by kind (see
@@ -556,6 +566,13 @@ impl EngineState {
             let norm = normalize(database, query, shape, &col_kinds)?;
             match self.plan(database, &norm.query) {
                 Ok(Planned::View(v)) if !lists_readable(&norm, Some(&v)) => {}
+                Ok(Planned::View(mut v)) => {
+                    if let Some(k) = norm.top_k {
+                        crate::plan::top_k::push_below_left_joins(&mut v, k);
+                    }
+                    planned = Some(Planned::View(v));
+                    break;
+                }
                 Ok(p) => {
                     planned = Some(p);
                     break;
@@ -711,7 +728,7 @@ impl EngineState {
             if tried.contains(&norm.signature) {
                 continue;
             }
-            match self.target(database, &norm.query, &norm.signature, origin) {
+            match self.target(database, &norm, origin) {
                 Ok(t) if lists_readable(&norm, t.view_spec()) => {
                     return Ok((t, norm.sources, norm.user_params));
                 }
@@ -728,16 +745,26 @@ impl EngineState {
     fn target(
         &self,
         database: &str,
-        q: &ast::Query,
-        signature: &str,
+        norm: &Normalized,
         origin: Option<&ast::Query>,
     ) -> Result<Target> {
-        if let Some(v) = self.views.read().get(signature) {
-            return Ok(Target::View(v.clone()));
+        let q = &norm.query;
+        if let Some(v) = self.installed_view(norm) {
+            return Ok(Target::View(v));
         }
-        let spec = match self.plan(database, q)? {
+        let mut spec = match self.plan(database, q)? {
             Planned::Constant(c) => return Ok(Target::Constant(c)),
             Planned::View(v) => *v,
+        };
+        // A view keeping only the first rows of each key serves reads of
+        // at most that many rows: its own signature says how many.
+        let top_k_signature;
+        let signature = match norm.top_k {
+            Some(k) if crate::plan::top_k::push_below_left_joins(&mut spec, k) => {
+                top_k_signature = top_k_signature_of(&norm.signature, k);
+                &top_k_signature
+            }
+            _ => &norm.signature,
         };
         let mut tables = Vec::new();
         spec.plan.tables(&mut tables);
@@ -757,11 +784,7 @@ impl EngineState {
             let commits = self.propagation.counters(&tables);
             let v = Arc::new(View {
                 name: format!("q_{id}"),
-                query: signature
-                    .split('\u{1}')
-                    .nth(1)
-                    .unwrap_or_default()
-                    .to_string(),
+                query: shown_query(signature),
                 output_columns: spec
                     .output
                     .iter()
@@ -811,6 +834,21 @@ impl EngineState {
         }
         Ok(Target::View(view))
     }
+}
+
+/// A view's query as SHOW VIEWS shows it: its signature without the
+/// database, with the rows it keeps per key if it keeps only the first.
+fn shown_query(signature: &str) -> String {
+    let query = signature.split('\u{1}').nth(1).unwrap_or_default();
+    match query.split_once('\u{2}') {
+        Some((query, top)) => format!("{query} /* {top} per key */"),
+        None => query.to_string(),
+    }
+}
+
+/// The signature of `signature`'s view keeping `k` rows per key.
+fn top_k_signature_of(signature: &str, k: usize) -> String {
+    format!("{signature}\u{2}top {k}")
 }
 
 /// Whether `spec`'s view reads every collapsed IN list of `norm`: as a

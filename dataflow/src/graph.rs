@@ -173,6 +173,9 @@ pub(crate) struct Graph {
     detached: Option<Detached>,
     /// Interior nodes whose state [`Graph::evict`] cleared, since start.
     pub interior_evictions: u64,
+    /// Set while a committed batch propagates: a top-k window then answers
+    /// a lookup from its filled partitions only (see `pull_top_k_by`).
+    propagating: bool,
 }
 
 /// A state partition an aggregate or window node filled, moved from a
@@ -259,6 +262,7 @@ impl Graph {
             version: 0,
             detached: None,
             interior_evictions: 0,
+            propagating: false,
         }
     }
 
@@ -360,6 +364,7 @@ impl Graph {
                 columns_read: std::sync::OnceLock::new(),
             }),
             interior_evictions: 0,
+            propagating: false,
         })
     }
 
@@ -403,6 +408,7 @@ impl Graph {
             version: 0,
             detached,
             interior_evictions: 0,
+            propagating: false,
         }
     }
 

@@ -296,17 +296,21 @@ fn decide_key(t: &Tmp, reqs: &[Vec<usize>]) -> Vec<usize> {
             }
         }
         LOp::Window { partition, .. } => {
-            if reqs.len() == 1
-                && !reqs[0].is_empty()
-                && reqs[0].iter().all(|c| partition.contains(c))
-            {
-                reqs[0].clone()
-            } else {
-                vec![]
+            let within = |r: &&Vec<usize>| !r.is_empty() && r.iter().all(|c| partition.contains(c));
+            match reqs.iter().find(within) {
+                Some(r) if reqs.len() == 1 || is_top_k(&t.op) => r.clone(),
+                _ => vec![],
             }
         }
         _ => vec![],
     }
+}
+
+/// A window that only passes each partition's first rows (no window
+/// functions): a top-k. Looked up by columns other than its partition's,
+/// it still keeps state per partition (see `Graph::pull_top_k_by`).
+fn is_top_k(op: &LOp) -> bool {
+    matches!(op, LOp::Window { funcs, limit: Some(_), .. } if funcs.is_empty())
 }
 
 /// The lookups a node makes on its parents, given its own lookups.
@@ -334,7 +338,21 @@ fn route_requests(t: &Tmp, reqs: &[Vec<usize>], state_key: &[usize]) -> Vec<(usi
                 }
             }
         }
-        LOp::Aggregate { .. } | LOp::Window { .. } => out.push((0, state_key.to_vec())),
+        LOp::Aggregate { .. } | LOp::Window { .. } => {
+            out.push((0, state_key.to_vec()));
+            // A top-k looked up by other columns pulls its input by them
+            // first (see `Graph::pull_top_k_by`).
+            if is_top_k(&t.op) && !state_key.is_empty() {
+                let determines = |r: &Vec<usize>| {
+                    r.len() == state_key.len() && state_key.iter().all(|k| r.contains(k))
+                };
+                out.extend(
+                    reqs.iter()
+                        .filter(|r| !determines(r))
+                        .map(|r| (0, r.clone())),
+                );
+            }
+        }
         LOp::Join {
             kind,
             left_cols,

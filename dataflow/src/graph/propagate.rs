@@ -34,6 +34,7 @@ impl Graph {
                 .extend(c.deltas.iter().cloned());
         }
         let mut result = Ok(());
+        self.propagating = true;
         for t in order {
             let deltas = self.pending.remove(&t).unwrap_or_default();
             let bases: Vec<NodeId> = self
@@ -50,6 +51,7 @@ impl Graph {
             }
         }
         self.pending.clear();
+        self.propagating = false;
         result
     }
 

@@ -255,6 +255,11 @@ impl Graph {
             return Err(DataflowError::Internal(format!("n{n} is not an aggregate")));
         };
         let state_key = state_key.to_vec();
+        let determined = state_key.is_empty()
+            || (cols.len() == state_key.len() && state_key.iter().all(|k| cols.contains(k)));
+        if !determined && matches!(self.nodes[n].op, Op::Window(_)) {
+            return self.pull_top_k_by(src, n, cols, keys);
+        }
         let mut out: Vec<Option<Vec<Row>>> = Vec::with_capacity(keys.len());
         let mut state_keys = Vec::with_capacity(keys.len());
         let mut missing: HashSet<Vec<Value>> = HashSet::default();
@@ -335,6 +340,78 @@ impl Graph {
 
     /// Aggregate (or window) `n`'s filled partition `sk`: its own, or (in a detached
     /// copy) the real graph's, read under that graph's lock.
+    /// Rows of window `n` whose `cols` (not its state key) equal each of
+    /// `keys`: the window's input rows with those values say which state
+    /// partitions hold them, and those partitions' output has them if they
+    /// are within its limit. A top-k below a LEFT JOIN is looked up so by
+    /// the join key whenever the right side changes (a vote for a comment).
+    ///
+    /// While a batch propagates, a partition that is a hole answers
+    /// nothing instead of being filled: no state above depends on it
+    /// (nodes above are cleared with it), so filling it would only scan
+    /// the window's whole input on the write path. A row whose partition
+    /// values hold a NULL is in no partition a key lookup reads.
+    fn pull_top_k_by(
+        &mut self,
+        src: &dyn BaseReads,
+        n: NodeId,
+        cols: &[usize],
+        keys: &[Vec<Value>],
+    ) -> Result<Vec<Vec<Row>>> {
+        let parent = self.nodes[n].parents[0];
+        let colls = self.nodes[n].colls.clone();
+        let state_key = self.nodes[n].op.state_key().unwrap_or_default().to_vec();
+        let key_colls: Vec<Collation> = state_key.iter().map(|&c| colls[c]).collect();
+        let inputs = self.pull_keys(src, parent, cols, keys)?;
+        // Per key, the (normalized) partitions its input rows fall in.
+        let mut partitions: Vec<Vec<Value>> = Vec::new();
+        let mut index: HashMap<Vec<Value>, usize> = HashMap::default();
+        let mut wanted: Vec<Vec<usize>> = Vec::with_capacity(keys.len());
+        for rows in &inputs {
+            let mut mine = Vec::new();
+            for r in rows {
+                let sk: Vec<Value> = state_key.iter().map(|&c| r[c].clone()).collect();
+                if sk.iter().any(Value::is_null) {
+                    continue;
+                }
+                let norm = ops::norm_key(&sk, &key_colls);
+                let at = *index.entry(norm).or_insert_with(|| {
+                    partitions.push(sk);
+                    partitions.len() - 1
+                });
+                if !mine.contains(&at) {
+                    mine.push(at);
+                }
+            }
+            wanted.push(mine);
+        }
+        let fill = !self.propagating;
+        let read: Vec<usize> = (0..partitions.len())
+            .filter(|&i| fill || self.nodes[n].op.is_filled(&partitions[i]))
+            .collect();
+        let read_keys: Vec<Vec<Value>> = read.iter().map(|&i| partitions[i].clone()).collect();
+        let mut emitted: Vec<Option<Vec<Row>>> = vec![None; partitions.len()];
+        for (i, rows) in read
+            .into_iter()
+            .zip(self.pull_aggregate(src, n, &state_key, &read_keys)?)
+        {
+            emitted[i] = Some(rows);
+        }
+        Ok(keys
+            .iter()
+            .zip(wanted)
+            .map(|(key, parts)| {
+                parts
+                    .iter()
+                    .filter_map(|&i| emitted[i].as_ref())
+                    .flatten()
+                    .filter(|r| key_matches(r, cols, key, &colls))
+                    .cloned()
+                    .collect()
+            })
+            .collect())
+    }
+
     fn aggregate_state(&self, n: NodeId, sk: &[Value]) -> Option<Vec<Row>> {
         if let Some(rows) = self.nodes[n].op.lookup_partition(sk) {
             return Some(rows);

@@ -113,7 +113,13 @@ impl Project {
     /// Whether some output column is computed (not a copy of an input
     /// column), so may hold an overflow marker.
     pub fn computes(&self) -> bool {
-        self.exprs.iter().any(|e| !matches!(e, Expr::Column(_)))
+        // A literal is no computation: it cannot overflow (a top-k's
+        // narrowing projection puts NULL in place of unread columns).
+        self.exprs.iter().any(|e| match e {
+            Expr::Column(_) => false,
+            Expr::Literal(v) => crate::expr::out_of_range_in(v).is_some(),
+            _ => true,
+        })
     }
 
     /// Approximate heap size of the values `rows` (this node's output)

@@ -6,6 +6,7 @@
 //! these without importing the planner's internals.
 
 pub(crate) mod range;
+pub(crate) mod top_k;
 
 use std::sync::Arc;
 

@@ -19,6 +19,10 @@ pub(crate) struct Normalized {
     pub user_params: usize,
     /// Text identifying the view shape (all parameters as `?`).
     pub signature: String,
+    /// The rows a read takes per key (LIMIT plus OFFSET, rounded up, see
+    /// [`crate::plan::top_k::bound`]) when both are literals: a view may
+    /// keep only that many ordered rows per key.
+    pub top_k: Option<usize>,
 }
 
 fn is_plain_literal(e: &ast::Expr) -> bool {
@@ -465,6 +469,7 @@ pub(crate) fn normalize(
     }
     // 2b. LIMIT/OFFSET: literals become slots too, so every page of a
     // paginated query reads one view.
+    let top_k = top_k_of(&query);
     limit_slots(&mut query, &mut x.lits)?;
     // 3. Number every parameter as a slot, in visit order.
     let mut sources = Vec::new();
@@ -508,7 +513,22 @@ pub(crate) fn normalize(
         sources,
         user_params,
         signature,
+        top_k,
     })
+}
+
+/// The top-k bound of a query whose LIMIT and OFFSET are literals.
+fn top_k_of(q: &ast::Query) -> Option<usize> {
+    let number = |e: &ast::Expr| match e {
+        ast::Expr::Value(ast::Value::Number(n, _)) => n.parse::<u64>().ok(),
+        _ => None,
+    };
+    let limit = number(q.limit.as_ref()?)?;
+    let offset = match &q.offset {
+        Some(o) => number(&o.value)?,
+        None => 0,
+    };
+    crate::plan::top_k::bound(limit, offset)
 }
 
 /// Parameterizes the top-level `LIMIT`/`OFFSET` literals (visited after the
