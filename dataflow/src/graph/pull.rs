@@ -385,29 +385,39 @@ impl Graph {
             }
             wanted.push(mine);
         }
-        let fill = !self.propagating;
-        let read: Vec<usize> = (0..partitions.len())
-            .filter(|&i| fill || self.nodes[n].op.is_filled(&partitions[i]))
+        // Partitions filled here are read in place; the others are pulled
+        // (filled, or read from the real graph by a detached copy).
+        let pulled: Vec<usize> = (0..partitions.len())
+            .filter(|&i| !self.propagating && !self.nodes[n].op.is_filled(&partitions[i]))
             .collect();
-        let read_keys: Vec<Vec<Value>> = read.iter().map(|&i| partitions[i].clone()).collect();
+        let pulled_keys: Vec<Vec<Value>> = pulled.iter().map(|&i| partitions[i].clone()).collect();
         let mut emitted: Vec<Option<Vec<Row>>> = vec![None; partitions.len()];
-        for (i, rows) in read
-            .into_iter()
-            .zip(self.pull_aggregate(src, n, &state_key, &read_keys)?)
+        for (i, rows) in
+            pulled
+                .into_iter()
+                .zip(self.pull_aggregate(src, n, &state_key, &pulled_keys)?)
         {
             emitted[i] = Some(rows);
         }
+        let Op::Window(w) = &self.nodes[n].op else {
+            return Err(DataflowError::Internal(format!("n{n} is not a window")));
+        };
         Ok(keys
             .iter()
             .zip(wanted)
             .map(|(key, parts)| {
-                parts
-                    .iter()
-                    .filter_map(|&i| emitted[i].as_ref())
-                    .flatten()
-                    .filter(|r| key_matches(r, cols, key, &colls))
-                    .cloned()
-                    .collect()
+                let matches = |r: &Row| key_matches(r, cols, key, &colls);
+                let mut out = Vec::new();
+                for &i in &parts {
+                    match &emitted[i] {
+                        Some(rows) => out.extend(rows.iter().filter(|r| matches(r)).cloned()),
+                        None => out.extend(
+                            w.lookup_matching(&partitions[i], matches)
+                                .unwrap_or_default(),
+                        ),
+                    }
+                }
+                out
             })
             .collect())
     }

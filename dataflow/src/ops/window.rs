@@ -740,6 +740,34 @@ impl Window {
         Some(out)
     }
 
+    /// State partition `key`'s output rows that `keep` accepts, or `None`
+    /// for a hole; a top-k clones no other row (the join above it looks
+    /// one row up by its join key on every write to its other side).
+    pub fn lookup_matching(&self, key: &[Value], keep: impl Fn(&Row) -> bool) -> Option<Vec<Row>> {
+        if !self.funcs.is_empty() {
+            let rows = self.lookup(key)?;
+            return Some(rows.into_iter().filter(|r| keep(r)).collect());
+        }
+        let colls: Vec<Collation> = self.key.iter().map(|&c| self.coll(c)).collect();
+        let part = self.state.get(&norm_key(key, &colls))?;
+        let (start, end) = (self.offset, self.end());
+        let mut out = Vec::new();
+        for ord in part.windows.values() {
+            let mut pos = 0usize;
+            for (e, &n) in ord {
+                if pos >= end {
+                    break;
+                }
+                let inside = pos.max(start)..(pos + n).min(end);
+                if !inside.is_empty() && keep(&e.row) {
+                    out.extend(std::iter::repeat_n(e.row.clone(), inside.len()));
+                }
+                pos += n;
+            }
+        }
+        Some(out)
+    }
+
     /// Fills state partition `key` from every input row with that key;
     /// returns its output rows.
     pub fn fill(&mut self, key: &[Value], rows: Vec<Row>) -> Vec<Row> {
@@ -1116,6 +1144,32 @@ mod tests {
         assert_emits(&mut h, "- a 1 x", "- a 1 x\n+ a 3 z");
         // Another partition has its own window.
         assert_emits(&mut h, "+ b 1 x\n+ b 2 y", "+ b 2 y");
+    }
+
+    #[test]
+    fn lookup_matching_is_the_partitions_output_filtered() {
+        let mut w = Window::try_new(
+            vec![0],
+            vec![(1, false, Collation::Binary)],
+            vec![],
+            1,
+            Some(3),
+            vec![Collation::Binary; 2],
+        )
+        .unwrap();
+        w.key = vec![0];
+        let input = ["a 1", "a 2", "a 2", "a 3", "a 4", "a 5"];
+        let out = w.fill(&[Value::text("a")], input.iter().map(|r| parse_row(r)).collect());
+        // Positions 1..4: both 2s and the 3.
+        assert_eq!(out, vec![parse_row("a 2"), parse_row("a 2"), parse_row("a 3")]);
+        let is = |n: i64| move |r: &Row| r[1] == Value::Int(n);
+        let a = [Value::text("a")];
+        assert_eq!(w.lookup_matching(&a, is(2)), Some(vec![parse_row("a 2"); 2]));
+        assert_eq!(w.lookup_matching(&a, is(3)), Some(vec![parse_row("a 3")]));
+        assert_eq!(w.lookup_matching(&a, is(4)), Some(vec![]));
+        assert_eq!(w.lookup_matching(&a, is(1)), Some(vec![]));
+        assert_eq!(w.lookup_matching(&a, is(5)), Some(vec![]));
+        assert_eq!(w.lookup_matching(&[Value::text("b")], is(2)), None);
     }
 
     #[test]
