@@ -281,3 +281,22 @@ fn group_by_under_a_parameter_filter() {
         "#]],
     );
 }
+
+#[test]
+fn order_by_limit_below_a_left_join_to_an_aggregate() {
+    check(
+        "SELECT u.id, u.name, COALESCE(o.total, 0) FROM users u LEFT JOIN (SELECT user_id, SUM(amount) AS total FROM orders GROUP BY user_id) o ON o.user_id = u.id WHERE u.city = 'x' ORDER BY u.id DESC LIMIT 10",
+        expect![[r#"
+            view not installed (EXPLAIN GRAPH does not install it) keyed by ["city"]
+            n0: Base users (table 1)
+            n1: Window partition by [2] order by [#0 DESC] rows 0..64, state keyed by [2] <- n0
+            n2: Base orders (table 2)
+            n3: Project [#1, #3] <- n2
+            n4: Aggregate group by 1 columns [Sum(#1)], state keyed by [0] <- n3
+            n5: Project [#0, #1] <- n4
+            n6: Join Left on left[0] = right[0] <- n1, n5
+            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }), #2] <- n6
+            n8: Reader keyed by [3], ordered by [(0, true)] <- n7
+        "#]],
+    );
+}

@@ -1159,12 +1159,21 @@ mod tests {
         .unwrap();
         w.key = vec![0];
         let input = ["a 1", "a 2", "a 2", "a 3", "a 4", "a 5"];
-        let out = w.fill(&[Value::text("a")], input.iter().map(|r| parse_row(r)).collect());
+        let out = w.fill(
+            &[Value::text("a")],
+            input.iter().map(|r| parse_row(r)).collect(),
+        );
         // Positions 1..4: both 2s and the 3.
-        assert_eq!(out, vec![parse_row("a 2"), parse_row("a 2"), parse_row("a 3")]);
+        assert_eq!(
+            out,
+            vec![parse_row("a 2"), parse_row("a 2"), parse_row("a 3")]
+        );
         let is = |n: i64| move |r: &Row| r[1] == Value::Int(n);
         let a = [Value::text("a")];
-        assert_eq!(w.lookup_matching(&a, is(2)), Some(vec![parse_row("a 2"); 2]));
+        assert_eq!(
+            w.lookup_matching(&a, is(2)),
+            Some(vec![parse_row("a 2"); 2])
+        );
         assert_eq!(w.lookup_matching(&a, is(3)), Some(vec![parse_row("a 3")]));
         assert_eq!(w.lookup_matching(&a, is(4)), Some(vec![]));
         assert_eq!(w.lookup_matching(&a, is(1)), Some(vec![]));
