@@ -46,7 +46,10 @@ pub(crate) fn push_below_left_joins(pv: &mut PlannedView, k: usize) -> bool {
         && pv.range.is_none()
         && !pv.dedup
         && pv.empty_default.is_none();
-    if !reads_rows_as_stored || pv.order.is_empty() || pv.limit.is_none() {
+    // Without a key the window would keep one partition for the whole
+    // input, which a miss must fill under the graph lock (see
+    // `Graph::detach`): the whole-table fill this is meant to avoid.
+    if !reads_rows_as_stored || pv.key.is_empty() || pv.order.is_empty() || pv.limit.is_none() {
         return false;
     }
     let wanted = Wanted {

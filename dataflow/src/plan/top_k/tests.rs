@@ -173,6 +173,10 @@ fn no_window_where_the_join_can_change_the_rows_or_the_order() {
     // A primary key on the right: one row per comment.
     let mut pv = view(JoinKind::Left, votes(), 0, 0);
     assert!(push_below_left_joins(&mut pv, 64));
+    // No key: one partition of every row, filled under the graph lock.
+    let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
+    pv.key.clear();
+    assert!(!push_below_left_joins(&mut pv, 64));
     // Read-time work between the stored rows and the limit.
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
     pv.dedup = true;
