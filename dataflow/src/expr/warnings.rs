@@ -20,6 +20,10 @@ pub const WARN_WRONG_VALUE_FOR_FUNCTION: u16 = 1411;
 /// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).
 pub const WARN_TRUNCATED_WRONG_VALUE: u16 = 1292;
 
+/// MySQL's ER_DIVISION_BY_ZERO: `/`, DIV or MOD by zero is NULL with this
+/// warning (reported only under `sql_mode` ERROR_FOR_DIVISION_BY_ZERO).
+pub const WARN_DIVISION_BY_ZERO: u16 = 1365;
+
 /// MySQL's ER_INVALID_CHARACTER_STRING: bytes cast to a character set
 /// they are not valid in (each bad byte became `?`).
 pub const WARN_INVALID_CHARACTER_STRING: u16 = 1300;
@@ -76,3 +80,4 @@ pub(crate) fn without_warnings<T>(f: impl FnOnce() -> T) -> T {
     WARNINGS.with(|w| *w.borrow_mut() = before);
     out
 }
+
