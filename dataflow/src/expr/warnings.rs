@@ -81,3 +81,19 @@ pub(crate) fn without_warnings<T>(f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Runs `f`, returning beside its result the warnings its evaluation
+/// raised on this thread. They stay listed for the statement, after those
+/// raised before. (A strict INSERT's RETURNING fails on one, as MariaDB's
+/// does, though its evaluation may run on the write's thread.)
+pub fn raised_by<T>(f: impl FnOnce() -> T) -> (T, Vec<EvalWarning>) {
+    let before = take_warnings();
+    let out = f();
+    let raised = take_warnings();
+    WARNINGS.with(|w| {
+        let mut w = w.borrow_mut();
+        *w = before;
+        w.extend(raised.iter().cloned());
+        w.truncate(MAX_WARNINGS);
+    });
+    (out, raised)
+}

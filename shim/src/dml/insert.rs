@@ -78,6 +78,10 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .take()
         .map(|items| crate::returning::Returning::compile(&schema, &items))
         .transpose()?
+        .map(|r| match !ins.ignore && crate::vars::strict_mode(s) {
+            true => r.failing_on_warnings(crate::vars::division_by_zero_warns(s)),
+            false => r,
+        })
         .map(InsertReturning::new);
     let targets: Vec<usize> = if ins.columns.is_empty() {
         // Every column a client sees (not a functional key part's).
