@@ -248,6 +248,7 @@ pub const ER_LOCK_DEADLOCK: MysqlCode = code(1213, "40001");
 pub const ER_LOCK_NOWAIT: MysqlCode = code(3572, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
 pub const ER_DIVISION_BY_ZERO: MysqlCode = code(1365, "22012");
+pub const ER_ERROR_ON_RENAME: MysqlCode = code(1025, "HY000");
 pub const ER_DATETIME_FUNCTION_OVERFLOW: MysqlCode = code(1441, "22008");
 pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
@@ -588,6 +589,19 @@ pub fn warning_as_error(errno: u16, message: String) -> WireError {
     WireError { code, message }
 }
 
+/// RENAME TABLE (or ALTER TABLE ... RENAME) into a database that does
+/// not exist: MariaDB's 1025 from InnoDB (the engine Ladle reports),
+/// naming the tables by their files.
+pub fn rename_into_missing_database(from: &(String, String), to: &(String, String)) -> WireError {
+    WireError {
+        code: ER_ERROR_ON_RENAME,
+        message: format!(
+            "Error on rename of './{}/{}' to './{}/{}' (errno: 168 \"Unknown (generic) error from engine\")",
+            from.0, from.1, to.0, to.1
+        ),
+    }
+}
+
 /// DROP TABLE of a missing table (1051).
 pub fn unknown_table_drop(name: &str) -> (MysqlCode, String) {
     (ER_BAD_TABLE, format!("Unknown table '{name}'"))
@@ -635,6 +649,7 @@ mod tests {
             ER_BAD_TABLE,
             ER_DIVISION_BY_ZERO,
             ER_DATETIME_FUNCTION_OVERFLOW,
+            ER_ERROR_ON_RENAME,
             ER_NON_UNIQ,
             ER_NONUNIQ_TABLE,
             ER_BAD_FIELD,
