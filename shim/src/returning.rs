@@ -17,6 +17,7 @@ use sqlparser::ast::{self, SelectItem};
 
 use crate::error::{Result, ShimError, WireError};
 use crate::output::Output;
+use crate::strict_warnings::StrictWarnings;
 
 /// A compiled RETURNING list over one table's rows.
 pub struct Returning {
@@ -26,11 +27,9 @@ pub struct Returning {
     /// of its 1690.
     written: Vec<Option<ast::Expr>>,
     schema: Arc<TableSchema>,
-    /// Whether a warning evaluation raises fails the statement instead
-    /// (see [`Returning::failing_on_warnings`]).
-    warnings_fail: bool,
-    /// Whether a division by zero counts as one (ERROR_FOR_DIVISION_BY_ZERO).
-    division_by_zero_warns: bool,
+    /// Which warnings evaluation raises fail the statement instead (see
+    /// [`Returning::failing_on_warnings`]).
+    strict: StrictWarnings,
 }
 
 impl Returning {
@@ -124,22 +123,16 @@ impl Returning {
             exprs,
             written,
             schema: Arc::new(schema.clone()),
-            warnings_fail: false,
-            division_by_zero_warns: false,
+            strict: StrictWarnings::default(),
         })
     }
 
-    /// The list for an INSERT under strict `sql_mode` (without IGNORE): a
-    /// warning its evaluation raises (`'abc' + 1`'s 1292; a division by
-    /// zero's 1365 when `division_by_zero_warns`) is the statement's error,
-    /// as MariaDB's `abort_on_warning` makes it. (A DELETE's RETURNING
+    /// The list for an INSERT: under strict `sql_mode` (without IGNORE)
+    /// a warning its evaluation raises is the statement's error, as in
+    /// MariaDB (see [`crate::strict_warnings`]). (A DELETE's RETURNING
     /// only warns there.)
-    pub fn failing_on_warnings(self, division_by_zero_warns: bool) -> Returning {
-        Returning {
-            warnings_fail: true,
-            division_by_zero_warns,
-            ..self
-        }
+    pub fn failing_on_warnings(self, strict: StrictWarnings) -> Returning {
+        Returning { strict, ..self }
     }
 
     fn all_columns(
@@ -179,31 +172,16 @@ impl Returning {
 
     /// The values listed for `row` (as the table holds it).
     pub fn values(&self, row: &Row) -> Result<Row> {
-        let mut values = Row::new();
-        for (x, w) in self.exprs.iter().zip(&self.written) {
-            let eval = || {
-                x.eval(row)
-                    .map_err(|e| self.out_of_range_in(e, w.as_ref(), row))
-            };
-            if !self.warnings_fail {
-                values.push(eval()?);
-                continue;
-            }
-            let (value, raised) = ladle_dataflow::eval_warnings_raised_by(eval);
-            let value = value?;
-            let failing = raised.into_iter().find(|(level, code, _)| {
-                *level == "Warning"
-                    && (*code != ladle_dataflow::WARN_DIVISION_BY_ZERO
-                        || self.division_by_zero_warns)
-            });
-            if let Some((_, code, message)) = failing {
-                return Err(ShimError::Wire(crate::error::warning_as_error(
-                    code, message,
-                )));
-            }
-            values.push(value);
-        }
-        Ok(values)
+        self.exprs
+            .iter()
+            .zip(&self.written)
+            .map(|(x, w)| {
+                self.strict.evaluated(|| {
+                    x.eval(row)
+                        .map_err(|e| ShimError::from(self.out_of_range_in(e, w.as_ref(), row)))
+                })
+            })
+            .collect()
     }
 
     /// 1690's text as MariaDB's: `BIGINT value is out of range in
