@@ -74,7 +74,9 @@ fn check_renames(
             return Err(StorageError::TableExists(to.1).into());
         }
         if !e.storage.databases().contains(&to.0) {
-            return Err(ShimError::UnknownDatabase(to.0));
+            return Err(ShimError::Wire(crate::error::rename_into_missing_database(
+                &from, &to,
+            )));
         }
         taken.retain(|n| *n != from);
         gone.push(from);
@@ -841,6 +843,13 @@ impl Alter<'_> {
         }
         if self.e.storage.table(&db, &name).is_some() {
             return Err(StorageError::TableExists(name).into());
+        }
+        if !self.e.storage.databases().contains(&db) {
+            let from = (schema.database.clone(), schema.name.clone());
+            return Err(ShimError::Wire(crate::error::rename_into_missing_database(
+                &from,
+                &(db, name),
+            )));
         }
         let (old_db, old_name) = (schema.database.clone(), schema.name.clone());
         let parent_is_this = |k: &ForeignKey| {

@@ -215,7 +215,10 @@ impl Engine {
         if let (Kind::Select, Ok(Output::Rows { rows, .. })) = (kind, &result) {
             s.found_rows_count = calc.unwrap_or(rows.len() as u64);
         }
-        let raised = ladle_dataflow::take_eval_warnings();
+        let mut raised = ladle_dataflow::take_eval_warnings();
+        if !crate::vars::division_by_zero_warns(s) {
+            raised.retain(|w| w.1 != ladle_dataflow::WARN_DIVISION_BY_ZERO);
+        }
         if result.is_ok() && !raised.is_empty() {
             // A statement with warnings replaces the earlier ones.
             s.warnings.drain(..carried.min(s.warnings.len()));

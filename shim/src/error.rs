@@ -247,6 +247,9 @@ pub const ER_LOCK_DEADLOCK: MysqlCode = code(1213, "40001");
 /// MySQL 8.0's `NOWAIT` refusal (MariaDB sends 1205 instead).
 pub const ER_LOCK_NOWAIT: MysqlCode = code(3572, "HY000");
 pub const ER_TRUNCATED_WRONG_VALUE: MysqlCode = code(1292, "22007");
+pub const ER_DIVISION_BY_ZERO: MysqlCode = code(1365, "22012");
+pub const ER_ERROR_ON_RENAME: MysqlCode = code(1025, "HY000");
+pub const ER_DATETIME_FUNCTION_OVERFLOW: MysqlCode = code(1441, "22008");
 pub const ER_WARN_DATA_TRUNCATED: MysqlCode = code(1265, "01000");
 pub const ER_DISK_FULL: MysqlCode = code(1021, "HY000");
 /// Stored data failed its checksum or would not decode: what MySQL and
@@ -565,6 +568,40 @@ pub fn drop_db_missing(name: &str) -> (MysqlCode, String) {
     )
 }
 
+/// A warning evaluation raised (`errno`, `message`), as the error it
+/// becomes where MariaDB's strict `sql_mode` turns warnings into errors
+/// (its `abort_on_warning`: an INSERT's RETURNING): the warning's own
+/// code with that code's SQLSTATE.
+pub fn warning_as_error(errno: u16, message: String) -> WireError {
+    let code = [
+        ER_TRUNCATED_WRONG_VALUE,
+        ER_DIVISION_BY_ZERO,
+        ER_DATETIME_FUNCTION_OVERFLOW,
+        ER_WARN_DATA_OUT_OF_RANGE,
+        ER_TRUNCATED_WRONG_VALUE_FOR_FIELD,
+    ]
+    .into_iter()
+    .find(|c| c.errno == errno)
+    .unwrap_or(MysqlCode {
+        errno,
+        sqlstate: "HY000",
+    });
+    WireError { code, message }
+}
+
+/// RENAME TABLE (or ALTER TABLE ... RENAME) into a database that does
+/// not exist: MariaDB's 1025 from InnoDB (the engine Ladle reports),
+/// naming the tables by their files.
+pub fn rename_into_missing_database(from: &(String, String), to: &(String, String)) -> WireError {
+    WireError {
+        code: ER_ERROR_ON_RENAME,
+        message: format!(
+            "Error on rename of './{}/{}' to './{}/{}' (errno: 168 \"Unknown (generic) error from engine\")",
+            from.0, from.1, to.0, to.1
+        ),
+    }
+}
+
 /// DROP TABLE of a missing table (1051).
 pub fn unknown_table_drop(name: &str) -> (MysqlCode, String) {
     (ER_BAD_TABLE, format!("Unknown table '{name}'"))
@@ -610,6 +647,9 @@ mod tests {
             ER_BAD_DB,
             ER_TABLE_EXISTS,
             ER_BAD_TABLE,
+            ER_DIVISION_BY_ZERO,
+            ER_DATETIME_FUNCTION_OVERFLOW,
+            ER_ERROR_ON_RENAME,
             ER_NON_UNIQ,
             ER_NONUNIQ_TABLE,
             ER_BAD_FIELD,

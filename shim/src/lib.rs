@@ -105,6 +105,7 @@ mod sql_mode;
 mod sql_prepare;
 pub mod sqltext;
 mod statement_threads;
+mod strict_warnings;
 mod table_notes;
 mod table_options;
 mod temporary_cleanup;

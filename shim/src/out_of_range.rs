@@ -9,6 +9,24 @@ use ladle_common::{Row, TableSchema};
 use ladle_dataflow::{compile_row_expr, DataflowError};
 use sqlparser::ast;
 
+/// 1690's message `m` (`BIGINT value is out of range`) raised evaluating
+/// `written` over `row`, naming the operation that overflowed as MariaDB's
+/// does (`... in '`db`.`t`.`v` + 1'`) where [`failing_operation`] finds it.
+pub fn message_naming_operation(
+    m: String,
+    written: &ast::Expr,
+    schema: &TableSchema,
+    row: &Row,
+) -> String {
+    if m.contains(" in '") {
+        return m;
+    }
+    match failing_operation(written, schema, row) {
+        Some(text) => format!("{m} in '{text}'"),
+        None => m,
+    }
+}
+
 /// The text of the innermost part of `written` that is out of range over
 /// `row` (a row of `schema`): the first such part, left to right, none of
 /// whose own parts is. `None` when it holds more than operators, literals

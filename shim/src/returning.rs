@@ -6,6 +6,7 @@
 //! (inserted, updated, or found unchanged). (`UPDATE ... RETURNING` is a
 //! syntax error in MariaDB and refused here.)
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema};
@@ -14,8 +15,9 @@ use ladle_dataflow::{
 };
 use sqlparser::ast::{self, SelectItem};
 
-use crate::error::{Result, ShimError};
+use crate::error::{Result, ShimError, WireError};
 use crate::output::Output;
+use crate::strict_warnings::StrictWarnings;
 
 /// A compiled RETURNING list over one table's rows.
 pub struct Returning {
@@ -25,6 +27,9 @@ pub struct Returning {
     /// of its 1690.
     written: Vec<Option<ast::Expr>>,
     schema: Arc<TableSchema>,
+    /// Which warnings evaluation raises fail the statement instead (see
+    /// [`Returning::failing_on_warnings`]).
+    strict: StrictWarnings,
 }
 
 impl Returning {
@@ -43,11 +48,18 @@ impl Returning {
                     continue;
                 }
                 SelectItem::QualifiedWildcard(name, _) => {
-                    let named = crate::sqltext::last_part(name);
-                    if !named.eq_ignore_ascii_case(&schema.name) {
-                        return Err(ShimError::Dataflow(
-                            ladle_dataflow::DataflowError::UnknownTable(named),
-                        ));
+                    let parts: Vec<&str> = name.0.iter().map(|i| i.value.as_str()).collect();
+                    if !names_table(schema, &parts) {
+                        // MariaDB's text: the table as written, in its
+                        // database (the default one if none is written).
+                        let (table, database) = match parts.as_slice() {
+                            [.., d, t] => (*t, *d),
+                            [t] => (*t, schema.database.as_str()),
+                            [] => ("", schema.database.as_str()),
+                        };
+                        let (code, message) =
+                            crate::error::unknown_table_drop(&format!("{database}.{table}"));
+                        return Err(ShimError::Wire(WireError { code, message }));
                     }
                     Self::all_columns(schema, &mut columns, &mut exprs)?;
                     written.resize(exprs.len(), None);
@@ -56,7 +68,13 @@ impl Returning {
                 SelectItem::UnnamedExpr(e) => (e, None),
                 SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
             };
-            let compiled = compile_row_expr(expr, Some(schema))?;
+            check_qualified_columns(expr, schema)?;
+            let compiled = compile_row_expr(expr, Some(schema)).map_err(|e| match e {
+                DataflowError::UnknownColumn(column, _) => {
+                    ShimError::UnknownColumn(column, "RETURNING".into())
+                }
+                e => e.into(),
+            })?;
             let (ty, nullable) = compiled.result_type(schema);
             let column = match expr {
                 ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) => {
@@ -105,7 +123,16 @@ impl Returning {
             exprs,
             written,
             schema: Arc::new(schema.clone()),
+            strict: StrictWarnings::default(),
         })
+    }
+
+    /// The list for an INSERT: under strict `sql_mode` (without IGNORE)
+    /// a warning its evaluation raises is the statement's error, as in
+    /// MariaDB (see [`crate::strict_warnings`]). (A DELETE's RETURNING
+    /// only warns there.)
+    pub fn failing_on_warnings(self, strict: StrictWarnings) -> Returning {
+        Returning { strict, ..self }
     }
 
     fn all_columns(
@@ -145,15 +172,16 @@ impl Returning {
 
     /// The values listed for `row` (as the table holds it).
     pub fn values(&self, row: &Row) -> Result<Row> {
-        Ok(self
-            .exprs
+        self.exprs
             .iter()
             .zip(&self.written)
             .map(|(x, w)| {
-                x.eval(row)
-                    .map_err(|e| self.out_of_range_in(e, w.as_ref(), row))
+                self.strict.evaluated(|| {
+                    x.eval(row)
+                        .map_err(|e| ShimError::from(self.out_of_range_in(e, w.as_ref(), row)))
+                })
             })
-            .collect::<std::result::Result<Row, _>>()?)
+            .collect()
     }
 
     /// 1690's text as MariaDB's: `BIGINT value is out of range in
@@ -167,12 +195,9 @@ impl Returning {
         row: &Row,
     ) -> DataflowError {
         match (e, written) {
-            (DataflowError::OutOfRange(m), Some(w)) if !m.contains(" in '") => {
-                match crate::out_of_range::failing_operation(w, &self.schema, row) {
-                    Some(text) => DataflowError::OutOfRange(format!("{m} in '{text}'")),
-                    None => DataflowError::OutOfRange(m),
-                }
-            }
+            (DataflowError::OutOfRange(m), Some(w)) => DataflowError::OutOfRange(
+                crate::out_of_range::message_naming_operation(m, w, &self.schema, row),
+            ),
             (e, _) => e,
         }
     }
@@ -183,5 +208,56 @@ impl Returning {
             columns: self.columns.clone(),
             rows: ResultRows::from(listed),
         }
+    }
+}
+
+/// Whether `parts` (`[t]` or `[db, t]`, as written) name `schema`'s table:
+/// exactly, as MariaDB compares table and database names where they are
+/// case-sensitive (`lower_case_table_names` = 0, which Ladle reports).
+fn names_table(schema: &TableSchema, parts: &[&str]) -> bool {
+    match parts {
+        [t] => *t == schema.name,
+        [d, t] => *d == schema.database && *t == schema.name,
+        _ => false,
+    }
+}
+
+/// 1054 `Unknown column 'T.v' in 'RETURNING'` for a column of `expr`
+/// qualified by another name than its table's (outside subqueries, whose
+/// names are their own).
+fn check_qualified_columns(expr: &ast::Expr, schema: &TableSchema) -> Result<()> {
+    struct Qualified<'a> {
+        schema: &'a TableSchema,
+        in_query: usize,
+    }
+    impl ast::Visitor for Qualified<'_> {
+        type Break = String;
+        fn pre_visit_query(&mut self, _: &ast::Query) -> ControlFlow<String> {
+            self.in_query += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &ast::Query) -> ControlFlow<String> {
+            self.in_query -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<String> {
+            let ast::Expr::CompoundIdentifier(ids) = e else {
+                return ControlFlow::Continue(());
+            };
+            let parts: Vec<&str> = ids.iter().map(|i| i.value.as_str()).collect();
+            let qualifier = &parts[..parts.len().saturating_sub(1)];
+            if self.in_query == 0 && !names_table(self.schema, qualifier) {
+                return ControlFlow::Break(parts.join("."));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    let mut check = Qualified {
+        schema,
+        in_query: 0,
+    };
+    match ast::Visit::visit(expr, &mut check) {
+        ControlFlow::Break(column) => Err(ShimError::UnknownColumn(column, "RETURNING".into())),
+        ControlFlow::Continue(()) => Ok(()),
     }
 }

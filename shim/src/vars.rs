@@ -272,6 +272,14 @@ pub fn strict_mode(session: &Session) -> bool {
         .any(|m| sql_mode_has(session, m))
 }
 
+/// Whether a division by zero is reported (warning 1365; an error where
+/// strict mode turns warnings into errors): `sql_mode` has
+/// ERROR_FOR_DIVISION_BY_ZERO (the default's does). Else it is NULL
+/// silently, as in MariaDB.
+pub fn division_by_zero_warns(session: &Session) -> bool {
+    sql_mode_has(session, "ERROR_FOR_DIVISION_BY_ZERO")
+}
+
 /// Whether a 0 in an AUTO_INCREMENT column asks for a generated value, as
 /// NULL does: unless `sql_mode` has NO_AUTO_VALUE_ON_ZERO (not in the
 /// default mode; dumps set it so that a row with id 0 keeps it).

@@ -46,5 +46,5 @@ pub(crate) use ops::{
 pub use tree::{ArithOp, CastType, CmpOp, Expr, LogicOp};
 pub(crate) use typing::int_of_width;
 pub use typing::{type_chars, unify_types};
-pub use warnings::take_warnings;
 pub(crate) use warnings::without_warnings;
+pub use warnings::{raised_by, take_warnings, EvalWarning, WARN_DIVISION_BY_ZERO};

@@ -11,7 +11,7 @@ use rust_decimal::{Decimal, RoundingStrategy};
 use super::char_cast::cast_to_char;
 use super::error::{out_of_range_in, EvalError, EvalResult};
 use super::tree::{ArithOp, CastType, CmpOp};
-use super::warnings::{note, warn, WARN_TRUNCATED_WRONG_VALUE};
+use super::warnings::{note, warn, WARN_DIVISION_BY_ZERO, WARN_TRUNCATED_WRONG_VALUE};
 use ladle_common::{Collation, Value};
 
 /// A truth value as SQL gives it: 1, 0 or NULL.
@@ -319,6 +319,16 @@ pub(crate) fn arith(op: ArithOp, l: &Value, r: &Value) -> EvalResult {
         (Some(a), Some(b)) => (a, b),
         _ => return Ok(Value::Null),
     };
+    let zero = match b {
+        Num::Int(y) => y == 0,
+        Num::Dec(y) => y.is_zero(),
+        Num::Float(y) => y == 0.0,
+    };
+    if zero && matches!(op, ArithOp::Div | ArithOp::IntDiv | ArithOp::Mod) {
+        // NULL, with MariaDB's warning (the session's sql_mode decides
+        // whether a statement reports it: ERROR_FOR_DIVISION_BY_ZERO).
+        warn(WARN_DIVISION_BY_ZERO, "Division by 0".into());
+    }
     if let ArithOp::BitAnd | ArithOp::BitOr | ArithOp::BitXor | ArithOp::Shl | ArithOp::Shr = op {
         let x = to_u64_bits(l);
         let y = to_u64_bits(r);

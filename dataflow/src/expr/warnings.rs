@@ -20,6 +20,10 @@ pub const WARN_WRONG_VALUE_FOR_FUNCTION: u16 = 1411;
 /// a time only in part (`'1abc' = 1`, `'2020-01-01x'`).
 pub const WARN_TRUNCATED_WRONG_VALUE: u16 = 1292;
 
+/// MySQL's ER_DIVISION_BY_ZERO: `/`, DIV or MOD by zero is NULL with this
+/// warning (reported only under `sql_mode` ERROR_FOR_DIVISION_BY_ZERO).
+pub const WARN_DIVISION_BY_ZERO: u16 = 1365;
+
 /// MySQL's ER_INVALID_CHARACTER_STRING: bytes cast to a character set
 /// they are not valid in (each bad byte became `?`).
 pub const WARN_INVALID_CHARACTER_STRING: u16 = 1300;
@@ -75,4 +79,21 @@ pub(crate) fn without_warnings<T>(f: impl FnOnce() -> T) -> T {
     let out = f();
     WARNINGS.with(|w| *w.borrow_mut() = before);
     out
+}
+
+/// Runs `f`, returning beside its result the warnings its evaluation
+/// raised on this thread. They stay listed for the statement, after those
+/// raised before. (A strict INSERT's RETURNING fails on one, as MariaDB's
+/// does, though its evaluation may run on the write's thread.)
+pub fn raised_by<T>(f: impl FnOnce() -> T) -> (T, Vec<EvalWarning>) {
+    let before = take_warnings();
+    let out = f();
+    let raised = take_warnings();
+    WARNINGS.with(|w| {
+        let mut w = w.borrow_mut();
+        *w = before;
+        w.extend(raised.iter().cloned());
+        w.truncate(MAX_WARNINGS);
+    });
+    (out, raised)
 }

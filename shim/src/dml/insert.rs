@@ -26,6 +26,7 @@ use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD, ER_VIEW_CHECK_FAI
 use crate::exec::Engine;
 use crate::output::{Info, Output};
 use crate::session::Session;
+use crate::strict_warnings::StrictWarnings;
 use crate::tokens::render_token;
 
 /// INSERT and REPLACE. A call of a function that does not exist is
@@ -37,13 +38,14 @@ pub fn insert(e: &Engine, s: &mut Session, ins: ast::Insert) -> Result<Output> {
 
 /// A VALUES list's rows of `width` values each (`None` for DEFAULT);
 /// `no_columns`: the statement names no columns, so `VALUES ()` is a row
-/// of every column's default.
+/// of every column's default. `strict`: the warnings that fail it.
 fn values_rows(
     e: &Engine,
     s: &mut Session,
     v: &ast::Values,
     no_columns: bool,
     width: usize,
+    strict: StrictWarnings,
 ) -> Result<Vec<Vec<Option<Value>>>> {
     let mut given = Vec::with_capacity(v.rows.len());
     for row in &v.rows {
@@ -59,9 +61,10 @@ fn values_rows(
             out.push(if is_default_keyword(x) {
                 None
             } else if has_subquery(x) {
-                Some(value_with_subqueries(e, s, x, v.rows.len())?)
+                let rows = v.rows.len();
+                Some(strict.evaluated(|| value_with_subqueries(e, s, x, rows))?)
             } else {
-                Some(value_of(e, s, x)?)
+                Some(strict.evaluated(|| value_of(e, s, x))?)
             });
         }
         given.push(out);
@@ -78,6 +81,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .take()
         .map(|items| crate::returning::Returning::compile(&schema, &items))
         .transpose()?
+        .map(|r| r.failing_on_warnings(StrictWarnings::for_insert(s, ins.ignore)))
         .map(InsertReturning::new);
     let targets: Vec<usize> = if ins.columns.is_empty() {
         // Every column a client sees (not a functional key part's).
@@ -98,7 +102,8 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     let src = RowSource::of(&source.body);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
-            given = values_rows(e, s, v, ins.columns.is_empty(), targets.len())?;
+            let strict = StrictWarnings::for_insert(s, ins.ignore);
+            given = values_rows(e, s, v, ins.columns.is_empty(), targets.len(), strict)?;
         }
         _ => {
             // INSERT ... SELECT: run the query, then insert its rows.

@@ -241,6 +241,7 @@ fn update_targets(
             view_check: write.view_check,
             schema: schema.clone(),
             strict: !ignore && crate::vars::strict_mode(s),
+            written: Default::default(),
         };
         if let Output::Done {
             affected_rows: a,

@@ -3,17 +3,17 @@
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
-use ladle_dataflow::{compile_row_expr, RowExpr};
-use ladle_storage::{IndexRef, RowUpdater, ScanSpec, WriteOp};
+use ladle_dataflow::{compile_row_expr, DataflowError, RowExpr};
+use ladle_storage::{IndexRef, RowUpdater, ScanSpec, StorageError, WriteOp};
 use sqlparser::ast::{self, Expr};
 use sqlparser::tokenizer::Token;
 
 use super::overlay::{candidate_rows, coerce_lenient, transaction_wrote};
 use super::transaction_keys::TransactionKeys;
 use super::write::{
-    choose_rows, coerce_row_strict, compile_assignments, expr_err, has_subquery, identity,
-    identity_columns, inline_subqueries, refuse_empty_enum, scan_spec, single_table, slot,
-    submit_with, table, RowCounts,
+    choose_rows, coerce_row_strict, compile_assignments_as_written, expr_err, has_subquery,
+    identity, identity_columns, inline_subqueries, refuse_empty_enum, scan_spec, single_table,
+    slot, submit_with, table, RowCounts,
 };
 use crate::checks::TableChecks;
 use crate::error::{Result, ShimError};
@@ -132,17 +132,23 @@ fn update_rows(
     // Subqueries left read the row: computed per row (see `super::correlated`).
     let correlated = assignments.iter().any(|a| has_subquery(&a.value))
         || selection.as_ref().is_some_and(has_subquery);
+    let mut written = Written::default();
     let (values, pred, scan) = if correlated {
         let rows =
             super::correlated::per_row(e, s, &target, &schema, &assignments, selection.as_ref())?;
         let scan = rows.scan(&schema, selection.as_ref());
         (SetValues::PerRow(rows), None, scan)
     } else {
-        let compiled = compile_assignments(&schema, &assignments)?;
+        let mut compiled = Vec::new();
+        for (pos, x, value) in compile_assignments_as_written(&schema, &assignments)? {
+            compiled.push((pos, x));
+            written.set.push(value);
+        }
         let pred = selection
             .as_ref()
             .map(|w| compile_row_expr(w, Some(&schema)))
             .transpose()?;
+        written.pred = selection.clone();
         (
             SetValues::Exprs(compiled),
             pred,
@@ -179,6 +185,7 @@ fn update_rows(
         view_check,
         schema: schema.clone(),
         strict: !ignore && crate::vars::strict_mode(s),
+        written,
     };
     write_update(e, s, &schema, scan, change, ignore)
 }
@@ -278,6 +285,16 @@ pub(super) struct RowChange {
     pub(super) schema: Arc<TableSchema>,
     /// Strict mode without IGNORE: an empty ENUM value is refused.
     pub(super) strict: bool,
+    pub(super) written: Written,
+}
+
+/// An UPDATE's WHERE and SET values as written (SET in
+/// [`SetValues::Exprs`]' order; none for other values), for the text of a
+/// 1690: MariaDB names the operation that overflowed.
+#[derive(Default)]
+pub(super) struct Written {
+    pub(super) pred: Option<Expr>,
+    pub(super) set: Vec<Expr>,
 }
 
 /// Where the new values of an UPDATE's SET columns come from.
@@ -327,13 +344,25 @@ impl SetValues {
 }
 
 impl RowChange {
+    /// The write's error for `e`, raised evaluating `written` over `row`:
+    /// a 1690 names the operation that overflowed, as MariaDB's does.
+    fn error_in(&self, e: DataflowError, written: Option<&Expr>, row: &Row) -> StorageError {
+        match (e, written) {
+            (DataflowError::OutOfRange(m), Some(w)) => StorageError::OutOfRange(
+                crate::out_of_range::message_naming_operation(m, w, &self.schema, row),
+            ),
+            (e, _) => expr_err(e),
+        }
+    }
+
     /// The storage updater: a row's new value, `None` for a row the UPDATE
     /// leaves alone; the values it rounds or cuts are counted in `notes`.
     fn into_updater(self, notes: Arc<parking_lot::Mutex<UpdateNotes>>) -> RowUpdater {
         let assigned = self.values.columns();
         Arc::new(move |row: &Row| {
             if let Some(p) = &self.pred {
-                if !p.eval_predicate(row).map_err(expr_err)? {
+                let matched = p.eval_predicate(row);
+                if !matched.map_err(|e| self.error_in(e, self.written.pred.as_ref(), row))? {
                     return Ok(None);
                 }
             }
@@ -345,8 +374,9 @@ impl RowChange {
             let mut new = row.clone();
             match &self.values {
                 SetValues::Exprs(compiled) => {
-                    for (pos, x) in compiled {
-                        let v = x.eval(&new).map_err(expr_err)?;
+                    for (i, (pos, x)) in compiled.iter().enumerate() {
+                        let v = x.eval(&new);
+                        let v = v.map_err(|e| self.error_in(e, self.written.set.get(i), &new))?;
                         *slot(&mut new, *pos)? = v;
                     }
                 }

@@ -852,6 +852,18 @@ pub(super) fn compile_assignments(
     schema: &TableSchema,
     assignments: &[ast::Assignment],
 ) -> Result<Vec<(usize, RowExpr)>> {
+    Ok(compile_assignments_as_written(schema, assignments)?
+        .into_iter()
+        .map(|(pos, x, _)| (pos, x))
+        .collect())
+}
+
+/// [`compile_assignments`], each with the value as written (`DEFAULT`
+/// spelled out), for the text of its errors.
+pub(super) fn compile_assignments_as_written(
+    schema: &TableSchema,
+    assignments: &[ast::Assignment],
+) -> Result<Vec<(usize, RowExpr, Expr)>> {
     assignments
         .iter()
         .map(|a| {
@@ -874,7 +886,8 @@ pub(super) fn compile_assignments(
                 )));
             }
             let value = with_defaults(schema, pos, &a.value)?;
-            Ok(Some((pos, compile_row_expr(&value, Some(schema))?)))
+            let compiled = compile_row_expr(&value, Some(schema))?;
+            Ok(Some((pos, compiled, value)))
         })
         .filter_map(Result::transpose)
         .collect()
