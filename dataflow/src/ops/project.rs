@@ -11,11 +11,42 @@ use crate::Result;
 pub(crate) struct Project {
     /// One expression per output column, over the input row.
     pub exprs: Vec<Expr>,
+    /// The output column that carries the mark of a row whose WHERE
+    /// overflowed when no output reads a marked column (see
+    /// [`Project::carry_where_failed`]): the last one this node is not
+    /// looked up by.
+    carrier: Option<usize>,
 }
 
 impl Project {
     pub fn new(exprs: Vec<Expr>) -> Project {
-        Project { exprs }
+        let carrier = exprs.len().checked_sub(1);
+        Project { exprs, carrier }
+    }
+
+    /// This projection when looked up by the output columns `lookups`
+    /// (keys of a reader, a join, an aggregate downstream): a mark is
+    /// carried in none of them, so a marked row keeps its key.
+    pub fn with_lookups(mut self, lookups: &[usize]) -> Project {
+        self.carrier = (0..self.exprs.len()).rev().find(|c| !lookups.contains(c));
+        self
+    }
+
+    /// `out` (projected from `row`) keeping the mark of a row whose WHERE
+    /// overflowed (`expr::where_failed_marker`) that no output read: MySQL
+    /// fails on the row whichever columns the query reads, so the carrier
+    /// column becomes the mark (none when every output is a key: known
+    /// gap, the mark is lost there).
+    fn carry_where_failed(&self, row: &[Value], out: &mut Row) {
+        let Some(m) = row.iter().find(|v| crate::expr::is_where_failed(v)) else {
+            return;
+        };
+        if out.iter().any(crate::expr::is_where_failed) {
+            return;
+        }
+        if let Some(slot) = self.carrier.and_then(|c| out.get_mut(c)) {
+            *slot = m.clone();
+        }
     }
 
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
@@ -31,7 +62,8 @@ impl Project {
                 return vec![m; self.exprs.len()];
             }
         }
-        self.exprs
+        let mut out: Row = self
+            .exprs
             .iter()
             .map(|e| {
                 if has_marker {
@@ -47,7 +79,11 @@ impl Project {
                 }
                 eval_or_marker(e, row)
             })
-            .collect()
+            .collect();
+        if has_marker {
+            self.carry_where_failed(row, &mut out);
+        }
+        out
     }
 
     /// Output columns that copy an input column no other output reads:
