@@ -279,6 +279,20 @@ struct Tmp {
 /// a filter, those columns are part of what a filter or projection is, so
 /// only nodes that mark alike are shared.
 fn name_unmarked_columns(tmp: &mut [Tmp]) {
+    // A semi- or anti-join outputs none of its right input's columns, so
+    // a mark there would be lost: the row is dropped instead, as if looked
+    // up by every column (its filter marks nothing; its projection moves
+    // it to the mark's key, which matches nothing). Known gap: MySQL fails.
+    for i in 0..tmp.len() {
+        if let LOp::Join {
+            kind: JoinKind::Semi | JoinKind::Anti,
+            ..
+        } = tmp[i].op
+        {
+            let right = tmp[i].parents[1];
+            tmp[right].lookups = (0..tmp[i].parent_widths[1]).collect();
+        }
+    }
     let mut marks = vec![false; tmp.len()];
     for i in 0..tmp.len() {
         let t = &tmp[i];
