@@ -795,6 +795,7 @@ impl EngineState {
                     .collect::<Option<Vec<usize>>>()
                     .map(Arc::from),
                 computes: g.computes_values(node),
+                marks_rows: g.marks_rows(node),
                 installed_lsn: self.storage.last_lsn(),
                 spec,
                 reader,

@@ -20,7 +20,7 @@ use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, 
 use ladle_storage::{IndexRef, SnapshotReads, Storage, StorageError};
 use parking_lot::Mutex;
 
-use crate::ops::{self, Op};
+use crate::ops::{self, Filter, Op};
 use crate::Result;
 
 mod columns;
@@ -269,19 +269,37 @@ impl Graph {
     // ------------------------------------------------------- detached pulls
 
     /// Whether `n` or an ancestor computes values (a projection with an
-    /// expression, an exact SUM or AVG), whose overflow markers a read must
-    /// look for.
+    /// expression, an exact SUM or AVG, a filter that may mark rows), whose
+    /// overflow markers a read must look for.
     pub fn computes_values(&self, n: NodeId) -> bool {
+        self.any_ancestor(n, |op| match op {
+            Op::Project(p) => p.computes(),
+            Op::Aggregate(a) => a.may_overflow(),
+            Op::Filter(f) => Filter::may_mark(&f.pred),
+            _ => false,
+        })
+    }
+
+    /// Whether `n` or an ancestor is a filter that may mark the rows whose
+    /// WHERE overflowed (`ops::Filter::pass`), which a read of `n`'s view
+    /// must look for in the rows it returns.
+    pub fn marks_rows(&self, n: NodeId) -> bool {
+        self.any_ancestor(
+            n,
+            |op| matches!(op, Op::Filter(f) if Filter::may_mark(&f.pred)),
+        )
+    }
+
+    /// Whether `n` or an ancestor's operator satisfies `test`.
+    fn any_ancestor(&self, n: NodeId, test: impl Fn(&Op) -> bool) -> bool {
         let mut stack = vec![n];
         let mut seen = HashSet::new();
         while let Some(n) = stack.pop() {
             if !seen.insert(n) {
                 continue;
             }
-            match &self.nodes[n].op {
-                Op::Project(p) if p.computes() => return true,
-                Op::Aggregate(a) if a.may_overflow() => return true,
-                _ => {}
+            if test(&self.nodes[n].op) {
+                return true;
             }
             stack.extend(self.nodes[n].parents.iter().copied());
         }

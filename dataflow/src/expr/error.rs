@@ -32,7 +32,10 @@ pub type EvalResult<T = Value> = Result<T, EvalError>;
 /// evaluated it whether or not the query reads it (a GROUP BY key or an
 /// aggregate's argument: [`subquery_rows_evaluated`]); a read returning
 /// either fails with 1242.
-const OUT_OF_RANGE_MARKERS: [(u64, &str); 6] = [
+///
+/// The last four stand for a WHERE that overflowed (see
+/// [`where_failed_marker`]).
+const OUT_OF_RANGE_MARKERS: [(u64, &str); 10] = [
     (0x7ff8_0000_0000_1690, "BIGINT value is out of range"),
     (
         0x7ff8_0000_0001_1690,
@@ -42,7 +45,21 @@ const OUT_OF_RANGE_MARKERS: [(u64, &str); 6] = [
     (0x7ff8_0000_0003_1690, "DOUBLE value is out of range"),
     (0x7ff8_0000_0000_1242, SUBQUERY_ROWS),
     (EVALUATED_ROWS, SUBQUERY_ROWS),
+    (WHERE_FAILED, "BIGINT value is out of range"),
+    (
+        WHERE_FAILED + 0x1_0000,
+        "BIGINT UNSIGNED value is out of range",
+    ),
+    (WHERE_FAILED + 0x2_0000, "DECIMAL value is out of range"),
+    (WHERE_FAILED + 0x3_0000, "DOUBLE value is out of range"),
 ];
+
+/// The bits of the first [`where_failed_marker`]; the others follow it,
+/// one per message, as the plain markers do.
+const WHERE_FAILED: u64 = 0x7ff8_0000_0010_1690;
+
+/// Where the [`where_failed_marker`]s start in the table.
+const WHERE_FAILED_AT: usize = 6;
 
 /// The bits of [`subquery_rows_evaluated`].
 const EVALUATED_ROWS: u64 = 0x7ff8_0000_0001_1242;
@@ -73,6 +90,31 @@ pub(crate) fn subquery_rows_evaluated() -> Value {
 /// Whether `v` is [`subquery_rows_evaluated`].
 pub(crate) fn is_evaluated_rows(v: &Value) -> bool {
     matches!(v, Value::Double(f) if f.to_bits() == EVALUATED_ROWS)
+}
+
+/// What a filter passes on for a row whose predicate overflowed (MySQL's
+/// 1690 evaluating WHERE), in the columns the predicate reads: MySQL
+/// evaluates WHERE whether or not the query reads those columns, so unlike
+/// a plain marker this one is carried by a projection that drops its
+/// column (`ops::Project`), and a read that finds it among the rows of the
+/// keys it reads fails with 1690 (`read::read`). The same message as the
+/// plain marker's, bits of its own.
+pub(crate) fn where_failed_marker(message: &str) -> Value {
+    let bits = OUT_OF_RANGE_MARKERS[WHERE_FAILED_AT..]
+        .iter()
+        .find(|(_, m)| message.starts_with(m))
+        .map_or(WHERE_FAILED, |(b, _)| *b);
+    Value::Double(f64::from_bits(bits))
+}
+
+/// Whether `v` is a [`where_failed_marker`].
+pub(crate) fn is_where_failed(v: &Value) -> bool {
+    match v {
+        Value::Double(f) if f.is_nan() => OUT_OF_RANGE_MARKERS[WHERE_FAILED_AT..]
+            .iter()
+            .any(|(b, _)| *b == f.to_bits()),
+        _ => false,
+    }
 }
 
 /// The marker standing for an [`EvalError::OutOfRange`] with `message`.

@@ -36,8 +36,8 @@ mod tests;
 
 pub use error::EvalError;
 pub(crate) use error::{
-    evaluated, is_evaluated_rows, out_of_range_in, out_of_range_marker, subquery_rows_evaluated,
-    subquery_rows_marker, SUBQUERY_ROWS,
+    evaluated, is_evaluated_rows, is_where_failed, out_of_range_in, out_of_range_marker,
+    subquery_rows_evaluated, subquery_rows_marker, where_failed_marker, SUBQUERY_ROWS,
 };
 pub use func::Func;
 pub(crate) use ops::{

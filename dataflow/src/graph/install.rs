@@ -32,6 +32,10 @@ impl Graph {
         requests[top].push(key.clone());
         for i in (0..tmp.len()).rev() {
             let reqs = std::mem::take(&mut requests[i]);
+            let mut lookups: Vec<usize> = reqs.iter().flatten().copied().collect();
+            lookups.sort_unstable();
+            lookups.dedup();
+            tmp[i].lookups = lookups;
             let state_key = decide_key(&tmp[i], &reqs);
             tmp[i].state_key = state_key.clone();
             tmp[i].drives = join_drives(&tmp, i, &reqs);
@@ -42,6 +46,7 @@ impl Graph {
                 }
             }
         }
+        name_unmarked_columns(&mut tmp);
         let mut ids: Vec<NodeId> = Vec::with_capacity(tmp.len());
         for t in &tmp {
             let parents: Vec<NodeId> = t.parents.iter().map(|&p| ids[p]).collect();
@@ -121,8 +126,8 @@ impl Graph {
                     name: s.name.clone(),
                 }
             }
-            LOp::Filter(e) => Op::Filter(Filter::new(e.clone())),
-            LOp::Project(es) => Op::Project(Project::new(es.clone())),
+            LOp::Filter(e) => Op::Filter(Filter::new(e.clone()).with_lookups(&t.lookups)),
+            LOp::Project(es) => Op::Project(Project::new(es.clone()).with_lookups(&t.lookups)),
             LOp::Join {
                 kind,
                 left_cols,
@@ -264,6 +269,40 @@ struct Tmp {
     parent_widths: Vec<usize>,
     /// Join pull directions (see [`Join::drives`]).
     drives: Vec<(Vec<usize>, bool)>,
+    /// The columns this node is looked up by (every request it receives).
+    lookups: Vec<usize>,
+}
+
+/// Rows whose WHERE overflowed leave a filter marked, in columns other than
+/// those it is looked up by, and projections carry the mark in such a
+/// column too (see `Filter::pass`, `Project::apply`): below and above such
+/// a filter, those columns are part of what a filter or projection is, so
+/// only nodes that mark alike are shared.
+fn name_unmarked_columns(tmp: &mut [Tmp]) {
+    // A semi- or anti-join outputs none of its right input's columns, so
+    // a mark there would be lost: the row is dropped instead, as if looked
+    // up by every column (its filter marks nothing; its projection moves
+    // it to the mark's key, which matches nothing). Known gap: MySQL fails.
+    for i in 0..tmp.len() {
+        if let LOp::Join {
+            kind: JoinKind::Semi | JoinKind::Anti,
+            ..
+        } = tmp[i].op
+        {
+            let right = tmp[i].parents[1];
+            tmp[right].lookups = (0..tmp[i].parent_widths[1]).collect();
+        }
+    }
+    let mut marks = vec![false; tmp.len()];
+    for i in 0..tmp.len() {
+        let t = &tmp[i];
+        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e));
+        marks[i] = here || t.parents.iter().any(|&p| marks[p]);
+        if marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
+            let unmarked = format!("|unmarked={:?}", t.lookups);
+            tmp[i].sig.push_str(&unmarked);
+        }
+    }
 }
 
 fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
@@ -281,6 +320,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         state_key: vec![],
         parent_widths,
         drives: vec![],
+        lookups: vec![],
     });
     tmp.len() - 1
 }

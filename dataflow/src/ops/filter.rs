@@ -2,54 +2,126 @@
 
 use std::fmt;
 
-use ladle_common::{Row, RowDelta};
+use ladle_common::{Row, RowDelta, Value};
 
-use crate::expr::Expr;
+use crate::expr::{EvalError, Expr};
 use crate::Result;
 
-/// Keeps the rows for which `pred` is SQL-true.
+/// Keeps the rows for which `pred` is SQL-true, and marks those for which
+/// it overflowed (see [`Filter::pass`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Filter {
     /// Predicate over the input row.
     pub pred: Expr,
+    /// The input columns `pred` reads that a row whose predicate
+    /// overflowed is marked in: not those this node is looked up by
+    /// ([`Filter::with_lookups`]), so a marked row keeps its key and a
+    /// fill finds it where the write put it.
+    marks: Vec<usize>,
+}
+
+/// What [`Filter::pass`] does with a row.
+enum Verdict {
+    Keep,
+    Drop,
+    /// The predicate overflowed: pass the row on with this marker.
+    Mark(Value),
 }
 
 impl Filter {
     pub fn new(pred: Expr) -> Filter {
-        Filter { pred }
+        Filter {
+            marks: pred.columns(),
+            pred,
+        }
     }
 
-    pub fn keep(&self, row: &[ladle_common::Value]) -> Result<bool> {
-        self.pred
-            .eval_bool(row, &[])
-            .map_err(crate::DataflowError::from)
+    /// This filter when looked up by the columns `lookups` (keys of a
+    /// reader, a join, an aggregate downstream): it marks none of them.
+    pub fn with_lookups(mut self, lookups: &[usize]) -> Filter {
+        self.marks.retain(|c| !lookups.contains(c));
+        self
     }
 
-    /// Pure core: each delta passes or not, sign preserved.
+    /// Whether `pred` may fail to evaluate (arithmetic, a function, a
+    /// cast), so rows may leave a filter on it marked and the view's reads
+    /// must look for the marks.
+    pub fn may_mark(pred: &Expr) -> bool {
+        let mut may = false;
+        pred.walk(&mut |e| {
+            may |= matches!(
+                e,
+                Expr::Arith(..) | Expr::Neg(_) | Expr::Call(..) | Expr::Cast(..)
+            );
+        });
+        may
+    }
+
+    fn verdict(&self, row: &[Value]) -> Verdict {
+        // A row an earlier filter marked passes as it is: MySQL failed
+        // on it before reaching this conjunct (or an outer query's WHERE,
+        // HAVING), whichever column carries the mark by now.
+        if row.iter().any(crate::expr::is_where_failed) {
+            return Verdict::Keep;
+        }
+        match self.pred.eval_bool(row, &[]) {
+            Ok(true) => Verdict::Keep,
+            Ok(false) => Verdict::Drop,
+            Err(EvalError::OutOfRange(m)) if !self.marks.is_empty() => {
+                Verdict::Mark(crate::expr::where_failed_marker(&m))
+            }
+            // Other failures are MySQL's warnings: the row does not pass;
+            // so does an overflow reading only key columns (known gap: a
+            // mark there would move the row to another key).
+            Err(_) => Verdict::Drop,
+        }
+    }
+
+    /// `row` if the predicate holds; if evaluating it overflowed (MySQL
+    /// fails the statement with 1690), `row` with the columns the
+    /// predicate reads (but keys, see `marks`) set to a marker
+    /// (`expr::where_failed_marker`) that downstream operators carry to
+    /// the view, whose reads of the key the row lands under then fail;
+    /// `None` if it is false or NULL. The same
+    /// row always gives the same answer, so an insert and its delete, or a
+    /// write and a fill, agree.
+    pub fn pass(&self, mut row: Row) -> Option<Row> {
+        match self.verdict(&row) {
+            Verdict::Keep => Some(row),
+            Verdict::Drop => None,
+            Verdict::Mark(m) => {
+                for &c in &self.marks {
+                    if let Some(v) = row.get_mut(c) {
+                        *v = m.clone();
+                    }
+                }
+                Some(row)
+            }
+        }
+    }
+
+    /// Pure core: each delta passes (perhaps marked) or not, sign preserved.
     pub fn on_input(&self, deltas: Vec<RowDelta>) -> Result<Vec<RowDelta>> {
         let mut out = Vec::with_capacity(deltas.len());
         for d in deltas {
-            // A row whose predicate fails to evaluate (overflow) is filtered
-            // out, as MySQL would fail the query; never half-apply an update.
-            if self.keep(d.row()).unwrap_or(false) {
-                out.push(d);
-            }
+            let passed = match d {
+                RowDelta::Insert(r) => self.pass(r).map(RowDelta::Insert),
+                RowDelta::Delete(r) => self.pass(r).map(RowDelta::Delete),
+            };
+            out.extend(passed);
         }
         Ok(out)
     }
 
-    /// Upquery: of the parent's rows for a key, the ones that pass (an
-    /// error evaluating the predicate drops the row, as in `on_input`).
-    /// Checks for an interrupted read every 16 rows.
+    /// Upquery: of the parent's rows for a key, the ones that pass, as in
+    /// `on_input`. Checks for an interrupted read every 16 rows.
     pub fn pull(&self, parent_rows: Vec<Row>) -> Result<Vec<Row>> {
         let mut out = Vec::with_capacity(parent_rows.len());
         for (i, r) in parent_rows.into_iter().enumerate() {
             if i % 16 == 15 {
                 crate::interrupt::check()?;
             }
-            if self.keep(&r).unwrap_or(false) {
-                out.push(r);
-            }
+            out.extend(self.pass(r));
         }
         Ok(out)
     }
@@ -58,11 +130,7 @@ impl Filter {
     pub fn pull_keys(&self, parent_rows: Vec<Vec<Row>>) -> Vec<Vec<Row>> {
         parent_rows
             .into_iter()
-            .map(|rows| {
-                rows.into_iter()
-                    .filter(|r| self.keep(r).unwrap_or(false))
-                    .collect()
-            })
+            .map(|rows| rows.into_iter().filter_map(|r| self.pass(r)).collect())
             .collect()
     }
 }
@@ -76,7 +144,7 @@ impl fmt::Display for Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::CmpOp;
+    use crate::expr::{ArithOp, CmpOp};
     use crate::ops::harness::{assert_emits, Harness};
     use ladle_common::{Collation, Value};
 
@@ -93,5 +161,68 @@ mod tests {
         // An update crossing the boundary: old half passes, new half does not.
         assert_emits(&mut h, "- 6 a\n+ 2 a", "- 6 a");
         assert_emits(&mut h, "- 2 a\n+ 9 a", "+ 9 a");
+    }
+
+    /// `a + 1 > 0` over rows `(id, a)`, looked up by `lookups`.
+    fn overflowing(lookups: &[usize]) -> Filter {
+        let a_plus_1 = Expr::Arith(
+            ArithOp::Add,
+            Box::new(Expr::Column(1)),
+            Box::new(Expr::Literal(Value::Int(1))),
+        );
+        Filter::new(Expr::Cmp {
+            op: CmpOp::Gt,
+            left: Box::new(a_plus_1),
+            right: Box::new(Expr::Literal(Value::Int(0))),
+            collation: Collation::GeneralCi,
+        })
+        .with_lookups(lookups)
+    }
+
+    #[test]
+    fn filter_marks_an_overflowing_row_alike_on_every_path() {
+        let f = overflowing(&[0]);
+        assert!(Filter::may_mark(&f.pred));
+        let row = |id: i64, a: i64| vec![Value::Int(id), Value::Int(a)];
+        let rows = vec![row(1, i64::MAX), row(2, 1), row(3, -5)];
+        let inserted = f
+            .on_input(rows.iter().cloned().map(RowDelta::Insert).collect())
+            .unwrap();
+        // Row 1 passes marked in `a`, keeping its key; 2 passes; 3 does not.
+        let kept: Vec<Row> = inserted.iter().map(|d| d.row().clone()).collect();
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0][0], Value::Int(1));
+        assert!(crate::expr::is_where_failed(&kept[0][1]));
+        assert_eq!(
+            crate::expr::out_of_range_in(&kept[0][1]),
+            Some("BIGINT value is out of range")
+        );
+        assert_eq!(kept[1], row(2, 1));
+        // Its delete retracts exactly that row; a fill finds the same rows.
+        let deleted = f
+            .on_input(vec![RowDelta::Delete(row(1, i64::MAX))])
+            .unwrap();
+        assert_eq!(deleted, vec![RowDelta::Delete(kept[0].clone())]);
+        assert_eq!(f.pull(rows.clone()).unwrap(), kept);
+        assert_eq!(f.pull_keys(vec![rows, vec![]]), vec![kept.clone(), vec![]]);
+        // A later filter passes the marked row as it is.
+        assert_eq!(
+            overflowing(&[0]).pull(vec![kept[0].clone()]).unwrap(),
+            vec![kept[0].clone()]
+        );
+    }
+
+    #[test]
+    fn filter_drops_an_overflowing_row_it_could_mark_only_in_a_key() {
+        // Looked up by `a` itself: a mark there would move the row to
+        // another key, so it is dropped, as before marks existed.
+        let f = overflowing(&[1]);
+        let out = f
+            .on_input(vec![RowDelta::Insert(vec![
+                Value::Int(1),
+                Value::Int(i64::MAX),
+            ])])
+            .unwrap();
+        assert!(out.is_empty());
     }
 }

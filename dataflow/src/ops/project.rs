@@ -11,11 +11,47 @@ use crate::Result;
 pub(crate) struct Project {
     /// One expression per output column, over the input row.
     pub exprs: Vec<Expr>,
+    /// The output column that carries the mark of a row whose WHERE
+    /// overflowed when no output reads a marked column (see
+    /// [`Project::carry_where_failed`]): the last one this node is not
+    /// looked up by (the last one when it is looked up by all).
+    carrier: Option<usize>,
 }
 
 impl Project {
     pub fn new(exprs: Vec<Expr>) -> Project {
-        Project { exprs }
+        let carrier = exprs.len().checked_sub(1);
+        Project { exprs, carrier }
+    }
+
+    /// This projection when looked up by the output columns `lookups`
+    /// (keys of a reader, a join, an aggregate downstream): a mark is
+    /// carried in none of them, so a marked row keeps its key, unless every
+    /// output is one (then the row moves to the mark's key: see
+    /// [`unmoved`]).
+    pub fn with_lookups(mut self, lookups: &[usize]) -> Project {
+        let last = self.exprs.len().checked_sub(1);
+        self.carrier = (0..self.exprs.len())
+            .rev()
+            .find(|c| !lookups.contains(c))
+            .or(last);
+        self
+    }
+
+    /// `out` (projected from `row`) keeping the mark of a row whose WHERE
+    /// overflowed (`expr::where_failed_marker`) that no output read: MySQL
+    /// fails on the row whichever columns the query reads, so the carrier
+    /// column becomes the mark.
+    fn carry_where_failed(&self, row: &[Value], out: &mut Row) {
+        let Some(m) = row.iter().find(|v| crate::expr::is_where_failed(v)) else {
+            return;
+        };
+        if out.iter().any(crate::expr::is_where_failed) {
+            return;
+        }
+        if let Some(slot) = self.carrier.and_then(|c| out.get_mut(c)) {
+            *slot = m.clone();
+        }
     }
 
     pub fn apply(&self, row: &[ladle_common::Value]) -> Row {
@@ -31,7 +67,8 @@ impl Project {
                 return vec![m; self.exprs.len()];
             }
         }
-        self.exprs
+        let mut out: Row = self
+            .exprs
             .iter()
             .map(|e| {
                 if has_marker {
@@ -47,7 +84,11 @@ impl Project {
                 }
                 eval_or_marker(e, row)
             })
-            .collect()
+            .collect();
+        if has_marker {
+            self.carry_where_failed(row, &mut out);
+        }
+        out
     }
 
     /// Output columns that copy an input column no other output reads:
@@ -182,7 +223,7 @@ impl Project {
         parent: impl FnOnce(&[usize], &[Value]) -> Result<Vec<Row>>,
     ) -> Result<Vec<Row>> {
         Ok(match self.parent_cols(cols) {
-            Some(m) => self.apply_all(parent(&m, key)?),
+            Some(m) => unmoved(self.apply_all(parent(&m, key)?), cols),
             None => {
                 let mut rows = self.apply_all(parent(&[], &[])?);
                 rows.retain(|r| super::key_matches(r, cols, key, colls));
@@ -204,10 +245,25 @@ impl Project {
         Some(parent(&m, keys).map(|per_key| {
             per_key
                 .into_iter()
-                .map(|rows| self.apply_all(rows))
+                .map(|rows| unmoved(self.apply_all(rows), cols))
                 .collect()
         }))
     }
+}
+
+/// `rows`, pulled by the key on `cols`, but those whose mark of an
+/// overflowed WHERE is in a key column (no other column could carry it,
+/// see [`Project::with_lookups`]): that row is under the mark's key, not
+/// the one pulled, as the write that brought it put it (a fill must
+/// agree, or the row is never retracted). Such a row is lost to the read,
+/// as before marks existed (known gap).
+fn unmoved(mut rows: Vec<Row>, cols: &[usize]) -> Vec<Row> {
+    rows.retain(|r| {
+        !cols
+            .iter()
+            .any(|&c| r.get(c).is_some_and(crate::expr::is_where_failed))
+    });
+    rows
 }
 
 /// `e` over `row`, never an error (see [`Project::apply`]).
@@ -326,5 +382,28 @@ mod tests {
         // Arithmetic over the marker keeps it.
         let again = crate::expr::arith_values(ArithOp::Add, &a[0], &Value::Int(1)).unwrap();
         assert!(crate::expr::out_of_range_in(&again).is_some());
+    }
+
+    #[test]
+    fn project_carries_a_where_mark_out_of_its_keys() {
+        let m = crate::expr::where_failed_marker("BIGINT value is out of range");
+        let row = vec![Value::Int(1), m.clone()];
+        let pull = |p: &Project| {
+            p.pull(&[0], &[Value::Int(1)], &[Collation::Binary], |_, _| {
+                Ok(vec![row.clone()])
+            })
+            .unwrap()
+        };
+        // (id, a) -> (id, NULL) looked up by id: the mark goes to the
+        // column of its own, the row stays under its key.
+        let carried =
+            Project::new(vec![Expr::Column(0), Expr::Literal(Value::Null)]).with_lookups(&[0]);
+        assert_eq!(carried.apply(&row), vec![Value::Int(1), m.clone()]);
+        assert_eq!(pull(&carried), vec![vec![Value::Int(1), m.clone()]]);
+        // (id, a) -> (id): nowhere else, the row moves to the mark's key,
+        // where the write put it; a pull by id leaves it out alike.
+        let only_key = Project::new(vec![Expr::Column(0)]).with_lookups(&[0]);
+        assert_eq!(only_key.apply(&row), vec![m]);
+        assert!(pull(&only_key).is_empty());
     }
 }

@@ -11,6 +11,7 @@ use super::expr::{enum_index, unsupported, Scope};
 use super::select_state::{Aggregation, Frame, ReadTimeFinish, SelectState};
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
+use crate::ops::Filter;
 use crate::plan::range::RangeIndex;
 use crate::plan::{Count, LNode, LOp, PlannedView, ReadAgg};
 use crate::{DataflowError, OutputColumn, Result};
@@ -187,7 +188,7 @@ impl SelectState {
         frame: &Frame,
     ) -> Result<PlannedView> {
         let StoredRow {
-            stored,
+            mut stored,
             output,
             visible_width,
             key,
@@ -204,6 +205,7 @@ impl SelectState {
         // rows.
         let distinct_at_read =
             distinct && (stored.len() > visible_width + key.len() || read_filter.is_some());
+        add_mark_carrier(&mut stored, &self.node);
         if distinct && output.iter().any(|e| !matches!(e, Expr::Column(_))) {
             return Err(unsupported("DISTINCT with read-time expressions"));
         }
@@ -320,6 +322,26 @@ impl SelectState {
             finish: None,
             range,
         })
+    }
+}
+
+/// A stored column of its own (NULL) for the mark of a row whose WHERE
+/// overflowed, when a filter of `node` may mark one: the final projection
+/// carries it in its last column (`ops::Project::with_lookups`), which
+/// then moves no key (`SELECT id ... WHERE id = ?`) and no ORDER BY column
+/// (`ORDER BY id LIMIT 1` would read another row first).
+fn add_mark_carrier(stored: &mut Vec<Expr>, node: &LNode) {
+    if marks_rows(node) {
+        stored.push(Expr::Literal(Value::Null));
+    }
+}
+
+/// Whether a filter of `node` may mark rows whose WHERE overflowed (see
+/// `ops::Filter::pass`).
+fn marks_rows(node: &LNode) -> bool {
+    match &node.op {
+        LOp::Filter(e) if Filter::may_mark(e) => true,
+        _ => node.inputs.iter().any(marks_rows),
     }
 }
 

@@ -37,6 +37,12 @@ pub(super) fn answer(
         && (spec.empty_default.is_none() || results.iter().all(|r| !r.is_empty()))
         && keys > 0;
     if let (true, Some(cols)) = (plain, &v.output_columns) {
+        if v.marks_rows {
+            let page = results.iter().flat_map(|r| r.iter()).skip(offset);
+            for r in page.take(limit.unwrap_or(usize::MAX)) {
+                where_failed(r)?;
+            }
+        }
         return Ok(ResultRows::shared(results, cols.clone(), offset, limit));
     }
     if let ([got], None, None) = (&results[..], &spec.read_filter, &spec.finish) {
@@ -88,8 +94,27 @@ pub(super) fn answer(
         .map(ResultRows::from)
 }
 
-/// The output row of stored row `r`.
+/// MySQL's 1690 for stored row `r` if its WHERE overflowed (a filter
+/// marked it, see `ops::Filter::pass`), in whichever column the mark is:
+/// one the query does not output (`SELECT id ... WHERE a + 1 > 0`) too.
+/// Only the rows a read returns are looked at: MySQL stops evaluating
+/// WHERE once its LIMIT is met, reading an index in the query's order.
+fn where_failed(r: &Row) -> Result<()> {
+    match r.iter().find(|v| crate::expr::is_where_failed(v)) {
+        Some(m) => Err(DataflowError::OutOfRange(
+            crate::expr::out_of_range_in(m)
+                .unwrap_or_default()
+                .to_string(),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The output row of stored row `r` (1690 if a filter marked it).
 fn project(v: &View, r: &Row, slots: &[Value]) -> Result<Row> {
+    if v.marks_rows {
+        where_failed(r)?;
+    }
     match &v.output_columns {
         Some(cols) => Ok(cols
             .iter()

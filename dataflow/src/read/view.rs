@@ -42,6 +42,9 @@ pub(crate) struct View {
     /// The graph computes values for the view (see
     /// [`Graph::computes_values`]): its reads check for overflow markers.
     pub(crate) computes: bool,
+    /// A filter of the view may mark rows whose WHERE overflowed (see
+    /// [`Graph::marks_rows`]): its reads fail on a marked row they return.
+    pub(crate) marks_rows: bool,
     pub(crate) tables: Vec<TableId>,
     /// The counters of each of `tables` (see `Propagation::counters`).
     pub(crate) commits: Vec<Arc<TableCounters>>,

@@ -333,14 +333,18 @@ impl Aggregate {
 
     fn apply(&self, g: &mut Group, row: &[Value], sign: i64) {
         g.rows += sign;
+        // A row whose WHERE overflowed (`ops::Filter::pass`), wherever its
+        // mark is: MySQL failed on it, so every aggregate over it does.
+        let where_failed = row.iter().any(crate::expr::is_where_failed);
         for (a, acc) in self.aggs.iter().zip(g.accs.iter_mut()) {
             let v = row.get(a.col).cloned().unwrap_or(Value::Null);
             // COUNT(*) reads no value, but keeps a scalar subquery's
             // several rows (a row made of that marker, see `Project`).
-            let marker = match crate::expr::out_of_range_in(&v) {
-                Some(m) => a.kind != AggKind::CountStar || m == crate::expr::SUBQUERY_ROWS,
-                None => false,
-            };
+            let marker = where_failed
+                || match crate::expr::out_of_range_in(&v) {
+                    Some(m) => a.kind != AggKind::CountStar || m == crate::expr::SUBQUERY_ROWS,
+                    None => false,
+                };
             let acc = match acc {
                 Acc::Overflowed { inner, markers } | Acc::ManyRows { inner, markers } => {
                     if marker {
