@@ -91,6 +91,15 @@ impl LNode {
         false
     }
 
+    /// Whether a filter in the tree may mark the rows whose WHERE
+    /// overflowed (see [`crate::ops::Filter::may_mark`]).
+    pub fn may_mark_rows(&self) -> bool {
+        match &self.op {
+            LOp::Filter(e) if crate::ops::Filter::may_mark(e) => true,
+            _ => self.inputs.iter().any(LNode::may_mark_rows),
+        }
+    }
+
     pub fn tables(&self, out: &mut Vec<u64>) {
         if let LOp::Base(t) = &self.op {
             if !out.contains(&t.id) {

@@ -145,10 +145,14 @@ fn descend(node: &mut LNode, wanted: Wanted, k: usize, below_join: bool) -> bool
             return true;
         }
     }
-    if below_join {
+    // Below a filter that marks the rows whose WHERE overflowed, a
+    // projection may carry the mark in an ORDER BY column, and the window
+    // would order by it.
+    if below_join && !node.may_mark_rows() {
         place(node, wanted, k);
+        return true;
     }
-    below_join
+    false
 }
 
 /// The right input's join columns, each with the collation the join

@@ -11,7 +11,6 @@ use super::expr::{enum_index, unsupported, Scope};
 use super::select_state::{Aggregation, Frame, ReadTimeFinish, SelectState};
 use crate::expr::Expr;
 use crate::ops::reader::OrderSpec;
-use crate::ops::Filter;
 use crate::plan::range::RangeIndex;
 use crate::plan::{Count, LNode, LOp, PlannedView, ReadAgg};
 use crate::{DataflowError, OutputColumn, Result};
@@ -331,17 +330,8 @@ impl SelectState {
 /// then moves no key (`SELECT id ... WHERE id = ?`) and no ORDER BY column
 /// (`ORDER BY id LIMIT 1` would read another row first).
 fn add_mark_carrier(stored: &mut Vec<Expr>, node: &LNode) {
-    if marks_rows(node) {
+    if node.may_mark_rows() {
         stored.push(Expr::Literal(Value::Null));
-    }
-}
-
-/// Whether a filter of `node` may mark rows whose WHERE overflowed (see
-/// `ops::Filter::pass`).
-fn marks_rows(node: &LNode) -> bool {
-    match &node.op {
-        LOp::Filter(e) if Filter::may_mark(e) => true,
-        _ => node.inputs.iter().any(marks_rows),
     }
 }
 

@@ -177,6 +177,22 @@ fn no_window_where_the_join_can_change_the_rows_or_the_order() {
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
     pv.key.clear();
     assert!(!push_below_left_joins(&mut pv, 64));
+    // A filter below that may mark rows whose WHERE overflowed.
+    let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
+    let join = &mut pv.plan.inputs[0];
+    let base = LNode::take(&mut join.inputs[0]);
+    let overflowing = Expr::Cmp {
+        op: crate::expr::CmpOp::Gt,
+        left: Box::new(Expr::Arith(
+            crate::expr::ArithOp::Add,
+            Box::new(Expr::Column(3)),
+            Box::new(Expr::Literal(Value::Int(1))),
+        )),
+        right: Box::new(Expr::Literal(Value::Int(0))),
+        collation: Collation::Binary,
+    };
+    join.inputs[0] = node(LOp::Filter(overflowing), vec![base], 4);
+    assert!(!push_below_left_joins(&mut pv, 64));
     // Read-time work between the stored rows and the limit.
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
     pv.dedup = true;
