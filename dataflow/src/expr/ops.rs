@@ -254,6 +254,40 @@ fn num_dec(n: Num) -> Option<Decimal> {
     }
 }
 
+/// DOUBLE `v` (= `f`) cast to SIGNED or UNSIGNED as MariaDB casts it:
+/// rounded half to even (`rint`: 2.5 is 2, 3.5 is 4), and past the type's
+/// range its nearest end with note 1916 (a negative one is 0 UNSIGNED).
+fn double_to_integer(v: &Value, f: f64, unsigned: bool) -> Value {
+    let r = f.round_ties_even();
+    // 2^63 and 2^64: the first doubles past each type's range.
+    let (lo, hi) = if unsigned {
+        (0.0, 18_446_744_073_709_551_616.0)
+    } else {
+        (-9_223_372_036_854_775_808.0, 9_223_372_036_854_775_808.0)
+    };
+    if r >= lo && r < hi {
+        return if unsigned {
+            Value::UInt(r as u64)
+        } else {
+            Value::Int(r as i64)
+        };
+    }
+    let ty = if unsigned { "UNSIGNED" } else { "SIGNED" };
+    note(
+        1916,
+        format!(
+            "Got overflow when converting '{}' to {ty} BIGINT. Value truncated",
+            to_text(v)
+        ),
+    );
+    match (unsigned, r < lo) {
+        (true, true) => Value::UInt(0),
+        (true, false) => Value::UInt(u64::MAX),
+        (false, true) => Value::Int(i64::MIN),
+        (false, false) => Value::Int(i64::MAX),
+    }
+}
+
 pub(crate) fn int_value(i: i128) -> EvalResult {
     if let Ok(v) = i64::try_from(i) {
         Ok(Value::Int(v))
@@ -754,14 +788,19 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             )?,
             Some(Num::Float(f)) => match v {
                 Value::Text(_) | Value::Bytes(_) => Value::Int(text_int_prefix(&to_text(v))),
-                _ => int_value(f.round() as i128)?,
+                _ => double_to_integer(v, f, false),
             },
             None => Value::Null,
         },
         // Always `UInt`, so that arithmetic on the result is unsigned.
-        CastType::Unsigned => match cast(v, &CastType::Signed)? {
-            Value::Int(i) => Value::UInt(i as u64),
-            other => other,
+        CastType::Unsigned => match (to_num(v), v) {
+            (_, Value::Text(_) | Value::Bytes(_)) | (Some(Num::Int(_) | Num::Dec(_)) | None, _) => {
+                match cast(v, &CastType::Signed)? {
+                    Value::Int(i) => Value::UInt(i as u64),
+                    other => other,
+                }
+            }
+            (Some(Num::Float(f)), _) => double_to_integer(v, f, true),
         },
         CastType::Char => cast_to_char(v, None),
         CastType::CharN(n) => cast_to_char(v, Some(*n as usize)),
