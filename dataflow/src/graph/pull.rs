@@ -544,7 +544,11 @@ impl Graph {
                 })
             });
         let scan_rows = self.storage.estimate_rows(table);
-        if cols.is_empty() || !integer_keys || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows {
+        if cols.is_empty()
+            || !integer_keys
+            || keys.len() < MIN_KEYS_TO_SCAN
+            || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows
+        {
             return self.base_rows_looked_up(read);
         }
         // The keys are integers (checked above), so each is grouped by its
@@ -806,6 +810,12 @@ fn compare_collations(schema: Option<&ladle_common::TableSchema>) -> Vec<Collati
 /// On the Lobsters front page at scale 1 (40k stories, 9 votes each),
 /// 8 and 32 (which scans the votes too) cost the same CPU.
 const SEEK_COST_IN_ROWS: u64 = 8;
+
+/// Fewer keys than this are always looked up: a few lookups cost little
+/// whatever the table holds, where a scan chosen on a row count that is
+/// too low (storage's is an estimate) reads the whole table for each
+/// miss.
+const MIN_KEYS_TO_SCAN: usize = 32;
 
 /// `rows` grouped by their values of `cols` (normalized by `colls`), in
 /// first-seen order: the distinct keys, each key's rows, and the rows with

@@ -573,12 +573,46 @@ impl KvEngine for RocksEngine {
         let Some(cf) = self.db.cf_handle(cf_name) else {
             return 0;
         };
-        self.db
-            .property_int_value_cf(&cf, "rocksdb.estimate-num-keys")
+        let int = |name: &str| {
+            self.db
+                .property_int_value_cf(&cf, name)
+                .ok()
+                .flatten()
+                .unwrap_or(0)
+        };
+        let estimate = int("rocksdb.estimate-num-keys");
+        if estimate > 0 {
+            return estimate;
+        }
+        // RocksDB's estimate counts table files only once their statistics
+        // are loaded, which start-up skips (`skip_stats_update_on_db_open`):
+        // after a restart it is the memtables' entries alone, 0 for a table
+        // whose rows are all in files. Their properties are read when the
+        // files are opened anyway; entries less twice the deletions is
+        // RocksDB's own estimate from them.
+        let files = self
+            .db
+            .property_value_cf(&cf, "rocksdb.aggregated-table-properties")
             .ok()
             .flatten()
-            .unwrap_or(0)
+            .map_or(0, |p| {
+                let entries = table_property(&p, "# entries");
+                entries.saturating_sub(2 * table_property(&p, "# deletions"))
+            });
+        files
+            + int("rocksdb.num-entries-active-mem-table")
+            + int("rocksdb.num-entries-imm-mem-tables")
     }
+}
+
+/// A count in RocksDB's text form of table properties
+/// (`# entries=120; # deletions=3; ...`); 0 if absent.
+fn table_property(text: &str, name: &str) -> u64 {
+    text.split(';')
+        .filter_map(|part| part.trim().split_once('='))
+        .find(|(key, _)| key.trim() == name)
+        .and_then(|(_, value)| value.trim().parse().ok())
+        .unwrap_or(0)
 }
 
 struct RocksSnapshot {
