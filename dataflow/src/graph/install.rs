@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ladle_common::Collation;
 
 use super::{choose_index, split_cols, stable_id, Graph, Node, NodeId};
+use crate::expr::NumKind;
 use crate::ops::{
     self, Aggregate, Filter, Join, JoinKind, Op, Project, Reader, ReaderState, Union, Window,
 };
@@ -126,7 +127,9 @@ impl Graph {
                     name: s.name.clone(),
                 }
             }
-            LOp::Filter(e) => Op::Filter(Filter::new(e.clone()).with_lookups(&t.lookups)),
+            LOp::Filter(e) => {
+                Op::Filter(Filter::new(e.clone(), &t.input_kinds).with_lookups(&t.lookups))
+            }
             LOp::Project(es) => Op::Project(Project::new(es.clone()).with_lookups(&t.lookups)),
             LOp::Join {
                 kind,
@@ -271,6 +274,9 @@ struct Tmp {
     drives: Vec<(Vec<usize>, bool)>,
     /// The columns this node is looked up by (every request it receives).
     lookups: Vec<usize>,
+    /// A filter's: the kinds of number its input's columns hold, which
+    /// decide whether it may mark rows (`Filter::may_mark`).
+    input_kinds: Vec<NumKind>,
 }
 
 /// Rows whose WHERE overflowed leave a filter marked, in columns other than
@@ -296,7 +302,7 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
     let mut marks = vec![false; tmp.len()];
     for i in 0..tmp.len() {
         let t = &tmp[i];
-        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e));
+        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e, &t.input_kinds));
         marks[i] = here || t.parents.iter().any(|&p| marks[p]);
         if marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
             let unmarked = format!("|unmarked={:?}", t.lookups);
@@ -308,6 +314,10 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
 fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
     let parents: Vec<usize> = n.inputs.iter().map(|i| lower(i, tmp)).collect();
     let parent_widths = n.inputs.iter().map(|i| i.width()).collect();
+    let input_kinds = match (&n.op, &n.inputs[..]) {
+        (LOp::Filter(_), [input]) => input.num_kinds(),
+        _ => vec![],
+    };
     let sig = match &n.op {
         LOp::Base(s) => format!("base:{}:v{}", s.id, s.version),
         other => format!("{other:?}"),
@@ -321,6 +331,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         parent_widths,
         drives: vec![],
         lookups: vec![],
+        input_kinds,
     });
     tmp.len() - 1
 }
