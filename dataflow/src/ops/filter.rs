@@ -16,8 +16,11 @@ pub(crate) struct Filter {
     /// The input columns `pred` reads that a row whose predicate
     /// overflowed is marked in: not those this node is looked up by
     /// ([`Filter::with_lookups`]), so a marked row keeps its key and a
-    /// fill finds it where the write put it.
+    /// fill finds it where the write put it; another column when it reads
+    /// only those.
     marks: Vec<usize>,
+    /// The input's width.
+    width: usize,
     /// Whether `pred` may overflow ([`Filter::may_mark`]) over the rows
     /// this filter sees; if not, no row leaves it marked.
     may_mark: bool,
@@ -37,6 +40,7 @@ impl Filter {
     pub fn new(pred: Expr, input: &[NumKind]) -> Filter {
         Filter {
             marks: pred.columns(),
+            width: input.len(),
             may_mark: Filter::may_mark(&pred, input),
             pred,
         }
@@ -44,8 +48,15 @@ impl Filter {
 
     /// This filter when looked up by the columns `lookups` (keys of a
     /// reader, a join, an aggregate downstream): it marks none of them.
+    /// When `pred` reads only those (`WHERE a = ? AND a + 1 > 0`), the
+    /// last other column carries the mark: MySQL fails on the row
+    /// whichever columns its WHERE reads.
     pub fn with_lookups(mut self, lookups: &[usize]) -> Filter {
         self.marks.retain(|c| !lookups.contains(c));
+        if self.marks.is_empty() {
+            let other = (0..self.width).rev().find(|c| !lookups.contains(c));
+            self.marks.extend(other);
+        }
         self
     }
 
@@ -75,7 +86,7 @@ impl Filter {
                 Verdict::Mark(crate::expr::where_failed_marker(&m))
             }
             // Other failures are MySQL's warnings: the row does not pass;
-            // so does an overflow reading only key columns (known gap: a
+            // so does an overflow when every column is a key (known gap: a
             // mark there would move the row to another key), and one the
             // classification missed (the view's reads would not look for
             // its mark).
@@ -231,10 +242,22 @@ mod tests {
     }
 
     #[test]
-    fn filter_drops_an_overflowing_row_it_could_mark_only_in_a_key() {
+    fn filter_marks_another_column_when_its_predicate_reads_only_keys() {
         // Looked up by `a` itself: a mark there would move the row to
-        // another key, so it is dropped, as before marks existed.
-        assert!(insert_max(&overflowing(&[1])).is_empty());
+        // another key, so `id` carries it.
+        let out = insert_max(&overflowing(&[1]));
+        let [RowDelta::Insert(row)] = &out[..] else {
+            panic!("{out:?}");
+        };
+        assert!(crate::expr::is_where_failed(&row[0]));
+        assert_eq!(row[1], Value::Int(i64::MAX));
+    }
+
+    #[test]
+    fn filter_drops_an_overflowing_row_whose_every_column_is_a_key() {
+        // No column could carry the mark without moving the row: it is
+        // dropped, as before marks existed (known gap).
+        assert!(insert_max(&overflowing(&[0, 1])).is_empty());
     }
 
     #[test]
