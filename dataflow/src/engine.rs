@@ -548,6 +548,7 @@ impl EngineState {
             &spec.plan,
             spec.key.clone(),
             spec.reader_order(),
+            spec.read_filter.as_ref(),
         )?;
         Ok(format!(
             "view not installed (EXPLAIN GRAPH does not install it) keyed by {:?}{}\n{}",
@@ -778,6 +779,7 @@ impl EngineState {
                 &spec.plan,
                 spec.key.clone(),
                 spec.reader_order(),
+                spec.read_filter.as_ref(),
                 &format!("{database}\u{1}{signature}"),
             )?;
             let id = self.next_id.fetch_add(1, AO::Relaxed);

@@ -20,7 +20,7 @@ use ladle_common::{Collation, Row, RowDelta, TableDeltas, TableId, TableSchema, 
 use ladle_storage::{IndexRef, SnapshotReads, Storage, StorageError};
 use parking_lot::Mutex;
 
-use crate::ops::{self, Filter, Op};
+use crate::ops::{self, Op};
 use crate::Result;
 
 mod columns;
@@ -275,7 +275,7 @@ impl Graph {
         self.any_ancestor(n, |op| match op {
             Op::Project(p) => p.computes(),
             Op::Aggregate(a) => a.may_overflow(),
-            Op::Filter(f) => Filter::may_mark(&f.pred),
+            Op::Filter(f) => f.marks_rows(),
             _ => false,
         })
     }
@@ -284,10 +284,7 @@ impl Graph {
     /// WHERE overflowed (`ops::Filter::pass`), which a read of `n`'s view
     /// must look for in the rows it returns.
     pub fn marks_rows(&self, n: NodeId) -> bool {
-        self.any_ancestor(
-            n,
-            |op| matches!(op, Op::Filter(f) if Filter::may_mark(&f.pred)),
-        )
+        self.any_ancestor(n, |op| matches!(op, Op::Filter(f) if f.marks_rows()))
     }
 
     /// Whether `n` or an ancestor's operator satisfies `test`.

@@ -300,3 +300,52 @@ fn order_by_limit_below_a_left_join_to_an_aggregate() {
         "#]],
     );
 }
+
+#[test]
+fn where_that_cannot_overflow_keeps_no_mark() {
+    // Lobsters' front page: a LEFT JOIN of an aggregate, WHERE on its
+    // COALESCE; and its original variant's counters, INT - INT, which
+    // fits BIGINT. No row is ever marked, so the stored rows have no
+    // column carrying a mark.
+    check(
+        "SELECT u.id, u.name, COALESCE(o.total, 0) FROM users u LEFT JOIN (SELECT user_id, SUM(amount) AS total FROM orders GROUP BY user_id) o ON o.user_id = u.id WHERE u.city = ? AND COALESCE(o.total, 0) >= 0 ORDER BY u.id DESC LIMIT 10",
+        expect![[r#"
+            view not installed (EXPLAIN GRAPH does not install it) keyed by ["city"]
+            n0: Base users (table 1)
+            n1: Base orders (table 2)
+            n2: Project [#1, #3] <- n1
+            n3: Aggregate group by 1 columns [Sum(#1)], state keyed by [0] <- n2
+            n4: Project [#0, #1] <- n3
+            n5: Join Left on left[0] = right[0] <- n0, n4
+            n6: Filter (CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }) Ge 0) <- n5
+            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }), #2] <- n6
+            n8: Reader keyed by [3], ordered by [(0, true)] <- n7
+        "#]],
+    );
+    check(
+        "SELECT id FROM orders WHERE user_id = ? AND amount - id >= 0 ORDER BY id DESC LIMIT 10",
+        expect![[r#"
+            view not installed (EXPLAIN GRAPH does not install it) keyed by ["user_id"]
+            n0: Base orders (table 2)
+            n1: Filter ((#3 Sub #0) Ge 0) <- n0
+            n2: Project [#0, #1] <- n1
+            n3: Reader keyed by [1], ordered by [(0, true)] <- n2
+        "#]],
+    );
+}
+
+#[test]
+fn where_that_may_overflow_keeps_a_mark_column() {
+    // INT * INT * INT may pass BIGINT's range: the stored rows end with a
+    // column (NULL) that carries a marked row's mark.
+    check(
+        "SELECT id FROM orders WHERE user_id = ? AND amount * amount * id >= 0",
+        expect![[r#"
+            view not installed (EXPLAIN GRAPH does not install it) keyed by ["user_id"]
+            n0: Base orders (table 2)
+            n1: Filter (((#3 Mul #3) Mul #0) Ge 0) <- n0
+            n2: Project [#0, #1, NULL] <- n1
+            n3: Reader keyed by [1], ordered by [] <- n2
+        "#]],
+    );
+}

@@ -16,7 +16,9 @@
 //!   LIKE, CAST); `json.rs`, `dates.rs`: JSON and date helpers.
 //! - `func/`: the scalar functions, one file per family.
 //! - `eval.rs`, `result_type.rs`, `decimals.rs`: evaluating an [`Expr`],
-//!   typing it, and the decimals a DOUBLE result of it is shown with.
+//!   typing it, and the decimals a DOUBLE result of it is shown with;
+//!   `overflow.rs`: whether evaluating it may fail with
+//!   [`EvalError::OutOfRange`], from the kinds of number it reads.
 
 mod char_cast;
 mod dates;
@@ -26,6 +28,7 @@ mod eval;
 pub(crate) mod func;
 mod json;
 mod ops;
+mod overflow;
 mod result_type;
 mod tree;
 mod typing;
@@ -43,6 +46,7 @@ pub use func::Func;
 pub(crate) use ops::{
     arith as arith_values, compare, like, quotient_digits, string_as_number, truth, value_to_f64,
 };
+pub(crate) use overflow::NumKind;
 pub use tree::{ArithOp, CastType, CmpOp, Expr, LogicOp};
 pub(crate) use typing::int_of_width;
 pub use typing::{type_chars, unify_types};

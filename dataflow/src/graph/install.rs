@@ -6,6 +6,7 @@ use std::sync::Arc;
 use ladle_common::Collation;
 
 use super::{choose_index, split_cols, stable_id, Graph, Node, NodeId};
+use crate::expr::{Expr, NumKind};
 use crate::ops::{
     self, Aggregate, Filter, Join, JoinKind, Op, Project, Reader, ReaderState, Union, Window,
 };
@@ -21,6 +22,7 @@ impl Graph {
         plan: &LNode,
         key: Vec<usize>,
         order: ops::reader::OrderSpec,
+        read_filter: Option<&Expr>,
         view: &str,
     ) -> Result<(NodeId, Arc<ReaderState>)> {
         self.version += 1;
@@ -46,6 +48,12 @@ impl Graph {
                 }
             }
         }
+        // Nor may a mark move a row in the reader's order (a range read
+        // narrows by its first column) or hide it from the read-time
+        // filter.
+        let mut unmarked: Vec<usize> = order.iter().map(|o| o.0).collect();
+        unmarked.extend(read_filter.map(Expr::columns).unwrap_or_default());
+        keep_unmarked(&mut tmp, top, unmarked);
         name_unmarked_columns(&mut tmp);
         let mut ids: Vec<NodeId> = Vec::with_capacity(tmp.len());
         for t in &tmp {
@@ -126,7 +134,9 @@ impl Graph {
                     name: s.name.clone(),
                 }
             }
-            LOp::Filter(e) => Op::Filter(Filter::new(e.clone()).with_lookups(&t.lookups)),
+            LOp::Filter(e) => {
+                Op::Filter(Filter::new(e.clone(), &t.input_kinds).with_lookups(&t.lookups))
+            }
             LOp::Project(es) => Op::Project(Project::new(es.clone()).with_lookups(&t.lookups)),
             LOp::Join {
                 kind,
@@ -213,9 +223,10 @@ impl Graph {
         plan: &LNode,
         key: Vec<usize>,
         order: ops::reader::OrderSpec,
+        read_filter: Option<&Expr>,
     ) -> Result<String> {
         let (len, version) = (self.nodes.len(), self.version);
-        let (reader, _) = self.install(plan, key, order, "explain")?;
+        let (reader, _) = self.install(plan, key, order, read_filter, "explain")?;
         let text = self.describe(reader);
         self.uninstall(reader);
         // Every node the install added is unused again (removed by
@@ -269,8 +280,60 @@ struct Tmp {
     parent_widths: Vec<usize>,
     /// Join pull directions (see [`Join::drives`]).
     drives: Vec<(Vec<usize>, bool)>,
-    /// The columns this node is looked up by (every request it receives).
+    /// The columns this node is looked up by (every request it receives),
+    /// and those no mark may replace (`keep_unmarked`).
     lookups: Vec<usize>,
+    /// A filter's: the kinds of number its input's columns hold, which
+    /// decide whether it may mark rows (`Filter::may_mark`).
+    input_kinds: Vec<NumKind>,
+}
+
+/// Adds columns `cols` of node `top`, and those they come from below it,
+/// to the columns each node is looked up by (`Tmp::lookups`), which no
+/// mark may replace (see `name_unmarked_columns`).
+fn keep_unmarked(tmp: &mut [Tmp], top: usize, cols: Vec<usize>) {
+    let mut keep: Vec<Vec<usize>> = vec![vec![]; tmp.len()];
+    keep[top] = cols;
+    for i in (0..tmp.len()).rev() {
+        let cols = std::mem::take(&mut keep[i]);
+        let t = &mut tmp[i];
+        for &c in &cols {
+            if !t.lookups.contains(&c) {
+                t.lookups.push(c);
+            }
+        }
+        t.lookups.sort_unstable();
+        let lw = t.parent_widths.first().copied().unwrap_or(0);
+        let from: Vec<(usize, usize)> = match &t.op {
+            LOp::Filter(_) | LOp::Window { .. } => cols.iter().map(|&c| (0, c)).collect(),
+            LOp::Project(es) => cols
+                .iter()
+                .flat_map(|&c| es.get(c).map(Expr::columns).unwrap_or_default())
+                .map(|c| (0, c))
+                .collect(),
+            LOp::Aggregate { ngroup, .. } => cols
+                .iter()
+                .filter(|&&c| c < *ngroup)
+                .map(|&c| (0, c))
+                .collect(),
+            LOp::Union => (0..t.parents.len())
+                .flat_map(|p| cols.iter().map(move |&c| (p, c)))
+                .collect(),
+            LOp::Join { .. } => cols
+                .iter()
+                .map(|&c| if c < lw { (0, c) } else { (1, c - lw) })
+                .collect(),
+            LOp::Base(_) | LOp::Values(_) => vec![],
+        };
+        for (p, c) in from {
+            let (Some(&parent), Some(&width)) = (t.parents.get(p), t.parent_widths.get(p)) else {
+                continue;
+            };
+            if c < width && !keep[parent].contains(&c) {
+                keep[parent].push(c);
+            }
+        }
+    }
 }
 
 /// Rows whose WHERE overflowed leave a filter marked, in columns other than
@@ -296,7 +359,7 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
     let mut marks = vec![false; tmp.len()];
     for i in 0..tmp.len() {
         let t = &tmp[i];
-        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e));
+        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e, &t.input_kinds));
         marks[i] = here || t.parents.iter().any(|&p| marks[p]);
         if marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
             let unmarked = format!("|unmarked={:?}", t.lookups);
@@ -308,6 +371,10 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
 fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
     let parents: Vec<usize> = n.inputs.iter().map(|i| lower(i, tmp)).collect();
     let parent_widths = n.inputs.iter().map(|i| i.width()).collect();
+    let input_kinds = match (&n.op, &n.inputs[..]) {
+        (LOp::Filter(_), [input]) => input.num_kinds(),
+        _ => vec![],
+    };
     let sig = match &n.op {
         LOp::Base(s) => format!("base:{}:v{}", s.id, s.version),
         other => format!("{other:?}"),
@@ -321,6 +388,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         parent_widths,
         drives: vec![],
         lookups: vec![],
+        input_kinds,
     });
     tmp.len() - 1
 }

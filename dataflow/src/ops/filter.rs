@@ -4,7 +4,7 @@ use std::fmt;
 
 use ladle_common::{Row, RowDelta, Value};
 
-use crate::expr::{EvalError, Expr};
+use crate::expr::{EvalError, Expr, NumKind};
 use crate::Result;
 
 /// Keeps the rows for which `pred` is SQL-true, and marks those for which
@@ -16,8 +16,14 @@ pub(crate) struct Filter {
     /// The input columns `pred` reads that a row whose predicate
     /// overflowed is marked in: not those this node is looked up by
     /// ([`Filter::with_lookups`]), so a marked row keeps its key and a
-    /// fill finds it where the write put it.
+    /// fill finds it where the write put it; another column when it reads
+    /// only those.
     marks: Vec<usize>,
+    /// The input's width.
+    width: usize,
+    /// Whether `pred` may overflow ([`Filter::may_mark`]) over the rows
+    /// this filter sees; if not, no row leaves it marked.
+    may_mark: bool,
 }
 
 /// What [`Filter::pass`] does with a row.
@@ -29,32 +35,41 @@ enum Verdict {
 }
 
 impl Filter {
-    pub fn new(pred: Expr) -> Filter {
+    /// A filter on `pred` over rows whose columns hold values of kinds
+    /// `input`.
+    pub fn new(pred: Expr, input: &[NumKind]) -> Filter {
         Filter {
             marks: pred.columns(),
+            width: input.len(),
+            may_mark: Filter::may_mark(&pred, input),
             pred,
         }
     }
 
     /// This filter when looked up by the columns `lookups` (keys of a
     /// reader, a join, an aggregate downstream): it marks none of them.
+    /// When `pred` reads only those (`WHERE a = ? AND a + 1 > 0`), the
+    /// last other column carries the mark: MySQL fails on the row
+    /// whichever columns its WHERE reads.
     pub fn with_lookups(mut self, lookups: &[usize]) -> Filter {
         self.marks.retain(|c| !lookups.contains(c));
+        if self.marks.is_empty() {
+            let other = (0..self.width).rev().find(|c| !lookups.contains(c));
+            self.marks.extend(other);
+        }
         self
     }
 
-    /// Whether `pred` may fail to evaluate (arithmetic, a function, a
-    /// cast), so rows may leave a filter on it marked and the view's reads
-    /// must look for the marks.
-    pub fn may_mark(pred: &Expr) -> bool {
-        let mut may = false;
-        pred.walk(&mut |e| {
-            may |= matches!(
-                e,
-                Expr::Arith(..) | Expr::Neg(_) | Expr::Call(..) | Expr::Cast(..)
-            );
-        });
-        may
+    /// Whether `pred` may overflow (MySQL's 1690) over rows whose columns
+    /// hold values of kinds `input`, so rows may leave a filter on it
+    /// marked and the view's reads must look for the marks.
+    pub fn may_mark(pred: &Expr, input: &[NumKind]) -> bool {
+        pred.may_overflow(input)
+    }
+
+    /// [`Filter::may_mark`] of this filter's predicate over its input.
+    pub fn marks_rows(&self) -> bool {
+        self.may_mark
     }
 
     fn verdict(&self, row: &[Value]) -> Verdict {
@@ -67,12 +82,14 @@ impl Filter {
         match self.pred.eval_bool(row, &[]) {
             Ok(true) => Verdict::Keep,
             Ok(false) => Verdict::Drop,
-            Err(EvalError::OutOfRange(m)) if !self.marks.is_empty() => {
+            Err(EvalError::OutOfRange(m)) if self.may_mark && !self.marks.is_empty() => {
                 Verdict::Mark(crate::expr::where_failed_marker(&m))
             }
             // Other failures are MySQL's warnings: the row does not pass;
-            // so does an overflow reading only key columns (known gap: a
-            // mark there would move the row to another key).
+            // so does an overflow when every column is a key (known gap: a
+            // mark there would move the row to another key), and one the
+            // classification missed (the view's reads would not look for
+            // its mark).
             Err(_) => Verdict::Drop,
         }
     }
@@ -150,12 +167,15 @@ mod tests {
 
     #[test]
     fn filter_passes_matching_deltas_of_both_signs() {
-        let f = Filter::new(Expr::Cmp {
-            op: CmpOp::Gt,
-            left: Box::new(Expr::Column(0)),
-            right: Box::new(Expr::Literal(Value::Int(5))),
-            collation: Collation::GeneralCi,
-        });
+        let f = Filter::new(
+            Expr::Cmp {
+                op: CmpOp::Gt,
+                left: Box::new(Expr::Column(0)),
+                right: Box::new(Expr::Literal(Value::Int(5))),
+                collation: Collation::GeneralCi,
+            },
+            &[],
+        );
         let mut h = Harness::new(move |_, d| f.on_input(d).unwrap());
         assert_emits(&mut h, "+ 6 a\n+ 1 b\n- 7 c", "+ 6 a\n- 7 c");
         // An update crossing the boundary: old half passes, new half does not.
@@ -163,26 +183,29 @@ mod tests {
         assert_emits(&mut h, "- 2 a\n+ 9 a", "+ 9 a");
     }
 
-    /// `a + 1 > 0` over rows `(id, a)`, looked up by `lookups`.
+    /// `a + 1 > 0` over rows `(id INT, a BIGINT)`, looked up by `lookups`.
     fn overflowing(lookups: &[usize]) -> Filter {
         let a_plus_1 = Expr::Arith(
             ArithOp::Add,
             Box::new(Expr::Column(1)),
             Box::new(Expr::Literal(Value::Int(1))),
         );
-        Filter::new(Expr::Cmp {
-            op: CmpOp::Gt,
-            left: Box::new(a_plus_1),
-            right: Box::new(Expr::Literal(Value::Int(0))),
-            collation: Collation::GeneralCi,
-        })
+        Filter::new(
+            Expr::Cmp {
+                op: CmpOp::Gt,
+                left: Box::new(a_plus_1),
+                right: Box::new(Expr::Literal(Value::Int(0))),
+                collation: Collation::GeneralCi,
+            },
+            &[NumKind::Int(32), NumKind::Int(64)],
+        )
         .with_lookups(lookups)
     }
 
     #[test]
     fn filter_marks_an_overflowing_row_alike_on_every_path() {
         let f = overflowing(&[0]);
-        assert!(Filter::may_mark(&f.pred));
+        assert!(f.marks_rows());
         let row = |id: i64, a: i64| vec![Value::Int(id), Value::Int(a)];
         let rows = vec![row(1, i64::MAX), row(2, 1), row(3, -5)];
         let inserted = f
@@ -212,17 +235,42 @@ mod tests {
         );
     }
 
+    /// What `f` emits for the row `(1, BIGINT's largest)` inserted.
+    fn insert_max(f: &Filter) -> Vec<RowDelta> {
+        let row = vec![Value::Int(1), Value::Int(i64::MAX)];
+        f.on_input(vec![RowDelta::Insert(row)]).unwrap()
+    }
+
     #[test]
-    fn filter_drops_an_overflowing_row_it_could_mark_only_in_a_key() {
+    fn filter_marks_another_column_when_its_predicate_reads_only_keys() {
         // Looked up by `a` itself: a mark there would move the row to
-        // another key, so it is dropped, as before marks existed.
-        let f = overflowing(&[1]);
-        let out = f
-            .on_input(vec![RowDelta::Insert(vec![
-                Value::Int(1),
-                Value::Int(i64::MAX),
-            ])])
-            .unwrap();
-        assert!(out.is_empty());
+        // another key, so `id` carries it.
+        let out = insert_max(&overflowing(&[1]));
+        let [RowDelta::Insert(row)] = &out[..] else {
+            panic!("{out:?}");
+        };
+        assert!(crate::expr::is_where_failed(&row[0]));
+        assert_eq!(row[1], Value::Int(i64::MAX));
+    }
+
+    #[test]
+    fn filter_drops_an_overflowing_row_whose_every_column_is_a_key() {
+        // No column could carry the mark without moving the row: it is
+        // dropped, as before marks existed (known gap).
+        assert!(insert_max(&overflowing(&[0, 1])).is_empty());
+    }
+
+    #[test]
+    fn filter_that_cannot_overflow_marks_nothing() {
+        // `a + 1 > 0` over an INT `a` fits BIGINT: no row is ever marked.
+        let f = Filter::new(
+            overflowing(&[0]).pred,
+            &[NumKind::Int(32), NumKind::Int(32)],
+        );
+        assert!(!f.marks_rows());
+        // A row such a filter cannot see (an INT column holds no BIGINT)
+        // is dropped, as before marks existed, rather than marked for a
+        // view whose reads do not look for marks.
+        assert!(insert_max(&f).is_empty());
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use ladle_common::{Collation, Row, SqlType, TableSchema, Value};
 
-use crate::expr::Expr;
+use crate::expr::{Expr, NumKind};
 use crate::ops::reader::OrderSpec;
 use crate::ops::{AggSpec, Frame, JoinKind, WinFn};
 use crate::OutputColumn;
@@ -94,10 +94,67 @@ impl LNode {
     /// Whether a filter in the tree may mark the rows whose WHERE
     /// overflowed (see [`crate::ops::Filter::may_mark`]).
     pub fn may_mark_rows(&self) -> bool {
-        match &self.op {
-            LOp::Filter(e) if crate::ops::Filter::may_mark(e) => true,
-            _ => self.inputs.iter().any(LNode::may_mark_rows),
+        self.filter_may_mark() || self.inputs.iter().any(LNode::may_mark_rows)
+    }
+
+    /// Whether this node is a filter that may mark rows, given the kinds
+    /// of number its input's columns hold.
+    pub fn filter_may_mark(&self) -> bool {
+        match (&self.op, &self.inputs[..]) {
+            (LOp::Filter(e), [input]) => crate::ops::Filter::may_mark(e, &input.num_kinds()),
+            _ => false,
         }
+    }
+
+    /// The kind of number each output column holds, as far as overflowing
+    /// goes ([`NumKind`]): a base table's by its type; a computed column's
+    /// by its expression, or any if it may hold an overflow marker (its
+    /// expression may overflow or reads a column of any kind); an
+    /// aggregate's or window function's, any.
+    pub fn num_kinds(&self) -> Vec<NumKind> {
+        let input = |i: usize| self.inputs.get(i).map(LNode::num_kinds).unwrap_or_default();
+        let mut kinds: Vec<NumKind> = match &self.op {
+            LOp::Base(t) => t.columns.iter().map(|c| NumKind::of_type(&c.ty)).collect(),
+            LOp::Filter(e) => {
+                let mut kinds = input(0);
+                // A marked row holds the marker in the columns it reads.
+                if crate::ops::Filter::may_mark(e, &kinds) {
+                    for c in e.columns() {
+                        if let Some(k) = kinds.get_mut(c) {
+                            *k = NumKind::Any;
+                        }
+                    }
+                }
+                kinds
+            }
+            // An expression over a marker is the marker (`ops::Project`).
+            LOp::Project(es) => {
+                let input = input(0);
+                let marked = |e: &Expr| {
+                    e.may_overflow(&input)
+                        || e.columns()
+                            .iter()
+                            .any(|&c| input.get(c) == Some(&NumKind::Any))
+                };
+                es.iter()
+                    .map(|e| match marked(e) {
+                        true => NumKind::Any,
+                        false => e.num_kind(&input),
+                    })
+                    .collect()
+            }
+            // Left then right (a semi- or anti-join's width drops the right).
+            LOp::Join { .. } => (0..self.inputs.len()).flat_map(input).collect(),
+            LOp::Aggregate { ngroup, .. } => input(0).into_iter().take(*ngroup).collect(),
+            LOp::Union => (0..self.inputs.len())
+                .map(input)
+                .reduce(|a, b| a.iter().zip(&b).map(|(x, y)| x.or(*y)).collect())
+                .unwrap_or_default(),
+            LOp::Window { .. } => input(0),
+            LOp::Values(_) => vec![],
+        };
+        kinds.resize(self.width(), NumKind::Any);
+        kinds
     }
 
     pub fn tables(&self, out: &mut Vec<u64>) {

@@ -18,6 +18,12 @@ fn entries() -> impl Iterator<Item = &'static str> {
         .filter(|name| !name.is_empty())
 }
 
+/// Every built-in's name (lower case).
+#[cfg(test)]
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
+    entries()
+}
+
 /// Whether `name` (lower case) is a MySQL or MariaDB built-in function.
 pub(crate) fn is_builtin(name: &str) -> bool {
     static NAMES: OnceLock<HashSet<&'static str>> = OnceLock::new();

@@ -6,7 +6,7 @@
 //! and MariaDB built-in, evaluated here or not.
 
 mod args;
-mod builtin_names;
+pub(super) mod builtin_names;
 mod calendar;
 mod catalog;
 mod control;

@@ -159,6 +159,32 @@ fn the_window_goes_below_a_left_join_to_an_aggregate_by_the_join_key() {
     ));
 }
 
+/// Puts `WHERE <column c> + 1 > 0` over the comments of `pv`.
+fn filter_comments(pv: &mut PlannedView, c: usize) {
+    let join = &mut pv.plan.inputs[0];
+    let base = LNode::take(&mut join.inputs[0]);
+    let plus_one_positive = Expr::Cmp {
+        op: crate::expr::CmpOp::Gt,
+        left: Box::new(Expr::Arith(
+            crate::expr::ArithOp::Add,
+            Box::new(Expr::Column(c)),
+            Box::new(Expr::Literal(Value::Int(1))),
+        )),
+        right: Box::new(Expr::Literal(Value::Int(0))),
+        collation: Collation::Binary,
+    };
+    join.inputs[0] = node(LOp::Filter(plus_one_positive), vec![base], 4);
+}
+
+#[test]
+fn the_window_goes_below_a_filter_that_cannot_overflow() {
+    // `story + 1 > 0` over an INT fits BIGINT: no row is marked.
+    let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
+    filter_comments(&mut pv, 3);
+    assert!(!pv.plan.may_mark_rows());
+    assert!(push_below_left_joins(&mut pv, 64));
+}
+
 #[test]
 fn no_window_where_the_join_can_change_the_rows_or_the_order() {
     // The order reads the right side.
@@ -177,21 +203,10 @@ fn no_window_where_the_join_can_change_the_rows_or_the_order() {
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
     pv.key.clear();
     assert!(!push_below_left_joins(&mut pv, 64));
-    // A filter below that may mark rows whose WHERE overflowed.
+    // A filter below that may mark rows whose WHERE overflowed (the TEXT
+    // body read as a DOUBLE, plus one).
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
-    let join = &mut pv.plan.inputs[0];
-    let base = LNode::take(&mut join.inputs[0]);
-    let overflowing = Expr::Cmp {
-        op: crate::expr::CmpOp::Gt,
-        left: Box::new(Expr::Arith(
-            crate::expr::ArithOp::Add,
-            Box::new(Expr::Column(3)),
-            Box::new(Expr::Literal(Value::Int(1))),
-        )),
-        right: Box::new(Expr::Literal(Value::Int(0))),
-        collation: Collation::Binary,
-    };
-    join.inputs[0] = node(LOp::Filter(overflowing), vec![base], 4);
+    filter_comments(&mut pv, 2);
     assert!(!push_below_left_joins(&mut pv, 64));
     // Read-time work between the stored rows and the limit.
     let mut pv = view(JoinKind::Left, vote_counts(), 0, 0);
