@@ -295,7 +295,7 @@ fn order_by_limit_below_a_left_join_to_an_aggregate() {
             n4: Aggregate group by 1 columns [Sum(#1)], state keyed by [0] <- n3
             n5: Project [#0, #1] <- n4
             n6: Join Left on left[0] = right[0] <- n1, n5
-            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }), #2] <- n6
+            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 32, scale: 0 }), #2] <- n6
             n8: Reader keyed by [3], ordered by [(0, true)] <- n7
         "#]],
     );

@@ -137,6 +137,18 @@ pub fn mariadb_and_ladle() -> Option<(String, LadleServer)> {
     Some((maria_url, ladle))
 }
 
+/// Runs `check` (given a server's URL) against MariaDB when
+/// `LADLE_TEST_MARIADB_URL` is set, then against a spawned Ladle: for a
+/// test whose expected answers are written in it (taken from MariaDB).
+pub fn on_mariadb_and_ladle(check: impl Fn(&str)) {
+    if let Some(maria) = mariadb_url() {
+        check(&maria);
+    }
+    let bin = ladle_binary().expect("ladle binary");
+    let ladle = LadleServer::start(&bin).expect("ladle starts");
+    check(&ladle.url());
+}
+
 /// Drops and recreates database `db` on `url` so a test file starts fresh.
 pub fn fresh_database(url: &str, db: &str) -> Result<(), mysql::Error> {
     let mut conn = connect(url, None)?;

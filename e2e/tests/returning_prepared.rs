@@ -7,9 +7,7 @@
 //! against MariaDB too when `LADLE_TEST_MARIADB_URL` is set: both must
 //! give the answers written here (taken from MariaDB).
 
-use ladle_e2e::{
-    connect, exec_rows_with, fresh_database, ladle_binary, mariadb_url, query_rows, LadleServer,
-};
+use ladle_e2e::{connect, exec_rows_with, fresh_database, on_mariadb_and_ladle, query_rows};
 use mysql::Value;
 
 const DB: &str = "ladle_returning_prepared";
@@ -81,10 +79,5 @@ fn check(url: &str) {
 
 #[test]
 fn prepared_insert_returning_writes_nothing_when_returning_fails() {
-    if let Some(maria) = mariadb_url() {
-        check(&maria);
-    }
-    let bin = ladle_binary().expect("ladle binary");
-    let ladle = LadleServer::start(&bin).expect("ladle starts");
-    check(&ladle.url());
+    on_mariadb_and_ladle(check);
 }

@@ -429,6 +429,7 @@ fn storage_code(e: &StorageError) -> MysqlCode {
         StorageError::ColumnExists(_) => ER_DUP_FIELDNAME,
         StorageError::ColumnCount => ER_WRONG_VALUE_COUNT,
         StorageError::Expression(_) => ER_WRONG_ARGUMENTS,
+        StorageError::StrictWarning { code, .. } => warning_code(*code),
         StorageError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
         StorageError::CheckFailed { .. } => ER_CONSTRAINT_FAILED,
         StorageError::ViewCheckFailed(_) => ER_VIEW_CHECK_FAILED,
@@ -573,7 +574,15 @@ pub fn drop_db_missing(name: &str) -> (MysqlCode, String) {
 /// (its `abort_on_warning`: an INSERT's RETURNING): the warning's own
 /// code with that code's SQLSTATE.
 pub fn warning_as_error(errno: u16, message: String) -> WireError {
-    let code = [
+    WireError {
+        code: warning_code(errno),
+        message,
+    }
+}
+
+/// The code (with its SQLSTATE) of warning `errno` raised as an error.
+fn warning_code(errno: u16) -> MysqlCode {
+    [
         ER_TRUNCATED_WRONG_VALUE,
         ER_DIVISION_BY_ZERO,
         ER_DATETIME_FUNCTION_OVERFLOW,
@@ -585,8 +594,7 @@ pub fn warning_as_error(errno: u16, message: String) -> WireError {
     .unwrap_or(MysqlCode {
         errno,
         sqlstate: "HY000",
-    });
-    WireError { code, message }
+    })
 }
 
 /// RENAME TABLE (or ALTER TABLE ... RENAME) into a database that does

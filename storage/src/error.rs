@@ -43,6 +43,11 @@ pub enum StorageError {
     /// An expression evaluated by the caller's row function failed.
     #[error("{0}")]
     Expression(String),
+    /// An expression evaluated by the caller's row function raised a
+    /// warning that strict `sql_mode` makes the statement's error (MySQL's
+    /// `code`: 1292 for `'x' + 1`, 1365 for a division by zero).
+    #[error("{message}")]
+    StrictWarning { code: u16, message: String },
     /// A caller's [`CommitCheck`] found a FOREIGN KEY violated at commit:
     /// a row references a parent row that is gone (MySQL's 1452).
     #[error("{0}")]

@@ -135,27 +135,45 @@ fn arith_type(op: ArithOp, l: &Expr, r: &Expr, input: &[(SqlType, bool)]) -> (Sq
     (ty, nullable)
 }
 
+/// The type of `CAST(e AS SIGNED)` (`unsigned`: `AS UNSIGNED`) of an
+/// operand printing as at most `chars` characters, as MariaDB's metadata
+/// gives it: as wide as the operand (at most 20, at least 2 with a sign),
+/// an INT while every such number fits one (9 digits and a sign, or 10
+/// digits), else a BIGINT. (An UNSIGNED column's operand in arithmetic,
+/// see the planner, so keeps its width.)
+fn cast_int_type(chars: u32, unsigned: bool) -> SqlType {
+    let width = chars.clamp(if unsigned { 1 } else { 2 }, 20);
+    let int_digits = if unsigned { 10 } else { 9 };
+    SqlType::Int {
+        bytes: if width <= int_digits { 4 } else { 8 },
+        unsigned,
+        display_width: Some(width as u8),
+    }
+}
+
+/// The characters operand `e` of type `t` of a CAST to an integer prints
+/// as: a literal's own, an integer's type's whatever its display width
+/// (an `INT(3)` column holds 123456: its CAST must not be typed narrower),
+/// else [`expr_chars`].
+fn cast_operand_chars(e: &Expr, t: &SqlType) -> u32 {
+    match t {
+        SqlType::Int {
+            bytes, unsigned, ..
+        } if !matches!(e, Expr::Literal(_)) => {
+            u32::from(SqlType::int_display_width(*bytes, *unsigned, None))
+        }
+        _ => expr_chars(e, t),
+    }
+}
+
 /// The type of `CAST(e AS t)`.
 fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, bool) {
     // Once: casts nest in long arithmetic chains (UNSIGNED
     // operands), so typing the operand twice is exponential.
     let (et, n) = e.result_type(input);
     let ty = match t {
-        CastType::Signed => SqlType::Int {
-            bytes: 8,
-            unsigned: false,
-            display_width: None,
-        },
-        CastType::Unsigned => SqlType::Int {
-            bytes: 8,
-            unsigned: true,
-            // An integer keeps its width (an UNSIGNED column's
-            // operand in arithmetic, see the planner).
-            display_width: match &et {
-                t @ SqlType::Int { .. } => Some(type_chars(t).min(255) as u8),
-                _ => None,
-            },
-        },
+        CastType::Signed => cast_int_type(cast_operand_chars(e, &et), false),
+        CastType::Unsigned => cast_int_type(cast_operand_chars(e, &et), true),
         // As many characters as the value can print as.
         CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
         CastType::CharN(n) => SqlType::VarChar(*n),

@@ -146,10 +146,23 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         }
         return (SqlType::VarChar(len), nullable);
     }
+    let unsigned = |t: &SqlType| matches!(t, SqlType::Int { unsigned: true, .. } | SqlType::Bit(_));
+    let signed = |t: &SqlType| {
+        matches!(
+            t,
+            SqlType::Int {
+                unsigned: false,
+                ..
+            }
+        )
+    };
     if non_null.iter().all(|t| t.is_integer()) {
-        let unsigned = non_null
-            .iter()
-            .all(|t| matches!(t, SqlType::Int { unsigned: true, .. }));
+        // Signed beside unsigned (a BIT is unsigned): a DECIMAL as wide
+        // as the widest, as MariaDB's.
+        if non_null.iter().any(|t| signed(t)) && non_null.iter().any(|t| unsigned(t)) {
+            return (decimal_of(&non_null), nullable);
+        }
+        let unsigned = non_null.iter().all(|t| unsigned(t));
         let bytes = non_null
             .iter()
             .map(|t| match t {
@@ -174,14 +187,7 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
         .iter()
         .all(|t| t.is_integer() || matches!(t, SqlType::Decimal { .. }))
     {
-        let scale = non_null.iter().map(|t| type_scale(t)).max().unwrap_or(0);
-        return (
-            SqlType::Decimal {
-                precision: 65,
-                scale,
-            },
-            nullable,
-        );
+        return (decimal_of(&non_null), nullable);
     }
     if non_null.iter().all(|t| **t == *non_null[0]) {
         return (non_null[0].clone(), nullable);
@@ -189,6 +195,34 @@ pub fn unify_types(tys: &[(SqlType, bool)]) -> (SqlType, bool) {
     match temporal_common_type(&non_null) {
         Some(t) => (t, nullable),
         None => (SqlType::VarChar(255), nullable),
+    }
+}
+
+/// The DECIMAL holding every value of integer and DECIMAL types `tys`:
+/// the most digits before the point and the largest scale (MariaDB's).
+fn decimal_of(tys: &[&SqlType]) -> SqlType {
+    let scale = tys.iter().map(|t| type_scale(t)).max().unwrap_or(0);
+    let int_part = tys.iter().map(|t| int_digits(t)).max().unwrap_or(1);
+    SqlType::Decimal {
+        precision: (int_part + u32::from(scale)).min(65) as u8,
+        scale,
+    }
+}
+
+/// The digits before the point of a number of integer or DECIMAL type
+/// `t` (MariaDB's `decimal_int_part`; a BIT(n) counts n). An integer's are
+/// its type's, whatever display width it has (MariaDB's for a column:
+/// `INT(3)` holds 123456, and a DECIMAL that held fewer digits would cut
+/// it).
+fn int_digits(t: &SqlType) -> u32 {
+    match t {
+        SqlType::Decimal { precision, scale } => u32::from(precision.saturating_sub(*scale)),
+        SqlType::Int {
+            bytes, unsigned, ..
+        } => u32::from(SqlType::int_display_width(*bytes, *unsigned, None))
+            .saturating_sub(u32::from(!unsigned)),
+        SqlType::Bit(n) => u32::from(*n),
+        _ => 65,
     }
 }
 

@@ -2,7 +2,6 @@
 //! auto-increment ids) -> storage `WriteOp`s; `INSERT ... SET` rewritten to
 //! `VALUES`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ladle_common::{Row, TableSchema, Value};
@@ -15,11 +14,11 @@ use super::insert_returning::InsertReturning;
 use super::overlay::coerce_lenient;
 use super::transaction_insert::{insert_in_transaction, upsert_keys};
 use super::transaction_keys::TransactionKeys;
+use super::upsert::{conflict_rule, note_upserted_values, upsert_note_key, UpsertNotes};
 use super::write::{
-    adjust_ignored_values, coerce_row, coerce_row_strict, column_pos, compile_assignments,
-    expr_err, given_value, has_subquery, implicit_default, is_default_keyword,
-    null_before_value_error, positive_id, refuse_empty_enum, slot, submit_with, table, value_of,
-    value_with_subqueries, RowCounts,
+    adjust_ignored_values, coerce_row, coerce_row_strict, column_pos, given_value, has_subquery,
+    implicit_default, is_default_keyword, null_before_value_error, positive_id, refuse_empty_enum,
+    submit_with, table, value_of, value_with_subqueries, RowCounts,
 };
 use crate::column_default::default_value;
 use crate::error::{Result, ShimError, ER_NO_DEFAULT_FOR_FIELD, ER_VIEW_CHECK_FAILED};
@@ -81,7 +80,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
         .take()
         .map(|items| crate::returning::Returning::compile(&schema, &items))
         .transpose()?
-        .map(|r| r.failing_on_warnings(StrictWarnings::for_insert(s, ins.ignore)))
+        .map(|r| r.failing_on_warnings(StrictWarnings::for_write(s, ins.ignore)))
         .map(InsertReturning::new);
     let targets: Vec<usize> = if ins.columns.is_empty() {
         // Every column a client sees (not a functional key part's).
@@ -102,7 +101,7 @@ fn insert_into(e: &Engine, s: &mut Session, mut ins: ast::Insert) -> Result<Outp
     let src = RowSource::of(&source.body);
     match source.body.as_ref() {
         SetExpr::Values(v) => {
-            let strict = StrictWarnings::for_insert(s, ins.ignore);
+            let strict = StrictWarnings::for_write(s, ins.ignore);
             given = values_rows(e, s, v, ins.columns.is_empty(), targets.len(), strict)?;
         }
         _ => {
@@ -272,7 +271,7 @@ pub(super) fn first_row_error(
     rows: &[Row],
 ) -> Result<Option<ShimError>> {
     let checks = e.checks.for_table(&e.storage, schema)?;
-    let strict = !ins.ignore && crate::vars::strict_mode(s);
+    let strict = StrictWarnings::for_write(s, ins.ignore);
     let on_conflict = conflict_rule(schema, ins, &checks, &UpsertNotes::default(), strict)?;
     let lenient: Vec<Row> = rows.iter().map(|r| coerce_lenient(schema, r)).collect();
     let mut keys = upsert_keys(e, s, schema, &lenient, &on_conflict)?;
@@ -359,7 +358,13 @@ pub(super) fn insert_rows(
     let ignore_last_id = ignore_last_id(ins, &schema, &rows);
     let checks = e.checks.for_table(&e.storage, &schema)?;
     let upsert_notes = UpsertNotes::default();
-    let on_conflict = conflict_rule(&schema, ins, &checks, &upsert_notes, strict)?;
+    let on_conflict = conflict_rule(
+        &schema,
+        ins,
+        &checks,
+        &upsert_notes,
+        StrictWarnings::for_write(s, ins.ignore),
+    )?;
     let upserted: Vec<Row> = match &on_conflict {
         OnConflict::Update(_) => rows.iter().map(|r| upsert_note_key(&schema, r)).collect(),
         _ => Vec::new(),
@@ -432,7 +437,7 @@ pub(super) fn insert_rows(
             })?;
         (out, returning.and_then(|r| r.result(listed)))
     };
-    note_upserted_values(s, &upsert_notes, &upserted);
+    note_upserted_values(s, &schema, &upsert_notes, &upserted);
     if let Some(result) = listed {
         return Ok(result);
     }
@@ -526,22 +531,6 @@ fn replace_cascades(
         .map_err(|err| first_replace_error(e, s, schema, checks, rows, &replaced, err))
 }
 
-/// A value ON DUPLICATE KEY UPDATE rounded: a Note at the row that led to
-/// the update (after the inserted values' Notes; MariaDB interleaves them
-/// by row).
-fn note_upserted_values(s: &mut Session, upsert_notes: &UpsertNotes, upserted: &[Row]) {
-    let upsert_notes = std::mem::take(&mut *upsert_notes.lock());
-    for (i, row) in upserted.iter().enumerate() {
-        for column in upsert_notes.get(row).into_iter().flatten() {
-            s.add_warning(
-                "Note",
-                1265,
-                format!("Data truncated for column '{column}' at row {}", i + 1),
-            );
-        }
-    }
-}
-
 /// The info of a multi-row INSERT that was given `records` rows and
 /// changed `affected`: as MySQL counts duplicates, the rows IGNORE skipped,
 /// or the rows REPLACE deleted / ON DUPLICATE KEY UPDATE changed (each
@@ -559,64 +548,6 @@ pub(super) fn records_info(records: u64, affected: u64, ignore: bool, replaces: 
         records,
         duplicates,
     }
-}
-
-/// A proposed row as [`UpsertNotes`] holds it: as stored, without its
-/// AUTO_INCREMENT value (storage may generate it after the shim saw it).
-pub(super) fn upsert_note_key(schema: &TableSchema, row: &Row) -> Row {
-    let mut key = coerce_lenient(schema, row);
-    if let Some(v) = schema.auto_increment_column().and_then(|c| key.get_mut(c)) {
-        *v = Value::Null;
-    }
-    key
-}
-
-pub(super) fn conflict_rule(
-    schema: &Arc<TableSchema>,
-    ins: &ast::Insert,
-    checks: &Arc<crate::checks::TableChecks>,
-    notes: &UpsertNotes,
-    strict: bool,
-) -> Result<OnConflict> {
-    Ok(if ins.replace_into {
-        OnConflict::Replace
-    } else if let Some(OnInsert::DuplicateKeyUpdate(assignments)) = &ins.on {
-        let compiled = compile_assignments(schema, assignments)?;
-        let (checks, schema) = (checks.clone(), schema.clone());
-        let notes = notes.clone();
-        let updater: ladle_storage::ConflictUpdater =
-            Arc::new(move |existing: &Row, proposed: &Row| {
-                let mut new = existing.clone();
-                let mut rounded = Vec::new();
-                for (pos, x) in &compiled {
-                    let v = x.eval_with_proposed(&new, proposed).map_err(expr_err)?;
-                    if let Some(c) = schema.columns.get(*pos) {
-                        if ladle_common::truncation_note(&v, c) {
-                            rounded.push(c.name.clone());
-                        }
-                    }
-                    *slot(&mut new, *pos)? = v;
-                }
-                checks.fill_generated(&schema, &mut new)?;
-                checks.verify_uncoerced(&schema, &new)?;
-                // Strict mode refuses an ENUM's empty value here too (1265),
-                // as an UPDATE does.
-                if strict {
-                    refuse_empty_enum(&schema, &new, Some(existing))?;
-                }
-                // Run again for the same row (a transaction's COMMIT),
-                // the update notes what it noted the first time.
-                notes
-                    .lock()
-                    .insert(upsert_note_key(&schema, proposed), rounded);
-                Ok(new)
-            });
-        OnConflict::Update(updater)
-    } else if ins.ignore {
-        OnConflict::Ignore
-    } else {
-        OnConflict::Error
-    })
 }
 
 /// The current rows a REPLACE of `rows` deletes (each row sharing a
@@ -955,13 +886,6 @@ pub fn rewrite_insert_set(t: &[Token]) -> Option<String> {
         render(&tail)
     ))
 }
-
-/// What an INSERT does with a row whose key is taken: REPLACE, ON
-/// DUPLICATE KEY UPDATE (whose changed row must pass the table's CHECKs),
-/// IGNORE, or fail.
-/// The columns whose ON DUPLICATE KEY UPDATE value was rounded or cut
-/// (a Note each), by the proposed row (as stored) that led to the update.
-type UpsertNotes = Arc<parking_lot::Mutex<HashMap<Row, Vec<String>>>>;
 
 /// A row a REPLACE deletes: the position of the row replacing it, and the
 /// deleted row as a change (new `None`).

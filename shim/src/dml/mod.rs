@@ -24,6 +24,7 @@ mod through_view;
 mod transaction_insert;
 mod transaction_keys;
 mod update;
+mod upsert;
 mod view_check;
 pub(crate) mod write;
 

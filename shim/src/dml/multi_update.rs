@@ -240,7 +240,7 @@ fn update_targets(
             checks: e.checks.for_table(&e.storage, &schema)?,
             view_check: write.view_check,
             schema: schema.clone(),
-            strict: !ignore && crate::vars::strict_mode(s),
+            strict: crate::strict_warnings::StrictWarnings::for_write(s, ignore),
             written: Default::default(),
         };
         if let Output::Done {

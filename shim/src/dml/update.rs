@@ -20,6 +20,7 @@ use crate::error::{Result, ShimError};
 use crate::exec::Engine;
 use crate::output::Output;
 use crate::session::Session;
+use crate::strict_warnings::StrictWarnings;
 use crate::tokens::render_tokens;
 
 /// The error of an UPDATE whose row failed with `err` (a CHECK, a value
@@ -184,7 +185,7 @@ fn update_rows(
         checks: e.checks.for_table(&e.storage, &schema)?,
         view_check,
         schema: schema.clone(),
-        strict: !ignore && crate::vars::strict_mode(s),
+        strict: StrictWarnings::for_write(s, ignore),
         written,
     };
     write_update(e, s, &schema, scan, change, ignore)
@@ -283,8 +284,9 @@ pub(super) struct RowChange {
     /// The CHECK OPTION of the view the UPDATE writes through, if any.
     pub(super) view_check: Option<Arc<super::view_check::ViewCheck>>,
     pub(super) schema: Arc<TableSchema>,
-    /// Strict mode without IGNORE: an empty ENUM value is refused.
-    pub(super) strict: bool,
+    /// Strict mode without IGNORE: an empty ENUM value is refused, and a
+    /// warning evaluating WHERE or SET fails the statement.
+    pub(super) strict: StrictWarnings,
     pub(super) written: Written,
 }
 
@@ -360,9 +362,13 @@ impl RowChange {
     fn into_updater(self, notes: Arc<parking_lot::Mutex<UpdateNotes>>) -> RowUpdater {
         let assigned = self.values.columns();
         Arc::new(move |row: &Row| {
+            let strict = self.strict;
             if let Some(p) = &self.pred {
-                let matched = p.eval_predicate(row);
-                if !matched.map_err(|e| self.error_in(e, self.written.pred.as_ref(), row))? {
+                let matched = strict.evaluated_in_write(|| {
+                    p.eval_predicate(row)
+                        .map_err(|e| self.error_in(e, self.written.pred.as_ref(), row))
+                })?;
+                if !matched {
                     return Ok(None);
                 }
             }
@@ -375,8 +381,10 @@ impl RowChange {
             match &self.values {
                 SetValues::Exprs(compiled) => {
                     for (i, (pos, x)) in compiled.iter().enumerate() {
-                        let v = x.eval(&new);
-                        let v = v.map_err(|e| self.error_in(e, self.written.set.get(i), &new))?;
+                        let v = strict.evaluated_in_write(|| {
+                            x.eval(&new)
+                                .map_err(|e| self.error_in(e, self.written.set.get(i), &new))
+                        })?;
                         *slot(&mut new, *pos)? = v;
                     }
                 }
@@ -385,12 +393,13 @@ impl RowChange {
                         return Ok(None);
                     };
                     if let Some(p) = &exprs.pred {
-                        if !p.eval_predicate(row).map_err(expr_err)? {
+                        let eval = || p.eval_predicate(row).map_err(expr_err);
+                        if !strict.evaluated_in_write(eval)? {
                             return Ok(None);
                         }
                     }
                     for (pos, x) in &exprs.set {
-                        let v = x.eval(&new).map_err(expr_err)?;
+                        let v = strict.evaluated_in_write(|| x.eval(&new).map_err(expr_err))?;
                         *slot(&mut new, *pos)? = v;
                     }
                 }
@@ -429,7 +438,7 @@ impl RowChange {
             if let Some(check) = &self.view_check {
                 check.verify(schema, &new)?;
             }
-            if self.strict {
+            if strict.strict() {
                 refuse_empty_enum(schema, &new, Some(row))?;
             }
             let mut noted = notes.lock();

@@ -67,8 +67,9 @@ fn set_names<'a>(columns: impl Iterator<Item = &'a mut OutputColumn>, names: &[O
     }
 }
 
-/// The result-column names `sql`'s select list decides (see the module
-/// docs); `None` when `sql` is not one SELECT whose list can be read.
+/// The result-column names `sql`'s select list (or an INSERT's, REPLACE's
+/// or DELETE's RETURNING list) decides (see the module docs); `None` when
+/// `sql` is not one such statement whose list can be read.
 pub fn select_item_names(sql: &str) -> Option<ItemNames> {
     let texts = select_item_texts(sql)?;
     let mut names = ItemNames::default();
@@ -257,9 +258,10 @@ fn quoted_end(b: &[u8], i: usize) -> Option<usize> {
     None
 }
 
-/// The texts of the items of `sql`'s (first) select list, each from its
-/// first token to its last; `None` if `sql` is not a single SELECT
-/// (possibly under WITH or in parentheses).
+/// The texts of the items of `sql`'s (first) select list, or of its
+/// RETURNING list, each from its first token to its last; `None` if `sql`
+/// is not a single SELECT (possibly under WITH or in parentheses) or a
+/// write with RETURNING.
 fn select_item_texts(sql: &str) -> Option<Vec<String>> {
     let spans = select_item_spans(sql, false)?;
     Some(
@@ -290,7 +292,10 @@ fn select_item_spans(sql: &str, anywhere: bool) -> Option<Vec<(usize, usize)>> {
     {
         return None;
     }
-    let (select_at, base) = find_select(&ps, &solid, word, anywhere)?;
+    let (select_at, base) = match find_returning(&ps, &solid, word) {
+        Some(at) if !anywhere => (at, 0),
+        _ => find_select(&ps, &solid, word, anywhere)?,
+    };
     let mut k = select_at + 1;
     while k < ps.len()
         && (matches!(ps[k].0, Piece::Space | Piece::Comment)
@@ -326,6 +331,31 @@ fn select_item_spans(sql: &str, anywhere: bool) -> Option<Vec<(usize, usize)>> {
     Some(items)
 }
 
+/// The piece of the RETURNING keyword of an INSERT, REPLACE or DELETE
+/// (outside parentheses), whose list names its result columns as a select
+/// list does.
+fn find_returning(
+    ps: &[(Piece, usize, usize)],
+    solid: &[usize],
+    word: impl Fn(usize) -> Option<String>,
+) -> Option<usize> {
+    let first = word(*solid.first()?)?;
+    if !matches!(first.as_str(), "INSERT" | "REPLACE" | "DELETE") {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut returning = None;
+    for &k in solid {
+        match (&ps[k].0, word(k).as_deref()) {
+            (_, Some("RETURNING")) if depth == 0 => returning = Some(k),
+            (Piece::Char(b'('), _) => depth += 1,
+            (Piece::Char(b')'), _) => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+    }
+    returning
+}
+
 /// The piece of the main SELECT keyword and the parenthesis depth of its
 /// list: the statement starts with it, after `(`s, or is a WITH clause
 /// whose queries are all in parentheses (so the first SELECT outside
@@ -356,6 +386,24 @@ mod tests {
 
     fn texts(sql: &str) -> Vec<String> {
         select_item_texts(sql).unwrap_or_default()
+    }
+
+    #[test]
+    fn returning_items_are_read_as_written() {
+        assert_eq!(
+            texts("INSERT INTO t (a) VALUES (1) RETURNING id, A+1, concat( b,'x' )"),
+            ["id", "A+1", "concat( b,'x' )"]
+        );
+        assert_eq!(
+            texts("DELETE FROM t WHERE (a) > 1 RETURNING a  *  2;"),
+            ["a  *  2"]
+        );
+        assert_eq!(
+            texts("REPLACE INTO t SELECT x, y FROM u RETURNING y+1"),
+            ["y+1"]
+        );
+        assert!(texts("INSERT INTO t VALUES (1)").is_empty());
+        assert!(texts("UPDATE t SET a = 1").is_empty());
     }
 
     #[test]
