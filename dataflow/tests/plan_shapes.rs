@@ -317,8 +317,8 @@ fn where_that_cannot_overflow_keeps_no_mark() {
             n3: Aggregate group by 1 columns [Sum(#1)], state keyed by [0] <- n2
             n4: Project [#0, #1] <- n3
             n5: Join Left on left[0] = right[0] <- n0, n4
-            n6: Filter (CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }) Ge 0) <- n5
-            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 65, scale: 0 }), #2] <- n6
+            n6: Filter (CAST(Coalesce(#4, 0) AS Decimal { precision: 32, scale: 0 }) Ge 0) <- n5
+            n7: Project [#0, #1, CAST(Coalesce(#4, 0) AS Decimal { precision: 32, scale: 0 }), #2] <- n6
             n8: Reader keyed by [3], ordered by [(0, true)] <- n7
         "#]],
     );
