@@ -580,16 +580,13 @@ impl KvEngine for RocksEngine {
                 .flatten()
                 .unwrap_or(0)
         };
-        let estimate = int("rocksdb.estimate-num-keys");
-        if estimate > 0 {
-            return estimate;
-        }
         // RocksDB's estimate counts table files only once their statistics
         // are loaded, which start-up skips (`skip_stats_update_on_db_open`):
-        // after a restart it is the memtables' entries alone, 0 for a table
-        // whose rows are all in files. Their properties are read when the
-        // files are opened anyway; entries less twice the deletions is
-        // RocksDB's own estimate from them.
+        // after a restart it is the memtables' entries alone (0 for a table
+        // whose rows are all in files, a few after a crash's log replay).
+        // The files' properties are read when they are opened anyway;
+        // entries less twice the deletions is RocksDB's own estimate from
+        // them.
         let files = self
             .db
             .property_value_cf(&cf, "rocksdb.aggregated-table-properties")
@@ -599,9 +596,10 @@ impl KvEngine for RocksEngine {
                 let entries = table_property(&p, "# entries");
                 entries.saturating_sub(2 * table_property(&p, "# deletions"))
             });
-        files
+        let counted = files
             + int("rocksdb.num-entries-active-mem-table")
-            + int("rocksdb.num-entries-imm-mem-tables")
+            + int("rocksdb.num-entries-imm-mem-tables");
+        counted.max(int("rocksdb.estimate-num-keys"))
     }
 }
 

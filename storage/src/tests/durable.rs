@@ -53,6 +53,11 @@ fn row_estimate_after_reopen_counts_rows_in_table_files() {
         .collect();
     h.storage.write(vec![insert(&u, rows)]).unwrap();
     h.storage.engine.flush().unwrap();
+    // And a few only in the log, replayed into the memtable on reopen.
+    let late: Vec<Row> = (3001..=3010)
+        .map(|n| row(&[i(n), t(&format!("n{n}")), i(1)]))
+        .collect();
+    h.storage.write(vec![insert(&u, late)]).unwrap();
     let h = h.reopen();
     let estimate = h.storage.estimate_rows(u.id);
     assert!((2700..=3300).contains(&estimate), "{estimate}");
