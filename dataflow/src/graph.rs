@@ -25,6 +25,7 @@ use crate::Result;
 
 mod columns;
 mod domains;
+mod fold;
 mod install;
 mod propagate;
 mod pull;
@@ -48,6 +49,27 @@ pub(crate) trait BaseReads: Sync {
     /// result by equality with rows narrowed the same way, so a source
     /// returning whole rows here would be wrong, not slow.
     fn scan_columns(&self, table: TableId, keep: &[bool]) -> Result<Vec<Row>, StorageError>;
+    /// Hands each row of `table` to `each` as it is read, in primary-key
+    /// order, until `each` returns false; with `keep`, decoding only the
+    /// columns it marks (exactly as `scan_columns`). A source that cannot
+    /// stream collects the rows first.
+    fn scan_each(
+        &self,
+        table: TableId,
+        keep: Option<&[bool]>,
+        each: ladle_storage::RowSink<'_>,
+    ) -> Result<(), StorageError> {
+        let rows = match keep {
+            Some(keep) => self.scan_columns(table, keep)?,
+            None => self.scan(table)?,
+        };
+        for row in rows {
+            if !each(row) {
+                break;
+            }
+        }
+        Ok(())
+    }
     /// [`BaseReads::lookup`] for each of `keys`; with `keep`, the columns
     /// it leaves out come back NULL, exactly (see `scan_columns`).
     fn lookup_many(
@@ -98,6 +120,14 @@ macro_rules! base_reads_by_inherent_methods {
                 keep: &[bool],
             ) -> Result<Vec<Row>, StorageError> {
                 <$source>::scan_columns(self, table, Some(keep))
+            }
+            fn scan_each(
+                &self,
+                table: TableId,
+                keep: Option<&[bool]>,
+                each: ladle_storage::RowSink<'_>,
+            ) -> Result<(), StorageError> {
+                <$source>::scan_each(self, table, keep, each)
             }
             fn lookup_many(
                 &self,

@@ -107,6 +107,7 @@ pub use ops::{
     ConflictUpdater, IdBatches, IndexRef, OnConflict, OpResult, RowFilter, RowReturning,
     RowUpdater, ScanSpec, TableChange, WriteOp, WriteResult,
 };
+pub use read::RowSink;
 pub use rocks::WalRecoveryReport;
 pub use storage::{set_secondary_full_row_for_new_tables, Storage};
 pub use table::pad_value as added_column_value;

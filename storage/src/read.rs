@@ -191,6 +191,23 @@ pub(crate) fn scan_rows(r: &dyn KvRead, t: &TableState, keep: Option<&[bool]>) -
     Ok(out)
 }
 
+/// Takes the rows a streaming scan reads, one at a time; returning false
+/// ends the scan.
+pub type RowSink<'a> = &'a mut dyn FnMut(Row) -> bool;
+
+/// [`scan_rows`] handing each row to `each` as it is decoded, until it
+/// returns false.
+pub(crate) fn scan_rows_each(
+    r: &dyn KvRead,
+    t: &TableState,
+    keep: Option<&[bool]>,
+    each: RowSink<'_>,
+) -> Result<()> {
+    r.scan(t.primary_cf(), &[], None, &mut |_, v| {
+        Ok(each(t.decode(v, keep)?))
+    })
+}
+
 /// Every row in primary-key order.
 pub(crate) fn scan_all(r: &dyn KvRead, t: &TableState) -> Result<Vec<KeyedRow>> {
     scan_index(r, t, IndexRef::Primary, &[], None)

@@ -24,7 +24,7 @@ use crate::ops::{IndexRef, OpResult, WriteOp, WriteResult};
 use crate::table::TableState;
 use crate::view::{strip_keys, ReadView, SnapshotReads};
 use crate::write_hold::{WriteHold, WriteHolds};
-use crate::{cf, keys, memory, read, rocks, write};
+use crate::{cf, keys, memory, read, rocks, write, RowSink};
 
 /// The storage engine: one per server.
 pub struct Storage {
@@ -619,6 +619,12 @@ impl Storage {
             Ok(())
         })?;
         Ok(out)
+    }
+    /// [`Storage::scan_columns`] handing each row to `each` as it is
+    /// decoded, until it returns false (a fill folding rows holds none).
+    pub fn scan_each(&self, table: TableId, keep: Option<&[bool]>, each: RowSink) -> Result<()> {
+        let t = self.table_state(table)?;
+        (self.engine).with_consistent(&mut |r| read::scan_rows_each(r, &t, keep, each))
     }
     pub fn estimate_rows(&self, table: TableId) -> u64 {
         match self.table_state(table) {

@@ -60,6 +60,18 @@ impl SnapshotReads<'_> {
         read::scan_rows(self.reader, &t, keep)
     }
 
+    /// [`SnapshotReads::scan_columns`] handing each row to `each` as it is
+    /// decoded, until it returns false.
+    pub fn scan_each(
+        &self,
+        table: TableId,
+        keep: Option<&[bool]>,
+        each: crate::RowSink<'_>,
+    ) -> Result<()> {
+        let t = self.table(table)?;
+        read::scan_rows_each(self.reader, &t, keep, each)
+    }
+
     fn table(&self, id: TableId) -> Result<Arc<TableState>> {
         self.tables.get(&id).cloned().ok_or_else(|| no_table_id(id))
     }

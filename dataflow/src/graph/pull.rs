@@ -297,9 +297,19 @@ impl Graph {
             out.push(shared);
             state_keys.push(sk);
         }
-        let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
         let mut filled: HashMap<Vec<Value>, Vec<Row>> =
-            HashMap::with_capacity_and_hasher(inputs.len(), Default::default());
+            HashMap::with_capacity_and_hasher(missing_keys.len(), Default::default());
+        if let Some(parts) = self.fold_scan(src, n, &state_key, &missing_keys) {
+            filled.extend(missing_keys.into_iter().zip(parts?));
+            return Ok(Self::partition_rows(
+                out,
+                keys,
+                &state_keys,
+                filled,
+                (cols, &colls),
+            ));
+        }
+        let inputs = self.pull_keys(src, parent, &state_key, &missing_keys)?;
         for (sk, input) in missing_keys.into_iter().zip(inputs) {
             crate::interrupt::charge_bytes(self.nodes[n].op.fill_bytes_bound(&input))?;
             let rows = self.nodes[n].op.fill_partition(&sk, input);
@@ -310,18 +320,35 @@ impl Graph {
             }
             filled.insert(sk, rows);
         }
-        // A filled partition is moved to the last key reading it, cloned
-        // for the others (rows 5,000 columns wide are 120 KB each).
+        Ok(Self::partition_rows(
+            out,
+            keys,
+            &state_keys,
+            filled,
+            (cols, &colls),
+        ))
+    }
+
+    /// The rows of each of `keys` (whose state keys are `state_keys`):
+    /// from its partition where it was found (`out`), otherwise from
+    /// `filled`. A filled partition is moved to the last key reading it,
+    /// cloned for the others (rows 5,000 columns wide are 120 KB each).
+    fn partition_rows(
+        out: Vec<Option<Vec<Row>>>,
+        keys: &[Vec<Value>],
+        state_keys: &[Vec<Value>],
+        mut filled: HashMap<Vec<Value>, Vec<Row>>,
+        (cols, colls): (&[usize], &[Collation]),
+    ) -> Vec<Vec<Row>> {
         let mut readers: HashMap<&[Value], usize> = HashMap::default();
-        for (rows, sk) in out.iter().zip(&state_keys) {
+        for (rows, sk) in out.iter().zip(state_keys) {
             if rows.is_none() {
                 *readers.entry(sk.as_slice()).or_default() += 1;
             }
         }
-        Ok(out
-            .into_iter()
+        out.into_iter()
             .zip(keys)
-            .zip(&state_keys)
+            .zip(state_keys)
             .map(|((rows, key), sk)| {
                 rows.or_else(|| match readers.get_mut(sk.as_slice()) {
                     Some(left) if *left > 1 => {
@@ -332,10 +359,10 @@ impl Graph {
                 })
                 .unwrap_or_default()
                 .into_iter()
-                .filter(|r| key_matches(r, cols, key, &colls))
+                .filter(|r| key_matches(r, cols, key, colls))
                 .collect()
             })
-            .collect())
+            .collect()
     }
 
     /// Aggregate (or window) `n`'s filled partition `sk`: its own, or (in a detached
@@ -526,12 +553,10 @@ impl Graph {
     /// columns are grouped so here: their values compare exactly as a
     /// lookup does; text keys are grouped (by collation-normalized value)
     /// only where no index serves them ([`Graph::text_keys_scanned`]).
-    fn base_rows_for_keys(&self, read: KeysRead<'_>) -> Result<Vec<Vec<Row>>> {
-        let KeysRead {
-            table, cols, keys, ..
-        } = read;
-        let integer_keys = self
-            .schemas
+    /// Whether columns `cols` of `table` are integers and so is every value
+    /// of `keys` (so rows are grouped by [`IntKey`]).
+    pub(super) fn integer_keys(&self, table: TableId, cols: &[usize], keys: &[Vec<Value>]) -> bool {
+        self.schemas
             .get(&table)
             .cloned()
             .or_else(|| self.storage.table_by_id(table))
@@ -542,13 +567,30 @@ impl Graph {
                             .iter()
                             .all(|k| matches!(k[i], Value::Int(_) | Value::UInt(_)))
                 })
-            });
-        let scan_rows = self.storage.estimate_rows(table);
-        if cols.is_empty()
-            || !integer_keys
-            || keys.len() < MIN_KEYS_TO_SCAN
-            || (keys.len() as u64) * SEEK_COST_IN_ROWS < scan_rows
-        {
+            })
+    }
+
+    /// Whether one scan of `table` reads it for `nkeys` keys of `cols`
+    /// more cheaply than a lookup per key would, one lookup costing as
+    /// much as `seek_cost` scanned rows.
+    pub(super) fn scan_beats_lookups(
+        &self,
+        table: TableId,
+        cols: &[usize],
+        nkeys: usize,
+        seek_cost: u64,
+    ) -> bool {
+        !cols.is_empty()
+            && nkeys >= MIN_KEYS_TO_SCAN
+            && (nkeys as u64) * seek_cost >= self.storage.estimate_rows(table)
+    }
+
+    fn base_rows_for_keys(&self, read: KeysRead<'_>) -> Result<Vec<Vec<Row>>> {
+        let KeysRead {
+            table, cols, keys, ..
+        } = read;
+        let integer_keys = self.integer_keys(table, cols, keys);
+        if !integer_keys || !self.scan_beats_lookups(table, cols, keys.len(), SEEK_COST_IN_ROWS) {
             return self.base_rows_looked_up(read);
         }
         // The keys are integers (checked above), so each is grouped by its
@@ -721,7 +763,7 @@ impl Graph {
     /// The columns a read of base node `n` by `cols` must decode: those
     /// the nodes above it read (see [`Graph::columns_read`]) and `cols`;
     /// `None` for all.
-    fn read_columns(&self, n: NodeId, cols: &[usize]) -> Option<Vec<bool>> {
+    pub(super) fn read_columns(&self, n: NodeId, cols: &[usize]) -> Option<Vec<bool>> {
         // Only a detached copy's pulls (fills) narrow: the real graph's
         // also propagate, and a join there compares the rows it pulls with
         // the batch's deltas, which hold every column.
@@ -773,14 +815,14 @@ impl Graph {
 /// An integer key's numeric value: signed and unsigned values compare as
 /// numbers do (the key `1` finds a BIGINT UNSIGNED column's 1).
 #[derive(PartialEq, Eq, Hash)]
-enum IntKey {
+pub(super) enum IntKey {
     One(i128),
     Many(Vec<i128>),
 }
 
 impl IntKey {
     /// `None` unless every value is an integer.
-    fn of<'a>(values: impl ExactSizeIterator<Item = &'a Value>) -> Option<IntKey> {
+    pub(super) fn of<'a>(values: impl ExactSizeIterator<Item = &'a Value>) -> Option<IntKey> {
         let int = |v: &Value| match v {
             Value::Int(i) => Some(i128::from(*i)),
             Value::UInt(u) => Some(i128::from(*u)),

@@ -93,7 +93,7 @@ impl Project {
 
     /// Output columns that copy an input column no other output reads:
     /// [`Project::apply_owned`] moves those instead of cloning them.
-    fn movable(&self) -> Vec<Option<usize>> {
+    pub(crate) fn movable(&self) -> Vec<Option<usize>> {
         let mut reads = Vec::<usize>::new();
         for e in &self.exprs {
             reads.extend(e.columns());
@@ -111,7 +111,7 @@ impl Project {
     /// (from [`Project::movable`]) move into the output instead of being
     /// cloned (a fill projects every row of a table: each clone of a
     /// string is an atomic count update, 5% of a cold front page).
-    fn apply_owned(&self, mut row: Row, movable: &[Option<usize>]) -> Row {
+    pub(crate) fn apply_owned(&self, mut row: Row, movable: &[Option<usize>]) -> Row {
         if row
             .iter()
             .any(|v| crate::expr::out_of_range_in(v).is_some())
