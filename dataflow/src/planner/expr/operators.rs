@@ -6,6 +6,7 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
+use super::charset::ConvertTarget;
 use super::json_compare;
 use super::{
     cast_type, coerce_literal, hex_number, is_arith, is_interval, is_numeric_type, literal,
@@ -690,10 +691,8 @@ impl ExprCx<'_> {
         charset: Option<&ast::ObjectName>,
     ) -> Result<Expr> {
         let b = |x: Expr| Box::new(x);
-        let binary = charset
-            .as_ref()
-            .is_some_and(|c| c.to_string().eq_ignore_ascii_case("binary"));
-        let target = if binary {
+        let target = charset.map(ConvertTarget::named).transpose()?;
+        let target = if target == Some(ConvertTarget::Binary) {
             CastType::Binary
         } else {
             CastType::Char
