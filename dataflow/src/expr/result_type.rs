@@ -184,6 +184,8 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
             _ => SqlType::VarBinary(65535),
         },
         CastType::BitBytes { width } => SqlType::VarBinary(u32::from(*width)),
+        CastType::Recode(_) => SqlType::VarChar(expr_chars(e, &et)),
+        CastType::Encode(_) => SqlType::VarBinary(expr_chars(e, &et)),
         CastType::Shown { .. } => et.clone(),
         CastType::Decimal { precision, scale } => SqlType::Decimal {
             precision: *precision,

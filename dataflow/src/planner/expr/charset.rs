@@ -7,7 +7,7 @@ use ladle_common::{Collation, Value};
 use sqlparser::ast;
 
 use super::{collation_source, unsupported, ExprCx};
-use crate::expr::Expr;
+use crate::expr::{ByteCharset, CastType, Expr, Func};
 use crate::{DataflowError, Result};
 
 /// A character set `CONVERT(x USING name)` converts to.
@@ -47,6 +47,15 @@ impl ConvertTarget {
         })
     }
 
+    /// The single-byte set Ladle converts text to for this target.
+    pub(crate) fn byte_charset(self) -> Option<ByteCharset> {
+        match self {
+            ConvertTarget::Latin1 => Some(ByteCharset::Latin1),
+            ConvertTarget::Ascii => Some(ByteCharset::Ascii),
+            _ => None,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             ConvertTarget::Utf8mb4 => "utf8mb4",
@@ -84,6 +93,14 @@ impl Charset {
         Charset {
             name: target.name().into(),
             collation: target.default_collation().into(),
+        }
+    }
+
+    fn byte_charset(&self) -> Option<ByteCharset> {
+        match self.name.as_str() {
+            "latin1" => Some(ByteCharset::Latin1),
+            "ascii" => Some(ByteCharset::Ascii),
+            _ => None,
         }
     }
 
@@ -131,6 +148,32 @@ impl ExprCx<'_> {
         Ok(Expr::Literal(Value::text(answer)))
     }
 
+    /// `compiled`, the arguments `args` of `func`, each read as its bytes
+    /// in the single-byte character set it is in when `func` counts bytes
+    /// (`LENGTH(CONVERT('é' USING latin1))` is 1, its HEX `E9`).
+    pub(super) fn bytes_in_charset(
+        &self,
+        func: Func,
+        args: &[&ast::Expr],
+        compiled: Vec<Expr>,
+    ) -> Result<Vec<Expr>> {
+        if !matches!(func, Func::Length | Func::Hex) {
+            return Ok(compiled);
+        }
+        let mut read = Vec::with_capacity(compiled.len());
+        for (arg, c) in args.iter().zip(compiled) {
+            let byte_charset = match names_charset(arg) {
+                true => self.charset_of(arg)?.byte_charset(),
+                false => None,
+            };
+            read.push(match byte_charset {
+                Some(cs) => Expr::Cast(Box::new(c), CastType::Encode(cs)),
+                None => c,
+            });
+        }
+        Ok(read)
+    }
+
     /// The character set and collation of `e`'s value: an explicit
     /// COLLATE's, a CONVERT's target's (through functions that keep their
     /// argument's), a text column's, the connection's (utf8mb4) for other
@@ -152,14 +195,9 @@ impl ExprCx<'_> {
                 self.compile(expr)?;
                 Ok(Charset::of(ConvertTarget::named(cs)?))
             }
-            E::Function(f) if self.keeps_first_argument_charset(f)? => match &f.args {
-                ast::FunctionArguments::List(l) => match l.args.first() {
-                    Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))) => {
-                        self.charset_of(x)
-                    }
-                    _ => self.typed_charset(e),
-                },
-                _ => self.typed_charset(e),
+            E::Function(f) if self.keeps_first_argument_charset(f)? => match first_argument(f) {
+                Some(x) => self.charset_of(x),
+                None => self.typed_charset(e),
             },
             _ => self.typed_charset(e),
         }
@@ -190,5 +228,37 @@ impl ExprCx<'_> {
             _ => Collation::GeneralCi,
         };
         Ok(Charset::of_collation(collation.name()))
+    }
+}
+
+/// Whether `e` may be in a set other than its type's: a CONVERT USING or a
+/// COLLATE, bare or under functions that keep their argument's set (what
+/// [`ExprCx::charset_of`] looks through).
+fn names_charset(e: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match e {
+        E::Nested(x) => names_charset(x),
+        E::Convert {
+            data_type: None,
+            charset: Some(_),
+            ..
+        }
+        | E::Collate { .. } => true,
+        E::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            KEEPS_FIRST_ARGUMENT_CHARSET.contains(&name.as_str())
+                && first_argument(f).is_some_and(names_charset)
+        }
+        _ => false,
+    }
+}
+
+fn first_argument(f: &ast::Function) -> Option<&ast::Expr> {
+    match &f.args {
+        ast::FunctionArguments::List(l) => match l.args.first() {
+            Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))) => Some(x),
+            _ => None,
+        },
+        _ => None,
     }
 }

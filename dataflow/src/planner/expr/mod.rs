@@ -838,6 +838,7 @@ impl<'a> ExprCx<'a> {
                 })
                 .collect(),
         };
+        let compiled = self.bytes_in_charset(func, &args, compiled)?;
         if matches!(
             func,
             Func::Abs | Func::Greatest | Func::Least | Func::Mod | Func::NullIf

@@ -684,22 +684,22 @@ impl ExprCx<'_> {
     }
 
     /// `CONVERT(x USING charset)`: USING binary is a binary string, USING
-    /// another character set, text.
+    /// latin1 or ascii text of the characters the set has, USING utf8mb4
+    /// (or utf8mb3) text.
     pub(super) fn convert_using(
         &self,
         expr: &ast::Expr,
         charset: Option<&ast::ObjectName>,
     ) -> Result<Expr> {
-        let b = |x: Expr| Box::new(x);
         let target = charset.map(ConvertTarget::named).transpose()?;
-        let target = if target == Some(ConvertTarget::Binary) {
-            CastType::Binary
-        } else {
-            CastType::Char
+        let cast = match target {
+            Some(ConvertTarget::Binary) => CastType::Binary,
+            Some(t) => t.byte_charset().map_or(CastType::Char, CastType::Recode),
+            None => CastType::Char,
         };
         Ok(Expr::Cast(
-            b(self.bit_as_bytes(self.compile(expr)?)),
-            target,
+            Box::new(self.bit_as_bytes(self.compile(expr)?)),
+            cast,
         ))
     }
 
