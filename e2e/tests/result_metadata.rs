@@ -4,10 +4,10 @@
 //! IFNULL, IF, GREATEST and CASE over signed beside unsigned integers (a
 //! DECIMAL), over integers beside DECIMALs (a DECIMAL only as wide as its
 //! operands), `CAST(x AS SIGNED/UNSIGNED)` (an INT or a BIGINT as wide as
-//! the operand), and numbers as written (as wide as their digits). Run
-//! against Ladle, and against MariaDB too when `LADLE_TEST_MARIADB_URL` is
-//! set: both must give the answers written here (taken from MariaDB).
-//! Issue #15.
+//! the operand), numbers as written (as wide as their digits), and dates
+//! and times read as text (as long as they print). Run against Ladle, and
+//! against MariaDB too when `LADLE_TEST_MARIADB_URL` is set: both must give
+//! the answers written here (taken from MariaDB). Issue #15.
 
 use ladle_e2e::{connect, fresh_database, on_mariadb_and_ladle};
 use mysql::consts::{ColumnFlags, ColumnType};
@@ -162,6 +162,23 @@ fn check(url: &str) {
     assert_eq!(
         row,
         Some(("123456".into(), "200".into(), "123456.0".into()))
+    );
+    // A date or time read as text is as long as it prints (utf8mb4: four
+    // bytes a character): DATETIME 19 characters, DATETIME(3) 23.
+    c.query_drop("CREATE TABLE tt (dt DATETIME, d3 DATETIME(3), da DATE, v VARCHAR(10))")
+        .expect("create");
+    c.query_drop(
+        "INSERT INTO tt VALUES ('2020-01-01', '2020-01-01 00:00:00.5', '2020-01-01', 'x')",
+    )
+    .expect("insert");
+    let text = |len: u32| (ColumnType::MYSQL_TYPE_VAR_STRING, len, 39, false);
+    assert_eq!(
+        metadata(
+            &mut c,
+            "SELECT IFNULL(dt, v), CONCAT(dt, ''), COALESCE(d3, 'abc'), IFNULL(v, da), \
+             CONCAT(d3) FROM tt"
+        ),
+        vec![text(76), text(76), text(92), text(40), text(92)]
     );
     c.query_drop(format!("DROP DATABASE {DB}")).expect("drop");
 }
