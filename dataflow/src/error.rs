@@ -41,6 +41,10 @@ pub enum DataflowError {
     /// One SELECT's FROM clause joins more than 61 tables (MySQL's 1116).
     #[error("Too many tables; MariaDB can only use 61 tables in a join")]
     TooManyTables,
+    /// `CONVERT(x USING name)` naming no character set MariaDB has
+    /// (1115); holds the name as written.
+    #[error("Unknown character set: '{0}'")]
+    UnknownCharset(String),
     /// A scalar subquery returned several rows (MySQL's 1242).
     #[error("Subquery returns more than 1 row")]
     SubqueryRows,

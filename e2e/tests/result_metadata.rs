@@ -3,10 +3,11 @@
 //! expressions whose type MariaDB derives from their operands: COALESCE,
 //! IFNULL, IF, GREATEST and CASE over signed beside unsigned integers (a
 //! DECIMAL), over integers beside DECIMALs (a DECIMAL only as wide as its
-//! operands), and `CAST(x AS SIGNED/UNSIGNED)` (an INT or a BIGINT as wide
-//! as the operand). Run against Ladle, and against MariaDB too when
-//! `LADLE_TEST_MARIADB_URL` is set: both must give the answers written
-//! here (taken from MariaDB). Issue #15.
+//! operands), `CAST(x AS SIGNED/UNSIGNED)` (an INT or a BIGINT as wide as
+//! the operand), numbers as written (as wide as their digits), and dates
+//! and times read as text (as long as they print). Run against Ladle, and
+//! against MariaDB too when `LADLE_TEST_MARIADB_URL` is set: both must give
+//! the answers written here (taken from MariaDB). Issue #15.
 
 use ladle_e2e::{connect, fresh_database, on_mariadb_and_ladle};
 use mysql::consts::{ColumnFlags, ColumnType};
@@ -123,6 +124,26 @@ fn check(url: &str) {
             (LONG, 4, 0, false),
         ]
     );
+    // A number as written is typed by its digits, with or without FROM
+    // (`0.5` is DECIMAL(2,1): its 0 counts; `0` is INT(1)).
+    for from in ["", " FROM t"] {
+        assert_eq!(
+            metadata(
+                &mut c,
+                &format!("SELECT 1.50, 123456789012.5, 0.5, -0.5, 0.05, 0, -1{from}")
+            ),
+            vec![
+                (DECIMAL, 5, 2, false),
+                (DECIMAL, 15, 1, false),
+                (DECIMAL, 4, 1, false),
+                (DECIMAL, 4, 1, false),
+                (DECIMAL, 5, 2, false),
+                (LONG, 1, 0, false),
+                (LONG, 2, 0, false),
+            ],
+            "SELECT ...{from}"
+        );
+    }
     // A display width does not narrow them: INT(3) holds 123456.
     c.query_drop("CREATE TABLE w (c INT(3), tu TINYINT(1) UNSIGNED)")
         .expect("create");
@@ -141,6 +162,23 @@ fn check(url: &str) {
     assert_eq!(
         row,
         Some(("123456".into(), "200".into(), "123456.0".into()))
+    );
+    // A date or time read as text is as long as it prints (utf8mb4: four
+    // bytes a character): DATETIME 19 characters, DATETIME(3) 23.
+    c.query_drop("CREATE TABLE tt (dt DATETIME, d3 DATETIME(3), da DATE, v VARCHAR(10))")
+        .expect("create");
+    c.query_drop(
+        "INSERT INTO tt VALUES ('2020-01-01', '2020-01-01 00:00:00.5', '2020-01-01', 'x')",
+    )
+    .expect("insert");
+    let text = |len: u32| (ColumnType::MYSQL_TYPE_VAR_STRING, len, 39, false);
+    assert_eq!(
+        metadata(
+            &mut c,
+            "SELECT IFNULL(dt, v), CONCAT(dt, ''), COALESCE(d3, 'abc'), IFNULL(v, da), \
+             CONCAT(d3) FROM tt"
+        ),
+        vec![text(76), text(76), text(92), text(40), text(92)]
     );
     c.query_drop(format!("DROP DATABASE {DB}")).expect("drop");
 }

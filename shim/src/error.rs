@@ -530,6 +530,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::UnknownView(_) => ER_UNKNOWN_VIEW,
         DataflowError::BadArgument(_) => ER_WRONG_ARGUMENTS,
         DataflowError::OutOfRange(_) => ER_DATA_OUT_OF_RANGE,
+        DataflowError::UnknownCharset(_) => ER_UNKNOWN_CHARACTER_SET,
         DataflowError::SubqueryRows => ER_SUBQUERY_NO_1_ROW,
         DataflowError::TooManyTables => ER_TOO_MANY_TABLES,
         DataflowError::NotInGroupBy(_) => ER_WRONG_FIELD_WITH_GROUP,

@@ -338,6 +338,9 @@ impl Engine {
                 | ast::Expr::Convert {
                     data_type: Some(_), ..
                 } => (declared, nullable || v.is_null()),
+                // A number as written is typed by its digits, as MariaDB
+                // types a literal (`0.5`: DECIMAL(2,1); `0`: INT(1)).
+                x if is_number_literal(x) => (declared, v.is_null()),
                 _ => (constant_column_type(&v, &declared), v.is_null()),
             };
             let decimals = match ty {
@@ -498,6 +501,18 @@ fn constant_column_type(v: &Value, declared: &SqlType) -> SqlType {
             fsp: declared_fsp(declared),
         },
         _ => SqlType::VarChar(255),
+    }
+}
+
+/// Whether `e` is a number as written, or its negation (`-0.5`).
+fn is_number_literal(e: &ast::Expr) -> bool {
+    match crate::functional_index::strip_nested(e) {
+        ast::Expr::Value(ast::Value::Number(..)) => true,
+        ast::Expr::UnaryOp {
+            op: ast::UnaryOperator::Minus,
+            expr,
+        } => is_number_literal(expr),
+        _ => false,
     }
 }
 

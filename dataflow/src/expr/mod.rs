@@ -6,8 +6,10 @@
 //! type.
 //!
 //! Code map, from the bottom up (each module imports only those above it):
-//! - `error.rs`, `warnings.rs`, `func/catalog.rs`: [`EvalError`]; the
-//!   warnings evaluation raises, per thread; [`Func`], the functions by name.
+//! - `error.rs`, `warnings.rs`, `func/catalog.rs`, `byte_charset.rs`:
+//!   [`EvalError`]; the warnings evaluation raises, per thread; [`Func`],
+//!   the functions by name; [`ByteCharset`], the single-byte character
+//!   sets CONVERT converts text to.
 //! - `tree.rs`: [`Expr`] and its operators, the evaluation context, walking
 //!   and rewriting a tree.
 //! - `typing.rs`: MySQL's typing rules (a literal's type, the common type of
@@ -20,6 +22,7 @@
 //!   `overflow.rs`: whether evaluating it may fail with
 //!   [`EvalError::OutOfRange`], from the kinds of number it reads.
 
+mod byte_charset;
 mod char_cast;
 mod dates;
 mod decimals;
@@ -37,6 +40,7 @@ mod warnings;
 #[cfg(test)]
 mod tests;
 
+pub use byte_charset::ByteCharset;
 pub use error::EvalError;
 pub(crate) use error::{
     evaluated, is_evaluated_rows, is_where_failed, out_of_range_in, out_of_range_marker,

@@ -8,6 +8,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use rust_decimal::prelude::ToPrimitive;
 use rust_decimal::{Decimal, RoundingStrategy};
 
+use super::byte_charset;
 use super::char_cast::cast_to_char;
 use super::error::{out_of_range_in, EvalError, EvalResult};
 use super::tree::{ArithOp, CastType, CmpOp};
@@ -809,6 +810,8 @@ pub(crate) fn cast(v: &Value, ty: &CastType) -> EvalResult {
             None => Value::text(to_text(v)),
         },
         CastType::Binary => Value::bytes(to_bytes(v)),
+        CastType::Recode(charset) => byte_charset::recode(v, *charset),
+        CastType::Encode(charset) => byte_charset::encode(v, *charset),
         CastType::BitBytes { width } => {
             let n = match v {
                 // A BIT(64) value past BIGINT's range is held as UInt.

@@ -210,6 +210,8 @@ fn cast_kind(k: NumKind, ty: &CastType) -> NumKind {
         | CastType::DateTime
         | CastType::Time
         | CastType::Binary
+        | CastType::Recode(_)
+        | CastType::Encode(_)
         | CastType::BitBytes { .. } => Any,
     }
 }

@@ -177,13 +177,22 @@ fn cast_type(e: &Expr, t: &CastType, input: &[(SqlType, bool)]) -> (SqlType, boo
         // As many characters as the value can print as.
         CastType::Char => SqlType::VarChar(expr_chars(e, &et)),
         CastType::CharN(n) => SqlType::VarChar(*n),
-        CastType::TemporalChar { .. } => SqlType::VarChar(65535),
+        // As many characters as the date or time prints as (MariaDB's).
+        CastType::TemporalChar { .. } => match et {
+            SqlType::Date
+            | SqlType::DateTime { .. }
+            | SqlType::Timestamp { .. }
+            | SqlType::Time { .. } => SqlType::VarChar(type_chars(&et)),
+            _ => SqlType::VarChar(65535),
+        },
         // Bytes cast to bytes keep their length (a BIT's, see BitBytes).
         CastType::Binary => match et {
             SqlType::VarBinary(n) => SqlType::VarBinary(n),
             _ => SqlType::VarBinary(65535),
         },
         CastType::BitBytes { width } => SqlType::VarBinary(u32::from(*width)),
+        CastType::Recode(_) => SqlType::VarChar(expr_chars(e, &et)),
+        CastType::Encode(_) => SqlType::VarBinary(expr_chars(e, &et)),
         CastType::Shown { .. } => et.clone(),
         CastType::Decimal { precision, scale } => SqlType::Decimal {
             precision: *precision,

@@ -5,6 +5,7 @@ use std::fmt;
 
 use ladle_common::{Collation, Value};
 
+use super::byte_charset::ByteCharset;
 use super::func::Func;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -64,6 +65,12 @@ pub enum CastType {
     DateTime,
     Time,
     Binary,
+    /// `CONVERT(x USING latin1)` / `USING ascii`: text of the characters
+    /// the set has, each other one `?` (see `byte_charset`).
+    Recode(ByteCharset),
+    /// Not SQL's: the bytes of [`CastType::Recode`]'s text in its set, which
+    /// the planner puts under a function counting bytes (LENGTH, HEX).
+    Encode(ByteCharset),
     /// Not SQL's: a BIT(`width`) value as a string context reads it (its
     /// bytes: the number's last ceil(width / 8) bytes, big-endian), typed
     /// `VARBINARY(width)` as in MariaDB. The planner puts it over a BIT

@@ -107,10 +107,16 @@ pub fn literal_type(v: &Value) -> SqlType {
             display_width: None,
         },
         Value::Double(_) => SqlType::Double,
-        Value::Decimal(d) => SqlType::Decimal {
-            precision: 65.min((d.mantissa().abs().to_string().len() as u8).max(d.scale() as u8)),
-            scale: d.scale() as u8,
-        },
+        // As MariaDB counts a literal's digits: `0.5` has one before the
+        // point too (DECIMAL(2,1)).
+        Value::Decimal(d) => {
+            let digits = d.mantissa().unsigned_abs().to_string().len() as u32;
+            let integer_digits = digits.saturating_sub(d.scale()).max(1);
+            SqlType::Decimal {
+                precision: 65.min(integer_digits + d.scale()) as u8,
+                scale: d.scale() as u8,
+            }
+        }
         Value::Text(s) => SqlType::VarChar(s.chars().count() as u32),
         Value::Bytes(b) => SqlType::VarBinary(b.len() as u32),
         Value::Date(_) => SqlType::Date,

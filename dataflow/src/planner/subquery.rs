@@ -6,7 +6,9 @@ use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
 use super::correlated::{correlated, correlated_in_value, qualify_outer, subquery_and};
-use super::expr::{aggregate_name, unsupported, ExprCx, Scope, ScopeCol};
+use super::expr::{
+    aggregate_name, collect_bare_columns, unsupported, visit_children, ExprCx, Scope, ScopeCol,
+};
 use super::query::Planner;
 use super::relation::{stable, Correlated};
 use super::syntax::{as_column, call, has_placeholder, has_subquery, is_dual, number};
@@ -510,8 +512,11 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
 
 /// The value `e` of a scalar subquery `(SELECT e)` that reads no table
 /// and filters, groups, orders and limits nothing: it is `e` over the
-/// enclosing row, as MySQL resolves `e`'s columns there. Not with an
-/// aggregate or window call, which would count that row alone.
+/// enclosing row, as MySQL resolves `e`'s columns there. An aggregate
+/// call over a column is the enclosing query's (`(SELECT MAX(a)) FROM t`
+/// is `MAX(a)` over t), as MySQL places an aggregate whose columns are all
+/// outer ones; not with an aggregate over no column (`COUNT(*)`) or a
+/// window call, which would count the subquery's single row.
 fn from_less_value(q: &ast::Query) -> Option<&ast::Expr> {
     let ast::SetExpr::Select(s) = &*q.body else {
         return None;
@@ -533,7 +538,15 @@ fn from_less_value(q: &ast::Query) -> Option<&ast::Expr> {
         && s.into.is_none();
     let mut aggregates = Vec::new();
     super::expr::collect_aggregates(e, &mut aggregates);
-    (plain && aggregates.is_empty() && !super::window_fn::has_window_calls(s, q)).then_some(e)
+    let outer_aggregates = aggregates.iter().all(aggregates_a_column);
+    (plain && outer_aggregates && !super::window_fn::has_window_calls(s, q)).then_some(e)
+}
+
+/// Whether aggregate call `agg` reads a column among its arguments.
+fn aggregates_a_column(agg: &ast::Expr) -> bool {
+    let mut columns = Vec::new();
+    visit_children(agg, &mut |arg| collect_bare_columns(arg, &mut columns));
+    !columns.is_empty()
 }
 
 /// `EXISTS (SELECT ... [LIMIT n [OFFSET k]])` as `(SELECT COUNT(*) ...) >

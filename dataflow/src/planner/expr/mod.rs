@@ -2,6 +2,7 @@
 //! literals, columns and functions here, operators and special forms in
 //! [`operators`].
 
+mod charset;
 mod json_compare;
 mod operators;
 mod walk;
@@ -687,6 +688,7 @@ impl<'a> ExprCx<'a> {
             ("any_value", [x]) => return self.compile(x).map(Some),
             ("any_value", _) => return Err(DataflowError::FunctionParamCount(f.name.to_string())),
             ("isnull", [x]) => return self.is_null(x, false).map(Some),
+            ("charset" | "collation", [x]) => return self.charset_function(name, x).map(Some),
             _ => {}
         }
         if name == "values" || name == "value" {
@@ -836,6 +838,7 @@ impl<'a> ExprCx<'a> {
                 })
                 .collect(),
         };
+        let compiled = self.bytes_in_charset(func, &args, compiled)?;
         if matches!(
             func,
             Func::Abs | Func::Greatest | Func::Least | Func::Mod | Func::NullIf

@@ -6,6 +6,7 @@
 use ladle_common::{Collation, SqlType, Value};
 use sqlparser::ast;
 
+use super::charset::ConvertTarget;
 use super::json_compare;
 use super::{
     cast_type, coerce_literal, hex_number, is_arith, is_interval, is_numeric_type, literal,
@@ -683,24 +684,22 @@ impl ExprCx<'_> {
     }
 
     /// `CONVERT(x USING charset)`: USING binary is a binary string, USING
-    /// another character set, text.
+    /// latin1 or ascii text of the characters the set has, USING utf8mb4
+    /// (or utf8mb3) text.
     pub(super) fn convert_using(
         &self,
         expr: &ast::Expr,
         charset: Option<&ast::ObjectName>,
     ) -> Result<Expr> {
-        let b = |x: Expr| Box::new(x);
-        let binary = charset
-            .as_ref()
-            .is_some_and(|c| c.to_string().eq_ignore_ascii_case("binary"));
-        let target = if binary {
-            CastType::Binary
-        } else {
-            CastType::Char
+        let target = charset.map(ConvertTarget::named).transpose()?;
+        let cast = match target {
+            Some(ConvertTarget::Binary) => CastType::Binary,
+            Some(t) => t.byte_charset().map_or(CastType::Char, CastType::Recode),
+            None => CastType::Char,
         };
         Ok(Expr::Cast(
-            b(self.bit_as_bytes(self.compile(expr)?)),
-            target,
+            Box::new(self.bit_as_bytes(self.compile(expr)?)),
+            cast,
         ))
     }
 
