@@ -91,6 +91,19 @@ impl LNode {
         false
     }
 
+    /// The table this node's rows come from when it is that table's rows
+    /// behind filters only (their columns are its columns).
+    pub fn filtered_table(&self) -> Option<&TableSchema> {
+        let mut base = self;
+        while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
+            base = input;
+        }
+        match &base.op {
+            LOp::Base(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// Whether a filter in the tree may mark the rows whose WHERE
     /// overflowed (see [`crate::ops::Filter::may_mark`]).
     pub fn may_mark_rows(&self) -> bool {
@@ -205,6 +218,11 @@ pub(crate) struct PlannedView {
     /// orders each key's rows by it first, and a read takes only the rows
     /// between the bounds (see [`range`]).
     pub range: Option<RangeIndex>,
+    /// MySQL sorts the rows of the keys read (no index gives ORDER BY,
+    /// see `planner::layout::sorts_all_rows`), so it evaluates WHERE on
+    /// each of them before the LIMIT: a read fails on any marked row of
+    /// its keys, not only on the page's.
+    pub sorts_all_rows: bool,
 }
 
 impl PlannedView {

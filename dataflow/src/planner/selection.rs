@@ -9,7 +9,7 @@ use super::pushdown::filter_below_joins;
 use super::query::Planner;
 use super::select_state::SelectState;
 use super::syntax::{as_column, as_slot, has_placeholder, has_placeholder_deep, has_subquery};
-use crate::plan::{LNode, LOp};
+use crate::plan::LNode;
 use crate::Result;
 
 /// The key column to narrow by at read time instead of keying by it, when a
@@ -30,13 +30,7 @@ pub(super) fn index_prefix_key(node: &LNode, key_frame: &[(usize, Vec<usize>)]) 
     if sa.len() != 1 || sb.len() != 1 {
         return None;
     }
-    let mut base = node;
-    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
-        base = input;
-    }
-    let LOp::Base(t) = &base.op else {
-        return None;
-    };
+    let t = node.filtered_table()?;
     let pk = t.primary_key.iter().map(|k| &k[..]);
     let secondary = t.indexes.iter().map(|i| &i.columns[..]);
     pk.chain(secondary).find_map(|cols| match cols {

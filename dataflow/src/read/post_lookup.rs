@@ -36,6 +36,15 @@ pub(super) fn answer(
         && (keys <= 1 || (spec.order.is_empty() && !spec.dedup))
         && (spec.empty_default.is_none() || results.iter().all(|r| !r.is_empty()))
         && keys > 0;
+    // MySQL sorts the keys' rows: it evaluated WHERE on each before the
+    // LIMIT (`spec.sorts_all_rows`).
+    let sorted_all = v.marks_rows && spec.sorts_all_rows;
+    if sorted_all && spec.read_filter.is_none() {
+        results
+            .iter()
+            .flat_map(|r| r.iter())
+            .try_for_each(where_failed)?;
+    }
     if let (true, Some(cols)) = (plain, &v.output_columns) {
         if v.marks_rows {
             let page = results.iter().flat_map(|r| r.iter()).skip(offset);
@@ -65,6 +74,7 @@ pub(super) fn answer(
     let stop_at = match (&spec.range, limit) {
         (Some(r), Some(l))
             if keys == 1
+                && !sorted_all
                 && spec.finish.is_none()
                 && spec.empty_default.is_none()
                 && !spec.dedup
@@ -83,6 +93,9 @@ pub(super) fn answer(
         keys,
         stop_at.is_none() && listed.is_none(),
     )?;
+    if sorted_all {
+        rows.iter().try_for_each(|r| where_failed(r))?;
+    }
     if spec.dedup && keys > 1 {
         return distinct_page(v, &rows, slots, offset, limit);
     }
