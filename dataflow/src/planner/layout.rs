@@ -219,8 +219,10 @@ impl SelectState {
                 _ => Collation::Binary,
             })
             .collect();
+        // No range on a column that may hold a marker: each row is read.
+        let markers = self.node.marker_columns();
         let range = RangeIndex::of(read_filter.as_ref(), |c| match stored.get(c) {
-            Some(Expr::Column(f)) => Some((
+            Some(Expr::Column(f)) if markers.get(*f) != Some(&true) => Some((
                 frame.types.get(*f)?.0.clone(),
                 stored_colls[c],
                 match &agg.post {

@@ -83,6 +83,15 @@ impl Planner<'_> {
             }
             if top {
                 if let Some((col, slots)) = self.key_conjunct(&c, &st.scope) {
+                    // A derived table's computed column that may overflow
+                    // (`a + 1 AS x`) keys no view: MySQL computes it for
+                    // each row to compare, failing on one that overflows,
+                    // while a key would file that row under its marker.
+                    // Each read checks every row instead.
+                    if st.node.marker_columns().get(col) == Some(&true) {
+                        st.read_filters.push(c);
+                        continue;
+                    }
                     if let Some(k) = st.key_frame.iter_mut().find(|k| k.0 == col) {
                         // `a = ? AND a = ?`: keep both as a read-time check.
                         let _ = k;

@@ -209,7 +209,7 @@ fn gather<'r>(
                     break;
                 }
                 if let Some(f) = &spec.read_filter {
-                    if !f.eval_bool(r, slots)? {
+                    if !f.eval_bool_reading_markers(r, slots)? {
                         continue;
                     }
                 }
@@ -236,7 +236,7 @@ fn finish<'r>(
     if let (Some(f), true) = (&spec.read_filter, filter) {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
-            if f.eval_bool(&r, slots)? {
+            if f.eval_bool_reading_markers(&r, slots)? {
                 kept.push(r);
             }
         }
@@ -346,7 +346,7 @@ fn listed_rows<'r>(
     for (start, end) in merged {
         for r in got.range(start, end) {
             for slots in variants {
-                if filter.eval_bool(r, slots)? {
+                if filter.eval_bool_reading_markers(r, slots)? {
                     out.push(r);
                     break;
                 }
