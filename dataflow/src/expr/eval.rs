@@ -16,6 +16,7 @@ impl Expr {
             row,
             params: &[],
             proposed: None,
+            markers_fail: false,
         })
     }
 
@@ -25,6 +26,7 @@ impl Expr {
             row,
             params,
             proposed: None,
+            markers_fail: false,
         })
     }
 
@@ -33,6 +35,7 @@ impl Expr {
             row,
             params: &[],
             proposed: Some(proposed),
+            markers_fail: false,
         })
     }
 
@@ -41,10 +44,32 @@ impl Expr {
         Ok(truth(&self.eval_params(row, params)?) == Some(true))
     }
 
+    /// [`Expr::eval_bool`] over a row some of whose columns may hold
+    /// overflow markers: reading one fails with its error (1690), as
+    /// MySQL fails evaluating the value it stands for; one the evaluation
+    /// does not reach (AND and OR stop early) does not.
+    pub fn eval_bool_reading_markers(&self, row: &[Value], params: &[Value]) -> EvalResult<bool> {
+        let c = Ctx {
+            row,
+            params,
+            proposed: None,
+            markers_fail: true,
+        };
+        Ok(truth(&self.eval_ctx(&c)?) == Some(true))
+    }
+
     pub(crate) fn eval_ctx(&self, c: &Ctx<'_>) -> EvalResult {
         use Expr::*;
         Ok(match self {
-            Column(i) => c.row.get(*i).cloned().unwrap_or(Value::Null),
+            Column(i) => {
+                let v = c.row.get(*i).cloned().unwrap_or(Value::Null);
+                match super::error::out_of_range_in(&v) {
+                    Some(m) if c.markers_fail && m != super::error::SUBQUERY_ROWS => {
+                        return Err(super::error::EvalError::OutOfRange(m.to_string()));
+                    }
+                    _ => v,
+                }
+            }
             Literal(v) => v.clone(),
             Param(i) => c.params.get(*i).cloned().unwrap_or(Value::Null),
             Proposed(i) => match c.proposed {

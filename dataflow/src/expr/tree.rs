@@ -159,6 +159,11 @@ pub(crate) struct Ctx<'a> {
     pub row: &'a [Value],
     pub params: &'a [Value],
     pub proposed: Option<&'a [Value]>,
+    /// Reading a column that holds an overflow marker (a computed value
+    /// that overflowed, `out_of_range_marker`) fails with its error, as
+    /// MySQL's evaluation of that value would: a WHERE over a derived
+    /// table's computed column (see `ops::Filter`).
+    pub markers_fail: bool,
 }
 
 impl Expr {

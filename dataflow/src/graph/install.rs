@@ -134,9 +134,9 @@ impl Graph {
                     name: s.name.clone(),
                 }
             }
-            LOp::Filter(e) => {
-                Op::Filter(Filter::new(e.clone(), &t.input_kinds).with_lookups(&t.lookups))
-            }
+            LOp::Filter(e) => Op::Filter(
+                Filter::new(e.clone(), &t.input_kinds, &t.input_markers).with_lookups(&t.lookups),
+            ),
             LOp::Project(es) => Op::Project(Project::new(es.clone()).with_lookups(&t.lookups)),
             LOp::Join {
                 kind,
@@ -286,6 +286,9 @@ struct Tmp {
     /// A filter's: the kinds of number its input's columns hold, which
     /// decide whether it may mark rows (`Filter::may_mark`).
     input_kinds: Vec<NumKind>,
+    /// A filter's: which input columns may hold overflow markers, which
+    /// it may mark rows for too (`LNode::marker_columns`).
+    input_markers: Vec<bool>,
 }
 
 /// Adds columns `cols` of node `top`, and those they come from below it,
@@ -359,7 +362,7 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
     let mut marks = vec![false; tmp.len()];
     for i in 0..tmp.len() {
         let t = &tmp[i];
-        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e, &t.input_kinds));
+        let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e, &t.input_kinds, &t.input_markers));
         marks[i] = here || t.parents.iter().any(|&p| marks[p]);
         if marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
             let unmarked = format!("|unmarked={:?}", t.lookups);
@@ -371,9 +374,9 @@ fn name_unmarked_columns(tmp: &mut [Tmp]) {
 fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
     let parents: Vec<usize> = n.inputs.iter().map(|i| lower(i, tmp)).collect();
     let parent_widths = n.inputs.iter().map(|i| i.width()).collect();
-    let input_kinds = match (&n.op, &n.inputs[..]) {
-        (LOp::Filter(_), [input]) => input.num_kinds(),
-        _ => vec![],
+    let (input_kinds, input_markers) = match (&n.op, &n.inputs[..]) {
+        (LOp::Filter(_), [input]) => input.kinds_and_markers(),
+        _ => (vec![], vec![]),
     };
     let sig = match &n.op {
         LOp::Base(s) => format!("base:{}:v{}", s.id, s.version),
@@ -389,6 +392,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         drives: vec![],
         lookups: vec![],
         input_kinds,
+        input_markers,
     });
     tmp.len() - 1
 }

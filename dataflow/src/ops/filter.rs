@@ -36,12 +36,13 @@ enum Verdict {
 
 impl Filter {
     /// A filter on `pred` over rows whose columns hold values of kinds
-    /// `input`.
-    pub fn new(pred: Expr, input: &[NumKind]) -> Filter {
+    /// `input`, some perhaps overflow markers (`markers`, see
+    /// `LNode::marker_columns`).
+    pub fn new(pred: Expr, input: &[NumKind], markers: &[bool]) -> Filter {
         Filter {
             marks: pred.columns(),
             width: input.len(),
-            may_mark: Filter::may_mark(&pred, input),
+            may_mark: Filter::may_mark(&pred, input, markers),
             pred,
         }
     }
@@ -61,10 +62,16 @@ impl Filter {
     }
 
     /// Whether `pred` may overflow (MySQL's 1690) over rows whose columns
-    /// hold values of kinds `input`, so rows may leave a filter on it
-    /// marked and the view's reads must look for the marks.
-    pub fn may_mark(pred: &Expr, input: &[NumKind]) -> bool {
+    /// hold values of kinds `input`, or reads a column that may hold an
+    /// overflow marker (`markers`: a derived table's `a + 1 AS x`, which
+    /// MySQL computes when its WHERE reads it), so rows may leave a filter
+    /// on it marked and the view's reads must look for the marks.
+    pub fn may_mark(pred: &Expr, input: &[NumKind], markers: &[bool]) -> bool {
         pred.may_overflow(input)
+            || pred
+                .columns()
+                .iter()
+                .any(|&c| markers.get(c) == Some(&true))
     }
 
     /// [`Filter::may_mark`] of this filter's predicate over its input.
@@ -79,7 +86,13 @@ impl Filter {
         if row.iter().any(crate::expr::is_where_failed) {
             return Verdict::Keep;
         }
-        match self.pred.eval_bool(row, &[]) {
+        // Reading a marker (a value computed below that overflowed) is
+        // evaluating it: MySQL fails there.
+        let verdict = match self.may_mark {
+            true => self.pred.eval_bool_reading_markers(row, &[]),
+            false => self.pred.eval_bool(row, &[]),
+        };
+        match verdict {
             Ok(true) => Verdict::Keep,
             Ok(false) => Verdict::Drop,
             Err(EvalError::OutOfRange(m)) if self.may_mark && !self.marks.is_empty() => {
@@ -161,7 +174,7 @@ impl fmt::Display for Filter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::{ArithOp, CmpOp};
+    use crate::expr::{ArithOp, CmpOp, LogicOp};
     use crate::ops::harness::{assert_emits, Harness};
     use ladle_common::{Collation, Value};
 
@@ -174,6 +187,7 @@ mod tests {
                 right: Box::new(Expr::Literal(Value::Int(5))),
                 collation: Collation::GeneralCi,
             },
+            &[],
             &[],
         );
         let mut h = Harness::new(move |_, d| f.on_input(d).unwrap());
@@ -198,6 +212,7 @@ mod tests {
                 collation: Collation::GeneralCi,
             },
             &[NumKind::Int(32), NumKind::Int(64)],
+            &[],
         )
         .with_lookups(lookups)
     }
@@ -266,11 +281,47 @@ mod tests {
         let f = Filter::new(
             overflowing(&[0]).pred,
             &[NumKind::Int(32), NumKind::Int(32)],
+            &[],
         );
         assert!(!f.marks_rows());
         // A row such a filter cannot see (an INT column holds no BIGINT)
         // is dropped, as before marks existed, rather than marked for a
         // view whose reads do not look for marks.
         assert!(insert_max(&f).is_empty());
+    }
+
+    #[test]
+    fn filter_reading_a_computed_overflow_marks_the_row_unless_it_stops_before() {
+        // `x < 3` over a derived table's `a + 1 AS x` (column 1), which
+        // overflowed for this row: MySQL computes x to compare it.
+        let x_lt_3 = Expr::Cmp {
+            op: CmpOp::Lt,
+            left: Box::new(Expr::Column(1)),
+            right: Box::new(Expr::Literal(Value::Int(3))),
+            collation: Collation::GeneralCi,
+        };
+        let kinds = [NumKind::Int(32), NumKind::Any];
+        let f = Filter::new(x_lt_3.clone(), &kinds, &[false, true]).with_lookups(&[0]);
+        assert!(f.marks_rows());
+        let marker = crate::expr::out_of_range_marker("BIGINT value is out of range");
+        let out = f
+            .on_input(vec![RowDelta::Insert(vec![Value::Int(1), marker.clone()])])
+            .unwrap();
+        let [RowDelta::Insert(row)] = &out[..] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(row[0], Value::Int(1));
+        assert!(crate::expr::is_where_failed(&row[1]));
+        // `id < 0 AND x < 3`: the row fails before x is read.
+        let id_lt_0 = Expr::Cmp {
+            op: CmpOp::Lt,
+            left: Box::new(Expr::Column(0)),
+            right: Box::new(Expr::Literal(Value::Int(0))),
+            collation: Collation::GeneralCi,
+        };
+        let both = Expr::Logic(LogicOp::And, Box::new(id_lt_0), Box::new(x_lt_3));
+        let f = Filter::new(both, &kinds, &[false, true]).with_lookups(&[0]);
+        let row = vec![Value::Int(1), marker];
+        assert!(f.on_input(vec![RowDelta::Insert(row)]).unwrap().is_empty());
     }
 }

@@ -91,6 +91,19 @@ impl LNode {
         false
     }
 
+    /// The table this node's rows come from when it is that table's rows
+    /// behind filters only (their columns are its columns).
+    pub fn filtered_table(&self) -> Option<&TableSchema> {
+        let mut base = self;
+        while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
+            base = input;
+        }
+        match &base.op {
+            LOp::Base(t) => Some(t),
+            _ => None,
+        }
+    }
+
     /// Whether a filter in the tree may mark the rows whose WHERE
     /// overflowed (see [`crate::ops::Filter::may_mark`]).
     pub fn may_mark_rows(&self) -> bool {
@@ -101,60 +114,106 @@ impl LNode {
     /// of number its input's columns hold.
     pub fn filter_may_mark(&self) -> bool {
         match (&self.op, &self.inputs[..]) {
-            (LOp::Filter(e), [input]) => crate::ops::Filter::may_mark(e, &input.num_kinds()),
+            (LOp::Filter(e), [input]) => {
+                let (kinds, markers) = input.kinds_and_markers();
+                crate::ops::Filter::may_mark(e, &kinds, &markers)
+            }
             _ => false,
         }
+    }
+
+    /// Whether each output column may hold an overflow marker (a computed
+    /// value that overflowed, `expr::out_of_range_marker`): one a
+    /// projection computes by an expression that may overflow or that
+    /// reads such a column, and what carries it on (a group key, an
+    /// aggregate of it, a join's or union's column). A filter reading one
+    /// may mark rows (`ops::Filter::may_mark`).
+    pub fn marker_columns(&self) -> Vec<bool> {
+        self.kinds_and_markers().1
     }
 
     /// The kind of number each output column holds, as far as overflowing
     /// goes ([`NumKind`]): a base table's by its type; a computed column's
     /// by its expression, or any if it may hold an overflow marker (its
     /// expression may overflow or reads a column of any kind); an
-    /// aggregate's or window function's, any.
-    pub fn num_kinds(&self) -> Vec<NumKind> {
-        let input = |i: usize| self.inputs.get(i).map(LNode::num_kinds).unwrap_or_default();
-        let mut kinds: Vec<NumKind> = match &self.op {
-            LOp::Base(t) => t.columns.iter().map(|c| NumKind::of_type(&c.ty)).collect(),
+    /// aggregate's or window function's, any. With
+    /// [`LNode::marker_columns`], in one walk down the tree (each needs
+    /// its inputs' both).
+    pub fn kinds_and_markers(&self) -> (Vec<NumKind>, Vec<bool>) {
+        let inputs: Vec<(Vec<NumKind>, Vec<bool>)> =
+            self.inputs.iter().map(LNode::kinds_and_markers).collect();
+        let no_input = (vec![], vec![]);
+        let (kinds0, markers0) = inputs.first().unwrap_or(&no_input);
+        let concat = || -> (Vec<NumKind>, Vec<bool>) {
+            let kinds = inputs.iter().flat_map(|i| i.0.clone()).collect();
+            (kinds, inputs.iter().flat_map(|i| i.1.clone()).collect())
+        };
+        let (mut kinds, mut markers): (Vec<NumKind>, Vec<bool>) = match &self.op {
+            LOp::Base(t) => (
+                t.columns.iter().map(|c| NumKind::of_type(&c.ty)).collect(),
+                vec![],
+            ),
             LOp::Filter(e) => {
-                let mut kinds = input(0);
+                let mut kinds = kinds0.clone();
                 // A marked row holds the marker in the columns it reads.
-                if crate::ops::Filter::may_mark(e, &kinds) {
+                if crate::ops::Filter::may_mark(e, kinds0, markers0) {
                     for c in e.columns() {
                         if let Some(k) = kinds.get_mut(c) {
                             *k = NumKind::Any;
                         }
                     }
                 }
-                kinds
+                (kinds, markers0.clone())
             }
             // An expression over a marker is the marker (`ops::Project`).
             LOp::Project(es) => {
-                let input = input(0);
-                let marked = |e: &Expr| {
-                    e.may_overflow(&input)
-                        || e.columns()
-                            .iter()
-                            .any(|&c| input.get(c) == Some(&NumKind::Any))
-                };
-                es.iter()
-                    .map(|e| match marked(e) {
-                        true => NumKind::Any,
-                        false => e.num_kind(&input),
+                let reads =
+                    |e: &Expr, any: &dyn Fn(usize) -> bool| e.columns().into_iter().any(any);
+                let kinds = es
+                    .iter()
+                    .map(|e| {
+                        let marked = e.may_overflow(kinds0)
+                            || reads(e, &|c| kinds0.get(c) == Some(&NumKind::Any));
+                        match marked {
+                            true => NumKind::Any,
+                            false => e.num_kind(kinds0),
+                        }
                     })
-                    .collect()
+                    .collect();
+                let markers = es
+                    .iter()
+                    .map(|e| {
+                        e.may_overflow(kinds0) || reads(e, &|c| markers0.get(c) == Some(&true))
+                    })
+                    .collect();
+                (kinds, markers)
             }
             // Left then right (a semi- or anti-join's width drops the right).
-            LOp::Join { .. } => (0..self.inputs.len()).flat_map(input).collect(),
-            LOp::Aggregate { ngroup, .. } => input(0).into_iter().take(*ngroup).collect(),
-            LOp::Union => (0..self.inputs.len())
-                .map(input)
-                .reduce(|a, b| a.iter().zip(&b).map(|(x, y)| x.or(*y)).collect())
+            LOp::Join { .. } => concat(),
+            LOp::Aggregate { ngroup, aggs, .. } => {
+                let group = markers0.iter().take(*ngroup).copied();
+                let read = aggs.iter().map(|a| markers0.get(a.col) == Some(&true));
+                (
+                    kinds0.iter().take(*ngroup).copied().collect(),
+                    group.chain(read).collect(),
+                )
+            }
+            LOp::Union => inputs
+                .iter()
+                .cloned()
+                .reduce(|a, b| {
+                    (
+                        a.0.iter().zip(&b.0).map(|(x, y)| x.or(*y)).collect(),
+                        a.1.iter().zip(&b.1).map(|(x, y)| *x || *y).collect(),
+                    )
+                })
                 .unwrap_or_default(),
-            LOp::Window { .. } => input(0),
-            LOp::Values(_) => vec![],
+            LOp::Window { .. } => (kinds0.clone(), markers0.clone()),
+            LOp::Values(_) => no_input.clone(),
         };
         kinds.resize(self.width(), NumKind::Any);
-        kinds
+        markers.resize(self.width(), false);
+        (kinds, markers)
     }
 
     pub fn tables(&self, out: &mut Vec<u64>) {
@@ -205,6 +264,11 @@ pub(crate) struct PlannedView {
     /// orders each key's rows by it first, and a read takes only the rows
     /// between the bounds (see [`range`]).
     pub range: Option<RangeIndex>,
+    /// MySQL sorts the rows of the keys read (no index gives ORDER BY,
+    /// see `planner::layout::sorts_all_rows`), so it evaluates WHERE on
+    /// each of them before the LIMIT: a read fails on any marked row of
+    /// its keys, not only on the page's.
+    pub sorts_all_rows: bool,
 }
 
 impl PlannedView {

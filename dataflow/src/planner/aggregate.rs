@@ -143,6 +143,18 @@ impl Planner<'_> {
             input.out.push(ty);
         }
         bare_columns_as_min(scope, projection, s, q, &mut input, &mut by_col);
+        if input.specs.is_empty() && st.node.may_mark_rows() {
+            // GROUP BY without an aggregate over rows whose WHERE may have
+            // overflowed: a group of only key columns has nowhere to hold
+            // a marked row's mark, so a hidden COUNT(*) holds it (the read
+            // of a group MySQL failed on fails, see `Acc::Overflowed`).
+            let at = input.pre.len();
+            input.pre.push(Expr::Literal(Value::Int(1)));
+            input.specs.push(AggSpec::new(AggKind::CountStar, at));
+            input
+                .out
+                .push((crate::expr::int_of_width(21), false, Collation::Binary));
+        }
         let out = input.out.clone();
         let mut late_range = None;
         let late = match (late, st.window.clone()) {

@@ -517,11 +517,7 @@ fn aggregates_of_one_row(e: &ast::Expr) -> Option<ast::Expr> {
 /// primary key or a UNIQUE index, so that equal values in them pick one
 /// row at most.
 fn keyed_by_unique(inner: &LNode, cols: &[usize]) -> bool {
-    let mut base = inner;
-    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
-        base = input;
-    }
-    let LOp::Base(t) = &base.op else {
+    let Some(t) = inner.filtered_table() else {
         return false;
     };
     let covered = |key: &[usize]| !key.is_empty() && key.iter().all(|c| cols.contains(c));

@@ -9,7 +9,7 @@ use super::pushdown::filter_below_joins;
 use super::query::Planner;
 use super::select_state::SelectState;
 use super::syntax::{as_column, as_slot, has_placeholder, has_placeholder_deep, has_subquery};
-use crate::plan::{LNode, LOp};
+use crate::plan::LNode;
 use crate::Result;
 
 /// The key column to narrow by at read time instead of keying by it, when a
@@ -30,13 +30,7 @@ pub(super) fn index_prefix_key(node: &LNode, key_frame: &[(usize, Vec<usize>)]) 
     if sa.len() != 1 || sb.len() != 1 {
         return None;
     }
-    let mut base = node;
-    while let (LOp::Filter(_), [input]) = (&base.op, &base.inputs[..]) {
-        base = input;
-    }
-    let LOp::Base(t) = &base.op else {
-        return None;
-    };
+    let t = node.filtered_table()?;
     let pk = t.primary_key.iter().map(|k| &k[..]);
     let secondary = t.indexes.iter().map(|i| &i.columns[..]);
     pk.chain(secondary).find_map(|cols| match cols {
@@ -89,6 +83,15 @@ impl Planner<'_> {
             }
             if top {
                 if let Some((col, slots)) = self.key_conjunct(&c, &st.scope) {
+                    // A derived table's computed column that may overflow
+                    // (`a + 1 AS x`) keys no view: MySQL computes it for
+                    // each row to compare, failing on one that overflows,
+                    // while a key would file that row under its marker.
+                    // Each read checks every row instead.
+                    if st.node.marker_columns().get(col) == Some(&true) {
+                        st.read_filters.push(c);
+                        continue;
+                    }
                     if let Some(k) = st.key_frame.iter_mut().find(|k| k.0 == col) {
                         // `a = ? AND a = ?`: keep both as a read-time check.
                         let _ = k;

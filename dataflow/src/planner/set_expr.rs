@@ -152,6 +152,7 @@ impl Planner<'_> {
             empty_default: None,
             dedup: false,
             finish: None,
+            sorts_all_rows: false,
         })
     }
 }

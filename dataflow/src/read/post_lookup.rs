@@ -36,6 +36,15 @@ pub(super) fn answer(
         && (keys <= 1 || (spec.order.is_empty() && !spec.dedup))
         && (spec.empty_default.is_none() || results.iter().all(|r| !r.is_empty()))
         && keys > 0;
+    // MySQL sorts the keys' rows: it evaluated WHERE on each before the
+    // LIMIT (`spec.sorts_all_rows`).
+    let sorted_all = v.marks_rows && spec.sorts_all_rows;
+    if sorted_all && spec.read_filter.is_none() {
+        results
+            .iter()
+            .flat_map(|r| r.iter())
+            .try_for_each(where_failed)?;
+    }
     if let (true, Some(cols)) = (plain, &v.output_columns) {
         if v.marks_rows {
             let page = results.iter().flat_map(|r| r.iter()).skip(offset);
@@ -65,6 +74,7 @@ pub(super) fn answer(
     let stop_at = match (&spec.range, limit) {
         (Some(r), Some(l))
             if keys == 1
+                && !sorted_all
                 && spec.finish.is_none()
                 && spec.empty_default.is_none()
                 && !spec.dedup
@@ -83,6 +93,9 @@ pub(super) fn answer(
         keys,
         stop_at.is_none() && listed.is_none(),
     )?;
+    if sorted_all {
+        rows.iter().try_for_each(|r| where_failed(r))?;
+    }
     if spec.dedup && keys > 1 {
         return distinct_page(v, &rows, slots, offset, limit);
     }
@@ -196,7 +209,7 @@ fn gather<'r>(
                     break;
                 }
                 if let Some(f) = &spec.read_filter {
-                    if !f.eval_bool(r, slots)? {
+                    if !f.eval_bool_reading_markers(r, slots)? {
                         continue;
                     }
                 }
@@ -223,7 +236,7 @@ fn finish<'r>(
     if let (Some(f), true) = (&spec.read_filter, filter) {
         let mut kept = Vec::with_capacity(rows.len());
         for r in rows {
-            if f.eval_bool(&r, slots)? {
+            if f.eval_bool_reading_markers(&r, slots)? {
                 kept.push(r);
             }
         }
@@ -333,7 +346,7 @@ fn listed_rows<'r>(
     for (start, end) in merged {
         for r in got.range(start, end) {
             for slots in variants {
-                if filter.eval_bool(r, slots)? {
+                if filter.eval_bool_reading_markers(r, slots)? {
                     out.push(r);
                     break;
                 }

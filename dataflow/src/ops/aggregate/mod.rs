@@ -464,6 +464,14 @@ impl Aggregate {
                 }
                 (_, Acc::FloatSum { sum, comp, n }) => float_avg(*n, sum + comp),
                 (_, Acc::Set(m)) => set_output(a, m),
+                // COUNT(*) reads no value: only rows whose WHERE failed
+                // overflow it, and MySQL failed on those whether or not
+                // the query reads the count (a hidden one, see the
+                // planner's GROUP BY without an aggregate), so its marker
+                // is the one projections carry.
+                (AggKind::CountStar, Acc::Overflowed { .. }) => {
+                    crate::expr::where_failed_marker("BIGINT value is out of range")
+                }
                 (_, Acc::Overflowed { .. }) => {
                     crate::expr::out_of_range_marker("BIGINT value is out of range")
                 }

@@ -116,6 +116,7 @@ fn view(kind: JoinKind, right: LNode, right_col: usize, order_col: usize) -> Pla
         dedup: false,
         finish: None,
         range: None,
+        sorts_all_rows: false,
     }
 }
 
