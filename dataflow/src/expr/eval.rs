@@ -63,12 +63,17 @@ impl Expr {
         Ok(match self {
             Column(i) => {
                 let v = c.row.get(*i).cloned().unwrap_or(Value::Null);
-                match super::error::out_of_range_in(&v) {
-                    Some(m) if c.markers_fail && m != super::error::SUBQUERY_ROWS => {
-                        return Err(super::error::EvalError::OutOfRange(m.to_string()));
+                // Only a filter that may mark looks for markers: every other
+                // evaluation reads columns without the check.
+                if c.markers_fail {
+                    match super::error::out_of_range_in(&v) {
+                        Some(m) if m != super::error::SUBQUERY_ROWS => {
+                            return Err(super::error::EvalError::OutOfRange(m.to_string()));
+                        }
+                        _ => {}
                     }
-                    _ => v,
                 }
+                v
             }
             Literal(v) => v.clone(),
             Param(i) => c.params.get(*i).cloned().unwrap_or(Value::Null),

@@ -9,7 +9,7 @@
 
 use ladle_common::{Row, TableId, Value};
 
-use super::pull::IntKey;
+use super::pull::{IntKey, MIN_KEYS_TO_SCAN};
 use super::{BaseReads, FilledPartition, Graph, NodeId};
 use crate::hash::HashMap;
 use crate::ops::aggregate::PartitionFill;
@@ -66,9 +66,11 @@ impl Graph {
         state_key: &[usize],
         keys: &[Vec<Value>],
     ) -> Option<Result<Vec<Vec<Row>>>> {
-        let Op::Aggregate(_) = &self.nodes[n].op else {
+        // Checked before the chain is walked (and its operators cloned):
+        // a story page's miss asks for a few keys, on the hot path.
+        if keys.len() < MIN_KEYS_TO_SCAN || !matches!(self.nodes[n].op, Op::Aggregate(_)) {
             return None;
-        };
+        }
         let (steps, base, table, base_cols) = self.stateless_chain(n, state_key)?;
         if self.pending.get(&table).is_some_and(|p| !p.is_empty())
             || !self.integer_keys(table, &base_cols, keys)

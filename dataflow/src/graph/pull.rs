@@ -857,7 +857,7 @@ const SEEK_COST_IN_ROWS: u64 = 8;
 /// whatever the table holds, where a scan chosen on a row count that is
 /// too low (storage's is an estimate) reads the whole table for each
 /// miss.
-const MIN_KEYS_TO_SCAN: usize = 32;
+pub(super) const MIN_KEYS_TO_SCAN: usize = 32;
 
 /// `rows` grouped by their values of `cols` (normalized by `colls`), in
 /// first-seen order: the distinct keys, each key's rows, and the rows with
