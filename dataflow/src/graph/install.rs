@@ -144,17 +144,22 @@ impl Graph {
                 right_cols,
             } => {
                 let lc = &self.nodes[parents[0]].colls;
-                Op::Join(Join {
-                    kind: *kind,
-                    left_cols: left_cols.clone(),
-                    right_cols: right_cols.clone(),
-                    colls: left_cols
-                        .iter()
-                        .map(|&c| lc.get(c).copied().unwrap_or_default())
-                        .collect(),
-                    right_width: self.nodes[parents[1]].colls.len(),
-                    drives: t.drives.clone(),
-                })
+                Op::Join(
+                    Join {
+                        kind: *kind,
+                        left_cols: left_cols.clone(),
+                        right_cols: right_cols.clone(),
+                        colls: left_cols
+                            .iter()
+                            .map(|&c| lc.get(c).copied().unwrap_or_default())
+                            .collect(),
+                        right_width: self.nodes[parents[1]].colls.len(),
+                        drives: t.drives.clone(),
+                        carrier: None,
+                        right_marks: false,
+                    }
+                    .with_lookups(&t.lookups, lc.len(), t.right_marks),
+                )
             }
             LOp::Aggregate {
                 ngroup,
@@ -289,6 +294,9 @@ struct Tmp {
     /// A filter's: which input columns may hold overflow markers, which
     /// it may mark rows for too (`LNode::marker_columns`).
     input_markers: Vec<bool>,
+    /// A semi- or anti-join's: whether a filter below its right input may
+    /// mark rows, which it then carries (`Join::with_lookups`).
+    right_marks: bool,
 }
 
 /// Adds columns `cols` of node `top`, and those they come from below it,
@@ -341,33 +349,31 @@ fn keep_unmarked(tmp: &mut [Tmp], top: usize, cols: Vec<usize>) {
 
 /// Rows whose WHERE overflowed leave a filter marked, in columns other than
 /// those it is looked up by, and projections carry the mark in such a
-/// column too (see `Filter::pass`, `Project::apply`): below and above such
-/// a filter, those columns are part of what a filter or projection is, so
-/// only nodes that mark alike are shared.
+/// column too (see `Filter::pass`, `Project::apply`), as does a semi- or
+/// anti-join a right row's (`Join::join_rows`): below and above such a
+/// filter, those columns are part of what a filter, projection or such a
+/// join is, so only nodes that mark alike are shared.
 fn name_unmarked_columns(tmp: &mut [Tmp]) {
-    // A semi- or anti-join outputs none of its right input's columns, so
-    // a mark there would be lost: the row is dropped instead, as if looked
-    // up by every column (its filter marks nothing; its projection moves
-    // it to the mark's key, which matches nothing). Known gap: MySQL fails.
-    for i in 0..tmp.len() {
-        if let LOp::Join {
-            kind: JoinKind::Semi | JoinKind::Anti,
-            ..
-        } = tmp[i].op
-        {
-            let right = tmp[i].parents[1];
-            tmp[right].lookups = (0..tmp[i].parent_widths[1]).collect();
-        }
-    }
     let mut marks = vec![false; tmp.len()];
     for i in 0..tmp.len() {
         let t = &tmp[i];
         let here = matches!(&t.op, LOp::Filter(e) if Filter::may_mark(e, &t.input_kinds, &t.input_markers));
         marks[i] = here || t.parents.iter().any(|&p| marks[p]);
-        if marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
+        // A semi- or anti-join outputs none of its right input's columns:
+        // it carries a right row's mark in a left column.
+        let semi = matches!(
+            t.op,
+            LOp::Join {
+                kind: JoinKind::Semi | JoinKind::Anti,
+                ..
+            }
+        );
+        let right_marks = semi && t.parents.get(1).is_some_and(|&p| marks[p]);
+        if right_marks || marks[i] && matches!(t.op, LOp::Filter(_) | LOp::Project(_)) {
             let unmarked = format!("|unmarked={:?}", t.lookups);
             tmp[i].sig.push_str(&unmarked);
         }
+        tmp[i].right_marks = right_marks;
     }
 }
 
@@ -393,6 +399,7 @@ fn lower(n: &LNode, tmp: &mut Vec<Tmp>) -> usize {
         lookups: vec![],
         input_kinds,
         input_markers,
+        right_marks: false,
     });
     tmp.len() - 1
 }

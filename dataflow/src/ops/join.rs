@@ -38,6 +38,14 @@ pub(crate) struct Join {
     /// and whether the pull starts from the right input (decided at install
     /// from which side's key columns reach an index).
     pub drives: Vec<(Vec<usize>, bool)>,
+    /// A semi- or anti-join's: the left column its output carries the mark
+    /// of a right row whose WHERE overflowed in (see [`Join::join_rows`]):
+    /// the last one it is not looked up by ([`Join::with_lookups`]), so a
+    /// marked row keeps its key; `None` when it is looked up by all.
+    pub carrier: Option<usize>,
+    /// Whether right rows may be marked (a filter below may mark rows):
+    /// if not, a semi- or anti-join does not look for marks.
+    pub right_marks: bool,
 }
 
 /// The deltas of one batch at a join, grouped by normalized join key.
@@ -48,6 +56,19 @@ pub(crate) struct KeyedDeltas<'a> {
 }
 
 impl Join {
+    /// This join when looked up by the output columns `lookups` (keys of a
+    /// reader, a join, an aggregate downstream): a semi- or anti-join
+    /// carries a mark in the last left column that is none of them, when
+    /// its right rows may be marked (`right_marks`).
+    pub fn with_lookups(mut self, lookups: &[usize], left_width: usize, right_marks: bool) -> Join {
+        self.right_marks = right_marks;
+        self.carrier = match self.kind {
+            JoinKind::Semi | JoinKind::Anti => (0..left_width).rev().find(|c| !lookups.contains(c)),
+            JoinKind::Inner | JoinKind::Left => None,
+        };
+        self
+    }
+
     /// Groups a batch's deltas by join key. Rows with a NULL join column
     /// never match and are returned separately (left side only matters).
     pub fn group<'a>(
@@ -121,13 +142,14 @@ impl Join {
                     }
                 }
             }
-            JoinKind::Semi => {
-                if !right.is_empty() {
-                    out.extend(left.iter().cloned());
-                }
-            }
-            JoinKind::Anti => {
-                if right.is_empty() {
+            JoinKind::Semi | JoinKind::Anti => {
+                let (marked, right) = match self.right_marks {
+                    true => marked_match(right),
+                    false => (None, !right.is_empty()),
+                };
+                if let Some((m, c)) = marked.zip(self.carrier) {
+                    out.extend(left.iter().map(|l| carry_mark(l, c, m)));
+                } else if right == (self.kind == JoinKind::Semi) {
                     out.extend(left.iter().cloned());
                 }
             }
@@ -163,6 +185,32 @@ impl Join {
     }
 }
 
+/// A semi- or anti-join's right rows of one key: the mark of
+/// one whose WHERE overflowed (a filter marked it, see
+/// `ops::Filter::pass`), and whether any other is there. MySQL
+/// evaluates the subquery's WHERE on the rows of the key (and fails on
+/// such a row) however the rest of them answer, so a mark wins; with
+/// no column to carry it in, the marked row counts as absent (known
+/// gap: MySQL fails).
+fn marked_match<'r>(right: &'r [Row]) -> (Option<&'r Value>, bool) {
+    let mark = |r: &'r Row| r.iter().find(|v| crate::expr::is_where_failed(v));
+    let marked = right.iter().find_map(mark);
+    let unmarked = right.iter().any(|r| mark(r).is_none());
+    (marked, unmarked)
+}
+
+/// Left row `l` carrying mark `m` in column `c`, unless a mark is in it
+/// already (an earlier WHERE failed on it).
+fn carry_mark(l: &Row, c: usize, m: &Value) -> Row {
+    let mut row = l.clone();
+    if !row.iter().any(crate::expr::is_where_failed) {
+        if let Some(v) = row.get_mut(c) {
+            *v = m.clone();
+        }
+    }
+    row
+}
+
 impl fmt::Display for Join {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -178,6 +226,20 @@ mod tests {
     use super::*;
     use crate::ops::harness::{assert_emits, parse_row, Harness};
 
+    /// A join of two-column inputs on their first columns.
+    fn on_first_column(kind: JoinKind) -> Join {
+        Join {
+            kind,
+            left_cols: vec![0],
+            right_cols: vec![0],
+            colls: vec![Collation::GeneralCi],
+            right_width: 2,
+            drives: vec![],
+            carrier: None,
+            right_marks: false,
+        }
+    }
+
     /// A join harness over in-memory inputs: the closure keeps both sides'
     /// current multisets and performs the per-key lookups itself.
     fn harness(
@@ -185,14 +247,7 @@ mod tests {
         left: &str,
         right: &str,
     ) -> Harness<impl FnMut(usize, Vec<RowDelta>) -> Vec<RowDelta>> {
-        let j = Join {
-            kind,
-            left_cols: vec![0],
-            right_cols: vec![0],
-            colls: vec![Collation::GeneralCi],
-            right_width: 2,
-            drives: vec![],
-        };
+        let j = on_first_column(kind).with_lookups(&[0], 2, true);
         let mut sides: [Vec<Row>; 2] = [
             left.lines()
                 .filter(|l| !l.trim().is_empty())
@@ -277,5 +332,29 @@ mod tests {
         assert_emits(&mut h, "+ 1 x", "- 1 a");
         h.from = 0;
         assert_emits(&mut h, "+ 3 c\n+ 1 d", "+ 3 c");
+    }
+
+    /// A right row whose WHERE overflowed (marked) marks every left row of
+    /// its key, whatever the other right rows of the key; looked up by
+    /// every left column, the join drops it instead.
+    #[test]
+    fn semi_and_anti_carry_a_right_rows_mark() {
+        let m = crate::expr::where_failed_marker("BIGINT value is out of range");
+        let row = |v: &[i64]| -> Row { v.iter().map(|&x| Value::Int(x)).collect() };
+        let marked = vec![Value::Int(1), m.clone()];
+        let left = [row(&[1, 10])];
+        for kind in [JoinKind::Semi, JoinKind::Anti] {
+            let j = on_first_column(kind);
+            let carried = j.clone().with_lookups(&[0], 2, true);
+            let out = carried.join_rows(&left, &[row(&[1, 5]), marked.clone()]);
+            assert_eq!(out, vec![vec![Value::Int(1), m.clone()]]);
+            let dropped = j.with_lookups(&[0, 1], 2, true);
+            let out = dropped.join_rows(&left, std::slice::from_ref(&marked));
+            let expect = match kind {
+                JoinKind::Anti => left.to_vec(),
+                _ => vec![],
+            };
+            assert_eq!(out, expect);
+        }
     }
 }

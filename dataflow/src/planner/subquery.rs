@@ -41,7 +41,7 @@ impl Planner<'_> {
             JoinKind::Semi
         };
         let colls = node.colls.clone();
-        let sub = rel.node;
+        let sub = with_mark_carrier(rel.node);
         let joined = LNode {
             op: LOp::Join {
                 kind,
@@ -796,6 +796,21 @@ pub(super) fn row_counts(sub: LNode) -> LNode {
         inputs: vec![sub],
         colls: vec![Collation::Binary, Collation::Binary],
     }
+}
+
+/// `sub` (the subquery of a semi- or anti-join on its first column) with
+/// one more output column when a filter in it may mark the rows whose
+/// WHERE overflowed: a projection looked up by all its columns carries a
+/// mark in one of them, moving the row to another key, where the join
+/// would not find it (`ops::Project::with_lookups`); the added column
+/// carries it instead, for the join to carry on (`ops::Join::join_rows`).
+fn with_mark_carrier(mut sub: LNode) -> LNode {
+    let marks = sub.may_mark_rows();
+    if let (true, LOp::Project(es)) = (marks, &mut sub.op) {
+        es.push(Expr::Literal(Value::Null));
+        sub.colls.push(Collation::Binary);
+    }
+    sub
 }
 
 /// MySQL's `x NOT IN (SELECT y ...)` over nullable columns: true when the
