@@ -427,6 +427,10 @@ pub(super) struct SubqueryRewriter<'p, 'a> {
     pub(super) scope: &'p mut Scope,
     pub(super) n: &'p mut usize,
     pub(super) err: Option<DataflowError>,
+    /// Whether the expression is a WHERE or ON condition, where the
+    /// enclosing query cannot aggregate: a FROM-less subquery's aggregates
+    /// are then over its own single row (see [`one_row_aggregates`]).
+    pub(super) one_row: bool,
 }
 
 impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
@@ -434,7 +438,12 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
     fn pre_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
         // `(SELECT x)`: `x`, whose own subqueries are visited next.
         let value = match e {
-            ast::Expr::Subquery(q) => from_less_value(q).cloned(),
+            ast::Expr::Subquery(q) => from_less_value(q, self.one_row).cloned().map(|v| match self
+                .one_row
+            {
+                true => one_row_aggregates(v),
+                false => v,
+            }),
             _ => None,
         };
         if let Some(x) = value {
@@ -516,8 +525,10 @@ impl ast::VisitorMut for SubqueryRewriter<'_, '_> {
 /// call over a column is the enclosing query's (`(SELECT MAX(a)) FROM t`
 /// is `MAX(a)` over t), as MySQL places an aggregate whose columns are all
 /// outer ones; not with an aggregate over no column (`COUNT(*)`) or a
-/// window call, which would count the subquery's single row.
-fn from_less_value(q: &ast::Query) -> Option<&ast::Expr> {
+/// window call, which would count the subquery's single row. With
+/// `one_row` (in a condition, where the enclosing query cannot aggregate)
+/// every aggregate is over that single row ([`one_row_aggregates`]).
+fn from_less_value(q: &ast::Query, one_row: bool) -> Option<&ast::Expr> {
     let ast::SetExpr::Select(s) = &*q.body else {
         return None;
     };
@@ -538,8 +549,67 @@ fn from_less_value(q: &ast::Query) -> Option<&ast::Expr> {
         && s.into.is_none();
     let mut aggregates = Vec::new();
     super::expr::collect_aggregates(e, &mut aggregates);
-    let outer_aggregates = aggregates.iter().all(aggregates_a_column);
+    let outer_aggregates = one_row || aggregates.iter().all(aggregates_a_column);
     (plain && outer_aggregates && !super::window_fn::has_window_calls(s, q)).then_some(e)
+}
+
+/// `e`, the value of a FROM-less subquery in a WHERE or ON condition (see
+/// [`from_less_value`]), with its aggregate calls over the subquery's
+/// single row, as MySQL places them where the enclosing query cannot
+/// aggregate (`WHERE a = (SELECT MAX(a))` holds for every `a` not NULL):
+/// MIN and MAX are their argument, COUNT(*) is 1 and COUNT(x) whether `x`
+/// is not NULL. Other aggregates stay for the planner to refuse (known
+/// gap: SUM, AVG and GROUP_CONCAT change the type). Those of a nested
+/// subquery are its own.
+fn one_row_aggregates(mut e: ast::Expr) -> ast::Expr {
+    struct OneRow {
+        depth: usize,
+    }
+    impl ast::VisitorMut for OneRow {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_expr(&mut self, e: &mut ast::Expr) -> std::ops::ControlFlow<()> {
+            if let Some(v) = (self.depth == 0).then(|| one_row_value(e)).flatten() {
+                *e = v;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let _ = ast::VisitMut::visit(&mut e, &mut OneRow { depth: 0 });
+    e
+}
+
+/// Aggregate call `agg` over one row (see [`one_row_aggregates`]), if it
+/// is one of those it knows.
+fn one_row_value(agg: &ast::Expr) -> Option<ast::Expr> {
+    let name = aggregate_name(agg)?;
+    let ast::Expr::Function(f) = agg else {
+        return None;
+    };
+    let ast::FunctionArguments::List(l) = &f.args else {
+        return None;
+    };
+    if !l.clauses.is_empty() || f.filter.is_some() || f.over.is_some() {
+        return None;
+    }
+    let nested = |x: ast::Expr| Some(ast::Expr::Nested(Box::new(x)));
+    match (name.as_str(), l.args.as_slice()) {
+        ("count", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]) => Some(number("1")),
+        ("count", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))]) => {
+            nested(ast::Expr::IsNotNull(Box::new(x.clone())))
+        }
+        ("min" | "max", [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(x))]) => {
+            nested(x.clone())
+        }
+        _ => None,
+    }
 }
 
 /// Whether aggregate call `agg` reads a column among its arguments.
@@ -697,12 +767,26 @@ impl Planner<'_> {
         scope: &mut Scope,
         n: &mut usize,
     ) -> Result<()> {
+        self.rewrite_subqueries_in(e, node, scope, n, false)
+    }
+
+    /// [`Self::rewrite_subqueries`], in a WHERE or ON condition when
+    /// `one_row` (see [`SubqueryRewriter::one_row`]).
+    fn rewrite_subqueries_in(
+        &self,
+        e: &mut ast::Expr,
+        node: &mut LNode,
+        scope: &mut Scope,
+        n: &mut usize,
+        one_row: bool,
+    ) -> Result<()> {
         let mut rw = SubqueryRewriter {
             planner: self,
             node,
             scope,
             n,
             err: None,
+            one_row,
         };
         let _ = ast::VisitMut::visit(e, &mut rw);
         rw.err.map_or(Ok(()), Err)
@@ -732,7 +816,7 @@ impl Planner<'_> {
         {
             if correlated(self.relation(subquery)) {
                 let mut c = c;
-                self.rewrite_subqueries(&mut c, node, scope, n)?;
+                self.rewrite_subqueries_in(&mut c, node, scope, n, true)?;
                 return Ok(Some(c));
             }
         }
@@ -776,7 +860,7 @@ impl Planner<'_> {
             Some(Err(e)) => return Err(e),
         }
         let mut c = c;
-        self.rewrite_subqueries(&mut c, node, scope, n)?;
+        self.rewrite_subqueries_in(&mut c, node, scope, n, true)?;
         Ok(Some(c))
     }
 }
