@@ -127,6 +127,7 @@ mod variants;
 pub use config::DataflowConfig;
 pub use engine::{Dataflow, FillCounts, DEFAULT_VIEW_IDLE_TIMEOUT};
 pub use error::{DataflowError, FunctionName, Gap, Result, WindowError};
+pub use expr::constants_warn_once;
 pub use expr::take_warnings as take_eval_warnings;
 pub use expr::{raised_by as eval_warnings_raised_by, EvalWarning, WARN_DIVISION_BY_ZERO};
 pub use meta::{BaseColumn, OutputColumn, ViewStats};

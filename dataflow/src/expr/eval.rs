@@ -96,7 +96,12 @@ impl Expr {
             } => {
                 let l = left.eval_ctx(c)?;
                 let r = right.eval_ctx(c)?;
-                ops::cmp_op(*op, &l, &r, *collation)
+                match constant_read_as_other(left, right, &l, &r) {
+                    Some(k) => super::warnings::once_per_constant(k, || {
+                        ops::cmp_op(*op, &l, &r, *collation)
+                    }),
+                    None => ops::cmp_op(*op, &l, &r, *collation),
+                }
             }
             Logic(op, l, r) => logic(*op, l, r, c)?,
             IsNull { expr, negated } => bool_value(Some(expr.eval_ctx(c)?.is_null() != *negated)),
@@ -287,4 +292,21 @@ fn between(v: Value, lo: Value, hi: Value, negated: bool, collation: Collation) 
         _ => None,
     };
     bool_value(both.map(|b| b != negated))
+}
+
+/// The address of the constant string operand of a comparison whose other
+/// operand is not a string (`n = 'x'`): the string is read as a number, a
+/// date or a time, which may warn (see `super::warnings::once_per_constant`).
+fn constant_read_as_other(left: &Expr, right: &Expr, l: &Value, r: &Value) -> Option<usize> {
+    let text = |v: &Value| matches!(v, Value::Text(_) | Value::Bytes(_));
+    match (left, right) {
+        (Expr::Literal(_), Expr::Literal(_)) => None,
+        (Expr::Literal(_), _) if text(l) && !text(r) && !r.is_null() => {
+            Some(std::ptr::from_ref(left) as usize)
+        }
+        (_, Expr::Literal(_)) if text(r) && !text(l) && !l.is_null() => {
+            Some(std::ptr::from_ref(right) as usize)
+        }
+        _ => None,
+    }
 }

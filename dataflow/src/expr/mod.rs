@@ -55,4 +55,6 @@ pub use tree::{ArithOp, CastType, CmpOp, Expr, LogicOp};
 pub(crate) use typing::int_of_width;
 pub use typing::{type_chars, unify_types};
 pub(crate) use warnings::without_warnings;
-pub use warnings::{raised_by, take_warnings, EvalWarning, WARN_DIVISION_BY_ZERO};
+pub use warnings::{
+    constants_warn_once, raised_by, take_warnings, EvalWarning, WARN_DIVISION_BY_ZERO,
+};

@@ -37,6 +37,54 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// Inside [`constants_warn_once`]: the constant operands (by address)
+    /// whose comparison has warned already.
+    static WARNED_CONSTANTS: std::cell::RefCell<Option<Vec<usize>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f`, a statement's evaluation of expressions it compiled once
+/// over many rows (an UPDATE's or DELETE's WHERE), so that comparing a
+/// constant with each row's value warns about the constant's conversion
+/// once ([`once_per_constant`]): MariaDB converts the constant when it
+/// first compares it and keeps the result (`UPDATE IGNORE t ... WHERE n =
+/// 'x'` warns once, not once per row).
+pub fn constants_warn_once<T>(f: impl FnOnce() -> T) -> T {
+    let outer = WARNED_CONSTANTS.with(|w| w.replace(Some(Vec::new())));
+    let out = f();
+    WARNED_CONSTANTS.with(|w| *w.borrow_mut() = outer);
+    out
+}
+
+/// Runs `f`, a comparison with the constant at address `constant`: inside
+/// [`constants_warn_once`], the warnings it raises are kept only the first
+/// time one does for that constant.
+pub(crate) fn once_per_constant<T>(constant: usize, f: impl FnOnce() -> T) -> T {
+    let scoped =
+        WARNED_CONSTANTS.with(|w| w.borrow().as_ref().map(|seen| seen.contains(&constant)));
+    let Some(warned) = scoped else {
+        return f();
+    };
+    let before = WARNINGS.with(|w| w.borrow().len());
+    let out = f();
+    WARNINGS.with(|w| {
+        let mut w = w.borrow_mut();
+        if w.len() > before {
+            if warned {
+                w.truncate(before);
+            } else {
+                WARNED_CONSTANTS.with(|c| {
+                    if let Some(seen) = c.borrow_mut().as_mut() {
+                        seen.push(constant);
+                    }
+                });
+            }
+        }
+    });
+    out
+}
+
 /// Records a warning raised while evaluating on this thread.
 pub(crate) fn warn(code: u16, message: String) {
     raise("Warning", code, message);

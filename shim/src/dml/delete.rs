@@ -29,7 +29,9 @@ pub fn delete(e: &Engine, s: &mut Session, d: ast::Delete) -> Result<Output> {
 /// is kept, with warning 1451, and the others are deleted (MariaDB's).
 pub fn delete_ignore(e: &Engine, s: &mut Session, d: ast::Delete, ignore: bool) -> Result<Output> {
     let db = s.database.clone();
-    delete_rows(e, s, d, ignore).map_err(|err| err.in_database(db.as_deref()))
+    // The WHERE is compiled once: a constant's conversion warns once.
+    ladle_dataflow::constants_warn_once(|| delete_rows(e, s, d, ignore))
+        .map_err(|err| err.in_database(db.as_deref()))
 }
 
 fn delete_rows(e: &Engine, s: &mut Session, mut d: ast::Delete, ignore: bool) -> Result<Output> {

@@ -80,8 +80,11 @@ pub(super) fn update(
     clauses: UpdateClauses<'_>,
 ) -> Result<Output> {
     let db = s.database.clone();
-    update_rows(e, s, target, assignments, selection, clauses)
-        .map_err(|err| err.in_database(db.as_deref()))
+    // The WHERE is compiled once: a constant's conversion warns once.
+    ladle_dataflow::constants_warn_once(|| {
+        update_rows(e, s, target, assignments, selection, clauses)
+    })
+    .map_err(|err| err.in_database(db.as_deref()))
 }
 
 fn update_rows(
