@@ -38,6 +38,10 @@ pub enum DataflowError {
     /// without GROUP BY (1140).
     #[error("Mixing of GROUP columns (MIN(),MAX(),COUNT(),...) with no GROUP columns is illegal if there is no GROUP BY clause")]
     MixOfGroupColumns,
+    /// An aggregate of a query's own rows in its WHERE (`WHERE a =
+    /// MAX(a)`), which picks the rows it would aggregate (1111).
+    #[error("Invalid use of group function")]
+    InvalidGroupFunction,
     /// One SELECT's FROM clause joins more than 61 tables (MySQL's 1116).
     #[error("Too many tables; MariaDB can only use 61 tables in a join")]
     TooManyTables,

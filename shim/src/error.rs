@@ -234,6 +234,7 @@ pub const ER_DATA_OUT_OF_RANGE: MysqlCode = code(1690, "22003");
 pub const ER_NO_DEFAULT_FOR_FIELD: MysqlCode = code(1364, "HY000");
 pub const ER_WRONG_FIELD_WITH_GROUP: MysqlCode = code(1055, "42000");
 pub const ER_MIX_OF_GROUP_FUNC_AND_FIELDS: MysqlCode = code(1140, "42000");
+pub const ER_INVALID_GROUP_FUNC_USE: MysqlCode = code(1111, "HY000");
 // MariaDB's SQLSTATE for 1366 (MySQL 8 sends HY000).
 pub const ER_TRUNCATED_WRONG_VALUE_FOR_FIELD: MysqlCode = code(1366, "22007");
 /// A cluster replica, or a primary that may have lost its leadership,
@@ -535,6 +536,7 @@ fn dataflow_code(e: &DataflowError) -> MysqlCode {
         DataflowError::TooManyTables => ER_TOO_MANY_TABLES,
         DataflowError::NotInGroupBy(_) => ER_WRONG_FIELD_WITH_GROUP,
         DataflowError::MixOfGroupColumns => ER_MIX_OF_GROUP_FUNC_AND_FIELDS,
+        DataflowError::InvalidGroupFunction => ER_INVALID_GROUP_FUNC_USE,
         DataflowError::UnknownFunction(_) => ER_SP_DOES_NOT_EXIST,
         DataflowError::Unsupported(_) => ER_NOT_SUPPORTED_YET,
         DataflowError::Interrupted { timeout: false } => ER_QUERY_INTERRUPTED,

@@ -4,13 +4,15 @@
 
 use sqlparser::ast;
 
-use super::expr::{unsupported, volatile, ExprCx, Scope};
+use super::expr::{
+    collect_aggregates, collect_bare_columns, unsupported, visit_children, volatile, ExprCx, Scope,
+};
 use super::pushdown::filter_below_joins;
 use super::query::Planner;
 use super::select_state::SelectState;
 use super::syntax::{as_column, as_slot, has_placeholder, has_placeholder_deep, has_subquery};
 use crate::plan::LNode;
-use crate::Result;
+use crate::{DataflowError, Result};
 
 /// The key column to narrow by at read time instead of keying by it, when a
 /// one-table query's two `col = ?` keys are exactly the columns of one of the
@@ -72,6 +74,7 @@ impl Planner<'_> {
         top: bool,
     ) -> Result<()> {
         for c in conj {
+            own_aggregate_refused(&c, &st.scope)?;
             if st.window.is_some() {
                 if has_subquery(&c) {
                     return Err(unsupported(
@@ -196,4 +199,22 @@ impl Planner<'_> {
             _ => None,
         }
     }
+}
+
+/// MySQL's 1111 for WHERE conjunct `c` calling an aggregate of this
+/// query's rows: of its columns (`WHERE a = MAX(a)`) or of none
+/// (`COUNT(*)`). One of an enclosing query's columns is that query's (a
+/// correlated subquery's `WHERE x = MAX(outer.a)`), and one in a nested
+/// subquery its own.
+fn own_aggregate_refused(c: &ast::Expr, scope: &Scope) -> Result<()> {
+    let mut aggregates = Vec::new();
+    collect_aggregates(c, &mut aggregates);
+    for a in &aggregates {
+        let mut columns = Vec::new();
+        visit_children(a, &mut |arg| collect_bare_columns(arg, &mut columns));
+        if columns.iter().all(|col| scope.resolve(col).is_ok()) {
+            return Err(DataflowError::InvalidGroupFunction);
+        }
+    }
+    Ok(())
 }
