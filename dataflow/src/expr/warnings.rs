@@ -51,10 +51,17 @@ thread_local! {
 /// first compares it and keeps the result (`UPDATE IGNORE t ... WHERE n =
 /// 'x'` warns once, not once per row).
 pub fn constants_warn_once<T>(f: impl FnOnce() -> T) -> T {
-    let outer = WARNED_CONSTANTS.with(|w| w.replace(Some(Vec::new())));
-    let out = f();
-    WARNED_CONSTANTS.with(|w| *w.borrow_mut() = outer);
-    out
+    /// Restores the enclosing scope also when `f` panics (a caught panic
+    /// must not leave stale constant addresses on this thread).
+    struct Restore(Option<Vec<usize>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            WARNED_CONSTANTS.with(|w| *w.borrow_mut() = outer);
+        }
+    }
+    let _restore = Restore(WARNED_CONSTANTS.with(|w| w.replace(Some(Vec::new()))));
+    f()
 }
 
 /// Runs `f`, a comparison with the constant at address `constant`: inside
